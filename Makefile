@@ -1,0 +1,104 @@
+# pbd - build, test, demo, bench.
+#   make test            build and run the tests (installs SIMDe/stb when missing and possible)
+#   make demo            run the showcase headless: PNG frames and out/showcase.png
+#   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
+# Configuration (each combination builds into its own folder under build/):
+#   CC=clang             another C compiler
+#   CXX_MODE=1           compile the tests as C++ (with $(CXX))
+#   SIMD=0               -DPBD_NO_SIMD (scalar reference path)
+#   OMP=0                no OpenMP
+#   SAN=1                -fsanitize=address,undefined
+CC ?= cc
+CXX ?= g++
+SIMD ?= 1
+OMP ?= 1
+SAN ?= 0
+CXX_MODE ?= 0
+OPT ?= -O2
+
+CONFIG := $(notdir $(CC))-simd$(SIMD)-omp$(OMP)-san$(SAN)-cxx$(CXX_MODE)
+BUILD := build/$(CONFIG)
+
+WARN := -Wall -Wextra -Wno-psabi
+BASEFLAGS := $(OPT) -g -ffp-contract=off $(WARN) -I.
+ifeq ($(SIMD),0)
+BASEFLAGS += -DPBD_NO_SIMD
+else
+BASEFLAGS += -march=native
+endif
+ifeq ($(OMP),1)
+BASEFLAGS += -fopenmp
+endif
+ifeq ($(SAN),1)
+BASEFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+endif
+ifeq ($(CXX_MODE),1)
+COMPILE := $(CXX) -x c++ -std=c++11 $(BASEFLAGS)
+LINK := $(CXX) $(BASEFLAGS)
+else
+COMPILE := $(CC) -std=c99 $(BASEFLAGS)
+LINK := $(CC) $(BASEFLAGS)
+endif
+LIBS := -lm
+
+HEADERS := $(wildcard *.h)
+TEST_SRCS := $(wildcard tests/*.c)
+TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
+EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
+
+.PHONY: all test demo bench deps clean examples benches
+
+all: $(BUILD)/pbd_tests examples benches
+
+# Debian packages the examples and the SIMD path use. Installed when missing
+# and when we can (root with apt-get); everything still builds without them.
+deps:
+	@if [ ! -f /usr/include/simde/x86/sse2.h ] || [ ! -f /usr/include/stb/stb_image_write.h ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing libsimde-dev libstb-dev"; \
+	    (apt-get install -y -qq libsimde-dev libstb-dev >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq libsimde-dev libstb-dev >/dev/null 2>&1)) || \
+	    echo "could not install libsimde-dev/libstb-dev: building the scalar path and PPM output"; \
+	  else echo "libsimde-dev/libstb-dev missing: building the scalar path and PPM output"; fi; \
+	fi
+
+test: deps
+	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
+	./$(BUILD)/pbd_tests $(T)
+
+$(BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(COMPILE) -c $< -o $@
+
+$(BUILD)/pbd_tests: $(TEST_OBJS)
+	$(LINK) $^ -o $@ $(LIBS)
+
+EXAMPLE_FLAGS := -std=c99 $(BASEFLAGS) $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
+
+$(BUILD)/examples/%: examples/%.c $(HEADERS) $(wildcard examples/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(EXAMPLE_FLAGS) $< -o $@ $(LIBS)
+
+examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
+
+demo: deps
+	@$(MAKE) --no-print-directory $(BUILD)/examples/showcase
+	@mkdir -p out
+	./$(BUILD)/examples/showcase out
+
+$(BUILD)/bench/%: bench/%.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(BASEFLAGS) -O3 $< -o $@ $(LIBS)
+
+benches: $(addprefix $(BUILD)/bench/,$(BENCHES))
+
+BENCH ?= $(BENCHES)
+bench: deps
+	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/bench/,$(BENCH))
+	@mkdir -p out
+	@: > out/bench.jsonl
+	@for b in $(BENCH); do ./$(BUILD)/bench/$$b | tee -a out/bench.jsonl; done
+
+clean:
+	rm -rf build out

@@ -1,0 +1,3415 @@
+/* pbd.h - v0.1 - position-based dynamics (PBD / XPBD) in one C header.
+
+   MANUAL
+   ======
+   Do this in *one* C or C++ file to create the implementation:
+
+       #define PBD_IMPLEMENTATION
+       #include "pbd.h"
+
+   Every other file includes "pbd.h" alone. Compile with OpenMP (-fopenmp)
+   for threads and with SIMDe installed (Debian: libsimde-dev) for the SIMD
+   path; without either the same code runs serially / scalar.
+
+       cc -O2 -fopenmp -ffp-contract=off my_app.c -o my_app -lm
+
+   QUICK START
+   -----------
+       pbd_world_desc d = pbd_world_desc_default();   // gravity, substeps, iterations
+       pbd_world *w = NULL;
+       if (pbd_world_create(&d, &w) != PBD_OK) return 1;
+       pbd_mesh m;                                     // a 32x32 cloth, 1 m wide
+       float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+       pbd_mesh_grid(32, 32, o, u, v, &m);
+       pbd_cloth_desc c = pbd_cloth_desc_default();
+       c.positions = m.positions; c.vertex_count = m.vertex_count;
+       c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+       pbd_object cloth;
+       pbd_add_cloth(w, &c, &cloth);
+       float centre[3] = {0, 0.5f, 0};
+       pbd_add_collider_sphere(w, centre, 0.3f, 0.5f, NULL);
+       for (int frame = 0; frame < 600; ++frame) pbd_world_step(w, 1.0f / 60.0f);
+       const float *x = pbd_world_positions(w);        // x y z inv_mass per particle
+       pbd_mesh_free(&m);
+       pbd_world_destroy(w);
+
+   CONTENTS (sections appear in this order in the declarations and in the
+   implementation; search for "// ==== <name>")
+       ==== config          macros, SIMD and OpenMP detection
+       ==== results         pbd_result, messages, log callback
+       ==== math            small vector helpers (private)
+       ==== constraints     stateless constraint functions C(x) and gradients,
+                            the XPBD / PBD projection (public)
+       ==== meshes          grid, tetrahedral box, sphere generators
+       ==== world           create/destroy, parameters, snapshot/restore
+       ==== particles       add, read/write, pin, kinematic, acceleration field
+       ==== groups          world constraint groups (one type, one compliance)
+       ==== objects         cloth, soft body and balloon builders
+       ==== colliders       plane, sphere, capsule, box; continuous contacts,
+                            friction, restitution
+       ==== solver          pbd_world_step: substeps, iterations, damping
+
+   CONFIG MACROS (define before including the implementation)
+       PBD_IMPLEMENTATION   emit the implementation in this translation unit
+       PBD_STATIC           make every function static (private copy)
+       PBD_NO_SIMD          force the scalar reference path
+       PBD_NO_OPENMP        never use OpenMP even when compiled with -fopenmp
+       PBD_ASSERT(x)        our internal invariants (default: assert.h);
+                            never used to check user input
+       PBD_MALLOC(sz) / PBD_FREE(p)
+                            replace malloc/free (define both or neither);
+                            a per-world allocator can also be given in
+                            pbd_world_desc.allocator
+
+   CONVENTIONS
+     * Every function that can fail returns pbd_result (PBD_OK == 0, errors
+       are negative). On error nothing observable changes: the world's
+       snapshot is byte-identical to the one before the call. The message of
+       the last error is in pbd_world_last_error() and is sent to the log
+       callback of pbd_world_desc when one is set. Nothing aborts on input.
+     * Units are SI (m, kg, s). Particles are stored as 4 floats
+       (x, y, z, inverse mass); pbd_world_positions() returns that array.
+     * Zero is a real value for many parameters, so every desc has a
+       *_default() function: start from it and change what you need.
+     * No allocation inside pbd_world_step(): scratch is sized when objects
+       are added.
+     * Constraint functions follow the sign convention of the survey
+       (Bender et al. 2017, section 3.1): a bilateral constraint wants
+       C = 0, a unilateral one wants C >= 0 and is skipped when satisfied.
+
+   SOLVER (Bender et al. 2017 "A survey on position based dynamics",
+   section 3; XPBD: Macklin, Mueller, Chentanez 2016; small steps: Macklin
+   et al. 2019). One pbd_world_step(dt) runs `substeps` substeps of
+   h = dt / substeps, each:
+     1. v += h (gravity + acceleration field), point damping; p = x + h v
+        (kinematic particles follow their targets, pinned ones stay);
+     2. contacts from x -> p against the colliders (continuous: the segment
+        is swept, so fast particles cannot tunnel through thin shapes);
+     3. XPBD multipliers reset, then `iterations` Gauss-Seidel sweeps over
+        the groups in the order they were added, then the contacts (with
+        position-level static/dynamic friction);
+     4. v = (p - x) / h, x = p;
+     5. velocity pass: restitution of contacts, momentum-conserving
+        global damping per object (Mueller et al. 2007, survey 3.7).
+   XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
+   `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
+   not depend on the iteration count or the substep count. In
+   PBD_SOLVER_PBD mode the group's `stiffness` k in [0,1] is used with the
+   k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
+   pbd_world_desc.stiffness_correction is 0.
+
+   LICENSE: MIT or public domain (your choice), see the end of this file.
+*/
+#ifndef PBD_H_INCLUDED
+#define PBD_H_INCLUDED
+
+#include <stddef.h>
+
+#ifdef PBD_STATIC
+#define PBDDEF static
+#else
+#define PBDDEF extern
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// ==== results ===============================================================
+
+typedef enum pbd_result {
+    PBD_OK = 0,
+    PBD_ERROR_NULL_POINTER = -1,       /* a required pointer is NULL */
+    PBD_ERROR_INVALID_ARGUMENT = -2,   /* a count, flag or parameter is out of its range */
+    PBD_ERROR_INDEX_OUT_OF_RANGE = -3, /* a particle, group, object or collider index does not exist */
+    PBD_ERROR_NOT_FINITE = -4,         /* NaN or Inf in the input */
+    PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 */
+    PBD_ERROR_DEGENERATE = -6,         /* zero-length edge, zero-area triangle, flat tet, ... */
+    PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt <= 0 or not finite */
+    PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
+    PBD_ERROR_OUT_OF_MEMORY = -9,
+    PBD_ERROR_BAD_SNAPSHOT = -10,      /* a buffer that is not a snapshot of this version */
+    PBD_ERROR_NOT_CLOSED = -11         /* a mesh that must be closed and consistently oriented is not */
+} pbd_result;
+
+/* A short constant string for a result code ("PBD_ERROR_DEGENERATE: ..."). */
+PBDDEF const char *pbd_result_string(pbd_result r);
+
+typedef void (*pbd_log_fn)(void *user, pbd_result r, const char *message);
+
+// ==== config ================================================================
+/* The SIMD path compiled in: "scalar", "sse", "avx2", "avx512" or "neon",
+   and its width in floats (1 for scalar). */
+PBDDEF const char *pbd_simd_path(void);
+PBDDEF int pbd_simd_width(void);
+/* Threads OpenMP would use (1 without OpenMP). */
+PBDDEF int pbd_max_threads(void);
+
+// ==== constraints (stateless) ===============================================
+/* Constraint functions C(x) with analytic gradients. Positions are packed
+   as n*3 floats (p0.x p0.y p0.z p1.x ...); `grad` (n*3 floats) may be NULL.
+   They can be used with your own particle storage; the world uses the same
+   code. Degenerate configurations (zero-length edge, zero-area triangle)
+   return a zero gradient, which the projection treats as "skip". */
+
+/* |p0 - p1| - rest (survey 3.4.1). */
+PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad);
+/* Signed dihedral angle minus rest angle (survey 3.4.2). Shared edge p0-p1,
+   wings p2 (triangle p0 p2 p1) and p3 (triangle p0 p1 p3). The angle is
+   measured with atan2 (robust at 0 and pi, unlike acos), gradients as in
+   Bridson et al. 2003; the difference is wrapped to (-pi, pi]. */
+PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad);
+/* The signed dihedral angle of four points in the order above. */
+PBDDEF float pbd_dihedral_angle(const float *p);
+/* Isometric bending (Bergou et al. 2006, "A quadratic bending model for
+   inextensible surfaces"), same vertex order as the dihedral constraint.
+   `rest` holds 6 floats made by pbd_isometric_bending_rest() from the rest
+   positions: the cotangent weights K (4), s = sqrt(3 / (A0 + A1)) and the
+   rest curvature |L0|. C = s (|L| - |L0|) with L = sum_i K_i p_i, so that
+   C^2 / 2 is the quadratic bending energy (exact for flat rest states,
+   the model's assumption; for curved rest states the magnitude of the rest
+   curvature is kept). */
+PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad);
+PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6);
+/* Triangle area minus rest area (survey 3.4.4). */
+PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad);
+/* Signed tetrahedron volume (p1-p0)x(p2-p0).(p3-p0)/6 minus rest (survey 3.4.4). */
+PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad);
+/* Point q = p0 above triangle p1 p2 p3 by thickness h (survey 3.4.3):
+   C = (q - p1) . n - h, n the unit normal of (p2-p1)x(p3-p1). Unilateral.
+   For a point that must stay below, pass the triangle as p1 p3 p2. */
+PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad);
+/* Closed triangle mesh (survey 3.4.5): C = V(p) - pressure * rest_volume,
+   V = sum over triangles (a x b) . c / 6. `triangles` index into p
+   (vertex_count points); grad has vertex_count*3 floats. */
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles,
+                                        int triangle_count, float pressure, float rest_volume,
+                                        float *grad);
+/* Particle p0 attached to `target`: C = |p0 - target| when max_distance is
+   0 (bilateral), else C = max_distance - |p0 - target| (unilateral). */
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance,
+                                       float *grad);
+
+/* One XPBD projection (Macklin et al. 2016, eq. 18 with survey eqs. 2-3):
+     dlambda = (-C - alpha~ lambda) / (sum_i w_i |grad_i|^2 + alpha~),
+     alpha~ = compliance / h^2,  dp_i = w_i grad_i dlambda,  lambda += dlambda.
+   n particles, grad and dp n*3 floats, inv_mass n floats. Returns dlambda
+   (0 when the gradient vanishes or all particles are fixed). With
+   compliance 0 this is the classic PBD projection with k = 1. */
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass,
+                              float compliance, float h, float *lambda, float *dp);
+/* The PBD stiffness correction of survey 3.3: 1 - (1 - k)^(1/iterations). */
+PBDDEF float pbd_pbd_stiffness(float k, int iterations);
+
+// ==== meshes ================================================================
+/* Generated meshes for examples and tests; free with pbd_mesh_free. Counts
+   are in vertices / triangles / tetrahedra; index arrays are 3 or 4 ints per
+   element; positions 3 floats per vertex. Triangles are counter-clockwise
+   seen from outside (closed meshes) or from +(u x v) (grids). */
+typedef struct pbd_mesh {
+    float *positions;
+    int vertex_count;
+    int *triangles;     /* surface triangles (the boundary of a tet mesh) */
+    int triangle_count;
+    int *tets;          /* tetrahedra (pbd_mesh_tet_box only), positive volume */
+    int tet_count;
+} pbd_mesh;
+
+/* nx * ny vertices at origin + u*i/(nx-1) + v*j/(ny-1), index j*nx + i,
+   2 (nx-1)(ny-1) triangles with alternating diagonals. nx, ny >= 2. */
+PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u,
+                                const float *v, pbd_mesh *out);
+/* A box [lo, hi] of nx*ny*nz nodes (each >= 2), 5 tets per cell in
+   alternating orientation (conforming), plus its surface triangles. */
+PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi,
+                                   pbd_mesh *out);
+/* An icosphere: 20 * 4^subdivisions triangles, closed, outward. 0..7. */
+PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius,
+                                  pbd_mesh *out);
+PBDDEF void pbd_mesh_free(pbd_mesh *m);
+
+// ==== world =================================================================
+
+typedef struct pbd_world pbd_world;
+
+typedef struct pbd_allocator {
+    void *(*alloc)(void *user, size_t size);
+    void (*free)(void *user, void *ptr);
+    void *user;
+} pbd_allocator;
+
+typedef enum pbd_solver_mode {
+    PBD_SOLVER_XPBD = 0, /* compliance form (default) */
+    PBD_SOLVER_PBD = 1   /* stiffness form, survey 3.3 */
+} pbd_solver_mode;
+
+typedef struct pbd_world_desc {
+    float gravity[3];           /* m/s^2, default (0, -9.81, 0) */
+    int substeps;               /* default 4, 1..1000 */
+    int iterations;             /* per substep, default 4, 1..1000 */
+    pbd_solver_mode mode;       /* default PBD_SOLVER_XPBD */
+    int stiffness_correction;   /* PBD mode: use k' (survey 3.3); default 1 */
+    float point_damping;        /* 1/s: v *= exp(-point_damping h); default 0 */
+    int max_contacts_per_particle; /* default 4, 1..64 */
+    pbd_allocator allocator;    /* optional: both functions or neither */
+    pbd_log_fn log;             /* optional: called with every error */
+    void *log_user;
+} pbd_world_desc;
+
+PBDDEF pbd_world_desc pbd_world_desc_default(void);
+PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out);
+PBDDEF void pbd_world_destroy(pbd_world *w);
+/* The message of the last error in this world ("" if none). */
+PBDDEF const char *pbd_world_last_error(const pbd_world *w);
+
+PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity);
+PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps,
+                                       int iterations);
+PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
+PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
+PBDDEF double pbd_world_time(const pbd_world *w);
+
+/* Advance by dt seconds (substeps x iterations as in the desc). */
+PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
+
+/* Save / restore the complete simulation state (particles, constraint
+   groups with their multipliers, objects, colliders, parameters, time).
+   Callbacks (log, acceleration field) and the allocator are not part of
+   it. A restored world stepped again gives bit-identical results. */
+PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
+PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
+PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
+
+// ==== particles =============================================================
+
+typedef struct pbd_range { int first, count; } pbd_range;
+
+typedef struct pbd_particles_desc {
+    const float *positions;  /* count*3, required */
+    const float *velocities; /* count*3, optional (zero) */
+    const float *masses;     /* count, optional; 0 means pinned */
+    float mass;              /* used when masses == NULL; default 1 */
+    float radius;            /* collision radius, default 0.01 */
+    int count;
+} pbd_particles_desc;
+
+PBDDEF pbd_particles_desc pbd_particles_desc_default(void);
+PBDDEF pbd_result pbd_add_particles(pbd_world *w, const pbd_particles_desc *desc, pbd_range *out);
+PBDDEF int pbd_world_particle_count(const pbd_world *w);
+/* 4 floats per particle: x, y, z, inverse mass (0: pinned or kinematic).
+   Valid until particles are added or the world is restored/destroyed. */
+PBDDEF const float *pbd_world_positions(const pbd_world *w);
+/* 4 floats per particle: vx, vy, vz, 0. */
+PBDDEF const float *pbd_world_velocities(const pbd_world *w);
+/* Copy 3 floats per particle out of / into the world. */
+PBDDEF pbd_result pbd_get_positions(const pbd_world *w, pbd_range r, float *out);
+PBDDEF pbd_result pbd_set_positions(pbd_world *w, pbd_range r, const float *in);
+PBDDEF pbd_result pbd_get_velocities(const pbd_world *w, pbd_range r, float *out);
+PBDDEF pbd_result pbd_set_velocities(pbd_world *w, pbd_range r, const float *in);
+/* Mass 0 pins the particle. */
+PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass);
+PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass);
+PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius);
+/* Pin keeps the mass so that unpin restores it; unpinning a particle of
+   mass 0 is an error. */
+PBDDEF pbd_result pbd_pin(pbd_world *w, int particle);
+PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle);
+/* A kinematic particle is moved by the user: pbd_set_kinematic_target gives
+   the position it reaches at the end of the next step (linearly over the
+   substeps; its velocity follows). It pushes others but is not pushed. */
+PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic);
+PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target);
+
+/* A user acceleration (wind, fields) added to gravity for every dynamic
+   particle once per substep. It may be called from several threads at once
+   (for different particles) when built with OpenMP. NULL removes it. */
+typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v,
+                                    double time, float *out_acceleration);
+PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn,
+                                                   void *user);
+
+// ==== groups ================================================================
+/* A constraint group: constraints of one type with one compliance, solved
+   in the order of addition. Group handles are small ints >= 0. */
+
+typedef enum pbd_constraint_type {
+    PBD_CONSTRAINT_DISTANCE = 0,          /* 2 particles; rest = length */
+    PBD_CONSTRAINT_BENDING_DIHEDRAL = 1,  /* 4 (edge p0 p1, wings p2 p3); rest = angle */
+    PBD_CONSTRAINT_BENDING_ISOMETRIC = 2, /* 4, same order; rest from positions only */
+    PBD_CONSTRAINT_AREA = 3,              /* 3; rest = area */
+    PBD_CONSTRAINT_TET_VOLUME = 4,        /* 4; rest = signed volume */
+    PBD_CONSTRAINT_POINT_TRIANGLE = 5,    /* 4 (q, p1, p2, p3); rest = thickness; unilateral */
+    PBD_CONSTRAINT_TYPE_SIMPLE_COUNT = 6,
+    PBD_CONSTRAINT_ATTACHMENT = 6,        /* see pbd_add_attachments */
+    PBD_CONSTRAINT_MESH_VOLUME = 7,       /* see pbd_add_mesh_volume */
+    PBD_CONSTRAINT_TYPE_COUNT = 8
+} pbd_constraint_type;
+
+typedef int pbd_group;
+
+typedef struct pbd_constraints_desc {
+    pbd_constraint_type type; /* one of the first six types */
+    int count;                /* number of constraints, > 0 */
+    const int *indices;       /* count * arity particle indices (distinct per constraint) */
+    const float *rest;        /* optional: count rest values; NULL measures them from
+                                 the current positions (point-triangle: `thickness`) */
+    float thickness;          /* point-triangle rest when rest == NULL */
+    float compliance;         /* XPBD, >= 0; default 0 (rigid) */
+    float stiffness;          /* PBD mode, in [0, 1]; default 1 */
+    int unilateral;           /* distance only: a tether, C = rest - |p0 - p1| >= 0 */
+} pbd_constraints_desc;
+
+PBDDEF pbd_constraints_desc pbd_constraints_desc_default(void);
+PBDDEF int pbd_constraint_arity(pbd_constraint_type type); /* 0 for variable/invalid */
+PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc,
+                                      pbd_group *out);
+
+typedef struct pbd_attachments_desc {
+    int count;
+    const int *particles;        /* count particles to attach */
+    const int *target_particles; /* either count target particles (usually kinematic) */
+    const float *target_points;  /* or count*3 world points (exactly one of the two) */
+    float max_distance;          /* 0: held at the target; > 0: free within this radius */
+    float compliance;            /* default 0 */
+    float stiffness;             /* default 1 */
+} pbd_attachments_desc;
+
+PBDDEF pbd_attachments_desc pbd_attachments_desc_default(void);
+PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *desc,
+                                      pbd_group *out);
+/* Move the world point of attachment `index` of a point-attachment group. */
+PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group g, int index,
+                                            const float *point);
+
+typedef struct pbd_mesh_volume_desc {
+    const int *triangles;  /* closed, consistently oriented mesh over world particles */
+    int triangle_count;
+    float pressure;        /* overpressure factor k_pressure, > 0; default 1 */
+    float compliance;      /* default 0 */
+    float stiffness;       /* default 1 */
+} pbd_mesh_volume_desc;
+
+PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void);
+PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *desc,
+                                      pbd_group *out);
+
+PBDDEF int pbd_world_group_count(const pbd_world *w);
+PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type,
+                                 int *count);
+PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance);
+PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness);
+PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled);
+/* Mesh-volume groups: the overpressure factor. */
+PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group g, float pressure);
+/* Current constraint values: mean and max of |C| over the group
+   (unilateral constraints count only when violated). */
+PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group g, float *mean_abs,
+                                  float *max_abs);
+/* Volume of a mesh-volume group's mesh at the current positions. */
+PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group g, float *volume);
+
+// ==== objects ===============================================================
+/* Builders add particles and the groups of a whole object. Groups that are
+   not created are -1. */
+
+typedef enum pbd_bending_model {
+    PBD_BENDING_NONE = 0,
+    PBD_BENDING_DIHEDRAL = 1,
+    PBD_BENDING_ISOMETRIC = 2
+} pbd_bending_model;
+
+typedef struct pbd_object {
+    int id;
+    pbd_range particles;
+    pbd_group stretch; /* distance constraints over the edges */
+    pbd_group bending; /* dihedral or isometric over interior edges */
+    pbd_group area;    /* triangle areas (cloth) */
+    pbd_group volume;  /* tetrahedra (soft body) or the closed mesh (balloon) */
+} pbd_object;
+
+typedef struct pbd_cloth_desc {
+    const float *positions;  /* vertex_count*3 */
+    int vertex_count;
+    const int *triangles;    /* triangle_count*3, a manifold mesh (edges shared by <= 2) */
+    int triangle_count;
+    const float *masses;     /* optional per vertex; else from density */
+    float density;           /* kg/m^2: vertex mass = density * (adjacent area) / 3; default 0.2 */
+    float stretch_compliance, bending_compliance, area_compliance; /* defaults 0, 1e-4? see _default */
+    float stretch_stiffness, bending_stiffness, area_stiffness;    /* PBD mode, defaults 1, 0.1, 1 */
+    pbd_bending_model bending;  /* default PBD_BENDING_DIHEDRAL */
+    int area_constraints;       /* default 0 */
+    float thickness;            /* particle radius for collisions, default 0.01 */
+    float damping;              /* 1/s, momentum-conserving global damping; default 0 */
+} pbd_cloth_desc;
+
+typedef struct pbd_softbody_desc {
+    const float *positions;
+    int vertex_count;
+    const int *tets;         /* tet_count*4, positive volume */
+    int tet_count;
+    const float *masses;     /* optional; else from density */
+    float density;           /* kg/m^3: vertex mass = density * (adjacent volume) / 4; default 1000 */
+    float edge_compliance, volume_compliance;
+    float edge_stiffness, volume_stiffness;
+    int volume_constraints;  /* default 1 */
+    float radius;            /* default 0.01 */
+    float damping;           /* 1/s, default 0 */
+} pbd_softbody_desc;
+
+typedef struct pbd_balloon_desc {
+    pbd_cloth_desc cloth;     /* a closed, consistently oriented triangle mesh */
+    float pressure;           /* overpressure factor, default 1 */
+    float volume_compliance;  /* default 0 */
+    float volume_stiffness;   /* default 1 */
+} pbd_balloon_desc;
+
+PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void);
+PBDDEF pbd_softbody_desc pbd_softbody_desc_default(void);
+PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void);
+PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *desc, pbd_object *out);
+PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *desc, pbd_object *out);
+PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *desc, pbd_object *out);
+PBDDEF int pbd_world_object_count(const pbd_world *w);
+/* Global damping (1/s) that conserves linear and angular momentum. */
+PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping);
+
+// ==== colliders =============================================================
+
+typedef enum pbd_collider_shape {
+    PBD_COLLIDER_PLANE = 0,   /* half space below the plane through position with normal R*(0,1,0) */
+    PBD_COLLIDER_SPHERE = 1,  /* radius */
+    PBD_COLLIDER_CAPSULE = 2, /* segment along R*(0,1,0) of half length half_height, radius */
+    PBD_COLLIDER_BOX = 3      /* half_extents along the axes of R */
+} pbd_collider_shape;
+
+typedef int pbd_collider;
+
+typedef struct pbd_collider_desc {
+    pbd_collider_shape shape;
+    float position[3];
+    float rotation[4];       /* unit quaternion x y z w; default identity */
+    float radius;
+    float half_height;
+    float half_extents[3];
+    float static_friction;   /* default 0.5 */
+    float dynamic_friction;  /* default 0.4, <= static */
+    float restitution;       /* default 0, in [0, 1] */
+} pbd_collider_desc;
+
+PBDDEF pbd_collider_desc pbd_collider_desc_default(void);
+PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, pbd_collider *out);
+/* Shortcuts; `friction` sets static and dynamic friction; out may be NULL. */
+PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal,
+                                         float friction, pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, float radius,
+                                          float friction, pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b,
+                                           float radius, float friction, pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre,
+                                       const float *half_extents, const float *rotation,
+                                       float friction, pbd_collider *out);
+/* Move a collider: it reaches this pose at the end of the next step,
+   linearly over the substeps, and carries particles with friction. */
+PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position,
+                                        const float *rotation);
+PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction,
+                                            float dynamic_friction, float restitution);
+PBDDEF int pbd_world_collider_count(const pbd_world *w);
+/* Contacts of the last substep (for tests and debugging). */
+PBDDEF int pbd_world_contact_count(const pbd_world *w);
+/* Signed distance from a point to a collider's surface at its current pose. */
+PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
+                                        float *distance);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PBD_H_INCLUDED */
+
+/* ========================================================================== */
+/*                              IMPLEMENTATION                                */
+/* ========================================================================== */
+#ifdef PBD_IMPLEMENTATION
+#ifndef PBD_IMPLEMENTATION_INCLUDED
+#define PBD_IMPLEMENTATION_INCLUDED
+
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+// ==== config ================================================================
+
+#if defined(PBD_MALLOC) != defined(PBD_FREE)
+#error "pbd.h: define both PBD_MALLOC and PBD_FREE, or neither"
+#endif
+#ifndef PBD_MALLOC
+#define PBD_MALLOC(sz) malloc(sz)
+#define PBD_FREE(p) free(p)
+#endif
+#ifndef PBD_ASSERT
+#include <assert.h>
+#define PBD_ASSERT(x) assert(x)
+#endif
+
+#if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
+#include <omp.h>
+#define PBD__OPENMP 1
+#else
+#define PBD__OPENMP 0
+#endif
+
+/* SIMD through SIMDe's prefixed API (never native aliases), only when SIMDe
+   is installed; otherwise the scalar reference path. Particles are 4 floats,
+   so the per-particle passes use one 128-bit register per particle on every
+   instruction set; the constraint kernels keep their scalar twins. */
+#if !defined(PBD_NO_SIMD) && defined(__has_include)
+#if __has_include(<simde/x86/sse2.h>)
+#include <simde/x86/sse2.h>
+#define PBD__SIMD 1
+#endif
+#endif
+#ifndef PBD__SIMD
+#define PBD__SIMD 0
+#endif
+
+#if PBD__OPENMP
+#define PBD__PRAGMA(x) _Pragma(#x)
+#else
+#define PBD__PRAGMA(x)
+#endif
+/* Below this many items a loop runs serially: a barrier costs microseconds. */
+#define PBD__PARALLEL_MIN 4096
+
+PBDDEF const char *pbd_simd_path(void) {
+#if PBD__SIMD
+#if defined(__AVX512F__)
+    return "avx512";
+#elif defined(__AVX2__)
+    return "avx2";
+#elif defined(__ARM_NEON) || defined(__ARM_NEON__)
+    return "neon";
+#else
+    return "sse";
+#endif
+#else
+    return "scalar";
+#endif
+}
+
+PBDDEF int pbd_simd_width(void) { return PBD__SIMD ? 4 : 1; }
+
+PBDDEF int pbd_max_threads(void) {
+#if PBD__OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// ==== results ===============================================================
+
+static const char *const pbd__result_text[][2] = {
+    {"PBD_OK", "PBD_OK"},
+    {"PBD_ERROR_NULL_POINTER", "PBD_ERROR_NULL_POINTER: a required pointer is NULL"},
+    {"PBD_ERROR_INVALID_ARGUMENT", "PBD_ERROR_INVALID_ARGUMENT: a parameter is out of its range"},
+    {"PBD_ERROR_INDEX_OUT_OF_RANGE", "PBD_ERROR_INDEX_OUT_OF_RANGE: no such particle, group, object or collider"},
+    {"PBD_ERROR_NOT_FINITE", "PBD_ERROR_NOT_FINITE: NaN or infinity in the input"},
+    {"PBD_ERROR_NEGATIVE_MASS", "PBD_ERROR_NEGATIVE_MASS: masses and densities must be >= 0"},
+    {"PBD_ERROR_DEGENERATE", "PBD_ERROR_DEGENERATE: degenerate rest geometry"},
+    {"PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_INVALID_TIME_STEP: dt must be finite and > 0"},
+    {"PBD_ERROR_OVERFLOW", "PBD_ERROR_OVERFLOW: sizes overflow"},
+    {"PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_OUT_OF_MEMORY: allocation failed"},
+    {"PBD_ERROR_BAD_SNAPSHOT", "PBD_ERROR_BAD_SNAPSHOT: not a snapshot of this version"},
+    {"PBD_ERROR_NOT_CLOSED", "PBD_ERROR_NOT_CLOSED: mesh is not closed and consistently oriented"}};
+
+/* 0: the code's name, 1: name and description. */
+static const char *pbd__result_str(pbd_result r, int full) {
+    int i = -(int)r;
+    if (i < 0 || i >= (int)(sizeof pbd__result_text / sizeof pbd__result_text[0])) return "unknown pbd_result";
+    return pbd__result_text[i][full];
+}
+
+PBDDEF const char *pbd_result_string(pbd_result r) { return pbd__result_str(r, 1); }
+
+// ==== math ==================================================================
+
+typedef struct pbd__v3 { float x, y, z; } pbd__v3;
+typedef struct pbd__p4 { float x, y, z, w; } pbd__p4; /* particle: position + inverse mass */
+
+static inline pbd__v3 pbd__v(float x, float y, float z) { pbd__v3 r; r.x = x; r.y = y; r.z = z; return r; }
+static inline pbd__v3 pbd__ld(const float *p) { return pbd__v(p[0], p[1], p[2]); }
+static inline void pbd__st(float *p, pbd__v3 a) { p[0] = a.x; p[1] = a.y; p[2] = a.z; }
+static inline pbd__v3 pbd__p3(pbd__p4 p) { return pbd__v(p.x, p.y, p.z); }
+static inline pbd__v3 pbd__add(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x + b.x, a.y + b.y, a.z + b.z); }
+static inline pbd__v3 pbd__sub(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x - b.x, a.y - b.y, a.z - b.z); }
+static inline pbd__v3 pbd__mul(pbd__v3 a, float s) { return pbd__v(a.x * s, a.y * s, a.z * s); }
+static inline pbd__v3 pbd__neg(pbd__v3 a) { return pbd__v(-a.x, -a.y, -a.z); }
+static inline float pbd__dot(pbd__v3 a, pbd__v3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline pbd__v3 pbd__cross(pbd__v3 a, pbd__v3 b) {
+    return pbd__v(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+static inline float pbd__len(pbd__v3 a) { return sqrtf(pbd__dot(a, a)); }
+static inline pbd__v3 pbd__lerp(pbd__v3 a, pbd__v3 b, float t) { return pbd__add(a, pbd__mul(pbd__sub(b, a), t)); }
+static inline int pbd__finite(float x) { return isfinite(x) ? 1 : 0; }
+static inline int pbd__finite_n(const float *x, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+static inline float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/* Quaternions (x y z w). */
+static inline pbd__v3 pbd__qrot(const float *q, pbd__v3 v) {
+    /* v' = v + 2 w (u x v) + 2 u x (u x v) */
+    pbd__v3 u = pbd__v(q[0], q[1], q[2]);
+    pbd__v3 t = pbd__mul(pbd__cross(u, v), 2.0f);
+    return pbd__add(pbd__add(v, pbd__mul(t, q[3])), pbd__cross(u, t));
+}
+static inline pbd__v3 pbd__qrot_inv(const float *q, pbd__v3 v) {
+    float c[4] = {-q[0], -q[1], -q[2], q[3]};
+    return pbd__qrot(c, v);
+}
+static inline void pbd__qnlerp(const float *a, const float *b, float t, float *out) {
+    float d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
+    float s = d < 0 ? -1.0f : 1.0f, n = 0;
+    for (int i = 0; i < 4; ++i) {
+        out[i] = a[i] + (s * b[i] - a[i]) * t;
+        n += out[i] * out[i];
+    }
+    n = n > 0 ? 1.0f / sqrtf(n) : 0;
+    for (int i = 0; i < 4; ++i) out[i] *= n;
+    if (n == 0) { out[0] = out[1] = out[2] = 0; out[3] = 1; }
+}
+/* Shortest rotation taking +Y to the unit vector n. */
+static void pbd__quat_from_up(pbd__v3 n, float *q) {
+    pbd__v3 up = pbd__v(0, 1, 0);
+    float d = pbd__dot(up, n);
+    if (d < -0.999999f) { q[0] = 1; q[1] = 0; q[2] = 0; q[3] = 0; return; }
+    pbd__v3 c = pbd__cross(up, n);
+    q[0] = c.x; q[1] = c.y; q[2] = c.z; q[3] = 1.0f + d;
+    float l = sqrtf(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int i = 0; i < 4; ++i) q[i] /= l;
+}
+
+/* A deterministic unit direction from two indices: breaks the symmetry of
+   coincident particles (a collapsed mesh) without randomness. */
+static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
+    unsigned h = a * 73856093u ^ b * 19349663u;
+    float v[3];
+    for (int k = 0; k < 3; ++k) {
+        h ^= h << 13; h ^= h >> 17; h ^= h << 5;
+        v[k] = (float)(h & 0xffff) / 32767.5f - 1.0f;
+    }
+    pbd__v3 d = pbd__v(v[0], v[1], v[2]);
+    float l = pbd__len(d);
+    return l > 1e-3f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
+}
+
+// ==== constraints ===========================================================
+/* Each pbd__eval_* takes the constraint's points, returns C and writes the
+   gradients g[i] = dC/dp_i. A degenerate configuration writes zero
+   gradients, which the projection skips. These are the single source of the
+   math: the public pbd_constraint_* functions and the world solver both
+   call them. */
+
+#define PBD__EPS 1e-12f
+
+/* Survey 3.4.1: C = |p0 - p1| - d, grad p0 = n, grad p1 = -n. */
+static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 d = pbd__sub(p[0], p[1]);
+    float l = pbd__len(d);
+    if (l < 1e-9f) {
+        g[0] = g[1] = pbd__v(0, 0, 0);
+        return -rest;
+    }
+    g[0] = pbd__mul(d, 1.0f / l);
+    g[1] = pbd__neg(g[0]);
+    return l - rest;
+}
+
+/* Signed dihedral angle of the triangles (p0 p2 p1) and (p0 p1 p3) about
+   the edge p0-p1, and its gradient (Bridson, Marino, Fedkiw 2003, whose
+   x1..x4 are our p2, p3, p0, p1). atan2 instead of the survey's acos
+   (section 3.4.2) keeps the gradient finite at 0 and pi and gives a sign. */
+static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
+    pbd__v3 e = pbd__sub(p[1], p[0]);
+    pbd__v3 n1 = pbd__cross(pbd__sub(p[2], p[0]), pbd__sub(p[2], p[1]));
+    pbd__v3 n2 = pbd__cross(pbd__sub(p[3], p[1]), pbd__sub(p[3], p[0]));
+    float el = pbd__len(e), n1l2 = pbd__dot(n1, n1), n2l2 = pbd__dot(n2, n2);
+    if (el < 1e-9f || n1l2 < 1e-18f || n2l2 < 1e-18f) {
+        if (g) g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return 0.0f;
+    }
+    pbd__v3 m1 = pbd__mul(n1, 1.0f / n1l2), m2 = pbd__mul(n2, 1.0f / n2l2);
+    float s = 1.0f / sqrtf(n1l2 * n2l2);
+    float cosv = pbd__dot(n1, n2) * s;
+    float sinv = pbd__dot(pbd__cross(n1, n2), e) * s / el;
+    float angle = atan2f(sinv, cosv);
+    if (g) {
+        float inv_el = 1.0f / el;
+        /* Bridson's u_i with the sign of our atan2 angle. */
+        g[2] = pbd__mul(m1, -el);
+        g[3] = pbd__mul(m2, -el);
+        g[0] = pbd__neg(pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[1]), e) * inv_el),
+                                 pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[1]), e) * inv_el)));
+        g[1] = pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[0]), e) * inv_el),
+                        pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[0]), e) * inv_el));
+    }
+    return angle;
+}
+
+static inline float pbd__wrap_angle(float a) {
+    const float pi = 3.14159265358979f;
+    while (a > pi) a -= 2.0f * pi;
+    while (a <= -pi) a += 2.0f * pi;
+    return a;
+}
+
+static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    float a = pbd__dihedral(p, g);
+    if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0)
+        return 0.0f;
+    return pbd__wrap_angle(a - rest);
+}
+
+/* Cotangent of the angle between a and b. */
+static inline float pbd__cot(pbd__v3 a, pbd__v3 b) {
+    float s = pbd__len(pbd__cross(a, b));
+    return s > 1e-20f ? pbd__dot(a, b) / s : 0.0f;
+}
+
+/* Bergou et al. 2006: the discrete mean-curvature vector of the edge
+   stencil is L = sum K_i p_i with cotangent weights K, and the bending energy
+   is 3/(A0+A1) |L|^2 / 2 times the stiffness. rest = {K0..K3, s, |L0|}. */
+static int pbd__isometric_rest(const pbd__v3 *x, float *rest) {
+    pbd__v3 e0 = pbd__sub(x[1], x[0]), e1 = pbd__sub(x[3], x[0]), e2 = pbd__sub(x[2], x[0]);
+    pbd__v3 e3 = pbd__sub(x[3], x[1]), e4 = pbd__sub(x[2], x[1]);
+    float a0 = 0.5f * pbd__len(pbd__cross(e0, e1)), a1 = 0.5f * pbd__len(pbd__cross(e0, e2));
+    if (!(a0 > 1e-12f) || !(a1 > 1e-12f)) return 0;
+    float c01 = pbd__cot(e0, e1), c02 = pbd__cot(e0, e2);
+    float c03 = pbd__cot(pbd__neg(e0), e3), c04 = pbd__cot(pbd__neg(e0), e4);
+    rest[0] = c03 + c04;
+    rest[1] = c01 + c02;
+    rest[2] = -c02 - c04;
+    rest[3] = -c01 - c03;
+    rest[4] = sqrtf(3.0f / (a0 + a1));
+    pbd__v3 L = pbd__v(0, 0, 0);
+    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(x[i], rest[i]));
+    rest[5] = pbd__len(L);
+    return 1;
+}
+
+static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd__v3 *g) {
+    pbd__v3 L = pbd__v(0, 0, 0);
+    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(p[i], rest[i]));
+    float l = pbd__len(L);
+    if (l < 1e-9f) {
+        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return -rest[4] * rest[5];
+    }
+    pbd__v3 n = pbd__mul(L, rest[4] / l);
+    for (int i = 0; i < 4; ++i) g[i] = pbd__mul(n, rest[i]);
+    return rest[4] * (l - rest[5]);
+}
+
+/* Survey 3.4.4: C = |(p1-p0) x (p2-p0)| / 2 - A0. */
+static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]);
+    pbd__v3 n = pbd__cross(a, b);
+    float l = pbd__len(n);
+    if (l < 1e-18f) {
+        g[0] = g[1] = g[2] = pbd__v(0, 0, 0);
+        return -rest;
+    }
+    pbd__v3 nh = pbd__mul(n, 1.0f / l);
+    g[1] = pbd__mul(pbd__cross(b, nh), 0.5f);
+    g[2] = pbd__mul(pbd__cross(nh, a), 0.5f);
+    g[0] = pbd__neg(pbd__add(g[1], g[2]));
+    return 0.5f * l - rest;
+}
+
+/* Survey 3.4.4: C = (p1-p0) x (p2-p0) . (p3-p0) / 6 - V0. */
+static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]), c = pbd__sub(p[3], p[0]);
+    const float s = 1.0f / 6.0f;
+    g[1] = pbd__mul(pbd__cross(b, c), s);
+    g[2] = pbd__mul(pbd__cross(c, a), s);
+    g[3] = pbd__mul(pbd__cross(a, b), s);
+    g[0] = pbd__neg(pbd__add(pbd__add(g[1], g[2]), g[3]));
+    return pbd__dot(g[3], c) - rest;
+}
+
+/* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
+   dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
+static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]);
+    pbd__v3 n = pbd__cross(a, b);
+    float l = pbd__len(n);
+    if (l < 1e-18f) {
+        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return 0.0f;
+    }
+    pbd__v3 nh = pbd__mul(n, 1.0f / l);
+    pbd__v3 r = pbd__sub(p[0], p[1]);
+    float rn = pbd__dot(r, nh);
+    pbd__v3 t = pbd__mul(pbd__sub(r, pbd__mul(nh, rn)), 1.0f / l);
+    g[0] = nh;
+    g[2] = pbd__cross(b, t);
+    g[3] = pbd__cross(t, a);
+    g[1] = pbd__neg(pbd__add(pbd__add(nh, g[2]), g[3]));
+    return rn - h;
+}
+
+/* Attachment to a point: C = |p - t| (max_distance 0) or
+   C = max_distance - |p - t| (unilateral). */
+static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
+    pbd__v3 d = pbd__sub(p, t);
+    float l = pbd__len(d);
+    if (l < 1e-9f) {
+        g[0] = pbd__v(0, 0, 0);
+        return maxd > 0 ? maxd : 0.0f;
+    }
+    g[0] = pbd__mul(d, 1.0f / l);
+    if (maxd > 0) {
+        g[0] = pbd__neg(g[0]);
+        return maxd - l;
+    }
+    return l;
+}
+
+/* Survey 3.4.5: V = sum (a x b) . c / 6 over the triangles; the gradient of
+   a vertex sums the cross products of the other two corners. p and g hold
+   3 floats per vertex; triangles index them. */
+static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target,
+                                   float *g) {
+    const float s = 1.0f / 6.0f;
+    double vol = 0; /* double: thousands of terms of mixed sign */
+    if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
+    for (int t = 0; t < nt; ++t) {
+        const int *tr = tri + 3 * t;
+        pbd__v3 a = pbd__ld(p + 3 * tr[0]), b = pbd__ld(p + 3 * tr[1]), c = pbd__ld(p + 3 * tr[2]);
+        vol += (double)pbd__dot(pbd__cross(a, b), c);
+        if (g) {
+            pbd__st(g + 3 * tr[0], pbd__add(pbd__ld(g + 3 * tr[0]), pbd__mul(pbd__cross(b, c), s)));
+            pbd__st(g + 3 * tr[1], pbd__add(pbd__ld(g + 3 * tr[1]), pbd__mul(pbd__cross(c, a), s)));
+            pbd__st(g + 3 * tr[2], pbd__add(pbd__ld(g + 3 * tr[2]), pbd__mul(pbd__cross(a, b), s)));
+        }
+    }
+    return (float)(vol / 6.0) - target;
+}
+
+/* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
+   alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
+   (skip) when nothing can move. */
+static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda,
+                                      float scale) {
+    float denom = wg2 + alpha_tilde;
+    if (!(wg2 > 1e-30f)) return 0.0f;
+    return scale * (-C - alpha_tilde * lambda) / denom;
+}
+
+/* --- public stateless functions ---------------------------------------- */
+
+static void pbd__load_n(const float *p, int n, pbd__v3 *out) {
+    for (int i = 0; i < n; ++i) out[i] = pbd__ld(p + 3 * i);
+}
+static void pbd__store_grad(float *grad, const pbd__v3 *g, int n) {
+    if (!grad) return;
+    for (int i = 0; i < n; ++i) pbd__st(grad + 3 * i, g[i]);
+}
+
+PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad) {
+    pbd__v3 x[2], g[2];
+    pbd__load_n(p, 2, x);
+    float C = pbd__eval_distance(x, rest, g);
+    pbd__store_grad(grad, g, 2);
+    return C;
+}
+
+PBDDEF float pbd_dihedral_angle(const float *p) {
+    pbd__v3 x[4];
+    pbd__load_n(p, 4, x);
+    return pbd__dihedral(x, NULL);
+}
+
+PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, 4, x);
+    float C = pbd__eval_dihedral(x, rest_angle, g);
+    pbd__store_grad(grad, g, 4);
+    return C;
+}
+
+PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6) {
+    if (!rest_positions || !rest_out6) return PBD_ERROR_NULL_POINTER;
+    if (!pbd__finite_n(rest_positions, 12)) return PBD_ERROR_NOT_FINITE;
+    pbd__v3 x[4];
+    pbd__load_n(rest_positions, 4, x);
+    return pbd__isometric_rest(x, rest_out6) ? PBD_OK : PBD_ERROR_DEGENERATE;
+}
+
+PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, 4, x);
+    float C = pbd__eval_isometric(x, rest, g);
+    pbd__store_grad(grad, g, 4);
+    return C;
+}
+
+PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad) {
+    pbd__v3 x[3], g[3];
+    pbd__load_n(p, 3, x);
+    float C = pbd__eval_area(x, rest_area, g);
+    pbd__store_grad(grad, g, 3);
+    return C;
+}
+
+PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, 4, x);
+    float C = pbd__eval_tet(x, rest_volume, g);
+    pbd__store_grad(grad, g, 4);
+    return C;
+}
+
+PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, 4, x);
+    float C = pbd__eval_point_triangle(x, thickness, g);
+    pbd__store_grad(grad, g, 4);
+    return C;
+}
+
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles,
+                                        int triangle_count, float pressure, float rest_volume,
+                                        float *grad) {
+    if (!p || !triangles || vertex_count <= 0 || triangle_count <= 0) return 0.0f;
+    for (int i = 0; i < 3 * triangle_count; ++i)
+        if (triangles[i] < 0 || triangles[i] >= vertex_count) return 0.0f;
+    return pbd__eval_mesh_volume(p, vertex_count, triangles, triangle_count,
+                                 pressure * rest_volume, grad);
+}
+
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance,
+                                       float *grad) {
+    pbd__v3 g[1];
+    float C = pbd__eval_attachment(pbd__ld(p), pbd__ld(target), max_distance, g);
+    pbd__store_grad(grad, g, 1);
+    return C;
+}
+
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass,
+                              float compliance, float h, float *lambda, float *dp) {
+    if (n <= 0 || !grad || !inv_mass || !(h > 0)) return 0.0f;
+    float wg2 = 0;
+    for (int i = 0; i < n; ++i) {
+        pbd__v3 g = pbd__ld(grad + 3 * i);
+        wg2 += inv_mass[i] * pbd__dot(g, g);
+    }
+    float lam = lambda ? *lambda : 0.0f;
+    float dl = pbd__delta_lambda(C, wg2, compliance / (h * h), lam, 1.0f);
+    if (lambda) *lambda = lam + dl;
+    if (dp)
+        for (int i = 0; i < n; ++i) pbd__st(dp + 3 * i, pbd__mul(pbd__ld(grad + 3 * i), inv_mass[i] * dl));
+    return dl;
+}
+
+PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
+    if (iterations < 1) iterations = 1;
+    k = pbd__clampf(k, 0.0f, 1.0f);
+    return 1.0f - powf(1.0f - k, 1.0f / (float)iterations);
+}
+
+// ==== meshes ================================================================
+
+static int pbd__mul_ok(size_t a, size_t b, size_t *out) {
+    if (a != 0 && b > SIZE_MAX / a) return 0;
+    *out = a * b;
+    return 1;
+}
+
+static void *pbd__malloc_n(size_t n, size_t elem) {
+    size_t sz;
+    if (!pbd__mul_ok(n, elem, &sz) || sz == 0) return NULL;
+    return PBD_MALLOC(sz);
+}
+
+static pbd_result pbd__mesh_alloc(pbd_mesh *m, long nv, long nt, long ntet) {
+    memset(m, 0, sizeof *m);
+    if (nv > INT_MAX / 3 || nt > INT_MAX / 3 || ntet > INT_MAX / 4) return PBD_ERROR_OVERFLOW;
+    m->positions = (float *)pbd__malloc_n((size_t)nv * 3, sizeof(float));
+    m->triangles = nt ? (int *)pbd__malloc_n((size_t)nt * 3, sizeof(int)) : NULL;
+    m->tets = ntet ? (int *)pbd__malloc_n((size_t)ntet * 4, sizeof(int)) : NULL;
+    if (!m->positions || (nt && !m->triangles) || (ntet && !m->tets)) {
+        pbd_mesh_free(m);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    m->vertex_count = (int)nv;
+    m->triangle_count = (int)nt;
+    m->tet_count = (int)ntet;
+    return PBD_OK;
+}
+
+PBDDEF void pbd_mesh_free(pbd_mesh *m) {
+    if (!m) return;
+    if (m->positions) PBD_FREE(m->positions);
+    if (m->triangles) PBD_FREE(m->triangles);
+    if (m->tets) PBD_FREE(m->tets);
+    memset(m, 0, sizeof *m);
+}
+
+PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u,
+                                const float *v, pbd_mesh *out) {
+    if (!origin || !u || !v || !out) return PBD_ERROR_NULL_POINTER;
+    if (nx < 2 || ny < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((long)nx * (long)ny > INT_MAX / 8) return PBD_ERROR_OVERFLOW;
+    if (!pbd__finite_n(origin, 3) || !pbd__finite_n(u, 3) || !pbd__finite_n(v, 3)) return PBD_ERROR_NOT_FINITE;
+    pbd__v3 o = pbd__ld(origin), U = pbd__ld(u), V = pbd__ld(v);
+    if (!(pbd__len(pbd__cross(U, V)) > 0)) return PBD_ERROR_DEGENERATE;
+    pbd_mesh m;
+    pbd_result r = pbd__mesh_alloc(&m, (long)nx * ny, 2L * (nx - 1) * (ny - 1), 0);
+    if (r != PBD_OK) return r;
+    for (int j = 0; j < ny; ++j)
+        for (int i = 0; i < nx; ++i) {
+            float s = (float)i / (float)(nx - 1), t = (float)j / (float)(ny - 1);
+            pbd__st(m.positions + 3 * (j * nx + i), pbd__add(o, pbd__add(pbd__mul(U, s), pbd__mul(V, t))));
+        }
+    int *tri = m.triangles;
+    for (int j = 0; j < ny - 1; ++j)
+        for (int i = 0; i < nx - 1; ++i) {
+            int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
+            if ((i + j) & 1) { /* alternate diagonals: no preferred shear direction */
+                tri[0] = a; tri[1] = b; tri[2] = d; tri[3] = a; tri[4] = d; tri[5] = c;
+            } else {
+                tri[0] = a; tri[1] = b; tri[2] = c; tri[3] = b; tri[4] = d; tri[5] = c;
+            }
+            tri += 6;
+        }
+    *out = m;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi,
+                                   pbd_mesh *out) {
+    if (!lo || !hi || !out) return PBD_ERROR_NULL_POINTER;
+    if (nx < 2 || ny < 2 || nz < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((double)nx * ny * nz > (double)(INT_MAX / 32)) return PBD_ERROR_OVERFLOW;
+    if (!pbd__finite_n(lo, 3) || !pbd__finite_n(hi, 3)) return PBD_ERROR_NOT_FINITE;
+    if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2])) return PBD_ERROR_DEGENERATE;
+    long cx = nx - 1, cy = ny - 1, cz = nz - 1;
+    long nsurf = 4 * (cx * cy + cy * cz + cx * cz);
+    pbd_mesh m;
+    pbd_result r = pbd__mesh_alloc(&m, (long)nx * ny * nz, nsurf, 5 * cx * cy * cz);
+    if (r != PBD_OK) return r;
+#define PBD__ID(i, j, k) ((int)(((long)(k) * ny + (j)) * nx + (i)))
+    for (int k = 0; k < nz; ++k)
+        for (int j = 0; j < ny; ++j)
+            for (int i = 0; i < nx; ++i) {
+                float *p = m.positions + 3 * PBD__ID(i, j, k);
+                p[0] = lo[0] + (hi[0] - lo[0]) * (float)i / (float)cx;
+                p[1] = lo[1] + (hi[1] - lo[1]) * (float)j / (float)cy;
+                p[2] = lo[2] + (hi[2] - lo[2]) * (float)k / (float)cz;
+            }
+    /* 5 tets per cube; the mirrored split in every other cell keeps the
+       face diagonals of neighbouring cells identical (conforming mesh). */
+    static const int split[2][5][4] = {
+        {{0, 1, 3, 5}, {0, 3, 2, 6}, {0, 5, 4, 6}, {3, 5, 6, 7}, {0, 3, 6, 5}},
+        {{1, 3, 2, 7}, {1, 2, 0, 4}, {1, 4, 5, 7}, {2, 4, 7, 6}, {1, 2, 7, 4}}};
+    int *t = m.tets;
+    for (int k = 0; k < cz; ++k)
+        for (int j = 0; j < cy; ++j)
+            for (int i = 0; i < cx; ++i) {
+                int c[8];
+                for (int q = 0; q < 8; ++q) c[q] = PBD__ID(i + (q & 1), j + ((q >> 1) & 1), k + ((q >> 2) & 1));
+                int par = (i + j + k) & 1;
+                for (int e = 0; e < 5; ++e) {
+                    for (int q = 0; q < 4; ++q) t[q] = c[split[par][e][q]];
+                    /* orient positively */
+                    pbd__v3 x0 = pbd__ld(m.positions + 3 * t[0]);
+                    pbd__v3 a = pbd__sub(pbd__ld(m.positions + 3 * t[1]), x0);
+                    pbd__v3 b = pbd__sub(pbd__ld(m.positions + 3 * t[2]), x0);
+                    pbd__v3 d = pbd__sub(pbd__ld(m.positions + 3 * t[3]), x0);
+                    if (pbd__dot(pbd__cross(a, b), d) < 0) { int s = t[1]; t[1] = t[2]; t[2] = s; }
+                    t += 4;
+                }
+            }
+    /* Surface: two triangles per boundary quad, outward. For each of the 6
+       faces walk its grid; (a,b,c,d) counter-clockwise seen from outside. */
+    int *tri = m.triangles;
+    for (int face = 0; face < 6; ++face) {
+        int axis = face >> 1, side = face & 1;            /* axis 0:x 1:y 2:z; side 1 = high */
+        int ua = (axis + 1) % 3, va = (axis + 2) % 3;     /* right-handed in-plane axes */
+        int n[3] = {nx, ny, nz};
+        for (int b = 0; b < n[va] - 1; ++b)
+            for (int a = 0; a < n[ua] - 1; ++a) {
+                int q[4];
+                for (int s = 0; s < 4; ++s) {
+                    int ijk[3];
+                    ijk[axis] = side ? n[axis] - 1 : 0;
+                    ijk[ua] = a + (s == 1 || s == 2);
+                    ijk[va] = b + (s >= 2);
+                    q[s] = PBD__ID(ijk[0], ijk[1], ijk[2]);
+                }
+                /* q0 (a,b) q1 (a+1,b) q2 (a+1,b+1) q3 (a,b+1): ccw about +axis */
+                if (side) {
+                    tri[0] = q[0]; tri[1] = q[1]; tri[2] = q[2]; tri[3] = q[0]; tri[4] = q[2]; tri[5] = q[3];
+                } else {
+                    tri[0] = q[0]; tri[1] = q[2]; tri[2] = q[1]; tri[3] = q[0]; tri[4] = q[3]; tri[5] = q[2];
+                }
+                tri += 6;
+            }
+    }
+#undef PBD__ID
+    *out = m;
+    return PBD_OK;
+}
+
+static int pbd__cmp_u64(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* Index of key in a sorted array, or -1. */
+static long pbd__find_u64(const uint64_t *keys, long n, uint64_t key) {
+    long lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        long m = lo + (hi - lo) / 2;
+        if (keys[m] == key) return m;
+        if (keys[m] < key) lo = m + 1; else hi = m - 1;
+    }
+    return -1;
+}
+
+static inline uint64_t pbd__edge_key(int a, int b) {
+    if (a > b) { int t = a; a = b; b = t; }
+    return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
+}
+
+PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius,
+                                  pbd_mesh *out) {
+    if (!centre || !out) return PBD_ERROR_NULL_POINTER;
+    if (subdivisions < 0 || subdivisions > 7) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd__finite_n(centre, 3) || !pbd__finite(radius)) return PBD_ERROR_NOT_FINITE;
+    if (!(radius > 0)) return PBD_ERROR_DEGENERATE;
+    long nt = 20L << (2 * subdivisions), nv = 10L * (1L << (2 * subdivisions)) + 2;
+    pbd_mesh m;
+    pbd_result r = pbd__mesh_alloc(&m, nv, nt, 0);
+    if (r != PBD_OK) return r;
+    uint64_t *keys = (uint64_t *)pbd__malloc_n((size_t)nt * 3 / 2 + 1, sizeof(uint64_t));
+    int *next = (int *)pbd__malloc_n((size_t)nt * 3, sizeof(int));
+    if (!keys || !next) {
+        if (keys) PBD_FREE(keys);
+        if (next) PBD_FREE(next);
+        pbd_mesh_free(&m);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    const float t = 1.6180339887f;
+    const float iv[12][3] = {{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0}, {0, -1, t}, {0, 1, t},
+                             {0, -1, -t}, {0, 1, -t}, {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
+    static const int it[20][3] = {{0, 11, 5}, {0, 5, 1}, {0, 1, 7}, {0, 7, 10}, {0, 10, 11},
+                                  {1, 5, 9}, {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
+                                  {3, 9, 4}, {3, 4, 2}, {3, 2, 6}, {3, 6, 8}, {3, 8, 9},
+                                  {4, 9, 5}, {2, 4, 11}, {6, 2, 10}, {8, 6, 7}, {9, 8, 1}};
+    int vc = 12, tc = 20;
+    for (int i = 0; i < 12; ++i) {
+        pbd__v3 p = pbd__ld(iv[i]);
+        pbd__st(m.positions + 3 * i, pbd__mul(p, 1.0f / pbd__len(p)));
+    }
+    memcpy(m.triangles, it, sizeof it);
+    for (int s = 0; s < subdivisions; ++s) {
+        /* Each undirected edge once (a < b; the mesh is closed and oriented),
+           sorted, so that the midpoint of sorted edge k is vertex vc0 + k. */
+        long ne = 0;
+        for (int f = 0; f < tc; ++f)
+            for (int e = 0; e < 3; ++e) {
+                int a = m.triangles[3 * f + e], b = m.triangles[3 * f + (e + 1) % 3];
+                if (a < b) keys[ne++] = pbd__edge_key(a, b);
+            }
+        qsort(keys, (size_t)ne, sizeof *keys, pbd__cmp_u64);
+        int vc0 = vc;
+        for (long e = 0; e < ne; ++e) {
+            int a = (int)(keys[e] >> 32), b = (int)(keys[e] & 0xffffffffu);
+            pbd__v3 p = pbd__add(pbd__ld(m.positions + 3 * a), pbd__ld(m.positions + 3 * b));
+            pbd__st(m.positions + 3 * vc++, pbd__mul(p, 1.0f / pbd__len(p)));
+        }
+        for (int f = 0; f < tc; ++f) {
+            const int *v = m.triangles + 3 * f;
+            int mm[3];
+            for (int e = 0; e < 3; ++e)
+                mm[e] = vc0 + (int)pbd__find_u64(keys, ne, pbd__edge_key(v[e], v[(e + 1) % 3]));
+            int *o = next + 12 * f;
+            o[0] = v[0]; o[1] = mm[0]; o[2] = mm[2];
+            o[3] = v[1]; o[4] = mm[1]; o[5] = mm[0];
+            o[6] = v[2]; o[7] = mm[2]; o[8] = mm[1];
+            o[9] = mm[0]; o[10] = mm[1]; o[11] = mm[2];
+        }
+        tc *= 4;
+        memcpy(m.triangles, next, sizeof(int) * 3 * (size_t)tc);
+    }
+    PBD_FREE(keys);
+    PBD_FREE(next);
+    for (int i = 0; i < vc; ++i)
+        pbd__st(m.positions + 3 * i, pbd__add(pbd__ld(centre), pbd__mul(pbd__ld(m.positions + 3 * i), radius)));
+    PBD_ASSERT(vc == nv && tc == nt);
+    *out = m;
+    return PBD_OK;
+}
+
+// ==== world =================================================================
+
+enum { PBD__PINNED = 1, PBD__KINEMATIC = 2 };
+
+typedef struct pbd__group {
+    int type, count, arity, rest_stride;
+    int *idx;      /* count * arity particle indices (mesh volume: local triangles) */
+    float *rest;   /* count * rest_stride */
+    float *lambda; /* count XPBD multipliers, reset every substep */
+    float compliance, stiffness, pressure;
+    int unilateral, enabled;
+    /* mesh volume only: the mesh's particles and gradient scratch */
+    int nverts, ntris;
+    int *verts;
+    float *scratch; /* 6 floats per vertex: positions, gradients */
+} pbd__group;
+
+typedef struct pbd__object {
+    int first, count;
+    float damping;
+    int groups[4]; /* stretch, bending, area, volume */
+} pbd__object;
+
+typedef struct pbd__collider {
+    int shape;
+    float radius, half_height, half[3];
+    float mu_s, mu_d, restitution;
+    float pos[3], rot[4];       /* pose at the start of the step */
+    float to_pos[3], to_rot[4]; /* pose at its end */
+} pbd__collider;
+
+/* A collider's pose at the start and the end of the current substep. */
+typedef struct pbd__pose { float pos[3], rot[4]; } pbd__pose;
+
+typedef struct pbd__contact {
+    int particle, collider;
+    pbd__v3 n;      /* world normal */
+    pbd__v3 q;      /* a point of the contact plane (particle radius included) */
+    pbd__v3 anchor; /* x carried along by the collider: friction reference */
+    pbd__v3 vcol;   /* collider velocity at the particle */
+    float vn;       /* normal velocity before the substep (restitution) */
+    float lambda;   /* accumulated normal correction this substep */
+} pbd__contact;
+
+struct pbd_world {
+    pbd_allocator alloc;
+    pbd_log_fn log;
+    void *log_user;
+    char error[256];
+    /* parameters */
+    float gravity[3];
+    int substeps, iterations, mode, correction, max_contacts;
+    float point_damping;
+    double time;
+    /* particles */
+    int n, cap;
+    pbd__p4 *x, *p, *v; /* positions (w: inverse mass), predictions, velocities */
+    float *mass, *radius;
+    unsigned char *flags;
+    pbd__v3 *kin_target, *kin_from;
+    pbd_acceleration_fn accel;
+    void *accel_user;
+    /* constraint groups, objects, colliders */
+    int ngroups, group_cap;
+    pbd__group *groups;
+    int nobjects, object_cap;
+    pbd__object *objects;
+    int ncolliders, collider_cap;
+    pbd__collider *colliders;
+    /* contact scratch, sized when particles or colliders are added */
+    int ncontacts, contact_cap;
+    pbd__contact *contacts;
+    pbd__pose *pose_from, *pose_to; /* per collider, this substep */
+    int pose_cap;
+};
+
+/* --- allocation ------------------------------------------------------------ */
+
+static void *pbd__alloc(pbd_world *w, size_t size) {
+    if (size == 0) size = 1;
+    if (w && w->alloc.alloc) return w->alloc.alloc(w->alloc.user, size);
+    return PBD_MALLOC(size);
+}
+static void pbd__free(pbd_world *w, void *ptr) {
+    if (!ptr) return;
+    if (w && w->alloc.free) w->alloc.free(w->alloc.user, ptr);
+    else PBD_FREE(ptr);
+}
+static void *pbd__alloc_n(pbd_world *w, size_t n, size_t elem) {
+    size_t sz;
+    if (!pbd__mul_ok(n, elem, &sz)) return NULL;
+    return pbd__alloc(w, sz);
+}
+/* Grow *ptr (n used of *cap) to hold at least `need`; copies, never loses
+   data: on failure *ptr is untouched. */
+static int pbd__grow(pbd_world *w, void **ptr, int n, int *cap, int need, size_t elem) {
+    if (need <= *cap) return 1;
+    long nc = *cap ? (long)*cap * 2 : 16;
+    if (nc < need) nc = need;
+    if (nc > INT_MAX) nc = INT_MAX;
+    void *np = pbd__alloc_n(w, (size_t)nc, elem);
+    if (!np) return 0;
+    if (*ptr && n) memcpy(np, *ptr, (size_t)n * elem);
+    pbd__free(w, *ptr);
+    *ptr = np;
+    *cap = (int)nc;
+    return 1;
+}
+
+/* --- errors ------------------------------------------------------------------ */
+
+static pbd_result pbd__fail(const pbd_world *cw, pbd_result r, const char *fmt, ...) {
+    pbd_world *w = (pbd_world *)cw; /* the message buffer is not simulation state */
+    if (!w) return r;
+    va_list ap;
+    va_start(ap, fmt);
+    int k = snprintf(w->error, sizeof w->error, "%s: ", pbd__result_str(r, 0));
+    if (k < 0 || k >= (int)sizeof w->error) k = 0;
+    vsnprintf(w->error + k, sizeof w->error - (size_t)k, fmt, ap);
+    va_end(ap);
+    if (w->log) w->log(w->log_user, r, w->error);
+    return r;
+}
+
+PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->error : "world is NULL"; }
+
+#define PBD__CHECK_WORLD(w) \
+    do { if (!(w)) return PBD_ERROR_NULL_POINTER; } while (0)
+#define PBD__CHECK_PTR(w, ptr, name) \
+    do { if (!(ptr)) return pbd__fail((w), PBD_ERROR_NULL_POINTER, "%s is NULL", name); } while (0)
+
+static pbd_result pbd__check_particle(const pbd_world *w, int i, const char *what) {
+    if (i < 0 || i >= w->n)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "%s %d is not a particle (0..%d)", what, i, w->n - 1);
+    return PBD_OK;
+}
+static pbd_result pbd__check_group(const pbd_world *w, pbd_group g) {
+    if (g < 0 || g >= w->ngroups)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "group %d does not exist (0..%d)", g, w->ngroups - 1);
+    return PBD_OK;
+}
+static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k) {
+    if (!pbd__finite(c) || !pbd__finite(k)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "compliance or stiffness is not finite");
+    if (c < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "compliance %g < 0", (double)c);
+    if (k < 0 || k > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside [0, 1]", (double)k);
+    return PBD_OK;
+}
+static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n, const char *what) {
+    if (!pbd__finite_n(x, n)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s contains NaN or infinity", what);
+    return PBD_OK;
+}
+#define PBD__TRY(expr) do { pbd_result pbd__r = (expr); if (pbd__r != PBD_OK) return pbd__r; } while (0)
+
+/* --- create / destroy --------------------------------------------------------- */
+
+PBDDEF pbd_world_desc pbd_world_desc_default(void) {
+    pbd_world_desc d;
+    memset(&d, 0, sizeof d);
+    d.gravity[1] = -9.81f;
+    d.substeps = 4;
+    d.iterations = 4;
+    d.mode = PBD_SOLVER_XPBD;
+    d.stiffness_correction = 1;
+    d.point_damping = 0;
+    d.max_contacts_per_particle = 4;
+    return d;
+}
+
+static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, int iterations) {
+    if (mode != PBD_SOLVER_XPBD && mode != PBD_SOLVER_PBD)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "solver mode %d is neither XPBD nor PBD", mode);
+    if (substeps < 1 || substeps > 1000 || iterations < 1 || iterations > 1000)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "substeps %d and iterations %d must be in 1..1000", substeps, iterations);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) {
+    if (!desc || !out) return PBD_ERROR_NULL_POINTER;
+    if ((desc->allocator.alloc == NULL) != (desc->allocator.free == NULL)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd__finite_n(desc->gravity, 3) || !pbd__finite(desc->point_damping)) return PBD_ERROR_NOT_FINITE;
+    if (desc->point_damping < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (desc->max_contacts_per_particle < 1 || desc->max_contacts_per_particle > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (pbd__check_solver(NULL, (int)desc->mode, desc->substeps, desc->iterations) != PBD_OK)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_world tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.alloc = desc->allocator;
+    pbd_world *w = (pbd_world *)pbd__alloc(&tmp, sizeof *w);
+    if (!w) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(w, 0, sizeof *w);
+    w->alloc = desc->allocator;
+    w->log = desc->log;
+    w->log_user = desc->log_user;
+    memcpy(w->gravity, desc->gravity, sizeof w->gravity);
+    w->substeps = desc->substeps;
+    w->iterations = desc->iterations;
+    w->mode = (int)desc->mode;
+    w->correction = desc->stiffness_correction ? 1 : 0;
+    w->point_damping = desc->point_damping;
+    w->max_contacts = desc->max_contacts_per_particle;
+    *out = w;
+    return PBD_OK;
+}
+
+static void pbd__group_free(pbd_world *w, pbd__group *g) {
+    pbd__free(w, g->idx);
+    pbd__free(w, g->rest);
+    pbd__free(w, g->lambda);
+    pbd__free(w, g->verts);
+    pbd__free(w, g->scratch);
+    memset(g, 0, sizeof *g);
+}
+
+/* Frees everything the world owns except the world struct itself. */
+static void pbd__world_free_contents(pbd_world *w) {
+    for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
+    void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
+}
+
+PBDDEF void pbd_world_destroy(pbd_world *w) {
+    if (!w) return;
+    pbd__world_free_contents(w);
+    pbd__free(w, w);
+}
+
+PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, gravity, "gravity");
+    PBD__TRY(pbd__check_finite(w, gravity, 3, "gravity"));
+    memcpy(w->gravity, gravity, sizeof w->gravity);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps, int iterations) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_solver(w, (int)mode, substeps, iterations));
+    w->mode = (int)mode;
+    w->substeps = substeps;
+    w->iterations = iterations;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on) {
+    PBD__CHECK_WORLD(w);
+    w->correction = on ? 1 : 0;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping) {
+    PBD__CHECK_WORLD(w);
+    if (!pbd__finite(point_damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "point damping is not finite");
+    if (point_damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "point damping %g < 0", (double)point_damping);
+    w->point_damping = point_damping;
+    return PBD_OK;
+}
+
+PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
+
+/* --- snapshot ---------------------------------------------------------------
+   Layout: "PBDS", version, then every field in a fixed order, little-endian
+   as in memory. The same walk measures, writes and reads (pbd__io), so the
+   three can never disagree. */
+
+#define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
+#define PBD__SNAPSHOT_VERSION 1u
+
+typedef struct pbd__io {
+    unsigned char *out;     /* writing (NULL: measuring or reading) */
+    const unsigned char *in; /* reading */
+    size_t size, off;
+    int bad;
+} pbd__io;
+
+static void pbd__io_bytes(pbd__io *io, void *data, size_t n) {
+    if (io->bad || n == 0) return;
+    if (io->in) {
+        if (n > io->size - io->off) { io->bad = 1; return; }
+        memcpy(data, io->in + io->off, n);
+    } else if (io->out) {
+        memcpy(io->out + io->off, data, n);
+    }
+    io->off += n;
+}
+static void pbd__io_int(pbd__io *io, int *v) { pbd__io_bytes(io, v, sizeof *v); }
+static void pbd__io_float(pbd__io *io, float *v) { pbd__io_bytes(io, v, sizeof *v); }
+
+/* An array of n elements; when reading, it is allocated in world w. */
+static void pbd__io_array(pbd__io *io, pbd_world *w, void **arr, long n, size_t elem) {
+    if (io->bad) return;
+    if (n < 0 || (io->in && (size_t)n > (io->size - io->off) / (elem ? elem : 1))) { io->bad = 1; return; }
+    if (n == 0) return;
+    if (io->in) {
+        *arr = pbd__alloc_n(w, (size_t)n, elem);
+        if (!*arr) { io->bad = 2; return; }
+    }
+    pbd__io_bytes(io, *arr, (size_t)n * elem);
+}
+
+static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
+    int *ints[] = {&g->type, &g->count, &g->arity, &g->rest_stride, &g->unilateral, &g->enabled, &g->nverts, &g->ntris};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) pbd__io_int(io, ints[i]);
+    pbd__io_float(io, &g->compliance);
+    pbd__io_float(io, &g->stiffness);
+    pbd__io_float(io, &g->pressure);
+    if (io->bad) return;
+    if (io->in && (g->type < 0 || g->type >= PBD_CONSTRAINT_TYPE_COUNT || g->count < 0 || g->arity < 0 ||
+                   g->rest_stride < 0 || g->nverts < 0 || g->ntris < 0 || g->arity > 8 || g->rest_stride > 8)) {
+        io->bad = 1;
+        return;
+    }
+    long nidx = g->type == PBD_CONSTRAINT_MESH_VOLUME ? 3L * g->ntris : (long)g->count * g->arity;
+    pbd__io_array(io, w, (void **)&g->idx, nidx, sizeof(int));
+    pbd__io_array(io, w, (void **)&g->rest, (long)g->count * g->rest_stride, sizeof(float));
+    pbd__io_array(io, w, (void **)&g->lambda, g->count, sizeof(float));
+    pbd__io_array(io, w, (void **)&g->verts, g->nverts, sizeof(int));
+    if (io->in && g->nverts > 0 && !io->bad) {
+        g->scratch = (float *)pbd__alloc_n(w, (size_t)g->nverts * 6, sizeof(float));
+        if (!g->scratch) io->bad = 2;
+    }
+}
+
+/* Walks the whole state. When reading, w is a fresh zeroed world whose
+   arrays are allocated exactly to size. */
+static void pbd__io_world(pbd__io *io, pbd_world *w) {
+    unsigned magic = PBD__SNAPSHOT_MAGIC, version = PBD__SNAPSHOT_VERSION;
+    pbd__io_bytes(io, &magic, sizeof magic);
+    pbd__io_bytes(io, &version, sizeof version);
+    if (io->in && (magic != PBD__SNAPSHOT_MAGIC || version != PBD__SNAPSHOT_VERSION)) io->bad = 1;
+    for (int i = 0; i < 3; ++i) pbd__io_float(io, &w->gravity[i]);
+    pbd__io_int(io, &w->substeps);
+    pbd__io_int(io, &w->iterations);
+    pbd__io_int(io, &w->mode);
+    pbd__io_int(io, &w->correction);
+    pbd__io_int(io, &w->max_contacts);
+    pbd__io_float(io, &w->point_damping);
+    pbd__io_bytes(io, &w->time, sizeof w->time);
+    pbd__io_int(io, &w->n);
+    pbd__io_int(io, &w->ngroups);
+    pbd__io_int(io, &w->nobjects);
+    pbd__io_int(io, &w->ncolliders);
+    if (io->bad) return;
+    if (io->in) {
+        if (w->n < 0 || w->ngroups < 0 || w->nobjects < 0 || w->ncolliders < 0 ||
+            pbd__check_solver(NULL, w->mode, w->substeps, w->iterations) != PBD_OK ||
+            w->max_contacts < 1 || w->max_contacts > 64) {
+            io->bad = 1;
+            return;
+        }
+        w->cap = w->n;
+        w->group_cap = w->ngroups;
+        w->object_cap = w->nobjects;
+        w->collider_cap = w->ncolliders;
+    }
+    pbd__io_array(io, w, (void **)&w->x, w->n, sizeof(pbd__p4));
+    pbd__io_array(io, w, (void **)&w->v, w->n, sizeof(pbd__p4));
+    pbd__io_array(io, w, (void **)&w->mass, w->n, sizeof(float));
+    pbd__io_array(io, w, (void **)&w->radius, w->n, sizeof(float));
+    pbd__io_array(io, w, (void **)&w->flags, w->n, 1);
+    pbd__io_array(io, w, (void **)&w->kin_target, w->n, sizeof(pbd__v3));
+    if (io->in && !io->bad && w->n > 0) {
+        /* predictions and kinematic start points are scratch of a step */
+        w->p = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
+        w->kin_from = (pbd__v3 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__v3));
+        if (!w->p || !w->kin_from) io->bad = 2;
+        else memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
+    }
+    if (io->in && !io->bad && w->ngroups > 0) {
+        w->groups = (pbd__group *)pbd__alloc_n(w, (size_t)w->ngroups, sizeof(pbd__group));
+        if (!w->groups) io->bad = 2;
+        else memset(w->groups, 0, sizeof(pbd__group) * (size_t)w->ngroups);
+    }
+    for (int g = 0; g < w->ngroups && !io->bad; ++g) pbd__io_group(io, w, &w->groups[g]);
+    pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
+    pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
+}
+
+PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
+    if (!w) return 0;
+    pbd__io io;
+    memset(&io, 0, sizeof io);
+    pbd__io_world(&io, (pbd_world *)w); /* measuring does not write */
+    return io.off;
+}
+
+PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, buffer, "buffer");
+    size_t need = pbd_world_snapshot_size(w);
+    if (size < need)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "buffer of %zu bytes, the snapshot needs %zu", size, need);
+    pbd__io io;
+    memset(&io, 0, sizeof io);
+    io.out = (unsigned char *)buffer;
+    io.size = size;
+    pbd__io_world(&io, (pbd_world *)w);
+    return PBD_OK;
+}
+
+static pbd_result pbd__validate_restored(const pbd_world *t);
+static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders);
+static pbd_result pbd__reserve_poses(pbd_world *w, int n);
+
+PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, buffer, "buffer");
+    pbd_world t;
+    memset(&t, 0, sizeof t);
+    t.alloc = w->alloc;
+    pbd__io io;
+    memset(&io, 0, sizeof io);
+    io.in = (const unsigned char *)buffer;
+    io.size = size;
+    pbd__io_world(&io, &t);
+    pbd_result r = PBD_OK;
+    if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
+    else if (io.bad || io.off != size) r = PBD_ERROR_BAD_SNAPSHOT;
+    else r = pbd__validate_restored(&t);
+    if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
+                        pbd__reserve_poses(&t, t.ncolliders) != PBD_OK))
+        r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r != PBD_OK) {
+        pbd__world_free_contents(&t);
+        return pbd__fail(w, r, "snapshot of %zu bytes could not be restored", size);
+    }
+    /* swap: the callbacks, allocator and message stay with the world */
+    pbd__world_free_contents(w);
+    t.log = w->log;
+    t.log_user = w->log_user;
+    t.accel = w->accel;
+    t.accel_user = w->accel_user;
+    memcpy(t.error, w->error, sizeof t.error);
+    *w = t;
+    return PBD_OK;
+}
+
+// ==== particles =============================================================
+
+PBDDEF pbd_particles_desc pbd_particles_desc_default(void) {
+    pbd_particles_desc d;
+    memset(&d, 0, sizeof d);
+    d.mass = 1.0f;
+    d.radius = 0.01f;
+    return d;
+}
+
+static inline float pbd__inv_mass(float mass, unsigned char flags) {
+    return (mass > 0 && !(flags & (PBD__PINNED | PBD__KINEMATIC))) ? 1.0f / mass : 0.0f;
+}
+static void pbd__refresh_inv_mass(pbd_world *w, int i) {
+    w->x[i].w = w->p[i].w = pbd__inv_mass(w->mass[i], w->flags[i]);
+}
+
+static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders) {
+    long per = ncolliders < w->max_contacts ? ncolliders : w->max_contacts;
+    long need = (long)nparticles * per;
+    if (need > INT_MAX) return PBD_ERROR_OVERFLOW;
+    if (!pbd__grow(w, (void **)&w->contacts, 0, &w->contact_cap, (int)need, sizeof(pbd__contact)))
+        return PBD_ERROR_OUT_OF_MEMORY;
+    return PBD_OK;
+}
+
+/* Capacity for `need` particles in every per-particle array. On failure the
+   arrays that grew keep their (larger) capacity and all their data. */
+static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
+    if (need <= w->cap) return pbd__reserve_contacts(w, need, w->ncolliders);
+    int cap = w->cap, c;
+#define PBD__GROW(arr, elem) \
+    (c = cap, pbd__grow(w, (void **)&w->arr, w->n, &c, need, elem))
+    int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
+             PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
+             PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3));
+#undef PBD__GROW
+    if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
+    w->cap = c;
+    return pbd__reserve_contacts(w, need, w->ncolliders);
+}
+
+static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particles_desc *d) {
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__CHECK_PTR(w, d->positions, "desc.positions");
+    if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle count %d <= 0", d->count);
+    if (d->count > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d more particles overflow", d->count);
+    PBD__TRY(pbd__check_finite(w, d->positions, 3 * (size_t)d->count, "positions"));
+    if (d->velocities) PBD__TRY(pbd__check_finite(w, d->velocities, 3 * (size_t)d->count, "velocities"));
+    if (d->masses) PBD__TRY(pbd__check_finite(w, d->masses, (size_t)d->count, "masses"));
+    if (!pbd__finite(d->mass) || !pbd__finite(d->radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass or radius is not finite");
+    if (d->masses) {
+        for (int i = 0; i < d->count; ++i)
+            if (d->masses[i] < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)d->masses[i]);
+    } else if (d->mass < 0) {
+        return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass = %g", (double)d->mass);
+    }
+    if (d->radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)d->radius);
+    return PBD_OK;
+}
+
+/* Appends validated particles; fails only for memory, changing nothing. */
+static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *d, pbd_range *out) {
+    pbd_result r = pbd__reserve_particles(w, w->n + d->count);
+    if (r != PBD_OK) return pbd__fail(w, r, "no memory for %d particles", d->count);
+    int first = w->n;
+    for (int k = 0; k < d->count; ++k) {
+        int i = first + k;
+        pbd__v3 x = pbd__ld(d->positions + 3 * k);
+        w->mass[i] = d->masses ? d->masses[k] : d->mass;
+        w->radius[i] = d->radius;
+        w->flags[i] = 0;
+        w->x[i].x = x.x; w->x[i].y = x.y; w->x[i].z = x.z;
+        w->x[i].w = pbd__inv_mass(w->mass[i], 0);
+        w->p[i] = w->x[i];
+        pbd__v3 v = d->velocities ? pbd__ld(d->velocities + 3 * k) : pbd__v(0, 0, 0);
+        w->v[i].x = v.x; w->v[i].y = v.y; w->v[i].z = v.z; w->v[i].w = 0;
+        w->kin_target[i] = x;
+        w->kin_from[i] = x;
+    }
+    w->n += d->count;
+    if (out) { out->first = first; out->count = d->count; }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_particles(pbd_world *w, const pbd_particles_desc *desc, pbd_range *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__validate_particles(w, desc));
+    return pbd__append_particles(w, desc, out);
+}
+
+PBDDEF int pbd_world_particle_count(const pbd_world *w) { return w ? w->n : 0; }
+PBDDEF const float *pbd_world_positions(const pbd_world *w) { return w && w->n ? &w->x[0].x : NULL; }
+PBDDEF const float *pbd_world_velocities(const pbd_world *w) { return w && w->n ? &w->v[0].x : NULL; }
+
+static pbd_result pbd__check_range(const pbd_world *w, pbd_range r, const void *data) {
+    PBD__CHECK_PTR(w, data, "data");
+    if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first, r.count, w->n);
+    return PBD_OK;
+}
+
+/* Copies 3 floats per particle between user memory and a 4-float array. */
+static void pbd__copy_out(const pbd__p4 *src, pbd_range r, float *out) {
+    for (int k = 0; k < r.count; ++k) {
+        const pbd__p4 *s = &src[r.first + k];
+        out[3 * k] = s->x; out[3 * k + 1] = s->y; out[3 * k + 2] = s->z;
+    }
+}
+static void pbd__copy_in(pbd__p4 *dst, pbd_range r, const float *in) {
+    for (int k = 0; k < r.count; ++k) {
+        pbd__p4 *d = &dst[r.first + k];
+        d->x = in[3 * k]; d->y = in[3 * k + 1]; d->z = in[3 * k + 2];
+    }
+}
+
+PBDDEF pbd_result pbd_get_positions(const pbd_world *w, pbd_range r, float *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_range(w, r, out));
+    pbd__copy_out(w->x, r, out);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_positions(pbd_world *w, pbd_range r, const float *in) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_range(w, r, in));
+    PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "positions"));
+    pbd__copy_in(w->x, r, in);
+    pbd__copy_in(w->p, r, in);
+    for (int k = 0; k < r.count; ++k) /* a teleported kinematic particle stays there */
+        w->kin_target[r.first + k] = pbd__ld(in + 3 * k);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_get_velocities(const pbd_world *w, pbd_range r, float *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_range(w, r, out));
+    pbd__copy_out(w->v, r, out);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_velocities(pbd_world *w, pbd_range r, const float *in) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_range(w, r, in));
+    PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "velocities"));
+    pbd__copy_in(w->v, r, in);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (!pbd__finite(mass)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass is not finite");
+    if (mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)mass);
+    w->mass[particle] = mass;
+    pbd__refresh_inv_mass(w, particle);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, mass, "mass");
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    *mass = w->mass[particle];
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (!pbd__finite(radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "radius is not finite");
+    if (radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)radius);
+    w->radius[particle] = radius;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_pin(pbd_world *w, int particle) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    w->flags[particle] |= PBD__PINNED;
+    w->v[particle].x = w->v[particle].y = w->v[particle].z = 0;
+    pbd__refresh_inv_mass(w, particle);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (!(w->mass[particle] > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d has mass 0: give it a mass with pbd_set_mass", particle);
+    w->flags[particle] &= (unsigned char)~PBD__PINNED;
+    pbd__refresh_inv_mass(w, particle);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (kinematic) {
+        w->flags[particle] |= PBD__KINEMATIC;
+        w->kin_target[particle] = pbd__p3(w->x[particle]);
+        w->v[particle].x = w->v[particle].y = w->v[particle].z = 0;
+    } else {
+        w->flags[particle] &= (unsigned char)~PBD__KINEMATIC;
+    }
+    pbd__refresh_inv_mass(w, particle);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    PBD__CHECK_PTR(w, target, "target");
+    PBD__TRY(pbd__check_finite(w, target, 3, "target"));
+    if (!(w->flags[particle] & PBD__KINEMATIC))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is not kinematic (pbd_set_kinematic)", particle);
+    w->kin_target[particle] = pbd__ld(target);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user) {
+    PBD__CHECK_WORLD(w);
+    w->accel = fn;
+    w->accel_user = user;
+    return PBD_OK;
+}
+
+// ==== groups ================================================================
+
+static const int pbd__arity_table[PBD_CONSTRAINT_TYPE_COUNT] = {2, 4, 4, 3, 4, 4, 2, 0};
+static const int pbd__rest_stride_table[PBD_CONSTRAINT_TYPE_COUNT] = {1, 1, 6, 1, 1, 1, 4, 1};
+static const char *const pbd__type_name[PBD_CONSTRAINT_TYPE_COUNT] = {
+    "distance", "dihedral bending", "isometric bending", "area", "tet volume", "point-triangle", "attachment", "mesh volume"};
+
+PBDDEF int pbd_constraint_arity(pbd_constraint_type type) {
+    if ((int)type < 0 || (int)type >= PBD_CONSTRAINT_TYPE_SIMPLE_COUNT) return 0;
+    return pbd__arity_table[type];
+}
+
+PBDDEF pbd_constraints_desc pbd_constraints_desc_default(void) {
+    pbd_constraints_desc d;
+    memset(&d, 0, sizeof d);
+    d.stiffness = 1.0f;
+    return d;
+}
+PBDDEF pbd_attachments_desc pbd_attachments_desc_default(void) {
+    pbd_attachments_desc d;
+    memset(&d, 0, sizeof d);
+    d.stiffness = 1.0f;
+    return d;
+}
+PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void) {
+    pbd_mesh_volume_desc d;
+    memset(&d, 0, sizeof d);
+    d.pressure = 1.0f;
+    d.stiffness = 1.0f;
+    return d;
+}
+
+/* A mark of what exists, so that a builder that fails half-way can drop
+   exactly what it added (capacity may stay larger; no state changes). */
+typedef struct pbd__mark { int n, ngroups, nobjects; } pbd__mark;
+static pbd__mark pbd__mark_now(const pbd_world *w) {
+    pbd__mark m;
+    m.n = w->n; m.ngroups = w->ngroups; m.nobjects = w->nobjects;
+    return m;
+}
+static void pbd__rollback(pbd_world *w, pbd__mark m) {
+    while (w->ngroups > m.ngroups) pbd__group_free(w, &w->groups[--w->ngroups]);
+    w->n = m.n;
+    w->nobjects = m.nobjects;
+}
+
+/* Gathers the constraint's positions. */
+static inline void pbd__gather(const pbd_world *w, const int *idx, int n, pbd__v3 *out) {
+    for (int i = 0; i < n; ++i) out[i] = pbd__p3(w->x[idx[i]]);
+}
+
+/* Measures the rest value of one constraint at the current positions;
+   0 when the rest geometry is degenerate. */
+static int pbd__measure_rest(const pbd_world *w, int type, const int *idx, float thickness, float *rest) {
+    pbd__v3 x[4], g[4];
+    pbd__gather(w, idx, pbd__arity_table[type], x);
+    switch (type) {
+    case PBD_CONSTRAINT_DISTANCE: rest[0] = pbd__eval_distance(x, 0, g); return rest[0] > 1e-7f;
+    case PBD_CONSTRAINT_BENDING_DIHEDRAL:
+        rest[0] = pbd__dihedral(x, g);
+        return pbd__dot(g[2], g[2]) > 0 && pbd__dot(g[3], g[3]) > 0;
+    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__isometric_rest(x, rest);
+    case PBD_CONSTRAINT_AREA: rest[0] = pbd__eval_area(x, 0, g); return rest[0] > 1e-12f;
+    case PBD_CONSTRAINT_TET_VOLUME: rest[0] = pbd__eval_tet(x, 0, g); return fabsf(rest[0]) > 1e-15f;
+    case PBD_CONSTRAINT_POINT_TRIANGLE: rest[0] = thickness; return pbd__eval_area(x + 1, 0, g) > 1e-12f;
+    }
+    return 0;
+}
+
+static pbd_result pbd__check_indices(const pbd_world *w, const int *idx, long count, int arity) {
+    for (long c = 0; c < count; ++c) {
+        const int *e = idx + c * arity;
+        for (int i = 0; i < arity; ++i) {
+            if (e[i] < 0 || e[i] >= w->n)
+                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "constraint %ld: particle %d does not exist (0..%d)", c, e[i], w->n - 1);
+            for (int j = 0; j < i; ++j)
+                if (e[j] == e[i]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint %ld uses particle %d twice", c, e[i]);
+        }
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constraints_desc *d) {
+    PBD__CHECK_PTR(w, d, "desc");
+    if ((int)d->type < 0 || (int)d->type >= PBD_CONSTRAINT_TYPE_SIMPLE_COUNT)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "type %d: use pbd_add_attachments / pbd_add_mesh_volume for those", (int)d->type);
+    PBD__CHECK_PTR(w, d->indices, "desc.indices");
+    int arity = pbd__arity_table[d->type];
+    if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint count %d <= 0", d->count);
+    if (d->count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d constraints overflow the index arrays", d->count);
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
+    if (d->thickness < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g < 0", (double)d->thickness);
+    if (d->unilateral && d->type != PBD_CONSTRAINT_DISTANCE)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "only distance constraints take the unilateral flag");
+    PBD__TRY(pbd__check_indices(w, d->indices, d->count, arity));
+    if (d->rest) {
+        if (d->type == PBD_CONSTRAINT_BENDING_ISOMETRIC)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "isometric bending measures its rest state from the positions; rest must be NULL");
+        PBD__TRY(pbd__check_finite(w, d->rest, (size_t)d->count, "rest"));
+        for (int c = 0; c < d->count; ++c) {
+            int neg_ok = d->type == PBD_CONSTRAINT_BENDING_DIHEDRAL || d->type == PBD_CONSTRAINT_TET_VOLUME;
+            if (!neg_ok && d->rest[c] < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest[%d] = %g < 0", c, (double)d->rest[c]);
+            if (d->type == PBD_CONSTRAINT_TET_VOLUME && d->rest[c] == 0) return pbd__fail(w, PBD_ERROR_DEGENERATE, "rest volume %d is 0", c);
+        }
+    } else {
+        float tmp[6];
+        for (int c = 0; c < d->count; ++c)
+            if (!pbd__measure_rest(w, d->type, d->indices + (size_t)c * arity, d->thickness, tmp))
+                return pbd__fail(w, PBD_ERROR_DEGENERATE, "%s constraint %d is degenerate at the current positions", pbd__type_name[d->type], c);
+    }
+    return PBD_OK;
+}
+
+/* A new zeroed group at the end, with its arrays allocated. */
+static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, pbd__group **out) {
+    if (!pbd__grow(w, (void **)&w->groups, w->ngroups, &w->group_cap, w->ngroups + 1, sizeof(pbd__group)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a group");
+    pbd__group *g = &w->groups[w->ngroups];
+    memset(g, 0, sizeof *g);
+    g->type = type;
+    g->count = count;
+    g->arity = pbd__arity_table[type];
+    g->rest_stride = pbd__rest_stride_table[type];
+    g->enabled = 1;
+    g->stiffness = 1.0f;
+    g->pressure = 1.0f;
+    g->idx = (int *)pbd__alloc_n(w, (size_t)nidx, sizeof(int));
+    g->rest = (float *)pbd__alloc_n(w, (size_t)count * (size_t)g->rest_stride, sizeof(float));
+    g->lambda = (float *)pbd__alloc_n(w, (size_t)count, sizeof(float));
+    if (!g->idx || !g->rest || !g->lambda) {
+        pbd__group_free(w, g);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d constraints", count);
+    }
+    memset(g->lambda, 0, sizeof(float) * (size_t)count);
+    w->ngroups++;
+    *out = g;
+    return PBD_OK;
+}
+
+/* Adds validated constraints. */
+static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_desc *d, pbd_group *out) {
+    pbd__group *g;
+    int arity = pbd__arity_table[d->type];
+    PBD__TRY(pbd__new_group(w, (int)d->type, d->count, (long)d->count * arity, &g));
+    memcpy(g->idx, d->indices, sizeof(int) * (size_t)d->count * (size_t)arity);
+    for (int c = 0; c < d->count; ++c) {
+        float *rest = g->rest + (size_t)c * g->rest_stride;
+        if (d->rest) rest[0] = d->rest[c];
+        else pbd__measure_rest(w, d->type, g->idx + (size_t)c * arity, d->thickness, rest);
+    }
+    if (d->type == PBD_CONSTRAINT_POINT_TRIANGLE) {
+        /* survey 3.4.3: the side is the one the point is on now; a point
+           below the triangle gets the triangle reversed */
+        for (int c = 0; c < d->count; ++c) {
+            int *e = g->idx + 4 * c;
+            pbd__v3 x[4], gr[4];
+            pbd__gather(w, e, 4, x);
+            if (pbd__eval_point_triangle(x, 0, gr) < 0) { int t = e[2]; e[2] = e[3]; e[3] = t; }
+        }
+    }
+    g->compliance = d->compliance;
+    g->stiffness = d->stiffness;
+    g->unilateral = d->unilateral ? 1 : 0;
+    if (out) *out = w->ngroups - 1;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc, pbd_group *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__validate_constraints(w, desc));
+    return pbd__append_constraints(w, desc, out);
+}
+
+PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *d, pbd_group *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__CHECK_PTR(w, d->particles, "desc.particles");
+    if ((d->target_particles == NULL) == (d->target_points == NULL))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "give exactly one of target_particles and target_points");
+    if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment count %d <= 0", d->count);
+    if (d->count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d attachments overflow", d->count);
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    if (!pbd__finite(d->max_distance)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "max_distance is not finite");
+    if (d->max_distance < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_distance %g < 0", (double)d->max_distance);
+    for (int c = 0; c < d->count; ++c) {
+        PBD__TRY(pbd__check_particle(w, d->particles[c], "attached particle"));
+        if (d->target_particles) {
+            PBD__TRY(pbd__check_particle(w, d->target_particles[c], "target particle"));
+            if (d->target_particles[c] == d->particles[c])
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d attaches particle %d to itself", c, d->particles[c]);
+        }
+    }
+    if (d->target_points) PBD__TRY(pbd__check_finite(w, d->target_points, 3 * (size_t)d->count, "target_points"));
+    pbd__group *g;
+    PBD__TRY(pbd__new_group(w, PBD_CONSTRAINT_ATTACHMENT, d->count, 2L * d->count, &g));
+    for (int c = 0; c < d->count; ++c) {
+        g->idx[2 * c] = d->particles[c];
+        g->idx[2 * c + 1] = d->target_particles ? d->target_particles[c] : -1;
+        float *rest = g->rest + 4 * c;
+        if (d->target_points) memcpy(rest, d->target_points + 3 * c, 3 * sizeof(float));
+        else rest[0] = rest[1] = rest[2] = 0;
+        rest[3] = d->max_distance;
+    }
+    g->compliance = d->compliance;
+    g->stiffness = d->stiffness;
+    g->unilateral = d->max_distance > 0;
+    if (out) *out = w->ngroups - 1;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int index, const float *point) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, gi));
+    PBD__CHECK_PTR(w, point, "point");
+    pbd__group *g = &w->groups[gi];
+    if (g->type != PBD_CONSTRAINT_ATTACHMENT) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not an attachment group", gi);
+    if (index < 0 || index >= g->count) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "attachment %d of %d", index, g->count);
+    if (g->idx[2 * index + 1] >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
+    PBD__TRY(pbd__check_finite(w, point, 3, "point"));
+    memcpy(g->rest + 4 * index, point, 3 * sizeof(float));
+    return PBD_OK;
+}
+
+static int pbd__cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* A closed, consistently oriented mesh has every directed edge exactly once
+   and its reverse exactly once. */
+static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) {
+    uint64_t *keys = (uint64_t *)pbd__alloc_n((pbd_world *)w, (size_t)nt * 3, sizeof(uint64_t));
+    if (!keys) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    for (int t = 0; t < nt; ++t)
+        for (int e = 0; e < 3; ++e) {
+            uint32_t a = (uint32_t)tri[3 * t + e], b = (uint32_t)tri[3 * t + (e + 1) % 3];
+            keys[3 * t + e] = ((uint64_t)a << 32) | b;
+        }
+    qsort(keys, (size_t)nt * 3, sizeof *keys, pbd__cmp_u64);
+    pbd_result r = PBD_OK;
+    for (long k = 0; k < 3L * nt && r == PBD_OK; ++k) {
+        uint64_t rev = (keys[k] << 32) | (keys[k] >> 32);
+        if (k > 0 && keys[k] == keys[k - 1]) r = PBD_ERROR_NOT_CLOSED;
+        else if (pbd__find_u64(keys, 3L * nt, rev) < 0) r = PBD_ERROR_NOT_CLOSED;
+    }
+    pbd__free((pbd_world *)w, keys);
+    if (r != PBD_OK) return pbd__fail(w, r, "every edge must be shared by exactly two triangles of opposite orientation");
+    return PBD_OK;
+}
+
+static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, int nt, int nv, const char *what) {
+    PBD__CHECK_PTR(w, tri, what);
+    if (nt <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle count %d <= 0", nt);
+    if (nt > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d triangles overflow", nt);
+    for (long k = 0; k < 3L * nt; ++k)
+        if (tri[k] < 0 || tri[k] >= nv)
+            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle %ld uses vertex %d (0..%d)", k / 3, tri[k], nv - 1);
+    for (int t = 0; t < nt; ++t)
+        if (tri[3 * t] == tri[3 * t + 1] || tri[3 * t] == tri[3 * t + 2] || tri[3 * t + 1] == tri[3 * t + 2])
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle %d repeats a vertex", t);
+    return PBD_OK;
+}
+
+/* Adds a mesh-volume group over world particles (validated here). */
+PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *d, pbd_group *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
+    if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
+    PBD__TRY(pbd__check_closed(w, d->triangles, d->triangle_count));
+    long nt3 = 3L * d->triangle_count;
+    /* local vertex list: sorted unique particle indices */
+    int *verts = (int *)pbd__alloc_n(w, (size_t)nt3, sizeof(int));
+    if (!verts) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh");
+    memcpy(verts, d->triangles, sizeof(int) * (size_t)nt3);
+    qsort(verts, (size_t)nt3, sizeof(int), pbd__cmp_int);
+    int nv = 0;
+    for (long k = 0; k < nt3; ++k)
+        if (k == 0 || verts[k] != verts[k - 1]) verts[nv++] = verts[k];
+    pbd__group *g;
+    pbd_result r = pbd__new_group(w, PBD_CONSTRAINT_MESH_VOLUME, 1, nt3, &g);
+    if (r == PBD_OK) {
+        g->verts = (int *)pbd__alloc_n(w, (size_t)nv, sizeof(int));
+        g->scratch = (float *)pbd__alloc_n(w, (size_t)nv * 6, sizeof(float));
+        if (!g->verts || !g->scratch) {
+            pbd__group_free(w, g);
+            w->ngroups--;
+            r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh");
+        }
+    }
+    if (r != PBD_OK) { pbd__free(w, verts); return r; }
+    memcpy(g->verts, verts, sizeof(int) * (size_t)nv);
+    pbd__free(w, verts);
+    g->nverts = nv;
+    g->ntris = d->triangle_count;
+    for (long k = 0; k < nt3; ++k) {
+        int *hit = (int *)bsearch(&d->triangles[k], g->verts, (size_t)nv, sizeof(int), pbd__cmp_int);
+        g->idx[k] = (int)(hit - g->verts);
+    }
+    for (int i = 0; i < nv; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(w->x[g->verts[i]]));
+    float V0 = pbd__eval_mesh_volume(g->scratch, nv, g->idx, g->ntris, 0, NULL);
+    if (!(fabsf(V0) > 1e-12f)) {
+        pbd__group_free(w, g);
+        w->ngroups--;
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "the mesh encloses no volume");
+    }
+    g->rest[0] = V0;
+    g->pressure = d->pressure;
+    g->compliance = d->compliance;
+    g->stiffness = d->stiffness;
+    if (out) *out = w->ngroups - 1;
+    return PBD_OK;
+}
+
+PBDDEF int pbd_world_group_count(const pbd_world *w) { return w ? w->ngroups : 0; }
+
+PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, g));
+    if (type) *type = (pbd_constraint_type)w->groups[g].type;
+    if (count) *count = w->groups[g].count;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, g));
+    PBD__TRY(pbd__check_compliance(w, compliance, 1.0f));
+    w->groups[g].compliance = compliance;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, g));
+    PBD__TRY(pbd__check_compliance(w, 0.0f, stiffness));
+    w->groups[g].stiffness = stiffness;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, g));
+    w->groups[g].enabled = enabled ? 1 : 0;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group g, float pressure) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, g));
+    if (w->groups[g].type != PBD_CONSTRAINT_MESH_VOLUME) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", g);
+    if (!pbd__finite(pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
+    if (!(pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)pressure);
+    w->groups[g].pressure = pressure;
+    return PBD_OK;
+}
+
+// ==== objects ===============================================================
+
+PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void) {
+    pbd_cloth_desc d;
+    memset(&d, 0, sizeof d);
+    d.density = 0.2f;
+    d.stretch_compliance = 0.0f;
+    d.bending_compliance = 1e-3f;
+    d.area_compliance = 0.0f;
+    d.stretch_stiffness = 1.0f;
+    d.bending_stiffness = 0.1f;
+    d.area_stiffness = 1.0f;
+    d.bending = PBD_BENDING_DIHEDRAL;
+    d.thickness = 0.01f;
+    return d;
+}
+
+PBDDEF pbd_softbody_desc pbd_softbody_desc_default(void) {
+    pbd_softbody_desc d;
+    memset(&d, 0, sizeof d);
+    d.density = 1000.0f;
+    d.edge_stiffness = 1.0f;
+    d.volume_stiffness = 1.0f;
+    d.volume_constraints = 1;
+    d.radius = 0.01f;
+    return d;
+}
+
+PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void) {
+    pbd_balloon_desc d;
+    memset(&d, 0, sizeof d);
+    d.cloth = pbd_cloth_desc_default();
+    d.pressure = 1.0f;
+    d.volume_stiffness = 1.0f;
+    return d;
+}
+
+PBDDEF int pbd_world_object_count(const pbd_world *w) { return w ? w->nobjects : 0; }
+
+PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping) {
+    PBD__CHECK_WORLD(w);
+    if (object < 0 || object >= w->nobjects)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", object, w->nobjects - 1);
+    if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
+    if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
+    w->objects[object].damping = damping;
+    return PBD_OK;
+}
+
+/* Sorted unique edges of a triangle or tet mesh, with for each edge of a
+   triangle mesh the opposite vertices of its (at most two) triangles. */
+typedef struct pbd__edge { int a, b, opp[2], nopp; } pbd__edge;
+
+typedef struct pbd__edge_sort { uint64_t key; int opp; } pbd__edge_sort;
+static int pbd__cmp_edge_key(const void *x, const void *y) {
+    const pbd__edge_sort *a = (const pbd__edge_sort *)x, *b = (const pbd__edge_sort *)y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    return a->opp < b->opp ? -1 : (a->opp > b->opp ? 1 : 0);
+}
+
+/* elems: n elements of `k` vertices (3: triangles, 4: tets). For triangles,
+   each edge (a, b) keeps its direction of the first triangle seen in sorted
+   order, whose opposite vertex is opp[0]. Returns the edge count or -1. */
+static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__edge **out) {
+    static const int tri_e[3][3] = {{0, 1, 2}, {1, 2, 0}, {2, 0, 1}};
+    static const int tet_e[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+    int per = k == 3 ? 3 : 6;
+    long m = (long)n * per;
+    pbd__edge_sort *keys = (pbd__edge_sort *)pbd__alloc_n(w, (size_t)m, sizeof *keys);
+    pbd__edge *edges = (pbd__edge *)pbd__alloc_n(w, (size_t)m, sizeof *edges);
+    if (!keys || !edges) {
+        pbd__free(w, keys);
+        pbd__free(w, edges);
+        return -1;
+    }
+    for (int e = 0; e < n; ++e)
+        for (int j = 0; j < per; ++j) {
+            const int *el = elems + (size_t)e * k;
+            int a = k == 3 ? el[tri_e[j][0]] : el[tet_e[j][0]];
+            int b = k == 3 ? el[tri_e[j][1]] : el[tet_e[j][1]];
+            pbd__edge_sort *q = &keys[(long)e * per + j];
+            q->key = pbd__edge_key(a, b);
+            /* opp encodes the opposite vertex and whether (a,b) is stored
+               reversed, so that the sort is deterministic */
+            q->opp = k == 3 ? el[tri_e[j][2]] : -1;
+            if (k == 3 && a > b) q->opp = -2 - q->opp;
+        }
+    qsort(keys, (size_t)m, sizeof *keys, pbd__cmp_edge_key);
+    long ne = 0;
+    for (long i = 0; i < m; ++i) {
+        int a = (int)(keys[i].key >> 32), b = (int)(keys[i].key & 0xffffffffu);
+        if (i == 0 || keys[i].key != keys[i - 1].key) {
+            pbd__edge *E = &edges[ne++];
+            E->a = a; E->b = b; E->nopp = 0;
+        }
+        pbd__edge *E = &edges[ne - 1];
+        if (k == 3) {
+            int opp = keys[i].opp, rev = opp <= -2;
+            if (rev) opp = -2 - opp;
+            if (E->nopp == 0 && rev) { E->a = b; E->b = a; } /* direction of its first triangle */
+            if (E->nopp < 2) E->opp[E->nopp] = opp;
+            E->nopp++;
+        }
+    }
+    pbd__free(w, keys);
+    *out = edges;
+    return ne;
+}
+
+/* Object bookkeeping for builders. */
+static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_object *out) {
+    if (!pbd__grow(w, (void **)&w->objects, w->nobjects, &w->object_cap, w->nobjects + 1, sizeof(pbd__object)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
+    pbd__object *o = &w->objects[w->nobjects];
+    o->first = r.first;
+    o->count = r.count;
+    o->damping = damping;
+    o->groups[0] = out->stretch;
+    o->groups[1] = out->bending;
+    o->groups[2] = out->area;
+    o->groups[3] = out->volume;
+    out->id = w->nobjects++;
+    out->particles = r;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_common(const pbd_world *w, const float *positions, int nv, const float *masses, float density,
+                                    float thickness, float damping) {
+    PBD__CHECK_PTR(w, positions, "desc.positions");
+    if (nv <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d <= 0", nv);
+    if (nv > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
+    PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)nv, "positions"));
+    if (masses) {
+        PBD__TRY(pbd__check_finite(w, masses, (size_t)nv, "masses"));
+        for (int i = 0; i < nv; ++i)
+            if (masses[i] < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)masses[i]);
+    }
+    if (!pbd__finite(density) || !pbd__finite(thickness) || !pbd__finite(damping))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "density, thickness or damping is not finite");
+    if (density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "density %g < 0", (double)density);
+    if (thickness < 0 || damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness and damping must be >= 0");
+    return PBD_OK;
+}
+
+static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *d) {
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->thickness, d->damping));
+    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, d->vertex_count, "desc.triangles"));
+    PBD__TRY(pbd__check_compliance(w, d->stretch_compliance, d->stretch_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->bending_compliance, d->bending_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness));
+    if ((int)d->bending < PBD_BENDING_NONE || (int)d->bending > PBD_BENDING_ISOMETRIC)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
+    for (int t = 0; t < d->triangle_count; ++t) {
+        pbd__v3 x[3], g[3];
+        for (int i = 0; i < 3; ++i) x[i] = pbd__ld(d->positions + 3 * d->triangles[3 * t + i]);
+        if (!(pbd__eval_area(x, 0, g) > 1e-12f))
+            return pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d has zero area", t);
+    }
+    return PBD_OK;
+}
+
+/* Particles of a mesh object; masses from density * area (or volume) / k
+   (each element gives an equal share to its k corners). */
+static pbd_result pbd__add_mesh_particles(pbd_world *w, const float *pos, int nv, const float *masses, float density,
+                                          const int *elems, int n, int k, float radius, pbd_range *r) {
+    float *m = NULL;
+    if (!masses) {
+        m = (float *)pbd__alloc_n(w, (size_t)nv, sizeof(float));
+        if (!m) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for masses");
+        memset(m, 0, sizeof(float) * (size_t)nv);
+        for (int e = 0; e < n; ++e) {
+            const int *el = elems + (size_t)e * k;
+            pbd__v3 x[4], g[4];
+            for (int i = 0; i < k; ++i) x[i] = pbd__ld(pos + 3 * el[i]);
+            float size = k == 3 ? pbd__eval_area(x, 0, g) : fabsf(pbd__eval_tet(x, 0, g));
+            for (int i = 0; i < k; ++i) m[el[i]] += density * size / (float)k;
+        }
+    }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = nv;
+    pd.masses = masses ? masses : m;
+    pd.radius = radius;
+    pbd_result res = pbd__append_particles(w, &pd, r);
+    pbd__free(w, m);
+    return res;
+}
+
+/* Distance constraints over the edges, offset to world particle indices. */
+static pbd_result pbd__add_edge_group(pbd_world *w, const pbd__edge *edges, long ne, int first, float compliance,
+                                      float stiffness, pbd_group *out) {
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    int *idx = (int *)pbd__alloc_n(w, (size_t)ne * 2, sizeof(int));
+    if (!idx) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
+    for (long e = 0; e < ne; ++e) { idx[2 * e] = first + edges[e].a; idx[2 * e + 1] = first + edges[e].b; }
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = (int)ne;
+    cd.indices = idx;
+    cd.compliance = compliance;
+    cd.stiffness = stiffness;
+    pbd_result r = pbd__validate_constraints(w, &cd); /* zero-length edges */
+    if (r == PBD_OK) r = pbd__append_constraints(w, &cd, out);
+    pbd__free(w, idx);
+    return r;
+}
+
+/* Cloth groups: edges, bending over interior edges, optional areas. */
+static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, int first, pbd_object *o) {
+    pbd__edge *edges = NULL;
+    long ne = pbd__build_edges(w, d->triangles, d->triangle_count, 3, &edges);
+    if (ne < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
+    pbd_result r = PBD_OK;
+    long ninterior = 0;
+    for (long e = 0; e < ne && r == PBD_OK; ++e) {
+        if (edges[e].nopp > 2) r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)", edges[e].a, edges[e].b, edges[e].nopp);
+        ninterior += edges[e].nopp == 2;
+    }
+    if (r == PBD_OK) r = pbd__add_edge_group(w, edges, ne, first, d->stretch_compliance, d->stretch_stiffness, &o->stretch);
+    if (r == PBD_OK && d->bending != PBD_BENDING_NONE && ninterior > 0) {
+        int *idx = (int *)pbd__alloc_n(w, (size_t)ninterior * 4, sizeof(int));
+        if (!idx) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for bending");
+        long c = 0;
+        for (long e = 0; e < ne && idx; ++e) {
+            if (edges[e].nopp != 2) continue;
+            /* (a, b, opp0) is a triangle, so opp0 is the wing p3 of (p0 p1 p3) */
+            int *q = idx + 4 * c++;
+            q[0] = first + edges[e].a; q[1] = first + edges[e].b;
+            q[2] = first + edges[e].opp[1]; q[3] = first + edges[e].opp[0];
+        }
+        if (idx) {
+            pbd_constraints_desc cd = pbd_constraints_desc_default();
+            cd.type = d->bending == PBD_BENDING_DIHEDRAL ? PBD_CONSTRAINT_BENDING_DIHEDRAL : PBD_CONSTRAINT_BENDING_ISOMETRIC;
+            cd.count = (int)ninterior;
+            cd.indices = idx;
+            cd.compliance = d->bending_compliance;
+            cd.stiffness = d->bending_stiffness;
+            r = pbd__validate_constraints(w, &cd);
+            if (r == PBD_OK) r = pbd__append_constraints(w, &cd, &o->bending);
+            pbd__free(w, idx);
+        }
+    }
+    if (r == PBD_OK && d->area_constraints) {
+        int *idx = (int *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(int));
+        if (!idx) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for areas");
+        else {
+            for (long k = 0; k < 3L * d->triangle_count; ++k) idx[k] = first + d->triangles[k];
+            pbd_constraints_desc cd = pbd_constraints_desc_default();
+            cd.type = PBD_CONSTRAINT_AREA;
+            cd.count = d->triangle_count;
+            cd.indices = idx;
+            cd.compliance = d->area_compliance;
+            cd.stiffness = d->area_stiffness;
+            r = pbd__append_constraints(w, &cd, &o->area);
+            pbd__free(w, idx);
+        }
+    }
+    pbd__free(w, edges);
+    return r;
+}
+
+static void pbd__object_init(pbd_object *o) {
+    memset(o, 0, sizeof *o);
+    o->id = -1;
+    o->stretch = o->bending = o->area = o->volume = -1;
+}
+
+PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__validate_cloth(w, d));
+    pbd__mark mark = pbd__mark_now(w);
+    pbd_object o;
+    pbd__object_init(&o);
+    pbd_range r;
+    pbd_result res = pbd__add_mesh_particles(w, d->positions, d->vertex_count, d->masses, d->density, d->triangles,
+                                             d->triangle_count, 3, d->thickness, &r);
+    if (res == PBD_OK) res = pbd__add_cloth_groups(w, d, r.first, &o);
+    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
+    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (out) *out = o;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->radius, d->damping));
+    PBD__CHECK_PTR(w, d->tets, "desc.tets");
+    if (d->tet_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tet count %d <= 0", d->tet_count);
+    if (d->tet_count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d tets overflow", d->tet_count);
+    PBD__TRY(pbd__check_compliance(w, d->edge_compliance, d->edge_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
+    for (int t = 0; t < d->tet_count; ++t) {
+        const int *e = d->tets + 4 * t;
+        for (int i = 0; i < 4; ++i) {
+            if (e[i] < 0 || e[i] >= d->vertex_count)
+                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "tet %d uses vertex %d (0..%d)", t, e[i], d->vertex_count - 1);
+            for (int j = 0; j < i; ++j)
+                if (e[i] == e[j]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tet %d repeats vertex %d", t, e[i]);
+        }
+        pbd__v3 x[4], g[4];
+        for (int i = 0; i < 4; ++i) x[i] = pbd__ld(d->positions + 3 * e[i]);
+        if (!(fabsf(pbd__eval_tet(x, 0, g)) > 1e-15f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d has zero volume", t);
+    }
+    pbd__mark mark = pbd__mark_now(w);
+    pbd_object o;
+    pbd__object_init(&o);
+    pbd_range r;
+    pbd_result res = pbd__add_mesh_particles(w, d->positions, d->vertex_count, d->masses, d->density, d->tets,
+                                             d->tet_count, 4, d->radius, &r);
+    pbd__edge *edges = NULL;
+    long ne = 0;
+    if (res == PBD_OK) {
+        ne = pbd__build_edges(w, d->tets, d->tet_count, 4, &edges);
+        if (ne < 0) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
+    }
+    if (res == PBD_OK) res = pbd__add_edge_group(w, edges, ne, r.first, d->edge_compliance, d->edge_stiffness, &o.stretch);
+    pbd__free(w, edges);
+    if (res == PBD_OK && d->volume_constraints) {
+        int *idx = (int *)pbd__alloc_n(w, (size_t)d->tet_count * 4, sizeof(int));
+        if (!idx) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tets");
+        else {
+            for (long k = 0; k < 4L * d->tet_count; ++k) idx[k] = r.first + d->tets[k];
+            pbd_constraints_desc cd = pbd_constraints_desc_default();
+            cd.type = PBD_CONSTRAINT_TET_VOLUME;
+            cd.count = d->tet_count;
+            cd.indices = idx;
+            cd.compliance = d->volume_compliance;
+            cd.stiffness = d->volume_stiffness;
+            res = pbd__append_constraints(w, &cd, &o.volume);
+            pbd__free(w, idx);
+        }
+    }
+    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
+    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (out) *out = o;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__validate_cloth(w, &d->cloth));
+    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
+    if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
+    if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
+    PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
+    pbd__mark mark = pbd__mark_now(w);
+    pbd_object o;
+    pbd__object_init(&o);
+    pbd_range r;
+    const pbd_cloth_desc *c = &d->cloth;
+    pbd_result res = pbd__add_mesh_particles(w, c->positions, c->vertex_count, c->masses, c->density, c->triangles,
+                                             c->triangle_count, 3, c->thickness, &r);
+    if (res == PBD_OK) res = pbd__add_cloth_groups(w, c, r.first, &o);
+    int *tri = NULL;
+    if (res == PBD_OK) {
+        tri = (int *)pbd__alloc_n(w, (size_t)c->triangle_count * 3, sizeof(int));
+        if (!tri) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the balloon");
+    }
+    if (res == PBD_OK) {
+        for (long k = 0; k < 3L * c->triangle_count; ++k) tri[k] = r.first + c->triangles[k];
+        pbd_mesh_volume_desc vd = pbd_mesh_volume_desc_default();
+        vd.triangles = tri;
+        vd.triangle_count = c->triangle_count;
+        vd.pressure = d->pressure;
+        vd.compliance = d->volume_compliance;
+        vd.stiffness = d->volume_stiffness;
+        res = pbd_add_mesh_volume(w, &vd, &o.volume);
+    }
+    pbd__free(w, tri);
+    if (res == PBD_OK) res = pbd__new_object(w, r, c->damping, &o);
+    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (out) *out = o;
+    return PBD_OK;
+}
+
+// ==== colliders =============================================================
+
+PBDDEF pbd_collider_desc pbd_collider_desc_default(void) {
+    pbd_collider_desc d;
+    memset(&d, 0, sizeof d);
+    d.shape = PBD_COLLIDER_PLANE;
+    d.rotation[3] = 1.0f;
+    d.radius = 0.5f;
+    d.half_height = 0.5f;
+    d.half_extents[0] = d.half_extents[1] = d.half_extents[2] = 0.5f;
+    d.static_friction = 0.5f;
+    d.dynamic_friction = 0.4f;
+    return d;
+}
+
+/* Scratch for the per-substep poses of n colliders. */
+static pbd_result pbd__reserve_poses(pbd_world *w, int n) {
+    int pc = w->pose_cap;
+    if (!pbd__grow(w, (void **)&w->pose_from, 0, &pc, n, sizeof(pbd__pose)) ||
+        !pbd__grow(w, (void **)&w->pose_to, 0, &w->pose_cap, n, sizeof(pbd__pose)))
+        return PBD_ERROR_OUT_OF_MEMORY;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_pose(const pbd_world *w, const float *pos, const float *rot) {
+    PBD__TRY(pbd__check_finite(w, pos, 3, "position"));
+    PBD__TRY(pbd__check_finite(w, rot, 4, "rotation"));
+    float n = rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2] + rot[3] * rot[3];
+    if (!(n > 1e-12f)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rotation quaternion is zero");
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_friction(const pbd_world *w, float mus, float mud, float e) {
+    if (!pbd__finite(mus) || !pbd__finite(mud) || !pbd__finite(e)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "friction or restitution is not finite");
+    if (mus < 0 || mud < 0 || e < 0 || e > 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "friction must be >= 0 and restitution in [0, 1]");
+    return PBD_OK;
+}
+
+static void pbd__normalize_quat(const float *q, float *out) {
+    float n = sqrtf(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int i = 0; i < 4; ++i) out[i] = q[i] / n;
+}
+
+PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    if ((int)d->shape < PBD_COLLIDER_PLANE || (int)d->shape > PBD_COLLIDER_BOX)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "collider shape %d", (int)d->shape);
+    PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
+    PBD__TRY(pbd__check_friction(w, d->static_friction, d->dynamic_friction, d->restitution));
+    if (!pbd__finite(d->radius) || !pbd__finite(d->half_height) || !pbd__finite_n(d->half_extents, 3))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "collider size is not finite");
+    if ((d->shape == PBD_COLLIDER_SPHERE || d->shape == PBD_COLLIDER_CAPSULE) && !(d->radius > 0))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "radius %g must be > 0", (double)d->radius);
+    if (d->shape == PBD_COLLIDER_CAPSULE && d->half_height < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "half_height %g < 0", (double)d->half_height);
+    if (d->shape == PBD_COLLIDER_BOX && !(d->half_extents[0] > 0 && d->half_extents[1] > 0 && d->half_extents[2] > 0))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "box half extents must be > 0");
+    if (w->ncolliders >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many colliders");
+    if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1, sizeof(pbd__collider)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
+    pbd_result r = pbd__reserve_contacts(w, w->n, w->ncolliders + 1);
+    if (r != PBD_OK) return pbd__fail(w, r, "no memory for contacts");
+    if (pbd__reserve_poses(w, w->ncolliders + 1) != PBD_OK)
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
+    pbd__collider *c = &w->colliders[w->ncolliders];
+    memset(c, 0, sizeof *c);
+    c->shape = (int)d->shape;
+    c->radius = d->radius;
+    c->half_height = d->half_height;
+    memcpy(c->half, d->half_extents, sizeof c->half);
+    c->mu_s = d->static_friction;
+    c->mu_d = d->dynamic_friction;
+    c->restitution = d->restitution;
+    memcpy(c->pos, d->position, sizeof c->pos);
+    pbd__normalize_quat(d->rotation, c->rot);
+    memcpy(c->to_pos, c->pos, sizeof c->pos);
+    memcpy(c->to_rot, c->rot, sizeof c->rot);
+    if (out) *out = w->ncolliders;
+    w->ncolliders++;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal, float friction,
+                                         pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, point, "point");
+    PBD__CHECK_PTR(w, normal, "normal");
+    PBD__TRY(pbd__check_finite(w, normal, 3, "normal"));
+    pbd__v3 n = pbd__ld(normal);
+    float l = pbd__len(n);
+    if (!(l > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "plane normal is zero");
+    pbd_collider_desc d = pbd_collider_desc_default();
+    d.shape = PBD_COLLIDER_PLANE;
+    memcpy(d.position, point, sizeof d.position);
+    pbd__quat_from_up(pbd__mul(n, 1.0f / l), d.rotation);
+    d.static_friction = d.dynamic_friction = friction;
+    return pbd_add_collider(w, &d, out);
+}
+
+PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, float radius, float friction,
+                                          pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, centre, "centre");
+    pbd_collider_desc d = pbd_collider_desc_default();
+    d.shape = PBD_COLLIDER_SPHERE;
+    memcpy(d.position, centre, sizeof d.position);
+    d.radius = radius;
+    d.static_friction = d.dynamic_friction = friction;
+    return pbd_add_collider(w, &d, out);
+}
+
+PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b, float radius,
+                                           float friction, pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, a, "a");
+    PBD__CHECK_PTR(w, b, "b");
+    PBD__TRY(pbd__check_finite(w, a, 3, "a"));
+    PBD__TRY(pbd__check_finite(w, b, 3, "b"));
+    pbd__v3 A = pbd__ld(a), B = pbd__ld(b), axis = pbd__sub(B, A);
+    float l = pbd__len(axis);
+    pbd_collider_desc d = pbd_collider_desc_default();
+    d.shape = PBD_COLLIDER_CAPSULE;
+    pbd__st(d.position, pbd__mul(pbd__add(A, B), 0.5f));
+    if (l > 1e-12f) pbd__quat_from_up(pbd__mul(axis, 1.0f / l), d.rotation);
+    d.half_height = 0.5f * l;
+    d.radius = radius;
+    d.static_friction = d.dynamic_friction = friction;
+    return pbd_add_collider(w, &d, out);
+}
+
+PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre, const float *half_extents,
+                                       const float *rotation, float friction, pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, centre, "centre");
+    PBD__CHECK_PTR(w, half_extents, "half_extents");
+    pbd_collider_desc d = pbd_collider_desc_default();
+    d.shape = PBD_COLLIDER_BOX;
+    memcpy(d.position, centre, sizeof d.position);
+    memcpy(d.half_extents, half_extents, sizeof d.half_extents);
+    if (rotation) memcpy(d.rotation, rotation, sizeof d.rotation);
+    d.static_friction = d.dynamic_friction = friction;
+    return pbd_add_collider(w, &d, out);
+}
+
+static pbd_result pbd__check_collider(const pbd_world *w, pbd_collider c) {
+    if (c < 0 || c >= w->ncolliders)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "collider %d does not exist (0..%d)", c, w->ncolliders - 1);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position, const float *rotation) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_collider(w, c));
+    PBD__CHECK_PTR(w, position, "position");
+    PBD__CHECK_PTR(w, rotation, "rotation");
+    PBD__TRY(pbd__check_pose(w, position, rotation));
+    memcpy(w->colliders[c].to_pos, position, 3 * sizeof(float));
+    pbd__normalize_quat(rotation, w->colliders[c].to_rot);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction,
+                                            float dynamic_friction, float restitution) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_collider(w, c));
+    PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, restitution));
+    w->colliders[c].mu_s = static_friction;
+    w->colliders[c].mu_d = dynamic_friction;
+    w->colliders[c].restitution = restitution;
+    return PBD_OK;
+}
+
+PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? w->ncolliders : 0; }
+PBDDEF int pbd_world_contact_count(const pbd_world *w) { return w ? w->ncontacts : 0; }
+
+/* Signed distance of a point y (collider frame) to the shape, and its unit
+   gradient (the outward normal of the closest surface point). Every shape
+   is convex, so its SDF is convex along any segment: sphere tracing a
+   segment cannot step over the surface (the continuous test below). */
+static float pbd__sdf(const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
+    switch (c->shape) {
+    case PBD_COLLIDER_PLANE:
+        *n = pbd__v(0, 1, 0);
+        return y.y;
+    case PBD_COLLIDER_SPHERE: {
+        float l = pbd__len(y);
+        *n = l > 1e-12f ? pbd__mul(y, 1.0f / l) : pbd__v(0, 1, 0);
+        return l - c->radius;
+    }
+    case PBD_COLLIDER_CAPSULE: {
+        pbd__v3 d = pbd__v(y.x, y.y - pbd__clampf(y.y, -c->half_height, c->half_height), y.z);
+        float l = pbd__len(d);
+        *n = l > 1e-12f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
+        return l - c->radius;
+    }
+    default: { /* box */
+        float q[3] = {fabsf(y.x) - c->half[0], fabsf(y.y) - c->half[1], fabsf(y.z) - c->half[2]};
+        float s[3] = {y.x < 0 ? -1.0f : 1.0f, y.y < 0 ? -1.0f : 1.0f, y.z < 0 ? -1.0f : 1.0f};
+        if (q[0] > 0 || q[1] > 0 || q[2] > 0) {
+            pbd__v3 o = pbd__v(q[0] > 0 ? q[0] * s[0] : 0, q[1] > 0 ? q[1] * s[1] : 0, q[2] > 0 ? q[2] * s[2] : 0);
+            float l = pbd__len(o);
+            *n = pbd__mul(o, 1.0f / l);
+            return l;
+        }
+        int a = q[0] > q[1] ? (q[0] > q[2] ? 0 : 2) : (q[1] > q[2] ? 1 : 2);
+        float nn[3] = {0, 0, 0};
+        nn[a] = s[a];
+        *n = pbd__ld(nn);
+        return q[a];
+    }
+    }
+}
+
+static inline pbd__v3 pbd__to_local(const float *pos, const float *rot, pbd__v3 x) {
+    return pbd__qrot_inv(rot, pbd__sub(x, pbd__ld(pos)));
+}
+static inline pbd__v3 pbd__to_world(const float *pos, const float *rot, pbd__v3 y) {
+    return pbd__add(pbd__qrot(rot, y), pbd__ld(pos));
+}
+
+PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point, float *distance) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_collider(w, c));
+    PBD__CHECK_PTR(w, point, "point");
+    PBD__CHECK_PTR(w, distance, "distance");
+    PBD__TRY(pbd__check_finite(w, point, 3, "point"));
+    const pbd__collider *col = &w->colliders[c];
+    pbd__v3 n;
+    *distance = pbd__sdf(col, pbd__to_local(col->to_pos, col->to_rot, pbd__ld(point)), &n);
+    return PBD_OK;
+}
+
+/* The collider's pose at fraction t of the current step. */
+static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
+    pbd__pose p;
+    pbd__st(p.pos, pbd__lerp(pbd__ld(c->pos), pbd__ld(c->to_pos), t));
+    pbd__qnlerp(c->rot, c->to_rot, t, p.rot);
+    return p;
+}
+
+/* Contact of the segment x -> p (radius r) with collider c, which moves
+   from pose a to pose b over the substep. The segment is taken in the
+   collider's frame (x in pose a, p in pose b), so relative motion counts.
+   Returns 1 with the contact plane (through q, normal n, world space). */
+static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
+                        pbd__v3 *q, pbd__v3 *n) {
+    pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
+    pbd__v3 nl, hit;
+    float dx = pbd__sdf(c, xl, &nl) - r;
+    float dp = pbd__sdf(c, pl, &nl) - r;
+    int found = 0;
+    if (dx >= 0) {
+        /* continuous: sphere-trace the segment from x towards p */
+        pbd__v3 dir = pbd__sub(pl, xl);
+        float len = pbd__len(dir), t = 0;
+        if (len > 1e-12f) {
+            float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+            for (int it = 0; it < 64; ++it) {
+                pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
+                float d = pbd__sdf(c, y, &nl) - r;
+                if (d <= tol) { hit = y; found = 1; break; }
+                t += d / len;
+                if (t > 1.0f) break;
+            }
+        }
+        if (!found && dp < 0) { /* grazing hit the tracer did not converge on */
+            pbd__sdf(c, pl, &nl);
+            hit = pbd__sub(pl, pbd__mul(nl, dp));
+            found = 1;
+        }
+        /* a hit with p outside again is kept too: the segment crossed a
+           thin part of the shape, and the plane at the entry stops it */
+        if (found) pbd__sdf(c, hit, &nl);
+    } else if (dp < 0) {
+        /* started inside (or touching): push out along the gradient at p */
+        hit = pbd__sub(pl, pbd__mul(nl, dp));
+        found = 1;
+    }
+    if (!found) return 0;
+    *n = pbd__qrot(b->rot, nl);
+    *q = pbd__to_world(b->pos, b->rot, hit);
+    return 1;
+}
+
+// ==== solver ================================================================
+
+/* One constraint of a group at positions P: its particles, gradients and
+   C, oriented so that a unilateral constraint wants C >= 0. */
+static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, int *ids, pbd__v3 *gr, int *n) {
+    const int *e = g->idx + (size_t)c * g->arity;
+    const float *rest = g->rest + (size_t)c * g->rest_stride;
+    pbd__v3 x[4];
+    int k = g->arity;
+    if (g->type == PBD_CONSTRAINT_ATTACHMENT) {
+        ids[0] = e[0];
+        pbd__v3 t = e[1] >= 0 ? pbd__p3(P[e[1]]) : pbd__ld(rest);
+        float C = pbd__eval_attachment(pbd__p3(P[e[0]]), t, rest[3], gr);
+        *n = 1;
+        if (e[1] >= 0) { ids[1] = e[1]; gr[1] = pbd__neg(gr[0]); *n = 2; }
+        return C;
+    }
+    for (int i = 0; i < k; ++i) { ids[i] = e[i]; x[i] = pbd__p3(P[e[i]]); }
+    *n = k;
+    switch (g->type) {
+    case PBD_CONSTRAINT_DISTANCE: {
+        float C = pbd__eval_distance(x, rest[0], gr);
+        if (gr[0].x == 0 && gr[0].y == 0 && gr[0].z == 0) {
+            /* coincident particles: push apart along a fixed per-edge direction */
+            gr[0] = pbd__hash_dir((unsigned)e[0], (unsigned)e[1]);
+            gr[1] = pbd__neg(gr[0]);
+        }
+        if (g->unilateral) { C = -C; gr[0] = pbd__neg(gr[0]); gr[1] = pbd__neg(gr[1]); }
+        return C;
+    }
+    case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__eval_dihedral(x, rest[0], gr);
+    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__eval_isometric(x, rest, gr);
+    case PBD_CONSTRAINT_AREA: return pbd__eval_area(x, rest[0], gr);
+    case PBD_CONSTRAINT_TET_VOLUME: return pbd__eval_tet(x, rest[0], gr);
+    case PBD_CONSTRAINT_POINT_TRIANGLE: return pbd__eval_point_triangle(x, rest[0], gr);
+    }
+    return 0.0f;
+}
+
+static inline int pbd__is_unilateral(const pbd__group *g) {
+    return g->type == PBD_CONSTRAINT_POINT_TRIANGLE || g->unilateral;
+}
+
+/* PBD mode: k' of survey 3.3 (or k itself without the correction). */
+static float pbd__group_scale(const pbd_world *w, const pbd__group *g) {
+    if (w->mode != PBD_SOLVER_PBD) return 1.0f;
+    return w->correction ? pbd_pbd_stiffness(g->stiffness, w->iterations) : g->stiffness;
+}
+
+/* Mesh volume of the group at positions P into the scratch (and gradients). */
+static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float target, int with_grad) {
+    for (int i = 0; i < g->nverts; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(P[g->verts[i]]));
+    return pbd__eval_mesh_volume(g->scratch, g->nverts, g->idx, g->ntris, target,
+                                 with_grad ? g->scratch + 3 * g->nverts : NULL);
+}
+
+static void pbd__project_mesh_volume(pbd_world *w, pbd__group *g, float alpha_tilde, float scale) {
+    pbd__p4 *P = w->p;
+    float C = pbd__mesh_volume_at(g, P, g->pressure * g->rest[0], 1);
+    const float *gr = g->scratch + 3 * g->nverts;
+    float wg2 = 0;
+    for (int i = 0; i < g->nverts; ++i) {
+        pbd__v3 gi = pbd__ld(gr + 3 * i);
+        wg2 += P[g->verts[i]].w * pbd__dot(gi, gi);
+    }
+    float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[0], scale);
+    g->lambda[0] += dl;
+    for (int i = 0; i < g->nverts; ++i) {
+        pbd__p4 *q = &P[g->verts[i]];
+        float s = q->w * dl;
+        q->x += gr[3 * i] * s; q->y += gr[3 * i + 1] * s; q->z += gr[3 * i + 2] * s;
+    }
+}
+
+/* One Gauss-Seidel sweep over a group (survey 3.3, XPBD eq. 18). */
+static void pbd__project_group(pbd_world *w, pbd__group *g, float h) {
+    float alpha_tilde = w->mode == PBD_SOLVER_XPBD ? g->compliance / (h * h) : 0.0f;
+    float scale = pbd__group_scale(w, g);
+    if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
+        pbd__project_mesh_volume(w, g, alpha_tilde, scale);
+        return;
+    }
+    pbd__p4 *P = w->p;
+    int unilateral = pbd__is_unilateral(g);
+    for (int c = 0; c < g->count; ++c) {
+        int ids[4], n;
+        pbd__v3 gr[4];
+        float C = pbd__eval_one(g, c, P, ids, gr, &n);
+        if (unilateral && C >= 0) continue;
+        float wg2 = 0;
+        for (int i = 0; i < n; ++i) wg2 += P[ids[i]].w * pbd__dot(gr[i], gr[i]);
+        float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
+        if (dl == 0) continue;
+        g->lambda[c] += dl;
+        for (int i = 0; i < n; ++i) {
+            pbd__p4 *q = &P[ids[i]];
+            float s = q->w * dl;
+            q->x += gr[i].x * s; q->y += gr[i].y * s; q->z += gr[i].z * s;
+        }
+    }
+}
+
+PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group gi, float *mean_abs, float *max_abs) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, gi));
+    const pbd__group *g = &w->groups[gi];
+    double sum = 0;
+    float mx = 0;
+    if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
+        sum = mx = fabsf(pbd__mesh_volume_at(g, w->x, g->pressure * g->rest[0], 0));
+    } else {
+        int unilateral = pbd__is_unilateral(g);
+        for (int c = 0; c < g->count; ++c) {
+            int ids[4], n;
+            pbd__v3 gr[4];
+            float C = pbd__eval_one(g, c, w->x, ids, gr, &n);
+            float a = unilateral ? (C < 0 ? -C : 0.0f) : fabsf(C);
+            sum += a;
+            if (a > mx) mx = a;
+        }
+    }
+    if (mean_abs) *mean_abs = (float)(sum / (g->count > 0 ? g->count : 1));
+    if (max_abs) *max_abs = mx;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group gi, float *volume) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, gi));
+    PBD__CHECK_PTR(w, volume, "volume");
+    const pbd__group *g = &w->groups[gi];
+    if (g->type != PBD_CONSTRAINT_MESH_VOLUME) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", gi);
+    *volume = pbd__mesh_volume_at(g, w->x, 0, 0);
+    return PBD_OK;
+}
+
+/* --- per-particle passes ---------------------------------------------------
+   Steps 1, 2 and 5 of Algorithm 1 (survey 3.1). Each particle is independent,
+   so they run in parallel and give the same bits for any thread count. The
+   SIMD twin uses one 128-bit register per particle (x y z w) and the same
+   operations in the same order as the scalar code, so both agree bit for
+   bit. */
+
+static inline void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *p, const float *gh, float damp, float h) {
+#if PBD__SIMD
+    simde__m128 vv = simde_mm_loadu_ps((const float *)(const void *)v);
+    vv = simde_mm_add_ps(simde_mm_mul_ps(vv, simde_mm_set1_ps(damp)), simde_mm_loadu_ps(gh));
+    simde_mm_storeu_ps((float *)(void *)v, vv);
+    simde_mm_storeu_ps((float *)(void *)p, simde_mm_add_ps(simde_mm_loadu_ps((const float *)(const void *)x), simde_mm_mul_ps(vv, simde_mm_set1_ps(h))));
+#else
+    v->x = v->x * damp + gh[0]; v->y = v->y * damp + gh[1]; v->z = v->z * damp + gh[2]; v->w = v->w * damp + gh[3];
+    p->x = x->x + v->x * h; p->y = x->y + v->y * h; p->z = x->z + v->z * h; p->w = x->w + v->w * h;
+#endif
+}
+
+static void pbd__predict(pbd_world *w, float h, int s, int S) {
+    float damp = w->point_damping > 0 ? expf(-w->point_damping * h) : 1.0f;
+    float gh[4] = {w->gravity[0] * h, w->gravity[1] * h, w->gravity[2] * h, 0.0f};
+    float t_kin = (float)(s + 1) / (float)S;
+    double time = w->time + (double)h * s;
+    int n = w->n;
+    (void)time;
+    PBD__PRAGMA(omp parallel for schedule(static) if (n > PBD__PARALLEL_MIN))
+    for (int i = 0; i < n; ++i) {
+        pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
+        if (w->flags[i] & PBD__KINEMATIC) {
+            pbd__v3 t = pbd__lerp(w->kin_from[i], w->kin_target[i], t_kin);
+            p->x = t.x; p->y = t.y; p->z = t.z; p->w = 0;
+        } else if (x->w == 0) { /* pinned */
+            *p = *x;
+            v->x = v->y = v->z = 0;
+        } else if (w->accel) {
+            float a[3] = {0, 0, 0}, g[4];
+            float xx[3] = {x->x, x->y, x->z}, vv[3] = {v->x, v->y, v->z};
+            w->accel(w->accel_user, i, xx, vv, time, a);
+            for (int k = 0; k < 3; ++k) g[k] = gh[k] + (pbd__finite(a[k]) ? a[k] * h : 0.0f);
+            g[3] = 0;
+            pbd__predict_dynamic(x, v, p, g, damp, h);
+        } else {
+            pbd__predict_dynamic(x, v, p, gh, damp, h);
+        }
+    }
+}
+
+static void pbd__update_velocities(pbd_world *w, float h) {
+    float inv_h = 1.0f / h;
+    int n = w->n;
+    PBD__PRAGMA(omp parallel for schedule(static) if (n > PBD__PARALLEL_MIN))
+    for (int i = 0; i < n; ++i) {
+        pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
+#if PBD__SIMD
+        simde__m128 pp = simde_mm_loadu_ps((const float *)(const void *)p);
+        simde_mm_storeu_ps((float *)(void *)v, simde_mm_mul_ps(simde_mm_sub_ps(pp, simde_mm_loadu_ps((const float *)(const void *)x)), simde_mm_set1_ps(inv_h)));
+        simde_mm_storeu_ps((float *)(void *)x, pp);
+#else
+        v->x = (p->x - x->x) * inv_h; v->y = (p->y - x->y) * inv_h; v->z = (p->z - x->z) * inv_h; v->w = (p->w - x->w) * inv_h;
+        *x = *p;
+#endif
+    }
+}
+
+/* --- contacts --------------------------------------------------------------- */
+
+static void pbd__generate_contacts(pbd_world *w, float h, int s, int S) {
+    w->ncontacts = 0;
+    if (w->ncolliders == 0) return;
+    for (int c = 0; c < w->ncolliders; ++c) {
+        w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
+        w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
+    }
+    int per = w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
+    for (int i = 0; i < w->n; ++i) {
+        if (w->x[i].w == 0) continue; /* pinned and kinematic particles are not pushed */
+        pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), v = pbd__p3(w->v[i]);
+        int found = 0;
+        for (int c = 0; c < w->ncolliders && found < per; ++c) {
+            pbd__v3 q, n;
+            if (!pbd__collide(&w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], &q, &n)) continue;
+            PBD_ASSERT(w->ncontacts < w->contact_cap);
+            pbd__contact *ct = &w->contacts[w->ncontacts++];
+            ct->particle = i;
+            ct->collider = c;
+            ct->n = n;
+            ct->q = q;
+            ct->anchor = pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot,
+                                       pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
+            ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
+            ct->vn = pbd__dot(pbd__sub(v, ct->vcol), n);
+            ct->lambda = 0;
+            found++;
+        }
+    }
+}
+
+/* Contact planes C = (p - q) . n >= 0, with static friction at the position
+   level: a particle whose tangential motion relative to the collider is
+   within the friction cone of the accumulated normal correction sticks
+   (no drift, unlike a velocity-only static friction). Dynamic friction and
+   restitution act in the velocity pass. */
+static void pbd__project_contacts(pbd_world *w) {
+    for (int k = 0; k < w->ncontacts; ++k) {
+        pbd__contact *ct = &w->contacts[k];
+        pbd__p4 *P = &w->p[ct->particle];
+        pbd__v3 pos = pbd__p3(*P);
+        float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
+        if (C < 0) {
+            pos = pbd__sub(pos, pbd__mul(ct->n, C));
+            ct->lambda -= C;
+        }
+        if (ct->lambda > 0) {
+            const pbd__collider *col = &w->colliders[ct->collider];
+            pbd__v3 rel = pbd__sub(pos, ct->anchor);
+            pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
+            if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
+        }
+        P->x = pos.x; P->y = pos.y; P->z = pos.z;
+    }
+}
+
+/* Velocity pass for contacts: dynamic friction removes up to mu_d times the
+   normal velocity change lambda / h from the sliding velocity (Macklin et
+   al. 2019 / Mueller et al. 2020 style); restitution reflects the normal
+   velocity the particle had before the substep, above a small threshold so
+   that resting contacts do not jitter. */
+static void pbd__contact_velocities(pbd_world *w, float h) {
+    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
+    float threshold = 2.0f * g * h;
+    for (int k = 0; k < w->ncontacts; ++k) {
+        pbd__contact *ct = &w->contacts[k];
+        if (!(ct->lambda > 0)) continue;
+        const pbd__collider *col = &w->colliders[ct->collider];
+        pbd__p4 *V = &w->v[ct->particle];
+        pbd__v3 v = pbd__p3(*V);
+        pbd__v3 vr = pbd__sub(v, ct->vcol);
+        float vn = pbd__dot(vr, ct->n);
+        pbd__v3 vt = pbd__sub(vr, pbd__mul(ct->n, vn));
+        float lt = pbd__len(vt);
+        if (lt > 0 && col->mu_d > 0) {
+            float dv = col->mu_d * ct->lambda / h;
+            v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
+        }
+        if (col->restitution > 0 && ct->vn < -threshold) {
+            float target = -col->restitution * ct->vn;
+            v = pbd__add(v, pbd__mul(ct->n, target - vn));
+        }
+        V->x = v.x; V->y = v.y; V->z = v.z;
+    }
+}
+
+/* --- damping --------------------------------------------------------------
+   Mueller et al. 2007 (survey 3.7): move every velocity towards the rigid
+   motion (v_cm + omega x r) of its object. Linear momentum is kept because
+   the corrections sum to zero, angular because omega = I^-1 L. */
+
+static int pbd__solve3(const double *A, const double *b, double *x) {
+    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+    double tr = A[0] + A[4] + A[8];
+    if (!(fabs(det) > 1e-12 * tr * tr * tr) || !(tr > 0)) return 0;
+    double inv[9] = {A[4] * A[8] - A[5] * A[7], A[2] * A[7] - A[1] * A[8], A[1] * A[5] - A[2] * A[4],
+                     A[5] * A[6] - A[3] * A[8], A[0] * A[8] - A[2] * A[6], A[2] * A[3] - A[0] * A[5],
+                     A[3] * A[7] - A[4] * A[6], A[1] * A[6] - A[0] * A[7], A[0] * A[4] - A[1] * A[3]};
+    for (int r = 0; r < 3; ++r) x[r] = (inv[3 * r] * b[0] + inv[3 * r + 1] * b[1] + inv[3 * r + 2] * b[2]) / det;
+    return 1;
+}
+
+static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
+    float k = 1.0f - expf(-o->damping * h);
+    double M = 0, xc[3] = {0, 0, 0}, vc[3] = {0, 0, 0};
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        if (w->x[i].w == 0) continue;
+        double m = 1.0 / w->x[i].w;
+        M += m;
+        xc[0] += m * w->x[i].x; xc[1] += m * w->x[i].y; xc[2] += m * w->x[i].z;
+        vc[0] += m * w->v[i].x; vc[1] += m * w->v[i].y; vc[2] += m * w->v[i].z;
+    }
+    if (!(M > 0)) return;
+    for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
+    double L[3] = {0, 0, 0}, I[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        if (w->x[i].w == 0) continue;
+        double m = 1.0 / w->x[i].w;
+        double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
+        double v[3] = {w->v[i].x - vc[0], w->v[i].y - vc[1], w->v[i].z - vc[2]};
+        L[0] += m * (r[1] * v[2] - r[2] * v[1]);
+        L[1] += m * (r[2] * v[0] - r[0] * v[2]);
+        L[2] += m * (r[0] * v[1] - r[1] * v[0]);
+        double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) I[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
+    }
+    double om[3] = {0, 0, 0};
+    if (!pbd__solve3(I, L, om)) {
+        /* collinear or single particle: damp only motion relative to the
+           centre of mass along with its rotation about the line is not
+           defined; keep linear momentum only by damping towards v_cm is
+           not angular-momentum preserving, so skip the object instead */
+        return;
+    }
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        if (w->x[i].w == 0) continue;
+        double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
+        double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2], vc[2] + om[0] * r[1] - om[1] * r[0]};
+        w->v[i].x += k * (float)(tv[0] - w->v[i].x);
+        w->v[i].y += k * (float)(tv[1] - w->v[i].y);
+        w->v[i].z += k * (float)(tv[2] - w->v[i].z);
+    }
+}
+
+/* --- step ------------------------------------------------------------------- */
+
+static void pbd__substep(pbd_world *w, float h, int s, int S) {
+    pbd__predict(w, h, s, S);
+    pbd__generate_contacts(w, h, s, S);
+    for (int g = 0; g < w->ngroups; ++g)
+        memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
+    for (int it = 0; it < w->iterations; ++it) {
+        for (int g = 0; g < w->ngroups; ++g)
+            if (w->groups[g].enabled) pbd__project_group(w, &w->groups[g], h);
+        pbd__project_contacts(w);
+    }
+    pbd__update_velocities(w, h);
+    pbd__contact_velocities(w, h);
+    for (int o = 0; o < w->nobjects; ++o)
+        if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
+}
+
+PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
+    PBD__CHECK_WORLD(w);
+    if (!pbd__finite(dt) || !(dt > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g must be finite and > 0", (double)dt);
+    int S = w->substeps;
+    float h = dt / (float)S;
+    if (!(h > 0)) return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g is too small for %d substeps", (double)dt, S);
+    for (int i = 0; i < w->n; ++i)
+        if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
+    for (int s = 0; s < S; ++s) pbd__substep(w, h, s, S);
+    for (int c = 0; c < w->ncolliders; ++c) {
+        pbd__collider *col = &w->colliders[c];
+        memcpy(col->pos, col->to_pos, sizeof col->pos);
+        memcpy(col->rot, col->to_rot, sizeof col->rot);
+    }
+    w->time += dt;
+    return PBD_OK;
+}
+
+/* --- snapshot validation ---------------------------------------------------- */
+
+static pbd_result pbd__validate_restored(const pbd_world *t) {
+    if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0) return PBD_ERROR_BAD_SNAPSHOT;
+    if (t->n > 0 && (!pbd__finite_n(&t->x[0].x, 4 * (size_t)t->n) || !pbd__finite_n(&t->v[0].x, 4 * (size_t)t->n) ||
+                     !pbd__finite_n(t->mass, (size_t)t->n) || !pbd__finite_n(t->radius, (size_t)t->n) ||
+                     !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    for (int i = 0; i < t->n; ++i)
+        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 3 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    for (int gi = 0; gi < t->ngroups; ++gi) {
+        const pbd__group *g = &t->groups[gi];
+        if (g->count <= 0 || !pbd__finite(g->compliance) || g->compliance < 0 || !(g->stiffness >= 0 && g->stiffness <= 1) ||
+            !(g->pressure > 0) || !pbd__finite(g->pressure) || !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) ||
+            !pbd__finite_n(g->lambda, (size_t)g->count) || g->rest_stride != pbd__rest_stride_table[g->type])
+            return PBD_ERROR_BAD_SNAPSHOT;
+        if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
+            if (g->count != 1 || g->arity != 0 || g->nverts <= 0 || g->ntris <= 0) return PBD_ERROR_BAD_SNAPSHOT;
+            for (int k = 0; k < g->nverts; ++k)
+                if (g->verts[k] < 0 || g->verts[k] >= t->n) return PBD_ERROR_BAD_SNAPSHOT;
+            for (long k = 0; k < 3L * g->ntris; ++k)
+                if (g->idx[k] < 0 || g->idx[k] >= g->nverts) return PBD_ERROR_BAD_SNAPSHOT;
+        } else {
+            if (g->arity != pbd__arity_table[g->type] || g->nverts != 0 || g->ntris != 0) return PBD_ERROR_BAD_SNAPSHOT;
+            for (long k = 0; k < (long)g->count * g->arity; ++k) {
+                int lo = (g->type == PBD_CONSTRAINT_ATTACHMENT && (k & 1)) ? -1 : 0;
+                if (g->idx[k] < lo || g->idx[k] >= t->n) return PBD_ERROR_BAD_SNAPSHOT;
+            }
+        }
+    }
+    for (int o = 0; o < t->nobjects; ++o) {
+        const pbd__object *ob = &t->objects[o];
+        if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0)
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int c = 0; c < t->ncolliders; ++c) {
+        const pbd__collider *col = &t->colliders[c];
+        if (col->shape < 0 || col->shape > PBD_COLLIDER_BOX || !pbd__finite_n(&col->radius, 8) ||
+            !pbd__finite_n(col->pos, 14))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    return PBD_OK;
+}
+
+#endif /* PBD_IMPLEMENTATION_INCLUDED */
+#endif /* PBD_IMPLEMENTATION */
+
+/*
+------------------------------------------------------------------------------
+This software is available under 2 licenses -- choose whichever you prefer.
+------------------------------------------------------------------------------
+ALTERNATIVE A - MIT License
+Copyright (c) 2026 the pbd authors
+Permission is hereby granted, free of charge, to any person obtaining a copy of
+this software and associated documentation files (the "Software"), to deal in
+the Software without restriction, including without limitation the rights to
+use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies
+of the Software, and to permit persons to whom the Software is furnished to do
+so, subject to the following conditions:
+The above copyright notice and this permission notice shall be included in all
+copies or substantial portions of the Software.
+THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+SOFTWARE.
+------------------------------------------------------------------------------
+ALTERNATIVE B - Public Domain (www.unlicense.org)
+This is free and unencumbered software released into the public domain.
+Anyone is free to copy, modify, publish, use, compile, sell, or distribute this
+software, either in source code form or as a compiled binary, for any purpose,
+commercial or non-commercial, and by any means.
+In jurisdictions that recognize copyright laws, the author or authors of this
+software dedicate any and all copyright interest in the software to the public
+domain. We make this dedication in good faith to the benefit of the public at
+large and to the detriment of our heirs and successors in perpetuity.
+------------------------------------------------------------------------------
+*/

@@ -1,0 +1,51 @@
+/* tests/main.c - the runner: holds the implementation of pbd.h and of the
+   test framework, runs every suite, ends with "N passed, N failed".
+   Usage: pbd_tests [substring]   (run only the tests whose name matches) */
+#define PBD_IMPLEMENTATION
+#include "../pbd.h"
+#include "test.h"
+#include <stdarg.h>
+#include <stdlib.h>
+#include <time.h>
+
+int pbdt_current_failed = 0;
+const char *pbdt_filter = NULL;
+static int pbdt_passed = 0, pbdt_failed = 0;
+
+void pbdt_fail(const char *file, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stdout, "    %s:%d: ", file, line);
+    vfprintf(stdout, fmt, ap);
+    fprintf(stdout, "\n");
+    va_end(ap);
+    pbdt_current_failed++;
+}
+
+void pbdt_run(const char *name, void (*fn)(void)) {
+    if (pbdt_filter && !strstr(name, pbdt_filter)) return;
+    clock_t t0 = clock();
+    pbdt_current_failed = 0;
+    fn();
+    double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (pbdt_current_failed) {
+        pbdt_failed++;
+        printf("FAIL %s (%.2fs)\n", name, s);
+    } else {
+        pbdt_passed++;
+        printf("ok   %s (%.2fs)\n", name, s);
+    }
+    fflush(stdout);
+}
+
+#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions)
+#define PBDT_DECLARE(s) void suite_##s(void);
+PBDT_SUITES(PBDT_DECLARE)
+
+int main(int argc, char **argv) {
+    if (argc > 1) pbdt_filter = argv[1];
+#define PBDT_CALL(s) suite_##s();
+    PBDT_SUITES(PBDT_CALL)
+    printf("%d passed, %d failed\n", pbdt_passed, pbdt_failed);
+    return pbdt_failed ? 1 : 0;
+}
