@@ -47,7 +47,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test demo bench deps clean examples benches
+.PHONY: all test demo bench deps clean examples benches check-headers cuda
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -102,3 +102,18 @@ bench: deps
 
 clean:
 	rm -rf build out
+
+# Every header's implementation compiles warning-free (-Werror) as C99,
+# C11 and C++11, with PBD_STATIC, without SIMD and without OpenMP.
+check-headers:
+	@mkdir -p $(BUILD)/check
+	@for h in pbd.h; do \
+	  printf '#define PBD_IMPLEMENTATION\n#include "%s"\nint main(void){return 0;}\n' $$h > $(BUILD)/check/c.c; \
+	  printf '#define PBD_STATIC\n#define PBD_IMPLEMENTATION\n#include "%s"\nint main(void){return 0;}\n' $$h > $(BUILD)/check/s.c; \
+	  $(CC) -std=c99 -Wall -Wextra -Werror -Wno-psabi -I. -fsyntax-only $(BUILD)/check/c.c && \
+	  $(CC) -std=c11 -Wall -Wextra -Werror -Wno-psabi -march=native -fopenmp -I. -fsyntax-only $(BUILD)/check/c.c && \
+	  $(CC) -std=c99 -Wall -Wextra -Werror -DPBD_NO_SIMD -I. -fsyntax-only $(BUILD)/check/c.c && \
+	  $(CC) -std=c99 -Wall -Wextra -Werror -Wno-unused-function -I. -fsyntax-only $(BUILD)/check/s.c && \
+	  $(CXX) -x c++ -std=c++11 -Wall -Wextra -Werror -Wno-psabi -I. -fsyntax-only $(BUILD)/check/c.c && \
+	  echo "$$h: compiles as C99, C11, C++11, static, scalar" || exit 1; \
+	done
