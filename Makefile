@@ -47,7 +47,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test demo bench deps clean examples benches check-headers cuda
+.PHONY: all test demo bench deps clean examples benches check-headers check-readme cuda
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -117,3 +117,10 @@ check-headers:
 	  $(CXX) -x c++ -std=c++11 -Wall -Wextra -Werror -Wno-psabi -I. -fsyntax-only $(BUILD)/check/c.c && \
 	  echo "$$h: compiles as C99, C11, C++11, static, scalar" || exit 1; \
 	done
+
+# The README's usage example compiles and runs.
+check-readme:
+	@mkdir -p $(BUILD)/readme
+	@awk '/^```c$$/{f=1;next} /^```$$/{if(f){exit}} f' README.md > $(BUILD)/readme/hello.c
+	@$(CC) -std=c99 -O2 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(BUILD)/readme/hello.c -o $(BUILD)/readme/hello -lm
+	@./$(BUILD)/readme/hello
