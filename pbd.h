@@ -269,6 +269,16 @@ PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
 PBDDEF double pbd_world_time(const pbd_world *w);
 
+/* Averaged Jacobi iterations instead of Gauss-Seidel (what GPUs use, and a
+   reference for GS's convergence): each particle moves by `relaxation`
+   times the average of its corrections. relaxation in (0, 2]; default off. */
+PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
+/* Execution choices that never change the result bits: the SIMD kernels
+   (on by default where compiled in; off runs the scalar reference path)
+   and the number of OpenMP threads (0: OpenMP's default). */
+PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
+PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
+
 /* Advance by dt seconds (substeps x iterations as in the desc). */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 
@@ -396,6 +406,12 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
 PBDDEF int pbd_world_group_count(const pbd_world *w);
 PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type,
                                  int *count);
+/* The group's graph colouring (survey 3.8): no two constraints of a colour
+   share a particle, so a colour is solved in parallel; when *overflow is 1
+   the last colour holds what did not fit in 31 colours and is solved
+   serially. sizes (optional) receives up to max_sizes colour sizes. */
+PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *color_count, int *sizes,
+                                   int max_sizes, int *overflow);
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance);
 PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness);
 PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled);
@@ -569,12 +585,31 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
    instruction set; the constraint kernels keep their scalar twins. */
 #if !defined(PBD_NO_SIMD) && defined(__has_include)
 #if __has_include(<simde/x86/sse2.h>)
-#include <simde/x86/sse2.h>
 #define PBD__SIMD 1
 #endif
 #endif
 #ifndef PBD__SIMD
 #define PBD__SIMD 0
+#endif
+/* The width follows what the compiler targets natively, so that a build
+   without -march flags does not emulate 8-wide AVX2 with SSE2. */
+#if defined(PBD_SIMD_WIDTH) && PBD_SIMD_WIDTH != 4 && PBD_SIMD_WIDTH != 8 && PBD_SIMD_WIDTH != 16
+#error "pbd.h: PBD_SIMD_WIDTH must be 4, 8 or 16"
+#endif
+#ifndef PBD_SIMD_WIDTH
+#define PBD_SIMD_WIDTH 16 /* the widest the target has; define 4 or 8 to compare */
+#endif
+#if PBD__SIMD && defined(__AVX512F__) && PBD_SIMD_WIDTH >= 16
+#include <simde/x86/avx512.h>
+#define PBD__W 16
+#elif PBD__SIMD && defined(__AVX2__) && PBD_SIMD_WIDTH >= 8
+#include <simde/x86/avx2.h>
+#define PBD__W 8
+#elif PBD__SIMD
+#include <simde/x86/sse2.h>
+#define PBD__W 4
+#else
+#define PBD__W 1
 #endif
 
 #if PBD__OPENMP
@@ -583,13 +618,13 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
 #define PBD__PRAGMA(x)
 #endif
 /* Below this many items a loop runs serially: a barrier costs microseconds. */
-#define PBD__PARALLEL_MIN 4096
+#define PBD__PARALLEL_MIN 32768
 
 PBDDEF const char *pbd_simd_path(void) {
 #if PBD__SIMD
-#if defined(__AVX512F__)
+#if PBD__W == 16
     return "avx512";
-#elif defined(__AVX2__)
+#elif PBD__W == 8
     return "avx2";
 #elif defined(__ARM_NEON) || defined(__ARM_NEON__)
     return "neon";
@@ -601,7 +636,7 @@ PBDDEF const char *pbd_simd_path(void) {
 #endif
 }
 
-PBDDEF int pbd_simd_width(void) { return PBD__SIMD ? 4 : 1; }
+PBDDEF int pbd_simd_width(void) { return PBD__W; }
 
 PBDDEF int pbd_max_threads(void) {
 #if PBD__OPENMP
@@ -1025,6 +1060,175 @@ PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
     return 1.0f - powf(1.0f - k, 1.0f / (float)iterations);
 }
 
+// ==== simd ==================================================================
+/* A W-wide float vector (pbd__vf) over SIMDe's prefixed API, W = PBD__W.
+   Constraint kernels gather W particles (4 floats each) into SoA registers
+   with 4x4 transposes inside each 128-bit block (Box2D v3's gather/scatter,
+   much faster than gather instructions here: DESIGN.md section 5), compute
+   W projections with exactly the operations of the scalar code, and
+   scatter back. Register j of a gather holds particles j, j+4, j+8, j+12
+   in its 128-bit blocks, so after the in-block transpose lane k of x is
+   particle k. */
+#if PBD__W > 1
+#if PBD__W == 16
+typedef simde__m512 pbd__vf;
+typedef simde__mmask16 pbd__vm;
+#define pbd__vadd simde_mm512_add_ps
+#define pbd__vsub simde_mm512_sub_ps
+#define pbd__vmul simde_mm512_mul_ps
+#define pbd__vdiv simde_mm512_div_ps
+#define pbd__vsqrt simde_mm512_sqrt_ps
+#define pbd__vset1 simde_mm512_set1_ps
+#define pbd__vload simde_mm512_loadu_ps
+#define pbd__vstore simde_mm512_storeu_ps
+#define pbd__vlt(a, b) simde_mm512_cmp_ps_mask((a), (b), SIMDE_CMP_LT_OQ)
+#define pbd__vle(a, b) simde_mm512_cmp_ps_mask((a), (b), SIMDE_CMP_LE_OQ)
+#define pbd__veq(a, b) simde_mm512_cmp_ps_mask((a), (b), SIMDE_CMP_EQ_OQ)
+#define pbd__vany(m) ((m) != 0)
+#define pbd__vor_m(a, b) ((pbd__vm)((a) | (b)))
+#define pbd__vand_m(a, b) ((pbd__vm)((a) & (b)))
+#define pbd__vandnot_m(a, b) ((pbd__vm)((a) & ~(b))) /* a and not b */
+/* where m: b, else a */
+#define pbd__vsel(m, a, b) simde_mm512_mask_blend_ps((m), (a), (b))
+#define pbd__vunpacklo simde_mm512_unpacklo_ps
+#define pbd__vunpackhi simde_mm512_unpackhi_ps
+#define pbd__vunpacklo_pd(a, b) simde_mm512_castpd_ps(simde_mm512_unpacklo_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
+#define pbd__vunpackhi_pd(a, b) simde_mm512_castpd_ps(simde_mm512_unpackhi_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
+static inline pbd__vf pbd__vfrom4(const pbd__p4 *P, const int *ids, int j) {
+    pbd__vf r = simde_mm512_castps128_ps512(simde_mm_loadu_ps((const float *)(const void *)&P[ids[j]]));
+    r = simde_mm512_insertf32x4(r, simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 4]]), 1);
+    r = simde_mm512_insertf32x4(r, simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 8]]), 2);
+    return simde_mm512_insertf32x4(r, simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 12]]), 3);
+}
+static inline void pbd__vto4(pbd__p4 *P, const int *ids, int j, pbd__vf r) {
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j]], simde_mm512_extractf32x4_ps(r, 0));
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j + 4]], simde_mm512_extractf32x4_ps(r, 1));
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j + 8]], simde_mm512_extractf32x4_ps(r, 2));
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j + 12]], simde_mm512_extractf32x4_ps(r, 3));
+}
+#elif PBD__W == 8
+typedef simde__m256 pbd__vf;
+typedef simde__m256 pbd__vm;
+#define pbd__vadd simde_mm256_add_ps
+#define pbd__vsub simde_mm256_sub_ps
+#define pbd__vmul simde_mm256_mul_ps
+#define pbd__vdiv simde_mm256_div_ps
+#define pbd__vsqrt simde_mm256_sqrt_ps
+#define pbd__vset1 simde_mm256_set1_ps
+#define pbd__vload simde_mm256_loadu_ps
+#define pbd__vstore simde_mm256_storeu_ps
+#define pbd__vlt(a, b) simde_mm256_cmp_ps((a), (b), SIMDE_CMP_LT_OQ)
+#define pbd__vle(a, b) simde_mm256_cmp_ps((a), (b), SIMDE_CMP_LE_OQ)
+#define pbd__veq(a, b) simde_mm256_cmp_ps((a), (b), SIMDE_CMP_EQ_OQ)
+#define pbd__vany(m) (simde_mm256_movemask_ps(m) != 0)
+#define pbd__vor_m(a, b) simde_mm256_or_ps((a), (b))
+#define pbd__vand_m(a, b) simde_mm256_and_ps((a), (b))
+#define pbd__vandnot_m(a, b) simde_mm256_andnot_ps((b), (a))
+#define pbd__vsel(m, a, b) simde_mm256_blendv_ps((a), (b), (m))
+#define pbd__vunpacklo simde_mm256_unpacklo_ps
+#define pbd__vunpackhi simde_mm256_unpackhi_ps
+#define pbd__vunpacklo_pd(a, b) simde_mm256_castpd_ps(simde_mm256_unpacklo_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
+#define pbd__vunpackhi_pd(a, b) simde_mm256_castpd_ps(simde_mm256_unpackhi_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
+static inline pbd__vf pbd__vfrom4(const pbd__p4 *P, const int *ids, int j) {
+    return simde_mm256_set_m128(simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 4]]),
+                                simde_mm_loadu_ps((const float *)(const void *)&P[ids[j]]));
+}
+static inline void pbd__vto4(pbd__p4 *P, const int *ids, int j, pbd__vf r) {
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j]], simde_mm256_castps256_ps128(r));
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j + 4]], simde_mm256_extractf128_ps(r, 1));
+}
+#else
+typedef simde__m128 pbd__vf;
+typedef simde__m128 pbd__vm;
+#define pbd__vadd simde_mm_add_ps
+#define pbd__vsub simde_mm_sub_ps
+#define pbd__vmul simde_mm_mul_ps
+#define pbd__vdiv simde_mm_div_ps
+#define pbd__vsqrt simde_mm_sqrt_ps
+#define pbd__vset1 simde_mm_set1_ps
+#define pbd__vload simde_mm_loadu_ps
+#define pbd__vstore simde_mm_storeu_ps
+#define pbd__vlt(a, b) simde_mm_cmplt_ps((a), (b))
+#define pbd__vle(a, b) simde_mm_cmple_ps((a), (b))
+#define pbd__veq(a, b) simde_mm_cmpeq_ps((a), (b))
+#define pbd__vany(m) (simde_mm_movemask_ps(m) != 0)
+#define pbd__vor_m(a, b) simde_mm_or_ps((a), (b))
+#define pbd__vand_m(a, b) simde_mm_and_ps((a), (b))
+#define pbd__vandnot_m(a, b) simde_mm_andnot_ps((b), (a))
+#define pbd__vsel(m, a, b) simde_mm_or_ps(simde_mm_and_ps((m), (b)), simde_mm_andnot_ps((m), (a)))
+#define pbd__vunpacklo simde_mm_unpacklo_ps
+#define pbd__vunpackhi simde_mm_unpackhi_ps
+#define pbd__vunpacklo_pd(a, b) simde_mm_castpd_ps(simde_mm_unpacklo_pd(simde_mm_castps_pd(a), simde_mm_castps_pd(b)))
+#define pbd__vunpackhi_pd(a, b) simde_mm_castpd_ps(simde_mm_unpackhi_pd(simde_mm_castps_pd(a), simde_mm_castps_pd(b)))
+static inline pbd__vf pbd__vfrom4(const pbd__p4 *P, const int *ids, int j) {
+    return simde_mm_loadu_ps((const float *)(const void *)&P[ids[j]]);
+}
+static inline void pbd__vto4(pbd__p4 *P, const int *ids, int j, pbd__vf r) {
+    simde_mm_storeu_ps((float *)(void *)&P[ids[j]], r);
+}
+#endif
+
+/* W particles in SoA: x y z and w (inverse mass). */
+typedef struct pbd__vp { pbd__vf x, y, z, w; } pbd__vp;
+
+/* In-block 4x4 transpose; it is its own inverse. */
+static inline void pbd__vtranspose(pbd__vf *r0, pbd__vf *r1, pbd__vf *r2, pbd__vf *r3) {
+    pbd__vf t0 = pbd__vunpacklo(*r0, *r1), t1 = pbd__vunpacklo(*r2, *r3);
+    pbd__vf t2 = pbd__vunpackhi(*r0, *r1), t3 = pbd__vunpackhi(*r2, *r3);
+    *r0 = pbd__vunpacklo_pd(t0, t1);
+    *r1 = pbd__vunpackhi_pd(t0, t1);
+    *r2 = pbd__vunpacklo_pd(t2, t3);
+    *r3 = pbd__vunpackhi_pd(t2, t3);
+}
+
+/* ids: W particle indices (one per lane). */
+static inline pbd__vp pbd__vgather(const pbd__p4 *P, const int *ids) {
+    pbd__vp v;
+    v.x = pbd__vfrom4(P, ids, 0);
+    v.y = pbd__vfrom4(P, ids, 1);
+    v.z = pbd__vfrom4(P, ids, 2);
+    v.w = pbd__vfrom4(P, ids, 3);
+    pbd__vtranspose(&v.x, &v.y, &v.z, &v.w);
+    return v;
+}
+static inline void pbd__vscatter(pbd__p4 *P, const int *ids, pbd__vp v) {
+    pbd__vtranspose(&v.x, &v.y, &v.z, &v.w);
+    pbd__vto4(P, ids, 0, v.x);
+    pbd__vto4(P, ids, 1, v.y);
+    pbd__vto4(P, ids, 2, v.z);
+    pbd__vto4(P, ids, 3, v.w);
+}
+
+/* SoA 3-vectors of W lanes and the ops the kernels use, each the exact
+   lane-wise twin of the pbd__v3 op (same order of operations). */
+typedef struct pbd__vv { pbd__vf x, y, z; } pbd__vv;
+static inline pbd__vv pbd__vvsub(pbd__vv a, pbd__vv b) { pbd__vv r; r.x = pbd__vsub(a.x, b.x); r.y = pbd__vsub(a.y, b.y); r.z = pbd__vsub(a.z, b.z); return r; }
+static inline pbd__vv pbd__vvadd(pbd__vv a, pbd__vv b) { pbd__vv r; r.x = pbd__vadd(a.x, b.x); r.y = pbd__vadd(a.y, b.y); r.z = pbd__vadd(a.z, b.z); return r; }
+static inline pbd__vv pbd__vvmul(pbd__vv a, pbd__vf s) { pbd__vv r; r.x = pbd__vmul(a.x, s); r.y = pbd__vmul(a.y, s); r.z = pbd__vmul(a.z, s); return r; }
+static inline pbd__vf pbd__vvdot(pbd__vv a, pbd__vv b) {
+    return pbd__vadd(pbd__vadd(pbd__vmul(a.x, b.x), pbd__vmul(a.y, b.y)), pbd__vmul(a.z, b.z));
+}
+static inline pbd__vv pbd__vvcross(pbd__vv a, pbd__vv b) {
+    pbd__vv r;
+    r.x = pbd__vsub(pbd__vmul(a.y, b.z), pbd__vmul(a.z, b.y));
+    r.y = pbd__vsub(pbd__vmul(a.z, b.x), pbd__vmul(a.x, b.z));
+    r.z = pbd__vsub(pbd__vmul(a.x, b.y), pbd__vmul(a.y, b.x));
+    return r;
+}
+/* a * -1 flips the sign bit exactly as the scalar unary minus does (0 - a
+   would not: it turns +0 into +0 instead of -0). */
+static inline pbd__vf pbd__vneg(pbd__vf a) { return pbd__vmul(a, pbd__vset1(-1.0f)); }
+static inline pbd__vv pbd__vvneg(pbd__vv a) { return pbd__vvmul(a, pbd__vset1(-1.0f)); }
+static inline pbd__vv pbd__vvpos(pbd__vp p) { pbd__vv r; r.x = p.x; r.y = p.y; r.z = p.z; return r; }
+/* p += g * (w * dl), the scalar update of one particle */
+static inline void pbd__vapply(pbd__vp *p, pbd__vv g, pbd__vf dl) {
+    pbd__vf s = pbd__vmul(p->w, dl);
+    p->x = pbd__vadd(p->x, pbd__vmul(g.x, s));
+    p->y = pbd__vadd(p->y, pbd__vmul(g.y, s));
+    p->z = pbd__vadd(p->z, pbd__vmul(g.z, s));
+}
+#endif /* PBD__W > 1 */
+
 // ==== meshes ================================================================
 
 static int pbd__mul_ok(size_t a, size_t b, size_t *out) {
@@ -1275,6 +1479,13 @@ typedef struct pbd__group {
     int nverts, ntris;
     int *verts;
     float *scratch; /* 6 floats per vertex: positions, gradients */
+    /* colouring (survey 3.8): constraints are stored sorted by colour;
+       colour c is [color_start[c], color_start[c+1]); no two constraints of
+       a colour share a particle, except in the last colour when `overflow`
+       is set, which is solved serially. */
+    int ncolors, overflow;
+    int *color_start;
+    int *slot; /* attachments: user index -> storage position */
 } pbd__group;
 
 typedef struct pbd__object {
@@ -1313,6 +1524,9 @@ struct pbd_world {
     float gravity[3];
     int substeps, iterations, mode, correction, max_contacts;
     float point_damping;
+    int jacobi;           /* averaged Jacobi instead of Gauss-Seidel */
+    float jacobi_relax;   /* relaxation factor of the Jacobi average */
+    int simd, threads;    /* execution: SIMD kernels on/off, thread count (0: default) */
     double time;
     /* particles */
     int n, cap;
@@ -1334,6 +1548,7 @@ struct pbd_world {
     pbd__contact *contacts;
     pbd__pose *pose_from, *pose_to; /* per collider, this substep */
     int pose_cap;
+    pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
 };
 
 /* --- allocation ------------------------------------------------------------ */
@@ -1460,6 +1675,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->correction = desc->stiffness_correction ? 1 : 0;
     w->point_damping = desc->point_damping;
     w->max_contacts = desc->max_contacts_per_particle;
+    w->jacobi_relax = 1.0f;
+    w->simd = 1;
     *out = w;
     return PBD_OK;
 }
@@ -1470,6 +1687,8 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
     pbd__free(w, g->lambda);
     pbd__free(w, g->verts);
     pbd__free(w, g->scratch);
+    pbd__free(w, g->color_start);
+    pbd__free(w, g->slot);
     memset(g, 0, sizeof *g);
 }
 
@@ -1477,7 +1696,7 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 static void pbd__world_free_contents(pbd_world *w) {
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to};
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -1515,6 +1734,28 @@ PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping)
     if (!pbd__finite(point_damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "point damping is not finite");
     if (point_damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "point damping %g < 0", (double)point_damping);
     w->point_damping = point_damping;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation) {
+    PBD__CHECK_WORLD(w);
+    if (!pbd__finite(relaxation)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "relaxation is not finite");
+    if (!(relaxation > 0 && relaxation <= 2)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "relaxation %g outside (0, 2]", (double)relaxation);
+    w->jacobi = on ? 1 : 0;
+    w->jacobi_relax = relaxation;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on) {
+    PBD__CHECK_WORLD(w);
+    w->simd = on ? 1 : 0;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads) {
+    PBD__CHECK_WORLD(w);
+    if (threads < 0 || threads > 1024) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threads %d outside 0..1024", threads);
+    w->threads = threads;
     return PBD_OK;
 }
 
@@ -1577,6 +1818,13 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     pbd__io_array(io, w, (void **)&g->rest, (long)g->count * g->rest_stride, sizeof(float));
     pbd__io_array(io, w, (void **)&g->lambda, g->count, sizeof(float));
     pbd__io_array(io, w, (void **)&g->verts, g->nverts, sizeof(int));
+    pbd__io_int(io, &g->ncolors);
+    pbd__io_int(io, &g->overflow);
+    if (io->in && !io->bad && (g->ncolors < 0 || g->ncolors > g->count)) { io->bad = 1; return; }
+    pbd__io_array(io, w, (void **)&g->color_start, g->ncolors ? g->ncolors + 1 : 0, sizeof(int));
+    int has_slot = g->slot != NULL;
+    pbd__io_int(io, &has_slot);
+    pbd__io_array(io, w, (void **)&g->slot, has_slot ? g->count : 0, sizeof(int));
     if (io->in && g->nverts > 0 && !io->bad) {
         g->scratch = (float *)pbd__alloc_n(w, (size_t)g->nverts * 6, sizeof(float));
         if (!g->scratch) io->bad = 2;
@@ -1597,6 +1845,8 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_int(io, &w->correction);
     pbd__io_int(io, &w->max_contacts);
     pbd__io_float(io, &w->point_damping);
+    pbd__io_int(io, &w->jacobi);
+    pbd__io_float(io, &w->jacobi_relax);
     pbd__io_bytes(io, &w->time, sizeof w->time);
     pbd__io_int(io, &w->n);
     pbd__io_int(io, &w->ngroups);
@@ -1622,10 +1872,11 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->flags, w->n, 1);
     pbd__io_array(io, w, (void **)&w->kin_target, w->n, sizeof(pbd__v3));
     if (io->in && !io->bad && w->n > 0) {
-        /* predictions and kinematic start points are scratch of a step */
+        /* predictions, kinematic start points and Jacobi sums are scratch */
         w->p = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->kin_from = (pbd__v3 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__v3));
-        if (!w->p || !w->kin_from) io->bad = 2;
+        w->delta = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
+        if (!w->p || !w->kin_from || !w->delta) io->bad = 2;
         else memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
     }
     if (io->in && !io->bad && w->ngroups > 0) {
@@ -1692,6 +1943,8 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.log_user = w->log_user;
     t.accel = w->accel;
     t.accel_user = w->accel_user;
+    t.simd = w->simd;
+    t.threads = w->threads;
     memcpy(t.error, w->error, sizeof t.error);
     *w = t;
     return PBD_OK;
@@ -1732,7 +1985,8 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
     (c = cap, pbd__grow(w, (void **)&w->arr, w->n, &c, need, elem))
     int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
-             PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3));
+             PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
+             PBD__GROW(delta, sizeof(pbd__p4));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -2064,6 +2318,85 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
     return PBD_OK;
 }
 
+#define PBD__MAX_COLORS 32
+
+/* Greedy colouring of a group by shared particles (survey 3.8; as Box2D v3
+   does): each constraint takes the first colour that none of its particles
+   has yet; past PBD__MAX_COLORS - 1 colours it goes to a last, overflow
+   colour that is solved serially. The constraints are then stored sorted by
+   colour (stably), so that the scalar reference path solves them in the
+   same order as the parallel SIMD path and both give the same bits. */
+static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
+    int n = g->count, k = g->arity, stride = g->rest_stride;
+    uint32_t *mask = (uint32_t *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), sizeof(uint32_t));
+    int *color = (int *)pbd__alloc_n(w, (size_t)n, sizeof(int));
+    int *idx = (int *)pbd__alloc_n(w, (size_t)n * (size_t)k, sizeof(int));
+    float *rest = (float *)pbd__alloc_n(w, (size_t)n * (size_t)stride, sizeof(float));
+    int *start = (int *)pbd__alloc_n(w, PBD__MAX_COLORS + 1, sizeof(int));
+    int *slot = g->type == PBD_CONSTRAINT_ATTACHMENT ? (int *)pbd__alloc_n(w, (size_t)n, sizeof(int)) : NULL;
+    if (!mask || !color || !idx || !rest || !start || (g->type == PBD_CONSTRAINT_ATTACHMENT && !slot)) {
+        pbd__free(w, mask); pbd__free(w, color); pbd__free(w, idx); pbd__free(w, rest); pbd__free(w, start); pbd__free(w, slot);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to colour %d constraints", n);
+    }
+    memset(mask, 0, sizeof(uint32_t) * (size_t)(w->n > 0 ? w->n : 1));
+    int counts[PBD__MAX_COLORS];
+    memset(counts, 0, sizeof counts);
+    const int last = PBD__MAX_COLORS - 1;
+    for (int c = 0; c < n; ++c) {
+        const int *e = g->idx + (size_t)c * k;
+        uint32_t used = 0;
+        for (int i = 0; i < k; ++i)
+            if (e[i] >= 0) used |= mask[e[i]];
+        int col = 0;
+        while (col < last && (used >> col) & 1u) ++col;
+        if (col < last)
+            for (int i = 0; i < k; ++i)
+                if (e[i] >= 0) mask[e[i]] |= 1u << col;
+        color[c] = col;
+        counts[col]++;
+    }
+    /* first-fit uses colours 0..m-1 without gaps; the overflow comes last */
+    int m = 0;
+    while (m < last && counts[m] > 0) ++m;
+    g->overflow = counts[last] > 0;
+    if (g->overflow) counts[m] = counts[last];
+    g->ncolors = m + g->overflow;
+    start[0] = 0;
+    for (int c = 0; c < g->ncolors; ++c) start[c + 1] = start[c] + counts[c];
+    int fill[PBD__MAX_COLORS + 1];
+    memcpy(fill, start, sizeof(int) * (size_t)(g->ncolors + 1));
+    for (int c = 0; c < n; ++c) {
+        int col = color[c] == last ? m : color[c];
+        int to = fill[col]++;
+        memcpy(idx + (size_t)to * k, g->idx + (size_t)c * k, sizeof(int) * (size_t)k);
+        memcpy(rest + (size_t)to * stride, g->rest + (size_t)c * stride, sizeof(float) * (size_t)stride);
+        if (slot) slot[c] = to;
+    }
+    pbd__free(w, g->idx);
+    pbd__free(w, g->rest);
+    pbd__free(w, mask);
+    pbd__free(w, color);
+    g->idx = idx;
+    g->rest = rest;
+    g->color_start = start;
+    g->slot = slot;
+    memset(g->lambda, 0, sizeof(float) * (size_t)n);
+    return PBD_OK;
+}
+
+/* Colours the group just added at the end, or removes it. */
+static pbd_result pbd__finish_group(pbd_world *w, pbd_group *out) {
+    pbd__group *g = &w->groups[w->ngroups - 1];
+    pbd_result r = pbd__color_group(w, g);
+    if (r != PBD_OK) {
+        pbd__group_free(w, g);
+        w->ngroups--;
+        return r;
+    }
+    if (out) *out = w->ngroups - 1;
+    return PBD_OK;
+}
+
 /* Adds validated constraints. */
 static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_desc *d, pbd_group *out) {
     pbd__group *g;
@@ -2088,8 +2421,7 @@ static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_de
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     g->unilateral = d->unilateral ? 1 : 0;
-    if (out) *out = w->ngroups - 1;
-    return PBD_OK;
+    return pbd__finish_group(w, out);
 }
 
 PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc, pbd_group *out) {
@@ -2131,8 +2463,7 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     g->unilateral = d->max_distance > 0;
-    if (out) *out = w->ngroups - 1;
-    return PBD_OK;
+    return pbd__finish_group(w, out);
 }
 
 PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int index, const float *point) {
@@ -2142,9 +2473,9 @@ PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int inde
     pbd__group *g = &w->groups[gi];
     if (g->type != PBD_CONSTRAINT_ATTACHMENT) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not an attachment group", gi);
     if (index < 0 || index >= g->count) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "attachment %d of %d", index, g->count);
-    if (g->idx[2 * index + 1] >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
+    if (g->idx[2 * g->slot[index] + 1] >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
-    memcpy(g->rest + 4 * index, point, 3 * sizeof(float));
+    memcpy(g->rest + 4 * g->slot[index], point, 3 * sizeof(float));
     return PBD_OK;
 }
 
@@ -2248,6 +2579,18 @@ PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint
     PBD__TRY(pbd__check_group(w, g));
     if (type) *type = (pbd_constraint_type)w->groups[g].type;
     if (count) *count = w->groups[g].count;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *color_count, int *sizes, int max_sizes,
+                                   int *overflow) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, gi));
+    const pbd__group *g = &w->groups[gi];
+    if (max_sizes < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_sizes %d < 0", max_sizes);
+    if (color_count) *color_count = g->ncolors;
+    if (overflow) *overflow = g->overflow;
+    for (int c = 0; sizes && c < g->ncolors && c < max_sizes; ++c) sizes[c] = g->color_start[c + 1] - g->color_start[c];
     return PBD_OK;
 }
 
@@ -3003,8 +3346,15 @@ static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float ta
                                  with_grad ? g->scratch + 3 * g->nverts : NULL);
 }
 
-static void pbd__project_mesh_volume(pbd_world *w, pbd__group *g, float alpha_tilde, float scale) {
-    pbd__p4 *P = w->p;
+/* Jacobi mode writes corrections into D (w counts them) instead of P. */
+static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
+    pbd__p4 *q = D ? &D[id] : &P[id];
+    float s = P[id].w * dl;
+    q->x += g.x * s; q->y += g.y * s; q->z += g.z * s;
+    if (D) q->w += 1.0f;
+}
+
+static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, float alpha_tilde, float scale) {
     float C = pbd__mesh_volume_at(g, P, g->pressure * g->rest[0], 1);
     const float *gr = g->scratch + 3 * g->nverts;
     float wg2 = 0;
@@ -3014,24 +3364,15 @@ static void pbd__project_mesh_volume(pbd_world *w, pbd__group *g, float alpha_ti
     }
     float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[0], scale);
     g->lambda[0] += dl;
-    for (int i = 0; i < g->nverts; ++i) {
-        pbd__p4 *q = &P[g->verts[i]];
-        float s = q->w * dl;
-        q->x += gr[3 * i] * s; q->y += gr[3 * i + 1] * s; q->z += gr[3 * i + 2] * s;
-    }
+    for (int i = 0; i < g->nverts; ++i) pbd__apply(P, D, g->verts[i], pbd__ld(gr + 3 * i), dl);
 }
 
-/* One Gauss-Seidel sweep over a group (survey 3.3, XPBD eq. 18). */
-static void pbd__project_group(pbd_world *w, pbd__group *g, float h) {
-    float alpha_tilde = w->mode == PBD_SOLVER_XPBD ? g->compliance / (h * h) : 0.0f;
-    float scale = pbd__group_scale(w, g);
-    if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
-        pbd__project_mesh_volume(w, g, alpha_tilde, scale);
-        return;
-    }
-    pbd__p4 *P = w->p;
+/* The scalar reference kernel: constraints [b, e) of a group, one at a time
+   (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
+   sums. */
+static void pbd__project_range(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int b, int e, float alpha_tilde, float scale) {
     int unilateral = pbd__is_unilateral(g);
-    for (int c = 0; c < g->count; ++c) {
+    for (int c = b; c < e; ++c) {
         int ids[4], n;
         pbd__v3 gr[4];
         float C = pbd__eval_one(g, c, P, ids, gr, &n);
@@ -3041,10 +3382,230 @@ static void pbd__project_group(pbd_world *w, pbd__group *g, float h) {
         float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
         if (dl == 0) continue;
         g->lambda[c] += dl;
-        for (int i = 0; i < n; ++i) {
-            pbd__p4 *q = &P[ids[i]];
-            float s = q->w * dl;
-            q->x += gr[i].x * s; q->y += gr[i].y * s; q->z += gr[i].z * s;
+        for (int i = 0; i < n; ++i) pbd__apply(P, D, ids[i], gr[i], dl);
+    }
+}
+
+#if PBD__W > 1
+/* --- SIMD kernels -----------------------------------------------------------
+   Each projects the W constraints [b, b + W) of one colour with the exact
+   lane-wise operations of pbd__eval_* and pbd__project_range, so that the
+   results equal the scalar path bit for bit. A lane that the scalar code
+   skips keeps its old values (selected, not added as zero, so even the sign
+   of a zero is kept). Returns 0, having written nothing, when a lane needs
+   a special case that only the scalar code has. */
+
+typedef struct pbd__vbatch {
+    int ids[4][PBD__W]; /* particle of role r in lane k */
+    pbd__vp p[4];
+    int n;
+} pbd__vbatch;
+
+static inline void pbd__vbatch_load(pbd__vbatch *B, const pbd__p4 *P, const pbd__group *g, int b, int n) {
+    B->n = n;
+    for (int k = 0; k < PBD__W; ++k)
+        for (int r = 0; r < n; ++r) B->ids[r][k] = g->idx[(size_t)(b + k) * g->arity + r];
+    for (int r = 0; r < n; ++r) B->p[r] = pbd__vgather(P, B->ids[r]);
+}
+
+/* Rest value j of each lane (stride rest_stride). */
+static inline pbd__vf pbd__vrest(const pbd__group *g, int b, int j) {
+    if (g->rest_stride == 1) return pbd__vload(g->rest + b);
+    float t[PBD__W];
+    for (int k = 0; k < PBD__W; ++k) t[k] = g->rest[(size_t)(b + k) * g->rest_stride + j];
+    return pbd__vload(t);
+}
+
+/* The common tail: dlambda, multipliers and positions of active lanes. */
+static inline void pbd__vfinish(pbd__p4 *P, pbd__group *g, int b, pbd__vbatch *B, pbd__vf C, const pbd__vv *gr,
+                                pbd__vm active, float alpha_tilde, float scale) {
+    pbd__vf zero = pbd__vset1(0.0f), at = pbd__vset1(alpha_tilde);
+    pbd__vf wg2 = zero;
+    for (int r = 0; r < B->n; ++r) wg2 = pbd__vadd(wg2, pbd__vmul(B->p[r].w, pbd__vvdot(gr[r], gr[r])));
+    active = pbd__vand_m(active, pbd__vlt(pbd__vset1(1e-30f), wg2));
+    pbd__vf lam = pbd__vload(g->lambda + b);
+    pbd__vf dl = pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
+    active = pbd__vandnot_m(active, pbd__veq(dl, zero));
+    if (!pbd__vany(active)) return;
+    pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, dl)));
+    for (int r = 0; r < B->n; ++r) {
+        pbd__vp q = B->p[r];
+        pbd__vapply(&q, gr[r], dl);
+        q.x = pbd__vsel(active, B->p[r].x, q.x);
+        q.y = pbd__vsel(active, B->p[r].y, q.y);
+        q.z = pbd__vsel(active, B->p[r].z, q.z);
+        pbd__vscatter(P, B->ids[r], q);
+    }
+}
+
+static inline pbd__vm pbd__vall(void) { return pbd__vle(pbd__vset1(0.0f), pbd__vset1(1.0f)); }
+
+/* Lanes where `active` is off get zero gradients, as the scalar code's
+   degenerate cases do (and no NaN from a division by zero). */
+static inline void pbd__vzero_inactive(pbd__vv *gr, int n, pbd__vm active) {
+    pbd__vf zero = pbd__vset1(0.0f);
+    for (int r = 0; r < n; ++r) {
+        gr[r].x = pbd__vsel(active, zero, gr[r].x);
+        gr[r].y = pbd__vsel(active, zero, gr[r].y);
+        gr[r].z = pbd__vsel(active, zero, gr[r].z);
+    }
+}
+
+static int pbd__vproject_distance(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 2);
+    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), pbd__vvpos(B.p[1]));
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d));
+    if (pbd__vany(pbd__vlt(l, pbd__vset1(1e-9f)))) return 0; /* coincident: the hash direction */
+    pbd__vv gr[2];
+    gr[0] = pbd__vvmul(d, pbd__vdiv(pbd__vset1(1.0f), l));
+    gr[1] = pbd__vvneg(gr[0]);
+    pbd__vf C = pbd__vsub(l, pbd__vload(g->rest + b));
+    pbd__vm active = pbd__vall();
+    if (g->unilateral) {
+        C = pbd__vneg(C);
+        gr[0] = pbd__vvneg(gr[0]);
+        gr[1] = pbd__vvneg(gr[1]);
+        active = pbd__vlt(C, pbd__vset1(0.0f));
+    }
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+static int pbd__vproject_area(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 3);
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), pbd__vvpos(B.p[0])), c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
+    pbd__vv n = pbd__vvcross(a, c);
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(n, n));
+    pbd__vm active = pbd__vle(pbd__vset1(1e-18f), l); /* the scalar code skips l < 1e-18 */
+    pbd__vv nh = pbd__vvmul(n, pbd__vdiv(pbd__vset1(1.0f), l));
+    pbd__vv gr[3];
+    gr[1] = pbd__vvmul(pbd__vvcross(c, nh), pbd__vset1(0.5f));
+    gr[2] = pbd__vvmul(pbd__vvcross(nh, a), pbd__vset1(0.5f));
+    gr[0] = pbd__vvneg(pbd__vvadd(gr[1], gr[2]));
+    pbd__vzero_inactive(gr, 3, active);
+    pbd__vf C = pbd__vsub(pbd__vmul(pbd__vset1(0.5f), l), pbd__vload(g->rest + b));
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+static int pbd__vproject_tet(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vv x0 = pbd__vvpos(B.p[0]);
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), x0), c = pbd__vvsub(pbd__vvpos(B.p[2]), x0), d = pbd__vvsub(pbd__vvpos(B.p[3]), x0);
+    pbd__vf s = pbd__vset1(1.0f / 6.0f);
+    pbd__vv gr[4];
+    gr[1] = pbd__vvmul(pbd__vvcross(c, d), s);
+    gr[2] = pbd__vvmul(pbd__vvcross(d, a), s);
+    gr[3] = pbd__vvmul(pbd__vvcross(a, c), s);
+    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvadd(gr[1], gr[2]), gr[3]));
+    pbd__vf C = pbd__vsub(pbd__vvdot(gr[3], d), pbd__vload(g->rest + b));
+    pbd__vfinish(P, g, b, &B, C, gr, pbd__vall(), at, scale);
+    return 1;
+}
+
+static int pbd__vproject_isometric(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vf K[4], zero = pbd__vset1(0.0f);
+    for (int r = 0; r < 4; ++r) K[r] = pbd__vrest(g, b, r);
+    pbd__vf s = pbd__vrest(g, b, 4), L0 = pbd__vrest(g, b, 5);
+    pbd__vv L;
+    L.x = L.y = L.z = zero;
+    for (int r = 0; r < 4; ++r) L = pbd__vvadd(L, pbd__vvmul(pbd__vvpos(B.p[r]), K[r]));
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(L, L));
+    pbd__vm active = pbd__vle(pbd__vset1(1e-9f), l);
+    pbd__vv n = pbd__vvmul(L, pbd__vdiv(s, l));
+    pbd__vv gr[4];
+    for (int r = 0; r < 4; ++r) gr[r] = pbd__vvmul(n, K[r]);
+    pbd__vzero_inactive(gr, 4, active);
+    pbd__vf C = pbd__vmul(s, pbd__vsub(l, L0));
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    int to_particle = g->idx[(size_t)b * 2 + 1] >= 0; /* a group has one kind of target */
+    pbd__vbatch_load(&B, P, g, b, to_particle ? 2 : 1);
+    pbd__vv t;
+    if (to_particle) {
+        t = pbd__vvpos(B.p[1]);
+    } else {
+        int lanes[PBD__W];
+        for (int k = 0; k < PBD__W; ++k) lanes[k] = b + k;
+        pbd__vp r = pbd__vgather((const pbd__p4 *)(const void *)g->rest, lanes);
+        t.x = r.x; t.y = r.y; t.z = r.z;
+    }
+    float maxd = g->rest[(size_t)b * 4 + 3]; /* one max distance per group */
+    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), t);
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d));
+    pbd__vm active = pbd__vle(pbd__vset1(1e-9f), l);
+    pbd__vv gr[2];
+    gr[0] = pbd__vvmul(d, pbd__vdiv(pbd__vset1(1.0f), l));
+    pbd__vf C = l;
+    if (maxd > 0) {
+        gr[0] = pbd__vvneg(gr[0]);
+        C = pbd__vsub(pbd__vset1(maxd), l);
+        active = pbd__vand_m(active, pbd__vlt(C, pbd__vset1(0.0f)));
+    }
+    gr[1] = pbd__vvneg(gr[0]);
+    pbd__vzero_inactive(gr, 2, active);
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+typedef int (*pbd__vkernel)(pbd__p4 *, pbd__group *, int, float, float);
+static pbd__vkernel pbd__vkernel_of(int type) {
+    switch (type) {
+    case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
+    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
+    case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
+    case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
+    case PBD_CONSTRAINT_ATTACHMENT: return pbd__vproject_attachment;
+    }
+    return NULL;
+}
+#endif /* PBD__W > 1 */
+
+/* Constraints [b, e) of one colour: SIMD when a whole batch is there. */
+static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float at, float scale) {
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+#if PBD__W > 1
+    if (w->simd && !D && e - b == PBD__W) {
+        pbd__vkernel k = pbd__vkernel_of(g->type);
+        if (k && k(w->p, g, b, at, scale)) return;
+    }
+#endif
+    pbd__project_range(w->p, D, g, b, e, at, scale);
+}
+
+/* One sweep over a group, run by every thread of the substep's team: the
+   batches of a colour are shared out by `omp for`, whose barrier separates
+   the colours (DESIGN.md section 5). */
+static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h) {
+    float at = w->mode == PBD_SOLVER_XPBD ? g->compliance / (h * h) : 0.0f;
+    float scale = pbd__group_scale(w, g);
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+    if (g->ncolors == 0) {
+        PBD__PRAGMA(omp single)
+        pbd__project_mesh_volume(w->p, D, g, at, scale);
+        return;
+    }
+    for (int col = 0; col < g->ncolors; ++col) {
+        int b0 = g->color_start[col], e0 = g->color_start[col + 1];
+        if (g->overflow && col == g->ncolors - 1) {
+            PBD__PRAGMA(omp single)
+            pbd__project_range(w->p, D, g, b0, e0, at, scale);
+            continue;
+        }
+        int nb = (e0 - b0 + PBD__W - 1) / PBD__W;
+        PBD__PRAGMA(omp for schedule(static))
+        for (int k = 0; k < nb; ++k) {
+            int b = b0 + k * PBD__W, e = b + PBD__W < e0 ? b + PBD__W : e0;
+            pbd__project_batch(w, g, b, e, at, scale);
         }
     }
 }
@@ -3108,8 +3669,7 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
     float t_kin = (float)(s + 1) / (float)S;
     double time = w->time + (double)h * s;
     int n = w->n;
-    (void)time;
-    PBD__PRAGMA(omp parallel for schedule(static) if (n > PBD__PARALLEL_MIN))
+    PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < n; ++i) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
         if (w->flags[i] & PBD__KINEMATIC) {
@@ -3134,7 +3694,7 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
 static void pbd__update_velocities(pbd_world *w, float h) {
     float inv_h = 1.0f / h;
     int n = w->n;
-    PBD__PRAGMA(omp parallel for schedule(static) if (n > PBD__PARALLEL_MIN))
+    PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < n; ++i) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
 #if PBD__SIMD
@@ -3264,7 +3824,7 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
     }
     if (!(M > 0)) return;
     for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
-    double L[3] = {0, 0, 0}, I[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int i = o->first; i < o->first + o->count; ++i) {
         if (w->x[i].w == 0) continue;
         double m = 1.0 / w->x[i].w;
@@ -3275,10 +3835,10 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
         L[2] += m * (r[0] * v[1] - r[1] * v[0]);
         double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
         for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) I[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
+            for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
     }
     double om[3] = {0, 0, 0};
-    if (!pbd__solve3(I, L, om)) {
+    if (!pbd__solve3(inertia, L, om)) {
         /* collinear or single particle: damp only motion relative to the
            centre of mass along with its rotation about the line is not
            defined; keep linear momentum only by damping towards v_cm is
@@ -3297,20 +3857,74 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
 
 /* --- step ------------------------------------------------------------------- */
 
-static void pbd__substep(pbd_world *w, float h, int s, int S) {
-    pbd__predict(w, h, s, S);
-    pbd__generate_contacts(w, h, s, S);
+/* Averaged Jacobi (FleX / PhysX style): every constraint of an iteration
+   reads the same positions; the corrections of each particle are summed
+   (colour by colour, so without atomics and in a fixed order), then the
+   average times the relaxation factor is applied. */
+static void pbd__jacobi_clear(pbd_world *w) {
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < w->n; ++i) w->delta[i].x = w->delta[i].y = w->delta[i].z = w->delta[i].w = 0;
+}
+static void pbd__jacobi_apply(pbd_world *w) {
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < w->n; ++i) {
+        const pbd__p4 *d = &w->delta[i];
+        if (d->w > 0) {
+            float s = w->jacobi_relax / d->w;
+            w->p[i].x += d->x * s; w->p[i].y += d->y * s; w->p[i].z += d->z * s;
+        }
+    }
+}
+
+static void pbd__reset_multipliers(pbd_world *w) {
     for (int g = 0; g < w->ngroups; ++g)
         memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
+}
+
+/* Serial below this many particles + constraints: a barrier costs microseconds. */
+static int pbd__parallel_worth_it(const pbd_world *w) {
+    long work = w->n;
+    for (int g = 0; g < w->ngroups; ++g) work += w->groups[g].count;
+    return work >= PBD__PARALLEL_MIN;
+}
+
+/* One substep (DESIGN.md section 4), in one parallel region: every thread
+   runs this function; `omp for` shares out the loops and `omp single` runs
+   the serial parts, each with its barrier. */
+static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
+    pbd__predict(w, h, s, S);
+    PBD__PRAGMA(omp single)
+    {
+        pbd__generate_contacts(w, h, s, S);
+        pbd__reset_multipliers(w);
+    }
     for (int it = 0; it < w->iterations; ++it) {
+        if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
-            if (w->groups[g].enabled) pbd__project_group(w, &w->groups[g], h);
+            if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h);
+        if (w->jacobi) pbd__jacobi_apply(w);
+        PBD__PRAGMA(omp single)
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
-    pbd__contact_velocities(w, h);
-    for (int o = 0; o < w->nobjects; ++o)
-        if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
+    PBD__PRAGMA(omp single)
+    {
+        pbd__contact_velocities(w, h);
+        for (int o = 0; o < w->nobjects; ++o)
+            if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
+    }
+}
+
+static void pbd__substep(pbd_world *w, float h, int s, int S) {
+#if PBD__OPENMP
+    int threads = w->threads > 0 ? w->threads : omp_get_max_threads();
+    if (threads > 1 && pbd__parallel_worth_it(w)) {
+        PBD__PRAGMA(omp parallel num_threads(threads))
+        pbd__substep_body(w, h, s, S);
+        return;
+    }
+#endif
+    pbd__substep_body(w, h, s, S);
 }
 
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
