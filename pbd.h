@@ -767,6 +767,22 @@ static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g)
     return l - rest;
 }
 
+/* atan2 from basic operations only (Cephes' atanf: range reduction to
+   |x| <= tan(pi/8), then a degree-9 odd polynomial; about 1e-7 relative
+   error). Ours rather than libm's, so that the SIMD twin below can do
+   exactly the same operations in every lane, and because calling libm's
+   SSE code from AVX code costs transition stalls. */
+static inline float pbd__atan2(float y, float x) {
+    float ax = fabsf(x), ay = fabsf(y);
+    float t = ay / ax, base = 0.0f;
+    if (t > 2.414213562373095f) { base = 1.5707963267948966f; t = -1.0f / t; }
+    else if (t > 0.4142135623730950f) { base = 0.7853981633974483f; t = (t - 1.0f) / (t + 1.0f); }
+    float z = t * t;
+    float a = base + (((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) * t + t);
+    if (x < 0) a = 3.14159265358979f - a;
+    return y < 0 ? -a : a;
+}
+
 /* Signed dihedral angle of the triangles (p0 p2 p1) and (p0 p1 p3) about
    the edge p0-p1, and its gradient (Bridson, Marino, Fedkiw 2003, whose
    x1..x4 are our p2, p3, p0, p1). atan2 instead of the survey's acos
@@ -784,7 +800,7 @@ static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
     float s = 1.0f / sqrtf(n1l2 * n2l2);
     float cosv = pbd__dot(n1, n2) * s;
     float sinv = pbd__dot(pbd__cross(n1, n2), e) * s / el;
-    float angle = atan2f(sinv, cosv);
+    float angle = pbd__atan2(sinv, cosv);
     if (g) {
         float inv_el = 1.0f / el;
         /* Bridson's u_i with the sign of our atan2 angle. */
@@ -1090,6 +1106,7 @@ typedef simde__mmask16 pbd__vm;
 #define pbd__vandnot_m(a, b) ((pbd__vm)((a) & ~(b))) /* a and not b */
 /* where m: b, else a */
 #define pbd__vsel(m, a, b) simde_mm512_mask_blend_ps((m), (a), (b))
+#define pbd__vabs simde_mm512_abs_ps
 #define pbd__vunpacklo simde_mm512_unpacklo_ps
 #define pbd__vunpackhi simde_mm512_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) simde_mm512_castpd_ps(simde_mm512_unpacklo_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
@@ -1125,6 +1142,7 @@ typedef simde__m256 pbd__vm;
 #define pbd__vand_m(a, b) simde_mm256_and_ps((a), (b))
 #define pbd__vandnot_m(a, b) simde_mm256_andnot_ps((b), (a))
 #define pbd__vsel(m, a, b) simde_mm256_blendv_ps((a), (b), (m))
+#define pbd__vabs(a) simde_mm256_and_ps((a), simde_mm256_castsi256_ps(simde_mm256_set1_epi32(0x7fffffff)))
 #define pbd__vunpacklo simde_mm256_unpacklo_ps
 #define pbd__vunpackhi simde_mm256_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) simde_mm256_castpd_ps(simde_mm256_unpacklo_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
@@ -1156,6 +1174,7 @@ typedef simde__m128 pbd__vm;
 #define pbd__vand_m(a, b) simde_mm_and_ps((a), (b))
 #define pbd__vandnot_m(a, b) simde_mm_andnot_ps((b), (a))
 #define pbd__vsel(m, a, b) simde_mm_or_ps(simde_mm_and_ps((m), (b)), simde_mm_andnot_ps((m), (a)))
+#define pbd__vabs(a) simde_mm_and_ps((a), simde_mm_castsi128_ps(simde_mm_set1_epi32(0x7fffffff)))
 #define pbd__vunpacklo simde_mm_unpacklo_ps
 #define pbd__vunpackhi simde_mm_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) simde_mm_castpd_ps(simde_mm_unpacklo_pd(simde_mm_castps_pd(a), simde_mm_castps_pd(b)))
@@ -1226,6 +1245,22 @@ static inline void pbd__vapply(pbd__vp *p, pbd__vv g, pbd__vf dl) {
     p->x = pbd__vadd(p->x, pbd__vmul(g.x, s));
     p->y = pbd__vadd(p->y, pbd__vmul(g.y, s));
     p->z = pbd__vadd(p->z, pbd__vmul(g.z, s));
+}
+/* The lane-wise twin of pbd__atan2. */
+static inline pbd__vf pbd__vatan2(pbd__vf y, pbd__vf x) {
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    pbd__vf t = pbd__vdiv(pbd__vabs(y), pbd__vabs(x));
+    pbd__vm big = pbd__vlt(pbd__vset1(2.414213562373095f), t);
+    pbd__vm mid = pbd__vandnot_m(pbd__vlt(pbd__vset1(0.4142135623730950f), t), big);
+    pbd__vf base = pbd__vsel(big, pbd__vsel(mid, zero, pbd__vset1(0.7853981633974483f)), pbd__vset1(1.5707963267948966f));
+    t = pbd__vsel(big, pbd__vsel(mid, t, pbd__vdiv(pbd__vsub(t, one), pbd__vadd(t, one))), pbd__vdiv(pbd__vset1(-1.0f), t));
+    pbd__vf z = pbd__vmul(t, t);
+    pbd__vf p = pbd__vsub(pbd__vmul(pbd__vset1(8.05374449538e-2f), z), pbd__vset1(1.38776856032e-1f));
+    p = pbd__vadd(pbd__vmul(p, z), pbd__vset1(1.99777106478e-1f));
+    p = pbd__vsub(pbd__vmul(p, z), pbd__vset1(3.33329491539e-1f));
+    pbd__vf a = pbd__vadd(base, pbd__vadd(pbd__vmul(pbd__vmul(p, z), t), t));
+    a = pbd__vsel(pbd__vlt(x, zero), a, pbd__vsub(pbd__vset1(3.14159265358979f), a));
+    return pbd__vsel(pbd__vlt(y, zero), a, pbd__vneg(a));
 }
 #endif /* PBD__W > 1 */
 
@@ -3557,10 +3592,49 @@ static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, 
     return 1;
 }
 
+/* The lane-wise twin of pbd__dihedral + pbd__eval_dihedral. */
+static int pbd__vproject_dihedral(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vv p0 = pbd__vvpos(B.p[0]), p1 = pbd__vvpos(B.p[1]), p2 = pbd__vvpos(B.p[2]), p3 = pbd__vvpos(B.p[3]);
+    pbd__vv e = pbd__vvsub(p1, p0);
+    pbd__vv n1 = pbd__vvcross(pbd__vvsub(p2, p0), pbd__vvsub(p2, p1));
+    pbd__vv n2 = pbd__vvcross(pbd__vvsub(p3, p1), pbd__vvsub(p3, p0));
+    pbd__vf el = pbd__vsqrt(pbd__vvdot(e, e)), n1l2 = pbd__vvdot(n1, n1), n2l2 = pbd__vvdot(n2, n2);
+    pbd__vm active = pbd__vand_m(pbd__vand_m(pbd__vle(pbd__vset1(1e-9f), el), pbd__vle(pbd__vset1(1e-18f), n1l2)),
+                                 pbd__vle(pbd__vset1(1e-18f), n2l2));
+    pbd__vf one = pbd__vset1(1.0f);
+    pbd__vv m1 = pbd__vvmul(n1, pbd__vdiv(one, n1l2)), m2 = pbd__vvmul(n2, pbd__vdiv(one, n2l2));
+    pbd__vf s = pbd__vdiv(one, pbd__vsqrt(pbd__vmul(n1l2, n2l2)));
+    pbd__vf cosv = pbd__vmul(pbd__vvdot(n1, n2), s);
+    pbd__vf sinv = pbd__vdiv(pbd__vmul(pbd__vvdot(pbd__vvcross(n1, n2), e), s), el);
+    pbd__vf angle = pbd__vatan2(sinv, cosv);
+    pbd__vf inv_el = pbd__vdiv(one, el);
+    pbd__vv gr[4];
+    gr[2] = pbd__vvmul(m1, pbd__vneg(el));
+    gr[3] = pbd__vvmul(m2, pbd__vneg(el));
+    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p1), e), inv_el)),
+                                  pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p1), e), inv_el))));
+    gr[1] = pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p0), e), inv_el)),
+                       pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p0), e), inv_el)));
+    pbd__vzero_inactive(gr, 4, active);
+    /* pbd__wrap_angle, once each way; a lane that needs more goes scalar */
+    const float pi = 3.14159265358979f;
+    pbd__vf C = pbd__vsub(angle, pbd__vrest(g, b, 0));
+    pbd__vf vpi = pbd__vset1(pi), vmpi = pbd__vset1(-pi), twopi = pbd__vset1(2.0f * pi);
+    C = pbd__vsel(pbd__vlt(vpi, C), C, pbd__vsub(C, twopi));
+    C = pbd__vsel(pbd__vle(C, vmpi), C, pbd__vadd(C, twopi));
+    if (pbd__vany(pbd__vand_m(active, pbd__vor_m(pbd__vlt(vpi, C), pbd__vle(C, vmpi))))) return 0;
+    C = pbd__vsel(active, pbd__vset1(0.0f), C);
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
 typedef int (*pbd__vkernel)(pbd__p4 *, pbd__group *, int, float, float);
 static pbd__vkernel pbd__vkernel_of(int type) {
     switch (type) {
     case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
+    case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__vproject_dihedral;
     case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
     case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
     case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
