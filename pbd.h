@@ -267,6 +267,9 @@ PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int s
                                        int iterations);
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
+PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps,
+                                       int *iterations);
+PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation);
 PBDDEF double pbd_world_time(const pbd_world *w);
 
 /* Averaged Jacobi iterations instead of Gauss-Seidel (what GPUs use, and a
@@ -1791,6 +1794,21 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads) {
     PBD__CHECK_WORLD(w);
     if (threads < 0 || threads > 1024) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threads %d outside 0..1024", threads);
     w->threads = threads;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations) {
+    PBD__CHECK_WORLD(w);
+    if (mode) *mode = (pbd_solver_mode)w->mode;
+    if (substeps) *substeps = w->substeps;
+    if (iterations) *iterations = w->iterations;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation) {
+    PBD__CHECK_WORLD(w);
+    if (on) *on = w->jacobi;
+    if (relaxation) *relaxation = w->jacobi_relax;
     return PBD_OK;
 }
 

@@ -1,0 +1,89 @@
+/* bench/bench.h - shared helpers of the benchmark programs.
+
+   Every program prints one JSON object per line. Each scene is measured
+   for the scalar reference path on 1 thread, the SIMD path on 1 thread and
+   the SIMD path on 2 threads in the same process, so that ratios survive
+   a noisy shared machine. ms_per_step is the median of BENCH_RUNS timed
+   runs after a warm-up. */
+#ifndef PBD_BENCH_H
+#define PBD_BENCH_H
+#define PBD_IMPLEMENTATION
+#include "../pbd.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BENCH_RUNS 5
+
+static double bench_now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int bench_cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+/* Median ms per pbd_world_step over BENCH_RUNS runs of `steps` steps. */
+static double bench_ms_per_step(pbd_world *w, int steps) {
+    double t[BENCH_RUNS];
+    pbd_world_step(w, 1.0f / 60.0f); /* warm-up */
+    for (int r = 0; r < BENCH_RUNS; ++r) {
+        double t0 = bench_now();
+        for (int s = 0; s < steps; ++s) pbd_world_step(w, 1.0f / 60.0f);
+        t[r] = (bench_now() - t0) * 1e3 / steps;
+    }
+    qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
+    return t[BENCH_RUNS / 2];
+}
+
+/* Constraints and colours over all groups (colours: the most of any group). */
+static void bench_count(const pbd_world *w, long *constraints, int *colors) {
+    *constraints = 0;
+    *colors = 0;
+    for (int g = 0; g < pbd_world_group_count(w); ++g) {
+        int count = 0, ncol = 0;
+        pbd_group_info(w, g, NULL, &count);
+        pbd_group_colors(w, g, &ncol, NULL, 0, NULL);
+        *constraints += count;
+        if (ncol > *colors) *colors = ncol;
+    }
+}
+
+static int bench_jacobi(const pbd_world *w) {
+    int on = 0;
+    pbd_world_get_jacobi(w, &on, NULL);
+    return on;
+}
+
+/* The three measurements of one scene: make() builds a fresh world. */
+typedef pbd_world *(*bench_make_fn)(void *ctx);
+
+static void bench_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int steps) {
+    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    for (int k = 0; k < 3; ++k) {
+        if (cfg[k].threads > pbd_max_threads() && cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
+        pbd_world *w = make(ctx);
+        if (!w) { fprintf(stderr, "%s: could not build %s\n", bench, scene); exit(1); }
+        pbd_world_set_simd(w, cfg[k].simd);
+        pbd_world_set_threads(w, cfg[k].threads);
+        double ms = bench_ms_per_step(w, steps);
+        long constraints;
+        int colors;
+        bench_count(w, &constraints, &colors);
+        int iterations = 0, substeps = 0;
+        pbd_world_get_solver(w, NULL, &substeps, &iterations);
+        printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"particles\":%d,\"constraints\":%ld,\"colors\":%d,"
+               "\"iterations\":%d,\"substeps\":%d,\"mode\":\"%s\",\"path\":\"%s\",\"threads\":%d,"
+               "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g}\n",
+               bench, scene, pbd_world_particle_count(w), constraints, colors, iterations, substeps,
+               bench_jacobi(w) ? "jacobi" : "gs", cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads, ms,
+               (double)constraints * iterations * substeps / (ms * 1e-3));
+        fflush(stdout);
+        pbd_world_destroy(w);
+    }
+}
+#endif
