@@ -411,7 +411,7 @@ PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint
                                  int *count);
 /* The group's graph colouring (survey 3.8): no two constraints of a colour
    share a particle, so a colour is solved in parallel; when *overflow is 1
-   the last colour holds what did not fit in 31 colours and is solved
+   the last colour holds what did not fit in 63 colours and is solved
    serially. sizes (optional) receives up to max_sizes colour sizes. */
 PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *color_count, int *sizes,
                                    int max_sizes, int *overflow);
@@ -459,6 +459,10 @@ typedef struct pbd_cloth_desc {
     int area_constraints;       /* default 0 */
     float thickness;            /* particle radius for collisions, default 0.01 */
     float damping;              /* 1/s, momentum-conserving global damping; default 0 */
+    int reorder;                /* store the particles in space-filling-curve order for
+                                   cache locality (real meshes are not laid out like grids) */
+    int *permutation;           /* optional out, vertex_count ints: world particle of vertex i
+                                   is particles.first + permutation[i] */
 } pbd_cloth_desc;
 
 typedef struct pbd_softbody_desc {
@@ -473,6 +477,8 @@ typedef struct pbd_softbody_desc {
     int volume_constraints;  /* default 1 */
     float radius;            /* default 0.01 */
     float damping;           /* 1/s, default 0 */
+    int reorder;             /* as in pbd_cloth_desc */
+    int *permutation;        /* as in pbd_cloth_desc */
 } pbd_softbody_desc;
 
 typedef struct pbd_balloon_desc {
@@ -2371,7 +2377,7 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
     return PBD_OK;
 }
 
-#define PBD__MAX_COLORS 32
+#define PBD__MAX_COLORS 64
 
 /* Greedy colouring of a group by shared particles (survey 3.8; as Box2D v3
    does): each constraint takes the first colour that none of its particles
@@ -2381,7 +2387,7 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
    same order as the parallel SIMD path and both give the same bits. */
 static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
     int n = g->count, k = g->arity, stride = g->rest_stride;
-    uint32_t *mask = (uint32_t *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), sizeof(uint32_t));
+    uint64_t *mask = (uint64_t *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), sizeof(uint64_t));
     int *color = (int *)pbd__alloc_n(w, (size_t)n, sizeof(int));
     int *idx = (int *)pbd__alloc_n(w, (size_t)n * (size_t)k, sizeof(int));
     float *rest = (float *)pbd__alloc_n(w, (size_t)n * (size_t)stride, sizeof(float));
@@ -2391,20 +2397,20 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
         pbd__free(w, mask); pbd__free(w, color); pbd__free(w, idx); pbd__free(w, rest); pbd__free(w, start); pbd__free(w, slot);
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to colour %d constraints", n);
     }
-    memset(mask, 0, sizeof(uint32_t) * (size_t)(w->n > 0 ? w->n : 1));
+    memset(mask, 0, sizeof(uint64_t) * (size_t)(w->n > 0 ? w->n : 1));
     int counts[PBD__MAX_COLORS];
     memset(counts, 0, sizeof counts);
     const int last = PBD__MAX_COLORS - 1;
     for (int c = 0; c < n; ++c) {
         const int *e = g->idx + (size_t)c * k;
-        uint32_t used = 0;
+        uint64_t used = 0;
         for (int i = 0; i < k; ++i)
             if (e[i] >= 0) used |= mask[e[i]];
         int col = 0;
         while (col < last && (used >> col) & 1u) ++col;
         if (col < last)
             for (int i = 0; i < k; ++i)
-                if (e[i] >= 0) mask[e[i]] |= 1u << col;
+                if (e[i] >= 0) mask[e[i]] |= (uint64_t)1 << col;
         color[c] = col;
         counts[col]++;
     }
@@ -2947,9 +2953,102 @@ static void pbd__object_init(pbd_object *o) {
     o->stretch = o->bending = o->area = o->volume = -1;
 }
 
+/* --- locality ---------------------------------------------------------------
+   Particles sorted along a Morton (Z-order) curve of their rest positions:
+   neighbours in space become neighbours in memory, so a constraint's
+   particles share cache lines (bench/shuffled measures it). perm[old] = new. */
+
+typedef struct pbd__morton { uint64_t code; int index; } pbd__morton;
+static int pbd__cmp_morton(const void *a, const void *b) {
+    const pbd__morton *x = (const pbd__morton *)a, *y = (const pbd__morton *)b;
+    if (x->code != y->code) return x->code < y->code ? -1 : 1;
+    return x->index - y->index;
+}
+static uint64_t pbd__spread21(uint64_t v) { /* 21 bits -> every third bit */
+    v &= 0x1fffff;
+    v = (v | v << 32) & 0x1f00000000ffffull;
+    v = (v | v << 16) & 0x1f0000ff0000ffull;
+    v = (v | v << 8) & 0x100f00f00f00f00full;
+    v = (v | v << 4) & 0x10c30c30c30c30c3ull;
+    v = (v | v << 2) & 0x1249249249249249ull;
+    return v;
+}
+
+static int pbd__morton_order(pbd_world *w, const float *pos, int nv, int *perm) {
+    pbd__morton *m = (pbd__morton *)pbd__alloc_n(w, (size_t)nv, sizeof *m);
+    if (!m) return 0;
+    pbd__v3 lo = pbd__ld(pos), hi = lo;
+    for (int i = 1; i < nv; ++i) {
+        pbd__v3 p = pbd__ld(pos + 3 * i);
+        lo = pbd__v(fminf(lo.x, p.x), fminf(lo.y, p.y), fminf(lo.z, p.z));
+        hi = pbd__v(fmaxf(hi.x, p.x), fmaxf(hi.y, p.y), fmaxf(hi.z, p.z));
+    }
+    pbd__v3 ext = pbd__sub(hi, lo);
+    float e = fmaxf(ext.x, fmaxf(ext.y, ext.z));
+    float s = e > 0 ? 2097151.0f / e : 0.0f;
+    for (int i = 0; i < nv; ++i) {
+        pbd__v3 p = pbd__mul(pbd__sub(pbd__ld(pos + 3 * i), lo), s);
+        m[i].code = pbd__spread21((uint64_t)p.x) | pbd__spread21((uint64_t)p.y) << 1 | pbd__spread21((uint64_t)p.z) << 2;
+        m[i].index = i;
+    }
+    qsort(m, (size_t)nv, sizeof *m, pbd__cmp_morton);
+    for (int i = 0; i < nv; ++i) perm[m[i].index] = i;
+    pbd__free(w, m);
+    return 1;
+}
+
+/* Permuted copies of a mesh object's arrays (positions, masses, elements
+   of k vertices). *perm receives the permutation. Free with pbd__free. */
+typedef struct pbd__reordered { float *pos, *mass; int *elems, *perm; } pbd__reordered;
+static void pbd__reordered_free(pbd_world *w, pbd__reordered *r) {
+    pbd__free(w, r->pos); pbd__free(w, r->mass); pbd__free(w, r->elems); pbd__free(w, r->perm);
+}
+static pbd_result pbd__reorder_mesh(pbd_world *w, const float *pos, const float *mass, int nv, const int *elems,
+                                    int ne, int k, pbd__reordered *r) {
+    memset(r, 0, sizeof *r);
+    r->pos = (float *)pbd__alloc_n(w, (size_t)nv * 3, sizeof(float));
+    r->mass = mass ? (float *)pbd__alloc_n(w, (size_t)nv, sizeof(float)) : NULL;
+    r->elems = (int *)pbd__alloc_n(w, (size_t)ne * (size_t)k, sizeof(int));
+    r->perm = (int *)pbd__alloc_n(w, (size_t)nv, sizeof(int));
+    if (!r->pos || (mass && !r->mass) || !r->elems || !r->perm || !pbd__morton_order(w, pos, nv, r->perm)) {
+        pbd__reordered_free(w, r);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to reorder %d vertices", nv);
+    }
+    for (int i = 0; i < nv; ++i) {
+        memcpy(r->pos + 3 * r->perm[i], pos + 3 * i, 3 * sizeof(float));
+        if (mass) r->mass[r->perm[i]] = mass[i];
+    }
+    for (long j = 0; j < (long)ne * k; ++j) r->elems[j] = r->perm[elems[j]];
+    return PBD_OK;
+}
+
+static void pbd__identity_perm(int *perm, int n) {
+    if (perm)
+        for (int i = 0; i < n; ++i) perm[i] = i;
+}
+
+static pbd_result pbd__add_cloth_validated(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out);
+
 PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__validate_cloth(w, d));
+    if (!d->reorder) {
+        pbd__identity_perm(d->permutation, d->vertex_count);
+        return pbd__add_cloth_validated(w, d, out);
+    }
+    pbd__reordered r;
+    PBD__TRY(pbd__reorder_mesh(w, d->positions, d->masses, d->vertex_count, d->triangles, d->triangle_count, 3, &r));
+    pbd_cloth_desc c = *d;
+    c.positions = r.pos;
+    c.masses = r.mass;
+    c.triangles = r.elems;
+    pbd_result res = pbd__add_cloth_validated(w, &c, out);
+    if (res == PBD_OK && d->permutation) memcpy(d->permutation, r.perm, sizeof(int) * (size_t)d->vertex_count);
+    pbd__reordered_free(w, &r);
+    return res;
+}
+
+static pbd_result pbd__add_cloth_validated(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
@@ -2962,6 +3061,8 @@ PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_objec
     if (out) *out = o;
     return PBD_OK;
 }
+
+static pbd_result pbd__add_softbody_validated(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out);
 
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
@@ -2984,6 +3085,23 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         for (int i = 0; i < 4; ++i) x[i] = pbd__ld(d->positions + 3 * e[i]);
         if (!(fabsf(pbd__eval_tet(x, 0, g)) > 1e-15f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d has zero volume", t);
     }
+    if (!d->reorder) {
+        pbd__identity_perm(d->permutation, d->vertex_count);
+        return pbd__add_softbody_validated(w, d, out);
+    }
+    pbd__reordered ro;
+    PBD__TRY(pbd__reorder_mesh(w, d->positions, d->masses, d->vertex_count, d->tets, d->tet_count, 4, &ro));
+    pbd_softbody_desc c = *d;
+    c.positions = ro.pos;
+    c.masses = ro.mass;
+    c.tets = ro.elems;
+    pbd_result res = pbd__add_softbody_validated(w, &c, out);
+    if (res == PBD_OK && d->permutation) memcpy(d->permutation, ro.perm, sizeof(int) * (size_t)d->vertex_count);
+    pbd__reordered_free(w, &ro);
+    return res;
+}
+
+static pbd_result pbd__add_softbody_validated(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
@@ -3019,6 +3137,8 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
     return PBD_OK;
 }
 
+static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out);
+
 PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
@@ -3027,6 +3147,24 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
     PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
+    if (!d->cloth.reorder) {
+        pbd__identity_perm(d->cloth.permutation, d->cloth.vertex_count);
+        return pbd__add_balloon_validated(w, d, out);
+    }
+    const pbd_cloth_desc *cd = &d->cloth;
+    pbd__reordered ro;
+    PBD__TRY(pbd__reorder_mesh(w, cd->positions, cd->masses, cd->vertex_count, cd->triangles, cd->triangle_count, 3, &ro));
+    pbd_balloon_desc b = *d;
+    b.cloth.positions = ro.pos;
+    b.cloth.masses = ro.mass;
+    b.cloth.triangles = ro.elems;
+    pbd_result res = pbd__add_balloon_validated(w, &b, out);
+    if (res == PBD_OK && cd->permutation) memcpy(cd->permutation, ro.perm, sizeof(int) * (size_t)cd->vertex_count);
+    pbd__reordered_free(w, &ro);
+    return res;
+}
+
+static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out) {
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
