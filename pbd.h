@@ -278,7 +278,9 @@ PBDDEF double pbd_world_time(const pbd_world *w);
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference path)
-   and the number of OpenMP threads (0: OpenMP's default). */
+   and the number of OpenMP threads. threads 0 (default): OpenMP's count,
+   and serial for small worlds (a barrier costs microseconds); threads >= 1:
+   exactly that many, whatever the size. */
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 
@@ -415,6 +417,11 @@ PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint
    serially. sizes (optional) receives up to max_sizes colour sizes. */
 PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *color_count, int *sizes,
                                    int max_sizes, int *overflow);
+/* The particles of the constraints of one colour, `arity` per constraint
+   (attachments: 2, the second -1 for a world point; mesh volumes have no
+   colours). Writes at most max ints; *count receives the constraint count. */
+PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group g, int color, int *out,
+                                            int max, int *count);
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance);
 PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness);
 PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled);
@@ -534,7 +541,8 @@ PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre,
                                        const float *half_extents, const float *rotation,
                                        float friction, pbd_collider *out);
 /* Move a collider: it reaches this pose at the end of the next step,
-   linearly over the substeps, and carries particles with friction. */
+   linearly over the substeps, and carries particles with friction.
+   rotation NULL keeps the collider's rotation. */
 PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position,
                                         const float *rotation);
 PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction,
@@ -2653,6 +2661,18 @@ PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *color_
     return PBD_OK;
 }
 
+PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, int color, int *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_group(w, gi));
+    const pbd__group *g = &w->groups[gi];
+    if (color < 0 || color >= g->ncolors) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "colour %d of %d", color, g->ncolors);
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out/max");
+    int b = g->color_start[color], e = g->color_start[color + 1];
+    for (long k = 0; k < (long)(e - b) * g->arity && k < max; ++k) out[k] = g->idx[(size_t)b * g->arity + k];
+    if (count) *count = e - b;
+    return PBD_OK;
+}
+
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_group(w, g));
@@ -3351,10 +3371,10 @@ PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const floa
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_collider(w, c));
     PBD__CHECK_PTR(w, position, "position");
-    PBD__CHECK_PTR(w, rotation, "rotation");
-    PBD__TRY(pbd__check_pose(w, position, rotation));
-    memcpy(w->colliders[c].to_pos, position, 3 * sizeof(float));
-    pbd__normalize_quat(rotation, w->colliders[c].to_rot);
+    pbd__collider *col = &w->colliders[c];
+    PBD__TRY(pbd__check_pose(w, position, rotation ? rotation : col->to_rot));
+    memcpy(col->to_pos, position, 3 * sizeof(float));
+    if (rotation) pbd__normalize_quat(rotation, col->to_rot);
     return PBD_OK;
 }
 
@@ -4148,7 +4168,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
 static void pbd__substep(pbd_world *w, float h, int s, int S) {
 #if PBD__OPENMP
     int threads = w->threads > 0 ? w->threads : omp_get_max_threads();
-    if (threads > 1 && pbd__parallel_worth_it(w)) {
+    if (threads > 1 && (w->threads > 0 || pbd__parallel_worth_it(w))) {
         PBD__PRAGMA(omp parallel num_threads(threads))
         pbd__substep_body(w, h, s, S);
         return;

@@ -1,6 +1,7 @@
 /* tests/main.c - the runner: holds the implementation of pbd.h and of the
    test framework, runs every suite, ends with "N passed, N failed".
    Usage: pbd_tests [substring]   (run only the tests whose name matches) */
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
 #include "test.h"
@@ -24,10 +25,12 @@ void pbdt_fail(const char *file, int line, const char *fmt, ...) {
 
 void pbdt_run(const char *name, void (*fn)(void)) {
     if (pbdt_filter && !strstr(name, pbdt_filter)) return;
-    clock_t t0 = clock();
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     pbdt_current_failed = 0;
     fn();
-    double s = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     if (pbdt_current_failed) {
         pbdt_failed++;
         printf("FAIL %s (%.2fs)\n", name, s);
@@ -38,7 +41,7 @@ void pbdt_run(const char *name, void (*fn)(void)) {
     fflush(stdout);
 }
 
-#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions)
+#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel)
 #define PBDT_DECLARE(s) void suite_##s(void);
 PBDT_SUITES(PBDT_DECLARE)
 

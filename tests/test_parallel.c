@@ -1,0 +1,328 @@
+/* tests/test_parallel.c - the parallel solver: graph colouring, SIMD kernels
+   against the scalar reference, 1 against 2 threads, averaged Jacobi,
+   locality reordering (survey section 3.8, DESIGN.md section 5). */
+#include "test.h"
+#include <stdlib.h>
+
+/* No two constraints of a colour share a particle, except in the overflow
+   colour; every constraint is in exactly one colour. */
+static void check_coloring(pbd_world *w, pbd_group g, int arity, int total) {
+    int ncol = 0, overflow = 0, seen = 0;
+    CHECK_OK(pbd_group_colors(w, g, &ncol, NULL, 0, &overflow));
+    int n = pbd_world_particle_count(w);
+    int *mark = (int *)calloc((size_t)n, sizeof(int));
+    int *buf = (int *)malloc(sizeof(int) * (size_t)total * (size_t)arity);
+    for (int c = 0; c < ncol; ++c) {
+        int count = 0;
+        CHECK_OK(pbd_group_color_particles(w, g, c, buf, total * arity, &count));
+        seen += count;
+        if (overflow && c == ncol - 1) continue;
+        for (int k = 0; k < count * arity; ++k) {
+            int p = buf[k];
+            if (p < 0) continue; /* an attachment to a world point */
+            CHECK_MSG(mark[p] != c + 1, "colour %d uses particle %d twice", c, p);
+            mark[p] = c + 1;
+        }
+    }
+    CHECK_MSG(seen == total, "coloured %d of %d constraints", seen, total);
+    free(mark);
+    free(buf);
+}
+
+static pbd_world *new_world(int substeps, int iterations) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.substeps = substeps;
+    d.iterations = iterations;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    return w;
+}
+
+TEST(coloring_is_valid_on_random_meshes) {
+    unsigned seed = 7;
+    for (int trial = 0; trial < 5; ++trial) {
+        pbd_world *w = new_world(1, 1);
+        int n = 200 + 100 * trial;
+        float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)n);
+        for (int i = 0; i < 3 * n; ++i) pos[i] = pbdt_rand(&seed);
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = pos;
+        pd.count = n;
+        CHECK_OK(pbd_add_particles(w, &pd, NULL));
+        int types[3] = {PBD_CONSTRAINT_DISTANCE, PBD_CONSTRAINT_AREA, PBD_CONSTRAINT_TET_VOLUME};
+        for (int t = 0; t < 3; ++t) {
+            int arity = pbd_constraint_arity((pbd_constraint_type)types[t]), count = 3 * n;
+            int *idx = (int *)malloc(sizeof(int) * (size_t)count * (size_t)arity);
+            for (int c = 0; c < count; ++c)
+                for (int i = 0; i < arity; ++i) {
+                    int p;
+                    do { /* distinct particles within a constraint */
+                        p = (int)(pbdt_rand(&seed) * (float)n) % n;
+                        for (int j = 0; j < i; ++j)
+                            if (idx[c * arity + j] == p) p = -1;
+                    } while (p < 0);
+                    idx[c * arity + i] = p;
+                }
+            pbd_constraints_desc cd = pbd_constraints_desc_default();
+            cd.type = (pbd_constraint_type)types[t];
+            cd.count = count;
+            cd.indices = idx;
+            float *rest = (float *)malloc(sizeof(float) * (size_t)count);
+            for (int c = 0; c < count; ++c) rest[c] = 0.1f;
+            cd.rest = rest; /* random tets may be flat: give rest values */
+            pbd_group g;
+            CHECK_OK(pbd_add_constraints(w, &cd, &g));
+            check_coloring(w, g, arity, count);
+            free(idx);
+            free(rest);
+        }
+        free(pos);
+        pbd_world_destroy(w);
+    }
+}
+
+TEST(coloring_overflows_into_a_serial_colour) {
+    /* a star: 100 distance constraints share particle 0, so each needs its
+       own colour; 63 fit, the rest go to the overflow colour */
+    pbd_world *w = new_world(1, 4);
+    float pos[101 * 3];
+    for (int i = 0; i <= 100; ++i) { pos[3 * i] = cosf(0.1f * i) * (i > 0); pos[3 * i + 1] = sinf(0.1f * i) * (i > 0); pos[3 * i + 2] = 0; }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 101;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    int idx[200];
+    for (int c = 0; c < 100; ++c) { idx[2 * c] = 0; idx[2 * c + 1] = c + 1; }
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 100;
+    cd.indices = idx;
+    pbd_group g;
+    CHECK_OK(pbd_add_constraints(w, &cd, &g));
+    int ncol = 0, overflow = 0, sizes[64];
+    CHECK_OK(pbd_group_colors(w, g, &ncol, sizes, 64, &overflow));
+    CHECK(overflow == 1);
+    CHECK(ncol == 64);
+    CHECK(sizes[ncol - 1] == 100 - 63);
+    check_coloring(w, g, 2, 100);
+    /* the overflow colour is solved too: every constraint ends satisfied */
+    float zero[3] = {0, 0, 0};
+    CHECK_OK(pbd_world_set_gravity(w, zero));
+    for (int i = 1; i <= 100; ++i) pos[3 * i] *= 1.5f, pos[3 * i + 1] *= 1.5f;
+    pbd_range all = {0, 101};
+    CHECK_OK(pbd_set_positions(w, all, pos));
+    CHECK_OK(pbd_pin(w, 0));
+    for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    float mean = 1, mx = 1;
+    CHECK_OK(pbd_group_error(w, g, &mean, &mx));
+    CHECK_MSG(mx < 1e-5f, "max error %g", mx);
+    pbd_world_destroy(w);
+}
+
+/* --- SIMD == scalar and 1 thread == 2 threads ---------------------------- */
+
+typedef pbd_world *(*scene_fn)(void);
+
+static pbd_world *cloth_scene(int bending) {
+    pbd_world *w = new_world(2, 4);
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.bending = (pbd_bending_model)bending;
+    cd.stretch_compliance = 1e-6f;
+    cd.area_constraints = 1;
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    CHECK_OK(pbd_pin(w, 0));
+    int target[1] = {15};
+    float point[3] = {1.0f, 1.2f, 0.0f};
+    pbd_attachments_desc ad = pbd_attachments_desc_default();
+    ad.count = 1; ad.particles = target; ad.target_points = point; ad.compliance = 1e-5f;
+    CHECK_OK(pbd_add_attachments(w, &ad, NULL));
+    float c[3] = {0.5f, 0.3f, 0.5f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.3f, 0.4f, NULL));
+    pbd_mesh_free(&m);
+    return w;
+}
+static pbd_world *cloth_dihedral(void) { return cloth_scene(PBD_BENDING_DIHEDRAL); }
+static pbd_world *cloth_isometric(void) { return cloth_scene(PBD_BENDING_ISOMETRIC); }
+
+static pbd_world *softbody_scene(void) {
+    pbd_world *w = new_world(2, 4);
+    float lo[3] = {0, 0.5f, 0}, hi[3] = {1.0f, 0.8f, 0.3f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_tet_box(11, 4, 4, lo, hi, &m));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions; sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets; sd.tet_count = m.tet_count;
+    sd.edge_compliance = 1e-6f;
+    pbd_object obj;
+    CHECK_OK(pbd_add_softbody(w, &sd, &obj));
+    for (int i = 0; i < m.vertex_count; ++i)
+        if (m.positions[3 * i] == 0.0f) CHECK_OK(pbd_pin(w, i));
+    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, p, n, 0.5f, NULL));
+    pbd_mesh_free(&m);
+    return w;
+}
+
+static pbd_world *balloon_scene(void) {
+    pbd_world *w = new_world(2, 4);
+    float c[3] = {0, 1, 0};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_sphere(2, c, 0.5f, &m));
+    pbd_balloon_desc bd = pbd_balloon_desc_default();
+    bd.cloth.positions = m.positions; bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = m.triangles; bd.cloth.triangle_count = m.triangle_count;
+    bd.cloth.stretch_compliance = 1e-4f;
+    bd.pressure = 1.3f;
+    pbd_object obj;
+    CHECK_OK(pbd_add_balloon(w, &bd, &obj));
+    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, p, n, 0.5f, NULL));
+    pbd_mesh_free(&m);
+    return w;
+}
+
+/* Runs a scene 60 steps with the given SIMD and thread choice and returns
+   its snapshot (caller frees). */
+static unsigned char *run_scene(scene_fn make, int simd, int threads, int jacobi, size_t *size) {
+    pbd_world *w = make();
+    CHECK_OK(pbd_world_set_simd(w, simd));
+    CHECK_OK(pbd_world_set_threads(w, threads));
+    if (jacobi) CHECK_OK(pbd_world_set_jacobi(w, 1, 1.0f));
+    for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    *size = pbd_world_snapshot_size(w);
+    unsigned char *buf = (unsigned char *)malloc(*size);
+    CHECK_OK(pbd_world_save(w, buf, *size));
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK_MSG(isfinite(x[i]), "NaN at particle %d", i / 4);
+    pbd_world_destroy(w);
+    return buf;
+}
+
+static void check_identical(scene_fn make, const char *name, int jacobi) {
+    size_t s0, s1, s2;
+    unsigned char *scalar = run_scene(make, 0, 1, jacobi, &s0);
+    unsigned char *simd = run_scene(make, 1, 1, jacobi, &s1);
+    unsigned char *two = run_scene(make, 1, 2, jacobi, &s2);
+    CHECK_MSG(s0 == s1 && memcmp(scalar, simd, s0) == 0, "%s: SIMD (%s) differs from scalar", name, pbd_simd_path());
+    CHECK_MSG(s1 == s2 && memcmp(simd, two, s1) == 0, "%s: 2 threads differ from 1", name);
+    free(scalar);
+    free(simd);
+    free(two);
+}
+
+TEST(simd_equals_scalar_and_threads_agree_cloth) {
+    check_identical(cloth_dihedral, "cloth (dihedral)", 0);
+    check_identical(cloth_isometric, "cloth (isometric)", 0);
+}
+TEST(simd_equals_scalar_and_threads_agree_softbody) { check_identical(softbody_scene, "softbody", 0); }
+TEST(simd_equals_scalar_and_threads_agree_balloon) { check_identical(balloon_scene, "balloon", 0); }
+TEST(jacobi_threads_agree) { check_identical(cloth_dihedral, "cloth jacobi", 1); }
+
+/* --- averaged Jacobi ------------------------------------------------------- */
+
+/* Mean edge error of a stretched cloth after one step of k iterations. */
+static float stretched_error(int jacobi, int iterations) {
+    pbd_world *w = new_world(1, iterations);
+    float zero[3] = {0, 0, 0};
+    CHECK_OK(pbd_world_set_gravity(w, zero));
+    if (jacobi) CHECK_OK(pbd_world_set_jacobi(w, 1, 1.0f));
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.bending = PBD_BENDING_NONE;
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    for (int i = 0; i < 3 * m.vertex_count; ++i) m.positions[i] *= 1.3f; /* stretched by 30% */
+    CHECK_OK(pbd_set_positions(w, obj.particles, m.positions));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    float mean = 0;
+    CHECK_OK(pbd_group_error(w, obj.stretch, &mean, NULL));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return mean;
+}
+
+TEST(jacobi_error_decreases_monotonically) {
+    float prev = 1e30f, gs[2];
+    for (int k = 1; k <= 12; ++k) {
+        float e = stretched_error(1, k);
+        CHECK_MSG(e < prev, "Jacobi error after %d iterations %g >= %g after %d", k, e, prev, k - 1);
+        prev = e;
+    }
+    /* Gauss-Seidel converges faster per iteration: the reference point */
+    gs[0] = stretched_error(0, 12);
+    gs[1] = prev;
+    CHECK_MSG(gs[0] < gs[1], "GS %g should beat Jacobi %g at 12 iterations", gs[0], gs[1]);
+}
+
+/* --- locality ------------------------------------------------------------------ */
+
+TEST(reorder_hands_back_the_permutation) {
+    pbd_world *a = new_world(2, 4), *b = new_world(2, 4);
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(20, 20, o, u, v, &m));
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    int *perm = (int *)malloc(sizeof(int) * (size_t)m.vertex_count);
+    int *hit = (int *)calloc((size_t)m.vertex_count, sizeof(int));
+    pbd_object oa, ob;
+    CHECK_OK(pbd_add_cloth(a, &cd, &oa));
+    cd.reorder = 1;
+    cd.permutation = perm;
+    CHECK_OK(pbd_add_cloth(b, &cd, &ob));
+    int moved = 0;
+    for (int i = 0; i < m.vertex_count; ++i) {
+        CHECK(perm[i] >= 0 && perm[i] < m.vertex_count);
+        if (perm[i] >= 0 && perm[i] < m.vertex_count) hit[perm[i]]++;
+        moved += perm[i] != i;
+        const float *x = pbd_world_positions(b) + 4 * (ob.particles.first + perm[i]);
+        CHECK(x[0] == m.positions[3 * i] && x[1] == m.positions[3 * i + 1] && x[2] == m.positions[3 * i + 2]);
+    }
+    for (int i = 0; i < m.vertex_count; ++i) CHECK(hit[i] == 1);
+    CHECK(moved > 0);
+    /* the same cloth, pinned at the same vertices, hangs the same way */
+    CHECK_OK(pbd_pin(a, 0)); CHECK_OK(pbd_pin(a, 19));
+    CHECK_OK(pbd_pin(b, perm[0])); CHECK_OK(pbd_pin(b, perm[19]));
+    for (int s = 0; s < 60; ++s) { CHECK_OK(pbd_world_step(a, 1.0f / 60.0f)); CHECK_OK(pbd_world_step(b, 1.0f / 60.0f)); }
+    /* a different Gauss-Seidel order, the same physics: the centres of mass
+       agree closely, single vertices within the cloth's own wobble */
+    double maxd = 0, ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
+    for (int i = 0; i < m.vertex_count; ++i) {
+        const float *xa = pbd_world_positions(a) + 4 * i, *xb = pbd_world_positions(b) + 4 * perm[i];
+        for (int k = 0; k < 3; ++k) {
+            maxd = fmax(maxd, fabs((double)xa[k] - xb[k]));
+            ca[k] += xa[k] / m.vertex_count;
+            cb[k] += xb[k] / m.vertex_count;
+        }
+    }
+    double dc = sqrt((ca[0] - cb[0]) * (ca[0] - cb[0]) + (ca[1] - cb[1]) * (ca[1] - cb[1]) + (ca[2] - cb[2]) * (ca[2] - cb[2]));
+    CHECK_MSG(dc < 0.01, "reordered cloth's centre of mass deviates by %g m", dc);
+    CHECK_MSG(maxd < 0.15, "reordered cloth deviates by %g m", maxd);
+    free(perm);
+    free(hit);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+}
+
+void suite_parallel(void) {
+    RUN(coloring_is_valid_on_random_meshes);
+    RUN(coloring_overflows_into_a_serial_colour);
+    RUN(simd_equals_scalar_and_threads_agree_cloth);
+    RUN(simd_equals_scalar_and_threads_agree_softbody);
+    RUN(simd_equals_scalar_and_threads_agree_balloon);
+    RUN(jacobi_threads_agree);
+    RUN(jacobi_error_decreases_monotonically);
+    RUN(reorder_hands_back_the_permutation);
+}
