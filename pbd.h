@@ -1596,8 +1596,9 @@ struct pbd_world {
     int ncolliders, collider_cap;
     pbd__collider *colliders;
     /* contact scratch, sized when particles or colliders are added */
-    int ncontacts, contact_cap;
-    pbd__contact *contacts;
+    int contact_cap;
+    pbd__contact *contacts;     /* per-particle slots, see pbd__generate_contacts */
+    unsigned char *ncontact;    /* contacts of each particle this substep */
     pbd__pose *pose_from, *pose_to; /* per collider, this substep */
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
@@ -1748,7 +1749,7 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 static void pbd__world_free_contents(pbd_world *w) {
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta};
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -1943,8 +1944,12 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         w->p = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->kin_from = (pbd__v3 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__v3));
         w->delta = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
-        if (!w->p || !w->kin_from || !w->delta) io->bad = 2;
-        else memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
+        w->ncontact = (unsigned char *)pbd__alloc_n(w, (size_t)w->n, 1);
+        if (!w->p || !w->kin_from || !w->delta || !w->ncontact) io->bad = 2;
+        else {
+            memset(w->ncontact, 0, (size_t)w->n);
+            memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
+        }
     }
     if (io->in && !io->bad && w->ngroups > 0) {
         w->groups = (pbd__group *)pbd__alloc_n(w, (size_t)w->ngroups, sizeof(pbd__group));
@@ -2053,7 +2058,7 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
     int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
-             PBD__GROW(delta, sizeof(pbd__p4));
+             PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1);
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -2097,6 +2102,7 @@ static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *
         w->v[i].x = v.x; w->v[i].y = v.y; w->v[i].z = v.z; w->v[i].w = 0;
         w->kin_target[i] = x;
         w->kin_from[i] = x;
+        w->ncontact[i] = 0;
     }
     w->n += d->count;
     if (out) { out->first = first; out->count = d->count; }
@@ -3278,6 +3284,8 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
     if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1, sizeof(pbd__collider)))
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
     pbd_result r = pbd__reserve_contacts(w, w->n, w->ncolliders + 1);
+    if (r == PBD_OK && w->ncolliders + 1 <= w->max_contacts && w->n > 0)
+        memset(w->ncontact, 0, (size_t)w->n); /* the slot layout changes */
     if (r != PBD_OK) return pbd__fail(w, r, "no memory for contacts");
     if (pbd__reserve_poses(w, w->ncolliders + 1) != PBD_OK)
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
@@ -3390,7 +3398,11 @@ PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float 
 }
 
 PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? w->ncolliders : 0; }
-PBDDEF int pbd_world_contact_count(const pbd_world *w) { return w ? w->ncontacts : 0; }
+PBDDEF int pbd_world_contact_count(const pbd_world *w) {
+    int total = 0;
+    for (int i = 0; w && i < w->n; ++i) total += w->ncontact[i];
+    return total;
+}
 
 /* Signed distance of a point y (collider frame) to the shape, and its unit
    gradient (the outward normal of the closest surface point). Every shape
@@ -3960,23 +3972,33 @@ static void pbd__update_velocities(pbd_world *w, float h) {
 
 /* --- contacts --------------------------------------------------------------- */
 
-static void pbd__generate_contacts(pbd_world *w, float h, int s, int S) {
-    w->ncontacts = 0;
-    if (w->ncolliders == 0) return;
+/* Contacts live in per-particle slots (particle i: contacts[i * per + k],
+   k < ncontact[i]), so that generation, projection and the velocity pass
+   run in parallel over particles with a fixed order per particle. */
+static inline int pbd__contacts_per_particle(const pbd_world *w) {
+    return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
+}
+
+static void pbd__collider_poses(pbd_world *w, int s, int S) {
     for (int c = 0; c < w->ncolliders; ++c) {
         w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
         w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
     }
-    int per = w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
+}
+
+static void pbd__generate_contacts(pbd_world *w, float h) {
+    int per = pbd__contacts_per_particle(w);
+    PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < w->n; ++i) {
-        if (w->x[i].w == 0) continue; /* pinned and kinematic particles are not pushed */
+        w->ncontact[i] = 0;
+        if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
         pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), v = pbd__p3(w->v[i]);
+        pbd__contact *slots = w->contacts + (size_t)i * per;
         int found = 0;
         for (int c = 0; c < w->ncolliders && found < per; ++c) {
             pbd__v3 q, n;
             if (!pbd__collide(&w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], &q, &n)) continue;
-            PBD_ASSERT(w->ncontacts < w->contact_cap);
-            pbd__contact *ct = &w->contacts[w->ncontacts++];
+            pbd__contact *ct = &slots[found++];
             ct->particle = i;
             ct->collider = c;
             ct->n = n;
@@ -3986,8 +4008,8 @@ static void pbd__generate_contacts(pbd_world *w, float h, int s, int S) {
             ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
             ct->vn = pbd__dot(pbd__sub(v, ct->vcol), n);
             ct->lambda = 0;
-            found++;
         }
+        w->ncontact[i] = (unsigned char)found;
     }
 }
 
@@ -3996,24 +4018,29 @@ static void pbd__generate_contacts(pbd_world *w, float h, int s, int S) {
    within the friction cone of the accumulated normal correction sticks
    (no drift, unlike a velocity-only static friction). Dynamic friction and
    restitution act in the velocity pass. */
-static void pbd__project_contacts(pbd_world *w) {
-    for (int k = 0; k < w->ncontacts; ++k) {
-        pbd__contact *ct = &w->contacts[k];
-        pbd__p4 *P = &w->p[ct->particle];
-        pbd__v3 pos = pbd__p3(*P);
-        float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
-        if (C < 0) {
-            pos = pbd__sub(pos, pbd__mul(ct->n, C));
-            ct->lambda -= C;
-        }
-        if (ct->lambda > 0) {
-            const pbd__collider *col = &w->colliders[ct->collider];
-            pbd__v3 rel = pbd__sub(pos, ct->anchor);
-            pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
-            if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
-        }
-        P->x = pos.x; P->y = pos.y; P->z = pos.z;
+static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
+    pbd__p4 *P = &w->p[ct->particle];
+    pbd__v3 pos = pbd__p3(*P);
+    float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
+    if (C < 0) {
+        pos = pbd__sub(pos, pbd__mul(ct->n, C));
+        ct->lambda -= C;
     }
+    if (ct->lambda > 0) {
+        const pbd__collider *col = &w->colliders[ct->collider];
+        pbd__v3 rel = pbd__sub(pos, ct->anchor);
+        pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
+        if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
+    }
+    P->x = pos.x; P->y = pos.y; P->z = pos.z;
+}
+
+static void pbd__project_contacts(pbd_world *w) {
+    int per = pbd__contacts_per_particle(w);
+    if (per == 0) return;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < w->n; ++i)
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, &w->contacts[(size_t)i * per + k]);
 }
 
 /* Velocity pass for contacts: dynamic friction removes up to mu_d times the
@@ -4021,29 +4048,34 @@ static void pbd__project_contacts(pbd_world *w) {
    al. 2019 / Mueller et al. 2020 style); restitution reflects the normal
    velocity the particle had before the substep, above a small threshold so
    that resting contacts do not jitter. */
+static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold) {
+    if (!(ct->lambda > 0)) return;
+    const pbd__collider *col = &w->colliders[ct->collider];
+    pbd__p4 *V = &w->v[ct->particle];
+    pbd__v3 v = pbd__p3(*V);
+    pbd__v3 vr = pbd__sub(v, ct->vcol);
+    float vn = pbd__dot(vr, ct->n);
+    pbd__v3 vt = pbd__sub(vr, pbd__mul(ct->n, vn));
+    float lt = pbd__len(vt);
+    if (lt > 0 && col->mu_d > 0) {
+        float dv = col->mu_d * ct->lambda / h;
+        v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
+    }
+    if (col->restitution > 0 && ct->vn < -threshold) {
+        float target = -col->restitution * ct->vn;
+        v = pbd__add(v, pbd__mul(ct->n, target - vn));
+    }
+    V->x = v.x; V->y = v.y; V->z = v.z;
+}
+
 static void pbd__contact_velocities(pbd_world *w, float h) {
+    int per = pbd__contacts_per_particle(w);
+    if (per == 0) return;
     float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
     float threshold = 2.0f * g * h;
-    for (int k = 0; k < w->ncontacts; ++k) {
-        pbd__contact *ct = &w->contacts[k];
-        if (!(ct->lambda > 0)) continue;
-        const pbd__collider *col = &w->colliders[ct->collider];
-        pbd__p4 *V = &w->v[ct->particle];
-        pbd__v3 v = pbd__p3(*V);
-        pbd__v3 vr = pbd__sub(v, ct->vcol);
-        float vn = pbd__dot(vr, ct->n);
-        pbd__v3 vt = pbd__sub(vr, pbd__mul(ct->n, vn));
-        float lt = pbd__len(vt);
-        if (lt > 0 && col->mu_d > 0) {
-            float dv = col->mu_d * ct->lambda / h;
-            v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
-        }
-        if (col->restitution > 0 && ct->vn < -threshold) {
-            float target = -col->restitution * ct->vn;
-            v = pbd__add(v, pbd__mul(ct->n, target - vn));
-        }
-        V->x = v.x; V->y = v.y; V->z = v.z;
-    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < w->n; ++i)
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, &w->contacts[(size_t)i * per + k], h, threshold);
 }
 
 /* --- damping --------------------------------------------------------------
@@ -4145,24 +4177,22 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     pbd__predict(w, h, s, S);
     PBD__PRAGMA(omp single)
     {
-        pbd__generate_contacts(w, h, s, S);
+        pbd__collider_poses(w, s, S);
         pbd__reset_multipliers(w);
     }
+    pbd__generate_contacts(w, h);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
             if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h);
         if (w->jacobi) pbd__jacobi_apply(w);
-        PBD__PRAGMA(omp single)
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
+    pbd__contact_velocities(w, h);
     PBD__PRAGMA(omp single)
-    {
-        pbd__contact_velocities(w, h);
-        for (int o = 0; o < w->nobjects; ++o)
-            if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
-    }
+    for (int o = 0; o < w->nobjects; ++o)
+        if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
 }
 
 static void pbd__substep(pbd_world *w, float h, int s, int S) {
