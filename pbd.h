@@ -3477,35 +3477,35 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
                         pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
+    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
     float dx = pbd__sdf(c, xl, &nl) - r;
-    float dp = pbd__sdf(c, pl, &nl) - r;
     int found = 0;
-    if (dx >= 0) {
-        /* continuous: sphere-trace the segment from x towards p */
+    if (dx <= tol) {
+        /* starting on the surface or inside (resting contact, rounding):
+           the plane through the surface point nearest x, so that a fast p
+           beyond the shape is still pulled back to this side */
+        hit = pbd__sub(xl, pbd__mul(nl, dx));
+        found = 1;
+    } else {
+        /* continuous: sphere-trace the segment from x towards p; the SDF of
+           a convex shape is a distance bound, so no step jumps over the
+           surface, and a thin shape crossed in one substep is caught at its
+           entry */
         pbd__v3 dir = pbd__sub(pl, xl);
         float len = pbd__len(dir), t = 0;
-        if (len > 1e-12f) {
-            float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-            for (int it = 0; it < 64; ++it) {
-                pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
-                float d = pbd__sdf(c, y, &nl) - r;
-                if (d <= tol) { hit = y; found = 1; break; }
-                t += d / len;
-                if (t > 1.0f) break;
-            }
+        for (int it = 0; it < 64 && len > 1e-12f; ++it) {
+            pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
+            float d = pbd__sdf(c, y, &nl) - r;
+            if (d <= tol) { hit = y; found = 1; break; }
+            t += d / len;
+            if (t > 1.0f) break;
         }
-        if (!found && dp < 0) { /* grazing hit the tracer did not converge on */
-            pbd__sdf(c, pl, &nl);
+        float dp = pbd__sdf(c, pl, &nl) - r;
+        if (!found && dp < 0) { /* a grazing hit the tracer did not converge on */
             hit = pbd__sub(pl, pbd__mul(nl, dp));
             found = 1;
         }
-        /* a hit with p outside again is kept too: the segment crossed a
-           thin part of the shape, and the plane at the entry stops it */
         if (found) pbd__sdf(c, hit, &nl);
-    } else if (dp < 0) {
-        /* started inside (or touching): push out along the gradient at p */
-        hit = pbd__sub(pl, pbd__mul(nl, dp));
-        found = 1;
     }
     if (!found) return 0;
     *n = pbd__qrot(b->rot, nl);
@@ -4061,9 +4061,13 @@ static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h,
         float dv = col->mu_d * ct->lambda / h;
         v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
     }
-    if (col->restitution > 0 && ct->vn < -threshold) {
+    if (ct->vn < -threshold) {
+        /* an impact: the normal velocity becomes -e times the approach
+           velocity (also for e = 0, where PBD would otherwise keep the
+           approach speed for one more substep), but a faster separation
+           that the constraints produced is kept */
         float target = -col->restitution * ct->vn;
-        v = pbd__add(v, pbd__mul(ct->n, target - vn));
+        if (vn < target) v = pbd__add(v, pbd__mul(ct->n, target - vn));
     }
     V->x = v.x; V->y = v.y; V->z = v.z;
 }
