@@ -958,9 +958,14 @@ static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int n
     const float s = 1.0f / 6.0f;
     double vol = 0; /* double: thousands of terms of mixed sign */
     if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
+    /* Relative to the first vertex: the sums are translation invariant for a
+       closed mesh, and absolute coordinates far from the origin would make
+       the cross products cancel catastrophically in float. */
+    pbd__v3 o = pbd__ld(p + 3 * tri[0]);
     for (int t = 0; t < nt; ++t) {
         const int *tr = tri + 3 * t;
-        pbd__v3 a = pbd__ld(p + 3 * tr[0]), b = pbd__ld(p + 3 * tr[1]), c = pbd__ld(p + 3 * tr[2]);
+        pbd__v3 a = pbd__sub(pbd__ld(p + 3 * tr[0]), o), b = pbd__sub(pbd__ld(p + 3 * tr[1]), o),
+                c = pbd__sub(pbd__ld(p + 3 * tr[2]), o);
         vol += (double)pbd__dot(pbd__cross(a, b), c);
         if (g) {
             pbd__st(g + 3 * tr[0], pbd__add(pbd__ld(g + 3 * tr[0]), pbd__mul(pbd__cross(b, c), s)));
@@ -3198,7 +3203,10 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_des
     const pbd_cloth_desc *c = &d->cloth;
     pbd_result res = pbd__add_mesh_particles(w, c->positions, c->vertex_count, c->masses, c->density, c->triangles,
                                              c->triangle_count, 3, c->thickness, &r);
-    if (res == PBD_OK) res = pbd__add_cloth_groups(w, c, r.first, &o);
+    /* The volume group comes first so that the skin's constraints are the
+       last word of every iteration: an inextensible skin (stretch
+       compliance 0) then really bounds the volume, and a compliant one
+       converges to the pressure equilibrium either way. */
     int *tri = NULL;
     if (res == PBD_OK) {
         tri = (int *)pbd__alloc_n(w, (size_t)c->triangle_count * 3, sizeof(int));
@@ -3215,6 +3223,7 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_des
         res = pbd_add_mesh_volume(w, &vd, &o.volume);
     }
     pbd__free(w, tri);
+    if (res == PBD_OK) res = pbd__add_cloth_groups(w, c, r.first, &o);
     if (res == PBD_OK) res = pbd__new_object(w, r, c->damping, &o);
     if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
     if (out) *out = o;
