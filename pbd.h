@@ -1355,6 +1355,18 @@ PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float
     return PBD_OK;
 }
 
+static int pbd__cmp_int3(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+/* faces compare by their sorted key (the first 3 ints) */
+static int pbd__cmp_face(const void *a, const void *b) {
+    const int *x = (const int *)a, *y = (const int *)b;
+    for (int i = 0; i < 3; ++i)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
 PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi,
                                    pbd_mesh *out) {
     if (!lo || !hi || !out) return PBD_ERROR_NULL_POINTER;
@@ -1399,31 +1411,34 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
                     t += 4;
                 }
             }
-    /* Surface: two triangles per boundary quad, outward. For each of the 6
-       faces walk its grid; (a,b,c,d) counter-clockwise seen from outside. */
-    int *tri = m.triangles;
-    for (int face = 0; face < 6; ++face) {
-        int axis = face >> 1, side = face & 1;            /* axis 0:x 1:y 2:z; side 1 = high */
-        int ua = (axis + 1) % 3, va = (axis + 2) % 3;     /* right-handed in-plane axes */
-        int n[3] = {nx, ny, nz};
-        for (int b = 0; b < n[va] - 1; ++b)
-            for (int a = 0; a < n[ua] - 1; ++a) {
-                int q[4];
-                for (int s = 0; s < 4; ++s) {
-                    int ijk[3];
-                    ijk[axis] = side ? n[axis] - 1 : 0;
-                    ijk[ua] = a + (s == 1 || s == 2);
-                    ijk[va] = b + (s >= 2);
-                    q[s] = PBD__ID(ijk[0], ijk[1], ijk[2]);
-                }
-                /* q0 (a,b) q1 (a+1,b) q2 (a+1,b+1) q3 (a,b+1): ccw about +axis */
-                if (side) {
-                    tri[0] = q[0]; tri[1] = q[1]; tri[2] = q[2]; tri[3] = q[0]; tri[4] = q[2]; tri[5] = q[3];
-                } else {
-                    tri[0] = q[0]; tri[1] = q[2]; tri[2] = q[1]; tri[3] = q[0]; tri[4] = q[3]; tri[5] = q[2];
-                }
-                tri += 6;
+    /* Surface: the tet faces that belong to one tet only, oriented away
+       from the tet's fourth vertex, so that they are exactly the boundary
+       of the tet mesh (a surface cut into triangles on its own would not
+       share the tets' face diagonals). Found by sorting the faces by their
+       sorted vertex triple; emitted in that order. */
+    {
+        typedef struct { int key[3], tri[3]; } face_t;
+        long nf = 4L * m.tet_count;
+        face_t *f = (face_t *)pbd__malloc_n((size_t)nf, sizeof(face_t));
+        if (!f) { pbd_mesh_free(&m); return PBD_ERROR_OUT_OF_MEMORY; }
+        static const int opp[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}}; /* the face opposite vertex k, outward for a positive tet */
+        for (long t = 0; t < m.tet_count; ++t)
+            for (int k = 0; k < 4; ++k) {
+                face_t *q = &f[4 * t + k];
+                for (int j = 0; j < 3; ++j) q->tri[j] = q->key[j] = m.tets[4 * t + opp[k][j]];
+                qsort(q->key, 3, sizeof(int), pbd__cmp_int3);
             }
+        qsort(f, (size_t)nf, sizeof(face_t), pbd__cmp_face);
+        int ns = 0;
+        for (long i = 0; i < nf; ++i) {
+            int same_prev = i > 0 && memcmp(f[i].key, f[i - 1].key, sizeof f[i].key) == 0;
+            int same_next = i + 1 < nf && memcmp(f[i].key, f[i + 1].key, sizeof f[i].key) == 0;
+            if (same_prev || same_next) continue;
+            PBD_ASSERT(ns < nsurf);
+            memcpy(m.triangles + 3 * ns++, f[i].tri, sizeof f[i].tri);
+        }
+        PBD_ASSERT(ns == nsurf);
+        PBD_FREE(f);
     }
 #undef PBD__ID
     *out = m;
@@ -1966,12 +1981,20 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
 }
 
+/* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
+   is as valid-looking as any other float) is refused, not restored. */
+static uint64_t pbd__fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
     if (!w) return 0;
     pbd__io io;
     memset(&io, 0, sizeof io);
     pbd__io_world(&io, (pbd_world *)w); /* measuring does not write */
-    return io.off;
+    return io.off + sizeof(uint64_t);
 }
 
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) {
@@ -1985,6 +2008,8 @@ PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) 
     io.out = (unsigned char *)buffer;
     io.size = size;
     pbd__io_world(&io, (pbd_world *)w);
+    uint64_t sum = pbd__fnv1a(io.out, io.off);
+    memcpy(io.out + io.off, &sum, sizeof sum);
     return PBD_OK;
 }
 
@@ -1998,14 +2023,20 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     pbd_world t;
     memset(&t, 0, sizeof t);
     t.alloc = w->alloc;
+    pbd_result r = PBD_OK;
+    uint64_t sum = 0;
+    if (size < 2 * sizeof sum) return pbd__fail(w, PBD_ERROR_BAD_SNAPSHOT, "snapshot of %zu bytes is too short", size);
+    size_t body = size - sizeof sum;
+    memcpy(&sum, (const unsigned char *)buffer + body, sizeof sum);
+    if (sum != pbd__fnv1a((const unsigned char *)buffer, body))
+        return pbd__fail(w, PBD_ERROR_BAD_SNAPSHOT, "snapshot checksum does not match (corrupted or truncated)");
     pbd__io io;
     memset(&io, 0, sizeof io);
     io.in = (const unsigned char *)buffer;
-    io.size = size;
+    io.size = body;
     pbd__io_world(&io, &t);
-    pbd_result r = PBD_OK;
     if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
-    else if (io.bad || io.off != size) r = PBD_ERROR_BAD_SNAPSHOT;
+    else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
     if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
                         pbd__reserve_poses(&t, t.ncolliders) != PBD_OK))
