@@ -35,24 +35,30 @@
 
    CONTENTS (sections appear in this order in the declarations and in the
    implementation; search for "// ==== <name>")
-       ==== config          macros, SIMD and OpenMP detection
        ==== results         pbd_result, messages, log callback
-       ==== math            small vector helpers (private)
+       ==== config          macros, SIMD and OpenMP detection
+       ==== math            small vector helpers (implementation only)
        ==== constraints     stateless constraint functions C(x) and gradients,
                             the XPBD / PBD projection (public)
+       ==== simd            W-wide SIMDe vectors, gather/scatter (impl. only)
        ==== meshes          grid, tetrahedral box, sphere generators
        ==== world           create/destroy, parameters, snapshot/restore
        ==== particles       add, read/write, pin, kinematic, acceleration field
-       ==== groups          world constraint groups (one type, one compliance)
-       ==== objects         cloth, soft body and balloon builders
+       ==== groups          constraint groups (one type, one compliance),
+                            graph colouring
+       ==== objects         cloth, soft body and balloon builders, locality
        ==== colliders       plane, sphere, capsule, box; continuous contacts,
                             friction, restitution
-       ==== solver          pbd_world_step: substeps, iterations, damping
+       ==== solver          pbd_world_step: substeps, iterations, SIMD
+                            kernels, OpenMP, Jacobi, damping
 
    CONFIG MACROS (define before including the implementation)
        PBD_IMPLEMENTATION   emit the implementation in this translation unit
        PBD_STATIC           make every function static (private copy)
        PBD_NO_SIMD          force the scalar reference path
+       PBD_SIMD_WIDTH       4, 8 or 16: cap the SIMD width (default: the
+                            widest the compiler targets: AVX-512 16, AVX2 8,
+                            else SSE2/NEON 4)
        PBD_NO_OPENMP        never use OpenMP even when compiled with -fopenmp
        PBD_ASSERT(x)        our internal invariants (default: assert.h);
                             never used to check user input
@@ -91,6 +97,19 @@
      4. v = (p - x) / h, x = p;
      5. velocity pass: restitution of contacts, momentum-conserving
         global damping per object (Mueller et al. 2007, survey 3.7).
+   PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
+   coloured when it is added (no two constraints of a colour share a
+   particle; what does not fit in 63 colours goes to a serial overflow
+   colour) and stored sorted by colour. A colour is cut into batches of W
+   constraints (W = pbd_simd_width()), projected by SIMD kernels that
+   gather W particles into SoA registers with 4x4 transposes; OpenMP shares
+   the batches of a colour between threads, one parallel region per
+   substep. The scalar path solves the same colours in the same order, so
+   SIMD and scalar, and any thread count, give bit-identical results
+   (build with -ffp-contract=off, never -ffast-math). On a loaded machine
+   OpenMP's spinning barriers can be slow: pbd_world_set_threads(w, 1) or
+   OMP_WAIT_POLICY=passive.
+
    XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
    `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
    not depend on the iteration count or the substep count. In
