@@ -35,8 +35,8 @@
 
    CONTENTS (sections appear in this order in the declarations and in the
    implementation; search for "// ==== <name>")
-       ==== results         pbd_result, messages, log callback
        ==== config          macros, SIMD and OpenMP detection
+       ==== results         pbd_result, messages, log callback
        ==== math            small vector helpers (implementation only)
        ==== constraints     stateless constraint functions C(x) and gradients,
                             the XPBD / PBD projection (public)
@@ -134,6 +134,14 @@
 extern "C" {
 #endif
 
+// ==== config ================================================================
+/* The SIMD path compiled in: "scalar", "sse", "avx2", "avx512" or "neon",
+   and its width in floats (1 for scalar). */
+PBDDEF const char *pbd_simd_path(void);
+PBDDEF int pbd_simd_width(void);
+/* Threads OpenMP would use (1 without OpenMP). */
+PBDDEF int pbd_max_threads(void);
+
 // ==== results ===============================================================
 
 typedef enum pbd_result {
@@ -155,14 +163,6 @@ typedef enum pbd_result {
 PBDDEF const char *pbd_result_string(pbd_result r);
 
 typedef void (*pbd_log_fn)(void *user, pbd_result r, const char *message);
-
-// ==== config ================================================================
-/* The SIMD path compiled in: "scalar", "sse", "avx2", "avx512" or "neon",
-   and its width in floats (1 for scalar). */
-PBDDEF const char *pbd_simd_path(void);
-PBDDEF int pbd_simd_width(void);
-/* Threads OpenMP would use (1 without OpenMP). */
-PBDDEF int pbd_max_threads(void);
 
 // ==== constraints (stateless) ===============================================
 /* Constraint functions C(x) with analytic gradients. Positions are packed
