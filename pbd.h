@@ -3106,33 +3106,45 @@ static pbd_result pbd__reorder_mesh(pbd_world *w, const float *pos, const float 
     return PBD_OK;
 }
 
-static void pbd__identity_perm(int *perm, int n) {
-    if (perm)
-        for (int i = 0; i < n; ++i) perm[i] = i;
-}
+/* Builds an object from `copy` (a desc the caller copied), or, with
+   reorder, from the copy with its mesh arrays (found through `ref`)
+   replaced by Morton-ordered ones; hands back the permutation. */
+typedef pbd_result (*pbd__build_fn)(pbd_world *w, const void *desc, pbd_object *out);
+typedef struct pbd__mesh_ref {
+    const float **positions, **masses;
+    const int **elems;
+    int nv, ne, k;
+} pbd__mesh_ref;
 
-static pbd_result pbd__add_cloth_validated(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out);
-
-PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
-    PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__validate_cloth(w, d));
-    if (!d->reorder) {
-        pbd__identity_perm(d->permutation, d->vertex_count);
-        return pbd__add_cloth_validated(w, d, out);
+static pbd_result pbd__build_in_order(pbd_world *w, int reorder, int *perm_out, pbd__mesh_ref ref, pbd__build_fn build,
+                                      const void *copy, pbd_object *out) {
+    if (!reorder) {
+        for (int i = 0; perm_out && i < ref.nv; ++i) perm_out[i] = i;
+        return build(w, copy, out);
     }
     pbd__reordered r;
-    PBD__TRY(pbd__reorder_mesh(w, d->positions, d->masses, d->vertex_count, d->triangles, d->triangle_count, 3, &r));
-    pbd_cloth_desc c = *d;
-    c.positions = r.pos;
-    c.masses = r.mass;
-    c.triangles = r.elems;
-    pbd_result res = pbd__add_cloth_validated(w, &c, out);
-    if (res == PBD_OK && d->permutation) memcpy(d->permutation, r.perm, sizeof(int) * (size_t)d->vertex_count);
+    PBD__TRY(pbd__reorder_mesh(w, *ref.positions, *ref.masses, ref.nv, *ref.elems, ref.ne, ref.k, &r));
+    *ref.positions = r.pos;
+    *ref.masses = r.mass;
+    *ref.elems = r.elems;
+    pbd_result res = build(w, copy, out);
+    if (res == PBD_OK && perm_out) memcpy(perm_out, r.perm, sizeof(int) * (size_t)ref.nv);
     pbd__reordered_free(w, &r);
     return res;
 }
 
-static pbd_result pbd__add_cloth_validated(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
+static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_object *out);
+
+PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__validate_cloth(w, d));
+    pbd_cloth_desc c = *d;
+    pbd__mesh_ref ref = {&c.positions, &c.masses, &c.triangles, c.vertex_count, c.triangle_count, 3};
+    return pbd__build_in_order(w, d->reorder, d->permutation, ref, pbd__add_cloth_validated, &c, out);
+}
+
+static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_object *out) {
+    const pbd_cloth_desc *d = (const pbd_cloth_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
@@ -3146,7 +3158,7 @@ static pbd_result pbd__add_cloth_validated(pbd_world *w, const pbd_cloth_desc *d
     return PBD_OK;
 }
 
-static pbd_result pbd__add_softbody_validated(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out);
+static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pbd_object *out);
 
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
@@ -3169,23 +3181,13 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         for (int i = 0; i < 4; ++i) x[i] = pbd__ld(d->positions + 3 * e[i]);
         if (!(fabsf(pbd__eval_tet(x, 0, g)) > 1e-15f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d has zero volume", t);
     }
-    if (!d->reorder) {
-        pbd__identity_perm(d->permutation, d->vertex_count);
-        return pbd__add_softbody_validated(w, d, out);
-    }
-    pbd__reordered ro;
-    PBD__TRY(pbd__reorder_mesh(w, d->positions, d->masses, d->vertex_count, d->tets, d->tet_count, 4, &ro));
     pbd_softbody_desc c = *d;
-    c.positions = ro.pos;
-    c.masses = ro.mass;
-    c.tets = ro.elems;
-    pbd_result res = pbd__add_softbody_validated(w, &c, out);
-    if (res == PBD_OK && d->permutation) memcpy(d->permutation, ro.perm, sizeof(int) * (size_t)d->vertex_count);
-    pbd__reordered_free(w, &ro);
-    return res;
+    pbd__mesh_ref ref = {&c.positions, &c.masses, &c.tets, c.vertex_count, c.tet_count, 4};
+    return pbd__build_in_order(w, d->reorder, d->permutation, ref, pbd__add_softbody_validated, &c, out);
 }
 
-static pbd_result pbd__add_softbody_validated(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
+static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pbd_object *out) {
+    const pbd_softbody_desc *d = (const pbd_softbody_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
@@ -3221,7 +3223,7 @@ static pbd_result pbd__add_softbody_validated(pbd_world *w, const pbd_softbody_d
     return PBD_OK;
 }
 
-static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out);
+static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd_object *out);
 
 PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
@@ -3231,24 +3233,13 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
     PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
-    if (!d->cloth.reorder) {
-        pbd__identity_perm(d->cloth.permutation, d->cloth.vertex_count);
-        return pbd__add_balloon_validated(w, d, out);
-    }
-    const pbd_cloth_desc *cd = &d->cloth;
-    pbd__reordered ro;
-    PBD__TRY(pbd__reorder_mesh(w, cd->positions, cd->masses, cd->vertex_count, cd->triangles, cd->triangle_count, 3, &ro));
     pbd_balloon_desc b = *d;
-    b.cloth.positions = ro.pos;
-    b.cloth.masses = ro.mass;
-    b.cloth.triangles = ro.elems;
-    pbd_result res = pbd__add_balloon_validated(w, &b, out);
-    if (res == PBD_OK && cd->permutation) memcpy(cd->permutation, ro.perm, sizeof(int) * (size_t)cd->vertex_count);
-    pbd__reordered_free(w, &ro);
-    return res;
+    pbd__mesh_ref ref = {&b.cloth.positions, &b.cloth.masses, &b.cloth.triangles, b.cloth.vertex_count, b.cloth.triangle_count, 3};
+    return pbd__build_in_order(w, d->cloth.reorder, d->cloth.permutation, ref, pbd__add_balloon_validated, &b, out);
 }
 
-static pbd_result pbd__add_balloon_validated(pbd_world *w, const pbd_balloon_desc *d, pbd_object *out) {
+static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd_object *out) {
+    const pbd_balloon_desc *d = (const pbd_balloon_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
     pbd_object o;
     pbd__object_init(&o);
