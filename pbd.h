@@ -1746,19 +1746,34 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
     return PBD_OK;
 }
 
+/* An error of pbd_world_create: there is no world yet, so the message
+   goes only to the desc's log callback. */
+static pbd_result pbd__create_fail(const pbd_world_desc *d, pbd_result r, const char *msg) {
+    if (d && d->log) {
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s: %s", pbd__result_str(r, 0), msg);
+        d->log(d->log_user, r, buf);
+    }
+    return r;
+}
+
 PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) {
-    if (!desc || !out) return PBD_ERROR_NULL_POINTER;
-    if ((desc->allocator.alloc == NULL) != (desc->allocator.free == NULL)) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd__finite_n(desc->gravity, 3) || !pbd__finite(desc->point_damping)) return PBD_ERROR_NOT_FINITE;
-    if (desc->point_damping < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (desc->max_contacts_per_particle < 1 || desc->max_contacts_per_particle > 64) return PBD_ERROR_INVALID_ARGUMENT;
-    if (pbd__check_solver(NULL, (int)desc->mode, desc->substeps, desc->iterations) != PBD_OK)
-        return PBD_ERROR_INVALID_ARGUMENT;
+    const pbd_world_desc *d = desc;
+    if (!desc || !out) return pbd__create_fail(d, PBD_ERROR_NULL_POINTER, "desc or out is NULL");
+    if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "give both allocator functions or neither");
+    if (!pbd__finite_n(d->gravity, 3) || !pbd__finite(d->point_damping))
+        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "gravity or point damping is not finite");
+    if (d->point_damping < 0) return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "point damping < 0");
+    if (d->max_contacts_per_particle < 1 || d->max_contacts_per_particle > 64)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "max_contacts_per_particle must be in 1..64");
+    if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "mode must be XPBD or PBD, substeps and iterations in 1..1000");
     pbd_world tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.alloc = desc->allocator;
     pbd_world *w = (pbd_world *)pbd__alloc(&tmp, sizeof *w);
-    if (!w) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!w) return pbd__create_fail(d, PBD_ERROR_OUT_OF_MEMORY, "no memory for the world");
     memset(w, 0, sizeof *w);
     w->alloc = desc->allocator;
     w->log = desc->log;
@@ -3179,7 +3194,12 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         }
         pbd__v3 x[4], g[4];
         for (int i = 0; i < 4; ++i) x[i] = pbd__ld(d->positions + 3 * e[i]);
-        if (!(fabsf(pbd__eval_tet(x, 0, g)) > 1e-15f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d has zero volume", t);
+        /* relative to the tet's size: a sliver is as degenerate as a flat tet */
+        float edge = 0;
+        for (int i = 1; i < 4; ++i) edge = fmaxf(edge, pbd__len(pbd__sub(x[i], x[0])));
+        float vol = pbd__eval_tet(x, 0, g);
+        if (vol < 0) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is inverted (negative volume): swap two of its vertices", t);
+        if (!(vol > 1e-6f * edge * edge * edge)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
     }
     pbd_softbody_desc c = *d;
     pbd__mesh_ref ref = {&c.positions, &c.masses, &c.tets, c.vertex_count, c.tet_count, 4};
@@ -3310,6 +3330,8 @@ static pbd_result pbd__check_friction(const pbd_world *w, float mus, float mud, 
     if (!pbd__finite(mus) || !pbd__finite(mud) || !pbd__finite(e)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "friction or restitution is not finite");
     if (mus < 0 || mud < 0 || e < 0 || e > 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "friction must be >= 0 and restitution in [0, 1]");
+    if (mud > mus)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "dynamic friction %g exceeds static friction %g", (double)mud, (double)mus);
     return PBD_OK;
 }
 
@@ -3525,19 +3547,23 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
 /* Contact of the segment x -> p (radius r) with collider c, which moves
    from pose a to pose b over the substep. The segment is taken in the
    collider's frame (x in pose a, p in pose b), so relative motion counts.
-   Returns 1 with the contact plane (through q, normal n, world space). */
+   Detection is speculative by `margin` (a particle near the surface may be
+   pulled into it by its constraints during the iterations); the contact
+   plane itself is at distance r. Returns 1 with the plane (through q,
+   normal n, world space). */
 static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
-                        pbd__v3 *q, pbd__v3 *n) {
+                        float margin, pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
+    float reach = r + margin;
     float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-    float dx = pbd__sdf(c, xl, &nl) - r;
+    float dx = pbd__sdf(c, xl, &nl);
     int found = 0;
-    if (dx <= tol) {
-        /* starting on the surface or inside (resting contact, rounding):
-           the plane through the surface point nearest x, so that a fast p
-           beyond the shape is still pulled back to this side */
-        hit = pbd__sub(xl, pbd__mul(nl, dx));
+    if (dx - reach <= tol) {
+        /* starting near, on or inside the surface: the plane through the
+           surface point nearest x, so that even a fast p beyond the shape
+           is pulled back to this side */
+        hit = xl;
         found = 1;
     } else {
         /* continuous: sphere-trace the segment from x towards p; the SDF of
@@ -3548,17 +3574,19 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
         float len = pbd__len(dir), t = 0;
         for (int it = 0; it < 64 && len > 1e-12f; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
-            float d = pbd__sdf(c, y, &nl) - r;
+            float d = pbd__sdf(c, y, &nl) - reach;
             if (d <= tol) { hit = y; found = 1; break; }
             t += d / len;
             if (t > 1.0f) break;
         }
-        float dp = pbd__sdf(c, pl, &nl) - r;
-        if (!found && dp < 0) { /* a grazing hit the tracer did not converge on */
-            hit = pbd__sub(pl, pbd__mul(nl, dp));
+        if (!found && pbd__sdf(c, pl, &nl) - reach < 0) { /* a grazing hit the tracer missed */
+            hit = pl;
             found = 1;
         }
-        if (found) pbd__sdf(c, hit, &nl);
+    }
+    if (found) { /* onto the surface inflated by r, along the normal there */
+        float d = pbd__sdf(c, hit, &nl);
+        hit = pbd__sub(hit, pbd__mul(nl, d - r));
     }
     if (!found) return 0;
     *n = pbd__qrot(b->rot, nl);
@@ -4050,7 +4078,8 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
         int found = 0;
         for (int c = 0; c < w->ncolliders && found < per; ++c) {
             pbd__v3 q, n;
-            if (!pbd__collide(&w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], &q, &n)) continue;
+            float margin = w->radius[i] + pbd__len(pbd__sub(p, x));
+            if (!pbd__collide(&w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], margin, &q, &n)) continue;
             pbd__contact *ct = &slots[found++];
             ct->particle = i;
             ct->collider = c;

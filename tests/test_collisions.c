@@ -1,0 +1,538 @@
+/* tests/test_collisions.c - colliders: continuous contacts (no tunnelling
+   at 200 m/s), Coulomb friction on an incline, restitution, the four shapes,
+   moving colliders, cloth draped on a sphere. */
+#include "test.h"
+#include <stdlib.h>
+
+#define COLL_PI 3.14159265358979
+
+static pbd_world *coll_world(float gy) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.gravity[0] = 0.0f;
+    d.gravity[1] = gy;
+    d.gravity[2] = 0.0f;
+    pbd_world *w = NULL;
+    if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
+    return w;
+}
+
+static int add_particle(pbd_world *w, const float *x, const float *v, float radius) {
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.velocities = v;
+    pd.radius = radius;
+    pd.count = 1;
+    pbd_range r;
+    if (pbd_add_particles(w, &pd, &r) != PBD_OK) return -1;
+    return r.first;
+}
+
+/* The smallest (signed distance to the collider - radius) over a range. */
+static double min_clearance(const pbd_world *w, pbd_collider c, int first, int count,
+                            float radius) {
+    const float *x = pbd_world_positions(w);
+    double m = 1e30;
+    for (int i = first; i < first + count; ++i) {
+        float d = 0;
+        if (pbd_collider_distance(w, c, x + 4 * i, &d) != PBD_OK) return -1e30;
+        if (!isfinite(d)) return -1e30;
+        if (d - radius < m) m = d - radius;
+    }
+    return m;
+}
+
+/* ---- continuous contacts --------------------------------------------------- */
+
+/* A particle at 200 m/s, dt = 1/60 with the default substeps (0.83 m per
+   substep): it must be stopped by the collider and never be found inside
+   or beyond it. The start is chosen so that one substep jumps from in
+   front of the thin shapes to entirely behind them. */
+static void fast_particle(pbd_world *w, pbd_collider c, const float *x0, const float *v0,
+                          float front_y) {
+    const float r = 0.01f;
+    int p = add_particle(w, x0, v0, r);
+    CHECK(p >= 0);
+    if (p < 0) return;
+    double worst = 1e30;
+    int passed_step = -1;
+    for (int s = 0; s < 60; ++s) {
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        double cl = min_clearance(w, c, p, 1, r);
+        if (cl < worst) worst = cl;
+        if (pbd_world_positions(w)[4 * p + 1] < front_y && passed_step < 0) passed_step = s;
+    }
+    const float *x = pbd_world_positions(w);
+    CHECK_MSG(worst >= -1e-3, "inside the collider by %g", -worst);
+    CHECK_MSG(passed_step < 0, "passed the collider at step %d", passed_step);
+    /* it ends at rest on the front face, not launched */
+    CHECK_MSG(x[4 * p + 1] >= front_y && x[4 * p + 1] < front_y + 0.1, "ends at y = %g",
+              x[4 * p + 1]);
+}
+
+TEST(collisions_fast_particle_plane) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float o[3] = {0, 0, 0}, n[3] = {0, 1, 0};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_plane(w, o, n, 0.5f, &c));
+    float x0[3] = {0, 1, 0}, v0[3] = {0, -200, 0};
+    fast_particle(w, c, x0, v0, 0.0f);
+    pbd_world_destroy(w);
+    /* and at a slant */
+    w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    CHECK_OK(pbd_add_collider_plane(w, o, n, 0.5f, &c));
+    float x1[3] = {0, 1, 0}, v1[3] = {120, -160, 0};
+    fast_particle(w, c, x1, v1, 0.0f);
+    pbd_world_destroy(w);
+}
+
+TEST(collisions_fast_particle_thin_box) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0}, he[3] = {1.0f, 0.005f, 1.0f};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_box(w, ctr, he, NULL, 0.5f, &c));
+    float x0[3] = {0, 0.5f, 0}, v0[3] = {0, -200, 0}; /* 0.5 -> -0.33 in one substep */
+    fast_particle(w, c, x0, v0, 0.005f);
+    pbd_world_destroy(w);
+}
+
+TEST(collisions_fast_particle_sphere) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_sphere(w, ctr, 0.2f, 0.5f, &c));
+    float x0[3] = {0, 0.5f, 0}, v0[3] = {0, -200, 0}; /* 0.5 -> -0.33 in one substep */
+    fast_particle(w, c, x0, v0, 0.2f);
+    pbd_world_destroy(w);
+}
+
+/* ---- friction on an incline ------------------------------------------------ */
+
+/* A stiff 0.2 m soft box (3x3x3 nodes) released resting on a 30 degree
+   incline through the origin with Coulomb friction mu (static = dynamic).
+   Returns the displacement of its centre of mass down the slope after
+   `seconds`. */
+static double incline_slide(float mu, double seconds) {
+    const double th = 30.0 * COLL_PI / 180.0;
+    const float r = 0.01f;
+    pbd_world *w = coll_world(-9.81f);
+    if (!w) return -1e9;
+    pbd_mesh m;
+    float lo[3] = {-0.1f, 0.0f, -0.1f}, hi[3] = {0.1f, 0.2f, 0.1f};
+    lo[1] += r;
+    hi[1] += r;
+    if (pbd_mesh_tet_box(3, 3, 3, lo, hi, &m) != PBD_OK) {
+        pbd_world_destroy(w);
+        return -1e9;
+    }
+    /* rotate about z by +30 degrees: local up (0,1,0) -> the plane normal */
+    float cs = (float)cos(th), sn = (float)sin(th);
+    for (int i = 0; i < m.vertex_count; ++i) {
+        float x = m.positions[3 * i], y = m.positions[3 * i + 1];
+        m.positions[3 * i] = cs * x - sn * y;
+        m.positions[3 * i + 1] = sn * x + cs * y;
+    }
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
+    sd.edge_compliance = 0.0f;
+    sd.volume_compliance = 0.0f;
+    sd.radius = r;
+    pbd_object box;
+    int ok = pbd_add_softbody(w, &sd, &box) == PBD_OK;
+    float o[3] = {0, 0, 0}, n[3];
+    n[0] = -sn;
+    n[1] = cs;
+    n[2] = 0;
+    ok = ok && pbd_add_collider_plane(w, o, n, mu, NULL) == PBD_OK;
+    double down[3] = {-cos(th), -sin(th), 0};
+    double c0[3] = {0, 0, 0}, c1[3] = {0, 0, 0};
+    for (int i = 0; i < m.vertex_count; ++i)
+        for (int k = 0; k < 3; ++k) c0[k] += m.positions[3 * i + k] / m.vertex_count;
+    int steps = (int)(seconds * 60.0 + 0.5);
+    for (int s = 0; ok && s < steps; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
+    double along = -1e9;
+    if (ok) {
+        const float *x = pbd_world_positions(w);
+        for (int i = 0; i < m.vertex_count; ++i)
+            for (int k = 0; k < 3; ++k)
+                c1[k] += x[4 * (box.particles.first + i) + k] / m.vertex_count;
+        along = 0;
+        for (int k = 0; k < 3; ++k) along += (c1[k] - c0[k]) * down[k];
+        /* it stays on the plane: height of the centre above it unchanged */
+        double h0 = 0, h1 = 0;
+        for (int k = 0; k < 3; ++k) {
+            h0 += c0[k] * n[k];
+            h1 += c1[k] * n[k];
+        }
+        CHECK_MSG(fabs(h1 - h0) < 0.01, "centre height above the incline %g -> %g", h0, h1);
+    }
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return along;
+}
+
+TEST(collisions_incline_static_friction_holds) {
+    double d = incline_slide(0.7f, 2.0);
+    printf("    incline 30 deg, mu 0.7: moved %.4g m down the slope in 2 s\n", d);
+    CHECK_MSG(fabs(d) < 0.01, "box moved %g m with mu = 0.7 > tan 30", d);
+}
+
+TEST(collisions_incline_dynamic_friction_slides) {
+    const double th = 30.0 * COLL_PI / 180.0, mu = 0.3, t = 2.0;
+    double want = 0.5 * 9.81 * (sin(th) - mu * cos(th)) * t * t; /* 4.71 m */
+    double d = incline_slide(0.3f, t);
+    printf("    incline 30 deg, mu 0.3: slid %.4g m in 2 s (Coulomb: %.4g m)\n", d, want);
+    CHECK_MSG(d > 0.1, "box slid only %g m with mu = 0.3 < tan 30", d);
+    CHECK_NEAR(d, want, 0.15 * want);
+}
+
+/* ---- restitution ----------------------------------------------------------- */
+
+/* A particle dropped from 1 m above a plane with restitution e: returns the
+   height of its first bounce (apex above the resting height). */
+static double bounce_height(float e) {
+    const float r = 0.01f;
+    pbd_world *w = coll_world(-9.81f);
+    if (!w) return -1;
+    pbd_collider_desc cd = pbd_collider_desc_default();
+    cd.shape = PBD_COLLIDER_PLANE;
+    cd.static_friction = 0.0f;
+    cd.dynamic_friction = 0.0f;
+    cd.restitution = e;
+    pbd_collider c;
+    int ok = pbd_add_collider(w, &cd, &c) == PBD_OK;
+    float x0[3] = {0, 1.0f + r, 0}, v0[3] = {0, 0, 0};
+    int p = ok ? add_particle(w, x0, v0, r) : -1;
+    ok = ok && p >= 0;
+    int phase = 0; /* 0 falling, 1 rising after the first contact, 2 done */
+    double apex = 0, lowest = 1e9;
+    for (int s = 0; ok && s < 240 && phase < 2; ++s) {
+        ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
+        const float *x = pbd_world_positions(w);
+        const float *v = pbd_world_velocities(w);
+        double y = x[4 * p + 1], vy = v[4 * p + 1];
+        if (y < lowest) lowest = y;
+        CHECK_MSG(y >= r - 1e-3, "particle below the plane: y = %g", y);
+        if (phase == 0 && lowest < r + 0.05 && vy >= 0) phase = 1;
+        if (phase == 1) {
+            if (y > apex) apex = y;
+            if (vy < 0 && y < apex) phase = 2;
+        }
+    }
+    pbd_world_destroy(w);
+    if (!ok || phase == 0) return -1;
+    return apex - r;
+}
+
+TEST(collisions_restitution_bounce_height) {
+    double h5 = bounce_height(0.5f), h8 = bounce_height(0.8f), h0 = bounce_height(0.0f);
+    printf("    bounce from 1 m: e=0.5 %.4g m (want 0.25), e=0.8 %.4g m (want 0.64), e=0 %.3g m\n",
+           h5, h8, h0);
+    CHECK_NEAR(h5, 0.25, 0.15 * 0.25);
+    CHECK_NEAR(h8, 0.64, 0.15 * 0.64);
+    CHECK_MSG(h0 >= 0 && h0 < 1e-3, "e = 0 bounced to %g m", h0);
+}
+
+/* ---- shapes ---------------------------------------------------------------- */
+
+/* 64 free particles (radius 2 cm, no particle-particle contact) dropped
+   from `height` over [-sx, sx] x [-sz, sz]: none may ever be inside the
+   collider. Returns how many end resting on it. */
+static int drop_particles(pbd_world *w, pbd_collider c, float sx, float sz, float height) {
+    const float r = 0.02f;
+    float pos[64 * 3];
+    for (int j = 0; j < 8; ++j)
+        for (int i = 0; i < 8; ++i) {
+            int k = j * 8 + i;
+            pos[3 * k] = -sx + 2 * sx * i / 7.0f;
+            pos[3 * k + 1] = height + 0.01f * (float)((i * 3 + j * 5) % 7);
+            pos[3 * k + 2] = -sz + 2 * sz * j / 7.0f;
+        }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.radius = r;
+    pd.count = 64;
+    pbd_range rg;
+    CHECK_OK(pbd_add_particles(w, &pd, &rg));
+    double worst = 1e30;
+    int worst_step = -1;
+    for (int s = 0; s < 90; ++s) {
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        double cl = min_clearance(w, c, rg.first, rg.count, r);
+        if (cl < worst) {
+            worst = cl;
+            worst_step = s;
+        }
+    }
+    CHECK_MSG(worst >= -2e-3, "a particle was inside by %g m at step %d", -worst, worst_step);
+    const float *x = pbd_world_positions(w);
+    int resting = 0;
+    for (int i = rg.first; i < rg.first + rg.count; ++i) {
+        float d = 0;
+        CHECK_OK(pbd_collider_distance(w, c, x + 4 * i, &d));
+        if (d - r < 0.01f && x[4 * i + 1] > 0) resting++;
+    }
+    return resting;
+}
+
+TEST(collisions_particles_on_sphere) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_sphere(w, ctr, 0.3f, 0.5f, &c));
+    int n = drop_particles(w, c, 0.06f, 0.06f, 0.6f);
+    CHECK_MSG(n >= 32, "only %d of 64 particles rest on the sphere", n);
+    pbd_world_destroy(w);
+}
+
+TEST(collisions_particles_on_capsule) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float a[3] = {-0.4f, 0, 0}, b[3] = {0.4f, 0, 0};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_capsule(w, a, b, 0.2f, 0.5f, &c));
+    int n = drop_particles(w, c, 0.5f, 0.04f, 0.5f);
+    CHECK_MSG(n >= 32, "only %d of 64 particles rest on the capsule", n);
+    pbd_world_destroy(w);
+    /* a tilted capsule: they slide along and off it, never through */
+    w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float a2[3] = {-0.4f, -0.2f, 0.1f}, b2[3] = {0.4f, 0.2f, -0.1f};
+    CHECK_OK(pbd_add_collider_capsule(w, a2, b2, 0.15f, 0.2f, &c));
+    drop_particles(w, c, 0.4f, 0.1f, 0.6f);
+    pbd_world_destroy(w);
+}
+
+TEST(collisions_particles_on_box) {
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0}, he[3] = {0.3f, 0.1f, 0.3f};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_box(w, ctr, he, NULL, 0.5f, &c));
+    int n = drop_particles(w, c, 0.25f, 0.25f, 0.4f);
+    CHECK_MSG(n == 64, "only %d of 64 particles rest on the box", n);
+    pbd_world_destroy(w);
+    /* a box turned 40 degrees about (1, 0, 1)/sqrt(2): edges and corners up */
+    w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float half = (float)(40.0 * COLL_PI / 360.0), s = (float)sin(half) / sqrtf(2.0f);
+    float q[4];
+    q[0] = s;
+    q[1] = 0;
+    q[2] = s;
+    q[3] = (float)cos(half);
+    CHECK_OK(pbd_add_collider_box(w, ctr, he, q, 0.2f, &c));
+    drop_particles(w, c, 0.3f, 0.3f, 0.6f);
+    pbd_world_destroy(w);
+}
+
+/* ---- moving colliders ------------------------------------------------------ */
+
+TEST(collisions_moving_box_pushes_particles) {
+    const float r = 0.01f;
+    pbd_world *w = coll_world(0.0f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0}, he[3] = {0.1f, 0.3f, 0.3f};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_box(w, ctr, he, NULL, 0.0f, &c));
+    float pos[25 * 3];
+    for (int j = 0; j < 5; ++j)
+        for (int i = 0; i < 5; ++i) {
+            int k = j * 5 + i;
+            pos[3 * k] = 0.2f;
+            pos[3 * k + 1] = -0.2f + 0.1f * i;
+            pos[3 * k + 2] = -0.2f + 0.1f * j;
+        }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.radius = r;
+    pd.count = 25;
+    pbd_range rg;
+    CHECK_OK(pbd_add_particles(w, &pd, &rg));
+    double worst = 1e30;
+    for (int s = 1; s <= 60; ++s) { /* 1 m/s along +x for 1 s */
+        float p[3];
+        p[0] = s / 60.0f;
+        p[1] = 0;
+        p[2] = 0;
+        CHECK_OK(pbd_collider_set_pose(w, c, p, NULL));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        double cl = min_clearance(w, c, rg.first, rg.count, r);
+        if (cl < worst) worst = cl;
+    }
+    CHECK_MSG(worst >= -1e-3, "a particle was inside the moving box by %g", -worst);
+    const float *x = pbd_world_positions(w);
+    for (int i = rg.first; i < rg.first + rg.count; ++i)
+        CHECK_MSG(x[4 * i] >= 1.0f + 0.1f + r - 1e-3f, "particle %d left behind at x = %g", i,
+                  x[4 * i]);
+    pbd_world_destroy(w);
+}
+
+/* A stiff 0.2 m soft box resting on a platform (a box collider) that
+   accelerates at 2 m/s^2 (below mu g) to 1 m/s and keeps going: friction
+   must carry the box along. Returns (box displacement, platform
+   displacement) along x. */
+static void platform_carry(float mu, double *box_dx, double *platform_dx) {
+    const float r = 0.01f;
+    *box_dx = *platform_dx = -1e9;
+    pbd_world *w = coll_world(-9.81f);
+    if (!w) return;
+    float ctr[3] = {0, -0.05f, 0}, he[3] = {2.0f, 0.05f, 1.0f};
+    pbd_collider c;
+    int ok = pbd_add_collider_box(w, ctr, he, NULL, mu, &c) == PBD_OK;
+    pbd_mesh m;
+    float lo[3] = {-0.1f, 0.0f, -0.1f}, hi[3] = {0.1f, 0.2f, 0.1f};
+    lo[1] += r;
+    hi[1] += r;
+    ok = ok && pbd_mesh_tet_box(3, 3, 3, lo, hi, &m) == PBD_OK;
+    if (!ok) {
+        pbd_world_destroy(w);
+        return;
+    }
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
+    sd.edge_compliance = 0.0f;
+    sd.radius = r;
+    pbd_object box;
+    ok = pbd_add_softbody(w, &sd, &box) == PBD_OK;
+    for (int s = 0; ok && s < 15; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK; /* settle */
+    double c0 = 0, c1 = 0;
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (box.particles.first + i)];
+    double px = 0, vx = 0;
+    for (int s = 0; ok && s < 90; ++s) {
+        double dt = 1.0 / 60.0;
+        if (s < 30) { /* 2 m/s^2 for 0.5 s */
+            px += vx * dt + 0.5 * 2.0 * dt * dt;
+            vx += 2.0 * dt;
+        } else {
+            px += vx * dt;
+        }
+        float p[3];
+        p[0] = (float)px;
+        p[1] = ctr[1];
+        p[2] = 0;
+        ok = pbd_collider_set_pose(w, c, p, NULL) == PBD_OK;
+        ok = ok && pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
+        double cl = min_clearance(w, c, box.particles.first, box.particles.count, r);
+        CHECK_MSG(cl >= -1e-3, "box particle inside the platform by %g at step %d", -cl, s);
+    }
+    if (ok) {
+        x = pbd_world_positions(w);
+        for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (box.particles.first + i)];
+        *box_dx = (c1 - c0) / m.vertex_count;
+        *platform_dx = px;
+    }
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+TEST(collisions_moving_platform_carries_box) {
+    double box, plat;
+    platform_carry(0.8f, &box, &plat);
+    printf("    platform moved %.4g m, box on it (mu 0.8) %.4g m\n", plat, box);
+    CHECK_NEAR(box, plat, 0.02);
+    /* without friction nothing carries it */
+    platform_carry(0.0f, &box, &plat);
+    printf("    platform moved %.4g m, box on it (mu 0) %.4g m\n", plat, box);
+    CHECK_MSG(plat > 1.0 && fabs(box) < 0.02, "frictionless box moved %g m", box);
+}
+
+/* ---- cloth on a sphere ----------------------------------------------------- */
+
+/* A 1 m cloth (16x16, thickness 1 cm) dropped from 0.5 m onto a sphere of
+   radius 0.3 m: no particle may ever get inside the sphere, and once it
+   rests (the last second) every particle keeps its thickness from it. */
+TEST(collisions_cloth_rests_on_sphere) {
+    const int n = 16;
+    const float R = 0.3f, thick = 0.01f;
+    pbd_world *w = coll_world(-9.81f);
+    CHECK(w != NULL);
+    if (!w) return;
+    float ctr[3] = {0, 0, 0};
+    pbd_collider c;
+    CHECK_OK(pbd_add_collider_sphere(w, ctr, R, 0.5f, &c));
+    pbd_mesh m;
+    float o[3] = {-0.5f, 0.5f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
+    cd.thickness = thick;
+    int perm[16 * 16];
+    cd.permutation = perm;
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    int first = cloth.particles.first;
+    double worst = 1e30, worst_rest = 1e30;
+    int worst_step = -1, worst_rest_step = -1;
+    for (int s = 0; s < 150; ++s) {
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w);
+        for (int i = first; i < first + m.vertex_count; ++i) {
+            double d = sqrt((double)x[4 * i] * x[4 * i] + (double)x[4 * i + 1] * x[4 * i + 1] +
+                            (double)x[4 * i + 2] * x[4 * i + 2]);
+            if (!(d - R >= worst)) {
+                worst = d - R;
+                worst_step = s;
+            }
+            if (s >= 90 && !(d - R - thick >= worst_rest)) {
+                worst_rest = d - R - thick;
+                worst_rest_step = s;
+            }
+        }
+    }
+    printf("    cloth on sphere: closest centre distance - R %.4g m (step %d); at rest, "
+           "distance - R - thickness >= %.4g m\n",
+           worst, worst_step, worst_rest);
+    CHECK_MSG(worst >= 0, "a cloth particle was inside the sphere by %g m at step %d", -worst,
+              worst_step);
+    CHECK_MSG(worst_rest >= -1e-3, "resting cloth particle within its thickness by %g m at step %d",
+              -worst_rest, worst_rest_step);
+    /* it rests on the sphere: the centre vertex lies on top of it */
+    const float *x = pbd_world_positions(w);
+    int mid = first + perm[(n / 2) * n + n / 2];
+    double d = sqrt((double)x[4 * mid] * x[4 * mid] + (double)x[4 * mid + 1] * x[4 * mid + 1] +
+                    (double)x[4 * mid + 2] * x[4 * mid + 2]);
+    CHECK_MSG(x[4 * mid + 1] > 0.25f && d < R + thick + 0.02, "centre vertex at y %g, d %g",
+              x[4 * mid + 1], d);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+void suite_collisions(void) {
+    RUN(collisions_fast_particle_plane);
+    RUN(collisions_fast_particle_thin_box);
+    RUN(collisions_fast_particle_sphere);
+    RUN(collisions_incline_static_friction_holds);
+    RUN(collisions_incline_dynamic_friction_slides);
+    RUN(collisions_restitution_bounce_height);
+    RUN(collisions_particles_on_sphere);
+    RUN(collisions_particles_on_capsule);
+    RUN(collisions_particles_on_box);
+    RUN(collisions_moving_box_pushes_particles);
+    RUN(collisions_moving_platform_carries_box);
+    RUN(collisions_cloth_rests_on_sphere);
+}

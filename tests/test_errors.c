@@ -1,0 +1,1122 @@
+/* tests/test_errors.c - every bad input gets its error and changes nothing.
+
+   Each bad call runs against a populated world (particles, a cloth, a soft
+   body, a balloon, constraint and attachment groups, colliders, a few steps
+   taken) and must (1) return the specific pbd_result of the header's table,
+   (2) leave the world's snapshot byte-identical (and its counts), (3) put a
+   non-empty message in pbd_world_last_error() and (4) call the log callback
+   with that result. Where the header leaves two codes equally plausible the
+   test accepts either, but never PBD_OK. */
+#include "test.h"
+#include <limits.h>
+#include <stdlib.h>
+
+static int log_calls = 0;
+static pbd_result log_last = PBD_OK;
+static void count_log(void *user, pbd_result r, const char *message) {
+    (void)user;
+    log_calls++;
+    log_last = r;
+    if (!message || !message[0]) log_last = (pbd_result)1; /* flags an empty message */
+}
+
+/* ---- the populated world ----------------------------------------------------- */
+/* free particles, offsets into S.free:
+   0 (0,2,0) 1 (1,2,0) 2 (0,2,1) 3 (1,2.5,1) pinned (mass 0); 4 (0.5,3,0.5) mass 1,
+   hangs from 0,1,2; 5 = 0 (coincident); 6 (2,2,0) collinear with 0,1;
+   7 (1,2,1) coplanar with 0,1,2; 8 kinematic; 9 mass 0 */
+enum { NFREE = 10 };
+typedef struct scene {
+    pbd_world *w;
+    pbd_range free;
+    pbd_object cloth, soft, balloon;
+    pbd_group dist, attach_points, attach_particles;
+    pbd_collider sphere, plane;
+    int balloon_tris[20 * 3]; /* the balloon's triangles in world indices */
+    int balloon_tri_count;
+} scene;
+
+static const float free_pos[NFREE * 3] = {0, 2, 0, 1, 2, 0, 0, 2, 1, 1, 2.5f, 1, 0.5f, 3, 0.5f,
+                                         0, 2, 0, 2, 2, 0, 1, 2, 1, 3, 3, 3, 0.2f, 2, 0};
+static const float free_mass[NFREE] = {0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
+
+static int build_scene(scene *S) {
+    memset(S, 0, sizeof *S);
+    pbd_world_desc d = pbd_world_desc_default();
+    d.log = count_log;
+    if (pbd_world_create(&d, &S->w) != PBD_OK || !S->w) { CHECK(0); return 0; }
+    pbd_world *w = S->w;
+    int ok = 1;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = free_pos; pd.masses = free_mass; pd.count = NFREE;
+    ok &= pbd_add_particles(w, &pd, &S->free) == PBD_OK;
+    int f = S->free.first;
+    ok &= pbd_set_kinematic(w, f + 8, 1) == PBD_OK;
+    int di[6] = {f + 4, f + 0, f + 4, f + 1, f + 4, f + 2};
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 3; cd.indices = di;
+    ok &= pbd_add_constraints(w, &cd, &S->dist) == PBD_OK;
+    /* cloth 4x4 */
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    ok &= pbd_mesh_grid(4, 4, o, u, v, &m) == PBD_OK;
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m.positions; c.vertex_count = m.vertex_count;
+    c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+    ok &= pbd_add_cloth(w, &c, &S->cloth) == PBD_OK;
+    pbd_mesh_free(&m);
+    /* soft body 2x2x2 */
+    float lo[3] = {2, 0.5f, 0}, hi[3] = {2.5f, 1, 0.5f};
+    ok &= pbd_mesh_tet_box(2, 2, 2, lo, hi, &m) == PBD_OK;
+    pbd_softbody_desc sb = pbd_softbody_desc_default();
+    sb.positions = m.positions; sb.vertex_count = m.vertex_count; sb.tets = m.tets; sb.tet_count = m.tet_count;
+    ok &= pbd_add_softbody(w, &sb, &S->soft) == PBD_OK;
+    pbd_mesh_free(&m);
+    /* balloon: icosahedron */
+    float bc[3] = {-2, 1, 0};
+    ok &= pbd_mesh_sphere(0, bc, 0.3f, &m) == PBD_OK;
+    pbd_balloon_desc bd = pbd_balloon_desc_default();
+    bd.cloth.positions = m.positions; bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = m.triangles; bd.cloth.triangle_count = m.triangle_count;
+    ok &= pbd_add_balloon(w, &bd, &S->balloon) == PBD_OK;
+    S->balloon_tri_count = m.triangle_count;
+    for (int i = 0; i < 3 * m.triangle_count && i < 60; ++i) S->balloon_tris[i] = S->balloon.particles.first + m.triangles[i];
+    pbd_mesh_free(&m);
+    /* attachments: two cloth corners to points, one cloth corner to the kinematic particle */
+    int corners[2] = {S->cloth.particles.first, S->cloth.particles.first + 3};
+    float tp[6] = {-0.5f, 1, -0.5f, 0.5f, 1, -0.5f};
+    pbd_attachments_desc ad = pbd_attachments_desc_default();
+    ad.count = 2; ad.particles = corners; ad.target_points = tp;
+    ok &= pbd_add_attachments(w, &ad, &S->attach_points) == PBD_OK;
+    int last = S->cloth.particles.first + 15, kin = f + 8;
+    pbd_attachments_desc ap = pbd_attachments_desc_default();
+    ap.count = 1; ap.particles = &last; ap.target_particles = &kin; ap.max_distance = 3.0f;
+    ok &= pbd_add_attachments(w, &ap, &S->attach_particles) == PBD_OK;
+    /* colliders */
+    float sc[3] = {0, 0.5f, 0}, ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    ok &= pbd_add_collider_sphere(w, sc, 0.2f, 0.5f, &S->sphere) == PBD_OK;
+    ok &= pbd_add_collider_plane(w, ground, up, 0.5f, &S->plane) == PBD_OK;
+    for (int i = 0; i < 3; ++i) ok &= pbd_world_step(w, 1.0f / 60) == PBD_OK;
+    CHECK_MSG(ok, "building the populated world failed");
+    return ok;
+}
+
+/* ---- the check ------------------------------------------------------------------- */
+typedef struct world_state {
+    unsigned char *snap;
+    size_t size;
+    int particles, groups, objects, colliders;
+} world_state;
+static world_state take_state(const pbd_world *w) {
+    world_state s;
+    s.size = pbd_world_snapshot_size(w);
+    s.snap = (unsigned char *)malloc(s.size ? s.size : 1);
+    if (pbd_world_save(w, s.snap, s.size) != PBD_OK) s.size = 0;
+    s.particles = pbd_world_particle_count(w);
+    s.groups = pbd_world_group_count(w);
+    s.objects = pbd_world_object_count(w);
+    s.colliders = pbd_world_collider_count(w);
+    return s;
+}
+/* mode 0: exactly want; 1: want or want2; 2: anything but PBD_OK */
+static void check_error(const pbd_world *w, const world_state *before, pbd_result got, pbd_result want,
+                        pbd_result want2, int mode, int logs_before, int world_given, const char *expr,
+                        const char *file, int line) {
+    int good = mode == 0 ? got == want : mode == 1 ? (got == want || got == want2) : got != PBD_OK;
+    if (!good) {
+        if (mode == 2)
+            pbdt_fail(file, line, "%s returned PBD_OK, wanted an error", expr);
+        else
+            pbdt_fail(file, line, "%s returned %s, wanted %s%s%s", expr, pbd_result_string(got),
+                      pbd_result_string(want), mode == 1 ? " or " : "", mode == 1 ? pbd_result_string(want2) : "");
+    }
+    world_state after = take_state(w);
+    if (!(before->size > 0 && after.size == before->size && memcmp(after.snap, before->snap, after.size) == 0))
+        pbdt_fail(file, line, "%s changed the world's snapshot", expr);
+    if (after.particles != before->particles || after.groups != before->groups ||
+        after.objects != before->objects || after.colliders != before->colliders)
+        pbdt_fail(file, line, "%s changed the world's counts", expr);
+    free(after.snap);
+    if (world_given && got != PBD_OK) {
+        const char *e = pbd_world_last_error(w);
+        if (!e || !e[0]) pbdt_fail(file, line, "%s: pbd_world_last_error is empty", expr);
+        if (log_calls == logs_before) pbdt_fail(file, line, "%s: the log callback was not called", expr);
+        else if (log_last != got) pbdt_fail(file, line, "%s: the log callback got %d (1: empty message), the call returned %d", expr, (int)log_last, (int)got);
+    }
+}
+#define ERR_GENERIC(S, expr, want, want2, mode, world_given)                                   \
+    do {                                                                                        \
+        world_state st_ = take_state((S)->w);                                                   \
+        int logs_ = log_calls;                                                                  \
+        pbd_result r_ = (expr);                                                                 \
+        check_error((S)->w, &st_, r_, want, want2, mode, logs_, world_given, #expr, __FILE__, __LINE__); \
+        free(st_.snap);                                                                         \
+    } while (0)
+/* the specific error */
+#define EXPECT_ERR(S, expr, want) ERR_GENERIC(S, expr, want, want, 0, 1)
+/* one of two codes the header leaves open */
+#define EXPECT_ERR2(S, expr, a, b) ERR_GENERIC(S, expr, a, b, 1, 1)
+/* any error (the header names none) */
+#define EXPECT_FAIL(S, expr) ERR_GENERIC(S, expr, PBD_OK, PBD_OK, 2, 1)
+/* a NULL world: nothing to log into; the populated world must not change either */
+#define EXPECT_NULL_WORLD(S, expr) ERR_GENERIC(S, expr, PBD_ERROR_NULL_POINTER, PBD_ERROR_NULL_POINTER, 0, 0)
+
+
+static const float qnan = NAN;
+static const float pinf = INFINITY;
+
+/* ---- result strings ---------------------------------------------------------------- */
+TEST(errors_result_strings) {
+    static const char *names[] = {"PBD_OK", "PBD_ERROR_NULL_POINTER", "PBD_ERROR_INVALID_ARGUMENT",
+                                  "PBD_ERROR_INDEX_OUT_OF_RANGE", "PBD_ERROR_NOT_FINITE",
+                                  "PBD_ERROR_NEGATIVE_MASS", "PBD_ERROR_DEGENERATE",
+                                  "PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_OVERFLOW",
+                                  "PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_BAD_SNAPSHOT",
+                                  "PBD_ERROR_NOT_CLOSED"};
+    const char *s[12];
+    for (int i = 0; i < 12; ++i) {
+        s[i] = pbd_result_string((pbd_result)-i);
+        CHECK_MSG(s[i] != NULL && s[i][0] != 0, "no string for %d", -i);
+        if (s[i]) CHECK_MSG(strncmp(s[i], names[i], strlen(names[i])) == 0 &&
+                                (s[i][strlen(names[i])] == 0 || s[i][strlen(names[i])] == ':'),
+                            "string for %s is \"%s\"", names[i], s[i]);
+    }
+    for (int i = 0; i < 12; ++i)
+        for (int j = i + 1; j < 12; ++j)
+            if (s[i] && s[j]) CHECK_MSG(strcmp(s[i], s[j]) != 0, "codes %d and %d share \"%s\"", -i, -j, s[i]);
+    const char *u = pbd_result_string((pbd_result)-100), *v = pbd_result_string((pbd_result)5);
+    CHECK(u != NULL && v != NULL);
+}
+
+/* ---- world creation ------------------------------------------------------------------ */
+static void *dummy_alloc(void *user, size_t size) { (void)user; return malloc(size); }
+static void dummy_free(void *user, void *p) { (void)user; free(p); }
+
+static void create_fails(pbd_world_desc d, pbd_result want, const char *what, int line) {
+    pbd_world *w = NULL;
+    int logs = log_calls;
+    d.log = count_log;
+    pbd_result r = pbd_world_create(&d, &w);
+    if (r != want)
+        pbdt_fail(__FILE__, line, "%s: pbd_world_create returned %s, wanted %s", what, pbd_result_string(r),
+                  pbd_result_string(want));
+    if (w) {
+        pbdt_fail(__FILE__, line, "%s: a failed pbd_world_create handed out a world", what);
+        if (r != PBD_OK) w = NULL; /* don't free what we don't own */
+        else pbd_world_destroy(w);
+    }
+    if (r != PBD_OK && log_calls == logs)
+        pbdt_fail(__FILE__, line, "%s: the desc's log callback was not called", what);
+}
+TEST(errors_world_create) {
+    pbd_world_desc d0 = pbd_world_desc_default(), d;
+    pbd_world *w = NULL;
+    CHECK_RESULT(pbd_world_create(NULL, &w), PBD_ERROR_NULL_POINTER);
+    CHECK(w == NULL);
+    CHECK_RESULT(pbd_world_create(&d0, NULL), PBD_ERROR_NULL_POINTER);
+#define CREATE_FAILS(field_set, want) do { d = d0; field_set; create_fails(d, want, #field_set, __LINE__); } while (0)
+    CREATE_FAILS(d.substeps = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.substeps = -3, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.substeps = 1001, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.iterations = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.iterations = -1, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.iterations = 1001, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.mode = (pbd_solver_mode)2, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.mode = (pbd_solver_mode)-1, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.gravity[1] = qnan, PBD_ERROR_NOT_FINITE);
+    CREATE_FAILS(d.gravity[2] = pinf, PBD_ERROR_NOT_FINITE);
+    CREATE_FAILS(d.point_damping = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.point_damping = qnan, PBD_ERROR_NOT_FINITE);
+    CREATE_FAILS(d.max_contacts_per_particle = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.max_contacts_per_particle = 65, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.allocator.alloc = dummy_alloc, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.allocator.free = dummy_free, PBD_ERROR_INVALID_ARGUMENT);
+#undef CREATE_FAILS
+    /* the limits themselves are fine */
+    d = d0;
+    d.substeps = 1000; d.iterations = 1; d.max_contacts_per_particle = 64;
+    d.allocator.alloc = dummy_alloc; d.allocator.free = dummy_free;
+    CHECK_OK(pbd_world_create(&d, &w));
+    pbd_world_destroy(w);
+}
+
+/* ---- world parameters and stepping ------------------------------------------------------ */
+TEST(errors_world_parameters) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    float g_nan[3] = {0, qnan, 0}, g_inf[3] = {pinf, 0, 0};
+    EXPECT_NULL_WORLD(&S, pbd_world_set_gravity(NULL, g_nan));
+    EXPECT_ERR(&S, pbd_world_set_gravity(w, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_world_set_gravity(w, g_nan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_world_set_gravity(w, g_inf), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_world_set_solver(NULL, PBD_SOLVER_XPBD, 4, 4));
+    EXPECT_ERR(&S, pbd_world_set_solver(w, (pbd_solver_mode)5, 4, 4), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, (pbd_solver_mode)-1, 4, 4), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 0, 4), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, -2, 4), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 1001, 4), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 4, 0), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 4, 1001), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_NULL_WORLD(&S, pbd_world_set_stiffness_correction(NULL, 1));
+    EXPECT_NULL_WORLD(&S, pbd_world_set_point_damping(NULL, 1.0f));
+    EXPECT_ERR(&S, pbd_world_set_point_damping(w, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_point_damping(w, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_world_set_point_damping(w, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_world_set_acceleration_field(NULL, NULL, NULL));
+    /* time steps */
+    EXPECT_NULL_WORLD(&S, pbd_world_step(NULL, 1.0f / 60));
+    EXPECT_ERR(&S, pbd_world_step(w, 0.0f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, -0.0f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, -1.0f / 60), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, qnan), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, pinf), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, -pinf), PBD_ERROR_INVALID_TIME_STEP);
+    /* snapshots */
+    size_t n = pbd_world_snapshot_size(w);
+    unsigned char *buf = (unsigned char *)malloc(n);
+    EXPECT_NULL_WORLD(&S, pbd_world_save(NULL, buf, n));
+    EXPECT_ERR(&S, pbd_world_save(w, NULL, n), PBD_ERROR_NULL_POINTER);
+    EXPECT_FAIL(&S, pbd_world_save(w, buf, n - 1)); /* too small: the header names no code */
+    CHECK_OK(pbd_world_save(w, buf, n));
+    EXPECT_NULL_WORLD(&S, pbd_world_restore(NULL, buf, n));
+    EXPECT_ERR(&S, pbd_world_restore(w, NULL, n), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_world_restore(w, buf, n - 1), PBD_ERROR_BAD_SNAPSHOT);
+    buf[0] ^= 0xff;
+    EXPECT_ERR(&S, pbd_world_restore(w, buf, n), PBD_ERROR_BAD_SNAPSHOT);
+    free(buf);
+    pbd_world_destroy(w);
+}
+
+/* ---- particles ---------------------------------------------------------------------------- */
+TEST(errors_particles) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int n = pbd_world_particle_count(w), f = S.free.first;
+    float p3[6] = {0, 1, 0, 1, 1, 0}, bad3[6] = {0, 1, 0, 1, qnan, 0}, inf3[6] = {0, 1, pinf, 1, 1, 0};
+    float v3[6] = {0, 0, 0, 0, 0, 0}, m2[2] = {1, 1};
+    pbd_range out;
+    pbd_particles_desc d0 = pbd_particles_desc_default(), d;
+    d0.positions = p3; d0.count = 2;
+    EXPECT_NULL_WORLD(&S, pbd_add_particles(NULL, &d0, &out));
+    EXPECT_ERR(&S, pbd_add_particles(w, NULL, &out), PBD_ERROR_NULL_POINTER);
+#define ADD_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_particles(w, &d, &out), want); } while (0)
+    ADD_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
+    ADD_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    ADD_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
+    ADD_FAILS(d.positions = bad3, PBD_ERROR_NOT_FINITE);
+    ADD_FAILS(d.positions = inf3, PBD_ERROR_NOT_FINITE);
+    ADD_FAILS(d.velocities = bad3, PBD_ERROR_NOT_FINITE);
+    ADD_FAILS(d.velocities = inf3, PBD_ERROR_NOT_FINITE);
+    ADD_FAILS((m2[1] = -1, d.masses = m2), PBD_ERROR_NEGATIVE_MASS);
+    ADD_FAILS((m2[1] = qnan, d.masses = m2), PBD_ERROR_NOT_FINITE);
+    ADD_FAILS((m2[1] = pinf, d.masses = m2), PBD_ERROR_NOT_FINITE);
+    ADD_FAILS(d.mass = -2.0f, PBD_ERROR_NEGATIVE_MASS);
+    ADD_FAILS(d.mass = qnan, PBD_ERROR_NOT_FINITE);
+    ADD_FAILS(d.radius = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+    ADD_FAILS(d.radius = qnan, PBD_ERROR_NOT_FINITE);
+#undef ADD_FAILS
+    d = d0;
+    d.count = INT_MAX / 3 + 1; /* count * 3 floats overflows int: refused before reading */
+    EXPECT_ERR2(&S, pbd_add_particles(w, &d, &out), PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+    d.count = INT_MAX;
+    EXPECT_ERR2(&S, pbd_add_particles(w, &d, &out), PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+
+    /* ranges */
+    float buf[3 * 4];
+    pbd_range bad_ranges[] = {{n, 1}, {-1, 1}, {0, n + 1}, {n - 1, 2}, {1, INT_MAX}, {INT_MAX, 1}, {INT_MIN, 2}};
+    for (unsigned i = 0; i < sizeof bad_ranges / sizeof bad_ranges[0]; ++i) {
+        pbd_range r = bad_ranges[i];
+        EXPECT_ERR2(&S, pbd_get_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_set_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_get_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_set_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+    }
+    pbd_range neg = {0, -1};
+    EXPECT_ERR2(&S, pbd_get_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR2(&S, pbd_set_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_range r2 = {f, 2};
+    EXPECT_NULL_WORLD(&S, pbd_get_positions(NULL, r2, buf));
+    EXPECT_NULL_WORLD(&S, pbd_set_positions(NULL, r2, p3));
+    EXPECT_NULL_WORLD(&S, pbd_get_velocities(NULL, r2, buf));
+    EXPECT_NULL_WORLD(&S, pbd_set_velocities(NULL, r2, v3));
+    EXPECT_ERR(&S, pbd_get_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_get_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_positions(w, r2, bad3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_positions(w, r2, inf3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_velocities(w, r2, bad3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_velocities(w, r2, inf3), PBD_ERROR_NOT_FINITE);
+
+    /* per-particle setters */
+    const int bad_idx[] = {-1, n, n + 100, INT_MIN, INT_MAX};
+    float mass, tgt[3] = {0, 1, 0};
+    for (unsigned i = 0; i < sizeof bad_idx / sizeof bad_idx[0]; ++i) {
+        int k = bad_idx[i];
+        EXPECT_ERR(&S, pbd_set_mass(w, k, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_get_mass(w, k, &mass), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_set_radius(w, k, 0.1f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_pin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_unpin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_set_kinematic(w, k, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_set_kinematic_target(w, k, tgt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_set_mass(NULL, f, 1.0f));
+    EXPECT_NULL_WORLD(&S, pbd_get_mass(NULL, f, &mass));
+    EXPECT_NULL_WORLD(&S, pbd_set_radius(NULL, f, 0.1f));
+    EXPECT_NULL_WORLD(&S, pbd_pin(NULL, f));
+    EXPECT_NULL_WORLD(&S, pbd_unpin(NULL, f));
+    EXPECT_NULL_WORLD(&S, pbd_set_kinematic(NULL, f, 1));
+    EXPECT_NULL_WORLD(&S, pbd_set_kinematic_target(NULL, f + 8, tgt));
+    EXPECT_ERR(&S, pbd_get_mass(w, f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, -1.0f), PBD_ERROR_NEGATIVE_MASS);
+    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, -0.01f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
+    /* unpinning a particle of mass 0 is an error (the header names no code) */
+    EXPECT_FAIL(&S, pbd_unpin(w, f + 9));
+    EXPECT_FAIL(&S, pbd_unpin(w, f + 0));
+    float tnan[3] = {0, qnan, 0}, tinf[3] = {0, 0, -pinf};
+    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, tnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, tinf), PBD_ERROR_NOT_FINITE);
+    pbd_world_destroy(w);
+}
+
+/* ---- constraint groups -------------------------------------------------------------------- */
+static const int arity_of[6] = {2, 4, 4, 3, 4, 4};
+/* a valid constraint of each type over the free particles (offsets) */
+static const int valid_idx[6][4] = {{0, 1}, {0, 1, 2, 3}, {0, 1, 2, 3}, {0, 1, 2}, {0, 2, 1, 3}, {4, 0, 1, 2}};
+/* the same with a repeated index */
+static const int repeat_idx[6][4] = {{1, 1}, {0, 1, 2, 2}, {0, 1, 0, 3}, {0, 2, 2}, {0, 1, 2, 0}, {4, 0, 4, 2}};
+/* degenerate rest geometry: coincident (5 = 0), collinear (6 on 0-1), coplanar (7) */
+static const int degen_idx[6][4] = {{0, 5}, {0, 1, 6, 3}, {0, 1, 2, 6}, {0, 1, 6}, {0, 1, 2, 7}, {4, 0, 1, 6}};
+
+static pbd_constraints_desc cdesc(int type, const int *idx) {
+    pbd_constraints_desc d = pbd_constraints_desc_default();
+    d.type = (pbd_constraint_type)type;
+    d.count = 1;
+    d.indices = idx;
+    return d;
+}
+
+TEST(errors_constraints) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int f = S.free.first, n = pbd_world_particle_count(w);
+    pbd_group g;
+    for (int t = 0; t < 6; ++t) {
+        int idx[8], k;
+        for (k = 0; k < arity_of[t]; ++k) idx[k] = f + valid_idx[t][k];
+        pbd_constraints_desc d0 = cdesc(t, idx), d;
+        /* the base is valid (checked on a scratch world) */
+        scene T;
+        if (build_scene(&T)) {
+            int tidx[4];
+            for (k = 0; k < arity_of[t]; ++k) tidx[k] = T.free.first + valid_idx[t][k];
+            pbd_constraints_desc td = cdesc(t, tidx);
+            CHECK_OK(pbd_add_constraints(T.w, &td, &g));
+        }
+        pbd_world_destroy(T.w);
+        EXPECT_NULL_WORLD(&S, pbd_add_constraints(NULL, &d0, &g));
+        EXPECT_ERR(&S, pbd_add_constraints(w, NULL, &g), PBD_ERROR_NULL_POINTER);
+#define CON_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_constraints(w, &d, &g), want); } while (0)
+#define CON_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_constraints(w, &d, &g), a, b); } while (0)
+        CON_FAILS(d.indices = NULL, PBD_ERROR_NULL_POINTER);
+        CON_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS(d.count = -4, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS(d.compliance = -1e-6f, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS(d.compliance = qnan, PBD_ERROR_NOT_FINITE);
+        CON_FAILS(d.compliance = pinf, PBD_ERROR_NOT_FINITE);
+        CON_FAILS(d.stiffness = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS(d.stiffness = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS(d.stiffness = qnan, PBD_ERROR_NOT_FINITE);
+        float rnan = qnan, rinf = pinf;
+        if (t != PBD_CONSTRAINT_BENDING_ISOMETRIC) { /* its rest comes from the positions only */
+            CON_FAILS(d.rest = &rnan, PBD_ERROR_NOT_FINITE);
+            CON_FAILS(d.rest = &rinf, PBD_ERROR_NOT_FINITE);
+        }
+        if (t == PBD_CONSTRAINT_POINT_TRIANGLE) CON_FAILS(d.thickness = qnan, PBD_ERROR_NOT_FINITE);
+        /* out-of-range and negative indices, in the last slot */
+        int bad[4];
+        const int oob[] = {n, n + 7, -1, INT_MIN};
+        for (unsigned o = 0; o < sizeof oob / sizeof oob[0]; ++o) {
+            memcpy(bad, idx, sizeof bad);
+            bad[arity_of[t] - 1] = oob[o];
+            CON_FAILS(d.indices = bad, PBD_ERROR_INDEX_OUT_OF_RANGE);
+        }
+        /* repeated index inside one constraint */
+        for (k = 0; k < arity_of[t]; ++k) bad[k] = f + repeat_idx[t][k];
+        CON_FAILS2(d.indices = bad, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+        /* degenerate rest geometry measured from the positions */
+        for (k = 0; k < arity_of[t]; ++k) bad[k] = f + degen_idx[t][k];
+        CON_FAILS(d.indices = bad, PBD_ERROR_DEGENERATE);
+        /* the second of two constraints is bad: nothing is added */
+        int two[8];
+        for (k = 0; k < arity_of[t]; ++k) { two[k] = idx[k]; two[arity_of[t] + k] = idx[k]; }
+        two[2 * arity_of[t] - 1] = n;
+        CON_FAILS((d.count = 2, d.indices = two), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        /* count * arity overflows int: refused before the indices are read */
+        CON_FAILS2(d.count = INT_MAX / arity_of[t] + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+        CON_FAILS2(d.count = INT_MAX, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+#undef CON_FAILS
+#undef CON_FAILS2
+    }
+    /* types that are not one of the first six */
+    int idx2[4] = {f, f + 1, f + 2, f + 3};
+    const int bad_types[] = {PBD_CONSTRAINT_ATTACHMENT, PBD_CONSTRAINT_MESH_VOLUME, PBD_CONSTRAINT_TYPE_COUNT, -1, 100};
+    for (unsigned i = 0; i < sizeof bad_types / sizeof bad_types[0]; ++i) {
+        pbd_constraints_desc d = cdesc(bad_types[i], idx2);
+        EXPECT_ERR(&S, pbd_add_constraints(w, &d, &g), PBD_ERROR_INVALID_ARGUMENT);
+    }
+    /* a negative rest length */
+    int di[2] = {f, f + 1};
+    float rneg = -0.5f;
+    pbd_constraints_desc d = cdesc(PBD_CONSTRAINT_DISTANCE, di);
+    d.rest = &rneg;
+    EXPECT_ERR2(&S, pbd_add_constraints(w, &d, &g), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    pbd_world_destroy(w);
+}
+
+TEST(errors_attachments) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int f = S.free.first, n = pbd_world_particle_count(w);
+    int part[2] = {f + 4, S.cloth.particles.first + 5}, tpart[2] = {f + 8, f + 0};
+    float pts[6] = {0, 3, 0, 0, 1.2f, 0};
+    pbd_group g;
+    pbd_attachments_desc d0 = pbd_attachments_desc_default(), d;
+    d0.count = 2; d0.particles = part; d0.target_points = pts;
+    {   /* both bases are valid on a scratch world */
+        scene T;
+        if (build_scene(&T)) {
+            int tp[2] = {T.free.first + 4, T.cloth.particles.first + 5}, tt[2] = {T.free.first + 8, T.free.first};
+            pbd_attachments_desc td = d0;
+            td.particles = tp;
+            CHECK_OK(pbd_add_attachments(T.w, &td, &g));
+            td.target_points = NULL; td.target_particles = tt;
+            CHECK_OK(pbd_add_attachments(T.w, &td, &g));
+        }
+        pbd_world_destroy(T.w);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_add_attachments(NULL, &d0, &g));
+    EXPECT_ERR(&S, pbd_add_attachments(w, NULL, &g), PBD_ERROR_NULL_POINTER);
+#define ATT_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_attachments(w, &d, &g), want); } while (0)
+#define ATT_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_attachments(w, &d, &g), a, b); } while (0)
+    ATT_FAILS(d.particles = NULL, PBD_ERROR_NULL_POINTER);
+    ATT_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS(d.target_particles = tpart, PBD_ERROR_INVALID_ARGUMENT);            /* both */
+    ATT_FAILS2(d.target_points = NULL, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_NULL_POINTER); /* neither */
+    ATT_FAILS(d.max_distance = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS(d.max_distance = qnan, PBD_ERROR_NOT_FINITE);
+    ATT_FAILS(d.max_distance = pinf, PBD_ERROR_NOT_FINITE);
+    ATT_FAILS(d.compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS(d.compliance = qnan, PBD_ERROR_NOT_FINITE);
+    ATT_FAILS(d.stiffness = 2.0f, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS(d.stiffness = qnan, PBD_ERROR_NOT_FINITE);
+    float pnan[6] = {0, 3, 0, 0, qnan, 0}, pinf6[6] = {pinf, 3, 0, 0, 1, 0};
+    ATT_FAILS(d.target_points = pnan, PBD_ERROR_NOT_FINITE);
+    ATT_FAILS(d.target_points = pinf6, PBD_ERROR_NOT_FINITE);
+    int bp[2] = {f + 4, n}, bn[2] = {-1, f + 4}, bt[2] = {f + 8, n + 3}, self[2] = {f + 4, f + 8};
+    int selft[2] = {f + 4, f + 0};
+    ATT_FAILS(d.particles = bp, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    ATT_FAILS(d.particles = bn, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    ATT_FAILS((d.target_points = NULL, d.target_particles = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    /* a particle attached to itself */
+    ATT_FAILS2((d.particles = self, d.target_points = NULL, d.target_particles = selft), PBD_ERROR_INVALID_ARGUMENT,
+               PBD_ERROR_DEGENERATE);
+    ATT_FAILS2(d.count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+    ATT_FAILS2(d.count = INT_MAX, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+#undef ATT_FAILS
+#undef ATT_FAILS2
+    /* moving a point target */
+    pbd_group ga = S.attach_points;
+    float ok3[3] = {0, 1, 0}, nan3[3] = {qnan, 1, 0}, inf3[3] = {0, -pinf, 0};
+    EXPECT_NULL_WORLD(&S, pbd_set_attachment_target(NULL, ga, 0, ok3));
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 0, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 0, nan3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 1, inf3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 2, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, -1, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, -1, 0, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, pbd_world_group_count(w), 0, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, S.dist, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_set_attachment_target(w, S.attach_particles, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
+    pbd_world_destroy(w);
+}
+
+TEST(errors_mesh_volume_group) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int n = pbd_world_particle_count(w), nt = S.balloon_tri_count;
+    int tris[60], bad[60];
+    memcpy(tris, S.balloon_tris, sizeof tris);
+    pbd_group g;
+    pbd_mesh_volume_desc d0 = pbd_mesh_volume_desc_default(), d;
+    d0.triangles = tris; d0.triangle_count = nt;
+    {
+        scene T;
+        if (build_scene(&T)) {
+            pbd_mesh_volume_desc td = d0;
+            td.triangles = T.balloon_tris;
+            CHECK_OK(pbd_add_mesh_volume(T.w, &td, &g));
+        }
+        pbd_world_destroy(T.w);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_add_mesh_volume(NULL, &d0, &g));
+    EXPECT_ERR(&S, pbd_add_mesh_volume(w, NULL, &g), PBD_ERROR_NULL_POINTER);
+#define MV_FAILS(field_set, want) do { d = d0; memcpy(bad, tris, sizeof bad); field_set; EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), want); } while (0)
+#define MV_FAILS2(field_set, a, b) do { d = d0; memcpy(bad, tris, sizeof bad); field_set; EXPECT_ERR2(&S, pbd_add_mesh_volume(w, &d, &g), a, b); } while (0)
+    MV_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
+    MV_FAILS(d.triangle_count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.triangle_count = -2, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED); /* a hole */
+    MV_FAILS((bad[4] = tris[5], bad[5] = tris[4], d.triangles = bad), PBD_ERROR_NOT_CLOSED); /* one flipped */
+    MV_FAILS((bad[7] = n, d.triangles = bad), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    MV_FAILS((bad[7] = -1, d.triangles = bad), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    MV_FAILS(d.pressure = 0.0f, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.pressure = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.pressure = qnan, PBD_ERROR_NOT_FINITE);
+    MV_FAILS(d.pressure = pinf, PBD_ERROR_NOT_FINITE);
+    MV_FAILS(d.compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.compliance = qnan, PBD_ERROR_NOT_FINITE);
+    MV_FAILS(d.stiffness = 1.01f, PBD_ERROR_INVALID_ARGUMENT);
+    MV_FAILS(d.stiffness = qnan, PBD_ERROR_NOT_FINITE);
+    MV_FAILS2(d.triangle_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+    /* a repeated index inside a triangle (the header names no code) */
+    d = d0; memcpy(bad, tris, sizeof bad); bad[1] = bad[0]; d.triangles = bad;
+    EXPECT_FAIL(&S, pbd_add_mesh_volume(w, &d, &g));
+    /* two triangles of the cloth: an open sheet is not closed */
+    int sheet[6] = {S.cloth.particles.first, S.cloth.particles.first + 1, S.cloth.particles.first + 4,
+                    S.cloth.particles.first + 1, S.cloth.particles.first + 5, S.cloth.particles.first + 4};
+    d = d0; d.triangles = sheet; d.triangle_count = 2;
+    EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), PBD_ERROR_NOT_CLOSED);
+#undef MV_FAILS
+#undef MV_FAILS2
+    pbd_world_destroy(w);
+}
+
+TEST(errors_group_parameters) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int ng = pbd_world_group_count(w);
+    pbd_constraint_type type;
+    int count;
+    float mean, mx, vol;
+    const int bad_g[] = {-1, ng, ng + 5, INT_MIN, INT_MAX};
+    for (unsigned i = 0; i < sizeof bad_g / sizeof bad_g[0]; ++i) {
+        int g = bad_g[i];
+        EXPECT_ERR(&S, pbd_group_info(w, g, &type, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_set_compliance(w, g, 0.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_set_stiffness(w, g, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_set_enabled(w, g, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_set_pressure(w, g, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_error(w, g, &mean, &mx), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_group_mesh_volume(w, g, &vol), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    }
+    pbd_group gd = S.dist, gv = S.balloon.volume;
+    CHECK(gv >= 0);
+    EXPECT_NULL_WORLD(&S, pbd_group_info(NULL, gd, &type, &count));
+    EXPECT_NULL_WORLD(&S, pbd_group_set_compliance(NULL, gd, 0.0f));
+    EXPECT_NULL_WORLD(&S, pbd_group_set_stiffness(NULL, gd, 1.0f));
+    EXPECT_NULL_WORLD(&S, pbd_group_set_enabled(NULL, gd, 1));
+    EXPECT_NULL_WORLD(&S, pbd_group_set_pressure(NULL, gv, 1.0f));
+    EXPECT_NULL_WORLD(&S, pbd_group_error(NULL, gd, &mean, &mx));
+    EXPECT_NULL_WORLD(&S, pbd_group_mesh_volume(NULL, gv, &vol));
+    EXPECT_ERR(&S, pbd_group_set_compliance(w, gd, -1e-3f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_compliance(w, gd, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_compliance(w, gd, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_stiffness(w, gd, 1.0001f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_stiffness(w, gd, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_stiffness(w, gd, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_pressure(w, gd, 1.0f), PBD_ERROR_INVALID_ARGUMENT); /* not a volume group */
+    EXPECT_ERR(&S, pbd_group_set_pressure(w, gv, 0.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_pressure(w, gv, -2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_pressure(w, gv, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_pressure(w, gv, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_mesh_volume(w, gd, &vol), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_mesh_volume(w, gv, NULL), PBD_ERROR_NULL_POINTER);
+    /* the valid calls work (so the failures above are about the bad value) */
+    CHECK_OK(pbd_group_mesh_volume(w, gv, &vol));
+    CHECK(vol > 0);
+    CHECK_OK(pbd_group_set_pressure(w, gv, 1.5f));
+    CHECK_OK(pbd_group_set_compliance(w, gd, 1e-4f));
+    pbd_world_destroy(w);
+}
+
+/* ---- objects -------------------------------------------------------------------------------- */
+TEST(errors_cloth) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    pbd_mesh m;
+    float o[3] = {0, 1.5f, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &m)); /* 9 vertices, 8 triangles */
+    float pos[27], mass[9];
+    int tri[24];
+    memcpy(pos, m.positions, sizeof pos);
+    memcpy(tri, m.triangles, sizeof tri);
+    pbd_mesh_free(&m);
+    for (int i = 0; i < 9; ++i) mass[i] = 0.1f;
+    pbd_object ob;
+    pbd_cloth_desc d0 = pbd_cloth_desc_default(), d;
+    d0.positions = pos; d0.vertex_count = 9; d0.triangles = tri; d0.triangle_count = 8;
+    {
+        scene T;
+        if (build_scene(&T)) CHECK_OK(pbd_add_cloth(T.w, &d0, &ob));
+        pbd_world_destroy(T.w);
+    }
+    float bp[27], bm[9];
+    int bt[24];
+    EXPECT_NULL_WORLD(&S, pbd_add_cloth(NULL, &d0, &ob));
+    EXPECT_ERR(&S, pbd_add_cloth(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
+#define CL_RESET() do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tri, sizeof bt); } while (0)
+#define CL_FAILS(field_set, want) do { CL_RESET(); field_set; EXPECT_ERR(&S, pbd_add_cloth(w, &d, &ob), want); } while (0)
+#define CL_FAILS2(field_set, a, b) do { CL_RESET(); field_set; EXPECT_ERR2(&S, pbd_add_cloth(w, &d, &ob), a, b); } while (0)
+    CL_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
+    CL_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
+    CL_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.vertex_count = -9, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.triangle_count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.triangle_count = -1, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS((bp[13] = qnan, d.positions = bp), PBD_ERROR_NOT_FINITE);
+    CL_FAILS((bp[0] = -pinf, d.positions = bp), PBD_ERROR_NOT_FINITE);
+    CL_FAILS((bt[5] = 9, d.triangles = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CL_FAILS((bt[23] = -1, d.triangles = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CL_FAILS(d.density = -0.2f, PBD_ERROR_NEGATIVE_MASS);
+    CL_FAILS(d.density = qnan, PBD_ERROR_NOT_FINITE);
+    CL_FAILS((bm[4] = -0.1f, d.masses = bm), PBD_ERROR_NEGATIVE_MASS);
+    CL_FAILS((bm[4] = qnan, d.masses = bm), PBD_ERROR_NOT_FINITE);
+    CL_FAILS(d.stretch_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.bending_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS((d.area_constraints = 1, d.area_compliance = -1.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.stretch_compliance = qnan, PBD_ERROR_NOT_FINITE);
+    CL_FAILS(d.bending_compliance = pinf, PBD_ERROR_NOT_FINITE);
+    CL_FAILS(d.stretch_stiffness = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.bending_stiffness = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS((d.area_constraints = 1, d.area_stiffness = 2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.bending_stiffness = qnan, PBD_ERROR_NOT_FINITE);
+    CL_FAILS(d.bending = (pbd_bending_model)7, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.bending = (pbd_bending_model)-1, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.thickness = -0.01f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.thickness = qnan, PBD_ERROR_NOT_FINITE);
+    CL_FAILS(d.damping = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.damping = qnan, PBD_ERROR_NOT_FINITE);
+    /* zero-area triangle: the third vertex of triangle 0 moved between its first two */
+    CL_FAILS((bp[3 * tri[2] + 0] = (pos[3 * tri[0] + 0] + pos[3 * tri[1] + 0]) / 2,
+              bp[3 * tri[2] + 1] = (pos[3 * tri[0] + 1] + pos[3 * tri[1] + 1]) / 2,
+              bp[3 * tri[2] + 2] = (pos[3 * tri[0] + 2] + pos[3 * tri[1] + 2]) / 2, d.positions = bp),
+             PBD_ERROR_DEGENERATE);
+    /* two vertices at the same place: a zero-length edge */
+    CL_FAILS((bp[3] = bp[0], bp[4] = bp[1], bp[5] = bp[2], d.positions = bp), PBD_ERROR_DEGENERATE);
+    /* a repeated index inside a triangle */
+    CL_FAILS2((bt[1] = bt[0], d.triangles = bt), PBD_ERROR_DEGENERATE, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS2(d.triangle_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS2(d.vertex_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+#undef CL_FAILS
+#undef CL_FAILS2
+    {   /* an edge shared by three triangles is not a manifold: the header names no code */
+        float p5[15] = {0, 1.5f, 0, 1, 1.5f, 0, 0.5f, 2.5f, 0, 0.5f, 1.5f, 1, 0.5f, 1.5f, -1};
+        int t3[9] = {0, 1, 2, 0, 1, 3, 1, 0, 4};
+        d = d0; d.positions = p5; d.vertex_count = 5; d.triangles = t3; d.triangle_count = 3;
+        EXPECT_FAIL(&S, pbd_add_cloth(w, &d, &ob));
+    }
+    EXPECT_NULL_WORLD(&S, pbd_object_set_damping(NULL, 0, 1.0f));
+    int no = pbd_world_object_count(w);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, -1, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, no, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, INT_MIN, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, pinf), PBD_ERROR_NOT_FINITE);
+    pbd_world_destroy(w);
+}
+
+TEST(errors_softbody) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    pbd_mesh m;
+    float lo[3] = {-3, 0.5f, -3}, hi[3] = {-2.5f, 1, -2.5f};
+    CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &m)); /* 8 vertices, 5 tets */
+    float pos[24], mass[8], bp[24], bm[8];
+    int tets[20], bt[20];
+    memcpy(pos, m.positions, sizeof pos);
+    memcpy(tets, m.tets, sizeof tets);
+    pbd_mesh_free(&m);
+    for (int i = 0; i < 8; ++i) mass[i] = 1.0f;
+    pbd_object ob;
+    pbd_softbody_desc d0 = pbd_softbody_desc_default(), d;
+    d0.positions = pos; d0.vertex_count = 8; d0.tets = tets; d0.tet_count = 5;
+    {
+        scene T;
+        if (build_scene(&T)) CHECK_OK(pbd_add_softbody(T.w, &d0, &ob));
+        pbd_world_destroy(T.w);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_add_softbody(NULL, &d0, &ob));
+    EXPECT_ERR(&S, pbd_add_softbody(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
+#define SB_FAILS(field_set, want) do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tets, sizeof bt); field_set; EXPECT_ERR(&S, pbd_add_softbody(w, &d, &ob), want); } while (0)
+#define SB_FAILS2(field_set, a, b) do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tets, sizeof bt); field_set; EXPECT_ERR2(&S, pbd_add_softbody(w, &d, &ob), a, b); } while (0)
+    SB_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
+    SB_FAILS(d.tets = NULL, PBD_ERROR_NULL_POINTER);
+    SB_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.tet_count = 0, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.tet_count = -5, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS((bp[7] = qnan, d.positions = bp), PBD_ERROR_NOT_FINITE);
+    SB_FAILS((bp[23] = pinf, d.positions = bp), PBD_ERROR_NOT_FINITE);
+    SB_FAILS((bt[6] = 8, d.tets = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    SB_FAILS((bt[19] = -1, d.tets = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    SB_FAILS(d.density = -1000.0f, PBD_ERROR_NEGATIVE_MASS);
+    SB_FAILS(d.density = qnan, PBD_ERROR_NOT_FINITE);
+    SB_FAILS((bm[3] = -1.0f, d.masses = bm), PBD_ERROR_NEGATIVE_MASS);
+    SB_FAILS((bm[3] = pinf, d.masses = bm), PBD_ERROR_NOT_FINITE);
+    SB_FAILS(d.edge_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.volume_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.edge_compliance = qnan, PBD_ERROR_NOT_FINITE);
+    SB_FAILS(d.edge_stiffness = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.volume_stiffness = -0.5f, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.volume_stiffness = qnan, PBD_ERROR_NOT_FINITE);
+    SB_FAILS(d.radius = -0.01f, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.radius = qnan, PBD_ERROR_NOT_FINITE);
+    SB_FAILS(d.damping = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    /* a flat tet: its 4th vertex moved into the plane of the other three */
+    {
+        int a = tets[0], b = tets[1], c = tets[2], e = tets[3];
+        SB_FAILS((bp[3 * e + 0] = (pos[3 * a] + pos[3 * b] + pos[3 * c]) / 3,
+                  bp[3 * e + 1] = (pos[3 * a + 1] + pos[3 * b + 1] + pos[3 * c + 1]) / 3,
+                  bp[3 * e + 2] = (pos[3 * a + 2] + pos[3 * b + 2] + pos[3 * c + 2]) / 3, d.positions = bp),
+                 PBD_ERROR_DEGENERATE);
+    }
+    /* an inverted tet (negative volume): the header requires positive volume */
+    SB_FAILS2((bt[0] = tets[1], bt[1] = tets[0], d.tets = bt), PBD_ERROR_DEGENERATE, PBD_ERROR_INVALID_ARGUMENT);
+    /* a repeated index inside a tet */
+    SB_FAILS2((bt[2] = bt[0], d.tets = bt), PBD_ERROR_DEGENERATE, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS2(d.tet_count = INT_MAX / 4 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
+#undef SB_FAILS
+#undef SB_FAILS2
+    pbd_world_destroy(w);
+}
+
+TEST(errors_balloon) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    pbd_mesh m;
+    float c[3] = {3, 2, 3};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.4f, &m));
+    int nt = m.triangle_count;
+    int *bt = (int *)malloc(sizeof(int) * 3 * nt);
+    float *bp = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    pbd_object ob;
+    pbd_balloon_desc d0 = pbd_balloon_desc_default(), d;
+    d0.cloth.positions = m.positions; d0.cloth.vertex_count = m.vertex_count;
+    d0.cloth.triangles = m.triangles; d0.cloth.triangle_count = nt;
+    {
+        scene T;
+        if (build_scene(&T)) CHECK_OK(pbd_add_balloon(T.w, &d0, &ob));
+        pbd_world_destroy(T.w);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_add_balloon(NULL, &d0, &ob));
+    EXPECT_ERR(&S, pbd_add_balloon(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
+#define BA_FAILS(field_set, want) do { d = d0; memcpy(bt, m.triangles, sizeof(int) * 3 * nt); memcpy(bp, m.positions, sizeof(float) * 3 * m.vertex_count); field_set; EXPECT_ERR(&S, pbd_add_balloon(w, &d, &ob), want); } while (0)
+    BA_FAILS(d.pressure = 0.0f, PBD_ERROR_INVALID_ARGUMENT);
+    BA_FAILS(d.pressure = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    BA_FAILS(d.pressure = qnan, PBD_ERROR_NOT_FINITE);
+    BA_FAILS(d.volume_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
+    BA_FAILS(d.volume_compliance = qnan, PBD_ERROR_NOT_FINITE);
+    BA_FAILS(d.volume_stiffness = 3.0f, PBD_ERROR_INVALID_ARGUMENT);
+    BA_FAILS(d.cloth.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED);   /* a hole */
+    BA_FAILS((bt[7] = m.triangles[8], bt[8] = m.triangles[7], d.cloth.triangles = bt), PBD_ERROR_NOT_CLOSED); /* flipped */
+    BA_FAILS((bp[10] = qnan, d.cloth.positions = bp), PBD_ERROR_NOT_FINITE);
+    BA_FAILS(d.cloth.density = -1.0f, PBD_ERROR_NEGATIVE_MASS);
+    BA_FAILS(d.cloth.positions = NULL, PBD_ERROR_NULL_POINTER);
+    {   /* an open grid is not closed */
+        pbd_mesh g;
+        float o[3] = {3, 3, 3}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+        CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &g));
+        BA_FAILS((d.cloth.positions = g.positions, d.cloth.vertex_count = g.vertex_count,
+                  d.cloth.triangles = g.triangles, d.cloth.triangle_count = g.triangle_count),
+                 PBD_ERROR_NOT_CLOSED);
+        pbd_mesh_free(&g);
+    }
+#undef BA_FAILS
+    free(bt);
+    free(bp);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* ---- colliders ------------------------------------------------------------------------------ */
+TEST(errors_colliders) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    pbd_collider c;
+    float p[3] = {0, 1, 0}, up[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, nan3[3] = {0, qnan, 0},
+          inf3[3] = {pinf, 0, 0}, he[3] = {0.1f, 0.2f, 0.3f}, rot[4] = {0, 0, 0, 1}, qz[4] = {0, 0, 0, 0},
+          qn[4] = {0, 0, qnan, 1}, b[3] = {0, 2, 0};
+    pbd_collider_desc d0 = pbd_collider_desc_default(), d;
+    d0.shape = PBD_COLLIDER_SPHERE; d0.radius = 0.2f; d0.half_height = 0.3f;
+    d0.half_extents[0] = d0.half_extents[1] = d0.half_extents[2] = 0.2f;
+    d0.position[1] = 1;
+    {
+        scene T;
+        if (build_scene(&T)) {
+            for (int s = 0; s < 4; ++s) { d = d0; d.shape = (pbd_collider_shape)s; CHECK_OK(pbd_add_collider(T.w, &d, &c)); }
+        }
+        pbd_world_destroy(T.w);
+    }
+    EXPECT_NULL_WORLD(&S, pbd_add_collider(NULL, &d0, &c));
+    EXPECT_ERR(&S, pbd_add_collider(w, NULL, &c), PBD_ERROR_NULL_POINTER);
+#define CO_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_collider(w, &d, &c), want); } while (0)
+#define CO_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_collider(w, &d, &c), a, b); } while (0)
+    CO_FAILS(d.shape = (pbd_collider_shape)4, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.shape = (pbd_collider_shape)-1, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.position[2] = qnan, PBD_ERROR_NOT_FINITE);
+    CO_FAILS(d.position[0] = pinf, PBD_ERROR_NOT_FINITE);
+    CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.rotation[1] = qnan), PBD_ERROR_NOT_FINITE);
+    CO_FAILS(d.radius = qnan, PBD_ERROR_NOT_FINITE);
+    CO_FAILS2(d.radius = 0.0f, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2(d.radius = -1.0f, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_CAPSULE, d.radius = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = qnan), PBD_ERROR_NOT_FINITE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[1] = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[2] = 0.0f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.half_extents[0] = pinf), PBD_ERROR_NOT_FINITE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.rotation[3] = 0.0f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE); /* zero quaternion */
+    CO_FAILS(d.static_friction = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.dynamic_friction = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS((d.static_friction = 0.2f, d.dynamic_friction = 0.3f), PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.static_friction = qnan, PBD_ERROR_NOT_FINITE);
+    CO_FAILS(d.restitution = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.restitution = -0.5f, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS(d.restitution = qnan, PBD_ERROR_NOT_FINITE);
+#undef CO_FAILS
+#undef CO_FAILS2
+    /* shortcuts */
+    EXPECT_NULL_WORLD(&S, pbd_add_collider_plane(NULL, p, up, 0.5f, NULL));
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, NULL, up, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, p, NULL, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, nan3, up, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, p, inf3, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR2(&S, pbd_add_collider_plane(w, p, zero, 0.5f, NULL), PBD_ERROR_DEGENERATE, PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, p, up, -0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_add_collider_plane(w, p, up, qnan, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_add_collider_sphere(NULL, p, 0.2f, 0.5f, NULL));
+    EXPECT_ERR(&S, pbd_add_collider_sphere(w, NULL, 0.2f, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_sphere(w, nan3, 0.2f, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_sphere(w, p, qnan, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_sphere(w, p, pinf, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR2(&S, pbd_add_collider_sphere(w, p, 0.0f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    EXPECT_ERR2(&S, pbd_add_collider_sphere(w, p, -0.2f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    EXPECT_ERR(&S, pbd_add_collider_sphere(w, p, 0.2f, -1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_NULL_WORLD(&S, pbd_add_collider_capsule(NULL, p, b, 0.1f, 0.5f, NULL));
+    EXPECT_ERR(&S, pbd_add_collider_capsule(w, NULL, b, 0.1f, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, NULL, 0.1f, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, nan3, 0.1f, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_capsule(w, inf3, b, 0.1f, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR2(&S, pbd_add_collider_capsule(w, p, b, -0.1f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, b, 0.1f, qnan, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_add_collider_box(NULL, p, he, rot, 0.5f, NULL));
+    EXPECT_ERR(&S, pbd_add_collider_box(w, NULL, he, rot, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_box(w, p, NULL, rot, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_add_collider_box(w, nan3, he, rot, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_box(w, p, inf3, rot, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_add_collider_box(w, p, he, qn, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR2(&S, pbd_add_collider_box(w, p, he, qz, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    {
+        float hneg[3] = {0.1f, -0.2f, 0.3f};
+        EXPECT_ERR2(&S, pbd_add_collider_box(w, p, hneg, rot, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    }
+    EXPECT_ERR(&S, pbd_add_collider_box(w, p, he, rot, -0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    /* existing colliders */
+    int nc = pbd_world_collider_count(w);
+    const int bad_c[] = {-1, nc, nc + 3, INT_MIN};
+    float dist;
+    for (unsigned i = 0; i < sizeof bad_c / sizeof bad_c[0]; ++i) {
+        EXPECT_ERR(&S, pbd_collider_set_pose(w, bad_c[i], p, rot), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_collider_set_friction(w, bad_c[i], 0.5f, 0.4f, 0.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_collider_distance(w, bad_c[i], p, &dist), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    }
+    pbd_collider s = S.sphere;
+    EXPECT_NULL_WORLD(&S, pbd_collider_set_pose(NULL, s, p, rot));
+    EXPECT_NULL_WORLD(&S, pbd_collider_set_friction(NULL, s, 0.5f, 0.4f, 0.0f));
+    EXPECT_NULL_WORLD(&S, pbd_collider_distance(NULL, s, p, &dist));
+    EXPECT_ERR(&S, pbd_collider_set_pose(w, s, NULL, rot), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_collider_set_pose(w, s, nan3, rot), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_collider_set_pose(w, s, inf3, rot), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_collider_set_pose(w, s, p, qn), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR2(&S, pbd_collider_set_pose(w, s, p, qz), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, -0.5f, 0.0f, 0.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, 0.5f, -0.1f, 0.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, 0.3f, 0.4f, 0.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, 0.5f, 0.4f, 1.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, 0.5f, 0.4f, -0.1f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, qnan, 0.4f, 0.0f), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_collider_set_friction(w, s, 0.5f, 0.4f, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_collider_distance(w, s, NULL, &dist), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_collider_distance(w, s, p, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_collider_distance(w, s, nan3, &dist), PBD_ERROR_NOT_FINITE);
+    CHECK_OK(pbd_collider_distance(w, s, p, &dist));
+    CHECK_NEAR(dist, 0.3, 1e-5); /* sphere at (0, 0.5, 0), radius 0.2 */
+    pbd_world_destroy(w);
+}
+
+/* ---- the stateless helper that can fail ---------------------------------------------------- */
+TEST(errors_isometric_rest) {
+    float ok[12] = {0, 0, 0, 1, 0, 0, 0.5f, -1, 0, 0.5f, 1, 0.3f}, out[6];
+    CHECK_OK(pbd_isometric_bending_rest(ok, out));
+    float saved[6];
+    memcpy(saved, out, sizeof out);
+    CHECK_RESULT(pbd_isometric_bending_rest(NULL, out), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_isometric_bending_rest(ok, NULL), PBD_ERROR_NULL_POINTER);
+    float b[12];
+    memcpy(b, ok, sizeof b); b[4] = NAN;
+    CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_NOT_FINITE);
+    memcpy(b, ok, sizeof b); b[9] = INFINITY;
+    CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_NOT_FINITE);
+    memcpy(b, ok, sizeof b); b[6] = 2; b[7] = 0; b[8] = 0; /* wing on the edge line */
+    CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_DEGENERATE);
+    memcpy(b, ok, sizeof b); b[3] = 0; /* zero-length edge */
+    CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_DEGENERATE);
+    CHECK(memcmp(saved, out, sizeof out) == 0); /* failures wrote nothing */
+}
+
+/* ---- running out of memory half-way leaves the world as it was --------------------------- */
+typedef struct budget { long left; long live; } budget;
+static void *budget_alloc(void *user, size_t size) {
+    budget *b = (budget *)user;
+    if (b->left <= 0) return NULL;
+    b->left--;
+    b->live++;
+    return malloc(size);
+}
+static void budget_free(void *user, void *p) {
+    budget *b = (budget *)user;
+    if (p) { b->live--; free(p); }
+}
+TEST(errors_out_of_memory_leaves_world_unchanged) {
+    budget B = {1000000, 0};
+    pbd_world_desc d = pbd_world_desc_default();
+    d.allocator.alloc = budget_alloc; d.allocator.free = budget_free; d.allocator.user = &B;
+    d.log = count_log;
+    B.left = 0;
+    pbd_world *w = NULL;
+    CHECK_RESULT(pbd_world_create(&d, &w), PBD_ERROR_OUT_OF_MEMORY);
+    CHECK(w == NULL && B.live == 0);
+    B.left = 1000000;
+    CHECK_OK(pbd_world_create(&d, &w));
+    if (!w) return;
+    scene S;
+    memset(&S, 0, sizeof S);
+    S.w = w;
+    float pp[6] = {0, 1, 0, 1, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pp; pd.count = 2;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    for (int i = 0; i < 2; ++i) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(6, 6, o, u, v, &m));
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m.positions; c.vertex_count = m.vertex_count;
+    c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+    c.area_constraints = 1;
+    pbd_object ob;
+    /* allow k allocations, k = 0, 1, 2, ... until the cloth fits */
+    int k, ok = 0;
+    for (k = 0; k < 200 && !ok; ++k) {
+        world_state before = take_state(w);
+        int logs = log_calls;
+        B.left = k;
+        pbd_result res = pbd_add_cloth(w, &c, &ob);
+        B.left = 1000000;
+        if (res == PBD_OK) { ok = 1; free(before.snap); break; }
+        CHECK_MSG(res == PBD_ERROR_OUT_OF_MEMORY, "with %d allocations allowed: %s", k, pbd_result_string(res));
+        check_error(w, &before, res, PBD_ERROR_OUT_OF_MEMORY, PBD_ERROR_OUT_OF_MEMORY, 0, logs, 1,
+                    "pbd_add_cloth out of memory", __FILE__, __LINE__);
+        free(before.snap);
+    }
+    CHECK(ok);
+    CHECK(k > 0);
+    /* the same for a collider and a constraint group */
+    float sc[3] = {0, 0, 0};
+    int di[2] = {r.first, r.first + 1};
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = di;
+    pbd_group g;
+#define OOM_LOOP(expr)                                                                          \
+    for (k = 0, ok = 0; k < 50 && !ok; ++k) {                                                   \
+        world_state before = take_state(w);                                                     \
+        int logs = log_calls;                                                                   \
+        B.left = k;                                                                             \
+        pbd_result res = (expr);                                                                \
+        B.left = 1000000;                                                                       \
+        if (res == PBD_OK) ok = 1;                                                              \
+        else check_error(w, &before, res, PBD_ERROR_OUT_OF_MEMORY, PBD_ERROR_OUT_OF_MEMORY, 0,  \
+                         logs, 1, #expr, __FILE__, __LINE__);                                   \
+        free(before.snap);                                                                      \
+    }                                                                                           \
+    CHECK(ok)
+    OOM_LOOP(pbd_add_collider_sphere(w, sc, 0.2f, 0.5f, NULL));
+    OOM_LOOP(pbd_add_constraints(w, &cd, &g));
+    OOM_LOOP(pbd_add_particles(w, &pd, &r));
+#undef OOM_LOOP
+    for (int i = 0; i < 3; ++i) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    CHECK_MSG(B.live == 0, "%ld blocks leaked", B.live);
+}
+
+/* ---- last error and the log --------------------------------------------------------------- */
+TEST(errors_last_error_and_log) {
+    scene S;
+    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    pbd_world *w = S.w;
+    int before = log_calls;
+    CHECK_RESULT(pbd_world_step(w, -1.0f), PBD_ERROR_INVALID_TIME_STEP);
+    CHECK(log_calls == before + 1);
+    CHECK(log_last == PBD_ERROR_INVALID_TIME_STEP);
+    const char *e = pbd_world_last_error(w);
+    CHECK(e != NULL && strlen(e) > 0);
+    char first[256];
+    snprintf(first, sizeof first, "%s", e ? e : "");
+    CHECK_RESULT(pbd_set_mass(w, -5, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK(log_calls == before + 2);
+    CHECK(log_last == PBD_ERROR_INDEX_OUT_OF_RANGE);
+    e = pbd_world_last_error(w);
+    CHECK(e != NULL && strlen(e) > 0 && strcmp(e, first) != 0); /* the message is the latest one */
+    /* successful calls do not log */
+    CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    CHECK(log_calls == before + 2);
+    pbd_world_destroy(w);
+}
+
+void suite_errors(void) {
+    RUN(errors_result_strings);
+    RUN(errors_world_create);
+    RUN(errors_world_parameters);
+    RUN(errors_particles);
+    RUN(errors_constraints);
+    RUN(errors_attachments);
+    RUN(errors_mesh_volume_group);
+    RUN(errors_group_parameters);
+    RUN(errors_cloth);
+    RUN(errors_softbody);
+    RUN(errors_balloon);
+    RUN(errors_colliders);
+    RUN(errors_isometric_rest);
+    RUN(errors_out_of_memory_leaves_world_unchanged);
+    RUN(errors_last_error_and_log);
+}
