@@ -45,12 +45,12 @@ int main(int argc, char **argv) {
     run(200, 1, 5, 4, 0, 5);
     run(400, 0, 20, 1, 0, 5);   /* the main target: >= 500 M projections/s */
     run(400, 0, 5, 4, 0, 5);    /* the same work in more, smaller substeps */
-    run(400, 1, 20, 1, 0, 3);
+    run(400, 1, 20, 1, 0, 2);
     run(400, 1, 5, 1, 0, 5);
-    run(400, 0, 20, 1, 1, 3);   /* averaged Jacobi */
+    run(400, 0, 20, 1, 1, 2);   /* averaged Jacobi */
     if (!quick) {
-        run(1000, 0, 5, 1, 0, 2);
-        run(1000, 1, 5, 1, 0, 2);
+        run(1000, 0, 5, 1, 0, 1);
+        run(1000, 1, 5, 1, 0, 1);
     }
     return 0;
 }
