@@ -4117,12 +4117,75 @@ static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
     P->x = pos.x; P->y = pos.y; P->z = pos.z;
 }
 
+#if PBD__W > 1
+/* The lane-wise twin of pbd__project_contact for the k-th contact of W
+   consecutive particles (lanes without a k-th contact keep their bits). */
+static void pbd__vproject_contacts(pbd_world *w, int i0, int k, int per) {
+    float f[10][PBD__W];
+    int ids[PBD__W], any = 0;
+    for (int l = 0; l < PBD__W; ++l) {
+        int i = i0 + l;
+        ids[l] = i;
+        const pbd__contact *ct = &w->contacts[(size_t)i * per + k];
+        int on = k < w->ncontact[i];
+        any |= on;
+        f[0][l] = on ? ct->n.x : 0; f[1][l] = on ? ct->n.y : 0; f[2][l] = on ? ct->n.z : 0;
+        f[3][l] = on ? ct->q.x : 0; f[4][l] = on ? ct->q.y : 0; f[5][l] = on ? ct->q.z : 0;
+        f[6][l] = on ? ct->anchor.x : 0; f[7][l] = on ? ct->anchor.y : 0; f[8][l] = on ? ct->anchor.z : 0;
+        f[9][l] = on ? ct->lambda : 0;
+    }
+    if (!any) return;
+    float onf[PBD__W], mus[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        int on = k < w->ncontact[i0 + l];
+        onf[l] = on ? 1.0f : 0.0f;
+        mus[l] = on ? w->colliders[w->contacts[(size_t)(i0 + l) * per + k].collider].mu_s : 0.0f;
+    }
+    pbd__vf zero = pbd__vset1(0.0f);
+    pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
+    pbd__vp P = pbd__vgather(w->p, ids);
+    pbd__vv n, q, anchor, pos = pbd__vvpos(P);
+    n.x = pbd__vload(f[0]); n.y = pbd__vload(f[1]); n.z = pbd__vload(f[2]);
+    q.x = pbd__vload(f[3]); q.y = pbd__vload(f[4]); q.z = pbd__vload(f[5]);
+    anchor.x = pbd__vload(f[6]); anchor.y = pbd__vload(f[7]); anchor.z = pbd__vload(f[8]);
+    pbd__vf lam = pbd__vload(f[9]);
+    pbd__vf C = pbd__vvdot(pbd__vvsub(pos, q), n);
+    pbd__vm push = pbd__vand_m(on, pbd__vlt(C, zero));
+    pbd__vv pushed = pbd__vvsub(pos, pbd__vvmul(n, C));
+    pos.x = pbd__vsel(push, pos.x, pushed.x); pos.y = pbd__vsel(push, pos.y, pushed.y); pos.z = pbd__vsel(push, pos.z, pushed.z);
+    lam = pbd__vsel(push, lam, pbd__vsub(lam, C));
+    pbd__vv rel = pbd__vvsub(pos, anchor);
+    pbd__vv rt = pbd__vvsub(rel, pbd__vvmul(n, pbd__vvdot(rel, n)));
+    pbd__vm stick = pbd__vand_m(pbd__vand_m(on, pbd__vlt(zero, lam)),
+                                pbd__vlt(pbd__vsqrt(pbd__vvdot(rt, rt)), pbd__vmul(pbd__vload(mus), lam)));
+    pbd__vv stuck = pbd__vvsub(pos, rt);
+    /* lanes without this contact: push and stick are off, pos is unchanged */
+    P.x = pbd__vsel(stick, pos.x, stuck.x); P.y = pbd__vsel(stick, pos.y, stuck.y); P.z = pbd__vsel(stick, pos.z, stuck.z);
+    pbd__vscatter(w->p, ids, P);
+    pbd__vstore(f[9], lam);
+    for (int l = 0; l < PBD__W; ++l)
+        if (k < w->ncontact[i0 + l]) w->contacts[(size_t)(i0 + l) * per + k].lambda = f[9][l];
+}
+#endif
+
 static void pbd__project_contacts(pbd_world *w) {
     int per = pbd__contacts_per_particle(w);
     if (per == 0) return;
+    int nb = (w->n + PBD__W - 1) / PBD__W;
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < w->n; ++i)
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, &w->contacts[(size_t)i * per + k]);
+    for (int b = 0; b < nb; ++b) {
+        int i0 = b * PBD__W, i1 = i0 + PBD__W < w->n ? i0 + PBD__W : w->n;
+#if PBD__W > 1
+        if (w->simd && i1 - i0 == PBD__W) {
+            int most = 0;
+            for (int i = i0; i < i1; ++i) most = w->ncontact[i] > most ? w->ncontact[i] : most;
+            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, i0, k, per);
+            continue;
+        }
+#endif
+        for (int i = i0; i < i1; ++i)
+            for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, &w->contacts[(size_t)i * per + k]);
+    }
 }
 
 /* Velocity pass for contacts: dynamic friction removes up to mu_d times the
