@@ -2467,9 +2467,10 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
 #define PBD__MAX_COLORS 64
 
 /* Greedy colouring of a group by shared particles (survey 3.8; as Box2D v3
-   does): each constraint takes the first colour that none of its particles
-   has yet; past PBD__MAX_COLORS - 1 colours it goes to a last, overflow
-   colour that is solved serially. The constraints are then stored sorted by
+   does), balanced: each constraint takes the smallest colour that none of
+   its particles has yet, and opens a new colour only when all are taken;
+   past PBD__MAX_COLORS - 1 colours it goes to a last, overflow colour that
+   is solved serially. The constraints are then stored sorted by
    colour (stably), so that the scalar reference path solves them in the
    same order as the parallel SIMD path and both give the same bits. */
 static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
@@ -2488,22 +2489,26 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
     int counts[PBD__MAX_COLORS];
     memset(counts, 0, sizeof counts);
     const int last = PBD__MAX_COLORS - 1;
+    int opened = 0;
     for (int c = 0; c < n; ++c) {
         const int *e = g->idx + (size_t)c * k;
         uint64_t used = 0;
         for (int i = 0; i < k; ++i)
             if (e[i] >= 0) used |= mask[e[i]];
-        int col = 0;
-        while (col < last && (used >> col) & 1u) ++col;
+        /* balanced: the smallest colour that is free here; a new colour
+           only when every open one is blocked (as first-fit would) */
+        int col = -1;
+        for (int k2 = 0; k2 < opened; ++k2)
+            if (!((used >> k2) & 1u) && (col < 0 || counts[k2] < counts[col])) col = k2;
+        if (col < 0) col = opened < last ? opened++ : last;
         if (col < last)
             for (int i = 0; i < k; ++i)
                 if (e[i] >= 0) mask[e[i]] |= (uint64_t)1 << col;
         color[c] = col;
         counts[col]++;
     }
-    /* first-fit uses colours 0..m-1 without gaps; the overflow comes last */
-    int m = 0;
-    while (m < last && counts[m] > 0) ++m;
+    /* colours 0..opened-1 are used without gaps; the overflow comes last */
+    int m = opened;
     g->overflow = counts[last] > 0;
     if (g->overflow) counts[m] = counts[last];
     g->ncolors = m + g->overflow;

@@ -119,6 +119,31 @@ TEST(coloring_overflows_into_a_serial_colour) {
     pbd_world_destroy(w);
 }
 
+TEST(coloring_is_balanced) {
+    /* a cloth's edges: the colours come out nearly equal in size, so every
+       colour fills the SIMD lanes and both threads */
+    pbd_world *w = new_world(1, 1);
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(40, 40, o, u, v, &m));
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    int ncol = 0, sizes[64], total = 0, mx = 0, mn = 1 << 30;
+    CHECK_OK(pbd_group_colors(w, obj.stretch, &ncol, sizes, 64, NULL));
+    for (int c = 0; c < ncol; ++c) {
+        total += sizes[c];
+        mx = sizes[c] > mx ? sizes[c] : mx;
+        mn = sizes[c] < mn ? sizes[c] : mn;
+    }
+    CHECK_MSG(ncol <= 10, "%d colours for a grid's edges", ncol);
+    CHECK_MSG(mx <= 1.1 * total / ncol && mn >= 0.9 * total / ncol, "colour sizes %d..%d, mean %d", mn, mx, total / ncol);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* --- SIMD == scalar and 1 thread == 2 threads ---------------------------- */
 
 typedef pbd_world *(*scene_fn)(void);
@@ -319,6 +344,7 @@ TEST(reorder_hands_back_the_permutation) {
 void suite_parallel(void) {
     RUN(coloring_is_valid_on_random_meshes);
     RUN(coloring_overflows_into_a_serial_colour);
+    RUN(coloring_is_balanced);
     RUN(simd_equals_scalar_and_threads_agree_cloth);
     RUN(simd_equals_scalar_and_threads_agree_softbody);
     RUN(simd_equals_scalar_and_threads_agree_balloon);
