@@ -855,6 +855,7 @@ static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
 
 static inline float pbd__wrap_angle(float a) {
     const float pi = 3.14159265358979f;
+    if (!(fabsf(a) < 8.0f * pi)) a = fmodf(a, 2.0f * pi); /* bounded loops below, even for huge or NaN input */
     while (a > pi) a -= 2.0f * pi;
     while (a <= -pi) a += 2.0f * pi;
     return a;
@@ -2428,6 +2429,8 @@ static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constr
             int neg_ok = d->type == PBD_CONSTRAINT_BENDING_DIHEDRAL || d->type == PBD_CONSTRAINT_TET_VOLUME;
             if (!neg_ok && d->rest[c] < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest[%d] = %g < 0", c, (double)d->rest[c]);
             if (d->type == PBD_CONSTRAINT_TET_VOLUME && d->rest[c] == 0) return pbd__fail(w, PBD_ERROR_DEGENERATE, "rest volume %d is 0", c);
+            if (d->type == PBD_CONSTRAINT_BENDING_DIHEDRAL && !(fabsf(d->rest[c]) <= 3.14159265358979f))
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest angle %d = %g outside [-pi, pi]", c, (double)d->rest[c]);
         }
     } else {
         float tmp[6];
@@ -4383,7 +4386,9 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
 /* --- snapshot validation ---------------------------------------------------- */
 
 static pbd_result pbd__validate_restored(const pbd_world *t) {
-    if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0) return PBD_ERROR_BAD_SNAPSHOT;
+    if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0 ||
+        !(t->jacobi_relax > 0 && t->jacobi_relax <= 2) || !isfinite(t->time))
+        return PBD_ERROR_BAD_SNAPSHOT;
     if (t->n > 0 && (!pbd__finite_n(&t->x[0].x, 4 * (size_t)t->n) || !pbd__finite_n(&t->v[0].x, 4 * (size_t)t->n) ||
                      !pbd__finite_n(t->mass, (size_t)t->n) || !pbd__finite_n(t->radius, (size_t)t->n) ||
                      !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
@@ -4397,6 +4402,17 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !(g->pressure > 0) || !pbd__finite(g->pressure) || !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) ||
             !pbd__finite_n(g->lambda, (size_t)g->count) || g->rest_stride != pbd__rest_stride_table[g->type])
             return PBD_ERROR_BAD_SNAPSHOT;
+        /* colours: offsets from 0 to count, never decreasing (the solver
+           indexes with them); attachments' slots a permutation */
+        if (g->overflow != 0 && g->overflow != 1) return PBD_ERROR_BAD_SNAPSHOT;
+        if (g->type == PBD_CONSTRAINT_MESH_VOLUME ? g->ncolors != 0 : (g->ncolors < 1 || g->ncolors > PBD__MAX_COLORS))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        for (int c = 0; c < g->ncolors; ++c)
+            if (g->color_start[c] > g->color_start[c + 1]) return PBD_ERROR_BAD_SNAPSHOT;
+        if (g->ncolors && (g->color_start[0] != 0 || g->color_start[g->ncolors] != g->count)) return PBD_ERROR_BAD_SNAPSHOT;
+        if ((g->type == PBD_CONSTRAINT_ATTACHMENT) != (g->slot != NULL)) return PBD_ERROR_BAD_SNAPSHOT;
+        for (int c = 0; g->slot && c < g->count; ++c)
+            if (g->slot[c] < 0 || g->slot[c] >= g->count) return PBD_ERROR_BAD_SNAPSHOT;
         if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
             if (g->count != 1 || g->arity != 0 || g->nverts <= 0 || g->ntris <= 0) return PBD_ERROR_BAD_SNAPSHOT;
             for (int k = 0; k < g->nverts; ++k)

@@ -3,6 +3,7 @@
    free fall against the exact discrete answer, the acceleration field, the
    user allocator, and snapshot/restore. */
 #include "test.h"
+#include <stdint.h>
 #include <stdlib.h>
 
 static const float DT = 1.0f / 60.0f;
@@ -625,6 +626,53 @@ TEST(world_snapshot_body_corruption) {
     pbd_world_destroy(w);
 }
 
+/* Corrupted snapshots whose checksum was forged to match: restore either
+   refuses them or gives a world that steps without crashing or hanging
+   (the sanitizer build checks every access). The world parameters at the
+   front are left alone: a valid 1000 substeps x 1000 iterations is only
+   slow, not wrong. */
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+TEST(world_snapshot_forged_checksum_fuzz) {
+    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world *w = make_world(&d);
+    if (!w) return;
+    build_scene(w, NULL);
+    for (int i = 0; i < 5; ++i) CHECK_OK(pbd_world_step(w, DT));
+    size_t size;
+    unsigned char *snap = save_world(w, &size);
+    unsigned char *bad = (unsigned char *)malloc(size);
+    unsigned seed = 99;
+    int refused = 0, accepted = 0;
+    for (int k = 0; k < 300; ++k) {
+        memcpy(bad, snap, size);
+        int flips = 1 + k % 4;
+        for (int f = 0; f < flips; ++f) {
+            size_t at = 64 + (size_t)(pbdt_rand(&seed) * (float)(size - 72));
+            bad[at] = (unsigned char)(pbdt_rand(&seed) * 256.0f);
+        }
+        uint64_t sum = fnv1a(bad, size - 8);
+        memcpy(bad + size - 8, &sum, 8);
+        pbd_result r = pbd_world_restore(w, bad, size);
+        CHECK(r == PBD_OK || r == PBD_ERROR_BAD_SNAPSHOT);
+        if (r == PBD_OK) {
+            accepted++;
+            for (int s = 0; s < 2; ++s) (void)pbd_world_step(w, DT);
+        } else {
+            refused++;
+        }
+        CHECK_OK(pbd_world_restore(w, snap, size));
+    }
+    CHECK(refused > 0);
+    free(bad);
+    free(snap);
+    pbd_world_destroy(w);
+}
+
 void suite_world(void) {
     RUN(world_create_destroy_defaults);
     RUN(world_particles_read_back);
@@ -637,4 +685,5 @@ void suite_world(void) {
     RUN(world_snapshot_restore_bit_identical);
     RUN(world_snapshot_truncated_or_garbage);
     RUN(world_snapshot_body_corruption);
+    RUN(world_snapshot_forged_checksum_fuzz);
 }
