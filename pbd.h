@@ -3935,8 +3935,12 @@ static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float 
 
 /* One sweep over a group, run by every thread of the substep's team: the
    batches of a colour are shared out by `omp for`, whose barrier separates
-   the colours (DESIGN.md section 5). */
-static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h) {
+   the colours (DESIGN.md section 5). Odd iterations walk the colours
+   backwards (symmetric Gauss-Seidel): a fixed order lets the corrections of
+   constraints that fight each other (a balloon's pressure against its skin)
+   add up to a spurious torque every substep, and alternating the order
+   cancels most of it. */
+static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h, int backwards) {
     float at = w->mode == PBD_SOLVER_XPBD ? g->compliance / (h * h) : 0.0f;
     float scale = pbd__group_scale(w, g);
     pbd__p4 *D = w->jacobi ? w->delta : NULL;
@@ -3945,7 +3949,8 @@ static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h) {
         pbd__project_mesh_volume(w->p, D, g, at, scale);
         return;
     }
-    for (int col = 0; col < g->ncolors; ++col) {
+    for (int k = 0; k < g->ncolors; ++k) {
+        int col = backwards ? g->ncolors - 1 - k : k;
         int b0 = g->color_start[col], e0 = g->color_start[col + 1];
         if (g->overflow && col == g->ncolors - 1) {
             PBD__PRAGMA(omp single)
@@ -4341,7 +4346,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
-            if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h);
+            if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h, it & 1);
         if (w->jacobi) pbd__jacobi_apply(w);
         pbd__project_contacts(w);
     }

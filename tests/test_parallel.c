@@ -316,10 +316,16 @@ TEST(reorder_hands_back_the_permutation) {
     }
     for (int i = 0; i < m.vertex_count; ++i) CHECK(hit[i] == 1);
     CHECK(moved > 0);
-    /* the same cloth, pinned at the same vertices, hangs the same way */
-    CHECK_OK(pbd_pin(a, 0)); CHECK_OK(pbd_pin(a, 19));
-    CHECK_OK(pbd_pin(b, perm[0])); CHECK_OK(pbd_pin(b, perm[19]));
-    for (int s = 0; s < 60; ++s) { CHECK_OK(pbd_world_step(a, 1.0f / 60.0f)); CHECK_OK(pbd_world_step(b, 1.0f / 60.0f)); }
+    /* the same cloth, pinned at the same vertices, comes to rest hanging the
+       same way (a curtain, damped, so that the comparison is of one unique
+       equilibrium, not of chaotic swings or of folds) */
+    for (int i = 0; i < 20; ++i) { /* a curtain: the whole first row */
+        CHECK_OK(pbd_pin(a, i));
+        CHECK_OK(pbd_pin(b, perm[i]));
+    }
+    CHECK_OK(pbd_world_set_point_damping(a, 3.0f));
+    CHECK_OK(pbd_world_set_point_damping(b, 3.0f));
+    for (int s = 0; s < 180; ++s) { CHECK_OK(pbd_world_step(a, 1.0f / 60.0f)); CHECK_OK(pbd_world_step(b, 1.0f / 60.0f)); }
     /* a different Gauss-Seidel order, the same physics: the centres of mass
        agree closely, single vertices within the cloth's own wobble */
     double maxd = 0, ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
@@ -332,8 +338,9 @@ TEST(reorder_hands_back_the_permutation) {
         }
     }
     double dc = sqrt((ca[0] - cb[0]) * (ca[0] - cb[0]) + (ca[1] - cb[1]) * (ca[1] - cb[1]) + (ca[2] - cb[2]) * (ca[2] - cb[2]));
-    CHECK_MSG(dc < 0.01, "reordered cloth's centre of mass deviates by %g m", dc);
-    CHECK_MSG(maxd < 0.15, "reordered cloth deviates by %g m", maxd);
+    printf("    reordered cloth: centre of mass %.3g m, largest vertex deviation %.3g m\n", dc, maxd);
+    CHECK_MSG(dc < 0.005, "reordered cloth's centre of mass deviates by %g m", dc);
+    CHECK_MSG(maxd < 0.05, "reordered cloth deviates by %g m", maxd);
     free(perm);
     free(hit);
     pbd_mesh_free(&m);
