@@ -1019,12 +1019,19 @@ static void pbd__store_grad(float *grad, const pbd__v3 *g, int n) {
     for (int i = 0; i < n; ++i) pbd__st(grad + 3 * i, g[i]);
 }
 
-PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad) {
-    pbd__v3 x[2], g[2];
-    pbd__load_n(p, 2, x);
-    float C = pbd__eval_distance(x, rest, g);
-    pbd__store_grad(grad, g, 2);
+/* A public constraint function: n packed points in, C out, gradients into
+   grad when it is not NULL. */
+typedef float (*pbd__eval_fn)(const pbd__v3 *p, float rest, pbd__v3 *g);
+static float pbd__eval_public(pbd__eval_fn eval, int n, const float *p, float rest, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, n, x);
+    float C = eval(x, rest, g);
+    pbd__store_grad(grad, g, n);
     return C;
+}
+
+PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad) {
+    return pbd__eval_public(pbd__eval_distance, 2, p, rest, grad);
 }
 
 PBDDEF float pbd_dihedral_angle(const float *p) {
@@ -1034,11 +1041,7 @@ PBDDEF float pbd_dihedral_angle(const float *p) {
 }
 
 PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad) {
-    pbd__v3 x[4], g[4];
-    pbd__load_n(p, 4, x);
-    float C = pbd__eval_dihedral(x, rest_angle, g);
-    pbd__store_grad(grad, g, 4);
-    return C;
+    return pbd__eval_public(pbd__eval_dihedral, 4, p, rest_angle, grad);
 }
 
 PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6) {
@@ -1058,27 +1061,15 @@ PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest,
 }
 
 PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad) {
-    pbd__v3 x[3], g[3];
-    pbd__load_n(p, 3, x);
-    float C = pbd__eval_area(x, rest_area, g);
-    pbd__store_grad(grad, g, 3);
-    return C;
+    return pbd__eval_public(pbd__eval_area, 3, p, rest_area, grad);
 }
 
 PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad) {
-    pbd__v3 x[4], g[4];
-    pbd__load_n(p, 4, x);
-    float C = pbd__eval_tet(x, rest_volume, g);
-    pbd__store_grad(grad, g, 4);
-    return C;
+    return pbd__eval_public(pbd__eval_tet, 4, p, rest_volume, grad);
 }
 
 PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad) {
-    pbd__v3 x[4], g[4];
-    pbd__load_n(p, 4, x);
-    float C = pbd__eval_point_triangle(x, thickness, g);
-    pbd__store_grad(grad, g, 4);
-    return C;
+    return pbd__eval_public(pbd__eval_point_triangle, 4, p, thickness, grad);
 }
 
 PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles,
