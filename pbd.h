@@ -95,8 +95,10 @@
         the groups in the order they were added, then the contacts (with
         position-level static/dynamic friction);
      4. v = (p - x) / h, x = p;
-     5. velocity pass: restitution of contacts, momentum-conserving
-        global damping per object (Mueller et al. 2007, survey 3.7).
+     5. velocity pass: friction and restitution of contacts; for isolated
+        objects the angular momentum the velocity update v = (p - x)/h
+        leaks at O(h) is restored; momentum-conserving global damping per
+        object (Mueller et al. 2007, survey 3.7).
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow
@@ -1578,6 +1580,7 @@ typedef struct pbd__object {
     int first, count;
     float damping;
     int groups[4]; /* stretch, bending, area, volume */
+    int coupled;   /* a group outside the builder's touches it: not isolated */
 } pbd__object;
 
 typedef struct pbd__collider {
@@ -1636,6 +1639,7 @@ struct pbd_world {
     pbd__pose *pose_from, *pose_to; /* per collider, this substep */
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
+    double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
 };
 
 /* --- allocation ------------------------------------------------------------ */
@@ -1798,7 +1802,7 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 static void pbd__world_free_contents(pbd_world *w) {
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact};
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->object_l};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -2045,6 +2049,7 @@ PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) 
 static pbd_result pbd__validate_restored(const pbd_world *t);
 static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders);
 static pbd_result pbd__reserve_poses(pbd_world *w, int n);
+static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
 
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
     PBD__CHECK_WORLD(w);
@@ -2068,7 +2073,8 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
     if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
-                        pbd__reserve_poses(&t, t.ncolliders) != PBD_OK))
+                        pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
+                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK))
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
@@ -2569,10 +2575,30 @@ static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_de
     return pbd__finish_group(w, out);
 }
 
+/* A user's group (not a builder's) makes every object it touches
+   "coupled": its angular momentum may change by these constraints, so
+   pbd__momentum_restore leaves it alone. Objects are contiguous particle
+   ranges in order, found by binary search. */
+static void pbd__mark_coupled(pbd_world *w, const int *idx, long n) {
+    for (long k = 0; k < n; ++k) {
+        int i = idx[k], lo = 0, hi = w->nobjects - 1;
+        if (i < 0) continue;
+        while (lo <= hi) {
+            int mid = lo + (hi - lo) / 2;
+            const pbd__object *o = &w->objects[mid];
+            if (i < o->first) hi = mid - 1;
+            else if (i >= o->first + o->count) lo = mid + 1;
+            else { w->objects[mid].coupled = 1; break; }
+        }
+    }
+}
+
 PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc, pbd_group *out) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__validate_constraints(w, desc));
-    return pbd__append_constraints(w, desc, out);
+    PBD__TRY(pbd__append_constraints(w, desc, out));
+    pbd__mark_coupled(w, desc->indices, (long)desc->count * pbd__arity_table[desc->type]);
+    return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *d, pbd_group *out) {
@@ -2608,7 +2634,10 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     g->unilateral = d->max_distance > 0;
-    return pbd__finish_group(w, out);
+    PBD__TRY(pbd__finish_group(w, out));
+    pbd__mark_coupled(w, d->particles, d->count);
+    if (d->target_particles) pbd__mark_coupled(w, d->target_particles, d->count);
+    return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int index, const float *point) {
@@ -2714,6 +2743,7 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     if (out) *out = w->ngroups - 1;
+    pbd__mark_coupled(w, d->triangles, 3L * d->triangle_count);
     return PBD_OK;
 }
 
@@ -2894,10 +2924,21 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
 }
 
 /* Object bookkeeping for builders. */
+/* Scratch of 4 doubles per object (see pbd__momentum_before). */
+static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
+    double *l = (double *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1) * 4, sizeof(double));
+    if (!l) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd__free(w, w->object_l);
+    w->object_l = l;
+    return PBD_OK;
+}
+
 static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_object *out) {
-    if (!pbd__grow(w, (void **)&w->objects, w->nobjects, &w->object_cap, w->nobjects + 1, sizeof(pbd__object)))
+    if (!pbd__grow(w, (void **)&w->objects, w->nobjects, &w->object_cap, w->nobjects + 1, sizeof(pbd__object)) ||
+        pbd__reserve_object_scratch(w, w->nobjects + 1) != PBD_OK)
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
     pbd__object *o = &w->objects[w->nobjects];
+    o->coupled = 0;
     o->first = r.first;
     o->count = r.count;
     o->damping = damping;
@@ -4332,6 +4373,70 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
     }
 }
 
+/* --- angular momentum -------------------------------------------------------
+   Internal constraints conserve linear and angular momentum, and every
+   single projection does so exactly (tests/test_constraints.c), but the
+   velocity update v = (p - x) / h conserves angular momentum only to first
+   order in h: the corrections are computed at p while the lever arms are
+   x. Constraints that fight each other every substep (a balloon's pressure
+   against its skin) let that error add up into a steady spin-up. So for an
+   isolated object - only its own builder's groups, nothing pinned or
+   kinematic, no contact this substep - the angular momentum after the
+   substep is made equal to the one right after the prediction (which holds
+   gravity's torque) by a rigid rotation about the centre of mass: positions
+   and linear momentum do not change. */
+
+static void pbd__momentum_before(pbd_world *w, int oi) {
+    const pbd__object *o = &w->objects[oi];
+    double *l = w->object_l + 4 * (size_t)oi;
+    l[0] = l[1] = l[2] = 0;
+    l[3] = !o->coupled;
+    for (int i = o->first; i < o->first + o->count && l[3]; ++i) {
+        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+        if (x->w == 0) { l[3] = 0; break; } /* pinned or kinematic: supported from outside */
+        double m = 1.0 / x->w;
+        l[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
+        l[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
+        l[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+    }
+}
+
+static void pbd__momentum_restore(pbd_world *w, int oi) {
+    const pbd__object *o = &w->objects[oi];
+    const double *l = w->object_l + 4 * (size_t)oi;
+    if (!l[3]) return;
+    int per = pbd__contacts_per_particle(w);
+    double M = 0, c[3] = {0, 0, 0};
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        for (int k = 0; k < w->ncontact[i]; ++k)
+            if (w->contacts[(size_t)i * per + k].lambda > 0) return; /* touched from outside */
+        double m = 1.0 / w->x[i].w;
+        M += m;
+        c[0] += m * w->x[i].x; c[1] += m * w->x[i].y; c[2] += m * w->x[i].z;
+    }
+    if (!(M > 0)) return;
+    for (int a = 0; a < 3; ++a) c[a] /= M;
+    double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        double m = 1.0 / w->x[i].w;
+        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+        L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
+        L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
+        L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+        double r[3] = {x->x - c[0], x->y - c[1], x->z - c[2]}, rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
+    }
+    double dL[3] = {l[0] - L[0], l[1] - L[1], l[2] - L[2]}, om[3];
+    if (!pbd__solve3(inertia, dL, om)) return;
+    for (int i = o->first; i < o->first + o->count; ++i) {
+        double r[3] = {w->x[i].x - c[0], w->x[i].y - c[1], w->x[i].z - c[2]};
+        w->v[i].x += (float)(om[1] * r[2] - om[2] * r[1]);
+        w->v[i].y += (float)(om[2] * r[0] - om[0] * r[2]);
+        w->v[i].z += (float)(om[0] * r[1] - om[1] * r[0]);
+    }
+}
+
 /* --- step ------------------------------------------------------------------- */
 
 /* Averaged Jacobi (FleX / PhysX style): every constraint of an iteration
@@ -4374,6 +4479,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     {
         pbd__collider_poses(w, s, S);
         pbd__reset_multipliers(w);
+        for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
     }
     pbd__generate_contacts(w, h);
     for (int it = 0; it < w->iterations; ++it) {
@@ -4386,8 +4492,10 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     pbd__update_velocities(w, h);
     pbd__contact_velocities(w, h);
     PBD__PRAGMA(omp single)
-    for (int o = 0; o < w->nobjects; ++o)
+    for (int o = 0; o < w->nobjects; ++o) {
+        pbd__momentum_restore(w, o);
         if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
+    }
 }
 
 static void pbd__substep(pbd_world *w, float h, int s, int S) {
@@ -4467,7 +4575,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     }
     for (int o = 0; o < t->nobjects; ++o) {
         const pbd__object *ob = &t->objects[o];
-        if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0)
+        if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0 ||
+            (ob->coupled != 0 && ob->coupled != 1))
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {

@@ -486,17 +486,57 @@ TEST(solver_momentum_linear_conserved_by_constraints) {
     CHECK(r.def_end < 0.1 * r.def0);
 }
 
-TEST(solver_momentum_angular_drift_first_order) {
-    /* rigid edges: the random velocities are absorbed and the box turns
-       rigidly, so the leak is the velocity update's alone (a compliant box
-       keeps vibrating, and how much depends on h as well) */
+TEST(solver_momentum_angular_conserved_isolated) {
+    /* Each projection conserves angular momentum exactly, but the velocity
+       update v = (p - x) / h only to first order in h; for an isolated
+       object the solver restores it (pbd__momentum_restore), so the
+       issue's 1e-4 holds at the world level too, for rigid and compliant
+       edges, large and small steps. */
     momentum_result r1 = momentum_run(1, 4, 0.0f, 1, 0.0f);
     momentum_result r4 = momentum_run(4, 4, 0.0f, 1, 0.0f);
-    printf("    rigid-edged box: angular momentum drift %.3g (h = 1/60), %.3g (h = 1/240)\n", r1.dl,
-           r4.dl);
-    CHECK_MSG(r4.dl < 5e-3, "angular momentum drift %g with 4 substeps", r4.dl);
-    CHECK_MSG(r4.dl < 0.4 * r1.dl, "angular momentum drift does not shrink with h: %g -> %g",
-              r1.dl, r4.dl);
+    momentum_result c4 = momentum_run(4, 4, 0.0f, 1, 1e-3f);
+    printf("    box: angular momentum drift %.3g (rigid, h = 1/60), %.3g (rigid, h = 1/240), %.3g (compliant)\n",
+           r1.dl, r4.dl, c4.dl);
+    CHECK_MSG(r1.dl < 1e-4, "angular momentum drift %g (h = 1/60)", r1.dl);
+    CHECK_MSG(r4.dl < 1e-4, "angular momentum drift %g (h = 1/240)", r4.dl);
+    CHECK_MSG(c4.dl < 1e-4, "angular momentum drift %g (compliant edges)", c4.dl);
+}
+
+TEST(solver_inflated_balloon_does_not_spin_up) {
+    /* a free balloon whose pressure fights its skin every substep: without
+       the angular momentum restore it spun up to ~12 rad/s within 4 s */
+    pbd_world_desc d = pbd_world_desc_default();
+    d.substeps = 8;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    pbd_mesh m;
+    float c[3] = {0, 0, 0};
+    CHECK_OK(pbd_mesh_sphere(3, c, 0.3f, &m));
+    pbd_balloon_desc b = pbd_balloon_desc_default();
+    b.cloth.positions = m.positions; b.cloth.vertex_count = m.vertex_count;
+    b.cloth.triangles = m.triangles; b.cloth.triangle_count = m.triangle_count;
+    b.cloth.bending = PBD_BENDING_NONE;
+    b.cloth.stretch_compliance = 1e-3f;
+    b.pressure = 1.0f;
+    pbd_object o;
+    CHECK_OK(pbd_add_balloon(w, &b, &o));
+    double ke = 0;
+    for (int s = 1; s <= 240; ++s) {
+        if (s <= 120) CHECK_OK(pbd_group_set_pressure(w, o.volume, 1.0f + 0.3f * s / 120.0f));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    }
+    const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+    double M = 0, P[3] = {0, 0, 0};
+    for (int i = 0; i < o.particles.count; ++i) {
+        double mi = 1.0 / x[4 * i + 3];
+        M += mi;
+        for (int k = 0; k < 3; ++k) { P[k] += mi * v[4 * i + k]; ke += 0.5 * mi * v[4 * i + k] * v[4 * i + k]; }
+    }
+    double internal = (ke - (P[0] * P[0] + P[1] * P[1] + P[2] * P[2]) / (2 * M)) / M;
+    printf("    inflated balloon after 4 s: internal kinetic energy %.3g J/kg\n", internal);
+    CHECK_MSG(internal < 0.01, "internal kinetic energy %g J/kg (spin-up)", internal);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
 }
 
 TEST(solver_momentum_conserved_by_global_damping) {
@@ -571,7 +611,8 @@ void suite_solver(void) {
     RUN(solver_recovery_from_random_positions);
     RUN(solver_recovery_from_collapsed_state);
     RUN(solver_momentum_linear_conserved_by_constraints);
-    RUN(solver_momentum_angular_drift_first_order);
+    RUN(solver_momentum_angular_conserved_isolated);
+    RUN(solver_inflated_balloon_does_not_spin_up);
     RUN(solver_momentum_conserved_by_global_damping);
     RUN(solver_point_damping_exponential);
 }
