@@ -4293,14 +4293,14 @@ static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h,
         float dv = col->mu_d * ct->lambda / h;
         v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
     }
-    if (ct->vn < -threshold) {
-        /* an impact: the normal velocity becomes -e times the approach
-           velocity (also for e = 0, where PBD would otherwise keep the
-           approach speed for one more substep), but a faster separation
-           that the constraints produced is kept */
-        float target = -col->restitution * ct->vn;
-        if (vn < target) v = pbd__add(v, pbd__mul(ct->n, target - vn));
-    }
+    /* The contact pushed this particle in this substep, so its normal
+       velocity becomes -e times the approach velocity of an impact, and 0
+       for a resting or slow contact. PBD's v = (p - x) / h would otherwise
+       keep the push-out itself as a separating velocity: a cloth whose
+       inextensible edges fight a curved collider every substep was thrown
+       off a sphere by it. */
+    float target = ct->vn < -threshold ? -col->restitution * ct->vn : 0.0f;
+    v = pbd__add(v, pbd__mul(ct->n, target - vn));
     V->x = v.x; V->y = v.y; V->z = v.z;
 }
 
