@@ -640,6 +640,15 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
 #if PBD__SIMD && defined(__AVX512F__) && PBD_SIMD_WIDTH >= 16
 #include <simde/x86/avx512.h>
 #define PBD__W 16
+#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+/* g++ 12 reports its own _mm512_undefined_ps() as "used uninitialized"
+   where AVX-512 unpack intrinsics are inlined: a false positive in the
+   compiler's header, silenced for the implementation only. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#define PBD__POP_DIAGNOSTICS 1
+#endif
 #elif PBD__SIMD && defined(__AVX2__) && PBD_SIMD_WIDTH >= 8
 #include <simde/x86/avx2.h>
 #define PBD__W 8
@@ -4588,6 +4597,9 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     return PBD_OK;
 }
 
+#ifdef PBD__POP_DIAGNOSTICS
+#pragma GCC diagnostic pop
+#endif
 #endif /* PBD_IMPLEMENTATION_INCLUDED */
 #endif /* PBD_IMPLEMENTATION */
 

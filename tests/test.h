@@ -62,4 +62,24 @@ static inline float pbdt_rand(unsigned *state) {
     *state = x;
     return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
+/* A cloth desc (defaults) over a generated mesh. */
+static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m->positions;
+    c.vertex_count = m->vertex_count;
+    c.triangles = m->triangles;
+    c.triangle_count = m->triangle_count;
+    return c;
+}
+
+/* A world with default settings but for gravity (0, gy, 0). */
+static inline pbd_world *pbdt_world(float gy) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.gravity[0] = 0.0f;
+    d.gravity[1] = gy;
+    d.gravity[2] = 0.0f;
+    pbd_world *w = NULL;
+    if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
+    return w;
+}
 #endif

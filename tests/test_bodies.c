@@ -4,16 +4,6 @@
 #include "test.h"
 #include <stdlib.h>
 
-static pbd_world *bodies_world(float gy) {
-    pbd_world_desc d = pbd_world_desc_default();
-    d.gravity[0] = 0.0f;
-    d.gravity[1] = gy;
-    d.gravity[2] = 0.0f;
-    pbd_world *w = NULL;
-    if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
-    return w;
-}
-
 static int bodies_finite(const pbd_world *w) {
     int n = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
@@ -40,7 +30,7 @@ static balloon_run balloon(float pressure, float stretch_compliance, float volum
                            int volume_on, int steps) {
     balloon_run out;
     memset(&out, 0, sizeof out);
-    pbd_world *w = bodies_world(0.0f);
+    pbd_world *w = pbdt_world(0.0f);
     if (!w) return out;
     pbd_mesh m;
     float c[3] = {0, 0, 0};
@@ -177,7 +167,7 @@ static double tets_volume(const pbd_world *w, int first, const int *perm, const 
    distance constraints between every pair of top nodes. Returns V / V0
    after 3 s, or -1 on a failure; *height gets the box height / rest. */
 static double squeezed_box(int volume_constraints, double *height) {
-    pbd_world *w = bodies_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     if (!w) return -1;
     pbd_mesh m;
     const float r = 0.01f;

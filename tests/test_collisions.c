@@ -6,16 +6,6 @@
 
 #define COLL_PI 3.14159265358979
 
-static pbd_world *coll_world(float gy) {
-    pbd_world_desc d = pbd_world_desc_default();
-    d.gravity[0] = 0.0f;
-    d.gravity[1] = gy;
-    d.gravity[2] = 0.0f;
-    pbd_world *w = NULL;
-    if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
-    return w;
-}
-
 static int add_particle(pbd_world *w, const float *x, const float *v, float radius) {
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = x;
@@ -70,7 +60,7 @@ static void fast_particle(pbd_world *w, pbd_collider c, const float *x0, const f
 }
 
 TEST(collisions_fast_particle_plane) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float o[3] = {0, 0, 0}, n[3] = {0, 1, 0};
@@ -80,7 +70,7 @@ TEST(collisions_fast_particle_plane) {
     fast_particle(w, c, x0, v0, 0.0f);
     pbd_world_destroy(w);
     /* and at a slant */
-    w = coll_world(-9.81f);
+    w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     CHECK_OK(pbd_add_collider_plane(w, o, n, 0.5f, &c));
@@ -90,7 +80,7 @@ TEST(collisions_fast_particle_plane) {
 }
 
 TEST(collisions_fast_particle_thin_box) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0}, he[3] = {1.0f, 0.005f, 1.0f};
@@ -102,7 +92,7 @@ TEST(collisions_fast_particle_thin_box) {
 }
 
 TEST(collisions_fast_particle_sphere) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0};
@@ -122,7 +112,7 @@ TEST(collisions_fast_particle_sphere) {
 static double incline_slide(float mu, double seconds) {
     const double th = 30.0 * COLL_PI / 180.0;
     const float r = 0.01f;
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     if (!w) return -1e9;
     pbd_mesh m;
     float lo[3] = {-0.1f, 0.0f, -0.1f}, hi[3] = {0.1f, 0.2f, 0.1f};
@@ -202,7 +192,7 @@ TEST(collisions_incline_dynamic_friction_slides) {
    height of its first bounce (apex above the resting height). */
 static double bounce_height(float e) {
     const float r = 0.01f;
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     if (!w) return -1;
     pbd_collider_desc cd = pbd_collider_desc_default();
     cd.shape = PBD_COLLIDER_PLANE;
@@ -286,7 +276,7 @@ static int drop_particles(pbd_world *w, pbd_collider c, float sx, float sz, floa
 }
 
 TEST(collisions_particles_on_sphere) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0};
@@ -298,7 +288,7 @@ TEST(collisions_particles_on_sphere) {
 }
 
 TEST(collisions_particles_on_capsule) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float a[3] = {-0.4f, 0, 0}, b[3] = {0.4f, 0, 0};
@@ -308,7 +298,7 @@ TEST(collisions_particles_on_capsule) {
     CHECK_MSG(n >= 32, "only %d of 64 particles rest on the capsule", n);
     pbd_world_destroy(w);
     /* a tilted capsule: they slide along and off it, never through */
-    w = coll_world(-9.81f);
+    w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float a2[3] = {-0.4f, -0.2f, 0.1f}, b2[3] = {0.4f, 0.2f, -0.1f};
@@ -318,7 +308,7 @@ TEST(collisions_particles_on_capsule) {
 }
 
 TEST(collisions_particles_on_box) {
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0}, he[3] = {0.3f, 0.1f, 0.3f};
@@ -328,7 +318,7 @@ TEST(collisions_particles_on_box) {
     CHECK_MSG(n == 64, "only %d of 64 particles rest on the box", n);
     pbd_world_destroy(w);
     /* a box turned 40 degrees about (1, 0, 1)/sqrt(2): edges and corners up */
-    w = coll_world(-9.81f);
+    w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float half = (float)(40.0 * COLL_PI / 360.0), s = (float)sin(half) / sqrtf(2.0f);
@@ -346,7 +336,7 @@ TEST(collisions_particles_on_box) {
 
 TEST(collisions_moving_box_pushes_particles) {
     const float r = 0.01f;
-    pbd_world *w = coll_world(0.0f);
+    pbd_world *w = pbdt_world(0.0f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0}, he[3] = {0.1f, 0.3f, 0.3f};
@@ -392,7 +382,7 @@ TEST(collisions_moving_box_pushes_particles) {
 static void platform_carry(float mu, double *box_dx, double *platform_dx) {
     const float r = 0.01f;
     *box_dx = *platform_dx = -1e9;
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     if (!w) return;
     float ctr[3] = {0, -0.05f, 0}, he[3] = {2.0f, 0.05f, 1.0f};
     pbd_collider c;
@@ -466,7 +456,7 @@ TEST(collisions_moving_platform_carries_box) {
 TEST(collisions_cloth_rests_on_sphere) {
     const int n = 16;
     const float R = 0.3f, thick = 0.01f;
-    pbd_world *w = coll_world(-9.81f);
+    pbd_world *w = pbdt_world(-9.81f);
     CHECK(w != NULL);
     if (!w) return;
     float ctr[3] = {0, 0, 0};
@@ -475,11 +465,7 @@ TEST(collisions_cloth_rests_on_sphere) {
     pbd_mesh m;
     float o[3] = {-0.5f, 0.5f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions;
-    cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles;
-    cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     cd.thickness = thick;
     int perm[16 * 16];
     cd.permutation = perm;

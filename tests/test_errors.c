@@ -60,9 +60,7 @@ static int build_scene(scene *S) {
     pbd_mesh m;
     float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     ok &= pbd_mesh_grid(4, 4, o, u, v, &m) == PBD_OK;
-    pbd_cloth_desc c = pbd_cloth_desc_default();
-    c.positions = m.positions; c.vertex_count = m.vertex_count;
-    c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
     ok &= pbd_add_cloth(w, &c, &S->cloth) == PBD_OK;
     pbd_mesh_free(&m);
     /* soft body 2x2x2 */
@@ -1029,9 +1027,7 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
     pbd_mesh m;
     float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     CHECK_OK(pbd_mesh_grid(6, 6, o, u, v, &m));
-    pbd_cloth_desc c = pbd_cloth_desc_default();
-    c.positions = m.positions; c.vertex_count = m.vertex_count;
-    c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
     c.area_constraints = 1;
     pbd_object ob;
     /* allow k allocations, k = 0, 1, 2, ... until the cloth fits */

@@ -126,9 +126,7 @@ TEST(coloring_is_balanced) {
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_grid(40, 40, o, u, v, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     int ncol = 0, sizes[64], total = 0, mx = 0, mn = 1 << 30;
@@ -153,9 +151,7 @@ static pbd_world *cloth_scene(int bending) {
     float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     cd.bending = (pbd_bending_model)bending;
     cd.stretch_compliance = 1e-6f;
     cd.area_constraints = 1;
@@ -260,9 +256,7 @@ static float stretched_error(int jacobi, int iterations) {
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     cd.bending = PBD_BENDING_NONE;
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
@@ -296,9 +290,7 @@ TEST(reorder_hands_back_the_permutation) {
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_grid(20, 20, o, u, v, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     int *perm = (int *)malloc(sizeof(int) * (size_t)m.vertex_count);
     int *hit = (int *)calloc((size_t)m.vertex_count, sizeof(int));
     pbd_object oa, ob;

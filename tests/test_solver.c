@@ -174,11 +174,7 @@ static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int cor
         pbd_world_destroy(w);
         return -1;
     }
-    pbd_cloth_desc c = pbd_cloth_desc_default();
-    c.positions = m.positions;
-    c.vertex_count = m.vertex_count;
-    c.triangles = m.triangles;
-    c.triangle_count = m.triangle_count;
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
     c.stretch_compliance = compliance;
     c.stretch_stiffness = stiffness;
     c.bending = PBD_BENDING_NONE;
@@ -251,11 +247,7 @@ static void recovery(int collapsed) {
     pbd_mesh m;
     float o[3] = {-0.5f, 0, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
-    pbd_cloth_desc c = pbd_cloth_desc_default();
-    c.positions = m.positions;
-    c.vertex_count = m.vertex_count;
-    c.triangles = m.triangles;
-    c.triangle_count = m.triangle_count;
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
     int *perm = (int *)malloc(sizeof(int) * m.vertex_count);
     c.permutation = perm;
     pbd_object cloth;

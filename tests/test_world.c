@@ -404,9 +404,7 @@ static void build_scene(pbd_world *w, pbd_object *cloth_out) {
     pbd_mesh m;
     float o[3] = {-0.5f, 1.0f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     CHECK_OK(pbd_mesh_grid(12, 12, o, u, v, &m));
-    pbd_cloth_desc c = pbd_cloth_desc_default();
-    c.positions = m.positions; c.vertex_count = m.vertex_count;
-    c.triangles = m.triangles; c.triangle_count = m.triangle_count;
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
     c.bending_compliance = 1e-3f;
     c.area_constraints = 1;
     c.damping = 0.1f;
