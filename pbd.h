@@ -49,6 +49,8 @@
        ==== objects         cloth, soft body and balloon builders, locality
        ==== colliders       plane, sphere, capsule, box; continuous contacts,
                             friction, restitution
+       ==== plugins         callbacks in the substep loop (pbd_sm.h and
+                            pbd_upsample.h plug in here)
        ==== solver          pbd_world_step: substeps, iterations, SIMD
                             kernels, OpenMP, Jacobi, damping
 
@@ -92,7 +94,8 @@
      2. contacts from x -> p against the colliders (continuous: the segment
         is swept, so fast particles cannot tunnel through thin shapes);
      3. XPBD multipliers reset, then `iterations` Gauss-Seidel sweeps over
-        the groups in the order they were added, then the contacts (with
+        the groups in the order they were added, then the plugins'
+        `project` callbacks (shape matching, ...), then the contacts (with
         position-level static/dynamic friction);
      4. v = (p - x) / h, x = p;
      5. velocity pass: friction and restitution of contacts; for isolated
@@ -574,6 +577,73 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w);
 /* Signed distance from a point to a collider's surface at its current pose. */
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
                                         float *distance);
+
+
+// ==== plugins ===============================================================
+/* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
+   substep loop through a small table of callbacks, so that pbd.h never
+   depends on them (DESIGN.md section 4). A plugin works on the world's
+   particles: it reads and moves the predicted positions p in `project`,
+   like a constraint group, and may change velocities after the velocity
+   update. Its state is its own: it is not part of the world's snapshot
+   (a restore keeps the plugins, and fails when the snapshot lacks
+   particles a plugin uses). */
+
+typedef struct pbd_solve_context {
+    pbd_world *world;
+    float *x;             /* particle_count*4: positions at the start of the substep
+                             (x y z inverse-mass); in end_substep already x = p */
+    float *p;             /* particle_count*4: predicted positions, moved by project */
+    float *v;             /* particle_count*4: velocities */
+    int particle_count;
+    float h;              /* substep length (s) */
+    int substep, substeps;
+    int iteration, iterations; /* iteration is -1 outside the iteration loop */
+    double time;          /* world time at the start of the substep */
+    int thread, thread_count; /* this thread and the team of the parallel region */
+} pbd_solve_context;
+
+/* Every callback is optional. With parallel = 0 (default) each is called by
+   one thread. With parallel = 1 every thread of the substep's OpenMP
+   region calls it, and it shares its loops with orphaned
+   `#pragma omp for` (all threads must meet the same worksharing
+   constructs); compile the plugin with the same OpenMP setting as pbd.h. */
+typedef struct pbd_plugin_desc {
+    const char *name;    /* for messages; copied (up to 31 chars) */
+    void *user;
+    int parallel;
+    int particle_end;    /* 1 + the largest particle index the plugin touches */
+    long work;           /* elements per iteration, for the serial/parallel threshold */
+    /* after the prediction p = x + h v, before contacts (oriented particles predict q) */
+    void (*begin_substep)(void *user, const pbd_solve_context *c);
+    /* every iteration, after the constraint groups, before the contacts */
+    void (*project)(void *user, const pbd_solve_context *c);
+    /* after v = (p - x) / h, x = p and the contacts' velocity pass */
+    void (*end_substep)(void *user, const pbd_solve_context *c);
+    /* serial, once per pbd_world_step before / after the substeps */
+    void (*begin_step)(void *user, pbd_world *w, float dt);
+    void (*end_step)(void *user, pbd_world *w, float dt);
+    /* called by pbd_remove_plugin and pbd_world_destroy */
+    void (*destroy)(void *user);
+} pbd_plugin_desc;
+
+typedef int pbd_plugin;
+
+PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void);
+PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out);
+/* Calls its destroy callback; the handle is not reused. */
+PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin p);
+PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work);
+PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out */
+/* Particles a plugin's internal forces connect: the objects they belong to
+   may exchange angular momentum, so the solver stops restoring theirs
+   (see SOLVER step 5). Call it for forces between objects or with the
+   outside world; forces within one object need not. */
+PBDDEF pbd_result pbd_world_mark_coupled(pbd_world *w, const int *particles, int count);
+/* Signed distance and outward unit normal of the closest surface point of
+   a collider at its current pose (normal may be NULL). */
+PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const float *point,
+                                       float *distance, float *normal);
 
 #ifdef __cplusplus
 }
@@ -1649,6 +1719,9 @@ struct pbd_world {
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
     double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
+    /* plugins: not simulation state, they stay with the world on restore */
+    int nplugins, plugin_cap;
+    struct pbd__plugin *plugins;
 };
 
 /* --- allocation ------------------------------------------------------------ */
@@ -1815,8 +1888,10 @@ static void pbd__world_free_contents(pbd_world *w) {
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
+static void pbd__plugins_destroy(pbd_world *w);
 PBDDEF void pbd_world_destroy(pbd_world *w) {
     if (!w) return;
+    pbd__plugins_destroy(w);
     pbd__world_free_contents(w);
     pbd__free(w, w);
 }
@@ -2060,6 +2135,7 @@ static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolli
 static pbd_result pbd__reserve_poses(pbd_world *w, int n);
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
 
+static int pbd__plugins_particle_end(const pbd_world *w);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, buffer, "buffer");
@@ -2081,6 +2157,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
+    if (r == PBD_OK && t.n < pbd__plugins_particle_end(w)) r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
     if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
                         pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
                         pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK))
@@ -2097,6 +2174,9 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.accel_user = w->accel_user;
     t.simd = w->simd;
     t.threads = w->threads;
+    t.nplugins = w->nplugins;
+    t.plugin_cap = w->plugin_cap;
+    t.plugins = w->plugins;
     memcpy(t.error, w->error, sizeof t.error);
     *w = t;
     return PBD_OK;
@@ -3576,7 +3656,8 @@ static inline pbd__v3 pbd__to_world(const float *pos, const float *rot, pbd__v3 
     return pbd__add(pbd__qrot(rot, y), pbd__ld(pos));
 }
 
-PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point, float *distance) {
+PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const float *point, float *distance,
+                                       float *normal) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_collider(w, c));
     PBD__CHECK_PTR(w, point, "point");
@@ -3585,7 +3666,12 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
     const pbd__collider *col = &w->colliders[c];
     pbd__v3 n;
     *distance = pbd__sdf(col, pbd__to_local(col->to_pos, col->to_rot, pbd__ld(point)), &n);
+    if (normal) pbd__st(normal, pbd__qrot(col->to_rot, n));
     return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point, float *distance) {
+    return pbd_collider_closest(w, c, point, distance, NULL);
 }
 
 /* The collider's pose at fraction t of the current step. */
@@ -3644,6 +3730,150 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
     *n = pbd__qrot(b->rot, nl);
     *q = pbd__to_world(b->pos, b->rot, hit);
     return 1;
+}
+
+// ==== plugins ===============================================================
+
+typedef struct pbd__plugin {
+    pbd_plugin_desc d;
+    char name[32];
+    int active;
+} pbd__plugin;
+
+PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
+    pbd_plugin_desc d;
+    memset(&d, 0, sizeof d);
+    d.name = "plugin";
+    return d;
+}
+
+PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? w->nplugins : 0; }
+
+static pbd_result pbd__check_plugin(const pbd_world *w, pbd_plugin p) {
+    if (p < 0 || p >= w->nplugins || !w->plugins[p].active)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "plugin %d does not exist", p);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, desc, "desc");
+    if (desc->particle_end < 0 || desc->particle_end > w->n)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "plugin particle_end %d is not in [0, %d]",
+                         desc->particle_end, w->n);
+    if (desc->work < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin work %ld < 0", desc->work);
+    if (desc->parallel != 0 && desc->parallel != 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin parallel must be 0 or 1");
+    if (w->nplugins == INT_MAX ||
+        !pbd__grow(w, (void **)&w->plugins, w->nplugins, &w->plugin_cap, w->nplugins + 1, sizeof(pbd__plugin)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a plugin");
+    pbd__plugin *pl = &w->plugins[w->nplugins];
+    memset(pl, 0, sizeof *pl);
+    pl->d = *desc;
+    snprintf(pl->name, sizeof pl->name, "%s", desc->name ? desc->name : "plugin");
+    pl->d.name = NULL; /* the caller's string may not outlive the world */
+    pl->active = 1;
+    if (out) *out = w->nplugins;
+    w->nplugins++;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin p) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_plugin(w, p));
+    pbd__plugin *pl = &w->plugins[p];
+    pl->active = 0;
+    if (pl->d.destroy) pl->d.destroy(pl->d.user);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_plugin(w, p));
+    if (work < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin work %ld < 0", work);
+    w->plugins[p].d.work = work;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_mark_coupled(pbd_world *w, const int *particles, int count) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, particles, "particles");
+    if (count < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "count %d < 0", count);
+    for (int k = 0; k < count; ++k)
+        if (particles[k] < 0 || particles[k] >= w->n)
+            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "particle %d is not in [0, %d)", particles[k], w->n);
+    pbd__mark_coupled(w, particles, count);
+    return PBD_OK;
+}
+
+static void pbd__plugins_destroy(pbd_world *w) {
+    for (int i = 0; i < w->nplugins; ++i)
+        if (w->plugins[i].active && w->plugins[i].d.destroy) w->plugins[i].d.destroy(w->plugins[i].d.user);
+    pbd__free(w, w->plugins);
+    w->plugins = NULL;
+    w->nplugins = w->plugin_cap = 0;
+}
+
+static int pbd__plugins_particle_end(const pbd_world *w) {
+    int e = 0;
+    for (int i = 0; i < w->nplugins; ++i)
+        if (w->plugins[i].active && w->plugins[i].d.particle_end > e) e = w->plugins[i].d.particle_end;
+    return e;
+}
+
+static long pbd__plugins_work(const pbd_world *w) {
+    long work = 0;
+    for (int i = 0; i < w->nplugins; ++i)
+        if (w->plugins[i].active) work += w->plugins[i].d.work;
+    return work;
+}
+
+enum { PBD__PLUGIN_BEGIN_SUBSTEP, PBD__PLUGIN_PROJECT, PBD__PLUGIN_END_SUBSTEP };
+
+/* Runs one substep callback of every plugin, inside the substep's parallel
+   region: parallel plugins are called by every thread, the others by one
+   (with the barrier of `omp single` after it). */
+static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, int it) {
+    for (int i = 0; i < w->nplugins; ++i) {
+        pbd__plugin *pl = &w->plugins[i];
+        void (*fn)(void *, const pbd_solve_context *) =
+            stage == PBD__PLUGIN_BEGIN_SUBSTEP ? pl->d.begin_substep
+            : stage == PBD__PLUGIN_PROJECT     ? pl->d.project
+                                               : pl->d.end_substep;
+        if (!pl->active || !fn) continue;
+        pbd_solve_context c;
+        c.world = w;
+        c.x = &w->x[0].x;
+        c.p = &w->p[0].x;
+        c.v = &w->v[0].x;
+        c.particle_count = w->n;
+        c.h = h;
+        c.substep = s;
+        c.substeps = S;
+        c.iteration = it;
+        c.iterations = w->iterations;
+        c.time = w->time + (double)h * s;
+        c.thread = 0;
+        c.thread_count = 1;
+#if PBD__OPENMP
+        c.thread = omp_get_thread_num();
+        c.thread_count = omp_get_num_threads();
+#endif
+        if (pl->d.parallel) {
+            fn(pl->d.user, &c);
+        } else {
+            PBD__PRAGMA(omp single)
+            fn(pl->d.user, &c);
+        }
+    }
+}
+
+static void pbd__plugins_step(pbd_world *w, float dt, int end) {
+    for (int i = 0; i < w->nplugins; ++i) {
+        pbd__plugin *pl = &w->plugins[i];
+        void (*fn)(void *, pbd_world *, float) = end ? pl->d.end_step : pl->d.begin_step;
+        if (pl->active && fn) fn(pl->d.user, w, dt);
+    }
 }
 
 // ==== solver ================================================================
@@ -4474,7 +4704,7 @@ static void pbd__reset_multipliers(pbd_world *w) {
 
 /* Serial below this many particles + constraints: a barrier costs microseconds. */
 static int pbd__parallel_worth_it(const pbd_world *w) {
-    long work = w->n;
+    long work = w->n + pbd__plugins_work(w);
     for (int g = 0; g < w->ngroups; ++g) work += w->groups[g].count;
     return work >= PBD__PARALLEL_MIN;
 }
@@ -4490,16 +4720,19 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__reset_multipliers(w);
         for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
     }
+    pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
             if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h, it & 1);
         if (w->jacobi) pbd__jacobi_apply(w);
+        pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
     pbd__contact_velocities(w, h);
+    pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
         pbd__momentum_restore(w, o);
@@ -4528,12 +4761,14 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     if (!(h > 0)) return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g is too small for %d substeps", (double)dt, S);
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
+    pbd__plugins_step(w, dt, 0);
     for (int s = 0; s < S; ++s) pbd__substep(w, h, s, S);
     for (int c = 0; c < w->ncolliders; ++c) {
         pbd__collider *col = &w->colliders[c];
         memcpy(col->pos, col->to_pos, sizeof col->pos);
         memcpy(col->rot, col->to_rot, sizeof col->rot);
     }
+    pbd__plugins_step(w, dt, 1);
     w->time += dt;
     return PBD_OK;
 }

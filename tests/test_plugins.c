@@ -1,0 +1,262 @@
+/* tests/test_plugins.c - the plugin table (pbd.h section "plugins"): the
+   callbacks run at the documented points of the substep loop, a plugin's
+   projection acts like a constraint, parallel plugins see the whole team,
+   destroy runs once, and bad input changes nothing. */
+#include "test.h"
+#include <stdlib.h>
+
+typedef struct counter_plugin {
+    int begin_step, end_step, begin_substep, project, end_substep, destroyed;
+    int bad_order;      /* a callback seen out of the documented order */
+    int last_iteration; /* -1 until the first project of a substep */
+    int particle;       /* project: hold this particle's prediction at `target` */
+    float target[3];
+    float h_seen;
+} counter_plugin;
+
+static void cp_begin_step(void *u, pbd_world *w, float dt) {
+    counter_plugin *c = (counter_plugin *)u;
+    (void)w; (void)dt;
+    c->begin_step++;
+}
+static void cp_end_step(void *u, pbd_world *w, float dt) {
+    counter_plugin *c = (counter_plugin *)u;
+    (void)w; (void)dt;
+    c->end_step++;
+}
+static void cp_begin_substep(void *u, const pbd_solve_context *s) {
+    counter_plugin *c = (counter_plugin *)u;
+    if (s->iteration != -1) c->bad_order++;
+    c->begin_substep++;
+    c->last_iteration = -1;
+    c->h_seen = s->h;
+}
+static void cp_project(void *u, const pbd_solve_context *s) {
+    counter_plugin *c = (counter_plugin *)u;
+    if (s->iteration != c->last_iteration + 1) c->bad_order++;
+    c->last_iteration = s->iteration;
+    c->project++;
+    float *p = s->p + 4 * c->particle;
+    p[0] = c->target[0]; p[1] = c->target[1]; p[2] = c->target[2];
+}
+static void cp_end_substep(void *u, const pbd_solve_context *s) {
+    counter_plugin *c = (counter_plugin *)u;
+    if (c->last_iteration != s->iterations - 1) c->bad_order++;
+    c->end_substep++;
+}
+static void cp_destroy(void *u) { ((counter_plugin *)u)->destroyed++; }
+
+static pbd_plugin_desc counter_desc(counter_plugin *c, int particle_end) {
+    pbd_plugin_desc d = pbd_plugin_desc_default();
+    d.name = "counter";
+    d.user = c;
+    d.particle_end = particle_end;
+    d.begin_step = cp_begin_step;
+    d.end_step = cp_end_step;
+    d.begin_substep = cp_begin_substep;
+    d.project = cp_project;
+    d.end_substep = cp_end_substep;
+    d.destroy = cp_destroy;
+    return d;
+}
+
+static int add_particles(pbd_world *w, int n) {
+    float *pos = (float *)calloc((size_t)n * 3, sizeof(float));
+    for (int i = 0; i < n; ++i) pos[3 * i] = (float)i;
+    pbd_particles_desc p = pbd_particles_desc_default();
+    p.positions = pos;
+    p.count = n;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &p, &r));
+    free(pos);
+    return r.first;
+}
+
+/* Callbacks run once per step / substep / iteration in the documented
+   order, and a plugin projection holds a particle like a constraint: the
+   velocity the solver derives from it is (p - x) / h. */
+TEST(plugin_callback_order_and_projection) {
+    pbd_world *w = pbdt_world(-9.81f);
+    add_particles(w, 3);
+    counter_plugin c;
+    memset(&c, 0, sizeof c);
+    c.particle = 1;
+    c.target[0] = 1; c.target[1] = 2; c.target[2] = 0;
+    pbd_plugin_desc d = counter_desc(&c, 2);
+    pbd_plugin id = -1;
+    CHECK_OK(pbd_add_plugin(w, &d, &id));
+    CHECK(id == 0 && pbd_world_plugin_count(w) == 1);
+    int substeps, iterations;
+    pbd_solver_mode mode;
+    CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
+    for (int f = 0; f < 3; ++f) CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK(c.begin_step == 3 && c.end_step == 3);
+    CHECK(c.begin_substep == 3 * substeps && c.end_substep == 3 * substeps);
+    CHECK(c.project == 3 * substeps * iterations);
+    CHECK(c.bad_order == 0);
+    CHECK_NEAR(c.h_seen, 0.01f / (float)substeps, 1e-9);
+    const float *x = pbd_world_positions(w);
+    CHECK(x[4] == 1.0f && x[5] == 2.0f && x[6] == 0.0f);
+    /* the particle sits at its target since the first substep: no velocity */
+    const float *v = pbd_world_velocities(w);
+    CHECK_NEAR(v[4], 0, 1e-6);
+    CHECK_NEAR(v[5], 0, 1e-6);
+    /* the other particles fall freely */
+    CHECK(x[1] < 0 && x[9] < 0);
+    CHECK_OK(pbd_remove_plugin(w, id));
+    CHECK(c.destroyed == 1);
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK(c.begin_step == 3); /* removed plugins are not called */
+    pbd_world_destroy(w);
+    CHECK(c.destroyed == 1); /* not twice */
+}
+
+TEST(plugin_destroyed_with_world) {
+    pbd_world *w = pbdt_world(0);
+    counter_plugin c;
+    memset(&c, 0, sizeof c);
+    pbd_plugin_desc d = counter_desc(&c, 0);
+    d.project = NULL;
+    CHECK_OK(pbd_add_plugin(w, &d, NULL));
+    pbd_world_destroy(w);
+    CHECK(c.destroyed == 1);
+}
+
+/* A parallel plugin is called by every thread of the substep's region and
+   shares its loop with an orphaned omp for; it sees the whole team. */
+typedef struct team_plugin {
+    int calls[64];
+    int team;
+    int n;
+} team_plugin;
+static void tp_project(void *u, const pbd_solve_context *s) {
+    team_plugin *t = (team_plugin *)u;
+    if (s->thread < 0 || s->thread >= 64) return;
+    t->calls[s->thread]++;
+    if (s->thread == 0) t->team = s->thread_count;
+#if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
+#pragma omp for
+#endif
+    for (int i = 0; i < t->n; ++i) s->p[4 * i + 1] = 5.0f; /* hold every particle at y = 5 */
+}
+TEST(plugin_parallel_team) {
+    pbd_world *w = pbdt_world(-9.81f);
+    team_plugin t;
+    memset(&t, 0, sizeof t);
+    t.n = 1000;
+    add_particles(w, t.n);
+    pbd_plugin_desc d = pbd_plugin_desc_default();
+    d.user = &t;
+    d.parallel = 1;
+    d.particle_end = t.n;
+    d.project = tp_project;
+    CHECK_OK(pbd_add_plugin(w, &d, NULL));
+    CHECK_OK(pbd_world_set_threads(w, 2));
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    int substeps, iterations;
+    pbd_solver_mode mode;
+    CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
+#if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
+    int want_team = 2; /* set_threads(2) asks for exactly two */
+#else
+    int want_team = 1;
+#endif
+    CHECK(t.team == want_team);
+    for (int k = 0; k < want_team; ++k) CHECK(t.calls[k] == substeps * iterations);
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < t.n; ++i) CHECK(x[4 * i + 1] == 5.0f);
+    pbd_world_destroy(w);
+}
+
+TEST(plugin_bad_input) {
+    pbd_world *w = pbdt_world(-9.81f);
+    add_particles(w, 4);
+    counter_plugin c;
+    memset(&c, 0, sizeof c);
+    pbd_plugin_desc d = counter_desc(&c, 5); /* past the particles */
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    d.particle_end = -1;
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    d.particle_end = 4;
+    d.work = -3;
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d.work = 0;
+    d.parallel = 7;
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_plugin(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_plugin(NULL, &d, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK(pbd_world_plugin_count(w) == 0);
+    CHECK_RESULT(pbd_remove_plugin(w, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_plugin_set_work(w, 0, 10), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    d.parallel = 0;
+    pbd_plugin id;
+    CHECK_OK(pbd_add_plugin(w, &d, &id));
+    CHECK_RESULT(pbd_plugin_set_work(w, id, -1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(pbd_plugin_set_work(w, id, 100));
+    int bad[2] = {0, 9};
+    CHECK_RESULT(pbd_world_mark_coupled(w, bad, 2), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_world_mark_coupled(w, NULL, 2), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_world_mark_coupled(w, bad, -1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(pbd_world_mark_coupled(w, bad, 1));
+    CHECK_OK(pbd_remove_plugin(w, id));
+    CHECK_RESULT(pbd_remove_plugin(w, id), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK(c.destroyed == 1);
+    pbd_world_destroy(w);
+}
+
+/* A snapshot taken before a plugin's particles existed cannot be restored
+   under it (the plugin would index past the particles); one that has them
+   can, and the plugin stays registered. */
+TEST(plugin_survives_restore_and_guards_particles) {
+    pbd_world *w = pbdt_world(-9.81f);
+    size_t n0 = pbd_world_snapshot_size(w);
+    void *empty = malloc(n0);
+    CHECK_OK(pbd_world_save(w, empty, n0));
+    add_particles(w, 4);
+    size_t n1 = pbd_world_snapshot_size(w);
+    void *full = malloc(n1);
+    CHECK_OK(pbd_world_save(w, full, n1));
+    counter_plugin c;
+    memset(&c, 0, sizeof c);
+    c.particle = 3;
+    pbd_plugin_desc d = counter_desc(&c, 4);
+    CHECK_OK(pbd_add_plugin(w, &d, NULL));
+    CHECK_RESULT(pbd_world_restore(w, empty, n0), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK(pbd_world_particle_count(w) == 4);
+    CHECK_OK(pbd_world_restore(w, full, n1));
+    CHECK(pbd_world_plugin_count(w) == 1);
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK(c.begin_step == 1 && c.destroyed == 0);
+    free(empty);
+    free(full);
+    pbd_world_destroy(w);
+    CHECK(c.destroyed == 1);
+}
+
+/* pbd_collider_closest: distance and the outward normal in world space. */
+TEST(collider_closest_normal) {
+    pbd_world *w = pbdt_world(0);
+    float c[3] = {1, 0, 0}, he[3] = {1, 1, 1};
+    float q[4] = {0, 0, 0.38268343f, 0.92387953f}; /* 45 degrees about z */
+    pbd_collider box;
+    CHECK_OK(pbd_add_collider_box(w, c, he, q, 0.5f, &box));
+    float pt[3] = {1 + 2.0f * 0.70710678f, 2.0f * 0.70710678f, 0}; /* 2 m along the rotated +x axis */
+    float dist, n[3];
+    CHECK_OK(pbd_collider_closest(w, box, pt, &dist, n));
+    CHECK_NEAR(dist, 1.0f, 1e-5);
+    CHECK_NEAR(n[0], 0.70710678f, 1e-5);
+    CHECK_NEAR(n[1], 0.70710678f, 1e-5);
+    CHECK_NEAR(n[2], 0.0f, 1e-6);
+    CHECK_OK(pbd_collider_closest(w, box, pt, &dist, NULL));
+    CHECK_RESULT(pbd_collider_closest(w, 3, pt, &dist, n), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_world_destroy(w);
+}
+
+void suite_plugins(void) {
+    RUN(plugin_callback_order_and_projection);
+    RUN(plugin_destroyed_with_world);
+    RUN(plugin_parallel_team);
+    RUN(plugin_bad_input);
+    RUN(plugin_survives_restore_and_guards_particles);
+    RUN(collider_closest_normal);
+}
