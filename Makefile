@@ -108,9 +108,10 @@ clean:
 # PBD_STATIC, without SIMD and without OpenMP.
 check-headers:
 	@mkdir -p $(BUILD)/check
-	@for h in pbd.h; do \
-	  printf '#define PBD_IMPLEMENTATION\n#include "%s"\nint main(void){return 0;}\n' $$h > $(BUILD)/check/c.c; \
-	  printf '#define PBD_STATIC\n#define PBD_IMPLEMENTATION\n#include "%s"\nint main(void){return 0;}\n' $$h > $(BUILD)/check/s.c; \
+	@for h in pbd.h pbd_sm.h pbd_upsample.h; do \
+	  def=$$(grep -oE '^#ifdef PBD_[A-Z]*_?IMPLEMENTATION$$' $$h | head -1 | cut -d' ' -f2); \
+	  printf '#define PBD_IMPLEMENTATION\n#define %s\n#include "%s"\nint main(void){return 0;}\n' $$def $$h > $(BUILD)/check/c.c; \
+	  printf '#define PBD_STATIC\n#define PBD_IMPLEMENTATION\n#define %s\n#include "%s"\nint main(void){return 0;}\n' $$def $$h > $(BUILD)/check/s.c; \
 	  $(CC) -std=c99 -Wall -Wextra -Werror -Wno-psabi -I. -fsyntax-only $(BUILD)/check/c.c && \
 	  $(CC) -std=c11 -O2 -Wall -Wextra -Werror -Wno-psabi -march=native -fopenmp -I. -c $(BUILD)/check/c.c -o $(BUILD)/check/c11.o && \
 	  $(CC) -std=c99 -Wall -Wextra -Werror -DPBD_NO_SIMD -I. -fsyntax-only $(BUILD)/check/c.c && \
@@ -120,7 +121,6 @@ check-headers:
 	  echo "$$h: compiles as C99, C11, C++11, static, scalar" || exit 1; \
 	done
 
-# The README's usage example compiles and runs.
 check-readme:
 	@mkdir -p $(BUILD)/readme
 	@awk '/^```c$$/{f=1;next} /^```$$/{if(f){exit}} f' README.md > $(BUILD)/readme/hello.c

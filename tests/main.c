@@ -1,9 +1,13 @@
 /* tests/main.c - the runner: holds the implementation of pbd.h and of the
-   test framework, runs every suite, ends with "N passed, N failed".
+   test framework (and of pbd_sm.h and pbd_upsample.h), runs every suite, ends with "N passed, N failed".
    Usage: pbd_tests [substring]   (run only the tests whose name matches) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
+#define PBD_SM_IMPLEMENTATION
+#include "../pbd_sm.h"
+#define PBD_UPSAMPLE_IMPLEMENTATION
+#include "../pbd_upsample.h"
 #include "test.h"
 #include <stdarg.h>
 #include <stdlib.h>
@@ -41,7 +45,7 @@ void pbdt_run(const char *name, void (*fn)(void)) {
     fflush(stdout);
 }
 
-#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel) X(plugins)
+#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel) X(plugins) X(sm)
 #define PBDT_DECLARE(s) void suite_##s(void);
 PBDT_SUITES(PBDT_DECLARE)
 
