@@ -1,3 +1,330 @@
+/* tests/test_sm_volume.c - pbd_sm.h section "surface volume": volume
+   conservation of closed surface meshes (survey 4.5.1, Diziol et al.
+   2011). The divergence-theorem volume against the tetrahedra sum,
+   opposing pairs by ray casting on a symmetric sphere, the survey's
+   Figure 20 experiment (a sphere squeezed by a plate: < 1% volume loss
+   with global conservation, far more without), weights (collision zero,
+   global uniform), the divergence-free velocity correction, determinism
+   across thread counts and bad input. */
 #include "test.h"
 #include "../pbd_sm.h"
-void suite_sm_volume(void) {}
+#include <stdlib.h>
+
+static int vol_world_finite(const pbd_world *w) {
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+/* The sphere of the squeeze test: an icosphere skin (cloth: compliant
+   stretch so the skin can stretch as the volume is pushed sideways,
+   isometric bending), resting on the ground. */
+static pbd_world *sphere_world(pbd_mesh *m, pbd_object *obj, float radius, int subdiv) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float c[3] = {0, radius + 0.011f, 0};
+    pbd_mesh_sphere(subdiv, c, radius, m);
+    pbd_cloth_desc cd = pbdt_cloth_desc(m);
+    cd.stretch_compliance = 1e-4f;
+    cd.bending = PBD_BENDING_ISOMETRIC;
+    cd.bending_compliance = 1.0f;
+    cd.density = 1.0f;
+    pbd_add_cloth(w, &cd, obj);
+    float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    pbd_add_collider_plane(w, ground, up, 0.5f, NULL);
+    return w;
+}
+
+/* eq. 12 on an icosphere equals the sum of the tetrahedra (origin, a, b, c),
+   independent of where the origin is; with the mesh shifted it does not
+   change. */
+TEST(sm_volume_divergence_theorem) {
+    pbd_mesh m;
+    pbd_object obj;
+    pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    pbd_sm_volume *v = NULL;
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
+    double ref = 0;
+    const float *x = pbd_world_positions(w);
+    for (int t = 0; t < m.triangle_count; ++t) {
+        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
+        double o[3] = {0.1, -0.2, 0.3}; /* an arbitrary apex */
+        double ab[3], ac[3], ao[3];
+        for (int k = 0; k < 3; ++k) { ab[k] = b[k] - a[k]; ac[k] = c[k] - a[k]; ao[k] = o[k] - a[k]; }
+        ref -= (ab[1] * ac[2] - ab[2] * ac[1]) * ao[0] + (ab[2] * ac[0] - ab[0] * ac[2]) * ao[1] +
+               (ab[0] * ac[1] - ab[1] * ac[0]) * ao[2];
+    }
+    ref /= 6;
+    double vol;
+    CHECK_OK(pbd_sm_volume_measure(v, w, &vol));
+    CHECK_NEAR(vol, ref, 1e-9);
+    CHECK_NEAR(pbd_sm_volume_rest(v), ref, 1e-9);
+    double sphere = 4.0 / 3.0 * 3.14159265358979 * 0.027;
+    CHECK(vol < sphere && vol > 0.95 * sphere); /* an inscribed polyhedron */
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* Ray casting finds, for every vertex of an icosphere (symmetric under
+   x -> -x about its centre), the antipodal vertex. */
+TEST(sm_volume_opposing_pairs) {
+    pbd_mesh m;
+    pbd_object obj;
+    pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    pbd_sm_volume *v = NULL;
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
+    const float *x = pbd_world_positions(w);
+    float cy = 0.311f;
+    int wrong = 0;
+    for (int i = 0; i < m.vertex_count; ++i) {
+        int k = -2;
+        CHECK_OK(pbd_sm_volume_opposite(v, obj.particles.first + i, &k));
+        if (k < 0) { wrong++; continue; }
+        const float *a = x + 4 * (obj.particles.first + i), *b = x + 4 * k;
+        double s = fabs(a[0] + b[0]) + fabs(a[1] + b[1] - 2 * cy) + fabs(a[2] + b[2]);
+        if (s > 1e-4) wrong++;
+    }
+    CHECK_MSG(wrong == 0, "%d of %d vertices without their antipode", wrong, m.vertex_count);
+    int k;
+    CHECK_RESULT(pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+typedef struct squeeze_result {
+    double max_loss; /* max over the run of (V_rest - V) / V_rest */
+    double min_height;
+    int finite;
+} squeeze_result;
+
+/* The survey's Figure 20: a sphere (radius 0.3) on the ground squeezed by a
+   plate (a box collider) moving down to 60% of its height and back up a
+   little. mode: 0 none, 1 global (alpha 1), 2 local (alpha 0). */
+static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
+    squeeze_result res = {0, 1, 1};
+    pbd_mesh m;
+    pbd_object obj;
+    pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    pbd_world_set_threads(w, threads);
+    pbd_sm_volume *v = NULL;
+    if (mode) {
+        pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+        vd.triangles = m.triangles;
+        vd.triangle_count = m.triangle_count;
+        vd.alpha = mode == 1 ? 1.0f : 0.0f;
+        pbd_sm_add_surface_volume(w, &vd, &v);
+    }
+    /* measure with an unconditional helper: the divergence theorem sum */
+    double v0 = 0;
+    const float *x = pbd_world_positions(w);
+    for (int t = 0; t < m.triangle_count; ++t) {
+        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
+        v0 += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
+    }
+    float half[3] = {1, 0.05f, 1}, top = 0.622f + 0.05f;
+    float centre[3] = {0, top, 0};
+    pbd_collider plate;
+    pbd_add_collider_box(w, centre, half, NULL, 0.5f, &plate);
+    for (int s = 0; s < steps; ++s) {
+        float y = s < 60 ? top - (0.5f * 0.622f) * (float)(s + 1) / 60.0f : top - 0.5f * 0.622f;
+        centre[1] = y;
+        pbd_collider_set_pose(w, plate, centre, NULL);
+        pbd_world_step(w, 1.0f / 60.0f);
+        x = pbd_world_positions(w);
+        double vol = 0;
+        for (int t = 0; t < m.triangle_count; ++t) {
+            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
+            vol += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
+        }
+        double loss = (v0 - vol) / v0;
+        if (loss > res.max_loss) res.max_loss = loss;
+    }
+    double hmax = -1;
+    for (int i = 0; i < m.vertex_count; ++i) hmax = fmax(hmax, x[4 * (obj.particles.first + i) + 1]);
+    res.min_height = hmax;
+    res.finite = vol_world_finite(w);
+    if (x_out) memcpy(x_out, x, sizeof(float) * 4 * (size_t)m.vertex_count);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return res;
+}
+
+TEST(sm_volume_squeezed_sphere) {
+    squeeze_result none = squeeze(0, 0, 90, NULL), global = squeeze(1, 0, 90, NULL), local = squeeze(2, 0, 90, NULL);
+    CHECK(none.finite && global.finite && local.finite);
+    CHECK_MSG(global.max_loss < 0.01, "global conservation lost %.2f%%", 100 * global.max_loss);
+    CHECK_MSG(local.max_loss < 0.02, "local conservation lost %.2f%%", 100 * local.max_loss);
+    CHECK_MSG(none.max_loss > 0.1, "without conservation only %.2f%% lost", 100 * none.max_loss);
+    /* the plate really squeezed it: the top is at 75% of the height */
+    CHECK(global.min_height < 0.33 && none.min_height < 0.33);
+}
+
+TEST(sm_volume_threads_bit_identical) {
+    float *a = (float *)malloc(sizeof(float) * 4 * 162), *b = (float *)malloc(sizeof(float) * 4 * 162);
+    squeeze(2, 1, 20, a);
+    squeeze(2, 2, 20, b);
+    CHECK(memcmp(a, b, sizeof(float) * 4 * 162) == 0);
+    free(a);
+    free(b);
+}
+
+/* A sphere half squeezed (plate at rest now): the weights of the last
+   projection are 0 exactly for particles touching the ground or the plate
+   and 1/n (global, alpha 1: smoothing keeps a uniform field) elsewhere;
+   the velocity field after a step has dC/dt = sum grad_i C . v_i ~ 0,
+   unlike the same run without the velocity correction. */
+static double squeeze_state(int velocity_correction, int check_weights) {
+    pbd_mesh m;
+    pbd_object obj;
+    pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    vd.velocity_correction = velocity_correction;
+    pbd_sm_volume *v = NULL;
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
+    float half[3] = {1, 0.05f, 1}, centre[3] = {0, 0.672f, 0};
+    pbd_collider plate;
+    CHECK_OK(pbd_add_collider_box(w, centre, half, NULL, 0.5f, &plate));
+    for (int s = 0; s < 20; ++s) {
+        centre[1] = 0.672f - 0.1f * (float)(s + 1) / 20.0f;
+        CHECK_OK(pbd_collider_set_pose(w, plate, centre, NULL));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    }
+    const float *x = pbd_world_positions(w), *vel = pbd_world_velocities(w);
+    if (check_weights) {
+        float wts[162];
+        int n = 0, zeros = 0, bad = 0;
+        CHECK_OK(pbd_sm_volume_weights(v, wts, 162, &n));
+        CHECK(n == m.vertex_count);
+        for (int i = 0; i < n; ++i) {
+            float d0, d1;
+            pbd_collider_distance(w, 0, x + 4 * (obj.particles.first + i), &d0);
+            pbd_collider_distance(w, plate, x + 4 * (obj.particles.first + i), &d1);
+            float d = d0 < d1 ? d0 : d1;
+            if (wts[i] == 0) { zeros++; if (d > 0.03f) bad++; }
+            else if (fabs(wts[i] - 1.0 / n) > 1e-7 || d < 0.015f) bad++;
+        }
+        CHECK_MSG(bad == 0, "%d weights neither 1/n nor 0 at a collider", bad);
+        CHECK(zeros >= 2);
+    }
+    double dcdt = 0, scale = 0;
+    double *g = (double *)calloc(3 * (size_t)m.vertex_count, sizeof(double));
+    for (int t = 0; t < m.triangle_count; ++t) {
+        const int *e = m.triangles + 3 * t;
+        const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
+        double ab[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, ac[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        double nA[3] = {ab[1] * ac[2] - ab[2] * ac[1], ab[2] * ac[0] - ab[0] * ac[2], ab[0] * ac[1] - ab[1] * ac[0]};
+        for (int k = 0; k < 3; ++k)
+            for (int j = 0; j < 3; ++j) g[3 * e[k] + j] += nA[j] / 6.0;
+    }
+    for (int i = 0; i < m.vertex_count; ++i) {
+        const float *vi = vel + 4 * (obj.particles.first + i);
+        dcdt += g[3 * i] * vi[0] + g[3 * i + 1] * vi[1] + g[3 * i + 2] * vi[2];
+        scale += sqrt(g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] + g[3 * i + 2] * g[3 * i + 2]) *
+                 sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+    }
+    free(g);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return fabs(dcdt) / scale;
+}
+
+TEST(sm_volume_weights_and_divergence_free_velocity) {
+    double with = squeeze_state(1, 1), without = squeeze_state(0, 0);
+    CHECK_MSG(with < 1e-4, "relative dC/dt with the correction %g", with);
+    CHECK_MSG(without > 10 * with, "relative dC/dt without %g (with %g)", without, with);
+}
+
+/* Bad input returns its error and changes nothing (same snapshot bytes, no
+   plugin). */
+TEST(sm_volume_bad_input) {
+    pbd_mesh m;
+    pbd_object obj;
+    pbd_world *w = sphere_world(&m, &obj, 0.3f, 1);
+    size_t sz = pbd_world_snapshot_size(w);
+    unsigned char *before = (unsigned char *)malloc(sz), *after = (unsigned char *)malloc(sz);
+    CHECK_OK(pbd_world_save(w, before, sz));
+    int nt = m.triangle_count;
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
+    memcpy(tri, m.triangles, sizeof(int) * 3 * (size_t)nt);
+    pbd_sm_volume_desc good = pbd_sm_volume_desc_default(), d;
+    good.triangles = tri;
+    good.triangle_count = nt;
+    pbd_sm_volume *v = NULL;
+    CHECK_RESULT(pbd_sm_add_surface_volume(NULL, &good, &v), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, NULL), PBD_ERROR_NULL_POINTER);
+    d = good; d.triangle_count = 0; /* empty */
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.triangles = NULL;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER);
+    d = good; d.alpha = 1.5f;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.beta = NAN;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE);
+    d = good; d.stiffness = 0;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.smoothing = -1;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.contact_distance = INFINITY;
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE);
+    tri[4] = m.vertex_count + obj.particles.first; /* out of range */
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    tri[4] = tri[3]; /* repeated particle */
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE);
+    tri[4] = m.triangles[4];
+    int t1 = tri[4]; tri[4] = tri[5]; tri[5] = t1; /* one flipped triangle */
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED);
+    tri[5] = tri[4]; tri[4] = t1;
+    d = good; d.triangle_count = nt - 1; /* a hole */
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_CLOSED);
+    for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE); /* inside out */
+    for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
+    CHECK(v == NULL);
+    CHECK(pbd_world_plugin_count(w) == 0);
+    CHECK_OK(pbd_world_save(w, after, sz));
+    CHECK(memcmp(before, after, sz) == 0);
+    /* a flat (zero-area) triangle: collapse the mesh onto a plane */
+    float *flat = (float *)malloc(sizeof(float) * 3 * (size_t)m.vertex_count);
+    CHECK_OK(pbd_get_positions(w, obj.particles, flat));
+    for (int i = 0; i < m.vertex_count; ++i) flat[3 * i + 1] = 0.5f;
+    CHECK_OK(pbd_set_positions(w, obj.particles, flat));
+    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE);
+    CHECK(pbd_world_plugin_count(w) == 0);
+    CHECK_OK(pbd_world_restore(w, before, sz));
+    CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
+    CHECK_RESULT(pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT);
+    double r0 = pbd_sm_volume_rest(v), now;
+    CHECK(r0 > 0);
+    CHECK_OK(pbd_sm_volume_measure(v, w, &now));
+    CHECK_NEAR(now, r0, 1e-12);
+    CHECK_RESULT(pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER);
+    int cnt;
+    CHECK_RESULT(pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER);
+    CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
+    free(flat);
+    free(tri);
+    free(before);
+    free(after);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+void suite_sm_volume(void) {
+    RUN(sm_volume_divergence_theorem);
+    RUN(sm_volume_opposing_pairs);
+    RUN(sm_volume_squeezed_sphere);
+    RUN(sm_volume_weights_and_divergence_free_velocity);
+    RUN(sm_volume_bad_input);
+    RUN(sm_volume_threads_bit_identical);
+}
