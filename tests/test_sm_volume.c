@@ -167,8 +167,8 @@ TEST(sm_volume_squeezed_sphere) {
 
 TEST(sm_volume_threads_bit_identical) {
     float *a = (float *)malloc(sizeof(float) * 4 * 162), *b = (float *)malloc(sizeof(float) * 4 * 162);
-    squeeze(2, 1, 20, a);
-    squeeze(2, 2, 20, b);
+    squeeze(2, 1, 10, a);
+    squeeze(2, 2, 10, b);
     CHECK(memcmp(a, b, sizeof(float) * 4 * 162) == 0);
     free(a);
     free(b);
