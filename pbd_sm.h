@@ -29,6 +29,46 @@
        ==== oriented        oriented particles (survey 4.4)
        ==== surface volume  volume conservation of surface meshes (4.5.1)
 
+   ORIENTED PARTICLES (section "oriented"; survey 4.4)
+   ---------------------------------------------------
+   Give world particles an orientation, an angular velocity and an
+   ellipsoid, and one shape-matching group per particle over the 1-ring of
+   a mesh (edges); sparse structures (chains, one-particle-wide branches,
+   single particles) then match stably, and the ellipsoids collide with
+   the world's colliders:
+
+       pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+       od.particles = range;                 // from pbd_add_particles
+       od.edges = edges; od.edge_count = ne; // local indices into range
+       od.radii = radii;                     // 3 per particle (or od.radius)
+       od.orientations = rest_q;             // optional, 4 per particle
+       pbd_sm_oriented *o;
+       pbd_sm_add_oriented(w, &od, &o);      // owned by the world (a plugin)
+       pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+       sd.rest_vertices = mesh; sd.vertex_count = nv;
+       pbd_sm_skin *skin;
+       pbd_sm_skin_create(o, &sd, &skin);    // particles as bones
+       ... pbd_world_step(w, dt); pbd_sm_skin_apply(skin, w, out_vertices);
+
+   Set a particle's own collision radius (pbd_particles_desc.radius) to
+   about the ellipsoid's smallest radius: the world's contacts see that
+   sphere, the plugin pushes the rest of the ellipsoid out (frictionless).
+
+   SURFACE VOLUME (section "surface volume"; survey 4.5.1)
+   -------------------------------------------------------
+   Keep the volume of a closed triangle mesh over world particles (a
+   cloth or shape-matched surface without interior particles):
+
+       pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+       vd.triangles = tris; vd.triangle_count = nt;  // world indices
+       vd.alpha = 1;      // 1 global weights, 0 local (pairs by ray casting)
+       pbd_sm_volume *v;
+       pbd_sm_add_surface_volume(w, &vd, &v);
+
+   Both run serially inside the world's step (deterministic for any
+   thread count), allocate nothing in it, and are not part of the world's
+   snapshot.
+
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
 #ifndef PBD_SM_H_INCLUDED
