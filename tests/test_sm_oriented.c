@@ -109,12 +109,11 @@ TEST(sm_oriented_world_spin_matches_analytic) {
     pbd_world_destroy(w);
 }
 
-/* Eq. 20: A = m/5 R(q) D R(rest_q)^T. Its polar rotation is
-   R(q) R(rest_q)^T even for a lone particle (plain shape matching has
-   A = 0 there), and it is the moment sum m x x_rest^T of the ellipsoid's
-   mass: checked against a Monte Carlo-free exact sum over the 6 points
-   +-a e_k sqrt(m/2)... i.e. a discrete mass model with the same second
-   moments. */
+/* Eq. 20: A = m/5 R(q) D R(rest_q)^T is the moment sum m x x_rest^T of
+   the ellipsoid's mass (checked against six point masses m/6 at
+   +-sqrt(3/5) r_k along the body axes, which have the same second
+   moments), and its polar rotation is R(q) R(rest_q)^T, so even a lone
+   particle (plain shape matching: A = 0) has a well-defined rotation. */
 TEST(sm_oriented_ellipsoid_moment) {
     double qa[4] = {0.3, -0.2, 0.5, 0.7874}, qb[4] = {-0.1, 0.6, 0.2, 0.7681};
     float q[4], rq[4], r[3] = {0.4f, 0.15f, 0.25f}, A[9];
@@ -122,8 +121,6 @@ TEST(sm_oriented_ellipsoid_moment) {
     for (int k = 0; k < 4; ++k) { na += qa[k] * qa[k]; nb += qb[k] * qb[k]; }
     for (int k = 0; k < 4; ++k) { qa[k] /= sqrt(na); qb[k] /= sqrt(nb); q[k] = (float)qa[k]; rq[k] = (float)qb[k]; }
     pbd_sm_ellipsoid_moment(2.0f, r, q, rq, A);
-    /* six point masses m/6 at +-sqrt(3/5) r_k e_k have the ellipsoid's
-       second moments (m/5 r_k^2 per axis) */
     double Ra[9], Rb[9], ref[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     qmat(qa, Ra);
     qmat(qb, Rb);
@@ -145,6 +142,35 @@ TEST(sm_oriented_ellipsoid_moment) {
             double want = Ra[3 * i] * Rb[3 * j] + Ra[3 * i + 1] * Rb[3 * j + 1] + Ra[3 * i + 2] * Rb[3 * j + 2];
             CHECK_NEAR(G[3 * i + j], want, 1e-5);
         }
+}
+
+/* A collinear group (3 particles on the x axis) twisted 90 degrees about
+   its axis: the plain moment matrix sum m (x - c)(x_rest - c_rest)^T is
+   rank 1 and identical to the untwisted one, so its polar decomposition
+   cannot see the twist (plain shape matching degenerates); with the
+   particles' ellipsoid moments (eq. 25, orientations twisted too) A has
+   full rank and the extracted rotation is the twist. */
+TEST(sm_oriented_collinear_group_twist) {
+    const double rest[9] = {-0.1, 0, 0, 0, 0, 0, 0.1, 0, 0};
+    const double tw[4] = {sin(3.14159265358979 / 4), 0, 0, cos(3.14159265358979 / 4)}; /* 90 deg about x */
+    float q[4] = {(float)tw[0], 0, 0, (float)tw[3]}, rq[4] = {0, 0, 0, 1}, r[3] = {0.08f, 0.06f, 0.05f};
+    double plain[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int j = 0; j < 3; ++j) /* the twisted positions equal the rest ones (on the axis) */
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) plain[3 * a + b] += rest[3 * j + a] * rest[3 * j + b];
+    double det = plain[0] * (plain[4] * plain[8] - plain[5] * plain[7]) - plain[1] * (plain[3] * plain[8] - plain[5] * plain[6]) +
+                 plain[2] * (plain[3] * plain[7] - plain[4] * plain[6]);
+    CHECK(det == 0 && plain[4] == 0 && plain[8] == 0); /* rank 1: no information about the twist */
+    float Af[9], Ae[9], gp[4] = {0, 0, 0, 1}, go[4] = {0, 0, 0, 1};
+    for (int k = 0; k < 9; ++k) Af[k] = (float)plain[k];
+    pbd_sm_extract_rotation(Af, gp, 100);
+    CHECK_MSG(qdist(gp, tw) > 0.5, "plain shape matching found the twist?"); /* stays at the warm start */
+    for (int j = 0; j < 3; ++j) {
+        pbd_sm_ellipsoid_moment(1.0f, r, q, rq, Ae);
+        for (int k = 0; k < 9; ++k) Af[k] += Ae[k];
+    }
+    pbd_sm_extract_rotation(Af, go, 100);
+    CHECK_MSG(qdist(go, tw) < 1e-5, "oriented: twist error %g", qdist(go, tw));
 }
 
 /* A small 3D graph of oriented particles moved by rigid transforms (a
@@ -522,6 +548,7 @@ void suite_sm_oriented(void) {
     RUN(sm_oriented_quat_integration_analytic);
     RUN(sm_oriented_world_spin_matches_analytic);
     RUN(sm_oriented_ellipsoid_moment);
+    RUN(sm_oriented_collinear_group_twist);
     RUN(sm_oriented_rigid_invariance);
     RUN(sm_oriented_collinear_chain_stable);
     RUN(sm_oriented_ellipsoid_collision);
