@@ -242,6 +242,80 @@ TEST(sm_volume_weights_and_divergence_free_velocity) {
     CHECK_MSG(without > 10 * with, "relative dC/dt without %g (with %g)", without, with);
 }
 
+/* Local weights (alpha 0, beta 0: own displacement only), one substep of
+   one iteration: an attachment (a constraint group, solved before the
+   plugin) pulls vertex 0 of a weightless sphere inwards, so it is the only
+   particle the solver moved: its raw weight is 1, all others 0. One
+   Laplacian pass halves it and gives each of its 5 neighbours (valence 6)
+   0.5 / 6. Either way the projection restores the volume. */
+static void local_weights(int smoothing, int with_volume, float *wts, int *n, double *loss) {
+    pbd_world *w = pbdt_world(0.0f);
+    pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1);
+    pbd_mesh m;
+    float c[3] = {0, 0, 0};
+    pbd_mesh_sphere(2, c, 0.3f, &m);
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object obj;
+    pbd_add_cloth(w, &cd, &obj);
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    vd.alpha = 0;
+    vd.beta = 0;
+    vd.smoothing = smoothing;
+    pbd_sm_volume *v = NULL;
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
+    if (!with_volume) CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
+    int pulled = obj.particles.first; /* vertex 0 */
+    const float *x = pbd_world_positions(w);
+    float target[3] = {0.7f * x[0], 0.7f * x[1], 0.7f * x[2]};
+    pbd_attachments_desc ad = pbd_attachments_desc_default();
+    ad.count = 1;
+    ad.particles = &pulled;
+    ad.target_points = target;
+    CHECK_OK(pbd_add_attachments(w, &ad, NULL));
+    /* the volume before, measured independently of the plugin */
+    double v0 = 0, v1 = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        x = pbd_world_positions(w);
+        double vol = 0;
+        for (int t = 0; t < m.triangle_count; ++t) {
+            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *d = x + 4 * m.triangles[3 * t + 2];
+            vol += (a[0] * (b[1] * d[2] - b[2] * d[1]) + a[1] * (b[2] * d[0] - b[0] * d[2]) + a[2] * (b[0] * d[1] - b[1] * d[0])) / 6.0;
+        }
+        if (pass == 0) { v0 = vol; CHECK_OK(pbd_world_step(w, 1.0f / 60.0f)); }
+        else v1 = vol;
+    }
+    *loss = (v0 - v1) / v0;
+    if (with_volume) CHECK_OK(pbd_sm_volume_weights(v, wts, 162, n));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+TEST(sm_volume_local_weights) {
+    float raw[162], smooth[162];
+    int n = 0, n2 = 0;
+    double loss_raw, loss_smooth, loss_none;
+    local_weights(0, 1, raw, &n, &loss_raw);
+    local_weights(1, 1, smooth, &n2, &loss_smooth);
+    local_weights(0, 0, NULL, NULL, &loss_none);
+    CHECK(n == 162 && n2 == 162);
+    CHECK_NEAR(raw[0], 1.0, 1e-6);
+    int others = 0, nb = 0;
+    for (int i = 1; i < n; ++i) others += raw[i] > 1e-6f;
+    CHECK_MSG(others == 0, "%d other particles with a raw weight", others);
+    CHECK_NEAR(smooth[0], 0.5, 1e-6);
+    for (int i = 1; i < n2; ++i) {
+        if (smooth[i] == 0) continue;
+        nb++;
+        CHECK_NEAR(smooth[i], 0.5 / 6.0, 1e-6);
+    }
+    CHECK(nb == 5);
+    CHECK_MSG(loss_none > 1e-3, "the dent alone lost only %g", loss_none);
+    CHECK_MSG(fabs(loss_raw) < 0.02 * loss_none && fabs(loss_smooth) < 0.02 * loss_none,
+              "volume loss %g / %g (without %g)", loss_raw, loss_smooth, loss_none);
+}
+
 /* Bad input returns its error and changes nothing (same snapshot bytes, no
    plugin). */
 TEST(sm_volume_bad_input) {
@@ -325,6 +399,7 @@ void suite_sm_volume(void) {
     RUN(sm_volume_opposing_pairs);
     RUN(sm_volume_squeezed_sphere);
     RUN(sm_volume_weights_and_divergence_free_velocity);
+    RUN(sm_volume_local_weights);
     RUN(sm_volume_bad_input);
     RUN(sm_volume_threads_bit_identical);
 }
