@@ -674,10 +674,10 @@ struct pbd_sm_skin {
     double *local;   /* R(rest_q_b)^T (v_rest - x_rest_b), vertex_count*influences*3 */
 };
 
-static void pbd_sm__mat_vec(const double *R, const double *v, double *o) {
+static void pbd_sm__rotate(const double *R, const double *v, double *o) {
     for (int r = 0; r < 3; ++r) o[r] = R[3 * r] * v[0] + R[3 * r + 1] * v[1] + R[3 * r + 2] * v[2];
 }
-static void pbd_sm__mat_t_vec(const double *R, const double *v, double *o) {
+static void pbd_sm__rotate_back(const double *R, const double *v, double *o) {
     for (int c = 0; c < 3; ++c) o[c] = R[c] * v[0] + R[3 + c] * v[1] + R[6 + c] * v[2];
 }
 
@@ -796,7 +796,7 @@ static void pbd_sm__oriented_match(pbd_sm_oriented *o, float *p, int g) {
         float *pj = p + 4 * (o->first + j);
         if (!(pj[3] > 0)) continue;
         double d[3] = {o->rest[3 * j] - cr[0], o->rest[3 * j + 1] - cr[1], o->rest[3 * j + 2] - cr[2]}, gj[3];
-        pbd_sm__mat_vec(R, d, gj);
+        pbd_sm__rotate(R, d, gj);
         for (int k = 0; k < 3; ++k) pj[k] = (float)(pj[k] + o->stiffness * (c[k] + gj[k] - pj[k]));
     }
     if (p[4 * (o->first + g) + 3] > 0) {
@@ -820,12 +820,12 @@ static void pbd_sm__oriented_collide_one(pbd_sm_oriented *o, float *p, int i, pb
     if (dist > rad[0] && dist > rad[1] && dist > rad[2]) return; /* beyond the largest radius */
     double R[9], n[3] = {nf[0], nf[1], nf[2]}, u[3], mu[3];
     pbd_sm__quat_to_mat(o->qp + 4 * i, R);
-    pbd_sm__mat_t_vec(R, n, u);
+    pbd_sm__rotate_back(R, n, u);
     for (int k = 0; k < 3; ++k) u[k] *= rad[k];
     double ul = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
     if (!(ul > 0)) return;
     for (int k = 0; k < 3; ++k) u[k] *= rad[k] / ul;
-    pbd_sm__mat_vec(R, u, mu); /* M M^T n / |M^T n| */
+    pbd_sm__rotate(R, u, mu); /* M M^T n / |M^T n| */
     float s[3] = {(float)(pi[0] - mu[0]), (float)(pi[1] - mu[1]), (float)(pi[2] - mu[2])}, d2, n2f[3];
     if (pbd_collider_closest(o->world, col, s, &d2, n2f) != PBD_OK || !(d2 < 0)) return;
     double n2[3] = {n2f[0], n2f[1], n2f[2]}, r[3] = {-mu[0], -mu[1], -mu[2]};
@@ -833,9 +833,9 @@ static void pbd_sm__oriented_collide_one(pbd_sm_oriented *o, float *p, int i, pb
     double wl = pi[3], m = 1.0 / wl, rb[3], ib[3], iw[3];
     double a2 = rad[0] * rad[0], b2 = rad[1] * rad[1], c2 = rad[2] * rad[2];
     double inv_i[3] = {5.0 / (m * (b2 + c2)), 5.0 / (m * (a2 + c2)), 5.0 / (m * (a2 + b2))};
-    pbd_sm__mat_t_vec(R, rn, rb);
+    pbd_sm__rotate_back(R, rn, rb);
     for (int k = 0; k < 3; ++k) ib[k] = inv_i[k] * rb[k];
-    pbd_sm__mat_vec(R, ib, iw); /* I^-1 (r x n) in the world frame */
+    pbd_sm__rotate(R, ib, iw); /* I^-1 (r x n) in the world frame */
     double wsum = wl + rn[0] * iw[0] + rn[1] * iw[1] + rn[2] * iw[2];
     double lambda = -(double)d2 / wsum;
     for (int k = 0; k < 3; ++k) pi[k] = (float)(pi[k] + wl * lambda * n2[k]);
@@ -871,7 +871,7 @@ static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c)
     }
 }
 
-static int pbd_sm__finite_n(const float *v, size_t n) {
+static int pbd_sm__all_finite(const float *v, size_t n) {
     for (size_t k = 0; k < n; ++k)
         if (!(v[k] == v[k]) || fabsf(v[k]) > FLT_MAX) return 0;
     return 1;
@@ -882,7 +882,7 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
     if (d->edge_count > 0 && !d->edges) return PBD_ERROR_NULL_POINTER;
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
         return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (!pbd_sm__finite_n(&d->stiffness, 1) || !pbd_sm__finite_n(&d->radius, 1)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return PBD_ERROR_NOT_FINITE;
     if (!(d->stiffness >= 0 && d->stiffness <= 1)) return PBD_ERROR_INVALID_ARGUMENT;
     if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return PBD_ERROR_INVALID_ARGUMENT;
     if (d->collide != 0 && d->collide != 1) return PBD_ERROR_INVALID_ARGUMENT;
@@ -893,14 +893,14 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
     for (int e = 0; e < d->edge_count; ++e)
         if (d->edges[2 * e] == d->edges[2 * e + 1]) return PBD_ERROR_DEGENERATE;
     if (d->radii) {
-        if (!pbd_sm__finite_n(d->radii, 3 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
         for (int k = 0; k < 3 * n; ++k)
             if (!(d->radii[k] > 0)) return PBD_ERROR_DEGENERATE;
     } else if (!(d->radius > 0)) {
         return PBD_ERROR_DEGENERATE;
     }
     if (d->orientations) {
-        if (!pbd_sm__finite_n(d->orientations, 4 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
             if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)) return PBD_ERROR_DEGENERATE;
@@ -1030,7 +1030,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, f
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
     if (!o) return PBD_ERROR_NULL_POINTER;
     if (index < 0 || index >= o->count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if ((q && !pbd_sm__finite_n(q, 4)) || (omega && !pbd_sm__finite_n(omega, 3))) return PBD_ERROR_NOT_FINITE;
+    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return PBD_ERROR_NOT_FINITE;
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
     if (!(qn > 1e-12)) return PBD_ERROR_DEGENERATE;
     if (q) for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
@@ -1058,7 +1058,7 @@ PBD_SM_DEF double pbd_sm_oriented_rotational_energy(const pbd_sm_oriented *o, co
         double R[9], wb[3], m = 1.0 / wi;
         const double *r = o->radii + 3 * i;
         pbd_sm__quat_to_mat(o->q + 4 * i, R);
-        pbd_sm__mat_t_vec(R, o->omega + 3 * i, wb);
+        pbd_sm__rotate_back(R, o->omega + 3 * i, wb);
         double inertia[3] = {m / 5 * (r[1] * r[1] + r[2] * r[2]), m / 5 * (r[0] * r[0] + r[2] * r[2]),
                        m / 5 * (r[0] * r[0] + r[1] * r[1])};
         e += 0.5 * (inertia[0] * wb[0] * wb[0] + inertia[1] * wb[1] * wb[1] + inertia[2] * wb[2] * wb[2]);
@@ -1104,9 +1104,9 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
     if (!o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)) return PBD_ERROR_NULL_POINTER;
     if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return PBD_ERROR_INVALID_ARGUMENT;
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
-    if (!pbd_sm__finite_n(d->rest_vertices, 3 * (size_t)d->vertex_count)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return PBD_ERROR_NOT_FINITE;
     if (d->bones) {
-        if (!pbd_sm__finite_n(d->weights, nk)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->weights, nk)) return PBD_ERROR_NOT_FINITE;
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
             for (int s = 0; s < d->influences; ++s) {
@@ -1148,7 +1148,7 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
             if (bv[k] >= 0) {
                 pbd_sm__quat_to_mat(o->rest_q + 4 * bv[k], R);
                 double dv[3] = {rv[0] - o->rest[3 * bv[k]], rv[1] - o->rest[3 * bv[k] + 1], rv[2] - o->rest[3 * bv[k] + 2]};
-                pbd_sm__mat_t_vec(R, dv, off);
+                pbd_sm__rotate_back(R, dv, off);
             }
             for (int a = 0; a < 3; ++a) s->local[3 * ((size_t)v * d->influences + k) + a] = off[a];
         }
@@ -1172,7 +1172,7 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
             if (b < 0) continue;
             double R[9], r[3];
             pbd_sm__quat_to_mat(o->q + 4 * b, R);
-            pbd_sm__mat_vec(R, s->local + 3 * e, r);
+            pbd_sm__rotate(R, s->local + 3 * e, r);
             for (int a = 0; a < 3; ++a) acc[a] += s->weights[e] * (x[4 * (o->first + b) + a] + r[a]);
         }
         for (int a = 0; a < 3; ++a) out[3 * v + a] = (float)acc[a];
@@ -1337,7 +1337,7 @@ static void pbd_sm__volume_end_substep(void *user, const pbd_solve_context *c) {
     }
 }
 
-static int pbd_sm__find_int(const int *a, int n, int x) {
+static int pbd_sm__volume_local_index(const int *a, int n, int x) {
     int lo = 0, hi = n - 1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
@@ -1347,7 +1347,7 @@ static int pbd_sm__find_int(const int *a, int n, int x) {
     }
     return -1;
 }
-static int pbd_sm__cmp_ll(const void *a, const void *b) {
+static int pbd_sm__cmp_edge_key(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return x < y ? -1 : x > y;
 }
@@ -1361,7 +1361,7 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
     for (int t = 0; t < v->nt; ++t)
         for (int k = 0; k < 3; ++k)
             e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
-    qsort(e, ne, sizeof(long long), pbd_sm__cmp_ll);
+    qsort(e, ne, sizeof(long long), pbd_sm__cmp_edge_key);
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < ne && r == PBD_OK; ++k) {
         long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
@@ -1439,7 +1439,7 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
     if (d->triangle_count > 0 && !d->triangles) return PBD_ERROR_NULL_POINTER;
     if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return PBD_ERROR_INVALID_ARGUMENT;
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
-    if (!pbd_sm__finite_n(params, 5)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_sm__all_finite(params, 5)) return PBD_ERROR_NOT_FINITE;
     if (!(d->alpha >= 0 && d->alpha <= 1) || !(d->beta >= 0 && d->beta <= 1) || !(d->pair_stiffness >= 0) ||
         !(d->stiffness > 0 && d->stiffness <= 1) || !(d->contact_distance >= 0) || d->smoothing < 0 ||
         d->smoothing > 64 || (d->velocity_correction != 0 && d->velocity_correction != 1))
@@ -1482,7 +1482,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     for (size_t k = 0; k < n3; ++k)
         if (k == 0 || v->verts[k] != v->verts[k - 1]) v->verts[nv++] = v->verts[k];
     v->nv = nv;
-    for (size_t k = 0; k < n3; ++k) v->tri[k] = pbd_sm__find_int(v->verts, nv, d->triangles[k]);
+    for (size_t k = 0; k < n3; ++k) v->tri[k] = pbd_sm__volume_local_index(v->verts, nv, d->triangles[k]);
     v->opposite = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     v->pair_rest = (double *)pbd_sm__alloc_n((size_t)nv, sizeof(double));
     v->grad = (double *)pbd_sm__alloc_n(3 * (size_t)nv, sizeof(double));
@@ -1538,7 +1538,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volum
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
     if (!v) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_sm__finite_n(&alpha, 1)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_sm__all_finite(&alpha, 1)) return PBD_ERROR_NOT_FINITE;
     if (!(alpha >= 0 && alpha <= 1)) return PBD_ERROR_INVALID_ARGUMENT;
     v->alpha = alpha;
     return PBD_OK;
@@ -1546,7 +1546,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
 
 PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
     if (!v || !opposite) return PBD_ERROR_NULL_POINTER;
-    int i = pbd_sm__find_int(v->verts, v->nv, particle);
+    int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
     if (i < 0) return PBD_ERROR_INDEX_OUT_OF_RANGE;
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
     return PBD_OK;
