@@ -164,6 +164,75 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
 // ==== training ==============================================================
 
 // ==== piu ===================================================================
+/* Physics-inspired upsampling (survey 5.2.3; Kavan, Gerszewski, Bargteil
+   and Sloan 2011). A learned linear operator X = B u: every detail vertex
+   is a weighted sum of a local neighbourhood ("support") of coarse
+   vertices, the same weights for x, y and z. B is fitted to training pairs
+   (u_f, X_f) by regularised least squares, row by row,
+
+       min_b  sum_f |b . u_f(support) - X_f(i)|^2 + lambda' |b - p|^2
+       subject to sum_j b_j = 1                  (partition of unity),
+
+   where p is the prior row (the subdivision stencil when one is given,
+   else inverse-distance weights over the support) and lambda' = lambda
+   times the mean diagonal of the data's normal matrix (so lambda is
+   dimensionless). The partition of unity makes the operator translation
+   invariant: moving the coarse mesh by t moves every detail vertex by t.
+
+   Layout for evaluation: detail vertices are grouped by their nearest
+   coarse vertex (in the rest pose); a group shares one support of
+   `support` coarse vertices and stores its weights in fixed-width SoA
+   rows of 8 lanes, so that evaluation broadcasts each support vertex once
+   and multiplies 8 detail vertices at a time (no gathers); float at
+   evaluation, double when fitting.
+
+   Oscillatory modes (Kavan et al. 2011, section 6), optional: the
+   principal components of the training residual X_f - B u_f become modes
+   that oscillate at the frequency found in the training data, with an
+   amplitude driven by the speed of the coarse mesh (relative to the
+   training speed); pbd_up_piu_advance() steps the oscillators once per
+   frame and evaluation adds them. */
+typedef struct pbd_up_piu_desc {
+    int coarse_count;           /* feature-mesh vertices */
+    int detail_count;           /* detail-mesh vertices */
+    int frame_count;            /* training pairs (>= 1) */
+    const float *coarse_frames; /* frame_count * coarse_count * 3 */
+    const float *detail_frames; /* frame_count * detail_count * 3 */
+    const float *coarse_rest;   /* coarse_count * 3, the rest pose; NULL: frame 0 */
+    const float *detail_rest;   /* detail_count * 3; NULL: frame 0 */
+    /* Optional prior operator (e.g. the Loop subdivision stencil matrix),
+       CSR over detail rows: row i holds prior_index/prior_weight
+       [prior_start[i] .. prior_start[i+1]). All three or none. */
+    const int *prior_start;
+    const int *prior_index;
+    const float *prior_weight;
+    int support;                /* coarse vertices per neighbourhood, 2..64 (default 16);
+                                   clamped to coarse_count */
+    float regularization;       /* lambda >= 0 (default 1e-3); 0 is treated as 1e-9 */
+    int oscillatory_modes;      /* residual modes, 0 (default) .. 64 */
+    float frame_dt;             /* seconds between training frames (needed for modes) */
+} pbd_up_piu_desc;
+
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void);
+/* Fits B (and the oscillatory modes, if asked) to the training pairs.
+   Errors: NULL pointers, sizes < 1 or whose product overflows, support
+   out of range, negative or non-finite lambda, NaN/Inf in the data, prior
+   indices out of range, modes > frame_count or without frame_dt > 0. */
+PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out);
+/* Steps the oscillatory modes by dt with the current coarse positions
+   (their speed since the previous call excites the modes). A no-op for a
+   model without modes. Errors: not a PIU model, dt <= 0, NaN input. */
+PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt);
+/* The fitted operator as a dense row: weights[j] for coarse vertex
+   index[j], j < *count (at most `support` entries). For inspection and
+   tests; coarse indices are ascending. */
+PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight,
+                                     int max, int *count);
+/* Mode count and, for mode k, its angular frequency (rad/s) and training
+   amplitude. */
+PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m);
+PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude,
+                                      float *mode /* detail_count*3 or NULL */);
 
 // ==== wpsd ==================================================================
 
@@ -725,6 +794,772 @@ PBD_UP__SHARED void pbd_up__sparse_mul3(const pbd_up__sparse *s, const float *x,
 
 // ==== piu ===================================================================
 
+/* --- small dense linear algebra in double, shared by piu, wpsd and pdm --- */
+
+/* Least squares min |A x - b| by Householder QR (A is m x n column-major,
+   m >= n; A and b are overwritten). Returns 0, or -1 when a column is
+   (numerically) dependent on the others. */
+static int pbd_up__lstsq(int m, int n, double *A, double *b, double *x) {
+    for (int k = 0; k < n; ++k) {
+        double *a = A + (size_t)k * m;
+        double norm = 0.0, scale = 0.0;
+        for (int i = k; i < m; ++i) scale = fmax(scale, fabs(a[i]));
+        if (scale == 0.0) return -1;
+        for (int i = k; i < m; ++i) norm += (a[i] / scale) * (a[i] / scale);
+        norm = scale * sqrt(norm);
+        double alpha = a[k] > 0.0 ? -norm : norm;
+        double v0 = a[k] - alpha;
+        /* v = (v0, a[k+1..m)); H = I - 2 v v^T / (v^T v) */
+        double vv = v0 * v0;
+        for (int i = k + 1; i < m; ++i) vv += a[i] * a[i];
+        a[k] = v0;
+        if (vv > 0.0) {
+            for (int j = k + 1; j < n; ++j) {
+                double *c = A + (size_t)j * m, s = 0.0;
+                for (int i = k; i < m; ++i) s += a[i] * c[i];
+                s = 2.0 * s / vv;
+                for (int i = k; i < m; ++i) c[i] -= s * a[i];
+            }
+            double s = 0.0;
+            for (int i = k; i < m; ++i) s += a[i] * b[i];
+            s = 2.0 * s / vv;
+            for (int i = k; i < m; ++i) b[i] -= s * a[i];
+        }
+        a[k] = alpha; /* R's diagonal */
+    }
+    double rmax = 0.0;
+    for (int k = 0; k < n; ++k) rmax = fmax(rmax, fabs(A[(size_t)k * m + k]));
+    for (int k = n - 1; k >= 0; --k) {
+        double r = A[(size_t)k * m + k];
+        if (!(fabs(r) > 1e-13 * rmax)) return -1;
+        double s = b[k];
+        for (int j = k + 1; j < n; ++j) s -= A[(size_t)j * m + k] * x[j];
+        x[k] = s / r;
+    }
+    return 0;
+}
+
+/* Eigen-decomposition of a symmetric n x n matrix (row-major, overwritten)
+   by cyclic Jacobi rotations: eigenvalues descending in evals, eigenvector k
+   in column k of evecs (row-major n x n). */
+static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) evecs[i * n + j] = i == j ? 1.0 : 0.0;
+    for (int sweep = 0; sweep < 100; ++sweep) {
+        double off = 0.0, diag = 0.0;
+        for (int i = 0; i < n; ++i) {
+            diag += A[i * n + i] * A[i * n + i];
+            for (int j = i + 1; j < n; ++j) off += A[i * n + j] * A[i * n + j];
+        }
+        if (off <= 1e-30 * diag || off == 0.0) break;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = A[p * n + q];
+                if (apq == 0.0) continue;
+                double theta = (A[q * n + q] - A[p * n + p]) / (2.0 * apq);
+                double t = (theta >= 0.0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; ++k) { /* A = A J */
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* A = J^T A */
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < n; ++k) {
+                    double vkp = evecs[k * n + p], vkq = evecs[k * n + q];
+                    evecs[k * n + p] = c * vkp - s * vkq;
+                    evecs[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    for (int i = 0; i < n; ++i) evals[i] = A[i * n + i];
+    for (int i = 0; i < n; ++i) { /* selection sort, descending */
+        int best = i;
+        for (int j = i + 1; j < n; ++j)
+            if (evals[j] > evals[best]) best = j;
+        if (best == i) continue;
+        double t = evals[i]; evals[i] = evals[best]; evals[best] = t;
+        for (int k = 0; k < n; ++k) {
+            double u = evecs[k * n + i]; evecs[k * n + i] = evecs[k * n + best]; evecs[k * n + best] = u;
+        }
+    }
+}
+
+
+/* --- PIU --- */
+
+#define PBD_UP__LANES 8 /* detail vertices per SoA row group */
+
+/* The 8 lanes are one 256-bit register where the target has AVX (the
+   AVX2 and AVX-512 headers include it), two 128-bit registers with SSE2. */
+#if PBD_UP__W >= 8
+#define PBD_UP__PIU_SIMD 8
+#elif PBD_UP__W == 4
+#define PBD_UP__PIU_SIMD 4
+#else
+#define PBD_UP__PIU_SIMD 0
+#endif
+
+typedef struct pbd_up__piu {
+    int coarse_count, detail_count, support, group_count;
+    int *group_support; /* group_count * support coarse indices (the group's neighbourhood) */
+    float *weights;     /* group_count * support * LANES: weights[(g*support + j)*LANES + lane] */
+    int *lane_vertex;   /* group_count * LANES detail indices, -1 for padding lanes */
+    /* oscillatory modes (Kavan et al. 2011, section 6) */
+    int mode_count;
+    float *modes;       /* mode_count * detail_count * 3, unit vectors */
+    float *omega;       /* mode_count: angular frequency (rad/s) */
+    float *amplitude;   /* mode_count: training amplitude */
+    float train_speed;  /* RMS coarse vertex speed of the training frames */
+    /* oscillator state */
+    float *level, *phase; /* mode_count each */
+    float *prev_coarse;   /* coarse_count * 3 */
+    int have_prev;
+} pbd_up__piu;
+
+static void pbd_up__piu_free(pbd_up__piu *p) {
+    if (!p) return;
+    pbd_up__free(p->group_support);
+    pbd_up__free(p->weights);
+    pbd_up__free(p->lane_vertex);
+    pbd_up__free(p->modes);
+    pbd_up__free(p->omega);
+    pbd_up__free(p->amplitude);
+    pbd_up__free(p->level);
+    pbd_up__free(p->phase);
+    pbd_up__free(p->prev_coarse);
+    pbd_up__free(p);
+}
+
+/* X = B u for one group of LANES detail vertices: each support vertex is
+   broadcast and multiplied with a row of LANES weights. The SIMD kernel and
+   its scalar twin add the terms in the same order (j = 0, 1, ...), with
+   separate multiply and add, so they agree bit for bit. */
+static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float *X, int simd) {
+    const int K = p->support;
+    const int *s = p->group_support + (size_t)g * K;
+    const float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+    const int *lv = p->lane_vertex + (size_t)g * PBD_UP__LANES;
+    float ax[PBD_UP__LANES], ay[PBD_UP__LANES], az[PBD_UP__LANES];
+#if PBD_UP__PIU_SIMD == 8
+    if (simd) {
+        simde__m256 sx = simde_mm256_setzero_ps(), sy = sx, sz = sx;
+        for (int j = 0; j < K; ++j) {
+            const float *c = u + 3 * (size_t)s[j];
+            simde__m256 wj = simde_mm256_loadu_ps(w + (size_t)j * PBD_UP__LANES);
+            sx = simde_mm256_add_ps(sx, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[0])));
+            sy = simde_mm256_add_ps(sy, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[1])));
+            sz = simde_mm256_add_ps(sz, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[2])));
+        }
+        simde_mm256_storeu_ps(ax, sx);
+        simde_mm256_storeu_ps(ay, sy);
+        simde_mm256_storeu_ps(az, sz);
+    } else
+#elif PBD_UP__PIU_SIMD == 4
+    if (simd) {
+        for (int h = 0; h < PBD_UP__LANES; h += 4) {
+            simde__m128 sx = simde_mm_setzero_ps(), sy = sx, sz = sx;
+            for (int j = 0; j < K; ++j) {
+                const float *c = u + 3 * (size_t)s[j];
+                simde__m128 wj = simde_mm_loadu_ps(w + (size_t)j * PBD_UP__LANES + h);
+                sx = simde_mm_add_ps(sx, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[0])));
+                sy = simde_mm_add_ps(sy, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[1])));
+                sz = simde_mm_add_ps(sz, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[2])));
+            }
+            simde_mm_storeu_ps(ax + h, sx);
+            simde_mm_storeu_ps(ay + h, sy);
+            simde_mm_storeu_ps(az + h, sz);
+        }
+    } else
+#endif
+    {
+        (void)simd;
+        for (int l = 0; l < PBD_UP__LANES; ++l) {
+            float x = 0.0f, y = 0.0f, z = 0.0f;
+            for (int j = 0; j < K; ++j) {
+                const float *c = u + 3 * (size_t)s[j];
+                float wj = w[(size_t)j * PBD_UP__LANES + l];
+                x = x + wj * c[0];
+                y = y + wj * c[1];
+                z = z + wj * c[2];
+            }
+            ax[l] = x; ay[l] = y; az[l] = z;
+        }
+    }
+    for (int l = 0; l < PBD_UP__LANES; ++l) {
+        int v = lv[l];
+        if (v < 0) continue;
+        X[3 * (size_t)v] = ax[l];
+        X[3 * (size_t)v + 1] = ay[l];
+        X[3 * (size_t)v + 2] = az[l];
+    }
+}
+
+/* Adds the oscillatory modes: X += sum_k level_k sin(phase_k) mode_k. */
+static void pbd_up__piu_add_modes(const pbd_up__piu *p, float *X, int threads) {
+    if (p->mode_count == 0) return;
+    float c[64];
+    for (int k = 0; k < p->mode_count; ++k) c[k] = p->level[k] * sinf(p->phase[k]);
+    const long n = (long)p->detail_count * 3;
+    const size_t stride = (size_t)p->detail_count * 3;
+    (void)threads;
+    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n > 30000))
+    for (long i = 0; i < n; ++i) {
+        float x = X[i];
+        for (int k = 0; k < p->mode_count; ++k) x = x + c[k] * p->modes[(size_t)k * stride + (size_t)i];
+        X[i] = x;
+    }
+}
+
+/* Below this many groups evaluation runs on one thread (a parallel region
+   costs a few microseconds; 64 groups are 512 detail vertices). */
+#define PBD_UP__PIU_PARALLEL_MIN 64
+
+static void pbd_up__piu_apply(const pbd_up__piu *p, const float *u, float *X, int threads, int simd) {
+    const int G = p->group_count;
+    (void)threads;
+    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && G >= PBD_UP__PIU_PARALLEL_MIN))
+    for (int g = 0; g < G; ++g) pbd_up__piu_group(p, g, u, X, simd);
+    pbd_up__piu_add_modes(p, X, threads);
+}
+
+/* The support of a block (the detail vertices whose nearest coarse
+   vertex is `owner`): coarse vertices ranked by the prior weight the
+   block's rows give them, then by rest distance to the owner. */
+typedef struct pbd_up__rank {
+    double key0, key1;
+    int index;
+} pbd_up__rank;
+
+static int pbd_up__rank_cmp(const void *a, const void *b) {
+    const pbd_up__rank *x = (const pbd_up__rank *)a, *y = (const pbd_up__rank *)b;
+    if (x->key0 != y->key0) return x->key0 > y->key0 ? -1 : 1; /* larger prior first */
+    if (x->key1 != y->key1) return x->key1 < y->key1 ? -1 : 1; /* then nearer */
+    return x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
+}
+
+static int pbd_up__int_cmp(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : (x > y ? 1 : 0);
+}
+
+static double pbd_up__dist2(const float *a, const float *b) {
+    double dx = (double)a[0] - b[0], dy = (double)a[1] - b[1], dz = (double)a[2] - b[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
+    if (!d || !d->coarse_frames || !d->detail_frames) return PBD_ERROR_NULL_POINTER;
+    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->support < 2 || d->support > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
+        return PBD_ERROR_INVALID_ARGUMENT;
+    int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
+    if (np != 0 && np != 3) return PBD_ERROR_NULL_POINTER;
+    const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
+    if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
+        nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
+        nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
+        return PBD_ERROR_OVERFLOW;
+    if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
+        !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
+        return PBD_ERROR_NOT_FINITE;
+    if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
+        (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
+        return PBD_ERROR_NOT_FINITE;
+    if (np == 3) {
+        if (d->prior_start[0] != 0) return PBD_ERROR_INVALID_ARGUMENT;
+        for (int i = 0; i < d->detail_count; ++i)
+            if (d->prior_start[i + 1] < d->prior_start[i]) return PBD_ERROR_INVALID_ARGUMENT;
+        for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
+            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+            if (!isfinite(d->prior_weight[e])) return PBD_ERROR_NOT_FINITE;
+        }
+    }
+    return PBD_OK;
+}
+
+/* Nearest coarse vertex of every detail vertex: the largest prior weight
+   when a prior is given (for a subdivision stencil, the nearest control
+   vertex), else the nearest in the rest pose. */
+static void pbd_up__piu_owners(const pbd_up_piu_desc *d, const float *crest, const float *drest, int *owner) {
+    for (int i = 0; i < d->detail_count; ++i) {
+        int best = -1;
+        if (d->prior_start) {
+            float bw = -FLT_MAX;
+            for (int e = d->prior_start[i]; e < d->prior_start[i + 1]; ++e)
+                if (d->prior_weight[e] > bw || (d->prior_weight[e] == bw && d->prior_index[e] < best)) {
+                    bw = d->prior_weight[e];
+                    best = d->prior_index[e];
+                }
+        }
+        if (best < 0) {
+            double bd = DBL_MAX;
+            for (int v = 0; v < d->coarse_count; ++v) {
+                double dd = pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)v);
+                if (dd < bd) { bd = dd; best = v; }
+            }
+        }
+        owner[i] = best;
+    }
+}
+
+/* One row of B: least squares with the partition of unity eliminated
+   (b_last = 1 - sum of the others) and the ridge toward the prior row p
+   written as extra rows, solved by QR in double. Coordinates are taken
+   relative to the last support vertex, which the partition of unity
+   allows and which keeps the problem well conditioned far from the origin. */
+static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, int K, const double *p,
+                               double *A, double *rhs, double *z, float *out) {
+    const int F = d->frame_count, n = K - 1, m = 3 * F + K;
+    const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
+    double trace = 0.0;
+    for (int f = 0; f < F; ++f) {
+        const float *u = d->coarse_frames + (size_t)f * nc3;
+        const float *X = d->detail_frames + (size_t)f * nd3 + 3 * (size_t)i;
+        for (int c = 0; c < 3; ++c) {
+            int r = 3 * f + c;
+            double last = u[3 * (size_t)s[K - 1] + c];
+            for (int j = 0; j < n; ++j) {
+                double a = (double)u[3 * (size_t)s[j] + c] - last;
+                A[(size_t)j * m + r] = a;
+                trace += a * a;
+            }
+            rhs[r] = (double)X[c] - last;
+        }
+    }
+    double lambda = d->regularization > 1e-9f ? (double)d->regularization : 1e-9;
+    double scale = trace > 0.0 ? trace / n : 1.0;
+    double sl = sqrt(lambda * scale);
+    for (int k = 0; k < K; ++k) {
+        int r = 3 * F + k;
+        for (int j = 0; j < n; ++j) A[(size_t)j * m + r] = k == n ? -sl : (j == k ? sl : 0.0);
+        rhs[r] = k == n ? sl * (p[n] - 1.0) : sl * p[k];
+    }
+    if (pbd_up__lstsq(m, n, A, rhs, z) != 0) return -1;
+    double last = 1.0;
+    for (int j = 0; j < n; ++j) {
+        out[j] = (float)z[j];
+        last -= z[j];
+    }
+    out[n] = (float)last;
+    return 0;
+}
+
+/* The support of the block owned by coarse vertex v: the coarse vertices
+   its rows' prior touches (by total |weight|) and then the nearest to v in
+   the rest pose, K in all, ascending. mark/psum are coarse_count scratch
+   (zero on entry and exit), cand holds up to coarse_count entries. */
+static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, int v, const int *rows,
+                                int row_count, int K, double *psum, int *mark, pbd_up__rank *cand, int *s) {
+    int nc = 0;
+    if (d->prior_start)
+        for (int r = 0; r < row_count; ++r)
+            for (int e = d->prior_start[rows[r]]; e < d->prior_start[rows[r] + 1]; ++e) {
+                int c = d->prior_index[e];
+                if (!mark[c]) { mark[c] = 1; cand[nc++].index = c; }
+                psum[c] += fabs((double)d->prior_weight[e]);
+            }
+    /* the K nearest to v, kept sorted by insertion */
+    int *near = s; /* s doubles as scratch for the K nearest */
+    double nd[64];
+    int nn = 0;
+    for (int c = 0; c < d->coarse_count; ++c) {
+        double dd = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
+        if (nn == K && dd >= nd[K - 1]) continue;
+        int k = nn < K ? nn++ : K - 1;
+        while (k > 0 && nd[k - 1] > dd) { nd[k] = nd[k - 1]; near[k] = near[k - 1]; --k; }
+        nd[k] = dd;
+        near[k] = c;
+    }
+    for (int k = 0; k < nn; ++k)
+        if (!mark[near[k]]) { mark[near[k]] = 1; cand[nc++].index = near[k]; }
+    for (int k = 0; k < nc; ++k) {
+        int c = cand[k].index;
+        cand[k].key0 = psum[c];
+        cand[k].key1 = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
+    }
+    qsort(cand, (size_t)nc, sizeof cand[0], pbd_up__rank_cmp);
+    for (int k = 0; k < nc; ++k) { mark[cand[k].index] = 0; psum[cand[k].index] = 0.0; }
+    for (int k = 0; k < K; ++k) s[k] = cand[k].index;
+    qsort(s, (size_t)K, sizeof s[0], pbd_up__int_cmp);
+}
+
+/* The prior row restricted to the support and renormalised; inverse
+   squared distance (Shepard) weights where there is no prior or it puts
+   no weight on the support. */
+static void pbd_up__piu_prior(const pbd_up_piu_desc *d, const float *crest, const float *drest, int i,
+                              const int *s, int K, double *p) {
+    double sum = 0.0;
+    for (int j = 0; j < K; ++j) p[j] = 0.0;
+    if (d->prior_start)
+        for (int e = d->prior_start[i]; e < d->prior_start[i + 1]; ++e)
+            for (int j = 0; j < K; ++j)
+                if (s[j] == d->prior_index[e]) { p[j] += d->prior_weight[e]; sum += d->prior_weight[e]; }
+    if (!(fabs(sum) > 1e-6)) {
+        sum = 0.0;
+        for (int j = 0; j < K; ++j) {
+            p[j] = 1.0 / (pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)s[j]) + 1e-12);
+            sum += p[j];
+        }
+    }
+    for (int j = 0; j < K; ++j) p[j] /= sum;
+}
+
+/* Oscillatory modes from the training residual (Kavan et al. 2011,
+   section 6): principal components through the frames' Gram matrix, the
+   frequency of each mode's coefficient from the linear prediction
+   c(f+1) + c(f-1) = 2 cos(omega dt) c(f) (exact for a sinusoid), and its
+   amplitude from the coefficient's standard deviation. */
+static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d) {
+    const int F = d->frame_count, M = d->oscillatory_modes;
+    const size_t nd3 = (size_t)d->detail_count * 3, nc3 = (size_t)d->coarse_count * 3;
+    float *res = (float *)pbd_up__alloc_array(nd3 * (size_t)F, sizeof(float));
+    double *G = (double *)pbd_up__alloc(sizeof(double) * (size_t)F * F * 2 + sizeof(double) * F);
+    if (!res || !G) { pbd_up__free(res); pbd_up__free(G); return PBD_ERROR_OUT_OF_MEMORY; }
+    double *V = G + (size_t)F * F, *ev = V + (size_t)F * F;
+    int saved = p->mode_count;
+    p->mode_count = 0; /* the residual of the operator alone */
+    for (int f = 0; f < F; ++f) {
+        float *r = res + (size_t)f * nd3;
+        const float *X = d->detail_frames + (size_t)f * nd3;
+        pbd_up__piu_apply(p, d->coarse_frames + (size_t)f * nc3, r, 1, 0);
+        for (size_t k = 0; k < nd3; ++k) r[k] = X[k] - r[k];
+    }
+    p->mode_count = saved;
+    double trace = 0.0;
+    for (int a = 0; a < F; ++a)
+        for (int b = a; b < F; ++b) {
+            double s = 0.0;
+            const float *ra = res + (size_t)a * nd3, *rb = res + (size_t)b * nd3;
+            for (size_t k = 0; k < nd3; ++k) s += (double)ra[k] * rb[k];
+            G[a * F + b] = G[b * F + a] = s;
+            if (a == b) trace += s;
+        }
+    pbd_up__sym_eigen(F, G, ev, V);
+    int m = 0;
+    while (m < M && ev[m] > 1e-12 * trace && ev[m] > 0.0) ++m;
+    p->mode_count = m;
+    double speed2 = 0.0;
+    for (int f = 1; f < F; ++f)
+        for (size_t k = 0; k < nc3; ++k) {
+            double dv = (double)d->coarse_frames[(size_t)f * nc3 + k] - d->coarse_frames[(size_t)(f - 1) * nc3 + k];
+            speed2 += dv * dv;
+        }
+    p->train_speed = (float)(sqrt(speed2 / ((double)(F - 1) * d->coarse_count)) / d->frame_dt);
+    for (int k = 0; k < m; ++k) {
+        double sq = sqrt(ev[k]), mean = 0.0, num = 0.0, den = 0.0, var = 0.0;
+        float *mode = p->modes + (size_t)k * nd3;
+        for (size_t e = 0; e < nd3; ++e) {
+            double s = 0.0;
+            for (int f = 0; f < F; ++f) s += V[f * F + k] * res[(size_t)f * nd3 + e];
+            mode[e] = (float)(s / sq);
+        }
+        for (int f = 0; f < F; ++f) mean += sq * V[f * F + k];
+        mean /= F;
+        for (int f = 0; f < F; ++f) {
+            double y = sq * V[f * F + k] - mean;
+            var += y * y;
+            if (f > 0 && f < F - 1) {
+                num += y * (sq * V[(f + 1) * F + k] - mean + sq * V[(f - 1) * F + k] - mean);
+                den += 2.0 * y * y;
+            }
+        }
+        double cw = den > 0.0 ? num / den : 1.0;
+        cw = cw > 1.0 ? 1.0 : (cw < -1.0 ? -1.0 : cw);
+        double w = acos(cw) / d->frame_dt;
+        /* amplitude and phase: c(f) - mean = alpha sin(w t) + beta cos(w t)
+           by least squares; the phases keep modes of one travelling wave
+           in quadrature */
+        double ss = 0, sc = 0, cc = 0, ys = 0, yc = 0;
+        for (int f = 0; f < F; ++f) {
+            double t = (double)f * d->frame_dt, sn = sin(w * t), cs = cos(w * t);
+            double y = sq * V[f * F + k] - mean;
+            ss += sn * sn; sc += sn * cs; cc += cs * cs; ys += y * sn; yc += y * cs;
+        }
+        double det = ss * cc - sc * sc, alpha = 0.0, beta = 0.0;
+        if (det > 1e-12 * (ss * cc) && det > 0.0) {
+            alpha = (ys * cc - yc * sc) / det;
+            beta = (yc * ss - ys * sc) / det;
+        }
+        double amp = sqrt(alpha * alpha + beta * beta);
+        p->omega[k] = (float)w;
+        p->amplitude[k] = (float)(amp > 0.0 ? amp : sqrt(2.0 * var / F));
+        p->phase[k] = (float)(amp > 0.0 ? atan2(beta, alpha) : 0.0);
+        p->level[k] = 0.0f;
+    }
+    pbd_up__free(res);
+    pbd_up__free(G);
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int detail_count, int coarse_count,
+                                    int modes) {
+    p->group_count = group_count;
+    p->support = K;
+    p->detail_count = detail_count;
+    p->coarse_count = coarse_count;
+    p->mode_count = modes;
+    size_t G = (size_t)group_count, nd3 = (size_t)detail_count * 3;
+    p->group_support = (int *)pbd_up__alloc_array(G * K, sizeof(int));
+    p->weights = (float *)pbd_up__alloc_array(G * K * PBD_UP__LANES, sizeof(float));
+    p->lane_vertex = (int *)pbd_up__alloc_array(G * PBD_UP__LANES, sizeof(int));
+    p->prev_coarse = (float *)pbd_up__alloc_array((size_t)coarse_count * 3, sizeof(float));
+    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse) return PBD_ERROR_OUT_OF_MEMORY;
+    if (modes > 0) {
+        p->modes = (float *)pbd_up__alloc_array(nd3 * (size_t)modes, sizeof(float));
+        p->omega = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->amplitude = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->level = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->phase = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase) return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *d, pbd_up__piu **out) {
+    pbd_result r = pbd_up__piu_check_desc(d);
+    if (r != PBD_OK) return r;
+    const int nc = d->coarse_count, nd = d->detail_count, F = d->frame_count;
+    const int K = d->support < nc ? d->support : nc;
+    if (K < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    const float *crest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
+    const float *drest = d->detail_rest ? d->detail_rest : d->detail_frames;
+    const int m = 3 * F + K;
+    int *owner = (int *)pbd_up__alloc(sizeof(int) * ((size_t)nd * 2 + (size_t)nc * 2 + 1));
+    double *dscr = (double *)pbd_up__alloc(sizeof(double) * ((size_t)nc + (size_t)m * K + (size_t)m + 3 * (size_t)K));
+    pbd_up__rank *cand = (pbd_up__rank *)pbd_up__alloc(sizeof(pbd_up__rank) * ((size_t)nc + 64));
+    pbd_up__piu *p = (pbd_up__piu *)pbd_up__alloc(sizeof(pbd_up__piu));
+    if (!owner || !dscr || !cand || !p) {
+        pbd_up__free(owner); pbd_up__free(dscr); pbd_up__free(cand); pbd_up__free(p);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    memset(p, 0, sizeof *p);
+    int *order = owner + nd, *start = order + nd, *mark = start + nc + 1;
+    double *psum = dscr, *A = psum + nc, *rhs = A + (size_t)m * K, *z = rhs + m, *prior = z + K;
+    float row[64];
+    pbd_up__piu_owners(d, crest, drest, owner);
+    /* counting sort of the detail vertices by owner (stable) */
+    memset(start, 0, sizeof(int) * ((size_t)nc + 1));
+    for (int i = 0; i < nd; ++i) start[owner[i] + 1]++;
+    int groups = 0;
+    for (int v = 0; v < nc; ++v) {
+        groups += (start[v + 1] + PBD_UP__LANES - 1) / PBD_UP__LANES;
+        start[v + 1] += start[v];
+    }
+    for (int v = 0; v < nc; ++v) mark[v] = start[v];
+    for (int i = 0; i < nd; ++i) order[mark[owner[i]]++] = i;
+    memset(mark, 0, sizeof(int) * (size_t)nc);
+    for (int v = 0; v < nc; ++v) psum[v] = 0.0;
+    r = pbd_up__piu_alloc(p, groups, K, nd, nc, d->oscillatory_modes);
+    int g = 0;
+    for (int v = 0; v < nc && r == PBD_OK; ++v) {
+        const int *rows = order + start[v];
+        int count = start[v + 1] - start[v];
+        if (count == 0) continue;
+        int s[64];
+        pbd_up__piu_support(d, crest, v, rows, count, K, psum, mark, cand, s);
+        for (int k = 0; k < count && r == PBD_OK; k += PBD_UP__LANES, ++g) {
+            memcpy(p->group_support + (size_t)g * K, s, sizeof(int) * (size_t)K);
+            float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+            for (int l = 0; l < PBD_UP__LANES; ++l) {
+                int i = k + l < count ? rows[k + l] : -1;
+                p->lane_vertex[(size_t)g * PBD_UP__LANES + l] = i;
+                if (i >= 0) {
+                    pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
+                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = PBD_ERROR_DEGENERATE;
+                }
+                for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
+            }
+        }
+    }
+    if (r == PBD_OK && p->coarse_count) memcpy(p->prev_coarse, crest, sizeof(float) * (size_t)nc * 3);
+    if (r == PBD_OK && d->oscillatory_modes > 0) r = pbd_up__piu_fit_modes(p, d);
+    pbd_up__free(owner);
+    pbd_up__free(dscr);
+    pbd_up__free(cand);
+    if (r != PBD_OK) { pbd_up__piu_free(p); return r; }
+    *out = p;
+    return PBD_OK;
+}
+
+/* --- PIU as a pbd_up_model --- */
+
+static pbd_result pbd_up__piu_eval(pbd_up_model *m, const float *coarse, float *detail) {
+    const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
+    int team = pbd_up__team(m->threads, (long)p->group_count * PBD_UP__LANES * p->support * 3);
+    pbd_up__piu_apply(p, coarse, detail, team, m->simd);
+    return PBD_OK;
+}
+
+static void pbd_up__piu_io(pbd_up_model *m, pbd_up__io *io) {
+    if (io->in) {
+        m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__piu));
+        if (!m->impl) { io->bad = 2; return; }
+    }
+    pbd_up__piu *p = (pbd_up__piu *)m->impl;
+    pbd_up__io_int(io, &p->coarse_count);
+    pbd_up__io_int(io, &p->detail_count);
+    pbd_up__io_int(io, &p->support);
+    pbd_up__io_int(io, &p->group_count);
+    pbd_up__io_int(io, &p->mode_count);
+    pbd_up__io_int(io, &p->have_prev);
+    pbd_up__io_float(io, &p->train_speed);
+    if (io->bad) return;
+    if (io->in && (p->coarse_count != m->coarse_count || p->detail_count != m->detail_count || p->support < 2 ||
+                   p->support > 64 || p->group_count < 1 || p->mode_count < 0 || p->mode_count > 64)) {
+        io->bad = 1;
+        return;
+    }
+    const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
+    pbd_up__io_array(io, (void **)&p->group_support, G * K, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->weights, G * K * PBD_UP__LANES, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->lane_vertex, G * PBD_UP__LANES, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->prev_coarse, (size_t)p->coarse_count * 3, sizeof(float));
+    if (M > 0) {
+        pbd_up__io_array(io, (void **)&p->modes, M * (size_t)p->detail_count * 3, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->omega, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->amplitude, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->level, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->phase, M, sizeof(float));
+    }
+}
+
+/* After a load: indices in range, every detail vertex in exactly one lane,
+   finite numbers. */
+static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
+    const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
+    const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
+    for (size_t k = 0; k < G * K; ++k)
+        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count) return PBD_ERROR_BAD_SNAPSHOT;
+    int *seen = (int *)pbd_up__calloc_array((size_t)p->detail_count, sizeof(int));
+    if (!seen) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = PBD_OK;
+    for (size_t k = 0; k < G * PBD_UP__LANES && r == PBD_OK; ++k) {
+        int v = p->lane_vertex[k];
+        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
+        if (!seen[v]) r = PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up__free(seen);
+    if (r != PBD_OK) return r;
+    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES) ||
+        !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3) || !(p->train_speed >= 0.0f))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
+                  !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    return PBD_OK;
+}
+
+static void pbd_up__piu_destroy(pbd_up_model *m) {
+    pbd_up__piu_free((pbd_up__piu *)m->impl);
+    m->impl = NULL;
+}
+
+static const pbd_up__methods pbd_up__piu_methods = {"piu", pbd_up__piu_eval, pbd_up__piu_io, pbd_up__piu_prepare,
+                                                    pbd_up__piu_destroy};
+
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void) {
+    pbd_up_piu_desc d;
+    memset(&d, 0, sizeof d);
+    d.support = 16;
+    d.regularization = 1e-3f;
+    return d;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out) {
+    if (!out) return PBD_ERROR_NULL_POINTER;
+    pbd_up__piu *p = NULL;
+    pbd_result r = pbd_up__piu_build(desc, &p);
+    if (r != PBD_OK) return r;
+    pbd_up_model *m = pbd_up__model_new(PBD_UP_PIU, desc->coarse_count, desc->detail_count);
+    if (!m) { pbd_up__piu_free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    m->impl = p;
+    r = pbd_up__piu_prepare(m);
+    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    m->trained = 1;
+    *out = m;
+    return PBD_OK;
+}
+
+static pbd_up__piu *pbd_up__piu_of(const pbd_up_model *m) {
+    return m && m->method == PBD_UP_PIU && m->trained ? (pbd_up__piu *)m->impl : NULL;
+}
+
+/* The oscillators (Kavan et al. 2011, section 6): the target amplitude of
+   each mode is its training amplitude times the excitation, the coarse
+   mesh's RMS vertex speed over the training speed (at most 1); the
+   amplitude follows the target over about one period, the phase advances
+   by omega dt. */
+PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt) {
+    if (!m || !coarse) return PBD_ERROR_NULL_POINTER;
+    pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!(dt > 0.0f) || !isfinite(dt)) return PBD_ERROR_INVALID_TIME_STEP;
+    const size_t nc3 = (size_t)p->coarse_count * 3;
+    if (!pbd_up__finite(coarse, nc3)) return PBD_ERROR_NOT_FINITE;
+    double s2 = 0.0;
+    for (size_t k = 0; k < nc3; ++k) {
+        double dv = (double)coarse[k] - p->prev_coarse[k];
+        s2 += dv * dv;
+    }
+    double speed = p->have_prev ? sqrt(s2 / p->coarse_count) / dt : 0.0;
+    double excite = p->train_speed > 0.0f ? speed / p->train_speed : 1.0;
+    if (excite > 1.0) excite = 1.0;
+    for (int k = 0; k < p->mode_count; ++k) {
+        double w = p->omega[k], follow = 1.0 - exp(-(double)dt * (w > 0.0 ? w / (2.0 * 3.14159265358979) : 1.0));
+        p->level[k] = (float)(p->level[k] + (p->amplitude[k] * excite - p->level[k]) * follow);
+        p->phase[k] = (float)fmod((double)p->phase[k] + w * dt, 2.0 * 3.14159265358979);
+    }
+    memcpy(p->prev_coarse, coarse, sizeof(float) * nc3);
+    p->have_prev = 1;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight, int max,
+                                     int *count) {
+    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (max < 0 || (max > 0 && (!index || !weight))) return PBD_ERROR_INVALID_ARGUMENT;
+    for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
+        if (p->lane_vertex[k] != detail_vertex) continue;
+        size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
+        *count = p->support;
+        for (int j = 0; j < p->support && j < max; ++j) {
+            index[j] = p->group_support[g * p->support + j];
+            weight[j] = p->weights[(g * p->support + j) * PBD_UP__LANES + l];
+        }
+        return PBD_OK;
+    }
+    return PBD_ERROR_INDEX_OUT_OF_RANGE; /* cannot happen for a prepared model */
+}
+
+PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    return p ? p->mode_count : 0;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude, float *mode) {
+    if (!m) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (k < 0 || k >= p->mode_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (omega) *omega = p->omega[k];
+    if (amplitude) *amplitude = p->amplitude[k];
+    if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
+    return PBD_OK;
+}
+
 // ==== wpsd ==================================================================
 
 // ==== pdm ===================================================================
@@ -734,6 +1569,7 @@ PBD_UP__SHARED void pbd_up__sparse_mul3(const pbd_up__sparse *s, const float *x,
    where a method is not compiled in. */
 static const pbd_up__methods *pbd_up__methods_of(int method) {
     switch (method) {
+    case PBD_UP_PIU: return &pbd_up__piu_methods;
     default: return NULL;
     }
 }
