@@ -158,6 +158,61 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
 PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_model **out);
 
 // ==== subdivision ===========================================================
+/* Loop subdivision (Loop 1987) of a coarse ("feature") triangle mesh and
+   two-scale geometry (survey 5.1: the detail mesh is x = x0 + R dx, x0
+   the smooth subdivided mesh, R a local frame on it, dx the per-vertex
+   detail in that frame).
+
+   One level splits every triangle into 4: the vertices keep their indices
+   (even vertices, moved to (1 - n beta) v + beta sum of the n neighbours,
+   beta = (5/8 - (3/8 + cos(2 pi / n) / 4)^2) / n), and every edge adds an
+   odd vertex (3/8 of its ends + 1/8 of the two opposite vertices) numbered
+   vertex_count + its index in the edges sorted by (min, max) end. Boundary
+   rules: a boundary edge's vertex is its midpoint, a boundary vertex with
+   two boundary edges moves to 3/4 v + 1/8 of each boundary neighbour, a
+   vertex with more than two boundary edges stays (a corner). Counts per
+   level: V' = V + E, F' = 4 F (E = edges: 3F/2 for a closed mesh).
+   Triangle (a, b, c) becomes (a, ab, ca), (ab, b, bc), (ca, bc, c),
+   (ab, bc, ca), so orientation is kept. The input must be an edge-manifold
+   triangle mesh (an edge in at most two triangles) with distinct corners. */
+
+/* The subdivided mesh itself (positions and triangles); smooth 1: Loop's
+   rules, 0: linear (midpoint) subdivision with the same topology and
+   numbering. levels 0..8. Free `out` with pbd_up_mesh_free. */
+PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out);
+PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m);
+
+/* A PBD_UP_SUBDIVISION model: `levels` (0..8) of Loop subdivision of the
+   coarse topology, precomputed as one sparse stencil matrix S (CSR, row i
+   = detail vertex i as a weighted sum of coarse vertices; every row sums
+   to 1), so evaluation x0 = S u is one sparse matrix-vector product (SIMD
+   kernel, OpenMP rows). The model is trained on creation: without detail
+   it evaluates the smooth mesh x0 (the "subdivision only" baseline). */
+PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
+                                                int vertex_count, int levels, pbd_up_model **out);
+PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m); /* -1 if not a subdivision model */
+/* The detail (smooth) mesh's triangles: valid while the model lives. */
+PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
+                                                   int *triangle_count);
+/* Row `row` of S: writes at most max columns/weights (either may be NULL
+   with max 0), *count receives the row's length. */
+PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
+                                                 float *weights, int max, int *count);
+/* The smooth mesh x0 = S u and (frames_out, optional) each vertex's local
+   frame, 9 floats: tangent t, bitangent b, normal n (orthonormal, right
+   handed). n is the normalised sum of the adjacent triangles' (area
+   weighted) normals, t the direction to the vertex's first neighbour (the
+   lowest-numbered one) projected on the tangent plane, b = n x t.
+   A vertex whose frame is degenerate (zero normal or tangent) gets the
+   world axes. */
+PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
+                                                float *smooth_out, float *frames_out);
+/* Two-scale detail (survey 5.1): dx_i = R_i^T (X_i - x0_i) in the local
+   frames of the smooth mesh of `coarse_positions`, for a detail mesh X
+   (detail_count*3) of the same topology; afterwards pbd_up_eval returns
+   x0 + R dx for any coarse configuration. Clear with detail = NULL. */
+PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
+                                                    const float *detail_positions);
 
 // ==== wrinkle ===============================================================
 
@@ -788,6 +843,530 @@ PBD_UP__SHARED void pbd_up__sparse_mul3(const pbd_up__sparse *s, const float *x,
 
 // ==== subdivision ===========================================================
 
+/* A CSR matrix with double weights, built while composing the levels. */
+typedef struct pbd_up__csrd {
+    int rows, nnz, cap;
+    int *start, *col;
+    double *val;
+} pbd_up__csrd;
+
+static void pbd_up__csrd_free(pbd_up__csrd *a) {
+    pbd_up__free(a->start); pbd_up__free(a->col); pbd_up__free(a->val);
+    memset(a, 0, sizeof *a);
+}
+static int pbd_up__csrd_init(pbd_up__csrd *a, int rows, int cap) {
+    memset(a, 0, sizeof *a);
+    a->rows = rows;
+    a->cap = cap > 16 ? cap : 16;
+    a->start = (int *)pbd_up__alloc_array((size_t)rows + 1, sizeof(int));
+    a->col = (int *)pbd_up__alloc_array((size_t)a->cap, sizeof(int));
+    a->val = (double *)pbd_up__alloc_array((size_t)a->cap, sizeof(double));
+    if (!a->start || !a->col || !a->val) { pbd_up__csrd_free(a); return 0; }
+    a->start[0] = 0;
+    return 1;
+}
+static int pbd_up__csrd_push(pbd_up__csrd *a, int col, double val) {
+    if (a->nnz == a->cap) {
+        if (a->cap > INT_MAX / 2) return 0;
+        int cap = a->cap * 2;
+        int *c = (int *)pbd_up__alloc_array((size_t)cap, sizeof(int));
+        double *v = (double *)pbd_up__alloc_array((size_t)cap, sizeof(double));
+        if (!c || !v) { pbd_up__free(c); pbd_up__free(v); return 0; }
+        memcpy(c, a->col, (size_t)a->nnz * sizeof(int));
+        memcpy(v, a->val, (size_t)a->nnz * sizeof(double));
+        pbd_up__free(a->col); pbd_up__free(a->val);
+        a->col = c; a->val = v; a->cap = cap;
+    }
+    a->col[a->nnz] = col;
+    a->val[a->nnz] = val;
+    a->nnz++;
+    return 1;
+}
+
+typedef struct pbd_up__edge_ref { int a, b, tri, k; } pbd_up__edge_ref;
+
+static int pbd_up__edge_ref_cmp(const void *pa, const void *pb) {
+    const pbd_up__edge_ref *x = (const pbd_up__edge_ref *)pa, *y = (const pbd_up__edge_ref *)pb;
+    if (x->a != y->a) return x->a < y->a ? -1 : 1;
+    if (x->b != y->b) return x->b < y->b ? -1 : 1;
+    if (x->tri != y->tri) return x->tri < y->tri ? -1 : 1;
+    return x->k < y->k ? -1 : (x->k > y->k);
+}
+static int pbd_up__int_cmp(const void *pa, const void *pb) {
+    int x = *(const int *)pa, y = *(const int *)pb;
+    return x < y ? -1 : (x > y);
+}
+
+/* Checks a triangle list: indices in range, three distinct corners. */
+static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
+    for (long t = 0; t < (long)nt; ++t) {
+        const int *v = tris + 3 * t;
+        for (int k = 0; k < 3; ++k)
+            if (v[k] < 0 || v[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return PBD_ERROR_DEGENERATE;
+    }
+    return PBD_OK;
+}
+
+/* One level of Loop (smooth) or midpoint (linear) subdivision of the
+   topology (tris, nt, nv): L (nv + E rows over the nv old vertices) and
+   the 4 nt new triangles. Loop 1987; boundary rules as in the manual. */
+static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth, pbd_up__csrd *L,
+                                     int **tris_out, int *nv_out) {
+    pbd_result r = PBD_OK;
+    size_t nref = (size_t)nt * 3;
+    pbd_up__edge_ref *ref = (pbd_up__edge_ref *)pbd_up__alloc_array(nref, sizeof *ref);
+    int *tri_edge = (int *)pbd_up__alloc_array(nref, sizeof(int));
+    int *edge = (int *)pbd_up__alloc_array(nref * 4, sizeof(int)); /* a, b, opposite0, opposite1 (-1) */
+    int *nb_start = (int *)pbd_up__calloc_array((size_t)nv + 1, sizeof(int));
+    int *nb = (int *)pbd_up__alloc_array(nref * 2, sizeof(int));
+    int *bnd = (int *)pbd_up__alloc_array((size_t)nv * 2, sizeof(int));
+    int *bcount = (int *)pbd_up__calloc_array((size_t)nv, sizeof(int));
+    int *fill = (int *)pbd_up__calloc_array((size_t)nv, sizeof(int));
+    int *nt4 = (int *)pbd_up__alloc_array(nref * 4, sizeof(int));
+    int ne = 0;
+    memset(L, 0, sizeof *L);
+    *tris_out = NULL;
+    if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    for (int t = 0; t < nt; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int u = tris[3 * t + k], v = tris[3 * t + (k + 1) % 3];
+            pbd_up__edge_ref e;
+            e.a = u < v ? u : v; e.b = u < v ? v : u; e.tri = t; e.k = k;
+            ref[3 * (size_t)t + k] = e;
+        }
+    qsort(ref, nref, sizeof *ref, pbd_up__edge_ref_cmp);
+    for (size_t i = 0; i < nref;) {
+        size_t j = i;
+        while (j < nref && ref[j].a == ref[i].a && ref[j].b == ref[i].b) ++j;
+        if (j - i > 2) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; } /* not edge-manifold */
+        int *e = edge + 4 * (size_t)ne;
+        e[0] = ref[i].a; e[1] = ref[i].b; e[2] = e[3] = -1;
+        for (size_t q = i; q < j; ++q) {
+            const int *tv = tris + 3 * (size_t)ref[q].tri;
+            e[2 + (q - i)] = tv[(ref[q].k + 2) % 3];
+            tri_edge[3 * (size_t)ref[q].tri + ref[q].k] = ne;
+        }
+        nb_start[e[0] + 1]++;
+        nb_start[e[1] + 1]++;
+        if (e[3] < 0) {
+            for (int s = 0; s < 2; ++s) {
+                int v = e[s], o = e[1 - s];
+                if (bcount[v] < 2) bnd[2 * v + bcount[v]] = o;
+                bcount[v]++;
+            }
+        }
+        ne++;
+        i = j;
+    }
+    if ((long)nv + ne > INT_MAX / 3) { r = PBD_ERROR_OVERFLOW; goto done; }
+    for (int v = 0; v < nv; ++v) nb_start[v + 1] += nb_start[v];
+    for (int i = 0; i < ne; ++i) {
+        const int *e = edge + 4 * (size_t)i;
+        nb[nb_start[e[0]] + fill[e[0]]++] = e[1];
+        nb[nb_start[e[1]] + fill[e[1]]++] = e[0];
+    }
+    if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    for (int v = 0; v < nv; ++v) { /* even vertices */
+        int n = nb_start[v + 1] - nb_start[v], ok = 1;
+        if (!smooth || n == 0 || (bcount[v] != 0 && bcount[v] != 2)) {
+            ok = pbd_up__csrd_push(L, v, 1.0); /* linear, isolated or corner */
+        } else if (bcount[v] == 2) {
+            ok = pbd_up__csrd_push(L, v, 0.75) && pbd_up__csrd_push(L, bnd[2 * v], 0.125) &&
+                 pbd_up__csrd_push(L, bnd[2 * v + 1], 0.125);
+        } else {
+            const double pi = 3.14159265358979323846;
+            double c = 0.375 + 0.25 * cos(2.0 * pi / n);
+            double beta = (0.625 - c * c) / n;
+            ok = pbd_up__csrd_push(L, v, 1.0 - n * beta);
+            for (int q = nb_start[v]; q < nb_start[v + 1] && ok; ++q) ok = pbd_up__csrd_push(L, nb[q], beta);
+        }
+        if (!ok) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        L->start[v + 1] = L->nnz;
+    }
+    for (int i = 0; i < ne; ++i) { /* odd vertices */
+        const int *e = edge + 4 * (size_t)i;
+        int ok;
+        if (smooth && e[3] >= 0)
+            ok = pbd_up__csrd_push(L, e[0], 0.375) && pbd_up__csrd_push(L, e[1], 0.375) &&
+                 pbd_up__csrd_push(L, e[2], 0.125) && pbd_up__csrd_push(L, e[3], 0.125);
+        else
+            ok = pbd_up__csrd_push(L, e[0], 0.5) && pbd_up__csrd_push(L, e[1], 0.5);
+        if (!ok) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        L->start[nv + i + 1] = L->nnz;
+    }
+    for (int t = 0; t < nt; ++t) {
+        int a = tris[3 * t], b = tris[3 * t + 1], c = tris[3 * t + 2];
+        int ab = nv + tri_edge[3 * t], bc = nv + tri_edge[3 * t + 1], ca = nv + tri_edge[3 * t + 2];
+        int q[12] = {a, ab, ca, ab, b, bc, ca, bc, c, ab, bc, ca};
+        memcpy(nt4 + 12 * (size_t)t, q, sizeof q);
+    }
+    *tris_out = nt4;
+    nt4 = NULL;
+    *nv_out = nv + ne;
+done:
+    if (r != PBD_OK) pbd_up__csrd_free(L);
+    pbd_up__free(ref); pbd_up__free(tri_edge); pbd_up__free(edge); pbd_up__free(nb_start);
+    pbd_up__free(nb); pbd_up__free(bnd); pbd_up__free(bcount); pbd_up__free(fill); pbd_up__free(nt4);
+    return r;
+}
+
+/* S_new = L S (rows of L combine rows of S), columns sorted, exact zeros
+   dropped; a dense accumulator over the coarse vertices. */
+static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, int ncoarse, pbd_up__csrd *out) {
+    double *acc = (double *)pbd_up__calloc_array((size_t)ncoarse, sizeof(double));
+    int *mark = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
+    int *touched = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
+    pbd_result r = PBD_OK;
+    if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    for (int c = 0; c < ncoarse; ++c) mark[c] = -1;
+    for (int i = 0; i < L->rows; ++i) {
+        int nt = 0;
+        for (int k = L->start[i]; k < L->start[i + 1]; ++k) {
+            int j = L->col[k];
+            for (int q = S->start[j]; q < S->start[j + 1]; ++q) {
+                int c = S->col[q];
+                if (mark[c] != i) { mark[c] = i; acc[c] = 0.0; touched[nt++] = c; }
+                acc[c] += L->val[k] * S->val[q];
+            }
+        }
+        qsort(touched, (size_t)nt, sizeof(int), pbd_up__int_cmp);
+        for (int q = 0; q < nt; ++q)
+            if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        out->start[i + 1] = out->nnz;
+    }
+done:
+    if (r != PBD_OK) pbd_up__csrd_free(out);
+    pbd_up__free(acc); pbd_up__free(mark); pbd_up__free(touched);
+    return r;
+}
+
+/* `levels` levels: the stencil S over the nv coarse vertices and the fine
+   triangles (nt 4^levels of them). */
+static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth,
+                                     pbd_up__csrd *S, int **tris_out, int *nv_out) {
+    if (!tris || !S || !tris_out || !nv_out) return PBD_ERROR_NULL_POINTER;
+    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((long long)nt << (2 * levels) > INT_MAX / 12) return PBD_ERROR_OVERFLOW;
+    pbd_result r = pbd_up__check_triangles(tris, nt, nv);
+    if (r != PBD_OK) return r;
+    int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
+    if (!cur || !pbd_up__csrd_init(S, nv, nv)) { pbd_up__free(cur); return PBD_ERROR_OUT_OF_MEMORY; }
+    memcpy(cur, tris, (size_t)nt * 3 * sizeof(int));
+    for (int v = 0; v < nv; ++v) { pbd_up__csrd_push(S, v, 1.0); S->start[v + 1] = v + 1; }
+    int cnv = nv, cnt = nt;
+    for (int l = 0; l < levels && r == PBD_OK; ++l) {
+        pbd_up__csrd L, S2;
+        int *next = NULL, nnv = 0;
+        r = pbd_up__loop_level(cur, cnt, cnv, smooth, &L, &next, &nnv);
+        if (r != PBD_OK) break;
+        r = pbd_up__compose(&L, S, nv, &S2);
+        pbd_up__csrd_free(&L);
+        if (r != PBD_OK) { pbd_up__free(next); break; }
+        pbd_up__csrd_free(S);
+        *S = S2;
+        pbd_up__free(cur);
+        cur = next;
+        cnv = nnv;
+        cnt *= 4;
+    }
+    if (r != PBD_OK) { pbd_up__csrd_free(S); pbd_up__free(cur); return r; }
+    *tris_out = cur;
+    *nv_out = cnv;
+    return PBD_OK;
+}
+
+PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
+    if (!m) return;
+    pbd_up__free(m->positions); pbd_up__free(m->triangles); pbd_up__free(m->tets);
+    memset(m, 0, sizeof *m);
+}
+
+PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
+    if (!in || !out || !in->positions || !in->triangles) return PBD_ERROR_NULL_POINTER;
+    if (smooth != 0 && smooth != 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (in->vertex_count > INT_MAX / 3) return PBD_ERROR_OVERFLOW;
+    if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return PBD_ERROR_NOT_FINITE;
+    pbd_up__csrd S;
+    int *tris = NULL, nv = 0;
+    pbd_result r = pbd_up__loop_build(in->triangles, in->triangle_count, in->vertex_count, levels, smooth, &S, &tris, &nv);
+    if (r != PBD_OK) return r;
+    float *x = (float *)pbd_up__alloc_array((size_t)nv * 3, sizeof(float));
+    if (!x) { pbd_up__csrd_free(&S); pbd_up__free(tris); return PBD_ERROR_OUT_OF_MEMORY; }
+    for (int i = 0; i < nv; ++i)
+        for (int c = 0; c < 3; ++c) {
+            double s = 0.0;
+            for (int k = S.start[i]; k < S.start[i + 1]; ++k) s += S.val[k] * in->positions[3 * (size_t)S.col[k] + c];
+            x[3 * (size_t)i + c] = (float)s;
+        }
+    pbd_up__csrd_free(&S);
+    memset(out, 0, sizeof *out);
+    out->positions = x;
+    out->vertex_count = nv;
+    out->triangles = tris;
+    out->triangle_count = in->triangle_count << (2 * levels);
+    return PBD_OK;
+}
+
+/* The subdivision model's data. */
+typedef struct pbd_up__subdiv {
+    int levels;
+    pbd_up__sparse S;       /* detail_count x coarse_count */
+    int triangle_count;
+    int *triangles;         /* the detail mesh */
+    int has_detail;
+    float *detail;          /* detail_count*3: dx in the local frames */
+    /* derived */
+    int *vt_start, *vt_tri; /* triangles around each detail vertex, increasing */
+    int *first_nb;          /* lowest-numbered neighbour (-1: none) */
+    float *x0, *frames;     /* scratch: detail_count*3 and *9 */
+} pbd_up__subdiv;
+
+static pbd_up__subdiv *pbd_up__subdiv_of(const pbd_up_model *m) {
+    return m && m->method == PBD_UP_SUBDIVISION && m->impl ? (pbd_up__subdiv *)m->impl : NULL;
+}
+
+static void pbd_up__subdiv_destroy(pbd_up_model *m) {
+    pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
+    pbd_up__sparse_free(&s->S);
+    pbd_up__free(s->triangles); pbd_up__free(s->detail); pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri);
+    pbd_up__free(s->first_nb); pbd_up__free(s->x0); pbd_up__free(s->frames);
+    pbd_up__free(s);
+    m->impl = NULL;
+}
+
+static void pbd_up__subdiv_io(pbd_up_model *m, pbd_up__io *io) {
+    if (io->in) {
+        m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__subdiv));
+        if (!m->impl) { io->bad = 2; return; }
+    }
+    pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
+    pbd_up__io_int(io, &s->levels);
+    pbd_up__sparse_io(io, &s->S);
+    pbd_up__io_int(io, &s->triangle_count);
+    if (io->in && s->triangle_count <= 0) io->bad = 1;
+    pbd_up__io_array(io, (void **)&s->triangles, (size_t)s->triangle_count * 3, sizeof(int));
+    pbd_up__io_int(io, &s->has_detail);
+    if (io->in && s->has_detail != 0 && s->has_detail != 1) io->bad = 1;
+    if (s->has_detail) pbd_up__io_array(io, (void **)&s->detail, (size_t)m->detail_count * 3, sizeof(float));
+}
+
+/* Validates the data and builds the adjacency and scratch. */
+static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
+    pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
+    int n = m->detail_count;
+    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_result r = pbd_up__sparse_prepare(&s->S);
+    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : PBD_ERROR_BAD_SNAPSHOT;
+    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return PBD_ERROR_BAD_SNAPSHOT;
+    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri); pbd_up__free(s->first_nb);
+    pbd_up__free(s->x0); pbd_up__free(s->frames);
+    s->vt_start = (int *)pbd_up__calloc_array((size_t)n + 1, sizeof(int));
+    s->vt_tri = (int *)pbd_up__alloc_array((size_t)s->triangle_count * 3, sizeof(int));
+    s->first_nb = (int *)pbd_up__alloc_array((size_t)n, sizeof(int));
+    s->x0 = (float *)pbd_up__alloc_array((size_t)n * 3, sizeof(float));
+    s->frames = (float *)pbd_up__alloc_array((size_t)n * 9, sizeof(float));
+    if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames) return PBD_ERROR_OUT_OF_MEMORY;
+    for (int t = 0; t < s->triangle_count; ++t)
+        for (int k = 0; k < 3; ++k) s->vt_start[s->triangles[3 * t + k] + 1]++;
+    for (int v = 0; v < n; ++v) s->vt_start[v + 1] += s->vt_start[v];
+    int *fill = (int *)pbd_up__calloc_array((size_t)n, sizeof(int));
+    if (!fill) return PBD_ERROR_OUT_OF_MEMORY;
+    for (int t = 0; t < s->triangle_count; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int v = s->triangles[3 * t + k];
+            s->vt_tri[s->vt_start[v] + fill[v]++] = t;
+        }
+    pbd_up__free(fill);
+    for (int v = 0; v < n; ++v) s->first_nb[v] = -1;
+    for (int t = 0; t < s->triangle_count; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int v = s->triangles[3 * t + k];
+            for (int q = 1; q < 3; ++q) {
+                int u = s->triangles[3 * t + (k + q) % 3];
+                if (s->first_nb[v] < 0 || u < s->first_nb[v]) s->first_nb[v] = u;
+            }
+        }
+    return PBD_OK;
+}
+
+/* The local frame of vertex v of the smooth mesh x (survey 5.1), 9 floats
+   t, b, n; see pbd_up_subdivision_smooth. */
+static void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v, float *f) {
+    float n[3] = {0.0f, 0.0f, 0.0f};
+    for (int q = s->vt_start[v]; q < s->vt_start[v + 1]; ++q) {
+        const int *t = s->triangles + 3 * (size_t)s->vt_tri[q];
+        const float *a = x + 3 * (size_t)t[0], *b = x + 3 * (size_t)t[1], *c = x + 3 * (size_t)t[2];
+        float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        n[0] += e1[1] * e2[2] - e1[2] * e2[1];
+        n[1] += e1[2] * e2[0] - e1[0] * e2[2];
+        n[2] += e1[0] * e2[1] - e1[1] * e2[0];
+    }
+    float len = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+    if (len > 1e-30f) { n[0] /= len; n[1] /= len; n[2] /= len; }
+    else { n[0] = 0.0f; n[1] = 0.0f; n[2] = 1.0f; }
+    float d[3] = {1.0f, 0.0f, 0.0f};
+    if (s->first_nb[v] >= 0) {
+        const float *p = x + 3 * (size_t)v, *u = x + 3 * (size_t)s->first_nb[v];
+        d[0] = u[0] - p[0]; d[1] = u[1] - p[1]; d[2] = u[2] - p[2];
+    }
+    float t[3], tl = 0.0f;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        float dn = d[0] * n[0] + d[1] * n[1] + d[2] * n[2];
+        t[0] = d[0] - dn * n[0]; t[1] = d[1] - dn * n[1]; t[2] = d[2] - dn * n[2];
+        tl = sqrtf(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
+        float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        if (tl > 1e-6f * dl && tl > 1e-30f) break;
+        /* the neighbour lies along the normal: try the world axes */
+        d[0] = attempt == 0 ? 1.0f : 0.0f; d[1] = attempt == 1 ? 1.0f : 0.0f; d[2] = attempt == 2 ? 1.0f : 0.0f;
+        if (attempt == 0 && fabsf(n[0]) > 0.9f) { d[0] = 0.0f; d[1] = 1.0f; }
+        tl = 0.0f;
+    }
+    if (!(tl > 0.0f)) { t[0] = 1.0f; t[1] = 0.0f; t[2] = 0.0f; tl = 1.0f; }
+    t[0] /= tl; t[1] /= tl; t[2] /= tl;
+    f[0] = t[0]; f[1] = t[1]; f[2] = t[2];
+    f[3] = n[1] * t[2] - n[2] * t[1];
+    f[4] = n[2] * t[0] - n[0] * t[2];
+    f[5] = n[0] * t[1] - n[1] * t[0];
+    f[6] = n[0]; f[7] = n[1]; f[8] = n[2];
+}
+
+/* x0 = S u into x0; frames (optional) for every vertex. */
+static void pbd_up__subdiv_smooth(pbd_up_model *m, const float *u, float *x0, float *frames) {
+    pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
+    pbd_up__sparse_mul3(&s->S, u, x0, m->simd, m->threads);
+    if (!frames) return;
+    int n = m->detail_count;
+    int team = pbd_up__team(m->threads, 24L * n);
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int v = 0; v < n; ++v) pbd_up__vertex_frame(s, x0, v, frames + 9 * (size_t)v);
+}
+
+/* x = x0 + R dx (survey 5.1). */
+static pbd_result pbd_up__subdiv_eval(pbd_up_model *m, const float *u, float *out) {
+    pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
+    if (!s->has_detail) {
+        pbd_up__sparse_mul3(&s->S, u, out, m->simd, m->threads);
+        return PBD_OK;
+    }
+    pbd_up__subdiv_smooth(m, u, s->x0, s->frames);
+    int n = m->detail_count;
+    int team = pbd_up__team(m->threads, 8L * n);
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int v = 0; v < n; ++v) {
+        const float *f = s->frames + 9 * (size_t)v, *d = s->detail + 3 * (size_t)v, *p = s->x0 + 3 * (size_t)v;
+        for (int c = 0; c < 3; ++c) out[3 * (size_t)v + c] = p[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
+    }
+    return PBD_OK;
+}
+
+static const pbd_up__methods pbd_up__subdivision_methods = {
+    "subdivision", pbd_up__subdiv_eval, pbd_up__subdiv_io, pbd_up__subdiv_prepare, pbd_up__subdiv_destroy};
+
+PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
+                                                int vertex_count, int levels, pbd_up_model **out) {
+    if (!triangles || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_up__csrd S;
+    int *tris = NULL, nv = 0;
+    pbd_result r = pbd_up__loop_build(triangles, triangle_count, vertex_count, levels, 1, &S, &tris, &nv);
+    if (r != PBD_OK) return r;
+    pbd_up_model *m = pbd_up__model_new(PBD_UP_SUBDIVISION, vertex_count, nv);
+    pbd_up__subdiv *s = (pbd_up__subdiv *)pbd_up__calloc_array(1, sizeof(pbd_up__subdiv));
+    if (m) m->impl = s;
+    if (!m || !s) { r = PBD_ERROR_OUT_OF_MEMORY; goto fail; }
+    s->levels = levels;
+    s->triangles = tris;
+    tris = NULL;
+    s->triangle_count = triangle_count << (2 * levels);
+    s->S.rows = nv;
+    s->S.cols = vertex_count;
+    s->S.start = (int *)pbd_up__alloc_array((size_t)nv + 1, sizeof(int));
+    s->S.col = (int *)pbd_up__alloc_array((size_t)S.nnz, sizeof(int));
+    s->S.val = (float *)pbd_up__alloc_array((size_t)S.nnz, sizeof(float));
+    if (!s->S.start || !s->S.col || !s->S.val) { r = PBD_ERROR_OUT_OF_MEMORY; goto fail; }
+    memcpy(s->S.start, S.start, ((size_t)nv + 1) * sizeof(int));
+    memcpy(s->S.col, S.col, (size_t)S.nnz * sizeof(int));
+    for (int k = 0; k < S.nnz; ++k) s->S.val[k] = (float)S.val[k];
+    r = pbd_up__subdiv_prepare(m);
+    if (r != PBD_OK) goto fail;
+    pbd_up__csrd_free(&S);
+    m->trained = 1;
+    *out = m;
+    return PBD_OK;
+fail:
+    pbd_up__csrd_free(&S);
+    pbd_up__free(tris);
+    if (m && !m->impl) pbd_up__free(s);
+    pbd_up_model_destroy(m);
+    return r;
+}
+
+PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m) {
+    const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
+    return s ? s->levels : -1;
+}
+
+PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
+                                                   int *triangle_count) {
+    if (!m || !triangles || !triangle_count) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
+    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    *triangles = s->triangles;
+    *triangle_count = s->triangle_count;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
+                                                 float *weights, int max, int *count) {
+    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
+    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    if (row < 0 || row >= m->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (max < 0 || (max > 0 && (!columns || !weights))) return PBD_ERROR_INVALID_ARGUMENT;
+    int n = s->S.start[row + 1] - s->S.start[row];
+    for (int k = 0; k < n && k < max; ++k) {
+        columns[k] = s->S.col[s->S.start[row] + k];
+        weights[k] = s->S.val[s->S.start[row] + k];
+    }
+    *count = n;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
+                                                float *smooth_out, float *frames_out) {
+    if (!m || !coarse_positions || !smooth_out) return PBD_ERROR_NULL_POINTER;
+    if (!pbd_up__subdiv_of(m)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    pbd_up__subdiv_smooth(m, coarse_positions, smooth_out, frames_out);
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
+                                                    const float *detail_positions) {
+    if (!m) return PBD_ERROR_NULL_POINTER;
+    pbd_up__subdiv *s = pbd_up__subdiv_of(m);
+    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!detail_positions) { s->has_detail = 0; pbd_up__free(s->detail); s->detail = NULL; return PBD_OK; }
+    if (!coarse_positions) return PBD_ERROR_NULL_POINTER;
+    size_t n = (size_t)m->detail_count;
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
+        return PBD_ERROR_NOT_FINITE;
+    float *d = s->detail ? s->detail : (float *)pbd_up__alloc_array(n * 3, sizeof(float));
+    if (!d) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_up__subdiv_smooth(m, coarse_positions, s->x0, s->frames);
+    for (size_t v = 0; v < n; ++v) {
+        const float *f = s->frames + 9 * v, *p = s->x0 + 3 * v, *X = detail_positions + 3 * v;
+        float e[3] = {X[0] - p[0], X[1] - p[1], X[2] - p[2]};
+        for (int a = 0; a < 3; ++a) d[3 * v + a] = e[0] * f[3 * a] + e[1] * f[3 * a + 1] + e[2] * f[3 * a + 2];
+    }
+    s->detail = d;
+    s->has_detail = 1;
+    return PBD_OK;
+}
+
 // ==== wrinkle ===============================================================
 
 // ==== training ==============================================================
@@ -1040,11 +1619,6 @@ static int pbd_up__rank_cmp(const void *a, const void *b) {
     if (x->key0 != y->key0) return x->key0 > y->key0 ? -1 : 1; /* larger prior first */
     if (x->key1 != y->key1) return x->key1 < y->key1 ? -1 : 1; /* then nearer */
     return x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
-}
-
-static int pbd_up__int_cmp(const void *a, const void *b) {
-    int x = *(const int *)a, y = *(const int *)b;
-    return x < y ? -1 : (x > y ? 1 : 0);
 }
 
 static double pbd_up__dist2(const float *a, const float *b) {
@@ -1569,6 +2143,7 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
    where a method is not compiled in. */
 static const pbd_up__methods *pbd_up__methods_of(int method) {
     switch (method) {
+    case PBD_UP_SUBDIVISION: return &pbd_up__subdivision_methods;
     case PBD_UP_PIU: return &pbd_up__piu_methods;
     default: return NULL;
     }
