@@ -285,6 +285,85 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on);
 
 // ==== training ==============================================================
+/* Training data for the data-driven methods (survey 5.2): matched pairs
+   (coarse configuration u, detail mesh X) made by the library's own
+   simulations. A coarse cloth (coarse_resolution^2 vertices) is simulated
+   in one pbd_world; a fine cloth, the coarse grid subdivided `levels` times
+   (Loop's topology and numbering, midpoint positions, so fine vertex i is
+   coarse vertex i for i < coarse_count), is simulated in a second world
+   and tracks it: its vertices at the coarse vertices are kinematic and
+   follow the coarse particles every step, everything between them is
+   simulated (finer, softer in bending, so it forms its own folds).
+   Scripted motions:
+     PBD_UP_SCENE_CAPE  a cape of size x size hanging from its top edge in
+                        the x-y plane; the top edge swings sideways,
+                        x(t) = amplitude sin(2 pi frequency t), and forward
+                        and back, z(t) = amplitude/2 sin(pi frequency t);
+     PBD_UP_SCENE_DROP  a horizontal cloth released `amplitude` above a
+                        sphere of radius 0.3 size at the origin (friction
+                        0.5), with an initial tilt so that it slides off.
+   Frame f is recorded after (f + 1) * steps_per_frame steps.
+
+   FILE FORMAT (pbd_up_training_save; native byte order, checked on load):
+     char magic[8] = "PBDUPTRN"; uint32 version = 1; uint32 byte-order tag
+     0x01020304; int32 coarse_count, detail_count, frame_count,
+     coarse_triangle_count, detail_triangle_count, levels;
+     int32 coarse_triangles[3 * coarse_triangle_count];
+     int32 detail_triangles[3 * detail_triangle_count];
+     float coarse_rest[3 * coarse_count]; float detail_rest[3 * detail_count];
+     float coarse[frame_count][3 * coarse_count];
+     float detail[frame_count][3 * detail_count];
+     uint64 FNV-1a checksum of all the bytes before it. */
+typedef enum pbd_up_scene {
+    PBD_UP_SCENE_CAPE = 0,
+    PBD_UP_SCENE_DROP = 1
+} pbd_up_scene;
+
+typedef struct pbd_up_training {
+    int coarse_count, detail_count, frame_count;
+    int coarse_triangle_count, detail_triangle_count;
+    int levels;               /* detail = coarse subdivided this many times */
+    int *coarse_triangles;    /* coarse_triangle_count*3 */
+    int *detail_triangles;    /* detail_triangle_count*3 */
+    float *coarse_rest;       /* coarse_count*3 */
+    float *detail_rest;       /* detail_count*3 */
+    float *coarse;            /* frame_count * coarse_count*3: u of frame f at f*coarse_count*3 */
+    float *detail;            /* frame_count * detail_count*3: X of frame f */
+} pbd_up_training;
+
+typedef struct pbd_up_training_desc {
+    pbd_up_scene scene;          /* default PBD_UP_SCENE_CAPE */
+    int coarse_resolution;       /* vertices per side, 3..256; default 12 */
+    int levels;                  /* 1..4; default 1 */
+    float size;                  /* cloth width (m), default 1 */
+    int frames;                  /* recorded pairs, >= 1; default 60 */
+    int steps_per_frame;         /* >= 1; default 2 */
+    float time_step;             /* s per step, default 1/60 */
+    int substeps, iterations;    /* both worlds; default 4 and 4 */
+    float amplitude;             /* m; default 0.3 */
+    float frequency;             /* Hz (cape); default 0.7 */
+    float coarse_bending_compliance; /* default 1e-3 */
+    float fine_bending_compliance;   /* default 1e-1 (softer: finer folds) */
+    float jitter;                /* out-of-plane rest jitter of the fine
+                                    vertices between coarse ones (m), breaks
+                                    symmetry; default 1e-3 */
+    unsigned seed;               /* for the jitter; default 1 */
+} pbd_up_training_desc;
+
+PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
+/* Runs both simulations; `out` is filled (free with pbd_up_training_free). */
+PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
+/* All frames of a then of b (same meshes: PBD_ERROR_INVALID_ARGUMENT
+   otherwise), e.g. to train on both scenes. */
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
+                                             pbd_up_training *out);
+PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t);
+/* The file format above, in memory. Load refuses (PBD_ERROR_BAD_SNAPSHOT)
+   a wrong magic/version/byte order, a size that does not match the
+   counts, a bad checksum, indices out of range and NaN/Inf. */
+PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t);
+PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size);
+PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out);
 
 // ==== piu ===================================================================
 
@@ -1708,6 +1787,309 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on) {
 }
 
 // ==== training ==============================================================
+
+PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void) {
+    pbd_up_training_desc d;
+    memset(&d, 0, sizeof d);
+    d.scene = PBD_UP_SCENE_CAPE;
+    d.coarse_resolution = 12;
+    d.levels = 1;
+    d.size = 1.0f;
+    d.frames = 60;
+    d.steps_per_frame = 2;
+    d.time_step = 1.0f / 60.0f;
+    d.substeps = 4;
+    d.iterations = 4;
+    d.amplitude = 0.3f;
+    d.frequency = 0.7f;
+    d.coarse_bending_compliance = 1e-3f;
+    d.fine_bending_compliance = 1e-1f;
+    d.jitter = 1e-3f;
+    d.seed = 1;
+    return d;
+}
+
+PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t) {
+    if (!t) return;
+    pbd_up__free(t->coarse_triangles); pbd_up__free(t->detail_triangles);
+    pbd_up__free(t->coarse_rest); pbd_up__free(t->detail_rest);
+    pbd_up__free(t->coarse); pbd_up__free(t->detail);
+    memset(t, 0, sizeof *t);
+}
+
+static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return PBD_ERROR_OVERFLOW;
+    t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
+    t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
+    t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
+    t->detail_rest = (float *)pbd_up__alloc_array(dc, sizeof(float));
+    t->coarse = (float *)pbd_up__alloc_array(cc * nf, sizeof(float));
+    t->detail = (float *)pbd_up__alloc_array(dc * nf, sizeof(float));
+    if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse || !t->detail) {
+        pbd_up_training_free(t);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
+    const float f[7] = {d->size, d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance,
+                        d->fine_bending_compliance, d->jitter};
+    if (!pbd_up__finite(f, 7)) return PBD_ERROR_NOT_FINITE;
+    if ((int)d->scene < 0 || (int)d->scene > 1 || d->coarse_resolution < 3 || d->coarse_resolution > 256 ||
+        d->levels < 1 || d->levels > 4 || !(d->size > 0) || d->frames < 1 || d->steps_per_frame < 1 ||
+        !(d->time_step > 0) || d->substeps < 1 || d->substeps > 1000 || d->iterations < 1 || d->iterations > 1000 ||
+        d->amplitude < 0 || d->frequency < 0 || d->coarse_bending_compliance < 0 || d->fine_bending_compliance < 0 ||
+        d->jitter < 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
+    for (int l = 1; l < d->levels; ++l) per *= 4;
+    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return PBD_ERROR_OVERFLOW;
+    return PBD_OK;
+}
+
+/* A world with the scene's solver settings, a cloth and (drop) the sphere. */
+static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending,
+                                         pbd_world **w, pbd_object *cloth) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    wd.substeps = d->substeps;
+    wd.iterations = d->iterations;
+    pbd_result r = pbd_world_create(&wd, w);
+    if (r != PBD_OK) return r;
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m->positions;
+    cd.vertex_count = m->vertex_count;
+    cd.triangles = m->triangles;
+    cd.triangle_count = m->triangle_count;
+    cd.bending_compliance = bending;
+    r = pbd_add_cloth(*w, &cd, cloth);
+    if (r == PBD_OK && d->scene == PBD_UP_SCENE_DROP) {
+        float centre[3] = {0.0f, 0.0f, 0.0f};
+        r = pbd_add_collider_sphere(*w, centre, 0.3f * d->size, 0.5f, NULL);
+    }
+    return r;
+}
+
+/* The coarse grid of the scene at rest. */
+static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh *m, float *normal) {
+    int n = d->coarse_resolution;
+    float s = d->size;
+    if (d->scene == PBD_UP_SCENE_CAPE) {
+        float o[3] = {-0.5f * s, s, 0.0f}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, -s, 0.0f};
+        normal[0] = 0.0f; normal[1] = 0.0f; normal[2] = -1.0f;
+        return pbd_mesh_grid(n, n, o, u, v, m);
+    }
+    float o[3] = {-0.5f * s, 0.3f * s + d->amplitude + 0.02f * s, -0.5f * s}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, s};
+    pbd_result r = pbd_mesh_grid(n, n, o, u, v, m);
+    if (r != PBD_OK) return r;
+    /* tilted by 0.15 rad about z and shifted off centre, so it slides off */
+    float c = cosf(0.15f), sn = sinf(0.15f), y0 = o[1];
+    for (int i = 0; i < m->vertex_count; ++i) {
+        float *p = m->positions + 3 * (size_t)i, x = p[0], y = p[1] - y0;
+        p[0] = c * x - sn * y + 0.1f * s;
+        p[1] = sn * x + c * y + y0;
+    }
+    normal[0] = sn; normal[1] = -c; normal[2] = 0.0f;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pbd_up_training *out) {
+    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_up__training_check_desc(d);
+    if (r != PBD_OK) return r;
+    pbd_mesh cm, fm;
+    float normal[3];
+    memset(&cm, 0, sizeof cm);
+    memset(&fm, 0, sizeof fm);
+    pbd_world *cw = NULL, *fw = NULL;
+    pbd_object co, fo;
+    pbd_up_training t;
+    memset(&t, 0, sizeof t);
+    float *u = NULL;
+    const double two_pi = 6.28318530717958647692;
+    int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
+    int steps = d->frames * d->steps_per_frame;
+    r = pbd_up__training_mesh(d, &cm, normal);
+    if (r == PBD_OK) r = pbd_up_subdivide(&cm, d->levels, 0, &fm);
+    if (r != PBD_OK) goto done;
+    {
+        unsigned st = d->seed ? d->seed : 1u;
+        for (int i = cm.vertex_count; i < fm.vertex_count; ++i) { /* xorshift32 */
+            st ^= st << 13; st ^= st >> 17; st ^= st << 5;
+            float j = d->jitter * ((float)(st >> 8) * (1.0f / 16777216.0f) - 0.5f);
+            for (int k = 0; k < 3; ++k) fm.positions[3 * (size_t)i + k] += j * normal[k];
+        }
+    }
+    t.coarse_count = cm.vertex_count;
+    t.detail_count = fm.vertex_count;
+    t.frame_count = d->frames;
+    t.coarse_triangle_count = cm.triangle_count;
+    t.detail_triangle_count = fm.triangle_count;
+    t.levels = d->levels;
+    r = pbd_up__training_alloc(&t);
+    if (r != PBD_OK) goto done;
+    memcpy(t.coarse_triangles, cm.triangles, sizeof(int) * 3 * (size_t)cm.triangle_count);
+    memcpy(t.detail_triangles, fm.triangles, sizeof(int) * 3 * (size_t)fm.triangle_count);
+    memcpy(t.coarse_rest, cm.positions, sizeof(float) * 3 * (size_t)cm.vertex_count);
+    memcpy(t.detail_rest, fm.positions, sizeof(float) * 3 * (size_t)fm.vertex_count);
+    r = pbd_up__training_world(d, &cm, d->coarse_bending_compliance, &cw, &co);
+    if (r == PBD_OK) r = pbd_up__training_world(d, &fm, d->fine_bending_compliance, &fw, &fo);
+    /* the fine vertices at coarse vertices follow them; the cape's top row
+       follows the script */
+    for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_set_kinematic(fw, fo.particles.first + i, 1);
+    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_set_kinematic(cw, co.particles.first + i, 1);
+    u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
+    if (r == PBD_OK && !u) r = PBD_ERROR_OUT_OF_MEMORY;
+    for (int k = 0; k < steps && r == PBD_OK; ++k) {
+        double time = (k + 1) * (double)d->time_step;
+        for (int i = 0; i < ntop && r == PBD_OK; ++i) {
+            float target[3] = {cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time),
+                               cm.positions[3 * i + 1],
+                               cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
+            r = pbd_set_kinematic_target(cw, co.particles.first + i, target);
+        }
+        if (r == PBD_OK) r = pbd_world_step(cw, d->time_step);
+        if (r == PBD_OK) r = pbd_get_positions(cw, co.particles, u);
+        for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i)
+            r = pbd_set_kinematic_target(fw, fo.particles.first + i, u + 3 * (size_t)i);
+        if (r == PBD_OK) r = pbd_world_step(fw, d->time_step);
+        if (r == PBD_OK && (k + 1) % d->steps_per_frame == 0) {
+            int f = (k + 1) / d->steps_per_frame - 1;
+            memcpy(t.coarse + (size_t)f * 3 * t.coarse_count, u, sizeof(float) * 3 * (size_t)t.coarse_count);
+            r = pbd_get_positions(fw, fo.particles, t.detail + (size_t)f * 3 * t.detail_count);
+        }
+    }
+done:
+    pbd_up__free(u);
+    if (cw) pbd_world_destroy(cw);
+    if (fw) pbd_world_destroy(fw);
+    pbd_mesh_free(&cm);
+    pbd_up_mesh_free(&fm);
+    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    *out = t;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
+                                             pbd_up_training *out) {
+    if (!a || !b || !out) return PBD_ERROR_NULL_POINTER;
+    if (!a->coarse || !b->coarse || !a->detail || !b->detail) return PBD_ERROR_NULL_POINTER;
+    if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count ||
+        a->coarse_triangle_count != b->coarse_triangle_count || a->detail_triangle_count != b->detail_triangle_count ||
+        a->levels != b->levels ||
+        memcmp(a->coarse_triangles, b->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count) != 0 ||
+        memcmp(a->detail_triangles, b->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count) != 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (a->frame_count > INT_MAX - b->frame_count) return PBD_ERROR_OVERFLOW;
+    pbd_up_training t = *a;
+    t.frame_count = a->frame_count + b->frame_count;
+    t.coarse_triangles = NULL; t.detail_triangles = NULL; t.coarse_rest = NULL; t.detail_rest = NULL;
+    t.coarse = NULL; t.detail = NULL;
+    pbd_result r = pbd_up__training_alloc(&t);
+    if (r != PBD_OK) return r;
+    size_t cc = (size_t)a->coarse_count * 3, dc = (size_t)a->detail_count * 3;
+    memcpy(t.coarse_triangles, a->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count);
+    memcpy(t.detail_triangles, a->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count);
+    memcpy(t.coarse_rest, a->coarse_rest, sizeof(float) * cc);
+    memcpy(t.detail_rest, a->detail_rest, sizeof(float) * dc);
+    memcpy(t.coarse, a->coarse, sizeof(float) * cc * a->frame_count);
+    memcpy(t.coarse + cc * a->frame_count, b->coarse, sizeof(float) * cc * b->frame_count);
+    memcpy(t.detail, a->detail, sizeof(float) * dc * a->frame_count);
+    memcpy(t.detail + dc * a->frame_count, b->detail, sizeof(float) * dc * b->frame_count);
+    *out = t;
+    return PBD_OK;
+}
+
+#define PBD_UP__TRAINING_MAGIC "PBDUPTRN"
+
+/* The body (everything but the checksum) in the documented order. */
+static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
+    char magic[8];
+    uint32_t version = 1, order = PBD_UP__BYTE_ORDER;
+    memcpy(magic, PBD_UP__TRAINING_MAGIC, 8);
+    pbd_up__io_bytes(io, magic, 8);
+    pbd_up__io_bytes(io, &version, 4);
+    pbd_up__io_bytes(io, &order, 4);
+    if (io->in && (memcmp(magic, PBD_UP__TRAINING_MAGIC, 8) != 0 || version != 1 || order != PBD_UP__BYTE_ORDER)) io->bad = 1;
+    pbd_up__io_int(io, &t->coarse_count);
+    pbd_up__io_int(io, &t->detail_count);
+    pbd_up__io_int(io, &t->frame_count);
+    pbd_up__io_int(io, &t->coarse_triangle_count);
+    pbd_up__io_int(io, &t->detail_triangle_count);
+    pbd_up__io_int(io, &t->levels);
+    if (io->bad) return;
+    if (io->in && (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 || t->coarse_triangle_count <= 0 ||
+                   t->detail_triangle_count <= 0 || t->levels < 0 || t->coarse_count > INT_MAX / 3 ||
+                   t->detail_count > INT_MAX / 3 || t->coarse_triangle_count > INT_MAX / 3 || t->detail_triangle_count > INT_MAX / 3)) {
+        io->bad = 1;
+        return;
+    }
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    if (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf) { io->bad = 1; return; }
+    pbd_up__io_array(io, (void **)&t->coarse_triangles, (size_t)t->coarse_triangle_count * 3, sizeof(int));
+    pbd_up__io_array(io, (void **)&t->detail_triangles, (size_t)t->detail_triangle_count * 3, sizeof(int));
+    pbd_up__io_array(io, (void **)&t->coarse_rest, cc, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->detail_rest, dc, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->coarse, cc * nf, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->detail, dc * nf, sizeof(float));
+}
+
+static int pbd_up__training_valid(const pbd_up_training *t) {
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    return pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count) == PBD_OK &&
+           pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count) == PBD_OK &&
+           pbd_up__finite(t->coarse_rest, cc) && pbd_up__finite(t->detail_rest, dc) &&
+           pbd_up__finite(t->coarse, cc * nf) && pbd_up__finite(t->detail, dc * nf);
+}
+
+PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
+    if (!t || !t->coarse || !t->detail || !t->coarse_rest || !t->detail_rest || !t->coarse_triangles || !t->detail_triangles)
+        return 0;
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    pbd_up__training_io(&io, (pbd_up_training *)t);
+    return io.off + sizeof(uint64_t);
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size) {
+    if (!t || !buffer) return PBD_ERROR_NULL_POINTER;
+    size_t need = pbd_up_training_save_size(t);
+    if (!need) return PBD_ERROR_NULL_POINTER;
+    if (size < need) return PBD_ERROR_INVALID_ARGUMENT;
+    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    io.out = (unsigned char *)buffer;
+    io.size = need - sizeof(uint64_t);
+    pbd_up__training_io(&io, (pbd_up_training *)t);
+    if (io.bad) return PBD_ERROR_INVALID_ARGUMENT;
+    uint64_t sum = pbd_up__fnv1a(io.out, io.off);
+    memcpy(io.out + io.off, &sum, sizeof sum);
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out) {
+    if (!buffer || !out) return PBD_ERROR_NULL_POINTER;
+    uint64_t sum;
+    if (size < 40 + sizeof sum) return PBD_ERROR_BAD_SNAPSHOT;
+    const unsigned char *in = (const unsigned char *)buffer;
+    memcpy(&sum, in + size - sizeof sum, sizeof sum);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up_training t;
+    memset(&t, 0, sizeof t);
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    io.in = in;
+    io.size = size - sizeof sum;
+    pbd_up__training_io(&io, &t);
+    pbd_result r = PBD_OK;
+    if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
+    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t)) r = PBD_ERROR_BAD_SNAPSHOT;
+    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    *out = t;
+    return PBD_OK;
+}
 
 // ==== piu ===================================================================
 

@@ -619,6 +619,131 @@ TEST(up_wrinkle_one_sided) {
     pbd_mesh_free(&s);
 }
 
+static pbd_up_training_desc upt_training_desc(pbd_up_scene scene) {
+    pbd_up_training_desc d = pbd_up_training_desc_default();
+    d.scene = scene;
+    d.coarse_resolution = 6;
+    d.levels = 1;
+    d.frames = 12;
+    d.steps_per_frame = 3;
+    return d;
+}
+
+/* The generator: counts follow the subdivision, fine vertices at coarse
+   vertices follow them, the cape swings (the top row follows the script),
+   the fine mesh carries detail of its own, a second run is bit-identical,
+   and save -> load -> save round-trips. */
+TEST(up_training_cape_roundtrip) {
+    pbd_up_training_desc d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    pbd_up_training t, t2, l;
+    CHECK_OK(pbd_up_training_generate(&d, &t));
+    CHECK(t.coarse_count == 36 && t.detail_count == 121 && t.frame_count == 12 && t.levels == 1);
+    CHECK(t.coarse_triangle_count == 50 && t.detail_triangle_count == 200);
+    int cc = t.coarse_count, dc = t.detail_count;
+    double follow = 0, moved = 0, detail = 0;
+    for (int f = 0; f < t.frame_count; ++f) {
+        const float *u = t.coarse + (size_t)f * 3 * cc, *X = t.detail + (size_t)f * 3 * dc;
+        for (int i = 0; i < 3 * cc; ++i) follow = fmax(follow, fabs(u[i] - X[i]));
+        for (int i = 0; i < 3 * cc; ++i) moved = fmax(moved, fabs(u[i] - t.coarse_rest[i]));
+    }
+    /* the top row at the last frame: x = rest + A sin(2 pi f t) */
+    double time = t.frame_count * d.steps_per_frame * (double)d.time_step;
+    CHECK_NEAR(t.coarse[(size_t)(t.frame_count - 1) * 3 * cc + 3 * 2] - t.coarse_rest[3 * 2],
+               d.amplitude * sin(2 * 3.14159265358979 * d.frequency * time), 1e-5);
+    /* fine detail: the distance of the fine mesh from the midpoint
+       subdivision of the coarse frame */
+    pbd_mesh cm, lin;
+    cm.positions = t.coarse + (size_t)(t.frame_count - 1) * 3 * cc;
+    cm.vertex_count = cc; cm.triangles = t.coarse_triangles; cm.triangle_count = t.coarse_triangle_count;
+    cm.tets = NULL; cm.tet_count = 0;
+    CHECK_OK(pbd_up_subdivide(&cm, 1, 0, &lin));
+    CHECK(memcmp(lin.triangles, t.detail_triangles, sizeof(int) * 3 * t.detail_triangle_count) == 0);
+    for (int i = 0; i < 3 * dc; ++i) detail = fmax(detail, fabs(lin.positions[i] - t.detail[(size_t)(t.frame_count - 1) * 3 * dc + i]));
+    pbd_up_mesh_free(&lin);
+    CHECK_MSG(follow < 1e-5, "fine vertices at coarse vertices are %g off", follow);
+    CHECK_MSG(moved > 0.1, "the cape barely moved (%g)", moved);
+    CHECK_MSG(detail > 1e-4 && detail < 0.2, "fine detail %g", detail);
+    CHECK_OK(pbd_up_training_generate(&d, &t2));
+    CHECK(memcmp(t.detail, t2.detail, sizeof(float) * 3 * dc * t.frame_count) == 0);
+    size_t size = pbd_up_training_save_size(&t);
+    CHECK(size == 40 + 4 * (3 * (50 + 200) + 3 * (36 + 121) * (1 + 12)) + 8);
+    unsigned char *buf = (unsigned char *)malloc(size), *buf2 = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_training_save(&t, buf, size));
+    CHECK_OK(pbd_up_training_load(buf, size, &l));
+    CHECK_OK(pbd_up_training_save(&l, buf2, size));
+    CHECK(memcmp(buf, buf2, size) == 0);
+    CHECK(l.frame_count == 12 && memcmp(l.detail, t.detail, sizeof(float) * 3 * dc * 12) == 0);
+    pbd_up_training_free(&l);
+    /* bad buffers */
+    pbd_up_training bad;
+    memset(&bad, 0, sizeof bad);
+    CHECK_RESULT(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    for (size_t at = 0; at < size; at += 1 + size / 50) {
+        buf[at] ^= 1;
+        CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+        buf[at] ^= 1;
+    }
+    int big = 1 << 30; /* a frame count the buffer cannot hold, checksum forged */
+    memcpy(buf + 24, &big, 4);
+    uint64_t sum = upt_fnv(buf, size - 8);
+    memcpy(buf + size - 8, &sum, 8);
+    CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK(bad.coarse == NULL);
+    CHECK_RESULT(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_up_training_load(NULL, size, &bad), PBD_ERROR_NULL_POINTER);
+    /* concat */
+    pbd_up_training c;
+    CHECK_OK(pbd_up_training_concat(&t, &t2, &c));
+    CHECK(c.frame_count == 24 && memcmp(c.detail + (size_t)12 * 3 * dc, t2.detail, sizeof(float) * 3 * dc * 12) == 0);
+    pbd_up_training_free(&c);
+    free(buf); free(buf2);
+    pbd_up_training_free(&t);
+    pbd_up_training_free(&t2);
+}
+
+/* The drop scene: the cloth falls onto the sphere and drapes over it
+   without entering it (coarse and fine). Bad descs get their errors. */
+TEST(up_training_drop_and_bad_desc) {
+    pbd_up_training_desc d = upt_training_desc(PBD_UP_SCENE_DROP);
+    d.frames = 20;
+    pbd_up_training t;
+    CHECK_OK(pbd_up_training_generate(&d, &t));
+    float R = 0.3f * d.size;
+    double lowest = 1e9, deepest = 1e9;
+    const float *X = t.detail + (size_t)(t.frame_count - 1) * 3 * t.detail_count;
+    for (int i = 0; i < t.detail_count; ++i) {
+        double r = sqrt(X[3 * i] * X[3 * i] + X[3 * i + 1] * X[3 * i + 1] + X[3 * i + 2] * X[3 * i + 2]);
+        deepest = fmin(deepest, r);
+        lowest = fmin(lowest, X[3 * i + 1]);
+    }
+    CHECK_MSG(deepest > R - 0.01, "a fine vertex is %g inside the sphere", R - deepest);
+    CHECK_MSG(lowest < 0.0, "the cloth did not drape (lowest y %g)", lowest);
+    pbd_up_training c;
+    pbd_up_training_desc d2 = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d2.coarse_resolution = 5;
+    pbd_up_training t2;
+    CHECK_OK(pbd_up_training_generate(&d2, &t2));
+    CHECK_RESULT(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT);
+    pbd_up_training_free(&t2);
+    pbd_up_training_free(&t);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.coarse_resolution = 2;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.levels = 0;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.size = NAN;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.time_step = 0;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc((pbd_up_scene)7);
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_up_training_generate(NULL, &t), PBD_ERROR_NULL_POINTER);
+    CHECK(pbd_up_training_save_size(NULL) == 0);
+}
+
 void suite_upsample(void) {
     RUN(up_loop_counts);
     RUN(up_loop_planar_stays_planar);
@@ -631,4 +756,6 @@ void suite_upsample(void) {
     RUN(up_model_bad_input);
     RUN(up_wrinkle_radius);
     RUN(up_wrinkle_one_sided);
+    RUN(up_training_cape_roundtrip);
+    RUN(up_training_drop_and_bad_desc);
 }
