@@ -215,8 +215,155 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
                                                     const float *detail_positions);
 
 // ==== wrinkle ===============================================================
+/* Wrinkle meshes (Mueller and Chentanez 2010; survey 3.6): a high
+   resolution (fine) mesh rides on the coarse dynamic mesh. Every fine
+   vertex is bound, at rest, to the closest point of the coarse mesh
+   (triangle, barycentric coordinates, signed offset d along the triangle's
+   normal); each update moves the attachment targets a + d n with the
+   coarse mesh and solves, statically (velocities zeroed, no gravity), a
+   few iterations of the fine mesh's own stretch and bending constraints
+   together with the attachments, which let a vertex move freely within
+   `radius` of its target (unilateral: |p - target| <= radius). The slack
+   lets the fine mesh keep its edge lengths where the coarse mesh
+   compresses, so it buckles into wrinkles. With one_sided (closed coarse
+   meshes) the fine vertices also stay on the outer side of their coarse
+   triangle's plane ((p - a) . n >= 0, offsets clamped to d >= 0), so a
+   garment's wrinkles never sink into the body; this projection runs after
+   the constraints in every iteration (a pbd.h plugin) and never moves a
+   vertex out of its radius.
+   The solver is pbd.h's: a pbd_world with zero gravity, one substep of
+   time_step and `iterations` iterations per update (XPBD, so the bending
+   compliance is relative to time_step). */
+typedef struct pbd_up_wrinkle pbd_up_wrinkle;
+
+typedef struct pbd_up_wrinkle_desc {
+    const float *coarse_positions; /* the coarse rest mesh: coarse_count*3 */
+    int coarse_count;
+    const int *coarse_triangles;   /* coarse_triangle_count*3 */
+    int coarse_triangle_count;
+    const float *fine_positions;   /* the fine rest mesh: fine_count*3 */
+    int fine_count;
+    const int *fine_triangles;     /* fine_triangle_count*3, edge-manifold */
+    int fine_triangle_count;
+    float radius;                  /* attachment radius (m), >= 0; default 0.01 */
+    int one_sided;                 /* 1: closed coarse mesh, stay outside; default 0 */
+    int iterations;                /* per update, 1..1000; default 4 */
+    float time_step;               /* the solve's h (s), default 1/60 */
+    float stretch_compliance;      /* default 0 */
+    float bending_compliance;      /* default 1e-3 */
+    pbd_bending_model bending;     /* default PBD_BENDING_DIHEDRAL */
+} pbd_up_wrinkle_desc;
+
+PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void);
+/* Errors: NULL pointers, counts <= 0, indices out of range
+   (PBD_ERROR_INDEX_OUT_OF_RANGE), NaN/Inf, a zero-area coarse triangle or
+   repeated corners (PBD_ERROR_DEGENERATE), a coarse mesh that is not
+   closed and consistently oriented with one_sided (PBD_ERROR_NOT_CLOSED),
+   parameters out of range (PBD_ERROR_INVALID_ARGUMENT). */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *desc, pbd_up_wrinkle **out);
+PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr);
+/* One frame: targets from coarse_positions (coarse_count*3), the static
+   solve, and (fine_out, optional) the fine positions, fine_count*3.
+   A NaN/Inf coarse position is refused and changes nothing. A coarse
+   triangle that degenerates keeps its last normal. */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *coarse_positions,
+                                            float *fine_out);
+PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr);
+/* The binding of fine vertex v: coarse triangle, barycentric coordinates
+   (3 floats), offset along the normal. */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
+                                             float *barycentric, float *offset);
+/* The attachment targets of the last update (fine_count*3), and
+   (optional) the coarse surface points a and unit normals n. */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
+                                             float *surface_points, float *normals);
+/* The fine mesh's world (read positions, change compliances); owned by
+   the wrinkle mesh: do not destroy it or add objects to it. */
+PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr);
+/* Passed to the world: never change the result bits. */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads);
+PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on);
 
 // ==== training ==============================================================
+/* Training data for the data-driven methods (survey 5.2): matched pairs
+   (coarse configuration u, detail mesh X) made by the library's own
+   simulations. A coarse cloth (coarse_resolution^2 vertices) is simulated
+   in one pbd_world; a fine cloth, the coarse grid subdivided `levels` times
+   (Loop's topology and numbering, midpoint positions, so fine vertex i is
+   coarse vertex i for i < coarse_count), is simulated in a second world
+   and tracks it: its vertices at the coarse vertices are kinematic and
+   follow the coarse particles every step, everything between them is
+   simulated (finer, softer in bending, so it forms its own folds).
+   Scripted motions:
+     PBD_UP_SCENE_CAPE  a cape of size x size hanging from its top edge in
+                        the x-y plane; the top edge swings sideways,
+                        x(t) = amplitude sin(2 pi frequency t), and forward
+                        and back, z(t) = amplitude/2 sin(pi frequency t);
+     PBD_UP_SCENE_DROP  a horizontal cloth released `amplitude` above a
+                        sphere of radius 0.3 size at the origin (friction
+                        0.5), with an initial tilt so that it slides off.
+   Frame f is recorded after (f + 1) * steps_per_frame steps.
+
+   FILE FORMAT (pbd_up_training_save; native byte order, checked on load):
+     char magic[8] = "PBDUPTRN"; uint32 version = 1; uint32 byte-order tag
+     0x01020304; int32 coarse_count, detail_count, frame_count,
+     coarse_triangle_count, detail_triangle_count, levels;
+     int32 coarse_triangles[3 * coarse_triangle_count];
+     int32 detail_triangles[3 * detail_triangle_count];
+     float coarse_rest[3 * coarse_count]; float detail_rest[3 * detail_count];
+     float coarse[frame_count][3 * coarse_count];
+     float detail[frame_count][3 * detail_count];
+     uint64 FNV-1a checksum of all the bytes before it. */
+typedef enum pbd_up_scene {
+    PBD_UP_SCENE_CAPE = 0,
+    PBD_UP_SCENE_DROP = 1
+} pbd_up_scene;
+
+typedef struct pbd_up_training {
+    int coarse_count, detail_count, frame_count;
+    int coarse_triangle_count, detail_triangle_count;
+    int levels;               /* detail = coarse subdivided this many times */
+    int *coarse_triangles;    /* coarse_triangle_count*3 */
+    int *detail_triangles;    /* detail_triangle_count*3 */
+    float *coarse_rest;       /* coarse_count*3 */
+    float *detail_rest;       /* detail_count*3 */
+    float *coarse;            /* frame_count * coarse_count*3: u of frame f at f*coarse_count*3 */
+    float *detail;            /* frame_count * detail_count*3: X of frame f */
+} pbd_up_training;
+
+typedef struct pbd_up_training_desc {
+    pbd_up_scene scene;          /* default PBD_UP_SCENE_CAPE */
+    int coarse_resolution;       /* vertices per side, 3..256; default 12 */
+    int levels;                  /* 1..4; default 1 */
+    float size;                  /* cloth width (m), default 1 */
+    int frames;                  /* recorded pairs, >= 1; default 60 */
+    int steps_per_frame;         /* >= 1; default 2 */
+    float time_step;             /* s per step, default 1/60 */
+    int substeps, iterations;    /* both worlds; default 4 and 4 */
+    float amplitude;             /* m; default 0.3 */
+    float frequency;             /* Hz (cape); default 0.7 */
+    float coarse_bending_compliance; /* default 1e-3 */
+    float fine_bending_compliance;   /* default 1e-1 (softer: finer folds) */
+    float jitter;                /* out-of-plane rest jitter of the fine
+                                    vertices between coarse ones (m), breaks
+                                    symmetry; default 1e-3 */
+    unsigned seed;               /* for the jitter; default 1 */
+} pbd_up_training_desc;
+
+PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
+/* Runs both simulations; `out` is filled (free with pbd_up_training_free). */
+PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
+/* All frames of a then of b (same meshes: PBD_ERROR_INVALID_ARGUMENT
+   otherwise), e.g. to train on both scenes. */
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
+                                             pbd_up_training *out);
+PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t);
+/* The file format above, in memory. Load refuses (PBD_ERROR_BAD_SNAPSHOT)
+   a wrong magic/version/byte order, a size that does not match the
+   counts, a bad checksum, indices out of range and NaN/Inf. */
+PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t);
+PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size);
+PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out);
 
 // ==== piu ===================================================================
 /* Physics-inspired upsampling (survey 5.2.3; Kavan, Gerszewski, Bargteil
@@ -1466,7 +1613,649 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
 
 // ==== wrinkle ===============================================================
 
+struct pbd_up_wrinkle {
+    pbd_world *world;
+    pbd_object cloth;
+    pbd_group attach;
+    int coarse_count, coarse_triangle_count, fine_count, one_sided;
+    float time_step;
+    int *coarse_triangles;
+    int *tri;         /* binding: coarse triangle per fine vertex */
+    float *bary;      /* 3 per fine vertex */
+    float *offset;    /* 1 per fine vertex */
+    float *normals;   /* coarse_triangle_count*3: the last good face normals */
+    float *surface;   /* fine_count*3: a of the last update */
+    float *fnormal;   /* fine_count*3: n of the last update */
+    float *targets;   /* fine_count*3 */
+    float *zero;      /* fine_count*3 zeros for the velocities */
+};
+
+PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void) {
+    pbd_up_wrinkle_desc d;
+    memset(&d, 0, sizeof d);
+    d.radius = 0.01f;
+    d.iterations = 4;
+    d.time_step = 1.0f / 60.0f;
+    d.stretch_compliance = 0.0f;
+    d.bending_compliance = 1e-3f;
+    d.bending = PBD_BENDING_DIHEDRAL;
+    return d;
+}
+
+/* Unit normal of triangle t of x; 0 when it is degenerate. */
+static int pbd_up__face_normal(const float *x, const int *t, float *n) {
+    const float *a = x + 3 * (size_t)t[0], *b = x + 3 * (size_t)t[1], *c = x + 3 * (size_t)t[2];
+    float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+    float m[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+    float l = sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
+    float scale = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) + (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
+    if (!(l > 1e-12f * scale) || !(l > 0.0f)) return 0;
+    n[0] = m[0] / l; n[1] = m[1] / l; n[2] = m[2] / l;
+    return 1;
+}
+
+/* Closest point of triangle (a, b, c) to p as barycentric coordinates
+   (Ericson, "Real-Time Collision Detection", 5.1.5), in double. */
+static void pbd_up__closest_on_triangle(const float *pf, const float *af, const float *bf, const float *cf, double *w) {
+    double p[3], a[3], b[3], c[3], ab[3], ac[3], ap[3], bp[3], cp[3];
+    for (int k = 0; k < 3; ++k) {
+        p[k] = pf[k]; a[k] = af[k]; b[k] = bf[k]; c[k] = cf[k];
+        ab[k] = b[k] - a[k]; ac[k] = c[k] - a[k]; ap[k] = p[k] - a[k]; bp[k] = p[k] - b[k]; cp[k] = p[k] - c[k];
+    }
+#define PBD_UP__DOT(u, v) ((u)[0] * (v)[0] + (u)[1] * (v)[1] + (u)[2] * (v)[2])
+    double d1 = PBD_UP__DOT(ab, ap), d2 = PBD_UP__DOT(ac, ap);
+    if (d1 <= 0 && d2 <= 0) { w[0] = 1; w[1] = 0; w[2] = 0; return; }
+    double d3 = PBD_UP__DOT(ab, bp), d4 = PBD_UP__DOT(ac, bp);
+    if (d3 >= 0 && d4 <= d3) { w[0] = 0; w[1] = 1; w[2] = 0; return; }
+    double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) { double v = d1 / (d1 - d3); w[0] = 1 - v; w[1] = v; w[2] = 0; return; }
+    double d5 = PBD_UP__DOT(ab, cp), d6 = PBD_UP__DOT(ac, cp);
+    if (d6 >= 0 && d5 <= d6) { w[0] = 0; w[1] = 0; w[2] = 1; return; }
+    double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) { double v = d2 / (d2 - d6); w[0] = 1 - v; w[1] = 0; w[2] = v; return; }
+    double va = d3 * d6 - d5 * d4;
+    if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+        double v = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        w[0] = 0; w[1] = 1 - v; w[2] = v; return;
+    }
+    double den = 1.0 / (va + vb + vc);
+    w[1] = vb * den; w[2] = vc * den; w[0] = 1 - w[1] - w[2];
+#undef PBD_UP__DOT
+}
+
+static int pbd_up__ll_cmp(const void *pa, const void *pb) {
+    long long x = *(const long long *)pa, y = *(const long long *)pb;
+    return x < y ? -1 : (x > y);
+}
+
+/* Every directed edge once and its reverse once: 1 closed, 0 not, -1 out
+   of memory. */
+static int pbd_up__mesh_closed(const int *tris, int nt) {
+    size_t n = (size_t)nt * 3;
+    long long *e = (long long *)pbd_up__alloc_array(n, sizeof(long long));
+    if (!e) return -1;
+    for (int t = 0; t < nt; ++t)
+        for (int k = 0; k < 3; ++k)
+            e[3 * (size_t)t + k] = ((long long)tris[3 * t + k] << 32) | (unsigned)tris[3 * t + (k + 1) % 3];
+    int ok = 1;
+    qsort(e, n, sizeof *e, pbd_up__ll_cmp);
+    for (size_t i = 0; i < n && ok; ++i) {
+        if (i + 1 < n && e[i + 1] == e[i]) ok = 0;
+        long long rev = ((e[i] & 0xffffffffLL) << 32) | (long long)((unsigned long long)e[i] >> 32);
+        size_t lo = 0, hi = n;
+        while (lo < hi) { size_t mid = (lo + hi) / 2; if (e[mid] < rev) lo = mid + 1; else hi = mid; }
+        if (lo == n || e[lo] != rev) ok = 0;
+    }
+    pbd_up__free(e);
+    return ok;
+}
+
+static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
+    if (!wr) return;
+    if (wr->world) pbd_world_destroy(wr->world);
+    pbd_up__free(wr->coarse_triangles); pbd_up__free(wr->tri); pbd_up__free(wr->bary); pbd_up__free(wr->offset);
+    pbd_up__free(wr->normals); pbd_up__free(wr->surface); pbd_up__free(wr->fnormal); pbd_up__free(wr->targets);
+    pbd_up__free(wr->zero);
+    pbd_up__free(wr);
+}
+
+/* The one-sided attachment (survey 3.6): C = (p - a) . n >= 0, projected
+   after the constraint groups in every iteration. */
+static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
+    pbd_up_wrinkle *wr = (pbd_up_wrinkle *)user;
+    int first = wr->cloth.particles.first;
+    for (int i = 0; i < wr->fine_count; ++i) {
+        float *p = c->p + 4 * (size_t)(first + i);
+        const float *a = wr->surface + 3 * (size_t)i, *n = wr->fnormal + 3 * (size_t)i;
+        float s = (p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2];
+        if (s < 0.0f) { p[0] -= s * n[0]; p[1] -= s * n[1]; p[2] -= s * n[2]; }
+    }
+}
+
+/* Targets a + d n (and a, n) of every fine vertex for coarse positions x. */
+static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
+    for (int t = 0; t < wr->coarse_triangle_count; ++t) {
+        float n[3];
+        if (pbd_up__face_normal(x, wr->coarse_triangles + 3 * (size_t)t, n)) memcpy(wr->normals + 3 * (size_t)t, n, sizeof n);
+    }
+    for (int i = 0; i < wr->fine_count; ++i) {
+        const int *t = wr->coarse_triangles + 3 * (size_t)wr->tri[i];
+        const float *b = wr->bary + 3 * (size_t)i, *n = wr->normals + 3 * (size_t)wr->tri[i];
+        float *a = wr->surface + 3 * (size_t)i, *q = wr->targets + 3 * (size_t)i;
+        for (int k = 0; k < 3; ++k) {
+            a[k] = b[0] * x[3 * (size_t)t[0] + k] + b[1] * x[3 * (size_t)t[1] + k] + b[2] * x[3 * (size_t)t[2] + k];
+            q[k] = a[k] + wr->offset[i] * n[k];
+            wr->fnormal[3 * (size_t)i + k] = n[k];
+        }
+    }
+}
+
+static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
+    if (!d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles) return PBD_ERROR_NULL_POINTER;
+    if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
+        d->fine_triangle_count > INT_MAX / 9)
+        return PBD_ERROR_OVERFLOW;
+    if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
+        !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
+        return PBD_ERROR_NOT_FINITE;
+    if (d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 ||
+        (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
+        !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
+        return PBD_ERROR_NOT_FINITE;
+    pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
+    if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
+    if (r != PBD_OK) return r;
+    float n[3];
+    for (int t = 0; t < d->coarse_triangle_count; ++t)
+        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return PBD_ERROR_DEGENERATE;
+    if (d->one_sided) {
+        int closed = pbd_up__mesh_closed(d->coarse_triangles, d->coarse_triangle_count);
+        if (closed < 0) return PBD_ERROR_OUT_OF_MEMORY;
+        if (!closed) return PBD_ERROR_NOT_CLOSED;
+    }
+    return PBD_OK;
+}
+
+/* Binds every fine vertex to its closest coarse point (brute force over
+   the triangles, skipping those whose bounding sphere is farther than the
+   best so far; ties go to the lower triangle index). */
+static void pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_desc *d, float *sphere) {
+    const float *X = d->coarse_positions;
+    for (int t = 0; t < d->coarse_triangle_count; ++t) {
+        const int *v = d->coarse_triangles + 3 * (size_t)t;
+        float *s = sphere + 4 * (size_t)t, r2 = 0.0f;
+        for (int k = 0; k < 3; ++k) s[k] = (X[3 * (size_t)v[0] + k] + X[3 * (size_t)v[1] + k] + X[3 * (size_t)v[2] + k]) / 3.0f;
+        for (int q = 0; q < 3; ++q) {
+            float e2 = 0.0f;
+            for (int k = 0; k < 3; ++k) { float e = X[3 * (size_t)v[q] + k] - s[k]; e2 += e * e; }
+            if (e2 > r2) r2 = e2;
+        }
+        s[3] = sqrtf(r2) * 1.0001f;
+    }
+    for (int i = 0; i < d->fine_count; ++i) {
+        const float *p = d->fine_positions + 3 * (size_t)i;
+        double best = 1e300, bw[3] = {1, 0, 0};
+        int bt = 0;
+        for (int t = 0; t < d->coarse_triangle_count; ++t) {
+            const float *s = sphere + 4 * (size_t)t;
+            double dc = sqrt((p[0] - s[0]) * (double)(p[0] - s[0]) + (p[1] - s[1]) * (double)(p[1] - s[1]) +
+                             (p[2] - s[2]) * (double)(p[2] - s[2])) - s[3];
+            if (dc > 0 && dc * dc > best) continue;
+            const int *v = d->coarse_triangles + 3 * (size_t)t;
+            double w[3], d2 = 0;
+            pbd_up__closest_on_triangle(p, X + 3 * (size_t)v[0], X + 3 * (size_t)v[1], X + 3 * (size_t)v[2], w);
+            for (int k = 0; k < 3; ++k) {
+                double q = w[0] * X[3 * (size_t)v[0] + k] + w[1] * X[3 * (size_t)v[1] + k] + w[2] * X[3 * (size_t)v[2] + k];
+                d2 += (p[k] - q) * (p[k] - q);
+            }
+            if (d2 < best) { best = d2; bt = t; bw[0] = w[0]; bw[1] = w[1]; bw[2] = w[2]; }
+        }
+        wr->tri[i] = bt;
+        for (int k = 0; k < 3; ++k) wr->bary[3 * (size_t)i + k] = (float)bw[k];
+        const int *v = d->coarse_triangles + 3 * (size_t)bt;
+        float n[3], off = 0.0f;
+        pbd_up__face_normal(X, v, n);
+        for (int k = 0; k < 3; ++k) {
+            float a = wr->bary[3 * (size_t)i] * X[3 * (size_t)v[0] + k] + wr->bary[3 * (size_t)i + 1] * X[3 * (size_t)v[1] + k] +
+                      wr->bary[3 * (size_t)i + 2] * X[3 * (size_t)v[2] + k];
+            off += (p[k] - a) * n[k];
+        }
+        wr->offset[i] = d->one_sided && off < 0.0f ? 0.0f : off;
+    }
+}
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up_wrinkle **out) {
+    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_up__wrinkle_check(d);
+    if (r != PBD_OK) return r;
+    pbd_up_wrinkle *wr = (pbd_up_wrinkle *)pbd_up__calloc_array(1, sizeof *wr);
+    if (!wr) return PBD_ERROR_OUT_OF_MEMORY;
+    size_t nf = (size_t)d->fine_count, nct = (size_t)d->coarse_triangle_count;
+    wr->coarse_count = d->coarse_count;
+    wr->coarse_triangle_count = d->coarse_triangle_count;
+    wr->fine_count = d->fine_count;
+    wr->one_sided = d->one_sided;
+    wr->time_step = d->time_step;
+    wr->coarse_triangles = (int *)pbd_up__alloc_array(nct * 3, sizeof(int));
+    wr->tri = (int *)pbd_up__alloc_array(nf, sizeof(int));
+    wr->bary = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
+    wr->offset = (float *)pbd_up__alloc_array(nf, sizeof(float));
+    wr->normals = (float *)pbd_up__alloc_array(nct * 3, sizeof(float));
+    wr->surface = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
+    wr->fnormal = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
+    wr->targets = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
+    wr->zero = (float *)pbd_up__calloc_array(nf * 3, sizeof(float));
+    float *sphere = (float *)pbd_up__alloc_array(nct * 4, sizeof(float));
+    if (!wr->coarse_triangles || !wr->tri || !wr->bary || !wr->offset || !wr->normals || !wr->surface ||
+        !wr->fnormal || !wr->targets || !wr->zero || !sphere) {
+        pbd_up__free(sphere);
+        pbd_up__wrinkle_free(wr);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(wr->coarse_triangles, d->coarse_triangles, nct * 3 * sizeof(int));
+    pbd_up__wrinkle_bind(wr, d, sphere);
+    pbd_up__free(sphere);
+    for (size_t t = 0; t < nct; ++t) pbd_up__face_normal(d->coarse_positions, wr->coarse_triangles + 3 * t, wr->normals + 3 * t);
+    pbd_up__wrinkle_targets(wr, d->coarse_positions);
+
+    pbd_world_desc wd = pbd_world_desc_default();
+    wd.gravity[0] = wd.gravity[1] = wd.gravity[2] = 0.0f;
+    wd.substeps = 1;
+    wd.iterations = d->iterations;
+    r = pbd_world_create(&wd, &wr->world);
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = d->fine_positions;
+    cd.vertex_count = d->fine_count;
+    cd.triangles = d->fine_triangles;
+    cd.triangle_count = d->fine_triangle_count;
+    cd.stretch_compliance = d->stretch_compliance;
+    cd.bending_compliance = d->bending_compliance;
+    cd.bending = d->bending;
+    if (r == PBD_OK) r = pbd_add_cloth(wr->world, &cd, &wr->cloth);
+    int *idx = r == PBD_OK ? (int *)pbd_up__alloc_array(nf, sizeof(int)) : NULL;
+    if (r == PBD_OK && !idx) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) {
+        for (size_t i = 0; i < nf; ++i) idx[i] = wr->cloth.particles.first + (int)i;
+        pbd_attachments_desc ad = pbd_attachments_desc_default();
+        ad.count = d->fine_count;
+        ad.particles = idx;
+        ad.target_points = wr->targets;
+        ad.max_distance = d->radius;
+        r = pbd_add_attachments(wr->world, &ad, &wr->attach);
+    }
+    pbd_up__free(idx);
+    if (r == PBD_OK && d->one_sided) {
+        pbd_plugin_desc pd = pbd_plugin_desc_default();
+        pd.name = "wrinkle one-sided";
+        pd.user = wr;
+        pd.particle_end = wr->cloth.particles.first + d->fine_count;
+        pd.work = d->fine_count;
+        pd.project = pbd_up__wrinkle_project;
+        r = pbd_add_plugin(wr->world, &pd, NULL);
+    }
+    if (r != PBD_OK) { pbd_up__wrinkle_free(wr); return r; }
+    *out = wr;
+    return PBD_OK;
+}
+
+PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr) { pbd_up__wrinkle_free(wr); }
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, float *fine_out) {
+    if (!wr || !x) return PBD_ERROR_NULL_POINTER;
+    if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    pbd_up__wrinkle_targets(wr, x);
+    pbd_result r = PBD_OK;
+    for (int i = 0; i < wr->fine_count && r == PBD_OK; ++i)
+        r = pbd_set_attachment_target(wr->world, wr->attach, i, wr->targets + 3 * (size_t)i);
+    /* a static solve: no inertia carried from frame to frame */
+    if (r == PBD_OK) r = pbd_set_velocities(wr->world, wr->cloth.particles, wr->zero);
+    if (r == PBD_OK) r = pbd_world_step(wr->world, wr->time_step);
+    if (r == PBD_OK) r = pbd_set_velocities(wr->world, wr->cloth.particles, wr->zero);
+    if (r == PBD_OK && fine_out) r = pbd_get_positions(wr->world, wr->cloth.particles, fine_out);
+    return r;
+}
+
+PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr) { return wr ? wr->fine_count : 0; }
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
+                                             float *barycentric, float *offset) {
+    if (!wr) return PBD_ERROR_NULL_POINTER;
+    if (v < 0 || v >= wr->fine_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (triangle) *triangle = wr->tri[v];
+    if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
+    if (offset) *offset = wr->offset[v];
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
+                                             float *surface_points, float *normals) {
+    if (!wr || !targets) return PBD_ERROR_NULL_POINTER;
+    size_t n = (size_t)wr->fine_count * 3 * sizeof(float);
+    memcpy(targets, wr->targets, n);
+    if (surface_points) memcpy(surface_points, wr->surface, n);
+    if (normals) memcpy(normals, wr->fnormal, n);
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr) { return wr ? wr->world : NULL; }
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads) {
+    if (!wr) return PBD_ERROR_NULL_POINTER;
+    return pbd_world_set_threads(wr->world, threads);
+}
+PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on) {
+    if (!wr) return PBD_ERROR_NULL_POINTER;
+    return pbd_world_set_simd(wr->world, on);
+}
+
 // ==== training ==============================================================
+
+PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void) {
+    pbd_up_training_desc d;
+    memset(&d, 0, sizeof d);
+    d.scene = PBD_UP_SCENE_CAPE;
+    d.coarse_resolution = 12;
+    d.levels = 1;
+    d.size = 1.0f;
+    d.frames = 60;
+    d.steps_per_frame = 2;
+    d.time_step = 1.0f / 60.0f;
+    d.substeps = 4;
+    d.iterations = 4;
+    d.amplitude = 0.3f;
+    d.frequency = 0.7f;
+    d.coarse_bending_compliance = 1e-3f;
+    d.fine_bending_compliance = 1e-1f;
+    d.jitter = 1e-3f;
+    d.seed = 1;
+    return d;
+}
+
+PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t) {
+    if (!t) return;
+    pbd_up__free(t->coarse_triangles); pbd_up__free(t->detail_triangles);
+    pbd_up__free(t->coarse_rest); pbd_up__free(t->detail_rest);
+    pbd_up__free(t->coarse); pbd_up__free(t->detail);
+    memset(t, 0, sizeof *t);
+}
+
+static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return PBD_ERROR_OVERFLOW;
+    t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
+    t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
+    t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
+    t->detail_rest = (float *)pbd_up__alloc_array(dc, sizeof(float));
+    t->coarse = (float *)pbd_up__alloc_array(cc * nf, sizeof(float));
+    t->detail = (float *)pbd_up__alloc_array(dc * nf, sizeof(float));
+    if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse || !t->detail) {
+        pbd_up_training_free(t);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
+    const float f[7] = {d->size, d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance,
+                        d->fine_bending_compliance, d->jitter};
+    if (!pbd_up__finite(f, 7)) return PBD_ERROR_NOT_FINITE;
+    if ((int)d->scene < 0 || (int)d->scene > 1 || d->coarse_resolution < 3 || d->coarse_resolution > 256 ||
+        d->levels < 1 || d->levels > 4 || !(d->size > 0) || d->frames < 1 || d->steps_per_frame < 1 ||
+        !(d->time_step > 0) || d->substeps < 1 || d->substeps > 1000 || d->iterations < 1 || d->iterations > 1000 ||
+        d->amplitude < 0 || d->frequency < 0 || d->coarse_bending_compliance < 0 || d->fine_bending_compliance < 0 ||
+        d->jitter < 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
+    for (int l = 1; l < d->levels; ++l) per *= 4;
+    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return PBD_ERROR_OVERFLOW;
+    return PBD_OK;
+}
+
+/* A world with the scene's solver settings, a cloth and (drop) the sphere. */
+static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending,
+                                         pbd_world **w, pbd_object *cloth) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    wd.substeps = d->substeps;
+    wd.iterations = d->iterations;
+    pbd_result r = pbd_world_create(&wd, w);
+    if (r != PBD_OK) return r;
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.positions = m->positions;
+    cd.vertex_count = m->vertex_count;
+    cd.triangles = m->triangles;
+    cd.triangle_count = m->triangle_count;
+    cd.bending_compliance = bending;
+    r = pbd_add_cloth(*w, &cd, cloth);
+    if (r == PBD_OK && d->scene == PBD_UP_SCENE_DROP) {
+        float centre[3] = {0.0f, 0.0f, 0.0f};
+        r = pbd_add_collider_sphere(*w, centre, 0.3f * d->size, 0.5f, NULL);
+    }
+    return r;
+}
+
+/* The coarse grid of the scene at rest. */
+static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh *m, float *normal) {
+    int n = d->coarse_resolution;
+    float s = d->size;
+    if (d->scene == PBD_UP_SCENE_CAPE) {
+        float o[3] = {-0.5f * s, s, 0.0f}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, -s, 0.0f};
+        normal[0] = 0.0f; normal[1] = 0.0f; normal[2] = -1.0f;
+        return pbd_mesh_grid(n, n, o, u, v, m);
+    }
+    float o[3] = {-0.5f * s, 0.3f * s + d->amplitude + 0.02f * s, -0.5f * s}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, s};
+    pbd_result r = pbd_mesh_grid(n, n, o, u, v, m);
+    if (r != PBD_OK) return r;
+    /* tilted by 0.15 rad about z and shifted off centre, so it slides off */
+    float c = cosf(0.15f), sn = sinf(0.15f), y0 = o[1];
+    for (int i = 0; i < m->vertex_count; ++i) {
+        float *p = m->positions + 3 * (size_t)i, x = p[0], y = p[1] - y0;
+        p[0] = c * x - sn * y + 0.1f * s;
+        p[1] = sn * x + c * y + y0;
+    }
+    normal[0] = sn; normal[1] = -c; normal[2] = 0.0f;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pbd_up_training *out) {
+    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_up__training_check_desc(d);
+    if (r != PBD_OK) return r;
+    pbd_mesh cm, fm;
+    float normal[3];
+    memset(&cm, 0, sizeof cm);
+    memset(&fm, 0, sizeof fm);
+    pbd_world *cw = NULL, *fw = NULL;
+    pbd_object co, fo;
+    pbd_up_training t;
+    memset(&t, 0, sizeof t);
+    float *u = NULL;
+    const double two_pi = 6.28318530717958647692;
+    int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
+    int steps = d->frames * d->steps_per_frame;
+    r = pbd_up__training_mesh(d, &cm, normal);
+    if (r == PBD_OK) r = pbd_up_subdivide(&cm, d->levels, 0, &fm);
+    if (r != PBD_OK) goto done;
+    {
+        unsigned st = d->seed ? d->seed : 1u;
+        for (int i = cm.vertex_count; i < fm.vertex_count; ++i) { /* xorshift32 */
+            st ^= st << 13; st ^= st >> 17; st ^= st << 5;
+            float j = d->jitter * ((float)(st >> 8) * (1.0f / 16777216.0f) - 0.5f);
+            for (int k = 0; k < 3; ++k) fm.positions[3 * (size_t)i + k] += j * normal[k];
+        }
+    }
+    t.coarse_count = cm.vertex_count;
+    t.detail_count = fm.vertex_count;
+    t.frame_count = d->frames;
+    t.coarse_triangle_count = cm.triangle_count;
+    t.detail_triangle_count = fm.triangle_count;
+    t.levels = d->levels;
+    r = pbd_up__training_alloc(&t);
+    if (r != PBD_OK) goto done;
+    memcpy(t.coarse_triangles, cm.triangles, sizeof(int) * 3 * (size_t)cm.triangle_count);
+    memcpy(t.detail_triangles, fm.triangles, sizeof(int) * 3 * (size_t)fm.triangle_count);
+    memcpy(t.coarse_rest, cm.positions, sizeof(float) * 3 * (size_t)cm.vertex_count);
+    memcpy(t.detail_rest, fm.positions, sizeof(float) * 3 * (size_t)fm.vertex_count);
+    r = pbd_up__training_world(d, &cm, d->coarse_bending_compliance, &cw, &co);
+    if (r == PBD_OK) r = pbd_up__training_world(d, &fm, d->fine_bending_compliance, &fw, &fo);
+    /* the fine vertices at coarse vertices follow them; the cape's top row
+       follows the script */
+    for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_set_kinematic(fw, fo.particles.first + i, 1);
+    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_set_kinematic(cw, co.particles.first + i, 1);
+    u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
+    if (r == PBD_OK && !u) r = PBD_ERROR_OUT_OF_MEMORY;
+    for (int k = 0; k < steps && r == PBD_OK; ++k) {
+        double time = (k + 1) * (double)d->time_step;
+        for (int i = 0; i < ntop && r == PBD_OK; ++i) {
+            float target[3] = {cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time),
+                               cm.positions[3 * i + 1],
+                               cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
+            r = pbd_set_kinematic_target(cw, co.particles.first + i, target);
+        }
+        if (r == PBD_OK) r = pbd_world_step(cw, d->time_step);
+        if (r == PBD_OK) r = pbd_get_positions(cw, co.particles, u);
+        for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i)
+            r = pbd_set_kinematic_target(fw, fo.particles.first + i, u + 3 * (size_t)i);
+        if (r == PBD_OK) r = pbd_world_step(fw, d->time_step);
+        if (r == PBD_OK && (k + 1) % d->steps_per_frame == 0) {
+            int f = (k + 1) / d->steps_per_frame - 1;
+            memcpy(t.coarse + (size_t)f * 3 * t.coarse_count, u, sizeof(float) * 3 * (size_t)t.coarse_count);
+            r = pbd_get_positions(fw, fo.particles, t.detail + (size_t)f * 3 * t.detail_count);
+        }
+    }
+done:
+    pbd_up__free(u);
+    if (cw) pbd_world_destroy(cw);
+    if (fw) pbd_world_destroy(fw);
+    pbd_mesh_free(&cm);
+    pbd_up_mesh_free(&fm);
+    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    *out = t;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
+                                             pbd_up_training *out) {
+    if (!a || !b || !out) return PBD_ERROR_NULL_POINTER;
+    if (!a->coarse || !b->coarse || !a->detail || !b->detail) return PBD_ERROR_NULL_POINTER;
+    if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count ||
+        a->coarse_triangle_count != b->coarse_triangle_count || a->detail_triangle_count != b->detail_triangle_count ||
+        a->levels != b->levels ||
+        memcmp(a->coarse_triangles, b->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count) != 0 ||
+        memcmp(a->detail_triangles, b->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count) != 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (a->frame_count > INT_MAX - b->frame_count) return PBD_ERROR_OVERFLOW;
+    pbd_up_training t = *a;
+    t.frame_count = a->frame_count + b->frame_count;
+    t.coarse_triangles = NULL; t.detail_triangles = NULL; t.coarse_rest = NULL; t.detail_rest = NULL;
+    t.coarse = NULL; t.detail = NULL;
+    pbd_result r = pbd_up__training_alloc(&t);
+    if (r != PBD_OK) return r;
+    size_t cc = (size_t)a->coarse_count * 3, dc = (size_t)a->detail_count * 3;
+    memcpy(t.coarse_triangles, a->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count);
+    memcpy(t.detail_triangles, a->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count);
+    memcpy(t.coarse_rest, a->coarse_rest, sizeof(float) * cc);
+    memcpy(t.detail_rest, a->detail_rest, sizeof(float) * dc);
+    memcpy(t.coarse, a->coarse, sizeof(float) * cc * a->frame_count);
+    memcpy(t.coarse + cc * a->frame_count, b->coarse, sizeof(float) * cc * b->frame_count);
+    memcpy(t.detail, a->detail, sizeof(float) * dc * a->frame_count);
+    memcpy(t.detail + dc * a->frame_count, b->detail, sizeof(float) * dc * b->frame_count);
+    *out = t;
+    return PBD_OK;
+}
+
+#define PBD_UP__TRAINING_MAGIC "PBDUPTRN"
+
+/* The body (everything but the checksum) in the documented order. */
+static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
+    char magic[8];
+    uint32_t version = 1, order = PBD_UP__BYTE_ORDER;
+    memcpy(magic, PBD_UP__TRAINING_MAGIC, 8);
+    pbd_up__io_bytes(io, magic, 8);
+    pbd_up__io_bytes(io, &version, 4);
+    pbd_up__io_bytes(io, &order, 4);
+    if (io->in && (memcmp(magic, PBD_UP__TRAINING_MAGIC, 8) != 0 || version != 1 || order != PBD_UP__BYTE_ORDER)) io->bad = 1;
+    pbd_up__io_int(io, &t->coarse_count);
+    pbd_up__io_int(io, &t->detail_count);
+    pbd_up__io_int(io, &t->frame_count);
+    pbd_up__io_int(io, &t->coarse_triangle_count);
+    pbd_up__io_int(io, &t->detail_triangle_count);
+    pbd_up__io_int(io, &t->levels);
+    if (io->bad) return;
+    if (io->in && (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 || t->coarse_triangle_count <= 0 ||
+                   t->detail_triangle_count <= 0 || t->levels < 0 || t->coarse_count > INT_MAX / 3 ||
+                   t->detail_count > INT_MAX / 3 || t->coarse_triangle_count > INT_MAX / 3 || t->detail_triangle_count > INT_MAX / 3)) {
+        io->bad = 1;
+        return;
+    }
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    if (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf) { io->bad = 1; return; }
+    pbd_up__io_array(io, (void **)&t->coarse_triangles, (size_t)t->coarse_triangle_count * 3, sizeof(int));
+    pbd_up__io_array(io, (void **)&t->detail_triangles, (size_t)t->detail_triangle_count * 3, sizeof(int));
+    pbd_up__io_array(io, (void **)&t->coarse_rest, cc, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->detail_rest, dc, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->coarse, cc * nf, sizeof(float));
+    pbd_up__io_array(io, (void **)&t->detail, dc * nf, sizeof(float));
+}
+
+static int pbd_up__training_valid(const pbd_up_training *t) {
+    size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
+    return pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count) == PBD_OK &&
+           pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count) == PBD_OK &&
+           pbd_up__finite(t->coarse_rest, cc) && pbd_up__finite(t->detail_rest, dc) &&
+           pbd_up__finite(t->coarse, cc * nf) && pbd_up__finite(t->detail, dc * nf);
+}
+
+PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
+    if (!t || !t->coarse || !t->detail || !t->coarse_rest || !t->detail_rest || !t->coarse_triangles || !t->detail_triangles)
+        return 0;
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    pbd_up__training_io(&io, (pbd_up_training *)t);
+    return io.off + sizeof(uint64_t);
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size) {
+    if (!t || !buffer) return PBD_ERROR_NULL_POINTER;
+    size_t need = pbd_up_training_save_size(t);
+    if (!need) return PBD_ERROR_NULL_POINTER;
+    if (size < need) return PBD_ERROR_INVALID_ARGUMENT;
+    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    io.out = (unsigned char *)buffer;
+    io.size = need - sizeof(uint64_t);
+    pbd_up__training_io(&io, (pbd_up_training *)t);
+    if (io.bad) return PBD_ERROR_INVALID_ARGUMENT;
+    uint64_t sum = pbd_up__fnv1a(io.out, io.off);
+    memcpy(io.out + io.off, &sum, sizeof sum);
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out) {
+    if (!buffer || !out) return PBD_ERROR_NULL_POINTER;
+    uint64_t sum;
+    if (size < 40 + sizeof sum) return PBD_ERROR_BAD_SNAPSHOT;
+    const unsigned char *in = (const unsigned char *)buffer;
+    memcpy(&sum, in + size - sizeof sum, sizeof sum);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up_training t;
+    memset(&t, 0, sizeof t);
+    pbd_up__io io;
+    memset(&io, 0, sizeof io);
+    io.in = in;
+    io.size = size - sizeof sum;
+    pbd_up__training_io(&io, &t);
+    pbd_result r = PBD_OK;
+    if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
+    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t)) r = PBD_ERROR_BAD_SNAPSHOT;
+    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    *out = t;
+    return PBD_OK;
+}
 
 // ==== piu ===================================================================
 

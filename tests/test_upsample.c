@@ -450,6 +450,300 @@ TEST(up_model_bad_input) {
     pbd_up_model_destroy(m);
 }
 
+/* A wrinkle mesh on a coarse grid: the fine mesh is the grid subdivided
+   twice (midpoints). The coarse grid is compressed and bent over several
+   frames; every fine vertex ends within its attachment radius of its
+   target, and the fine mesh keeps its edge lengths better than the coarse
+   mesh does (it buckles within the slack instead). */
+TEST(up_wrinkle_radius) {
+    pbd_mesh g, f;
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh_grid(5, 5, o, u, v, &g);
+    CHECK_OK(pbd_up_subdivide(&g, 2, 0, &f));
+    unsigned st = 11; /* a small out-of-plane jitter breaks the symmetry */
+    for (int i = 0; i < f.vertex_count; ++i) f.positions[3 * i + 1] += 0.002f * (pbdt_rand(&st) - 0.5f);
+    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+    d.coarse_positions = g.positions; d.coarse_count = g.vertex_count;
+    d.coarse_triangles = g.triangles; d.coarse_triangle_count = g.triangle_count;
+    d.fine_positions = f.positions; d.fine_count = f.vertex_count;
+    d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+    d.radius = 0.03f;
+    d.iterations = 8;
+    pbd_up_wrinkle *wr = NULL;
+    CHECK_OK(pbd_up_wrinkle_create(&d, &wr));
+    if (!wr) return;
+    int n = f.vertex_count;
+    float *x = (float *)malloc(sizeof(float) * 3 * n), *t = (float *)malloc(sizeof(float) * 3 * n);
+    float *cx = (float *)malloc(sizeof(float) * 3 * g.vertex_count);
+    for (int frame = 1; frame <= 10; ++frame) {
+        float s = 1.0f - 0.03f * frame; /* compress x by up to 30%, bend a little */
+        for (int i = 0; i < g.vertex_count; ++i) {
+            float px = g.positions[3 * i], pz = g.positions[3 * i + 2];
+            cx[3 * i] = s * px;
+            cx[3 * i + 1] = 0.1f * frame / 10.0f * sinf(3.0f * pz);
+            cx[3 * i + 2] = pz;
+        }
+        CHECK_OK(pbd_up_wrinkle_update(wr, cx, x));
+    }
+    CHECK_OK(pbd_up_wrinkle_targets(wr, t, NULL, NULL));
+    double worst = 0, lift = 0;
+    for (int i = 0; i < n; ++i) {
+        double dd = sqrt(pow(x[3 * i] - t[3 * i], 2) + pow(x[3 * i + 1] - t[3 * i + 1], 2) + pow(x[3 * i + 2] - t[3 * i + 2], 2));
+        if (dd > worst) worst = dd;
+        if (fabs(x[3 * i + 1] - t[3 * i + 1]) > lift) lift = fabs(x[3 * i + 1] - t[3 * i + 1]);
+    }
+    CHECK_MSG(worst <= d.radius * (1 + 1e-5), "a fine vertex is %g from its target (radius %g)", worst, d.radius);
+    CHECK_MSG(lift > 0.3 * d.radius, "no wrinkles: largest normal offset %g", lift);
+    /* edge strain along x: coarse 30%, fine much less */
+    double fine_strain = 0;
+    int cnt = 0;
+    for (int tr = 0; tr < f.triangle_count; ++tr)
+        for (int k = 0; k < 3; ++k) {
+            int a = f.triangles[3 * tr + k], b = f.triangles[3 * tr + (k + 1) % 3];
+            double l0 = 0, l = 0;
+            for (int c = 0; c < 3; ++c) {
+                l0 += pow(f.positions[3 * a + c] - f.positions[3 * b + c], 2);
+                l += pow(x[3 * a + c] - x[3 * b + c], 2);
+            }
+            fine_strain += fabs(sqrt(l) / sqrt(l0) - 1);
+            cnt++;
+        }
+    fine_strain /= cnt;
+    CHECK_MSG(fine_strain < 0.2, "fine mean strain %g (coarse compressed by 30%%)", fine_strain);
+    CHECK_RESULT(pbd_up_wrinkle_update(wr, NULL, x), PBD_ERROR_NULL_POINTER);
+    cx[4] = NAN;
+    CHECK_RESULT(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE);
+    float t2[3 * 1000];
+    if (n <= 1000) {
+        CHECK_OK(pbd_up_wrinkle_targets(wr, t2, NULL, NULL));
+        CHECK(memcmp(t2, t, sizeof(float) * 3 * n) == 0); /* nothing changed */
+    }
+    int tri;
+    CHECK_RESULT(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    free(x); free(t); free(cx);
+    pbd_up_wrinkle_destroy(wr);
+    pbd_up_mesh_free(&f);
+    pbd_mesh_free(&g);
+}
+
+/* Is p strictly inside the convex closed mesh (all face planes)? */
+static double upt_depth_inside(const float *x, const int *tris, int nt, const float *p) {
+    double worst = -1e300; /* max over faces of the signed distance */
+    for (int t = 0; t < nt; ++t) {
+        const float *a = x + 3 * tris[3 * t], *b = x + 3 * tris[3 * t + 1], *c = x + 3 * tris[3 * t + 2];
+        double e1[3], e2[3], n[3], l;
+        for (int k = 0; k < 3; ++k) { e1[k] = b[k] - a[k]; e2[k] = c[k] - a[k]; }
+        n[0] = e1[1] * e2[2] - e1[2] * e2[1]; n[1] = e1[2] * e2[0] - e1[0] * e2[2]; n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
+        double s = ((p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2]) / l;
+        if (s > worst) worst = s;
+    }
+    return worst; /* < 0: inside */
+}
+
+/* One-sided attachment keeps the fine mesh outside a closed coarse mesh:
+   the Loop-smoothed sphere lies inside its coarse icosahedron, and a
+   squeezed coarse mesh pushes further in; with one_sided no fine vertex
+   ends inside, without it many do. An open coarse mesh is refused. */
+TEST(up_wrinkle_one_sided) {
+    pbd_mesh s, f;
+    float c[3] = {0, 0, 0};
+    pbd_mesh_sphere(0, c, 1.0f, &s);
+    CHECK_OK(pbd_up_subdivide(&s, 2, 1, &f));
+    float *cx = (float *)malloc(sizeof(float) * 3 * s.vertex_count);
+    for (int i = 0; i < s.vertex_count; ++i) {
+        cx[3 * i] = 1.1f * s.positions[3 * i];
+        cx[3 * i + 1] = 0.8f * s.positions[3 * i + 1];
+        cx[3 * i + 2] = s.positions[3 * i + 2];
+    }
+    float *x = (float *)malloc(sizeof(float) * 3 * f.vertex_count);
+    for (int one_sided = 1; one_sided >= 0; --one_sided) {
+        pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+        d.coarse_positions = s.positions; d.coarse_count = s.vertex_count;
+        d.coarse_triangles = s.triangles; d.coarse_triangle_count = s.triangle_count;
+        d.fine_positions = f.positions; d.fine_count = f.vertex_count;
+        d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+        d.radius = 0.2f;
+        d.one_sided = one_sided;
+        pbd_up_wrinkle *wr = NULL;
+        CHECK_OK(pbd_up_wrinkle_create(&d, &wr));
+        if (!wr) continue;
+        int inside = 0;
+        double deepest = 0;
+        for (int frame = 0; frame < 3; ++frame) CHECK_OK(pbd_up_wrinkle_update(wr, cx, x));
+        for (int i = 0; i < f.vertex_count; ++i) {
+            double dd = upt_depth_inside(cx, s.triangles, s.triangle_count, x + 3 * i);
+            if (dd < -1e-5) inside++;
+            if (dd < deepest) deepest = dd;
+        }
+        if (one_sided) CHECK_MSG(inside == 0, "%d fine vertices inside (deepest %g)", inside, deepest);
+        else CHECK_MSG(inside > f.vertex_count / 4, "only %d inside without one-sided attachment", inside);
+        pbd_up_wrinkle_destroy(wr);
+    }
+    /* errors */
+    pbd_mesh g;
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh_grid(3, 3, o, u, v, &g);
+    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+    d.coarse_positions = g.positions; d.coarse_count = g.vertex_count;
+    d.coarse_triangles = g.triangles; d.coarse_triangle_count = g.triangle_count;
+    d.fine_positions = g.positions; d.fine_count = g.vertex_count;
+    d.fine_triangles = g.triangles; d.fine_triangle_count = g.triangle_count;
+    pbd_up_wrinkle *wr = NULL;
+    d.one_sided = 1;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED);
+    d.one_sided = 0;
+    d.radius = -1;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT);
+    d.radius = NAN;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_FINITE);
+    d.radius = 0.01f;
+    d.iterations = 0;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT);
+    d.iterations = 4;
+    d.fine_count = 3;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    d.fine_count = g.vertex_count;
+    float flat[27];
+    memcpy(flat, g.positions, sizeof flat);
+    for (int i = 0; i < 9; ++i) flat[3 * i + 2] = 0; /* every coarse triangle collapses */
+    d.coarse_positions = flat;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_DEGENERATE);
+    d.coarse_positions = NULL;
+    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_up_wrinkle_create(NULL, &wr), PBD_ERROR_NULL_POINTER);
+    CHECK(wr == NULL);
+    pbd_mesh_free(&g);
+    free(cx); free(x);
+    pbd_up_mesh_free(&f);
+    pbd_mesh_free(&s);
+}
+
+static pbd_up_training_desc upt_training_desc(pbd_up_scene scene) {
+    pbd_up_training_desc d = pbd_up_training_desc_default();
+    d.scene = scene;
+    d.coarse_resolution = 6;
+    d.levels = 1;
+    d.frames = 12;
+    d.steps_per_frame = 3;
+    return d;
+}
+
+/* The generator: counts follow the subdivision, fine vertices at coarse
+   vertices follow them, the cape swings (the top row follows the script),
+   the fine mesh carries detail of its own, a second run is bit-identical,
+   and save -> load -> save round-trips. */
+TEST(up_training_cape_roundtrip) {
+    pbd_up_training_desc d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    pbd_up_training t, t2, l;
+    CHECK_OK(pbd_up_training_generate(&d, &t));
+    CHECK(t.coarse_count == 36 && t.detail_count == 121 && t.frame_count == 12 && t.levels == 1);
+    CHECK(t.coarse_triangle_count == 50 && t.detail_triangle_count == 200);
+    int cc = t.coarse_count, dc = t.detail_count;
+    double follow = 0, moved = 0, detail = 0;
+    for (int f = 0; f < t.frame_count; ++f) {
+        const float *u = t.coarse + (size_t)f * 3 * cc, *X = t.detail + (size_t)f * 3 * dc;
+        for (int i = 0; i < 3 * cc; ++i) follow = fmax(follow, fabs(u[i] - X[i]));
+        for (int i = 0; i < 3 * cc; ++i) moved = fmax(moved, fabs(u[i] - t.coarse_rest[i]));
+    }
+    /* the top row at the last frame: x = rest + A sin(2 pi f t) */
+    double time = t.frame_count * d.steps_per_frame * (double)d.time_step;
+    CHECK_NEAR(t.coarse[(size_t)(t.frame_count - 1) * 3 * cc + 3 * 2] - t.coarse_rest[3 * 2],
+               d.amplitude * sin(2 * 3.14159265358979 * d.frequency * time), 1e-5);
+    /* fine detail: the distance of the fine mesh from the midpoint
+       subdivision of the coarse frame */
+    pbd_mesh cm, lin;
+    cm.positions = t.coarse + (size_t)(t.frame_count - 1) * 3 * cc;
+    cm.vertex_count = cc; cm.triangles = t.coarse_triangles; cm.triangle_count = t.coarse_triangle_count;
+    cm.tets = NULL; cm.tet_count = 0;
+    CHECK_OK(pbd_up_subdivide(&cm, 1, 0, &lin));
+    CHECK(memcmp(lin.triangles, t.detail_triangles, sizeof(int) * 3 * t.detail_triangle_count) == 0);
+    for (int i = 0; i < 3 * dc; ++i) detail = fmax(detail, fabs(lin.positions[i] - t.detail[(size_t)(t.frame_count - 1) * 3 * dc + i]));
+    pbd_up_mesh_free(&lin);
+    CHECK_MSG(follow < 1e-5, "fine vertices at coarse vertices are %g off", follow);
+    CHECK_MSG(moved > 0.1, "the cape barely moved (%g)", moved);
+    CHECK_MSG(detail > 1e-4 && detail < 0.2, "fine detail %g", detail);
+    CHECK_OK(pbd_up_training_generate(&d, &t2));
+    CHECK(memcmp(t.detail, t2.detail, sizeof(float) * 3 * dc * t.frame_count) == 0);
+    size_t size = pbd_up_training_save_size(&t);
+    CHECK(size == 40 + 4 * (3 * (50 + 200) + 3 * (36 + 121) * (1 + 12)) + 8);
+    unsigned char *buf = (unsigned char *)malloc(size), *buf2 = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_training_save(&t, buf, size));
+    CHECK_OK(pbd_up_training_load(buf, size, &l));
+    CHECK_OK(pbd_up_training_save(&l, buf2, size));
+    CHECK(memcmp(buf, buf2, size) == 0);
+    CHECK(l.frame_count == 12 && memcmp(l.detail, t.detail, sizeof(float) * 3 * dc * 12) == 0);
+    pbd_up_training_free(&l);
+    /* bad buffers */
+    pbd_up_training bad;
+    memset(&bad, 0, sizeof bad);
+    CHECK_RESULT(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    for (size_t at = 0; at < size; at += 1 + size / 50) {
+        buf[at] ^= 1;
+        CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+        buf[at] ^= 1;
+    }
+    int big = 1 << 30; /* a frame count the buffer cannot hold, checksum forged */
+    memcpy(buf + 24, &big, 4);
+    uint64_t sum = upt_fnv(buf, size - 8);
+    memcpy(buf + size - 8, &sum, 8);
+    CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK(bad.coarse == NULL);
+    CHECK_RESULT(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_up_training_load(NULL, size, &bad), PBD_ERROR_NULL_POINTER);
+    /* concat */
+    pbd_up_training c;
+    CHECK_OK(pbd_up_training_concat(&t, &t2, &c));
+    CHECK(c.frame_count == 24 && memcmp(c.detail + (size_t)12 * 3 * dc, t2.detail, sizeof(float) * 3 * dc * 12) == 0);
+    pbd_up_training_free(&c);
+    free(buf); free(buf2);
+    pbd_up_training_free(&t);
+    pbd_up_training_free(&t2);
+}
+
+/* The drop scene: the cloth falls onto the sphere and drapes over it
+   without entering it (coarse and fine). Bad descs get their errors. */
+TEST(up_training_drop_and_bad_desc) {
+    pbd_up_training_desc d = upt_training_desc(PBD_UP_SCENE_DROP);
+    d.frames = 20;
+    pbd_up_training t;
+    CHECK_OK(pbd_up_training_generate(&d, &t));
+    float R = 0.3f * d.size;
+    double lowest = 1e9, deepest = 1e9;
+    const float *X = t.detail + (size_t)(t.frame_count - 1) * 3 * t.detail_count;
+    for (int i = 0; i < t.detail_count; ++i) {
+        double r = sqrt(X[3 * i] * X[3 * i] + X[3 * i + 1] * X[3 * i + 1] + X[3 * i + 2] * X[3 * i + 2]);
+        deepest = fmin(deepest, r);
+        lowest = fmin(lowest, X[3 * i + 1]);
+    }
+    CHECK_MSG(deepest > R - 0.01, "a fine vertex is %g inside the sphere", R - deepest);
+    CHECK_MSG(lowest < 0.0, "the cloth did not drape (lowest y %g)", lowest);
+    pbd_up_training c;
+    pbd_up_training_desc d2 = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d2.coarse_resolution = 5;
+    pbd_up_training t2;
+    CHECK_OK(pbd_up_training_generate(&d2, &t2));
+    CHECK_RESULT(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT);
+    pbd_up_training_free(&t2);
+    pbd_up_training_free(&t);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.coarse_resolution = 2;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.levels = 0;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.size = NAN;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE);
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.time_step = 0;
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    d = upt_training_desc((pbd_up_scene)7);
+    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_up_training_generate(NULL, &t), PBD_ERROR_NULL_POINTER);
+    CHECK(pbd_up_training_save_size(NULL) == 0);
+}
+
 void suite_upsample(void) {
     RUN(up_loop_counts);
     RUN(up_loop_planar_stays_planar);
@@ -460,4 +754,8 @@ void suite_upsample(void) {
     RUN(up_eval_simd_threads_bit_identical);
     RUN(up_model_save_load_roundtrip);
     RUN(up_model_bad_input);
+    RUN(up_wrinkle_radius);
+    RUN(up_wrinkle_one_sided);
+    RUN(up_training_cape_roundtrip);
+    RUN(up_training_drop_and_bad_desc);
 }
