@@ -77,6 +77,41 @@
    built by pbd_up__sparse_prepare and pbd_up__sparse_mul3 (y = S x for xyz
    vertices; SIMD == scalar, any thread count, bit for bit).
 
+   LEARNED UPSAMPLERS (sections piu, wpsd, pdm; survey 5.2)
+   Fitted offline from training pairs (u_f, X_f): coarse positions and the
+   matching detail mesh of frame f, e.g. from pbd_up_training_generate
+   (section "training"). Each fit takes a desc (defaults from
+   pbd_up_<method>_desc_default()) and returns a trained pbd_up_model:
+
+       pbd_up_model *sub = NULL, *m = NULL;
+       pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count,
+                                 t.coarse_count, t.levels, &sub);
+       pbd_up_piu_desc d = pbd_up_piu_desc_default();
+       d.coarse_count = t.coarse_count; d.detail_count = t.detail_count;
+       d.frame_count = t.frame_count;
+       d.coarse_frames = t.coarse; d.detail_frames = t.detail;
+       d.subdivision = sub;                      // prior of the regulariser
+       pbd_up_piu_fit(&d, &m);                   // seconds, offline
+       pbd_up_eval(m, coarse_xyz, detail_xyz);   // every frame
+
+     PIU   X = B u, a sparse learned operator (Kavan et al. 2011): every
+           detail vertex a partition-of-unity combination of `support`
+           nearby coarse vertices, ridge-regularised toward a prior (the
+           subdivision stencil); the fastest evaluator (no gathers: 8
+           detail vertices share each broadcast coarse vertex). Optional
+           oscillatory modes for travelling waves, stepped by
+           pbd_up_piu_advance().
+     WPSD  smooth mesh + local-frame displacements of a few training poses
+           blended by RBF weights in a local strain pose space (Bickel et
+           al. 2008, Zurdo et al. 2013); poses chosen greedily until an
+           error threshold.
+     PDM   smooth mesh + a biquadratic function of a 2D local strain
+           coordinate along the normal (Ma et al. 2008).
+   WPSD and PDM need a subdivision model of the coarse mesh (the detail
+   mesh is its topology and numbering) and the coarse triangles; they copy
+   the subdivision model, so their saved models are self-contained. All
+   three evaluate bit-identically with SIMD on or off and any thread count.
+
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
 #ifndef PBD_UPSAMPLE_H_INCLUDED
