@@ -509,7 +509,8 @@ typedef struct pbd_up_wpsd_desc {
     const float *detail_frames;      /* frame_count * detail_count * 3 (subdivision's numbering) */
     const float *coarse_rest;        /* rest pose (edge rest lengths); NULL: frame 0 */
     int edges_per_vertex;            /* 1..64, default 16 (Bickel et al.) */
-    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0) */
+    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0;
+                                        default 0: select max_poses) */
     int max_poses;                   /* 1..256, default 32 */
 } pbd_up_wpsd_desc;
 
@@ -560,9 +561,12 @@ typedef struct pbd_up_pdm_desc {
 } pbd_up_pdm_desc;
 
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
-/* Errors as pbd_up_wpsd_fit's; PBD_ERROR_DEGENERATE where the training
-   frames do not determine the coefficients (fewer than 6 frames, or all
-   strain coordinates alike). */
+/* Errors as pbd_up_wpsd_fit's, and PBD_ERROR_INVALID_ARGUMENT for fewer
+   than 6 frames, PBD_ERROR_DEGENERATE when the features of the training
+   frames do not span two principal directions. A detail vertex whose
+   coordinates hardly vary over the frames gets the minimum-norm
+   coefficients (a ridge of 1e-10 of the data's scale keeps its fit
+   finite). */
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *desc, pbd_up_model **out);
 /* For a coarse configuration: the strain coordinates (u1, u2) of every
    detail vertex (detail_count*2), and optionally the smooth mesh x0 and
