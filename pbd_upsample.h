@@ -348,6 +348,9 @@ typedef struct pbd_up_training_desc {
                                     vertices between coarse ones (m), breaks
                                     symmetry; default 1e-3 */
     unsigned seed;               /* for the jitter; default 1 */
+    int threads;                 /* both worlds (pbd_world_set_threads): 0 automatic
+                                    (default); 1 avoids OpenMP barrier stalls when
+                                    the machine is busy with other work */
 } pbd_up_training_desc;
 
 PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
@@ -1841,7 +1844,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
         d->levels < 1 || d->levels > 4 || !(d->size > 0) || d->frames < 1 || d->steps_per_frame < 1 ||
         !(d->time_step > 0) || d->substeps < 1 || d->substeps > 1000 || d->iterations < 1 || d->iterations > 1000 ||
         d->amplitude < 0 || d->frequency < 0 || d->coarse_bending_compliance < 0 || d->fine_bending_compliance < 0 ||
-        d->jitter < 0)
+        d->jitter < 0 || d->threads < 0 || d->threads > 1024)
         return PBD_ERROR_INVALID_ARGUMENT;
     long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
     for (int l = 1; l < d->levels; ++l) per *= 4;
@@ -1856,6 +1859,7 @@ static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pb
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
     pbd_result r = pbd_world_create(&wd, w);
+    if (r == PBD_OK) r = pbd_world_set_threads(*w, d->threads);
     if (r != PBD_OK) return r;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     cd.positions = m->positions;
