@@ -369,10 +369,176 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
 PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out);
 
 // ==== piu ===================================================================
+/* Physics-inspired upsampling (survey 5.2.3; Kavan, Gerszewski, Bargteil
+   and Sloan 2011). A learned linear operator X = B u: every detail vertex
+   is a weighted sum of a local neighbourhood ("support") of coarse
+   vertices, the same weights for x, y and z. B is fitted to training pairs
+   (u_f, X_f) by regularised least squares, row by row,
+
+       min_b  sum_f |b . u_f(support) - X_f(i)|^2 + lambda' |b - p|^2
+       subject to sum_j b_j = 1                  (partition of unity),
+
+   where p is the prior row (the subdivision stencil when one is given,
+   else inverse-distance weights over the support) and lambda' = lambda
+   times the mean diagonal of the data's normal matrix (so lambda is
+   dimensionless). The partition of unity makes the operator translation
+   invariant: moving the coarse mesh by t moves every detail vertex by t.
+
+   Layout for evaluation: detail vertices are grouped by their nearest
+   coarse vertex (in the rest pose); a group shares one support of
+   `support` coarse vertices and stores its weights in fixed-width SoA
+   rows of 8 lanes, so that evaluation broadcasts each support vertex once
+   and multiplies 8 detail vertices at a time (no gathers); float at
+   evaluation, double when fitting.
+
+   Oscillatory modes (Kavan et al. 2011, section 6), optional: the
+   principal components of the training residual X_f - B u_f become modes
+   that oscillate at the frequency found in the training data, with an
+   amplitude driven by the speed of the coarse mesh (relative to the
+   training speed); pbd_up_piu_advance() steps the oscillators once per
+   frame and evaluation adds them. */
+typedef struct pbd_up_piu_desc {
+    int coarse_count;           /* feature-mesh vertices */
+    int detail_count;           /* detail-mesh vertices */
+    int frame_count;            /* training pairs (>= 1) */
+    const float *coarse_frames; /* frame_count * coarse_count * 3 */
+    const float *detail_frames; /* frame_count * detail_count * 3 */
+    const float *coarse_rest;   /* coarse_count * 3, the rest pose; NULL: frame 0 */
+    const float *detail_rest;   /* detail_count * 3; NULL: frame 0 */
+    /* Optional prior operator (e.g. the Loop subdivision stencil matrix),
+       CSR over detail rows: row i holds prior_index/prior_weight
+       [prior_start[i] .. prior_start[i+1]). All three or none. */
+    const int *prior_start;
+    const int *prior_index;
+    const float *prior_weight;
+    /* Or the prior from a PBD_UP_SUBDIVISION model of the coarse mesh (its
+       stencil matrix; not with the arrays above). */
+    const pbd_up_model *subdivision;
+    int support;                /* coarse vertices per neighbourhood, 2..64 (default 16);
+                                   clamped to coarse_count */
+    float regularization;       /* lambda >= 0 (default 1e-3); 0 is treated as 1e-9 */
+    int oscillatory_modes;      /* residual modes, 0 (default) .. 64 */
+    float frame_dt;             /* seconds between training frames (needed for modes) */
+} pbd_up_piu_desc;
+
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void);
+/* Fits B (and the oscillatory modes, if asked) to the training pairs.
+   Errors: NULL pointers, sizes < 1 or whose product overflows, support
+   out of range, negative or non-finite lambda, NaN/Inf in the data, prior
+   indices out of range, modes > frame_count or without frame_dt > 0. */
+PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out);
+/* Steps the oscillatory modes by dt with the current coarse positions
+   (their speed since the previous call excites the modes). A no-op for a
+   model without modes. Errors: not a PIU model, dt <= 0, NaN input. */
+PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt);
+/* The fitted operator as a dense row: weights[j] for coarse vertex
+   index[j], j < *count (at most `support` entries). For inspection and
+   tests; coarse indices are ascending. */
+PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight,
+                                     int max, int *count);
+/* Mode count and, for mode k, its angular frequency (rad/s) and training
+   amplitude. */
+PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m);
+PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude,
+                                      float *mode /* detail_count*3 or NULL */);
 
 // ==== wpsd ==================================================================
+/* Weighted pose-space deformation (survey 5.2.1; Bickel et al. 2008 for
+   faces, Zurdo et al. 2013 for cloth). The detail mesh is the smooth
+   (subdivided) mesh plus a displacement in each vertex's local frame
+   (survey 5.1), a blend of the displacements of a few training poses:
+
+       x_i = x0_i + R_i sum_j w_j(i) d_j(i)                   (survey eq. 14)
+
+   Pose space is local: at feature (coarse) vertex v the pose vector holds
+   the strain (l - L) / L of the 16 feature edges closest to v (edge
+   midpoints in the rest pose), each times a fast-decaying weight
+   exp(-(distance / mean edge length)^2). Pose weights at v come from RBF
+   interpolation with phi(r) = r,
+
+       w_j(v) = sum_i omega_v[i][j] |q_v - q_v(pose i)|,
+
+   with omega_v = Phi_v^-1 precomputed (Phi_v[i][k] = |q_v(i) - q_v(k)|)
+   so that w_j = 1 at pose j and 0 at the other poses (Kronecker delta);
+   a pseudo-inverse where two poses coincide locally. The weights at
+   detail vertices are the subdivision stencil's combination of the
+   weights at the feature vertices (Zurdo et al.). Poses are chosen
+   greedily from the training frames (Zurdo et al.): start with the frame
+   with the most detail, then repeatedly add the frame with the largest L2
+   error of the synthesised detail, until the RMS error over all training
+   frames (per vertex) is at most error_threshold or max_poses are used. */
+typedef struct pbd_up_wpsd_desc {
+    const pbd_up_model *subdivision; /* a PBD_UP_SUBDIVISION model of the coarse mesh (copied): the
+                                        smooth mesh, the frames and the interpolation weights */
+    const int *coarse_triangles;     /* the feature mesh (its edges span pose space) */
+    int coarse_triangle_count;
+    int frame_count;                 /* training pairs */
+    const float *coarse_frames;      /* frame_count * coarse_count * 3 */
+    const float *detail_frames;      /* frame_count * detail_count * 3 (subdivision's numbering) */
+    const float *coarse_rest;        /* rest pose (edge rest lengths); NULL: frame 0 */
+    int edges_per_vertex;            /* 1..64, default 16 (Bickel et al.) */
+    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0) */
+    int max_poses;                   /* 1..256, default 32 */
+} pbd_up_wpsd_desc;
+
+PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void);
+/* Errors: NULL pointers, a model that is not subdivision, sizes or counts
+   out of range, coarse triangles out of range or with fewer edges than
+   edges_per_vertex, NaN/Inf data, zero-length rest edges. */
+PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *desc, pbd_up_model **out);
+/* The greedy selection: the training frame of each pose in the order
+   chosen, and the RMS training error after each addition (at most max of
+   each; either may be NULL with max 0); *count receives the pose count. */
+PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max,
+                                            int *count);
+/* The pose weights of a coarse configuration at the feature vertices
+   (coarse_count * poses, vertex-major) and/or at the detail vertices
+   (detail_count * poses); either may be NULL. */
+PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse_positions,
+                                          float *coarse_weights, float *detail_weights);
 
 // ==== pdm ===================================================================
+/* Polynomial displacement maps (survey 5.2.2; Ma et al. 2008, after the
+   polynomial texture maps of Malzbender et al. 2001). Each detail vertex
+   moves along the normal n_i of the smooth (subdivided) mesh by a
+   biquadratic polynomial of a 2D local strain coordinate (u1, u2):
+
+       x_i = x0_i + h_i n_i,
+       h_i = c_i . (u1^2, u2^2, u1 u2, u1, u2, 1).
+
+   (u1, u2) comes from a 5D feature of each feature (coarse) vertex v: the
+   change of its local offset from the mean of its neighbours, in v's
+   local frame and divided by the mean rest edge length (3 values), and
+   the in-plane strain along the frame's two tangent directions (the
+   incident edges' strains weighted by their squared direction cosines;
+   2 values). The two principal components of these 5D vectors over all
+   vertices and training frames (PCA, scaled to unit variance) give
+   (u1, u2) at the feature vertices; the subdivision weights carry them to
+   the detail vertices.
+   The six coefficients c_i of every detail vertex are the least-squares
+   fit over the training frames of h_i = n_i . (X_i - x0_i). */
+typedef struct pbd_up_pdm_desc {
+    const pbd_up_model *subdivision; /* a PBD_UP_SUBDIVISION model of the coarse mesh (copied) */
+    const int *coarse_triangles;     /* the feature mesh (frames, neighbours, edges) */
+    int coarse_triangle_count;
+    int frame_count;                 /* training pairs (>= 6 for six coefficients) */
+    const float *coarse_frames;      /* frame_count * coarse_count * 3 */
+    const float *detail_frames;      /* frame_count * detail_count * 3 */
+    const float *coarse_rest;        /* rest pose; NULL: frame 0 */
+} pbd_up_pdm_desc;
+
+PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
+/* Errors as pbd_up_wpsd_fit's; PBD_ERROR_DEGENERATE where the training
+   frames do not determine the coefficients (fewer than 6 frames, or all
+   strain coordinates alike). */
+PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *desc, pbd_up_model **out);
+/* For a coarse configuration: the strain coordinates (u1, u2) of every
+   detail vertex (detail_count*2), and optionally the smooth mesh x0 and
+   its normals (detail_count*3 each, NULL to skip). */
+PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coarse_positions, float *uv_out,
+                                             float *smooth_out, float *normals_out);
+/* The six coefficients of detail vertex i (order u1^2, u2^2, u1 u2, u1, u2, 1). */
+PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_vertex, float *c6);
 
 #ifdef __cplusplus
 }
@@ -2097,9 +2263,1590 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
 
 // ==== piu ===================================================================
 
+/* --- small dense linear algebra in double, shared by piu, wpsd and pdm --- */
+
+/* Least squares min |A x - b| by Householder QR (A is m x n column-major,
+   m >= n; A and b are overwritten). Returns 0, or -1 when a column is
+   (numerically) dependent on the others. */
+static int pbd_up__lstsq(int m, int n, double *A, double *b, double *x) {
+    for (int k = 0; k < n; ++k) {
+        double *a = A + (size_t)k * m;
+        double norm = 0.0, scale = 0.0;
+        for (int i = k; i < m; ++i) scale = fmax(scale, fabs(a[i]));
+        if (scale == 0.0) return -1;
+        for (int i = k; i < m; ++i) norm += (a[i] / scale) * (a[i] / scale);
+        norm = scale * sqrt(norm);
+        double alpha = a[k] > 0.0 ? -norm : norm;
+        double v0 = a[k] - alpha;
+        /* v = (v0, a[k+1..m)); H = I - 2 v v^T / (v^T v) */
+        double vv = v0 * v0;
+        for (int i = k + 1; i < m; ++i) vv += a[i] * a[i];
+        a[k] = v0;
+        if (vv > 0.0) {
+            for (int j = k + 1; j < n; ++j) {
+                double *c = A + (size_t)j * m, s = 0.0;
+                for (int i = k; i < m; ++i) s += a[i] * c[i];
+                s = 2.0 * s / vv;
+                for (int i = k; i < m; ++i) c[i] -= s * a[i];
+            }
+            double s = 0.0;
+            for (int i = k; i < m; ++i) s += a[i] * b[i];
+            s = 2.0 * s / vv;
+            for (int i = k; i < m; ++i) b[i] -= s * a[i];
+        }
+        a[k] = alpha; /* R's diagonal */
+    }
+    double rmax = 0.0;
+    for (int k = 0; k < n; ++k) rmax = fmax(rmax, fabs(A[(size_t)k * m + k]));
+    for (int k = n - 1; k >= 0; --k) {
+        double r = A[(size_t)k * m + k];
+        if (!(fabs(r) > 1e-13 * rmax)) return -1;
+        double s = b[k];
+        for (int j = k + 1; j < n; ++j) s -= A[(size_t)j * m + k] * x[j];
+        x[k] = s / r;
+    }
+    return 0;
+}
+
+/* Eigen-decomposition of a symmetric n x n matrix (row-major, overwritten)
+   by cyclic Jacobi rotations: eigenvalues descending in evals, eigenvector k
+   in column k of evecs (row-major n x n). */
+static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) evecs[i * n + j] = i == j ? 1.0 : 0.0;
+    for (int sweep = 0; sweep < 100; ++sweep) {
+        double off = 0.0, diag = 0.0;
+        for (int i = 0; i < n; ++i) {
+            diag += A[i * n + i] * A[i * n + i];
+            for (int j = i + 1; j < n; ++j) off += A[i * n + j] * A[i * n + j];
+        }
+        if (off <= 1e-30 * diag || off == 0.0) break;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = A[p * n + q];
+                if (apq == 0.0) continue;
+                double theta = (A[q * n + q] - A[p * n + p]) / (2.0 * apq);
+                double t = (theta >= 0.0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
+                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
+                for (int k = 0; k < n; ++k) { /* A = A J */
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* A = J^T A */
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+                for (int k = 0; k < n; ++k) {
+                    double vkp = evecs[k * n + p], vkq = evecs[k * n + q];
+                    evecs[k * n + p] = c * vkp - s * vkq;
+                    evecs[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    for (int i = 0; i < n; ++i) evals[i] = A[i * n + i];
+    for (int i = 0; i < n; ++i) { /* selection sort, descending */
+        int best = i;
+        for (int j = i + 1; j < n; ++j)
+            if (evals[j] > evals[best]) best = j;
+        if (best == i) continue;
+        double t = evals[i]; evals[i] = evals[best]; evals[best] = t;
+        for (int k = 0; k < n; ++k) {
+            double u = evecs[k * n + i]; evecs[k * n + i] = evecs[k * n + best]; evecs[k * n + best] = u;
+        }
+    }
+}
+
+
+/* --- PIU --- */
+
+#define PBD_UP__LANES 8 /* detail vertices per SoA row group */
+
+/* The 8 lanes are one 256-bit register where the target has AVX (the
+   AVX2 and AVX-512 headers include it), two 128-bit registers with SSE2. */
+#if PBD_UP__W >= 8
+#define PBD_UP__PIU_SIMD 8
+#elif PBD_UP__W == 4
+#define PBD_UP__PIU_SIMD 4
+#else
+#define PBD_UP__PIU_SIMD 0
+#endif
+
+typedef struct pbd_up__piu {
+    int coarse_count, detail_count, support, group_count;
+    int *group_support; /* group_count * support coarse indices (the group's neighbourhood) */
+    float *weights;     /* group_count * support * LANES: weights[(g*support + j)*LANES + lane] */
+    int *lane_vertex;   /* group_count * LANES detail indices, -1 for padding lanes */
+    /* oscillatory modes (Kavan et al. 2011, section 6) */
+    int mode_count;
+    float *modes;       /* mode_count * detail_count * 3, unit vectors */
+    float *omega;       /* mode_count: angular frequency (rad/s) */
+    float *amplitude;   /* mode_count: training amplitude */
+    float train_speed;  /* RMS coarse vertex speed of the training frames */
+    /* oscillator state */
+    float *level, *phase; /* mode_count each */
+    float *prev_coarse;   /* coarse_count * 3 */
+    int have_prev;
+} pbd_up__piu;
+
+static void pbd_up__piu_free(pbd_up__piu *p) {
+    if (!p) return;
+    pbd_up__free(p->group_support);
+    pbd_up__free(p->weights);
+    pbd_up__free(p->lane_vertex);
+    pbd_up__free(p->modes);
+    pbd_up__free(p->omega);
+    pbd_up__free(p->amplitude);
+    pbd_up__free(p->level);
+    pbd_up__free(p->phase);
+    pbd_up__free(p->prev_coarse);
+    pbd_up__free(p);
+}
+
+/* X = B u for one group of LANES detail vertices: each support vertex is
+   broadcast and multiplied with a row of LANES weights. The SIMD kernel and
+   its scalar twin add the terms in the same order (j = 0, 1, ...), with
+   separate multiply and add, so they agree bit for bit. */
+static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float *X, int simd) {
+    const int K = p->support;
+    const int *s = p->group_support + (size_t)g * K;
+    const float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+    const int *lv = p->lane_vertex + (size_t)g * PBD_UP__LANES;
+    float ax[PBD_UP__LANES], ay[PBD_UP__LANES], az[PBD_UP__LANES];
+#if PBD_UP__PIU_SIMD == 8
+    if (simd) {
+        simde__m256 sx = simde_mm256_setzero_ps(), sy = sx, sz = sx;
+        for (int j = 0; j < K; ++j) {
+            const float *c = u + 3 * (size_t)s[j];
+            simde__m256 wj = simde_mm256_loadu_ps(w + (size_t)j * PBD_UP__LANES);
+            sx = simde_mm256_add_ps(sx, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[0])));
+            sy = simde_mm256_add_ps(sy, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[1])));
+            sz = simde_mm256_add_ps(sz, simde_mm256_mul_ps(wj, simde_mm256_set1_ps(c[2])));
+        }
+        simde_mm256_storeu_ps(ax, sx);
+        simde_mm256_storeu_ps(ay, sy);
+        simde_mm256_storeu_ps(az, sz);
+    } else
+#elif PBD_UP__PIU_SIMD == 4
+    if (simd) {
+        for (int h = 0; h < PBD_UP__LANES; h += 4) {
+            simde__m128 sx = simde_mm_setzero_ps(), sy = sx, sz = sx;
+            for (int j = 0; j < K; ++j) {
+                const float *c = u + 3 * (size_t)s[j];
+                simde__m128 wj = simde_mm_loadu_ps(w + (size_t)j * PBD_UP__LANES + h);
+                sx = simde_mm_add_ps(sx, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[0])));
+                sy = simde_mm_add_ps(sy, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[1])));
+                sz = simde_mm_add_ps(sz, simde_mm_mul_ps(wj, simde_mm_set1_ps(c[2])));
+            }
+            simde_mm_storeu_ps(ax + h, sx);
+            simde_mm_storeu_ps(ay + h, sy);
+            simde_mm_storeu_ps(az + h, sz);
+        }
+    } else
+#endif
+    {
+        (void)simd;
+        for (int l = 0; l < PBD_UP__LANES; ++l) {
+            float x = 0.0f, y = 0.0f, z = 0.0f;
+            for (int j = 0; j < K; ++j) {
+                const float *c = u + 3 * (size_t)s[j];
+                float wj = w[(size_t)j * PBD_UP__LANES + l];
+                x = x + wj * c[0];
+                y = y + wj * c[1];
+                z = z + wj * c[2];
+            }
+            ax[l] = x; ay[l] = y; az[l] = z;
+        }
+    }
+    for (int l = 0; l < PBD_UP__LANES; ++l) {
+        int v = lv[l];
+        if (v < 0) continue;
+        X[3 * (size_t)v] = ax[l];
+        X[3 * (size_t)v + 1] = ay[l];
+        X[3 * (size_t)v + 2] = az[l];
+    }
+}
+
+/* Adds the oscillatory modes: X += sum_k level_k sin(phase_k) mode_k. */
+static void pbd_up__piu_add_modes(const pbd_up__piu *p, float *X, int threads) {
+    if (p->mode_count == 0) return;
+    float c[64];
+    for (int k = 0; k < p->mode_count; ++k) c[k] = p->level[k] * sinf(p->phase[k]);
+    const long n = (long)p->detail_count * 3;
+    const size_t stride = (size_t)p->detail_count * 3;
+    (void)threads;
+    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n > 30000))
+    for (long i = 0; i < n; ++i) {
+        float x = X[i];
+        for (int k = 0; k < p->mode_count; ++k) x = x + c[k] * p->modes[(size_t)k * stride + (size_t)i];
+        X[i] = x;
+    }
+}
+
+/* Below this many groups evaluation runs on one thread (a parallel region
+   costs a few microseconds; 64 groups are 512 detail vertices). */
+#define PBD_UP__PIU_PARALLEL_MIN 64
+
+static void pbd_up__piu_apply(const pbd_up__piu *p, const float *u, float *X, int threads, int simd) {
+    const int G = p->group_count;
+    (void)threads;
+    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && G >= PBD_UP__PIU_PARALLEL_MIN))
+    for (int g = 0; g < G; ++g) pbd_up__piu_group(p, g, u, X, simd);
+    pbd_up__piu_add_modes(p, X, threads);
+}
+
+/* The support of a block (the detail vertices whose nearest coarse
+   vertex is `owner`): coarse vertices ranked by the prior weight the
+   block's rows give them, then by rest distance to the owner. */
+typedef struct pbd_up__rank {
+    double key0, key1;
+    int index;
+} pbd_up__rank;
+
+static int pbd_up__rank_cmp(const void *a, const void *b) {
+    const pbd_up__rank *x = (const pbd_up__rank *)a, *y = (const pbd_up__rank *)b;
+    if (x->key0 != y->key0) return x->key0 > y->key0 ? -1 : 1; /* larger prior first */
+    if (x->key1 != y->key1) return x->key1 < y->key1 ? -1 : 1; /* then nearer */
+    return x->index < y->index ? -1 : (x->index > y->index ? 1 : 0);
+}
+
+static double pbd_up__dist2(const float *a, const float *b) {
+    double dx = (double)a[0] - b[0], dy = (double)a[1] - b[1], dz = (double)a[2] - b[2];
+    return dx * dx + dy * dy + dz * dz;
+}
+
+static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
+    if (!d || !d->coarse_frames || !d->detail_frames) return PBD_ERROR_NULL_POINTER;
+    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->support < 2 || d->support > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
+        return PBD_ERROR_INVALID_ARGUMENT;
+    int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
+    if (np != 0 && np != 3) return PBD_ERROR_NULL_POINTER;
+    if (d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
+                           d->subdivision->coarse_count != d->coarse_count ||
+                           d->subdivision->detail_count != d->detail_count))
+        return PBD_ERROR_INVALID_ARGUMENT;
+    const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
+    if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
+        nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
+        nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
+        return PBD_ERROR_OVERFLOW;
+    if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
+        !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
+        return PBD_ERROR_NOT_FINITE;
+    if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
+        (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
+        return PBD_ERROR_NOT_FINITE;
+    if (np == 3) {
+        if (d->prior_start[0] != 0) return PBD_ERROR_INVALID_ARGUMENT;
+        for (int i = 0; i < d->detail_count; ++i)
+            if (d->prior_start[i + 1] < d->prior_start[i]) return PBD_ERROR_INVALID_ARGUMENT;
+        for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
+            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+            if (!isfinite(d->prior_weight[e])) return PBD_ERROR_NOT_FINITE;
+        }
+    }
+    return PBD_OK;
+}
+
+/* Nearest coarse vertex of every detail vertex: the largest prior weight
+   when a prior is given (for a subdivision stencil, the nearest control
+   vertex), else the nearest in the rest pose. */
+static void pbd_up__piu_owners(const pbd_up_piu_desc *d, const float *crest, const float *drest, int *owner) {
+    for (int i = 0; i < d->detail_count; ++i) {
+        int best = -1;
+        if (d->prior_start) {
+            float bw = -FLT_MAX;
+            for (int e = d->prior_start[i]; e < d->prior_start[i + 1]; ++e)
+                if (d->prior_weight[e] > bw || (d->prior_weight[e] == bw && d->prior_index[e] < best)) {
+                    bw = d->prior_weight[e];
+                    best = d->prior_index[e];
+                }
+        }
+        if (best < 0) {
+            double bd = DBL_MAX;
+            for (int v = 0; v < d->coarse_count; ++v) {
+                double dd = pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)v);
+                if (dd < bd) { bd = dd; best = v; }
+            }
+        }
+        owner[i] = best;
+    }
+}
+
+/* One row of B: least squares with the partition of unity eliminated
+   (b_last = 1 - sum of the others) and the ridge toward the prior row p
+   written as extra rows, solved by QR in double. Coordinates are taken
+   relative to the last support vertex, which the partition of unity
+   allows and which keeps the problem well conditioned far from the origin. */
+static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, int K, const double *p,
+                               double *A, double *rhs, double *z, float *out) {
+    const int F = d->frame_count, n = K - 1, m = 3 * F + K;
+    const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
+    double trace = 0.0;
+    for (int f = 0; f < F; ++f) {
+        const float *u = d->coarse_frames + (size_t)f * nc3;
+        const float *X = d->detail_frames + (size_t)f * nd3 + 3 * (size_t)i;
+        for (int c = 0; c < 3; ++c) {
+            int r = 3 * f + c;
+            double last = u[3 * (size_t)s[K - 1] + c];
+            for (int j = 0; j < n; ++j) {
+                double a = (double)u[3 * (size_t)s[j] + c] - last;
+                A[(size_t)j * m + r] = a;
+                trace += a * a;
+            }
+            rhs[r] = (double)X[c] - last;
+        }
+    }
+    double lambda = d->regularization > 1e-9f ? (double)d->regularization : 1e-9;
+    double scale = trace > 0.0 ? trace / n : 1.0;
+    double sl = sqrt(lambda * scale);
+    for (int k = 0; k < K; ++k) {
+        int r = 3 * F + k;
+        for (int j = 0; j < n; ++j) A[(size_t)j * m + r] = k == n ? -sl : (j == k ? sl : 0.0);
+        rhs[r] = k == n ? sl * (p[n] - 1.0) : sl * p[k];
+    }
+    if (pbd_up__lstsq(m, n, A, rhs, z) != 0) return -1;
+    double last = 1.0;
+    for (int j = 0; j < n; ++j) {
+        out[j] = (float)z[j];
+        last -= z[j];
+    }
+    out[n] = (float)last;
+    return 0;
+}
+
+/* The support of the block owned by coarse vertex v: the coarse vertices
+   its rows' prior touches (by total |weight|) and then the nearest to v in
+   the rest pose, K in all, ascending. mark/psum are coarse_count scratch
+   (zero on entry and exit), cand holds up to coarse_count entries. */
+static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, int v, const int *rows,
+                                int row_count, int K, double *psum, int *mark, pbd_up__rank *cand, int *s) {
+    int nc = 0;
+    if (d->prior_start)
+        for (int r = 0; r < row_count; ++r)
+            for (int e = d->prior_start[rows[r]]; e < d->prior_start[rows[r] + 1]; ++e) {
+                int c = d->prior_index[e];
+                if (!mark[c]) { mark[c] = 1; cand[nc++].index = c; }
+                psum[c] += fabs((double)d->prior_weight[e]);
+            }
+    /* the K nearest to v, kept sorted by insertion */
+    int *near = s; /* s doubles as scratch for the K nearest */
+    double nd[64];
+    int nn = 0;
+    for (int c = 0; c < d->coarse_count; ++c) {
+        double dd = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
+        if (nn == K && dd >= nd[K - 1]) continue;
+        int k = nn < K ? nn++ : K - 1;
+        while (k > 0 && nd[k - 1] > dd) { nd[k] = nd[k - 1]; near[k] = near[k - 1]; --k; }
+        nd[k] = dd;
+        near[k] = c;
+    }
+    for (int k = 0; k < nn; ++k)
+        if (!mark[near[k]]) { mark[near[k]] = 1; cand[nc++].index = near[k]; }
+    for (int k = 0; k < nc; ++k) {
+        int c = cand[k].index;
+        cand[k].key0 = psum[c];
+        cand[k].key1 = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
+    }
+    qsort(cand, (size_t)nc, sizeof cand[0], pbd_up__rank_cmp);
+    for (int k = 0; k < nc; ++k) { mark[cand[k].index] = 0; psum[cand[k].index] = 0.0; }
+    for (int k = 0; k < K; ++k) s[k] = cand[k].index;
+    qsort(s, (size_t)K, sizeof s[0], pbd_up__int_cmp);
+}
+
+/* The prior row restricted to the support and renormalised; inverse
+   squared distance (Shepard) weights where there is no prior or it puts
+   no weight on the support. */
+static void pbd_up__piu_prior(const pbd_up_piu_desc *d, const float *crest, const float *drest, int i,
+                              const int *s, int K, double *p) {
+    double sum = 0.0;
+    for (int j = 0; j < K; ++j) p[j] = 0.0;
+    if (d->prior_start)
+        for (int e = d->prior_start[i]; e < d->prior_start[i + 1]; ++e)
+            for (int j = 0; j < K; ++j)
+                if (s[j] == d->prior_index[e]) { p[j] += d->prior_weight[e]; sum += d->prior_weight[e]; }
+    if (!(fabs(sum) > 1e-6)) {
+        sum = 0.0;
+        for (int j = 0; j < K; ++j) {
+            p[j] = 1.0 / (pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)s[j]) + 1e-12);
+            sum += p[j];
+        }
+    }
+    for (int j = 0; j < K; ++j) p[j] /= sum;
+}
+
+/* Oscillatory modes from the training residual (Kavan et al. 2011,
+   section 6): principal components through the frames' Gram matrix, the
+   frequency of each mode's coefficient from the linear prediction
+   c(f+1) + c(f-1) = 2 cos(omega dt) c(f) (exact for a sinusoid), and its
+   amplitude from the coefficient's standard deviation. */
+static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d) {
+    const int F = d->frame_count, M = d->oscillatory_modes;
+    const size_t nd3 = (size_t)d->detail_count * 3, nc3 = (size_t)d->coarse_count * 3;
+    float *res = (float *)pbd_up__alloc_array(nd3 * (size_t)F, sizeof(float));
+    double *G = (double *)pbd_up__alloc(sizeof(double) * (size_t)F * F * 2 + sizeof(double) * F);
+    if (!res || !G) { pbd_up__free(res); pbd_up__free(G); return PBD_ERROR_OUT_OF_MEMORY; }
+    double *V = G + (size_t)F * F, *ev = V + (size_t)F * F;
+    int saved = p->mode_count;
+    p->mode_count = 0; /* the residual of the operator alone */
+    for (int f = 0; f < F; ++f) {
+        float *r = res + (size_t)f * nd3;
+        const float *X = d->detail_frames + (size_t)f * nd3;
+        pbd_up__piu_apply(p, d->coarse_frames + (size_t)f * nc3, r, 1, 0);
+        for (size_t k = 0; k < nd3; ++k) r[k] = X[k] - r[k];
+    }
+    p->mode_count = saved;
+    double trace = 0.0;
+    for (int a = 0; a < F; ++a)
+        for (int b = a; b < F; ++b) {
+            double s = 0.0;
+            const float *ra = res + (size_t)a * nd3, *rb = res + (size_t)b * nd3;
+            for (size_t k = 0; k < nd3; ++k) s += (double)ra[k] * rb[k];
+            G[a * F + b] = G[b * F + a] = s;
+            if (a == b) trace += s;
+        }
+    pbd_up__sym_eigen(F, G, ev, V);
+    int m = 0;
+    while (m < M && ev[m] > 1e-12 * trace && ev[m] > 0.0) ++m;
+    p->mode_count = m;
+    double speed2 = 0.0;
+    for (int f = 1; f < F; ++f)
+        for (size_t k = 0; k < nc3; ++k) {
+            double dv = (double)d->coarse_frames[(size_t)f * nc3 + k] - d->coarse_frames[(size_t)(f - 1) * nc3 + k];
+            speed2 += dv * dv;
+        }
+    p->train_speed = (float)(sqrt(speed2 / ((double)(F - 1) * d->coarse_count)) / d->frame_dt);
+    for (int k = 0; k < m; ++k) {
+        double sq = sqrt(ev[k]), mean = 0.0, num = 0.0, den = 0.0, var = 0.0;
+        float *mode = p->modes + (size_t)k * nd3;
+        for (size_t e = 0; e < nd3; ++e) {
+            double s = 0.0;
+            for (int f = 0; f < F; ++f) s += V[f * F + k] * res[(size_t)f * nd3 + e];
+            mode[e] = (float)(s / sq);
+        }
+        for (int f = 0; f < F; ++f) mean += sq * V[f * F + k];
+        mean /= F;
+        for (int f = 0; f < F; ++f) {
+            double y = sq * V[f * F + k] - mean;
+            var += y * y;
+            if (f > 0 && f < F - 1) {
+                num += y * (sq * V[(f + 1) * F + k] - mean + sq * V[(f - 1) * F + k] - mean);
+                den += 2.0 * y * y;
+            }
+        }
+        double cw = den > 0.0 ? num / den : 1.0;
+        cw = cw > 1.0 ? 1.0 : (cw < -1.0 ? -1.0 : cw);
+        double w = acos(cw) / d->frame_dt;
+        /* amplitude and phase: c(f) - mean = alpha sin(w t) + beta cos(w t)
+           by least squares; the phases keep modes of one travelling wave
+           in quadrature */
+        double ss = 0, sc = 0, cc = 0, ys = 0, yc = 0;
+        for (int f = 0; f < F; ++f) {
+            double t = (double)f * d->frame_dt, sn = sin(w * t), cs = cos(w * t);
+            double y = sq * V[f * F + k] - mean;
+            ss += sn * sn; sc += sn * cs; cc += cs * cs; ys += y * sn; yc += y * cs;
+        }
+        double det = ss * cc - sc * sc, alpha = 0.0, beta = 0.0;
+        if (det > 1e-12 * (ss * cc) && det > 0.0) {
+            alpha = (ys * cc - yc * sc) / det;
+            beta = (yc * ss - ys * sc) / det;
+        }
+        double amp = sqrt(alpha * alpha + beta * beta);
+        p->omega[k] = (float)w;
+        p->amplitude[k] = (float)(amp > 0.0 ? amp : sqrt(2.0 * var / F));
+        p->phase[k] = (float)(amp > 0.0 ? atan2(beta, alpha) : 0.0);
+        p->level[k] = 0.0f;
+    }
+    pbd_up__free(res);
+    pbd_up__free(G);
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int detail_count, int coarse_count,
+                                    int modes) {
+    p->group_count = group_count;
+    p->support = K;
+    p->detail_count = detail_count;
+    p->coarse_count = coarse_count;
+    p->mode_count = modes;
+    size_t G = (size_t)group_count, nd3 = (size_t)detail_count * 3;
+    p->group_support = (int *)pbd_up__alloc_array(G * K, sizeof(int));
+    p->weights = (float *)pbd_up__alloc_array(G * K * PBD_UP__LANES, sizeof(float));
+    p->lane_vertex = (int *)pbd_up__alloc_array(G * PBD_UP__LANES, sizeof(int));
+    p->prev_coarse = (float *)pbd_up__alloc_array((size_t)coarse_count * 3, sizeof(float));
+    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse) return PBD_ERROR_OUT_OF_MEMORY;
+    if (modes > 0) {
+        p->modes = (float *)pbd_up__alloc_array(nd3 * (size_t)modes, sizeof(float));
+        p->omega = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->amplitude = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->level = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        p->phase = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
+        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase) return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **out) {
+    pbd_result r = pbd_up__piu_check_desc(desc);
+    if (r != PBD_OK) return r;
+    pbd_up_piu_desc dd = *desc, *d = &dd;
+    if (d->subdivision) { /* its stencil matrix is the prior */
+        const pbd_up__sparse *S = &pbd_up__subdiv_of(d->subdivision)->S;
+        d->prior_start = S->start;
+        d->prior_index = S->col;
+        d->prior_weight = S->val;
+    }
+    const int nc = d->coarse_count, nd = d->detail_count, F = d->frame_count;
+    const int K = d->support < nc ? d->support : nc;
+    if (K < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    const float *crest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
+    const float *drest = d->detail_rest ? d->detail_rest : d->detail_frames;
+    const int m = 3 * F + K;
+    int *owner = (int *)pbd_up__alloc(sizeof(int) * ((size_t)nd * 2 + (size_t)nc * 2 + 1));
+    double *dscr = (double *)pbd_up__alloc(sizeof(double) * ((size_t)nc + (size_t)m * K + (size_t)m + 3 * (size_t)K));
+    pbd_up__rank *cand = (pbd_up__rank *)pbd_up__alloc(sizeof(pbd_up__rank) * ((size_t)nc + 64));
+    pbd_up__piu *p = (pbd_up__piu *)pbd_up__alloc(sizeof(pbd_up__piu));
+    if (!owner || !dscr || !cand || !p) {
+        pbd_up__free(owner); pbd_up__free(dscr); pbd_up__free(cand); pbd_up__free(p);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    memset(p, 0, sizeof *p);
+    int *order = owner + nd, *start = order + nd, *mark = start + nc + 1;
+    double *psum = dscr, *A = psum + nc, *rhs = A + (size_t)m * K, *z = rhs + m, *prior = z + K;
+    float row[64];
+    pbd_up__piu_owners(d, crest, drest, owner);
+    /* counting sort of the detail vertices by owner (stable) */
+    memset(start, 0, sizeof(int) * ((size_t)nc + 1));
+    for (int i = 0; i < nd; ++i) start[owner[i] + 1]++;
+    int groups = 0;
+    for (int v = 0; v < nc; ++v) {
+        groups += (start[v + 1] + PBD_UP__LANES - 1) / PBD_UP__LANES;
+        start[v + 1] += start[v];
+    }
+    for (int v = 0; v < nc; ++v) mark[v] = start[v];
+    for (int i = 0; i < nd; ++i) order[mark[owner[i]]++] = i;
+    memset(mark, 0, sizeof(int) * (size_t)nc);
+    for (int v = 0; v < nc; ++v) psum[v] = 0.0;
+    r = pbd_up__piu_alloc(p, groups, K, nd, nc, d->oscillatory_modes);
+    int g = 0;
+    for (int v = 0; v < nc && r == PBD_OK; ++v) {
+        const int *rows = order + start[v];
+        int count = start[v + 1] - start[v];
+        if (count == 0) continue;
+        int s[64];
+        pbd_up__piu_support(d, crest, v, rows, count, K, psum, mark, cand, s);
+        for (int k = 0; k < count && r == PBD_OK; k += PBD_UP__LANES, ++g) {
+            memcpy(p->group_support + (size_t)g * K, s, sizeof(int) * (size_t)K);
+            float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+            for (int l = 0; l < PBD_UP__LANES; ++l) {
+                int i = k + l < count ? rows[k + l] : -1;
+                p->lane_vertex[(size_t)g * PBD_UP__LANES + l] = i;
+                if (i >= 0) {
+                    pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
+                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = PBD_ERROR_DEGENERATE;
+                }
+                for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
+            }
+        }
+    }
+    if (r == PBD_OK && p->coarse_count) memcpy(p->prev_coarse, crest, sizeof(float) * (size_t)nc * 3);
+    if (r == PBD_OK && d->oscillatory_modes > 0) r = pbd_up__piu_fit_modes(p, d);
+    pbd_up__free(owner);
+    pbd_up__free(dscr);
+    pbd_up__free(cand);
+    if (r != PBD_OK) { pbd_up__piu_free(p); return r; }
+    *out = p;
+    return PBD_OK;
+}
+
+/* --- PIU as a pbd_up_model --- */
+
+static pbd_result pbd_up__piu_eval(pbd_up_model *m, const float *coarse, float *detail) {
+    const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
+    int team = pbd_up__team(m->threads, (long)p->group_count * PBD_UP__LANES * p->support * 3);
+    pbd_up__piu_apply(p, coarse, detail, team, m->simd);
+    return PBD_OK;
+}
+
+static void pbd_up__piu_io(pbd_up_model *m, pbd_up__io *io) {
+    if (io->in) {
+        m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__piu));
+        if (!m->impl) { io->bad = 2; return; }
+    }
+    pbd_up__piu *p = (pbd_up__piu *)m->impl;
+    pbd_up__io_int(io, &p->coarse_count);
+    pbd_up__io_int(io, &p->detail_count);
+    pbd_up__io_int(io, &p->support);
+    pbd_up__io_int(io, &p->group_count);
+    pbd_up__io_int(io, &p->mode_count);
+    pbd_up__io_int(io, &p->have_prev);
+    pbd_up__io_float(io, &p->train_speed);
+    if (io->bad) return;
+    if (io->in && (p->coarse_count != m->coarse_count || p->detail_count != m->detail_count || p->support < 2 ||
+                   p->support > 64 || p->group_count < 1 || p->mode_count < 0 || p->mode_count > 64)) {
+        io->bad = 1;
+        return;
+    }
+    const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
+    pbd_up__io_array(io, (void **)&p->group_support, G * K, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->weights, G * K * PBD_UP__LANES, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->lane_vertex, G * PBD_UP__LANES, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->prev_coarse, (size_t)p->coarse_count * 3, sizeof(float));
+    if (M > 0) {
+        pbd_up__io_array(io, (void **)&p->modes, M * (size_t)p->detail_count * 3, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->omega, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->amplitude, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->level, M, sizeof(float));
+        pbd_up__io_array(io, (void **)&p->phase, M, sizeof(float));
+    }
+}
+
+/* After a load: indices in range, every detail vertex in exactly one lane,
+   finite numbers. */
+static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
+    const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
+    const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
+    for (size_t k = 0; k < G * K; ++k)
+        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count) return PBD_ERROR_BAD_SNAPSHOT;
+    int *seen = (int *)pbd_up__calloc_array((size_t)p->detail_count, sizeof(int));
+    if (!seen) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = PBD_OK;
+    for (size_t k = 0; k < G * PBD_UP__LANES && r == PBD_OK; ++k) {
+        int v = p->lane_vertex[k];
+        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
+        if (!seen[v]) r = PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up__free(seen);
+    if (r != PBD_OK) return r;
+    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES) ||
+        !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3) || !(p->train_speed >= 0.0f))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
+                  !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    return PBD_OK;
+}
+
+static void pbd_up__piu_destroy(pbd_up_model *m) {
+    pbd_up__piu_free((pbd_up__piu *)m->impl);
+    m->impl = NULL;
+}
+
+static const pbd_up__methods pbd_up__piu_methods = {"piu", pbd_up__piu_eval, pbd_up__piu_io, pbd_up__piu_prepare,
+                                                    pbd_up__piu_destroy};
+
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void) {
+    pbd_up_piu_desc d;
+    memset(&d, 0, sizeof d);
+    d.support = 16;
+    d.regularization = 1e-3f;
+    return d;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out) {
+    if (!out) return PBD_ERROR_NULL_POINTER;
+    pbd_up__piu *p = NULL;
+    pbd_result r = pbd_up__piu_build(desc, &p);
+    if (r != PBD_OK) return r;
+    pbd_up_model *m = pbd_up__model_new(PBD_UP_PIU, desc->coarse_count, desc->detail_count);
+    if (!m) { pbd_up__piu_free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    m->impl = p;
+    r = pbd_up__piu_prepare(m);
+    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    m->trained = 1;
+    *out = m;
+    return PBD_OK;
+}
+
+static pbd_up__piu *pbd_up__piu_of(const pbd_up_model *m) {
+    return m && m->method == PBD_UP_PIU && m->trained ? (pbd_up__piu *)m->impl : NULL;
+}
+
+/* The oscillators (Kavan et al. 2011, section 6): the target amplitude of
+   each mode is its training amplitude times the excitation, the coarse
+   mesh's RMS vertex speed over the training speed (at most 1); the
+   amplitude follows the target over about one period, the phase advances
+   by omega dt. */
+PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt) {
+    if (!m || !coarse) return PBD_ERROR_NULL_POINTER;
+    pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!(dt > 0.0f) || !isfinite(dt)) return PBD_ERROR_INVALID_TIME_STEP;
+    const size_t nc3 = (size_t)p->coarse_count * 3;
+    if (!pbd_up__finite(coarse, nc3)) return PBD_ERROR_NOT_FINITE;
+    double s2 = 0.0;
+    for (size_t k = 0; k < nc3; ++k) {
+        double dv = (double)coarse[k] - p->prev_coarse[k];
+        s2 += dv * dv;
+    }
+    double speed = p->have_prev ? sqrt(s2 / p->coarse_count) / dt : 0.0;
+    double excite = p->train_speed > 0.0f ? speed / p->train_speed : 1.0;
+    if (excite > 1.0) excite = 1.0;
+    for (int k = 0; k < p->mode_count; ++k) {
+        double w = p->omega[k], follow = 1.0 - exp(-(double)dt * (w > 0.0 ? w / (2.0 * 3.14159265358979) : 1.0));
+        p->level[k] = (float)(p->level[k] + (p->amplitude[k] * excite - p->level[k]) * follow);
+        p->phase[k] = (float)fmod((double)p->phase[k] + w * dt, 2.0 * 3.14159265358979);
+    }
+    memcpy(p->prev_coarse, coarse, sizeof(float) * nc3);
+    p->have_prev = 1;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight, int max,
+                                     int *count) {
+    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (max < 0 || (max > 0 && (!index || !weight))) return PBD_ERROR_INVALID_ARGUMENT;
+    for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
+        if (p->lane_vertex[k] != detail_vertex) continue;
+        size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
+        *count = p->support;
+        for (int j = 0; j < p->support && j < max; ++j) {
+            index[j] = p->group_support[g * p->support + j];
+            weight[j] = p->weights[(g * p->support + j) * PBD_UP__LANES + l];
+        }
+        return PBD_OK;
+    }
+    return PBD_ERROR_INDEX_OUT_OF_RANGE; /* cannot happen for a prepared model */
+}
+
+PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    return p ? p->mode_count : 0;
+}
+
+PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude, float *mode) {
+    if (!m) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__piu *p = pbd_up__piu_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (k < 0 || k >= p->mode_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (omega) *omega = p->omega[k];
+    if (amplitude) *amplitude = p->amplitude[k];
+    if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
+    return PBD_OK;
+}
+
 // ==== wpsd ==================================================================
 
+/* --- two-scale helpers shared by wpsd and pdm --- */
+
+/* A private copy of a subdivision model (without its own detail): the
+   fitted models own their smooth operator, so they save and load alone. */
+static pbd_result pbd_up__clone_subdivision(const pbd_up_model *src, pbd_up_model **out) {
+    if (!pbd_up__subdiv_of(src) || !src->trained) return PBD_ERROR_INVALID_ARGUMENT;
+    size_t n = pbd_up_model_save_size(src);
+    unsigned char *buf = (unsigned char *)pbd_up__alloc(n);
+    if (!buf) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = pbd_up_model_save(src, buf, n);
+    if (r == PBD_OK) r = pbd_up_model_load(buf, n, out);
+    pbd_up__free(buf);
+    if (r == PBD_OK) pbd_up_subdivision_fit_detail(*out, NULL, NULL);
+    return r;
+}
+
+/* A nested subdivision model inside a method's payload. */
+static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_count, int detail_count) {
+    if (io->bad) return;
+    if (io->in) {
+        *sub = pbd_up__model_new(PBD_UP_SUBDIVISION, coarse_count, detail_count);
+        if (!*sub) { io->bad = 2; return; }
+    }
+    pbd_up__subdiv_io(*sub, io);
+}
+
+static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, int detail_count) {
+    if (!sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count)
+        return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_result r = pbd_up__subdiv_prepare(sub);
+    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : PBD_ERROR_BAD_SNAPSHOT;
+    if (((pbd_up__subdiv *)sub->impl)->has_detail) return PBD_ERROR_BAD_SNAPSHOT;
+    sub->trained = 1;
+    return PBD_OK;
+}
+
+static int pbd_up__pair_cmp(const void *pa, const void *pb) {
+    const int *x = (const int *)pa, *y = (const int *)pb;
+    if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+    return x[1] < y[1] ? -1 : (x[1] > y[1]);
+}
+
+/* The unique edges (a < b, sorted) of a triangle list. */
+static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, int *ne_out) {
+    int *e = (int *)pbd_up__alloc_array((size_t)nt * 3, 2 * sizeof(int));
+    if (!e) return PBD_ERROR_OUT_OF_MEMORY;
+    size_t n = 0;
+    for (int t = 0; t < nt; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int a = tris[3 * t + k], b = tris[3 * t + (k + 1) % 3];
+            e[2 * n] = a < b ? a : b;
+            e[2 * n + 1] = a < b ? b : a;
+            ++n;
+        }
+    qsort(e, n, 2 * sizeof(int), pbd_up__pair_cmp);
+    size_t u = 0;
+    for (size_t k = 0; k < n; ++k)
+        if (u == 0 || e[2 * k] != e[2 * u - 2] || e[2 * k + 1] != e[2 * u - 1]) {
+            e[2 * u] = e[2 * k];
+            e[2 * u + 1] = e[2 * k + 1];
+            ++u;
+        }
+    *edges_out = e;
+    *ne_out = (int)u;
+    return PBD_OK;
+}
+
+/* Checks shared by the wpsd and pdm descs. */
+static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames,
+                                         const float *cf, const float *df, const float *rest, int min_frames) {
+    if (!sub || !tris || !cf || !df) return PBD_ERROR_NULL_POINTER;
+    if (!pbd_up__subdiv_of(sub) || !sub->trained) return PBD_ERROR_INVALID_ARGUMENT;
+    if (nt < 1 || frames < min_frames) return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
+    if (r != PBD_OK) return r;
+    size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
+    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return PBD_ERROR_OVERFLOW;
+    if (!pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) ||
+        (rest && !pbd_up__finite(rest, nc3)))
+        return PBD_ERROR_NOT_FINITE;
+    return PBD_OK;
+}
+
+/* sum over row i of S of S_iv * values[v*k + j], j < k (the subdivision
+   weights carrying per-feature-vertex values to detail vertex i). */
+static void pbd_up__stencil_combine(const pbd_up__sparse *S, int i, const float *values, int k, float *out) {
+    for (int j = 0; j < k; ++j) out[j] = 0.0f;
+    for (int e = S->start[i]; e < S->start[i + 1]; ++e) {
+        const float w = S->val[e], *v = values + (size_t)S->col[e] * k;
+        for (int j = 0; j < k; ++j) out[j] += w * v[j];
+    }
+}
+
+/* --- WPSD --- */
+
+typedef struct pbd_up__wpsd {
+    pbd_up_model *sub;   /* the smooth operator and frames (a subdivision model) */
+    int K, poses, edge_count;
+    int *edges;          /* edge_count * 2 */
+    float *rest_len;     /* edge_count */
+    int *vert_edges;     /* coarse_count * K: the K closest edges of each feature vertex */
+    float *vert_w;       /* coarse_count * K: their fast-decaying weights */
+    float *pose_q;       /* coarse_count * poses * K: each pose's local pose vector */
+    float *omega;        /* coarse_count * poses * poses: omega_v[i][j] */
+    float *disp;         /* poses * detail_count * 3: displacements in the local frames */
+    int *pose_frame;     /* poses: training frame of each pose */
+    float *sel_error;    /* poses: RMS error after each selection step */
+    /* scratch (derived) */
+    float *strain;       /* edge_count */
+    float *wc;           /* coarse_count * poses */
+} pbd_up__wpsd;
+
+static void pbd_up__wpsd_free(pbd_up__wpsd *p) {
+    if (!p) return;
+    pbd_up_model_destroy(p->sub);
+    pbd_up__free(p->edges); pbd_up__free(p->rest_len); pbd_up__free(p->vert_edges); pbd_up__free(p->vert_w);
+    pbd_up__free(p->pose_q); pbd_up__free(p->omega); pbd_up__free(p->disp); pbd_up__free(p->pose_frame);
+    pbd_up__free(p->sel_error); pbd_up__free(p->strain); pbd_up__free(p->wc);
+    pbd_up__free(p);
+}
+
+static void pbd_up__edge_strains(const int *edges, const float *rest_len, int ne, const float *x, float *strain) {
+    for (int e = 0; e < ne; ++e) {
+        const float *a = x + 3 * (size_t)edges[2 * e], *b = x + 3 * (size_t)edges[2 * e + 1];
+        float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        strain[e] = (sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - rest_len[e]) / rest_len[e];
+    }
+}
+
+/* The local pose vector of feature vertex v (survey 5.2.1). */
+static void pbd_up__wpsd_q(const pbd_up__wpsd *p, int v, const float *strain, float *q) {
+    for (int k = 0; k < p->K; ++k)
+        q[k] = p->vert_w[(size_t)v * p->K + k] * strain[p->vert_edges[(size_t)v * p->K + k]];
+}
+
+/* Pose weights at feature vertex v for the pose vector q: the RBF sum with
+   phi(r) = r. */
+static void pbd_up__wpsd_vertex_weights(const pbd_up__wpsd *p, int v, const float *q, float *w) {
+    const int P = p->poses, K = p->K;
+    if (P == 1) { w[0] = 1.0f; return; }
+    float r[256];
+    for (int i = 0; i < P; ++i) {
+        const float *qi = p->pose_q + ((size_t)v * P + i) * K;
+        float s = 0.0f;
+        for (int k = 0; k < K; ++k) s += (q[k] - qi[k]) * (q[k] - qi[k]);
+        r[i] = sqrtf(s);
+    }
+    const float *om = p->omega + (size_t)v * P * P;
+    for (int j = 0; j < P; ++j) {
+        float s = 0.0f;
+        for (int i = 0; i < P; ++i) s += om[(size_t)i * P + j] * r[i];
+        w[j] = s;
+    }
+}
+
+/* Weights at all feature vertices (coarse_count * poses) of coarse u. */
+static void pbd_up__wpsd_coarse_weights(pbd_up__wpsd *p, const float *u, float *wc, int team) {
+    const int nc = p->sub->coarse_count;
+    pbd_up__edge_strains(p->edges, p->rest_len, p->edge_count, u, p->strain);
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int v = 0; v < nc; ++v) {
+        float q[64];
+        pbd_up__wpsd_q(p, v, p->strain, q);
+        pbd_up__wpsd_vertex_weights(p, v, q, wc + (size_t)v * p->poses);
+    }
+}
+
+static pbd_result pbd_up__wpsd_eval(pbd_up_model *m, const float *u, float *out) {
+    pbd_up__wpsd *p = (pbd_up__wpsd *)m->impl;
+    pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
+    const int nd = m->detail_count, P = p->poses;
+    p->sub->simd = m->simd;
+    p->sub->threads = m->threads;
+    int team = pbd_up__team(m->threads, (long)nd * (P * 8 + 24));
+    pbd_up__wpsd_coarse_weights(p, u, p->wc, team);
+    pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int i = 0; i < nd; ++i) {
+        float w[256], d[3] = {0.0f, 0.0f, 0.0f};
+        pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
+        for (int j = 0; j < P; ++j) {
+            const float *dj = p->disp + ((size_t)j * nd + i) * 3;
+            d[0] += w[j] * dj[0]; d[1] += w[j] * dj[1]; d[2] += w[j] * dj[2];
+        }
+        const float *f = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i;
+        for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
+    }
+    return PBD_OK;
+}
+
+static void pbd_up__wpsd_io(pbd_up_model *m, pbd_up__io *io) {
+    if (io->in) {
+        m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
+        if (!m->impl) { io->bad = 2; return; }
+    }
+    pbd_up__wpsd *p = (pbd_up__wpsd *)m->impl;
+    pbd_up__nested_io(io, &p->sub, m->coarse_count, m->detail_count);
+    pbd_up__io_int(io, &p->K);
+    pbd_up__io_int(io, &p->poses);
+    pbd_up__io_int(io, &p->edge_count);
+    if (io->bad) return;
+    if (io->in && (p->K < 1 || p->K > 64 || p->poses < 1 || p->poses > 256 || p->edge_count < p->K)) {
+        io->bad = 1;
+        return;
+    }
+    const size_t nc = (size_t)m->coarse_count, K = (size_t)p->K, P = (size_t)p->poses;
+    pbd_up__io_array(io, (void **)&p->edges, (size_t)p->edge_count * 2, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->rest_len, (size_t)p->edge_count, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->vert_edges, nc * K, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->vert_w, nc * K, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->pose_q, nc * P * K, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->omega, nc * P * P, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->disp, P * (size_t)m->detail_count * 3, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->pose_frame, P, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->sel_error, P, sizeof(float));
+}
+
+static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
+    pbd_up__wpsd *p = (pbd_up__wpsd *)m->impl;
+    pbd_result r = pbd_up__nested_prepare(p->sub, m->coarse_count, m->detail_count);
+    if (r != PBD_OK) return r;
+    const size_t nc = (size_t)m->coarse_count, K = (size_t)p->K, P = (size_t)p->poses;
+    for (int e = 0; e < p->edge_count; ++e)
+        if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
+            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    for (size_t k = 0; k < nc * K; ++k)
+        if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count) return PBD_ERROR_BAD_SNAPSHOT;
+    if (!pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) ||
+        !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) ||
+        !pbd_up__finite(p->sel_error, P))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    pbd_up__free(p->strain); pbd_up__free(p->wc);
+    p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
+    p->wc = (float *)pbd_up__alloc_array(nc * P, sizeof(float));
+    if (!p->strain || !p->wc) return PBD_ERROR_OUT_OF_MEMORY;
+    return PBD_OK;
+}
+
+static void pbd_up__wpsd_destroy(pbd_up_model *m) {
+    pbd_up__wpsd_free((pbd_up__wpsd *)m->impl);
+    m->impl = NULL;
+}
+
+static const pbd_up__methods pbd_up__wpsd_methods = {"wpsd", pbd_up__wpsd_eval, pbd_up__wpsd_io, pbd_up__wpsd_prepare,
+                                                     pbd_up__wpsd_destroy};
+
+PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void) {
+    pbd_up_wpsd_desc d;
+    memset(&d, 0, sizeof d);
+    d.edges_per_vertex = 16;
+    d.max_poses = 32;
+    return d;
+}
+
+/* The K edges closest to each feature vertex (rest midpoints) and their
+   weights exp(-(d / mean edge length)^2). */
+static void pbd_up__wpsd_neighbourhoods(pbd_up__wpsd *p, const float *rest, int nc) {
+    const int K = p->K;
+    double mean = 0.0;
+    for (int e = 0; e < p->edge_count; ++e) mean += p->rest_len[e];
+    mean /= p->edge_count;
+    for (int v = 0; v < nc; ++v) {
+        double best[64];
+        int *idx = p->vert_edges + (size_t)v * K, n = 0;
+        for (int e = 0; e < p->edge_count; ++e) {
+            const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
+            float mid[3] = {0.5f * (a[0] + b[0]), 0.5f * (a[1] + b[1]), 0.5f * (a[2] + b[2])};
+            double d = pbd_up__dist2(mid, rest + 3 * (size_t)v);
+            if (n == K && d >= best[K - 1]) continue;
+            int k = n < K ? n++ : K - 1;
+            while (k > 0 && best[k - 1] > d) { best[k] = best[k - 1]; idx[k] = idx[k - 1]; --k; }
+            best[k] = d;
+            idx[k] = e;
+        }
+        for (int k = 0; k < K; ++k) p->vert_w[(size_t)v * K + k] = (float)exp(-best[k] / (mean * mean));
+    }
+}
+
+/* omega_v = Phi_v^+ for the current poses: the symmetric distance matrix's
+   pseudo-inverse through its eigen-decomposition (Phi_v is invertible for
+   distinct poses; coincident ones are dropped by the cutoff). */
+static void pbd_up__wpsd_rbf(pbd_up__wpsd *p, int nc, double *scratch) {
+    const int P = p->poses, K = p->K;
+    double *A = scratch, *V = A + (size_t)P * P, *ev = V + (size_t)P * P;
+    for (int v = 0; v < nc; ++v) {
+        const float *q = p->pose_q + (size_t)v * P * K;
+        for (int i = 0; i < P; ++i)
+            for (int j = 0; j < P; ++j) {
+                double s = 0.0;
+                for (int k = 0; k < K; ++k) {
+                    double d = (double)q[(size_t)i * K + k] - q[(size_t)j * K + k];
+                    s += d * d;
+                }
+                A[i * P + j] = sqrt(s);
+            }
+        pbd_up__sym_eigen(P, A, ev, V);
+        double big = 0.0;
+        for (int i = 0; i < P; ++i) big = fmax(big, fabs(ev[i]));
+        float *om = p->omega + (size_t)v * P * P;
+        for (int i = 0; i < P; ++i)
+            for (int j = 0; j < P; ++j) {
+                double s = 0.0;
+                for (int k = 0; k < P; ++k)
+                    if (fabs(ev[k]) > 1e-12 * big) s += V[i * P + k] * V[j * P + k] / ev[k];
+                om[(size_t)i * P + j] = (float)s;
+            }
+    }
+}
+
+/* Greedy pose selection and the final model (survey 5.2.1, Zurdo et al.). */
+static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p) {
+    pbd_up_model *sub = p->sub;
+    pbd_up__subdiv *s = (pbd_up__subdiv *)sub->impl;
+    const int nc = sub->coarse_count, nd = sub->detail_count, F = d->frame_count, K = p->K;
+    const int Pmax = d->max_poses < F ? d->max_poses : F;
+    const size_t nc3 = (size_t)nc * 3, nd3 = (size_t)nd * 3;
+    const float *rest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
+    pbd_result r = pbd_up__mesh_edges(d->coarse_triangles, d->coarse_triangle_count, &p->edges, &p->edge_count);
+    if (r != PBD_OK) return r;
+    if (p->edge_count < K) return PBD_ERROR_INVALID_ARGUMENT;
+    p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
+    p->vert_edges = (int *)pbd_up__alloc_array((size_t)nc * K, sizeof(int));
+    p->vert_w = (float *)pbd_up__alloc_array((size_t)nc * K, sizeof(float));
+    p->pose_q = (float *)pbd_up__alloc_array((size_t)nc * Pmax * K, sizeof(float));
+    p->omega = (float *)pbd_up__alloc_array((size_t)nc * Pmax * Pmax, sizeof(float));
+    p->disp = (float *)pbd_up__alloc_array((size_t)Pmax * nd3, sizeof(float));
+    p->pose_frame = (int *)pbd_up__alloc_array((size_t)Pmax, sizeof(int));
+    p->sel_error = (float *)pbd_up__alloc_array((size_t)Pmax, sizeof(float));
+    p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
+    p->wc = (float *)pbd_up__alloc_array((size_t)nc * Pmax, sizeof(float));
+    float *Q = (float *)pbd_up__alloc_array((size_t)F * nc * K, sizeof(float));   /* every frame's pose vectors */
+    float *D = (float *)pbd_up__alloc_array((size_t)F * nd3, sizeof(float));      /* local displacements */
+    double *err = (double *)pbd_up__alloc_array((size_t)F, sizeof(double));
+    double *scratch = (double *)pbd_up__alloc_array((size_t)Pmax * Pmax * 2 + Pmax, sizeof(double));
+    if (!p->rest_len || !p->vert_edges || !p->vert_w || !p->pose_q || !p->omega || !p->disp || !p->pose_frame ||
+        !p->sel_error || !p->strain || !p->wc || !Q || !D || !err || !scratch) {
+        r = PBD_ERROR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (int e = 0; e < p->edge_count; ++e) {
+        const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
+        p->rest_len[e] = (float)sqrt(pbd_up__dist2(a, b));
+        if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
+    }
+    {
+    pbd_up__wpsd_neighbourhoods(p, rest, nc);
+    /* per frame: pose vectors and the detail in the smooth mesh's frames */
+    for (int f = 0; f < F; ++f) {
+        const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
+        pbd_up__edge_strains(p->edges, p->rest_len, p->edge_count, u, p->strain);
+        for (int v = 0; v < nc; ++v) pbd_up__wpsd_q(p, v, p->strain, Q + ((size_t)f * nc + v) * K);
+        pbd_up__subdiv_smooth(sub, u, s->x0, s->frames);
+        for (int i = 0; i < nd; ++i) {
+            const float *fr = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
+            float e3[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};
+            for (int a = 0; a < 3; ++a)
+                D[(size_t)f * nd3 + 3 * (size_t)i + a] = e3[0] * fr[3 * a] + e3[1] * fr[3 * a + 1] + e3[2] * fr[3 * a + 2];
+        }
+    }
+    /* the first pose: the frame with the most detail */
+    int first = 0;
+    double most = -1.0;
+    for (int f = 0; f < F; ++f) {
+        double sum = 0.0;
+        for (size_t k = 0; k < nd3; ++k) sum += (double)D[(size_t)f * nd3 + k] * D[(size_t)f * nd3 + k];
+        if (sum > most) { most = sum; first = f; }
+    }
+    int next = first;
+    p->poses = 0;
+    for (;;) {
+        /* add the pose: omega is laid out for the new count */
+        int P = ++p->poses;
+        p->pose_frame[P - 1] = next;
+        for (int v = 0; v < nc; ++v)
+            for (int i = 0; i < P; ++i)
+                memcpy(p->pose_q + ((size_t)v * P + i) * K, Q + ((size_t)p->pose_frame[i] * nc + v) * K,
+                       sizeof(float) * (size_t)K);
+        for (int j = 0; j < P; ++j)
+            memcpy(p->disp + (size_t)j * nd3, D + (size_t)p->pose_frame[j] * nd3, sizeof(float) * nd3);
+        pbd_up__wpsd_rbf(p, nc, scratch);
+        /* synthesise every training frame: in the local frames the error
+           is |D_f - sum_j w_j d_j| (R is orthonormal) */
+        double total = 0.0;
+        for (int f = 0; f < F; ++f) {
+            float q[64], w[256];
+            for (int v = 0; v < nc; ++v) {
+                for (int k = 0; k < K; ++k) q[k] = Q[((size_t)f * nc + v) * K + k];
+                pbd_up__wpsd_vertex_weights(p, v, q, p->wc + (size_t)v * P);
+            }
+            double e2 = 0.0;
+            for (int i = 0; i < nd; ++i) {
+                pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
+                for (int a = 0; a < 3; ++a) {
+                    double x = D[(size_t)f * nd3 + 3 * (size_t)i + a];
+                    for (int j = 0; j < P; ++j) x -= (double)w[j] * p->disp[(size_t)j * nd3 + 3 * (size_t)i + a];
+                    e2 += x * x;
+                }
+            }
+            err[f] = e2 / nd;
+            total += e2 / nd;
+        }
+        p->sel_error[P - 1] = (float)sqrt(total / F);
+        if (p->sel_error[P - 1] <= d->error_threshold || P == Pmax) break;
+        next = -1;
+        for (int f = 0; f < F; ++f) {
+            int used = 0;
+            for (int j = 0; j < P; ++j) used |= p->pose_frame[j] == f;
+            if (!used && (next < 0 || err[f] > err[next])) next = f;
+        }
+        if (next < 0) break;
+    }
+    }
+done:
+    pbd_up__free(Q); pbd_up__free(D); pbd_up__free(err); pbd_up__free(scratch);
+    return r;
+}
+
+PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **out) {
+    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
+                                          d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
+    if (r != PBD_OK) return r;
+    if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
+        !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
+        return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_up_model *m = pbd_up__model_new(PBD_UP_WPSD, d->subdivision->coarse_count, d->subdivision->detail_count);
+    pbd_up__wpsd *p = (pbd_up__wpsd *)pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
+    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    m->impl = p;
+    p->K = d->edges_per_vertex;
+    r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
+    if (r == PBD_OK) r = pbd_up__wpsd_build(d, p);
+    if (r == PBD_OK) r = pbd_up__wpsd_prepare(m);
+    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    m->trained = 1;
+    *out = m;
+    return PBD_OK;
+}
+
+static pbd_up__wpsd *pbd_up__wpsd_of(const pbd_up_model *m) {
+    return m && m->method == PBD_UP_WPSD && m->trained ? (pbd_up__wpsd *)m->impl : NULL;
+}
+
+PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max, int *count) {
+    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (max < 0 || (max > 0 && !frames && !errors)) return PBD_ERROR_INVALID_ARGUMENT;
+    for (int j = 0; j < p->poses && j < max; ++j) {
+        if (frames) frames[j] = p->pose_frame[j];
+        if (errors) errors[j] = p->sel_error[j];
+    }
+    *count = p->poses;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse, float *coarse_weights,
+                                          float *detail_weights) {
+    if (!m || !coarse) return PBD_ERROR_NULL_POINTER;
+    pbd_up__wpsd *p = pbd_up__wpsd_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    pbd_up__wpsd_coarse_weights(p, coarse, p->wc, 1);
+    if (coarse_weights) memcpy(coarse_weights, p->wc, sizeof(float) * (size_t)m->coarse_count * p->poses);
+    if (detail_weights)
+        for (int i = 0; i < m->detail_count; ++i)
+            pbd_up__stencil_combine(&((pbd_up__subdiv *)p->sub->impl)->S, i, p->wc, p->poses,
+                                    detail_weights + (size_t)i * p->poses);
+    return PBD_OK;
+}
+
 // ==== pdm ===================================================================
+
+typedef struct pbd_up__pdm {
+    pbd_up_model *sub;     /* the smooth operator and frames of the detail mesh */
+    pbd_up_model *feature; /* level-0 subdivision of the coarse mesh: its local frames */
+    int edge_count;
+    int *edges;            /* edge_count * 2 */
+    float *rest_len;       /* edge_count */
+    float *rest_offset;    /* coarse_count * 3: the rest offsets in the rest frames */
+    float mean_edge;
+    float pca[15];         /* mean (5), axis 1 (5), axis 2 (5) */
+    float *coef;           /* detail_count * 6 */
+    /* derived */
+    int *nb_start, *nb;    /* feature-vertex neighbours (CSR, from edges) */
+    float *fx0, *fframes;  /* feature mesh positions and frames (scratch) */
+    float *uvc;            /* coarse_count * 2 (scratch) */
+} pbd_up__pdm;
+
+static void pbd_up__pdm_free(pbd_up__pdm *p) {
+    if (!p) return;
+    pbd_up_model_destroy(p->sub);
+    pbd_up_model_destroy(p->feature);
+    pbd_up__free(p->edges); pbd_up__free(p->rest_len); pbd_up__free(p->rest_offset); pbd_up__free(p->coef);
+    pbd_up__free(p->nb_start); pbd_up__free(p->nb); pbd_up__free(p->fx0); pbd_up__free(p->fframes);
+    pbd_up__free(p->uvc);
+    pbd_up__free(p);
+}
+
+/* The neighbour lists of the feature vertices (from the unique edges). */
+static pbd_result pbd_up__pdm_neighbours(pbd_up__pdm *p, int nc) {
+    pbd_up__free(p->nb_start); pbd_up__free(p->nb);
+    p->nb_start = (int *)pbd_up__calloc_array((size_t)nc + 1, sizeof(int));
+    p->nb = (int *)pbd_up__alloc_array((size_t)p->edge_count * 2, sizeof(int));
+    int *fill = (int *)pbd_up__calloc_array((size_t)nc, sizeof(int));
+    if (!p->nb_start || !p->nb || !fill) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    for (int e = 0; e < 2 * p->edge_count; ++e) p->nb_start[p->edges[e] + 1]++;
+    for (int v = 0; v < nc; ++v) p->nb_start[v + 1] += p->nb_start[v];
+    for (int e = 0; e < p->edge_count; ++e) {
+        int a = p->edges[2 * e], b = p->edges[2 * e + 1];
+        p->nb[p->nb_start[a] + fill[a]++] = e;
+        p->nb[p->nb_start[b] + fill[b]++] = e;
+    }
+    pbd_up__free(fill);
+    return PBD_OK;
+}
+
+/* The local offset of feature vertex v (its position minus the mean of
+   its neighbours) in its frame f (t, b, n). */
+static void pbd_up__pdm_offset(const pbd_up__pdm *p, const float *x, const float *f, int v, float *o) {
+    double mean[3] = {0.0, 0.0, 0.0};
+    int n = p->nb_start[v + 1] - p->nb_start[v];
+    for (int k = p->nb_start[v]; k < p->nb_start[v + 1]; ++k) {
+        int e = p->nb[k], w = p->edges[2 * e] == v ? p->edges[2 * e + 1] : p->edges[2 * e];
+        for (int c = 0; c < 3; ++c) mean[c] += x[3 * (size_t)w + c];
+    }
+    float d[3];
+    for (int c = 0; c < 3; ++c) d[c] = n ? (float)(x[3 * (size_t)v + c] - mean[c] / n) : 0.0f;
+    for (int a = 0; a < 3; ++a) o[a] = d[0] * f[3 * a] + d[1] * f[3 * a + 1] + d[2] * f[3 * a + 2];
+}
+
+/* The 5D feature of vertex v (survey 5.2.2): offset change / mean edge
+   length (3) and the in-plane strain along t and b (2). */
+static void pbd_up__pdm_feature(const pbd_up__pdm *p, const float *x, const float *frames, int v, double *phi) {
+    const float *f = frames + 9 * (size_t)v;
+    float o[3];
+    pbd_up__pdm_offset(p, x, f, v, o);
+    for (int a = 0; a < 3; ++a) phi[a] = ((double)o[a] - p->rest_offset[3 * (size_t)v + a]) / p->mean_edge;
+    double st = 0.0, sb = 0.0, wt = 0.0, wb = 0.0;
+    for (int k = p->nb_start[v]; k < p->nb_start[v + 1]; ++k) {
+        int e = p->nb[k];
+        const float *a = x + 3 * (size_t)p->edges[2 * e], *b = x + 3 * (size_t)p->edges[2 * e + 1];
+        double d[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
+        double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        if (!(len > 0.0)) continue;
+        double ct = (d[0] * f[0] + d[1] * f[1] + d[2] * f[2]) / len, cb = (d[0] * f[3] + d[1] * f[4] + d[2] * f[5]) / len;
+        double strain = len / p->rest_len[e] - 1.0;
+        st += ct * ct * strain; wt += ct * ct;
+        sb += cb * cb * strain; wb += cb * cb;
+    }
+    phi[3] = wt > 0.0 ? st / wt : 0.0;
+    phi[4] = wb > 0.0 ? sb / wb : 0.0;
+}
+
+/* (u1, u2) at every feature vertex: the feature projected on the two
+   principal axes. */
+static void pbd_up__pdm_coarse_uv(pbd_up__pdm *p, const float *u, float *uvc, int team) {
+    const int nc = p->feature->coarse_count;
+    pbd_up__subdiv_smooth(p->feature, u, p->fx0, p->fframes); /* level 0: x0 = u and the frames */
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int v = 0; v < nc; ++v) {
+        double phi[5], a = 0.0, b = 0.0;
+        pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
+        for (int k = 0; k < 5; ++k) {
+            a += (phi[k] - p->pca[k]) * p->pca[5 + k];
+            b += (phi[k] - p->pca[k]) * p->pca[10 + k];
+        }
+        uvc[2 * (size_t)v] = (float)a;
+        uvc[2 * (size_t)v + 1] = (float)b;
+    }
+}
+
+/* The biquadratic basis (Ma et al.): u1^2, u2^2, u1 u2, u1, u2, 1. */
+static void pbd_up__pdm_basis(const float *uv, double *b) {
+    double a = uv[0], c = uv[1];
+    b[0] = a * a; b[1] = c * c; b[2] = a * c; b[3] = a; b[4] = c; b[5] = 1.0;
+}
+
+static float pbd_up__pdm_height(const float *c, const float *uv) {
+    float a = uv[0], b = uv[1];
+    return c[0] * (a * a) + c[1] * (b * b) + c[2] * (a * b) + c[3] * a + c[4] * b + c[5];
+}
+
+static pbd_result pbd_up__pdm_eval(pbd_up_model *m, const float *u, float *out) {
+    pbd_up__pdm *p = (pbd_up__pdm *)m->impl;
+    pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
+    const int nd = m->detail_count;
+    p->sub->simd = p->feature->simd = m->simd;
+    p->sub->threads = p->feature->threads = m->threads;
+    int team = pbd_up__team(m->threads, (long)nd * 40);
+    pbd_up__pdm_coarse_uv(p, u, p->uvc, team);
+    pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
+    (void)team;
+    PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
+    for (int i = 0; i < nd; ++i) {
+        float uv[2];
+        pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uv);
+        float h = pbd_up__pdm_height(p->coef + 6 * (size_t)i, uv);
+        const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i;
+        for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + h * n[c];
+    }
+    return PBD_OK;
+}
+
+static void pbd_up__pdm_io(pbd_up_model *m, pbd_up__io *io) {
+    if (io->in) {
+        m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
+        if (!m->impl) { io->bad = 2; return; }
+    }
+    pbd_up__pdm *p = (pbd_up__pdm *)m->impl;
+    pbd_up__nested_io(io, &p->sub, m->coarse_count, m->detail_count);
+    pbd_up__nested_io(io, &p->feature, m->coarse_count, m->coarse_count);
+    pbd_up__io_int(io, &p->edge_count);
+    pbd_up__io_float(io, &p->mean_edge);
+    pbd_up__io_bytes(io, p->pca, sizeof p->pca);
+    if (io->bad) return;
+    if (io->in && p->edge_count < 1) { io->bad = 1; return; }
+    pbd_up__io_array(io, (void **)&p->edges, (size_t)p->edge_count * 2, sizeof(int));
+    pbd_up__io_array(io, (void **)&p->rest_len, (size_t)p->edge_count, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->rest_offset, (size_t)m->coarse_count * 3, sizeof(float));
+    pbd_up__io_array(io, (void **)&p->coef, (size_t)m->detail_count * 6, sizeof(float));
+}
+
+static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
+    pbd_up__pdm *p = (pbd_up__pdm *)m->impl;
+    pbd_result r = pbd_up__nested_prepare(p->sub, m->coarse_count, m->detail_count);
+    if (r == PBD_OK) r = pbd_up__nested_prepare(p->feature, m->coarse_count, m->coarse_count);
+    if (r != PBD_OK) return r;
+    if (pbd_up_subdivision_levels(p->feature) != 0) return PBD_ERROR_BAD_SNAPSHOT;
+    for (int e = 0; e < p->edge_count; ++e)
+        if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
+            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    if (!(p->mean_edge > 0.0f) || !isfinite(p->mean_edge) || !pbd_up__finite(p->pca, 15) ||
+        !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3) ||
+        !pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
+        return PBD_ERROR_BAD_SNAPSHOT;
+    r = pbd_up__pdm_neighbours(p, m->coarse_count);
+    if (r != PBD_OK) return r;
+    pbd_up__free(p->fx0); pbd_up__free(p->fframes); pbd_up__free(p->uvc);
+    p->fx0 = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 3, sizeof(float));
+    p->fframes = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 9, sizeof(float));
+    p->uvc = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 2, sizeof(float));
+    if (!p->fx0 || !p->fframes || !p->uvc) return PBD_ERROR_OUT_OF_MEMORY;
+    return PBD_OK;
+}
+
+static void pbd_up__pdm_destroy(pbd_up_model *m) {
+    pbd_up__pdm_free((pbd_up__pdm *)m->impl);
+    m->impl = NULL;
+}
+
+static const pbd_up__methods pbd_up__pdm_methods = {"pdm", pbd_up__pdm_eval, pbd_up__pdm_io, pbd_up__pdm_prepare,
+                                                    pbd_up__pdm_destroy};
+
+PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void) {
+    pbd_up_pdm_desc d;
+    memset(&d, 0, sizeof d);
+    return d;
+}
+
+/* Rest data, PCA of the 5D features over all vertices and frames, then
+   one 6-coefficient least-squares fit per detail vertex (Ma et al.). */
+static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
+    pbd_up__pdm *p = (pbd_up__pdm *)m->impl;
+    pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
+    const int nc = m->coarse_count, nd = m->detail_count, F = d->frame_count;
+    const size_t nc3 = (size_t)nc * 3, nd3 = (size_t)nd * 3;
+    const float *rest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
+    pbd_result r = pbd_up__mesh_edges(d->coarse_triangles, d->coarse_triangle_count, &p->edges, &p->edge_count);
+    if (r != PBD_OK) return r;
+    p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
+    p->rest_offset = (float *)pbd_up__calloc_array(nc3, sizeof(float));
+    p->coef = (float *)pbd_up__calloc_array((size_t)nd * 6, sizeof(float));
+    float *uvd = (float *)pbd_up__alloc_array((size_t)F * nd, 2 * sizeof(float));
+    float *h = (float *)pbd_up__alloc_array((size_t)F * nd, sizeof(float));
+    double *A = (double *)pbd_up__alloc_array((size_t)(F + 6) * 7 + 6, sizeof(double));
+    if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    {
+    double mean_edge = 0.0;
+    for (int e = 0; e < p->edge_count; ++e) {
+        p->rest_len[e] = (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
+        if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
+        mean_edge += p->rest_len[e];
+    }
+    p->mean_edge = (float)(mean_edge / p->edge_count);
+    r = pbd_up__pdm_prepare(m); /* neighbours and scratch (rest offsets and pca are still zero) */
+    if (r != PBD_OK) goto done;
+    pbd_up__subdiv_smooth(p->feature, rest, p->fx0, p->fframes);
+    for (int v = 0; v < nc; ++v) pbd_up__pdm_offset(p, p->fx0, p->fframes + 9 * (size_t)v, v, p->rest_offset + 3 * (size_t)v);
+    /* PCA of the 5D features (double sums in a fixed order) */
+    {
+        double mean[5] = {0, 0, 0, 0, 0}, C[25], V[25], ev[5], phi[5];
+        memset(C, 0, sizeof C);
+        for (int pass = 0; pass < 2; ++pass)
+            for (int f = 0; f < F; ++f) {
+                pbd_up__subdiv_smooth(p->feature, d->coarse_frames + (size_t)f * nc3, p->fx0, p->fframes);
+                for (int v = 0; v < nc; ++v) {
+                    pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
+                    for (int a = 0; a < 5; ++a) {
+                        if (pass == 0) { mean[a] += phi[a]; continue; }
+                        for (int b = 0; b < 5; ++b) C[a * 5 + b] += (phi[a] - mean[a]) * (phi[b] - mean[b]);
+                    }
+                }
+                if (pass == 0 && f == F - 1)
+                    for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
+            }
+        pbd_up__sym_eigen(5, C, ev, V);
+        if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = PBD_ERROR_DEGENERATE; goto done; }
+        /* axes scaled by 1 / standard deviation: (u1, u2) have unit
+           variance over the training data, which keeps the biquadratic
+           basis well conditioned */
+        double sd1 = sqrt(ev[0] / ((double)F * nc)), sd2 = sqrt(ev[1] / ((double)F * nc));
+        for (int a = 0; a < 5; ++a) {
+            p->pca[a] = (float)mean[a];
+            p->pca[5 + a] = (float)(V[a * 5 + 0] / sd1);
+            p->pca[10 + a] = (float)(V[a * 5 + 1] / sd2);
+        }
+    }
+    /* per frame: detail coordinates and heights along the smooth normals */
+    for (int f = 0; f < F; ++f) {
+        const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
+        pbd_up__pdm_coarse_uv(p, u, p->uvc, 1);
+        pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
+        for (int i = 0; i < nd; ++i) {
+            pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uvd + ((size_t)f * nd + i) * 2);
+            const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
+            h[(size_t)f * nd + i] = (float)(((double)x[0] - x0[0]) * n[0] + ((double)x[1] - x0[1]) * n[1] +
+                                            ((double)x[2] - x0[2]) * n[2]);
+        }
+    }
+    /* least squares per detail vertex, a vanishing ridge (1e-10 of the
+       mean diagonal) only to keep flat directions finite */
+    for (int i = 0; i < nd && r == PBD_OK; ++i) {
+        const int rows = F + 6;
+        double *M = A, *rhs = A + (size_t)rows * 6, *c = rhs + rows, b[6], diag = 0.0;
+        for (int f = 0; f < F; ++f) {
+            pbd_up__pdm_basis(uvd + ((size_t)f * nd + i) * 2, b);
+            for (int k = 0; k < 6; ++k) { M[(size_t)k * rows + f] = b[k]; diag += b[k] * b[k]; }
+            rhs[f] = h[(size_t)f * nd + i];
+        }
+        double ridge = sqrt(1e-10 * diag / 6.0);
+        for (int k = 0; k < 6; ++k) {
+            for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
+            rhs[F + k] = 0.0;
+        }
+        if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = PBD_ERROR_DEGENERATE;
+        for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
+    }
+    }
+done:
+    pbd_up__free(uvd); pbd_up__free(h); pbd_up__free(A);
+    return r;
+}
+
+PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **out) {
+    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
+                                          d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
+    if (r != PBD_OK) return r;
+    pbd_up_model *m = pbd_up__model_new(PBD_UP_PDM, d->subdivision->coarse_count, d->subdivision->detail_count);
+    pbd_up__pdm *p = (pbd_up__pdm *)pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
+    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    m->impl = p;
+    r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
+    if (r == PBD_OK) r = pbd_up_subdivision_create(d->coarse_triangles, d->coarse_triangle_count, m->coarse_count, 0,
+                                                   &p->feature);
+    if (r == PBD_OK) r = pbd_up__pdm_build(d, m);
+    if (r == PBD_OK) r = pbd_up__pdm_prepare(m);
+    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    m->trained = 1;
+    *out = m;
+    return PBD_OK;
+}
+
+static pbd_up__pdm *pbd_up__pdm_of(const pbd_up_model *m) {
+    return m && m->method == PBD_UP_PDM && m->trained ? (pbd_up__pdm *)m->impl : NULL;
+}
+
+PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coarse, float *uv_out, float *smooth_out,
+                                             float *normals_out) {
+    if (!m || !coarse || !uv_out) return PBD_ERROR_NULL_POINTER;
+    pbd_up__pdm *p = pbd_up__pdm_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
+    pbd_up__pdm_coarse_uv(p, coarse, p->uvc, 1);
+    pbd_up__subdiv_smooth(p->sub, coarse, s->x0, s->frames);
+    for (int i = 0; i < m->detail_count; ++i) {
+        pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uv_out + 2 * (size_t)i);
+        for (int c = 0; c < 3; ++c) {
+            if (smooth_out) smooth_out[3 * (size_t)i + c] = s->x0[3 * (size_t)i + c];
+            if (normals_out) normals_out[3 * (size_t)i + c] = s->frames[9 * (size_t)i + 6 + c];
+        }
+    }
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_vertex, float *c6) {
+    if (!m || !c6) return PBD_ERROR_NULL_POINTER;
+    const pbd_up__pdm *p = pbd_up__pdm_of(m);
+    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
+    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
+    return PBD_OK;
+}
 
 // ==== method table ==========================================================
 /* One row per pbd_up_method (see "ADDING A METHOD" in the manual); NULL
@@ -2107,6 +3854,9 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
 static const pbd_up__methods *pbd_up__methods_of(int method) {
     switch (method) {
     case PBD_UP_SUBDIVISION: return &pbd_up__subdivision_methods;
+    case PBD_UP_PIU: return &pbd_up__piu_methods;
+    case PBD_UP_WPSD: return &pbd_up__wpsd_methods;
+    case PBD_UP_PDM: return &pbd_up__pdm_methods;
     default: return NULL;
     }
 }
