@@ -11,8 +11,11 @@
      SUBDIVISION  Loop subdivision only (survey 5.1), one sparse product
      WRINKLE      a wrinkle mesh (survey 3.6): the fine mesh attached to
                   the coarse one within a radius, solved statically
-     PIU, WPSD, PDM  the learned methods, fitted on the training motion,
-                  where this header has them (pbd_up_method_available)
+     PIU          physics-inspired upsampling (survey 5.2.3), a learned
+                  sparse operator
+     WPSD         weighted pose-space deformation (survey 5.2.1)
+     PDM          polynomial displacement maps (survey 5.2.2)
+   (the learned ones fitted on the training motion)
    and is compared with the fine simulation (TRUTH). It prints each
    method's evaluation time and its RMS distance to the truth per frame,
    and writes out/upsample.png: a contact sheet with one row per shown
@@ -149,10 +152,49 @@ int main(int argc, char **argv) {
     wr->triangle_count = shown.detail_triangle_count;
     wr->rgb[0] = 0.85f; wr->rgb[1] = 0.55f; wr->rgb[2] = 0.3f;
 
-    /* PIU, WPSD and PDM join here when this header has them (branch up-b). */
-    for (int m = PBD_UP_PIU; m < PBD_UP_METHOD_COUNT; ++m)
-        if (!pbd_up_method_available((pbd_up_method)m))
-            printf("%s: not in this build of pbd_upsample.h\n", pbd_up_method_name((pbd_up_method)m));
+    /* The learned methods, fitted offline on the training motion. */
+    double fit0 = now_ms();
+    pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+    pd.coarse_count = nc; pd.detail_count = nd; pd.frame_count = train.frame_count;
+    pd.coarse_frames = train.coarse; pd.detail_frames = train.detail;
+    pd.coarse_rest = train.coarse_rest; pd.detail_rest = train.detail_rest;
+    pd.subdivision = sub->model; /* the prior the regularisation pulls towards */
+    column *piu = &cols[ncols++];
+    piu->name = "PIU";
+    failed |= check(pbd_up_piu_fit(&pd, &piu->model), "PIU fit");
+    printf("fit PIU: %.0f ms\n", now_ms() - fit0);
+    fit0 = now_ms();
+    pbd_up_wpsd_desc wsd = pbd_up_wpsd_desc_default();
+    wsd.subdivision = sub->model;
+    wsd.coarse_triangles = train.coarse_triangles; wsd.coarse_triangle_count = train.coarse_triangle_count;
+    wsd.frame_count = train.frame_count; wsd.coarse_frames = train.coarse; wsd.detail_frames = train.detail;
+    wsd.coarse_rest = train.coarse_rest;
+    wsd.error_threshold = 1e-3f;
+    wsd.max_poses = 16;
+    column *wpsd = &cols[ncols++];
+    wpsd->name = "WPSD";
+    if (!failed) failed |= check(pbd_up_wpsd_fit(&wsd, &wpsd->model), "WPSD fit");
+    printf("fit WPSD: %.0f ms\n", now_ms() - fit0);
+    fit0 = now_ms();
+    pbd_up_pdm_desc dd = pbd_up_pdm_desc_default();
+    dd.subdivision = sub->model;
+    dd.coarse_triangles = train.coarse_triangles; dd.coarse_triangle_count = train.coarse_triangle_count;
+    dd.frame_count = train.frame_count; dd.coarse_frames = train.coarse; dd.detail_frames = train.detail;
+    dd.coarse_rest = train.coarse_rest;
+    column *pdm = &cols[ncols++];
+    pdm->name = "PDM";
+    if (!failed) failed |= check(pbd_up_pdm_fit(&dd, &pdm->model), "PDM fit");
+    printf("fit PDM: %.0f ms\n", now_ms() - fit0);
+    if (failed) return 1;
+    column *learned[3] = {piu, wpsd, pdm};
+    float palette[3][3] = {{0.75f, 0.4f, 0.75f}, {0.8f, 0.75f, 0.3f}, {0.4f, 0.75f, 0.8f}};
+    for (int k = 0; k < 3; ++k) {
+        failed |= check(pbd_up_model_set_threads(learned[k]->model, 1), "threads");
+        learned[k]->count = nd;
+        learned[k]->triangles = shown.detail_triangles;
+        learned[k]->triangle_count = shown.detail_triangle_count;
+        memcpy(learned[k]->rgb, palette[k], sizeof palette[k]);
+    }
 
     column *truth = &cols[ncols++];
     truth->name = "TRUTH";
