@@ -568,6 +568,36 @@ TEST(up_wrinkle_one_sided) {
         pbd_up_wrinkle *wr = NULL;
         CHECK_OK(pbd_up_wrinkle_create(&d, &wr));
         if (!wr) continue;
+        if (one_sided) { /* the binding is the closest coarse point (brute force here) */
+            double worst = 0;
+            for (int i = 0; i < f.vertex_count; ++i) {
+                const float *q = f.positions + 3 * i;
+                double best = 1e30;
+                for (int t = 0; t < s.triangle_count; ++t) /* sample each triangle densely */
+                    for (int a = 0; a <= 40; ++a)
+                        for (int b = 0; a + b <= 40; ++b) {
+                            double w0 = 1 - (a + b) / 40.0, w1 = a / 40.0, w2 = b / 40.0, d2 = 0;
+                            for (int k = 0; k < 3; ++k) {
+                                double x = w0 * s.positions[3 * s.triangles[3 * t] + k] + w1 * s.positions[3 * s.triangles[3 * t + 1] + k] +
+                                           w2 * s.positions[3 * s.triangles[3 * t + 2] + k];
+                                d2 += (x - q[k]) * (x - q[k]);
+                            }
+                            if (d2 < best) best = d2;
+                        }
+                int tri;
+                float bc[3], off;
+                CHECK_OK(pbd_up_wrinkle_binding(wr, i, &tri, bc, &off));
+                CHECK(bc[0] >= -1e-6f && bc[1] >= -1e-6f && bc[2] >= -1e-6f && fabsf(bc[0] + bc[1] + bc[2] - 1) < 1e-5f);
+                double d2 = 0;
+                for (int k = 0; k < 3; ++k) {
+                    double x = bc[0] * s.positions[3 * s.triangles[3 * tri] + k] + bc[1] * s.positions[3 * s.triangles[3 * tri + 1] + k] +
+                               bc[2] * s.positions[3 * s.triangles[3 * tri + 2] + k];
+                    d2 += (x - q[k]) * (x - q[k]);
+                }
+                worst = fmax(worst, sqrt(d2) - sqrt(best)); /* never farther than any sample */
+            }
+            CHECK_MSG(worst < 1e-6, "a binding is %g farther than the closest sampled point", worst);
+        }
         int inside = 0;
         double deepest = 0;
         for (int frame = 0; frame < 3; ++frame) CHECK_OK(pbd_up_wrinkle_update(wr, cx, x));
