@@ -56,6 +56,36 @@
    (PBD_ERROR_BAD_SNAPSHOT). pbd_up_model_set_simd / _set_threads choose
    the SIMD kernels and the OpenMP team; neither changes a result bit.
 
+   A TYPICAL PIPELINE
+       // 1. training pairs from the library's own simulations (offline)
+       pbd_up_training_desc td = pbd_up_training_desc_default();
+       td.coarse_resolution = 20; td.levels = 2;          // 400 -> 5929 vertices
+       pbd_up_training t;
+       pbd_up_training_generate(&td, &t);
+       // 2. the subdivision baseline and a learned method on top of it
+       pbd_up_model *sub = NULL, *piu = NULL;
+       pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count,
+                                 t.coarse_count, td.levels, &sub);
+       pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+       pd.coarse_count = t.coarse_count; pd.detail_count = t.detail_count;
+       pd.frame_count = t.frame_count; pd.coarse_frames = t.coarse;
+       pd.detail_frames = t.detail; pd.subdivision = sub;
+       pbd_up_piu_fit(&pd, &piu);
+       // 3. every frame: coarse simulation -> detail mesh
+       pbd_up_eval(piu, coarse_xyz, detail_xyz);
+   Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
+   to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
+   the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
+   fine_out) every frame. examples/upsample.c shows every method side by
+   side.
+
+   SUBDIVISION AND FRAMES (section "subdivision"): pbd_up_subdivide makes
+   a subdivided pbd_mesh (Loop or midpoint rules, the same numbering:
+   vertices keep their indices, edge vertices follow); a subdivision model
+   holds the same subdivision as a stencil matrix over the coarse vertices
+   and the local frames (tangent, bitangent, normal) that two-scale detail
+   and the learned methods express displacements in.
+
    ADDING A METHOD (for the sections of this header)
    A method is a row of the method table: a pbd_up__methods struct with
      eval(m, coarse, detail)  evaluate; arguments, sizes, finiteness and
