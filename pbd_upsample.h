@@ -56,6 +56,36 @@
    (PBD_ERROR_BAD_SNAPSHOT). pbd_up_model_set_simd / _set_threads choose
    the SIMD kernels and the OpenMP team; neither changes a result bit.
 
+   A TYPICAL PIPELINE
+       // 1. training pairs from the library's own simulations (offline)
+       pbd_up_training_desc td = pbd_up_training_desc_default();
+       td.coarse_resolution = 20; td.levels = 2;          // 400 -> 5929 vertices
+       pbd_up_training t;
+       pbd_up_training_generate(&td, &t);
+       // 2. the subdivision baseline and a learned method on top of it
+       pbd_up_model *sub = NULL, *piu = NULL;
+       pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count,
+                                 t.coarse_count, td.levels, &sub);
+       pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+       pd.coarse_count = t.coarse_count; pd.detail_count = t.detail_count;
+       pd.frame_count = t.frame_count; pd.coarse_frames = t.coarse;
+       pd.detail_frames = t.detail; pd.subdivision = sub;
+       pbd_up_piu_fit(&pd, &piu);
+       // 3. every frame: coarse simulation -> detail mesh
+       pbd_up_eval(piu, coarse_xyz, detail_xyz);
+   Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
+   to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
+   the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
+   fine_out) every frame. examples/upsample.c shows every method side by
+   side.
+
+   SUBDIVISION AND FRAMES (section "subdivision"): pbd_up_subdivide makes
+   a subdivided pbd_mesh (Loop or midpoint rules, the same numbering:
+   vertices keep their indices, edge vertices follow); a subdivision model
+   holds the same subdivision as a stencil matrix over the coarse vertices
+   and the local frames (tangent, bitangent, normal) that two-scale detail
+   and the learned methods express displacements in.
+
    ADDING A METHOD (for the sections of this header)
    A method is a row of the method table: a pbd_up__methods struct with
      eval(m, coarse, detail)  evaluate; arguments, sizes, finiteness and
@@ -383,6 +413,9 @@ typedef struct pbd_up_training_desc {
                                     vertices between coarse ones (m), breaks
                                     symmetry; default 1e-3 */
     unsigned seed;               /* for the jitter; default 1 */
+    int threads;                 /* both worlds (pbd_world_set_threads): 0 automatic
+                                    (default); 1 avoids OpenMP barrier stalls when
+                                    the machine is busy with other work */
 } pbd_up_training_desc;
 
 PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
@@ -1819,39 +1852,132 @@ static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     return PBD_OK;
 }
 
-/* Binds every fine vertex to its closest coarse point (brute force over
-   the triangles, skipping those whose bounding sphere is farther than the
-   best so far; ties go to the lower triangle index). */
-static void pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_desc *d, float *sphere) {
+/* Squared distance from p to the closest point of coarse triangle t, and
+   that point's barycentric coordinates. */
+static double pbd_up__triangle_d2(const pbd_up_wrinkle_desc *d, int t, const float *p, double *w) {
     const float *X = d->coarse_positions;
-    for (int t = 0; t < d->coarse_triangle_count; ++t) {
-        const int *v = d->coarse_triangles + 3 * (size_t)t;
-        float *s = sphere + 4 * (size_t)t, r2 = 0.0f;
-        for (int k = 0; k < 3; ++k) s[k] = (X[3 * (size_t)v[0] + k] + X[3 * (size_t)v[1] + k] + X[3 * (size_t)v[2] + k]) / 3.0f;
-        for (int q = 0; q < 3; ++q) {
-            float e2 = 0.0f;
-            for (int k = 0; k < 3; ++k) { float e = X[3 * (size_t)v[q] + k] - s[k]; e2 += e * e; }
-            if (e2 > r2) r2 = e2;
-        }
-        s[3] = sqrtf(r2) * 1.0001f;
+    const int *v = d->coarse_triangles + 3 * (size_t)t;
+    double d2 = 0;
+    pbd_up__closest_on_triangle(p, X + 3 * (size_t)v[0], X + 3 * (size_t)v[1], X + 3 * (size_t)v[2], w);
+    for (int k = 0; k < 3; ++k) {
+        double q = w[0] * X[3 * (size_t)v[0] + k] + w[1] * X[3 * (size_t)v[1] + k] + w[2] * X[3 * (size_t)v[2] + k];
+        d2 += (p[k] - q) * (p[k] - q);
     }
+    return d2;
+}
+
+/* A uniform grid over the coarse triangles' bounding boxes. */
+typedef struct pbd_up__tri_grid {
+    double lo[3], h;
+    int dim[3];
+    int *start, *list; /* CSR: the triangles overlapping each cell */
+} pbd_up__tri_grid;
+
+static int pbd_up__grid_cell(const pbd_up__tri_grid *g, double x, int k) {
+    double c = (x - g->lo[k]) / g->h;
+    return c < 0 ? 0 : (c >= g->dim[k] - 1 ? g->dim[k] - 1 : (int)c);
+}
+
+static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrinkle_desc *d) {
+    const float *X = d->coarse_positions;
+    const int *T = d->coarse_triangles;
+    int nt = d->coarse_triangle_count;
+    double hi[3] = {-1e300, -1e300, -1e300}, diag = 0, extent = 0;
+    memset(g, 0, sizeof *g);
+    g->lo[0] = g->lo[1] = g->lo[2] = 1e300;
+    for (int t = 0; t < nt; ++t) {
+        double tl[3] = {1e300, 1e300, 1e300}, th[3] = {-1e300, -1e300, -1e300}, e2 = 0;
+        for (int q = 0; q < 3; ++q)
+            for (int k = 0; k < 3; ++k) {
+                double x = X[3 * (size_t)T[3 * (size_t)t + q] + k];
+                tl[k] = x < tl[k] ? x : tl[k];
+                th[k] = x > th[k] ? x : th[k];
+            }
+        for (int k = 0; k < 3; ++k) {
+            e2 += (th[k] - tl[k]) * (th[k] - tl[k]);
+            g->lo[k] = tl[k] < g->lo[k] ? tl[k] : g->lo[k];
+            hi[k] = th[k] > hi[k] ? th[k] : hi[k];
+        }
+        diag += sqrt(e2);
+    }
+    for (int k = 0; k < 3; ++k) extent = hi[k] - g->lo[k] > extent ? hi[k] - g->lo[k] : extent;
+    g->h = diag / nt;
+    if (!(g->h > extent / 128)) g->h = extent / 128; /* at most 129 cells a side */
+    if (!(g->h > 0)) g->h = 1;
+    for (int k = 0; k < 3; ++k) g->dim[k] = (int)((hi[k] - g->lo[k]) / g->h) + 1;
+    size_t ncell = (size_t)g->dim[0] * g->dim[1] * g->dim[2];
+    g->start = (int *)pbd_up__calloc_array(ncell + 1, sizeof(int));
+    int *fill = (int *)pbd_up__calloc_array(ncell, sizeof(int));
+    if (!g->start || !fill) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
+        for (int t = 0; t < nt; ++t) {
+            int c0[3], c1[3];
+            for (int k = 0; k < 3; ++k) {
+                float a = X[3 * (size_t)T[3 * (size_t)t] + k], b = X[3 * (size_t)T[3 * (size_t)t + 1] + k],
+                      c = X[3 * (size_t)T[3 * (size_t)t + 2] + k];
+                c0[k] = pbd_up__grid_cell(g, a < b ? (a < c ? a : c) : (b < c ? b : c), k);
+                c1[k] = pbd_up__grid_cell(g, a > b ? (a > c ? a : c) : (b > c ? b : c), k);
+            }
+            for (int z = c0[2]; z <= c1[2]; ++z)
+                for (int y = c0[1]; y <= c1[1]; ++y)
+                    for (int x = c0[0]; x <= c1[0]; ++x) {
+                        size_t cell = ((size_t)z * g->dim[1] + y) * g->dim[0] + x;
+                        if (pass == 0) g->start[cell + 1]++;
+                        else g->list[g->start[cell] + fill[cell]++] = t;
+                    }
+        }
+        if (pass == 0) {
+            for (size_t c = 0; c < ncell; ++c) {
+                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return PBD_ERROR_OVERFLOW; }
+                g->start[c + 1] += g->start[c];
+            }
+            g->list = (int *)pbd_up__alloc_array((size_t)g->start[ncell] + 1, sizeof(int));
+            if (!g->list) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+        }
+    }
+    pbd_up__free(fill);
+    return PBD_OK;
+}
+
+/* Binds every fine vertex to its closest coarse point; equally close
+   triangles go to the lowest index. The grid is searched in growing rings
+   of cells (Chebyshev distance r from the point's cell) until the best
+   distance is below (r) h: every cell of a later ring is at least that
+   far, so the result is the brute-force one. */
+static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_desc *d) {
+    const float *X = d->coarse_positions;
+    pbd_up__tri_grid g;
+    pbd_result r = pbd_up__tri_grid_build(&g, d);
+    int *stamp = r == PBD_OK ? (int *)pbd_up__alloc_array((size_t)d->coarse_triangle_count, sizeof(int)) : NULL;
+    if (r == PBD_OK && !stamp) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r != PBD_OK) { pbd_up__free(g.start); pbd_up__free(g.list); return r; }
+    for (int t = 0; t < d->coarse_triangle_count; ++t) stamp[t] = -1;
+    int rings = g.dim[0] > g.dim[1] ? g.dim[0] : g.dim[1];
+    rings = rings > g.dim[2] ? rings : g.dim[2];
     for (int i = 0; i < d->fine_count; ++i) {
         const float *p = d->fine_positions + 3 * (size_t)i;
         double best = 1e300, bw[3] = {1, 0, 0};
-        int bt = 0;
-        for (int t = 0; t < d->coarse_triangle_count; ++t) {
-            const float *s = sphere + 4 * (size_t)t;
-            double dc = sqrt((p[0] - s[0]) * (double)(p[0] - s[0]) + (p[1] - s[1]) * (double)(p[1] - s[1]) +
-                             (p[2] - s[2]) * (double)(p[2] - s[2])) - s[3];
-            if (dc > 0 && dc * dc > best) continue;
-            const int *v = d->coarse_triangles + 3 * (size_t)t;
-            double w[3], d2 = 0;
-            pbd_up__closest_on_triangle(p, X + 3 * (size_t)v[0], X + 3 * (size_t)v[1], X + 3 * (size_t)v[2], w);
-            for (int k = 0; k < 3; ++k) {
-                double q = w[0] * X[3 * (size_t)v[0] + k] + w[1] * X[3 * (size_t)v[1] + k] + w[2] * X[3 * (size_t)v[2] + k];
-                d2 += (p[k] - q) * (p[k] - q);
-            }
-            if (d2 < best) { best = d2; bt = t; bw[0] = w[0]; bw[1] = w[1]; bw[2] = w[2]; }
+        int bt = -1, c[3];
+        for (int k = 0; k < 3; ++k) c[k] = pbd_up__grid_cell(&g, p[k], k);
+        for (int ring = 0; ring <= rings; ++ring) {
+            for (int z = c[2] - ring; z <= c[2] + ring; ++z)
+                for (int y = c[1] - ring; y <= c[1] + ring; ++y)
+                    for (int x = c[0] - ring; x <= c[0] + ring; ++x) {
+                        int dz = z - c[2], dy = y - c[1], dx = x - c[0];
+                        int cheb = abs(dx) > abs(dy) ? abs(dx) : abs(dy);
+                        cheb = cheb > abs(dz) ? cheb : abs(dz);
+                        if (cheb != ring || x < 0 || y < 0 || z < 0 || x >= g.dim[0] || y >= g.dim[1] || z >= g.dim[2]) continue;
+                        size_t cell = ((size_t)z * g.dim[1] + y) * g.dim[0] + x;
+                        for (int q = g.start[cell]; q < g.start[cell + 1]; ++q) {
+                            int t = g.list[q];
+                            if (stamp[t] == i) continue;
+                            stamp[t] = i;
+                            double w[3], d2 = pbd_up__triangle_d2(d, t, p, w);
+                            if (d2 < best || (d2 == best && t < bt)) { best = d2; bt = t; bw[0] = w[0]; bw[1] = w[1]; bw[2] = w[2]; }
+                        }
+                    }
+            double reach = ring * g.h; /* cells ring+1 away are at least this far */
+            if (bt >= 0 && best < reach * reach) break;
         }
         wr->tri[i] = bt;
         for (int k = 0; k < 3; ++k) wr->bary[3 * (size_t)i + k] = (float)bw[k];
@@ -1865,6 +1991,10 @@ static void pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_desc *
         }
         wr->offset[i] = d->one_sided && off < 0.0f ? 0.0f : off;
     }
+    pbd_up__free(stamp);
+    pbd_up__free(g.start);
+    pbd_up__free(g.list);
+    return PBD_OK;
 }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up_wrinkle **out) {
@@ -1888,16 +2018,14 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     wr->fnormal = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
     wr->targets = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
     wr->zero = (float *)pbd_up__calloc_array(nf * 3, sizeof(float));
-    float *sphere = (float *)pbd_up__alloc_array(nct * 4, sizeof(float));
     if (!wr->coarse_triangles || !wr->tri || !wr->bary || !wr->offset || !wr->normals || !wr->surface ||
-        !wr->fnormal || !wr->targets || !wr->zero || !sphere) {
-        pbd_up__free(sphere);
+        !wr->fnormal || !wr->targets || !wr->zero) {
         pbd_up__wrinkle_free(wr);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
     memcpy(wr->coarse_triangles, d->coarse_triangles, nct * 3 * sizeof(int));
-    pbd_up__wrinkle_bind(wr, d, sphere);
-    pbd_up__free(sphere);
+    r = pbd_up__wrinkle_bind(wr, d);
+    if (r != PBD_OK) { pbd_up__wrinkle_free(wr); return r; }
     for (size_t t = 0; t < nct; ++t) pbd_up__face_normal(d->coarse_positions, wr->coarse_triangles + 3 * t, wr->normals + 3 * t);
     pbd_up__wrinkle_targets(wr, d->coarse_positions);
 
@@ -2046,7 +2174,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
         d->levels < 1 || d->levels > 4 || !(d->size > 0) || d->frames < 1 || d->steps_per_frame < 1 ||
         !(d->time_step > 0) || d->substeps < 1 || d->substeps > 1000 || d->iterations < 1 || d->iterations > 1000 ||
         d->amplitude < 0 || d->frequency < 0 || d->coarse_bending_compliance < 0 || d->fine_bending_compliance < 0 ||
-        d->jitter < 0)
+        d->jitter < 0 || d->threads < 0 || d->threads > 1024)
         return PBD_ERROR_INVALID_ARGUMENT;
     long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
     for (int l = 1; l < d->levels; ++l) per *= 4;
@@ -2061,6 +2189,7 @@ static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pb
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
     pbd_result r = pbd_world_create(&wd, w);
+    if (r == PBD_OK) r = pbd_world_set_threads(*w, d->threads);
     if (r != PBD_OK) return r;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     cd.positions = m->positions;

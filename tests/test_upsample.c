@@ -568,6 +568,36 @@ TEST(up_wrinkle_one_sided) {
         pbd_up_wrinkle *wr = NULL;
         CHECK_OK(pbd_up_wrinkle_create(&d, &wr));
         if (!wr) continue;
+        if (one_sided) { /* the binding is the closest coarse point (brute force here) */
+            double worst = 0;
+            for (int i = 0; i < f.vertex_count; ++i) {
+                const float *q = f.positions + 3 * i;
+                double best = 1e30;
+                for (int t = 0; t < s.triangle_count; ++t) /* sample each triangle densely */
+                    for (int a = 0; a <= 40; ++a)
+                        for (int b = 0; a + b <= 40; ++b) {
+                            double w0 = 1 - (a + b) / 40.0, w1 = a / 40.0, w2 = b / 40.0, d2 = 0;
+                            for (int k = 0; k < 3; ++k) {
+                                double x = w0 * s.positions[3 * s.triangles[3 * t] + k] + w1 * s.positions[3 * s.triangles[3 * t + 1] + k] +
+                                           w2 * s.positions[3 * s.triangles[3 * t + 2] + k];
+                                d2 += (x - q[k]) * (x - q[k]);
+                            }
+                            if (d2 < best) best = d2;
+                        }
+                int tri;
+                float bc[3], off;
+                CHECK_OK(pbd_up_wrinkle_binding(wr, i, &tri, bc, &off));
+                CHECK(bc[0] >= -1e-6f && bc[1] >= -1e-6f && bc[2] >= -1e-6f && fabsf(bc[0] + bc[1] + bc[2] - 1) < 1e-5f);
+                double d2 = 0;
+                for (int k = 0; k < 3; ++k) {
+                    double x = bc[0] * s.positions[3 * s.triangles[3 * tri] + k] + bc[1] * s.positions[3 * s.triangles[3 * tri + 1] + k] +
+                               bc[2] * s.positions[3 * s.triangles[3 * tri + 2] + k];
+                    d2 += (x - q[k]) * (x - q[k]);
+                }
+                worst = fmax(worst, sqrt(d2) - sqrt(best)); /* never farther than any sample */
+            }
+            CHECK_MSG(worst < 1e-6, "a binding is %g farther than the closest sampled point", worst);
+        }
         int inside = 0;
         double deepest = 0;
         for (int frame = 0; frame < 3; ++frame) CHECK_OK(pbd_up_wrinkle_update(wr, cx, x));
@@ -615,6 +645,47 @@ TEST(up_wrinkle_one_sided) {
     CHECK(wr == NULL);
     pbd_mesh_free(&g);
     free(cx); free(x);
+    pbd_up_mesh_free(&f);
+    pbd_mesh_free(&s);
+}
+
+/* The wrinkle solve gives the same bits with 1 and 2 threads and with the
+   SIMD kernels on or off (one-sided attachment on, so the plugin runs). */
+TEST(up_wrinkle_threads_simd_bit_identical) {
+    pbd_mesh s, f;
+    float c[3] = {0, 0, 0};
+    pbd_mesh_sphere(1, c, 1.0f, &s);
+    CHECK_OK(pbd_up_subdivide(&s, 1, 1, &f));
+    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+    d.coarse_positions = s.positions; d.coarse_count = s.vertex_count;
+    d.coarse_triangles = s.triangles; d.coarse_triangle_count = s.triangle_count;
+    d.fine_positions = f.positions; d.fine_count = f.vertex_count;
+    d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+    d.radius = 0.1f;
+    d.one_sided = 1;
+    pbd_up_wrinkle *w[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < 3; ++k) CHECK_OK(pbd_up_wrinkle_create(&d, &w[k]));
+    if (!w[0] || !w[1] || !w[2]) return;
+    CHECK_OK(pbd_up_wrinkle_set_threads(w[0], 1));
+    CHECK_OK(pbd_up_wrinkle_set_simd(w[0], 0));
+    CHECK_OK(pbd_up_wrinkle_set_threads(w[1], 2));
+    CHECK_OK(pbd_up_wrinkle_set_threads(w[2], 2));
+    CHECK_OK(pbd_up_wrinkle_set_simd(w[2], 0));
+    int n = f.vertex_count;
+    float *x[3], *u = (float *)malloc(sizeof(float) * 3 * s.vertex_count);
+    for (int k = 0; k < 3; ++k) x[k] = (float *)malloc(sizeof(float) * 3 * n);
+    for (int frame = 1; frame <= 4; ++frame) {
+        for (int i = 0; i < s.vertex_count; ++i) {
+            u[3 * i] = s.positions[3 * i] * (1 + 0.05f * frame);
+            u[3 * i + 1] = s.positions[3 * i + 1] * (1 - 0.05f * frame);
+            u[3 * i + 2] = s.positions[3 * i + 2] + 0.1f * frame;
+        }
+        for (int k = 0; k < 3; ++k) CHECK_OK(pbd_up_wrinkle_update(w[k], u, x[k]));
+        CHECK(memcmp(x[0], x[1], sizeof(float) * 3 * n) == 0);
+        CHECK(memcmp(x[0], x[2], sizeof(float) * 3 * n) == 0);
+    }
+    for (int k = 0; k < 3; ++k) { free(x[k]); pbd_up_wrinkle_destroy(w[k]); }
+    free(u);
     pbd_up_mesh_free(&f);
     pbd_mesh_free(&s);
 }
@@ -756,6 +827,7 @@ void suite_upsample(void) {
     RUN(up_model_bad_input);
     RUN(up_wrinkle_radius);
     RUN(up_wrinkle_one_sided);
+    RUN(up_wrinkle_threads_simd_bit_identical);
     RUN(up_training_cape_roundtrip);
     RUN(up_training_drop_and_bad_desc);
 }
