@@ -111,18 +111,8 @@
    Fitted offline from training pairs (u_f, X_f): coarse positions and the
    matching detail mesh of frame f, e.g. from pbd_up_training_generate
    (section "training"). Each fit takes a desc (defaults from
-   pbd_up_<method>_desc_default()) and returns a trained pbd_up_model:
-
-       pbd_up_model *sub = NULL, *m = NULL;
-       pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count,
-                                 t.coarse_count, t.levels, &sub);
-       pbd_up_piu_desc d = pbd_up_piu_desc_default();
-       d.coarse_count = t.coarse_count; d.detail_count = t.detail_count;
-       d.frame_count = t.frame_count;
-       d.coarse_frames = t.coarse; d.detail_frames = t.detail;
-       d.subdivision = sub;                      // prior of the regulariser
-       pbd_up_piu_fit(&d, &m);                   // seconds, offline
-       pbd_up_eval(m, coarse_xyz, detail_xyz);   // every frame
+   pbd_up_<method>_desc_default()) and returns a trained pbd_up_model
+   (PIU in "A TYPICAL PIPELINE" above; WPSD and PDM alike):
 
      PIU   X = B u, a sparse learned operator (Kavan et al. 2011): every
            detail vertex a partition-of-unity combination of `support`
