@@ -107,6 +107,31 @@
    built by pbd_up__sparse_prepare and pbd_up__sparse_mul3 (y = S x for xyz
    vertices; SIMD == scalar, any thread count, bit for bit).
 
+   LEARNED UPSAMPLERS (sections piu, wpsd, pdm; survey 5.2)
+   Fitted offline from training pairs (u_f, X_f): coarse positions and the
+   matching detail mesh of frame f, e.g. from pbd_up_training_generate
+   (section "training"). Each fit takes a desc (defaults from
+   pbd_up_<method>_desc_default()) and returns a trained pbd_up_model
+   (PIU in "A TYPICAL PIPELINE" above; WPSD and PDM alike):
+
+     PIU   X = B u, a sparse learned operator (Kavan et al. 2011): every
+           detail vertex a partition-of-unity combination of `support`
+           nearby coarse vertices, ridge-regularised toward a prior (the
+           subdivision stencil); the fastest evaluator (no gathers: 8
+           detail vertices share each broadcast coarse vertex). Optional
+           oscillatory modes for travelling waves, stepped by
+           pbd_up_piu_advance().
+     WPSD  smooth mesh + local-frame displacements of a few training poses
+           blended by RBF weights in a local strain pose space (Bickel et
+           al. 2008, Zurdo et al. 2013); poses chosen greedily until an
+           error threshold.
+     PDM   smooth mesh + a biquadratic function of a 2D local strain
+           coordinate along the normal (Ma et al. 2008).
+   WPSD and PDM need a subdivision model of the coarse mesh (the detail
+   mesh is its topology and numbering) and the coarse triangles; they copy
+   the subdivision model, so their saved models are self-contained. All
+   three evaluate bit-identically with SIMD on or off and any thread count.
+
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
 #ifndef PBD_UPSAMPLE_H_INCLUDED
@@ -507,7 +532,8 @@ typedef struct pbd_up_wpsd_desc {
     const float *detail_frames;      /* frame_count * detail_count * 3 (subdivision's numbering) */
     const float *coarse_rest;        /* rest pose (edge rest lengths); NULL: frame 0 */
     int edges_per_vertex;            /* 1..64, default 16 (Bickel et al.) */
-    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0) */
+    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0;
+                                        default 0: select max_poses) */
     int max_poses;                   /* 1..256, default 32 */
 } pbd_up_wpsd_desc;
 
@@ -558,9 +584,12 @@ typedef struct pbd_up_pdm_desc {
 } pbd_up_pdm_desc;
 
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
-/* Errors as pbd_up_wpsd_fit's; PBD_ERROR_DEGENERATE where the training
-   frames do not determine the coefficients (fewer than 6 frames, or all
-   strain coordinates alike). */
+/* Errors as pbd_up_wpsd_fit's, and PBD_ERROR_INVALID_ARGUMENT for fewer
+   than 6 frames, PBD_ERROR_DEGENERATE when the features of the training
+   frames do not span two principal directions. A detail vertex whose
+   coordinates hardly vary over the frames gets the minimum-norm
+   coefficients (a ridge of 1e-10 of the data's scale keeps its fit
+   finite). */
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *desc, pbd_up_model **out);
 /* For a coarse configuration: the strain coordinates (u1, u2) of every
    detail vertex (detail_count*2), and optionally the smooth mesh x0 and
@@ -2488,6 +2517,13 @@ static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
 
 /* --- PIU --- */
 
+/* Why not the shared pbd_up__sparse (CSR + sliced ELL): its SIMD kernel
+   gathers the coarse coordinates of every entry, while PIU's blocks let 8
+   detail vertices share one broadcast per support vertex, so the kernel
+   streams only the weights (4 bytes per entry) and never gathers. On the
+   2-core AVX-512 development machine (busy, one thread, 100k detail
+   vertices): 0.69 ms with 16 entries per row here, against 3.1 ms for the
+   gather kernel with about 7 entries per row (bench/upsample.c). */
 #define PBD_UP__LANES 8 /* detail vertices per SoA row group */
 
 /* The 8 lanes are one 256-bit register where the target has AVX (the
@@ -3512,72 +3548,72 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
         if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
     }
     {
-    pbd_up__wpsd_neighbourhoods(p, rest, nc);
-    /* per frame: pose vectors and the detail in the smooth mesh's frames */
-    for (int f = 0; f < F; ++f) {
-        const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
-        pbd_up__edge_strains(p->edges, p->rest_len, p->edge_count, u, p->strain);
-        for (int v = 0; v < nc; ++v) pbd_up__wpsd_q(p, v, p->strain, Q + ((size_t)f * nc + v) * K);
-        pbd_up__subdiv_smooth(sub, u, s->x0, s->frames);
-        for (int i = 0; i < nd; ++i) {
-            const float *fr = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
-            float e3[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};
-            for (int a = 0; a < 3; ++a)
-                D[(size_t)f * nd3 + 3 * (size_t)i + a] = e3[0] * fr[3 * a] + e3[1] * fr[3 * a + 1] + e3[2] * fr[3 * a + 2];
-        }
-    }
-    /* the first pose: the frame with the most detail */
-    int first = 0;
-    double most = -1.0;
-    for (int f = 0; f < F; ++f) {
-        double sum = 0.0;
-        for (size_t k = 0; k < nd3; ++k) sum += (double)D[(size_t)f * nd3 + k] * D[(size_t)f * nd3 + k];
-        if (sum > most) { most = sum; first = f; }
-    }
-    int next = first;
-    p->poses = 0;
-    for (;;) {
-        /* add the pose: omega is laid out for the new count */
-        int P = ++p->poses;
-        p->pose_frame[P - 1] = next;
-        for (int v = 0; v < nc; ++v)
-            for (int i = 0; i < P; ++i)
-                memcpy(p->pose_q + ((size_t)v * P + i) * K, Q + ((size_t)p->pose_frame[i] * nc + v) * K,
-                       sizeof(float) * (size_t)K);
-        for (int j = 0; j < P; ++j)
-            memcpy(p->disp + (size_t)j * nd3, D + (size_t)p->pose_frame[j] * nd3, sizeof(float) * nd3);
-        pbd_up__wpsd_rbf(p, nc, scratch);
-        /* synthesise every training frame: in the local frames the error
-           is |D_f - sum_j w_j d_j| (R is orthonormal) */
-        double total = 0.0;
+        pbd_up__wpsd_neighbourhoods(p, rest, nc);
+        /* per frame: pose vectors and the detail in the smooth mesh's frames */
         for (int f = 0; f < F; ++f) {
-            float q[64], w[256];
-            for (int v = 0; v < nc; ++v) {
-                for (int k = 0; k < K; ++k) q[k] = Q[((size_t)f * nc + v) * K + k];
-                pbd_up__wpsd_vertex_weights(p, v, q, p->wc + (size_t)v * P);
-            }
-            double e2 = 0.0;
+            const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
+            pbd_up__edge_strains(p->edges, p->rest_len, p->edge_count, u, p->strain);
+            for (int v = 0; v < nc; ++v) pbd_up__wpsd_q(p, v, p->strain, Q + ((size_t)f * nc + v) * K);
+            pbd_up__subdiv_smooth(sub, u, s->x0, s->frames);
             for (int i = 0; i < nd; ++i) {
-                pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
-                for (int a = 0; a < 3; ++a) {
-                    double x = D[(size_t)f * nd3 + 3 * (size_t)i + a];
-                    for (int j = 0; j < P; ++j) x -= (double)w[j] * p->disp[(size_t)j * nd3 + 3 * (size_t)i + a];
-                    e2 += x * x;
-                }
+                const float *fr = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
+                float e3[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};
+                for (int a = 0; a < 3; ++a)
+                    D[(size_t)f * nd3 + 3 * (size_t)i + a] = e3[0] * fr[3 * a] + e3[1] * fr[3 * a + 1] + e3[2] * fr[3 * a + 2];
             }
-            err[f] = e2 / nd;
-            total += e2 / nd;
         }
-        p->sel_error[P - 1] = (float)sqrt(total / F);
-        if (p->sel_error[P - 1] <= d->error_threshold || P == Pmax) break;
-        next = -1;
+        /* the first pose: the frame with the most detail */
+        int first = 0;
+        double most = -1.0;
         for (int f = 0; f < F; ++f) {
-            int used = 0;
-            for (int j = 0; j < P; ++j) used |= p->pose_frame[j] == f;
-            if (!used && (next < 0 || err[f] > err[next])) next = f;
+            double sum = 0.0;
+            for (size_t k = 0; k < nd3; ++k) sum += (double)D[(size_t)f * nd3 + k] * D[(size_t)f * nd3 + k];
+            if (sum > most) { most = sum; first = f; }
         }
-        if (next < 0) break;
-    }
+        int next = first;
+        p->poses = 0;
+        for (;;) {
+            /* add the pose: omega is laid out for the new count */
+            int P = ++p->poses;
+            p->pose_frame[P - 1] = next;
+            for (int v = 0; v < nc; ++v)
+                for (int i = 0; i < P; ++i)
+                    memcpy(p->pose_q + ((size_t)v * P + i) * K, Q + ((size_t)p->pose_frame[i] * nc + v) * K,
+                           sizeof(float) * (size_t)K);
+            for (int j = 0; j < P; ++j)
+                memcpy(p->disp + (size_t)j * nd3, D + (size_t)p->pose_frame[j] * nd3, sizeof(float) * nd3);
+            pbd_up__wpsd_rbf(p, nc, scratch);
+            /* synthesise every training frame: in the local frames the error
+               is |D_f - sum_j w_j d_j| (R is orthonormal) */
+            double total = 0.0;
+            for (int f = 0; f < F; ++f) {
+                float q[64], w[256];
+                for (int v = 0; v < nc; ++v) {
+                    for (int k = 0; k < K; ++k) q[k] = Q[((size_t)f * nc + v) * K + k];
+                    pbd_up__wpsd_vertex_weights(p, v, q, p->wc + (size_t)v * P);
+                }
+                double e2 = 0.0;
+                for (int i = 0; i < nd; ++i) {
+                    pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
+                    for (int a = 0; a < 3; ++a) {
+                        double x = D[(size_t)f * nd3 + 3 * (size_t)i + a];
+                        for (int j = 0; j < P; ++j) x -= (double)w[j] * p->disp[(size_t)j * nd3 + 3 * (size_t)i + a];
+                        e2 += x * x;
+                    }
+                }
+                err[f] = e2 / nd;
+                total += e2 / nd;
+            }
+            p->sel_error[P - 1] = (float)sqrt(total / F);
+            if (p->sel_error[P - 1] <= d->error_threshold || P == Pmax) break;
+            next = -1;
+            for (int f = 0; f < F; ++f) {
+                int used = 0;
+                for (int j = 0; j < P; ++j) used |= p->pose_frame[j] == f;
+                if (!used && (next < 0 || err[f] > err[next])) next = f;
+            }
+            if (next < 0) break;
+        }
     }
 done:
     pbd_up__free(Q); pbd_up__free(D); pbd_up__free(err); pbd_up__free(scratch);
@@ -3847,76 +3883,76 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
     double *A = (double *)pbd_up__alloc_array((size_t)(F + 6) * 7 + 6, sizeof(double));
     if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
     {
-    double mean_edge = 0.0;
-    for (int e = 0; e < p->edge_count; ++e) {
-        p->rest_len[e] = (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
-        if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
-        mean_edge += p->rest_len[e];
-    }
-    p->mean_edge = (float)(mean_edge / p->edge_count);
-    r = pbd_up__pdm_prepare(m); /* neighbours and scratch (rest offsets and pca are still zero) */
-    if (r != PBD_OK) goto done;
-    pbd_up__subdiv_smooth(p->feature, rest, p->fx0, p->fframes);
-    for (int v = 0; v < nc; ++v) pbd_up__pdm_offset(p, p->fx0, p->fframes + 9 * (size_t)v, v, p->rest_offset + 3 * (size_t)v);
-    /* PCA of the 5D features (double sums in a fixed order) */
-    {
-        double mean[5] = {0, 0, 0, 0, 0}, C[25], V[25], ev[5], phi[5];
-        memset(C, 0, sizeof C);
-        for (int pass = 0; pass < 2; ++pass)
-            for (int f = 0; f < F; ++f) {
-                pbd_up__subdiv_smooth(p->feature, d->coarse_frames + (size_t)f * nc3, p->fx0, p->fframes);
-                for (int v = 0; v < nc; ++v) {
-                    pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
-                    for (int a = 0; a < 5; ++a) {
-                        if (pass == 0) { mean[a] += phi[a]; continue; }
-                        for (int b = 0; b < 5; ++b) C[a * 5 + b] += (phi[a] - mean[a]) * (phi[b] - mean[b]);
+        double mean_edge = 0.0;
+        for (int e = 0; e < p->edge_count; ++e) {
+            p->rest_len[e] = (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
+            if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
+            mean_edge += p->rest_len[e];
+        }
+        p->mean_edge = (float)(mean_edge / p->edge_count);
+        r = pbd_up__pdm_prepare(m); /* neighbours and scratch (rest offsets and pca are still zero) */
+        if (r != PBD_OK) goto done;
+        pbd_up__subdiv_smooth(p->feature, rest, p->fx0, p->fframes);
+        for (int v = 0; v < nc; ++v) pbd_up__pdm_offset(p, p->fx0, p->fframes + 9 * (size_t)v, v, p->rest_offset + 3 * (size_t)v);
+        /* PCA of the 5D features (double sums in a fixed order) */
+        {
+            double mean[5] = {0, 0, 0, 0, 0}, C[25], V[25], ev[5], phi[5];
+            memset(C, 0, sizeof C);
+            for (int pass = 0; pass < 2; ++pass)
+                for (int f = 0; f < F; ++f) {
+                    pbd_up__subdiv_smooth(p->feature, d->coarse_frames + (size_t)f * nc3, p->fx0, p->fframes);
+                    for (int v = 0; v < nc; ++v) {
+                        pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
+                        for (int a = 0; a < 5; ++a) {
+                            if (pass == 0) { mean[a] += phi[a]; continue; }
+                            for (int b = 0; b < 5; ++b) C[a * 5 + b] += (phi[a] - mean[a]) * (phi[b] - mean[b]);
+                        }
                     }
+                    if (pass == 0 && f == F - 1)
+                        for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
                 }
-                if (pass == 0 && f == F - 1)
-                    for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
+            pbd_up__sym_eigen(5, C, ev, V);
+            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = PBD_ERROR_DEGENERATE; goto done; }
+            /* axes scaled by 1 / standard deviation: (u1, u2) have unit
+               variance over the training data, which keeps the biquadratic
+               basis well conditioned */
+            double sd1 = sqrt(ev[0] / ((double)F * nc)), sd2 = sqrt(ev[1] / ((double)F * nc));
+            for (int a = 0; a < 5; ++a) {
+                p->pca[a] = (float)mean[a];
+                p->pca[5 + a] = (float)(V[a * 5 + 0] / sd1);
+                p->pca[10 + a] = (float)(V[a * 5 + 1] / sd2);
             }
-        pbd_up__sym_eigen(5, C, ev, V);
-        if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = PBD_ERROR_DEGENERATE; goto done; }
-        /* axes scaled by 1 / standard deviation: (u1, u2) have unit
-           variance over the training data, which keeps the biquadratic
-           basis well conditioned */
-        double sd1 = sqrt(ev[0] / ((double)F * nc)), sd2 = sqrt(ev[1] / ((double)F * nc));
-        for (int a = 0; a < 5; ++a) {
-            p->pca[a] = (float)mean[a];
-            p->pca[5 + a] = (float)(V[a * 5 + 0] / sd1);
-            p->pca[10 + a] = (float)(V[a * 5 + 1] / sd2);
         }
-    }
-    /* per frame: detail coordinates and heights along the smooth normals */
-    for (int f = 0; f < F; ++f) {
-        const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
-        pbd_up__pdm_coarse_uv(p, u, p->uvc, 1);
-        pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
-        for (int i = 0; i < nd; ++i) {
-            pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uvd + ((size_t)f * nd + i) * 2);
-            const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
-            h[(size_t)f * nd + i] = (float)(((double)x[0] - x0[0]) * n[0] + ((double)x[1] - x0[1]) * n[1] +
-                                            ((double)x[2] - x0[2]) * n[2]);
-        }
-    }
-    /* least squares per detail vertex, a vanishing ridge (1e-10 of the
-       mean diagonal) only to keep flat directions finite */
-    for (int i = 0; i < nd && r == PBD_OK; ++i) {
-        const int rows = F + 6;
-        double *M = A, *rhs = A + (size_t)rows * 6, *c = rhs + rows, b[6], diag = 0.0;
+        /* per frame: detail coordinates and heights along the smooth normals */
         for (int f = 0; f < F; ++f) {
-            pbd_up__pdm_basis(uvd + ((size_t)f * nd + i) * 2, b);
-            for (int k = 0; k < 6; ++k) { M[(size_t)k * rows + f] = b[k]; diag += b[k] * b[k]; }
-            rhs[f] = h[(size_t)f * nd + i];
+            const float *u = d->coarse_frames + (size_t)f * nc3, *X = d->detail_frames + (size_t)f * nd3;
+            pbd_up__pdm_coarse_uv(p, u, p->uvc, 1);
+            pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
+            for (int i = 0; i < nd; ++i) {
+                pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uvd + ((size_t)f * nd + i) * 2);
+                const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
+                h[(size_t)f * nd + i] = (float)(((double)x[0] - x0[0]) * n[0] + ((double)x[1] - x0[1]) * n[1] +
+                                                ((double)x[2] - x0[2]) * n[2]);
+            }
         }
-        double ridge = sqrt(1e-10 * diag / 6.0);
-        for (int k = 0; k < 6; ++k) {
-            for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
-            rhs[F + k] = 0.0;
+        /* least squares per detail vertex, a vanishing ridge (1e-10 of the
+           mean diagonal) only to keep flat directions finite */
+        for (int i = 0; i < nd && r == PBD_OK; ++i) {
+            const int rows = F + 6;
+            double *M = A, *rhs = A + (size_t)rows * 6, *c = rhs + rows, b[6], diag = 0.0;
+            for (int f = 0; f < F; ++f) {
+                pbd_up__pdm_basis(uvd + ((size_t)f * nd + i) * 2, b);
+                for (int k = 0; k < 6; ++k) { M[(size_t)k * rows + f] = b[k]; diag += b[k] * b[k]; }
+                rhs[f] = h[(size_t)f * nd + i];
+            }
+            double ridge = sqrt(1e-10 * diag / 6.0);
+            for (int k = 0; k < 6; ++k) {
+                for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
+                rhs[F + k] = 0.0;
+            }
+            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = PBD_ERROR_DEGENERATE;
+            for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
         }
-        if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = PBD_ERROR_DEGENERATE;
-        for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
-    }
     }
 done:
     pbd_up__free(uvd); pbd_up__free(h); pbd_up__free(A);

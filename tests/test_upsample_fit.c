@@ -111,6 +111,7 @@ static pbd_up_piu_desc piu_desc_of(const synth *d) {
 }
 
 static int bits_equal(const float *a, const float *b, size_t n) { return memcmp(a, b, n * sizeof(float)) == 0; }
+static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int nd);
 
 /* ---- PIU ------------------------------------------------------------- */
 
@@ -324,6 +325,8 @@ TEST(piu_oscillatory_modes) {
         for (int i = 0; i < d.nd; ++i) peak = fmax(peak, fabs((double)out[3 * i + 1] - base[3 * i + 1]));
     }
     CHECK_MSG(fabs(peak - A) < 0.02 * A, "driven peak %g, want about %g", peak, A);
+    /* the oscillator state is part of the model: save/load and threads keep the bits */
+    check_roundtrip_and_determinism(m, u, d.nd);
     free(u); free(out); free(base);
     pbd_up_model_destroy(m);
     pbd_up_model_destroy(m0);
