@@ -870,6 +870,8 @@ typedef struct pbd_up__header {
     uint64_t payload;
 } pbd_up__header;
 
+/* The same checksum as pbd.h's snapshots; pbd.h's function is private to
+   its implementation, which need not be in this translation unit. */
 static uint64_t pbd_up__fnv1a(const unsigned char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
@@ -1751,7 +1753,7 @@ static int pbd_up__ll_cmp(const void *pa, const void *pb) {
 }
 
 /* Every directed edge once and its reverse once: 1 closed, 0 not, -1 out
-   of memory. */
+   of memory (pbd.h's balloon check is private to its implementation). */
 static int pbd_up__mesh_closed(const int *tris, int nt) {
     size_t n = (size_t)nt * 3;
     long long *e = (long long *)pbd_up__alloc_array(n, sizeof(long long));
