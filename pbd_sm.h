@@ -24,10 +24,36 @@
        ==== rotation        robust rotation extraction (Mueller et al. 2016)
        ==== summation       region sums: naive, lattice, octree, paths
                             (survey 4.3)
-       ==== shape matching  clusters and regions, linear/quadratic modes,
-                            plasticity (survey 4.1, 4.2, 4.5.2)
+       ==== shape matching  bodies of clusters and regions (lists, lattices,
+                            omega-rings, any plan), rigid/linear/quadratic
+                            modes, plasticity (survey 4.1, 4.2, 4.5.2)
        ==== oriented        oriented particles (survey 4.4)
        ==== surface volume  volume conservation of surface meshes (4.5.1)
+
+   SHAPE MATCHING IN SHORT (section "shape matching" has the details)
+   ----------------------
+       // a jelly: one particle per lattice cell, regions of half-width 2,
+       // linear deformations (beta 0.3), plastic above 5% strain
+       int cells[3 * 8 * 8 * 8];
+       pbd_sm_lattice_box(8, 8, 8, cells);
+       pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+       ld.cells = cells; ld.cell_count = 8 * 8 * 8;
+       ld.spacing = 0.05f; ld.origin[1] = 0.5f; ld.half_width = 2;
+       ld.body.mode = PBD_SM_LINEAR; ld.body.beta = 0.3f;
+       ld.body.yield = 0.05f; ld.body.creep = 5.0f;   // creep 0: elastic
+       pbd_sm_body *jelly; pbd_range particles;
+       pbd_sm_add_lattice(world, &ld, &jelly, &particles);
+       // ... pbd_world_step(world, dt) as usual: the body is a plugin
+
+       // or any particles of the world as one rigid cluster (survey 4.1)
+       pbd_sm_body_desc d = pbd_sm_body_desc_default();
+       d.particles = indices; d.particle_count = n;    // rest shape: now
+       pbd_sm_add_body(world, &d, NULL);
+   Regions can also be the omega-rings of a mesh (pbd_sm_plan_rings), your
+   own index lists (desc.region_start/region_particles) or any summation
+   plan (desc.plan). The world owns its bodies. Config macro:
+   PBD_SM_PARALLEL_MIN, the work (region memberships) from which a body
+   shares its loops among the world's threads (default 32768).
 
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
@@ -258,6 +284,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                                          pbd_sm_body **out, pbd_range *particles);
 /* The cells of a solid box nx x ny x nz (x fastest): writes 3*nx*ny*nz ints. */
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
+/* Voxelises a closed, consistently oriented triangle mesh: the cells
+   (i, j, k) >= 0 whose centres origin + spacing * (i, j, k) lie inside it
+   (parity of the crossings of a ray along +x, slightly offset so that it
+   misses edges and vertices). origin (out, 3 floats) is the mesh's lower
+   bounding-box corner + spacing / 2, so pass it on as the lattice origin.
+   *count receives the number of cells; cells (3 ints each, x fastest) is
+   filled when it is not NULL and max_cells >= *count. Costs O(rows x
+   triangles). At most 2^20 cells per axis. */
+PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, const int *triangles,
+                                      int triangle_count, float spacing, float *origin, int *cells,
+                                      int max_cells, int *count);
 
 /* omega-ring regions of a mesh (survey 4.2, Diziol et al. 2011): region i
    holds the vertices within omega edges of vertex i (itself included), in
@@ -1438,6 +1475,72 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
             for (int x = 0; x < nx; ++x) {
                 cells[k++] = x; cells[k++] = y; cells[k++] = z;
             }
+    return PBD_OK;
+}
+
+/* x coordinates where the line (y, z) along x crosses the triangles, sorted. */
+static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, double z, double *xs) {
+    int n = 0;
+    for (int t = 0; t < nt; ++t) {
+        const float *a = P + 3 * T[3 * t], *b = P + 3 * T[3 * t + 1], *c = P + 3 * T[3 * t + 2];
+        /* barycentric coordinates of (y, z) in the triangle projected on yz */
+        double d = (double)(b[1] - a[1]) * (c[2] - a[2]) - (double)(c[1] - a[1]) * (b[2] - a[2]);
+        if (d == 0) continue; /* edge-on: the offset ray meets its neighbours instead */
+        double u = ((y - a[1]) * (c[2] - a[2]) - (c[1] - a[1]) * (z - a[2])) / d;
+        double v = ((b[1] - a[1]) * (z - a[2]) - (y - a[1]) * (b[2] - a[2])) / d;
+        if (u < 0 || v < 0 || u + v > 1) continue;
+        xs[n++] = a[0] + u * (b[0] - a[0]) + v * (c[0] - a[0]);
+    }
+    for (int i = 1; i < n; ++i) /* insertion sort: rows cross few triangles */
+        for (int j = i; j > 0 && xs[j] < xs[j - 1]; --j) {
+            double t = xs[j]; xs[j] = xs[j - 1]; xs[j - 1] = t;
+        }
+    return n;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
+                                      int *cells, int max_cells, int *count) {
+    if (!P || !T || !origin || !count) return PBD_ERROR_NULL_POINTER;
+    if (nv < 3 || nt < 1 || max_cells < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_sm__finitef(spacing)) return PBD_ERROR_NOT_FINITE;
+    if (!(spacing > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+    for (long k = 0; k < 3L * nt; ++k)
+        if (T[k] < 0 || T[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
+    for (long k = 0; k < 3L * nv; ++k) {
+        if (!pbd_sm__finitef(P[k])) return PBD_ERROR_NOT_FINITE;
+        if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
+        if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
+    }
+    int dim[3];
+    for (int a = 0; a < 3; ++a) {
+        double cnt = floor((hi[a] - lo[a]) / spacing) + 1;
+        if (cnt > (1 << 20)) return PBD_ERROR_OVERFLOW;
+        dim[a] = (int)cnt;
+    }
+    double *xs = (double *)pbd_sm__alloc_n((size_t)nt, sizeof(double));
+    if (!xs) return PBD_ERROR_OUT_OF_MEMORY;
+    long n = 0;
+    /* the ray is offset by irrational fractions of a cell, so it does not
+       pass through a mesh vertex or edge of a mesh built on a grid */
+    double oy = 1e-4 * spacing * 0.7548776662, oz = 1e-4 * spacing * 0.5698402910;
+    for (int k = 0; k < dim[2]; ++k)
+        for (int j = 0; j < dim[1]; ++j) {
+            double y = lo[1] + spacing * (j + 0.5) + oy, z = lo[2] + spacing * (k + 0.5) + oz;
+            int m = pbd_sm__voxel_row(P, T, nt, y, z, xs);
+            for (int e = 0; e + 1 < m; e += 2) /* inside between crossings 2e and 2e+1 */
+                for (int i = 0; i < dim[0]; ++i) {
+                    double x = lo[0] + spacing * (i + 0.5);
+                    if (x < xs[e] || x >= xs[e + 1]) continue;
+                    if (cells && n < max_cells) {
+                        cells[3 * n] = i; cells[3 * n + 1] = j; cells[3 * n + 2] = k;
+                    }
+                    if (++n > INT_MAX) { PBD_SM_FREE(xs); return PBD_ERROR_OVERFLOW; }
+                }
+        }
+    PBD_SM_FREE(xs);
+    for (int a = 0; a < 3; ++a) origin[a] = (float)(lo[a] + 0.5 * spacing);
+    *count = (int)n;
     return PBD_OK;
 }
 

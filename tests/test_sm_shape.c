@@ -690,6 +690,61 @@ TEST(sm_shape_mesh_rings) {
     pbd_mesh_free(&m);
 }
 
+/* Voxelising an icosphere: the cells fill the sphere's volume, every
+   cell centre is inside, every point well inside has its cell; the
+   result is a valid lattice body. */
+TEST(sm_shape_voxelize_sphere) {
+    pbd_mesh m;
+    float c[3] = {0.1f, 0.2f, 0.3f}, origin[3];
+    CHECK_OK(pbd_mesh_sphere(3, c, 0.5f, &m));
+    int count = 0;
+    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, NULL, 0, &count));
+    int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)count), again = 0;
+    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, cells, count,
+                             &again));
+    CHECK(again == count);
+    double vol = 4.0 / 3.0 * 3.14159265 * 0.125, got = count * 0.05 * 0.05 * 0.05;
+    CHECK_MSG(fabs(got / vol - 1) < 0.05, "voxel volume %g of the sphere's %g", got, vol);
+    int inside = 0, outside = 0;
+    for (int i = 0; i < count; ++i) {
+        double r = 0;
+        for (int a = 0; a < 3; ++a) {
+            double d = origin[a] + 0.05 * cells[3 * i + a] - c[a];
+            r += d * d;
+        }
+        if (sqrt(r) > 0.5) outside++;
+        if (sqrt(r) < 0.45) inside++;
+    }
+    CHECK(outside == 0);
+    int want = 0; /* cells whose centre is within 0.45 */
+    for (int k = 0; k < 22; ++k)
+        for (int j = 0; j < 22; ++j)
+            for (int i = 0; i < 22; ++i) {
+                double x = origin[0] + 0.05 * i - c[0], y = origin[1] + 0.05 * j - c[1], z = origin[2] + 0.05 * k - c[2];
+                want += sqrt(x * x + y * y + z * z) < 0.45;
+            }
+    CHECK(inside == want);
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = count;
+    ld.spacing = 0.05f;
+    memcpy(ld.origin, origin, sizeof origin);
+    pbd_range r;
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, &r));
+    CHECK(r.count == count);
+    int bad_tri[3] = {0, 1, 100000};
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, bad_tri, 1, 0.05f, origin, NULL, 0, &count),
+                 PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0, origin, NULL, 0, &count),
+                 PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-9f, origin, NULL, 0,
+                                 &count), PBD_ERROR_OVERFLOW);
+    pbd_world_destroy(w);
+    free(cells);
+    pbd_mesh_free(&m);
+}
+
 /* Bad input returns its error and leaves the world byte-identical. */
 TEST(sm_shape_bad_input) {
     enum { N = 8 };
@@ -887,6 +942,7 @@ void suite_sm_shape(void) {
     RUN(sm_shape_stiffness_rises_with_region_size);
     RUN(sm_shape_plasticity);
     RUN(sm_shape_mesh_rings);
+    RUN(sm_shape_voxelize_sphere);
     RUN(sm_shape_bad_input);
     RUN(sm_shape_threads_bit_identical);
 }
