@@ -264,8 +264,11 @@ PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *body);
 
 /* A lattice body (Rivers and James 2007): one particle per cell at
    origin + spacing * cell, regions of half-width w (pbd_sm_plan_lattice,
-   owned by the body). The body desc's particles/plan/lists/rest/masses
-   are ignored; its other parameters are used. */
+   owned by the body). body.plan, when set, replaces that plan (any plan
+   over the cells, cell i = local particle i: e.g. naive lists of the same
+   regions, to compare summation methods; owned as in pbd_sm_body_desc).
+   The body desc's particles, lists, rest positions and masses are
+   ignored; its other parameters are used. */
 typedef struct pbd_sm_lattice_desc {
     const int *cells;     /* cell_count*3 integer cells, distinct */
     int cell_count;
@@ -1298,9 +1301,9 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
                           double h) {
     double o[3];
     int lo, hi;
-    pbd_sm__origin(b, pos, o); /* read by every thread before any moves it */
     if (tm.T == 1 || b->work < b->parallel_min) {
         if (tm.t == 0) {
+            pbd_sm__origin(b, pos, o);
             pbd_sm__stage_values(b, pos, o, 0, b->n);
             pbd_sm__stage_sums(b);
             if (plastic) {
@@ -1315,6 +1318,7 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
         pbd_sm__barrier(tm);
         return;
     }
+    pbd_sm__origin(b, pos, o); /* every thread reads it before the first barrier; p moves after the third */
     pbd_sm__chunk(tm, b->n, &lo, &hi);
     pbd_sm__stage_values(b, pos, o, lo, hi);
     pbd_sm__barrier(tm);
@@ -1559,9 +1563,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     pbd_result res = pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic,
                                           bd->rotation_iterations);
     if (res != PBD_OK) return res;
-    pbd_sm_sum_plan *plan = NULL;
-    res = pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan);
-    if (res != PBD_OK) return res;
+    pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
+    res = pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan); /* also validates the cells */
+    if (res == PBD_OK && user_plan) {
+        pbd_sm_plan_destroy(plan);
+        plan = NULL;
+        res = pbd_sm__check_plan(user_plan, n);
+    }
+    if (res != PBD_OK) {
+        pbd_sm_plan_destroy(plan);
+        return res;
+    }
     float *pos = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
     if (!pos || !mass) res = PBD_ERROR_OUT_OF_MEMORY;
@@ -1570,7 +1582,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         mass[i] = d->particle_mass;
     }
     pbd_sm_body *b = NULL;
-    if (res == PBD_OK) res = pbd_sm__body_build(n, plan, 1, pos, mass, bd, &b);
+    if (res == PBD_OK)
+        res = pbd_sm__body_build(n, user_plan ? user_plan : plan, user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b);
     pbd_range r = {0, 0};
     if (res == PBD_OK) {
         pbd_particles_desc pd = pbd_particles_desc_default();
@@ -1579,17 +1592,22 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         pd.mass = d->particle_mass;
         pd.radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
         res = pbd_add_particles(w, &pd, &r);
-        if (res != PBD_OK) pbd_sm__body_free(b);
+        if (res != PBD_OK) {
+            if (user_plan) b->owns_plan = 0; /* the caller keeps it on failure */
+            pbd_sm__body_free(b);
+            b = NULL;
+        }
     }
     PBD_SM_FREE(pos);
     PBD_SM_FREE(mass);
     if (res != PBD_OK) {
-        if (!b) pbd_sm_plan_destroy(plan);
+        if (!b) pbd_sm_plan_destroy(plan); /* ours; NULL when the user's */
         return res;
     }
     for (int i = 0; i < n; ++i) b->idx[i] = r.first + i;
     res = pbd_sm__body_attach(w, b, bd->mark_coupled != 0);
     if (res != PBD_OK) {
+        if (user_plan) b->owns_plan = 0;
         pbd_sm__body_free(b);
         return res;
     }

@@ -745,6 +745,53 @@ TEST(sm_shape_voxelize_sphere) {
     pbd_mesh_free(&m);
 }
 
+/* Any plan plugs in: a lattice body summed through a naive plan of the
+   same regions (taken from the lattice plan's lists) gives the goals of
+   the default lattice plan, up to the summation's rounding. */
+TEST(sm_shape_lattice_with_any_plan) {
+    enum { N = 60 };
+    int cells[3 * N];
+    CHECK_OK(pbd_sm_lattice_box(5, 4, 3, cells));
+    pbd_sm_sum_plan *lat = NULL, *naive = NULL;
+    CHECK_OK(pbd_sm_plan_lattice(N, cells, 2, &lat));
+    int start[N + 1], *list = (int *)malloc(sizeof(int) * N * N), cnt = 0;
+    start[0] = 0;
+    for (int r = 0; r < N; ++r) {
+        CHECK_OK(pbd_sm_plan_region(lat, r, list + start[r], N, &cnt));
+        start[r + 1] = start[r] + cnt;
+    }
+    CHECK_OK(pbd_sm_plan_naive(N, N, start, list, &naive));
+    float goals[2][3 * N];
+    unsigned st = 21;
+    float jitter[3 * N];
+    for (int i = 0; i < 3 * N; ++i) jitter[i] = 0.02f * (pbdt_rand(&st) - 0.5f);
+    for (int k = 0; k < 2; ++k) {
+        pbd_world *w = pbdt_world(0);
+        pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+        ld.cells = cells;
+        ld.cell_count = N;
+        ld.half_width = 2;
+        ld.body.mode = PBD_SM_QUADRATIC;
+        ld.body.plan = k ? naive : NULL; /* borrowed */
+        pbd_sm_body *b = NULL;
+        pbd_range r;
+        CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
+        CHECK(pbd_sm_body_plan(b) != NULL && (k == 0 || pbd_sm_body_plan(b) == naive));
+        float x[3 * N];
+        CHECK_OK(pbd_get_positions(w, r, x));
+        for (int i = 0; i < 3 * N; ++i) x[i] += jitter[i];
+        CHECK_OK(pbd_set_positions(w, r, x));
+        CHECK_OK(pbd_sm_body_goals(b, goals[k]));
+        pbd_world_destroy(w);
+    }
+    double worst = 0;
+    for (int i = 0; i < 3 * N; ++i) worst = fmax(worst, fabs(goals[0][i] - goals[1][i]));
+    CHECK_MSG(worst < 1e-5, "goals with the lattice and the naive plan differ by %g", worst);
+    pbd_sm_plan_destroy(naive); /* borrowed: still ours */
+    pbd_sm_plan_destroy(lat);
+    free(list);
+}
+
 /* Bad input returns its error and leaves the world byte-identical. */
 TEST(sm_shape_bad_input) {
     enum { N = 8 };
@@ -943,6 +990,7 @@ void suite_sm_shape(void) {
     RUN(sm_shape_plasticity);
     RUN(sm_shape_mesh_rings);
     RUN(sm_shape_voxelize_sphere);
+    RUN(sm_shape_lattice_with_any_plan);
     RUN(sm_shape_bad_input);
     RUN(sm_shape_threads_bit_identical);
 }
