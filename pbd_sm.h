@@ -236,7 +236,9 @@ typedef struct pbd_sm_body_desc {
     const int *region_particles;
     const float *rest_positions; /* optional particle_count*3; default: the world positions now */
     const float *masses;         /* optional particle_count, >= 0; default: the world masses
-                                    (a pinned particle keeps its mass, pbd_pin) */
+                                    (a pinned particle keeps its mass, pbd_pin). Taken when
+                                    the body is added; particles with inverse mass 0 at a
+                                    step (pinned, kinematic) are matched but not moved */
     pbd_sm_mode mode;            /* default PBD_SM_RIGID */
     float beta;                  /* LINEAR / QUADRATIC blend in [0, 1]; default 0.5 */
     float stiffness;             /* alpha in [0, 1] per substep; default 1 */

@@ -578,7 +578,7 @@ TEST(sm_shape_stiffness_rises_with_region_size) {
 /* Plasticity (survey 4.5.2): a block squeezed beyond yield and held keeps
    a permanent deformation once released, with det(S_p) = 1; squeezed
    below yield it returns to its rest shape and S_p stays I. */
-static double sms_squeeze(float squeeze, int hold_frames, double *det_err, double *sp_dist) {
+static double sms_squeeze(float squeeze, int hold_frames, double *det_err, double *sp_dist, double *volume) {
     enum { NS = 4, N = NS * NS * NS };
     pbd_world_desc wd = pbd_world_desc_default();
     wd.gravity[1] = 0;
@@ -613,11 +613,18 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
     CHECK_OK(pbd_set_velocities(w, r, zero));
     for (int f = 0; f < 120; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     const float *X = pbd_world_positions(w);
-    double lo = 1e9, hi = -1e9;
+    double lo = 1e9, hi = -1e9, ext[3][2] = {{1e9, -1e9}, {1e9, -1e9}, {1e9, -1e9}};
     for (int i = 0; i < N; ++i) {
         lo = fmin(lo, X[4 * (r.first + i) + 1]);
         hi = fmax(hi, X[4 * (r.first + i) + 1]);
+        for (int a = 0; a < 3; ++a) {
+            ext[a][0] = fmin(ext[a][0], X[4 * (r.first + i) + a]);
+            ext[a][1] = fmax(ext[a][1], X[4 * (r.first + i) + a]);
+        }
     }
+    /* bounding-box volume relative to rest (the block stays a box, sheared little) */
+    *volume = 1;
+    for (int a = 0; a < 3; ++a) *volume *= (ext[a][1] - ext[a][0]) / (0.1 * (NS - 1));
     *det_err = 0;
     *sp_dist = 0;
     for (int reg = 0; reg < pbd_sm_body_region_count(b); ++reg) {
@@ -634,12 +641,13 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
 }
 
 TEST(sm_shape_plasticity) {
-    double det_err, sp_dist;
-    double h_big = sms_squeeze(0.35f, 60, &det_err, &sp_dist);
+    double det_err, sp_dist, volume;
+    double h_big = sms_squeeze(0.35f, 60, &det_err, &sp_dist, &volume);
     CHECK_MSG(h_big < 0.9, "beyond yield: height %g of rest, wanted a permanent squeeze", h_big);
     CHECK_MSG(det_err < 1e-4, "det(S_p) - 1 = %g", det_err);
     CHECK_MSG(sp_dist > 0.1 && sp_dist <= 0.6 + 1e-4, "||S_p - I|| = %g (max 0.6)", sp_dist);
-    double h_small = sms_squeeze(0.02f, 60, &det_err, &sp_dist);
+    CHECK_MSG(fabs(volume - 1) < 0.01, "the permanently squeezed block's volume is %g of rest", volume);
+    double h_small = sms_squeeze(0.02f, 60, &det_err, &sp_dist, &volume);
     CHECK_MSG(fabs(h_small - 1) < 2e-3, "below yield: height %g of rest", h_small);
     CHECK_MSG(sp_dist == 0, "below yield S_p moved by %g", sp_dist);
 }
