@@ -189,9 +189,10 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *cloth,
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *cloth, float damping);
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *cloth, float bending_stiffness);
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *cloth, pbd_sm_cloth_scheme scheme);
-/* Strain of the finest mesh at the world's current positions: the mean of
-   |l - l0| / l0 over the edges (the paper's average local strain) and the
-   largest (l - l0) / l0 of an edge (its maximum strain). */
+/* Strain of the finest mesh at the world's current positions: the mean
+   over the edges of the elongation max(l - l0, 0) / l0 (the paper's
+   average local strain: a shorter edge is a buckled, not a strained, one)
+   and the largest (l - l0) / l0 of an edge. */
 PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_world *w, float *average,
                                           float *maximum);
 
@@ -836,7 +837,7 @@ static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x,
 }
 
 /* Decimates (nv, tri, nt) until at most `target` triangles remain or no
-   collapse is possible. Out: the surviving triangles (renumbered over the
+   collapse is possible; locked vertices stay. Out: the surviving triangles (renumbered over the
    surviving vertices), the surviving vertices' old indices, and for every
    old vertex the new vertex it collapsed into (following the chain). */
 static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *x, const unsigned char *locked_in,
@@ -861,7 +862,6 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
         memcpy(d.tri, tri, sizeof(int) * 3 * (size_t)nt);
         memset(d.alive, 1, (size_t)nt);
         memcpy(locked, locked_in, (size_t)nv);
-        pbd_sm__lock_corners(nv, tri, nt, x, locked);
         d.locked = locked;
         for (int v = 0; v < nv; ++v) d.rep[v] = v;
         for (int round = 0; round < 64 && alive > target; ++round) {
@@ -1373,6 +1373,43 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
     return r;
 }
 
+/* Non-nested coarse positions (figure 3b): each coarse vertex moves to the
+   centroid of the fine vertices that collapsed into it, so that the levels
+   share no vertex. Locked vertices (corners, kept ones) stay; a boundary
+   vertex averages only the boundary vertices of its cluster, so the
+   outline does not shrink. */
+static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, const int *kept, const int *map,
+                                    const unsigned char *locked) {
+    long long *keys = NULL;
+    int *uses = NULL, ne = 0;
+    pbd_result r = pbd_sm__edges(F->nv, F->tri, F->nt, &keys, &uses, &ne);
+    if (r != PBD_OK) return r;
+    unsigned char *bnd = (unsigned char *)pbd_sm__alloc_n((size_t)F->nv, 1);
+    double *acc = (double *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(double));
+    if (!bnd || !acc) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) {
+        memset(bnd, 0, (size_t)F->nv);
+        for (int e = 0; e < ne; ++e)
+            if (uses[e] == 1) bnd[keys[e] / F->nv] = bnd[keys[e] % F->nv] = 1;
+        memset(acc, 0, sizeof(double) * 4 * (size_t)C->nv);
+        for (int f = 0; f < F->nv; ++f) {
+            int v = map[f];
+            if (v < 0 || (bnd[kept[v]] && !bnd[f])) continue;
+            for (int k = 0; k < 3; ++k) acc[4 * v + k] += F->rest[3 * f + k];
+            acc[4 * v + 3] += 1;
+        }
+        for (int v = 0; v < C->nv; ++v)
+            for (int k = 0; k < 3; ++k)
+                C->rest[3 * v + k] = locked[kept[v]] || acc[4 * v + 3] == 0 ? F->rest[3 * kept[v] + k]
+                                                                               : (float)(acc[4 * v + k] / acc[4 * v + 3]);
+    }
+    PBD_SM_FREE(keys);
+    PBD_SM_FREE(uses);
+    PBD_SM_FREE(bnd);
+    PBD_SM_FREE(acc);
+    return r;
+}
+
 /* Builds every level below the finest: decimation, positions (nested: the
    surviving vertices; non-nested: the centroid of the vertices each coarse
    vertex replaces), transfers, rest data. Kept vertices stay locked on
@@ -1388,39 +1425,30 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
         pbd_sm__level *F = &c->lv[l], *C = &c->lv[l - 1];
         int target = (int)((double)F->nt * (1.0 - (double)d->reduction) + 0.5);
         int *kept = NULL, *map = NULL;
+        pbd_sm__lock_corners(F->nv, F->tri, F->nt, F->rest, lock_f);
         r = pbd_sm__decimate(F->nv, F->tri, F->nt, F->rest, lock_f, target, &C->tri, &C->nt, &kept, &C->nv, &map);
         if (r != PBD_OK) break;
-        if (C->nt > F->nt - F->nt / 20) r = PBD_ERROR_INVALID_ARGUMENT; /* too small to decimate further */
-        unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n((size_t)C->nv, 1) : NULL;
+        if ((long)C->nt * 20 > (long)F->nt * 19) r = PBD_ERROR_INVALID_ARGUMENT; /* too small to decimate further */
         C->rest = (float *)pbd_sm__alloc_n((size_t)C->nv * 3, sizeof(float));
         C->x = (float *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(float));
+        unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n((size_t)C->nv, 1) : NULL;
         if (r == PBD_OK && (!lock_c || !C->rest || !C->x)) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (r == PBD_OK && c->nested) {
+            for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * kept[v], 3 * sizeof(float));
+        } else if (r == PBD_OK) {
+            r = pbd_sm__centroids(F, C, kept, map, lock_f);
+        }
         if (r == PBD_OK) {
             for (int v = 0; v < C->nv; ++v) lock_c[v] = lock_f[kept[v]];
             PBD_SM_FREE(lock_f);
             lock_f = lock_c;
             lock_c = NULL;
-        }
-        PBD_SM_FREE(lock_c);
-        if (r == PBD_OK && c->nested) {
-            C->fine_of = kept;
-            kept = NULL;
-            for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * C->fine_of[v], 3 * sizeof(float));
-        } else if (r == PBD_OK) {
-            double *acc = (double *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(double));
-            if (!acc) r = PBD_ERROR_OUT_OF_MEMORY;
-            else {
-                memset(acc, 0, sizeof(double) * 4 * (size_t)C->nv);
-                for (int f = 0; f < F->nv; ++f) {
-                    if (map[f] < 0) continue;
-                    for (int k = 0; k < 3; ++k) acc[4 * map[f] + k] += F->rest[3 * f + k];
-                    acc[4 * map[f] + 3] += 1;
-                }
-                for (int v = 0; v < C->nv; ++v)
-                    for (int k = 0; k < 3; ++k) C->rest[3 * v + k] = (float)(acc[4 * v + k] / acc[4 * v + 3]);
-                PBD_SM_FREE(acc);
+            if (c->nested) {
+                C->fine_of = kept;
+                kept = NULL;
             }
         }
+        PBD_SM_FREE(lock_c);
         if (r == PBD_OK) r = pbd_sm__level_finish(C, d->density);
         if (r == PBD_OK) r = pbd_sm__transfer(C, F, map);
         PBD_SM_FREE(kept);
@@ -1868,6 +1896,11 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     if (r == PBD_OK) r = pbd_sm__build_hierarchy(c, d, d->levels);
     if (r == PBD_OK) r = pbd_sm__bending_matrix(c);
     if (r != PBD_OK) { c->nlevels = d->levels; pbd_sm__cloth_free(c); return r; }
+    for (int l = 0; l < d->levels - 1; ++l) /* coarse positions until the first V-cycle: the rest shape */
+        for (int v = 0; v < c->lv[l].nv; ++v) {
+            memcpy(c->lv[l].x + 4 * v, c->lv[l].rest + 3 * v, 3 * sizeof(float));
+            c->lv[l].x[4 * v + 3] = 1.0f / c->lv[l].mass[v];
+        }
     *out = c;
     return PBD_OK;
 }
@@ -1976,7 +2009,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world
         float d[3];
         pbd_sm__sub3(x + 4 * L->edge[2 * e + 1], x + 4 * L->edge[2 * e], d);
         float l0 = L->eq[3 * e + 2], s = (pbd_sm__len3(d) - l0) / l0;
-        sum += fabs(s);
+        sum += s > 0 ? s : 0;
         if (s > mx) mx = s;
     }
     *average = (float)(sum / (L->ne ? L->ne : 1));
