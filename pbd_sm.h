@@ -924,10 +924,10 @@ typedef struct pbd_sm__level {
     float *mt, *me;         /* modified masses m/|R_i| of the 2D and 1D regions */
     float *inv_rt, *inv_re; /* 1/|R_i| */
     float *tq;              /* nt*6: rest 2D corners qbar (eq. 8) */
-    float *taqq;            /* nt*3: inverse of Aqq (symmetric 2x2: xx xy yy), eq. 10 */
     float *tP;              /* nt*6: the last valid projection P (eq. 7) */
     float *eq;              /* ne*3: q1^0, q2^0 (eq. 14), rest length */
     int ntc, nec;           /* colour counts */
+    int overflow[2];        /* the last colour of triangles / edges is the serial overflow set */
     int *tc, *ec;           /* colour offsets, ntc+1 / nec+1 */
     int *vt_start, *vt_list; /* vertex -> triangle corners 3t+k (two-pass gather) */
     int *ve_start, *ve_list; /* vertex -> edge ends 2e+k */
@@ -957,7 +957,7 @@ struct pbd_sm_cloth {
 };
 
 static void pbd_sm__level_free(pbd_sm__level *L, int owns_x) {
-    void *a[] = {L->tri, L->edge, L->xhat, L->rest, L->mass, L->mt, L->me, L->inv_rt, L->inv_re, L->tq, L->taqq,
+    void *a[] = {L->tri, L->edge, L->xhat, L->rest, L->mass, L->mt, L->me, L->inv_rt, L->inv_re, L->tq,
                  L->tP, L->eq, L->tc, L->ec, L->vt_start, L->vt_list, L->ve_start, L->ve_list, L->tdx, L->edx,
                  L->pro_idx, L->pro_w, L->res_start, L->res_idx, L->res_w, L->fine_of};
     for (size_t i = 0; i < sizeof a / sizeof a[0]; ++i) PBD_SM_FREE(a[i]);
@@ -980,7 +980,7 @@ static void pbd_sm__cloth_free(pbd_sm_cloth *c) {
    the rest share a last colour whose elements are applied one by one),
    then a stable sort of the elements by colour. */
 static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, float *data, int stride, int **offsets,
-                                         int *ncolors) {
+                                         int *ncolors, int *overflow) {
     unsigned long long *used = (unsigned long long *)pbd_sm__alloc_n((size_t)nv, sizeof(unsigned long long));
     int *col = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
     int *order = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
@@ -1020,6 +1020,7 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, floa
         comp[0] = 0;
         for (int c = 0; c < 65; ++c)
             if (o[c + 1] > o[c]) comp[++k] = o[c + 1];
+        *overflow = o[65] > o[64];
         memcpy(off, comp, sizeof(int) * (size_t)(k + 1));
         *ncolors = k;
         *offsets = off;
@@ -1047,7 +1048,7 @@ static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, i
 }
 
 /* Rest data of one level from its mesh and rest positions: masses (eq. 1),
-   region counts, 2D rest corners and Aqq^-1 (eqs. 8, 10), 1D rest
+   region counts, 2D rest corners (eq. 8), 1D rest
    distances (eq. 14). Fails on zero-area triangles. */
 static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
     int nv = L->nv, nt = L->nt;
@@ -1057,11 +1058,10 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
     L->inv_rt = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
     L->inv_re = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
     L->tq = (float *)pbd_sm__alloc_n((size_t)nt * 6, sizeof(float));
-    L->taqq = (float *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(float));
     L->tP = (float *)pbd_sm__alloc_n((size_t)nt * 6, sizeof(float));
     L->tdx = (float *)pbd_sm__alloc_n((size_t)nt * 9, sizeof(float));
     L->xhat = (float *)pbd_sm__alloc_n((size_t)nv * 4, sizeof(float));
-    if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->taqq || !L->tP || !L->tdx || !L->xhat)
+    if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->tP || !L->tdx || !L->xhat)
         return PBD_ERROR_OUT_OF_MEMORY;
     int *rt = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int)), *re = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     if (!rt || !re) { PBD_SM_FREE(rt); PBD_SM_FREE(re); return PBD_ERROR_OUT_OF_MEMORY; }
@@ -1105,21 +1105,12 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         pbd_sm__cross3(n, ax, ay);
         float ly = pbd_sm__len3(ay);
         for (int k = 0; k < 3; ++k) ay[k] /= ly;
-        float aqq[3] = {0, 0, 0};
         for (int j = 0; j < 3; ++j) {
-            float d[3];
-            pbd_sm__sub3(L->rest + 3 * T[j], c, d);
-            float qx = pbd_sm__dot3(ax, d), qy = pbd_sm__dot3(ay, d); /* eq. 8 */
-            L->tq[6 * t + 2 * j] = qx;
-            L->tq[6 * t + 2 * j + 1] = qy;
-            aqq[0] += w[j] * qx * qx;
-            aqq[1] += w[j] * qx * qy;
-            aqq[2] += w[j] * qy * qy;
+            float dd[3];
+            pbd_sm__sub3(L->rest + 3 * T[j], c, dd);
+            L->tq[6 * t + 2 * j] = pbd_sm__dot3(ax, dd); /* qbar, eq. 8 */
+            L->tq[6 * t + 2 * j + 1] = pbd_sm__dot3(ay, dd);
         }
-        float det = aqq[0] * aqq[2] - aqq[1] * aqq[1];
-        L->taqq[3 * t] = aqq[2] / det;
-        L->taqq[3 * t + 1] = -aqq[1] / det;
-        L->taqq[3 * t + 2] = aqq[0] / det;
         for (int k = 0; k < 3; ++k) { L->tP[6 * t + k] = ax[k]; L->tP[6 * t + 3 + k] = ay[k]; }
     }
     if (L->ne) {
@@ -1275,8 +1266,8 @@ static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
    per-element arrays follow the element order. */
 static pbd_result pbd_sm__level_finish(pbd_sm__level *L, float density) {
     pbd_result r = pbd_sm__level_edges(L);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->tri, L->nt, 3, NULL, 0, &L->tc, &L->ntc);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->edge, L->ne, 2, NULL, 0, &L->ec, &L->nec);
+    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->tri, L->nt, 3, NULL, 0, &L->tc, &L->ntc, &L->overflow[0]);
+    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->edge, L->ne, 2, NULL, 0, &L->ec, &L->nec, &L->overflow[1]);
     if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->tri, L->nt, 3, &L->vt_start, &L->vt_list);
     if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->edge, L->ne, 2, &L->ve_start, &L->ve_list);
     if (r == PBD_OK) r = pbd_sm__level_rest(L, density);
@@ -1460,140 +1451,163 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
 
 /* --- shape matching kernels ---------------------------------------------------- */
 
-/* A pinned vertex has an infinite mass: it is the region's centre of mass
-   and the others are matched around it. We give pinned corners 1000 times
-   their mass (exact to 0.1% of an edge) and move the rest frame's origin
-   and Aqq^-1 to these weights: q' = q - sum w' q / W' (eqs. 4, 8, 10 with
-   the new weights; P0 is linear, so the shift is taken in 2D). */
-static void pbd_sm__pinned_rest(float *w, const float *const *p, const float *q, float *qo, float *iqo) {
-    float W = 0, cx = 0, cy = 0;
-    for (int j = 0; j < 3; ++j) {
-        if (!(p[j][3] > 0)) w[j] *= 1000.0f;
-        W += w[j];
-        cx += w[j] * q[2 * j];
-        cy += w[j] * q[2 * j + 1];
-    }
-    cx /= W;
-    cy /= W;
-    float a = 0, b = 0, d = 0;
-    for (int j = 0; j < 3; ++j) {
-        qo[2 * j] = q[2 * j] - cx;
-        qo[2 * j + 1] = q[2 * j + 1] - cy;
-        a += w[j] * qo[2 * j] * qo[2 * j];
-        b += w[j] * qo[2 * j] * qo[2 * j + 1];
-        d += w[j] * qo[2 * j + 1] * qo[2 * j + 1];
-    }
-    float det = a * d - b * b;
-    iqo[0] = d / det;
-    iqo[1] = -b / det;
-    iqo[2] = a / det;
-}
+/* The kernels work on blocks of elements: a scalar loop gathers the
+   corners into SoA arrays, then one branch-free loop does the maths, which
+   the compiler vectorises (gcc -O3; every lane does exactly the scalar
+   operations, so SIMD and scalar builds agree bit for bit).
+   A pinned vertex has an infinite mass: it is its region's centre of mass
+   and the others are matched around it. We weigh pinned corners 1000 times
+   their mass (exact to 0.1% of an edge) and re-centre the rest shape on
+   these weights: q' = q - sum w' q / W' (eqs. 4, 8, 10; P0 is linear, so
+   the shift is taken in 2D), with Aqq^-1 from q'. */
+enum { PBD_SM__BLOCK = 64 };
+/* sqrtf may set errno, which keeps compilers from vectorising a loop that
+   calls it: build with -fno-math-errno (it changes no result) for the SIMD
+   kernels; without it they run scalar. */
 
-/* 2D shape matching of triangle t (section 4.1, eqs. 4-13) on positions x
-   (4 floats per vertex): writes the 3 corner corrections (9 floats).
-   conserve: the wrinkle-conserving transformation of eqs. 16-18. */
-static void pbd_sm__tri_match(const pbd_sm__level *L, int t, const float *x, int conserve, float alpha, float *dx) {
-    const int *T = L->tri + 3 * t;
-    const float *p[3] = {x + 4 * T[0], x + 4 * T[1], x + 4 * T[2]};
-    float w[3] = {L->mt[T[0]], L->mt[T[1]], L->mt[T[2]]};
-    const float *q = L->tq + 6 * t, *iq = L->taqq + 3 * t;
-    float qpin[6], iqpin[3];
-    if (!(p[0][3] > 0) || !(p[1][3] > 0) || !(p[2][3] > 0)) {
-        pbd_sm__pinned_rest(w, p, q, qpin, iqpin);
-        q = qpin;
-        iq = iqpin;
+/* 2D shape matching of triangles t0 .. t0+n-1 (section 4.1, eqs. 4-13) on
+   positions x (4 floats per vertex): 9 floats of corner corrections per
+   triangle into out. conserve: the wrinkle-conserving transformation of
+   eqs. 16-18. The last valid projection P is kept for degenerate ones. */
+static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float *x, int conserve, float alpha,
+                              float *out) {
+    float px[3][PBD_SM__BLOCK], py[3][PBD_SM__BLOCK], pz[3][PBD_SM__BLOCK], w[3][PBD_SM__BLOCK], s[3][PBD_SM__BLOCK];
+    for (int i = 0; i < n; ++i) {
+        const int *T = L->tri + 3 * (t0 + i);
+        for (int j = 0; j < 3; ++j) {
+            const float *p = x + 4 * T[j];
+            int pinned = !(p[3] > 0);
+            px[j][i] = p[0];
+            py[j][i] = p[1];
+            pz[j][i] = p[2];
+            w[j][i] = pinned ? 1000.0f * L->mt[T[j]] : L->mt[T[j]];
+            s[j][i] = pinned ? 0.0f : alpha * L->inv_rt[T[j]];
+        }
     }
-    float W = w[0] + w[1] + w[2], c[3];
-    for (int k = 0; k < 3; ++k) c[k] = (w[0] * p[0][k] + w[1] * p[1][k] + w[2] * p[2][k]) / W; /* t, eq. 4 */
-    /* the projection P (eqs. 6-7); the last valid one for a degenerate triangle */
-    float ax[3], ay[3], e1[3], e2[3], n[3];
-    pbd_sm__sub3(p[1], p[0], e1);
-    pbd_sm__sub3(p[2], p[0], e2);
-    pbd_sm__cross3(e1, e2, n);
-    pbd_sm__cross3(n, e1, ay);
-    float le = pbd_sm__len3(e1), ly = pbd_sm__len3(ay);
-    float *P = L->tP + 6 * t;
-    if (le > 1e-20f && ly > 1e-30f && ly > 1e-6f * le * le * le) {
-        for (int k = 0; k < 3; ++k) { ax[k] = e1[k] / le; ay[k] /= ly; }
-        for (int k = 0; k < 3; ++k) { P[k] = ax[k]; P[3 + k] = ay[k]; }
-    } else {
-        for (int k = 0; k < 3; ++k) { ax[k] = P[k]; ay[k] = P[3 + k]; }
-    }
-    float pb[3][2], a = 0, b = 0, cc = 0, d = 0;
-    for (int j = 0; j < 3; ++j) {
-        float r[3];
-        pbd_sm__sub3(p[j], c, r);
-        pb[j][0] = pbd_sm__dot3(ax, r); /* pbar, eq. 8 */
-        pb[j][1] = pbd_sm__dot3(ay, r);
-        a += w[j] * pb[j][0] * q[2 * j];
-        b += w[j] * pb[j][0] * q[2 * j + 1];
-        cc += w[j] * pb[j][1] * q[2 * j];
-        d += w[j] * pb[j][1] * q[2 * j + 1];
-    }
-    /* A = Apq Aqq^-1, eq. 10 */
-    float A00 = a * iq[0] + b * iq[1], A01 = a * iq[1] + b * iq[2];
-    float A10 = cc * iq[0] + d * iq[1], A11 = cc * iq[1] + d * iq[2];
-    /* closed-form 2D polar decomposition (eq. 11, Shoemake and Duff) */
-    float det = A00 * A11 - A01 * A10, sg = det < 0 ? -1.0f : 1.0f;
-    float u0 = A00 + sg * A11, u1 = A10 - sg * A01;
-    float lu = sqrtf(u0 * u0 + u1 * u1);
-    float cs = 1, sn = 0;
-    if (lu > 1e-30f) { cs = u0 / lu; sn = u1 / lu; }
-    float G00 = cs, G01 = -sn, G10 = sn, G11 = cs; /* R */
-    if (conserve) {
-        /* V = R^T A (eq. 16): keep compression, clamp stretch to 1 (eq. 17-18) */
+    for (int i = 0; i < n; ++i) {
+        const float *q = L->tq + 6 * (t0 + i);
+        float *P = L->tP + 6 * (t0 + i), *dx = out + 9 * i;
+        float w0 = w[0][i], w1 = w[1][i], w2 = w[2][i], W = w0 + w1 + w2;
+        float cx = (w0 * px[0][i] + w1 * px[1][i] + w2 * px[2][i]) / W; /* t, eq. 4 */
+        float cy = (w0 * py[0][i] + w1 * py[1][i] + w2 * py[2][i]) / W;
+        float cz = (w0 * pz[0][i] + w1 * pz[1][i] + w2 * pz[2][i]) / W;
+        /* the projection P (eqs. 6-7) */
+        float e1x = px[1][i] - px[0][i], e1y = py[1][i] - py[0][i], e1z = pz[1][i] - pz[0][i];
+        float e2x = px[2][i] - px[0][i], e2y = py[2][i] - py[0][i], e2z = pz[2][i] - pz[0][i];
+        float nx = e1y * e2z - e1z * e2y, ny = e1z * e2x - e1x * e2z, nz = e1x * e2y - e1y * e2x;
+        float yx = ny * e1z - nz * e1y, yy = nz * e1x - nx * e1z, yz = nx * e1y - ny * e1x;
+        float le = sqrtf(e1x * e1x + e1y * e1y + e1z * e1z), ly = sqrtf(yx * yx + yy * yy + yz * yz);
+        int ok = (le > 1e-20f) & (ly > 1e-30f) & (ly > 1e-6f * le * le * le);
+        float ile = 1.0f / (ok ? le : 1.0f), ily = 1.0f / (ok ? ly : 1.0f);
+        float o0 = P[0], o1 = P[1], o2 = P[2], o3 = P[3], o4 = P[4], o5 = P[5];
+        /* every value is computed, then selected: no branch, no trap */
+        float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
+        float ax0 = ok ? nx0 : o0, ax1 = ok ? nx1 : o1, ax2 = ok ? nx2 : o2;
+        float ay0 = ok ? ny0 : o3, ay1 = ok ? ny1 : o4, ay2 = ok ? ny2 : o5;
+        P[0] = ax0; P[1] = ax1; P[2] = ax2; P[3] = ay0; P[4] = ay1; P[5] = ay2;
+        /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
+        float qcx = (w0 * q[0] + w1 * q[2] + w2 * q[4]) / W, qcy = (w0 * q[1] + w1 * q[3] + w2 * q[5]) / W;
+        float q0x = q[0] - qcx, q0y = q[1] - qcy, q1x = q[2] - qcx, q1y = q[3] - qcy, q2x = q[4] - qcx, q2y = q[5] - qcy;
+        float qa = w0 * q0x * q0x + w1 * q1x * q1x + w2 * q2x * q2x;
+        float qb = w0 * q0x * q0y + w1 * q1x * q1y + w2 * q2x * q2y;
+        float qd = w0 * q0y * q0y + w1 * q1y * q1y + w2 * q2y * q2y;
+        float idet = 1.0f / (qa * qd - qb * qb);
+        float i0 = qd * idet, i1 = -qb * idet, i2 = qa * idet;
+        /* pbar (eq. 8) and Apq */
+        float rx0 = px[0][i] - cx, ry0 = py[0][i] - cy, rz0 = pz[0][i] - cz;
+        float rx1 = px[1][i] - cx, ry1 = py[1][i] - cy, rz1 = pz[1][i] - cz;
+        float rx2 = px[2][i] - cx, ry2 = py[2][i] - cy, rz2 = pz[2][i] - cz;
+        float p0x = ax0 * rx0 + ax1 * ry0 + ax2 * rz0, p0y = ay0 * rx0 + ay1 * ry0 + ay2 * rz0;
+        float p1x = ax0 * rx1 + ax1 * ry1 + ax2 * rz1, p1y = ay0 * rx1 + ay1 * ry1 + ay2 * rz1;
+        float p2x = ax0 * rx2 + ax1 * ry2 + ax2 * rz2, p2y = ay0 * rx2 + ay1 * ry2 + ay2 * rz2;
+        float a = w0 * p0x * q0x + w1 * p1x * q1x + w2 * p2x * q2x;
+        float b = w0 * p0x * q0y + w1 * p1x * q1y + w2 * p2x * q2y;
+        float c = w0 * p0y * q0x + w1 * p1y * q1x + w2 * p2y * q2x;
+        float d = w0 * p0y * q0y + w1 * p1y * q1y + w2 * p2y * q2y;
+        float A00 = a * i0 + b * i1, A01 = a * i1 + b * i2, A10 = c * i0 + d * i1, A11 = c * i1 + d * i2;
+        /* closed-form 2D polar decomposition (eq. 11, Shoemake and Duff) */
+        float det = A00 * A11 - A01 * A10, sg = det < 0 ? -1.0f : 1.0f;
+        float u0 = A00 + sg * A11, u1 = A10 - sg * A01;
+        float lu = sqrtf(u0 * u0 + u1 * u1);
+        int rot_ok = lu > 1e-30f;
+        float ilu = 1.0f / (rot_ok ? lu : 1.0f);
+        float ucs = u0 * ilu, usn = u1 * ilu;
+        float cs = rot_ok ? ucs : 1.0f, sn = rot_ok ? usn : 0.0f;
+        float G00 = cs, G01 = -sn, G10 = sn, G11 = cs;
+        /* wrinkles (eqs. 16-18): V = R^T A; keep compression, clamp stretch to 1 */
         float v00 = cs * A00 + sn * A10, v01 = cs * A01 + sn * A11;
         float v10 = -sn * A00 + cs * A10, v11 = -sn * A01 + cs * A11;
         float off = 0.5f * (v01 + v10), mean = 0.5f * (v00 + v11), half = 0.5f * (v00 - v11);
         float rad = sqrtf(half * half + off * off);
-        float l1 = mean + rad, l2 = mean - rad; /* l1 >= l2 */
-        if (l1 <= 1) { G00 = A00; G01 = A01; G10 = A10; G11 = A11; } /* compressed both ways: A' = A */
-        else if (l2 < 1) {
-            /* only l1 stretches: V' = V - (l1 - 1) e1 e1^T, A' = R V' */
-            /* eigenvector of l1: the longer of two equivalent forms */
-            float ax_ = off, ay_ = l1 - v00, bx_ = l1 - v11, by_ = off, ex, ey;
-            if (ax_ * ax_ + ay_ * ay_ >= bx_ * bx_ + by_ * by_) { ex = ax_; ey = ay_; }
-            else { ex = bx_; ey = by_; }
-            float le1 = sqrtf(ex * ex + ey * ey);
-            if (le1 > 0) { ex /= le1; ey /= le1; } else { ex = 1; ey = 0; }
-            float s = l1 - 1;
-            float w00 = v00 - s * ex * ex, w01 = off - s * ex * ey, w11 = v11 - s * ey * ey;
-            G00 = cs * w00 - sn * w01; G01 = cs * w01 - sn * w11;
-            G10 = sn * w00 + cs * w01; G11 = sn * w01 + cs * w11;
-        } /* else stretched both ways: R */
-    }
-    for (int j = 0; j < 3; ++j) {
-        float gx = G00 * q[2 * j] + G01 * q[2 * j + 1], gy = G10 * q[2 * j] + G11 * q[2 * j + 1]; /* eq. 12 */
-        float s = p[j][3] > 0 ? alpha * L->inv_rt[T[j]] : 0.0f;
-        float dxb = s * (gx - pb[j][0]), dyb = s * (gy - pb[j][1]);
-        for (int k = 0; k < 3; ++k) dx[3 * j + k] = ax[k] * dxb + ay[k] * dyb; /* P^T dxbar */
+        float l1 = mean + rad, l2 = mean - rad;
+        /* the eigenvector of l1, the longer of two equivalent forms; with
+           only l1 > 1, V' = V - (l1 - 1) e e^T and A' = R V' */
+        float eax = off, eay = l1 - v00, ebx = l1 - v11, eby = off;
+        int use_a = eax * eax + eay * eay >= ebx * ebx + eby * eby;
+        float ex = use_a ? eax : ebx, ey = use_a ? eay : eby;
+        float lenE = sqrtf(ex * ex + ey * ey);
+        float ilenE = 1.0f / (lenE > 0 ? lenE : 1.0f);
+        float nex = ex * ilenE, ney = ey * ilenE;
+        ex = lenE > 0 ? nex : 1.0f;
+        ey = lenE > 0 ? ney : 0.0f;
+        float sc = l1 - 1;
+        float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
+        float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01, h11 = sn * m01 + cs * m11;
+        int both = conserve & (l1 <= 1), one = conserve & (l1 > 1) & (l2 < 1);
+        G00 = both ? A00 : (one ? h00 : G00);
+        G01 = both ? A01 : (one ? h01 : G01);
+        G10 = both ? A10 : (one ? h10 : G10);
+        G11 = both ? A11 : (one ? h11 : G11);
+        /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
+        float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
+        float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
+        float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
+        float s0 = s[0][i], s1 = s[1][i], s2 = s[2][i];
+        dx[0] = s0 * (ax0 * g0x + ay0 * g0y); dx[1] = s0 * (ax1 * g0x + ay1 * g0y); dx[2] = s0 * (ax2 * g0x + ay2 * g0y);
+        dx[3] = s1 * (ax0 * g1x + ay0 * g1y); dx[4] = s1 * (ax1 * g1x + ay1 * g1y); dx[5] = s1 * (ax2 * g1x + ay2 * g1y);
+        dx[6] = s2 * (ax0 * g2x + ay0 * g2y); dx[7] = s2 * (ax1 * g2x + ay1 * g2y); dx[8] = s2 * (ax2 * g2x + ay2 * g2y);
     }
 }
 
-/* 1D shape matching of edge e (section 4.2, eqs. 14-15): 6 floats. */
-static void pbd_sm__edge_match(const pbd_sm__level *L, int e, const float *x, int conserve, float beta, float *dx) {
-    int ia = L->edge[2 * e], ib = L->edge[2 * e + 1];
-    const float *pa = x + 4 * ia, *pb = x + 4 * ib;
-    float wa = L->me[ia], wb = L->me[ib], d[3];
-    pbd_sm__sub3(pb, pa, d);
-    float len = pbd_sm__len3(d);
-    const float *q = L->eq + 3 * e;
-    if (!(len > 1e-20f) || (conserve && len < q[2])) { /* coarse and compressed: keep the wrinkle */
-        memset(dx, 0, 6 * sizeof(float));
-        return;
+/* 1D shape matching of edges e0 .. e0+n-1 (section 4.2, eqs. 14-15): 6
+   floats per edge into out. On coarse levels (conserve) a compressed edge
+   is skipped, keeping the fine wrinkle. */
+static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const float *x, int conserve, float beta,
+                               float *out) {
+    float ax[PBD_SM__BLOCK], ay[PBD_SM__BLOCK], az[PBD_SM__BLOCK], bx[PBD_SM__BLOCK], by[PBD_SM__BLOCK],
+        bz[PBD_SM__BLOCK], wa[PBD_SM__BLOCK], wb[PBD_SM__BLOCK], sa[PBD_SM__BLOCK], sb[PBD_SM__BLOCK];
+    for (int i = 0; i < n; ++i) {
+        int ia = L->edge[2 * (e0 + i)], ib = L->edge[2 * (e0 + i) + 1];
+        const float *pa = x + 4 * ia, *pb = x + 4 * ib;
+        int fa = !(pa[3] > 0), fb = !(pb[3] > 0);
+        ax[i] = pa[0]; ay[i] = pa[1]; az[i] = pa[2];
+        bx[i] = pb[0]; by[i] = pb[1]; bz[i] = pb[2];
+        wa[i] = fa ? 1000.0f * L->me[ia] : L->me[ia];
+        wb[i] = fb ? 1000.0f * L->me[ib] : L->me[ib];
+        sa[i] = fa ? 0.0f : beta * L->inv_re[ia];
+        sb[i] = fb ? 0.0f : beta * L->inv_re[ib];
     }
-    float q1 = q[0], q2 = q[1];
-    if (!(pa[3] > 0) || !(pb[3] > 0)) { /* a pinned end weighs 1000 times its mass, as in 2D */
-        if (!(pa[3] > 0)) wa *= 1000.0f;
-        if (!(pb[3] > 0)) wb *= 1000.0f;
-        q1 = q[2] * wb / (wa + wb);
-        q2 = q[2] * wa / (wa + wb);
-    }
-    float sa = pa[3] > 0 ? beta * L->inv_re[ia] : 0.0f, sb = pb[3] > 0 ? beta * L->inv_re[ib] : 0.0f;
-    for (int k = 0; k < 3; ++k) {
-        float t = (wa * pa[k] + wb * pb[k]) / (wa + wb), u = d[k] / len;
-        dx[k] = sa * (t - q1 * u - pa[k]);
-        dx[3 + k] = sb * (t + q2 * u - pb[k]);
+    for (int i = 0; i < n; ++i) {
+        float *dx = out + 6 * i;
+        float l0 = L->eq[3 * (e0 + i) + 2];
+        float dxx = bx[i] - ax[i], dyy = by[i] - ay[i], dzz = bz[i] - az[i];
+        float len = sqrtf(dxx * dxx + dyy * dyy + dzz * dzz);
+        int active = (len > 1e-20f) & !(conserve & (len < l0));
+        float il_ = 1.0f / (active ? len : 1.0f);
+        float il = active ? il_ : 0.0f;
+        float ux = dxx * il, uy = dyy * il, uz = dzz * il;
+        float W = wa[i] + wb[i];
+        float q1 = l0 * wb[i] / W, q2 = l0 * wa[i] / W; /* |x^0 - t^0| for these weights */
+        float tx = (wa[i] * ax[i] + wb[i] * bx[i]) / W, ty = (wa[i] * ay[i] + wb[i] * by[i]) / W,
+              tz = (wa[i] * az[i] + wb[i] * bz[i]) / W;
+        float sai = sa[i], sbi = sb[i];
+        float ka = active ? sai : 0.0f, kb = active ? sbi : 0.0f;
+        dx[0] = ka * (tx - q1 * ux - ax[i]);
+        dx[1] = ka * (ty - q1 * uy - ay[i]);
+        dx[2] = ka * (tz - q1 * uz - az[i]);
+        dx[3] = kb * (tx + q2 * ux - bx[i]);
+        dx[4] = kb * (ty + q2 * uy - by[i]);
+        dx[5] = kb * (tz + q2 * uz - bz[i]);
     }
 }
 
@@ -1612,44 +1626,57 @@ static void pbd_sm__gather(int nv, float *x, const int *start, const int *list, 
     }
 }
 
-static void pbd_sm__match_tris(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve) {
+/* One element type of one level: two-pass (blocks of goals into the
+   per-element scratch, then the per-vertex gather) or independent sets
+   (per colour, blocks computed and applied at once; no two elements of a
+   colour share a vertex, the overflow colour 64 excepted, which is walked
+   in order). arity 3: triangles, 2: edges. */
+static void pbd_sm__match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve, int arity) {
+    int n = arity == 3 ? L->nt : L->ne, ncol = arity == 3 ? L->ntc : L->nec;
+    const int *col = arity == 3 ? L->tc : L->ec, *el = arity == 3 ? L->tri : L->edge;
+    float *scratch = arity == 3 ? L->tdx : L->edx;
+    int stride = 3 * arity;
     if (c->scheme == PBD_SM_CLOTH_TWO_PASS) {
+        int nb = (n + PBD_SM__BLOCK - 1) / PBD_SM__BLOCK;
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int t = 0; t < L->nt; ++t) pbd_sm__tri_match(L, t, x, conserve, c->alpha, L->tdx + 9 * t);
-        pbd_sm__gather(L->nv, x, L->vt_start, L->vt_list, L->tdx);
-        return;
-    }
-    for (int col = 0; col < L->ntc; ++col) {
-        PBD_SM__PRAGMA(omp for schedule(static))
-        for (int t = L->tc[col]; t < L->tc[col + 1]; ++t) {
-            float d[9];
-            pbd_sm__tri_match(L, t, x, conserve, c->alpha, d);
-            for (int k = 0; k < 3; ++k) pbd_sm__add3(x + 4 * L->tri[3 * t + k], d + 3 * k);
+        for (int b = 0; b < nb; ++b) {
+            int e0 = b * PBD_SM__BLOCK, m = n - e0 < PBD_SM__BLOCK ? n - e0 : PBD_SM__BLOCK;
+            if (arity == 3) pbd_sm__tri_block(L, e0, m, x, conserve, c->alpha, scratch + (size_t)stride * e0);
+            else pbd_sm__edge_block(L, e0, m, x, conserve, c->beta, scratch + (size_t)stride * e0);
         }
-    }
-}
-
-static void pbd_sm__match_edges(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve) {
-    if (c->scheme == PBD_SM_CLOTH_TWO_PASS) {
-        PBD_SM__PRAGMA(omp for schedule(static))
-        for (int e = 0; e < L->ne; ++e) pbd_sm__edge_match(L, e, x, conserve, c->beta, L->edx + 6 * e);
-        pbd_sm__gather(L->nv, x, L->ve_start, L->ve_list, L->edx);
+        if (arity == 3) pbd_sm__gather(L->nv, x, L->vt_start, L->vt_list, scratch);
+        else pbd_sm__gather(L->nv, x, L->ve_start, L->ve_list, scratch);
         return;
     }
-    for (int col = 0; col < L->nec; ++col) {
+    for (int k = 0; k < ncol; ++k) {
+        int lo = col[k], hi = col[k + 1];
+        int overflow = k == ncol - 1 && hi - lo > 0 && L->overflow[arity == 3 ? 0 : 1];
+        int nb = (hi - lo + PBD_SM__BLOCK - 1) / PBD_SM__BLOCK;
+        if (overflow) { /* serial, one element at a time */
+            PBD_SM__PRAGMA(omp single)
+            for (int e = lo; e < hi; ++e) {
+                float d[9];
+                if (arity == 3) pbd_sm__tri_block(L, e, 1, x, conserve, c->alpha, d);
+                else pbd_sm__edge_block(L, e, 1, x, conserve, c->beta, d);
+                for (int j = 0; j < arity; ++j) pbd_sm__add3(x + 4 * el[arity * e + j], d + 3 * j);
+            }
+            continue;
+        }
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int e = L->ec[col]; e < L->ec[col + 1]; ++e) {
-            float d[6];
-            pbd_sm__edge_match(L, e, x, conserve, c->beta, d);
-            pbd_sm__add3(x + 4 * L->edge[2 * e], d);
-            pbd_sm__add3(x + 4 * L->edge[2 * e + 1], d + 3);
+        for (int b = 0; b < nb; ++b) {
+            float d[9 * PBD_SM__BLOCK];
+            int e0 = lo + b * PBD_SM__BLOCK, m = hi - e0 < PBD_SM__BLOCK ? hi - e0 : PBD_SM__BLOCK;
+            if (arity == 3) pbd_sm__tri_block(L, e0, m, x, conserve, c->alpha, d);
+            else pbd_sm__edge_block(L, e0, m, x, conserve, c->beta, d);
+            for (int e = 0; e < m; ++e)
+                for (int j = 0; j < arity; ++j) pbd_sm__add3(x + 4 * el[arity * (e0 + e) + j], d + stride * e + 3 * j);
         }
     }
 }
 
 static void pbd_sm__level_match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve) {
-    if (c->beta > 0) pbd_sm__match_edges(c, L, x, conserve);
-    if (c->alpha > 0) pbd_sm__match_tris(c, L, x, conserve);
+    if (c->beta > 0) pbd_sm__match(c, L, x, conserve, 2);
+    if (c->alpha > 0) pbd_sm__match(c, L, x, conserve, 3);
 }
 
 static void pbd_sm__store(pbd_sm__level *L, const float *x) {
