@@ -1492,9 +1492,13 @@ enum { PBD_SM__BLOCK = 64 };
    eqs. 16-18. The last valid projection P is kept for degenerate ones. */
 static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float *x, int conserve, float alpha,
                               float *out) {
-    float px[3][PBD_SM__BLOCK], py[3][PBD_SM__BLOCK], pz[3][PBD_SM__BLOCK], w[3][PBD_SM__BLOCK], s[3][PBD_SM__BLOCK];
+    enum { B = PBD_SM__BLOCK };
+    /* inputs and outputs in local SoA arrays: the maths loop touches no
+       memory the compiler could think aliased */
+    float px[3][B], py[3][B], pz[3][B], w[3][B], s[3][B], q[6][B], P[6][B], o[15][B];
     for (int i = 0; i < n; ++i) {
-        const int *T = L->tri + 3 * (t0 + i);
+        int t = t0 + i;
+        const int *T = L->tri + 3 * t;
         for (int j = 0; j < 3; ++j) {
             const float *p = x + 4 * T[j];
             int pinned = !(p[3] > 0);
@@ -1504,31 +1508,34 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
             w[j][i] = pinned ? 1000.0f * L->mt[T[j]] : L->mt[T[j]];
             s[j][i] = pinned ? 0.0f : alpha * L->inv_rt[T[j]];
         }
+        for (int k = 0; k < 6; ++k) {
+            q[k][i] = L->tq[6 * t + k];
+            P[k][i] = L->tP[6 * t + k];
+        }
     }
     for (int i = 0; i < n; ++i) {
-        const float *q = L->tq + 6 * (t0 + i);
-        float *P = L->tP + 6 * (t0 + i), *dx = out + 9 * i;
         float w0 = w[0][i], w1 = w[1][i], w2 = w[2][i], W = w0 + w1 + w2;
         float cx = (w0 * px[0][i] + w1 * px[1][i] + w2 * px[2][i]) / W; /* t, eq. 4 */
         float cy = (w0 * py[0][i] + w1 * py[1][i] + w2 * py[2][i]) / W;
         float cz = (w0 * pz[0][i] + w1 * pz[1][i] + w2 * pz[2][i]) / W;
-        /* the projection P (eqs. 6-7) */
+        /* the projection P (eqs. 6-7); the last valid one when degenerate */
         float e1x = px[1][i] - px[0][i], e1y = py[1][i] - py[0][i], e1z = pz[1][i] - pz[0][i];
         float e2x = px[2][i] - px[0][i], e2y = py[2][i] - py[0][i], e2z = pz[2][i] - pz[0][i];
         float nx = e1y * e2z - e1z * e2y, ny = e1z * e2x - e1x * e2z, nz = e1x * e2y - e1y * e2x;
         float yx = ny * e1z - nz * e1y, yy = nz * e1x - nx * e1z, yz = nx * e1y - ny * e1x;
         float le = sqrtf(e1x * e1x + e1y * e1y + e1z * e1z), ly = sqrtf(yx * yx + yy * yy + yz * yz);
-        int ok = (le > 1e-20f) & (ly > 1e-30f) & (ly > 1e-6f * le * le * le);
+        int ok = le > 1e-20f && ly > 1e-30f && ly > 1e-6f * le * le * le;
         float ile = 1.0f / (ok ? le : 1.0f), ily = 1.0f / (ok ? ly : 1.0f);
-        float o0 = P[0], o1 = P[1], o2 = P[2], o3 = P[3], o4 = P[4], o5 = P[5];
-        /* every value is computed, then selected: no branch, no trap */
+        /* every value is computed, then selected: no branch */
         float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
-        float ax0 = ok ? nx0 : o0, ax1 = ok ? nx1 : o1, ax2 = ok ? nx2 : o2;
-        float ay0 = ok ? ny0 : o3, ay1 = ok ? ny1 : o4, ay2 = ok ? ny2 : o5;
-        P[0] = ax0; P[1] = ax1; P[2] = ax2; P[3] = ay0; P[4] = ay1; P[5] = ay2;
+        float ax0 = ok ? nx0 : P[0][i], ax1 = ok ? nx1 : P[1][i], ax2 = ok ? nx2 : P[2][i];
+        float ay0 = ok ? ny0 : P[3][i], ay1 = ok ? ny1 : P[4][i], ay2 = ok ? ny2 : P[5][i];
+        o[9][i] = ax0; o[10][i] = ax1; o[11][i] = ax2; o[12][i] = ay0; o[13][i] = ay1; o[14][i] = ay2;
         /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
-        float qcx = (w0 * q[0] + w1 * q[2] + w2 * q[4]) / W, qcy = (w0 * q[1] + w1 * q[3] + w2 * q[5]) / W;
-        float q0x = q[0] - qcx, q0y = q[1] - qcy, q1x = q[2] - qcx, q1y = q[3] - qcy, q2x = q[4] - qcx, q2y = q[5] - qcy;
+        float qcx = (w0 * q[0][i] + w1 * q[2][i] + w2 * q[4][i]) / W;
+        float qcy = (w0 * q[1][i] + w1 * q[3][i] + w2 * q[5][i]) / W;
+        float q0x = q[0][i] - qcx, q0y = q[1][i] - qcy, q1x = q[2][i] - qcx, q1y = q[3][i] - qcy;
+        float q2x = q[4][i] - qcx, q2y = q[5][i] - qcy;
         float qa = w0 * q0x * q0x + w1 * q1x * q1x + w2 * q2x * q2x;
         float qb = w0 * q0x * q0y + w1 * q1x * q1y + w2 * q2x * q2y;
         float qd = w0 * q0y * q0y + w1 * q1y * q1y + w2 * q2y * q2y;
@@ -1554,7 +1561,6 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
         float ilu = 1.0f / (rot_ok ? lu : 1.0f);
         float ucs = u0 * ilu, usn = u1 * ilu;
         float cs = rot_ok ? ucs : 1.0f, sn = rot_ok ? usn : 0.0f;
-        float G00 = cs, G01 = -sn, G10 = sn, G11 = cs;
         /* wrinkles (eqs. 16-18): V = R^T A; keep compression, clamp stretch to 1 */
         float v00 = cs * A00 + sn * A10, v01 = cs * A01 + sn * A11;
         float v10 = -sn * A00 + cs * A10, v11 = -sn * A01 + cs * A11;
@@ -1574,19 +1580,21 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
         float sc = l1 - 1;
         float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
         float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01, h11 = sn * m01 + cs * m11;
-        int both = conserve & (l1 <= 1), one = conserve & (l1 > 1) & (l2 < 1);
-        G00 = both ? A00 : (one ? h00 : G00);
-        G01 = both ? A01 : (one ? h01 : G01);
-        G10 = both ? A10 : (one ? h10 : G10);
-        G11 = both ? A11 : (one ? h11 : G11);
+        int both = conserve && l1 <= 1, one = conserve && l1 > 1 && l2 < 1;
+        float G00 = both ? A00 : (one ? h00 : cs), G01 = both ? A01 : (one ? h01 : -sn);
+        float G10 = both ? A10 : (one ? h10 : sn), G11 = both ? A11 : (one ? h11 : cs);
         /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
         float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
         float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
         float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
         float s0 = s[0][i], s1 = s[1][i], s2 = s[2][i];
-        dx[0] = s0 * (ax0 * g0x + ay0 * g0y); dx[1] = s0 * (ax1 * g0x + ay1 * g0y); dx[2] = s0 * (ax2 * g0x + ay2 * g0y);
-        dx[3] = s1 * (ax0 * g1x + ay0 * g1y); dx[4] = s1 * (ax1 * g1x + ay1 * g1y); dx[5] = s1 * (ax2 * g1x + ay2 * g1y);
-        dx[6] = s2 * (ax0 * g2x + ay0 * g2y); dx[7] = s2 * (ax1 * g2x + ay1 * g2y); dx[8] = s2 * (ax2 * g2x + ay2 * g2y);
+        o[0][i] = s0 * (ax0 * g0x + ay0 * g0y); o[1][i] = s0 * (ax1 * g0x + ay1 * g0y); o[2][i] = s0 * (ax2 * g0x + ay2 * g0y);
+        o[3][i] = s1 * (ax0 * g1x + ay0 * g1y); o[4][i] = s1 * (ax1 * g1x + ay1 * g1y); o[5][i] = s1 * (ax2 * g1x + ay2 * g1y);
+        o[6][i] = s2 * (ax0 * g2x + ay0 * g2y); o[7][i] = s2 * (ax1 * g2x + ay1 * g2y); o[8][i] = s2 * (ax2 * g2x + ay2 * g2y);
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int k = 0; k < 9; ++k) out[9 * i + k] = o[k][i];
+        for (int k = 0; k < 6; ++k) L->tP[6 * (t0 + i) + k] = o[9 + k][i];
     }
 }
 
@@ -1595,8 +1603,8 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
    is skipped, keeping the fine wrinkle. */
 static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const float *x, int conserve, float beta,
                                float *out) {
-    float ax[PBD_SM__BLOCK], ay[PBD_SM__BLOCK], az[PBD_SM__BLOCK], bx[PBD_SM__BLOCK], by[PBD_SM__BLOCK],
-        bz[PBD_SM__BLOCK], wa[PBD_SM__BLOCK], wb[PBD_SM__BLOCK], sa[PBD_SM__BLOCK], sb[PBD_SM__BLOCK];
+    enum { B = PBD_SM__BLOCK };
+    float ax[B], ay[B], az[B], bx[B], by[B], bz[B], wa[B], wb[B], sa[B], sb[B], l0s[B], o[6][B];
     for (int i = 0; i < n; ++i) {
         int ia = L->edge[2 * (e0 + i)], ib = L->edge[2 * (e0 + i) + 1];
         const float *pa = x + 4 * ia, *pb = x + 4 * ib;
@@ -1607,15 +1615,14 @@ static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const floa
         wb[i] = fb ? 1000.0f * L->me[ib] : L->me[ib];
         sa[i] = fa ? 0.0f : beta * L->inv_re[ia];
         sb[i] = fb ? 0.0f : beta * L->inv_re[ib];
+        l0s[i] = L->eq[3 * (e0 + i) + 2];
     }
     for (int i = 0; i < n; ++i) {
-        float *dx = out + 6 * i;
-        float l0 = L->eq[3 * (e0 + i) + 2];
+        float l0 = l0s[i];
         float dxx = bx[i] - ax[i], dyy = by[i] - ay[i], dzz = bz[i] - az[i];
         float len = sqrtf(dxx * dxx + dyy * dyy + dzz * dzz);
-        int active = (len > 1e-20f) & !(conserve & (len < l0));
-        float il_ = 1.0f / (active ? len : 1.0f);
-        float il = active ? il_ : 0.0f;
+        int active = len > 1e-20f && !(conserve && len < l0);
+        float il = 1.0f / (active ? len : 1.0f);
         float ux = dxx * il, uy = dyy * il, uz = dzz * il;
         float W = wa[i] + wb[i];
         float q1 = l0 * wb[i] / W, q2 = l0 * wa[i] / W; /* |x^0 - t^0| for these weights */
@@ -1623,13 +1630,15 @@ static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const floa
               tz = (wa[i] * az[i] + wb[i] * bz[i]) / W;
         float sai = sa[i], sbi = sb[i];
         float ka = active ? sai : 0.0f, kb = active ? sbi : 0.0f;
-        dx[0] = ka * (tx - q1 * ux - ax[i]);
-        dx[1] = ka * (ty - q1 * uy - ay[i]);
-        dx[2] = ka * (tz - q1 * uz - az[i]);
-        dx[3] = kb * (tx + q2 * ux - bx[i]);
-        dx[4] = kb * (ty + q2 * uy - by[i]);
-        dx[5] = kb * (tz + q2 * uz - bz[i]);
+        o[0][i] = ka * (tx - q1 * ux - ax[i]);
+        o[1][i] = ka * (ty - q1 * uy - ay[i]);
+        o[2][i] = ka * (tz - q1 * uz - az[i]);
+        o[3][i] = kb * (tx + q2 * ux - bx[i]);
+        o[4][i] = kb * (ty + q2 * uy - by[i]);
+        o[5][i] = kb * (tz + q2 * uz - bz[i]);
     }
+    for (int i = 0; i < n; ++i)
+        for (int k = 0; k < 6; ++k) out[6 * i + k] = o[k][i];
 }
 
 /* --- passes ------------------------------------------------------------------- */
