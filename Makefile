@@ -20,7 +20,7 @@ CONFIG := $(notdir $(CC))-simd$(SIMD)-omp$(OMP)-san$(SAN)-cxx$(CXX_MODE)
 BUILD := build/$(CONFIG)
 
 WARN := -Wall -Wextra -Wno-psabi
-BASEFLAGS := $(OPT) -g -ffp-contract=off $(WARN) -I.
+BASEFLAGS := $(OPT) -g -ffp-contract=off -fno-math-errno $(WARN) -I.
 ifeq ($(SIMD),0)
 BASEFLAGS += -DPBD_NO_SIMD
 else

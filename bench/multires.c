@@ -1,0 +1,204 @@
+/* bench/multires.c - the multi-resolution shape-matching cloth of pbd_sm.h
+   (Bender, Weber and Diziol 2013) at the sizes of the paper's table 1, and
+   its reproductions.
+
+   Timing (default): square cloths fixed at two corners, one V-cycle per
+   step (dt = 5 ms), deformation only as in the paper (no colliders), with
+   1 and 2 threads and both parallel schemes of the paper's section 5:
+     woody   128 x 128 vertices, 32 258 fine triangles, 5 levels (paper: 32 467 / 62 888)
+     dragon  250 x 250 vertices, 124 002 fine triangles, 5 levels (paper: 124 017 / 240 275)
+     large   322 x 322 vertices, 206 082 fine triangles, 5 levels at 25% reduction
+             (paper: 206 664 / 630 480)
+   then the linear-time sweep of figure 6 (10 000 to 100 000 fine
+   triangles, 5 levels, 1 thread) with the R^2 of a straight-line fit.
+
+   --repro: the paper's stiffness experiments at full size (a 5 m x 5 m
+   cloth of 20 402 triangles fixed at two corners; the strain is averaged
+   over the second half of 1.5 s): figure 7 (1 to 7 levels, dt = 5 ms) and
+   table 3 (5 levels, dt = 20 to 1.25 ms), 2D and 2D+1D. Exit status 1 when
+   a trend the paper reports does not hold.
+
+   JSON keys: bench (multires), scene, fine_triangles, total_triangles,
+   levels, scheme, path, threads, ms_per_step; repro lines: levels, dt,
+   matching (2d, 2d1d), avg_local_strain, max_global_strain.
+   Build and run: make bench BENCH=multires  (or ./build/.../bench/multires --repro) */
+#include "bench.h"
+#define PBD_SM_IMPLEMENTATION
+#include "../pbd_sm.h"
+
+typedef struct mr_world {
+    pbd_world *w;
+    pbd_sm_cloth *c;
+    pbd_range r;
+    int fine, total;
+} mr_world;
+
+static mr_world mr_make(int n, int levels, float reduction, int scheme, float beta, float gy) {
+    mr_world m;
+    memset(&m, 0, sizeof m);
+    pbd_world_desc d = pbd_world_desc_default();
+    d.substeps = 1;
+    d.iterations = 1;
+    d.gravity[1] = gy;
+    if (pbd_world_create(&d, &m.w) != PBD_OK) { fprintf(stderr, "world\n"); exit(1); }
+    pbd_mesh mesh;
+    float o[3] = {-2.5f, 0, -2.5f}, u[3] = {5, 0, 0}, v[3] = {0, 0, 5};
+    if (pbd_mesh_grid(n, n, o, u, v, &mesh) != PBD_OK) { fprintf(stderr, "mesh\n"); exit(1); }
+    pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
+    cd.positions = mesh.positions;
+    cd.vertex_count = mesh.vertex_count;
+    cd.triangles = mesh.triangles;
+    cd.triangle_count = mesh.triangle_count;
+    cd.levels = levels;
+    cd.reduction = reduction;
+    cd.scheme = (pbd_sm_cloth_scheme)scheme;
+    cd.beta = beta;
+    cd.damping = 0.1f;
+    int keep[2] = {0, n - 1};
+    cd.keep_vertices = keep;
+    cd.keep_count = 2;
+    pbd_result r = pbd_sm_add_cloth(m.w, &cd, &m.c, &m.r);
+    pbd_mesh_free(&mesh);
+    if (r != PBD_OK) { fprintf(stderr, "cloth: %s\n", pbd_result_string(r)); exit(1); }
+    pbd_pin(m.w, m.r.first);
+    pbd_pin(m.w, m.r.first + n - 1);
+    for (int l = 0; l < levels; ++l) {
+        int nt = 0;
+        pbd_sm_cloth_level(m.c, l, NULL, &nt, NULL, NULL);
+        m.total += nt;
+        if (l == levels - 1) m.fine = nt;
+    }
+    return m;
+}
+
+/* Median ms per 5 ms step. */
+static double mr_time(pbd_world *w, int steps) {
+    double t[BENCH_RUNS];
+    for (int s = 0; s < 5; ++s) pbd_world_step(w, 0.005f); /* warm-up */
+    for (int k = 0; k < BENCH_RUNS; ++k) {
+        double t0 = bench_now();
+        for (int s = 0; s < steps; ++s) pbd_world_step(w, 0.005f);
+        t[k] = (bench_now() - t0) * 1e3 / steps;
+    }
+    qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
+    return t[BENCH_RUNS / 2];
+}
+
+static void timing(const char *scene, int n, float reduction, int steps) {
+    static const char *schemes[2] = {"two_pass", "independent_sets"};
+    for (int scheme = 0; scheme < 2; ++scheme)
+        for (int threads = 1; threads <= 2; ++threads) {
+            if (threads > 1 && pbd_max_threads() < 2) continue;
+            mr_world m = mr_make(n, 5, reduction, scheme, 1, -9.81f);
+            pbd_world_set_threads(m.w, threads);
+            double ms = mr_time(m.w, steps);
+            printf("{\"bench\":\"multires\",\"scene\":\"%s\",\"fine_triangles\":%d,\"total_triangles\":%d,"
+                   "\"levels\":5,\"scheme\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"ms_per_step\":%.3f}\n",
+                   scene, m.fine, m.total, schemes[scheme], pbd_simd_path(), threads, ms);
+            fflush(stdout);
+            pbd_world_destroy(m.w);
+        }
+}
+
+/* Figure 6: ms per step against fine triangles, and the R^2 of the line. */
+static void linear_sweep(void) {
+    double xs[10], ys[10];
+    int k = 0;
+    for (int tri = 10000; tri <= 100000; tri += 10000, ++k) {
+        int n = (int)(sqrt(tri / 2.0) + 1.5);
+        mr_world m = mr_make(n, 5, 0.5f, 0, 1, -9.81f);
+        pbd_world_set_threads(m.w, 1);
+        double ms = mr_time(m.w, 10);
+        xs[k] = m.fine;
+        ys[k] = ms;
+        printf("{\"bench\":\"multires\",\"scene\":\"linear_%d\",\"fine_triangles\":%d,\"total_triangles\":%d,"
+               "\"levels\":5,\"scheme\":\"two_pass\",\"path\":\"%s\",\"threads\":1,\"ms_per_step\":%.3f}\n",
+               tri, m.fine, m.total, pbd_simd_path(), ms);
+        fflush(stdout);
+        pbd_world_destroy(m.w);
+    }
+    double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
+    for (int i = 0; i < k; ++i) { mx += xs[i] / k; my += ys[i] / k; }
+    for (int i = 0; i < k; ++i) {
+        sxx += (xs[i] - mx) * (xs[i] - mx);
+        sxy += (xs[i] - mx) * (ys[i] - my);
+        syy += (ys[i] - my) * (ys[i] - my);
+    }
+    double slope = sxy / sxx, r2 = sxy * sxy / (sxx * syy);
+    printf("{\"bench\":\"multires\",\"scene\":\"linear_fit\",\"us_per_fine_triangle\":%.4f,\"r2\":%.4f}\n",
+           1e3 * slope, r2);
+}
+
+/* ---- reproductions ----------------------------------------------------------- */
+
+static void strain(int n, int levels, float beta, float dt, float *avg, float *glob) {
+    mr_world m = mr_make(n, levels, 0.5f, 0, beta, -9.81f);
+    int steps = (int)(1.5f / dt + 0.5f), count = 0;
+    double sa = 0, sg = 0;
+    for (int s = 0; s < steps; ++s) {
+        pbd_world_step(m.w, dt);
+        if (s < steps / 2) continue;
+        float av, mx;
+        pbd_sm_cloth_strain(m.c, m.w, &av, &mx);
+        sa += av;
+        /* global: the longest grid row or column against its rest length */
+        const float *x = pbd_world_positions(m.w) + 4 * m.r.first;
+        float worst = 0;
+        for (int dir = 0; dir < 2; ++dir)
+            for (int i = 0; i < n; ++i) {
+                double len = 0;
+                for (int j = 0; j + 1 < n; ++j) {
+                    int a = dir ? i * n + j : j * n + i, b = dir ? i * n + j + 1 : (j + 1) * n + i;
+                    float d[3] = {x[4 * a] - x[4 * b], x[4 * a + 1] - x[4 * b + 1], x[4 * a + 2] - x[4 * b + 2]};
+                    len += sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+                }
+                if (len / 5.0 - 1 > worst) worst = (float)(len / 5.0 - 1);
+            }
+        sg += worst;
+        count++;
+    }
+    *avg = (float)(sa / count);
+    *glob = (float)(sg / count);
+    pbd_world_destroy(m.w);
+}
+
+static int repro(void) {
+    enum { N = 102, LMAX = 7, DTS = 5 };
+    int ok = 1;
+    float avg[2][LMAX + 1], glob[2][LMAX + 1];
+    for (int b = 0; b < 2; ++b)
+        for (int l = 1; l <= LMAX; ++l) {
+            strain(N, l, (float)b, 0.005f, &avg[b][l], &glob[b][l]);
+            printf("{\"bench\":\"multires\",\"scene\":\"figure7\",\"fine_triangles\":%d,\"levels\":%d,\"dt\":0.005,"
+                   "\"matching\":\"%s\",\"avg_local_strain\":%.5f,\"max_global_strain\":%.5f}\n",
+                   2 * (N - 1) * (N - 1), l, b ? "2d1d" : "2d", avg[b][l], glob[b][l]);
+            fflush(stdout);
+            if (l > 1 && !(avg[b][l] < avg[b][l - 1] && glob[b][l] < glob[b][l - 1])) ok = 0;
+        }
+    for (int l = 1; l <= LMAX; ++l)
+        if (!(avg[1][l] < avg[0][l])) ok = 0;
+    const float dts[DTS] = {0.02f, 0.01f, 0.005f, 0.0025f, 0.00125f};
+    float ta[2][DTS], tg[2][DTS];
+    for (int b = 0; b < 2; ++b)
+        for (int k = 0; k < DTS; ++k) {
+            strain(N, 5, (float)b, dts[k], &ta[b][k], &tg[b][k]);
+            printf("{\"bench\":\"multires\",\"scene\":\"table3\",\"fine_triangles\":%d,\"levels\":5,\"dt\":%g,"
+                   "\"matching\":\"%s\",\"avg_local_strain\":%.5f,\"max_global_strain\":%.5f}\n",
+                   2 * (N - 1) * (N - 1), dts[k], b ? "2d1d" : "2d", ta[b][k], tg[b][k]);
+            fflush(stdout);
+            if (k > 0 && !(ta[b][k] * 2.5f < ta[b][k - 1])) ok = 0;
+        }
+    for (int k = 0; k < DTS; ++k)
+        if (!(ta[1][k] < ta[0][k])) ok = 0;
+    printf("{\"bench\":\"multires\",\"scene\":\"repro_summary\",\"trends_hold\":%s}\n", ok ? "true" : "false");
+    return ok ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--repro") == 0) return repro();
+    timing("woody", 128, 0.5f, 20);
+    timing("dragon", 250, 0.5f, 5);
+    timing("large", 322, 0.25f, 3);
+    linear_sweep();
+    return 0;
+}

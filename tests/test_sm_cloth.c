@@ -1,0 +1,541 @@
+/* tests/test_sm_cloth.c - pbd_sm.h section "multires cloth": the
+   multi-resolution shape-matching cloth of Bender, Weber and Diziol 2013.
+   The hierarchy (decimation, nested and non-nested, transfers), rigid
+   invariance, the paper's trends at a reduced size (strain against the
+   number of levels, figure 7, and against the time step, table 3; 2D+1D
+   below 2D alone), recovery from random and collapsed states (figure 8),
+   wrinkle conservation (figures 9-10), bending and damping, determinism
+   for both parallel schemes, and bad input. The full-size reproductions
+   (20 648 triangles) are in bench/multires.c (`make bench BENCH=multires`). */
+#include "test.h"
+#include "../pbd_sm.h"
+#include <limits.h>
+#include <stdlib.h>
+
+/* A size x size m cloth of n x n vertices in the plane y = height. */
+static pbd_mesh cloth_grid(int n, float size, float height) {
+    pbd_mesh m;
+    float o[3] = {-0.5f * size, height, -0.5f * size}, u[3] = {size, 0, 0}, v[3] = {0, 0, size};
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    return m;
+}
+
+static pbd_sm_cloth_desc cloth_desc(const pbd_mesh *m, int levels) {
+    pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
+    d.positions = m->positions;
+    d.vertex_count = m->vertex_count;
+    d.triangles = m->triangles;
+    d.triangle_count = m->triangle_count;
+    d.levels = levels;
+    return d;
+}
+
+/* One V-cycle per step, as in the paper; one thread (the determinism test
+   sets its own), because these small scenes do not pay for barriers. */
+static pbd_world *one_pass_world(float gy) {
+    pbd_world *w = pbdt_world(gy);
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    CHECK_OK(pbd_world_set_threads(w, 1));
+    return w;
+}
+
+static float dist3(const float *a, const float *b) {
+    float d[3] = {a[0] - b[0], a[1] - b[1], a[2] - b[2]};
+    return sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+}
+
+/* ---- hierarchy ------------------------------------------------------------------- */
+
+/* About half the triangles go per level; a nested hierarchy's coarse
+   vertices are fine vertices, a non-nested one's mostly are not; every
+   level keeps the orientation of the flat sheet, the kept vertices and the
+   corners. */
+TEST(sm_cloth_hierarchy_nested_and_not) {
+    pbd_mesh m = cloth_grid(30, 2.0f, 0.0f);
+    for (int nested = 1; nested >= 0; --nested) {
+        pbd_world *w = one_pass_world(0);
+        pbd_sm_cloth_desc d = cloth_desc(&m, 4);
+        int keep[1] = {15 * 30 + 7};
+        d.keep_vertices = keep;
+        d.keep_count = 1;
+        d.nested = nested;
+        pbd_sm_cloth *c = NULL;
+        pbd_range r;
+        CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+        if (!c) { pbd_world_destroy(w); continue; }
+        CHECK(r.count == m.vertex_count && pbd_sm_cloth_level_count(c) == 4);
+        int prev_nt = 0;
+        for (int l = 3; l >= 0; --l) {
+            int nv, nt;
+            const int *tri;
+            const float *x;
+            CHECK_OK(pbd_sm_cloth_level(c, l, &nv, &nt, &tri, &x));
+            if (l < 3) CHECK_MSG(nt >= 0.42 * prev_nt && nt <= 0.55 * prev_nt, "level %d: %d of %d", l, nt, prev_nt);
+            prev_nt = nt;
+            int flipped = 0, coincide = 0, corners = 0, kept = 0;
+            for (int t = 0; t < nt; ++t) {
+                const float *a = x + 4 * tri[3 * t], *b = x + 4 * tri[3 * t + 1], *cc = x + 4 * tri[3 * t + 2];
+                float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
+                float ny = e1[2] * e2[0] - e1[0] * e2[2];
+                flipped += !(ny < 0); /* the grid's normal is -y */
+            }
+            for (int v = 0; v < nv; ++v) {
+                int hit = 0;
+                for (int f = 0; f < m.vertex_count && !hit; ++f)
+                    hit = fabsf(x[4 * v] - m.positions[3 * f]) < 1e-6f && fabsf(x[4 * v + 2] - m.positions[3 * f + 2]) < 1e-6f;
+                coincide += hit;
+                corners += fabsf(fabsf(x[4 * v]) - 1.0f) < 1e-6f && fabsf(fabsf(x[4 * v + 2]) - 1.0f) < 1e-6f;
+                kept += fabsf(x[4 * v] - m.positions[3 * keep[0]]) < 1e-6f && fabsf(x[4 * v + 2] - m.positions[3 * keep[0] + 2]) < 1e-6f;
+            }
+            CHECK_MSG(flipped == 0, "level %d: %d flipped triangles", l, flipped);
+            CHECK_MSG(corners == 4, "level %d keeps %d corners", l, corners);
+            if (nested) {
+                CHECK_MSG(coincide == nv, "nested level %d: %d of %d vertices are fine vertices", l, coincide, nv);
+                CHECK(kept == 1);
+            } else if (l < 3) {
+                CHECK_MSG(coincide < nv / 2, "non-nested level %d: %d of %d vertices are fine vertices", l, coincide, nv);
+            }
+        }
+        pbd_world_destroy(w);
+    }
+    pbd_mesh_free(&m);
+}
+
+/* A cloth in its rest shape, turned by half a turn and moved, stays put:
+   every region's goal is where it is (rigid invariance of shape matching,
+   on every level and through the transfers). */
+TEST(sm_cloth_rigid_motion_is_kept) {
+    pbd_mesh m = cloth_grid(16, 1.0f, 0.0f);
+    float *moved = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    for (int i = 0; i < m.vertex_count; ++i) { /* half a turn about (1, 1, 0)/sqrt2, then shifted */
+        float x = m.positions[3 * i], y = m.positions[3 * i + 1], z = m.positions[3 * i + 2];
+        moved[3 * i] = y + 3.0f;
+        moved[3 * i + 1] = x - 1.0f;
+        moved[3 * i + 2] = -z + 0.5f;
+    }
+    for (int scheme = 0; scheme < 2; ++scheme) {
+        pbd_world *w = one_pass_world(0);
+        pbd_sm_cloth_desc d = cloth_desc(&m, 3);
+        d.initial_positions = moved;
+        d.scheme = (pbd_sm_cloth_scheme)scheme;
+        pbd_sm_cloth *c = NULL;
+        CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
+        for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(w, 0.01f));
+        const float *x = pbd_world_positions(w);
+        float worst = 0;
+        for (int i = 0; i < m.vertex_count; ++i) {
+            float e = dist3(x + 4 * i, moved + 3 * i);
+            if (e > worst) worst = e;
+        }
+        CHECK_MSG(worst < 1e-5f, "scheme %d: moved by %g", scheme, worst);
+        pbd_world_destroy(w);
+    }
+    free(moved);
+    pbd_mesh_free(&m);
+}
+
+/* ---- the paper's trends --------------------------------------------------------- */
+
+/* Longest grid row or column polyline against its rest length: the
+   stretch of the whole cloth (the paper's "global" strain). */
+static float global_strain(const float *x, int first, int n, float rest_len) {
+    float worst = 0;
+    for (int dir = 0; dir < 2; ++dir)
+        for (int i = 0; i < n; ++i) {
+            double len = 0;
+            for (int j = 0; j + 1 < n; ++j) {
+                int a = dir ? i * n + j : j * n + i, b = dir ? i * n + j + 1 : (j + 1) * n + i;
+                len += dist3(x + 4 * (first + a), x + 4 * (first + b));
+            }
+            float s = (float)(len / rest_len - 1);
+            if (s > worst) worst = s;
+        }
+    return worst;
+}
+
+/* The paper's stiffness experiment (section 6) at a reduced size: a 5 m x
+   5 m cloth fixed at two corners hangs under gravity; the strains are
+   averaged over the second half of the run, when it swings. */
+static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, float dt, float seconds, float *avg_local,
+                           float *max_global) {
+    pbd_world *w = one_pass_world(-9.81f);
+    pbd_sm_cloth_desc d = cloth_desc(m, levels);
+    int keep[2] = {0, n - 1};
+    d.keep_vertices = keep;
+    d.keep_count = 2;
+    d.beta = beta;
+    d.damping = 0.1f;
+    pbd_sm_cloth *c = NULL;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+    *avg_local = *max_global = 1e9f;
+    if (!c) { pbd_world_destroy(w); return; }
+    CHECK_OK(pbd_pin(w, r.first));
+    CHECK_OK(pbd_pin(w, r.first + n - 1));
+    int steps = (int)(seconds / dt + 0.5f), count = 0;
+    double sa = 0, sg = 0;
+    for (int s = 0; s < steps; ++s) {
+        CHECK_OK(pbd_world_step(w, dt));
+        if (s < steps / 2) continue;
+        float av, mx;
+        CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
+        sa += av;
+        sg += global_strain(pbd_world_positions(w), r.first, n, 5.0f);
+        count++;
+    }
+    *avg_local = (float)(sa / count);
+    *max_global = (float)(sg / count);
+    pbd_world_destroy(w);
+}
+
+/* Figure 7: the average local strain and the maximum global strain fall
+   with every added level, and 2D+1D matching is stiffer than 2D alone. */
+TEST(sm_cloth_strain_falls_with_levels) {
+    enum { N = 26, LEVELS = 4 };
+    pbd_mesh m = cloth_grid(N, 5.0f, 0.0f);
+    float avg[2][LEVELS], glob[2][LEVELS];
+    for (int b = 0; b < 2; ++b)
+        for (int l = 0; l < LEVELS; ++l) hanging_strain(&m, N, l + 1, (float)b, 0.005f, 1.5f, &avg[b][l], &glob[b][l]);
+    for (int b = 0; b < 2; ++b)
+        for (int l = 1; l < LEVELS; ++l) {
+            CHECK_MSG(avg[b][l] < avg[b][l - 1], "%s: average strain %g at %d levels, %g at %d", b ? "2D+1D" : "2D",
+                      avg[b][l], l + 1, avg[b][l - 1], l);
+            CHECK_MSG(glob[b][l] < glob[b][l - 1], "%s: global strain %g at %d levels, %g at %d", b ? "2D+1D" : "2D",
+                      glob[b][l], l + 1, glob[b][l - 1], l);
+        }
+    for (int l = 0; l < LEVELS; ++l)
+        CHECK_MSG(avg[1][l] < avg[0][l], "%d levels: 2D+1D %g, 2D %g", l + 1, avg[1][l], avg[0][l]);
+    pbd_mesh_free(&m);
+}
+
+/* Table 3: with a fixed number of levels the strain falls about
+   quadratically with the time step: each halving cuts it by at least
+   2.5x; 2D+1D stays below 2D. (At this reduced size the strain levels off
+   below 0.4% under 2.5 ms; the full-size run of bench/multires.c covers
+   20 ms to 1.25 ms.) */
+TEST(sm_cloth_strain_falls_with_time_step) {
+    enum { N = 26, DTS = 4 };
+    const float dts[DTS] = {0.02f, 0.01f, 0.005f, 0.0025f};
+    pbd_mesh m = cloth_grid(N, 5.0f, 0.0f);
+    float avg[2][DTS], glob[2][DTS];
+    for (int b = 0; b < 2; ++b)
+        for (int k = 0; k < DTS; ++k) hanging_strain(&m, N, 3, (float)b, dts[k], 1.5f, &avg[b][k], &glob[b][k]);
+    for (int b = 0; b < 2; ++b)
+    for (int b = 0; b < 2; ++b)
+        for (int k = 1; k < DTS; ++k)
+            CHECK_MSG(avg[b][k] * 2.5f < avg[b][k - 1], "%s: average strain %g at dt %g, %g at dt %g",
+                      b ? "2D+1D" : "2D", avg[b][k], dts[k], avg[b][k - 1], dts[k - 1]);
+    for (int k = 0; k < DTS; ++k)
+        CHECK_MSG(avg[1][k] < avg[0][k], "dt %g: 2D+1D %g, 2D %g", dts[k], avg[1][k], avg[0][k]);
+    pbd_mesh_free(&m);
+}
+
+/* ---- stability ----------------------------------------------------------------- */
+
+/* Figure 8 and its text: vertices at random positions, or all collapsed
+   into one point, recover the rest shape's edge lengths (mean error below
+   5% within 2 s) without NaN; a non-nested hierarchy, as in the paper. */
+TEST(sm_cloth_recovers_random_and_collapsed) {
+    pbd_mesh m = cloth_grid(20, 1.0f, 0.0f);
+    float *start = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    for (int collapsed = 0; collapsed < 2; ++collapsed) {
+        unsigned seed = 99;
+        for (int i = 0; i < 3 * m.vertex_count; ++i) start[i] = collapsed ? 0.25f : pbdt_rand(&seed) - 0.5f;
+        pbd_world *w = one_pass_world(0);
+        pbd_sm_cloth_desc d = cloth_desc(&m, 3);
+        d.nested = 0;
+        d.initial_positions = start;
+        pbd_sm_cloth *c = NULL;
+        CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
+        if (!c) { pbd_world_destroy(w); continue; }
+        float av = 1, mx = 1;
+        for (int s = 0; s < 400; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
+        CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
+        CHECK_MSG(av < 0.05f, "%s: mean edge-length error %g after 2 s", collapsed ? "collapsed" : "random", av);
+        const float *x = pbd_world_positions(w);
+        for (int i = 0; i < 4 * m.vertex_count; ++i) CHECK(x[i] == x[i]);
+        pbd_world_destroy(w);
+    }
+    free(start);
+    pbd_mesh_free(&m);
+}
+
+/* ---- wrinkles (section 4.3, figures 9 and 10) ------------------------------------ */
+
+/* Mean |dihedral angle| over the interior edges of the finest grid. */
+static float wrinkliness(const float *x, int first, const pbd_mesh *m) {
+    double sum = 0;
+    int count = 0;
+    for (int t = 0; t < m->triangle_count; ++t)
+        for (int u = t + 1; u < m->triangle_count && u < t + 3; ++u) {
+            const int *A = m->triangles + 3 * t, *B = m->triangles + 3 * u;
+            int shared[2], ns = 0, a_only = -1, b_only = -1;
+            for (int i = 0; i < 3; ++i) {
+                int in = 0;
+                for (int j = 0; j < 3; ++j) in |= A[i] == B[j];
+                if (in && ns < 2) shared[ns++] = A[i];
+                else if (!in) a_only = A[i];
+            }
+            if (ns != 2) continue;
+            for (int j = 0; j < 3; ++j)
+                if (B[j] != shared[0] && B[j] != shared[1]) b_only = B[j];
+            float p[12];
+            int ids[4] = {shared[0], shared[1], a_only, b_only};
+            for (int k = 0; k < 4; ++k) memcpy(p + 3 * k, x + 4 * (first + ids[k]), 3 * sizeof(float));
+            sum += fabs(pbd_dihedral_angle(p));
+            count++;
+        }
+    return (float)(sum / (count ? count : 1));
+}
+
+/* A cloth dropped over a sphere keeps more fine folds with the coarse
+   levels' wrinkle conservation than without it: without it the coarse
+   levels undo the compression that fine wrinkles need. */
+TEST(sm_cloth_wrinkle_conservation_keeps_folds) {
+    pbd_mesh m = cloth_grid(36, 2.0f, 0.8f);
+    float detail[2];
+    for (int on = 0; on < 2; ++on) {
+        pbd_world *w = pbdt_world(-9.81f);
+        CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 1));
+        CHECK_OK(pbd_world_set_threads(w, 1));
+        pbd_sm_cloth_desc d = cloth_desc(&m, 4);
+        d.conserve_wrinkles = on;
+        d.thickness = 0.01f;
+        pbd_sm_cloth *c = NULL;
+        pbd_range r = {0, 0};
+        CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+        float centre[3] = {0, 0.3f, 0}, ground[3] = {0, -0.2f, 0}, up[3] = {0, 1, 0};
+        CHECK_OK(pbd_add_collider_sphere(w, centre, 0.4f, 0.5f, NULL));
+        CHECK_OK(pbd_add_collider_plane(w, ground, up, 0.5f, NULL));
+        for (int s = 0; s < 120; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        detail[on] = wrinkliness(pbd_world_positions(w), r.first, &m);
+        pbd_world_destroy(w);
+    }
+    CHECK_MSG(detail[1] > 1.2f * detail[0], "mean |dihedral| with conservation %g, without %g", detail[1], detail[0]);
+    pbd_mesh_free(&m);
+}
+
+/* ---- forces ---------------------------------------------------------------------- */
+
+/* Bergou bending: a sheet folded along its middle opens up (the energy
+   k/2 x^T Q x pulls it flat), and sooner with a stiffer k. The force is
+   explicit (section 4.4), so k stays small enough for the time step. */
+TEST(sm_cloth_bending_unfolds) {
+    pbd_mesh m = cloth_grid(11, 1.0f, 0.0f);
+    float *folded = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    for (int i = 0; i < m.vertex_count; ++i) { /* fold the x > 0 half up by 60 degrees */
+        float x = m.positions[3 * i], z = m.positions[3 * i + 2];
+        folded[3 * i] = x > 0 ? x * 0.5f : x;
+        folded[3 * i + 1] = x > 0 ? x * 0.8660254f : 0.0f;
+        folded[3 * i + 2] = z;
+    }
+    int opened_at[2] = {-1, -1};
+    for (int k = 0; k < 2; ++k) {
+        pbd_world *w = one_pass_world(0);
+        pbd_sm_cloth_desc d = cloth_desc(&m, 1);
+        d.initial_positions = folded;
+        d.bending_stiffness = k ? 3e-3f : 1e-3f;
+        d.damping = 0;
+        pbd_sm_cloth *c = NULL;
+        pbd_range r = {0, 0};
+        CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+        for (int s = 0; s < 200 && opened_at[k] < 0; ++s) {
+            CHECK_OK(pbd_world_step(w, 0.005f));
+            const float *x = pbd_world_positions(w);
+            float top = -1e9f; /* height of the folded edge over the flat half (y = 0) */
+            for (int i = 0; i < m.vertex_count; ++i)
+                if (m.positions[3 * i] > 0.49f && x[4 * (r.first + i) + 1] > top) top = x[4 * (r.first + i) + 1];
+            if (top < 0.3f) opened_at[k] = s;
+        }
+        pbd_world_destroy(w);
+    }
+    CHECK_MSG(opened_at[0] > 0 && opened_at[1] > 0 && opened_at[1] < opened_at[0],
+              "the fold opened below 0.3 m after %d steps (k = 1e-3) and %d steps (k = 3e-3)", opened_at[0],
+              opened_at[1]);
+    free(folded);
+    pbd_mesh_free(&m);
+}
+
+/* Per-triangle damping (eqs. 19-20) removes stretching motion and leaves
+   rigid rotation alone: a spinning (shape-matched) sheet keeps its spin, a
+   breathing sheet of free particles calms down. */
+TEST(sm_cloth_damping_spares_rotation) {
+    pbd_mesh m = cloth_grid(12, 1.0f, 0.0f);
+    float *vel = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    float spin[2], breath[2];
+    for (int k = 0; k < 2; ++k) {
+        for (int mode = 0; mode < 2; ++mode) {
+            pbd_world *w = one_pass_world(0);
+            pbd_sm_cloth_desc d = cloth_desc(&m, 2);
+            d.damping = k ? 0.5f : 0.0f;
+            d.bending_stiffness = 0;
+            if (mode) d.alpha = d.beta = 0; /* free particles: only damping acts on the breathing */
+            pbd_sm_cloth *c = NULL;
+            pbd_range r = {0, 0};
+            CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+            for (int i = 0; i < m.vertex_count; ++i) {
+                float x = m.positions[3 * i], z = m.positions[3 * i + 2];
+                vel[3 * i] = mode ? 0.5f * x : -2.0f * z; /* breathing or spinning about y */
+                vel[3 * i + 1] = 0;
+                vel[3 * i + 2] = mode ? 0.5f * z : 2.0f * x;
+            }
+            CHECK_OK(pbd_set_velocities(w, r, vel));
+            for (int s = 0; s < 40; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
+            const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+            double L = 0, E = 0;
+            for (int i = 0; i < m.vertex_count; ++i) {
+                const float *xi = x + 4 * (r.first + i), *vi = v + 4 * (r.first + i);
+                L += xi[2] * vi[0] - xi[0] * vi[2];
+                E += vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
+            }
+            if (mode) breath[k] = (float)E;
+            else spin[k] = (float)fabs(L);
+            pbd_world_destroy(w);
+        }
+    }
+    CHECK_MSG(fabsf(spin[1] - spin[0]) < 0.01f * spin[0], "spin with damping %g, without %g", spin[1], spin[0]);
+    CHECK_MSG(breath[1] < 0.5f * breath[0], "breathing energy with damping %g, without %g", breath[1], breath[0]);
+    free(vel);
+    pbd_mesh_free(&m);
+}
+
+/* ---- parallel schemes --------------------------------------------------------------- */
+
+/* Both schemes of section 5 give bit-identical results on 1 and 2 threads,
+   and hold the hanging cloth about equally well. */
+TEST(sm_cloth_schemes_deterministic) {
+    enum { N = 20 };
+    pbd_mesh m = cloth_grid(N, 2.0f, 0.0f);
+    float strain[2];
+    for (int scheme = 0; scheme < 2; ++scheme) {
+        float *result[2];
+        for (int threads = 1; threads <= 2; ++threads) {
+            pbd_world *w = one_pass_world(-9.81f);
+            CHECK_OK(pbd_world_set_threads(w, threads));
+            pbd_sm_cloth_desc d = cloth_desc(&m, 3);
+            int keep[2] = {0, N - 1};
+            d.keep_vertices = keep;
+            d.keep_count = 2;
+            d.scheme = (pbd_sm_cloth_scheme)scheme;
+            pbd_sm_cloth *c = NULL;
+            pbd_range r = {0, 0};
+            CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+            CHECK_OK(pbd_pin(w, r.first));
+            CHECK_OK(pbd_pin(w, r.first + N - 1));
+            for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
+            result[threads - 1] = (float *)malloc(sizeof(float) * 4 * m.vertex_count);
+            memcpy(result[threads - 1], pbd_world_positions(w), sizeof(float) * 4 * m.vertex_count);
+            float mx;
+            CHECK_OK(pbd_sm_cloth_strain(c, w, &strain[scheme], &mx));
+            pbd_world_destroy(w);
+        }
+        CHECK_MSG(memcmp(result[0], result[1], sizeof(float) * 4 * m.vertex_count) == 0,
+                  "scheme %d: 1 and 2 threads differ", scheme);
+        free(result[0]);
+        free(result[1]);
+    }
+    CHECK_MSG(strain[1] < 2 * strain[0] && strain[0] < 2 * strain[1], "strain two-pass %g, independent sets %g",
+              strain[0], strain[1]);
+    pbd_mesh_free(&m);
+}
+
+/* ---- bad input ------------------------------------------------------------------------ */
+
+TEST(sm_cloth_bad_input) {
+    pbd_mesh m = cloth_grid(8, 1.0f, 0.0f);
+    pbd_world *w = one_pass_world(-9.81f);
+    pbd_sm_cloth *c = NULL;
+    pbd_sm_cloth_desc ok = cloth_desc(&m, 2);
+    pbd_sm_cloth_desc d = ok;
+    CHECK_RESULT(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    d.positions = NULL;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
+    d = ok; d.vertex_count = 0;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.vertex_count = INT_MAX;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW);
+    d = ok; d.density = 0;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS);
+    d = ok; d.density = NAN;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    d = ok; d.levels = 0;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.levels = 11;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.levels = 9; /* 98 triangles cannot halve eight times */
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.reduction = 0.95f;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.alpha = 1.5f;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = ok; d.scheme = (pbd_sm_cloth_scheme)7;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    int keep = 1000;
+    d = ok; d.keep_vertices = &keep; d.keep_count = 1;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    int *tri = (int *)malloc(sizeof(int) * 3 * (m.triangle_count + 1));
+    memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
+    d = ok; d.triangles = tri;
+    tri[4] = m.vertex_count;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    tri[4] = tri[3]; /* a repeated vertex */
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
+    /* a third triangle on the diagonal of the first cell (the grid's two
+       triangles of that cell share vertices 1 and nx) */
+    tri[3 * m.triangle_count] = 1;
+    tri[3 * m.triangle_count + 1] = 8;
+    tri[3 * m.triangle_count + 2] = m.vertex_count - 1;
+    d.triangle_count = m.triangle_count + 1;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    float *pos = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
+    memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
+    d = ok; d.positions = pos;
+    pos[7] = INFINITY;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
+    for (int k = 0; k < 3; ++k) pos[3 * m.triangles[1] + k] = pos[3 * m.triangles[0] + k]; /* a zero-area triangle */
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    d = ok; d.vertex_count = m.vertex_count + 1; /* the extra vertex has no triangle */
+    float *pos2 = (float *)calloc(3 * (size_t)(m.vertex_count + 1), sizeof(float));
+    memcpy(pos2, m.positions, sizeof(float) * 3 * m.vertex_count);
+    d.positions = pos2;
+    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    /* nothing was added */
+    CHECK(pbd_world_particle_count(w) == 0 && pbd_world_plugin_count(w) == 0);
+    /* setters */
+    d = ok;
+    CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
+    CHECK_RESULT(pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER);
+    CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK_OK(pbd_sm_remove_cloth(w, c));
+    CHECK(pbd_world_plugin_count(w) == 1);
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    free(tri);
+    free(pos);
+    free(pos2);
+    pbd_world_destroy(w);
+    pbd_mesh_free(&m);
+}
+
+void suite_sm_cloth(void) {
+    RUN(sm_cloth_hierarchy_nested_and_not);
+    RUN(sm_cloth_rigid_motion_is_kept);
+    RUN(sm_cloth_strain_falls_with_levels);
+    RUN(sm_cloth_strain_falls_with_time_step);
+    RUN(sm_cloth_recovers_random_and_collapsed);
+    RUN(sm_cloth_wrinkle_conservation_keeps_folds);
+    RUN(sm_cloth_bending_unfolds);
+    RUN(sm_cloth_damping_spares_rotation);
+    RUN(sm_cloth_schemes_deterministic);
+    RUN(sm_cloth_bad_input);
+}
