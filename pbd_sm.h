@@ -116,7 +116,7 @@
    The cloth's stiffness grows with the levels and as the step shrinks
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
    them). Build with -fno-math-errno (no result changes) so that the
-   compiler can vectorise the shape-matching kernels.
+   compiler can vectorise the cloth's edge kernel.
 
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
@@ -3949,9 +3949,12 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
 /* --- shape matching kernels ---------------------------------------------------- */
 
 /* The kernels work on blocks of elements: a scalar loop gathers the
-   corners into SoA arrays, then one branch-free loop does the maths, which
-   the compiler vectorises (gcc -O3; every lane does exactly the scalar
-   operations, so SIMD and scalar builds agree bit for bit).
+   corners into local SoA arrays, one branch-free loop does the maths, a
+   scalar loop scatters the results. The maths loop is written for the
+   compiler's vectoriser (every lane does exactly the scalar operations, so
+   vectorised and scalar builds agree bit for bit): gcc 12 -O3 vectorises
+   the edge kernel; the triangle kernel, with its many selects, stays
+   scalar there.
    A pinned vertex has an infinite mass: it is its region's centre of mass
    and the others are matched around it. We weigh pinned corners 1000 times
    their mass (exact to 0.1% of an edge) and re-centre the rest shape on
@@ -3959,8 +3962,7 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
    the shift is taken in 2D), with Aqq^-1 from q'. */
 enum { PBD_SM__BLOCK = 64 };
 /* sqrtf may set errno, which keeps compilers from vectorising a loop that
-   calls it: build with -fno-math-errno (it changes no result) for the SIMD
-   kernels; without it they run scalar. */
+   calls it: build with -fno-math-errno (it changes no result). */
 
 /* 2D shape matching of triangles t0 .. t0+n-1 (section 4.1, eqs. 4-13) on
    positions x (4 floats per vertex): 9 floats of corner corrections per
@@ -3989,6 +3991,8 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
             P[k][i] = L->tP[6 * t + k];
         }
     }
+    /* conserve selects by exact 0/1 weights (branch-free) */
+    const float kc = conserve ? 1.0f : 0.0f, kr = 1.0f - kc;
     for (int i = 0; i < n; ++i) {
         float w0 = w[0][i], w1 = w[1][i], w2 = w[2][i], W = w0 + w1 + w2;
         float cx = (w0 * px[0][i] + w1 * px[1][i] + w2 * px[2][i]) / W; /* t, eq. 4 */
@@ -4056,9 +4060,10 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
         float sc = l1 - 1;
         float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
         float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01, h11 = sn * m01 + cs * m11;
-        int both = conserve && l1 <= 1, one = conserve && l1 > 1 && l2 < 1;
-        float G00 = both ? A00 : (one ? h00 : cs), G01 = both ? A01 : (one ? h01 : -sn);
-        float G10 = both ? A10 : (one ? h10 : sn), G11 = both ? A11 : (one ? h11 : cs);
+        int both = l1 <= 1, one = l2 < 1; /* compressed both ways; only l1 stretched */
+        float c00 = both ? A00 : (one ? h00 : cs), c01 = both ? A01 : (one ? h01 : -sn);
+        float c10 = both ? A10 : (one ? h10 : sn), c11 = both ? A11 : (one ? h11 : cs);
+        float G00 = c00 * kc + cs * kr, G01 = c01 * kc - sn * kr, G10 = c10 * kc + sn * kr, G11 = c11 * kc + cs * kr;
         /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
         float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
         float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
