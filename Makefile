@@ -65,7 +65,7 @@ deps:
 
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
-	./$(BUILD)/pbd_tests $(T)
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests $(T)
 
 $(BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
 	@mkdir -p $(dir $@)
