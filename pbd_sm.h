@@ -29,6 +29,26 @@
        ==== oriented        oriented particles (survey 4.4)
        ==== surface volume  volume conservation of surface meshes (4.5.1)
 
+   REGION SUMS (section "summation", survey 4.3)
+   Region-based shape matching needs, per region, sums over its particles
+   (eq. 7 and 8). A pbd_sm_sum_plan holds the regions and a method to sum
+   k doubles per particle over each of them:
+
+       pbd_sm_sum_plan *plan = NULL;
+       pbd_sm_plan_lattice(n, cells, w, &plan);    // or _octree, _paths, _naive
+       pbd_sm_plan_sum(plan, values, k, sums);     // sums[r*k + j], no allocation
+       pbd_sm_plan_destroy(plan);
+
+       method                  regions                       work per region
+       pbd_sm_plan_naive       your index lists              region size
+       pbd_sm_plan_lattice     cubes of half-width w         O(1) (3 window sums)
+       pbd_sm_plan_octree      adaptive cubes, w own cells   O(w^2) octree nodes
+       pbd_sm_plan_paths       w-rings of a triangle mesh    O(w) path runs
+
+   Every plan lists its regions (pbd_sm_plan_region), so a fast plan can be
+   checked against pbd_sm_plan_naive over the same lists; the tests do.
+   Sums are bit-identical for any thread count and with SIMD on or off.
+
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
 #ifndef PBD_SM_H_INCLUDED
@@ -128,11 +148,11 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
 /* Paths on a triangle mesh (Diziol, Bender and Bayer 2011): one region per
    vertex, its w-ring (vertices within w edges, w in 1..64). The vertices
    are split into disjoint paths along mesh edges by the paper's greedy
-   heuristic (a path grows from its end to the free neighbour with the
-   most neighbours already on paths, to avoid gaps, then the one nearest
-   the plane through the path's start normal to the longest axis of the
-   bounding box, so paths run parallel; at most max_path_length vertices,
-   0 for the paper's 512). Region sums are then differences of prefix sums
+   heuristic (a path grows from its end to a free neighbour near the
+   plane through the path's start normal to the longest axis of the
+   bounding box, so paths run parallel, and among those to the one with
+   the most neighbours already on paths, to avoid gaps; at most
+   max_path_length vertices, 0 for the paper's 512). Region sums are then differences of prefix sums
    along the paths, one per run of consecutive path vertices in the region.
    Errors: NULL; indices out of range; NaN/Inf positions; a triangle with a
    repeated vertex or zero area (PBD_ERROR_DEGENERATE); an edge shared by
@@ -166,6 +186,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *plan, int p, int *
    serially) and SIMD (on by default where the SIMD path is compiled). */
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *plan, int threads);
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *plan, int on);
+/* The SIMD path of the summation kernels: "avx-f64" (4 doubles through
+   SIMDe) or "scalar" (PBD_NO_SIMD or no SIMDe). */
+PBD_SM_DEF const char *pbd_sm_sum_simd_path(void);
 /* sums[r*k + j] = sum over the particles i of region r of values[i*k + j].
    k in 1..64. Thread-safe for one plan from one thread at a time. */
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
@@ -964,7 +987,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
         if (parent[j] >= 0) T->child_start[parent[j] + 1]++;
         /* the box of a leaf is its centre, (2x + 1) 2^l half finest cells */
         if (j < n) {
-            long long cx = (2LL * c.x + 1) << c.l, cy = (2LL * c.y + 1) << c.l, cz = (2LL * c.z + 1) << c.l;
+            long long s = 1LL << c.l, cx = (2LL * c.x + 1) * s, cy = (2LL * c.y + 1) * s, cz = (2LL * c.z + 1) * s;
             long long *bx = box + 6 * (size_t)j;
             bx[0] = bx[3] = cx; bx[1] = bx[4] = cy; bx[2] = bx[5] = cz;
         } else {
@@ -1251,10 +1274,11 @@ done:
 
 /* The path heuristic of Diziol et al. (survey 4.3.3): a path starts at the
    first free vertex (index order) and grows from its end to a free
-   neighbour, preferring the one with the most neighbours already on paths
-   (no gaps left behind), then the one nearest the plane through the
-   path's start normal to the bounding box's longest axis (parallel
-   paths), then the lowest index. order[] receives the vertices path by
+   neighbour near the plane through the path's start normal to the
+   bounding box's longest axis (parallel paths: within half a mean edge
+   of the nearest one), among those the one with the most neighbours
+   already on paths (no gaps left behind), then the nearest, then the
+   lowest index. order[] receives the vertices path by
    path, path_start[] the paths (CSR). */
 static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int *aa, int max_len, int *order,
                                int *path_start, int *path_count, int *on_path, int *taken_nbrs) {
@@ -1267,6 +1291,11 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
     int axis = 0;
     for (int a = 1; a < 3; ++a)
         if (hi[a] - lo[a] > hi[axis] - lo[axis]) axis = a;
+    /* half the mean edge extent along the axis: what counts as equally near */
+    double ext = 0;
+    for (int v = 0; v < nv; ++v)
+        for (int t = as[v]; t < as[v + 1]; ++t) ext += fabs((double)x[3 * aa[t] + axis] - x[3 * v + axis]);
+    float band = as[nv] > 0 ? (float)(0.5 * ext / as[nv]) : 0.0f;
     for (int v = 0; v < nv; ++v) { on_path[v] = 0; taken_nbrs[v] = 0; }
     int n_out = 0, paths = 0;
     for (int s = 0; s < nv; ++s) {
@@ -1280,12 +1309,20 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
             len++;
             for (int t = as[cur]; t < as[cur + 1]; ++t) taken_nbrs[aa[t]]++;
             if (len >= max_len) break;
+            /* the free neighbours within half an edge of the nearest to the
+               plane; among them the most neighbours on paths, then the nearest */
+            float dmin = FLT_MAX;
+            for (int t = as[cur]; t < as[cur + 1]; ++t)
+                if (!on_path[aa[t]]) {
+                    float d = fabsf(x[3 * aa[t] + axis] - plane);
+                    if (d < dmin) dmin = d;
+                }
             int best = -1;
             float best_d = 0;
             for (int t = as[cur]; t < as[cur + 1]; ++t) {
                 int u = aa[t];
-                if (on_path[u]) continue;
                 float d = fabsf(x[3 * u + axis] - plane);
+                if (on_path[u] || d > dmin + band) continue;
                 if (best < 0 || taken_nbrs[u] > taken_nbrs[best] || (taken_nbrs[u] == taken_nbrs[best] && d < best_d)) {
                     best = u;
                     best_d = d;
@@ -1420,6 +1457,8 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
     p->threads = threads;
     return PBD_OK;
 }
+
+PBD_SM_DEF const char *pbd_sm_sum_simd_path(void) { return PBD_SM__SIMD ? "avx-f64" : "scalar"; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
     if (!p) return PBD_ERROR_NULL_POINTER;

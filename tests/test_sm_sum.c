@@ -45,6 +45,8 @@ static double error_vs_naive(pbd_sm_sum_plan *p, int k, unsigned seed, int posit
         va[i] = fabs(v[i]);
     }
     double worst = 0;
+    pbd_sm_plan_set_threads(p, 1); /* threads are the business of sm_sum_deterministic */
+    pbd_sm_plan_set_threads(q, 1);
     if (pbd_sm_plan_sum(p, v, k, a) != PBD_OK || pbd_sm_plan_sum(q, v, k, b) != PBD_OK ||
         pbd_sm_plan_sum(q, va, k, s) != PBD_OK)
         worst = 1e30;
@@ -184,11 +186,11 @@ TEST(sm_sum_octree_equals_naive) {
         for (int i = 0; i < n; ++i) {
             long long ci[3], cj[3], W = 2LL * (t == 3 ? widths[i] : w) << cells[4 * i + 3];
             int cnt = 0, want = 0;
-            for (int a = 0; a < 3; ++a) ci[a] = (2LL * cells[4 * i + a] + 1) << cells[4 * i + 3];
+            for (int a = 0; a < 3; ++a) ci[a] = (2LL * cells[4 * i + a] + 1) * (1LL << cells[4 * i + 3]);
             for (int j = 0; j < n; ++j) {
                 long long d = 0;
                 for (int a = 0; a < 3; ++a) {
-                    cj[a] = (2LL * cells[4 * j + a] + 1) << cells[4 * j + 3];
+                    cj[a] = (2LL * cells[4 * j + a] + 1) * (1LL << cells[4 * j + 3]);
                     long long e = cj[a] > ci[a] ? cj[a] - ci[a] : ci[a] - cj[a];
                     if (e > d) d = e;
                 }

@@ -1,0 +1,161 @@
+/* bench/shape_matching.c - region sums of region-based shape matching
+   (pbd_sm.h section "summation", survey 4.3).
+
+   Scenes: a 25 x 25 x 32 lattice block (20 000 particles) with naive,
+   FastLSM lattice and octree summation over the same cubic regions of
+   half-width w = 1, 2, 3; a 142 x 141 grid surface (20 022 vertices) with
+   naive and path summation over w-rings. One "step" is the sums of eq. (7)
+   and (8) for every region: k = 12 values per particle (m x and m x
+   xbar^T). Each is measured scalar on 1 thread, SIMD on 1 thread and SIMD
+   on 2 threads in the same run; ms_per_step is the median of BENCH_RUNS
+   timed runs. Then the scaling lines: work (pbd_sm_plan_cost) and time
+   per region for w = 1..6, summation alone.
+
+   Build: make benches (or cc -std=c99 -O3 -march=native -fopenmp
+   -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs. */
+#include "bench.h"
+#define PBD_SM_IMPLEMENTATION
+#include "../pbd_sm.h"
+
+/* xorshift32 in [0, 1) */
+static double rand01(unsigned *st) {
+    unsigned x = *st;
+    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    *st = x;
+    return (double)(x >> 8) / 16777216.0;
+}
+
+enum { NX = 25, NY = 25, NZ = 32, K = 12, GX = 142, GY = 141 };
+
+/* A naive plan over the regions of p (its member lists). */
+static pbd_sm_sum_plan *naive_twin(const pbd_sm_sum_plan *p) {
+    int R = pbd_sm_plan_region_count(p), total = 0, cnt = 0;
+    int *start = (int *)malloc(sizeof(int) * (size_t)(R + 1));
+    for (int r = 0; r < R; ++r) {
+        pbd_sm_plan_region(p, r, NULL, 0, &cnt);
+        start[r] = total;
+        total += cnt;
+    }
+    start[R] = total;
+    int *list = (int *)malloc(sizeof(int) * (size_t)total);
+    for (int r = 0; r < R; ++r) pbd_sm_plan_region(p, r, list + start[r], total - start[r], &cnt);
+    pbd_sm_sum_plan *q = NULL;
+    if (pbd_sm_plan_naive(pbd_sm_plan_particle_count(p), R, start, list, &q) != PBD_OK) q = NULL;
+    free(start);
+    free(list);
+    return q;
+}
+
+/* Median ms of one pbd_sm_plan_sum (reps sums per timed run). */
+static double time_sum(pbd_sm_sum_plan *p, const double *v, double *s, int reps) {
+    double t[BENCH_RUNS];
+    pbd_sm_plan_sum(p, v, K, s); /* warm-up */
+    for (int r = 0; r < BENCH_RUNS; ++r) {
+        double t0 = bench_now();
+        for (int i = 0; i < reps; ++i) pbd_sm_plan_sum(p, v, K, s);
+        t[r] = (bench_now() - t0) * 1e3 / reps;
+    }
+    qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
+    return t[BENCH_RUNS / 2];
+}
+
+static const char *method_name(pbd_sm_summation m) {
+    return m == PBD_SM_SUM_LATTICE ? "lattice" : m == PBD_SM_SUM_OCTREE ? "octree" : m == PBD_SM_SUM_PATHS ? "paths" : "naive";
+}
+
+/* The three configurations of one plan, one JSON line each. */
+static void measure(const char *scene, pbd_sm_sum_plan *p, int w, const double *v, double *s, int reps) {
+    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    int n = pbd_sm_plan_particle_count(p);
+    for (int c = 0; c < 3; ++c) {
+        if (cfg[c].threads > 1 && pbd_max_threads() == 1) continue;
+        pbd_sm_plan_set_simd(p, cfg[c].simd);
+        pbd_sm_plan_set_threads(p, cfg[c].threads);
+        double ms = time_sum(p, v, s, reps);
+        printf("{\"bench\":\"shape_matching\",\"scene\":\"%s\",\"particles\":%d,\"region_width\":%d,"
+               "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"values\":%d,\"ms_per_step\":%.3f,"
+               "\"particles_per_s\":%.4g}\n",
+               scene, n, w, method_name(pbd_sm_plan_method(p)), cfg[c].simd ? pbd_sm_sum_simd_path() : "scalar",
+               cfg[c].threads, K, ms, n / (ms * 1e-3));
+        fflush(stdout);
+    }
+}
+
+/* Work and time per region, summation alone (SIMD, 1 thread). */
+static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const double *v, double *s, int reps) {
+    int R = pbd_sm_plan_region_count(p), cnt = 0;
+    long long members = 0;
+    for (int r = 0; r < R; ++r) { pbd_sm_plan_region(p, r, NULL, 0, &cnt); members += cnt; }
+    pbd_sm_plan_set_simd(p, 1);
+    pbd_sm_plan_set_threads(p, 1);
+    double ms = time_sum(p, v, s, reps);
+    printf("{\"bench\":\"shape_matching\",\"scene\":\"%s_scaling\",\"particles\":%d,\"region_width\":%d,"
+           "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":1,\"values\":%d,\"ms_per_step\":%.3f,"
+           "\"region_size\":%.1f,\"ops_per_region\":%.2f,\"ns_per_region\":%.1f}\n",
+           scene, pbd_sm_plan_particle_count(p), w, method_name(pbd_sm_plan_method(p)), pbd_sm_sum_simd_path(), K, ms,
+           (double)members / R, (double)pbd_sm_plan_cost(p) / R, ms * 1e6 / R);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int n = NX * NY * NZ;
+    int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)n), *oc = (int *)malloc(sizeof(int) * 4 * (size_t)n);
+    for (int i = 0; i < n; ++i) {
+        cells[3 * i] = oc[4 * i] = i % NX;
+        cells[3 * i + 1] = oc[4 * i + 1] = (i / NX) % NY;
+        cells[3 * i + 2] = oc[4 * i + 2] = i / (NX * NY);
+        oc[4 * i + 3] = 0;
+    }
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, vv[3] = {0, 1, 0};
+    pbd_mesh m;
+    if (pbd_mesh_grid(GX, GY, o, u, vv, &m) != PBD_OK) return 1;
+    int nmax = n > m.vertex_count ? n : m.vertex_count;
+    /* m x and m x xbar^T of a slightly deformed configuration */
+    double *v = (double *)malloc(sizeof(double) * (size_t)nmax * K), *s = (double *)malloc(sizeof(double) * (size_t)nmax * K);
+    unsigned st = 1;
+    for (int i = 0; i < nmax; ++i) {
+        double xb[3] = {i % NX, (i / NX) % NY, (double)(i / (NX * NY))}, x[3];
+        for (int a = 0; a < 3; ++a) x[a] = xb[a] + 0.1 * (rand01(&st) - 0.5);
+        for (int a = 0; a < 3; ++a) v[(size_t)i * K + a] = x[a];
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) v[(size_t)i * K + 3 + 3 * a + b] = x[a] * xb[b];
+    }
+    int reps = quick ? 1 : 3;
+    for (int w = 1; w <= 3; ++w) {
+        pbd_sm_sum_plan *lat = NULL, *oct = NULL, *pth = NULL;
+        if (pbd_sm_plan_lattice(n, cells, w, &lat) != PBD_OK || pbd_sm_plan_octree(n, oc, NULL, w, &oct) != PBD_OK ||
+            pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, w, 0, &pth) != PBD_OK) {
+            fprintf(stderr, "shape_matching: could not build the plans for w = %d\n", w);
+            return 1;
+        }
+        pbd_sm_sum_plan *nl = naive_twin(lat), *np = naive_twin(pth);
+        if (!nl || !np) return 1;
+        measure("lattice20000", nl, w, v, s, reps);
+        measure("lattice20000", lat, w, v, s, reps);
+        measure("lattice20000", oct, w, v, s, reps);
+        measure("grid_surface20022", np, w, v, s, reps);
+        measure("grid_surface20022", pth, w, v, s, reps);
+        pbd_sm_plan_destroy(nl);
+        pbd_sm_plan_destroy(np);
+        pbd_sm_plan_destroy(lat);
+        pbd_sm_plan_destroy(oct);
+        pbd_sm_plan_destroy(pth);
+    }
+    /* does the cost per region grow with the region size? */
+    for (int w = 1; w <= (quick ? 3 : 6); ++w) {
+        pbd_sm_sum_plan *p[3] = {NULL, NULL, NULL};
+        pbd_sm_plan_lattice(n, cells, w, &p[0]);
+        pbd_sm_plan_octree(n, oc, NULL, w, &p[1]);
+        pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, w, 0, &p[2]);
+        for (int q = 0; q < 3; ++q)
+            if (p[q]) scaling_line(q < 2 ? "lattice20000" : "grid_surface20022", p[q], w, v, s, reps);
+        for (int q = 0; q < 3; ++q) pbd_sm_plan_destroy(p[q]);
+    }
+    pbd_mesh_free(&m);
+    free(cells);
+    free(oc);
+    free(v);
+    free(s);
+    return 0;
+}
