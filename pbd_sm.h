@@ -519,7 +519,7 @@ static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P
     PBD_SM__PRAGMA(omp for schedule(static))
     for (int g = 0; g < s->seg_count; ++g) {
         int a = s->seg_start[g], b = s->seg_start[g + 1];
-        double *row = P + (size_t)(a + g) * k;
+        double *row = P + ((size_t)a + (size_t)g) * k;
         for (int j = 0; j < k; ++j) row[j] = 0;
         for (int e = a; e < b; ++e, row += k)
             pbd_sm__row_add(row + k, row, src + (size_t)(s->gather ? s->gather[e] : e) * k, k, simd);
@@ -529,9 +529,12 @@ static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P
         double *d = dst + (size_t)o * k;
         int f = s->out_start ? s->out_start[o] : o, l = s->out_start ? s->out_start[o + 1] : o + 1;
         if (f == l) { for (int j = 0; j < k; ++j) d[j] = 0; continue; }
-        pbd_sm__row_sub(d, P + (size_t)s->iv[2 * f + 1] * k, P + (size_t)s->iv[2 * f] * k, k, simd);
-        for (int t = f + 1; t < l; ++t)
-            pbd_sm__row_acc_diff(d, P + (size_t)s->iv[2 * t + 1] * k, P + (size_t)s->iv[2 * t] * k, k, simd);
+        const int *iv = s->iv + 2 * (size_t)f;
+        pbd_sm__row_sub(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+        for (int t = f + 1; t < l; ++t) {
+            iv += 2;
+            pbd_sm__row_acc_diff(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+        }
     }
 }
 
@@ -705,6 +708,7 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
     int *seg_of = NULL;
     pbd_result r = pbd_sm__line_segments(in, n_in, s, &seg_of);
     if (r != PBD_OK) return r;
+    if ((long long)n_in + s->seg_count > INT_MAX) { PBD_SM_FREE(seg_of); return PBD_ERROR_OVERFLOW; } /* prefix rows */
     s->iv = (int *)pbd_sm__alloc_n(2 * (size_t)n_cand, sizeof(int));
     if (!s->iv) { PBD_SM_FREE(seg_of); return PBD_ERROR_OUT_OF_MEMORY; }
     int o = 0;
@@ -715,8 +719,8 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
         int hi = pbd_sm__lower_bound(in, n_in, pbd_sm__cell_code(f[perm[0]], f[perm[1]], f[perm[2]] + w + 1));
         if (lo == hi && kept) continue;
         int g = lo < hi ? seg_of[lo] : 0;
-        s->iv[2 * o] = lo < hi ? lo + g : 0;
-        s->iv[2 * o + 1] = lo < hi ? hi + g : 0;
+        s->iv[2 * (size_t)o] = lo < hi ? lo + g : 0;
+        s->iv[2 * (size_t)o + 1] = lo < hi ? hi + g : 0;
         if (kept) kept[o] = cand[c];
         o++;
     }
@@ -1092,6 +1096,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     if (!out || (particle_count > 0 && !cells)) return PBD_ERROR_NULL_POINTER;
     if (particle_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
     if (!widths && (w < 1 || w > 64)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (particle_count > INT_MAX / 32) return PBD_ERROR_OVERFLOW; /* leaves + up to 22 ancestors each */
     for (int i = 0; i < particle_count; ++i) {
         int l = cells[4 * i + 3];
         if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return PBD_ERROR_INVALID_ARGUMENT;
@@ -1392,6 +1397,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
     if (!out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)) return PBD_ERROR_NULL_POINTER;
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
         return PBD_ERROR_INVALID_ARGUMENT;
+    if (vertex_count > INT_MAX / 2) return PBD_ERROR_OVERFLOW; /* prefix rows: vertices + paths */
     if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
     int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
     pbd_sm_sum_plan *p = NULL;
