@@ -192,8 +192,202 @@ PBD_SM_DEF const char *pbd_sm_sum_simd_path(void);
 /* sums[r*k + j] = sum over the particles i of region r of values[i*k + j].
    k in 1..64. Thread-safe for one plan from one thread at a time. */
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
+/* The same, called by every thread of an enclosing OpenMP parallel region
+   with the same arguments (a plugin with parallel = 1): the passes share
+   their loops with the team through orphaned `omp for` (each ending in a
+   barrier), so every thread returns with all sums done. Outside a parallel
+   region it runs serially. The plan's thread setting does not apply. */
+PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
 
 // ==== shape matching ========================================================
+/* Shape matching (survey 4.1, Mueller et al. 2005 "Meshless deformations
+   based on shape matching"), region-based shape matching (survey 4.2) and
+   plasticity (survey 4.5.2), as a plugin of a pbd_world.
+
+   A body is a set of world particles with a rest shape and a set of
+   regions (clusters) over them. Every solver iteration (the plugin's
+   `project`, after the constraint groups), each region r finds the
+   transform that best matches its rest shape to the predicted positions
+   (survey eqs. 5-8, with the modified masses m~_i = m_i / |R_i| where
+   |R_i| is the number of regions that hold particle i), every particle's
+   goal is the average of its regions' goals (survey 4.2), and each dynamic
+   particle moves by alpha' (g_i - p_i). Pinned and kinematic particles take
+   part in the match with their mass but are not moved. One region holding
+   every particle is the classic single cluster of section 4.1.
+
+   Regions come from a summation plan (pbd_sm_sum_plan, section
+   "summation"): user index lists (pbd_sm_plan_naive), a regular lattice of
+   half-width w (pbd_sm_plan_lattice, or pbd_sm_add_lattice which also
+   creates the particles), the omega-ring neighbourhoods of a mesh
+   (pbd_sm_plan_rings), or any other method; every region sum the solver
+   needs goes through pbd_sm_plan_sum, so a fast summation method speeds up
+   shape matching without changing it. When the regions are symmetric (one
+   region per particle and j in region(i) <=> i in region(j), as for
+   lattices and rings), the per-particle blend of the goals is a plan sum
+   too; otherwise it is gathered over each particle's regions in increasing
+   region order. Either way the result does not depend on the thread count.
+
+   Modes (Mueller et al. 2005, sections 4.1-4.3): with q_i = x~_i - c~ the
+   rest offsets and p_i = x_i - c the current ones,
+     RIGID      g_i = R q_i + c, R the rotation of A_pq = sum m~ p q^T
+                (pbd_sm_extract_rotation, warm-started from the region's
+                previous rotation, so flat, collinear and inverted regions
+                and 180 degree turns are handled);
+     LINEAR     g_i = (beta A / cbrt(det A) + (1 - beta) R) q_i + c with
+                A = A_pq A_qq^-1 (the volume-preserving best linear map);
+     QUADRATIC  g_i = (beta A~ + (1 - beta) [R 0 0]) q~_i + c with
+                q~ = (q, q_x^2, q_y^2, q_z^2, q_x q_y, q_y q_z, q_z q_x) and
+                A~ = A~_pq A~_qq^-1 (3x9), so regions can bend and twist.
+                Unlike the paper we centre the quadratic terms of q~ (subtract
+                their mass-weighted mean over the region): the goals then keep
+                the region's centre of mass, so momentum is conserved, and a
+                quadratic deformation is reproduced exactly (uncentred, the
+                mean of the quadratic terms shifts every goal).
+   Flat and collinear regions (singular A_qq) use the pseudo-inverse; in
+   LINEAR mode the directions the rest shape does not span are completed
+   by R, so det A stays meaningful.
+
+   Stiffness: the survey's alpha in [0, 1] is per projection. Here
+   `stiffness` is alpha per substep: with stiffness_correction = 1 (the
+   default) each of the n iterations uses alpha' = 1 - (1 - alpha)^(1/n)
+   (survey 3.3), so for a fixed goal the iterations of a substep together
+   move a particle the fraction alpha of the way, whatever the iteration
+   count; with stiffness_correction = 0 alpha is used per projection, as in
+   the survey. alpha = 1 (the default) moves every particle onto its
+   blended goal: the region size then sets the stiffness (survey 4.2,
+   Figure 16: larger regions are stiffer). As for every PBD stiffness, an
+   alpha < 1 acts harder with more substeps per second.
+
+   Plasticity (survey 4.5.2, Mueller et al. 2005 section 4.4): each region
+   has a plastic state S_p (identity at rest) that deforms its rest shape,
+   q_i = S_p (x~_i - c~). After every substep S = R^T A S_p^-1 (the elastic
+   deformation, symmetrised) is measured; where ||S - I||_F > yield,
+   S_p <- [I + h creep (S - I)] S_p (h the substep, so creep is a rate in
+   1/s); then ||S_p - I||_F is clamped to max_plastic and S_p is divided by
+   cbrt(det S_p), so det S_p = 1 (volume is preserved; we normalise last so
+   that this holds exactly). creep = 0 (default) turns plasticity off.
+
+   Momentum: the corrections of a region sum to zero momentum and torque
+   (mass-weighted centre, optimal rotation), so a body conserves linear and
+   angular momentum. When its regions join particles of several objects,
+   leave mark_coupled = 1 (default): the body calls
+   pbd_world_mark_coupled on its particles, as pbd_add_constraints does. */
+
+typedef struct pbd_sm_body pbd_sm_body;
+
+typedef enum pbd_sm_mode {
+    PBD_SM_RIGID = 0,
+    PBD_SM_LINEAR = 1,
+    PBD_SM_QUADRATIC = 2
+} pbd_sm_mode;
+
+typedef struct pbd_sm_body_desc {
+    const int *particles;   /* particle_count world particle indices, distinct; local
+                               particle i of the regions is world particle particles[i] */
+    int particle_count;
+    /* The regions over local indices 0..particle_count-1, one of:
+       - plan: any summation plan with particle_count particles. Borrowed: it
+         must outlive the body, unless owns_plan = 1: then the body destroys
+         it with itself (on failure the caller keeps it);
+       - region_count CSR lists region_start / region_particles (copied into a
+         naive plan; the rules of pbd_sm_plan_naive);
+       - neither: a single cluster of all particles (survey 4.1). */
+    pbd_sm_sum_plan *plan;
+    int owns_plan;
+    int region_count;
+    const int *region_start;
+    const int *region_particles;
+    const float *rest_positions; /* optional particle_count*3; default: the world positions now */
+    const float *masses;         /* optional particle_count, >= 0; default: the world masses
+                                    (a pinned particle keeps its mass, pbd_pin) */
+    pbd_sm_mode mode;            /* default PBD_SM_RIGID */
+    float beta;                  /* LINEAR / QUADRATIC blend in [0, 1]; default 0.5 */
+    float stiffness;             /* alpha in [0, 1] per substep; default 1 */
+    int stiffness_correction;    /* 1 (default): alpha' = 1-(1-alpha)^(1/iterations) */
+    float yield;                 /* plasticity: ||S - I||_F threshold, >= 0; default 0.05 */
+    float creep;                 /* 1/s, >= 0; 0 (default) = no plasticity */
+    float max_plastic;           /* bound on ||S_p - I||_F, > 0; default 1 */
+    int mark_coupled;            /* default 1, see above */
+} pbd_sm_body_desc;
+
+PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
+/* Adds a shape-matching body to the world (a plugin; the world owns the
+   body and frees it in pbd_world_destroy or pbd_sm_remove_body; out may be
+   NULL). Errors, with nothing changed: NULL pointers; particle_count < 1,
+   a duplicate particle, beta/stiffness outside [0, 1], negative
+   yield/creep, max_plastic <= 0, both a plan and lists, a plan whose
+   particle count differs, an empty region (PBD_ERROR_INVALID_ARGUMENT); a
+   particle index outside the world (PBD_ERROR_INDEX_OUT_OF_RANGE); NaN or
+   Inf (PBD_ERROR_NOT_FINITE); a negative mass (PBD_ERROR_NEGATIVE_MASS); a
+   region whose total mass is zero (PBD_ERROR_INVALID_ARGUMENT) or whose
+   rest positions all coincide (PBD_ERROR_DEGENERATE). */
+PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *desc, pbd_sm_body **out);
+PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *body);
+
+/* A lattice body (Rivers and James 2007): one particle per cell at
+   origin + spacing * cell, regions of half-width w (pbd_sm_plan_lattice,
+   owned by the body). The body desc's particles/plan/lists/rest/masses
+   are ignored; its other parameters are used. */
+typedef struct pbd_sm_lattice_desc {
+    const int *cells;     /* cell_count*3 integer cells, distinct */
+    int cell_count;
+    float origin[3];
+    float spacing;        /* > 0; default 0.1 */
+    float particle_mass;  /* > 0; default 1 */
+    float radius;         /* particle radius; 0 (default): spacing / 2 */
+    int half_width;       /* region half-width w >= 1; default 1 */
+    pbd_sm_body_desc body;
+} pbd_sm_lattice_desc;
+
+PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void);
+/* Adds the particles and the body; *particles (optional) receives their
+   range: local particle i (cell i) is world particle particles->first + i. */
+PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *desc,
+                                         pbd_sm_body **out, pbd_range *particles);
+/* The cells of a solid box nx x ny x nz (x fastest): writes 3*nx*ny*nz ints. */
+PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
+
+/* omega-ring regions of a mesh (survey 4.2, Diziol et al. 2011): region i
+   holds the vertices within omega edges of vertex i (itself included), in
+   increasing order; the edges are those of the elements (arity 2: edges,
+   3: triangles, 4: tetrahedra). region_start gets vertex_count + 1
+   entries and *total the number of members; region_particles is filled
+   when it is not NULL and max >= *total (call once with NULL to size it).
+   omega in 1..64. */
+PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int vertex_count, const int *elements, int element_count,
+                                        int arity, int omega, int *region_start,
+                                        int *region_particles, int max, int *total);
+/* The same regions as a (naive) summation plan. */
+PBD_SM_DEF pbd_result pbd_sm_plan_rings(int vertex_count, const int *elements, int element_count,
+                                        int arity, int omega, pbd_sm_sum_plan **out);
+
+PBD_SM_DEF int pbd_sm_body_particle_count(const pbd_sm_body *b);
+PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b);
+/* The plan the body sums with (owned as described in pbd_sm_body_desc). */
+PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b);
+/* Goals of the body's particles (3 floats per local particle) for the
+   world's current positions, computed as in a projection (the rotations
+   warm-start from the stored ones, which stay unchanged). */
+PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals);
+/* A region's last rotation (quaternion x y z w) and plastic state S_p
+   (row-major 3x3). */
+PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int region, float *q);
+PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int region, float *Sp);
+/* Parameters that may change between steps (same ranges as the desc). */
+PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness);
+/* RIGID and LINEAR can be swapped; QUADRATIC (its rest data) is chosen when
+   the body is added. */
+PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta);
+PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep,
+                                                 float max_plastic);
+/* Back to the rest shape: every S_p = I. */
+PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b);
+/* The body shares its loops among the world's threads when its work (the
+   number of region memberships plus particles) is at least min_work
+   (default PBD_SM_PARALLEL_MIN, 32768); below, one thread runs it (a
+   barrier per stage would cost more). 0: always share. Results are the
+   same bits either way. */
+PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work);
 
 // ==== oriented ==============================================================
 
@@ -1476,18 +1670,1045 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
     if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
     if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
 #if PBD_SM__OPENMP
-    /* one parallel region; below 512 regions a barrier costs more than it saves */
+    /* one parallel region; below 512 regions a barrier costs more than it
+       saves; called from inside a parallel region, no nested team */
     int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
-    if (p->region_count < 512) nt = 1;
-    PBD_SM__PRAGMA(omp parallel num_threads(nt) if (nt > 1))
-    p->sum(p, values, k, sums);
-#else
-    p->sum(p, values, k, sums);
+    if (p->region_count < 512 || omp_in_parallel()) nt = 1;
+    if (nt > 1) {
+        PBD_SM__PRAGMA(omp parallel num_threads(nt))
+        p->sum(p, values, k, sums);
+        return PBD_OK;
+    }
 #endif
+    /* serially: the orphaned `omp for` loops bind to a team of one */
+    PBD_SM__PRAGMA(omp parallel num_threads(1))
+    p->sum(p, values, k, sums);
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
+    if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    p->sum(p, values, k, sums);
     return PBD_OK;
 }
 
 // ==== shape matching ========================================================
+
+#ifndef PBD_SM_PARALLEL_MIN
+#define PBD_SM_PARALLEL_MIN 32768
+#endif
+
+/* --- small dense matrices (row-major, double) ------------------------------- */
+
+static void pbd_sm__mx_mul3(const double *A, const double *B, double *C) { /* C = A B */
+    double T[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) T[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
+    memcpy(C, T, sizeof T);
+}
+static void pbd_sm__mx_mul3_bt(const double *A, const double *B, double *C) { /* C = A B^T */
+    double T[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j)
+            T[3 * i + j] = A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
+    memcpy(C, T, sizeof T);
+}
+static void pbd_sm__mx_mul3_at(const double *A, const double *B, double *C) { /* C = A^T B */
+    double T[9];
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) T[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
+    memcpy(C, T, sizeof T);
+}
+static double pbd_sm__mx_det3(const double *A) {
+    return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+}
+/* Inverse of a 3x3 with det(A) = d != 0 (adjugate / d). */
+static void pbd_sm__mx_inv3(const double *A, double d, double *Ai) {
+    double T[9] = {A[4] * A[8] - A[5] * A[7], A[2] * A[7] - A[1] * A[8], A[1] * A[5] - A[2] * A[4],
+                   A[5] * A[6] - A[3] * A[8], A[0] * A[8] - A[2] * A[6], A[2] * A[3] - A[0] * A[5],
+                   A[3] * A[7] - A[4] * A[6], A[1] * A[6] - A[0] * A[7], A[0] * A[4] - A[1] * A[3]};
+    for (int k = 0; k < 9; ++k) Ai[k] = T[k] / d;
+}
+static double pbd_sm__mx_dist_identity(const double *S) { /* ||S - I||_F */
+    double s = 0;
+    for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+            double d = S[3 * i + j] - (i == j ? 1.0 : 0.0);
+            s += d * d;
+        }
+    return sqrt(s);
+}
+
+/* Cyclic Jacobi eigen-decomposition of a symmetric n x n matrix (n <= 9):
+   A is overwritten (its diagonal ends up holding the eigenvalues), V gets
+   the eigenvectors as columns. Only used when bodies are added. */
+static void pbd_sm__mx_sym_eigen(int n, double *A, double *V) {
+    for (int i = 0; i < n * n; ++i) V[i] = 0;
+    for (int i = 0; i < n; ++i) V[i * n + i] = 1;
+    for (int sweep = 0; sweep < 60; ++sweep) {
+        double off = 0, diag = 0;
+        for (int p = 0; p < n; ++p) {
+            diag += A[p * n + p] * A[p * n + p];
+            for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+        }
+        if (!(off > 1e-32 * diag)) break;
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = A[p * n + q];
+                if (apq == 0) continue;
+                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; ++k) { /* A J */
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* J^T A */
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+                A[p * n + q] = A[q * n + p] = 0;
+                for (int k = 0; k < n; ++k) {
+                    double vkp = V[k * n + p], vkq = V[k * n + q];
+                    V[k * n + p] = c * vkp - s * vkq;
+                    V[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+}
+
+/* Pseudo-inverse of a symmetric positive semi-definite n x n matrix, with
+   eigenvalues below 1e-10 of the largest treated as zero (a flat or
+   collinear rest shape has exactly such directions); null (optional) gets
+   the projector onto those directions. A is scaled by D (diagonal) first
+   so that entries of different units compare: pinv(A) = D pinv(D A D) D. */
+static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai, double *null) {
+    double B[81], V[81], lam[9], lmax = 0;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; j < n; ++j) B[i * n + j] = D[i] * A[i * n + j] * D[j];
+    pbd_sm__mx_sym_eigen(n, B, V);
+    for (int i = 0; i < n; ++i) {
+        lam[i] = B[i * n + i];
+        if (lam[i] > lmax) lmax = lam[i];
+    }
+    for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+            double s = 0, z = 0;
+            for (int e = 0; e < n; ++e) {
+                int keep = lam[e] > 1e-10 * lmax;
+                double vv = V[i * n + e] * V[j * n + e];
+                if (keep) s += vv / lam[e];
+                else z += vv;
+            }
+            Ai[i * n + j] = D[i] * s * D[j];
+            if (null) null[i * n + j] = z;
+        }
+    }
+}
+
+/* --- the body ---------------------------------------------------------------- */
+
+/* The basis phi(x) = (1, x, y, z, x^2, y^2, z^2, xy, yz, zx): a region's
+   goal function is G phi(x~) with G 3 x 4 (rigid, linear) or 3 x 10
+   (quadratic), so a particle's blended goal is (sum of its regions' G)
+   phi(x~_i) / |R_i|, and region sums of m~ x phi(x~)^T give every moment
+   the match needs (Mueller et al. 2005, eqs. 7 and 8 of the survey). */
+#define PBD_SM__NB_MAX 10
+static const int pbd_sm__quad_a[6] = {0, 1, 2, 0, 1, 2};
+static const int pbd_sm__quad_b[6] = {0, 1, 2, 1, 2, 0};
+
+static void pbd_sm__phi(const double *x, int nb, double *phi) {
+    phi[0] = 1;
+    phi[1] = x[0]; phi[2] = x[1]; phi[3] = x[2];
+    if (nb > 4)
+        for (int k = 0; k < 6; ++k) phi[4 + k] = x[pbd_sm__quad_a[k]] * x[pbd_sm__quad_b[k]];
+}
+
+struct pbd_sm_body {
+    pbd_world *world;
+    pbd_plugin plugin;
+    int n, nr;
+    int *idx;                   /* n world particles */
+    pbd_sm_sum_plan *plan;
+    int owns_plan;
+    int symmetric;              /* blend = plan sum of the region goal functions */
+    int *p2r_start, *p2r;       /* each particle's regions (when not symmetric) */
+    double *xbar;               /* n*3 rest positions relative to the rest centroid */
+    double *mt;                 /* n: m~ = m / |R_i| */
+    double *inv_nreg;           /* n: 1 / |R_i|, 0 for a particle in no region */
+    double *M, *cbar;           /* nr, nr*3: region mass and rest centre */
+    double *Aqq_pinv, *Aqq_null;/* nr*9 each: pinv(A_qq) and the projector onto its null space */
+    double *A9_pinv, *Qbar;     /* quadratic only: nr*81 pinv(A~_qq), nr*6 sum m~ quad(q) */
+    double *rot;                /* nr*4: rotations (warm starts) */
+    double *Sp;                 /* nr*9: plastic states */
+    double *values, *sums;      /* n*30, nr*30 scratch */
+    double *T, *G;              /* nr*30 region goal functions, n*30 blended */
+    double *rot_tmp;            /* nr*4: warm starts for pbd_sm_body_goals */
+    double extent;              /* largest |xbar| */
+    long work, parallel_min;    /* region memberships; share the loops from this many */
+    pbd_sm_mode mode;
+    double beta, alpha;
+    int correction;
+    double yield, creep, maxp;
+};
+
+PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void) {
+    pbd_sm_body_desc d;
+    memset(&d, 0, sizeof d);
+    d.mode = PBD_SM_RIGID;
+    d.beta = 0.5f;
+    d.stiffness = 1.0f;
+    d.stiffness_correction = 1;
+    d.yield = 0.05f;
+    d.creep = 0.0f;
+    d.max_plastic = 1.0f;
+    d.mark_coupled = 1;
+    return d;
+}
+
+static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
+
+static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
+                                       float maxp) {
+    if (!pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) ||
+        !pbd_sm__finitef(maxp))
+        return PBD_ERROR_NOT_FINITE;
+    if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC) return PBD_ERROR_INVALID_ARGUMENT;
+    if (beta < 0 || beta > 1 || stiffness < 0 || stiffness > 1 || yield < 0 || creep < 0 || !(maxp > 0))
+        return PBD_ERROR_INVALID_ARGUMENT;
+    return PBD_OK;
+}
+
+static int pbd_sm__body_nb(const pbd_sm_body *b) { return b->mode == PBD_SM_QUADRATIC ? 10 : 4; }
+
+static void pbd_sm__body_free(pbd_sm_body *b) {
+    if (!b) return;
+    if (b->owns_plan) pbd_sm_plan_destroy(b->plan);
+    double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M, b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv, b->Qbar,
+                   b->rot, b->Sp, b->values, b->sums, b->T, b->G, b->rot_tmp};
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) PBD_SM_FREE(d[k]);
+    PBD_SM_FREE(b->idx);
+    PBD_SM_FREE(b->p2r_start);
+    PBD_SM_FREE(b->p2r);
+    PBD_SM_FREE(b);
+}
+
+/* Per-particle region counts and, unless the regions are symmetric, each
+   particle's region list (increasing region order: the fixed gather order). */
+static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
+    const pbd_sm_sum_plan *P = b->plan;
+    int n = b->n, nr = b->nr, total = P->region_start[nr];
+    b->p2r_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    b->p2r = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    if (!b->p2r_start || !b->p2r || !fill) { PBD_SM_FREE(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    memset(b->p2r_start, 0, sizeof(int) * ((size_t)n + 1));
+    for (int e = 0; e < total; ++e) b->p2r_start[P->region_particles[e] + 1]++;
+    for (int i = 0; i < n; ++i) b->p2r_start[i + 1] += b->p2r_start[i];
+    memcpy(fill, b->p2r_start, sizeof(int) * (size_t)n);
+    for (int r = 0; r < nr; ++r)
+        for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) b->p2r[fill[P->region_particles[e]]++] = r;
+    /* symmetric: particle i's regions are exactly the members of region i */
+    int sym = nr == n;
+    for (int i = 0; i < n; ++i) fill[i] = -1;
+    for (int i = 0; i < n && sym; ++i) {
+        if (P->region_start[i + 1] - P->region_start[i] != b->p2r_start[i + 1] - b->p2r_start[i]) { sym = 0; break; }
+        for (int e = P->region_start[i]; e < P->region_start[i + 1]; ++e) fill[P->region_particles[e]] = i;
+        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
+            if (fill[b->p2r[e]] != i) { sym = 0; break; }
+    }
+    PBD_SM_FREE(fill);
+    for (int i = 0; i < n; ++i) {
+        int c = b->p2r_start[i + 1] - b->p2r_start[i];
+        b->inv_nreg[i] = c > 0 ? 1.0 / c : 0.0;
+    }
+    b->symmetric = sym;
+    if (sym) {
+        PBD_SM_FREE(b->p2r_start);
+        PBD_SM_FREE(b->p2r);
+        b->p2r_start = b->p2r = NULL;
+    }
+    return PBD_OK;
+}
+
+/* Rest data of every region from its member list (once, when the body is
+   added): M~, c~ (survey eq. 7), pinv(A_qq) with A_qq = sum m~ q q^T, and
+   for quadratic mode pinv(A~_qq) (9x9) and sum m~ quad(q). */
+static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
+    const pbd_sm_sum_plan *P = b->plan;
+    int quad = b->mode == PBD_SM_QUADRATIC;
+    for (int r = 0; r < b->nr; ++r) {
+        double M = 0, c[3] = {0, 0, 0}, A[9] = {0}, A9[81] = {0}, Q[6] = {0};
+        for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) {
+            int i = P->region_particles[e];
+            M += b->mt[i];
+            for (int a = 0; a < 3; ++a) c[a] += b->mt[i] * b->xbar[3 * i + a];
+        }
+        if (!(M > 0)) return PBD_ERROR_INVALID_ARGUMENT; /* zero total mass */
+        for (int a = 0; a < 3; ++a) c[a] /= M;
+        for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) {
+            int i = P->region_particles[e];
+            double q[3], ph[10], m = b->mt[i];
+            for (int a = 0; a < 3; ++a) q[a] = b->xbar[3 * i + a] - c[a];
+            for (int a = 0; a < 3; ++a)
+                for (int d = 0; d < 3; ++d) A[3 * a + d] += m * q[a] * q[d];
+            pbd_sm__phi(q, 10, ph);
+            for (int k = 0; k < 6; ++k) Q[k] += m * ph[4 + k];
+        }
+        /* quadratic: q~ = (q, quad(q) - mean), the quadratic terms centred */
+        for (int e = P->region_start[r]; quad && e < P->region_start[r + 1]; ++e) {
+            int i = P->region_particles[e];
+            double q[3], ph[10], qt[9], m = b->mt[i];
+            for (int a = 0; a < 3; ++a) q[a] = b->xbar[3 * i + a] - c[a];
+            pbd_sm__phi(q, 10, ph);
+            for (int k = 0; k < 9; ++k) qt[k] = ph[1 + k] - (k >= 3 ? Q[k - 3] / M : 0.0);
+            for (int a = 0; a < 9; ++a)
+                for (int d = 0; d < 9; ++d) A9[9 * a + d] += m * qt[a] * qt[d];
+        }
+        double size2 = (A[0] + A[4] + A[8]) / M; /* mean squared distance from the centre */
+        double tiny = 1e-6 * (b->extent > 0 ? b->extent : 1.0);
+        if (!(size2 > tiny * tiny)) return PBD_ERROR_DEGENERATE; /* all rest positions coincide */
+        double L = sqrt(size2), D[9];
+        for (int k = 0; k < 9; ++k) D[k] = k < 3 ? 1 / L : 1 / (L * L);
+        memcpy(b->cbar + 3 * (size_t)r, c, sizeof c);
+        b->M[r] = M;
+        pbd_sm__mx_pinv(3, A, D, b->Aqq_pinv + 9 * (size_t)r, b->Aqq_null + 9 * (size_t)r);
+        if (quad) {
+            pbd_sm__mx_pinv(9, A9, D, b->A9_pinv + 81 * (size_t)r, NULL);
+            memcpy(b->Qbar + 6 * (size_t)r, Q, sizeof Q);
+        }
+    }
+    return PBD_OK;
+}
+
+static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
+    size_t n = (size_t)b->n, nr = (size_t)b->nr;
+    int quad = b->mode == PBD_SM_QUADRATIC;
+    size_t k = 3 * (size_t)pbd_sm__body_nb(b);
+    b->xbar = (double *)pbd_sm__alloc_n(n * 3, sizeof(double));
+    b->mt = (double *)pbd_sm__alloc_n(n, sizeof(double));
+    b->inv_nreg = (double *)pbd_sm__alloc_n(n, sizeof(double));
+    b->M = (double *)pbd_sm__alloc_n(nr, sizeof(double));
+    b->cbar = (double *)pbd_sm__alloc_n(nr * 3, sizeof(double));
+    b->Aqq_pinv = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
+    b->Aqq_null = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
+    b->A9_pinv = quad ? (double *)pbd_sm__alloc_n(nr * 81, sizeof(double)) : NULL;
+    b->Qbar = quad ? (double *)pbd_sm__alloc_n(nr * 6, sizeof(double)) : NULL;
+    b->rot = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
+    b->rot_tmp = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
+    b->Sp = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
+    b->values = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
+    b->sums = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
+    b->T = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
+    b->G = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
+    if (!b->xbar || !b->mt || !b->inv_nreg || !b->M || !b->cbar || !b->Aqq_pinv || !b->Aqq_null ||
+        (quad && (!b->A9_pinv || !b->Qbar)) || !b->rot || !b->rot_tmp || !b->Sp || !b->values || !b->sums || !b->T ||
+        !b->G)
+        return PBD_ERROR_OUT_OF_MEMORY;
+    for (size_t r = 0; r < nr; ++r) {
+        double *q = b->rot + 4 * r, *S = b->Sp + 9 * r;
+        q[0] = q[1] = q[2] = 0; q[3] = 1;
+        for (int e = 0; e < 9; ++e) S[e] = (e % 4 == 0) ? 1.0 : 0.0;
+    }
+    return PBD_OK;
+}
+
+/* Builds a body (not yet in a world) from validated input. The plan is
+   taken over only on success when owns_plan. */
+static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan, const float *rest,
+                                     const float *masses, const pbd_sm_body_desc *d, pbd_sm_body **out) {
+    pbd_sm_body *b = (pbd_sm_body *)pbd_sm__alloc_n(1, sizeof *b);
+    if (!b) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(b, 0, sizeof *b);
+    b->n = n;
+    b->nr = plan->region_count;
+    b->plan = plan;
+    b->mode = d->mode;
+    b->beta = d->beta;
+    b->alpha = d->stiffness;
+    b->correction = d->stiffness_correction != 0;
+    b->yield = d->yield;
+    b->creep = d->creep;
+    b->maxp = d->max_plastic;
+    b->work = (long)plan->region_start[b->nr] + n;
+    b->parallel_min = PBD_SM_PARALLEL_MIN;
+    b->idx = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    pbd_result res = b->idx ? pbd_sm__body_alloc(b) : PBD_ERROR_OUT_OF_MEMORY;
+    if (res == PBD_OK) {
+        /* rest positions relative to their centroid, for precision */
+        double o[3] = {0, 0, 0};
+        for (int i = 0; i < n; ++i)
+            for (int a = 0; a < 3; ++a) o[a] += rest[3 * i + a];
+        for (int a = 0; a < 3; ++a) o[a] /= n;
+        for (int i = 0; i < n; ++i)
+            for (int a = 0; a < 3; ++a) {
+                b->xbar[3 * i + a] = rest[3 * i + a] - o[a];
+                if (fabs(b->xbar[3 * i + a]) > b->extent) b->extent = fabs(b->xbar[3 * i + a]);
+            }
+        res = pbd_sm__body_transpose(b);
+    }
+    if (res == PBD_OK) {
+        for (int i = 0; i < n; ++i) b->mt[i] = masses[i] * b->inv_nreg[i]; /* survey 4.2: m~ = m / |R_i| */
+        res = pbd_sm__body_rest(b);
+    }
+    if (res != PBD_OK) {
+        b->owns_plan = 0;
+        pbd_sm__body_free(b);
+        return res;
+    }
+    b->owns_plan = owns_plan;
+    *out = b;
+    return PBD_OK;
+}
+
+/* --- the solver stages --------------------------------------------------------
+   The plugin is parallel (every thread of the substep's team calls it).
+   A small body runs on thread 0 alone, with one barrier after it (a
+   barrier costs microseconds, much more on a loaded machine); a large one
+   (work >= parallel_min) shares each stage's loop in static chunks with a
+   barrier between stages. Region sums go through the plan from one thread:
+   a plan's sum may run its own passes. Every element is computed the same
+   way whatever the chunking, so results are bit-identical for any thread
+   count. */
+
+typedef struct pbd_sm__team { int t, T; } pbd_sm__team;
+
+static void pbd_sm__chunk(pbd_sm__team tm, int n, int *lo, int *hi) {
+    *lo = (int)((long long)n * tm.t / tm.T);
+    *hi = (int)((long long)n * (tm.t + 1) / tm.T);
+}
+static void pbd_sm__barrier(pbd_sm__team tm) {
+    if (tm.T > 1) {
+        PBD_SM__PRAGMA(omp barrier)
+    }
+}
+
+/* values[i] = m~_i y_i phi(x~_i)^T with y_i = pos_i - o (survey eqs. 7, 8) */
+static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double *o, int lo, int hi) {
+    int nb = pbd_sm__body_nb(b), k = 3 * nb;
+    for (int i = lo; i < hi; ++i) {
+        const float *x = pos + 4 * (size_t)b->idx[i];
+        double y[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, ph[PBD_SM__NB_MAX];
+        double *v = b->values + (size_t)i * k, m = b->mt[i];
+        pbd_sm__phi(b->xbar + 3 * (size_t)i, nb, ph);
+        for (int a = 0; a < 3; ++a) {
+            double my = m * y[a];
+            for (int c = 0; c < nb; ++c) v[a * nb + c] = my * ph[c];
+        }
+    }
+}
+
+static void pbd_sm__stage_sums(pbd_sm_body *b) {
+    pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+}
+
+/* The region's centre c (relative to o) and A_pq = sum m~ p q^T from its
+   sums: sum m~ y x~^T - M c c~^T (survey eq. 8). */
+static void pbd_sm__region_moments(const pbd_sm_body *b, int r, double *c, double *Apq) {
+    int nb = pbd_sm__body_nb(b);
+    const double *S = b->sums + (size_t)r * 3 * nb, *cb = b->cbar + 3 * (size_t)r;
+    double M = b->M[r];
+    for (int a = 0; a < 3; ++a) c[a] = S[a * nb] / M;
+    for (int a = 0; a < 3; ++a)
+        for (int j = 0; j < 3; ++j) Apq[3 * a + j] = S[a * nb + 1 + j] - M * c[a] * cb[j];
+}
+
+/* The best linear map A = A_pq pinv(A_qq), completed by R where the rest
+   shape spans no direction (flat and collinear regions). */
+static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq, const double *R, double *A) {
+    double RN[9];
+    pbd_sm__mx_mul3(Apq, b->Aqq_pinv + 9 * (size_t)r, A);
+    pbd_sm__mx_mul3(R, b->Aqq_null + 9 * (size_t)r, RN);
+    for (int k = 0; k < 9; ++k) A[k] += RN[k];
+}
+
+/* Rotation of the match with the plastically deformed rest shape:
+   polar(A_pq S_p^T) (survey 4.5.2: q = S_p (x~ - c~)), warm-started. */
+static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
+    double Ap[9];
+    pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
+    pbd_sm_extract_rotation_d(Ap, q, 100);
+    pbd_sm__quat_to_mat(q, R);
+}
+
+/* The goal function of region r as T = G (3 x nb) over phi(x~):
+   g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~. */
+static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+    int nb = pbd_sm__body_nb(b);
+    double c[3], Apq[9], R[9], B[9], Qm[18] = {0};
+    const double *cb = b->cbar + 3 * (size_t)r;
+    pbd_sm__region_moments(b, r, c, Apq);
+    pbd_sm__region_rotation(b, r, Apq, quat, R);
+    pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
+    if (b->mode == PBD_SM_LINEAR && b->beta > 0) {
+        /* Mueller et al. 2005 section 4.2: beta A / cbrt(det A) + (1 - beta) R;
+           with S_p, (A S_p^-1) S_p = A. An inverted or collapsed region
+           (det A <= 0) keeps the rigid goal. */
+        double A[9];
+        pbd_sm__region_linear(b, r, Apq, R, A);
+        double det = pbd_sm__mx_det3(A);
+        if (det > 1e-9) {
+            double s = b->beta / cbrt(det);
+            for (int k = 0; k < 9; ++k) B[k] = s * A[k] + (1 - b->beta) * B[k];
+        }
+    } else if (b->mode == PBD_SM_QUADRATIC && b->beta > 0) {
+        /* Mueller et al. 2005 section 4.3: A~ = A~_pq pinv(A~_qq), the
+           quadratic columns of A~_pq expanded from the sums about c~. */
+        const double *S = b->sums + (size_t)r * 30, *Qb = b->Qbar + 6 * (size_t)r, *Ai = b->A9_pinv + 81 * (size_t)r;
+        double Apq9[27], At[27];
+        for (int a = 0; a < 3; ++a) {
+            for (int j = 0; j < 3; ++j) Apq9[9 * a + j] = Apq[3 * a + j];
+            for (int k = 0; k < 6; ++k) {
+                int u = pbd_sm__quad_a[k], v = pbd_sm__quad_b[k];
+                Apq9[9 * a + 3 + k] = S[a * 10 + 4 + k] - cb[u] * S[a * 10 + 1 + v] - cb[v] * S[a * 10 + 1 + u] +
+                                      cb[u] * cb[v] * S[a * 10] - c[a] * Qb[k];
+            }
+        }
+        for (int a = 0; a < 3; ++a)
+            for (int j = 0; j < 9; ++j) {
+                double s = 0;
+                for (int e = 0; e < 9; ++e) s += Apq9[9 * a + e] * Ai[9 * e + j];
+                At[9 * a + j] = s;
+            }
+        for (int a = 0; a < 3; ++a) {
+            for (int j = 0; j < 3; ++j) B[3 * a + j] = b->beta * At[9 * a + j] + (1 - b->beta) * B[3 * a + j];
+            for (int k = 0; k < 6; ++k) Qm[6 * a + k] = b->beta * At[9 * a + 3 + k];
+        }
+    }
+    double *T = b->T + (size_t)r * 3 * nb;
+    for (int a = 0; a < 3; ++a) {
+        double *t = T + a * nb;
+        t[0] = c[a];
+        for (int j = 0; j < 3; ++j) {
+            t[0] -= B[3 * a + j] * cb[j];
+            t[1 + j] = B[3 * a + j];
+        }
+        if (nb == 10)
+            for (int k = 0; k < 6; ++k) {
+                int u = pbd_sm__quad_a[k], v = pbd_sm__quad_b[k];
+                double qm = Qm[6 * a + k];
+                t[4 + k] = qm;
+                t[0] += qm * (cb[u] * cb[v] - b->Qbar[6 * (size_t)r + k] / b->M[r]); /* centred */
+                t[1 + v] -= qm * cb[u];
+                t[1 + u] -= qm * cb[v];
+            }
+    }
+}
+
+static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
+    for (int r = lo; r < hi; ++r) pbd_sm__region_goal(b, r, quats + 4 * (size_t)r);
+}
+
+/* G_i = sum of the goal functions of particle i's regions, in a fixed
+   order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
+   per-vertex gather). Symmetric regions: one plan sum (from one thread). */
+static void pbd_sm__stage_gather_plan(pbd_sm_body *b) {
+    pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
+}
+static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
+    int k = 3 * pbd_sm__body_nb(b);
+    for (int i = lo; i < hi; ++i) {
+        double *g = b->G + (size_t)i * k;
+        for (int j = 0; j < k; ++j) g[j] = 0;
+        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e) {
+            const double *t = b->T + (size_t)b->p2r[e] * k;
+            for (int j = 0; j < k; ++j) g[j] += t[j];
+        }
+    }
+}
+
+static void pbd_sm__particle_goal(const pbd_sm_body *b, int i, const double *o, double *g) {
+    int nb = pbd_sm__body_nb(b);
+    double ph[PBD_SM__NB_MAX];
+    const double *G = b->G + (size_t)i * 3 * nb;
+    pbd_sm__phi(b->xbar + 3 * (size_t)i, nb, ph);
+    for (int a = 0; a < 3; ++a) {
+        double s = 0;
+        for (int c = 0; c < nb; ++c) s += G[a * nb + c] * ph[c];
+        g[a] = o[a] + s * b->inv_nreg[i];
+    }
+}
+
+/* p_i += alpha' (g_i - p_i) for dynamic particles in a region (survey 4.1). */
+static void pbd_sm__stage_apply(pbd_sm_body *b, float *p, const double *o, double alpha, int lo, int hi) {
+    for (int i = lo; i < hi; ++i) {
+        float *x = p + 4 * (size_t)b->idx[i];
+        if (x[3] == 0 || b->inv_nreg[i] == 0) continue;
+        double g[3];
+        pbd_sm__particle_goal(b, i, o, g);
+        for (int a = 0; a < 3; ++a) x[a] = (float)(x[a] + alpha * (g[a] - x[a]));
+    }
+}
+
+/* Plastic flow of one region (survey 4.5.2) from the shape at the end of a
+   substep; updates S_p and the warm start. */
+static void pbd_sm__region_plastic(pbd_sm_body *b, int r, double h) {
+    double c[3], Apq[9], R[9], A[9], S[9], Spi[9], *Sp = b->Sp + 9 * (size_t)r;
+    pbd_sm__region_moments(b, r, c, Apq);
+    pbd_sm__region_rotation(b, r, Apq, b->rot + 4 * (size_t)r, R);
+    pbd_sm__region_linear(b, r, Apq, R, A);
+    double dp = pbd_sm__mx_det3(Sp);
+    if (!(dp > 0)) return;
+    pbd_sm__mx_inv3(Sp, dp, Spi);
+    pbd_sm__mx_mul3_at(R, A, S); /* S = R^T A S_p^-1: the elastic deformation */
+    pbd_sm__mx_mul3(S, Spi, S);
+    for (int i = 0; i < 3; ++i)
+        for (int j = i + 1; j < 3; ++j) S[3 * i + j] = S[3 * j + i] = 0.5 * (S[3 * i + j] + S[3 * j + i]);
+    if (!(pbd_sm__mx_dist_identity(S) > b->yield)) return;
+    double f = h * b->creep, U[9], N[9];
+    if (f > 1) f = 1;
+    for (int k = 0; k < 9; ++k) U[k] = f * (S[k] - (k % 4 == 0 ? 1.0 : 0.0)) + (k % 4 == 0 ? 1.0 : 0.0);
+    pbd_sm__mx_mul3(U, Sp, N); /* S_p <- [I + h c_creep (S - I)] S_p */
+    double dist = pbd_sm__mx_dist_identity(N);
+    if (dist > b->maxp) /* bounded: S_p <- I + c_max (S_p - I) / ||S_p - I|| */
+        for (int k = 0; k < 9; ++k) N[k] = (k % 4 == 0 ? 1.0 : 0.0) + b->maxp * (N[k] - (k % 4 == 0 ? 1.0 : 0.0)) / dist;
+    double dn = pbd_sm__mx_det3(N);
+    if (!(dn > 1e-6)) return; /* would invert the rest shape: keep S_p */
+    double s = 1 / cbrt(dn);  /* volume conservation, last so that det S_p = 1 */
+    for (int k = 0; k < 9; ++k) Sp[k] = N[k] * s;
+}
+
+static double pbd_sm__alpha(const pbd_sm_body *b, int iterations) {
+    if (!b->correction || iterations <= 1 || b->alpha >= 1) return b->alpha;
+    return 1 - pow(1 - b->alpha, 1.0 / iterations); /* survey 3.3 */
+}
+
+static void pbd_sm__origin(const pbd_sm_body *b, const float *pos, double *o) {
+    const float *x = pos + 4 * (size_t)b->idx[0];
+    o[0] = x[0]; o[1] = x[1]; o[2] = x[2];
+}
+
+/* One projection (or, plastic = 1, the plastic flow after a substep) by
+   this thread of the team. pos: the positions matched (p, or x after the
+   substep); quats: the rotations' warm starts (updated). */
+static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *quats, double alpha, int plastic,
+                          double h) {
+    double o[3];
+    int lo, hi;
+    pbd_sm__origin(b, pos, o); /* read by every thread before any moves it */
+    if (tm.T == 1 || b->work < b->parallel_min) {
+        if (tm.t == 0) {
+            pbd_sm__stage_values(b, pos, o, 0, b->n);
+            pbd_sm__stage_sums(b);
+            if (plastic) {
+                for (int r = 0; r < b->nr; ++r) pbd_sm__region_plastic(b, r, h);
+            } else {
+                pbd_sm__stage_goals(b, quats, 0, b->nr);
+                if (b->symmetric) pbd_sm__stage_gather_plan(b);
+                else pbd_sm__stage_gather_lists(b, 0, b->n);
+                pbd_sm__stage_apply(b, pos, o, alpha, 0, b->n);
+            }
+        }
+        pbd_sm__barrier(tm);
+        return;
+    }
+    pbd_sm__chunk(tm, b->n, &lo, &hi);
+    pbd_sm__stage_values(b, pos, o, lo, hi);
+    pbd_sm__barrier(tm);
+    if (tm.t == 0) pbd_sm__stage_sums(b);
+    pbd_sm__barrier(tm);
+    pbd_sm__chunk(tm, b->nr, &lo, &hi);
+    if (plastic) {
+        for (int r = lo; r < hi; ++r) pbd_sm__region_plastic(b, r, h);
+        pbd_sm__barrier(tm);
+        return;
+    }
+    pbd_sm__stage_goals(b, quats, lo, hi);
+    pbd_sm__barrier(tm);
+    pbd_sm__chunk(tm, b->n, &lo, &hi);
+    if (b->symmetric) {
+        if (tm.t == 0) pbd_sm__stage_gather_plan(b);
+        pbd_sm__barrier(tm);
+    } else {
+        pbd_sm__stage_gather_lists(b, lo, hi);
+    }
+    pbd_sm__stage_apply(b, pos, o, alpha, lo, hi);
+    pbd_sm__barrier(tm);
+}
+
+static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
+    pbd_sm__team tm;
+    tm.t = c->thread;
+    tm.T = c->thread_count > 0 ? c->thread_count : 1;
+    return tm;
+}
+
+static void pbd_sm__plugin_project(void *user, const pbd_solve_context *c) {
+    pbd_sm_body *b = (pbd_sm_body *)user;
+    if (!(b->alpha > 0)) return;
+    pbd_sm__solve(b, pbd_sm__context_team(c), c->p, b->rot, pbd_sm__alpha(b, c->iterations), 0, 0);
+}
+
+static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
+    pbd_sm_body *b = (pbd_sm_body *)user;
+    if (!(b->creep > 0)) return;
+    pbd_sm__solve(b, pbd_sm__context_team(c), c->x, b->rot, 0, 1, c->h);
+}
+
+static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm_body *)user); }
+
+static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_coupled) {
+    pbd_plugin_desc pd = pbd_plugin_desc_default();
+    int end = 0;
+    for (int i = 0; i < b->n; ++i)
+        if (b->idx[i] + 1 > end) end = b->idx[i] + 1;
+    pd.name = "shape matching";
+    pd.user = b;
+    pd.parallel = 1;
+    pd.particle_end = end;
+    pd.work = b->work;
+    pd.project = pbd_sm__plugin_project;
+    pd.end_substep = pbd_sm__plugin_end_substep;
+    pd.destroy = pbd_sm__plugin_destroy;
+    b->world = w;
+    pbd_result r = pbd_add_plugin(w, &pd, &b->plugin);
+    if (r != PBD_OK) return r;
+    if (mark_coupled) pbd_world_mark_coupled(w, b->idx, b->n);
+    return PBD_OK;
+}
+
+/* Every region non-empty; the plan's own checks made the rest valid. */
+static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
+    if (p->particle_count != n || p->region_count < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    for (int r = 0; r < p->region_count; ++r)
+        if (p->region_start[r + 1] <= p->region_start[r]) return PBD_ERROR_INVALID_ARGUMENT;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body **out) {
+    if (!w || !d || !d->particles) return PBD_ERROR_NULL_POINTER;
+    int n = d->particle_count, wn = pbd_world_particle_count(w);
+    if (n < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    pbd_result res = pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic);
+    if (res != PBD_OK) return res;
+    for (int i = 0; i < n; ++i)
+        if (d->particles[i] < 0 || d->particles[i] >= wn) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (d->plan && d->region_start) return PBD_ERROR_INVALID_ARGUMENT; /* one region source */
+    float *rest = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
+    float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
+    int *seen = (int *)pbd_sm__alloc_n((size_t)wn, sizeof(int));
+    if (!rest || !mass || !seen) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (res == PBD_OK) {
+        memset(seen, 0, sizeof(int) * (size_t)wn);
+        const float *x = pbd_world_positions(w);
+        for (int i = 0; i < n && res == PBD_OK; ++i) {
+            int j = d->particles[i];
+            if (seen[j]++) { res = PBD_ERROR_INVALID_ARGUMENT; break; } /* duplicate */
+            for (int a = 0; a < 3; ++a) rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
+            if (d->masses) mass[i] = d->masses[i];
+            else pbd_get_mass(w, j, &mass[i]);
+            for (int a = 0; a < 3; ++a)
+                if (!pbd_sm__finitef(rest[3 * i + a])) res = PBD_ERROR_NOT_FINITE;
+            if (!pbd_sm__finitef(mass[i])) res = PBD_ERROR_NOT_FINITE;
+            else if (mass[i] < 0 && res == PBD_OK) res = PBD_ERROR_NEGATIVE_MASS;
+        }
+    }
+    pbd_sm_sum_plan *plan = d->plan, *made = NULL;
+    if (res == PBD_OK && !plan) {
+        if (d->region_start) {
+            res = pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made);
+        } else { /* one cluster of every particle (survey 4.1) */
+            int start[2] = {0, n};
+            for (int i = 0; i < n; ++i) seen[i] = i;
+            res = pbd_sm_plan_naive(n, 1, start, seen, &made);
+        }
+        plan = made;
+    }
+    if (res == PBD_OK) res = pbd_sm__check_plan(plan, n);
+    pbd_sm_body *b = NULL;
+    if (res == PBD_OK) res = pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b);
+    PBD_SM_FREE(rest);
+    PBD_SM_FREE(mass);
+    PBD_SM_FREE(seen);
+    if (res != PBD_OK) {
+        pbd_sm_plan_destroy(made);
+        return res;
+    }
+    memcpy(b->idx, d->particles, sizeof(int) * (size_t)n);
+    res = pbd_sm__body_attach(w, b, d->mark_coupled != 0);
+    if (res != PBD_OK) {
+        if (!made) b->owns_plan = 0; /* the caller keeps a plan it passed */
+        pbd_sm__body_free(b);
+        return res;
+    }
+    if (out) *out = b;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
+    if (!w || !b) return PBD_ERROR_NULL_POINTER;
+    if (b->world != w) return PBD_ERROR_INVALID_ARGUMENT;
+    return pbd_remove_plugin(w, b->plugin); /* frees the body */
+}
+
+PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
+    pbd_sm_lattice_desc d;
+    memset(&d, 0, sizeof d);
+    d.spacing = 0.1f;
+    d.particle_mass = 1.0f;
+    d.half_width = 1;
+    d.body = pbd_sm_body_desc_default();
+    return d;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
+    if (!cells) return PBD_ERROR_NULL_POINTER;
+    if (nx < 1 || ny < 1 || nz < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return PBD_ERROR_OVERFLOW;
+    int k = 0;
+    for (int z = 0; z < nz; ++z)
+        for (int y = 0; y < ny; ++y)
+            for (int x = 0; x < nx; ++x) {
+                cells[k++] = x; cells[k++] = y; cells[k++] = z;
+            }
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body **out,
+                                         pbd_range *range) {
+    if (!w || !d || !d->cells) return PBD_ERROR_NULL_POINTER;
+    int n = d->cell_count;
+    if (n < 1 || d->half_width < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
+        !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]))
+        return PBD_ERROR_NOT_FINITE;
+    if (!(d->spacing > 0) || d->radius < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->particle_mass < 0) return PBD_ERROR_NEGATIVE_MASS;
+    if (!(d->particle_mass > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+    const pbd_sm_body_desc *bd = &d->body;
+    pbd_result res = pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic);
+    if (res != PBD_OK) return res;
+    pbd_sm_sum_plan *plan = NULL;
+    res = pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan);
+    if (res != PBD_OK) return res;
+    float *pos = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
+    float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
+    if (!pos || !mass) res = PBD_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < n && res == PBD_OK; ++i) {
+        for (int a = 0; a < 3; ++a) pos[3 * i + a] = d->origin[a] + d->spacing * (float)d->cells[3 * i + a];
+        mass[i] = d->particle_mass;
+    }
+    pbd_sm_body *b = NULL;
+    if (res == PBD_OK) res = pbd_sm__body_build(n, plan, 1, pos, mass, bd, &b);
+    pbd_range r = {0, 0};
+    if (res == PBD_OK) {
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = pos;
+        pd.count = n;
+        pd.mass = d->particle_mass;
+        pd.radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
+        res = pbd_add_particles(w, &pd, &r);
+        if (res != PBD_OK) pbd_sm__body_free(b);
+    }
+    PBD_SM_FREE(pos);
+    PBD_SM_FREE(mass);
+    if (res != PBD_OK) {
+        if (!b) pbd_sm_plan_destroy(plan);
+        return res;
+    }
+    for (int i = 0; i < n; ++i) b->idx[i] = r.first + i;
+    res = pbd_sm__body_attach(w, b, bd->mark_coupled != 0);
+    if (res != PBD_OK) {
+        pbd_sm__body_free(b);
+        return res;
+    }
+    if (out) *out = b;
+    if (range) *range = r;
+    return PBD_OK;
+}
+
+/* --- omega rings ---------------------------------------------------------------- */
+
+/* Vertex adjacency (CSR, sorted, without duplicates) of a mesh's elements. */
+static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int arity, int **start_out, int **adj_out) {
+    long pairs = (long)ne * arity * (arity - 1);
+    if (pairs > INT_MAX) return PBD_ERROR_OVERFLOW;
+    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
+    int *adj = (int *)pbd_sm__alloc_n((size_t)pairs, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    if (!start || !adj || !fill) {
+        PBD_SM_FREE(start); PBD_SM_FREE(adj); PBD_SM_FREE(fill);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    memset(start, 0, sizeof(int) * ((size_t)nv + 1));
+    for (int e = 0; e < ne; ++e)
+        for (int a = 0; a < arity; ++a) start[el[arity * e + a] + 1] += arity - 1;
+    for (int i = 0; i < nv; ++i) start[i + 1] += start[i];
+    memcpy(fill, start, sizeof(int) * (size_t)nv);
+    for (int e = 0; e < ne; ++e)
+        for (int a = 0; a < arity; ++a)
+            for (int c = 0; c < arity; ++c)
+                if (c != a) adj[fill[el[arity * e + a]]++] = el[arity * e + c];
+    /* sort and compact each list */
+    int out = 0;
+    for (int i = 0; i < nv; ++i) {
+        int b = start[i], e = start[i + 1];
+        qsort(adj + b, (size_t)(e - b), sizeof(int), pbd_sm__cmp_int);
+        start[i] = out;
+        for (int k = b; k < e; ++k)
+            if (adj[k] != i && (k == b || adj[k] != adj[k - 1])) adj[out++] = adj[k];
+    }
+    start[nv] = out;
+    PBD_SM_FREE(fill);
+    *start_out = start;
+    *adj_out = adj;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity, int omega, int *region_start,
+                                        int *region_particles, int max, int *total) {
+    if (!region_start || !total || (ne > 0 && !el)) return PBD_ERROR_NULL_POINTER;
+    if (nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    for (long k = 0; k < (long)ne * arity; ++k)
+        if (el[k] < 0 || el[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    int *start = NULL, *adj = NULL;
+    pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
+    if (res != PBD_OK) return res;
+    int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    if (!dist || !queue || !stamp) res = PBD_ERROR_OUT_OF_MEMORY;
+    long count = 0;
+    int fill = region_particles && max >= 0;
+    if (res == PBD_OK)
+        for (int i = 0; i < nv; ++i) stamp[i] = -1;
+    for (int v = 0; v < nv && res == PBD_OK; ++v) {
+        /* breadth-first search to depth omega */
+        int head = 0, tail = 0;
+        queue[tail++] = v;
+        stamp[v] = v;
+        dist[v] = 0;
+        while (head < tail) {
+            int u = queue[head++];
+            if (dist[u] == omega) continue;
+            for (int e = start[u]; e < start[u + 1]; ++e) {
+                int x = adj[e];
+                if (stamp[x] == v) continue;
+                stamp[x] = v;
+                dist[x] = dist[u] + 1;
+                queue[tail++] = x;
+            }
+        }
+        region_start[v] = (int)count;
+        if (fill && count + tail <= max) {
+            qsort(queue, (size_t)tail, sizeof(int), pbd_sm__cmp_int);
+            memcpy(region_particles + count, queue, sizeof(int) * (size_t)tail);
+        }
+        count += tail;
+        if (count > INT_MAX) res = PBD_ERROR_OVERFLOW;
+    }
+    if (res == PBD_OK) {
+        region_start[nv] = (int)count;
+        *total = (int)count;
+    }
+    PBD_SM_FREE(start); PBD_SM_FREE(adj); PBD_SM_FREE(dist); PBD_SM_FREE(queue); PBD_SM_FREE(stamp);
+    return res;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
+    if (!out) return PBD_ERROR_NULL_POINTER;
+    if (nv < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
+    if (!start) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
+    int *list = res == PBD_OK ? (int *)pbd_sm__alloc_n((size_t)total, sizeof(int)) : NULL;
+    if (res == PBD_OK && !list) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (res == PBD_OK) res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, list, total, &total);
+    if (res == PBD_OK) res = pbd_sm__plan_from_lists(nv, nv, start, list, out);
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(list);
+    return res;
+}
+
+/* --- queries and parameters ------------------------------------------------------ */
+
+PBD_SM_DEF int pbd_sm_body_particle_count(const pbd_sm_body *b) { return b ? b->n : 0; }
+PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b) { return b ? b->nr : 0; }
+PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b) { return b ? b->plan : NULL; }
+
+PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
+    if (!b || !goals) return PBD_ERROR_NULL_POINTER;
+    const float *x = pbd_world_positions(b->world);
+    double o[3];
+    memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
+    pbd_sm__origin(b, x, o);
+    pbd_sm__stage_values(b, x, o, 0, b->n);
+    pbd_sm__stage_sums(b);
+    pbd_sm__stage_goals(b, b->rot_tmp, 0, b->nr);
+    if (b->symmetric) pbd_sm__stage_gather_plan(b);
+    else pbd_sm__stage_gather_lists(b, 0, b->n);
+    for (int i = 0; i < b->n; ++i) {
+        double g[3];
+        if (b->inv_nreg[i] == 0) { /* in no region: its own position */
+            for (int a = 0; a < 3; ++a) goals[3 * i + a] = x[4 * (size_t)b->idx[i] + a];
+            continue;
+        }
+        pbd_sm__particle_goal(b, i, o, g);
+        for (int a = 0; a < 3; ++a) goals[3 * i + a] = (float)g[a];
+    }
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
+    if (!b || !q) return PBD_ERROR_NULL_POINTER;
+    if (r < 0 || r >= b->nr) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
+    if (!b || !Sp) return PBD_ERROR_NULL_POINTER;
+    if (r < 0 || r >= b->nr) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness) {
+    if (!b) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
+                                        (float)b->maxp);
+    if (r != PBD_OK) return r;
+    b->alpha = stiffness;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta) {
+    if (!b) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep, (float)b->maxp);
+    if (r != PBD_OK) return r;
+    if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)) return PBD_ERROR_INVALID_ARGUMENT;
+    b->mode = mode;
+    b->beta = beta;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic) {
+    if (!b) return PBD_ERROR_NULL_POINTER;
+    pbd_result r = pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic);
+    if (r != PBD_OK) return r;
+    b->yield = yield;
+    b->creep = creep;
+    b->maxp = max_plastic;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
+    if (!b) return PBD_ERROR_NULL_POINTER;
+    if (min_work < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    b->parallel_min = min_work;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
+    if (!b) return PBD_ERROR_NULL_POINTER;
+    for (int r = 0; r < b->nr; ++r)
+        for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
+    return PBD_OK;
+}
 
 // ==== oriented ==============================================================
 

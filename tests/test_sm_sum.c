@@ -419,6 +419,31 @@ TEST(sm_sum_deterministic) {
             CHECK_MSG(memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0, "plan %d threads %d simd %d", q,
                       cfg[c][0], cfg[c][1]);
         }
+        /* shared by the threads of an enclosing team (a parallel plugin), and
+           called from one thread inside a team (no nested team) */
+        pbd_sm_plan_set_simd(p[q], 0);
+        memset(s, 0, sizeof(double) * (size_t)(R * K));
+        pbd_result team_res[2] = {PBD_OK, PBD_OK};
+#ifdef _OPENMP
+#pragma omp parallel num_threads(2)
+#endif
+        {
+            pbd_result res = pbd_sm_plan_sum_team(p[q], v, K, s);
+            if (res != PBD_OK) team_res[0] = res;
+        }
+        CHECK(team_res[0] == PBD_OK && memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0);
+        memset(s, 0, sizeof(double) * (size_t)(R * K));
+        pbd_sm_plan_set_threads(p[q], 2);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(2)
+#endif
+        {
+#ifdef _OPENMP
+#pragma omp master
+#endif
+            team_res[1] = pbd_sm_plan_sum(p[q], v, K, s);
+        }
+        CHECK(team_res[1] == PBD_OK && memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0);
         free(v); free(ref); free(s);
         pbd_sm_plan_destroy(p[q]);
     }
