@@ -1673,7 +1673,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
     /* one parallel region; below 512 regions a barrier costs more than it
        saves; called from inside a parallel region, no nested team */
     int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
-    if (p->region_count < 512 || omp_in_parallel()) nt = 1;
+    if (p->region_count < 512 || omp_get_level() > 0) nt = 1; /* even an inactive (1-thread) enclosing region */
     if (nt > 1) {
         PBD_SM__PRAGMA(omp parallel num_threads(nt))
         p->sum(p, values, k, sums);

@@ -8,8 +8,12 @@
    and (8) for every region: k = 12 values per particle (m x and m x
    xbar^T). Each is measured scalar on 1 thread, SIMD on 1 thread and SIMD
    on 2 threads in the same run; ms_per_step is the median of BENCH_RUNS
-   timed runs. Then the scaling lines: work (pbd_sm_plan_cost) and time
-   per region for w = 1..6, summation alone.
+   timed runs. Then the full simulation step (scene lattice20000_world):
+   the block as a region-based shape-matching body (pbd_sm_add_body, rigid
+   regions, world defaults: 4 substeps x 4 iterations) resting on a ground
+   plane, with naive, lattice and octree plans over the same regions. Last
+   the scaling lines: work (pbd_sm_plan_cost) and time per region for
+   w = 1..6, summation alone.
 
    Build: make benches (or cc -std=c99 -O3 -march=native -fopenmp
    -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs. */
@@ -97,6 +101,88 @@ static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const dou
     fflush(stdout);
 }
 
+/* ---- the full step: a lattice body in a world (pbd_sm.h "shape matching") */
+typedef struct world_ctx { const int *cells; int n, w; pbd_sm_summation method; } world_ctx;
+
+static pbd_sm_sum_plan *make_plan(const world_ctx *c) {
+    pbd_sm_sum_plan *p = NULL, *q = NULL;
+    if (c->method == PBD_SM_SUM_OCTREE) {
+        int *oc = (int *)malloc(sizeof(int) * 4 * (size_t)c->n);
+        for (int i = 0; i < c->n; ++i) {
+            for (int a = 0; a < 3; ++a) oc[4 * i + a] = c->cells[3 * i + a];
+            oc[4 * i + 3] = 0;
+        }
+        if (pbd_sm_plan_octree(c->n, oc, NULL, c->w, &p) != PBD_OK) p = NULL;
+        free(oc);
+        return p;
+    }
+    if (pbd_sm_plan_lattice(c->n, c->cells, c->w, &p) != PBD_OK) return NULL;
+    if (c->method == PBD_SM_SUM_LATTICE) return p;
+    q = naive_twin(p);
+    pbd_sm_plan_destroy(p);
+    return q;
+}
+
+/* A 0.1 m lattice block resting on a ground plane, regions of half-width w. */
+static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
+    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world *w = NULL;
+    if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
+    float *x = (float *)malloc(sizeof(float) * 3 * (size_t)c->n);
+    for (int i = 0; i < c->n; ++i)
+        for (int a = 0; a < 3; ++a) x[3 * i + a] = 0.1f * (float)c->cells[3 * i + a] + (a == 1 ? 0.05f : 0.0f);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.count = c->n;
+    pd.radius = 0.05f;
+    pbd_range r;
+    pbd_result res = pbd_add_particles(w, &pd, &r);
+    free(x);
+    int *idx = (int *)malloc(sizeof(int) * (size_t)c->n);
+    for (int i = 0; i < c->n; ++i) idx[i] = r.first + i;
+    pbd_sm_body_desc bd = pbd_sm_body_desc_default();
+    bd.particles = idx;
+    bd.particle_count = c->n;
+    bd.plan = make_plan(c);
+    bd.owns_plan = 1;
+    if (bd.plan) {
+        /* the body sums from one thread of the world's team: the plan's own
+           team (outside a world's parallel region) gets the world's count */
+        pbd_sm_plan_set_simd(bd.plan, simd);
+        pbd_sm_plan_set_threads(bd.plan, threads);
+    }
+    if (res == PBD_OK && bd.plan) res = pbd_sm_add_body(w, &bd, NULL);
+    else res = PBD_ERROR_INVALID_ARGUMENT;
+    if (res != PBD_OK) pbd_sm_plan_destroy(bd.plan);
+    free(idx);
+    float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    if (res == PBD_OK) res = pbd_add_collider_plane(w, o, up, 0.5f, NULL);
+    if (res != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    return w;
+}
+
+static void world_scene(const world_ctx *c, int steps) {
+    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    for (int k = 0; k < 3; ++k) {
+        if (cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
+        pbd_world *w = make_world(c, cfg[k].simd, cfg[k].threads);
+        if (!w) { fprintf(stderr, "shape_matching: could not build the world\n"); exit(1); }
+        pbd_world_set_simd(w, cfg[k].simd);
+        pbd_world_set_threads(w, cfg[k].threads);
+        double ms = bench_ms_per_step(w, steps);
+        int substeps = 0, iterations = 0;
+        pbd_world_get_solver(w, NULL, &substeps, &iterations);
+        printf("{\"bench\":\"shape_matching\",\"scene\":\"lattice%d_world\",\"particles\":%d,\"region_width\":%d,"
+               "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"substeps\":%d,\"iterations\":%d,"
+               "\"ms_per_step\":%.3f,\"particles_per_s\":%.4g}\n",
+               c->n, pbd_world_particle_count(w), c->w, method_name(c->method),
+               cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads, substeps, iterations, ms,
+               pbd_world_particle_count(w) / (ms * 1e-3));
+        fflush(stdout);
+        pbd_world_destroy(w);
+    }
+}
+
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
     int n = NX * NY * NZ;
@@ -141,6 +227,14 @@ int main(int argc, char **argv) {
         pbd_sm_plan_destroy(lat);
         pbd_sm_plan_destroy(oct);
         pbd_sm_plan_destroy(pth);
+    }
+    /* the full step: world + shape-matching body, each summation */
+    for (int w = 1; w <= 3; ++w) {
+        const pbd_sm_summation ms[3] = {PBD_SM_SUM_NAIVE, PBD_SM_SUM_LATTICE, PBD_SM_SUM_OCTREE};
+        for (int q = 0; q < 3; ++q) {
+            world_ctx c = {cells, n, w, ms[q]};
+            world_scene(&c, 1);
+        }
     }
     /* does the cost per region grow with the region size? */
     for (int w = 1; w <= (quick ? 3 : 6); ++w) {
