@@ -89,12 +89,21 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
    region's particles of k values per particle (survey 4.3): the sums of
    eq. (7) and (8) of region-based shape matching (m~ x, m~ x xbar^T, ...).
    Every method gives the same sums as naive summation up to rounding; the
-   fast ones in a time that does not depend on the region size (lattice:
-   O(1) per region; octree: O(number of summation nodes), which grows like
-   the region's surface, not its volume; paths: O(number of paths crossing
-   the region), like its width). Each plan keeps its regions as member
-   lists (pbd_sm_plan_region), so any plan can be checked against
-   pbd_sm_plan_naive over the same lists.
+   fast ones with work per region far below the region size: lattice O(1)
+   whatever w; octree O(summation nodes), which grows like the region's
+   surface (w^2) and not with its volume or its level (a coarse cell's
+   region may hold thousands of fine particles); paths O(runs of the
+   paths through the region), which grows like its width w (survey 4.3.3:
+   O(w n) for a mesh). pbd_sm_plan_cost counts that work. Each plan keeps
+   its regions as member lists (pbd_sm_plan_region), so any plan can be
+   checked against pbd_sm_plan_naive over the same lists.
+
+   Rounding: the lattice and path methods take differences of prefix sums
+   along a line or path, so a sum carries an error of about 1e-16 times
+   the sum of |values| along that line up to the region: for values of
+   similar size about 1e-16 L / (2w + 1) relative on a line of L
+   particles, 1e-10 at a million (the survey's limit of 512 per path is
+   for float on the GPU). Octree sums only add, as naive sums do.
 
    The sums are in double. They are deterministic: the same plan and
    values give bit-identical sums for any thread count and with SIMD on or
@@ -121,8 +130,11 @@ PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, co
    particles in the cells within Chebyshev distance w (1..64) of its own
    cell. Summed in three passes of sliding-window sums, bars along x, plates
    along y, cubes along z, each window sum a difference of two prefix sums
-   of its line: O(1) per region whatever w. The lattice may have holes and
-   any boundary; empty bars and plates are skipped. PBD_ERROR_OVERFLOW when
+   of its line: O(1) per region whatever w on a solid lattice. The lattice
+   may have holes and any boundary; only the bars and plates some region
+   needs and that hold particles exist, so the extra work grows with the
+   surface (w n^(2/3) on a block), and only for very sparse lattices
+   (isolated particles) up to (2w+1)^2 bars each. PBD_ERROR_OVERFLOW when
    particle_count * (2w+1)^2 (the candidate bars) or the member lists
    exceed INT_MAX. */
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w,
