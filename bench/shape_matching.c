@@ -4,7 +4,9 @@
    Scenes: a 25 x 25 x 32 lattice block (20 000 particles) with naive,
    FastLSM lattice and octree summation over the same cubic regions of
    half-width w = 1, 2, 3; a 142 x 141 grid surface (20 022 vertices) with
-   naive and path summation over w-rings. One "step" is the sums of eq. (7)
+   naive and path summation over w-rings; the same block as an adaptive
+   octree (fine cells within 2 of the surface, coarser inside) with naive
+   and octree summation. One "step" is the sums of eq. (7)
    and (8) for every region: k = 12 values per particle (m x and m x
    xbar^T). Each is measured scalar on 1 thread, SIMD on 1 thread and SIMD
    on 2 threads in the same run; ms_per_step is the median of BENCH_RUNS
@@ -16,7 +18,8 @@
    w = 1..6, summation alone.
 
    Build: make benches (or cc -std=c99 -O3 -march=native -fopenmp
-   -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs. */
+   -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs;
+   --no-world: summation only. */
 #include "bench.h"
 #define PBD_SM_IMPLEMENTATION
 #include "../pbd_sm.h"
@@ -99,6 +102,24 @@ static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const dou
            scene, pbd_sm_plan_particle_count(p), w, method_name(pbd_sm_plan_method(p)), pbd_sm_sum_simd_path(), K, ms,
            (double)members / R, (double)pbd_sm_plan_cost(p) / R, ms * 1e6 / R);
     fflush(stdout);
+}
+
+/* The same block as an adaptive octree (survey 4.3.2): level-0 cells
+   within 2 cells of the surface, level 1 and 2 cells inside. Returns the
+   leaf count. */
+static int adaptive_block(int *oc, int x, int y, int z, int l, int n) {
+    int s = 1 << l, lo[3] = {x * s, y * s, z * s}, hi[3] = {(x + 1) * s, (y + 1) * s, (z + 1) * s};
+    int dims[3] = {NX, NY, NZ}, inside = 1;
+    for (int a = 0; a < 3; ++a) {
+        if (lo[a] >= dims[a]) return n; /* outside the block */
+        if (hi[a] > dims[a] - 2 || lo[a] < 2) inside = 0;
+    }
+    if (l == 0 || inside) {
+        oc[4 * n] = x; oc[4 * n + 1] = y; oc[4 * n + 2] = z; oc[4 * n + 3] = l;
+        return n + 1;
+    }
+    for (int c = 0; c < 8; ++c) n = adaptive_block(oc, 2 * x + (c & 1), 2 * y + ((c >> 1) & 1), 2 * z + (c >> 2), l - 1, n);
+    return n;
 }
 
 /* ---- the full step: a lattice body in a world (pbd_sm.h "shape matching") */
@@ -184,7 +205,11 @@ static void world_scene(const world_ctx *c, int steps) {
 }
 
 int main(int argc, char **argv) {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, world = 1;
+    for (int a = 1; a < argc; ++a) {
+        if (strcmp(argv[a], "--quick") == 0) quick = 1;
+        if (strcmp(argv[a], "--no-world") == 0) world = 0;
+    }
     int n = NX * NY * NZ;
     int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)n), *oc = (int *)malloc(sizeof(int) * 4 * (size_t)n);
     for (int i = 0; i < n; ++i) {
@@ -228,8 +253,27 @@ int main(int argc, char **argv) {
         pbd_sm_plan_destroy(oct);
         pbd_sm_plan_destroy(pth);
     }
+    /* the adaptive octree of the same block: fewer particles, regions of w
+       own cells (a coarse particle's region spans more of the block) */
+    {
+        int *ad = (int *)malloc(sizeof(int) * 4 * (size_t)n), na = 0;
+        for (int z = 0; z < (NZ + 3) / 4; ++z)
+            for (int y = 0; y < (NY + 3) / 4; ++y)
+                for (int x = 0; x < (NX + 3) / 4; ++x) na = adaptive_block(ad, x, y, z, 2, na);
+        for (int w = 1; w <= 3; ++w) {
+            pbd_sm_sum_plan *p = NULL;
+            if (pbd_sm_plan_octree(na, ad, NULL, w, &p) != PBD_OK) return 1;
+            pbd_sm_sum_plan *q = naive_twin(p);
+            if (!q) return 1;
+            measure("block_adaptive_octree", q, w, v, s, reps);
+            measure("block_adaptive_octree", p, w, v, s, reps);
+            pbd_sm_plan_destroy(p);
+            pbd_sm_plan_destroy(q);
+        }
+        free(ad);
+    }
     /* the full step: world + shape-matching body, each summation */
-    for (int w = 1; w <= 3; ++w) {
+    for (int w = 1; w <= 3 && world; ++w) {
         const pbd_sm_summation ms[3] = {PBD_SM_SUM_NAIVE, PBD_SM_SUM_LATTICE, PBD_SM_SUM_OCTREE};
         for (int q = 0; q < 3; ++q) {
             world_ctx c = {cells, n, w, ms[q]};
