@@ -503,6 +503,42 @@ TEST(sm_shape_momentum_and_core_constraints) {
     pbd_world_destroy(w);
 }
 
+/* Stiffness alpha is per substep: with the survey 3.3 correction a fixed
+   goal is approached by the fraction alpha in one substep whatever the
+   iteration count; without it alpha acts per projection, (1 - alpha)^n. */
+TEST(sm_shape_stiffness_per_substep) {
+    float pos[3 * 9];
+    for (int i = 0; i < 8; ++i) {
+        pos[3 * i] = (float)(i & 1); pos[3 * i + 1] = (float)((i >> 1) & 1); pos[3 * i + 2] = (float)(i >> 2);
+    }
+    pos[24] = pos[25] = pos[26] = 0.5f;
+    float mass[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1e-6f}; /* the centre barely moves the match */
+    for (int corr = 0; corr < 2; ++corr)
+        for (int n = 1; n <= 9; n += 4) {
+            pbd_world *w = pbdt_world(0);
+            CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, n));
+            int first = sms_add_points(w, 9, pos, 1), idx[9];
+            sms_iota(idx, 9, first);
+            for (int i = 0; i < 8; ++i) CHECK_OK(pbd_pin(w, first + i));
+            pbd_sm_body_desc d = pbd_sm_body_desc_default();
+            d.particles = idx;
+            d.particle_count = 9;
+            d.masses = mass;
+            d.stiffness = 0.5f;
+            d.stiffness_correction = corr;
+            CHECK_OK(pbd_sm_add_body(w, &d, NULL));
+            float moved[3] = {0.7f, 0.5f, 0.5f};
+            pbd_range one = {first + 8, 1};
+            CHECK_OK(pbd_set_positions(w, one, moved));
+            CHECK_OK(pbd_world_step(w, 0.01f));
+            const float *x = pbd_world_positions(w);
+            double left = (x[4 * (first + 8)] - 0.5) / 0.2, want = corr ? 0.5 : pow(0.5, n);
+            CHECK_MSG(fabs(left - want) < 1e-4, "correction %d, %d iterations: %g of the offset left, wanted %g", corr,
+                      n, left, want);
+            pbd_world_destroy(w);
+        }
+}
+
 /* Survey Figure 16: larger regions are stiffer. A beam clamped at one end
    sags less under gravity as the region half-width w grows 1, 2, 3. */
 static double sms_beam_sag(int half_width) {
@@ -542,7 +578,7 @@ TEST(sm_shape_stiffness_rises_with_region_size) {
 /* Plasticity (survey 4.5.2): a block squeezed beyond yield and held keeps
    a permanent deformation once released, with det(S_p) = 1; squeezed
    below yield it returns to its rest shape and S_p stays I. */
-static double sms_squeeze(float squeeze, int hold_frames, double *det_err, double *sp_dist) {
+static double sms_squeeze(float squeeze, int hold_frames, double *det_err, double *sp_dist, double *volume) {
     enum { NS = 4, N = NS * NS * NS };
     pbd_world_desc wd = pbd_world_desc_default();
     wd.gravity[1] = 0;
@@ -577,11 +613,18 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
     CHECK_OK(pbd_set_velocities(w, r, zero));
     for (int f = 0; f < 120; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     const float *X = pbd_world_positions(w);
-    double lo = 1e9, hi = -1e9;
+    double lo = 1e9, hi = -1e9, ext[3][2] = {{1e9, -1e9}, {1e9, -1e9}, {1e9, -1e9}};
     for (int i = 0; i < N; ++i) {
         lo = fmin(lo, X[4 * (r.first + i) + 1]);
         hi = fmax(hi, X[4 * (r.first + i) + 1]);
+        for (int a = 0; a < 3; ++a) {
+            ext[a][0] = fmin(ext[a][0], X[4 * (r.first + i) + a]);
+            ext[a][1] = fmax(ext[a][1], X[4 * (r.first + i) + a]);
+        }
     }
+    /* bounding-box volume relative to rest (the block stays a box, sheared little) */
+    *volume = 1;
+    for (int a = 0; a < 3; ++a) *volume *= (ext[a][1] - ext[a][0]) / (0.1 * (NS - 1));
     *det_err = 0;
     *sp_dist = 0;
     for (int reg = 0; reg < pbd_sm_body_region_count(b); ++reg) {
@@ -598,12 +641,13 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
 }
 
 TEST(sm_shape_plasticity) {
-    double det_err, sp_dist;
-    double h_big = sms_squeeze(0.35f, 60, &det_err, &sp_dist);
+    double det_err, sp_dist, volume;
+    double h_big = sms_squeeze(0.35f, 60, &det_err, &sp_dist, &volume);
     CHECK_MSG(h_big < 0.9, "beyond yield: height %g of rest, wanted a permanent squeeze", h_big);
     CHECK_MSG(det_err < 1e-4, "det(S_p) - 1 = %g", det_err);
     CHECK_MSG(sp_dist > 0.1 && sp_dist <= 0.6 + 1e-4, "||S_p - I|| = %g (max 0.6)", sp_dist);
-    double h_small = sms_squeeze(0.02f, 60, &det_err, &sp_dist);
+    CHECK_MSG(fabs(volume - 1) < 0.01, "the permanently squeezed block's volume is %g of rest", volume);
+    double h_small = sms_squeeze(0.02f, 60, &det_err, &sp_dist, &volume);
     CHECK_MSG(fabs(h_small - 1) < 2e-3, "below yield: height %g of rest", h_small);
     CHECK_MSG(sp_dist == 0, "below yield S_p moved by %g", sp_dist);
 }
@@ -652,6 +696,108 @@ TEST(sm_shape_mesh_rings) {
     CHECK(p == NULL);
     free(D);
     pbd_mesh_free(&m);
+}
+
+/* Voxelising an icosphere: the cells fill the sphere's volume, every
+   cell centre is inside, every point well inside has its cell; the
+   result is a valid lattice body. */
+TEST(sm_shape_voxelize_sphere) {
+    pbd_mesh m;
+    float c[3] = {0.1f, 0.2f, 0.3f}, origin[3];
+    CHECK_OK(pbd_mesh_sphere(3, c, 0.5f, &m));
+    int count = 0;
+    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, NULL, 0, &count));
+    int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)count), again = 0;
+    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, cells, count,
+                             &again));
+    CHECK(again == count);
+    double vol = 4.0 / 3.0 * 3.14159265 * 0.125, got = count * 0.05 * 0.05 * 0.05;
+    CHECK_MSG(fabs(got / vol - 1) < 0.05, "voxel volume %g of the sphere's %g", got, vol);
+    int inside = 0, outside = 0;
+    for (int i = 0; i < count; ++i) {
+        double r = 0;
+        for (int a = 0; a < 3; ++a) {
+            double d = origin[a] + 0.05 * cells[3 * i + a] - c[a];
+            r += d * d;
+        }
+        if (sqrt(r) > 0.5) outside++;
+        if (sqrt(r) < 0.45) inside++;
+    }
+    CHECK(outside == 0);
+    int want = 0; /* cells whose centre is within 0.45 */
+    for (int k = 0; k < 22; ++k)
+        for (int j = 0; j < 22; ++j)
+            for (int i = 0; i < 22; ++i) {
+                double x = origin[0] + 0.05 * i - c[0], y = origin[1] + 0.05 * j - c[1], z = origin[2] + 0.05 * k - c[2];
+                want += sqrt(x * x + y * y + z * z) < 0.45;
+            }
+    CHECK(inside == want);
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = count;
+    ld.spacing = 0.05f;
+    memcpy(ld.origin, origin, sizeof origin);
+    pbd_range r;
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, &r));
+    CHECK(r.count == count);
+    int bad_tri[3] = {0, 1, 100000};
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, bad_tri, 1, 0.05f, origin, NULL, 0, &count),
+                 PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0, origin, NULL, 0, &count),
+                 PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-9f, origin, NULL, 0,
+                                 &count), PBD_ERROR_OVERFLOW);
+    pbd_world_destroy(w);
+    free(cells);
+    pbd_mesh_free(&m);
+}
+
+/* Any plan plugs in: a lattice body summed through a naive plan of the
+   same regions (taken from the lattice plan's lists) gives the goals of
+   the default lattice plan, up to the summation's rounding. */
+TEST(sm_shape_lattice_with_any_plan) {
+    enum { N = 60 };
+    int cells[3 * N];
+    CHECK_OK(pbd_sm_lattice_box(5, 4, 3, cells));
+    pbd_sm_sum_plan *lat = NULL, *naive = NULL;
+    CHECK_OK(pbd_sm_plan_lattice(N, cells, 2, &lat));
+    int start[N + 1], *list = (int *)malloc(sizeof(int) * N * N), cnt = 0;
+    start[0] = 0;
+    for (int r = 0; r < N; ++r) {
+        CHECK_OK(pbd_sm_plan_region(lat, r, list + start[r], N, &cnt));
+        start[r + 1] = start[r] + cnt;
+    }
+    CHECK_OK(pbd_sm_plan_naive(N, N, start, list, &naive));
+    float goals[2][3 * N];
+    unsigned st = 21;
+    float jitter[3 * N];
+    for (int i = 0; i < 3 * N; ++i) jitter[i] = 0.02f * (pbdt_rand(&st) - 0.5f);
+    for (int k = 0; k < 2; ++k) {
+        pbd_world *w = pbdt_world(0);
+        pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+        ld.cells = cells;
+        ld.cell_count = N;
+        ld.half_width = 2;
+        ld.body.mode = PBD_SM_QUADRATIC;
+        ld.body.plan = k ? naive : NULL; /* borrowed */
+        pbd_sm_body *b = NULL;
+        pbd_range r;
+        CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
+        CHECK(pbd_sm_body_plan(b) != NULL && (k == 0 || pbd_sm_body_plan(b) == naive));
+        float x[3 * N];
+        CHECK_OK(pbd_get_positions(w, r, x));
+        for (int i = 0; i < 3 * N; ++i) x[i] += jitter[i];
+        CHECK_OK(pbd_set_positions(w, r, x));
+        CHECK_OK(pbd_sm_body_goals(b, goals[k]));
+        pbd_world_destroy(w);
+    }
+    double worst = 0;
+    for (int i = 0; i < 3 * N; ++i) worst = fmax(worst, fabs(goals[0][i] - goals[1][i]));
+    CHECK_MSG(worst < 1e-5, "goals with the lattice and the naive plan differ by %g", worst);
+    pbd_sm_plan_destroy(naive); /* borrowed: still ours */
+    pbd_sm_plan_destroy(lat);
+    free(list);
 }
 
 /* Bad input returns its error and leaves the world byte-identical. */
@@ -847,9 +993,12 @@ void suite_sm_shape(void) {
     RUN(sm_shape_flat_and_collinear_no_nan);
     RUN(sm_shape_linear_and_quadratic_modes);
     RUN(sm_shape_momentum_and_core_constraints);
+    RUN(sm_shape_stiffness_per_substep);
     RUN(sm_shape_stiffness_rises_with_region_size);
     RUN(sm_shape_plasticity);
     RUN(sm_shape_mesh_rings);
+    RUN(sm_shape_voxelize_sphere);
+    RUN(sm_shape_lattice_with_any_plan);
     RUN(sm_shape_bad_input);
     RUN(sm_shape_threads_bit_identical);
 }
