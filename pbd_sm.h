@@ -69,7 +69,7 @@
        method                  regions                       work per region
        pbd_sm_plan_naive       your index lists              region size
        pbd_sm_plan_lattice     cubes of half-width w         O(1) (3 window sums)
-       pbd_sm_plan_octree      adaptive cubes, w own cells   O(w^2) octree nodes
+       pbd_sm_plan_octree      adaptive cubes, w own cells   O(surface) octree nodes
        pbd_sm_plan_paths       w-rings of a triangle mesh    O(w) path runs
 
    Every plan lists its regions (pbd_sm_plan_region), so a fast plan can be
@@ -118,8 +118,9 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
    Every method gives the same sums as naive summation up to rounding; the
    fast ones with work per region far below the region size: lattice O(1)
    whatever w; octree O(summation nodes), which grows like the region's
-   surface (w^2) and not with its volume or its level (a coarse cell's
-   region may hold thousands of fine particles); paths O(runs of the
+   surface measured in the cells it cuts (w^2 on a uniform lattice), not
+   with its volume (a coarse cell's region may hold 3000 fine particles
+   in 300 nodes); paths O(runs of the
    paths through the region), which grows like its width w (survey 4.3.3:
    O(w n) for a mesh). pbd_sm_plan_cost counts that work. Each plan keeps
    its regions as member lists (pbd_sm_plan_region), so any plan can be
