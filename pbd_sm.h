@@ -58,6 +58,27 @@
    PBD_SM_PARALLEL_MIN, the work (region memberships) from which a body
    shares its loops among the world's threads (default 32768).
 
+   REGION SUMS (section "summation", survey 4.3)
+   -----------
+   Region-based shape matching needs, per region, sums over its particles
+   (eq. 7 and 8). A pbd_sm_sum_plan holds the regions and a method to sum
+   k doubles per particle over each of them:
+
+       pbd_sm_sum_plan *plan = NULL;
+       pbd_sm_plan_lattice(n, cells, w, &plan);    // or _octree, _paths, _naive
+       pbd_sm_plan_sum(plan, values, k, sums);     // sums[r*k + j], no allocation
+       pbd_sm_plan_destroy(plan);
+
+       method                  regions                       work per region
+       pbd_sm_plan_naive       your index lists              region size
+       pbd_sm_plan_lattice     cubes of half-width w         O(1) (3 window sums)
+       pbd_sm_plan_octree      adaptive cubes, w own cells   O(surface) octree nodes
+       pbd_sm_plan_paths       w-rings of a triangle mesh    O(w) path runs
+
+   Every plan lists its regions (pbd_sm_plan_region), so a fast plan can be
+   checked against pbd_sm_plan_naive over the same lists; the tests do.
+   Sums are bit-identical for any thread count and with SIMD on or off.
+
    ORIENTED PARTICLES (section "oriented"; survey 4.4)
    ---------------------------------------------------
    Give world particles an orientation, an angular velocity and an
@@ -155,9 +176,31 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
 
 // ==== summation =============================================================
 /* A summation plan computes, for every region r, the sums over the
-   region's particles of k values per particle (survey 4.3). Every method
-   gives the same sums as naive summation up to rounding; the fast ones in
-   a time per region that does not depend on the region size. */
+   region's particles of k values per particle (survey 4.3): the sums of
+   eq. (7) and (8) of region-based shape matching (m~ x, m~ x xbar^T, ...).
+   Every method gives the same sums as naive summation up to rounding; the
+   fast ones with work per region far below the region size: lattice O(1)
+   whatever w; octree O(summation nodes), which grows like the region's
+   surface measured in the cells it cuts (w^2 on a uniform lattice), not
+   with its volume (a coarse cell's region may hold 3000 fine particles
+   in 300 nodes); paths O(runs of the
+   paths through the region), which grows like its width w (survey 4.3.3:
+   O(w n) for a mesh). pbd_sm_plan_cost counts that work. Each plan keeps
+   its regions as member lists (pbd_sm_plan_region), so any plan can be
+   checked against pbd_sm_plan_naive over the same lists.
+
+   Rounding: the lattice and path methods take differences of prefix sums
+   along a line or path, so a sum carries an error of about 1e-16 times
+   the sum of |values| along that line up to the region: for values of
+   similar size about 1e-16 L / (2w + 1) relative on a line of L
+   particles, 1e-10 at a million (the survey's limit of 512 per path is
+   for float on the GPU). Octree sums only add, as naive sums do.
+
+   The sums are in double. They are deterministic: the same plan and
+   values give bit-identical sums for any thread count and with SIMD on or
+   off (each sum is one fixed sequence of additions and subtractions). The
+   scratch is sized when the plan is made (for k up to 64), so
+   pbd_sm_plan_sum never allocates. */
 typedef struct pbd_sm_sum_plan pbd_sm_sum_plan;
 
 typedef enum pbd_sm_summation {
@@ -172,22 +215,92 @@ typedef enum pbd_sm_summation {
    [0, particle_count), no duplicates within a region. */
 PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, const int *region_start,
                                         const int *region_particles, pbd_sm_sum_plan **out);
-/* A lattice: particle i occupies the integer cell cells[3i .. 3i+2] (at
-   most one particle per cell). One region per particle: the particles in
-   the cells within Chebyshev distance w (>= 1) of its own cell. */
+/* A lattice (Rivers and James 2007, FastLSM): particle i occupies the
+   integer cell cells[3i .. 3i+2] (at most one particle per cell, each
+   coordinate in [-1000000, 1000000]). One region per particle: the
+   particles in the cells within Chebyshev distance w (1..64) of its own
+   cell. Summed in three passes of sliding-window sums, bars along x, plates
+   along y, cubes along z, each window sum a difference of two prefix sums
+   of its line: O(1) per region whatever w on a solid lattice. The lattice
+   may have holes and any boundary; only the bars and plates some region
+   needs and that hold particles exist, so the extra work grows with the
+   surface (w n^(2/3) on a block), and only for very sparse lattices
+   (isolated particles) up to (2w+1)^2 bars each. PBD_ERROR_OVERFLOW when
+   particle_count * (2w+1)^2 (the candidate bars) or the member lists
+   exceed INT_MAX. */
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w,
                                           pbd_sm_sum_plan **out);
+/* An adaptive octree lattice (Steinemann, Otaduy and Gross 2008): particle
+   i is the simulation node of the leaf cell cells[4i .. 4i+3] = (x, y, z,
+   level), which covers [x 2^level, (x+1) 2^level) on each axis in units of
+   the finest cells; level in 0..PBD_SM_OCTREE_MAX_LEVEL, the finest
+   coordinates within [-1000000, 1000000] (else PBD_ERROR_OVERFLOW), and
+   leaves may not overlap (PBD_ERROR_INVALID_ARGUMENT). Every ancestor cell
+   of a leaf is a virtual node holding the sum of its descendants. The
+   region of particle i holds the particles whose cell centres lie within
+   Chebyshev distance widths[i] * 2^level_i of its own centre (region width
+   in units of its own cell, so a region spans about the same number of
+   cells at any resolution); widths may be NULL for w everywhere; widths
+   in 1..64. Each region is a list of summation nodes found by the
+   interval test of the paper (a node whose descendants all lie inside is
+   taken whole, one partly inside is refined); the sum is a bottom-up pass
+   over the virtual nodes and then one gather per region. */
+#define PBD_SM_OCTREE_MAX_LEVEL 16
+PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
+                                         pbd_sm_sum_plan **out);
+/* Paths on a triangle mesh (Diziol, Bender and Bayer 2011): one region per
+   vertex, its w-ring (vertices within w edges, w in 1..64). The vertices
+   are split into disjoint paths along mesh edges by the paper's greedy
+   heuristic (a path grows from its end to a free neighbour near the
+   plane through the path's start normal to the longest axis of the
+   bounding box, so paths run parallel, and among those to the one with
+   the most neighbours already on paths, to avoid gaps; at most
+   max_path_length vertices, 0 for the paper's 512). Region sums are then differences of prefix sums
+   along the paths, one per run of consecutive path vertices in the region.
+   Errors: NULL; indices out of range; NaN/Inf positions; a triangle with a
+   repeated vertex or zero area (PBD_ERROR_DEGENERATE); an edge shared by
+   more than two triangles or a repeated triangle (non-manifold,
+   PBD_ERROR_INVALID_ARGUMENT). Vertices in no triangle are paths and
+   regions of their own. */
+PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
+                                        const int *triangles, int w, int max_path_length,
+                                        pbd_sm_sum_plan **out);
 PBD_SM_DEF void pbd_sm_plan_destroy(pbd_sm_sum_plan *plan);
 PBD_SM_DEF pbd_sm_summation pbd_sm_plan_method(const pbd_sm_sum_plan *plan);
 PBD_SM_DEF int pbd_sm_plan_particle_count(const pbd_sm_sum_plan *plan);
 PBD_SM_DEF int pbd_sm_plan_region_count(const pbd_sm_sum_plan *plan);
-/* The members of region r (the same for every method): writes at most max
-   indices, *count receives the region size. */
+/* The members of region r (the same for every method), in increasing
+   particle index: writes at most max indices, *count receives the region
+   size. */
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *plan, int r, int *particles, int max,
                                          int *count);
+/* The work of one pbd_sm_plan_sum per value (k = 1), in row operations
+   (additions or subtractions of one value): for naive summation the total
+   region size, for the fast methods the prefix sums, window differences
+   and node sums. Shows that the fast methods' cost does not grow with w. */
+PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *plan);
+/* For a paths plan: the number of paths, and the vertices of path p in
+   order (at most max written, *count receives its length). */
+PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *plan);
+PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *plan, int p, int *vertices, int max,
+                                       int *count);
+/* Execution choices that never change the result bits: threads (0: the
+   OpenMP default; 1: serial; plans with fewer than 512 regions always run
+   serially) and SIMD (on by default where the SIMD path is compiled). */
+PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *plan, int threads);
+PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *plan, int on);
+/* The SIMD path of the summation kernels: "avx-f64" (4 doubles through
+   SIMDe) or "scalar" (PBD_NO_SIMD or no SIMDe). */
+PBD_SM_DEF const char *pbd_sm_sum_simd_path(void);
 /* sums[r*k + j] = sum over the particles i of region r of values[i*k + j].
    k in 1..64. Thread-safe for one plan from one thread at a time. */
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
+/* The same, called by every thread of an enclosing OpenMP parallel region
+   with the same arguments (a plugin with parallel = 1): the passes share
+   their loops with the team through orphaned `omp for` (each ending in a
+   barrier), so every thread returns with all sums done. Outside a parallel
+   region it runs serially. The plan's thread setting does not apply. */
+PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
 
 // ==== shape matching ========================================================
 /* Shape matching (survey 4.1, Mueller et al. 2005 "Meshless deformations
@@ -790,9 +903,61 @@ PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations
 
 // ==== summation =============================================================
 
+/* Row kernels on k doubles; the SIMD twins do the same operation per lane
+   in the same order, so they give the same bits. */
+#if !defined(PBD_NO_SIMD) && defined(__has_include)
+#if __has_include(<simde/x86/avx.h>)
+#include <simde/x86/avx.h>
+#define PBD_SM__SIMD 1
+#endif
+#endif
+#ifndef PBD_SM__SIMD
+#define PBD_SM__SIMD 0
+#endif
+
+/* d = a + b */
+static void pbd_sm__row_add(double *d, const double *a, const double *b, int k, int simd) {
+    int j = 0;
+#if PBD_SM__SIMD
+    if (simd)
+        for (; j + 4 <= k; j += 4)
+            simde_mm256_storeu_pd(d + j, simde_mm256_add_pd(simde_mm256_loadu_pd(a + j), simde_mm256_loadu_pd(b + j)));
+#else
+    (void)simd;
+#endif
+    for (; j < k; ++j) d[j] = a[j] + b[j];
+}
+/* d = a - b */
+static void pbd_sm__row_sub(double *d, const double *a, const double *b, int k, int simd) {
+    int j = 0;
+#if PBD_SM__SIMD
+    if (simd)
+        for (; j + 4 <= k; j += 4)
+            simde_mm256_storeu_pd(d + j, simde_mm256_sub_pd(simde_mm256_loadu_pd(a + j), simde_mm256_loadu_pd(b + j)));
+#else
+    (void)simd;
+#endif
+    for (; j < k; ++j) d[j] = a[j] - b[j];
+}
+/* d += a - b */
+static void pbd_sm__row_acc_diff(double *d, const double *a, const double *b, int k, int simd) {
+    int j = 0;
+#if PBD_SM__SIMD
+    if (simd)
+        for (; j + 4 <= k; j += 4) {
+            simde__m256d t = simde_mm256_sub_pd(simde_mm256_loadu_pd(a + j), simde_mm256_loadu_pd(b + j));
+            simde_mm256_storeu_pd(d + j, simde_mm256_add_pd(simde_mm256_loadu_pd(d + j), t));
+        }
+#else
+    (void)simd;
+#endif
+    for (; j < k; ++j) d[j] += a[j] - b[j];
+}
+
 /* Every plan keeps the region membership as CSR lists (the definition of
    the regions, used by naive summation and to answer pbd_sm_plan_region);
-   a fast method adds its own data in `impl` and its own `sum`. */
+   a fast method adds its own data in `impl` and its own `sum`, which runs
+   inside one parallel region (orphaned `omp for` loops). */
 struct pbd_sm_sum_plan {
     pbd_sm_summation method;
     int particle_count, region_count;
@@ -800,7 +965,9 @@ struct pbd_sm_sum_plan {
     int *region_particles; /* region_start[region_count] */
     void *impl;
     void (*impl_destroy)(void *impl);
-    pbd_result (*sum)(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
+    void (*sum)(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
+    long long cost;        /* row operations per sum, see pbd_sm_plan_cost */
+    int threads, simd;
 };
 
 static void *pbd_sm__alloc_n(size_t n, size_t elem) {
@@ -832,18 +999,30 @@ static pbd_result pbd_sm__check_regions(int particle_count, int region_count, co
     return res;
 }
 
-static pbd_result pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    int R = p->region_count;
-    PBD_SM__PRAGMA(omp parallel for schedule(static) if (R > 4096))
-    for (int r = 0; r < R; ++r) {
-        double *s = sums + (size_t)r * k;
-        for (int j = 0; j < k; ++j) s[j] = 0;
-        for (int e = p->region_start[r]; e < p->region_start[r + 1]; ++e) {
-            const double *v = values + (size_t)p->region_particles[e] * k;
-            for (int j = 0; j < k; ++j) s[j] += v[j];
+/* out[o] = sum of the rows idx[start[o] .. start[o+1]) in list order, where
+   a row index below `split` reads lo_rows and the others hi_rows[idx -
+   split] (octree: particles, then virtual nodes). An orphaned `omp for`. */
+static void pbd_sm__gather_sum(int count, const int *start, const int *idx, const double *lo_rows, int split,
+                               const double *hi_rows, int k, double *out, int simd) {
+    PBD_SM__PRAGMA(omp for schedule(static))
+    for (int o = 0; o < count; ++o) {
+        double *s = out + (size_t)o * k;
+        int b = start[o], e = start[o + 1];
+        if (b == e) { for (int j = 0; j < k; ++j) s[j] = 0; continue; }
+        int i0 = idx[b];
+        const double *r0 = i0 < split ? lo_rows + (size_t)i0 * k : hi_rows + (size_t)(i0 - split) * k;
+        memcpy(s, r0, sizeof(double) * (size_t)k);
+        for (int t = b + 1; t < e; ++t) {
+            int i = idx[t];
+            const double *r = i < split ? lo_rows + (size_t)i * k : hi_rows + (size_t)(i - split) * k;
+            pbd_sm__row_add(s, s, r, k, simd);
         }
     }
-    return PBD_OK;
+}
+
+static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__gather_sum(p->region_count, p->region_start, p->region_particles, values, p->particle_count, NULL, k,
+                       sums, p->simd);
 }
 
 /* A plan holding a copy of the CSR lists, summed naively until a method
@@ -866,6 +1045,8 @@ static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, 
     p->particle_count = particle_count;
     p->region_count = region_count;
     p->sum = pbd_sm__sum_naive;
+    p->cost = total;
+    p->simd = 1;
     *out = p;
     return PBD_OK;
 }
@@ -878,6 +1059,90 @@ PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, co
     return pbd_sm__plan_from_lists(particle_count, region_count, region_start, region_particles, out);
 }
 
+/* ---- scans: segmented prefix sums and window differences -----------------
+   The engine of the lattice and path methods. The inputs (rows gathered
+   from a source) are split into segments (lattice lines, mesh paths); the
+   prefix sums of segment g, which holds inputs [a, b), fill the prefix rows
+   a+g .. b+g (row a+g is zero). An output is a sum of intervals, each the
+   difference of two prefix rows: the sum of a run of consecutive inputs of
+   one segment in O(1), whatever its length (survey 4.3.1: neighbouring
+   windows differ by one element; 4.3.3: eq. (9)). */
+typedef struct pbd_sm__scan {
+    int in_count, seg_count, out_count;
+    int *gather;    /* in_count: the source row of each input (NULL: row e) */
+    int *seg_start; /* seg_count + 1 */
+    int *out_start; /* out_count + 1 over the intervals (NULL: one each) */
+    int *iv;        /* 2 per interval: prefix rows lo, hi; the sum is P[hi] - P[lo] */
+} pbd_sm__scan;
+
+static void pbd_sm__scan_free(pbd_sm__scan *s) {
+    PBD_SM_FREE(s->gather);
+    PBD_SM_FREE(s->seg_start);
+    PBD_SM_FREE(s->out_start);
+    PBD_SM_FREE(s->iv);
+    memset(s, 0, sizeof *s);
+}
+
+static long long pbd_sm__scan_cost(const pbd_sm__scan *s) {
+    long long ivs = s->out_start ? s->out_start[s->out_count] : s->out_count;
+    return (long long)s->in_count + ivs;
+}
+
+/* Runs inside a parallel region: prefix sums per segment, then outputs. */
+static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P, double *dst, int k, int simd) {
+    PBD_SM__PRAGMA(omp for schedule(static))
+    for (int g = 0; g < s->seg_count; ++g) {
+        int a = s->seg_start[g], b = s->seg_start[g + 1];
+        double *row = P + ((size_t)a + (size_t)g) * k;
+        for (int j = 0; j < k; ++j) row[j] = 0;
+        for (int e = a; e < b; ++e, row += k)
+            pbd_sm__row_add(row + k, row, src + (size_t)(s->gather ? s->gather[e] : e) * k, k, simd);
+    }
+    PBD_SM__PRAGMA(omp for schedule(static))
+    for (int o = 0; o < s->out_count; ++o) {
+        double *d = dst + (size_t)o * k;
+        int f = s->out_start ? s->out_start[o] : o, l = s->out_start ? s->out_start[o + 1] : o + 1;
+        if (f == l) { for (int j = 0; j < k; ++j) d[j] = 0; continue; }
+        const int *iv = s->iv + 2 * (size_t)f;
+        pbd_sm__row_sub(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+        for (int t = f + 1; t < l; ++t) {
+            iv += 2;
+            pbd_sm__row_acc_diff(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+        }
+    }
+}
+
+/* Segments of sorted keys: a segment is a run of equal key >> 21 (a line
+   of the lattice: the two slower coordinates). seg_of[e] is the segment
+   of input e. */
+static pbd_result pbd_sm__line_segments(const long long *keys, int n, pbd_sm__scan *s, int **seg_of_out) {
+    int count = 0;
+    for (int e = 0; e < n; ++e)
+        if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) count++;
+    s->seg_start = (int *)pbd_sm__alloc_n((size_t)count + 1, sizeof(int));
+    int *seg_of = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    if (!s->seg_start || !seg_of) { PBD_SM_FREE(seg_of); return PBD_ERROR_OUT_OF_MEMORY; }
+    int g = -1;
+    for (int e = 0; e < n; ++e) {
+        if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) s->seg_start[++g] = e;
+        seg_of[e] = g;
+    }
+    s->seg_start[count] = n;
+    s->seg_count = count;
+    s->in_count = n;
+    *seg_of_out = seg_of;
+    return PBD_OK;
+}
+
+static int pbd_sm__lower_bound(const long long *keys, int n, long long key) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (keys[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
 /* Lattice regions (survey 4.2, Rivers and James 2007): particle i in cell
    c_i; its region holds the particles whose cells are within Chebyshev
    distance w of c_i, listed in increasing particle index. Cells are looked
@@ -956,18 +1221,776 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
     return PBD_OK;
 }
 
-/* TODO(fast summation): the membership is final; the sums are still naive
-   here until the bars/plates/cubes of FastLSM replace plan->sum. */
+/* ---- lattice: bars, plates, cubes (survey 4.3.1, Rivers and James 2007) --
+   A cube region around a cell is a z-window of plates, a plate a y-window
+   of bars, a bar an x-window of particles. Three scans: pass 0 sums the
+   bars (x-lines of particles), pass 1 the plates (y-lines of bars), pass 2
+   the cubes (z-lines of plates), each window O(1) from prefix sums. Only
+   the bars and plates that some cube needs and that are not empty exist,
+   so an irregular lattice costs about its own size. */
+typedef struct pbd_sm__lattice {
+    pbd_sm__scan pass[3];
+    double *P, *B; /* scratch for k = 64: prefix rows; bars, then plates */
+} pbd_sm__lattice;
+
+static void pbd_sm__lattice_destroy(void *impl) {
+    pbd_sm__lattice *L = (pbd_sm__lattice *)impl;
+    if (!L) return;
+    for (int s = 0; s < 3; ++s) pbd_sm__scan_free(&L->pass[s]);
+    PBD_SM_FREE(L->P);
+    PBD_SM_FREE(L->B);
+    PBD_SM_FREE(L);
+}
+
+static void pbd_sm__sum_lattice(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__lattice *L = (pbd_sm__lattice *)p->impl;
+    pbd_sm__scan_run(&L->pass[0], values, L->P, L->B, k, p->simd); /* bars */
+    /* the prefix loop reads all bars before its barrier; then plates overwrite them */
+    pbd_sm__scan_run(&L->pass[1], L->B, L->P, L->B, k, p->simd);
+    pbd_sm__scan_run(&L->pass[2], L->B, L->P, sums, k, p->simd); /* cubes */
+}
+
+static void pbd_sm__cell_decode(long long key, int *f) {
+    f[0] = (int)(key >> 42) - (1 << 20);
+    f[1] = (int)((key >> 21) & ((1 << 21) - 1)) - (1 << 20);
+    f[2] = (int)(key & ((1 << 21) - 1)) - (1 << 20);
+}
+static int pbd_sm__cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+/* pairs of long long, lexicographic */
+static int pbd_sm__cmp_ll2(const void *a, const void *b) {
+    int c = pbd_sm__cmp_ll(a, b);
+    return c ? c : pbd_sm__cmp_ll((const long long *)a + 1, (const long long *)b + 1);
+}
+static int pbd_sm__sort_unique_ll(long long *keys, int n) {
+    qsort(keys, (size_t)n, sizeof *keys, pbd_sm__cmp_ll);
+    int m = 0;
+    for (int e = 0; e < n; ++e)
+        if (m == 0 || keys[e] != keys[m - 1]) keys[m++] = keys[e];
+    return m;
+}
+
+/* One pass: inputs are the sorted keys `in` (lines along their fastest
+   field); output o is the window of half-width w around candidate cand[o]
+   along that line, found at the input key (f[perm[0]], f[perm[1]],
+   f[perm[2]] + d), f the candidate's fields, |d| <= w. Empty windows are
+   dropped when `kept` is given (it receives the surviving candidates). */
+static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int n_in, const long long *cand,
+                                      int n_cand, const int *perm, int w, long long *kept, int *n_out) {
+    int *seg_of = NULL;
+    pbd_result r = pbd_sm__line_segments(in, n_in, s, &seg_of);
+    if (r != PBD_OK) return r;
+    if ((long long)n_in + s->seg_count > INT_MAX) { PBD_SM_FREE(seg_of); return PBD_ERROR_OVERFLOW; } /* prefix rows */
+    s->iv = (int *)pbd_sm__alloc_n(2 * (size_t)n_cand, sizeof(int));
+    if (!s->iv) { PBD_SM_FREE(seg_of); return PBD_ERROR_OUT_OF_MEMORY; }
+    int o = 0;
+    for (int c = 0; c < n_cand; ++c) {
+        int f[3];
+        pbd_sm__cell_decode(cand[c], f);
+        int lo = pbd_sm__lower_bound(in, n_in, pbd_sm__cell_code(f[perm[0]], f[perm[1]], f[perm[2]] - w));
+        int hi = pbd_sm__lower_bound(in, n_in, pbd_sm__cell_code(f[perm[0]], f[perm[1]], f[perm[2]] + w + 1));
+        if (lo == hi && kept) continue;
+        int g = lo < hi ? seg_of[lo] : 0;
+        s->iv[2 * (size_t)o] = lo < hi ? lo + g : 0;
+        s->iv[2 * (size_t)o + 1] = lo < hi ? hi + g : 0;
+        if (kept) kept[o] = cand[c];
+        o++;
+    }
+    PBD_SM_FREE(seg_of);
+    s->out_count = o;
+    *n_out = o;
+    return PBD_OK;
+}
+
+/* Candidate keys c + d * axis_a (+ e * axis_b) over all particles, in the
+   field order `order`, sorted and unique. */
+static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, const int *order, int two_axes,
+                                            long long **out, int *count) {
+    size_t side = 2 * (size_t)w + 1, total = (size_t)n * side * (two_axes ? side : 1);
+    if (total > (size_t)INT_MAX) return PBD_ERROR_OVERFLOW;
+    long long *keys = (long long *)pbd_sm__alloc_n(total, sizeof(long long));
+    if (!keys) return PBD_ERROR_OUT_OF_MEMORY;
+    size_t t = 0;
+    for (int i = 0; i < n; ++i)
+        for (int a = -w; a <= w; ++a)
+            for (int b = two_axes ? -w : 0; b <= (two_axes ? w : 0); ++b) {
+                /* axis z gets a (plates and bars), axis y gets b (bars only) */
+                int f[3] = {cells[3 * i], cells[3 * i + 1] + b, cells[3 * i + 2] + a};
+                keys[t++] = pbd_sm__cell_code(f[order[0]], f[order[1]], f[order[2]]);
+            }
+    *count = pbd_sm__sort_unique_ll(keys, (int)total);
+    *out = keys;
+    return PBD_OK;
+}
+
+static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, int w) {
+    int n = p->particle_count;
+    pbd_sm__lattice *L = (pbd_sm__lattice *)pbd_sm__alloc_n(1, sizeof *L);
+    if (!L) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(L, 0, sizeof *L);
+    p->impl = L;
+    p->impl_destroy = pbd_sm__lattice_destroy;
+    /* pass 0 inputs: particles sorted by (z, y, x), x-lines */
+    pbd_sm__cell_key *ck = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *ck);
+    long long *k0 = (long long *)pbd_sm__alloc_n((size_t)n, sizeof(long long));
+    long long *bars = NULL, *plates = NULL, *cubes = NULL;
+    pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
+    int nb = 0, np = 0, nc = 0;
+    L->pass[0].gather = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    if (!ck || !k0 || !L->pass[0].gather) goto done;
+    for (int i = 0; i < n; ++i) {
+        ck[i].key = pbd_sm__cell_code(cells[3 * i + 2], cells[3 * i + 1], cells[3 * i]);
+        ck[i].particle = i;
+    }
+    qsort(ck, (size_t)n, sizeof *ck, pbd_sm__cmp_cell_key);
+    for (int e = 0; e < n; ++e) { k0[e] = ck[e].key; L->pass[0].gather[e] = ck[e].particle; }
+    {
+        /* bars at c + (0, b, a), keyed (z, x, y): pass 1 sums them along y */
+        static const int bar_order[3] = {2, 0, 1}, bar_perm[3] = {0, 2, 1};
+        r = pbd_sm__window_candidates(n, cells, w, bar_order, 1, &bars, &nb);
+        if (r != PBD_OK) goto done;
+        r = pbd_sm__window_pass(&L->pass[0], k0, n, bars, nb, bar_perm, w, bars, &nb);
+        if (r != PBD_OK) goto done;
+        /* plates at c + (0, 0, a), keyed (x, y, z): pass 2 sums them along z */
+        static const int plate_order[3] = {0, 1, 2}, plate_perm[3] = {2, 0, 1};
+        r = pbd_sm__window_candidates(n, cells, w, plate_order, 0, &plates, &np);
+        if (r != PBD_OK) goto done;
+        r = pbd_sm__window_pass(&L->pass[1], bars, nb, plates, np, plate_perm, w, plates, &np);
+        if (r != PBD_OK) goto done;
+        /* cubes at the particles, in particle order (never empty) */
+        static const int cube_perm[3] = {0, 1, 2};
+        r = PBD_ERROR_OUT_OF_MEMORY;
+        cubes = (long long *)pbd_sm__alloc_n((size_t)n, sizeof(long long));
+        if (!cubes) goto done;
+        for (int i = 0; i < n; ++i) cubes[i] = pbd_sm__cell_code(cells[3 * i], cells[3 * i + 1], cells[3 * i + 2]);
+        r = pbd_sm__window_pass(&L->pass[2], plates, np, cubes, n, cube_perm, w, NULL, &nc);
+        if (r != PBD_OK) goto done;
+    }
+    {
+        size_t prow = 0, brow = (size_t)(nb > np ? nb : np);
+        for (int s = 0; s < 3; ++s) {
+            size_t rows = (size_t)L->pass[s].in_count + (size_t)L->pass[s].seg_count;
+            if (rows > prow) prow = rows;
+            p->cost += pbd_sm__scan_cost(&L->pass[s]);
+        }
+        L->P = (double *)pbd_sm__alloc_n(prow * 64, sizeof(double));
+        L->B = (double *)pbd_sm__alloc_n(brow * 64, sizeof(double));
+        r = L->P && L->B ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+    }
+done:
+    PBD_SM_FREE(ck);
+    PBD_SM_FREE(k0);
+    PBD_SM_FREE(bars);
+    PBD_SM_FREE(plates);
+    PBD_SM_FREE(cubes);
+    return r;
+}
+
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
     if (!out) return PBD_ERROR_NULL_POINTER;
+    if (!cells && particle_count > 0) return PBD_ERROR_NULL_POINTER;
+    if (particle_count < 0 || w < 1 || w > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    for (long i = 0; i < 3 * (long)particle_count; ++i)
+        if (cells[i] < -1000000 || cells[i] > 1000000) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)
+        return PBD_ERROR_OVERFLOW; /* the candidate bars; checked before the lists are built */
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__lattice_lists(particle_count, cells, w, &start, &members);
     if (r != PBD_OK) return r;
-    r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, out);
+    pbd_sm_sum_plan *p = NULL;
+    r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
     PBD_SM_FREE(start);
     PBD_SM_FREE(members);
-    if (r == PBD_OK) (*out)->method = PBD_SM_SUM_LATTICE;
+    if (r != PBD_OK) return r;
+    p->cost = 0;
+    r = pbd_sm__lattice_build(p, cells, w);
+    if (r != PBD_OK) { pbd_sm_plan_destroy(p); return r; }
+    p->method = PBD_SM_SUM_LATTICE;
+    p->sum = pbd_sm__sum_lattice;
+    *out = p;
+    return PBD_OK;
+}
+
+/* ---- octree: adaptive lattice (survey 4.3.2, Steinemann et al. 2008) ------
+   Nodes 0..n-1 are the particles (leaves), nodes n.. the virtual nodes
+   (every ancestor cell of a leaf, up to a level with at most 8 cells),
+   sorted by level so that a bottom-up pass is one loop per level. */
+typedef struct pbd_sm__octree {
+    int n, m, levels;
+    int *level_start; /* levels + 1, over the virtual nodes */
+    int *child_start; /* m + 1 */
+    int *child;       /* node indices */
+    int *reg_start;   /* n + 1 */
+    int *reg_node;    /* summation nodes of each region */
+    double *node_sums; /* scratch, m * 64 */
+} pbd_sm__octree;
+
+static void pbd_sm__octree_destroy(void *impl) {
+    pbd_sm__octree *T = (pbd_sm__octree *)impl;
+    if (!T) return;
+    PBD_SM_FREE(T->level_start);
+    PBD_SM_FREE(T->child_start);
+    PBD_SM_FREE(T->child);
+    PBD_SM_FREE(T->reg_start);
+    PBD_SM_FREE(T->reg_node);
+    PBD_SM_FREE(T->node_sums);
+    PBD_SM_FREE(T);
+}
+
+static void pbd_sm__sum_octree(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__octree *T = (pbd_sm__octree *)p->impl;
+    /* virtual nodes bottom-up: each level's children are finer, done before */
+    for (int l = 0; l < T->levels; ++l) {
+        int b = T->level_start[l], e = T->level_start[l + 1];
+        pbd_sm__gather_sum(e - b, T->child_start + b, T->child, values, T->n, T->node_sums, k,
+                           T->node_sums + (size_t)b * k, p->simd);
+    }
+    pbd_sm__gather_sum(T->n, T->reg_start, T->reg_node, values, T->n, T->node_sums, k, sums, p->simd);
+}
+
+/* An octree cell: level, then integer coordinates at that level. */
+typedef struct pbd_sm__ocell { int l, x, y, z, id; } pbd_sm__ocell;
+
+static int pbd_sm__cmp_ocell(const void *a, const void *b) {
+    const pbd_sm__ocell *p = (const pbd_sm__ocell *)a, *q = (const pbd_sm__ocell *)b;
+    if (p->l != q->l) return p->l < q->l ? -1 : 1;
+    if (p->x != q->x) return p->x < q->x ? -1 : 1;
+    if (p->y != q->y) return p->y < q->y ? -1 : 1;
+    if (p->z != q->z) return p->z < q->z ? -1 : 1;
+    return 0;
+}
+/* floor(v / 2^s) without relying on >> of negative numbers */
+static int pbd_sm__floor_shift(int v, int s) { return v >= 0 ? v >> s : -((-(v + 1)) >> s) - 1; }
+
+static pbd_sm__ocell pbd_sm__ancestor(pbd_sm__ocell c, int level) {
+    int s = level - c.l;
+    pbd_sm__ocell a = {level, pbd_sm__floor_shift(c.x, s), pbd_sm__floor_shift(c.y, s), pbd_sm__floor_shift(c.z, s), -1};
+    return a;
+}
+static int pbd_sm__find_ocell(const pbd_sm__ocell *cells, int n, pbd_sm__ocell key) {
+    int lo = 0, hi = n - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2, c = pbd_sm__cmp_ocell(&cells[mid], &key);
+        if (c < 0) lo = mid + 1;
+        else if (c > 0) hi = mid - 1;
+        else return mid;
+    }
+    return -1;
+}
+
+/* A growable int list for the construction. */
+typedef struct pbd_sm__ivec { int *a; size_t n, cap; int failed; } pbd_sm__ivec;
+static void pbd_sm__ivec_push(pbd_sm__ivec *v, int x) {
+    if (v->failed) return;
+    if (v->n == v->cap) {
+        size_t cap = v->cap ? 2 * v->cap : 256;
+        int *a = (int *)pbd_sm__alloc_n(cap, sizeof(int));
+        if (!a || v->n >= (size_t)INT_MAX) { PBD_SM_FREE(a); v->failed = 1; return; }
+        if (v->n) memcpy(a, v->a, v->n * sizeof(int));
+        PBD_SM_FREE(v->a);
+        v->a = a;
+        v->cap = cap;
+    }
+    v->a[v->n++] = x;
+}
+
+/* Builds the tree, the summation nodes of every region and the member
+   lists (into *start, *members). */
+static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *widths, int w, pbd_sm__octree *T,
+                                       int **start_out, int **members_out) {
+    pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
+    pbd_sm__ocell *leaf = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n, sizeof *leaf);
+    pbd_sm__ocell *virt = NULL;
+    long long *box = NULL; /* 6 per node: min xyz, max xyz of the leaf centres, in half finest cells */
+    int *parent = NULL, *stack = NULL, *stamp = NULL, *start = NULL;
+    pbd_sm__ivec nodes = {NULL, 0, 0, 0}, members = {NULL, 0, 0, 0};
+    int m = 0, top = 0, roots[8], nroots = 0;
+    if (!leaf) goto done;
+    for (int i = 0; i < n; ++i) {
+        pbd_sm__ocell c = {cells[4 * i + 3], cells[4 * i], cells[4 * i + 1], cells[4 * i + 2], i};
+        leaf[i] = c;
+        if (c.l > top) top = c.l;
+    }
+    qsort(leaf, (size_t)n, sizeof *leaf, pbd_sm__cmp_ocell);
+    for (int i = 1; i < n; ++i)
+        if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; }
+    /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
+    virt = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n * (PBD_SM_OCTREE_MAX_LEVEL + 8), sizeof *virt);
+    if (!virt) goto done;
+    for (;; ++top) {
+        int c = 0;
+        for (int i = 0; i < n; ++i) virt[c++] = pbd_sm__ancestor(leaf[i], top);
+        qsort(virt, (size_t)c, sizeof *virt, pbd_sm__cmp_ocell);
+        int u = 0;
+        for (int i = 0; i < c; ++i)
+            if (u == 0 || pbd_sm__cmp_ocell(&virt[i], &virt[u - 1]) != 0) u++;
+        if (u <= 8 || top >= PBD_SM_OCTREE_MAX_LEVEL + 6) break;
+    }
+    /* virtual nodes: every proper ancestor of a leaf up to `top` */
+    for (int i = 0; i < n; ++i)
+        for (int l = leaf[i].l + 1; l <= top; ++l) virt[m++] = pbd_sm__ancestor(leaf[i], l);
+    qsort(virt, (size_t)m, sizeof *virt, pbd_sm__cmp_ocell);
+    {
+        int u = 0;
+        for (int i = 0; i < m; ++i)
+            if (u == 0 || pbd_sm__cmp_ocell(&virt[i], &virt[u - 1]) != 0) virt[u++] = virt[i];
+        m = u;
+    }
+    /* a leaf that is also an ancestor of another leaf overlaps it */
+    for (int i = 0; i < n; ++i)
+        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; }
+    T->n = n;
+    T->m = m;
+    T->levels = m ? virt[m - 1].l - virt[0].l + 1 : 0;
+    T->level_start = (int *)pbd_sm__alloc_n((size_t)T->levels + 1, sizeof(int));
+    T->child_start = (int *)pbd_sm__alloc_n((size_t)m + 1, sizeof(int));
+    T->child = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
+    T->node_sums = (double *)pbd_sm__alloc_n((size_t)m * 64, sizeof(double));
+    parent = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
+    box = (long long *)pbd_sm__alloc_n(6 * ((size_t)n + (size_t)m), sizeof(long long));
+    if (!T->level_start || !T->child_start || !T->child || !T->node_sums || !parent || !box) goto done;
+    for (int l = 0, v = 0; l <= T->levels; ++l) {
+        while (v < m && virt[v].l < virt[0].l + l) v++;
+        T->level_start[l] = v;
+    }
+    /* parents, then children lists in node order (leaves by particle index) */
+    for (int j = 0; j < m + 1; ++j) T->child_start[j] = 0;
+    for (int j = 0; j < n + m; ++j) {
+        pbd_sm__ocell c;
+        if (j < n) { pbd_sm__ocell t = {cells[4 * j + 3], cells[4 * j], cells[4 * j + 1], cells[4 * j + 2], j}; c = t; }
+        else c = virt[j - n];
+        parent[j] = c.l < top ? pbd_sm__find_ocell(virt, m, pbd_sm__ancestor(c, c.l + 1)) : -1;
+        if (parent[j] >= 0) T->child_start[parent[j] + 1]++;
+        /* the box of a leaf is its centre, (2x + 1) 2^l half finest cells */
+        if (j < n) {
+            long long s = 1LL << c.l, cx = (2LL * c.x + 1) * s, cy = (2LL * c.y + 1) * s, cz = (2LL * c.z + 1) * s;
+            long long *bx = box + 6 * (size_t)j;
+            bx[0] = bx[3] = cx; bx[1] = bx[4] = cy; bx[2] = bx[5] = cz;
+        } else {
+            long long *bx = box + 6 * (size_t)j;
+            bx[0] = bx[1] = bx[2] = LLONG_MAX;
+            bx[3] = bx[4] = bx[5] = LLONG_MIN;
+        }
+    }
+    for (int j = 0; j < m; ++j) T->child_start[j + 1] += T->child_start[j];
+    {
+        int *fill = stamp = (int *)pbd_sm__alloc_n((size_t)m + 1, sizeof(int));
+        if (!fill) goto done;
+        memcpy(fill, T->child_start, sizeof(int) * (size_t)m);
+        for (int j = 0; j < n + m; ++j)
+            if (parent[j] >= 0) T->child[fill[parent[j]]++] = j;
+        PBD_SM_FREE(stamp);
+        stamp = NULL;
+    }
+    /* boxes bottom-up: virtual nodes are sorted by level */
+    for (int v = 0; v < m; ++v) {
+        long long *bx = box + 6 * ((size_t)n + v);
+        for (int t = T->child_start[v]; t < T->child_start[v + 1]; ++t) {
+            const long long *cb = box + 6 * (size_t)T->child[t];
+            for (int a = 0; a < 3; ++a) {
+                if (cb[a] < bx[a]) bx[a] = cb[a];
+                if (cb[3 + a] > bx[3 + a]) bx[3 + a] = cb[3 + a];
+            }
+        }
+    }
+    /* regions: top-down from the roots (at most 8) with the interval test */
+    for (int j = 0; j < n + m; ++j)
+        if (parent[j] < 0 && nroots < 8) roots[nroots++] = j;
+    stack = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
+    stamp = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    T->reg_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    if (!stack || !stamp || !T->reg_start || !start) goto done;
+    for (int i = 0; i < n; ++i) {
+        const long long *ci = box + 6 * (size_t)i;
+        int li = cells[4 * i + 3];
+        long long W = 2LL * (widths ? widths[i] : w) << li; /* in half finest cells */
+        T->reg_start[i] = (int)nodes.n;
+        start[i] = (int)members.n;
+        int sp = 0;
+        for (int t = nroots - 1; t >= 0; --t) stack[sp++] = roots[t]; /* the first pops first */
+        while (sp > 0) {
+            int j = stack[--sp];
+            const long long *bj = box + 6 * (size_t)j;
+            long long dmin = 0, dmax = 0;
+            for (int a = 0; a < 3; ++a) {
+                long long lo = bj[a] - ci[a], hi = bj[3 + a] - ci[a];
+                long long nearest = lo > 0 ? lo : (hi < 0 ? -hi : 0);
+                long long farthest = -lo > hi ? -lo : hi;
+                if (nearest > dmin) dmin = nearest;
+                if (farthest > dmax) dmax = farthest;
+            }
+            if (dmin > W) continue;                 /* all descendants outside */
+            if (dmax <= W) {                        /* all inside: one summation node */
+                pbd_sm__ivec_push(&nodes, j);
+                continue;
+            }
+            int v = j - n; /* partly inside: refine (never a leaf: its box is a point) */
+            for (int t = T->child_start[v + 1] - 1; t >= T->child_start[v]; --t) stack[sp++] = T->child[t];
+        }
+        /* members: the leaves below the summation nodes, sorted */
+        for (size_t e = (size_t)T->reg_start[i]; e < nodes.n; ++e) {
+            int q = 0;
+            stack[q++] = nodes.a[e];
+            while (q > 0) {
+                int j = stack[--q];
+                if (j < n) { pbd_sm__ivec_push(&members, j); continue; }
+                for (int t = T->child_start[j - n]; t < T->child_start[j - n + 1]; ++t) stack[q++] = T->child[t];
+            }
+        }
+        if (nodes.failed || members.failed) { r = members.n >= (size_t)INT_MAX ? PBD_ERROR_OVERFLOW : PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        qsort(members.a + start[i], members.n - (size_t)start[i], sizeof(int), pbd_sm__cmp_int);
+    }
+    T->reg_start[n] = (int)nodes.n;
+    start[n] = (int)members.n;
+    T->reg_node = nodes.a;
+    nodes.a = NULL;
+    *start_out = start;
+    *members_out = members.a;
+    start = NULL;
+    members.a = NULL;
+    r = PBD_OK;
+done:
+    PBD_SM_FREE(leaf);
+    PBD_SM_FREE(virt);
+    PBD_SM_FREE(box);
+    PBD_SM_FREE(parent);
+    PBD_SM_FREE(stack);
+    PBD_SM_FREE(stamp);
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(nodes.a);
+    PBD_SM_FREE(members.a);
     return r;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
+                                         pbd_sm_sum_plan **out) {
+    if (!out || (particle_count > 0 && !cells)) return PBD_ERROR_NULL_POINTER;
+    if (particle_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!widths && (w < 1 || w > 64)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (particle_count > INT_MAX / 32) return PBD_ERROR_OVERFLOW; /* leaves + up to 22 ancestors each */
+    for (int i = 0; i < particle_count; ++i) {
+        int l = cells[4 * i + 3];
+        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return PBD_ERROR_INVALID_ARGUMENT;
+        if (widths && (widths[i] < 1 || widths[i] > 64)) return PBD_ERROR_INVALID_ARGUMENT;
+        for (int a = 0; a < 3; ++a) {
+            long long lo = (long long)cells[4 * i + a] * (1LL << l), hi = lo + (1LL << l) - 1;
+            if (lo < -1000000 || hi > 1000000) return PBD_ERROR_OVERFLOW;
+        }
+    }
+    pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(1, sizeof *T);
+    if (!T) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(T, 0, sizeof *T);
+    int *start = NULL, *members = NULL;
+    pbd_result r = pbd_sm__octree_build(particle_count, cells, widths, w, T, &start, &members);
+    pbd_sm_sum_plan *p = NULL;
+    if (r == PBD_OK) r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(members);
+    if (r != PBD_OK) { pbd_sm__octree_destroy(T); return r; }
+    p->impl = T;
+    p->impl_destroy = pbd_sm__octree_destroy;
+    p->method = PBD_SM_SUM_OCTREE;
+    p->sum = pbd_sm__sum_octree;
+    p->cost = (long long)T->reg_start[particle_count] + (T->m ? T->child_start[T->m] : 0);
+    *out = p;
+    return PBD_OK;
+}
+
+/* ---- paths: prefix sums on triangle meshes (survey 4.3.3, Diziol et al.) --
+   One scan: the vertices in path order, one segment per path; a region is
+   a sum of runs of consecutive path vertices. */
+typedef struct pbd_sm__paths {
+    pbd_sm__scan scan;
+    double *P; /* scratch, (n + paths) * 64 */
+} pbd_sm__paths;
+
+static void pbd_sm__paths_destroy(void *impl) {
+    pbd_sm__paths *Q = (pbd_sm__paths *)impl;
+    if (!Q) return;
+    pbd_sm__scan_free(&Q->scan);
+    PBD_SM_FREE(Q->P);
+    PBD_SM_FREE(Q);
+}
+
+static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__paths *Q = (pbd_sm__paths *)p->impl;
+    pbd_sm__scan_run(&Q->scan, values, Q->P, sums, k, p->simd);
+}
+
+/* Checks the mesh and builds the vertex adjacency (CSR, neighbours in
+   increasing order). */
+static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start,
+                                         int **adj) {
+    for (long i = 0; i < 3 * (long)nv; ++i)
+        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return PBD_ERROR_NOT_FINITE;
+    for (long t = 0; t < 3 * (long)nt; ++t)
+        if (tri[t] < 0 || tri[t] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    for (int t = 0; t < nt; ++t) {
+        const int *v = tri + 3 * t;
+        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return PBD_ERROR_DEGENERATE;
+        double e1[3], e2[3], c[3];
+        for (int a = 0; a < 3; ++a) {
+            e1[a] = (double)x[3 * v[1] + a] - x[3 * v[0] + a];
+            e2[a] = (double)x[3 * v[2] + a] - x[3 * v[0] + a];
+        }
+        c[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        c[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        c[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+        double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
+        if (!(cc > 1e-24 * ee) || !(ee > 0)) return PBD_ERROR_DEGENERATE; /* sin^2 of the angle ~ 0 */
+    }
+    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return PBD_ERROR_OVERFLOW;
+    /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
+       most two triangles; triangles as sorted triples may not repeat */
+    long long *e = (long long *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(long long));
+    long long *tk = (long long *)pbd_sm__alloc_n((size_t)nt, sizeof(long long) * 2);
+    int *count = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
+    pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
+    int *as = NULL, *aa = NULL;
+    if (!e || !tk || !count) goto done;
+    for (int t = 0; t < nt; ++t) {
+        int v[3] = {tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]};
+        for (int a = 0; a < 3; ++a) {
+            int p = v[a], q = v[(a + 1) % 3];
+            e[3 * t + a] = p < q ? (long long)p * nv + q : (long long)q * nv + p;
+        }
+        /* sort the triple */
+        if (v[0] > v[1]) { int s = v[0]; v[0] = v[1]; v[1] = s; }
+        if (v[1] > v[2]) { int s = v[1]; v[1] = v[2]; v[2] = s; }
+        if (v[0] > v[1]) { int s = v[0]; v[0] = v[1]; v[1] = s; }
+        tk[2 * t] = (long long)v[0] * nv + v[1];
+        tk[2 * t + 1] = v[2];
+    }
+    qsort(e, 3 * (size_t)nt, sizeof *e, pbd_sm__cmp_ll);
+    qsort(tk, (size_t)nt, 2 * sizeof(long long), pbd_sm__cmp_ll2);
+    r = PBD_ERROR_INVALID_ARGUMENT;
+    for (int t = 1; t < nt; ++t)
+        if (tk[2 * t] == tk[2 * t - 2] && tk[2 * t + 1] == tk[2 * t - 1]) goto done; /* repeated triangle */
+    for (size_t i = 2; i < 3 * (size_t)nt; ++i)
+        if (e[i] == e[i - 2]) goto done; /* three triangles on one edge */
+    {
+        int ne = pbd_sm__sort_unique_ll(e, 3 * nt);
+        memset(count, 0, sizeof(int) * ((size_t)nv + 1));
+        for (int i = 0; i < ne; ++i) {
+            count[e[i] / nv + 1]++;
+            count[e[i] % nv + 1]++;
+        }
+        for (int v = 0; v < nv; ++v) count[v + 1] += count[v];
+        r = PBD_ERROR_OUT_OF_MEMORY;
+        as = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
+        aa = (int *)pbd_sm__alloc_n(2 * (size_t)ne, sizeof(int));
+        if (!as || !aa) goto done;
+        memcpy(as, count, sizeof(int) * ((size_t)nv + 1));
+        for (int i = 0; i < ne; ++i) {
+            int a = (int)(e[i] / nv), b = (int)(e[i] % nv);
+            aa[count[a]++] = b;
+            aa[count[b]++] = a;
+        }
+        for (int v = 0; v < nv; ++v) qsort(aa + as[v], (size_t)(as[v + 1] - as[v]), sizeof(int), pbd_sm__cmp_int);
+    }
+    *adj_start = as;
+    *adj = aa;
+    as = aa = NULL;
+    r = PBD_OK;
+done:
+    PBD_SM_FREE(e);
+    PBD_SM_FREE(tk);
+    PBD_SM_FREE(count);
+    PBD_SM_FREE(as);
+    PBD_SM_FREE(aa);
+    return r;
+}
+
+/* The w-ring of every vertex by breadth-first search, members sorted. */
+static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w, int **start_out, int **members_out) {
+    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
+    int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    pbd_sm__ivec members = {NULL, 0, 0, 0};
+    pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!start || !dist || !stamp || !queue) goto done;
+    for (int v = 0; v < nv; ++v) stamp[v] = -1;
+    for (int v = 0; v < nv; ++v) {
+        int head = 0, tail = 0;
+        queue[tail++] = v;
+        stamp[v] = v;
+        dist[v] = 0;
+        while (head < tail) {
+            int u = queue[head++];
+            if (dist[u] == w) continue;
+            for (int t = as[u]; t < as[u + 1]; ++t) {
+                int q = aa[t];
+                if (stamp[q] == v) continue;
+                stamp[q] = v;
+                dist[q] = dist[u] + 1;
+                queue[tail++] = q;
+            }
+        }
+        start[v] = (int)members.n;
+        for (int t = 0; t < tail; ++t) pbd_sm__ivec_push(&members, queue[t]);
+        if (members.failed) { r = members.n >= (size_t)INT_MAX ? PBD_ERROR_OVERFLOW : PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        qsort(members.a + start[v], (size_t)tail, sizeof(int), pbd_sm__cmp_int);
+    }
+    start[nv] = (int)members.n;
+    *start_out = start;
+    *members_out = members.a;
+    start = NULL;
+    members.a = NULL;
+    r = PBD_OK;
+done:
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(dist);
+    PBD_SM_FREE(stamp);
+    PBD_SM_FREE(queue);
+    PBD_SM_FREE(members.a);
+    return r;
+}
+
+/* The path heuristic of Diziol et al. (survey 4.3.3): a path starts at the
+   first free vertex (index order) and grows from its end to a free
+   neighbour near the plane through the path's start normal to the
+   bounding box's longest axis (parallel paths: within half a mean edge
+   of the nearest one), among those the one with the most neighbours
+   already on paths (no gaps left behind), then the nearest, then the
+   lowest index. order[] receives the vertices path by
+   path, path_start[] the paths (CSR). */
+static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int *aa, int max_len, int *order,
+                               int *path_start, int *path_count, int *on_path, int *taken_nbrs) {
+    float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    for (int v = 0; v < nv; ++v)
+        for (int a = 0; a < 3; ++a) {
+            if (v == 0 || x[3 * v + a] < lo[a]) lo[a] = x[3 * v + a];
+            if (v == 0 || x[3 * v + a] > hi[a]) hi[a] = x[3 * v + a];
+        }
+    int axis = 0;
+    for (int a = 1; a < 3; ++a)
+        if (hi[a] - lo[a] > hi[axis] - lo[axis]) axis = a;
+    /* half the mean edge extent along the axis: what counts as equally near */
+    double ext = 0;
+    for (int v = 0; v < nv; ++v)
+        for (int t = as[v]; t < as[v + 1]; ++t) ext += fabs((double)x[3 * aa[t] + axis] - x[3 * v + axis]);
+    float band = as[nv] > 0 ? (float)(0.5 * ext / as[nv]) : 0.0f;
+    for (int v = 0; v < nv; ++v) { on_path[v] = 0; taken_nbrs[v] = 0; }
+    int n_out = 0, paths = 0;
+    for (int s = 0; s < nv; ++s) {
+        if (on_path[s]) continue;
+        path_start[paths++] = n_out;
+        float plane = x[3 * s + axis];
+        int cur = s, len = 0;
+        while (cur >= 0) {
+            on_path[cur] = 1;
+            order[n_out++] = cur;
+            len++;
+            for (int t = as[cur]; t < as[cur + 1]; ++t) taken_nbrs[aa[t]]++;
+            if (len >= max_len) break;
+            /* the free neighbours within half an edge of the nearest to the
+               plane; among them the most neighbours on paths, then the nearest */
+            float dmin = FLT_MAX;
+            for (int t = as[cur]; t < as[cur + 1]; ++t)
+                if (!on_path[aa[t]]) {
+                    float d = fabsf(x[3 * aa[t] + axis] - plane);
+                    if (d < dmin) dmin = d;
+                }
+            int best = -1;
+            float best_d = 0;
+            for (int t = as[cur]; t < as[cur + 1]; ++t) {
+                int u = aa[t];
+                float d = fabsf(x[3 * u + axis] - plane);
+                if (on_path[u] || d > dmin + band) continue;
+                if (best < 0 || taken_nbrs[u] > taken_nbrs[best] || (taken_nbrs[u] == taken_nbrs[best] && d < best_d)) {
+                    best = u;
+                    best_d = d;
+                }
+            }
+            cur = best;
+        }
+    }
+    path_start[paths] = n_out;
+    *path_count = paths;
+}
+
+static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const int *as, const int *aa, int max_len) {
+    int n = p->particle_count;
+    pbd_sm__paths *Q = (pbd_sm__paths *)pbd_sm__alloc_n(1, sizeof *Q);
+    if (!Q) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(Q, 0, sizeof *Q);
+    p->impl = Q;
+    p->impl_destroy = pbd_sm__paths_destroy;
+    pbd_sm__scan *s = &Q->scan;
+    int *pos = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));  /* position in path order */
+    int *seg = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));  /* path of each vertex */
+    int *tmp = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    pbd_sm__ivec iv = {NULL, 0, 0, 0};
+    pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
+    s->gather = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    s->seg_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    s->out_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    if (!pos || !seg || !tmp || !s->gather || !s->seg_start || !s->out_start) goto done;
+    pbd_sm__mesh_paths(n, x, as, aa, max_len, s->gather, s->seg_start, &s->seg_count, pos, seg);
+    for (int g = 0; g < s->seg_count; ++g)
+        for (int e = s->seg_start[g]; e < s->seg_start[g + 1]; ++e) { pos[s->gather[e]] = e; seg[s->gather[e]] = g; }
+    s->in_count = n;
+    s->out_count = n;
+    /* each region: its members' path positions, sorted, cut into runs */
+    for (int r0 = 0; r0 < n; ++r0) {
+        int b = p->region_start[r0], cnt = p->region_start[r0 + 1] - b;
+        for (int t = 0; t < cnt; ++t) tmp[t] = pos[p->region_particles[b + t]];
+        qsort(tmp, (size_t)cnt, sizeof(int), pbd_sm__cmp_int);
+        s->out_start[r0] = (int)(iv.n / 2);
+        for (int t = 0; t < cnt;) {
+            int u = t + 1, g = seg[s->gather[tmp[t]]];
+            while (u < cnt && tmp[u] == tmp[u - 1] + 1 && seg[s->gather[tmp[u]]] == g) u++;
+            pbd_sm__ivec_push(&iv, tmp[t] + g);    /* prefix row before the run */
+            pbd_sm__ivec_push(&iv, tmp[u - 1] + 1 + g); /* prefix row after it */
+            t = u;
+        }
+        if (iv.failed) goto done;
+    }
+    s->out_start[n] = (int)(iv.n / 2);
+    s->iv = iv.a;
+    iv.a = NULL;
+    Q->P = (double *)pbd_sm__alloc_n(((size_t)n + (size_t)s->seg_count) * 64, sizeof(double));
+    if (!Q->P) goto done;
+    p->cost = pbd_sm__scan_cost(s);
+    r = PBD_OK;
+done:
+    PBD_SM_FREE(pos);
+    PBD_SM_FREE(seg);
+    PBD_SM_FREE(tmp);
+    PBD_SM_FREE(iv.a);
+    return r;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
+                                        const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out) {
+    if (!out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)) return PBD_ERROR_NULL_POINTER;
+    if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    if (vertex_count > INT_MAX / 2) return PBD_ERROR_OVERFLOW; /* prefix rows: vertices + paths */
+    if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
+    int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
+    pbd_sm_sum_plan *p = NULL;
+    pbd_result r = pbd_sm__mesh_adjacency(vertex_count, positions, triangle_count, triangles, &as, &aa);
+    if (r == PBD_OK) r = pbd_sm__mesh_rings(vertex_count, as, aa, w, &start, &members);
+    if (r == PBD_OK) r = pbd_sm__plan_from_lists(vertex_count, vertex_count, start, members, &p);
+    if (r == PBD_OK) {
+        r = pbd_sm__paths_build(p, positions, as, aa, max_path_length);
+        if (r != PBD_OK) { pbd_sm_plan_destroy(p); p = NULL; }
+    }
+    PBD_SM_FREE(as);
+    PBD_SM_FREE(aa);
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(members);
+    if (r != PBD_OK) return r;
+    p->method = PBD_SM_SUM_PATHS;
+    p->sum = pbd_sm__sum_paths;
+    *out = p;
+    return PBD_OK;
 }
 
 PBD_SM_DEF void pbd_sm_plan_destroy(pbd_sm_sum_plan *p) {
@@ -981,6 +2004,7 @@ PBD_SM_DEF void pbd_sm_plan_destroy(pbd_sm_sum_plan *p) {
 PBD_SM_DEF pbd_sm_summation pbd_sm_plan_method(const pbd_sm_sum_plan *p) { return p ? p->method : PBD_SM_SUM_NAIVE; }
 PBD_SM_DEF int pbd_sm_plan_particle_count(const pbd_sm_sum_plan *p) { return p ? p->particle_count : 0; }
 PBD_SM_DEF int pbd_sm_plan_region_count(const pbd_sm_sum_plan *p) { return p ? p->region_count : 0; }
+PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *p) { return p ? p->cost : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *particles, int max, int *count) {
     if (!p || !count || (max > 0 && !particles)) return PBD_ERROR_NULL_POINTER;
@@ -992,10 +2016,61 @@ PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *p
     return PBD_OK;
 }
 
+PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *p) {
+    return p && p->method == PBD_SM_SUM_PATHS ? ((const pbd_sm__paths *)p->impl)->scan.seg_count : 0;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *vertices, int max, int *count) {
+    if (!p || !count || (max > 0 && !vertices)) return PBD_ERROR_NULL_POINTER;
+    if (p->method != PBD_SM_SUM_PATHS || max < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
+    if (path < 0 || path >= s->seg_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    int b = s->seg_start[path], n = s->seg_start[path + 1] - b;
+    for (int e = 0; e < n && e < max; ++e) vertices[e] = s->gather[b + e];
+    *count = n;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
+    if (!p) return PBD_ERROR_NULL_POINTER;
+    if (threads < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    p->threads = threads;
+    return PBD_OK;
+}
+
+PBD_SM_DEF const char *pbd_sm_sum_simd_path(void) { return PBD_SM__SIMD ? "avx-f64" : "scalar"; }
+
+PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
+    if (!p) return PBD_ERROR_NULL_POINTER;
+    p->simd = on ? 1 : 0;
+    return PBD_OK;
+}
+
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
     if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
-    return p->sum(p, values, k, sums);
+#if PBD_SM__OPENMP
+    /* one parallel region; below 512 regions a barrier costs more than it
+       saves; called from inside a parallel region, no nested team */
+    int nt = p->threads > 0 ? p->threads : omp_get_max_threads();
+    if (p->region_count < 512 || omp_get_level() > 0) nt = 1; /* even an inactive (1-thread) enclosing region */
+    if (nt > 1) {
+        PBD_SM__PRAGMA(omp parallel num_threads(nt))
+        p->sum(p, values, k, sums);
+        return PBD_OK;
+    }
+#endif
+    /* serially: the orphaned `omp for` loops bind to a team of one */
+    PBD_SM__PRAGMA(omp parallel num_threads(1))
+    p->sum(p, values, k, sums);
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
+    if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    p->sum(p, values, k, sums);
+    return PBD_OK;
 }
 
 // ==== shape matching ========================================================
