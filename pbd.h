@@ -49,6 +49,14 @@
        ==== objects         cloth, soft body and balloon builders, locality
        ==== colliders       plane, sphere, capsule, box; continuous contacts,
                             friction, restitution
+       ==== hash grid       counting-sort spatial hash rebuilt every substep,
+                            neighbour queries (shared by contacts, fluids,
+                            self-collision)
+       ==== particle contact
+                            particle-particle contact with radii and
+                            friction, across objects (granular piles)
+       ==== fluids          position based fluids (Macklin and Mueller 2013):
+                            density constraints, s_corr, XSPH, vorticity
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
        ==== solver          pbd_world_step: substeps, iterations, SIMD
@@ -93,11 +101,15 @@
         (kinematic particles follow their targets, pinned ones stay);
      2. contacts from x -> p against the colliders (continuous: the segment
         is swept, so fast particles cannot tunnel through thin shapes);
-     3. XPBD multipliers reset, then `iterations` Gauss-Seidel sweeps over
-        the groups in the order they were added, then the plugins'
-        `project` callbacks (shape matching, ...), then the contacts (with
-        position-level static/dynamic friction);
-     4. v = (p - x) / h, x = p;
+     3. XPBD multipliers reset, the hash grid and the neighbour lists of
+        the particles with particle collision or fluid rebuilt from p, then
+        `iterations` Gauss-Seidel sweeps over the groups in the order they
+        were added, then the plugins' `project` callbacks (shape matching,
+        ...), then one Jacobi pass of particle contacts and fluid density
+        constraints, then the collider contacts (with position-level
+        static/dynamic friction);
+     4. v = (p - x) / h, x = p; fluids: XSPH viscosity and vorticity
+        confinement;
      5. velocity pass: friction and restitution of contacts; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
@@ -578,6 +590,90 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w);
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
                                         float *distance);
 
+
+// ==== hash grid =============================================================
+/* A spatial hash grid over the particles that take part in particle
+   contact or fluids (survey 3.8; Macklin and Mueller 2013, section 5),
+   rebuilt from the predicted positions every substep by a counting sort.
+   It is sized when such particles are added, so stepping never allocates,
+   and its neighbour order is deterministic (cells in a fixed order, then
+   particle index), the same for any thread count.
+   pbd_world_query_particles rebuilds it from the current positions (O(n))
+   and returns the particles (with particle collision or fluid) within
+   `radius` of `point`, at most max of them into out (*count receives how
+   many there are). pbd_world_particle_neighbors returns the neighbour list
+   one particle had in the last substep (the candidates of its contacts
+   and of its fluid kernel), in the solver's order. */
+PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max,
+                                            int *count);
+PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count);
+
+// ==== particle contact ======================================================
+/* Particle-particle contact (survey 3.4.3 style unilateral distance
+   constraints |p_i - p_j| >= r_i + r_j, with position-level static and
+   dynamic friction as in Macklin et al. 2014 "Unified particle physics").
+   A particle takes part when its switch is on; two particles collide when
+   both are on, they are not both fluid (fluids interact by density), and
+   they are not in the same object (a cloth's own neighbours touch all the
+   time; cloth self-collision is a separate feature). Loose particles
+   (pbd_add_particles) belong to no object, so a granular pile collides
+   with itself and a cloth can land on it. Contacts are solved by Jacobi
+   iterations: every particle sums the corrections of its pairs, each pair
+   scaled by 1 / max(contacts of either particle), which keeps linear
+   momentum exactly and any thread count bit-identical. Objects touched by
+   another object's particles are marked coupled (see
+   pbd_world_mark_coupled). Candidates come from the hash grid; at most
+   PBD_MAX_NEIGHBORS per particle (more are ignored, in a fixed order). */
+#define PBD_MAX_NEIGHBORS 64
+PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on);
+PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on);
+/* Friction between particles (default 0.5 and 0.4; dynamic <= static). */
+PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction);
+
+// ==== fluids ================================================================
+/* Position based fluids (survey 3.4.6; Macklin and Mueller 2013 "Position
+   Based Fluids"): one density constraint per particle,
+   C_i = max(rho_i / rho_0 - 1, 0), rho_i = sum_j m_j W_poly6(p_i - p_j, h),
+   gradients with the spiky kernel, solved by Jacobi iterations with
+   constraint-force-mixing relaxation eps in lambda_i = -C_i / (sum_k
+   w_k |grad_k C_i|^2 + eps), the tensile-instability term s_corr =
+   -k (W(r) / W(dq))^n, XSPH viscosity and vorticity confinement after the
+   velocity update. The constraint is unilateral (a free surface is not
+   pulled together, so no clumping). Particle mass m = rest_density *
+   spacing^3. Other particles with particle collision on are coupled both
+   ways: they count in a fluid particle's density as one fluid particle of
+   that fluid, receive the density corrections weighted by their inverse
+   mass (so a light box floats and a heavy one sinks), and collide with the
+   fluid particles by radius. The boundaries are the world's colliders. */
+typedef struct pbd_fluid_desc {
+    const float *positions;  /* count*3, required */
+    const float *velocities; /* count*3, optional */
+    int count;               /* > 0 */
+    float rest_density;      /* rho_0, kg/m^3, default 1000 */
+    float spacing;           /* particle spacing d (m), default 0.05; mass rho_0 d^3 */
+    float kernel_radius;     /* h (m), default 0: 2 * spacing; in [spacing, 4 spacing] */
+    float radius;            /* collision radius, default 0: spacing / 2 */
+    float relaxation;        /* CFM eps as a fraction of sum_k w_k |grad_k C|^2 of a
+                                particle of a cubic lattice at `spacing`; default 0.01 */
+    float viscosity;         /* XSPH c, dimensionless, default 0.01 */
+    float vorticity;         /* vorticity confinement eps (m/s), default 0 */
+    float scorr_k;           /* s_corr: k, default 0.1 (0 turns it off) */
+    float scorr_n;           /* s_corr: n, default 4 */
+    float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
+} pbd_fluid_desc;
+
+typedef int pbd_fluid;
+
+PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void);
+/* Adds the particles (out_particles may be NULL) and their fluid. */
+PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out,
+                                pbd_range *out_particles);
+PBDDEF int pbd_world_fluid_count(const pbd_world *w);
+/* Viscosity and vorticity of a fluid can change between steps. */
+PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity);
+/* The SPH density rho_i / rho_0 of each particle of the fluid at the
+   current positions (out: count floats). */
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int max);
 
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
@@ -1683,6 +1779,48 @@ typedef struct pbd__contact {
     float lambda;   /* accumulated normal correction this substep */
 } pbd__contact;
 
+/* The hash grid (see "// ==== hash grid" for its functions). Point k of a
+   build is base[stride * (ids ? ids[k] : k)]; `sorted` holds the point
+   numbers k bucket by bucket, each bucket in increasing k. */
+typedef struct pbd__grid {
+    float cell, inv_cell; /* cell edge (m) */
+    int mask;             /* buckets - 1 (a power of two minus one) */
+    int count;            /* points of the last build */
+    int cap, bucket_cap;  /* capacities (points, buckets + 1) */
+    int *start;           /* bucket b: sorted[start[b] .. start[b + 1]) */
+    int *sorted;
+    int *key;             /* bucket of point k */
+} pbd__grid;
+
+/* A fluid: a contiguous particle range (see "// ==== fluids"). */
+typedef struct pbd__fluid {
+    int first, count;
+    float rest_density, spacing, kernel_radius, mass;
+    float relaxation, viscosity, vorticity;
+    float scorr_k, scorr_n, scorr_dq;
+    float eps; /* relaxation * sum_k w_k |grad_k C|^2 of a lattice particle */
+} pbd__fluid;
+
+/* Particle contact and fluids: state (fluids, friction; the per-particle
+   switches are bits of pbd_world.flags) and per-substep scratch over the
+   np particles that take part, sized when they are switched on. */
+typedef struct pbd__particle_phase {
+    int nfluids, fluid_cap;
+    pbd__fluid *fluids;
+    float mu_s, mu_d;
+    /* scratch */
+    int np, cap;        /* taking part / capacity */
+    int *ids;           /* world particle of each, increasing */
+    int *fluid;         /* its fluid or -1 */
+    int *object;        /* its object or -1 */
+    int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each (indices into ids) */
+    unsigned char *cross; /* touches another object this substep */
+    float *lambda, *density, *omega_len;
+    pbd__p4 *dp, *omega;
+    float reach;        /* search radius of the last build */
+    pbd__grid grid;
+} pbd__particle_phase;
+
 struct pbd_world {
     pbd_allocator alloc;
     pbd_log_fn log;
@@ -1719,6 +1857,7 @@ struct pbd_world {
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
     double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
+    pbd__particle_phase pp; /* particle contact and fluids */
     /* plugins: not simulation state, they stay with the world on restore */
     int nplugins, plugin_cap;
     struct pbd__plugin *plugins;
@@ -1865,6 +2004,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->max_contacts = desc->max_contacts_per_particle;
     w->jacobi_relax = 1.0f;
     w->simd = 1;
+    w->pp.mu_s = 0.5f; /* particle contact friction */
+    w->pp.mu_d = 0.4f;
     *out = w;
     return PBD_OK;
 }
@@ -1880,8 +2021,10 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
     memset(g, 0, sizeof *g);
 }
 
+static void pbd__pp_free(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
 static void pbd__world_free_contents(pbd_world *w) {
+    pbd__pp_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
                       w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->object_l};
@@ -2036,6 +2179,7 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     }
 }
 
+static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
 /* Walks the whole state. When reading, w is a fresh zeroed world whose
    arrays are allocated exactly to size. */
 static void pbd__io_world(pbd__io *io, pbd_world *w) {
@@ -2096,6 +2240,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     for (int g = 0; g < w->ngroups && !io->bad; ++g) pbd__io_group(io, w, &w->groups[g]);
     pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
+    pbd__io_particle_phase(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -2135,6 +2280,8 @@ static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolli
 static pbd_result pbd__reserve_poses(pbd_world *w, int n);
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
 
+static pbd_result pbd__validate_particle_phase(const pbd_world *t);
+static pbd_result pbd__pp_refresh(pbd_world *w);
 static int pbd__plugins_particle_end(const pbd_world *w);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
     PBD__CHECK_WORLD(w);
@@ -2157,10 +2304,12 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
+    if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
     if (r == PBD_OK && t.n < pbd__plugins_particle_end(w)) r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
     if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
                         pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
-                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK))
+                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK ||
+                        pbd__pp_refresh(&t) != PBD_OK))
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
@@ -3732,6 +3881,770 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
     return 1;
 }
 
+// ==== hash grid =============================================================
+/* Internal API, shared by particle contact, fluids and cloth self-collision
+   (survey 3.8; Macklin and Mueller 2013, section 5):
+     pbd__grid_reserve(w, g, points)  capacity for `points` points; call it
+                                      where things are added (never in a step)
+     pbd__grid_free(w, g)
+     pbd__grid_build(g, base, stride, ids, n, cell)
+         buckets the n points (point k at base + stride * (ids ? ids[k] : k),
+         3 floats used) in cells of edge `cell` by a counting sort: the keys
+         in parallel (orphaned `omp for`), the sort in `omp single`. Call it
+         from every thread of a parallel region, or serially. Stable: each
+         bucket holds its points in increasing k, whatever the threads.
+     pbd__grid_buckets(g, lo, hi, out, max)
+         the distinct buckets of the cells that overlap the box [lo, hi]
+         (z, then y, then x order; e.g. a swept bound), or -1 when there are
+         more than max: then walk every bucket 0..mask.
+     pbd__grid_query(g, base, stride, ids, q, r, out, max)
+         the points within r of q (|p - q| <= r), bucket by bucket then by k;
+         returns how many, writes at most max.
+   Walk a bucket b as: for (k = start[b]; k < start[b + 1]; ++k) sorted[k].
+   A bucket can also hold points of far cells that hash to it, so callers
+   test each candidate's distance (or their own exact test). */
+
+static inline int pbd__grid_coord(const pbd__grid *g, float x) {
+    float c = floorf(x * g->inv_cell);
+    c = pbd__clampf(c, -1.0e9f, 1.0e9f); /* far or huge points share edge cells */
+    return (int)c;
+}
+static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
+    unsigned h = ((unsigned)ix * 73856093u) ^ ((unsigned)iy * 19349663u) ^ ((unsigned)iz * 83492791u);
+    return (int)(h & (unsigned)g->mask);
+}
+static inline const float *pbd__grid_point(const float *base, int stride, const int *ids, int k) {
+    return base + (size_t)stride * (size_t)(ids ? ids[k] : k);
+}
+
+static void pbd__grid_free(pbd_world *w, pbd__grid *g) {
+    pbd__free(w, g->start);
+    pbd__free(w, g->sorted);
+    pbd__free(w, g->key);
+    memset(g, 0, sizeof *g);
+}
+
+/* Buckets: a power of two >= 2 * points (few collisions). On failure the
+   grid is unchanged. */
+static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
+    if (points <= g->cap) return PBD_OK;
+    long nb = 64;
+    while (nb < 2L * points) nb *= 2;
+    if (nb > INT_MAX / 2) return PBD_ERROR_OVERFLOW;
+    int *start = (int *)pbd__alloc_n(w, (size_t)nb + 1, sizeof(int));
+    int *sorted = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
+    int *key = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
+    if (!start || !sorted || !key) {
+        pbd__free(w, start); pbd__free(w, sorted); pbd__free(w, key);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    pbd__grid_free(w, g);
+    g->start = start; g->sorted = sorted; g->key = key;
+    g->cap = points;
+    g->bucket_cap = (int)nb + 1;
+    g->mask = (int)nb - 1;
+    memset(start, 0, sizeof(int) * ((size_t)nb + 1));
+    return PBD_OK;
+}
+
+static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
+    PBD_ASSERT(n <= g->cap && cell > 0);
+    PBD__PRAGMA(omp single)
+    {
+        g->cell = cell;
+        g->inv_cell = 1.0f / cell;
+        g->count = n;
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < n; ++k) {
+        const float *p = pbd__grid_point(base, stride, ids, k);
+        g->key[k] = pbd__grid_hash(g, pbd__grid_coord(g, p[0]), pbd__grid_coord(g, p[1]), pbd__grid_coord(g, p[2]));
+    }
+    PBD__PRAGMA(omp single)
+    {
+        int nb = g->mask + 1;
+        memset(g->start, 0, sizeof(int) * ((size_t)nb + 1));
+        for (int k = 0; k < n; ++k) g->start[g->key[k]]++;
+        int sum = 0; /* exclusive prefix: start[b] = first slot of b */
+        for (int b = 0; b < nb; ++b) { int c = g->start[b]; g->start[b] = sum; sum += c; }
+        for (int k = 0; k < n; ++k) g->sorted[g->start[g->key[k]]++] = k; /* start[b] ends at b's end */
+        for (int b = nb; b > 0; --b) g->start[b] = g->start[b - 1];
+        g->start[0] = 0;
+    }
+}
+
+static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *out, int max) {
+    int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
+    int x1 = pbd__grid_coord(g, hi.x), y1 = pbd__grid_coord(g, hi.y), z1 = pbd__grid_coord(g, hi.z);
+    double cells = ((double)x1 - x0 + 1) * ((double)y1 - y0 + 1) * ((double)z1 - z0 + 1);
+    if (!(cells <= (double)max) || cells > (double)g->mask + 1) return -1;
+    int m = 0;
+    for (int z = z0; z <= z1; ++z)
+        for (int y = y0; y <= y1; ++y)
+            for (int x = x0; x <= x1; ++x) out[m++] = pbd__grid_hash(g, x, y, z);
+    if (m <= 32) { /* drop repeats (cells that share a bucket), keeping the order */
+        int u = 0;
+        for (int i = 0; i < m; ++i) {
+            int seen = 0;
+            for (int j = 0; j < u && !seen; ++j) seen = out[j] == out[i];
+            if (!seen) out[u++] = out[i];
+        }
+        return u;
+    }
+    qsort(out, (size_t)m, sizeof(int), pbd__cmp_int);
+    int u = 0;
+    for (int i = 0; i < m; ++i)
+        if (u == 0 || out[u - 1] != out[i]) out[u++] = out[i];
+    return u;
+}
+
+static int pbd__grid_query(const pbd__grid *g, const float *base, int stride, const int *ids, pbd__v3 q, float r,
+                           int *out, int max) {
+    int buckets[64], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(r, r, r)), pbd__add(q, pbd__v(r, r, r)), buckets, 64);
+    int all = nb < 0, found = 0;
+    if (all) nb = g->mask + 1;
+    float r2 = r * r;
+    for (int i = 0; i < nb; ++i) {
+        int b = all ? i : buckets[i];
+        for (int s = g->start[b]; s < g->start[b + 1]; ++s) {
+            int k = g->sorted[s];
+            pbd__v3 d = pbd__sub(pbd__ld(pbd__grid_point(base, stride, ids, k)), q);
+            if (pbd__dot(d, d) > r2) continue;
+            if (found < max) out[found] = k;
+            found++;
+        }
+    }
+    return found;
+}
+
+// ==== particle contact ======================================================
+
+enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PINNED, KINEMATIC */
+
+static void pbd__pp_free(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
+                      pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
+    pbd__grid_free(w, &pp->grid);
+    memset(pp, 0, sizeof *pp);
+}
+
+/* Scratch for `need` particles taking part (contents are rebuilt every
+   substep, so nothing is copied). On failure nothing changes. */
+static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
+    pbd__particle_phase *pp = &w->pp;
+    if (need <= pp->cap) return PBD_OK;
+    if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
+    PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
+    size_t n = (size_t)need;
+    void *a[12];
+    size_t sizes[12] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
+                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4)};
+    int ok = 1;
+    for (int i = 0; i < 12; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
+    if (!ok) {
+        for (int i = 0; i < 12; ++i) pbd__free(w, a[i]);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    void **dst[12] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
+                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
+                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega};
+    for (int i = 0; i < 12; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
+    pp->cap = need;
+    return PBD_OK;
+}
+
+/* The particles taking part, with their fluid and object (both are sorted
+   contiguous ranges, so one merge walk finds them). Needs the capacity. */
+static void pbd__pp_index(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = 0, o = 0, f = 0;
+    for (int i = 0; i < w->n; ++i) {
+        if (!(w->flags[i] & (PBD__COLLIDE | PBD__FLUID))) continue;
+        while (o < w->nobjects && i >= w->objects[o].first + w->objects[o].count) ++o;
+        while (f < pp->nfluids && i >= pp->fluids[f].first + pp->fluids[f].count) ++f;
+        PBD_ASSERT(np < pp->cap);
+        pp->ids[np] = i;
+        pp->object[np] = o < w->nobjects && i >= w->objects[o].first ? o : -1;
+        pp->fluid[np] = f < pp->nfluids && i >= pp->fluids[f].first ? f : -1;
+        np++;
+    }
+    pp->np = np;
+}
+
+static int pbd__pp_count(const pbd_world *w) {
+    int np = 0;
+    for (int i = 0; i < w->n; ++i) np += (w->flags[i] & (PBD__COLLIDE | PBD__FLUID)) != 0;
+    return np;
+}
+
+/* Reserve for the current flags and index (restore, switches). */
+static pbd_result pbd__pp_refresh(pbd_world *w) {
+    PBD__TRY(pbd__pp_reserve(w, pbd__pp_count(w)));
+    pbd__pp_index(w);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on) {
+    PBD__CHECK_WORLD(w);
+    if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first, r.count, w->n);
+    if (on) {
+        int more = 0;
+        for (int i = r.first; i < r.first + r.count; ++i) more += !(w->flags[i] & (PBD__COLLIDE | PBD__FLUID));
+        pbd_result res = pbd__pp_reserve(w, w->pp.np + more);
+        if (res != PBD_OK) return pbd__fail(w, res, "no memory for the contacts of %d particles", w->pp.np + more);
+    }
+    for (int i = r.first; i < r.first + r.count; ++i) {
+        if (on) w->flags[i] |= PBD__COLLIDE;
+        else w->flags[i] &= (unsigned char)~PBD__COLLIDE;
+    }
+    pbd__pp_index(w);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on) {
+    PBD__CHECK_WORLD(w);
+    if (object < 0 || object >= w->nobjects)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", object, w->nobjects - 1);
+    pbd_range r;
+    r.first = w->objects[object].first;
+    r.count = w->objects[object].count;
+    return pbd_set_particle_collision(w, r, on);
+}
+
+PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, 0.0f));
+    w->pp.mu_s = static_friction;
+    w->pp.mu_d = dynamic_friction;
+    return PBD_OK;
+}
+
+/* --- SPH kernels (Mueller et al. 2003, as used by Macklin and Mueller
+   2013): poly6 for densities, the spiky gradient for the constraints. */
+static inline float pbd__poly6(float r2, float h) {
+    float h2 = h * h, d = h2 - r2;
+    if (!(d > 0)) return 0.0f;
+    float h3 = h2 * h;
+    return 315.0f / (64.0f * 3.14159265358979f * h3 * h3 * h3) * d * d * d;
+}
+/* grad W_spiky(d), d = p_i - p_j, r = |d| > 0: -45 / (pi h^6) (h - r)^2 d / r */
+static inline pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
+    if (!(r > 1e-9f * h) || r >= h) return pbd__v(0, 0, 0);
+    float h3 = h * h * h, s = h - r;
+    return pbd__mul(d, -45.0f / (3.14159265358979f * h3 * h3) * s * s / r);
+}
+
+/* The search radius and cell: the largest fluid kernel, and 1.5 times the
+   largest contact distance (the margin covers the motion of the
+   iterations). */
+static float pbd__pp_reach(const pbd_world *w) {
+    const pbd__particle_phase *pp = &w->pp;
+    float rmax = 0, hmax = 0;
+    for (int k = 0; k < pp->np; ++k)
+        if (w->flags[pp->ids[k]] & PBD__COLLIDE) rmax = w->radius[pp->ids[k]] > rmax ? w->radius[pp->ids[k]] : rmax;
+    for (int f = 0; f < pp->nfluids; ++f) hmax = pp->fluids[f].kernel_radius > hmax ? pp->fluids[f].kernel_radius : hmax;
+    return hmax > 3.0f * rmax ? hmax : 3.0f * rmax;
+}
+
+/* Whether particles a and b (indices into ids) have anything to do with
+   each other at squared distance d2: fluid kernels, or contact. */
+static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
+    const pbd__particle_phase *pp = &w->pp;
+    int ia = pp->ids[a], ib = pp->ids[b], fa = pp->fluid[a], fb = pp->fluid[b];
+    int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
+    *contact = 0;
+    if (fa >= 0 && fb >= 0) return 1; /* density */
+    if (!both_collide) return 0;
+    if (fa < 0 && fb < 0 && pp->object[a] >= 0 && pp->object[a] == pp->object[b]) return 0;
+    float reach = 1.5f * (w->radius[ia] + w->radius[ib]);
+    *contact = d2 < reach * reach;
+    return *contact || fa >= 0 || fb >= 0;
+}
+
+/* Neighbour lists of the particles taking part, at positions P (the
+   predictions at the start of a substep, or x for queries). Inside the
+   substep's parallel region, or serially. With `mark`, objects touched
+   by other objects' particles become coupled (serial, after the lists). */
+static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np;
+    PBD__PRAGMA(omp single)
+    pp->reach = pbd__pp_reach(w);
+    float R = pp->reach;
+    if (np == 0 || !(R > 0)) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int k = 0; k < np; ++k) pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+        return;
+    }
+    pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
+    const pbd__grid *g = &pp->grid;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < np; ++k) {
+        pbd__v3 q = pbd__p3(P[pp->ids[k]]);
+        int buckets[27], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
+        int all = nb < 0, count = 0, contacts = 0, cross = 0;
+        if (all) nb = g->mask + 1;
+        int *list = pp->nbr + (size_t)k * PBD_MAX_NEIGHBORS;
+        for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
+            int b = all ? bi : buckets[bi];
+            for (int s = g->start[b]; s < g->start[b + 1] && count < PBD_MAX_NEIGHBORS; ++s) {
+                int j = g->sorted[s], contact;
+                if (j == k) continue;
+                pbd__v3 d = pbd__sub(pbd__p3(P[pp->ids[j]]), q);
+                float d2 = pbd__dot(d, d);
+                if (d2 >= R * R || !pbd__pp_pair(w, k, j, d2, &contact)) continue;
+                list[count++] = j;
+                contacts += contact;
+                cross |= (pp->fluid[k] < 0 || pp->fluid[j] < 0) && pp->object[k] != pp->object[j];
+            }
+        }
+        pp->nbr_count[k] = count;
+        pp->ncontact[k] = contacts;
+        pp->cross[k] = (unsigned char)cross;
+    }
+    if (mark && w->nobjects > 0) {
+        PBD__PRAGMA(omp single)
+        for (int k = 0; k < np; ++k) {
+            if (!pp->cross[k]) continue;
+            /* this particle's object and every other object it touches */
+            const int *list = pp->nbr + (size_t)k * PBD_MAX_NEIGHBORS;
+            if (pp->object[k] >= 0) w->objects[pp->object[k]].coupled = 1;
+            for (int s = 0; s < pp->nbr_count[k]; ++s)
+                if (pp->object[list[s]] >= 0) pbd__mark_coupled(w, &pp->ids[list[s]], 1);
+        }
+    }
+}
+
+/* The contact correction of particle a from its pair with b (positions P,
+   starts X): |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
+   1 / max(contact counts) so that the pair's corrections cancel in the
+   momentum sum; then position-level friction on the relative tangential
+   motion of the substep (Macklin et al. 2014, section 6.1). */
+static inline pbd__v3 pbd__pp_contact(const pbd_world *w, int a, int b) {
+    const pbd__particle_phase *pp = &w->pp;
+    int ia = pp->ids[a], ib = pp->ids[b];
+    float wa = w->p[ia].w, wb = w->p[ib].w, ws = wa + wb;
+    pbd__v3 d = pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->p[ib]));
+    float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
+    if (!(C < 0) || !(ws > 0) || !(dist > 0)) return pbd__v(0, 0, 0);
+    int most = pp->ncontact[a] > pp->ncontact[b] ? pp->ncontact[a] : pp->ncontact[b];
+    float s = wa / ws / (float)(most > 0 ? most : 1);
+    pbd__v3 n = pbd__mul(d, 1.0f / dist);
+    pbd__v3 corr = pbd__mul(n, -C * s);
+    /* friction: relative motion since the start of the substep */
+    pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(w->p[ib]), pbd__p3(w->x[ib])));
+    pbd__v3 rt = pbd__sub(rel, pbd__mul(n, pbd__dot(rel, n)));
+    float lt = pbd__len(rt), pen = -C;
+    if (lt > 0) {
+        float f = lt < pp->mu_s * pen ? 1.0f : (pp->mu_d * pen / lt < 1.0f ? pp->mu_d * pen / lt : 1.0f);
+        corr = pbd__sub(corr, pbd__mul(rt, f * s));
+    }
+    return corr;
+}
+
+// ==== fluids ================================================================
+
+PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
+    pbd_fluid_desc d;
+    memset(&d, 0, sizeof d);
+    d.rest_density = 1000.0f;
+    d.spacing = 0.05f;
+    d.relaxation = 0.01f;
+    d.viscosity = 0.01f;
+    d.scorr_k = 0.1f;
+    d.scorr_n = 4.0f;
+    d.scorr_dq = 0.2f;
+    return d;
+}
+
+PBDDEF int pbd_world_fluid_count(const pbd_world *w) { return w ? w->pp.nfluids : 0; }
+
+/* sum_k w_k |grad_k C|^2 of a particle inside a cubic lattice of spacing d
+   (unit inverse mass times m: the scale of the CFM relaxation). */
+static float pbd__fluid_lattice_denominator(const pbd__fluid *f) {
+    float d = f->spacing, h = f->kernel_radius, wm = 1.0f / f->mass;
+    int r = (int)ceilf(h / d);
+    float sum2 = 0;
+    pbd__v3 gi = pbd__v(0, 0, 0);
+    for (int z = -r; z <= r; ++z)
+        for (int y = -r; y <= r; ++y)
+            for (int x = -r; x <= r; ++x) {
+                pbd__v3 o = pbd__v((float)x * d, (float)y * d, (float)z * d);
+                float l = pbd__len(o);
+                if (!(l > 0) || l >= h) continue;
+                pbd__v3 g = pbd__mul(pbd__spiky_grad(o, l, h), f->mass / f->rest_density);
+                gi = pbd__add(gi, g);
+                sum2 += wm * pbd__dot(g, g);
+            }
+    return sum2 + wm * pbd__dot(gi, gi);
+}
+
+static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *d, pbd__fluid *f) {
+    PBD__CHECK_PTR(w, d, "desc");
+    float vals[9] = {d->rest_density, d->spacing, d->kernel_radius, d->radius, d->relaxation,
+                     d->viscosity, d->vorticity, d->scorr_k, d->scorr_n};
+    if (!pbd__finite_n(vals, 9) || !pbd__finite(d->scorr_dq))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "a fluid parameter is NaN or infinite");
+    if (d->rest_density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
+    if (!(d->rest_density > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest density must be > 0");
+    if (!(d->spacing > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "spacing %g must be > 0", (double)d->spacing);
+    float h = d->kernel_radius > 0 ? d->kernel_radius : 2.0f * d->spacing;
+    if (d->kernel_radius < 0 || h < d->spacing || h > 4.0f * d->spacing)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "kernel radius %g outside [spacing, 4 spacing]", (double)h);
+    if (d->radius < 0 || d->relaxation < 0 || d->vorticity < 0 || d->scorr_k < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius, relaxation, vorticity and scorr_k must be >= 0");
+    if (d->viscosity < 0 || d->viscosity > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g outside [0, 1]", (double)d->viscosity);
+    if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
+    float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
+    if (!(mass > 0) || !pbd__finite(mass) || !pbd__finite(1.0f / mass) || !pbd__finite(pbd__poly6(0, h)))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "particle mass rest_density * spacing^3 = %g is not usable", (double)mass);
+    memset(f, 0, sizeof *f);
+    f->rest_density = d->rest_density;
+    f->spacing = d->spacing;
+    f->kernel_radius = h;
+    f->mass = mass;
+    f->relaxation = d->relaxation;
+    f->viscosity = d->viscosity;
+    f->vorticity = d->vorticity;
+    f->scorr_k = d->scorr_k;
+    f->scorr_n = d->scorr_n;
+    f->scorr_dq = d->scorr_dq;
+    f->eps = d->relaxation * pbd__fluid_lattice_denominator(f);
+    if (!pbd__finite(f->eps)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles) {
+    PBD__CHECK_WORLD(w);
+    pbd__fluid f;
+    PBD__TRY(pbd__validate_fluid(w, desc, &f));
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = desc->positions;
+    pd.velocities = desc->velocities;
+    pd.count = desc->count;
+    pd.mass = f.mass;
+    pd.radius = desc->radius > 0 ? desc->radius : 0.5f * desc->spacing;
+    PBD__TRY(pbd__validate_particles(w, &pd));
+    pbd__particle_phase *pp = &w->pp;
+    /* every allocation first, so that nothing can fail after the particles are in */
+    pbd_result r = PBD_OK;
+    if (pp->nfluids == INT_MAX ||
+        !pbd__grow(w, (void **)&pp->fluids, pp->nfluids, &pp->fluid_cap, pp->nfluids + 1, sizeof(pbd__fluid)))
+        r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) r = pbd__pp_reserve(w, pp->np + desc->count);
+    if (r == PBD_OK) r = pbd__reserve_particles(w, w->n + desc->count);
+    if (r != PBD_OK) return pbd__fail(w, r, "no memory for a fluid of %d particles", desc->count);
+    pbd_range range;
+    PBD__TRY(pbd__append_particles(w, &pd, &range));
+    for (int i = range.first; i < range.first + range.count; ++i) w->flags[i] |= PBD__COLLIDE | PBD__FLUID;
+    f.first = range.first;
+    f.count = range.count;
+    pp->fluids[pp->nfluids] = f;
+    if (out) *out = pp->nfluids;
+    pp->nfluids++;
+    pbd__pp_index(w);
+    if (out_particles) *out_particles = range;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_fluid(const pbd_world *w, pbd_fluid f) {
+    if (f < 0 || f >= w->pp.nfluids)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "fluid %d does not exist (0..%d)", f, w->pp.nfluids - 1);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_fluid(w, f));
+    if (!pbd__finite(viscosity) || !pbd__finite(vorticity)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
+    if (viscosity < 0 || viscosity > 1 || vorticity < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity must be in [0, 1] and vorticity >= 0");
+    w->pp.fluids[f].viscosity = viscosity;
+    w->pp.fluids[f].vorticity = vorticity;
+    return PBD_OK;
+}
+
+/* The mass a neighbour b has in the density of fluid particle a: its own
+   fluid's, or, for a solid, one particle of a's fluid (the fluid it
+   displaces). */
+static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b) {
+    return pp->fluids[pp->fluid[b] >= 0 ? pp->fluid[b] : pp->fluid[a]].mass;
+}
+
+/* Density, and the Lagrange multiplier of the density constraint of
+   fluid particle a (Macklin and Mueller 2013, eqs. 1-11, with masses:
+   grad_a C_a = 1/rho_0 sum_b m_b grad W_ab, grad_b C_a = -m_b/rho_0 grad W_ab),
+   lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0). */
+static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+    float h = f->kernel_radius, h2 = h * h, inv_rho0 = 1.0f / f->rest_density;
+    pbd__v3 pa = pbd__p3(P[pp->ids[a]]), ga = pbd__v(0, 0, 0);
+    float rho = f->mass * pbd__poly6(0, h), sum2 = 0;
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s) {
+        int b = list[s];
+        const pbd__p4 *pb = &P[pp->ids[b]];
+        pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
+        float r2 = pbd__dot(d, d);
+        if (r2 >= h2) continue;
+        float mb = pbd__pp_mass_in(pp, a, b);
+        rho += mb * pbd__poly6(r2, h);
+        pbd__v3 g = pbd__mul(pbd__spiky_grad(d, sqrtf(r2), h), mb * inv_rho0);
+        ga = pbd__add(ga, g);
+        sum2 += pb->w * pbd__dot(g, g);
+    }
+    float C = rho * inv_rho0 - 1.0f, den = P[pp->ids[a]].w * pbd__dot(ga, ga) + sum2 + f->eps;
+    pp->density[a] = rho;
+    pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
+}
+
+/* s_corr = -k (W(r) / W(dq))^n (Macklin and Mueller 2013, eq. 13). */
+static inline float pbd__fluid_scorr(const pbd__fluid *f, float r2) {
+    if (!(f->scorr_k > 0)) return 0.0f;
+    float dq = f->scorr_dq * f->kernel_radius;
+    float ratio = pbd__poly6(r2, f->kernel_radius) / pbd__poly6(dq * dq, f->kernel_radius);
+    return -f->scorr_k * powf(ratio, f->scorr_n);
+}
+
+/* The correction of particle a (fluid or solid) from the density
+   constraints it is part of (eq. 12 generalised to masses), plus its
+   contacts; Jacobi: reads P and lambda, writes dp[a] only. */
+static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    int ia = pp->ids[a], fa = pp->fluid[a];
+    pbd__v3 pa = pbd__p3(P[ia]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s) {
+        int b = list[s], fb = pp->fluid[b];
+        pbd__v3 d = pbd__sub(pa, pbd__p3(P[pp->ids[b]]));
+        float r2 = pbd__dot(d, d), r = -1.0f;
+        if (fa >= 0) { /* a's own constraint, and s_corr between fluid particles */
+            const pbd__fluid *f = &pp->fluids[fa];
+            float h = f->kernel_radius;
+            if (r2 < h * h) {
+                r = sqrtf(r2);
+                float k = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
+                if (fb >= 0) k += pbd__fluid_scorr(f, r2) * pp->fluids[fb].mass;
+                sum = pbd__add(sum, pbd__mul(pbd__spiky_grad(d, r, h), k / f->rest_density));
+            }
+        }
+        if (fb >= 0) { /* b's constraint: grad_a C_b = m_a/rho_0 grad W(p_a - p_b) */
+            const pbd__fluid *f = &pp->fluids[fb];
+            float h = f->kernel_radius;
+            if (r2 < h * h) {
+                if (r < 0) r = sqrtf(r2);
+                float ma = fa >= 0 ? pp->fluids[fa].mass : f->mass;
+                sum = pbd__add(sum, pbd__mul(pbd__spiky_grad(d, r, h), pp->lambda[b] * ma / f->rest_density));
+            }
+        }
+        if (fa < 0 || fb < 0) contact = pbd__add(contact, pbd__pp_contact(w, a, b));
+    }
+    pbd__v3 dp = pbd__add(pbd__mul(sum, P[ia].w), contact);
+    pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
+}
+
+/* One Jacobi iteration of contacts and density constraints: multipliers,
+   corrections, then their application (each pass an `omp for`, whose
+   barrier separates them). */
+static void pbd__pp_project(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np;
+    if (np == 0 || !(pp->reach > 0)) return;
+    if (pp->nfluids > 0) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < np; ++a)
+            if (pp->fluid[a] >= 0) pbd__fluid_lambda(w, w->p, a);
+            else pp->lambda[a] = 0;
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) pbd__pp_correction(w, w->p, a);
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__p4 *p = &w->p[pp->ids[a]];
+        p->x += pp->dp[a].x; p->y += pp->dp[a].y; p->z += pp->dp[a].z;
+    }
+}
+
+/* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
+   and vorticity confinement (Macklin and Mueller 2013, eqs. 15-17):
+   omega_a = sum_b m_b/rho_0 (v_a - v_b) x grad W(p_a - p_b) (the SPH curl),
+   eta = grad |omega|, N = eta / |eta|, v_a += h eps (N x omega_a).
+   Fluid neighbours only; Jacobi (old velocities in, dp as the new). */
+static void pbd__fluid_velocities(pbd_world *w, float h) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np, any = 0, vort = 0;
+    for (int f = 0; f < pp->nfluids; ++f) {
+        any |= pp->fluids[f].viscosity > 0 || pp->fluids[f].vorticity > 0;
+        vort |= pp->fluids[f].vorticity > 0;
+    }
+    if (np == 0 || !any || !(pp->reach > 0)) return;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
+        if (pp->fluid[a] >= 0) {
+            const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+            float kh = f->kernel_radius;
+            pbd__v3 pa = pbd__p3(w->x[pp->ids[a]]), va = pbd__p3(w->v[pp->ids[a]]);
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            for (int s = 0; s < pp->nbr_count[a]; ++s) {
+                int b = list[s];
+                if (pp->fluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->ids[b]]));
+                float r2 = pbd__dot(d, d);
+                if (r2 >= kh * kh) continue;
+                float vol = pp->fluids[pp->fluid[b]].mass / f->rest_density;
+                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->ids[b]]), va);
+                dv = pbd__add(dv, pbd__mul(vab, vol * pbd__poly6(r2, kh)));
+                om = pbd__add(om, pbd__mul(pbd__cross(pbd__neg(vab), pbd__spiky_grad(d, sqrtf(r2), kh)), vol));
+            }
+            dv = pbd__mul(dv, f->viscosity);
+        }
+        pp->dp[a].x = dv.x; pp->dp[a].y = dv.y; pp->dp[a].z = dv.z; pp->dp[a].w = 0;
+        pp->omega[a].x = om.x; pp->omega[a].y = om.y; pp->omega[a].z = om.z; pp->omega[a].w = 0;
+        pp->omega_len[a] = pbd__len(om);
+    }
+    if (vort) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < np; ++a) {
+            if (pp->fluid[a] < 0 || !(pp->fluids[pp->fluid[a]].vorticity > 0)) continue;
+            const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+            float kh = f->kernel_radius;
+            pbd__v3 pa = pbd__p3(w->x[pp->ids[a]]), eta = pbd__v(0, 0, 0);
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            for (int s = 0; s < pp->nbr_count[a]; ++s) {
+                int b = list[s];
+                if (pp->fluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->ids[b]]));
+                float r2 = pbd__dot(d, d);
+                if (r2 >= kh * kh) continue;
+                float vol = pp->fluids[pp->fluid[b]].mass / f->rest_density;
+                eta = pbd__add(eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
+            }
+            float le = pbd__len(eta);
+            if (!(le > 1e-12f)) continue;
+            pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
+            pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
+            pp->dp[a].x += h * acc.x; pp->dp[a].y += h * acc.y; pp->dp[a].z += h * acc.z;
+        }
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__p4 *v = &w->v[pp->ids[a]];
+        if (w->x[pp->ids[a]].w == 0) continue;
+        v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
+    }
+}
+
+/* --- hooks of the substep (pbd__substep_body) and queries ------------------ */
+
+static void pbd__pp_begin_substep(pbd_world *w) {
+    if (w->pp.np > 0) pbd__pp_build(w, w->p, 1);
+}
+static void pbd__pp_end_substep(pbd_world *w, float h) {
+    if (w->pp.nfluids > 0) pbd__fluid_velocities(w, h);
+}
+
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, int max) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_fluid(w, fi));
+    PBD__CHECK_PTR(w, out, "out");
+    const pbd__fluid *f = &w->pp.fluids[fi];
+    if (max < f->count) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out holds %d of the fluid's %d particles", max, f->count);
+    pbd__pp_build(w, w->x, 0); /* serial: the orphaned pragmas run on this thread alone */
+    pbd__particle_phase *pp = &w->pp;
+    for (int a = 0; a < pp->np; ++a) {
+        if (pp->fluid[a] != fi) continue;
+        pbd__fluid_lambda(w, w->x, a);
+        out[pp->ids[a] - f->first] = pp->density[a] / f->rest_density;
+    }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, point, "point");
+    PBD__CHECK_PTR(w, count, "count");
+    PBD__TRY(pbd__check_finite(w, point, 3, "point"));
+    if (!pbd__finite(radius) || !(radius >= 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius must be finite and >= 0");
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    pbd__particle_phase *pp = &w->pp;
+    *count = 0;
+    if (pp->np == 0) return PBD_OK;
+    float cell = radius > 0 ? radius : 1.0f;
+    pbd__grid_build(&pp->grid, &w->x[0].x, 4, pp->ids, pp->np, cell);
+    int found = pbd__grid_query(&pp->grid, &w->x[0].x, 4, pp->ids, pbd__ld(point), radius, out, max);
+    for (int i = 0; i < found && i < max; ++i) out[i] = pp->ids[out[i]];
+    *count = found;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, count, "count");
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    const pbd__particle_phase *pp = &w->pp;
+    int lo = 0, hi = pp->np - 1, a = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (pp->ids[mid] == particle) { a = mid; break; }
+        if (pp->ids[mid] < particle) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    *count = 0;
+    if (a < 0) return PBD_OK;
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s)
+        if (s < max) out[s] = pp->ids[list[s]];
+    *count = pp->nbr_count[a];
+    return PBD_OK;
+}
+
+/* --- snapshot ----------------------------------------------------------------- */
+
+static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    pbd__io_float(io, &pp->mu_s);
+    pbd__io_float(io, &pp->mu_d);
+    pbd__io_int(io, &pp->nfluids);
+    if (io->bad) return;
+    if (io->in) {
+        if (pp->nfluids < 0) { io->bad = 1; return; }
+        pp->fluid_cap = pp->nfluids;
+    }
+    pbd__io_array(io, w, (void **)&pp->fluids, pp->nfluids, sizeof(pbd__fluid));
+}
+
+/* Fluids: sorted disjoint ranges with valid parameters, their particles
+   (and only theirs) flagged fluid; friction in range. */
+static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
+    const pbd__particle_phase *pp = &t->pp;
+    if (!pbd__finite(pp->mu_s) || !pbd__finite(pp->mu_d) || pp->mu_s < 0 || pp->mu_d < 0 || pp->mu_d > pp->mu_s)
+        return PBD_ERROR_BAD_SNAPSHOT;
+    int end = 0;
+    for (int fi = 0; fi < pp->nfluids; ++fi) {
+        const pbd__fluid *f = &pp->fluids[fi];
+        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 11) ||
+            !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
+            !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
+            f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
+            !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) || f->eps < 0)
+            return PBD_ERROR_BAD_SNAPSHOT;
+        end = f->first + f->count;
+    }
+    for (int i = 0, fi = 0; i < t->n; ++i) {
+        while (fi < pp->nfluids && i >= pp->fluids[fi].first + pp->fluids[fi].count) ++fi;
+        int in = fi < pp->nfluids && i >= pp->fluids[fi].first;
+        if (in != ((t->flags[i] & PBD__FLUID) != 0)) return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    return PBD_OK;
+}
+
 // ==== plugins ===============================================================
 
 typedef struct pbd__plugin {
@@ -4722,16 +5635,19 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     }
     pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
+    pbd__pp_begin_substep(w);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
             if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h, it & 1);
         if (w->jacobi) pbd__jacobi_apply(w);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
+        pbd__pp_project(w);
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
     pbd__contact_velocities(w, h);
+    pbd__pp_end_substep(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
@@ -4784,7 +5700,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
                      !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
         return PBD_ERROR_BAD_SNAPSHOT;
     for (int i = 0; i < t->n; ++i)
-        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 3 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
+        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 15 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
             return PBD_ERROR_BAD_SNAPSHOT;
     for (int gi = 0; gi < t->ngroups; ++gi) {
         const pbd__group *g = &t->groups[gi];
