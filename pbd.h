@@ -1790,6 +1790,8 @@ typedef struct pbd__grid {
     int *start;           /* bucket b: sorted[start[b] .. start[b + 1]) */
     int *sorted;
     int *key;             /* bucket of point k */
+    float *pos;           /* 4 floats per slot: the point of sorted[s] (x y z, k as w
+                             is not stored: use sorted), for cache-friendly scans */
 } pbd__grid;
 
 /* A fluid: a contiguous particle range (see "// ==== fluids"). */
@@ -1798,7 +1800,8 @@ typedef struct pbd__fluid {
     float rest_density, spacing, kernel_radius, mass;
     float relaxation, viscosity, vorticity;
     float scorr_k, scorr_n, scorr_dq;
-    float eps; /* relaxation * sum_k w_k |grad_k C|^2 of a lattice particle */
+    float denominator; /* sum_k w_k |grad_k C|^2 of a lattice particle */
+    float eps;         /* relaxation * denominator */
 } pbd__fluid;
 
 /* Particle contact and fluids: state (fluids, friction; the per-particle
@@ -3897,10 +3900,11 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
          the distinct buckets of the cells that overlap the box [lo, hi]
          (z, then y, then x order; e.g. a swept bound), or -1 when there are
          more than max: then walk every bucket 0..mask.
-     pbd__grid_query(g, base, stride, ids, q, r, out, max)
-         the points within r of q (|p - q| <= r), bucket by bucket then by k;
-         returns how many, writes at most max.
-   Walk a bucket b as: for (k = start[b]; k < start[b + 1]; ++k) sorted[k].
+     pbd__grid_query(g, q, r, out, max)
+         the points k within r of q (|p - q| <= r, positions of the build),
+         bucket by bucket then by k; returns how many, writes at most max.
+   Walk a bucket b as: for (s = start[b]; s < start[b + 1]; ++s) the point
+   sorted[s], whose position (as built) is pos[4 s .. 4 s + 2].
    A bucket can also hold points of far cells that hash to it, so callers
    test each candidate's distance (or their own exact test). */
 
@@ -3921,6 +3925,7 @@ static void pbd__grid_free(pbd_world *w, pbd__grid *g) {
     pbd__free(w, g->start);
     pbd__free(w, g->sorted);
     pbd__free(w, g->key);
+    pbd__free(w, g->pos);
     memset(g, 0, sizeof *g);
 }
 
@@ -3934,12 +3939,13 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
     int *start = (int *)pbd__alloc_n(w, (size_t)nb + 1, sizeof(int));
     int *sorted = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
     int *key = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
-    if (!start || !sorted || !key) {
-        pbd__free(w, start); pbd__free(w, sorted); pbd__free(w, key);
+    float *pos = (float *)pbd__alloc_n(w, (size_t)points * 4, sizeof(float));
+    if (!start || !sorted || !key || !pos) {
+        pbd__free(w, start); pbd__free(w, sorted); pbd__free(w, key); pbd__free(w, pos);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
     pbd__grid_free(w, g);
-    g->start = start; g->sorted = sorted; g->key = key;
+    g->start = start; g->sorted = sorted; g->key = key; g->pos = pos;
     g->cap = points;
     g->bucket_cap = (int)nb + 1;
     g->mask = (int)nb - 1;
@@ -3971,6 +3977,11 @@ static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const i
         for (int b = nb; b > 0; --b) g->start[b] = g->start[b - 1];
         g->start[0] = 0;
     }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int s = 0; s < n; ++s) {
+        const float *p = pbd__grid_point(base, stride, ids, g->sorted[s]);
+        g->pos[4 * s] = p[0]; g->pos[4 * s + 1] = p[1]; g->pos[4 * s + 2] = p[2]; g->pos[4 * s + 3] = 0;
+    }
 }
 
 static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *out, int max) {
@@ -3982,12 +3993,15 @@ static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *ou
     for (int z = z0; z <= z1; ++z)
         for (int y = y0; y <= y1; ++y)
             for (int x = x0; x <= x1; ++x) out[m++] = pbd__grid_hash(g, x, y, z);
-    if (m <= 32) { /* drop repeats (cells that share a bucket), keeping the order */
-        int u = 0;
+    if (m <= 32) { /* drop repeats (cells that share a bucket), keeping the order: a small open-addressing set */
+        int set[64], u = 0;
+        for (int i = 0; i < 64; ++i) set[i] = -1;
         for (int i = 0; i < m; ++i) {
-            int seen = 0;
-            for (int j = 0; j < u && !seen; ++j) seen = out[j] == out[i];
-            if (!seen) out[u++] = out[i];
+            int b = out[i], slot = b & 63;
+            while (set[slot] >= 0 && set[slot] != b) slot = (slot + 1) & 63;
+            if (set[slot] == b) continue;
+            set[slot] = b;
+            out[u++] = b;
         }
         return u;
     }
@@ -3998,8 +4012,7 @@ static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *ou
     return u;
 }
 
-static int pbd__grid_query(const pbd__grid *g, const float *base, int stride, const int *ids, pbd__v3 q, float r,
-                           int *out, int max) {
+static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int max) {
     int buckets[64], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(r, r, r)), pbd__add(q, pbd__v(r, r, r)), buckets, 64);
     int all = nb < 0, found = 0;
     if (all) nb = g->mask + 1;
@@ -4008,7 +4021,7 @@ static int pbd__grid_query(const pbd__grid *g, const float *base, int stride, co
         int b = all ? i : buckets[i];
         for (int s = g->start[b]; s < g->start[b + 1]; ++s) {
             int k = g->sorted[s];
-            pbd__v3 d = pbd__sub(pbd__ld(pbd__grid_point(base, stride, ids, k)), q);
+            pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)s), q);
             if (pbd__dot(d, d) > r2) continue;
             if (found < max) out[found] = k;
             found++;
@@ -4191,11 +4204,11 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
             int b = all ? bi : buckets[bi];
             for (int s = g->start[b]; s < g->start[b + 1] && count < PBD_MAX_NEIGHBORS; ++s) {
-                int j = g->sorted[s], contact;
-                if (j == k) continue;
-                pbd__v3 d = pbd__sub(pbd__p3(P[pp->ids[j]]), q);
+                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)s), q);
                 float d2 = pbd__dot(d, d);
-                if (d2 >= R * R || !pbd__pp_pair(w, k, j, d2, &contact)) continue;
+                if (d2 >= R * R) continue;
+                int j = g->sorted[s], contact;
+                if (j == k || !pbd__pp_pair(w, k, j, d2, &contact)) continue;
                 list[count++] = j;
                 contacts += contact;
                 cross |= (pp->fluid[k] < 0 || pp->fluid[j] < 0) && pp->object[k] != pp->object[j];
@@ -4313,8 +4326,9 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     f->scorr_k = d->scorr_k;
     f->scorr_n = d->scorr_n;
     f->scorr_dq = d->scorr_dq;
-    f->eps = d->relaxation * pbd__fluid_lattice_denominator(f);
-    if (!pbd__finite(f->eps)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
+    f->denominator = pbd__fluid_lattice_denominator(f);
+    f->eps = d->relaxation * f->denominator;
+    if (!pbd__finite(f->eps) || !(f->denominator > 0) || !pbd__finite(1.0f / f->denominator)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
     return PBD_OK;
 }
 
@@ -4368,6 +4382,48 @@ PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float visco
     return PBD_OK;
 }
 
+/* A fluid's kernel constants, computed once per particle rather than per
+   pair: W_poly6(r) = c6 (h^2 - r^2)^3, grad W_spiky(d) = cs (h - r)^2 d / r. */
+typedef struct pbd__kern {
+    float h, h2, c6, cs, inv_rho0, scorr; /* scorr: -k / (W(dq)^n * denominator) */
+    int n;                                /* s_corr exponent when integral, else 0 */
+    float nf;
+} pbd__kern;
+
+static pbd__kern pbd__fluid_kern(const pbd__fluid *f) {
+    pbd__kern k;
+    float h = f->kernel_radius, h3 = h * h * h, dq = f->scorr_dq * h;
+    k.h = h;
+    k.h2 = h * h;
+    k.c6 = 315.0f / (64.0f * 3.14159265358979f * h3 * h3 * h3);
+    k.cs = -45.0f / (3.14159265358979f * h3 * h3);
+    k.inv_rho0 = 1.0f / f->rest_density;
+    k.nf = f->scorr_n;
+    k.n = floorf(f->scorr_n) == f->scorr_n ? (int)f->scorr_n : 0;
+    k.scorr = f->scorr_k > 0 ? -f->scorr_k / (powf(pbd__poly6(dq * dq, h), f->scorr_n) * f->denominator) : 0.0f;
+    return k;
+}
+static inline float pbd__kpoly6(const pbd__kern *k, float r2) {
+    float d = k->h2 - r2;
+    return d > 0 ? k->c6 * d * d * d : 0.0f;
+}
+static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
+    if (!(r > 1e-9f * k->h) || r >= k->h) return pbd__v(0, 0, 0);
+    float s = k->h - r;
+    return pbd__mul(d, k->cs * s * s / r);
+}
+/* s_corr = -k (W(r) / W(dq))^n (Macklin and Mueller 2013, eq. 13), in the
+   units of lambda: divided by the lattice denominator, so that k is the
+   artificial pressure of a density error of k whatever the units and
+   masses (the paper's k = 0.1 assumes its own normalised units). */
+static inline float pbd__kscorr(const pbd__kern *k, float r2) {
+    if (k->scorr == 0) return 0.0f;
+    float w = pbd__kpoly6(k, r2), p = 1.0f;
+    if (k->n > 0) for (int i = 0; i < k->n; ++i) p *= w;
+    else p = powf(w, k->nf);
+    return k->scorr * p;
+}
+
 /* The mass a neighbour b has in the density of fluid particle a: its own
    fluid's, or, for a solid, one particle of a's fluid (the fluid it
    displaces). */
@@ -4382,33 +4438,25 @@ static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b)
 static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
     const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
-    float h = f->kernel_radius, h2 = h * h, inv_rho0 = 1.0f / f->rest_density;
+    pbd__kern k = pbd__fluid_kern(f);
     pbd__v3 pa = pbd__p3(P[pp->ids[a]]), ga = pbd__v(0, 0, 0);
-    float rho = f->mass * pbd__poly6(0, h), sum2 = 0;
+    float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
     for (int s = 0; s < pp->nbr_count[a]; ++s) {
         int b = list[s];
         const pbd__p4 *pb = &P[pp->ids[b]];
         pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
         float r2 = pbd__dot(d, d);
-        if (r2 >= h2) continue;
+        if (r2 >= k.h2) continue;
         float mb = pbd__pp_mass_in(pp, a, b);
-        rho += mb * pbd__poly6(r2, h);
-        pbd__v3 g = pbd__mul(pbd__spiky_grad(d, sqrtf(r2), h), mb * inv_rho0);
+        rho += mb * pbd__kpoly6(&k, r2);
+        pbd__v3 g = pbd__mul(pbd__kspiky(&k, d, sqrtf(r2)), mb * k.inv_rho0);
         ga = pbd__add(ga, g);
         sum2 += pb->w * pbd__dot(g, g);
     }
-    float C = rho * inv_rho0 - 1.0f, den = P[pp->ids[a]].w * pbd__dot(ga, ga) + sum2 + f->eps;
+    float C = rho * k.inv_rho0 - 1.0f, den = P[pp->ids[a]].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
-}
-
-/* s_corr = -k (W(r) / W(dq))^n (Macklin and Mueller 2013, eq. 13). */
-static inline float pbd__fluid_scorr(const pbd__fluid *f, float r2) {
-    if (!(f->scorr_k > 0)) return 0.0f;
-    float dq = f->scorr_dq * f->kernel_radius;
-    float ratio = pbd__poly6(r2, f->kernel_radius) / pbd__poly6(dq * dq, f->kernel_radius);
-    return -f->scorr_k * powf(ratio, f->scorr_n);
 }
 
 /* The correction of particle a (fluid or solid) from the density
@@ -4416,30 +4464,34 @@ static inline float pbd__fluid_scorr(const pbd__fluid *f, float r2) {
    contacts; Jacobi: reads P and lambda, writes dp[a] only. */
 static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
-    int ia = pp->ids[a], fa = pp->fluid[a];
+    int ia = pp->ids[a], fa = pp->fluid[a], fk = -1;
+    pbd__kern ka, kb;
+    memset(&ka, 0, sizeof ka);
+    memset(&kb, 0, sizeof kb);
+    if (fa >= 0) ka = pbd__fluid_kern(&pp->fluids[fa]);
     pbd__v3 pa = pbd__p3(P[ia]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
     for (int s = 0; s < pp->nbr_count[a]; ++s) {
         int b = list[s], fb = pp->fluid[b];
         pbd__v3 d = pbd__sub(pa, pbd__p3(P[pp->ids[b]]));
-        float r2 = pbd__dot(d, d), r = -1.0f;
-        if (fa >= 0) { /* a's own constraint, and s_corr between fluid particles */
-            const pbd__fluid *f = &pp->fluids[fa];
-            float h = f->kernel_radius;
-            if (r2 < h * h) {
-                r = sqrtf(r2);
-                float k = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
-                if (fb >= 0) k += pbd__fluid_scorr(f, r2) * pp->fluids[fb].mass;
-                sum = pbd__add(sum, pbd__mul(pbd__spiky_grad(d, r, h), k / f->rest_density));
+        float r2 = pbd__dot(d, d);
+        if (fa >= 0 && fb == fa) { /* the common case: one fluid, one kernel, one mass */
+            if (r2 < ka.h2) {
+                float c = (pp->lambda[a] + pp->lambda[b] + pbd__kscorr(&ka, r2)) * pp->fluids[fa].mass * ka.inv_rho0;
+                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c));
             }
+            continue;
         }
-        if (fb >= 0) { /* b's constraint: grad_a C_b = m_a/rho_0 grad W(p_a - p_b) */
-            const pbd__fluid *f = &pp->fluids[fb];
-            float h = f->kernel_radius;
-            if (r2 < h * h) {
-                if (r < 0) r = sqrtf(r2);
-                float ma = fa >= 0 ? pp->fluids[fa].mass : f->mass;
-                sum = pbd__add(sum, pbd__mul(pbd__spiky_grad(d, r, h), pp->lambda[b] * ma / f->rest_density));
+        if (fa >= 0 && r2 < ka.h2) { /* a's own constraint, and s_corr between fluid particles */
+            float c = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
+            if (fb >= 0) c += pbd__kscorr(&ka, r2) * pp->fluids[fb].mass;
+            sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c * ka.inv_rho0));
+        }
+        if (fb >= 0) { /* b's constraint: grad_a C_b = m_a / rho_0 grad W(p_a - p_b) */
+            if (fb != fk) { kb = pbd__fluid_kern(&pp->fluids[fb]); fk = fb; }
+            if (r2 < kb.h2) {
+                float ma = fa >= 0 ? pp->fluids[fa].mass : pp->fluids[fb].mass;
+                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&kb, d, sqrtf(r2)), pp->lambda[b] * ma * kb.inv_rho0));
             }
         }
         if (fa < 0 || fb < 0) contact = pbd__add(contact, pbd__pp_contact(w, a, b));
@@ -4577,7 +4629,7 @@ PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, fl
     if (pp->np == 0) return PBD_OK;
     float cell = radius > 0 ? radius : 1.0f;
     pbd__grid_build(&pp->grid, &w->x[0].x, 4, pp->ids, pp->np, cell);
-    int found = pbd__grid_query(&pp->grid, &w->x[0].x, 4, pp->ids, pbd__ld(point), radius, out, max);
+    int found = pbd__grid_query(&pp->grid, pbd__ld(point), radius, out, max);
     for (int i = 0; i < found && i < max; ++i) out[i] = pp->ids[out[i]];
     *count = found;
     return PBD_OK;
@@ -4629,7 +4681,7 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
     int end = 0;
     for (int fi = 0; fi < pp->nfluids; ++fi) {
         const pbd__fluid *f = &pp->fluids[fi];
-        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 11) ||
+        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 12) || !(f->denominator > 0) ||
             !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
             !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
             f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
