@@ -624,7 +624,7 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
    another object's particles are marked coupled (see
    pbd_world_mark_coupled). Candidates come from the hash grid; at most
    PBD_MAX_NEIGHBORS per particle (more are ignored, in a fixed order). */
-#define PBD_MAX_NEIGHBORS 64
+#define PBD_MAX_NEIGHBORS 96
 PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on);
 PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on);
 /* Friction between particles (default 0.5 and 0.4; dynamic <= static). */
@@ -657,7 +657,8 @@ typedef struct pbd_fluid_desc {
                                 particle of a cubic lattice at `spacing`; default 0.01 */
     float viscosity;         /* XSPH c, dimensionless, default 0.01 */
     float vorticity;         /* vorticity confinement eps (m/s), default 0 */
-    float scorr_k;           /* s_corr: k, default 0.1 (0 turns it off) */
+    float scorr_k;           /* s_corr: k, default 0.05 (0 turns it off); in units of a
+                                density error (see pbd__kscorr), not the paper's */
     float scorr_n;           /* s_corr: n, default 4 */
     float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
 } pbd_fluid_desc;
@@ -4267,7 +4268,7 @@ PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
     d.spacing = 0.05f;
     d.relaxation = 0.01f;
     d.viscosity = 0.01f;
-    d.scorr_k = 0.1f;
+    d.scorr_k = 0.05f;
     d.scorr_n = 4.0f;
     d.scorr_dq = 0.2f;
     return d;
