@@ -231,9 +231,9 @@ TEST(fluid_threads_and_simd_bit_identical) {
     CHECK_OK(pbd_world_set_threads(b, 2));
     CHECK_OK(pbd_world_set_threads(c, 2));
     CHECK_OK(pbd_world_set_simd(c, 0));
-    run_steps(a, 20);
-    run_steps(b, 20);
-    run_steps(c, 20);
+    run_steps(a, 12);
+    run_steps(b, 12);
+    run_steps(c, 12);
     size_t bytes = sizeof(float) * 4 * (size_t)pbd_world_particle_count(a);
     CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) == 0);
     CHECK(memcmp(pbd_world_velocities(a), pbd_world_velocities(b), bytes) == 0);
