@@ -1817,9 +1817,14 @@ typedef struct pbd__particle_phase {
     int *ids;           /* world particle of each, increasing */
     int *fluid;         /* its fluid or -1 */
     int *object;        /* its object or -1 */
-    int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each (indices into ids) */
+    /* per slot of the grid (bucket order, so that neighbours are near in
+       memory): the slot's particle, fluid and object, and the work arrays */
+    int *slot;          /* slot of ids[k] */
+    int *sid, *sfluid, *sobject;
+    int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
     unsigned char *cross; /* touches another object this substep */
     float *lambda, *density, *omega_len;
+    pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
     pbd__p4 *dp, *omega;
     float reach;        /* search radius of the last build */
     pbd__grid grid;
@@ -4038,7 +4043,8 @@ enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PI
 static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
-                      pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega};
+                      pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
+                      pp->sobject, pp->spos};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -4052,19 +4058,23 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    void *a[12];
-    size_t sizes[12] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
-                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4)};
+    enum { K = 17 };
+    void *a[K];
+    size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
+                       1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4)};
     int ok = 1;
-    for (int i = 0; i < 12; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
+    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
     if (!ok) {
-        for (int i = 0; i < 12; ++i) pbd__free(w, a[i]);
+        for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
-    void **dst[12] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
-                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
-                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega};
-    for (int i = 0; i < 12; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
+    void **dst[K] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
+                     (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
+                     (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
+                     (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
+                     (void **)&pp->spos};
+    for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
     pp->cap = need;
     return PBD_OK;
 }
@@ -4082,6 +4092,12 @@ static void pbd__pp_index(pbd_world *w) {
         pp->ids[np] = i;
         pp->object[np] = o < w->nobjects && i >= w->objects[o].first ? o : -1;
         pp->fluid[np] = f < pp->nfluids && i >= pp->fluids[f].first ? f : -1;
+        /* no lists until the next substep builds them */
+        pp->slot[np] = np;
+        pp->sid[np] = i;
+        pp->sfluid[np] = pp->fluid[np];
+        pp->sobject[np] = pp->object[np];
+        pp->nbr_count[np] = pp->ncontact[np] = 0;
         np++;
     }
     pp->np = np;
@@ -4163,16 +4179,16 @@ static float pbd__pp_reach(const pbd_world *w) {
     return hmax > 3.0f * rmax ? hmax : 3.0f * rmax;
 }
 
-/* Whether particles a and b (indices into ids) have anything to do with
+/* Whether particles a and b (slots) have anything to do with
    each other at squared distance d2: fluid kernels, or contact. */
 static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
     const pbd__particle_phase *pp = &w->pp;
-    int ia = pp->ids[a], ib = pp->ids[b], fa = pp->fluid[a], fb = pp->fluid[b];
+    int ia = pp->sid[a], ib = pp->sid[b], fa = pp->sfluid[a], fb = pp->sfluid[b];
     int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
     *contact = 0;
     if (fa >= 0 && fb >= 0) return 1; /* density */
     if (!both_collide) return 0;
-    if (fa < 0 && fb < 0 && pp->object[a] >= 0 && pp->object[a] == pp->object[b]) return 0;
+    if (fa < 0 && fb < 0 && pp->sobject[a] >= 0 && pp->sobject[a] == pp->sobject[b]) return 0;
     float reach = 1.5f * (w->radius[ia] + w->radius[ib]);
     *contact = d2 < reach * reach;
     return *contact || fa >= 0 || fb >= 0;
@@ -4190,46 +4206,67 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     float R = pp->reach;
     if (np == 0 || !(R > 0)) {
         PBD__PRAGMA(omp for schedule(static))
-        for (int k = 0; k < np; ++k) pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+        for (int k = 0; k < np; ++k) {
+            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+            pp->slot[k] = k;
+            pp->sid[k] = pp->ids[k];
+            pp->sfluid[k] = pp->fluid[k];
+            pp->sobject[k] = pp->object[k];
+        }
         return;
     }
     pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
     const pbd__grid *g = &pp->grid;
+    /* work in the grid's slot order: neighbours are near in memory */
     PBD__PRAGMA(omp for schedule(static))
-    for (int k = 0; k < np; ++k) {
-        pbd__v3 q = pbd__p3(P[pp->ids[k]]);
+    for (int s = 0; s < np; ++s) {
+        int k = g->sorted[s];
+        pp->slot[k] = s;
+        pp->sid[s] = pp->ids[k];
+        pp->sfluid[s] = pp->fluid[k];
+        pp->sobject[s] = pp->object[k];
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)a);
         int buckets[27], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
         int all = nb < 0, count = 0, contacts = 0, cross = 0;
         if (all) nb = g->mask + 1;
-        int *list = pp->nbr + (size_t)k * PBD_MAX_NEIGHBORS;
+        int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
         for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
-            int b = all ? bi : buckets[bi];
-            for (int s = g->start[b]; s < g->start[b + 1] && count < PBD_MAX_NEIGHBORS; ++s) {
-                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)s), q);
+            int bucket = all ? bi : buckets[bi];
+            for (int b = g->start[bucket]; b < g->start[bucket + 1] && count < PBD_MAX_NEIGHBORS; ++b) {
+                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
                 float d2 = pbd__dot(d, d);
-                if (d2 >= R * R) continue;
-                int j = g->sorted[s], contact;
-                if (j == k || !pbd__pp_pair(w, k, j, d2, &contact)) continue;
-                list[count++] = j;
+                int contact;
+                if (d2 >= R * R || b == a || !pbd__pp_pair(w, a, b, d2, &contact)) continue;
+                list[count++] = b;
                 contacts += contact;
-                cross |= (pp->fluid[k] < 0 || pp->fluid[j] < 0) && pp->object[k] != pp->object[j];
+                cross |= (pp->sfluid[a] < 0 || pp->sfluid[b] < 0) && pp->sobject[a] != pp->sobject[b];
             }
         }
-        pp->nbr_count[k] = count;
-        pp->ncontact[k] = contacts;
-        pp->cross[k] = (unsigned char)cross;
+        pp->nbr_count[a] = count;
+        pp->ncontact[a] = contacts;
+        pp->cross[a] = (unsigned char)cross;
     }
     if (mark && w->nobjects > 0) {
         PBD__PRAGMA(omp single)
-        for (int k = 0; k < np; ++k) {
-            if (!pp->cross[k]) continue;
+        for (int a = 0; a < np; ++a) {
+            if (!pp->cross[a]) continue;
             /* this particle's object and every other object it touches */
-            const int *list = pp->nbr + (size_t)k * PBD_MAX_NEIGHBORS;
-            if (pp->object[k] >= 0) w->objects[pp->object[k]].coupled = 1;
-            for (int s = 0; s < pp->nbr_count[k]; ++s)
-                if (pp->object[list[s]] >= 0) pbd__mark_coupled(w, &pp->ids[list[s]], 1);
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            if (pp->sobject[a] >= 0) pbd__mark_coupled(w, &pp->sid[a], 1);
+            for (int s = 0; s < pp->nbr_count[a]; ++s)
+                if (pp->sobject[list[s]] >= 0) pbd__mark_coupled(w, &pp->sid[list[s]], 1);
         }
     }
+}
+
+/* Gathers the positions (and inverse masses) of the slots from P. */
+static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
+    pbd__particle_phase *pp = &w->pp;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < pp->np; ++a) pp->spos[a] = P[pp->sid[a]];
 }
 
 /* The contact correction of particle a from its pair with b (positions P,
@@ -4239,7 +4276,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
    motion of the substep (Macklin et al. 2014, section 6.1). */
 static inline pbd__v3 pbd__pp_contact(const pbd_world *w, int a, int b) {
     const pbd__particle_phase *pp = &w->pp;
-    int ia = pp->ids[a], ib = pp->ids[b];
+    int ia = pp->sid[a], ib = pp->sid[b];
     float wa = w->p[ia].w, wb = w->p[ib].w, ws = wa + wb;
     pbd__v3 d = pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->p[ib]));
     float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
@@ -4429,7 +4466,7 @@ static inline float pbd__kscorr(const pbd__kern *k, float r2) {
    fluid's, or, for a solid, one particle of a's fluid (the fluid it
    displaces). */
 static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b) {
-    return pp->fluids[pp->fluid[b] >= 0 ? pp->fluid[b] : pp->fluid[a]].mass;
+    return pp->fluids[pp->sfluid[b] >= 0 ? pp->sfluid[b] : pp->sfluid[a]].mass;
 }
 
 /* Density, and the Lagrange multiplier of the density constraint of
@@ -4438,14 +4475,14 @@ static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b)
    lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0). */
 static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
-    const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
     pbd__kern k = pbd__fluid_kern(f);
-    pbd__v3 pa = pbd__p3(P[pp->ids[a]]), ga = pbd__v(0, 0, 0);
+    pbd__v3 pa = pbd__p3(P[a]), ga = pbd__v(0, 0, 0);
     float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
     for (int s = 0; s < pp->nbr_count[a]; ++s) {
         int b = list[s];
-        const pbd__p4 *pb = &P[pp->ids[b]];
+        const pbd__p4 *pb = &P[b];
         pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
         float r2 = pbd__dot(d, d);
         if (r2 >= k.h2) continue;
@@ -4455,7 +4492,7 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
         ga = pbd__add(ga, g);
         sum2 += pb->w * pbd__dot(g, g);
     }
-    float C = rho * k.inv_rho0 - 1.0f, den = P[pp->ids[a]].w * pbd__dot(ga, ga) + sum2 + f->eps;
+    float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
 }
@@ -4465,16 +4502,16 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
    contacts; Jacobi: reads P and lambda, writes dp[a] only. */
 static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
-    int ia = pp->ids[a], fa = pp->fluid[a], fk = -1;
+    int fa = pp->sfluid[a], fk = -1;
     pbd__kern ka, kb;
     memset(&ka, 0, sizeof ka);
     memset(&kb, 0, sizeof kb);
     if (fa >= 0) ka = pbd__fluid_kern(&pp->fluids[fa]);
-    pbd__v3 pa = pbd__p3(P[ia]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
+    pbd__v3 pa = pbd__p3(P[a]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
     for (int s = 0; s < pp->nbr_count[a]; ++s) {
-        int b = list[s], fb = pp->fluid[b];
-        pbd__v3 d = pbd__sub(pa, pbd__p3(P[pp->ids[b]]));
+        int b = list[s], fb = pp->sfluid[b];
+        pbd__v3 d = pbd__sub(pa, pbd__p3(P[b]));
         float r2 = pbd__dot(d, d);
         if (fa >= 0 && fb == fa) { /* the common case: one fluid, one kernel, one mass */
             if (r2 < ka.h2) {
@@ -4497,28 +4534,30 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
         }
         if (fa < 0 || fb < 0) contact = pbd__add(contact, pbd__pp_contact(w, a, b));
     }
-    pbd__v3 dp = pbd__add(pbd__mul(sum, P[ia].w), contact);
+    pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
 }
 
-/* One Jacobi iteration of contacts and density constraints: multipliers,
-   corrections, then their application (each pass an `omp for`, whose
-   barrier separates them). */
+/* One Jacobi iteration of contacts and density constraints: the
+   positions gathered in slot order (the groups and colliders moved them
+   since), multipliers, corrections, then their application (each pass an
+   `omp for`, whose barrier separates them). */
 static void pbd__pp_project(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
+    pbd__pp_gather(w, w->p);
     if (pp->nfluids > 0) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
-            if (pp->fluid[a] >= 0) pbd__fluid_lambda(w, w->p, a);
+            if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
             else pp->lambda[a] = 0;
     }
     PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < np; ++a) pbd__pp_correction(w, w->p, a);
+    for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
-        pbd__p4 *p = &w->p[pp->ids[a]];
+        pbd__p4 *p = &w->p[pp->sid[a]];
         p->x += pp->dp[a].x; p->y += pp->dp[a].y; p->z += pp->dp[a].z;
     }
 }
@@ -4539,19 +4578,19 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
-        if (pp->fluid[a] >= 0) {
-            const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+        if (pp->sfluid[a] >= 0) {
+            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
             float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->ids[a]]), va = pbd__p3(w->v[pp->ids[a]]);
+            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), va = pbd__p3(w->v[pp->sid[a]]);
             const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
             for (int s = 0; s < pp->nbr_count[a]; ++s) {
                 int b = list[s];
-                if (pp->fluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->ids[b]]));
+                if (pp->sfluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
                 float r2 = pbd__dot(d, d);
                 if (r2 >= kh * kh) continue;
-                float vol = pp->fluids[pp->fluid[b]].mass / f->rest_density;
-                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->ids[b]]), va);
+                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
+                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->sid[b]]), va);
                 dv = pbd__add(dv, pbd__mul(vab, vol * pbd__poly6(r2, kh)));
                 om = pbd__add(om, pbd__mul(pbd__cross(pbd__neg(vab), pbd__spiky_grad(d, sqrtf(r2), kh)), vol));
             }
@@ -4564,18 +4603,18 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     if (vort) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a) {
-            if (pp->fluid[a] < 0 || !(pp->fluids[pp->fluid[a]].vorticity > 0)) continue;
-            const pbd__fluid *f = &pp->fluids[pp->fluid[a]];
+            if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) continue;
+            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
             float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->ids[a]]), eta = pbd__v(0, 0, 0);
+            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), eta = pbd__v(0, 0, 0);
             const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
             for (int s = 0; s < pp->nbr_count[a]; ++s) {
                 int b = list[s];
-                if (pp->fluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->ids[b]]));
+                if (pp->sfluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
                 float r2 = pbd__dot(d, d);
                 if (r2 >= kh * kh) continue;
-                float vol = pp->fluids[pp->fluid[b]].mass / f->rest_density;
+                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
                 eta = pbd__add(eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
             }
             float le = pbd__len(eta);
@@ -4587,8 +4626,8 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
-        pbd__p4 *v = &w->v[pp->ids[a]];
-        if (w->x[pp->ids[a]].w == 0) continue;
+        pbd__p4 *v = &w->v[pp->sid[a]];
+        if (w->x[pp->sid[a]].w == 0) continue;
         v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
     }
 }
@@ -4609,11 +4648,12 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, in
     const pbd__fluid *f = &w->pp.fluids[fi];
     if (max < f->count) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out holds %d of the fluid's %d particles", max, f->count);
     pbd__pp_build(w, w->x, 0); /* serial: the orphaned pragmas run on this thread alone */
+    pbd__pp_gather(w, w->x);
     pbd__particle_phase *pp = &w->pp;
     for (int a = 0; a < pp->np; ++a) {
-        if (pp->fluid[a] != fi) continue;
-        pbd__fluid_lambda(w, w->x, a);
-        out[pp->ids[a] - f->first] = pp->density[a] / f->rest_density;
+        if (pp->sfluid[a] != fi) continue;
+        pbd__fluid_lambda(w, pp->spos, a);
+        out[pp->sid[a] - f->first] = pp->density[a] / f->rest_density;
     }
     return PBD_OK;
 }
@@ -4651,9 +4691,10 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
     }
     *count = 0;
     if (a < 0) return PBD_OK;
+    a = pp->slot[a];
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
     for (int s = 0; s < pp->nbr_count[a]; ++s)
-        if (s < max) out[s] = pp->ids[list[s]];
+        if (s < max) out[s] = pp->sid[list[s]];
     *count = pp->nbr_count[a];
     return PBD_OK;
 }
