@@ -1795,6 +1795,15 @@ typedef struct pbd__grid {
                              is not stored: use sorted), for cache-friendly scans */
 } pbd__grid;
 
+/* A fluid's kernel constants (derived from its parameters when it is
+   added or restored): W_poly6(r) = c6 (h^2 - r^2)^3,
+   grad W_spiky(d) = cs (h - r)^2 d / r. */
+typedef struct pbd__kern {
+    float h, h2, c6, cs, inv_rho0, scorr; /* scorr: -k / (W(dq)^n * denominator) */
+    int n;                                /* s_corr exponent when integral, else 0 */
+    float nf;
+} pbd__kern;
+
 /* A fluid: a contiguous particle range (see "// ==== fluids"). */
 typedef struct pbd__fluid {
     int first, count;
@@ -1803,6 +1812,7 @@ typedef struct pbd__fluid {
     float scorr_k, scorr_n, scorr_dq;
     float denominator; /* sum_k w_k |grad_k C|^2 of a lattice particle */
     float eps;         /* relaxation * denominator */
+    pbd__kern kern;    /* derived, recomputed on restore */
 } pbd__fluid;
 
 /* Particle contact and fluids: state (fluids, friction; the per-particle
@@ -4081,9 +4091,11 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
 
 /* The particles taking part, with their fluid and object (both are sorted
    contiguous ranges, so one merge walk finds them). Needs the capacity. */
+static pbd__kern pbd__fluid_kern(const pbd__fluid *f);
 static void pbd__pp_index(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     int np = 0, o = 0, f = 0;
+    for (int i = 0; i < pp->nfluids; ++i) pp->fluids[i].kern = pbd__fluid_kern(&pp->fluids[i]);
     for (int i = 0; i < w->n; ++i) {
         if (!(w->flags[i] & (PBD__COLLIDE | PBD__FLUID))) continue;
         while (o < w->nobjects && i >= w->objects[o].first + w->objects[o].count) ++o;
@@ -4183,10 +4195,11 @@ static float pbd__pp_reach(const pbd_world *w) {
    each other at squared distance d2: fluid kernels, or contact. */
 static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
     const pbd__particle_phase *pp = &w->pp;
-    int ia = pp->sid[a], ib = pp->sid[b], fa = pp->sfluid[a], fb = pp->sfluid[b];
-    int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
+    int fa = pp->sfluid[a], fb = pp->sfluid[b];
     *contact = 0;
     if (fa >= 0 && fb >= 0) return 1; /* density */
+    int ia = pp->sid[a], ib = pp->sid[b];
+    int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
     if (!both_collide) return 0;
     if (fa < 0 && fb < 0 && pp->sobject[a] >= 0 && pp->sobject[a] == pp->sobject[b]) return 0;
     float reach = 1.5f * (w->radius[ia] + w->radius[ib]);
@@ -4420,14 +4433,6 @@ PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float visco
     return PBD_OK;
 }
 
-/* A fluid's kernel constants, computed once per particle rather than per
-   pair: W_poly6(r) = c6 (h^2 - r^2)^3, grad W_spiky(d) = cs (h - r)^2 d / r. */
-typedef struct pbd__kern {
-    float h, h2, c6, cs, inv_rho0, scorr; /* scorr: -k / (W(dq)^n * denominator) */
-    int n;                                /* s_corr exponent when integral, else 0 */
-    float nf;
-} pbd__kern;
-
 static pbd__kern pbd__fluid_kern(const pbd__fluid *f) {
     pbd__kern k;
     float h = f->kernel_radius, h3 = h * h * h, dq = f->scorr_dq * h;
@@ -4469,70 +4474,204 @@ static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b)
     return pp->fluids[pp->sfluid[b] >= 0 ? pp->sfluid[b] : pp->sfluid[a]].mass;
 }
 
+/* One neighbour's share of a's density sum and constraint gradient (a lane
+   of a block; the SIMD twin below does the same operations in the same
+   order, so both agree bit for bit). */
+static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *pb, float *rho,
+                                    pbd__v3 *g, float *s2) {
+    pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
+    float r2 = pbd__dot(d, d);
+    *rho = 0; *s2 = 0; *g = pbd__v(0, 0, 0);
+    if (!(r2 < k->h2)) return;
+    *rho = mb * pbd__kpoly6(k, r2);
+    *g = pbd__mul(pbd__kspiky(k, d, sqrtf(r2)), mb * k->inv_rho0);
+    *s2 = pb->w * pbd__dot(*g, *g);
+}
+
+#if PBD__W > 1
+/* W neighbours list[j..j+W) of one fluid: lanes past `count` are off. */
+static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
+                                      int j, int count, float acc[5][PBD__W]) {
+    int ids[PBD__W];
+    float on[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        ids[l] = j + l < count ? list[j + l] : list[j];
+        on[l] = j + l < count ? 1.0f : 0.0f;
+    }
+    pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
+    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
+    pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
+    pbd__vf rho = pbd__vsel(in, zero, pbd__vmul(pbd__vset1(mb), wp));
+    pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
+    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+    pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r), scale = pbd__vset1(mb * k->inv_rho0);
+    pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), scale));
+    pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), scale));
+    pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), scale));
+    pbd__vf s2 = pbd__vsel(in, zero, pbd__vmul(q.w, pbd__vadd(pbd__vadd(pbd__vmul(gx, gx), pbd__vmul(gy, gy)), pbd__vmul(gz, gz))));
+    pbd__vf add[5] = {rho, gx, gy, gz, s2};
+    for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
+}
+#endif
+
+/* Whether the neighbours list[j..j+W) that exist are all of fluid f. */
+static inline int pbd__block_of_fluid(const pbd__particle_phase *pp, const int *list, int j, int count, int f) {
+    for (int l = j; l < j + PBD__W && l < count; ++l)
+        if (pp->sfluid[list[l]] != f) return 0;
+    return 1;
+}
+
 /* Density, and the Lagrange multiplier of the density constraint of
    fluid particle a (Macklin and Mueller 2013, eqs. 1-11, with masses:
    grad_a C_a = 1/rho_0 sum_b m_b grad W_ab, grad_b C_a = -m_b/rho_0 grad W_ab),
-   lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0). */
+   lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0).
+   The sums run in W lanes (blocks of W neighbours), then the lanes are
+   added in order: the SIMD blocks and the scalar ones give the same bits. */
 static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
-    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
-    pbd__kern k = pbd__fluid_kern(f);
-    pbd__v3 pa = pbd__p3(P[a]), ga = pbd__v(0, 0, 0);
-    float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
+    int fa = pp->sfluid[a];
+    const pbd__fluid *f = &pp->fluids[fa];
+    pbd__kern k = f->kern;
+    pbd__v3 pa = pbd__p3(P[a]);
+    float acc[5][PBD__W];
+    memset(acc, 0, sizeof acc);
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
-    for (int s = 0; s < pp->nbr_count[a]; ++s) {
-        int b = list[s];
-        const pbd__p4 *pb = &P[b];
-        pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
-        float r2 = pbd__dot(d, d);
-        if (r2 >= k.h2) continue;
-        float mb = pbd__pp_mass_in(pp, a, b);
-        rho += mb * pbd__kpoly6(&k, r2);
-        pbd__v3 g = pbd__mul(pbd__kspiky(&k, d, sqrtf(r2)), mb * k.inv_rho0);
-        ga = pbd__add(ga, g);
-        sum2 += pb->w * pbd__dot(g, g);
+    int count = pp->nbr_count[a];
+    for (int j = 0; j < count; j += PBD__W) {
+#if PBD__W > 1
+        if (w->simd && pbd__block_of_fluid(pp, list, j, count, fa)) {
+            pbd__vlambda_block(&k, f->mass, pa, P, list, j, count, acc);
+            continue;
+        }
+#endif
+        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+            int b = list[j + l];
+            float rho, s2;
+            pbd__v3 g;
+            pbd__lambda_pair(&k, pbd__pp_mass_in(pp, a, b), pa, &P[b], &rho, &g, &s2);
+            acc[0][l] += rho; acc[1][l] += g.x; acc[2][l] += g.y; acc[3][l] += g.z; acc[4][l] += s2;
+        }
+    }
+    float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
+    pbd__v3 ga = pbd__v(0, 0, 0);
+    for (int l = 0; l < PBD__W; ++l) {
+        rho += acc[0][l];
+        ga.x += acc[1][l]; ga.y += acc[2][l]; ga.z += acc[3][l];
+        sum2 += acc[4][l];
     }
     float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
 }
 
+/* One neighbour b's share of the correction of a (a lane; see below):
+   density terms into *sum, contact into *contact. */
+static inline void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, int a, int b, const pbd__kern *ka,
+                                        pbd__v3 pa, pbd__v3 *sum, pbd__v3 *contact) {
+    const pbd__particle_phase *pp = &w->pp;
+    int fa = pp->sfluid[a], fb = pp->sfluid[b];
+    pbd__v3 d = pbd__sub(pa, pbd__p3(P[b]));
+    float r2 = pbd__dot(d, d);
+    *sum = pbd__v(0, 0, 0);
+    *contact = pbd__v(0, 0, 0);
+    if (fa >= 0 && fb == fa) { /* the common case: one fluid, one kernel, one mass */
+        if (r2 < ka->h2) {
+            float c = (pp->lambda[a] + pp->lambda[b] + pbd__kscorr(ka, r2)) * pp->fluids[fa].mass * ka->inv_rho0;
+            *sum = pbd__mul(pbd__kspiky(ka, d, sqrtf(r2)), c);
+        }
+        return;
+    }
+    if (fa >= 0 && r2 < ka->h2) { /* a's own constraint, and s_corr between fluid particles */
+        float c = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
+        if (fb >= 0) c += pbd__kscorr(ka, r2) * pp->fluids[fb].mass;
+        *sum = pbd__mul(pbd__kspiky(ka, d, sqrtf(r2)), c * ka->inv_rho0);
+    }
+    if (fb >= 0) { /* b's constraint: grad_a C_b = m_a / rho_0 grad W(p_a - p_b) */
+        const pbd__kern kb = pp->fluids[fb].kern;
+        if (r2 < kb.h2) {
+            float ma = fa >= 0 ? pp->fluids[fa].mass : pp->fluids[fb].mass;
+            *sum = pbd__add(*sum, pbd__mul(pbd__kspiky(&kb, d, sqrtf(r2)), pp->lambda[b] * ma * kb.inv_rho0));
+        }
+    }
+    if (fa < 0 || fb < 0) *contact = pbd__pp_contact(w, a, b);
+}
+
+#if PBD__W > 1
+/* The SIMD twin of the common case for W neighbours of a's own fluid
+   (integral s_corr exponent). */
+static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *P, int a, const pbd__kern *k,
+                                          pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
+    int ids[PBD__W];
+    float on[PBD__W], lb[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        ids[l] = j + l < count ? list[j + l] : list[j];
+        on[l] = j + l < count ? 1.0f : 0.0f;
+        lb[l] = pp->lambda[ids[l]];
+    }
+    pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
+    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vf sc = zero;
+    if (k->scorr != 0) {
+        pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
+        pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd), p = pbd__vset1(1.0f);
+        wp = pbd__vsel(pbd__vlt(zero, dd), zero, wp); /* kpoly6's d > 0 */
+        for (int i = 0; i < k->n; ++i) p = pbd__vmul(p, wp);
+        sc = pbd__vmul(pbd__vset1(k->scorr), p);
+    }
+    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), pbd__vload(lb)), sc);
+    c = pbd__vmul(pbd__vmul(c, pbd__vset1(pp->fluids[pp->sfluid[a]].mass)), pbd__vset1(k->inv_rho0));
+    pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
+    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+    pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r);
+    pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), c));
+    pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), c));
+    pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), c));
+    pbd__vf add[3] = {gx, gy, gz};
+    for (int i = 0; i < 3; ++i) pbd__vstore(acc[i], pbd__vadd(pbd__vload(acc[i]), add[i]));
+}
+#endif
+
 /* The correction of particle a (fluid or solid) from the density
    constraints it is part of (eq. 12 generalised to masses), plus its
-   contacts; Jacobi: reads P and lambda, writes dp[a] only. */
+   contacts; Jacobi: reads P and lambda, writes dp[a] only. Summed in W
+   lanes like pbd__fluid_lambda. */
 static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
-    int fa = pp->sfluid[a], fk = -1;
-    pbd__kern ka, kb;
+    int fa = pp->sfluid[a];
+    pbd__kern ka;
     memset(&ka, 0, sizeof ka);
-    memset(&kb, 0, sizeof kb);
-    if (fa >= 0) ka = pbd__fluid_kern(&pp->fluids[fa]);
-    pbd__v3 pa = pbd__p3(P[a]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
+    if (fa >= 0) ka = pp->fluids[fa].kern;
+    pbd__v3 pa = pbd__p3(P[a]);
+    float acc[3][PBD__W], cacc[3][PBD__W];
+    memset(acc, 0, sizeof acc);
+    memset(cacc, 0, sizeof cacc);
     const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
-    for (int s = 0; s < pp->nbr_count[a]; ++s) {
-        int b = list[s], fb = pp->sfluid[b];
-        pbd__v3 d = pbd__sub(pa, pbd__p3(P[b]));
-        float r2 = pbd__dot(d, d);
-        if (fa >= 0 && fb == fa) { /* the common case: one fluid, one kernel, one mass */
-            if (r2 < ka.h2) {
-                float c = (pp->lambda[a] + pp->lambda[b] + pbd__kscorr(&ka, r2)) * pp->fluids[fa].mass * ka.inv_rho0;
-                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c));
-            }
+    int count = pp->nbr_count[a];
+    for (int j = 0; j < count; j += PBD__W) {
+#if PBD__W > 1
+        if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
+            pbd__vcorrection_block(pp, P, a, &ka, pa, list, j, count, acc);
             continue;
         }
-        if (fa >= 0 && r2 < ka.h2) { /* a's own constraint, and s_corr between fluid particles */
-            float c = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
-            if (fb >= 0) c += pbd__kscorr(&ka, r2) * pp->fluids[fb].mass;
-            sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c * ka.inv_rho0));
+#endif
+        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+            pbd__v3 s, c;
+            pbd__correction_pair(w, P, a, list[j + l], &ka, pa, &s, &c);
+            acc[0][l] += s.x; acc[1][l] += s.y; acc[2][l] += s.z;
+            cacc[0][l] += c.x; cacc[1][l] += c.y; cacc[2][l] += c.z;
         }
-        if (fb >= 0) { /* b's constraint: grad_a C_b = m_a / rho_0 grad W(p_a - p_b) */
-            if (fb != fk) { kb = pbd__fluid_kern(&pp->fluids[fb]); fk = fb; }
-            if (r2 < kb.h2) {
-                float ma = fa >= 0 ? pp->fluids[fa].mass : pp->fluids[fb].mass;
-                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&kb, d, sqrtf(r2)), pp->lambda[b] * ma * kb.inv_rho0));
-            }
-        }
-        if (fa < 0 || fb < 0) contact = pbd__add(contact, pbd__pp_contact(w, a, b));
+    }
+    pbd__v3 sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
+    for (int l = 0; l < PBD__W; ++l) {
+        sum.x += acc[0][l]; sum.y += acc[1][l]; sum.z += acc[2][l];
+        contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
     }
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
