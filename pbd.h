@@ -134,6 +134,20 @@
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
 
+   PARTICLES, GRANULAR MATTER AND FLUIDS. pbd_set_particle_collision /
+   pbd_object_set_particle_collision switch particle-particle contact on
+   (radii, friction: a sand pile, a cloth landing on it); pbd_add_fluid adds
+   a block of position based fluid (Macklin and Mueller 2013) that pushes
+   and is pushed by those particles and is held by the colliders. Both use
+   one spatial hash grid rebuilt every substep, and Jacobi iterations that
+   keep momentum and give the same bits for any thread count and with or
+   without SIMD. Fluid defaults are tuned for 2-4 substeps of 1/60 s.
+
+       pbd_fluid_desc f = pbd_fluid_desc_default();  // water, 5 cm spacing
+       f.positions = xyz; f.count = n;               // e.g. a block on a lattice
+       pbd_add_fluid(w, &f, NULL, NULL);
+       pbd_object_set_particle_collision(w, box.id, 1); // a floating box
+
    LICENSE: MIT or public domain (your choice), see the end of this file.
 */
 #ifndef PBD_H_INCLUDED
@@ -323,8 +337,11 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 /* Advance by dt seconds (substeps x iterations as in the desc). */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 
-/* Save / restore the complete simulation state (particles, constraint
-   groups with their multipliers, objects, colliders, parameters, time).
+/* Save / restore the complete simulation state (particles with their
+   particle-collision and fluid switches, constraint groups with their
+   multipliers, objects, colliders, fluids and particle friction,
+   parameters, time; the hash grid and neighbour lists are scratch,
+   rebuilt every substep).
    Callbacks (log, acceleration field) and the allocator are not part of
    it. A restored world stepped again gives bit-identical results. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
@@ -602,8 +619,10 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
    and returns the particles (with particle collision or fluid) within
    `radius` of `point`, at most max of them into out (*count receives how
    many there are). pbd_world_particle_neighbors returns the neighbour list
-   one particle had in the last substep (the candidates of its contacts
-   and of its fluid kernel), in the solver's order. */
+   one particle had in the last substep (or the last pbd_fluid_densities
+   call): the candidates of its contacts and of its fluid kernel, within
+   the search radius max(largest kernel radius, 3 x largest particle
+   radius), in the solver's order; none for particles not taking part. */
 PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max,
                                             int *count);
 PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count);
@@ -4402,7 +4421,7 @@ PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fl
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) r = pbd__pp_reserve(w, pp->np + desc->count);
     if (r == PBD_OK) r = pbd__reserve_particles(w, w->n + desc->count);
-    if (r != PBD_OK) return pbd__fail(w, r, "no memory for a fluid of %d particles", desc->count);
+    if (r != PBD_OK) return pbd__fail(w, r, "could not reserve memory for a fluid of %d particles", desc->count);
     pbd_range range;
     PBD__TRY(pbd__append_particles(w, &pd, &range));
     for (int i = range.first; i < range.first + range.count; ++i) w->flags[i] |= PBD__COLLIDE | PBD__FLUID;
