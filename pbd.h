@@ -3929,8 +3929,12 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
          buckets the n points (point k at base + stride * (ids ? ids[k] : k),
          3 floats used) in cells of edge `cell` by a counting sort: the keys
          in parallel (orphaned `omp for`), the sort in `omp single`. Call it
-         from every thread of a parallel region, or serially. Stable: each
-         bucket holds its points in increasing k, whatever the threads.
+         from every thread of a parallel region (not inside `omp single`:
+         worksharing cannot nest), or serially. Stable: each bucket holds
+         its points in increasing k, whatever the threads. The world's
+         particle phase builds it from the predictions every substep
+         (pbd__pp_build: base &w->p[0].x, stride 4, ids pp.ids); another
+         user (self-collision) keeps its own pbd__grid.
      pbd__grid_buckets(g, lo, hi, out, max)
          the distinct buckets of the cells that overlap the box [lo, hi]
          (z, then y, then x order; e.g. a swept bound), or -1 when there are
