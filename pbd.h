@@ -3949,7 +3949,10 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
 
 static inline int pbd__grid_coord(const pbd__grid *g, float x) {
     float c = floorf(x * g->inv_cell);
-    c = pbd__clampf(c, -1.0e9f, 1.0e9f); /* far or huge points share edge cells */
+    /* far or huge points share the edge cells (and NaN, which finite input
+       and a cell >= 1e-30 never make, cannot reach the int conversion) */
+    if (!(c >= -1.0e9f)) c = -1.0e9f;
+    if (c > 1.0e9f) c = 1.0e9f;
     return (int)c;
 }
 static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
@@ -3994,6 +3997,7 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
 
 static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
     PBD_ASSERT(n <= g->cap && cell > 0);
+    if (cell < 1e-30f) cell = 1e-30f; /* 1 / cell stays finite */
     PBD__PRAGMA(omp single)
     {
         g->cell = cell;

@@ -32,12 +32,12 @@ TEST(grid_query_equals_brute_force) {
             pos[3 * i + a] = i < 500 ? 0.2f * pbdt_rand(&seed) : (i % 97 == 0 ? 50.0f : 2.0f) * (pbdt_rand(&seed) - 0.5f);
     pbd_world *w = particle_world(pos, N, 0.01f, 0);
     int *got = (int *)malloc(sizeof(int) * N), *want = (int *)malloc(sizeof(int) * N);
-    float radii[5] = {0.0f, 0.03f, 0.1f, 0.5f, 40.0f};
+    float radii[6] = {0.0f, 0.03f, 0.1f, 0.5f, 40.0f, 1e-40f}; /* a denormal cell too */
     for (int t = 0; t < 40; ++t) {
         float q[3];
         for (int a = 0; a < 3; ++a) q[a] = t < 20 ? 0.2f * pbdt_rand(&seed) : 2.0f * (pbdt_rand(&seed) - 0.5f);
         if (t == 0) { q[0] = pos[0]; q[1] = pos[1]; q[2] = pos[2]; } /* radius 0 on a particle */
-        float r = radii[t % 5];
+        float r = radii[t % 6];
         int count = -1, nw = 0;
         CHECK_OK(pbd_world_query_particles(w, q, r, got, N, &count));
         for (int i = 0; i < N; ++i) {
