@@ -5301,6 +5301,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     if (ns > INT_MAX / 8 - n0) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many particles");
     pbd__group *fresh = (pbd__group *)pbd__alloc_n(w, (size_t)k->ng + 1, sizeof(pbd__group));
     pbd_result r = fresh ? pbd__reserve_particles(w, n0 + ns) : PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) w->n = n0 + ns; /* the colouring sizes its marks by w->n; undone on failure */
     for (int i = 0; r == PBD_OK && i < k->ng; ++i) {
         pbd__wgroup *G = &k->G[i];
         pbd__wg_compact(G);
@@ -5309,6 +5310,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         if (r == PBD_OK) G->changed = 2; /* fresh[i] holds its new arrays */
     }
     if (r != PBD_OK) {
+        w->n = n0;
         for (int i = 0; i < k->ng; ++i)
             if (k->G[i].changed == 2) {
                 pbd__free(w, fresh[i].idx); pbd__free(w, fresh[i].rest); pbd__free(w, fresh[i].lambda); pbd__free(w, fresh[i].color_start);
