@@ -5166,9 +5166,6 @@ static pbd_result pbd__wg_to_group(pbd_world *w, pbd__wgroup *G, pbd__group *out
 /* One planned split: particle v gives the far faces to a new particle. */
 typedef struct pbd__split { int v; float mass_v, mass_new; } pbd__split;
 
-static float pbd__tri_area(const pbd_world *w, int a, int b, int c) {
-    return 0.5f * pbd__len(pbd__cross(pbd__sub(pbd__p3(w->x[b]), pbd__p3(w->x[a])), pbd__sub(pbd__p3(w->x[c]), pbd__p3(w->x[a]))));
-}
 
 typedef struct pbd__tear_work {
     int ng;
@@ -5187,11 +5184,17 @@ static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
     pbd__free(w, k->splits); pbd__free(w, k->touched);
 }
 
+/* A particle's position during planning: a planned new particle (index
+   n and up) sits where the vertex it was split from is. */
+static pbd__v3 pbd__tear_pos(const pbd_world *w, const pbd__tear_work *k, int i) {
+    return pbd__p3(w->x[i < w->n ? i : k->splits[i - w->n].v]);
+}
+
 /* Tries to split v away from u (an overstretched edge) by the plane
    through v normal to the edge: faces whose centroid lies towards u go to
    the new particle n0 + nsplits. 1: split, 0: not possible, -1: memory. */
 static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, int v, int u, int n0) {
-    pbd__v3 xv = pbd__p3(w->x[v]), nrm = pbd__sub(pbd__p3(w->x[u]), xv);
+    pbd__v3 xv = pbd__tear_pos(w, k, v), nrm = pbd__sub(pbd__tear_pos(w, k, u), xv);
     int na = 0, nb = 0;
     float area_a = 0, area_b = 0;
     for (int t = 0; t < T->ntris; ++t) {
@@ -5200,8 +5203,9 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
             if (tr[i] == v) j = i;
         if (j < 0) continue;
         int y = tr[(j + 1) % 3], z = tr[(j + 2) % 3];
-        pbd__v3 cen = pbd__mul(pbd__add(pbd__add(xv, pbd__p3(w->x[y])), pbd__p3(w->x[z])), 1.0f / 3.0f);
-        float area = pbd__tri_area(w, v, y, z);
+        pbd__v3 xy = pbd__tear_pos(w, k, y), xz = pbd__tear_pos(w, k, z);
+        pbd__v3 cen = pbd__mul(pbd__add(pbd__add(xv, xy), xz), 1.0f / 3.0f);
+        float area = 0.5f * pbd__len(pbd__cross(pbd__sub(xy, xv), pbd__sub(xz, xv)));
         if (pbd__dot(pbd__sub(cen, xv), nrm) > 0) {
             k->fb[2 * nb] = y; k->fb[2 * nb + 1] = z; k->tb[nb++] = t; area_b += area;
         } else {
