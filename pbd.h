@@ -4659,29 +4659,93 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
     return PBD_OK;
 }
 
-/* One FTL pass over every strand of a set (strands in parallel, each in
-   order). Particles of inverse mass 0 stay and lead the rest. d collects
-   the corrections of the substep (assigned in its first iteration). */
+/* FTL over strand s: particles of inverse mass 0 stay and lead the rest;
+   d collects the corrections of the substep (cleared in its first
+   iteration). The scalar reference of pbd__vftl_batch. */
+static void pbd__ftl_strand(pbd__p4 *P, pbd__strands *S, int s, int first_iteration) {
+    int b = S->start[s], e = S->start[s + 1];
+    if (first_iteration) memset(S->d + 3 * (size_t)b, 0, sizeof(float) * 3 * (size_t)(e - b));
+    pbd__v3 lead = pbd__p3(P[S->idx[b]]);
+    for (int k = b + 1; k < e; ++k) {
+        pbd__p4 *q = &P[S->idx[k]];
+        pbd__v3 p = pbd__p3(*q);
+        if (q->w != 0) {
+            pbd__v3 t = pbd__ftl_target(lead, p, S->rest[k], (unsigned)S->idx[k - 1], (unsigned)S->idx[k]);
+            float *dk = S->d + 3 * (size_t)k;
+            dk[0] += t.x - p.x; dk[1] += t.y - p.y; dk[2] += t.z - p.z;
+            q->x = t.x; q->y = t.y; q->z = t.z;
+            p = t;
+        }
+        lead = p;
+    }
+}
+
+#if PBD__W > 1
+/* W strands of `per` particles side by side, one per lane: FTL is a chain
+   of dependent square roots and divisions along a strand, so lanes over
+   strands hide that latency. The same operations as pbd__ftl_strand in
+   every lane (bit-identical); a lane with coincident points takes the
+   scalar formula. */
+static void pbd__vftl_batch(pbd__p4 *P, pbd__strands *S, int s0, int per, int first_iteration) {
+    int ids[PBD__W];
+    float rest[PBD__W], tx[PBD__W], ty[PBD__W], tz[PBD__W], px[PBD__W], py[PBD__W], pz[PBD__W], lv[PBD__W], wv[PBD__W];
+    if (first_iteration) memset(S->d + 3 * (size_t)S->start[s0], 0, sizeof(float) * 3 * (size_t)per * PBD__W);
+    for (int l = 0; l < PBD__W; ++l) ids[l] = S->idx[S->start[s0 + l]];
+    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vv lead = pbd__vvpos(q);
+    pbd__vf zero = pbd__vset1(0.0f);
+    for (int k = 1; k < per; ++k) {
+        for (int l = 0; l < PBD__W; ++l) {
+            int e = S->start[s0 + l] + k;
+            ids[l] = S->idx[e];
+            rest[l] = S->rest[e];
+        }
+        q = pbd__vgather(P, ids);
+        pbd__vv p = pbd__vvpos(q), d = pbd__vvsub(p, lead);
+        pbd__vf len = pbd__vsqrt(pbd__vvdot(d, d));
+        pbd__vv t = pbd__vvadd(lead, pbd__vvmul(d, pbd__vdiv(pbd__vload(rest), len)));
+        pbd__vm active = pbd__vandnot_m(pbd__vle(zero, pbd__vset1(1.0f)), pbd__veq(q.w, zero));
+        t.x = pbd__vsel(active, p.x, t.x); t.y = pbd__vsel(active, p.y, t.y); t.z = pbd__vsel(active, p.z, t.z);
+        pbd__vstore(tx, t.x); pbd__vstore(ty, t.y); pbd__vstore(tz, t.z);
+        pbd__vstore(px, p.x); pbd__vstore(py, p.y); pbd__vstore(pz, p.z);
+        pbd__vstore(lv, len); pbd__vstore(wv, q.w);
+        for (int l = 0; l < PBD__W; ++l) {
+            if (wv[l] == 0) continue;
+            int e = S->start[s0 + l] + k;
+            if (!(lv[l] > 1e-12f)) {
+                pbd__v3 lp = pbd__p3(P[S->idx[e - 1]]);
+                pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1], (unsigned)ids[l]);
+                tx[l] = tt.x; ty[l] = tt.y; tz[l] = tt.z;
+            }
+            float *dk = S->d + 3 * (size_t)e;
+            dk[0] += tx[l] - px[l]; dk[1] += ty[l] - py[l]; dk[2] += tz[l] - pz[l];
+            pbd__p4 *o = &P[ids[l]];
+            o->x = tx[l]; o->y = ty[l]; o->z = tz[l];
+        }
+        lead.x = pbd__vload(tx); lead.y = pbd__vload(ty); lead.z = pbd__vload(tz);
+    }
+}
+#endif
+
+/* One FTL pass over every strand of a set: strands in parallel, each in
+   order; batches of W equal strands in SIMD lanes. */
 static void pbd__ftl_set(pbd_world *w, pbd__strands *S, int first_iteration) {
     pbd__p4 *P = w->p;
+    int per = S->start[1] - S->start[0], uniform = 1, nb = S->nstrands, W = 1;
+    for (int s = 1; s < S->nstrands && uniform; ++s) uniform = S->start[s + 1] - S->start[s] == per;
+#if PBD__W > 1
+    if (w->simd && uniform) { W = PBD__W; nb = (S->nstrands + W - 1) / W; }
+#endif
     PBD__PRAGMA(omp for schedule(static))
-    for (int s = 0; s < S->nstrands; ++s) {
-        int b = S->start[s], e = S->start[s + 1];
-        if (first_iteration) memset(S->d + 3 * (size_t)b, 0, sizeof(float) * 3 * (size_t)(e - b));
-        pbd__v3 lead = pbd__p3(P[S->idx[b]]);
-        for (int k = b + 1; k < e; ++k) {
-            pbd__p4 *q = &P[S->idx[k]];
-            pbd__v3 p = pbd__p3(*q);
-            if (q->w != 0) {
-                pbd__v3 t = pbd__ftl_target(lead, p, S->rest[k], (unsigned)S->idx[k - 1], (unsigned)S->idx[k]);
-                float *dk = S->d + 3 * (size_t)k;
-                dk[0] += t.x - p.x; dk[1] += t.y - p.y; dk[2] += t.z - p.z;
-                q->x = t.x; q->y = t.y; q->z = t.z;
-                p = t;
-            }
-            lead = p;
-        }
+    for (int bi = 0; bi < nb; ++bi) {
+        int s0 = bi * W, s1 = s0 + W < S->nstrands ? s0 + W : S->nstrands;
+#if PBD__W > 1
+        if (W > 1 && s1 - s0 == PBD__W) { pbd__vftl_batch(P, S, s0, per, first_iteration); continue; }
+#endif
+        for (int s = s0; s < s1; ++s) pbd__ftl_strand(P, S, s, first_iteration);
     }
+    (void)uniform;
+    (void)per;
 }
 
 static void pbd__strands_project(pbd_world *w, int iteration) {

@@ -27,13 +27,21 @@ static int bench_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/* Optional: called before every step (moving kinematic targets, colliders);
+   its time is part of the step's. */
+static void (*bench_before_step)(pbd_world *w) = NULL;
+
 /* Median ms per pbd_world_step over BENCH_RUNS runs of `steps` steps. */
 static double bench_ms_per_step(pbd_world *w, int steps) {
     double t[BENCH_RUNS];
+    if (bench_before_step) bench_before_step(w);
     pbd_world_step(w, 1.0f / 60.0f); /* warm-up */
     for (int r = 0; r < BENCH_RUNS; ++r) {
         double t0 = bench_now();
-        for (int s = 0; s < steps; ++s) pbd_world_step(w, 1.0f / 60.0f);
+        for (int s = 0; s < steps; ++s) {
+            if (bench_before_step) bench_before_step(w);
+            pbd_world_step(w, 1.0f / 60.0f);
+        }
         t[r] = (bench_now() - t0) * 1e3 / steps;
     }
     qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
