@@ -49,6 +49,11 @@
        ==== objects         cloth, soft body and balloon builders, locality
        ==== colliders       plane, sphere, capsule, box; continuous contacts,
                             friction, restitution
+       ==== strain limiting long range attachments (Euclidean / geodesic),
+                            triangle principal-strain and edge limits
+       ==== strands         follow-the-leader and dynamic FTL, hair builder
+       ==== tearing         vertex splits of overstretched cloth edges
+       ==== damping clusters momentum-conserving damping of particle lists
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
        ==== solver          pbd_world_step: substeps, iterations, SIMD
@@ -94,14 +99,41 @@
      2. contacts from x -> p against the colliders (continuous: the segment
         is swept, so fast particles cannot tunnel through thin shapes);
      3. XPBD multipliers reset, then `iterations` Gauss-Seidel sweeps over
-        the groups in the order they were added, then the plugins'
-        `project` callbacks (shape matching, ...), then the contacts (with
-        position-level static/dynamic friction);
-     4. v = (p - x) / h, x = p;
+        the groups in the order they were added, then the strain limits
+        (long range attachments, triangle/edge limits) and the strands'
+        follow-the-leader pass, then the plugins' `project` callbacks
+        (shape matching, ...), then the contacts (with position-level
+        static/dynamic friction);
+     4. v = (p - x) / h, x = p; dynamic FTL's velocity correction;
      5. velocity pass: friction and restitution of contacts; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
-        object (Mueller et al. 2007, survey 3.7).
+        object and per damping cluster (Mueller et al. 2007, survey 3.7).
+   Tearing (pbd_world_tear) runs between steps, never inside one.
+
+   STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
+       // tethers from every vertex of a pinned cloth to its nearest pinned
+       // vertex along the mesh: no global stretch even with 2 iterations
+       pbd_lra_desc l = pbd_lra_desc_default();
+       l.object = cloth.id; l.anchors = pinned; l.anchor_count = npinned;
+       l.geodesic = 1;
+       pbd_add_long_range_attachments(w, &l, NULL);
+       // principal stretches of every triangle kept in [0.95, 1.05]
+       pbd_strain_limit_desc s = pbd_strain_limit_desc_default();
+       s.object = cloth.id; s.triangles = m.triangles; s.triangle_count = m.triangle_count;
+       s.min_stretch = 0.95f; s.max_stretch = 1.05f;
+       pbd_add_strain_limit(w, &s, NULL);
+       // hair: strands grown along the normals of roots on a moving head
+       pbd_hair_desc h = pbd_hair_desc_default();
+       h.root_positions = roots; h.root_normals = normals; h.strand_count = n;
+       pbd_strands hair; pbd_add_hair(w, &h, &hair, NULL);
+       pbd_hair_set_transform(w, hair, head_pos, head_rot);   // every frame
+       // tearing: edges longer than 1.5 x rest split their vertex
+       pbd_tearing_desc t = pbd_tearing_desc_default();
+       t.object = cloth.id; t.triangles = m.triangles; t.triangle_count = m.triangle_count;
+       pbd_object_enable_tearing(w, &t);
+       pbd_world_step(w, dt); pbd_world_tear(w, NULL);          // may allocate
+       pbd_object_triangles(w, cloth.id, tris, max, &count);   // the torn mesh
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow
