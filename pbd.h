@@ -5493,8 +5493,9 @@ PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, in
     qsort(sorted, (size_t)count, sizeof(int), pbd__cmp_int);
     for (int k = 1; k < count; ++k)
         if (sorted[k] == sorted[k - 1]) {
+            int twice = sorted[k];
             pbd__free(w, sorted);
-            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", sorted[k]);
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", twice);
         }
     memcpy(sorted, particles, sizeof(int) * (size_t)count); /* keep the user's order (it fixes the sums' order) */
     if (!pbd__grow(w, (void **)&w->clusters, w->nclusters, &w->cluster_cap, w->nclusters + 1, sizeof(pbd__cluster))) {
