@@ -5695,6 +5695,10 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int g = 1; g < 3; ++g)
             if (o->groups[g] < -1 || o->groups[g] >= t->ngroups) return PBD_ERROR_BAD_SNAPSHOT;
+        int bend = o->groups[1] >= 0 ? t->groups[o->groups[1]].type : -1, area = o->groups[2] >= 0 ? t->groups[o->groups[2]].type : -1;
+        if ((bend >= 0 && bend != PBD_CONSTRAINT_BENDING_DIHEDRAL && bend != PBD_CONSTRAINT_BENDING_ISOMETRIC) ||
+            (area >= 0 && area != PBD_CONSTRAINT_AREA) || T->max_splits > INT_MAX / 16)
+            return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->nclusters; ++i) {
         const pbd__cluster *c = &t->clusters[i];

@@ -3,6 +3,7 @@
    stays valid, the mesh stays consistent, mass is conserved, and the
    result does not depend on the thread count. */
 #include "test.h"
+#include <stdint.h>
 #include <stdlib.h>
 
 enum { NX = 14, NY = 6 };
@@ -314,9 +315,69 @@ TEST(tearing_bad_input) {
     pbd_world_destroy(w);
 }
 
+/* Snapshots of a world with every state of these sections (tethers,
+   limits, strands, tears, clusters), corrupted with a forged checksum:
+   restore refuses them or gives a world that steps and tears without
+   crashing (the sanitizer build checks every access). */
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+TEST(tearing_snapshot_forged_checksum_fuzz) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    int anchors[NY], cluster[10];
+    for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
+    for (int k = 0; k < 10; ++k) cluster[k] = obj.particles.first + 20 + k;
+    pbd_lra_desc ld = pbd_lra_desc_default();
+    ld.object = obj.id; ld.anchors = anchors; ld.anchor_count = NY; ld.geodesic = 1; ld.slack = 2.0f;
+    CHECK_OK(pbd_add_long_range_attachments(w, &ld, NULL));
+    CHECK_OK(pbd_add_damping_cluster(w, cluster, 10, 1.0f, NULL));
+    float roots[6] = {0, 1, 0, 0.1f, 1, 0}, normals[6] = {0, 1, 0, 0, 1, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = roots; hd.root_normals = normals; hd.strand_count = 2; hd.particles_per_strand = 5;
+    CHECK_OK(pbd_add_hair(w, &hd, NULL, NULL));
+    for (int s = 0; s < 30; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(w, NULL));
+    }
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *snap = (unsigned char *)malloc(size), *bad = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, snap, size));
+    unsigned seed = 77;
+    int refused = 0;
+    for (int k = 0; k < 200; ++k) {
+        memcpy(bad, snap, size);
+        for (int f = 0; f < 1 + k % 3; ++f) { /* in the tail, where these sections' state is */
+            size_t span = size / 3, at = size - 8 - 1 - (size_t)(pbdt_rand(&seed) * (float)span);
+            bad[at] = (unsigned char)(pbdt_rand(&seed) * 256.0f);
+        }
+        uint64_t sum = fnv1a(bad, size - 8);
+        memcpy(bad + size - 8, &sum, 8);
+        pbd_result r = pbd_world_restore(w, bad, size);
+        CHECK(r == PBD_OK || r == PBD_ERROR_BAD_SNAPSHOT || r == PBD_ERROR_OUT_OF_MEMORY);
+        if (r == PBD_OK) {
+            for (int s = 0; s < 2; ++s) { (void)pbd_world_step(w, 1.0f / 60.0f); (void)pbd_world_tear(w, NULL); }
+        } else {
+            refused++;
+        }
+        CHECK_OK(pbd_world_restore(w, snap, size));
+    }
+    CHECK(refused > 0);
+    free(bad);
+    free(snap);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
     RUN(tearing_bad_input);
+    RUN(tearing_snapshot_forged_checksum_fuzz);
 }
