@@ -4844,18 +4844,6 @@ static pbd_result pbd__strands_push(pbd_world *w, pbd__strands *S, pbd_strands *
     return PBD_OK;
 }
 
-/* A particle in two strands (or twice in one) would be written by two
-   threads: refused. */
-static int pbd__strand_particle_used(const pbd_world *w, const unsigned char *mark, int i) {
-    if (mark[i]) return 1;
-    for (int k = 0; k < w->nstrands; ++k) {
-        const pbd__strands *S = &w->strands[k];
-        for (int j = 0; j < S->nparticles; ++j)
-            if (S->idx[j] == i) return 1;
-    }
-    return 0;
-}
-
 PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_strands *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
@@ -4871,10 +4859,13 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
     unsigned char *mark = (unsigned char *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), 1);
     if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory");
     memset(mark, 0, (size_t)(w->n > 0 ? w->n : 1));
+    /* a particle in two strands (or twice in one) would be written by two threads */
+    for (int k = 0; k < w->nstrands; ++k)
+        for (int j = 0; j < w->strands[k].nparticles; ++j) mark[w->strands[k].idx[j]] = 1;
     pbd_result r = PBD_OK;
     for (int k = 0; k < np && r == PBD_OK; ++k) {
         r = pbd__check_particle(w, d->particles[k], "strand particle");
-        if (r == PBD_OK && pbd__strand_particle_used(w, mark, d->particles[k]))
+        if (r == PBD_OK && mark[d->particles[k]])
             r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is in two strands", d->particles[k]);
         if (r == PBD_OK) mark[d->particles[k]] = 1;
     }

@@ -331,9 +331,10 @@ TEST(strain_bad_input) {
 /* LRA and both limit modes: 1 thread == 2 threads, and a restored
    snapshot steps on bit-identically. */
 static pbd_world *limited_cloth(int threads, pbd_mesh *m, pbd_object *obj) {
-    pbd_world *w = hanging_cloth(24, 3, 1e-4f, obj, m);
+    pbd_world *w = hanging_cloth(14, 2, 1e-4f, obj, m);
     CHECK_OK(pbd_world_set_threads(w, threads));
-    add_top_lra(w, obj, 24, 0);
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 2)); /* few barriers: a loaded machine makes each slow */
+    add_top_lra(w, obj, 14, 0);
     pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
     sd.object = obj->id;
     sd.triangles = m->triangles;
@@ -350,7 +351,7 @@ TEST(strain_threads_and_snapshot_bit_identical) {
     pbd_mesh m1, m2;
     pbd_object o1, o2;
     pbd_world *a = limited_cloth(1, &m1, &o1), *b = limited_cloth(2, &m2, &o2);
-    for (int s = 0; s < 20; ++s) {
+    for (int s = 0; s < 12; ++s) {
         CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
         CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
     }
@@ -365,7 +366,6 @@ TEST(strain_threads_and_snapshot_bit_identical) {
         CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
     }
     CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), sizeof(float) * 4 * (size_t)n) == 0);
-    /* a damaged snapshot is refused: a tether to a particle that does not exist */
     free(buf);
     pbd_mesh_free(&m1);
     pbd_mesh_free(&m2);
