@@ -48,9 +48,12 @@ static double bench_ms_per_step(pbd_world *w, int steps) {
     return t[BENCH_RUNS / 2];
 }
 
+/* Optional: constraints solved outside the groups (strand segments). */
+static long (*bench_extra_constraints)(const pbd_world *w) = NULL;
+
 /* Constraints and colours over all groups (colours: the most of any group). */
 static void bench_count(const pbd_world *w, long *constraints, int *colors) {
-    *constraints = 0;
+    *constraints = bench_extra_constraints ? bench_extra_constraints(w) : 0;
     *colors = 0;
     for (int g = 0; g < pbd_world_group_count(w); ++g) {
         int count = 0, ncol = 0;

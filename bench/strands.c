@@ -49,8 +49,16 @@ static void shake(pbd_world *w) {
     if (pbd_world_collider_count(w) > 0) pbd_collider_set_pose(w, 0, pos, rot);
 }
 
+/* FTL segments count as the constraints (one projection each per iteration). */
+static long segments(const pbd_world *w) {
+    int strands = 0, particles = 0;
+    pbd_strands_info(w, bench_hair, &strands, &particles);
+    return (long)particles - strands;
+}
+
 int main(void) {
     bench_before_step = shake;
+    bench_extra_constraints = segments;
     hair_ctx c = {10000, 32, 2, 1, 0};
     bench_scene("strands", "hair10000x32", make_hair, &c, 10);
     hair_ctx head = {10000, 32, 2, 1, 1};
