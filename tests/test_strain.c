@@ -73,6 +73,53 @@ TEST(strain_lra_keeps_hanging_cloth_inextensible) {
     CHECK_MSG(worst[0] > 5 * worst[1] && worst[0] > 0.03, "max stretch without LRA %g (with %g)", worst[0], worst[1]);
 }
 
+/* A tether is unilateral: a particle inside its sphere moves freely, one
+   outside is put back on it; it follows a kinematic anchor; it is off
+   while its anchor is dynamic (unpinned). */
+TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float pos[6] = {0, 1, 0, 0.3f, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 2;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK_OK(pbd_set_kinematic(w, r.first, 1));
+    int anchor = r.first, particle = r.first + 1;
+    pbd_lra_desc ld = pbd_lra_desc_default();
+    ld.particles = &particle; ld.count = 1; ld.anchors = &anchor; ld.anchor_count = 1; ld.slack = 0.5f;
+    pbd_lra l;
+    CHECK_OK(pbd_add_long_range_attachments(w, &ld, &l));
+    float len = 0;
+    int count = 0;
+    CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, &len, 1, &count));
+    CHECK(count == 1);
+    CHECK_NEAR(len, 0.45, 1e-6); /* 0.3 * (1 + slack) */
+    /* inside the sphere it falls freely for a while */
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    CHECK(x[4 * particle + 1] < 1.0f && x[4 * particle] == 0.3f);
+    for (int s = 0; s < 60; ++s) {
+        float t[3] = {0.01f * (float)s, 1, 0};
+        CHECK_OK(pbd_set_kinematic_target(w, anchor, t));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        x = pbd_world_positions(w);
+        double d = sqrt(pow(x[4 * particle] - x[4 * anchor], 2) + pow(x[4 * particle + 1] - x[4 * anchor + 1], 2) + pow(x[4 * particle + 2] - x[4 * anchor + 2], 2));
+        CHECK_MSG(d <= 0.45 * (1 + 1e-6), "step %d: %g from the anchor", s, d);
+    }
+    CHECK_NEAR(x[4 * particle + 1], 1.0f - 0.45f, 0.02); /* hangs below the anchor at the tether's length */
+    /* an unpinned anchor does not hold: both fall, the tether is off */
+    CHECK_OK(pbd_set_kinematic(w, anchor, 0));
+    CHECK_OK(pbd_lra_set_enabled(w, l, 1));
+    float vel[3] = {0, 5, 0};
+    pbd_range pr = {particle, 1};
+    CHECK_OK(pbd_set_velocities(w, pr, vel)); /* thrown up past the anchor */
+    for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    x = pbd_world_positions(w);
+    CHECK(x[4 * particle + 1] - x[4 * anchor + 1] > 0.45f + 0.5f);
+    pbd_world_destroy(w);
+}
+
 /* The test's own all-pairs shortest paths (Floyd-Warshall) over a mesh's
    edges, against the library's Dijkstra. */
 TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
@@ -375,6 +422,7 @@ TEST(strain_threads_and_snapshot_bit_identical) {
 
 void suite_strain(void) {
     RUN(strain_lra_keeps_hanging_cloth_inextensible);
+    RUN(strain_lra_tether_is_unilateral_and_follows_its_anchor);
     RUN(strain_lra_geodesic_rest_lengths_equal_shortest_paths);
     RUN(strain_limit_triangle_clamps_principal_stretches);
     RUN(strain_limit_keeps_soft_cloth_within_limits);
