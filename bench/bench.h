@@ -7,6 +7,9 @@
    runs after a warm-up. */
 #ifndef PBD_BENCH_H
 #define PBD_BENCH_H
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 (without OpenMP's headers) */
+#endif
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
 #include <stdio.h>
