@@ -1,7 +1,7 @@
 /* bench/strands.c - hair: 10 000 follow-the-leader strands of 32 particles
    (Mueller et al. 2012, dynamic FTL) on a head sphere that moves every
-   step, without and with the head as a sphere collider. 1/60 s steps, 2
-   substeps of one iteration (one FTL pass is exact).
+   step, without and with the head as a sphere collider. 1/60 s steps of
+   1 or 2 substeps of one iteration (one FTL pass is exact).
    Prints JSON lines (see bench/bench.h); the target is <= 5 ms per step on
    2 threads. Build and run: make bench BENCH=strands */
 #include "bench.h"
@@ -59,6 +59,8 @@ static long segments(const pbd_world *w) {
 int main(void) {
     bench_before_step = shake;
     bench_extra_constraints = segments;
+    hair_ctx one = {10000, 32, 1, 1, 0}; /* DFTL as in the paper: one step, one pass */
+    bench_scene("strands", "hair10000x32_1substep", make_hair, &one, 10);
     hair_ctx c = {10000, 32, 2, 1, 0};
     bench_scene("strands", "hair10000x32", make_hair, &c, 10);
     hair_ctx head = {10000, 32, 2, 1, 1};
