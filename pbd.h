@@ -755,16 +755,19 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
 
 // ==== tearing ===============================================================
 /* A cloth tears where an edge (a distance constraint of its stretch group)
-   is longer than threshold * rest: one of its vertices is split by the
-   plane through it normal to the edge. The triangles on the far side get a
+   is longer than threshold * rest, or where a triangle's largest principal
+   stretch (its rest shape taken when tearing is enabled) exceeds
+   threshold: one of its vertices is split by the plane through it normal
+   to the edge or to the principal direction. The triangles on the far side get a
    new particle (a copy: position, velocity, flags; the vertex's mass is
    shared in proportion to the triangles' areas, so the total is kept), the
    object's groups are rewritten (edges on the crack are duplicated,
    bending across it removed, strain-limit triangles renamed) and coloured
    again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
    (new particles and constraint arrays), unlike pbd_world_step. On error
-   nothing changes. Other groups (attachments, user constraints) keep the
-   original particle. The new particles are appended to the world; they
+   nothing changes (per object). Other groups (attachments, user
+   constraints), long range attachments and damping clusters keep the
+   original particle; a group the crack empties is disabled. The new particles are appended to the world; they
    belong to the object when it holds the world's last particles, else the
    object stops being treated as isolated (SOLVER step 5) and its object
    damping sees only its original range. */
@@ -774,7 +777,7 @@ typedef struct pbd_tearing_desc {
     const int *triangles;     /* the triangles given to its builder (local vertex indices) */
     int triangle_count;
     const int *permutation;   /* with reorder: the permutation the builder handed back */
-    float threshold;          /* > 1; default 1.5 */
+    float threshold;          /* > 1; default 1.5 (edge length ratio and principal stretch) */
     int max_splits;           /* per pbd_world_tear call and object, >= 1; default 64 */
 } pbd_tearing_desc;
 
@@ -4382,23 +4385,37 @@ static inline pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
    y_i = c + F' (X_i - X_c) about the mass-weighted centroids (so linear
    momentum is kept; corners of inverse mass 0 hold the centroid and stay).
    k scales the move. Returns 1 when the triangle was moved. */
-static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k, float *stretch) {
-    float a = abc[0], b = abc[1], c = abc[2];
-    pbd__v3 F0 = pbd__mul(pbd__sub(x[1], x[0]), 1.0f / a);
-    pbd__v3 F1 = pbd__mul(pbd__sub(pbd__sub(x[2], x[0]), pbd__mul(F0, b)), 1.0f / c);
-    float p = pbd__dot(F0, F0), q = pbd__dot(F0, F1), r = pbd__dot(F1, F1);
+/* The triangle's deformation gradient F = Ds Dm^-1 (columns F0, F1), its
+   singular values s1 >= s2 (from the eigen-decomposition of the 2x2
+   F^T F) and the unit eigenvector v1 of s1 (rest frame). */
+typedef struct pbd__tri_svd { pbd__v3 F0, F1; float s1, s2, v1x, v1y; } pbd__tri_svd;
+static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
+    pbd__tri_svd o;
+    float b = abc[1];
+    o.F0 = pbd__mul(pbd__sub(x[1], x[0]), 1.0f / abc[0]);
+    o.F1 = pbd__mul(pbd__sub(pbd__sub(x[2], x[0]), pbd__mul(o.F0, b)), 1.0f / abc[2]);
+    float p = pbd__dot(o.F0, o.F0), q = pbd__dot(o.F0, o.F1), r = pbd__dot(o.F1, o.F1);
     float half = 0.5f * (p + r), dif = 0.5f * (p - r);
     float disc = sqrtf(dif * dif + q * q);
     float l1 = half + disc, l2 = half - disc;
-    float s1 = sqrtf(l1), s2 = l2 > 0 ? sqrtf(l2) : 0.0f;
+    o.s1 = sqrtf(l1);
+    o.s2 = l2 > 0 ? sqrtf(l2) : 0.0f;
+    /* eigenvector of l1: the larger of the two candidate forms */
+    float ax = l1 - r, ay = q, bx = q, by = l1 - p;
+    if (ax * ax + ay * ay >= bx * bx + by * by) { o.v1x = ax; o.v1y = ay; } else { o.v1x = bx; o.v1y = by; }
+    float vn = sqrtf(o.v1x * o.v1x + o.v1y * o.v1y);
+    if (vn > 1e-20f) { o.v1x /= vn; o.v1y /= vn; } else { o.v1x = 1; o.v1y = 0; } /* isotropic */
+    return o;
+}
+
+static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k, float *stretch) {
+    float a = abc[0], b = abc[1], c = abc[2];
+    pbd__tri_svd sv = pbd__triangle_svd(x, abc);
+    pbd__v3 F0 = sv.F0, F1 = sv.F1;
+    float s1 = sv.s1, s2 = sv.s2, v1x = sv.v1x, v1y = sv.v1y;
     if (stretch) { stretch[0] = s1; stretch[1] = s2; }
     if (s1 <= hi && s2 >= lo) return 0;
     if (!(s1 > 1e-12f)) return 0; /* collapsed to a point: no direction to restore */
-    /* eigenvector of l1: the larger of the two candidate forms */
-    float ax = l1 - r, ay = q, bx = q, by = l1 - p, v1x, v1y;
-    if (ax * ax + ay * ay >= bx * bx + by * by) { v1x = ax; v1y = ay; } else { v1x = bx; v1y = by; }
-    float vn = sqrtf(v1x * v1x + v1y * v1y);
-    if (vn > 1e-20f) { v1x /= vn; v1y /= vn; } else { v1x = 1; v1y = 0; } /* isotropic */
     float v2x = -v1y, v2y = v1x;
     pbd__v3 U1 = pbd__mul(pbd__mat32_mul(F0, F1, v1x, v1y), 1.0f / s1);
     pbd__v3 u2 = pbd__mat32_mul(F0, F1, v2x, v2y), U2;
@@ -5046,7 +5063,8 @@ PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *stran
 typedef struct pbd__tear {
     int object, max_splits, ntris;
     float threshold;
-    int *tris; /* ntris * 3 world particles: the current (torn) mesh */
+    int *tris;      /* ntris * 3 world particles: the current (torn) mesh */
+    float *rest2d;  /* ntris * 3: each triangle's 2D rest shape (a, b, c) */
 } pbd__tear;
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
@@ -5105,15 +5123,23 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
     int *tri = NULL;
     PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
     pbd_result r = pbd__check_tear_mesh(w, &w->groups[o->groups[0]], tri, d->triangle_count);
+    float *rest2d = r == PBD_OK ? (float *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(float)) : NULL;
+    if (r == PBD_OK && !rest2d) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
+    for (int t = 0; r == PBD_OK && t < d->triangle_count; ++t) {
+        pbd__v3 x[3];
+        pbd__gather(w, tri + 3 * t, 3, x);
+        if (!pbd__triangle_rest2d(x, rest2d + 3 * t)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate now", t);
+    }
     if (r == PBD_OK && !pbd__grow(w, (void **)&w->tears, w->ntears, &w->tear_cap, w->ntears + 1, sizeof(pbd__tear)))
         r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
-    if (r != PBD_OK) { pbd__free(w, tri); return r; }
+    if (r != PBD_OK) { pbd__free(w, tri); pbd__free(w, rest2d); return r; }
     pbd__tear *t = &w->tears[w->ntears++];
     t->object = d->object;
     t->max_splits = d->max_splits;
     t->threshold = d->threshold;
     t->ntris = d->triangle_count;
     t->tris = tri;
+    t->rest2d = rest2d;
     return PBD_OK;
 }
 
@@ -5277,11 +5303,14 @@ static pbd__v3 pbd__tear_pos(const pbd_world *w, const pbd__tear_work *k, int i)
     return pbd__p3(w->x[i < w->n ? i : k->splits[i - w->n].v]);
 }
 
-/* Tries to split v away from u (an overstretched edge) by the plane
-   through v normal to the edge: faces whose centroid lies towards u go to
-   the new particle n0 + nsplits. 1: split, 0: not possible, -1: memory. */
-static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, int v, int u, int n0) {
-    pbd__v3 xv = pbd__tear_pos(w, k, v), nrm = pbd__sub(pbd__tear_pos(w, k, u), xv);
+/* Tries to split v by the plane through it normal to nrm (along an
+   overstretched edge or a triangle's principal stretch): faces whose
+   centroid lies on the nrm side go to the new particle n0 + nsplits.
+   mark (count ints) are the constraint's particles, touched after a split.
+   1: split, 0: not possible, -1: memory. */
+static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, int v, pbd__v3 nrm, const int *mark,
+                          int count, int n0) {
+    pbd__v3 xv = pbd__tear_pos(w, k, v);
     int na = 0, nb = 0;
     float area_a = 0, area_b = 0;
     for (int t = 0; t < T->ntris; ++t) {
@@ -5312,11 +5341,13 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
     sp->v = v;
     sp->mass_v = m * s;
     sp->mass_new = m - sp->mass_v;
-    k->touched[v] = k->touched[u] = k->touched[nv] = 1;
+    for (int i = 0; i < count; ++i) k->touched[mark[i]] = 1;
+    k->touched[v] = k->touched[nv] = 1;
     return 1;
 }
 
-typedef struct pbd__tear_cand { float ratio; int c; } pbd__tear_cand;
+/* An overstretched edge (c < edge count) or triangle (c - edge count). */
+typedef struct pbd__tear_cand { float ratio; int c; pbd__v3 dir; } pbd__tear_cand;
 static int pbd__cmp_tear_cand(const void *a, const void *b) {
     const pbd__tear_cand *x = (const pbd__tear_cand *)a, *y = (const pbd__tear_cand *)b;
     if (x->ratio != y->ratio) return x->ratio > y->ratio ? -1 : 1;
@@ -5334,13 +5365,26 @@ static int pbd__vertex_valence(const pbd__tear_work *k, int ntris, int v) {
 static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
     const pbd__object *o = &w->objects[T->object];
     const pbd__group *gs = &w->groups[o->groups[0]];
-    pbd__tear_cand *cand = (pbd__tear_cand *)pbd__alloc_n(w, (size_t)(gs->count > 0 ? gs->count : 1), sizeof *cand);
+    pbd__tear_cand *cand = (pbd__tear_cand *)pbd__alloc_n(w, (size_t)gs->count + (size_t)T->ntris, sizeof *cand);
     if (!cand) return -1;
     int nc = 0;
     for (int c = 0; c < gs->count; ++c) {
         const int *e = gs->idx + 2 * c;
-        float l = pbd__len(pbd__sub(pbd__p3(w->x[e[0]]), pbd__p3(w->x[e[1]])));
-        if (l > T->threshold * gs->rest[c]) { cand[nc].ratio = l / gs->rest[c]; cand[nc].c = c; nc++; }
+        pbd__v3 d = pbd__sub(pbd__p3(w->x[e[1]]), pbd__p3(w->x[e[0]]));
+        float l = pbd__len(d);
+        if (l > T->threshold * gs->rest[c]) { cand[nc].ratio = l / gs->rest[c]; cand[nc].c = c; cand[nc].dir = d; nc++; }
+    }
+    /* a triangle whose largest principal stretch (Wang et al. 2010) passes
+       the threshold, though no edge does (stretch across its edges) */
+    for (int t = 0; t < T->ntris; ++t) {
+        pbd__v3 x[3];
+        pbd__gather(w, T->tris + 3 * t, 3, x);
+        pbd__tri_svd sv = pbd__triangle_svd(x, T->rest2d + 3 * t);
+        if (!(sv.s1 > T->threshold)) continue;
+        cand[nc].ratio = sv.s1;
+        cand[nc].c = gs->count + t;
+        cand[nc].dir = pbd__mat32_mul(sv.F0, sv.F1, sv.v1x, sv.v1y); /* the principal direction U1 s1 */
+        nc++;
     }
     int result = 0;
     if (nc > 0) {
@@ -5370,12 +5414,22 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
             }
         }
         for (int q = 0; ok && q < nc && k->nsplits < T->max_splits; ++q) {
-            const int *e = gs->idx + 2 * cand[q].c;
-            int a = e[0], b = e[1];
-            if (k->touched[a] || k->touched[b]) continue;
-            if (pbd__vertex_valence(k, T->ntris, b) > pbd__vertex_valence(k, T->ntris, a)) { int t = a; a = b; b = t; }
-            int s = pbd__try_split(w, T, k, a, b, w->n);
-            if (s == 0) s = pbd__try_split(w, T, k, b, a, w->n);
+            int tri = cand[q].c >= gs->count, nv = tri ? 3 : 2;
+            const int *e = tri ? T->tris + 3 * (cand[q].c - gs->count) : gs->idx + 2 * cand[q].c;
+            int order[3] = {0, 1, 2}, val[3], skip = 0;
+            for (int i = 0; i < nv; ++i) {
+                skip |= k->touched[e[i]];
+                val[i] = pbd__vertex_valence(k, T->ntris, e[i]);
+            }
+            if (skip) continue;
+            for (int i = 1; i < nv; ++i) /* the vertex with the most faces first (stable) */
+                for (int j = i; j > 0 && val[order[j]] > val[order[j - 1]]; --j) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+            int s = 0;
+            for (int i = 0; i < nv && s == 0; ++i) {
+                /* an edge's far endpoint lies on the side of dir seen from the near one */
+                pbd__v3 dir = !tri && order[i] == 1 ? pbd__neg(cand[q].dir) : cand[q].dir;
+                s = pbd__try_split(w, T, k, e[order[i]], dir, e, nv, w->n);
+            }
             if (s < 0) ok = 0;
         }
         result = ok ? k->nsplits : -1;
@@ -5532,7 +5586,7 @@ static void pbd__extras_free(pbd_world *w) {
     for (int i = 0; w->lras && i < w->nlras; ++i) pbd__lra_free(w, &w->lras[i]);
     for (int i = 0; w->limits && i < w->nlimits; ++i) pbd__limit_free(w, &w->limits[i]);
     for (int i = 0; w->strands && i < w->nstrands; ++i) pbd__strands_free_one(w, &w->strands[i]);
-    for (int i = 0; w->tears && i < w->ntears; ++i) pbd__free(w, w->tears[i].tris);
+    for (int i = 0; w->tears && i < w->ntears; ++i) { pbd__free(w, w->tears[i].tris); pbd__free(w, w->tears[i].rest2d); }
     for (int i = 0; w->clusters && i < w->nclusters; ++i) pbd__free(w, w->clusters[i].particles);
     pbd__free(w, w->lras); pbd__free(w, w->limits); pbd__free(w, w->strands); pbd__free(w, w->tears); pbd__free(w, w->clusters);
     w->lras = NULL; w->limits = NULL; w->strands = NULL; w->tears = NULL; w->clusters = NULL;
@@ -5617,6 +5671,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         pbd__io_float(io, &T->threshold);
         if (io->in && (T->ntris < 1 || T->ntris > INT_MAX / 8)) { io->bad = 1; break; }
         pbd__io_array(io, w, (void **)&T->tris, 3L * T->ntris, sizeof(int));
+        pbd__io_array(io, w, (void **)&T->rest2d, 3L * T->ntris, sizeof(float));
     }
     n = w->nclusters;
     pbd__io_table(io, w, (void **)&w->clusters, &n, &w->cluster_cap, sizeof(pbd__cluster));
@@ -5679,8 +5734,10 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     for (int i = 0; i < t->ntears; ++i) {
         const pbd__tear *T = &t->tears[i];
         if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) || !pbd__finite(T->threshold) ||
-            !pbd__ids_ok(T->tris, 3L * T->ntris, t->n))
+            !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) || !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
             return PBD_ERROR_BAD_SNAPSHOT;
+        for (int k = 0; k < T->ntris; ++k)
+            if (!(T->rest2d[3 * k] > 0 && T->rest2d[3 * k + 2] > 0)) return PBD_ERROR_BAD_SNAPSHOT;
         const pbd__object *o = &t->objects[T->object];
         if (o->groups[0] < 0 || o->groups[0] >= t->ngroups || t->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
             return PBD_ERROR_BAD_SNAPSHOT;

@@ -190,6 +190,49 @@ TEST(tearing_splits_keep_every_invariant) {
     pbd_world_destroy(w);
 }
 
+/* A square of two triangles stretched by 1.6 across its diagonal: every
+   edge stays under the threshold 1.5 (the sides by 1.33, the diagonal not
+   at all), but both triangles' principal stretch passes it, so a corner of
+   the diagonal splits along it. With bending, the one stencil across the
+   crack goes (its group is emptied and disabled) and stepping goes on. */
+TEST(tearing_by_principal_stretch) {
+    for (int bending = 0; bending < 2; ++bending) {
+        pbd_world *w = pbdt_world(0.0f);
+        float pos[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
+        int tri[6] = {0, 1, 2, 0, 2, 3};
+        pbd_cloth_desc cd = pbd_cloth_desc_default();
+        cd.positions = pos; cd.vertex_count = 4; cd.triangles = tri; cd.triangle_count = 2;
+        cd.bending = bending ? PBD_BENDING_DIHEDRAL : PBD_BENDING_NONE;
+        pbd_object obj;
+        CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+        pbd_tearing_desc td = pbd_tearing_desc_default();
+        td.object = obj.id; td.triangles = tri; td.triangle_count = 2;
+        CHECK_OK(pbd_object_enable_tearing(w, &td));
+        double mass0 = total_mass(w);
+        /* x' = x + (s - 1) (x . d) d with d = (1, -1) / sqrt 2, s = 1.6 */
+        float moved[12];
+        for (int i = 0; i < 4; ++i) {
+            float x = pos[3 * i], y = pos[3 * i + 1], t = 0.6f * (x - y) / 2.0f;
+            moved[3 * i] = x + t; moved[3 * i + 1] = y - t; moved[3 * i + 2] = 0;
+        }
+        pbd_range all = {0, 4};
+        CHECK_OK(pbd_set_positions(w, all, moved));
+        int splits = -1;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        CHECK(splits == 1);
+        CHECK(pbd_world_particle_count(w) == 5);
+        int count = 0;
+        CHECK_OK(pbd_group_info(w, obj.stretch, NULL, &count));
+        CHECK_MSG(count == 6, "%d edges: the diagonal on the crack is duplicated", count);
+        CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
+        if (!bending) CHECK(check_mesh(w, &obj) == 1); /* split at one end of the diagonal: still one piece */
+        for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w);
+        for (int i = 0; i < 20; ++i) CHECK(isfinite(x[i]));
+        pbd_world_destroy(w);
+    }
+}
+
 TEST(tearing_nothing_below_the_threshold) {
     pbd_object obj;
     pbd_mesh m;
@@ -376,6 +419,7 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
 
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
+    RUN(tearing_by_principal_stretch);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
     RUN(tearing_bad_input);
