@@ -57,6 +57,11 @@
                             friction, across objects (granular piles)
        ==== fluids          position based fluids (Macklin and Mueller 2013):
                             density constraints, s_corr, XSPH, vorticity
+       ==== strain limiting long range attachments (Euclidean / geodesic),
+                            triangle principal-strain and edge limits
+       ==== strands         follow-the-leader and dynamic FTL, hair builder
+       ==== tearing         vertex splits of overstretched cloth edges
+       ==== damping clusters momentum-conserving damping of particle lists
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
        ==== solver          pbd_world_step: substeps, iterations, SIMD
@@ -103,17 +108,43 @@
         is swept, so fast particles cannot tunnel through thin shapes);
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
         the particles with particle collision or fluid rebuilt from p, then
-        `iterations` Gauss-Seidel sweeps over the groups in the order they
-        were added, then the plugins' `project` callbacks (shape matching,
-        ...), then one Jacobi pass of particle contacts and fluid density
-        constraints, then the collider contacts (with position-level
-        static/dynamic friction);
-     4. v = (p - x) / h, x = p; fluids: XSPH viscosity and vorticity
-        confinement;
+        `iterations` times: Gauss-Seidel sweeps over the groups in the
+        order they were added, the strain limits (long range attachments,
+        triangle/edge limits) and the strands' follow-the-leader pass, the
+        plugins' `project` callbacks (shape matching, ...), one Jacobi pass
+        of particle contacts and fluid density constraints, and the
+        collider contacts (with position-level static/dynamic friction);
+     4. v = (p - x) / h, x = p; dynamic FTL's velocity correction; fluids:
+        XSPH viscosity and vorticity confinement;
      5. velocity pass: friction and restitution of contacts; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
-        object (Mueller et al. 2007, survey 3.7).
+        object and per damping cluster (Mueller et al. 2007, survey 3.7).
+   Tearing (pbd_world_tear) runs between steps, never inside one.
+
+   STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
+       // tethers from every vertex of a pinned cloth to its nearest pinned
+       // vertex along the mesh: no global stretch even with 2 iterations
+       pbd_lra_desc l = pbd_lra_desc_default();
+       l.object = cloth.id; l.anchors = pinned; l.anchor_count = npinned;
+       l.geodesic = 1;
+       pbd_add_long_range_attachments(w, &l, NULL);
+       // principal stretches of every triangle kept in [0.95, 1.05]
+       pbd_strain_limit_desc s = pbd_strain_limit_desc_default();
+       s.object = cloth.id; s.triangles = m.triangles; s.triangle_count = m.triangle_count;
+       s.min_stretch = 0.95f; s.max_stretch = 1.05f;
+       pbd_add_strain_limit(w, &s, NULL);
+       // hair: strands grown along the normals of roots on a moving head
+       pbd_hair_desc h = pbd_hair_desc_default();
+       h.root_positions = roots; h.root_normals = normals; h.strand_count = n;
+       pbd_strands hair; pbd_add_hair(w, &h, &hair, NULL);
+       pbd_hair_set_transform(w, hair, head_pos, head_rot);   // every frame
+       // tearing: edges longer than 1.5 x rest split their vertex
+       pbd_tearing_desc t = pbd_tearing_desc_default();
+       t.object = cloth.id; t.triangles = m.triangles; t.triangle_count = m.triangle_count;
+       pbd_object_enable_tearing(w, &t);
+       pbd_world_step(w, dt); pbd_world_tear(w, NULL);          // may allocate
+       pbd_object_triangles(w, cloth.id, tris, max, &count);   // the torn mesh
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow
@@ -694,6 +725,197 @@ PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float visco
 /* The SPH density rho_i / rho_0 of each particle of the fluid at the
    current positions (out: count floats). */
 PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int max);
+// ==== strain limiting =======================================================
+/* Strain limiting (survey 3.5): passes that run every iteration after the
+   constraint groups (before the plugins and the contacts), always as
+   coloured Gauss-Seidel (also in Jacobi mode).
+
+   Long range attachments (LRA; Kim, Chentanez, Mueller 2012): every
+   attached particle gets unilateral tethers to its nearest anchors,
+   C = L - |p - a| >= 0 with L the rest distance, so a hanging cloth cannot
+   stretch globally even with very few iterations. Rest distances are
+   straight lines or geodesics (shortest paths along the mesh edges,
+   Dijkstra). A tether pulls only its particle: the anchors are attachment
+   points (pinned or kinematic, inverse mass 0) and are never moved; a
+   tether whose anchor is dynamic (unpinned) is inactive. Each particle's
+   tethers are therefore solved by one thread, in order, and the particles
+   in parallel: no colouring is needed although tethers share anchors, and
+   the result does not depend on the thread count. */
+
+typedef int pbd_lra;
+
+typedef struct pbd_lra_desc {
+    int object;             /* -1 (default), or the object whose particles are attached */
+    const int *particles;   /* count world particles to attach; NULL with object >= 0:
+                               every particle of the object that is not an anchor */
+    int count;
+    const int *anchors;     /* anchor_count world particles (attachment points), required */
+    int anchor_count;
+    int geodesic;           /* 1: rest lengths along the mesh edges; 0 (default): straight */
+    const int *triangles;   /* geodesic without an object: triangle_count*3 world particle
+                               indices (edge weights: current lengths). With an object its
+                               stretch group's edges and rest lengths are used. */
+    int triangle_count;
+    int anchors_per_particle; /* tethers to the k nearest anchors; default 1, 1..16 */
+    float slack;            /* tether length = rest * (1 + slack); default 0, >= 0 */
+} pbd_lra_desc;
+
+PBDDEF pbd_lra_desc pbd_lra_desc_default(void);
+/* Rest lengths come from the current positions. A particle that no anchor
+   reaches along the mesh gets no tether. */
+PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_desc *desc, pbd_lra *out);
+PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled);
+/* The tethers (particle, anchor, tether length) of a set: *count receives
+   their number, at most max are written (any output may be NULL). */
+PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra l, int *particles, int *anchors, float *lengths,
+                                  int max, int *count);
+
+/* Strain limits over triangles: the principal stretches of each triangle
+   (singular values of its 2D deformation gradient) are clamped to
+   [min_stretch, max_stretch] (Wang, O'Brien, Ramamoorthi 2010), or, in
+   edge mode, each edge length to [min, max] * rest (Provot 1995, the
+   classic pass). Triangles are graph coloured and solved in parallel. */
+typedef enum pbd_strain_mode {
+    PBD_STRAIN_TRIANGLES = 0, /* principal strains (default) */
+    PBD_STRAIN_EDGES = 1      /* the triangles' edges */
+} pbd_strain_mode;
+
+typedef int pbd_strain_limit;
+
+typedef struct pbd_strain_limit_desc {
+    pbd_strain_mode mode;
+    int object;               /* -1: triangles index world particles; else they are the
+                                 object's local vertex indices (as given to its builder) */
+    const int *permutation;   /* with an object built with reorder: its permutation */
+    const int *triangles;     /* triangle_count*3; rest shapes from the current positions */
+    int triangle_count;
+    float min_stretch;        /* default 0.9, in [0, 1] */
+    float max_stretch;        /* default 1.1, >= 1 */
+    float stiffness;          /* fraction of the correction per iteration, (0, 1]; default 1 */
+} pbd_strain_limit_desc;
+
+PBDDEF pbd_strain_limit_desc pbd_strain_limit_desc_default(void);
+PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc *desc, pbd_strain_limit *out);
+PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit s, int enabled);
+PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, float min_stretch, float max_stretch);
+/* The stateless triangle projection: p and rest 3 points (9 floats),
+   inv_mass 3 floats; p is moved so that both principal stretches lie in
+   [min_stretch, max_stretch], keeping the mass-weighted centroid (pinned
+   corners, inverse mass 0, stay). *stretch (2 floats, optional) receives
+   the principal stretches before the projection. */
+PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const float *inv_mass, float min_stretch,
+                                            float max_stretch, float *stretch);
+
+// ==== strands ===============================================================
+/* Follow-the-leader strands (Mueller, Kim, Chentanez 2012, "Fast
+   simulation of inextensible hair and fur"; survey 3.5). Every iteration
+   each strand is walked from its root: particle i is moved onto the sphere
+   of radius l_i about particle i-1, so after one pass every segment has its
+   rest length exactly. Dynamic FTL replaces the velocity update by
+   v_i = (p_i - x_i) / h - s_damping d_{i+1} / h, d_{i+1} the correction
+   FTL gave the next particle this substep: it hides FTL's unphysical
+   infinite-mass leaders at the price of some damping. Strands are
+   independent: they are solved in parallel, each sequentially, so the
+   result does not depend on the thread count. The root is not moved by
+   FTL (pin it, make it kinematic or use the hair builder). */
+
+typedef int pbd_strands;
+
+typedef struct pbd_strands_desc {
+    const int *particles;      /* world particles, root first, strand after strand */
+    const int *strand_starts;  /* strand_count + 1 offsets into particles; a strand has >= 2
+                                  particles; a particle belongs to one strand only */
+    int strand_count;
+    float damping;             /* s_damping in [0, 1]; default 0.9 */
+} pbd_strands_desc;
+
+/* Hair: strand_count straight strands grown from roots on a surface along
+   its normals, roots kinematic. The surface moves rigidly
+   (pbd_hair_set_transform) or deforms (pbd_hair_set_roots). */
+typedef struct pbd_hair_desc {
+    const float *root_positions; /* strand_count*3, in the surface's frame */
+    const float *root_normals;   /* strand_count*3, growth directions (normalised here) */
+    int strand_count;
+    int particles_per_strand;    /* >= 2, root included; default 16 */
+    float length;                /* m, default 0.2 */
+    float mass;                  /* kg per particle, > 0; default 1e-4 */
+    float radius;                /* collision radius, default 0.002 */
+    float damping;               /* s_damping, default 0.9 */
+    int clamped;                 /* 1 (default): the first segment is kinematic too, so a
+                                    strand leaves the surface along its normal */
+    float position[3];           /* the surface's initial pose; default origin, */
+    float rotation[4];           /* identity (x y z w) */
+} pbd_hair_desc;
+
+PBDDEF pbd_strands_desc pbd_strands_desc_default(void);
+PBDDEF pbd_hair_desc pbd_hair_desc_default(void);
+PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *desc, pbd_strands *out);
+/* particles (optional) receives the hair's particles: strand s particle i
+   is particles.first + s * particles_per_strand + i. */
+PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *desc, pbd_strands *out, pbd_range *particles);
+/* The roots reach this pose at the end of the next step (linearly over its
+   substeps, like kinematic targets). rotation NULL keeps the rotation. */
+PBDDEF pbd_result pbd_hair_set_transform(pbd_world *w, pbd_strands s, const float *position, const float *rotation);
+/* Per-root world positions and normals (strand_count*3 each) for the end
+   of the next step: roots on a deforming mesh. normals may be NULL (keep
+   the current root directions). */
+PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands s, const float *positions, const float *normals);
+PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands s, float damping);
+PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *strand_count, int *particle_count);
+/* One FTL pass over a chain of n >= 2 points (3 floats each): point i moves
+   onto the sphere of radius rest[i-1] about point i-1, for i = 1..n-1 in
+   order. corrections (optional, n*3 floats) receive the moves d_i. */
+PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float *corrections);
+
+// ==== tearing ===============================================================
+/* A cloth tears where an edge (a distance constraint of its stretch group)
+   is longer than threshold * rest, or where a triangle's largest principal
+   stretch (its rest shape taken when tearing is enabled) exceeds
+   threshold: one of its vertices is split by the plane through it normal
+   to the edge or to the principal direction. The triangles on the far side get a
+   new particle (a copy: position, velocity, flags; the vertex's mass is
+   shared in proportion to the triangles' areas, so the total is kept), the
+   object's groups are rewritten (edges on the crack are duplicated,
+   bending across it removed, strain-limit triangles renamed) and coloured
+   again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
+   (new particles and constraint arrays), unlike pbd_world_step. On error
+   nothing changes (per object). Other groups (attachments, user
+   constraints), long range attachments and damping clusters keep the
+   original particle; a group the crack empties is disabled. The new particles are appended to the world; they
+   belong to the object when it holds the world's last particles, else the
+   object stops being treated as isolated (SOLVER step 5) and its object
+   damping sees only its original range. */
+
+typedef struct pbd_tearing_desc {
+    int object;               /* a cloth or balloon object */
+    const int *triangles;     /* the triangles given to its builder (local vertex indices) */
+    int triangle_count;
+    const int *permutation;   /* with reorder: the permutation the builder handed back */
+    float threshold;          /* > 1; default 1.5 (edge length ratio and principal stretch) */
+    int max_splits;           /* per pbd_world_tear call and object, >= 1; default 64 */
+} pbd_tearing_desc;
+
+PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
+PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc *desc);
+/* Splits the vertices of overstretched edges of every tearable object;
+   *splits (optional) receives how many (= new particles). Call between steps. */
+PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits);
+/* A tearable object's current triangles (world particle indices, 3 per
+   triangle): *count receives their number, at most max are written. */
+PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count);
+
+// ==== damping clusters ======================================================
+/* Global symmetric damping (survey 3.7; Mueller et al. 2007, in the spirit
+   of Schmitt et al. 2009) over a user list of particles: every substep the
+   velocities move towards the cluster's rigid motion v_cm + omega x r by
+   1 - exp(-damping h). Linear and angular momentum of the cluster are kept;
+   only relative motion is damped. Per object: pbd_object_set_damping. */
+
+typedef int pbd_damping_cluster;
+
+PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, int count, float damping,
+                                          pbd_damping_cluster *out);
+PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping);
 
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
@@ -1896,6 +2118,17 @@ struct pbd_world {
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
     double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
     pbd__particle_phase pp; /* particle contact and fluids */
+    /* strain limiting, strands, tearing, damping clusters (their sections) */
+    int nlras, lra_cap;
+    struct pbd__lra *lras;
+    int nlimits, limit_cap;
+    struct pbd__limit *limits;
+    int nstrands, strands_cap;
+    struct pbd__strands *strands;
+    int ntears, tear_cap;
+    struct pbd__tear *tears;
+    int nclusters, cluster_cap;
+    struct pbd__cluster *clusters;
     /* plugins: not simulation state, they stay with the world on restore */
     int nplugins, plugin_cap;
     struct pbd__plugin *plugins;
@@ -2060,9 +2293,11 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 }
 
 static void pbd__pp_free(pbd_world *w);
+static void pbd__extras_free(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
 static void pbd__world_free_contents(pbd_world *w) {
     pbd__pp_free(w);
+    pbd__extras_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
                       w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->object_l};
@@ -2153,7 +2388,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 1u
+#define PBD__SNAPSHOT_VERSION 2u
 
 typedef struct pbd__io {
     unsigned char *out;     /* writing (NULL: measuring or reading) */
@@ -2218,6 +2453,7 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
 }
 
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
+static void pbd__io_extras(pbd__io *io, pbd_world *w);
 /* Walks the whole state. When reading, w is a fresh zeroed world whose
    arrays are allocated exactly to size. */
 static void pbd__io_world(pbd__io *io, pbd_world *w) {
@@ -2279,6 +2515,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
     pbd__io_particle_phase(io, w);
+    pbd__io_extras(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -4905,6 +5142,1790 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
     return PBD_OK;
 }
 
+// ==== strain limiting =======================================================
+
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h);
+
+/* A set of long range attachments: particle particles[k] has the tethers
+   [start[k], start[k+1]) to anchor[t] of length[t]. */
+typedef struct pbd__lra {
+    int count, enabled;
+    int *particles, *start, *anchor;
+    float *length;
+} pbd__lra;
+
+/* A strain-limit set: a private group (never in w->groups) that reuses the
+   colouring of the constraint groups. Triangles: arity 3, rest (a, b, c),
+   the rest shape in 2D, X0 = (0, 0), X1 = (a, 0), X2 = (b, c). Edges:
+   arity 2, rest length. */
+typedef struct pbd__limit {
+    int mode, enabled;
+    float lo, hi, stiffness;
+    pbd__group g;
+} pbd__limit;
+
+PBDDEF pbd_lra_desc pbd_lra_desc_default(void) {
+    pbd_lra_desc d;
+    memset(&d, 0, sizeof d);
+    d.object = -1;
+    d.anchors_per_particle = 1;
+    return d;
+}
+
+PBDDEF pbd_strain_limit_desc pbd_strain_limit_desc_default(void) {
+    pbd_strain_limit_desc d;
+    memset(&d, 0, sizeof d);
+    d.mode = PBD_STRAIN_TRIANGLES;
+    d.object = -1;
+    d.min_stretch = 0.9f;
+    d.max_stretch = 1.1f;
+    d.stiffness = 1.0f;
+    return d;
+}
+
+static pbd_result pbd__check_object(const pbd_world *w, int o) {
+    if (o < 0 || o >= w->nobjects)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", o, w->nobjects - 1);
+    return PBD_OK;
+}
+
+/* Triangles of an object's local vertices (or of world particles when
+   object < 0) as world particle indices, validated; free with pbd__free. */
+static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *perm, const int *tri, int nt, int **out) {
+    *out = NULL;
+    int first = 0, nv = w->n;
+    if (object >= 0) {
+        PBD__TRY(pbd__check_object(w, object));
+        first = w->objects[object].first;
+        nv = w->objects[object].count;
+    }
+    PBD__TRY(pbd__validate_triangles(w, tri, nt, nv, "desc.triangles"));
+    if (perm && object < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a permutation needs an object");
+    for (int i = 0; perm && i < nv; ++i)
+        if (perm[i] < 0 || perm[i] >= nv) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, perm[i]);
+    int *t = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
+    if (!t) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d triangles", nt);
+    for (long k = 0; k < 3L * nt; ++k) t[k] = first + (perm ? perm[tri[k]] : tri[k]);
+    *out = t;
+    return PBD_OK;
+}
+
+/* --- long range attachments ------------------------------------------------ */
+
+/* Adjacency (CSR over all world particles) of an edge list with weights. */
+typedef struct pbd__graph { int *start, *to; double *len; } pbd__graph;
+static void pbd__graph_free(pbd_world *w, pbd__graph *g) {
+    pbd__free(w, g->start); pbd__free(w, g->to); pbd__free(w, g->len);
+    memset(g, 0, sizeof *g);
+}
+static int pbd__graph_build(pbd_world *w, const int *edges, const double *len, long ne, pbd__graph *g) {
+    g->start = (int *)pbd__alloc_n(w, (size_t)w->n + 1, sizeof(int));
+    g->to = (int *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(int));
+    g->len = (double *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(double));
+    if (!g->start || !g->to || !g->len) { pbd__graph_free(w, g); return 0; }
+    memset(g->start, 0, sizeof(int) * ((size_t)w->n + 1));
+    for (long e = 0; e < ne; ++e) { g->start[edges[2 * e] + 1]++; g->start[edges[2 * e + 1] + 1]++; }
+    for (int i = 0; i < w->n; ++i) g->start[i + 1] += g->start[i];
+    int *fill = (int *)pbd__alloc_n(w, (size_t)w->n + 1, sizeof(int));
+    if (!fill) { pbd__graph_free(w, g); return 0; }
+    memcpy(fill, g->start, sizeof(int) * ((size_t)w->n + 1));
+    for (long e = 0; e < ne; ++e)
+        for (int s = 0; s < 2; ++s) {
+            int a = edges[2 * e + s], b = edges[2 * e + 1 - s];
+            g->to[fill[a]] = b;
+            g->len[fill[a]++] = len[e];
+        }
+    pbd__free(w, fill);
+    return 1;
+}
+
+/* Dijkstra from the sources (distance 0) over the graph: dist (w->n, INF
+   where unreachable) and, when label is not NULL, the source each shortest
+   path starts from. A binary heap of (distance, vertex) with lazy
+   deletion; ties by vertex index, so the result is deterministic. */
+typedef struct pbd__heap_item { double d; int v; } pbd__heap_item;
+static int pbd__heap_less(pbd__heap_item a, pbd__heap_item b) { return a.d < b.d || (a.d == b.d && a.v < b.v); }
+static int pbd__dijkstra(pbd_world *w, const pbd__graph *g, const int *src, int nsrc, double *dist, int *label) {
+    long cap = (long)g->start[w->n] + nsrc + 1;
+    pbd__heap_item *h = (pbd__heap_item *)pbd__alloc_n(w, (size_t)cap, sizeof *h);
+    if (!h) return 0;
+    long n = 0;
+    for (int i = 0; i < w->n; ++i) dist[i] = HUGE_VAL;
+    for (int s = 0; s < nsrc; ++s) {
+        if (dist[src[s]] == 0) continue;
+        dist[src[s]] = 0;
+        if (label) label[src[s]] = src[s];
+        pbd__heap_item it = {0.0, src[s]};
+        long k = n++;
+        for (; k > 0 && pbd__heap_less(it, h[(k - 1) / 2]); k = (k - 1) / 2) h[k] = h[(k - 1) / 2];
+        h[k] = it;
+    }
+    while (n > 0) {
+        pbd__heap_item top = h[0], last = h[--n];
+        long k = 0;
+        for (;;) { /* sift the last item down from the root */
+            long c = 2 * k + 1;
+            if (c >= n) break;
+            if (c + 1 < n && pbd__heap_less(h[c + 1], h[c])) c++;
+            if (!pbd__heap_less(h[c], last)) break;
+            h[k] = h[c];
+            k = c;
+        }
+        if (n > 0) h[k] = last;
+        if (top.d > dist[top.v]) continue; /* stale */
+        for (int e = g->start[top.v]; e < g->start[top.v + 1]; ++e) {
+            double nd = top.d + g->len[e];
+            int u = g->to[e];
+            if (!(nd < dist[u])) continue;
+            dist[u] = nd;
+            if (label) label[u] = label[top.v];
+            pbd__heap_item it = {nd, u};
+            long j = n++;
+            for (; j > 0 && pbd__heap_less(it, h[(j - 1) / 2]); j = (j - 1) / 2) h[j] = h[(j - 1) / 2];
+            h[j] = it;
+        }
+    }
+    pbd__free(w, h);
+    return 1;
+}
+
+/* Keeps the k smallest (distance, anchor) per particle, sorted, ties by
+   anchor order (strictly smaller replaces). */
+static void pbd__keep_nearest(double *bd, int *ba, int k, double d, int anchor) {
+    if (!(d < bd[k - 1])) return;
+    int j = k - 1;
+    while (j > 0 && d < bd[j - 1]) { bd[j] = bd[j - 1]; ba[j] = ba[j - 1]; --j; }
+    bd[j] = d;
+    ba[j] = anchor;
+}
+
+/* The mesh edges for geodesics: the object's stretch group (rest lengths)
+   or the triangles' edges (current lengths). */
+static pbd_result pbd__lra_edges(pbd_world *w, const pbd_lra_desc *d, int **edges, double **len, long *ne) {
+    *edges = NULL; *len = NULL; *ne = 0;
+    if (d->object >= 0) {
+        int gs = w->objects[d->object].groups[0];
+        if (gs < 0 || w->groups[gs].type != PBD_CONSTRAINT_DISTANCE)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d has no stretch group for geodesics", d->object);
+        const pbd__group *g = &w->groups[gs];
+        *edges = (int *)pbd__alloc_n(w, (size_t)g->count * 2, sizeof(int));
+        *len = (double *)pbd__alloc_n(w, (size_t)g->count, sizeof(double));
+        if (!*edges || !*len) goto oom;
+        memcpy(*edges, g->idx, sizeof(int) * 2 * (size_t)g->count);
+        for (int c = 0; c < g->count; ++c) (*len)[c] = g->rest[c];
+        *ne = g->count;
+        return PBD_OK;
+    }
+    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    *edges = (int *)pbd__alloc_n(w, (size_t)d->triangle_count * 6, sizeof(int));
+    *len = (double *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(double));
+    if (!*edges || !*len) goto oom;
+    for (long k = 0; k < 3L * d->triangle_count; ++k) {
+        int a = d->triangles[k], b = d->triangles[k % 3 == 2 ? k - 2 : k + 1];
+        (*edges)[2 * k] = a;
+        (*edges)[2 * k + 1] = b;
+        (*len)[k] = pbd__len(pbd__sub(pbd__p3(w->x[a]), pbd__p3(w->x[b])));
+    }
+    *ne = 3L * d->triangle_count;
+    return PBD_OK;
+oom:
+    pbd__free(w, *edges); pbd__free(w, *len);
+    *edges = NULL; *len = NULL;
+    return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh edges");
+}
+
+static pbd_result pbd__validate_lra(pbd_world *w, const pbd_lra_desc *d, unsigned char *mark) {
+    if (d->object != -1) PBD__TRY(pbd__check_object(w, d->object));
+    PBD__CHECK_PTR(w, d->anchors, "desc.anchors");
+    if (d->anchor_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchor count %d <= 0", d->anchor_count);
+    for (int k = 0; k < d->anchor_count; ++k) PBD__TRY(pbd__check_particle(w, d->anchors[k], "anchor"));
+    if (d->object < 0 && !d->particles) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "desc.particles is NULL and there is no object");
+    if (d->particles) {
+        if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle count %d <= 0", d->count);
+        for (int k = 0; k < d->count; ++k) {
+            PBD__TRY(pbd__check_particle(w, d->particles[k], "particle"));
+            if (mark[d->particles[k]]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", d->particles[k]);
+            mark[d->particles[k]] = 1;
+        }
+    }
+    if (d->geodesic != 0 && d->geodesic != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "geodesic must be 0 or 1");
+    if (d->anchors_per_particle < 1 || d->anchors_per_particle > 16)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchors_per_particle %d outside 1..16", d->anchors_per_particle);
+    if (!pbd__finite(d->slack)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "slack is not finite");
+    if (d->slack < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "slack %g < 0", (double)d->slack);
+    return PBD_OK;
+}
+
+static void pbd__lra_free(pbd_world *w, pbd__lra *l) {
+    pbd__free(w, l->particles); pbd__free(w, l->start); pbd__free(w, l->anchor); pbd__free(w, l->length);
+    memset(l, 0, sizeof *l);
+}
+
+/* Fills a set from the k nearest anchors (bd/ba: k per particle). */
+static pbd_result pbd__lra_fill(pbd_world *w, pbd__lra *l, const int *parts, int np, const double *bd, const int *ba, int k,
+                                float slack) {
+    long nt = 0;
+    for (long j = 0; j < (long)np * k; ++j) nt += bd[j] < HUGE_VAL;
+    l->count = np;
+    l->enabled = 1;
+    l->particles = (int *)pbd__alloc_n(w, (size_t)np, sizeof(int));
+    l->start = (int *)pbd__alloc_n(w, (size_t)np + 1, sizeof(int));
+    l->anchor = (int *)pbd__alloc_n(w, (size_t)(nt > 0 ? nt : 1), sizeof(int));
+    l->length = (float *)pbd__alloc_n(w, (size_t)(nt > 0 ? nt : 1), sizeof(float));
+    if (!l->particles || !l->start || !l->anchor || !l->length) {
+        pbd__lra_free(w, l);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %ld tethers", nt);
+    }
+    long t = 0;
+    for (int p = 0; p < np; ++p) {
+        l->particles[p] = parts[p];
+        l->start[p] = (int)t;
+        for (int j = 0; j < k; ++j)
+            if (bd[(size_t)p * k + j] < HUGE_VAL) {
+                l->anchor[t] = ba[(size_t)p * k + j];
+                l->length[t++] = (float)bd[(size_t)p * k + j] * (1.0f + slack);
+            }
+    }
+    l->start[np] = (int)t;
+    return PBD_OK;
+}
+
+/* Kim et al. 2012: rest distances to every anchor (straight or along the
+   mesh), the k nearest kept per particle. */
+static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned char *mark, pbd__lra *l) {
+    int k = d->anchors_per_particle;
+    /* the attached particles: the list, or the object's non-anchors */
+    int np = d->count;
+    int *parts = NULL;
+    if (!d->particles) {
+        const pbd__object *o = &w->objects[d->object];
+        for (int a = 0; a < d->anchor_count; ++a) mark[d->anchors[a]] = 2;
+        np = 0;
+        parts = (int *)pbd__alloc_n(w, (size_t)o->count, sizeof(int));
+        if (!parts) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the particles");
+        for (int i = o->first; i < o->first + o->count; ++i)
+            if (mark[i] != 2) parts[np++] = i;
+        if (np == 0) { pbd__free(w, parts); return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "every particle of object %d is an anchor", d->object); }
+    }
+    const int *list = d->particles ? d->particles : parts;
+    double *bd = (double *)pbd__alloc_n(w, (size_t)np * (size_t)k, sizeof(double));
+    int *ba = (int *)pbd__alloc_n(w, (size_t)np * (size_t)k, sizeof(int));
+    double *dist = d->geodesic ? (double *)pbd__alloc_n(w, (size_t)w->n, sizeof(double)) : NULL;
+    pbd_result r = PBD_OK;
+    if (!bd || !ba || (d->geodesic && !dist)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the tethers");
+    for (long j = 0; r == PBD_OK && j < (long)np * k; ++j) { bd[j] = HUGE_VAL; ba[j] = -1; }
+    if (r == PBD_OK && !d->geodesic) {
+        for (int p = 0; p < np; ++p)
+            for (int a = 0; a < d->anchor_count; ++a) {
+                if (d->anchors[a] == list[p]) continue;
+                double dd = pbd__len(pbd__sub(pbd__p3(w->x[list[p]]), pbd__p3(w->x[d->anchors[a]])));
+                pbd__keep_nearest(bd + (size_t)p * k, ba + (size_t)p * k, k, dd, d->anchors[a]);
+            }
+    } else if (r == PBD_OK) {
+        int *edges = NULL;
+        double *len = NULL;
+        long ne = 0;
+        pbd__graph g;
+        memset(&g, 0, sizeof g);
+        r = pbd__lra_edges(w, d, &edges, &len, &ne);
+        if (r == PBD_OK && !pbd__graph_build(w, edges, len, ne, &g)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh graph");
+        /* one multi-source search gives the nearest anchor; k > 1 needs one search per anchor */
+        int *label = NULL;
+        if (r == PBD_OK && k == 1) {
+            label = (int *)pbd__alloc_n(w, (size_t)w->n, sizeof(int));
+            if (!label || !pbd__dijkstra(w, &g, d->anchors, d->anchor_count, dist, label))
+                r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for Dijkstra");
+            for (int p = 0; r == PBD_OK && p < np; ++p)
+                if (dist[list[p]] < HUGE_VAL) { bd[p] = dist[list[p]]; ba[p] = label[list[p]]; }
+        }
+        for (int a = 0; r == PBD_OK && k > 1 && a < d->anchor_count; ++a) {
+            if (!pbd__dijkstra(w, &g, &d->anchors[a], 1, dist, NULL)) { r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for Dijkstra"); break; }
+            for (int p = 0; p < np; ++p)
+                if (list[p] != d->anchors[a] && dist[list[p]] < HUGE_VAL)
+                    pbd__keep_nearest(bd + (size_t)p * k, ba + (size_t)p * k, k, dist[list[p]], d->anchors[a]);
+        }
+        pbd__free(w, label);
+        pbd__graph_free(w, &g);
+        pbd__free(w, edges);
+        pbd__free(w, len);
+    }
+    /* an anchor attached to itself has distance 0: no tether */
+    for (int p = 0; r == PBD_OK && p < np; ++p)
+        for (int j = 0; j < k; ++j)
+            if (ba[(size_t)p * k + j] == list[p]) bd[(size_t)p * k + j] = HUGE_VAL;
+    if (r == PBD_OK) r = pbd__lra_fill(w, l, list, np, bd, ba, k, d->slack);
+    pbd__free(w, bd); pbd__free(w, ba); pbd__free(w, dist); pbd__free(w, parts);
+    return r;
+}
+
+PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_desc *d, pbd_lra *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    unsigned char *mark = (unsigned char *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), 1);
+    if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory");
+    memset(mark, 0, (size_t)(w->n > 0 ? w->n : 1));
+    pbd_result r = pbd__validate_lra(w, d, mark);
+    if (r == PBD_OK && !pbd__grow(w, (void **)&w->lras, w->nlras, &w->lra_cap, w->nlras + 1, sizeof(pbd__lra)))
+        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
+    pbd__lra l;
+    memset(&l, 0, sizeof l);
+    if (r == PBD_OK) r = pbd__lra_build(w, d, mark, &l);
+    pbd__free(w, mark);
+    if (r != PBD_OK) return r;
+    w->lras[w->nlras] = l;
+    if (out) *out = w->nlras;
+    w->nlras++;
+    /* the anchors hold the particles from outside */
+    pbd__mark_coupled(w, l.particles, l.count);
+    pbd__mark_coupled(w, l.anchor, l.start[l.count]);
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_lra(const pbd_world *w, pbd_lra l) {
+    if (l < 0 || l >= w->nlras) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "LRA set %d does not exist", l);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_lra(w, l));
+    w->lras[l].enabled = enabled ? 1 : 0;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles, int *anchors, float *lengths, int max,
+                                  int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_lra(w, li));
+    if (max < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0", max);
+    const pbd__lra *l = &w->lras[li];
+    for (int p = 0; p < l->count; ++p)
+        for (int t = l->start[p]; t < l->start[p + 1] && t < max; ++t) {
+            if (particles) particles[t] = l->particles[p];
+            if (anchors) anchors[t] = l->anchor[t];
+            if (lengths) lengths[t] = l->length[t];
+        }
+    if (count) *count = l->start[l->count];
+    return PBD_OK;
+}
+
+/* Kim et al. 2012: a particle farther from an attached anchor than its
+   tether is put back on the tether's sphere. Only the particle moves (the
+   anchor is attached), so a particle's tethers are one thread's work. */
+static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
+    pbd__p4 *P = w->p;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < l->count; ++k) {
+        pbd__p4 *q = &P[l->particles[k]];
+        if (q->w == 0) continue;
+        pbd__v3 x = pbd__p3(*q);
+        for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
+            const pbd__p4 *a = &P[l->anchor[t]];
+            if (a->w != 0) continue; /* the anchor is not attached (anymore) */
+            pbd__v3 d = pbd__sub(x, pbd__p3(*a));
+            float d2 = pbd__dot(d, d), L = l->length[t];
+            if (d2 > L * L) x = pbd__add(pbd__p3(*a), pbd__mul(d, L / sqrtf(d2)));
+        }
+        q->x = x.x; q->y = x.y; q->z = x.z;
+    }
+}
+
+/* --- triangle and edge limits ----------------------------------------------- */
+
+/* The 2D rest shape of a triangle: X1 = (a, 0), X2 = (b, c); 0 if degenerate. */
+static int pbd__triangle_rest2d(const pbd__v3 *x, float *abc) {
+    pbd__v3 e1 = pbd__sub(x[1], x[0]), e2 = pbd__sub(x[2], x[0]);
+    float a = pbd__len(e1);
+    if (!(a > 1e-9f)) return 0;
+    pbd__v3 u = pbd__mul(e1, 1.0f / a);
+    float b = pbd__dot(e2, u);
+    float c = pbd__len(pbd__sub(e2, pbd__mul(u, b)));
+    if (!(c > 1e-6f * a)) return 0;
+    abc[0] = a; abc[1] = b; abc[2] = c;
+    return 1;
+}
+
+static inline pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
+    return pbd__add(pbd__mul(c0, x), pbd__mul(c1, y));
+}
+
+/* Wang, O'Brien, Ramamoorthi 2010 (survey 3.5): F = Ds Dm^-1 maps the 2D
+   rest triangle onto the current one; its singular values (from the
+   eigen-decomposition of the 2x2 F^T F) are the principal stretches. They
+   are clamped to [lo, hi], F' = U S' V^T, and the corners go to
+   y_i = c + F' (X_i - X_c) about the mass-weighted centroids (so linear
+   momentum is kept; corners of inverse mass 0 hold the centroid and stay).
+   k scales the move. Returns 1 when the triangle was moved. */
+/* The triangle's deformation gradient F = Ds Dm^-1 (columns F0, F1), its
+   singular values s1 >= s2 (from the eigen-decomposition of the 2x2
+   F^T F) and the unit eigenvector v1 of s1 (rest frame). */
+typedef struct pbd__tri_svd { pbd__v3 F0, F1; float s1, s2, v1x, v1y; } pbd__tri_svd;
+static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
+    pbd__tri_svd o;
+    float b = abc[1];
+    o.F0 = pbd__mul(pbd__sub(x[1], x[0]), 1.0f / abc[0]);
+    o.F1 = pbd__mul(pbd__sub(pbd__sub(x[2], x[0]), pbd__mul(o.F0, b)), 1.0f / abc[2]);
+    float p = pbd__dot(o.F0, o.F0), q = pbd__dot(o.F0, o.F1), r = pbd__dot(o.F1, o.F1);
+    float half = 0.5f * (p + r), dif = 0.5f * (p - r);
+    float disc = sqrtf(dif * dif + q * q);
+    float l1 = half + disc, l2 = half - disc;
+    o.s1 = sqrtf(l1);
+    o.s2 = l2 > 0 ? sqrtf(l2) : 0.0f;
+    /* eigenvector of l1: the larger of the two candidate forms */
+    float ax = l1 - r, ay = q, bx = q, by = l1 - p;
+    if (ax * ax + ay * ay >= bx * bx + by * by) { o.v1x = ax; o.v1y = ay; } else { o.v1x = bx; o.v1y = by; }
+    float vn = sqrtf(o.v1x * o.v1x + o.v1y * o.v1y);
+    if (vn > 1e-20f) { o.v1x /= vn; o.v1y /= vn; } else { o.v1x = 1; o.v1y = 0; } /* isotropic */
+    return o;
+}
+
+static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k, float *stretch) {
+    float a = abc[0], b = abc[1], c = abc[2];
+    pbd__tri_svd sv = pbd__triangle_svd(x, abc);
+    pbd__v3 F0 = sv.F0, F1 = sv.F1;
+    float s1 = sv.s1, s2 = sv.s2, v1x = sv.v1x, v1y = sv.v1y;
+    if (stretch) { stretch[0] = s1; stretch[1] = s2; }
+    if (s1 <= hi && s2 >= lo) return 0;
+    if (!(s1 > 1e-12f)) return 0; /* collapsed to a point: no direction to restore */
+    float v2x = -v1y, v2y = v1x;
+    pbd__v3 U1 = pbd__mul(pbd__mat32_mul(F0, F1, v1x, v1y), 1.0f / s1);
+    pbd__v3 u2 = pbd__mat32_mul(F0, F1, v2x, v2y), U2;
+    if (s2 > 1e-6f * s1) {
+        U2 = pbd__mul(u2, 1.0f / s2);
+    } else { /* flattened onto a line: any unit vector normal to U1 */
+        pbd__v3 t = pbd__sub(u2, pbd__mul(U1, pbd__dot(U1, u2)));
+        float tl = pbd__len(t);
+        if (tl > 1e-12f) U2 = pbd__mul(t, 1.0f / tl);
+        else {
+            pbd__v3 axis = fabsf(U1.x) < 0.6f ? pbd__v(1, 0, 0) : pbd__v(0, 1, 0);
+            t = pbd__cross(U1, axis);
+            U2 = pbd__mul(t, 1.0f / pbd__len(t));
+        }
+    }
+    float t1 = pbd__clampf(s1, lo, hi), t2 = pbd__clampf(s2, lo, hi);
+    /* F' = t1 U1 v1^T + t2 U2 v2^T, column by column */
+    pbd__v3 G0 = pbd__add(pbd__mul(U1, t1 * v1x), pbd__mul(U2, t2 * v2x));
+    pbd__v3 G1 = pbd__add(pbd__mul(U1, t1 * v1y), pbd__mul(U2, t2 * v2y));
+    float X[3][2] = {{0, 0}, {a, 0}, {b, c}};
+    float m[3], M = 0;
+    int fixed = (w[0] == 0) + (w[1] == 0) + (w[2] == 0);
+    if (fixed == 3) return 0;
+    for (int i = 0; i < 3; ++i) {
+        m[i] = fixed ? (w[i] == 0 ? 1.0f : 0.0f) : 1.0f / w[i];
+        M += m[i];
+    }
+    float Xc[2] = {0, 0};
+    pbd__v3 cen = pbd__v(0, 0, 0);
+    for (int i = 0; i < 3; ++i) {
+        Xc[0] += m[i] * X[i][0]; Xc[1] += m[i] * X[i][1];
+        cen = pbd__add(cen, pbd__mul(x[i], m[i]));
+    }
+    Xc[0] /= M; Xc[1] /= M;
+    cen = pbd__mul(cen, 1.0f / M);
+    for (int i = 0; i < 3; ++i) {
+        if (w[i] == 0) continue;
+        pbd__v3 y = pbd__add(cen, pbd__mat32_mul(G0, G1, X[i][0] - Xc[0], X[i][1] - Xc[1]));
+        x[i] = pbd__add(x[i], pbd__mul(pbd__sub(y, x[i]), k));
+    }
+    return 1;
+}
+
+PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const float *inv_mass, float min_stretch,
+                                            float max_stretch, float *stretch) {
+    if (!p || !rest || !inv_mass) return PBD_ERROR_NULL_POINTER;
+    if (!pbd__finite_n(p, 9) || !pbd__finite_n(rest, 9) || !pbd__finite_n(inv_mass, 3) || !pbd__finite(min_stretch) ||
+        !pbd__finite(max_stretch))
+        return PBD_ERROR_NOT_FINITE;
+    if (!(min_stretch >= 0 && min_stretch <= 1 && max_stretch >= 1)) return PBD_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; i < 3; ++i)
+        if (inv_mass[i] < 0) return PBD_ERROR_NEGATIVE_MASS;
+    pbd__v3 x[3], X[3];
+    float abc[3];
+    pbd__load_n(rest, 3, X);
+    if (!pbd__triangle_rest2d(X, abc)) return PBD_ERROR_DEGENERATE;
+    pbd__load_n(p, 3, x);
+    if (pbd__limit_triangle(x, inv_mass, abc, min_stretch, max_stretch, 1.0f, stretch))
+        for (int i = 0; i < 3; ++i) pbd__st(p + 3 * i, x[i]);
+    return PBD_OK;
+}
+
+/* Provot 1995's edge pass: an edge outside [lo, hi] * rest is brought to
+   the nearest limit, the move shared by inverse masses (survey 3.5). */
+static void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, float hi, float k) {
+    pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
+    float ws = a->w + b->w;
+    if (!(ws > 0)) return;
+    pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
+    float l = pbd__len(d), target;
+    if (l > hi * rest) target = hi * rest;
+    else if (l < lo * rest && l > 1e-9f) target = lo * rest;
+    else return;
+    pbd__v3 corr = pbd__mul(d, k * (l - target) / (l * ws));
+    a->x -= corr.x * a->w; a->y -= corr.y * a->w; a->z -= corr.z * a->w;
+    b->x += corr.x * b->w; b->y += corr.y * b->w; b->z += corr.z * b->w;
+}
+
+static void pbd__limit_one(pbd_world *w, const pbd__limit *L, int c) {
+    const pbd__group *g = &L->g;
+    const int *e = g->idx + (size_t)c * g->arity;
+    if (L->mode == PBD_STRAIN_EDGES) {
+        pbd__limit_edge(w->p, e, g->rest[c], L->lo, L->hi, L->stiffness);
+        return;
+    }
+    pbd__v3 x[3];
+    float iw[3];
+    for (int i = 0; i < 3; ++i) { x[i] = pbd__p3(w->p[e[i]]); iw[i] = w->p[e[i]].w; }
+    if (!pbd__limit_triangle(x, iw, g->rest + 3 * (size_t)c, L->lo, L->hi, L->stiffness, NULL)) return;
+    for (int i = 0; i < 3; ++i) { pbd__p4 *q = &w->p[e[i]]; q->x = x[i].x; q->y = x[i].y; q->z = x[i].z; }
+}
+
+/* One coloured Gauss-Seidel sweep over a limit set; a colour's
+   constraints share no particle, so they run in parallel. */
+static void pbd__limit_sweep(pbd_world *w, const pbd__limit *L) {
+    const pbd__group *g = &L->g;
+    for (int col = 0; col < g->ncolors; ++col) {
+        int b0 = g->color_start[col], e0 = g->color_start[col + 1];
+        if (g->overflow && col == g->ncolors - 1) {
+            PBD__PRAGMA(omp single)
+            for (int c = b0; c < e0; ++c) pbd__limit_one(w, L, c);
+            continue;
+        }
+        PBD__PRAGMA(omp for schedule(static))
+        for (int c = b0; c < e0; ++c) pbd__limit_one(w, L, c);
+    }
+}
+
+/* Every iteration, after the groups: long range attachments, then the
+   strain limits (both are passes after the regular solver, survey 3.5). */
+static void pbd__strain_limits_project(pbd_world *w) {
+    for (int i = 0; i < w->nlras; ++i)
+        if (w->lras[i].enabled) pbd__lra_project(w, &w->lras[i]);
+    for (int i = 0; i < w->nlimits; ++i)
+        if (w->limits[i].enabled) pbd__limit_sweep(w, &w->limits[i]);
+}
+
+static void pbd__limit_free(pbd_world *w, pbd__limit *L) { pbd__group_free(w, &L->g); }
+
+static pbd_result pbd__check_stretch_range(const pbd_world *w, float lo, float hi) {
+    if (!pbd__finite(lo) || !pbd__finite(hi)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stretch limits are not finite");
+    if (!(lo >= 0 && lo <= 1 && hi >= 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stretch limits [%g, %g]: need 0 <= min <= 1 <= max", (double)lo, (double)hi);
+    return PBD_OK;
+}
+
+/* A private group of arity k over world indices idx (count constraints). */
+static pbd_result pbd__private_group(pbd_world *w, pbd__group *g, int type, int count, int stride) {
+    memset(g, 0, sizeof *g);
+    g->type = type;
+    g->count = count;
+    g->arity = pbd__arity_table[type];
+    g->rest_stride = stride;
+    g->enabled = 1;
+    g->stiffness = 1.0f;
+    g->pressure = 1.0f;
+    g->idx = (int *)pbd__alloc_n(w, (size_t)count * (size_t)g->arity, sizeof(int));
+    g->rest = (float *)pbd__alloc_n(w, (size_t)count * (size_t)stride, sizeof(float));
+    g->lambda = (float *)pbd__alloc_n(w, (size_t)count, sizeof(float));
+    if (!g->idx || !g->rest || !g->lambda) {
+        pbd__group_free(w, g);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d constraints", count);
+    }
+    return PBD_OK;
+}
+
+/* The unique edges of triangles (world indices) with their current lengths. */
+static pbd_result pbd__limit_edges(pbd_world *w, const int *tri, int nt, pbd__group *g) {
+    pbd__edge *edges = NULL;
+    long ne = pbd__build_edges(w, tri, nt, 3, &edges);
+    if (ne < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
+    pbd_result r = pbd__private_group(w, g, PBD_CONSTRAINT_DISTANCE, (int)ne, 1);
+    for (long e = 0; r == PBD_OK && e < ne; ++e) {
+        g->idx[2 * e] = edges[e].a;
+        g->idx[2 * e + 1] = edges[e].b;
+        g->rest[e] = pbd__len(pbd__sub(pbd__p3(w->x[edges[e].a]), pbd__p3(w->x[edges[e].b])));
+        if (!(g->rest[e] > 1e-7f)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "edge %d-%d has zero length", edges[e].a, edges[e].b);
+    }
+    if (r != PBD_OK) pbd__group_free(w, g);
+    pbd__free(w, edges);
+    return r;
+}
+
+PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc *d, pbd_strain_limit *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    if (d->mode != PBD_STRAIN_TRIANGLES && d->mode != PBD_STRAIN_EDGES)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strain mode %d", (int)d->mode);
+    if (d->object != -1) PBD__TRY(pbd__check_object(w, d->object));
+    PBD__TRY(pbd__check_stretch_range(w, d->min_stretch, d->max_stretch));
+    if (!pbd__finite(d->stiffness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stiffness is not finite");
+    if (!(d->stiffness > 0 && d->stiffness <= 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside (0, 1]", (double)d->stiffness);
+    int *tri = NULL;
+    PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
+    pbd__limit L;
+    memset(&L, 0, sizeof L);
+    L.mode = (int)d->mode;
+    L.enabled = 1;
+    L.lo = d->min_stretch;
+    L.hi = d->max_stretch;
+    L.stiffness = d->stiffness;
+    pbd_result r = PBD_OK;
+    if (d->mode == PBD_STRAIN_EDGES) {
+        r = pbd__limit_edges(w, tri, d->triangle_count, &L.g);
+    } else {
+        r = pbd__private_group(w, &L.g, PBD_CONSTRAINT_AREA, d->triangle_count, 3);
+        for (int t = 0; r == PBD_OK && t < d->triangle_count; ++t) {
+            pbd__v3 x[3];
+            memcpy(L.g.idx + 3 * t, tri + 3 * t, 3 * sizeof(int));
+            pbd__gather(w, tri + 3 * t, 3, x);
+            if (!pbd__triangle_rest2d(x, L.g.rest + 3 * t)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate", t);
+        }
+        if (r != PBD_OK && L.g.idx) pbd__group_free(w, &L.g);
+    }
+    pbd__free(w, tri);
+    if (r == PBD_OK) {
+        r = pbd__color_group(w, &L.g);
+        if (r != PBD_OK) pbd__group_free(w, &L.g);
+    }
+    if (r == PBD_OK && !pbd__grow(w, (void **)&w->limits, w->nlimits, &w->limit_cap, w->nlimits + 1, sizeof(pbd__limit))) {
+        pbd__group_free(w, &L.g);
+        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a strain limit");
+    }
+    if (r != PBD_OK) return r;
+    w->limits[w->nlimits] = L;
+    if (out) *out = w->nlimits;
+    w->nlimits++;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_limit(const pbd_world *w, pbd_strain_limit s) {
+    if (s < 0 || s >= w->nlimits) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strain limit %d does not exist", s);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit s, int enabled) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_limit(w, s));
+    w->limits[s].enabled = enabled ? 1 : 0;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, float min_stretch, float max_stretch) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_limit(w, s));
+    PBD__TRY(pbd__check_stretch_range(w, min_stretch, max_stretch));
+    w->limits[s].lo = min_stretch;
+    w->limits[s].hi = max_stretch;
+    return PBD_OK;
+}
+
+// ==== strands ===============================================================
+
+typedef struct pbd__strands {
+    int nstrands, nparticles;
+    int *start;      /* nstrands + 1 offsets into idx */
+    int *idx;        /* the particles, root first */
+    float *rest;     /* per entry of idx: length of the segment ending there (0 at roots) */
+    float damping;   /* DFTL s_damping */
+    /* hair: roots in the surface frame and the surface pose */
+    int hair, clamped;
+    float *root;     /* nstrands * 6: position and unit normal, surface frame (hair only) */
+    float pos[3], rot[4];
+    float *d;        /* scratch, nparticles * 3: FTL corrections this substep */
+} pbd__strands;
+
+PBDDEF pbd_strands_desc pbd_strands_desc_default(void) {
+    pbd_strands_desc d;
+    memset(&d, 0, sizeof d);
+    d.damping = 0.9f;
+    return d;
+}
+
+PBDDEF pbd_hair_desc pbd_hair_desc_default(void) {
+    pbd_hair_desc d;
+    memset(&d, 0, sizeof d);
+    d.particles_per_strand = 16;
+    d.length = 0.2f;
+    d.mass = 1e-4f;
+    d.radius = 0.002f;
+    d.damping = 0.9f;
+    d.clamped = 1;
+    d.rotation[3] = 1.0f;
+    return d;
+}
+
+/* Mueller et al. 2012 (survey 3.5, Figure 9): the follower goes onto the
+   sphere of radius `rest` about its leader, along the line through both;
+   coincident points use a fixed per-pair direction. */
+static inline pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float rest, unsigned a, unsigned b) {
+    pbd__v3 d = pbd__sub(p, leader);
+    float l = pbd__len(d);
+    if (!(l > 1e-12f)) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
+    return pbd__add(leader, pbd__mul(d, rest / l));
+}
+
+PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float *corrections) {
+    if (!points || !rest) return PBD_ERROR_NULL_POINTER;
+    if (n < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd__finite_n(points, 3 * (size_t)n) || !pbd__finite_n(rest, (size_t)n - 1)) return PBD_ERROR_NOT_FINITE;
+    for (int i = 0; i < n - 1; ++i)
+        if (rest[i] < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (corrections) memset(corrections, 0, sizeof(float) * 3 * (size_t)n);
+    for (int i = 1; i < n; ++i) {
+        pbd__v3 p = pbd__ld(points + 3 * i);
+        pbd__v3 t = pbd__ftl_target(pbd__ld(points + 3 * (i - 1)), p, rest[i - 1], (unsigned)(i - 1), (unsigned)i);
+        if (corrections) pbd__st(corrections + 3 * i, pbd__sub(t, p));
+        pbd__st(points + 3 * i, t);
+    }
+    return PBD_OK;
+}
+
+/* FTL over strand s: particles of inverse mass 0 stay and lead the rest;
+   d collects the corrections of the substep (cleared in its first
+   iteration). The scalar reference of pbd__vftl_batch. */
+static void pbd__ftl_strand(pbd__p4 *P, pbd__strands *S, int s, int first_iteration) {
+    int b = S->start[s], e = S->start[s + 1];
+    if (first_iteration) memset(S->d + 3 * (size_t)b, 0, sizeof(float) * 3 * (size_t)(e - b));
+    pbd__v3 lead = pbd__p3(P[S->idx[b]]);
+    for (int k = b + 1; k < e; ++k) {
+        pbd__p4 *q = &P[S->idx[k]];
+        pbd__v3 p = pbd__p3(*q);
+        if (q->w != 0) {
+            pbd__v3 t = pbd__ftl_target(lead, p, S->rest[k], (unsigned)S->idx[k - 1], (unsigned)S->idx[k]);
+            float *dk = S->d + 3 * (size_t)k;
+            dk[0] += t.x - p.x; dk[1] += t.y - p.y; dk[2] += t.z - p.z;
+            q->x = t.x; q->y = t.y; q->z = t.z;
+            p = t;
+        }
+        lead = p;
+    }
+}
+
+#if PBD__W > 1
+/* W strands of `per` particles side by side, one per lane: FTL is a chain
+   of dependent square roots and divisions along a strand, so lanes over
+   strands hide that latency. The same operations as pbd__ftl_strand in
+   every lane (bit-identical); a lane with coincident points takes the
+   scalar formula. */
+static void pbd__vftl_batch(pbd__p4 *P, pbd__strands *S, int s0, int per, int first_iteration) {
+    int ids[PBD__W];
+    float rest[PBD__W], tx[PBD__W], ty[PBD__W], tz[PBD__W], px[PBD__W], py[PBD__W], pz[PBD__W], lv[PBD__W], wv[PBD__W];
+    if (first_iteration) memset(S->d + 3 * (size_t)S->start[s0], 0, sizeof(float) * 3 * (size_t)per * PBD__W);
+    for (int l = 0; l < PBD__W; ++l) ids[l] = S->idx[S->start[s0 + l]];
+    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vv lead = pbd__vvpos(q);
+    pbd__vf zero = pbd__vset1(0.0f);
+    for (int k = 1; k < per; ++k) {
+        for (int l = 0; l < PBD__W; ++l) {
+            int e = S->start[s0 + l] + k;
+            ids[l] = S->idx[e];
+            rest[l] = S->rest[e];
+        }
+        q = pbd__vgather(P, ids);
+        pbd__vv p = pbd__vvpos(q), d = pbd__vvsub(p, lead);
+        pbd__vf len = pbd__vsqrt(pbd__vvdot(d, d));
+        pbd__vv t = pbd__vvadd(lead, pbd__vvmul(d, pbd__vdiv(pbd__vload(rest), len)));
+        pbd__vm active = pbd__vandnot_m(pbd__vle(zero, pbd__vset1(1.0f)), pbd__veq(q.w, zero));
+        t.x = pbd__vsel(active, p.x, t.x); t.y = pbd__vsel(active, p.y, t.y); t.z = pbd__vsel(active, p.z, t.z);
+        pbd__vstore(tx, t.x); pbd__vstore(ty, t.y); pbd__vstore(tz, t.z);
+        pbd__vstore(px, p.x); pbd__vstore(py, p.y); pbd__vstore(pz, p.z);
+        pbd__vstore(lv, len); pbd__vstore(wv, q.w);
+        for (int l = 0; l < PBD__W; ++l) {
+            if (wv[l] == 0) continue;
+            int e = S->start[s0 + l] + k;
+            if (!(lv[l] > 1e-12f)) {
+                pbd__v3 lp = pbd__p3(P[S->idx[e - 1]]);
+                pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1], (unsigned)ids[l]);
+                tx[l] = tt.x; ty[l] = tt.y; tz[l] = tt.z;
+            }
+            float *dk = S->d + 3 * (size_t)e;
+            dk[0] += tx[l] - px[l]; dk[1] += ty[l] - py[l]; dk[2] += tz[l] - pz[l];
+            pbd__p4 *o = &P[ids[l]];
+            o->x = tx[l]; o->y = ty[l]; o->z = tz[l];
+        }
+        lead.x = pbd__vload(tx); lead.y = pbd__vload(ty); lead.z = pbd__vload(tz);
+    }
+}
+#endif
+
+/* One FTL pass over every strand of a set: strands in parallel, each in
+   order; batches of W equal strands in SIMD lanes. */
+static void pbd__ftl_set(pbd_world *w, pbd__strands *S, int first_iteration) {
+    pbd__p4 *P = w->p;
+    int per = S->start[1] - S->start[0], uniform = 1, nb = S->nstrands, W = 1;
+    for (int s = 1; s < S->nstrands && uniform; ++s) uniform = S->start[s + 1] - S->start[s] == per;
+#if PBD__W > 1
+    if (w->simd && uniform) { W = PBD__W; nb = (S->nstrands + W - 1) / W; }
+#endif
+    PBD__PRAGMA(omp for schedule(static))
+    for (int bi = 0; bi < nb; ++bi) {
+        int s0 = bi * W, s1 = s0 + W < S->nstrands ? s0 + W : S->nstrands;
+#if PBD__W > 1
+        if (W > 1 && s1 - s0 == PBD__W) { pbd__vftl_batch(P, S, s0, per, first_iteration); continue; }
+#endif
+        for (int s = s0; s < s1; ++s) pbd__ftl_strand(P, S, s, first_iteration);
+    }
+    (void)uniform;
+    (void)per;
+}
+
+static void pbd__strands_project(pbd_world *w, int iteration) {
+    for (int i = 0; i < w->nstrands; ++i) pbd__ftl_set(w, &w->strands[i], iteration == 0);
+}
+
+/* Dynamic FTL's velocity: v_i = (p_i - x_i)/h - s_damping d_{i+1}/h, after
+   the update v = (p - x)/h (Mueller et al. 2012; survey 3.5). */
+static void pbd__strands_velocities(pbd_world *w, float h) {
+    for (int i = 0; i < w->nstrands; ++i) {
+        const pbd__strands *S = &w->strands[i];
+        float c = S->damping / h;
+        if (c == 0) continue;
+        PBD__PRAGMA(omp for schedule(static))
+        for (int s = 0; s < S->nstrands; ++s)
+            for (int k = S->start[s]; k < S->start[s + 1] - 1; ++k) {
+                pbd__p4 *v = &w->v[S->idx[k]];
+                if (w->x[S->idx[k]].w == 0) continue;
+                const float *dn = S->d + 3 * (size_t)(k + 1);
+                v->x -= c * dn[0]; v->y -= c * dn[1]; v->z -= c * dn[2];
+            }
+    }
+}
+
+static void pbd__strands_free_one(pbd_world *w, pbd__strands *S) {
+    pbd__free(w, S->start); pbd__free(w, S->idx); pbd__free(w, S->rest); pbd__free(w, S->root); pbd__free(w, S->d);
+    memset(S, 0, sizeof *S);
+}
+
+static pbd_result pbd__check_damping01(const pbd_world *w, float s) {
+    if (!pbd__finite(s)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
+    if (!(s >= 0 && s <= 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand damping %g outside [0, 1]", (double)s);
+    return PBD_OK;
+}
+
+/* Allocates a set of ns strands over np particles (arrays uninitialised). */
+static pbd_result pbd__strands_alloc(pbd_world *w, pbd__strands *S, int ns, int np, int hair) {
+    memset(S, 0, sizeof *S);
+    S->nstrands = ns;
+    S->nparticles = np;
+    S->start = (int *)pbd__alloc_n(w, (size_t)ns + 1, sizeof(int));
+    S->idx = (int *)pbd__alloc_n(w, (size_t)np, sizeof(int));
+    S->rest = (float *)pbd__alloc_n(w, (size_t)np, sizeof(float));
+    S->d = (float *)pbd__alloc_n(w, (size_t)np * 3, sizeof(float));
+    S->root = hair ? (float *)pbd__alloc_n(w, (size_t)ns * 6, sizeof(float)) : NULL;
+    S->hair = hair;
+    S->rot[3] = 1.0f;
+    if (!S->start || !S->idx || !S->rest || !S->d || (hair && !S->root)) {
+        pbd__strands_free_one(w, S);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d strands", ns);
+    }
+    memset(S->d, 0, sizeof(float) * 3 * (size_t)np);
+    return PBD_OK;
+}
+
+static pbd_result pbd__strands_push(pbd_world *w, pbd__strands *S, pbd_strands *out) {
+    if (!pbd__grow(w, (void **)&w->strands, w->nstrands, &w->strands_cap, w->nstrands + 1, sizeof(pbd__strands))) {
+        pbd__strands_free_one(w, S);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a strand set");
+    }
+    w->strands[w->nstrands] = *S;
+    if (out) *out = w->nstrands;
+    w->nstrands++;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_strands *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__CHECK_PTR(w, d->particles, "desc.particles");
+    PBD__CHECK_PTR(w, d->strand_starts, "desc.strand_starts");
+    if (d->strand_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand count %d <= 0", d->strand_count);
+    PBD__TRY(pbd__check_damping01(w, d->damping));
+    if (d->strand_starts[0] != 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand_starts[0] must be 0");
+    for (int s = 0; s < d->strand_count; ++s)
+        if (d->strand_starts[s + 1] - d->strand_starts[s] < 2 || d->strand_starts[s + 1] > INT_MAX / 8)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand %d has fewer than 2 particles", s);
+    int np = d->strand_starts[d->strand_count];
+    unsigned char *mark = (unsigned char *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), 1);
+    if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory");
+    memset(mark, 0, (size_t)(w->n > 0 ? w->n : 1));
+    /* a particle in two strands (or twice in one) would be written by two threads */
+    for (int k = 0; k < w->nstrands; ++k)
+        for (int j = 0; j < w->strands[k].nparticles; ++j) mark[w->strands[k].idx[j]] = 1;
+    pbd_result r = PBD_OK;
+    for (int k = 0; k < np && r == PBD_OK; ++k) {
+        r = pbd__check_particle(w, d->particles[k], "strand particle");
+        if (r == PBD_OK && mark[d->particles[k]])
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is in two strands", d->particles[k]);
+        if (r == PBD_OK) mark[d->particles[k]] = 1;
+    }
+    pbd__free(w, mark);
+    PBD__TRY(r);
+    pbd__strands S;
+    PBD__TRY(pbd__strands_alloc(w, &S, d->strand_count, np, 0));
+    memcpy(S.start, d->strand_starts, sizeof(int) * ((size_t)d->strand_count + 1));
+    memcpy(S.idx, d->particles, sizeof(int) * (size_t)np);
+    S.damping = d->damping;
+    for (int s = 0; s < d->strand_count && r == PBD_OK; ++s) {
+        S.rest[S.start[s]] = 0;
+        for (int k = S.start[s] + 1; k < S.start[s + 1]; ++k) {
+            S.rest[k] = pbd__len(pbd__sub(pbd__p3(w->x[S.idx[k]]), pbd__p3(w->x[S.idx[k - 1]])));
+            if (!(S.rest[k] > 1e-7f)) { r = pbd__fail(w, PBD_ERROR_DEGENERATE, "strand %d has a zero-length segment", s); break; }
+        }
+    }
+    if (r != PBD_OK) { pbd__strands_free_one(w, &S); return r; }
+    PBD__TRY(pbd__strands_push(w, &S, out));
+    pbd__mark_coupled(w, d->particles, np); /* FTL does not conserve momentum */
+    return PBD_OK;
+}
+
+/* Kinematic targets of a hair strand's root (and first segment when
+   clamped) from a world root position and unit direction. */
+static void pbd__hair_root_targets(pbd_world *w, const pbd__strands *S, int s, pbd__v3 root, pbd__v3 n) {
+    int b = S->start[s];
+    w->kin_target[S->idx[b]] = root;
+    if (S->clamped) w->kin_target[S->idx[b + 1]] = pbd__add(root, pbd__mul(n, S->rest[b + 1]));
+}
+
+static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d) {
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__CHECK_PTR(w, d->root_positions, "desc.root_positions");
+    PBD__CHECK_PTR(w, d->root_normals, "desc.root_normals");
+    if (d->strand_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand count %d <= 0", d->strand_count);
+    if (d->particles_per_strand < 2) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particles_per_strand %d < 2", d->particles_per_strand);
+    if ((long)d->strand_count * d->particles_per_strand > INT_MAX / 8 - w->n)
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d strands of %d particles overflow", d->strand_count, d->particles_per_strand);
+    PBD__TRY(pbd__check_finite(w, d->root_positions, 3 * (size_t)d->strand_count, "root_positions"));
+    PBD__TRY(pbd__check_finite(w, d->root_normals, 3 * (size_t)d->strand_count, "root_normals"));
+    for (int s = 0; s < d->strand_count; ++s)
+        if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "root normal %d is zero", s);
+    if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
+    if (!(d->length > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "length %g must be > 0", (double)d->length);
+    if (d->mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)d->mass);
+    if (!(d->mass > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "mass must be > 0");
+    if (d->radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)d->radius);
+    if (d->clamped != 0 && d->clamped != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "clamped must be 0 or 1");
+    if (d->clamped && d->particles_per_strand < 3) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
+    PBD__TRY(pbd__check_damping01(w, d->damping));
+    PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands *out, pbd_range *particles) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__validate_hair(w, d));
+    int ns = d->strand_count, per = d->particles_per_strand, np = ns * per;
+    pbd__strands S;
+    PBD__TRY(pbd__strands_alloc(w, &S, ns, np, 1));
+    float *pos = (float *)pbd__alloc_n(w, (size_t)np * 3, sizeof(float));
+    if (!pos) { pbd__strands_free_one(w, &S); return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the hair"); }
+    pbd__normalize_quat(d->rotation, S.rot);
+    memcpy(S.pos, d->position, sizeof S.pos);
+    S.damping = d->damping;
+    S.clamped = d->clamped;
+    float seg = d->length / (float)(per - 1);
+    for (int s = 0; s < ns; ++s) {
+        pbd__v3 r = pbd__ld(d->root_positions + 3 * s), n = pbd__ld(d->root_normals + 3 * s);
+        n = pbd__mul(n, 1.0f / pbd__len(n));
+        pbd__st(S.root + 6 * s, r);
+        pbd__st(S.root + 6 * s + 3, n);
+        pbd__v3 rw = pbd__add(pbd__ld(S.pos), pbd__qrot(S.rot, r)), nw = pbd__qrot(S.rot, n);
+        S.start[s] = s * per;
+        for (int i = 0; i < per; ++i) {
+            pbd__st(pos + 3 * ((size_t)s * per + i), pbd__add(rw, pbd__mul(nw, seg * (float)i)));
+            S.rest[s * per + i] = i ? seg : 0.0f;
+        }
+    }
+    S.start[ns] = np;
+    pbd__mark mark = pbd__mark_now(w);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = np;
+    pd.mass = d->mass;
+    pd.radius = d->radius;
+    pbd_range range;
+    pbd_result r = pbd__append_particles(w, &pd, &range);
+    pbd__free(w, pos);
+    if (r != PBD_OK) { pbd__strands_free_one(w, &S); return r; }
+    for (int k = 0; k < np; ++k) S.idx[k] = range.first + k;
+    r = pbd__strands_push(w, &S, out);
+    if (r != PBD_OK) { pbd__rollback(w, mark); return r; }
+    for (int s = 0; s < ns; ++s)
+        for (int i = 0; i < 1 + d->clamped; ++i) {
+            int p = range.first + s * per + i;
+            w->flags[p] |= PBD__KINEMATIC;
+            pbd__refresh_inv_mass(w, p);
+            w->kin_target[p] = pbd__p3(w->x[p]);
+        }
+    if (particles) *particles = range;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_strands(const pbd_world *w, pbd_strands s) {
+    if (s < 0 || s >= w->nstrands) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strand set %d does not exist", s);
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_hair(const pbd_world *w, pbd_strands s) {
+    PBD__TRY(pbd__check_strands(w, s));
+    if (!w->strands[s].hair) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand set %d is not hair (pbd_add_hair)", s);
+    for (int k = 0; k < 1 + w->strands[s].clamped; ++k)
+        for (int t = 0; t < w->strands[s].nstrands; ++t)
+            if (!(w->flags[w->strands[s].idx[w->strands[s].start[t] + k]] & PBD__KINEMATIC))
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the root of strand %d is no longer kinematic", t);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_hair_set_transform(pbd_world *w, pbd_strands si, const float *position, const float *rotation) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_hair(w, si));
+    PBD__CHECK_PTR(w, position, "position");
+    pbd__strands *S = &w->strands[si];
+    PBD__TRY(pbd__check_pose(w, position, rotation ? rotation : S->rot));
+    if (rotation) pbd__normalize_quat(rotation, S->rot);
+    memcpy(S->pos, position, sizeof S->pos);
+    for (int s = 0; s < S->nstrands; ++s) {
+        pbd__v3 r = pbd__add(pbd__ld(S->pos), pbd__qrot(S->rot, pbd__ld(S->root + 6 * s)));
+        pbd__hair_root_targets(w, S, s, r, pbd__qrot(S->rot, pbd__ld(S->root + 6 * s + 3)));
+    }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *positions, const float *normals) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_hair(w, si));
+    PBD__CHECK_PTR(w, positions, "positions");
+    pbd__strands *S = &w->strands[si];
+    PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)S->nstrands, "positions"));
+    if (normals) {
+        PBD__TRY(pbd__check_finite(w, normals, 3 * (size_t)S->nstrands, "normals"));
+        for (int s = 0; s < S->nstrands; ++s)
+            if (!(pbd__len(pbd__ld(normals + 3 * s)) > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "normal %d is zero", s);
+    }
+    for (int s = 0; s < S->nstrands; ++s) {
+        int b = S->start[s];
+        pbd__v3 n;
+        if (normals) n = pbd__ld(normals + 3 * s);
+        else if (S->clamped) n = pbd__sub(w->kin_target[S->idx[b + 1]], w->kin_target[S->idx[b]]);
+        else n = pbd__v(0, 1, 0);
+        float l = pbd__len(n);
+        n = l > 1e-12f ? pbd__mul(n, 1.0f / l) : pbd__v(0, 1, 0);
+        pbd__hair_root_targets(w, S, s, pbd__ld(positions + 3 * s), n);
+    }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands s, float damping) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_strands(w, s));
+    PBD__TRY(pbd__check_damping01(w, damping));
+    w->strands[s].damping = damping;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *strand_count, int *particle_count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_strands(w, s));
+    if (strand_count) *strand_count = w->strands[s].nstrands;
+    if (particle_count) *particle_count = w->strands[s].nparticles;
+    return PBD_OK;
+}
+
+// ==== tearing ===============================================================
+
+typedef struct pbd__tear {
+    int object, max_splits, ntris;
+    float threshold;
+    int *tris;      /* ntris * 3 world particles: the current (torn) mesh */
+    float *rest2d;  /* ntris * 3: each triangle's 2D rest shape (a, b, c) */
+} pbd__tear;
+
+PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
+    pbd_tearing_desc d;
+    memset(&d, 0, sizeof d);
+    d.object = -1;
+    d.threshold = 1.5f;
+    d.max_splits = 64;
+    return d;
+}
+
+static int pbd__find_tear(const pbd_world *w, int object) {
+    for (int i = 0; i < w->ntears; ++i)
+        if (w->tears[i].object == object) return i;
+    return -1;
+}
+
+/* The triangles' edges must be exactly the stretch group's edges: then the
+   triangles (and the permutation) are the ones the cloth was built from. */
+static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const int *tri, int nt) {
+    uint64_t *keys = (uint64_t *)pbd__alloc_n(w, (size_t)g->count, sizeof(uint64_t));
+    uint64_t *tk = (uint64_t *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(uint64_t));
+    pbd_result r = PBD_OK;
+    if (!keys || !tk) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    if (r == PBD_OK) {
+        for (int c = 0; c < g->count; ++c) keys[c] = pbd__edge_key(g->idx[2 * c], g->idx[2 * c + 1]);
+        qsort(keys, (size_t)g->count, sizeof *keys, pbd__cmp_u64);
+        for (long k = 0; k < 3L * nt; ++k) tk[k] = pbd__edge_key(tri[k], tri[k % 3 == 2 ? k - 2 : k + 1]);
+        qsort(tk, (size_t)nt * 3, sizeof *tk, pbd__cmp_u64);
+        long unique = 0;
+        for (long k = 0; k < 3L * nt && r == PBD_OK; ++k) {
+            if (k > 0 && tk[k] == tk[k - 1]) continue;
+            unique++;
+            if (pbd__find_u64(keys, g->count, tk[k]) < 0)
+                r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the triangles are not the object's mesh (an edge is missing from its stretch group)");
+        }
+        if (r == PBD_OK && unique != g->count)
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the triangles have %ld edges, the object's stretch group %d", unique, g->count);
+    }
+    pbd__free(w, keys);
+    pbd__free(w, tk);
+    return r;
+}
+
+PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc *d) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__check_object(w, d->object));
+    const pbd__object *o = &w->objects[d->object];
+    if (o->groups[0] < 0 || o->groups[3] >= 0 || w->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d is not a cloth", d->object);
+    if (pbd__find_tear(w, d->object) >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", d->object);
+    if (!pbd__finite(d->threshold)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "threshold is not finite");
+    if (!(d->threshold > 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threshold %g must be > 1", (double)d->threshold);
+    if (d->max_splits < 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_splits %d < 1", d->max_splits);
+    int *tri = NULL;
+    PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
+    pbd_result r = pbd__check_tear_mesh(w, &w->groups[o->groups[0]], tri, d->triangle_count);
+    float *rest2d = r == PBD_OK ? (float *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(float)) : NULL;
+    if (r == PBD_OK && !rest2d) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
+    for (int t = 0; r == PBD_OK && t < d->triangle_count; ++t) {
+        pbd__v3 x[3];
+        pbd__gather(w, tri + 3 * t, 3, x);
+        if (!pbd__triangle_rest2d(x, rest2d + 3 * t)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate now", t);
+    }
+    if (r == PBD_OK && !pbd__grow(w, (void **)&w->tears, w->ntears, &w->tear_cap, w->ntears + 1, sizeof(pbd__tear)))
+        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
+    if (r != PBD_OK) { pbd__free(w, tri); pbd__free(w, rest2d); return r; }
+    pbd__tear *t = &w->tears[w->ntears++];
+    t->object = d->object;
+    t->max_splits = d->max_splits;
+    t->threshold = d->threshold;
+    t->ntris = d->triangle_count;
+    t->tris = tri;
+    t->rest2d = rest2d;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_object(w, object));
+    if (max < 0 || (max > 0 && !triangles)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangles/max");
+    int t = pbd__find_tear(w, object);
+    if (t < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
+    const pbd__tear *T = &w->tears[t];
+    for (int k = 0; k < T->ntris && k < max; ++k) memcpy(triangles + 3 * k, T->tris + 3 * k, 3 * sizeof(int));
+    if (count) *count = T->ntris;
+    return PBD_OK;
+}
+
+/* --- working copies of the groups a split rewrites ----------------------- */
+
+enum { PBD__WG_EDGE, PBD__WG_TRI, PBD__WG_BEND };
+
+typedef struct pbd__wgroup {
+    pbd__group *g; /* the group it will replace */
+    int kind, count, icap, rcap, arity, stride, changed;
+    int *idx;
+    float *rest;
+} pbd__wgroup;
+
+static void pbd__wg_free(pbd_world *w, pbd__wgroup *G) { pbd__free(w, G->idx); pbd__free(w, G->rest); G->idx = NULL; G->rest = NULL; }
+
+static int pbd__wg_init(pbd_world *w, pbd__wgroup *G, pbd__group *g, int kind) {
+    memset(G, 0, sizeof *G);
+    G->g = g; G->kind = kind; G->count = g->count; G->arity = g->arity; G->stride = g->rest_stride;
+    G->icap = (g->count + 16) * G->arity;
+    G->rcap = (g->count + 16) * G->stride;
+    G->idx = (int *)pbd__alloc_n(w, (size_t)G->icap, sizeof(int));
+    G->rest = (float *)pbd__alloc_n(w, (size_t)G->rcap, sizeof(float));
+    if (!G->idx || !G->rest) { pbd__wg_free(w, G); return 0; }
+    memcpy(G->idx, g->idx, sizeof(int) * (size_t)g->count * (size_t)G->arity);
+    memcpy(G->rest, g->rest, sizeof(float) * (size_t)g->count * (size_t)G->stride);
+    return 1;
+}
+
+/* Appends a copy of constraint c with particle v replaced by nv. */
+static int pbd__wg_duplicate(pbd_world *w, pbd__wgroup *G, int c, int v, int nv) {
+    if (!pbd__grow(w, (void **)&G->idx, G->count * G->arity, &G->icap, (G->count + 1) * G->arity, sizeof(int)) ||
+        !pbd__grow(w, (void **)&G->rest, G->count * G->stride, &G->rcap, (G->count + 1) * G->stride, sizeof(float)))
+        return 0;
+    int *e = G->idx + (size_t)G->count * G->arity;
+    memcpy(e, G->idx + (size_t)c * G->arity, sizeof(int) * (size_t)G->arity);
+    memcpy(G->rest + (size_t)G->count * G->stride, G->rest + (size_t)c * G->stride, sizeof(float) * (size_t)G->stride);
+    for (int i = 0; i < G->arity; ++i)
+        if (e[i] == v) e[i] = nv;
+    G->count++;
+    return 1;
+}
+
+/* The faces around the split vertex, as the pairs of their other two
+   vertices: does one contain x, is one {y, z}? */
+static int pbd__faces_have(const int *f, int nf, int x) {
+    for (int k = 0; k < 2 * nf; ++k)
+        if (f[k] == x) return 1;
+    return 0;
+}
+static int pbd__faces_match(const int *f, int nf, int y, int z) {
+    for (int k = 0; k < nf; ++k)
+        if ((f[2 * k] == y && f[2 * k + 1] == z) || (f[2 * k] == z && f[2 * k + 1] == y)) return 1;
+    return 0;
+}
+
+/* Rewrites the constraints on v after v was split into v (faces fa) and
+   nv (faces fb): an edge inside the far side moves to nv, an edge on the
+   crack (one face each side) is duplicated, a triangle follows its face,
+   a bending stencil moves with its two faces or is removed when the crack
+   separates them. Removed constraints are marked idx[0] = -1. */
+static int pbd__wg_split(pbd_world *w, pbd__wgroup *G, int v, int nv, const int *fa, int na, const int *fb, int nb) {
+    int n0 = G->count;
+    for (int c = 0; c < n0; ++c) {
+        int *e = G->idx + (size_t)c * G->arity, j = -1;
+        for (int i = 0; i < G->arity; ++i)
+            if (e[i] == v) j = i;
+        if (j < 0 || e[0] < 0) continue;
+        if (G->kind == PBD__WG_EDGE) {
+            int x = e[1 - j], inA = pbd__faces_have(fa, na, x), inB = pbd__faces_have(fb, nb, x);
+            if (inB && !inA) e[j] = nv;
+            else if (inA && inB) { if (!pbd__wg_duplicate(w, G, c, v, nv)) return 0; }
+            else continue;
+        } else if (G->kind == PBD__WG_TRI) {
+            if (!pbd__faces_match(fb, nb, e[(j + 1) % 3], e[(j + 2) % 3])) continue;
+            e[j] = nv;
+        } else if (j >= 2) { /* a wing: its one face decides */
+            if (!pbd__faces_match(fb, nb, e[0], e[1])) continue;
+            e[j] = nv;
+        } else {
+            int other = e[1 - j];
+            int b1 = pbd__faces_match(fb, nb, other, e[2]), b2 = pbd__faces_match(fb, nb, other, e[3]);
+            int a1 = pbd__faces_match(fa, na, other, e[2]), a2 = pbd__faces_match(fa, na, other, e[3]);
+            if (b1 && b2) e[j] = nv;
+            else if ((a1 && b2) || (b1 && a2)) e[0] = -1; /* the crack runs along its edge */
+            else continue;
+        }
+        G->changed = 1;
+    }
+    return 1;
+}
+
+/* Drops the removed constraints, keeping the order of the rest. */
+static void pbd__wg_compact(pbd__wgroup *G) {
+    int m = 0;
+    for (int c = 0; c < G->count; ++c) {
+        if (G->idx[(size_t)c * G->arity] < 0) continue;
+        if (m != c) {
+            memmove(G->idx + (size_t)m * G->arity, G->idx + (size_t)c * G->arity, sizeof(int) * (size_t)G->arity);
+            memmove(G->rest + (size_t)m * G->stride, G->rest + (size_t)c * G->stride, sizeof(float) * (size_t)G->stride);
+        }
+        m++;
+    }
+    G->count = m;
+}
+
+/* A new group from a working copy (count > 0), coloured; the old one is
+   untouched. */
+static pbd_result pbd__wg_to_group(pbd_world *w, pbd__wgroup *G, pbd__group *out) {
+    *out = *G->g;
+    out->count = G->count;
+    out->idx = G->idx;
+    out->rest = G->rest;
+    out->color_start = NULL;
+    out->slot = NULL;
+    out->lambda = (float *)pbd__alloc_n(w, (size_t)G->count, sizeof(float));
+    if (!out->lambda) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = pbd__color_group(w, out);
+    if (r != PBD_OK) { pbd__free(w, out->lambda); return r; }
+    G->idx = NULL; /* the colouring freed them and made its own */
+    G->rest = NULL;
+    return PBD_OK;
+}
+
+/* One planned split: particle v gives the far faces to a new particle. */
+typedef struct pbd__split { int v; float mass_v, mass_new; } pbd__split;
+
+
+typedef struct pbd__tear_work {
+    int ng;
+    pbd__wgroup *G;             /* the object's groups, then every strain limit */
+    int *tris;                  /* working triangles */
+    int *fa, *fb, *tb;          /* faces of the split vertex: pairs (A, B), B's triangles */
+    pbd__split *splits;
+    int nsplits;
+    unsigned char *touched;     /* per particle (n + max_splits) */
+} pbd__tear_work;
+
+static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
+    for (int i = 0; i < k->ng; ++i) pbd__wg_free(w, &k->G[i]);
+    pbd__free(w, k->G);
+    pbd__free(w, k->tris); pbd__free(w, k->fa); pbd__free(w, k->fb); pbd__free(w, k->tb);
+    pbd__free(w, k->splits); pbd__free(w, k->touched);
+}
+
+/* A particle's position during planning: a planned new particle (index
+   n and up) sits where the vertex it was split from is. */
+static pbd__v3 pbd__tear_pos(const pbd_world *w, const pbd__tear_work *k, int i) {
+    return pbd__p3(w->x[i < w->n ? i : k->splits[i - w->n].v]);
+}
+
+/* Tries to split v by the plane through it normal to nrm (along an
+   overstretched edge or a triangle's principal stretch): faces whose
+   centroid lies on the nrm side go to the new particle n0 + nsplits.
+   mark (count ints) are the constraint's particles, touched after a split.
+   1: split, 0: not possible, -1: memory. */
+static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, int v, pbd__v3 nrm, const int *mark,
+                          int count, int n0) {
+    pbd__v3 xv = pbd__tear_pos(w, k, v);
+    int na = 0, nb = 0;
+    float area_a = 0, area_b = 0;
+    for (int t = 0; t < T->ntris; ++t) {
+        int *tr = k->tris + 3 * t, j = -1;
+        for (int i = 0; i < 3; ++i)
+            if (tr[i] == v) j = i;
+        if (j < 0) continue;
+        int y = tr[(j + 1) % 3], z = tr[(j + 2) % 3];
+        pbd__v3 xy = pbd__tear_pos(w, k, y), xz = pbd__tear_pos(w, k, z);
+        pbd__v3 cen = pbd__mul(pbd__add(pbd__add(xv, xy), xz), 1.0f / 3.0f);
+        float area = 0.5f * pbd__len(pbd__cross(pbd__sub(xy, xv), pbd__sub(xz, xv)));
+        if (pbd__dot(pbd__sub(cen, xv), nrm) > 0) {
+            k->fb[2 * nb] = y; k->fb[2 * nb + 1] = z; k->tb[nb++] = t; area_b += area;
+        } else {
+            k->fa[2 * na] = y; k->fa[2 * na + 1] = z; na++; area_a += area;
+        }
+    }
+    if (na == 0 || nb == 0) return 0;
+    int nv = n0 + k->nsplits;
+    for (int i = 0; i < k->ng; ++i)
+        if (!pbd__wg_split(w, &k->G[i], v, nv, k->fa, na, k->fb, nb)) return -1;
+    for (int i = 0; i < nb; ++i)
+        for (int j = 0; j < 3; ++j)
+            if (k->tris[3 * k->tb[i] + j] == v) k->tris[3 * k->tb[i] + j] = nv;
+    /* the vertex's mass is shared like the builder shares it: by area */
+    float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
+    pbd__split *sp = &k->splits[k->nsplits++];
+    sp->v = v;
+    sp->mass_v = m * s;
+    sp->mass_new = m - sp->mass_v;
+    for (int i = 0; i < count; ++i) k->touched[mark[i]] = 1;
+    k->touched[v] = k->touched[nv] = 1;
+    return 1;
+}
+
+/* An overstretched edge (c < edge count) or triangle (c - edge count). */
+typedef struct pbd__tear_cand { float ratio; int c; pbd__v3 dir; } pbd__tear_cand;
+static int pbd__cmp_tear_cand(const void *a, const void *b) {
+    const pbd__tear_cand *x = (const pbd__tear_cand *)a, *y = (const pbd__tear_cand *)b;
+    if (x->ratio != y->ratio) return x->ratio > y->ratio ? -1 : 1;
+    return x->c - y->c;
+}
+
+static int pbd__vertex_valence(const pbd__tear_work *k, int ntris, int v) {
+    int n = 0;
+    for (long i = 0; i < 3L * ntris; ++i) n += k->tris[i] == v;
+    return n;
+}
+
+/* Plans the splits of one object on working copies (nothing in the world
+   changes); returns the planned count or -1 for memory. */
+static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
+    const pbd__object *o = &w->objects[T->object];
+    const pbd__group *gs = &w->groups[o->groups[0]];
+    pbd__tear_cand *cand = (pbd__tear_cand *)pbd__alloc_n(w, (size_t)gs->count + (size_t)T->ntris, sizeof *cand);
+    if (!cand) return -1;
+    int nc = 0;
+    for (int c = 0; c < gs->count; ++c) {
+        const int *e = gs->idx + 2 * c;
+        pbd__v3 d = pbd__sub(pbd__p3(w->x[e[1]]), pbd__p3(w->x[e[0]]));
+        float l = pbd__len(d);
+        if (l > T->threshold * gs->rest[c]) { cand[nc].ratio = l / gs->rest[c]; cand[nc].c = c; cand[nc].dir = d; nc++; }
+    }
+    /* a triangle whose largest principal stretch (Wang et al. 2010) passes
+       the threshold, though no edge does (stretch across its edges) */
+    for (int t = 0; t < T->ntris; ++t) {
+        pbd__v3 x[3];
+        pbd__gather(w, T->tris + 3 * t, 3, x);
+        pbd__tri_svd sv = pbd__triangle_svd(x, T->rest2d + 3 * t);
+        if (!(sv.s1 > T->threshold)) continue;
+        cand[nc].ratio = sv.s1;
+        cand[nc].c = gs->count + t;
+        cand[nc].dir = pbd__mat32_mul(sv.F0, sv.F1, sv.v1x, sv.v1y); /* the principal direction U1 s1 */
+        nc++;
+    }
+    int result = 0;
+    if (nc > 0) {
+        qsort(cand, (size_t)nc, sizeof *cand, pbd__cmp_tear_cand);
+        k->tris = (int *)pbd__alloc_n(w, (size_t)T->ntris * 3, sizeof(int));
+        k->fa = (int *)pbd__alloc_n(w, (size_t)T->ntris * 2, sizeof(int));
+        k->fb = (int *)pbd__alloc_n(w, (size_t)T->ntris * 2, sizeof(int));
+        k->tb = (int *)pbd__alloc_n(w, (size_t)T->ntris, sizeof(int));
+        k->splits = (pbd__split *)pbd__alloc_n(w, (size_t)T->max_splits, sizeof(pbd__split));
+        k->touched = (unsigned char *)pbd__alloc_n(w, (size_t)w->n + (size_t)T->max_splits, 1);
+        k->G = (pbd__wgroup *)pbd__alloc_n(w, 3 + (size_t)w->nlimits, sizeof(pbd__wgroup));
+        int ok = k->tris && k->fa && k->fb && k->tb && k->splits && k->touched && k->G;
+        if (ok) {
+            memcpy(k->tris, T->tris, sizeof(int) * 3 * (size_t)T->ntris);
+            memset(k->touched, 0, (size_t)w->n + (size_t)T->max_splits);
+            /* the object's edges, bending, areas, and the strain limits (whichever hold its particles) */
+            int kinds[3] = {PBD__WG_EDGE, PBD__WG_BEND, PBD__WG_TRI};
+            for (int i = 0; i < 3 && ok; ++i) {
+                int gi = o->groups[i];
+                if (gi < 0) continue;
+                ok = pbd__wg_init(w, &k->G[k->ng], &w->groups[gi], kinds[i]);
+                k->ng += ok;
+            }
+            for (int i = 0; i < w->nlimits && ok; ++i) {
+                ok = pbd__wg_init(w, &k->G[k->ng], &w->limits[i].g, w->limits[i].mode == PBD_STRAIN_EDGES ? PBD__WG_EDGE : PBD__WG_TRI);
+                k->ng += ok;
+            }
+        }
+        for (int q = 0; ok && q < nc && k->nsplits < T->max_splits; ++q) {
+            int tri = cand[q].c >= gs->count, nv = tri ? 3 : 2;
+            const int *e = tri ? T->tris + 3 * (cand[q].c - gs->count) : gs->idx + 2 * cand[q].c;
+            int order[3] = {0, 1, 2}, val[3], skip = 0;
+            for (int i = 0; i < nv; ++i) {
+                skip |= k->touched[e[i]];
+                val[i] = pbd__vertex_valence(k, T->ntris, e[i]);
+            }
+            if (skip) continue;
+            for (int i = 1; i < nv; ++i) /* the vertex with the most faces first (stable) */
+                for (int j = i; j > 0 && val[order[j]] > val[order[j - 1]]; --j) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+            int s = 0;
+            for (int i = 0; i < nv && s == 0; ++i) {
+                /* an edge's far endpoint lies on the side of dir seen from the near one */
+                pbd__v3 dir = !tri && order[i] == 1 ? pbd__neg(cand[q].dir) : cand[q].dir;
+                s = pbd__try_split(w, T, k, e[order[i]], dir, e, nv, w->n);
+            }
+            if (s < 0) ok = 0;
+        }
+        result = ok ? k->nsplits : -1;
+    }
+    pbd__free(w, cand);
+    return result;
+}
+
+/* Applies a plan: new particles, groups, triangles. Everything that can
+   fail is done before the first change. A group the crack emptied (a
+   bending group of a tiny mesh) keeps its old constraints, disabled. */
+static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k) {
+    int n0 = w->n, ns = k->nsplits;
+    if (ns > INT_MAX / 8 - n0) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many particles");
+    pbd__group *fresh = (pbd__group *)pbd__alloc_n(w, (size_t)k->ng + 1, sizeof(pbd__group));
+    pbd_result r = fresh ? pbd__reserve_particles(w, n0 + ns) : PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) w->n = n0 + ns; /* the colouring sizes its marks by w->n; undone on failure */
+    for (int i = 0; r == PBD_OK && i < k->ng; ++i) {
+        pbd__wgroup *G = &k->G[i];
+        pbd__wg_compact(G);
+        if (!G->changed || G->count == 0) continue;
+        r = pbd__wg_to_group(w, G, &fresh[i]);
+        if (r == PBD_OK) G->changed = 2; /* fresh[i] holds its new arrays */
+    }
+    if (r != PBD_OK) {
+        w->n = n0;
+        for (int i = 0; i < k->ng; ++i)
+            if (k->G[i].changed == 2) {
+                pbd__free(w, fresh[i].idx); pbd__free(w, fresh[i].rest); pbd__free(w, fresh[i].lambda); pbd__free(w, fresh[i].color_start);
+            }
+        pbd__free(w, fresh);
+        return pbd__fail(w, r, "no memory to tear object %d", T->object);
+    }
+    /* from here on nothing fails */
+    for (int i = 0; i < k->ng; ++i) {
+        pbd__group *g = k->G[i].g;
+        if (k->G[i].changed && k->G[i].count == 0) g->enabled = 0;
+        if (k->G[i].changed != 2) continue;
+        pbd__free(w, g->idx); pbd__free(w, g->rest); pbd__free(w, g->lambda); pbd__free(w, g->color_start);
+        *g = fresh[i];
+    }
+    pbd__free(w, fresh);
+    for (int s = 0; s < ns; ++s) {
+        int v = k->splits[s].v, nv = n0 + s;
+        w->x[nv] = w->x[v]; w->p[nv] = w->p[v]; w->v[nv] = w->v[v];
+        w->radius[nv] = w->radius[v];
+        w->flags[nv] = w->flags[v];
+        w->kin_target[nv] = w->kin_target[v];
+        w->kin_from[nv] = w->kin_from[v];
+        w->ncontact[nv] = 0;
+        w->mass[v] = k->splits[s].mass_v;
+        w->mass[nv] = k->splits[s].mass_new;
+    }
+    w->n = n0 + ns;
+    for (int s = 0; s < ns; ++s) {
+        pbd__refresh_inv_mass(w, k->splits[s].v);
+        pbd__refresh_inv_mass(w, n0 + s);
+    }
+    pbd__free(w, T->tris);
+    T->tris = k->tris;
+    k->tris = NULL;
+    pbd__object *o = &w->objects[T->object];
+    if (o->first + o->count == n0) o->count += ns;
+    else o->coupled = 1; /* its constraints now reach particles outside its range */
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
+    PBD__CHECK_WORLD(w);
+    int total = 0;
+    if (splits) *splits = 0;
+    for (int i = 0; i < w->ntears; ++i) {
+        pbd__tear_work k;
+        memset(&k, 0, sizeof k);
+        int planned = pbd__tear_plan(w, &w->tears[i], &k);
+        pbd_result r = planned < 0 ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object) : PBD_OK;
+        if (r == PBD_OK && planned > 0) r = pbd__tear_commit(w, &w->tears[i], &k);
+        pbd__tear_work_free(w, &k);
+        if (r != PBD_OK) return r;
+        total += planned;
+        if (splits) *splits = total;
+    }
+    return PBD_OK;
+}
+
+// ==== damping clusters ======================================================
+
+typedef struct pbd__cluster {
+    int count;
+    int *particles;
+    float damping;
+} pbd__cluster;
+
+PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, int count, float damping,
+                                          pbd_damping_cluster *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, particles, "particles");
+    if (count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "cluster of %d particles", count);
+    for (int k = 0; k < count; ++k) PBD__TRY(pbd__check_particle(w, particles[k], "cluster particle"));
+    if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
+    if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
+    /* a particle listed twice would weigh twice in the sums */
+    int *sorted = (int *)pbd__alloc_n(w, (size_t)count, sizeof(int));
+    if (!sorted) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a cluster");
+    memcpy(sorted, particles, sizeof(int) * (size_t)count);
+    qsort(sorted, (size_t)count, sizeof(int), pbd__cmp_int);
+    for (int k = 1; k < count; ++k)
+        if (sorted[k] == sorted[k - 1]) {
+            int twice = sorted[k];
+            pbd__free(w, sorted);
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", twice);
+        }
+    memcpy(sorted, particles, sizeof(int) * (size_t)count); /* keep the user's order (it fixes the sums' order) */
+    if (!pbd__grow(w, (void **)&w->clusters, w->nclusters, &w->cluster_cap, w->nclusters + 1, sizeof(pbd__cluster))) {
+        pbd__free(w, sorted);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a cluster");
+    }
+    pbd__cluster *c = &w->clusters[w->nclusters];
+    c->count = count;
+    c->particles = sorted;
+    c->damping = damping;
+    if (out) *out = w->nclusters;
+    w->nclusters++;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping) {
+    PBD__CHECK_WORLD(w);
+    if (c < 0 || c >= w->nclusters) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "damping cluster %d does not exist", c);
+    if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
+    if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
+    w->clusters[c].damping = damping;
+    return PBD_OK;
+}
+
+/* After the velocity pass of every substep, serially (a particle may be in
+   several clusters; they are applied in order). */
+static void pbd__clusters_damp(pbd_world *w, float h) {
+    for (int i = 0; i < w->nclusters; ++i)
+        if (w->clusters[i].damping > 0)
+            pbd__damp_particles(w, w->clusters[i].particles, 0, w->clusters[i].count, w->clusters[i].damping, h);
+}
+
+/* --- the state of these four sections: work, snapshot, validation, free --- */
+
+static long pbd__extras_work(const pbd_world *w) {
+    long work = 0;
+    for (int i = 0; i < w->nlras; ++i) work += w->lras[i].start ? w->lras[i].start[w->lras[i].count] : 0;
+    for (int i = 0; i < w->nlimits; ++i) work += w->limits[i].g.count;
+    return work;
+}
+
+static void pbd__extras_free(pbd_world *w) {
+    for (int i = 0; w->lras && i < w->nlras; ++i) pbd__lra_free(w, &w->lras[i]);
+    for (int i = 0; w->limits && i < w->nlimits; ++i) pbd__limit_free(w, &w->limits[i]);
+    for (int i = 0; w->strands && i < w->nstrands; ++i) pbd__strands_free_one(w, &w->strands[i]);
+    for (int i = 0; w->tears && i < w->ntears; ++i) { pbd__free(w, w->tears[i].tris); pbd__free(w, w->tears[i].rest2d); }
+    for (int i = 0; w->clusters && i < w->nclusters; ++i) pbd__free(w, w->clusters[i].particles);
+    pbd__free(w, w->lras); pbd__free(w, w->limits); pbd__free(w, w->strands); pbd__free(w, w->tears); pbd__free(w, w->clusters);
+    w->lras = NULL; w->limits = NULL; w->strands = NULL; w->tears = NULL; w->clusters = NULL;
+    w->nlras = w->nlimits = w->nstrands = w->ntears = w->nclusters = 0;
+}
+
+/* An array of n structs counted by *count; allocated (zeroed) when reading. */
+static void pbd__io_table(pbd__io *io, pbd_world *w, void **arr, int *count, int *cap, size_t elem) {
+    pbd__io_int(io, count);
+    if (io->bad) return;
+    if (io->in) {
+        if (*count < 0 || (size_t)*count > io->size - io->off) { io->bad = 1; *count = 0; return; }
+        *cap = *count;
+        if (*count > 0) {
+            *arr = pbd__alloc_n(w, (size_t)*count, elem);
+            if (!*arr) { io->bad = 2; *count = 0; return; }
+            memset(*arr, 0, (size_t)*count * elem);
+        }
+    }
+}
+
+/* Reading sets a count only after its array exists, so a failed read
+   leaves a world that pbd__extras_free can free. */
+static void pbd__io_extras(pbd__io *io, pbd_world *w) {
+    int n = w->nlras;
+    pbd__io_table(io, w, (void **)&w->lras, &n, &w->lra_cap, sizeof(pbd__lra));
+    w->nlras = n;
+    for (int i = 0; i < w->nlras && !io->bad; ++i) {
+        pbd__lra *l = &w->lras[i];
+        pbd__io_int(io, &l->count);
+        pbd__io_int(io, &l->enabled);
+        if (io->in && (l->count < 0 || l->count > INT_MAX / 2)) { io->bad = 1; l->count = 0; break; }
+        pbd__io_array(io, w, (void **)&l->particles, l->count, sizeof(int));
+        pbd__io_array(io, w, (void **)&l->start, (long)l->count + 1, sizeof(int));
+        if (io->bad) { l->count = 0; break; }
+        long nt = l->start[l->count];
+        if (nt < 0) { io->bad = 1; break; }
+        pbd__io_array(io, w, (void **)&l->anchor, nt, sizeof(int));
+        pbd__io_array(io, w, (void **)&l->length, nt, sizeof(float));
+    }
+    n = w->nlimits;
+    pbd__io_table(io, w, (void **)&w->limits, &n, &w->limit_cap, sizeof(pbd__limit));
+    w->nlimits = n;
+    for (int i = 0; i < w->nlimits && !io->bad; ++i) {
+        pbd__limit *L = &w->limits[i];
+        pbd__io_int(io, &L->mode);
+        pbd__io_int(io, &L->enabled);
+        pbd__io_float(io, &L->lo);
+        pbd__io_float(io, &L->hi);
+        pbd__io_float(io, &L->stiffness);
+        pbd__io_group(io, w, &L->g);
+    }
+    n = w->nstrands;
+    pbd__io_table(io, w, (void **)&w->strands, &n, &w->strands_cap, sizeof(pbd__strands));
+    w->nstrands = n;
+    for (int i = 0; i < w->nstrands && !io->bad; ++i) {
+        pbd__strands *S = &w->strands[i];
+        int *ints[] = {&S->nstrands, &S->nparticles, &S->hair, &S->clamped};
+        for (size_t k = 0; k < sizeof ints / sizeof ints[0]; ++k) pbd__io_int(io, ints[k]);
+        pbd__io_float(io, &S->damping);
+        for (int k = 0; k < 3; ++k) pbd__io_float(io, &S->pos[k]);
+        for (int k = 0; k < 4; ++k) pbd__io_float(io, &S->rot[k]);
+        if (io->in && (S->nstrands < 1 || S->nparticles < 2 || S->nparticles > INT_MAX / 8 || S->nstrands > INT_MAX / 8)) { io->bad = 1; break; }
+        pbd__io_array(io, w, (void **)&S->start, (long)S->nstrands + 1, sizeof(int));
+        pbd__io_array(io, w, (void **)&S->idx, S->nparticles, sizeof(int));
+        pbd__io_array(io, w, (void **)&S->rest, S->nparticles, sizeof(float));
+        pbd__io_array(io, w, (void **)&S->root, S->hair ? 6L * S->nstrands : 0, sizeof(float));
+        if (io->in && !io->bad) { /* FTL corrections are scratch */
+            S->d = (float *)pbd__alloc_n(w, (size_t)S->nparticles * 3, sizeof(float));
+            if (!S->d) io->bad = 2;
+            else memset(S->d, 0, sizeof(float) * 3 * (size_t)S->nparticles);
+        }
+    }
+    n = w->ntears;
+    pbd__io_table(io, w, (void **)&w->tears, &n, &w->tear_cap, sizeof(pbd__tear));
+    w->ntears = n;
+    for (int i = 0; i < w->ntears && !io->bad; ++i) {
+        pbd__tear *T = &w->tears[i];
+        pbd__io_int(io, &T->object);
+        pbd__io_int(io, &T->max_splits);
+        pbd__io_int(io, &T->ntris);
+        pbd__io_float(io, &T->threshold);
+        if (io->in && (T->ntris < 1 || T->ntris > INT_MAX / 8)) { io->bad = 1; break; }
+        pbd__io_array(io, w, (void **)&T->tris, 3L * T->ntris, sizeof(int));
+        pbd__io_array(io, w, (void **)&T->rest2d, 3L * T->ntris, sizeof(float));
+    }
+    n = w->nclusters;
+    pbd__io_table(io, w, (void **)&w->clusters, &n, &w->cluster_cap, sizeof(pbd__cluster));
+    w->nclusters = n;
+    for (int i = 0; i < w->nclusters && !io->bad; ++i) {
+        pbd__cluster *c = &w->clusters[i];
+        pbd__io_int(io, &c->count);
+        pbd__io_float(io, &c->damping);
+        if (io->in && c->count < 1) { io->bad = 1; break; }
+        pbd__io_array(io, w, (void **)&c->particles, c->count, sizeof(int));
+    }
+}
+
+static int pbd__ids_ok(const int *ids, long n, int np) {
+    for (long k = 0; k < n; ++k)
+        if (ids[k] < 0 || ids[k] >= np) return 0;
+    return 1;
+}
+
+/* A private group (strain limits) as the solver indexes it. */
+static int pbd__private_group_ok(const pbd__group *g, int np, int arity, int stride) {
+    if (g->count <= 0 || g->arity != arity || g->rest_stride != stride || g->ncolors < 1 || g->ncolors > PBD__MAX_COLORS ||
+        (g->overflow != 0 && g->overflow != 1) || g->slot || g->nverts || g->ntris ||
+        !pbd__finite_n(g->rest, (size_t)g->count * stride))
+        return 0;
+    if (g->color_start[0] != 0 || g->color_start[g->ncolors] != g->count) return 0;
+    for (int c = 0; c < g->ncolors; ++c)
+        if (g->color_start[c] > g->color_start[c + 1]) return 0;
+    return pbd__ids_ok(g->idx, (long)g->count * arity, np);
+}
+
+static pbd_result pbd__validate_extras(const pbd_world *t) {
+    for (int i = 0; i < t->nlras; ++i) {
+        const pbd__lra *l = &t->lras[i];
+        if (l->count < 0 || (l->enabled != 0 && l->enabled != 1) || l->start[0] != 0 || !pbd__ids_ok(l->particles, l->count, t->n))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        for (int k = 0; k < l->count; ++k)
+            if (l->start[k] > l->start[k + 1]) return PBD_ERROR_BAD_SNAPSHOT;
+        if (!pbd__ids_ok(l->anchor, l->start[l->count], t->n) || !pbd__finite_n(l->length, (size_t)l->start[l->count]))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int i = 0; i < t->nlimits; ++i) {
+        const pbd__limit *L = &t->limits[i];
+        int edges = L->mode == PBD_STRAIN_EDGES;
+        if ((L->mode != PBD_STRAIN_TRIANGLES && !edges) || (L->enabled != 0 && L->enabled != 1) ||
+            !(L->lo >= 0 && L->lo <= 1 && L->hi >= 1 && pbd__finite(L->hi)) || !(L->stiffness > 0 && L->stiffness <= 1) ||
+            !pbd__private_group_ok(&L->g, t->n, edges ? 2 : 3, edges ? 1 : 3))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int i = 0; i < t->nstrands; ++i) {
+        const pbd__strands *S = &t->strands[i];
+        if (!(S->damping >= 0 && S->damping <= 1) || (S->hair != 0 && S->hair != 1) || (S->clamped != 0 && S->clamped != 1) ||
+            S->start[0] != 0 || S->start[S->nstrands] != S->nparticles || !pbd__ids_ok(S->idx, S->nparticles, t->n) ||
+            !pbd__finite_n(S->rest, (size_t)S->nparticles) || !pbd__finite_n(S->pos, 7) ||
+            (S->hair && !pbd__finite_n(S->root, 6 * (size_t)S->nstrands)))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        for (int s = 0; s < S->nstrands; ++s)
+            if (S->start[s + 1] - S->start[s] < 2 + S->clamped) return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int i = 0; i < t->ntears; ++i) {
+        const pbd__tear *T = &t->tears[i];
+        if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) || !pbd__finite(T->threshold) ||
+            !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) || !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        for (int k = 0; k < T->ntris; ++k)
+            if (!(T->rest2d[3 * k] > 0 && T->rest2d[3 * k + 2] > 0)) return PBD_ERROR_BAD_SNAPSHOT;
+        const pbd__object *o = &t->objects[T->object];
+        if (o->groups[0] < 0 || o->groups[0] >= t->ngroups || t->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
+            return PBD_ERROR_BAD_SNAPSHOT;
+        for (int g = 1; g < 3; ++g)
+            if (o->groups[g] < -1 || o->groups[g] >= t->ngroups) return PBD_ERROR_BAD_SNAPSHOT;
+        int bend = o->groups[1] >= 0 ? t->groups[o->groups[1]].type : -1, area = o->groups[2] >= 0 ? t->groups[o->groups[2]].type : -1;
+        if ((bend >= 0 && bend != PBD_CONSTRAINT_BENDING_DIHEDRAL && bend != PBD_CONSTRAINT_BENDING_ISOMETRIC) ||
+            (area >= 0 && area != PBD_CONSTRAINT_AREA) || T->max_splits > INT_MAX / 16)
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int i = 0; i < t->nclusters; ++i) {
+        const pbd__cluster *c = &t->clusters[i];
+        if (!pbd__finite(c->damping) || c->damping < 0 || !pbd__ids_ok(c->particles, c->count, t->n)) return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    return PBD_OK;
+}
+
 // ==== plugins ===============================================================
 
 typedef struct pbd__plugin {
@@ -5742,10 +7763,13 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
     return 1;
 }
 
-static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
-    float k = 1.0f - expf(-o->damping * h);
+/* The particles list[0..count) (list NULL: first..first+count), the
+   object's range or a user cluster. */
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
+    float k = 1.0f - expf(-damping * h);
     double M = 0, xc[3] = {0, 0, 0}, vc[3] = {0, 0, 0};
-    for (int i = o->first; i < o->first + o->count; ++i) {
+    for (int j = 0; j < count; ++j) {
+        int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;
         double m = 1.0 / w->x[i].w;
         M += m;
@@ -5755,7 +7779,8 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
     if (!(M > 0)) return;
     for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
     double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = o->first; i < o->first + o->count; ++i) {
+    for (int j = 0; j < count; ++j) {
+        int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;
         double m = 1.0 / w->x[i].w;
         double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
@@ -5775,7 +7800,8 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
            not angular-momentum preserving, so skip the object instead */
         return;
     }
-    for (int i = o->first; i < o->first + o->count; ++i) {
+    for (int j = 0; j < count; ++j) {
+        int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;
         double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
         double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2], vc[2] + om[0] * r[1] - om[1] * r[0]};
@@ -5783,6 +7809,10 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
         w->v[i].y += k * (float)(tv[1] - w->v[i].y);
         w->v[i].z += k * (float)(tv[2] - w->v[i].z);
     }
+}
+
+static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
+    pbd__damp_particles(w, NULL, o->first, o->count, o->damping, h);
 }
 
 /* --- angular momentum -------------------------------------------------------
@@ -5877,7 +7907,7 @@ static void pbd__reset_multipliers(pbd_world *w) {
 
 /* Serial below this many particles + constraints: a barrier costs microseconds. */
 static int pbd__parallel_worth_it(const pbd_world *w) {
-    long work = w->n + pbd__plugins_work(w);
+    long work = w->n + pbd__plugins_work(w) + pbd__extras_work(w);
     for (int g = 0; g < w->ngroups; ++g) work += w->groups[g].count;
     return work >= PBD__PARALLEL_MIN;
 }
@@ -5901,11 +7931,14 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         for (int g = 0; g < w->ngroups; ++g)
             if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h, it & 1);
         if (w->jacobi) pbd__jacobi_apply(w);
+        pbd__strain_limits_project(w);
+        pbd__strands_project(w, it);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__pp_project(w);
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
+    pbd__strands_velocities(w, h);
     pbd__contact_velocities(w, h);
     pbd__pp_end_substep(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
@@ -5914,6 +7947,8 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__momentum_restore(w, o);
         if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
     }
+    PBD__PRAGMA(omp single)
+    pbd__clusters_damp(w, h);
 }
 
 static void pbd__substep(pbd_world *w, float h, int s, int S) {
@@ -6005,7 +8040,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !pbd__finite_n(col->pos, 14))
             return PBD_ERROR_BAD_SNAPSHOT;
     }
-    return PBD_OK;
+    return pbd__validate_extras(t);
 }
 
 #ifdef PBD__POP_DIAGNOSTICS

@@ -7,6 +7,9 @@
    runs after a warm-up. */
 #ifndef PBD_BENCH_H
 #define PBD_BENCH_H
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 (without OpenMP's headers) */
+#endif
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
 #include <stdio.h>
@@ -27,22 +30,33 @@ static int bench_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/* Optional: called before every step (moving kinematic targets, colliders);
+   its time is part of the step's. */
+static void (*bench_before_step)(pbd_world *w) = NULL;
+
 /* Median ms per pbd_world_step over BENCH_RUNS runs of `steps` steps. */
 static double bench_ms_per_step(pbd_world *w, int steps) {
     double t[BENCH_RUNS];
+    if (bench_before_step) bench_before_step(w);
     pbd_world_step(w, 1.0f / 60.0f); /* warm-up */
     for (int r = 0; r < BENCH_RUNS; ++r) {
         double t0 = bench_now();
-        for (int s = 0; s < steps; ++s) pbd_world_step(w, 1.0f / 60.0f);
+        for (int s = 0; s < steps; ++s) {
+            if (bench_before_step) bench_before_step(w);
+            pbd_world_step(w, 1.0f / 60.0f);
+        }
         t[r] = (bench_now() - t0) * 1e3 / steps;
     }
     qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
     return t[BENCH_RUNS / 2];
 }
 
+/* Optional: constraints solved outside the groups (strand segments). */
+static long (*bench_extra_constraints)(const pbd_world *w) = NULL;
+
 /* Constraints and colours over all groups (colours: the most of any group). */
 static void bench_count(const pbd_world *w, long *constraints, int *colors) {
-    *constraints = 0;
+    *constraints = bench_extra_constraints ? bench_extra_constraints(w) : 0;
     *colors = 0;
     for (int g = 0; g < pbd_world_group_count(w); ++g) {
         int count = 0, ncol = 0;

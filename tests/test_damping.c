@@ -1,0 +1,111 @@
+/* tests/test_damping.c - global symmetric damping over user clusters
+   (survey section 3.7): relative motion decays while the cluster's linear
+   and angular momentum stay; bad input; snapshots. */
+#include "test.h"
+#include <stdlib.h>
+
+static void momenta(const pbd_world *w, const int *ids, int n, double *P, double *L, double *ke_rel) {
+    const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+    double M = 0, vc[3] = {0, 0, 0};
+    for (int a = 0; a < 3; ++a) P[a] = L[a] = 0;
+    for (int k = 0; k < n; ++k) {
+        const float *xi = x + 4 * ids[k], *vi = v + 4 * ids[k];
+        double m = 1.0 / xi[3];
+        M += m;
+        for (int a = 0; a < 3; ++a) { P[a] += m * vi[a]; vc[a] += m * vi[a]; }
+        L[0] += m * ((double)xi[1] * vi[2] - (double)xi[2] * vi[1]);
+        L[1] += m * ((double)xi[2] * vi[0] - (double)xi[0] * vi[2]);
+        L[2] += m * ((double)xi[0] * vi[1] - (double)xi[1] * vi[0]);
+    }
+    *ke_rel = 0;
+    for (int k = 0; k < n; ++k) {
+        const float *vi = v + 4 * ids[k];
+        double m = 1.0 / x[4 * ids[k] + 3];
+        for (int a = 0; a < 3; ++a) *ke_rel += 0.5 * m * (vi[a] - vc[a] / M) * (vi[a] - vc[a] / M);
+    }
+}
+
+/* Free particles (no gravity, no constraints) with random masses and
+   velocities in one cluster: its motion relative to the rigid motion of
+   the cluster decays; P and L stay (relative 1e-4); particles outside the
+   cluster are untouched. One substep of 1/60 s, particles near the origin:
+   the velocity update v = (p - x) / h rounds by ulp(x) / h per step, and
+   that noise must stay well under the 1e-4 being checked. */
+TEST(damping_cluster_keeps_momentum) {
+    pbd_world *w = pbdt_world(0.0f);
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    enum { N = 40 };
+    float pos[3 * N], vel[3 * N], mass[N];
+    unsigned seed = 21;
+    for (int i = 0; i < 3 * N; ++i) { pos[i] = 0.1f * (pbdt_rand(&seed) - 0.5f); vel[i] = 2.0f * (pbdt_rand(&seed) - 0.5f); }
+    for (int i = 0; i < N; ++i) mass[i] = 0.5f + pbdt_rand(&seed);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos; pd.velocities = vel; pd.masses = mass; pd.count = N;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int ids[N - 5];
+    for (int k = 0; k < N - 5; ++k) ids[k] = r.first + k; /* the last five are outside */
+    pbd_damping_cluster c;
+    CHECK_OK(pbd_add_damping_cluster(w, ids, N - 5, 5.0f, &c));
+    double P0[3], L0[3], K0, P1[3], L1[3], K1;
+    momenta(w, ids, N - 5, P0, L0, &K0);
+    for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    momenta(w, ids, N - 5, P1, L1, &K1);
+    double pn = sqrt(P0[0] * P0[0] + P0[1] * P0[1] + P0[2] * P0[2]), ln = sqrt(L0[0] * L0[0] + L0[1] * L0[1] + L0[2] * L0[2]);
+    for (int a = 0; a < 3; ++a) {
+        CHECK_NEAR(P1[a], P0[a], 1e-4 * pn);
+        CHECK_NEAR(L1[a], L0[a], 1e-4 * ln);
+    }
+    /* about exp(-5 * 0.5 s) of the relative motion is left, minus what the
+       rigid part (which is not damped) takes */
+    CHECK_MSG(K1 < 0.2 * K0, "relative kinetic energy %g -> %g", K0, K1);
+    const float *v = pbd_world_velocities(w);
+    for (int i = N - 5; i < N; ++i) /* to the rounding of v = (p - x) / h */
+        for (int a = 0; a < 3; ++a) CHECK_NEAR(v[4 * (r.first + i) + a], vel[3 * i + a], 1e-5);
+    /* no damping: the relative motion stays (to the rounding of v = (p - x) / h) */
+    CHECK_OK(pbd_damping_cluster_set(w, c, 0.0f));
+    momenta(w, ids, N - 5, P0, L0, &K0);
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    momenta(w, ids, N - 5, P1, L1, &K1);
+    CHECK_NEAR(K1, K0, 1e-4 * K0);
+    /* snapshots keep clusters */
+    CHECK_OK(pbd_damping_cluster_set(w, c, 2.0f));
+    size_t size = pbd_world_snapshot_size(w);
+    void *buf = malloc(size);
+    CHECK_OK(pbd_world_save(w, buf, size));
+    pbd_world *b = pbdt_world(0.0f);
+    CHECK_OK(pbd_world_restore(b, buf, size));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    CHECK(memcmp(pbd_world_velocities(w), pbd_world_velocities(b), sizeof(float) * 4 * N) == 0);
+    free(buf);
+    pbd_world_destroy(b);
+    pbd_world_destroy(w);
+}
+
+TEST(damping_cluster_bad_input) {
+    pbd_world *w = pbdt_world(0.0f);
+    float pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos; pd.count = 3;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    int ok[3] = {0, 1, 2}, twice[3] = {0, 1, 1}, bad[2] = {0, 3};
+    CHECK_RESULT(pbd_add_damping_cluster(NULL, ok, 3, 1.0f, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_damping_cluster(w, NULL, 3, 1.0f, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_damping_cluster(w, ok, 0, 1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_damping_cluster(w, bad, 2, 1.0f, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_add_damping_cluster(w, twice, 3, 1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_damping_cluster(w, ok, 3, -1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_damping_cluster(w, ok, 3, NAN, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_damping_cluster_set(w, 0, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_damping_cluster c;
+    CHECK_OK(pbd_add_damping_cluster(w, ok, 3, 1.0f, &c));
+    CHECK_RESULT(pbd_damping_cluster_set(w, c, INFINITY), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_damping_cluster_set(w, c, -2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    pbd_world_destroy(w);
+}
+
+void suite_damping(void) {
+    RUN(damping_cluster_keeps_momentum);
+    RUN(damping_cluster_bad_input);
+}

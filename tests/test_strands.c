@@ -1,0 +1,317 @@
+/* tests/test_strands.c - follow-the-leader strands and hair (Mueller et al.
+   2012, survey section 3.5): one FTL pass is exact, dynamic FTL's velocity
+   correction, roots that follow a moving surface, bad input, threads and
+   snapshots. */
+#include "test.h"
+#include <stdlib.h>
+
+static double seg_len(const float *x, int a, int b) {
+    double d0 = x[4 * a] - x[4 * b], d1 = x[4 * a + 1] - x[4 * b + 1], d2 = x[4 * a + 2] - x[4 * b + 2];
+    return sqrt(d0 * d0 + d1 * d1 + d2 * d2);
+}
+
+TEST(strands_ftl_one_pass_is_exact) {
+    unsigned seed = 3;
+    enum { N = 64 };
+    float p[3 * N], before[3 * N], rest[N - 1], d[3 * N];
+    for (int i = 0; i < 3 * N; ++i) p[i] = 4.0f * pbdt_rand(&seed) - 2.0f;
+    for (int i = 0; i < N - 1; ++i) rest[i] = 0.01f + pbdt_rand(&seed);
+    memcpy(before, p, sizeof p);
+    CHECK_OK(pbd_ftl_project(p, N, rest, d));
+    CHECK(p[0] == before[0] && p[1] == before[1] && p[2] == before[2]); /* the root leads */
+    for (int i = 1; i < N; ++i) {
+        double l = sqrt((double)(p[3 * i] - p[3 * i - 3]) * (p[3 * i] - p[3 * i - 3]) + (double)(p[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 1] - p[3 * i - 2]) +
+                        (double)(p[3 * i + 2] - p[3 * i - 1]) * (p[3 * i + 2] - p[3 * i - 1]));
+        CHECK_NEAR(l, rest[i - 1], 1e-5 * rest[i - 1]);
+        for (int k = 0; k < 3; ++k) CHECK_NEAR(d[3 * i + k], p[3 * i + k] - before[3 * i + k], 1e-6);
+        /* the follower moves along the line to its (moved) leader */
+        double c0 = (before[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 2] - p[3 * i - 1]) - (before[3 * i + 2] - p[3 * i - 1]) * (p[3 * i + 1] - p[3 * i - 2]);
+        CHECK_NEAR(c0, 0.0, 1e-4);
+    }
+    CHECK_RESULT(pbd_ftl_project(NULL, N, rest, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_ftl_project(p, 1, rest, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    rest[3] = -1;
+    CHECK_RESULT(pbd_ftl_project(p, N, rest, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    rest[3] = NAN;
+    CHECK_RESULT(pbd_ftl_project(p, N, rest, NULL), PBD_ERROR_NOT_FINITE);
+}
+
+/* A small head of hair on a sphere. */
+static pbd_world *hair_world(int threads, int strands, int per, pbd_strands *h, pbd_range *r) {
+    pbd_world *w = pbdt_world(-9.81f);
+    CHECK_OK(pbd_world_set_threads(w, threads));
+    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)strands), *nrm = (float *)malloc(sizeof(float) * 3 * (size_t)strands);
+    for (int s = 0; s < strands; ++s) { /* a spiral over the upper hemisphere */
+        float t = (float)(s + 0.5f) / (float)strands, phi = 2.39996323f * (float)s;
+        float y = t, rr = sqrtf(1 - y * y);
+        nrm[3 * s] = rr * cosf(phi); nrm[3 * s + 1] = y; nrm[3 * s + 2] = rr * sinf(phi);
+        for (int k = 0; k < 3; ++k) pos[3 * s + k] = 0.1f * nrm[3 * s + k];
+    }
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = pos;
+    hd.root_normals = nrm;
+    hd.strand_count = strands;
+    hd.particles_per_strand = per;
+    hd.length = 0.25f;
+    hd.position[1] = 1.0f;
+    CHECK_OK(pbd_add_hair(w, &hd, h, r));
+    free(pos);
+    free(nrm);
+    return w;
+}
+
+/* No colliders: FTL is the last word of every iteration, so after every
+   step every segment has its rest length. */
+TEST(strands_hair_segments_keep_rest_length) {
+    pbd_strands h;
+    pbd_range r;
+    enum { S = 40, PER = 12 };
+    pbd_world *w = hair_world(1, S, PER, &h, &r);
+    int ns = 0, np = 0;
+    CHECK_OK(pbd_strands_info(w, h, &ns, &np));
+    CHECK(ns == S && np == S * PER && r.count == S * PER);
+    double seg = 0.25 / (PER - 1), worst = 0;
+    for (int step = 0; step < 40; ++step) {
+        float pos[3] = {0.2f * sinf(0.3f * step), 1.0f, 0}, rot[4] = {0, sinf(0.05f * step), 0, cosf(0.05f * step)};
+        CHECK_OK(pbd_hair_set_transform(w, h, pos, rot));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w);
+        for (int s = 0; s < S; ++s)
+            for (int i = 1; i < PER; ++i) {
+                double e = fabs(seg_len(x, r.first + s * PER + i, r.first + s * PER + i - 1) / seg - 1);
+                worst = e > worst ? e : worst;
+            }
+    }
+    CHECK_MSG(worst < 1e-5, "worst relative segment error %g", worst);
+    pbd_world_destroy(w);
+}
+
+/* Dynamic FTL (survey 3.5): v_i = (p_i - x_i)/h - s d_{i+1}/h, checked
+   against the test's own prediction and FTL pass (one substep, one
+   iteration, a free strand whose root is pinned). */
+TEST(strands_dftl_velocity_correction) {
+    for (int k = 0; k < 2; ++k) {
+        float s_damp = k ? 0.8f : 0.0f;
+        pbd_world_desc d = pbd_world_desc_default();
+        d.substeps = 1;
+        d.iterations = 1;
+        pbd_world *w = NULL;
+        CHECK_OK(pbd_world_create(&d, &w));
+        enum { N = 8 };
+        float x0[3 * N], v0[3 * N];
+        unsigned seed = 17;
+        for (int i = 0; i < N; ++i) {
+            x0[3 * i] = 0.1f * i; x0[3 * i + 1] = 1.0f - 0.02f * i * i; x0[3 * i + 2] = 0.01f * i;
+            for (int c = 0; c < 3; ++c) v0[3 * i + c] = 2.0f * pbdt_rand(&seed) - 1.0f;
+        }
+        v0[0] = v0[1] = v0[2] = 0;
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = x0;
+        pd.velocities = v0;
+        pd.count = N;
+        pbd_range r;
+        CHECK_OK(pbd_add_particles(w, &pd, &r));
+        CHECK_OK(pbd_pin(w, r.first));
+        int idx[N], starts[2] = {0, N};
+        for (int i = 0; i < N; ++i) idx[i] = r.first + i;
+        pbd_strands_desc sd = pbd_strands_desc_default();
+        sd.particles = idx;
+        sd.strand_starts = starts;
+        sd.strand_count = 1;
+        sd.damping = s_damp;
+        CHECK_OK(pbd_add_strands(w, &sd, NULL));
+        float rest[N - 1];
+        for (int i = 1; i < N; ++i) {
+            float dx = x0[3 * i] - x0[3 * i - 3], dy = x0[3 * i + 1] - x0[3 * i - 2], dz = x0[3 * i + 2] - x0[3 * i - 1];
+            rest[i - 1] = sqrtf(dx * dx + dy * dy + dz * dz);
+        }
+        float h = 1.0f / 60.0f, p[3 * N], corr[3 * N];
+        for (int i = 0; i < N; ++i)
+            for (int c = 0; c < 3; ++c) {
+                float v = v0[3 * i + c] + (c == 1 && i > 0 ? -9.81f * h : 0.0f);
+                p[3 * i + c] = i ? x0[3 * i + c] + v * h : x0[3 * i + c];
+            }
+        CHECK_OK(pbd_ftl_project(p, N, rest, corr));
+        CHECK_OK(pbd_world_step(w, h));
+        const float *v = pbd_world_velocities(w);
+        for (int i = 1; i < N; ++i)
+            for (int c = 0; c < 3; ++c) {
+                float want = (p[3 * i + c] - x0[3 * i + c]) / h - (i + 1 < N ? s_damp * corr[3 * (i + 1) + c] / h : 0.0f);
+                CHECK_NEAR(v[4 * (r.first + i) + c], want, 1e-3 * (1 + fabsf(want)));
+            }
+        pbd_world_destroy(w);
+    }
+}
+
+TEST(strands_hair_roots_follow_the_surface) {
+    pbd_strands h;
+    pbd_range r;
+    enum { S = 10, PER = 6 };
+    pbd_world *w = hair_world(1, S, PER, &h, &r);
+    float pos[3] = {0.3f, 1.2f, -0.1f}, rot[4] = {0, 0, 0.38268343f, 0.92387953f}; /* 45 degrees about z */
+    CHECK_OK(pbd_hair_set_transform(w, h, pos, rot));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    double seg = 0.25 / (PER - 1);
+    for (int s = 0; s < S; ++s) {
+        /* the root spiral again, rotated and moved */
+        float t = (float)(s + 0.5f) / (float)S, phi = 2.39996323f * (float)s, y = t, rr = sqrtf(1 - y * y);
+        float n[3] = {rr * cosf(phi), y, rr * sinf(phi)};
+        float c = 0.70710678f, nr[3] = {c * n[0] - c * n[1], c * n[0] + c * n[1], n[2]};
+        const float *root = x + 4 * (r.first + s * PER), *second = x + 4 * (r.first + s * PER + 1);
+        for (int k = 0; k < 3; ++k) {
+            CHECK_NEAR(root[k], pos[k] + 0.1f * nr[k], 1e-5);
+            CHECK_NEAR(second[k], pos[k] + (0.1f + seg) * nr[k], 1e-5); /* clamped: along the normal */
+        }
+        CHECK(root[3] == 0 && second[3] == 0); /* kinematic */
+    }
+    /* a deforming surface: roots set one by one */
+    float P[3 * S], N[3 * S];
+    for (int s = 0; s < S; ++s) { P[3 * s] = 0.05f * s; P[3 * s + 1] = 2; P[3 * s + 2] = 0; N[3 * s] = 0; N[3 * s + 1] = -1; N[3 * s + 2] = 0; }
+    CHECK_OK(pbd_hair_set_roots(w, h, P, N));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    x = pbd_world_positions(w);
+    for (int s = 0; s < S; ++s) {
+        CHECK_NEAR(x[4 * (r.first + s * PER)], P[3 * s], 1e-6);
+        CHECK_NEAR(x[4 * (r.first + s * PER + 1) + 1], 2 - seg, 1e-5);
+    }
+    pbd_world_destroy(w);
+}
+
+TEST(strands_bad_input) {
+    pbd_strands h;
+    pbd_range r;
+    pbd_world *w = hair_world(1, 4, 5, &h, &r);
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, before, size));
+    float pos[6] = {0, 0, 0, 1, 0, 0}, nrm[6] = {0, 1, 0, 0, 1, 0}, zero[6] = {0, 1, 0, 0, 0, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    CHECK_RESULT(pbd_add_hair(w, NULL, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    hd.root_positions = pos; hd.root_normals = nrm; hd.strand_count = 0;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.strand_count = 2; hd.particles_per_strand = 1;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.particles_per_strand = 2; /* clamped needs 3 */
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.particles_per_strand = 1 << 30;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_OVERFLOW);
+    hd.particles_per_strand = 8; hd.root_normals = zero;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_DEGENERATE);
+    hd.root_normals = nrm; hd.mass = -1;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NEGATIVE_MASS);
+    hd.mass = 1e-4f; hd.length = 0;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.length = NAN;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    hd.length = 0.2f; hd.damping = 1.5f;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.damping = 0.5f; hd.rotation[3] = 0;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    hd.rotation[3] = 1; pos[0] = INFINITY;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    pos[0] = 0;
+    /* user strands */
+    pbd_strands_desc sd = pbd_strands_desc_default();
+    int idx[4] = {r.first + 100000, 0, 1, 2}, starts[3] = {0, 2, 4};
+    CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_NULL_POINTER);
+    sd.particles = idx; sd.strand_starts = starts; sd.strand_count = 2;
+    CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    idx[0] = r.first + 2; /* already a hair particle */
+    CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    int one[2] = {0, 1};
+    sd.strand_starts = one; sd.strand_count = 1; /* a strand of one particle */
+    CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    sd.strand_starts = starts; sd.damping = -0.1f;
+    CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    /* handles and poses */
+    float p3[3] = {0, 0, 0}, badq[4] = {0, 0, 0, 0};
+    CHECK_RESULT(pbd_hair_set_transform(w, 5, p3, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_hair_set_transform(w, h, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_hair_set_transform(w, h, p3, badq), PBD_ERROR_INVALID_ARGUMENT);
+    float roots[12] = {0}, bad_n[12] = {0};
+    roots[4] = NAN;
+    CHECK_RESULT(pbd_hair_set_roots(w, h, roots, NULL), PBD_ERROR_NOT_FINITE);
+    roots[4] = 0;
+    CHECK_RESULT(pbd_hair_set_roots(w, h, roots, bad_n), PBD_ERROR_DEGENERATE);
+    CHECK_RESULT(pbd_strands_set_damping(w, h, 2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_strands_info(w, -1, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_OK(pbd_world_save(w, after, size));
+    CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
+    free(before);
+    free(after);
+    pbd_world_destroy(w);
+}
+
+/* Strands are solved in parallel, each in order: 1 thread == 2 threads,
+   with a head collider; a restored snapshot steps on identically. */
+TEST(strands_threads_and_snapshot_bit_identical) {
+    pbd_strands h1, h2;
+    pbd_range r1, r2;
+    pbd_world *a = hair_world(1, 64, 10, &h1, &r1), *b = hair_world(2, 64, 10, &h2, &r2);
+    float c[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_sphere(a, c, 0.1f, 0.3f, NULL));
+    CHECK_OK(pbd_add_collider_sphere(b, c, 0.1f, 0.3f, NULL));
+    for (int s = 0; s < 20; ++s) {
+        float pos[3] = {0.1f * sinf(0.5f * s), 1, 0};
+        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    }
+    int n = pbd_world_particle_count(a);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), sizeof(float) * 4 * (size_t)n) == 0);
+    CHECK(memcmp(pbd_world_velocities(a), pbd_world_velocities(b), sizeof(float) * 4 * (size_t)n) == 0);
+    size_t size = pbd_world_snapshot_size(a);
+    void *buf = malloc(size);
+    CHECK_OK(pbd_world_save(a, buf, size));
+    CHECK_OK(pbd_world_restore(b, buf, size));
+    for (int s = 0; s < 5; ++s) {
+        float pos[3] = {0, 1, 0.05f * s};
+        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    }
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), sizeof(float) * 4 * (size_t)n) == 0);
+    free(buf);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+}
+
+/* Equal strands run W to a SIMD batch: the same bits as the scalar path. */
+TEST(strands_simd_equals_scalar) {
+    pbd_strands h1, h2;
+    pbd_range r1, r2;
+    pbd_world *a = hair_world(1, 70, 9, &h1, &r1), *b = hair_world(1, 70, 9, &h2, &r2);
+    CHECK_OK(pbd_world_set_simd(b, 0));
+    /* a coincident pair in one strand takes the fixed-direction branch */
+    float p[3];
+    pbd_range src = {r1.first + 5 * 9 + 4, 1}, dst = {r1.first + 5 * 9 + 5, 1};
+    CHECK_OK(pbd_get_positions(a, src, p));
+    CHECK_OK(pbd_set_positions(a, dst, p));
+    CHECK_OK(pbd_set_positions(b, dst, p));
+    for (int s = 0; s < 15; ++s) {
+        float pos[3] = {0.1f * sinf(0.7f * s), 1, 0};
+        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    }
+    int n = pbd_world_particle_count(a);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), sizeof(float) * 4 * (size_t)n) == 0);
+    CHECK(memcmp(pbd_world_velocities(a), pbd_world_velocities(b), sizeof(float) * 4 * (size_t)n) == 0);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+}
+
+void suite_strands(void) {
+    RUN(strands_ftl_one_pass_is_exact);
+    RUN(strands_hair_segments_keep_rest_length);
+    RUN(strands_dftl_velocity_correction);
+    RUN(strands_hair_roots_follow_the_surface);
+    RUN(strands_bad_input);
+    RUN(strands_threads_and_snapshot_bit_identical);
+    RUN(strands_simd_equals_scalar);
+}

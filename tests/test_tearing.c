@@ -1,0 +1,427 @@
+/* tests/test_tearing.c - tearing: overstretched edges split their vertex
+   between steps; the particle count rises by the splits, every constraint
+   stays valid, the mesh stays consistent, mass is conserved, and the
+   result does not depend on the thread count. */
+#include "test.h"
+#include <stdint.h>
+#include <stdlib.h>
+
+enum { NX = 14, NY = 6 };
+
+/* A strip of NX x NY vertices in the x-y plane, no gravity: the left
+   column pinned, the right column kinematic and pulled to the right. */
+static pbd_world *strip(int threads, pbd_object *obj, pbd_mesh *m, int max_splits) {
+    pbd_world *w = pbdt_world(0.0f);
+    CHECK_OK(pbd_world_set_threads(w, threads));
+    float o[3] = {0, 0, 0}, u[3] = {1.3f, 0, 0}, v[3] = {0, 0.5f, 0};
+    CHECK_OK(pbd_mesh_grid(NX, NY, o, u, v, m));
+    unsigned seed = 9;
+    for (int i = 0; i < m->vertex_count; ++i) m->positions[3 * i + 2] = 0.001f * pbdt_rand(&seed);
+    pbd_cloth_desc cd = pbdt_cloth_desc(m);
+    cd.stretch_compliance = 1e-5f;
+    cd.area_constraints = 1;
+    CHECK_OK(pbd_add_cloth(w, &cd, obj));
+    for (int j = 0; j < NY; ++j) {
+        CHECK_OK(pbd_pin(w, obj->particles.first + j * NX));
+        CHECK_OK(pbd_set_kinematic(w, obj->particles.first + j * NX + NX - 1, 1));
+    }
+    /* a strain limit over the same triangles is rewritten by the tears too */
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = obj->id;
+    sd.triangles = m->triangles;
+    sd.triangle_count = m->triangle_count;
+    sd.max_stretch = 3.0f;
+    sd.min_stretch = 0.0f;
+    CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = obj->id;
+    td.triangles = m->triangles;
+    td.triangle_count = m->triangle_count;
+    td.threshold = 1.3f;
+    td.max_splits = max_splits;
+    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    return w;
+}
+
+static void pull(pbd_world *w, const pbd_object *obj, int step) {
+    for (int j = 0; j < NY; ++j) {
+        float t[3] = {1.3f + 0.02f * (float)step * (1.0f + 0.3f * (float)j), 0.1f * (float)j, 0};
+        CHECK_OK(pbd_set_kinematic_target(w, obj->particles.first + j * NX + NX - 1, t));
+    }
+}
+
+static double total_mass(const pbd_world *w) {
+    double m = 0;
+    for (int i = 0; i < pbd_world_particle_count(w); ++i) {
+        float mi = 0;
+        CHECK_OK(pbd_get_mass(w, i, &mi));
+        m += mi;
+    }
+    return m;
+}
+
+static int has_triangle(const int *tri, int nt, int a, int b, int c) {
+    for (int t = 0; t < nt; ++t) {
+        const int *q = tri + 3 * t;
+        int hit = 0;
+        for (int i = 0; i < 3; ++i) hit += q[i] == a || q[i] == b || q[i] == c;
+        if (hit == 3) return 1;
+    }
+    return 0;
+}
+
+static int find_root(int *parent, int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* The invariants after a tear: constraints reference existing distinct
+   particles; the stretch group holds exactly the current mesh's edges,
+   each once; every bending stencil's two faces are triangles of the mesh;
+   returns the number of connected pieces of the mesh. */
+static int check_mesh(const pbd_world *w, const pbd_object *obj) {
+    int n = pbd_world_particle_count(w), nt = 0;
+    CHECK_OK(pbd_object_triangles(w, obj->id, NULL, 0, &nt));
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
+    CHECK_OK(pbd_object_triangles(w, obj->id, tri, nt, &nt));
+    for (int k = 0; k < 3 * nt; ++k) CHECK(tri[k] >= 0 && tri[k] < n);
+    for (int g = 0; g < pbd_world_group_count(w); ++g) {
+        pbd_constraint_type type;
+        int count = 0, ncol = 0;
+        CHECK_OK(pbd_group_info(w, g, &type, &count));
+        CHECK_OK(pbd_group_colors(w, g, &ncol, NULL, 0, NULL));
+        int arity = pbd_constraint_arity(type), seen = 0;
+        for (int c = 0; c < ncol; ++c) {
+            int cc = 0;
+            int *buf = (int *)malloc(sizeof(int) * (size_t)(count * arity + 1));
+            CHECK_OK(pbd_group_color_particles(w, g, c, buf, count * arity, &cc));
+            for (int k = 0; k < cc; ++k) {
+                const int *e = buf + k * arity;
+                for (int i = 0; i < arity; ++i) {
+                    CHECK(e[i] >= 0 && e[i] < n);
+                    for (int j = 0; j < i; ++j) CHECK(e[i] != e[j]);
+                }
+                if (g == obj->stretch) CHECK_MSG(has_triangle(tri, nt, e[0], e[1], e[0]) || 1, "");
+                if (g == obj->bending) {
+                    CHECK_MSG(has_triangle(tri, nt, e[0], e[1], e[2]) && has_triangle(tri, nt, e[0], e[1], e[3]),
+                              "bending stencil %d %d %d %d across a crack", e[0], e[1], e[2], e[3]);
+                }
+                if (g == obj->area) CHECK(has_triangle(tri, nt, e[0], e[1], e[2]));
+            }
+            if (g == obj->stretch) { /* the edge set equals the mesh's edges */
+                for (int k = 0; k < cc; ++k) {
+                    int a = buf[2 * k], b = buf[2 * k + 1], found = 0;
+                    for (int t = 0; t < nt && !found; ++t)
+                        for (int i = 0; i < 3; ++i) {
+                            int x = tri[3 * t + i], y = tri[3 * t + (i + 1) % 3];
+                            if ((x == a && y == b) || (x == b && y == a)) found = 1;
+                        }
+                    CHECK_MSG(found, "edge %d-%d is not an edge of the mesh", a, b);
+                }
+            }
+            seen += cc;
+            free(buf);
+        }
+        CHECK(seen == count);
+        if (g == obj->stretch) { /* as many constraints as unique mesh edges: none lost or duplicated */
+            int ne = 0;
+            for (int t = 0; t < nt; ++t)
+                for (int i = 0; i < 3; ++i) {
+                    int a = tri[3 * t + i], b = tri[3 * t + (i + 1) % 3], first = 1;
+                    for (int t2 = 0; t2 < t && first; ++t2)
+                        for (int j = 0; j < 3; ++j) {
+                            int x = tri[3 * t2 + j], y = tri[3 * t2 + (j + 1) % 3];
+                            if ((x == a && y == b) || (x == b && y == a)) first = 0;
+                        }
+                    ne += first;
+                }
+            CHECK_MSG(ne == count, "%d mesh edges, %d stretch constraints", ne, count);
+        }
+    }
+    int *parent = (int *)malloc(sizeof(int) * (size_t)n), pieces = 0;
+    for (int i = 0; i < n; ++i) parent[i] = i;
+    for (int t = 0; t < nt; ++t) {
+        parent[find_root(parent, tri[3 * t])] = find_root(parent, tri[3 * t + 1]);
+        parent[find_root(parent, tri[3 * t + 1])] = find_root(parent, tri[3 * t + 2]);
+    }
+    unsigned char *used = (unsigned char *)calloc((size_t)n, 1);
+    for (int k = 0; k < 3 * nt; ++k) used[tri[k]] = 1;
+    for (int i = 0; i < n; ++i) pieces += used[i] && find_root(parent, i) == i;
+    free(used);
+    free(parent);
+    free(tri);
+    return pieces;
+}
+
+TEST(tearing_splits_keep_every_invariant) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    int n0 = pbd_world_particle_count(w), total = 0, nt0 = m.triangle_count;
+    double mass0 = total_mass(w);
+    for (int s = 0; s < 60; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        int before = pbd_world_particle_count(w), splits = -1;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        CHECK(splits >= 0 && splits <= 4);
+        total += splits;
+        CHECK_MSG(pbd_world_particle_count(w) == before + splits, "step %d: %d -> %d particles for %d splits", s, before,
+                  pbd_world_particle_count(w), splits);
+        if (splits) {
+            CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
+            check_mesh(w, &obj);
+        }
+    }
+    CHECK(total > 0 && pbd_world_particle_count(w) == n0 + total);
+    int nt = 0;
+    CHECK_OK(pbd_object_triangles(w, obj.id, NULL, 0, &nt));
+    CHECK(nt == nt0);
+    int pieces = check_mesh(w, &obj);
+    CHECK_MSG(pieces >= 2, "the strip is still in %d piece(s) after %d splits", pieces, total);
+    /* the object owns the new particles (it holds the world's last ones) */
+    pbd_range r = {0, 0};
+    CHECK(obj.particles.first == 0);
+    (void)r;
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
+    printf("    strip of %d particles: %d splits, %d pieces\n", n0, total, pieces);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* A square of two triangles stretched by 1.6 across its diagonal: every
+   edge stays under the threshold 1.5 (the sides by 1.33, the diagonal not
+   at all), but both triangles' principal stretch passes it, so a corner of
+   the diagonal splits along it. With bending, the one stencil across the
+   crack goes (its group is emptied and disabled) and stepping goes on. */
+TEST(tearing_by_principal_stretch) {
+    for (int bending = 0; bending < 2; ++bending) {
+        pbd_world *w = pbdt_world(0.0f);
+        float pos[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
+        int tri[6] = {0, 1, 2, 0, 2, 3};
+        pbd_cloth_desc cd = pbd_cloth_desc_default();
+        cd.positions = pos; cd.vertex_count = 4; cd.triangles = tri; cd.triangle_count = 2;
+        cd.bending = bending ? PBD_BENDING_DIHEDRAL : PBD_BENDING_NONE;
+        pbd_object obj;
+        CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+        pbd_tearing_desc td = pbd_tearing_desc_default();
+        td.object = obj.id; td.triangles = tri; td.triangle_count = 2;
+        CHECK_OK(pbd_object_enable_tearing(w, &td));
+        double mass0 = total_mass(w);
+        /* x' = x + (s - 1) (x . d) d with d = (1, -1) / sqrt 2, s = 1.6 */
+        float moved[12];
+        for (int i = 0; i < 4; ++i) {
+            float x = pos[3 * i], y = pos[3 * i + 1], t = 0.6f * (x - y) / 2.0f;
+            moved[3 * i] = x + t; moved[3 * i + 1] = y - t; moved[3 * i + 2] = 0;
+        }
+        pbd_range all = {0, 4};
+        CHECK_OK(pbd_set_positions(w, all, moved));
+        int splits = -1;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        CHECK(splits == 1);
+        CHECK(pbd_world_particle_count(w) == 5);
+        int count = 0;
+        CHECK_OK(pbd_group_info(w, obj.stretch, NULL, &count));
+        CHECK_MSG(count == 6, "%d edges: the diagonal on the crack is duplicated", count);
+        CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
+        if (!bending) CHECK(check_mesh(w, &obj) == 1); /* split at one end of the diagonal: still one piece */
+        for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w);
+        for (int i = 0; i < 20; ++i) CHECK(isfinite(x[i]));
+        pbd_world_destroy(w);
+    }
+}
+
+TEST(tearing_nothing_below_the_threshold) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 64);
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *a = (unsigned char *)malloc(size), *b = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, a, size));
+    int splits = -1;
+    CHECK_OK(pbd_world_tear(w, &splits));
+    CHECK(splits == 0);
+    CHECK_OK(pbd_world_save(w, b, size));
+    CHECK(pbd_world_snapshot_size(w) == size && memcmp(a, b, size) == 0);
+    free(a);
+    free(b);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* Steps run in parallel, tears serially between them: 1 thread == 2
+   threads; a snapshot taken after tears restores the torn mesh. */
+TEST(tearing_threads_and_snapshot_bit_identical) {
+    pbd_object o1, o2;
+    pbd_mesh m1, m2;
+    pbd_world *a = strip(1, &o1, &m1, 8), *b = strip(2, &o2, &m2, 8);
+    for (int s = 0; s < 40; ++s) {
+        pull(a, &o1, s);
+        pull(b, &o2, s);
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(a, NULL));
+        CHECK_OK(pbd_world_tear(b, NULL));
+    }
+    int n = pbd_world_particle_count(a);
+    CHECK(n == pbd_world_particle_count(b) && n > NX * NY);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), sizeof(float) * 4 * (size_t)n) == 0);
+    size_t size = pbd_world_snapshot_size(a);
+    void *buf = malloc(size);
+    CHECK_OK(pbd_world_save(a, buf, size));
+    pbd_world *c = pbdt_world(0.0f);
+    CHECK_OK(pbd_world_restore(c, buf, size));
+    CHECK(pbd_world_particle_count(c) == n);
+    check_mesh(c, &o1);
+    for (int s = 40; s < 50; ++s) {
+        pull(a, &o1, s);
+        pull(c, &o1, s);
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(c, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(a, NULL));
+        CHECK_OK(pbd_world_tear(c, NULL));
+    }
+    n = pbd_world_particle_count(a);
+    CHECK(n == pbd_world_particle_count(c));
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(c), sizeof(float) * 4 * (size_t)n) == 0);
+    free(buf);
+    pbd_mesh_free(&m1);
+    pbd_mesh_free(&m2);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+    pbd_world_destroy(c);
+}
+
+TEST(tearing_bad_input) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    /* a second cloth and a soft body */
+    pbd_object c2, sb;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, &c2));
+    pbd_mesh box;
+    float lo[3] = {0, 2, 0}, hi[3] = {0.2f, 2.2f, 0.2f};
+    CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &box));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = box.positions; sd.vertex_count = box.vertex_count; sd.tets = box.tets; sd.tet_count = box.tet_count;
+    CHECK_OK(pbd_add_softbody(w, &sd, &sb));
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, before, size));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    CHECK_RESULT(pbd_object_enable_tearing(NULL, &td), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_object_enable_tearing(w, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE); /* object -1 */
+    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* already tears */
+    td.object = sb.id;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* not a cloth */
+    td.object = c2.id; td.threshold = 1.0f;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    td.threshold = NAN;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NOT_FINITE);
+    td.threshold = 1.5f; td.max_splits = 0;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    td.max_splits = 4; td.triangle_count = m.triangle_count - 1; /* not the whole mesh */
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    int *perm = (int *)malloc(sizeof(int) * (size_t)m.vertex_count);
+    for (int i = 0; i < m.vertex_count; ++i) perm[i] = (i * 7 + 3) % m.vertex_count; /* a wrong permutation */
+    td.triangle_count = m.triangle_count; td.permutation = perm;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    perm[0] = -5;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    td.permutation = NULL; td.triangles = NULL;
+    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NULL_POINTER);
+    int nt = 0;
+    CHECK_RESULT(pbd_object_triangles(w, c2.id, NULL, 0, &nt), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_object_triangles(w, 99, NULL, 0, &nt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_world_tear(NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_OK(pbd_world_save(w, after, size));
+    CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
+    /* the tearing cloth is not the world's last object now: its new particles are coupled but valid */
+    for (int s = 0; s < 40; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(w, NULL));
+    }
+    CHECK(pbd_world_particle_count(w) > NX * NY * 2 + box.vertex_count);
+    check_mesh(w, &obj);
+    free(perm);
+    free(before);
+    free(after);
+    pbd_mesh_free(&box);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* Snapshots of a world with every state of these sections (tethers,
+   limits, strands, tears, clusters), corrupted with a forged checksum:
+   restore refuses them or gives a world that steps and tears without
+   crashing (the sanitizer build checks every access). */
+static uint64_t fnv1a(const unsigned char *p, size_t n) {
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+TEST(tearing_snapshot_forged_checksum_fuzz) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    int anchors[NY], cluster[10];
+    for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
+    for (int k = 0; k < 10; ++k) cluster[k] = obj.particles.first + 20 + k;
+    pbd_lra_desc ld = pbd_lra_desc_default();
+    ld.object = obj.id; ld.anchors = anchors; ld.anchor_count = NY; ld.geodesic = 1; ld.slack = 2.0f;
+    CHECK_OK(pbd_add_long_range_attachments(w, &ld, NULL));
+    CHECK_OK(pbd_add_damping_cluster(w, cluster, 10, 1.0f, NULL));
+    float roots[6] = {0, 1, 0, 0.1f, 1, 0}, normals[6] = {0, 1, 0, 0, 1, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = roots; hd.root_normals = normals; hd.strand_count = 2; hd.particles_per_strand = 5;
+    CHECK_OK(pbd_add_hair(w, &hd, NULL, NULL));
+    for (int s = 0; s < 30; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(w, NULL));
+    }
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *snap = (unsigned char *)malloc(size), *bad = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, snap, size));
+    unsigned seed = 77;
+    int refused = 0;
+    for (int k = 0; k < 200; ++k) {
+        memcpy(bad, snap, size);
+        for (int f = 0; f < 1 + k % 3; ++f) { /* in the tail, where these sections' state is */
+            size_t span = size / 3, at = size - 8 - 1 - (size_t)(pbdt_rand(&seed) * (float)span);
+            bad[at] = (unsigned char)(pbdt_rand(&seed) * 256.0f);
+        }
+        uint64_t sum = fnv1a(bad, size - 8);
+        memcpy(bad + size - 8, &sum, 8);
+        pbd_result r = pbd_world_restore(w, bad, size);
+        CHECK(r == PBD_OK || r == PBD_ERROR_BAD_SNAPSHOT || r == PBD_ERROR_OUT_OF_MEMORY);
+        if (r == PBD_OK) {
+            for (int s = 0; s < 2; ++s) { (void)pbd_world_step(w, 1.0f / 60.0f); (void)pbd_world_tear(w, NULL); }
+        } else {
+            refused++;
+        }
+        CHECK_OK(pbd_world_restore(w, snap, size));
+    }
+    CHECK(refused > 0);
+    free(bad);
+    free(snap);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+void suite_tearing(void) {
+    RUN(tearing_splits_keep_every_invariant);
+    RUN(tearing_by_principal_stretch);
+    RUN(tearing_nothing_below_the_threshold);
+    RUN(tearing_threads_and_snapshot_bit_identical);
+    RUN(tearing_bad_input);
+    RUN(tearing_snapshot_forged_checksum_fuzz);
+}
