@@ -6683,6 +6683,10 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
         total += planned;
         if (splits) *splits = total;
     }
+    /* split vertices copy their flags: particle contact and fluids must
+       index the new particles too */
+    if (total > 0 && pbd__pp_refresh(w) != PBD_OK)
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "torn, but no memory for the contacts of the new particles");
     return PBD_OK;
 }
 
