@@ -4332,8 +4332,9 @@ typedef struct pbd__surface {
     int *tris; /* nt*3 world particles */
 } pbd__surface;
 
-typedef struct pbd__sc_pt { int tri; float side, dist; } pbd__sc_pt;
-typedef struct pbd__sc_ee { int edge; float s, t, dist; pbd__v3 n; } pbd__sc_ee;
+/* lambda: the normal correction accumulated this substep (0: never active) */
+typedef struct pbd__sc_pt { int tri; float side, dist, lambda; } pbd__sc_pt;
+typedef struct pbd__sc_ee { int edge; float s, t, dist, lambda; pbd__v3 n; } pbd__sc_ee;
 
 /* Derived from the surfaces (rebuilt when they change); vertices, triangles
    and edges of all surfaces numbered together. */
@@ -4344,6 +4345,7 @@ typedef struct pbd__selfcol {
     int *tv, *ts;  /* per triangle: 3 vertices, surface */
     int *ev, *es;  /* per edge: 2 vertices, surface */
     float *x0;     /* nv*3: positions at the start of the step */
+    float *reach;  /* nv: how far each vertex may get this substep */
     float *box;    /* (nt + ne) * 6: swept bounds of this substep */
     int nbt, nbe;  /* hash buckets (powers of two) */
     int *startt, *starte, *entt, *ente;
@@ -4356,7 +4358,7 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->box, S->startt, S->starte,
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->box, S->startt, S->starte,
                       S->entt, S->ente, S->pt, S->npt, S->ee, S->nee};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__free(w, S);
@@ -4389,7 +4391,37 @@ static int pbd__pow2_at_least(long n) {
 
 /* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
    swaps it in; on failure nothing changes. */
-static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
+/* The candidates of a snapshot (in old) into the fresh tables S: they carry
+   the sides that pairs keep. */
+static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
+    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee))) return 0;
+    for (int i = 0; i < S->nv; ++i) {
+        if (old->npt[i] > PBD__SC_PT) return 0;
+        for (int k = 0; k < old->npt[i]; ++k) {
+            const pbd__sc_pt *c = &old->pt[(size_t)i * PBD__SC_PT + k];
+            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) || !pbd__finite(c->lambda)) return 0;
+        }
+    }
+    for (int e = 0; e < S->ne; ++e) {
+        if (old->nee[e] > PBD__SC_EE) return 0;
+        for (int k = 0; k < old->nee[e]; ++k) {
+            const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
+            if (c->edge <= e || c->edge >= S->ne || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
+                !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
+                return 0;
+        }
+    }
+    memcpy(S->npt, old->npt, (size_t)S->nv);
+    memcpy(S->pt, old->pt, sizeof(pbd__sc_pt) * PBD__SC_PT * (size_t)S->nv);
+    if (S->ne) {
+        memcpy(S->nee, old->nee, (size_t)S->ne);
+        memcpy(S->ee, old->ee, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
+    }
+    return 1;
+}
+
+/* keep: the old tables came from a snapshot and hold its candidates. */
+static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     if (w->nsurfaces == 0) {
         pbd__selfcol_free(w, w->selfcol);
         w->selfcol = NULL;
@@ -4474,6 +4506,7 @@ static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
         S->nbt = pbd__pow2_at_least(2L * S->nt);
         S->nbe = pbd__pow2_at_least(2L * S->ne);
         S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
+        S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
         S->box = (float *)pbd__alloc_n(w, np * 6, sizeof(float));
         S->startt = (int *)pbd__alloc_n(w, (size_t)S->nbt + 1, sizeof(int));
         S->starte = (int *)pbd__alloc_n(w, (size_t)S->nbe + 1, sizeof(int));
@@ -4483,14 +4516,17 @@ static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->box || !S->startt || !S->starte || !S->entt || !S->ente || !S->pt || !S->npt || !S->ee || !S->nee)
+        if (!S->x0 || !S->reach || !S->box || !S->startt || !S->starte || !S->entt || !S->ente || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else {
             memset(S->npt, 0, nv);
             memset(S->nee, 0, (size_t)S->ne);
+            memset(S->pt, 0, sizeof(pbd__sc_pt) * PBD__SC_PT * nv); /* snapshots hold every slot */
+            memset(S->ee, 0, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
             for (size_t i = 0; i < nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
         }
     }
+    if (r == PBD_OK && keep && (!w->selfcol || !pbd__selfcol_keep(S, w->selfcol))) r = PBD_ERROR_BAD_SNAPSHOT;
     if (r != PBD_OK) {
         pbd__selfcol_free(w, S);
         return r;
@@ -4498,6 +4534,10 @@ static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
     pbd__selfcol_free(w, w->selfcol);
     w->selfcol = S;
     return PBD_OK;
+}
+static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
+    pbd_result r = pbd__selfcol_build(w, 1);
+    return r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_INDEX_OUT_OF_RANGE || r == PBD_ERROR_OVERFLOW ? PBD_ERROR_BAD_SNAPSHOT : r;
 }
 
 PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void) {
@@ -4538,7 +4578,7 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
     if (!sf->tris) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
     memcpy(sf->tris, d->triangles, sizeof(int) * 3 * (size_t)sf->nt);
     w->nsurfaces++;
-    pbd_result r = pbd__selfcol_rebuild(w);
+    pbd_result r = pbd__selfcol_build(w, 0);
     if (r != PBD_OK) {
         w->nsurfaces--;
         pbd__free(w, sf->tris);
@@ -4612,6 +4652,26 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
         if (io->in && !io->bad && (sf->nt < 1 || sf->nt > INT_MAX / 16)) { io->bad = 1; return; }
         pbd__io_array(io, w, (void **)&sf->tris, 3L * sf->nt, sizeof(int));
     }
+    if (w->nsurfaces == 0 || io->bad) return;
+    /* the candidates: they carry the sides that pairs keep */
+    pbd__selfcol *S = w->selfcol;
+    if (io->in) {
+        S = (pbd__selfcol *)pbd__alloc(w, sizeof *S);
+        if (!S) { io->bad = 2; return; }
+        memset(S, 0, sizeof *S);
+        w->selfcol = S;
+    }
+    pbd__io_int(io, &S->nv);
+    pbd__io_int(io, &S->nt);
+    pbd__io_int(io, &S->ne);
+    if (io->in && !io->bad && (S->nv < 0 || S->nt < 0 || S->ne < 0 || S->nv > INT_MAX / 16 || S->nt > INT_MAX / 16 || S->ne > INT_MAX / 16)) {
+        io->bad = 1;
+        return;
+    }
+    pbd__io_array(io, w, (void **)&S->npt, S->nv, 1);
+    pbd__io_array(io, w, (void **)&S->pt, (long)S->nv * PBD__SC_PT, sizeof(pbd__sc_pt));
+    pbd__io_array(io, w, (void **)&S->nee, S->ne, 1);
+    pbd__io_array(io, w, (void **)&S->ee, (long)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
 }
 
 /* --- per step and substep ------------------------------------------------------ */
@@ -4694,6 +4754,7 @@ static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2,
     pbd__v3 d1 = pbd__sub(q1, p1), d2 = pbd__sub(q2, p2), r = pbd__sub(p1, p2);
     float a = pbd__dot(d1, d1), e = pbd__dot(d2, d2), f = pbd__dot(d2, r);
     float c = pbd__dot(d1, r), b = pbd__dot(d1, d2), den = a * e - b * b;
+    if (!(a > 1e-20f) || !(e > 1e-20f)) { *s = *t = 0; return; } /* a collapsed edge: no edge contact */
     float S = den > 1e-12f * a * e ? pbd__clampf((b * f - c * e) / den, 0.0f, 1.0f) : 0.0f;
     float T = (b * S + f) / e;
     if (T < 0) { T = 0; S = pbd__clampf(-c / a, 0.0f, 1.0f); }
@@ -4705,7 +4766,8 @@ static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2,
 static inline pbd__v3 pbd__sc_x(const pbd_world *w, const pbd__selfcol *S, int v) { return pbd__p3(w->x[S->vp[v]]); }
 static inline pbd__v3 pbd__sc_x0(const pbd__selfcol *S, int v) { return pbd__ld(S->x0 + 3 * v); }
 static inline float pbd__sc_travel(const pbd_world *w, const pbd__selfcol *S, int v) {
-    return pbd__len(pbd__sub(pbd__p3(w->p[S->vp[v]]), pbd__p3(w->x[S->vp[v]])));
+    (void)w;
+    return S->reach[v];
 }
 static inline float pbd__sc_thickness(const pbd_world *w, int sa, int sb) {
     float a = w->surfaces[sa].thickness, b = w->surfaces[sb].thickness;
@@ -4726,13 +4788,13 @@ static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return s
 
 /* Point-triangle candidates of vertex i. */
 static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
-    pbd__sc_pt *slots = S->pt + (size_t)i * PBD__SC_PT;
-    int count = 0;
+    pbd__sc_pt *slots = S->pt + (size_t)i * PBD__SC_PT, prev[PBD__SC_PT];
+    int count = 0, nprev = S->npt[i];
+    memcpy(prev, slots, sizeof(pbd__sc_pt) * (size_t)nprev);
     pbd__v3 xi = pbd__sc_x(w, S, i);
-    float vb[6];
-    pbd__box_init(vb, xi);
-    pbd__box_add(vb, pbd__p3(w->p[S->vp[i]]));
-    float tv = pbd__sc_travel(w, S, i);
+    float vb[6], tv = pbd__sc_travel(w, S, i);
+    pbd__box_init(vb, pbd__sub(xi, pbd__v(tv, tv, tv)));
+    pbd__box_add(vb, pbd__add(xi, pbd__v(tv, tv, tv)));
     long long c0[3], c1[3];
     pbd__box_cells(vb, S->cellt, c0, c1);
     for (long long z = c0[2]; z <= c1[2]; ++z)
@@ -4752,19 +4814,32 @@ static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
                     for (int j = 1; j < 3; ++j) { float q = pbd__sc_travel(w, S, tv3[j]); tt = q > tt ? q : tt; }
                     float th = pbd__sc_thickness(w, S->vs[i], S->ts[t]);
                     if (d > 2.0f * th + tv + tt) continue;
-                    /* the side: at the start of the step where the vertex was
-                       over the triangle then, else at the start of the substep */
+                    /* the side. While the vertex is over the triangle (within a
+                       thickness of it, as in the projection) it keeps the side
+                       it had, so that a vertex the solver could not hold is
+                       brought back; a new pair takes it from the start of the
+                       step where the vertex was over the triangle then; a
+                       vertex beside the triangle takes the side it is on (it
+                       may pass around an edge) */
+                    pbd__v3 nx = pbd__cross(pbd__sub(b, a), pbd__sub(c, a));
+                    float nl = pbd__len(nx), side = 0;
+                    if (!(nl > 1e-18f)) continue;
+                    float dn = pbd__dot(pbd__sub(xi, a), nx) / nl;
+                    int over = d * d - dn * dn <= th * th;
+                    for (int j = 0; over && j < nprev; ++j)
+                        if (prev[j].tri == t) side = prev[j].side;
                     pbd__v3 a0 = pbd__sc_x0(S, tv3[0]), b0 = pbd__sc_x0(S, tv3[1]), c0v = pbd__sc_x0(S, tv3[2]), q0 = pbd__sc_x0(S, i);
                     float u[3];
-                    float side;
-                    if (pbd__barycentric(q0, a0, b0, c0v, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
+                    if (side != 0) {
+                    } else if (over && pbd__barycentric(q0, a0, b0, c0v, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
                         side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0v, a0)));
                     else
-                        side = pbd__dot(pbd__sub(xi, a), pbd__cross(pbd__sub(b, a), pbd__sub(c, a)));
+                        side = dn;
                     pbd__sc_pt item;
                     item.tri = t;
                     item.side = side < 0 ? -1.0f : 1.0f;
                     item.dist = d;
+                    item.lambda = 0;
                     PBD__SC_INSERT(slots, count, PBD__SC_PT, item);
                 }
             }
@@ -4773,8 +4848,9 @@ static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
 
 /* Edge-edge candidates of edge e (against edges of larger index). */
 static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
-    pbd__sc_ee *slots = S->ee + (size_t)e * PBD__SC_EE;
-    int count = 0;
+    pbd__sc_ee *slots = S->ee + (size_t)e * PBD__SC_EE, prev[PBD__SC_EE];
+    int count = 0, nprev = S->nee[e];
+    memcpy(prev, slots, sizeof(pbd__sc_ee) * (size_t)nprev);
     const float *eb = S->box + 6 * ((size_t)S->nt + (size_t)e);
     int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1];
     long long c0[3], c1[3];
@@ -4808,10 +4884,15 @@ static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
                     pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s), pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
                     float l0 = pbd__len(d0);
                     pbd__sc_ee item;
-                    if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
+                    int kept = -1;
+                    for (int j = 0; j < nprev; ++j)
+                        if (prev[j].edge == f) kept = j;
+                    if (kept >= 0) item.n = prev[kept].n; /* kept while the pair stays a candidate */
+                    else if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
                     else if (dist > 1e-7f) item.n = pbd__mul(d, 1.0f / dist);
                     else continue;
                     item.edge = f;
+                    item.lambda = 0;
                     item.s = s;
                     item.t = t;
                     item.dist = dist;
@@ -4828,9 +4909,11 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < nv; ++i) {
         int q = S->vp[i];
+        S->reach[i] = pbd__len(pbd__sub(pbd__p3(w->p[q]), pbd__p3(w->x[q])));
         if (w->x[q].w == 0) continue; /* pinned and kinematic particles move as told */
         pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
         float l = pbd__len(d), lim = w->surfaces[S->vs[i]].thickness;
+        S->reach[i] = lim; /* the solver keeps it within this too (pbd__selfcol_project) */
         if (l > lim) { /* the maximum speed: thickness per substep */
             d = pbd__mul(d, lim / l);
             w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
@@ -4844,8 +4927,10 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         float *b = S->box + 6 * (size_t)k;
         pbd__box_init(b, pbd__sc_x(w, S, vv[0]));
         for (int j = 0; j < nvk; ++j) {
-            pbd__box_add(b, pbd__sc_x(w, S, vv[j]));
-            pbd__box_add(b, pbd__p3(w->p[S->vp[vv[j]]]));
+            float rj = S->reach[vv[j]];
+            pbd__v3 xj = pbd__sc_x(w, S, vv[j]);
+            pbd__box_add(b, pbd__sub(xj, pbd__v(rj, rj, rj)));
+            pbd__box_add(b, pbd__add(xj, pbd__v(rj, rj, rj)));
         }
         /* triangles reach 2 thicknesses (vertices are points); edges one each */
         float g = k < S->nt ? 2.0f * S->maxth : S->maxth;
@@ -4873,17 +4958,26 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
 
 /* Moves particles ids[0..n) by w_i g_i dl, the PBD projection of survey 3.3
    for a rigid unilateral constraint C (skipped when C >= 0). */
-static void pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n, float C) {
-    if (C >= 0) return;
+static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n, float C) {
+    if (C >= 0) return 0;
     float wg2 = 0;
     for (int k = 0; k < n; ++k) wg2 += w->p[ids[k]].w * pbd__dot(g[k], g[k]);
-    if (!(wg2 > 1e-30f)) return;
-    float dl = -C / wg2;
+    if (!(wg2 > 1e-30f)) return 0;
+    float dl = -C / wg2, most = 0;
+    /* a contact near an edge's end or a triangle's corner whose other
+       particles are fixed would move the free one by C over a tiny weight:
+       no particle moves further than |C| */
+    for (int k = 0; k < n; ++k) {
+        float m = w->p[ids[k]].w * pbd__len(g[k]) * dl;
+        most = m > most ? m : most;
+    }
+    if (most > -C) dl *= -C / most;
     for (int k = 0; k < n; ++k) {
         pbd__p4 *P = &w->p[ids[k]];
         float s = P->w * dl;
         P->x += g[k].x * s; P->y += g[k].y * s; P->z += g[k].z * s;
     }
+    return dl;
 }
 
 /* Every iteration: the point-triangle constraints (survey 3.4.3), then the
@@ -4892,30 +4986,99 @@ static void pbd__selfcol_project(pbd_world *w) {
     PBD__PRAGMA(omp single)
     {
         pbd__selfcol *S = w->selfcol;
+        /* the maximum speed holds for the solved motion too: the groups may
+           drag a vertex further than its prediction, beyond the reach of the
+           candidates; the self-collision projection has the last word */
+        for (int i = 0; i < S->nv; ++i) {
+            int q = S->vp[i];
+            if (w->p[q].w == 0) continue;
+            pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+            float l = pbd__len(d), lim = w->surfaces[S->vs[i]].thickness;
+            if (l > lim) {
+                d = pbd__mul(d, lim / l);
+                w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
+            }
+        }
         for (int i = 0; i < S->nv; ++i)
             for (int k = 0; k < S->npt[i]; ++k) {
-                const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+                pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
                 const int *tv = S->tv + 3 * c->tri;
                 int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
                 if (c->side < 0) { ids[2] = S->vp[tv[2]]; ids[3] = S->vp[tv[1]]; } /* from below: the reversed winding */
                 pbd__v3 x[4], g[4];
                 for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
-                float C = pbd__eval_point_triangle(x, pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]), g);
-                float u[3];
-                if (C >= 0 || !pbd__barycentric(x[0], x[1], x[2], x[3], u)) continue;
-                if (u[0] < -0.05f || u[1] < -0.05f || u[2] < -0.05f) continue; /* not over the triangle */
-                pbd__sc_apply(w, ids, g, 4, C);
+                float th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
+                float C = pbd__eval_point_triangle(x, th, g);
+                if (C >= 0) continue;
+                /* active while the vertex is over the triangle, widened by
+                   the thickness so that it cannot slip past an edge */
+                int f;
+                pbd__v3 r = pbd__sub(x[0], pbd__closest_on_triangle(x[0], x[1], x[2], x[3], &f));
+                float rn = pbd__dot(r, g[0]);
+                if (pbd__dot(r, r) - rn * rn > th * th) continue;
+                c->lambda += pbd__sc_apply(w, ids, g, 4, C);
             }
         for (int e = 0; e < S->ne; ++e)
             for (int k = 0; k < S->nee[e]; ++k) {
-                const pbd__sc_ee *c = &S->ee[(size_t)e * PBD__SC_EE + k];
+                pbd__sc_ee *c = &S->ee[(size_t)e * PBD__SC_EE + k];
                 int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
                 pbd__v3 x[4];
                 for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
                 pbd__v3 d = pbd__sub(pbd__lerp(x[0], x[1], c->s), pbd__lerp(x[2], x[3], c->t));
                 float C = pbd__dot(d, c->n) - pbd__sc_thickness(w, S->es[e], S->es[c->edge]);
                 pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f), pbd__mul(c->n, -c->t)};
-                pbd__sc_apply(w, ids, g, 4, C);
+                c->lambda += pbd__sc_apply(w, ids, g, 4, C);
+            }
+    }
+}
+
+/* Removes the separating normal velocity between the two sides of an
+   active contact: n the contact normal, k[j] the weights of the particles
+   (+ on one side, - on the other, summing to 0). The position correction
+   that kept them `thickness` apart is not turned into a velocity that
+   would throw the layers apart (as the collider contacts do for
+   restitution 0); without it, tightly folded cloth gains energy. */
+static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n) {
+    float vn = 0, den = 0;
+    for (int j = 0; j < 4; ++j) {
+        vn += k[j] * pbd__dot(pbd__p3(w->v[ids[j]]), n);
+        den += w->x[ids[j]].w * k[j] * k[j];
+    }
+    if (!(vn > 0) || !(den > 1e-30f)) return;
+    float dv = -vn / den;
+    for (int j = 0; j < 4; ++j) {
+        pbd__p4 *V = &w->v[ids[j]];
+        float s = w->x[ids[j]].w * k[j] * dv;
+        V->x += n.x * s; V->y += n.y * s; V->z += n.z * s;
+    }
+}
+
+/* After the velocity update: contacts that pushed this substep stop separating. */
+static void pbd__selfcol_velocities(pbd_world *w) {
+    PBD__PRAGMA(omp single)
+    {
+        pbd__selfcol *S = w->selfcol;
+        for (int i = 0; i < S->nv; ++i)
+            for (int k = 0; k < S->npt[i]; ++k) {
+                const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+                if (!(c->lambda > 0)) continue;
+                const int *tv = S->tv + 3 * c->tri;
+                int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
+                pbd__v3 x[4];
+                for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->x[ids[j]]);
+                pbd__v3 n = pbd__cross(pbd__sub(x[2], x[1]), pbd__sub(x[3], x[1]));
+                float l = pbd__len(n), u[3];
+                if (!(l > 1e-18f) || !pbd__barycentric(x[0], x[1], x[2], x[3], u)) continue;
+                float kk[4] = {1.0f, -u[0], -u[1], -u[2]};
+                pbd__sc_stop(w, ids, kk, pbd__mul(n, c->side / l));
+            }
+        for (int e = 0; e < S->ne; ++e)
+            for (int k = 0; k < S->nee[e]; ++k) {
+                const pbd__sc_ee *c = &S->ee[(size_t)e * PBD__SC_EE + k];
+                if (!(c->lambda > 0)) continue;
+                int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
+                float kk[4] = {1.0f - c->s, c->s, c->t - 1.0f, -c->t};
+                pbd__sc_stop(w, ids, kk, c->n);
             }
     }
 }
@@ -5922,6 +6085,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     }
     pbd__update_velocities(w, h);
     pbd__contact_velocities(w, h);
+    if (w->nsurfaces) pbd__selfcol_velocities(w);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
