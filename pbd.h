@@ -51,6 +51,14 @@
                             friction, restitution
        ==== mesh colliders  triangle meshes (BVH) and signed-distance grids
                             as colliders
+       ==== hash grid       counting-sort spatial hash rebuilt every substep,
+                            neighbour queries (shared by contacts, fluids,
+                            self-collision)
+       ==== particle contact
+                            particle-particle contact with radii and
+                            friction, across objects (granular piles)
+       ==== fluids          position based fluids (Macklin and Mueller 2013):
+                            density constraints, s_corr, XSPH, vorticity
        ==== self-collision  cloth self- and cloth-cloth collision: point-
                             triangle and edge-edge constraints
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
@@ -97,11 +105,15 @@
         (kinematic particles follow their targets, pinned ones stay);
      2. contacts from x -> p against the colliders (continuous: the segment
         is swept, so fast particles cannot tunnel through thin shapes);
-     3. XPBD multipliers reset, then `iterations` Gauss-Seidel sweeps over
-        the groups in the order they were added, then the plugins'
-        `project` callbacks (shape matching, ...), then the contacts (with
-        position-level static/dynamic friction);
-     4. v = (p - x) / h, x = p;
+     3. XPBD multipliers reset, the hash grid and the neighbour lists of
+        the particles with particle collision or fluid rebuilt from p, then
+        `iterations` Gauss-Seidel sweeps over the groups in the order they
+        were added, then the plugins' `project` callbacks (shape matching,
+        ...), then one Jacobi pass of particle contacts and fluid density
+        constraints, then the collider contacts (with position-level
+        static/dynamic friction);
+     4. v = (p - x) / h, x = p; fluids: XSPH viscosity and vorticity
+        confinement;
      5. velocity pass: friction and restitution of contacts; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
@@ -626,6 +638,91 @@ PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *desc,
                                         pbd_collider *out);
 
+// ==== hash grid =============================================================
+/* A spatial hash grid over the particles that take part in particle
+   contact or fluids (survey 3.8; Macklin and Mueller 2013, section 5),
+   rebuilt from the predicted positions every substep by a counting sort.
+   It is sized when such particles are added, so stepping never allocates,
+   and its neighbour order is deterministic (cells in a fixed order, then
+   particle index), the same for any thread count.
+   pbd_world_query_particles rebuilds it from the current positions (O(n))
+   and returns the particles (with particle collision or fluid) within
+   `radius` of `point`, at most max of them into out (*count receives how
+   many there are). pbd_world_particle_neighbors returns the neighbour list
+   one particle had in the last substep (the candidates of its contacts
+   and of its fluid kernel), in the solver's order. */
+PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max,
+                                            int *count);
+PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count);
+
+// ==== particle contact ======================================================
+/* Particle-particle contact (survey 3.4.3 style unilateral distance
+   constraints |p_i - p_j| >= r_i + r_j, with position-level static and
+   dynamic friction as in Macklin et al. 2014 "Unified particle physics").
+   A particle takes part when its switch is on; two particles collide when
+   both are on, they are not both fluid (fluids interact by density), and
+   they are not in the same object (a cloth's own neighbours touch all the
+   time; cloth self-collision is a separate feature). Loose particles
+   (pbd_add_particles) belong to no object, so a granular pile collides
+   with itself and a cloth can land on it. Contacts are solved by Jacobi
+   iterations: every particle sums the corrections of its pairs, each pair
+   scaled by 1 / max(contacts of either particle), which keeps linear
+   momentum exactly and any thread count bit-identical. Objects touched by
+   another object's particles are marked coupled (see
+   pbd_world_mark_coupled). Candidates come from the hash grid; at most
+   PBD_MAX_NEIGHBORS per particle (more are ignored, in a fixed order). */
+#define PBD_MAX_NEIGHBORS 96
+PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on);
+PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on);
+/* Friction between particles (default 0.5 and 0.4; dynamic <= static). */
+PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction);
+
+// ==== fluids ================================================================
+/* Position based fluids (survey 3.4.6; Macklin and Mueller 2013 "Position
+   Based Fluids"): one density constraint per particle,
+   C_i = max(rho_i / rho_0 - 1, 0), rho_i = sum_j m_j W_poly6(p_i - p_j, h),
+   gradients with the spiky kernel, solved by Jacobi iterations with
+   constraint-force-mixing relaxation eps in lambda_i = -C_i / (sum_k
+   w_k |grad_k C_i|^2 + eps), the tensile-instability term s_corr =
+   -k (W(r) / W(dq))^n, XSPH viscosity and vorticity confinement after the
+   velocity update. The constraint is unilateral (a free surface is not
+   pulled together, so no clumping). Particle mass m = rest_density *
+   spacing^3. Other particles with particle collision on are coupled both
+   ways: they count in a fluid particle's density as one fluid particle of
+   that fluid, receive the density corrections weighted by their inverse
+   mass (so a light box floats and a heavy one sinks), and collide with the
+   fluid particles by radius. The boundaries are the world's colliders. */
+typedef struct pbd_fluid_desc {
+    const float *positions;  /* count*3, required */
+    const float *velocities; /* count*3, optional */
+    int count;               /* > 0 */
+    float rest_density;      /* rho_0, kg/m^3, default 1000 */
+    float spacing;           /* particle spacing d (m), default 0.05; mass rho_0 d^3 */
+    float kernel_radius;     /* h (m), default 0: 2 * spacing; in [spacing, 4 spacing] */
+    float radius;            /* collision radius, default 0: spacing / 2 */
+    float relaxation;        /* CFM eps as a fraction of sum_k w_k |grad_k C|^2 of a
+                                particle of a cubic lattice at `spacing`; default 0.01 */
+    float viscosity;         /* XSPH c, dimensionless, default 0.01 */
+    float vorticity;         /* vorticity confinement eps (m/s), default 0 */
+    float scorr_k;           /* s_corr: k, default 0.05 (0 turns it off); in units of a
+                                density error (see pbd__kscorr), not the paper's */
+    float scorr_n;           /* s_corr: n, default 4 */
+    float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
+} pbd_fluid_desc;
+
+typedef int pbd_fluid;
+
+PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void);
+/* Adds the particles (out_particles may be NULL) and their fluid. */
+PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out,
+                                pbd_range *out_particles);
+PBDDEF int pbd_world_fluid_count(const pbd_world *w);
+/* Viscosity and vorticity of a fluid can change between steps. */
+PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity);
+/* The SPH density rho_i / rho_0 of each particle of the fluid at the
+   current positions (out: count floats). */
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int max);
+
 // ==== self-collision ========================================================
 /* Cloth self-collision and cloth-cloth collision (survey 3.4.3). A
    collision surface is a triangle mesh over world particles with a
@@ -670,7 +767,6 @@ PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *c
 PBDDEF int pbd_world_surface_count(const pbd_world *w);
 /* Point-triangle and edge-edge candidates of the last substep. */
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
-
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
    substep loop through a small table of callbacks, so that pbd.h never
@@ -1776,6 +1872,56 @@ typedef struct pbd__contact {
     float lambda;   /* accumulated normal correction this substep */
 } pbd__contact;
 
+/* The hash grid (see "// ==== hash grid" for its functions). Point k of a
+   build is base[stride * (ids ? ids[k] : k)]; `sorted` holds the point
+   numbers k bucket by bucket, each bucket in increasing k. */
+typedef struct pbd__grid {
+    float cell, inv_cell; /* cell edge (m) */
+    int mask;             /* buckets - 1 (a power of two minus one) */
+    int count;            /* points of the last build */
+    int cap, bucket_cap;  /* capacities (points, buckets + 1) */
+    int *start;           /* bucket b: sorted[start[b] .. start[b + 1]) */
+    int *sorted;
+    int *key;             /* bucket of point k */
+    float *pos;           /* 4 floats per slot: the point of sorted[s] (x y z, k as w
+                             is not stored: use sorted), for cache-friendly scans */
+} pbd__grid;
+
+/* A fluid: a contiguous particle range (see "// ==== fluids"). */
+typedef struct pbd__fluid {
+    int first, count;
+    float rest_density, spacing, kernel_radius, mass;
+    float relaxation, viscosity, vorticity;
+    float scorr_k, scorr_n, scorr_dq;
+    float denominator; /* sum_k w_k |grad_k C|^2 of a lattice particle */
+    float eps;         /* relaxation * denominator */
+} pbd__fluid;
+
+/* Particle contact and fluids: state (fluids, friction; the per-particle
+   switches are bits of pbd_world.flags) and per-substep scratch over the
+   np particles that take part, sized when they are switched on. */
+typedef struct pbd__particle_phase {
+    int nfluids, fluid_cap;
+    pbd__fluid *fluids;
+    float mu_s, mu_d;
+    /* scratch */
+    int np, cap;        /* taking part / capacity */
+    int *ids;           /* world particle of each, increasing */
+    int *fluid;         /* its fluid or -1 */
+    int *object;        /* its object or -1 */
+    /* per slot of the grid (bucket order, so that neighbours are near in
+       memory): the slot's particle, fluid and object, and the work arrays */
+    int *slot;          /* slot of ids[k] */
+    int *sid, *sfluid, *sobject;
+    int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
+    unsigned char *cross; /* touches another object this substep */
+    float *lambda, *density, *omega_len;
+    pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
+    pbd__p4 *dp, *omega;
+    float reach;        /* search radius of the last build */
+    pbd__grid grid;
+} pbd__particle_phase;
+
 struct pbd_world {
     pbd_allocator alloc;
     pbd_log_fn log;
@@ -1819,6 +1965,7 @@ struct pbd_world {
     int nsurfaces, surface_cap;
     struct pbd__surface *surfaces;
     struct pbd__selfcol *selfcol; /* derived scratch, rebuilt when surfaces change */
+    pbd__particle_phase pp; /* particle contact and fluids */
     /* plugins: not simulation state, they stay with the world on restore */
     int nplugins, plugin_cap;
     struct pbd__plugin *plugins;
@@ -1965,6 +2112,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->max_contacts = desc->max_contacts_per_particle;
     w->jacobi_relax = 1.0f;
     w->simd = 1;
+    w->pp.mu_s = 0.5f; /* particle contact friction */
+    w->pp.mu_d = 0.4f;
     *out = w;
     return PBD_OK;
 }
@@ -1982,8 +2131,10 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 
 static void pbd__meshcols_free(pbd_world *w);
 static void pbd__surfaces_free(pbd_world *w);
+static void pbd__pp_free(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
 static void pbd__world_free_contents(pbd_world *w) {
+    pbd__pp_free(w);
     pbd__meshcols_free(w);
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
@@ -2142,6 +2293,7 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
 
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
+static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
 /* Walks the whole state. When reading, w is a fresh zeroed world whose
    arrays are allocated exactly to size. */
 static void pbd__io_world(pbd__io *io, pbd_world *w) {
@@ -2204,6 +2356,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
     pbd__io_meshcols(io, w);
     pbd__io_surfaces(io, w);
+    pbd__io_particle_phase(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -2245,6 +2398,8 @@ static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
 static pbd_result pbd__meshcols_rebuild(pbd_world *w);
 static pbd_result pbd__selfcol_rebuild(pbd_world *w);
 
+static pbd_result pbd__validate_particle_phase(const pbd_world *t);
+static pbd_result pbd__pp_refresh(pbd_world *w);
 static int pbd__plugins_particle_end(const pbd_world *w);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
     PBD__CHECK_WORLD(w);
@@ -2267,10 +2422,12 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
+    if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
     if (r == PBD_OK && t.n < pbd__plugins_particle_end(w)) r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
     if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
                         pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
-                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK))
+                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK ||
+                        pbd__pp_refresh(&t) != PBD_OK))
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) r = pbd__meshcols_rebuild(&t);   /* BVHs and grids are derived */
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
@@ -4322,6 +4479,855 @@ static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
     return PBD_OK;
 }
 
+// ==== hash grid =============================================================
+/* Internal API, shared by particle contact, fluids and cloth self-collision
+   (survey 3.8; Macklin and Mueller 2013, section 5):
+     pbd__grid_reserve(w, g, points)  capacity for `points` points; call it
+                                      where things are added (never in a step)
+     pbd__grid_free(w, g)
+     pbd__grid_build(g, base, stride, ids, n, cell)
+         buckets the n points (point k at base + stride * (ids ? ids[k] : k),
+         3 floats used) in cells of edge `cell` by a counting sort: the keys
+         in parallel (orphaned `omp for`), the sort in `omp single`. Call it
+         from every thread of a parallel region, or serially. Stable: each
+         bucket holds its points in increasing k, whatever the threads.
+     pbd__grid_buckets(g, lo, hi, out, max)
+         the distinct buckets of the cells that overlap the box [lo, hi]
+         (z, then y, then x order; e.g. a swept bound), or -1 when there are
+         more than max: then walk every bucket 0..mask.
+     pbd__grid_query(g, q, r, out, max)
+         the points k within r of q (|p - q| <= r, positions of the build),
+         bucket by bucket then by k; returns how many, writes at most max.
+   Walk a bucket b as: for (s = start[b]; s < start[b + 1]; ++s) the point
+   sorted[s], whose position (as built) is pos[4 s .. 4 s + 2].
+   A bucket can also hold points of far cells that hash to it, so callers
+   test each candidate's distance (or their own exact test). */
+
+static inline int pbd__grid_coord(const pbd__grid *g, float x) {
+    float c = floorf(x * g->inv_cell);
+    c = pbd__clampf(c, -1.0e9f, 1.0e9f); /* far or huge points share edge cells */
+    return (int)c;
+}
+static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
+    unsigned h = ((unsigned)ix * 73856093u) ^ ((unsigned)iy * 19349663u) ^ ((unsigned)iz * 83492791u);
+    return (int)(h & (unsigned)g->mask);
+}
+static inline const float *pbd__grid_point(const float *base, int stride, const int *ids, int k) {
+    return base + (size_t)stride * (size_t)(ids ? ids[k] : k);
+}
+
+static void pbd__grid_free(pbd_world *w, pbd__grid *g) {
+    pbd__free(w, g->start);
+    pbd__free(w, g->sorted);
+    pbd__free(w, g->key);
+    pbd__free(w, g->pos);
+    memset(g, 0, sizeof *g);
+}
+
+/* Buckets: a power of two >= 2 * points (few collisions). On failure the
+   grid is unchanged. */
+static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
+    if (points <= g->cap) return PBD_OK;
+    long nb = 64;
+    while (nb < 2L * points) nb *= 2;
+    if (nb > INT_MAX / 2) return PBD_ERROR_OVERFLOW;
+    int *start = (int *)pbd__alloc_n(w, (size_t)nb + 1, sizeof(int));
+    int *sorted = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
+    int *key = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
+    float *pos = (float *)pbd__alloc_n(w, (size_t)points * 4, sizeof(float));
+    if (!start || !sorted || !key || !pos) {
+        pbd__free(w, start); pbd__free(w, sorted); pbd__free(w, key); pbd__free(w, pos);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    pbd__grid_free(w, g);
+    g->start = start; g->sorted = sorted; g->key = key; g->pos = pos;
+    g->cap = points;
+    g->bucket_cap = (int)nb + 1;
+    g->mask = (int)nb - 1;
+    memset(start, 0, sizeof(int) * ((size_t)nb + 1));
+    return PBD_OK;
+}
+
+static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
+    PBD_ASSERT(n <= g->cap && cell > 0);
+    PBD__PRAGMA(omp single)
+    {
+        g->cell = cell;
+        g->inv_cell = 1.0f / cell;
+        g->count = n;
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < n; ++k) {
+        const float *p = pbd__grid_point(base, stride, ids, k);
+        g->key[k] = pbd__grid_hash(g, pbd__grid_coord(g, p[0]), pbd__grid_coord(g, p[1]), pbd__grid_coord(g, p[2]));
+    }
+    PBD__PRAGMA(omp single)
+    {
+        int nb = g->mask + 1;
+        memset(g->start, 0, sizeof(int) * ((size_t)nb + 1));
+        for (int k = 0; k < n; ++k) g->start[g->key[k]]++;
+        int sum = 0; /* exclusive prefix: start[b] = first slot of b */
+        for (int b = 0; b < nb; ++b) { int c = g->start[b]; g->start[b] = sum; sum += c; }
+        for (int k = 0; k < n; ++k) g->sorted[g->start[g->key[k]]++] = k; /* start[b] ends at b's end */
+        for (int b = nb; b > 0; --b) g->start[b] = g->start[b - 1];
+        g->start[0] = 0;
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int s = 0; s < n; ++s) {
+        const float *p = pbd__grid_point(base, stride, ids, g->sorted[s]);
+        g->pos[4 * s] = p[0]; g->pos[4 * s + 1] = p[1]; g->pos[4 * s + 2] = p[2]; g->pos[4 * s + 3] = 0;
+    }
+}
+
+static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *out, int max) {
+    int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
+    int x1 = pbd__grid_coord(g, hi.x), y1 = pbd__grid_coord(g, hi.y), z1 = pbd__grid_coord(g, hi.z);
+    double cells = ((double)x1 - x0 + 1) * ((double)y1 - y0 + 1) * ((double)z1 - z0 + 1);
+    if (!(cells <= (double)max) || cells > (double)g->mask + 1) return -1;
+    int m = 0;
+    for (int z = z0; z <= z1; ++z)
+        for (int y = y0; y <= y1; ++y)
+            for (int x = x0; x <= x1; ++x) out[m++] = pbd__grid_hash(g, x, y, z);
+    if (m <= 32) { /* drop repeats (cells that share a bucket), keeping the order: a small open-addressing set */
+        int set[64], u = 0;
+        for (int i = 0; i < 64; ++i) set[i] = -1;
+        for (int i = 0; i < m; ++i) {
+            int b = out[i], slot = b & 63;
+            while (set[slot] >= 0 && set[slot] != b) slot = (slot + 1) & 63;
+            if (set[slot] == b) continue;
+            set[slot] = b;
+            out[u++] = b;
+        }
+        return u;
+    }
+    qsort(out, (size_t)m, sizeof(int), pbd__cmp_int);
+    int u = 0;
+    for (int i = 0; i < m; ++i)
+        if (u == 0 || out[u - 1] != out[i]) out[u++] = out[i];
+    return u;
+}
+
+static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int max) {
+    int buckets[64], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(r, r, r)), pbd__add(q, pbd__v(r, r, r)), buckets, 64);
+    int all = nb < 0, found = 0;
+    if (all) nb = g->mask + 1;
+    float r2 = r * r;
+    for (int i = 0; i < nb; ++i) {
+        int b = all ? i : buckets[i];
+        for (int s = g->start[b]; s < g->start[b + 1]; ++s) {
+            int k = g->sorted[s];
+            pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)s), q);
+            if (pbd__dot(d, d) > r2) continue;
+            if (found < max) out[found] = k;
+            found++;
+        }
+    }
+    return found;
+}
+
+// ==== particle contact ======================================================
+
+enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PINNED, KINEMATIC */
+
+static void pbd__pp_free(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
+                      pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
+                      pp->sobject, pp->spos};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
+    pbd__grid_free(w, &pp->grid);
+    memset(pp, 0, sizeof *pp);
+}
+
+/* Scratch for `need` particles taking part (contents are rebuilt every
+   substep, so nothing is copied). On failure nothing changes. */
+static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
+    pbd__particle_phase *pp = &w->pp;
+    if (need <= pp->cap) return PBD_OK;
+    if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
+    PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
+    size_t n = (size_t)need;
+    enum { K = 17 };
+    void *a[K];
+    size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
+                       1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4)};
+    int ok = 1;
+    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
+    if (!ok) {
+        for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    void **dst[K] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
+                     (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
+                     (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
+                     (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
+                     (void **)&pp->spos};
+    for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
+    pp->cap = need;
+    return PBD_OK;
+}
+
+/* The particles taking part, with their fluid and object (both are sorted
+   contiguous ranges, so one merge walk finds them). Needs the capacity. */
+static void pbd__pp_index(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = 0, o = 0, f = 0;
+    for (int i = 0; i < w->n; ++i) {
+        if (!(w->flags[i] & (PBD__COLLIDE | PBD__FLUID))) continue;
+        while (o < w->nobjects && i >= w->objects[o].first + w->objects[o].count) ++o;
+        while (f < pp->nfluids && i >= pp->fluids[f].first + pp->fluids[f].count) ++f;
+        PBD_ASSERT(np < pp->cap);
+        pp->ids[np] = i;
+        pp->object[np] = o < w->nobjects && i >= w->objects[o].first ? o : -1;
+        pp->fluid[np] = f < pp->nfluids && i >= pp->fluids[f].first ? f : -1;
+        /* no lists until the next substep builds them */
+        pp->slot[np] = np;
+        pp->sid[np] = i;
+        pp->sfluid[np] = pp->fluid[np];
+        pp->sobject[np] = pp->object[np];
+        pp->nbr_count[np] = pp->ncontact[np] = 0;
+        np++;
+    }
+    pp->np = np;
+}
+
+static int pbd__pp_count(const pbd_world *w) {
+    int np = 0;
+    for (int i = 0; i < w->n; ++i) np += (w->flags[i] & (PBD__COLLIDE | PBD__FLUID)) != 0;
+    return np;
+}
+
+/* Reserve for the current flags and index (restore, switches). */
+static pbd_result pbd__pp_refresh(pbd_world *w) {
+    PBD__TRY(pbd__pp_reserve(w, pbd__pp_count(w)));
+    pbd__pp_index(w);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on) {
+    PBD__CHECK_WORLD(w);
+    if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first, r.count, w->n);
+    if (on) {
+        int more = 0;
+        for (int i = r.first; i < r.first + r.count; ++i) more += !(w->flags[i] & (PBD__COLLIDE | PBD__FLUID));
+        pbd_result res = pbd__pp_reserve(w, w->pp.np + more);
+        if (res != PBD_OK) return pbd__fail(w, res, "no memory for the contacts of %d particles", w->pp.np + more);
+    }
+    for (int i = r.first; i < r.first + r.count; ++i) {
+        if (on) w->flags[i] |= PBD__COLLIDE;
+        else w->flags[i] &= (unsigned char)~PBD__COLLIDE;
+    }
+    pbd__pp_index(w);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on) {
+    PBD__CHECK_WORLD(w);
+    if (object < 0 || object >= w->nobjects)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", object, w->nobjects - 1);
+    pbd_range r;
+    r.first = w->objects[object].first;
+    r.count = w->objects[object].count;
+    return pbd_set_particle_collision(w, r, on);
+}
+
+PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, 0.0f));
+    w->pp.mu_s = static_friction;
+    w->pp.mu_d = dynamic_friction;
+    return PBD_OK;
+}
+
+/* --- SPH kernels (Mueller et al. 2003, as used by Macklin and Mueller
+   2013): poly6 for densities, the spiky gradient for the constraints. */
+static inline float pbd__poly6(float r2, float h) {
+    float h2 = h * h, d = h2 - r2;
+    if (!(d > 0)) return 0.0f;
+    float h3 = h2 * h;
+    return 315.0f / (64.0f * 3.14159265358979f * h3 * h3 * h3) * d * d * d;
+}
+/* grad W_spiky(d), d = p_i - p_j, r = |d| > 0: -45 / (pi h^6) (h - r)^2 d / r */
+static inline pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
+    if (!(r > 1e-9f * h) || r >= h) return pbd__v(0, 0, 0);
+    float h3 = h * h * h, s = h - r;
+    return pbd__mul(d, -45.0f / (3.14159265358979f * h3 * h3) * s * s / r);
+}
+
+/* The search radius and cell: the largest fluid kernel, and 1.5 times the
+   largest contact distance (the margin covers the motion of the
+   iterations). */
+static float pbd__pp_reach(const pbd_world *w) {
+    const pbd__particle_phase *pp = &w->pp;
+    float rmax = 0, hmax = 0;
+    for (int k = 0; k < pp->np; ++k)
+        if (w->flags[pp->ids[k]] & PBD__COLLIDE) rmax = w->radius[pp->ids[k]] > rmax ? w->radius[pp->ids[k]] : rmax;
+    for (int f = 0; f < pp->nfluids; ++f) hmax = pp->fluids[f].kernel_radius > hmax ? pp->fluids[f].kernel_radius : hmax;
+    return hmax > 3.0f * rmax ? hmax : 3.0f * rmax;
+}
+
+/* Whether particles a and b (slots) have anything to do with
+   each other at squared distance d2: fluid kernels, or contact. */
+static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
+    const pbd__particle_phase *pp = &w->pp;
+    int ia = pp->sid[a], ib = pp->sid[b], fa = pp->sfluid[a], fb = pp->sfluid[b];
+    int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
+    *contact = 0;
+    if (fa >= 0 && fb >= 0) return 1; /* density */
+    if (!both_collide) return 0;
+    if (fa < 0 && fb < 0 && pp->sobject[a] >= 0 && pp->sobject[a] == pp->sobject[b]) return 0;
+    float reach = 1.5f * (w->radius[ia] + w->radius[ib]);
+    *contact = d2 < reach * reach;
+    return *contact || fa >= 0 || fb >= 0;
+}
+
+/* Neighbour lists of the particles taking part, at positions P (the
+   predictions at the start of a substep, or x for queries). Inside the
+   substep's parallel region, or serially. With `mark`, objects touched
+   by other objects' particles become coupled (serial, after the lists). */
+static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np;
+    PBD__PRAGMA(omp single)
+    pp->reach = pbd__pp_reach(w);
+    float R = pp->reach;
+    if (np == 0 || !(R > 0)) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int k = 0; k < np; ++k) {
+            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+            pp->slot[k] = k;
+            pp->sid[k] = pp->ids[k];
+            pp->sfluid[k] = pp->fluid[k];
+            pp->sobject[k] = pp->object[k];
+        }
+        return;
+    }
+    pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
+    const pbd__grid *g = &pp->grid;
+    /* work in the grid's slot order: neighbours are near in memory */
+    PBD__PRAGMA(omp for schedule(static))
+    for (int s = 0; s < np; ++s) {
+        int k = g->sorted[s];
+        pp->slot[k] = s;
+        pp->sid[s] = pp->ids[k];
+        pp->sfluid[s] = pp->fluid[k];
+        pp->sobject[s] = pp->object[k];
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)a);
+        int buckets[27], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
+        int all = nb < 0, count = 0, contacts = 0, cross = 0;
+        if (all) nb = g->mask + 1;
+        int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+        for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
+            int bucket = all ? bi : buckets[bi];
+            for (int b = g->start[bucket]; b < g->start[bucket + 1] && count < PBD_MAX_NEIGHBORS; ++b) {
+                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
+                float d2 = pbd__dot(d, d);
+                int contact;
+                if (d2 >= R * R || b == a || !pbd__pp_pair(w, a, b, d2, &contact)) continue;
+                list[count++] = b;
+                contacts += contact;
+                cross |= (pp->sfluid[a] < 0 || pp->sfluid[b] < 0) && pp->sobject[a] != pp->sobject[b];
+            }
+        }
+        pp->nbr_count[a] = count;
+        pp->ncontact[a] = contacts;
+        pp->cross[a] = (unsigned char)cross;
+    }
+    if (mark && w->nobjects > 0) {
+        PBD__PRAGMA(omp single)
+        for (int a = 0; a < np; ++a) {
+            if (!pp->cross[a]) continue;
+            /* this particle's object and every other object it touches */
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            if (pp->sobject[a] >= 0) pbd__mark_coupled(w, &pp->sid[a], 1);
+            for (int s = 0; s < pp->nbr_count[a]; ++s)
+                if (pp->sobject[list[s]] >= 0) pbd__mark_coupled(w, &pp->sid[list[s]], 1);
+        }
+    }
+}
+
+/* Gathers the positions (and inverse masses) of the slots from P. */
+static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
+    pbd__particle_phase *pp = &w->pp;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < pp->np; ++a) pp->spos[a] = P[pp->sid[a]];
+}
+
+/* The contact correction of particle a from its pair with b (positions P,
+   starts X): |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
+   1 / max(contact counts) so that the pair's corrections cancel in the
+   momentum sum; then position-level friction on the relative tangential
+   motion of the substep (Macklin et al. 2014, section 6.1). */
+static inline pbd__v3 pbd__pp_contact(const pbd_world *w, int a, int b) {
+    const pbd__particle_phase *pp = &w->pp;
+    int ia = pp->sid[a], ib = pp->sid[b];
+    float wa = w->p[ia].w, wb = w->p[ib].w, ws = wa + wb;
+    pbd__v3 d = pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->p[ib]));
+    float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
+    if (!(C < 0) || !(ws > 0) || !(dist > 0)) return pbd__v(0, 0, 0);
+    int most = pp->ncontact[a] > pp->ncontact[b] ? pp->ncontact[a] : pp->ncontact[b];
+    float s = wa / ws / (float)(most > 0 ? most : 1);
+    pbd__v3 n = pbd__mul(d, 1.0f / dist);
+    pbd__v3 corr = pbd__mul(n, -C * s);
+    /* friction: relative motion since the start of the substep */
+    pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(w->p[ib]), pbd__p3(w->x[ib])));
+    pbd__v3 rt = pbd__sub(rel, pbd__mul(n, pbd__dot(rel, n)));
+    float lt = pbd__len(rt), pen = -C;
+    if (lt > 0) {
+        float f = lt < pp->mu_s * pen ? 1.0f : (pp->mu_d * pen / lt < 1.0f ? pp->mu_d * pen / lt : 1.0f);
+        corr = pbd__sub(corr, pbd__mul(rt, f * s));
+    }
+    return corr;
+}
+
+// ==== fluids ================================================================
+
+PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
+    pbd_fluid_desc d;
+    memset(&d, 0, sizeof d);
+    d.rest_density = 1000.0f;
+    d.spacing = 0.05f;
+    d.relaxation = 0.01f;
+    d.viscosity = 0.01f;
+    d.scorr_k = 0.05f;
+    d.scorr_n = 4.0f;
+    d.scorr_dq = 0.2f;
+    return d;
+}
+
+PBDDEF int pbd_world_fluid_count(const pbd_world *w) { return w ? w->pp.nfluids : 0; }
+
+/* sum_k w_k |grad_k C|^2 of a particle inside a cubic lattice of spacing d
+   (unit inverse mass times m: the scale of the CFM relaxation). */
+static float pbd__fluid_lattice_denominator(const pbd__fluid *f) {
+    float d = f->spacing, h = f->kernel_radius, wm = 1.0f / f->mass;
+    int r = (int)ceilf(h / d);
+    float sum2 = 0;
+    pbd__v3 gi = pbd__v(0, 0, 0);
+    for (int z = -r; z <= r; ++z)
+        for (int y = -r; y <= r; ++y)
+            for (int x = -r; x <= r; ++x) {
+                pbd__v3 o = pbd__v((float)x * d, (float)y * d, (float)z * d);
+                float l = pbd__len(o);
+                if (!(l > 0) || l >= h) continue;
+                pbd__v3 g = pbd__mul(pbd__spiky_grad(o, l, h), f->mass / f->rest_density);
+                gi = pbd__add(gi, g);
+                sum2 += wm * pbd__dot(g, g);
+            }
+    return sum2 + wm * pbd__dot(gi, gi);
+}
+
+static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *d, pbd__fluid *f) {
+    PBD__CHECK_PTR(w, d, "desc");
+    float vals[9] = {d->rest_density, d->spacing, d->kernel_radius, d->radius, d->relaxation,
+                     d->viscosity, d->vorticity, d->scorr_k, d->scorr_n};
+    if (!pbd__finite_n(vals, 9) || !pbd__finite(d->scorr_dq))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "a fluid parameter is NaN or infinite");
+    if (d->rest_density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
+    if (!(d->rest_density > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest density must be > 0");
+    if (!(d->spacing > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "spacing %g must be > 0", (double)d->spacing);
+    float h = d->kernel_radius > 0 ? d->kernel_radius : 2.0f * d->spacing;
+    if (d->kernel_radius < 0 || h < d->spacing || h > 4.0f * d->spacing)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "kernel radius %g outside [spacing, 4 spacing]", (double)h);
+    if (d->radius < 0 || d->relaxation < 0 || d->vorticity < 0 || d->scorr_k < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius, relaxation, vorticity and scorr_k must be >= 0");
+    if (d->viscosity < 0 || d->viscosity > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g outside [0, 1]", (double)d->viscosity);
+    if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
+    float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
+    if (!(mass > 0) || !pbd__finite(mass) || !pbd__finite(1.0f / mass) || !pbd__finite(pbd__poly6(0, h)))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "particle mass rest_density * spacing^3 = %g is not usable", (double)mass);
+    memset(f, 0, sizeof *f);
+    f->rest_density = d->rest_density;
+    f->spacing = d->spacing;
+    f->kernel_radius = h;
+    f->mass = mass;
+    f->relaxation = d->relaxation;
+    f->viscosity = d->viscosity;
+    f->vorticity = d->vorticity;
+    f->scorr_k = d->scorr_k;
+    f->scorr_n = d->scorr_n;
+    f->scorr_dq = d->scorr_dq;
+    f->denominator = pbd__fluid_lattice_denominator(f);
+    f->eps = d->relaxation * f->denominator;
+    if (!pbd__finite(f->eps) || !(f->denominator > 0) || !pbd__finite(1.0f / f->denominator)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles) {
+    PBD__CHECK_WORLD(w);
+    pbd__fluid f;
+    PBD__TRY(pbd__validate_fluid(w, desc, &f));
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = desc->positions;
+    pd.velocities = desc->velocities;
+    pd.count = desc->count;
+    pd.mass = f.mass;
+    pd.radius = desc->radius > 0 ? desc->radius : 0.5f * desc->spacing;
+    PBD__TRY(pbd__validate_particles(w, &pd));
+    pbd__particle_phase *pp = &w->pp;
+    /* every allocation first, so that nothing can fail after the particles are in */
+    pbd_result r = PBD_OK;
+    if (pp->nfluids == INT_MAX ||
+        !pbd__grow(w, (void **)&pp->fluids, pp->nfluids, &pp->fluid_cap, pp->nfluids + 1, sizeof(pbd__fluid)))
+        r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) r = pbd__pp_reserve(w, pp->np + desc->count);
+    if (r == PBD_OK) r = pbd__reserve_particles(w, w->n + desc->count);
+    if (r != PBD_OK) return pbd__fail(w, r, "no memory for a fluid of %d particles", desc->count);
+    pbd_range range;
+    PBD__TRY(pbd__append_particles(w, &pd, &range));
+    for (int i = range.first; i < range.first + range.count; ++i) w->flags[i] |= PBD__COLLIDE | PBD__FLUID;
+    f.first = range.first;
+    f.count = range.count;
+    pp->fluids[pp->nfluids] = f;
+    if (out) *out = pp->nfluids;
+    pp->nfluids++;
+    pbd__pp_index(w);
+    if (out_particles) *out_particles = range;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_fluid(const pbd_world *w, pbd_fluid f) {
+    if (f < 0 || f >= w->pp.nfluids)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "fluid %d does not exist (0..%d)", f, w->pp.nfluids - 1);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_fluid(w, f));
+    if (!pbd__finite(viscosity) || !pbd__finite(vorticity)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
+    if (viscosity < 0 || viscosity > 1 || vorticity < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity must be in [0, 1] and vorticity >= 0");
+    w->pp.fluids[f].viscosity = viscosity;
+    w->pp.fluids[f].vorticity = vorticity;
+    return PBD_OK;
+}
+
+/* A fluid's kernel constants, computed once per particle rather than per
+   pair: W_poly6(r) = c6 (h^2 - r^2)^3, grad W_spiky(d) = cs (h - r)^2 d / r. */
+typedef struct pbd__kern {
+    float h, h2, c6, cs, inv_rho0, scorr; /* scorr: -k / (W(dq)^n * denominator) */
+    int n;                                /* s_corr exponent when integral, else 0 */
+    float nf;
+} pbd__kern;
+
+static pbd__kern pbd__fluid_kern(const pbd__fluid *f) {
+    pbd__kern k;
+    float h = f->kernel_radius, h3 = h * h * h, dq = f->scorr_dq * h;
+    k.h = h;
+    k.h2 = h * h;
+    k.c6 = 315.0f / (64.0f * 3.14159265358979f * h3 * h3 * h3);
+    k.cs = -45.0f / (3.14159265358979f * h3 * h3);
+    k.inv_rho0 = 1.0f / f->rest_density;
+    k.nf = f->scorr_n;
+    k.n = floorf(f->scorr_n) == f->scorr_n ? (int)f->scorr_n : 0;
+    k.scorr = f->scorr_k > 0 ? -f->scorr_k / (powf(pbd__poly6(dq * dq, h), f->scorr_n) * f->denominator) : 0.0f;
+    return k;
+}
+static inline float pbd__kpoly6(const pbd__kern *k, float r2) {
+    float d = k->h2 - r2;
+    return d > 0 ? k->c6 * d * d * d : 0.0f;
+}
+static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
+    if (!(r > 1e-9f * k->h) || r >= k->h) return pbd__v(0, 0, 0);
+    float s = k->h - r;
+    return pbd__mul(d, k->cs * s * s / r);
+}
+/* s_corr = -k (W(r) / W(dq))^n (Macklin and Mueller 2013, eq. 13), in the
+   units of lambda: divided by the lattice denominator, so that k is the
+   artificial pressure of a density error of k whatever the units and
+   masses (the paper's k = 0.1 assumes its own normalised units). */
+static inline float pbd__kscorr(const pbd__kern *k, float r2) {
+    if (k->scorr == 0) return 0.0f;
+    float w = pbd__kpoly6(k, r2), p = 1.0f;
+    if (k->n > 0) for (int i = 0; i < k->n; ++i) p *= w;
+    else p = powf(w, k->nf);
+    return k->scorr * p;
+}
+
+/* The mass a neighbour b has in the density of fluid particle a: its own
+   fluid's, or, for a solid, one particle of a's fluid (the fluid it
+   displaces). */
+static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b) {
+    return pp->fluids[pp->sfluid[b] >= 0 ? pp->sfluid[b] : pp->sfluid[a]].mass;
+}
+
+/* Density, and the Lagrange multiplier of the density constraint of
+   fluid particle a (Macklin and Mueller 2013, eqs. 1-11, with masses:
+   grad_a C_a = 1/rho_0 sum_b m_b grad W_ab, grad_b C_a = -m_b/rho_0 grad W_ab),
+   lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0). */
+static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+    pbd__kern k = pbd__fluid_kern(f);
+    pbd__v3 pa = pbd__p3(P[a]), ga = pbd__v(0, 0, 0);
+    float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s) {
+        int b = list[s];
+        const pbd__p4 *pb = &P[b];
+        pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
+        float r2 = pbd__dot(d, d);
+        if (r2 >= k.h2) continue;
+        float mb = pbd__pp_mass_in(pp, a, b);
+        rho += mb * pbd__kpoly6(&k, r2);
+        pbd__v3 g = pbd__mul(pbd__kspiky(&k, d, sqrtf(r2)), mb * k.inv_rho0);
+        ga = pbd__add(ga, g);
+        sum2 += pb->w * pbd__dot(g, g);
+    }
+    float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
+    pp->density[a] = rho;
+    pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
+}
+
+/* The correction of particle a (fluid or solid) from the density
+   constraints it is part of (eq. 12 generalised to masses), plus its
+   contacts; Jacobi: reads P and lambda, writes dp[a] only. */
+static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    int fa = pp->sfluid[a], fk = -1;
+    pbd__kern ka, kb;
+    memset(&ka, 0, sizeof ka);
+    memset(&kb, 0, sizeof kb);
+    if (fa >= 0) ka = pbd__fluid_kern(&pp->fluids[fa]);
+    pbd__v3 pa = pbd__p3(P[a]), sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s) {
+        int b = list[s], fb = pp->sfluid[b];
+        pbd__v3 d = pbd__sub(pa, pbd__p3(P[b]));
+        float r2 = pbd__dot(d, d);
+        if (fa >= 0 && fb == fa) { /* the common case: one fluid, one kernel, one mass */
+            if (r2 < ka.h2) {
+                float c = (pp->lambda[a] + pp->lambda[b] + pbd__kscorr(&ka, r2)) * pp->fluids[fa].mass * ka.inv_rho0;
+                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c));
+            }
+            continue;
+        }
+        if (fa >= 0 && r2 < ka.h2) { /* a's own constraint, and s_corr between fluid particles */
+            float c = pp->lambda[a] * pbd__pp_mass_in(pp, a, b);
+            if (fb >= 0) c += pbd__kscorr(&ka, r2) * pp->fluids[fb].mass;
+            sum = pbd__add(sum, pbd__mul(pbd__kspiky(&ka, d, sqrtf(r2)), c * ka.inv_rho0));
+        }
+        if (fb >= 0) { /* b's constraint: grad_a C_b = m_a / rho_0 grad W(p_a - p_b) */
+            if (fb != fk) { kb = pbd__fluid_kern(&pp->fluids[fb]); fk = fb; }
+            if (r2 < kb.h2) {
+                float ma = fa >= 0 ? pp->fluids[fa].mass : pp->fluids[fb].mass;
+                sum = pbd__add(sum, pbd__mul(pbd__kspiky(&kb, d, sqrtf(r2)), pp->lambda[b] * ma * kb.inv_rho0));
+            }
+        }
+        if (fa < 0 || fb < 0) contact = pbd__add(contact, pbd__pp_contact(w, a, b));
+    }
+    pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
+    pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
+}
+
+/* One Jacobi iteration of contacts and density constraints: the
+   positions gathered in slot order (the groups and colliders moved them
+   since), multipliers, corrections, then their application (each pass an
+   `omp for`, whose barrier separates them). */
+static void pbd__pp_project(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np;
+    if (np == 0 || !(pp->reach > 0)) return;
+    pbd__pp_gather(w, w->p);
+    if (pp->nfluids > 0) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < np; ++a)
+            if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
+            else pp->lambda[a] = 0;
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__p4 *p = &w->p[pp->sid[a]];
+        p->x += pp->dp[a].x; p->y += pp->dp[a].y; p->z += pp->dp[a].z;
+    }
+}
+
+/* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
+   and vorticity confinement (Macklin and Mueller 2013, eqs. 15-17):
+   omega_a = sum_b m_b/rho_0 (v_a - v_b) x grad W(p_a - p_b) (the SPH curl),
+   eta = grad |omega|, N = eta / |eta|, v_a += h eps (N x omega_a).
+   Fluid neighbours only; Jacobi (old velocities in, dp as the new). */
+static void pbd__fluid_velocities(pbd_world *w, float h) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np, any = 0, vort = 0;
+    for (int f = 0; f < pp->nfluids; ++f) {
+        any |= pp->fluids[f].viscosity > 0 || pp->fluids[f].vorticity > 0;
+        vort |= pp->fluids[f].vorticity > 0;
+    }
+    if (np == 0 || !any || !(pp->reach > 0)) return;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
+        if (pp->sfluid[a] >= 0) {
+            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+            float kh = f->kernel_radius;
+            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), va = pbd__p3(w->v[pp->sid[a]]);
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            for (int s = 0; s < pp->nbr_count[a]; ++s) {
+                int b = list[s];
+                if (pp->sfluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
+                float r2 = pbd__dot(d, d);
+                if (r2 >= kh * kh) continue;
+                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
+                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->sid[b]]), va);
+                dv = pbd__add(dv, pbd__mul(vab, vol * pbd__poly6(r2, kh)));
+                om = pbd__add(om, pbd__mul(pbd__cross(pbd__neg(vab), pbd__spiky_grad(d, sqrtf(r2), kh)), vol));
+            }
+            dv = pbd__mul(dv, f->viscosity);
+        }
+        pp->dp[a].x = dv.x; pp->dp[a].y = dv.y; pp->dp[a].z = dv.z; pp->dp[a].w = 0;
+        pp->omega[a].x = om.x; pp->omega[a].y = om.y; pp->omega[a].z = om.z; pp->omega[a].w = 0;
+        pp->omega_len[a] = pbd__len(om);
+    }
+    if (vort) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < np; ++a) {
+            if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) continue;
+            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+            float kh = f->kernel_radius;
+            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), eta = pbd__v(0, 0, 0);
+            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            for (int s = 0; s < pp->nbr_count[a]; ++s) {
+                int b = list[s];
+                if (pp->sfluid[b] < 0) continue;
+                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
+                float r2 = pbd__dot(d, d);
+                if (r2 >= kh * kh) continue;
+                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
+                eta = pbd__add(eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
+            }
+            float le = pbd__len(eta);
+            if (!(le > 1e-12f)) continue;
+            pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
+            pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
+            pp->dp[a].x += h * acc.x; pp->dp[a].y += h * acc.y; pp->dp[a].z += h * acc.z;
+        }
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__p4 *v = &w->v[pp->sid[a]];
+        if (w->x[pp->sid[a]].w == 0) continue;
+        v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
+    }
+}
+
+/* --- hooks of the substep (pbd__substep_body) and queries ------------------ */
+
+static void pbd__pp_begin_substep(pbd_world *w) {
+    if (w->pp.np > 0) pbd__pp_build(w, w->p, 1);
+}
+static void pbd__pp_end_substep(pbd_world *w, float h) {
+    if (w->pp.nfluids > 0) pbd__fluid_velocities(w, h);
+}
+
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, int max) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_fluid(w, fi));
+    PBD__CHECK_PTR(w, out, "out");
+    const pbd__fluid *f = &w->pp.fluids[fi];
+    if (max < f->count) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out holds %d of the fluid's %d particles", max, f->count);
+    pbd__pp_build(w, w->x, 0); /* serial: the orphaned pragmas run on this thread alone */
+    pbd__pp_gather(w, w->x);
+    pbd__particle_phase *pp = &w->pp;
+    for (int a = 0; a < pp->np; ++a) {
+        if (pp->sfluid[a] != fi) continue;
+        pbd__fluid_lambda(w, pp->spos, a);
+        out[pp->sid[a] - f->first] = pp->density[a] / f->rest_density;
+    }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, point, "point");
+    PBD__CHECK_PTR(w, count, "count");
+    PBD__TRY(pbd__check_finite(w, point, 3, "point"));
+    if (!pbd__finite(radius) || !(radius >= 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius must be finite and >= 0");
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    pbd__particle_phase *pp = &w->pp;
+    *count = 0;
+    if (pp->np == 0) return PBD_OK;
+    float cell = radius > 0 ? radius : 1.0f;
+    pbd__grid_build(&pp->grid, &w->x[0].x, 4, pp->ids, pp->np, cell);
+    int found = pbd__grid_query(&pp->grid, pbd__ld(point), radius, out, max);
+    for (int i = 0; i < found && i < max; ++i) out[i] = pp->ids[out[i]];
+    *count = found;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, count, "count");
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    const pbd__particle_phase *pp = &w->pp;
+    int lo = 0, hi = pp->np - 1, a = -1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (pp->ids[mid] == particle) { a = mid; break; }
+        if (pp->ids[mid] < particle) lo = mid + 1;
+        else hi = mid - 1;
+    }
+    *count = 0;
+    if (a < 0) return PBD_OK;
+    a = pp->slot[a];
+    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    for (int s = 0; s < pp->nbr_count[a]; ++s)
+        if (s < max) out[s] = pp->sid[list[s]];
+    *count = pp->nbr_count[a];
+    return PBD_OK;
+}
+
+/* --- snapshot ----------------------------------------------------------------- */
+
+static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    pbd__io_float(io, &pp->mu_s);
+    pbd__io_float(io, &pp->mu_d);
+    pbd__io_int(io, &pp->nfluids);
+    if (io->bad) return;
+    if (io->in) {
+        if (pp->nfluids < 0) { io->bad = 1; return; }
+        pp->fluid_cap = pp->nfluids;
+    }
+    pbd__io_array(io, w, (void **)&pp->fluids, pp->nfluids, sizeof(pbd__fluid));
+}
+
+/* Fluids: sorted disjoint ranges with valid parameters, their particles
+   (and only theirs) flagged fluid; friction in range. */
+static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
+    const pbd__particle_phase *pp = &t->pp;
+    if (!pbd__finite(pp->mu_s) || !pbd__finite(pp->mu_d) || pp->mu_s < 0 || pp->mu_d < 0 || pp->mu_d > pp->mu_s)
+        return PBD_ERROR_BAD_SNAPSHOT;
+    int end = 0;
+    for (int fi = 0; fi < pp->nfluids; ++fi) {
+        const pbd__fluid *f = &pp->fluids[fi];
+        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 12) || !(f->denominator > 0) ||
+            !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
+            !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
+            f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
+            !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) || f->eps < 0)
+            return PBD_ERROR_BAD_SNAPSHOT;
+        end = f->first + f->count;
+    }
+    for (int i = 0, fi = 0; i < t->n; ++i) {
+        while (fi < pp->nfluids && i >= pp->fluids[fi].first + pp->fluids[fi].count) ++fi;
+        int in = fi < pp->nfluids && i >= pp->fluids[fi].first;
+        if (in != ((t->flags[i] & PBD__FLUID) != 0)) return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    return PBD_OK;
+}
+
 // ==== self-collision ========================================================
 
 enum { PBD__SC_PT = 8, PBD__SC_EE = 4 }; /* candidate slots per vertex / per edge */
@@ -4347,8 +5353,8 @@ typedef struct pbd__selfcol {
     float *x0;     /* nv*3: positions at the start of the step */
     float *reach;  /* nv: how far each vertex may get this substep */
     float *box;    /* (nt + ne) * 6: swept bounds of this substep */
-    int nbt, nbe;  /* hash buckets (powers of two) */
-    int *startt, *starte, *entt, *ente;
+    float *cent;   /* (nt + ne) * 3: their centres, the points of the grids */
+    pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangles, edges */
     float cellt, celle;
     pbd__sc_pt *pt;
     unsigned char *npt;
@@ -4358,8 +5364,10 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->box, S->startt, S->starte,
-                      S->entt, S->ente, S->pt, S->npt, S->ee, S->nee};
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->box, S->cent,
+                      S->pt, S->npt, S->ee, S->nee};
+    pbd__grid_free(w, &S->gt);
+    pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__free(w, S);
 }
@@ -4381,12 +5389,6 @@ static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
         if (S->vp[m] < particle) lo = m + 1; else hi = m - 1;
     }
     return -1;
-}
-
-static int pbd__pow2_at_least(long n) {
-    int b = 16;
-    while (b < n && b < (1 << 29)) b <<= 1;
-    return b;
 }
 
 /* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
@@ -4503,20 +5505,17 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     pbd__free(w, nes);
     if (r == PBD_OK) {
         size_t nv = (size_t)S->nv, np = (size_t)S->nt + (size_t)S->ne;
-        S->nbt = pbd__pow2_at_least(2L * S->nt);
-        S->nbe = pbd__pow2_at_least(2L * S->ne);
         S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
         S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
         S->box = (float *)pbd__alloc_n(w, np * 6, sizeof(float));
-        S->startt = (int *)pbd__alloc_n(w, (size_t)S->nbt + 1, sizeof(int));
-        S->starte = (int *)pbd__alloc_n(w, (size_t)S->nbe + 1, sizeof(int));
-        S->entt = (int *)pbd__alloc_n(w, (size_t)S->nt * 8, sizeof(int));
-        S->ente = (int *)pbd__alloc_n(w, (size_t)S->ne * 8, sizeof(int));
+        S->cent = (float *)pbd__alloc_n(w, np * 3, sizeof(float));
         S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->box || !S->startt || !S->starte || !S->entt || !S->ente || !S->pt || !S->npt || !S->ee || !S->nee)
+        if (!S->x0 || !S->reach || !S->box || !S->cent || !S->pt || !S->npt || !S->ee || !S->nee)
+            r = PBD_ERROR_OUT_OF_MEMORY;
+        else if (pbd__grid_reserve(w, &S->gt, S->nt) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ne > 0 ? S->ne : 1) != PBD_OK)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else {
             memset(S->npt, 0, nv);
@@ -4682,46 +5681,6 @@ static void pbd__selfcol_begin_step(pbd_world *w) {
     for (int i = 0; i < S->nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
 }
 
-static inline long long pbd__cellc(float v, float cs) { return (long long)floor((double)v / (double)cs); }
-static inline unsigned pbd__cell_hash(long long x, long long y, long long z) {
-    uint64_t h = (uint64_t)x * 73856093ull ^ (uint64_t)y * 19349663ull ^ (uint64_t)z * 83492791ull;
-    h ^= h >> 31;
-    h *= 0x9e3779b97f4a7c15ull;
-    return (unsigned)(h >> 32);
-}
-
-/* The cells of a box (at most 2 per axis when its extent is <= the cell). */
-static void pbd__box_cells(const float *b, float cs, long long *c0, long long *c1) {
-    for (int k = 0; k < 3; ++k) {
-        c0[k] = pbd__cellc(b[k], cs);
-        c1[k] = pbd__cellc(b[3 + k], cs);
-        if (c1[k] > c0[k] + 1) c1[k] = c0[k] + 1; /* rounding: cs covers the extent */
-    }
-}
-
-/* Counting sort of boxes [0, n) into nb buckets of the cells they touch:
-   bucket h holds ent[start[h] .. start[h+1]) in increasing box order. */
-static void pbd__grid_build(const float *box, int n, float cs, int nb, int *start, int *ent) {
-    memset(start, 0, sizeof(int) * ((size_t)nb + 1));
-    for (int pass = 0; pass < 2; ++pass) {
-        for (int i = 0; i < n; ++i) {
-            long long c0[3], c1[3];
-            pbd__box_cells(box + 6 * (size_t)i, cs, c0, c1);
-            for (long long z = c0[2]; z <= c1[2]; ++z)
-                for (long long y = c0[1]; y <= c1[1]; ++y)
-                    for (long long x = c0[0]; x <= c1[0]; ++x) {
-                        unsigned h = pbd__cell_hash(x, y, z) & (unsigned)(nb - 1);
-                        if (pass == 0) start[h + 1]++;
-                        else ent[start[h]++] = i;
-                    }
-        }
-        if (pass == 0)
-            for (int h = 0; h < nb; ++h) start[h + 1] += start[h];
-    }
-    for (int h = nb; h > 0; --h) start[h] = start[h - 1]; /* the scatter advanced each start to its end */
-    start[0] = 0;
-}
-
 static inline void pbd__box_init(float *b, pbd__v3 p) { b[0] = b[3] = p.x; b[1] = b[4] = p.y; b[2] = b[5] = p.z; }
 static inline void pbd__box_add(float *b, pbd__v3 p) {
     float q[3] = {p.x, p.y, p.z};
@@ -4730,13 +5689,6 @@ static inline void pbd__box_add(float *b, pbd__v3 p) {
 static inline int pbd__box_overlap(const float *a, const float *b) {
     return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] && b[2] <= a[5];
 }
-/* A pair found in several shared cells is taken only in the cell of the low
-   corner of the boxes' overlap. */
-static inline int pbd__first_cell(const float *a, const float *b, float cs, long long x, long long y, long long z) {
-    return pbd__cellc(a[0] > b[0] ? a[0] : b[0], cs) == x && pbd__cellc(a[1] > b[1] ? a[1] : b[1], cs) == y &&
-           pbd__cellc(a[2] > b[2] ? a[2] : b[2], cs) == z;
-}
-
 /* Barycentric coordinates of the projection of q on the plane of abc. */
 static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u) {
     pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a), d = pbd__sub(q, a);
@@ -4795,18 +5747,20 @@ static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
     float vb[6], tv = pbd__sc_travel(w, S, i);
     pbd__box_init(vb, pbd__sub(xi, pbd__v(tv, tv, tv)));
     pbd__box_add(vb, pbd__add(xi, pbd__v(tv, tv, tv)));
-    long long c0[3], c1[3];
-    pbd__box_cells(vb, S->cellt, c0, c1);
-    for (long long z = c0[2]; z <= c1[2]; ++z)
-        for (long long y = c0[1]; y <= c1[1]; ++y)
-            for (long long x = c0[0]; x <= c1[0]; ++x) {
-                unsigned h = pbd__cell_hash(x, y, z) & (unsigned)(S->nbt - 1);
-                for (int k = S->startt[h]; k < S->startt[h + 1]; ++k) {
-                    int t = S->entt[k];
+    /* a triangle whose box meets vb has its centre within half a cell of vb */
+    int buckets[64];
+    float hc = 0.5f * S->gt.cell;
+    int nb = pbd__grid_buckets(&S->gt, pbd__v(vb[0] - hc, vb[1] - hc, vb[2] - hc), pbd__v(vb[3] + hc, vb[4] + hc, vb[5] + hc), buckets, 64);
+    int all = nb < 0;
+    if (all) nb = S->gt.mask + 1;
+    for (int bi = 0; bi < nb; ++bi) {
+                int h = all ? bi : buckets[bi];
+                for (int k = S->gt.start[h]; k < S->gt.start[h + 1]; ++k) {
+                    int t = S->gt.sorted[k];
                     const int *tv3 = S->tv + 3 * t;
                     if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) continue;
                     const float *tb = S->box + 6 * (size_t)t;
-                    if (!pbd__box_overlap(vb, tb) || !pbd__first_cell(vb, tb, S->cellt, x, y, z)) continue;
+                    if (!pbd__box_overlap(vb, tb)) continue;
                     pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
                     int f;
                     float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
@@ -4842,7 +5796,7 @@ static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
                     item.lambda = 0;
                     PBD__SC_INSERT(slots, count, PBD__SC_PT, item);
                 }
-            }
+    }
     S->npt[i] = (unsigned char)count;
 }
 
@@ -4853,19 +5807,20 @@ static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
     memcpy(prev, slots, sizeof(pbd__sc_ee) * (size_t)nprev);
     const float *eb = S->box + 6 * ((size_t)S->nt + (size_t)e);
     int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1];
-    long long c0[3], c1[3];
-    pbd__box_cells(eb, S->celle, c0, c1);
-    for (long long z = c0[2]; z <= c1[2]; ++z)
-        for (long long y = c0[1]; y <= c1[1]; ++y)
-            for (long long x = c0[0]; x <= c1[0]; ++x) {
-                unsigned h = pbd__cell_hash(x, y, z) & (unsigned)(S->nbe - 1);
-                for (int k = S->starte[h]; k < S->starte[h + 1]; ++k) {
-                    int f = S->ente[k];
+    int buckets[64];
+    float hc = 0.5f * S->ge.cell;
+    int nb = pbd__grid_buckets(&S->ge, pbd__v(eb[0] - hc, eb[1] - hc, eb[2] - hc), pbd__v(eb[3] + hc, eb[4] + hc, eb[5] + hc), buckets, 64);
+    int all = nb < 0;
+    if (all) nb = S->ge.mask + 1;
+    for (int bi = 0; bi < nb; ++bi) {
+                int h = all ? bi : buckets[bi];
+                for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
+                    int f = S->ge.sorted[k];
                     if (f <= e) continue;
                     int b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
                     if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) continue;
                     const float *fb = S->box + 6 * ((size_t)S->nt + (size_t)f);
-                    if (!pbd__box_overlap(eb, fb) || !pbd__first_cell(eb, fb, S->celle, x, y, z)) continue;
+                    if (!pbd__box_overlap(eb, fb)) continue;
                     pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
                     float s, t;
                     pbd__segment_closest(A0, A1, B0, B1, &s, &t);
@@ -4898,7 +5853,7 @@ static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
                     item.dist = dist;
                     PBD__SC_INSERT(slots, count, PBD__SC_EE, item);
                 }
-            }
+    }
     S->nee[e] = (unsigned char)count;
 }
 
@@ -4934,7 +5889,11 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         }
         /* triangles reach 2 thicknesses (vertices are points); edges one each */
         float g = k < S->nt ? 2.0f * S->maxth : S->maxth;
-        for (int j = 0; j < 3; ++j) { b[j] -= g; b[3 + j] += g; }
+        for (int j = 0; j < 3; ++j) {
+            b[j] -= g;
+            b[3 + j] += g;
+            S->cent[3 * (size_t)k + j] = 0.5f * (b[j] + b[3 + j]);
+        }
     }
     PBD__PRAGMA(omp single)
     {
@@ -4944,12 +5903,12 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
             float *c = k < S->nt ? &ct : &ce;
             for (int j = 0; j < 3; ++j) *c = b[3 + j] - b[j] > *c ? b[3 + j] - b[j] : *c;
         }
-        /* a cell a bit larger than every box: each box touches <= 8 cells */
+        /* cells as large as the largest box: a query spans a few cells */
         S->cellt = ct * 1.01f + 1e-6f;
         S->celle = ce * 1.01f + 1e-6f;
-        pbd__grid_build(S->box, S->nt, S->cellt, S->nbt, S->startt, S->entt);
-        pbd__grid_build(S->box + 6 * (size_t)S->nt, S->ne, S->celle, S->nbe, S->starte, S->ente);
     }
+    pbd__grid_build(&S->gt, S->cent, 3, NULL, S->nt, S->cellt);
+    if (S->ne > 0) pbd__grid_build(&S->ge, S->cent + 3 * (size_t)S->nt, 3, NULL, S->ne, S->celle);
     PBD__PRAGMA(omp for schedule(dynamic, 64))
     for (int i = 0; i < nv; ++i) pbd__sc_vertex_candidates(w, S, i);
     PBD__PRAGMA(omp for schedule(dynamic, 64))
@@ -6074,18 +7033,21 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     if (w->nsurfaces) pbd__selfcol_detect(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
+    pbd__pp_begin_substep(w);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)
             if (w->groups[g].enabled) pbd__sweep_group(w, &w->groups[g], h, it & 1);
         if (w->jacobi) pbd__jacobi_apply(w);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
+        pbd__pp_project(w);
         if (w->nsurfaces) pbd__selfcol_project(w);
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
     pbd__contact_velocities(w, h);
     if (w->nsurfaces) pbd__selfcol_velocities(w);
+    pbd__pp_end_substep(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
@@ -6140,7 +7102,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
                      !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
         return PBD_ERROR_BAD_SNAPSHOT;
     for (int i = 0; i < t->n; ++i)
-        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 3 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
+        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 15 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
             return PBD_ERROR_BAD_SNAPSHOT;
     for (int gi = 0; gi < t->ngroups; ++gi) {
         const pbd__group *g = &t->groups[gi];

@@ -1,0 +1,359 @@
+/* tests/test_fluids.c - position based fluids (survey 3.4.6; Macklin and
+   Mueller 2013): a resting column reaches the rest density, a dam break
+   stays in its tank, the particle count never changes, density
+   corrections keep momentum, coupling floats a light box and sinks a
+   heavy one, threads and SIMD change no bit, snapshots are complete, and
+   bad input changes nothing. */
+#include "test.h"
+#include <stdlib.h>
+
+/* A tank [0, size] x [0, inf) x [0, size] of plane colliders. */
+static void add_tank(pbd_world *w, float sx, float sz, float friction) {
+    float planes[5][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
+    for (int k = 0; k < 5; ++k) CHECK_OK(pbd_add_collider_plane(w, planes[k], planes[k] + 3, friction, NULL));
+}
+
+/* nx*ny*nz particles on a lattice of spacing d from corner o. */
+static float *lattice(int nx, int ny, int nz, float d, const float *o) {
+    float *p = (float *)malloc(sizeof(float) * 3 * (size_t)(nx * ny * nz));
+    for (int i = 0; i < nx * ny * nz; ++i) {
+        p[3 * i + 0] = o[0] + (0.5f + (float)(i % nx)) * d;
+        p[3 * i + 1] = o[1] + (0.5f + (float)((i / nx) % ny)) * d;
+        p[3 * i + 2] = o[2] + (0.5f + (float)(i / (nx * ny))) * d;
+    }
+    return p;
+}
+
+static pbd_fluid add_block(pbd_world *w, int nx, int ny, int nz, float d, const float *o, pbd_range *r) {
+    float *p = lattice(nx, ny, nz, d, o);
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = nx * ny * nz;
+    fd.spacing = d;
+    pbd_fluid f = -1;
+    CHECK_OK(pbd_add_fluid(w, &fd, &f, r));
+    free(p);
+    return f;
+}
+
+/* The resting column: after settling, the density constraint error (the
+   compression rho/rho_0 - 1 > 0 that the unilateral constraint removes)
+   is below 2% at every particle and 0.5% on average; the interior, away
+   from the free surface and the walls (where SPH's kernel sums are
+   truncated, so rho < rho_0 there by construction), sits at the rest density
+   (|rho/rho_0 - 1| < 2%), i.e. the column is neither compressed nor
+   blown up; and it is at rest. */
+TEST(fluid_resting_column_reaches_rest_density) {
+    enum { NX = 6, NY = 8, NZ = 6, N = NX * NY * NZ };
+    const float d = 0.05f, o[3] = {0, 0, 0};
+    pbd_world *w = pbdt_world(-9.81f);
+    add_tank(w, NX * d, NZ * d, 0.0f);
+    pbd_range r;
+    pbd_fluid f = add_block(w, NX, NY, NZ, d, o, &r);
+    for (int s = 0; s < 120; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    float rho[N];
+    CHECK_OK(pbd_fluid_densities(w, f, rho, N));
+    const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+    float top = 0;
+    for (int i = 0; i < N; ++i) top = x[4 * i + 1] > top ? x[4 * i + 1] : top;
+    double mean = 0, worst = 0, interior_worst = 0, v2 = 0;
+    int interior = 0;
+    for (int i = 0; i < N; ++i) {
+        double e = rho[i] - 1.0, c = e > 0 ? e : 0;
+        mean += c / N;
+        worst = c > worst ? c : worst;
+        const float *p = x + 4 * i;
+        float h = 2 * d; /* the kernel radius: a full neighbourhood */
+        /* a full kernel neighbourhood of fluid (the 2x2x2 core): h from the walls and the
+           floor, 2h below the highest particle (the surface is not flat) */
+        if (p[0] > h && p[0] < NX * d - h && p[2] > h && p[2] < NZ * d - h && p[1] > h && p[1] < top - 2 * h) {
+            interior++;
+            interior_worst = fabs(e) > interior_worst ? fabs(e) : interior_worst;
+        }
+        v2 += (double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] + (double)v[4 * i + 2] * v[4 * i + 2];
+    }
+    CHECK_MSG(worst < 0.02, "max density error %.4f", worst);
+    CHECK_MSG(mean < 0.005, "mean density error %.4f", mean);
+    CHECK_MSG(interior >= 8 && interior_worst < 0.02, "%d interior particles, worst |rho/rho0 - 1| %.4f", interior,
+              interior_worst);
+    CHECK_MSG(sqrt(v2 / N) < 0.05, "rms speed %.4f m/s", sqrt(v2 / N));
+    CHECK(top < NY * d * 1.1f); /* not blown up */
+    pbd_world_destroy(w);
+}
+
+/* A dam break: every particle stays inside the tank in every step, and
+   the particle count never changes. */
+TEST(fluid_dam_break_stays_in_tank) {
+    const float d = 0.05f, o[3] = {0, 0, 0}, sx = 0.8f, sz = 0.2f;
+    pbd_world *w = pbdt_world(-9.81f);
+    add_tank(w, sx, sz, 0.1f);
+    pbd_range r;
+    add_block(w, 5, 8, 4, d, o, &r);
+    int n0 = pbd_world_particle_count(w), outside = 0, changed = 0;
+    for (int s = 0; s < 90; ++s) {
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w);
+        changed |= pbd_world_particle_count(w) != n0;
+        for (int i = 0; i < n0; ++i) {
+            const float *p = x + 4 * i;
+            if (!(p[0] >= -1e-4f && p[0] <= sx + 1e-4f && p[1] >= -1e-4f && p[1] < 2.0f && p[2] >= -1e-4f &&
+                  p[2] <= sz + 1e-4f))
+                outside++;
+        }
+    }
+    CHECK_MSG(outside == 0, "%d particle-steps outside the tank", outside);
+    CHECK(!changed);
+    const float *x = pbd_world_positions(w);
+    float far = 0;
+    for (int i = 0; i < n0; ++i) far = x[4 * i] > far ? x[4 * i] : far;
+    CHECK_MSG(far > 0.6f, "the wave reached x = %.3f only", (double)far); /* the dam did break */
+    pbd_world_destroy(w);
+}
+
+/* Density constraints and particle contacts are internal: without gravity
+   and colliders, a compressed blob of fluid with loose solid particles in
+   it keeps its linear momentum (sum m v; the masses differ). */
+TEST(fluid_density_projection_keeps_momentum) {
+    const float d = 0.05f, o[3] = {0, 0, 0};
+    pbd_world *w = pbdt_world(0.0f);
+    float *p = lattice(5, 5, 5, 0.87f * d, o); /* 13% closer */
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = 125;
+    fd.spacing = d;
+    fd.viscosity = 0.1f; /* XSPH is pairwise: it keeps momentum (vorticity confinement is an external force) */
+    float vel[3 * 125];
+    unsigned seed = 3;
+    for (int i = 0; i < 3 * 125; ++i) vel[i] = pbdt_rand(&seed) - 0.5f;
+    fd.velocities = vel;
+    CHECK_OK(pbd_add_fluid(w, &fd, NULL, NULL));
+    float sp[6] = {0.1f, 0.1f, 0.1f, 0.12f, 0.2f, 0.1f};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = sp;
+    pd.count = 2;
+    pd.mass = 0.3f;
+    pd.radius = 0.02f;
+    pbd_range solids;
+    CHECK_OK(pbd_add_particles(w, &pd, &solids));
+    CHECK_OK(pbd_set_particle_collision(w, solids, 1));
+    double m0[3] = {0, 0, 0}, m1[3] = {0, 0, 0}, scale = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        const float *v = pbd_world_velocities(w);
+        for (int i = 0; i < pbd_world_particle_count(w); ++i) {
+            float m;
+            pbd_get_mass(w, i, &m);
+            for (int a = 0; a < 3; ++a) (pass ? m1 : m0)[a] += (double)m * v[4 * i + a];
+            if (pass) scale += m * sqrt((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] + (double)v[4 * i + 2] * v[4 * i + 2]);
+        }
+        if (!pass)
+            for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    }
+    CHECK(scale > 0);
+    for (int a = 0; a < 3; ++a) CHECK_NEAR(m1[a], m0[a], 1e-5 * scale);
+    free(p);
+    pbd_world_destroy(w);
+}
+
+/* Two-way coupling: a soft box lighter than water floats on a pool, a
+   heavier one sinks to the floor. */
+static float box_bottom_after(float density) {
+    const float d = 0.05f, o[3] = {0, 0, 0}, s = 0.4f;
+    pbd_world *w = pbdt_world(-9.81f);
+    add_tank(w, s, s, 0.1f);
+    pbd_range r;
+    add_block(w, 8, 4, 8, d, o, &r); /* a 0.2 m deep pool */
+    pbd_mesh m;
+    float lo[3] = {0.125f, 0.3f, 0.125f}, hi[3] = {0.275f, 0.45f, 0.275f};
+    CHECK_OK(pbd_mesh_tet_box(4, 4, 4, lo, hi, &m));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
+    sd.density = density;
+    sd.radius = 0.025f;
+    pbd_object box;
+    CHECK_OK(pbd_add_softbody(w, &sd, &box));
+    CHECK_OK(pbd_object_set_particle_collision(w, box.id, 1));
+    for (int k = 0; k < 90; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float bottom = 1e30f;
+    for (int i = 0; i < box.particles.count; ++i) {
+        float y = x[4 * (box.particles.first + i) + 1];
+        bottom = y < bottom ? y : bottom;
+    }
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return bottom;
+}
+
+TEST(fluid_light_box_floats_heavy_box_sinks) {
+    float light = box_bottom_after(300.0f), heavy = box_bottom_after(4000.0f);
+    /* the pool is 0.2 m deep: the light box rides at the surface (0.3 of
+       its 0.15 m under water), the heavy one has sunk deep into it */
+    CHECK_MSG(light > 0.14f, "light box bottom at %.3f m", (double)light);
+    CHECK_MSG(heavy < 0.08f, "heavy box bottom at %.3f m", (double)heavy);
+}
+
+/* A dam break with a box: 1 and 2 threads, SIMD and scalar give the same
+   bits; a snapshot restored into a fresh world continues bit for bit. */
+static pbd_world *coupled_scene(void) {
+    const float d = 0.05f, o[3] = {0, 0, 0};
+    pbd_world *w = pbdt_world(-9.81f);
+    add_tank(w, 0.6f, 0.25f, 0.2f);
+    pbd_range r;
+    pbd_fluid f = add_block(w, 4, 6, 5, d, o, &r);
+    CHECK_OK(pbd_fluid_set_viscosity(w, f, 0.05f, 0.05f));
+    pbd_mesh m;
+    float lo[3] = {0.4f, 0.02f, 0.05f}, hi[3] = {0.5f, 0.12f, 0.15f};
+    CHECK_OK(pbd_mesh_tet_box(3, 3, 3, lo, hi, &m));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
+    sd.density = 500.0f;
+    sd.radius = 0.025f;
+    pbd_object box;
+    CHECK_OK(pbd_add_softbody(w, &sd, &box));
+    CHECK_OK(pbd_object_set_particle_collision(w, box.id, 1));
+    pbd_mesh_free(&m);
+    return w;
+}
+
+static void run_steps(pbd_world *w, int n) {
+    for (int s = 0; s < n; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+}
+
+TEST(fluid_threads_and_simd_bit_identical) {
+    pbd_world *a = coupled_scene(), *b = coupled_scene(), *c = coupled_scene();
+    CHECK_OK(pbd_world_set_threads(a, 1));
+    CHECK_OK(pbd_world_set_threads(b, 2));
+    CHECK_OK(pbd_world_set_threads(c, 2));
+    CHECK_OK(pbd_world_set_simd(c, 0));
+    run_steps(a, 12);
+    run_steps(b, 12);
+    run_steps(c, 12);
+    size_t bytes = sizeof(float) * 4 * (size_t)pbd_world_particle_count(a);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) == 0);
+    CHECK(memcmp(pbd_world_velocities(a), pbd_world_velocities(b), bytes) == 0);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(c), bytes) == 0);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+    pbd_world_destroy(c);
+}
+
+TEST(fluid_snapshot_restores_everything) {
+    pbd_world *a = coupled_scene();
+    run_steps(a, 10);
+    size_t n = pbd_world_snapshot_size(a);
+    unsigned char *buf = (unsigned char *)malloc(n);
+    CHECK_OK(pbd_world_save(a, buf, n));
+    pbd_world *b = pbdt_world(0.0f);
+    CHECK_OK(pbd_world_restore(b, buf, n));
+    CHECK(pbd_world_fluid_count(b) == 1);
+    run_steps(a, 15);
+    run_steps(b, 15);
+    size_t bytes = sizeof(float) * 4 * (size_t)pbd_world_particle_count(a);
+    CHECK(pbd_world_particle_count(b) == pbd_world_particle_count(a));
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) == 0);
+    /* the fluid's parameters are part of it: a changed vorticity diverges */
+    CHECK_OK(pbd_world_restore(b, buf, n));
+    CHECK_OK(pbd_fluid_set_viscosity(b, 0, 0.05f, 0.5f));
+    run_steps(b, 15);
+    CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) != 0);
+    free(buf);
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+}
+
+/* ---- bad input: an error, and the snapshot byte for byte as before ---- */
+static unsigned char *snap(const pbd_world *w, size_t *n) {
+    *n = pbd_world_snapshot_size(w);
+    unsigned char *b = (unsigned char *)malloc(*n);
+    if (pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
+    return b;
+}
+#define EXPECT_UNCHANGED(w, expr, want)                                                    \
+    do {                                                                                  \
+        size_t n0_, n1_;                                                                  \
+        unsigned char *s0_ = snap(w, &n0_);                                               \
+        CHECK_RESULT(expr, want);                                                         \
+        unsigned char *s1_ = snap(w, &n1_);                                               \
+        CHECK_MSG(n0_ > 0 && n0_ == n1_ && memcmp(s0_, s1_, n0_) == 0, "%s changed the world", #expr); \
+        free(s0_);                                                                        \
+        free(s1_);                                                                        \
+    } while (0)
+
+TEST(fluid_bad_input_changes_nothing) {
+    const float o[3] = {0, 0, 0};
+    pbd_world *w = coupled_scene();
+    run_steps(w, 2);
+    float *p = lattice(3, 3, 3, 0.05f, o);
+    pbd_fluid_desc good = pbd_fluid_desc_default(), d;
+    good.positions = p;
+    good.count = 27;
+    float nan = NAN;
+    d = good; d.rest_density = 0;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.rest_density = -1000;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NEGATIVE_MASS);
+    d = good; d.rest_density = nan;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    d = good; d.spacing = 0;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.spacing = -0.05f;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.spacing = INFINITY;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    d = good; d.spacing = 1e-20f; /* mass rho_0 d^3 underflows */
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_DEGENERATE);
+    d = good; d.kernel_radius = 0.5f * good.spacing;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.kernel_radius = 5.0f * good.spacing;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.viscosity = 2;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.relaxation = -1;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.scorr_dq = 1.5f;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.count = 0;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.count = -5;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d = good; d.count = 0x7fffffff; /* overflow of the particle count */
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_OVERFLOW);
+    d = good; d.positions = NULL;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, NULL, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_fluid(NULL, &good, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    p[4] = nan;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &good, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    p[4] = 0.1f;
+    float out[200];
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 1, 0.1f, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, 0.1f, nan), PBD_ERROR_NOT_FINITE);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, -1, out, 200), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, 3), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, NULL, 200), PBD_ERROR_NULL_POINTER);
+    /* and a good one still works afterwards */
+    int before = pbd_world_particle_count(w);
+    pbd_range r;
+    CHECK_OK(pbd_add_fluid(w, &good, NULL, &r));
+    CHECK(r.first == before && r.count == 27 && pbd_world_fluid_count(w) == 2);
+    run_steps(w, 2);
+    free(p);
+    pbd_world_destroy(w);
+}
+
+void suite_fluids(void) {
+    RUN(fluid_resting_column_reaches_rest_density);
+    RUN(fluid_dam_break_stays_in_tank);
+    RUN(fluid_density_projection_keeps_momentum);
+    RUN(fluid_light_box_floats_heavy_box_sinks);
+    RUN(fluid_threads_and_simd_bit_identical);
+    RUN(fluid_snapshot_restores_everything);
+    RUN(fluid_bad_input_changes_nothing);
+}

@@ -1,0 +1,352 @@
+/* tests/test_particle_contact.c - the hash grid and particle-particle
+   contact with friction (survey 3.4.3 / 3.8; Macklin et al. 2014). */
+#include "test.h"
+#include <stdlib.h>
+
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : (x > y);
+}
+
+/* n loose particles of radius r at the given positions, all colliding. */
+static pbd_world *particle_world(const float *pos, int n, float r, float gy) {
+    pbd_world *w = pbdt_world(gy);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = n;
+    pd.radius = r;
+    pbd_range range;
+    CHECK_OK(pbd_add_particles(w, &pd, &range));
+    CHECK_OK(pbd_set_particle_collision(w, range, 1));
+    return w;
+}
+
+/* pbd_world_query_particles (the grid's sphere query) returns exactly the
+   brute-force set, for radii below, near and far above the cell. */
+TEST(grid_query_equals_brute_force) {
+    enum { N = 1500 };
+    unsigned seed = 11;
+    float *pos = (float *)malloc(sizeof(float) * 3 * N);
+    for (int i = 0; i < N; ++i)
+        for (int a = 0; a < 3; ++a) /* a cluster and a sparse cloud, some far away */
+            pos[3 * i + a] = i < 500 ? 0.2f * pbdt_rand(&seed) : (i % 97 == 0 ? 50.0f : 2.0f) * (pbdt_rand(&seed) - 0.5f);
+    pbd_world *w = particle_world(pos, N, 0.01f, 0);
+    int *got = (int *)malloc(sizeof(int) * N), *want = (int *)malloc(sizeof(int) * N);
+    float radii[5] = {0.0f, 0.03f, 0.1f, 0.5f, 40.0f};
+    for (int t = 0; t < 40; ++t) {
+        float q[3];
+        for (int a = 0; a < 3; ++a) q[a] = t < 20 ? 0.2f * pbdt_rand(&seed) : 2.0f * (pbdt_rand(&seed) - 0.5f);
+        if (t == 0) { q[0] = pos[0]; q[1] = pos[1]; q[2] = pos[2]; } /* radius 0 on a particle */
+        float r = radii[t % 5];
+        int count = -1, nw = 0;
+        CHECK_OK(pbd_world_query_particles(w, q, r, got, N, &count));
+        for (int i = 0; i < N; ++i) {
+            float d[3] = {pos[3 * i] - q[0], pos[3 * i + 1] - q[1], pos[3 * i + 2] - q[2]};
+            if (d[0] * d[0] + d[1] * d[1] + d[2] * d[2] <= r * r) want[nw++] = i;
+        }
+        CHECK_MSG(count == nw, "query %d (r %g): grid %d, brute force %d", t, (double)r, count, nw);
+        if (count != nw) continue;
+        qsort(got, (size_t)count, sizeof(int), cmp_int);
+        for (int k = 0; k < count; ++k) CHECK(got[k] == want[k]);
+        if (t == 0) CHECK(count >= 1);
+    }
+    int c = 0;
+    CHECK_OK(pbd_world_query_particles(w, pos, 0.1f, got, 3, &c)); /* max smaller than the count */
+    CHECK(c > 3);
+    free(got);
+    free(want);
+    free(pos);
+    pbd_world_destroy(w);
+}
+
+/* The solver's neighbour lists (built from the predicted positions by the
+   grid every substep) equal brute force within the search radius, 3 r for
+   loose particles; a jittered lattice with gaps > 2 r keeps every contact
+   open, so nothing moves. The order is deterministic: the same twice. */
+TEST(grid_neighbor_lists_equal_brute_force) {
+    enum { S = 9, N = S * S * S };
+    float r = 0.01f, pos[3 * N];
+    unsigned seed = 5;
+    for (int i = 0; i < N; ++i) {
+        int c[3] = {i % S, (i / S) % S, i / (S * S)};
+        for (int a = 0; a < 3; ++a) pos[3 * i + a] = 2.5f * r * (float)c[a] + 0.2f * r * (pbdt_rand(&seed) - 0.5f);
+    }
+    pbd_world *w = particle_world(pos, N, r, 0);
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < 3 * N; ++i) CHECK(x[4 * (i / 3) + i % 3] == pos[i]);
+    int list[PBD_MAX_NEIGHBORS], again[PBD_MAX_NEIGHBORS], want[N];
+    long total = 0;
+    for (int i = 0; i < N; ++i) {
+        int count = 0, nw = 0, count2 = 0;
+        CHECK_OK(pbd_world_particle_neighbors(w, i, list, PBD_MAX_NEIGHBORS, &count));
+        CHECK_OK(pbd_world_particle_neighbors(w, i, again, PBD_MAX_NEIGHBORS, &count2));
+        CHECK(count == count2 && memcmp(list, again, sizeof(int) * (size_t)count) == 0);
+        for (int j = 0; j < N; ++j) {
+            float d[3] = {pos[3 * j] - pos[3 * i], pos[3 * j + 1] - pos[3 * i + 1], pos[3 * j + 2] - pos[3 * i + 2]};
+            if (j != i && d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < 9 * r * r) want[nw++] = j;
+        }
+        CHECK_MSG(count == nw, "particle %d: %d neighbours, brute force %d", i, count, nw);
+        if (count != nw) continue;
+        qsort(list, (size_t)count, sizeof(int), cmp_int);
+        for (int k = 0; k < count; ++k) CHECK(list[k] == want[k]);
+        total += count;
+    }
+    CHECK(total >= 2L * 3 * S * S * (S - 1)); /* at least every lattice edge, both ways */
+    pbd_world_destroy(w);
+}
+
+/* Two overlapping particles of different mass are pushed apart to the sum
+   of their radii, by inverse mass (the centre of mass stays). */
+TEST(contact_separates_overlap_by_inverse_mass) {
+    float pos[6] = {0, 0, 0, 0.03f, 0, 0};
+    pbd_world *w = particle_world(pos, 2, 0.02f, 0);
+    CHECK_OK(pbd_set_mass(w, 1, 3.0f));
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    CHECK_NEAR(x[4] - x[0], 0.04f, 1e-6f);
+    CHECK_NEAR((1.0f * x[0] + 3.0f * x[4]) / 4.0f, 0.0225f, 1e-6f);
+    CHECK(x[1] == 0 && x[5] == 0);
+    pbd_world_destroy(w);
+}
+
+/* Contacts are internal forces: two clusters of particles of different
+   masses thrown at each other in zero gravity, with friction, keep the
+   total linear momentum. */
+TEST(contact_momentum_conserved) {
+    enum { S = 4, N = 2 * S * S * S };
+    float pos[3 * N], vel[3 * N], r = 0.02f;
+    unsigned seed = 9;
+    for (int i = 0; i < N; ++i) {
+        int c = i % (S * S * S), side = i / (S * S * S);
+        float o[3] = {side ? 0.25f : 0.0f, side ? 0.03f : 0.0f, 0};
+        pos[3 * i + 0] = o[0] + 2.1f * r * (float)(c % S);
+        pos[3 * i + 1] = o[1] + 2.1f * r * (float)((c / S) % S);
+        pos[3 * i + 2] = o[2] + 2.1f * r * (float)(c / (S * S));
+        vel[3 * i + 0] = (side ? -1.5f : 1.0f) + 0.2f * (pbdt_rand(&seed) - 0.5f);
+        vel[3 * i + 1] = 0.2f * (pbdt_rand(&seed) - 0.5f);
+        vel[3 * i + 2] = 0.2f * (pbdt_rand(&seed) - 0.5f);
+    }
+    pbd_world *w = particle_world(pos, N, r, 0);
+    pbd_range all = {0, N};
+    CHECK_OK(pbd_set_velocities(w, all, vel));
+    for (int i = 0; i < N; ++i) CHECK_OK(pbd_set_mass(w, i, 0.5f + pbdt_rand(&seed)));
+    CHECK_OK(pbd_world_set_particle_friction(w, 0.6f, 0.5f));
+    double P0[3] = {0, 0, 0}, P1[3] = {0, 0, 0}, scale = 0;
+    int touched = 0;
+    for (int pass = 0; pass < 2; ++pass) {
+        const float *v = pbd_world_velocities(w);
+        for (int i = 0; i < N; ++i) {
+            float m;
+            pbd_get_mass(w, i, &m);
+            for (int a = 0; a < 3; ++a) (pass ? P1 : P0)[a] += (double)m * v[4 * i + a];
+            if (!pass) scale += m * 1.5;
+        }
+        for (int s = 0; !pass && s < 20; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    }
+    const float *v = pbd_world_velocities(w);
+    for (int i = 0; i < N / 2; ++i) touched += v[4 * i] < 0.5f; /* the left cluster was slowed down */
+    CHECK(touched > N / 4);
+    for (int a = 0; a < 3; ++a) CHECK_NEAR(P1[a], P0[a], 1e-5 * scale);
+    pbd_world_destroy(w);
+}
+
+/* A granular heap: a column of particles collapses on a rough floor.
+   Without particle friction it spreads into a flat layer; with friction
+   it keeps a slope (height over the radius holding 90% of the grains),
+   and more friction gives a steeper heap: the angle of repose grows. */
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : (x > y);
+}
+static float heap_slope(float mu) {
+    enum { S = 5, H = 12, N = S * S * H };
+    float r = 0.02f, pos[3 * N], radial[N];
+    unsigned seed = 1;
+    for (int i = 0; i < N; ++i) {
+        int c[3] = {i % S, (i / S) % H, i / (S * H)};
+        for (int a = 0; a < 3; ++a)
+            pos[3 * i + a] = (a == 1 ? (float)c[a] + 0.55f : (float)c[a] - 0.5f * (S - 1)) * 2.2f * r +
+                             0.1f * r * (pbdt_rand(&seed) - 0.5f);
+    }
+    pbd_world *w = particle_world(pos, N, r, -9.81f);
+    float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, o, up, 0.8f, NULL));
+    CHECK_OK(pbd_world_set_particle_friction(w, mu, mu));
+    for (int s = 0; s < 90; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float top = 0;
+    for (int i = 0; i < N; ++i) {
+        top = x[4 * i + 1] > top ? x[4 * i + 1] : top;
+        radial[i] = sqrtf(x[4 * i] * x[4 * i] + x[4 * i + 2] * x[4 * i + 2]);
+    }
+    qsort(radial, N, sizeof(float), cmp_float);
+    pbd_world_destroy(w);
+    return top / radial[N * 9 / 10];
+}
+
+TEST(granular_angle_of_repose_grows_with_friction) {
+    float s0 = heap_slope(0.0f), s1 = heap_slope(0.3f), s2 = heap_slope(0.8f);
+    CHECK_MSG(s0 < 0.15f, "frictionless heap slope %.3f", (double)s0);
+    CHECK_MSG(s1 > 2 * s0 && s1 > 0.2f, "slope %.3f at mu 0.3 (%.3f at 0)", (double)s1, (double)s0);
+    CHECK_MSG(s2 > 1.1f * s1, "slope %.3f at mu 0.8, %.3f at 0.3", (double)s2, (double)s1);
+}
+
+/* A cloth (an object) dropped on a bed of loose particles lands on it:
+   particle contact works across objects, and no cloth vertex ends below
+   the top of the bed. The same cloth without particle collision falls
+   through to the floor. */
+static float cloth_lowest_over_bed(int collide, float *bed_top) {
+    enum { S = 8, N = S * S * 2 };
+    float r = 0.03f, pos[3 * N];
+    for (int i = 0; i < N; ++i) {
+        int c[3] = {i % S, (i / S) % 2, i / (S * 2)};
+        for (int a = 0; a < 3; ++a) pos[3 * i + a] = ((float)c[a] + (a == 1 ? 0.5f : -0.5f * (S - 1))) * 2.0f * r;
+    }
+    pbd_world *w = particle_world(pos, N, r, -9.81f);
+    float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, o, up, 0.5f, NULL));
+    for (int i = 0; i < 4; ++i) { /* walls keep the bed together */
+        float p[3] = {0, 0, 0}, n[3] = {0, 0, 0};
+        int a = i < 2 ? 0 : 2;
+        p[a] = (i % 2 ? 1.0f : -1.0f) * S * r;
+        n[a] = i % 2 ? -1.0f : 1.0f;
+        CHECK_OK(pbd_add_collider_plane(w, p, n, 0.5f, NULL));
+    }
+    pbd_mesh m;
+    float mo[3] = {-0.2f, 0.25f, -0.2f}, u[3] = {0.4f, 0, 0}, v[3] = {0, 0, 0.4f};
+    CHECK_OK(pbd_mesh_grid(10, 10, mo, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    cd.thickness = 0.02f;
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    if (collide) CHECK_OK(pbd_object_set_particle_collision(w, cloth.id, 1));
+    for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float lowest = 1e30f, top = 0;
+    for (int i = 0; i < N; ++i) top = x[4 * i + 1] > top ? x[4 * i + 1] : top;
+    for (int i = 0; i < cloth.particles.count; ++i) {
+        float y = x[4 * (cloth.particles.first + i) + 1];
+        lowest = y < lowest ? y : lowest;
+    }
+    *bed_top = top;
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return lowest;
+}
+
+TEST(contact_cloth_lands_on_granular_bed) {
+    float top_on, top_off;
+    float on = cloth_lowest_over_bed(1, &top_on), off = cloth_lowest_over_bed(0, &top_off);
+    CHECK_MSG(on > top_on, "cloth at %.3f, bed top %.3f", (double)on, (double)top_on);
+    CHECK_MSG(off < 0.05f, "without particle collision the cloth is at %.3f", (double)off);
+}
+
+/* 1 and 2 threads, SIMD on and off: the same bits. */
+TEST(contact_threads_and_simd_bit_identical) {
+    enum { N = 120 };
+    float pos[3 * N], r = 0.02f;
+    unsigned seed = 4;
+    for (int i = 0; i < 3 * N; ++i) pos[i] = 0.3f * pbdt_rand(&seed) + (i % 3 == 1 ? 0.05f : 0.0f);
+    pbd_world *w[3];
+    for (int k = 0; k < 3; ++k) {
+        w[k] = particle_world(pos, N, r, -9.81f);
+        float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+        CHECK_OK(pbd_add_collider_plane(w[k], o, up, 0.5f, NULL));
+        CHECK_OK(pbd_world_set_threads(w[k], k ? 2 : 1));
+        if (k == 2) CHECK_OK(pbd_world_set_simd(w[k], 0));
+        for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w[k], 1.0f / 60.0f));
+    }
+    size_t bytes = sizeof(float) * 4 * N;
+    CHECK(memcmp(pbd_world_positions(w[0]), pbd_world_positions(w[1]), bytes) == 0);
+    CHECK(memcmp(pbd_world_velocities(w[0]), pbd_world_velocities(w[1]), bytes) == 0);
+    CHECK(memcmp(pbd_world_positions(w[0]), pbd_world_positions(w[2]), bytes) == 0);
+    for (int k = 0; k < 3; ++k) pbd_world_destroy(w[k]);
+}
+
+/* The switches and the friction are part of the snapshot. */
+TEST(contact_snapshot_keeps_switches_and_friction) {
+    float pos[6] = {0, 0, 0, 0.03f, 0, 0};
+    pbd_world *w = particle_world(pos, 2, 0.02f, 0);
+    CHECK_OK(pbd_world_set_particle_friction(w, 0.9f, 0.7f));
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1)); /* the lists of the one substep: from the start */
+    size_t n = pbd_world_snapshot_size(w);
+    unsigned char *buf = (unsigned char *)malloc(n);
+    CHECK_OK(pbd_world_save(w, buf, n));
+    pbd_world *b = pbdt_world(0);
+    CHECK_OK(pbd_world_restore(b, buf, n));
+    CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(b);
+    CHECK(x[4] - x[0] > 0.0399f); /* still colliding after the restore */
+    int nb[4], count = 0;
+    CHECK_OK(pbd_world_particle_neighbors(b, 0, nb, 4, &count));
+    CHECK_MSG(count == 1 && nb[0] == 1, "%d neighbours", count);
+    /* friction restored: the same snapshot saved again is byte-identical */
+    CHECK_OK(pbd_world_restore(b, buf, n));
+    unsigned char *again = (unsigned char *)malloc(n);
+    CHECK(pbd_world_snapshot_size(b) == n);
+    CHECK_OK(pbd_world_save(b, again, n));
+    CHECK(memcmp(buf, again, n) == 0);
+    free(buf);
+    free(again);
+    pbd_world_destroy(w);
+    pbd_world_destroy(b);
+}
+
+/* Bad input: an error, and nothing changes. */
+static unsigned char *snap(const pbd_world *w, size_t *n) {
+    *n = pbd_world_snapshot_size(w);
+    unsigned char *b = (unsigned char *)malloc(*n);
+    if (pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
+    return b;
+}
+#define EXPECT_UNCHANGED(w, expr, want)                                                    \
+    do {                                                                                  \
+        size_t n0_, n1_;                                                                  \
+        unsigned char *s0_ = snap(w, &n0_);                                               \
+        CHECK_RESULT(expr, want);                                                         \
+        unsigned char *s1_ = snap(w, &n1_);                                               \
+        CHECK_MSG(n0_ > 0 && n0_ == n1_ && memcmp(s0_, s1_, n0_) == 0, "%s changed the world", #expr); \
+        free(s0_);                                                                        \
+        free(s1_);                                                                        \
+    } while (0)
+
+TEST(contact_bad_input_changes_nothing) {
+    float pos[9] = {0, 0, 0, 0.03f, 0, 0, 1, 1, 1};
+    pbd_world *w = particle_world(pos, 3, 0.02f, 0);
+    pbd_range bad1 = {-1, 2}, bad2 = {2, 2}, bad3 = {0, 0};
+    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad1, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad2, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad3, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_set_particle_collision(NULL, bad3, 1), PBD_ERROR_NULL_POINTER);
+    EXPECT_UNCHANGED(w, pbd_object_set_particle_collision(w, 0, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, 0.2f, 0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, NAN, 0), PBD_ERROR_NOT_FINITE);
+    int out[4], count;
+    float q[3] = {0, 0, 0}, qn[3] = {0, NAN, 0};
+    EXPECT_UNCHANGED(w, pbd_world_query_particles(w, qn, 0.1f, out, 4, &count), PBD_ERROR_NOT_FINITE);
+    EXPECT_UNCHANGED(w, pbd_world_query_particles(w, q, -0.1f, out, 4, &count), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_query_particles(w, q, NAN, out, 4, &count), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_query_particles(w, q, 0.1f, NULL, 4, &count), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_query_particles(w, q, 0.1f, out, 4, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_UNCHANGED(w, pbd_world_particle_neighbors(w, 3, out, 4, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_world_particle_neighbors(w, 0, out, -1, &count), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(pbd_world_query_particles(w, q, 0.1f, out, 4, &count));
+    CHECK(count == 2);
+    pbd_world_destroy(w);
+}
+
+void suite_particle_contact(void) {
+    RUN(grid_query_equals_brute_force);
+    RUN(grid_neighbor_lists_equal_brute_force);
+    RUN(contact_separates_overlap_by_inverse_mass);
+    RUN(contact_momentum_conserved);
+    RUN(granular_angle_of_repose_grows_with_friction);
+    RUN(contact_cloth_lands_on_granular_bed);
+    RUN(contact_threads_and_simd_bit_identical);
+    RUN(contact_snapshot_keeps_switches_and_friction);
+    RUN(contact_bad_input_changes_nothing);
+}
