@@ -5331,6 +5331,9 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
 // ==== self-collision ========================================================
 
 enum { PBD__SC_PT = 8, PBD__SC_EE = 4 }; /* candidate slots per vertex / per edge */
+#ifndef PBD__SC_SPEED
+#define PBD__SC_SPEED 1.0f /* the maximum motion per substep, in thicknesses */
+#endif
 
 typedef struct pbd__surface {
     int nt, self;
@@ -5867,7 +5870,7 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         S->reach[i] = pbd__len(pbd__sub(pbd__p3(w->p[q]), pbd__p3(w->x[q])));
         if (w->x[q].w == 0) continue; /* pinned and kinematic particles move as told */
         pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-        float l = pbd__len(d), lim = w->surfaces[S->vs[i]].thickness;
+        float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
         S->reach[i] = lim; /* the solver keeps it within this too (pbd__selfcol_project) */
         if (l > lim) { /* the maximum speed: thickness per substep */
             d = pbd__mul(d, lim / l);
@@ -5952,7 +5955,7 @@ static void pbd__selfcol_project(pbd_world *w) {
             int q = S->vp[i];
             if (w->p[q].w == 0) continue;
             pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-            float l = pbd__len(d), lim = w->surfaces[S->vs[i]].thickness;
+            float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
             if (l > lim) {
                 d = pbd__mul(d, lim / l);
                 w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
