@@ -104,17 +104,22 @@
      1. v += h (gravity + acceleration field), point damping; p = x + h v
         (kinematic particles follow their targets, pinned ones stay);
      2. contacts from x -> p against the colliders (continuous: the segment
-        is swept, so fast particles cannot tunnel through thin shapes);
+        is swept, so fast particles cannot tunnel through thin shapes;
+        analytic shapes, triangle meshes and signed-distance grids); for
+        cloth self-collision surfaces, the motion limited to one thickness
+        per substep and the point-triangle / edge-edge candidates found
+        over the swept bounds (see "==== self-collision");
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
         the particles with particle collision or fluid rebuilt from p, then
         `iterations` Gauss-Seidel sweeps over the groups in the order they
         were added, then the plugins' `project` callbacks (shape matching,
         ...), then one Jacobi pass of particle contacts and fluid density
-        constraints, then the collider contacts (with position-level
-        static/dynamic friction);
+        constraints, then the self-collision constraints, then the collider
+        contacts (with position-level static/dynamic friction);
      4. v = (p - x) / h, x = p; fluids: XSPH viscosity and vorticity
         confinement;
-     5. velocity pass: friction and restitution of contacts; for isolated
+     5. velocity pass: friction and restitution of contacts, separating
+        velocity of self-contacts removed; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
         object (Mueller et al. 2007, survey 3.7).
@@ -328,8 +333,9 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 
 /* Save / restore the complete simulation state (particles, constraint
-   groups with their multipliers, objects, colliders, parameters, time).
-   Callbacks (log, acceleration field) and the allocator are not part of
+   groups with their multipliers, objects, colliders with the meshes of
+   mesh colliders (their BVHs and grids are rebuilt on restore), collision
+   surfaces with their current candidates, parameters, time). Callbacks (log, acceleration field) and the allocator are not part of
    it. A restored world stepped again gives bit-identical results. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
