@@ -453,7 +453,6 @@ TEST(selfcollision_bad_input) {
     sc_free(&s);
 }
 
-void suite_selfcollision(void);
 void suite_selfcollision(void) {
     RUN(selfcollision_ccd_reference);
     RUN(selfcollision_cloth_on_sphere_never_crosses);
