@@ -359,7 +359,7 @@ TEST(mesh_colliders_snapshot_and_threads) {
     CHECK(pbd_world_collider_count(w2) == 2);
     pbd_world_set_threads(w, 1);
     pbd_world_set_threads(w2, 2);
-    for (int k = 0; k < 10; ++k) {
+    for (int k = 0; k < 4; ++k) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         CHECK_OK(pbd_world_step(w2, 1.0f / 60.0f));
     }

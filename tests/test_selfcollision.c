@@ -362,8 +362,8 @@ TEST(selfcollision_threads_simd_snapshot_identical) {
     for (int k = 0; k < 90; ++k) {
         CHECK_OK(pbd_world_step(a.w, 1.0f / 240.0f));
         CHECK_OK(pbd_world_step(c.w, 1.0f / 240.0f));
-        if (k >= 80) CHECK_OK(pbd_world_step(b.w, 1.0f / 240.0f)); /* b: restored below */
-        if (k == 79) {
+        if (k >= 85) CHECK_OK(pbd_world_step(b.w, 1.0f / 240.0f)); /* b: restored below */
+        if (k == 84) {
             size_t n = pbd_world_snapshot_size(c.w);
             void *buf = malloc(n);
             CHECK_OK(pbd_world_save(c.w, buf, n));
