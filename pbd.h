@@ -49,6 +49,8 @@
        ==== objects         cloth, soft body and balloon builders, locality
        ==== colliders       plane, sphere, capsule, box; continuous contacts,
                             friction, restitution
+       ==== mesh colliders  triangle meshes (BVH) and signed-distance grids
+                            as colliders
        ==== hash grid       counting-sort spatial hash rebuilt every substep,
                             neighbour queries (shared by contacts, fluids,
                             self-collision)
@@ -62,6 +64,8 @@
        ==== strands         follow-the-leader and dynamic FTL, hair builder
        ==== tearing         vertex splits of overstretched cloth edges
        ==== damping clusters momentum-conserving damping of particle lists
+       ==== self-collision  cloth self- and cloth-cloth collision: point-
+                            triangle and edge-edge constraints
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
        ==== solver          pbd_world_step: substeps, iterations, SIMD
@@ -105,18 +109,24 @@
      1. v += h (gravity + acceleration field), point damping; p = x + h v
         (kinematic particles follow their targets, pinned ones stay);
      2. contacts from x -> p against the colliders (continuous: the segment
-        is swept, so fast particles cannot tunnel through thin shapes);
+        is swept, so fast particles cannot tunnel through thin shapes;
+        analytic shapes, triangle meshes and signed-distance grids); for
+        cloth self-collision surfaces, the motion limited to one thickness
+        per substep and the point-triangle / edge-edge candidates found
+        over the swept bounds (see "==== self-collision");
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
         the particles with particle collision or fluid rebuilt from p, then
         `iterations` times: Gauss-Seidel sweeps over the groups in the
         order they were added, the strain limits (long range attachments,
         triangle/edge limits) and the strands' follow-the-leader pass, the
         plugins' `project` callbacks (shape matching, ...), one Jacobi pass
-        of particle contacts and fluid density constraints, and the
-        collider contacts (with position-level static/dynamic friction);
+        of particle contacts and fluid density constraints, the
+        self-collision constraints, and the collider contacts (with
+        position-level static/dynamic friction);
      4. v = (p - x) / h, x = p; dynamic FTL's velocity correction; fluids:
         XSPH viscosity and vorticity confinement;
-     5. velocity pass: friction and restitution of contacts; for isolated
+     5. velocity pass: friction and restitution of contacts, separating
+        velocity of self-contacts removed; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
         object and per damping cluster (Mueller et al. 2007, survey 3.7).
@@ -370,9 +380,11 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 
 /* Save / restore the complete simulation state (particles with their
    particle-collision and fluid switches, constraint groups with their
-   multipliers, objects, colliders, fluids and particle friction,
-   parameters, time; the hash grid and neighbour lists are scratch,
-   rebuilt every substep).
+   multipliers, objects, colliders with the meshes of mesh colliders (their
+   BVHs and grids are rebuilt on restore), collision surfaces with their
+   current candidates, fluids and particle friction, strain limits,
+   strands, tearing and damping clusters, parameters, time; the hash grid
+   and neighbour lists are scratch, rebuilt every substep).
    Callbacks (log, acceleration field) and the allocator are not part of
    it. A restored world stepped again gives bit-identical results. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
@@ -595,7 +607,9 @@ typedef enum pbd_collider_shape {
     PBD_COLLIDER_PLANE = 0,   /* half space below the plane through position with normal R*(0,1,0) */
     PBD_COLLIDER_SPHERE = 1,  /* radius */
     PBD_COLLIDER_CAPSULE = 2, /* segment along R*(0,1,0) of half length half_height, radius */
-    PBD_COLLIDER_BOX = 3      /* half_extents along the axes of R */
+    PBD_COLLIDER_BOX = 3,     /* half_extents along the axes of R */
+    PBD_COLLIDER_MESH = 4,    /* triangle mesh through a BVH: pbd_add_collider_mesh */
+    PBD_COLLIDER_SDF_GRID = 5 /* signed-distance grid of a closed mesh: pbd_add_collider_mesh */
 } pbd_collider_shape;
 
 typedef int pbd_collider;
@@ -638,6 +652,47 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w);
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
                                         float *distance);
 
+
+// ==== mesh colliders ========================================================
+/* Static triangle meshes as colliders, for characters and props. They join
+   the contact pipeline of the analytic shapes (swept continuous contacts,
+   per-particle contact slots, static and dynamic friction, restitution) and
+   move kinematically with pbd_collider_set_pose like them.
+     * sdf_resolution == 0: PBD_COLLIDER_MESH, the exact distance to the
+       triangles through a bounding volume hierarchy (median splits, leaves
+       of <= 4 triangles). A closed, consistently oriented mesh is solid: its
+       distance is signed with angle-weighted pseudo-normals (Baerentzen and
+       Aanaes 2005), so a particle found inside is pushed out. An open mesh
+       (a terrain, a wall) is a two-sided shell: particles stay on the side
+       they come from.
+     * sdf_resolution > 0: PBD_COLLIDER_SDF_GRID, a signed-distance grid
+       sampled from the closed mesh (cubic cells, sdf_resolution cells along
+       the longest side of the mesh bounds plus a margin of 4 cells), read by
+       trilinear interpolation with its analytic gradient. Cheaper per query
+       than the BVH for big meshes; accurate to about one cell. Outside the
+       grid the distance to the mesh's bounding box is used.
+   Bad input (NULL, NaN, an index out of range, a repeated vertex in a
+   triangle, a zero-area triangle, an edge shared by more than two
+   triangles; an open mesh for a grid; sdf_resolution outside 0..512)
+   returns an error and adds nothing. The collider keeps its own copy of
+   the mesh, which is part of the snapshot (BVH and grid are rebuilt by
+   pbd_world_restore). */
+typedef struct pbd_mesh_collider_desc {
+    const float *positions;  /* vertex_count*3, in the collider's frame */
+    int vertex_count;
+    const int *triangles;    /* triangle_count*3 */
+    int triangle_count;
+    int sdf_resolution;      /* 0 (default): BVH; 2..512: signed-distance grid */
+    float position[3];       /* pose of the collider frame */
+    float rotation[4];       /* unit quaternion x y z w; default identity */
+    float static_friction;   /* default 0.5 */
+    float dynamic_friction;  /* default 0.4 */
+    float restitution;       /* default 0 */
+} pbd_mesh_collider_desc;
+
+PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void);
+PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *desc,
+                                        pbd_collider *out);
 
 // ==== hash grid =============================================================
 /* A spatial hash grid over the particles that take part in particle
@@ -917,6 +972,50 @@ PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, in
                                           pbd_damping_cluster *out);
 PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping);
 
+// ==== self-collision ========================================================
+/* Cloth self-collision and cloth-cloth collision (survey 3.4.3). A
+   collision surface is a triangle mesh over world particles with a
+   thickness. Every substep:
+     1. the predicted motion of every surface vertex is limited to
+        `thickness` per substep (a maximum speed of thickness / h): with it,
+        and with candidate search over swept bounds enlarged by twice the
+        thickness, a crossing cannot happen between two discrete checks;
+     2. candidates come from a uniform hash grid over the swept bounds of
+        triangles and edges (x -> p), rebuilt each substep by counting sort,
+        so their order, and the result, does not depend on the threads;
+     3. point-triangle constraints C = (q - p1) . n - thickness >= 0 with
+        the triangle's winding chosen so that the vertex stays on the side it
+        was on at the start of the step (survey 3.4.3, both forms), active
+        while the vertex is over the triangle; edge-edge constraints keep
+        the closest points of two crossing-capable edges `thickness` apart
+        along their separation at the start of the step;
+     4. the constraints are projected every iteration after the constraint
+        groups and plugins, before the collider contacts.
+   Surfaces collide with each other (two cloths) and, with self_collision
+   set, with themselves. The thickness must be smaller than about half the
+   rest distance between features of the mesh that share no vertex (about
+   half an edge length), or the rest state itself would be in contact. A
+   particle belongs to at most one surface. Surfaces are part of the
+   snapshot; candidates are rebuilt every substep. */
+typedef struct pbd_collision_surface_desc {
+    const int *triangles;  /* triangle_count*3 world particle indices */
+    int triangle_count;
+    float thickness;       /* > 0, default 0.01 m */
+    int self_collision;    /* default 1: also against its own triangles */
+} pbd_collision_surface_desc;
+
+PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void);
+PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *desc,
+                                            int *out);
+/* The surface of a cloth made by pbd_add_cloth(w, desc, cloth): its
+   triangles mapped to world particles (through desc->permutation when the
+   cloth was reordered). */
+PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth,
+                                               const pbd_cloth_desc *desc, float thickness,
+                                               int *out);
+PBDDEF int pbd_world_surface_count(const pbd_world *w);
+/* Point-triangle and edge-edge candidates of the last substep. */
+PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
    substep loop through a small table of callbacks, so that pbd.h never
@@ -2006,6 +2105,7 @@ typedef struct pbd__collider {
     float mu_s, mu_d, restitution;
     float pos[3], rot[4];       /* pose at the start of the step */
     float to_pos[3], to_rot[4]; /* pose at its end */
+    int mesh;                   /* mesh and SDF-grid shapes: index into pbd_world.meshcols */
 } pbd__collider;
 
 /* A collider's pose at the start and the end of the current substep. */
@@ -2117,6 +2217,13 @@ struct pbd_world {
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
     double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
+    /* mesh colliders (see "==== mesh colliders") and self-collision
+       surfaces (see "==== self-collision") */
+    int nmeshcols, meshcol_cap;
+    struct pbd__meshcol *meshcols;
+    int nsurfaces, surface_cap;
+    struct pbd__surface *surfaces;
+    struct pbd__selfcol *selfcol; /* derived scratch, rebuilt when surfaces change */
     pbd__particle_phase pp; /* particle contact and fluids */
     /* strain limiting, strands, tearing, damping clusters (their sections) */
     int nlras, lra_cap;
@@ -2292,12 +2399,16 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
     memset(g, 0, sizeof *g);
 }
 
+static void pbd__meshcols_free(pbd_world *w);
+static void pbd__surfaces_free(pbd_world *w);
 static void pbd__pp_free(pbd_world *w);
 static void pbd__extras_free(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
 static void pbd__world_free_contents(pbd_world *w) {
     pbd__pp_free(w);
     pbd__extras_free(w);
+    pbd__meshcols_free(w);
+    pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
                       w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->object_l};
@@ -2452,6 +2563,8 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     }
 }
 
+static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
+static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
 static void pbd__io_extras(pbd__io *io, pbd_world *w);
 /* Walks the whole state. When reading, w is a fresh zeroed world whose
@@ -2514,6 +2627,8 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     for (int g = 0; g < w->ngroups && !io->bad; ++g) pbd__io_group(io, w, &w->groups[g]);
     pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
+    pbd__io_meshcols(io, w);
+    pbd__io_surfaces(io, w);
     pbd__io_particle_phase(io, w);
     pbd__io_extras(io, w);
 }
@@ -2554,6 +2669,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t);
 static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders);
 static pbd_result pbd__reserve_poses(pbd_world *w, int n);
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
+static pbd_result pbd__meshcols_rebuild(pbd_world *w);
+static pbd_result pbd__selfcol_rebuild(pbd_world *w);
 
 static pbd_result pbd__validate_particle_phase(const pbd_world *t);
 static pbd_result pbd__pp_refresh(pbd_world *w);
@@ -2586,6 +2703,8 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
                         pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK ||
                         pbd__pp_refresh(&t) != PBD_OK))
         r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) r = pbd__meshcols_rebuild(&t);   /* BVHs and grids are derived */
+    if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
         return pbd__fail(w, r, "snapshot of %zu bytes could not be restored", size);
@@ -3173,9 +3292,9 @@ static int pbd__cmp_int(const void *a, const void *b) {
 
 /* A closed, consistently oriented mesh has every directed edge exactly once
    and its reverse exactly once. */
-static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) {
+static pbd_result pbd__closed_status(const pbd_world *w, const int *tri, int nt) {
     uint64_t *keys = (uint64_t *)pbd__alloc_n((pbd_world *)w, (size_t)nt * 3, sizeof(uint64_t));
-    if (!keys) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    if (!keys) return PBD_ERROR_OUT_OF_MEMORY;
     for (int t = 0; t < nt; ++t)
         for (int e = 0; e < 3; ++e) {
             uint32_t a = (uint32_t)tri[3 * t + e], b = (uint32_t)tri[3 * t + (e + 1) % 3];
@@ -3189,6 +3308,11 @@ static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) 
         else if (pbd__find_u64(keys, 3L * nt, rev) < 0) r = PBD_ERROR_NOT_CLOSED;
     }
     pbd__free((pbd_world *)w, keys);
+    return r;
+}
+static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) {
+    pbd_result r = pbd__closed_status(w, tri, nt);
+    if (r == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, r, "no memory to check the mesh");
     if (r != PBD_OK) return pbd__fail(w, r, "every edge must be shared by exactly two triangles of opposite orientation");
     return PBD_OK;
 }
@@ -3896,6 +4020,7 @@ static void pbd__normalize_quat(const float *q, float *out) {
     for (int i = 0; i < 4; ++i) out[i] = q[i] / n;
 }
 
+static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d, int mesh, pbd_collider *out);
 PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd_collider *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
@@ -3911,6 +4036,11 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "half_height %g < 0", (double)d->half_height);
     if (d->shape == PBD_COLLIDER_BOX && !(d->half_extents[0] > 0 && d->half_extents[1] > 0 && d->half_extents[2] > 0))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "box half extents must be > 0");
+    return pbd__append_collider(w, d, 0, out);
+}
+
+/* Appends a validated collider (mesh: its pbd_world.meshcols index). */
+static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d, int mesh, pbd_collider *out) {
     if (w->ncolliders >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many colliders");
     if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1, sizeof(pbd__collider)))
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
@@ -3933,6 +4063,7 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
     pbd__normalize_quat(d->rotation, c->rot);
     memcpy(c->to_pos, c->pos, sizeof c->pos);
     memcpy(c->to_rot, c->rot, sizeof c->rot);
+    c->mesh = mesh;
     if (out) *out = w->ncolliders;
     w->ncolliders++;
     return PBD_OK;
@@ -4039,8 +4170,12 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w) {
    gradient (the outward normal of the closest surface point). Every shape
    is convex, so its SDF is convex along any segment: sphere tracing a
    segment cannot step over the surface (the continuous test below). */
-static float pbd__sdf(const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
+static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n);
+static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
+static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     switch (c->shape) {
+    case PBD_COLLIDER_MESH:
+    case PBD_COLLIDER_SDF_GRID: return pbd__meshcol_sdf(w, c, y, n);
     case PBD_COLLIDER_PLANE:
         *n = pbd__v(0, 1, 0);
         return y.y;
@@ -4089,7 +4224,7 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
     const pbd__collider *col = &w->colliders[c];
     pbd__v3 n;
-    *distance = pbd__sdf(col, pbd__to_local(col->to_pos, col->to_rot, pbd__ld(point)), &n);
+    *distance = pbd__sdf(w, col, pbd__to_local(col->to_pos, col->to_rot, pbd__ld(point)), &n);
     if (normal) pbd__st(normal, pbd__qrot(col->to_rot, n));
     return PBD_OK;
 }
@@ -4113,13 +4248,14 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    pulled into it by its constraints during the iterations); the contact
    plane itself is at distance r. Returns 1 with the plane (through q,
    normal n, world space). */
-static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
+static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
                         float margin, pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
     float reach = r + margin;
+    if (c->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, c, xl, pl, reach)) return 0; /* bounds first */
     float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-    float dx = pbd__sdf(c, xl, &nl);
+    float dx = pbd__sdf(w, c, xl, &nl);
     int found = 0;
     if (dx - reach <= tol) {
         /* starting near, on or inside the surface: the plane through the
@@ -4136,24 +4272,485 @@ static int pbd__collide(const pbd__collider *c, const pbd__pose *a, const pbd__p
         float len = pbd__len(dir), t = 0;
         for (int it = 0; it < 64 && len > 1e-12f; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
-            float d = pbd__sdf(c, y, &nl) - reach;
+            float d = pbd__sdf(w, c, y, &nl) - reach;
             if (d <= tol) { hit = y; found = 1; break; }
             t += d / len;
             if (t > 1.0f) break;
         }
-        if (!found && pbd__sdf(c, pl, &nl) - reach < 0) { /* a grazing hit the tracer missed */
+        if (!found && pbd__sdf(w, c, pl, &nl) - reach < 0) { /* a grazing hit the tracer missed */
             hit = pl;
             found = 1;
         }
     }
     if (found) { /* onto the surface inflated by r, along the normal there */
-        float d = pbd__sdf(c, hit, &nl);
+        float d = pbd__sdf(w, c, hit, &nl);
         hit = pbd__sub(hit, pbd__mul(nl, d - r));
     }
     if (!found) return 0;
     *n = pbd__qrot(b->rot, nl);
     *q = pbd__to_world(b->pos, b->rot, hit);
     return 1;
+}
+
+// ==== mesh colliders ========================================================
+
+/* A BVH node: a leaf (count > 0) holds order[first .. first + count); an
+   inner node (count == 0) has its children at first and first + 1. */
+typedef struct pbd__bvh_node { float lo[3], hi[3]; int first, count; } pbd__bvh_node;
+
+typedef struct pbd__meshcol {
+    /* the source (snapshot state) */
+    int nv, nt, resolution;
+    float *verts; /* nv*3, collider frame */
+    int *tris;    /* nt*3 */
+    /* derived by pbd__meshcol_build */
+    int closed;
+    float lo[3], hi[3]; /* mesh bounds */
+    float *pn;          /* per triangle 7 pseudo-normals: vertices a b c, edges ab bc ca, face */
+    int *order;         /* triangles in BVH leaf order */
+    pbd__bvh_node *nodes;
+    int nnodes;
+    int dims[3];        /* grid: cells per axis (nodes: dims + 1) */
+    float glo[3], cell;
+    float *grid;
+} pbd__meshcol;
+
+static void pbd__meshcol_free_derived(pbd_world *w, pbd__meshcol *m) {
+    pbd__free(w, m->pn);
+    pbd__free(w, m->order);
+    pbd__free(w, m->nodes);
+    pbd__free(w, m->grid);
+    m->pn = NULL; m->order = NULL; m->nodes = NULL; m->grid = NULL;
+}
+static void pbd__meshcol_free(pbd_world *w, pbd__meshcol *m) {
+    pbd__meshcol_free_derived(w, m);
+    pbd__free(w, m->verts);
+    pbd__free(w, m->tris);
+    memset(m, 0, sizeof *m);
+}
+static void pbd__meshcols_free(pbd_world *w) {
+    for (int i = 0; w->meshcols && i < w->nmeshcols; ++i) pbd__meshcol_free(w, &w->meshcols[i]);
+    pbd__free(w, w->meshcols);
+    w->meshcols = NULL;
+    w->nmeshcols = w->meshcol_cap = 0;
+}
+
+static inline pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) { return pbd__ld(m->verts + 3 * m->tris[3 * t + k]); }
+
+/* Closest point to p on triangle abc (Ericson, Real-Time Collision
+   Detection, 5.1.5) and the feature it lies on: 0..2 vertex a b c, 3 edge
+   ab, 4 edge bc, 5 edge ca, 6 the face. */
+static pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3 c, int *feature) {
+    pbd__v3 ab = pbd__sub(b, a), ac = pbd__sub(c, a), ap = pbd__sub(p, a);
+    float d1 = pbd__dot(ab, ap), d2 = pbd__dot(ac, ap);
+    if (d1 <= 0 && d2 <= 0) { *feature = 0; return a; }
+    pbd__v3 bp = pbd__sub(p, b);
+    float d3 = pbd__dot(ab, bp), d4 = pbd__dot(ac, bp);
+    if (d3 >= 0 && d4 <= d3) { *feature = 1; return b; }
+    float vc = d1 * d4 - d3 * d2;
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) { *feature = 3; return pbd__add(a, pbd__mul(ab, d1 / (d1 - d3))); }
+    pbd__v3 cp = pbd__sub(p, c);
+    float d5 = pbd__dot(ab, cp), d6 = pbd__dot(ac, cp);
+    if (d6 >= 0 && d5 <= d6) { *feature = 2; return c; }
+    float vb = d5 * d2 - d1 * d6;
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) { *feature = 5; return pbd__add(a, pbd__mul(ac, d2 / (d2 - d6))); }
+    float va = d3 * d6 - d5 * d4;
+    if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+        *feature = 4;
+        return pbd__add(b, pbd__mul(pbd__sub(c, b), (d4 - d3) / ((d4 - d3) + (d5 - d6))));
+    }
+    float den = 1.0f / (va + vb + vc);
+    *feature = 6;
+    return pbd__add(a, pbd__add(pbd__mul(ab, vb * den), pbd__mul(ac, vc * den)));
+}
+
+static float pbd__box_dist2(const float *lo, const float *hi, pbd__v3 y) {
+    float q[3] = {y.x, y.y, y.z}, d2 = 0;
+    for (int k = 0; k < 3; ++k) {
+        float e = q[k] < lo[k] ? lo[k] - q[k] : (q[k] > hi[k] ? q[k] - hi[k] : 0.0f);
+        d2 += e * e;
+    }
+    return d2;
+}
+
+/* The closest point of the mesh to y: squared distance, point, triangle,
+   feature. Nearest child first, pruned by box distance. */
+static float pbd__bvh_closest(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *cp, int *tri, int *feat) {
+    int stack[96], top = 0;
+    float best = FLT_MAX;
+    stack[top++] = 0;
+    *tri = 0; *feat = 6; *cp = y;
+    while (top > 0) {
+        const pbd__bvh_node *nd = &m->nodes[stack[--top]];
+        if (pbd__box_dist2(nd->lo, nd->hi, y) >= best) continue;
+        if (nd->count > 0) {
+            for (int k = nd->first; k < nd->first + nd->count; ++k) {
+                int t = m->order[k], f;
+                pbd__v3 c = pbd__closest_on_triangle(y, pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1), pbd__mc_vert(m, t, 2), &f);
+                pbd__v3 d = pbd__sub(y, c);
+                float d2 = pbd__dot(d, d);
+                if (d2 < best) { best = d2; *cp = c; *tri = t; *feat = f; }
+            }
+            continue;
+        }
+        int l = nd->first, r = nd->first + 1;
+        float dl = pbd__box_dist2(m->nodes[l].lo, m->nodes[l].hi, y), dr = pbd__box_dist2(m->nodes[r].lo, m->nodes[r].hi, y);
+        if (top + 2 > (int)(sizeof stack / sizeof stack[0])) continue; /* cannot happen: depth <= 64 */
+        if (dl <= dr) { stack[top++] = r; stack[top++] = l; }
+        else { stack[top++] = l; stack[top++] = r; }
+    }
+    return best;
+}
+
+/* Signed (closed mesh) or unsigned (open shell) distance through the BVH,
+   with the outward normal of the closest point. */
+static float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
+    pbd__v3 cp;
+    int t, f;
+    float d = sqrtf(pbd__bvh_closest(m, y, &cp, &t, &f));
+    pbd__v3 diff = pbd__sub(y, cp), face = pbd__ld(m->pn + 21 * t + 18);
+    if (!m->closed) {
+        *n = d > 1e-12f ? pbd__mul(diff, 1.0f / d) : face;
+        return d;
+    }
+    float s = pbd__dot(diff, pbd__ld(m->pn + 21 * t + 3 * f)) < 0 ? -1.0f : 1.0f;
+    *n = d > 1e-12f ? pbd__mul(diff, s / d) : face;
+    return s * d;
+}
+
+/* Trilinear interpolation of the grid and its gradient; outside the grid
+   the distance to the mesh bounds (a lower bound, safe for tracing). */
+static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
+    float q[3] = {y.x, y.y, y.z}, f[3];
+    int i[3], outside = 0;
+    for (int k = 0; k < 3; ++k) {
+        float u = (q[k] - m->glo[k]) / m->cell;
+        if (!(u >= 0 && u <= (float)m->dims[k])) outside = 1;
+        u = pbd__clampf(u, 0.0f, (float)m->dims[k]);
+        int c = (int)u;
+        if (c > m->dims[k] - 1) c = m->dims[k] - 1;
+        i[k] = c;
+        f[k] = u - (float)c;
+    }
+    if (outside) {
+        float d2 = pbd__box_dist2(m->lo, m->hi, y);
+        pbd__v3 c = pbd__v(pbd__clampf(y.x, m->lo[0], m->hi[0]), pbd__clampf(y.y, m->lo[1], m->hi[1]), pbd__clampf(y.z, m->lo[2], m->hi[2]));
+        float d = sqrtf(d2);
+        *n = d > 1e-12f ? pbd__mul(pbd__sub(y, c), 1.0f / d) : pbd__v(0, 1, 0);
+        return d;
+    }
+    int sx = m->dims[0] + 1, sy = m->dims[1] + 1;
+    float v[8];
+    for (int c = 0; c < 8; ++c)
+        v[c] = m->grid[((size_t)(i[2] + (c >> 2)) * sy + (size_t)(i[1] + ((c >> 1) & 1))) * sx + (size_t)(i[0] + (c & 1))];
+    /* along x, then y, then z */
+    float x00 = v[0] + (v[1] - v[0]) * f[0], x10 = v[2] + (v[3] - v[2]) * f[0];
+    float x01 = v[4] + (v[5] - v[4]) * f[0], x11 = v[6] + (v[7] - v[6]) * f[0];
+    float y0 = x00 + (x10 - x00) * f[1], y1 = x01 + (x11 - x01) * f[1];
+    float d = y0 + (y1 - y0) * f[2];
+    float gx0 = (v[1] - v[0]) + ((v[3] - v[2]) - (v[1] - v[0])) * f[1];
+    float gx1 = (v[5] - v[4]) + ((v[7] - v[6]) - (v[5] - v[4])) * f[1];
+    pbd__v3 g = pbd__v(gx0 + (gx1 - gx0) * f[2], (x10 - x00) + ((x11 - x01) - (x10 - x00)) * f[2], y1 - y0);
+    float gl = pbd__len(g);
+    *n = gl > 1e-12f ? pbd__mul(g, 1.0f / gl) : pbd__v(0, 1, 0);
+    return d;
+}
+
+static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
+    const pbd__meshcol *m = &w->meshcols[c->mesh];
+    return c->shape == PBD_COLLIDER_SDF_GRID ? pbd__grid_sdf(m, y, n) : pbd__bvh_sdf(m, y, n);
+}
+
+/* Whether the segment a -> b (collider frame) comes within reach of the
+   mesh bounds: the broad phase before any tracing. */
+static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach) {
+    const pbd__meshcol *m = &w->meshcols[c->mesh];
+    float A[3] = {a.x, a.y, a.z}, B[3] = {b.x, b.y, b.z};
+    for (int k = 0; k < 3; ++k) {
+        float lo = A[k] < B[k] ? A[k] : B[k], hi = A[k] < B[k] ? B[k] : A[k];
+        if (hi + reach < m->lo[k] || lo - reach > m->hi[k]) return 0;
+    }
+    return 1;
+}
+
+static int pbd__meshcol_index_ok(const pbd_world *w, const pbd__collider *c) {
+    if (c->mesh < 0 || c->mesh >= w->nmeshcols) return 0;
+    return (w->meshcols[c->mesh].resolution > 0) == (c->shape == PBD_COLLIDER_SDF_GRID);
+}
+
+/* --- building ----------------------------------------------------------------- */
+
+/* Orders order[lo, hi) so that the element at k has the k-th centroid along
+   axis (ties by triangle index): a deterministic quickselect. */
+static void pbd__bvh_select(int *order, const float *cent, int axis, int lo, int hi, int k) {
+    while (hi - lo > 1) {
+        int mid = lo + (hi - lo) / 2;
+        float pv = cent[3 * order[mid] + axis];
+        int pt = order[mid];
+        int i = lo, j = hi - 1;
+        while (i <= j) {
+            while (cent[3 * order[i] + axis] < pv || (cent[3 * order[i] + axis] == pv && order[i] < pt)) ++i;
+            while (cent[3 * order[j] + axis] > pv || (cent[3 * order[j] + axis] == pv && order[j] > pt)) --j;
+            if (i <= j) { int t = order[i]; order[i] = order[j]; order[j] = t; ++i; --j; }
+        }
+        if (k <= j) hi = j + 1;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+static void pbd__bvh_build(pbd__meshcol *m, const float *cent, int node, int first, int count, int depth) {
+    pbd__bvh_node *nd = &m->nodes[node];
+    float clo[3] = {FLT_MAX, FLT_MAX, FLT_MAX}, chi[3] = {-FLT_MAX, -FLT_MAX, -FLT_MAX};
+    for (int k = 0; k < 3; ++k) { nd->lo[k] = FLT_MAX; nd->hi[k] = -FLT_MAX; }
+    for (int i = first; i < first + count; ++i) {
+        int t = m->order[i];
+        for (int v = 0; v < 3; ++v) {
+            const float *p = m->verts + 3 * m->tris[3 * t + v];
+            for (int k = 0; k < 3; ++k) {
+                nd->lo[k] = p[k] < nd->lo[k] ? p[k] : nd->lo[k];
+                nd->hi[k] = p[k] > nd->hi[k] ? p[k] : nd->hi[k];
+            }
+        }
+        for (int k = 0; k < 3; ++k) {
+            clo[k] = cent[3 * t + k] < clo[k] ? cent[3 * t + k] : clo[k];
+            chi[k] = cent[3 * t + k] > chi[k] ? cent[3 * t + k] : chi[k];
+        }
+    }
+    if (count <= 4 || depth >= 60) {
+        nd->first = first;
+        nd->count = count;
+        return;
+    }
+    int axis = 0;
+    for (int k = 1; k < 3; ++k)
+        if (chi[k] - clo[k] > chi[axis] - clo[axis]) axis = k;
+    int half = count / 2;
+    pbd__bvh_select(m->order, cent, axis, first, first + count, first + half);
+    int child = m->nnodes;
+    m->nnodes += 2;
+    nd->first = child;
+    nd->count = 0;
+    pbd__bvh_build(m, cent, child, first, half, depth + 1);
+    pbd__bvh_build(m, cent, child + 1, first + half, count - half, depth + 1);
+}
+
+/* Pseudo-normals (Baerentzen and Aanaes 2005): the face normal, the sum of
+   the two face normals at an edge, the angle-weighted sum at a vertex. The
+   sign of (y - closest) . pseudo-normal is the inside/outside test of a
+   closed mesh, whatever feature the closest point lies on. */
+static void pbd__meshcol_normals(pbd__meshcol *m, float *vn, const pbd__edge_sort *keys) {
+    memset(vn, 0, sizeof(float) * 3 * (size_t)m->nv);
+    for (int t = 0; t < m->nt; ++t) {
+        pbd__v3 p[3] = {pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1), pbd__mc_vert(m, t, 2)};
+        pbd__v3 fn = pbd__cross(pbd__sub(p[1], p[0]), pbd__sub(p[2], p[0]));
+        fn = pbd__mul(fn, 1.0f / pbd__len(fn));
+        pbd__st(m->pn + 21 * t + 18, fn);
+        for (int k = 0; k < 3; ++k) {
+            pbd__v3 e1 = pbd__sub(p[(k + 1) % 3], p[k]), e2 = pbd__sub(p[(k + 2) % 3], p[k]);
+            float c = pbd__dot(e1, e2) / (pbd__len(e1) * pbd__len(e2));
+            float ang = acosf(pbd__clampf(c, -1.0f, 1.0f));
+            float *o = vn + 3 * m->tris[3 * t + k];
+            o[0] += ang * fn.x; o[1] += ang * fn.y; o[2] += ang * fn.z;
+        }
+    }
+    for (int t = 0; t < m->nt; ++t)
+        for (int k = 0; k < 3; ++k) {
+            memcpy(m->pn + 21 * t + 3 * k, vn + 3 * m->tris[3 * t + k], 3 * sizeof(float));
+            pbd__v3 e = pbd__ld(m->pn + 21 * t + 18);
+            if (keys) { /* closed: the twin triangle of directed edge (b, a) */
+                uint32_t a = (uint32_t)m->tris[3 * t + k], b = (uint32_t)m->tris[3 * t + (k + 1) % 3];
+                uint64_t rev = ((uint64_t)b << 32) | a;
+                long lo = 0, hi = 3L * m->nt - 1;
+                while (lo <= hi) {
+                    long mid = lo + (hi - lo) / 2;
+                    if (keys[mid].key == rev) { e = pbd__add(e, pbd__ld(m->pn + 21 * (keys[mid].opp / 3) + 18)); break; }
+                    if (keys[mid].key < rev) lo = mid + 1; else hi = mid - 1;
+                }
+            }
+            pbd__st(m->pn + 21 * t + 9 + 3 * k, e);
+        }
+}
+
+/* Everything derived from the source mesh: bounds, pseudo-normals, BVH and
+   the grid. The source was validated. */
+static pbd_result pbd__meshcol_build(pbd_world *w, pbd__meshcol *m) {
+    pbd_result cr = pbd__closed_status(w, m->tris, m->nt);
+    if (cr == PBD_ERROR_OUT_OF_MEMORY) return cr;
+    m->closed = cr == PBD_OK;
+    size_t nt = (size_t)m->nt;
+    m->pn = (float *)pbd__alloc_n(w, nt * 21, sizeof(float));
+    m->order = (int *)pbd__alloc_n(w, nt, sizeof(int));
+    m->nodes = (pbd__bvh_node *)pbd__alloc_n(w, 2 * nt, sizeof(pbd__bvh_node));
+    float *cent = (float *)pbd__alloc_n(w, nt * 3, sizeof(float));
+    float *vn = (float *)pbd__alloc_n(w, (size_t)m->nv * 3, sizeof(float));
+    pbd__edge_sort *keys = m->closed ? (pbd__edge_sort *)pbd__alloc_n(w, nt * 3, sizeof(pbd__edge_sort)) : NULL;
+    pbd_result r = PBD_OK;
+    if (!m->pn || !m->order || !m->nodes || !cent || !vn || (m->closed && !keys)) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) {
+        for (int t = 0; t < m->nt; ++t) {
+            m->order[t] = t;
+            pbd__v3 c = pbd__mul(pbd__add(pbd__add(pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1)), pbd__mc_vert(m, t, 2)), 1.0f / 3.0f);
+            pbd__st(cent + 3 * t, c);
+            for (int k = 0; keys && k < 3; ++k) {
+                uint32_t a = (uint32_t)m->tris[3 * t + k], b = (uint32_t)m->tris[3 * t + (k + 1) % 3];
+                keys[3 * t + k].key = ((uint64_t)a << 32) | b;
+                keys[3 * t + k].opp = 3 * t + k;
+            }
+        }
+        if (keys) qsort(keys, nt * 3, sizeof *keys, pbd__cmp_edge_key);
+        pbd__meshcol_normals(m, vn, keys);
+        m->nnodes = 1;
+        pbd__bvh_build(m, cent, 0, 0, m->nt, 0);
+        memcpy(m->lo, m->nodes[0].lo, sizeof m->lo);
+        memcpy(m->hi, m->nodes[0].hi, sizeof m->hi);
+    }
+    if (r == PBD_OK && m->resolution > 0) {
+        /* the grid: cubic cells, a margin of 4 cells around the bounds */
+        float ext = 0;
+        for (int k = 0; k < 3; ++k) ext = m->hi[k] - m->lo[k] > ext ? m->hi[k] - m->lo[k] : ext;
+        m->cell = ext / (float)m->resolution;
+        size_t count = 1;
+        for (int k = 0; k < 3; ++k) {
+            m->dims[k] = (int)ceilf((m->hi[k] - m->lo[k]) / m->cell) + 8;
+            m->glo[k] = 0.5f * (m->lo[k] + m->hi[k]) - 0.5f * m->cell * (float)m->dims[k];
+            count *= (size_t)(m->dims[k] + 1);
+        }
+        m->grid = (float *)pbd__alloc_n(w, count, sizeof(float));
+        if (!m->grid) r = PBD_ERROR_OUT_OF_MEMORY;
+        for (int k = 0; r == PBD_OK && k <= m->dims[2]; ++k)
+            for (int j = 0; j <= m->dims[1]; ++j)
+                for (int i = 0; i <= m->dims[0]; ++i) {
+                    pbd__v3 y = pbd__v(m->glo[0] + m->cell * (float)i, m->glo[1] + m->cell * (float)j, m->glo[2] + m->cell * (float)k), n;
+                    m->grid[((size_t)k * (size_t)(m->dims[1] + 1) + (size_t)j) * (size_t)(m->dims[0] + 1) + (size_t)i] = pbd__bvh_sdf(m, y, &n);
+                }
+    }
+    pbd__free(w, cent);
+    pbd__free(w, vn);
+    pbd__free(w, keys);
+    if (r != PBD_OK) pbd__meshcol_free_derived(w, m);
+    return r;
+}
+
+PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void) {
+    pbd_mesh_collider_desc d;
+    memset(&d, 0, sizeof d);
+    d.rotation[3] = 1.0f;
+    d.static_friction = 0.5f;
+    d.dynamic_friction = 0.4f;
+    return d;
+}
+
+/* The checks of the source mesh, shared by pbd_add_collider_mesh and the
+   snapshot. */
+static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, int nv, const int *tris, int nt, int resolution) {
+    PBD__CHECK_PTR(w, verts, "positions");
+    if (nv < 3) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d < 3", nv);
+    if (nv > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
+    if (resolution < 0 || resolution == 1 || resolution > 512)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "sdf_resolution %d is neither 0 nor in 2..512", resolution);
+    PBD__TRY(pbd__check_finite(w, verts, 3 * (size_t)nv, "positions"));
+    PBD__TRY(pbd__validate_triangles(w, tris, nt, nv, "triangles"));
+    for (int t = 0; t < nt; ++t) {
+        pbd__v3 a = pbd__ld(verts + 3 * tris[3 * t]), b = pbd__ld(verts + 3 * tris[3 * t + 1]), c = pbd__ld(verts + 3 * tris[3 * t + 2]);
+        pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a);
+        float l2 = pbd__dot(e0, e0) > pbd__dot(e1, e1) ? pbd__dot(e0, e0) : pbd__dot(e1, e1);
+        if (!(pbd__len(pbd__cross(e0, e1)) > 1e-6f * l2) || !(l2 > 0))
+            return pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d has zero area", t);
+    }
+    pbd__edge *edges = NULL;
+    long ne = pbd__build_edges((pbd_world *)w, tris, nt, 3, &edges);
+    if (ne < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
+    pbd_result r = PBD_OK;
+    for (long e = 0; e < ne && r == PBD_OK; ++e)
+        if (edges[e].nopp > 2)
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)", edges[e].a, edges[e].b, edges[e].nopp);
+    pbd__free((pbd_world *)w, edges);
+    if (r == PBD_OK && resolution > 0) {
+        pbd_result c = pbd__closed_status(w, tris, nt);
+        if (c == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, c, "no memory to check the mesh");
+        if (c != PBD_OK) return pbd__fail(w, c, "a signed-distance grid needs a closed, consistently oriented mesh");
+    }
+    return r;
+}
+
+PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__meshcol_validate(w, d->positions, d->vertex_count, d->triangles, d->triangle_count, d->sdf_resolution));
+    pbd_collider_desc cd = pbd_collider_desc_default();
+    cd.shape = d->sdf_resolution > 0 ? PBD_COLLIDER_SDF_GRID : PBD_COLLIDER_MESH;
+    memcpy(cd.position, d->position, sizeof cd.position);
+    memcpy(cd.rotation, d->rotation, sizeof cd.rotation);
+    cd.static_friction = d->static_friction;
+    cd.dynamic_friction = d->dynamic_friction;
+    cd.restitution = d->restitution;
+    PBD__TRY(pbd__check_pose(w, cd.position, cd.rotation));
+    PBD__TRY(pbd__check_friction(w, cd.static_friction, cd.dynamic_friction, cd.restitution));
+    if (w->nmeshcols >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many mesh colliders");
+    if (!pbd__grow(w, (void **)&w->meshcols, w->nmeshcols, &w->meshcol_cap, w->nmeshcols + 1, sizeof(pbd__meshcol)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a mesh collider");
+    pbd__meshcol m;
+    memset(&m, 0, sizeof m);
+    m.nv = d->vertex_count;
+    m.nt = d->triangle_count;
+    m.resolution = d->sdf_resolution;
+    m.verts = (float *)pbd__alloc_n(w, (size_t)m.nv * 3, sizeof(float));
+    m.tris = (int *)pbd__alloc_n(w, (size_t)m.nt * 3, sizeof(int));
+    pbd_result r = m.verts && m.tris ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) {
+        memcpy(m.verts, d->positions, sizeof(float) * 3 * (size_t)m.nv);
+        memcpy(m.tris, d->triangles, sizeof(int) * 3 * (size_t)m.nt);
+        r = pbd__meshcol_build(w, &m);
+    }
+    if (r != PBD_OK) {
+        pbd__meshcol_free(w, &m);
+        return pbd__fail(w, r, "no memory for a mesh collider");
+    }
+    w->meshcols[w->nmeshcols] = m;
+    r = pbd__append_collider(w, &cd, w->nmeshcols, out);
+    if (r != PBD_OK) {
+        pbd__meshcol_free(w, &w->meshcols[w->nmeshcols]);
+        return r;
+    }
+    w->nmeshcols++;
+    return PBD_OK;
+}
+
+/* Snapshot: the source meshes; pbd__meshcols_rebuild derives the rest. */
+static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
+    pbd__io_int(io, &w->nmeshcols);
+    if (io->bad) return;
+    if (io->in) {
+        if (w->nmeshcols < 0 || (size_t)w->nmeshcols > io->size - io->off) { io->bad = 1; return; }
+        w->meshcol_cap = w->nmeshcols;
+        if (w->nmeshcols > 0) {
+            w->meshcols = (pbd__meshcol *)pbd__alloc_n(w, (size_t)w->nmeshcols, sizeof(pbd__meshcol));
+            if (!w->meshcols) { io->bad = 2; return; }
+            memset(w->meshcols, 0, sizeof(pbd__meshcol) * (size_t)w->nmeshcols);
+        }
+    }
+    for (int i = 0; i < w->nmeshcols && !io->bad; ++i) {
+        pbd__meshcol *m = &w->meshcols[i];
+        pbd__io_int(io, &m->nv);
+        pbd__io_int(io, &m->nt);
+        pbd__io_int(io, &m->resolution);
+        if (io->in && !io->bad && (m->nv < 3 || m->nt < 1 || m->nv > INT_MAX / 8 || m->nt > INT_MAX / 8)) { io->bad = 1; return; }
+        pbd__io_array(io, w, (void **)&m->verts, 3L * m->nv, sizeof(float));
+        pbd__io_array(io, w, (void **)&m->tris, 3L * m->nt, sizeof(int));
+    }
+}
+
+static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
+    for (int i = 0; i < w->nmeshcols; ++i) {
+        pbd__meshcol *m = &w->meshcols[i];
+        if (pbd__meshcol_validate(w, m->verts, m->nv, m->tris, m->nt, m->resolution) != PBD_OK) return PBD_ERROR_BAD_SNAPSHOT;
+        pbd_result r = pbd__meshcol_build(w, m);
+        if (r != PBD_OK) return r;
+    }
+    for (int c = 0; c < w->ncolliders; ++c)
+        if (w->colliders[c].shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(w, &w->colliders[c])) return PBD_ERROR_BAD_SNAPSHOT;
+    return PBD_OK;
 }
 
 // ==== hash grid =============================================================
@@ -6930,6 +7527,723 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     return PBD_OK;
 }
 
+// ==== self-collision ========================================================
+
+enum { PBD__SC_PT = 8, PBD__SC_EE = 4 }; /* candidate slots per vertex / per edge */
+#ifndef PBD__SC_SPEED
+#define PBD__SC_SPEED 1.0f /* the maximum motion per substep, in thicknesses */
+#endif
+
+typedef struct pbd__surface {
+    int nt, self;
+    float thickness;
+    int *tris; /* nt*3 world particles */
+} pbd__surface;
+
+/* lambda: the normal correction accumulated this substep (0: never active) */
+typedef struct pbd__sc_pt { int tri; float side, dist, lambda; } pbd__sc_pt;
+typedef struct pbd__sc_ee { int edge; float s, t, dist, lambda; pbd__v3 n; } pbd__sc_ee;
+
+/* Derived from the surfaces (rebuilt when they change); vertices, triangles
+   and edges of all surfaces numbered together. */
+typedef struct pbd__selfcol {
+    int nv, nt, ne;
+    float maxth;
+    int *vp, *vs;  /* per vertex: world particle (sorted), surface */
+    int *tv, *ts;  /* per triangle: 3 vertices, surface */
+    int *ev, *es;  /* per edge: 2 vertices, surface */
+    float *x0;     /* nv*3: positions at the start of the step */
+    float *reach;  /* nv: how far each vertex may get this substep */
+    float *box;    /* (nt + ne) * 6: swept bounds of this substep */
+    float *cent;   /* (nt + ne) * 3: their centres, the points of the grids */
+    pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangles, edges */
+    float cellt, celle;
+    pbd__sc_pt *pt;
+    unsigned char *npt;
+    pbd__sc_ee *ee;
+    unsigned char *nee;
+} pbd__selfcol;
+
+static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
+    if (!S) return;
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->box, S->cent,
+                      S->pt, S->npt, S->ee, S->nee};
+    pbd__grid_free(w, &S->gt);
+    pbd__grid_free(w, &S->ge);
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
+    pbd__free(w, S);
+}
+
+static void pbd__surfaces_free(pbd_world *w) {
+    for (int i = 0; w->surfaces && i < w->nsurfaces; ++i) pbd__free(w, w->surfaces[i].tris);
+    pbd__free(w, w->surfaces);
+    pbd__selfcol_free(w, w->selfcol);
+    w->surfaces = NULL;
+    w->selfcol = NULL;
+    w->nsurfaces = w->surface_cap = 0;
+}
+
+static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
+    int lo = 0, hi = S->nv - 1;
+    while (lo <= hi) {
+        int m = lo + (hi - lo) / 2;
+        if (S->vp[m] == particle) return m;
+        if (S->vp[m] < particle) lo = m + 1; else hi = m - 1;
+    }
+    return -1;
+}
+
+/* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
+   swaps it in; on failure nothing changes. */
+/* The candidates of a snapshot (in old) into the fresh tables S: they carry
+   the sides that pairs keep. */
+static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
+    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee))) return 0;
+    for (int i = 0; i < S->nv; ++i) {
+        if (old->npt[i] > PBD__SC_PT) return 0;
+        for (int k = 0; k < old->npt[i]; ++k) {
+            const pbd__sc_pt *c = &old->pt[(size_t)i * PBD__SC_PT + k];
+            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) || !pbd__finite(c->lambda)) return 0;
+        }
+    }
+    for (int e = 0; e < S->ne; ++e) {
+        if (old->nee[e] > PBD__SC_EE) return 0;
+        for (int k = 0; k < old->nee[e]; ++k) {
+            const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
+            if (c->edge <= e || c->edge >= S->ne || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
+                !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
+                return 0;
+        }
+    }
+    memcpy(S->npt, old->npt, (size_t)S->nv);
+    memcpy(S->pt, old->pt, sizeof(pbd__sc_pt) * PBD__SC_PT * (size_t)S->nv);
+    if (S->ne) {
+        memcpy(S->nee, old->nee, (size_t)S->ne);
+        memcpy(S->ee, old->ee, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
+    }
+    return 1;
+}
+
+/* keep: the old tables came from a snapshot and hold its candidates. */
+static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
+    if (w->nsurfaces == 0) {
+        pbd__selfcol_free(w, w->selfcol);
+        w->selfcol = NULL;
+        return PBD_OK;
+    }
+    pbd__selfcol *S = (pbd__selfcol *)pbd__alloc(w, sizeof *S);
+    if (!S) return PBD_ERROR_OUT_OF_MEMORY;
+    memset(S, 0, sizeof *S);
+    long nt = 0, ne = 0, nidx = 0;
+    pbd_result r = PBD_OK;
+    for (int s = 0; s < w->nsurfaces; ++s) {
+        const pbd__surface *sf = &w->surfaces[s];
+        if (sf->nt <= 0 || !pbd__finite(sf->thickness) || !(sf->thickness > 0) || (sf->self != 0 && sf->self != 1)) r = PBD_ERROR_INVALID_ARGUMENT;
+        for (long k = 0; k < 3L * sf->nt && r == PBD_OK; ++k)
+            if (sf->tris[k] < 0 || sf->tris[k] >= w->n) r = PBD_ERROR_INDEX_OUT_OF_RANGE;
+        nt += sf->nt;
+        S->maxth = sf->thickness > S->maxth ? sf->thickness : S->maxth;
+    }
+    if (r == PBD_OK && nt > INT_MAX / 16) r = PBD_ERROR_OVERFLOW;
+    /* vertices: the sorted particles of all surfaces, each in one surface */
+    int *all = r == PBD_OK ? (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int)) : NULL;
+    if (r == PBD_OK && !all) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) {
+        for (int s = 0; s < w->nsurfaces; ++s)
+            for (long k = 0; k < 3L * w->surfaces[s].nt; ++k) all[nidx++] = w->surfaces[s].tris[k];
+        qsort(all, (size_t)nidx, sizeof(int), pbd__cmp_int);
+        long u = 0;
+        for (long k = 0; k < nidx; ++k)
+            if (k == 0 || all[k] != all[k - 1]) all[u++] = all[k];
+        S->nv = (int)u;
+        S->nt = (int)nt;
+        S->vp = (int *)pbd__alloc_n(w, (size_t)u, sizeof(int));
+        S->vs = (int *)pbd__alloc_n(w, (size_t)u, sizeof(int));
+        S->tv = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
+        S->ts = (int *)pbd__alloc_n(w, (size_t)nt, sizeof(int));
+        if (!S->vp || !S->vs || !S->tv || !S->ts) r = PBD_ERROR_OUT_OF_MEMORY;
+        else {
+            memcpy(S->vp, all, sizeof(int) * (size_t)u);
+            for (long k = 0; k < u; ++k) S->vs[k] = -1;
+        }
+    }
+    pbd__free(w, all);
+    /* triangles and edges in surface vertex numbers */
+    long t = 0;
+    pbd__edge **edges = r == PBD_OK ? (pbd__edge **)pbd__alloc_n(w, (size_t)w->nsurfaces, sizeof(pbd__edge *)) : NULL;
+    long *nes = r == PBD_OK ? (long *)pbd__alloc_n(w, (size_t)w->nsurfaces, sizeof(long)) : NULL;
+    if (r == PBD_OK && (!edges || !nes)) r = PBD_ERROR_OUT_OF_MEMORY;
+    for (int s = 0; edges && s < w->nsurfaces; ++s) edges[s] = NULL;
+    for (int s = 0; r == PBD_OK && s < w->nsurfaces; ++s) {
+        const pbd__surface *sf = &w->surfaces[s];
+        for (int k = 0; k < sf->nt; ++k, ++t) {
+            S->ts[t] = s;
+            for (int j = 0; j < 3; ++j) {
+                int v = pbd__sc_vertex(S, sf->tris[3 * k + j]);
+                if (S->vs[v] >= 0 && S->vs[v] != s) r = PBD_ERROR_INVALID_ARGUMENT; /* shared by two surfaces */
+                S->vs[v] = s;
+                S->tv[3 * t + j] = v;
+            }
+        }
+        nes[s] = pbd__build_edges(w, sf->tris, sf->nt, 3, &edges[s]);
+        if (nes[s] < 0) r = PBD_ERROR_OUT_OF_MEMORY;
+        else ne += nes[s];
+    }
+    if (r == PBD_OK) {
+        S->ne = (int)ne;
+        S->ev = (int *)pbd__alloc_n(w, (size_t)ne * 2, sizeof(int));
+        S->es = (int *)pbd__alloc_n(w, (size_t)ne, sizeof(int));
+        if (!S->ev || !S->es) r = PBD_ERROR_OUT_OF_MEMORY;
+        long e = 0;
+        for (int s = 0; r == PBD_OK && s < w->nsurfaces; ++s)
+            for (long k = 0; k < nes[s]; ++k, ++e) {
+                S->ev[2 * e] = pbd__sc_vertex(S, edges[s][k].a);
+                S->ev[2 * e + 1] = pbd__sc_vertex(S, edges[s][k].b);
+                S->es[e] = s;
+            }
+    }
+    for (int s = 0; edges && s < w->nsurfaces; ++s) pbd__free(w, edges[s]);
+    pbd__free(w, edges);
+    pbd__free(w, nes);
+    if (r == PBD_OK) {
+        size_t nv = (size_t)S->nv, np = (size_t)S->nt + (size_t)S->ne;
+        S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
+        S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
+        S->box = (float *)pbd__alloc_n(w, np * 6, sizeof(float));
+        S->cent = (float *)pbd__alloc_n(w, np * 3, sizeof(float));
+        S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
+        S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
+        S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
+        S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
+        if (!S->x0 || !S->reach || !S->box || !S->cent || !S->pt || !S->npt || !S->ee || !S->nee)
+            r = PBD_ERROR_OUT_OF_MEMORY;
+        else if (pbd__grid_reserve(w, &S->gt, S->nt) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ne > 0 ? S->ne : 1) != PBD_OK)
+            r = PBD_ERROR_OUT_OF_MEMORY;
+        else {
+            memset(S->npt, 0, nv);
+            memset(S->nee, 0, (size_t)S->ne);
+            memset(S->pt, 0, sizeof(pbd__sc_pt) * PBD__SC_PT * nv); /* snapshots hold every slot */
+            memset(S->ee, 0, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
+            for (size_t i = 0; i < nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
+        }
+    }
+    if (r == PBD_OK && keep && (!w->selfcol || !pbd__selfcol_keep(S, w->selfcol))) r = PBD_ERROR_BAD_SNAPSHOT;
+    if (r != PBD_OK) {
+        pbd__selfcol_free(w, S);
+        return r;
+    }
+    pbd__selfcol_free(w, w->selfcol);
+    w->selfcol = S;
+    return PBD_OK;
+}
+static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
+    pbd_result r = pbd__selfcol_build(w, 1);
+    return r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_INDEX_OUT_OF_RANGE || r == PBD_ERROR_OVERFLOW ? PBD_ERROR_BAD_SNAPSHOT : r;
+}
+
+PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void) {
+    pbd_collision_surface_desc d;
+    memset(&d, 0, sizeof d);
+    d.thickness = 0.01f;
+    d.self_collision = 1;
+    return d;
+}
+
+/* Index of the object holding particle i, or -1. */
+static int pbd__object_of(const pbd_world *w, int i) {
+    int lo = 0, hi = w->nobjects - 1;
+    while (lo <= hi) {
+        int mid = lo + (hi - lo) / 2;
+        const pbd__object *o = &w->objects[mid];
+        if (i < o->first) hi = mid - 1;
+        else if (i >= o->first + o->count) lo = mid + 1;
+        else return mid;
+    }
+    return -1;
+}
+
+PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *d, int *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, d, "desc");
+    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
+    if (!(d->thickness > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g must be > 0", (double)d->thickness);
+    if (w->nsurfaces >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many surfaces");
+    if (!pbd__grow(w, (void **)&w->surfaces, w->nsurfaces, &w->surface_cap, w->nsurfaces + 1, sizeof(pbd__surface)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
+    pbd__surface *sf = &w->surfaces[w->nsurfaces];
+    sf->nt = d->triangle_count;
+    sf->thickness = d->thickness;
+    sf->self = d->self_collision ? 1 : 0;
+    sf->tris = (int *)pbd__alloc_n(w, (size_t)sf->nt * 3, sizeof(int));
+    if (!sf->tris) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
+    memcpy(sf->tris, d->triangles, sizeof(int) * 3 * (size_t)sf->nt);
+    w->nsurfaces++;
+    pbd_result r = pbd__selfcol_build(w, 0);
+    if (r != PBD_OK) {
+        w->nsurfaces--;
+        pbd__free(w, sf->tris);
+        if (r == PBD_ERROR_INVALID_ARGUMENT) return pbd__fail(w, r, "a particle of this surface belongs to another surface");
+        return pbd__fail(w, r, "no memory for a surface");
+    }
+    /* contacts between objects exchange angular momentum (see SOLVER 5) */
+    int o0 = pbd__object_of(w, sf->tris[0]), spans = w->nsurfaces > 1;
+    for (long k = 0; k < 3L * sf->nt && !spans; ++k) spans = pbd__object_of(w, sf->tris[k]) != o0;
+    for (int s = 0; spans && s < w->nsurfaces; ++s) pbd__mark_coupled(w, w->surfaces[s].tris, 3L * w->surfaces[s].nt);
+    if (out) *out = w->nsurfaces - 1;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth, const pbd_cloth_desc *desc,
+                                               float thickness, int *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, cloth, "cloth");
+    PBD__CHECK_PTR(w, desc, "desc");
+    pbd_range rg = cloth->particles;
+    if (rg.first < 0 || rg.count <= 0 || rg.first > w->n - rg.count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "cloth particles %d..%d are not in the world", rg.first, rg.first + rg.count - 1);
+    if (desc->vertex_count != rg.count)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "desc has %d vertices, the cloth %d", desc->vertex_count, rg.count);
+    PBD__TRY(pbd__validate_triangles(w, desc->triangles, desc->triangle_count, rg.count, "desc.triangles"));
+    if (desc->permutation)
+        for (int i = 0; i < rg.count; ++i)
+            if (desc->permutation[i] < 0 || desc->permutation[i] >= rg.count)
+                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, desc->permutation[i]);
+    int *tri = (int *)pbd__alloc_n(w, (size_t)desc->triangle_count * 3, sizeof(int));
+    if (!tri) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
+    for (long k = 0; k < 3L * desc->triangle_count; ++k) {
+        int v = desc->triangles[k];
+        tri[k] = rg.first + (desc->permutation ? desc->permutation[v] : v);
+    }
+    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
+    sd.triangles = tri;
+    sd.triangle_count = desc->triangle_count;
+    sd.thickness = thickness;
+    pbd_result r = pbd_add_collision_surface(w, &sd, out);
+    pbd__free(w, tri);
+    return r;
+}
+
+PBDDEF int pbd_world_surface_count(const pbd_world *w) { return w ? w->nsurfaces : 0; }
+PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
+    if (!w || !w->selfcol) return 0;
+    int total = 0;
+    for (int i = 0; i < w->selfcol->nv; ++i) total += w->selfcol->npt[i];
+    for (int e = 0; e < w->selfcol->ne; ++e) total += w->selfcol->nee[e];
+    return total;
+}
+
+static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
+    pbd__io_int(io, &w->nsurfaces);
+    if (io->bad) return;
+    if (io->in) {
+        if (w->nsurfaces < 0 || (size_t)w->nsurfaces > io->size - io->off) { io->bad = 1; return; }
+        w->surface_cap = w->nsurfaces;
+        if (w->nsurfaces > 0) {
+            w->surfaces = (pbd__surface *)pbd__alloc_n(w, (size_t)w->nsurfaces, sizeof(pbd__surface));
+            if (!w->surfaces) { io->bad = 2; return; }
+            memset(w->surfaces, 0, sizeof(pbd__surface) * (size_t)w->nsurfaces);
+        }
+    }
+    for (int s = 0; s < w->nsurfaces && !io->bad; ++s) {
+        pbd__surface *sf = &w->surfaces[s];
+        pbd__io_int(io, &sf->nt);
+        pbd__io_int(io, &sf->self);
+        pbd__io_float(io, &sf->thickness);
+        if (io->in && !io->bad && (sf->nt < 1 || sf->nt > INT_MAX / 16)) { io->bad = 1; return; }
+        pbd__io_array(io, w, (void **)&sf->tris, 3L * sf->nt, sizeof(int));
+    }
+    if (w->nsurfaces == 0 || io->bad) return;
+    /* the candidates: they carry the sides that pairs keep */
+    pbd__selfcol *S = w->selfcol;
+    if (io->in) {
+        S = (pbd__selfcol *)pbd__alloc(w, sizeof *S);
+        if (!S) { io->bad = 2; return; }
+        memset(S, 0, sizeof *S);
+        w->selfcol = S;
+    }
+    pbd__io_int(io, &S->nv);
+    pbd__io_int(io, &S->nt);
+    pbd__io_int(io, &S->ne);
+    if (io->in && !io->bad && (S->nv < 0 || S->nt < 0 || S->ne < 0 || S->nv > INT_MAX / 16 || S->nt > INT_MAX / 16 || S->ne > INT_MAX / 16)) {
+        io->bad = 1;
+        return;
+    }
+    pbd__io_array(io, w, (void **)&S->npt, S->nv, 1);
+    pbd__io_array(io, w, (void **)&S->pt, (long)S->nv * PBD__SC_PT, sizeof(pbd__sc_pt));
+    pbd__io_array(io, w, (void **)&S->nee, S->ne, 1);
+    pbd__io_array(io, w, (void **)&S->ee, (long)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
+}
+
+/* --- per step and substep ------------------------------------------------------ */
+
+/* The sides of the constraints come from the positions at the start of the step. */
+static void pbd__selfcol_begin_step(pbd_world *w) {
+    pbd__selfcol *S = w->selfcol;
+    for (int i = 0; i < S->nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
+}
+
+static inline void pbd__box_init(float *b, pbd__v3 p) { b[0] = b[3] = p.x; b[1] = b[4] = p.y; b[2] = b[5] = p.z; }
+static inline void pbd__box_add(float *b, pbd__v3 p) {
+    float q[3] = {p.x, p.y, p.z};
+    for (int k = 0; k < 3; ++k) { b[k] = q[k] < b[k] ? q[k] : b[k]; b[3 + k] = q[k] > b[3 + k] ? q[k] : b[3 + k]; }
+}
+static inline int pbd__box_overlap(const float *a, const float *b) {
+    return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] && b[2] <= a[5];
+}
+/* Barycentric coordinates of the projection of q on the plane of abc. */
+static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u) {
+    pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a), d = pbd__sub(q, a);
+    float d00 = pbd__dot(e0, e0), d01 = pbd__dot(e0, e1), d11 = pbd__dot(e1, e1), d20 = pbd__dot(d, e0), d21 = pbd__dot(d, e1);
+    float den = d00 * d11 - d01 * d01;
+    if (!(den > 1e-30f)) return 0;
+    u[1] = (d11 * d20 - d01 * d21) / den;
+    u[2] = (d00 * d21 - d01 * d20) / den;
+    u[0] = 1.0f - u[1] - u[2];
+    return 1;
+}
+
+/* Closest points of segments p1 q1 and p2 q2 (Ericson 5.1.9): parameters. */
+static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2, float *s, float *t) {
+    pbd__v3 d1 = pbd__sub(q1, p1), d2 = pbd__sub(q2, p2), r = pbd__sub(p1, p2);
+    float a = pbd__dot(d1, d1), e = pbd__dot(d2, d2), f = pbd__dot(d2, r);
+    float c = pbd__dot(d1, r), b = pbd__dot(d1, d2), den = a * e - b * b;
+    if (!(a > 1e-20f) || !(e > 1e-20f)) { *s = *t = 0; return; } /* a collapsed edge: no edge contact */
+    float S = den > 1e-12f * a * e ? pbd__clampf((b * f - c * e) / den, 0.0f, 1.0f) : 0.0f;
+    float T = (b * S + f) / e;
+    if (T < 0) { T = 0; S = pbd__clampf(-c / a, 0.0f, 1.0f); }
+    else if (T > 1) { T = 1; S = pbd__clampf((b - c) / a, 0.0f, 1.0f); }
+    *s = S;
+    *t = T;
+}
+
+static inline pbd__v3 pbd__sc_x(const pbd_world *w, const pbd__selfcol *S, int v) { return pbd__p3(w->x[S->vp[v]]); }
+static inline pbd__v3 pbd__sc_x0(const pbd__selfcol *S, int v) { return pbd__ld(S->x0 + 3 * v); }
+static inline float pbd__sc_travel(const pbd_world *w, const pbd__selfcol *S, int v) {
+    (void)w;
+    return S->reach[v];
+}
+static inline float pbd__sc_thickness(const pbd_world *w, int sa, int sb) {
+    float a = w->surfaces[sa].thickness, b = w->surfaces[sb].thickness;
+    return a > b ? a : b;
+}
+static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return sa != sb || w->surfaces[sa].self; }
+
+/* Keeps the k nearest candidates, sorted by distance (ties: the order found). */
+#define PBD__SC_INSERT(arr, cnt, K, item)                                            \
+    do {                                                                             \
+        int pos_ = (cnt) < (K) ? (cnt) : (K);                                        \
+        while (pos_ > 0 && (arr)[pos_ - 1].dist > (item).dist) {                     \
+            if (pos_ < (K)) (arr)[pos_] = (arr)[pos_ - 1];                           \
+            --pos_;                                                                  \
+        }                                                                            \
+        if (pos_ < (K)) { (arr)[pos_] = (item); if ((cnt) < (K)) (cnt)++; }          \
+    } while (0)
+
+/* Point-triangle candidates of vertex i. */
+static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
+    pbd__sc_pt *slots = S->pt + (size_t)i * PBD__SC_PT, prev[PBD__SC_PT];
+    int count = 0, nprev = S->npt[i];
+    memcpy(prev, slots, sizeof(pbd__sc_pt) * (size_t)nprev);
+    pbd__v3 xi = pbd__sc_x(w, S, i);
+    float vb[6], tv = pbd__sc_travel(w, S, i);
+    pbd__box_init(vb, pbd__sub(xi, pbd__v(tv, tv, tv)));
+    pbd__box_add(vb, pbd__add(xi, pbd__v(tv, tv, tv)));
+    /* a triangle whose box meets vb has its centre within half a cell of vb */
+    int buckets[64];
+    float hc = 0.5f * S->gt.cell;
+    int nb = pbd__grid_buckets(&S->gt, pbd__v(vb[0] - hc, vb[1] - hc, vb[2] - hc), pbd__v(vb[3] + hc, vb[4] + hc, vb[5] + hc), buckets, 64);
+    int all = nb < 0;
+    if (all) nb = S->gt.mask + 1;
+    for (int bi = 0; bi < nb; ++bi) {
+                int h = all ? bi : buckets[bi];
+                for (int k = S->gt.start[h]; k < S->gt.start[h + 1]; ++k) {
+                    int t = S->gt.sorted[k];
+                    const int *tv3 = S->tv + 3 * t;
+                    if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) continue;
+                    const float *tb = S->box + 6 * (size_t)t;
+                    if (!pbd__box_overlap(vb, tb)) continue;
+                    pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
+                    int f;
+                    float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
+                    float tt = pbd__sc_travel(w, S, tv3[0]);
+                    for (int j = 1; j < 3; ++j) { float q = pbd__sc_travel(w, S, tv3[j]); tt = q > tt ? q : tt; }
+                    float th = pbd__sc_thickness(w, S->vs[i], S->ts[t]);
+                    if (d > 2.0f * th + tv + tt) continue;
+                    /* the side. While the vertex is over the triangle (within a
+                       thickness of it, as in the projection) it keeps the side
+                       it had, so that a vertex the solver could not hold is
+                       brought back; a new pair takes it from the start of the
+                       step where the vertex was over the triangle then; a
+                       vertex beside the triangle takes the side it is on (it
+                       may pass around an edge) */
+                    pbd__v3 nx = pbd__cross(pbd__sub(b, a), pbd__sub(c, a));
+                    float nl = pbd__len(nx), side = 0;
+                    if (!(nl > 1e-18f)) continue;
+                    float dn = pbd__dot(pbd__sub(xi, a), nx) / nl;
+                    int over = d * d - dn * dn <= th * th;
+                    for (int j = 0; over && j < nprev; ++j)
+                        if (prev[j].tri == t) side = prev[j].side;
+                    pbd__v3 a0 = pbd__sc_x0(S, tv3[0]), b0 = pbd__sc_x0(S, tv3[1]), c0v = pbd__sc_x0(S, tv3[2]), q0 = pbd__sc_x0(S, i);
+                    float u[3];
+                    if (side != 0) {
+                    } else if (over && pbd__barycentric(q0, a0, b0, c0v, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
+                        side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0v, a0)));
+                    else
+                        side = dn;
+                    pbd__sc_pt item;
+                    item.tri = t;
+                    item.side = side < 0 ? -1.0f : 1.0f;
+                    item.dist = d;
+                    item.lambda = 0;
+                    PBD__SC_INSERT(slots, count, PBD__SC_PT, item);
+                }
+    }
+    S->npt[i] = (unsigned char)count;
+}
+
+/* Edge-edge candidates of edge e (against edges of larger index). */
+static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
+    pbd__sc_ee *slots = S->ee + (size_t)e * PBD__SC_EE, prev[PBD__SC_EE];
+    int count = 0, nprev = S->nee[e];
+    memcpy(prev, slots, sizeof(pbd__sc_ee) * (size_t)nprev);
+    const float *eb = S->box + 6 * ((size_t)S->nt + (size_t)e);
+    int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1];
+    int buckets[64];
+    float hc = 0.5f * S->ge.cell;
+    int nb = pbd__grid_buckets(&S->ge, pbd__v(eb[0] - hc, eb[1] - hc, eb[2] - hc), pbd__v(eb[3] + hc, eb[4] + hc, eb[5] + hc), buckets, 64);
+    int all = nb < 0;
+    if (all) nb = S->ge.mask + 1;
+    for (int bi = 0; bi < nb; ++bi) {
+                int h = all ? bi : buckets[bi];
+                for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
+                    int f = S->ge.sorted[k];
+                    if (f <= e) continue;
+                    int b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
+                    if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) continue;
+                    const float *fb = S->box + 6 * ((size_t)S->nt + (size_t)f);
+                    if (!pbd__box_overlap(eb, fb)) continue;
+                    pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
+                    float s, t;
+                    pbd__segment_closest(A0, A1, B0, B1, &s, &t);
+                    /* closest points at an end are vertex contacts, which the
+                       point-triangle constraints of the neighbours handle */
+                    if (s <= 1e-3f || s >= 1 - 1e-3f || t <= 1e-3f || t >= 1 - 1e-3f) continue;
+                    pbd__v3 d = pbd__sub(pbd__lerp(A0, A1, s), pbd__lerp(B0, B1, t));
+                    float dist = pbd__len(d);
+                    float tr = pbd__sc_travel(w, S, a0), q;
+                    q = pbd__sc_travel(w, S, a1); tr = q > tr ? q : tr;
+                    float tr2 = pbd__sc_travel(w, S, b0);
+                    q = pbd__sc_travel(w, S, b1); tr2 = q > tr2 ? q : tr2;
+                    float th = pbd__sc_thickness(w, S->es[e], S->es[f]);
+                    if (dist > 2.0f * th + tr + tr2) continue;
+                    /* the separating direction at the start of the step */
+                    pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s), pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
+                    float l0 = pbd__len(d0);
+                    pbd__sc_ee item;
+                    int kept = -1;
+                    for (int j = 0; j < nprev; ++j)
+                        if (prev[j].edge == f) kept = j;
+                    if (kept >= 0) item.n = prev[kept].n; /* kept while the pair stays a candidate */
+                    else if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
+                    else if (dist > 1e-7f) item.n = pbd__mul(d, 1.0f / dist);
+                    else continue;
+                    item.edge = f;
+                    item.lambda = 0;
+                    item.s = s;
+                    item.t = t;
+                    item.dist = dist;
+                    PBD__SC_INSERT(slots, count, PBD__SC_EE, item);
+                }
+    }
+    S->nee[e] = (unsigned char)count;
+}
+
+/* After the prediction: limit the motion, bound it, find the candidates. */
+static void pbd__selfcol_detect(pbd_world *w, float h) {
+    pbd__selfcol *S = w->selfcol;
+    int nv = S->nv, np = S->nt + S->ne;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < nv; ++i) {
+        int q = S->vp[i];
+        S->reach[i] = pbd__len(pbd__sub(pbd__p3(w->p[q]), pbd__p3(w->x[q])));
+        if (w->x[q].w == 0) continue; /* pinned and kinematic particles move as told */
+        pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+        float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+        S->reach[i] = lim; /* the solver keeps it within this too (pbd__selfcol_project) */
+        if (l > lim) { /* the maximum speed: thickness per substep */
+            d = pbd__mul(d, lim / l);
+            w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
+            w->v[q].x = d.x / h; w->v[q].y = d.y / h; w->v[q].z = d.z / h;
+        }
+    }
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < np; ++k) {
+        const int *vv = k < S->nt ? S->tv + 3 * k : S->ev + 2 * (k - S->nt);
+        int nvk = k < S->nt ? 3 : 2;
+        float *b = S->box + 6 * (size_t)k;
+        pbd__box_init(b, pbd__sc_x(w, S, vv[0]));
+        for (int j = 0; j < nvk; ++j) {
+            float rj = S->reach[vv[j]];
+            pbd__v3 xj = pbd__sc_x(w, S, vv[j]);
+            pbd__box_add(b, pbd__sub(xj, pbd__v(rj, rj, rj)));
+            pbd__box_add(b, pbd__add(xj, pbd__v(rj, rj, rj)));
+        }
+        /* triangles reach 2 thicknesses (vertices are points); edges one each */
+        float g = k < S->nt ? 2.0f * S->maxth : S->maxth;
+        for (int j = 0; j < 3; ++j) {
+            b[j] -= g;
+            b[3 + j] += g;
+            S->cent[3 * (size_t)k + j] = 0.5f * (b[j] + b[3 + j]);
+        }
+    }
+    PBD__PRAGMA(omp single)
+    {
+        float ct = 0, ce = 0;
+        for (int k = 0; k < np; ++k) {
+            const float *b = S->box + 6 * (size_t)k;
+            float *c = k < S->nt ? &ct : &ce;
+            for (int j = 0; j < 3; ++j) *c = b[3 + j] - b[j] > *c ? b[3 + j] - b[j] : *c;
+        }
+        /* cells as large as the largest box: a query spans a few cells */
+        S->cellt = ct * 1.01f + 1e-6f;
+        S->celle = ce * 1.01f + 1e-6f;
+    }
+    pbd__grid_build(&S->gt, S->cent, 3, NULL, S->nt, S->cellt);
+    if (S->ne > 0) pbd__grid_build(&S->ge, S->cent + 3 * (size_t)S->nt, 3, NULL, S->ne, S->celle);
+    PBD__PRAGMA(omp for schedule(dynamic, 64))
+    for (int i = 0; i < nv; ++i) pbd__sc_vertex_candidates(w, S, i);
+    PBD__PRAGMA(omp for schedule(dynamic, 64))
+    for (int e = 0; e < S->ne; ++e) pbd__sc_edge_candidates(w, S, e);
+}
+
+/* Moves particles ids[0..n) by w_i g_i dl, the PBD projection of survey 3.3
+   for a rigid unilateral constraint C (skipped when C >= 0). */
+static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n, float C) {
+    if (C >= 0) return 0;
+    float wg2 = 0;
+    for (int k = 0; k < n; ++k) wg2 += w->p[ids[k]].w * pbd__dot(g[k], g[k]);
+    if (!(wg2 > 1e-30f)) return 0;
+    float dl = -C / wg2, most = 0;
+    /* a contact near an edge's end or a triangle's corner whose other
+       particles are fixed would move the free one by C over a tiny weight:
+       no particle moves further than |C| */
+    for (int k = 0; k < n; ++k) {
+        float m = w->p[ids[k]].w * pbd__len(g[k]) * dl;
+        most = m > most ? m : most;
+    }
+    if (most > -C) dl *= -C / most;
+    for (int k = 0; k < n; ++k) {
+        pbd__p4 *P = &w->p[ids[k]];
+        float s = P->w * dl;
+        P->x += g[k].x * s; P->y += g[k].y * s; P->z += g[k].z * s;
+    }
+    return dl;
+}
+
+/* Every iteration: the point-triangle constraints (survey 3.4.3), then the
+   edge-edge ones, serially in candidate order. */
+static void pbd__selfcol_project(pbd_world *w) {
+    PBD__PRAGMA(omp single)
+    {
+        pbd__selfcol *S = w->selfcol;
+        /* the maximum speed holds for the solved motion too: the groups may
+           drag a vertex further than its prediction, beyond the reach of the
+           candidates; the self-collision projection has the last word */
+        for (int i = 0; i < S->nv; ++i) {
+            int q = S->vp[i];
+            if (w->p[q].w == 0) continue;
+            pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+            float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+            if (l > lim) {
+                d = pbd__mul(d, lim / l);
+                w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
+            }
+        }
+        for (int i = 0; i < S->nv; ++i)
+            for (int k = 0; k < S->npt[i]; ++k) {
+                pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+                const int *tv = S->tv + 3 * c->tri;
+                int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
+                if (c->side < 0) { ids[2] = S->vp[tv[2]]; ids[3] = S->vp[tv[1]]; } /* from below: the reversed winding */
+                pbd__v3 x[4], g[4];
+                for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
+                float th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
+                float C = pbd__eval_point_triangle(x, th, g);
+                if (C >= 0) continue;
+                /* active while the vertex is over the triangle, widened by
+                   the thickness so that it cannot slip past an edge */
+                int f;
+                pbd__v3 r = pbd__sub(x[0], pbd__closest_on_triangle(x[0], x[1], x[2], x[3], &f));
+                float rn = pbd__dot(r, g[0]);
+                if (pbd__dot(r, r) - rn * rn > th * th) continue;
+                c->lambda += pbd__sc_apply(w, ids, g, 4, C);
+            }
+        for (int e = 0; e < S->ne; ++e)
+            for (int k = 0; k < S->nee[e]; ++k) {
+                pbd__sc_ee *c = &S->ee[(size_t)e * PBD__SC_EE + k];
+                int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
+                pbd__v3 x[4];
+                for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
+                pbd__v3 d = pbd__sub(pbd__lerp(x[0], x[1], c->s), pbd__lerp(x[2], x[3], c->t));
+                float C = pbd__dot(d, c->n) - pbd__sc_thickness(w, S->es[e], S->es[c->edge]);
+                pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f), pbd__mul(c->n, -c->t)};
+                c->lambda += pbd__sc_apply(w, ids, g, 4, C);
+            }
+    }
+}
+
+/* Removes the separating normal velocity between the two sides of an
+   active contact: n the contact normal, k[j] the weights of the particles
+   (+ on one side, - on the other, summing to 0). The position correction
+   that kept them `thickness` apart is not turned into a velocity that
+   would throw the layers apart (as the collider contacts do for
+   restitution 0); without it, tightly folded cloth gains energy. */
+static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n) {
+    float vn = 0, den = 0;
+    for (int j = 0; j < 4; ++j) {
+        vn += k[j] * pbd__dot(pbd__p3(w->v[ids[j]]), n);
+        den += w->x[ids[j]].w * k[j] * k[j];
+    }
+    if (!(vn > 0) || !(den > 1e-30f)) return;
+    float dv = -vn / den;
+    for (int j = 0; j < 4; ++j) {
+        pbd__p4 *V = &w->v[ids[j]];
+        float s = w->x[ids[j]].w * k[j] * dv;
+        V->x += n.x * s; V->y += n.y * s; V->z += n.z * s;
+    }
+}
+
+/* After the velocity update: contacts that pushed this substep stop separating. */
+static void pbd__selfcol_velocities(pbd_world *w) {
+    PBD__PRAGMA(omp single)
+    {
+        pbd__selfcol *S = w->selfcol;
+        for (int i = 0; i < S->nv; ++i)
+            for (int k = 0; k < S->npt[i]; ++k) {
+                const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+                if (!(c->lambda > 0)) continue;
+                const int *tv = S->tv + 3 * c->tri;
+                int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
+                pbd__v3 x[4];
+                for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->x[ids[j]]);
+                pbd__v3 n = pbd__cross(pbd__sub(x[2], x[1]), pbd__sub(x[3], x[1]));
+                float l = pbd__len(n), u[3];
+                if (!(l > 1e-18f) || !pbd__barycentric(x[0], x[1], x[2], x[3], u)) continue;
+                float kk[4] = {1.0f, -u[0], -u[1], -u[2]};
+                pbd__sc_stop(w, ids, kk, pbd__mul(n, c->side / l));
+            }
+        for (int e = 0; e < S->ne; ++e)
+            for (int k = 0; k < S->nee[e]; ++k) {
+                const pbd__sc_ee *c = &S->ee[(size_t)e * PBD__SC_EE + k];
+                if (!(c->lambda > 0)) continue;
+                int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
+                float kk[4] = {1.0f - c->s, c->s, c->t - 1.0f, -c->t};
+                pbd__sc_stop(w, ids, kk, c->n);
+            }
+    }
+}
+
 // ==== plugins ===============================================================
 
 typedef struct pbd__plugin {
@@ -7603,7 +8917,7 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
         for (int c = 0; c < w->ncolliders && found < per; ++c) {
             pbd__v3 q, n;
             float margin = w->radius[i] + pbd__len(pbd__sub(p, x));
-            if (!pbd__collide(&w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], margin, &q, &n)) continue;
+            if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], margin, &q, &n)) continue;
             pbd__contact *ct = &slots[found++];
             ct->particle = i;
             ct->collider = c;
@@ -7927,6 +9241,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__reset_multipliers(w);
         for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
     }
+    if (w->nsurfaces) pbd__selfcol_detect(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
     pbd__pp_begin_substep(w);
@@ -7939,11 +9254,13 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__strands_project(w, it);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__pp_project(w);
+        if (w->nsurfaces) pbd__selfcol_project(w);
         pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
     pbd__strands_velocities(w, h);
     pbd__contact_velocities(w, h);
+    if (w->nsurfaces) pbd__selfcol_velocities(w);
     pbd__pp_end_substep(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
@@ -7977,6 +9294,7 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
     pbd__plugins_step(w, dt, 0);
+    if (w->nsurfaces) pbd__selfcol_begin_step(w);
     for (int s = 0; s < S; ++s) pbd__substep(w, h, s, S);
     for (int c = 0; c < w->ncolliders; ++c) {
         pbd__collider *col = &w->colliders[c];
@@ -7990,6 +9308,7 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
 
 /* --- snapshot validation ---------------------------------------------------- */
 
+static int pbd__meshcol_index_ok(const pbd_world *w, const pbd__collider *c);
 static pbd_result pbd__validate_restored(const pbd_world *t) {
     if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0 ||
         !(t->jacobi_relax > 0 && t->jacobi_relax <= 2) || !isfinite(t->time))
@@ -8040,8 +9359,10 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     }
     for (int c = 0; c < t->ncolliders; ++c) {
         const pbd__collider *col = &t->colliders[c];
-        if (col->shape < 0 || col->shape > PBD_COLLIDER_BOX || !pbd__finite_n(&col->radius, 8) ||
+        if (col->shape < 0 || col->shape > PBD_COLLIDER_SDF_GRID || !pbd__finite_n(&col->radius, 8) ||
             !pbd__finite_n(col->pos, 14))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        if (col->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(t, col))
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     return pbd__validate_extras(t);
