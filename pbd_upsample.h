@@ -961,29 +961,25 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
 /* ---- sparse stencil matrices (shared by the methods) ----------------------
    y = S x for 3 floats per vertex: row i of S gives detail vertex i as a
    weighted sum of coarse vertices (subdivision stencils, PIU's operator B).
-   Stored as CSR (what is saved) and, derived from it, in sliced-ELL form
-   for the SIMD kernel: rows in chunks of W, each chunk padded to its
-   longest row with weight-0 entries and stored entry-major, so one SIMD
-   lane is one row. Every row is summed in the same order, acc = 0 then
-   acc += w_k x_k for k = 0, 1, ..., in both paths; a padding entry adds
-   0 * x = +-0 to acc, which leaves acc's bits unchanged (x is finite:
-   pbd_up_eval checks), so SIMD == scalar bit for bit, and rows do not
-   depend on each other, so any thread count gives the same bits. */
+   Stored as CSR. The SIMD kernel keeps a row's x, y, z in the lanes of
+   one 128-bit register: a vertex is one load, one multiply by the
+   broadcast weight and one add (the scalar loop does three of each; a
+   lane-per-row layout needs three gathers per entry and was slower than
+   scalar here). Every row is summed in the same order, acc = 0 then
+   acc += w_k x_k for k = 0, 1, ..., in both paths, so SIMD == scalar bit
+   for bit, and rows do not depend on each other, so any thread count
+   gives the same bits. */
 typedef struct pbd_up__sparse {
     int rows, cols;
     int *start; /* rows + 1 */
     int *col;   /* start[rows] column indices, increasing within a row */
     float *val;
     /* derived (not saved) */
-    int chunks;
-    int *chunk_start; /* chunks + 1, in entries of W lanes */
-    int *ell_col;     /* 3 * column, padding repeats a valid column */
-    float *ell_val;
+    int chunks; /* row blocks of PBD_UP__W shared out between threads */
 } pbd_up__sparse;
 
 PBD_UP__SHARED void pbd_up__sparse_free(pbd_up__sparse *s) {
     pbd_up__free(s->start); pbd_up__free(s->col); pbd_up__free(s->val);
-    pbd_up__free(s->chunk_start); pbd_up__free(s->ell_col); pbd_up__free(s->ell_val);
     memset(s, 0, sizeof *s);
 }
 
@@ -1012,36 +1008,7 @@ PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
         }
     }
     if (s->cols > INT_MAX / 3) return PBD_ERROR_OVERFLOW;
-    const int W = PBD_UP__W;
-    pbd_up__free(s->chunk_start); pbd_up__free(s->ell_col); pbd_up__free(s->ell_val);
-    s->ell_col = NULL; s->ell_val = NULL;
-    s->chunks = (s->rows + W - 1) / W;
-    s->chunk_start = (int *)pbd_up__alloc_array((size_t)s->chunks + 1, sizeof(int));
-    if (!s->chunk_start) return PBD_ERROR_OUT_OF_MEMORY;
-    size_t total = 0;
-    s->chunk_start[0] = 0;
-    for (int c = 0; c < s->chunks; ++c) {
-        int longest = 0;
-        for (int i = c * W; i < (c + 1) * W && i < s->rows; ++i)
-            if (s->start[i + 1] - s->start[i] > longest) longest = s->start[i + 1] - s->start[i];
-        total += (size_t)longest;
-        if (total > (size_t)INT_MAX / (size_t)W) return PBD_ERROR_OVERFLOW;
-        s->chunk_start[c + 1] = (int)total;
-    }
-    s->ell_col = (int *)pbd_up__alloc_array(total * W, sizeof(int));
-    s->ell_val = (float *)pbd_up__alloc_array(total * W, sizeof(float));
-    if (!s->ell_col || !s->ell_val) return PBD_ERROR_OUT_OF_MEMORY;
-    for (int c = 0; c < s->chunks; ++c) {
-        for (int k = s->chunk_start[c]; k < s->chunk_start[c + 1]; ++k) {
-            for (int lane = 0; lane < W; ++lane) {
-                int i = c * W + lane, e = k - s->chunk_start[c];
-                size_t slot = (size_t)k * W + lane;
-                int have = i < s->rows && e < s->start[i + 1] - s->start[i];
-                s->ell_col[slot] = have ? 3 * s->col[s->start[i] + e] : 0;
-                s->ell_val[slot] = have ? s->val[s->start[i] + e] : 0.0f;
-            }
-        }
-    }
+    s->chunks = (s->rows + PBD_UP__W - 1) / PBD_UP__W;
     return PBD_OK;
 }
 
@@ -1062,66 +1029,23 @@ static void pbd_up__sparse_rows_scalar(const pbd_up__sparse *s, const float *x, 
 }
 
 #if PBD_UP__W > 1
-#if PBD_UP__W == 16
-typedef simde__m512 pbd_up__vf;
-typedef const int *pbd_up__vi; /* gathered as two 8-wide halves */
-#define PBD_UP__VZERO() simde_mm512_setzero_ps()
-#define PBD_UP__VLOAD(p) simde_mm512_loadu_ps(p)
-#define PBD_UP__VLOADI(p) (p)
-#define PBD_UP__VADD(a, b) simde_mm512_add_ps(a, b)
-#define PBD_UP__VMUL(a, b) simde_mm512_mul_ps(a, b)
-#define PBD_UP__VSTORE(p, a) simde_mm512_storeu_ps(p, a)
-#define PBD_UP__VGATHER(base, idx) pbd_up__gather16(base, idx)
-static inline simde__m512 pbd_up__gather16(const float *base, const int *idx) {
-    simde__m256 lo = simde_mm256_i32gather_ps(base, simde_mm256_loadu_si256((const simde__m256i *)(const void *)idx), 4);
-    simde__m256 hi = simde_mm256_i32gather_ps(base, simde_mm256_loadu_si256((const simde__m256i *)(const void *)(idx + 8)), 4);
-    return simde_mm512_insertf32x8(simde_mm512_castps256_ps512(lo), hi, 1);
-}
-#elif PBD_UP__W == 8
-typedef simde__m256 pbd_up__vf;
-typedef simde__m256i pbd_up__vi;
-#define PBD_UP__VZERO() simde_mm256_setzero_ps()
-#define PBD_UP__VLOAD(p) simde_mm256_loadu_ps(p)
-#define PBD_UP__VLOADI(p) simde_mm256_loadu_si256((const simde__m256i *)(const void *)(p))
-#define PBD_UP__VADD(a, b) simde_mm256_add_ps(a, b)
-#define PBD_UP__VMUL(a, b) simde_mm256_mul_ps(a, b)
-#define PBD_UP__VSTORE(p, a) simde_mm256_storeu_ps(p, a)
-#define PBD_UP__VGATHER(base, idx) simde_mm256_i32gather_ps(base, idx, 4)
-#else
-typedef simde__m128 pbd_up__vf;
-typedef const int *pbd_up__vi; /* SSE2 has no gather: four loads */
-#define PBD_UP__VZERO() simde_mm_setzero_ps()
-#define PBD_UP__VLOAD(p) simde_mm_loadu_ps(p)
-#define PBD_UP__VLOADI(p) (p)
-#define PBD_UP__VADD(a, b) simde_mm_add_ps(a, b)
-#define PBD_UP__VMUL(a, b) simde_mm_mul_ps(a, b)
-#define PBD_UP__VSTORE(p, a) simde_mm_storeu_ps(p, a)
-#define PBD_UP__VGATHER(base, idx) simde_mm_set_ps((base)[(idx)[3]], (base)[(idx)[2]], (base)[(idx)[1]], (base)[(idx)[0]])
-#endif
-
-/* The SIMD kernel: chunks [c0, c1), one row per lane. */
-static void pbd_up__sparse_chunks_simd(const pbd_up__sparse *s, const float *x, float *y, int c0, int c1) {
-    const int W = PBD_UP__W;
-    float ox[PBD_UP__W], oy[PBD_UP__W], oz[PBD_UP__W];
-    for (int c = c0; c < c1; ++c) {
-        pbd_up__vf ax = PBD_UP__VZERO(), ay = PBD_UP__VZERO(), az = PBD_UP__VZERO();
-        for (int k = s->chunk_start[c]; k < s->chunk_start[c + 1]; ++k) {
-            pbd_up__vi idx = PBD_UP__VLOADI(s->ell_col + (size_t)k * W);
-            pbd_up__vf w = PBD_UP__VLOAD(s->ell_val + (size_t)k * W);
-            ax = PBD_UP__VADD(ax, PBD_UP__VMUL(w, PBD_UP__VGATHER(x, idx)));
-            ay = PBD_UP__VADD(ay, PBD_UP__VMUL(w, PBD_UP__VGATHER(x + 1, idx)));
-            az = PBD_UP__VADD(az, PBD_UP__VMUL(w, PBD_UP__VGATHER(x + 2, idx)));
+/* The SIMD kernel: rows [r0, r1), x y z in the lanes of one register. The
+   last vertex is loaded by parts: a 4-float load there would read past x. */
+static void pbd_up__sparse_rows_simd(const pbd_up__sparse *s, const float *x, float *y, int r0, int r1) {
+    const int last = s->cols - 1;
+    for (int i = r0; i < r1; ++i) {
+        simde__m128 acc = simde_mm_setzero_ps();
+        for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
+            const int c = s->col[k];
+            const float *p = x + 3 * (size_t)c;
+            simde__m128 v = c < last ? simde_mm_loadu_ps(p) : simde_mm_set_ps(0.0f, p[2], p[1], p[0]);
+            acc = simde_mm_add_ps(acc, simde_mm_mul_ps(simde_mm_set1_ps(s->val[k]), v));
         }
-        PBD_UP__VSTORE(ox, ax);
-        PBD_UP__VSTORE(oy, ay);
-        PBD_UP__VSTORE(oz, az);
-        int n = s->rows - c * W < W ? s->rows - c * W : W;
-        float *o = y + 3 * (size_t)c * W;
-        for (int lane = 0; lane < n; ++lane) {
-            o[3 * lane] = ox[lane];
-            o[3 * lane + 1] = oy[lane];
-            o[3 * lane + 2] = oz[lane];
-        }
+        float o[4];
+        simde_mm_storeu_ps(o, acc);
+        y[3 * (size_t)i] = o[0];
+        y[3 * (size_t)i + 1] = o[1];
+        y[3 * (size_t)i + 2] = o[2];
     }
 }
 #endif
@@ -1133,19 +1057,15 @@ PBD_UP__SHARED void pbd_up__sparse_mul3(const pbd_up__sparse *s, const float *x,
     const int W = PBD_UP__W;
     (void)simd;
     (void)team;
+    void (*rows)(const pbd_up__sparse *, const float *, float *, int, int) = pbd_up__sparse_rows_scalar;
 #if PBD_UP__W > 1
-    if (simd) {
-        if (team <= 1) { pbd_up__sparse_chunks_simd(s, x, y, 0, s->chunks); return; }
-        PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team))
-        for (int c = 0; c < s->chunks; ++c) pbd_up__sparse_chunks_simd(s, x, y, c, c + 1);
-        return;
-    }
+    if (simd) rows = pbd_up__sparse_rows_simd;
 #endif
-    if (team <= 1) { pbd_up__sparse_rows_scalar(s, x, y, 0, s->rows); return; }
+    if (team <= 1) { rows(s, x, y, 0, s->rows); return; }
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team))
     for (int c = 0; c < s->chunks; ++c) {
         int r1 = (c + 1) * W < s->rows ? (c + 1) * W : s->rows;
-        pbd_up__sparse_rows_scalar(s, x, y, c * W, r1);
+        rows(s, x, y, c * W, r1);
     }
 }
 
