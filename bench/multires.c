@@ -135,7 +135,7 @@ static void linear_sweep(void) {
 /* ---- reproductions ----------------------------------------------------------- */
 
 static void strain(int n, int levels, float beta, float dt, float *avg, float *glob) {
-    mr_world m = mr_make(n, levels, 0.5f, 0, beta, -9.81f, 0);
+    mr_world m = mr_make(n, levels, 0.5f, PBD_SM_CLOTH_TWO_PASS, beta, -9.81f, 0);
     int steps = (int)(3.0f / dt + 0.5f), count = 0;
     double sa = 0, sg = 0;
     for (int s = 0; s < steps; ++s) {

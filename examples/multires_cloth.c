@@ -7,7 +7,7 @@
 
    Switches (any order): levels=N (1..8, default 4), wrinkles=0|1 (the
    coarse levels' wrinkle conservation, default 1), scheme=0|1 (two-pass or
-   independent sets), and the output folder (default "out"). Compare
+   independent sets, default 0), and the output folder (default "out"). Compare
        ./multires_cloth out wrinkles=1   and   ./multires_cloth out wrinkles=0
    to see the coarse levels smooth the folds away without conservation
    (out/multires_cloth_w1.png and out/multires_cloth_w0.png).
