@@ -4942,7 +4942,8 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
    centroid of the fine vertices that collapsed into it, so that the levels
    share no vertex. Locked vertices (corners, kept ones) stay; a boundary
    vertex averages only the boundary vertices of its cluster, so the
-   outline does not shrink. */
+   outline does not shrink; the corners of a triangle the move would fold
+   or squash stay on their fine vertices. */
 static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, const int *kept, const int *map,
                                     const unsigned char *locked) {
     long long *keys = NULL;
@@ -4967,6 +4968,24 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
             for (int k = 0; k < 3; ++k)
                 C->rest[3 * v + k] = locked[kept[v]] || acc[4 * v + 3] == 0 ? F->rest[3 * kept[v] + k]
                                                                                : (float)(acc[4 * v + k] / acc[4 * v + 3]);
+        /* a triangle that the move turned by over 70 degrees or shrank to
+           a tenth puts its corners back on their fine vertices */
+        for (int pass = 0, moved = 1; pass < 8 && moved; ++pass) {
+            moved = 0;
+            for (int t = 0; t < C->nt; ++t) {
+                const int *T = C->tri + 3 * t;
+                float n0[3], n1[3];
+                pbd_sm__tri_normal(F->rest + 3 * kept[T[0]], F->rest + 3 * kept[T[1]], F->rest + 3 * kept[T[2]], n0);
+                pbd_sm__tri_normal(C->rest + 3 * T[0], C->rest + 3 * T[1], C->rest + 3 * T[2], n1);
+                float l0 = pbd_sm__len3(n0), l1 = pbd_sm__len3(n1);
+                if (pbd_sm__dot3(n0, n1) > 0.35f * l0 * l1 && l1 > 0.1f * l0) continue;
+                for (int j = 0; j < 3; ++j)
+                    for (int k = 0; k < 3; ++k) {
+                        float f = F->rest[3 * kept[T[j]] + k];
+                        if (C->rest[3 * T[j] + k] != f) { C->rest[3 * T[j] + k] = f; moved = 1; }
+                    }
+            }
+        }
     }
     PBD_SM_FREE(keys);
     PBD_SM_FREE(uses);
