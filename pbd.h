@@ -2533,6 +2533,21 @@ static void pbd__io_array(pbd__io *io, pbd_world *w, void **arr, long n, size_t 
     pbd__io_bytes(io, *arr, (size_t)n * elem);
 }
 
+/* An array of n structs counted by *count; allocated (zeroed) when reading. */
+static void pbd__io_table(pbd__io *io, pbd_world *w, void **arr, int *count, int *cap, size_t elem) {
+    pbd__io_int(io, count);
+    if (io->bad) return;
+    if (io->in) {
+        if (*count < 0 || (size_t)*count > io->size - io->off) { io->bad = 1; *count = 0; return; }
+        *cap = *count;
+        if (*count > 0) {
+            *arr = pbd__alloc_n(w, (size_t)*count, elem);
+            if (!*arr) { io->bad = 2; *count = 0; return; }
+            memset(*arr, 0, (size_t)*count * elem);
+        }
+    }
+}
+
 static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     int *ints[] = {&g->type, &g->count, &g->arity, &g->rest_stride, &g->unilateral, &g->enabled, &g->nverts, &g->ntris};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; ++i) pbd__io_int(io, ints[i]);
@@ -4719,17 +4734,10 @@ PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_de
 
 /* Snapshot: the source meshes; pbd__meshcols_rebuild derives the rest. */
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
-    pbd__io_int(io, &w->nmeshcols);
+    int n = w->nmeshcols;
+    pbd__io_table(io, w, (void **)&w->meshcols, &n, &w->meshcol_cap, sizeof(pbd__meshcol));
+    w->nmeshcols = n;
     if (io->bad) return;
-    if (io->in) {
-        if (w->nmeshcols < 0 || (size_t)w->nmeshcols > io->size - io->off) { io->bad = 1; return; }
-        w->meshcol_cap = w->nmeshcols;
-        if (w->nmeshcols > 0) {
-            w->meshcols = (pbd__meshcol *)pbd__alloc_n(w, (size_t)w->nmeshcols, sizeof(pbd__meshcol));
-            if (!w->meshcols) { io->bad = 2; return; }
-            memset(w->meshcols, 0, sizeof(pbd__meshcol) * (size_t)w->nmeshcols);
-        }
-    }
     for (int i = 0; i < w->nmeshcols && !io->bad; ++i) {
         pbd__meshcol *m = &w->meshcols[i];
         pbd__io_int(io, &m->nv);
@@ -7365,21 +7373,6 @@ static void pbd__extras_free(pbd_world *w) {
     w->nlras = w->nlimits = w->nstrands = w->ntears = w->nclusters = 0;
 }
 
-/* An array of n structs counted by *count; allocated (zeroed) when reading. */
-static void pbd__io_table(pbd__io *io, pbd_world *w, void **arr, int *count, int *cap, size_t elem) {
-    pbd__io_int(io, count);
-    if (io->bad) return;
-    if (io->in) {
-        if (*count < 0 || (size_t)*count > io->size - io->off) { io->bad = 1; *count = 0; return; }
-        *cap = *count;
-        if (*count > 0) {
-            *arr = pbd__alloc_n(w, (size_t)*count, elem);
-            if (!*arr) { io->bad = 2; *count = 0; return; }
-            memset(*arr, 0, (size_t)*count * elem);
-        }
-    }
-}
-
 /* Reading sets a count only after its array exists, so a failed read
    leaves a world that pbd__extras_free can free. */
 static void pbd__io_extras(pbd__io *io, pbd_world *w) {
@@ -7834,17 +7827,10 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
 }
 
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
-    pbd__io_int(io, &w->nsurfaces);
+    int n = w->nsurfaces;
+    pbd__io_table(io, w, (void **)&w->surfaces, &n, &w->surface_cap, sizeof(pbd__surface));
+    w->nsurfaces = n;
     if (io->bad) return;
-    if (io->in) {
-        if (w->nsurfaces < 0 || (size_t)w->nsurfaces > io->size - io->off) { io->bad = 1; return; }
-        w->surface_cap = w->nsurfaces;
-        if (w->nsurfaces > 0) {
-            w->surfaces = (pbd__surface *)pbd__alloc_n(w, (size_t)w->nsurfaces, sizeof(pbd__surface));
-            if (!w->surfaces) { io->bad = 2; return; }
-            memset(w->surfaces, 0, sizeof(pbd__surface) * (size_t)w->nsurfaces);
-        }
-    }
     for (int s = 0; s < w->nsurfaces && !io->bad; ++s) {
         pbd__surface *sf = &w->surfaces[s];
         pbd__io_int(io, &sf->nt);
