@@ -1807,6 +1807,28 @@ done:
     return r;
 }
 
+/* Breadth-first search from v to graph distance `depth` over CSR
+   adjacency (start, adj): the ring's vertices land in queue[0 .. return).
+   stamp[] (initially -1, kept between calls) marks visits per source. */
+static int pbd_sm__ring(int v, int depth, const int *start, const int *adj, int *queue, int *stamp, int *dist) {
+    int head = 0, tail = 0;
+    queue[tail++] = v;
+    stamp[v] = v;
+    dist[v] = 0;
+    while (head < tail) {
+        int u = queue[head++];
+        if (dist[u] == depth) continue;
+        for (int e = start[u]; e < start[u + 1]; ++e) {
+            int x = adj[e];
+            if (stamp[x] == v) continue;
+            stamp[x] = v;
+            dist[x] = dist[u] + 1;
+            queue[tail++] = x;
+        }
+    }
+    return tail;
+}
+
 /* The w-ring of every vertex by breadth-first search, members sorted. */
 static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w, int **start_out, int **members_out) {
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
@@ -1818,21 +1840,7 @@ static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w
     if (!start || !dist || !stamp || !queue) goto done;
     for (int v = 0; v < nv; ++v) stamp[v] = -1;
     for (int v = 0; v < nv; ++v) {
-        int head = 0, tail = 0;
-        queue[tail++] = v;
-        stamp[v] = v;
-        dist[v] = 0;
-        while (head < tail) {
-            int u = queue[head++];
-            if (dist[u] == w) continue;
-            for (int t = as[u]; t < as[u + 1]; ++t) {
-                int q = aa[t];
-                if (stamp[q] == v) continue;
-                stamp[q] = v;
-                dist[q] = dist[u] + 1;
-                queue[tail++] = q;
-            }
-        }
+        int tail = pbd_sm__ring(v, w, as, aa, queue, stamp, dist);
         start[v] = (int)members.n;
         for (int t = 0; t < tail; ++t) pbd_sm__ivec_push(&members, queue[t]);
         if (members.failed) { r = members.n >= (size_t)INT_MAX ? PBD_ERROR_OVERFLOW : PBD_ERROR_OUT_OF_MEMORY; goto done; }
@@ -3065,22 +3073,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
     if (res == PBD_OK)
         for (int i = 0; i < nv; ++i) stamp[i] = -1;
     for (int v = 0; v < nv && res == PBD_OK; ++v) {
-        /* breadth-first search to depth omega */
-        int head = 0, tail = 0;
-        queue[tail++] = v;
-        stamp[v] = v;
-        dist[v] = 0;
-        while (head < tail) {
-            int u = queue[head++];
-            if (dist[u] == omega) continue;
-            for (int e = start[u]; e < start[u + 1]; ++e) {
-                int x = adj[e];
-                if (stamp[x] == v) continue;
-                stamp[x] = v;
-                dist[x] = dist[u] + 1;
-                queue[tail++] = x;
-            }
-        }
+        int tail = pbd_sm__ring(v, omega, start, adj, queue, stamp, dist);
         region_start[v] = (int)count;
         if (fill && count + tail <= max) {
             qsort(queue, (size_t)tail, sizeof(int), pbd_sm__cmp_int);
