@@ -102,10 +102,12 @@
    pbd_up__model_new(method, coarse_count, detail_count), fills m->impl,
    calls its prepare and sets m->trained = 1. Register the row in
    pbd_up__methods_of() (section "method table", at the end of the
-   implementation). Sparse operators (subdivision stencils, PIU's B) share
-   pbd_up__sparse: CSR (saved with pbd_up__sparse_io), a sliced-ELL copy
-   built by pbd_up__sparse_prepare and pbd_up__sparse_mul3 (y = S x for xyz
-   vertices; SIMD == scalar, any thread count, bit for bit).
+   implementation). Sparse stencil operators (subdivision, and the
+   subdivision weights WPSD and PDM use) share pbd_up__sparse: CSR (saved
+   with pbd_up__sparse_io), checked by pbd_up__sparse_prepare, applied by
+   pbd_up__sparse_mul3 (y = S x for xyz vertices; SIMD == scalar, any
+   thread count, bit for bit). PIU's B has its own blocked layout, 8 detail
+   vertices per coarse-vertex load (section "piu").
 
    LEARNED UPSAMPLERS (sections piu, wpsd, pdm; survey 5.2)
    Fitted offline from training pairs (u_f, X_f): coarse positions and the
