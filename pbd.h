@@ -936,7 +936,9 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    (new particles and constraint arrays), unlike pbd_world_step. On error
    nothing changes (per object). Other groups (attachments, user
    constraints), long range attachments and damping clusters keep the
-   original particle; a group the crack empties is disabled. The new particles are appended to the world; they
+   original particle; a group the crack empties is disabled. Collision
+   surfaces (self-collision) follow the faces like the object's own
+   triangles do, so a torn-off piece collides with its own vertices. The new particles are appended to the world; they
    belong to the object when it holds the world's last particles, else the
    object stops being treated as isolated (SOLVER step 5) and its object
    damping sees only its original range. */
@@ -1014,6 +1016,10 @@ PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *c
                                                const pbd_cloth_desc *desc, float thickness,
                                                int *out);
 PBDDEF int pbd_world_surface_count(const pbd_world *w);
+/* A surface's current triangles (world particle indices, 3 per triangle;
+   tearing moves them onto the split vertices): *count receives their
+   number, at most max are written. */
+PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count);
 /* Point-triangle and edge-edge candidates of the last substep. */
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
 // ==== plugins ===============================================================
@@ -2401,6 +2407,7 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
 
 static void pbd__meshcols_free(pbd_world *w);
 static void pbd__surfaces_free(pbd_world *w);
+static int **pbd__surface_tris(pbd_world *w, int s, int *nt); /* its triangle array, for tearing */
 static void pbd__pp_free(pbd_world *w);
 static void pbd__extras_free(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
@@ -2686,6 +2693,7 @@ static pbd_result pbd__reserve_poses(pbd_world *w, int n);
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
 static pbd_result pbd__meshcols_rebuild(pbd_world *w);
 static pbd_result pbd__selfcol_rebuild(pbd_world *w);
+static pbd_result pbd__selfcol_build(pbd_world *w, int keep);
 
 static pbd_result pbd__validate_particle_phase(const pbd_world *t);
 static pbd_result pbd__pp_refresh(pbd_world *w);
@@ -6919,15 +6927,28 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
     return PBD_OK;
 }
 
+/* Copies up to max of nt triangles out (the two triangle accessors). */
+static void pbd__copy_triangles(const int *tris, int nt, int *out, int max, int *count) {
+    if (nt > 0 && max > 0) memcpy(out, tris, sizeof(int) * 3 * (size_t)(nt < max ? nt : max));
+    if (count) *count = nt;
+}
+
 PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_object(w, object));
     if (max < 0 || (max > 0 && !triangles)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangles/max");
     int t = pbd__find_tear(w, object);
     if (t < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
-    const pbd__tear *T = &w->tears[t];
-    for (int k = 0; k < T->ntris && k < max; ++k) memcpy(triangles + 3 * k, T->tris + 3 * k, 3 * sizeof(int));
-    if (count) *count = T->ntris;
+    pbd__copy_triangles(w->tears[t].tris, w->tears[t].ntris, triangles, max, count);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    if (surface < 0 || surface >= w->nsurfaces) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "surface %d", surface);
+    if (max < 0 || (max > 0 && !triangles)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangles/max");
+    int nt, **tris = pbd__surface_tris((pbd_world *)w, surface, &nt);
+    pbd__copy_triangles(*tris, nt, triangles, max, count);
     return PBD_OK;
 }
 
@@ -7064,6 +7085,8 @@ typedef struct pbd__tear_work {
     pbd__split *splits;
     int nsplits;
     unsigned char *touched;     /* per particle (n + max_splits) */
+    int **surf;                 /* working copies of the collision surfaces' triangles */
+    int nsurf, surf_changed;
 } pbd__tear_work;
 
 static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
@@ -7071,6 +7094,52 @@ static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
     pbd__free(w, k->G);
     pbd__free(w, k->tris); pbd__free(w, k->fa); pbd__free(w, k->fb); pbd__free(w, k->tb);
     pbd__free(w, k->splits); pbd__free(w, k->touched);
+    for (int s = 0; k->surf && s < k->nsurf; ++s) pbd__free(w, k->surf[s]);
+    pbd__free(w, k->surf);
+}
+
+/* Working copies of every collision surface's triangles (0: memory). */
+static int pbd__tear_surfaces_init(pbd_world *w, pbd__tear_work *k) {
+    if (w->nsurfaces == 0) return 1;
+    k->surf = (int **)pbd__alloc_n(w, (size_t)w->nsurfaces, sizeof(int *));
+    if (!k->surf) return 0;
+    memset(k->surf, 0, sizeof(int *) * (size_t)w->nsurfaces);
+    k->nsurf = w->nsurfaces;
+    for (int s = 0; s < k->nsurf; ++s) {
+        int nt, *tris = *pbd__surface_tris(w, s, &nt);
+        k->surf[s] = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
+        if (!k->surf[s]) return 0;
+        memcpy(k->surf[s], tris, sizeof(int) * 3 * (size_t)nt);
+    }
+    return 1;
+}
+
+/* A surface triangle on v whose other two vertices form one of the far
+   faces fb moves to nv, like the object's triangles and strain limits. */
+static void pbd__tear_surfaces_split(pbd_world *w, pbd__tear_work *k, int v, int nv, const int *fb, int nb) {
+    for (int s = 0; s < k->nsurf; ++s) {
+        int nt;
+        pbd__surface_tris(w, s, &nt);
+        for (int t = 0; t < nt; ++t) {
+            int *tr = k->surf[s] + 3 * t;
+            for (int j = 0; j < 3; ++j)
+                if (tr[j] == v && pbd__faces_match(fb, nb, tr[(j + 1) % 3], tr[(j + 2) % 3])) {
+                    tr[j] = nv;
+                    k->surf_changed = 1;
+                }
+        }
+    }
+}
+
+/* After a commit: the surfaces take their working copies. */
+static void pbd__tear_surfaces_commit(pbd_world *w, pbd__tear_work *k) {
+    if (!k->surf_changed) return;
+    for (int s = 0; s < k->nsurf; ++s) {
+        int nt, **tris = pbd__surface_tris(w, s, &nt);
+        pbd__free(w, *tris);
+        *tris = k->surf[s];
+        k->surf[s] = NULL;
+    }
 }
 
 /* A particle's position during planning: a planned new particle (index
@@ -7111,6 +7180,7 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
     for (int i = 0; i < nb; ++i)
         for (int j = 0; j < 3; ++j)
             if (k->tris[3 * k->tb[i] + j] == v) k->tris[3 * k->tb[i] + j] = nv;
+    pbd__tear_surfaces_split(w, k, v, nv, k->fb, nb);
     /* the vertex's mass is shared like the builder shares it: by area */
     float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
     pbd__split *sp = &k->splits[k->nsplits++];
@@ -7172,7 +7242,7 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
         k->splits = (pbd__split *)pbd__alloc_n(w, (size_t)T->max_splits, sizeof(pbd__split));
         k->touched = (unsigned char *)pbd__alloc_n(w, (size_t)w->n + (size_t)T->max_splits, 1);
         k->G = (pbd__wgroup *)pbd__alloc_n(w, 3 + (size_t)w->nlimits, sizeof(pbd__wgroup));
-        int ok = k->tris && k->fa && k->fb && k->tb && k->splits && k->touched && k->G;
+        int ok = k->tris && k->fa && k->fb && k->tb && k->splits && k->touched && k->G && pbd__tear_surfaces_init(w, k);
         if (ok) {
             memcpy(k->tris, T->tris, sizeof(int) * 3 * (size_t)T->ntris);
             memset(k->touched, 0, (size_t)w->n + (size_t)T->max_splits);
@@ -7267,6 +7337,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     pbd__free(w, T->tris);
     T->tris = k->tris;
     k->tris = NULL;
+    pbd__tear_surfaces_commit(w, k);
     pbd__object *o = &w->objects[T->object];
     if (o->first + o->count == n0) o->count += ns;
     else o->coupled = 1; /* its constraints now reach particles outside its range */
@@ -7275,7 +7346,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
 
 PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
     PBD__CHECK_WORLD(w);
-    int total = 0;
+    int total = 0, surfaces = 0;
     if (splits) *splits = 0;
     for (int i = 0; i < w->ntears; ++i) {
         pbd__tear_work k;
@@ -7283,6 +7354,7 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
         pbd_result r = planned < 0 ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object) : PBD_OK;
         if (r == PBD_OK && planned > 0) r = pbd__tear_commit(w, &w->tears[i], &k);
+        surfaces |= r == PBD_OK && k.surf_changed;
         pbd__tear_work_free(w, &k);
         if (r != PBD_OK) return r;
         total += planned;
@@ -7292,6 +7364,9 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
        index the new particles too */
     if (total > 0 && pbd__pp_refresh(w) != PBD_OK)
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "torn, but no memory for the contacts of the new particles");
+    /* the self-collision tables number the surfaces' vertices: new ones joined */
+    pbd_result r = surfaces ? pbd__selfcol_build(w, 0) : PBD_OK;
+    if (r != PBD_OK) return pbd__fail(w, r, "torn, but no memory for the collision surfaces of the new particles");
     return PBD_OK;
 }
 
@@ -7818,6 +7893,10 @@ PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *c
 }
 
 PBDDEF int pbd_world_surface_count(const pbd_world *w) { return w ? w->nsurfaces : 0; }
+static int **pbd__surface_tris(pbd_world *w, int s, int *nt) {
+    *nt = w->surfaces[s].nt;
+    return &w->surfaces[s].tris;
+}
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
     if (!w || !w->selfcol) return 0;
     int total = 0;

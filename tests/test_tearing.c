@@ -5,6 +5,7 @@
 #include "test.h"
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum { NX = 14, NY = 6 };
 
@@ -186,6 +187,47 @@ TEST(tearing_splits_keep_every_invariant) {
     const float *x = pbd_world_positions(w);
     for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
     printf("    strip of %d particles: %d splits, %d pieces\n", n0, total, pieces);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* A torn cloth's self-collision surface follows the tear: after every
+   tear its triangles equal the object's (the new particles included), so
+   the pieces collide with their own vertices rather than with triangles
+   that still span the crack. Bad surface indices are refused. */
+TEST(tearing_moves_the_collision_surface) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    int surface = -1;
+    CHECK_OK(pbd_add_cloth_self_collision(w, &obj, &cd, 0.01f, &surface));
+    int nt = m.triangle_count, total = 0, count = -1;
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt), *stri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
+    for (int s = 0; s < 60; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        int splits = 0;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        total += splits;
+        CHECK_OK(pbd_object_triangles(w, obj.id, tri, nt, &count));
+        CHECK(count == nt);
+        CHECK_OK(pbd_surface_triangles(w, surface, stri, nt, &count));
+        CHECK(count == nt);
+        CHECK_MSG(memcmp(tri, stri, sizeof(int) * 3 * (size_t)nt) == 0, "step %d: the surface kept torn-off triangles on their old vertex", s);
+    }
+    CHECK(total > 0);
+    int used_new = 0;
+    for (int k = 0; k < 3 * nt; ++k) used_new |= stri[k] >= m.vertex_count;
+    CHECK_MSG(used_new, "no surface triangle uses a split vertex after %d splits", total);
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
+    CHECK_RESULT(pbd_surface_triangles(w, surface + 1, stri, nt, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_surface_triangles(w, -1, stri, nt, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_surface_triangles(w, surface, NULL, nt, &count), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_surface_triangles(NULL, surface, stri, nt, &count), PBD_ERROR_NULL_POINTER);
+    free(tri);
+    free(stri);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -419,6 +461,7 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
 
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
+    RUN(tearing_moves_the_collision_surface);
     RUN(tearing_by_principal_stretch);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
