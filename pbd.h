@@ -935,10 +935,14 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
    (new particles and constraint arrays), unlike pbd_world_step. On error
    nothing changes (per object). Other groups (attachments, user
-   constraints), long range attachments and damping clusters keep the
-   original particle; a group the crack empties is disabled. Collision
-   surfaces (self-collision) follow the faces like the object's own
-   triangles do, so a torn-off piece collides with its own vertices. The new particles are appended to the world; they
+   constraints) and damping clusters keep the original particle; a group
+   the crack empties is disabled. Collision surfaces (self-collision)
+   follow the faces like the object's own triangles do, so a torn-off
+   piece collides with its own vertices. Long range attachments follow
+   the crack: a tether grows in the ratio the crack lengthened the path
+   along the mesh from its anchor, a piece the crack cut off from an
+   anchor loses its tethers to it, and a split vertex's copy gets the
+   tethers that still reach their anchors from its side. The new particles are appended to the world; they
    belong to the object when it holds the world's last particles, else the
    object stops being treated as isolated (SOLVER step 5) and its object
    damping sees only its original range. */
@@ -5825,23 +5829,25 @@ static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *perm
 
 /* --- long range attachments ------------------------------------------------ */
 
-/* Adjacency (CSR over all world particles) of an edge list with weights. */
-typedef struct pbd__graph { int *start, *to; double *len; } pbd__graph;
+/* Adjacency (CSR over n vertices: the world's particles, and during a
+   tear the particles it is about to add) of an edge list with weights. */
+typedef struct pbd__graph { int n, *start, *to; double *len; } pbd__graph;
 static void pbd__graph_free(pbd_world *w, pbd__graph *g) {
     pbd__free(w, g->start); pbd__free(w, g->to); pbd__free(w, g->len);
     memset(g, 0, sizeof *g);
 }
-static int pbd__graph_build(pbd_world *w, const int *edges, const double *len, long ne, pbd__graph *g) {
-    g->start = (int *)pbd__alloc_n(w, (size_t)w->n + 1, sizeof(int));
+static int pbd__graph_build(pbd_world *w, int n, const int *edges, const double *len, long ne, pbd__graph *g) {
+    g->n = n;
+    g->start = (int *)pbd__alloc_n(w, (size_t)n + 1, sizeof(int));
     g->to = (int *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(int));
     g->len = (double *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(double));
     if (!g->start || !g->to || !g->len) { pbd__graph_free(w, g); return 0; }
-    memset(g->start, 0, sizeof(int) * ((size_t)w->n + 1));
+    memset(g->start, 0, sizeof(int) * ((size_t)n + 1));
     for (long e = 0; e < ne; ++e) { g->start[edges[2 * e] + 1]++; g->start[edges[2 * e + 1] + 1]++; }
-    for (int i = 0; i < w->n; ++i) g->start[i + 1] += g->start[i];
-    int *fill = (int *)pbd__alloc_n(w, (size_t)w->n + 1, sizeof(int));
+    for (int i = 0; i < n; ++i) g->start[i + 1] += g->start[i];
+    int *fill = (int *)pbd__alloc_n(w, (size_t)n + 1, sizeof(int));
     if (!fill) { pbd__graph_free(w, g); return 0; }
-    memcpy(fill, g->start, sizeof(int) * ((size_t)w->n + 1));
+    memcpy(fill, g->start, sizeof(int) * ((size_t)n + 1));
     for (long e = 0; e < ne; ++e)
         for (int s = 0; s < 2; ++s) {
             int a = edges[2 * e + s], b = edges[2 * e + 1 - s];
@@ -5852,18 +5858,18 @@ static int pbd__graph_build(pbd_world *w, const int *edges, const double *len, l
     return 1;
 }
 
-/* Dijkstra from the sources (distance 0) over the graph: dist (w->n, INF
+/* Dijkstra from the sources (distance 0) over the graph: dist (g->n, INF
    where unreachable) and, when label is not NULL, the source each shortest
    path starts from. A binary heap of (distance, vertex) with lazy
    deletion; ties by vertex index, so the result is deterministic. */
 typedef struct pbd__heap_item { double d; int v; } pbd__heap_item;
 static int pbd__heap_less(pbd__heap_item a, pbd__heap_item b) { return a.d < b.d || (a.d == b.d && a.v < b.v); }
 static int pbd__dijkstra(pbd_world *w, const pbd__graph *g, const int *src, int nsrc, double *dist, int *label) {
-    long cap = (long)g->start[w->n] + nsrc + 1;
+    long cap = (long)g->start[g->n] + nsrc + 1;
     pbd__heap_item *h = (pbd__heap_item *)pbd__alloc_n(w, (size_t)cap, sizeof *h);
     if (!h) return 0;
     long n = 0;
-    for (int i = 0; i < w->n; ++i) dist[i] = HUGE_VAL;
+    for (int i = 0; i < g->n; ++i) dist[i] = HUGE_VAL;
     for (int s = 0; s < nsrc; ++s) {
         if (dist[src[s]] == 0) continue;
         dist[src[s]] = 0;
@@ -6041,7 +6047,7 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
         pbd__graph g;
         memset(&g, 0, sizeof g);
         r = pbd__lra_edges(w, d, &edges, &len, &ne);
-        if (r == PBD_OK && !pbd__graph_build(w, edges, len, ne, &g)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh graph");
+        if (r == PBD_OK && !pbd__graph_build(w, w->n, edges, len, ne, &g)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh graph");
         /* one multi-source search gives the nearest anchor; k > 1 needs one search per anchor */
         int *label = NULL;
         if (r == PBD_OK && k == 1) {
@@ -7087,6 +7093,7 @@ typedef struct pbd__tear_work {
     unsigned char *touched;     /* per particle (n + max_splits) */
     int **surf;                 /* working copies of the collision surfaces' triangles */
     int nsurf, surf_changed;
+    pbd__lra *lra;              /* w->nlras rewritten LRA sets; particles == NULL: unchanged */
 } pbd__tear_work;
 
 static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
@@ -7096,6 +7103,8 @@ static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
     pbd__free(w, k->splits); pbd__free(w, k->touched);
     for (int s = 0; k->surf && s < k->nsurf; ++s) pbd__free(w, k->surf[s]);
     pbd__free(w, k->surf);
+    for (int i = 0; k->lra && i < w->nlras; ++i) pbd__lra_free(w, &k->lra[i]);
+    pbd__free(w, k->lra);
 }
 
 /* Working copies of every collision surface's triangles (0: memory). */
@@ -7284,6 +7293,149 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
     return result;
 }
 
+/* --- long range attachments follow the tear -------------------------------- */
+/* A tether bounds its particle's distance from the anchor by the length of
+   the material between them (Kim et al. 2012). A crack lengthens that
+   material path or cuts it, so after a tear: each tether grows in the
+   ratio the crack lengthened the shortest path along the object's stretch
+   edges (rest lengths) from its anchor to its particle (a geodesic tether
+   is that path times 1 + slack, again); a tether whose particle
+   the crack cut off from its anchor goes; and a split vertex's copy gets
+   the tethers of the original that still reach their anchor from its
+   side, scaled the same way. A tether whose anchor the mesh did not
+   reach before the tear (an anchor outside the object) stays as it was. */
+
+/* The stretch edges as a graph over n vertices: idx/rest of count edges,
+   an edge with idx < 0 (removed) skipped. */
+static int pbd__tear_graph(pbd_world *w, int n, const int *idx, const float *rest, int count, pbd__graph *g) {
+    int *e = (int *)pbd__alloc_n(w, (size_t)count * 2 + 2, sizeof(int));
+    double *len = (double *)pbd__alloc_n(w, (size_t)count + 1, sizeof(double));
+    long ne = 0;
+    int ok = e && len;
+    for (int c = 0; ok && c < count; ++c)
+        if (idx[2 * c] >= 0) { e[2 * ne] = idx[2 * c]; e[2 * ne + 1] = idx[2 * c + 1]; len[ne++] = rest[c]; }
+    ok = ok && pbd__graph_build(w, n, e, len, ne, g);
+    pbd__free(w, e); pbd__free(w, len);
+    return ok;
+}
+
+typedef struct pbd__tether_ref { int anchor, t; } pbd__tether_ref;
+static int pbd__cmp_tether_ref(const void *a, const void *b) {
+    const pbd__tether_ref *x = (const pbd__tether_ref *)a, *y = (const pbd__tether_ref *)b;
+    return x->anchor != y->anchor ? (x->anchor < y->anchor ? -1 : 1) : x->t - y->t;
+}
+
+/* Path lengths from every tether's anchor, before (gb) and after (ga) the
+   tear: to its particle (before[t], after[t]) and, for a split particle,
+   to its copy (copy[t]; HUGE_VAL when not split). One Dijkstra per
+   distinct anchor and graph. */
+static int pbd__tether_paths(pbd_world *w, const pbd__lra *l, const int *owner, const int *split, int n0,
+                             const pbd__graph *gb, const pbd__graph *ga, double *before, double *after, double *copy) {
+    int nt = l->start[l->count];
+    pbd__tether_ref *ref = (pbd__tether_ref *)pbd__alloc_n(w, (size_t)nt + 1, sizeof *ref);
+    double *db = (double *)pbd__alloc_n(w, (size_t)gb->n, sizeof(double));
+    double *da = (double *)pbd__alloc_n(w, (size_t)ga->n, sizeof(double));
+    int ok = ref && db && da;
+    for (int t = 0; ok && t < nt; ++t) { ref[t].anchor = l->anchor[t]; ref[t].t = t; }
+    if (ok) qsort(ref, (size_t)nt, sizeof *ref, pbd__cmp_tether_ref);
+    for (int i = 0; ok && i < nt;) {
+        int a = ref[i].anchor, j = i;
+        ok = pbd__dijkstra(w, gb, &a, 1, db, NULL) && pbd__dijkstra(w, ga, &a, 1, da, NULL);
+        for (; ok && j < nt && ref[j].anchor == a; ++j) {
+            int t = ref[j].t, p = l->particles[owner[t]];
+            before[t] = db[p];
+            after[t] = da[p];
+            copy[t] = p < n0 && split[p] >= 0 ? da[n0 + split[p]] : HUGE_VAL;
+        }
+        i = j;
+    }
+    pbd__free(w, ref); pbd__free(w, db); pbd__free(w, da);
+    return ok;
+}
+
+/* The rewritten set (out) from the path lengths; 0: memory. */
+static int pbd__tether_rewrite(pbd_world *w, const pbd__lra *l, const int *split, int n0, const double *before,
+                               const double *after, const double *copy, pbd__lra *out) {
+    int nt = l->start[l->count], np = l->count;
+    for (int k = 0; k < l->count; ++k) np += l->particles[k] < n0 && split[l->particles[k]] >= 0;
+    out->enabled = l->enabled;
+    out->particles = (int *)pbd__alloc_n(w, (size_t)np, sizeof(int));
+    out->start = (int *)pbd__alloc_n(w, (size_t)np + 1, sizeof(int));
+    out->anchor = (int *)pbd__alloc_n(w, (size_t)nt * 2 + 1, sizeof(int));
+    out->length = (float *)pbd__alloc_n(w, (size_t)nt * 2 + 1, sizeof(float));
+    if (!out->particles || !out->start || !out->anchor || !out->length) { pbd__lra_free(w, out); return 0; }
+    int m = 0, e = 0;
+    for (int pass = 0; pass < 2; ++pass) /* the original particles, then the copies */
+        for (int k = 0; k < l->count; ++k) {
+            int p = l->particles[k];
+            if (pass == 1 && !(p < n0 && split[p] >= 0)) continue;
+            out->particles[e] = pass == 0 ? p : n0 + split[p];
+            out->start[e++] = m;
+            for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
+                double b = before[t], a = pass == 0 ? after[t] : copy[t];
+                if (pass == 1 && !(b < HUGE_VAL)) continue; /* an outside anchor stays with the original */
+                if (b < HUGE_VAL && !(a < HUGE_VAL)) continue; /* cut off by the crack */
+                out->anchor[m] = l->anchor[t];
+                out->length[m++] = b < HUGE_VAL && b > 0 ? (float)(l->length[t] * (a / b)) : l->length[t];
+            }
+        }
+    out->start[e] = m;
+    out->count = e;
+    return 1;
+}
+
+/* Plans the rewrite of every LRA set holding a torn particle (k->lra),
+   before anything changes; 0: memory. */
+static int pbd__tear_plan_lras(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
+    if (w->nlras == 0 || k->nsplits == 0) return 1;
+    const pbd__object *o = &w->objects[T->object];
+    const pbd__group *gs = &w->groups[o->groups[0]];
+    int n0 = w->n, n1 = n0 + k->nsplits, ok = 1;
+    pbd__graph gb, ga;
+    memset(&gb, 0, sizeof gb);
+    memset(&ga, 0, sizeof ga);
+    int *split = (int *)pbd__alloc_n(w, (size_t)n0, sizeof(int));
+    k->lra = (pbd__lra *)pbd__alloc_n(w, (size_t)w->nlras, sizeof(pbd__lra));
+    if (!split || !k->lra) ok = 0;
+    if (k->lra) memset(k->lra, 0, sizeof(pbd__lra) * (size_t)w->nlras);
+    for (int i = 0; ok && i < n0; ++i) split[i] = -1;
+    for (int s = 0; ok && s < k->nsplits; ++s) split[k->splits[s].v] = s;
+    ok = ok && pbd__tear_graph(w, n0, gs->idx, gs->rest, gs->count, &gb) &&
+         pbd__tear_graph(w, n1, k->G[0].idx, k->G[0].rest, k->G[0].count, &ga);
+    for (int i = 0; ok && i < w->nlras; ++i) {
+        const pbd__lra *l = &w->lras[i];
+        int nt = l->start[l->count], touched = 0;
+        for (int q = 0; q < l->count && !touched; ++q) {
+            int p = l->particles[q];
+            touched = p >= o->first && p < o->first + o->count;
+        }
+        if (!touched || nt == 0) continue;
+        int *owner = (int *)pbd__alloc_n(w, (size_t)nt, sizeof(int));
+        double *path = (double *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(double));
+        ok = owner && path;
+        for (int q = 0; ok && q < l->count; ++q)
+            for (int t = l->start[q]; t < l->start[q + 1]; ++t) owner[t] = q;
+        ok = ok && pbd__tether_paths(w, l, owner, split, n0, &gb, &ga, path, path + nt, path + 2 * (size_t)nt) &&
+             pbd__tether_rewrite(w, l, split, n0, path, path + nt, path + 2 * (size_t)nt, &k->lra[i]);
+        pbd__free(w, owner); pbd__free(w, path);
+    }
+    pbd__graph_free(w, &gb);
+    pbd__graph_free(w, &ga);
+    pbd__free(w, split);
+    return ok;
+}
+
+/* After a commit: the rewritten sets replace the old ones. */
+static void pbd__tear_commit_lras(pbd_world *w, pbd__tear_work *k) {
+    for (int i = 0; k->lra && i < w->nlras; ++i) {
+        if (!k->lra[i].particles) continue;
+        pbd__lra_free(w, &w->lras[i]);
+        w->lras[i] = k->lra[i];
+        memset(&k->lra[i], 0, sizeof k->lra[i]);
+        pbd__mark_coupled(w, w->lras[i].particles, w->lras[i].count);
+    }
+}
+
 /* Applies a plan: new particles, groups, triangles. Everything that can
    fail is done before the first change. A group the crack emptied (a
    bending group of a tiny mesh) keeps its old constraints, disabled. */
@@ -7338,6 +7490,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     T->tris = k->tris;
     k->tris = NULL;
     pbd__tear_surfaces_commit(w, k);
+    pbd__tear_commit_lras(w, k);
     pbd__object *o = &w->objects[T->object];
     if (o->first + o->count == n0) o->count += ns;
     else o->coupled = 1; /* its constraints now reach particles outside its range */
@@ -7352,6 +7505,7 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
         pbd__tear_work k;
         memset(&k, 0, sizeof k);
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
+        if (planned > 0 && !pbd__tear_plan_lras(w, &w->tears[i], &k)) planned = -1;
         pbd_result r = planned < 0 ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object) : PBD_OK;
         if (r == PBD_OK && planned > 0) r = pbd__tear_commit(w, &w->tears[i], &k);
         surfaces |= r == PBD_OK && k.surf_changed;

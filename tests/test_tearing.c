@@ -191,6 +191,106 @@ TEST(tearing_splits_keep_every_invariant) {
     pbd_world_destroy(w);
 }
 
+/* Tethers of a set as sorted (particle, anchor, length) rows. */
+typedef struct tether { int p, a; float len; } tether;
+static int cmp_tether(const void *x, const void *y) {
+    const tether *a = (const tether *)x, *b = (const tether *)y;
+    return a->p != b->p ? a->p - b->p : a->a - b->a;
+}
+static tether *tethers_of(const pbd_world *w, pbd_lra l, int *n) {
+    CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, n));
+    int *p = (int *)malloc(sizeof(int) * (size_t)(*n + 1)), *a = (int *)malloc(sizeof(int) * (size_t)(*n + 1));
+    float *len = (float *)malloc(sizeof(float) * (size_t)(*n + 1));
+    CHECK_OK(pbd_lra_tethers(w, l, p, a, len, *n, n));
+    tether *t = (tether *)malloc(sizeof(tether) * (size_t)(*n + 1));
+    for (int i = 0; i < *n; ++i) { t[i].p = p[i]; t[i].a = a[i]; t[i].len = len[i]; }
+    qsort(t, (size_t)*n, sizeof *t, cmp_tether);
+    free(p); free(a); free(len);
+    return t;
+}
+
+/* Long range attachments follow the tear (Kim et al. 2012: a tether is
+   the length of material between particle and anchor). The strip's left
+   column is pinned and every particle is tethered to all six anchors
+   along the mesh (geodesic) and in straight lines. After each tear the
+   geodesic set equals a set built afresh on the torn mesh (the crack
+   lengthened paths, cut pieces off, and the split copies joined), and no
+   tether of either set joins a particle to an anchor the crack separated
+   it from. Without the rewrite, torn-off pieces would stay tethered. */
+TEST(tearing_rewrites_long_range_attachments) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 4);
+    int anchors[NY];
+    for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
+    pbd_lra sets[2];
+    for (int geo = 0; geo < 2; ++geo) {
+        pbd_lra_desc ld = pbd_lra_desc_default();
+        ld.object = obj.id;
+        ld.anchors = anchors;
+        ld.anchor_count = NY;
+        ld.anchors_per_particle = NY;
+        ld.geodesic = geo;
+        ld.slack = 0.5f; /* loose: the pull must still tear the strip */
+        CHECK_OK(pbd_add_long_range_attachments(w, &ld, &sets[geo]));
+    }
+    int total = 0, nt = m.triangle_count, pieces_checked = 0;
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
+    for (int s = 0; s < 60; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        int splits = 0;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        total += splits;
+        if (!splits) continue;
+        /* a fresh geodesic set on the torn mesh, compared, then dropped by
+           a snapshot restore (the world must stay as the tear left it) */
+        size_t size = pbd_world_snapshot_size(w);
+        void *snap = malloc(size);
+        CHECK_OK(pbd_world_save(w, snap, size));
+        pbd_lra_desc ld = pbd_lra_desc_default();
+        ld.object = obj.id;
+        ld.anchors = anchors;
+        ld.anchor_count = NY;
+        ld.anchors_per_particle = NY;
+        ld.geodesic = 1;
+        ld.slack = 0.5f;
+        pbd_lra fresh;
+        CHECK_OK(pbd_add_long_range_attachments(w, &ld, &fresh));
+        int na = 0, nb = 0;
+        tether *a = tethers_of(w, sets[1], &na), *b = tethers_of(w, fresh, &nb);
+        CHECK_MSG(na == nb, "step %d: %d rewritten tethers, %d on the torn mesh", s, na, nb);
+        for (int i = 0; i < na && i < nb; ++i) {
+            CHECK(a[i].p == b[i].p && a[i].a == b[i].a);
+            CHECK_NEAR(a[i].len, b[i].len, 1e-4 * b[i].len);
+        }
+        free(a); free(b);
+        CHECK_OK(pbd_world_restore(w, snap, size));
+        free(snap);
+        /* the straight tethers: only between particle and anchor that the mesh still joins */
+        int n = pbd_world_particle_count(w), *parent = (int *)malloc(sizeof(int) * (size_t)n), count = 0;
+        CHECK_OK(pbd_object_triangles(w, obj.id, tri, nt, &count));
+        for (int i = 0; i < n; ++i) parent[i] = i;
+        for (int t = 0; t < nt; ++t) {
+            parent[find_root(parent, tri[3 * t])] = find_root(parent, tri[3 * t + 1]);
+            parent[find_root(parent, tri[3 * t + 1])] = find_root(parent, tri[3 * t + 2]);
+        }
+        int ne = 0;
+        tether *e = tethers_of(w, sets[0], &ne);
+        for (int i = 0; i < ne; ++i)
+            CHECK_MSG(find_root(parent, e[i].p) == find_root(parent, e[i].a), "step %d: particle %d is tethered to anchor %d across the crack", s, e[i].p, e[i].a);
+        for (int i = 0; i < ne; ++i) CHECK(e[i].len > 0 && isfinite(e[i].len));
+        free(e);
+        free(parent);
+        pieces_checked++;
+    }
+    CHECK(total > 0 && pieces_checked > 0);
+    CHECK(check_mesh(w, &obj) >= 2);
+    free(tri);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* A torn cloth's self-collision surface follows the tear: after every
    tear its triangles equal the object's (the new particles included), so
    the pieces collide with their own vertices rather than with triangles
@@ -462,6 +562,7 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
     RUN(tearing_moves_the_collision_surface);
+    RUN(tearing_rewrites_long_range_attachments);
     RUN(tearing_by_principal_stretch);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
