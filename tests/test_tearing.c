@@ -191,6 +191,27 @@ TEST(tearing_splits_keep_every_invariant) {
     pbd_world_destroy(w);
 }
 
+/* One step of the pull, then a tear; returns the splits. */
+static int pull_and_tear(pbd_world *w, const pbd_object *obj, int step) {
+    pull(w, obj, step);
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    int splits = 0;
+    CHECK_OK(pbd_world_tear(w, &splits));
+    return splits;
+}
+
+/* Every particle of the strip tethered to all of the left column's anchors. */
+static pbd_lra_desc strip_lra(const pbd_object *obj, const int *anchors, int geodesic) {
+    pbd_lra_desc ld = pbd_lra_desc_default();
+    ld.object = obj->id;
+    ld.anchors = anchors;
+    ld.anchor_count = NY;
+    ld.anchors_per_particle = NY;
+    ld.geodesic = geodesic;
+    ld.slack = 0.5f; /* loose: the pull must still tear the strip */
+    return ld;
+}
+
 /* Tethers of a set as sorted (particle, anchor, length) rows. */
 typedef struct tether { int p, a; float len; } tether;
 static int cmp_tether(const void *x, const void *y) {
@@ -225,22 +246,13 @@ TEST(tearing_rewrites_long_range_attachments) {
     for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
     pbd_lra sets[2];
     for (int geo = 0; geo < 2; ++geo) {
-        pbd_lra_desc ld = pbd_lra_desc_default();
-        ld.object = obj.id;
-        ld.anchors = anchors;
-        ld.anchor_count = NY;
-        ld.anchors_per_particle = NY;
-        ld.geodesic = geo;
-        ld.slack = 0.5f; /* loose: the pull must still tear the strip */
+        pbd_lra_desc ld = strip_lra(&obj, anchors, geo);
         CHECK_OK(pbd_add_long_range_attachments(w, &ld, &sets[geo]));
     }
     int total = 0, nt = m.triangle_count, pieces_checked = 0;
     int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
     for (int s = 0; s < 60; ++s) {
-        pull(w, &obj, s);
-        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        int splits = 0;
-        CHECK_OK(pbd_world_tear(w, &splits));
+        int splits = pull_and_tear(w, &obj, s);
         total += splits;
         if (!splits) continue;
         /* a fresh geodesic set on the torn mesh, compared, then dropped by
@@ -248,13 +260,7 @@ TEST(tearing_rewrites_long_range_attachments) {
         size_t size = pbd_world_snapshot_size(w);
         void *snap = malloc(size);
         CHECK_OK(pbd_world_save(w, snap, size));
-        pbd_lra_desc ld = pbd_lra_desc_default();
-        ld.object = obj.id;
-        ld.anchors = anchors;
-        ld.anchor_count = NY;
-        ld.anchors_per_particle = NY;
-        ld.geodesic = 1;
-        ld.slack = 0.5f;
+        pbd_lra_desc ld = strip_lra(&obj, anchors, 1);
         pbd_lra fresh;
         CHECK_OK(pbd_add_long_range_attachments(w, &ld, &fresh));
         int na = 0, nb = 0;
@@ -305,11 +311,7 @@ TEST(tearing_moves_the_collision_surface) {
     int nt = m.triangle_count, total = 0, count = -1;
     int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt), *stri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
     for (int s = 0; s < 60; ++s) {
-        pull(w, &obj, s);
-        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        int splits = 0;
-        CHECK_OK(pbd_world_tear(w, &splits));
-        total += splits;
+        total += pull_and_tear(w, &obj, s);
         CHECK_OK(pbd_object_triangles(w, obj.id, tri, nt, &count));
         CHECK(count == nt);
         CHECK_OK(pbd_surface_triangles(w, surface, stri, nt, &count));
