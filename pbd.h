@@ -2174,9 +2174,12 @@ typedef struct pbd__particle_phase {
     int *sid, *sfluid, *sobject;
     int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
     unsigned char *cross; /* touches another object this substep */
+    unsigned char *pure;  /* a fluid particle whose neighbours are all of its fluid
+                             (the fluid passes' SIMD fast path) */
     float *lambda, *density, *omega_len;
     pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
     pbd__p4 *dp, *omega;
+    pbd__p4 *svel;      /* velocities gathered in slot order (fluid velocity pass) */
     float reach;        /* search radius of the last build */
     pbd__grid grid;
 } pbd__particle_phase;
@@ -4915,6 +4918,130 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
     return found;
 }
 
+/* Helpers for scans of many nearby points in slot order (the particle
+   phase's neighbour lists):
+     pbd__grid_buckets_cached(g, lo, hi, cache)
+         pbd__grid_buckets(g, lo, hi, cache->b, 27), remembered by the cell
+         range: consecutive queries from points of the same cell (a walk in
+         slot order visits a cell's points together) reuse the answer.
+     pbd__grid_near16(g, s, end, q, r2)
+         bit l (l < 16, s + l < end) set when slot s + l is near q:
+         !(|pos - q|^2 >= r2), with exactly the scalar arithmetic
+         (d = pos - q, d.x d.x + d.y d.y + d.z d.z), W lanes at a time, so
+         the answer is the same bits with and without SIMD.
+     pbd__grid_gather(g, buckets, nb, cands)
+         the points of those buckets (in order, each bucket by slot) copied
+         into cands as SoA, padded to a multiple of 16 with far points
+         (FLT_MAX); cands->n = -1 when there are more than fit (or nb < 0).
+     pbd__grid_cands_near16(cands, j, q, r2)
+         the near bits of candidates j .. j + 15 (j a multiple of 16), with
+         the arithmetic of pbd__grid_near16: one gather serves every point
+         of a cell, with whole vectors. */
+typedef struct pbd__grid_bcache { int valid, fresh, x0, y0, z0, x1, y1, z1, n; int b[27]; } pbd__grid_bcache;
+
+static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, pbd__grid_bcache *c) {
+    int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
+    int x1 = pbd__grid_coord(g, hi.x), y1 = pbd__grid_coord(g, hi.y), z1 = pbd__grid_coord(g, hi.z);
+    c->fresh = !(c->valid && c->x0 == x0 && c->y0 == y0 && c->z0 == z0 && c->x1 == x1 && c->y1 == y1 && c->z1 == z1);
+    if (!c->fresh) return c->n;
+    c->n = pbd__grid_buckets(g, lo, hi, c->b, 27);
+    c->valid = 1;
+    c->x0 = x0; c->y0 = y0; c->z0 = z0; c->x1 = x1; c->y1 = y1; c->z1 = z1;
+    return c->n;
+}
+
+enum { PBD__GRID_CANDS = 1024 };
+typedef struct pbd__grid_cands {
+    int n;
+    float x[PBD__GRID_CANDS], y[PBD__GRID_CANDS], z[PBD__GRID_CANDS];
+    int s[PBD__GRID_CANDS];
+} pbd__grid_cands;
+
+static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, pbd__grid_cands *c) {
+    int n = 0;
+    c->n = -1;
+    if (nb < 0) return;
+    for (int bi = 0; bi < nb; ++bi) {
+        int b = buckets[bi], s0 = g->start[b], s1 = g->start[b + 1];
+        if (s1 - s0 > PBD__GRID_CANDS - 16 - n) return;
+        for (int s = s0; s < s1; ++s, ++n) {
+            c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
+            c->s[n] = s;
+        }
+    }
+    for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
+    c->n = n;
+}
+
+static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, pbd__v3 q, float r2) {
+    unsigned m = 0;
+#if PBD__W > 1
+    pbd__vf qx = pbd__vset1(q.x), qy = pbd__vset1(q.y), qz = pbd__vset1(q.z), vr2 = pbd__vset1(r2);
+    for (int k = 0; k < 16; k += PBD__W) {
+        pbd__vf dx = pbd__vsub(pbd__vload(c->x + j + k), qx), dy = pbd__vsub(pbd__vload(c->y + j + k), qy);
+        pbd__vf dz = pbd__vsub(pbd__vload(c->z + j + k), qz);
+        pbd__vf d2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+        pbd__vm far = pbd__vle(vr2, d2);
+#if PBD__W == 16
+        m = (unsigned)(pbd__vm)~far & 0xffffu;
+#elif PBD__W == 8
+        m |= ((unsigned)simde_mm256_movemask_ps(far) ^ 0xffu) << k;
+#else
+        m |= ((unsigned)simde_mm_movemask_ps(far) ^ 0xfu) << k;
+#endif
+    }
+#else
+    for (int l = 0; l < 16; ++l) {
+        pbd__v3 d = pbd__sub(pbd__v(c->x[j + l], c->y[j + l], c->z[j + l]), q);
+        if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
+    }
+#endif
+    return m;
+}
+
+/* The lowest set bit of m != 0. */
+static inline int pbd__lowest_bit(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(m);
+#else
+    int l = 0;
+    while (!(m & 1u)) { m >>= 1; ++l; }
+    return l;
+#endif
+}
+
+static inline unsigned pbd__grid_near16(const pbd__grid *g, int s, int end, pbd__v3 q, float r2) {
+    int n = end - s < 16 ? end - s : 16;
+    unsigned m = 0;
+#if PBD__W > 1
+    const pbd__p4 *P = (const pbd__p4 *)(const void *)g->pos;
+    pbd__vf qx = pbd__vset1(q.x), qy = pbd__vset1(q.y), qz = pbd__vset1(q.z), vr2 = pbd__vset1(r2);
+    for (int j = 0; j < n; j += PBD__W) {
+        int ids[PBD__W];
+        for (int l = 0; l < PBD__W; ++l) ids[l] = s + (j + l < n ? j + l : n - 1);
+        pbd__vp v = pbd__vgather(P, ids);
+        pbd__vf dx = pbd__vsub(v.x, qx), dy = pbd__vsub(v.y, qy), dz = pbd__vsub(v.z, qz);
+        pbd__vf d2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+        pbd__vm far = pbd__vle(vr2, d2); /* d2 >= r2, false for NaN like the scalar test */
+#if PBD__W == 16
+        unsigned bits = (unsigned)(pbd__vm)~far & 0xffffu;
+#elif PBD__W == 8
+        unsigned bits = (unsigned)simde_mm256_movemask_ps(far) ^ 0xffu;
+#else
+        unsigned bits = (unsigned)simde_mm_movemask_ps(far) ^ 0xfu;
+#endif
+        m |= bits << j;
+    }
+    if (n < 16) m &= (1u << n) - 1u;
+#else
+    for (int l = 0; l < n; ++l) {
+        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)(s + l)), q);
+        if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
+    }
+#endif
+    return m;
+}
+
 // ==== particle contact ======================================================
 
 enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PINNED, KINEMATIC */
@@ -4923,7 +5050,7 @@ static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
                       pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
-                      pp->sobject, pp->spos};
+                      pp->sobject, pp->spos, pp->pure, pp->svel};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -4937,11 +5064,11 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 17 };
+    enum { K = 19 };
     void *a[K];
     size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4)};
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4)};
     int ok = 1;
     for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
     if (!ok) {
@@ -4952,7 +5079,7 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
                      (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
-                     (void **)&pp->spos};
+                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel};
     for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
     pp->cap = need;
     return PBD_OK;
@@ -4979,6 +5106,7 @@ static void pbd__pp_index(pbd_world *w) {
         pp->sfluid[np] = pp->fluid[np];
         pp->sobject[np] = pp->object[np];
         pp->nbr_count[np] = pp->ncontact[np] = 0;
+        pp->pure[np] = 0;
         np++;
     }
     pp->np = np;
@@ -5089,7 +5217,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     if (np == 0 || !(R > 0)) {
         PBD__PRAGMA(omp for schedule(static))
         for (int k = 0; k < np; ++k) {
-            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = 0;
             pp->slot[k] = k;
             pp->sid[k] = pp->ids[k];
             pp->sfluid[k] = pp->fluid[k];
@@ -5108,28 +5236,65 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         pp->sfluid[s] = pp->fluid[k];
         pp->sobject[s] = pp->object[k];
     }
+    /* Slots of one cell are consecutive and share their buckets (cached);
+       the distance test runs 16 candidates at a time (pbd__grid_near16). */
+    pbd__grid_bcache cache;
+    pbd__grid_cands cands; /* this thread's, 16 KiB */
+    int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
+    cache.valid = 0;
+    cands.n = -1;
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)a);
-        int buckets[27], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
-        int all = nb < 0, count = 0, contacts = 0, cross = 0;
-        if (all) nb = g->mask + 1;
+        int nb = pbd__grid_buckets_cached(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), &cache);
+        const int *buckets = cache.b;
+        int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
         int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+        if (cache.fresh) {
+            pbd__grid_gather(g, buckets, nb, &cands);
+            cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
+            for (int j = 0; j < cands.n && cands.s[j] >= 0; ++j)
+                if (pp->sfluid[cands.s[j]] != cands_fluid) cands_fluid = -2;
+        }
+        if (cands.n >= 0 && fa >= 0 && cands_fluid == fa) { /* the common case: only a's fluid around */
+            for (int j = 0; j < cands.n && count < PBD_MAX_NEIGHBORS; j += 16) {
+                unsigned near = pbd__grid_cands_near16(&cands, j, q, R * R);
+                while (near && count < PBD_MAX_NEIGHBORS) {
+                    int b = cands.s[j + pbd__lowest_bit(near)];
+                    near &= near - 1u;
+                    if (b != a) list[count++] = b;
+                }
+            }
+            pp->nbr_count[a] = count;
+            pp->ncontact[a] = pp->cross[a] = 0;
+            pp->pure[a] = 1;
+            continue;
+        }
+        if (all) nb = g->mask + 1;
         for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
-            int bucket = all ? bi : buckets[bi];
-            for (int b = g->start[bucket]; b < g->start[bucket + 1] && count < PBD_MAX_NEIGHBORS; ++b) {
-                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
-                float d2 = pbd__dot(d, d);
-                int contact;
-                if (d2 >= R * R || b == a || !pbd__pp_pair(w, a, b, d2, &contact)) continue;
-                list[count++] = b;
-                contacts += contact;
-                cross |= (pp->sfluid[a] < 0 || pp->sfluid[b] < 0) && pp->sobject[a] != pp->sobject[b];
+            int bucket = all ? bi : buckets[bi], end = g->start[bucket + 1];
+            for (int s = g->start[bucket]; s < end && count < PBD_MAX_NEIGHBORS; s += 16) {
+                unsigned near = pbd__grid_near16(g, s, end, q, R * R);
+                while (near && count < PBD_MAX_NEIGHBORS) {
+                    int b = s + pbd__lowest_bit(near), contact;
+                    near &= near - 1u;
+                    if (b == a) continue;
+                    int fb = pp->sfluid[b];
+                    if (fa < 0 || fb < 0) { /* fluid pairs always interact (pbd__pp_pair) */
+                        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
+                        if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
+                        contacts += contact;
+                        cross |= pp->sobject[a] != pp->sobject[b];
+                    }
+                    list[count++] = b;
+                    pure &= fb == fa;
+                }
             }
         }
         pp->nbr_count[a] = count;
         pp->ncontact[a] = contacts;
         pp->cross[a] = (unsigned char)cross;
+        pp->pure[a] = (unsigned char)pure;
     }
     if (mark && w->nobjects > 0) {
         PBD__PRAGMA(omp single)
@@ -5412,7 +5577,7 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     int count = pp->nbr_count[a];
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
-        if (w->simd && pbd__block_of_fluid(pp, list, j, count, fa)) {
+        if (w->simd && (pp->pure[a] || pbd__block_of_fluid(pp, list, j, count, fa))) {
             pbd__vlambda_block(&k, f->mass, pa, P, list, j, count, acc);
             continue;
         }
@@ -5525,7 +5690,7 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     int count = pp->nbr_count[a];
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
-        if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
+        if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && (pp->pure[a] || pbd__block_of_fluid(pp, list, j, count, fa))) {
             pbd__vcorrection_block(pp, P, a, &ka, pa, list, j, count, acc);
             continue;
         }
