@@ -2173,6 +2173,8 @@ typedef struct pbd__particle_phase {
     int *slot;          /* slot of ids[k] */
     int *sid, *sfluid, *sobject;
     int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
+    int *nbr_off;       /* a's list: nbr[nbr_off[a] ..], packed in slot order within
+                           each thread's run of slots (see pbd__pp_build) */
     unsigned char *cross; /* touches another object this substep */
     unsigned char *pure;  /* a fluid particle whose neighbours are all of its fluid
                              (the fluid passes' SIMD fast path) */
@@ -5050,7 +5052,7 @@ static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
                       pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
-                      pp->sobject, pp->spos, pp->pure, pp->svel};
+                      pp->sobject, pp->spos, pp->pure, pp->svel, pp->nbr_off};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -5064,11 +5066,11 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 19 };
+    enum { K = 20 };
     void *a[K];
     size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4)};
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int)};
     int ok = 1;
     for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
     if (!ok) {
@@ -5079,7 +5081,7 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
                      (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
-                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel};
+                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel, (void **)&pp->nbr_off};
     for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
     pp->cap = need;
     return PBD_OK;
@@ -5105,7 +5107,7 @@ static void pbd__pp_index(pbd_world *w) {
         pp->sid[np] = i;
         pp->sfluid[np] = pp->fluid[np];
         pp->sobject[np] = pp->object[np];
-        pp->nbr_count[np] = pp->ncontact[np] = 0;
+        pp->nbr_count[np] = pp->ncontact[np] = pp->nbr_off[np] = 0;
         pp->pure[np] = 0;
         np++;
     }
@@ -5217,7 +5219,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     if (np == 0 || !(R > 0)) {
         PBD__PRAGMA(omp for schedule(static))
         for (int k = 0; k < np; ++k) {
-            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = 0;
+            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
             pp->slot[k] = k;
             pp->sid[k] = pp->ids[k];
             pp->sfluid[k] = pp->fluid[k];
@@ -5237,8 +5239,14 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         pp->sobject[s] = pp->object[k];
     }
     /* Slots of one cell are consecutive and share their buckets (cached);
-       the distance test runs 16 candidates at a time (pbd__grid_near16). */
+       the distance test runs 16 candidates at a time (pbd__grid_near16).
+       The lists are packed: a run of slots a0 .. a1 - 1 that one thread
+       builds in order writes its lists one after the other from
+       nbr[a0 * PBD_MAX_NEIGHBORS], which stays inside the run's share of
+       nbr, so every thread count gives the same lists (only where they lie
+       differs) and the passes read them as one stream. */
     pbd__grid_bcache cache;
+    int prev = -2, next = 0;
     pbd__grid_cands cands; /* this thread's, 16 KiB */
     int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
     cache.valid = 0;
@@ -5249,7 +5257,9 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         int nb = pbd__grid_buckets_cached(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), &cache);
         const int *buckets = cache.b;
         int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
-        int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+        if (a != prev + 1) next = a * PBD_MAX_NEIGHBORS;
+        prev = a;
+        int *list = pp->nbr + next;
         if (cache.fresh) {
             pbd__grid_gather(g, buckets, nb, &cands);
             cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
@@ -5266,6 +5276,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
                 }
             }
             pp->nbr_count[a] = count;
+            pp->nbr_off[a] = next;
+            next += count;
             pp->ncontact[a] = pp->cross[a] = 0;
             pp->pure[a] = 1;
             continue;
@@ -5292,6 +5304,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
             }
         }
         pp->nbr_count[a] = count;
+        pp->nbr_off[a] = next;
+        next += count;
         pp->ncontact[a] = contacts;
         pp->cross[a] = (unsigned char)cross;
         pp->pure[a] = (unsigned char)pure;
@@ -5301,7 +5315,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         for (int a = 0; a < np; ++a) {
             if (!pp->cross[a]) continue;
             /* this particle's object and every other object it touches */
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            const int *list = pp->nbr + pp->nbr_off[a];
             if (pp->sobject[a] >= 0) pbd__mark_coupled(w, &pp->sid[a], 1);
             for (int s = 0; s < pp->nbr_count[a]; ++s)
                 if (pp->sobject[list[s]] >= 0) pbd__mark_coupled(w, &pp->sid[list[s]], 1);
@@ -5523,20 +5537,34 @@ static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, co
 }
 
 #if PBD__W > 1
+/* The W neighbour slots of block j of a list of `count` (list + j when the
+   block is full, else `pad`, the last lanes repeating list[j]) and the
+   lanes that exist (1 or 0). */
+static inline const int *pbd__vblock_ids(const int *list, int j, int count, int pad[PBD__W], pbd__vf *on) {
+    if (j + PBD__W <= count) {
+        *on = pbd__vset1(1.0f);
+        return list + j;
+    }
+    float o[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        pad[l] = j + l < count ? list[j + l] : list[j];
+        o[l] = j + l < count ? 1.0f : 0.0f;
+    }
+    *on = pbd__vload(o);
+    return pad;
+}
+
 /* W neighbours list[j..j+W) of one fluid: lanes past `count` are off. */
 static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
                                       int j, int count, float acc[5][PBD__W]) {
-    int ids[PBD__W];
-    float on[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = j + l < count ? list[j + l] : list[j];
-        on[l] = j + l < count ? 1.0f : 0.0f;
-    }
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
     pbd__vp q = pbd__vgather(P, ids);
     pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
-    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
     pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
     pbd__vf rho = pbd__vsel(in, zero, pbd__vmul(pbd__vset1(mb), wp));
@@ -5573,7 +5601,7 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 pa = pbd__p3(P[a]);
     float acc[5][PBD__W];
     memset(acc, 0, sizeof acc);
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
@@ -5600,6 +5628,8 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
+    pp->omega[a] = P[a]; /* positions and multipliers for pbd__vcorrection_block */
+    pp->omega[a].w = pp->lambda[a];
 }
 
 /* One neighbour b's share of the correction of a (a lane; see below):
@@ -5636,21 +5666,18 @@ static inline void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, in
 
 #if PBD__W > 1
 /* The SIMD twin of the common case for W neighbours of a's own fluid
-   (integral s_corr exponent). */
-static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *P, int a, const pbd__kern *k,
+   (integral s_corr exponent). PL: the positions with the multipliers as w
+   (pp->omega after the lambda pass), so one gather brings both. */
+static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
                                           pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
-    int ids[PBD__W];
-    float on[PBD__W], lb[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = j + l < count ? list[j + l] : list[j];
-        on[l] = j + l < count ? 1.0f : 0.0f;
-        lb[l] = pp->lambda[ids[l]];
-    }
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
-    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vp q = pbd__vgather(PL, ids);
     pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
-    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf sc = zero;
     if (k->scorr != 0) {
         pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
@@ -5659,7 +5686,7 @@ static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const p
         for (int i = 0; i < k->n; ++i) p = pbd__vmul(p, wp);
         sc = pbd__vmul(pbd__vset1(k->scorr), p);
     }
-    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), pbd__vload(lb)), sc);
+    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), q.w), sc);
     c = pbd__vmul(pbd__vmul(c, pbd__vset1(pp->fluids[pp->sfluid[a]].mass)), pbd__vset1(k->inv_rho0));
     pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
     pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
@@ -5686,12 +5713,12 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     float acc[3][PBD__W], cacc[3][PBD__W];
     memset(acc, 0, sizeof acc);
     memset(cacc, 0, sizeof cacc);
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
         if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && (pp->pure[a] || pbd__block_of_fluid(pp, list, j, count, fa))) {
-            pbd__vcorrection_block(pp, P, a, &ka, pa, list, j, count, acc);
+            pbd__vcorrection_block(pp, pp->omega, a, &ka, pa, list, j, count, acc);
             continue;
         }
 #endif
@@ -5724,7 +5751,11 @@ static void pbd__pp_project(pbd_world *w) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
             if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
-            else pp->lambda[a] = 0;
+            else {
+                pp->lambda[a] = 0;
+                pp->omega[a] = pp->spos[a];
+                pp->omega[a].w = 0;
+            }
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
@@ -5735,11 +5766,101 @@ static void pbd__pp_project(pbd_world *w) {
     }
 }
 
+/* One fluid neighbour's XSPH and curl terms for particle a (a lane of a
+   block; the SIMD twin below does the same operations in the same order):
+   dv = (v_b - v_a) vol W(r), om = (v_a - v_b) x grad W(p_a - p_b) vol. */
+static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *xb,
+                                  const pbd__p4 *vb, int vort, pbd__v3 *dv, pbd__v3 *om) {
+    pbd__v3 d = pbd__sub(pa, pbd__p3(*xb));
+    float r2 = pbd__dot(d, d);
+    *dv = *om = pbd__v(0, 0, 0);
+    if (!(r2 < k->h2)) return;
+    pbd__v3 vab = pbd__sub(pbd__p3(*vb), va);
+    *dv = pbd__mul(vab, vol * pbd__kpoly6(k, r2));
+    if (vort) *om = pbd__mul(pbd__cross(pbd__neg(vab), pbd__kspiky(k, d, sqrtf(r2))), vol);
+}
+
+#if PBD__W > 1
+/* W neighbours list[j..j+W) of a's own fluid (vol the same for all). */
+static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *X,
+                                    const pbd__p4 *V, const int *list, int j, int count, int vort,
+                                    float acc[6][PBD__W]) {
+    int ids[PBD__W];
+    float on[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        ids[l] = j + l < count ? list[j + l] : list[j];
+        on[l] = j + l < count ? 1.0f : 0.0f;
+    }
+    pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h), vvol = pbd__vset1(vol);
+    pbd__vp q = pbd__vgather(X, ids), vb = pbd__vgather(V, ids);
+    pbd__vv d;
+    d.x = pbd__vsub(pbd__vset1(pa.x), q.x); d.y = pbd__vsub(pbd__vset1(pa.y), q.y); d.z = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf r2 = pbd__vvdot(d, d);
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vv vab;
+    vab.x = pbd__vsub(vb.x, pbd__vset1(va.x)); vab.y = pbd__vsub(vb.y, pbd__vset1(va.y)); vab.z = pbd__vsub(vb.z, pbd__vset1(va.z));
+    pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
+    pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
+    pbd__vv dv = pbd__vvmul(vab, pbd__vmul(vvol, wp));
+    pbd__vf add[6] = {pbd__vsel(in, zero, dv.x), pbd__vsel(in, zero, dv.y), pbd__vsel(in, zero, dv.z), zero, zero, zero};
+    if (vort) {
+        pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
+        pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+        pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r);
+        pbd__vv g;
+        g.x = pbd__vsel(ok, zero, pbd__vmul(d.x, coef));
+        g.y = pbd__vsel(ok, zero, pbd__vmul(d.y, coef));
+        g.z = pbd__vsel(ok, zero, pbd__vmul(d.z, coef));
+        pbd__vv om = pbd__vvmul(pbd__vvcross(pbd__vvneg(vab), g), vvol);
+        add[3] = pbd__vsel(in, zero, om.x); add[4] = pbd__vsel(in, zero, om.y); add[5] = pbd__vsel(in, zero, om.z);
+    }
+    for (int c = 0; c < 6; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
+}
+#endif
+
+/* XSPH velocity change (before the factor c) and SPH curl of fluid
+   particle a from positions X and velocities V in slot order, summed in W
+   lanes like pbd__fluid_lambda (SIMD blocks for a particle with only its
+   own fluid around, the same bits as the scalar lanes). */
+static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
+                            pbd__v3 *om) {
+    const pbd__particle_phase *pp = &w->pp;
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+    pbd__kern k = f->kern;
+    pbd__v3 pa = pbd__p3(X[a]), va = pbd__p3(V[a]);
+    float acc[6][PBD__W];
+    memset(acc, 0, sizeof acc);
+    const int *list = pp->nbr + pp->nbr_off[a];
+    int count = pp->nbr_count[a];
+    for (int j = 0; j < count; j += PBD__W) {
+#if PBD__W > 1
+        if (w->simd && pp->pure[a]) {
+            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, acc);
+            continue;
+        }
+#endif
+        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+            int b = list[j + l];
+            if (pp->sfluid[b] < 0) continue;
+            pbd__v3 d, o;
+            pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
+            acc[0][l] += d.x; acc[1][l] += d.y; acc[2][l] += d.z;
+            acc[3][l] += o.x; acc[4][l] += o.y; acc[5][l] += o.z;
+        }
+    }
+    *dv = *om = pbd__v(0, 0, 0);
+    for (int l = 0; l < PBD__W; ++l) {
+        dv->x += acc[0][l]; dv->y += acc[1][l]; dv->z += acc[2][l];
+        om->x += acc[3][l]; om->y += acc[4][l]; om->z += acc[5][l];
+    }
+}
+
 /* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
    and vorticity confinement (Macklin and Mueller 2013, eqs. 15-17):
    omega_a = sum_b m_b/rho_0 (v_a - v_b) x grad W(p_a - p_b) (the SPH curl),
    eta = grad |omega|, N = eta / |eta|, v_a += h eps (N x omega_a).
-   Fluid neighbours only; Jacobi (old velocities in, dp as the new). */
+   Fluid neighbours only; Jacobi (old velocities in, dp as the new), on
+   positions and velocities gathered in slot order. */
 static void pbd__fluid_velocities(pbd_world *w, float h) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np, any = 0, vort = 0;
@@ -5748,26 +5869,18 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
         vort |= pp->fluids[f].vorticity > 0;
     }
     if (np == 0 || !any || !(pp->reach > 0)) return;
+    const pbd__p4 *X = pp->spos, *V = pp->svel;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pp->spos[a] = w->x[pp->sid[a]];
+        pp->svel[a] = w->v[pp->sid[a]];
+    }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
         if (pp->sfluid[a] >= 0) {
-            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
-            float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), va = pbd__p3(w->v[pp->sid[a]]);
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
-            for (int s = 0; s < pp->nbr_count[a]; ++s) {
-                int b = list[s];
-                if (pp->sfluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
-                float r2 = pbd__dot(d, d);
-                if (r2 >= kh * kh) continue;
-                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
-                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->sid[b]]), va);
-                dv = pbd__add(dv, pbd__mul(vab, vol * pbd__poly6(r2, kh)));
-                om = pbd__add(om, pbd__mul(pbd__cross(pbd__neg(vab), pbd__spiky_grad(d, sqrtf(r2), kh)), vol));
-            }
-            dv = pbd__mul(dv, f->viscosity);
+            pbd__fluid_xsph(w, X, V, a, vort, &dv, &om);
+            dv = pbd__mul(dv, pp->fluids[pp->sfluid[a]].viscosity);
         }
         pp->dp[a].x = dv.x; pp->dp[a].y = dv.y; pp->dp[a].z = dv.z; pp->dp[a].w = 0;
         pp->omega[a].x = om.x; pp->omega[a].y = om.y; pp->omega[a].z = om.z; pp->omega[a].w = 0;
@@ -5779,12 +5892,12 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
             if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) continue;
             const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
             float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), eta = pbd__v(0, 0, 0);
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            pbd__v3 pa = pbd__p3(X[a]), eta = pbd__v(0, 0, 0);
+            const int *list = pp->nbr + pp->nbr_off[a];
             for (int s = 0; s < pp->nbr_count[a]; ++s) {
                 int b = list[s];
                 if (pp->sfluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
+                pbd__v3 d = pbd__sub(pa, pbd__p3(X[b]));
                 float r2 = pbd__dot(d, d);
                 if (r2 >= kh * kh) continue;
                 float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
@@ -5800,7 +5913,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__p4 *v = &w->v[pp->sid[a]];
-        if (w->x[pp->sid[a]].w == 0) continue;
+        if (X[a].w == 0) continue;
         v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
     }
 }
@@ -5865,7 +5978,7 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
     *count = 0;
     if (a < 0) return PBD_OK;
     a = pp->slot[a];
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     for (int s = 0; s < pp->nbr_count[a]; ++s)
         if (s < max) out[s] = pp->sid[list[s]];
     *count = pp->nbr_count[a];
