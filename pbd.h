@@ -5766,8 +5766,8 @@ static void pbd__pp_project(pbd_world *w) {
     }
 }
 
-/* One fluid neighbour's XSPH and curl terms for particle a (a lane of a
-   block; the SIMD twin below does the same operations in the same order):
+/* One fluid neighbour's XSPH and curl terms for particle a (the SIMD twin
+   below computes W of them with the same operations in the same order):
    dv = (v_b - v_a) vol W(r), om = (v_a - v_b) x grad W(p_a - p_b) vol. */
 static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *xb,
                                   const pbd__p4 *vb, int vort, pbd__v3 *dv, pbd__v3 *om) {
@@ -5781,22 +5781,20 @@ static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd
 }
 
 #if PBD__W > 1
-/* W neighbours list[j..j+W) of a's own fluid (vol the same for all). */
+/* The terms of W neighbours list[j..j+W) of a's own fluid (vol the same
+   for all) into t (lanes past count: zero). */
 static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *X,
                                     const pbd__p4 *V, const int *list, int j, int count, int vort,
-                                    float acc[6][PBD__W]) {
-    int ids[PBD__W];
-    float on[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = j + l < count ? list[j + l] : list[j];
-        on[l] = j + l < count ? 1.0f : 0.0f;
-    }
+                                    float t[6][PBD__W]) {
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h), vvol = pbd__vset1(vol);
     pbd__vp q = pbd__vgather(X, ids), vb = pbd__vgather(V, ids);
     pbd__vv d;
     d.x = pbd__vsub(pbd__vset1(pa.x), q.x); d.y = pbd__vsub(pbd__vset1(pa.y), q.y); d.z = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vvdot(d, d);
-    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vv vab;
     vab.x = pbd__vsub(vb.x, pbd__vset1(va.x)); vab.y = pbd__vsub(vb.y, pbd__vset1(va.y)); vab.z = pbd__vsub(vb.z, pbd__vset1(va.z));
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
@@ -5814,28 +5812,38 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
         pbd__vv om = pbd__vvmul(pbd__vvcross(pbd__vvneg(vab), g), vvol);
         add[3] = pbd__vsel(in, zero, om.x); add[4] = pbd__vsel(in, zero, om.y); add[5] = pbd__vsel(in, zero, om.z);
     }
-    for (int c = 0; c < 6; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
+    for (int c = 0; c < 6; ++c) pbd__vstore(t[c], add[c]);
 }
 #endif
 
 /* XSPH velocity change (before the factor c) and SPH curl of fluid
-   particle a from positions X and velocities V in slot order, summed in W
-   lanes like pbd__fluid_lambda (SIMD blocks for a particle with only its
-   own fluid around, the same bits as the scalar lanes). */
+   particle a from positions X and velocities V in slot order. The terms
+   of a particle with only its own fluid around come W at a time from
+   SIMD blocks; the sums run in list order (the same bits as the scalar
+   terms: a sum that starts at +0 is never -0, so the zero terms of
+   skipped neighbours change nothing). */
 static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
                             pbd__v3 *om) {
     const pbd__particle_phase *pp = &w->pp;
     const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
     pbd__kern k = f->kern;
     pbd__v3 pa = pbd__p3(X[a]), va = pbd__p3(V[a]);
-    float acc[6][PBD__W];
-    memset(acc, 0, sizeof acc);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+    *dv = *om = pbd__v(0, 0, 0);
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
         if (w->simd && pp->pure[a]) {
-            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, acc);
+            float t[6][PBD__W];
+            int n = count - j < PBD__W ? count - j : PBD__W;
+            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, t);
+            for (int l = 0; l < n; ++l) {
+                dv->x += t[0][l]; dv->y += t[1][l]; dv->z += t[2][l];
+            }
+            if (vort)
+                for (int l = 0; l < n; ++l) {
+                    om->x += t[3][l]; om->y += t[4][l]; om->z += t[5][l];
+                }
             continue;
         }
 #endif
@@ -5844,14 +5852,9 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
             if (pp->sfluid[b] < 0) continue;
             pbd__v3 d, o;
             pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
-            acc[0][l] += d.x; acc[1][l] += d.y; acc[2][l] += d.z;
-            acc[3][l] += o.x; acc[4][l] += o.y; acc[5][l] += o.z;
+            *dv = pbd__add(*dv, d);
+            *om = pbd__add(*om, o);
         }
-    }
-    *dv = *om = pbd__v(0, 0, 0);
-    for (int l = 0; l < PBD__W; ++l) {
-        dv->x += acc[0][l]; dv->y += acc[1][l]; dv->z += acc[2][l];
-        om->x += acc[3][l]; om->y += acc[4][l]; om->z += acc[5][l];
     }
 }
 
