@@ -2182,6 +2182,10 @@ typedef struct pbd__particle_phase {
     pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
     pbd__p4 *dp, *omega;
     pbd__p4 *svel;      /* velocities gathered in slot order (fluid velocity pass) */
+    int *gslot;         /* the slot of each grid slot (the slots are the grid's in
+                           pbd__grid_spatial_order, so that neighbours are near) */
+    int *order, *order_tmp;
+    unsigned *order_key;
     float reach;        /* search radius of the last build */
     pbd__grid grid;
 } pbd__particle_phase;
@@ -4931,9 +4935,9 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
          !(|pos - q|^2 >= r2), with exactly the scalar arithmetic
          (d = pos - q, d.x d.x + d.y d.y + d.z d.z), W lanes at a time, so
          the answer is the same bits with and without SIMD.
-     pbd__grid_gather(g, buckets, nb, cands)
+     pbd__grid_gather(g, buckets, nb, remap, cands)
          the points of those buckets (in order, each bucket by slot) copied
-         into cands as SoA, padded to a multiple of 16 with far points
+         into cands as SoA (with the slot s, or remap[s] if remap is given), padded to a multiple of 16 with far points
          (FLT_MAX); cands->n = -1 when there are more than fit (or nb < 0).
      pbd__grid_cands_near16(cands, j, q, r2)
          the near bits of candidates j .. j + 15 (j a multiple of 16), with
@@ -4959,7 +4963,7 @@ typedef struct pbd__grid_cands {
     int s[PBD__GRID_CANDS];
 } pbd__grid_cands;
 
-static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, pbd__grid_cands *c) {
+static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, const int *remap, pbd__grid_cands *c) {
     int n = 0;
     c->n = -1;
     if (nb < 0) return;
@@ -4968,7 +4972,7 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, pbd
         if (s1 - s0 > PBD__GRID_CANDS - 16 - n) return;
         for (int s = s0; s < s1; ++s, ++n) {
             c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
-            c->s[n] = s;
+            c->s[n] = remap ? remap[s] : s;
         }
     }
     for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
@@ -4999,6 +5003,45 @@ static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, p
     }
 #endif
     return m;
+}
+
+/* pbd__grid_spatial_order(g, key, order, tmp)
+     the slots of the last build in the Morton order of their cells (cell
+     coordinates wrapped to 8 bits each), ties by slot: order[0 .. count)
+     (key, tmp: count scratch each). Neighbouring cells lie near each
+     other in this order, which the hash order does not give. Call it
+     from every thread of a parallel region, or serially (like
+     pbd__grid_build). */
+static inline unsigned pbd__spread_bits8(unsigned v) { /* bit i of v to bit 3 i */
+    v &= 0xffu;
+    v = (v | (v << 8)) & 0x00f00fu;
+    v = (v | (v << 4)) & 0x0c30c3u;
+    v = (v | (v << 2)) & 0x249249u;
+    return v;
+}
+static void pbd__grid_spatial_order(const pbd__grid *g, unsigned *key, int *order, int *tmp) {
+    int n = g->count;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int s = 0; s < n; ++s) {
+        const float *p = g->pos + 4 * (size_t)s;
+        unsigned x = (unsigned)pbd__grid_coord(g, p[0]), y = (unsigned)pbd__grid_coord(g, p[1]), z = (unsigned)pbd__grid_coord(g, p[2]);
+        key[s] = pbd__spread_bits8(x) | (pbd__spread_bits8(y) << 1) | (pbd__spread_bits8(z) << 2);
+    }
+    PBD__PRAGMA(omp single)
+    { /* a stable LSD radix sort of the 24-bit keys, two passes of 12 bits */
+        int count[4097];
+        for (int s = 0; s < n; ++s) tmp[s] = s;
+        for (int pass = 0; pass < 2; ++pass) {
+            const int *in = pass == 0 ? tmp : order;
+            int *out = pass == 0 ? order : tmp;
+            int shift = 12 * pass;
+            memset(count, 0, sizeof count);
+            for (int i = 0; i < n; ++i) count[((key[in[i]] >> shift) & 4095u) + 1]++;
+            for (int b = 0; b < 4096; ++b) count[b + 1] += count[b];
+            for (int i = 0; i < n; ++i) out[count[(key[in[i]] >> shift) & 4095u]++] = in[i];
+        }
+        memcpy(order, tmp, sizeof(int) * (size_t)n);
+    }
 }
 
 /* The lowest set bit of m != 0. */
@@ -5052,7 +5095,8 @@ static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
                       pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
-                      pp->sobject, pp->spos, pp->pure, pp->svel, pp->nbr_off};
+                      pp->sobject, pp->spos, pp->pure, pp->svel, pp->nbr_off,
+                      pp->gslot, pp->order, pp->order_tmp, pp->order_key};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -5066,11 +5110,12 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 20 };
+    enum { K = 24 };
     void *a[K];
     size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int)};
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int),
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(unsigned)};
     int ok = 1;
     for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
     if (!ok) {
@@ -5081,7 +5126,8 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
                      (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
-                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel, (void **)&pp->nbr_off};
+                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel, (void **)&pp->nbr_off,
+                     (void **)&pp->gslot, (void **)&pp->order, (void **)&pp->order_tmp, (void **)&pp->order_key};
     for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
     pp->cap = need;
     return PBD_OK;
@@ -5229,14 +5275,19 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     }
     pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
     const pbd__grid *g = &pp->grid;
-    /* work in the grid's slot order: neighbours are near in memory */
+    /* Work in slots: the grid's slots in the spatial order of their cells,
+       so that neighbours are near in memory (the hash order scatters
+       neighbouring cells). The lists keep the grid's order (buckets, then
+       slot), so the sums do not depend on this layout. */
+    pbd__grid_spatial_order(g, pp->order_key, pp->order, pp->order_tmp);
     PBD__PRAGMA(omp for schedule(static))
-    for (int s = 0; s < np; ++s) {
-        int k = g->sorted[s];
-        pp->slot[k] = s;
-        pp->sid[s] = pp->ids[k];
-        pp->sfluid[s] = pp->fluid[k];
-        pp->sobject[s] = pp->object[k];
+    for (int a = 0; a < np; ++a) {
+        int s = pp->order[a], k = g->sorted[s];
+        pp->gslot[s] = a;
+        pp->slot[k] = a;
+        pp->sid[a] = pp->ids[k];
+        pp->sfluid[a] = pp->fluid[k];
+        pp->sobject[a] = pp->object[k];
     }
     /* Slots of one cell are consecutive and share their buckets (cached);
        the distance test runs 16 candidates at a time (pbd__grid_near16).
@@ -5253,7 +5304,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     cands.n = -1;
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
-        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)a);
+        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)pp->order[a]);
         int nb = pbd__grid_buckets_cached(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), &cache);
         const int *buckets = cache.b;
         int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
@@ -5261,7 +5312,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         prev = a;
         int *list = pp->nbr + next;
         if (cache.fresh) {
-            pbd__grid_gather(g, buckets, nb, &cands);
+            pbd__grid_gather(g, buckets, nb, pp->gslot, &cands);
             cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
             for (int j = 0; j < cands.n && cands.s[j] >= 0; ++j)
                 if (pp->sfluid[cands.s[j]] != cands_fluid) cands_fluid = -2;
@@ -5288,12 +5339,12 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
             for (int s = g->start[bucket]; s < end && count < PBD_MAX_NEIGHBORS; s += 16) {
                 unsigned near = pbd__grid_near16(g, s, end, q, R * R);
                 while (near && count < PBD_MAX_NEIGHBORS) {
-                    int b = s + pbd__lowest_bit(near), contact;
+                    int gs = s + pbd__lowest_bit(near), b = pp->gslot[gs], contact;
                     near &= near - 1u;
                     if (b == a) continue;
                     int fb = pp->sfluid[b];
                     if (fa < 0 || fb < 0) { /* fluid pairs always interact (pbd__pp_pair) */
-                        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
+                        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)gs), q);
                         if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
                         contacts += contact;
                         cross |= pp->sobject[a] != pp->sobject[b];
