@@ -5117,7 +5117,9 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                        sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int),
                        sizeof(int), sizeof(int), sizeof(int), sizeof(unsigned)};
     int ok = 1;
-    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
+    /* nbr (i == 3) has a spare row: the fluid passes load whole vectors
+       of indices past the end of a list (pbd__vblock_ids) */
+    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n + (i == 3), sizes[i])) != NULL;
     if (!ok) {
         for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
         return PBD_ERROR_OUT_OF_MEMORY;
@@ -5320,6 +5322,18 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         if (cands.n >= 0 && fa >= 0 && cands_fluid == fa) { /* the common case: only a's fluid around */
             for (int j = 0; j < cands.n && count < PBD_MAX_NEIGHBORS; j += 16) {
                 unsigned near = pbd__grid_cands_near16(&cands, j, q, R * R);
+#if PBD__W == 16
+                /* all 16 at once: compress in a register, store 16 (the
+                   spare ones are overwritten later, and list[0 .. 96) is
+                   this run's share of nbr whatever the packing) */
+                if (count + 16 <= PBD_MAX_NEIGHBORS) {
+                    simde__m512i ids = simde_mm512_loadu_si512((const void *)(cands.s + j));
+                    near &= ~(unsigned)simde_mm512_cmpeq_epi32_mask(ids, simde_mm512_set1_epi32(a));
+                    simde_mm512_storeu_si512((void *)(list + count), simde_mm512_maskz_compress_epi32((simde__mmask16)near, ids));
+                    for (; near; near &= near - 1u) count++;
+                    continue;
+                }
+#endif
                 while (near && count < PBD_MAX_NEIGHBORS) {
                     int b = cands.s[j + pbd__lowest_bit(near)];
                     near &= near - 1u;
@@ -5596,12 +5610,21 @@ static inline const int *pbd__vblock_ids(const int *list, int j, int count, int 
         *on = pbd__vset1(1.0f);
         return list + j;
     }
+#if PBD__W == 16
+    /* a whole load: list + j + 16 stays inside nbr, which has a spare row
+       (pbd__pp_reserve); the lanes past count are replaced */
+    simde__mmask16 m = (simde__mmask16)((1u << (count - j)) - 1u);
+    simde__m512i v = simde_mm512_loadu_si512((const void *)(list + j));
+    simde_mm512_storeu_si512((void *)pad, simde_mm512_mask_mov_epi32(simde_mm512_set1_epi32(list[j]), m, v));
+    *on = simde_mm512_maskz_mov_ps(m, pbd__vset1(1.0f));
+#else
     float o[PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
         pad[l] = j + l < count ? list[j + l] : list[j];
         o[l] = j + l < count ? 1.0f : 0.0f;
     }
     *on = pbd__vload(o);
+#endif
     return pad;
 }
 
@@ -5783,8 +5806,11 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
     for (int l = 0; l < PBD__W; ++l) {
         sum.x += acc[0][l]; sum.y += acc[1][l]; sum.z += acc[2][l];
-        contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
     }
+    if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
+        for (int l = 0; l < PBD__W; ++l) {
+            contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
+        }
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
 }
