@@ -5044,6 +5044,17 @@ static void pbd__grid_spatial_order(const pbd__grid *g, unsigned *key, int *orde
     }
 }
 
+/* The number of set bits of m (m < 2^16). */
+static inline int pbd__popcount16(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcount(m);
+#else
+    int c = 0;
+    for (; m; m &= m - 1u) ++c;
+    return c;
+#endif
+}
+
 /* The lowest set bit of m != 0. */
 static inline int pbd__lowest_bit(unsigned m) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -5330,7 +5341,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
                     simde__m512i ids = simde_mm512_loadu_si512((const void *)(cands.s + j));
                     near &= ~(unsigned)simde_mm512_cmpeq_epi32_mask(ids, simde_mm512_set1_epi32(a));
                     simde_mm512_storeu_si512((void *)(list + count), simde_mm512_maskz_compress_epi32((simde__mmask16)near, ids));
-                    for (; near; near &= near - 1u) count++;
+                    count += pbd__popcount16(near);
                     continue;
                 }
 #endif
