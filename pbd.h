@@ -183,6 +183,11 @@
    one spatial hash grid rebuilt every substep, and Jacobi iterations that
    keep momentum and give the same bits for any thread count and with or
    without SIMD. Fluid defaults are tuned for 2-4 substeps of 1/60 s.
+   Each particle's neighbour list is built once per substep (one candidate
+   gather per grid cell, 16 distance tests at a time) and read by every
+   iteration and by XSPH / vorticity; the passes work on copies of the
+   particles laid out in the Morton order of their cells, so neighbours
+   are near in memory (bench/fluid: 128 000 particles).
 
        pbd_fluid_desc f = pbd_fluid_desc_default();  // water, 5 cm spacing
        f.positions = xyz; f.count = n;               // e.g. a block on a lattice
@@ -2183,10 +2188,20 @@ typedef struct pbd__particle_phase {
     int *slot;          /* slot of ids[k] */
     int *sid, *sfluid, *sobject;
     int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
+    int *nbr_off;       /* a's list: nbr[nbr_off[a] ..], packed in slot order within
+                           each thread's run of slots (see pbd__pp_build) */
     unsigned char *cross; /* touches another object this substep */
+    unsigned char *pure;  /* a fluid particle whose neighbours are all of its fluid
+                             (the fluid passes' SIMD fast path) */
     float *lambda, *density, *omega_len;
     pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
-    pbd__p4 *dp, *omega;
+    pbd__p4 *dp, *omega; /* omega: the SPH curl after the velocity update; during the
+                            iterations the positions with the multipliers as w */
+    pbd__p4 *svel;      /* velocities gathered in slot order (fluid velocity pass) */
+    int *gslot;         /* the slot of each grid slot (the slots are the grid's in
+                           pbd__grid_spatial_order, so that neighbours are near) */
+    int *order, *order_tmp;
+    unsigned *order_key;
     float reach;        /* search radius of the last build */
     pbd__grid grid;
 } pbd__particle_phase;
@@ -4927,6 +4942,180 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
     return found;
 }
 
+/* Helpers for scans of many nearby points in slot order (the particle
+   phase's neighbour lists):
+     pbd__grid_buckets_cached(g, lo, hi, cache)
+         pbd__grid_buckets(g, lo, hi, cache->b, 27), remembered by the cell
+         range: consecutive queries from points of the same cell (a walk in
+         slot order visits a cell's points together) reuse the answer.
+     pbd__grid_near16(g, s, end, q, r2)
+         bit l (l < 16, s + l < end) set when slot s + l is near q:
+         !(|pos - q|^2 >= r2), with exactly the scalar arithmetic
+         (d = pos - q, d.x d.x + d.y d.y + d.z d.z), W lanes at a time, so
+         the answer is the same bits with and without SIMD.
+     pbd__grid_gather(g, buckets, nb, remap, cands)
+         the points of those buckets (in order, each bucket by slot) copied
+         into cands as SoA (with the slot s, or remap[s] if remap is given), padded to a multiple of 16 with far points
+         (FLT_MAX); cands->n = -1 when there are more than fit (or nb < 0).
+     pbd__grid_cands_near16(cands, j, q, r2)
+         the near bits of candidates j .. j + 15 (j a multiple of 16), with
+         the arithmetic of pbd__grid_near16: one gather serves every point
+         of a cell, with whole vectors. */
+typedef struct pbd__grid_bcache { int valid, fresh, x0, y0, z0, x1, y1, z1, n; int b[27]; } pbd__grid_bcache;
+
+static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, pbd__grid_bcache *c) {
+    int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
+    int x1 = pbd__grid_coord(g, hi.x), y1 = pbd__grid_coord(g, hi.y), z1 = pbd__grid_coord(g, hi.z);
+    c->fresh = !(c->valid && c->x0 == x0 && c->y0 == y0 && c->z0 == z0 && c->x1 == x1 && c->y1 == y1 && c->z1 == z1);
+    if (!c->fresh) return c->n;
+    c->n = pbd__grid_buckets(g, lo, hi, c->b, 27);
+    c->valid = 1;
+    c->x0 = x0; c->y0 = y0; c->z0 = z0; c->x1 = x1; c->y1 = y1; c->z1 = z1;
+    return c->n;
+}
+
+enum { PBD__GRID_CANDS = 1024 };
+typedef struct pbd__grid_cands {
+    int n;
+    float x[PBD__GRID_CANDS], y[PBD__GRID_CANDS], z[PBD__GRID_CANDS];
+    int s[PBD__GRID_CANDS];
+} pbd__grid_cands;
+
+static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, const int *remap, pbd__grid_cands *c) {
+    int n = 0;
+    c->n = -1;
+    if (nb < 0) return;
+    for (int bi = 0; bi < nb; ++bi) {
+        int b = buckets[bi], s0 = g->start[b], s1 = g->start[b + 1];
+        if (s1 - s0 > PBD__GRID_CANDS - 16 - n) return;
+        for (int s = s0; s < s1; ++s, ++n) {
+            c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
+            c->s[n] = remap ? remap[s] : s;
+        }
+    }
+    for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
+    c->n = n;
+}
+
+static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, pbd__v3 q, float r2) {
+    unsigned m = 0;
+#if PBD__W > 1
+    pbd__vf qx = pbd__vset1(q.x), qy = pbd__vset1(q.y), qz = pbd__vset1(q.z), vr2 = pbd__vset1(r2);
+    for (int k = 0; k < 16; k += PBD__W) {
+        pbd__vf dx = pbd__vsub(pbd__vload(c->x + j + k), qx), dy = pbd__vsub(pbd__vload(c->y + j + k), qy);
+        pbd__vf dz = pbd__vsub(pbd__vload(c->z + j + k), qz);
+        pbd__vf d2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+        pbd__vm far = pbd__vle(vr2, d2);
+#if PBD__W == 16
+        m = (unsigned)(pbd__vm)~far & 0xffffu;
+#elif PBD__W == 8
+        m |= ((unsigned)simde_mm256_movemask_ps(far) ^ 0xffu) << k;
+#else
+        m |= ((unsigned)simde_mm_movemask_ps(far) ^ 0xfu) << k;
+#endif
+    }
+#else
+    for (int l = 0; l < 16; ++l) {
+        pbd__v3 d = pbd__sub(pbd__v(c->x[j + l], c->y[j + l], c->z[j + l]), q);
+        if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
+    }
+#endif
+    return m;
+}
+
+/* pbd__grid_spatial_order(g, key, order, tmp)
+     the slots of the last build in the Morton order of their cells (cell
+     coordinates wrapped to 8 bits each), ties by slot: order[0 .. count)
+     (key, tmp: count scratch each). Neighbouring cells lie near each
+     other in this order, which the hash order does not give. Call it
+     from every thread of a parallel region, or serially (like
+     pbd__grid_build). */
+static inline unsigned pbd__spread_bits8(unsigned v) { /* bit i of v to bit 3 i */
+    v &= 0xffu;
+    v = (v | (v << 8)) & 0x00f00fu;
+    v = (v | (v << 4)) & 0x0c30c3u;
+    v = (v | (v << 2)) & 0x249249u;
+    return v;
+}
+static void pbd__grid_spatial_order(const pbd__grid *g, unsigned *key, int *order, int *tmp) {
+    int n = g->count;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int s = 0; s < n; ++s) {
+        const float *p = g->pos + 4 * (size_t)s;
+        unsigned x = (unsigned)pbd__grid_coord(g, p[0]), y = (unsigned)pbd__grid_coord(g, p[1]), z = (unsigned)pbd__grid_coord(g, p[2]);
+        key[s] = pbd__spread_bits8(x) | (pbd__spread_bits8(y) << 1) | (pbd__spread_bits8(z) << 2);
+    }
+    PBD__PRAGMA(omp single)
+    { /* a stable LSD radix sort of the 24-bit keys, two passes of 12 bits */
+        int count[4097];
+        for (int s = 0; s < n; ++s) tmp[s] = s;
+        for (int pass = 0; pass < 2; ++pass) {
+            const int *in = pass == 0 ? tmp : order;
+            int *out = pass == 0 ? order : tmp;
+            int shift = 12 * pass;
+            memset(count, 0, sizeof count);
+            for (int i = 0; i < n; ++i) count[((key[in[i]] >> shift) & 4095u) + 1]++;
+            for (int b = 0; b < 4096; ++b) count[b + 1] += count[b];
+            for (int i = 0; i < n; ++i) out[count[(key[in[i]] >> shift) & 4095u]++] = in[i];
+        }
+        memcpy(order, tmp, sizeof(int) * (size_t)n);
+    }
+}
+
+/* The number of set bits of m (m < 2^16). */
+static inline int pbd__popcount16(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_popcount(m);
+#else
+    int c = 0;
+    for (; m; m &= m - 1u) ++c;
+    return c;
+#endif
+}
+
+/* The lowest set bit of m != 0. */
+static inline int pbd__lowest_bit(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(m);
+#else
+    int l = 0;
+    while (!(m & 1u)) { m >>= 1; ++l; }
+    return l;
+#endif
+}
+
+static inline unsigned pbd__grid_near16(const pbd__grid *g, int s, int end, pbd__v3 q, float r2) {
+    int n = end - s < 16 ? end - s : 16;
+    unsigned m = 0;
+#if PBD__W > 1
+    const pbd__p4 *P = (const pbd__p4 *)(const void *)g->pos;
+    pbd__vf qx = pbd__vset1(q.x), qy = pbd__vset1(q.y), qz = pbd__vset1(q.z), vr2 = pbd__vset1(r2);
+    for (int j = 0; j < n; j += PBD__W) {
+        int ids[PBD__W];
+        for (int l = 0; l < PBD__W; ++l) ids[l] = s + (j + l < n ? j + l : n - 1);
+        pbd__vp v = pbd__vgather(P, ids);
+        pbd__vf dx = pbd__vsub(v.x, qx), dy = pbd__vsub(v.y, qy), dz = pbd__vsub(v.z, qz);
+        pbd__vf d2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
+        pbd__vm far = pbd__vle(vr2, d2); /* d2 >= r2, false for NaN like the scalar test */
+#if PBD__W == 16
+        unsigned bits = (unsigned)(pbd__vm)~far & 0xffffu;
+#elif PBD__W == 8
+        unsigned bits = (unsigned)simde_mm256_movemask_ps(far) ^ 0xffu;
+#else
+        unsigned bits = (unsigned)simde_mm_movemask_ps(far) ^ 0xfu;
+#endif
+        m |= bits << j;
+    }
+    if (n < 16) m &= (1u << n) - 1u;
+#else
+    for (int l = 0; l < n; ++l) {
+        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)(s + l)), q);
+        if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
+    }
+#endif
+    return m;
+}
+
 // ==== particle contact ======================================================
 
 enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PINNED, KINEMATIC */
@@ -4935,7 +5124,8 @@ static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
                       pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
-                      pp->sobject, pp->spos};
+                      pp->sobject, pp->spos, pp->pure, pp->svel, pp->nbr_off,
+                      pp->gslot, pp->order, pp->order_tmp, pp->order_key};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -4949,13 +5139,16 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 17 };
+    enum { K = 24 };
     void *a[K];
     size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
                        1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4)};
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int),
+                       sizeof(int), sizeof(int), sizeof(int), sizeof(unsigned)};
     int ok = 1;
-    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n, sizes[i])) != NULL;
+    /* nbr (i == 3) has a spare row: the fluid passes load whole vectors
+       of indices past the end of a list (pbd__vblock_ids) */
+    for (int i = 0; i < K; ++i) ok &= (a[i] = pbd__alloc_n(w, n + (i == 3), sizes[i])) != NULL;
     if (!ok) {
         for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
         return PBD_ERROR_OUT_OF_MEMORY;
@@ -4964,7 +5157,8 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
                      (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
-                     (void **)&pp->spos};
+                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel, (void **)&pp->nbr_off,
+                     (void **)&pp->gslot, (void **)&pp->order, (void **)&pp->order_tmp, (void **)&pp->order_key};
     for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
     pp->cap = need;
     return PBD_OK;
@@ -4990,7 +5184,8 @@ static void pbd__pp_index(pbd_world *w) {
         pp->sid[np] = i;
         pp->sfluid[np] = pp->fluid[np];
         pp->sobject[np] = pp->object[np];
-        pp->nbr_count[np] = pp->ncontact[np] = 0;
+        pp->nbr_count[np] = pp->ncontact[np] = pp->nbr_off[np] = 0;
+        pp->pure[np] = 0;
         np++;
     }
     pp->np = np;
@@ -5101,7 +5296,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     if (np == 0 || !(R > 0)) {
         PBD__PRAGMA(omp for schedule(static))
         for (int k = 0; k < np; ++k) {
-            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = 0;
+            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
             pp->slot[k] = k;
             pp->sid[k] = pp->ids[k];
             pp->sfluid[k] = pp->fluid[k];
@@ -5111,44 +5306,110 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     }
     pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
     const pbd__grid *g = &pp->grid;
-    /* work in the grid's slot order: neighbours are near in memory */
-    PBD__PRAGMA(omp for schedule(static))
-    for (int s = 0; s < np; ++s) {
-        int k = g->sorted[s];
-        pp->slot[k] = s;
-        pp->sid[s] = pp->ids[k];
-        pp->sfluid[s] = pp->fluid[k];
-        pp->sobject[s] = pp->object[k];
-    }
+    /* Work in slots: the grid's slots in the spatial order of their cells,
+       so that neighbours are near in memory (the hash order scatters
+       neighbouring cells). The lists keep the grid's order (buckets, then
+       slot), so the sums do not depend on this layout. */
+    pbd__grid_spatial_order(g, pp->order_key, pp->order, pp->order_tmp);
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
-        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)a);
-        int buckets[27], nb = pbd__grid_buckets(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
-        int all = nb < 0, count = 0, contacts = 0, cross = 0;
+        int s = pp->order[a], k = g->sorted[s];
+        pp->gslot[s] = a;
+        pp->slot[k] = a;
+        pp->sid[a] = pp->ids[k];
+        pp->sfluid[a] = pp->fluid[k];
+        pp->sobject[a] = pp->object[k];
+    }
+    /* Slots of one cell are consecutive and share their buckets (cached);
+       the distance test runs 16 candidates at a time (pbd__grid_near16).
+       The lists are packed: a run of slots a0 .. a1 - 1 that one thread
+       builds in order writes its lists one after the other from
+       nbr[a0 * PBD_MAX_NEIGHBORS], which stays inside the run's share of
+       nbr, so every thread count gives the same lists (only where they lie
+       differs) and the passes read them as one stream. */
+    pbd__grid_bcache cache;
+    int prev = -2, next = 0;
+    pbd__grid_cands cands; /* this thread's, 16 KiB */
+    int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
+    cache.valid = 0;
+    cands.n = -1;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)pp->order[a]);
+        int nb = pbd__grid_buckets_cached(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), &cache);
+        const int *buckets = cache.b;
+        int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
+        if (a != prev + 1) next = a * PBD_MAX_NEIGHBORS;
+        prev = a;
+        int *list = pp->nbr + next;
+        if (cache.fresh) {
+            pbd__grid_gather(g, buckets, nb, pp->gslot, &cands);
+            cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
+            for (int j = 0; j < cands.n && cands.s[j] >= 0; ++j)
+                if (pp->sfluid[cands.s[j]] != cands_fluid) cands_fluid = -2;
+        }
+        if (cands.n >= 0 && fa >= 0 && cands_fluid == fa) { /* the common case: only a's fluid around */
+            for (int j = 0; j < cands.n && count < PBD_MAX_NEIGHBORS; j += 16) {
+                unsigned near = pbd__grid_cands_near16(&cands, j, q, R * R);
+#if PBD__W == 16
+                /* all 16 at once: compress in a register, store 16 (the
+                   spare ones are overwritten later, and list[0 .. 96) is
+                   this run's share of nbr whatever the packing) */
+                if (count + 16 <= PBD_MAX_NEIGHBORS) {
+                    simde__m512i ids = simde_mm512_loadu_si512((const void *)(cands.s + j));
+                    near &= ~(unsigned)simde_mm512_cmpeq_epi32_mask(ids, simde_mm512_set1_epi32(a));
+                    simde_mm512_storeu_si512((void *)(list + count), simde_mm512_maskz_compress_epi32((simde__mmask16)near, ids));
+                    count += pbd__popcount16(near);
+                    continue;
+                }
+#endif
+                while (near && count < PBD_MAX_NEIGHBORS) {
+                    int b = cands.s[j + pbd__lowest_bit(near)];
+                    near &= near - 1u;
+                    if (b != a) list[count++] = b;
+                }
+            }
+            pp->nbr_count[a] = count;
+            pp->nbr_off[a] = next;
+            next += count;
+            pp->ncontact[a] = pp->cross[a] = 0;
+            pp->pure[a] = 1;
+            continue;
+        }
         if (all) nb = g->mask + 1;
-        int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
         for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
-            int bucket = all ? bi : buckets[bi];
-            for (int b = g->start[bucket]; b < g->start[bucket + 1] && count < PBD_MAX_NEIGHBORS; ++b) {
-                pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)b), q);
-                float d2 = pbd__dot(d, d);
-                int contact;
-                if (d2 >= R * R || b == a || !pbd__pp_pair(w, a, b, d2, &contact)) continue;
-                list[count++] = b;
-                contacts += contact;
-                cross |= (pp->sfluid[a] < 0 || pp->sfluid[b] < 0) && pp->sobject[a] != pp->sobject[b];
+            int bucket = all ? bi : buckets[bi], end = g->start[bucket + 1];
+            for (int s = g->start[bucket]; s < end && count < PBD_MAX_NEIGHBORS; s += 16) {
+                unsigned near = pbd__grid_near16(g, s, end, q, R * R);
+                while (near && count < PBD_MAX_NEIGHBORS) {
+                    int gs = s + pbd__lowest_bit(near), b = pp->gslot[gs], contact;
+                    near &= near - 1u;
+                    if (b == a) continue;
+                    int fb = pp->sfluid[b];
+                    if (fa < 0 || fb < 0) { /* fluid pairs always interact (pbd__pp_pair) */
+                        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)gs), q);
+                        if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
+                        contacts += contact;
+                        cross |= pp->sobject[a] != pp->sobject[b];
+                    }
+                    list[count++] = b;
+                    pure &= fb == fa;
+                }
             }
         }
         pp->nbr_count[a] = count;
+        pp->nbr_off[a] = next;
+        next += count;
         pp->ncontact[a] = contacts;
         pp->cross[a] = (unsigned char)cross;
+        pp->pure[a] = (unsigned char)pure;
     }
     if (mark && w->nobjects > 0) {
         PBD__PRAGMA(omp single)
         for (int a = 0; a < np; ++a) {
             if (!pp->cross[a]) continue;
             /* this particle's object and every other object it touches */
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            const int *list = pp->nbr + pp->nbr_off[a];
             if (pp->sobject[a] >= 0) pbd__mark_coupled(w, &pp->sid[a], 1);
             for (int s = 0; s < pp->nbr_count[a]; ++s)
                 if (pp->sobject[list[s]] >= 0) pbd__mark_coupled(w, &pp->sid[list[s]], 1);
@@ -5370,20 +5631,43 @@ static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, co
 }
 
 #if PBD__W > 1
-/* W neighbours list[j..j+W) of one fluid: lanes past `count` are off. */
-static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
-                                      int j, int count, float acc[5][PBD__W]) {
-    int ids[PBD__W];
-    float on[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = j + l < count ? list[j + l] : list[j];
-        on[l] = j + l < count ? 1.0f : 0.0f;
+/* The W neighbour slots of block j of a list of `count` (list + j when the
+   block is full, else `pad`, the last lanes repeating list[j]) and the
+   lanes that exist (1 or 0). */
+static inline const int *pbd__vblock_ids(const int *list, int j, int count, int pad[PBD__W], pbd__vf *on) {
+    if (j + PBD__W <= count) {
+        *on = pbd__vset1(1.0f);
+        return list + j;
     }
+#if PBD__W == 16
+    /* a whole load: list + j + 16 stays inside nbr, which has a spare row
+       (pbd__pp_reserve); the lanes past count are replaced */
+    simde__mmask16 m = (simde__mmask16)((1u << (count - j)) - 1u);
+    simde__m512i v = simde_mm512_loadu_si512((const void *)(list + j));
+    simde_mm512_storeu_si512((void *)pad, simde_mm512_mask_mov_epi32(simde_mm512_set1_epi32(list[j]), m, v));
+    *on = simde_mm512_maskz_mov_ps(m, pbd__vset1(1.0f));
+#else
+    float o[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        pad[l] = j + l < count ? list[j + l] : list[j];
+        o[l] = j + l < count ? 1.0f : 0.0f;
+    }
+    *on = pbd__vload(o);
+#endif
+    return pad;
+}
+
+/* W neighbours list[j..j+W) of one fluid: lanes past `count` are off. */
+static inline void pbd__vlambda_terms(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
+                                      int j, int count, pbd__vf add[5]) {
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
     pbd__vp q = pbd__vgather(P, ids);
     pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
-    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
     pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
     pbd__vf rho = pbd__vsel(in, zero, pbd__vmul(pbd__vset1(mb), wp));
@@ -5394,8 +5678,25 @@ static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, 
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), scale));
     pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), scale));
     pbd__vf s2 = pbd__vsel(in, zero, pbd__vmul(q.w, pbd__vadd(pbd__vadd(pbd__vmul(gx, gx), pbd__vmul(gy, gy)), pbd__vmul(gz, gz))));
-    pbd__vf add[5] = {rho, gx, gy, gz, s2};
+    add[0] = rho; add[1] = gx; add[2] = gy; add[3] = gz; add[4] = s2;
+}
+static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
+                                      int j, int count, float acc[5][PBD__W]) {
+    pbd__vf add[5];
+    pbd__vlambda_terms(k, mb, pa, P, list, j, count, add);
     for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
+}
+/* A whole list of a's own fluid: the same lane sums, kept in registers
+   (acc starts at zero). */
+static inline void pbd__vlambda_list(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
+                                     int count, float acc[5][PBD__W]) {
+    pbd__vf sum[5], add[5];
+    for (int c = 0; c < 5; ++c) sum[c] = pbd__vset1(0.0f);
+    for (int j = 0; j < count; j += PBD__W) {
+        pbd__vlambda_terms(k, mb, pa, P, list, j, count, add);
+        for (int c = 0; c < 5; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
+    }
+    for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], sum[c]);
 }
 #endif
 
@@ -5420,8 +5721,14 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 pa = pbd__p3(P[a]);
     float acc[5][PBD__W];
     memset(acc, 0, sizeof acc);
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+#if PBD__W > 1
+    if (w->simd && pp->pure[a]) {
+        pbd__vlambda_list(&k, f->mass, pa, P, list, count, acc);
+        count = 0;
+    }
+#endif
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
         if (w->simd && pbd__block_of_fluid(pp, list, j, count, fa)) {
@@ -5447,6 +5754,8 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
+    pp->omega[a] = P[a]; /* positions and multipliers for pbd__vcorrection_block */
+    pp->omega[a].w = pp->lambda[a];
 }
 
 /* One neighbour b's share of the correction of a (a lane; see below):
@@ -5483,21 +5792,18 @@ static inline void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, in
 
 #if PBD__W > 1
 /* The SIMD twin of the common case for W neighbours of a's own fluid
-   (integral s_corr exponent). */
-static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *P, int a, const pbd__kern *k,
-                                          pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
-    int ids[PBD__W];
-    float on[PBD__W], lb[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = j + l < count ? list[j + l] : list[j];
-        on[l] = j + l < count ? 1.0f : 0.0f;
-        lb[l] = pp->lambda[ids[l]];
-    }
+   (integral s_corr exponent). PL: the positions with the multipliers as w
+   (pp->omega after the lambda pass), so one gather brings both. */
+static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
+                                          pbd__v3 pa, const int *list, int j, int count, pbd__vf add[3]) {
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
-    pbd__vp q = pbd__vgather(P, ids);
+    pbd__vp q = pbd__vgather(PL, ids);
     pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
-    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, pbd__vload(on)));
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf sc = zero;
     if (k->scorr != 0) {
         pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
@@ -5506,7 +5812,7 @@ static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const p
         for (int i = 0; i < k->n; ++i) p = pbd__vmul(p, wp);
         sc = pbd__vmul(pbd__vset1(k->scorr), p);
     }
-    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), pbd__vload(lb)), sc);
+    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), q.w), sc);
     c = pbd__vmul(pbd__vmul(c, pbd__vset1(pp->fluids[pp->sfluid[a]].mass)), pbd__vset1(k->inv_rho0));
     pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
     pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
@@ -5514,8 +5820,24 @@ static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const p
     pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), c));
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), c));
     pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), c));
-    pbd__vf add[3] = {gx, gy, gz};
+    add[0] = gx; add[1] = gy; add[2] = gz;
+}
+static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
+                                          pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
+    pbd__vf add[3];
+    pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
     for (int i = 0; i < 3; ++i) pbd__vstore(acc[i], pbd__vadd(pbd__vload(acc[i]), add[i]));
+}
+/* A whole list of a's own fluid, the sums in registers (acc starts at zero). */
+static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
+                                         pbd__v3 pa, const int *list, int count, float acc[3][PBD__W]) {
+    pbd__vf sum[3], add[3];
+    for (int c = 0; c < 3; ++c) sum[c] = pbd__vset1(0.0f);
+    for (int j = 0; j < count; j += PBD__W) {
+        pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
+        for (int c = 0; c < 3; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
+    }
+    for (int c = 0; c < 3; ++c) pbd__vstore(acc[c], sum[c]);
 }
 #endif
 
@@ -5533,12 +5855,18 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     float acc[3][PBD__W], cacc[3][PBD__W];
     memset(acc, 0, sizeof acc);
     memset(cacc, 0, sizeof cacc);
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+#if PBD__W > 1
+    if (w->simd && pp->pure[a] && (ka.scorr == 0 || ka.n > 0)) {
+        pbd__vcorrection_list(pp, pp->omega, a, &ka, pa, list, count, acc);
+        count = 0;
+    }
+#endif
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
         if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
-            pbd__vcorrection_block(pp, P, a, &ka, pa, list, j, count, acc);
+            pbd__vcorrection_block(pp, pp->omega, a, &ka, pa, list, j, count, acc);
             continue;
         }
 #endif
@@ -5552,8 +5880,11 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
     for (int l = 0; l < PBD__W; ++l) {
         sum.x += acc[0][l]; sum.y += acc[1][l]; sum.z += acc[2][l];
-        contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
     }
+    if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
+        for (int l = 0; l < PBD__W; ++l) {
+            contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
+        }
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
 }
@@ -5571,7 +5902,11 @@ static void pbd__pp_project(pbd_world *w) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
             if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
-            else pp->lambda[a] = 0;
+            else {
+                pp->lambda[a] = 0;
+                pp->omega[a] = pp->spos[a];
+                pp->omega[a].w = 0;
+            }
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
@@ -5582,11 +5917,104 @@ static void pbd__pp_project(pbd_world *w) {
     }
 }
 
+/* One fluid neighbour's XSPH and curl terms for particle a (the SIMD twin
+   below computes W of them with the same operations in the same order):
+   dv = (v_b - v_a) vol W(r), om = (v_a - v_b) x grad W(p_a - p_b) vol. */
+static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *xb,
+                                  const pbd__p4 *vb, int vort, pbd__v3 *dv, pbd__v3 *om) {
+    pbd__v3 d = pbd__sub(pa, pbd__p3(*xb));
+    float r2 = pbd__dot(d, d);
+    *dv = *om = pbd__v(0, 0, 0);
+    if (!(r2 < k->h2)) return;
+    pbd__v3 vab = pbd__sub(pbd__p3(*vb), va);
+    *dv = pbd__mul(vab, vol * pbd__kpoly6(k, r2));
+    if (vort) *om = pbd__mul(pbd__cross(pbd__neg(vab), pbd__kspiky(k, d, sqrtf(r2))), vol);
+}
+
+#if PBD__W > 1
+/* The terms of W neighbours list[j..j+W) of a's own fluid (vol the same
+   for all) into t (lanes past count: zero). */
+static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *X,
+                                    const pbd__p4 *V, const int *list, int j, int count, int vort,
+                                    float t[6][PBD__W]) {
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
+    pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h), vvol = pbd__vset1(vol);
+    pbd__vp q = pbd__vgather(X, ids), vb = pbd__vgather(V, ids);
+    pbd__vv d;
+    d.x = pbd__vsub(pbd__vset1(pa.x), q.x); d.y = pbd__vsub(pbd__vset1(pa.y), q.y); d.z = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf r2 = pbd__vvdot(d, d);
+    pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
+    pbd__vv vab;
+    vab.x = pbd__vsub(vb.x, pbd__vset1(va.x)); vab.y = pbd__vsub(vb.y, pbd__vset1(va.y)); vab.z = pbd__vsub(vb.z, pbd__vset1(va.z));
+    pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
+    pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
+    pbd__vv dv = pbd__vvmul(vab, pbd__vmul(vvol, wp));
+    pbd__vf add[6] = {pbd__vsel(in, zero, dv.x), pbd__vsel(in, zero, dv.y), pbd__vsel(in, zero, dv.z), zero, zero, zero};
+    if (vort) {
+        pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
+        pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+        pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r);
+        pbd__vv g;
+        g.x = pbd__vsel(ok, zero, pbd__vmul(d.x, coef));
+        g.y = pbd__vsel(ok, zero, pbd__vmul(d.y, coef));
+        g.z = pbd__vsel(ok, zero, pbd__vmul(d.z, coef));
+        pbd__vv om = pbd__vvmul(pbd__vvcross(pbd__vvneg(vab), g), vvol);
+        add[3] = pbd__vsel(in, zero, om.x); add[4] = pbd__vsel(in, zero, om.y); add[5] = pbd__vsel(in, zero, om.z);
+    }
+    for (int c = 0; c < 6; ++c) pbd__vstore(t[c], add[c]);
+}
+#endif
+
+/* XSPH velocity change (before the factor c) and SPH curl of fluid
+   particle a from positions X and velocities V in slot order. The terms
+   of a particle with only its own fluid around come W at a time from
+   SIMD blocks; the sums run in list order (the same bits as the scalar
+   terms: a sum that starts at +0 is never -0, so the zero terms of
+   skipped neighbours change nothing). */
+static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
+                            pbd__v3 *om) {
+    const pbd__particle_phase *pp = &w->pp;
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+    pbd__kern k = f->kern;
+    pbd__v3 pa = pbd__p3(X[a]), va = pbd__p3(V[a]);
+    const int *list = pp->nbr + pp->nbr_off[a];
+    int count = pp->nbr_count[a];
+    *dv = *om = pbd__v(0, 0, 0);
+    for (int j = 0; j < count; j += PBD__W) {
+#if PBD__W > 1
+        if (w->simd && pp->pure[a]) {
+            float t[6][PBD__W];
+            int n = count - j < PBD__W ? count - j : PBD__W;
+            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, t);
+            for (int l = 0; l < n; ++l) {
+                dv->x += t[0][l]; dv->y += t[1][l]; dv->z += t[2][l];
+            }
+            if (vort)
+                for (int l = 0; l < n; ++l) {
+                    om->x += t[3][l]; om->y += t[4][l]; om->z += t[5][l];
+                }
+            continue;
+        }
+#endif
+        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+            int b = list[j + l];
+            if (pp->sfluid[b] < 0) continue;
+            pbd__v3 d, o;
+            pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
+            *dv = pbd__add(*dv, d);
+            *om = pbd__add(*om, o);
+        }
+    }
+}
+
 /* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
    and vorticity confinement (Macklin and Mueller 2013, eqs. 15-17):
    omega_a = sum_b m_b/rho_0 (v_a - v_b) x grad W(p_a - p_b) (the SPH curl),
    eta = grad |omega|, N = eta / |eta|, v_a += h eps (N x omega_a).
-   Fluid neighbours only; Jacobi (old velocities in, dp as the new). */
+   Fluid neighbours only; Jacobi (old velocities in, dp as the new), on
+   positions and velocities gathered in slot order. */
 static void pbd__fluid_velocities(pbd_world *w, float h) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np, any = 0, vort = 0;
@@ -5595,26 +6023,18 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
         vort |= pp->fluids[f].vorticity > 0;
     }
     if (np == 0 || !any || !(pp->reach > 0)) return;
+    const pbd__p4 *X = pp->spos, *V = pp->svel;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) {
+        pp->spos[a] = w->x[pp->sid[a]];
+        pp->svel[a] = w->v[pp->sid[a]];
+    }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
         if (pp->sfluid[a] >= 0) {
-            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
-            float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), va = pbd__p3(w->v[pp->sid[a]]);
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
-            for (int s = 0; s < pp->nbr_count[a]; ++s) {
-                int b = list[s];
-                if (pp->sfluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
-                float r2 = pbd__dot(d, d);
-                if (r2 >= kh * kh) continue;
-                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
-                pbd__v3 vab = pbd__sub(pbd__p3(w->v[pp->sid[b]]), va);
-                dv = pbd__add(dv, pbd__mul(vab, vol * pbd__poly6(r2, kh)));
-                om = pbd__add(om, pbd__mul(pbd__cross(pbd__neg(vab), pbd__spiky_grad(d, sqrtf(r2), kh)), vol));
-            }
-            dv = pbd__mul(dv, f->viscosity);
+            pbd__fluid_xsph(w, X, V, a, vort, &dv, &om);
+            dv = pbd__mul(dv, pp->fluids[pp->sfluid[a]].viscosity);
         }
         pp->dp[a].x = dv.x; pp->dp[a].y = dv.y; pp->dp[a].z = dv.z; pp->dp[a].w = 0;
         pp->omega[a].x = om.x; pp->omega[a].y = om.y; pp->omega[a].z = om.z; pp->omega[a].w = 0;
@@ -5626,12 +6046,12 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
             if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) continue;
             const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
             float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(w->x[pp->sid[a]]), eta = pbd__v(0, 0, 0);
-            const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+            pbd__v3 pa = pbd__p3(X[a]), eta = pbd__v(0, 0, 0);
+            const int *list = pp->nbr + pp->nbr_off[a];
             for (int s = 0; s < pp->nbr_count[a]; ++s) {
                 int b = list[s];
                 if (pp->sfluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(w->x[pp->sid[b]]));
+                pbd__v3 d = pbd__sub(pa, pbd__p3(X[b]));
                 float r2 = pbd__dot(d, d);
                 if (r2 >= kh * kh) continue;
                 float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
@@ -5647,7 +6067,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__p4 *v = &w->v[pp->sid[a]];
-        if (w->x[pp->sid[a]].w == 0) continue;
+        if (X[a].w == 0) continue;
         v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
     }
 }
@@ -5712,7 +6132,7 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
     *count = 0;
     if (a < 0) return PBD_OK;
     a = pp->slot[a];
-    const int *list = pp->nbr + (size_t)a * PBD_MAX_NEIGHBORS;
+    const int *list = pp->nbr + pp->nbr_off[a];
     for (int s = 0; s < pp->nbr_count[a]; ++s)
         if (s < max) out[s] = pp->sid[list[s]];
     *count = pp->nbr_count[a];

@@ -7,7 +7,9 @@
    Jacobi (no colours). The scene is stepped `warm` times (0.5 s, or
    10 steps for the big scene) before timing, so that the timed steps see
    a moving fluid, not the initial lattice.
-   Build and run: make bench BENCH=fluid (or build/.../bench/fluid [--quick]) */
+   Build and run: make bench BENCH=fluid (or build/.../bench/fluid [--quick]
+   [--big] [--config 0|1|2]: only the 16 000 scene, only the 128 000 one
+   with 1 substep, only scalar / SIMD 1 thread / SIMD 2 threads) */
 #include "bench.h"
 
 typedef struct fluid_ctx { int nx, ny, nz, substeps, iterations; } fluid_ctx;
@@ -41,12 +43,17 @@ static pbd_world *make_fluid(void *vctx) {
     return w;
 }
 
+/* --config K runs only configuration K (0 scalar, 1 SIMD 1 thread, 2 SIMD
+   2 threads), e.g. under a profiler. */
+static int only_config = -1;
+
 static void run(int nx, int ny, int nz, int substeps, int iterations, int warm, int steps) {
     fluid_ctx c = {nx, ny, nz, substeps, iterations};
     char scene[64];
     snprintf(scene, sizeof scene, "dam%d_sub%d", nx * ny * nz, substeps);
     struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = 0; k < 3; ++k) {
+        if (only_config >= 0 && k != only_config) continue;
         pbd_world *w = make_fluid(&c);
         if (!w) { fprintf(stderr, "fluid: could not build %s\n", scene); exit(1); }
         pbd_world_set_simd(w, cfg[k].simd);
@@ -66,7 +73,16 @@ static void run(int nx, int ny, int nz, int substeps, int iterations, int warm, 
 }
 
 int main(int argc, char **argv) {
-    int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    int quick = 0, big = 0;
+    for (int i = 1; i < argc; ++i) {
+        if (strcmp(argv[i], "--quick") == 0) quick = 1;
+        else if (strcmp(argv[i], "--big") == 0) big = 1; /* only dam128000_sub1 */
+        else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) only_config = atoi(argv[++i]);
+    }
+    if (big) {
+        run(80, 40, 40, 1, 4, 10, 2);
+        return 0;
+    }
     run(40, 20, 20, 1, 4, 30, 5);     /* 16 000 particles */
     if (!quick) {
         run(80, 40, 40, 1, 4, 10, 2); /* the target: 128 000 particles, 4 iterations */

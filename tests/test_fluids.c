@@ -2,8 +2,8 @@
    Mueller 2013): a resting column reaches the rest density, a dam break
    stays in its tank, the particle count never changes, density
    corrections keep momentum, coupling floats a light box and sinks a
-   heavy one, threads and SIMD change no bit, snapshots are complete, and
-   bad input changes nothing. */
+   heavy one, threads and SIMD change no bit, the neighbour lists equal
+   brute force, snapshots are complete, and bad input changes nothing. */
 #include "test.h"
 #include <stdlib.h>
 
@@ -234,6 +234,60 @@ TEST(fluid_threads_and_simd_bit_identical) {
     pbd_world_destroy(c);
 }
 
+static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+
+/* The neighbour lists of the fluid passes (built by the fast path: one
+   candidate gather per cell, 16-wide distance tests, compressed writes;
+   and by the general path next to the box) equal brute force: for every
+   fluid particle, every other particle taking part within the kernel
+   radius h (the search radius here: 3 x the box's radius is less), at the
+   positions pbd_fluid_densities builds them from. The lists (order
+   included) are the same with 1 and 2 threads and without SIMD. */
+TEST(fluid_neighbor_lists_equal_brute_force) {
+    pbd_world *w[3] = {coupled_scene(), coupled_scene(), coupled_scene()};
+    CHECK_OK(pbd_world_set_threads(w[0], 1));
+    CHECK_OK(pbd_world_set_threads(w[1], 2));
+    CHECK_OK(pbd_world_set_simd(w[2], 0));
+    enum { F = 4 * 6 * 5 };
+    float rho[F];
+    for (int k = 0; k < 3; ++k) {
+        run_steps(w[k], 20); /* the dam breaks against the box */
+        CHECK_OK(pbd_fluid_densities(w[k], 0, rho, F));
+    }
+    const int n = pbd_world_particle_count(w[0]);
+    const float *x = pbd_world_positions(w[0]), h = 2.0f * 0.05f;
+    int list[PBD_MAX_NEIGHBORS], other[PBD_MAX_NEIGHBORS], *want = (int *)malloc(sizeof(int) * (size_t)n);
+    int with_box = 0, max_count = 0;
+    for (int i = 0; i < F; ++i) {
+        int count = 0, nw = 0, solid = 0;
+        CHECK_OK(pbd_world_particle_neighbors(w[0], i, list, PBD_MAX_NEIGHBORS, &count));
+        for (int k = 1; k < 3; ++k) {
+            int c2 = 0;
+            CHECK_OK(pbd_world_particle_neighbors(w[k], i, other, PBD_MAX_NEIGHBORS, &c2));
+            CHECK(c2 == count && memcmp(list, other, sizeof(int) * (size_t)count) == 0);
+        }
+        for (int j = 0; j < n; ++j) {
+            float d[3] = {x[4 * j] - x[4 * i], x[4 * j + 1] - x[4 * i + 1], x[4 * j + 2] - x[4 * i + 2]};
+            if (j != i && d[0] * d[0] + d[1] * d[1] + d[2] * d[2] < h * h) {
+                want[nw++] = j;
+                solid |= j >= F;
+            }
+        }
+        CHECK_MSG(count == nw, "particle %d: %d neighbours, brute force %d", i, count, nw);
+        if (count != nw) continue;
+        qsort(list, (size_t)count, sizeof(int), cmp_int);
+        for (int k = 0; k < count; ++k) CHECK(list[k] == want[k]);
+        with_box += solid;
+        max_count = count > max_count ? count : max_count;
+    }
+    /* both paths ran: some particles have the box around, and the lists
+       are long enough to need several 16-wide blocks */
+    CHECK_MSG(with_box > 0 && with_box < F, "%d of %d fluid particles next to the box", with_box, F);
+    CHECK_MSG(max_count > 16, "at most %d neighbours", max_count);
+    free(want);
+    for (int k = 0; k < 3; ++k) pbd_world_destroy(w[k]);
+}
+
 TEST(fluid_snapshot_restores_everything) {
     pbd_world *a = coupled_scene();
     run_steps(a, 10);
@@ -345,6 +399,7 @@ void suite_fluids(void) {
     RUN(fluid_density_projection_keeps_momentum);
     RUN(fluid_light_box_floats_heavy_box_sinks);
     RUN(fluid_threads_and_simd_bit_identical);
+    RUN(fluid_neighbor_lists_equal_brute_force);
     RUN(fluid_snapshot_restores_everything);
     RUN(fluid_bad_input_changes_nothing);
 }
