@@ -153,12 +153,27 @@ static float global_strain(const float *x, int first, int n, float rest_len) {
     return worst;
 }
 
+/* A size x size m cloth of n x n vertices hanging in the plane z = 0 from
+   the top corners 0 and n - 1. */
+static pbd_mesh curtain_grid(int n, float size) {
+    pbd_mesh m;
+    float o[3] = {-0.5f * size, 0, 0}, u[3] = {size, 0, 0}, v[3] = {0, -size, 0};
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    return m;
+}
+
 /* The paper's stiffness experiment (section 6) at a reduced size: a 5 m x
-   5 m cloth fixed at two corners hangs under gravity; the strains are
-   averaged over the second half of the run, when it swings. */
+   5 m cloth fixed at two corners "stretched under its own weight": it
+   hangs from its top corners (curtain_grid), starting at rest, with a light
+   air drag (2/s) that leaves the equilibrium alone but calms the global
+   stretch modes, which the local damping of eq. 20 cannot reach; the
+   strains are averaged over the second half of the run. (A flat cloth
+   dropped from horizontal keeps the energy of its fall in those modes,
+   and their strain only falls linearly with dt: bench/multires.c.) */
 static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, float dt, float seconds, float *avg_local,
                            float *max_global) {
     pbd_world *w = one_pass_world(-9.81f);
+    CHECK_OK(pbd_world_set_point_damping(w, 2.0f));
     pbd_sm_cloth_desc d = cloth_desc(m, levels);
     int keep[2] = {0, n - 1};
     d.keep_vertices = keep;
@@ -192,7 +207,7 @@ static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, flo
    with every added level, and 2D+1D matching is stiffer than 2D alone. */
 TEST(sm_cloth_strain_falls_with_levels) {
     enum { N = 26, LEVELS = 4 };
-    pbd_mesh m = cloth_grid(N, 5.0f, 0.0f);
+    pbd_mesh m = curtain_grid(N, 5.0f);
     float avg[2][LEVELS], glob[2][LEVELS];
     for (int b = 0; b < 2; ++b)
         for (int l = 0; l < LEVELS; ++l) hanging_strain(&m, N, l + 1, (float)b, 0.005f, 1.5f, &avg[b][l], &glob[b][l]);
@@ -209,18 +224,15 @@ TEST(sm_cloth_strain_falls_with_levels) {
 }
 
 /* Table 3: with a fixed number of levels the strain falls about
-   quadratically with the time step: each halving cuts it by at least
-   2.5x; 2D+1D stays below 2D. (At this reduced size the strain levels off
-   below 0.4% under 2.5 ms; the full-size run of bench/multires.c covers
-   20 ms to 1.25 ms.) */
+   quadratically with the time step: each halving from 20 ms to 1.25 ms
+   cuts it by at least 2.5x; 2D+1D stays below 2D. */
 TEST(sm_cloth_strain_falls_with_time_step) {
-    enum { N = 26, DTS = 4 };
-    const float dts[DTS] = {0.02f, 0.01f, 0.005f, 0.0025f};
-    pbd_mesh m = cloth_grid(N, 5.0f, 0.0f);
+    enum { N = 21, DTS = 5 };
+    const float dts[DTS] = {0.02f, 0.01f, 0.005f, 0.0025f, 0.00125f};
+    pbd_mesh m = curtain_grid(N, 5.0f);
     float avg[2][DTS], glob[2][DTS];
     for (int b = 0; b < 2; ++b)
         for (int k = 0; k < DTS; ++k) hanging_strain(&m, N, 3, (float)b, dts[k], 1.5f, &avg[b][k], &glob[b][k]);
-    for (int b = 0; b < 2; ++b)
     for (int b = 0; b < 2; ++b)
         for (int k = 1; k < DTS; ++k)
             CHECK_MSG(avg[b][k] * 2.5f < avg[b][k - 1], "%s: average strain %g at dt %g, %g at dt %g",
