@@ -20,7 +20,8 @@
    1.25 ms), 2D and 2D+1D, without wrinkle conservation; and figure 8's
    recovery of the same cloth from random and collapsed states. Exit
    status 1 when a trend the paper reports does not hold. --figure7,
-   --table3 and --figure8 run one part.
+   --table3 and --figure8 run one part; woody, dragon or large times only
+   that scene.
 
    JSON keys: bench (multires), scene, fine_triangles, total_triangles,
    levels, scheme, path, threads, ms_per_step; repro lines: levels, dt,
@@ -285,9 +286,11 @@ int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--figure7") == 0) return repro(1);
     if (argc > 1 && strcmp(argv[1], "--table3") == 0) return repro(2);
     if (argc > 1 && strcmp(argv[1], "--figure8") == 0) return repro(4);
-    timing("woody", 128, 0.5f, 20);
-    timing("dragon", 250, 0.5f, 5);
-    timing("large", 322, 0.25f, 3);
-    linear_sweep();
+    /* a scene name (woody, dragon, large) times only that scene */
+    const char *only = argc > 1 ? argv[1] : NULL;
+    if (!only || !strcmp(only, "woody")) timing("woody", 128, 0.5f, 20);
+    if (!only || !strcmp(only, "dragon")) timing("dragon", 250, 0.5f, 5);
+    if (!only || !strcmp(only, "large")) timing("large", 322, 0.25f, 3);
+    if (!only) linear_sweep();
     return 0;
 }
