@@ -4,7 +4,8 @@
 
    Timing (default): square cloths fixed at two corners, one V-cycle per
    step (dt = 5 ms), deformation only as in the paper (no colliders), with
-   1 and 2 threads and both parallel schemes of the paper's section 5:
+   1 and 2 threads, both parallel schemes of the paper's section 5 and the
+   SIMD triangle kernel against its scalar reference:
      woody   128 x 128 vertices, 32 258 fine triangles, 5 levels (paper: 32 467 / 62 888)
      dragon  250 x 250 vertices, 124 002 fine triangles, 5 levels (paper: 124 017 / 240 275)
      large   322 x 322 vertices, 206 082 fine triangles, 5 levels at 25% reduction
@@ -24,7 +25,8 @@
    that scene.
 
    JSON keys: bench (multires), scene, fine_triangles, total_triangles,
-   levels, scheme, path, threads, ms_per_step; repro lines: levels, dt,
+   levels, scheme, path, tri_kernel (simd or scalar), simd_width, threads,
+   ms_per_step; repro lines: levels, dt,
    matching (2d, 2d1d), avg_local_strain, max_global_strain.
    Build and run: make bench BENCH=multires  (or ./build/.../bench/multires --repro) */
 #include "bench.h"
@@ -94,20 +96,27 @@ static double mr_time(pbd_world *w, int steps) {
     return t[BENCH_RUNS / 2];
 }
 
+/* Every scheme, thread count and triangle kernel (the SIMD one and its
+   scalar reference, "tri_kernel"; `path` is the core's SIMD path). */
 static void timing(const char *scene, int n, float reduction, int steps) {
     static const char *schemes[2] = {"two_pass", "independent_sets"};
     for (int scheme = 0; scheme < 2; ++scheme)
-        for (int threads = 1; threads <= 2; ++threads) {
-            if (threads > 1 && pbd_max_threads() < 2) continue;
-            mr_world m = mr_make(n, 5, reduction, scheme, 1, -9.81f, 1, 0);
-            pbd_world_set_threads(m.w, threads);
-            double ms = mr_time(m.w, steps);
-            printf("{\"bench\":\"multires\",\"scene\":\"%s\",\"fine_triangles\":%d,\"total_triangles\":%d,"
-                   "\"levels\":5,\"scheme\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"ms_per_step\":%.3f}\n",
-                   scene, m.fine, m.total, schemes[scheme], pbd_simd_path(), threads, ms);
-            fflush(stdout);
-            pbd_world_destroy(m.w);
-        }
+        for (int threads = 1; threads <= 2; ++threads)
+            for (int simd = 0; simd < 2; ++simd) {
+                if (threads > 1 && pbd_max_threads() < 2) continue;
+                if (simd && pbd_sm_cloth_simd_width() < 2) continue;
+                mr_world m = mr_make(n, 5, reduction, scheme, 1, -9.81f, 1, 0);
+                pbd_world_set_threads(m.w, threads);
+                pbd_sm_cloth_set_simd(m.c, simd);
+                double ms = mr_time(m.w, steps);
+                printf("{\"bench\":\"multires\",\"scene\":\"%s\",\"fine_triangles\":%d,\"total_triangles\":%d,"
+                       "\"levels\":5,\"scheme\":\"%s\",\"path\":\"%s\",\"tri_kernel\":\"%s\",\"simd_width\":%d,"
+                       "\"threads\":%d,\"ms_per_step\":%.3f}\n",
+                       scene, m.fine, m.total, schemes[scheme], pbd_simd_path(), simd ? "simd" : "scalar",
+                       simd ? pbd_sm_cloth_simd_width() : 1, threads, ms);
+                fflush(stdout);
+                pbd_world_destroy(m.w);
+            }
 }
 
 /* Figure 6: ms per step against fine triangles, and the R^2 of the line. */
