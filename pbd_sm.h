@@ -5094,10 +5094,10 @@ typedef struct pbd_sm__tri_soa {
    in the same order, so the two agree bit for bit. */
 static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve) {
     for (int i = first; i < n; ++i) {
-        float w0 = S->w[0][i], w1 = S->w[1][i], w2 = S->w[2][i], iW = 1.0f / (w0 + w1 + w2); /* one division */
-        float cx = (w0 * S->px[0][i] + w1 * S->px[1][i] + w2 * S->px[2][i]) * iW; /* t, eq. 4 */
-        float cy = (w0 * S->py[0][i] + w1 * S->py[1][i] + w2 * S->py[2][i]) * iW;
-        float cz = (w0 * S->pz[0][i] + w1 * S->pz[1][i] + w2 * S->pz[2][i]) * iW;
+        float w0 = S->w[0][i], w1 = S->w[1][i], w2 = S->w[2][i], W = w0 + w1 + w2;
+        float cx = (w0 * S->px[0][i] + w1 * S->px[1][i] + w2 * S->px[2][i]) / W; /* t, eq. 4 */
+        float cy = (w0 * S->py[0][i] + w1 * S->py[1][i] + w2 * S->py[2][i]) / W;
+        float cz = (w0 * S->pz[0][i] + w1 * S->pz[1][i] + w2 * S->pz[2][i]) / W;
         /* the projection P (eqs. 6-7); the last valid one when degenerate */
         float e1x = S->px[1][i] - S->px[0][i], e1y = S->py[1][i] - S->py[0][i], e1z = S->pz[1][i] - S->pz[0][i];
         float e2x = S->px[2][i] - S->px[0][i], e2y = S->py[2][i] - S->py[0][i], e2z = S->pz[2][i] - S->pz[0][i];
@@ -5112,8 +5112,8 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
         float ay0 = ok ? ny0 : S->P[3][i], ay1 = ok ? ny1 : S->P[4][i], ay2 = ok ? ny2 : S->P[5][i];
         S->o[9][i] = ax0; S->o[10][i] = ax1; S->o[11][i] = ax2; S->o[12][i] = ay0; S->o[13][i] = ay1; S->o[14][i] = ay2;
         /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
-        float qcx = (w0 * S->q[0][i] + w1 * S->q[2][i] + w2 * S->q[4][i]) * iW;
-        float qcy = (w0 * S->q[1][i] + w1 * S->q[3][i] + w2 * S->q[5][i]) * iW;
+        float qcx = (w0 * S->q[0][i] + w1 * S->q[2][i] + w2 * S->q[4][i]) / W;
+        float qcy = (w0 * S->q[1][i] + w1 * S->q[3][i] + w2 * S->q[5][i]) / W;
         float q0x = S->q[0][i] - qcx, q0y = S->q[1][i] - qcy, q1x = S->q[2][i] - qcx, q1y = S->q[3][i] - qcy;
         float q2x = S->q[4][i] - qcx, q2y = S->q[5][i] - qcy;
         float qa = w0 * q0x * q0x + w1 * q1x * q1x + w2 * q2x * q2x;
@@ -5292,13 +5292,13 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
     const V zero = pbd_sm__vset(0.0f), one_ = pbd_sm__vset(1.0f), minus1 = pbd_sm__vset(-1.0f),
             half_ = pbd_sm__vset(0.5f);
     V w0 = pbd_sm__vld(S->w[0] + i), w1 = pbd_sm__vld(S->w[1] + i), w2 = pbd_sm__vld(S->w[2] + i);
-    V iW = pbd_sm__vdiv(one_, pbd_sm__vadd(pbd_sm__vadd(w0, w1), w2));
+    V W = pbd_sm__vadd(pbd_sm__vadd(w0, w1), w2);
     V px0 = pbd_sm__vld(S->px[0] + i), px1 = pbd_sm__vld(S->px[1] + i), px2 = pbd_sm__vld(S->px[2] + i);
     V py0 = pbd_sm__vld(S->py[0] + i), py1 = pbd_sm__vld(S->py[1] + i), py2 = pbd_sm__vld(S->py[2] + i);
     V pz0 = pbd_sm__vld(S->pz[0] + i), pz1 = pbd_sm__vld(S->pz[1] + i), pz2 = pbd_sm__vld(S->pz[2] + i);
-    V cx = pbd_sm__vmul(pbd_sm__vdot3(w0, px0, w1, px1, w2, px2), iW); /* t, eq. 4 */
-    V cy = pbd_sm__vmul(pbd_sm__vdot3(w0, py0, w1, py1, w2, py2), iW);
-    V cz = pbd_sm__vmul(pbd_sm__vdot3(w0, pz0, w1, pz1, w2, pz2), iW);
+    V cx = pbd_sm__vdiv(pbd_sm__vdot3(w0, px0, w1, px1, w2, px2), W); /* t, eq. 4 */
+    V cy = pbd_sm__vdiv(pbd_sm__vdot3(w0, py0, w1, py1, w2, py2), W);
+    V cz = pbd_sm__vdiv(pbd_sm__vdot3(w0, pz0, w1, pz1, w2, pz2), W);
     /* the projection P (eqs. 6-7); the last valid one when degenerate */
     V e1x = pbd_sm__vsub(px1, px0), e1y = pbd_sm__vsub(py1, py0), e1z = pbd_sm__vsub(pz1, pz0);
     V e2x = pbd_sm__vsub(px2, px0), e2y = pbd_sm__vsub(py2, py0), e2z = pbd_sm__vsub(pz2, pz0);
@@ -5320,8 +5320,8 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
     /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
     V qr0 = pbd_sm__vld(S->q[0] + i), qr1 = pbd_sm__vld(S->q[1] + i), qr2 = pbd_sm__vld(S->q[2] + i);
     V qr3 = pbd_sm__vld(S->q[3] + i), qr4 = pbd_sm__vld(S->q[4] + i), qr5 = pbd_sm__vld(S->q[5] + i);
-    V qcx = pbd_sm__vmul(pbd_sm__vdot3(w0, qr0, w1, qr2, w2, qr4), iW);
-    V qcy = pbd_sm__vmul(pbd_sm__vdot3(w0, qr1, w1, qr3, w2, qr5), iW);
+    V qcx = pbd_sm__vdiv(pbd_sm__vdot3(w0, qr0, w1, qr2, w2, qr4), W);
+    V qcy = pbd_sm__vdiv(pbd_sm__vdot3(w0, qr1, w1, qr3, w2, qr5), W);
     V q0x = pbd_sm__vsub(qr0, qcx), q0y = pbd_sm__vsub(qr1, qcy), q1x = pbd_sm__vsub(qr2, qcx), q1y = pbd_sm__vsub(qr3, qcy);
     V q2x = pbd_sm__vsub(qr4, qcx), q2y = pbd_sm__vsub(qr5, qcy);
     V qa = pbd_sm__vwdot3(w0, w1, w2, q0x, q0x, q1x, q1x, q2x, q2x);
