@@ -621,6 +621,8 @@ TEST(sm_cloth_bad_input) {
     CHECK_RESULT(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE);
     CHECK_RESULT(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT);
     CHECK_RESULT(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
     CHECK_RESULT(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER);
     CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
