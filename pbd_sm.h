@@ -748,8 +748,8 @@ typedef struct pbd_sm_cloth_desc {
     int conserve_wrinkles;    /* eqs. 16-18 on the coarse levels; default 1 */
     float damping;            /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
     float bending_stiffness;  /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
-    pbd_sm_cloth_scheme scheme; /* default PBD_SM_CLOTH_TWO_PASS. Independent sets are 10-35%
-                                   faster on a CPU (bench/multires.c) and, since the bending
+    pbd_sm_cloth_scheme scheme; /* default PBD_SM_CLOTH_TWO_PASS. Independent sets are 15-28%
+                                   faster on one core (bench/multires.c) and, since the bending
                                    step is stable, no longer blow up at 20 ms; but from a
                                    collapsed start a small cloth (20 x 20, 3 levels) stalls at
                                    5% mean elongation with them, where two-pass recovers */
