@@ -167,9 +167,12 @@ extern "C" {
    quaternion x y z w. It never fails: flat, collinear, zero and inverted
    matrices give a valid rotation (for those, the one nearest the warm
    start). iterations (1..100) is a maximum, the loop stops when the update
-   vanishes: from the previous step's rotation a few suffice; from a cold
-   start 60 reach double precision for any rotation, 180 degree turns
-   included. */
+   vanishes. Close to the answer (where the Hessian of tr(R^T A) is
+   positive definite) each iteration takes the Newton step, which
+   converges quadratically, instead of the paper's gradient step, which
+   removes a fixed fraction of the error: from the previous step's
+   rotation one to three iterations reach double precision; from a cold
+   start 60 suffice for any rotation, 180 degree turns included. */
 PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations);
 /* The same in double precision. */
 PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations);
@@ -373,11 +376,11 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    Rotations: each projection runs at most rotation_iterations steps of
    the rotation extraction, warm-started from the region's rotation of the
    previous projection, so the convergence carries over the iterations and
-   substeps (Mueller et al. 2016); when that leaves a step of more than
-   1e-7 rad (a sudden large turn), it iterates on to convergence. Measured
-   on a deforming 20 000-particle lattice, 8 steps leave the goals within
-   1e-8 m of the converged ones, 4 within 1e-7 m, at half the cost of
-   converging to 1e-12 (most of a region's cost is this extraction).
+   substeps (Mueller et al. 2016), and stopping when it has converged;
+   close to the answer the steps are Newton steps (quadratic
+   convergence), so from the previous projection's rotation one step
+   (rarely two) reaches double precision. When the steps run out before
+   convergence (a sudden large turn), it iterates on, up to 100.
    pbd_sm_body_goals always converges fully.
 
    Momentum: the corrections of a region sum to zero momentum and torque
@@ -834,6 +837,76 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
     for (int k = 0; k < 4; ++k) a[k] = o[k] / n;
 }
 
+/* The Newton step of maximising tr(R^T A) over left turns exp([w]) R:
+   with B = A R^T (the part of A still to be turned), the gradient is
+   g = axial(B - B^T) = sum_i r_i x a_i and the Hessian H = tr(B) I - sym(B),
+   whose eigenvalues are the pair sums s_j + s_k of sym(B)'s. Near the
+   polar rotation of a rank >= 2 matrix H is positive definite, and
+   w = H^-1 g removes the error to first order (quadratic convergence),
+   where Mueller et al.'s w = g / tr(B) removes a fraction of it (a third
+   per step for S = I; less for anisotropic or nearly flat S). Solved by
+   Cholesky; returns 0 (and leaves g) where H is not clearly positive
+   definite (rank < 2, a saddle, far from the maximum) or the step exceeds
+   half a radian: there Mueller et al.'s step is taken. */
+static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
+    if (!(tr > 0)) return 0;
+    double h00 = tr - B[0], h11 = tr - B[4], h22 = tr - B[8];
+    double h01 = -0.5 * (B[1] + B[3]), h02 = -0.5 * (B[2] + B[6]), h12 = -0.5 * (B[5] + B[7]);
+    double tiny = 1e-6 * tr;
+    if (!(h00 > tiny)) return 0;
+    double l00 = sqrt(h00), l10 = h01 / l00, l20 = h02 / l00;
+    double d1 = h11 - l10 * l10;
+    if (!(d1 > tiny)) return 0;
+    double l11 = sqrt(d1), l21 = (h12 - l20 * l10) / l11;
+    double d2 = h22 - l20 * l20 - l21 * l21;
+    if (!(d2 > tiny)) return 0;
+    double l22 = sqrt(d2);
+    double y0 = g[0] / l00, y1 = (g[1] - l10 * y0) / l11, y2 = (g[2] - l20 * y0 - l21 * y1) / l22;
+    double w2 = y2 / l22, w1 = (y1 - l21 * w2) / l11, w0 = (y0 - l10 * w1 - l20 * w2) / l00;
+    if (!(w0 * w0 + w1 * w1 + w2 * w2 < 0.25)) return 0;
+    g[0] = w0; g[1] = w1; g[2] = w2;
+    return 1;
+}
+
+/* One iteration's turn from q (the world-frame rotation vector w, left
+   multiplied): the Newton step where it applies (returns 1), else
+   Mueller et al.'s (returns 0). A is scaled by inv_scale. */
+static int pbd_sm__rotation_step(const double *A, double inv_scale, const double *q, double *w) {
+    double R[9], B[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    pbd_sm__quat_to_mat(q, R);
+    w[0] = w[1] = w[2] = 0;
+    for (int c = 0; c < 3; ++c) {
+        double r[3] = {R[c], R[3 + c], R[6 + c]};
+        double a[3] = {A[c] * inv_scale, A[3 + c] * inv_scale, A[6 + c] * inv_scale};
+        w[0] += r[1] * a[2] - r[2] * a[1];
+        w[1] += r[2] * a[0] - r[0] * a[2];
+        w[2] += r[0] * a[1] - r[1] * a[0];
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) B[3 * i + j] += a[i] * r[j]; /* A R^T */
+    }
+    double tr = B[0] + B[4] + B[8];
+    if (pbd_sm__rotation_newton(B, tr, w)) return 1;
+    double s = 1.0 / (fabs(tr) + 1e-9);
+    w[0] *= s; w[1] *= s; w[2] *= s;
+    return 0;
+}
+
+/* q = exp(w / 2) q, |w| = ang > 0 (the small-angle series below 1e-3:
+   its first omitted terms are below 1e-16). */
+static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
+    double sh, ch;
+    if (ang < 1e-3) {
+        double a2 = ang * ang;
+        sh = 0.5 - a2 / 48;
+        ch = 1 - a2 / 8 + a2 * a2 / 384;
+    } else {
+        sh = sin(ang * 0.5) / ang;
+        ch = cos(ang * 0.5);
+    }
+    double dq[4] = {w[0] * sh, w[1] * sh, w[2] * sh, ch};
+    pbd_sm__quat_mul_into(q, dq, 1);
+}
+
 /* Mueller et al. 2016: each iteration turns q by
    omega = sum_i r_i x a_i / (|sum_i r_i . a_i| + eps) (r_i, a_i the
    columns of R(q) and A), which climbs tr(R^T A); it converges to the polar
@@ -843,23 +916,44 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
    entries with a negative sum, and a half turn about the third axis
    raises tr(R^T A) by -2 (S_ii + S_jj), so we take it and iterate on.
    Checking this before iterating too picks the best of the start and its
-   three half turns, which is within 120 degrees of the answer. */
-PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations) {
+   three half turns, which is within 120 degrees of the answer. Close to
+   the answer each iteration takes the Newton step instead (above), so a
+   warm start converges in one to three iterations to double precision
+   where Mueller et al.'s step needs about 30; and where the Newton step
+   applies at the start, its positive definite Hessian (pair sums of the
+   eigenvalues of sym(R^T A) positive, so every pair of its diagonal
+   entries too) says that no half turn gains, and the search is skipped.
+   Returns 1 when converged (the last turn below 1e-7 after a Newton step,
+   or below 1e-12), 0 when the iterations ran out. */
+static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     if (!(n0 > 1e-12) || !(n0 < 1e30)) { q[0] = q[1] = q[2] = 0; q[3] = 1; n0 = 1; }
     for (int k = 0; k < 4; ++k) q[k] /= n0;
     double scale = 0;
     for (int k = 0; k < 9; ++k) {
-        if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return; /* NaN or huge: keep the warm start */
+        if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return 1; /* NaN or huge: keep the warm start */
         if (fabs(A[k]) > scale) scale = fabs(A[k]);
     }
-    if (!(scale > 0)) return;
+    if (!(scale > 0)) return 1;
+    double inv = 1.0 / scale;
     if (iterations < 1) iterations = 1;
     if (iterations > 100) iterations = 100;
+    /* warm start: Newton steps while they apply */
+    int it = 0;
+    for (; it < iterations; ++it) {
+        double w[3];
+        if (!pbd_sm__rotation_step(A, inv, q, w)) break;
+        double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+        if (!(ang > 1e-12)) return 1;
+        pbd_sm__rotation_turn(q, w, ang);
+        if (ang < 1e-7) return 1; /* quadratic convergence: what is left is of order ang^2 */
+    }
+    if (it == iterations) return 0;
+    int converged = 0;
     for (int round = 0; round < 4; ++round) {
         double R[9], d[3];
         pbd_sm__quat_to_mat(q, R);
-        for (int c = 0; c < 3; ++c) d[c] = (R[c] * A[c] + R[3 + c] * A[3 + c] + R[6 + c] * A[6 + c]) / scale;
+        for (int c = 0; c < 3; ++c) d[c] = (R[c] * A[c] + R[3 + c] * A[3 + c] + R[6 + c] * A[6 + c]) * inv;
         int axis = -1;
         double worst = -1e-6;
         for (int k = 0; k < 3; ++k) {
@@ -871,28 +965,23 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
             flip[axis] = 1; /* a half turn about the local axis */
             pbd_sm__quat_mul_into(q, flip, 0);
         } else if (round > 0) {
-            return; /* converged and no half turn gains: the maximum */
+            return converged; /* no half turn gains: the maximum */
         }
-        for (int it = 0; it < iterations; ++it) {
-            pbd_sm__quat_to_mat(q, R);
-            double om[3] = {0, 0, 0}, dot = 0;
-            for (int c = 0; c < 3; ++c) {
-                double r0 = R[c], r1 = R[3 + c], r2 = R[6 + c];
-                double a0 = A[c] / scale, a1 = A[3 + c] / scale, a2 = A[6 + c] / scale;
-                om[0] += r1 * a2 - r2 * a1;
-                om[1] += r2 * a0 - r0 * a2;
-                om[2] += r0 * a1 - r1 * a0;
-                dot += r0 * a0 + r1 * a1 + r2 * a2;
-            }
-            double s = 1.0 / (fabs(dot) + 1e-9);
-            om[0] *= s; om[1] *= s; om[2] *= s;
-            double ang = sqrt(om[0] * om[0] + om[1] * om[1] + om[2] * om[2]);
-            if (!(ang > 1e-12)) break;
-            double sh = sin(ang * 0.5) / ang;
-            double dq[4] = {om[0] * sh, om[1] * sh, om[2] * sh, cos(ang * 0.5)};
-            pbd_sm__quat_mul_into(q, dq, 1);
+        converged = 0;
+        for (it = 0; it < iterations; ++it) {
+            double w[3];
+            int newton = pbd_sm__rotation_step(A, inv, q, w);
+            double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+            if (!(ang > 1e-12)) { converged = 1; break; }
+            pbd_sm__rotation_turn(q, w, ang);
+            if (newton && ang < 1e-7) { converged = 1; break; }
         }
     }
+    return converged;
+}
+
+PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations) {
+    (void)pbd_sm__extract_rotation(A, q, iterations);
 }
 
 PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations) {
@@ -2464,10 +2553,11 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
    A small body runs on thread 0 alone, with one barrier after it (a
    barrier costs microseconds, much more on a loaded machine); a large one
    (work >= parallel_min) shares each stage's loop in static chunks with a
-   barrier between stages. Region sums go through the plan from one thread:
-   a plan's sum may run its own passes. Every element is computed the same
-   way whatever the chunking, so results are bit-identical for any thread
-   count. */
+   barrier between stages, the region sums and the gather through the
+   plan's orphaned `omp for` passes (pbd_sm_plan_sum_team). Every element
+   is computed the same way whatever the chunking, so results are
+   bit-identical for any thread count (survey 4.7: per-region goals in
+   parallel, then a per-particle gather in a fixed order). */
 
 typedef struct pbd_sm__team { int t, T; } pbd_sm__team;
 
@@ -2499,6 +2589,10 @@ static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double 
 static void pbd_sm__stage_sums(pbd_sm_body *b) {
     pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
 }
+/* The same by every thread of the team (orphaned `omp for` in the plan). */
+static void pbd_sm__stage_sums_team(pbd_sm_body *b) {
+    pbd_sm_plan_sum_team(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+}
 
 /* The region's centre c (relative to o) and A_pq = sum m~ p q^T from its
    sums: sum m~ y x~^T - M c c~^T (survey eq. 8). */
@@ -2520,30 +2614,16 @@ static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq
     for (int k = 0; k < 9; ++k) A[k] += RN[k];
 }
 
-/* The angle of the next step of the rotation extraction from q: near
-   the answer, about the remaining error. */
-static double pbd_sm__rotation_residual(const double *A, const double *q) {
-    double R[9], om[3] = {0, 0, 0}, dot = 0;
-    pbd_sm__quat_to_mat(q, R);
-    for (int c = 0; c < 3; ++c) {
-        double r0 = R[c], r1 = R[3 + c], r2 = R[6 + c], a0 = A[c], a1 = A[3 + c], a2 = A[6 + c];
-        om[0] += r1 * a2 - r2 * a1;
-        om[1] += r2 * a0 - r0 * a2;
-        om[2] += r0 * a1 - r1 * a0;
-        dot += r0 * a0 + r1 * a1 + r2 * a2;
-    }
-    return sqrt(om[0] * om[0] + om[1] * om[1] + om[2] * om[2]) / (fabs(dot) + 1e-300);
-}
-
 /* Rotation of the match with the plastically deformed rest shape:
    polar(A_pq S_p^T) (survey 4.5.2: q = S_p (x~ - c~)), warm-started, at
-   most rot_iters steps unless that leaves more than 1e-7 rad (a sudden
-   large turn): then to convergence. */
+   most rot_iters steps unless those do not converge (a sudden large
+   turn): then up to 100. From the previous projection's rotation one
+   Newton step usually converges (see pbd_sm__extract_rotation). */
 static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
     pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
-    pbd_sm_extract_rotation_d(Ap, q, b->converge ? 100 : b->rot_iters);
-    if (!b->converge && pbd_sm__rotation_residual(Ap, q) > 1e-7) pbd_sm_extract_rotation_d(Ap, q, 100);
+    if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
+        pbd_sm__extract_rotation(Ap, q, 100);
     pbd_sm__quat_to_mat(q, R);
 }
 
@@ -2626,10 +2706,8 @@ static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
     for (int i = lo; i < hi; ++i) {
         double *g = b->G + (size_t)i * k;
         for (int j = 0; j < k; ++j) g[j] = 0;
-        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e) {
-            const double *t = b->T + (size_t)b->p2r[e] * k;
-            for (int j = 0; j < k; ++j) g[j] += t[j];
-        }
+        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
+            pbd_sm__row_add(g, g, b->T + (size_t)b->p2r[e] * k, k, 1); /* the same bits as scalar */
     }
 }
 
@@ -2722,8 +2800,7 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
     pbd_sm__chunk(tm, b->n, &lo, &hi);
     pbd_sm__stage_values(b, pos, o, lo, hi);
     pbd_sm__barrier(tm);
-    if (tm.t == 0) pbd_sm__stage_sums(b);
-    pbd_sm__barrier(tm);
+    pbd_sm__stage_sums_team(b); /* the plan's passes share their loops; each ends in a barrier */
     pbd_sm__chunk(tm, b->nr, &lo, &hi);
     if (plastic) {
         for (int r = lo; r < hi; ++r) pbd_sm__region_plastic(b, r, h);
@@ -2734,8 +2811,7 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
     pbd_sm__barrier(tm);
     pbd_sm__chunk(tm, b->n, &lo, &hi);
     if (b->symmetric) {
-        if (tm.t == 0) pbd_sm__stage_gather_plan(b);
-        pbd_sm__barrier(tm);
+        pbd_sm_plan_sum_team(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
     } else {
         pbd_sm__stage_gather_lists(b, lo, hi);
     }
