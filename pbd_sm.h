@@ -833,8 +833,8 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
                    l[3] * r[1] - l[0] * r[2] + l[1] * r[3] + l[2] * r[0],
                    l[3] * r[2] + l[0] * r[1] - l[1] * r[0] + l[2] * r[3],
                    l[3] * r[3] - l[0] * r[0] - l[1] * r[1] - l[2] * r[2]};
-    double n = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
-    for (int k = 0; k < 4; ++k) a[k] = o[k] / n;
+    double n = 1.0 / sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+    for (int k = 0; k < 4; ++k) a[k] = o[k] * n;
 }
 
 /* The Newton step of maximising tr(R^T A) over left turns exp([w]) R:
@@ -844,25 +844,22 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
    polar rotation of a rank >= 2 matrix H is positive definite, and
    w = H^-1 g removes the error to first order (quadratic convergence),
    where Mueller et al.'s w = g / tr(B) removes a fraction of it (a third
-   per step for S = I; less for anisotropic or nearly flat S). Solved by
-   Cholesky; returns 0 (and leaves g) where H is not clearly positive
+   per step for S = I; less for anisotropic or nearly flat S). Returns 0 (and leaves g) where H is not clearly positive
    definite (rank < 2, a saddle, far from the maximum) or the step exceeds
    half a radian: there Mueller et al.'s step is taken. */
 static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
     if (!(tr > 0)) return 0;
     double h00 = tr - B[0], h11 = tr - B[4], h22 = tr - B[8];
     double h01 = -0.5 * (B[1] + B[3]), h02 = -0.5 * (B[2] + B[6]), h12 = -0.5 * (B[5] + B[7]);
-    double tiny = 1e-6 * tr;
-    if (!(h00 > tiny)) return 0;
-    double l00 = sqrt(h00), l10 = h01 / l00, l20 = h02 / l00;
-    double d1 = h11 - l10 * l10;
-    if (!(d1 > tiny)) return 0;
-    double l11 = sqrt(d1), l21 = (h12 - l20 * l10) / l11;
-    double d2 = h22 - l20 * l20 - l21 * l21;
-    if (!(d2 > tiny)) return 0;
-    double l22 = sqrt(d2);
-    double y0 = g[0] / l00, y1 = (g[1] - l10 * y0) / l11, y2 = (g[2] - l20 * y0 - l21 * y1) / l22;
-    double w2 = y2 / l22, w1 = (y1 - l21 * w2) / l11, w0 = (y0 - l10 * w1 - l20 * w2) / l00;
+    /* Sylvester's criterion with margins, then Cramer's rule (one
+       division: the solve is on the critical path of every region) */
+    double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
+    double m2 = h00 * h11 - h01 * h01, det = h00 * c00 + h01 * c01 + h02 * c02, tiny = 1e-6 * tr;
+    if (!(h00 > tiny) || !(m2 > tiny * tiny) || !(det > tiny * tiny * tiny)) return 0;
+    double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = m2, inv = 1.0 / det;
+    double w0 = (c00 * g[0] + c01 * g[1] + c02 * g[2]) * inv;
+    double w1 = (c01 * g[0] + c11 * g[1] + c12 * g[2]) * inv;
+    double w2 = (c02 * g[0] + c12 * g[1] + c22 * g[2]) * inv;
     if (!(w0 * w0 + w1 * w1 + w2 * w2 < 0.25)) return 0;
     g[0] = w0; g[1] = w1; g[2] = w2;
     return 1;
@@ -928,7 +925,8 @@ static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
 static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     if (!(n0 > 1e-12) || !(n0 < 1e30)) { q[0] = q[1] = q[2] = 0; q[3] = 1; n0 = 1; }
-    for (int k = 0; k < 4; ++k) q[k] /= n0;
+    if (n0 != 1) /* the warm start is usually unit already */
+        for (int k = 0; k < 4; ++k) q[k] /= n0;
     double scale = 0;
     for (int k = 0; k < 9; ++k) {
         if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return 1; /* NaN or huge: keep the warm start */

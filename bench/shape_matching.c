@@ -22,7 +22,7 @@
    --no-world: summation only; --only WORD: only the parts whose scene
    names contain WORD (sums of lattice20000 / grid_surface20022,
    block_adaptive_octree, lattice20000_world, _scaling); --width W: only
-   region width W. */
+   region width W; --summation NAME: only that method in the world scene. */
 #include "bench.h"
 #define PBD_SM_IMPLEMENTATION
 #include "../pbd_sm.h"
@@ -37,6 +37,7 @@ static double rand01(unsigned *st) {
 
 static const char *only = NULL; /* --only WORD */
 static int only_w = 0;           /* --width W: that region width alone */
+static const char *only_sum = NULL; /* --summation NAME: that method alone (world scenes) */
 static int want(const char *scene) { return !only || strstr(scene, only) != NULL; }
 
 enum { NX = 25, NY = 25, NZ = 32, K = 12, GX = 142, GY = 141 };
@@ -222,6 +223,7 @@ int main(int argc, char **argv) {
         if (strcmp(argv[a], "--no-world") == 0) world = 0;
         if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only = argv[++a];
         if (strcmp(argv[a], "--width") == 0 && a + 1 < argc) only_w = atoi(argv[++a]);
+        if (strcmp(argv[a], "--summation") == 0 && a + 1 < argc) only_sum = argv[++a];
     }
     int n = NX * NY * NZ;
     int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)n), *oc = (int *)malloc(sizeof(int) * 4 * (size_t)n);
@@ -291,6 +293,7 @@ int main(int argc, char **argv) {
         for (int q = 0; q < 3; ++q) {
             if (q == 2 && w != 3) continue; /* the octree once: it keeps make bench short */
             if (only_w && w != only_w) continue;
+            if (only_sum && strcmp(only_sum, method_name(ms[q])) != 0) continue;
             world_ctx c = {cells, n, w, ms[q]};
             world_scene(&c, 1);
         }
