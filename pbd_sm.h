@@ -1514,6 +1514,16 @@ typedef struct pbd_sm__octree {
     int *reg_start;   /* n + 1 */
     int *reg_node;    /* summation nodes of each region */
     double *node_sums; /* scratch, m * 64 */
+    /* summed-volume tables, one per leaf level (tab_count 0: none, the
+       node lists are summed); see pbd_sm__octree_tables */
+    int tab_count;
+    int *tab_dim;      /* 3 per table: cells along x y z */
+    long long *tab_row;/* tab_count + 1: first prefix row of each table */
+    int *tab_leaf;     /* per cell of each table (x fastest): its leaf, or -1 */
+    long long *tab_cell; /* tab_count + 1: first cell of each table in tab_leaf */
+    int *corner_start; /* n + 1, over groups of 8 prefix rows */
+    int *corner;       /* per (region, table) 8 prefix rows: + - + - + - + - */
+    double *tab;       /* scratch: tab_row[tab_count] rows of up to 64 */
 } pbd_sm__octree;
 
 static void pbd_sm__octree_destroy(void *impl) {
@@ -1525,6 +1535,13 @@ static void pbd_sm__octree_destroy(void *impl) {
     PBD_SM_FREE(T->reg_start);
     PBD_SM_FREE(T->reg_node);
     PBD_SM_FREE(T->node_sums);
+    PBD_SM_FREE(T->tab_dim);
+    PBD_SM_FREE(T->tab_row);
+    PBD_SM_FREE(T->tab_leaf);
+    PBD_SM_FREE(T->tab_cell);
+    PBD_SM_FREE(T->corner_start);
+    PBD_SM_FREE(T->corner);
+    PBD_SM_FREE(T->tab);
     PBD_SM_FREE(T);
 }
 
@@ -1537,6 +1554,69 @@ static void pbd_sm__sum_octree(pbd_sm_sum_plan *p, const double *values, int k, 
                            T->node_sums + (size_t)b * k, p->simd);
     }
     pbd_sm__gather_sum(T->n, T->reg_start, T->reg_node, values, T->n, T->node_sums, k, sums, p->simd);
+}
+
+/* The summed-volume tables: per table (leaf level) the exclusive prefix
+   sums P[i][j][k] = sum of the level's leaves in cells [0,i) x [0,j) x
+   [0,k) of its box, built by three passes of running sums (along x from
+   the leaves' values, then along y, then along z; each element one fixed
+   chain of additions, so any thread split gives the same bits); then every
+   region adds, per table, the 8 corners of its box with alternating signs
+   (Crow 1984 in 3D). Runs inside a parallel region. */
+static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__octree *T = (pbd_sm__octree *)p->impl;
+    int simd = p->simd;
+    for (int t = 0; t < T->tab_count; ++t) {
+        int nx = T->tab_dim[3 * t], ny = T->tab_dim[3 * t + 1], nz = T->tab_dim[3 * t + 2];
+        long long sx = nx + 1, sy = (long long)(ny + 1) * sx; /* row strides of j and k */
+        double *P = T->tab + (size_t)T->tab_row[t] * k;
+        const int *leaf = T->tab_leaf + T->tab_cell[t];
+        /* x: lines (j, k); the faces j = 0 and k = 0 are zero */
+        int lines = (ny + 1) * (nz + 1);
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int L = 0; L < lines; ++L) {
+            int j = L % (ny + 1), kk = L / (ny + 1);
+            double *row = P + (size_t)((long long)kk * sy + (long long)j * sx) * k;
+            for (int e = 0; e < k; ++e) row[e] = 0;
+            if (j == 0 || kk == 0) {
+                memset(row, 0, sizeof(double) * (size_t)k * (size_t)sx);
+                continue;
+            }
+            const int *lc = leaf + ((long long)(kk - 1) * ny + (j - 1)) * nx;
+            for (int i = 0; i < nx; ++i, row += k) {
+                if (lc[i] >= 0) pbd_sm__row_add(row + k, row, values + (size_t)lc[i] * k, k, simd);
+                else memcpy(row + k, row, sizeof(double) * (size_t)k);
+            }
+        }
+        /* y: within each k-plane, row j += row j - 1 */
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int kk = 1; kk <= nz; ++kk)
+            for (int j = 1; j <= ny; ++j) {
+                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
+                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sx * k, k, simd);
+            }
+        /* z: within each j-slab, plane k += plane k - 1 */
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int j = 1; j <= ny; ++j)
+            for (int kk = 1; kk <= nz; ++kk) {
+                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
+                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sy * k, k, simd);
+            }
+    }
+    PBD_SM__PRAGMA(omp for schedule(static))
+    for (int r = 0; r < T->n; ++r) {
+        double *d = sums + (size_t)r * k;
+        int f = T->corner_start[r], l = T->corner_start[r + 1];
+        if (f == l) { for (int e = 0; e < k; ++e) d[e] = 0; continue; }
+        for (int g = f; g < l; ++g) {
+            const int *c = T->corner + 8 * (size_t)g;
+            for (int q = 0; q < 4; ++q) {
+                const double *a = T->tab + (size_t)c[2 * q] * k, *b = T->tab + (size_t)c[2 * q + 1] * k;
+                if (g == f && q == 0) pbd_sm__row_sub(d, a, b, k, simd);
+                else pbd_sm__row_acc_diff(d, a, b, k, simd);
+            }
+        }
+    }
 }
 
 /* An octree cell: level, then integer coordinates at that level. */
@@ -1754,6 +1834,123 @@ done:
     return r;
 }
 
+/* floor(a / b) and ceil(a / b) for b > 0 */
+static long long pbd_sm__floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static long long pbd_sm__ceil_div(long long a, long long b) { return -pbd_sm__floor_div(-a, b); }
+
+/* O(1) region sums for the octree: a summed-volume table (Crow 1984; the
+   summed-area tables that survey 4.3.1 names as the idea of FastLSM) over
+   the lattice of each level that holds leaves. A region is the box of
+   half-width W = 2 w 2^l (half finest cells) around its leaf's centre, and
+   its members at level L are the level-L leaves whose centres (2x+1) 2^L
+   lie in the box: a box of level-L cells, summed from 8 table entries. So
+   a region costs 8 lookups per leaf level whatever its width, where the
+   summation nodes of Steinemann et al. (survey 4.3.2: the nodes wholly
+   inside, refined along the region's boundary) grow with the boundary
+   (w^2 on a uniform lattice). The tables play the part of the virtual
+   nodes: an entry is the sum of a box of cells, a "virtual node" for every
+   corner box, and the same membership (leaf centres in the box) is summed.
+   Dense tables cost the volume of each level's bounding box, so they are
+   used when all of them together hold at most 2 n + 32768 entries (a
+   solid or mildly adaptive lattice); a sparse octree (leaves far apart)
+   keeps the summation nodes. Returns OK with or without tables. */
+static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, const int *widths, int w) {
+    int n = T->n, lev[PBD_SM_OCTREE_MAX_LEVEL + 1], nt = 0;
+    long long lo[3 * (PBD_SM_OCTREE_MAX_LEVEL + 1)], hi[3 * (PBD_SM_OCTREE_MAX_LEVEL + 1)];
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) lev[l] = -1;
+    for (int i = 0; i < n; ++i) {
+        int l = cells[4 * i + 3];
+        if (lev[l] < 0) {
+            lev[l] = 0; /* present */
+            for (int a = 0; a < 3; ++a) { lo[3 * l + a] = cells[4 * i + a]; hi[3 * l + a] = cells[4 * i + a]; }
+        }
+        for (int a = 0; a < 3; ++a) {
+            if (cells[4 * i + a] < lo[3 * l + a]) lo[3 * l + a] = cells[4 * i + a];
+            if (cells[4 * i + a] > hi[3 * l + a]) hi[3 * l + a] = cells[4 * i + a];
+        }
+    }
+    long long rows = 0, ncell = 0;
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
+        if (lev[l] < 0) continue;
+        lev[l] = nt++;
+        long long d[3];
+        for (int a = 0; a < 3; ++a) d[a] = hi[3 * l + a] - lo[3 * l + a] + 1;
+        if ((double)(d[0] + 1) * (double)(d[1] + 1) * (double)(d[2] + 1) > 1e12) return PBD_OK;
+        rows += (d[0] + 1) * (d[1] + 1) * (d[2] + 1);
+        ncell += d[0] * d[1] * d[2];
+        if (rows > 2LL * n + 32768) return PBD_OK; /* sparse: summation nodes */
+    }
+    if (nt == 0) return PBD_OK;
+    T->tab_dim = (int *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(int));
+    T->tab_row = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
+    T->tab_cell = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
+    T->tab_leaf = (int *)pbd_sm__alloc_n((size_t)ncell, sizeof(int));
+    T->tab = (double *)pbd_sm__alloc_n((size_t)rows * 64, sizeof(double));
+    T->corner_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    if (!T->tab_dim || !T->tab_row || !T->tab_cell || !T->tab_leaf || !T->tab || !T->corner_start)
+        return PBD_ERROR_OUT_OF_MEMORY;
+    int tl[PBD_SM_OCTREE_MAX_LEVEL + 1]; /* the level of each table */
+    T->tab_row[0] = T->tab_cell[0] = 0;
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
+        int t = lev[l];
+        if (t < 0) continue;
+        tl[t] = l;
+        for (int a = 0; a < 3; ++a) T->tab_dim[3 * t + a] = (int)(hi[3 * l + a] - lo[3 * l + a] + 1);
+        const int *d = T->tab_dim + 3 * t;
+        T->tab_row[t + 1] = T->tab_row[t] + (long long)(d[0] + 1) * (d[1] + 1) * (d[2] + 1);
+        T->tab_cell[t + 1] = T->tab_cell[t] + (long long)d[0] * d[1] * d[2];
+    }
+    for (long long c = 0; c < ncell; ++c) T->tab_leaf[c] = -1;
+    for (int i = 0; i < n; ++i) {
+        int l = cells[4 * i + 3], t = lev[l];
+        const int *d = T->tab_dim + 3 * t;
+        long long u[3];
+        for (int a = 0; a < 3; ++a) u[a] = cells[4 * i + a] - lo[3 * l + a];
+        T->tab_leaf[T->tab_cell[t] + (u[2] * d[1] + u[1]) * d[0] + u[0]] = i;
+    }
+    /* two passes over the regions: count the corner groups, then fill them */
+    for (int pass = 0; pass < 2; ++pass) {
+    int g = 0;
+    if (pass == 1) {
+        T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
+        if (!T->corner) return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    for (int i = 0; i < n; ++i) {
+        int li = cells[4 * i + 3];
+        long long W = 2LL * (widths ? widths[i] : w) << li, c[3];
+        for (int a = 0; a < 3; ++a) c[a] = (2LL * cells[4 * i + a] + 1) * (1LL << li);
+        T->corner_start[i] = g;
+        for (int t = 0; t < nt; ++t) {
+            long long sL = 1LL << tl[t], A[3], B[3];
+            const int *d = T->tab_dim + 3 * t;
+            int empty = 0;
+            for (int a = 0; a < 3; ++a) {
+                /* cells x with c - W <= (2x + 1) 2^L <= c + W, as [A, B) of the table */
+                long long xmin = pbd_sm__ceil_div(pbd_sm__ceil_div(c[a] - W, sL) - 1, 2);
+                long long xmax = pbd_sm__floor_div(pbd_sm__floor_div(c[a] + W, sL) - 1, 2);
+                long long b0 = lo[3 * tl[t] + a];
+                A[a] = xmin - b0 < 0 ? 0 : (xmin - b0 > d[a] ? d[a] : xmin - b0);
+                B[a] = xmax + 1 - b0 < 0 ? 0 : (xmax + 1 - b0 > d[a] ? d[a] : xmax + 1 - b0);
+                if (A[a] >= B[a]) empty = 1;
+            }
+            if (empty) continue;
+            if (pass == 0) { g++; continue; }
+            long long sx = d[0] + 1, sy = (long long)(d[1] + 1) * sx, base = T->tab_row[t];
+#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z) * sy + (Y) * sx + (X))
+            int *o = T->corner + 8 * (size_t)g++;
+            o[0] = PBD_SM__ROW(B[0], B[1], B[2]); o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
+            o[2] = PBD_SM__ROW(A[0], A[1], B[2]); o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
+            o[4] = PBD_SM__ROW(A[0], B[1], A[2]); o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
+            o[6] = PBD_SM__ROW(B[0], A[1], A[2]); o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
+#undef PBD_SM__ROW
+        }
+    }
+    T->corner_start[n] = g;
+    }
+    T->tab_count = nt;
+    return PBD_OK;
+}
+
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
     if (!out || (particle_count > 0 && !cells)) return PBD_ERROR_NULL_POINTER;
@@ -1774,6 +1971,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     memset(T, 0, sizeof *T);
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__octree_build(particle_count, cells, widths, w, T, &start, &members);
+    if (r == PBD_OK) r = pbd_sm__octree_tables(T, cells, widths, w);
     pbd_sm_sum_plan *p = NULL;
     if (r == PBD_OK) r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
     PBD_SM_FREE(start);
@@ -1784,6 +1982,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     p->method = PBD_SM_SUM_OCTREE;
     p->sum = pbd_sm__sum_octree;
     p->cost = (long long)T->reg_start[particle_count] + (T->m ? T->child_start[T->m] : 0);
+    if (T->tab_count > 0) { /* three running sums per table row, 7 additions per corner group */
+        p->sum = pbd_sm__sum_octree_tables;
+        p->cost = 3 * T->tab_row[T->tab_count] + 7LL * T->corner_start[particle_count];
+    }
     *out = p;
     return PBD_OK;
 }
