@@ -1838,6 +1838,45 @@ done:
 static long long pbd_sm__floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 static long long pbd_sm__ceil_div(long long a, long long b) { return -pbd_sm__floor_div(-a, b); }
 
+/* The corner groups of every region (fill = 0: only counted into
+   corner_start): per table with a non-empty box, its 8 prefix rows. lo:
+   the tables' lowest cells (3 per level), tl: the level of each table. */
+static void pbd_sm__octree_corners(pbd_sm__octree *T, const int *cells, const int *widths, int w, const long long *lo,
+                                   const int *tl, int nt, int fill) {
+    int g = 0, n = T->n;
+    for (int i = 0; i < n; ++i) {
+        int li = cells[4 * i + 3];
+        long long W = 2LL * (widths ? widths[i] : w) << li, c[3];
+        for (int a = 0; a < 3; ++a) c[a] = (2LL * cells[4 * i + a] + 1) * (1LL << li);
+        T->corner_start[i] = g;
+        for (int t = 0; t < nt; ++t) {
+            long long sL = 1LL << tl[t], A[3], B[3];
+            const int *d = T->tab_dim + 3 * t;
+            int empty = 0;
+            for (int a = 0; a < 3; ++a) {
+                /* cells x with c - W <= (2x + 1) 2^L <= c + W, as [A, B) of the table */
+                long long xmin = pbd_sm__ceil_div(pbd_sm__ceil_div(c[a] - W, sL) - 1, 2);
+                long long xmax = pbd_sm__floor_div(pbd_sm__floor_div(c[a] + W, sL) - 1, 2);
+                long long b0 = lo[3 * tl[t] + a];
+                A[a] = xmin - b0 < 0 ? 0 : (xmin - b0 > d[a] ? d[a] : xmin - b0);
+                B[a] = xmax + 1 - b0 < 0 ? 0 : (xmax + 1 - b0 > d[a] ? d[a] : xmax + 1 - b0);
+                if (A[a] >= B[a]) empty = 1;
+            }
+            if (empty) continue;
+            if (!fill) { g++; continue; }
+            long long sx = d[0] + 1, sy = (long long)(d[1] + 1) * sx, base = T->tab_row[t];
+#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z) * sy + (Y) * sx + (X))
+            int *o = T->corner + 8 * (size_t)g++;
+            o[0] = PBD_SM__ROW(B[0], B[1], B[2]); o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
+            o[2] = PBD_SM__ROW(A[0], A[1], B[2]); o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
+            o[4] = PBD_SM__ROW(A[0], B[1], A[2]); o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
+            o[6] = PBD_SM__ROW(B[0], A[1], A[2]); o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
+#undef PBD_SM__ROW
+        }
+    }
+    T->corner_start[n] = g;
+}
+
 /* O(1) region sums for the octree: a summed-volume table (Crow 1984; the
    summed-area tables that survey 4.3.1 names as the idea of FastLSM) over
    the lattice of each level that holds leaves. A region is the box of
@@ -1909,44 +1948,10 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
         T->tab_leaf[T->tab_cell[t] + (u[2] * d[1] + u[1]) * d[0] + u[0]] = i;
     }
     /* two passes over the regions: count the corner groups, then fill them */
-    for (int pass = 0; pass < 2; ++pass) {
-    int g = 0;
-    if (pass == 1) {
-        T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
-        if (!T->corner) return PBD_ERROR_OUT_OF_MEMORY;
-    }
-    for (int i = 0; i < n; ++i) {
-        int li = cells[4 * i + 3];
-        long long W = 2LL * (widths ? widths[i] : w) << li, c[3];
-        for (int a = 0; a < 3; ++a) c[a] = (2LL * cells[4 * i + a] + 1) * (1LL << li);
-        T->corner_start[i] = g;
-        for (int t = 0; t < nt; ++t) {
-            long long sL = 1LL << tl[t], A[3], B[3];
-            const int *d = T->tab_dim + 3 * t;
-            int empty = 0;
-            for (int a = 0; a < 3; ++a) {
-                /* cells x with c - W <= (2x + 1) 2^L <= c + W, as [A, B) of the table */
-                long long xmin = pbd_sm__ceil_div(pbd_sm__ceil_div(c[a] - W, sL) - 1, 2);
-                long long xmax = pbd_sm__floor_div(pbd_sm__floor_div(c[a] + W, sL) - 1, 2);
-                long long b0 = lo[3 * tl[t] + a];
-                A[a] = xmin - b0 < 0 ? 0 : (xmin - b0 > d[a] ? d[a] : xmin - b0);
-                B[a] = xmax + 1 - b0 < 0 ? 0 : (xmax + 1 - b0 > d[a] ? d[a] : xmax + 1 - b0);
-                if (A[a] >= B[a]) empty = 1;
-            }
-            if (empty) continue;
-            if (pass == 0) { g++; continue; }
-            long long sx = d[0] + 1, sy = (long long)(d[1] + 1) * sx, base = T->tab_row[t];
-#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z) * sy + (Y) * sx + (X))
-            int *o = T->corner + 8 * (size_t)g++;
-            o[0] = PBD_SM__ROW(B[0], B[1], B[2]); o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
-            o[2] = PBD_SM__ROW(A[0], A[1], B[2]); o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
-            o[4] = PBD_SM__ROW(A[0], B[1], A[2]); o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
-            o[6] = PBD_SM__ROW(B[0], A[1], A[2]); o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
-#undef PBD_SM__ROW
-        }
-    }
-    T->corner_start[n] = g;
-    }
+    pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 0);
+    T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
+    if (!T->corner) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 1);
     T->tab_count = nt;
     return PBD_OK;
 }
