@@ -2549,6 +2549,7 @@ struct pbd_sm_body {
     int correction;
     double yield, creep, maxp;
     int rot_iters;              /* rotation extraction steps per projection */
+    int sp_identity;            /* every S_p is I (no creep since the last reset): skip it */
     int converge;               /* 1 in pbd_sm_body_goals: extract to convergence */
 };
 
@@ -2731,6 +2732,7 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
     b->correction = d->stiffness_correction != 0;
     b->yield = d->yield;
     b->creep = d->creep;
+    b->sp_identity = !(d->creep > 0);
     b->maxp = d->max_plastic;
     b->rot_iters = d->rotation_iterations;
     b->work = (long)plan->region_start[b->nr] + n;
@@ -2837,7 +2839,8 @@ static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq
    Newton step usually converges (see pbd_sm__extract_rotation). */
 static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
-    pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
+    if (b->sp_identity) memcpy(Ap, Apq, sizeof Ap); /* A_pq I */
+    else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
     if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
         pbd_sm__extract_rotation(Ap, q, 100);
     pbd_sm__quat_to_mat(q, R);
@@ -2851,7 +2854,8 @@ static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
     const double *cb = b->cbar + 3 * (size_t)r;
     pbd_sm__region_moments(b, r, c, Apq);
     pbd_sm__region_rotation(b, r, Apq, quat, R);
-    pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
+    if (b->sp_identity) memcpy(B, R, sizeof B);
+    else pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
     if (b->mode == PBD_SM_LINEAR && b->beta > 0) {
         /* Mueller et al. 2005 section 4.2: beta A / cbrt(det A) + (1 - beta) R;
            with S_p, (A S_p^-1) S_p = A. An inverted or collapsed region
@@ -3470,6 +3474,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
     b->yield = yield;
     b->creep = creep;
     b->maxp = max_plastic;
+    if (creep > 0) b->sp_identity = 0;
     return PBD_OK;
 }
 
@@ -3484,6 +3489,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
     if (!b) return PBD_ERROR_NULL_POINTER;
     for (int r = 0; r < b->nr; ++r)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
+    b->sp_identity = !(b->creep > 0);
     return PBD_OK;
 }
 
