@@ -13,9 +13,9 @@
    timed runs. Then the full simulation step (scene lattice20000_world):
    the block as a region-based shape-matching body (pbd_sm_add_body, rigid
    regions, world defaults: 4 substeps x 4 iterations) resting on a ground
-   plane, with naive and lattice plans (and at w = 3 octree) over the same
-   regions. Last the scaling lines: work (pbd_sm_plan_cost) and time per
-   region for w = 1..6, summation alone.
+   plane, with naive, lattice and octree plans over the same regions.
+   Last the scaling lines: work (pbd_sm_plan_cost) and time per region
+   for w = 1..6, summation alone.
 
    Build: make benches (or cc -std=c99 -O3 -march=native -fopenmp
    -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs;
@@ -291,7 +291,6 @@ int main(int argc, char **argv) {
     for (int w = 1; w <= 3 && world && want("lattice20000_world"); ++w) {
         const pbd_sm_summation ms[3] = {PBD_SM_SUM_NAIVE, PBD_SM_SUM_LATTICE, PBD_SM_SUM_OCTREE};
         for (int q = 0; q < 3; ++q) {
-            if (q == 2 && w != 3) continue; /* the octree once: it keeps make bench short */
             if (only_w && w != only_w) continue;
             if (only_sum && strcmp(only_sum, method_name(ms[q])) != 0) continue;
             world_ctx c = {cells, n, w, ms[q]};
