@@ -830,6 +830,18 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 
 // ==== rotation ==============================================================
 
+/* SIMD through SIMDe's AVX (4 doubles), used by the rotation extraction of
+   four regions at once and the summation's row kernels. */
+#if !defined(PBD_NO_SIMD) && defined(__has_include)
+#if __has_include(<simde/x86/avx.h>)
+#include <simde/x86/avx.h>
+#define PBD_SM__SIMD 1
+#endif
+#endif
+#ifndef PBD_SM__SIMD
+#define PBD_SM__SIMD 0
+#endif
+
 static void pbd_sm__quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
     R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
@@ -837,13 +849,32 @@ static void pbd_sm__quat_to_mat(const double *q, double *R) {
     R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
 }
 
-/* a = a * b (Hamilton product, x y z w), normalised. */
+/* a = a * b (Hamilton product, x y z w), normalised. With SIMD the four
+   components are one vector, x - y as x + (-y) (the same bits): GCC's SLP
+   vectoriser turns the scalar form's alternating signs into a fused
+   vfmsubadd even under -ffp-contract=off, so the scalar form could differ
+   from the four-region extraction (pbd_sm__extract_rotation4) in the
+   last bit. */
 static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
     const double *l = b_on_left ? b : a, *r = b_on_left ? a : b;
+#if PBD_SM__SIMD
+    const simde__m256d m0 = simde_mm256_set_pd(-0.0, 0.0, -0.0, 0.0), m1 = simde_mm256_set_pd(-0.0, -0.0, 0.0, 0.0);
+    const simde__m256d m2 = simde_mm256_set_pd(-0.0, 0.0, 0.0, -0.0);
+    simde__m256d t = simde_mm256_mul_pd(simde_mm256_set1_pd(l[3]), simde_mm256_set_pd(r[3], r[2], r[1], r[0]));
+    simde__m256d u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[0]), simde_mm256_set_pd(r[0], r[1], r[2], r[3]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m0));
+    u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[1]), simde_mm256_set_pd(r[1], r[0], r[3], r[2]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m1));
+    u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[2]), simde_mm256_set_pd(r[2], r[3], r[0], r[1]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m2));
+    double o[4];
+    simde_mm256_storeu_pd(o, t);
+#else
     double o[4] = {l[3] * r[0] + l[0] * r[3] + l[1] * r[2] - l[2] * r[1],
                    l[3] * r[1] - l[0] * r[2] + l[1] * r[3] + l[2] * r[0],
                    l[3] * r[2] + l[0] * r[1] - l[1] * r[0] + l[2] * r[3],
                    l[3] * r[3] - l[0] * r[0] - l[1] * r[1] - l[2] * r[2]};
+#endif
     double n = 1.0 / sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
     for (int k = 0; k < 4; ++k) a[k] = o[k] * n;
 }
@@ -993,6 +1024,140 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
     (void)pbd_sm__extract_rotation(A, q, iterations);
 }
 
+#if PBD_SM__SIMD
+/* Four warm-started extractions at once: the Newton loop at the start of
+   pbd_sm__extract_rotation, lane by lane the same operations in the same
+   order (no FMA contraction), so each lane gets the same bits as the
+   scalar routine. A lane leaves the batch, untouched, where the scalar
+   routine would leave that loop other than converged (a warm start that is
+   not unit, NaN/huge/zero A, no Newton step, a turn of 1e-3 rad or more
+   that needs sin/cos, the iterations run out); the caller then runs the
+   scalar routine on it, which repeats the same steps. Returns the mask of
+   the lanes done (bit l: lane l converged, q[l] updated). */
+static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, int iterations) {
+    typedef simde__m256d v4;
+#define PBD_SM__V(e) simde_mm256_set1_pd(e)
+#define PBD_SM__ADD simde_mm256_add_pd
+#define PBD_SM__SUB simde_mm256_sub_pd
+#define PBD_SM__MUL simde_mm256_mul_pd
+    v4 qx = simde_mm256_set_pd(q[3][0], q[2][0], q[1][0], q[0][0]);
+    v4 qy = simde_mm256_set_pd(q[3][1], q[2][1], q[1][1], q[0][1]);
+    v4 qz = simde_mm256_set_pd(q[3][2], q[2][2], q[1][2], q[0][2]);
+    v4 qw = simde_mm256_set_pd(q[3][3], q[2][3], q[1][3], q[0][3]);
+    v4 a[9], one = PBD_SM__V(1.0), two = PBD_SM__V(2.0), zero = simde_mm256_setzero_pd();
+    v4 absmask = simde_mm256_castsi256_pd(simde_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    v4 n2 = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(qx, qx), PBD_SM__MUL(qy, qy)), PBD_SM__MUL(qz, qz)),
+                        PBD_SM__MUL(qw, qw));
+    int live = simde_mm256_movemask_pd(simde_mm256_cmp_pd(simde_mm256_sqrt_pd(n2), one, SIMDE_CMP_EQ_OQ));
+    v4 scale = zero;
+    for (int k = 0; k < 9; ++k) {
+        a[k] = simde_mm256_set_pd(A[3][k], A[2][k], A[1][k], A[0][k]);
+        v4 m = simde_mm256_and_pd(a[k], absmask); /* NaN fails the test */
+        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(m, PBD_SM__V(1e30), SIMDE_CMP_LE_OQ));
+        scale = simde_mm256_max_pd(m, scale);
+    }
+    live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(scale, zero, SIMDE_CMP_GT_OQ));
+    v4 inv = simde_mm256_div_pd(one, scale);
+    for (int k = 0; k < 9; ++k) a[k] = PBD_SM__MUL(a[k], inv);
+    if (iterations < 1) iterations = 1;
+    if (iterations > 100) iterations = 100;
+    int done = 0;
+    for (int it = 0; it < iterations && live; ++it) {
+        /* R = R(q) (pbd_sm__quat_to_mat) */
+        v4 xx = PBD_SM__MUL(qx, qx), yy = PBD_SM__MUL(qy, qy), zz = PBD_SM__MUL(qz, qz);
+        v4 xy = PBD_SM__MUL(qx, qy), zw = PBD_SM__MUL(qz, qw), xz = PBD_SM__MUL(qx, qz), yw = PBD_SM__MUL(qy, qw);
+        v4 yz = PBD_SM__MUL(qy, qz), xw = PBD_SM__MUL(qx, qw);
+        v4 R[9] = {PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(yy, zz))), PBD_SM__MUL(two, PBD_SM__SUB(xy, zw)),
+                   PBD_SM__MUL(two, PBD_SM__ADD(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(xy, zw)),
+                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, zz))), PBD_SM__MUL(two, PBD_SM__SUB(yz, xw)),
+                   PBD_SM__MUL(two, PBD_SM__SUB(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(yz, xw)),
+                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, yy)))};
+        /* g = sum r_c x a_c, B = A R^T (pbd_sm__rotation_step) */
+        v4 g0 = zero, g1 = zero, g2 = zero, B[9];
+        for (int e = 0; e < 9; ++e) B[e] = zero;
+        for (int c = 0; c < 3; ++c) {
+            v4 r0 = R[c], r1 = R[3 + c], r2 = R[6 + c], a0 = a[c], a1 = a[3 + c], a2 = a[6 + c];
+            g0 = PBD_SM__ADD(g0, PBD_SM__SUB(PBD_SM__MUL(r1, a2), PBD_SM__MUL(r2, a1)));
+            g1 = PBD_SM__ADD(g1, PBD_SM__SUB(PBD_SM__MUL(r2, a0), PBD_SM__MUL(r0, a2)));
+            g2 = PBD_SM__ADD(g2, PBD_SM__SUB(PBD_SM__MUL(r0, a1), PBD_SM__MUL(r1, a0)));
+            v4 av[3] = {a0, a1, a2}, rv[3] = {r0, r1, r2};
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j) B[3 * i + j] = PBD_SM__ADD(B[3 * i + j], PBD_SM__MUL(av[i], rv[j]));
+        }
+        v4 tr = PBD_SM__ADD(PBD_SM__ADD(B[0], B[4]), B[8]);
+        /* the Newton step (pbd_sm__rotation_newton) */
+        v4 h00 = PBD_SM__SUB(tr, B[0]), h11 = PBD_SM__SUB(tr, B[4]), h22 = PBD_SM__SUB(tr, B[8]), mh = PBD_SM__V(-0.5);
+        v4 h01 = PBD_SM__MUL(mh, PBD_SM__ADD(B[1], B[3])), h02 = PBD_SM__MUL(mh, PBD_SM__ADD(B[2], B[6]));
+        v4 h12 = PBD_SM__MUL(mh, PBD_SM__ADD(B[5], B[7]));
+        v4 c00 = PBD_SM__SUB(PBD_SM__MUL(h11, h22), PBD_SM__MUL(h12, h12));
+        v4 c01 = PBD_SM__SUB(PBD_SM__MUL(h02, h12), PBD_SM__MUL(h01, h22));
+        v4 c02 = PBD_SM__SUB(PBD_SM__MUL(h01, h12), PBD_SM__MUL(h02, h11));
+        v4 m2 = PBD_SM__SUB(PBD_SM__MUL(h00, h11), PBD_SM__MUL(h01, h01));
+        v4 det = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(h00, c00), PBD_SM__MUL(h01, c01)), PBD_SM__MUL(h02, c02));
+        v4 tiny = PBD_SM__MUL(PBD_SM__V(1e-6), tr), tiny2 = PBD_SM__MUL(tiny, tiny);
+        int ok = simde_mm256_movemask_pd(simde_mm256_cmp_pd(tr, zero, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(h00, tiny, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(m2, tiny2, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(det, PBD_SM__MUL(tiny2, tiny), SIMDE_CMP_GT_OQ));
+        v4 c11 = PBD_SM__SUB(PBD_SM__MUL(h00, h22), PBD_SM__MUL(h02, h02));
+        v4 c12 = PBD_SM__SUB(PBD_SM__MUL(h01, h02), PBD_SM__MUL(h00, h12));
+        v4 id = simde_mm256_div_pd(one, det);
+        v4 w0 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c00, g0), PBD_SM__MUL(c01, g1)), PBD_SM__MUL(c02, g2)), id);
+        v4 w1 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c01, g0), PBD_SM__MUL(c11, g1)), PBD_SM__MUL(c12, g2)), id);
+        v4 w2 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c02, g0), PBD_SM__MUL(c12, g1)), PBD_SM__MUL(m2, g2)), id);
+        v4 ww = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(w0, w0), PBD_SM__MUL(w1, w1)), PBD_SM__MUL(w2, w2));
+        ok &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ww, PBD_SM__V(0.25), SIMDE_CMP_LT_OQ));
+        live &= ok; /* no Newton step: the scalar routine goes on */
+        v4 ang = simde_mm256_sqrt_pd(ww);
+        int still = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-12), SIMDE_CMP_GT_OQ));
+        done |= live & ~still; /* converged without a turn */
+        live &= still;
+        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-3), SIMDE_CMP_LT_OQ)); /* else sin/cos */
+        if (!live) break;
+        /* the turn (pbd_sm__rotation_turn, the small-angle series) */
+        v4 a2 = PBD_SM__MUL(ang, ang);
+        v4 sh = PBD_SM__SUB(PBD_SM__V(0.5), simde_mm256_div_pd(a2, PBD_SM__V(48.0)));
+        v4 ch = PBD_SM__ADD(PBD_SM__SUB(one, simde_mm256_div_pd(a2, PBD_SM__V(8.0))),
+                            simde_mm256_div_pd(PBD_SM__MUL(a2, a2), PBD_SM__V(384.0)));
+        v4 l0 = PBD_SM__MUL(w0, sh), l1 = PBD_SM__MUL(w1, sh), l2 = PBD_SM__MUL(w2, sh), l3 = ch;
+        v4 o0 = PBD_SM__SUB(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(l3, qx), PBD_SM__MUL(l0, qw)), PBD_SM__MUL(l1, qz)),
+                            PBD_SM__MUL(l2, qy));
+        v4 o1 = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__SUB(PBD_SM__MUL(l3, qy), PBD_SM__MUL(l0, qz)), PBD_SM__MUL(l1, qw)),
+                            PBD_SM__MUL(l2, qx));
+        v4 o2 = PBD_SM__ADD(PBD_SM__SUB(PBD_SM__ADD(PBD_SM__MUL(l3, qz), PBD_SM__MUL(l0, qy)), PBD_SM__MUL(l1, qx)),
+                            PBD_SM__MUL(l2, qw));
+        v4 o3 = PBD_SM__SUB(PBD_SM__SUB(PBD_SM__SUB(PBD_SM__MUL(l3, qw), PBD_SM__MUL(l0, qx)), PBD_SM__MUL(l1, qy)),
+                            PBD_SM__MUL(l2, qz));
+        v4 on = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(o0, o0), PBD_SM__MUL(o1, o1)), PBD_SM__MUL(o2, o2)),
+                            PBD_SM__MUL(o3, o3));
+        v4 n = simde_mm256_div_pd(one, simde_mm256_sqrt_pd(on));
+        /* only the live lanes turn */
+        v4 keep = simde_mm256_castsi256_pd(simde_mm256_set_epi64x((live & 8) ? -1 : 0, (live & 4) ? -1 : 0,
+                                                                  (live & 2) ? -1 : 0, (live & 1) ? -1 : 0));
+        qx = simde_mm256_blendv_pd(qx, PBD_SM__MUL(o0, n), keep);
+        qy = simde_mm256_blendv_pd(qy, PBD_SM__MUL(o1, n), keep);
+        qz = simde_mm256_blendv_pd(qz, PBD_SM__MUL(o2, n), keep);
+        qw = simde_mm256_blendv_pd(qw, PBD_SM__MUL(o3, n), keep);
+        int small = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-7), SIMDE_CMP_LT_OQ));
+        done |= live & small;
+        live &= ~small;
+    }
+    double out[4][4];
+    simde_mm256_storeu_pd(out[0], qx);
+    simde_mm256_storeu_pd(out[1], qy);
+    simde_mm256_storeu_pd(out[2], qz);
+    simde_mm256_storeu_pd(out[3], qw);
+    for (int l = 0; l < 4; ++l)
+        if (done & (1 << l))
+            for (int e = 0; e < 4; ++e) q[l][e] = out[e][l];
+#undef PBD_SM__V
+#undef PBD_SM__ADD
+#undef PBD_SM__SUB
+#undef PBD_SM__MUL
+    return done;
+}
+#endif
+
 PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations) {
     double Ad[9], qd[4];
     for (int k = 0; k < 9; ++k) Ad[k] = A[k];
@@ -1004,16 +1169,8 @@ PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations
 // ==== summation =============================================================
 
 /* Row kernels on k doubles; the SIMD twins do the same operation per lane
-   in the same order, so they give the same bits. */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if __has_include(<simde/x86/avx.h>)
-#include <simde/x86/avx.h>
-#define PBD_SM__SIMD 1
-#endif
-#endif
-#ifndef PBD_SM__SIMD
-#define PBD_SM__SIMD 0
-#endif
+   in the same order, so they give the same bits (PBD_SM__SIMD: see the
+   rotation section). */
 
 /* d = a + b */
 static void pbd_sm__row_add(double *d, const double *a, const double *b, int k, int simd) {
@@ -2837,23 +2994,28 @@ static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq
    most rot_iters steps unless those do not converge (a sudden large
    turn): then up to 100. From the previous projection's rotation one
    Newton step usually converges (see pbd_sm__extract_rotation). */
-static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
-    double Ap[9];
-    if (b->sp_identity) memcpy(Ap, Apq, sizeof Ap); /* A_pq I */
+static void pbd_sm__region_match(const pbd_sm_body *b, int r, const double *Apq, double *Ap) {
+    if (b->sp_identity) memcpy(Ap, Apq, 9 * sizeof(double)); /* A_pq I */
     else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
+}
+static void pbd_sm__region_extract(const pbd_sm_body *b, const double *Ap, double *q) {
     if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
         pbd_sm__extract_rotation(Ap, q, 100);
+}
+static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
+    double Ap[9];
+    pbd_sm__region_match(b, r, Apq, Ap);
+    pbd_sm__region_extract(b, Ap, q);
     pbd_sm__quat_to_mat(q, R);
 }
 
 /* The goal function of region r as T = G (3 x nb) over phi(x~):
-   g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~. */
-static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+   g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~, from its
+   centre c, A_pq and rotation R. */
+static void pbd_sm__region_goal_from(pbd_sm_body *b, int r, const double *c, const double *Apq, const double *R) {
     int nb = pbd_sm__body_nb(b);
-    double c[3], Apq[9], R[9], B[9], Qm[18] = {0};
+    double B[9], Qm[18] = {0};
     const double *cb = b->cbar + 3 * (size_t)r;
-    pbd_sm__region_moments(b, r, c, Apq);
-    pbd_sm__region_rotation(b, r, Apq, quat, R);
     if (b->sp_identity) memcpy(B, R, sizeof B);
     else pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
     if (b->mode == PBD_SM_LINEAR && b->beta > 0) {
@@ -2911,8 +3073,41 @@ static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
     }
 }
 
+static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+    double c[3], Apq[9], R[9];
+    pbd_sm__region_moments(b, r, c, Apq);
+    pbd_sm__region_rotation(b, r, Apq, quat, R);
+    pbd_sm__region_goal_from(b, r, c, Apq, R);
+}
+
+/* Region goals lo..hi. With SIMD (the plan's setting), four regions' warm
+   started rotations are extracted at once (pbd_sm__extract_rotation4: the
+   rotation is most of a region's cost, a chain of dependent operations
+   that one region cannot overlap); lanes it leaves are extracted alone.
+   Either way each region gets the same bits. */
 static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
-    for (int r = lo; r < hi; ++r) pbd_sm__region_goal(b, r, quats + 4 * (size_t)r);
+    int r = lo;
+#if PBD_SM__SIMD
+    if (b->plan->simd && !b->converge)
+        for (; r + 4 <= hi; r += 4) {
+            double c[4][3], Apq[4][9], Ap[4][9], R[9];
+            const double *A4[4];
+            double *q4[4];
+            for (int l = 0; l < 4; ++l) {
+                pbd_sm__region_moments(b, r + l, c[l], Apq[l]);
+                pbd_sm__region_match(b, r + l, Apq[l], Ap[l]);
+                A4[l] = Ap[l];
+                q4[l] = quats + 4 * (size_t)(r + l);
+            }
+            int done = pbd_sm__extract_rotation4(A4, q4, b->rot_iters);
+            for (int l = 0; l < 4; ++l) {
+                if (!((done >> l) & 1)) pbd_sm__region_extract(b, Ap[l], q4[l]);
+                pbd_sm__quat_to_mat(q4[l], R);
+                pbd_sm__region_goal_from(b, r + l, c[l], Apq[l], R);
+            }
+        }
+#endif
+    for (; r < hi; ++r) pbd_sm__region_goal(b, r, quats + 4 * (size_t)r);
 }
 
 /* G_i = sum of the goal functions of particle i's regions, in a fixed

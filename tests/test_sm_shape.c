@@ -991,8 +991,10 @@ TEST(sm_shape_threads_bit_identical) {
    blend shared by the team through pbd_sm_plan_sum_team): an adaptive
    octree block (level-0 shell, level-1 core) and a paths surface body,
    both with plasticity, give bit-identical positions for 1 and 2
-   threads, and the same as their naive twins up to rounding. */
-static void sms_fast_run(int threads, int naive, float *out, int *n_out) {
+   threads and with SIMD on or off (four regions' rotations at once), and
+   the same as their naive twins up to rounding. The block spins (turns
+   of more than 1e-3 rad per projection leave the SIMD batch) and lands. */
+static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_out) {
     pbd_world *w = pbdt_world(-9.81f);
     float p0[3] = {0, 0, 0}, nrm[3] = {0, 1, 0};
     CHECK_OK(pbd_add_collider_plane(w, p0, nrm, 0.5f, NULL));
@@ -1033,6 +1035,7 @@ static void sms_fast_run(int threads, int naive, float *out, int *n_out) {
         free(start);
         free(list);
     }
+    if (plan) CHECK_OK(pbd_sm_plan_set_simd(plan, simd));
     pbd_sm_body_desc d = pbd_sm_body_desc_default();
     d.particles = idx;
     d.particle_count = n;
@@ -1044,6 +1047,14 @@ static void sms_fast_run(int threads, int naive, float *out, int *n_out) {
     pbd_sm_body *b = NULL;
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
     CHECK_OK(pbd_sm_body_set_parallel_min(b, 0));
+    static float vel[3 * 512];
+    for (int i = 0; i < n; ++i) { /* a spin of 20 rad/s about y through the block's centre */
+        vel[3 * i] = 20.0f * (pos[3 * i + 2] - 0.4f);
+        vel[3 * i + 1] = 0;
+        vel[3 * i + 2] = -20.0f * (pos[3 * i] - 0.4f);
+    }
+    pbd_range rb = {first, n};
+    CHECK_OK(pbd_set_velocities(w, rb, vel));
     /* paths: a 10 x 10 grid surface with 2-rings */
     float o[3] = {1.0f, 0.3f, 0}, u[3] = {0.05f, 0, 0}, v[3] = {0, 0, 0.05f};
     pbd_mesh m;
@@ -1059,6 +1070,7 @@ static void sms_fast_run(int threads, int naive, float *out, int *n_out) {
     d2.plan = pp;
     d2.owns_plan = 1;
     d2.creep = 5;
+    if (pp) CHECK_OK(pbd_sm_plan_set_simd(pp, simd));
     pbd_sm_body *b2 = NULL;
     CHECK_OK(pbd_sm_add_body(w, &d2, &b2));
     CHECK_OK(pbd_sm_body_set_parallel_min(b2, 0));
@@ -1070,14 +1082,16 @@ static void sms_fast_run(int threads, int naive, float *out, int *n_out) {
 }
 
 TEST(sm_shape_fast_sums_threads_bit_identical) {
-    static float a[4 * 700], c[4 * 700], e[4 * 700];
-    int na = 0, nc = 0, ne = 0;
-    sms_fast_run(1, 0, a, &na);
-    sms_fast_run(2, 0, c, &nc);
-    sms_fast_run(1, 1, e, &ne);
-    CHECK(na == nc && na == ne && na > 400);
+    static float a[4 * 700], c[4 * 700], e[4 * 700], f[4 * 700];
+    int na = 0, nc = 0, ne = 0, nf = 0;
+    sms_fast_run(1, 0, 1, a, &na);
+    sms_fast_run(2, 0, 1, c, &nc);
+    sms_fast_run(1, 1, 1, e, &ne);
+    sms_fast_run(2, 0, 0, f, &nf);
+    CHECK(na == nc && na == ne && na == nf && na > 400);
     CHECK(sms_finite(a, 4 * na));
     CHECK_MSG(memcmp(a, c, sizeof(float) * 4 * (size_t)na) == 0, "1 and 2 threads differ");
+    CHECK_MSG(memcmp(a, f, sizeof(float) * 4 * (size_t)na) == 0, "SIMD and scalar differ");
     double worst = 0, fell = 0;
     for (int i = 0; i < na; ++i) {
         for (int k = 0; k < 3; ++k) worst = fmax(worst, fabs(a[4 * i + k] - e[4 * i + k]));
