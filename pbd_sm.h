@@ -392,7 +392,17 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    convergence), so from the previous projection's rotation one step
    (rarely two) reaches double precision. When the steps run out before
    convergence (a sudden large turn), it iterates on, up to 100.
-   pbd_sm_body_goals always converges fully.
+   pbd_sm_body_goals always converges fully. With SIMD (the plan's
+   setting, pbd_sm_plan_set_simd) four regions' warm-started extractions
+   run at once in the lanes of one AVX vector, with the same bits as one
+   at a time.
+
+   Parallel (issue item 7, survey 4.7): in the world step a large body
+   (pbd_sm_body_set_parallel_min) shares every stage among the world's
+   threads: the per-particle values, the region sums (the plan's passes),
+   the region goals, the blend (a plan sum or a per-particle gather in
+   increasing region order) and the moves; bit-identical for any thread
+   count.
 
    Momentum: the corrections of a region sum to zero momentum and torque
    (mass-weighted centre, optimal rotation), so a body conserves linear and
