@@ -1355,15 +1355,45 @@ static long long pbd_sm__scan_cost(const pbd_sm__scan *s) {
     return (long long)s->in_count + ivs;
 }
 
+/* The prefix rows P[0] = 0, P[e - a + 1] = P[e - a] + src row of input e
+   (inputs a..b; the row gather[e], none where that is negative), column
+   block by column block: the running sum stays in a
+   register instead of being stored and reloaded for every row (the store
+   to load latency bounded the row-by-row form). Each column is the same
+   chain of additions either way, so the same bits. */
+static void pbd_sm__prefix_line(double *P, const double *src, const int *gather, int a, int b, int k, int simd) {
+    int j = 0;
+    for (int c = 0; c < k; ++c) P[c] = 0;
+#if PBD_SM__SIMD
+    if (simd)
+        for (; j + 4 <= k; j += 4) {
+            simde__m256d acc = simde_mm256_setzero_pd();
+            double *row = P + k + j;
+            for (int e = a; e < b; ++e, row += k) {
+                int i = gather ? gather[e] : e;
+                if (i >= 0) acc = simde_mm256_add_pd(acc, simde_mm256_loadu_pd(src + (size_t)i * k + j));
+                simde_mm256_storeu_pd(row, acc);
+            }
+        }
+#else
+    (void)simd;
+#endif
+    for (; j < k; ++j) {
+        double acc = 0, *row = P + k + j;
+        for (int e = a; e < b; ++e, row += k) {
+            int i = gather ? gather[e] : e;
+            if (i >= 0) acc += src[(size_t)i * k + j];
+            *row = acc;
+        }
+    }
+}
+
 /* Runs inside a parallel region: prefix sums per segment, then outputs. */
 static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P, double *dst, int k, int simd) {
     PBD_SM__PRAGMA(omp for schedule(static))
     for (int g = 0; g < s->seg_count; ++g) {
         int a = s->seg_start[g], b = s->seg_start[g + 1];
-        double *row = P + ((size_t)a + (size_t)g) * k;
-        for (int j = 0; j < k; ++j) row[j] = 0;
-        for (int e = a; e < b; ++e, row += k)
-            pbd_sm__row_add(row + k, row, src + (size_t)(s->gather ? s->gather[e] : e) * k, k, simd);
+        pbd_sm__prefix_line(P + ((size_t)a + (size_t)g) * k, src, s->gather, a, b, k, simd);
     }
     PBD_SM__PRAGMA(omp for schedule(static))
     for (int o = 0; o < s->out_count; ++o) {
@@ -1755,16 +1785,11 @@ static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, 
         for (int L = 0; L < lines; ++L) {
             int j = L % (ny + 1), kk = L / (ny + 1);
             double *row = P + (size_t)((long long)kk * sy + (long long)j * sx) * k;
-            for (int e = 0; e < k; ++e) row[e] = 0;
             if (j == 0 || kk == 0) {
                 memset(row, 0, sizeof(double) * (size_t)k * (size_t)sx);
                 continue;
             }
-            const int *lc = leaf + ((long long)(kk - 1) * ny + (j - 1)) * nx;
-            for (int i = 0; i < nx; ++i, row += k) {
-                if (lc[i] >= 0) pbd_sm__row_add(row + k, row, values + (size_t)lc[i] * k, k, simd);
-                else memcpy(row + k, row, sizeof(double) * (size_t)k);
-            }
+            pbd_sm__prefix_line(row, values, leaf + ((long long)(kk - 1) * ny + (j - 1)) * nx, 0, nx, k, simd);
         }
         /* y: within each k-plane, row j += row j - 1 */
         PBD_SM__PRAGMA(omp for schedule(static))
