@@ -72,12 +72,14 @@
        method                  regions                       work per region
        pbd_sm_plan_naive       your index lists              region size
        pbd_sm_plan_lattice     cubes of half-width w         O(1) (3 window sums)
-       pbd_sm_plan_octree      adaptive cubes, w own cells   O(surface) octree nodes
+       pbd_sm_plan_octree      adaptive cubes, w own cells   O(1) (8 lookups per level)
        pbd_sm_plan_paths       w-rings of a triangle mesh    O(w) path runs
 
    Every plan lists its regions (pbd_sm_plan_region), so a fast plan can be
    checked against pbd_sm_plan_naive over the same lists; the tests do.
    Sums are bit-identical for any thread count and with SIMD on or off.
+   Inside the world step a body's region sums, goals and blend are shared
+   by the world's threads (pbd_sm_plan_sum_team), bit-identically.
 
    ORIENTED PARTICLES (section "oriented"; survey 4.4)
    ---------------------------------------------------
@@ -168,9 +170,12 @@ extern "C" {
    quaternion x y z w. It never fails: flat, collinear, zero and inverted
    matrices give a valid rotation (for those, the one nearest the warm
    start). iterations (1..100) is a maximum, the loop stops when the update
-   vanishes: from the previous step's rotation a few suffice; from a cold
-   start 60 reach double precision for any rotation, 180 degree turns
-   included. */
+   vanishes. Close to the answer (where the Hessian of tr(R^T A) is
+   positive definite) each iteration takes the Newton step, which
+   converges quadratically, instead of the paper's gradient step, which
+   removes a fixed fraction of the error: from the previous step's
+   rotation one to three iterations reach double precision; from a cold
+   start 60 suffice for any rotation, 180 degree turns included. */
 PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations);
 /* The same in double precision. */
 PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations);
@@ -181,12 +186,11 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
    eq. (7) and (8) of region-based shape matching (m~ x, m~ x xbar^T, ...).
    Every method gives the same sums as naive summation up to rounding; the
    fast ones with work per region far below the region size: lattice O(1)
-   whatever w; octree O(summation nodes), which grows like the region's
-   surface measured in the cells it cuts (w^2 on a uniform lattice), not
-   with its volume (a coarse cell's region may hold 3000 fine particles
-   in 300 nodes); paths O(runs of the
-   paths through the region), which grows like its width w (survey 4.3.3:
-   O(w n) for a mesh). pbd_sm_plan_cost counts that work. Each plan keeps
+   whatever w; octree O(1) whatever w (8 table lookups per leaf level;
+   O(summation nodes), which grows like the region's surface, for sparse
+   octrees); paths O(runs of the paths through the region), which grows
+   like its width w (survey 4.3.3: O(w n) for a mesh). pbd_sm_plan_cost
+   counts that work. Each plan keeps
    its regions as member lists (pbd_sm_plan_region), so any plan can be
    checked against pbd_sm_plan_naive over the same lists.
 
@@ -195,7 +199,9 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
    the sum of |values| along that line up to the region: for values of
    similar size about 1e-16 L / (2w + 1) relative on a line of L
    particles, 1e-10 at a million (the survey's limit of 512 per path is
-   for float on the GPU). Octree sums only add, as naive sums do.
+   for float on the GPU). The octree's tables are prefix sums over a
+   level's whole box: about 1e-16 N / (2w + 1)^3 relative for N leaves
+   (1e-13 at 20 000 with w = 1); sparse octrees' node sums only add.
 
    The sums are in double. They are deterministic: the same plan and
    values give bit-identical sums for any thread count and with SIMD on or
@@ -242,10 +248,18 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
    Chebyshev distance widths[i] * 2^level_i of its own centre (region width
    in units of its own cell, so a region spans about the same number of
    cells at any resolution); widths may be NULL for w everywhere; widths
-   in 1..64. Each region is a list of summation nodes found by the
-   interval test of the paper (a node whose descendants all lie inside is
-   taken whole, one partly inside is refined); the sum is a bottom-up pass
-   over the virtual nodes and then one gather per region. */
+   in 1..64. The regions' members are found by the interval test of the
+   paper (a node whose descendants all lie inside is taken whole, one
+   partly inside is refined). The sums use one summed-volume table per
+   level that holds leaves (the running sums of its leaves' values over
+   that level's lattice, three passes, in double): a region is a box of
+   cells at each level, so 8 lookups per level whatever w (O(1) per region
+   where the paper's summation nodes grow with the region's boundary; see
+   pbd_sm__octree_tables). The tables are dense over each level's bounding
+   box, so they are used when together they hold at most 2n + 32768
+   entries (solid and mildly adaptive lattices); a sparser octree sums the
+   paper's way, a bottom-up pass over the virtual nodes and one gather of
+   the summation nodes per region. */
 #define PBD_SM_OCTREE_MAX_LEVEL 16
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out);
@@ -374,12 +388,22 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    Rotations: each projection runs at most rotation_iterations steps of
    the rotation extraction, warm-started from the region's rotation of the
    previous projection, so the convergence carries over the iterations and
-   substeps (Mueller et al. 2016); when that leaves a step of more than
-   1e-7 rad (a sudden large turn), it iterates on to convergence. Measured
-   on a deforming 20 000-particle lattice, 8 steps leave the goals within
-   1e-8 m of the converged ones, 4 within 1e-7 m, at half the cost of
-   converging to 1e-12 (most of a region's cost is this extraction).
-   pbd_sm_body_goals always converges fully.
+   substeps (Mueller et al. 2016), and stopping when it has converged;
+   close to the answer the steps are Newton steps (quadratic
+   convergence), so from the previous projection's rotation one step
+   (rarely two) reaches double precision. When the steps run out before
+   convergence (a sudden large turn), it iterates on, up to 100.
+   pbd_sm_body_goals always converges fully. With SIMD (the plan's
+   setting, pbd_sm_plan_set_simd) four regions' warm-started extractions
+   run at once in the lanes of one AVX vector, with the same bits as one
+   at a time.
+
+   Parallel (issue item 7, survey 4.7): in the world step a large body
+   (pbd_sm_body_set_parallel_min) shares every stage among the world's
+   threads: the per-particle values, the region sums (the plan's passes),
+   the region goals, the blend (a plan sum or a per-particle gather in
+   increasing region order) and the moves; bit-identical for any thread
+   count.
 
    Momentum: the corrections of a region sum to zero momentum and torque
    (mass-weighted centre, optimal rotation), so a body conserves linear and
@@ -836,6 +860,18 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 
 // ==== rotation ==============================================================
 
+/* SIMD through SIMDe's AVX (4 doubles), used by the rotation extraction of
+   four regions at once and the summation's row kernels. */
+#if !defined(PBD_NO_SIMD) && defined(__has_include)
+#if __has_include(<simde/x86/avx.h>)
+#include <simde/x86/avx.h>
+#define PBD_SM__SIMD 1
+#endif
+#endif
+#ifndef PBD_SM__SIMD
+#define PBD_SM__SIMD 0
+#endif
+
 static void pbd_sm__quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
     R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
@@ -843,15 +879,101 @@ static void pbd_sm__quat_to_mat(const double *q, double *R) {
     R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
 }
 
-/* a = a * b (Hamilton product, x y z w), normalised. */
+/* a = a * b (Hamilton product, x y z w), normalised. With SIMD the four
+   components are one vector, x - y as x + (-y) (the same bits): GCC's SLP
+   vectoriser turns the scalar form's alternating signs into a fused
+   vfmsubadd even under -ffp-contract=off, so the scalar form could differ
+   from the four-region extraction (pbd_sm__extract_rotation4) in the
+   last bit. */
 static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
     const double *l = b_on_left ? b : a, *r = b_on_left ? a : b;
+#if PBD_SM__SIMD
+    const simde__m256d m0 = simde_mm256_set_pd(-0.0, 0.0, -0.0, 0.0), m1 = simde_mm256_set_pd(-0.0, -0.0, 0.0, 0.0);
+    const simde__m256d m2 = simde_mm256_set_pd(-0.0, 0.0, 0.0, -0.0);
+    simde__m256d t = simde_mm256_mul_pd(simde_mm256_set1_pd(l[3]), simde_mm256_set_pd(r[3], r[2], r[1], r[0]));
+    simde__m256d u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[0]), simde_mm256_set_pd(r[0], r[1], r[2], r[3]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m0));
+    u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[1]), simde_mm256_set_pd(r[1], r[0], r[3], r[2]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m1));
+    u = simde_mm256_mul_pd(simde_mm256_set1_pd(l[2]), simde_mm256_set_pd(r[2], r[3], r[0], r[1]));
+    t = simde_mm256_add_pd(t, simde_mm256_xor_pd(u, m2));
+    double o[4];
+    simde_mm256_storeu_pd(o, t);
+#else
     double o[4] = {l[3] * r[0] + l[0] * r[3] + l[1] * r[2] - l[2] * r[1],
                    l[3] * r[1] - l[0] * r[2] + l[1] * r[3] + l[2] * r[0],
                    l[3] * r[2] + l[0] * r[1] - l[1] * r[0] + l[2] * r[3],
                    l[3] * r[3] - l[0] * r[0] - l[1] * r[1] - l[2] * r[2]};
-    double n = sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
-    for (int k = 0; k < 4; ++k) a[k] = o[k] / n;
+#endif
+    double n = 1.0 / sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
+    for (int k = 0; k < 4; ++k) a[k] = o[k] * n;
+}
+
+/* The Newton step of maximising tr(R^T A) over left turns exp([w]) R:
+   with B = A R^T (the part of A still to be turned), the gradient is
+   g = axial(B - B^T) = sum_i r_i x a_i and the Hessian H = tr(B) I - sym(B),
+   whose eigenvalues are the pair sums s_j + s_k of sym(B)'s. Near the
+   polar rotation of a rank >= 2 matrix H is positive definite, and
+   w = H^-1 g removes the error to first order (quadratic convergence),
+   where Mueller et al.'s w = g / tr(B) removes a fraction of it (a third
+   per step for S = I; less for anisotropic or nearly flat S). Returns 0 (and leaves g) where H is not clearly positive
+   definite (rank < 2, a saddle, far from the maximum) or the step exceeds
+   half a radian: there Mueller et al.'s step is taken. */
+static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
+    if (!(tr > 0)) return 0;
+    double h00 = tr - B[0], h11 = tr - B[4], h22 = tr - B[8];
+    double h01 = -0.5 * (B[1] + B[3]), h02 = -0.5 * (B[2] + B[6]), h12 = -0.5 * (B[5] + B[7]);
+    /* Sylvester's criterion with margins, then Cramer's rule (one
+       division: the solve is on the critical path of every region) */
+    double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
+    double m2 = h00 * h11 - h01 * h01, det = h00 * c00 + h01 * c01 + h02 * c02, tiny = 1e-6 * tr;
+    if (!(h00 > tiny) || !(m2 > tiny * tiny) || !(det > tiny * tiny * tiny)) return 0;
+    double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = m2, inv = 1.0 / det;
+    double w0 = (c00 * g[0] + c01 * g[1] + c02 * g[2]) * inv;
+    double w1 = (c01 * g[0] + c11 * g[1] + c12 * g[2]) * inv;
+    double w2 = (c02 * g[0] + c12 * g[1] + c22 * g[2]) * inv;
+    if (!(w0 * w0 + w1 * w1 + w2 * w2 < 0.25)) return 0;
+    g[0] = w0; g[1] = w1; g[2] = w2;
+    return 1;
+}
+
+/* One iteration's turn from q (the world-frame rotation vector w, left
+   multiplied): the Newton step where it applies (returns 1), else
+   Mueller et al.'s (returns 0). A is scaled by inv_scale. */
+static int pbd_sm__rotation_step(const double *A, double inv_scale, const double *q, double *w) {
+    double R[9], B[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+    pbd_sm__quat_to_mat(q, R);
+    w[0] = w[1] = w[2] = 0;
+    for (int c = 0; c < 3; ++c) {
+        double r[3] = {R[c], R[3 + c], R[6 + c]};
+        double a[3] = {A[c] * inv_scale, A[3 + c] * inv_scale, A[6 + c] * inv_scale};
+        w[0] += r[1] * a[2] - r[2] * a[1];
+        w[1] += r[2] * a[0] - r[0] * a[2];
+        w[2] += r[0] * a[1] - r[1] * a[0];
+        for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) B[3 * i + j] += a[i] * r[j]; /* A R^T */
+    }
+    double tr = B[0] + B[4] + B[8];
+    if (pbd_sm__rotation_newton(B, tr, w)) return 1;
+    double s = 1.0 / (fabs(tr) + 1e-9);
+    w[0] *= s; w[1] *= s; w[2] *= s;
+    return 0;
+}
+
+/* q = exp(w / 2) q, |w| = ang > 0 (the small-angle series below 1e-3:
+   its first omitted terms are below 1e-16). */
+static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
+    double sh, ch;
+    if (ang < 1e-3) {
+        double a2 = ang * ang;
+        sh = 0.5 - a2 / 48;
+        ch = 1 - a2 / 8 + a2 * a2 / 384;
+    } else {
+        sh = sin(ang * 0.5) / ang;
+        ch = cos(ang * 0.5);
+    }
+    double dq[4] = {w[0] * sh, w[1] * sh, w[2] * sh, ch};
+    pbd_sm__quat_mul_into(q, dq, 1);
 }
 
 /* Mueller et al. 2016: each iteration turns q by
@@ -863,23 +985,45 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
    entries with a negative sum, and a half turn about the third axis
    raises tr(R^T A) by -2 (S_ii + S_jj), so we take it and iterate on.
    Checking this before iterating too picks the best of the start and its
-   three half turns, which is within 120 degrees of the answer. */
-PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations) {
+   three half turns, which is within 120 degrees of the answer. Close to
+   the answer each iteration takes the Newton step instead (above), so a
+   warm start converges in one to three iterations to double precision
+   where Mueller et al.'s step needs about 30; and where the Newton step
+   applies at the start, its positive definite Hessian (pair sums of the
+   eigenvalues of sym(R^T A) positive, so every pair of its diagonal
+   entries too) says that no half turn gains, and the search is skipped.
+   Returns 1 when converged (the last turn below 1e-7 after a Newton step,
+   or below 1e-12), 0 when the iterations ran out. */
+static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     if (!(n0 > 1e-12) || !(n0 < 1e30)) { q[0] = q[1] = q[2] = 0; q[3] = 1; n0 = 1; }
-    for (int k = 0; k < 4; ++k) q[k] /= n0;
+    if (n0 != 1) /* the warm start is usually unit already */
+        for (int k = 0; k < 4; ++k) q[k] /= n0;
     double scale = 0;
     for (int k = 0; k < 9; ++k) {
-        if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return; /* NaN or huge: keep the warm start */
+        if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return 1; /* NaN or huge: keep the warm start */
         if (fabs(A[k]) > scale) scale = fabs(A[k]);
     }
-    if (!(scale > 0)) return;
+    if (!(scale > 0)) return 1;
+    double inv = 1.0 / scale;
     if (iterations < 1) iterations = 1;
     if (iterations > 100) iterations = 100;
+    /* warm start: Newton steps while they apply */
+    int it = 0;
+    for (; it < iterations; ++it) {
+        double w[3];
+        if (!pbd_sm__rotation_step(A, inv, q, w)) break;
+        double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+        if (!(ang > 1e-12)) return 1;
+        pbd_sm__rotation_turn(q, w, ang);
+        if (ang < 1e-7) return 1; /* quadratic convergence: what is left is of order ang^2 */
+    }
+    if (it == iterations) return 0;
+    int converged = 0;
     for (int round = 0; round < 4; ++round) {
         double R[9], d[3];
         pbd_sm__quat_to_mat(q, R);
-        for (int c = 0; c < 3; ++c) d[c] = (R[c] * A[c] + R[3 + c] * A[3 + c] + R[6 + c] * A[6 + c]) / scale;
+        for (int c = 0; c < 3; ++c) d[c] = (R[c] * A[c] + R[3 + c] * A[3 + c] + R[6 + c] * A[6 + c]) * inv;
         int axis = -1;
         double worst = -1e-6;
         for (int k = 0; k < 3; ++k) {
@@ -891,29 +1035,158 @@ PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterat
             flip[axis] = 1; /* a half turn about the local axis */
             pbd_sm__quat_mul_into(q, flip, 0);
         } else if (round > 0) {
-            return; /* converged and no half turn gains: the maximum */
+            return converged; /* no half turn gains: the maximum */
         }
-        for (int it = 0; it < iterations; ++it) {
-            pbd_sm__quat_to_mat(q, R);
-            double om[3] = {0, 0, 0}, dot = 0;
-            for (int c = 0; c < 3; ++c) {
-                double r0 = R[c], r1 = R[3 + c], r2 = R[6 + c];
-                double a0 = A[c] / scale, a1 = A[3 + c] / scale, a2 = A[6 + c] / scale;
-                om[0] += r1 * a2 - r2 * a1;
-                om[1] += r2 * a0 - r0 * a2;
-                om[2] += r0 * a1 - r1 * a0;
-                dot += r0 * a0 + r1 * a1 + r2 * a2;
-            }
-            double s = 1.0 / (fabs(dot) + 1e-9);
-            om[0] *= s; om[1] *= s; om[2] *= s;
-            double ang = sqrt(om[0] * om[0] + om[1] * om[1] + om[2] * om[2]);
-            if (!(ang > 1e-12)) break;
-            double sh = sin(ang * 0.5) / ang;
-            double dq[4] = {om[0] * sh, om[1] * sh, om[2] * sh, cos(ang * 0.5)};
-            pbd_sm__quat_mul_into(q, dq, 1);
+        converged = 0;
+        for (it = 0; it < iterations; ++it) {
+            double w[3];
+            int newton = pbd_sm__rotation_step(A, inv, q, w);
+            double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+            if (!(ang > 1e-12)) { converged = 1; break; }
+            pbd_sm__rotation_turn(q, w, ang);
+            if (newton && ang < 1e-7) { converged = 1; break; }
         }
     }
+    return converged;
 }
+
+PBD_SM_DEF void pbd_sm_extract_rotation_d(const double *A, double *q, int iterations) {
+    (void)pbd_sm__extract_rotation(A, q, iterations);
+}
+
+#if PBD_SM__SIMD
+/* Four warm-started extractions at once: the Newton loop at the start of
+   pbd_sm__extract_rotation, lane by lane the same operations in the same
+   order (no FMA contraction), so each lane gets the same bits as the
+   scalar routine. A lane leaves the batch, untouched, where the scalar
+   routine would leave that loop other than converged (a warm start that is
+   not unit, NaN/huge/zero A, no Newton step, a turn of 1e-3 rad or more
+   that needs sin/cos, the iterations run out); the caller then runs the
+   scalar routine on it, which repeats the same steps. Returns the mask of
+   the lanes done (bit l: lane l converged, q[l] updated). */
+static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, int iterations) {
+    typedef simde__m256d v4;
+#define PBD_SM__V(e) simde_mm256_set1_pd(e)
+#define PBD_SM__ADD simde_mm256_add_pd
+#define PBD_SM__SUB simde_mm256_sub_pd
+#define PBD_SM__MUL simde_mm256_mul_pd
+    v4 qx = simde_mm256_set_pd(q[3][0], q[2][0], q[1][0], q[0][0]);
+    v4 qy = simde_mm256_set_pd(q[3][1], q[2][1], q[1][1], q[0][1]);
+    v4 qz = simde_mm256_set_pd(q[3][2], q[2][2], q[1][2], q[0][2]);
+    v4 qw = simde_mm256_set_pd(q[3][3], q[2][3], q[1][3], q[0][3]);
+    v4 a[9], one = PBD_SM__V(1.0), two = PBD_SM__V(2.0), zero = simde_mm256_setzero_pd();
+    v4 absmask = simde_mm256_castsi256_pd(simde_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    v4 n2 = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(qx, qx), PBD_SM__MUL(qy, qy)), PBD_SM__MUL(qz, qz)),
+                        PBD_SM__MUL(qw, qw));
+    int live = simde_mm256_movemask_pd(simde_mm256_cmp_pd(simde_mm256_sqrt_pd(n2), one, SIMDE_CMP_EQ_OQ));
+    v4 scale = zero;
+    for (int k = 0; k < 9; ++k) {
+        a[k] = simde_mm256_set_pd(A[3][k], A[2][k], A[1][k], A[0][k]);
+        v4 m = simde_mm256_and_pd(a[k], absmask); /* NaN fails the test */
+        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(m, PBD_SM__V(1e30), SIMDE_CMP_LE_OQ));
+        scale = simde_mm256_max_pd(m, scale);
+    }
+    live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(scale, zero, SIMDE_CMP_GT_OQ));
+    v4 inv = simde_mm256_div_pd(one, scale);
+    for (int k = 0; k < 9; ++k) a[k] = PBD_SM__MUL(a[k], inv);
+    if (iterations < 1) iterations = 1;
+    if (iterations > 100) iterations = 100;
+    int done = 0;
+    for (int it = 0; it < iterations && live; ++it) {
+        /* R = R(q) (pbd_sm__quat_to_mat) */
+        v4 xx = PBD_SM__MUL(qx, qx), yy = PBD_SM__MUL(qy, qy), zz = PBD_SM__MUL(qz, qz);
+        v4 xy = PBD_SM__MUL(qx, qy), zw = PBD_SM__MUL(qz, qw), xz = PBD_SM__MUL(qx, qz), yw = PBD_SM__MUL(qy, qw);
+        v4 yz = PBD_SM__MUL(qy, qz), xw = PBD_SM__MUL(qx, qw);
+        v4 R[9] = {PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(yy, zz))), PBD_SM__MUL(two, PBD_SM__SUB(xy, zw)),
+                   PBD_SM__MUL(two, PBD_SM__ADD(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(xy, zw)),
+                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, zz))), PBD_SM__MUL(two, PBD_SM__SUB(yz, xw)),
+                   PBD_SM__MUL(two, PBD_SM__SUB(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(yz, xw)),
+                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, yy)))};
+        /* g = sum r_c x a_c, B = A R^T (pbd_sm__rotation_step) */
+        v4 g0 = zero, g1 = zero, g2 = zero, B[9];
+        for (int e = 0; e < 9; ++e) B[e] = zero;
+        for (int c = 0; c < 3; ++c) {
+            v4 r0 = R[c], r1 = R[3 + c], r2 = R[6 + c], a0 = a[c], a1 = a[3 + c], a2 = a[6 + c];
+            g0 = PBD_SM__ADD(g0, PBD_SM__SUB(PBD_SM__MUL(r1, a2), PBD_SM__MUL(r2, a1)));
+            g1 = PBD_SM__ADD(g1, PBD_SM__SUB(PBD_SM__MUL(r2, a0), PBD_SM__MUL(r0, a2)));
+            g2 = PBD_SM__ADD(g2, PBD_SM__SUB(PBD_SM__MUL(r0, a1), PBD_SM__MUL(r1, a0)));
+            v4 av[3] = {a0, a1, a2}, rv[3] = {r0, r1, r2};
+            for (int i = 0; i < 3; ++i)
+                for (int j = 0; j < 3; ++j) B[3 * i + j] = PBD_SM__ADD(B[3 * i + j], PBD_SM__MUL(av[i], rv[j]));
+        }
+        v4 tr = PBD_SM__ADD(PBD_SM__ADD(B[0], B[4]), B[8]);
+        /* the Newton step (pbd_sm__rotation_newton) */
+        v4 h00 = PBD_SM__SUB(tr, B[0]), h11 = PBD_SM__SUB(tr, B[4]), h22 = PBD_SM__SUB(tr, B[8]), mh = PBD_SM__V(-0.5);
+        v4 h01 = PBD_SM__MUL(mh, PBD_SM__ADD(B[1], B[3])), h02 = PBD_SM__MUL(mh, PBD_SM__ADD(B[2], B[6]));
+        v4 h12 = PBD_SM__MUL(mh, PBD_SM__ADD(B[5], B[7]));
+        v4 c00 = PBD_SM__SUB(PBD_SM__MUL(h11, h22), PBD_SM__MUL(h12, h12));
+        v4 c01 = PBD_SM__SUB(PBD_SM__MUL(h02, h12), PBD_SM__MUL(h01, h22));
+        v4 c02 = PBD_SM__SUB(PBD_SM__MUL(h01, h12), PBD_SM__MUL(h02, h11));
+        v4 m2 = PBD_SM__SUB(PBD_SM__MUL(h00, h11), PBD_SM__MUL(h01, h01));
+        v4 det = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(h00, c00), PBD_SM__MUL(h01, c01)), PBD_SM__MUL(h02, c02));
+        v4 tiny = PBD_SM__MUL(PBD_SM__V(1e-6), tr), tiny2 = PBD_SM__MUL(tiny, tiny);
+        int ok = simde_mm256_movemask_pd(simde_mm256_cmp_pd(tr, zero, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(h00, tiny, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(m2, tiny2, SIMDE_CMP_GT_OQ)) &
+                 simde_mm256_movemask_pd(simde_mm256_cmp_pd(det, PBD_SM__MUL(tiny2, tiny), SIMDE_CMP_GT_OQ));
+        v4 c11 = PBD_SM__SUB(PBD_SM__MUL(h00, h22), PBD_SM__MUL(h02, h02));
+        v4 c12 = PBD_SM__SUB(PBD_SM__MUL(h01, h02), PBD_SM__MUL(h00, h12));
+        v4 id = simde_mm256_div_pd(one, det);
+        v4 w0 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c00, g0), PBD_SM__MUL(c01, g1)), PBD_SM__MUL(c02, g2)), id);
+        v4 w1 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c01, g0), PBD_SM__MUL(c11, g1)), PBD_SM__MUL(c12, g2)), id);
+        v4 w2 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c02, g0), PBD_SM__MUL(c12, g1)), PBD_SM__MUL(m2, g2)), id);
+        v4 ww = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(w0, w0), PBD_SM__MUL(w1, w1)), PBD_SM__MUL(w2, w2));
+        ok &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ww, PBD_SM__V(0.25), SIMDE_CMP_LT_OQ));
+        live &= ok; /* no Newton step: the scalar routine goes on */
+        v4 ang = simde_mm256_sqrt_pd(ww);
+        int still = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-12), SIMDE_CMP_GT_OQ));
+        done |= live & ~still; /* converged without a turn */
+        live &= still;
+        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-3), SIMDE_CMP_LT_OQ)); /* else sin/cos */
+        if (!live) break;
+        /* the turn (pbd_sm__rotation_turn, the small-angle series) */
+        v4 a2 = PBD_SM__MUL(ang, ang);
+        v4 sh = PBD_SM__SUB(PBD_SM__V(0.5), simde_mm256_div_pd(a2, PBD_SM__V(48.0)));
+        v4 ch = PBD_SM__ADD(PBD_SM__SUB(one, simde_mm256_div_pd(a2, PBD_SM__V(8.0))),
+                            simde_mm256_div_pd(PBD_SM__MUL(a2, a2), PBD_SM__V(384.0)));
+        v4 l0 = PBD_SM__MUL(w0, sh), l1 = PBD_SM__MUL(w1, sh), l2 = PBD_SM__MUL(w2, sh), l3 = ch;
+        v4 o0 = PBD_SM__SUB(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(l3, qx), PBD_SM__MUL(l0, qw)), PBD_SM__MUL(l1, qz)),
+                            PBD_SM__MUL(l2, qy));
+        v4 o1 = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__SUB(PBD_SM__MUL(l3, qy), PBD_SM__MUL(l0, qz)), PBD_SM__MUL(l1, qw)),
+                            PBD_SM__MUL(l2, qx));
+        v4 o2 = PBD_SM__ADD(PBD_SM__SUB(PBD_SM__ADD(PBD_SM__MUL(l3, qz), PBD_SM__MUL(l0, qy)), PBD_SM__MUL(l1, qx)),
+                            PBD_SM__MUL(l2, qw));
+        v4 o3 = PBD_SM__SUB(PBD_SM__SUB(PBD_SM__SUB(PBD_SM__MUL(l3, qw), PBD_SM__MUL(l0, qx)), PBD_SM__MUL(l1, qy)),
+                            PBD_SM__MUL(l2, qz));
+        v4 on = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(o0, o0), PBD_SM__MUL(o1, o1)), PBD_SM__MUL(o2, o2)),
+                            PBD_SM__MUL(o3, o3));
+        v4 n = simde_mm256_div_pd(one, simde_mm256_sqrt_pd(on));
+        /* only the live lanes turn */
+        v4 keep = simde_mm256_castsi256_pd(simde_mm256_set_epi64x((live & 8) ? -1 : 0, (live & 4) ? -1 : 0,
+                                                                  (live & 2) ? -1 : 0, (live & 1) ? -1 : 0));
+        qx = simde_mm256_blendv_pd(qx, PBD_SM__MUL(o0, n), keep);
+        qy = simde_mm256_blendv_pd(qy, PBD_SM__MUL(o1, n), keep);
+        qz = simde_mm256_blendv_pd(qz, PBD_SM__MUL(o2, n), keep);
+        qw = simde_mm256_blendv_pd(qw, PBD_SM__MUL(o3, n), keep);
+        int small = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-7), SIMDE_CMP_LT_OQ));
+        done |= live & small;
+        live &= ~small;
+    }
+    double out[4][4];
+    simde_mm256_storeu_pd(out[0], qx);
+    simde_mm256_storeu_pd(out[1], qy);
+    simde_mm256_storeu_pd(out[2], qz);
+    simde_mm256_storeu_pd(out[3], qw);
+    for (int l = 0; l < 4; ++l)
+        if (done & (1 << l))
+            for (int e = 0; e < 4; ++e) q[l][e] = out[e][l];
+#undef PBD_SM__V
+#undef PBD_SM__ADD
+#undef PBD_SM__SUB
+#undef PBD_SM__MUL
+    return done;
+}
+#endif
 
 PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations) {
     double Ad[9], qd[4];
@@ -926,16 +1199,8 @@ PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations
 // ==== summation =============================================================
 
 /* Row kernels on k doubles; the SIMD twins do the same operation per lane
-   in the same order, so they give the same bits. */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if __has_include(<simde/x86/avx.h>)
-#include <simde/x86/avx.h>
-#define PBD_SM__SIMD 1
-#endif
-#endif
-#ifndef PBD_SM__SIMD
-#define PBD_SM__SIMD 0
-#endif
+   in the same order, so they give the same bits (PBD_SM__SIMD: see the
+   rotation section). */
 
 /* d = a + b */
 static void pbd_sm__row_add(double *d, const double *a, const double *b, int k, int simd) {
@@ -1110,15 +1375,45 @@ static long long pbd_sm__scan_cost(const pbd_sm__scan *s) {
     return (long long)s->in_count + ivs;
 }
 
+/* The prefix rows P[0] = 0, P[e - a + 1] = P[e - a] + src row of input e
+   (inputs a..b; the row gather[e], none where that is negative), column
+   block by column block: the running sum stays in a
+   register instead of being stored and reloaded for every row (the store
+   to load latency bounded the row-by-row form). Each column is the same
+   chain of additions either way, so the same bits. */
+static void pbd_sm__prefix_line(double *P, const double *src, const int *gather, int a, int b, int k, int simd) {
+    int j = 0;
+    for (int c = 0; c < k; ++c) P[c] = 0;
+#if PBD_SM__SIMD
+    if (simd)
+        for (; j + 4 <= k; j += 4) {
+            simde__m256d acc = simde_mm256_setzero_pd();
+            double *row = P + k + j;
+            for (int e = a; e < b; ++e, row += k) {
+                int i = gather ? gather[e] : e;
+                if (i >= 0) acc = simde_mm256_add_pd(acc, simde_mm256_loadu_pd(src + (size_t)i * k + j));
+                simde_mm256_storeu_pd(row, acc);
+            }
+        }
+#else
+    (void)simd;
+#endif
+    for (; j < k; ++j) {
+        double acc = 0, *row = P + k + j;
+        for (int e = a; e < b; ++e, row += k) {
+            int i = gather ? gather[e] : e;
+            if (i >= 0) acc += src[(size_t)i * k + j];
+            *row = acc;
+        }
+    }
+}
+
 /* Runs inside a parallel region: prefix sums per segment, then outputs. */
 static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P, double *dst, int k, int simd) {
     PBD_SM__PRAGMA(omp for schedule(static))
     for (int g = 0; g < s->seg_count; ++g) {
         int a = s->seg_start[g], b = s->seg_start[g + 1];
-        double *row = P + ((size_t)a + (size_t)g) * k;
-        for (int j = 0; j < k; ++j) row[j] = 0;
-        for (int e = a; e < b; ++e, row += k)
-            pbd_sm__row_add(row + k, row, src + (size_t)(s->gather ? s->gather[e] : e) * k, k, simd);
+        pbd_sm__prefix_line(P + ((size_t)a + (size_t)g) * k, src, s->gather, a, b, k, simd);
     }
     PBD_SM__PRAGMA(omp for schedule(static))
     for (int o = 0; o < s->out_count; ++o) {
@@ -1447,6 +1742,16 @@ typedef struct pbd_sm__octree {
     int *reg_start;   /* n + 1 */
     int *reg_node;    /* summation nodes of each region */
     double *node_sums; /* scratch, m * 64 */
+    /* summed-volume tables, one per leaf level (tab_count 0: none, the
+       node lists are summed); see pbd_sm__octree_tables */
+    int tab_count;
+    int *tab_dim;      /* 3 per table: cells along x y z */
+    long long *tab_row;/* tab_count + 1: first prefix row of each table */
+    int *tab_leaf;     /* per cell of each table (x fastest): its leaf, or -1 */
+    long long *tab_cell; /* tab_count + 1: first cell of each table in tab_leaf */
+    int *corner_start; /* n + 1, over groups of 8 prefix rows */
+    int *corner;       /* per (region, table) 8 prefix rows: + - + - + - + - */
+    double *tab;       /* scratch: tab_row[tab_count] rows of up to 64 */
 } pbd_sm__octree;
 
 static void pbd_sm__octree_destroy(void *impl) {
@@ -1458,6 +1763,13 @@ static void pbd_sm__octree_destroy(void *impl) {
     PBD_SM_FREE(T->reg_start);
     PBD_SM_FREE(T->reg_node);
     PBD_SM_FREE(T->node_sums);
+    PBD_SM_FREE(T->tab_dim);
+    PBD_SM_FREE(T->tab_row);
+    PBD_SM_FREE(T->tab_leaf);
+    PBD_SM_FREE(T->tab_cell);
+    PBD_SM_FREE(T->corner_start);
+    PBD_SM_FREE(T->corner);
+    PBD_SM_FREE(T->tab);
     PBD_SM_FREE(T);
 }
 
@@ -1470,6 +1782,64 @@ static void pbd_sm__sum_octree(pbd_sm_sum_plan *p, const double *values, int k, 
                            T->node_sums + (size_t)b * k, p->simd);
     }
     pbd_sm__gather_sum(T->n, T->reg_start, T->reg_node, values, T->n, T->node_sums, k, sums, p->simd);
+}
+
+/* The summed-volume tables: per table (leaf level) the exclusive prefix
+   sums P[i][j][k] = sum of the level's leaves in cells [0,i) x [0,j) x
+   [0,k) of its box, built by three passes of running sums (along x from
+   the leaves' values, then along y, then along z; each element one fixed
+   chain of additions, so any thread split gives the same bits); then every
+   region adds, per table, the 8 corners of its box with alternating signs
+   (Crow 1984 in 3D). Runs inside a parallel region. */
+static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    pbd_sm__octree *T = (pbd_sm__octree *)p->impl;
+    int simd = p->simd;
+    for (int t = 0; t < T->tab_count; ++t) {
+        int nx = T->tab_dim[3 * t], ny = T->tab_dim[3 * t + 1], nz = T->tab_dim[3 * t + 2];
+        long long sx = nx + 1, sy = (long long)(ny + 1) * sx; /* row strides of j and k */
+        double *P = T->tab + (size_t)T->tab_row[t] * k;
+        const int *leaf = T->tab_leaf + T->tab_cell[t];
+        /* x: lines (j, k); the faces j = 0 and k = 0 are zero */
+        int lines = (ny + 1) * (nz + 1);
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int L = 0; L < lines; ++L) {
+            int j = L % (ny + 1), kk = L / (ny + 1);
+            double *row = P + (size_t)((long long)kk * sy + (long long)j * sx) * k;
+            if (j == 0 || kk == 0) {
+                memset(row, 0, sizeof(double) * (size_t)k * (size_t)sx);
+                continue;
+            }
+            pbd_sm__prefix_line(row, values, leaf + ((long long)(kk - 1) * ny + (j - 1)) * nx, 0, nx, k, simd);
+        }
+        /* y: within each k-plane, row j += row j - 1 */
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int kk = 1; kk <= nz; ++kk)
+            for (int j = 1; j <= ny; ++j) {
+                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
+                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sx * k, k, simd);
+            }
+        /* z: within each j-slab, plane k += plane k - 1 */
+        PBD_SM__PRAGMA(omp for schedule(static))
+        for (int j = 1; j <= ny; ++j)
+            for (int kk = 1; kk <= nz; ++kk) {
+                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
+                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sy * k, k, simd);
+            }
+    }
+    PBD_SM__PRAGMA(omp for schedule(static))
+    for (int r = 0; r < T->n; ++r) {
+        double *d = sums + (size_t)r * k;
+        int f = T->corner_start[r], l = T->corner_start[r + 1];
+        if (f == l) { for (int e = 0; e < k; ++e) d[e] = 0; continue; }
+        for (int g = f; g < l; ++g) {
+            const int *c = T->corner + 8 * (size_t)g;
+            for (int q = 0; q < 4; ++q) {
+                const double *a = T->tab + (size_t)c[2 * q] * k, *b = T->tab + (size_t)c[2 * q + 1] * k;
+                if (g == f && q == 0) pbd_sm__row_sub(d, a, b, k, simd);
+                else pbd_sm__row_acc_diff(d, a, b, k, simd);
+            }
+        }
+    }
 }
 
 /* An octree cell: level, then integer coordinates at that level. */
@@ -1687,6 +2057,128 @@ done:
     return r;
 }
 
+/* floor(a / b) and ceil(a / b) for b > 0 */
+static long long pbd_sm__floor_div(long long a, long long b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static long long pbd_sm__ceil_div(long long a, long long b) { return -pbd_sm__floor_div(-a, b); }
+
+/* The corner groups of every region (fill = 0: only counted into
+   corner_start): per table with a non-empty box, its 8 prefix rows. lo:
+   the tables' lowest cells (3 per level), tl: the level of each table. */
+static void pbd_sm__octree_corners(pbd_sm__octree *T, const int *cells, const int *widths, int w, const long long *lo,
+                                   const int *tl, int nt, int fill) {
+    int g = 0, n = T->n;
+    for (int i = 0; i < n; ++i) {
+        int li = cells[4 * i + 3];
+        long long W = 2LL * (widths ? widths[i] : w) << li, c[3];
+        for (int a = 0; a < 3; ++a) c[a] = (2LL * cells[4 * i + a] + 1) * (1LL << li);
+        T->corner_start[i] = g;
+        for (int t = 0; t < nt; ++t) {
+            long long sL = 1LL << tl[t], A[3], B[3];
+            const int *d = T->tab_dim + 3 * t;
+            int empty = 0;
+            for (int a = 0; a < 3; ++a) {
+                /* cells x with c - W <= (2x + 1) 2^L <= c + W, as [A, B) of the table */
+                long long xmin = pbd_sm__ceil_div(pbd_sm__ceil_div(c[a] - W, sL) - 1, 2);
+                long long xmax = pbd_sm__floor_div(pbd_sm__floor_div(c[a] + W, sL) - 1, 2);
+                long long b0 = lo[3 * tl[t] + a];
+                A[a] = xmin - b0 < 0 ? 0 : (xmin - b0 > d[a] ? d[a] : xmin - b0);
+                B[a] = xmax + 1 - b0 < 0 ? 0 : (xmax + 1 - b0 > d[a] ? d[a] : xmax + 1 - b0);
+                if (A[a] >= B[a]) empty = 1;
+            }
+            if (empty) continue;
+            if (!fill) { g++; continue; }
+            long long sx = d[0] + 1, sy = (long long)(d[1] + 1) * sx, base = T->tab_row[t];
+#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z) * sy + (Y) * sx + (X))
+            int *o = T->corner + 8 * (size_t)g++;
+            o[0] = PBD_SM__ROW(B[0], B[1], B[2]); o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
+            o[2] = PBD_SM__ROW(A[0], A[1], B[2]); o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
+            o[4] = PBD_SM__ROW(A[0], B[1], A[2]); o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
+            o[6] = PBD_SM__ROW(B[0], A[1], A[2]); o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
+#undef PBD_SM__ROW
+        }
+    }
+    T->corner_start[n] = g;
+}
+
+/* O(1) region sums for the octree: a summed-volume table (Crow 1984; the
+   summed-area tables that survey 4.3.1 names as the idea of FastLSM) over
+   the lattice of each level that holds leaves. A region is the box of
+   half-width W = 2 w 2^l (half finest cells) around its leaf's centre, and
+   its members at level L are the level-L leaves whose centres (2x+1) 2^L
+   lie in the box: a box of level-L cells, summed from 8 table entries. So
+   a region costs 8 lookups per leaf level whatever its width, where the
+   summation nodes of Steinemann et al. (survey 4.3.2: the nodes wholly
+   inside, refined along the region's boundary) grow with the boundary
+   (w^2 on a uniform lattice). The tables play the part of the virtual
+   nodes: an entry is the sum of a box of cells, a "virtual node" for every
+   corner box, and the same membership (leaf centres in the box) is summed.
+   Dense tables cost the volume of each level's bounding box, so they are
+   used when all of them together hold at most 2 n + 32768 entries (a
+   solid or mildly adaptive lattice); a sparse octree (leaves far apart)
+   keeps the summation nodes. Returns OK with or without tables. */
+static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, const int *widths, int w) {
+    int n = T->n, lev[PBD_SM_OCTREE_MAX_LEVEL + 1], nt = 0;
+    long long lo[3 * (PBD_SM_OCTREE_MAX_LEVEL + 1)], hi[3 * (PBD_SM_OCTREE_MAX_LEVEL + 1)];
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) lev[l] = -1;
+    for (int i = 0; i < n; ++i) {
+        int l = cells[4 * i + 3];
+        if (lev[l] < 0) {
+            lev[l] = 0; /* present */
+            for (int a = 0; a < 3; ++a) { lo[3 * l + a] = cells[4 * i + a]; hi[3 * l + a] = cells[4 * i + a]; }
+        }
+        for (int a = 0; a < 3; ++a) {
+            if (cells[4 * i + a] < lo[3 * l + a]) lo[3 * l + a] = cells[4 * i + a];
+            if (cells[4 * i + a] > hi[3 * l + a]) hi[3 * l + a] = cells[4 * i + a];
+        }
+    }
+    long long rows = 0, ncell = 0;
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
+        if (lev[l] < 0) continue;
+        lev[l] = nt++;
+        long long d[3];
+        for (int a = 0; a < 3; ++a) d[a] = hi[3 * l + a] - lo[3 * l + a] + 1;
+        if ((double)(d[0] + 1) * (double)(d[1] + 1) * (double)(d[2] + 1) > 1e12) return PBD_OK;
+        rows += (d[0] + 1) * (d[1] + 1) * (d[2] + 1);
+        ncell += d[0] * d[1] * d[2];
+        if (rows > 2LL * n + 32768) return PBD_OK; /* sparse: summation nodes */
+    }
+    if (nt == 0) return PBD_OK;
+    T->tab_dim = (int *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(int));
+    T->tab_row = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
+    T->tab_cell = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
+    T->tab_leaf = (int *)pbd_sm__alloc_n((size_t)ncell, sizeof(int));
+    T->tab = (double *)pbd_sm__alloc_n((size_t)rows * 64, sizeof(double));
+    T->corner_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    if (!T->tab_dim || !T->tab_row || !T->tab_cell || !T->tab_leaf || !T->tab || !T->corner_start)
+        return PBD_ERROR_OUT_OF_MEMORY;
+    int tl[PBD_SM_OCTREE_MAX_LEVEL + 1]; /* the level of each table */
+    T->tab_row[0] = T->tab_cell[0] = 0;
+    for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
+        int t = lev[l];
+        if (t < 0) continue;
+        tl[t] = l;
+        for (int a = 0; a < 3; ++a) T->tab_dim[3 * t + a] = (int)(hi[3 * l + a] - lo[3 * l + a] + 1);
+        const int *d = T->tab_dim + 3 * t;
+        T->tab_row[t + 1] = T->tab_row[t] + (long long)(d[0] + 1) * (d[1] + 1) * (d[2] + 1);
+        T->tab_cell[t + 1] = T->tab_cell[t] + (long long)d[0] * d[1] * d[2];
+    }
+    for (long long c = 0; c < ncell; ++c) T->tab_leaf[c] = -1;
+    for (int i = 0; i < n; ++i) {
+        int l = cells[4 * i + 3], t = lev[l];
+        const int *d = T->tab_dim + 3 * t;
+        long long u[3];
+        for (int a = 0; a < 3; ++a) u[a] = cells[4 * i + a] - lo[3 * l + a];
+        T->tab_leaf[T->tab_cell[t] + (u[2] * d[1] + u[1]) * d[0] + u[0]] = i;
+    }
+    /* two passes over the regions: count the corner groups, then fill them */
+    pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 0);
+    T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
+    if (!T->corner) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 1);
+    T->tab_count = nt;
+    return PBD_OK;
+}
+
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
     if (!out || (particle_count > 0 && !cells)) return PBD_ERROR_NULL_POINTER;
@@ -1707,6 +2199,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     memset(T, 0, sizeof *T);
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__octree_build(particle_count, cells, widths, w, T, &start, &members);
+    if (r == PBD_OK) r = pbd_sm__octree_tables(T, cells, widths, w);
     pbd_sm_sum_plan *p = NULL;
     if (r == PBD_OK) r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
     PBD_SM_FREE(start);
@@ -1717,6 +2210,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     p->method = PBD_SM_SUM_OCTREE;
     p->sum = pbd_sm__sum_octree;
     p->cost = (long long)T->reg_start[particle_count] + (T->m ? T->child_start[T->m] : 0);
+    if (T->tab_count > 0) { /* three running sums per table row, 7 additions per corner group */
+        p->sum = pbd_sm__sum_octree_tables;
+        p->cost = 3 * T->tab_row[T->tab_count] + 7LL * T->corner_start[particle_count];
+    }
     *out = p;
     return PBD_OK;
 }
@@ -2264,6 +2761,7 @@ struct pbd_sm_body {
     int correction;
     double yield, creep, maxp;
     int rot_iters;              /* rotation extraction steps per projection */
+    int sp_identity;            /* every S_p is I (no creep since the last reset): skip it */
     int converge;               /* 1 in pbd_sm_body_goals: extract to convergence */
 };
 
@@ -2446,6 +2944,7 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
     b->correction = d->stiffness_correction != 0;
     b->yield = d->yield;
     b->creep = d->creep;
+    b->sp_identity = !(d->creep > 0);
     b->maxp = d->max_plastic;
     b->rot_iters = d->rotation_iterations;
     b->work = (long)plan->region_start[b->nr] + n;
@@ -2484,10 +2983,11 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
    A small body runs on thread 0 alone, with one barrier after it (a
    barrier costs microseconds, much more on a loaded machine); a large one
    (work >= parallel_min) shares each stage's loop in static chunks with a
-   barrier between stages. Region sums go through the plan from one thread:
-   a plan's sum may run its own passes. Every element is computed the same
-   way whatever the chunking, so results are bit-identical for any thread
-   count. */
+   barrier between stages, the region sums and the gather through the
+   plan's orphaned `omp for` passes (pbd_sm_plan_sum_team). Every element
+   is computed the same way whatever the chunking, so results are
+   bit-identical for any thread count (survey 4.7: per-region goals in
+   parallel, then a per-particle gather in a fixed order). */
 
 typedef struct pbd_sm__team { int t, T; } pbd_sm__team;
 
@@ -2519,6 +3019,10 @@ static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double 
 static void pbd_sm__stage_sums(pbd_sm_body *b) {
     pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
 }
+/* The same by every thread of the team (orphaned `omp for` in the plan). */
+static void pbd_sm__stage_sums_team(pbd_sm_body *b) {
+    pbd_sm_plan_sum_team(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+}
 
 /* The region's centre c (relative to o) and A_pq = sum m~ p q^T from its
    sums: sum m~ y x~^T - M c c~^T (survey eq. 8). */
@@ -2540,42 +3044,35 @@ static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq
     for (int k = 0; k < 9; ++k) A[k] += RN[k];
 }
 
-/* The angle of the next step of the rotation extraction from q: near
-   the answer, about the remaining error. */
-static double pbd_sm__rotation_residual(const double *A, const double *q) {
-    double R[9], om[3] = {0, 0, 0}, dot = 0;
-    pbd_sm__quat_to_mat(q, R);
-    for (int c = 0; c < 3; ++c) {
-        double r0 = R[c], r1 = R[3 + c], r2 = R[6 + c], a0 = A[c], a1 = A[3 + c], a2 = A[6 + c];
-        om[0] += r1 * a2 - r2 * a1;
-        om[1] += r2 * a0 - r0 * a2;
-        om[2] += r0 * a1 - r1 * a0;
-        dot += r0 * a0 + r1 * a1 + r2 * a2;
-    }
-    return sqrt(om[0] * om[0] + om[1] * om[1] + om[2] * om[2]) / (fabs(dot) + 1e-300);
-}
-
 /* Rotation of the match with the plastically deformed rest shape:
    polar(A_pq S_p^T) (survey 4.5.2: q = S_p (x~ - c~)), warm-started, at
-   most rot_iters steps unless that leaves more than 1e-7 rad (a sudden
-   large turn): then to convergence. */
+   most rot_iters steps unless those do not converge (a sudden large
+   turn): then up to 100. From the previous projection's rotation one
+   Newton step usually converges (see pbd_sm__extract_rotation). */
+static void pbd_sm__region_match(const pbd_sm_body *b, int r, const double *Apq, double *Ap) {
+    if (b->sp_identity) memcpy(Ap, Apq, 9 * sizeof(double)); /* A_pq I */
+    else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
+}
+static void pbd_sm__region_extract(const pbd_sm_body *b, const double *Ap, double *q) {
+    if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
+        pbd_sm__extract_rotation(Ap, q, 100);
+}
 static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
-    pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
-    pbd_sm_extract_rotation_d(Ap, q, b->converge ? 100 : b->rot_iters);
-    if (!b->converge && pbd_sm__rotation_residual(Ap, q) > 1e-7) pbd_sm_extract_rotation_d(Ap, q, 100);
+    pbd_sm__region_match(b, r, Apq, Ap);
+    pbd_sm__region_extract(b, Ap, q);
     pbd_sm__quat_to_mat(q, R);
 }
 
 /* The goal function of region r as T = G (3 x nb) over phi(x~):
-   g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~. */
-static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+   g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~, from its
+   centre c, A_pq and rotation R. */
+static void pbd_sm__region_goal_from(pbd_sm_body *b, int r, const double *c, const double *Apq, const double *R) {
     int nb = pbd_sm__body_nb(b);
-    double c[3], Apq[9], R[9], B[9], Qm[18] = {0};
+    double B[9], Qm[18] = {0};
     const double *cb = b->cbar + 3 * (size_t)r;
-    pbd_sm__region_moments(b, r, c, Apq);
-    pbd_sm__region_rotation(b, r, Apq, quat, R);
-    pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
+    if (b->sp_identity) memcpy(B, R, sizeof B);
+    else pbd_sm__mx_mul3(R, b->Sp + 9 * (size_t)r, B); /* rigid: R S_p */
     if (b->mode == PBD_SM_LINEAR && b->beta > 0) {
         /* Mueller et al. 2005 section 4.2: beta A / cbrt(det A) + (1 - beta) R;
            with S_p, (A S_p^-1) S_p = A. An inverted or collapsed region
@@ -2631,8 +3128,41 @@ static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
     }
 }
 
+static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+    double c[3], Apq[9], R[9];
+    pbd_sm__region_moments(b, r, c, Apq);
+    pbd_sm__region_rotation(b, r, Apq, quat, R);
+    pbd_sm__region_goal_from(b, r, c, Apq, R);
+}
+
+/* Region goals lo..hi. With SIMD (the plan's setting), four regions' warm
+   started rotations are extracted at once (pbd_sm__extract_rotation4: the
+   rotation is most of a region's cost, a chain of dependent operations
+   that one region cannot overlap); lanes it leaves are extracted alone.
+   Either way each region gets the same bits. */
 static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
-    for (int r = lo; r < hi; ++r) pbd_sm__region_goal(b, r, quats + 4 * (size_t)r);
+    int r = lo;
+#if PBD_SM__SIMD
+    if (b->plan->simd && !b->converge)
+        for (; r + 4 <= hi; r += 4) {
+            double c[4][3], Apq[4][9], Ap[4][9], R[9];
+            const double *A4[4];
+            double *q4[4];
+            for (int l = 0; l < 4; ++l) {
+                pbd_sm__region_moments(b, r + l, c[l], Apq[l]);
+                pbd_sm__region_match(b, r + l, Apq[l], Ap[l]);
+                A4[l] = Ap[l];
+                q4[l] = quats + 4 * (size_t)(r + l);
+            }
+            int done = pbd_sm__extract_rotation4(A4, q4, b->rot_iters);
+            for (int l = 0; l < 4; ++l) {
+                if (!((done >> l) & 1)) pbd_sm__region_extract(b, Ap[l], q4[l]);
+                pbd_sm__quat_to_mat(q4[l], R);
+                pbd_sm__region_goal_from(b, r + l, c[l], Apq[l], R);
+            }
+        }
+#endif
+    for (; r < hi; ++r) pbd_sm__region_goal(b, r, quats + 4 * (size_t)r);
 }
 
 /* G_i = sum of the goal functions of particle i's regions, in a fixed
@@ -2646,10 +3176,8 @@ static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
     for (int i = lo; i < hi; ++i) {
         double *g = b->G + (size_t)i * k;
         for (int j = 0; j < k; ++j) g[j] = 0;
-        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e) {
-            const double *t = b->T + (size_t)b->p2r[e] * k;
-            for (int j = 0; j < k; ++j) g[j] += t[j];
-        }
+        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
+            pbd_sm__row_add(g, g, b->T + (size_t)b->p2r[e] * k, k, 1); /* the same bits as scalar */
     }
 }
 
@@ -2742,8 +3270,7 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
     pbd_sm__chunk(tm, b->n, &lo, &hi);
     pbd_sm__stage_values(b, pos, o, lo, hi);
     pbd_sm__barrier(tm);
-    if (tm.t == 0) pbd_sm__stage_sums(b);
-    pbd_sm__barrier(tm);
+    pbd_sm__stage_sums_team(b); /* the plan's passes share their loops; each ends in a barrier */
     pbd_sm__chunk(tm, b->nr, &lo, &hi);
     if (plastic) {
         for (int r = lo; r < hi; ++r) pbd_sm__region_plastic(b, r, h);
@@ -2754,8 +3281,7 @@ static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *q
     pbd_sm__barrier(tm);
     pbd_sm__chunk(tm, b->n, &lo, &hi);
     if (b->symmetric) {
-        if (tm.t == 0) pbd_sm__stage_gather_plan(b);
-        pbd_sm__barrier(tm);
+        pbd_sm_plan_sum_team(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
     } else {
         pbd_sm__stage_gather_lists(b, lo, hi);
     }
@@ -3198,6 +3724,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
     b->yield = yield;
     b->creep = creep;
     b->maxp = max_plastic;
+    if (creep > 0) b->sp_identity = 0;
     return PBD_OK;
 }
 
@@ -3212,6 +3739,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
     if (!b) return PBD_ERROR_NULL_POINTER;
     for (int r = 0; r < b->nr; ++r)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
+    b->sp_identity = !(b->creep > 0);
     return PBD_OK;
 }
 

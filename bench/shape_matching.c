@@ -13,13 +13,16 @@
    timed runs. Then the full simulation step (scene lattice20000_world):
    the block as a region-based shape-matching body (pbd_sm_add_body, rigid
    regions, world defaults: 4 substeps x 4 iterations) resting on a ground
-   plane, with naive and lattice plans (and at w = 3 octree) over the same
-   regions. Last the scaling lines: work (pbd_sm_plan_cost) and time per
-   region for w = 1..6, summation alone.
+   plane, with naive, lattice and octree plans over the same regions.
+   Last the scaling lines: work (pbd_sm_plan_cost) and time per region
+   for w = 1..6, summation alone.
 
    Build: make benches (or cc -std=c99 -O3 -march=native -fopenmp
    -ffp-contract=off -I. bench/shape_matching.c -lm). --quick: fewer runs;
-   --no-world: summation only. */
+   --no-world: summation only; --only WORD: only the parts whose scene
+   names contain WORD (sums of lattice20000 / grid_surface20022,
+   block_adaptive_octree, lattice20000_world, _scaling); --width W: only
+   region width W; --summation NAME: only that method in the world scene. */
 #include "bench.h"
 #define PBD_SM_IMPLEMENTATION
 #include "../pbd_sm.h"
@@ -31,6 +34,11 @@ static double rand01(unsigned *st) {
     *st = x;
     return (double)(x >> 8) / 16777216.0;
 }
+
+static const char *only = NULL; /* --only WORD */
+static int only_w = 0;           /* --width W: that region width alone */
+static const char *only_sum = NULL; /* --summation NAME: that method alone (world scenes) */
+static int want(const char *scene) { return !only || strstr(scene, only) != NULL; }
 
 enum { NX = 25, NY = 25, NZ = 32, K = 12, GX = 142, GY = 141 };
 
@@ -74,6 +82,7 @@ static const char *method_name(pbd_sm_summation m) {
 static void measure(const char *scene, pbd_sm_sum_plan *p, int w, const double *v, double *s, int reps) {
     struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     int n = pbd_sm_plan_particle_count(p);
+    if (!want(scene)) return;
     for (int c = 0; c < 3; ++c) {
         if (cfg[c].threads > 1 && pbd_max_threads() == 1) continue;
         pbd_sm_plan_set_simd(p, cfg[c].simd);
@@ -92,6 +101,9 @@ static void measure(const char *scene, pbd_sm_sum_plan *p, int w, const double *
 static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const double *v, double *s, int reps) {
     int R = pbd_sm_plan_region_count(p), cnt = 0;
     long long members = 0;
+    char name[64];
+    snprintf(name, sizeof name, "%s_scaling", scene);
+    if (!want(name)) return;
     for (int r = 0; r < R; ++r) { pbd_sm_plan_region(p, r, NULL, 0, &cnt); members += cnt; }
     pbd_sm_plan_set_simd(p, 1);
     pbd_sm_plan_set_threads(p, 1);
@@ -209,6 +221,9 @@ int main(int argc, char **argv) {
     for (int a = 1; a < argc; ++a) {
         if (strcmp(argv[a], "--quick") == 0) quick = 1;
         if (strcmp(argv[a], "--no-world") == 0) world = 0;
+        if (strcmp(argv[a], "--only") == 0 && a + 1 < argc) only = argv[++a];
+        if (strcmp(argv[a], "--width") == 0 && a + 1 < argc) only_w = atoi(argv[++a]);
+        if (strcmp(argv[a], "--summation") == 0 && a + 1 < argc) only_sum = argv[++a];
     }
     int n = NX * NY * NZ;
     int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)n), *oc = (int *)malloc(sizeof(int) * 4 * (size_t)n);
@@ -233,7 +248,7 @@ int main(int argc, char **argv) {
             for (int b = 0; b < 3; ++b) v[(size_t)i * K + 3 + 3 * a + b] = x[a] * xb[b];
     }
     int reps = quick ? 1 : 3;
-    for (int w = 1; w <= 3; ++w) {
+    for (int w = 1; w <= 3 && (want("lattice20000") || want("grid_surface20022")); ++w) {
         pbd_sm_sum_plan *lat = NULL, *oct = NULL, *pth = NULL;
         if (pbd_sm_plan_lattice(n, cells, w, &lat) != PBD_OK || pbd_sm_plan_octree(n, oc, NULL, w, &oct) != PBD_OK ||
             pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, w, 0, &pth) != PBD_OK) {
@@ -255,7 +270,7 @@ int main(int argc, char **argv) {
     }
     /* the adaptive octree of the same block: fewer particles, regions of w
        own cells (a coarse particle's region spans more of the block) */
-    {
+    if (want("block_adaptive_octree")) {
         int *ad = (int *)malloc(sizeof(int) * 4 * (size_t)n), na = 0;
         for (int z = 0; z < (NZ + 3) / 4; ++z)
             for (int y = 0; y < (NY + 3) / 4; ++y)
@@ -273,16 +288,17 @@ int main(int argc, char **argv) {
         free(ad);
     }
     /* the full step: world + shape-matching body, each summation */
-    for (int w = 1; w <= 3 && world; ++w) {
+    for (int w = 1; w <= 3 && world && want("lattice20000_world"); ++w) {
         const pbd_sm_summation ms[3] = {PBD_SM_SUM_NAIVE, PBD_SM_SUM_LATTICE, PBD_SM_SUM_OCTREE};
         for (int q = 0; q < 3; ++q) {
-            if (q == 2 && w != 3) continue; /* the octree once: it keeps make bench short */
+            if (only_w && w != only_w) continue;
+            if (only_sum && strcmp(only_sum, method_name(ms[q])) != 0) continue;
             world_ctx c = {cells, n, w, ms[q]};
             world_scene(&c, 1);
         }
     }
     /* does the cost per region grow with the region size? */
-    for (int w = 1; w <= (quick ? 3 : 6); ++w) {
+    for (int w = 1; w <= (quick ? 3 : 6) && (want("lattice20000_scaling") || want("grid_surface20022_scaling")); ++w) {
         pbd_sm_sum_plan *p[3] = {NULL, NULL, NULL};
         pbd_sm_plan_lattice(n, cells, w, &p[0]);
         pbd_sm_plan_octree(n, oc, NULL, w, &p[1]);

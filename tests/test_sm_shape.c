@@ -987,8 +987,123 @@ TEST(sm_shape_threads_bit_identical) {
     CHECK_MSG(ymin > -0.05, "the jelly went through the ground (%g)", ymin);
 }
 
+/* The fast summation plans inside the world step (region sums and the
+   blend shared by the team through pbd_sm_plan_sum_team): an adaptive
+   octree block (level-0 shell, level-1 core) and a paths surface body,
+   both with plasticity, give bit-identical positions for 1 and 2
+   threads and with SIMD on or off (four regions' rotations at once), and
+   the same as their naive twins up to rounding. The block spins (turns
+   of more than 1e-3 rad per projection leave the SIMD batch) and lands. */
+static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_out) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float p0[3] = {0, 0, 0}, nrm[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, p0, nrm, 0.5f, NULL));
+    CHECK_OK(pbd_world_set_threads(w, threads));
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 2));
+    /* octree: an 8^3 block of level-0 cells with its 4^3 core as level-1 cells */
+    int oc[4 * 512], n = 0;
+    float pos[3 * 512];
+    for (int z = 0; z < 8; ++z)
+        for (int y = 0; y < 8; ++y)
+            for (int x = 0; x < 8; ++x) {
+                int core = x >= 2 && x < 6 && y >= 2 && y < 6 && z >= 2 && z < 6;
+                if (core && ((x | y | z) & 1)) continue; /* one level-1 cell per 2^3 */
+                oc[4 * n] = core ? x / 2 : x; oc[4 * n + 1] = core ? y / 2 : y; oc[4 * n + 2] = core ? z / 2 : z;
+                oc[4 * n + 3] = core;
+                float h = core ? 0.1f : 0.05f;
+                pos[3 * n] = 0.1f * (float)oc[4 * n] * (core ? 2 : 1) + h;
+                pos[3 * n + 1] = 0.1f * (float)oc[4 * n + 1] * (core ? 2 : 1) + h + 0.02f;
+                pos[3 * n + 2] = 0.1f * (float)oc[4 * n + 2] * (core ? 2 : 1) + h;
+                n++;
+            }
+    int first = sms_add_points(w, n, pos, 1), idx[512];
+    sms_iota(idx, n, first);
+    pbd_sm_sum_plan *plan = NULL;
+    CHECK_OK(pbd_sm_plan_octree(n, oc, NULL, 2, &plan));
+    if (naive && plan) {
+        int R = pbd_sm_plan_region_count(plan), total = 0, cnt = 0;
+        int *start = (int *)malloc(sizeof(int) * (size_t)(R + 1)), *list = (int *)malloc(sizeof(int) * (size_t)R * 512);
+        for (int r = 0; r < R; ++r) {
+            start[r] = total;
+            pbd_sm_plan_region(plan, r, list + total, 512, &cnt);
+            total += cnt;
+        }
+        start[R] = total;
+        pbd_sm_plan_destroy(plan);
+        plan = NULL;
+        CHECK_OK(pbd_sm_plan_naive(n, R, start, list, &plan));
+        free(start);
+        free(list);
+    }
+    if (plan) CHECK_OK(pbd_sm_plan_set_simd(plan, simd));
+    pbd_sm_body_desc d = pbd_sm_body_desc_default();
+    d.particles = idx;
+    d.particle_count = n;
+    d.plan = plan;
+    d.owns_plan = 1;
+    d.mode = PBD_SM_LINEAR;
+    d.creep = 10;
+    d.yield = 0.02f;
+    pbd_sm_body *b = NULL;
+    CHECK_OK(pbd_sm_add_body(w, &d, &b));
+    CHECK_OK(pbd_sm_body_set_parallel_min(b, 0));
+    static float vel[3 * 512];
+    for (int i = 0; i < n; ++i) { /* a spin of 20 rad/s about y through the block's centre */
+        vel[3 * i] = 20.0f * (pos[3 * i + 2] - 0.4f);
+        vel[3 * i + 1] = 0;
+        vel[3 * i + 2] = -20.0f * (pos[3 * i] - 0.4f);
+    }
+    pbd_range rb = {first, n};
+    CHECK_OK(pbd_set_velocities(w, rb, vel));
+    /* paths: a 10 x 10 grid surface with 2-rings */
+    float o[3] = {1.0f, 0.3f, 0}, u[3] = {0.05f, 0, 0}, v[3] = {0, 0, 0.05f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(10, 10, o, u, v, &m));
+    int f2 = sms_add_points(w, m.vertex_count, m.positions, 1), idx2[121];
+    sms_iota(idx2, m.vertex_count, f2);
+    pbd_sm_sum_plan *pp = NULL;
+    if (naive) CHECK_OK(pbd_sm_plan_rings(m.vertex_count, m.triangles, m.triangle_count, 3, 2, &pp));
+    else CHECK_OK(pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, 2, 0, &pp));
+    pbd_sm_body_desc d2 = pbd_sm_body_desc_default();
+    d2.particles = idx2;
+    d2.particle_count = m.vertex_count;
+    d2.plan = pp;
+    d2.owns_plan = 1;
+    d2.creep = 5;
+    if (pp) CHECK_OK(pbd_sm_plan_set_simd(pp, simd));
+    pbd_sm_body *b2 = NULL;
+    CHECK_OK(pbd_sm_add_body(w, &d2, &b2));
+    CHECK_OK(pbd_sm_body_set_parallel_min(b2, 0));
+    pbd_mesh_free(&m);
+    for (int f = 0; f < 8; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    *n_out = pbd_world_particle_count(w);
+    memcpy(out, pbd_world_positions(w), sizeof(float) * 4 * (size_t)*n_out);
+    pbd_world_destroy(w);
+}
+
+TEST(sm_shape_fast_sums_threads_bit_identical) {
+    static float a[4 * 700], c[4 * 700], e[4 * 700], f[4 * 700];
+    int na = 0, nc = 0, ne = 0, nf = 0;
+    sms_fast_run(1, 0, 1, a, &na);
+    sms_fast_run(2, 0, 1, c, &nc);
+    sms_fast_run(1, 1, 1, e, &ne);
+    sms_fast_run(2, 0, 0, f, &nf);
+    CHECK(na == nc && na == ne && na == nf && na > 400);
+    CHECK(sms_finite(a, 4 * na));
+    CHECK_MSG(memcmp(a, c, sizeof(float) * 4 * (size_t)na) == 0, "1 and 2 threads differ");
+    CHECK_MSG(memcmp(a, f, sizeof(float) * 4 * (size_t)na) == 0, "SIMD and scalar differ");
+    double worst = 0, fell = 0;
+    for (int i = 0; i < na; ++i) {
+        for (int k = 0; k < 3; ++k) worst = fmax(worst, fabs(a[4 * i + k] - e[4 * i + k]));
+        fell = fmax(fell, 0.3 - a[4 * i + 1]);
+    }
+    CHECK_MSG(worst < 1e-4, "fast and naive sums differ by %g m", worst);
+    CHECK_MSG(fell > 0.01, "nothing moved (%g)", fell); /* the surface falls */
+}
+
 void suite_sm_shape(void) {
     RUN(sm_shape_goals_match_direct_evaluation);
+    RUN(sm_shape_fast_sums_threads_bit_identical);
     RUN(sm_shape_rigid_transform_zero_correction);
     RUN(sm_shape_flat_and_collinear_no_nan);
     RUN(sm_shape_linear_and_quadratic_modes);
