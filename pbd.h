@@ -7530,7 +7530,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
 
 /* PBD__SC_PT / PBD__SC_EE: candidate slots per vertex / per edge;
    PBD__SC_K: items per cluster of the broad phase (see pbd__selfcol_detect) */
-enum { PBD__SC_PT = 8, PBD__SC_EE = 4, PBD__SC_K = 16 };
+enum { PBD__SC_PT = 8, PBD__SC_EE = 4, PBD__SC_K = 32 }; /* K <= 32: lane masks are unsigned */
 #ifndef PBD__SC_SPEED
 #define PBD__SC_SPEED 1.0f /* the maximum motion per substep, in thicknesses */
 #endif
@@ -7568,8 +7568,10 @@ typedef struct pbd__selfcol {
     float *x0;     /* nv*3: positions at the start of the step */
     float *reach;  /* nv: how far each vertex may get this substep */
     int *vord, *tord, *eord; /* (clusters * PBD__SC_K) the members of each cluster, -1 past the end */
+    int *tlv, *elv; /* per cluster 3 (2) rows of PBD__SC_K: the vertices of its triangles (edges), -1 past the end */
     /* this substep's bounds: per cluster its box (6: lo, hi) and the boxes
-       of its members as lanes (6 rows of PBD__SC_K: lo x y z, hi x y z) */
+       of its members as lanes (6 rows of PBD__SC_K: lo x y z, hi x y z;
+       edges have 6 more: the positions of their two vertices) */
     float *vbox, *tbox, *ebox, *tlane, *elane;
     float *tcent, *ecent; /* cluster box centres: the points of the grids */
     pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
@@ -7582,7 +7584,7 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord,
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
                       S->pt, S->npt, S->ee, S->nee};
     pbd__grid_free(w, &S->gt);
@@ -7689,10 +7691,23 @@ static pbd_result pbd__sc_order(pbd_world *w, const pbd__selfcol *S, int count, 
     pbd__free(w, keys);
     return ok ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
 }
+/* The vertices of the members of each cluster as lanes (see tlv, elv). */
+static void pbd__sc_lane_vertices(const int *ord, const int *items, int per, int clusters, int *out) {
+    for (int c = 0; c < clusters; ++c)
+        for (int j = 0; j < per; ++j)
+            for (int l = 0; l < PBD__SC_K; ++l) {
+                int it = ord[c * PBD__SC_K + l];
+                out[((size_t)c * per + j) * PBD__SC_K + l] = it < 0 ? -1 : items[per * it + j];
+            }
+}
 static pbd_result pbd__sc_clusters(pbd_world *w, pbd__selfcol *S) {
     pbd_result r = pbd__sc_order(w, S, S->nv, 1, NULL, S->vord);
     if (r == PBD_OK) r = pbd__sc_order(w, S, S->nt, 3, S->tv, S->tord);
     if (r == PBD_OK) r = pbd__sc_order(w, S, S->ne, 2, S->ev, S->eord);
+    if (r == PBD_OK) {
+        pbd__sc_lane_vertices(S->tord, S->tv, 3, S->tc, S->tlv);
+        pbd__sc_lane_vertices(S->eord, S->ev, 2, S->ec, S->elv);
+    }
     return r;
 }
 
@@ -7788,18 +7803,20 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->vord = (int *)pbd__alloc_n(w, vc * K, sizeof(int));
         S->tord = (int *)pbd__alloc_n(w, tc * K, sizeof(int));
         S->eord = (int *)pbd__alloc_n(w, ec * K + 1, sizeof(int));
+        S->tlv = (int *)pbd__alloc_n(w, tc * 3 * K, sizeof(int));
+        S->elv = (int *)pbd__alloc_n(w, ec * 2 * K + 1, sizeof(int));
         S->vbox = (float *)pbd__alloc_n(w, vc * 6, sizeof(float));
         S->tbox = (float *)pbd__alloc_n(w, tc * 6, sizeof(float));
         S->ebox = (float *)pbd__alloc_n(w, ec * 6 + 1, sizeof(float));
         S->tlane = (float *)pbd__alloc_n(w, tc * 6 * K, sizeof(float));
-        S->elane = (float *)pbd__alloc_n(w, ec * 6 * K + 1, sizeof(float));
+        S->elane = (float *)pbd__alloc_n(w, ec * 12 * K + 1, sizeof(float));
         S->tcent = (float *)pbd__alloc_n(w, tc * 3, sizeof(float));
         S->ecent = (float *)pbd__alloc_n(w, ec * 3 + 1, sizeof(float));
         S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->vord || !S->tord || !S->eord || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
+        if (!S->x0 || !S->reach || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
             !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
@@ -8155,26 +8172,79 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
     return m;
 }
 
+/* The lanes j of a triangle cluster (vertex lanes V) that do not hold
+   vertex i, and of an edge cluster (edge ids ord, vertex lanes V) whose
+   edge has a larger index than e and shares no vertex with it (a0 a1). */
+static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
+    enum { K = PBD__SC_K };
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j) m |= (unsigned)((V[j] != i) & (V[K + j] != i) & (V[2 * K + j] != i)) << j;
+    return m;
+}
+static inline unsigned pbd__sc_lanes_ee(const int *ord, const int *V, int e, int a0, int a1) {
+    enum { K = PBD__SC_K };
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j)
+        m |= (unsigned)((ord[j] > e) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
+    return m;
+}
+/* Whether the closest points of segments p q (lane l of the edge lanes
+   P: rows 6..11) and lane j of L are inner points of both: the test of
+   pbd__segment_closest in the same operations, so it agrees with it, on
+   lanes laid out for the search (pbd__sc_try_ee makes it again, exactly). */
+static inline int pbd__sc_inner(const float *P, int l, const float *L, int j) {
+    enum { K = PBD__SC_K };
+    float d1[3], d2[3], r[3];
+    for (int k = 0; k < 3; ++k) {
+        d1[k] = P[(9 + k) * K + l] - P[(6 + k) * K + l];
+        d2[k] = L[(9 + k) * K + j] - L[(6 + k) * K + j];
+        r[k] = P[(6 + k) * K + l] - L[(6 + k) * K + j];
+    }
+    float a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2], e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2];
+    float f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2], c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2];
+    float b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2], den = a * e - b * b;
+    if (!(a > 1e-20f) || !(e > 1e-20f) || !(den > 1e-12f * a * e)) return 0;
+    float s = (b * f - c * e) / den;
+    if (!(s > 1e-3f && s < 1 - 1e-3f)) return 0;
+    float t = (b * s + f) / e;
+    return t > 1e-3f && t < 1 - 1e-3f;
+}
+
+/* The lowest set bit of m != 0. */
+static inline int pbd__sc_ctz(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(m);
+#else
+    int j = 0;
+    while (!(m & 1u)) { m >>= 1; ++j; }
+    return j;
+#endif
+}
+
 /* The padded boxes of cluster c of triangles or edges (`per` vertices each,
    listed by `items`, members by `ord`): the lanes, the cluster box and its
    centre. */
 static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, const int *ord, const int *items, int per,
                           float pad, float *lanes, float *box, float *cent) {
     enum { K = PBD__SC_K };
-    float *L = lanes + (size_t)6 * K * c, *cb = box + 6 * (size_t)c;
+    int rows = per == 2 ? 12 : 6;
+    float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
     for (int k = 0; k < 3; ++k) { cb[k] = FLT_MAX; cb[3 + k] = -FLT_MAX; }
     for (int l = 0; l < K; ++l) {
         int it = ord[c * K + l];
         if (it < 0) { /* past the end: a box nothing overlaps */
             for (int k = 0; k < 3; ++k) { L[k * K + l] = FLT_MAX; L[(3 + k) * K + l] = -FLT_MAX; }
+            for (int k = 6; k < rows; ++k) L[k * K + l] = 0;
             continue;
         }
         float b[6], r = 0;
         pbd__box_init(b, pbd__sc_x(w, S, items[per * it]));
         for (int j = 0; j < per; ++j) {
             int v = items[per * it + j];
-            pbd__box_add(b, pbd__sc_x(w, S, v));
+            pbd__v3 x = pbd__sc_x(w, S, v);
+            pbd__box_add(b, x);
             r = S->reach[v] > r ? S->reach[v] : r;
+            if (rows == 12) { L[(6 + 3 * j) * K + l] = x.x; L[(7 + 3 * j) * K + l] = x.y; L[(8 + 3 * j) * K + l] = x.z; }
         }
         for (int k = 0; k < 3; ++k) {
             L[k * K + l] = b[k] - (pad + r);
@@ -8224,10 +8294,10 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             for (int l = 0; l < n; ++l) {
                 if (!pbd__box_overlap(vb[l], tb)) continue;
                 unsigned m = pbd__sc_lanes(L, vb[l]);
-                for (int j = 0; m; ++j, m >>= 1)
-                    if (m & 1u)
-                        pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + j], xs[l], S->reach[ids[l]], prev[l], nprev[l],
-                                       S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
+                if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
+                for (; m; m &= m - 1)
+                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__sc_ctz(m)], xs[l], S->reach[ids[l]], prev[l], nprev[l],
+                                   S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
             }
         }
     }
@@ -8239,13 +8309,14 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
 static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
     pbd__sc_ee prev[K][PBD__SC_EE];
-    int ids[K], nprev[K], count[K], n = 0;
+    int ids[K], lane[K], nprev[K], count[K], n = 0;
     float eb[K][6];
-    const float *E = S->elane + (size_t)6 * K * c;
+    const float *E = S->elane + (size_t)12 * K * c;
     for (int l = 0; l < K; ++l) {
         int e = S->eord[c * K + l];
         if (e < 0) break;
         ids[n] = e;
+        lane[n] = l;
         nprev[n] = S->nee[e];
         count[n] = 0;
         memcpy(prev[n], S->ee + (size_t)e * PBD__SC_EE, sizeof(pbd__sc_ee) * (size_t)nprev[n]);
@@ -8259,15 +8330,17 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         int h = all ? bi : buckets[bi];
         for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
             int fc = S->ge.sorted[k];
-            const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)6 * K * fc;
+            const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)12 * K * fc;
             if (!pbd__box_overlap(cb, fb)) continue;
             for (int l = 0; l < n; ++l) {
                 if (!pbd__box_overlap(eb[l], fb)) continue;
                 unsigned m = pbd__sc_lanes(L, eb[l]);
-                for (int j = 0; m; ++j, m >>= 1) {
-                    int f = S->eord[fc * K + j];
-                    if ((m & 1u) && f > ids[l])
-                        pbd__sc_try_ee(w, S, ids[l], f, prev[l], nprev[l], S->ee + (size_t)ids[l] * PBD__SC_EE, &count[l]);
+                if (m) m &= pbd__sc_lanes_ee(S->eord + (size_t)K * fc, S->elv + (size_t)2 * K * fc, ids[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
+                for (; m; m &= m - 1) {
+                    int j = pbd__sc_ctz(m);
+                    if (pbd__sc_inner(E, lane[l], L, j))
+                        pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + j], prev[l], nprev[l], S->ee + (size_t)ids[l] * PBD__SC_EE,
+                                       &count[l]);
                 }
             }
         }
