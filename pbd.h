@@ -113,7 +113,7 @@
         analytic shapes, triangle meshes and signed-distance grids); for
         cloth self-collision surfaces, the motion limited to one thickness
         per substep and the point-triangle / edge-edge candidates found
-        over the swept bounds (see "==== self-collision");
+        within the reach of that motion (see "==== self-collision");
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
         the particles with particle collision or fluid rebuilt from p, then
         `iterations` times: Gauss-Seidel sweeps over the groups in the
@@ -977,12 +977,20 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
    collision surface is a triangle mesh over world particles with a
    thickness. Every substep:
      1. the predicted motion of every surface vertex is limited to
-        `thickness` per substep (a maximum speed of thickness / h): with it,
-        and with candidate search over swept bounds enlarged by twice the
-        thickness, a crossing cannot happen between two discrete checks;
-     2. candidates come from a uniform hash grid over the swept bounds of
-        triangles and edges (x -> p), rebuilt each substep by counting sort,
-        so their order, and the result, does not depend on the threads;
+        `thickness` per substep (a maximum speed of thickness / h), for the
+        prediction and again for the solved positions: with it, and with
+        candidates searched within the reach of that motion, a crossing
+        cannot happen between two discrete checks;
+     2. candidates are the vertex-triangle pairs closer than sqrt(2)
+        thicknesses plus the reach of both (the projection acts within a
+        thickness of the plane and a thickness sideways) and the edge pairs
+        with inner closest points closer than a thickness plus the reach,
+        at most 8 per vertex and 4 per edge (the nearest). The search groups
+        vertices, triangles and edges into spatial clusters of 32 (built
+        when the surfaces change), finds overlapping cluster boxes through
+        the shared hash grid, rebuilt each substep by counting sort, and
+        tests a member against a cluster's 32 boxes at once; the kept
+        candidates do not depend on the threads or the search order;
      3. point-triangle constraints C = (q - p1) . n - thickness >= 0 with
         the triangle's winding chosen so that the vertex stays on the side it
         was on at the start of the step (survey 3.4.3, both forms), active
