@@ -7584,6 +7584,8 @@ typedef struct pbd__selfcol {
     float *tcent, *ecent; /* cluster box centres: the points of the grids */
     pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
     float cellt, celle;
+    int iter;                /* projections so far this substep */
+    unsigned char *frozen;   /* nv: sent back to the start of the substep (pbd__sc_failsafe) */
     pbd__sc_pt *pt;
     unsigned char *npt;
     pbd__sc_ee *ee;
@@ -7594,7 +7596,7 @@ static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
     void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
-                      S->pt, S->npt, S->ee, S->nee};
+                      S->frozen, S->pt, S->npt, S->ee, S->nee};
     pbd__grid_free(w, &S->gt);
     pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
@@ -7808,6 +7810,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         size_t vc = (size_t)S->vc, tc = (size_t)S->tc, ec = (size_t)S->ec;
         S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
         S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
+        S->frozen = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->vord = (int *)pbd__alloc_n(w, vc * K, sizeof(int));
         S->tord = (int *)pbd__alloc_n(w, tc * K, sizeof(int));
         S->eord = (int *)pbd__alloc_n(w, ec * K + 1, sizeof(int));
@@ -7824,7 +7827,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
+        if (!S->x0 || !S->reach || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
             !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
@@ -8406,6 +8409,7 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
     }
     PBD__PRAGMA(omp single)
     {
+        S->iter = 0;
         S->cellt = pbd__sc_cell(S->tbox, S->tc);
         S->celle = pbd__sc_cell(S->ebox, S->ec);
     }
@@ -8460,6 +8464,87 @@ static void pbd__sc_clamp(pbd_world *w, const pbd__selfcol *S) {
     }
 }
 
+/* Whether vertex q passes through triangle abc (edges included) while the
+   four move linearly from x[0..3] (q a b c) to y[0..3]: the times where
+   they are coplanar are the roots of the cubic ((b-a) x (c-a)) . (q-a);
+   the cubic is split at its critical points and each sign change is
+   bisected, then the point is tested against the triangle there. */
+static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
+    pbd__v3 p[4];
+    for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
+    return pbd__dot(pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1])), pbd__sub(p[0], p[1]));
+}
+static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
+    /* the cubic's coefficients from four samples (exact for a cubic, up to rounding) */
+    float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f), f2 = pbd__sc_coplanar(x, y, 2.0f / 3.0f),
+          f3 = pbd__sc_coplanar(x, y, 1);
+    /* Lagrange on 0 1/3 2/3 1 -> derivative 3 c3 t^2 + 2 c2 t + c1 */
+    float c3 = 4.5f * (f3 - 3.0f * f2 + 3.0f * f1 - f0), c2 = 9.0f * (f0 - 2.5f * f1 + 2.0f * f2 - 0.5f * f3);
+    float c1 = -5.5f * f0 + 9.0f * f1 - 4.5f * f2 + f3;
+    float cuts[4] = {0, 1, 1, 1};
+    int nc = 1;
+    float A = 3 * c3, B = 2 * c2, C = c1, disc = B * B - 4 * A * C;
+    if (fabsf(A) > 1e-30f && disc >= 0) {
+        float r = sqrtf(disc), t1 = (-B - r) / (2 * A), t2 = (-B + r) / (2 * A);
+        if (t1 > t2) { float q = t1; t1 = t2; t2 = q; }
+        if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
+        if (t2 > 0 && t2 < 1) cuts[nc++] = t2;
+    } else if (fabsf(A) <= 1e-30f && fabsf(B) > 1e-30f) {
+        float t1 = -C / B;
+        if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
+    }
+    cuts[nc++] = 1;
+    for (int k = 0; k + 1 < nc; ++k) {
+        float lo = cuts[k], hi = cuts[k + 1], flo = pbd__sc_coplanar(x, y, lo), fhi = pbd__sc_coplanar(x, y, hi);
+        if (flo != 0 && fhi != 0 && (flo < 0) == (fhi < 0)) continue;
+        for (int it = 0; it < 30 && flo != 0; ++it) {
+            float m = 0.5f * (lo + hi), fm = pbd__sc_coplanar(x, y, m);
+            if (fm != 0 && (fm < 0) == (flo < 0)) { lo = m; flo = fm; } else hi = m;
+        }
+        float t = flo == 0 ? lo : 0.5f * (lo + hi), u[3];
+        pbd__v3 p[4];
+        for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
+        if (!pbd__barycentric(p[0], p[1], p[2], p[3], u)) continue;
+        if (u[0] >= -1e-4f && u[1] >= -1e-4f && u[2] >= -1e-4f) return 1;
+    }
+    return 0;
+}
+
+/* The fail-safe after the last iteration (the contacts could not hold
+   everything, e.g. a fold shut tight with its sides at odds): a vertex
+   that passed through a candidate triangle between the start of the
+   substep (x, free of crossings) and now (p) goes back to the start,
+   with the triangle's free particles, so they end the substep at rest
+   where they were. Going back can put a pair the other way, so the pass
+   repeats until no candidate crosses; each repeat sends back at least one
+   more particle, so it ends. Serial, in candidate order. */
+static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
+    memset(S->frozen, 0, (size_t)S->nv);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < S->nv; ++i)
+            for (int k = 0; k < S->npt[i]; ++k) {
+                const int *tv = S->tv + 3 * S->pt[(size_t)i * PBD__SC_PT + k].tri;
+                int vs[4] = {i, tv[0], tv[1], tv[2]}, free_ = 0;
+                pbd__v3 x[4], y[4];
+                for (int j = 0; j < 4; ++j) {
+                    int q = S->vp[vs[j]];
+                    x[j] = pbd__p3(w->x[q]);
+                    y[j] = pbd__p3(w->p[q]);
+                    free_ += w->p[q].w > 0 && !S->frozen[vs[j]];
+                }
+                if (!free_ || !pbd__sc_crossed(x, y)) continue;
+                for (int j = 0; j < 4; ++j) {
+                    int q = S->vp[vs[j]];
+                    if (!(w->p[q].w > 0) || S->frozen[vs[j]]) continue;
+                    w->p[q].x = w->x[q].x; w->p[q].y = w->x[q].y; w->p[q].z = w->x[q].z;
+                    S->frozen[vs[j]] = 1;
+                }
+                changed = 1;
+            }
+    }
+}
+
 static void pbd__selfcol_project(pbd_world *w) {
     pbd__sc_clamp(w, w->selfcol);
     PBD__PRAGMA(omp single)
@@ -8497,6 +8582,8 @@ static void pbd__selfcol_project(pbd_world *w) {
             }
     }
     pbd__sc_clamp(w, w->selfcol);
+    PBD__PRAGMA(omp single)
+    if (++w->selfcol->iter == w->iterations) pbd__sc_failsafe(w, w->selfcol);
 }
 
 /* Removes the separating normal velocity between the two sides of an
