@@ -7577,6 +7577,7 @@ typedef struct pbd__selfcol {
     float *reach;  /* nv: how far each vertex may get this substep */
     int *vord, *tord, *eord; /* (clusters * PBD__SC_K) the members of each cluster, -1 past the end */
     int *tlv, *elv; /* per cluster 3 (2) rows of PBD__SC_K: the vertices of its triangles (edges), -1 past the end */
+    int *epos;      /* ne: the place of each edge in eord. An edge-edge pair belongs to the edge of the smaller place */
     /* this substep's bounds: per cluster its box (6: lo, hi) and the boxes
        of its members as lanes (6 rows of PBD__SC_K: lo x y z, hi x y z;
        edges have 6 more: the positions of their two vertices) */
@@ -7594,7 +7595,7 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv,
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
                       S->frozen, S->pt, S->npt, S->ee, S->nee};
     pbd__grid_free(w, &S->gt);
@@ -7620,37 +7621,6 @@ static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
         if (S->vp[m] < particle) lo = m + 1; else hi = m - 1;
     }
     return -1;
-}
-
-/* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
-   swaps it in; on failure nothing changes. */
-/* The candidates of a snapshot (in old) into the fresh tables S: they carry
-   the sides that pairs keep. */
-static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
-    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee))) return 0;
-    for (int i = 0; i < S->nv; ++i) {
-        if (old->npt[i] > PBD__SC_PT) return 0;
-        for (int k = 0; k < old->npt[i]; ++k) {
-            const pbd__sc_pt *c = &old->pt[(size_t)i * PBD__SC_PT + k];
-            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) || !pbd__finite(c->lambda)) return 0;
-        }
-    }
-    for (int e = 0; e < S->ne; ++e) {
-        if (old->nee[e] > PBD__SC_EE) return 0;
-        for (int k = 0; k < old->nee[e]; ++k) {
-            const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
-            if (c->edge <= e || c->edge >= S->ne || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
-                !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
-                return 0;
-        }
-    }
-    memcpy(S->npt, old->npt, (size_t)S->nv);
-    memcpy(S->pt, old->pt, sizeof(pbd__sc_pt) * PBD__SC_PT * (size_t)S->nv);
-    if (S->ne) {
-        memcpy(S->nee, old->nee, (size_t)S->ne);
-        memcpy(S->ee, old->ee, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
-    }
-    return 1;
 }
 
 /* The clusters of the broad phase: the leaves of a kd-tree over the
@@ -7710,15 +7680,61 @@ static void pbd__sc_lane_vertices(const int *ord, const int *items, int per, int
                 out[((size_t)c * per + j) * PBD__SC_K + l] = it < 0 ? -1 : items[per * it + j];
             }
 }
+/* The edge lanes and places from eord. */
+static void pbd__sc_edge_places(pbd__selfcol *S) {
+    pbd__sc_lane_vertices(S->eord, S->ev, 2, S->ec, S->elv);
+    for (int k = 0; k < S->ne; ++k) S->epos[S->eord[k]] = k;
+}
 static pbd_result pbd__sc_clusters(pbd_world *w, pbd__selfcol *S) {
     pbd_result r = pbd__sc_order(w, S, S->nv, 1, NULL, S->vord);
     if (r == PBD_OK) r = pbd__sc_order(w, S, S->nt, 3, S->tv, S->tord);
     if (r == PBD_OK) r = pbd__sc_order(w, S, S->ne, 2, S->ev, S->eord);
     if (r == PBD_OK) {
         pbd__sc_lane_vertices(S->tord, S->tv, 3, S->tc, S->tlv);
-        pbd__sc_lane_vertices(S->eord, S->ev, 2, S->ec, S->elv);
+        pbd__sc_edge_places(S);
     }
     return r;
+}
+
+/* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
+   swaps it in; on failure nothing changes. */
+/* The candidates of a snapshot (in old) into the fresh tables S: they carry
+   the sides that pairs keep. */
+static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
+    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee || !old->eord)))
+        return 0;
+    /* the edge clusters of the snapshot: they say which edge of a pair holds it */
+    for (int k = 0; k < S->ne; ++k) S->epos[k] = -1;
+    for (int k = 0; k < S->ec * PBD__SC_K; ++k) {
+        int e = old->eord[k];
+        if (k >= S->ne ? e != -1 : (e < 0 || e >= S->ne || S->epos[e] >= 0)) return 0;
+        if (k < S->ne) S->epos[e] = k;
+    }
+    if (S->ne) memcpy(S->eord, old->eord, sizeof(int) * (size_t)S->ec * PBD__SC_K);
+    if (S->ne) pbd__sc_edge_places(S);
+    for (int i = 0; i < S->nv; ++i) {
+        if (old->npt[i] > PBD__SC_PT) return 0;
+        for (int k = 0; k < old->npt[i]; ++k) {
+            const pbd__sc_pt *c = &old->pt[(size_t)i * PBD__SC_PT + k];
+            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) || !pbd__finite(c->lambda)) return 0;
+        }
+    }
+    for (int e = 0; e < S->ne; ++e) {
+        if (old->nee[e] > PBD__SC_EE) return 0;
+        for (int k = 0; k < old->nee[e]; ++k) {
+            const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
+            if (c->edge < 0 || c->edge >= S->ne || S->epos[c->edge] <= S->epos[e] || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
+                !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
+                return 0;
+        }
+    }
+    memcpy(S->npt, old->npt, (size_t)S->nv);
+    memcpy(S->pt, old->pt, sizeof(pbd__sc_pt) * PBD__SC_PT * (size_t)S->nv);
+    if (S->ne) {
+        memcpy(S->nee, old->nee, (size_t)S->ne);
+        memcpy(S->ee, old->ee, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
+    }
+    return 1;
 }
 
 /* keep: the old tables came from a snapshot and hold its candidates. */
@@ -7816,6 +7832,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->eord = (int *)pbd__alloc_n(w, ec * K + 1, sizeof(int));
         S->tlv = (int *)pbd__alloc_n(w, tc * 3 * K, sizeof(int));
         S->elv = (int *)pbd__alloc_n(w, ec * 2 * K + 1, sizeof(int));
+        S->epos = (int *)pbd__alloc_n(w, (size_t)S->ne + 1, sizeof(int));
         S->vbox = (float *)pbd__alloc_n(w, vc * 6, sizeof(float));
         S->tbox = (float *)pbd__alloc_n(w, tc * 6, sizeof(float));
         S->ebox = (float *)pbd__alloc_n(w, ec * 6 + 1, sizeof(float));
@@ -7827,7 +7844,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
+        if (!S->x0 || !S->reach || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
             !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
@@ -8001,6 +8018,8 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&S->pt, (long)S->nv * PBD__SC_PT, sizeof(pbd__sc_pt));
     pbd__io_array(io, w, (void **)&S->nee, S->ne, 1);
     pbd__io_array(io, w, (void **)&S->ee, (long)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
+    if (io->in) S->ec = (S->ne + PBD__SC_K - 1) / PBD__SC_K;
+    pbd__io_array(io, w, (void **)&S->eord, (long)S->ec * PBD__SC_K, sizeof(int));
 }
 
 /* --- per step and substep ------------------------------------------------------ */
@@ -8114,7 +8133,7 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
     PBD__SC_INSERT(slots, *count, PBD__SC_PT, item, tri);
 }
 
-/* The exact test of edge e against edge f (f > e): a candidate when their
+/* The exact test of edge e against edge f (f after e in eord): a candidate when their
    closest points are inner points of both and within PBD__SC_EE_GAP
    thicknesses plus the reach of both. */
 static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int f, const pbd__sc_ee *prev, int nprev,
@@ -8184,19 +8203,19 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
 }
 
 /* The lanes j of a triangle cluster (vertex lanes V) that do not hold
-   vertex i, and of an edge cluster (edge ids ord, vertex lanes V) whose
-   edge has a larger index than e and shares no vertex with it (a0 a1). */
+   vertex i, and of an edge cluster (its first place, vertex lanes V) whose
+   edge has a larger place than `place` and shares no vertex with a0 a1. */
 static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
     for (int j = 0; j < K; ++j) m |= (unsigned)((V[j] != i) & (V[K + j] != i) & (V[2 * K + j] != i)) << j;
     return m;
 }
-static inline unsigned pbd__sc_lanes_ee(const int *ord, const int *V, int e, int a0, int a1) {
+static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int a0, int a1) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
     for (int j = 0; j < K; ++j)
-        m |= (unsigned)((ord[j] > e) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
+        m |= (unsigned)((first + j > place) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
     return m;
 }
 /* Whether the closest points of segments p q (lane l of the edge lanes
@@ -8316,7 +8335,8 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
 }
 
 /* Edge-edge candidates of the edges of edge cluster c (each against the
-   edges of larger index). */
+   edges of a larger place in eord: those of this cluster and of the
+   clusters after it, so each pair is tested once). */
 static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
     pbd__sc_ee prev[K][PBD__SC_EE];
@@ -8341,12 +8361,13 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         int h = all ? bi : buckets[bi];
         for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
             int fc = S->ge.sorted[k];
+            if (fc < c) continue; /* the pairs with a cluster before this one belong to that one */
             const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)12 * K * fc;
             if (!pbd__box_overlap(cb, fb)) continue;
             for (int l = 0; l < n; ++l) {
                 if (!pbd__box_overlap(eb[l], fb)) continue;
                 unsigned m = pbd__sc_lanes(L, eb[l]);
-                if (m) m &= pbd__sc_lanes_ee(S->eord + (size_t)K * fc, S->elv + (size_t)2 * K * fc, ids[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
+                if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
                 for (; m; m &= m - 1) {
                     int j = pbd__sc_ctz(m);
                     if (pbd__sc_inner(E, lane[l], L, j))
