@@ -7580,7 +7580,8 @@ typedef struct pbd__selfcol {
     int *epos;      /* ne: the place of each edge in eord. An edge-edge pair belongs to the edge of the smaller place */
     /* this substep's bounds: per cluster its box (6: lo, hi) and the boxes
        of its members as lanes (6 rows of PBD__SC_K: lo x y z, hi x y z;
-       edges have 6 more: the positions of their two vertices) */
+       edges have 10 more: the positions of their two vertices, the
+       vector between them and its squared length) */
     float *vbox, *tbox, *ebox, *tlane, *elane;
     float *tcent, *ecent; /* cluster box centres: the points of the grids */
     pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
@@ -7837,7 +7838,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->tbox = (float *)pbd__alloc_n(w, tc * 6, sizeof(float));
         S->ebox = (float *)pbd__alloc_n(w, ec * 6 + 1, sizeof(float));
         S->tlane = (float *)pbd__alloc_n(w, tc * 6 * K, sizeof(float));
-        S->elane = (float *)pbd__alloc_n(w, ec * 12 * K + 1, sizeof(float));
+        S->elane = (float *)pbd__alloc_n(w, ec * 16 * K + 1, sizeof(float));
         S->tcent = (float *)pbd__alloc_n(w, tc * 3, sizeof(float));
         S->ecent = (float *)pbd__alloc_n(w, ec * 3 + 1, sizeof(float));
         S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
@@ -8218,26 +8219,26 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
         m |= (unsigned)((first + j > place) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
     return m;
 }
-/* Whether the closest points of segments p q (lane l of the edge lanes
-   P: rows 6..11) and lane j of L are inner points of both: the test of
-   pbd__segment_closest in the same operations, so it agrees with it, on
-   lanes laid out for the search (pbd__sc_try_ee makes it again, exactly). */
-static inline int pbd__sc_inner(const float *P, int l, const float *L, int j) {
+/* The lanes j of edge cluster L whose segment has its closest points to
+   segment l of the edge lanes P inner points of both: the test of
+   pbd__segment_closest in the same operations, so it agrees with it, for
+   all lanes at once (pbd__sc_try_ee makes it again, exactly). */
+static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L) {
     enum { K = PBD__SC_K };
-    float d1[3], d2[3], r[3];
-    for (int k = 0; k < 3; ++k) {
-        d1[k] = P[(9 + k) * K + l] - P[(6 + k) * K + l];
-        d2[k] = L[(9 + k) * K + j] - L[(6 + k) * K + j];
-        r[k] = P[(6 + k) * K + l] - L[(6 + k) * K + j];
+    float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
+    float d0 = P[12 * K + l], d1 = P[13 * K + l], d2 = P[14 * K + l], a = P[15 * K + l];
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j) {
+        float r0 = p0 - L[6 * K + j], r1 = p1 - L[7 * K + j], r2 = p2 - L[8 * K + j];
+        float e0 = L[12 * K + j], e1 = L[13 * K + j], e2 = L[14 * K + j], e = L[15 * K + j];
+        float f = e0 * r0 + e1 * r1 + e2 * r2, c = d0 * r0 + d1 * r1 + d2 * r2, b = d0 * e0 + d1 * e1 + d2 * e2;
+        float den = a * e - b * b;
+        int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
+        float s = (b * f - c * e) / (ok ? den : 1.0f);
+        float t = (b * s + f) / (ok ? e : 1.0f);
+        m |= (unsigned)(ok & (s > 1e-3f) & (s < 1 - 1e-3f) & (t > 1e-3f) & (t < 1 - 1e-3f)) << j;
     }
-    float a = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2], e = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2];
-    float f = d2[0] * r[0] + d2[1] * r[1] + d2[2] * r[2], c = d1[0] * r[0] + d1[1] * r[1] + d1[2] * r[2];
-    float b = d1[0] * d2[0] + d1[1] * d2[1] + d1[2] * d2[2], den = a * e - b * b;
-    if (!(a > 1e-20f) || !(e > 1e-20f) || !(den > 1e-12f * a * e)) return 0;
-    float s = (b * f - c * e) / den;
-    if (!(s > 1e-3f && s < 1 - 1e-3f)) return 0;
-    float t = (b * s + f) / e;
-    return t > 1e-3f && t < 1 - 1e-3f;
+    return m;
 }
 
 /* The lowest set bit of m != 0. */
@@ -8257,7 +8258,7 @@ static inline int pbd__sc_ctz(unsigned m) {
 static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, const int *ord, const int *items, int per,
                           float pad, float *lanes, float *box, float *cent) {
     enum { K = PBD__SC_K };
-    int rows = per == 2 ? 12 : 6;
+    int rows = per == 2 ? 16 : 6;
     float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
     for (int k = 0; k < 3; ++k) { cb[k] = FLT_MAX; cb[3 + k] = -FLT_MAX; }
     for (int l = 0; l < K; ++l) {
@@ -8274,7 +8275,13 @@ static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, cons
             pbd__v3 x = pbd__sc_x(w, S, v);
             pbd__box_add(b, x);
             r = S->reach[v] > r ? S->reach[v] : r;
-            if (rows == 12) { L[(6 + 3 * j) * K + l] = x.x; L[(7 + 3 * j) * K + l] = x.y; L[(8 + 3 * j) * K + l] = x.z; }
+            if (rows == 16) { L[(6 + 3 * j) * K + l] = x.x; L[(7 + 3 * j) * K + l] = x.y; L[(8 + 3 * j) * K + l] = x.z; }
+        }
+        if (rows == 16) {
+            float d[3];
+            for (int k = 0; k < 3; ++k) d[k] = L[(9 + k) * K + l] - L[(6 + k) * K + l];
+            for (int k = 0; k < 3; ++k) L[(12 + k) * K + l] = d[k];
+            L[15 * K + l] = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
         }
         for (int k = 0; k < 3; ++k) {
             L[k * K + l] = b[k] - (pad + r);
@@ -8342,7 +8349,7 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     pbd__sc_ee prev[K][PBD__SC_EE];
     int ids[K], lane[K], nprev[K], count[K], n = 0;
     float eb[K][6];
-    const float *E = S->elane + (size_t)12 * K * c;
+    const float *E = S->elane + (size_t)16 * K * c;
     for (int l = 0; l < K; ++l) {
         int e = S->eord[c * K + l];
         if (e < 0) break;
@@ -8362,18 +8369,16 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
             int fc = S->ge.sorted[k];
             if (fc < c) continue; /* the pairs with a cluster before this one belong to that one */
-            const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)12 * K * fc;
+            const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)16 * K * fc;
             if (!pbd__box_overlap(cb, fb)) continue;
             for (int l = 0; l < n; ++l) {
                 if (!pbd__box_overlap(eb[l], fb)) continue;
                 unsigned m = pbd__sc_lanes(L, eb[l]);
                 if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
-                for (; m; m &= m - 1) {
-                    int j = pbd__sc_ctz(m);
-                    if (pbd__sc_inner(E, lane[l], L, j))
-                        pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + j], prev[l], nprev[l], S->ee + (size_t)ids[l] * PBD__SC_EE,
-                                       &count[l]);
-                }
+                if (m) m &= pbd__sc_lanes_inner(E, lane[l], L);
+                for (; m; m &= m - 1)
+                    pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__sc_ctz(m)], prev[l], nprev[l],
+                                   S->ee + (size_t)ids[l] * PBD__SC_EE, &count[l]);
             }
         }
     }
@@ -8602,7 +8607,9 @@ static void pbd__selfcol_project(pbd_world *w) {
                 c->lambda += pbd__sc_apply(w, ids, g, 4, C);
             }
     }
-    pbd__sc_clamp(w, w->selfcol);
+    /* after the last iteration: the motion within the reach again (the
+       contacts moved particles), then the fail-safe */
+    if (w->selfcol->iter + 1 == w->iterations) pbd__sc_clamp(w, w->selfcol);
     PBD__PRAGMA(omp single)
     if (++w->selfcol->iter == w->iterations) pbd__sc_failsafe(w, w->selfcol);
 }
