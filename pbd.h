@@ -8572,6 +8572,9 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
 }
 
 static void pbd__selfcol_project(pbd_world *w) {
+    /* every thread reads iter before the barrier of the first clamp; it
+       changes only after it */
+    int last = w->selfcol->iter + 1 == w->iterations;
     pbd__sc_clamp(w, w->selfcol);
     PBD__PRAGMA(omp single)
     {
@@ -8609,9 +8612,12 @@ static void pbd__selfcol_project(pbd_world *w) {
     }
     /* after the last iteration: the motion within the reach again (the
        contacts moved particles), then the fail-safe */
-    if (w->selfcol->iter + 1 == w->iterations) pbd__sc_clamp(w, w->selfcol);
+    if (last) pbd__sc_clamp(w, w->selfcol);
     PBD__PRAGMA(omp single)
-    if (++w->selfcol->iter == w->iterations) pbd__sc_failsafe(w, w->selfcol);
+    {
+        w->selfcol->iter++;
+        if (last) pbd__sc_failsafe(w, w->selfcol);
+    }
 }
 
 /* Removes the separating normal velocity between the two sides of an
