@@ -998,7 +998,11 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         the closest points of two crossing-capable edges `thickness` apart
         along their separation at the start of the step;
      4. the constraints are projected every iteration after the constraint
-        groups and plugins, before the collider contacts.
+        groups and plugins, before the collider contacts;
+     5. after the last iteration, a fail-safe: a vertex that still passed
+        through a candidate triangle during the substep (a continuous
+        test of the straight paths) goes back to where the substep began,
+        with the triangle's free particles (they end it at rest there).
    Surfaces collide with each other (two cloths) and, with self_collision
    set, with themselves. The thickness must be smaller than about half the
    rest distance between features of the mesh that share no vertex (about
