@@ -113,7 +113,7 @@
         analytic shapes, triangle meshes and signed-distance grids); for
         cloth self-collision surfaces, the motion limited to one thickness
         per substep and the point-triangle / edge-edge candidates found
-        over the swept bounds (see "==== self-collision");
+        within the reach of that motion (see "==== self-collision");
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
         the particles with particle collision or fluid rebuilt from p, then
         `iterations` times: Gauss-Seidel sweeps over the groups in the
@@ -988,12 +988,20 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
    collision surface is a triangle mesh over world particles with a
    thickness. Every substep:
      1. the predicted motion of every surface vertex is limited to
-        `thickness` per substep (a maximum speed of thickness / h): with it,
-        and with candidate search over swept bounds enlarged by twice the
-        thickness, a crossing cannot happen between two discrete checks;
-     2. candidates come from a uniform hash grid over the swept bounds of
-        triangles and edges (x -> p), rebuilt each substep by counting sort,
-        so their order, and the result, does not depend on the threads;
+        `thickness` per substep (a maximum speed of thickness / h), for the
+        prediction and again for the solved positions: with it, and with
+        candidates searched within the reach of that motion, a crossing
+        cannot happen between two discrete checks;
+     2. candidates are the vertex-triangle pairs closer than sqrt(2)
+        thicknesses plus the reach of both (the projection acts within a
+        thickness of the plane and a thickness sideways) and the edge pairs
+        with inner closest points closer than a thickness plus the reach,
+        at most 8 per vertex and 4 per edge (the nearest). The search groups
+        vertices, triangles and edges into spatial clusters of 32 (built
+        when the surfaces change), finds overlapping cluster boxes through
+        the shared hash grid, rebuilt each substep by counting sort, and
+        tests a member against a cluster's 32 boxes at once; the kept
+        candidates do not depend on the threads or the search order;
      3. point-triangle constraints C = (q - p1) . n - thickness >= 0 with
         the triangle's winding chosen so that the vertex stays on the side it
         was on at the start of the step (survey 3.4.3, both forms), active
@@ -1001,7 +1009,11 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         the closest points of two crossing-capable edges `thickness` apart
         along their separation at the start of the step;
      4. the constraints are projected every iteration after the constraint
-        groups and plugins, before the collider contacts.
+        groups and plugins, before the collider contacts;
+     5. after the last iteration, a fail-safe: a vertex that still passed
+        through a candidate triangle during the substep (a continuous
+        test of the straight paths) goes back to where the substep began,
+        with the triangle's free particles (they end it at rest there).
    Surfaces collide with each other (two cloths) and, with self_collision
    set, with themselves. The thickness must be smaller than about half the
    rest distance between features of the mesh that share no vertex (about
@@ -1031,6 +1043,12 @@ PBDDEF int pbd_world_surface_count(const pbd_world *w);
 PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count);
 /* Point-triangle and edge-edge candidates of the last substep. */
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
+/* The candidates of the last substep as world particle quadruples (4 ints
+   each): first the point-triangle ones {vertex, a, b, c}, then the
+   edge-edge ones {a0, a1, b0, b1}. Writes at most max quadruples; returns
+   how many there are (pbd_world_self_contact_count), *point_triangle (may
+   be NULL) how many of them are point-triangle. */
+PBDDEF int pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *point_triangle);
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
    substep loop through a small table of callbacks, so that pbd.h never
@@ -8171,10 +8189,20 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
 
 // ==== self-collision ========================================================
 
-enum { PBD__SC_PT = 8, PBD__SC_EE = 4 }; /* candidate slots per vertex / per edge */
+/* PBD__SC_PT / PBD__SC_EE: candidate slots per vertex / per edge;
+   PBD__SC_K: items per cluster of the broad phase (see pbd__selfcol_detect) */
+enum { PBD__SC_PT = 8, PBD__SC_EE = 4, PBD__SC_K = 32 }; /* K <= 32: lane masks are unsigned */
 #ifndef PBD__SC_SPEED
 #define PBD__SC_SPEED 1.0f /* the maximum motion per substep, in thicknesses */
 #endif
+/* A point-triangle pair can become active this substep only if the vertex
+   gets within sqrt(2) thicknesses of the triangle: the projection acts
+   while the vertex is less than a thickness above the plane and within a
+   thickness of the triangle sideways. An edge-edge pair acts below one
+   thickness. The candidates are the pairs within these gaps plus the
+   reach of their particles. */
+#define PBD__SC_PT_GAP 1.41422f
+#define PBD__SC_EE_GAP 1.0f
 
 typedef struct pbd__surface {
     int nt, self;
@@ -8187,19 +8215,32 @@ typedef struct pbd__sc_pt { int tri; float side, dist, lambda; } pbd__sc_pt;
 typedef struct pbd__sc_ee { int edge; float s, t, dist, lambda; pbd__v3 n; } pbd__sc_ee;
 
 /* Derived from the surfaces (rebuilt when they change); vertices, triangles
-   and edges of all surfaces numbered together. */
+   and edges of all surfaces numbered together. The broad phase groups
+   each kind into clusters of PBD__SC_K items close in space (a Morton
+   order of the positions when the tables were built; cloth keeps its
+   neighbourhoods, so the clusters stay compact as it moves). */
 typedef struct pbd__selfcol {
     int nv, nt, ne;
+    int vc, tc, ec; /* clusters of vertices, triangles, edges */
     float maxth;
     int *vp, *vs;  /* per vertex: world particle (sorted), surface */
     int *tv, *ts;  /* per triangle: 3 vertices, surface */
     int *ev, *es;  /* per edge: 2 vertices, surface */
     float *x0;     /* nv*3: positions at the start of the step */
     float *reach;  /* nv: how far each vertex may get this substep */
-    float *box;    /* (nt + ne) * 6: swept bounds of this substep */
-    float *cent;   /* (nt + ne) * 3: their centres, the points of the grids */
-    pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangles, edges */
+    int *vord, *tord, *eord; /* (clusters * PBD__SC_K) the members of each cluster, -1 past the end */
+    int *tlv, *elv; /* per cluster 3 (2) rows of PBD__SC_K: the vertices of its triangles (edges), -1 past the end */
+    int *epos;      /* ne: the place of each edge in eord. An edge-edge pair belongs to the edge of the smaller place */
+    /* this substep's bounds: per cluster its box (6: lo, hi) and the boxes
+       of its members as lanes (6 rows of PBD__SC_K: lo x y z, hi x y z;
+       edges have 10 more: the positions of their two vertices, the
+       vector between them and its squared length) */
+    float *vbox, *tbox, *ebox, *tlane, *elane;
+    float *tcent, *ecent; /* cluster box centres: the points of the grids */
+    pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
     float cellt, celle;
+    int iter;                /* projections so far this substep */
+    unsigned char *frozen;   /* nv: sent back to the start of the substep (pbd__sc_failsafe) */
     pbd__sc_pt *pt;
     unsigned char *npt;
     pbd__sc_ee *ee;
@@ -8208,8 +8249,9 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->box, S->cent,
-                      S->pt, S->npt, S->ee, S->nee};
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
+                      S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
+                      S->frozen, S->pt, S->npt, S->ee, S->nee};
     pbd__grid_free(w, &S->gt);
     pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
@@ -8235,12 +8277,95 @@ static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
     return -1;
 }
 
+/* The clusters of the broad phase: the leaves of a kd-tree over the
+   vertices, triangle centroids or edge midpoints at the positions now,
+   split at the median of the longest side into parts of whole clusters of
+   PBD__SC_K (only the last cluster is partial). The order only groups the
+   work: the candidates do not depend on it (ties are broken by index), so
+   a restored snapshot whose positions give other clusters still continues
+   bit for bit. */
+typedef struct pbd__sc_key { float key; int index; } pbd__sc_key;
+static int pbd__sc_cmp_key(const void *a, const void *b) {
+    const pbd__sc_key *x = (const pbd__sc_key *)a, *y = (const pbd__sc_key *)b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->index - y->index;
+}
+static void pbd__sc_split(const float *pos, pbd__sc_key *keys, int *ord, int a, int b) {
+    while (b - a > PBD__SC_K) {
+        float lo[3] = {FLT_MAX, FLT_MAX, FLT_MAX}, hi[3] = {-FLT_MAX, -FLT_MAX, -FLT_MAX};
+        for (int k = a; k < b; ++k)
+            for (int j = 0; j < 3; ++j) {
+                float v = pos[3 * (size_t)ord[k] + j];
+                lo[j] = v < lo[j] ? v : lo[j];
+                hi[j] = v > hi[j] ? v : hi[j];
+            }
+        int ax = hi[1] - lo[1] > hi[0] - lo[0] ? 1 : 0;
+        ax = hi[2] - lo[2] > hi[ax] - lo[ax] ? 2 : ax;
+        for (int k = a; k < b; ++k) { keys[k].key = pos[3 * (size_t)ord[k] + ax]; keys[k].index = ord[k]; }
+        qsort(keys + a, (size_t)(b - a), sizeof *keys, pbd__sc_cmp_key);
+        for (int k = a; k < b; ++k) ord[k] = keys[k].index;
+        int m = a + PBD__SC_K * (((b - a) / PBD__SC_K + 1) / 2); /* whole clusters on the left */
+        pbd__sc_split(pos, keys, ord, a, m);
+        a = m;
+    }
+}
+static pbd_result pbd__sc_order(pbd_world *w, const pbd__selfcol *S, int count, int per, const int *items, int *ord) {
+    float *pos = (float *)pbd__alloc_n(w, (size_t)count * 3 + 1, sizeof(float));
+    pbd__sc_key *keys = (pbd__sc_key *)pbd__alloc_n(w, (size_t)count + 1, sizeof(pbd__sc_key));
+    int ok = pos && keys;
+    for (int k = 0; ok && k < count; ++k) {
+        pbd__v3 c = pbd__v(0, 0, 0);
+        for (int j = 0; j < per; ++j) c = pbd__add(c, pbd__ld(S->x0 + 3 * (items ? items[per * k + j] : k)));
+        pbd__st(pos + 3 * k, pbd__mul(c, 1.0f / (float)per));
+    }
+    int clusters = (count + PBD__SC_K - 1) / PBD__SC_K;
+    for (int k = 0; ok && k < clusters * PBD__SC_K; ++k) ord[k] = k < count ? k : -1;
+    if (ok) pbd__sc_split(pos, keys, ord, 0, count);
+    pbd__free(w, pos);
+    pbd__free(w, keys);
+    return ok ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+}
+/* The vertices of the members of each cluster as lanes (see tlv, elv). */
+static void pbd__sc_lane_vertices(const int *ord, const int *items, int per, int clusters, int *out) {
+    for (int c = 0; c < clusters; ++c)
+        for (int j = 0; j < per; ++j)
+            for (int l = 0; l < PBD__SC_K; ++l) {
+                int it = ord[c * PBD__SC_K + l];
+                out[((size_t)c * per + j) * PBD__SC_K + l] = it < 0 ? -1 : items[per * it + j];
+            }
+}
+/* The edge lanes and places from eord. */
+static void pbd__sc_edge_places(pbd__selfcol *S) {
+    pbd__sc_lane_vertices(S->eord, S->ev, 2, S->ec, S->elv);
+    for (int k = 0; k < S->ne; ++k) S->epos[S->eord[k]] = k;
+}
+static pbd_result pbd__sc_clusters(pbd_world *w, pbd__selfcol *S) {
+    pbd_result r = pbd__sc_order(w, S, S->nv, 1, NULL, S->vord);
+    if (r == PBD_OK) r = pbd__sc_order(w, S, S->nt, 3, S->tv, S->tord);
+    if (r == PBD_OK) r = pbd__sc_order(w, S, S->ne, 2, S->ev, S->eord);
+    if (r == PBD_OK) {
+        pbd__sc_lane_vertices(S->tord, S->tv, 3, S->tc, S->tlv);
+        pbd__sc_edge_places(S);
+    }
+    return r;
+}
+
 /* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
    swaps it in; on failure nothing changes. */
 /* The candidates of a snapshot (in old) into the fresh tables S: they carry
    the sides that pairs keep. */
 static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
-    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee))) return 0;
+    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee || !old->eord)))
+        return 0;
+    /* the edge clusters of the snapshot: they say which edge of a pair holds it */
+    for (int k = 0; k < S->ne; ++k) S->epos[k] = -1;
+    for (int k = 0; k < S->ec * PBD__SC_K; ++k) {
+        int e = old->eord[k];
+        if (k >= S->ne ? e != -1 : (e < 0 || e >= S->ne || S->epos[e] >= 0)) return 0;
+        if (k < S->ne) S->epos[e] = k;
+    }
+    if (S->ne) memcpy(S->eord, old->eord, sizeof(int) * (size_t)S->ec * PBD__SC_K);
+    if (S->ne) pbd__sc_edge_places(S);
     for (int i = 0; i < S->nv; ++i) {
         if (old->npt[i] > PBD__SC_PT) return 0;
         for (int k = 0; k < old->npt[i]; ++k) {
@@ -8252,7 +8377,7 @@ static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
         if (old->nee[e] > PBD__SC_EE) return 0;
         for (int k = 0; k < old->nee[e]; ++k) {
             const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
-            if (c->edge <= e || c->edge >= S->ne || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
+            if (c->edge < 0 || c->edge >= S->ne || S->epos[c->edge] <= S->epos[e] || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
                 !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
                 return 0;
         }
@@ -8348,18 +8473,35 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     pbd__free(w, edges);
     pbd__free(w, nes);
     if (r == PBD_OK) {
-        size_t nv = (size_t)S->nv, np = (size_t)S->nt + (size_t)S->ne;
+        size_t nv = (size_t)S->nv, K = PBD__SC_K;
+        S->vc = (S->nv + PBD__SC_K - 1) / PBD__SC_K;
+        S->tc = (S->nt + PBD__SC_K - 1) / PBD__SC_K;
+        S->ec = (S->ne + PBD__SC_K - 1) / PBD__SC_K;
+        size_t vc = (size_t)S->vc, tc = (size_t)S->tc, ec = (size_t)S->ec;
         S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
         S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
-        S->box = (float *)pbd__alloc_n(w, np * 6, sizeof(float));
-        S->cent = (float *)pbd__alloc_n(w, np * 3, sizeof(float));
+        S->frozen = (unsigned char *)pbd__alloc_n(w, nv, 1);
+        S->vord = (int *)pbd__alloc_n(w, vc * K, sizeof(int));
+        S->tord = (int *)pbd__alloc_n(w, tc * K, sizeof(int));
+        S->eord = (int *)pbd__alloc_n(w, ec * K + 1, sizeof(int));
+        S->tlv = (int *)pbd__alloc_n(w, tc * 3 * K, sizeof(int));
+        S->elv = (int *)pbd__alloc_n(w, ec * 2 * K + 1, sizeof(int));
+        S->epos = (int *)pbd__alloc_n(w, (size_t)S->ne + 1, sizeof(int));
+        S->vbox = (float *)pbd__alloc_n(w, vc * 6, sizeof(float));
+        S->tbox = (float *)pbd__alloc_n(w, tc * 6, sizeof(float));
+        S->ebox = (float *)pbd__alloc_n(w, ec * 6 + 1, sizeof(float));
+        S->tlane = (float *)pbd__alloc_n(w, tc * 6 * K, sizeof(float));
+        S->elane = (float *)pbd__alloc_n(w, ec * 16 * K + 1, sizeof(float));
+        S->tcent = (float *)pbd__alloc_n(w, tc * 3, sizeof(float));
+        S->ecent = (float *)pbd__alloc_n(w, ec * 3 + 1, sizeof(float));
         S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->box || !S->cent || !S->pt || !S->npt || !S->ee || !S->nee)
+        if (!S->x0 || !S->reach || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
+            !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
-        else if (pbd__grid_reserve(w, &S->gt, S->nt) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ne > 0 ? S->ne : 1) != PBD_OK)
+        else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else {
             memset(S->npt, 0, nv);
@@ -8367,6 +8509,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
             memset(S->pt, 0, sizeof(pbd__sc_pt) * PBD__SC_PT * nv); /* snapshots hold every slot */
             memset(S->ee, 0, sizeof(pbd__sc_ee) * PBD__SC_EE * (size_t)S->ne);
             for (size_t i = 0; i < nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
+            r = pbd__sc_clusters(w, S);
         }
     }
     if (r == PBD_OK && keep && (!w->selfcol || !pbd__selfcol_keep(S, w->selfcol))) r = PBD_ERROR_BAD_SNAPSHOT;
@@ -8479,6 +8622,27 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
     return total;
 }
 
+PBDDEF int pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *point_triangle) {
+    if (point_triangle) *point_triangle = 0;
+    if (!w || !w->selfcol) return 0;
+    const pbd__selfcol *S = w->selfcol;
+    int n = 0;
+    for (int i = 0; i < S->nv; ++i)
+        for (int k = 0; k < S->npt[i]; ++k, ++n) {
+            const int *tv = S->tv + 3 * S->pt[(size_t)i * PBD__SC_PT + k].tri;
+            int q[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
+            if (quads && n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
+        }
+    if (point_triangle) *point_triangle = n;
+    for (int e = 0; e < S->ne; ++e)
+        for (int k = 0; k < S->nee[e]; ++k, ++n) {
+            int f = S->ee[(size_t)e * PBD__SC_EE + k].edge;
+            int q[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * f]], S->vp[S->ev[2 * f + 1]]};
+            if (quads && n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
+        }
+    return n;
+}
+
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
     int n = w->nsurfaces;
     pbd__io_table(io, w, (void **)&w->surfaces, &n, &w->surface_cap, sizeof(pbd__surface));
@@ -8512,6 +8676,8 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&S->pt, (long)S->nv * PBD__SC_PT, sizeof(pbd__sc_pt));
     pbd__io_array(io, w, (void **)&S->nee, S->ne, 1);
     pbd__io_array(io, w, (void **)&S->ee, (long)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
+    if (io->in) S->ec = (S->ne + PBD__SC_K - 1) / PBD__SC_K;
+    pbd__io_array(io, w, (void **)&S->eord, (long)S->ec * PBD__SC_K, sizeof(int));
 }
 
 /* --- per step and substep ------------------------------------------------------ */
@@ -8568,140 +8734,330 @@ static inline float pbd__sc_thickness(const pbd_world *w, int sa, int sb) {
 }
 static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return sa != sb || w->surfaces[sa].self; }
 
-/* Keeps the k nearest candidates, sorted by distance (ties: the order found). */
-#define PBD__SC_INSERT(arr, cnt, K, item)                                            \
-    do {                                                                             \
-        int pos_ = (cnt) < (K) ? (cnt) : (K);                                        \
-        while (pos_ > 0 && (arr)[pos_ - 1].dist > (item).dist) {                     \
-            if (pos_ < (K)) (arr)[pos_] = (arr)[pos_ - 1];                           \
-            --pos_;                                                                  \
-        }                                                                            \
-        if (pos_ < (K)) { (arr)[pos_] = (item); if ((cnt) < (K)) (cnt)++; }          \
+/* Keeps the k nearest candidates, sorted by distance, ties by the index
+   `id` of the other item: the kept set and its order do not depend on the
+   order in which candidates are found (clusters, threads). */
+#define PBD__SC_INSERT(arr, cnt, K, item, id)                                                         \
+    do {                                                                                              \
+        int pos_ = (cnt) < (K) ? (cnt) : (K);                                                         \
+        while (pos_ > 0 && ((arr)[pos_ - 1].dist > (item).dist ||                                     \
+                            ((arr)[pos_ - 1].dist == (item).dist && (arr)[pos_ - 1].id > (item).id))) { \
+            if (pos_ < (K)) (arr)[pos_] = (arr)[pos_ - 1];                                            \
+            --pos_;                                                                                   \
+        }                                                                                             \
+        if (pos_ < (K)) { (arr)[pos_] = (item); if ((cnt) < (K)) (cnt)++; }                           \
     } while (0)
 
-/* Point-triangle candidates of vertex i. */
-static void pbd__sc_vertex_candidates(pbd_world *w, pbd__selfcol *S, int i) {
-    pbd__sc_pt *slots = S->pt + (size_t)i * PBD__SC_PT, prev[PBD__SC_PT];
-    int count = 0, nprev = S->npt[i];
-    memcpy(prev, slots, sizeof(pbd__sc_pt) * (size_t)nprev);
-    pbd__v3 xi = pbd__sc_x(w, S, i);
-    float vb[6], tv = pbd__sc_travel(w, S, i);
-    pbd__box_init(vb, pbd__sub(xi, pbd__v(tv, tv, tv)));
-    pbd__box_add(vb, pbd__add(xi, pbd__v(tv, tv, tv)));
-    /* a triangle whose box meets vb has its centre within half a cell of vb */
-    int buckets[64];
-    float hc = 0.5f * S->gt.cell;
-    int nb = pbd__grid_buckets(&S->gt, pbd__v(vb[0] - hc, vb[1] - hc, vb[2] - hc), pbd__v(vb[3] + hc, vb[4] + hc, vb[5] + hc), buckets, 64);
-    int all = nb < 0;
-    if (all) nb = S->gt.mask + 1;
-    for (int bi = 0; bi < nb; ++bi) {
-                int h = all ? bi : buckets[bi];
-                for (int k = S->gt.start[h]; k < S->gt.start[h + 1]; ++k) {
-                    int t = S->gt.sorted[k];
-                    const int *tv3 = S->tv + 3 * t;
-                    if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) continue;
-                    const float *tb = S->box + 6 * (size_t)t;
-                    if (!pbd__box_overlap(vb, tb)) continue;
-                    pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
-                    int f;
-                    float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
-                    float tt = pbd__sc_travel(w, S, tv3[0]);
-                    for (int j = 1; j < 3; ++j) { float q = pbd__sc_travel(w, S, tv3[j]); tt = q > tt ? q : tt; }
-                    float th = pbd__sc_thickness(w, S->vs[i], S->ts[t]);
-                    if (d > 2.0f * th + tv + tt) continue;
-                    /* the side. While the vertex is over the triangle (within a
-                       thickness of it, as in the projection) it keeps the side
-                       it had, so that a vertex the solver could not hold is
-                       brought back; a new pair takes it from the start of the
-                       step where the vertex was over the triangle then; a
-                       vertex beside the triangle takes the side it is on (it
-                       may pass around an edge) */
-                    pbd__v3 nx = pbd__cross(pbd__sub(b, a), pbd__sub(c, a));
-                    float nl = pbd__len(nx), side = 0;
-                    if (!(nl > 1e-18f)) continue;
-                    float dn = pbd__dot(pbd__sub(xi, a), nx) / nl;
-                    int over = d * d - dn * dn <= th * th;
-                    for (int j = 0; over && j < nprev; ++j)
-                        if (prev[j].tri == t) side = prev[j].side;
-                    pbd__v3 a0 = pbd__sc_x0(S, tv3[0]), b0 = pbd__sc_x0(S, tv3[1]), c0v = pbd__sc_x0(S, tv3[2]), q0 = pbd__sc_x0(S, i);
-                    float u[3];
-                    if (side != 0) {
-                    } else if (over && pbd__barycentric(q0, a0, b0, c0v, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
-                        side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0v, a0)));
-                    else
-                        side = dn;
-                    pbd__sc_pt item;
-                    item.tri = t;
-                    item.side = side < 0 ? -1.0f : 1.0f;
-                    item.dist = d;
-                    item.lambda = 0;
-                    PBD__SC_INSERT(slots, count, PBD__SC_PT, item);
-                }
-    }
-    S->npt[i] = (unsigned char)count;
+/* The exact test of vertex i (at xi, reach tv) against triangle t: a
+   candidate when it is within PBD__SC_PT_GAP thicknesses plus the reach of
+   both, with the side it keeps (survey 3.4.3). prev: i's candidates of the
+   last substep. */
+static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int t, pbd__v3 xi, float tv,
+                           const pbd__sc_pt *prev, int nprev, pbd__sc_pt *slots, int *count) {
+    const int *tv3 = S->tv + 3 * t;
+    if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) return;
+    pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
+    int f;
+    float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
+    float tt = pbd__sc_travel(w, S, tv3[0]);
+    for (int j = 1; j < 3; ++j) { float q = pbd__sc_travel(w, S, tv3[j]); tt = q > tt ? q : tt; }
+    float th = pbd__sc_thickness(w, S->vs[i], S->ts[t]);
+    if (!(d <= PBD__SC_PT_GAP * th + tv + tt)) return;
+    /* the side. While the vertex is over the triangle (within a thickness
+       of it, as in the projection) it keeps the side it had, so that a
+       vertex the solver could not hold is brought back; a new pair takes
+       it from the start of the step where the vertex was over the triangle
+       then; a vertex beside the triangle takes the side it is on (it may
+       pass around an edge) */
+    pbd__v3 nx = pbd__cross(pbd__sub(b, a), pbd__sub(c, a));
+    float nl = pbd__len(nx), side = 0;
+    if (!(nl > 1e-18f)) return;
+    float dn = pbd__dot(pbd__sub(xi, a), nx) / nl;
+    int over = d * d - dn * dn <= th * th;
+    for (int j = 0; over && j < nprev; ++j)
+        if (prev[j].tri == t) side = prev[j].side;
+    pbd__v3 a0 = pbd__sc_x0(S, tv3[0]), b0 = pbd__sc_x0(S, tv3[1]), c0 = pbd__sc_x0(S, tv3[2]), q0 = pbd__sc_x0(S, i);
+    float u[3];
+    if (side != 0) {
+    } else if (over && pbd__barycentric(q0, a0, b0, c0, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
+        side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0, a0)));
+    else
+        side = dn;
+    pbd__sc_pt item;
+    item.tri = t;
+    item.side = side < 0 ? -1.0f : 1.0f;
+    item.dist = d;
+    item.lambda = 0;
+    PBD__SC_INSERT(slots, *count, PBD__SC_PT, item, tri);
 }
 
-/* Edge-edge candidates of edge e (against edges of larger index). */
-static void pbd__sc_edge_candidates(pbd_world *w, pbd__selfcol *S, int e) {
-    pbd__sc_ee *slots = S->ee + (size_t)e * PBD__SC_EE, prev[PBD__SC_EE];
-    int count = 0, nprev = S->nee[e];
-    memcpy(prev, slots, sizeof(pbd__sc_ee) * (size_t)nprev);
-    const float *eb = S->box + 6 * ((size_t)S->nt + (size_t)e);
-    int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1];
-    int buckets[64];
-    float hc = 0.5f * S->ge.cell;
-    int nb = pbd__grid_buckets(&S->ge, pbd__v(eb[0] - hc, eb[1] - hc, eb[2] - hc), pbd__v(eb[3] + hc, eb[4] + hc, eb[5] + hc), buckets, 64);
-    int all = nb < 0;
+/* The exact test of edge e against edge f (f after e in eord): a candidate when their
+   closest points are inner points of both and within PBD__SC_EE_GAP
+   thicknesses plus the reach of both. */
+static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int f, const pbd__sc_ee *prev, int nprev,
+                           pbd__sc_ee *slots, int *count) {
+    int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1], b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
+    if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) return;
+    pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
+    float s, t;
+    pbd__segment_closest(A0, A1, B0, B1, &s, &t);
+    /* closest points at an end are vertex contacts, which the
+       point-triangle constraints of the neighbours handle */
+    if (s <= 1e-3f || s >= 1 - 1e-3f || t <= 1e-3f || t >= 1 - 1e-3f) return;
+    pbd__v3 d = pbd__sub(pbd__lerp(A0, A1, s), pbd__lerp(B0, B1, t));
+    float dist = pbd__len(d);
+    float tr = pbd__sc_travel(w, S, a0), q;
+    q = pbd__sc_travel(w, S, a1); tr = q > tr ? q : tr;
+    float tr2 = pbd__sc_travel(w, S, b0);
+    q = pbd__sc_travel(w, S, b1); tr2 = q > tr2 ? q : tr2;
+    float th = pbd__sc_thickness(w, S->es[e], S->es[f]);
+    if (!(dist <= PBD__SC_EE_GAP * th + tr + tr2)) return;
+    /* the separating direction at the start of the step */
+    pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s), pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
+    float l0 = pbd__len(d0);
+    pbd__sc_ee item;
+    int kept = -1;
+    for (int j = 0; j < nprev; ++j)
+        if (prev[j].edge == f) kept = j;
+    if (kept >= 0) item.n = prev[kept].n; /* kept while the pair stays a candidate */
+    else if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
+    else if (dist > 1e-7f) item.n = pbd__mul(d, 1.0f / dist);
+    else return;
+    item.edge = f;
+    item.lambda = 0;
+    item.s = s;
+    item.t = t;
+    item.dist = dist;
+    PBD__SC_INSERT(slots, *count, PBD__SC_EE, item, edge);
+}
+
+/* --- broad phase ----------------------------------------------------------------
+   Clusters against clusters, then members against the members of a
+   cluster as lanes. Each kind is grouped in clusters of PBD__SC_K items
+   close in space (pbd__sc_clusters). Every substep each triangle gets its
+   box padded by PBD__SC_PT_GAP thicknesses and its reach, each edge by
+   half the edge gap and its reach, each vertex by its reach; a cluster's
+   box holds its members'. A pair can be a candidate only if these boxes
+   overlap (on every axis the gap between the boxes is at most the
+   distance). The shared hash grid holds the centres of the triangle (edge)
+   clusters, with cells as large as the largest cluster box, so a cluster
+   box that meets a query box has its centre within half a cell of it. A
+   vertex cluster walks the triangle clusters of its grid cells, tests
+   their boxes, then each of its vertices against the cluster's box and
+   against its PBD__SC_K triangle boxes at once (pbd__sc_lanes), and only
+   the survivors get the exact test; edges likewise. A cluster owns the
+   candidate slots of its members, so threads never share one, and the
+   kept candidates do not depend on the order of the search
+   (PBD__SC_INSERT). */
+
+static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
+    enum { K = PBD__SC_K };
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j)
+        m |= (unsigned)((b[0] <= L[3 * K + j]) & (b[3] >= L[j]) & (b[1] <= L[4 * K + j]) & (b[4] >= L[K + j]) &
+                        (b[2] <= L[5 * K + j]) & (b[5] >= L[2 * K + j]))
+             << j;
+    return m;
+}
+
+/* The lanes j of a triangle cluster (vertex lanes V) that do not hold
+   vertex i, and of an edge cluster (its first place, vertex lanes V) whose
+   edge has a larger place than `place` and shares no vertex with a0 a1. */
+static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
+    enum { K = PBD__SC_K };
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j) m |= (unsigned)((V[j] != i) & (V[K + j] != i) & (V[2 * K + j] != i)) << j;
+    return m;
+}
+static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int a0, int a1) {
+    enum { K = PBD__SC_K };
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j)
+        m |= (unsigned)((first + j > place) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
+    return m;
+}
+/* The lanes j of edge cluster L whose segment has its closest points to
+   segment l of the edge lanes P inner points of both: the test of
+   pbd__segment_closest in the same operations, so it agrees with it, for
+   all lanes at once (pbd__sc_try_ee makes it again, exactly). */
+static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L) {
+    enum { K = PBD__SC_K };
+    float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
+    float d0 = P[12 * K + l], d1 = P[13 * K + l], d2 = P[14 * K + l], a = P[15 * K + l];
+    unsigned m = 0;
+    for (int j = 0; j < K; ++j) {
+        float r0 = p0 - L[6 * K + j], r1 = p1 - L[7 * K + j], r2 = p2 - L[8 * K + j];
+        float e0 = L[12 * K + j], e1 = L[13 * K + j], e2 = L[14 * K + j], e = L[15 * K + j];
+        float f = e0 * r0 + e1 * r1 + e2 * r2, c = d0 * r0 + d1 * r1 + d2 * r2, b = d0 * e0 + d1 * e1 + d2 * e2;
+        float den = a * e - b * b;
+        int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
+        float s = (b * f - c * e) / (ok ? den : 1.0f);
+        float t = (b * s + f) / (ok ? e : 1.0f);
+        m |= (unsigned)(ok & (s > 1e-3f) & (s < 1 - 1e-3f) & (t > 1e-3f) & (t < 1 - 1e-3f)) << j;
+    }
+    return m;
+}
+
+/* The lowest set bit of m != 0. */
+static inline int pbd__sc_ctz(unsigned m) {
+#if defined(__GNUC__) || defined(__clang__)
+    return __builtin_ctz(m);
+#else
+    int j = 0;
+    while (!(m & 1u)) { m >>= 1; ++j; }
+    return j;
+#endif
+}
+
+/* The padded boxes of cluster c of triangles or edges (`per` vertices each,
+   listed by `items`, members by `ord`): the lanes, the cluster box and its
+   centre. */
+static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, const int *ord, const int *items, int per,
+                          float pad, float *lanes, float *box, float *cent) {
+    enum { K = PBD__SC_K };
+    int rows = per == 2 ? 16 : 6;
+    float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
+    for (int k = 0; k < 3; ++k) { cb[k] = FLT_MAX; cb[3 + k] = -FLT_MAX; }
+    for (int l = 0; l < K; ++l) {
+        int it = ord[c * K + l];
+        if (it < 0) { /* past the end: a box nothing overlaps */
+            for (int k = 0; k < 3; ++k) { L[k * K + l] = FLT_MAX; L[(3 + k) * K + l] = -FLT_MAX; }
+            for (int k = 6; k < rows; ++k) L[k * K + l] = 0;
+            continue;
+        }
+        float b[6], r = 0;
+        pbd__box_init(b, pbd__sc_x(w, S, items[per * it]));
+        for (int j = 0; j < per; ++j) {
+            int v = items[per * it + j];
+            pbd__v3 x = pbd__sc_x(w, S, v);
+            pbd__box_add(b, x);
+            r = S->reach[v] > r ? S->reach[v] : r;
+            if (rows == 16) { L[(6 + 3 * j) * K + l] = x.x; L[(7 + 3 * j) * K + l] = x.y; L[(8 + 3 * j) * K + l] = x.z; }
+        }
+        if (rows == 16) {
+            float d[3];
+            for (int k = 0; k < 3; ++k) d[k] = L[(9 + k) * K + l] - L[(6 + k) * K + l];
+            for (int k = 0; k < 3; ++k) L[(12 + k) * K + l] = d[k];
+            L[15 * K + l] = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        }
+        for (int k = 0; k < 3; ++k) {
+            L[k * K + l] = b[k] - (pad + r);
+            L[(3 + k) * K + l] = b[3 + k] + (pad + r);
+            cb[k] = L[k * K + l] < cb[k] ? L[k * K + l] : cb[k];
+            cb[3 + k] = L[(3 + k) * K + l] > cb[3 + k] ? L[(3 + k) * K + l] : cb[3 + k];
+        }
+    }
+    for (int k = 0; k < 3; ++k) cent[3 * (size_t)c + k] = 0.5f * (cb[k] + cb[3 + k]);
+}
+
+/* The buckets of grid g (cells of `cell`) whose cluster boxes may meet box b. */
+static int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell, int *out, int max) {
+    float hc = 0.5f * cell;
+    return pbd__grid_buckets(g, pbd__v(b[0] - hc, b[1] - hc, b[2] - hc), pbd__v(b[3] + hc, b[4] + hc, b[5] + hc), out, max);
+}
+
+/* Point-triangle candidates of the vertices of vertex cluster c. */
+static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
+    enum { K = PBD__SC_K };
+    pbd__sc_pt prev[K][PBD__SC_PT];
+    int ids[K], nprev[K], count[K], n = 0;
+    float vb[K][6];
+    pbd__v3 xs[K];
+    for (int l = 0; l < K; ++l) {
+        int i = S->vord[c * K + l];
+        if (i < 0) break;
+        ids[n] = i;
+        nprev[n] = S->npt[i];
+        count[n] = 0;
+        memcpy(prev[n], S->pt + (size_t)i * PBD__SC_PT, sizeof(pbd__sc_pt) * (size_t)nprev[n]);
+        xs[n] = pbd__sc_x(w, S, i);
+        float r = S->reach[i];
+        pbd__box_init(vb[n], pbd__sub(xs[n], pbd__v(r, r, r)));
+        pbd__box_add(vb[n], pbd__add(xs[n], pbd__v(r, r, r)));
+        n++;
+    }
+    const float *cb = S->vbox + 6 * (size_t)c;
+    int buckets[64], nb = pbd__sc_buckets(&S->gt, cb, S->cellt, buckets, 64), all = nb < 0;
+    if (all) nb = S->gt.mask + 1;
+    for (int bi = 0; bi < nb; ++bi) {
+        int h = all ? bi : buckets[bi];
+        for (int k = S->gt.start[h]; k < S->gt.start[h + 1]; ++k) {
+            int tc = S->gt.sorted[k];
+            const float *tb = S->tbox + 6 * (size_t)tc, *L = S->tlane + (size_t)6 * K * tc;
+            if (!pbd__box_overlap(cb, tb)) continue;
+            for (int l = 0; l < n; ++l) {
+                if (!pbd__box_overlap(vb[l], tb)) continue;
+                unsigned m = pbd__sc_lanes(L, vb[l]);
+                if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
+                for (; m; m &= m - 1)
+                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__sc_ctz(m)], xs[l], S->reach[ids[l]], prev[l], nprev[l],
+                                   S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
+            }
+        }
+    }
+    for (int l = 0; l < n; ++l) S->npt[ids[l]] = (unsigned char)count[l];
+}
+
+/* Edge-edge candidates of the edges of edge cluster c (each against the
+   edges of a larger place in eord: those of this cluster and of the
+   clusters after it, so each pair is tested once). */
+static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
+    enum { K = PBD__SC_K };
+    pbd__sc_ee prev[K][PBD__SC_EE];
+    int ids[K], lane[K], nprev[K], count[K], n = 0;
+    float eb[K][6];
+    const float *E = S->elane + (size_t)16 * K * c;
+    for (int l = 0; l < K; ++l) {
+        int e = S->eord[c * K + l];
+        if (e < 0) break;
+        ids[n] = e;
+        lane[n] = l;
+        nprev[n] = S->nee[e];
+        count[n] = 0;
+        memcpy(prev[n], S->ee + (size_t)e * PBD__SC_EE, sizeof(pbd__sc_ee) * (size_t)nprev[n]);
+        for (int k = 0; k < 6; ++k) eb[n][k] = E[k * K + l];
+        n++;
+    }
+    const float *cb = S->ebox + 6 * (size_t)c;
+    int buckets[64], nb = pbd__sc_buckets(&S->ge, cb, S->celle, buckets, 64), all = nb < 0;
     if (all) nb = S->ge.mask + 1;
     for (int bi = 0; bi < nb; ++bi) {
-                int h = all ? bi : buckets[bi];
-                for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
-                    int f = S->ge.sorted[k];
-                    if (f <= e) continue;
-                    int b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
-                    if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) continue;
-                    const float *fb = S->box + 6 * ((size_t)S->nt + (size_t)f);
-                    if (!pbd__box_overlap(eb, fb)) continue;
-                    pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
-                    float s, t;
-                    pbd__segment_closest(A0, A1, B0, B1, &s, &t);
-                    /* closest points at an end are vertex contacts, which the
-                       point-triangle constraints of the neighbours handle */
-                    if (s <= 1e-3f || s >= 1 - 1e-3f || t <= 1e-3f || t >= 1 - 1e-3f) continue;
-                    pbd__v3 d = pbd__sub(pbd__lerp(A0, A1, s), pbd__lerp(B0, B1, t));
-                    float dist = pbd__len(d);
-                    float tr = pbd__sc_travel(w, S, a0), q;
-                    q = pbd__sc_travel(w, S, a1); tr = q > tr ? q : tr;
-                    float tr2 = pbd__sc_travel(w, S, b0);
-                    q = pbd__sc_travel(w, S, b1); tr2 = q > tr2 ? q : tr2;
-                    float th = pbd__sc_thickness(w, S->es[e], S->es[f]);
-                    if (dist > 2.0f * th + tr + tr2) continue;
-                    /* the separating direction at the start of the step */
-                    pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s), pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
-                    float l0 = pbd__len(d0);
-                    pbd__sc_ee item;
-                    int kept = -1;
-                    for (int j = 0; j < nprev; ++j)
-                        if (prev[j].edge == f) kept = j;
-                    if (kept >= 0) item.n = prev[kept].n; /* kept while the pair stays a candidate */
-                    else if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
-                    else if (dist > 1e-7f) item.n = pbd__mul(d, 1.0f / dist);
-                    else continue;
-                    item.edge = f;
-                    item.lambda = 0;
-                    item.s = s;
-                    item.t = t;
-                    item.dist = dist;
-                    PBD__SC_INSERT(slots, count, PBD__SC_EE, item);
-                }
+        int h = all ? bi : buckets[bi];
+        for (int k = S->ge.start[h]; k < S->ge.start[h + 1]; ++k) {
+            int fc = S->ge.sorted[k];
+            if (fc < c) continue; /* the pairs with a cluster before this one belong to that one */
+            const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)16 * K * fc;
+            if (!pbd__box_overlap(cb, fb)) continue;
+            for (int l = 0; l < n; ++l) {
+                if (!pbd__box_overlap(eb[l], fb)) continue;
+                unsigned m = pbd__sc_lanes(L, eb[l]);
+                if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
+                if (m) m &= pbd__sc_lanes_inner(E, lane[l], L);
+                for (; m; m &= m - 1)
+                    pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__sc_ctz(m)], prev[l], nprev[l],
+                                   S->ee + (size_t)ids[l] * PBD__SC_EE, &count[l]);
+            }
+        }
     }
-    S->nee[e] = (unsigned char)count;
+    for (int l = 0; l < n; ++l) S->nee[ids[l]] = (unsigned char)count[l];
+}
+
+/* The largest edge of the cluster boxes: the cell of their grid. */
+static float pbd__sc_cell(const float *box, int n) {
+    float c = 0;
+    for (int k = 0; k < n; ++k)
+        for (int j = 0; j < 3; ++j) {
+            float e = box[6 * (size_t)k + 3 + j] - box[6 * (size_t)k + j];
+            c = e > c ? e : c;
+        }
+    return c * 1.01f + 1e-6f;
 }
 
 /* After the prediction: limit the motion, bound it, find the candidates. */
 static void pbd__selfcol_detect(pbd_world *w, float h) {
+    enum { K = PBD__SC_K };
     pbd__selfcol *S = w->selfcol;
-    int nv = S->nv, np = S->nt + S->ne;
+    int nv = S->nv;
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < nv; ++i) {
         int q = S->vp[i];
@@ -8717,43 +9073,35 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         }
     }
     PBD__PRAGMA(omp for schedule(static))
-    for (int k = 0; k < np; ++k) {
-        const int *vv = k < S->nt ? S->tv + 3 * k : S->ev + 2 * (k - S->nt);
-        int nvk = k < S->nt ? 3 : 2;
-        float *b = S->box + 6 * (size_t)k;
-        pbd__box_init(b, pbd__sc_x(w, S, vv[0]));
-        for (int j = 0; j < nvk; ++j) {
-            float rj = S->reach[vv[j]];
-            pbd__v3 xj = pbd__sc_x(w, S, vv[j]);
-            pbd__box_add(b, pbd__sub(xj, pbd__v(rj, rj, rj)));
-            pbd__box_add(b, pbd__add(xj, pbd__v(rj, rj, rj)));
-        }
-        /* triangles reach 2 thicknesses (vertices are points); edges one each */
-        float g = k < S->nt ? 2.0f * S->maxth : S->maxth;
-        for (int j = 0; j < 3; ++j) {
-            b[j] -= g;
-            b[3 + j] += g;
-            S->cent[3 * (size_t)k + j] = 0.5f * (b[j] + b[3 + j]);
+    for (int c = 0; c < S->tc; ++c)
+        pbd__sc_bound(w, S, c, S->tord, S->tv, 3, PBD__SC_PT_GAP * S->maxth, S->tlane, S->tbox, S->tcent);
+    PBD__PRAGMA(omp for schedule(static))
+    for (int c = 0; c < S->ec; ++c)
+        pbd__sc_bound(w, S, c, S->eord, S->ev, 2, 0.5f * PBD__SC_EE_GAP * S->maxth, S->elane, S->ebox, S->ecent);
+    PBD__PRAGMA(omp for schedule(static))
+    for (int c = 0; c < S->vc; ++c) {
+        float *b = S->vbox + 6 * (size_t)c;
+        for (int l = 0; l < K && S->vord[c * K + l] >= 0; ++l) {
+            int i = S->vord[c * K + l];
+            float r = S->reach[i];
+            pbd__v3 x = pbd__sc_x(w, S, i);
+            if (l == 0) pbd__box_init(b, x);
+            pbd__box_add(b, pbd__sub(x, pbd__v(r, r, r)));
+            pbd__box_add(b, pbd__add(x, pbd__v(r, r, r)));
         }
     }
     PBD__PRAGMA(omp single)
     {
-        float ct = 0, ce = 0;
-        for (int k = 0; k < np; ++k) {
-            const float *b = S->box + 6 * (size_t)k;
-            float *c = k < S->nt ? &ct : &ce;
-            for (int j = 0; j < 3; ++j) *c = b[3 + j] - b[j] > *c ? b[3 + j] - b[j] : *c;
-        }
-        /* cells as large as the largest box: a query spans a few cells */
-        S->cellt = ct * 1.01f + 1e-6f;
-        S->celle = ce * 1.01f + 1e-6f;
+        S->iter = 0;
+        S->cellt = pbd__sc_cell(S->tbox, S->tc);
+        S->celle = pbd__sc_cell(S->ebox, S->ec);
     }
-    pbd__grid_build(&S->gt, S->cent, 3, NULL, S->nt, S->cellt);
-    if (S->ne > 0) pbd__grid_build(&S->ge, S->cent + 3 * (size_t)S->nt, 3, NULL, S->ne, S->celle);
-    PBD__PRAGMA(omp for schedule(dynamic, 64))
-    for (int i = 0; i < nv; ++i) pbd__sc_vertex_candidates(w, S, i);
-    PBD__PRAGMA(omp for schedule(dynamic, 64))
-    for (int e = 0; e < S->ne; ++e) pbd__sc_edge_candidates(w, S, e);
+    pbd__grid_build(&S->gt, S->tcent, 3, NULL, S->tc, S->cellt);
+    if (S->ec > 0) pbd__grid_build(&S->ge, S->ecent, 3, NULL, S->ec, S->celle);
+    PBD__PRAGMA(omp for schedule(dynamic, 4))
+    for (int c = 0; c < S->vc; ++c) pbd__sc_vertex_cluster(w, S, c);
+    PBD__PRAGMA(omp for schedule(dynamic, 4))
+    for (int c = 0; c < S->ec; ++c) pbd__sc_edge_cluster(w, S, c);
 }
 
 /* Moves particles ids[0..n) by w_i g_i dl, the PBD projection of survey 3.3
@@ -8782,23 +9130,112 @@ static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n
 
 /* Every iteration: the point-triangle constraints (survey 3.4.3), then the
    edge-edge ones, serially in candidate order. */
+/* The maximum speed holds for the solved motion too: the groups may drag
+   a vertex further than its prediction, beyond the reach of the
+   candidates; the self-collision projection has the last word. */
+static void pbd__sc_clamp(pbd_world *w, const pbd__selfcol *S) {
+    PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < S->nv; ++i) {
+        int q = S->vp[i];
+        if (w->p[q].w == 0) continue;
+        pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+        float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+        if (l > lim) {
+            d = pbd__mul(d, lim / l);
+            w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
+        }
+    }
+}
+
+/* Whether vertex q passes through triangle abc (edges included) while the
+   four move linearly from x[0..3] (q a b c) to y[0..3]: the times where
+   they are coplanar are the roots of the cubic ((b-a) x (c-a)) . (q-a);
+   the cubic is split at its critical points and each sign change is
+   bisected, then the point is tested against the triangle there. */
+static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
+    pbd__v3 p[4];
+    for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
+    return pbd__dot(pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1])), pbd__sub(p[0], p[1]));
+}
+static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
+    /* the cubic's coefficients from four samples (exact for a cubic, up to rounding) */
+    float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f), f2 = pbd__sc_coplanar(x, y, 2.0f / 3.0f),
+          f3 = pbd__sc_coplanar(x, y, 1);
+    /* Lagrange on 0 1/3 2/3 1 -> derivative 3 c3 t^2 + 2 c2 t + c1 */
+    float c3 = 4.5f * (f3 - 3.0f * f2 + 3.0f * f1 - f0), c2 = 9.0f * (f0 - 2.5f * f1 + 2.0f * f2 - 0.5f * f3);
+    float c1 = -5.5f * f0 + 9.0f * f1 - 4.5f * f2 + f3;
+    float cuts[4] = {0, 1, 1, 1};
+    int nc = 1;
+    float A = 3 * c3, B = 2 * c2, C = c1, disc = B * B - 4 * A * C;
+    if (fabsf(A) > 1e-30f && disc >= 0) {
+        float r = sqrtf(disc), t1 = (-B - r) / (2 * A), t2 = (-B + r) / (2 * A);
+        if (t1 > t2) { float q = t1; t1 = t2; t2 = q; }
+        if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
+        if (t2 > 0 && t2 < 1) cuts[nc++] = t2;
+    } else if (fabsf(A) <= 1e-30f && fabsf(B) > 1e-30f) {
+        float t1 = -C / B;
+        if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
+    }
+    cuts[nc++] = 1;
+    for (int k = 0; k + 1 < nc; ++k) {
+        float lo = cuts[k], hi = cuts[k + 1], flo = pbd__sc_coplanar(x, y, lo), fhi = pbd__sc_coplanar(x, y, hi);
+        if (flo != 0 && fhi != 0 && (flo < 0) == (fhi < 0)) continue;
+        for (int it = 0; it < 30 && flo != 0; ++it) {
+            float m = 0.5f * (lo + hi), fm = pbd__sc_coplanar(x, y, m);
+            if (fm != 0 && (fm < 0) == (flo < 0)) { lo = m; flo = fm; } else hi = m;
+        }
+        float t = flo == 0 ? lo : 0.5f * (lo + hi), u[3];
+        pbd__v3 p[4];
+        for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
+        if (!pbd__barycentric(p[0], p[1], p[2], p[3], u)) continue;
+        if (u[0] >= -1e-4f && u[1] >= -1e-4f && u[2] >= -1e-4f) return 1;
+    }
+    return 0;
+}
+
+/* The fail-safe after the last iteration (the contacts could not hold
+   everything, e.g. a fold shut tight with its sides at odds): a vertex
+   that passed through a candidate triangle between the start of the
+   substep (x, free of crossings) and now (p) goes back to the start,
+   with the triangle's free particles, so they end the substep at rest
+   where they were. Going back can put a pair the other way, so the pass
+   repeats until no candidate crosses; each repeat sends back at least one
+   more particle, so it ends. Serial, in candidate order. */
+static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
+    memset(S->frozen, 0, (size_t)S->nv);
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int i = 0; i < S->nv; ++i)
+            for (int k = 0; k < S->npt[i]; ++k) {
+                const int *tv = S->tv + 3 * S->pt[(size_t)i * PBD__SC_PT + k].tri;
+                int vs[4] = {i, tv[0], tv[1], tv[2]}, free_ = 0;
+                pbd__v3 x[4], y[4];
+                for (int j = 0; j < 4; ++j) {
+                    int q = S->vp[vs[j]];
+                    x[j] = pbd__p3(w->x[q]);
+                    y[j] = pbd__p3(w->p[q]);
+                    free_ += w->p[q].w > 0 && !S->frozen[vs[j]];
+                }
+                if (!free_ || !pbd__sc_crossed(x, y)) continue;
+                for (int j = 0; j < 4; ++j) {
+                    int q = S->vp[vs[j]];
+                    if (!(w->p[q].w > 0) || S->frozen[vs[j]]) continue;
+                    w->p[q].x = w->x[q].x; w->p[q].y = w->x[q].y; w->p[q].z = w->x[q].z;
+                    S->frozen[vs[j]] = 1;
+                }
+                changed = 1;
+            }
+    }
+}
+
 static void pbd__selfcol_project(pbd_world *w) {
+    /* every thread reads iter before the barrier of the first clamp; it
+       changes only after it */
+    int last = w->selfcol->iter + 1 == w->iterations;
+    pbd__sc_clamp(w, w->selfcol);
     PBD__PRAGMA(omp single)
     {
         pbd__selfcol *S = w->selfcol;
-        /* the maximum speed holds for the solved motion too: the groups may
-           drag a vertex further than its prediction, beyond the reach of the
-           candidates; the self-collision projection has the last word */
-        for (int i = 0; i < S->nv; ++i) {
-            int q = S->vp[i];
-            if (w->p[q].w == 0) continue;
-            pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-            float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
-            if (l > lim) {
-                d = pbd__mul(d, lim / l);
-                w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
-            }
-        }
         for (int i = 0; i < S->nv; ++i)
             for (int k = 0; k < S->npt[i]; ++k) {
                 pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
@@ -8829,6 +9266,14 @@ static void pbd__selfcol_project(pbd_world *w) {
                 pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f), pbd__mul(c->n, -c->t)};
                 c->lambda += pbd__sc_apply(w, ids, g, 4, C);
             }
+    }
+    /* after the last iteration: the motion within the reach again (the
+       contacts moved particles), then the fail-safe */
+    if (last) pbd__sc_clamp(w, w->selfcol);
+    PBD__PRAGMA(omp single)
+    {
+        w->selfcol->iter++;
+        if (last) pbd__sc_failsafe(w, w->selfcol);
     }
 }
 

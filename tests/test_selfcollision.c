@@ -337,6 +337,146 @@ static double sc_point_tri(const float *qf, const float *af, const float *bf, co
     return best;
 }
 
+/* ---- the candidate search against brute force ------------------------------- */
+
+/* Closest points of segments p0 p1 and q0 q1 in double (Ericson 5.1.9):
+   the parameters, or 0 when the segments are near parallel. */
+static int sc_segments(const float *p0, const float *p1, const float *q0, const float *q1, double *s, double *t, double *dist) {
+    sc_v P0 = {p0[0], p0[1], p0[2]}, P1 = {p1[0], p1[1], p1[2]}, Q0 = {q0[0], q0[1], q0[2]}, Q1 = {q1[0], q1[1], q1[2]};
+    sc_v d1 = sc_sub(P1, P0), d2 = sc_sub(Q1, Q0), r = sc_sub(P0, Q0);
+    double a = sc_dot(d1, d1), e = sc_dot(d2, d2), b = sc_dot(d1, d2), c = sc_dot(d1, r), f = sc_dot(d2, r), den = a * e - b * b;
+    if (!(den > 1e-6 * a * e)) return 0;
+    double S = (b * f - c * e) / den, T = (b * S + f) / e;
+    if (S < 0 || S > 1 || T < 0 || T > 1) return 0; /* the closest points are not both inner points */
+    sc_v x = sc_at(P0, d1, S), y = sc_at(Q0, d2, T), dd = sc_sub(x, y);
+    *s = S; *t = T; *dist = sqrt(sc_dot(dd, dd));
+    return 1;
+}
+
+/* A crumpled cloth: a 12 x 12 grid squeezed to a third of its size with
+   random heights and jitter, so that it overlaps itself everywhere. Its
+   candidates after one substep (found from these positions) hold every
+   vertex-triangle pair and every pair of edges with inner closest points
+   that are closer than the thickness, unless the vertex (edge) already
+   holds as many nearer candidates as it keeps (8, 4); 1 and 2 threads
+   agree. The search reaches further: particles may move a thickness per
+   substep, and a vertex acts within sqrt(2) thicknesses of a triangle
+   (see the manual), so the pairs within 3.3 (vertex-triangle) and 2.9
+   (edge-edge) thicknesses are checked as well. */
+static pbd_world *sc_crumpled(sc_scene *s, float th, unsigned seed, int threads) {
+    memset(s, 0, sizeof *s);
+    pbd_world_desc d = pbd_world_desc_default();
+    d.gravity[1] = 0;
+    d.substeps = 1;
+    d.iterations = 1;
+    CHECK_OK(pbd_world_create(&d, &s->w));
+    float o[3] = {0, 0, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
+    CHECK(sc_cloth(s, 12, o, u, v, 1));
+    int n = s->cloth.particles.count;
+    float *x = (float *)malloc(sizeof(float) * 3 * (size_t)n);
+    for (int i = 0; i < n; ++i) {
+        x[3 * i] = s->m.positions[3 * i] * 0.3f + 0.01f * pbdt_rand(&seed);
+        x[3 * i + 1] = 0.05f * pbdt_rand(&seed);
+        x[3 * i + 2] = s->m.positions[3 * i + 2] * 0.3f + 0.01f * pbdt_rand(&seed);
+    }
+    CHECK_OK(pbd_set_positions(s->w, s->cloth.particles, x));
+    free(x);
+    CHECK(sc_surface(s, th));
+    CHECK_OK(pbd_world_set_threads(s->w, threads));
+    return s->w;
+}
+
+static int sc_has(const int *q, int nq, int a, int b, int c, int d) {
+    for (int k = 0; k < nq; ++k)
+        if (q[4 * k] == a && q[4 * k + 1] == b && q[4 * k + 2] == c && q[4 * k + 3] == d) return 1;
+    return 0;
+}
+
+TEST(selfcollision_candidates_hold_every_close_pair) {
+    const float th = 0.012f;
+    for (unsigned seed = 1; seed <= 6; ++seed) {
+        double reach_pt = seed <= 3 ? th : 3.3 * th, reach_ee = seed <= 3 ? th : 2.9 * th;
+        sc_scene s, s2;
+        sc_crumpled(&s, th, (seed % 3 + 1) * 7919u, 1);
+        sc_crumpled(&s2, th, (seed % 3 + 1) * 7919u, 2);
+        int n = pbd_world_particle_count(s.w);
+        float *x = (float *)malloc(sizeof(float) * 4 * (size_t)n);
+        memcpy(x, pbd_world_positions(s.w), sizeof(float) * 4 * (size_t)n); /* the positions of the search */
+        CHECK_OK(pbd_world_step(s.w, 1.0f / 240.0f));
+        CHECK_OK(pbd_world_step(s2.w, 1.0f / 240.0f));
+        int npt = 0, npt2 = 0, nq = pbd_world_self_contacts(s.w, NULL, 0, &npt);
+        CHECK(nq == pbd_world_self_contact_count(s.w));
+        int *q = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1)), *q2 = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1));
+        CHECK(pbd_world_self_contacts(s.w, q, nq, NULL) == nq);
+        CHECK(pbd_world_self_contacts(s2.w, q2, nq, &npt2) == nq);
+        CHECK(npt2 == npt);
+        CHECK_MSG(memcmp(q, q2, sizeof(int) * 4 * (size_t)nq) == 0, "1 and 2 threads found other candidates");
+        /* vertex-triangle pairs */
+        int close = 0, missed = 0;
+        for (int i = 0; i < n; ++i) {
+            int held = 0;
+            double farthest = 0;
+            for (int k = 0; k < npt; ++k)
+                if (q[4 * k] == i) {
+                    double dk = sc_point_tri(x + 4 * i, x + 4 * q[4 * k + 1], x + 4 * q[4 * k + 2], x + 4 * q[4 * k + 3]);
+                    held++;
+                    farthest = dk > farthest ? dk : farthest;
+                }
+            for (int t = 0; t < s.nt; ++t) {
+                const int *T = s.tri + 3 * t;
+                if (T[0] == i || T[1] == i || T[2] == i) continue;
+                double dist = sc_point_tri(x + 4 * i, x + 4 * T[0], x + 4 * T[1], x + 4 * T[2]);
+                if (!(dist < reach_pt)) continue;
+                close++;
+                if (!sc_has(q, npt, i, T[0], T[1], T[2]) && !(held == 8 && farthest <= dist + 1e-6)) missed++;
+            }
+        }
+        /* edge-edge pairs: the edges of the grid's triangles */
+        int nes = 0, *edges = (int *)malloc(sizeof(int) * 6 * (size_t)s.nt);
+        for (int t = 0; t < s.nt; ++t)
+            for (int j = 0; j < 3; ++j) {
+                int a = s.tri[3 * t + j], b = s.tri[3 * t + (j + 1) % 3], dup = 0;
+                for (int k = 0; k < nes && !dup; ++k)
+                    dup = (edges[2 * k] == a && edges[2 * k + 1] == b) || (edges[2 * k] == b && edges[2 * k + 1] == a);
+                if (!dup) { edges[2 * nes] = a; edges[2 * nes + 1] = b; nes++; }
+            }
+        int close_ee = 0, missed_ee = 0;
+        for (int e = 0; e < nes; ++e)
+            for (int f = e + 1; f < nes; ++f) {
+                int a0 = edges[2 * e], a1 = edges[2 * e + 1], b0 = edges[2 * f], b1 = edges[2 * f + 1];
+                if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) continue;
+                double ps, pt, dist;
+                if (!sc_segments(x + 4 * a0, x + 4 * a1, x + 4 * b0, x + 4 * b1, &ps, &pt, &dist)) continue;
+                if (!(dist < reach_ee) || ps < 0.01 || ps > 0.99 || pt < 0.01 || pt > 0.99) continue;
+                close_ee++;
+                int found = 0, held_a = 0, held_b = 0;
+                for (int k = npt; k < nq; ++k) {
+                    const int *Q = q + 4 * k;
+                    int ea = (Q[0] == a0 && Q[1] == a1) || (Q[0] == a1 && Q[1] == a0);
+                    int eb = (Q[2] == b0 && Q[3] == b1) || (Q[2] == b1 && Q[3] == b0);
+                    int fa = (Q[0] == b0 && Q[1] == b1) || (Q[0] == b1 && Q[1] == b0);
+                    int fb = (Q[2] == a0 && Q[3] == a1) || (Q[2] == a1 && Q[3] == a0);
+                    found |= (ea && eb) || (fa && fb);
+                    held_a += ea;
+                    held_b += fa;
+                }
+                if (!found && held_a < 4 && held_b < 4) missed_ee++;
+            }
+        printf("    crumpled cloth %u: %d candidates; %d vertex-triangle and %d edge-edge pairs within %.1f and %.1f thicknesses, %d + %d missed\n",
+               seed, nq, close, close_ee, reach_pt / th, reach_ee / th, missed, missed_ee);
+        CHECK(close > 20);
+        CHECK(close_ee > 0);
+        CHECK(missed == 0);
+        CHECK(missed_ee == 0);
+        free(edges);
+        free(q);
+        free(q2);
+        free(x);
+        sc_free(&s);
+        sc_free(&s2);
+    }
+}
+
 /* ---- determinism, snapshot, bad input ------------------------------------------ */
 
 static pbd_world *sc_small_scene(sc_scene *s) {
@@ -458,6 +598,7 @@ void suite_selfcollision(void) {
     RUN(selfcollision_cloth_on_sphere_never_crosses);
     RUN(selfcollision_twisted_cloth_never_crosses);
     RUN(selfcollision_stacked_cloths_keep_thickness);
+    RUN(selfcollision_candidates_hold_every_close_pair);
     RUN(selfcollision_threads_simd_snapshot_identical);
     RUN(selfcollision_cloth_helper_with_permutation);
     RUN(selfcollision_bad_input);
