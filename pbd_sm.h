@@ -142,9 +142,10 @@
    bit-identical to its scalar reference); build with -fno-math-errno (no
    result changes) so that the compiler can vectorise the edge kernel too.
    Both parallel schemes of the paper's section 5 are there (d.scheme):
-   two-pass (the default) and independent sets (faster on one core); see
-   pbd_sm_cloth_desc.scheme for the one start where they differ (a flat
-   cloth collapsed into exactly one point), and why.
+   independent sets (the default: the faster one on a CPU) and two-pass
+   (the paper's GPU scheme); see pbd_sm_cloth_desc.scheme for the one
+   start that neither recovers from by itself (a flat cloth collapsed
+   into exactly one point), and why.
 
    LICENSE: MIT or public domain (your choice), see pbd.h.
 */
@@ -776,16 +777,15 @@ typedef struct pbd_sm_cloth_desc {
     int conserve_wrinkles;    /* eqs. 16-18 on the coarse levels; default 1 */
     float damping;            /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
     float bending_stiffness;  /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
-    pbd_sm_cloth_scheme scheme; /* default PBD_SM_CLOTH_TWO_PASS. Independent sets are 15-28%
-                                   faster on one core (bench/multires.c) and recover from random
-                                   and collapsed starts as well as two-pass does, but not a flat
-                                   cloth collapsed into exactly one point: all corrections lie
-                                   in the triangles' planes, so such a cloth
-                                   unfolds in one plane, where the triangles mirrored by the
-                                   collapse never unmirror (either scheme stalls at 4-9% mean
-                                   elongation there); only rounding lifts it out, which with a
-                                   non-nested hierarchy happens with two-pass (20 x 20 cloth, 3
-                                   levels: 0.7%) and not with independent sets (5.1%) */
+    pbd_sm_cloth_scheme scheme; /* default PBD_SM_CLOTH_INDEPENDENT_SETS: 11-26% faster than
+                                   two-pass on one core (bench/multires.c), as fast on two;
+                                   two-pass is the GPU's scheme. Both recover from random and
+                                   collapsed starts; a flat cloth collapsed into exactly one
+                                   point is a special case for both: all corrections lie in
+                                   the triangles' planes, so it unfolds in one plane, where
+                                   the triangles mirrored by the collapse never unmirror
+                                   (4-9% mean elongation on a 20 x 20 cloth); only rounding
+                                   lifts it out, as it does at full size with either scheme */
     float thickness;          /* particle radius for collisions; default 0.005 */
     const int *keep_vertices; /* optional: vertices every level keeps (e.g. those you pin);
                                  boundary corners are always kept */
@@ -6275,7 +6275,7 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
     d.conserve_wrinkles = 1;
     d.damping = 0.05f;
     d.bending_stiffness = 1e-4f;
-    d.scheme = PBD_SM_CLOTH_TWO_PASS;
+    d.scheme = PBD_SM_CLOTH_INDEPENDENT_SETS;
     d.thickness = 0.005f;
     return d;
 }

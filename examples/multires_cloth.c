@@ -7,7 +7,7 @@
 
    Switches (any order): levels=N (1..8, default 4), wrinkles=0|1 (the
    coarse levels' wrinkle conservation, default 1), scheme=0|1 (two-pass or
-   independent sets, default 0), and the output folder (default "out"). Compare
+   independent sets, default 1), and the output folder (default "out"). Compare
        ./multires_cloth out wrinkles=1   and   ./multires_cloth out wrinkles=0
    to see the coarse levels smooth the folds away without conservation
    (out/multires_cloth_w1.png and out/multires_cloth_w0.png).
@@ -49,7 +49,7 @@ static int check(pbd_result r, const char *what, const pbd_world *w) {
 
 int main(int argc, char **argv) {
     const char *outdir = "out";
-    int levels = 4, wrinkles = 1, scheme = 0;
+    int levels = 4, wrinkles = 1, scheme = 1;
     for (int i = 1; i < argc; ++i) {
         if (strncmp(argv[i], "levels=", 7) == 0) levels = atoi(argv[i] + 7);
         else if (strncmp(argv[i], "wrinkles=", 9) == 0) wrinkles = atoi(argv[i] + 9);
