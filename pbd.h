@@ -4988,6 +4988,26 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, con
     for (int bi = 0; bi < nb; ++bi) {
         int b = buckets[bi], s0 = g->start[b], s1 = g->start[b + 1];
         if (s1 - s0 > PBD__GRID_CANDS - 16 - n) return;
+#if PBD__W == 16
+        /* 16 points at a time while they exist (the lanes past the bucket
+           are overwritten by the next one, or by the padding) */
+        for (; s0 + 16 <= g->count && s0 < s1; s0 += 16, n += 16) {
+            const float *p = g->pos + 4 * (size_t)s0;
+            pbd__vf r0 = pbd__vload(p), r1 = pbd__vload(p + 16), r2 = pbd__vload(p + 32), r3 = pbd__vload(p + 48);
+            /* 128-bit blocks transposed: register j holds points j, j + 4,
+               j + 8, j + 12, the layout of pbd__vgather */
+            pbd__vf t0 = simde_mm512_shuffle_f32x4(r0, r1, 0x44), t1 = simde_mm512_shuffle_f32x4(r0, r1, 0xEE);
+            pbd__vf t2 = simde_mm512_shuffle_f32x4(r2, r3, 0x44), t3 = simde_mm512_shuffle_f32x4(r2, r3, 0xEE);
+            r0 = simde_mm512_shuffle_f32x4(t0, t2, 0x88); r1 = simde_mm512_shuffle_f32x4(t0, t2, 0xDD);
+            r2 = simde_mm512_shuffle_f32x4(t1, t3, 0x88); r3 = simde_mm512_shuffle_f32x4(t1, t3, 0xDD);
+            pbd__vtranspose(&r0, &r1, &r2, &r3);
+            pbd__vstore(c->x + n, r0); pbd__vstore(c->y + n, r1); pbd__vstore(c->z + n, r2);
+            simde__m512i ids = remap ? simde_mm512_loadu_si512((const void *)(remap + s0))
+                                     : simde_mm512_add_epi32(simde_mm512_set1_epi32(s0), simde_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+            simde_mm512_storeu_si512((void *)(c->s + n), ids);
+        }
+        if (s0 > s1) { n -= s0 - s1; continue; }
+#endif
         for (int s = s0; s < s1; ++s, ++n) {
             c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
             c->s[n] = remap ? remap[s] : s;
@@ -5283,6 +5303,15 @@ static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *
     return *contact || fa >= 0 || fb >= 0;
 }
 
+/* The one fluid of all particles taking part (k < np), or -2 (a solid,
+   or two fluids). */
+static int pbd__pp_one_fluid(const pbd__particle_phase *pp) {
+    int f = pp->np > 0 ? pp->fluid[0] : -2;
+    for (int k = 1; k < pp->np && f >= 0; ++k)
+        if (pp->fluid[k] != f) f = -2;
+    return f >= 0 ? f : -2;
+}
+
 /* Neighbour lists of the particles taking part, at positions P (the
    predictions at the start of a substep, or x for queries). Inside the
    substep's parallel region, or serially. With `mark`, objects touched
@@ -5331,6 +5360,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     int prev = -2, next = 0;
     pbd__grid_cands cands; /* this thread's, 16 KiB */
     int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
+    int one_fluid = pbd__pp_one_fluid(pp); /* then every candidate's (each thread finds it) */
     cache.valid = 0;
     cands.n = -1;
     PBD__PRAGMA(omp for schedule(static))
@@ -5344,8 +5374,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         int *list = pp->nbr + next;
         if (cache.fresh) {
             pbd__grid_gather(g, buckets, nb, pp->gslot, &cands);
-            cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
-            for (int j = 0; j < cands.n && cands.s[j] >= 0; ++j)
+            cands_fluid = one_fluid >= 0 ? one_fluid : cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
+            for (int j = 0; one_fluid < 0 && j < cands.n && cands.s[j] >= 0; ++j)
                 if (pp->sfluid[cands.s[j]] != cands_fluid) cands_fluid = -2;
         }
         if (cands.n >= 0 && fa >= 0 && cands_fluid == fa) { /* the common case: only a's fluid around */
@@ -5850,9 +5880,15 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     pbd__vf sc = zero;
     if (k->scorr != 0) {
         pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
-        pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd), p = pbd__vset1(1.0f);
+        pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd), p;
         wp = pbd__vsel(pbd__vlt(zero, dd), zero, wp); /* kpoly6's d > 0 */
-        for (int i = 0; i < k->n; ++i) p = pbd__vmul(p, wp);
+        /* kscorr's 1 * w * w ... in order (1 * w is w exactly); the
+           default n = 4 unrolled */
+        if (k->n == 4) p = pbd__vmul(pbd__vmul(pbd__vmul(wp, wp), wp), wp);
+        else {
+            p = wp;
+            for (int i = 1; i < k->n; ++i) p = pbd__vmul(p, wp);
+        }
         sc = pbd__vmul(pbd__vset1(k->scorr), p);
     }
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), q.w), sc);
