@@ -4314,7 +4314,7 @@ static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__p
         float len = pbd__len(dir), t = 0;
         for (int it = 0; it < 64 && len > 1e-12f; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
-            float d = pbd__sdf(w, c, y, &nl) - reach;
+            float d = (it == 0 ? dx : pbd__sdf(w, c, y, &nl)) - reach; /* the first point is x: dx */
             if (d <= tol) { hit = y; found = 1; break; }
             t += d / len;
             if (t > 1.0f) break;
@@ -5673,9 +5673,10 @@ static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, f
     pbd__vf u = pbd__vadd(simde_mm512_shuffle_f32x4(ab, cd, 0x88), simde_mm512_shuffle_f32x4(ab, cd, 0xDD));
     u = pbd__vadd(u, simde_mm512_shuffle_ps(u, u, 0x4E));
     u = pbd__vadd(u, simde_mm512_shuffle_ps(u, u, 0xB1));
-    float t[16];
-    pbd__vstore(t, u);
-    out[0] = t[0]; out[1] = t[4]; out[2] = t[8]; out[3] = t[12];
+    out[0] = simde_mm_cvtss_f32(simde_mm512_castps512_ps128(u));
+    out[1] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 1));
+    out[2] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 2));
+    out[3] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 3));
 #else
     float t[4][PBD__W];
     pbd__vstore(t[0], a); pbd__vstore(t[1], b); pbd__vstore(t[2], c); pbd__vstore(t[3], d);
