@@ -5173,6 +5173,9 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
         for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
+    /* nbr holds slots (< cap) only, from the start: the SIMD passes gather
+       whole blocks past the end of a list (pbd__vblock_ids) */
+    memset(a[3], 0, sizes[3] * (n + 1));
     void **dst[K] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
@@ -5709,12 +5712,14 @@ static inline const int *pbd__vblock_ids(const int *list, int j, int count, int 
         return list + j;
     }
 #if PBD__W == 16
-    /* a whole load: list + j + 16 stays inside nbr, which has a spare row
-       (pbd__pp_reserve); the lanes past count are replaced */
-    simde__mmask16 m = (simde__mmask16)((1u << (count - j)) - 1u);
-    simde__m512i v = simde_mm512_loadu_si512((const void *)(list + j));
-    simde_mm512_storeu_si512((void *)pad, simde_mm512_mask_mov_epi32(simde_mm512_set1_epi32(list[j]), m, v));
-    *on = simde_mm512_maskz_mov_ps(m, pbd__vset1(1.0f));
+    /* the slots as they lie: list + j + 16 stays inside nbr, which has a
+       spare row, and every entry of nbr is a slot < cap (zeroed when
+       reserved, then only slots are written: pbd__pp_reserve), so the
+       lanes past count gather harmless positions, and are off (no copy
+       into pad, which costs a store-to-load stall) */
+    (void)pad;
+    *on = simde_mm512_maskz_mov_ps((simde__mmask16)((1u << (count - j)) - 1u), pbd__vset1(1.0f));
+    return list + j;
 #else
     float o[PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
