@@ -5802,6 +5802,8 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
         pbd__vlambda_list(k, mass, pa, P, list, count, sums);
         return;
     }
+#else
+    (void)mass; /* the SIMD blocks' (a's fluid's); the scalar pairs take pbd__pp_mass_in */
 #endif
     float acc[5][PBD__W];
     memset(acc, 0, sizeof acc);
@@ -5939,9 +5941,10 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
     const pbd__particle_phase *pp = &w->pp;
     pbd__v3 pa = pbd__p3(P[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
-    int count = pp->nbr_count[a], fa = pp->sfluid[a];
+    int count = pp->nbr_count[a];
     *contact = pbd__v(0, 0, 0);
 #if PBD__W > 1
+    int fa = pp->sfluid[a];
     if (w->simd && pp->pure[a] && (ka->scorr == 0 || ka->n > 0)) { /* no contacts */
         float s[3];
         pbd__vcorrection_list(pp, pp->omega, a, ka, pa, list, count, s);
