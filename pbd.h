@@ -5984,7 +5984,6 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
 }
 
-enum { PBD__PP_CHUNK = 256 };
 /* One Jacobi iteration of contacts and density constraints: the
    positions gathered in slot order (the groups and colliders moved them
    since), multipliers, corrections, then their application (each pass an
@@ -5994,12 +5993,11 @@ static void pbd__pp_project(pbd_world *w) {
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
     pbd__pp_gather(w, w->p);
-    /* The density and correction passes in chunks dealt round the threads:
-       the work of a particle grows with its neighbours, and halves of the
-       slots (regions of space) differ by ~5% at 128 000 particles; each
-       particle's result does not depend on the thread. */
+    /* static halves, like the build: a thread reads the lists it wrote
+       (chunks dealt round the threads balance the ~5% difference in work
+       between the halves at 128 000 particles, but measured slower) */
     if (pp->nfluids > 0) {
-        PBD__PRAGMA(omp for schedule(static, PBD__PP_CHUNK))
+        PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
             if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
             else {
@@ -6008,7 +6006,7 @@ static void pbd__pp_project(pbd_world *w) {
                 pp->omega[a].w = 0;
             }
     }
-    PBD__PRAGMA(omp for schedule(static, PBD__PP_CHUNK))
+    PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
@@ -6133,7 +6131,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
         pp->spos[a] = w->x[pp->sid[a]];
         pp->svel[a] = w->v[pp->sid[a]];
     }
-    PBD__PRAGMA(omp for schedule(static, PBD__PP_CHUNK)) /* see pbd__pp_project */
+    PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
         if (pp->sfluid[a] >= 0) {
