@@ -4332,7 +4332,7 @@ static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__p
         float len = pbd__len(dir), t = 0;
         for (int it = 0; it < 64 && len > 1e-12f; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
-            float d = pbd__sdf(w, c, y, &nl) - reach;
+            float d = (it == 0 ? dx : pbd__sdf(w, c, y, &nl)) - reach; /* the first point is x: dx */
             if (d <= tol) { hit = y; found = 1; break; }
             t += d / len;
             if (t > 1.0f) break;
@@ -5006,6 +5006,26 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, con
     for (int bi = 0; bi < nb; ++bi) {
         int b = buckets[bi], s0 = g->start[b], s1 = g->start[b + 1];
         if (s1 - s0 > PBD__GRID_CANDS - 16 - n) return;
+#if PBD__W == 16
+        /* 16 points at a time while they exist (the lanes past the bucket
+           are overwritten by the next one, or by the padding) */
+        for (; s0 + 16 <= g->count && s0 < s1; s0 += 16, n += 16) {
+            const float *p = g->pos + 4 * (size_t)s0;
+            pbd__vf r0 = pbd__vload(p), r1 = pbd__vload(p + 16), r2 = pbd__vload(p + 32), r3 = pbd__vload(p + 48);
+            /* 128-bit blocks transposed: register j holds points j, j + 4,
+               j + 8, j + 12, the layout of pbd__vgather */
+            pbd__vf t0 = simde_mm512_shuffle_f32x4(r0, r1, 0x44), t1 = simde_mm512_shuffle_f32x4(r0, r1, 0xEE);
+            pbd__vf t2 = simde_mm512_shuffle_f32x4(r2, r3, 0x44), t3 = simde_mm512_shuffle_f32x4(r2, r3, 0xEE);
+            r0 = simde_mm512_shuffle_f32x4(t0, t2, 0x88); r1 = simde_mm512_shuffle_f32x4(t0, t2, 0xDD);
+            r2 = simde_mm512_shuffle_f32x4(t1, t3, 0x88); r3 = simde_mm512_shuffle_f32x4(t1, t3, 0xDD);
+            pbd__vtranspose(&r0, &r1, &r2, &r3);
+            pbd__vstore(c->x + n, r0); pbd__vstore(c->y + n, r1); pbd__vstore(c->z + n, r2);
+            simde__m512i ids = remap ? simde_mm512_loadu_si512((const void *)(remap + s0))
+                                     : simde_mm512_add_epi32(simde_mm512_set1_epi32(s0), simde_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+            simde_mm512_storeu_si512((void *)(c->s + n), ids);
+        }
+        if (s0 > s1) { n -= s0 - s1; continue; }
+#endif
         for (int s = s0; s < s1; ++s, ++n) {
             c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
             c->s[n] = remap ? remap[s] : s;
@@ -5171,6 +5191,9 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
         for (int i = 0; i < K; ++i) pbd__free(w, a[i]);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
+    /* nbr holds slots (< cap) only, from the start: the SIMD passes gather
+       whole blocks past the end of a list (pbd__vblock_ids) */
+    memset(a[3], 0, sizes[3] * (n + 1));
     void **dst[K] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
                      (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
                      (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
@@ -5301,6 +5324,15 @@ static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *
     return *contact || fa >= 0 || fb >= 0;
 }
 
+/* The one fluid of all particles taking part (k < np), or -2 (a solid,
+   or two fluids). */
+static int pbd__pp_one_fluid(const pbd__particle_phase *pp) {
+    int f = pp->np > 0 ? pp->fluid[0] : -2;
+    for (int k = 1; k < pp->np && f >= 0; ++k)
+        if (pp->fluid[k] != f) f = -2;
+    return f >= 0 ? f : -2;
+}
+
 /* Neighbour lists of the particles taking part, at positions P (the
    predictions at the start of a substep, or x for queries). Inside the
    substep's parallel region, or serially. With `mark`, objects touched
@@ -5349,6 +5381,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     int prev = -2, next = 0;
     pbd__grid_cands cands; /* this thread's, 16 KiB */
     int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
+    int one_fluid = pbd__pp_one_fluid(pp); /* then every candidate's (each thread finds it) */
     cache.valid = 0;
     cands.n = -1;
     PBD__PRAGMA(omp for schedule(static))
@@ -5362,8 +5395,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         int *list = pp->nbr + next;
         if (cache.fresh) {
             pbd__grid_gather(g, buckets, nb, pp->gslot, &cands);
-            cands_fluid = cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
-            for (int j = 0; j < cands.n && cands.s[j] >= 0; ++j)
+            cands_fluid = one_fluid >= 0 ? one_fluid : cands.n > 0 && cands.s[0] >= 0 ? pp->sfluid[cands.s[0]] : -2;
+            for (int j = 0; one_fluid < 0 && j < cands.n && cands.s[j] >= 0; ++j)
                 if (pp->sfluid[cands.s[j]] != cands_fluid) cands_fluid = -2;
         }
         if (cands.n >= 0 && fa >= 0 && cands_fluid == fa) { /* the common case: only a's fluid around */
@@ -5634,6 +5667,45 @@ static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b)
     return pp->fluids[pp->sfluid[b] >= 0 ? pp->sfluid[b] : pp->sfluid[a]].mass;
 }
 
+/* The sum of the W lanes of a per-lane accumulator (the fluid passes sum
+   a particle's neighbours in W lanes, neighbour j into lane j mod W) in one
+   fixed tree order: the upper half added lane by lane onto the lower
+   (W/2 lanes, then W/4, ... 1). The scalar passes and pbd__vlane_sum4 both
+   use it, so they agree bit for bit; the tree costs log2 W vector adds
+   where a lane-by-lane sum is W dependent scalar ones (a third of the
+   density pass's time at W = 16). */
+static inline float pbd__lane_sum(const float *acc) {
+    float t[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) t[l] = acc[l];
+    for (int half = PBD__W / 2; half > 0; half /= 2)
+        for (int l = 0; l < half; ++l) t[l] += t[l + half];
+    return t[0];
+}
+
+#if PBD__W > 1
+/* pbd__lane_sum of four vectors at once: out[i] for the i-th. */
+static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, float out[4]) {
+#if PBD__W == 16
+    /* halves of a and b side by side (lanes l + 8 onto l), then quarters of
+       all four (one 128-bit block each), then lanes 2, 3 onto 0, 1, then 1
+       onto 0: the additions of pbd__lane_sum, in registers */
+    pbd__vf ab = pbd__vadd(simde_mm512_shuffle_f32x4(a, b, 0x44), simde_mm512_shuffle_f32x4(a, b, 0xEE));
+    pbd__vf cd = pbd__vadd(simde_mm512_shuffle_f32x4(c, d, 0x44), simde_mm512_shuffle_f32x4(c, d, 0xEE));
+    pbd__vf u = pbd__vadd(simde_mm512_shuffle_f32x4(ab, cd, 0x88), simde_mm512_shuffle_f32x4(ab, cd, 0xDD));
+    u = pbd__vadd(u, simde_mm512_shuffle_ps(u, u, 0x4E));
+    u = pbd__vadd(u, simde_mm512_shuffle_ps(u, u, 0xB1));
+    out[0] = simde_mm_cvtss_f32(simde_mm512_castps512_ps128(u));
+    out[1] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 1));
+    out[2] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 2));
+    out[3] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 3));
+#else
+    float t[4][PBD__W];
+    pbd__vstore(t[0], a); pbd__vstore(t[1], b); pbd__vstore(t[2], c); pbd__vstore(t[3], d);
+    for (int i = 0; i < 4; ++i) out[i] = pbd__lane_sum(t[i]);
+#endif
+}
+#endif
+
 /* One neighbour's share of a's density sum and constraint gradient (a lane
    of a block; the SIMD twin below does the same operations in the same
    order, so both agree bit for bit). */
@@ -5658,12 +5730,14 @@ static inline const int *pbd__vblock_ids(const int *list, int j, int count, int 
         return list + j;
     }
 #if PBD__W == 16
-    /* a whole load: list + j + 16 stays inside nbr, which has a spare row
-       (pbd__pp_reserve); the lanes past count are replaced */
-    simde__mmask16 m = (simde__mmask16)((1u << (count - j)) - 1u);
-    simde__m512i v = simde_mm512_loadu_si512((const void *)(list + j));
-    simde_mm512_storeu_si512((void *)pad, simde_mm512_mask_mov_epi32(simde_mm512_set1_epi32(list[j]), m, v));
-    *on = simde_mm512_maskz_mov_ps(m, pbd__vset1(1.0f));
+    /* the slots as they lie: list + j + 16 stays inside nbr, which has a
+       spare row, and every entry of nbr is a slot < cap (zeroed when
+       reserved, then only slots are written: pbd__pp_reserve), so the
+       lanes past count gather harmless positions, and are off (no copy
+       into pad, which costs a store-to-load stall) */
+    (void)pad;
+    *on = simde_mm512_maskz_mov_ps((simde__mmask16)((1u << (count - j)) - 1u), pbd__vset1(1.0f));
+    return list + j;
 #else
     float o[PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
@@ -5704,17 +5778,20 @@ static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, 
     pbd__vlambda_terms(k, mb, pa, P, list, j, count, add);
     for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
 }
-/* A whole list of a's own fluid: the same lane sums, kept in registers
-   (acc starts at zero). */
+/* A whole list of a's own fluid: the same lane sums, kept in registers,
+   and their pbd__lane_sum into out[5]. */
 static inline void pbd__vlambda_list(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
-                                     int count, float acc[5][PBD__W]) {
+                                     int count, float out[5]) {
     pbd__vf sum[5], add[5];
+    float o4[4];
     for (int c = 0; c < 5; ++c) sum[c] = pbd__vset1(0.0f);
     for (int j = 0; j < count; j += PBD__W) {
         pbd__vlambda_terms(k, mb, pa, P, list, j, count, add);
         for (int c = 0; c < 5; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
     }
-    for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], sum[c]);
+    pbd__vlane_sum4(sum[0], sum[1], sum[2], sum[3], out);
+    pbd__vlane_sum4(sum[4], sum[4], sum[4], sum[4], o4);
+    out[4] = o4[0];
 }
 #endif
 
@@ -5730,27 +5807,28 @@ static inline int pbd__block_of_fluid(const pbd__particle_phase *pp, const int *
    grad_a C_a = 1/rho_0 sum_b m_b grad W_ab, grad_b C_a = -m_b/rho_0 grad W_ab),
    lambda = -C / (sum_k w_k |grad_k C|^2 + eps), C = max(rho/rho_0 - 1, 0).
    The sums run in W lanes (blocks of W neighbours), then the lanes are
-   added in order: the SIMD blocks and the scalar ones give the same bits. */
-static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
-    pbd__particle_phase *pp = &w->pp;
-    int fa = pp->sfluid[a];
-    const pbd__fluid *f = &pp->fluids[fa];
-    pbd__kern k = f->kern;
+   added by pbd__lane_sum: the SIMD blocks and the scalar ones give the
+   same bits. */
+static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *k, float mass,
+                             float sums[5]) {
+    const pbd__particle_phase *pp = &w->pp;
     pbd__v3 pa = pbd__p3(P[a]);
-    float acc[5][PBD__W];
-    memset(acc, 0, sizeof acc);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
 #if PBD__W > 1
     if (w->simd && pp->pure[a]) {
-        pbd__vlambda_list(&k, f->mass, pa, P, list, count, acc);
-        count = 0;
+        pbd__vlambda_list(k, mass, pa, P, list, count, sums);
+        return;
     }
+#else
+    (void)mass; /* the SIMD blocks' (a's fluid's); the scalar pairs take pbd__pp_mass_in */
 #endif
+    float acc[5][PBD__W];
+    memset(acc, 0, sizeof acc);
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
-        if (w->simd && pbd__block_of_fluid(pp, list, j, count, fa)) {
-            pbd__vlambda_block(&k, f->mass, pa, P, list, j, count, acc);
+        if (w->simd && pbd__block_of_fluid(pp, list, j, count, pp->sfluid[a])) {
+            pbd__vlambda_block(k, mass, pa, P, list, j, count, acc);
             continue;
         }
 #endif
@@ -5758,17 +5836,20 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
             int b = list[j + l];
             float rho, s2;
             pbd__v3 g;
-            pbd__lambda_pair(&k, pbd__pp_mass_in(pp, a, b), pa, &P[b], &rho, &g, &s2);
+            pbd__lambda_pair(k, pbd__pp_mass_in(pp, a, b), pa, &P[b], &rho, &g, &s2);
             acc[0][l] += rho; acc[1][l] += g.x; acc[2][l] += g.y; acc[3][l] += g.z; acc[4][l] += s2;
         }
     }
-    float rho = f->mass * pbd__kpoly6(&k, 0), sum2 = 0;
-    pbd__v3 ga = pbd__v(0, 0, 0);
-    for (int l = 0; l < PBD__W; ++l) {
-        rho += acc[0][l];
-        ga.x += acc[1][l]; ga.y += acc[2][l]; ga.z += acc[3][l];
-        sum2 += acc[4][l];
-    }
+    for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum(acc[c]);
+}
+static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+    pbd__kern k = f->kern;
+    float sums[5]; /* density, grad_a C (x, y, z), sum_b w_b |grad_b C|^2 */
+    pbd__lambda_sums(w, P, a, &k, f->mass, sums);
+    float rho = f->mass * pbd__kpoly6(&k, 0) + sums[0], sum2 = sums[4];
+    pbd__v3 ga = pbd__v(sums[1], sums[2], sums[3]);
     float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
     pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
@@ -5825,9 +5906,15 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     pbd__vf sc = zero;
     if (k->scorr != 0) {
         pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
-        pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd), p = pbd__vset1(1.0f);
+        pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd), p;
         wp = pbd__vsel(pbd__vlt(zero, dd), zero, wp); /* kpoly6's d > 0 */
-        for (int i = 0; i < k->n; ++i) p = pbd__vmul(p, wp);
+        /* kscorr's 1 * w * w ... in order (1 * w is w exactly); the
+           default n = 4 unrolled */
+        if (k->n == 4) p = pbd__vmul(pbd__vmul(pbd__vmul(wp, wp), wp), wp);
+        else {
+            p = wp;
+            for (int i = 1; i < k->n; ++i) p = pbd__vmul(p, wp);
+        }
         sc = pbd__vmul(pbd__vset1(k->scorr), p);
     }
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), q.w), sc);
@@ -5846,63 +5933,71 @@ static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const p
     pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
     for (int i = 0; i < 3; ++i) pbd__vstore(acc[i], pbd__vadd(pbd__vload(acc[i]), add[i]));
 }
-/* A whole list of a's own fluid, the sums in registers (acc starts at zero). */
+/* A whole list of a's own fluid, the lane sums in registers, and their
+   pbd__lane_sum into out[3]. */
 static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
-                                         pbd__v3 pa, const int *list, int count, float acc[3][PBD__W]) {
+                                         pbd__v3 pa, const int *list, int count, float out[3]) {
     pbd__vf sum[3], add[3];
+    float o4[4];
     for (int c = 0; c < 3; ++c) sum[c] = pbd__vset1(0.0f);
     for (int j = 0; j < count; j += PBD__W) {
         pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
         for (int c = 0; c < 3; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
     }
-    for (int c = 0; c < 3; ++c) pbd__vstore(acc[c], sum[c]);
+    pbd__vlane_sum4(sum[0], sum[1], sum[2], sum[2], o4);
+    out[0] = o4[0]; out[1] = o4[1]; out[2] = o4[2];
 }
 #endif
 
 /* The correction of particle a (fluid or solid) from the density
    constraints it is part of (eq. 12 generalised to masses), plus its
    contacts; Jacobi: reads P and lambda, writes dp[a] only. Summed in W
-   lanes like pbd__fluid_lambda. */
-static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
-    pbd__particle_phase *pp = &w->pp;
-    int fa = pp->sfluid[a];
-    pbd__kern ka;
-    memset(&ka, 0, sizeof ka);
-    if (fa >= 0) ka = pp->fluids[fa].kern;
+   lanes like pbd__fluid_lambda: the density terms into *sum, the contacts
+   into *contact. */
+static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *ka, pbd__v3 *sum,
+                                 pbd__v3 *contact) {
+    const pbd__particle_phase *pp = &w->pp;
     pbd__v3 pa = pbd__p3(P[a]);
+    const int *list = pp->nbr + pp->nbr_off[a];
+    int count = pp->nbr_count[a];
+    *contact = pbd__v(0, 0, 0);
+#if PBD__W > 1
+    int fa = pp->sfluid[a];
+    if (w->simd && pp->pure[a] && (ka->scorr == 0 || ka->n > 0)) { /* no contacts */
+        float s[3];
+        pbd__vcorrection_list(pp, pp->omega, a, ka, pa, list, count, s);
+        *sum = pbd__v(s[0], s[1], s[2]);
+        return;
+    }
+#endif
     float acc[3][PBD__W], cacc[3][PBD__W];
     memset(acc, 0, sizeof acc);
     memset(cacc, 0, sizeof cacc);
-    const int *list = pp->nbr + pp->nbr_off[a];
-    int count = pp->nbr_count[a];
-#if PBD__W > 1
-    if (w->simd && pp->pure[a] && (ka.scorr == 0 || ka.n > 0)) {
-        pbd__vcorrection_list(pp, pp->omega, a, &ka, pa, list, count, acc);
-        count = 0;
-    }
-#endif
     for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
-        if (w->simd && fa >= 0 && (ka.scorr == 0 || ka.n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
-            pbd__vcorrection_block(pp, pp->omega, a, &ka, pa, list, j, count, acc);
+        if (w->simd && fa >= 0 && (ka->scorr == 0 || ka->n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
+            pbd__vcorrection_block(pp, pp->omega, a, ka, pa, list, j, count, acc);
             continue;
         }
 #endif
         for (int l = 0; l < PBD__W && j + l < count; ++l) {
             pbd__v3 s, c;
-            pbd__correction_pair(w, P, a, list[j + l], &ka, pa, &s, &c);
+            pbd__correction_pair(w, P, a, list[j + l], ka, pa, &s, &c);
             acc[0][l] += s.x; acc[1][l] += s.y; acc[2][l] += s.z;
             cacc[0][l] += c.x; cacc[1][l] += c.y; cacc[2][l] += c.z;
         }
     }
-    pbd__v3 sum = pbd__v(0, 0, 0), contact = pbd__v(0, 0, 0);
-    for (int l = 0; l < PBD__W; ++l) {
-        sum.x += acc[0][l]; sum.y += acc[1][l]; sum.z += acc[2][l];
-    }
+    *sum = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
     if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
-        for (int l = 0; l < PBD__W; ++l) {
-            contact.x += cacc[0][l]; contact.y += cacc[1][l]; contact.z += cacc[2][l];
-        }
+        *contact = pbd__v(pbd__lane_sum(cacc[0]), pbd__lane_sum(cacc[1]), pbd__lane_sum(cacc[2]));
+}
+static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    pbd__kern ka;
+    memset(&ka, 0, sizeof ka);
+    if (pp->sfluid[a] >= 0) ka = pp->fluids[pp->sfluid[a]].kern;
+    pbd__v3 sum, contact;
+    pbd__correction_sums(w, P, a, &ka, &sum, &contact);
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
 }
@@ -5916,6 +6011,9 @@ static void pbd__pp_project(pbd_world *w) {
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
     pbd__pp_gather(w, w->p);
+    /* static halves, like the build: a thread reads the lists it wrote
+       (chunks dealt round the threads balance the ~5% difference in work
+       between the halves at 128 000 particles, but measured slower) */
     if (pp->nfluids > 0) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
@@ -5951,10 +6049,10 @@ static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd
 
 #if PBD__W > 1
 /* The terms of W neighbours list[j..j+W) of a's own fluid (vol the same
-   for all) into t (lanes past count: zero). */
+   for all) into add (lanes past count: zero). */
 static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *X,
                                     const pbd__p4 *V, const int *list, int j, int count, int vort,
-                                    float t[6][PBD__W]) {
+                                    pbd__vf add[6]) {
     int pad[PBD__W];
     pbd__vf on;
     const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
@@ -5969,7 +6067,8 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
     pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
     pbd__vv dv = pbd__vvmul(vab, pbd__vmul(vvol, wp));
-    pbd__vf add[6] = {pbd__vsel(in, zero, dv.x), pbd__vsel(in, zero, dv.y), pbd__vsel(in, zero, dv.z), zero, zero, zero};
+    add[0] = pbd__vsel(in, zero, dv.x); add[1] = pbd__vsel(in, zero, dv.y); add[2] = pbd__vsel(in, zero, dv.z);
+    add[3] = add[4] = add[5] = zero;
     if (vort) {
         pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
         pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
@@ -5981,16 +6080,16 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
         pbd__vv om = pbd__vvmul(pbd__vvcross(pbd__vvneg(vab), g), vvol);
         add[3] = pbd__vsel(in, zero, om.x); add[4] = pbd__vsel(in, zero, om.y); add[5] = pbd__vsel(in, zero, om.z);
     }
-    for (int c = 0; c < 6; ++c) pbd__vstore(t[c], add[c]);
 }
 #endif
 
 /* XSPH velocity change (before the factor c) and SPH curl of fluid
-   particle a from positions X and velocities V in slot order. The terms
-   of a particle with only its own fluid around come W at a time from
-   SIMD blocks; the sums run in list order (the same bits as the scalar
-   terms: a sum that starts at +0 is never -0, so the zero terms of
-   skipped neighbours change nothing). */
+   particle a from positions X and velocities V in slot order, summed in W
+   lanes and added by pbd__lane_sum like the density pass. The terms of a
+   particle with only its own fluid around come W at a time from SIMD
+   blocks, the others one by one (the same bits: a neighbour that is not
+   fluid adds nothing to its lane, and the lanes, which start at +0, are
+   never -0, so the +0 of a SIMD lane out of range changes nothing). */
 static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
                             pbd__v3 *om) {
     const pbd__particle_phase *pp = &w->pp;
@@ -5999,32 +6098,35 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
     pbd__v3 pa = pbd__p3(X[a]), va = pbd__p3(V[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
-    *dv = *om = pbd__v(0, 0, 0);
-    for (int j = 0; j < count; j += PBD__W) {
 #if PBD__W > 1
-        if (w->simd && pp->pure[a]) {
-            float t[6][PBD__W];
-            int n = count - j < PBD__W ? count - j : PBD__W;
-            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, t);
-            for (int l = 0; l < n; ++l) {
-                dv->x += t[0][l]; dv->y += t[1][l]; dv->z += t[2][l];
-            }
-            if (vort)
-                for (int l = 0; l < n; ++l) {
-                    om->x += t[3][l]; om->y += t[4][l]; om->z += t[5][l];
-                }
-            continue;
+    if (w->simd && pp->pure[a]) {
+        pbd__vf sum[6];
+        float s[8];
+        for (int c = 0; c < 6; ++c) sum[c] = pbd__vset1(0.0f);
+        for (int j = 0; j < count; j += PBD__W) {
+            pbd__vf add[6];
+            pbd__vxsph_block(&k, f->mass / f->rest_density, pa, va, X, V, list, j, count, vort, add);
+            for (int c = 0; c < 6; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
         }
-#endif
-        for (int l = 0; l < PBD__W && j + l < count; ++l) {
-            int b = list[j + l];
-            if (pp->sfluid[b] < 0) continue;
-            pbd__v3 d, o;
-            pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
-            *dv = pbd__add(*dv, d);
-            *om = pbd__add(*om, o);
-        }
+        pbd__vlane_sum4(sum[0], sum[1], sum[2], sum[3], s);
+        pbd__vlane_sum4(sum[4], sum[5], sum[5], sum[5], s + 4);
+        *dv = pbd__v(s[0], s[1], s[2]);
+        *om = pbd__v(s[3], s[4], s[5]);
+        return;
     }
+#endif
+    float acc[6][PBD__W];
+    memset(acc, 0, sizeof acc);
+    for (int j = 0; j < count; ++j) {
+        int b = list[j], l = j % PBD__W;
+        if (pp->sfluid[b] < 0) continue;
+        pbd__v3 d, o;
+        pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
+        acc[0][l] += d.x; acc[1][l] += d.y; acc[2][l] += d.z;
+        acc[3][l] += o.x; acc[4][l] += o.y; acc[5][l] += o.z;
+    }
+    *dv = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
+    *om = pbd__v(pbd__lane_sum(acc[3]), pbd__lane_sum(acc[4]), pbd__lane_sum(acc[5]));
 }
 
 /* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
