@@ -2142,7 +2142,7 @@ typedef struct pbd__collider {
 } pbd__collider;
 
 /* A collider's pose at the start and the end of the current substep. */
-typedef struct pbd__pose { float pos[3], rot[4]; } pbd__pose;
+typedef struct pbd__pose { float pos[3], rot[4], up[3]; } pbd__pose; /* up: the frame's y axis in the world */
 
 typedef struct pbd__contact {
     int particle, collider;
@@ -4298,7 +4298,20 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
     pbd__pose p;
     pbd__st(p.pos, pbd__lerp(pbd__ld(c->pos), pbd__ld(c->to_pos), t));
     pbd__qnlerp(c->rot, c->to_rot, t, p.rot);
+    pbd__st(p.up, pbd__qrot(p.rot, pbd__v(0, 1, 0)));
     return p;
+}
+
+/* A plane's signed distance is linear along the segment, so when both
+   ends (x in pose a, p in pose b) are farther than reach + tol, with a
+   guard for the rounding of the world-space evaluation (~1e-6 relative;
+   1e-5 of the coordinates' size is ample), pbd__collide's trace would
+   find nothing: this skips it (most particles of a fluid tank, for each
+   wall) and changes no result. */
+static int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
+    pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
+    float ga = 1e-5f * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)), gb = 1e-5f * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
+    return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
 }
 
 /* Contact of the segment x -> p (radius r) with collider c, which moves
@@ -4310,11 +4323,12 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    normal n, world space). */
 static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
                         float margin, pbd__v3 *q, pbd__v3 *n) {
+    float reach = r + margin;
+    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+    if (c->shape == PBD_COLLIDER_PLANE && pbd__plane_far(a, b, x, p, reach + tol)) return 0;
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
-    float reach = r + margin;
     if (c->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, c, xl, pl, reach)) return 0; /* bounds first */
-    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
     float dx = pbd__sdf(w, c, xl, &nl);
     int found = 0;
     if (dx - reach <= tol) {
