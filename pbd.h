@@ -1681,6 +1681,8 @@ typedef simde__mmask16 pbd__vm;
 #define pbd__vmul simde_mm512_mul_ps
 #define pbd__vdiv simde_mm512_div_ps
 #define pbd__vsqrt simde_mm512_sqrt_ps
+#define pbd__vmin simde_mm512_min_ps /* (a < b ? a : b, as the scalar code writes it) */
+#define pbd__vmax simde_mm512_max_ps /* (a > b ? a : b) */
 #define pbd__vset1 simde_mm512_set1_ps
 #define pbd__vload simde_mm512_loadu_ps
 #define pbd__vstore simde_mm512_storeu_ps
@@ -1718,6 +1720,8 @@ typedef simde__m256 pbd__vm;
 #define pbd__vmul simde_mm256_mul_ps
 #define pbd__vdiv simde_mm256_div_ps
 #define pbd__vsqrt simde_mm256_sqrt_ps
+#define pbd__vmin simde_mm256_min_ps
+#define pbd__vmax simde_mm256_max_ps
 #define pbd__vset1 simde_mm256_set1_ps
 #define pbd__vload simde_mm256_loadu_ps
 #define pbd__vstore simde_mm256_storeu_ps
@@ -1750,6 +1754,8 @@ typedef simde__m128 pbd__vm;
 #define pbd__vmul simde_mm_mul_ps
 #define pbd__vdiv simde_mm_div_ps
 #define pbd__vsqrt simde_mm_sqrt_ps
+#define pbd__vmin simde_mm_min_ps
+#define pbd__vmax simde_mm_max_ps
 #define pbd__vset1 simde_mm_set1_ps
 #define pbd__vload simde_mm_loadu_ps
 #define pbd__vstore simde_mm_storeu_ps
@@ -1776,6 +1782,17 @@ static inline void pbd__vto4(pbd__p4 *P, const int *ids, int j, pbd__vf r) {
 
 /* W particles in SoA: x y z and w (inverse mass). */
 typedef struct pbd__vp { pbd__vf x, y, z, w; } pbd__vp;
+
+/* The lanes of mask m as bits (lane k: bit k). */
+static inline unsigned pbd__vbits(pbd__vm m) {
+#if PBD__W == 16
+    return (unsigned)m;
+#elif PBD__W == 8
+    return (unsigned)simde_mm256_movemask_ps(m);
+#else
+    return (unsigned)simde_mm_movemask_ps(m);
+#endif
+}
 
 /* In-block 4x4 transpose; it is its own inverse. */
 static inline void pbd__vtranspose(pbd__vf *r0, pbd__vf *r1, pbd__vf *r2, pbd__vf *r3) {
@@ -5057,14 +5074,7 @@ static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, p
         pbd__vf dx = pbd__vsub(pbd__vload(c->x + j + k), qx), dy = pbd__vsub(pbd__vload(c->y + j + k), qy);
         pbd__vf dz = pbd__vsub(pbd__vload(c->z + j + k), qz);
         pbd__vf d2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
-        pbd__vm far = pbd__vle(vr2, d2);
-#if PBD__W == 16
-        m = (unsigned)(pbd__vm)~far & 0xffffu;
-#elif PBD__W == 8
-        m |= ((unsigned)simde_mm256_movemask_ps(far) ^ 0xffu) << k;
-#else
-        m |= ((unsigned)simde_mm_movemask_ps(far) ^ 0xfu) << k;
-#endif
+        m |= (pbd__vbits(pbd__vle(vr2, d2)) ^ ((1u << PBD__W) - 1u)) << k; /* not far (NaN: near) */
     }
 #else
     for (int l = 0; l < 16; ++l) {
@@ -8344,6 +8354,7 @@ typedef struct pbd__selfcol {
     int *ev, *es;  /* per edge: 2 vertices, surface */
     float *x0;     /* nv*3: positions at the start of the step */
     float *reach;  /* nv: how far each vertex may get this substep */
+    pbd__p4 *xv;   /* nv: each vertex's position at the start of the substep, its reach as w (the bounds gather it) */
     int *vord, *tord, *eord; /* (clusters * PBD__SC_K) the members of each cluster, -1 past the end */
     int *tlv, *elv; /* per cluster 3 (2) rows of PBD__SC_K: the vertices of its triangles (edges), -1 past the end */
     int *epos;      /* ne: the place of each edge in eord. An edge-edge pair belongs to the edge of the smaller place */
@@ -8365,7 +8376,7 @@ typedef struct pbd__selfcol {
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
+    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->xv, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
                       S->frozen, S->pt, S->npt, S->ee, S->nee};
     pbd__grid_free(w, &S->gt);
@@ -8596,6 +8607,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         size_t vc = (size_t)S->vc, tc = (size_t)S->tc, ec = (size_t)S->ec;
         S->x0 = (float *)pbd__alloc_n(w, nv * 3, sizeof(float));
         S->reach = (float *)pbd__alloc_n(w, nv, sizeof(float));
+        S->xv = (pbd__p4 *)pbd__alloc_n(w, nv, sizeof(pbd__p4));
         S->frozen = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->vord = (int *)pbd__alloc_n(w, vc * K, sizeof(int));
         S->tord = (int *)pbd__alloc_n(w, tc * K, sizeof(int));
@@ -8614,7 +8626,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
-        if (!S->x0 || !S->reach || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
+        if (!S->x0 || !S->reach || !S->xv || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
             !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
@@ -8969,6 +8981,18 @@ static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int
 static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
+#if PBD__W > 1
+    /* W lanes at a time, the same comparisons */
+    pbd__vf lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) { lo[k] = pbd__vset1(b[k]); hi[k] = pbd__vset1(b[3 + k]); }
+    for (int j = 0; j < K; j += PBD__W) {
+        pbd__vm in = pbd__vand_m(pbd__vle(lo[0], pbd__vload(L + 3 * K + j)), pbd__vle(pbd__vload(L + j), hi[0]));
+        for (int k = 1; k < 3; ++k)
+            in = pbd__vand_m(in, pbd__vand_m(pbd__vle(lo[k], pbd__vload(L + (3 + k) * K + j)), pbd__vle(pbd__vload(L + k * K + j), hi[k])));
+        m |= pbd__vbits(in) << j;
+    }
+    return m;
+#endif
     for (int j = 0; j < K; ++j)
         m |= (unsigned)((b[0] <= L[3 * K + j]) & (b[3] >= L[j]) & (b[1] <= L[4 * K + j]) & (b[4] >= L[K + j]) &
                         (b[2] <= L[5 * K + j]) & (b[5] >= L[2 * K + j]))
@@ -8992,6 +9016,30 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
         m |= (unsigned)((first + j > place) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
     return m;
 }
+#if PBD__W > 1
+/* pbd__sc_lanes_inner for the W lanes L[..] of an edge cluster's rows
+   (row k at L + k * PBD__SC_K), in the same operations. */
+static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float d0, float d1, float d2, float a,
+                                            const float *L) {
+    enum { K = PBD__SC_K };
+    pbd__vf r0 = pbd__vsub(pbd__vset1(p0), pbd__vload(L + 6 * K)), r1 = pbd__vsub(pbd__vset1(p1), pbd__vload(L + 7 * K));
+    pbd__vf r2 = pbd__vsub(pbd__vset1(p2), pbd__vload(L + 8 * K));
+    pbd__vf e0 = pbd__vload(L + 12 * K), e1 = pbd__vload(L + 13 * K), e2 = pbd__vload(L + 14 * K), e = pbd__vload(L + 15 * K);
+    pbd__vf D0 = pbd__vset1(d0), D1 = pbd__vset1(d1), D2 = pbd__vset1(d2), A = pbd__vset1(a), one = pbd__vset1(1.0f);
+    pbd__vf f = pbd__vadd(pbd__vadd(pbd__vmul(e0, r0), pbd__vmul(e1, r1)), pbd__vmul(e2, r2));
+    pbd__vf c = pbd__vadd(pbd__vadd(pbd__vmul(D0, r0), pbd__vmul(D1, r1)), pbd__vmul(D2, r2));
+    pbd__vf b = pbd__vadd(pbd__vadd(pbd__vmul(D0, e0), pbd__vmul(D1, e1)), pbd__vmul(D2, e2));
+    pbd__vf den = pbd__vsub(pbd__vmul(A, e), pbd__vmul(b, b));
+    pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(1e-20f), A), pbd__vlt(pbd__vset1(1e-20f), e));
+    ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(1e-12f), A), e), den));
+    pbd__vf sp = pbd__vdiv(pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), pbd__vsel(ok, one, den));
+    pbd__vf tp = pbd__vdiv(pbd__vadd(pbd__vmul(b, sp), f), pbd__vsel(ok, one, e));
+    pbd__vf lo = pbd__vset1(1e-3f), hi = pbd__vset1(1 - 1e-3f);
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(lo, sp), pbd__vlt(sp, hi)));
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(lo, tp), pbd__vlt(tp, hi)));
+    return pbd__vbits(ok);
+}
+#endif
 /* The lanes j of edge cluster L whose segment has its closest points to
    segment l of the edge lanes P inner points of both: the test of
    pbd__segment_closest in the same operations, so it agrees with it, for
@@ -9001,6 +9049,11 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
     float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
     float d0 = P[12 * K + l], d1 = P[13 * K + l], d2 = P[14 * K + l], a = P[15 * K + l];
     unsigned m = 0;
+#if PBD__W > 1
+    for (int j = 0; j < K; j += PBD__W)
+        m |= pbd__sc_vlanes_inner(p0, p1, p2, d0, d1, d2, a, L + j) << j;
+    return m;
+#endif
     for (int j = 0; j < K; ++j) {
         float r0 = p0 - L[6 * K + j], r1 = p1 - L[7 * K + j], r2 = p2 - L[8 * K + j];
         float e0 = L[12 * K + j], e1 = L[13 * K + j], e2 = L[14 * K + j], e = L[15 * K + j];
@@ -9025,30 +9078,85 @@ static inline int pbd__sc_ctz(unsigned m) {
 #endif
 }
 
-/* The padded boxes of cluster c of triangles or edges (`per` vertices each,
-   listed by `items`, members by `ord`): the lanes, the cluster box and its
-   centre. */
-static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, const int *ord, const int *items, int per,
-                          float pad, float *lanes, float *box, float *cent) {
+/* The smallest (largest, with hi) of a row of PBD__SC_K lanes; min and max
+   are exact, so any order of the comparisons gives the same value. */
+static inline float pbd__sc_row_extreme(const float *row, int hi) {
+    enum { K = PBD__SC_K };
+    float t[PBD__W], m;
+#if PBD__W > 1
+    pbd__vf v = pbd__vload(row);
+    for (int j = PBD__W; j < K; j += PBD__W) v = hi ? pbd__vmax(pbd__vload(row + j), v) : pbd__vmin(pbd__vload(row + j), v);
+    pbd__vstore(t, v);
+#else
+    memcpy(t, row, sizeof t);
+    for (int j = 1; j < K; ++j) t[0] = hi ? (row[j] > t[0] ? row[j] : t[0]) : (row[j] < t[0] ? row[j] : t[0]);
+#endif
+    m = t[0];
+    for (int l = 1; l < PBD__W; ++l) m = hi ? (t[l] > m ? t[l] : m) : (t[l] < m ? t[l] : m);
+    return m;
+}
+
+/* The member boxes of one cluster as lanes (rows of PBD__SC_K: lo x y z,
+   hi x y z, and for edges the two positions, the vector between them and
+   its squared length); V: its vertex rows, -1 past the end, whose lanes
+   get a box nothing overlaps. W members at a time, gathered from S->xv;
+   the scalar path below does the same operations. */
+static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, float pad, float *L) {
     enum { K = PBD__SC_K };
     int rows = per == 2 ? 16 : 6;
-    float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
-    for (int k = 0; k < 3; ++k) { cb[k] = FLT_MAX; cb[3 + k] = -FLT_MAX; }
+#if PBD__W > 1
+    for (int l0 = 0; l0 < K; l0 += PBD__W) {
+        pbd__vf lo[3], hi[3], r = pbd__vset1(0.0f), x[2][3];
+        float live[PBD__W];
+        for (int j = 0; j < per; ++j) {
+            int ids[PBD__W];
+            for (int l = 0; l < PBD__W; ++l) ids[l] = V[j * K + l0 + l] < 0 ? 0 : V[j * K + l0 + l];
+            pbd__vp q = pbd__vgather(S->xv, ids);
+            pbd__vf qs[3] = {q.x, q.y, q.z};
+            for (int k = 0; k < 3; ++k) {
+                lo[k] = j == 0 ? qs[k] : pbd__vmin(qs[k], lo[k]);
+                hi[k] = j == 0 ? qs[k] : pbd__vmax(qs[k], hi[k]);
+                if (j < 2) x[j][k] = qs[k];
+            }
+            r = pbd__vmax(q.w, r);
+        }
+        for (int l = 0; l < PBD__W; ++l) live[l] = V[l0 + l] < 0 ? 0.0f : 1.0f;
+        pbd__vm dead = pbd__vlt(pbd__vload(live), pbd__vset1(0.5f));
+        pbd__vf pr = pbd__vadd(pbd__vset1(pad), r), zero = pbd__vset1(0.0f);
+        for (int k = 0; k < 3; ++k) {
+            pbd__vstore(L + k * K + l0, pbd__vsel(dead, pbd__vsub(lo[k], pr), pbd__vset1(FLT_MAX)));
+            pbd__vstore(L + (3 + k) * K + l0, pbd__vsel(dead, pbd__vadd(hi[k], pr), pbd__vset1(-FLT_MAX)));
+        }
+        if (rows == 16) {
+            pbd__vf d2 = zero;
+            for (int k = 0; k < 3; ++k) {
+                pbd__vf d = pbd__vsub(x[1][k], x[0][k]);
+                pbd__vstore(L + (6 + k) * K + l0, pbd__vsel(dead, x[0][k], zero));
+                pbd__vstore(L + (9 + k) * K + l0, pbd__vsel(dead, x[1][k], zero));
+                pbd__vstore(L + (12 + k) * K + l0, pbd__vsel(dead, d, zero));
+                d2 = k == 0 ? pbd__vmul(d, d) : pbd__vadd(d2, pbd__vmul(d, d));
+            }
+            pbd__vstore(L + 15 * K + l0, pbd__vsel(dead, d2, zero));
+        }
+    }
+#else
     for (int l = 0; l < K; ++l) {
-        int it = ord[c * K + l];
-        if (it < 0) { /* past the end: a box nothing overlaps */
+        if (V[l] < 0) { /* past the end: a box nothing overlaps */
             for (int k = 0; k < 3; ++k) { L[k * K + l] = FLT_MAX; L[(3 + k) * K + l] = -FLT_MAX; }
             for (int k = 6; k < rows; ++k) L[k * K + l] = 0;
             continue;
         }
         float b[6], r = 0;
-        pbd__box_init(b, pbd__sc_x(w, S, items[per * it]));
         for (int j = 0; j < per; ++j) {
-            int v = items[per * it + j];
-            pbd__v3 x = pbd__sc_x(w, S, v);
-            pbd__box_add(b, x);
-            r = S->reach[v] > r ? S->reach[v] : r;
-            if (rows == 16) { L[(6 + 3 * j) * K + l] = x.x; L[(7 + 3 * j) * K + l] = x.y; L[(8 + 3 * j) * K + l] = x.z; }
+            pbd__p4 q = S->xv[V[j * K + l]];
+            if (j == 0) pbd__box_init(b, pbd__p3(q));
+            else pbd__box_add(b, pbd__p3(q));
+            r = q.w > r ? q.w : r;
+            if (rows == 16) { L[(6 + 3 * j) * K + l] = q.x; L[(7 + 3 * j) * K + l] = q.y; L[(8 + 3 * j) * K + l] = q.z; }
+        }
+        for (int k = 0; k < 3; ++k) {
+            L[k * K + l] = b[k] - (pad + r);
+            L[(3 + k) * K + l] = b[3 + k] + (pad + r);
         }
         if (rows == 16) {
             float d[3];
@@ -9056,16 +9164,22 @@ static void pbd__sc_bound(const pbd_world *w, const pbd__selfcol *S, int c, cons
             for (int k = 0; k < 3; ++k) L[(12 + k) * K + l] = d[k];
             L[15 * K + l] = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
         }
-        for (int k = 0; k < 3; ++k) {
-            L[k * K + l] = b[k] - (pad + r);
-            L[(3 + k) * K + l] = b[3 + k] + (pad + r);
-            cb[k] = L[k * K + l] < cb[k] ? L[k * K + l] : cb[k];
-            cb[3 + k] = L[(3 + k) * K + l] > cb[3 + k] ? L[(3 + k) * K + l] : cb[3 + k];
-        }
     }
-    for (int k = 0; k < 3; ++k) cent[3 * (size_t)c + k] = 0.5f * (cb[k] + cb[3 + k]);
+#endif
 }
 
+/* The padded boxes of cluster c of triangles or edges (`per` vertices
+   each, their vertices in the lane rows lv: S->tlv or S->elv): the lanes,
+   the cluster box and its centre. */
+static void pbd__sc_bound(const pbd__selfcol *S, int c, const int *lv, int per, float pad, float *lanes, float *box,
+                          float *cent) {
+    enum { K = PBD__SC_K };
+    int rows = per == 2 ? 16 : 6;
+    float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
+    pbd__sc_bound_lanes(S, lv + (size_t)per * K * c, per, pad, L);
+    for (int k = 0; k < 6; ++k) cb[k] = pbd__sc_row_extreme(L + k * K, k >= 3);
+    for (int k = 0; k < 3; ++k) cent[3 * (size_t)c + k] = 0.5f * (cb[k] + cb[3 + k]);
+}
 /* The buckets of grid g (cells of `cell`) whose cluster boxes may meet box b. */
 static int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell, int *out, int max) {
     float hc = 0.5f * cell;
@@ -9077,11 +9191,12 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
     pbd__sc_pt prev[K][PBD__SC_PT];
     int ids[K], nprev[K], count[K], n = 0;
-    float vb[K][6];
+    float vb[K][6], VL[6 * K]; /* the vertices' boxes, also as lanes (a past-the-end lane overlaps nothing) */
     pbd__v3 xs[K];
     for (int l = 0; l < K; ++l) {
         int i = S->vord[c * K + l];
-        if (i < 0) break;
+        for (int k = 0; k < 3; ++k) { VL[k * K + l] = FLT_MAX; VL[(3 + k) * K + l] = -FLT_MAX; }
+        if (i < 0) continue;
         ids[n] = i;
         nprev[n] = S->npt[i];
         count[n] = 0;
@@ -9090,6 +9205,7 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         float r = S->reach[i];
         pbd__box_init(vb[n], pbd__sub(xs[n], pbd__v(r, r, r)));
         pbd__box_add(vb[n], pbd__add(xs[n], pbd__v(r, r, r)));
+        for (int k = 0; k < 6; ++k) VL[k * K + l] = vb[n][k];
         n++;
     }
     const float *cb = S->vbox + 6 * (size_t)c;
@@ -9101,8 +9217,8 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             int tc = S->gt.sorted[k];
             const float *tb = S->tbox + 6 * (size_t)tc, *L = S->tlane + (size_t)6 * K * tc;
             if (!pbd__box_overlap(cb, tb)) continue;
-            for (int l = 0; l < n; ++l) {
-                if (!pbd__box_overlap(vb[l], tb)) continue;
+            for (unsigned near = pbd__sc_lanes(VL, tb); near; near &= near - 1) {
+                int l = pbd__sc_ctz(near); /* the members of a vertex cluster are its first lanes */
                 unsigned m = pbd__sc_lanes(L, vb[l]);
                 if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
                 for (; m; m &= m - 1)
@@ -9144,8 +9260,8 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             if (fc < c) continue; /* the pairs with a cluster before this one belong to that one */
             const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)16 * K * fc;
             if (!pbd__box_overlap(cb, fb)) continue;
-            for (int l = 0; l < n; ++l) {
-                if (!pbd__box_overlap(eb[l], fb)) continue;
+            for (unsigned near = pbd__sc_lanes(E, fb); near; near &= near - 1) {
+                int l = pbd__sc_ctz(near); /* lane l holds member l (past the end: a box nothing overlaps) */
                 unsigned m = pbd__sc_lanes(L, eb[l]);
                 if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
                 if (m) m &= pbd__sc_lanes_inner(E, lane[l], L);
@@ -9189,11 +9305,16 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         }
     }
     PBD__PRAGMA(omp for schedule(static))
+    for (int i = 0; i < nv; ++i) {
+        S->xv[i] = w->x[S->vp[i]];
+        S->xv[i].w = S->reach[i];
+    }
+    PBD__PRAGMA(omp for schedule(static))
     for (int c = 0; c < S->tc; ++c)
-        pbd__sc_bound(w, S, c, S->tord, S->tv, 3, PBD__SC_PT_GAP * S->maxth, S->tlane, S->tbox, S->tcent);
+        pbd__sc_bound(S, c, S->tlv, 3, PBD__SC_PT_GAP * S->maxth, S->tlane, S->tbox, S->tcent);
     PBD__PRAGMA(omp for schedule(static))
     for (int c = 0; c < S->ec; ++c)
-        pbd__sc_bound(w, S, c, S->eord, S->ev, 2, 0.5f * PBD__SC_EE_GAP * S->maxth, S->elane, S->ebox, S->ecent);
+        pbd__sc_bound(S, c, S->elv, 2, 0.5f * PBD__SC_EE_GAP * S->maxth, S->elane, S->ebox, S->ecent);
     PBD__PRAGMA(omp for schedule(static))
     for (int c = 0; c < S->vc; ++c) {
         float *b = S->vbox + 6 * (size_t)c;
