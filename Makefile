@@ -80,7 +80,9 @@ $(BUILD)/examples/%: examples/%.c $(HEADERS) $(wildcard examples/common/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(EXAMPLE_FLAGS) $< -o $@ $(LIBS)
 
-examples: $(addprefix $(BUILD)/examples/,$(EXAMPLES))
+# (a sub-make, so that EXAMPLE_FLAGS sees the stb that deps may install)
+examples: deps
+	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/examples/,$(EXAMPLES))
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/examples/showcase
@@ -91,7 +93,8 @@ $(BUILD)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(BASEFLAGS) -O3 $< -o $@ $(LIBS)
 
-benches: $(addprefix $(BUILD)/bench/,$(BENCHES))
+benches: deps
+	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/bench/,$(BENCHES))
 
 BENCH ?= $(BENCHES)
 bench: deps
