@@ -9108,6 +9108,7 @@ static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, fl
     for (int l0 = 0; l0 < K; l0 += PBD__W) {
         pbd__vf lo[3], hi[3], r = pbd__vset1(0.0f), x[2][3];
         float live[PBD__W];
+        for (int k = 0; k < 6; ++k) x[k / 3][k % 3] = r; /* (set for triangles too: gcc cannot tell) */
         for (int j = 0; j < per; ++j) {
             int ids[PBD__W];
             for (int l = 0; l < PBD__W; ++l) ids[l] = V[j * K + l0 + l] < 0 ? 0 : V[j * K + l0 + l];
