@@ -3158,6 +3158,20 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
 
 #define PBD__MAX_COLORS 64
 
+/* The starts of the colours in the order sorted by colour, from their
+   sizes: colours 0..opened-1 are used without gaps and the overflow (if
+   any constraint got it) comes last, at index opened. Returns the number
+   of colours; *overflow: whether the last one is the overflow. */
+static int pbd__color_starts(int *counts, int opened, int *start, int *overflow) {
+    const int last = PBD__MAX_COLORS - 1;
+    *overflow = counts[last] > 0;
+    if (*overflow) counts[opened] = counts[last];
+    int ncolors = opened + *overflow;
+    start[0] = 0;
+    for (int c = 0; c < ncolors; ++c) start[c + 1] = start[c] + counts[c];
+    return ncolors;
+}
+
 /* Greedy colouring of a group by shared particles (survey 3.8; as Box2D v3
    does), balanced: each constraint takes the smallest colour that none of
    its particles has yet, and opens a new colour only when all are taken;
@@ -3199,13 +3213,8 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
         color[c] = col;
         counts[col]++;
     }
-    /* colours 0..opened-1 are used without gaps; the overflow comes last */
     int m = opened;
-    g->overflow = counts[last] > 0;
-    if (g->overflow) counts[m] = counts[last];
-    g->ncolors = m + g->overflow;
-    start[0] = 0;
-    for (int c = 0; c < g->ncolors; ++c) start[c + 1] = start[c] + counts[c];
+    g->ncolors = pbd__color_starts(counts, m, start, &g->overflow);
     int fill[PBD__MAX_COLORS + 1];
     memcpy(fill, start, sizeof(int) * (size_t)(g->ncolors + 1));
     for (int c = 0; c < n; ++c) {
