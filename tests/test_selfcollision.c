@@ -240,16 +240,21 @@ static void sc_twist_move(sc_scene *s, int k) {
     }
 }
 
+static int sc_twist_scene(sc_scene *s, int self) {
+    memset(s, 0, sizeof *s);
+    float o[3] = {-0.3f, 0.0f, 0.0f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0.6f, 0};
+    if (!sc_cloth(s, 12, o, u, v, 8)) return 0;
+    for (int i = 0; i < 12; ++i) {
+        CHECK_OK(pbd_pin(s->w, s->cloth.particles.first + i));
+        CHECK_OK(pbd_set_kinematic(s->w, s->cloth.particles.first + 11 * 12 + i, 1));
+    }
+    if (self) CHECK(sc_surface(s, 0.01f));
+    return 1;
+}
+
 static int sc_twist(int self, int *contacts) {
     sc_scene s;
-    memset(&s, 0, sizeof s);
-    float o[3] = {-0.3f, 0.0f, 0.0f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0.6f, 0};
-    if (!sc_cloth(&s, 12, o, u, v, 8)) return -1;
-    for (int i = 0; i < 12; ++i) {
-        CHECK_OK(pbd_pin(s.w, s.cloth.particles.first + i));
-        CHECK_OK(pbd_set_kinematic(s.w, s.cloth.particles.first + 11 * 12 + i, 1));
-    }
-    if (self) CHECK(sc_surface(&s, 0.01f));
+    if (!sc_twist_scene(&s, self)) return -1;
     int crossings = sc_run(&s, 420, 1.0f / 240.0f, sc_twist_move, contacts);
     sc_free(&s);
     return crossings;
@@ -522,6 +527,42 @@ TEST(selfcollision_threads_simd_snapshot_identical) {
     sc_free(&a);
     sc_free(&b);
     sc_free(&c);
+    /* the twist, wrapped around itself: hundreds of candidates, so many
+       colours (a colour holds at most a quarter of the vertices' worth of
+       candidates, 4 vertices each); the 2-thread world takes over from a
+       snapshot before the cloth wraps (barriers are slow under
+       OMP_WAIT_POLICY=passive) */
+    sc_scene t[3];
+    int most = 0;
+    for (int k = 0; k < 3; ++k) {
+        CHECK(sc_twist_scene(&t[k], 1));
+        CHECK_OK(pbd_world_set_threads(t[k].w, k == 2 ? 2 : 1));
+        CHECK_OK(pbd_world_set_simd(t[k].w, k != 0));
+    }
+    for (int s = 0; s < 300; ++s) {
+        if (s == 280) {
+            size_t bytes = pbd_world_snapshot_size(t[1].w);
+            void *buf = malloc(bytes);
+            CHECK_OK(pbd_world_save(t[1].w, buf, bytes));
+            CHECK_OK(pbd_world_restore(t[2].w, buf, bytes));
+            free(buf);
+        }
+        for (int k = 0; k < 3; ++k) {
+            if (k == 2 && s < 280) continue;
+            sc_twist_move(&t[k], s);
+            CHECK_OK(pbd_world_step(t[k].w, 1.0f / 240.0f));
+        }
+        int c = pbd_world_self_contact_count(t[2].w);
+        most = c > most ? c : most;
+    }
+    n = pbd_world_particle_count(t[0].w);
+    printf("    twist on 2 threads: up to %d candidates, at least %d colours\n", most, (most + n / 4 - 1) / (n / 4));
+    CHECK(most > 4 * (n / 4)); /* more than 4 colours */
+    CHECK_MSG(memcmp(pbd_world_positions(t[0].w), pbd_world_positions(t[1].w), sizeof(float) * 4 * (size_t)n) == 0,
+              "twist: scalar 1 thread differs from SIMD 1 thread");
+    CHECK_MSG(memcmp(pbd_world_positions(t[2].w), pbd_world_positions(t[1].w), sizeof(float) * 4 * (size_t)n) == 0,
+              "twist: 2 threads differ from 1 thread");
+    for (int k = 0; k < 3; ++k) sc_free(&t[k]);
 }
 
 TEST(selfcollision_cloth_helper_with_permutation) {
