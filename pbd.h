@@ -9100,17 +9100,6 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
     return m;
 }
 
-/* The lowest set bit of m != 0. */
-static inline int pbd__sc_ctz(unsigned m) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctz(m);
-#else
-    int j = 0;
-    while (!(m & 1u)) { m >>= 1; ++j; }
-    return j;
-#endif
-}
-
 /* The smallest (largest, with hi) of a row of PBD__SC_K lanes; min and max
    are exact, so any order of the comparisons gives the same value. */
 static inline float pbd__sc_row_extreme(const float *row, int hi) {
@@ -9252,11 +9241,11 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             const float *tb = S->tbox + 6 * (size_t)tc, *L = S->tlane + (size_t)6 * K * tc;
             if (!pbd__box_overlap(cb, tb)) continue;
             for (unsigned near = pbd__sc_lanes(VL, tb); near; near &= near - 1) {
-                int l = pbd__sc_ctz(near); /* the members of a vertex cluster are its first lanes */
+                int l = pbd__lowest_bit(near); /* the members of a vertex cluster are its first lanes */
                 unsigned m = pbd__sc_lanes(L, vb[l]);
                 if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
                 for (; m; m &= m - 1)
-                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__sc_ctz(m)], xs[l], S->reach[ids[l]], prev[l], nprev[l],
+                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__lowest_bit(m)], xs[l], S->reach[ids[l]], prev[l], nprev[l],
                                    S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
             }
         }
@@ -9295,12 +9284,12 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             const float *fb = S->ebox + 6 * (size_t)fc, *L = S->elane + (size_t)16 * K * fc;
             if (!pbd__box_overlap(cb, fb)) continue;
             for (unsigned near = pbd__sc_lanes(E, fb); near; near &= near - 1) {
-                int l = pbd__sc_ctz(near); /* lane l holds member l (past the end: a box nothing overlaps) */
+                int l = pbd__lowest_bit(near); /* lane l holds member l (past the end: a box nothing overlaps) */
                 unsigned m = pbd__sc_lanes(L, eb[l]);
                 if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
                 if (m) m &= pbd__sc_lanes_inner(E, lane[l], L);
                 for (; m; m &= m - 1)
-                    pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__sc_ctz(m)], prev[l], nprev[l],
+                    pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__lowest_bit(m)], prev[l], nprev[l],
                                    S->ee + (size_t)ids[l] * PBD__SC_EE, &count[l]);
             }
         }
