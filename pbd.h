@@ -5152,10 +5152,10 @@ static inline int pbd__popcount16(unsigned m) {
 #endif
 }
 
-/* The lowest set bit of m != 0. */
-static inline int pbd__lowest_bit(unsigned m) {
+/* The lowest set bit of m != 0 (32- or 64-bit masks). */
+static inline int pbd__lowest_bit(uint64_t m) {
 #if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctz(m);
+    return __builtin_ctzll(m);
 #else
     int l = 0;
     while (!(m & 1u)) { m >>= 1; ++l; }
@@ -9320,16 +9320,6 @@ static void pbd__sc_slot_vertices(const pbd__selfcol *S, int id, int *v) {
     }
 }
 
-static inline int pbd__ctz64(uint64_t m) {
-#if defined(__GNUC__) || defined(__clang__)
-    return __builtin_ctzll(m);
-#else
-    int j = 0;
-    while (!(m & 1u)) { m >>= 1; ++j; }
-    return j;
-#endif
-}
-
 /* Appends the slots of the candidates in counts[0..n) (n items of `per`
    slots each, slot ids from `first`) to cand, in order. Reads the counts
    8 at a time: most items have none. */
@@ -9372,7 +9362,7 @@ static void pbd__selfcol_color(pbd__selfcol *S) {
         pbd__sc_slot_vertices(S, S->cand[c], v);
         uint64_t used = S->cmask[v[0]] | S->cmask[v[1]] | S->cmask[v[2]] | S->cmask[v[3]];
         uint64_t open = ~used & (((uint64_t)1 << last) - 1);
-        int col = open ? pbd__ctz64(open) : last;
+        int col = open ? pbd__lowest_bit(open) : last;
         if (col < last && col >= opened) opened = col + 1;
         if (col < last)
             for (int j = 0; j < 4; ++j) S->cmask[v[j]] |= (uint64_t)1 << col;
