@@ -9559,9 +9559,21 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
    (pbd__selfcol_color): the threads share a colour, whose candidates have
    no vertex in common, and the barrier of its omp for separates it from
    the next; the overflow colour runs serially. Within a colour the order
-   does not matter, so any thread count gives the same bits. */
+   does not matter, so any thread count gives the same bits; so does one
+   thread running all colours in turn, which is what few candidates get
+   (a barrier costs a microsecond or more, a projection about 0.1). */
+#ifndef PBD__SC_SERIAL_MIN
+#define PBD__SC_SERIAL_MIN 512
+#endif
 typedef void (*pbd__sc_slot_fn)(pbd_world *w, pbd__selfcol *S, int id);
 static void pbd__sc_each_color(pbd_world *w, pbd__selfcol *S, pbd__sc_slot_fn fn) {
+    int n = S->cstart[S->ncolors]; /* every thread reads the same (written before a barrier) */
+    if (n == 0) return;
+    if (n < PBD__SC_SERIAL_MIN) {
+        PBD__PRAGMA(omp single)
+        for (int k = 0; k < n; ++k) fn(w, S, S->corder[k]);
+        return;
+    }
     for (int col = 0; col < S->ncolors; ++col) {
         int b = S->cstart[col], e = S->cstart[col + 1];
         if (S->overflow && col == S->ncolors - 1) {
