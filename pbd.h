@@ -1015,8 +1015,9 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         in 63 colours goes to a serial overflow colour) and projected every
         iteration after the constraint groups and plugins, before the
         collider contacts, as coloured Gauss-Seidel: the threads share
-        each colour, so any thread count gives the same bits. The velocity
-        pass removes the separating velocities in the same colours;
+        each colour (fewer than 512 candidates: one thread runs the
+        colours in turn), so any thread count gives the same bits. The
+        velocity pass removes the separating velocities in the same colours;
      5. after the last iteration, a fail-safe (serial): a vertex that still
         passed through a candidate triangle during the substep (a
         continuous test of the straight paths) goes back to where the
