@@ -9384,20 +9384,17 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < nv; ++i) {
         int q = S->vp[i];
-        S->reach[i] = pbd__len(pbd__sub(pbd__p3(w->p[q]), pbd__p3(w->x[q])));
-        if (w->x[q].w == 0) continue; /* pinned and kinematic particles move as told */
         pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
         float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
-        S->reach[i] = lim; /* the solver keeps it within this too (pbd__selfcol_project) */
-        if (l > lim) { /* the maximum speed: thickness per substep */
+        /* pinned and kinematic particles move as told; the others at
+           most lim, which the solver keeps too (pbd__selfcol_project) */
+        S->reach[i] = w->x[q].w == 0 ? l : lim;
+        if (w->x[q].w != 0 && l > lim) { /* the maximum speed: thickness per substep */
             d = pbd__mul(d, lim / l);
             w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
             w->v[q].x = d.x / h; w->v[q].y = d.y / h; w->v[q].z = d.z / h;
         }
-    }
-    PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < nv; ++i) {
-        S->xv[i] = w->x[S->vp[i]];
+        S->xv[i] = w->x[q]; /* the start of the substep and the reach, for the bounds */
         S->xv[i].w = S->reach[i];
     }
     PBD__PRAGMA(omp for schedule(static))
