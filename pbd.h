@@ -1497,22 +1497,33 @@ static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
 
 /* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
    dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
-static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
-    pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]);
-    pbd__v3 n = pbd__cross(a, b);
-    float l = pbd__len(n);
-    if (l < 1e-18f) {
-        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
-        return 0.0f;
-    }
-    pbd__v3 nh = pbd__mul(n, 1.0f / l);
-    pbd__v3 r = pbd__sub(p[0], p[1]);
-    float rn = pbd__dot(r, nh);
+/* Its two halves, so that a caller can test the height before it pays
+   for the gradients (the self-collision projection): the height of p[0]
+   above the triangle p[1..3], its unit normal nh and the length l of the
+   unnormalised one (below 1e-18: degenerate, nh unset, height 0). */
+static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
+    pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
+    *l = pbd__len(n);
+    if (*l < 1e-18f) return 0.0f;
+    *nh = pbd__mul(n, 1.0f / *l);
+    return pbd__dot(pbd__sub(p[0], p[1]), *nh);
+}
+static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, float rn, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]), r = pbd__sub(p[0], p[1]);
     pbd__v3 t = pbd__mul(pbd__sub(r, pbd__mul(nh, rn)), 1.0f / l);
     g[0] = nh;
     g[2] = pbd__cross(b, t);
     g[3] = pbd__cross(t, a);
     g[1] = pbd__neg(pbd__add(pbd__add(nh, g[2]), g[3]));
+}
+static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
+    pbd__v3 nh;
+    float l, rn = pbd__pt_height(p, &nh, &l);
+    if (l < 1e-18f) {
+        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return 0.0f;
+    }
+    pbd__pt_gradients(p, nh, l, rn, g);
     return rn - h;
 }
 
@@ -9518,6 +9529,26 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     return 0;
 }
 
+/* Whether vertex q and triangle abc, moving linearly from x[0..3] to
+   y[0..3], cannot touch: their distance d0 at the start (the candidate's
+   dist, measured at x) shrinks at most by the motion of q plus the
+   largest motion of a corner (every point of the triangle moves by a
+   convex combination of the corners' motions), so d0 beyond that cannot
+   reach 0. The margin covers the tolerance of pbd__sc_crossed (1e-4 of
+   an altitude, in barycentric coordinates) and rounding, so that the
+   cubic is skipped only where it would find nothing: most candidates of
+   a cloth lying in layers are neighbours that stay apart. */
+static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
+    float corner = 0;
+    for (int j = 1; j < 4; ++j) {
+        float m = pbd__len(pbd__sub(y[j], x[j]));
+        corner = m > corner ? m : corner;
+    }
+    float size = pbd__len(pbd__sub(x[2], x[1])) + pbd__len(pbd__sub(x[3], x[1]));
+    float reach = pbd__len(pbd__sub(y[0], x[0])) + corner;
+    return d0 > 1.001f * reach + 1e-3f * size;
+}
+
 /* The fail-safe after the last iteration (the contacts could not hold
    everything, e.g. a fold shut tight with its sides at odds): a vertex
    that passed through a candidate triangle between the start of the
@@ -9532,7 +9563,8 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
         changed = 0;
         for (int i = 0; i < S->nv; ++i)
             for (int k = 0; k < S->npt[i]; ++k) {
-                const int *tv = S->tv + 3 * S->pt[(size_t)i * PBD__SC_PT + k].tri;
+                const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+                const int *tv = S->tv + 3 * c->tri;
                 int vs[4] = {i, tv[0], tv[1], tv[2]}, free_ = 0;
                 pbd__v3 x[4], y[4];
                 for (int j = 0; j < 4; ++j) {
@@ -9541,7 +9573,7 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
                     y[j] = pbd__p3(w->p[q]);
                     free_ += w->p[q].w > 0 && !S->frozen[vs[j]];
                 }
-                if (!free_ || !pbd__sc_crossed(x, y)) continue;
+                if (!free_ || pbd__sc_apart(x, y, c->dist) || !pbd__sc_crossed(x, y)) continue;
                 for (int j = 0; j < 4; ++j) {
                     int q = S->vp[vs[j]];
                     if (!(w->p[q].w > 0) || S->frozen[vs[j]]) continue;
@@ -9591,17 +9623,18 @@ static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
     const int *tv = S->tv + 3 * c->tri;
     int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
     if (c->side < 0) { ids[2] = S->vp[tv[2]]; ids[3] = S->vp[tv[1]]; } /* from below: the reversed winding */
-    pbd__v3 x[4], g[4];
+    pbd__v3 x[4], g[4], n;
     for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
-    float th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
-    float C = pbd__eval_point_triangle(x, th, g);
-    if (C >= 0) return;
+    float th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]), l;
+    float h = pbd__pt_height(x, &n, &l), C = h - th; /* pbd__eval_point_triangle, the gradients when active */
+    if (l < 1e-18f || C >= 0) return;
     /* active while the vertex is over the triangle, widened by the
        thickness so that it cannot slip past an edge */
     int f;
     pbd__v3 r = pbd__sub(x[0], pbd__closest_on_triangle(x[0], x[1], x[2], x[3], &f));
-    float rn = pbd__dot(r, g[0]);
+    float rn = pbd__dot(r, n);
     if (pbd__dot(r, r) - rn * rn > th * th) return;
+    pbd__pt_gradients(x, n, l, h, g);
     c->lambda += pbd__sc_apply(w, ids, g, 4, C);
 }
 
