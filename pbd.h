@@ -4484,6 +4484,35 @@ static pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3
     return pbd__add(a, pbd__add(pbd__mul(ab, vb * den), pbd__mul(ac, vc * den)));
 }
 
+#if PBD__W > 1
+/* pbd__closest_on_triangle for W lanes in the same operations: every
+   region's point is computed and masks pick, last branch first, the one
+   the scalar branches would return. */
+static inline pbd__vv pbd__vclosest_on_triangle(pbd__vv p, pbd__vv a, pbd__vv b, pbd__vv c) {
+    pbd__vf zero = pbd__vset1(0.0f);
+    pbd__vv ab = pbd__vvsub(b, a), ac = pbd__vvsub(c, a), ap = pbd__vvsub(p, a), bp = pbd__vvsub(p, b), cp = pbd__vvsub(p, c);
+    pbd__vf d1 = pbd__vvdot(ab, ap), d2 = pbd__vvdot(ac, ap), d3 = pbd__vvdot(ab, bp), d4 = pbd__vvdot(ac, bp);
+    pbd__vf d5 = pbd__vvdot(ab, cp), d6 = pbd__vvdot(ac, cp);
+    pbd__vf vc = pbd__vsub(pbd__vmul(d1, d4), pbd__vmul(d3, d2)), vb = pbd__vsub(pbd__vmul(d5, d2), pbd__vmul(d1, d6));
+    pbd__vf va = pbd__vsub(pbd__vmul(d3, d6), pbd__vmul(d5, d4)), e43 = pbd__vsub(d4, d3), e56 = pbd__vsub(d5, d6);
+    pbd__vf den = pbd__vdiv(pbd__vset1(1.0f), pbd__vadd(pbd__vadd(va, vb), vc));
+    pbd__vv r = pbd__vvadd(a, pbd__vvadd(pbd__vvmul(ab, pbd__vmul(vb, den)), pbd__vvmul(ac, pbd__vmul(vc, den))));
+    pbd__vm m;
+#define PBD__VPICK(mask, q) (m = (mask), r.x = pbd__vsel(m, r.x, (q).x), r.y = pbd__vsel(m, r.y, (q).y), r.z = pbd__vsel(m, r.z, (q).z))
+    PBD__VPICK(pbd__vand_m(pbd__vle(va, zero), pbd__vand_m(pbd__vle(zero, e43), pbd__vle(zero, e56))),
+               pbd__vvadd(b, pbd__vvmul(pbd__vvsub(c, b), pbd__vdiv(e43, pbd__vadd(e43, e56)))));
+    PBD__VPICK(pbd__vand_m(pbd__vle(vb, zero), pbd__vand_m(pbd__vle(zero, d2), pbd__vle(d6, zero))),
+               pbd__vvadd(a, pbd__vvmul(ac, pbd__vdiv(d2, pbd__vsub(d2, d6)))));
+    PBD__VPICK(pbd__vand_m(pbd__vle(zero, d6), pbd__vle(d5, d6)), c);
+    PBD__VPICK(pbd__vand_m(pbd__vle(vc, zero), pbd__vand_m(pbd__vle(zero, d1), pbd__vle(d3, zero))),
+               pbd__vvadd(a, pbd__vvmul(ab, pbd__vdiv(d1, pbd__vsub(d1, d3)))));
+    PBD__VPICK(pbd__vand_m(pbd__vle(zero, d3), pbd__vle(d4, d3)), b);
+    PBD__VPICK(pbd__vand_m(pbd__vle(d1, zero), pbd__vle(d2, zero)), a);
+#undef PBD__VPICK
+    return r;
+}
+#endif
+
 static float pbd__box_dist2(const float *lo, const float *hi, pbd__v3 y) {
     float q[3] = {y.x, y.y, y.z}, d2 = 0;
     for (int k = 0; k < 3; ++k) {
@@ -9595,24 +9624,30 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
 #ifndef PBD__SC_SERIAL_MIN
 #define PBD__SC_SERIAL_MIN 512
 #endif
-typedef void (*pbd__sc_slot_fn)(pbd_world *w, pbd__selfcol *S, int id);
-static void pbd__sc_each_color(pbd_world *w, pbd__selfcol *S, pbd__sc_slot_fn fn) {
+/* fn gets the slots W at a time (fewer at a colour's end), all of one
+   colour; those of the overflow colour one at a time. */
+typedef void (*pbd__sc_block_fn)(pbd_world *w, pbd__selfcol *S, const int *slots, int n);
+static void pbd__sc_color_serial(pbd_world *w, pbd__selfcol *S, pbd__sc_block_fn fn, int col) {
+    int b = S->cstart[col], e = S->cstart[col + 1], step = S->overflow && col == S->ncolors - 1 ? 1 : PBD__W;
+    for (int k = b; k < e; k += step) fn(w, S, S->corder + k, e - k < step ? e - k : step);
+}
+static void pbd__sc_each_color(pbd_world *w, pbd__selfcol *S, pbd__sc_block_fn fn) {
     int n = S->cstart[S->ncolors]; /* every thread reads the same (written before a barrier) */
     if (n == 0) return;
     if (n < PBD__SC_SERIAL_MIN) {
         PBD__PRAGMA(omp single)
-        for (int k = 0; k < n; ++k) fn(w, S, S->corder[k]);
+        for (int col = 0; col < S->ncolors; ++col) pbd__sc_color_serial(w, S, fn, col);
         return;
     }
     for (int col = 0; col < S->ncolors; ++col) {
         int b = S->cstart[col], e = S->cstart[col + 1];
         if (S->overflow && col == S->ncolors - 1) {
             PBD__PRAGMA(omp single)
-            for (int k = b; k < e; ++k) fn(w, S, S->corder[k]);
+            pbd__sc_color_serial(w, S, fn, col);
             continue;
         }
         PBD__PRAGMA(omp for schedule(static))
-        for (int k = b; k < e; ++k) fn(w, S, S->corder[k]);
+        for (int k = b; k < e; k += PBD__W) fn(w, S, S->corder + k, e - k < PBD__W ? e - k : PBD__W);
     }
 }
 
@@ -9651,10 +9686,57 @@ static void pbd__sc_project_ee(pbd_world *w, pbd__selfcol *S, int id) {
     c->lambda += pbd__sc_apply(w, ids, g, 4, C);
 }
 
-static void pbd__sc_project_slot(pbd_world *w, pbd__selfcol *S, int id) {
+#if PBD__W > 1
+/* The point-triangle slots pt[0..n) (n <= W, of one colour: no particle
+   in common) that pbd__sc_project_pt might move: its two tests (height
+   below the thickness, over the triangle) in the same operations for W
+   at once, as lane bits. Most candidates of cloth in layers fail them:
+   only the others pay for the scalar projection, which tests again. */
+static unsigned pbd__sc_pt_may_act(const pbd_world *w, const pbd__selfcol *S, const int *pt, int n) {
+    int ids[4][PBD__W];
+    float th[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        int id = pt[l < n ? l : 0], i = id / PBD__SC_PT;
+        const pbd__sc_pt *c = &S->pt[id];
+        const int *tv = S->tv + 3 * c->tri;
+        int flip = c->side < 0; /* from below: the reversed winding, as pbd__sc_project_pt */
+        ids[0][l] = S->vp[i]; ids[1][l] = S->vp[tv[0]];
+        ids[2][l] = S->vp[tv[flip ? 2 : 1]]; ids[3][l] = S->vp[tv[flip ? 1 : 2]];
+        th[l] = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
+    }
+    pbd__vv x[4];
+    for (int j = 0; j < 4; ++j) x[j] = pbd__vvpos(pbd__vgather(w->p, ids[j]));
+    pbd__vf t = pbd__vload(th), zero = pbd__vset1(0.0f);
+    pbd__vv nn = pbd__vvcross(pbd__vvsub(x[2], x[1]), pbd__vvsub(x[3], x[1]));
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(nn, nn));
+    pbd__vv nh = pbd__vvmul(nn, pbd__vdiv(pbd__vset1(1.0f), l));
+    pbd__vf C = pbd__vsub(pbd__vvdot(pbd__vvsub(x[0], x[1]), nh), t);
+    pbd__vv r = pbd__vvsub(x[0], pbd__vclosest_on_triangle(x[0], x[1], x[2], x[3]));
+    pbd__vf rn = pbd__vvdot(r, nh);
+    pbd__vm off = pbd__vor_m(pbd__vlt(l, pbd__vset1(1e-18f)), pbd__vle(zero, C));
+    off = pbd__vor_m(off, pbd__vlt(pbd__vmul(t, t), pbd__vsub(pbd__vvdot(r, r), pbd__vmul(rn, rn))));
+    return ~pbd__vbits(off) & (((unsigned)1 << n) - 1);
+}
+#endif
+
+/* A block of slots of one colour (pbd__sc_each_color). */
+static void pbd__sc_project_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
     int npt = S->nv * PBD__SC_PT;
-    if (id < npt) pbd__sc_project_pt(w, S, id);
-    else pbd__sc_project_ee(w, S, id - npt);
+#if PBD__W > 1
+    if (w->simd) {
+        int pt[PBD__W], m = 0;
+        for (int k = 0; k < n; ++k)
+            if (slots[k] < npt) pt[m++] = slots[k];
+            else pbd__sc_project_ee(w, S, slots[k] - npt);
+        unsigned act = m == 1 ? 1u : (m > 1 ? pbd__sc_pt_may_act(w, S, pt, m) : 0u);
+        for (; act; act &= act - 1) pbd__sc_project_pt(w, S, pt[pbd__lowest_bit(act)]);
+        return;
+    }
+#endif
+    for (int k = 0; k < n; ++k) {
+        if (slots[k] < npt) pbd__sc_project_pt(w, S, slots[k]);
+        else pbd__sc_project_ee(w, S, slots[k] - npt);
+    }
 }
 
 /* Every iteration: the candidates as coloured Gauss-Seidel (survey 3.8),
@@ -9664,7 +9746,7 @@ static void pbd__selfcol_project(pbd_world *w) {
        changes only after it */
     int last = w->selfcol->iter + 1 == w->iterations;
     pbd__sc_clamp(w, w->selfcol);
-    pbd__sc_each_color(w, w->selfcol, pbd__sc_project_slot);
+    pbd__sc_each_color(w, w->selfcol, pbd__sc_project_block);
     /* after the last iteration: the motion within the reach again (the
        contacts moved particles), then the fail-safe */
     if (last) pbd__sc_clamp(w, w->selfcol);
@@ -9724,7 +9806,10 @@ static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
 /* After the velocity update: contacts that pushed this substep stop
    separating, in the colours of the projection (each changes the
    velocities of its 4 particles). */
-static void pbd__selfcol_velocities(pbd_world *w) { pbd__sc_each_color(w, w->selfcol, pbd__sc_stop_slot); }
+static void pbd__sc_stop_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
+    for (int k = 0; k < n; ++k) pbd__sc_stop_slot(w, S, slots[k]);
+}
+static void pbd__selfcol_velocities(pbd_world *w) { pbd__sc_each_color(w, w->selfcol, pbd__sc_stop_block); }
 
 // ==== plugins ===============================================================
 
