@@ -1017,12 +1017,20 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         collider contacts, as coloured Gauss-Seidel: the threads share
         each colour (fewer than 512 candidates: one thread runs the
         colours in turn), so any thread count gives the same bits. The
-        velocity pass removes the separating velocities in the same colours;
+        point-triangle candidates of a colour are tested W at a time (a
+        SIMD twin of the scalar tests), and only those that may act are
+        projected. The velocity pass removes the separating velocities in
+        the same colours;
      5. after the last iteration, a fail-safe (serial): a vertex that still
         passed through a candidate triangle during the substep (a
-        continuous test of the straight paths) goes back to where the
+        continuous test of the straight paths, skipped for pairs whose
+        distance at the start exceeds their motion) goes back to where the
         substep began, with the triangle's free particles (they end it at
         rest there).
+   Cost (bench/selfcollision.c, a 100 x 100 cloth): draped near itself,
+   a step costs about 3x one without self-collision; piled in layers on
+   the ground, with about 90 000 candidates per substep (every vertex of
+   a layer has several within the padding), 13-15x.
    Surfaces collide with each other (two cloths) and, with self_collision
    set, with themselves. The thickness must be smaller than about half the
    rest distance between features of the mesh that share no vertex (about
