@@ -9725,6 +9725,29 @@ static unsigned pbd__sc_pt_may_act(const pbd_world *w, const pbd__selfcol *S, co
     off = pbd__vor_m(off, pbd__vlt(pbd__vmul(t, t), pbd__vsub(pbd__vvdot(r, r), pbd__vmul(rn, rn))));
     return ~pbd__vbits(off) & (((unsigned)1 << n) - 1);
 }
+
+/* The edge-edge slots ee[0..n) (n <= W, of one colour) that
+   pbd__sc_project_ee might move: C < 0 in the same operations, W at once. */
+static unsigned pbd__sc_ee_may_act(const pbd_world *w, const pbd__selfcol *S, const int *ee, int n) {
+    int ids[4][PBD__W];
+    float th[PBD__W], s[PBD__W], t[PBD__W], nx[3][PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        int id = ee[l < n ? l : 0], e = id / PBD__SC_EE;
+        const pbd__sc_ee *c = &S->ee[id];
+        ids[0][l] = S->vp[S->ev[2 * e]]; ids[1][l] = S->vp[S->ev[2 * e + 1]];
+        ids[2][l] = S->vp[S->ev[2 * c->edge]]; ids[3][l] = S->vp[S->ev[2 * c->edge + 1]];
+        th[l] = pbd__sc_thickness(w, S->es[e], S->es[c->edge]);
+        s[l] = c->s; t[l] = c->t;
+        nx[0][l] = c->n.x; nx[1][l] = c->n.y; nx[2][l] = c->n.z;
+    }
+    pbd__vv x[4], nn;
+    for (int j = 0; j < 4; ++j) x[j] = pbd__vvpos(pbd__vgather(w->p, ids[j]));
+    nn.x = pbd__vload(nx[0]); nn.y = pbd__vload(nx[1]); nn.z = pbd__vload(nx[2]);
+    pbd__vv a = pbd__vvadd(x[0], pbd__vvmul(pbd__vvsub(x[1], x[0]), pbd__vload(s))); /* pbd__lerp */
+    pbd__vv b = pbd__vvadd(x[2], pbd__vvmul(pbd__vvsub(x[3], x[2]), pbd__vload(t)));
+    pbd__vf C = pbd__vsub(pbd__vvdot(pbd__vvsub(a, b), nn), pbd__vload(th));
+    return ~pbd__vbits(pbd__vle(pbd__vset1(0.0f), C)) & (((unsigned)1 << n) - 1);
+}
 #endif
 
 /* A block of slots of one colour (pbd__sc_each_color). */
@@ -9732,12 +9755,14 @@ static void pbd__sc_project_block(pbd_world *w, pbd__selfcol *S, const int *slot
     int npt = S->nv * PBD__SC_PT;
 #if PBD__W > 1
     if (w->simd) {
-        int pt[PBD__W], m = 0;
+        int pt[PBD__W], ee[PBD__W], m = 0, me = 0;
         for (int k = 0; k < n; ++k)
             if (slots[k] < npt) pt[m++] = slots[k];
-            else pbd__sc_project_ee(w, S, slots[k] - npt);
+            else ee[me++] = slots[k] - npt;
         unsigned act = m == 1 ? 1u : (m > 1 ? pbd__sc_pt_may_act(w, S, pt, m) : 0u);
         for (; act; act &= act - 1) pbd__sc_project_pt(w, S, pt[pbd__lowest_bit(act)]);
+        act = me == 1 ? 1u : (me > 1 ? pbd__sc_ee_may_act(w, S, ee, me) : 0u);
+        for (; act; act &= act - 1) pbd__sc_project_ee(w, S, ee[pbd__lowest_bit(act)]);
         return;
     }
 #endif
