@@ -9085,47 +9085,72 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
 /* The lanes j of a triangle cluster (vertex lanes V) that do not hold
    vertex i, and of an edge cluster (its first place, vertex lanes V) whose
    edge has a larger place than `place` and shares no vertex with a0 a1. */
+/* The lanes j < W of V whose value is not a, as bits. */
+static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
+#if PBD__W == 16
+    return ~(unsigned)simde_mm512_cmpeq_epi32_mask(simde_mm512_loadu_si512(V), simde_mm512_set1_epi32(a)) & 0xffffu;
+#elif PBD__W == 8
+    simde__m256i eq = simde_mm256_cmpeq_epi32(simde_mm256_loadu_si256((const simde__m256i *)V), simde_mm256_set1_epi32(a));
+    return ~(unsigned)simde_mm256_movemask_ps(simde_mm256_castsi256_ps(eq)) & 0xffu;
+#elif PBD__W == 4
+    simde__m128i eq = simde_mm_cmpeq_epi32(simde_mm_loadu_si128((const simde__m128i *)V), simde_mm_set1_epi32(a));
+    return ~(unsigned)simde_mm_movemask_ps(simde_mm_castsi128_ps(eq)) & 0xfu;
+#else
+    return (unsigned)(V[0] != a);
+#endif
+}
 static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
-    for (int j = 0; j < K; ++j) m |= (unsigned)((V[j] != i) & (V[K + j] != i) & (V[2 * K + j] != i)) << j;
+    for (int j = 0; j < K; j += PBD__W)
+        m |= (pbd__sc_ne_bits(V + j, i) & pbd__sc_ne_bits(V + K + j, i) & pbd__sc_ne_bits(V + 2 * K + j, i)) << j;
     return m;
 }
 static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int a0, int a1) {
     enum { K = PBD__SC_K };
-    unsigned m = 0;
-    for (int j = 0; j < K; ++j)
-        m |= (unsigned)((first + j > place) & (V[j] != a0) & (V[j] != a1) & (V[K + j] != a0) & (V[K + j] != a1)) << j;
-    return m;
+    int d = place - first; /* the lanes j > d */
+    unsigned m = 0, after = d < 0 ? ~0u : (d >= K - 1 ? 0u : ~0u << (d + 1));
+    for (int j = 0; j < K && (after >> j); j += PBD__W)
+        m |= (pbd__sc_ne_bits(V + j, a0) & pbd__sc_ne_bits(V + j, a1) & pbd__sc_ne_bits(V + K + j, a0) &
+              pbd__sc_ne_bits(V + K + j, a1))
+             << j;
+    return m & after;
 }
+/* The inner-point test of the edge pairs without divisions (they were
+   most of its cost): s = ns / den and t = (b s + f) / e lie in
+   (1e-3, 1 - 1e-3) when ns and b ns + f den lie in the same interval
+   times den and den e (both positive here). The interval is widened by
+   PBD__SC_INNER_SLACK so that the rounding of the divisions in
+   pbd__segment_closest cannot make this reject a pair that
+   pbd__sc_try_ee, which decides, would keep. */
+#define PBD__SC_INNER_SLACK 1e-4f
 #if PBD__W > 1
 /* pbd__sc_lanes_inner for the W lanes L[..] of an edge cluster's rows
-   (row k at L + k * PBD__SC_K), in the same operations. */
+   (row k at L + k * PBD__SC_K), in the same operations as its scalar loop. */
 static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float d0, float d1, float d2, float a,
                                             const float *L) {
     enum { K = PBD__SC_K };
     pbd__vf r0 = pbd__vsub(pbd__vset1(p0), pbd__vload(L + 6 * K)), r1 = pbd__vsub(pbd__vset1(p1), pbd__vload(L + 7 * K));
     pbd__vf r2 = pbd__vsub(pbd__vset1(p2), pbd__vload(L + 8 * K));
     pbd__vf e0 = pbd__vload(L + 12 * K), e1 = pbd__vload(L + 13 * K), e2 = pbd__vload(L + 14 * K), e = pbd__vload(L + 15 * K);
-    pbd__vf D0 = pbd__vset1(d0), D1 = pbd__vset1(d1), D2 = pbd__vset1(d2), A = pbd__vset1(a), one = pbd__vset1(1.0f);
+    pbd__vf D0 = pbd__vset1(d0), D1 = pbd__vset1(d1), D2 = pbd__vset1(d2), A = pbd__vset1(a);
     pbd__vf f = pbd__vadd(pbd__vadd(pbd__vmul(e0, r0), pbd__vmul(e1, r1)), pbd__vmul(e2, r2));
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vmul(D0, r0), pbd__vmul(D1, r1)), pbd__vmul(D2, r2));
     pbd__vf b = pbd__vadd(pbd__vadd(pbd__vmul(D0, e0), pbd__vmul(D1, e1)), pbd__vmul(D2, e2));
     pbd__vf den = pbd__vsub(pbd__vmul(A, e), pbd__vmul(b, b));
     pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(1e-20f), A), pbd__vlt(pbd__vset1(1e-20f), e));
     ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(1e-12f), A), e), den));
-    pbd__vf sp = pbd__vdiv(pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), pbd__vsel(ok, one, den));
-    pbd__vf tp = pbd__vdiv(pbd__vadd(pbd__vmul(b, sp), f), pbd__vsel(ok, one, e));
-    pbd__vf lo = pbd__vset1(1e-3f), hi = pbd__vset1(1 - 1e-3f);
-    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(lo, sp), pbd__vlt(sp, hi)));
-    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(lo, tp), pbd__vlt(tp, hi)));
+    pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), nt = pbd__vadd(pbd__vmul(b, ns), pbd__vmul(f, den));
+    pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(1e-3f - PBD__SC_INNER_SLACK), hi = pbd__vset1(1 - 1e-3f + PBD__SC_INNER_SLACK);
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, den), ns), pbd__vlt(ns, pbd__vmul(hi, den))));
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, de), nt), pbd__vlt(nt, pbd__vmul(hi, de))));
     return pbd__vbits(ok);
 }
 #endif
-/* The lanes j of edge cluster L whose segment has its closest points to
-   segment l of the edge lanes P inner points of both: the test of
-   pbd__segment_closest in the same operations, so it agrees with it, for
-   all lanes at once (pbd__sc_try_ee makes it again, exactly). */
+/* The lanes j of edge cluster L whose segment may have its closest
+   points to segment l of the edge lanes P inner points of both: the test
+   of pbd__segment_closest without its divisions, a little wider, for all
+   lanes at once (pbd__sc_try_ee makes it again, exactly). */
 static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L) {
     enum { K = PBD__SC_K };
     float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
@@ -9142,9 +9167,9 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
         float f = e0 * r0 + e1 * r1 + e2 * r2, c = d0 * r0 + d1 * r1 + d2 * r2, b = d0 * e0 + d1 * e1 + d2 * e2;
         float den = a * e - b * b;
         int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
-        float s = (b * f - c * e) / (ok ? den : 1.0f);
-        float t = (b * s + f) / (ok ? e : 1.0f);
-        m |= (unsigned)(ok & (s > 1e-3f) & (s < 1 - 1e-3f) & (t > 1e-3f) & (t < 1 - 1e-3f)) << j;
+        float ns = b * f - c * e, nt = b * ns + f * den, de = den * e;
+        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK;
+        m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de) & (nt < hi * de)) << j;
     }
     return m;
 }
