@@ -10864,9 +10864,18 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     {
         pbd__collider_poses(w, s, S);
         pbd__reset_multipliers(w);
+        if (!w->nsurfaces)
+            for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
+    }
+    if (w->nsurfaces) {
+        /* the angular momentum to keep is taken after the speed limit of
+           self-collision, which acts from outside like a collider: taken
+           before it, the momentum it removes came back as spin every
+           substep, and a falling cloth spun up without bound */
+        pbd__selfcol_detect(w, h);
+        PBD__PRAGMA(omp single)
         for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
     }
-    if (w->nsurfaces) pbd__selfcol_detect(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
     pbd__pp_begin_substep(w);
