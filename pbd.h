@@ -8405,6 +8405,10 @@ typedef struct pbd__surface {
 /* lambda: the normal correction accumulated this substep (0: never active) */
 typedef struct pbd__sc_pt { int tri; float side, dist, lambda; } pbd__sc_pt;
 typedef struct pbd__sc_ee { int edge; float s, t, dist, lambda; pbd__v3 n; } pbd__sc_ee;
+/* A candidate's four world particles (a point-triangle's in the winding
+   of its side) and thickness, written with it each substep for the
+   projection's SIMD tests (not in snapshots: rebuilt with the candidates) */
+typedef struct pbd__sc_q { int p[4]; float th; } pbd__sc_q;
 
 /* Derived from the surfaces (rebuilt when they change); vertices, triangles
    and edges of all surfaces numbered together. The broad phase groups
@@ -8438,6 +8442,7 @@ typedef struct pbd__selfcol {
     unsigned char *npt;
     pbd__sc_ee *ee;
     unsigned char *nee;
+    pbd__sc_q *ptq, *eeq; /* the particles of each slot of pt and ee */
     /* this substep's candidates coloured for the projection (see
        pbd__selfcol_color). A candidate is named by its slot: i*PBD__SC_PT+k
        for slot k of vertex i, nv*PBD__SC_PT + e*PBD__SC_EE+k for slot k of
@@ -8454,7 +8459,7 @@ static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
     void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->xv, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
-                      S->frozen, S->pt, S->npt, S->ee, S->nee, S->cmask, S->cand, S->ccol, S->corder};
+                      S->frozen, S->pt, S->npt, S->ee, S->nee, S->ptq, S->eeq, S->cmask, S->cand, S->ccol, S->corder};
     pbd__grid_free(w, &S->gt);
     pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
@@ -8699,6 +8704,8 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->tcent = (float *)pbd__alloc_n(w, tc * 3, sizeof(float));
         S->ecent = (float *)pbd__alloc_n(w, ec * 3 + 1, sizeof(float));
         S->pt = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
+        S->ptq = (pbd__sc_q *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_q));
+        S->eeq = (pbd__sc_q *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE + 1, sizeof(pbd__sc_q));
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
@@ -8709,7 +8716,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->corder = (int *)pbd__alloc_n(w, slots, sizeof(int));
         if (!S->cmask || !S->cand || !S->ccol || !S->corder) r = PBD_ERROR_OUT_OF_MEMORY;
         else if (!S->x0 || !S->reach || !S->xv || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
-            !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee)
+            !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee || !S->ptq || !S->eeq)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
             r = PBD_ERROR_OUT_OF_MEMORY;
@@ -9324,7 +9331,19 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             }
         }
     }
-    for (int l = 0; l < n; ++l) S->npt[ids[l]] = (unsigned char)count[l];
+    for (int l = 0; l < n; ++l) {
+        int i = ids[l];
+        S->npt[i] = (unsigned char)count[l];
+        for (int k = 0; k < count[l]; ++k) {
+            const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+            const int *tv = S->tv + 3 * c->tri;
+            int flip = c->side < 0; /* from below: the reversed winding, as pbd__sc_project_pt */
+            pbd__sc_q *q = &S->ptq[(size_t)i * PBD__SC_PT + k];
+            q->p[0] = S->vp[i]; q->p[1] = S->vp[tv[0]];
+            q->p[2] = S->vp[tv[flip ? 2 : 1]]; q->p[3] = S->vp[tv[flip ? 1 : 2]];
+            q->th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
+        }
+    }
 }
 
 /* Edge-edge candidates of the edges of edge cluster c (each against the
@@ -9368,7 +9387,17 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             }
         }
     }
-    for (int l = 0; l < n; ++l) S->nee[ids[l]] = (unsigned char)count[l];
+    for (int l = 0; l < n; ++l) {
+        int e = ids[l];
+        S->nee[e] = (unsigned char)count[l];
+        for (int k = 0; k < count[l]; ++k) {
+            int f = S->ee[(size_t)e * PBD__SC_EE + k].edge;
+            pbd__sc_q *q = &S->eeq[(size_t)e * PBD__SC_EE + k];
+            q->p[0] = S->vp[S->ev[2 * e]]; q->p[1] = S->vp[S->ev[2 * e + 1]];
+            q->p[2] = S->vp[S->ev[2 * f]]; q->p[3] = S->vp[S->ev[2 * f + 1]];
+            q->th = pbd__sc_thickness(w, S->es[e], S->es[f]);
+        }
+    }
 }
 
 /* The largest edge of the cluster boxes: the cell of their grid. */
@@ -9729,13 +9758,9 @@ static unsigned pbd__sc_pt_may_act(const pbd_world *w, const pbd__selfcol *S, co
     int ids[4][PBD__W];
     float th[PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
-        int id = pt[l < n ? l : 0], i = id / PBD__SC_PT;
-        const pbd__sc_pt *c = &S->pt[id];
-        const int *tv = S->tv + 3 * c->tri;
-        int flip = c->side < 0; /* from below: the reversed winding, as pbd__sc_project_pt */
-        ids[0][l] = S->vp[i]; ids[1][l] = S->vp[tv[0]];
-        ids[2][l] = S->vp[tv[flip ? 2 : 1]]; ids[3][l] = S->vp[tv[flip ? 1 : 2]];
-        th[l] = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
+        const pbd__sc_q *q = &S->ptq[pt[l < n ? l : 0]];
+        for (int j = 0; j < 4; ++j) ids[j][l] = q->p[j];
+        th[l] = q->th;
     }
     pbd__vv x[4];
     for (int j = 0; j < 4; ++j) x[j] = pbd__vvpos(pbd__vgather(w->p, ids[j]));
@@ -9757,11 +9782,11 @@ static unsigned pbd__sc_ee_may_act(const pbd_world *w, const pbd__selfcol *S, co
     int ids[4][PBD__W];
     float th[PBD__W], s[PBD__W], t[PBD__W], nx[3][PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
-        int id = ee[l < n ? l : 0], e = id / PBD__SC_EE;
+        int id = ee[l < n ? l : 0];
         const pbd__sc_ee *c = &S->ee[id];
-        ids[0][l] = S->vp[S->ev[2 * e]]; ids[1][l] = S->vp[S->ev[2 * e + 1]];
-        ids[2][l] = S->vp[S->ev[2 * c->edge]]; ids[3][l] = S->vp[S->ev[2 * c->edge + 1]];
-        th[l] = pbd__sc_thickness(w, S->es[e], S->es[c->edge]);
+        const pbd__sc_q *q = &S->eeq[id];
+        for (int j = 0; j < 4; ++j) ids[j][l] = q->p[j];
+        th[l] = q->th;
         s[l] = c->s; t[l] = c->t;
         nx[0][l] = c->n.x; nx[1][l] = c->n.y; nx[2][l] = c->n.z;
     }
