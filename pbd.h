@@ -8437,6 +8437,7 @@ typedef struct pbd__selfcol {
     pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
     float cellt, celle;
     int iter;                /* projections so far this substep */
+    int crossings;           /* the fail-safe found one this substep */
     unsigned char *frozen;   /* nv: sent back to the start of the substep (pbd__sc_failsafe) */
     pbd__sc_pt *pt;
     unsigned char *npt;
@@ -9647,24 +9648,50 @@ static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
    with the triangle's free particles, so they end the substep at rest
    where they were. Going back can put a pair the other way, so the pass
    repeats until no candidate crosses; each repeat sends back at least one
-   more particle, so it ends. Serial, in candidate order. */
+   more particle, so it ends. Serial, in candidate order (see below). */
+/* Whether point-triangle candidate k of vertex i crossed during the
+   substep with a free particle not yet sent back (vs: its 4 vertices). */
+static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, int k, int *vs) {
+    const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
+    const int *tv = S->tv + 3 * c->tri;
+    int free_ = 0;
+    pbd__v3 x[4], y[4];
+    vs[0] = i; vs[1] = tv[0]; vs[2] = tv[1]; vs[3] = tv[2];
+    for (int j = 0; j < 4; ++j) {
+        int q = S->vp[vs[j]];
+        x[j] = pbd__p3(w->x[q]);
+        y[j] = pbd__p3(w->p[q]);
+        free_ += w->p[q].w > 0 && !S->frozen[vs[j]];
+    }
+    return free_ && !pbd__sc_apart(x, y, c->dist) && pbd__sc_crossed(x, y);
+}
+
+/* Every thread: a parallel search for any crossing first (nothing has been
+   sent back yet, so it only reads); only when one is found, the serial
+   pass above, from the start, so the result does not depend on the
+   threads. */
 static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
-    memset(S->frozen, 0, (size_t)S->nv);
+    int found = 0, vs[4];
+    PBD__PRAGMA(omp single)
+    {
+        memset(S->frozen, 0, (size_t)S->nv);
+        S->crossings = 0;
+    }
+    PBD__PRAGMA(omp for schedule(dynamic, 256))
+    for (int i = 0; i < S->nv; ++i)
+        for (int k = 0; k < S->npt[i] && !found; ++k) found = pbd__sc_crossing(w, S, i, k, vs);
+    if (found) {
+        PBD__PRAGMA(omp atomic write)
+        S->crossings = 1;
+    }
+    PBD__PRAGMA(omp barrier)
+    if (!S->crossings) return; /* every thread reads the same: it is reset after a barrier */
+    PBD__PRAGMA(omp single)
     for (int changed = 1; changed;) {
         changed = 0;
         for (int i = 0; i < S->nv; ++i)
             for (int k = 0; k < S->npt[i]; ++k) {
-                const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
-                const int *tv = S->tv + 3 * c->tri;
-                int vs[4] = {i, tv[0], tv[1], tv[2]}, free_ = 0;
-                pbd__v3 x[4], y[4];
-                for (int j = 0; j < 4; ++j) {
-                    int q = S->vp[vs[j]];
-                    x[j] = pbd__p3(w->x[q]);
-                    y[j] = pbd__p3(w->p[q]);
-                    free_ += w->p[q].w > 0 && !S->frozen[vs[j]];
-                }
-                if (!free_ || pbd__sc_apart(x, y, c->dist) || !pbd__sc_crossed(x, y)) continue;
+                if (!pbd__sc_crossing(w, S, i, k, vs)) continue;
                 for (int j = 0; j < 4; ++j) {
                     int q = S->vp[vs[j]];
                     if (!(w->p[q].w > 0) || S->frozen[vs[j]]) continue;
@@ -9832,12 +9859,12 @@ static void pbd__selfcol_project(pbd_world *w) {
     pbd__sc_each_color(w, w->selfcol, pbd__sc_project_block);
     /* after the last iteration: the motion within the reach again (the
        contacts moved particles), then the fail-safe */
-    if (last) pbd__sc_clamp(w, w->selfcol);
-    PBD__PRAGMA(omp single)
-    {
-        w->selfcol->iter++;
-        if (last) pbd__sc_failsafe(w, w->selfcol);
+    if (last) {
+        pbd__sc_clamp(w, w->selfcol);
+        pbd__sc_failsafe(w, w->selfcol);
     }
+    PBD__PRAGMA(omp single)
+    w->selfcol->iter++;
 }
 
 /* Removes the separating normal velocity between the two sides of an
