@@ -9159,19 +9159,20 @@ static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float 
     return pbd__vbits(ok);
 }
 #endif
-/* The lanes j of edge cluster L whose segment may have its closest
-   points to segment l of the edge lanes P inner points of both: the test
-   of pbd__segment_closest without its divisions, a little wider, for all
-   lanes at once (pbd__sc_try_ee makes it again, exactly). */
-static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L) {
+/* The lanes j of mask m of edge cluster L whose segment may have its
+   closest points to segment l of the edge lanes P inner points of both:
+   the test of pbd__segment_closest without its divisions, a little
+   wider, W lanes at a time, skipping the W that m leaves out
+   (pbd__sc_try_ee makes it again, exactly). */
+static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L, unsigned m0) {
     enum { K = PBD__SC_K };
     float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
     float d0 = P[12 * K + l], d1 = P[13 * K + l], d2 = P[14 * K + l], a = P[15 * K + l];
     unsigned m = 0;
 #if PBD__W > 1
     for (int j = 0; j < K; j += PBD__W)
-        m |= pbd__sc_vlanes_inner(p0, p1, p2, d0, d1, d2, a, L + j) << j;
-    return m;
+        if ((m0 >> j) & ((1u << PBD__W) - 1)) m |= pbd__sc_vlanes_inner(p0, p1, p2, d0, d1, d2, a, L + j) << j;
+    return m & m0;
 #endif
     for (int j = 0; j < K; ++j) {
         float r0 = p0 - L[6 * K + j], r1 = p1 - L[7 * K + j], r2 = p2 - L[8 * K + j];
@@ -9183,7 +9184,7 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
         float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK;
         m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de) & (nt < hi * de)) << j;
     }
-    return m;
+    return m & m0;
 }
 
 /* The smallest (largest, with hi) of a row of PBD__SC_K lanes; min and max
@@ -9385,7 +9386,7 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
                 int l = pbd__lowest_bit(near); /* lane l holds member l (past the end: a box nothing overlaps) */
                 unsigned m = pbd__sc_lanes(L, eb[l]);
                 if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
-                if (m) m &= pbd__sc_lanes_inner(E, lane[l], L);
+                if (m) m = pbd__sc_lanes_inner(E, lane[l], L, m);
                 for (; m; m &= m - 1)
                     pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__lowest_bit(m)], prev[l], nprev[l],
                                    S->ee + (size_t)ids[l] * PBD__SC_EE, &count[l]);
