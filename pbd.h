@@ -9130,11 +9130,12 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
 }
 /* The inner-point test of the edge pairs without divisions (they were
    most of its cost): s = ns / den and t = (b s + f) / e lie in
-   (1e-3, 1 - 1e-3) when ns and b ns + f den lie in the same interval
+   (1e-3, 1 - 1e-3) when ns and nt = b ns + f den lie in the same interval
    times den and den e (both positive here). The interval is widened by
-   PBD__SC_INNER_SLACK so that the rounding of the divisions in
-   pbd__segment_closest cannot make this reject a pair that
-   pbd__sc_try_ee, which decides, would keep. */
+   PBD__SC_INNER_SLACK, and nt's by a relative 1e-5 of the size of its
+   terms (t cancels when an edge is short next to the distance), far more
+   than the rounding of either form, so that this cannot reject a pair
+   that pbd__sc_try_ee, which decides with pbd__segment_closest, keeps. */
 #define PBD__SC_INNER_SLACK 1e-4f
 #if PBD__W > 1
 /* pbd__sc_lanes_inner for the W lanes L[..] of an edge cluster's rows
@@ -9152,10 +9153,11 @@ static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float 
     pbd__vf den = pbd__vsub(pbd__vmul(A, e), pbd__vmul(b, b));
     pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(1e-20f), A), pbd__vlt(pbd__vset1(1e-20f), e));
     ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(1e-12f), A), e), den));
-    pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), nt = pbd__vadd(pbd__vmul(b, ns), pbd__vmul(f, den));
+    pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), bn = pbd__vmul(b, ns), fd = pbd__vmul(f, den), nt = pbd__vadd(bn, fd);
     pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(1e-3f - PBD__SC_INNER_SLACK), hi = pbd__vset1(1 - 1e-3f + PBD__SC_INNER_SLACK);
+    pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vabs(bn), pbd__vabs(fd)));
     ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, den), ns), pbd__vlt(ns, pbd__vmul(hi, den))));
-    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, de), nt), pbd__vlt(nt, pbd__vmul(hi, de))));
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vsub(pbd__vmul(lo, de), tol), nt), pbd__vlt(nt, pbd__vadd(pbd__vmul(hi, de), tol))));
     return pbd__vbits(ok);
 }
 #endif
@@ -9180,9 +9182,9 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
         float f = e0 * r0 + e1 * r1 + e2 * r2, c = d0 * r0 + d1 * r1 + d2 * r2, b = d0 * e0 + d1 * e1 + d2 * e2;
         float den = a * e - b * b;
         int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
-        float ns = b * f - c * e, nt = b * ns + f * den, de = den * e;
-        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK;
-        m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de) & (nt < hi * de)) << j;
+        float ns = b * f - c * e, bn = b * ns, fd = f * den, nt = bn + fd, de = den * e;
+        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK, tol = 1e-5f * (fabsf(bn) + fabsf(fd));
+        m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de - tol) & (nt < hi * de + tol)) << j;
     }
     return m & m0;
 }
