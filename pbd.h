@@ -9345,7 +9345,7 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         for (int k = 0; k < count[l]; ++k) {
             const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
             const int *tv = S->tv + 3 * c->tri;
-            int flip = c->side < 0; /* from below: the reversed winding, as pbd__sc_project_pt */
+            int flip = c->side < 0; /* from below: the reversed winding */
             pbd__sc_q *q = &S->ptq[(size_t)i * PBD__SC_PT + k];
             q->p[0] = S->vp[i]; q->p[1] = S->vp[tv[0]];
             q->p[2] = S->vp[tv[flip ? 2 : 1]]; q->p[3] = S->vp[tv[flip ? 1 : 2]];
@@ -9750,13 +9750,11 @@ static void pbd__sc_each_color(pbd_world *w, pbd__selfcol *S, pbd__sc_block_fn f
 /* Point-triangle candidate pt[id] (vertex id / PBD__SC_PT; survey 3.4.3). */
 static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
     pbd__sc_pt *c = &S->pt[id];
-    int i = id / PBD__SC_PT;
-    const int *tv = S->tv + 3 * c->tri;
-    int ids[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
-    if (c->side < 0) { ids[2] = S->vp[tv[2]]; ids[3] = S->vp[tv[1]]; } /* from below: the reversed winding */
+    const pbd__sc_q *q = &S->ptq[id]; /* in the winding of its side */
+    const int *ids = q->p;
     pbd__v3 x[4], g[4], n;
     for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
-    float th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]), l;
+    float th = q->th, l;
     float h = pbd__pt_height(x, &n, &l), C = h - th; /* pbd__eval_point_triangle, the gradients when active */
     if (l < 1e-18f || C >= 0) return;
     /* active while the vertex is over the triangle, widened by the
@@ -9772,12 +9770,11 @@ static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
 /* Edge-edge candidate ee[id] (edge id / PBD__SC_EE). */
 static void pbd__sc_project_ee(pbd_world *w, pbd__selfcol *S, int id) {
     pbd__sc_ee *c = &S->ee[id];
-    int e = id / PBD__SC_EE;
-    int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
+    const int *ids = S->eeq[id].p;
     pbd__v3 x[4];
     for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
     pbd__v3 d = pbd__sub(pbd__lerp(x[0], x[1], c->s), pbd__lerp(x[2], x[3], c->t));
-    float C = pbd__dot(d, c->n) - pbd__sc_thickness(w, S->es[e], S->es[c->edge]);
+    float C = pbd__dot(d, c->n) - S->eeq[id].th;
     pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f), pbd__mul(c->n, -c->t)};
     c->lambda += pbd__sc_apply(w, ids, g, 4, C);
 }
