@@ -67,8 +67,9 @@ static const float *drape_state(const sc_ctx *c) {
     pbd_range all = {0, count};
     pbd_world_set_threads(w, 1);
     for (int i = 0; i < c->drape; ++i) pbd_world_step(w, 1.0f / 60.0f);
-    if (!s || pbd_get_positions(w, all, s) != PBD_OK || pbd_get_velocities(w, all, s + 3 * count) != PBD_OK) return NULL;
+    int ok = s && pbd_get_positions(w, all, s) == PBD_OK && pbd_get_velocities(w, all, s + 3 * count) == PBD_OK;
     pbd_world_destroy(w);
+    if (!ok) { free(s); return NULL; }
     state[k] = s;
     return s;
 }
@@ -80,7 +81,10 @@ static pbd_world *make_scene(void *vctx) {
     if (!w) return NULL;
     int count = pbd_world_particle_count(w);
     pbd_range all = {0, count};
-    if (pbd_set_positions(w, all, s) != PBD_OK || pbd_set_velocities(w, all, s + 3 * count) != PBD_OK) return NULL;
+    if (pbd_set_positions(w, all, s) != PBD_OK || pbd_set_velocities(w, all, s + 3 * count) != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
