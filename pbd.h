@@ -1034,7 +1034,7 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
    a step costs about 3.4x one without self-collision; folded in two
    layers pressed together, with about 90 000 candidates per substep
    (every vertex has several in the other layer within the padding),
-   12-13x.
+   12x.
    Surfaces collide with each other (two cloths) and, with self_collision
    set, with themselves. The thickness must be smaller than about half the
    rest distance between features of the mesh that share no vertex (about
