@@ -2305,6 +2305,7 @@ struct pbd_world {
     int contact_cap;
     pbd__contact *contacts;     /* per-particle slots, see pbd__generate_contacts */
     unsigned char *ncontact;    /* contacts of each particle this substep */
+    int *contact_ids, ncontact_ids; /* this substep: the particles with contacts, in order */
     pbd__pose *pose_from, *pose_to; /* per collider, this substep */
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
@@ -2504,7 +2505,7 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->object_l};
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->contact_ids, w->object_l};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -2721,7 +2722,8 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         w->kin_from = (pbd__v3 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__v3));
         w->delta = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->ncontact = (unsigned char *)pbd__alloc_n(w, (size_t)w->n, 1);
-        if (!w->p || !w->kin_from || !w->delta || !w->ncontact) io->bad = 2;
+        w->contact_ids = (int *)pbd__alloc_n(w, (size_t)w->n, sizeof(int));
+        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids) io->bad = 2;
         else {
             memset(w->ncontact, 0, (size_t)w->n);
             memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
@@ -2870,7 +2872,7 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
     int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
-             PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1);
+             PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -4365,8 +4367,9 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    guard for the rounding of the world-space evaluation (~1e-6 relative;
    1e-5 of the coordinates' size is ample), pbd__collide's trace would
    find nothing: this skips it (most particles of a fluid tank, for each
-   wall) and changes no result. */
-static int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
+   wall) and changes no result. The callers test it before pbd__collide
+   (pbd__generate_contacts, W particles at a time). */
+static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
     float ga = 1e-5f * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)), gb = 1e-5f * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
     return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
@@ -4375,15 +4378,13 @@ static int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd
 /* Contact of the segment x -> p (radius r) with collider c, which moves
    from pose a to pose b over the substep. The segment is taken in the
    collider's frame (x in pose a, p in pose b), so relative motion counts.
-   Detection is speculative by `margin` (a particle near the surface may be
-   pulled into it by its constraints during the iterations); the contact
-   plane itself is at distance r. Returns 1 with the plane (through q,
-   normal n, world space). */
-static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float r,
-                        float margin, pbd__v3 *q, pbd__v3 *n) {
-    float reach = r + margin;
-    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-    if (c->shape == PBD_COLLIDER_PLANE && pbd__plane_far(a, b, x, p, reach + tol)) return 0;
+   Detection is speculative: within reach = r + margin (a particle near
+   the surface may be pulled into it by its constraints during the
+   iterations), tol the rounding guard; the contact plane itself is at
+   distance r. Returns 1 with the plane (through q, normal n, world
+   space). */
+static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x,
+                        pbd__v3 p, float r, float reach, float tol, pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
     if (c->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, c, xl, pl, reach)) return 0; /* bounds first */
@@ -5569,16 +5570,17 @@ static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
     for (int a = 0; a < pp->np; ++a) pp->spos[a] = P[pp->sid[a]];
 }
 
-/* The contact correction of particle a from its pair with b (positions P,
-   starts X): |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
+/* The contact correction of particle a from its pair with b (slot
+   positions P, the world's w->p gathered at the start of the iteration,
+   which the correction pass changes as it goes; starts x): |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
    1 / max(contact counts) so that the pair's corrections cancel in the
    momentum sum; then position-level friction on the relative tangential
    motion of the substep (Macklin et al. 2014, section 6.1). */
-static inline pbd__v3 pbd__pp_contact(const pbd_world *w, int a, int b) {
+static inline pbd__v3 pbd__pp_contact(const pbd_world *w, const pbd__p4 *P, int a, int b) {
     const pbd__particle_phase *pp = &w->pp;
     int ia = pp->sid[a], ib = pp->sid[b];
-    float wa = w->p[ia].w, wb = w->p[ib].w, ws = wa + wb;
-    pbd__v3 d = pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->p[ib]));
+    float wa = P[a].w, wb = P[b].w, ws = wa + wb;
+    pbd__v3 d = pbd__sub(pbd__p3(P[a]), pbd__p3(P[b]));
     float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
     if (!(C < 0) || !(ws > 0) || !(dist > 0)) return pbd__v(0, 0, 0);
     int most = pp->ncontact[a] > pp->ncontact[b] ? pp->ncontact[a] : pp->ncontact[b];
@@ -5586,7 +5588,7 @@ static inline pbd__v3 pbd__pp_contact(const pbd_world *w, int a, int b) {
     pbd__v3 n = pbd__mul(d, 1.0f / dist);
     pbd__v3 corr = pbd__mul(n, -C * s);
     /* friction: relative motion since the start of the substep */
-    pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(w->p[ia]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(w->p[ib]), pbd__p3(w->x[ib])));
+    pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(P[a]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(P[b]), pbd__p3(w->x[ib])));
     pbd__v3 rt = pbd__sub(rel, pbd__mul(n, pbd__dot(rel, n)));
     float lt = pbd__len(rt), pen = -C;
     if (lt > 0) {
@@ -5980,7 +5982,7 @@ static inline void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, in
             *sum = pbd__add(*sum, pbd__mul(pbd__kspiky(&kb, d, sqrtf(r2)), pp->lambda[b] * ma * kb.inv_rho0));
         }
     }
-    if (fa < 0 || fb < 0) *contact = pbd__pp_contact(w, a, b);
+    if (fa < 0 || fb < 0) *contact = pbd__pp_contact(w, P, a, b);
 }
 
 #if PBD__W > 1
@@ -6045,7 +6047,7 @@ static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pb
 
 /* The correction of particle a (fluid or solid) from the density
    constraints it is part of (eq. 12 generalised to masses), plus its
-   contacts; Jacobi: reads P and lambda, writes dp[a] only. Summed in W
+   contacts; Jacobi: reads P and lambda only. Summed in W
    lanes like pbd__fluid_lambda: the density terms into *sum, the contacts
    into *contact. */
 static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *ka, pbd__v3 *sum,
@@ -6093,13 +6095,16 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 sum, contact;
     pbd__correction_sums(w, P, a, &ka, &sum, &contact);
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
-    pp->dp[a].x = dp.x; pp->dp[a].y = dp.y; pp->dp[a].z = dp.z; pp->dp[a].w = 0;
+    pbd__p4 *p = &w->p[pp->sid[a]];
+    p->x += dp.x; p->y += dp.y; p->z += dp.z;
 }
 
 /* One Jacobi iteration of contacts and density constraints: the
    positions gathered in slot order (the groups and colliders moved them
-   since), multipliers, corrections, then their application (each pass an
-   `omp for`, whose barrier separates them). */
+   since), multipliers, then the corrections, each added to its particle
+   as soon as it is known (every pass reads the gathered copy, never
+   w->p, so the order does not matter; each pass an `omp for`, whose
+   barrier separates them). */
 static void pbd__pp_project(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np;
@@ -6120,11 +6125,6 @@ static void pbd__pp_project(pbd_world *w) {
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
-    PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < np; ++a) {
-        pbd__p4 *p = &w->p[pp->sid[a]];
-        p->x += pp->dp[a].x; p->y += pp->dp[a].y; p->z += pp->dp[a].z;
-    }
 }
 
 /* One fluid neighbour's XSPH and curl terms for particle a (the SIMD twin
@@ -10574,7 +10574,10 @@ static void pbd__update_velocities(pbd_world *w, float h) {
 
 /* Contacts live in per-particle slots (particle i: contacts[i * per + k],
    k < ncontact[i]), so that generation, projection and the velocity pass
-   run in parallel over particles with a fixed order per particle. */
+   run in parallel over particles with a fixed order per particle. The
+   projection and the velocity pass walk only the particles that have
+   contacts (contact_ids: a fluid tank touches its walls with a tenth of
+   its particles, scattered along the rows). */
 static inline int pbd__contacts_per_particle(const pbd_world *w) {
     return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
 }
@@ -10586,31 +10589,99 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
     }
 }
 
+/* Particle i's contact with collider c, if it has one (pbd__collide from
+   the plane test on, which the caller has done), into its next slot. */
+static void pbd__contact_with(pbd_world *w, int i, int c, float h, pbd__contact *slots, int *found) {
+    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
+    float r = w->radius[i], margin = r + pbd__len(pbd__sub(p, x));
+    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, r, r + margin, tol, &q, &n)) return;
+    pbd__contact *ct = &slots[(*found)++];
+    ct->particle = i;
+    ct->collider = c;
+    ct->n = n;
+    ct->q = q;
+    ct->anchor = pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot, pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
+    ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
+    ct->vn = pbd__dot(pbd__sub(pbd__p3(w->v[i]), ct->vcol), n);
+    ct->lambda = 0;
+}
+
+#if PBD__W > 1
+/* pbd__plane_far of plane collider c for the W particles from i0 (the same
+   operations lane by lane, so the same decisions): bit l for i0 + l. Most
+   particles of a fluid tank are far from each wall, and this test is
+   most of what they cost. */
+static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    pbd__vf e = pbd__vset1(1e-5f), ga, gb, da, db;
+    pbd__vv ra, rb;
+    ra.x = pbd__vsub(X->x, pbd__vset1(a->pos[0])); ra.y = pbd__vsub(X->y, pbd__vset1(a->pos[1])); ra.z = pbd__vsub(X->z, pbd__vset1(a->pos[2]));
+    rb.x = pbd__vsub(P->x, pbd__vset1(b->pos[0])); rb.y = pbd__vsub(P->y, pbd__vset1(b->pos[1])); rb.z = pbd__vsub(P->z, pbd__vset1(b->pos[2]));
+    ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
+    gb = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(rb.x), pbd__vabs(rb.y)), pbd__vabs(rb.z)));
+    pbd__vv ua, ub;
+    ua.x = pbd__vset1(a->up[0]); ua.y = pbd__vset1(a->up[1]); ua.z = pbd__vset1(a->up[2]);
+    ub.x = pbd__vset1(b->up[0]); ub.y = pbd__vset1(b->up[1]); ub.z = pbd__vset1(b->up[2]);
+    da = pbd__vvdot(ua, ra);
+    db = pbd__vvdot(ub, rb);
+    return pbd__vbits(pbd__vand_m(pbd__vlt(pbd__vadd(limit, ga), da), pbd__vlt(pbd__vadd(limit, gb), db)));
+}
+
+/* The contacts of the W particles from i0: the plane tests W at a time,
+   the rest per particle; each particle's slots in collider order, as in
+   the scalar pass. */
+static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
+    int ids[PBD__W], found[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) { ids[l] = i0 + l; found[l] = 0; }
+    pbd__vp X = pbd__vgather(w->x, ids), P = pbd__vgather(w->p, ids);
+    pbd__vf r = pbd__vload(w->radius + i0), d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
+    pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(1e-3f);
+    pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > 1e-3 ? r : 1e-3 */
+    pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
+    unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
+    for (int c = 0; c < w->ncolliders; ++c) {
+        unsigned skip = pinned | (w->colliders[c].shape == PBD_COLLIDER_PLANE ? pbd__vplane_far(w, c, &X, &P, limit) : 0u);
+        for (int l = 0; l < PBD__W; ++l)
+            if (!(skip >> l & 1u) && found[l] < per)
+                pbd__contact_with(w, i0 + l, c, h, w->contacts + (size_t)(i0 + l) * per, &found[l]);
+    }
+    for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
+}
+#endif
+
 static void pbd__generate_contacts(pbd_world *w, float h) {
     int per = pbd__contacts_per_particle(w);
+    int nb = (w->n + PBD__W - 1) / PBD__W;
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < w->n; ++i) {
-        w->ncontact[i] = 0;
-        if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
-        pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), v = pbd__p3(w->v[i]);
-        pbd__contact *slots = w->contacts + (size_t)i * per;
-        int found = 0;
-        for (int c = 0; c < w->ncolliders && found < per; ++c) {
-            pbd__v3 q, n;
-            float margin = w->radius[i] + pbd__len(pbd__sub(p, x));
-            if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], margin, &q, &n)) continue;
-            pbd__contact *ct = &slots[found++];
-            ct->particle = i;
-            ct->collider = c;
-            ct->n = n;
-            ct->q = q;
-            ct->anchor = pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot,
-                                       pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
-            ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
-            ct->vn = pbd__dot(pbd__sub(v, ct->vcol), n);
-            ct->lambda = 0;
+    for (int b = 0; b < nb; ++b) {
+        int i0 = b * PBD__W, i1 = i0 + PBD__W < w->n ? i0 + PBD__W : w->n;
+#if PBD__W > 1
+        if (w->simd && per > 0 && i1 - i0 == PBD__W) {
+            pbd__vgenerate_contacts(w, i0, per, h);
+            continue;
         }
-        w->ncontact[i] = (unsigned char)found;
+#endif
+        for (int i = i0; i < i1; ++i) {
+            int found = 0;
+            w->ncontact[i] = 0;
+            if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
+            pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
+            float r = w->radius[i], margin = r + pbd__len(pbd__sub(p, x)), tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+            for (int c = 0; c < w->ncolliders && found < per; ++c) {
+                int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE;
+                if (plane && pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, r + margin + tol)) continue;
+                pbd__contact_with(w, i, c, h, w->contacts + (size_t)i * per, &found);
+            }
+            w->ncontact[i] = (unsigned char)found;
+        }
+    }
+    PBD__PRAGMA(omp single)
+    {
+        int m = 0;
+        for (int i = 0; i < w->n; ++i)
+            if (w->ncontact[i]) w->contact_ids[m++] = i;
+        w->ncontact_ids = m;
     }
 }
 
@@ -10639,12 +10710,11 @@ static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
 #if PBD__W > 1
 /* The lane-wise twin of pbd__project_contact for the k-th contact of W
    consecutive particles (lanes without a k-th contact keep their bits). */
-static void pbd__vproject_contacts(pbd_world *w, int i0, int k, int per) {
+static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k, int per) {
     float f[10][PBD__W];
-    int ids[PBD__W], any = 0;
+    int any = 0;
     for (int l = 0; l < PBD__W; ++l) {
-        int i = i0 + l;
-        ids[l] = i;
+        int i = ids[l];
         const pbd__contact *ct = &w->contacts[(size_t)i * per + k];
         int on = k < w->ncontact[i];
         any |= on;
@@ -10656,9 +10726,9 @@ static void pbd__vproject_contacts(pbd_world *w, int i0, int k, int per) {
     if (!any) return;
     float onf[PBD__W], mus[PBD__W];
     for (int l = 0; l < PBD__W; ++l) {
-        int on = k < w->ncontact[i0 + l];
+        int on = k < w->ncontact[ids[l]];
         onf[l] = on ? 1.0f : 0.0f;
-        mus[l] = on ? w->colliders[w->contacts[(size_t)(i0 + l) * per + k].collider].mu_s : 0.0f;
+        mus[l] = on ? w->colliders[w->contacts[(size_t)ids[l] * per + k].collider].mu_s : 0.0f;
     }
     pbd__vf zero = pbd__vset1(0.0f);
     pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
@@ -10683,27 +10753,28 @@ static void pbd__vproject_contacts(pbd_world *w, int i0, int k, int per) {
     pbd__vscatter(w->p, ids, P);
     pbd__vstore(f[9], lam);
     for (int l = 0; l < PBD__W; ++l)
-        if (k < w->ncontact[i0 + l]) w->contacts[(size_t)(i0 + l) * per + k].lambda = f[9][l];
+        if (k < w->ncontact[ids[l]]) w->contacts[(size_t)ids[l] * per + k].lambda = f[9][l];
 }
 #endif
 
 static void pbd__project_contacts(pbd_world *w) {
     int per = pbd__contacts_per_particle(w);
     if (per == 0) return;
-    int nb = (w->n + PBD__W - 1) / PBD__W;
+    const int *ids = w->contact_ids;
+    int n = w->ncontact_ids, nb = (n + PBD__W - 1) / PBD__W;
     PBD__PRAGMA(omp for schedule(static))
     for (int b = 0; b < nb; ++b) {
-        int i0 = b * PBD__W, i1 = i0 + PBD__W < w->n ? i0 + PBD__W : w->n;
+        int j0 = b * PBD__W, j1 = j0 + PBD__W < n ? j0 + PBD__W : n;
 #if PBD__W > 1
-        if (w->simd && i1 - i0 == PBD__W) {
+        if (w->simd && j1 - j0 == PBD__W) {
             int most = 0;
-            for (int i = i0; i < i1; ++i) most = w->ncontact[i] > most ? w->ncontact[i] : most;
-            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, i0, k, per);
+            for (int j = j0; j < j1; ++j) most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
+            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k, per);
             continue;
         }
 #endif
-        for (int i = i0; i < i1; ++i)
-            for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, &w->contacts[(size_t)i * per + k]);
+        for (int j = j0; j < j1; ++j)
+            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, &w->contacts[(size_t)ids[j] * per + k]);
     }
 }
 
@@ -10742,8 +10813,10 @@ static void pbd__contact_velocities(pbd_world *w, float h) {
     float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
     float threshold = 2.0f * g * h;
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < w->n; ++i)
+    for (int j = 0; j < w->ncontact_ids; ++j) {
+        int i = w->contact_ids[j];
         for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, &w->contacts[(size_t)i * per + k], h, threshold);
+    }
 }
 
 /* --- damping --------------------------------------------------------------
