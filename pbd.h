@@ -1225,6 +1225,15 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #else
 #define PBD__PRAGMA(x)
 #endif
+/* A hint to fetch the cache line at p for reading (no effect on results;
+   prefetches never fault, so p may lie past the end of an array). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PBD__PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 0)
+#define PBD__PREFETCH_W(p) __builtin_prefetch((const void *)(p), 1, 3) /* for writing */
+#else
+#define PBD__PREFETCH(p) ((void)(p))
+#define PBD__PREFETCH_W(p) ((void)(p))
+#endif
 /* Below this much work (particles + constraints) a step runs serially: a
    barrier costs microseconds. Measured on the 2-core development machine
    (cloth grids, 4 substeps x 4 iterations): 2 threads start to pay at
@@ -5564,10 +5573,18 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
 }
 
 /* Gathers the positions (and inverse masses) of the slots from P. */
+/* The slots' particles lie scattered in the world's arrays (the slots
+   follow space, the particles the order they were added in): a hint
+   PBD__SLOT_AHEAD slots ahead hides most of each miss. */
+enum { PBD__SLOT_AHEAD = 16 };
 static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
     pbd__particle_phase *pp = &w->pp;
+    int np = pp->np;
     PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < pp->np; ++a) pp->spos[a] = P[pp->sid[a]];
+    for (int a = 0; a < np; ++a) {
+        if (a + PBD__SLOT_AHEAD < np) PBD__PREFETCH(&P[pp->sid[a + PBD__SLOT_AHEAD]]);
+        pp->spos[a] = P[pp->sid[a]];
+    }
 }
 
 /* The contact correction of particle a from its pair with b (slot
@@ -5898,6 +5915,17 @@ static inline int pbd__block_of_fluid(const pbd__particle_phase *pp, const int *
     return 1;
 }
 
+/* The passes over the neighbour lists read them as one stream (a run of
+   slots, whose lists lie one after the other), in pieces too short for
+   the hardware prefetcher to run ahead of: without this hint a pass
+   waits on memory for about a third of its time (the lists of 128 000
+   particles are 18 MB). A kilobyte ahead is about seven particles. */
+static inline void pbd__prefetch_list(const int *list) {
+    PBD__PREFETCH(list + 256);
+    PBD__PREFETCH(list + 272);
+    PBD__PREFETCH(list + 288);
+}
+
 /* Density, and the Lagrange multiplier of the density constraint of
    fluid particle a (Macklin and Mueller 2013, eqs. 1-11, with masses:
    grad_a C_a = 1/rho_0 sum_b m_b grad W_ab, grad_b C_a = -m_b/rho_0 grad W_ab),
@@ -5911,6 +5939,7 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
     pbd__v3 pa = pbd__p3(P[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+    pbd__prefetch_list(list);
 #if PBD__W > 1
     if (w->simd && pp->pure[a]) {
         pbd__vlambda_list(k, mass, pa, P, list, count, sums);
@@ -6056,6 +6085,7 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
     pbd__v3 pa = pbd__p3(P[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+    pbd__prefetch_list(list);
     *contact = pbd__v(0, 0, 0);
 #if PBD__W > 1
     int fa = pp->sfluid[a];
@@ -6124,7 +6154,10 @@ static void pbd__pp_project(pbd_world *w) {
             }
     }
     PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < np; ++a) pbd__pp_correction(w, pp->spos, a);
+    for (int a = 0; a < np; ++a) {
+        if (a + PBD__SLOT_AHEAD < np) PBD__PREFETCH_W(&w->p[pp->sid[a + PBD__SLOT_AHEAD]]);
+        pbd__pp_correction(w, pp->spos, a);
+    }
 }
 
 /* One fluid neighbour's XSPH and curl terms for particle a (the SIMD twin
@@ -6192,6 +6225,7 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
     pbd__v3 pa = pbd__p3(X[a]), va = pbd__p3(V[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
     int count = pp->nbr_count[a];
+    pbd__prefetch_list(list);
 #if PBD__W > 1
     if (w->simd && pp->pure[a]) {
         pbd__vf sum[6];
@@ -6240,6 +6274,10 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     const pbd__p4 *X = pp->spos, *V = pp->svel;
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
+        if (a + PBD__SLOT_AHEAD < np) {
+            PBD__PREFETCH(&w->x[pp->sid[a + PBD__SLOT_AHEAD]]);
+            PBD__PREFETCH(&w->v[pp->sid[a + PBD__SLOT_AHEAD]]);
+        }
         pp->spos[a] = w->x[pp->sid[a]];
         pp->svel[a] = w->v[pp->sid[a]];
     }
@@ -6262,6 +6300,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
             float kh = f->kernel_radius;
             pbd__v3 pa = pbd__p3(X[a]), eta = pbd__v(0, 0, 0);
             const int *list = pp->nbr + pp->nbr_off[a];
+            pbd__prefetch_list(list);
             for (int s = 0; s < pp->nbr_count[a]; ++s) {
                 int b = list[s];
                 if (pp->sfluid[b] < 0) continue;
@@ -6281,6 +6320,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         pbd__p4 *v = &w->v[pp->sid[a]];
+        if (a + PBD__SLOT_AHEAD < np) PBD__PREFETCH_W(&w->v[pp->sid[a + PBD__SLOT_AHEAD]]);
         if (X[a].w == 0) continue;
         v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
     }
