@@ -2317,7 +2317,7 @@ struct pbd_world {
     int ncolliders, collider_cap;
     pbd__collider *colliders;
     /* contact scratch, sized when particles or colliders are added */
-    int contact_cap;
+    int contact_cap, contact_stride; /* slot k of particle i: contacts[k * contact_stride + i] */
     pbd__contact *contacts;     /* per-particle slots, see pbd__generate_contacts */
     unsigned char *ncontact;    /* contacts of each particle this substep */
     int *contact_ids, ncontact_ids; /* this substep: the particles with contacts, in order */
@@ -2868,12 +2868,18 @@ static void pbd__refresh_inv_mass(pbd_world *w, int i) {
     w->x[i].w = w->p[i].w = pbd__inv_mass(w->mass[i], w->flags[i]);
 }
 
+/* Contact slots for nparticles with ncolliders colliders: `per` slots a
+   particle (see pbd__contacts_per_particle), slot-major, so that the first
+   contacts of neighbouring particles lie side by side (a fluid tank's wall
+   particles: one slot every 64 bytes instead of every per * 64). The
+   contents are scratch of a substep: growing drops them. */
 static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders) {
     long per = ncolliders < w->max_contacts ? ncolliders : w->max_contacts;
     long need = (long)nparticles * per;
     if (need > INT_MAX) return PBD_ERROR_OVERFLOW;
     if (!pbd__grow(w, (void **)&w->contacts, 0, &w->contact_cap, (int)need, sizeof(pbd__contact)))
         return PBD_ERROR_OUT_OF_MEMORY;
+    w->contact_stride = per > 0 ? (int)(w->contact_cap / per) : 0;
     return PBD_OK;
 }
 
@@ -10641,6 +10647,9 @@ static void pbd__update_velocities(pbd_world *w, float h) {
 static inline int pbd__contacts_per_particle(const pbd_world *w) {
     return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
 }
+static inline pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
+    return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
+}
 
 static void pbd__collider_poses(pbd_world *w, int s, int S) {
     for (int c = 0; c < w->ncolliders; ++c) {
@@ -10651,12 +10660,12 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
 
 /* Particle i's contact with collider c, if it has one (pbd__collide from
    the plane test on, which the caller has done), into its next slot. */
-static void pbd__contact_with(pbd_world *w, int i, int c, float h, pbd__contact *slots, int *found) {
+static void pbd__contact_with(pbd_world *w, int i, int c, float h, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
     float r = w->radius[i], margin = r + pbd__len(pbd__sub(p, x));
     float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
     if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, r, r + margin, tol, &q, &n)) return;
-    pbd__contact *ct = &slots[(*found)++];
+    pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
     ct->particle = i;
     ct->collider = c;
     ct->n = n;
@@ -10704,7 +10713,7 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
         unsigned skip = pinned | (w->colliders[c].shape == PBD_COLLIDER_PLANE ? pbd__vplane_far(w, c, &X, &P, limit) : 0u);
         for (int l = 0; l < PBD__W; ++l)
             if (!(skip >> l & 1u) && found[l] < per)
-                pbd__contact_with(w, i0 + l, c, h, w->contacts + (size_t)(i0 + l) * per, &found[l]);
+                pbd__contact_with(w, i0 + l, c, h, &found[l]);
     }
     for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
 }
@@ -10731,7 +10740,7 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
             for (int c = 0; c < w->ncolliders && found < per; ++c) {
                 int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE;
                 if (plane && pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, r + margin + tol)) continue;
-                pbd__contact_with(w, i, c, h, w->contacts + (size_t)i * per, &found);
+                pbd__contact_with(w, i, c, h, &found);
             }
             w->ncontact[i] = (unsigned char)found;
         }
@@ -10770,12 +10779,12 @@ static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
 #if PBD__W > 1
 /* The lane-wise twin of pbd__project_contact for the k-th contact of W
    consecutive particles (lanes without a k-th contact keep their bits). */
-static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k, int per) {
+static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
     float f[10][PBD__W];
     int any = 0;
     for (int l = 0; l < PBD__W; ++l) {
         int i = ids[l];
-        const pbd__contact *ct = &w->contacts[(size_t)i * per + k];
+        const pbd__contact *ct = pbd__contact_slot(w, i, k);
         int on = k < w->ncontact[i];
         any |= on;
         f[0][l] = on ? ct->n.x : 0; f[1][l] = on ? ct->n.y : 0; f[2][l] = on ? ct->n.z : 0;
@@ -10788,7 +10797,7 @@ static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k, int per)
     for (int l = 0; l < PBD__W; ++l) {
         int on = k < w->ncontact[ids[l]];
         onf[l] = on ? 1.0f : 0.0f;
-        mus[l] = on ? w->colliders[w->contacts[(size_t)ids[l] * per + k].collider].mu_s : 0.0f;
+        mus[l] = on ? w->colliders[pbd__contact_slot(w, ids[l], k)->collider].mu_s : 0.0f;
     }
     pbd__vf zero = pbd__vset1(0.0f);
     pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
@@ -10813,17 +10822,17 @@ static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k, int per)
     pbd__vscatter(w->p, ids, P);
     pbd__vstore(f[9], lam);
     for (int l = 0; l < PBD__W; ++l)
-        if (k < w->ncontact[ids[l]]) w->contacts[(size_t)ids[l] * per + k].lambda = f[9][l];
+        if (k < w->ncontact[ids[l]]) pbd__contact_slot(w, ids[l], k)->lambda = f[9][l];
 }
 #endif
 
 /* The first contact slot of the particles contact_ids[j0 .. j1) and the
-   particles, ahead of their use: the slots (64 bytes, two lines) lie
-   ncolliders apart per particle, a fluid tank's in tens of megabytes. */
-static void pbd__prefetch_contacts(const pbd_world *w, int per, int j0, int j1) {
+   particles, ahead of their use (a slot is 64 bytes, two lines unless
+   aligned; a fluid tank's lie in tens of megabytes). */
+static void pbd__prefetch_contacts(const pbd_world *w, int j0, int j1) {
     for (int j = j0; j < j1 && j < w->ncontact_ids; ++j) {
         int i = w->contact_ids[j];
-        const char *c = (const char *)&w->contacts[(size_t)i * per];
+        const char *c = (const char *)pbd__contact_slot(w, i, 0);
         PBD__PREFETCH(c);
         PBD__PREFETCH(c + sizeof(pbd__contact) - 1);
         PBD__PREFETCH(&w->p[i]);
@@ -10838,17 +10847,17 @@ static void pbd__project_contacts(pbd_world *w) {
     PBD__PRAGMA(omp for schedule(static))
     for (int b = 0; b < nb; ++b) {
         int j0 = b * PBD__W, j1 = j0 + PBD__W < n ? j0 + PBD__W : n;
-        pbd__prefetch_contacts(w, per, j1, j1 + PBD__W);
+        pbd__prefetch_contacts(w, j1, j1 + PBD__W);
 #if PBD__W > 1
         if (w->simd && j1 - j0 == PBD__W) {
             int most = 0;
             for (int j = j0; j < j1; ++j) most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
-            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k, per);
+            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k);
             continue;
         }
 #endif
         for (int j = j0; j < j1; ++j)
-            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, &w->contacts[(size_t)ids[j] * per + k]);
+            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, pbd__contact_slot(w, ids[j], k));
     }
 }
 
@@ -10889,8 +10898,8 @@ static void pbd__contact_velocities(pbd_world *w, float h) {
     PBD__PRAGMA(omp for schedule(static))
     for (int j = 0; j < w->ncontact_ids; ++j) {
         int i = w->contact_ids[j];
-        if (j % PBD__SLOT_AHEAD == 0) pbd__prefetch_contacts(w, per, j + PBD__SLOT_AHEAD, j + 2 * PBD__SLOT_AHEAD);
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, &w->contacts[(size_t)i * per + k], h, threshold);
+        if (j % PBD__SLOT_AHEAD == 0) pbd__prefetch_contacts(w, j + PBD__SLOT_AHEAD, j + 2 * PBD__SLOT_AHEAD);
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
     }
 }
 
@@ -10997,11 +11006,10 @@ static void pbd__momentum_restore(pbd_world *w, int oi) {
     const pbd__object *o = &w->objects[oi];
     const double *l = w->object_l + 4 * (size_t)oi;
     if (!l[3]) return;
-    int per = pbd__contacts_per_particle(w);
     double M = 0, c[3] = {0, 0, 0};
     for (int i = o->first; i < o->first + o->count; ++i) {
         for (int k = 0; k < w->ncontact[i]; ++k)
-            if (w->contacts[(size_t)i * per + k].lambda > 0) return; /* touched from outside */
+            if (pbd__contact_slot(w, i, k)->lambda > 0) return; /* touched from outside */
         double m = 1.0 / w->x[i].w;
         M += m;
         c[0] += m * w->x[i].x; c[1] += m * w->x[i].y; c[2] += m * w->x[i].z;
