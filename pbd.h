@@ -4396,6 +4396,24 @@ static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3
     return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
 }
 
+/* Whether the segment x (in pose a) -> p (in pose b), which pbd__collide
+   traces in the collider's frame, stays farther than limit + R from the
+   frame's origin, so that a shape inside the ball of radius R about it
+   (whose distance is at least |y| - R) is never within limit: the local
+   ends lie |x - pos_a| and |p - pos_b| from the origin (rotations keep
+   lengths), the local segment is at most |(p - pos_b) - (x - pos_a)| +
+   |R_b - R_a| |x - pos_a| long (|R_b - R_a| = 2 sin(theta / 2) for the
+   rotation theta from pose a to pose b), and every point of a segment is
+   within half its length of an end. A guard of 1e-5 of the lengths
+   covers the rounding of the frames, as in pbd__plane_far. */
+static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R, pbd__v3 x, pbd__v3 p, float limit) {
+    pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
+    float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
+    float spin = 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
+    float A = pbd__len(ra), B = pbd__len(rb), L = pbd__len(pbd__sub(rb, ra)) + spin * A;
+    return (A < B ? A : B) - 0.5f * L > R + limit + 1e-5f * (A + B + L + R);
+}
+
 /* Contact of the segment x -> p (radius r) with collider c, which moves
    from pose a to pose b over the substep. The segment is taken in the
    collider's frame (x in pose a, p in pose b), so relative motion counts.
@@ -10660,11 +10678,36 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
 
 /* Particle i's contact with collider c, if it has one (pbd__collide from
    the plane test on, which the caller has done), into its next slot. */
+/* How far particle i's contact test reaches (pbd__collide: its radius
+   plus a margin of its radius and its motion) and the rounding guard. */
+static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
+    float r = w->radius[i], margin = r + pbd__len(pbd__sub(pbd__p3(w->p[i]), pbd__p3(w->x[i])));
+    *reach = r + margin;
+    *tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+}
+
+/* Whether collider c cannot touch particle i this substep, so that
+   pbd__collide, which would find nothing, is skipped: a plane by its
+   distance (pbd__plane_far), a sphere, capsule or box by a ball about its
+   centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
+static int pbd__collider_far(const pbd_world *w, int c, int i) {
+    const pbd__collider *col = &w->colliders[c];
+    float reach, tol, R = col->shape == PBD_COLLIDER_SPHERE ? col->radius
+                        : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
+                        : col->shape == PBD_COLLIDER_BOX ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
+                        : 0.0f;
+    if (col->shape != PBD_COLLIDER_PLANE && !(R > 0)) return 0;
+    pbd__contact_reach(w, i, &reach, &tol);
+    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
+    if (col->shape == PBD_COLLIDER_PLANE) return pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, reach + tol);
+    return pbd__ball_far(&w->pose_from[c], &w->pose_to[c], R, x, p, reach + tol);
+}
+
 static void pbd__contact_with(pbd_world *w, int i, int c, float h, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
-    float r = w->radius[i], margin = r + pbd__len(pbd__sub(p, x));
-    float tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, r, r + margin, tol, &q, &n)) return;
+    float reach, tol;
+    pbd__contact_reach(w, i, &reach, &tol);
+    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n)) return;
     pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
     ct->particle = i;
     ct->collider = c;
@@ -10710,9 +10753,10 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
     unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
     for (int c = 0; c < w->ncolliders; ++c) {
-        unsigned skip = pinned | (w->colliders[c].shape == PBD_COLLIDER_PLANE ? pbd__vplane_far(w, c, &X, &P, limit) : 0u);
+        int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE;
+        unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : 0u);
         for (int l = 0; l < PBD__W; ++l)
-            if (!(skip >> l & 1u) && found[l] < per)
+            if (!(skip >> l & 1u) && found[l] < per && (plane || !pbd__collider_far(w, c, i0 + l)))
                 pbd__contact_with(w, i0 + l, c, h, &found[l]);
     }
     for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
@@ -10735,13 +10779,8 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
             int found = 0;
             w->ncontact[i] = 0;
             if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
-            pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
-            float r = w->radius[i], margin = r + pbd__len(pbd__sub(p, x)), tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-            for (int c = 0; c < w->ncolliders && found < per; ++c) {
-                int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE;
-                if (plane && pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, r + margin + tol)) continue;
-                pbd__contact_with(w, i, c, h, &found);
-            }
+            for (int c = 0; c < w->ncolliders && found < per; ++c)
+                if (!pbd__collider_far(w, c, i)) pbd__contact_with(w, i, c, h, &found);
             w->ncontact[i] = (unsigned char)found;
         }
     }
