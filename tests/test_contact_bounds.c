@@ -8,14 +8,8 @@
    tight (the margin of a moving particle is its own motion, which covers
    the bound's slack); the counts show that the test meets both kinds. To reach
    the private functions this file compiles its own static copy of the
-   implementation (PBD_STATIC). */
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#define PBD_STATIC
-#define PBD_IMPLEMENTATION
-#include "../pbd.h"
-#include "test.h"
+   implementation (tests/private.h). */
+#include "private.h"
 
 static float cb_uniform(unsigned *st, float lo, float hi) { return lo + (hi - lo) * (float)pbdt_rand(st); }
 

@@ -5,14 +5,8 @@
    lane by lane: points in each of the seven regions, on the boundaries
    between them, degenerate (collinear, point) triangles and NaN. To reach
    the private functions this file compiles its own static copy of the
-   implementation (PBD_STATIC). */
-#if defined(__GNUC__)
-#pragma GCC diagnostic ignored "-Wunused-function"
-#endif
-#define PBD_STATIC
-#define PBD_IMPLEMENTATION
-#include "../pbd.h"
-#include "test.h"
+   implementation (tests/private.h). */
+#include "private.h"
 
 TEST(selfcollision_simd_closest_point_same_bits) {
 #if PBD__W > 1
