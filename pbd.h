@@ -758,10 +758,10 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    mass (so a light box floats and a heavy one sinks), and collide with the
    fluid particles by radius. The boundaries are the world's colliders.
    Cost (bench/fluid.c, a dam break of 128 000 particles, 4 iterations,
-   one 1/60 s substep, AVX-512): about 150 ms per step on one core and
-   75-86 ms on two; two thirds of it the density and correction passes
-   (about 30 neighbours per particle, 16 at a time), a fifth the
-   neighbour lists. */
+   one 1/60 s substep, AVX-512): about 137 ms per step on one core and
+   67 on two; two thirds of it the density and correction passes (about
+   30 neighbours per particle, 16 at a time), a sixth the neighbour
+   lists. */
 typedef struct pbd_fluid_desc {
     const float *positions;  /* count*3, required */
     const float *velocities; /* count*3, optional */
