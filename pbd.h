@@ -5616,9 +5616,9 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     }
 }
 
-/* Gathers the positions (and inverse masses) of the slots from P. */
-/* The slots' particles lie scattered in the world's arrays (the slots
-   follow space, the particles the order they were added in): a hint
+/* Gathers the positions (and inverse masses) of the slots from P. The
+   slots' particles lie scattered in the world's arrays (the slots follow
+   space, the particles the order they were added in): a hint
    PBD__SLOT_AHEAD slots ahead hides most of each miss. */
 enum { PBD__SLOT_AHEAD = 16 };
 static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
@@ -5632,8 +5632,9 @@ static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
 }
 
 /* The contact correction of particle a from its pair with b (slot
-   positions P, the world's w->p gathered at the start of the iteration,
-   which the correction pass changes as it goes; starts x): |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
+   positions P: the world's w->p gathered at the start of the iteration,
+   which the correction pass changes as it goes; starts x):
+   |p_a - p_b| >= r_a + r_b, split by inverse mass and scaled by
    1 / max(contact counts) so that the pair's corrections cancel in the
    momentum sum; then position-level friction on the relative tangential
    motion of the substep (Macklin et al. 2014, section 6.1). */
@@ -10656,9 +10657,9 @@ static void pbd__update_velocities(pbd_world *w, float h) {
 
 /* --- contacts --------------------------------------------------------------- */
 
-/* Contacts live in per-particle slots (particle i: contacts[i * per + k],
-   k < ncontact[i]), so that generation, projection and the velocity pass
-   run in parallel over particles with a fixed order per particle. The
+/* Contacts live in per-particle slots (slot k < ncontact[i] of particle
+   i: pbd__contact_slot), so that generation, projection and the velocity
+   pass run in parallel over particles with a fixed order per particle. The
    projection and the velocity pass walk only the particles that have
    contacts (contact_ids: a fluid tank touches its walls with a tenth of
    its particles, scattered along the rows). */
@@ -10676,8 +10677,6 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
     }
 }
 
-/* Particle i's contact with collider c, if it has one (pbd__collide from
-   the plane test on, which the caller has done), into its next slot. */
 /* How far particle i's contact test reaches (pbd__collide: its radius
    plus a margin of its radius and its motion) and the rounding guard. */
 static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
@@ -10703,6 +10702,8 @@ static int pbd__collider_far(const pbd_world *w, int c, int i) {
     return pbd__ball_far(&w->pose_from[c], &w->pose_to[c], R, x, p, reach + tol);
 }
 
+/* Particle i's contact with collider c, if it has one (pbd__collide; the
+   caller has tried pbd__collider_far), into its next slot. */
 static void pbd__contact_with(pbd_world *w, int i, int c, float h, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
     float reach, tol;
@@ -10816,8 +10817,8 @@ static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
 }
 
 #if PBD__W > 1
-/* The lane-wise twin of pbd__project_contact for the k-th contact of W
-   consecutive particles (lanes without a k-th contact keep their bits). */
+/* The lane-wise twin of pbd__project_contact for the k-th contact of the
+   W particles ids[0 .. W) (lanes without a k-th contact keep their bits). */
 static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
     float f[10][PBD__W];
     int any = 0;
