@@ -6,7 +6,9 @@
    whenever a bound says "far", pbd__collide finds no contact. Particles at
    rest that a fast collider sweeps past test the ball's bound where it is
    tight (the margin of a moving particle is its own motion, which covers
-   the bound's slack); the counts show that the test meets both kinds. To reach
+   the bound's slack), and a sphere that turns fast beside a particle at
+   rest tests its rotation term; the counts show that the test meets every
+   kind. To reach
    the private functions this file compiles its own static copy of the
    implementation (tests/private.h). */
 #include "private.h"
@@ -88,6 +90,32 @@ TEST(contact_bounds_skip_only_what_collide_misses) {
         wrong[kind] += is_far && hit;
         tried++;
     }
+    /* a particle at rest beside a sphere that turns fast about its centre:
+       in the sphere's frame the particle moves along a chord that dips
+       into the ball though both ends lie outside, which the bound's
+       rotation term must allow for */
+    int turned = 0, turned_wrong = 0;
+    for (int round = 0; round < 20000; ++round) {
+        pbd__collider c;
+        memset(&c, 0, sizeof c);
+        c.shape = PBD_COLLIDER_SPHERE;
+        c.radius = cb_uniform(&st, 0.05f, 0.3f);
+        pbd__pose a, b;
+        cb_poses(&st, 0.0f, 0.0f, &a, &b);
+        float th = cb_uniform(&st, 0.5f, 1.5f); /* about z, from the identity */
+        float q0[4] = {0, 0, 0, 1}, q1[4] = {0, 0, sinf(0.5f * th), cosf(0.5f * th)};
+        memcpy(a.rot, q0, sizeof q0);
+        memcpy(b.rot, q1, sizeof q1);
+        float r = 0.01f, reach = r + r, tol = 1e-5f * r, ang = cb_uniform(&st, 0, 6.2831853f);
+        float A = (c.radius + reach) * cb_uniform(&st, 1.0f, 1.25f);
+        pbd__v3 x = pbd__add(pbd__ld(a.pos), pbd__v(A * cosf(ang), A * sinf(ang), 0)), p = x, qq, n;
+        int is_far = pbd__ball_far(&a, &b, c.radius, x, p, reach + tol);
+        int hit = pbd__collide(w, &c, &a, &b, x, p, r, reach, tol, &qq, &n);
+        turned += hit && A > c.radius + reach + tol;
+        turned_wrong += is_far && hit;
+    }
+    CHECK_MSG(turned_wrong == 0, "turning sphere: %d particles skipped that touch it", turned_wrong);
+    CHECK_MSG(turned > 100, "turning sphere: only %d touches from outside the ball (the test is vacuous)", turned);
     const char *names[4] = {"sphere", "capsule", "box", "plane"};
     for (int k = 0; k < 4; ++k) {
         CHECK_MSG(wrong[k] == 0, "%s: %d segments skipped that touch it", names[k], wrong[k]);
