@@ -4406,10 +4406,13 @@ static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3
    rotation theta from pose a to pose b), and every point of a segment is
    within half its length of an end. A guard of 1e-5 of the lengths
    covers the rounding of the frames, as in pbd__plane_far. */
+static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) { /* |R_b - R_a|, rounded up */
+    float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
+    return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
+}
 static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
-    float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
-    float spin = 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
+    float spin = pbd__ball_spin(a, b);
     float A = pbd__len(ra), B = pbd__len(rb), L = pbd__len(pbd__sub(rb, ra)) + spin * A;
     return (A < B ? A : B) - 0.5f * L > R + limit + 1e-5f * (A + B + L + R);
 }
@@ -10689,12 +10692,17 @@ static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, f
    pbd__collide, which would find nothing, is skipped: a plane by its
    distance (pbd__plane_far), a sphere, capsule or box by a ball about its
    centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
+/* The radius of the ball about its frame's origin that holds a sphere,
+   capsule or box collider (pbd__ball_far); 0 for the other shapes. */
+static float pbd__collider_ball(const pbd__collider *col) {
+    return col->shape == PBD_COLLIDER_SPHERE ? col->radius
+           : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
+           : col->shape == PBD_COLLIDER_BOX ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
+           : 0.0f;
+}
 static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
     const pbd__collider *col = &w->colliders[c];
-    float R = col->shape == PBD_COLLIDER_SPHERE ? col->radius
-                        : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
-                        : col->shape == PBD_COLLIDER_BOX ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
-                        : 0.0f;
+    float R = pbd__collider_ball(col);
     if (col->shape != PBD_COLLIDER_PLANE && !(R > 0)) return 0;
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
     if (col->shape == PBD_COLLIDER_PLANE) return pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, reach + tol);
@@ -10723,12 +10731,17 @@ static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, 
    operations lane by lane, so the same decisions): bit l for i0 + l. Most
    particles of a fluid tank are far from each wall, and this test is
    most of what they cost. */
+/* The ends of the W segments X -> P relative to the origins of poses a and b. */
+static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P, pbd__vv *ra,
+                                      pbd__vv *rb) {
+    ra->x = pbd__vsub(X->x, pbd__vset1(a->pos[0])); ra->y = pbd__vsub(X->y, pbd__vset1(a->pos[1])); ra->z = pbd__vsub(X->z, pbd__vset1(a->pos[2]));
+    rb->x = pbd__vsub(P->x, pbd__vset1(b->pos[0])); rb->y = pbd__vsub(P->y, pbd__vset1(b->pos[1])); rb->z = pbd__vsub(P->z, pbd__vset1(b->pos[2]));
+}
 static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
     pbd__vf e = pbd__vset1(1e-5f), ga, gb, da, db;
     pbd__vv ra, rb;
-    ra.x = pbd__vsub(X->x, pbd__vset1(a->pos[0])); ra.y = pbd__vsub(X->y, pbd__vset1(a->pos[1])); ra.z = pbd__vsub(X->z, pbd__vset1(a->pos[2]));
-    rb.x = pbd__vsub(P->x, pbd__vset1(b->pos[0])); rb.y = pbd__vsub(P->y, pbd__vset1(b->pos[1])); rb.z = pbd__vsub(P->z, pbd__vset1(b->pos[2]));
+    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
     ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
     gb = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(rb.x), pbd__vabs(rb.y)), pbd__vabs(rb.z)));
     pbd__vv ua, ub;
@@ -10739,9 +10752,24 @@ static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, con
     return pbd__vbits(pbd__vand_m(pbd__vlt(pbd__vadd(limit, ga), da), pbd__vlt(pbd__vadd(limit, gb), db)));
 }
 
-/* The contacts of the W particles from i0: the plane tests W at a time,
-   the rest per particle; each particle's slots in collider order, as in
-   the scalar pass. */
+/* pbd__ball_far of collider c (ball radius R > 0) for the W particles
+   from i0, the same operations lane by lane: bit l for i0 + l. Hair on a
+   head tests every particle against the head's ball each substep. */
+static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    pbd__vv ra, rb;
+    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
+    pbd__vv d = pbd__vvsub(rb, ra);
+    pbd__vf A = pbd__vsqrt(pbd__vvdot(ra, ra)), B = pbd__vsqrt(pbd__vvdot(rb, rb)), vR = pbd__vset1(R);
+    pbd__vf L = pbd__vadd(pbd__vsqrt(pbd__vvdot(d, d)), pbd__vmul(pbd__vset1(pbd__ball_spin(a, b)), A));
+    pbd__vf lhs = pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
+    pbd__vf rhs = pbd__vadd(pbd__vadd(vR, limit), pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
+    return pbd__vbits(pbd__vlt(rhs, lhs));
+}
+
+/* The contacts of the W particles from i0: the plane and ball tests W at
+   a time, the rest per particle; each particle's slots in collider order,
+   as in the scalar pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     int ids[PBD__W], found[PBD__W];
     for (int l = 0; l < PBD__W; ++l) { ids[l] = i0 + l; found[l] = 0; }
@@ -10752,13 +10780,14 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
     unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
     for (int c = 0; c < w->ncolliders; ++c) {
-        int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE;
-        unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : 0u);
+        float R = pbd__collider_ball(&w->colliders[c]);
+        int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
+        unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
         for (int l = 0; l < PBD__W; ++l) {
             if ((skip >> l & 1u) || found[l] >= per) continue;
             float reach, tol;
             pbd__contact_reach(w, i0 + l, &reach, &tol);
-            if (plane || !pbd__collider_far(w, c, i0 + l, reach, tol)) pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
+            if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol)) pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
         }
     }
     for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];

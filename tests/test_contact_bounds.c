@@ -58,9 +58,7 @@ TEST(contact_bounds_skip_only_what_collide_misses) {
         /* a segment from somewhere near the collider, sometimes long (a
            fast particle crossing it) */
         pbd__v3 x, p;
-        float R = c.shape == PBD_COLLIDER_SPHERE ? c.radius
-                : c.shape == PBD_COLLIDER_CAPSULE ? c.half_height + c.radius
-                : sqrtf(c.half[0] * c.half[0] + c.half[1] * c.half[1] + c.half[2] * c.half[2]);
+        float R = pbd__collider_ball(&c);
         if (sweep) { /* near the middle of the collider's path */
             pbd__v3 mid = pbd__mul(pbd__add(pbd__ld(a.pos), pbd__ld(b.pos)), 0.5f);
             float off = cb_uniform(&st, 0, 1.6f * R + 0.1f);
@@ -125,4 +123,61 @@ TEST(contact_bounds_skip_only_what_collide_misses) {
     pbd_world_destroy(w);
 }
 
-void suite_contact_bounds(void) { RUN(contact_bounds_skip_only_what_collide_misses); }
+#if PBD__W > 1
+/* The SIMD twins (pbd__vplane_far, pbd__vball_far: W particles at a time
+   in the contact pass) decide exactly as the scalar bounds, lane by lane,
+   for random moving and turning poses and segments whose ends lie about
+   the bound's threshold (where a term left out or rounded differently
+   would flip a decision). */
+TEST(contact_bounds_simd_decide_as_scalar) {
+    unsigned st = 77u;
+    pbd_world *w = NULL;
+    pbd_world_desc d = pbd_world_desc_default();
+    CHECK_OK(pbd_world_create(&d, &w));
+    float o[3] = {0, 0, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, o, 1.0f, 0.3f, NULL)); /* its poses are set below */
+    int far[2] = {0, 0}, near[2] = {0, 0}, differ[2] = {0, 0};
+    for (int round = 0; round < 20000; ++round) {
+        pbd__pose *a = &w->pose_from[0], *b = &w->pose_to[0];
+        cb_poses(&st, round % 3 ? 0.2f : 0.0f, round % 4 ? 0.8f : 0.0f, a, b);
+        float R = cb_uniform(&st, 0.02f, 0.5f), lim[PBD__W];
+        pbd__p4 xs[PBD__W], ps[PBD__W];
+        int ids[PBD__W];
+        for (int l = 0; l < PBD__W; ++l) {
+            lim[l] = cb_uniform(&st, 0.0f, 0.1f);
+            pbd__v3 u = pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1));
+            pbd__v3 x = pbd__add(pbd__ld(a->pos), pbd__mul(u, (R + lim[l]) * cb_uniform(&st, 0.8f, 1.6f) / (pbd__len(u) + 1e-6f)));
+            pbd__v3 p = pbd__add(x, pbd__mul(pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)), round % 2 ? 0.01f : 0.2f));
+            xs[l].x = x.x; xs[l].y = x.y; xs[l].z = x.z; xs[l].w = 1;
+            ps[l].x = p.x; ps[l].y = p.y; ps[l].z = p.z; ps[l].w = 1;
+            ids[l] = l;
+        }
+        pbd__vp X = pbd__vgather(xs, ids), P = pbd__vgather(ps, ids);
+        unsigned bits[2] = {pbd__vplane_far(w, 0, &X, &P, pbd__vload(lim)), pbd__vball_far(w, 0, R, &X, &P, pbd__vload(lim))};
+        for (int l = 0; l < PBD__W; ++l) {
+            pbd__v3 x = pbd__p3(xs[l]), p = pbd__p3(ps[l]);
+            int want[2] = {pbd__plane_far(a, b, x, p, lim[l]), pbd__ball_far(a, b, R, x, p, lim[l])};
+            for (int k = 0; k < 2; ++k) {
+                int got = (int)(bits[k] >> l & 1u);
+                differ[k] += got != want[k];
+                far[k] += want[k];
+                near[k] += !want[k];
+            }
+        }
+    }
+    const char *names[2] = {"plane", "ball"};
+    for (int k = 0; k < 2; ++k) {
+        CHECK_MSG(differ[k] == 0, "%s: the SIMD bound differs from the scalar one for %d particles (%s)", names[k], differ[k],
+                  pbd_simd_path());
+        CHECK_MSG(far[k] > 1000 && near[k] > 1000, "%s: %d far, %d near (the test is vacuous)", names[k], far[k], near[k]);
+    }
+    pbd_world_destroy(w);
+}
+#endif
+
+void suite_contact_bounds(void) {
+    RUN(contact_bounds_skip_only_what_collide_misses);
+#if PBD__W > 1
+    RUN(contact_bounds_simd_decide_as_scalar);
+#endif
+}

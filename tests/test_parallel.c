@@ -245,7 +245,12 @@ static void check_identical(scene_fn make, const char *name, int jacobi) {
    snapshot after 90 steps (caller frees) and the contact count of every
    step (speculative contacts that never push leave no trace in the
    state, but are counted). */
-static unsigned char *moving_planes_run(int simd, int threads, size_t *size, int *contacts) {
+/* Particles falling onto moving colliders, which the SIMD contact pass
+   skips 16 (8, 4) particles at a time when they are far
+   (pbd__vplane_far, pbd__vball_far) and the scalar one particle by
+   particle. shape 0: two planes (one moving and turning) and a sphere;
+   1, 2, 3: a sphere, a capsule or a box alone, moving and turning. */
+static unsigned char *moving_colliders_run(int shape, int simd, int threads, size_t *size, int *contacts) {
     pbd_world *w = new_world(2, 3);
     enum { N = 1000 + 7 };
     float *x = (float *)malloc(sizeof(float) * 3 * N), *m = (float *)malloc(sizeof(float) * N);
@@ -258,20 +263,34 @@ static unsigned char *moving_planes_run(int simd, int threads, size_t *size, int
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = x; pd.masses = m; pd.count = N; pd.radius = 0.02f;
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
-    pbd_collider floor_, wall;
+    pbd_collider moving = 0;
     float p0[3] = {0, 0, 0}, up[3] = {0, 1, 0}, pw[3] = {-0.35f, 0, 0}, nw[3] = {1, 0, 0}, c[3] = {0.2f, 0.1f, 0.1f};
-    CHECK_OK(pbd_add_collider_plane(w, p0, up, 0.4f, &floor_));
-    CHECK_OK(pbd_add_collider_plane(w, pw, nw, 0.2f, &wall));
-    CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.3f, NULL));
+    float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.25f, 0.08f, 0.2f}, q0[4] = {0, 0, 0, 1};
+    if (shape == 0) {
+        CHECK_OK(pbd_add_collider_plane(w, p0, up, 0.4f, &moving));
+        CHECK_OK(pbd_add_collider_plane(w, pw, nw, 0.2f, NULL));
+        CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.3f, NULL));
+    } else if (shape == 1) {
+        CHECK_OK(pbd_add_collider_sphere(w, p0, 0.25f, 0.3f, &moving));
+        base[1] = -0.1f;
+    } else if (shape == 2) {
+        CHECK_OK(pbd_add_collider_capsule(w, ca, cb, 0.1f, 0.3f, &moving));
+    } else {
+        CHECK_OK(pbd_add_collider_box(w, p0, half, q0, 0.3f, &moving));
+    }
     CHECK_OK(pbd_world_set_simd(w, simd));
     CHECK_OK(pbd_world_set_threads(w, threads));
     for (int s = 0; s < 90; ++s) {
-        float a = 0.004f * (float)s, pos[3] = {0, 0.002f * (float)s, 0}, rot[4] = {sinf(a), 0, 0, cosf(a)}; /* about x */
-        CHECK_OK(pbd_collider_set_pose(w, floor_, pos, rot));
+        float a = 0.004f * (float)s, rot[4] = {sinf(a), 0, 0, cosf(a)}; /* about x */
+        float pos[3] = {base[0] + (shape ? 0.001f * (float)s : 0.0f), base[1] + 0.002f * (float)s, base[2]};
+        if (shape) { rot[0] = 0; rot[1] = sinf(4 * a); rot[3] = cosf(4 * a); } /* the balls spin about y */
+        CHECK_OK(pbd_collider_set_pose(w, moving, pos, rot));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         contacts[s] = pbd_world_contact_count(w);
     }
-    CHECK_MSG(pbd_world_contact_count(w) > 100, "only %d contacts: the scene does not test them", pbd_world_contact_count(w));
+    int most = 0;
+    for (int s = 0; s < 90; ++s) most = contacts[s] > most ? contacts[s] : most;
+    CHECK_MSG(most > 100, "shape %d: at most %d contacts: the scene does not test them", shape, most);
     *size = pbd_world_snapshot_size(w);
     unsigned char *buf = (unsigned char *)malloc(*size);
     CHECK_OK(pbd_world_save(w, buf, *size));
@@ -280,20 +299,22 @@ static unsigned char *moving_planes_run(int simd, int threads, size_t *size, int
     free(m);
     return buf;
 }
-TEST(simd_equals_scalar_and_threads_agree_moving_planes) {
-    size_t s0, s1, s2;
-    int c0[90], c1[90], c2[90];
-    unsigned char *scalar = moving_planes_run(0, 1, &s0, c0), *simd = moving_planes_run(1, 1, &s1, c1),
-                  *two = moving_planes_run(1, 2, &s2, c2);
-    CHECK_MSG(s0 == s1 && memcmp(scalar, simd, s0) == 0, "moving planes: SIMD (%s) differs from scalar", pbd_simd_path());
-    CHECK_MSG(s1 == s2 && memcmp(simd, two, s1) == 0, "moving planes: 2 threads differ from 1");
-    for (int s = 0; s < 90; ++s) {
-        CHECK_MSG(c0[s] == c1[s], "step %d: %d contacts with SIMD, %d scalar", s, c1[s], c0[s]);
-        CHECK_MSG(c1[s] == c2[s], "step %d: %d contacts on 2 threads, %d on 1", s, c2[s], c1[s]);
+TEST(simd_equals_scalar_and_threads_agree_moving_colliders) {
+    for (int shape = 0; shape < 4; ++shape) {
+        size_t s0, s1, s2;
+        int c0[90], c1[90], c2[90];
+        unsigned char *scalar = moving_colliders_run(shape, 0, 1, &s0, c0), *simd = moving_colliders_run(shape, 1, 1, &s1, c1),
+                      *two = moving_colliders_run(shape, 1, 2, &s2, c2);
+        CHECK_MSG(s0 == s1 && memcmp(scalar, simd, s0) == 0, "shape %d: SIMD (%s) differs from scalar", shape, pbd_simd_path());
+        CHECK_MSG(s1 == s2 && memcmp(simd, two, s1) == 0, "shape %d: 2 threads differ from 1", shape);
+        for (int s = 0; s < 90; ++s) {
+            CHECK_MSG(c0[s] == c1[s], "shape %d, step %d: %d contacts with SIMD, %d scalar", shape, s, c1[s], c0[s]);
+            CHECK_MSG(c1[s] == c2[s], "shape %d, step %d: %d contacts on 2 threads, %d on 1", shape, s, c2[s], c1[s]);
+        }
+        free(scalar);
+        free(simd);
+        free(two);
     }
-    free(scalar);
-    free(simd);
-    free(two);
 }
 
 TEST(simd_equals_scalar_and_threads_agree_cloth) {
@@ -406,7 +427,7 @@ void suite_parallel(void) {
     RUN(simd_equals_scalar_and_threads_agree_cloth);
     RUN(simd_equals_scalar_and_threads_agree_softbody);
     RUN(simd_equals_scalar_and_threads_agree_balloon);
-    RUN(simd_equals_scalar_and_threads_agree_moving_planes);
+    RUN(simd_equals_scalar_and_threads_agree_moving_colliders);
     RUN(jacobi_threads_agree);
     RUN(jacobi_error_decreases_monotonically);
     RUN(reorder_hands_back_the_permutation);
