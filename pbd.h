@@ -10767,9 +10767,98 @@ static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp
     return pbd__vbits(pbd__vlt(rhs, lhs));
 }
 
-/* The contacts of the W particles from i0: the plane and ball tests W at
-   a time, the rest per particle; each particle's slots in collider order,
-   as in the scalar pass. */
+/* pbd__qrot of W vectors (the same operations in the same order). */
+static inline pbd__vv pbd__vqrot(const float *q, pbd__vv v) {
+    pbd__vv u;
+    u.x = pbd__vset1(q[0]); u.y = pbd__vset1(q[1]); u.z = pbd__vset1(q[2]);
+    pbd__vv t = pbd__vvmul(pbd__vvcross(u, v), pbd__vset1(2.0f));
+    return pbd__vvadd(pbd__vvadd(v, pbd__vvmul(t, pbd__vset1(q[3]))), pbd__vvcross(u, t));
+}
+/* pbd__to_local of W points: the inverse rotation of x - pos. */
+static inline pbd__vv pbd__vto_local(const pbd__pose *a, pbd__vv x) {
+    float c[4] = {-a->rot[0], -a->rot[1], -a->rot[2], a->rot[3]};
+    pbd__vv d;
+    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0])); d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1])); d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
+    return pbd__vqrot(c, d);
+}
+static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
+    pbd__vv r = pbd__vqrot(b->rot, y);
+    r.x = pbd__vadd(r.x, pbd__vset1(b->pos[0])); r.y = pbd__vadd(r.y, pbd__vset1(b->pos[1])); r.z = pbd__vadd(r.z, pbd__vset1(b->pos[2]));
+    return r;
+}
+
+/* The lanes of W segments xl -> pl (in a sphere's frame, radius rad)
+   that stay farther than limit from the sphere: their closest point to
+   the centre is, by more than a guard of 1e-5 of the lengths (far above
+   the rounding of either computation), so pbd__collide's trace, whose
+   every point is on the segment, finds nothing. Exact for a sphere where
+   pbd__ball_far allows for the bend of the segment in a turning frame;
+   the particles that sweep past a turning head (many steps of the trace
+   each) are most of what it skips. */
+static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd__vf limit) {
+    pbd__vv dir = pbd__vvsub(pl, xl);
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), dd = pbd__vvdot(dir, dir);
+    pbd__vm moves = pbd__vlt(pbd__vset1(1e-30f), dd);
+    pbd__vf t = pbd__vdiv(pbd__vmul(pbd__vvdot(xl, dir), pbd__vset1(-1.0f)), pbd__vsel(moves, one, dd));
+    t = pbd__vsel(moves, zero, pbd__vmin(pbd__vmax(t, zero), one));
+    pbd__vv c = pbd__vvadd(xl, pbd__vvmul(dir, t));
+    pbd__vf A = pbd__vsqrt(pbd__vvdot(xl, xl)), B = pbd__vsqrt(pbd__vvdot(pl, pl)), D = pbd__vsqrt(pbd__vvdot(c, c));
+    pbd__vf guard = pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(A, B), rad));
+    return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
+}
+
+/* The contacts with sphere collider c of the lanes `want` of the W
+   particles from i0 (positions X, radii r, reach and tol as from
+   pbd__contact_reach) that start within reach of the surface: the first
+   branch of pbd__collide (the plane through the surface point nearest x)
+   and the slot that pbd__contact_with fills, W at a time in the same
+   operations, and the lanes that cannot touch it (pbd__vsphere_far).
+   Returns the lanes it handled; the others (a particle that starts
+   farther and may sweep into the sphere) take the scalar path.
+   Hair lying on a head is most of its particles in contact every
+   substep. */
+static unsigned pbd__vsphere_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach, pbd__vf tol,
+                                      float h, unsigned want, int *found) {
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(xl, xl)), zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* pbd__sdf: the normal (0, 1, 0) at the centre */
+    pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
+    nl.x = pbd__vsel(big, zero, pbd__vmul(xl.x, il)); nl.y = pbd__vsel(big, one, pbd__vmul(xl.y, il)); nl.z = pbd__vsel(big, zero, pbd__vmul(xl.z, il));
+    pbd__vf rad = pbd__vset1(w->colliders[c].radius), dx = pbd__vsub(l, rad), d0 = pbd__vsub(dx, reach);
+    unsigned near = want & pbd__vbits(pbd__vle(d0, tol));
+    unsigned miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), rad, pbd__vadd(reach, tol));
+    if (!near) return miss;
+    pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
+    pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
+    pbd__vv vcol = pbd__vvmul(pbd__vvsub(anchor, x), pbd__vset1(1.0f / h));
+    int ids[PBD__W];
+    for (int k = 0; k < PBD__W; ++k) ids[k] = i0 + k;
+    pbd__vp V = pbd__vgather(w->v, ids);
+    pbd__vf vn = pbd__vvdot(pbd__vvsub(pbd__vvpos(V), vcol), n);
+    float f[13][PBD__W];
+    pbd__vv out[4] = {n, q, anchor, vcol};
+    for (int k = 0; k < 4; ++k) { pbd__vstore(f[3 * k], out[k].x); pbd__vstore(f[3 * k + 1], out[k].y); pbd__vstore(f[3 * k + 2], out[k].z); }
+    pbd__vstore(f[12], vn);
+    for (unsigned m = near; m; m &= m - 1) {
+        int k = pbd__lowest_bit(m);
+        pbd__contact *ct = pbd__contact_slot(w, i0 + k, found[k]++);
+        ct->particle = i0 + k;
+        ct->collider = c;
+        ct->n = pbd__v(f[0][k], f[1][k], f[2][k]);
+        ct->q = pbd__v(f[3][k], f[4][k], f[5][k]);
+        ct->anchor = pbd__v(f[6][k], f[7][k], f[8][k]);
+        ct->vcol = pbd__v(f[9][k], f[10][k], f[11][k]);
+        ct->vn = f[12][k];
+        ct->lambda = 0;
+    }
+    return near | miss;
+}
+
+/* The contacts of the W particles from i0: the plane and ball tests, and
+   the contacts of spheres that start near, W at a time, the rest per
+   particle; each particle's slots in collider order, as in the scalar
+   pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     int ids[PBD__W], found[PBD__W];
     for (int l = 0; l < PBD__W; ++l) { ids[l] = i0 + l; found[l] = 0; }
@@ -10783,6 +10872,11 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
         unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
+        if (w->colliders[c].shape == PBD_COLLIDER_SPHERE) {
+            unsigned room = 0;
+            for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
+            skip |= pbd__vsphere_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
+        }
         for (int l = 0; l < PBD__W; ++l) {
             if ((skip >> l & 1u) || found[l] >= per) continue;
             float reach, tol;

@@ -278,6 +278,7 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
     } else {
         CHECK_OK(pbd_add_collider_box(w, p0, half, q0, 0.3f, &moving));
     }
+    if (shape) CHECK_OK(pbd_collider_set_friction(w, moving, 0.4f, 0.3f, 0.5f)); /* restitution reads the contacts' vn */
     CHECK_OK(pbd_world_set_simd(w, simd));
     CHECK_OK(pbd_world_set_threads(w, threads));
     for (int s = 0; s < 90; ++s) {
