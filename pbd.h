@@ -998,7 +998,10 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         `thickness` per substep (a maximum speed of thickness / h), for the
         prediction and again for the solved positions: with it, and with
         candidates searched within the reach of that motion, a crossing
-        cannot happen between two discrete checks;
+        cannot happen between two discrete checks. The limit is a speed:
+        a 2 mm cloth stepped at 1/60 s in 4 substeps falls at most
+        0.002 * 4 * 60 = 0.48 m/s; raise the substeps (or the thickness)
+        for faster motion;
      2. candidates are the vertex-triangle pairs closer than sqrt(2)
         thicknesses plus the reach of both (the projection acts within a
         thickness of the plane and a thickness sideways) and the edge pairs
