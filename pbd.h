@@ -6171,8 +6171,8 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
 static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
     pbd__kern ka;
-    memset(&ka, 0, sizeof ka);
     if (pp->sfluid[a] >= 0) ka = pp->fluids[pp->sfluid[a]].kern;
+    else memset(&ka, 0, sizeof ka); /* a solid: no kernel of its own */
     pbd__v3 sum, contact;
     pbd__correction_sums(w, P, a, &ka, &sum, &contact);
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
