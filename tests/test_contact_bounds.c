@@ -22,6 +22,15 @@ static void cb_random_rotation(unsigned *st, float *q) {
     for (int k = 0; k < 4; ++k) q[k] /= n;
 }
 
+/* A sphere collider of a random radius in [lo, hi). */
+static pbd__collider cb_sphere(unsigned *st, float lo, float hi) {
+    pbd__collider c;
+    memset(&c, 0, sizeof c);
+    c.shape = PBD_COLLIDER_SPHERE;
+    c.radius = cb_uniform(st, lo, hi);
+    return c;
+}
+
 /* Pose b: pose a moved by up to `move` and turned by up to `turn` radians. */
 static void cb_poses(unsigned *st, float move, float turn, pbd__pose *a, pbd__pose *b) {
     float q[4], axis[3], s = 0;
@@ -94,10 +103,7 @@ TEST(contact_bounds_skip_only_what_collide_misses) {
        rotation term must allow for */
     int turned = 0, turned_wrong = 0;
     for (int round = 0; round < 20000; ++round) {
-        pbd__collider c;
-        memset(&c, 0, sizeof c);
-        c.shape = PBD_COLLIDER_SPHERE;
-        c.radius = cb_uniform(&st, 0.05f, 0.3f);
+        pbd__collider c = cb_sphere(&st, 0.05f, 0.3f);
         pbd__pose a, b;
         cb_poses(&st, 0.0f, 0.0f, &a, &b);
         float th = cb_uniform(&st, 0.5f, 1.5f); /* about z, from the identity */
@@ -185,10 +191,7 @@ TEST(contact_bounds_sphere_skip_only_what_collide_misses) {
     CHECK_OK(pbd_world_create(&d, &w));
     int far = 0, hits = 0, wrong = 0, lanes = 0;
     for (int round = 0; round < 10000; ++round) {
-        pbd__collider c;
-        memset(&c, 0, sizeof c);
-        c.shape = PBD_COLLIDER_SPHERE;
-        c.radius = cb_uniform(&st, 0.02f, 0.3f);
+        pbd__collider c = cb_sphere(&st, 0.02f, 0.3f);
         pbd__pose a, b;
         cb_poses(&st, round % 3 ? 0.1f : 0.0f, round % 4 ? 0.5f : 0.0f, &a, &b);
         pbd__p4 xs[PBD__W], ps[PBD__W];
