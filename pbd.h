@@ -1039,10 +1039,10 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
         a collider: the angular momentum an isolated object keeps through
         the substep (SOLVER step 5) is taken after it.
    Cost (bench/selfcollision.c, a 100 x 100 cloth): draped near itself,
-   a step costs about 3.3x one without self-collision; folded in two
+   a step costs about 3.3-3.6x one without self-collision; folded in two
    layers pressed together, with about 90 000 candidates per substep
    (every vertex has several in the other layer within the padding),
-   12-13x.
+   12-14x.
    Surfaces collide with each other (two cloths) and, with self_collision
    set, with themselves. The thickness must be smaller than about half the
    rest distance between features of the mesh that share no vertex (about
