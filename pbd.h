@@ -10810,27 +10810,37 @@ static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd
     return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
 }
 
-/* The contacts with sphere collider c of the lanes `want` of the W
-   particles from i0 (positions X, radii r, reach and tol as from
+/* The contacts with sphere or capsule collider c of the lanes `want` of
+   the W particles from i0 (positions X, radii r, reach and tol as from
    pbd__contact_reach) that start within reach of the surface: the first
    branch of pbd__collide (the plane through the surface point nearest x)
    and the slot that pbd__contact_with fills, W at a time in the same
-   operations, and the lanes that cannot touch it (pbd__vsphere_far).
-   Returns the lanes it handled; the others (a particle that starts
-   farther and may sweep into the sphere) take the scalar path.
-   Hair lying on a head is most of its particles in contact every
-   substep. */
-static unsigned pbd__vsphere_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach, pbd__vf tol,
-                                      float h, unsigned want, int *found) {
+   operations, and for a sphere the lanes that cannot touch it
+   (pbd__vsphere_far). Returns the lanes it handled; the others (a
+   particle that starts farther and may sweep into the shape) take the
+   scalar path. Hair lying on a head is most of its particles in contact
+   every substep. */
+static unsigned pbd__vround_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach,
+                                     pbd__vf tol, float h, unsigned want, int *found) {
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
-    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(xl, xl)), zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
-    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* pbd__sdf: the normal (0, 1, 0) at the centre */
+    const pbd__collider *col = &w->colliders[c];
+    int capsule = col->shape == PBD_COLLIDER_CAPSULE;
+    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), dl = xl, nl;
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    if (capsule) { /* pbd__sdf: from the nearest point of the axis, pbd__clampf's comparisons */
+        pbd__vf lo = pbd__vset1(-col->half_height), hi = pbd__vset1(col->half_height);
+        pbd__vf cy = pbd__vsel(pbd__vlt(xl.y, lo), pbd__vsel(pbd__vlt(hi, xl.y), xl.y, hi), lo);
+        dl.y = pbd__vsub(xl.y, cy);
+    }
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
+    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* pbd__sdf's normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
     pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
-    nl.x = pbd__vsel(big, zero, pbd__vmul(xl.x, il)); nl.y = pbd__vsel(big, one, pbd__vmul(xl.y, il)); nl.z = pbd__vsel(big, zero, pbd__vmul(xl.z, il));
-    pbd__vf rad = pbd__vset1(w->colliders[c].radius), dx = pbd__vsub(l, rad), d0 = pbd__vsub(dx, reach);
-    unsigned near = want & pbd__vbits(pbd__vle(d0, tol));
-    unsigned miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), rad, pbd__vadd(reach, tol));
+    nl.x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
+    nl.y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
+    nl.z = pbd__vsel(big, zero, pbd__vmul(dl.z, il));
+    pbd__vf rad = pbd__vset1(col->radius), dx = pbd__vsub(l, rad), d0 = pbd__vsub(dx, reach);
+    unsigned near = want & pbd__vbits(pbd__vle(d0, tol)), miss = 0;
+    if (!capsule) miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), rad, pbd__vadd(reach, tol));
     if (!near) return miss;
     pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
     pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
@@ -10859,7 +10869,7 @@ static unsigned pbd__vsphere_contacts(pbd_world *w, int c, int i0, const pbd__vp
 }
 
 /* The contacts of the W particles from i0: the plane and ball tests, and
-   the contacts of spheres that start near, W at a time, the rest per
+   the contacts of spheres and capsules that start near, W at a time, the rest per
    particle; each particle's slots in collider order, as in the scalar
    pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
@@ -10875,10 +10885,10 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
         unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
-        if (w->colliders[c].shape == PBD_COLLIDER_SPHERE) {
+        if (w->colliders[c].shape == PBD_COLLIDER_SPHERE || w->colliders[c].shape == PBD_COLLIDER_CAPSULE) {
             unsigned room = 0;
             for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
-            skip |= pbd__vsphere_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
+            skip |= pbd__vround_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
         }
         for (int l = 0; l < PBD__W; ++l) {
             if ((skip >> l & 1u) || found[l] >= per) continue;
