@@ -10810,37 +10810,69 @@ static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd
     return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
 }
 
-/* The contacts with sphere or capsule collider c of the lanes `want` of
-   the W particles from i0 (positions X, radii r, reach and tol as from
-   pbd__contact_reach) that start within reach of the surface: the first
-   branch of pbd__collide (the plane through the surface point nearest x)
-   and the slot that pbd__contact_with fills, W at a time in the same
-   operations, and for a sphere the lanes that cannot touch it
+/* pbd__sdf of a sphere, capsule or box for W points y (collider frame):
+   the same operations and choices lane by lane. */
+static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    if (col->shape == PBD_COLLIDER_BOX) {
+        pbd__vf q[3], sg[3], yk[3] = {y.x, y.y, y.z};
+        pbd__vm pos[3];
+        for (int k = 0; k < 3; ++k) {
+            q[k] = pbd__vsub(pbd__vabs(yk[k]), pbd__vset1(col->half[k]));
+            sg[k] = pbd__vsel(pbd__vlt(yk[k], zero), one, pbd__vset1(-1.0f));
+            pos[k] = pbd__vlt(zero, q[k]);
+        }
+        /* outside: from the nearest point of the surface */
+        pbd__vv o;
+        o.x = pbd__vsel(pos[0], zero, pbd__vmul(q[0], sg[0]));
+        o.y = pbd__vsel(pos[1], zero, pbd__vmul(q[1], sg[1]));
+        o.z = pbd__vsel(pos[2], zero, pbd__vmul(q[2], sg[2]));
+        pbd__vm out = pbd__vor_m(pbd__vor_m(pos[0], pos[1]), pos[2]);
+        pbd__vf l = pbd__vsqrt(pbd__vvdot(o, o));
+        pbd__vv no = pbd__vvmul(o, pbd__vdiv(one, pbd__vsel(out, one, l)));
+        /* inside: the face of the largest q, ties broken as pbd__sdf does */
+        pbd__vm g01 = pbd__vlt(q[1], q[0]), g02 = pbd__vlt(q[2], q[0]), g12 = pbd__vlt(q[2], q[1]);
+        pbd__vm m0 = pbd__vand_m(g01, g02), m1 = pbd__vandnot_m(g12, g01); /* face 0, face 1, else face 2 */
+        n->x = pbd__vsel(out, pbd__vsel(m0, zero, sg[0]), no.x);
+        n->y = pbd__vsel(out, pbd__vsel(m1, zero, sg[1]), no.y);
+        n->z = pbd__vsel(out, pbd__vsel(pbd__vor_m(m0, m1), sg[2], zero), no.z);
+        return pbd__vsel(out, pbd__vsel(m0, pbd__vsel(m1, q[2], q[1]), q[0]), l);
+    }
+    pbd__vv dl = y;
+    int capsule = col->shape == PBD_COLLIDER_CAPSULE;
+    if (capsule) { /* from the nearest point of the axis, pbd__clampf's comparisons */
+        pbd__vf lo = pbd__vset1(-col->half_height), hi = pbd__vset1(col->half_height);
+        pbd__vf cy = pbd__vsel(pbd__vlt(y.y, lo), pbd__vsel(pbd__vlt(hi, y.y), y.y, hi), lo);
+        dl.y = pbd__vsub(y.y, cy);
+    }
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
+    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* the normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
+    pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
+    n->x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
+    n->y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
+    n->z = pbd__vsel(big, zero, pbd__vmul(dl.z, il));
+    return pbd__vsub(l, pbd__vset1(col->radius));
+}
+
+/* The contacts with sphere, capsule or box collider c of the lanes `want`
+   of the W particles from i0 (positions X, radii r, reach and tol as
+   from pbd__contact_reach) that start within reach of the surface: the
+   first branch of pbd__collide (the plane through the surface point
+   nearest x) and the slot that pbd__contact_with fills, W at a time in
+   the same operations, and for a sphere the lanes that cannot touch it
    (pbd__vsphere_far). Returns the lanes it handled; the others (a
    particle that starts farther and may sweep into the shape) take the
    scalar path. Hair lying on a head is most of its particles in contact
    every substep. */
-static unsigned pbd__vround_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach,
+static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach,
                                      pbd__vf tol, float h, unsigned want, int *found) {
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
     const pbd__collider *col = &w->colliders[c];
-    int capsule = col->shape == PBD_COLLIDER_CAPSULE;
-    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), dl = xl, nl;
-    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
-    if (capsule) { /* pbd__sdf: from the nearest point of the axis, pbd__clampf's comparisons */
-        pbd__vf lo = pbd__vset1(-col->half_height), hi = pbd__vset1(col->half_height);
-        pbd__vf cy = pbd__vsel(pbd__vlt(xl.y, lo), pbd__vsel(pbd__vlt(hi, xl.y), xl.y, hi), lo);
-        dl.y = pbd__vsub(xl.y, cy);
-    }
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
-    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* pbd__sdf's normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
-    pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
-    nl.x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
-    nl.y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
-    nl.z = pbd__vsel(big, zero, pbd__vmul(dl.z, il));
-    pbd__vf rad = pbd__vset1(col->radius), dx = pbd__vsub(l, rad), d0 = pbd__vsub(dx, reach);
+    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
+    pbd__vf dx = pbd__vsdf(col, xl, &nl), d0 = pbd__vsub(dx, reach);
     unsigned near = want & pbd__vbits(pbd__vle(d0, tol)), miss = 0;
-    if (!capsule) miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), rad, pbd__vadd(reach, tol));
+    if (col->shape == PBD_COLLIDER_SPHERE)
+        miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), pbd__vset1(col->radius), pbd__vadd(reach, tol));
     if (!near) return miss;
     pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
     pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
@@ -10869,7 +10901,7 @@ static unsigned pbd__vround_contacts(pbd_world *w, int c, int i0, const pbd__vp 
 }
 
 /* The contacts of the W particles from i0: the plane and ball tests, and
-   the contacts of spheres and capsules that start near, W at a time, the rest per
+   the contacts of spheres, capsules and boxes that start near, W at a time, the rest per
    particle; each particle's slots in collider order, as in the scalar
    pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
@@ -10885,10 +10917,10 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
         unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
-        if (w->colliders[c].shape == PBD_COLLIDER_SPHERE || w->colliders[c].shape == PBD_COLLIDER_CAPSULE) {
+        if (R > 0) { /* a sphere, capsule or box */
             unsigned room = 0;
             for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
-            skip |= pbd__vround_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
+            skip |= pbd__vshape_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
         }
         for (int l = 0; l < PBD__W; ++l) {
             if ((skip >> l & 1u) || found[l] >= per) continue;

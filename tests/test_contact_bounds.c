@@ -234,10 +234,61 @@ TEST(contact_bounds_sphere_skip_only_what_collide_misses) {
 }
 #endif
 
+#if PBD__W > 1
+/* pbd__vsdf (the SIMD contact pass's distance to a sphere, capsule or
+   box) gives pbd__sdf's bits, value and normal, lane by lane: random
+   points in and around each shape, and the points where pbd__sdf makes a
+   choice: a sphere's centre, a capsule's axis, a box's faces, edges and
+   corners, ties between faces (equal half extents), signed zeros. */
+static int cb_same(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
+TEST(contact_bounds_simd_distance_as_scalar) {
+    unsigned st = 5u;
+    int differ = 0, checked = 0, inside = 0;
+    for (int round = 0; round < 3000; ++round) {
+        pbd__collider c;
+        memset(&c, 0, sizeof c);
+        c.shape = 1 + round % 3; /* sphere, capsule, box */
+        c.radius = cb_uniform(&st, 0.05f, 0.3f);
+        c.half_height = round % 6 < 3 ? cb_uniform(&st, 0.0f, 0.3f) : 0.0f;
+        float e = cb_uniform(&st, 0.05f, 0.3f); /* equal extents half the time: ties between faces */
+        for (int k = 0; k < 3; ++k) c.half[k] = round % 2 ? e : cb_uniform(&st, 0.05f, 0.3f);
+        float ys[3][PBD__W];
+        for (int l = 0; l < PBD__W; ++l) {
+            int kind = (round + l) % 5;
+            for (int k = 0; k < 3; ++k) {
+                float h = c.shape == PBD_COLLIDER_BOX ? c.half[k] : c.radius + (k == 1 ? c.half_height : 0.0f);
+                float v = cb_uniform(&st, -1.5f * h, 1.5f * h);
+                if (kind == 1) v = (pbdt_rand(&st) < 0.5 ? -1.0f : 1.0f) * h; /* on a face, edge or corner */
+                if (kind == 2) /* inside, two or three faces at equal depth */
+                    v = (pbdt_rand(&st) < 0.5 ? -1.0f : 1.0f) * h * (k == l % 4 ? 0.2f : 0.5f);
+                if (kind == 3) v = k == 1 ? v : (pbdt_rand(&st) < 0.5 ? -0.0f : 0.0f); /* an axis, signed zeros */
+                ys[k][l] = v;
+            }
+            if (kind == 4 && l % 2) ys[0][l] = ys[1][l] = ys[2][l] = 0.0f; /* the centre */
+        }
+        pbd__vv y, n;
+        y.x = pbd__vload(ys[0]); y.y = pbd__vload(ys[1]); y.z = pbd__vload(ys[2]);
+        float d[PBD__W], nv[3][PBD__W];
+        pbd__vstore(d, pbd__vsdf(&c, y, &n));
+        pbd__vstore(nv[0], n.x); pbd__vstore(nv[1], n.y); pbd__vstore(nv[2], n.z);
+        for (int l = 0; l < PBD__W; ++l) {
+            pbd__v3 nn;
+            float want = pbd__sdf(NULL, &c, pbd__v(ys[0][l], ys[1][l], ys[2][l]), &nn);
+            differ += !cb_same(d[l], want) || !cb_same(nv[0][l], nn.x) || !cb_same(nv[1][l], nn.y) || !cb_same(nv[2][l], nn.z);
+            inside += want < 0;
+            checked++;
+        }
+    }
+    CHECK_MSG(differ == 0, "%d of %d distances or normals differ from pbd__sdf (%s)", differ, checked, pbd_simd_path());
+    CHECK_MSG(inside > checked / 5 && inside < checked - checked / 5, "%d of %d inside (the test is vacuous)", inside, checked);
+}
+#endif
+
 void suite_contact_bounds(void) {
     RUN(contact_bounds_skip_only_what_collide_misses);
 #if PBD__W > 1
     RUN(contact_bounds_simd_decide_as_scalar);
     RUN(contact_bounds_sphere_skip_only_what_collide_misses);
+    RUN(contact_bounds_simd_distance_as_scalar);
 #endif
 }

@@ -249,7 +249,9 @@ static void check_identical(scene_fn make, const char *name, int jacobi) {
    skips 16 (8, 4) particles at a time when they are far
    (pbd__vplane_far, pbd__vball_far) and the scalar one particle by
    particle. shape 0: two planes (one moving and turning) and a sphere;
-   1, 2, 3: a sphere, a capsule or a box alone, moving and turning. */
+   1, 2, 3: a sphere, a capsule or a box alone, moving and turning. The
+   SIMD pass also computes the contacts of the particles that start
+   within reach of a sphere, capsule or box (pbd__vshape_contacts). */
 static unsigned char *moving_colliders_run(int shape, int simd, int threads, size_t *size, int *contacts) {
     pbd_world *w = new_world(2, 3);
     enum { N = 1000 + 7 };
@@ -265,7 +267,7 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
     pbd_collider moving = 0;
     float p0[3] = {0, 0, 0}, up[3] = {0, 1, 0}, pw[3] = {-0.35f, 0, 0}, nw[3] = {1, 0, 0}, c[3] = {0.2f, 0.1f, 0.1f};
-    float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.25f, 0.08f, 0.2f}, q0[4] = {0, 0, 0, 1};
+    float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.22f, 0.08f, 0.17f}, q0[4] = {0, 0, 0, 1};
     if (shape == 0) {
         CHECK_OK(pbd_add_collider_plane(w, p0, up, 0.4f, &moving));
         CHECK_OK(pbd_add_collider_plane(w, pw, nw, 0.2f, NULL));
@@ -275,8 +277,9 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
         base[1] = -0.1f;
     } else if (shape == 2) {
         CHECK_OK(pbd_add_collider_capsule(w, ca, cb, 0.1f, 0.3f, &moving));
-    } else {
-        CHECK_OK(pbd_add_collider_box(w, p0, half, q0, 0.3f, &moving));
+    } else { /* its top starts among the lowest layers: particles start inside it (every face) */
+        base[1] = 0.15f;
+        CHECK_OK(pbd_add_collider_box(w, base, half, q0, 0.3f, &moving));
     }
     if (shape) CHECK_OK(pbd_collider_set_friction(w, moving, 0.4f, 0.3f, 0.5f)); /* restitution reads the contacts' vn */
     CHECK_OK(pbd_world_set_simd(w, simd));
