@@ -10810,10 +10810,14 @@ static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd
     return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
 }
 
-/* pbd__sdf of a sphere, capsule or box for W points y (collider frame):
-   the same operations and choices lane by lane. */
+/* pbd__sdf of a plane, sphere, capsule or box for W points y (collider
+   frame): the same operations and choices lane by lane. */
 static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
     pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    if (col->shape == PBD_COLLIDER_PLANE) {
+        n->x = zero; n->y = one; n->z = zero;
+        return y.y;
+    }
     if (col->shape == PBD_COLLIDER_BOX) {
         pbd__vf q[3], sg[3], yk[3] = {y.x, y.y, y.z};
         pbd__vm pos[3];
@@ -10854,7 +10858,7 @@ static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
     return pbd__vsub(l, pbd__vset1(col->radius));
 }
 
-/* The contacts with sphere, capsule or box collider c of the lanes `want`
+/* The contacts with plane, sphere, capsule or box collider c of the lanes `want`
    of the W particles from i0 (positions X, radii r, reach and tol as
    from pbd__contact_reach) that start within reach of the surface: the
    first branch of pbd__collide (the plane through the surface point
@@ -10901,7 +10905,7 @@ static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp 
 }
 
 /* The contacts of the W particles from i0: the plane and ball tests, and
-   the contacts of spheres, capsules and boxes that start near, W at a time, the rest per
+   the contacts of the analytic shapes that start near, W at a time, the rest per
    particle; each particle's slots in collider order, as in the scalar
    pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
@@ -10917,7 +10921,7 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
         unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
-        if (R > 0) { /* a sphere, capsule or box */
+        if (tested) { /* a plane, sphere, capsule or box */
             unsigned room = 0;
             for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
             skip |= pbd__vshape_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);

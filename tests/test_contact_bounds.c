@@ -235,8 +235,8 @@ TEST(contact_bounds_sphere_skip_only_what_collide_misses) {
 #endif
 
 #if PBD__W > 1
-/* pbd__vsdf (the SIMD contact pass's distance to a sphere, capsule or
-   box) gives pbd__sdf's bits, value and normal, lane by lane: random
+/* pbd__vsdf (the SIMD contact pass's distance to a plane, sphere,
+   capsule or box) gives pbd__sdf's bits, value and normal, lane by lane: random
    points in and around each shape, and the points where pbd__sdf makes a
    choice: a sphere's centre, a capsule's axis, a box's faces, edges and
    corners, ties between faces (equal half extents), signed zeros. */
@@ -247,7 +247,7 @@ TEST(contact_bounds_simd_distance_as_scalar) {
     for (int round = 0; round < 3000; ++round) {
         pbd__collider c;
         memset(&c, 0, sizeof c);
-        c.shape = 1 + round % 3; /* sphere, capsule, box */
+        c.shape = round % 4; /* plane (0), sphere, capsule, box */
         c.radius = cb_uniform(&st, 0.05f, 0.3f);
         c.half_height = round % 6 < 3 ? cb_uniform(&st, 0.0f, 0.3f) : 0.0f;
         float e = cb_uniform(&st, 0.05f, 0.3f); /* equal extents half the time: ties between faces */
