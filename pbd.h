@@ -4399,6 +4399,12 @@ static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3
     return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
 }
 
+/* |R_b - R_a| for the rotations of poses a and b (2 sin(theta / 2)), rounded up. */
+static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) {
+    float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
+    return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
+}
+
 /* Whether the segment x (in pose a) -> p (in pose b), which pbd__collide
    traces in the collider's frame, stays farther than limit + R from the
    frame's origin, so that a shape inside the ball of radius R about it
@@ -4409,10 +4415,6 @@ static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3
    rotation theta from pose a to pose b), and every point of a segment is
    within half its length of an end. A guard of 1e-5 of the lengths
    covers the rounding of the frames, as in pbd__plane_far. */
-static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) { /* |R_b - R_a|, rounded up */
-    float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
-    return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
-}
 static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
     float spin = pbd__ball_spin(a, b);
@@ -10691,10 +10693,6 @@ static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, f
     *tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
 }
 
-/* Whether collider c cannot touch particle i this substep, so that
-   pbd__collide, which would find nothing, is skipped: a plane by its
-   distance (pbd__plane_far), a sphere, capsule or box by a ball about its
-   centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
 /* The radius of the ball about its frame's origin that holds a sphere,
    capsule or box collider (pbd__ball_far); 0 for the other shapes. */
 static float pbd__collider_ball(const pbd__collider *col) {
@@ -10703,6 +10701,11 @@ static float pbd__collider_ball(const pbd__collider *col) {
            : col->shape == PBD_COLLIDER_BOX ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
            : 0.0f;
 }
+
+/* Whether collider c cannot touch particle i this substep, so that
+   pbd__collide, which would find nothing, is skipped: a plane by its
+   distance (pbd__plane_far), a sphere, capsule or box by a ball about its
+   centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
 static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
     const pbd__collider *col = &w->colliders[c];
     float R = pbd__collider_ball(col);
@@ -10730,16 +10733,17 @@ static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, 
 }
 
 #if PBD__W > 1
-/* pbd__plane_far of plane collider c for the W particles from i0 (the same
-   operations lane by lane, so the same decisions): bit l for i0 + l. Most
-   particles of a fluid tank are far from each wall, and this test is
-   most of what they cost. */
 /* The ends of the W segments X -> P relative to the origins of poses a and b. */
 static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P, pbd__vv *ra,
                                       pbd__vv *rb) {
     ra->x = pbd__vsub(X->x, pbd__vset1(a->pos[0])); ra->y = pbd__vsub(X->y, pbd__vset1(a->pos[1])); ra->z = pbd__vsub(X->z, pbd__vset1(a->pos[2]));
     rb->x = pbd__vsub(P->x, pbd__vset1(b->pos[0])); rb->y = pbd__vsub(P->y, pbd__vset1(b->pos[1])); rb->z = pbd__vsub(P->z, pbd__vset1(b->pos[2]));
 }
+
+/* pbd__plane_far of plane collider c for the W particles from i0 (the same
+   operations lane by lane, so the same decisions): bit l for i0 + l. Most
+   particles of a fluid tank are far from each wall, and this test is
+   most of what they cost. */
 static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
     pbd__vf e = pbd__vset1(1e-5f), ga, gb, da, db;
