@@ -10733,11 +10733,17 @@ static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, 
 }
 
 #if PBD__W > 1
+/* W points x relative to the origin of pose a. */
+static inline pbd__vv pbd__voffset(const pbd__pose *a, pbd__vv x) {
+    pbd__vv d;
+    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0])); d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1])); d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
+    return d;
+}
 /* The ends of the W segments X -> P relative to the origins of poses a and b. */
 static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P, pbd__vv *ra,
                                       pbd__vv *rb) {
-    ra->x = pbd__vsub(X->x, pbd__vset1(a->pos[0])); ra->y = pbd__vsub(X->y, pbd__vset1(a->pos[1])); ra->z = pbd__vsub(X->z, pbd__vset1(a->pos[2]));
-    rb->x = pbd__vsub(P->x, pbd__vset1(b->pos[0])); rb->y = pbd__vsub(P->y, pbd__vset1(b->pos[1])); rb->z = pbd__vsub(P->z, pbd__vset1(b->pos[2]));
+    *ra = pbd__voffset(a, pbd__vvpos(*X));
+    *rb = pbd__voffset(b, pbd__vvpos(*P));
 }
 
 /* pbd__plane_far of plane collider c for the W particles from i0 (the same
@@ -10784,9 +10790,7 @@ static inline pbd__vv pbd__vqrot(const float *q, pbd__vv v) {
 /* pbd__to_local of W points: the inverse rotation of x - pos. */
 static inline pbd__vv pbd__vto_local(const pbd__pose *a, pbd__vv x) {
     float c[4] = {-a->rot[0], -a->rot[1], -a->rot[2], a->rot[3]};
-    pbd__vv d;
-    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0])); d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1])); d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
-    return pbd__vqrot(c, d);
+    return pbd__vqrot(c, pbd__voffset(a, x));
 }
 static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
     pbd__vv r = pbd__vqrot(b->rot, y);
@@ -10874,6 +10878,7 @@ static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
    every substep. */
 static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach,
                                      pbd__vf tol, float h, unsigned want, int *found) {
+    if (!want) return 0; /* every lane far (most of a tank, for each wall) or full */
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
     const pbd__collider *col = &w->colliders[c];
     pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
