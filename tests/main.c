@@ -1,13 +1,10 @@
 /* tests/main.c - the runner: holds the implementation of pbd.h and of the
-   test framework (and of pbd_sm.h and pbd_upsample.h), runs every suite, ends with "N passed, N failed".
+   test framework (pbd_sm.h's and pbd_upsample.h's are in tests/impl_sm.c
+   and tests/impl_upsample.c), runs every suite, ends with "N passed, N failed".
    Usage: pbd_tests [substring]   (run only the tests whose name matches) */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
-#define PBD_SM_IMPLEMENTATION
-#include "../pbd_sm.h"
-#define PBD_UPSAMPLE_IMPLEMENTATION
-#include "../pbd_upsample.h"
 #include "test.h"
 #include <stdarg.h>
 #include <stdlib.h>
