@@ -8,6 +8,8 @@
 #   SIMD=0               -DPBD_NO_SIMD (scalar reference path)
 #   OMP=0                no OpenMP
 #   SAN=1                -fsanitize=address,undefined
+#   OPT=-O1, BENCH_OPT=-O0  optimisation of tests and examples / of benches
+#                        (CI builds the examples and benches at -O0: a compile check)
 CC ?= cc
 CXX ?= g++
 SIMD ?= 1
@@ -16,7 +18,9 @@ SAN ?= 0
 CXX_MODE ?= 0
 OPT ?= -O2
 
-CONFIG := $(notdir $(CC))-simd$(SIMD)-omp$(OMP)-san$(SAN)-cxx$(CXX_MODE)
+BENCH_OPT ?= -O3
+
+CONFIG := $(notdir $(CC))-simd$(SIMD)-omp$(OMP)-san$(SAN)-cxx$(CXX_MODE)$(OPT)$(filter-out -O3,$(BENCH_OPT))
 BUILD := build/$(CONFIG)
 
 WARN := -Wall -Wextra -Wno-psabi
@@ -94,7 +98,7 @@ demo: deps
 
 $(BUILD)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 $(BASEFLAGS) -O3 $< -o $@ $(LIBS)
+	$(CC) -std=c99 $(BASEFLAGS) $(BENCH_OPT) $< -o $@ $(LIBS)
 
 benches: deps
 	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/bench/,$(BENCHES))
