@@ -121,12 +121,15 @@
         triangle/edge limits) and the strands' follow-the-leader pass, the
         plugins' `project` callbacks (shape matching, ...), one Jacobi pass
         of particle contacts and fluid density constraints, the
-        self-collision constraints, and the collider contacts (with
-        position-level static/dynamic friction);
+        self-collision constraints, the collider contacts (with
+        position-level static/dynamic friction), and last the plugins'
+        `project_after_contacts` callbacks (a rigid shape-matching body
+        takes its rest shape again there: see pbd_sm.h);
      4. v = (p - x) / h, x = p; dynamic FTL's velocity correction; fluids:
         XSPH viscosity and vorticity confinement;
      5. velocity pass: friction and restitution of contacts, separating
-        velocity of self-contacts removed; for isolated
+        velocity of self-contacts removed; the plugins' `end_substep`
+        callbacks; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
         object and per damping cluster (Mueller et al. 2007, survey 3.7).
@@ -1124,8 +1127,11 @@ typedef struct pbd_plugin_desc {
     /* every iteration, after the constraint groups, before the contacts */
     void (*project)(void *user, const pbd_solve_context *c);
     /* every iteration, after the particle, self- and collider contacts: the
-       last projection of the iteration (rigid shape matching: a body that
-       must leave the iteration in its rest shape) */
+       last projection of the iteration, for a plugin whose constraint must
+       hold exactly at the end of it (pbd_sm.h's rigid bodies: the
+       contacts move single particles, so a body matched only before them
+       ended every substep bent); pbd_world_particle_contact_push tells
+       which particles a collider holds */
     void (*project_after_contacts)(void *user, const pbd_solve_context *c);
     /* after v = (p - x) / h, x = p and the contacts' velocity pass */
     void (*end_substep)(void *user, const pbd_solve_context *c);
