@@ -431,7 +431,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    (LINEAR, QUADRATIC, stiffness < 1, or RIGID regions that do not all
    hold every particle) does not penetrate and is deformed by the contacts
    as much as its stiffness lets it (tests/test_sm_rigid.c: a lattice on
-   the ground sags by the same amount with 4 and 8 iterations). A rigid
+   the ground sags by the same amount with 2 and 4 iterations). A rigid
    body (RIGID, stiffness 1, every region holding every particle: one
    cluster by default) is matched once more after the contacts
    (`project_after_contacts`), with the weights w_i of survey 4.1 equal
