@@ -659,10 +659,11 @@ PBDDEF int pbd_world_collider_count(const pbd_world *w);
 /* Contacts of the last substep (for tests and debugging). */
 PBDDEF int pbd_world_contact_count(const pbd_world *w);
 /* How far the colliders have pushed a particle along their normals so far
-   in the current substep (the sum of its contacts' multipliers; 0 without
-   a contact, or for a bad world or index). Greater than 0: a collider
-   holds the particle, and its static friction acts. For plugins (a rigid
-   body weighs the particles that a collider holds as immovable). */
+   in the current substep (between steps: in the last one), the sum of its
+   contacts' multipliers; 0 without a contact, or for a NULL world or an
+   index out of range. Greater than 0: a collider holds the particle, and
+   its static friction acts. For plugins (pbd_sm.h's rigid bodies weigh
+   the particles a collider holds as immovable). */
 PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle);
 /* Signed distance from a point to a collider's surface at its current pose. */
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
