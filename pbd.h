@@ -121,12 +121,15 @@
         triangle/edge limits) and the strands' follow-the-leader pass, the
         plugins' `project` callbacks (shape matching, ...), one Jacobi pass
         of particle contacts and fluid density constraints, the
-        self-collision constraints, and the collider contacts (with
-        position-level static/dynamic friction);
+        self-collision constraints, the collider contacts (with
+        position-level static/dynamic friction), and last the plugins'
+        `project_after_contacts` callbacks (a rigid shape-matching body
+        takes its rest shape again there: see pbd_sm.h);
      4. v = (p - x) / h, x = p; dynamic FTL's velocity correction; fluids:
         XSPH viscosity and vorticity confinement;
      5. velocity pass: friction and restitution of contacts, separating
-        velocity of self-contacts removed; for isolated
+        velocity of self-contacts removed; the plugins' `end_substep`
+        callbacks; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
         leaks at O(h) is restored; momentum-conserving global damping per
         object and per damping cluster (Mueller et al. 2007, survey 3.7).
@@ -655,6 +658,13 @@ PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float 
 PBDDEF int pbd_world_collider_count(const pbd_world *w);
 /* Contacts of the last substep (for tests and debugging). */
 PBDDEF int pbd_world_contact_count(const pbd_world *w);
+/* How far the colliders have pushed a particle along their normals so far
+   in the current substep (between steps: in the last one), the sum of its
+   contacts' multipliers; 0 without a contact, or for a NULL world or an
+   index out of range. Greater than 0: a collider holds the particle, and
+   its static friction acts. For plugins (pbd_sm.h's rigid bodies weigh
+   the particles a collider holds as immovable). */
+PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle);
 /* Signed distance from a point to a collider's surface at its current pose. */
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
                                         float *distance);
@@ -1117,6 +1127,13 @@ typedef struct pbd_plugin_desc {
     void (*begin_substep)(void *user, const pbd_solve_context *c);
     /* every iteration, after the constraint groups, before the contacts */
     void (*project)(void *user, const pbd_solve_context *c);
+    /* every iteration, after the particle, self- and collider contacts: the
+       last projection of the iteration, for a plugin whose constraint must
+       hold exactly at the end of it (pbd_sm.h's rigid bodies: the
+       contacts move single particles, so a body matched only before them
+       ended every substep bent); pbd_world_particle_contact_push tells
+       which particles a collider holds */
+    void (*project_after_contacts)(void *user, const pbd_solve_context *c);
     /* after v = (p - x) / h, x = p and the contacts' velocity pass */
     void (*end_substep)(void *user, const pbd_solve_context *c);
     /* serial, once per pbd_world_step before / after the substeps */
@@ -10114,7 +10131,7 @@ static long pbd__plugins_work(const pbd_world *w) {
     return work;
 }
 
-enum { PBD__PLUGIN_BEGIN_SUBSTEP, PBD__PLUGIN_PROJECT, PBD__PLUGIN_END_SUBSTEP };
+enum { PBD__PLUGIN_BEGIN_SUBSTEP, PBD__PLUGIN_PROJECT, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, PBD__PLUGIN_END_SUBSTEP };
 
 /* Runs one substep callback of every plugin, inside the substep's parallel
    region: parallel plugins are called by every thread, the others by one
@@ -10125,6 +10142,7 @@ static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, in
         void (*fn)(void *, const pbd_solve_context *) =
             stage == PBD__PLUGIN_BEGIN_SUBSTEP ? pl->d.begin_substep
             : stage == PBD__PLUGIN_PROJECT     ? pl->d.project
+            : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS ? pl->d.project_after_contacts
                                                : pl->d.end_substep;
         if (!pl->active || !fn) continue;
         pbd_solve_context c;
@@ -10676,6 +10694,13 @@ static inline int pbd__contacts_per_particle(const pbd_world *w) {
 }
 static inline pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
     return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
+}
+
+PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
+    if (!w || particle < 0 || particle >= w->n) return 0.0f;
+    float push = 0.0f;
+    for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
+    return push;
 }
 
 static void pbd__collider_poses(pbd_world *w, int s, int S) {
@@ -11329,6 +11354,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__pp_project(w);
         if (w->nsurfaces) pbd__selfcol_project(w);
         pbd__project_contacts(w);
+        pbd__plugins_call(w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
     pbd__update_velocities(w, h);
     pbd__strands_velocities(w, h);

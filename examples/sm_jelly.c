@@ -5,10 +5,14 @@
    and is lifted off again. The blocks differ only in their plasticity
    (survey 4.5.2): the left one is elastic and springs back, the middle one
    creeps a little, the right one yields easily and keeps a deep dent. The
-   weights touch the jellies through a small contact plugin written here
-   (pbd.h has no particle-particle contacts): each jelly particle inside a
+   weights touch the jellies through a small contact plugin written here,
+   an example of a contact model of your own: each jelly particle inside a
    weight's box is pushed out along the nearest face, and the weight is
-   pushed back by the opposite impulse (mass-weighted, so momentum is kept).
+   pushed back by the opposite impulse (mass-weighted, so momentum is
+   kept). pbd.h's particle contacts (pbd_set_particle_collision) would
+   work too, but they see spheres: the weight would be a lumpy box of
+   balls, and a lattice's particles belong to no object, so a jelly's own
+   touching neighbours would push each other apart as it is squeezed.
 
    Frames every 0.25 s and a contact sheet go to out/ (PNG with libstb-dev,
    else PPM); each frame prints the dent depth of every block (how far the

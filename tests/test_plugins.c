@@ -1,5 +1,6 @@
 /* tests/test_plugins.c - the plugin table (pbd.h section "plugins"): the
-   callbacks run at the documented points of the substep loop, a plugin's
+   callbacks run at the documented points of the substep loop (the
+   projection after the contacts included), a plugin's
    projection acts like a constraint, parallel plugins see the whole team,
    destroy runs once, and bad input changes nothing. */
 #include "test.h"
@@ -252,6 +253,60 @@ TEST(collider_closest_normal) {
     pbd_world_destroy(w);
 }
 
+/* project_after_contacts runs every iteration after the collider
+   contacts: a plugin that pushes particle 0 into the ground in `project`
+   sees it back on the ground there, with pbd_world_particle_contact_push
+   > 0, while particle 1, in the air, has no push. */
+typedef struct late_plugin {
+    int project, late, bad_order, pushed, free_pushed, last_iteration;
+    float lowest;
+} late_plugin;
+static void lp_project(void *u, const pbd_solve_context *s) {
+    late_plugin *c = (late_plugin *)u;
+    s->p[1] = -0.5f; /* particle 0 deep below the ground */
+    c->project++;
+    c->last_iteration = s->iteration;
+}
+static void lp_late(void *u, const pbd_solve_context *s) {
+    late_plugin *c = (late_plugin *)u;
+    if (s->iteration != c->last_iteration) c->bad_order++; /* right after this iteration's project */
+    c->late++;
+    if (s->p[1] < c->lowest) c->lowest = s->p[1];
+    c->pushed += pbd_world_particle_contact_push(s->world, 0) > 0;
+    c->free_pushed += pbd_world_particle_contact_push(s->world, 1) != 0;
+}
+TEST(plugin_project_after_contacts) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float pos[6] = {0, 0.01f, 0, 1, 2, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 2;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, ground, up, 0.5f, NULL));
+    late_plugin c;
+    memset(&c, 0, sizeof c);
+    c.lowest = 1e30f;
+    pbd_plugin_desc d = pbd_plugin_desc_default();
+    d.user = &c;
+    d.particle_end = 2;
+    d.project = lp_project;
+    d.project_after_contacts = lp_late;
+    CHECK_OK(pbd_add_plugin(w, &d, NULL));
+    int substeps, iterations;
+    pbd_solver_mode mode;
+    CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
+    for (int f = 0; f < 2; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    CHECK(c.late == 2 * substeps * iterations && c.project == c.late && c.bad_order == 0);
+    CHECK_MSG(c.lowest >= 0.01f - 1e-6f, "after the contacts the particle is at %g, not on the ground (radius 0.01)",
+              c.lowest);
+    CHECK(c.pushed == c.late && c.free_pushed == 0);
+    /* bad input: 0, nothing else */
+    CHECK(pbd_world_particle_contact_push(NULL, 0) == 0 && pbd_world_particle_contact_push(w, -1) == 0 &&
+          pbd_world_particle_contact_push(w, 2) == 0);
+    pbd_world_destroy(w);
+}
+
 void suite_plugins(void) {
     RUN(plugin_callback_order_and_projection);
     RUN(plugin_destroyed_with_world);
@@ -259,4 +314,5 @@ void suite_plugins(void) {
     RUN(plugin_bad_input);
     RUN(plugin_survives_restore_and_guards_particles);
     RUN(collider_closest_normal);
+    RUN(plugin_project_after_contacts);
 }
