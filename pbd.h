@@ -2327,6 +2327,7 @@ struct pbd_world {
     int simd, threads;    /* execution: SIMD kernels on/off, thread count (0: default) */
     pbd__team team;       /* the default policy's measurements (threads 0) */
     int last_team;        /* threads of the last substep */
+    double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
     double time;
     /* particles */
     int n, cap;
@@ -2872,6 +2873,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.threads = w->threads;
     t.team = w->team;
     t.last_team = w->last_team;
+    t.team_clock = w->team_clock;
     t.nplugins = w->nplugins;
     t.plugin_cap = w->plugin_cap;
     t.plugins = w->plugins;
@@ -3352,7 +3354,7 @@ static pbd_result pbd__finish_group(pbd_world *w, pbd_group *out) {
 
 /* Adds validated constraints. */
 static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_desc *d, pbd_group *out) {
-    pbd__group *g;
+    pbd__group *g = NULL; /* set by pbd__new_group (g++ -O2 cannot see it in some units) */
     int arity = pbd__arity_table[d->type];
     PBD__TRY(pbd__new_group(w, (int)d->type, d->count, (long)d->count * arity, &g));
     memcpy(g->idx, d->indices, sizeof(int) * (size_t)d->count * (size_t)arity);
@@ -11491,15 +11493,16 @@ static void pbd__substep_on(pbd_world *w, float h, int s, int S, int threads) {
 
 /* The gate of the default policy (see "// ==== threads"): the seconds a
    team of `threads` takes to meet PBD__GATE_BARRIERS times. */
-static double pbd__team_gate(int threads) {
-    double t0 = omp_get_wtime();
+static double pbd__team_now(const pbd_world *w) { return w->team_clock ? w->team_clock() : omp_get_wtime(); }
+static double pbd__team_gate(const pbd_world *w, int threads) {
+    double t0 = pbd__team_now(w);
     PBD__PRAGMA(omp parallel num_threads(threads))
     {
         for (int k = 0; k < PBD__GATE_BARRIERS; ++k) {
             PBD__PRAGMA(omp barrier)
         }
     }
-    return omp_get_wtime() - t0;
+    return pbd__team_now(w) - t0;
 }
 
 /* A substep under the default policy: on the level pbd__team_next
@@ -11510,15 +11513,15 @@ static void pbd__substep_default(pbd_world *w, float h, int s, int S) {
     if (a->max != max) pbd__team_init(a, max); /* first use, or omp_set_num_threads */
     int level = pbd__team_next(a);
     if (level < a->level) {
-        double g = pbd__team_gate(pbd__team_size(a, level));
+        double g = pbd__team_gate(w, pbd__team_size(a, level));
         if (!pbd__team_gate_passes(a, g)) {
             pbd__team_gate_failed(a, g);
             level = a->level;
         }
     }
-    double t0 = omp_get_wtime();
+    double t0 = pbd__team_now(w);
     pbd__substep_on(w, h, s, S, pbd__team_size(a, level));
-    pbd__team_record(a, level, omp_get_wtime() - t0);
+    pbd__team_record(a, level, pbd__team_now(w) - t0);
 }
 #endif
 
