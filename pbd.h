@@ -68,6 +68,8 @@
                             triangle and edge-edge constraints
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
+       ==== threads         the default thread policy: timed substeps,
+                            fewer threads when a core is lost
        ==== solver          pbd_world_step: substeps, iterations, SIMD
                             kernels, OpenMP, Jacobi, damping
 
@@ -166,9 +168,34 @@
    every substep: see "==== self-collision"). The scalar path solves the
    same colours in the same order, so SIMD and scalar, and any thread
    count, give bit-identical results (build with -ffp-contract=off, never
-   -ffast-math). On a loaded machine
-   OpenMP's spinning barriers can be slow: pbd_world_set_threads(w, 1) or
-   OMP_WAIT_POLICY=passive.
+   -ffast-math).
+
+   THREADS ON A BUSY MACHINE ("==== threads"). A team is as fast as its
+   slowest thread, since every colour ends in a barrier: when another
+   process (a renderer, a compiler) holds a core, the thread that shares
+   it waits for the scheduler at every barrier, and OpenMP's default
+   spinning waits burn the cores the late thread needs. On 2 cores with
+   one busy process a step took 10-30x (up to 40x on a loaded machine) as
+   long on 2 threads as on 1; with OMP_WAIT_POLICY=passive, whose every
+   barrier is a system call, small scenes ran 10x slower on 2 threads
+   even on an idle machine. A library cannot change those waits (the
+   OpenMP runtime reads OMP_WAIT_POLICY once, at start-up), but it can
+   choose the team, since the bits do not depend on it. So the default
+   (pbd_world_set_threads(w, 0)) measures: each substep runs on the team
+   (OpenMP's count) or a halving of it, down to 1 thread, whichever its
+   timings say is faster; more threads must save at least 10%. It starts
+   on 1 thread, probes a neighbouring team size for one substep now and
+   then, with exponential backoff (the wait before the next probe grows to
+   128 times what a probe cost), so that probing costs about 1% of the
+   run; before probing more threads it times a few bare barriers on them
+   and gives up at once when they take a quarter of a substep. A core lost
+   while the team runs is noticed after one slow substep; where the team
+   is faster it is kept from the second substep on. Measured with
+   bench/busy.c on 2 shared cores: with a busy-loop process, a step cost
+   1.0-1.1x the time of 1 thread (2 threads: 10-34x).
+   pbd_world_thread_team says what the last substep used.
+   An explicit count (pbd_world_set_threads(w, n), n >= 1) is obeyed
+   as given, whatever the load.
 
    XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
    `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
@@ -376,9 +403,12 @@ PBDDEF double pbd_world_time(const pbd_world *w);
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference path)
-   and the number of OpenMP threads. threads 0 (default): OpenMP's count,
-   and serial for small worlds (a barrier costs microseconds); threads >= 1:
-   exactly that many, whatever the size. */
+   and the number of OpenMP threads. threads 0 (default): serial for small
+   worlds (a barrier costs microseconds); otherwise each substep runs on
+   OpenMP's count or fewer threads, whichever the substeps' timings show
+   to be faster on this machine under its current load (see THREADS ON A
+   BUSY MACHINE); threads >= 1: exactly that many, whatever the size and
+   the load. */
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 /* The number of threads the last substep ran on (0 before the first step):
@@ -10199,7 +10229,7 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
    core, the thread that shares it waits for the scheduler at every barrier
    (a time slice, milliseconds) and OpenMP's spinning waits make it worse,
    the waiting threads burning the core that the late one needs. Steps then
-   took 10-30x as long on 2 threads as on 1. OMP_WAIT_POLICY and
+   took 10-40x as long on 2 threads as on 1. OMP_WAIT_POLICY and
    GOMP_SPINCOUNT are read once, when the OpenMP runtime starts, so a
    library cannot bound the spinning; it can choose how many threads a
    substep uses, since the results do not depend on that.
@@ -10209,11 +10239,13 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
    "level", times it, and now and then probes a neighbouring level for one
    substep: a substep is the natural unit, the thread count may change
    between any two without changing a bit. More threads are kept only
-   when they are at least PBD__TEAM_GAIN faster. A probe costs the time it
-   loses against the current level; the next probe waits `factor` times
-   that cost in substep time, and `factor` doubles up to PBD__PROBE_BACKOFF
-   with every probe that confirms the choice (exponential backoff, reset to
-   PBD__PROBE_FIRST by a switch), so that probing costs at most about 1/factor of the run.
+   when they take at most PBD__TEAM_GAIN of the time of fewer (a core
+   that saves little is better left to the rest of the program). A probe
+   costs the time it loses against the current level; the next probe
+   waits `factor` times that cost in substep time, and `factor` doubles
+   up to PBD__PROBE_BACKOFF with every probe that confirms the choice
+   (exponential backoff; a switch resets it to PBD__PROBE_FIRST), so that
+   probing costs at most about 1/factor of the run, whatever a probe costs.
    Before a probe with more threads, a parallel region with nothing but
    PBD__GATE_BARRIERS barriers (the gate) checks that those threads meet in
    less than PBD__GATE_SHARE of a substep; when a core is lost they do not,
