@@ -192,7 +192,7 @@
    while the team runs is noticed after one slow substep; where the team
    is faster it is kept from the second substep on. Measured with
    bench/busy.c on 2 shared cores: with a busy-loop process, a step cost
-   1.0-1.1x the time of 1 thread (2 threads: 10-34x).
+   1.0-1.1x the time of 1 thread (2 threads: 5-57x).
    pbd_world_thread_team says what the last substep used.
    An explicit count (pbd_world_set_threads(w, n), n >= 1) is obeyed
    as given, whatever the load.
