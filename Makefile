@@ -70,6 +70,10 @@ deps:
 	  else echo "libsimde-dev/libstb-dev missing: building the scalar path and PPM output"; fi; \
 	fi
 
+# OMP_WAIT_POLICY=passive: the tests force 2 threads (to compare their bits
+# with 1 thread), and forced counts are obeyed whatever the load; on a loaded
+# 2-core machine spinning barriers made those tests 20x slower (the default
+# thread policy of a world copes without it: pbd.h, THREADS ON A BUSY MACHINE).
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests $(T)

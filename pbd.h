@@ -68,6 +68,8 @@
                             triangle and edge-edge constraints
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
+       ==== threads         the default thread policy: timed substeps,
+                            fewer threads when a core is lost
        ==== solver          pbd_world_step: substeps, iterations, SIMD
                             kernels, OpenMP, Jacobi, damping
 
@@ -169,9 +171,34 @@
    every substep: see "==== self-collision"). The scalar path solves the
    same colours in the same order, so SIMD and scalar, and any thread
    count, give bit-identical results (build with -ffp-contract=off, never
-   -ffast-math). On a loaded machine
-   OpenMP's spinning barriers can be slow: pbd_world_set_threads(w, 1) or
-   OMP_WAIT_POLICY=passive.
+   -ffast-math).
+
+   THREADS ON A BUSY MACHINE ("==== threads"). A team is as fast as its
+   slowest thread, since every colour ends in a barrier: when another
+   process (a renderer, a compiler) holds a core, the thread that shares
+   it waits for the scheduler at every barrier, and OpenMP's default
+   spinning waits burn the cores the late thread needs. On 2 cores with
+   one busy process a step took 10-30x (up to 40x on a loaded machine) as
+   long on 2 threads as on 1; with OMP_WAIT_POLICY=passive, whose every
+   barrier is a system call, small scenes ran 10x slower on 2 threads
+   even on an idle machine. A library cannot change those waits (the
+   OpenMP runtime reads OMP_WAIT_POLICY once, at start-up), but it can
+   choose the team, since the bits do not depend on it. So the default
+   (pbd_world_set_threads(w, 0)) measures: each substep runs on the team
+   (OpenMP's count) or a halving of it, down to 1 thread, whichever its
+   timings say is faster; more threads must save at least 10%. It starts
+   on 1 thread, probes a neighbouring team size for one substep now and
+   then, with exponential backoff (the wait before the next probe grows to
+   128 times what a probe cost), so that probing costs about 1% of the
+   run; before probing more threads it times a few bare barriers on them
+   and gives up at once when they take a quarter of a substep. A core lost
+   while the team runs is noticed after one slow substep; where the team
+   is faster it is kept from the second substep on. Measured with
+   bench/busy.c on 2 shared cores: with a busy-loop process, a step cost
+   1.0-1.1x the time of 1 thread (2 threads: 5-57x).
+   pbd_world_thread_team says what the last substep used.
+   An explicit count (pbd_world_set_threads(w, n), n >= 1) is obeyed
+   as given, whatever the load.
 
    XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
    `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
@@ -379,11 +406,17 @@ PBDDEF double pbd_world_time(const pbd_world *w);
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference path)
-   and the number of OpenMP threads. threads 0 (default): OpenMP's count,
-   and serial for small worlds (a barrier costs microseconds); threads >= 1:
-   exactly that many, whatever the size. */
+   and the number of OpenMP threads. threads 0 (default): serial for small
+   worlds (a barrier costs microseconds); otherwise each substep runs on
+   OpenMP's count or fewer threads, whichever the substeps' timings show
+   to be faster on this machine under its current load (see THREADS ON A
+   BUSY MACHINE); threads >= 1: exactly that many, whatever the size and
+   the load. */
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
+/* The number of threads the last substep ran on (0 before the first step):
+   under the default policy, what it chose for this machine and load. */
+PBDDEF int pbd_world_thread_team(const pbd_world *w);
 
 /* Advance by dt seconds (substeps x iterations as in the desc). */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
@@ -2308,6 +2341,25 @@ typedef struct pbd__particle_phase {
     pbd__grid grid;
 } pbd__particle_phase;
 
+/* The default thread policy's state (see "// ==== threads"). */
+#define PBD__TEAM_LEVELS 12      /* 1024 threads halve to 1 in 11 steps */
+#define PBD__TEAM_GAIN 0.9       /* more threads must take at most 0.9x the time of fewer */
+#define PBD__PROBE_FIRST 4.0     /* the first wait after a switch: 4x a probe's cost */
+#define PBD__PROBE_BACKOFF 128.0 /* the longest wait: 128x a probe's cost */
+#define PBD__GATE_BARRIERS 4
+#define PBD__GATE_SHARE 0.25     /* the gate passes below a quarter of the current substep */
+
+typedef struct pbd__team {
+    int max;                         /* T (0: not initialised) */
+    int levels;                      /* level k runs pbd__team_size(a, k) threads; the last runs 1 */
+    int level;                       /* the current choice */
+    int up;                          /* the next probe tries more threads (1) or fewer (0) */
+    double sec[PBD__TEAM_LEVELS];    /* latest seconds per substep at each level; 0: never run */
+    double wait;                     /* substep seconds left before the next probe */
+    double factor;                   /* backoff: the next wait in units of a probe's cost */
+    long probes, switches;           /* counts, for tests and curious users of the debugger */
+} pbd__team;
+
 struct pbd_world {
     pbd_allocator alloc;
     pbd_log_fn log;
@@ -2320,6 +2372,9 @@ struct pbd_world {
     int jacobi;           /* averaged Jacobi instead of Gauss-Seidel */
     float jacobi_relax;   /* relaxation factor of the Jacobi average */
     int simd, threads;    /* execution: SIMD kernels on/off, thread count (0: default) */
+    pbd__team team;       /* the default policy's measurements (threads 0) */
+    int last_team;        /* threads of the last substep */
+    double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
     double time;
     /* particles */
     int n, cap;
@@ -2863,6 +2918,9 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.accel_user = w->accel_user;
     t.simd = w->simd;
     t.threads = w->threads;
+    t.team = w->team;
+    t.last_team = w->last_team;
+    t.team_clock = w->team_clock;
     t.nplugins = w->nplugins;
     t.plugin_cap = w->plugin_cap;
     t.plugins = w->plugins;
@@ -3343,7 +3401,7 @@ static pbd_result pbd__finish_group(pbd_world *w, pbd_group *out) {
 
 /* Adds validated constraints. */
 static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_desc *d, pbd_group *out) {
-    pbd__group *g;
+    pbd__group *g = NULL; /* set by pbd__new_group (g++ -O2 cannot see it in some units) */
     int arity = pbd__arity_table[d->type];
     PBD__TRY(pbd__new_group(w, (int)d->type, d->count, (long)d->count * arity, &g));
     memcpy(g->idx, d->indices, sizeof(int) * (size_t)d->count * (size_t)arity);
@@ -10180,6 +10238,115 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
     }
 }
 
+// ==== threads ===============================================================
+
+#if PBD__OPENMP
+/* The default thread policy (pbd_world_set_threads(w, 0)) on a machine that
+   other work shares. Every colour of a substep ends in a barrier, so a
+   team is as fast as its slowest thread: when another process holds one
+   core, the thread that shares it waits for the scheduler at every barrier
+   (a time slice, milliseconds) and OpenMP's spinning waits make it worse,
+   the waiting threads burning the core that the late one needs. Steps then
+   took 10-40x as long on 2 threads as on 1. OMP_WAIT_POLICY and
+   GOMP_SPINCOUNT are read once, when the OpenMP runtime starts, so a
+   library cannot bound the spinning; it can choose how many threads a
+   substep uses, since the results do not depend on that.
+
+   So the default policy measures. It runs each substep on one of the team
+   sizes T, T/2, ..., 1 (T = omp_get_max_threads(), halved rounding up), a
+   "level", times it, and now and then probes a neighbouring level for one
+   substep: a substep is the natural unit, the thread count may change
+   between any two without changing a bit. More threads are kept only
+   when they take at most PBD__TEAM_GAIN of the time of fewer (a core
+   that saves little is better left to the rest of the program). A probe
+   costs the time it loses against the current level; the next probe
+   waits `factor` times that cost in substep time, and `factor` doubles
+   up to PBD__PROBE_BACKOFF with every probe that confirms the choice
+   (exponential backoff; a switch resets it to PBD__PROBE_FIRST), so that
+   probing costs at most about 1/factor of the run, whatever a probe costs.
+   Before a probe with more threads, a parallel region with nothing but
+   PBD__GATE_BARRIERS barriers (the gate) checks that those threads meet in
+   less than PBD__GATE_SHARE of a substep; when a core is lost they do not,
+   and the gate has cost a few barriers instead of a whole substep's.
+   When the current level's substep becomes slower than the last one
+   measured with fewer threads, the next substep probes fewer at once: a
+   core lost while the team runs is noticed after one substep.
+
+   The functions below decide from given times (no clock): pbd__team_next
+   says which level the next substep runs, pbd__team_gate_* judge the gate,
+   pbd__team_record learns from a substep's time. */
+static int pbd__team_size(const pbd__team *a, int level) {
+    int n = a->max;
+    for (int k = 0; k < level; ++k) n = (n + 1) / 2;
+    return n;
+}
+
+/* Starts on one thread (a first substep on a busy machine costs no more
+   than it must) and probes more threads after the first substep. */
+static void pbd__team_init(pbd__team *a, int max_threads) {
+    memset(a, 0, sizeof *a);
+    a->max = max_threads < 1 ? 1 : max_threads;
+    a->levels = 1;
+    while (a->levels < PBD__TEAM_LEVELS && pbd__team_size(a, a->levels - 1) > 1) a->levels++;
+    a->level = a->levels - 1;
+    a->up = 1;
+    a->factor = PBD__PROBE_FIRST;
+}
+
+/* The level of the next substep: the current one, or a neighbour when a
+   probe is due (never before the current level has a time to compare). */
+static int pbd__team_next(const pbd__team *a) {
+    if (a->levels < 2 || a->wait > 0 || !(a->sec[a->level] > 0)) return a->level;
+    int more = a->level > 0, fewer = a->level < a->levels - 1;
+    return (more && (a->up || !fewer)) ? a->level - 1 : a->level + 1;
+}
+
+/* After a probe of more (or fewer) threads that cost `cost` seconds: the
+   wait before the next one, and its direction (between the ends, on the
+   way a switch went, the other way after a confirmation). */
+static void pbd__team_backoff(pbd__team *a, double cost, int switched, int probed_more) {
+    a->factor = switched ? PBD__PROBE_FIRST : (2 * a->factor < PBD__PROBE_BACKOFF ? 2 * a->factor : PBD__PROBE_BACKOFF);
+    double floor = 0.25 * a->sec[a->level]; /* probes of equal cost still wait */
+    a->wait = a->factor * (cost > floor ? cost : floor);
+    if (a->level > 0 && a->level < a->levels - 1) a->up = switched ? probed_more : !probed_more;
+    else a->up = a->level > 0;
+    a->probes++;
+}
+
+/* The gate before a probe with more threads: do gate_seconds of barriers
+   leave hope? */
+static int pbd__team_gate_passes(const pbd__team *a, double gate_seconds) {
+    return gate_seconds < PBD__GATE_SHARE * a->sec[a->level];
+}
+static void pbd__team_gate_failed(pbd__team *a, double gate_seconds) { pbd__team_backoff(a, gate_seconds, 0, 1); }
+
+/* A substep ran at `level` in `seconds`. */
+static void pbd__team_record(pbd__team *a, int level, double seconds) {
+    if (!(seconds >= 0)) seconds = 0;
+    if (level == a->level) {
+        a->sec[level] = seconds;
+        a->wait -= seconds;
+        int fewer = level + 1;
+        if (fewer < a->levels && a->sec[fewer] > 0 && seconds > a->sec[fewer]) {
+            a->wait = 0; /* slower than fewer threads were: look again now */
+            a->up = 0;
+        }
+        return;
+    }
+    double cur = a->sec[a->level];
+    int more = level < a->level;
+    double t_more = more ? seconds : cur, t_fewer = more ? cur : seconds;
+    int keep_more = t_more < PBD__TEAM_GAIN * t_fewer;
+    int switched = more == keep_more;
+    a->sec[level] = seconds;
+    if (switched) {
+        a->level = level;
+        a->switches++;
+    }
+    pbd__team_backoff(a, seconds > cur ? seconds - cur : cur - seconds, switched, more);
+}
+#endif /* PBD__OPENMP */
+
 // ==== solver ================================================================
 
 /* One constraint of a group at positions P: its particles, gradients and
@@ -11371,17 +11538,67 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     pbd__clusters_damp(w, h);
 }
 
-static void pbd__substep(pbd_world *w, float h, int s, int S) {
 #if PBD__OPENMP
-    int threads = w->threads > 0 ? w->threads : omp_get_max_threads();
-    if (threads > 1 && (w->threads > 0 || pbd__parallel_worth_it(w))) {
+static void pbd__substep_on(pbd_world *w, float h, int s, int S, int threads) {
+    w->last_team = threads;
+    if (threads > 1) {
         PBD__PRAGMA(omp parallel num_threads(threads))
         pbd__substep_body(w, h, s, S);
+    } else {
+        pbd__substep_body(w, h, s, S);
+    }
+}
+
+/* The gate of the default policy (see "// ==== threads"): the seconds a
+   team of `threads` takes to meet PBD__GATE_BARRIERS times. */
+static double pbd__team_now(const pbd_world *w) { return w->team_clock ? w->team_clock() : omp_get_wtime(); }
+static double pbd__team_gate(const pbd_world *w, int threads) {
+    double t0 = pbd__team_now(w);
+    PBD__PRAGMA(omp parallel num_threads(threads))
+    {
+        for (int k = 0; k < PBD__GATE_BARRIERS; ++k) {
+            PBD__PRAGMA(omp barrier)
+        }
+    }
+    return pbd__team_now(w) - t0;
+}
+
+/* A substep under the default policy: on the level pbd__team_next
+   chooses, behind the gate when that probes more threads, timed. */
+static void pbd__substep_default(pbd_world *w, float h, int s, int S) {
+    pbd__team *a = &w->team;
+    int max = omp_get_max_threads();
+    if (a->max != max) pbd__team_init(a, max); /* first use, or omp_set_num_threads */
+    int level = pbd__team_next(a);
+    if (level < a->level) {
+        double g = pbd__team_gate(w, pbd__team_size(a, level));
+        if (!pbd__team_gate_passes(a, g)) {
+            pbd__team_gate_failed(a, g);
+            level = a->level;
+        }
+    }
+    double t0 = pbd__team_now(w);
+    pbd__substep_on(w, h, s, S, pbd__team_size(a, level));
+    pbd__team_record(a, level, pbd__team_now(w) - t0);
+}
+#endif
+
+static void pbd__substep(pbd_world *w, float h, int s, int S) {
+#if PBD__OPENMP
+    if (w->threads > 1) {
+        pbd__substep_on(w, h, s, S, w->threads);
+        return;
+    }
+    if (w->threads == 0 && omp_get_max_threads() > 1 && pbd__parallel_worth_it(w)) {
+        pbd__substep_default(w, h, s, S);
         return;
     }
 #endif
+    w->last_team = 1;
     pbd__substep_body(w, h, s, S);
 }
+
+PBDDEF int pbd_world_thread_team(const pbd_world *w) { return w ? w->last_team : 0; }
 
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     PBD__CHECK_WORLD(w);
