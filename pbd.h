@@ -128,8 +128,10 @@
      5. velocity pass: friction and restitution of contacts, separating
         velocity of self-contacts removed; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
-        leaks at O(h) is restored; momentum-conserving global damping per
-        object and per damping cluster (Mueller et al. 2007, survey 3.7).
+        leaks at O(h) is restored; global damping per object and per
+        damping cluster (Mueller et al. 2007, survey 3.7): momentum-
+        conserving for a free object, towards the motion of its pinned or
+        kinematic particles for a held one.
    Tearing (pbd_world_tear) runs between steps, never inside one.
 
    STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
@@ -568,7 +570,7 @@ typedef struct pbd_cloth_desc {
     pbd_bending_model bending;  /* default PBD_BENDING_DIHEDRAL */
     int area_constraints;       /* default 0 */
     float thickness;            /* particle radius for collisions, default 0.01 */
-    float damping;              /* 1/s, momentum-conserving global damping; default 0 */
+    float damping;              /* 1/s, global damping (pbd_object_set_damping); default 0 */
     int reorder;                /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
     int *permutation;           /* optional out, vertex_count ints: world particle of vertex i
@@ -609,7 +611,13 @@ PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *desc, pbd_ob
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *desc, pbd_object *out);
 PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *desc, pbd_object *out);
 PBDDEF int pbd_world_object_count(const pbd_world *w);
-/* Global damping (1/s) that conserves linear and angular momentum. */
+/* Global damping (1/s): every substep the velocities of the object's free
+   particles move by 1 - exp(-damping h) towards a rigid motion. A free
+   object: its own (v_cm + omega x r), so linear and angular momentum are
+   kept and only deformation is damped. An object held by pinned or
+   kinematic particles (its anchors): their rigid motion (zero for pins),
+   so a hanging cloth's swing dies out and a carried one comes to rest in
+   its carrier's frame. The same rule holds for damping clusters. */
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping);
 
 // ==== colliders =============================================================
@@ -995,7 +1003,9 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *tria
    of Schmitt et al. 2009) over a user list of particles: every substep the
    velocities move towards the cluster's rigid motion v_cm + omega x r by
    1 - exp(-damping h). Linear and angular momentum of the cluster are kept;
-   only relative motion is damped. Per object: pbd_object_set_damping. */
+   only relative motion is damped. A cluster that holds pinned or kinematic
+   particles is damped towards their rigid motion instead (as objects are:
+   pbd_object_set_damping). */
 
 typedef int pbd_damping_cluster;
 
@@ -6937,6 +6947,7 @@ static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
     pbd__lra l;
     PBD__TRY(pbd__auto_tethers_build(w, oi, &l));
+    if (o->lra < 0 && l.count == 0) { pbd__lra_free(w, &l); return PBD_OK; } /* no anchor yet */
     if (o->lra < 0) o->lra = w->nlras++;
     else {
         l.enabled = w->lras[o->lra].enabled;
@@ -11281,26 +11292,33 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
     return 1;
 }
 
-/* The particles list[0..count) (list NULL: first..first+count), the
-   object's range or a user cluster. */
-static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
-    float k = 1.0f - expf(-damping * h);
-    double M = 0, xc[3] = {0, 0, 0}, vc[3] = {0, 0, 0};
+/* The rigid motion (centre xc, velocity vc, angular velocity om) that best
+   fits the velocities of the particles list[0..count) (list NULL:
+   first..first+count) of one kind: the dynamic ones weighted by their
+   masses (anchors == 0), or the anchors - pinned or kinematic, inverse mass
+   0 - with equal weights (anchors == 1). Returns 0 when there is none of
+   that kind, or, for dynamic particles, when the rotation is undefined
+   (collinear); anchors that do not define a rotation (one, two, or in a
+   line) give their mean velocity alone. */
+static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc, double *vc,
+                          double *om) {
+    double M = 0;
+    for (int a = 0; a < 3; ++a) xc[a] = vc[a] = om[a] = 0;
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
-        if (w->x[i].w == 0) continue;
-        double m = 1.0 / w->x[i].w;
+        if ((w->x[i].w == 0) != anchors) continue;
+        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
         M += m;
         xc[0] += m * w->x[i].x; xc[1] += m * w->x[i].y; xc[2] += m * w->x[i].z;
         vc[0] += m * w->v[i].x; vc[1] += m * w->v[i].y; vc[2] += m * w->v[i].z;
     }
-    if (!(M > 0)) return;
+    if (!(M > 0)) return 0;
     for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
     double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
-        if (w->x[i].w == 0) continue;
-        double m = 1.0 / w->x[i].w;
+        if ((w->x[i].w == 0) != anchors) continue;
+        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
         double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
         double v[3] = {w->v[i].x - vc[0], w->v[i].y - vc[1], w->v[i].z - vc[2]};
         L[0] += m * (r[1] * v[2] - r[2] * v[1]);
@@ -11310,14 +11328,31 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
     }
-    double om[3] = {0, 0, 0};
     if (!pbd__solve3(inertia, L, om)) {
-        /* collinear or single particle: damp only motion relative to the
-           centre of mass along with its rotation about the line is not
-           defined; keep linear momentum only by damping towards v_cm is
-           not angular-momentum preserving, so skip the object instead */
-        return;
+        /* dynamic and collinear (or one particle): the rotation about the
+           line is not defined and damping towards v_cm alone would not keep
+           the angular momentum, so the caller skips them */
+        om[0] = om[1] = om[2] = 0;
+        return anchors;
     }
+    return 1;
+}
+
+/* The particles list[0..count) (list NULL: first..first+count), the
+   object's range or a user cluster. Free (no anchor among them): towards
+   their own rigid motion, which keeps linear and angular momentum. Held
+   by anchors (pinned or kinematic particles): the anchors take momentum
+   from the world anyway, and the rigid motion of the dynamic particles is
+   mostly the swing about the anchors - a cloth hanging from two corners
+   swings as a near-rigid pendulum, which the first rule never damped - so
+   the velocities move towards the rigid motion of the anchors instead: a
+   pinned cloth comes to rest, one held by a moving (kinematic) frame
+   comes to rest in that frame. */
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
+    float k = 1.0f - expf(-damping * h);
+    double xc[3], vc[3], om[3];
+    if (!pbd__rigid_fit(w, list, first, count, 1, xc, vc, om) && !pbd__rigid_fit(w, list, first, count, 0, xc, vc, om))
+        return;
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;

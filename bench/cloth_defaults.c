@@ -118,6 +118,121 @@ static void print_strain(const char *scene, strain_run s) {
     fflush(stdout);
 }
 
+/* ---- cost ----------------------------------------------------------------- */
+
+/* The behaviour before issue 16: 4 substeps x 4 iterations, no automatic
+   tethers. old = 0: the current defaults. */
+typedef struct cost_cfg { int old, substeps, iterations; } cost_cfg;
+
+static pbd_world *cost_world(const cost_cfg *c, int substeps, int iterations) {
+    pbd_world_desc d = pbd_world_desc_default();
+    if (c->old) { d.substeps = 4; d.iterations = 4; }
+    if (c->substeps) d.substeps = c->substeps;
+    if (c->iterations) d.iterations = c->iterations;
+    if (substeps) { d.substeps = substeps; d.iterations = iterations; } /* set by the scene itself */
+    pbd_world *w = NULL;
+    return pbd_world_create(&d, &w) == PBD_OK ? w : NULL;
+}
+
+static int add_grid_cloth(pbd_world *w, int n, const float *o, const float *u, const float *v, pbd_cloth_desc *cd,
+                          int old) {
+    pbd_mesh m;
+    if (pbd_mesh_grid(n, n, o, u, v, &m) != PBD_OK) return 0;
+    cd->positions = m.positions; cd->vertex_count = m.vertex_count;
+    cd->triangles = m.triangles; cd->triangle_count = m.triangle_count;
+    if (old) cd->tethers = 0;
+    int ok = pbd_add_cloth(w, cd, NULL) == PBD_OK;
+    pbd_mesh_free(&m);
+    return ok;
+}
+
+/* README "Usage": a 1 m cloth of 32 x 32 vertices dropped on a sphere. */
+static pbd_world *make_hello(void *ctx) {
+    const cost_cfg *c = (const cost_cfg *)ctx;
+    pbd_world *w = cost_world(c, 0, 0);
+    if (!w) return NULL;
+    float origin[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1}, centre[3] = {0, 0.5f, 0};
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    if (!add_grid_cloth(w, 32, origin, u, v, &cd, c->old)) return NULL;
+    pbd_add_collider_sphere(w, centre, 0.3f, 0.5f, NULL);
+    return w;
+}
+
+/* examples/showcase.c's scene (8 substeps x 4 iterations set by the
+   example): a 60 x 60 cloth over a sphere, a soft box, a balloon. */
+static pbd_world *make_showcase(void *ctx) {
+    const cost_cfg *c = (const cost_cfg *)ctx;
+    pbd_world *w = cost_world(c, 8, 4);
+    if (!w) return NULL;
+    float point[3] = {0, 0, 0}, normal[3] = {0, 1, 0}, sc[3] = {-1.6f, 0.45f, 0.0f};
+    pbd_add_collider_plane(w, point, normal, 0.6f, NULL);
+    pbd_add_collider_sphere(w, sc, 0.45f, 0.3f, NULL);
+    float o[3] = {-2.6f, 1.2f, -1.0f}, u[3] = {2, 0, 0}, v[3] = {0, 0, 2};
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    cd.bending = PBD_BENDING_ISOMETRIC;
+    cd.bending_compliance = 1.0f;
+    cd.thickness = 0.012f;
+    cd.damping = 0.5f;
+    if (!add_grid_cloth(w, 60, o, u, v, &cd, c->old)) return NULL;
+    float lo[3] = {0.05f, 1.0f, -0.25f}, hi[3] = {0.55f, 1.5f, 0.25f};
+    pbd_mesh box;
+    if (pbd_mesh_tet_box(5, 5, 5, lo, hi, &box) != PBD_OK) return NULL;
+    pbd_softbody_desc s = pbd_softbody_desc_default();
+    s.positions = box.positions; s.vertex_count = box.vertex_count;
+    s.tets = box.tets; s.tet_count = box.tet_count;
+    s.density = 200.0f; s.edge_compliance = 1e-4f; s.volume_compliance = 0.0f; s.damping = 1.0f;
+    int ok = pbd_add_softbody(w, &s, NULL) == PBD_OK;
+    pbd_mesh_free(&box);
+    float bc[3] = {1.75f, 0.9f, 0.0f};
+    pbd_mesh ball;
+    if (!ok || pbd_mesh_sphere(3, bc, 0.3f, &ball) != PBD_OK) return NULL;
+    pbd_balloon_desc b = pbd_balloon_desc_default();
+    b.cloth.positions = ball.positions; b.cloth.vertex_count = ball.vertex_count;
+    b.cloth.triangles = ball.triangles; b.cloth.triangle_count = ball.triangle_count;
+    b.cloth.stretch_compliance = 1e-2f; b.cloth.bending_compliance = 1.0f; b.cloth.damping = 0.5f;
+    b.pressure = 1.3f;
+    ok = pbd_add_balloon(w, &b, NULL) == PBD_OK;
+    pbd_mesh_free(&ball);
+    return ok ? w : NULL;
+}
+
+enum { COST_REPEATS = 5 };
+
+/* ms per step of a fresh world over `steps` steps (its first second). */
+static double cost_once(bench_make_fn make, cost_cfg *c, int steps) {
+    pbd_world *w = make(c);
+    if (!w) { fprintf(stderr, "cloth_defaults: could not build a cost scene\n"); exit(1); }
+    pbd_world_set_threads(w, 1);
+    double t0 = bench_now();
+    for (int s = 0; s < steps; ++s) pbd_world_step(w, 1.0f / 60.0f);
+    double ms = (bench_now() - t0) * 1e3 / steps;
+    pbd_world_destroy(w);
+    return ms;
+}
+
+/* Old against new (or against a candidate substeps x iterations),
+   alternating, COST_REPEATS times; medians and the median ratio. */
+static void print_cost(const char *scene, bench_make_fn make, int substeps, int iterations, int steps) {
+    double old_ms[COST_REPEATS], new_ms[COST_REPEATS], ratio[COST_REPEATS];
+    cost_cfg o = {1, 0, 0}, n = {0, substeps, iterations};
+    for (int r = 0; r < COST_REPEATS; ++r) {
+        old_ms[r] = cost_once(make, &o, steps);
+        new_ms[r] = cost_once(make, &n, steps);
+        ratio[r] = new_ms[r] / old_ms[r];
+    }
+    qsort(old_ms, COST_REPEATS, sizeof(double), bench_cmp_double);
+    qsort(new_ms, COST_REPEATS, sizeof(double), bench_cmp_double);
+    qsort(ratio, COST_REPEATS, sizeof(double), bench_cmp_double);
+    pbd_world *w = make(&n);
+    int subs = 0, iters = 0;
+    pbd_world_get_solver(w, NULL, &subs, &iters);
+    pbd_world_destroy(w);
+    printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"substeps\":%d,\"iterations\":%d,\"path\":\"%s\",\"threads\":1,"
+           "\"old_ms_per_step\":%.3f,\"ms_per_step\":%.3f,\"ratio\":%.3f}\n",
+           scene, subs, iters, pbd_simd_path(), old_ms[COST_REPEATS / 2], new_ms[COST_REPEATS / 2], ratio[COST_REPEATS / 2]);
+    fflush(stdout);
+}
+
 int main(int argc, char **argv) {
     int table = argc > 1 && strcmp(argv[1], "--table") == 0;
     if (table) {
@@ -131,8 +246,18 @@ int main(int argc, char **argv) {
                     }
         return 0;
     }
+    int candidates = argc > 1 && strcmp(argv[1], "--candidates") == 0;
     strain_run s32 = {32, 0, 0, -1}, s100 = {100, 0, 0, -1};
-    print_strain("hanging_defaults", s32);
-    print_strain("hanging_defaults", s100);
+    if (!candidates) {
+        print_strain("hanging_defaults", s32);
+        print_strain("hanging_defaults", s100);
+    }
+    print_cost("cost_hello", make_hello, 0, 0, 60);
+    print_cost("cost_showcase", make_showcase, 0, 0, 30);
+    if (candidates) { /* world defaults that were not chosen */
+        print_cost("cost_hello", make_hello, 8, 2, 60);
+        print_cost("cost_hello", make_hello, 16, 1, 60);
+        print_cost("cost_hello", make_hello, 8, 4, 60);
+    }
     return 0;
 }
