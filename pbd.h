@@ -137,6 +137,7 @@
    STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
        // tethers from every vertex of a pinned cloth to its nearest pinned
        // vertex along the mesh: no global stretch even with 2 iterations
+       // (a cloth does this by itself: pbd_cloth_desc.tethers, below)
        pbd_lra_desc l = pbd_lra_desc_default();
        l.object = cloth.id; l.anchors = pinned; l.anchor_count = npinned;
        l.geodesic = 1;
@@ -157,6 +158,45 @@
        pbd_object_enable_tearing(w, &t);
        pbd_world_step(w, dt); pbd_world_tear(w, NULL);          // may allocate
        pbd_object_triangles(w, cloth.id, tris, max, &count);   // the torn mesh
+
+   CLOTH DEFAULTS AND STRETCH. pbd_world_desc_default(): 4 substeps x 4
+   iterations; pbd_cloth_desc_default(): stretch compliance 0
+   (inextensible), dihedral bending of compliance 1e-3, damping 0, and
+   `tethers` on: as soon as a cloth has pinned or kinematic vertices
+   (masses of 0 at add time, pbd_pin, pbd_set_mass, pbd_set_kinematic),
+   every other vertex gets geodesic long range attachments to its two
+   nearest such anchors (Kim et al. 2012; NvCloth and FleX tether the same
+   way), rebuilt at each call that changes the anchors (never inside a
+   step; pbd_object_tethers names the set). A cloth pinned along a whole
+   edge then barely stretches (a 50 x 50 cloth at 2 iterations: 0.27%).
+   Hanging from two corners is the hard case: the edge between the pins is
+   pulled taut, and Gauss-Seidel carries the weight to two vertices one
+   edge per sweep. The worst edge strain (|x_a - x_b| / rest - 1) of a 1 m
+   cloth hanging from its two top corners, all defaults but substeps x
+   iterations, 1/60 s steps, in % during the fall (0..2 s) / while hanging
+   (5..6 s; undamped, so still swinging), bench/cloth_defaults --table:
+
+       32 x 32     iterations: 1         2         4         8
+          1 substep         162/54    137/83    109/80     98/80
+          2 substeps         94/58    103/80     84/56     66/28
+          4 substeps         53/32     78/35     38/13     17/7.5
+          8 substeps         26/12     22/12     12/5.4    5.3/4.8
+         16 substeps        8.9/5.7   6.5/5.4   2.7/2.0   1.1/0.8
+       100 x 100
+          1 substep         815/270   674/266   481/112   305/115
+          2 substeps        422/129   377/129   246/113   166/97
+          4 substeps        234/117   176/99    164/90    102/80
+          8 substeps        124/84    126/82     84/45     59/27
+         16 substeps         66/29     73/37     28/19     18/14
+
+   Without the tethers the default 4 x 4 gives 295/169 (32 x 32) and
+   6235/4678 (100 x 100). As Macklin et al. 2019 found, substeps beat
+   iterations at equal cost (16 x 1 against 4 x 4); a cloth's damping
+   (1/s) brings it to rest (32 x 32 at 4 x 4, damping 1: 24/7.4). For a
+   cloth hanging from a few points that must not visibly stretch, use 16
+   substeps or more. A cloth that must stretch (a flag that tears) sets
+   tethers = 0 (examples/flag_tear.c).
+
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow

@@ -6,9 +6,10 @@
    1/60 s. The strain of an edge is |len| / rest - 1 over the stretch
    group's edges; `fall_max` is the worst edge over the first 2 s (the
    fall and the first swings), `rest_max` the worst over 5..6 s (hanging
-   still), `rest_mean` the mean over the edges at 6 s. Keys: `bench`,
-   `scene`, `n`, `substeps`, `iterations`, `tethers` (the automatic long
-   range attachments on or off), `fall_max`, `rest_max`, `rest_mean`.
+   still, or still swinging when undamped), `rest_mean` the mean over the
+   edges at 6 s. Keys: `bench`, `scene`, `n`, `substeps`, `iterations`,
+   `tethers` (the automatic long range attachments on or off), `damping`
+   (the cloth's), `fall_max`, `rest_max`, `rest_mean`.
 
    Cost: the README's hello-world cloth (32 x 32 onto a sphere) and the
    showcase's scene (examples/showcase.c) with the old behaviour against the
@@ -16,10 +17,14 @@
    repeated COST_REPEATS times, and the median of the ratios.
 
    Build and run: make bench BENCH=cloth_defaults
-   ./build/bench/cloth_defaults --table   substeps x iterations table */
+   ./build/<config>/bench/cloth_defaults --table        the strain for 1..16 substeps x 1..8
+                                                         iterations (32 x 32 with and without
+                                                         tethers, 100 x 100 with; minutes)
+   ./build/<config>/bench/cloth_defaults --candidates   the hello-world cost of other world
+                                                         defaults (8 x 2, 16 x 1, 8 x 4) */
 #include "bench.h"
 
-typedef struct strain_run { int n, substeps, iterations, tethers; } strain_run;
+typedef struct strain_run { int n, substeps, iterations, tethers; float damping; } strain_run;
 typedef struct strain_out { double fall_max, rest_max, rest_mean; } strain_out;
 
 /* The cloth's edges (each once) with their rest lengths. */
@@ -66,7 +71,7 @@ static double worst_strain(const pbd_world *w, const edges *e, double *mean) {
     return worst;
 }
 
-static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers, edges *e) {
+static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers, float damping, edges *e) {
     pbd_world_desc d = pbd_world_desc_default();
     if (substeps) d.substeps = substeps;
     if (iterations) d.iterations = iterations;
@@ -79,6 +84,7 @@ static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers
     cd.positions = m.positions; cd.vertex_count = m.vertex_count;
     cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
     if (tethers >= 0) cd.tethers = tethers;
+    cd.damping = damping;
     pbd_result r = pbd_add_cloth(w, &cd, NULL);
     *e = mesh_edges(&m);
     pbd_mesh_free(&m);
@@ -92,7 +98,7 @@ static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers
 static strain_out measure_strain(strain_run s) {
     strain_out out = {0, 0, 0};
     edges e;
-    pbd_world *w = hanging_cloth(s.n, s.substeps, s.iterations, s.tethers, &e);
+    pbd_world *w = hanging_cloth(s.n, s.substeps, s.iterations, s.tethers, s.damping, &e);
     if (!w) { fprintf(stderr, "cloth_defaults: could not build the cloth\n"); exit(1); }
     for (int step = 1; step <= 360; ++step) {
         pbd_world_step(w, 1.0f / 60.0f);
@@ -112,9 +118,9 @@ static void print_strain(const char *scene, strain_run s) {
     pbd_world_desc d = pbd_world_desc_default();
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"n\":%d,\"substeps\":%d,\"iterations\":%d,"
-           "\"tethers\":%d,\"fall_max\":%.4f,\"rest_max\":%.4f,\"rest_mean\":%.5f}\n",
+           "\"tethers\":%d,\"damping\":%g,\"fall_max\":%.4f,\"rest_max\":%.4f,\"rest_mean\":%.5f}\n",
            scene, s.n, s.substeps ? s.substeps : d.substeps, s.iterations ? s.iterations : d.iterations,
-           s.tethers >= 0 ? s.tethers : cd.tethers, o.fall_max, o.rest_max, o.rest_mean);
+           s.tethers >= 0 ? s.tethers : cd.tethers, (double)s.damping, o.fall_max, o.rest_max, o.rest_mean);
     fflush(stdout);
 }
 
@@ -238,19 +244,22 @@ int main(int argc, char **argv) {
     if (table) {
         static const int SUB[] = {1, 2, 4, 8, 16}, ITER[] = {1, 2, 4, 8};
         for (int n = 32; n <= 100; n += 68)
-            for (int t = 0; t <= 1; ++t)
+            for (int t = n == 32 ? 0 : 1; t <= 1; ++t) /* 100 x 100 without tethers: see hanging_defaults */
                 for (int a = 0; a < 5; ++a)
                     for (int b = 0; b < 4; ++b) {
-                        strain_run s = {n, SUB[a], ITER[b], t};
+                        strain_run s = {n, SUB[a], ITER[b], t, 0.0f};
                         print_strain("hanging_table", s);
                     }
         return 0;
     }
     int candidates = argc > 1 && strcmp(argv[1], "--candidates") == 0;
-    strain_run s32 = {32, 0, 0, -1}, s100 = {100, 0, 0, -1};
     if (!candidates) {
-        print_strain("hanging_defaults", s32);
-        print_strain("hanging_defaults", s100);
+        for (int n = 32; n <= 100; n += 68) {
+            strain_run before = {n, 0, 0, 0, 0.0f}, now = {n, 0, 0, -1, 0.0f}, damped = {n, 0, 0, -1, 1.0f};
+            print_strain("hanging_no_tethers", before);
+            print_strain("hanging_defaults", now);
+            print_strain("hanging_damping_1", damped); /* the cloth's damping at 1/s: it comes to rest */
+        }
     }
     print_cost("cost_hello", make_hello, 0, 0, 60);
     print_cost("cost_showcase", make_showcase, 0, 0, 30);
