@@ -133,13 +133,16 @@
         velocity of self-contacts removed; the plugins' `end_substep`
         callbacks; for isolated
         objects the angular momentum the velocity update v = (p - x)/h
-        leaks at O(h) is restored; momentum-conserving global damping per
-        object and per damping cluster (Mueller et al. 2007, survey 3.7).
+        leaks at O(h) is restored; global damping per object and per
+        damping cluster (Mueller et al. 2007, survey 3.7): momentum-
+        conserving for a free object, towards the motion of its pinned or
+        kinematic particles for a held one.
    Tearing (pbd_world_tear) runs between steps, never inside one.
 
    STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
        // tethers from every vertex of a pinned cloth to its nearest pinned
        // vertex along the mesh: no global stretch even with 2 iterations
+       // (a cloth does this by itself: pbd_cloth_desc.tethers, below)
        pbd_lra_desc l = pbd_lra_desc_default();
        l.object = cloth.id; l.anchors = pinned; l.anchor_count = npinned;
        l.geodesic = 1;
@@ -160,6 +163,45 @@
        pbd_object_enable_tearing(w, &t);
        pbd_world_step(w, dt); pbd_world_tear(w, NULL);          // may allocate
        pbd_object_triangles(w, cloth.id, tris, max, &count);   // the torn mesh
+
+   CLOTH DEFAULTS AND STRETCH. pbd_world_desc_default(): 4 substeps x 4
+   iterations; pbd_cloth_desc_default(): stretch compliance 0
+   (inextensible), dihedral bending of compliance 1e-3, damping 0, and
+   `tethers` on: as soon as a cloth has pinned or kinematic vertices
+   (masses of 0 at add time, pbd_pin, pbd_set_mass, pbd_set_kinematic),
+   every other vertex gets geodesic long range attachments to its two
+   nearest such anchors (Kim et al. 2012; NvCloth and FleX tether the same
+   way), rebuilt at each call that changes the anchors (never inside a
+   step; pbd_object_tethers names the set). A cloth pinned along a whole
+   edge then barely stretches (a 50 x 50 cloth at 2 iterations: 0.27%).
+   Hanging from two corners is the hard case: the edge between the pins is
+   pulled taut, and Gauss-Seidel carries the weight to two vertices one
+   edge per sweep. The worst edge strain (|x_a - x_b| / rest - 1) of a 1 m
+   cloth hanging from its two top corners, all defaults but substeps x
+   iterations, 1/60 s steps, in % during the fall (0..2 s) / while hanging
+   (5..6 s; undamped, so still swinging), bench/cloth_defaults --table:
+
+       32 x 32     iterations: 1         2         4         8
+          1 substep         162/54    137/83    109/80     98/80
+          2 substeps         94/58    103/80     84/56     66/28
+          4 substeps         53/32     78/35     38/13     17/7.5
+          8 substeps         26/12     22/12     12/5.4    5.3/4.8
+         16 substeps        8.9/5.7   6.5/5.4   2.7/2.0   1.1/0.8
+       100 x 100
+          1 substep         815/270   674/266   481/112   305/115
+          2 substeps        422/129   377/129   246/113   166/97
+          4 substeps        234/117   176/99    164/90    102/80
+          8 substeps        124/84    126/82     84/45     59/27
+         16 substeps         66/29     73/37     28/19     18/14
+
+   Without the tethers the default 4 x 4 gives 295/169 (32 x 32) and
+   6235/4678 (100 x 100). As Macklin et al. 2019 found, substeps beat
+   iterations at equal cost (16 x 1 against 4 x 4); a cloth's damping
+   (1/s) brings it to rest (32 x 32 at 4 x 4, damping 1: 24/7.4). For a
+   cloth hanging from a few points that must not visibly stretch, use 16
+   substeps or more. A cloth that must stretch (a flag that tears) sets
+   tethers = 0 (examples/flag_tear.c).
+
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow
@@ -599,16 +641,20 @@ typedef struct pbd_cloth_desc {
     int triangle_count;
     const float *masses;     /* optional per vertex; else from density */
     float density;           /* kg/m^2: vertex mass = density * (adjacent area) / 3; default 0.2 */
-    float stretch_compliance, bending_compliance, area_compliance; /* defaults 0, 1e-4? see _default */
+    float stretch_compliance, bending_compliance, area_compliance; /* defaults 0, 1e-3, 0 */
     float stretch_stiffness, bending_stiffness, area_stiffness;    /* PBD mode, defaults 1, 0.1, 1 */
     pbd_bending_model bending;  /* default PBD_BENDING_DIHEDRAL */
     int area_constraints;       /* default 0 */
     float thickness;            /* particle radius for collisions, default 0.01 */
-    float damping;              /* 1/s, momentum-conserving global damping; default 0 */
+    float damping;              /* 1/s, global damping (pbd_object_set_damping); default 0 */
     int reorder;                /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
     int *permutation;           /* optional out, vertex_count ints: world particle of vertex i
                                    is particles.first + permutation[i] */
+    int tethers;                /* 1 (default): long range attachments from every vertex to its
+                                   nearest pinned / kinematic vertices along the mesh, built and
+                                   rebuilt automatically whenever the cloth's pinned set changes
+                                   (see "==== strain limiting"); 0: none. Ignored by balloons. */
 } pbd_cloth_desc;
 
 typedef struct pbd_softbody_desc {
@@ -641,7 +687,13 @@ PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *desc, pbd_ob
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *desc, pbd_object *out);
 PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *desc, pbd_object *out);
 PBDDEF int pbd_world_object_count(const pbd_world *w);
-/* Global damping (1/s) that conserves linear and angular momentum. */
+/* Global damping (1/s): every substep the velocities of the object's free
+   particles move by 1 - exp(-damping h) towards a rigid motion. A free
+   object: its own (v_cm + omega x r), so linear and angular momentum are
+   kept and only deformation is damped. An object held by pinned or
+   kinematic particles (its anchors): their rigid motion (zero for pins),
+   so a hanging cloth's swing dies out and a carried one comes to rest in
+   its carrier's frame. The same rule holds for damping clusters. */
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping);
 
 // ==== colliders =============================================================
@@ -875,6 +927,15 @@ PBDDEF pbd_lra_desc pbd_lra_desc_default(void);
    reaches along the mesh gets no tether. */
 PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_desc *desc, pbd_lra *out);
 PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled);
+/* The LRA set of a cloth's automatic tethers (pbd_cloth_desc.tethers): -1
+   until the cloth first has an anchor, or when they are off. The set is
+   rebuilt in place (same index) by every pbd_pin, pbd_unpin,
+   pbd_set_mass or pbd_set_kinematic that changes which of the cloth's
+   vertices have inverse mass 0 (one geodesic search per anchor: pin many
+   vertices through masses of 0 at add time, not one call at a time, when
+   there are hundreds); it is empty while the cloth has no anchor, and a
+   set disabled with pbd_lra_set_enabled stays disabled. */
+PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *out);
 /* The tethers (particle, anchor, tether length) of a set: *count receives
    their number, at most max are written (any output may be NULL). */
 PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra l, int *particles, int *anchors, float *lengths,
@@ -1025,7 +1086,9 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *tria
    of Schmitt et al. 2009) over a user list of particles: every substep the
    velocities move towards the cluster's rigid motion v_cm + omega x r by
    1 - exp(-damping h). Linear and angular momentum of the cluster are kept;
-   only relative motion is damped. Per object: pbd_object_set_damping. */
+   only relative motion is damped. A cluster that holds pinned or kinematic
+   particles is damped towards their rigid motion instead (as objects are:
+   pbd_object_set_damping). */
 
 typedef int pbd_damping_cluster;
 
@@ -2246,6 +2309,8 @@ typedef struct pbd__object {
     float damping;
     int groups[4]; /* stretch, bending, area, volume */
     int coupled;   /* a group outside the builder's touches it: not isolated */
+    int tethers;   /* automatic long range attachments on (cloth) */
+    int lra;       /* their set in w->lras, -1 before the first pin */
 } pbd__object;
 
 typedef struct pbd__collider {
@@ -2683,7 +2748,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 2u
+#define PBD__SNAPSHOT_VERSION 3u
 
 typedef struct pbd__io {
     unsigned char *out;     /* writing (NULL: measuring or reading) */
@@ -3086,14 +3151,38 @@ PBDDEF pbd_result pbd_set_velocities(pbd_world *w, pbd_range r, const float *in)
     return PBD_OK;
 }
 
+/* What a pin / mass / kinematic call may change, to undo it when the
+   cloth's automatic tethers cannot follow (no memory). */
+typedef struct pbd__particle_state {
+    float mass;
+    unsigned char flags;
+    pbd__p4 v;
+    pbd__v3 kin_target;
+} pbd__particle_state;
+static pbd_result pbd__tethers_follow(pbd_world *w, int i, int was_anchor);
+static pbd__particle_state pbd__particle_save(const pbd_world *w, int i) {
+    pbd__particle_state s;
+    s.mass = w->mass[i]; s.flags = w->flags[i]; s.v = w->v[i]; s.kin_target = w->kin_target[i];
+    return s;
+}
+static pbd_result pbd__particle_changed(pbd_world *w, int i, const pbd__particle_state *before) {
+    pbd_result r = pbd__tethers_follow(w, i, pbd__inv_mass(before->mass, before->flags) == 0);
+    if (r != PBD_OK) {
+        w->mass[i] = before->mass; w->flags[i] = before->flags; w->v[i] = before->v; w->kin_target[i] = before->kin_target;
+        pbd__refresh_inv_mass(w, i);
+    }
+    return r;
+}
+
 PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!pbd__finite(mass)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass is not finite");
     if (mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)mass);
+    pbd__particle_state before = pbd__particle_save(w, particle);
     w->mass[particle] = mass;
     pbd__refresh_inv_mass(w, particle);
-    return PBD_OK;
+    return pbd__particle_changed(w, particle, &before);
 }
 
 PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass) {
@@ -3116,10 +3205,11 @@ PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius) {
 PBDDEF pbd_result pbd_pin(pbd_world *w, int particle) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    pbd__particle_state before = pbd__particle_save(w, particle);
     w->flags[particle] |= PBD__PINNED;
     w->v[particle].x = w->v[particle].y = w->v[particle].z = 0;
     pbd__refresh_inv_mass(w, particle);
-    return PBD_OK;
+    return pbd__particle_changed(w, particle, &before);
 }
 
 PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle) {
@@ -3127,14 +3217,16 @@ PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle) {
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!(w->mass[particle] > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d has mass 0: give it a mass with pbd_set_mass", particle);
+    pbd__particle_state before = pbd__particle_save(w, particle);
     w->flags[particle] &= (unsigned char)~PBD__PINNED;
     pbd__refresh_inv_mass(w, particle);
-    return PBD_OK;
+    return pbd__particle_changed(w, particle, &before);
 }
 
 PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    pbd__particle_state before = pbd__particle_save(w, particle);
     if (kinematic) {
         w->flags[particle] |= PBD__KINEMATIC;
         w->kin_target[particle] = pbd__p3(w->x[particle]);
@@ -3143,7 +3235,7 @@ PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
         w->flags[particle] &= (unsigned char)~PBD__KINEMATIC;
     }
     pbd__refresh_inv_mass(w, particle);
-    return PBD_OK;
+    return pbd__particle_changed(w, particle, &before);
 }
 
 PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target) {
@@ -3684,6 +3776,7 @@ PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void) {
     d.area_stiffness = 1.0f;
     d.bending = PBD_BENDING_DIHEDRAL;
     d.thickness = 0.01f;
+    d.tethers = 1;
     return d;
 }
 
@@ -3795,6 +3888,8 @@ static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
     pbd__object *o = &w->objects[w->nobjects];
     o->coupled = 0;
+    o->tethers = 0;
+    o->lra = -1;
     o->first = r.first;
     o->count = r.count;
     o->damping = damping;
@@ -3834,6 +3929,7 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
     PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness));
     if ((int)d->bending < PBD_BENDING_NONE || (int)d->bending > PBD_BENDING_ISOMETRIC)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
+    if (d->tethers != 0 && d->tethers != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tethers must be 0 or 1");
     for (int t = 0; t < d->triangle_count; ++t) {
         pbd__v3 x[3], g[3];
         for (int i = 0; i < 3; ++i) x[i] = pbd__ld(d->positions + 3 * d->triangles[3 * t + i]);
@@ -4048,6 +4144,7 @@ static pbd_result pbd__build_in_order(pbd_world *w, int reorder, int *perm_out, 
 }
 
 static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_object *out);
+static pbd_result pbd__auto_tethers(pbd_world *w, int object);
 
 PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
@@ -4067,6 +4164,10 @@ static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_o
                                              d->triangle_count, 3, d->thickness, &r);
     if (res == PBD_OK) res = pbd__add_cloth_groups(w, d, r.first, &o);
     if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
+    if (res == PBD_OK && d->tethers) {
+        w->objects[o.id].tethers = 1;
+        res = pbd__auto_tethers(w, o.id); /* vertices of mass 0 are pinned from the start */
+    }
     if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
     if (out) *out = o;
     return PBD_OK;
@@ -6899,6 +7000,94 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
     /* the anchors hold the particles from outside */
     pbd__mark_coupled(w, l.particles, l.count);
     pbd__mark_coupled(w, l.anchor, l.start[l.count]);
+    return PBD_OK;
+}
+
+/* --- automatic tethers ------------------------------------------------------
+   A cloth hanging from a few pinned vertices stretches near them with few
+   iterations: Gauss-Seidel carries the weight of the whole cloth to the
+   pins one edge per sweep. NvCloth and FleX therefore tether every vertex
+   to its attachments (Kim, Chentanez, Mueller 2012). A cloth built with
+   pbd_cloth_desc.tethers keeps one LRA set (object->lra) with geodesic
+   tethers to its PBD__AUTO_ANCHORS nearest anchors (the vertices of
+   inverse mass 0: pinned, mass 0 or kinematic), rebuilt whenever that set
+   changes - at the pin / mass / kinematic call, never inside a step. Two
+   anchors: a vertex between two pins is held from both sides, so the edge
+   that joins them cannot sag (with one, each half pulls towards its own
+   pin and the stretch gathers in the middle: 29% against 9% in
+   bench/cloth_defaults at 16 x 1). */
+#define PBD__AUTO_ANCHORS 2
+
+/* The set as it should be now (out; count 0 without anchors or without
+   free vertices), built from the rest lengths of the stretch group. */
+static pbd_result pbd__auto_tethers_build(pbd_world *w, int oi, pbd__lra *out) {
+    const pbd__object *o = &w->objects[oi];
+    memset(out, 0, sizeof *out);
+    out->enabled = 1;
+    int na = 0, gs = o->groups[0];
+    for (int i = o->first; i < o->first + o->count; ++i) na += w->x[i].w == 0;
+    if (na == 0 || na == o->count || gs < 0 || w->groups[gs].type != PBD_CONSTRAINT_DISTANCE) {
+        out->start = (int *)pbd__alloc_n(w, 1, sizeof(int));
+        if (!out->start) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the tethers");
+        out->start[0] = 0;
+        return PBD_OK;
+    }
+    int *anchors = (int *)pbd__alloc_n(w, (size_t)na, sizeof(int));
+    unsigned char *mark = (unsigned char *)pbd__alloc_n(w, (size_t)w->n, 1);
+    pbd_result r = PBD_OK;
+    if (!anchors || !mark) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the tethers");
+    if (r == PBD_OK) {
+        memset(mark, 0, (size_t)w->n);
+        na = 0;
+        for (int i = o->first; i < o->first + o->count; ++i)
+            if (w->x[i].w == 0) anchors[na++] = i;
+        pbd_lra_desc d = pbd_lra_desc_default();
+        d.object = oi;
+        d.anchors = anchors;
+        d.anchor_count = na;
+        d.geodesic = 1;
+        d.anchors_per_particle = na < PBD__AUTO_ANCHORS ? na : PBD__AUTO_ANCHORS;
+        r = pbd__lra_build(w, &d, mark, out);
+    }
+    pbd__free(w, anchors);
+    pbd__free(w, mark);
+    return r;
+}
+
+/* (Re)builds the object's automatic tethers; on error nothing changed. */
+static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
+    pbd__object *o = &w->objects[oi];
+    if (!o->tethers) return PBD_OK;
+    if (o->lra < 0 && !pbd__grow(w, (void **)&w->lras, w->nlras, &w->lra_cap, w->nlras + 1, sizeof(pbd__lra)))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
+    pbd__lra l;
+    PBD__TRY(pbd__auto_tethers_build(w, oi, &l));
+    if (o->lra < 0 && l.count == 0) { pbd__lra_free(w, &l); return PBD_OK; } /* no anchor yet */
+    if (o->lra < 0) o->lra = w->nlras++;
+    else {
+        l.enabled = w->lras[o->lra].enabled;
+        pbd__lra_free(w, &w->lras[o->lra]);
+    }
+    w->lras[o->lra] = l;
+    return PBD_OK;
+}
+
+/* After particle i's inverse mass changed from was_anchor (0 or 1): the
+   tethers of its cloth follow. On error the caller restores the particle. */
+static pbd_result pbd__tethers_follow(pbd_world *w, int i, int was_anchor) {
+    if ((w->x[i].w == 0) == was_anchor) return PBD_OK;
+    for (int oi = 0; oi < w->nobjects; ++oi) {
+        const pbd__object *o = &w->objects[oi];
+        if (o->tethers && i >= o->first && i < o->first + o->count) return pbd__auto_tethers(w, oi);
+    }
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, out, "out");
+    PBD__TRY(pbd__check_object(w, object));
+    *out = w->objects[object].lra;
     return PBD_OK;
 }
 
@@ -11335,26 +11524,33 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
     return 1;
 }
 
-/* The particles list[0..count) (list NULL: first..first+count), the
-   object's range or a user cluster. */
-static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
-    float k = 1.0f - expf(-damping * h);
-    double M = 0, xc[3] = {0, 0, 0}, vc[3] = {0, 0, 0};
+/* The rigid motion (centre xc, velocity vc, angular velocity om) that best
+   fits the velocities of the particles list[0..count) (list NULL:
+   first..first+count) of one kind: the dynamic ones weighted by their
+   masses (anchors == 0), or the anchors - pinned or kinematic, inverse mass
+   0 - with equal weights (anchors == 1). Returns 0 when there is none of
+   that kind, or, for dynamic particles, when the rotation is undefined
+   (collinear); anchors that do not define a rotation (one, two, or in a
+   line) give their mean velocity alone. */
+static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc, double *vc,
+                          double *om) {
+    double M = 0;
+    for (int a = 0; a < 3; ++a) xc[a] = vc[a] = om[a] = 0;
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
-        if (w->x[i].w == 0) continue;
-        double m = 1.0 / w->x[i].w;
+        if ((w->x[i].w == 0) != anchors) continue;
+        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
         M += m;
         xc[0] += m * w->x[i].x; xc[1] += m * w->x[i].y; xc[2] += m * w->x[i].z;
         vc[0] += m * w->v[i].x; vc[1] += m * w->v[i].y; vc[2] += m * w->v[i].z;
     }
-    if (!(M > 0)) return;
+    if (!(M > 0)) return 0;
     for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
     double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
-        if (w->x[i].w == 0) continue;
-        double m = 1.0 / w->x[i].w;
+        if ((w->x[i].w == 0) != anchors) continue;
+        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
         double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
         double v[3] = {w->v[i].x - vc[0], w->v[i].y - vc[1], w->v[i].z - vc[2]};
         L[0] += m * (r[1] * v[2] - r[2] * v[1]);
@@ -11364,14 +11560,31 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
     }
-    double om[3] = {0, 0, 0};
     if (!pbd__solve3(inertia, L, om)) {
-        /* collinear or single particle: damp only motion relative to the
-           centre of mass along with its rotation about the line is not
-           defined; keep linear momentum only by damping towards v_cm is
-           not angular-momentum preserving, so skip the object instead */
-        return;
+        /* dynamic and collinear (or one particle): the rotation about the
+           line is not defined and damping towards v_cm alone would not keep
+           the angular momentum, so the caller skips them */
+        om[0] = om[1] = om[2] = 0;
+        return anchors;
     }
+    return 1;
+}
+
+/* The particles list[0..count) (list NULL: first..first+count), the
+   object's range or a user cluster. Free (no anchor among them): towards
+   their own rigid motion, which keeps linear and angular momentum. Held
+   by anchors (pinned or kinematic particles): the anchors take momentum
+   from the world anyway, and the rigid motion of the dynamic particles is
+   mostly the swing about the anchors - a cloth hanging from two corners
+   swings as a near-rigid pendulum, which the first rule never damped - so
+   the velocities move towards the rigid motion of the anchors instead: a
+   pinned cloth comes to rest, one held by a moving (kinematic) frame
+   comes to rest in that frame. */
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
+    float k = 1.0f - expf(-damping * h);
+    double xc[3], vc[3], om[3];
+    if (!pbd__rigid_fit(w, list, first, count, 1, xc, vc, om) && !pbd__rigid_fit(w, list, first, count, 0, xc, vc, om))
+        return;
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;
@@ -11670,7 +11883,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     for (int o = 0; o < t->nobjects; ++o) {
         const pbd__object *ob = &t->objects[o];
         if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0 ||
-            (ob->coupled != 0 && ob->coupled != 1))
+            (ob->coupled != 0 && ob->coupled != 1) || (ob->tethers != 0 && ob->tethers != 1) || ob->lra < -1 ||
+            ob->lra >= t->nlras)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {

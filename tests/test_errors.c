@@ -1068,6 +1068,11 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
     OOM_LOOP(pbd_add_collider_sphere(w, sc, 0.2f, 0.5f, NULL));
     OOM_LOOP(pbd_add_constraints(w, &cd, &g));
     OOM_LOOP(pbd_add_particles(w, &pd, &r));
+    /* pins that build, rebuild and empty the cloth's automatic tethers */
+    OOM_LOOP(pbd_pin(w, ob.particles.first));
+    OOM_LOOP(pbd_pin(w, ob.particles.first + 5));
+    OOM_LOOP(pbd_unpin(w, ob.particles.first));
+    OOM_LOOP(pbd_set_kinematic(w, ob.particles.first + 35, 1));
 #undef OOM_LOOP
     for (int i = 0; i < 3; ++i) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     pbd_mesh_free(&m);

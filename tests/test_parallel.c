@@ -168,6 +168,26 @@ static pbd_world *cloth_scene(int bending) {
     pbd_mesh_free(&m);
     return w;
 }
+/* A cloth hanging from two pinned corners with the defaults (automatic
+   tethers to both, damping towards the pins) and a kinematic third vertex:
+   the tethers and the anchor-frame damping. */
+static pbd_world *cloth_hanging(void) {
+    pbd_world *w = new_world(4, 4);
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(20, 20, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    cd.damping = 1.0f;
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_pin(w, 19));
+    CHECK_OK(pbd_set_kinematic(w, 10, 1));
+    float target[3] = {0.5f, 1.2f, 0.0f};
+    CHECK_OK(pbd_set_kinematic_target(w, 10, target));
+    pbd_mesh_free(&m);
+    return w;
+}
 static pbd_world *cloth_dihedral(void) { return cloth_scene(PBD_BENDING_DIHEDRAL); }
 static pbd_world *cloth_isometric(void) { return cloth_scene(PBD_BENDING_ISOMETRIC); }
 
@@ -324,6 +344,7 @@ TEST(simd_equals_scalar_and_threads_agree_moving_colliders) {
 TEST(simd_equals_scalar_and_threads_agree_cloth) {
     check_identical(cloth_dihedral, "cloth (dihedral)", 0);
     check_identical(cloth_isometric, "cloth (isometric)", 0);
+    check_identical(cloth_hanging, "cloth hanging from two corners (tethers, damping)", 0);
 }
 TEST(simd_equals_scalar_and_threads_agree_softbody) { check_identical(softbody_scene, "softbody", 0); }
 TEST(simd_equals_scalar_and_threads_agree_balloon) { check_identical(balloon_scene, "balloon", 0); }

@@ -178,6 +178,7 @@ static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int cor
     c.stretch_compliance = compliance;
     c.stretch_stiffness = stiffness;
     c.bending = PBD_BENDING_NONE;
+    c.tethers = 0; /* the solver's own convergence, which tethers would hide */
     int *perm = (int *)malloc(sizeof(int) * m.vertex_count);
     c.permutation = perm;
     pbd_object cloth;
