@@ -139,7 +139,6 @@ static void resting_tank(float d, int substeps) {
         my += x[4 * i + 1] / N;
     }
     double loss = 1.0 - 2.0 * my / H;
-    printf("  d %.4f sub %d: fill off %.4f rise %.2f d, density mean %.4f max %.4f, loss %.4f\n", (double)d, substeps, (double)fill_off, (double)rise, mean, worst, loss);
     CHECK_MSG(fill_off <= 0.02f, "spacing %g: the fill height moved by %.2f%%", (double)d, 100.0 * fill_off);
     CHECK_MSG(rise <= 2.0f, "spacing %g: a particle rose %.2f spacings above the surface", (double)d, (double)rise);
     CHECK_MSG(mean <= 0.01, "spacing %g: mean density error %.2f%%", (double)d, 100.0 * mean);
