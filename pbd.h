@@ -792,11 +792,12 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    mean / max density error 0.6% / 2.9% at 5 mm, 0.4% / 2.3% at 5 cm, and
    height within 1.3%; 5 x 10 x 5 tanks from 5 mm to 10 cm: at most 0.12% /
    0.6%, height within 0.8% (tests/test_fluids.c, bench/fluid_rest.c).
-   Cost (bench/fluid.c, a dam break of 128 000 particles, 4 iterations,
-   one 1/60 s substep, AVX-512): about 137 ms per step on one core and
-   67 on two; two thirds of it the density and correction passes (about
-   30 neighbours per particle, 16 at a time), a sixth the neighbour
-   lists. */
+   Cost (bench/fluid.c, a dam break of 128 000 particles at 2.5 cm, 4
+   iterations, AVX-512): about 137 ms per substep on one core and 67 on
+   two (the colliders' density adds about 7%), and a 1/60 s step takes 5
+   substeps at that spacing; two thirds of it the density and correction
+   passes (about 30 neighbours per particle, 16 at a time), a sixth the
+   neighbour lists. */
 typedef struct pbd_fluid_desc {
     const float *positions;  /* count*3, required */
     const float *velocities; /* count*3, optional */
