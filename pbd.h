@@ -1325,6 +1325,17 @@ static inline int pbd__finite_n(const float *x, size_t n) {
     return 1;
 }
 static inline float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+/* The index of a cell from a float coordinate u (in cells): floor(u)
+   clamped to [lo, hi], decided in float before the conversion, because
+   converting NaN or a float outside int's range is undefined behaviour in
+   C. NaN goes to lo. Every float-to-index conversion of the library goes
+   through it (grids, lattices, lookups), so no state, however broken, can
+   index outside an array. lo and hi are small (|.| < 2^24). */
+static inline int pbd__cell_index(float u, int lo, int hi) {
+    if (!(u >= (float)lo)) return lo; /* NaN and below */
+    if (u >= (float)hi) return hi;
+    return (int)floorf(u);
+}
 
 /* Quaternions (x y z w). */
 static inline pbd__v3 pbd__qrot(const float *q, pbd__v3 v) {
@@ -3911,7 +3922,10 @@ static int pbd__morton_order(pbd_world *w, const float *pos, int nv, int *perm) 
     float s = e > 0 ? 2097151.0f / e : 0.0f;
     for (int i = 0; i < nv; ++i) {
         pbd__v3 p = pbd__mul(pbd__sub(pbd__ld(pos + 3 * i), lo), s);
-        m[i].code = pbd__spread21((uint64_t)p.x) | pbd__spread21((uint64_t)p.y) << 1 | pbd__spread21((uint64_t)p.z) << 2;
+        /* an extent that overflows makes s 0 and p NaN: cell 0 */
+        m[i].code = (uint64_t)pbd__spread21((uint64_t)pbd__cell_index(p.x, 0, 2097151)) |
+                    pbd__spread21((uint64_t)pbd__cell_index(p.y, 0, 2097151)) << 1 |
+                    pbd__spread21((uint64_t)pbd__cell_index(p.z, 0, 2097151)) << 2;
         m[i].index = i;
     }
     qsort(m, (size_t)nv, sizeof *m, pbd__cmp_morton);
@@ -4636,8 +4650,7 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
         float u = (q[k] - m->glo[k]) / m->cell;
         if (!(u >= 0 && u <= (float)m->dims[k])) outside = 1;
         u = pbd__clampf(u, 0.0f, (float)m->dims[k]);
-        int c = (int)u;
-        if (c > m->dims[k] - 1) c = m->dims[k] - 1;
+        int c = pbd__cell_index(u, 0, m->dims[k] - 1); /* NaN: outside, cell 0 */
         i[k] = c;
         f[k] = u - (float)c;
     }
@@ -4821,7 +4834,8 @@ static pbd_result pbd__meshcol_build(pbd_world *w, pbd__meshcol *m) {
         m->cell = ext / (float)m->resolution;
         size_t count = 1;
         for (int k = 0; k < 3; ++k) {
-            m->dims[k] = (int)ceilf((m->hi[k] - m->lo[k]) / m->cell) + 8;
+            /* ceil, at most resolution + 9 cells (also when an overflowing extent makes NaN) */
+            m->dims[k] = -pbd__cell_index(-((m->hi[k] - m->lo[k]) / m->cell), -m->resolution - 1, 0) + 8;
             m->glo[k] = 0.5f * (m->lo[k] + m->hi[k]) - 0.5f * m->cell * (float)m->dims[k];
             count *= (size_t)(m->dims[k] + 1);
         }
@@ -4984,12 +4998,8 @@ static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
    test each candidate's distance (or their own exact test). */
 
 static inline int pbd__grid_coord(const pbd__grid *g, float x) {
-    float c = floorf(x * g->inv_cell);
-    /* far or huge points share the edge cells (and NaN, which finite input
-       and a cell >= 1e-30 never make, cannot reach the int conversion) */
-    if (!(c >= -1.0e9f)) c = -1.0e9f;
-    if (c > 1.0e9f) c = 1.0e9f;
-    return (int)c;
+    /* far or huge points share the edge cells, NaN the lowest one */
+    return pbd__cell_index(x * g->inv_cell, -1000000000, 1000000000);
 }
 /* The bucket of cell (ix, iy, iz): the Morton code of the cell within its
    block of 2^axis_bits cells a side (axis_bits = log2(buckets) / 3, so a
@@ -5144,7 +5154,8 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
          into cands as SoA (with the slot s, or remap[s] if remap is given), padded to a multiple of 16 with far points
          (FLT_MAX); cands->n = -1 when there are more than fit (or nb < 0).
      pbd__grid_cands_near16(cands, j, q, r2)
-         the near bits of candidates j .. j + 15 (j a multiple of 16), with
+         the near bits of candidates j .. j + 15 (j a multiple of 16; the
+         padding never), with
          the arithmetic of pbd__grid_near16: one gather serves every point
          of a cell, with whole vectors. */
 typedef struct pbd__grid_bcache { int valid, fresh, x0, y0, z0, x1, y1, z1, n; int b[27]; } pbd__grid_bcache;
@@ -5162,7 +5173,8 @@ static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, 
 
 enum { PBD__GRID_CANDS = 1024 };
 typedef struct pbd__grid_cands {
-    int n;
+    int n;    /* candidates, padded to a multiple of 16 (-1 when they did not fit) */
+    int real; /* the candidates before the padding */
     float x[PBD__GRID_CANDS], y[PBD__GRID_CANDS], z[PBD__GRID_CANDS];
     int s[PBD__GRID_CANDS];
 } pbd__grid_cands;
@@ -5199,6 +5211,7 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, con
             c->s[n] = remap ? remap[s] : s;
         }
     }
+    c->real = n;
     for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
     c->n = n;
 }
@@ -5219,6 +5232,11 @@ static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, p
         if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
     }
 #endif
+    /* the padding is never near, not even to a NaN query (for which every
+       distance test fails, so "not far" holds): its slot -1 would index
+       before the arrays */
+    int left = c->real - j;
+    if (left < 16) m &= left > 0 ? (1u << left) - 1u : 0u;
     return m;
 }
 
