@@ -98,6 +98,31 @@
        *_default() function: start from it and change what you need.
      * No allocation inside pbd_world_step(): scratch is sized when objects
        are added.
+     * Time steps: pbd_world_step takes dt in [PBD_MIN_TIME_STEP,
+       PBD_MAX_TIME_STEP] = [1e-6, 1] s and refuses anything else (NaN
+       included) with PBD_ERROR_INVALID_TIME_STEP. Why: with up to 1000
+       substeps, h = dt / substeps >= 1e-9 s keeps 1 / h, 1 / h^2 and the
+       velocities (p - x) / h of rounding-size motions in float range (and
+       alpha~ = compliance / h^2 is capped at 1e30, so any valid compliance
+       works); a step longer than 1 s is no simulation step - a game that
+       lost time clamps its frame (0.25 s is accepted).
+     * Non-finite steps: a step that produces NaN or infinity anyway (an
+       acceleration field or plugin that returns huge values, velocities
+       that overflow) is caught at its end (every position and velocity is
+       tested: about 1% of a small cloth's step, see bench/README.md) and
+       returns PBD_ERROR_NOT_FINITE, naming the first bad particle and its
+       object. The world is then back at its state before the step: the
+       snapshot is byte-identical, and plugins put their own state back
+       through their rollback callback (pbd_sm.h's bodies and oriented
+       particles do). XPBD multipliers are zero between steps for this
+       reason (they are reset every substep anyway). So the state is never
+       corrupted silently: fix the cause (or drop the offending input) and
+       step again.
+     * No state reads or writes out of bounds: every float-to-index
+       conversion (hash grid cells, signed-distance grid lookups, Morton
+       codes, grid sizes; pbd_upsample.h's triangle grid) clamps in float
+       before converting, NaN included, and neighbour searches never return
+       their padding, even to a NaN query.
      * Constraint functions follow the sign convention of the survey
        (Bender et al. 2017, section 3.1): a bilateral constraint wants
        C = 0, a unilateral one wants C >= 0 and is skipped when satisfied.
@@ -404,7 +429,8 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
    strands, tearing and damping clusters, parameters, time; the hash grid
    and neighbour lists are scratch, rebuilt every substep).
    Callbacks (log, acceleration field) and the allocator are not part of
-   it. A restored world stepped again gives bit-identical results. */
+   it. A restored world stepped again gives bit-identical results. The
+   multipliers are zero between steps (see CONVENTIONS, non-finite steps). */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
