@@ -11556,10 +11556,11 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     int bad = pbd__first_nonfinite(w);
     if (bad >= 0) {
         int o = pbd__object_of(w, bad);
+        char obj[32] = "no object";
+        if (o >= 0) snprintf(obj, sizeof obj, "object %d", o);
         pbd__step_rollback(w);
         return pbd__fail(w, PBD_ERROR_NOT_FINITE,
-                         "the step made particle %d (object %d) non-finite; the world is back at its state before the step",
-                         bad, o);
+                         "the step made particle %d (%s) non-finite; the world is back at its state before the step", bad, obj);
     }
     w->time += dt;
     return PBD_OK;

@@ -12,7 +12,10 @@
    Every other file includes "pbd_sm.h" alone. pbd_sm.h plugs into a
    pbd_world through pbd.h's plugin table (pbd.h section "plugins"), so
    pbd.h does not depend on it. Compile it with the same OpenMP setting as
-   pbd.h.
+   pbd.h. When pbd_world_step rolls back a step that made NaN or infinity
+   (pbd.h CONVENTIONS), shape-matching bodies put back their rotations and
+   plastic states and oriented particles their orientations and angular
+   velocities, as they were before the step (copies taken at its start).
 
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
