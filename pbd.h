@@ -100,6 +100,31 @@
        *_default() function: start from it and change what you need.
      * No allocation inside pbd_world_step(): scratch is sized when objects
        are added.
+     * Time steps: pbd_world_step takes dt in [PBD_MIN_TIME_STEP,
+       PBD_MAX_TIME_STEP] = [1e-6, 1] s and refuses anything else (NaN
+       included) with PBD_ERROR_INVALID_TIME_STEP. Why: with up to 1000
+       substeps, h = dt / substeps >= 1e-9 s keeps 1 / h, 1 / h^2 and the
+       velocities (p - x) / h of rounding-size motions in float range (and
+       alpha~ = compliance / h^2 is capped at 1e30, so any valid compliance
+       works); a step longer than 1 s is no simulation step - a game that
+       lost time clamps its frame (0.25 s is accepted).
+     * Non-finite steps: a step that produces NaN or infinity anyway (an
+       acceleration field or plugin that returns huge values, velocities
+       that overflow) is caught at its end (every position and velocity is
+       tested: about 1% of a small cloth's step, see bench/README.md) and
+       returns PBD_ERROR_NOT_FINITE, naming the first bad particle and its
+       object. The world is then back at its state before the step: the
+       snapshot is byte-identical, and plugins put their own state back
+       through their rollback callback (pbd_sm.h's bodies and oriented
+       particles do). XPBD multipliers are zero between steps for this
+       reason (they are reset every substep anyway). So the state is never
+       corrupted silently: fix the cause (or drop the offending input) and
+       step again.
+     * No state reads or writes out of bounds: every float-to-index
+       conversion (hash grid cells, signed-distance grid lookups, Morton
+       codes, grid sizes; pbd_upsample.h's triangle grid) clamps in float
+       before converting, NaN included, and neighbour searches never return
+       their padding, even to a NaN query.
      * Constraint functions follow the sign convention of the survey
        (Bender et al. 2017, section 3.1): a bilateral constraint wants
        C = 0, a unilateral one wants C >= 0 and is skipped when satisfied.
@@ -307,10 +332,10 @@ typedef enum pbd_result {
     PBD_ERROR_NULL_POINTER = -1,       /* a required pointer is NULL */
     PBD_ERROR_INVALID_ARGUMENT = -2,   /* a count, flag or parameter is out of its range */
     PBD_ERROR_INDEX_OUT_OF_RANGE = -3, /* a particle, group, object or collider index does not exist */
-    PBD_ERROR_NOT_FINITE = -4,         /* NaN or Inf in the input */
+    PBD_ERROR_NOT_FINITE = -4,         /* NaN or Inf in the input, or made by a step (which is undone) */
     PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 */
     PBD_ERROR_DEGENERATE = -6,         /* zero-length edge, zero-area triangle, flat tet, ... */
-    PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt <= 0 or not finite */
+    PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
     PBD_ERROR_BAD_SNAPSHOT = -10,      /* a buffer that is not a snapshot of this version */
@@ -467,8 +492,19 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
    under the default policy, what it chose for this machine and load. */
 PBDDEF int pbd_world_thread_team(const pbd_world *w);
 
+/* The valid time steps of pbd_world_step (s). Below 1 us the substep
+   h = dt / substeps (substeps up to 1000) would go below 1e-9 s, where
+   compliance / h^2, 1 / h and the velocities (p - x) / h of rounding-size
+   motions leave float range; above 1 s a step is no longer a simulation
+   step (a game that lost a second should clamp its frame time: 0.25 s is
+   accepted). */
+#define PBD_MIN_TIME_STEP 1e-6f
+#define PBD_MAX_TIME_STEP 1.0f
+
 /* Advance by dt seconds (substeps x iterations as in the desc; a world
-   with fluids may take more substeps: see pbd_fluid_desc.gravity_cfl). */
+   with fluids may take more substeps: see pbd_fluid_desc.gravity_cfl).
+   dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
+   with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 /* The substeps pbd_world_step(w, dt) takes: max(substeps, what the fluids
    need); 0 when w is NULL or dt is not finite and > 0. */
@@ -482,7 +518,8 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    strands, tearing and damping clusters, parameters, time; the hash grid
    and neighbour lists are scratch, rebuilt every substep).
    Callbacks (log, acceleration field) and the allocator are not part of
-   it. A restored world stepped again gives bit-identical results. */
+   it. A restored world stepped again gives bit-identical results. The
+   multipliers are zero between steps (see CONVENTIONS, non-finite steps). */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
@@ -1275,6 +1312,11 @@ typedef struct pbd_plugin_desc {
     /* serial, once per pbd_world_step before / after the substeps */
     void (*begin_step)(void *user, pbd_world *w, float dt);
     void (*end_step)(void *user, pbd_world *w, float dt);
+    /* serial, after end_step of a step that produced NaN or infinity: the
+       world went back to its state before the step (see pbd_world_step),
+       and the plugin puts its own state back too (a copy taken in
+       begin_step, into memory sized when the plugin was made) */
+    void (*rollback)(void *user, pbd_world *w);
     /* called by pbd_remove_plugin and pbd_world_destroy */
     void (*destroy)(void *user);
 } pbd_plugin_desc;
@@ -1434,10 +1476,10 @@ static const char *const pbd__result_text[][2] = {
     {"PBD_ERROR_NULL_POINTER", "PBD_ERROR_NULL_POINTER: a required pointer is NULL"},
     {"PBD_ERROR_INVALID_ARGUMENT", "PBD_ERROR_INVALID_ARGUMENT: a parameter is out of its range"},
     {"PBD_ERROR_INDEX_OUT_OF_RANGE", "PBD_ERROR_INDEX_OUT_OF_RANGE: no such particle, group, object or collider"},
-    {"PBD_ERROR_NOT_FINITE", "PBD_ERROR_NOT_FINITE: NaN or infinity in the input"},
+    {"PBD_ERROR_NOT_FINITE", "PBD_ERROR_NOT_FINITE: NaN or infinity in the input, or made by a step (the world is back at its state before it)"},
     {"PBD_ERROR_NEGATIVE_MASS", "PBD_ERROR_NEGATIVE_MASS: masses and densities must be >= 0"},
     {"PBD_ERROR_DEGENERATE", "PBD_ERROR_DEGENERATE: degenerate rest geometry"},
-    {"PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_INVALID_TIME_STEP: dt must be finite and > 0"},
+    {"PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_INVALID_TIME_STEP: dt must be in [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s"},
     {"PBD_ERROR_OVERFLOW", "PBD_ERROR_OVERFLOW: sizes overflow"},
     {"PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_OUT_OF_MEMORY: allocation failed"},
     {"PBD_ERROR_BAD_SNAPSHOT", "PBD_ERROR_BAD_SNAPSHOT: not a snapshot of this version"},
@@ -1478,6 +1520,17 @@ static inline int pbd__finite_n(const float *x, size_t n) {
     return 1;
 }
 static inline float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+/* The index of a cell from a float coordinate u (in cells): floor(u)
+   clamped to [lo, hi], decided in float before the conversion, because
+   converting NaN or a float outside int's range is undefined behaviour in
+   C. NaN goes to lo. Every float-to-index conversion of the library goes
+   through it (grids, lattices, lookups), so no state, however broken, can
+   index outside an array. lo and hi are small (|.| < 2^24). */
+static inline int pbd__cell_index(float u, int lo, int hi) {
+    if (!(u >= (float)lo)) return lo; /* NaN and below */
+    if (u >= (float)hi) return hi;
+    return (int)floorf(u);
+}
 
 /* Quaternions (x y z w). */
 static inline pbd__v3 pbd__qrot(const float *q, pbd__v3 v) {
@@ -1755,6 +1808,16 @@ static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int n
 /* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
    alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
    (skip) when nothing can move. */
+/* alpha~ = compliance / h^2 (Macklin et al. 2016, eq. 18), at most 1e30.
+   With a valid time step (h >= PBD_MIN_TIME_STEP / 1000) it overflows only
+   for compliances above 1e20, springs so soft that they do nothing either
+   way (dlambda ~ -C / alpha~); the cap keeps inf * lambda (= NaN at
+   lambda = 0) out of the projection. */
+static inline float pbd__alpha_tilde(float compliance, float h) {
+    float at = compliance / (h * h);
+    return at <= 1e30f ? at : 1e30f;
+}
+
 static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda,
                                       float scale) {
     float denom = wg2 + alpha_tilde;
@@ -1852,7 +1915,7 @@ PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *in
         wg2 += inv_mass[i] * pbd__dot(g, g);
     }
     float lam = lambda ? *lambda : 0.0f;
-    float dl = pbd__delta_lambda(C, wg2, compliance / (h * h), lam, 1.0f);
+    float dl = pbd__delta_lambda(C, wg2, pbd__alpha_tilde(compliance, h), lam, 1.0f);
     if (lambda) *lambda = lam + dl;
     if (dp)
         for (int i = 0; i < n; ++i) pbd__st(dp + 3 * i, pbd__mul(pbd__ld(grad + 3 * i), inv_mass[i] * dl));
@@ -2499,6 +2562,7 @@ struct pbd_world {
     float *mass, *radius;
     unsigned char *flags;
     pbd__v3 *kin_target, *kin_from;
+    pbd__p4 *x_step, *v_step; /* x and v at the start of the step: what a non-finite step rolls back to */
     pbd_acceleration_fn accel;
     void *accel_user;
     /* constraint groups, objects, colliders */
@@ -2514,9 +2578,11 @@ struct pbd_world {
     unsigned char *ncontact;    /* contacts of each particle this substep */
     int *contact_ids, ncontact_ids; /* this substep: the particles with contacts, in order */
     pbd__pose *pose_from, *pose_to; /* per collider, this substep */
+    pbd__pose *pose_step;           /* per collider, its pose at the start of the step (rollback) */
     int pose_cap;
     pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
     double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
+    int *object_coupled; /* per object, its coupled flag at the start of the step (rollback) */
     /* mesh colliders (see "==== mesh colliders") and self-collision
        surfaces (see "==== self-collision") */
     int nmeshcols, meshcol_cap;
@@ -2712,7 +2778,8 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->contact_ids, w->object_l};
+                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->contact_ids, w->object_l,
+                      w->x_step, w->v_step, w->pose_step, w->object_coupled};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -2930,7 +2997,9 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         w->delta = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->ncontact = (unsigned char *)pbd__alloc_n(w, (size_t)w->n, 1);
         w->contact_ids = (int *)pbd__alloc_n(w, (size_t)w->n, sizeof(int));
-        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids) io->bad = 2;
+        w->x_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
+        w->v_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
+        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids || !w->x_step || !w->v_step) io->bad = 2;
         else {
             memset(w->ncontact, 0, (size_t)w->n);
             memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
@@ -3088,7 +3157,8 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
     int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
-             PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int));
+             PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int)) &&
+             PBD__GROW(x_step, sizeof(pbd__p4)) && PBD__GROW(v_step, sizeof(pbd__p4));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -3928,9 +3998,12 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
 /* Scratch of 4 doubles per object (see pbd__momentum_before). */
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
     double *l = (double *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1) * 4, sizeof(double));
-    if (!l) return PBD_ERROR_OUT_OF_MEMORY;
+    int *c = (int *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1), sizeof(int));
+    if (!l || !c) { pbd__free(w, l); pbd__free(w, c); return PBD_ERROR_OUT_OF_MEMORY; }
     pbd__free(w, w->object_l);
+    pbd__free(w, w->object_coupled);
     w->object_l = l;
+    w->object_coupled = c;
     return PBD_OK;
 }
 
@@ -4134,7 +4207,10 @@ static int pbd__morton_order(pbd_world *w, const float *pos, int nv, int *perm) 
     float s = e > 0 ? 2097151.0f / e : 0.0f;
     for (int i = 0; i < nv; ++i) {
         pbd__v3 p = pbd__mul(pbd__sub(pbd__ld(pos + 3 * i), lo), s);
-        m[i].code = pbd__spread21((uint64_t)p.x) | pbd__spread21((uint64_t)p.y) << 1 | pbd__spread21((uint64_t)p.z) << 2;
+        /* an extent that overflows makes s 0 and p NaN: cell 0 */
+        m[i].code = (uint64_t)pbd__spread21((uint64_t)pbd__cell_index(p.x, 0, 2097151)) |
+                    pbd__spread21((uint64_t)pbd__cell_index(p.y, 0, 2097151)) << 1 |
+                    pbd__spread21((uint64_t)pbd__cell_index(p.z, 0, 2097151)) << 2;
         m[i].index = i;
     }
     qsort(m, (size_t)nv, sizeof *m, pbd__cmp_morton);
@@ -4363,8 +4439,9 @@ PBDDEF pbd_collider_desc pbd_collider_desc_default(void) {
 
 /* Scratch for the per-substep poses of n colliders. */
 static pbd_result pbd__reserve_poses(pbd_world *w, int n) {
-    int pc = w->pose_cap;
+    int pc = w->pose_cap, pc2 = w->pose_cap;
     if (!pbd__grow(w, (void **)&w->pose_from, 0, &pc, n, sizeof(pbd__pose)) ||
+        !pbd__grow(w, (void **)&w->pose_step, 0, &pc2, n, sizeof(pbd__pose)) ||
         !pbd__grow(w, (void **)&w->pose_to, 0, &w->pose_cap, n, sizeof(pbd__pose)))
         return PBD_ERROR_OUT_OF_MEMORY;
     return PBD_OK;
@@ -4864,8 +4941,7 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
         float u = (q[k] - m->glo[k]) / m->cell;
         if (!(u >= 0 && u <= (float)m->dims[k])) outside = 1;
         u = pbd__clampf(u, 0.0f, (float)m->dims[k]);
-        int c = (int)u;
-        if (c > m->dims[k] - 1) c = m->dims[k] - 1;
+        int c = pbd__cell_index(u, 0, m->dims[k] - 1); /* NaN: outside, cell 0 */
         i[k] = c;
         f[k] = u - (float)c;
     }
@@ -5049,7 +5125,8 @@ static pbd_result pbd__meshcol_build(pbd_world *w, pbd__meshcol *m) {
         m->cell = ext / (float)m->resolution;
         size_t count = 1;
         for (int k = 0; k < 3; ++k) {
-            m->dims[k] = (int)ceilf((m->hi[k] - m->lo[k]) / m->cell) + 8;
+            /* ceil, at most resolution + 9 cells (also when an overflowing extent makes NaN) */
+            m->dims[k] = -pbd__cell_index(-((m->hi[k] - m->lo[k]) / m->cell), -m->resolution - 1, 0) + 8;
             m->glo[k] = 0.5f * (m->lo[k] + m->hi[k]) - 0.5f * m->cell * (float)m->dims[k];
             count *= (size_t)(m->dims[k] + 1);
         }
@@ -5212,12 +5289,8 @@ static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
    test each candidate's distance (or their own exact test). */
 
 static inline int pbd__grid_coord(const pbd__grid *g, float x) {
-    float c = floorf(x * g->inv_cell);
-    /* far or huge points share the edge cells (and NaN, which finite input
-       and a cell >= 1e-30 never make, cannot reach the int conversion) */
-    if (!(c >= -1.0e9f)) c = -1.0e9f;
-    if (c > 1.0e9f) c = 1.0e9f;
-    return (int)c;
+    /* far or huge points share the edge cells, NaN the lowest one */
+    return pbd__cell_index(x * g->inv_cell, -1000000000, 1000000000);
 }
 /* The bucket of cell (ix, iy, iz): the Morton code of the cell within its
    block of 2^axis_bits cells a side (axis_bits = log2(buckets) / 3, so a
@@ -5372,7 +5445,8 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
          into cands as SoA (with the slot s, or remap[s] if remap is given), padded to a multiple of 16 with far points
          (FLT_MAX); cands->n = -1 when there are more than fit (or nb < 0).
      pbd__grid_cands_near16(cands, j, q, r2)
-         the near bits of candidates j .. j + 15 (j a multiple of 16), with
+         the near bits of candidates j .. j + 15 (j a multiple of 16; the
+         padding never), with
          the arithmetic of pbd__grid_near16: one gather serves every point
          of a cell, with whole vectors. */
 typedef struct pbd__grid_bcache { int valid, fresh, x0, y0, z0, x1, y1, z1, n; int b[27]; } pbd__grid_bcache;
@@ -5390,7 +5464,8 @@ static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, 
 
 enum { PBD__GRID_CANDS = 1024 };
 typedef struct pbd__grid_cands {
-    int n;
+    int n;    /* candidates, padded to a multiple of 16 (-1 when they did not fit) */
+    int real; /* the candidates before the padding */
     float x[PBD__GRID_CANDS], y[PBD__GRID_CANDS], z[PBD__GRID_CANDS];
     int s[PBD__GRID_CANDS];
 } pbd__grid_cands;
@@ -5427,6 +5502,7 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, con
             c->s[n] = remap ? remap[s] : s;
         }
     }
+    c->real = n;
     for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
     c->n = n;
 }
@@ -5447,6 +5523,11 @@ static inline unsigned pbd__grid_cands_near16(const pbd__grid_cands *c, int j, p
         if (!(pbd__dot(d, d) >= r2)) m |= 1u << l;
     }
 #endif
+    /* the padding is never near, not even to a NaN query (for which every
+       distance test fails, so "not far" holds): its slot -1 would index
+       before the arrays */
+    int left = c->real - j;
+    if (left < 16) m &= left > 0 ? (1u << left) - 1u : 0u;
     return m;
 }
 
@@ -9053,6 +9134,13 @@ typedef struct pbd__selfcol {
     pbd__sc_ee *ee;
     unsigned char *nee;
     pbd__sc_q *ptq, *eeq; /* the particles of each slot of pt and ee */
+    /* the candidates (what snapshots hold) at the start of the step, for
+       the rollback of a non-finite step */
+    pbd__sc_pt *pt_step;
+    unsigned char *npt_step;
+    pbd__sc_ee *ee_step;
+    unsigned char *nee_step;
+    int *eord_step;
     /* this substep's candidates coloured for the projection (see
        pbd__selfcol_color). A candidate is named by its slot: i*PBD__SC_PT+k
        for slot k of vertex i, nv*PBD__SC_PT + e*PBD__SC_EE+k for slot k of
@@ -9069,7 +9157,8 @@ static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
     void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->xv, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
                       S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
-                      S->frozen, S->pt, S->npt, S->ee, S->nee, S->ptq, S->eeq, S->cmask, S->cand, S->ccol, S->corder};
+                      S->frozen, S->pt, S->npt, S->ee, S->nee, S->ptq, S->eeq, S->cmask, S->cand, S->ccol, S->corder,
+                      S->pt_step, S->npt_step, S->ee_step, S->nee_step, S->eord_step};
     pbd__grid_free(w, &S->gt);
     pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
@@ -9319,12 +9408,19 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         S->npt = (unsigned char *)pbd__alloc_n(w, nv, 1);
         S->ee = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
         S->nee = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
+        S->pt_step = (pbd__sc_pt *)pbd__alloc_n(w, nv * PBD__SC_PT, sizeof(pbd__sc_pt));
+        S->npt_step = (unsigned char *)pbd__alloc_n(w, nv, 1);
+        S->ee_step = (pbd__sc_ee *)pbd__alloc_n(w, (size_t)S->ne * PBD__SC_EE, sizeof(pbd__sc_ee));
+        S->nee_step = (unsigned char *)pbd__alloc_n(w, (size_t)S->ne, 1);
+        S->eord_step = (int *)pbd__alloc_n(w, ec * K + 1, sizeof(int));
         size_t slots = nv * PBD__SC_PT + (size_t)S->ne * PBD__SC_EE;
         S->cmask = (uint64_t *)pbd__alloc_n(w, nv, sizeof(uint64_t));
         S->cand = (int *)pbd__alloc_n(w, slots, sizeof(int));
         S->ccol = (unsigned char *)pbd__alloc_n(w, slots, 1);
         S->corder = (int *)pbd__alloc_n(w, slots, sizeof(int));
-        if (!S->cmask || !S->cand || !S->ccol || !S->corder) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (!S->cmask || !S->cand || !S->ccol || !S->corder || !S->pt_step || !S->npt_step || !S->ee_step ||
+            !S->nee_step || !S->eord_step)
+            r = PBD_ERROR_OUT_OF_MEMORY;
         else if (!S->x0 || !S->reach || !S->xv || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
             !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee || !S->ptq || !S->eeq)
             r = PBD_ERROR_OUT_OF_MEMORY;
@@ -9508,6 +9604,20 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
 }
 
 /* --- per step and substep ------------------------------------------------------ */
+
+/* The candidates (with the sides that pairs keep) saved at the start of a
+   step (back = 0) and put back (back = 1) when the step is rolled back. */
+static void pbd__selfcol_keep_step(pbd_world *w, int back) {
+    pbd__selfcol *S = w->selfcol;
+    size_t nv = (size_t)S->nv, ne = (size_t)S->ne, ne_ord = (size_t)S->ec * PBD__SC_K;
+#define PBD__SC_KEEP(a, b, n) memcpy(back ? (void *)(a) : (void *)(b), back ? (const void *)(b) : (const void *)(a), (n) * sizeof *(a))
+    PBD__SC_KEEP(S->pt, S->pt_step, nv * PBD__SC_PT);
+    PBD__SC_KEEP(S->npt, S->npt_step, nv);
+    PBD__SC_KEEP(S->ee, S->ee_step, ne * PBD__SC_EE);
+    PBD__SC_KEEP(S->nee, S->nee_step, ne);
+    PBD__SC_KEEP(S->eord, S->eord_step, ne_ord);
+#undef PBD__SC_KEEP
+}
 
 /* The sides of the constraints come from the positions at the start of the step. */
 static void pbd__selfcol_begin_step(pbd_world *w) {
@@ -10675,6 +10785,11 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
     }
 }
 
+static void pbd__plugins_rollback(pbd_world *w) {
+    for (int i = 0; i < w->nplugins; ++i)
+        if (w->plugins[i].active && w->plugins[i].d.rollback) w->plugins[i].d.rollback(w->plugins[i].d.user, w);
+}
+
 // ==== threads ===============================================================
 
 #if PBD__OPENMP
@@ -11162,7 +11277,7 @@ static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float 
    add up to a spurious torque every substep, and alternating the order
    cancels most of it. */
 static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h, int backwards) {
-    float at = w->mode == PBD_SOLVER_XPBD ? g->compliance / (h * h) : 0.0f;
+    float at = w->mode == PBD_SOLVER_XPBD ? pbd__alpha_tilde(g->compliance, h) : 0.0f;
     float scale = pbd__group_scale(w, g);
     pbd__p4 *D = w->jacobi ? w->delta : NULL;
     if (g->ncolors == 0) {
@@ -11940,6 +12055,67 @@ static void pbd__reset_multipliers(pbd_world *w) {
         memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
 }
 
+/* --- non-finite steps -------------------------------------------------------
+   A step that produces NaN or infinity (an acceleration field or a plugin
+   that returns one, velocities that overflow, ...) must not corrupt the
+   world silently: at its end every position and velocity is tested, and
+   if one is not finite the world goes back to its state at the start of
+   the step. What a step changes and snapshots hold: the particles' x and
+   v, the objects' coupled flags, the colliders' poses, the self-collision
+   candidates, the XPBD multipliers (reset every substep, and left zero at
+   the end of every step, so the rollback zeroes them) and the plugins'
+   own state (their rollback callbacks); the rest is scratch rebuilt
+   every substep. The copies live in memory sized when things are added:
+   no allocation in the step. */
+static void pbd__step_keep(pbd_world *w) {
+    memcpy(w->x_step, w->x, sizeof(pbd__p4) * (size_t)w->n);
+    memcpy(w->v_step, w->v, sizeof(pbd__p4) * (size_t)w->n);
+    for (int o = 0; o < w->nobjects; ++o) w->object_coupled[o] = w->objects[o].coupled;
+    for (int c = 0; c < w->ncolliders; ++c) {
+        memcpy(w->pose_step[c].pos, w->colliders[c].pos, sizeof w->colliders[c].pos);
+        memcpy(w->pose_step[c].rot, w->colliders[c].rot, sizeof w->colliders[c].rot);
+    }
+    if (w->nsurfaces) pbd__selfcol_keep_step(w, 0);
+}
+
+static void pbd__step_rollback(pbd_world *w) {
+    memcpy(w->x, w->x_step, sizeof(pbd__p4) * (size_t)w->n);
+    memcpy(w->v, w->v_step, sizeof(pbd__p4) * (size_t)w->n);
+    memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n); /* as after a step */
+    for (int o = 0; o < w->nobjects; ++o) w->objects[o].coupled = w->object_coupled[o];
+    for (int c = 0; c < w->ncolliders; ++c) {
+        memcpy(w->colliders[c].pos, w->pose_step[c].pos, sizeof w->colliders[c].pos);
+        memcpy(w->colliders[c].rot, w->pose_step[c].rot, sizeof w->colliders[c].rot);
+    }
+    if (w->nsurfaces) pbd__selfcol_keep_step(w, 1);
+    pbd__reset_multipliers(w);
+    pbd__plugins_rollback(w);
+}
+
+/* Whether any of n floats is NaN or infinite: an OR of the exponent
+   fields plus one ULP of exponent carries into the sign bit exactly for
+   the all-ones exponent. Integer operations with no branch, so the
+   compiler vectorises the loop (the test costs about as much as reading
+   x and v once). */
+static int pbd__any_nonfinite(const float *a, size_t n) {
+    uint32_t bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+        uint32_t u;
+        memcpy(&u, &a[i], sizeof u);
+        bad |= (u & 0x7f800000u) + 0x00800000u;
+    }
+    return (bad & 0x80000000u) != 0;
+}
+
+/* The first particle whose position or velocity is not finite, or -1. */
+static int pbd__first_nonfinite(const pbd_world *w) {
+    if (w->n == 0 || (!pbd__any_nonfinite(&w->x[0].x, 4 * (size_t)w->n) && !pbd__any_nonfinite(&w->v[0].x, 4 * (size_t)w->n)))
+        return -1;
+    for (int i = 0; i < w->n; ++i)
+        if (pbd__any_nonfinite(&w->x[i].x, 4) || pbd__any_nonfinite(&w->v[i].x, 4)) return i;
+    return -1;
+}
+
 /* Serial below this many particles + constraints: a barrier costs microseconds. */
 static int pbd__parallel_worth_it(const pbd_world *w) {
     long work = w->n + pbd__plugins_work(w) + pbd__extras_work(w);
@@ -12069,11 +12245,12 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
 
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     PBD__CHECK_WORLD(w);
-    if (!pbd__finite(dt) || !(dt > 0))
-        return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g must be finite and > 0", (double)dt);
+    if (!(dt >= PBD_MIN_TIME_STEP && dt <= PBD_MAX_TIME_STEP))
+        return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,
+                         (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);
     int S = pbd_world_step_substeps(w, dt);
     float h = dt / (float)S;
-    if (!(h > 0)) return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g is too small for %d substeps", (double)dt, S);
+    pbd__step_keep(w);
     pbd__fluid_begin_step(w, h);
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
@@ -12086,6 +12263,16 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
         memcpy(col->rot, col->to_rot, sizeof col->rot);
     }
     pbd__plugins_step(w, dt, 1);
+    pbd__reset_multipliers(w); /* zero between steps: what a rollback restores */
+    int bad = pbd__first_nonfinite(w);
+    if (bad >= 0) {
+        int o = pbd__object_of(w, bad);
+        char obj[32] = "no object";
+        if (o >= 0) snprintf(obj, sizeof obj, "object %d", o);
+        pbd__step_rollback(w);
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE,
+                         "the step made particle %d (%s) non-finite; the world is back at its state before the step", bad, obj);
+    }
     w->time += dt;
     return PBD_OK;
 }

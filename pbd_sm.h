@@ -12,7 +12,10 @@
    Every other file includes "pbd_sm.h" alone. pbd_sm.h plugs into a
    pbd_world through pbd.h's plugin table (pbd.h section "plugins"), so
    pbd.h does not depend on it. Compile it with the same OpenMP setting as
-   pbd.h.
+   pbd.h. When pbd_world_step rolls back a step that made NaN or infinity
+   (pbd.h CONVENTIONS), shape-matching bodies put back their rotations and
+   plastic states and oriented particles their orientations and angular
+   velocities, as they were before the step (copies taken at its start).
 
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
@@ -2813,6 +2816,7 @@ struct pbd_sm_body {
     double *A9_pinv, *Qbar;     /* quadratic only: nr*81 pinv(A~_qq), nr*6 sum m~ quad(q) */
     double *rot;                /* nr*4: rotations (warm starts) */
     double *Sp;                 /* nr*9: plastic states */
+    double *rot_step, *Sp_step; /* both at the start of the step: a non-finite step's rollback */
     double *values, *sums;      /* n*30, nr*30 scratch */
     double *T, *G;              /* nr*30 region goal functions, n*30 blended */
     double *rot_tmp;            /* nr*4: warm starts for pbd_sm_body_goals */
@@ -2863,7 +2867,7 @@ static void pbd_sm__body_free(pbd_sm_body *b) {
     if (!b) return;
     if (b->owns_plan) pbd_sm_plan_destroy(b->plan);
     double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M, b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv, b->Qbar,
-                   b->rot, b->Sp, b->values, b->sums, b->T, b->G, b->rot_tmp};
+                   b->rot, b->Sp, b->values, b->sums, b->T, b->G, b->rot_tmp, b->rot_step, b->Sp_step};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) PBD_SM_FREE(d[k]);
     PBD_SM_FREE(b->idx);
     PBD_SM_FREE(b->p2r_start);
@@ -2975,13 +2979,15 @@ static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
     b->rot = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
     b->rot_tmp = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
     b->Sp = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
+    b->rot_step = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
+    b->Sp_step = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
     b->values = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
     b->sums = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
     b->T = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
     b->G = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
     if (!b->xbar || !b->mt || !b->inv_nreg || !b->M || !b->cbar || !b->Aqq_pinv || !b->Aqq_null ||
         (quad && (!b->A9_pinv || !b->Qbar)) || !b->rot || !b->rot_tmp || !b->Sp || !b->values || !b->sums || !b->T ||
-        !b->G)
+        !b->G || !b->rot_step || !b->Sp_step)
         return PBD_ERROR_OUT_OF_MEMORY;
     for (size_t r = 0; r < nr; ++r) {
         double *q = b->rot + 4 * r, *S = b->Sp + 9 * r;
@@ -3504,6 +3510,22 @@ static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
     pbd_sm__solve(b, pbd_sm__context_team(c), c->x, b->rot, 0, 1, c->h);
 }
 
+/* What a step changes of a body (its rotations and plastic states) is
+   kept at the start of the step and put back when pbd_world_step rolls a
+   non-finite step back (pbd.h, pbd_plugin_desc.rollback). */
+static void pbd_sm__plugin_begin_step(void *user, pbd_world *w, float dt) {
+    pbd_sm_body *b = (pbd_sm_body *)user;
+    (void)w; (void)dt;
+    memcpy(b->rot_step, b->rot, sizeof(double) * 4 * (size_t)b->nr);
+    memcpy(b->Sp_step, b->Sp, sizeof(double) * 9 * (size_t)b->nr);
+}
+static void pbd_sm__plugin_rollback(void *user, pbd_world *w) {
+    pbd_sm_body *b = (pbd_sm_body *)user;
+    (void)w;
+    memcpy(b->rot, b->rot_step, sizeof(double) * 4 * (size_t)b->nr);
+    memcpy(b->Sp, b->Sp_step, sizeof(double) * 9 * (size_t)b->nr);
+}
+
 static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm_body *)user); }
 
 static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_coupled) {
@@ -3519,6 +3541,8 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
     pd.project = pbd_sm__plugin_project;
     pd.project_after_contacts = pbd_sm__plugin_project_after_contacts;
     pd.end_substep = pbd_sm__plugin_end_substep;
+    pd.begin_step = pbd_sm__plugin_begin_step;
+    pd.rollback = pbd_sm__plugin_rollback;
     pd.destroy = pbd_sm__plugin_destroy;
     b->world = w;
     pbd_result r = pbd_add_plugin(w, &pd, &b->plugin);
@@ -3950,6 +3974,7 @@ struct pbd_sm_oriented {
     int collide, rotation_iterations;
     double *q, *qp;       /* count*4: orientation at the start of the substep, predicted */
     double *omega;        /* count*3 */
+    double *q_step, *omega_step; /* both at the start of the step: a non-finite step's rollback */
     double *rest_q;       /* count*4 */
     double *radii;        /* count*3 */
     double *rest;         /* count*3 rest positions */
@@ -4039,11 +4064,26 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void) {
 static void pbd_sm__oriented_free(pbd_sm_oriented *o) {
     if (!o) return;
     PBD_SM_FREE(o->q); PBD_SM_FREE(o->qp); PBD_SM_FREE(o->omega); PBD_SM_FREE(o->rest_q);
+    PBD_SM_FREE(o->q_step); PBD_SM_FREE(o->omega_step);
     PBD_SM_FREE(o->radii); PBD_SM_FREE(o->rest); PBD_SM_FREE(o->mass);
     PBD_SM_FREE(o->ring_start); PBD_SM_FREE(o->ring);
     PBD_SM_FREE(o);
 }
 static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd_sm_oriented *)user); }
+/* Orientations and angular velocities kept at the start of the step, put
+   back when pbd_world_step rolls a non-finite step back. */
+static void pbd_sm__oriented_begin_step(void *user, pbd_world *w, float dt) {
+    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    (void)w; (void)dt;
+    memcpy(o->q_step, o->q, sizeof(double) * 4 * (size_t)o->count);
+    memcpy(o->omega_step, o->omega, sizeof(double) * 3 * (size_t)o->count);
+}
+static void pbd_sm__oriented_rollback(void *user, pbd_world *w) {
+    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    (void)w;
+    memcpy(o->q, o->q_step, sizeof(double) * 4 * (size_t)o->count);
+    memcpy(o->omega, o->omega_step, sizeof(double) * 3 * (size_t)o->count);
+}
 
 /* The mass a group weighs particle j with: its dynamic mass, or for a
    pinned/kinematic particle its mass at creation. */
@@ -4251,11 +4291,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     o->q = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
     o->qp = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
     o->omega = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
+    o->q_step = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
+    o->omega_step = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->rest_q = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
     o->radii = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->rest = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->mass = (double *)pbd_sm__alloc_n((size_t)n, sizeof(double));
-    if (!o->q || !o->qp || !o->omega || !o->rest_q || !o->radii || !o->rest || !o->mass ||
+    if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest || !o->mass ||
         pbd_sm__oriented_rings(o, d->edges, d->edge_count) != PBD_OK) {
         pbd_sm__oriented_free(o);
         return PBD_ERROR_OUT_OF_MEMORY;
@@ -4292,6 +4334,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.begin_substep = pbd_sm__oriented_begin_substep;
     pd.project = pbd_sm__oriented_project;
     pd.end_substep = pbd_sm__oriented_end_substep;
+    pd.begin_step = pbd_sm__oriented_begin_step;
+    pd.rollback = pbd_sm__oriented_rollback;
     pd.destroy = pbd_sm__oriented_destroy_cb;
     int *ids = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
     if (!ids) { pbd_sm__oriented_free(o); return PBD_ERROR_OUT_OF_MEMORY; }

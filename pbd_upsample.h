@@ -1787,9 +1787,12 @@ typedef struct pbd_up__tri_grid {
     int *start, *list; /* CSR: the triangles overlapping each cell */
 } pbd_up__tri_grid;
 
+/* The cell of coordinate x along axis k, clamped to the grid; decided in
+   double before the conversion (converting NaN or a value outside int's
+   range is undefined behaviour in C): NaN goes to cell 0. */
 static int pbd_up__grid_cell(const pbd_up__tri_grid *g, double x, int k) {
     double c = (x - g->lo[k]) / g->h;
-    return c < 0 ? 0 : (c >= g->dim[k] - 1 ? g->dim[k] - 1 : (int)c);
+    return !(c >= 0) ? 0 : (c >= g->dim[k] - 1 ? g->dim[k] - 1 : (int)c);
 }
 
 static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrinkle_desc *d) {
@@ -1818,7 +1821,10 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
     g->h = diag / nt;
     if (!(g->h > extent / 128)) g->h = extent / 128; /* at most 129 cells a side */
     if (!(g->h > 0)) g->h = 1;
-    for (int k = 0; k < 3; ++k) g->dim[k] = (int)((hi[k] - g->lo[k]) / g->h) + 1;
+    for (int k = 0; k < 3; ++k) { /* at most 129 (NaN from an overflowing extent: 1) */
+        double c = (hi[k] - g->lo[k]) / g->h;
+        g->dim[k] = (c >= 0 ? (c <= 128 ? (int)c : 128) : 0) + 1;
+    }
     size_t ncell = (size_t)g->dim[0] * g->dim[1] * g->dim[2];
     g->start = (int *)pbd_up__calloc_array(ncell + 1, sizeof(int));
     int *fill = (int *)pbd_up__calloc_array(ncell, sizeof(int));

@@ -270,6 +270,14 @@ TEST(errors_world_parameters) {
     EXPECT_ERR(&S, pbd_world_step(w, qnan), PBD_ERROR_INVALID_TIME_STEP);
     EXPECT_ERR(&S, pbd_world_step(w, pinf), PBD_ERROR_INVALID_TIME_STEP);
     EXPECT_ERR(&S, pbd_world_step(w, -pinf), PBD_ERROR_INVALID_TIME_STEP);
+    /* outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s: below, h^-2
+       and h^-1 leave float range; 1e-40 (denormal) and 1e20 made NaN */
+    EXPECT_ERR(&S, pbd_world_step(w, 1e-40f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, 1e-22f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, 0.99e-6f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, 1.0001f), PBD_ERROR_INVALID_TIME_STEP);
+    EXPECT_ERR(&S, pbd_world_step(w, 1e20f), PBD_ERROR_INVALID_TIME_STEP);
+    CHECK_MSG(strstr(pbd_world_last_error(w), "[1e-06, 1] s") != NULL, "the message names the range: %s", pbd_world_last_error(w));
     /* snapshots */
     size_t n = pbd_world_snapshot_size(w);
     unsigned char *buf = (unsigned char *)malloc(n);
