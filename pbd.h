@@ -2747,6 +2747,11 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
             memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
         }
     }
+    /* every group takes at least its 14 fixed ints and floats in the
+       buffer: a count the bytes left cannot hold is refused before the
+       table is allocated (a 1 KB forgery asked for 150 GB, found by
+       tests/fuzz/fuzz_restore.c) */
+    if (io->in && !io->bad && (size_t)w->ngroups > (io->size - io->off) / (14 * sizeof(int))) io->bad = 1;
     if (io->in && !io->bad && w->ngroups > 0) {
         w->groups = (pbd__group *)pbd__alloc_n(w, (size_t)w->ngroups, sizeof(pbd__group));
         if (!w->groups) io->bad = 2;
