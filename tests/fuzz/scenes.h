@@ -7,7 +7,7 @@ enum { FZ_SCENE_COUNT = 5 };
 
 /* Builds scene `which` (0..FZ_SCENE_COUNT-1) and steps it a few times;
    NULL when something failed (a bug: these are valid inputs). */
-static pbd_world *fz_scene(int which) {
+static inline pbd_world *fz_scene(int which) {
     pbd_world_desc wd = pbd_world_desc_default();
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return NULL;
