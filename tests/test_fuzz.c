@@ -4,6 +4,7 @@
    an error, leaving the world untouched. Each fails without its fix (under
    the ASan configuration where the finding was a memory error). */
 #include "test.h"
+#include "../pbd_sm.h"
 #include "../pbd_upsample.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -118,7 +119,27 @@ TEST(fuzz_model_row_past_the_columns) {
     pbd_up_model_destroy(m);
 }
 
+/* fuzz_builders: pbd_sm_voxelize with a spacing so fine that the
+   bounding box holds more cells than an int counts (a 1 m sphere at
+   0.1 mm: 10^12) scanned its 10^8 rows for hours (a libFuzzer timeout). It
+   is refused as an overflow at once. */
+TEST(fuzz_voxelize_box_beyond_int) {
+    pbd_mesh m;
+    float c[3] = {0, 0, 0};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.5f, &m));
+    float origin[3];
+    int count = -1;
+    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-4f, origin, NULL, 0, &count),
+                 PBD_ERROR_OVERFLOW);
+    CHECK(count == -1);
+    /* the same mesh at a sane spacing still voxelises */
+    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.1f, origin, NULL, 0, &count));
+    CHECK(count > 0);
+    pbd_mesh_free(&m);
+}
+
 void suite_fuzz(void) {
     RUN(fuzz_restore_group_count_beyond_the_bytes);
     RUN(fuzz_model_row_past_the_columns);
+    RUN(fuzz_voxelize_box_beyond_int);
 }

@@ -531,7 +531,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
         unsigned k = fz_u8(f) % 5;
         int nv = fz_int(f, -1, fm.nv), nt = fz_int(f, -1, fm.nt), omega = fz_int(f, -1, 4);
         if (k == 0) {
-            pbd_sm_voxelize(fm.pos, nv, fm.tri, nt, fz_float(f, 0, 0.2f), origin, cells, 64, &count);
+            pbd_sm_voxelize(fm.pos, nv, fm.tri, nt, fz_float(f, 0.02f, 0.2f), origin, cells, 64, &count);
         } else if (k == 1) {
             int *members = (int *)malloc(sizeof(int) * FZ_MAXV * FZ_MAXV);
             int arity = fz_int(f, 1, 5);
