@@ -225,9 +225,12 @@ SOAK_FLAGS := -std=c99 -g -O1 -ffp-contract=off -fno-math-errno -march=native -f
   $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
 
 .PHONY: soak
-$(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/common/*.h)
+$(SOAK_BUILD)/impl.o: tests/fuzz/impl.c $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SOAK_FLAGS) -DSOAK_EXAMPLE='"$*.c"' -DSOAK_NAME='"$*"' $(if $(filter upsample,$*),-DSOAK_CALLS=1) $< -o $@ -lm
+	$(CC) $(SOAK_FLAGS) -c $< -o $@
+
+$(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/common/*.h) $(SOAK_BUILD)/impl.o
+	$(CC) $(SOAK_FLAGS) -DSOAK_EXAMPLE='"$*.c"' -DSOAK_NAME='"$*"' $(if $(filter upsample,$*),-DSOAK_CALLS=1) $< $(SOAK_BUILD)/impl.o -o $@ -lm
 
 soak: deps
 	@$(MAKE) --no-print-directory $(addprefix $(SOAK_BUILD)/,$(SOAK))
