@@ -11404,6 +11404,17 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !(g->pressure > 0) || !pbd__finite(g->pressure) || !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) ||
             !pbd__finite_n(g->lambda, (size_t)g->count) || g->rest_stride != pbd__rest_stride_table[g->type])
             return PBD_ERROR_BAD_SNAPSHOT;
+        /* the rest values pbd_add_constraints accepts: lengths, areas and
+           thicknesses >= 0, angles in [-pi, pi], volumes != 0 (a forged
+           rest length of -4e17 blew a balloon up to NaN on its first step,
+           found by tests/fuzz/fuzz_restore.c) */
+        for (int c = 0; g->type < PBD_CONSTRAINT_TYPE_SIMPLE_COUNT && g->rest_stride == 1 && c < g->count; ++c) {
+            float r = g->rest[c];
+            if (g->type == PBD_CONSTRAINT_BENDING_DIHEDRAL ? !(fabsf(r) <= 3.14159265358979f)
+                : g->type == PBD_CONSTRAINT_TET_VOLUME    ? r == 0
+                                                          : r < 0)
+                return PBD_ERROR_BAD_SNAPSHOT;
+        }
         /* colours: offsets from 0 to count, never decreasing (the solver
            indexes with them); attachments' slots a permutation */
         if (g->overflow != 0 && g->overflow != 1) return PBD_ERROR_BAD_SNAPSHOT;

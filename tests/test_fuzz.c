@@ -138,8 +138,53 @@ TEST(fuzz_voxelize_box_beyond_int) {
     pbd_mesh_free(&m);
 }
 
+/* fuzz_restore: a snapshot whose distance constraint has a negative rest
+   length (-4e17, a shuffled float) was restored, and the first step blew
+   the balloon up to NaN (UBSan: NaN converted to a grid index). Restore
+   refuses the rest values pbd_add_constraints refuses. */
+TEST(fuzz_restore_negative_rest_length) {
+    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    if (!w) return;
+    float xyz[6] = {0, 1, 0, 0, 1.625f, 0}; /* 0.625 m apart, exactly */
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = xyz; pd.count = 2;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int pair[2] = {r.first, r.first + 1};
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = pair;
+    CHECK_OK(pbd_add_constraints(w, &cd, NULL));
+    size_t n = pbd_world_snapshot_size(w);
+    unsigned char *snap = (unsigned char *)malloc(n), *after = (unsigned char *)malloc(n);
+    CHECK_OK(pbd_world_save(w, snap, n));
+    /* the rest length is the only 0.625f of the snapshot */
+    float half = 0.625f, bad = -4.27e17f;
+    size_t at = 0;
+    int found = 0;
+    for (size_t i = 0; i + 4 <= n - 8; ++i)
+        if (!memcmp(snap + i, &half, 4)) { at = i; ++found; }
+    CHECK(found == 1);
+    memcpy(snap + at, &bad, 4);
+    fzt_reseal(snap, n);
+    CHECK_RESULT(pbd_world_restore(w, snap, n), PBD_ERROR_BAD_SNAPSHOT);
+    /* the API refuses the same value */
+    cd.rest = &bad;
+    CHECK_RESULT(pbd_add_constraints(w, &cd, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    memcpy(snap + at, &half, 4);
+    fzt_reseal(snap, n);
+    CHECK_OK(pbd_world_restore(w, snap, n)); /* the genuine snapshot still restores */
+    CHECK_OK(pbd_world_save(w, after, n));
+    CHECK(memcmp(snap, after, n) == 0);
+    free(snap);
+    free(after);
+    pbd_world_destroy(w);
+}
+
 void suite_fuzz(void) {
     RUN(fuzz_restore_group_count_beyond_the_bytes);
     RUN(fuzz_model_row_past_the_columns);
     RUN(fuzz_voxelize_box_beyond_int);
+    RUN(fuzz_restore_negative_rest_length);
 }
