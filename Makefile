@@ -2,6 +2,11 @@
 #   make test            build and run the tests (installs SIMDe/stb when missing and possible)
 #   make demo            run the showcase headless: PNG frames and out/showcase.png
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
+#   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; FUZZ_TIME s each,
+#                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
+#                        replay their corpora without libFuzzer
+#   make soak            every example for SOAK_STEPS (10 000) steps with random grabs and
+#                        collider moves, under ASan/UBSan (tests/soak/soak.c; minutes)
 # Configuration (each combination builds into its own folder under build/):
 #   CC=clang             another C compiler
 #   CXX_MODE=1           compile the tests as C++ (with $(CXX))
@@ -152,3 +157,102 @@ check-readme:
 	@awk '/^```c$$/{f=1;next} /^```$$/{if(f){exit}} f' README.md > $(BUILD)/readme/hello.c
 	@$(CC) -std=c99 -O2 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(BUILD)/readme/hello.c -o $(BUILD)/readme/hello -lm
 	@./$(BUILD)/readme/hello
+
+# ---- fuzzing (tests/fuzz/: libFuzzer harnesses, clang) ----------------------
+# Four harnesses: fuzz_restore (pbd_world_restore from arbitrary bytes),
+# fuzz_model (pbd_upsample.h's model and training-set loaders), fuzz_builders
+# (every builder and setter of the three headers fed arbitrary meshes and
+# parameters), fuzz_step (a step loop whose scene and parameters come from
+# the bytes). Each starts from its seed corpus in tests/fuzz/corpus/<name>
+# (replayed first); what it finds new goes to build/fuzz/corpus/<name>, a
+# crash to build/fuzz/crash-<name>-*, and fails the target.
+#   make fuzz              FUZZ_TIME seconds per harness (default 600)
+#   make fuzz-ci           FUZZ_CI_TIME seconds per harness (default 20; .ci/run)
+#   make fuzz-replay       replay the corpora with $(CC) and ASan, no libFuzzer
+#   make fuzz-seeds        regenerate tests/fuzz/corpus from the harnesses' generators
+FUZZ_CC ?= clang
+FUZZ_TIME ?= 600
+FUZZ_CI_TIME ?= 20
+FUZZERS := restore model builders step
+FUZZ_BUILD := build/fuzz
+FUZZ_SRC := $(wildcard tests/fuzz/*.h)
+FUZZ_FLAGS := -std=c99 -g -O1 -ffp-contract=off -fno-math-errno -march=native -Wall -Wextra -Wno-unknown-pragmas \
+  -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -I. -Itests/fuzz
+FUZZ_RUN_FLAGS := -timeout=30 -rss_limit_mb=2048 -print_final_stats=1
+
+.PHONY: fuzz fuzz-ci fuzz-build fuzz-replay fuzz-seeds
+
+$(FUZZ_BUILD)/impl.o: tests/fuzz/impl.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(FUZZ_BUILD)/impl.o
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/impl.o -o $@ -lm
+
+fuzz-build: $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZERS))
+
+# Runs every harness for $(1) seconds; prints "N passed, N failed" (one per
+# harness) like the test runner, so that .ci/run counts a crash as a failure.
+define FUZZ_RUN
+	@pass=0; fail=0; for h in $(FUZZERS); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$h; \
+	  t0=$$(date +%s); \
+	  if ASAN_OPTIONS=detect_leaks=1 ./$(FUZZ_BUILD)/fuzz_$$h $(FUZZ_RUN_FLAGS) -max_total_time=$(1) \
+	       -artifact_prefix=$(FUZZ_BUILD)/crash-$$h- $(FUZZ_BUILD)/corpus/$$h tests/fuzz/corpus/$$h \
+	       > $(FUZZ_BUILD)/$$h.log 2>&1; then \
+	    pass=$$((pass + 1)); \
+	    echo "ok   fuzz_$$h ($$(( $$(date +%s) - t0 ))s, $$(grep -o 'stat::number_of_executed_units: [0-9]*' $(FUZZ_BUILD)/$$h.log | cut -d' ' -f2) inputs)"; \
+	  else \
+	    fail=$$((fail + 1)); \
+	    echo "FAIL fuzz_$$h: see $(FUZZ_BUILD)/$$h.log"; \
+	    grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|fuzz check failed' $(FUZZ_BUILD)/$$h.log | head -30; \
+	  fi; \
+	done; echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+endef
+
+fuzz: fuzz-build
+	$(call FUZZ_RUN,$(FUZZ_TIME))
+
+fuzz-ci: fuzz-build
+	$(call FUZZ_RUN,$(FUZZ_CI_TIME))
+
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/impl.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(BASEFLAGS) -Itests/fuzz -DPBD_FUZZ_REPLAY $< tests/fuzz/impl.c -o $@ $(LIBS)
+
+fuzz-replay:
+	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/fuzz/replay_,$(FUZZERS))
+	@for h in $(FUZZERS); do ./$(BUILD)/fuzz/replay_$$h tests/fuzz/corpus/$$h || exit 1; done
+
+fuzz-seeds:
+	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/fuzz/replay_,$(FUZZERS))
+	@for h in $(FUZZERS); do rm -rf tests/fuzz/corpus/$$h; ./$(BUILD)/fuzz/replay_$$h --seeds tests/fuzz/corpus/$$h || exit 1; done
+
+# ---- soak (tests/soak/soak.c) -----------------------------------------------
+# Every example scene for SOAK_STEPS steps (default 10 000) with random
+# mouse-like grabs and collider moves, under ASan and UBSan: no NaN, no
+# memory error, energy bounded (see the top of tests/soak/soak.c). Not part
+# of `make test`: it takes minutes. SOAK=<names> runs a subset.
+SOAK_STEPS ?= 10000
+SOAK ?= $(EXAMPLES)
+SOAK_BUILD := build/soak
+SOAK_FLAGS := -std=c99 -g -O1 -ffp-contract=off -fno-math-errno -march=native -fopenmp -Wall -Wextra -Wno-psabi \
+  -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -I. -Iexamples \
+  $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
+
+.PHONY: soak
+$(SOAK_BUILD)/impl.o: tests/fuzz/impl.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(SOAK_FLAGS) -c $< -o $@
+
+$(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/common/*.h) $(SOAK_BUILD)/impl.o
+	$(CC) $(SOAK_FLAGS) -DSOAK_EXAMPLE='"$*.c"' -DSOAK_NAME='"$*"' $(if $(filter upsample,$*),-DSOAK_CALLS=1) $< $(SOAK_BUILD)/impl.o -o $@ -lm
+
+soak: deps
+	@$(MAKE) --no-print-directory $(addprefix $(SOAK_BUILD)/,$(SOAK))
+	@mkdir -p out/soak
+	@fail=0; for e in $(SOAK); do \
+	  OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 ./$(SOAK_BUILD)/$$e --steps $(SOAK_STEPS) out/soak > out/soak/$$e.log 2>&1; \
+	  rc=$$?; grep '^soak ' out/soak/$$e.log || echo "soak $$e: no summary (exit $$rc), see out/soak/$$e.log"; \
+	  [ $$rc -eq 0 ] || { fail=1; grep -E -A8 'soak .*step|ERROR: AddressSanitizer|runtime error' out/soak/$$e.log | head -20; }; \
+	done; exit $$fail

@@ -3005,6 +3005,11 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
             memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
         }
     }
+    /* every group takes at least its 14 fixed ints and floats in the
+       buffer: a count the bytes left cannot hold is refused before the
+       table is allocated (a 1 KB forgery asked for 150 GB, found by
+       tests/fuzz/fuzz_restore.c) */
+    if (io->in && !io->bad && (size_t)w->ngroups > (io->size - io->off) / (14 * sizeof(int))) io->bad = 1;
     if (io->in && !io->bad && w->ngroups > 0) {
         w->groups = (pbd__group *)pbd__alloc_n(w, (size_t)w->ngroups, sizeof(pbd__group));
         if (!w->groups) io->bad = 2;
@@ -12297,6 +12302,17 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !(g->pressure > 0) || !pbd__finite(g->pressure) || !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) ||
             !pbd__finite_n(g->lambda, (size_t)g->count) || g->rest_stride != pbd__rest_stride_table[g->type])
             return PBD_ERROR_BAD_SNAPSHOT;
+        /* the rest values pbd_add_constraints accepts: lengths, areas and
+           thicknesses >= 0, angles in [-pi, pi], volumes != 0 (a forged
+           rest length of -4e17 blew a balloon up to NaN on its first step,
+           found by tests/fuzz/fuzz_restore.c) */
+        for (int c = 0; g->type < PBD_CONSTRAINT_TYPE_SIMPLE_COUNT && g->rest_stride == 1 && c < g->count; ++c) {
+            float r = g->rest[c];
+            if (g->type == PBD_CONSTRAINT_BENDING_DIHEDRAL ? !(fabsf(r) <= 3.14159265358979f)
+                : g->type == PBD_CONSTRAINT_TET_VOLUME    ? r == 0
+                                                          : r < 0)
+                return PBD_ERROR_BAD_SNAPSHOT;
+        }
         /* colours: offsets from 0 to count, never decreasing (the solver
            indexes with them); attachments' slots a permutation */
         if (g->overflow != 0 && g->overflow != 1) return PBD_ERROR_BAD_SNAPSHOT;

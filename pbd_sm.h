@@ -558,7 +558,8 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
    bounding-box corner + spacing / 2, so pass it on as the lattice origin.
    *count receives the number of cells; cells (3 ints each, x fastest) is
    filled when it is not NULL and max_cells >= *count. Costs O(rows x
-   triangles). At most 2^20 cells per axis. */
+   triangles). At most 2^20 cells per axis and INT_MAX in the bounding
+   box (PBD_ERROR_OVERFLOW). */
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, const int *triangles,
                                       int triangle_count, float spacing, float *origin, int *cells,
                                       int max_cells, int *count);
@@ -3689,6 +3690,10 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
         if (cnt > (1 << 20)) return PBD_ERROR_OVERFLOW;
         dim[a] = (int)cnt;
     }
+    /* the cells of the box are counted in an int: a spacing so fine that
+       they cannot be is refused, not scanned for hours (found by
+       tests/fuzz/fuzz_builders.c) */
+    if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX) return PBD_ERROR_OVERFLOW;
     double *xs = (double *)pbd_sm__alloc_n((size_t)nt, sizeof(double));
     if (!xs) return PBD_ERROR_OUT_OF_MEMORY;
     long n = 0;

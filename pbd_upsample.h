@@ -1001,8 +1001,12 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
    finite weights) and builds the sliced-ELL copy. */
 PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
     if (s->rows <= 0 || s->cols <= 0 || !s->start || s->start[0] != 0) return PBD_ERROR_BAD_SNAPSHOT;
-    for (int i = 0; i < s->rows; ++i) {
+    /* all starts first: the column arrays hold start[rows] entries, and a
+       row that ends past them must be refused before it is read (found by
+       tests/fuzz/fuzz_model.c) */
+    for (int i = 0; i < s->rows; ++i)
         if (s->start[i + 1] < s->start[i]) return PBD_ERROR_BAD_SNAPSHOT;
+    for (int i = 0; i < s->rows; ++i) {
         for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
             if (s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]))
                 return PBD_ERROR_BAD_SNAPSHOT;
