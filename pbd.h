@@ -12073,8 +12073,10 @@ static void pbd__reset_multipliers(pbd_world *w) {
    every substep. The copies live in memory sized when things are added:
    no allocation in the step. */
 static void pbd__step_keep(pbd_world *w) {
-    memcpy(w->x_step, w->x, sizeof(pbd__p4) * (size_t)w->n);
-    memcpy(w->v_step, w->v, sizeof(pbd__p4) * (size_t)w->n);
+    if (w->n > 0) { /* an empty world has no arrays (memcpy of NULL is undefined) */
+        memcpy(w->x_step, w->x, sizeof(pbd__p4) * (size_t)w->n);
+        memcpy(w->v_step, w->v, sizeof(pbd__p4) * (size_t)w->n);
+    }
     for (int o = 0; o < w->nobjects; ++o) w->object_coupled[o] = w->objects[o].coupled;
     for (int c = 0; c < w->ncolliders; ++c) {
         memcpy(w->pose_step[c].pos, w->colliders[c].pos, sizeof w->colliders[c].pos);
@@ -12084,9 +12086,11 @@ static void pbd__step_keep(pbd_world *w) {
 }
 
 static void pbd__step_rollback(pbd_world *w) {
-    memcpy(w->x, w->x_step, sizeof(pbd__p4) * (size_t)w->n);
-    memcpy(w->v, w->v_step, sizeof(pbd__p4) * (size_t)w->n);
-    memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n); /* as after a step */
+    if (w->n > 0) {
+        memcpy(w->x, w->x_step, sizeof(pbd__p4) * (size_t)w->n);
+        memcpy(w->v, w->v_step, sizeof(pbd__p4) * (size_t)w->n);
+        memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n); /* as after a step */
+    }
     for (int o = 0; o < w->nobjects; ++o) w->objects[o].coupled = w->object_coupled[o];
     for (int c = 0; c < w->ncolliders; ++c) {
         memcpy(w->colliders[c].pos, w->pose_step[c].pos, sizeof w->colliders[c].pos);
