@@ -227,7 +227,7 @@
    substeps or more. A cloth that must stretch (a flag that tears) sets
    tethers = 0 (examples/flag_tear.c).
 
-   PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
+   PARALLELISM (survey 3.8; docs/DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
    particle; what does not fit in 63 colours goes to a serial overflow
    colour) and stored sorted by colour. A colour is cut into batches of W
@@ -1264,7 +1264,7 @@ PBDDEF int pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int 
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
    substep loop through a small table of callbacks, so that pbd.h never
-   depends on them (DESIGN.md section 4). A plugin works on the world's
+   depends on them (docs/DESIGN.md section 4.6). A plugin works on the world's
    particles: it reads and moves the predicted positions p in `project`,
    like a constraint group, and may change velocities after the velocity
    update. Its state is its own: it is not part of the world's snapshot
@@ -1932,7 +1932,7 @@ PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
 /* A W-wide float vector (pbd__vf) over SIMDe's prefixed API, W = PBD__W.
    Constraint kernels gather W particles (4 floats each) into SoA registers
    with 4x4 transposes inside each 128-bit block (Box2D v3's gather/scatter,
-   much faster than gather instructions here: DESIGN.md section 5), compute
+   much faster than gather instructions here: docs/DESIGN.md section 5.2), compute
    W projections with exactly the operations of the scalar code, and
    scatter back. Register j of a gather holds particles j, j+4, j+8, j+12
    in its 128-bit blocks, so after the in-block transpose lane k of x is
@@ -11276,7 +11276,7 @@ static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float 
 
 /* One sweep over a group, run by every thread of the substep's team: the
    batches of a colour are shared out by `omp for`, whose barrier separates
-   the colours (DESIGN.md section 5). Odd iterations walk the colours
+   the colours (docs/DESIGN.md section 5.4). Odd iterations walk the colours
    backwards (symmetric Gauss-Seidel): a fixed order lets the corrections of
    constraints that fight each other (a balloon's pressure against its skin)
    add up to a spurious torque every substep, and alternating the order
@@ -12132,7 +12132,7 @@ static int pbd__parallel_worth_it(const pbd_world *w) {
     return work >= PBD__PARALLEL_MIN;
 }
 
-/* One substep (DESIGN.md section 4), in one parallel region: every thread
+/* One substep (docs/DESIGN.md section 4.2), in one parallel region: every thread
    runs this function; `omp for` shares out the loops and `omp single` runs
    the serial parts, each with its barrier. */
 static void pbd__substep_body(pbd_world *w, float h, int s, int S) {

@@ -643,7 +643,7 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #define PBD_UP_FREE(p) free(p)
 #endif
 
-/* SIMD as in pbd.h (DESIGN.md section 5): SIMDe's prefixed API when it is
+/* SIMD as in pbd.h (docs/DESIGN.md section 5.2): SIMDe's prefixed API when it is
    installed, the width the compiler targets natively, PBD_NO_SIMD for the
    scalar reference path, PBD_SIMD_WIDTH to cap the width. */
 #if !defined(PBD_NO_SIMD) && defined(__has_include)

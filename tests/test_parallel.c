@@ -1,6 +1,6 @@
 /* tests/test_parallel.c - the parallel solver: graph colouring, SIMD kernels
    against the scalar reference, 1 against 2 threads, averaged Jacobi,
-   locality reordering (survey section 3.8, DESIGN.md section 5). */
+   locality reordering (survey section 3.8, docs/DESIGN.md section 5.6). */
 #include "test.h"
 #include <stdlib.h>
 

@@ -636,7 +636,7 @@ TEST(selfcollision_bad_input) {
 
 /* The speed limit of self-collision takes velocity away from a falling
    cloth from outside, as a collider would: the free object's angular
-   momentum kept by the solver (DESIGN.md, momentum) must be taken after
+   momentum kept by the solver (docs/DESIGN.md section 4.4) must be taken after
    it. Taken before, the removed momentum came back as spin every substep:
    a cloth dropped away from the origin had velocities growing with g t
    (10 m/s after 1 s against a limit of 0.12 m/s) and corners flung
