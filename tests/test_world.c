@@ -67,7 +67,7 @@ TEST(world_create_destroy_defaults) {
     pbd_cloth_desc cl = pbd_cloth_desc_default();
     CHECK(cl.density == 0.2f && cl.bending == PBD_BENDING_DIHEDRAL && cl.area_constraints == 0);
     CHECK(cl.stretch_stiffness == 1.0f && cl.bending_stiffness == 0.1f && cl.area_stiffness == 1.0f);
-    CHECK(cl.thickness == 0.01f && cl.damping == 0.0f && cl.stretch_compliance == 0.0f);
+    CHECK(cl.thickness == 0.01f && cl.damping == 2.0f && cl.stretch_compliance == 0.0f && cl.tethers == 1);
     pbd_softbody_desc sd = pbd_softbody_desc_default();
     CHECK(sd.density == 1000.0f && sd.volume_constraints == 1 && sd.radius == 0.01f && sd.damping == 0.0f);
     pbd_balloon_desc bd = pbd_balloon_desc_default();
