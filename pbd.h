@@ -191,41 +191,60 @@
 
    CLOTH DEFAULTS AND STRETCH. pbd_world_desc_default(): 4 substeps x 4
    iterations; pbd_cloth_desc_default(): stretch compliance 0
-   (inextensible), dihedral bending of compliance 1e-3, damping 0, and
+   (inextensible), dihedral bending of compliance 1e-3, damping 2/s, and
    `tethers` on: as soon as a cloth has pinned or kinematic vertices
    (masses of 0 at add time, pbd_pin, pbd_set_mass, pbd_set_kinematic),
-   every other vertex gets geodesic long range attachments to its two
-   nearest such anchors (Kim et al. 2012; NvCloth and FleX tether the same
-   way), rebuilt at each call that changes the anchors (never inside a
-   step; pbd_object_tethers names the set). A cloth pinned along a whole
-   edge then barely stretches (a 50 x 50 cloth at 2 iterations: 0.27%).
-   Hanging from two corners is the hard case: the edge between the pins is
-   pulled taut, and Gauss-Seidel carries the weight to two vertices one
-   edge per sweep. The worst edge strain (|x_a - x_b| / rest - 1) of a 1 m
-   cloth hanging from its two top corners, all defaults but substeps x
-   iterations, 1/60 s steps, in % during the fall (0..2 s) / while hanging
-   (5..6 s; undamped, so still swinging), bench/cloth_defaults --table:
+   every other vertex gets long range attachments to its two nearest such
+   anchors (Kim et al. 2012; NvCloth and FleX tether the same way),
+   rebuilt at each call that changes the anchors (never inside a step;
+   pbd_object_tethers names the set). A tether's length is the geodesic
+   rest distance to its anchor where the library can compute it exactly -
+   the cloth's rest shape is one flat, unfolded, convex piece (a
+   pbd_mesh_grid, a disc) and the cloth still lies in it when the tethers
+   are built (flat, every edge at its rest length to 1e-5: pin before
+   stepping), where the geodesic is the straight distance - and otherwise
+   the shortest path along the mesh edges, which is never shorter (a
+   tether shorter than the geodesic would hold the cloth up) but longer by
+   a factor that depends on the direction (up to sqrt 2 along the diagonal
+   of a grid): a concave, holed, curved or torn cloth, or one pinned after
+   it has moved, stretches more where its tethers are slack (path lengths
+   on the 32 x 32 below: 38/13 at 4 x 4, undamped). The damping (towards
+   the motion of the anchors, see pbd_object_set_damping) brings a hanging
+   cloth to rest in about 2 s, as air does, and calms the waves that the
+   fall sends through it (undamped, 32 x 32 at 4 x 4: 15/7.6). The worst
+   edge strain (|x_a - x_b| / rest - 1) of a 1 m cloth hanging from its
+   two top corners, all defaults but substeps x iterations, 1/60 s steps,
+   in % during the fall (0..2 s) / at rest (5..6 s), bench/cloth_defaults
+   --table:
 
-       32 x 32     iterations: 1         2         4         8
-          1 substep         162/54    137/83    109/80     98/80
-          2 substeps         94/58    103/80     84/56     66/28
-          4 substeps         53/32     78/35     38/13     17/7.5
-          8 substeps         26/12     22/12     12/5.4    5.3/4.8
-         16 substeps        8.9/5.7   6.5/5.4   2.7/2.0   1.1/0.8
+       32 x 32              iterations: 1           2           4           8
+           1 substep    68/8.9      68/2.0      55/1.4      40/0.95
+           2 substeps   43/1.4      43/0.69     29/0.41     16/0.24
+           4 substeps   17/0.34     17/0.20     8.6/0.10    5.7/0.06
+           8 substeps   6.0/0.08    6.1/0.05    4.0/0.03    2.2/0.02
+          16 substeps   2.4/0.02    2.3/0.01    1.2/0.01    0.65/0.00
        100 x 100
-          1 substep         815/270   674/266   481/112   305/115
-          2 substeps        422/129   377/129   246/113   166/97
-          4 substeps        234/117   176/99    164/90    102/80
-          8 substeps        124/84    126/82     84/45     59/27
-         16 substeps         66/29     73/37     28/19     18/14
+           1 substep    109/140     136/16      138/11      128/5.6
+           2 substeps   133/10      144/5.9     117/2.4     92/1.4
+           4 substeps   97/1.3      99/1.4      70/0.77     46/0.41
+           8 substeps   47/0.48     48/0.41     26/0.21     13/0.11
+          16 substeps   13/0.12     13/0.10     8.3/0.05    4.8/0.04
+       32 x 32, tethers = 0
+           1 substep    3460/2875   3055/2348   1715/1209   944/640
+           2 substeps   1129/748    971/643     522/350     277/190
+           4 substeps   319/208     283/190     159/98      98/57
+           8 substeps   96/62       100/57      63/37       38/21
+          16 substeps   34/20       39/21       23/11       12/5.9
 
-   Without the tethers the default 4 x 4 gives 295/169 (32 x 32) and
-   6235/4678 (100 x 100). As Macklin et al. 2019 found, substeps beat
-   iterations at equal cost (16 x 1 against 4 x 4); a cloth's damping
-   (1/s) brings it to rest (32 x 32 at 4 x 4, damping 1: 24/7.4). For a
-   cloth hanging from a few points that must not visibly stretch, use 16
-   substeps or more. A cloth that must stretch (a flag that tears) sets
-   tethers = 0 (examples/flag_tear.c).
+   At rest the defaults keep every edge within 1% at both sizes. The fall
+   from the horizontal is the hard part: the free edge whips round, and
+   the finer the cloth the more the unconverged edges stretch at 4 x 4
+   (100 x 100, 1 cm edges: 70%). As Macklin et al. 2019 found, substeps
+   beat iterations at equal cost (16 x 1 against 4 x 4). For a fine cloth
+   that falls or swings fast and must not visibly stretch, use 16
+   substeps x 4 iterations or more (pbd_world_set_solver). A cloth that
+   must stretch (a flag that tears) sets tethers = 0
+   (examples/flag_tear.c).
 
    PARALLELISM (survey 3.8; DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
@@ -694,13 +713,16 @@ typedef struct pbd_cloth_desc {
     pbd_bending_model bending;  /* default PBD_BENDING_DIHEDRAL */
     int area_constraints;       /* default 0 */
     float thickness;            /* particle radius for collisions, default 0.01 */
-    float damping;              /* 1/s, global damping (pbd_object_set_damping); default 0 */
+    float damping;              /* 1/s, global damping (pbd_object_set_damping); default 2: a
+                                   hanging cloth's swing dies out in about 2 s, as air does it
+                                   (see "CLOTH DEFAULTS AND STRETCH") */
     int reorder;                /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
     int *permutation;           /* optional out, vertex_count ints: world particle of vertex i
                                    is particles.first + permutation[i] */
     int tethers;                /* 1 (default): long range attachments from every vertex to its
-                                   nearest pinned / kinematic vertices along the mesh, built and
+                                   two nearest pinned / kinematic vertices (straight rest
+                                   distances on a flat convex cloth, else along the mesh), built and
                                    rebuilt automatically whenever the cloth's pinned set changes
                                    (see "==== strain limiting"); 0: none. Ignored by balloons. */
 } pbd_cloth_desc;
@@ -722,7 +744,7 @@ typedef struct pbd_softbody_desc {
 } pbd_softbody_desc;
 
 typedef struct pbd_balloon_desc {
-    pbd_cloth_desc cloth;     /* a closed, consistently oriented triangle mesh */
+    pbd_cloth_desc cloth;     /* a closed, consistently oriented triangle mesh; damping default 0 */
     float pressure;           /* overpressure factor, default 1 */
     float volume_compliance;  /* default 0 */
     float volume_stiffness;   /* default 1 */
@@ -973,8 +995,9 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int
    attached particle gets unilateral tethers to its nearest anchors,
    C = L - |p - a| >= 0 with L the rest distance, so a hanging cloth cannot
    stretch globally even with very few iterations. Rest distances are
-   straight lines or geodesics (shortest paths along the mesh edges,
-   Dijkstra). A tether pulls only its particle: the anchors are attachment
+   straight lines or shortest paths along the mesh edges (Dijkstra: never
+   shorter than the true geodesic, but longer by a factor that depends on
+   the direction, up to sqrt 2 on pbd_mesh_grid's alternating diagonals). A tether pulls only its particle: the anchors are attachment
    points (pinned or kinematic, inverse mass 0) and are never moved; a
    tether whose anchor is dynamic (unpinned) is inactive. Each particle's
    tethers are therefore solved by one thread, in order, and the particles
@@ -3923,6 +3946,7 @@ PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void) {
     pbd_balloon_desc d;
     memset(&d, 0, sizeof d);
     d.cloth = pbd_cloth_desc_default();
+    d.cloth.damping = 0.0f; /* a balloon is not held: the cloth's 2/s is for hanging cloth */
     d.pressure = 1.0f;
     d.volume_stiffness = 1.0f;
     return d;
@@ -7350,8 +7374,9 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
    iterations: Gauss-Seidel carries the weight of the whole cloth to the
    pins one edge per sweep. NvCloth and FleX therefore tether every vertex
    to its attachments (Kim, Chentanez, Mueller 2012). A cloth built with
-   pbd_cloth_desc.tethers keeps one LRA set (object->lra) with geodesic
-   tethers to its PBD__AUTO_ANCHORS nearest anchors (the vertices of
+   pbd_cloth_desc.tethers keeps one LRA set (object->lra) with tethers
+   (straight or along the edges: see below) to its PBD__AUTO_ANCHORS
+   nearest anchors (the vertices of
    inverse mass 0: pinned, mass 0 or kinematic), rebuilt whenever that set
    changes - at the pin / mass / kinematic call, never inside a step. Two
    anchors: a vertex between two pins is held from both sides, so the edge
@@ -7361,9 +7386,10 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
 #define PBD__AUTO_ANCHORS 2
 
 /* Straight tethers. Dijkstra over the edges of a triangulated grid
-   overestimates the distance along the surface by up to 8% (a path of
-   axis and diagonal steps; more on coarser or irregular meshes), and by
-   how much depends on the direction. The tethers of neighbouring vertices
+   overestimates the distance along the surface, by how much depends on
+   the direction: on pbd_mesh_grid (alternating diagonals) from a corner
+   from 0 along the sides to 41% along the diagonal, where no cell's
+   diagonal points the right way. The tethers of neighbouring vertices
    then have different slack, so the cloth hangs at different radii from a
    pin at neighbouring vertices and the edges between them stretch by tens
    of percent (bench/cloth_defaults: 38%/13% at 4 x 4 on 32 x 32 with
