@@ -333,10 +333,67 @@ TEST(tethers_never_shorter_than_geodesic) {
     pbd_world_destroy(w);
 }
 
+/* A torn cloth is no longer convex: after a tear its tethers are paths
+   along the edges even when it lies flat in its rest shape again (the
+   straight distance across the crack would be too short). */
+TEST(tethers_torn_cloth_not_straight) {
+    const int n = 7;
+    pbd_world *w = pbdt_world(-9.81f);
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.max_splits = 1;
+    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    const int centre = n * n / 2;
+    float up[3];
+    memcpy(up, m.positions + 3 * centre, sizeof up);
+    up[1] += 0.5f; /* every edge of the centre vertex 3x its rest length */
+    pbd_range one = {centre, 1};
+    CHECK_OK(pbd_set_positions(w, one, up));
+    int splits = 0;
+    CHECK_OK(pbd_world_tear(w, &splits));
+    CHECK(splits == 1);
+    /* back to the rest shape: every particle, the new one where its original is */
+    const float *x = pbd_world_positions(w);
+    int split_of = -1;
+    for (int i = 0; i < n * n; ++i)
+        if (x[4 * i + 1] == x[4 * (n * n) + 1] && x[4 * i] == x[4 * (n * n)] && x[4 * i + 2] == x[4 * (n * n) + 2]) split_of = i;
+    CHECK(split_of >= 0);
+    pbd_range all = {0, n * n}, added = {n * n, 1};
+    CHECK_OK(pbd_set_positions(w, all, m.positions));
+    CHECK_OK(pbd_set_positions(w, added, m.positions + 3 * split_of));
+    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_pin(w, n - 1));
+    pbd_lra l = -1;
+    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    int count = 0, parts[2 * 50], anchors[2 * 50];
+    float len[2 * 50];
+    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, 2 * 50, &count));
+    CHECK(count == 2 * (n * n + 1 - 2));
+    x = pbd_world_positions(w);
+    double shortest = 1e9, longest = 0;
+    for (int t = 0; t < count; ++t) {
+        const float *p = x + 4 * parts[t], *a = x + 4 * anchors[t];
+        double straight = sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
+        if (len[t] / straight < shortest) shortest = len[t] / straight;
+        if (len[t] / straight > longest) longest = len[t] / straight;
+    }
+    CHECK_MSG(shortest >= 1 - 1e-6, "a tether is shorter than the straight distance: %g", shortest);
+    CHECK_MSG(longest > 1.01, "the torn cloth's tethers are straight (longest / straight %g)", longest);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 void suite_tethers(void) {
     RUN(tethers_hanging_cloth_strain);
     RUN(tethers_straight_on_flat_convex_cloth);
     RUN(tethers_never_shorter_than_geodesic);
+    RUN(tethers_torn_cloth_not_straight);
     RUN(tethers_follow_pins);
     RUN(tethers_snapshot_round_trip);
     RUN(tethers_bad_input);
