@@ -215,6 +215,32 @@ TEST(tethers_hanging_cloth_strain) {
     CHECK_MSG(fall_off > 1.5, "without tethers: %g (the measurement lost its meaning)", fall_off);
 }
 
+/* Distance in the cloth's plane (y = const) between two points. */
+static double plane_distance(const float *p, const float *a) {
+    return sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
+}
+
+/* The smallest and largest tether length / dist(particle, anchor) of the
+   set, the points taken from pos (stride floats per particle, world
+   particle first is pos[0]); returns the number of tethers. */
+static int tether_ratios(const pbd_world *w, pbd_lra l, const float *pos, int stride, int first,
+                         double (*dist)(const float *, const float *), double *lo, double *hi) {
+    int count = 0;
+    CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, &count));
+    int *parts = (int *)malloc(sizeof(int) * (size_t)(count + 1)), *anchors = (int *)malloc(sizeof(int) * (size_t)(count + 1));
+    float *len = (float *)malloc(sizeof(float) * (size_t)(count + 1));
+    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, count, NULL));
+    *lo = 1e9;
+    *hi = 0;
+    for (int t = 0; t < count; ++t) {
+        double r = len[t] / dist(pos + stride * (parts[t] - first), pos + stride * (anchors[t] - first));
+        if (r < *lo) *lo = r;
+        if (r > *hi) *hi = r;
+    }
+    free(parts); free(anchors); free(len);
+    return count;
+}
+
 /* The tethers' lengths of a flat square cloth are the straight rest
    distances to the pins (its geodesics), not the lengths of paths along
    the edges, which are up to 41% longer on this grid (along the diagonal
@@ -227,17 +253,9 @@ TEST(tethers_straight_on_flat_convex_cloth) {
     CHECK_OK(pbd_pin(w, n - 1));
     pbd_lra l = -1;
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    int count = 0, parts[2 * 81], anchors[2 * 81];
-    float len[2 * 81];
-    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, 2 * 81, &count));
-    CHECK(count == 2 * (n * n - 2));
-    const float *x = pbd_world_positions(w);
-    double worst = 0;
-    for (int t = 0; t < count; ++t) {
-        const float *p = x + 4 * parts[t], *a = x + 4 * anchors[t];
-        double d = sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
-        if (fabs(len[t] / d - 1) > worst) worst = fabs(len[t] / d - 1);
-    }
+    double lo, hi;
+    CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &lo, &hi) == 2 * (n * n - 2));
+    double worst = fabs(lo - 1) > fabs(hi - 1) ? fabs(lo - 1) : fabs(hi - 1);
     CHECK_MSG(worst < 1e-6, "tether length off the straight distance by %g", worst);
     pbd_world_destroy(w);
 }
@@ -247,7 +265,8 @@ TEST(tethers_straight_on_flat_convex_cloth) {
    end of one arm to a vertex of the other arm leaves the cloth, and the
    geodesic bends round the inner corner (0.5, 0.5). No tether may be
    shorter than the geodesic (it would hold the cloth up). */
-static double l_geodesic(double ax, double az, double vx, double vz) {
+static double l_geodesic(const float *v, const float *a) {
+    double ax = a[0], az = a[2], vx = v[0], vz = v[2];
     for (int k = 1; k < 1000; ++k) { /* does the segment cross the missing quarter? */
         double t = k / 1000.0, x = ax + t * (vx - ax), z = az + t * (vz - az);
         if (x > 0.5 + 1e-9 && z > 0.5 + 1e-9)
@@ -286,18 +305,15 @@ TEST(tethers_never_shorter_than_geodesic) {
     pbd_lra l = -1;
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
     int count = 0, parts[2 * 21], anchors[2 * 21];
-    float len[2 * 21];
-    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, 2 * 21, &count));
+    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, NULL, 2 * 21, &count));
     CHECK(count == 2 * (nv - 2));
     int bent = 0;
-    double worst = 1e9;
     for (int t = 0; t < count; ++t) {
         const float *p = pos + 3 * (parts[t] - obj.particles.first), *a = pos + 3 * (anchors[t] - obj.particles.first);
-        double g = l_geodesic(a[0], a[2], p[0], p[2]);
-        double straight = sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
-        if (g > straight * (1 + 1e-6)) bent++;
-        if (len[t] / g < worst) worst = len[t] / g;
+        if (l_geodesic(p, a) > plane_distance(p, a) * (1 + 1e-6)) bent++;
     }
+    double worst, longest;
+    tether_ratios(w, l, pos, 3, obj.particles.first, l_geodesic, &worst, &longest);
     printf("    L-shaped cloth: %d of %d tethers bend round the corner; shortest tether / geodesic %.4f\n", bent, count, worst);
     CHECK_MSG(bent >= 4, "only %d tethers need the corner (the scene lost its meaning)", bent);
     CHECK_MSG(worst >= 1 - 1e-6, "a tether is shorter than its geodesic: ratio %g", worst);
@@ -316,18 +332,7 @@ TEST(tethers_never_shorter_than_geodesic) {
     for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     CHECK_OK(pbd_pin(w, n - 1));
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    int parts2[2 * 36], anchors2[2 * 36];
-    float len2[2 * 36];
-    CHECK_OK(pbd_lra_tethers(w, l, parts2, anchors2, len2, 2 * 36, &count));
-    CHECK(count == 2 * (n * n - 2));
-    worst = 1e9;
-    double longest = 0;
-    for (int t = 0; t < count; ++t) {
-        const float *p = rest + 3 * parts2[t], *a = rest + 3 * anchors2[t];
-        double straight = sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
-        if (len2[t] / straight < worst) worst = len2[t] / straight;
-        if (len2[t] / straight > longest) longest = len2[t] / straight;
-    }
+    CHECK(tether_ratios(w, l, rest, 3, 0, plane_distance, &worst, &longest) == 2 * (n * n - 2));
     CHECK_MSG(worst >= 1 - 1e-6, "a tether of the moved cloth is shorter than the rest distance: %g", worst);
     CHECK_MSG(longest > 1.01, "the moved cloth's tethers are straight (%g): it is not in its rest shape", longest);
     pbd_world_destroy(w);
@@ -371,18 +376,8 @@ TEST(tethers_torn_cloth_not_straight) {
     CHECK_OK(pbd_pin(w, n - 1));
     pbd_lra l = -1;
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    int count = 0, parts[2 * 50], anchors[2 * 50];
-    float len[2 * 50];
-    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, 2 * 50, &count));
-    CHECK(count == 2 * (n * n + 1 - 2));
-    x = pbd_world_positions(w);
-    double shortest = 1e9, longest = 0;
-    for (int t = 0; t < count; ++t) {
-        const float *p = x + 4 * parts[t], *a = x + 4 * anchors[t];
-        double straight = sqrt((double)(p[0] - a[0]) * (p[0] - a[0]) + (double)(p[2] - a[2]) * (p[2] - a[2]));
-        if (len[t] / straight < shortest) shortest = len[t] / straight;
-        if (len[t] / straight > longest) longest = len[t] / straight;
-    }
+    double shortest, longest;
+    CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &shortest, &longest) == 2 * (n * n + 1 - 2));
     CHECK_MSG(shortest >= 1 - 1e-6, "a tether is shorter than the straight distance: %g", shortest);
     CHECK_MSG(longest > 1.01, "the torn cloth's tethers are straight (longest / straight %g)", longest);
     pbd_mesh_free(&m);
