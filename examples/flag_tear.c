@@ -62,6 +62,7 @@ int main(int argc, char **argv) {
     cd.bending_compliance = 2.0f;
     cd.density = 0.15f;
     cd.tethers = 0; /* the automatic tethers to the pole would take the wind's pull off the edges: no tear */
+    cd.damping = 0.0f; /* the default damps towards the pole's (zero) motion, as still air would: the wind is not still */
     pbd_object flag;
     if (pbd_add_cloth(w, &cd, &flag) != PBD_OK) { fprintf(stderr, "%s\n", pbd_world_last_error(w)); return 1; }
     for (int j = 0; j < NY; ++j) pbd_pin(w, flag.particles.first + j * NX);

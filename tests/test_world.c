@@ -67,11 +67,11 @@ TEST(world_create_destroy_defaults) {
     pbd_cloth_desc cl = pbd_cloth_desc_default();
     CHECK(cl.density == 0.2f && cl.bending == PBD_BENDING_DIHEDRAL && cl.area_constraints == 0);
     CHECK(cl.stretch_stiffness == 1.0f && cl.bending_stiffness == 0.1f && cl.area_stiffness == 1.0f);
-    CHECK(cl.thickness == 0.01f && cl.damping == 0.0f && cl.stretch_compliance == 0.0f);
+    CHECK(cl.thickness == 0.01f && cl.damping == 2.0f && cl.stretch_compliance == 0.0f && cl.tethers == 1);
     pbd_softbody_desc sd = pbd_softbody_desc_default();
     CHECK(sd.density == 1000.0f && sd.volume_constraints == 1 && sd.radius == 0.01f && sd.damping == 0.0f);
     pbd_balloon_desc bd = pbd_balloon_desc_default();
-    CHECK(bd.pressure == 1.0f && bd.volume_compliance == 0.0f && bd.volume_stiffness == 1.0f);
+    CHECK(bd.pressure == 1.0f && bd.volume_compliance == 0.0f && bd.volume_stiffness == 1.0f && bd.cloth.damping == 0.0f);
     pbd_collider_desc co = pbd_collider_desc_default();
     CHECK(co.rotation[0] == 0 && co.rotation[1] == 0 && co.rotation[2] == 0 && co.rotation[3] == 1);
     CHECK(co.static_friction == 0.5f && co.dynamic_friction == 0.4f && co.restitution == 0.0f);
