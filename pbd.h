@@ -213,9 +213,9 @@
    cloth to rest in about 2 s, as air does, and calms the waves that the
    fall sends through it (undamped, 32 x 32 at 4 x 4: 15/7.6). The worst
    edge strain (|x_a - x_b| / rest - 1) of a 1 m cloth hanging from its
-   two top corners, all defaults but substeps x iterations, 1/60 s steps,
-   in % during the fall (0..2 s) / at rest (5..6 s), bench/cloth_defaults
-   --table:
+   two top corners, all defaults but substeps x iterations (and the
+   cloth's substep rule below off), 1/60 s steps, in % during the fall
+   (0..2 s) / at rest (5..6 s), bench/cloth_defaults --table:
 
        32 x 32              iterations: 1           2           4           8
            1 substep    68/8.9      68/2.0      55/1.4      40/0.95
@@ -236,15 +236,22 @@
            8 substeps   96/62       100/57      63/37       38/21
           16 substeps   34/20       39/21       23/11       12/5.9
 
-   At rest the defaults keep every edge within 1% at both sizes. The fall
+   At rest the tethers keep every edge within 1% at both sizes. The fall
    from the horizontal is the hard part: the free edge whips round, and
-   the finer the cloth the more the unconverged edges stretch at 4 x 4
-   (100 x 100, 1 cm edges: 70%). As Macklin et al. 2019 found, substeps
-   beat iterations at equal cost (16 x 1 against 4 x 4). For a fine cloth
-   that falls or swings fast and must not visibly stretch, use 16
-   substeps x 4 iterations or more (pbd_world_set_solver). A cloth that
-   must stretch (a flag that tears) sets tethers = 0
-   (examples/flag_tear.c).
+   the finer the cloth the more the unconverged edges stretch at a fixed
+   substep (100 x 100, 1 cm edges, at 4 x 4: 70%). As Macklin et al. 2019
+   found, substeps beat iterations at equal cost (16 x 1 against 4 x 4).
+   So a cloth with tethers chooses its own substeps: a step of dt takes
+   max(world substeps, ceil(dt sqrt(|g| L) / (gravity_cfl dx))), L the
+   cloth's longest tether (how far it hangs from its anchors), dx its mean
+   edge, pbd_cloth_desc.gravity_cfl 0.35 by default, 0 off
+   (pbd_world_step_substeps tells the count). With the defaults, worst
+   edge during the fall / at rest: 20 x 20 5.4/0.04% (4 substeps),
+   32 x 32 6.7/0.07% (5), 48 x 48 7.3/0.08% (7), 100 x 100 9.5/0.07% (14);
+   the cost grows with the substeps (a 100 x 100 hanging cloth: 3.5x a
+   4-substep step). An unpinned cloth (the hello-world cloth, the
+   showcase) keeps the world's substeps. A cloth that must stretch (a flag
+   that tears) sets tethers = 0 (examples/flag_tear.c).
 
    PARALLELISM (survey 3.8; docs/DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
@@ -725,6 +732,10 @@ typedef struct pbd_cloth_desc {
                                    distances on a flat convex cloth, else along the mesh), built and
                                    rebuilt automatically whenever the cloth's pinned set changes
                                    (see "==== strain limiting"); 0: none. Ignored by balloons. */
+    float gravity_cfl;          /* a pinned cloth with tethers makes a step take at least the
+                                   substeps that keep h sqrt(|g| L) / dx <= gravity_cfl (L its
+                                   longest tether, dx its mean edge); default 0.35; 0: off.
+                                   See "CLOTH DEFAULTS AND STRETCH". */
 } pbd_cloth_desc;
 
 typedef struct pbd_softbody_desc {
@@ -2437,6 +2448,9 @@ typedef struct pbd__object {
     int coupled;   /* a group outside the builder's touches it: not isolated */
     int tethers;   /* automatic long range attachments (cloth): PBD__TETHERS_* */
     int lra;       /* their set in w->lras, -1 before the first pin */
+    float gravity_cfl; /* cloth substep bound (pbd__cloth_substeps); 0: none */
+    float hang;        /* its longest tether (the largest distance to the nearest anchor), 0: none */
+    float edge;        /* its stretch edges' mean rest length, 0: none */
 } pbd__object;
 
 typedef struct pbd__collider {
@@ -2890,7 +2904,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 3u
+#define PBD__SNAPSHOT_VERSION 4u
 
 typedef struct pbd__io {
     unsigned char *out;     /* writing (NULL: measuring or reading) */
@@ -3928,6 +3942,7 @@ PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void) {
     d.thickness = 0.01f;
     d.damping = 2.0f;
     d.tethers = 1;
+    d.gravity_cfl = 0.35f;
     return d;
 }
 
@@ -4045,6 +4060,7 @@ static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_
     o->coupled = 0;
     o->tethers = 0;
     o->lra = -1;
+    o->gravity_cfl = o->hang = o->edge = 0;
     o->first = r.first;
     o->count = r.count;
     o->damping = damping;
@@ -4085,6 +4101,8 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
     if ((int)d->bending < PBD_BENDING_NONE || (int)d->bending > PBD_BENDING_ISOMETRIC)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
     if (d->tethers != 0 && d->tethers != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tethers must be 0 or 1");
+    if (!pbd__finite(d->gravity_cfl) || d->gravity_cfl < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity_cfl = %g must be finite and >= 0", (double)d->gravity_cfl);
     for (int t = 0; t < d->triangle_count; ++t) {
         pbd__v3 x[3], g[3];
         for (int i = 0; i < 3; ++i) x[i] = pbd__ld(d->positions + 3 * d->triangles[3 * t + i]);
@@ -4331,6 +4349,7 @@ static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_o
         int flat = pbd__flat_convex_disc(w, o.id, d->triangles, d->triangle_count);
         if (flat < 0) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh edges");
         w->objects[o.id].tethers = flat > 0 ? PBD__TETHERS_STRAIGHT : PBD__TETHERS_GEODESIC;
+        w->objects[o.id].gravity_cfl = d->gravity_cfl;
         if (res == PBD_OK) res = pbd__auto_tethers(w, o.id); /* vertices of mass 0 are pinned from the start */
     }
     if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
@@ -7533,6 +7552,23 @@ static pbd_result pbd__auto_tethers_build(pbd_world *w, int oi, pbd__lra *out) {
     return r;
 }
 
+/* The lengths the cloth substep rule (pbd__cloth_substeps) reads: the
+   longest of the particles' shortest tethers (how far the cloth hangs from
+   its anchors) and the stretch edges' mean rest length. */
+static void pbd__cloth_hang(pbd_world *w, pbd__object *o, const pbd__lra *l) {
+    float hang = 0;
+    for (int k = 0; k < l->count; ++k) {
+        float shortest = INFINITY;
+        for (int t = l->start[k]; t < l->start[k + 1]; ++t) shortest = l->length[t] < shortest ? l->length[t] : shortest;
+        if (shortest < INFINITY && shortest > hang) hang = shortest;
+    }
+    double sum = 0;
+    const pbd__group *g = &w->groups[o->groups[0]];
+    for (int c = 0; c < g->count; ++c) sum += g->rest[c];
+    o->hang = hang;
+    o->edge = g->count > 0 ? (float)(sum / g->count) : 0;
+}
+
 /* (Re)builds the object's automatic tethers; on error nothing changed. */
 static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
     pbd__object *o = &w->objects[oi];
@@ -7548,7 +7584,35 @@ static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
         pbd__lra_free(w, &w->lras[o->lra]);
     }
     w->lras[o->lra] = l;
+    if (l.count > 0) pbd__cloth_hang(w, o, &l);
+    else o->hang = o->edge = 0;
     return PBD_OK;
+}
+
+/* The substeps a step of dt needs for the pinned cloths' gravity_cfl bound
+   h sqrt(|g| L) / dx <= gravity_cfl (L the cloth's longest tether, dx its
+   mean edge; at least 1, at most PBD__MAX_SUBSTEPS). Why: a cloth that
+   falls or swings from its pins is a fan of chains of L / dx edges. The
+   tethers keep every particle within reach of its anchor, but gravity
+   moves all of them by g h^2 per substep at once, and only the edges can
+   tell a particle near the pin to move less than one far from it: with
+   Gauss-Seidel that news travels a few edges per sweep, so the edges next
+   to the pins stretch by about g h^2 L / dx^2 (bench/cloth_defaults,
+   100 x 100 hanging from two corners at 4 x 4: 70% during the fall).
+   Measured at 4 iterations (32, 48, 64 and 100 vertices a side, 1 m): the
+   worst edge of the fall stays under 10% while this number is below about
+   0.36 (it grows slowly with the resolution); the default 0.35 gives the
+   32 x 32 cloth 5 substeps (6.7%) and the 100 x 100 one 14 (9.5%). */
+static int pbd__cloth_substeps(const pbd_world *w, float dt) {
+    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
+    double need = 1;
+    for (int i = 0; i < w->nobjects; ++i) {
+        const pbd__object *o = &w->objects[i];
+        if (!(o->gravity_cfl > 0) || !(o->hang > 0) || !(o->edge > 0) || !(g > 0)) continue;
+        double n = ceil((double)dt * sqrt((double)g * o->hang) / ((double)o->gravity_cfl * o->edge) - 1e-9);
+        need = n > need ? n : need;
+    }
+    return need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
 }
 
 /* After particle i's inverse mass changed from was_anchor (0 or 1): the
@@ -12401,8 +12465,9 @@ PBDDEF int pbd_world_thread_team(const pbd_world *w) { return w ? w->last_team :
 
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
     if (!w || !pbd__finite(dt) || !(dt > 0)) return 0;
-    int S = w->substeps, Sf = pbd__fluid_substeps(w, dt);
-    return Sf > S ? Sf : S;
+    int S = w->substeps, Sf = pbd__fluid_substeps(w, dt), Sc = pbd__cloth_substeps(w, dt);
+    S = Sf > S ? Sf : S;
+    return Sc > S ? Sc : S;
 }
 
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
@@ -12499,7 +12564,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
         const pbd__object *ob = &t->objects[o];
         if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0 ||
             (ob->coupled != 0 && ob->coupled != 1) || ob->tethers < PBD__TETHERS_OFF || ob->tethers > PBD__TETHERS_STRAIGHT || ob->lra < -1 ||
-            ob->lra >= t->nlras)
+            ob->lra >= t->nlras || !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {
