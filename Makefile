@@ -8,7 +8,8 @@
 #   make determinism-hash  print the hashes of tests/test_determinism.c's scenes in
 #                        this configuration, as rows to paste over its `expected`
 #                        constants after an intended change of physics (every
-#                        configuration of .ci/run must then give the same rows)
+#                        configuration of .ci/run must then give the same rows, but
+#                        for the SIMD width: run it with SIMD=0 too, see `expected`)
 #   make demo            run the showcase headless: PNG frames and out/showcase.png
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; FUZZ_TIME s each,

