@@ -126,6 +126,24 @@ static void add_ground(pbd_world *w) {
     CHECK_OK(pbd_add_collider_plane(w, p, n, 0.5f, NULL));
 }
 
+/* A scene's world (with a ground plane) and its hooks. */
+static pbd_world *begin_scene(scene *s, const char *name, void *user, void (*before)(scene *, int),
+                              void (*after)(scene *, int)) {
+    s->name = name;
+    s->world = new_world();
+    s->user = user;
+    s->before_step = before;
+    s->after_step = after;
+    if (s->world) add_ground(s->world);
+    return s->world;
+}
+
+/* A scene whose colliders must have touched something. */
+static void count_contacts(scene *s, int step) {
+    (void)step;
+    s->activity += pbd_world_contact_count(s->world) > 0;
+}
+
 /* count particles on a lattice of `spacing` from `origin`, nx by ny by nz. */
 static float *lattice_positions(int nx, int ny, int nz, float spacing, const float *origin) {
     float *p = (float *)malloc(sizeof(float) * 3 * (size_t)(nx * ny * nz));
@@ -137,6 +155,23 @@ static float *lattice_positions(int nx, int ny, int nz, float spacing, const flo
                 p[3 * i + 2] = origin[2] + spacing * (float)k;
             }
     return p;
+}
+
+/* 3 x 3 x 3 loose particles 5 cm apart from `origin`, with particle
+   contacts; mass 0: the default. */
+static pbd_range add_grains(pbd_world *w, const float *origin, float radius, float mass) {
+    float *p = lattice_positions(3, 3, 3, 0.05f, origin), masses[27];
+    for (int i = 0; i < 27; ++i) masses[i] = mass;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = p;
+    pd.count = 27;
+    pd.radius = radius;
+    if (mass > 0) pd.masses = masses;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK_OK(pbd_set_particle_collision(w, r, 1));
+    free(p);
+    return r;
 }
 
 /* ---- scene "cloth": cloth with tethers, dihedral bending, a strain limit
@@ -216,14 +251,8 @@ static void cloth_destroy(scene *s) {
 
 static void build_cloth_scene(scene *s) {
     cloth_scene *c = (cloth_scene *)calloc(1, sizeof *c);
-    pbd_world *w = new_world();
-    s->name = "cloth";
-    s->world = w;
-    s->user = c;
-    s->before_step = cloth_before;
-    s->after_step = cloth_after;
+    pbd_world *w = begin_scene(s, "cloth", c, cloth_before, cloth_after);
     s->destroy = cloth_destroy;
-    add_ground(w);
 
     /* pulled: 9 x 9, pinned at one corner, the other kinematic */
     pbd_mesh m;
@@ -280,16 +309,8 @@ static void build_cloth_scene(scene *s) {
 
     /* granular: 3 x 3 x 3 grains onto the draped cloth */
     float go[3] = {0.8f, 0.9f, -0.1f};
-    float *gp = lattice_positions(3, 3, 3, 0.05f, go);
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = gp;
-    pd.count = 27;
-    pd.radius = 0.02f;
-    pbd_range gr;
-    CHECK_OK(pbd_add_particles(w, &pd, &gr));
-    CHECK_OK(pbd_set_particle_collision(w, gr, 1));
+    pbd_range gr = add_grains(w, go, 0.02f, 0);
     CHECK_OK(pbd_world_set_particle_friction(w, 0.6f, 0.5f));
-    free(gp);
     add_feature(s, "granular", gr);
 
     /* upsampling of the draped cloth */
@@ -339,20 +360,9 @@ static void solids_before(scene *s, int step) {
     CHECK_OK(pbd_hair_set_transform(s->world, c->hair, pos, q));
 }
 
-static void solids_after(scene *s, int step) {
-    (void)step;
-    s->activity += pbd_world_contact_count(s->world) > 0;
-}
-
 static void build_solids_scene(scene *s) {
     solids_scene *c = (solids_scene *)calloc(1, sizeof *c);
-    pbd_world *w = new_world();
-    s->name = "solids";
-    s->world = w;
-    s->user = c;
-    s->before_step = solids_before;
-    s->after_step = solids_after;
-    add_ground(w);
+    pbd_world *w = begin_scene(s, "solids", c, solids_before, count_contacts);
 
     pbd_mesh m, sphere;
     float sc[3] = {0, 0, 0};
@@ -479,24 +489,11 @@ static uint64_t sm_orientations(scene *s, uint64_t h) {
 
 static void build_sm_scene(scene *s) {
     sm_scene *c = (sm_scene *)calloc(1, sizeof *c);
-    pbd_world *w = new_world();
-    s->name = "shape matching";
-    s->world = w;
-    s->user = c;
-    s->before_step = sm_before;
-    s->after_step = sm_after;
-    add_ground(w);
+    pbd_world *w = begin_scene(s, "shape matching", c, sm_before, sm_after);
 
     /* a rigid body falling onto the lattice body, both with particle contacts */
     float ro[3] = {-1.05f, 0.7f, -0.05f};
-    float *rp = lattice_positions(3, 3, 3, 0.05f, ro);
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = rp;
-    pd.count = 27;
-    pd.radius = 0.025f;
-    CHECK_OK(pbd_add_particles(w, &pd, &c->rigid));
-    free(rp);
-    CHECK_OK(pbd_set_particle_collision(w, c->rigid, 1));
+    c->rigid = add_grains(w, ro, 0.025f, 0);
     int ids[27];
     for (int i = 0; i < 27; ++i) ids[i] = c->rigid.first + i;
     pbd_sm_body_desc bd = pbd_sm_body_desc_default();
@@ -538,7 +535,7 @@ static void build_sm_scene(scene *s) {
         radii[3 * i + 2] = 0.02f;
         if (i < 7) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
     }
-    pd = pbd_particles_desc_default();
+    pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = op;
     pd.count = 8;
     pbd_range orr;
@@ -598,17 +595,8 @@ static void build_sm_scene(scene *s) {
 /* ---- scene "fluid": a block of position based fluid with viscosity and
    vorticity confinement in a tank of planes, with a light cube of grains
    (particle contacts, two-way coupled through the density). */
-static void fluid_after(scene *s, int step) {
-    (void)step;
-    s->activity += pbd_world_contact_count(s->world) > 0;
-}
-
 static void build_fluid_scene(scene *s) {
-    pbd_world *w = new_world();
-    s->name = "fluid";
-    s->world = w;
-    s->after_step = fluid_after;
-    add_ground(w);
+    pbd_world *w = begin_scene(s, "fluid", NULL, NULL, count_contacts);
     float walls[4][6] = {{-0.2f, 0, 0, 1, 0, 0}, {0.2f, 0, 0, -1, 0, 0}, {0, 0, -0.15f, 0, 0, 1}, {0, 0, 0.15f, 0, 0, -1}};
     for (int i = 0; i < 4; ++i) CHECK_OK(pbd_add_collider_plane(w, walls[i], walls[i] + 3, 0.2f, NULL));
     float fo[3] = {-0.175f, 0.025f, -0.125f};
@@ -623,18 +611,7 @@ static void build_fluid_scene(scene *s) {
     free(fp);
     add_feature(s, "fluid", fr);
     float go[3] = {0.05f, 0.35f, -0.05f};
-    float *gp = lattice_positions(3, 3, 3, 0.05f, go);
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = gp;
-    pd.count = 27;
-    pd.radius = 0.025f;
-    float masses[27];
-    for (int i = 0; i < 27; ++i) masses[i] = 0.04f;
-    pd.masses = masses;
-    pbd_range gr;
-    CHECK_OK(pbd_add_particles(w, &pd, &gr));
-    CHECK_OK(pbd_set_particle_collision(w, gr, 1));
-    free(gp);
+    pbd_range gr = add_grains(w, go, 0.025f, 0.04f);
     add_feature(s, "grains in fluid", gr);
 }
 
@@ -651,14 +628,11 @@ static void wind(void *user, int particle, const float *x, const float *v, doubl
 }
 
 static void build_solver_scene(scene *s) {
-    pbd_world *w = new_world();
-    s->name = "solver";
-    s->world = w;
+    pbd_world *w = begin_scene(s, "solver", NULL, NULL, NULL);
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_PBD, 3, 5));
     CHECK_OK(pbd_world_set_jacobi(w, 1, 1.5f));
     CHECK_OK(pbd_world_set_point_damping(w, 0.3f));
     CHECK_OK(pbd_world_set_acceleration_field(w, wind, NULL));
-    add_ground(w);
     pbd_mesh m;
     float o[3] = {0, 0.8f, 0}, u[3] = {0.3f, 0, 0}, v[3] = {0, 0, 0.3f};
     CHECK_OK(pbd_mesh_grid(6, 6, o, u, v, &m));
