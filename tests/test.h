@@ -19,7 +19,7 @@
 extern "C" {
 #endif
 extern int pbdt_current_failed;     /* failures in the running test */
-extern const char *pbdt_filter;     /* run only tests whose name contains this */
+extern const char *pbdt_filter;     /* T: tests whose name, or whose suite's, contains it */
 void pbdt_run(const char *name, void (*fn)(void));
 void pbdt_fail(const char *file, int line, const char *fmt, ...);
 void pbdt_skip(const char *fmt, ...);      /* the running test is skipped (use SKIP) */
