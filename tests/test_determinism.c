@@ -16,8 +16,8 @@
    The same constants must come out of every build .ci/run makes: gcc and
    clang, C and C++, with and without OpenMP, 1 and 2 threads, sanitizers
    at -O1, SIMD on or off at run time (PBDT_DETERMINISM_SIMD=0) or forced
-   threads (PBDT_DETERMINISM_THREADS=2); the scalar build (SIMD=0) has rows
-   of its own for now (see `expected`). A difference there is a determinism bug
+   threads (PBDT_DETERMINISM_THREADS=2); each SIMD width, the scalar build
+   (SIMD=0) included, has rows of its own for now (see `expected`). A difference there is a determinism bug
    (a libm call whose result differs, contraction into FMA, a reduction
    whose order depends on the threads or the SIMD width), not a reason to
    update a constant.
@@ -686,10 +686,12 @@ static void build_solver_scene(scene *s) {
    lanes in a tree. SIMD on and off agree within one build (same W), not
    across widths: the fluid, and the particle contacts between the two
    shape-matching bodies (several contacts per particle), hash differently
-   at W = 1 and W = 16; the other features do not. Until those sums use a
-   fixed lane count, each width has its own rows; a width without rows
-   prints them and is skipped. Update: `make determinism-hash` (width 16
-   on the CI machine) and `make determinism-hash SIMD=0` (width 1). */
+   at every width (1, 4, 8, 16); the other features do not. Until those
+   sums use a fixed lane count, each width has its own rows; a width
+   without rows prints them and is skipped. Update: `make
+   determinism-hash` (width 16 on the CI machine), `make determinism-hash
+   SIMD=0` (width 1); widths 8 and 4 came from this AVX-512 machine with
+   -DPBD_SIMD_WIDTH=8 and 4 in the compile of tests/main.c. */
 typedef struct expected_hash {
     int simd_width;
     const char *scene, *feature; /* feature "*": every particle of the scene */
@@ -741,6 +743,50 @@ static const expected_hash expected[] = {
     {1, "solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
     {1, "solver", "user constraints", 0x235a059497cb548aull},
     {1, "solver", "*", 0x84421d045fc9b888ull},
+    {8, "cloth", "pulled cloth", 0x0b957a9c41d32a3eull},
+    {8, "cloth", "draped cloth", 0x02a8a7655438b688ull},
+    {8, "cloth", "granular", 0x915581064ab14bb4ull},
+    {8, "cloth", "upsampled", 0x9c0fc743f75eccd8ull},
+    {8, "cloth", "*", 0x5e3f4574ce56e70dull},
+    {8, "solids", "soft body", 0x5b78c1be47173440ull},
+    {8, "solids", "balloon", 0xde0c5e88e26e752aull},
+    {8, "solids", "hair", 0xc21c45779a18c808ull},
+    {8, "solids", "strand", 0xdac1bc2102b4e25dull},
+    {8, "solids", "*", 0x2179f1eb11b49702ull},
+    {8, "shape matching", "rigid body", 0x04b94e5b806ce981ull},
+    {8, "shape matching", "lattice body", 0xda72661d0ed38fe2ull},
+    {8, "shape matching", "oriented particles", 0xece0de690796751bull},
+    {8, "shape matching", "surface volume", 0xe41a75dd852af271ull},
+    {8, "shape matching", "multires cloth", 0x3d68880f0fe47d3full},
+    {8, "shape matching", "*", 0x188bdbcf03760831ull},
+    {8, "fluid", "fluid", 0x46773dac8cdbe129ull},
+    {8, "fluid", "grains in fluid", 0xf844c37def10847bull},
+    {8, "fluid", "*", 0xd722832570aa5a76ull},
+    {8, "solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
+    {8, "solver", "user constraints", 0x235a059497cb548aull},
+    {8, "solver", "*", 0x84421d045fc9b888ull},
+    {4, "cloth", "pulled cloth", 0x0b957a9c41d32a3eull},
+    {4, "cloth", "draped cloth", 0x02a8a7655438b688ull},
+    {4, "cloth", "granular", 0x915581064ab14bb4ull},
+    {4, "cloth", "upsampled", 0x9c0fc743f75eccd8ull},
+    {4, "cloth", "*", 0x5e3f4574ce56e70dull},
+    {4, "solids", "soft body", 0x5b78c1be47173440ull},
+    {4, "solids", "balloon", 0xde0c5e88e26e752aull},
+    {4, "solids", "hair", 0xc21c45779a18c808ull},
+    {4, "solids", "strand", 0xdac1bc2102b4e25dull},
+    {4, "solids", "*", 0x2179f1eb11b49702ull},
+    {4, "shape matching", "rigid body", 0x57696cd933dc6128ull},
+    {4, "shape matching", "lattice body", 0x386eb0b29d18cc93ull},
+    {4, "shape matching", "oriented particles", 0xece0de690796751bull},
+    {4, "shape matching", "surface volume", 0xe41a75dd852af271ull},
+    {4, "shape matching", "multires cloth", 0x3d68880f0fe47d3full},
+    {4, "shape matching", "*", 0x9abfbc3ae42b0c29ull},
+    {4, "fluid", "fluid", 0x5734ab5920f063faull},
+    {4, "fluid", "grains in fluid", 0xbc0c74461e4b5f91ull},
+    {4, "fluid", "*", 0xd4d7a546b067f8e3ull},
+    {4, "solver", "pbd jacobi cloth", 0x4a4450215d611290ull},
+    {4, "solver", "user constraints", 0x235a059497cb548aull},
+    {4, "solver", "*", 0x84421d045fc9b888ull},
 };
 
 static int have_width(int width) {
