@@ -1,5 +1,15 @@
 # pbd - build, test, demo, bench.
-#   make test            build and run the tests (installs SIMDe/stb when missing and possible)
+#   make test            build and run the tests (installs SIMDe/stb when missing and possible);
+#                        T=<x> runs the tests whose name contains x and every test of the
+#                        suites whose name contains x (T=tethers, T=suite_tethers and
+#                        T=test_tethers run tests/test_tethers.c); the runner ends with
+#                        "N passed, N failed, N skipped" (skipped: a parity test with
+#                        nothing to compare in this build, e.g. SIMD == scalar at SIMD=0)
+#   make determinism-hash  print the hashes of tests/test_determinism.c's scenes in
+#                        this configuration, as rows to paste over its `expected`
+#                        constants after an intended change of physics (every
+#                        configuration of .ci/run must then give the same rows, but
+#                        for the SIMD width: run it with SIMD=0 too, see `expected`)
 #   make demo            run the showcase headless: PNG frames and out/showcase.png
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; FUZZ_TIME s each,
@@ -59,7 +69,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test demo bench deps clean examples benches check-headers check-readme check-repro cuda
+.PHONY: all test demo bench deps clean examples benches check-headers check-readme check-repro cuda determinism-hash
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -82,6 +92,11 @@ deps:
 test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests $(T)
+
+# The cross-platform determinism test's hashes (tests/test_determinism.c).
+determinism-hash: deps
+	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
+	@PBDT_PRINT_HASHES=1 OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests suite_determinism | grep '^    {' || true
 
 $(BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -191,7 +206,7 @@ $(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(FUZZ_BUILD)/impl.o
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZERS))
 
-# Runs every harness for $(1) seconds; prints "N passed, N failed" (one per
+# Runs every harness for $(1) seconds; prints "N passed, N failed, 0 skipped" (one per
 # harness) like the test runner, so that .ci/run counts a crash as a failure.
 define FUZZ_RUN
 	@pass=0; fail=0; for h in $(FUZZERS); do \
@@ -207,7 +222,7 @@ define FUZZ_RUN
 	    echo "FAIL fuzz_$$h: see $(FUZZ_BUILD)/$$h.log"; \
 	    grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|fuzz check failed' $(FUZZ_BUILD)/$$h.log | head -30; \
 	  fi; \
-	done; echo "$$pass passed, $$fail failed"; [ $$fail -eq 0 ]
+	done; echo "$$pass passed, $$fail failed, 0 skipped"; [ $$fail -eq 0 ]
 endef
 
 fuzz: fuzz-build

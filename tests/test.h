@@ -3,7 +3,11 @@
    A test is a function `TEST(name) { CHECK(...); }`; a suite file lists its
    tests in a `void suite_<name>(void)` with RUN(test). CHECKs record the
    failure (file:line, message) and go on, so one run reports everything.
-   The runner (tests/main.c) ends with the line "N passed, N failed". */
+   SKIP(...) ends a test that has nothing to check in this build (it counts
+   as skipped, never as passed); pbdt_part notes a part of a test that is
+   vacuous in this build (see "parity tests" below).
+   The runner (tests/main.c) ends with the line "N passed, N failed, N skipped"
+   (.ci/run adds those lines up; keep them in step). */
 #ifndef PBD_TEST_H
 #define PBD_TEST_H
 #include <math.h>
@@ -15,15 +19,23 @@
 extern "C" {
 #endif
 extern int pbdt_current_failed;     /* failures in the running test */
-extern const char *pbdt_filter;     /* run only tests whose name contains this */
+extern const char *pbdt_filter;     /* T: tests whose name, or whose suite's, contains it */
 void pbdt_run(const char *name, void (*fn)(void));
 void pbdt_fail(const char *file, int line, const char *fmt, ...);
+void pbdt_skip(const char *fmt, ...);      /* the running test is skipped (use SKIP) */
+void pbdt_skip_part(const char *what);     /* a part of it was (use pbdt_part) */
 #ifdef __cplusplus
 }
 #endif
 
 #define TEST(name) static void name(void)
 #define RUN(name) pbdt_run(#name, name)
+/* Ends the test as skipped, with the reason printed on its line. */
+#define SKIP(...)                                                                \
+    do {                                                                         \
+        pbdt_skip(__VA_ARGS__);                                                  \
+        return;                                                                  \
+    } while (0)
 #define CHECK(cond)                                                              \
     do {                                                                         \
         if (!(cond)) pbdt_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);          \
@@ -54,6 +66,37 @@ void pbdt_fail(const char *file, int line, const char *fmt, ...);
             pbdt_fail(__FILE__, __LINE__, "%s returned %s, wanted %s", #expr,    \
                       pbd_result_string(pbdt_r_), pbd_result_string(want));      \
     } while (0)
+
+/* Parity tests ("SIMD equals scalar", "threads agree") compare two
+   execution paths of one build. In a build that has only one of them
+   (SIMD=0, no SIMDe, OMP=0) that comparison compares a path with itself
+   and proves nothing, so it must not be counted as passed:
+     int simd = pbdt_part(PBDT_SIMD, "SIMD == scalar");
+     int threads = pbdt_part(PBDT_THREADS, "2 threads == 1");
+     if (!simd && !threads) SKIP("scalar build without OpenMP");
+   or, for that pair, if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
+   pbdt_part returns `have`; when it is 0 the runner prints "(not
+   compared: what)" on the test's line. A test none of whose parts run
+   calls SKIP. For pbd_sm.h's and pbd_upsample.h's own SIMD kernels pass
+   their width (pbd_sm_cloth_simd_width() > 1, pbd_up_simd_width() > 1,
+   strcmp(pbd_sm_sum_simd_path(), "scalar") != 0). */
+#if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
+#define PBDT_THREADS 1 /* pbd_world_set_threads(w, 2) runs a team of 2 */
+#else
+#define PBDT_THREADS 0
+#endif
+#define PBDT_SIMD (pbd_simd_width() > 1) /* pbd.h's SIMD path is compiled in */
+static inline int pbdt_part(int have, const char *what) {
+    if (!have) pbdt_skip_part(what);
+    return have;
+}
+/* The usual pair in one test: 0 when neither can be compared (then SKIP). */
+static inline int pbdt_parity(int have_simd, int have_threads) {
+    int simd = pbdt_part(have_simd, "SIMD == scalar");
+    int threads = pbdt_part(have_threads, "2 threads == 1");
+    return simd || threads;
+}
+#define PBDT_NO_PARITY "scalar build without OpenMP: nothing to compare"
 
 /* A deterministic random generator for tests (xorshift32). */
 static inline float pbdt_rand(unsigned *state) {

@@ -246,6 +246,7 @@ TEST(contact_cloth_lands_on_granular_bed) {
 
 /* 1 and 2 threads, SIMD on and off: the same bits. */
 TEST(contact_threads_and_simd_bit_identical) {
+    if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
     enum { N = 120 };
     float pos[3 * N], r = 0.02f;
     unsigned seed = 4;

@@ -536,6 +536,7 @@ static void threaded_run(int threads, float *x_out, float *q_out) {
 }
 
 TEST(sm_oriented_threads_bit_identical) {
+    if (!PBDT_THREADS) SKIP("no OpenMP: 2 threads == 1 compares a path with itself");
     enum { NP = 16 + 8 };
     float x1[4 * NP], x2[4 * NP], q1[32], q2[32];
     threaded_run(1, x1, q1);

@@ -70,7 +70,7 @@ TEST(sm_rotation_simd_four_regions_same_bits) {
     CHECK_MSG(differ == 0, "%ld of %ld lanes differ from the scalar routine", differ, lanes);
     CHECK_MSG(simd_done > lanes / 4 && simd_done < lanes, "%ld of %ld lanes done by SIMD", simd_done, lanes);
 #else
-    CHECK(1); /* scalar build: no SIMD extraction */
+    SKIP("scalar build: no SIMD extraction to compare");
 #endif
 }
 

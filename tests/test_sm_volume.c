@@ -101,13 +101,14 @@ typedef struct squeeze_result {
     double max_loss; /* max over the run of (V_rest - V) / V_rest */
     double min_height;
     int finite;
+    int team; /* threads of the last substep (pbd_world_thread_team) */
 } squeeze_result;
 
 /* The survey's Figure 20: a sphere (radius 0.3) on the ground squeezed by a
    plate (a box collider) moving down to 60% of its height and back up a
    little. mode: 0 none, 1 global (alpha 1), 2 local (alpha 0). */
 static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
-    squeeze_result res = {0, 1, 1};
+    squeeze_result res = {0, 1, 1, 0};
     pbd_mesh m;
     pbd_object obj;
     pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
@@ -118,7 +119,7 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
         vd.triangles = m.triangles;
         vd.triangle_count = m.triangle_count;
         vd.alpha = mode == 1 ? 1.0f : 0.0f;
-        pbd_sm_add_surface_volume(w, &vd, &v);
+        CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
     }
     /* measure with an unconditional helper: the divergence theorem sum */
     double v0 = 0;
@@ -149,6 +150,7 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
     for (int i = 0; i < m.vertex_count; ++i) hmax = fmax(hmax, x[4 * (obj.particles.first + i) + 1]);
     res.min_height = hmax;
     res.finite = vol_world_finite(w);
+    res.team = pbd_world_thread_team(w);
     if (x_out) memcpy(x_out, x, sizeof(float) * 4 * (size_t)m.vertex_count);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
@@ -165,11 +167,19 @@ TEST(sm_volume_squeezed_sphere) {
     CHECK(global.min_height < 0.33 && none.min_height < 0.33);
 }
 
+/* 1 and 2 threads give the same bits, in a run that did something: the
+   plate pressed the sphere (its top, 0.611 at rest, went down by more
+   than a centimetre), the volume held, and the second run really ran on
+   two threads. */
 TEST(sm_volume_threads_bit_identical) {
+    if (!PBDT_THREADS) SKIP("no OpenMP: 2 threads == 1 compares a path with itself");
     float *a = (float *)malloc(sizeof(float) * 4 * 162), *b = (float *)malloc(sizeof(float) * 4 * 162);
-    squeeze(2, 1, 10, a);
-    squeeze(2, 2, 10, b);
+    squeeze_result one = squeeze(2, 1, 10, a), two = squeeze(2, 2, 10, b);
     CHECK(memcmp(a, b, sizeof(float) * 4 * 162) == 0);
+    CHECK(one.finite && two.finite);
+    CHECK_MSG(one.min_height < 0.6, "the plate did not press the sphere: its top is at %g", one.min_height);
+    CHECK_MSG(one.max_loss < 0.02, "the squeezed sphere lost %.2f%% of its volume", 100 * one.max_loss);
+    CHECK_MSG(one.team == 1 && two.team == 2, "teams of %d and %d threads, not 1 and 2", one.team, two.team);
     free(a);
     free(b);
 }

@@ -254,6 +254,14 @@ TEST(team_switches_keep_the_bits) {
     free(def);
     omp_set_num_threads(max);
 }
+#else /* without OpenMP every team has one thread: nothing to choose or compare */
+#define PBDT_NO_TEAM "no OpenMP: one team size only"
+TEST(team_keeps_the_speedup_on_an_idle_machine) { SKIP(PBDT_NO_TEAM); }
+TEST(team_needs_a_clear_gain) { SKIP(PBDT_NO_TEAM); }
+TEST(team_falls_back_when_a_core_is_lost) { SKIP(PBDT_NO_TEAM); }
+TEST(team_ladder_settles_on_the_fastest_size) { SKIP(PBDT_NO_TEAM); }
+TEST(team_ignores_nonsense_times) { SKIP(PBDT_NO_TEAM); }
+TEST(team_switches_keep_the_bits) { SKIP(PBDT_NO_TEAM); }
 #endif /* PBD__OPENMP */
 
 TEST(team_reports_the_threads_of_the_last_substep) {
@@ -276,13 +284,11 @@ TEST(team_reports_the_threads_of_the_last_substep) {
 }
 
 void suite_team(void) {
-#if PBD__OPENMP
     RUN(team_keeps_the_speedup_on_an_idle_machine);
     RUN(team_needs_a_clear_gain);
     RUN(team_falls_back_when_a_core_is_lost);
     RUN(team_ladder_settles_on_the_fastest_size);
     RUN(team_ignores_nonsense_times);
     RUN(team_switches_keep_the_bits);
-#endif
     RUN(team_reports_the_threads_of_the_last_substep);
 }
