@@ -286,10 +286,13 @@
    substeps (pbd_world_step_substeps; gravity_cfl 0.07 by default: at
    60 Hz 11 substeps for 5 mm, 8 for 1 cm, 5 for 2.5 cm, the world's 4
    from 5 cm), so any spacing from 5 mm to 10 cm rests at rest with the
-   defaults; a resting column of N layers is compressed at its bottom by
-   about N (h sqrt(g/d))^2 / iterations (30 layers: 3%). The colliders
-   add the density of the volume they fill (density maps), so water does
-   not pack against walls and floor. Each particle's neighbour list is built once per substep (one candidate
+   defaults; each substep starts from half the pressure of the one before
+   (a warm start), and a resting column of N layers is compressed at its
+   bottom by about N (h sqrt(g/d))^2 / (2 iterations) (30 layers: 1.6%;
+   a 10 x 30 x 10 tank loses under 1% of its height). The colliders add
+   the density of the volume they fill (density maps), so water packs
+   against walls and floor only a little (see "// ==== fluids").
+   Each particle's neighbour list is built once per substep (one candidate
    gather per grid cell, 16 distance tests at a time) and read by every
    iteration and by XSPH / vorticity; the passes work on copies of the
    particles laid out in the Morton order of their cells, so neighbours
@@ -911,19 +914,27 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    gradient. Rest: the constraint's rho_0 is the SPH density of a cubic
    lattice at `spacing` (1.0098 rho_0 at h = 2 spacing), so a block placed
    on that lattice starts at rest; pbd_fluid_densities reports rho_i over
-   it. Sub-stepping: pbd_world_step takes enough substeps that
-   h sqrt(|g| / spacing) <= gravity_cfl: the density constraints restart
-   from zero pressure every substep, so a resting column of N layers holds
-   itself up by a compression of about N (h sqrt(g/d))^2 / iterations at
-   its bottom, and past 20-30% the Jacobi corrections overshoot and it
-   explodes (1 cm with 2 substeps of 1/60 s did). s_corr's k holds at the
+   it. Warm start: the first iteration of a substep adds half the
+   multipliers the substep before summed over its iterations (its XPBD
+   multiplier, scaled by (h / h_before)^2 when the substep changes) to its
+   own; the pressure is state, in snapshots and rolled back with the step.
+   Sub-stepping: pbd_world_step takes enough substeps that
+   h sqrt(|g| / spacing) <= gravity_cfl: the iterations supply the other
+   half of the pressure from the compression they find, so a resting
+   column of N layers holds itself up by a compression of about
+   N (h sqrt(g/d))^2 / (2 iterations) at its bottom, and past 20-30% the
+   Jacobi corrections overshoot and it explodes (1 cm with 2 substeps of
+   1/60 s did, before the bound). s_corr's k holds at the
    substep h_ref = 0.07 sqrt(spacing / 9.81) and is scaled by (h/h_ref)^2
    at smaller substeps (as a position correction per iteration it would
    otherwise grow like 1/h^2 and boil a resting tank at many substeps).
-   Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults:
-   mean / max density error 0.6% / 2.9% at 5 mm, 0.4% / 2.3% at 5 cm, and
-   height within 1.3%; 5 x 10 x 5 tanks from 5 mm to 10 cm: at most 0.12% /
-   0.6%, height within 0.8% (tests/test_fluids.c, bench/fluid_rest.c).
+   Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults, 5 mm
+   to 10 cm: mean / max density error at most 0.29% / 1.61% (without the
+   warm start 0.60% / 3.07%), height lost 0.69-0.96% (1.27%); the loss is
+   mostly particles packing within a spacing of the side walls (3-4% more
+   of them there, at the SPH rest density), so a narrower 8 x 30 x 8 tank
+   loses up to 1.2% (tests/test_fluids.c, bench/fluid_rest.c). The warm
+   start costs 0.6% more instructions (callgrind).
    Cost (bench/fluid.c, a dam break of 128 000 particles at 2.5 cm, 4
    iterations, AVX-512): about 137 ms per substep on one core and 67 on
    two (the colliders' density adds about 7%), and a 1/60 s step takes 5
