@@ -283,12 +283,12 @@
    keep momentum and give the same bits for any thread count and with or
    without SIMD. A fluid sets its own substep from its spacing d: a step
    of dt takes max(substeps, ceil(dt sqrt(|g| / d) / gravity_cfl))
-   substeps (pbd_world_step_substeps; gravity_cfl 0.07 by default: at
-   60 Hz 11 substeps for 5 mm, 8 for 1 cm, 5 for 2.5 cm, the world's 4
+   substeps (pbd_world_step_substeps; gravity_cfl 0.06 by default: at
+   60 Hz 13 substeps for 5 mm, 9 for 1 cm, 6 for 2.5 cm, the world's 4
    from 5 cm), so any spacing from 5 mm to 10 cm rests at rest with the
    defaults; each substep starts from half the pressure of the one before
    (a warm start), and a resting column of N layers is compressed at its
-   bottom by about N (h sqrt(g/d))^2 / (2 iterations) (30 layers: 1.6%;
+   bottom by about N (h sqrt(g/d))^2 / (2 iterations) (30 layers: 1.3%;
    a 10 x 30 x 10 tank loses under 1% of its height). The colliders add
    the density of the volume they fill (density maps), so water packs
    against walls and floor only a little (see "// ==== fluids").
@@ -929,15 +929,18 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    at smaller substeps (as a position correction per iteration it would
    otherwise grow like 1/h^2 and boil a resting tank at many substeps).
    Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults, 5 mm
-   to 10 cm: mean / max density error at most 0.29% / 1.61% (without the
-   warm start 0.60% / 3.07%), height lost 0.69-0.96% (1.27%); the loss is
-   mostly particles packing within a spacing of the side walls (3-4% more
-   of them there, at the SPH rest density), so a narrower 8 x 30 x 8 tank
-   loses up to 1.2% (tests/test_fluids.c, bench/fluid_rest.c). The warm
-   start costs 0.6% more instructions (callgrind).
+   to 10 cm: mean / max density error at most 0.22% / 1.22%, height lost
+   0.69-0.88% (before the warm start, with gravity_cfl 0.07: 0.60% /
+   3.07% and 1.27%; the warm start alone: 0.29% / 1.61% and 0.96%, too
+   close to 1% for every build); the loss is mostly particles packing
+   within a spacing of the side walls (3-4% more of them there, at the SPH
+   rest density), so a narrower 8 x 30 x 8 tank loses up to 1.2%
+   (tests/test_fluids.c, bench/fluid_rest.c). The warm start costs 0.6%
+   more instructions per substep (callgrind); 0.06 instead of 0.07 one
+   more substep at 5 mm, 6.7 mm, 1 cm and 2.5 cm (13, 11, 9, 6).
    Cost (bench/fluid.c, a dam break of 128 000 particles at 2.5 cm, 4
    iterations, AVX-512): about 137 ms per substep on one core and 67 on
-   two (the colliders' density adds about 7%), and a 1/60 s step takes 5
+   two (the colliders' density adds about 7%), and a 1/60 s step takes 6
    substeps at that spacing; two thirds of it the density and correction
    passes (about 30 neighbours per particle, 16 at a time), a sixth the
    neighbour lists. */
@@ -959,7 +962,7 @@ typedef struct pbd_fluid_desc {
     float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
     float gravity_cfl;       /* the substep h at most gravity_cfl * sqrt(spacing / |g|):
                                 pbd_world_step takes more substeps when the fluid needs
-                                them; default 0.07, 0 turns the bound off */
+                                them; default 0.06, 0 turns the bound off */
 } pbd_fluid_desc;
 
 typedef int pbd_fluid;
@@ -6017,7 +6020,7 @@ PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
     d.scorr_k = 0.05f;
     d.scorr_n = 4.0f;
     d.scorr_dq = 0.2f;
-    d.gravity_cfl = 0.07f;
+    d.gravity_cfl = 0.06f;
     return d;
 }
 
@@ -6904,7 +6907,8 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
    5 cm tank boiled up to 3.6 times its height, and at the 4 substeps of a
    10 cm tank the surface layer was thrown 2.8 spacings up. Its k is
    therefore the value at the substep h_ref = 0.07 sqrt(d / 9.81 m/s^2)
-   (the gravity_cfl default under standard gravity) and is scaled by
+   (the gravity_cfl bound it was tuned with, under standard gravity; the
+   default is 0.06 since the warm start, where it is scaled by 0.73) and is scaled by
    (h / h_ref)^2 below it, never up (serial, before the substeps). */
 static void pbd__fluid_begin_step(pbd_world *w, float h) {
     for (int i = 0; i < w->pp.nfluids; ++i) {
@@ -6931,7 +6935,9 @@ static void pbd__fluid_begin_step(pbd_world *w, float h) {
    g h^2 / (d iterations) per layer, halved by the warm start: its bottom
    is compressed by about N (h sqrt(g / d))^2 / (2 iterations) (measured
    without the warm start: 30 layers, 4 iterations, h sqrt(g/d) = 0.13 ->
-   12%, 0.065 -> 3.2%; with it at 0.065: 1.6%), and once that passes
+   12%, 0.065 -> 3.2%; with it at 0.067: 1.6%, at 0.057 (5 mm, the
+   default 0.06): 1.0%; the default keeps the height lost under 1%, see
+   "// ==== fluids"), and once that passes
    20-30% the Jacobi corrections of the close, steep spiky gradients
    overshoot and the column explodes (1 cm with 2 substeps of 1/60 s:
    h sqrt(g/d) = 0.26, thrown to 20x its height). sqrt(g d) is the speed

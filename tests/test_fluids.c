@@ -73,10 +73,10 @@ TEST(fluid_resting_column_reaches_rest_density) {
 }
 
 /* The substeps of a step with a fluid: the fewest with
-   h sqrt(|g| / spacing) <= gravity_cfl (0.07), and at least the world's. */
+   h sqrt(|g| / spacing) <= gravity_cfl (0.06), and at least the world's. */
 TEST(fluid_substeps_follow_gravity_cfl) {
     const float ds[5] = {0.005f, 0.0067f, 0.01f, 0.05f, 0.1f}, dt = 1.0f / 60.0f, g = 9.81f;
-    const int want[5] = {11, 10, 8, 4, 4}; /* 4: the world's own */
+    const int want[5] = {13, 11, 9, 4, 4}; /* 4: the world's own */
     for (int i = 0; i < 5; ++i) {
         pbd_world *w = pbdt_world(-g);
         const float o[3] = {0, 0, 0};
@@ -84,8 +84,8 @@ TEST(fluid_substeps_follow_gravity_cfl) {
         add_block(w, 2, 2, 2, ds[i], o, &r);
         int S = pbd_world_step_substeps(w, dt);
         CHECK_MSG(S == want[i], "spacing %g: %d substeps, want %d", (double)ds[i], S, want[i]);
-        CHECK(dt / S * sqrtf(g / ds[i]) <= 0.07f);
-        if (S > 4) CHECK(dt / (S - 1) * sqrtf(g / ds[i]) > 0.07f);
+        CHECK(dt / S * sqrtf(g / ds[i]) <= 0.06f);
+        if (S > 4) CHECK(dt / (S - 1) * sqrtf(g / ds[i]) > 0.06f);
         const float zero[3] = {0, 0, 0};
         CHECK_OK(pbd_world_set_gravity(w, zero));
         CHECK(pbd_world_step_substeps(w, dt) == 4); /* no gravity: no bound */
@@ -104,8 +104,10 @@ TEST(fluid_substeps_follow_gravity_cfl) {
    two spacings; at the end the density error (pbd_fluid_densities, the
    compression rho/rho_0 - 1 > 0) is at most 1% on average and 3% at any
    particle, and the column has lost at most 1% of its height (measured
-   0.9-1.0%, density errors 0.3% / 1.6%; before the warm start of the
-   pressure 1.3%, 0.6% / 3.1%; before the colliders contributed density,
+   in 2 s: 0.7-0.9%, density errors 0.22% / 1.22%; before the warm start
+   of the pressure and gravity_cfl 0.06: 1.3%, 0.6% / 3.1%; with the warm
+   start alone 0.96-1.01% at 5 mm, depending on the SIMD width; before
+   the colliders contributed density,
    wall and floor particles packed: a 5 cm tank lost 9% of its height). */
 static void resting_tank(float d, int substeps) {
     enum { NX = 10, NY = 30, NZ = 10, N = NX * NY * NZ };
