@@ -309,13 +309,16 @@
    keep momentum and give the same bits for any thread count and with or
    without SIMD. A fluid sets its own substep from its spacing d: a step
    of dt takes max(substeps, ceil(dt sqrt(|g| / d) / gravity_cfl))
-   substeps (pbd_world_step_substeps; gravity_cfl 0.07 by default: at
-   60 Hz 11 substeps for 5 mm, 8 for 1 cm, 5 for 2.5 cm, the world's 4
+   substeps (pbd_world_step_substeps; gravity_cfl 0.06 by default: at
+   60 Hz 13 substeps for 5 mm, 9 for 1 cm, 6 for 2.5 cm, the world's 4
    from 5 cm), so any spacing from 5 mm to 10 cm rests at rest with the
-   defaults; a resting column of N layers is compressed at its bottom by
-   about N (h sqrt(g/d))^2 / iterations (30 layers: 3%). The colliders
-   add the density of the volume they fill (density maps), so water does
-   not pack against walls and floor. Each particle's neighbour list is built once per substep (one candidate
+   defaults; each substep starts from half the pressure of the one before
+   (a warm start), and a resting column of N layers is compressed at its
+   bottom by about N (h sqrt(g/d))^2 / (2 iterations) (30 layers: 1.3%;
+   a 10 x 30 x 10 tank loses under 1% of its height). The colliders add
+   the density of the volume they fill (density maps), so water packs
+   against walls and floor only a little (see "// ==== fluids").
+   Each particle's neighbour list is built once per substep (one candidate
    gather per grid cell, 16 distance tests at a time) and read by every
    iteration and by XSPH / vorticity; the passes work on copies of the
    particles laid out in the Morton order of their cells, so neighbours
@@ -944,22 +947,33 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    gradient. Rest: the constraint's rho_0 is the SPH density of a cubic
    lattice at `spacing` (1.0098 rho_0 at h = 2 spacing), so a block placed
    on that lattice starts at rest; pbd_fluid_densities reports rho_i over
-   it. Sub-stepping: pbd_world_step takes enough substeps that
-   h sqrt(|g| / spacing) <= gravity_cfl: the density constraints restart
-   from zero pressure every substep, so a resting column of N layers holds
-   itself up by a compression of about N (h sqrt(g/d))^2 / iterations at
-   its bottom, and past 20-30% the Jacobi corrections overshoot and it
-   explodes (1 cm with 2 substeps of 1/60 s did). s_corr's k holds at the
+   it. Warm start: the first iteration of a substep adds half the
+   multipliers the substep before summed over its iterations (its XPBD
+   multiplier, scaled by (h / h_before)^2 when the substep changes) to its
+   own; the pressure is state, in snapshots and rolled back with the step.
+   Sub-stepping: pbd_world_step takes enough substeps that
+   h sqrt(|g| / spacing) <= gravity_cfl: the iterations supply the other
+   half of the pressure from the compression they find, so a resting
+   column of N layers holds itself up by a compression of about
+   N (h sqrt(g/d))^2 / (2 iterations) at its bottom, and past 20-30% the
+   Jacobi corrections overshoot and it explodes (1 cm with 2 substeps of
+   1/60 s did, before the bound). s_corr's k holds at the
    substep h_ref = 0.07 sqrt(spacing / 9.81) and is scaled by (h/h_ref)^2
    at smaller substeps (as a position correction per iteration it would
    otherwise grow like 1/h^2 and boil a resting tank at many substeps).
-   Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults:
-   mean / max density error 0.6% / 2.9% at 5 mm, 0.4% / 2.3% at 5 cm, and
-   height within 1.3%; 5 x 10 x 5 tanks from 5 mm to 10 cm: at most 0.12% /
-   0.6%, height within 0.8% (tests/test_fluids.c, bench/fluid_rest.c).
+   Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults, 5 mm
+   to 10 cm: mean / max density error at most 0.22% / 1.22%, height lost
+   0.69-0.88% (before the warm start, with gravity_cfl 0.07: 0.60% /
+   3.07% and 1.27%; the warm start alone: 0.29% / 1.61% and 0.96%, too
+   close to 1% for every build); the loss is mostly particles packing
+   within a spacing of the side walls (3-4% more of them there, at the SPH
+   rest density), so a narrower 8 x 30 x 8 tank loses up to 1.2%
+   (tests/test_fluids.c, bench/fluid_rest.c). The warm start costs 0.6%
+   more instructions per substep (callgrind); 0.06 instead of 0.07 one
+   more substep at 5 mm, 6.7 mm, 1 cm and 2.5 cm (13, 11, 9, 6).
    Cost (bench/fluid.c, a dam break of 128 000 particles at 2.5 cm, 4
    iterations, AVX-512): about 137 ms per substep on one core and 67 on
-   two (the colliders' density adds about 7%), and a 1/60 s step takes 5
+   two (the colliders' density adds about 7%), and a 1/60 s step takes 6
    substeps at that spacing; two thirds of it the density and correction
    passes (about 30 neighbours per particle, 16 at a time), a sixth the
    neighbour lists. */
@@ -981,7 +995,7 @@ typedef struct pbd_fluid_desc {
     float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
     float gravity_cfl;       /* the substep h at most gravity_cfl * sqrt(spacing / |g|):
                                 pbd_world_step takes more substeps when the fluid needs
-                                them; default 0.07, 0 turns the bound off */
+                                them; default 0.06, 0 turns the bound off */
 } pbd_fluid_desc;
 
 typedef int pbd_fluid;
@@ -2526,6 +2540,7 @@ typedef struct pbd__particle_phase {
     int nfluids, fluid_cap;
     pbd__fluid *fluids;
     float mu_s, mu_d;
+    float pressure_h;   /* the substep of pbd_world.pressure (0: none yet) */
     /* scratch */
     int np, cap;        /* taking part / capacity */
     int *ids;           /* world particle of each, increasing */
@@ -2600,6 +2615,10 @@ struct pbd_world {
     unsigned char *flags;
     pbd__v3 *kin_target, *kin_from;
     pbd__p4 *x_step, *v_step; /* x and v at the start of the step: what a non-finite step rolls back to */
+    float *pressure, *pressure_step; /* a fluid particle's density multipliers of the last substep,
+                                        summed (the warm start of pbd__fluid_lambda; 0 for the
+                                        others), and at the start of the step (rollback) */
+    float pressure_h_step; /* pp.pressure_h at the start of the step (rollback) */
     pbd_acceleration_fn accel;
     void *accel_user;
     /* constraint groups, objects, colliders */
@@ -2816,7 +2835,7 @@ static void pbd__world_free_contents(pbd_world *w) {
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
                       w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->contact_ids, w->object_l,
-                      w->x_step, w->v_step, w->pose_step, w->object_coupled};
+                      w->x_step, w->v_step, w->pressure, w->pressure_step, w->pose_step, w->object_coupled};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -3027,6 +3046,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->radius, w->n, sizeof(float));
     pbd__io_array(io, w, (void **)&w->flags, w->n, 1);
     pbd__io_array(io, w, (void **)&w->kin_target, w->n, sizeof(pbd__v3));
+    pbd__io_array(io, w, (void **)&w->pressure, w->n, sizeof(float));
     if (io->in && !io->bad && w->n > 0) {
         /* predictions, kinematic start points and Jacobi sums are scratch */
         w->p = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
@@ -3036,7 +3056,10 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         w->contact_ids = (int *)pbd__alloc_n(w, (size_t)w->n, sizeof(int));
         w->x_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->v_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
-        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids || !w->x_step || !w->v_step) io->bad = 2;
+        w->pressure_step = (float *)pbd__alloc_n(w, (size_t)w->n, sizeof(float));
+        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids || !w->x_step || !w->v_step ||
+            !w->pressure_step)
+            io->bad = 2;
         else {
             memset(w->ncontact, 0, (size_t)w->n);
             memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n);
@@ -3200,7 +3223,8 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
              PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int)) &&
-             PBD__GROW(x_step, sizeof(pbd__p4)) && PBD__GROW(v_step, sizeof(pbd__p4));
+             PBD__GROW(x_step, sizeof(pbd__p4)) && PBD__GROW(v_step, sizeof(pbd__p4)) &&
+             PBD__GROW(pressure, sizeof(float)) && PBD__GROW(pressure_step, sizeof(float));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -3245,6 +3269,7 @@ static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *
         w->kin_target[i] = x;
         w->kin_from[i] = x;
         w->ncontact[i] = 0;
+        w->pressure[i] = 0;
     }
     w->n += d->count;
     if (out) { out->first = first; out->count = d->count; }
@@ -6046,7 +6071,7 @@ PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
     d.scorr_k = 0.05f;
     d.scorr_n = 4.0f;
     d.scorr_dq = 0.2f;
-    d.gravity_cfl = 0.07f;
+    d.gravity_cfl = 0.06f;
     return d;
 }
 
@@ -6530,7 +6555,30 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
     }
     for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum(acc[c]);
 }
-static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
+/* The warm start of the density constraints (iteration `it` of the
+   substep; it < 0: pbd_fluid_densities, no state). PBF's multipliers
+   restart from zero pressure every iteration (lambda from the current C
+   alone), so a resting column holds itself up only by the compression
+   that makes 4 Jacobi iterations lift each particle by the g h^2 the
+   prediction took: about N (h sqrt(g/d))^2 / iterations at the bottom of
+   N layers. Summed over the iterations of a substep, the multipliers are
+   the XPBD multiplier of the substep (Macklin et al. 2016, eq. 18 with
+   alpha = 0: each PBF lambda is a delta lambda), and the first iteration
+   of the next substep adds PBD__FLUID_WARM times that sum (scaled by
+   (h / h_before)^2 when the substep changes: lambda is a force times h^2)
+   to its own, which applies it where the positions are then (a linearised
+   initial guess lambda_0, x_0 = x~ + M^-1 grad C^T lambda_0 folded into
+   the first correction pass: no extra pass). In the steady state the
+   iterations then supply only (1 - PBD__FLUID_WARM) of the pressure, and
+   the compression falls by that factor. Measured (bench/fluid_rest.c, 30
+   layers): 0.5 halves the compression (max density error 3.1% -> 1.6% at
+   5 mm); 0.65 and more let the carried pressure lag the motion and the
+   tank sloshes (rms speed x4 to x5); the XPBD form with an accumulated,
+   clamped lambda and signed C (delta lambda = (-C - eps lambda) / den)
+   sloshed even from a cold start: PBF's per-iteration max(C, 0) is what
+   keeps the Jacobi overshoot in check, so the iterations keep it. */
+#define PBD__FLUID_WARM 0.5f
+static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a, int it) {
     pbd__particle_phase *pp = &w->pp;
     const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
     pbd__kern k = f->kern;
@@ -6542,7 +6590,13 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__v3 ga = pbd__add(pbd__v(sums[1], sums[2], sums[3]), pbd__mul(gw, f->rest_density * k.inv_rho0));
     float C = rho * k.inv_rho0 - 1.0f, den = P[a].w * pbd__dot(ga, ga) + sum2 + f->eps;
     pp->density[a] = rho;
-    pp->lambda[a] = C > 0 && den > 0 ? -C / den : 0.0f;
+    float lambda = C > 0 && den > 0 ? -C / den : 0.0f;
+    if (it >= 0) { /* a projection (pbd_fluid_densities passes -1: no state changes) */
+        float *p = &w->pressure[pp->sid[a]];
+        if (it == 0) lambda += PBD__FLUID_WARM * *p;
+        *p = it == 0 ? lambda : *p + lambda;
+    }
+    pp->lambda[a] = lambda;
     pp->omega[a] = P[a]; /* positions and multipliers for pbd__vcorrection_block */
     pp->omega[a].w = pp->lambda[a];
 }
@@ -6705,7 +6759,7 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
    as soon as it is known (every pass reads the gathered copy, never
    w->p, so the order does not matter; each pass an `omp for`, whose
    barrier separates them). */
-static void pbd__pp_project(pbd_world *w) {
+static void pbd__pp_project(pbd_world *w, int it) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
@@ -6716,7 +6770,7 @@ static void pbd__pp_project(pbd_world *w) {
     if (pp->nfluids > 0) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
-            if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a);
+            if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a, it);
             else {
                 pp->lambda[a] = 0;
                 pp->omega[a] = pp->spos[a];
@@ -6904,7 +6958,8 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
    5 cm tank boiled up to 3.6 times its height, and at the 4 substeps of a
    10 cm tank the surface layer was thrown 2.8 spacings up. Its k is
    therefore the value at the substep h_ref = 0.07 sqrt(d / 9.81 m/s^2)
-   (the gravity_cfl default under standard gravity) and is scaled by
+   (the gravity_cfl bound it was tuned with, under standard gravity; the
+   default is 0.06 since the warm start, where it is scaled by 0.73) and is scaled by
    (h / h_ref)^2 below it, never up (serial, before the substeps). */
 static void pbd__fluid_begin_step(pbd_world *w, float h) {
     for (int i = 0; i < w->pp.nfluids; ++i) {
@@ -6912,16 +6967,28 @@ static void pbd__fluid_begin_step(pbd_world *w, float h) {
         float q = h / (0.07f * sqrtf(f->spacing / 9.81f));
         f->kern.scorr = f->kern.scorr_full * (q < 1.0f ? q * q : 1.0f);
     }
+    pbd__particle_phase *pp = &w->pp;
+    if (pp->nfluids > 0 && pp->pressure_h > 0 && h != pp->pressure_h) {
+        float r = h / pp->pressure_h;
+        for (int i = 0; i < pp->nfluids; ++i)
+            for (int k = pp->fluids[i].first; k < pp->fluids[i].first + pp->fluids[i].count; ++k)
+                w->pressure[k] *= r * r;
+    }
+    pp->pressure_h = h;
 }
 
 /* The substeps a step of dt needs for the fluids' gravity_cfl bound
    h sqrt(|g| / d) <= gravity_cfl (at least 1; at most PBD__MAX_SUBSTEPS).
-   Why: the density constraints start from zero pressure every substep
-   (lambda is not kept), so a resting column of N layers holds itself up
-   only by a density error that grows from the surface down by about
-   g h^2 / (d iterations) per layer: its bottom is compressed by about
-   N (h sqrt(g / d))^2 / iterations (measured: 30 layers, 4 iterations,
-   h sqrt(g/d) = 0.13 -> 12%, 0.065 -> 3.2%), and once that passes
+   Why: the density constraints' iterations supply the pressure from the
+   current compression (only half of the last substep's is carried over,
+   see pbd__fluid_lambda), so a resting column of N layers holds itself
+   up only by a density error that grows from the surface down by about
+   g h^2 / (d iterations) per layer, halved by the warm start: its bottom
+   is compressed by about N (h sqrt(g / d))^2 / (2 iterations) (measured
+   without the warm start: 30 layers, 4 iterations, h sqrt(g/d) = 0.13 ->
+   12%, 0.065 -> 3.2%; with it at 0.067: 1.6%, at 0.057 (5 mm, the
+   default 0.06): 1.0%; the default keeps the height lost under 1%, see
+   "// ==== fluids"), and once that passes
    20-30% the Jacobi corrections of the close, steep spiky gradients
    overshoot and the column explodes (1 cm with 2 substeps of 1/60 s:
    h sqrt(g/d) = 0.26, thrown to 20x its height). sqrt(g d) is the speed
@@ -6960,7 +7027,7 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, in
     pbd__particle_phase *pp = &w->pp;
     for (int a = 0; a < pp->np; ++a) {
         if (pp->sfluid[a] != fi) continue;
-        pbd__fluid_lambda(w, pp->spos, a);
+        pbd__fluid_lambda(w, pp->spos, a, -1);
         out[pp->sid[a] - f->first] = pp->density[a] * f->kern.inv_rho0;
     }
     return PBD_OK;
@@ -7013,6 +7080,7 @@ static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     pbd__io_float(io, &pp->mu_s);
     pbd__io_float(io, &pp->mu_d);
+    pbd__io_float(io, &pp->pressure_h);
     pbd__io_int(io, &pp->nfluids);
     if (io->bad) return;
     if (io->in) {
@@ -7026,8 +7094,12 @@ static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
    (and only theirs) flagged fluid; friction in range. */
 static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
     const pbd__particle_phase *pp = &t->pp;
-    if (!pbd__finite(pp->mu_s) || !pbd__finite(pp->mu_d) || pp->mu_s < 0 || pp->mu_d < 0 || pp->mu_d > pp->mu_s)
+    if (!pbd__finite(pp->mu_s) || !pbd__finite(pp->mu_d) || pp->mu_s < 0 || pp->mu_d < 0 || pp->mu_d > pp->mu_s ||
+        !pbd__finite(pp->pressure_h) || pp->pressure_h < 0)
         return PBD_ERROR_BAD_SNAPSHOT;
+    for (int i = 0; i < t->n; ++i) /* a multiplier only pushes (pbd__fluid_lambda), and only in a fluid */
+        if (!pbd__finite(t->pressure[i]) || t->pressure[i] > 0 || (t->pressure[i] != 0 && !(t->flags[i] & PBD__FLUID)))
+            return PBD_ERROR_BAD_SNAPSHOT;
     int end = 0;
     for (int fi = 0; fi < pp->nfluids; ++fi) {
         const pbd__fluid *f = &pp->fluids[fi];
@@ -9019,6 +9091,7 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         w->kin_target[nv] = w->kin_target[v];
         w->kin_from[nv] = w->kin_from[v];
         w->ncontact[nv] = 0;
+        w->pressure[nv] = 0; /* a cloth vertex: no fluid pressure */
         w->mass[v] = k->splits[s].mass_v;
         w->mass[nv] = k->splits[s].mass_new;
     }
@@ -12284,7 +12357,8 @@ static void pbd__reset_multipliers(pbd_world *w) {
    if one is not finite the world goes back to its state at the start of
    the step. What a step changes and snapshots hold: the particles' x and
    v, the objects' coupled flags, the colliders' poses, the self-collision
-   candidates, the XPBD multipliers (reset every substep, and left zero at
+   candidates, the fluids' pressures (pbd__fluid_lambda's warm start), the
+   XPBD multipliers (reset every substep, and left zero at
    the end of every step, so the rollback zeroes them) and the plugins'
    own state (their rollback callbacks); the rest is scratch rebuilt
    every substep. The copies live in memory sized when things are added:
@@ -12293,7 +12367,9 @@ static void pbd__step_keep(pbd_world *w) {
     if (w->n > 0) { /* an empty world has no arrays (memcpy of NULL is undefined) */
         memcpy(w->x_step, w->x, sizeof(pbd__p4) * (size_t)w->n);
         memcpy(w->v_step, w->v, sizeof(pbd__p4) * (size_t)w->n);
+        memcpy(w->pressure_step, w->pressure, sizeof(float) * (size_t)w->n);
     }
+    w->pressure_h_step = w->pp.pressure_h;
     for (int o = 0; o < w->nobjects; ++o) w->object_coupled[o] = w->objects[o].coupled;
     for (int c = 0; c < w->ncolliders; ++c) {
         memcpy(w->pose_step[c].pos, w->colliders[c].pos, sizeof w->colliders[c].pos);
@@ -12307,7 +12383,9 @@ static void pbd__step_rollback(pbd_world *w) {
         memcpy(w->x, w->x_step, sizeof(pbd__p4) * (size_t)w->n);
         memcpy(w->v, w->v_step, sizeof(pbd__p4) * (size_t)w->n);
         memcpy(w->p, w->x, sizeof(pbd__p4) * (size_t)w->n); /* as after a step */
+        memcpy(w->pressure, w->pressure_step, sizeof(float) * (size_t)w->n);
     }
+    w->pp.pressure_h = w->pressure_h_step;
     for (int o = 0; o < w->nobjects; ++o) w->objects[o].coupled = w->object_coupled[o];
     for (int c = 0; c < w->ncolliders; ++c) {
         memcpy(w->colliders[c].pos, w->pose_step[c].pos, sizeof w->colliders[c].pos);
@@ -12381,7 +12459,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__strain_limits_project(w);
         pbd__strands_project(w, it);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
-        pbd__pp_project(w);
+        pbd__pp_project(w, it);
         if (w->nsurfaces) pbd__selfcol_project(w);
         pbd__project_contacts(w);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);

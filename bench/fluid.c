@@ -8,7 +8,7 @@
    10 steps for the big scene) before timing, so that the timed steps see
    a moving fluid, not the initial lattice.
    The world is asked for 1 or 2 substeps; the fluid's gravity_cfl bound
-   (default 0.07) makes a step at 2.5 cm take 5 (`substeps` is what a step
+   (default 0.06) makes a step at 2.5 cm take 6 (`substeps` is what a step
    takes, `asked` what the world was given); --cfl0 turns the bound off
    (the cost per substep as before it).
    Build and run: make bench BENCH=fluid (or build/.../bench/fluid [--quick]

@@ -73,10 +73,10 @@ TEST(fluid_resting_column_reaches_rest_density) {
 }
 
 /* The substeps of a step with a fluid: the fewest with
-   h sqrt(|g| / spacing) <= gravity_cfl (0.07), and at least the world's. */
+   h sqrt(|g| / spacing) <= gravity_cfl (0.06), and at least the world's. */
 TEST(fluid_substeps_follow_gravity_cfl) {
     const float ds[5] = {0.005f, 0.0067f, 0.01f, 0.05f, 0.1f}, dt = 1.0f / 60.0f, g = 9.81f;
-    const int want[5] = {11, 10, 8, 4, 4}; /* 4: the world's own */
+    const int want[5] = {13, 11, 9, 4, 4}; /* 4: the world's own */
     for (int i = 0; i < 5; ++i) {
         pbd_world *w = pbdt_world(-g);
         const float o[3] = {0, 0, 0};
@@ -84,8 +84,8 @@ TEST(fluid_substeps_follow_gravity_cfl) {
         add_block(w, 2, 2, 2, ds[i], o, &r);
         int S = pbd_world_step_substeps(w, dt);
         CHECK_MSG(S == want[i], "spacing %g: %d substeps, want %d", (double)ds[i], S, want[i]);
-        CHECK(dt / S * sqrtf(g / ds[i]) <= 0.07f);
-        if (S > 4) CHECK(dt / (S - 1) * sqrtf(g / ds[i]) > 0.07f);
+        CHECK(dt / S * sqrtf(g / ds[i]) <= 0.06f);
+        if (S > 4) CHECK(dt / (S - 1) * sqrtf(g / ds[i]) > 0.06f);
         const float zero[3] = {0, 0, 0};
         CHECK_OK(pbd_world_set_gravity(w, zero));
         CHECK(pbd_world_step_substeps(w, dt) == 4); /* no gravity: no bound */
@@ -94,18 +94,23 @@ TEST(fluid_substeps_follow_gravity_cfl) {
     CHECK(pbd_world_step_substeps(NULL, dt) == 0);
 }
 
-/* Water at rest in a closed tank of planes, 5 x 10 x 5 particles, with the
-   defaults except the spacing, stepped 0.6 s at 60 Hz (1 cm also with 2
-   substeps asked for: it was thrown to 16x its height). Every step its
-   fill height (twice the particles' mean height) stays within 2% of the
+/* Water at rest in a closed tank of planes, 10 x 30 x 10 particles (30
+   layers: the compression that holds a column up grows with its depth),
+   with the defaults except the spacing, stepped 0.6 s at 60 Hz (1 cm also
+   with 2 substeps asked for: it was thrown to 16x its height; the column
+   has settled by then, bench/fluid_rest.c runs 2 s). Every step its fill
+   height (twice the particles' mean height) stays within 2% of the
    height it was placed with and no particle rises above it by more than
    two spacings; at the end the density error (pbd_fluid_densities, the
    compression rho/rho_0 - 1 > 0) is at most 1% on average and 3% at any
-   particle, and the column has lost at most 1% of its height. Before
-   the colliders contributed density, wall and floor particles packed
-   (a 5 cm tank lost 9% of its height). */
+   particle, and the column has lost at most 1% of its height (measured
+   in 2 s: 0.7-0.9%, density errors 0.22% / 1.22%; before the warm start
+   of the pressure and gravity_cfl 0.06: 1.3%, 0.6% / 3.1%; with the warm
+   start alone 0.96-1.01% at 5 mm, depending on the SIMD width; before
+   the colliders contributed density,
+   wall and floor particles packed: a 5 cm tank lost 9% of its height). */
 static void resting_tank(float d, int substeps) {
-    enum { NX = 5, NY = 10, NZ = 5, N = NX * NY * NZ };
+    enum { NX = 10, NY = 30, NZ = 10, N = NX * NY * NZ };
     const float o[3] = {0, 0, 0}, H = NY * d;
     pbd_world *w = pbdt_world(-9.81f);
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, substeps, 4));
@@ -128,7 +133,7 @@ static void resting_tank(float d, int substeps) {
         fill_off = off > fill_off ? off : fill_off;
         rise = up > rise ? up : rise;
     }
-    float rho[N];
+    static float rho[N];
     CHECK_OK(pbd_fluid_densities(w, f, rho, N));
     const float *x = pbd_world_positions(w);
     double mean = 0, worst = 0, my = 0;
@@ -148,6 +153,7 @@ static void resting_tank(float d, int substeps) {
 }
 TEST(fluid_resting_tank_5mm) { resting_tank(0.005f, 4); }
 TEST(fluid_resting_tank_1cm_2_substeps) { resting_tank(0.01f, 2); }
+TEST(fluid_resting_tank_2_5cm) { resting_tank(0.025f, 4); }
 TEST(fluid_resting_tank_5cm) { resting_tank(0.05f, 4); }
 TEST(fluid_resting_tank_10cm) { resting_tank(0.1f, 4); }
 
@@ -549,6 +555,7 @@ void suite_fluids(void) {
     RUN(fluid_substeps_follow_gravity_cfl);
     RUN(fluid_resting_tank_5mm);
     RUN(fluid_resting_tank_1cm_2_substeps);
+    RUN(fluid_resting_tank_2_5cm);
     RUN(fluid_resting_tank_5cm);
     RUN(fluid_resting_tank_10cm);
 }
