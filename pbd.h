@@ -1348,6 +1348,10 @@ PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out
    so an extension writes `return pbd_world_fail(w, PBD_ERROR_..., "...")`.
    With w NULL (a call that has no world) the message goes to this thread's
    pbd_last_error() instead. It changes nothing else in the world.
+   pbd_world_fail_last(w, r) reports this thread's pbd_last_error() again
+   on w (the message without its "PBD_ERROR_NAME: "), for a call on a world
+   whose helper without one failed; it returns r, and does nothing when r
+   is PBD_OK.
    pbd_world_alloc / pbd_world_free allocate the way the world does: with
    pbd_world_desc.allocator when one was given, else PBD_MALLOC / PBD_FREE
    (of the translation unit with pbd.h's implementation); the memory of
@@ -1356,7 +1360,8 @@ PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-PBDDEF pbd_result pbd_world_fail(pbd_world *w, pbd_result r, const char *fmt, ...);
+PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
+PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
 /* Particles a plugin's internal forces connect: the objects they belong to
@@ -10709,7 +10714,8 @@ PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
 
 PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? w->nplugins : 0; }
 
-PBDDEF pbd_result pbd_world_fail(pbd_world *w, pbd_result r, const char *fmt, ...) {
+PBDDEF pbd_result pbd_world_fail(const pbd_world *cw, pbd_result r, const char *fmt, ...) {
+    pbd_world *w = (pbd_world *)cw; /* the message buffer is not simulation state */
     char *buf = w ? w->error : pbd__last_error;
     size_t size = w ? sizeof w->error : sizeof pbd__last_error;
     va_list ap;
@@ -10718,6 +10724,13 @@ PBDDEF pbd_result pbd_world_fail(pbd_world *w, pbd_result r, const char *fmt, ..
     va_end(ap);
     if (w && w->log) w->log(w->log_user, r, w->error);
     return r;
+}
+PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
+    if (r == PBD_OK || !w) return r;
+    const char *m = pbd__last_error, *c = strstr(m, ": ");
+    char copy[sizeof pbd__last_error];
+    snprintf(copy, sizeof copy, "%s", c ? c + 2 : m);
+    return pbd_world_fail(w, r, "%s", copy);
 }
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
