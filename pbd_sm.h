@@ -1333,10 +1333,10 @@ static void *pbd_sm__alloc_n(size_t n, size_t elem) {
 static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start,
                                         const int *members) {
     if (!start || (region_count > 0 && !members)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: NULL pointer: !start || (region_count > 0 && !members)");
-    if (particle_count < 0 || region_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0");
+    if (particle_count < 0 || region_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 (particle_count %d, region_count %d)", particle_count, region_count);
     if (start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[0] != 0");
     for (int r = 0; r < region_count; ++r)
-        if (start[r + 1] < start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[r + 1] < start[r]");
+        if (start[r + 1] < start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)", start[r + 1], r, start[r]);
     int *stamp = (int *)pbd_sm__alloc_n((size_t)particle_count, sizeof(int));
     if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__check_regions: out of memory");
     for (int i = 0; i < particle_count; ++i) stamp[i] = -1;
@@ -1344,8 +1344,8 @@ static pbd_result pbd_sm__check_regions(int particle_count, int region_count, co
     for (int r = 0; r < region_count && res == PBD_OK; ++r)
         for (int e = start[r]; e < start[r + 1]; ++e) {
             int i = members[e];
-            if (i < 0 || i >= particle_count) { res = pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count"); break; }
-            if (stamp[i] == r) { res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because stamp[i] == r"); break; }
+            if (i < 0 || i >= particle_count) { res = pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count (i %d, particle_count %d)", i, particle_count); break; }
+            if (stamp[i] == r) { res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because stamp[i] == r (i %d, stamp[i] %d, r %d)", i, stamp[i], r); break; }
             stamp[i] = r;
         }
     PBD_SM_FREE(stamp);
@@ -1559,9 +1559,9 @@ static int pbd_sm__find_cell(const pbd_sm__cell_key *keys, int n, long long key)
    allocated with PBD_SM_MALLOC. */
 static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **start_out, int **members_out) {
     if (!cells && n > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
-    if (n < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64");
+    if (n < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64 (n %d, w %d)", n, w);
     for (int i = 0; i < 3 * n; ++i)
-        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64");
+        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64 (i %d, cells[i] %d)", i, cells[i]);
     pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *keys);
     int *start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     if (!keys || !start) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory"); }
@@ -1590,7 +1590,7 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
                     }
             if (pass == 1) qsort(members + start[i], (size_t)cnt, sizeof(int), pbd_sm__cmp_int);
             total += cnt;
-            if (total > INT_MAX) { PBD_SM_FREE(keys); PBD_SM_FREE(start); PBD_SM_FREE(members); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__lattice_lists: rejected because total > INT_MAX"); }
+            if (total > INT_MAX) { PBD_SM_FREE(keys); PBD_SM_FREE(start); PBD_SM_FREE(members); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total); }
         }
         if (pass == 0) {
             start[n] = (int)total;
@@ -1774,9 +1774,9 @@ done:
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !out");
     if (!cells && particle_count > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
-    if (particle_count < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64");
+    if (particle_count < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)", particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
-        if (cells[i] < -1000000 || cells[i] > 1000000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000");
+        if (cells[i] < -1000000 || cells[i] > 1000000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000 (i %ld, cells[i] %d)", i, cells[i]);
     if ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)"); /* the candidate bars; checked before the lists are built */
     int *start = NULL, *members = NULL;
@@ -1998,7 +1998,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     /* a leaf that is also an ancestor of another leaf overlaps it */
     for (int i = 0; i < n; ++i)
-        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0"); goto done; }
+        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0 (m %d)", m); goto done; }
     T->n = n;
     T->m = m;
     T->levels = m ? virt[m - 1].l - virt[0].l + 1 : 0;
@@ -2248,16 +2248,16 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
     if (!out || (particle_count > 0 && !cells)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: NULL pointer: !out || (particle_count > 0 && !cells)");
-    if (particle_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because particle_count < 0");
-    if (!widths && (w < 1 || w > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64)");
+    if (particle_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)", particle_count);
+    if (!widths && (w < 1 || w > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
     if (particle_count > INT_MAX / 32) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)"); /* leaves + up to 22 ancestors each */
     for (int i = 0; i < particle_count; ++i) {
         int l = cells[4 * i + 3];
-        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL");
-        if (widths && (widths[i] < 1 || widths[i] > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64)");
+        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL (l %d)", l);
+        if (widths && (widths[i] < 1 || widths[i] > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64) (i %d, widths[i] %d)", i, widths[i]);
         for (int a = 0; a < 3; ++a) {
             long long lo = (long long)cells[4 * i + a] * (1LL << l), hi = lo + (1LL << l) - 1;
-            if (lo < -1000000 || hi > 1000000) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000");
+            if (lo < -1000000 || hi > 1000000) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000 (lo %lld)", lo);
         }
     }
     pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(1, sizeof *T);
@@ -2310,9 +2310,9 @@ static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, d
 static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start,
                                          int **adj) {
     for (long i = 0; i < 3 * (long)nv; ++i)
-        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > 1e30");
+        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > 1e30 (i %ld, x[i] %g)", i, (double)x[i]);
     for (long t = 0; t < 3 * (long)nt; ++t)
-        if (tri[t] < 0 || tri[t] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv");
+        if (tri[t] < 0 || tri[t] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t, tri[t], nv);
     for (int t = 0; t < nt; ++t) {
         const int *v = tri + 3 * t;
         if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1] || v[1] == v[2] || v[0] == v[2]");
@@ -2328,7 +2328,7 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
         if (!(cc > 1e-24 * ee) || !(ee > 0)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))"); /* sin^2 of the angle ~ 0 */
     }
-    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2");
+    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2 (nt %d)", nt);
     /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
        most two triangles; triangles as sorted triples may not repeat */
     long long *e = (long long *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(long long));
@@ -2570,7 +2570,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
                                         const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out) {
     if (!out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: NULL pointer: !out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)");
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)", vertex_count, triangle_count, w, max_path_length);
     if (vertex_count > INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)"); /* prefix rows: vertices + paths */
     if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
     int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
@@ -2608,8 +2608,8 @@ PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *p) { return p ? p->
 
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *particles, int max, int *count) {
     if (!p || !count || (max > 0 && !particles)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: NULL pointer: !p || !count || (max > 0 && !particles)");
-    if (r < 0 || r >= p->region_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count");
-    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0");
+    if (r < 0 || r >= p->region_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)", max);
     int b = p->region_start[r], n = p->region_start[r + 1] - b;
     for (int e = 0; e < n && e < max; ++e) particles[e] = p->region_particles[b + e];
     *count = n;
@@ -2622,9 +2622,9 @@ PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *p) {
 
 PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *vertices, int max, int *count) {
     if (!p || !count || (max > 0 && !vertices)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: NULL pointer: !p || !count || (max > 0 && !vertices)");
-    if (p->method != PBD_SM_SUM_PATHS || max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0");
+    if (p->method != PBD_SM_SUM_PATHS || max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)", max);
     const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
-    if (path < 0 || path >= s->seg_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count");
+    if (path < 0 || path >= s->seg_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
     int b = s->seg_start[path], n = s->seg_start[path + 1] - b;
     for (int e = 0; e < n && e < max; ++e) vertices[e] = s->gather[b + e];
     *count = n;
@@ -2633,7 +2633,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: NULL pointer: !p");
-    if (threads < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: rejected because threads < 0");
+    if (threads < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
     p->threads = threads;
     return PBD_OK;
 }
@@ -2648,7 +2648,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     if (!p || !sums || (p->particle_count > 0 && !values)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: NULL pointer: !p || !sums || (p->particle_count > 0 && !values)");
-    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: rejected because k < 1 || k > 64");
+    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
 #if PBD_SM__OPENMP
     /* one parallel region; below 512 regions a barrier costs more than it
        saves; called from inside a parallel region, no nested team */
@@ -2668,7 +2668,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     if (!p || !sums || (p->particle_count > 0 && !values)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: NULL pointer: !p || !sums || (p->particle_count > 0 && !values)");
-    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64");
+    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
     p->sum(p, values, k, sums);
     return PBD_OK;
 }
@@ -2859,7 +2859,7 @@ static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT
 
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
-    if (rotation_iterations < 1 || rotation_iterations > 100) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > 100");
+    if (rotation_iterations < 1 || rotation_iterations > 100) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > 100 (rotation_iterations %d)", rotation_iterations);
     if (!pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) ||
         !pbd_sm__finitef(maxp))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) || !pbd_sm__finitef(maxp)");
@@ -3561,7 +3561,7 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
 
 /* Every region non-empty; the plan's own checks made the rest valid. */
 static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
-    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->particle_count != n || p->region_count < 1");
+    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->particle_count != n || p->region_count < 1 (n %d)", n);
     for (int r = 0; r < p->region_count; ++r)
         if (p->region_start[r + 1] <= p->region_start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
     return PBD_OK;
@@ -3570,12 +3570,12 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body **out) {
     if (!w || !d || !d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: NULL pointer: !w || !d || !d->particles");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
-    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1");
+    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic,
                                           d->rotation_iterations));
     if (res != PBD_OK) return res;
     for (int i = 0; i < n; ++i)
-        if (d->particles[i] < 0 || d->particles[i] >= wn) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn");
+        if (d->particles[i] < 0 || d->particles[i] >= wn) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i %d, d->particles[i] %d, wn %d)", i, d->particles[i], wn);
     if (d->plan && d->region_start) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: one region source (d->plan && d->region_start)"); /* one region source */
     float *rest = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
@@ -3591,9 +3591,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
             if (d->masses) mass[i] = d->masses[i];
             else pbd_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
-                if (!pbd_sm__finitef(rest[3 * i + a])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a])");
-            if (!pbd_sm__finitef(mass[i])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i])");
-            else if (mass[i] < 0 && res == PBD_OK) res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK");
+                if (!pbd_sm__finitef(rest[3 * i + a])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a]) (i %d, a %d)", i, a);
+            if (!pbd_sm__finitef(mass[i])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i]) (i %d, mass[i] %g)", i, (double)mass[i]);
+            else if (mass[i] < 0 && res == PBD_OK) res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK (i %d, mass[i] %g)", i, (double)mass[i]);
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
@@ -3646,8 +3646,8 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
 
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
     if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: NULL pointer: !cells");
-    if (nx < 1 || ny < 1 || nz < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1");
-    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3)");
+    if (nx < 1 || ny < 1 || nz < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)", nx, ny, nz);
+    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)", nx, ny, nz);
     int k = 0;
     for (int z = 0; z < nz; ++z)
         for (int y = 0; y < ny; ++y)
@@ -3680,21 +3680,21 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
                                       int *cells, int max_cells, int *count) {
     if (!P || !T || !origin || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: NULL pointer: !P || !T || !origin || !count");
-    if (nv < 3 || nt < 1 || max_cells < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0");
-    if (!pbd_sm__finitef(spacing)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing)");
-    if (!(spacing > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because !(spacing > 0)");
+    if (nv < 3 || nt < 1 || max_cells < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt, max_cells);
+    if (!pbd_sm__finitef(spacing)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)", (double)spacing);
+    if (!(spacing > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
     for (long k = 0; k < 3L * nt; ++k)
-        if (T[k] < 0 || T[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv");
+        if (T[k] < 0 || T[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
-        if (!pbd_sm__finitef(P[k])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k])");
+        if (!pbd_sm__finitef(P[k])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k]) (k %ld)", k);
         if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
         if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
     }
     int dim[3];
     for (int a = 0; a < 3; ++a) {
         double cnt = floor((hi[a] - lo[a]) / spacing) + 1;
-        if (cnt > (1 << 20)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because cnt > (1 << 20)");
+        if (cnt > (1 << 20)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because cnt > (1 << 20) (cnt %g)", cnt);
         dim[a] = (int)cnt;
     }
     /* the cells of the box are counted in an int: a spacing so fine that
@@ -3731,13 +3731,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                                          pbd_range *range) {
     if (!w || !d || !d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: NULL pointer: !w || !d || !d->cells");
     int n = d->cell_count;
-    if (n < 1 || d->half_width < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1");
+    if (n < 1 || d->half_width < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n, d->half_width);
     if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
         !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2])");
-    if (!(d->spacing > 0) || d->radius < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0");
-    if (d->particle_mass < 0) return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: rejected because d->particle_mass < 0");
-    if (!(d->particle_mass > 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0)");
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)", (double)d->spacing, (double)d->particle_mass, (double)d->radius);
+    if (!(d->spacing > 0) || d->radius < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0 (d->spacing %g, d->radius %g)", (double)d->spacing, (double)d->radius);
+    if (d->particle_mass < 0) return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: rejected because d->particle_mass < 0 (d->particle_mass %g)", (double)d->particle_mass);
+    if (!(d->particle_mass > 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0) (d->particle_mass %g)", (double)d->particle_mass);
     const pbd_sm_body_desc *bd = &d->body;
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic,
                                           bd->rotation_iterations));
@@ -3800,7 +3800,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
 /* Vertex adjacency (CSR, sorted, without duplicates) of a mesh's elements. */
 static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int arity, int **start_out, int **adj_out) {
     long pairs = (long)ne * arity * (arity - 1);
-    if (pairs > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX");
+    if (pairs > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *adj = (int *)pbd_sm__alloc_n((size_t)pairs, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
@@ -3839,7 +3839,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
     if (nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0");
     for (long k = 0; k < (long)ne * arity; ++k)
-        if (el[k] < 0 || el[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv");
+        if (el[k] < 0 || el[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
     int *start = NULL, *adj = NULL;
     pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
     if (res != PBD_OK) return res;
@@ -3859,7 +3859,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
             memcpy(region_particles + count, queue, sizeof(int) * (size_t)tail);
         }
         count += tail;
-        if (count > INT_MAX) res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_mesh_rings: rejected because count > INT_MAX");
+        if (count > INT_MAX) res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_mesh_rings: rejected because count > INT_MAX (count %ld)", count);
     }
     if (res == PBD_OK) {
         region_start[nv] = (int)count;
@@ -3871,7 +3871,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
 
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: NULL pointer: !out");
-    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1");
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)", nv);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
@@ -3917,14 +3917,14 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
 
 PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
     if (!b || !q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: NULL pointer: !b || !q");
-    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr");
+    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
     if (!b || !Sp) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: NULL pointer: !b || !Sp");
-    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr");
+    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
@@ -3963,7 +3963,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
     if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: NULL pointer: !b");
-    if (min_work < 0) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: rejected because min_work < 0");
+    if (min_work < 0) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
@@ -4222,29 +4222,29 @@ static int pbd_sm__all_finite(const float *v, size_t n) {
 }
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
-    if (d->particles.count < 1 || d->edge_count < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0");
+    if (d->particles.count < 1 || d->edge_count < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)", d->edge_count);
     if (d->edge_count > 0 && !d->edges) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__oriented_check: NULL pointer: d->edge_count > 0 && !d->edges");
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count");
-    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)");
-    if (!(d->stiffness >= 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1)");
-    if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || d->rotation_iterations > 100");
-    if (d->collide != 0 && d->collide != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1");
+    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)", (double)d->stiffness, (double)d->radius);
+    if (!(d->stiffness >= 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
+    if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || d->rotation_iterations > 100 (d->rotation_iterations %d)", d->rotation_iterations);
+    if (d->collide != 0 && d->collide != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1 (d->collide %d)", d->collide);
     int n = d->particles.count;
-    if (d->edge_count > INT_MAX / 2 - n) return pbd_world_fail(w, PBD_ERROR_OVERFLOW, "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n");
+    if (d->edge_count > INT_MAX / 2 - n) return pbd_world_fail(w, PBD_ERROR_OVERFLOW, "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n (d->edge_count %d, n %d)", d->edge_count, n);
     for (int e = 0; e < 2 * d->edge_count; ++e)
-        if (d->edges[e] < 0 || d->edges[e] >= n) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n");
+        if (d->edges[e] < 0 || d->edges[e] >= n) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n (e %d, d->edges[e] %d, n %d)", e, d->edges[e], n);
     for (int e = 0; e < d->edge_count; ++e)
-        if (d->edges[2 * e] == d->edges[2 * e + 1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1]");
+        if (d->edges[2 * e] == d->edges[2 * e + 1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
     if (d->radii) {
-        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n)");
+        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n) (n %d)", n);
         for (int k = 0; k < 3 * n; ++k)
-            if (!(d->radii[k] > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0)");
+            if (!(d->radii[k] > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0) (k %d, d->radii[k] %g)", k, (double)d->radii[k]);
     } else if (!(d->radius > 0)) {
-        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radius > 0)");
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radius > 0) (d->radius %g)", (double)d->radius);
     }
     if (d->orientations) {
-        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n)");
+        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n) (n %d)", n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
             if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)");
@@ -4369,7 +4369,7 @@ PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o) {
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega) {
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: NULL pointer: !o");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
     if (q) for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
     if (omega) for (int k = 0; k < 3; ++k) omega[k] = (float)o->omega[3 * index + k];
     return PBD_OK;
@@ -4377,10 +4377,10 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, f
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: NULL pointer: !o");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
     if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
-    if (!(qn > 1e-12)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE, "pbd_sm_oriented_set: rejected because !(qn > 1e-12)");
+    if (!(qn > 1e-12)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE, "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
     if (q) for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
     if (omega) for (int k = 0; k < 3; ++k) o->omega[3 * index + k] = omega[k];
     return PBD_OK;
@@ -4388,8 +4388,8 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const f
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count) {
     if (!o || !count || (max > 0 && !members)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: NULL pointer: !o || !count || (max > 0 && !members)");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count");
-    if (max < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)", index);
+    if (max < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
     for (int e = 0; e < n && e < max; ++e) members[e] = o->ring[b + e];
     *count = n;
@@ -4450,21 +4450,21 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
 
 PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *d, pbd_sm_skin **out) {
     if (!o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: NULL pointer: !o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)");
-    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || d->influences > 8");
+    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || d->influences > 8 (d->vertex_count %d, d->influences %d)", d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
-    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)");
+    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count) (d->vertex_count %d)", d->vertex_count);
     if (d->bones) {
-        if (!pbd_sm__all_finite(d->weights, nk)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk)");
+        if (!pbd_sm__all_finite(d->weights, nk)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk) (nk %zu)", nk);
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
             for (int s = 0; s < d->influences; ++s) {
                 int b = d->bones[(size_t)v * d->influences + s];
                 float wt = d->weights[(size_t)v * d->influences + s];
-                if (b < -1 || b >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_create: rejected because b < -1 || b >= o->count");
-                if (wt < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because wt < 0");
+                if (b < -1 || b >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
+                if (wt < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
                 if (b >= 0) sum += wt;
             }
-            if (!(sum > 0)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because !(sum > 0)");
+            if (!(sum > 0)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
         }
     }
     pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(1, sizeof *s);
@@ -4713,10 +4713,10 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < ne && r == PBD_OK; ++k) {
         long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
-        if (k > 0 && e[k] == e[k - 1]) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: rejected because k > 0 && e[k] == e[k - 1]");
+        if (k > 0 && e[k] == e[k - 1]) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) is in two triangles in the same direction (the surface is not consistently oriented or not a manifold)", a, b);
         size_t lo = 0, hi = ne;
         while (lo < hi) { size_t mid = (lo + hi) / 2; if (e[mid] < rev) lo = mid + 1; else hi = mid; }
-        if (lo == ne || e[lo] != rev) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: rejected because lo == ne || e[lo] != rev");
+        if (lo == ne || e[lo] != rev) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) has no opposite edge (the surface is not closed or not consistently oriented)", a, b);
     }
     if (r == PBD_OK) {
         v->adj_start = (int *)pbd_sm__alloc_n((size_t)v->nv + 1, sizeof(int));
@@ -4785,7 +4785,7 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
 
 static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_desc *d) {
     if (d->triangle_count > 0 && !d->triangles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__volume_check: NULL pointer: d->triangle_count > 0 && !d->triangles");
-    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3");
+    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3 (d->triangle_count %d)", d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
     if (!pbd_sm__all_finite(params, 5)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
     if (!(d->alpha >= 0 && d->alpha <= 1) || !(d->beta >= 0 && d->beta <= 1) || !(d->pair_stiffness >= 0) ||
@@ -4797,13 +4797,13 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *e = d->triangles + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (e[k] < 0 || e[k] >= np) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np");
+            if (e[k] < 0 || e[k] >= np) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k], np);
         if (e[0] == e[1] || e[1] == e[2] || e[0] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1] || e[1] == e[2] || e[0] == e[2]");
         const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
         double ab[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double ac[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
         double cx = ab[1] * ac[2] - ab[2] * ac[1], cy = ab[2] * ac[0] - ab[0] * ac[2], cz = ab[0] * ac[1] - ab[1] * ac[0];
-        if (!(cx * cx + cy * cy + cz * cz > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0)");
+        if (!(cx * cx + cy * cy + cz * cz > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0) (cx %g, cy %g, cz %g)", cx, cy, cz);
     }
     return PBD_OK;
 }
@@ -4878,16 +4878,16 @@ PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_wo
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: NULL pointer: !v");
-    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX");
-    if (!(rest_volume > 0)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0)");
+    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX (rest_volume %g)", rest_volume);
+    if (!(rest_volume > 0)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)", rest_volume);
     v->rest_volume = rest_volume;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: NULL pointer: !v");
-    if (!pbd_sm__all_finite(&alpha, 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1)");
-    if (!(alpha >= 0 && alpha <= 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1)");
+    if (!pbd_sm__all_finite(&alpha, 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)", (double)alpha);
+    if (!(alpha >= 0 && alpha <= 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)", (double)alpha);
     v->alpha = alpha;
     return PBD_OK;
 }
@@ -4895,14 +4895,14 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
 PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
     if (!v || !opposite) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: NULL pointer: !v || !opposite");
     int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
-    if (i < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: rejected because i < 0");
+    if (i < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count) {
     if (!v || !count || (max > 0 && !weights)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: NULL pointer: !v || !count || (max > 0 && !weights)");
-    if (max < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0");
+    if (max < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;
@@ -5447,7 +5447,7 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         float area = 0.5f * pbd_sm__len3(n);
         float e01[3];
         pbd_sm__sub3(L->rest + 3 * T[1], L->rest + 3 * T[0], e01);
-        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)"); break; }
+        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0) (area %g)", (double)area); break; }
         for (int k = 0; k < 3; ++k) {
             L->mass[T[k]] += density * area / 3.0f; /* eq. 1 */
             rt[T[k]]++;
@@ -6533,14 +6533,14 @@ static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
     if (!d->positions || !d->triangles || (d->keep_count > 0 && !d->keep_vertices)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: NULL pointer: !d->positions || !d->triangles || (d->keep_count > 0 && !d->keep_vertices)");
-    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0");
-    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9");
-    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * d->vertex_count)");
-    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)");
+    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)", d->vertex_count, d->triangle_count, d->keep_count);
+    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)", d->vertex_count, d->triangle_count);
+    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
+    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
     if (!pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) ||
         !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1)");
-    if (!(d->density > 0)) return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm__check_cloth_desc: rejected because !(d->density > 0)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1) (d->density %g, d->bending_stiffness %g, d->thickness %g, d->reduction %g)", (double)d->density, (double)d->bending_stiffness, (double)d->thickness, (double)d->reduction);
+    if (!(d->density > 0)) return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm__check_cloth_desc: rejected because !(d->density > 0) (d->density %g)", (double)d->density);
     const char *bad = d->levels < 1 || d->levels > 10                ? "levels outside 1..10"
                       : !(d->reduction >= 0.05f && d->reduction <= 0.9f) ? "reduction outside [0.05, 0.9]"
                       : d->nested != 0 && d->nested != 1                 ? "nested is neither 0 nor 1"
@@ -6559,13 +6559,13 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
                               (double)d->reduction, (double)d->alpha, (double)d->beta, (double)d->damping,
                               (double)d->bending_stiffness, (double)d->thickness);
     for (long i = 0; i < 3L * d->triangle_count; ++i)
-        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count");
+        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)", i, d->triangles[i], d->vertex_count);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *T = d->triangles + 3 * t;
         if (T[0] == T[1] || T[1] == T[2] || T[0] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[1] || T[1] == T[2] || T[0] == T[2]");
     }
     for (int k = 0; k < d->keep_count; ++k)
-        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count");
+        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)", k, d->keep_vertices[k], d->vertex_count);
     return PBD_OK;
 }
 
@@ -6663,7 +6663,7 @@ PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *c) { return c ? c->n
 PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *vertex_count, int *triangle_count,
                                          const int **triangles, const float **positions) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: NULL pointer: !c");
-    if (level < 0 || level >= c->nlevels) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels");
+    if (level < 0 || level >= c->nlevels) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)", level);
     const pbd_sm__level *L = &c->lv[level];
     if (vertex_count) *vertex_count = L->nv;
     if (triangle_count) *triangle_count = L->nt;
@@ -6674,27 +6674,27 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, float beta) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: NULL pointer: !c");
-    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || !pbd_sm__in01(beta)");
+    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || !pbd_sm__in01(beta) (alpha %g, beta %g)", (double)alpha, (double)beta);
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *c, int on) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_wrinkle_conservation: NULL pointer: !c");
-    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1");
+    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
     c->conserve = on;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: NULL pointer: !c");
-    if (!pbd_sm__in01(damping)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping)");
+    if (!pbd_sm__in01(damping)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)", (double)damping);
     c->damping = damping;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: NULL pointer: !c");
-    if (!pbd_sm__finite_n(&k, 1)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1)");
-    if (!(k >= 0)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: rejected because !(k >= 0)");
+    if (!pbd_sm__finite_n(&k, 1)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
+    if (!(k >= 0)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
     c->bending = k;
     return PBD_OK;
 }
@@ -6707,7 +6707,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *c, pbd_sm_cloth_sche
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: NULL pointer: !c");
-    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1");
+    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }

@@ -834,19 +834,19 @@ PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_p
                                           int coarse_count, float *detail_positions_out,
                                           int detail_count) {
     if (!m || !coarse_positions || !detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: NULL pointer: !m || !coarse_positions || !detail_positions_out");
-    if (coarse_count != m->coarse_count || detail_count != m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count != m->detail_count");
+    if (coarse_count != m->coarse_count || detail_count != m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count != m->detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
     return pbd_up_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: NULL pointer: !m");
-    if (on != 0 && on != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: rejected because on != 0 && on != 1");
+    if (on != 0 && on != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     m->simd = on;
     return PBD_OK;
 }
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: NULL pointer: !m");
-    if (threads < 0 || threads > 1024) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024");
+    if (threads < 0 || threads > 1024) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)", threads);
     m->threads = threads;
     return PBD_OK;
 }
@@ -898,7 +898,7 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     if (!m || !buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: NULL pointer: !m || !buffer");
     size_t need = pbd_up_model_save_size(m);
     if (!need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
-    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: rejected because size < need");
+    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     pbd_up__header h;
     memset(&h, 0, sizeof h);
@@ -927,14 +927,14 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     pbd_up__header h;
     uint64_t sum;
     const unsigned char *in = (const unsigned char *)buffer;
-    if (size < sizeof h + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because size < sizeof h + sizeof sum");
+    if (size < sizeof h + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
     memcpy(&h, in, sizeof h);
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
     if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0 || h.format != PBD_UP__FORMAT ||
         h.byte_order != PBD_UP__BYTE_ORDER || h.reserved != 0)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0 || h.format != PBD_UP__FORMAT || h.byte_order != PBD_UP__BYTE_ORDER || h.reserved != 0");
-    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum)");
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum)");
+    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)", size);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
     if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT || h.coarse_count <= 0 || h.detail_count <= 0 ||
         h.coarse_count > INT_MAX / 3 || h.detail_count > INT_MAX / 3)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT || h.coarse_count <= 0 || h.detail_count <= 0 || h.coarse_count > INT_MAX / 3 || h.detail_count > INT_MAX / 3");
@@ -1009,7 +1009,7 @@ PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
     for (int i = 0; i < s->rows; ++i) {
         for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
             if (s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]))
-                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1])");
+                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]) (k %d)", k);
             if (!pbd_up__finite(&s->val[k], 1)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_model_load: rejected because !pbd_up__finite(&s->val[k], 1)");
         }
     }
@@ -1136,7 +1136,7 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
     for (long t = 0; t < (long)nt; ++t) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (v[k] < 0 || v[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv");
+            if (v[k] < 0 || v[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k], nv);
         if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1] || v[1] == v[2] || v[0] == v[2]");
     }
     return PBD_OK;
@@ -1193,7 +1193,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         ne++;
         i = j;
     }
-    if ((long)nv + ne > INT_MAX / 3) { r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3"); goto done; }
+    if ((long)nv + ne > INT_MAX / 3) { r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3 (nv %d, ne %d)", nv, ne); goto done; }
     for (int v = 0; v < nv; ++v) nb_start[v + 1] += nb_start[v];
     for (int i = 0; i < ne; ++i) {
         const int *e = edge + 4 * (size_t)i;
@@ -1280,8 +1280,8 @@ done:
 static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth,
                                      pbd_up__csrd *S, int **tris_out, int *nv_out) {
     if (!tris || !S || !tris_out || !nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: NULL pointer: !tris || !S || !tris_out || !nv_out");
-    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8");
-    if ((long long)nt << (2 * levels) > INT_MAX / 12) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12");
+    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt %d, nv %d, levels %d)", nt, nv, levels);
+    if ((long long)nt << (2 * levels) > INT_MAX / 12) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt, levels);
     pbd_result r = pbd_up__check_triangles(tris, nt, nv);
     if (r != PBD_OK) return r;
     int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
@@ -1318,7 +1318,7 @@ PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
 
 PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
     if (!in || !out || !in->positions || !in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: NULL pointer: !in || !out || !in->positions || !in->triangles");
-    if (smooth != 0 && smooth != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1");
+    if (smooth != 0 && smooth != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
     if (in->vertex_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
     if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivide: rejected because in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
     pbd_up__csrd S;
@@ -1389,11 +1389,11 @@ static void pbd_up__subdiv_io(pbd_up_model *m, pbd_up__io *io) {
 static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
     int n = m->detail_count;
-    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count");
+    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count (n %d)", n);
     pbd_result r = pbd_up__sparse_prepare(&s->S);
     if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its subdivision stencil is invalid (%s)", pbd_result_string(r));
-    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK");
-    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)");
+    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK (n %d)", n);
+    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3) (n %d)", n);
     pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri); pbd_up__free(s->first_nb);
     pbd_up__free(s->x0); pbd_up__free(s->frames);
     s->vt_start = (int *)pbd_up__calloc_array((size_t)n + 1, sizeof(int));
@@ -1558,8 +1558,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
     if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: NULL pointer: !m || !count");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because !s");
-    if (row < 0 || row >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count");
-    if (max < 0 || (max > 0 && (!columns || !weights))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights))");
+    if (row < 0 || row >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)", row);
+    if (max < 0 || (max > 0 && (!columns || !weights))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights)) (max %d)", max);
     int n = s->S.start[row + 1] - s->S.start[row];
     for (int k = 0; k < n && k < max; ++k) {
         columns[k] = s->S.col[s->S.start[row] + k];
@@ -1587,7 +1587,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
     if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: NULL pointer: !coarse_positions");
     size_t n = (size_t)m->detail_count;
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)", n);
     float *d = s->detail ? s->detail : (float *)pbd_up__alloc_array(n * 3, sizeof(float));
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_fit_detail: out of memory");
     pbd_up__subdiv_smooth(m, coarse_positions, s->x0, s->frames);
@@ -1743,29 +1743,29 @@ static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     if (!d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: NULL pointer: !d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles");
     if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, d->fine_count %d, d->fine_triangle_count %d)", d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
     if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
         d->fine_triangle_count > INT_MAX / 9)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9 (d->coarse_count %d, d->fine_count %d, d->coarse_triangle_count %d, d->fine_triangle_count %d)", d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count);
     if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
         !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius %g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)", (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
     if (d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 ||
         (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 || (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0");
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
         !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) || !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) || !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)", d->coarse_count, d->fine_count);
     pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
     if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
     if (r != PBD_OK) return r;
     float n[3];
     for (int t = 0; t < d->coarse_triangle_count; ++t)
-        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)");
+        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n) (t %d)", t);
     if (d->one_sided) {
         int closed = pbd_up__mesh_closed(d->coarse_triangles, d->coarse_triangle_count);
         if (closed < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_check: out of memory");
-        if (!closed) return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_up__wrinkle_check: rejected because !closed");
+        if (!closed) return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_up__wrinkle_check: rejected because !closed (closed %d)", closed);
     }
     return PBD_OK;
 }
@@ -1852,7 +1852,7 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
         }
         if (pass == 0) {
             for (size_t c = 0; c < ncell; ++c) {
-                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - g->start[c]"); }
+                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - g->start[c] (g->start[c + 1] %d, c %zu, g->start[c] %d)", g->start[c + 1], c, g->start[c]); }
                 g->start[c + 1] += g->start[c];
             }
             g->list = (int *)pbd_up__alloc_array((size_t)g->start[ncell] + 1, sizeof(int));
@@ -2021,7 +2021,7 @@ PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr) { return wr ?
 PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
                                              float *barycentric, float *offset) {
     if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: NULL pointer: !wr");
-    if (v < 0 || v >= wr->fine_count) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count");
+    if (v < 0 || v >= wr->fine_count) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
     if (triangle) *triangle = wr->tri[v];
     if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
     if (offset) *offset = wr->offset[v];
@@ -2082,7 +2082,7 @@ PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t) {
 
 static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))");
+    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float)) (cc %zu)", cc);
     t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
     t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
     t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
@@ -2123,7 +2123,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
                               d->iterations, d->threads);
     long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
     for (int l = 1; l < d->levels; ++l) per *= 4;
-    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX");
+    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX (per %lld, d->frames %d, d->steps_per_frame %d)", per, d->frames, d->steps_per_frame);
     return PBD_OK;
 }
 
@@ -2263,7 +2263,7 @@ PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd
         memcmp(a->detail_triangles, b->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count) != 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: the two sets have different triangles or levels (%d and %d)",
                               a->levels, b->levels);
-    if (a->frame_count > INT_MAX - b->frame_count) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count");
+    if (a->frame_count > INT_MAX - b->frame_count) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count (a->frame_count %d, b->frame_count %d)", a->frame_count, b->frame_count);
     pbd_up_training t = *a;
     t.frame_count = a->frame_count + b->frame_count;
     t.coarse_triangles = NULL; t.detail_triangles = NULL; t.coarse_rest = NULL; t.detail_rest = NULL;
@@ -2338,8 +2338,8 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     if (!t || !buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: NULL pointer: !t || !buffer");
     size_t need = pbd_up_training_save_size(t);
     if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: NULL pointer: !need");
-    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because size < need");
-    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0");
+    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
+    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)", t->coarse_count, t->detail_count, t->frame_count);
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.out = (unsigned char *)buffer;
@@ -2354,10 +2354,10 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
 PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out) {
     if (!buffer || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: NULL pointer: !buffer || !out");
     uint64_t sum;
-    if (size < 40 + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because size < 40 + sizeof sum");
+    if (size < 40 + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
     const unsigned char *in = (const unsigned char *)buffer;
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum)");
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     pbd_up__io io;
@@ -2637,37 +2637,37 @@ static double pbd_up__dist2(const float *a, const float *b) {
 
 static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
     if (!d || !d->coarse_frames || !d->detail_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: !d || !d->coarse_frames || !d->detail_frames");
-    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1");
-    if (d->support < 2 || d->support > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64");
-    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || !isfinite(d->regularization)");
+    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)", d->coarse_count, d->detail_count, d->frame_count);
+    if (d->support < 2 || d->support > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
+    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || !isfinite(d->regularization) (d->regularization %g)", (double)d->regularization);
     if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count (d->oscillatory_modes %d, d->frame_count %d)", d->oscillatory_modes, d->frame_count);
     if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3) (d->oscillatory_modes %d, d->frame_dt %g, d->frame_count %d)", d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
     int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
     if (np != 0 && np != 3) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: np != 0 && np != 3");
     if (d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
                            d->subdivision->coarse_count != d->coarse_count ||
                            d->subdivision->detail_count != d->detail_count))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count)");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count) (np %d, d->coarse_count %d, d->detail_count %d)", np, d->coarse_count, d->detail_count);
     const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
     if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
         nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
         nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count (d->coarse_count %d, d->detail_count %d, d->frame_count %d, nc3 %zu)", d->coarse_count, d->detail_count, d->frame_count, nc3);
     if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
         !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) || !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) || !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count) (nc3 %zu, d->frame_count %d)", nc3, d->frame_count);
     if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
         (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3))");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)) (nc3 %zu)", nc3);
     if (np == 3) {
         if (d->prior_start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[0] != 0");
         for (int i = 0; i < d->detail_count; ++i)
-            if (d->prior_start[i + 1] < d->prior_start[i]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < d->prior_start[i]");
+            if (d->prior_start[i + 1] < d->prior_start[i]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < d->prior_start[i] (d->prior_start[i + 1] %d, i %d, d->prior_start[i] %d)", d->prior_start[i + 1], i, d->prior_start[i]);
         for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
-            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count");
-            if (!isfinite(d->prior_weight[e])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e])");
+            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count (e %d, d->prior_index[e] %d, d->coarse_count %d)", e, d->prior_index[e], d->coarse_count);
+            if (!isfinite(d->prior_weight[e])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e]) (e %d, d->prior_weight[e] %g)", e, (double)d->prior_weight[e]);
         }
     }
     return PBD_OK;
@@ -2968,7 +2968,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
                 p->lane_vertex[(size_t)g * PBD_UP__LANES + l] = i;
                 if (i >= 0) {
                     pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
-                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0");
+                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0 (i %d)", i);
                 }
                 for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
             }
@@ -3041,7 +3041,7 @@ static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
         if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)");
     }
     for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
-        if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !seen[v]");
+        if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
     pbd_up__free(seen);
     if (r != PBD_OK) return r;
     if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES) ||
@@ -3097,9 +3097,9 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
     if (!m || !coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: NULL pointer: !m || !coarse");
     pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: rejected because !p");
-    if (!(dt > 0.0f) || !isfinite(dt)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt)");
+    if (!(dt > 0.0f) || !isfinite(dt)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
     const size_t nc3 = (size_t)p->coarse_count * 3;
-    if (!pbd_up__finite(coarse, nc3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3)");
+    if (!pbd_up__finite(coarse, nc3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3) (nc3 %zu)", nc3);
     double s2 = 0.0;
     for (size_t k = 0; k < nc3; ++k) {
         double dv = (double)coarse[k] - p->prev_coarse[k];
@@ -3123,8 +3123,8 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
     if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: NULL pointer: !m || !count");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because !p");
-    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count");
-    if (max < 0 || (max > 0 && (!index || !weight))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight))");
+    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)", detail_vertex);
+    if (max < 0 || (max > 0 && (!index || !weight))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight)) (max %d)", max);
     for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
         if (p->lane_vertex[k] != detail_vertex) continue;
         size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
@@ -3147,7 +3147,7 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: NULL pointer: !m");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: rejected because !p");
-    if (k < 0 || k >= p->mode_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count");
+    if (k < 0 || k >= p->mode_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
     if (omega) *omega = p->omega[k];
     if (amplitude) *amplitude = p->amplitude[k];
     if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
@@ -3184,7 +3184,7 @@ static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_cou
 
 static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, int detail_count) {
     if (!sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
     pbd_result r = pbd_up__subdiv_prepare(sub);
     if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its nested subdivision is invalid (%s)", pbd_result_string(r));
     if (((pbd_up__subdiv *)sub->impl)->has_detail) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because ((pbd_up__subdiv *)sub->impl)->has_detail");
@@ -3228,14 +3228,14 @@ static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tri
                                          const float *cf, const float *df, const float *rest, int min_frames) {
     if (!sub || !tris || !cf || !df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: NULL pointer: !sub || !tris || !cf || !df");
     if (!pbd_up__subdiv_of(sub) || !sub->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
-    if (nt < 1 || frames < min_frames) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames");
+    if (nt < 1 || frames < min_frames) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)", nt, frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
-    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames");
+    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames (frames %d)", frames);
     if (!pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) ||
         (rest && !pbd_up__finite(rest, nc3)))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3))");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3)) (nc3 %zu, frames %d)", nc3, frames);
     return PBD_OK;
 }
 
@@ -3383,13 +3383,13 @@ static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e])");
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
     for (size_t k = 0; k < nc * K; ++k)
         if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count");
     if (!pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) ||
         !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) ||
         !pbd_up__finite(p->sel_error, P))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P) (nc %zu)", nc);
     pbd_up__free(p->strain); pbd_up__free(p->wc);
     p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->wc = (float *)pbd_up__alloc_array(nc * P, sizeof(float));
@@ -3478,7 +3478,7 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     const float *rest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
     pbd_result r = pbd_up__mesh_edges(d->coarse_triangles, d->coarse_triangle_count, &p->edges, &p->edge_count);
     if (r != PBD_OK) return r;
-    if (p->edge_count < K) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wpsd_build: rejected because p->edge_count < K");
+    if (p->edge_count < K) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wpsd_build: rejected because p->edge_count < K (p->edge_count %d)", p->edge_count);
     p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->vert_edges = (int *)pbd_up__alloc_array((size_t)nc * K, sizeof(int));
     p->vert_w = (float *)pbd_up__alloc_array((size_t)nc * K, sizeof(float));
@@ -3501,7 +3501,7 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     for (int e = 0; e < p->edge_count; ++e) {
         const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
         p->rest_len[e] = (float)sqrt(pbd_up__dist2(a, b));
-        if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f)"); goto done; }
+        if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f) (e %d, p->rest_len[e] %g)", e, (double)p->rest_len[e]); goto done; }
     }
     {
         pbd_up__wpsd_neighbourhoods(p, rest, nc);
@@ -3583,7 +3583,7 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **
     if (r != PBD_OK) return r;
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold)");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold) (d->edges_per_vertex %d, d->max_poses %d, d->error_threshold %g)", d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_WPSD, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__wpsd *p = (pbd_up__wpsd *)pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
     if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wpsd_fit: out of memory"); }
@@ -3606,7 +3606,7 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
     if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: NULL pointer: !m || !count");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because !p");
-    if (max < 0 || (max > 0 && !frames && !errors)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors)");
+    if (max < 0 || (max > 0 && !frames && !errors)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
     for (int j = 0; j < p->poses && j < max; ++j) {
         if (frames) frames[j] = p->pose_frame[j];
         if (errors) errors[j] = p->sel_error[j];
@@ -3792,7 +3792,7 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e])");
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
     if (!(p->mean_edge > 0.0f) || !isfinite(p->mean_edge) || !pbd_up__finite(p->pca, 15) ||
         !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3) ||
         !pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
@@ -3906,7 +3906,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
                 rhs[F + k] = 0.0;
             }
-            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0");
+            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0 (rows %d)", rows);
             for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
         }
     }
@@ -3962,7 +3962,7 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
     if (!m || !c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: NULL pointer: !m || !c6");
     const pbd_up__pdm *p = pbd_up__pdm_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: rejected because !p");
-    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= m->detail_count");
+    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= m->detail_count (detail_vertex %d)", detail_vertex);
     memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
     return PBD_OK;
 }
