@@ -17,6 +17,15 @@
    plastic states and oriented particles their orientations and angular
    velocities, as they were before the step (copies taken at its start).
 
+   ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
+   pbd_result with a message naming what was wrong and the offending value
+   or index. A call on a world, or on a body, oriented particles, a
+   surface volume or a cloth (each knows its world), writes the message to
+   pbd_world_last_error() and calls the world's log callback; a call with
+   no world (summation plans, pbd_sm_lattice_box, pbd_sm_voxelize,
+   pbd_sm_mesh_rings, pbd_sm_plan_rings, a NULL object) leaves it in
+   pbd_last_error() (per thread). A failing call changes nothing.
+
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
    "Position-based methods for the simulation of solid objects in computer

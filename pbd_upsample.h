@@ -37,6 +37,15 @@
        PBD_NO_OPENMP        never use OpenMP even with -fopenmp
        PBD_UP_MALLOC(sz) / PBD_UP_FREE(p)  replace malloc/free (both or none)
 
+   ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
+   pbd_result with a message naming what was wrong and the offending value
+   or index. Models, training sets and subdivision have no world: their
+   calls (fitting, eval, save/load, subdivide) leave the message in
+   pbd_last_error() (per thread). A wrinkle mesh's calls write it to its
+   world's pbd_world_last_error() (pbd_up_wrinkle_world) and log; a
+   failing pbd_up_wrinkle_create, whose world is destroyed with it, leaves
+   it in pbd_last_error(). A failing call changes nothing.
+
    THE COMMON MODEL API (section "model")
    Every method produces an opaque pbd_up_model (coarse vertex count,
    detail vertex count, method) with the same life cycle:
