@@ -93,9 +93,10 @@
        are negative). On error nothing observable changes: the world's
        snapshot is byte-identical to the one before the call. The message of
        the last error is in pbd_world_last_error() and is sent to the log
-       callback of pbd_world_desc when one is set; a call that has no world
-       (pbd_world_create, the extensions' plans and models) leaves it in
-       pbd_last_error(), per thread. pbd_sm.h and pbd_upsample.h follow the
+       callback of pbd_world_desc when one is set; pbd_last_error() holds
+       the message of the last failing call on this thread, with or without
+       a world (the only place for calls that have none: pbd_world_create,
+       the extensions' plans and models). pbd_sm.h and pbd_upsample.h follow the
        same rules through pbd_world_fail (section "plugins"). Nothing
        aborts on input.
      * Units are SI (m, kg, s). Particles are stored as 4 floats
@@ -351,11 +352,12 @@ PBDDEF const char *pbd_result_string(pbd_result r);
 
 typedef void (*pbd_log_fn)(void *user, pbd_result r, const char *message);
 
-/* The message of the last error on this thread of a call that has no
-   world ("" if none): pbd_sm.h's summation plans and mesh tools,
-   pbd_upsample.h's models, training sets and subdivision (see their
+/* The message of the last failing call on this thread ("" if none), with
+   a world or without one: the only message of the calls that have no world
+   (pbd_world_create, pbd_sm.h's summation plans and mesh tools,
+   pbd_upsample.h's models, training sets and subdivision; see their
    manuals). Thread-local, so threads do not overwrite each other's
-   message; calls on a world report in pbd_world_last_error instead. */
+   message; pbd_world_last_error keeps a world's own last message. */
 PBDDEF const char *pbd_last_error(void);
 
 // ==== constraints (stateless) ===============================================
@@ -1346,8 +1348,9 @@ PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out
    "PBD_ERROR_NAME: <printf-formatted message>" into the world's message
    (pbd_world_last_error), calls the world's log callback, and returns r,
    so an extension writes `return pbd_world_fail(w, PBD_ERROR_..., "...")`.
-   With w NULL (a call that has no world) the message goes to this thread's
-   pbd_last_error() instead. It changes nothing else in the world.
+   The message also goes to this thread's pbd_last_error(), which is all
+   it writes when w is NULL (a call that has no world). It changes nothing
+   else in the world.
    pbd_world_fail_last(w, r) reports this thread's pbd_last_error() again
    on w (the message without its "PBD_ERROR_NAME: "), for a call on a world
    whose helper without one failed; it returns r, and does nothing when r
@@ -1541,7 +1544,7 @@ PBDDEF const char *pbd_result_string(pbd_result r) { return pbd__result_str(r, 1
 #else
 #define PBD__THREAD_LOCAL /* no thread-local storage: one buffer for all threads */
 #endif
-static PBD__THREAD_LOCAL char pbd__last_error[256];
+static PBD__THREAD_LOCAL char pbd__last_error[256]; /* as large as pbd_world.error */
 
 PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
 
@@ -2699,14 +2702,21 @@ static void pbd__format_error(char *buf, size_t size, pbd_result r, const char *
     if (k < 0 || k >= (int)size) k = 0;
     vsnprintf(buf + k, size - (size_t)k, fmt, ap);
 }
-static pbd_result pbd__fail(const pbd_world *cw, pbd_result r, const char *fmt, ...) {
+/* Every error: this thread's pbd_last_error(), and with a world its
+   message and log callback. */
+static pbd_result pbd__vfail(const pbd_world *cw, pbd_result r, const char *fmt, va_list ap) {
     pbd_world *w = (pbd_world *)cw; /* the message buffer is not simulation state */
+    pbd__format_error(pbd__last_error, sizeof pbd__last_error, r, fmt ? fmt : "", ap);
     if (!w) return r;
+    memcpy(w->error, pbd__last_error, sizeof w->error);
+    if (w->log) w->log(w->log_user, r, w->error);
+    return r;
+}
+static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    pbd__format_error(w->error, sizeof w->error, r, fmt, ap);
+    pbd__vfail(w, r, fmt, ap);
     va_end(ap);
-    if (w->log) w->log(w->log_user, r, w->error);
     return r;
 }
 
@@ -10714,15 +10724,11 @@ PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
 
 PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? w->nplugins : 0; }
 
-PBDDEF pbd_result pbd_world_fail(const pbd_world *cw, pbd_result r, const char *fmt, ...) {
-    pbd_world *w = (pbd_world *)cw; /* the message buffer is not simulation state */
-    char *buf = w ? w->error : pbd__last_error;
-    size_t size = w ? sizeof w->error : sizeof pbd__last_error;
+PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    pbd__format_error(buf, size, r, fmt ? fmt : "", ap);
+    pbd__vfail(w, r, fmt, ap);
     va_end(ap);
-    if (w && w->log) w->log(w->log_user, r, w->error);
     return r;
 }
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
