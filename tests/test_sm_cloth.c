@@ -8,6 +8,7 @@
    for both parallel schemes, and bad input. The full-size reproductions
    (20 648 triangles) are in bench/multires.c (`make bench BENCH=multires`). */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -635,41 +636,41 @@ TEST(sm_cloth_bad_input) {
     pbd_sm_cloth *c = NULL;
     pbd_sm_cloth_desc ok = cloth_desc(&m, 2);
     pbd_sm_cloth_desc d = ok;
-    CHECK_RESULT(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER, NULL);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER, NULL);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER, NULL);
     d.positions = NULL;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER, NULL);
     d = ok; d.vertex_count = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.vertex_count = INT_MAX;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW, NULL);
     d = ok; d.density = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, NULL);
     d = ok; d.density = NAN;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, NULL);
     d = ok; d.levels = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.levels = 11;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.levels = 9; /* 98 triangles cannot halve eight times */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.reduction = 0.95f;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.alpha = 1.5f;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     d = ok; d.scheme = (pbd_sm_cloth_scheme)7;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     int keep = 1000;
     d = ok; d.keep_vertices = &keep; d.keep_count = 1;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
     int *tri = (int *)malloc(sizeof(int) * 3 * (m.triangle_count + 1));
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     d = ok; d.triangles = tri;
     tri[4] = m.vertex_count;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
     tri[4] = tri[3]; /* a repeated vertex */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, NULL);
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     /* a third triangle on the diagonal of the first cell (the grid's two
        triangles of that cell share vertices 1 and nx) */
@@ -677,34 +678,34 @@ TEST(sm_cloth_bad_input) {
     tri[3 * m.triangle_count + 1] = 8;
     tri[3 * m.triangle_count + 2] = m.vertex_count - 1;
     d.triangle_count = m.triangle_count + 1;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     float *pos = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     d = ok; d.positions = pos;
     pos[7] = INFINITY;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, NULL);
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     for (int k = 0; k < 3; ++k) pos[3 * m.triangles[1] + k] = pos[3 * m.triangles[0] + k]; /* a zero-area triangle */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, NULL);
     d = ok; d.vertex_count = m.vertex_count + 1; /* the extra vertex has no triangle */
     float *pos2 = (float *)calloc(3 * (size_t)(m.vertex_count + 1), sizeof(float));
     memcpy(pos2, m.positions, sizeof(float) * 3 * m.vertex_count);
     d.positions = pos2;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, NULL);
     /* nothing was added */
     CHECK(pbd_world_particle_count(w) == 0 && pbd_world_plugin_count(w) == 0);
     /* setters */
     d = ok;
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-    CHECK_RESULT(pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, NULL);
+    CHECK_ERROR(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
+    CHECK_ERROR(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER, NULL);
     CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
     CHECK_OK(pbd_world_step(w, 0.01f));
     CHECK_OK(pbd_sm_remove_cloth(w, c));
