@@ -83,7 +83,7 @@ test: deps
 	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests $(T)
 
-$(BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
+$(BUILD)/tests/%.o: tests/%.c tests/test.h tests/check_error.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
 

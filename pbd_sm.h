@@ -2324,7 +2324,9 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         if (tri[t] < 0 || tri[t] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t, tri[t], nv);
     for (int t = 0; t < nt; ++t) {
         const int *v = tri + 3 * t;
-        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1] || v[1] == v[2] || v[0] == v[2]");
+        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1]");
+        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[1] == v[2]");
+        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[2]");
         double e1[3], e2[3], c[3];
         for (int a = 0; a < 3; ++a) {
             e1[a] = (double)x[3 * v[1] + a] - x[3 * v[0] + a];
@@ -2869,12 +2871,19 @@ static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
     if (rotation_iterations < 1 || rotation_iterations > 100) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > 100 (rotation_iterations %d)", rotation_iterations);
-    if (!pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) ||
-        !pbd_sm__finitef(maxp))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) || !pbd_sm__finitef(maxp)");
+    if (!pbd_sm__finitef(beta)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) (beta %g)", (double)beta);
+    if (!pbd_sm__finitef(stiffness)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(stiffness) (stiffness %g)", (double)stiffness);
+    if (!pbd_sm__finitef(yield)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(yield) (yield %g)", (double)yield);
+    if (!pbd_sm__finitef(creep)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(creep) (creep %g)", (double)creep);
+    if (!pbd_sm__finitef(maxp)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(maxp) (maxp %g)", (double)maxp);
     if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC");
-    if (beta < 0 || beta > 1 || stiffness < 0 || stiffness > 1 || yield < 0 || creep < 0 || !(maxp > 0))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta < 0 || beta > 1 || stiffness < 0 || stiffness > 1 || yield < 0 || creep < 0 || !(maxp > 0)");
+    if (beta < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta < 0 (beta %g)", (double)beta);
+    if (beta > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta > 1 (beta %g)", (double)beta);
+    if (stiffness < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness < 0 (stiffness %g)", (double)stiffness);
+    if (stiffness > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness > 1 (stiffness %g)", (double)stiffness);
+    if (yield < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because yield < 0 (yield %g)", (double)yield);
+    if (creep < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because creep < 0 (creep %g)", (double)creep);
+    if (!(maxp > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because !(maxp > 0) (maxp %g)", (double)maxp);
     return PBD_OK;
 }
 
@@ -3845,8 +3854,13 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
 PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity, int omega, int *region_start,
                                         int *region_particles, int max, int *total) {
     if (!region_start || !total || (ne > 0 && !el)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: NULL pointer: !region_start || !total || (ne > 0 && !el)");
-    if (nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0");
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)", nv);
+    if (ne < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)", ne);
+    if (arity < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
+    if (arity > 4) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity > 4 (arity %d)", arity);
+    if (omega < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega < 1 (omega %d)", omega);
+    if (omega > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega > 64 (omega %d)", omega);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because max < 0 (max %d)", max);
     for (long k = 0; k < (long)ne * arity; ++k)
         if (el[k] < 0 || el[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
     int *start = NULL, *adj = NULL;
@@ -4797,17 +4811,23 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
     if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3 (d->triangle_count %d)", d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
     if (!pbd_sm__all_finite(params, 5)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
-    if (!(d->alpha >= 0 && d->alpha <= 1) || !(d->beta >= 0 && d->beta <= 1) || !(d->pair_stiffness >= 0) ||
-        !(d->stiffness > 0 && d->stiffness <= 1) || !(d->contact_distance >= 0) || d->smoothing < 0 ||
-        d->smoothing > 64 || (d->velocity_correction != 0 && d->velocity_correction != 1))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) || !(d->beta >= 0 && d->beta <= 1) || !(d->pair_stiffness >= 0) || !(d->stiffness > 0 && d->stiffness <= 1) || !(d->contact_distance >= 0) || d->smoothing < 0 || d->smoothing > 64 || (d->velocity_correction != 0 && d->velocity_correction != 1)");
+    if (!(d->alpha >= 0 && d->alpha <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)", (double)d->alpha);
+    if (!(d->beta >= 0 && d->beta <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->beta >= 0 && d->beta <= 1) (d->beta %g)", (double)d->beta);
+    if (!(d->pair_stiffness >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->pair_stiffness >= 0) (d->pair_stiffness %g)", (double)d->pair_stiffness);
+    if (!(d->stiffness > 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->stiffness > 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
+    if (!(d->contact_distance >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)", (double)d->contact_distance);
+    if (d->smoothing < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)", d->smoothing);
+    if (d->smoothing > 64) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)", d->smoothing);
+    if ((d->velocity_correction != 0 && d->velocity_correction != 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && d->velocity_correction != 1) (d->velocity_correction %d)", d->velocity_correction);
     int np = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *e = d->triangles + 3 * t;
         for (int k = 0; k < 3; ++k)
             if (e[k] < 0 || e[k] >= np) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k], np);
-        if (e[0] == e[1] || e[1] == e[2] || e[0] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1] || e[1] == e[2] || e[0] == e[2]");
+        if (e[0] == e[1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1]");
+        if (e[1] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[1] == e[2]");
+        if (e[0] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[2]");
         const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
         double ab[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double ac[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
@@ -6571,7 +6591,9 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
         if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)", i, d->triangles[i], d->vertex_count);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *T = d->triangles + 3 * t;
-        if (T[0] == T[1] || T[1] == T[2] || T[0] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[1] || T[1] == T[2] || T[0] == T[2]");
+        if (T[0] == T[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[1]");
+        if (T[1] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[1] == T[2]");
+        if (T[0] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[2]");
     }
     for (int k = 0; k < d->keep_count; ++k)
         if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)", k, d->keep_vertices[k], d->vertex_count);

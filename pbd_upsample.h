@@ -834,7 +834,9 @@ PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions
                                   float *detail_positions_out) {
     if (!m || !coarse_positions || !detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: NULL pointer: !m || !coarse_positions || !detail_positions_out");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
-    if (!t || !m->trained || !m->impl) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t || !m->trained || !m->impl");
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t");
+    if (!m->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
+    if (!m->impl) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->impl");
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     return t->eval(m, coarse_positions, detail_positions_out);
 }
@@ -939,14 +941,17 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     if (size < sizeof h + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
     memcpy(&h, in, sizeof h);
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0 || h.format != PBD_UP__FORMAT ||
-        h.byte_order != PBD_UP__BYTE_ORDER || h.reserved != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0 || h.format != PBD_UP__FORMAT || h.byte_order != PBD_UP__BYTE_ORDER || h.reserved != 0");
+    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0");
+    if (h.format != PBD_UP__FORMAT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.format != PBD_UP__FORMAT");
+    if (h.byte_order != PBD_UP__BYTE_ORDER) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.byte_order != PBD_UP__BYTE_ORDER");
+    if (h.reserved != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.reserved != 0");
     if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)", size);
     if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
-    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT || h.coarse_count <= 0 || h.detail_count <= 0 ||
-        h.coarse_count > INT_MAX / 3 || h.detail_count > INT_MAX / 3)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT || h.coarse_count <= 0 || h.detail_count <= 0 || h.coarse_count > INT_MAX / 3 || h.detail_count > INT_MAX / 3");
+    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT");
+    if (h.coarse_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count <= 0");
+    if (h.detail_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count <= 0");
+    if (h.coarse_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count > INT_MAX / 3");
+    if (h.detail_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count > INT_MAX / 3");
     const pbd_up__methods *t = pbd_up__methods_of((int)h.method);
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !t");
     pbd_up_model *m = pbd_up__model_new((pbd_up_method)h.method, h.coarse_count, h.detail_count);
@@ -1009,7 +1014,10 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
 /* Checks the CSR arrays (monotone starts, columns in range and increasing,
    finite weights) and builds the sliced-ELL copy. */
 PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
-    if (s->rows <= 0 || s->cols <= 0 || !s->start || s->start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0 || s->cols <= 0 || !s->start || s->start[0] != 0");
+    if (s->rows <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0");
+    if (s->cols <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->cols <= 0");
+    if (!s->start) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !s->start");
+    if (s->start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
     /* all starts first: the column arrays hold start[rows] entries, and a
        row that ends past them must be refused before it is read (found by
        tests/fuzz/fuzz_model.c) */
@@ -1146,7 +1154,9 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
             if (v[k] < 0 || v[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k], nv);
-        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1] || v[1] == v[2] || v[0] == v[2]");
+        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1]");
+        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[1] == v[2]");
+        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[2]");
     }
     return PBD_OK;
 }
@@ -1759,9 +1769,13 @@ static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
         !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius %g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)", (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
-    if (d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 ||
-        (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 || (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0");
+    if (d->radius < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->radius < 0 (d->radius %g)", (double)d->radius);
+    if (!(d->time_step > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)", (double)d->time_step);
+    if (d->iterations < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)", d->iterations);
+    if (d->iterations > 1000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)", d->iterations);
+    if ((d->one_sided != 0 && d->one_sided != 1)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)", d->one_sided);
+    if (d->stretch_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)", (double)d->stretch_compliance);
+    if (d->bending_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)", (double)d->bending_compliance);
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
         !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) || !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)", d->coarse_count, d->fine_count);
@@ -3053,9 +3067,9 @@ static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
         if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
     pbd_up__free(seen);
     if (r != PBD_OK) return r;
-    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES) ||
-        !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3) || !(p->train_speed >= 0.0f))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES) || !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3) || !(p->train_speed >= 0.0f)");
+    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES)");
+    if (!pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)");
+    if (!(p->train_speed >= 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !(p->train_speed >= 0.0f)");
     if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
                   !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) || !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M))");
@@ -3802,10 +3816,11 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
-    if (!(p->mean_edge > 0.0f) || !isfinite(p->mean_edge) || !pbd_up__finite(p->pca, 15) ||
-        !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3) ||
-        !pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f) || !isfinite(p->mean_edge) || !pbd_up__finite(p->pca, 15) || !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3) || !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
+    if (!(p->mean_edge > 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f)");
+    if (!isfinite(p->mean_edge)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !isfinite(p->mean_edge)");
+    if (!pbd_up__finite(p->pca, 15)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->pca, 15)");
+    if (!pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(p->coef, (size_t)m->detail_count * 6)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
     r = pbd_up__pdm_neighbours(p, m->coarse_count);
     if (r != PBD_OK) return r;
     pbd_up__free(p->fx0); pbd_up__free(p->fframes); pbd_up__free(p->uvc);

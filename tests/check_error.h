@@ -7,6 +7,8 @@
 #ifndef PBD_TEST_CHECK_ERROR_H
 #define PBD_TEST_CHECK_ERROR_H
 #include "test.h"
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PBDT_NO_MESSAGE "pbdt: the call left no message"
@@ -24,6 +26,7 @@ static inline void pbdt_check_error(const pbd_world *w, pbd_result got, pbd_resu
         pbdt_fail(file, line, "%s: the message \"%s\" does not start with %.*s", expr, m, (int)n, name);
     else if (needle && !strstr(m, needle))
         pbdt_fail(file, line, "%s: the message \"%s\" does not name \"%s\"", expr, m, needle);
+    if (getenv("PBDT_PRINT_ERRORS")) printf("PBDT_MSG %s:%d %s\n", file, line, m);
     if (w && strcmp(pbd_world_last_error(w), m) != 0)
         pbdt_fail(file, line, "%s: the world's message \"%s\" is not the call's \"%s\"", expr, pbd_world_last_error(w), m);
 }
