@@ -1341,7 +1341,8 @@ static void *pbd_sm__alloc_n(size_t n, size_t elem) {
    (checked with a per-particle stamp, O(total)). */
 static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start,
                                         const int *members) {
-    if (!start || (region_count > 0 && !members)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: NULL pointer: !start || (region_count > 0 && !members)");
+    if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: start is NULL");
+    if (region_count > 0 && !members) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: members is NULL while region_count > 0");
     if (particle_count < 0 || region_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 (particle_count %d, region_count %d)", particle_count, region_count);
     if (start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[0] != 0");
     for (int r = 0; r < region_count; ++r)
@@ -1415,7 +1416,7 @@ static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, 
 
 PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, const int *region_start,
                                         const int *region_particles, pbd_sm_sum_plan **out) {
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_naive: NULL pointer: !out");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_naive: out is NULL");
     pbd_result r = pbd_sm__check_regions(particle_count, region_count, region_start, region_particles);
     if (r != PBD_OK) return r;
     return pbd_sm__plan_from_lists(particle_count, region_count, region_start, region_particles, out);
@@ -1781,7 +1782,7 @@ done:
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !out");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
     if (!cells && particle_count > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
     if (particle_count < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)", particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
@@ -2256,7 +2257,8 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
 
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
-    if (!out || (particle_count > 0 && !cells)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: NULL pointer: !out || (particle_count > 0 && !cells)");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: out is NULL");
+    if (particle_count > 0 && !cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: cells is NULL while particle_count > 0");
     if (particle_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)", particle_count);
     if (!widths && (w < 1 || w > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
     if (particle_count > INT_MAX / 32) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)"); /* leaves + up to 22 ancestors each */
@@ -2579,7 +2581,9 @@ done:
 
 PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
                                         const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out) {
-    if (!out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: NULL pointer: !out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: out is NULL");
+    if (vertex_count > 0 && !positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: positions is NULL while vertex_count > 0");
+    if (triangle_count > 0 && !triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: triangles is NULL while triangle_count > 0");
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)", vertex_count, triangle_count, w, max_path_length);
     if (vertex_count > INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)"); /* prefix rows: vertices + paths */
@@ -2618,7 +2622,9 @@ PBD_SM_DEF int pbd_sm_plan_region_count(const pbd_sm_sum_plan *p) { return p ? p
 PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *p) { return p ? p->cost : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *particles, int max, int *count) {
-    if (!p || !count || (max > 0 && !particles)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: NULL pointer: !p || !count || (max > 0 && !particles)");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: p is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: count is NULL");
+    if (max > 0 && !particles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: particles is NULL while max > 0");
     if (r < 0 || r >= p->region_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
     if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)", max);
     int b = p->region_start[r], n = p->region_start[r + 1] - b;
@@ -2632,7 +2638,9 @@ PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *p) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *vertices, int max, int *count) {
-    if (!p || !count || (max > 0 && !vertices)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: NULL pointer: !p || !count || (max > 0 && !vertices)");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: p is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: count is NULL");
+    if (max > 0 && !vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: vertices is NULL while max > 0");
     if (p->method != PBD_SM_SUM_PATHS || max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)", max);
     const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
     if (path < 0 || path >= s->seg_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
@@ -2643,7 +2651,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: NULL pointer: !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: p is NULL");
     if (threads < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
     p->threads = threads;
     return PBD_OK;
@@ -2652,13 +2660,15 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
 PBD_SM_DEF const char *pbd_sm_sum_simd_path(void) { return PBD_SM__SIMD ? "avx-f64" : "scalar"; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_simd: NULL pointer: !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_simd: p is NULL");
     p->simd = on ? 1 : 0;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    if (!p || !sums || (p->particle_count > 0 && !values)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: NULL pointer: !p || !sums || (p->particle_count > 0 && !values)");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: p is NULL");
+    if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: sums is NULL");
+    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: values is NULL while p->particle_count > 0");
     if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
 #if PBD_SM__OPENMP
     /* one parallel region; below 512 regions a barrier costs more than it
@@ -2678,7 +2688,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    if (!p || !sums || (p->particle_count > 0 && !values)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: NULL pointer: !p || !sums || (p->particle_count > 0 && !values)");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: p is NULL");
+    if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: sums is NULL");
+    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: values is NULL while p->particle_count > 0");
     if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
     p->sum(p, values, k, sums);
     return PBD_OK;
@@ -3586,7 +3598,9 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body **out) {
-    if (!w || !d || !d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: NULL pointer: !w || !d || !d->particles");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
+    if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
     if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic,
@@ -3647,7 +3661,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
 }
 
 PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
-    if (!w || !b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: NULL pointer: !w || !b");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: w is NULL");
+    if (!b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: b is NULL");
     if (b->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: rejected because b->world != w");
     return pbd_remove_plugin(w, b->plugin); /* frees the body */
 }
@@ -3663,7 +3678,7 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
-    if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: NULL pointer: !cells");
+    if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: cells is NULL");
     if (nx < 1 || ny < 1 || nz < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)", nx, ny, nz);
     if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)", nx, ny, nz);
     int k = 0;
@@ -3697,7 +3712,10 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
 
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
                                       int *cells, int max_cells, int *count) {
-    if (!P || !T || !origin || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: NULL pointer: !P || !T || !origin || !count");
+    if (!P) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: P is NULL");
+    if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: T is NULL");
+    if (!origin) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: origin is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: count is NULL");
     if (nv < 3 || nt < 1 || max_cells < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt, max_cells);
     if (!pbd_sm__finitef(spacing)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)", (double)spacing);
     if (!(spacing > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
@@ -3747,7 +3765,9 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
 
 PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body **out,
                                          pbd_range *range) {
-    if (!w || !d || !d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: NULL pointer: !w || !d || !d->cells");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
+    if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
     int n = d->cell_count;
     if (n < 1 || d->half_width < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n, d->half_width);
     if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
@@ -3853,7 +3873,9 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
 
 PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity, int omega, int *region_start,
                                         int *region_particles, int max, int *total) {
-    if (!region_start || !total || (ne > 0 && !el)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: NULL pointer: !region_start || !total || (ne > 0 && !el)");
+    if (!region_start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: region_start is NULL");
+    if (!total) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: total is NULL");
+    if (ne > 0 && !el) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: el is NULL while ne > 0");
     if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)", nv);
     if (ne < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)", ne);
     if (arity < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
@@ -3893,7 +3915,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: NULL pointer: !out");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: out is NULL");
     if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)", nv);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
@@ -3914,7 +3936,8 @@ PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b) { return b ? b->nr
 PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b) { return b ? b->plan : NULL; }
 
 PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
-    if (!b || !goals) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: NULL pointer: !b || !goals");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: b is NULL");
+    if (!goals) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
     const float *x = pbd_world_positions(b->world);
     double o[3];
     memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
@@ -3939,21 +3962,23 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
-    if (!b || !q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: NULL pointer: !b || !q");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: b is NULL");
+    if (!q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
     if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
-    if (!b || !Sp) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: NULL pointer: !b || !Sp");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: b is NULL");
+    if (!Sp) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
     if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: NULL pointer: !b");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: b is NULL");
     pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
                                         (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
@@ -3962,7 +3987,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness)
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_mode: NULL pointer: !b");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_mode: b is NULL");
     pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep, (float)b->maxp,
                                         b->rot_iters));
     if (r != PBD_OK) return r;
@@ -3973,7 +3998,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, flo
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: NULL pointer: !b");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: b is NULL");
     pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic,
                                         b->rot_iters));
     if (r != PBD_OK) return r;
@@ -3985,14 +4010,14 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: NULL pointer: !b");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: b is NULL");
     if (min_work < 0) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: NULL pointer: !b");
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: b is NULL");
     for (int r = 0; r < b->nr; ++r)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
@@ -4246,7 +4271,7 @@ static int pbd_sm__all_finite(const float *v, size_t n) {
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
     if (d->particles.count < 1 || d->edge_count < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)", d->edge_count);
-    if (d->edge_count > 0 && !d->edges) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__oriented_check: NULL pointer: d->edge_count > 0 && !d->edges");
+    if (d->edge_count > 0 && !d->edges) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__oriented_check: d->edges is NULL while d->edge_count > 0");
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count");
     if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)", (double)d->stiffness, (double)d->radius);
@@ -4310,7 +4335,9 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, i
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented **out) {
-    if (!w || !d || !out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: NULL pointer: !w || !d || !out");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: out is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res != PBD_OK) return res;
     int n = d->particles.count;
@@ -4391,7 +4418,7 @@ PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: NULL pointer: !o");
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: o is NULL");
     if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
     if (q) for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
     if (omega) for (int k = 0; k < 3; ++k) omega[k] = (float)o->omega[3 * index + k];
@@ -4399,7 +4426,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, f
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: NULL pointer: !o");
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: o is NULL");
     if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
     if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
@@ -4410,7 +4437,9 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const f
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count) {
-    if (!o || !count || (max > 0 && !members)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: NULL pointer: !o || !count || (max > 0 && !members)");
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: o is NULL");
+    if (!count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
+    if (max > 0 && !members) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: members is NULL while max > 0");
     if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)", index);
     if (max < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
@@ -4472,7 +4501,11 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
 }
 
 PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *d, pbd_sm_skin **out) {
-    if (!o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: NULL pointer: !o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)");
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: o is NULL");
+    if (!d) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
+    if (!out) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
+    if (!d->rest_vertices) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->rest_vertices is NULL");
+    if (d->bones && !d->weights) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->weights is NULL while d->bones");
     if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || d->influences > 8 (d->vertex_count %d, d->influences %d)", d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
     if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count) (d->vertex_count %d)", d->vertex_count);
@@ -4531,7 +4564,9 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
 PBD_SM_DEF int pbd_sm_skin_vertex_count(const pbd_sm_skin *s) { return s ? s->vertex_count : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w, float *out) {
-    if (!s || !w || !out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: NULL pointer: !s || !w || !out");
+    if (!s) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: s is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: w is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: out is NULL");
     const pbd_sm_oriented *o = s->o;
     if (o->first + o->count > pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_apply: rejected because o->first + o->count > pbd_world_particle_count(w)");
     const float *x = pbd_world_positions(w);
@@ -4807,7 +4842,7 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
 }
 
 static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_desc *d) {
-    if (d->triangle_count > 0 && !d->triangles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__volume_check: NULL pointer: d->triangle_count > 0 && !d->triangles");
+    if (d->triangle_count > 0 && !d->triangles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__volume_check: d->triangles is NULL while d->triangle_count > 0");
     if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3 (d->triangle_count %d)", d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
     if (!pbd_sm__all_finite(params, 5)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
@@ -4818,7 +4853,7 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
     if (!(d->contact_distance >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)", (double)d->contact_distance);
     if (d->smoothing < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)", d->smoothing);
     if (d->smoothing > 64) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)", d->smoothing);
-    if ((d->velocity_correction != 0 && d->velocity_correction != 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && d->velocity_correction != 1) (d->velocity_correction %d)", d->velocity_correction);
+    if (d->velocity_correction != 0 && d->velocity_correction != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && d->velocity_correction != 1) (d->velocity_correction %d)", d->velocity_correction);
     int np = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < d->triangle_count; ++t) {
@@ -4838,7 +4873,9 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume **out) {
-    if (!w || !d || !out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: NULL pointer: !w || !d || !out");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: out is NULL");
     pbd_result r = pbd_sm__volume_check(w, d);
     if (r != PBD_OK) return r;
     pbd_sm_volume *v = (pbd_sm_volume *)pbd_sm__alloc_n(1, sizeof *v);
@@ -4899,14 +4936,16 @@ PBD_SM_DEF pbd_plugin pbd_sm_volume_plugin(const pbd_sm_volume *v) { return v ? 
 PBD_SM_DEF double pbd_sm_volume_rest(const pbd_sm_volume *v) { return v ? v->rest_volume : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_world *w, double *volume) {
-    if (!v || !w || !volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: NULL pointer: !v || !w || !volume");
+    if (!v) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: v is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: w is NULL");
+    if (!volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
     if (v->verts[v->nv - 1] >= pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_measure: rejected because v->verts[v->nv - 1] >= pbd_world_particle_count(w)");
     *volume = pbd_sm__volume_eval(v, pbd_world_positions(w), NULL);
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: NULL pointer: !v");
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: v is NULL");
     if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX (rest_volume %g)", rest_volume);
     if (!(rest_volume > 0)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)", rest_volume);
     v->rest_volume = rest_volume;
@@ -4914,7 +4953,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volum
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: NULL pointer: !v");
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: v is NULL");
     if (!pbd_sm__all_finite(&alpha, 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)", (double)alpha);
     if (!(alpha >= 0 && alpha <= 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)", (double)alpha);
     v->alpha = alpha;
@@ -4922,7 +4961,8 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
-    if (!v || !opposite) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: NULL pointer: !v || !opposite");
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: v is NULL");
+    if (!opposite) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: opposite is NULL");
     int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
     if (i < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
@@ -4930,7 +4970,9 @@ PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particl
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count) {
-    if (!v || !count || (max > 0 && !weights)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: NULL pointer: !v || !count || (max > 0 && !weights)");
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: v is NULL");
+    if (!count) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
+    if (max > 0 && !weights) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: weights is NULL while max > 0");
     if (max < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
@@ -6561,7 +6603,9 @@ static int pbd_sm__finite_n(const float *x, long n) {
 static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
-    if (!d->positions || !d->triangles || (d->keep_count > 0 && !d->keep_vertices)) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: NULL pointer: !d->positions || !d->triangles || (d->keep_count > 0 && !d->keep_vertices)");
+    if (!d->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->positions is NULL");
+    if (!d->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->triangles is NULL");
+    if (d->keep_count > 0 && !d->keep_vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->keep_vertices is NULL while d->keep_count > 0");
     if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)", d->vertex_count, d->triangle_count, d->keep_count);
     if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)", d->vertex_count, d->triangle_count);
     if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
@@ -6645,7 +6689,9 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
 
 PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth **out,
                                        pbd_range *particles) {
-    if (!w || !d || !out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: NULL pointer: !w || !d || !out");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: out is NULL");
     pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
     if (r != PBD_OK) return r;
     pbd_sm_cloth *c = NULL;
@@ -6680,7 +6726,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
 }
 
 PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *c) {
-    if (!w || !c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: NULL pointer: !w || !c");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: w is NULL");
+    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: c is NULL");
     if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: rejected because c->world != w");
     return pbd_remove_plugin(w, c->plugin); /* frees c */
 }
@@ -6693,7 +6740,7 @@ PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *c) { return c ? c->n
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *vertex_count, int *triangle_count,
                                          const int **triangles, const float **positions) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: c is NULL");
     if (level < 0 || level >= c->nlevels) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)", level);
     const pbd_sm__level *L = &c->lv[level];
     if (vertex_count) *vertex_count = L->nv;
@@ -6704,40 +6751,40 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, float beta) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: c is NULL");
     if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || !pbd_sm__in01(beta) (alpha %g, beta %g)", (double)alpha, (double)beta);
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *c, int on) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_wrinkle_conservation: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_wrinkle_conservation: c is NULL");
     if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
     c->conserve = on;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: c is NULL");
     if (!pbd_sm__in01(damping)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)", (double)damping);
     c->damping = damping;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: c is NULL");
     if (!pbd_sm__finite_n(&k, 1)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
     if (!(k >= 0)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
     c->bending = k;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *c, pbd_sm_cloth_scheme scheme) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_scheme: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_scheme: c is NULL");
     if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS");
     c->scheme = scheme;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: NULL pointer: !c");
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: c is NULL");
     if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
@@ -6745,7 +6792,10 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
 PBD_SM_DEF int pbd_sm_cloth_simd_width(void) { return PBD_SM__CW; }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world *w, float *average, float *maximum) {
-    if (!c || !w || !average || !maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: NULL pointer: !c || !w || !average || !maximum");
+    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: c is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: w is NULL");
+    if (!average) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: average is NULL");
+    if (!maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: maximum is NULL");
     if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: rejected because c->world != w");
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = pbd_world_positions(w) + 4 * c->particles.first;

@@ -832,7 +832,9 @@ PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m) { return m ? m->train
 
 PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions,
                                   float *detail_positions_out) {
-    if (!m || !coarse_positions || !detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: NULL pointer: !m || !coarse_positions || !detail_positions_out");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: coarse_positions is NULL");
+    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: detail_positions_out is NULL");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t");
     if (!m->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
@@ -844,19 +846,21 @@ PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions
 PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions,
                                           int coarse_count, float *detail_positions_out,
                                           int detail_count) {
-    if (!m || !coarse_positions || !detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: NULL pointer: !m || !coarse_positions || !detail_positions_out");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: coarse_positions is NULL");
+    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: detail_positions_out is NULL");
     if (coarse_count != m->coarse_count || detail_count != m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count != m->detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
     return pbd_up_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: NULL pointer: !m");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: m is NULL");
     if (on != 0 && on != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     m->simd = on;
     return PBD_OK;
 }
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: NULL pointer: !m");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: m is NULL");
     if (threads < 0 || threads > 1024) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)", threads);
     m->threads = threads;
     return PBD_OK;
@@ -906,7 +910,8 @@ PBD_UP_DEF size_t pbd_up_model_save_size(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, size_t size) {
-    if (!m || !buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: NULL pointer: !m || !buffer");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: m is NULL");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: buffer is NULL");
     size_t need = pbd_up_model_save_size(m);
     if (!need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
     if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
@@ -934,7 +939,8 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_model **out) {
-    if (!buffer || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_load: NULL pointer: !buffer || !out");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_load: buffer is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_load: out is NULL");
     pbd_up__header h;
     uint64_t sum;
     const unsigned char *in = (const unsigned char *)buffer;
@@ -1298,7 +1304,10 @@ done:
    triangles (nt 4^levels of them). */
 static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth,
                                      pbd_up__csrd *S, int **tris_out, int *nv_out) {
-    if (!tris || !S || !tris_out || !nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: NULL pointer: !tris || !S || !tris_out || !nv_out");
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris is NULL");
+    if (!S) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: S is NULL");
+    if (!tris_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris_out is NULL");
+    if (!nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: nv_out is NULL");
     if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt %d, nv %d, levels %d)", nt, nv, levels);
     if ((long long)nt << (2 * levels) > INT_MAX / 12) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt, levels);
     pbd_result r = pbd_up__check_triangles(tris, nt, nv);
@@ -1336,7 +1345,10 @@ PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
-    if (!in || !out || !in->positions || !in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: NULL pointer: !in || !out || !in->positions || !in->triangles");
+    if (!in) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: out is NULL");
+    if (!in->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->positions is NULL");
+    if (!in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->triangles is NULL");
     if (smooth != 0 && smooth != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
     if (in->vertex_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
     if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivide: rejected because in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
@@ -1521,7 +1533,8 @@ static const pbd_up__methods pbd_up__subdivision_methods = {
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
                                                 int vertex_count, int levels, pbd_up_model **out) {
-    if (!triangles || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: NULL pointer: !triangles || !out");
+    if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: triangles is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: out is NULL");
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
     pbd_result r = pbd_up__loop_build(triangles, triangle_count, vertex_count, levels, 1, &S, &tris, &nv);
@@ -1564,7 +1577,9 @@ PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m) {
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
                                                    int *triangle_count) {
-    if (!m || !triangles || !triangle_count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: NULL pointer: !m || !triangles || !triangle_count");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: m is NULL");
+    if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangles is NULL");
+    if (!triangle_count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangle_count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_triangles: rejected because !s");
     *triangles = s->triangles;
@@ -1574,7 +1589,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const 
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
                                                  float *weights, int max, int *count) {
-    if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: NULL pointer: !m || !count");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because !s");
     if (row < 0 || row >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)", row);
@@ -1590,7 +1606,9 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
                                                 float *smooth_out, float *frames_out) {
-    if (!m || !coarse_positions || !smooth_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: NULL pointer: !m || !coarse_positions || !smooth_out");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: coarse_positions is NULL");
+    if (!smooth_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: smooth_out is NULL");
     if (!pbd_up__subdiv_of(m)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_smooth: rejected because !pbd_up__subdiv_of(m)");
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_smooth: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     pbd_up__subdiv_smooth(m, coarse_positions, smooth_out, frames_out);
@@ -1599,11 +1617,11 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *co
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
                                                     const float *detail_positions) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: NULL pointer: !m");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: m is NULL");
     pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_fit_detail: rejected because !s");
     if (!detail_positions) { s->has_detail = 0; pbd_up__free(s->detail); s->detail = NULL; return PBD_OK; }
-    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: NULL pointer: !coarse_positions");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
     size_t n = (size_t)m->detail_count;
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)", n);
@@ -1760,7 +1778,10 @@ static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
 }
 
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
-    if (!d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: NULL pointer: !d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles");
+    if (!d->coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_positions is NULL");
+    if (!d->coarse_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_triangles is NULL");
+    if (!d->fine_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_positions is NULL");
+    if (!d->fine_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_triangles is NULL");
     if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, d->fine_count %d, d->fine_triangle_count %d)", d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
     if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
@@ -1773,7 +1794,7 @@ static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     if (!(d->time_step > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)", (double)d->time_step);
     if (d->iterations < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)", d->iterations);
     if (d->iterations > 1000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)", d->iterations);
-    if ((d->one_sided != 0 && d->one_sided != 1)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)", d->one_sided);
+    if (d->one_sided != 0 && d->one_sided != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)", d->one_sided);
     if (d->stretch_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)", (double)d->stretch_compliance);
     if (d->bending_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)", (double)d->bending_compliance);
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
@@ -1945,7 +1966,8 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
 }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up_wrinkle **out) {
-    if (!d || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_create: NULL pointer: !d || !out");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_create: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_create: out is NULL");
     pbd_result r = pbd_up__wrinkle_check(d);
     if (r != PBD_OK) return r;
     pbd_up_wrinkle *wr = (pbd_up_wrinkle *)pbd_up__calloc_array(1, sizeof *wr);
@@ -2025,7 +2047,8 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
 PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr) { pbd_up__wrinkle_free(wr); }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, float *fine_out) {
-    if (!wr || !x) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: NULL pointer: !wr || !x");
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: wr is NULL");
+    if (!x) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: x is NULL");
     if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3)) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
     pbd_up__wrinkle_targets(wr, x);
     pbd_result r = PBD_OK;
@@ -2043,7 +2066,7 @@ PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr) { return wr ?
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
                                              float *barycentric, float *offset) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: NULL pointer: !wr");
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: wr is NULL");
     if (v < 0 || v >= wr->fine_count) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
     if (triangle) *triangle = wr->tri[v];
     if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
@@ -2053,7 +2076,8 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, in
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
                                              float *surface_points, float *normals) {
-    if (!wr || !targets) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: NULL pointer: !wr || !targets");
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: wr is NULL");
+    if (!targets) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: targets is NULL");
     size_t n = (size_t)wr->fine_count * 3 * sizeof(float);
     memcpy(targets, wr->targets, n);
     if (surface_points) memcpy(surface_points, wr->surface, n);
@@ -2064,11 +2088,11 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *ta
 PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr) { return wr ? wr->world : NULL; }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_threads: NULL pointer: !wr");
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_threads: wr is NULL");
     return pbd_world_set_threads(wr->world, threads);
 }
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_simd: NULL pointer: !wr");
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_simd: wr is NULL");
     return pbd_world_set_simd(wr->world, on);
 }
 
@@ -2197,7 +2221,8 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pbd_up_training *out) {
-    if (!d || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: NULL pointer: !d || !out");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: out is NULL");
     pbd_result r = pbd_up__training_check_desc(d);
     if (r != PBD_OK) return r;
     pbd_mesh cm, fm;
@@ -2275,8 +2300,13 @@ done:
 
 PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
                                              pbd_up_training *out) {
-    if (!a || !b || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: NULL pointer: !a || !b || !out");
-    if (!a->coarse || !b->coarse || !a->detail || !b->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: NULL pointer: !a->coarse || !b->coarse || !a->detail || !b->detail");
+    if (!a) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a is NULL");
+    if (!b) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: out is NULL");
+    if (!a->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->coarse is NULL");
+    if (!b->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->coarse is NULL");
+    if (!a->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->detail is NULL");
+    if (!b->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->detail is NULL");
     if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: vertex counts differ (coarse %d and %d, detail %d and %d)",
                               a->coarse_count, b->coarse_count, a->detail_count, b->detail_count);
@@ -2358,9 +2388,10 @@ PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size) {
-    if (!t || !buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: NULL pointer: !t || !buffer");
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: t is NULL");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: buffer is NULL");
     size_t need = pbd_up_training_save_size(t);
-    if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: NULL pointer: !need");
+    if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: need is NULL");
     if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
     if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)", t->coarse_count, t->detail_count, t->frame_count);
     pbd_up__io io;
@@ -2375,7 +2406,8 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out) {
-    if (!buffer || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: NULL pointer: !buffer || !out");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: buffer is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: out is NULL");
     uint64_t sum;
     if (size < 40 + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
     const unsigned char *in = (const unsigned char *)buffer;
@@ -2659,7 +2691,9 @@ static double pbd_up__dist2(const float *a, const float *b) {
 }
 
 static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
-    if (!d || !d->coarse_frames || !d->detail_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: !d || !d->coarse_frames || !d->detail_frames");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d is NULL");
+    if (!d->coarse_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->coarse_frames is NULL");
+    if (!d->detail_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->detail_frames is NULL");
     if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)", d->coarse_count, d->detail_count, d->frame_count);
     if (d->support < 2 || d->support > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
     if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || !isfinite(d->regularization) (d->regularization %g)", (double)d->regularization);
@@ -3093,7 +3127,7 @@ PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out) {
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: NULL pointer: !out");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: out is NULL");
     pbd_up__piu *p = NULL;
     pbd_result r = pbd_up__piu_build(desc, &p);
     if (r != PBD_OK) return r;
@@ -3117,7 +3151,8 @@ static pbd_up__piu *pbd_up__piu_of(const pbd_up_model *m) {
    amplitude follows the target over about one period, the phase advances
    by omega dt. */
 PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt) {
-    if (!m || !coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: NULL pointer: !m || !coarse");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: coarse is NULL");
     pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: rejected because !p");
     if (!(dt > 0.0f) || !isfinite(dt)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
@@ -3143,7 +3178,8 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
 
 PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight, int max,
                                      int *count) {
-    if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: NULL pointer: !m || !count");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: count is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because !p");
     if (detail_vertex < 0 || detail_vertex >= p->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)", detail_vertex);
@@ -3167,7 +3203,7 @@ PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude, float *mode) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: NULL pointer: !m");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: m is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: rejected because !p");
     if (k < 0 || k >= p->mode_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
@@ -3249,7 +3285,10 @@ static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, i
 /* Checks shared by the wpsd and pdm descs. */
 static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames,
                                          const float *cf, const float *df, const float *rest, int min_frames) {
-    if (!sub || !tris || !cf || !df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: NULL pointer: !sub || !tris || !cf || !df");
+    if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: sub is NULL");
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: tris is NULL");
+    if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: cf is NULL");
+    if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: df is NULL");
     if (!pbd_up__subdiv_of(sub) || !sub->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
     if (nt < 1 || frames < min_frames) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)", nt, frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
@@ -3600,7 +3639,8 @@ done:
 }
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **out) {
-    if (!d || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: NULL pointer: !d || !out");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
                                           d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
     if (r != PBD_OK) return r;
@@ -3626,7 +3666,8 @@ static pbd_up__wpsd *pbd_up__wpsd_of(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max, int *count) {
-    if (!m || !count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: NULL pointer: !m || !count");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: count is NULL");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because !p");
     if (max < 0 || (max > 0 && !frames && !errors)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
@@ -3640,7 +3681,8 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse, float *coarse_weights,
                                           float *detail_weights) {
-    if (!m || !coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: NULL pointer: !m || !coarse");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: coarse is NULL");
     pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_weights: rejected because !p");
     if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_wpsd_weights: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
@@ -3940,7 +3982,8 @@ done:
 }
 
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **out) {
-    if (!d || !out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: NULL pointer: !d || !out");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
                                           d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
     if (r != PBD_OK) return r;
@@ -3965,7 +4008,9 @@ static pbd_up__pdm *pbd_up__pdm_of(const pbd_up_model *m) {
 
 PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coarse, float *uv_out, float *smooth_out,
                                              float *normals_out) {
-    if (!m || !coarse || !uv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: NULL pointer: !m || !coarse || !uv_out");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: coarse is NULL");
+    if (!uv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: uv_out is NULL");
     pbd_up__pdm *p = pbd_up__pdm_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coordinates: rejected because !p");
     if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_pdm_coordinates: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
@@ -3983,7 +4028,8 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coars
 }
 
 PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_vertex, float *c6) {
-    if (!m || !c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: NULL pointer: !m || !c6");
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: m is NULL");
+    if (!c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: c6 is NULL");
     const pbd_up__pdm *p = pbd_up__pdm_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: rejected because !p");
     if (detail_vertex < 0 || detail_vertex >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= m->detail_count (detail_vertex %d)", detail_vertex);
