@@ -25,6 +25,9 @@
    no world (summation plans, pbd_sm_lattice_box, pbd_sm_voxelize,
    pbd_sm_mesh_rings, pbd_sm_plan_rings, a NULL object) leaves it in
    pbd_last_error() (per thread). A failing call changes nothing.
+   MEMORY: config macros PBD_SM_MALLOC(sz) / PBD_SM_FREE(p) replace
+   malloc/free (define both or neither). pbd_sm.h does not allocate through
+   pbd_world_desc.allocator yet (pbd.h offers pbd_world_alloc for it).
 
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
@@ -927,6 +930,9 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #define PBD_SM__PRAGMA(x) _Pragma(PBD_SM__STR(x))
 #else
 #define PBD_SM__PRAGMA(x)
+#endif
+#if defined(PBD_SM_MALLOC) != defined(PBD_SM_FREE)
+#error "pbd_sm.h: define both PBD_SM_MALLOC and PBD_SM_FREE, or neither"
 #endif
 #ifndef PBD_SM_MALLOC
 #define PBD_SM_MALLOC(sz) malloc(sz)

@@ -697,14 +697,14 @@ TEST(sm_cloth_bad_input) {
     /* setters */
     d = ok;
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-    CHECK_ERROR(pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
-    CHECK_ERROR(pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
-    CHECK_ERROR(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
-    CHECK_ERROR(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
-    CHECK_ERROR(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT, "scheme != PBD_SM_CLOTH_TWO_PASS &&");
-    CHECK_ERROR(pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT, "scheme != PBD_SM_CLOTH_TWO_PASS &&");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
     CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
-    CHECK_ERROR(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");
     CHECK_ERROR(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
     CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
     CHECK_OK(pbd_world_step(w, 0.01f));

@@ -898,14 +898,14 @@ TEST(sm_shape_bad_input) {
     CHECK(memcmp(before, after, size) == 0);
     /* a valid body; then bad parameter changes leave it as it was */
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
-    CHECK_ERROR(pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
-    CHECK_ERROR(pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT, "(mode == PBD_SM_QUADRATIC) != (b->mode");
-    CHECK_ERROR(pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
-    CHECK_ERROR(pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT, "(mode == PBD_SM_QUADRATIC) != (b->mode");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
     float q[4];
-    CHECK_ERROR(pbd_sm_body_rotation(b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
-    CHECK_ERROR(pbd_sm_body_plastic_state(b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
-    CHECK_ERROR(pbd_sm_body_goals(b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_goals(b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
     pbd_world *other = pbdt_world(0);
     CHECK_ERROR(pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_ARGUMENT, "b->world != w");
     pbd_world_destroy(other);

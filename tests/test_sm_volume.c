@@ -93,7 +93,7 @@ TEST(sm_volume_opposing_pairs) {
     }
     CHECK_MSG(wrong == 0, "%d of %d vertices without their antipode", wrong, m.vertex_count);
     int k;
-    CHECK_ERROR(pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -376,16 +376,16 @@ TEST(sm_volume_bad_input) {
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_restore(w, before, sz));
     CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
-    CHECK_ERROR(pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
-    CHECK_ERROR(pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
-    CHECK_ERROR(pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
     double r0 = pbd_sm_volume_rest(v), now;
     CHECK(r0 > 0);
     CHECK_OK(pbd_sm_volume_measure(v, w, &now));
     CHECK_NEAR(now, r0, 1e-12);
-    CHECK_ERROR(pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
     int cnt;
-    CHECK_ERROR(pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
     CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
     free(flat);
     free(tri);
