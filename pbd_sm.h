@@ -1587,7 +1587,13 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
     }
     qsort(keys, (size_t)n, sizeof *keys, pbd_sm__cmp_cell_key);
     for (int i = 1; i < n; ++i)
-        if (keys[i].key == keys[i - 1].key) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because keys[i].key == keys[i - 1].key"); }
+        if (keys[i].key == keys[i - 1].key) {
+            int a = keys[i - 1].particle, b = keys[i].particle;
+            PBD_SM_FREE(keys);
+            PBD_SM_FREE(start);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "lattice: particles %d and %d are in one cell (%d, %d, %d)",
+                                  a, b, cells[3 * b], cells[3 * b + 1], cells[3 * b + 2]);
+        }
     /* two passes: count, then fill */
     int *members = NULL;
     for (int pass = 0; pass < 2; ++pass) {
@@ -3597,7 +3603,7 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
 
 /* Every region non-empty; the plan's own checks made the rest valid. */
 static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
-    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->particle_count != n || p->region_count < 1 (n %d)", n);
+    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "plan: %d particles and %d regions, the body has %d particles (the plan needs as many and >= 1 region)", p->particle_count, p->region_count, n);
     for (int r = 0; r < p->region_count; ++r)
         if (p->region_start[r + 1] <= p->region_start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
     return PBD_OK;
@@ -3669,7 +3675,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
 PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: w is NULL");
     if (!b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: b is NULL");
-    if (b->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: rejected because b->world != w");
+    if (b->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: the body belongs to another world");
     return pbd_remove_plugin(w, b->plugin); /* frees the body */
 }
 
@@ -6734,7 +6740,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
 PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *c) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: w is NULL");
     if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: c is NULL");
-    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: rejected because c->world != w");
+    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: the cloth belongs to another world");
     return pbd_remove_plugin(w, c->plugin); /* frees c */
 }
 
@@ -6802,7 +6808,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: w is NULL");
     if (!average) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: average is NULL");
     if (!maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: maximum is NULL");
-    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: rejected because c->world != w");
+    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: the cloth belongs to another world");
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = pbd_world_positions(w) + 4 * c->particles.first;
     double sum = 0;

@@ -501,7 +501,7 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
     CHECK_ERROR(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count -1");
-    CHECK_ERROR(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "keys[i].key == keys[i - 1].key");
+    CHECK_ERROR(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell");
     CHECK_ERROR(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
     {
         int n = 130000; /* n (2w+1)^2 candidate bars > INT_MAX */
