@@ -98,7 +98,7 @@ determinism-hash: deps
 	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
 	@PBDT_PRINT_HASHES=1 OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests suite_determinism | grep '^    {' || true
 
-$(BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
+$(BUILD)/tests/%.o: tests/%.c tests/test.h tests/check_error.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -c $< -o $@
 

@@ -93,7 +93,12 @@
        are negative). On error nothing observable changes: the world's
        snapshot is byte-identical to the one before the call. The message of
        the last error is in pbd_world_last_error() and is sent to the log
-       callback of pbd_world_desc when one is set. Nothing aborts on input.
+       callback of pbd_world_desc when one is set; pbd_last_error() holds
+       the message of the last failing call on this thread, with or without
+       a world (the only place for calls that have none: pbd_world_create,
+       the extensions' plans and models). pbd_sm.h and pbd_upsample.h follow the
+       same rules through pbd_world_fail (section "plugins"). Nothing
+       aborts on input.
      * Units are SI (m, kg, s). Particles are stored as 4 floats
        (x, y, z, inverse mass); pbd_world_positions() returns that array.
      * Zero is a real value for many parameters, so every desc has a
@@ -375,6 +380,14 @@ typedef enum pbd_result {
 PBDDEF const char *pbd_result_string(pbd_result r);
 
 typedef void (*pbd_log_fn)(void *user, pbd_result r, const char *message);
+
+/* The message of the last failing call on this thread ("" if none), with
+   a world or without one: the only message of the calls that have no world
+   (pbd_world_create, pbd_sm.h's summation plans and mesh tools,
+   pbd_upsample.h's models, training sets and subdivision; see their
+   manuals). Thread-local, so threads do not overwrite each other's
+   message; pbd_world_last_error keeps a world's own last message. */
+PBDDEF const char *pbd_last_error(void);
 
 // ==== constraints (stateless) ===============================================
 /* Constraint functions C(x) with analytic gradients. Positions are packed
@@ -1377,6 +1390,31 @@ PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_
 PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin p);
 PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work);
 PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out */
+/* Errors and memory of extensions, so that they follow pbd.h's conventions
+   (CONVENTIONS; docs/DESIGN.md sections 2.3 and 2.4).
+   pbd_world_fail reports an error as pbd.h's own calls do: it writes
+   "PBD_ERROR_NAME: <printf-formatted message>" into the world's message
+   (pbd_world_last_error), calls the world's log callback, and returns r,
+   so an extension writes `return pbd_world_fail(w, PBD_ERROR_..., "...")`.
+   The message also goes to this thread's pbd_last_error(), which is all
+   it writes when w is NULL (a call that has no world). It changes nothing
+   else in the world.
+   pbd_world_fail_last(w, r) reports this thread's pbd_last_error() again
+   on w (the message without its "PBD_ERROR_NAME: "), for a call on a world
+   whose helper without one failed; it returns r, and does nothing when r
+   is PBD_OK.
+   pbd_world_alloc / pbd_world_free allocate the way the world does: with
+   pbd_world_desc.allocator when one was given, else PBD_MALLOC / PBD_FREE
+   (of the translation unit with pbd.h's implementation); the memory of
+   everything an extension adds to a world should come from them.
+   pbd_world_free(w, NULL) does nothing. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((format(printf, 3, 4)))
+#endif
+PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
+PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
+PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
+PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
 /* Particles a plugin's internal forces connect: the objects they belong to
    may exchange angular momentum, so the solver stops restoring theirs
    (see SOLVER step 5). Call it for forces between objects or with the
@@ -1541,6 +1579,22 @@ static const char *pbd__result_str(pbd_result r, int full) {
 }
 
 PBDDEF const char *pbd_result_string(pbd_result r) { return pbd__result_str(r, 1); }
+
+/* The message buffer of calls that have no world (pbd_last_error). */
+#if defined(__cplusplus) && __cplusplus >= 201103L
+#define PBD__THREAD_LOCAL thread_local
+#elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define PBD__THREAD_LOCAL _Thread_local
+#elif defined(__GNUC__) || defined(__clang__)
+#define PBD__THREAD_LOCAL __thread
+#elif defined(_MSC_VER)
+#define PBD__THREAD_LOCAL __declspec(thread)
+#else
+#define PBD__THREAD_LOCAL /* no thread-local storage: one buffer for all threads */
+#endif
+static PBD__THREAD_LOCAL char pbd__last_error[256]; /* as large as pbd_world.error */
+
+PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
 
 // ==== math ==================================================================
 
@@ -2698,16 +2752,27 @@ static int pbd__grow(pbd_world *w, void **ptr, int n, int *cap, int need, size_t
 
 /* --- errors ------------------------------------------------------------------ */
 
-static pbd_result pbd__fail(const pbd_world *cw, pbd_result r, const char *fmt, ...) {
+/* "PBD_ERROR_NAME: message" into buf (size bytes). */
+static void pbd__format_error(char *buf, size_t size, pbd_result r, const char *fmt, va_list ap) {
+    int k = snprintf(buf, size, "%s: ", pbd__result_str(r, 0));
+    if (k < 0 || k >= (int)size) k = 0;
+    vsnprintf(buf + k, size - (size_t)k, fmt, ap);
+}
+/* Every error: this thread's pbd_last_error(), and with a world its
+   message and log callback. */
+static pbd_result pbd__vfail(const pbd_world *cw, pbd_result r, const char *fmt, va_list ap) {
     pbd_world *w = (pbd_world *)cw; /* the message buffer is not simulation state */
+    pbd__format_error(pbd__last_error, sizeof pbd__last_error, r, fmt ? fmt : "", ap);
     if (!w) return r;
+    memcpy(w->error, pbd__last_error, sizeof w->error);
+    if (w->log) w->log(w->log_user, r, w->error);
+    return r;
+}
+static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    int k = snprintf(w->error, sizeof w->error, "%s: ", pbd__result_str(r, 0));
-    if (k < 0 || k >= (int)sizeof w->error) k = 0;
-    vsnprintf(w->error + k, sizeof w->error - (size_t)k, fmt, ap);
+    pbd__vfail(w, r, fmt, ap);
     va_end(ap);
-    if (w->log) w->log(w->log_user, r, w->error);
     return r;
 }
 
@@ -2764,13 +2829,10 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
 }
 
 /* An error of pbd_world_create: there is no world yet, so the message
-   goes only to the desc's log callback. */
+   goes to pbd_last_error() and the desc's log callback. */
 static pbd_result pbd__create_fail(const pbd_world_desc *d, pbd_result r, const char *msg) {
-    if (d && d->log) {
-        char buf[256];
-        snprintf(buf, sizeof buf, "%s: %s", pbd__result_str(r, 0), msg);
-        d->log(d->log_user, r, buf);
-    }
+    snprintf(pbd__last_error, sizeof pbd__last_error, "%s: %s", pbd__result_str(r, 0), msg);
+    if (d && d->log) d->log(d->log_user, r, pbd__last_error);
     return r;
 }
 
@@ -10951,6 +11013,23 @@ PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
 }
 
 PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? w->nplugins : 0; }
+
+PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pbd__vfail(w, r, fmt, ap);
+    va_end(ap);
+    return r;
+}
+PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
+    if (r == PBD_OK || !w) return r;
+    const char *m = pbd__last_error, *c = strstr(m, ": ");
+    char copy[sizeof pbd__last_error];
+    snprintf(copy, sizeof copy, "%s", c ? c + 2 : m);
+    return pbd_world_fail(w, r, "%s", copy);
+}
+PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
+PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
 
 static pbd_result pbd__check_plugin(const pbd_world *w, pbd_plugin p) {
     if (p < 0 || p >= w->nplugins || !w->plugins[p].active)

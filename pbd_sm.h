@@ -17,6 +17,18 @@
    plastic states and oriented particles their orientations and angular
    velocities, as they were before the step (copies taken at its start).
 
+   ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
+   pbd_result with a message naming what was wrong and the offending value
+   or index. A call on a world, or on a body, oriented particles, a
+   surface volume or a cloth (each knows its world), writes the message to
+   pbd_world_last_error() and calls the world's log callback; a call with
+   no world (summation plans, pbd_sm_lattice_box, pbd_sm_voxelize,
+   pbd_sm_mesh_rings, pbd_sm_plan_rings, a NULL object) leaves it in
+   pbd_last_error() (per thread). A failing call changes nothing.
+   MEMORY: config macros PBD_SM_MALLOC(sz) / PBD_SM_FREE(p) replace
+   malloc/free (define both or neither). pbd_sm.h does not allocate through
+   pbd_world_desc.allocator yet (pbd.h offers pbd_world_alloc for it).
+
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
    "Position-based methods for the simulation of solid objects in computer
@@ -919,6 +931,9 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #else
 #define PBD_SM__PRAGMA(x)
 #endif
+#if defined(PBD_SM_MALLOC) != defined(PBD_SM_FREE)
+#error "pbd_sm.h: define both PBD_SM_MALLOC and PBD_SM_FREE, or neither"
+#endif
 #ifndef PBD_SM_MALLOC
 #define PBD_SM_MALLOC(sz) malloc(sz)
 #define PBD_SM_FREE(p) free(p)
@@ -1332,20 +1347,21 @@ static void *pbd_sm__alloc_n(size_t n, size_t elem) {
    (checked with a per-particle stamp, O(total)). */
 static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start,
                                         const int *members) {
-    if (!start || (region_count > 0 && !members)) return PBD_ERROR_NULL_POINTER;
-    if (particle_count < 0 || region_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (start[0] != 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: start is NULL");
+    if (region_count > 0 && !members) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: members is NULL while region_count > 0");
+    if (particle_count < 0 || region_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 (particle_count %d, region_count %d)", particle_count, region_count);
+    if (start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[0] != 0");
     for (int r = 0; r < region_count; ++r)
-        if (start[r + 1] < start[r]) return PBD_ERROR_INVALID_ARGUMENT;
+        if (start[r + 1] < start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)", start[r + 1], r, start[r]);
     int *stamp = (int *)pbd_sm__alloc_n((size_t)particle_count, sizeof(int));
-    if (!stamp) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__check_regions: out of memory");
     for (int i = 0; i < particle_count; ++i) stamp[i] = -1;
     pbd_result res = PBD_OK;
     for (int r = 0; r < region_count && res == PBD_OK; ++r)
         for (int e = start[r]; e < start[r + 1]; ++e) {
             int i = members[e];
-            if (i < 0 || i >= particle_count) { res = PBD_ERROR_INDEX_OUT_OF_RANGE; break; }
-            if (stamp[i] == r) { res = PBD_ERROR_INVALID_ARGUMENT; break; }
+            if (i < 0 || i >= particle_count) { res = pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count (i %d, particle_count %d)", i, particle_count); break; }
+            if (stamp[i] == r) { res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because stamp[i] == r (i %d, stamp[i] %d, r %d)", i, stamp[i], r); break; }
             stamp[i] = r;
         }
     PBD_SM_FREE(stamp);
@@ -1383,14 +1399,14 @@ static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, d
 static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, const int *start,
                                           const int *members, pbd_sm_sum_plan **out) {
     pbd_sm_sum_plan *p = (pbd_sm_sum_plan *)pbd_sm__alloc_n(1, sizeof *p);
-    if (!p) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
     memset(p, 0, sizeof *p);
     int total = start[region_count];
     p->region_start = (int *)pbd_sm__alloc_n((size_t)region_count + 1, sizeof(int));
     p->region_particles = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
     if (!p->region_start || !p->region_particles) {
         pbd_sm_plan_destroy(p);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
     }
     memcpy(p->region_start, start, sizeof(int) * ((size_t)region_count + 1));
     if (total) memcpy(p->region_particles, members, sizeof(int) * (size_t)total);
@@ -1406,7 +1422,7 @@ static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, 
 
 PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, const int *region_start,
                                         const int *region_particles, pbd_sm_sum_plan **out) {
-    if (!out) return PBD_ERROR_NULL_POINTER;
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_naive: out is NULL");
     pbd_result r = pbd_sm__check_regions(particle_count, region_count, region_start, region_particles);
     if (r != PBD_OK) return r;
     return pbd_sm__plan_from_lists(particle_count, region_count, region_start, region_particles, out);
@@ -1504,7 +1520,7 @@ static pbd_result pbd_sm__line_segments(const long long *keys, int n, pbd_sm__sc
         if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) count++;
     s->seg_start = (int *)pbd_sm__alloc_n((size_t)count + 1, sizeof(int));
     int *seg_of = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!s->seg_start || !seg_of) { PBD_SM_FREE(seg_of); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!s->seg_start || !seg_of) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__line_segments: out of memory"); }
     int g = -1;
     for (int e = 0; e < n; ++e) {
         if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) s->seg_start[++g] = e;
@@ -1558,20 +1574,26 @@ static int pbd_sm__find_cell(const pbd_sm__cell_key *keys, int n, long long key)
 /* Builds the CSR lists of the lattice regions; *start and *members are
    allocated with PBD_SM_MALLOC. */
 static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **start_out, int **members_out) {
-    if (!cells && n > 0) return PBD_ERROR_NULL_POINTER;
-    if (n < 0 || w < 1 || w > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!cells && n > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
+    if (n < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64 (n %d, w %d)", n, w);
     for (int i = 0; i < 3 * n; ++i)
-        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64) return PBD_ERROR_INVALID_ARGUMENT;
+        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64 (i %d, cells[i] %d)", i, cells[i]);
     pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *keys);
     int *start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    if (!keys || !start) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!keys || !start) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory"); }
     for (int i = 0; i < n; ++i) {
         keys[i].key = pbd_sm__cell_code(cells[3 * i], cells[3 * i + 1], cells[3 * i + 2]);
         keys[i].particle = i;
     }
     qsort(keys, (size_t)n, sizeof *keys, pbd_sm__cmp_cell_key);
     for (int i = 1; i < n; ++i)
-        if (keys[i].key == keys[i - 1].key) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return PBD_ERROR_INVALID_ARGUMENT; }
+        if (keys[i].key == keys[i - 1].key) {
+            int a = keys[i - 1].particle, b = keys[i].particle;
+            PBD_SM_FREE(keys);
+            PBD_SM_FREE(start);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "lattice: particles %d and %d are in one cell (%d, %d, %d)",
+                                  a, b, cells[3 * b], cells[3 * b + 1], cells[3 * b + 2]);
+        }
     /* two passes: count, then fill */
     int *members = NULL;
     for (int pass = 0; pass < 2; ++pass) {
@@ -1590,12 +1612,12 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
                     }
             if (pass == 1) qsort(members + start[i], (size_t)cnt, sizeof(int), pbd_sm__cmp_int);
             total += cnt;
-            if (total > INT_MAX) { PBD_SM_FREE(keys); PBD_SM_FREE(start); PBD_SM_FREE(members); return PBD_ERROR_OVERFLOW; }
+            if (total > INT_MAX) { PBD_SM_FREE(keys); PBD_SM_FREE(start); PBD_SM_FREE(members); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total); }
         }
         if (pass == 0) {
             start[n] = (int)total;
             members = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
-            if (!members) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return PBD_ERROR_OUT_OF_MEMORY; }
+            if (!members) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory"); }
         }
     }
     PBD_SM_FREE(keys);
@@ -1665,9 +1687,9 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
     int *seg_of = NULL;
     pbd_result r = pbd_sm__line_segments(in, n_in, s, &seg_of);
     if (r != PBD_OK) return r;
-    if ((long long)n_in + s->seg_count > INT_MAX) { PBD_SM_FREE(seg_of); return PBD_ERROR_OVERFLOW; } /* prefix rows */
+    if ((long long)n_in + s->seg_count > INT_MAX) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__window_pass: prefix rows ((long long)n_in + s->seg_count > INT_MAX)"); } /* prefix rows */
     s->iv = (int *)pbd_sm__alloc_n(2 * (size_t)n_cand, sizeof(int));
-    if (!s->iv) { PBD_SM_FREE(seg_of); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!s->iv) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_pass: out of memory"); }
     int o = 0;
     for (int c = 0; c < n_cand; ++c) {
         int f[3];
@@ -1692,9 +1714,9 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
 static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, const int *order, int two_axes,
                                             long long **out, int *count) {
     size_t side = 2 * (size_t)w + 1, total = (size_t)n * side * (two_axes ? side : 1);
-    if (total > (size_t)INT_MAX) return PBD_ERROR_OVERFLOW;
+    if (total > (size_t)INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__window_candidates: rejected because total > (size_t)INT_MAX");
     long long *keys = (long long *)pbd_sm__alloc_n(total, sizeof(long long));
-    if (!keys) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!keys) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_candidates: out of memory");
     size_t t = 0;
     for (int i = 0; i < n; ++i)
         for (int a = -w; a <= w; ++a)
@@ -1711,7 +1733,7 @@ static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, cons
 static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, int w) {
     int n = p->particle_count;
     pbd_sm__lattice *L = (pbd_sm__lattice *)pbd_sm__alloc_n(1, sizeof *L);
-    if (!L) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!L) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
     memset(L, 0, sizeof *L);
     p->impl = L;
     p->impl_destroy = pbd_sm__lattice_destroy;
@@ -1760,7 +1782,7 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
         }
         L->P = (double *)pbd_sm__alloc_n(prow * 64, sizeof(double));
         L->B = (double *)pbd_sm__alloc_n(brow * 64, sizeof(double));
-        r = L->P && L->B ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+        r = L->P && L->B ? PBD_OK : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
     }
 done:
     PBD_SM_FREE(ck);
@@ -1768,17 +1790,17 @@ done:
     PBD_SM_FREE(bars);
     PBD_SM_FREE(plates);
     PBD_SM_FREE(cubes);
-    return r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__lattice_build: out of memory") : r;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
-    if (!out) return PBD_ERROR_NULL_POINTER;
-    if (!cells && particle_count > 0) return PBD_ERROR_NULL_POINTER;
-    if (particle_count < 0 || w < 1 || w > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
+    if (!cells && particle_count > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
+    if (particle_count < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)", particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
-        if (cells[i] < -1000000 || cells[i] > 1000000) return PBD_ERROR_INVALID_ARGUMENT;
+        if (cells[i] < -1000000 || cells[i] > 1000000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000 (i %ld, cells[i] %d)", i, cells[i]);
     if ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)
-        return PBD_ERROR_OVERFLOW; /* the candidate bars; checked before the lists are built */
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)"); /* the candidate bars; checked before the lists are built */
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__lattice_lists(particle_count, cells, w, &start, &members);
     if (r != PBD_OK) return r;
@@ -1973,7 +1995,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     qsort(leaf, (size_t)n, sizeof *leaf, pbd_sm__cmp_ocell);
     for (int i = 1; i < n; ++i)
-        if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; }
+        if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0"); goto done; }
     /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
     virt = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n * (PBD_SM_OCTREE_MAX_LEVEL + 8), sizeof *virt);
     if (!virt) goto done;
@@ -1998,7 +2020,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     /* a leaf that is also an ancestor of another leaf overlaps it */
     for (int i = 0; i < n; ++i)
-        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; }
+        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0 (m %d)", m); goto done; }
     T->n = n;
     T->m = m;
     T->levels = m ? virt[m - 1].l - virt[0].l + 1 : 0;
@@ -2098,7 +2120,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
                 for (int t = T->child_start[j - n]; t < T->child_start[j - n + 1]; ++t) stack[q++] = T->child[t];
             }
         }
-        if (nodes.failed || members.failed) { r = members.n >= (size_t)INT_MAX ? PBD_ERROR_OVERFLOW : PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        if (nodes.failed || members.failed) { r = members.n >= (size_t)INT_MAX ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__octree_build: rejected because nodes.failed || members.failed") : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_build: out of memory"); goto done; }
         qsort(members.a + start[i], members.n - (size_t)start[i], sizeof(int), pbd_sm__cmp_int);
     }
     T->reg_start[n] = (int)nodes.n;
@@ -2120,7 +2142,7 @@ done:
     PBD_SM_FREE(start);
     PBD_SM_FREE(nodes.a);
     PBD_SM_FREE(members.a);
-    return r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__octree_build: out of memory") : r;
 }
 
 /* floor(a / b) and ceil(a / b) for b > 0 */
@@ -2216,7 +2238,7 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
     T->tab = (double *)pbd_sm__alloc_n((size_t)rows * 64, sizeof(double));
     T->corner_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     if (!T->tab_dim || !T->tab_row || !T->tab_cell || !T->tab_leaf || !T->tab || !T->corner_start)
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
     int tl[PBD_SM_OCTREE_MAX_LEVEL + 1]; /* the level of each table */
     T->tab_row[0] = T->tab_cell[0] = 0;
     for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
@@ -2239,7 +2261,7 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
     /* two passes over the regions: count the corner groups, then fill them */
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 0);
     T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
-    if (!T->corner) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!T->corner) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 1);
     T->tab_count = nt;
     return PBD_OK;
@@ -2247,21 +2269,22 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
 
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
-    if (!out || (particle_count > 0 && !cells)) return PBD_ERROR_NULL_POINTER;
-    if (particle_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!widths && (w < 1 || w > 64)) return PBD_ERROR_INVALID_ARGUMENT;
-    if (particle_count > INT_MAX / 32) return PBD_ERROR_OVERFLOW; /* leaves + up to 22 ancestors each */
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: out is NULL");
+    if (particle_count > 0 && !cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: cells is NULL while particle_count > 0");
+    if (particle_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)", particle_count);
+    if (!widths && (w < 1 || w > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
+    if (particle_count > INT_MAX / 32) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)"); /* leaves + up to 22 ancestors each */
     for (int i = 0; i < particle_count; ++i) {
         int l = cells[4 * i + 3];
-        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return PBD_ERROR_INVALID_ARGUMENT;
-        if (widths && (widths[i] < 1 || widths[i] > 64)) return PBD_ERROR_INVALID_ARGUMENT;
+        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL (l %d)", l);
+        if (widths && (widths[i] < 1 || widths[i] > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64) (i %d, widths[i] %d)", i, widths[i]);
         for (int a = 0; a < 3; ++a) {
             long long lo = (long long)cells[4 * i + a] * (1LL << l), hi = lo + (1LL << l) - 1;
-            if (lo < -1000000 || hi > 1000000) return PBD_ERROR_OVERFLOW;
+            if (lo < -1000000 || hi > 1000000) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000 (lo %lld)", lo);
         }
     }
     pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(1, sizeof *T);
-    if (!T) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!T) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_octree: out of memory");
     memset(T, 0, sizeof *T);
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__octree_build(particle_count, cells, widths, w, T, &start, &members);
@@ -2310,12 +2333,14 @@ static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, d
 static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start,
                                          int **adj) {
     for (long i = 0; i < 3 * (long)nv; ++i)
-        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return PBD_ERROR_NOT_FINITE;
+        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > 1e30 (i %ld, x[i] %g)", i, (double)x[i]);
     for (long t = 0; t < 3 * (long)nt; ++t)
-        if (tri[t] < 0 || tri[t] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (tri[t] < 0 || tri[t] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t, tri[t], nv);
     for (int t = 0; t < nt; ++t) {
         const int *v = tri + 3 * t;
-        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return PBD_ERROR_DEGENERATE;
+        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1]");
+        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[1] == v[2]");
+        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[2]");
         double e1[3], e2[3], c[3];
         for (int a = 0; a < 3; ++a) {
             e1[a] = (double)x[3 * v[1] + a] - x[3 * v[0] + a];
@@ -2326,9 +2351,9 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         c[2] = e1[0] * e2[1] - e1[1] * e2[0];
         double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
         double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
-        if (!(cc > 1e-24 * ee) || !(ee > 0)) return PBD_ERROR_DEGENERATE; /* sin^2 of the angle ~ 0 */
+        if (!(cc > 1e-24 * ee) || !(ee > 0)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))"); /* sin^2 of the angle ~ 0 */
     }
-    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return PBD_ERROR_OVERFLOW;
+    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2 (nt %d)", nt);
     /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
        most two triangles; triangles as sorted triples may not repeat */
     long long *e = (long long *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(long long));
@@ -2354,9 +2379,16 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     qsort(tk, (size_t)nt, 2 * sizeof(long long), pbd_sm__cmp_ll2);
     r = PBD_ERROR_INVALID_ARGUMENT;
     for (int t = 1; t < nt; ++t)
-        if (tk[2 * t] == tk[2 * t - 2] && tk[2 * t + 1] == tk[2 * t - 1]) goto done; /* repeated triangle */
+        if (tk[2 * t] == tk[2 * t - 2] && tk[2 * t + 1] == tk[2 * t - 1]) {
+            pbd_world_fail(NULL, r, "mesh: a triangle appears twice (vertices %lld, %lld, %lld)", tk[2 * t] / nv,
+                           tk[2 * t] % nv, tk[2 * t + 1]);
+            goto done;
+        }
     for (size_t i = 2; i < 3 * (size_t)nt; ++i)
-        if (e[i] == e[i - 2]) goto done; /* three triangles on one edge */
+        if (e[i] == e[i - 2]) {
+            pbd_world_fail(NULL, r, "mesh: three triangles share edge (%lld, %lld)", e[i] / nv, e[i] % nv);
+            goto done;
+        }
     {
         int ne = pbd_sm__sort_unique_ll(e, 3 * nt);
         memset(count, 0, sizeof(int) * ((size_t)nv + 1));
@@ -2387,7 +2419,7 @@ done:
     PBD_SM_FREE(count);
     PBD_SM_FREE(as);
     PBD_SM_FREE(aa);
-    return r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_adjacency: out of memory") : r;
 }
 
 /* Breadth-first search from v to graph distance `depth` over CSR
@@ -2426,7 +2458,7 @@ static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w
         int tail = pbd_sm__ring(v, w, as, aa, queue, stamp, dist);
         start[v] = (int)members.n;
         for (int t = 0; t < tail; ++t) pbd_sm__ivec_push(&members, queue[t]);
-        if (members.failed) { r = members.n >= (size_t)INT_MAX ? PBD_ERROR_OVERFLOW : PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        if (members.failed) { r = members.n >= (size_t)INT_MAX ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_rings: rejected because members.failed") : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__mesh_rings: out of memory"); goto done; }
         qsort(members.a + start[v], (size_t)tail, sizeof(int), pbd_sm__cmp_int);
     }
     start[nv] = (int)members.n;
@@ -2441,7 +2473,7 @@ done:
     PBD_SM_FREE(stamp);
     PBD_SM_FREE(queue);
     PBD_SM_FREE(members.a);
-    return r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_rings: out of memory") : r;
 }
 
 /* The path heuristic of Diziol et al. (survey 4.3.3): a path starts at the
@@ -2510,7 +2542,7 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
 static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const int *as, const int *aa, int max_len) {
     int n = p->particle_count;
     pbd_sm__paths *Q = (pbd_sm__paths *)pbd_sm__alloc_n(1, sizeof *Q);
-    if (!Q) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!Q) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__paths_build: out of memory");
     memset(Q, 0, sizeof *Q);
     p->impl = Q;
     p->impl_destroy = pbd_sm__paths_destroy;
@@ -2556,15 +2588,17 @@ done:
     PBD_SM_FREE(seg);
     PBD_SM_FREE(tmp);
     PBD_SM_FREE(iv.a);
-    return r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__paths_build: out of memory") : r;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
                                         const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out) {
-    if (!out || (vertex_count > 0 && !positions) || (triangle_count > 0 && !triangles)) return PBD_ERROR_NULL_POINTER;
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: out is NULL");
+    if (vertex_count > 0 && !positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: positions is NULL while vertex_count > 0");
+    if (triangle_count > 0 && !triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: triangles is NULL while triangle_count > 0");
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
-        return PBD_ERROR_INVALID_ARGUMENT;
-    if (vertex_count > INT_MAX / 2) return PBD_ERROR_OVERFLOW; /* prefix rows: vertices + paths */
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)", vertex_count, triangle_count, w, max_path_length);
+    if (vertex_count > INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)"); /* prefix rows: vertices + paths */
     if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
     int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
     pbd_sm_sum_plan *p = NULL;
@@ -2600,9 +2634,11 @@ PBD_SM_DEF int pbd_sm_plan_region_count(const pbd_sm_sum_plan *p) { return p ? p
 PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *p) { return p ? p->cost : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *particles, int max, int *count) {
-    if (!p || !count || (max > 0 && !particles)) return PBD_ERROR_NULL_POINTER;
-    if (r < 0 || r >= p->region_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (max < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: p is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: count is NULL");
+    if (max > 0 && !particles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: particles is NULL while max > 0");
+    if (r < 0 || r >= p->region_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)", max);
     int b = p->region_start[r], n = p->region_start[r + 1] - b;
     for (int e = 0; e < n && e < max; ++e) particles[e] = p->region_particles[b + e];
     *count = n;
@@ -2614,10 +2650,12 @@ PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *p) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *vertices, int max, int *count) {
-    if (!p || !count || (max > 0 && !vertices)) return PBD_ERROR_NULL_POINTER;
-    if (p->method != PBD_SM_SUM_PATHS || max < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: p is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: count is NULL");
+    if (max > 0 && !vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: vertices is NULL while max > 0");
+    if (p->method != PBD_SM_SUM_PATHS || max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)", max);
     const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
-    if (path < 0 || path >= s->seg_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (path < 0 || path >= s->seg_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
     int b = s->seg_start[path], n = s->seg_start[path + 1] - b;
     for (int e = 0; e < n && e < max; ++e) vertices[e] = s->gather[b + e];
     *count = n;
@@ -2625,8 +2663,8 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
-    if (!p) return PBD_ERROR_NULL_POINTER;
-    if (threads < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: p is NULL");
+    if (threads < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
     p->threads = threads;
     return PBD_OK;
 }
@@ -2634,14 +2672,16 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
 PBD_SM_DEF const char *pbd_sm_sum_simd_path(void) { return PBD_SM__SIMD ? "avx-f64" : "scalar"; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
-    if (!p) return PBD_ERROR_NULL_POINTER;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_simd: p is NULL");
     p->simd = on ? 1 : 0;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
-    if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: p is NULL");
+    if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: sums is NULL");
+    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: values is NULL while p->particle_count > 0");
+    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
 #if PBD_SM__OPENMP
     /* one parallel region; below 512 regions a barrier costs more than it
        saves; called from inside a parallel region, no nested team */
@@ -2660,8 +2700,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    if (!p || !sums || (p->particle_count > 0 && !values)) return PBD_ERROR_NULL_POINTER;
-    if (k < 1 || k > 64) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: p is NULL");
+    if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: sums is NULL");
+    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: values is NULL while p->particle_count > 0");
+    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
     p->sum(p, values, k, sums);
     return PBD_OK;
 }
@@ -2852,13 +2894,20 @@ static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT
 
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
-    if (rotation_iterations < 1 || rotation_iterations > 100) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_sm__finitef(beta) || !pbd_sm__finitef(stiffness) || !pbd_sm__finitef(yield) || !pbd_sm__finitef(creep) ||
-        !pbd_sm__finitef(maxp))
-        return PBD_ERROR_NOT_FINITE;
-    if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC) return PBD_ERROR_INVALID_ARGUMENT;
-    if (beta < 0 || beta > 1 || stiffness < 0 || stiffness > 1 || yield < 0 || creep < 0 || !(maxp > 0))
-        return PBD_ERROR_INVALID_ARGUMENT;
+    if (rotation_iterations < 1 || rotation_iterations > 100) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > 100 (rotation_iterations %d)", rotation_iterations);
+    if (!pbd_sm__finitef(beta)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) (beta %g)", (double)beta);
+    if (!pbd_sm__finitef(stiffness)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(stiffness) (stiffness %g)", (double)stiffness);
+    if (!pbd_sm__finitef(yield)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(yield) (yield %g)", (double)yield);
+    if (!pbd_sm__finitef(creep)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(creep) (creep %g)", (double)creep);
+    if (!pbd_sm__finitef(maxp)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(maxp) (maxp %g)", (double)maxp);
+    if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC");
+    if (beta < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta < 0 (beta %g)", (double)beta);
+    if (beta > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta > 1 (beta %g)", (double)beta);
+    if (stiffness < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness < 0 (stiffness %g)", (double)stiffness);
+    if (stiffness > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness > 1 (stiffness %g)", (double)stiffness);
+    if (yield < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because yield < 0 (yield %g)", (double)yield);
+    if (creep < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because creep < 0 (creep %g)", (double)creep);
+    if (!(maxp > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because !(maxp > 0) (maxp %g)", (double)maxp);
     return PBD_OK;
 }
 
@@ -2884,7 +2933,7 @@ static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
     b->p2r_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     b->p2r = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!b->p2r_start || !b->p2r || !fill) { PBD_SM_FREE(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!b->p2r_start || !b->p2r || !fill) { PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_transpose: out of memory"); }
     memset(b->p2r_start, 0, sizeof(int) * ((size_t)n + 1));
     for (int e = 0; e < total; ++e) b->p2r_start[P->region_particles[e] + 1]++;
     for (int i = 0; i < n; ++i) b->p2r_start[i + 1] += b->p2r_start[i];
@@ -2927,7 +2976,7 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
             M += b->mt[i];
             for (int a = 0; a < 3; ++a) c[a] += b->mt[i] * b->xbar[3 * i + a];
         }
-        if (!(M > 0)) return PBD_ERROR_INVALID_ARGUMENT; /* zero total mass */
+        if (!(M > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__body_rest: zero total mass (!(M > 0))"); /* zero total mass */
         for (int a = 0; a < 3; ++a) c[a] /= M;
         for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) {
             int i = P->region_particles[e];
@@ -2950,7 +2999,7 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
         }
         double size2 = (A[0] + A[4] + A[8]) / M; /* mean squared distance from the centre */
         double tiny = 1e-6 * (b->extent > 0 ? b->extent : 1.0);
-        if (!(size2 > tiny * tiny)) return PBD_ERROR_DEGENERATE; /* all rest positions coincide */
+        if (!(size2 > tiny * tiny)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__body_rest: all rest positions coincide (!(size2 > tiny * tiny))"); /* all rest positions coincide */
         double L = sqrt(size2), D[9];
         for (int k = 0; k < 9; ++k) D[k] = k < 3 ? 1 / L : 1 / (L * L);
         memcpy(b->cbar + 3 * (size_t)r, c, sizeof c);
@@ -2989,7 +3038,7 @@ static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
     if (!b->xbar || !b->mt || !b->inv_nreg || !b->M || !b->cbar || !b->Aqq_pinv || !b->Aqq_null ||
         (quad && (!b->A9_pinv || !b->Qbar)) || !b->rot || !b->rot_tmp || !b->Sp || !b->values || !b->sums || !b->T ||
         !b->G || !b->rot_step || !b->Sp_step)
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_alloc: out of memory");
     for (size_t r = 0; r < nr; ++r) {
         double *q = b->rot + 4 * r, *S = b->Sp + 9 * r;
         q[0] = q[1] = q[2] = 0; q[3] = 1;
@@ -3003,7 +3052,7 @@ static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
 static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan, const float *rest,
                                      const float *masses, const pbd_sm_body_desc *d, pbd_sm_body **out) {
     pbd_sm_body *b = (pbd_sm_body *)pbd_sm__alloc_n(1, sizeof *b);
-    if (!b) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!b) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
     memset(b, 0, sizeof *b);
     b->n = n;
     b->nr = plan->region_count;
@@ -3020,7 +3069,7 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
     b->work = (long)plan->region_start[b->nr] + n;
     b->parallel_min = PBD_SM_PARALLEL_MIN;
     b->idx = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    pbd_result res = b->idx ? pbd_sm__body_alloc(b) : PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result res = b->idx ? pbd_sm__body_alloc(b) : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
     if (res == PBD_OK) {
         /* rest positions relative to their centroid, for precision */
         double o[3] = {0, 0, 0};
@@ -3554,55 +3603,57 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
 
 /* Every region non-empty; the plan's own checks made the rest valid. */
 static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
-    if (p->particle_count != n || p->region_count < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "plan: %d particles and %d regions, the body has %d particles (the plan needs as many and >= 1 region)", p->particle_count, p->region_count, n);
     for (int r = 0; r < p->region_count; ++r)
-        if (p->region_start[r + 1] <= p->region_start[r]) return PBD_ERROR_INVALID_ARGUMENT;
+        if (p->region_start[r + 1] <= p->region_start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body **out) {
-    if (!w || !d || !d->particles) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
+    if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
-    if (n < 1) return PBD_ERROR_INVALID_ARGUMENT;
-    pbd_result res = pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic,
-                                          d->rotation_iterations);
+    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
+    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic,
+                                          d->rotation_iterations));
     if (res != PBD_OK) return res;
     for (int i = 0; i < n; ++i)
-        if (d->particles[i] < 0 || d->particles[i] >= wn) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (d->plan && d->region_start) return PBD_ERROR_INVALID_ARGUMENT; /* one region source */
+        if (d->particles[i] < 0 || d->particles[i] >= wn) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i %d, d->particles[i] %d, wn %d)", i, d->particles[i], wn);
+    if (d->plan && d->region_start) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: one region source (d->plan && d->region_start)"); /* one region source */
     float *rest = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
     int *seen = (int *)pbd_sm__alloc_n((size_t)wn, sizeof(int));
-    if (!rest || !mass || !seen) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (!rest || !mass || !seen) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_body: out of memory");
     if (res == PBD_OK) {
         memset(seen, 0, sizeof(int) * (size_t)wn);
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < n && res == PBD_OK; ++i) {
             int j = d->particles[i];
-            if (seen[j]++) { res = PBD_ERROR_INVALID_ARGUMENT; break; } /* duplicate */
+            if (seen[j]++) { res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: duplicate (seen[j]++)"); break; } /* duplicate */
             for (int a = 0; a < 3; ++a) rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];
             else pbd_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
-                if (!pbd_sm__finitef(rest[3 * i + a])) res = PBD_ERROR_NOT_FINITE;
-            if (!pbd_sm__finitef(mass[i])) res = PBD_ERROR_NOT_FINITE;
-            else if (mass[i] < 0 && res == PBD_OK) res = PBD_ERROR_NEGATIVE_MASS;
+                if (!pbd_sm__finitef(rest[3 * i + a])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a]) (i %d, a %d)", i, a);
+            if (!pbd_sm__finitef(mass[i])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i]) (i %d, mass[i] %g)", i, (double)mass[i]);
+            else if (mass[i] < 0 && res == PBD_OK) res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK (i %d, mass[i] %g)", i, (double)mass[i]);
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
     if (res == PBD_OK && !plan) {
         if (d->region_start) {
-            res = pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made);
+            res = pbd_world_fail_last(w, pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made));
         } else { /* one cluster of every particle (survey 4.1) */
             int start[2] = {0, n};
             for (int i = 0; i < n; ++i) seen[i] = i;
-            res = pbd_sm_plan_naive(n, 1, start, seen, &made);
+            res = pbd_world_fail_last(w, pbd_sm_plan_naive(n, 1, start, seen, &made));
         }
         plan = made;
     }
-    if (res == PBD_OK) res = pbd_sm__check_plan(plan, n);
+    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_plan(plan, n));
     pbd_sm_body *b = NULL;
-    if (res == PBD_OK) res = pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b);
+    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
     PBD_SM_FREE(rest);
     PBD_SM_FREE(mass);
     PBD_SM_FREE(seen);
@@ -3622,8 +3673,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
 }
 
 PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
-    if (!w || !b) return PBD_ERROR_NULL_POINTER;
-    if (b->world != w) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: w is NULL");
+    if (!b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: b is NULL");
+    if (b->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: the body belongs to another world");
     return pbd_remove_plugin(w, b->plugin); /* frees the body */
 }
 
@@ -3638,9 +3690,9 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
-    if (!cells) return PBD_ERROR_NULL_POINTER;
-    if (nx < 1 || ny < 1 || nz < 1) return PBD_ERROR_INVALID_ARGUMENT;
-    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return PBD_ERROR_OVERFLOW;
+    if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: cells is NULL");
+    if (nx < 1 || ny < 1 || nz < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)", nx, ny, nz);
+    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)", nx, ny, nz);
     int k = 0;
     for (int z = 0; z < nz; ++z)
         for (int y = 0; y < ny; ++y)
@@ -3672,30 +3724,33 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
 
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
                                       int *cells, int max_cells, int *count) {
-    if (!P || !T || !origin || !count) return PBD_ERROR_NULL_POINTER;
-    if (nv < 3 || nt < 1 || max_cells < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_sm__finitef(spacing)) return PBD_ERROR_NOT_FINITE;
-    if (!(spacing > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!P) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: P is NULL");
+    if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: T is NULL");
+    if (!origin) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: origin is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: count is NULL");
+    if (nv < 3 || nt < 1 || max_cells < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt, max_cells);
+    if (!pbd_sm__finitef(spacing)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)", (double)spacing);
+    if (!(spacing > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
     for (long k = 0; k < 3L * nt; ++k)
-        if (T[k] < 0 || T[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (T[k] < 0 || T[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
-        if (!pbd_sm__finitef(P[k])) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__finitef(P[k])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k]) (k %ld)", k);
         if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
         if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
     }
     int dim[3];
     for (int a = 0; a < 3; ++a) {
         double cnt = floor((hi[a] - lo[a]) / spacing) + 1;
-        if (cnt > (1 << 20)) return PBD_ERROR_OVERFLOW;
+        if (cnt > (1 << 20)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because cnt > (1 << 20) (cnt %g)", cnt);
         dim[a] = (int)cnt;
     }
     /* the cells of the box are counted in an int: a spacing so fine that
        they cannot be is refused, not scanned for hours (found by
        tests/fuzz/fuzz_builders.c) */
-    if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX) return PBD_ERROR_OVERFLOW;
+    if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
     double *xs = (double *)pbd_sm__alloc_n((size_t)nt, sizeof(double));
-    if (!xs) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!xs) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_voxelize: out of memory");
     long n = 0;
     /* the ray is offset by irrational fractions of a cell, so it does not
        pass through a mesh vertex or edge of a mesh built on a grid */
@@ -3711,7 +3766,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                     if (cells && n < max_cells) {
                         cells[3 * n] = i; cells[3 * n + 1] = j; cells[3 * n + 2] = k;
                     }
-                    if (++n > INT_MAX) { PBD_SM_FREE(xs); return PBD_ERROR_OVERFLOW; }
+                    if (++n > INT_MAX) { PBD_SM_FREE(xs); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because ++n > INT_MAX"); }
                 }
         }
     PBD_SM_FREE(xs);
@@ -3722,25 +3777,27 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
 
 PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body **out,
                                          pbd_range *range) {
-    if (!w || !d || !d->cells) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
+    if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
     int n = d->cell_count;
-    if (n < 1 || d->half_width < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (n < 1 || d->half_width < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n, d->half_width);
     if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
         !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]))
-        return PBD_ERROR_NOT_FINITE;
-    if (!(d->spacing > 0) || d->radius < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->particle_mass < 0) return PBD_ERROR_NEGATIVE_MASS;
-    if (!(d->particle_mass > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)", (double)d->spacing, (double)d->particle_mass, (double)d->radius);
+    if (!(d->spacing > 0) || d->radius < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0 (d->spacing %g, d->radius %g)", (double)d->spacing, (double)d->radius);
+    if (d->particle_mass < 0) return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: rejected because d->particle_mass < 0 (d->particle_mass %g)", (double)d->particle_mass);
+    if (!(d->particle_mass > 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0) (d->particle_mass %g)", (double)d->particle_mass);
     const pbd_sm_body_desc *bd = &d->body;
-    pbd_result res = pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic,
-                                          bd->rotation_iterations);
+    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic,
+                                          bd->rotation_iterations));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
-    res = pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan); /* also validates the cells */
+    res = pbd_world_fail_last(w, pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan)); /* also validates the cells */
     if (res == PBD_OK && user_plan) {
         pbd_sm_plan_destroy(plan);
         plan = NULL;
-        res = pbd_sm__check_plan(user_plan, n);
+        res = pbd_world_fail_last(w, pbd_sm__check_plan(user_plan, n));
     }
     if (res != PBD_OK) {
         pbd_sm_plan_destroy(plan);
@@ -3748,14 +3805,14 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     }
     float *pos = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
-    if (!pos || !mass) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (!pos || !mass) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_lattice: out of memory");
     for (int i = 0; i < n && res == PBD_OK; ++i) {
         for (int a = 0; a < 3; ++a) pos[3 * i + a] = d->origin[a] + d->spacing * (float)d->cells[3 * i + a];
         mass[i] = d->particle_mass;
     }
     pbd_sm_body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_sm__body_build(n, user_plan ? user_plan : plan, user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b);
+        res = pbd_world_fail_last(w, pbd_sm__body_build(n, user_plan ? user_plan : plan, user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
     pbd_range r = {0, 0};
     if (res == PBD_OK) {
         pbd_particles_desc pd = pbd_particles_desc_default();
@@ -3793,13 +3850,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
 /* Vertex adjacency (CSR, sorted, without duplicates) of a mesh's elements. */
 static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int arity, int **start_out, int **adj_out) {
     long pairs = (long)ne * arity * (arity - 1);
-    if (pairs > INT_MAX) return PBD_ERROR_OVERFLOW;
+    if (pairs > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *adj = (int *)pbd_sm__alloc_n((size_t)pairs, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     if (!start || !adj || !fill) {
         PBD_SM_FREE(start); PBD_SM_FREE(adj); PBD_SM_FREE(fill);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__rings_adjacency: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int e = 0; e < ne; ++e)
@@ -3828,18 +3885,25 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
 
 PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity, int omega, int *region_start,
                                         int *region_particles, int max, int *total) {
-    if (!region_start || !total || (ne > 0 && !el)) return PBD_ERROR_NULL_POINTER;
-    if (nv < 1 || ne < 0 || arity < 2 || arity > 4 || omega < 1 || omega > 64 || max < 0)
-        return PBD_ERROR_INVALID_ARGUMENT;
+    if (!region_start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: region_start is NULL");
+    if (!total) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: total is NULL");
+    if (ne > 0 && !el) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: el is NULL while ne > 0");
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)", nv);
+    if (ne < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)", ne);
+    if (arity < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
+    if (arity > 4) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity > 4 (arity %d)", arity);
+    if (omega < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega < 1 (omega %d)", omega);
+    if (omega > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega > 64 (omega %d)", omega);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because max < 0 (max %d)", max);
     for (long k = 0; k < (long)ne * arity; ++k)
-        if (el[k] < 0 || el[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (el[k] < 0 || el[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
     int *start = NULL, *adj = NULL;
     pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
     if (res != PBD_OK) return res;
     int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!dist || !queue || !stamp) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (!dist || !queue || !stamp) res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_mesh_rings: out of memory");
     long count = 0;
     int fill = region_particles && max >= 0;
     if (res == PBD_OK)
@@ -3852,7 +3916,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
             memcpy(region_particles + count, queue, sizeof(int) * (size_t)tail);
         }
         count += tail;
-        if (count > INT_MAX) res = PBD_ERROR_OVERFLOW;
+        if (count > INT_MAX) res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_mesh_rings: rejected because count > INT_MAX (count %ld)", count);
     }
     if (res == PBD_OK) {
         region_start[nv] = (int)count;
@@ -3863,13 +3927,13 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
-    if (!out) return PBD_ERROR_NULL_POINTER;
-    if (nv < 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: out is NULL");
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)", nv);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
-    if (!start) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
     int *list = res == PBD_OK ? (int *)pbd_sm__alloc_n((size_t)total, sizeof(int)) : NULL;
-    if (res == PBD_OK && !list) res = PBD_ERROR_OUT_OF_MEMORY;
+    if (res == PBD_OK && !list) res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     if (res == PBD_OK) res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, list, total, &total);
     if (res == PBD_OK) res = pbd_sm__plan_from_lists(nv, nv, start, list, out);
     PBD_SM_FREE(start);
@@ -3884,7 +3948,8 @@ PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b) { return b ? b->nr
 PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b) { return b ? b->plan : NULL; }
 
 PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
-    if (!b || !goals) return PBD_ERROR_NULL_POINTER;
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: b is NULL");
+    if (!goals) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
     const float *x = pbd_world_positions(b->world);
     double o[3];
     memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
@@ -3909,43 +3974,45 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
-    if (!b || !q) return PBD_ERROR_NULL_POINTER;
-    if (r < 0 || r >= b->nr) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: b is NULL");
+    if (!q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
+    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
-    if (!b || !Sp) return PBD_ERROR_NULL_POINTER;
-    if (r < 0 || r >= b->nr) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: b is NULL");
+    if (!Sp) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
+    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness) {
-    if (!b) return PBD_ERROR_NULL_POINTER;
-    pbd_result r = pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
-                                        (float)b->maxp, b->rot_iters);
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: b is NULL");
+    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
+                                        (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     b->alpha = stiffness;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta) {
-    if (!b) return PBD_ERROR_NULL_POINTER;
-    pbd_result r = pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep, (float)b->maxp,
-                                        b->rot_iters);
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_mode: b is NULL");
+    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep, (float)b->maxp,
+                                        b->rot_iters));
     if (r != PBD_OK) return r;
-    if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)) return PBD_ERROR_INVALID_ARGUMENT;
+    if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_mode: rejected because (mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)");
     b->mode = mode;
     b->beta = beta;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic) {
-    if (!b) return PBD_ERROR_NULL_POINTER;
-    pbd_result r = pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic,
-                                        b->rot_iters);
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: b is NULL");
+    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic,
+                                        b->rot_iters));
     if (r != PBD_OK) return r;
     b->yield = yield;
     b->creep = creep;
@@ -3955,14 +4022,14 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
-    if (!b) return PBD_ERROR_NULL_POINTER;
-    if (min_work < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: b is NULL");
+    if (min_work < 0) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
-    if (!b) return PBD_ERROR_NULL_POINTER;
+    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: b is NULL");
     for (int r = 0; r < b->nr; ++r)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
@@ -4215,32 +4282,32 @@ static int pbd_sm__all_finite(const float *v, size_t n) {
 }
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
-    if (d->particles.count < 1 || d->edge_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->edge_count > 0 && !d->edges) return PBD_ERROR_NULL_POINTER;
+    if (d->particles.count < 1 || d->edge_count < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)", d->edge_count);
+    if (d->edge_count > 0 && !d->edges) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__oriented_check: d->edges is NULL while d->edge_count > 0");
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
-        return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return PBD_ERROR_NOT_FINITE;
-    if (!(d->stiffness >= 0 && d->stiffness <= 1)) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->collide != 0 && d->collide != 1) return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count");
+    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)", (double)d->stiffness, (double)d->radius);
+    if (!(d->stiffness >= 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
+    if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || d->rotation_iterations > 100 (d->rotation_iterations %d)", d->rotation_iterations);
+    if (d->collide != 0 && d->collide != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1 (d->collide %d)", d->collide);
     int n = d->particles.count;
-    if (d->edge_count > INT_MAX / 2 - n) return PBD_ERROR_OVERFLOW;
+    if (d->edge_count > INT_MAX / 2 - n) return pbd_world_fail(w, PBD_ERROR_OVERFLOW, "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n (d->edge_count %d, n %d)", d->edge_count, n);
     for (int e = 0; e < 2 * d->edge_count; ++e)
-        if (d->edges[e] < 0 || d->edges[e] >= n) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (d->edges[e] < 0 || d->edges[e] >= n) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n (e %d, d->edges[e] %d, n %d)", e, d->edges[e], n);
     for (int e = 0; e < d->edge_count; ++e)
-        if (d->edges[2 * e] == d->edges[2 * e + 1]) return PBD_ERROR_DEGENERATE;
+        if (d->edges[2 * e] == d->edges[2 * e + 1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
     if (d->radii) {
-        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n) (n %d)", n);
         for (int k = 0; k < 3 * n; ++k)
-            if (!(d->radii[k] > 0)) return PBD_ERROR_DEGENERATE;
+            if (!(d->radii[k] > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0) (k %d, d->radii[k] %g)", k, (double)d->radii[k]);
     } else if (!(d->radius > 0)) {
-        return PBD_ERROR_DEGENERATE;
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radius > 0) (d->radius %g)", (double)d->radius);
     }
     if (d->orientations) {
-        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n) (n %d)", n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
-            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)) return PBD_ERROR_DEGENERATE;
+            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)");
         }
     }
     return PBD_OK;
@@ -4252,12 +4319,12 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, i
     int n = o->count;
     o->ring_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     o->ring = (int *)pbd_sm__alloc_n((size_t)n + 2 * (size_t)ne, sizeof(int));
-    if (!o->ring_start || !o->ring) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!o->ring_start || !o->ring) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
     for (int i = 0; i <= n; ++i) o->ring_start[i] = 0;
     for (int e = 0; e < 2 * ne; ++e) o->ring_start[edges[e] + 1]++;
     for (int i = 0; i < n; ++i) o->ring_start[i + 1] += o->ring_start[i] + 1; /* + the centre */
     int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!fill) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
     for (int i = 0; i < n; ++i) { o->ring[o->ring_start[i]] = i; fill[i] = o->ring_start[i] + 1; }
     for (int e = 0; e < ne; ++e) {
         int a = edges[2 * e], b = edges[2 * e + 1];
@@ -4280,12 +4347,14 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, i
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented **out) {
-    if (!w || !d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: out is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res != PBD_OK) return res;
     int n = d->particles.count;
     pbd_sm_oriented *o = (pbd_sm_oriented *)pbd_sm__alloc_n(1, sizeof *o);
-    if (!o) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!o) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     memset(o, 0, sizeof *o);
     o->world = w;
     o->first = d->particles.first;
@@ -4303,9 +4372,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     o->rest = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->mass = (double *)pbd_sm__alloc_n((size_t)n, sizeof(double));
     if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest || !o->mass ||
-        pbd_sm__oriented_rings(o, d->edges, d->edge_count) != PBD_OK) {
+        pbd_world_fail_last(w, pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
         pbd_sm__oriented_free(o);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     }
     const float *x = pbd_world_positions(w);
     double mean = 0;
@@ -4330,7 +4399,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     /* particles of mass 0 (pinned by mass) weigh as the mean particle */
     for (int i = 0; i < n; ++i)
         if (!(o->mass[i] > 0)) o->mass[i] = dyn ? mean / dyn : 0;
-    if (!dyn) { pbd_sm__oriented_free(o); return PBD_ERROR_DEGENERATE; } /* zero total mass */
+    if (!dyn) { pbd_sm__oriented_free(o); return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: zero total mass (!dyn)"); } /* zero total mass */
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     pd.name = "pbd_sm oriented";
     pd.user = o;
@@ -4343,7 +4412,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.rollback = pbd_sm__oriented_rollback;
     pd.destroy = pbd_sm__oriented_destroy_cb;
     int *ids = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!ids) { pbd_sm__oriented_free(o); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!ids) { pbd_sm__oriented_free(o); return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory"); }
     for (int i = 0; i < n; ++i) ids[i] = o->first + i;
     res = pbd_add_plugin(w, &pd, &o->plugin);
     if (res != PBD_OK) { PBD_SM_FREE(ids); pbd_sm__oriented_free(o); return res; }
@@ -4361,28 +4430,30 @@ PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o) {
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega) {
-    if (!o) return PBD_ERROR_NULL_POINTER;
-    if (index < 0 || index >= o->count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: o is NULL");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
     if (q) for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
     if (omega) for (int k = 0; k < 3; ++k) omega[k] = (float)o->omega[3 * index + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
-    if (!o) return PBD_ERROR_NULL_POINTER;
-    if (index < 0 || index >= o->count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return PBD_ERROR_NOT_FINITE;
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: o is NULL");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
+    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
-    if (!(qn > 1e-12)) return PBD_ERROR_DEGENERATE;
+    if (!(qn > 1e-12)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE, "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
     if (q) for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
     if (omega) for (int k = 0; k < 3; ++k) o->omega[3 * index + k] = omega[k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count) {
-    if (!o || !count || (max > 0 && !members)) return PBD_ERROR_NULL_POINTER;
-    if (index < 0 || index >= o->count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (max < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: o is NULL");
+    if (!count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
+    if (max > 0 && !members) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: members is NULL while max > 0");
+    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)", index);
+    if (max < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
     for (int e = 0; e < n && e < max; ++e) members[e] = o->ring[b + e];
     *count = n;
@@ -4442,26 +4513,30 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
 }
 
 PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *d, pbd_sm_skin **out) {
-    if (!o || !d || !out || !d->rest_vertices || (d->bones && !d->weights)) return PBD_ERROR_NULL_POINTER;
-    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: o is NULL");
+    if (!d) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
+    if (!out) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
+    if (!d->rest_vertices) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->rest_vertices is NULL");
+    if (d->bones && !d->weights) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->weights is NULL while d->bones");
+    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || d->influences > 8 (d->vertex_count %d, d->influences %d)", d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
-    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count) (d->vertex_count %d)", d->vertex_count);
     if (d->bones) {
-        if (!pbd_sm__all_finite(d->weights, nk)) return PBD_ERROR_NOT_FINITE;
+        if (!pbd_sm__all_finite(d->weights, nk)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk) (nk %zu)", nk);
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
             for (int s = 0; s < d->influences; ++s) {
                 int b = d->bones[(size_t)v * d->influences + s];
                 float wt = d->weights[(size_t)v * d->influences + s];
-                if (b < -1 || b >= o->count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-                if (wt < 0) return PBD_ERROR_INVALID_ARGUMENT;
+                if (b < -1 || b >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
+                if (wt < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
                 if (b >= 0) sum += wt;
             }
-            if (!(sum > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+            if (!(sum > 0)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
         }
     }
     pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(1, sizeof *s);
-    if (!s) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!s) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
     memset(s, 0, sizeof *s);
     s->o = o;
     s->vertex_count = d->vertex_count;
@@ -4469,7 +4544,7 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
     s->bones = (int *)pbd_sm__alloc_n(nk, sizeof(int));
     s->weights = (double *)pbd_sm__alloc_n(nk, sizeof(double));
     s->local = (double *)pbd_sm__alloc_n(3 * nk, sizeof(double));
-    if (!s->bones || !s->weights || !s->local) { pbd_sm_skin_destroy(s); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!s->bones || !s->weights || !s->local) { pbd_sm_skin_destroy(s); return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory"); }
     for (int v = 0; v < d->vertex_count; ++v) {
         int *bv = s->bones + (size_t)v * d->influences;
         double *wv = s->weights + (size_t)v * d->influences, sum = 0;
@@ -4501,9 +4576,11 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
 PBD_SM_DEF int pbd_sm_skin_vertex_count(const pbd_sm_skin *s) { return s ? s->vertex_count : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w, float *out) {
-    if (!s || !w || !out) return PBD_ERROR_NULL_POINTER;
+    if (!s) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: s is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: w is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: out is NULL");
     const pbd_sm_oriented *o = s->o;
-    if (o->first + o->count > pbd_world_particle_count(w)) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (o->first + o->count > pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_apply: rejected because o->first + o->count > pbd_world_particle_count(w)");
     const float *x = pbd_world_positions(w);
     for (int v = 0; v < s->vertex_count; ++v) {
         double acc[3] = {0, 0, 0};
@@ -4698,7 +4775,7 @@ static int pbd_sm__cmp_edge_key(const void *a, const void *b) {
 static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
     size_t ne = 3 * (size_t)v->nt;
     long long *e = (long long *)pbd_sm__alloc_n(ne, sizeof(long long));
-    if (!e) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     for (int t = 0; t < v->nt; ++t)
         for (int k = 0; k < 3; ++k)
             e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
@@ -4706,15 +4783,15 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < ne && r == PBD_OK; ++k) {
         long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
-        if (k > 0 && e[k] == e[k - 1]) r = PBD_ERROR_NOT_CLOSED;
+        if (k > 0 && e[k] == e[k - 1]) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) is in two triangles in the same direction (the surface is not consistently oriented or not a manifold)", a, b);
         size_t lo = 0, hi = ne;
         while (lo < hi) { size_t mid = (lo + hi) / 2; if (e[mid] < rev) lo = mid + 1; else hi = mid; }
-        if (lo == ne || e[lo] != rev) r = PBD_ERROR_NOT_CLOSED;
+        if (lo == ne || e[lo] != rev) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) has no opposite edge (the surface is not closed or not consistently oriented)", a, b);
     }
     if (r == PBD_OK) {
         v->adj_start = (int *)pbd_sm__alloc_n((size_t)v->nv + 1, sizeof(int));
         v->adj = (int *)pbd_sm__alloc_n(ne, sizeof(int));
-        if (!v->adj_start || !v->adj) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (!v->adj_start || !v->adj) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     }
     if (r == PBD_OK) { /* e is sorted by (a, b): directed edges grouped by a */
         int k = 0;
@@ -4777,36 +4854,44 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
 }
 
 static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_desc *d) {
-    if (d->triangle_count > 0 && !d->triangles) return PBD_ERROR_NULL_POINTER;
-    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return PBD_ERROR_INVALID_ARGUMENT;
+    if (d->triangle_count > 0 && !d->triangles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__volume_check: d->triangles is NULL while d->triangle_count > 0");
+    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3 (d->triangle_count %d)", d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
-    if (!pbd_sm__all_finite(params, 5)) return PBD_ERROR_NOT_FINITE;
-    if (!(d->alpha >= 0 && d->alpha <= 1) || !(d->beta >= 0 && d->beta <= 1) || !(d->pair_stiffness >= 0) ||
-        !(d->stiffness > 0 && d->stiffness <= 1) || !(d->contact_distance >= 0) || d->smoothing < 0 ||
-        d->smoothing > 64 || (d->velocity_correction != 0 && d->velocity_correction != 1))
-        return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_sm__all_finite(params, 5)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
+    if (!(d->alpha >= 0 && d->alpha <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)", (double)d->alpha);
+    if (!(d->beta >= 0 && d->beta <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->beta >= 0 && d->beta <= 1) (d->beta %g)", (double)d->beta);
+    if (!(d->pair_stiffness >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->pair_stiffness >= 0) (d->pair_stiffness %g)", (double)d->pair_stiffness);
+    if (!(d->stiffness > 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->stiffness > 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
+    if (!(d->contact_distance >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)", (double)d->contact_distance);
+    if (d->smoothing < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)", d->smoothing);
+    if (d->smoothing > 64) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)", d->smoothing);
+    if (d->velocity_correction != 0 && d->velocity_correction != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && d->velocity_correction != 1) (d->velocity_correction %d)", d->velocity_correction);
     int np = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *e = d->triangles + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (e[k] < 0 || e[k] >= np) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-        if (e[0] == e[1] || e[1] == e[2] || e[0] == e[2]) return PBD_ERROR_DEGENERATE;
+            if (e[k] < 0 || e[k] >= np) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k], np);
+        if (e[0] == e[1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1]");
+        if (e[1] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[1] == e[2]");
+        if (e[0] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[2]");
         const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
         double ab[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double ac[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
         double cx = ab[1] * ac[2] - ab[2] * ac[1], cy = ab[2] * ac[0] - ab[0] * ac[2], cz = ab[0] * ac[1] - ab[1] * ac[0];
-        if (!(cx * cx + cy * cy + cz * cz > 0)) return PBD_ERROR_DEGENERATE;
+        if (!(cx * cx + cy * cy + cz * cz > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0) (cx %g, cy %g, cz %g)", cx, cy, cz);
     }
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume **out) {
-    if (!w || !d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: out is NULL");
     pbd_result r = pbd_sm__volume_check(w, d);
     if (r != PBD_OK) return r;
     pbd_sm_volume *v = (pbd_sm_volume *)pbd_sm__alloc_n(1, sizeof *v);
-    if (!v) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!v) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     memset(v, 0, sizeof *v);
     v->world = w;
     v->nt = d->triangle_count;
@@ -4816,7 +4901,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     size_t n3 = 3 * (size_t)v->nt;
     v->verts = (int *)pbd_sm__alloc_n(n3, sizeof(int));
     v->tri = (int *)pbd_sm__alloc_n(n3, sizeof(int));
-    if (!v->verts || !v->tri) { pbd_sm__volume_free(v); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!v->verts || !v->tri) { pbd_sm__volume_free(v); return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory"); }
     memcpy(v->verts, d->triangles, n3 * sizeof(int));
     qsort(v->verts, n3, sizeof(int), pbd_sm__cmp_int);
     int nv = 0;
@@ -4832,13 +4917,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     v->pred = (float *)pbd_sm__alloc_n(3 * (size_t)nv, sizeof(float));
     if (!v->opposite || !v->pair_rest || !v->grad || !v->weight || !v->weight2 || !v->pred) {
         pbd_sm__volume_free(v);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     }
-    r = pbd_sm__volume_topology(v);
+    r = pbd_world_fail_last(w, pbd_sm__volume_topology(v));
     if (r != PBD_OK) { pbd_sm__volume_free(v); return r; }
     const float *x = pbd_world_positions(w);
     v->rest_volume = pbd_sm__volume_eval(v, x, NULL);
-    if (!(v->rest_volume > 0)) { pbd_sm__volume_free(v); return PBD_ERROR_DEGENERATE; }
+    if (!(v->rest_volume > 0)) { pbd_sm__volume_free(v); return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_surface_volume: rejected because !(v->rest_volume > 0)"); }
     pbd_sm__volume_pairs(v, x);
     for (int i = 0; i < nv; ++i) {
         v->weight[i] = 1.0 / nv;
@@ -4863,39 +4948,44 @@ PBD_SM_DEF pbd_plugin pbd_sm_volume_plugin(const pbd_sm_volume *v) { return v ? 
 PBD_SM_DEF double pbd_sm_volume_rest(const pbd_sm_volume *v) { return v ? v->rest_volume : 0; }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_world *w, double *volume) {
-    if (!v || !w || !volume) return PBD_ERROR_NULL_POINTER;
-    if (v->verts[v->nv - 1] >= pbd_world_particle_count(w)) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!v) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: v is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: w is NULL");
+    if (!volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
+    if (v->verts[v->nv - 1] >= pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_measure: rejected because v->verts[v->nv - 1] >= pbd_world_particle_count(w)");
     *volume = pbd_sm__volume_eval(v, pbd_world_positions(w), NULL);
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
-    if (!v) return PBD_ERROR_NULL_POINTER;
-    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return PBD_ERROR_NOT_FINITE;
-    if (!(rest_volume > 0)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: v is NULL");
+    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX (rest_volume %g)", rest_volume);
+    if (!(rest_volume > 0)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)", rest_volume);
     v->rest_volume = rest_volume;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
-    if (!v) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_sm__all_finite(&alpha, 1)) return PBD_ERROR_NOT_FINITE;
-    if (!(alpha >= 0 && alpha <= 1)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: v is NULL");
+    if (!pbd_sm__all_finite(&alpha, 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)", (double)alpha);
+    if (!(alpha >= 0 && alpha <= 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)", (double)alpha);
     v->alpha = alpha;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
-    if (!v || !opposite) return PBD_ERROR_NULL_POINTER;
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: v is NULL");
+    if (!opposite) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: opposite is NULL");
     int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
-    if (i < 0) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (i < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count) {
-    if (!v || !count || (max > 0 && !weights)) return PBD_ERROR_NULL_POINTER;
-    if (max < 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: v is NULL");
+    if (!count) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
+    if (max > 0 && !weights) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: weights is NULL while max > 0");
+    if (max < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;
@@ -4932,7 +5022,7 @@ static int pbd_sm__cmp_long(const void *a, const void *b) {
    edge in *uses (allocated). */
 static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys_out, int **uses_out, int *count) {
     long long *k = (long long *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(long long));
-    if (!k) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!k) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
     for (int t = 0; t < nt; ++t)
         for (int j = 0; j < 3; ++j) {
             int a = tri[3 * t + j], b = tri[3 * t + (j + 1) % 3];
@@ -4941,7 +5031,7 @@ static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys
         }
     qsort(k, (size_t)nt * 3, sizeof(long long), pbd_sm__cmp_long);
     int *uses = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
-    if (!uses) { PBD_SM_FREE(k); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!uses) { PBD_SM_FREE(k); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory"); }
     int n = 0;
     for (int i = 0; i < 3 * nt; ++i) {
         if (n > 0 && k[n - 1] == k[i]) { uses[n - 1]++; continue; }
@@ -4961,14 +5051,14 @@ static pbd_result pbd_sm__vertex_tris(int nv, const int *tri, int nt, const unsi
                                       int **list_out) {
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *list = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
-    if (!start || !list) { PBD_SM_FREE(start); PBD_SM_FREE(list); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!start || !list) { PBD_SM_FREE(start); PBD_SM_FREE(list); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory"); }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int t = 0; t < nt; ++t)
         if (!alive || alive[t])
             for (int j = 0; j < 3; ++j) start[tri[3 * t + j] + 1]++;
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory"); }
     memcpy(fill, start, sizeof(int) * (size_t)nv);
     for (int t = 0; t < nt; ++t)
         if (!alive || alive[t])
@@ -5120,7 +5210,7 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
     /* the alive triangles, compacted, for the edge list */
     int na = 0;
     int *tl = (int *)pbd_sm__alloc_n((size_t)*alive_count * 3, sizeof(int));
-    if (!tl) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!tl) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
     for (int t = 0; t < d->nt; ++t)
         if (d->alive[t]) { memcpy(tl + 3 * na, d->tri + 3 * t, 3 * sizeof(int)); na++; }
     long long *keys = NULL;
@@ -5131,7 +5221,7 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
     PBD_SM_FREE(d->bkeys);
     d->bkeys = (long long *)pbd_sm__alloc_n((size_t)ne, sizeof(long long));
     pbd_sm__edge_len *el = (pbd_sm__edge_len *)pbd_sm__alloc_n((size_t)ne, sizeof *el);
-    if (!d->bkeys || !el) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); PBD_SM_FREE(el); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!d->bkeys || !el) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); PBD_SM_FREE(el); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory"); }
     d->nbkeys = 0;
     memset(d->boundary, 0, (size_t)d->nv);
     memset(d->touched, 0, (size_t)d->nv);
@@ -5217,7 +5307,7 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
     d.rep = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *newid = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
     int alive = nt;
     if (r == PBD_OK) {
         memcpy(d.tri, tri, sizeof(int) * 3 * (size_t)nt);
@@ -5239,7 +5329,7 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
         int *map = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
         if (!otri || !kept || !map) {
             PBD_SM_FREE(otri); PBD_SM_FREE(kept); PBD_SM_FREE(map);
-            r = PBD_ERROR_OUT_OF_MEMORY;
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
         } else {
             int nk = 0, k = 0;
             for (int t = 0; t < nt; ++t) {
@@ -5352,7 +5442,7 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, floa
     float *ftmp = (float *)pbd_sm__alloc_n((size_t)n * (stride ? stride : 1), sizeof(float));
     int *off = (int *)pbd_sm__alloc_n(66, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!used || !col || !order || !tmp || !ftmp || !off) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!used || !col || !order || !tmp || !ftmp || !off) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
     if (r == PBD_OK) {
         memset(used, 0, sizeof(unsigned long long) * (size_t)nv);
         memset(off, 0, sizeof(int) * 66);
@@ -5399,7 +5489,7 @@ static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, i
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *list = (int *)pbd_sm__alloc_n((size_t)n * arity, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!start || !list || !fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); PBD_SM_FREE(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!start || !list || !fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_ends: out of memory"); }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int i = 0; i < n * arity; ++i) start[el[i] + 1]++;
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
@@ -5426,9 +5516,9 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
     L->tdx = (float *)pbd_sm__alloc_n((size_t)nt * 9, sizeof(float));
     L->xhat = (float *)pbd_sm__alloc_n((size_t)nv * 4, sizeof(float));
     if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->tP || !L->tdx || !L->xhat)
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     int *rt = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int)), *re = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!rt || !re) { PBD_SM_FREE(rt); PBD_SM_FREE(re); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!rt || !re) { PBD_SM_FREE(rt); PBD_SM_FREE(re); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory"); }
     memset(rt, 0, sizeof(int) * (size_t)nv);
     memset(re, 0, sizeof(int) * (size_t)nv);
     memset(L->mass, 0, sizeof(float) * (size_t)nv);
@@ -5440,7 +5530,7 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         float area = 0.5f * pbd_sm__len3(n);
         float e01[3];
         pbd_sm__sub3(L->rest + 3 * T[1], L->rest + 3 * T[0], e01);
-        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) { r = PBD_ERROR_DEGENERATE; break; }
+        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0) (area %g)", (double)area); break; }
         for (int k = 0; k < 3; ++k) {
             L->mass[T[k]] += density * area / 3.0f; /* eq. 1 */
             rt[T[k]]++;
@@ -5480,7 +5570,7 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
     if (L->ne) {
         L->eq = (float *)pbd_sm__alloc_n((size_t)L->ne * 3, sizeof(float));
         L->edx = (float *)pbd_sm__alloc_n((size_t)L->ne * 6, sizeof(float));
-        if (!L->eq || !L->edx) return PBD_ERROR_OUT_OF_MEMORY;
+        if (!L->eq || !L->edx) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     }
     for (int e = 0; e < L->ne; ++e) {
         int a = L->edge[2 * e], b = L->edge[2 * e + 1];
@@ -5540,7 +5630,7 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
     if (r != PBD_OK) return r;
     C->pro_idx = (int *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(int));
     C->pro_w = (float *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(float));
-    if (!C->pro_idx || !C->pro_w) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!C->pro_idx || !C->pro_w) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
     for (int f = 0; f < F->nv && r == PBD_OK; ++f) {
         int c = map[f];
         float best = FLT_MAX;
@@ -5572,7 +5662,7 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
        fine vertices that collapsed into it (weight 1 each, normalised) */
     C->res_start = (int *)pbd_sm__alloc_n((size_t)C->nv + 1, sizeof(int));
     double *rowsum = (double *)pbd_sm__alloc_n((size_t)C->nv, sizeof(double));
-    if (!C->res_start || !rowsum) { PBD_SM_FREE(rowsum); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!C->res_start || !rowsum) { PBD_SM_FREE(rowsum); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory"); }
     memset(C->res_start, 0, sizeof(int) * ((size_t)C->nv + 1));
     memset(rowsum, 0, sizeof(double) * (size_t)C->nv);
     for (int f = 0; f < F->nv; ++f)
@@ -5585,7 +5675,7 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
     C->res_idx = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
     C->res_w = (float *)pbd_sm__alloc_n((size_t)total, sizeof(float));
     int *fill = (int *)pbd_sm__alloc_n((size_t)C->nv, sizeof(int));
-    if (!C->res_idx || !C->res_w || !fill) { PBD_SM_FREE(rowsum); PBD_SM_FREE(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!C->res_idx || !C->res_w || !fill) { PBD_SM_FREE(rowsum); PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory"); }
     memcpy(fill, C->res_start, sizeof(int) * (size_t)C->nv);
     for (int f = 0; f < F->nv; ++f) {
         for (int k = 0; k < 3; ++k) {
@@ -5612,9 +5702,9 @@ static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
     pbd_result r = pbd_sm__edges(L->nv, L->tri, L->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
     for (int e = 0; e < ne; ++e)
-        if (uses[e] > 2) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return PBD_ERROR_INVALID_ARGUMENT; } /* non-manifold */
+        if (uses[e] > 2) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__level_edges: non-manifold (uses[e] > 2)"); } /* non-manifold */
     L->edge = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
-    if (!L->edge) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!L->edge) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_edges: out of memory"); }
     for (int e = 0; e < ne; ++e) {
         L->edge[2 * e] = (int)(keys[e] / L->nv);
         L->edge[2 * e + 1] = (int)(keys[e] % L->nv);
@@ -5652,7 +5742,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
     int *wing = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
     int *stencil = (int *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(int));
     float *kw = (float *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(float));
-    if (!wing || !stencil || !kw) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!wing || !stencil || !kw) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     int ns = 0;
     if (r == PBD_OK) {
         for (int e = 0; e < 2 * ne; ++e) wing[e] = -1;
@@ -5694,7 +5784,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
         c->q_val = (float *)pbd_sm__alloc_n((size_t)ns * 16 + 1, sizeof(float));
         c->force = (float *)pbd_sm__alloc_n((size_t)nv * 3, sizeof(float));
         c->q_row = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-        if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     }
     if (r == PBD_OK) {
         /* rows via per-vertex stencil lists, merged with a scatter array */
@@ -5703,7 +5793,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
         float *acc = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
         int *mark = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
         int *cols = (int *)pbd_sm__alloc_n(1024, sizeof(int));
-        if (r == PBD_OK && (!acc || !mark || !cols)) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (r == PBD_OK && (!acc || !mark || !cols)) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
         if (r == PBD_OK) {
             for (int v = 0; v < nv; ++v) { mark[v] = -1; acc[v] = 0; }
             int nnz = 0;
@@ -5749,7 +5839,7 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
     if (r != PBD_OK) return r;
     unsigned char *bnd = (unsigned char *)pbd_sm__alloc_n((size_t)F->nv, 1);
     double *acc = (double *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(double));
-    if (!bnd || !acc) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (!bnd || !acc) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__centroids: out of memory");
     if (r == PBD_OK) {
         memset(bnd, 0, (size_t)F->nv);
         for (int e = 0; e < ne; ++e)
@@ -5799,7 +5889,7 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
     pbd_result r = PBD_OK;
     pbd_sm__level *top = &c->lv[levels - 1];
     unsigned char *lock_f = (unsigned char *)pbd_sm__alloc_n((size_t)top->nv, 1);
-    if (!lock_f) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!lock_f) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
     memset(lock_f, 0, (size_t)top->nv);
     for (int k = 0; k < d->keep_count; ++k) lock_f[d->keep_vertices[k]] = 1;
     for (int l = levels - 1; l > 0 && r == PBD_OK; --l) {
@@ -5809,11 +5899,11 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
         pbd_sm__lock_corners(F->nv, F->tri, F->nt, F->rest, lock_f);
         r = pbd_sm__decimate(F->nv, F->tri, F->nt, F->rest, lock_f, target, &C->tri, &C->nt, &kept, &C->nv, &map);
         if (r != PBD_OK) break;
-        if ((long)C->nt * 20 > (long)F->nt * 19) r = PBD_ERROR_INVALID_ARGUMENT; /* too small to decimate further */
+        if ((long)C->nt * 20 > (long)F->nt * 19) r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__build_hierarchy: too small to decimate further ((long)C->nt * 20 > (long)F->nt * 19)"); /* too small to decimate further */
         C->rest = (float *)pbd_sm__alloc_n((size_t)C->nv * 3, sizeof(float));
         C->x = (float *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(float));
         unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n((size_t)C->nv, 1) : NULL;
-        if (r == PBD_OK && (!lock_c || !C->rest || !C->x)) r = PBD_ERROR_OUT_OF_MEMORY;
+        if (r == PBD_OK && (!lock_c || !C->rest || !C->x)) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
         if (r == PBD_OK && c->nested) {
             for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * kept[v], 3 * sizeof(float));
         } else if (r == PBD_OK) {
@@ -6525,39 +6615,54 @@ static int pbd_sm__finite_n(const float *x, long n) {
 static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
-    if (!d->positions || !d->triangles || (d->keep_count > 0 && !d->keep_vertices)) return PBD_ERROR_NULL_POINTER;
-    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return PBD_ERROR_OVERFLOW;
-    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return PBD_ERROR_NOT_FINITE;
-    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)) return PBD_ERROR_NOT_FINITE;
+    if (!d->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->positions is NULL");
+    if (!d->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->triangles is NULL");
+    if (d->keep_count > 0 && !d->keep_vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->keep_vertices is NULL while d->keep_count > 0");
+    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)", d->vertex_count, d->triangle_count, d->keep_count);
+    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)", d->vertex_count, d->triangle_count);
+    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
+    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
     if (!pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) ||
         !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1))
-        return PBD_ERROR_NOT_FINITE;
-    if (!(d->density > 0)) return PBD_ERROR_NEGATIVE_MASS;
-    if (d->levels < 1 || d->levels > 10 || !(d->reduction >= 0.05f && d->reduction <= 0.9f) ||
-        (d->nested != 0 && d->nested != 1) || !pbd_sm__in01(d->alpha) || !pbd_sm__in01(d->beta) ||
-        !pbd_sm__in01(d->damping) || !(d->bending_stiffness >= 0) || !(d->thickness >= 0) ||
-        (d->scheme != PBD_SM_CLOTH_TWO_PASS && d->scheme != PBD_SM_CLOTH_INDEPENDENT_SETS) ||
-        (d->conserve_wrinkles != 0 && d->conserve_wrinkles != 1))
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1) (d->density %g, d->bending_stiffness %g, d->thickness %g, d->reduction %g)", (double)d->density, (double)d->bending_stiffness, (double)d->thickness, (double)d->reduction);
+    if (!(d->density > 0)) return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm__check_cloth_desc: rejected because !(d->density > 0) (d->density %g)", (double)d->density);
+    const char *bad = d->levels < 1 || d->levels > 10                ? "levels outside 1..10"
+                      : !(d->reduction >= 0.05f && d->reduction <= 0.9f) ? "reduction outside [0.05, 0.9]"
+                      : d->nested != 0 && d->nested != 1                 ? "nested is neither 0 nor 1"
+                      : !pbd_sm__in01(d->alpha)                          ? "alpha outside [0, 1]"
+                      : !pbd_sm__in01(d->beta)                           ? "beta outside [0, 1]"
+                      : !pbd_sm__in01(d->damping)                        ? "damping outside [0, 1]"
+                      : !(d->bending_stiffness >= 0)                     ? "bending_stiffness < 0"
+                      : !(d->thickness >= 0)                             ? "thickness < 0"
+                      : d->scheme != PBD_SM_CLOTH_TWO_PASS && d->scheme != PBD_SM_CLOTH_INDEPENDENT_SETS
+                          ? "scheme is not a pbd_sm_cloth_scheme"
+                      : d->conserve_wrinkles != 0 && d->conserve_wrinkles != 1 ? "conserve_wrinkles is neither 0 nor 1"
+                                                                               : NULL;
+    if (bad)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_desc: %s (levels %d, reduction %g, "
+                              "alpha %g, beta %g, damping %g, bending_stiffness %g, thickness %g)", bad, d->levels,
+                              (double)d->reduction, (double)d->alpha, (double)d->beta, (double)d->damping,
+                              (double)d->bending_stiffness, (double)d->thickness);
     for (long i = 0; i < 3L * d->triangle_count; ++i)
-        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)", i, d->triangles[i], d->vertex_count);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *T = d->triangles + 3 * t;
-        if (T[0] == T[1] || T[1] == T[2] || T[0] == T[2]) return PBD_ERROR_DEGENERATE;
+        if (T[0] == T[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[1]");
+        if (T[1] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[1] == T[2]");
+        if (T[0] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[2]");
     }
     for (int k = 0; k < d->keep_count; ++k)
-        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)", k, d->keep_vertices[k], d->vertex_count);
     return PBD_OK;
 }
 
 /* Builds the whole cloth (no world involved). */
 static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth **out) {
     pbd_sm_cloth *c = (pbd_sm_cloth *)pbd_sm__alloc_n(1, sizeof *c);
-    if (!c) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!c) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     memset(c, 0, sizeof *c);
     c->lv = (pbd_sm__level *)pbd_sm__alloc_n((size_t)d->levels, sizeof(pbd_sm__level));
-    if (!c->lv) { PBD_SM_FREE(c); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!c->lv) { PBD_SM_FREE(c); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory"); }
     memset(c->lv, 0, sizeof(pbd_sm__level) * (size_t)d->levels);
     c->nlevels = d->levels;
     c->nested = d->nested;
@@ -6573,7 +6678,7 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     F->nt = d->triangle_count;
     F->tri = (int *)pbd_sm__alloc_n((size_t)F->nt * 3, sizeof(int));
     F->rest = (float *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(float));
-    pbd_result r = F->tri && F->rest ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = F->tri && F->rest ? PBD_OK : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     if (r == PBD_OK) {
         memcpy(F->tri, d->triangles, sizeof(int) * 3 * (size_t)F->nt);
         memcpy(F->rest, d->positions, sizeof(float) * 3 * (size_t)F->nv);
@@ -6581,7 +6686,7 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     }
     if (r == PBD_OK)
         for (int v = 0; v < F->nv; ++v)
-            if (F->vt_start[v + 1] == F->vt_start[v]) r = PBD_ERROR_INVALID_ARGUMENT; /* a vertex without triangle */
+            if (F->vt_start[v + 1] == F->vt_start[v]) r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__cloth_build: a vertex without triangle (F->vt_start[v + 1] == F->vt_start[v])"); /* a vertex without triangle */
     if (r == PBD_OK) r = pbd_sm__build_hierarchy(c, d, d->levels);
     if (r == PBD_OK) r = pbd_sm__bending_matrix(c);
     if (r != PBD_OK) { c->nlevels = d->levels; pbd_sm__cloth_free(c); return r; }
@@ -6596,11 +6701,13 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
 
 PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth **out,
                                        pbd_range *particles) {
-    if (!w || !d || !out) return PBD_ERROR_NULL_POINTER;
-    pbd_result r = pbd_sm__check_cloth_desc(d);
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: out is NULL");
+    pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
     if (r != PBD_OK) return r;
     pbd_sm_cloth *c = NULL;
-    r = pbd_sm__cloth_build(d, &c);
+    r = pbd_world_fail_last(w, pbd_sm__cloth_build(d, &c));
     if (r != PBD_OK) return r;
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
     pbd_particles_desc pd = pbd_particles_desc_default();
@@ -6631,8 +6738,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
 }
 
 PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *c) {
-    if (!w || !c) return PBD_ERROR_NULL_POINTER;
-    if (c->world != w) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: w is NULL");
+    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: c is NULL");
+    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: the cloth belongs to another world");
     return pbd_remove_plugin(w, c->plugin); /* frees c */
 }
 
@@ -6644,8 +6752,8 @@ PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *c) { return c ? c->n
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *vertex_count, int *triangle_count,
                                          const int **triangles, const float **positions) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (level < 0 || level >= c->nlevels) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: c is NULL");
+    if (level < 0 || level >= c->nlevels) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)", level);
     const pbd_sm__level *L = &c->lv[level];
     if (vertex_count) *vertex_count = L->nv;
     if (triangle_count) *triangle_count = L->nt;
@@ -6655,49 +6763,52 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, float beta) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: c is NULL");
+    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || !pbd_sm__in01(beta) (alpha %g, beta %g)", (double)alpha, (double)beta);
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *c, int on) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (on != 0 && on != 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_wrinkle_conservation: c is NULL");
+    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
     c->conserve = on;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_sm__in01(damping)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: c is NULL");
+    if (!pbd_sm__in01(damping)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)", (double)damping);
     c->damping = damping;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_sm__finite_n(&k, 1)) return PBD_ERROR_NOT_FINITE;
-    if (!(k >= 0)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: c is NULL");
+    if (!pbd_sm__finite_n(&k, 1)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
+    if (!(k >= 0)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
     c->bending = k;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *c, pbd_sm_cloth_scheme scheme) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_scheme: c is NULL");
+    if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS");
     c->scheme = scheme;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
-    if (!c) return PBD_ERROR_NULL_POINTER;
-    if (on != 0 && on != 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: c is NULL");
+    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }
 PBD_SM_DEF int pbd_sm_cloth_simd_width(void) { return PBD_SM__CW; }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world *w, float *average, float *maximum) {
-    if (!c || !w || !average || !maximum) return PBD_ERROR_NULL_POINTER;
-    if (c->world != w) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: c is NULL");
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: w is NULL");
+    if (!average) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: average is NULL");
+    if (!maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: maximum is NULL");
+    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: the cloth belongs to another world");
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = pbd_world_positions(w) + 4 * c->particles.first;
     double sum = 0;

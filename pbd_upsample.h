@@ -37,6 +37,15 @@
        PBD_NO_OPENMP        never use OpenMP even with -fopenmp
        PBD_UP_MALLOC(sz) / PBD_UP_FREE(p)  replace malloc/free (both or none)
 
+   ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
+   pbd_result with a message naming what was wrong and the offending value
+   or index. Models, training sets and subdivision have no world: their
+   calls (fitting, eval, save/load, subdivide) leave the message in
+   pbd_last_error() (per thread). A wrinkle mesh's calls write it to its
+   world's pbd_world_last_error() (pbd_up_wrinkle_world) and log; a
+   failing pbd_up_wrinkle_create, whose world is destroyed with it, leaves
+   it in pbd_last_error(). A failing call changes nothing.
+
    THE COMMON MODEL API (section "model")
    Every method produces an opaque pbd_up_model (coarse vertex count,
    detail vertex count, method) with the same life cycle:
@@ -823,30 +832,36 @@ PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m) { return m ? m->train
 
 PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions,
                                   float *detail_positions_out) {
-    if (!m || !coarse_positions || !detail_positions_out) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: coarse_positions is NULL");
+    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: detail_positions_out is NULL");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
-    if (!t || !m->trained || !m->impl) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t");
+    if (!m->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
+    if (!m->impl) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->impl");
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     return t->eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions,
                                           int coarse_count, float *detail_positions_out,
                                           int detail_count) {
-    if (!m || !coarse_positions || !detail_positions_out) return PBD_ERROR_NULL_POINTER;
-    if (coarse_count != m->coarse_count || detail_count != m->detail_count) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: coarse_positions is NULL");
+    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: detail_positions_out is NULL");
+    if (coarse_count != m->coarse_count || detail_count != m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count != m->detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
     return pbd_up_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
-    if (!m) return PBD_ERROR_NULL_POINTER;
-    if (on != 0 && on != 1) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: m is NULL");
+    if (on != 0 && on != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     m->simd = on;
     return PBD_OK;
 }
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
-    if (!m) return PBD_ERROR_NULL_POINTER;
-    if (threads < 0 || threads > 1024) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: m is NULL");
+    if (threads < 0 || threads > 1024) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)", threads);
     m->threads = threads;
     return PBD_OK;
 }
@@ -895,10 +910,11 @@ PBD_UP_DEF size_t pbd_up_model_save_size(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, size_t size) {
-    if (!m || !buffer) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: m is NULL");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: buffer is NULL");
     size_t need = pbd_up_model_save_size(m);
-    if (!need) return PBD_ERROR_INVALID_ARGUMENT; /* untrained */
-    if (size < need) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
+    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     pbd_up__header h;
     memset(&h, 0, sizeof h);
@@ -916,40 +932,44 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     io.out = out + sizeof h;
     io.size = (size_t)h.payload;
     t->io((pbd_up_model *)m, &io);
-    if (io.bad || io.off != io.size) return PBD_ERROR_INVALID_ARGUMENT; /* cannot happen */
+    if (io.bad || io.off != io.size) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: cannot happen (io.bad || io.off != io.size)"); /* cannot happen */
     uint64_t sum = pbd_up__fnv1a(out, need - sizeof sum);
     memcpy(out + need - sizeof sum, &sum, sizeof sum);
     return PBD_OK;
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_model **out) {
-    if (!buffer || !out) return PBD_ERROR_NULL_POINTER;
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_load: buffer is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_load: out is NULL");
     pbd_up__header h;
     uint64_t sum;
     const unsigned char *in = (const unsigned char *)buffer;
-    if (size < sizeof h + sizeof sum) return PBD_ERROR_BAD_SNAPSHOT;
+    if (size < sizeof h + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
     memcpy(&h, in, sizeof h);
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0 || h.format != PBD_UP__FORMAT ||
-        h.byte_order != PBD_UP__BYTE_ORDER || h.reserved != 0)
-        return PBD_ERROR_BAD_SNAPSHOT;
-    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return PBD_ERROR_BAD_SNAPSHOT;
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return PBD_ERROR_BAD_SNAPSHOT;
-    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT || h.coarse_count <= 0 || h.detail_count <= 0 ||
-        h.coarse_count > INT_MAX / 3 || h.detail_count > INT_MAX / 3)
-        return PBD_ERROR_BAD_SNAPSHOT;
+    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0");
+    if (h.format != PBD_UP__FORMAT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.format != PBD_UP__FORMAT");
+    if (h.byte_order != PBD_UP__BYTE_ORDER) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.byte_order != PBD_UP__BYTE_ORDER");
+    if (h.reserved != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.reserved != 0");
+    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)", size);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
+    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT");
+    if (h.coarse_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count <= 0");
+    if (h.detail_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count <= 0");
+    if (h.coarse_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count > INT_MAX / 3");
+    if (h.detail_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count > INT_MAX / 3");
     const pbd_up__methods *t = pbd_up__methods_of((int)h.method);
-    if (!t) return PBD_ERROR_BAD_SNAPSHOT;
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !t");
     pbd_up_model *m = pbd_up__model_new((pbd_up_method)h.method, h.coarse_count, h.detail_count);
-    if (!m) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.in = in + sizeof h;
     io.size = (size_t)h.payload;
     t->io(m, &io);
     pbd_result r = PBD_OK;
-    if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
-    else if (io.bad || io.off != io.size || !m->impl) r = PBD_ERROR_BAD_SNAPSHOT;
+    if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
+    else if (io.bad || io.off != io.size || !m->impl) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because io.bad || io.off != io.size || !m->impl");
     else r = t->prepare(m);
     if (r != PBD_OK) {
         pbd_up_model_destroy(m);
@@ -1000,20 +1020,23 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
 /* Checks the CSR arrays (monotone starts, columns in range and increasing,
    finite weights) and builds the sliced-ELL copy. */
 PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
-    if (s->rows <= 0 || s->cols <= 0 || !s->start || s->start[0] != 0) return PBD_ERROR_BAD_SNAPSHOT;
+    if (s->rows <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0");
+    if (s->cols <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->cols <= 0");
+    if (!s->start) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !s->start");
+    if (s->start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
     /* all starts first: the column arrays hold start[rows] entries, and a
        row that ends past them must be refused before it is read (found by
        tests/fuzz/fuzz_model.c) */
     for (int i = 0; i < s->rows; ++i)
-        if (s->start[i + 1] < s->start[i]) return PBD_ERROR_BAD_SNAPSHOT;
+        if (s->start[i + 1] < s->start[i]) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[i + 1] < s->start[i]");
     for (int i = 0; i < s->rows; ++i) {
         for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
             if (s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]))
-                return PBD_ERROR_BAD_SNAPSHOT;
-            if (!pbd_up__finite(&s->val[k], 1)) return PBD_ERROR_NOT_FINITE;
+                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]) (k %d)", k);
+            if (!pbd_up__finite(&s->val[k], 1)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_model_load: rejected because !pbd_up__finite(&s->val[k], 1)");
         }
     }
-    if (s->cols > INT_MAX / 3) return PBD_ERROR_OVERFLOW;
+    if (s->cols > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_model_load: rejected because s->cols > INT_MAX / 3");
     s->chunks = (s->rows + PBD_UP__W - 1) / PBD_UP__W;
     return PBD_OK;
 }
@@ -1136,8 +1159,10 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
     for (long t = 0; t < (long)nt; ++t) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (v[k] < 0 || v[k] >= nv) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-        if (v[0] == v[1] || v[1] == v[2] || v[0] == v[2]) return PBD_ERROR_DEGENERATE;
+            if (v[k] < 0 || v[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k], nv);
+        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1]");
+        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[1] == v[2]");
+        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[2]");
     }
     return PBD_OK;
 }
@@ -1161,7 +1186,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     int ne = 0;
     memset(L, 0, sizeof *L);
     *tris_out = NULL;
-    if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
     for (int t = 0; t < nt; ++t)
         for (int k = 0; k < 3; ++k) {
             int u = tris[3 * t + k], v = tris[3 * t + (k + 1) % 3];
@@ -1173,7 +1198,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     for (size_t i = 0; i < nref;) {
         size_t j = i;
         while (j < nref && ref[j].a == ref[i].a && ref[j].b == ref[i].b) ++j;
-        if (j - i > 2) { r = PBD_ERROR_INVALID_ARGUMENT; goto done; } /* not edge-manifold */
+        if (j - i > 2) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_level: not edge-manifold (j - i > 2)"); goto done; } /* not edge-manifold */
         int *e = edge + 4 * (size_t)ne;
         e[0] = ref[i].a; e[1] = ref[i].b; e[2] = e[3] = -1;
         for (size_t q = i; q < j; ++q) {
@@ -1193,14 +1218,14 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         ne++;
         i = j;
     }
-    if ((long)nv + ne > INT_MAX / 3) { r = PBD_ERROR_OVERFLOW; goto done; }
+    if ((long)nv + ne > INT_MAX / 3) { r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3 (nv %d, ne %d)", nv, ne); goto done; }
     for (int v = 0; v < nv; ++v) nb_start[v + 1] += nb_start[v];
     for (int i = 0; i < ne; ++i) {
         const int *e = edge + 4 * (size_t)i;
         nb[nb_start[e[0]] + fill[e[0]]++] = e[1];
         nb[nb_start[e[1]] + fill[e[1]]++] = e[0];
     }
-    if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
     for (int v = 0; v < nv; ++v) { /* even vertices */
         int n = nb_start[v + 1] - nb_start[v], ok = 1;
         if (!smooth || n == 0 || (bcount[v] != 0 && bcount[v] != 2)) {
@@ -1215,7 +1240,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
             ok = pbd_up__csrd_push(L, v, 1.0 - n * beta);
             for (int q = nb_start[v]; q < nb_start[v + 1] && ok; ++q) ok = pbd_up__csrd_push(L, nb[q], beta);
         }
-        if (!ok) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        if (!ok) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
         L->start[v + 1] = L->nnz;
     }
     for (int i = 0; i < ne; ++i) { /* odd vertices */
@@ -1226,7 +1251,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
                  pbd_up__csrd_push(L, e[2], 0.125) && pbd_up__csrd_push(L, e[3], 0.125);
         else
             ok = pbd_up__csrd_push(L, e[0], 0.5) && pbd_up__csrd_push(L, e[1], 0.5);
-        if (!ok) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+        if (!ok) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
         L->start[nv + i + 1] = L->nnz;
     }
     for (int t = 0; t < nt; ++t) {
@@ -1252,7 +1277,7 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
     int *mark = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
     int *touched = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory"); goto done; }
     for (int c = 0; c < ncoarse; ++c) mark[c] = -1;
     for (int i = 0; i < L->rows; ++i) {
         int nt = 0;
@@ -1266,7 +1291,7 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
         }
         qsort(touched, (size_t)nt, sizeof(int), pbd_up__int_cmp);
         for (int q = 0; q < nt; ++q)
-            if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+            if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory"); goto done; }
         out->start[i + 1] = out->nnz;
     }
 done:
@@ -1279,13 +1304,16 @@ done:
    triangles (nt 4^levels of them). */
 static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth,
                                      pbd_up__csrd *S, int **tris_out, int *nv_out) {
-    if (!tris || !S || !tris_out || !nv_out) return PBD_ERROR_NULL_POINTER;
-    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return PBD_ERROR_INVALID_ARGUMENT;
-    if ((long long)nt << (2 * levels) > INT_MAX / 12) return PBD_ERROR_OVERFLOW;
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris is NULL");
+    if (!S) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: S is NULL");
+    if (!tris_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris_out is NULL");
+    if (!nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: nv_out is NULL");
+    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt %d, nv %d, levels %d)", nt, nv, levels);
+    if ((long long)nt << (2 * levels) > INT_MAX / 12) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt, levels);
     pbd_result r = pbd_up__check_triangles(tris, nt, nv);
     if (r != PBD_OK) return r;
     int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
-    if (!cur || !pbd_up__csrd_init(S, nv, nv)) { pbd_up__free(cur); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!cur || !pbd_up__csrd_init(S, nv, nv)) { pbd_up__free(cur); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_build: out of memory"); }
     memcpy(cur, tris, (size_t)nt * 3 * sizeof(int));
     for (int v = 0; v < nv; ++v) { pbd_up__csrd_push(S, v, 1.0); S->start[v + 1] = v + 1; }
     int cnv = nv, cnt = nt;
@@ -1317,16 +1345,19 @@ PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
-    if (!in || !out || !in->positions || !in->triangles) return PBD_ERROR_NULL_POINTER;
-    if (smooth != 0 && smooth != 1) return PBD_ERROR_INVALID_ARGUMENT;
-    if (in->vertex_count > INT_MAX / 3) return PBD_ERROR_OVERFLOW;
-    if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!in) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: out is NULL");
+    if (!in->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->positions is NULL");
+    if (!in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->triangles is NULL");
+    if (smooth != 0 && smooth != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
+    if (in->vertex_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
+    if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivide: rejected because in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
     pbd_result r = pbd_up__loop_build(in->triangles, in->triangle_count, in->vertex_count, levels, smooth, &S, &tris, &nv);
     if (r != PBD_OK) return r;
     float *x = (float *)pbd_up__alloc_array((size_t)nv * 3, sizeof(float));
-    if (!x) { pbd_up__csrd_free(&S); pbd_up__free(tris); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!x) { pbd_up__csrd_free(&S); pbd_up__free(tris); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivide: out of memory"); }
     for (int i = 0; i < nv; ++i)
         for (int c = 0; c < 3; ++c) {
             double s = 0.0;
@@ -1389,11 +1420,11 @@ static void pbd_up__subdiv_io(pbd_up_model *m, pbd_up__io *io) {
 static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
     int n = m->detail_count;
-    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return PBD_ERROR_BAD_SNAPSHOT;
+    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count (n %d)", n);
     pbd_result r = pbd_up__sparse_prepare(&s->S);
-    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : PBD_ERROR_BAD_SNAPSHOT;
-    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return PBD_ERROR_BAD_SNAPSHOT;
-    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return PBD_ERROR_BAD_SNAPSHOT;
+    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its subdivision stencil is invalid (%s)", pbd_result_string(r));
+    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK (n %d)", n);
+    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3) (n %d)", n);
     pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri); pbd_up__free(s->first_nb);
     pbd_up__free(s->x0); pbd_up__free(s->frames);
     s->vt_start = (int *)pbd_up__calloc_array((size_t)n + 1, sizeof(int));
@@ -1401,12 +1432,12 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     s->first_nb = (int *)pbd_up__alloc_array((size_t)n, sizeof(int));
     s->x0 = (float *)pbd_up__alloc_array((size_t)n * 3, sizeof(float));
     s->frames = (float *)pbd_up__alloc_array((size_t)n * 9, sizeof(float));
-    if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
     for (int t = 0; t < s->triangle_count; ++t)
         for (int k = 0; k < 3; ++k) s->vt_start[s->triangles[3 * t + k] + 1]++;
     for (int v = 0; v < n; ++v) s->vt_start[v + 1] += s->vt_start[v];
     int *fill = (int *)pbd_up__calloc_array((size_t)n, sizeof(int));
-    if (!fill) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
     for (int t = 0; t < s->triangle_count; ++t)
         for (int k = 0; k < 3; ++k) {
             int v = s->triangles[3 * t + k];
@@ -1502,7 +1533,8 @@ static const pbd_up__methods pbd_up__subdivision_methods = {
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
                                                 int vertex_count, int levels, pbd_up_model **out) {
-    if (!triangles || !out) return PBD_ERROR_NULL_POINTER;
+    if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: triangles is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: out is NULL");
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
     pbd_result r = pbd_up__loop_build(triangles, triangle_count, vertex_count, levels, 1, &S, &tris, &nv);
@@ -1510,7 +1542,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triang
     pbd_up_model *m = pbd_up__model_new(PBD_UP_SUBDIVISION, vertex_count, nv);
     pbd_up__subdiv *s = (pbd_up__subdiv *)pbd_up__calloc_array(1, sizeof(pbd_up__subdiv));
     if (m) m->impl = s;
-    if (!m || !s) { r = PBD_ERROR_OUT_OF_MEMORY; goto fail; }
+    if (!m || !s) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory"); goto fail; }
     s->levels = levels;
     s->triangles = tris;
     tris = NULL;
@@ -1520,7 +1552,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triang
     s->S.start = (int *)pbd_up__alloc_array((size_t)nv + 1, sizeof(int));
     s->S.col = (int *)pbd_up__alloc_array((size_t)S.nnz, sizeof(int));
     s->S.val = (float *)pbd_up__alloc_array((size_t)S.nnz, sizeof(float));
-    if (!s->S.start || !s->S.col || !s->S.val) { r = PBD_ERROR_OUT_OF_MEMORY; goto fail; }
+    if (!s->S.start || !s->S.col || !s->S.val) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory"); goto fail; }
     memcpy(s->S.start, S.start, ((size_t)nv + 1) * sizeof(int));
     memcpy(s->S.col, S.col, (size_t)S.nnz * sizeof(int));
     for (int k = 0; k < S.nnz; ++k) s->S.val[k] = (float)S.val[k];
@@ -1545,9 +1577,11 @@ PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m) {
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
                                                    int *triangle_count) {
-    if (!m || !triangles || !triangle_count) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: m is NULL");
+    if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangles is NULL");
+    if (!triangle_count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangle_count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_triangles: rejected because !s");
     *triangles = s->triangles;
     *triangle_count = s->triangle_count;
     return PBD_OK;
@@ -1555,11 +1589,12 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const 
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
                                                  float *weights, int max, int *count) {
-    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
-    if (row < 0 || row >= m->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (max < 0 || (max > 0 && (!columns || !weights))) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because !s");
+    if (row < 0 || row >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)", row);
+    if (max < 0 || (max > 0 && (!columns || !weights))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights)) (max %d)", max);
     int n = s->S.start[row + 1] - s->S.start[row];
     for (int k = 0; k < n && k < max; ++k) {
         columns[k] = s->S.col[s->S.start[row] + k];
@@ -1571,25 +1606,27 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
                                                 float *smooth_out, float *frames_out) {
-    if (!m || !coarse_positions || !smooth_out) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_up__subdiv_of(m)) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: m is NULL");
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: coarse_positions is NULL");
+    if (!smooth_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: smooth_out is NULL");
+    if (!pbd_up__subdiv_of(m)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_smooth: rejected because !pbd_up__subdiv_of(m)");
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_smooth: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     pbd_up__subdiv_smooth(m, coarse_positions, smooth_out, frames_out);
     return PBD_OK;
 }
 
 PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
                                                     const float *detail_positions) {
-    if (!m) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: m is NULL");
     pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_fit_detail: rejected because !s");
     if (!detail_positions) { s->has_detail = 0; pbd_up__free(s->detail); s->detail = NULL; return PBD_OK; }
-    if (!coarse_positions) return PBD_ERROR_NULL_POINTER;
+    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
     size_t n = (size_t)m->detail_count;
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
-        return PBD_ERROR_NOT_FINITE;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)", n);
     float *d = s->detail ? s->detail : (float *)pbd_up__alloc_array(n * 3, sizeof(float));
-    if (!d) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_fit_detail: out of memory");
     pbd_up__subdiv_smooth(m, coarse_positions, s->x0, s->frames);
     for (size_t v = 0; v < n; ++v) {
         const float *f = s->frames + 9 * v, *p = s->x0 + 3 * v, *X = detail_positions + 3 * v;
@@ -1741,31 +1778,38 @@ static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
 }
 
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
-    if (!d->coarse_positions || !d->coarse_triangles || !d->fine_positions || !d->fine_triangles) return PBD_ERROR_NULL_POINTER;
+    if (!d->coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_positions is NULL");
+    if (!d->coarse_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_triangles is NULL");
+    if (!d->fine_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_positions is NULL");
+    if (!d->fine_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_triangles is NULL");
     if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, d->fine_count %d, d->fine_triangle_count %d)", d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
     if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
         d->fine_triangle_count > INT_MAX / 9)
-        return PBD_ERROR_OVERFLOW;
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9 (d->coarse_count %d, d->fine_count %d, d->coarse_triangle_count %d, d->fine_triangle_count %d)", d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count);
     if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
         !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
-        return PBD_ERROR_NOT_FINITE;
-    if (d->radius < 0 || !(d->time_step > 0) || d->iterations < 1 || d->iterations > 1000 ||
-        (d->one_sided != 0 && d->one_sided != 1) || d->stretch_compliance < 0 || d->bending_compliance < 0)
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius %g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)", (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
+    if (d->radius < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->radius < 0 (d->radius %g)", (double)d->radius);
+    if (!(d->time_step > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)", (double)d->time_step);
+    if (d->iterations < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)", d->iterations);
+    if (d->iterations > 1000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)", d->iterations);
+    if (d->one_sided != 0 && d->one_sided != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)", d->one_sided);
+    if (d->stretch_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)", (double)d->stretch_compliance);
+    if (d->bending_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)", (double)d->bending_compliance);
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
         !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
-        return PBD_ERROR_NOT_FINITE;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) || !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)", d->coarse_count, d->fine_count);
     pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
     if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
     if (r != PBD_OK) return r;
     float n[3];
     for (int t = 0; t < d->coarse_triangle_count; ++t)
-        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return PBD_ERROR_DEGENERATE;
+        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n) (t %d)", t);
     if (d->one_sided) {
         int closed = pbd_up__mesh_closed(d->coarse_triangles, d->coarse_triangle_count);
-        if (closed < 0) return PBD_ERROR_OUT_OF_MEMORY;
-        if (!closed) return PBD_ERROR_NOT_CLOSED;
+        if (closed < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_check: out of memory");
+        if (!closed) return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_up__wrinkle_check: rejected because !closed (closed %d)", closed);
     }
     return PBD_OK;
 }
@@ -1832,7 +1876,7 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
     size_t ncell = (size_t)g->dim[0] * g->dim[1] * g->dim[2];
     g->start = (int *)pbd_up__calloc_array(ncell + 1, sizeof(int));
     int *fill = (int *)pbd_up__calloc_array(ncell, sizeof(int));
-    if (!g->start || !fill) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!g->start || !fill) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory"); }
     for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
         for (int t = 0; t < nt; ++t) {
             int c0[3], c1[3];
@@ -1852,11 +1896,11 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
         }
         if (pass == 0) {
             for (size_t c = 0; c < ncell; ++c) {
-                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return PBD_ERROR_OVERFLOW; }
+                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - g->start[c] (g->start[c + 1] %d, c %zu, g->start[c] %d)", g->start[c + 1], c, g->start[c]); }
                 g->start[c + 1] += g->start[c];
             }
             g->list = (int *)pbd_up__alloc_array((size_t)g->start[ncell] + 1, sizeof(int));
-            if (!g->list) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+            if (!g->list) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory"); }
         }
     }
     pbd_up__free(fill);
@@ -1873,7 +1917,7 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
     pbd_up__tri_grid g;
     pbd_result r = pbd_up__tri_grid_build(&g, d);
     int *stamp = r == PBD_OK ? (int *)pbd_up__alloc_array((size_t)d->coarse_triangle_count, sizeof(int)) : NULL;
-    if (r == PBD_OK && !stamp) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK && !stamp) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_bind: out of memory");
     if (r != PBD_OK) { pbd_up__free(g.start); pbd_up__free(g.list); return r; }
     for (int t = 0; t < d->coarse_triangle_count; ++t) stamp[t] = -1;
     int rings = g.dim[0] > g.dim[1] ? g.dim[0] : g.dim[1];
@@ -1922,11 +1966,12 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
 }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up_wrinkle **out) {
-    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_create: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_create: out is NULL");
     pbd_result r = pbd_up__wrinkle_check(d);
     if (r != PBD_OK) return r;
     pbd_up_wrinkle *wr = (pbd_up_wrinkle *)pbd_up__calloc_array(1, sizeof *wr);
-    if (!wr) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!wr) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     size_t nf = (size_t)d->fine_count, nct = (size_t)d->coarse_triangle_count;
     wr->coarse_count = d->coarse_count;
     wr->coarse_triangle_count = d->coarse_triangle_count;
@@ -1945,7 +1990,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     if (!wr->coarse_triangles || !wr->tri || !wr->bary || !wr->offset || !wr->normals || !wr->surface ||
         !wr->fnormal || !wr->targets || !wr->zero) {
         pbd_up__wrinkle_free(wr);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     }
     memcpy(wr->coarse_triangles, d->coarse_triangles, nct * 3 * sizeof(int));
     r = pbd_up__wrinkle_bind(wr, d);
@@ -1968,7 +2013,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     cd.bending = d->bending;
     if (r == PBD_OK) r = pbd_add_cloth(wr->world, &cd, &wr->cloth);
     int *idx = r == PBD_OK ? (int *)pbd_up__alloc_array(nf, sizeof(int)) : NULL;
-    if (r == PBD_OK && !idx) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK && !idx) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     if (r == PBD_OK) {
         for (size_t i = 0; i < nf; ++i) idx[i] = wr->cloth.particles.first + (int)i;
         pbd_attachments_desc ad = pbd_attachments_desc_default();
@@ -1988,7 +2033,13 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
         pd.project = pbd_up__wrinkle_project;
         r = pbd_add_plugin(wr->world, &pd, NULL);
     }
-    if (r != PBD_OK) { pbd_up__wrinkle_free(wr); return r; }
+    if (r != PBD_OK) {
+        /* the wrinkle's own world goes with it: its message moves to pbd_last_error() */
+        if (wr->world && pbd_world_last_error(wr->world)[0])
+            pbd_world_fail(NULL, r, "pbd_up_wrinkle_create: its fine cloth: %s", pbd_world_last_error(wr->world));
+        pbd_up__wrinkle_free(wr);
+        return r;
+    }
     *out = wr;
     return PBD_OK;
 }
@@ -1996,8 +2047,9 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
 PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr) { pbd_up__wrinkle_free(wr); }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, float *fine_out) {
-    if (!wr || !x) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: wr is NULL");
+    if (!x) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: x is NULL");
+    if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3)) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
     pbd_up__wrinkle_targets(wr, x);
     pbd_result r = PBD_OK;
     for (int i = 0; i < wr->fine_count && r == PBD_OK; ++i)
@@ -2014,8 +2066,8 @@ PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr) { return wr ?
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
                                              float *barycentric, float *offset) {
-    if (!wr) return PBD_ERROR_NULL_POINTER;
-    if (v < 0 || v >= wr->fine_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: wr is NULL");
+    if (v < 0 || v >= wr->fine_count) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
     if (triangle) *triangle = wr->tri[v];
     if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
     if (offset) *offset = wr->offset[v];
@@ -2024,7 +2076,8 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, in
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
                                              float *surface_points, float *normals) {
-    if (!wr || !targets) return PBD_ERROR_NULL_POINTER;
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: wr is NULL");
+    if (!targets) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: targets is NULL");
     size_t n = (size_t)wr->fine_count * 3 * sizeof(float);
     memcpy(targets, wr->targets, n);
     if (surface_points) memcpy(surface_points, wr->surface, n);
@@ -2035,11 +2088,11 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *ta
 PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr) { return wr ? wr->world : NULL; }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads) {
-    if (!wr) return PBD_ERROR_NULL_POINTER;
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_threads: wr is NULL");
     return pbd_world_set_threads(wr->world, threads);
 }
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on) {
-    if (!wr) return PBD_ERROR_NULL_POINTER;
+    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_simd: wr is NULL");
     return pbd_world_set_simd(wr->world, on);
 }
 
@@ -2076,7 +2129,7 @@ PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t) {
 
 static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return PBD_ERROR_OVERFLOW;
+    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float)) (cc %zu)", cc);
     t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
     t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
     t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
@@ -2085,7 +2138,7 @@ static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     t->detail = (float *)pbd_up__alloc_array(dc * nf, sizeof(float));
     if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse || !t->detail) {
         pbd_up_training_free(t);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__training_alloc: out of memory");
     }
     return PBD_OK;
 }
@@ -2093,16 +2146,31 @@ static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
 static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
     const float f[7] = {d->size, d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance,
                         d->fine_bending_compliance, d->jitter};
-    if (!pbd_up__finite(f, 7)) return PBD_ERROR_NOT_FINITE;
-    if ((int)d->scene < 0 || (int)d->scene > 1 || d->coarse_resolution < 3 || d->coarse_resolution > 256 ||
-        d->levels < 1 || d->levels > 4 || !(d->size > 0) || d->frames < 1 || d->steps_per_frame < 1 ||
-        !(d->time_step > 0) || d->substeps < 1 || d->substeps > 1000 || d->iterations < 1 || d->iterations > 1000 ||
-        d->amplitude < 0 || d->frequency < 0 || d->coarse_bending_compliance < 0 || d->fine_bending_compliance < 0 ||
-        d->jitter < 0 || d->threads < 0 || d->threads > 1024)
-        return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__finite(f, 7)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__training_check_desc: rejected because !pbd_up__finite(f, 7)");
+    const char *bad = (int)d->scene < 0 || (int)d->scene > 1                  ? "scene is not a pbd_up_scene"
+                      : d->coarse_resolution < 3 || d->coarse_resolution > 256 ? "coarse_resolution outside 3..256"
+                      : d->levels < 1 || d->levels > 4                         ? "levels outside 1..4"
+                      : !(d->size > 0)                                         ? "size <= 0"
+                      : d->frames < 1                                          ? "frames < 1"
+                      : d->steps_per_frame < 1                                 ? "steps_per_frame < 1"
+                      : !(d->time_step > 0)                                    ? "time_step <= 0"
+                      : d->substeps < 1 || d->substeps > 1000                  ? "substeps outside 1..1000"
+                      : d->iterations < 1 || d->iterations > 1000              ? "iterations outside 1..1000"
+                      : d->amplitude < 0                                       ? "amplitude < 0"
+                      : d->frequency < 0                                       ? "frequency < 0"
+                      : d->coarse_bending_compliance < 0                       ? "coarse_bending_compliance < 0"
+                      : d->fine_bending_compliance < 0                         ? "fine_bending_compliance < 0"
+                      : d->jitter < 0                                          ? "jitter < 0"
+                      : d->threads < 0 || d->threads > 1024                    ? "threads outside 0..1024"
+                                                                               : NULL;
+    if (bad)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_desc: %s (scene %d, coarse_resolution %d, "
+                              "levels %d, frames %d, steps_per_frame %d, substeps %d, iterations %d, threads %d)", bad,
+                              (int)d->scene, d->coarse_resolution, d->levels, d->frames, d->steps_per_frame, d->substeps,
+                              d->iterations, d->threads);
     long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
     for (int l = 1; l < d->levels; ++l) per *= 4;
-    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return PBD_ERROR_OVERFLOW;
+    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX (per %lld, d->frames %d, d->steps_per_frame %d)", per, d->frames, d->steps_per_frame);
     return PBD_OK;
 }
 
@@ -2153,7 +2221,8 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pbd_up_training *out) {
-    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: out is NULL");
     pbd_result r = pbd_up__training_check_desc(d);
     if (r != PBD_OK) return r;
     pbd_mesh cm, fm;
@@ -2198,7 +2267,7 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_set_kinematic(fw, fo.particles.first + i, 1);
     for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_set_kinematic(cw, co.particles.first + i, 1);
     u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
-    if (r == PBD_OK && !u) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK && !u) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_generate: out of memory");
     for (int k = 0; k < steps && r == PBD_OK; ++k) {
         double time = (k + 1) * (double)d->time_step;
         for (int i = 0; i < ntop && r == PBD_OK; ++i) {
@@ -2231,15 +2300,23 @@ done:
 
 PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
                                              pbd_up_training *out) {
-    if (!a || !b || !out) return PBD_ERROR_NULL_POINTER;
-    if (!a->coarse || !b->coarse || !a->detail || !b->detail) return PBD_ERROR_NULL_POINTER;
-    if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count ||
-        a->coarse_triangle_count != b->coarse_triangle_count || a->detail_triangle_count != b->detail_triangle_count ||
+    if (!a) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a is NULL");
+    if (!b) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: out is NULL");
+    if (!a->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->coarse is NULL");
+    if (!b->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->coarse is NULL");
+    if (!a->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->detail is NULL");
+    if (!b->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->detail is NULL");
+    if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: vertex counts differ (coarse %d and %d, detail %d and %d)",
+                              a->coarse_count, b->coarse_count, a->detail_count, b->detail_count);
+    if (a->coarse_triangle_count != b->coarse_triangle_count || a->detail_triangle_count != b->detail_triangle_count ||
         a->levels != b->levels ||
         memcmp(a->coarse_triangles, b->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count) != 0 ||
         memcmp(a->detail_triangles, b->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count) != 0)
-        return PBD_ERROR_INVALID_ARGUMENT;
-    if (a->frame_count > INT_MAX - b->frame_count) return PBD_ERROR_OVERFLOW;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: the two sets have different triangles or levels (%d and %d)",
+                              a->levels, b->levels);
+    if (a->frame_count > INT_MAX - b->frame_count) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count (a->frame_count %d, b->frame_count %d)", a->frame_count, b->frame_count);
     pbd_up_training t = *a;
     t.frame_count = a->frame_count + b->frame_count;
     t.coarse_triangles = NULL; t.detail_triangles = NULL; t.coarse_rest = NULL; t.detail_rest = NULL;
@@ -2311,29 +2388,31 @@ PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size) {
-    if (!t || !buffer) return PBD_ERROR_NULL_POINTER;
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: t is NULL");
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: buffer is NULL");
     size_t need = pbd_up_training_save_size(t);
-    if (!need) return PBD_ERROR_NULL_POINTER;
-    if (size < need) return PBD_ERROR_INVALID_ARGUMENT;
-    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: need is NULL");
+    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
+    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)", t->coarse_count, t->detail_count, t->frame_count);
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.out = (unsigned char *)buffer;
     io.size = need - sizeof(uint64_t);
     pbd_up__training_io(&io, (pbd_up_training *)t);
-    if (io.bad) return PBD_ERROR_INVALID_ARGUMENT;
+    if (io.bad) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because io.bad");
     uint64_t sum = pbd_up__fnv1a(io.out, io.off);
     memcpy(io.out + io.off, &sum, sizeof sum);
     return PBD_OK;
 }
 
 PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_up_training *out) {
-    if (!buffer || !out) return PBD_ERROR_NULL_POINTER;
+    if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: buffer is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: out is NULL");
     uint64_t sum;
-    if (size < 40 + sizeof sum) return PBD_ERROR_BAD_SNAPSHOT;
+    if (size < 40 + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
     const unsigned char *in = (const unsigned char *)buffer;
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return PBD_ERROR_BAD_SNAPSHOT;
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     pbd_up__io io;
@@ -2342,8 +2421,8 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     io.size = size - sizeof sum;
     pbd_up__training_io(&io, &t);
     pbd_result r = PBD_OK;
-    if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
-    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t)) r = PBD_ERROR_BAD_SNAPSHOT;
+    if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_load: out of memory");
+    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t)) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because io.bad || io.off != io.size || !pbd_up__training_valid(&t)");
     if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
     *out = t;
     return PBD_OK;
@@ -2612,38 +2691,40 @@ static double pbd_up__dist2(const float *a, const float *b) {
 }
 
 static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
-    if (!d || !d->coarse_frames || !d->detail_frames) return PBD_ERROR_NULL_POINTER;
-    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return PBD_ERROR_INVALID_ARGUMENT;
-    if (d->support < 2 || d->support > 64) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d is NULL");
+    if (!d->coarse_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->coarse_frames is NULL");
+    if (!d->detail_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->detail_frames is NULL");
+    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)", d->coarse_count, d->detail_count, d->frame_count);
+    if (d->support < 2 || d->support > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
+    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || !isfinite(d->regularization) (d->regularization %g)", (double)d->regularization);
     if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count (d->oscillatory_modes %d, d->frame_count %d)", d->oscillatory_modes, d->frame_count);
     if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3) (d->oscillatory_modes %d, d->frame_dt %g, d->frame_count %d)", d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
     int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
-    if (np != 0 && np != 3) return PBD_ERROR_NULL_POINTER;
+    if (np != 0 && np != 3) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: np != 0 && np != 3");
     if (d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
                            d->subdivision->coarse_count != d->coarse_count ||
                            d->subdivision->detail_count != d->detail_count))
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count) (np %d, d->coarse_count %d, d->detail_count %d)", np, d->coarse_count, d->detail_count);
     const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
     if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
         nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
         nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
-        return PBD_ERROR_OVERFLOW;
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count (d->coarse_count %d, d->detail_count %d, d->frame_count %d, nc3 %zu)", d->coarse_count, d->detail_count, d->frame_count, nc3);
     if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
         !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
-        return PBD_ERROR_NOT_FINITE;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) || !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count) (nc3 %zu, d->frame_count %d)", nc3, d->frame_count);
     if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
         (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
-        return PBD_ERROR_NOT_FINITE;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)) (nc3 %zu)", nc3);
     if (np == 3) {
-        if (d->prior_start[0] != 0) return PBD_ERROR_INVALID_ARGUMENT;
+        if (d->prior_start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[0] != 0");
         for (int i = 0; i < d->detail_count; ++i)
-            if (d->prior_start[i + 1] < d->prior_start[i]) return PBD_ERROR_INVALID_ARGUMENT;
+            if (d->prior_start[i + 1] < d->prior_start[i]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < d->prior_start[i] (d->prior_start[i + 1] %d, i %d, d->prior_start[i] %d)", d->prior_start[i + 1], i, d->prior_start[i]);
         for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
-            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-            if (!isfinite(d->prior_weight[e])) return PBD_ERROR_NOT_FINITE;
+            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count (e %d, d->prior_index[e] %d, d->coarse_count %d)", e, d->prior_index[e], d->coarse_count);
+            if (!isfinite(d->prior_weight[e])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e]) (e %d, d->prior_weight[e] %g)", e, (double)d->prior_weight[e]);
         }
     }
     return PBD_OK;
@@ -2786,7 +2867,7 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
     const size_t nd3 = (size_t)d->detail_count * 3, nc3 = (size_t)d->coarse_count * 3;
     float *res = (float *)pbd_up__alloc_array(nd3 * (size_t)F, sizeof(float));
     double *G = (double *)pbd_up__alloc(sizeof(double) * (size_t)F * F * 2 + sizeof(double) * F);
-    if (!res || !G) { pbd_up__free(res); pbd_up__free(G); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!res || !G) { pbd_up__free(res); pbd_up__free(G); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_fit_modes: out of memory"); }
     double *V = G + (size_t)F * F, *ev = V + (size_t)F * F;
     int saved = p->mode_count;
     p->mode_count = 0; /* the residual of the operator alone */
@@ -2875,14 +2956,14 @@ static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int 
     p->weights = (float *)pbd_up__alloc_array(G * K * PBD_UP__LANES, sizeof(float));
     p->lane_vertex = (int *)pbd_up__alloc_array(G * PBD_UP__LANES, sizeof(int));
     p->prev_coarse = (float *)pbd_up__alloc_array((size_t)coarse_count * 3, sizeof(float));
-    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
     if (modes > 0) {
         p->modes = (float *)pbd_up__alloc_array(nd3 * (size_t)modes, sizeof(float));
         p->omega = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->amplitude = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->level = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->phase = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
-        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase) return PBD_ERROR_OUT_OF_MEMORY;
+        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
     }
     return PBD_OK;
 }
@@ -2899,7 +2980,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
     }
     const int nc = d->coarse_count, nd = d->detail_count, F = d->frame_count;
     const int K = d->support < nc ? d->support : nc;
-    if (K < 2) return PBD_ERROR_INVALID_ARGUMENT;
+    if (K < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_build: rejected because K < 2");
     const float *crest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
     const float *drest = d->detail_rest ? d->detail_rest : d->detail_frames;
     const int m = 3 * F + K;
@@ -2909,7 +2990,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
     pbd_up__piu *p = (pbd_up__piu *)pbd_up__alloc(sizeof(pbd_up__piu));
     if (!owner || !dscr || !cand || !p) {
         pbd_up__free(owner); pbd_up__free(dscr); pbd_up__free(cand); pbd_up__free(p);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_build: out of memory");
     }
     memset(p, 0, sizeof *p);
     int *order = owner + nd, *start = order + nd, *mark = start + nc + 1;
@@ -2944,7 +3025,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
                 p->lane_vertex[(size_t)g * PBD_UP__LANES + l] = i;
                 if (i >= 0) {
                     pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
-                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = PBD_ERROR_DEGENERATE;
+                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0 (i %d)", i);
                 }
                 for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
             }
@@ -3008,24 +3089,24 @@ static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
     const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
     const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
     for (size_t k = 0; k < G * K; ++k)
-        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count) return PBD_ERROR_BAD_SNAPSHOT;
+        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count");
     int *seen = (int *)pbd_up__calloc_array((size_t)p->detail_count, sizeof(int));
-    if (!seen) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!seen) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_prepare: out of memory");
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < G * PBD_UP__LANES && r == PBD_OK; ++k) {
         int v = p->lane_vertex[k];
-        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = PBD_ERROR_BAD_SNAPSHOT;
+        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)");
     }
     for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
-        if (!seen[v]) r = PBD_ERROR_BAD_SNAPSHOT;
+        if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
     pbd_up__free(seen);
     if (r != PBD_OK) return r;
-    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES) ||
-        !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3) || !(p->train_speed >= 0.0f))
-        return PBD_ERROR_BAD_SNAPSHOT;
+    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES)");
+    if (!pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)");
+    if (!(p->train_speed >= 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !(p->train_speed >= 0.0f)");
     if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
                   !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
-        return PBD_ERROR_BAD_SNAPSHOT;
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) || !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M))");
     return PBD_OK;
 }
 
@@ -3046,12 +3127,12 @@ PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model **out) {
-    if (!out) return PBD_ERROR_NULL_POINTER;
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: out is NULL");
     pbd_up__piu *p = NULL;
     pbd_result r = pbd_up__piu_build(desc, &p);
     if (r != PBD_OK) return r;
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PIU, desc->coarse_count, desc->detail_count);
-    if (!m) { pbd_up__piu_free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!m) { pbd_up__piu_free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory"); }
     m->impl = p;
     r = pbd_up__piu_prepare(m);
     if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
@@ -3070,12 +3151,13 @@ static pbd_up__piu *pbd_up__piu_of(const pbd_up_model *m) {
    amplitude follows the target over about one period, the phase advances
    by omega dt. */
 PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, float dt) {
-    if (!m || !coarse) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: coarse is NULL");
     pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!(dt > 0.0f) || !isfinite(dt)) return PBD_ERROR_INVALID_TIME_STEP;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: rejected because !p");
+    if (!(dt > 0.0f) || !isfinite(dt)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
     const size_t nc3 = (size_t)p->coarse_count * 3;
-    if (!pbd_up__finite(coarse, nc3)) return PBD_ERROR_NOT_FINITE;
+    if (!pbd_up__finite(coarse, nc3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3) (nc3 %zu)", nc3);
     double s2 = 0.0;
     for (size_t k = 0; k < nc3; ++k) {
         double dv = (double)coarse[k] - p->prev_coarse[k];
@@ -3096,11 +3178,12 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
 
 PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight, int max,
                                      int *count) {
-    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: count is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
-    if (max < 0 || (max > 0 && (!index || !weight))) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because !p");
+    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)", detail_vertex);
+    if (max < 0 || (max > 0 && (!index || !weight))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight)) (max %d)", max);
     for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
         if (p->lane_vertex[k] != detail_vertex) continue;
         size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
@@ -3111,7 +3194,7 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
         }
         return PBD_OK;
     }
-    return PBD_ERROR_INDEX_OUT_OF_RANGE; /* cannot happen for a prepared model */
+    return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: cannot happen for a prepared model"); /* cannot happen for a prepared model */
 }
 
 PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
@@ -3120,10 +3203,10 @@ PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude, float *mode) {
-    if (!m) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: m is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (k < 0 || k >= p->mode_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: rejected because !p");
+    if (k < 0 || k >= p->mode_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
     if (omega) *omega = p->omega[k];
     if (amplitude) *amplitude = p->amplitude[k];
     if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
@@ -3137,10 +3220,10 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
 /* A private copy of a subdivision model (without its own detail): the
    fitted models own their smooth operator, so they save and load alone. */
 static pbd_result pbd_up__clone_subdivision(const pbd_up_model *src, pbd_up_model **out) {
-    if (!pbd_up__subdiv_of(src) || !src->trained) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!pbd_up__subdiv_of(src) || !src->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__clone_subdivision: rejected because !pbd_up__subdiv_of(src) || !src->trained");
     size_t n = pbd_up_model_save_size(src);
     unsigned char *buf = (unsigned char *)pbd_up__alloc(n);
-    if (!buf) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!buf) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__clone_subdivision: out of memory");
     pbd_result r = pbd_up_model_save(src, buf, n);
     if (r == PBD_OK) r = pbd_up_model_load(buf, n, out);
     pbd_up__free(buf);
@@ -3160,10 +3243,10 @@ static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_cou
 
 static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, int detail_count) {
     if (!sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count)
-        return PBD_ERROR_BAD_SNAPSHOT;
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
     pbd_result r = pbd_up__subdiv_prepare(sub);
-    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : PBD_ERROR_BAD_SNAPSHOT;
-    if (((pbd_up__subdiv *)sub->impl)->has_detail) return PBD_ERROR_BAD_SNAPSHOT;
+    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its nested subdivision is invalid (%s)", pbd_result_string(r));
+    if (((pbd_up__subdiv *)sub->impl)->has_detail) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because ((pbd_up__subdiv *)sub->impl)->has_detail");
     sub->trained = 1;
     return PBD_OK;
 }
@@ -3177,7 +3260,7 @@ static int pbd_up__pair_cmp(const void *pa, const void *pb) {
 /* The unique edges (a < b, sorted) of a triangle list. */
 static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, int *ne_out) {
     int *e = (int *)pbd_up__alloc_array((size_t)nt * 3, 2 * sizeof(int));
-    if (!e) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__mesh_edges: out of memory");
     size_t n = 0;
     for (int t = 0; t < nt; ++t)
         for (int k = 0; k < 3; ++k) {
@@ -3202,16 +3285,19 @@ static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, i
 /* Checks shared by the wpsd and pdm descs. */
 static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames,
                                          const float *cf, const float *df, const float *rest, int min_frames) {
-    if (!sub || !tris || !cf || !df) return PBD_ERROR_NULL_POINTER;
-    if (!pbd_up__subdiv_of(sub) || !sub->trained) return PBD_ERROR_INVALID_ARGUMENT;
-    if (nt < 1 || frames < min_frames) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: sub is NULL");
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: tris is NULL");
+    if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: cf is NULL");
+    if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: df is NULL");
+    if (!pbd_up__subdiv_of(sub) || !sub->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
+    if (nt < 1 || frames < min_frames) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)", nt, frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
-    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return PBD_ERROR_OVERFLOW;
+    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames (frames %d)", frames);
     if (!pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) ||
         (rest && !pbd_up__finite(rest, nc3)))
-        return PBD_ERROR_NOT_FINITE;
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3)) (nc3 %zu, frames %d)", nc3, frames);
     return PBD_OK;
 }
 
@@ -3359,17 +3445,17 @@ static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return PBD_ERROR_BAD_SNAPSHOT;
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
     for (size_t k = 0; k < nc * K; ++k)
-        if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count) return PBD_ERROR_BAD_SNAPSHOT;
+        if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count");
     if (!pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) ||
         !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) ||
         !pbd_up__finite(p->sel_error, P))
-        return PBD_ERROR_BAD_SNAPSHOT;
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P) (nc %zu)", nc);
     pbd_up__free(p->strain); pbd_up__free(p->wc);
     p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->wc = (float *)pbd_up__alloc_array(nc * P, sizeof(float));
-    if (!p->strain || !p->wc) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!p->strain || !p->wc) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_prepare: out of memory");
     return PBD_OK;
 }
 
@@ -3454,7 +3540,7 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     const float *rest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
     pbd_result r = pbd_up__mesh_edges(d->coarse_triangles, d->coarse_triangle_count, &p->edges, &p->edge_count);
     if (r != PBD_OK) return r;
-    if (p->edge_count < K) return PBD_ERROR_INVALID_ARGUMENT;
+    if (p->edge_count < K) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wpsd_build: rejected because p->edge_count < K (p->edge_count %d)", p->edge_count);
     p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->vert_edges = (int *)pbd_up__alloc_array((size_t)nc * K, sizeof(int));
     p->vert_w = (float *)pbd_up__alloc_array((size_t)nc * K, sizeof(float));
@@ -3471,13 +3557,13 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     double *scratch = (double *)pbd_up__alloc_array((size_t)Pmax * Pmax * 2 + Pmax, sizeof(double));
     if (!p->rest_len || !p->vert_edges || !p->vert_w || !p->pose_q || !p->omega || !p->disp || !p->pose_frame ||
         !p->sel_error || !p->strain || !p->wc || !Q || !D || !err || !scratch) {
-        r = PBD_ERROR_OUT_OF_MEMORY;
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_build: out of memory");
         goto done;
     }
     for (int e = 0; e < p->edge_count; ++e) {
         const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
         p->rest_len[e] = (float)sqrt(pbd_up__dist2(a, b));
-        if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
+        if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f) (e %d, p->rest_len[e] %g)", e, (double)p->rest_len[e]); goto done; }
     }
     {
         pbd_up__wpsd_neighbourhoods(p, rest, nc);
@@ -3553,16 +3639,17 @@ done:
 }
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **out) {
-    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
                                           d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
     if (r != PBD_OK) return r;
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
-        return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold) (d->edges_per_vertex %d, d->max_poses %d, d->error_threshold %g)", d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_WPSD, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__wpsd *p = (pbd_up__wpsd *)pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
-    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wpsd_fit: out of memory"); }
     m->impl = p;
     p->K = d->edges_per_vertex;
     r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
@@ -3579,10 +3666,11 @@ static pbd_up__wpsd *pbd_up__wpsd_of(const pbd_up_model *m) {
 }
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max, int *count) {
-    if (!m || !count) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: m is NULL");
+    if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: count is NULL");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (max < 0 || (max > 0 && !frames && !errors)) return PBD_ERROR_INVALID_ARGUMENT;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because !p");
+    if (max < 0 || (max > 0 && !frames && !errors)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
     for (int j = 0; j < p->poses && j < max; ++j) {
         if (frames) frames[j] = p->pose_frame[j];
         if (errors) errors[j] = p->sel_error[j];
@@ -3593,10 +3681,11 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse, float *coarse_weights,
                                           float *detail_weights) {
-    if (!m || !coarse) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: coarse is NULL");
     pbd_up__wpsd *p = pbd_up__wpsd_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_weights: rejected because !p");
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_wpsd_weights: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
     pbd_up__wpsd_coarse_weights(p, coarse, p->wc, 1);
     if (coarse_weights) memcpy(coarse_weights, p->wc, sizeof(float) * (size_t)m->coarse_count * p->poses);
     if (detail_weights)
@@ -3640,7 +3729,7 @@ static pbd_result pbd_up__pdm_neighbours(pbd_up__pdm *p, int nc) {
     p->nb_start = (int *)pbd_up__calloc_array((size_t)nc + 1, sizeof(int));
     p->nb = (int *)pbd_up__alloc_array((size_t)p->edge_count * 2, sizeof(int));
     int *fill = (int *)pbd_up__calloc_array((size_t)nc, sizeof(int));
-    if (!p->nb_start || !p->nb || !fill) { pbd_up__free(fill); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!p->nb_start || !p->nb || !fill) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_neighbours: out of memory"); }
     for (int e = 0; e < 2 * p->edge_count; ++e) p->nb_start[p->edges[e] + 1]++;
     for (int v = 0; v < nc; ++v) p->nb_start[v + 1] += p->nb_start[v];
     for (int e = 0; e < p->edge_count; ++e) {
@@ -3764,22 +3853,23 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
     pbd_result r = pbd_up__nested_prepare(p->sub, m->coarse_count, m->detail_count);
     if (r == PBD_OK) r = pbd_up__nested_prepare(p->feature, m->coarse_count, m->coarse_count);
     if (r != PBD_OK) return r;
-    if (pbd_up_subdivision_levels(p->feature) != 0) return PBD_ERROR_BAD_SNAPSHOT;
+    if (pbd_up_subdivision_levels(p->feature) != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because pbd_up_subdivision_levels(p->feature) != 0");
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return PBD_ERROR_BAD_SNAPSHOT;
-    if (!(p->mean_edge > 0.0f) || !isfinite(p->mean_edge) || !pbd_up__finite(p->pca, 15) ||
-        !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3) ||
-        !pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
-        return PBD_ERROR_BAD_SNAPSHOT;
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
+    if (!(p->mean_edge > 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f)");
+    if (!isfinite(p->mean_edge)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !isfinite(p->mean_edge)");
+    if (!pbd_up__finite(p->pca, 15)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->pca, 15)");
+    if (!pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(p->coef, (size_t)m->detail_count * 6)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
     r = pbd_up__pdm_neighbours(p, m->coarse_count);
     if (r != PBD_OK) return r;
     pbd_up__free(p->fx0); pbd_up__free(p->fframes); pbd_up__free(p->uvc);
     p->fx0 = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 3, sizeof(float));
     p->fframes = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 9, sizeof(float));
     p->uvc = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 2, sizeof(float));
-    if (!p->fx0 || !p->fframes || !p->uvc) return PBD_ERROR_OUT_OF_MEMORY;
+    if (!p->fx0 || !p->fframes || !p->uvc) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_prepare: out of memory");
     return PBD_OK;
 }
 
@@ -3813,12 +3903,12 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
     float *uvd = (float *)pbd_up__alloc_array((size_t)F * nd, 2 * sizeof(float));
     float *h = (float *)pbd_up__alloc_array((size_t)F * nd, sizeof(float));
     double *A = (double *)pbd_up__alloc_array((size_t)(F + 6) * 7 + 6, sizeof(double));
-    if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) { r = PBD_ERROR_OUT_OF_MEMORY; goto done; }
+    if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_build: out of memory"); goto done; }
     {
         double mean_edge = 0.0;
         for (int e = 0; e < p->edge_count; ++e) {
             p->rest_len[e] = (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
-            if (!(p->rest_len[e] > 0.0f)) { r = PBD_ERROR_DEGENERATE; goto done; }
+            if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because !(p->rest_len[e] > 0.0f)"); goto done; }
             mean_edge += p->rest_len[e];
         }
         p->mean_edge = (float)(mean_edge / p->edge_count);
@@ -3844,7 +3934,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                         for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
                 }
             pbd_up__sym_eigen(5, C, ev, V);
-            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = PBD_ERROR_DEGENERATE; goto done; }
+            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because !(ev[1] > 1e-14 * (ev[0] + 1e-300))"); goto done; }
             /* axes scaled by 1 / standard deviation: (u1, u2) have unit
                variance over the training data, which keeps the biquadratic
                basis well conditioned */
@@ -3882,7 +3972,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
                 rhs[F + k] = 0.0;
             }
-            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = PBD_ERROR_DEGENERATE;
+            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0 (rows %d)", rows);
             for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
         }
     }
@@ -3892,13 +3982,14 @@ done:
 }
 
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **out) {
-    if (!d || !out) return PBD_ERROR_NULL_POINTER;
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: d is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
                                           d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
     if (r != PBD_OK) return r;
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PDM, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__pdm *p = (pbd_up__pdm *)pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
-    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_pdm_fit: out of memory"); }
     m->impl = p;
     r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
     if (r == PBD_OK) r = pbd_up_subdivision_create(d->coarse_triangles, d->coarse_triangle_count, m->coarse_count, 0,
@@ -3917,10 +4008,12 @@ static pbd_up__pdm *pbd_up__pdm_of(const pbd_up_model *m) {
 
 PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coarse, float *uv_out, float *smooth_out,
                                              float *normals_out) {
-    if (!m || !coarse || !uv_out) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: m is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: coarse is NULL");
+    if (!uv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: uv_out is NULL");
     pbd_up__pdm *p = pbd_up__pdm_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return PBD_ERROR_NOT_FINITE;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coordinates: rejected because !p");
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_pdm_coordinates: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
     pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
     pbd_up__pdm_coarse_uv(p, coarse, p->uvc, 1);
     pbd_up__subdiv_smooth(p->sub, coarse, s->x0, s->frames);
@@ -3935,10 +4028,11 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coars
 }
 
 PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_vertex, float *c6) {
-    if (!m || !c6) return PBD_ERROR_NULL_POINTER;
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: m is NULL");
+    if (!c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: c6 is NULL");
     const pbd_up__pdm *p = pbd_up__pdm_of(m);
-    if (!p) return PBD_ERROR_INVALID_ARGUMENT;
-    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return PBD_ERROR_INDEX_OUT_OF_RANGE;
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: rejected because !p");
+    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= m->detail_count (detail_vertex %d)", detail_vertex);
     memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
     return PBD_OK;
 }

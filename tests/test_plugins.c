@@ -4,7 +4,9 @@
    projection acts like a constraint, parallel plugins see the whole team,
    destroy runs once, and bad input changes nothing. */
 #include "test.h"
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct counter_plugin {
     int begin_step, end_step, begin_substep, project, end_substep, destroyed;
@@ -307,6 +309,92 @@ TEST(plugin_project_after_contacts) {
     pbd_world_destroy(w);
 }
 
+/* ---- the extension API for errors and memory ---------------------------------- */
+typedef struct fail_log { int calls; pbd_result last; char msg[256]; } fail_log;
+static void fail_log_fn(void *user, pbd_result r, const char *message) {
+    fail_log *l = (fail_log *)user;
+    l->calls++;
+    l->last = r;
+    snprintf(l->msg, sizeof l->msg, "%s", message);
+}
+typedef struct count_alloc { long allocs, frees, live; } count_alloc;
+static void *count_alloc_fn(void *user, size_t size) {
+    count_alloc *c = (count_alloc *)user;
+    c->allocs++;
+    c->live++;
+    return malloc(size);
+}
+static void count_free_fn(void *user, void *p) {
+    count_alloc *c = (count_alloc *)user;
+    c->frees++;
+    c->live--;
+    free(p);
+}
+
+TEST(plugin_world_fail_and_last_error) {
+    fail_log log = {0, PBD_OK, ""};
+    pbd_world_desc d = pbd_world_desc_default();
+    d.log = fail_log_fn;
+    d.log_user = &log;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, before, size));
+    /* on a world: its message, its log, this thread's pbd_last_error, the result back */
+    CHECK(pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "my plugin: particle %d of %d", 7, 5) ==
+          PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_MSG(strcmp(pbd_world_last_error(w), "PBD_ERROR_INDEX_OUT_OF_RANGE: my plugin: particle 7 of 5") == 0,
+              "world message: %s", pbd_world_last_error(w));
+    CHECK(log.calls == 1 && log.last == PBD_ERROR_INDEX_OUT_OF_RANGE && strcmp(log.msg, pbd_world_last_error(w)) == 0);
+    CHECK(strcmp(pbd_last_error(), pbd_world_last_error(w)) == 0);
+    CHECK_OK(pbd_world_save(w, after, size)); /* a message is not simulation state */
+    CHECK(memcmp(before, after, size) == 0);
+    /* without a world: only pbd_last_error */
+    CHECK(pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "model: frame %d is NaN", 3) == PBD_ERROR_NOT_FINITE);
+    CHECK(strcmp(pbd_last_error(), "PBD_ERROR_NOT_FINITE: model: frame 3 is NaN") == 0);
+    CHECK(log.calls == 1 && strstr(pbd_world_last_error(w), "particle 7") != NULL);
+    /* a helper's message passed on to the caller's world, without a second code name */
+    CHECK(pbd_world_fail_last(w, PBD_ERROR_NOT_FINITE) == PBD_ERROR_NOT_FINITE);
+    CHECK_MSG(strcmp(pbd_world_last_error(w), "PBD_ERROR_NOT_FINITE: model: frame 3 is NaN") == 0, "passed on: %s",
+              pbd_world_last_error(w));
+    CHECK(log.calls == 2);
+    CHECK(pbd_world_fail_last(w, PBD_OK) == PBD_OK && log.calls == 2);
+    /* pbd.h's own errors land in pbd_last_error too, and pbd_world_create's */
+    CHECK(pbd_world_set_threads(w, -1) == PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strcmp(pbd_last_error(), pbd_world_last_error(w)) == 0 && strstr(pbd_last_error(), "threads -1"));
+    pbd_world_desc bad = pbd_world_desc_default();
+    bad.substeps = 0;
+    pbd_world *w2 = NULL;
+    CHECK(pbd_world_create(&bad, &w2) == PBD_ERROR_INVALID_ARGUMENT && w2 == NULL);
+    CHECK_MSG(strstr(pbd_last_error(), "substeps") != NULL, "create: %s", pbd_last_error());
+    free(before);
+    free(after);
+    pbd_world_destroy(w);
+}
+
+TEST(plugin_world_alloc_uses_the_allocator) {
+    count_alloc c = {0, 0, 0};
+    pbd_world_desc d = pbd_world_desc_default();
+    d.allocator.alloc = count_alloc_fn;
+    d.allocator.free = count_free_fn;
+    d.allocator.user = &c;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    long a0 = c.allocs;
+    double *p = (double *)pbd_world_alloc(w, 100 * sizeof(double));
+    CHECK(p != NULL && c.allocs == a0 + 1);
+    for (int i = 0; i < 100; ++i) p[i] = i; /* usable memory */
+    pbd_world_free(w, p);
+    pbd_world_free(w, NULL); /* nothing */
+    CHECK(c.frees == 1);
+    void *q = pbd_world_alloc(NULL, 16); /* no world: PBD_MALLOC */
+    CHECK(q != NULL && c.allocs == a0 + 1);
+    pbd_world_free(NULL, q);
+    pbd_world_destroy(w);
+    CHECK_MSG(c.live == 0, "%ld allocations not freed", c.live);
+}
+
 void suite_plugins(void) {
     RUN(plugin_callback_order_and_projection);
     RUN(plugin_destroyed_with_world);
@@ -315,4 +403,6 @@ void suite_plugins(void) {
     RUN(plugin_survives_restore_and_guards_particles);
     RUN(collider_closest_normal);
     RUN(plugin_project_after_contacts);
+    RUN(plugin_world_fail_and_last_error);
+    RUN(plugin_world_alloc_uses_the_allocator);
 }

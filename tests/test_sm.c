@@ -3,6 +3,7 @@
    180 degree turns, flat, collinear and degenerate matrices), and naive
    region sums against a direct loop. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
@@ -127,24 +128,24 @@ TEST(sm_plan_naive_and_lattice_membership) {
 TEST(sm_plan_bad_input) {
     int start[3] = {0, 2, 4}, list[4] = {0, 1, 1, 5};
     pbd_sm_sum_plan *p = NULL;
-    CHECK_RESULT(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 5");
     int dup[4] = {0, 0, 1, 2};
-    CHECK_RESULT(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "i 0");
     int back[3] = {0, 3, 2};
-    CHECK_RESULT(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_naive(5, 2, NULL, list, &p), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT, "start[r + 1] < start[r] (start[r + 1]");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, NULL, list, &p), PBD_ERROR_NULL_POINTER, "start is NULL");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK(p == NULL);
     int cells[6] = {0, 0, 0, 0, 0, 0}; /* two particles in one cell */
-    CHECK_RESULT(pbd_sm_plan_lattice(2, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell");
     cells[5] = 1;
-    CHECK_RESULT(pbd_sm_plan_lattice(2, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 2");
     CHECK_OK(pbd_sm_plan_lattice(2, cells, 1, &p));
     double v[2] = {1, 2}, s[2];
-    CHECK_RESULT(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
+    CHECK_ERROR(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER, "values is NULL");
     int m[2], c;
-    CHECK_RESULT(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 2");
     pbd_sm_plan_destroy(p);
     pbd_sm_plan_destroy(NULL);
 }

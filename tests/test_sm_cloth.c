@@ -8,6 +8,7 @@
    for both parallel schemes, and bad input. The full-size reproductions
    (20 648 triangles) are in bench/multires.c (`make bench BENCH=multires`). */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -637,41 +638,41 @@ TEST(sm_cloth_bad_input) {
     pbd_sm_cloth *c = NULL;
     pbd_sm_cloth_desc ok = cloth_desc(&m, 2);
     pbd_sm_cloth_desc d = ok;
-    CHECK_RESULT(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.positions = NULL;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "d->positions is NULL");
     d = ok; d.vertex_count = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 0");
     d = ok; d.vertex_count = INT_MAX;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW, "d->vertex_count 2147483647");
     d = ok; d.density = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, "d->density 0");
     d = ok; d.density = NAN;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(&d->density, 1) ||");
     d = ok; d.levels = 0;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..10 (levels 0,");
     d = ok; d.levels = 11;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..10 (levels 11,");
     d = ok; d.levels = 9; /* 98 triangles cannot halve eight times */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "too small to decimate further");
     d = ok; d.reduction = 0.95f;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "reduction outside [0.05, 0.9] (levels");
     d = ok; d.alpha = 1.5f;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "alpha outside [0, 1] (levels 2,");
     d = ok; d.scheme = (pbd_sm_cloth_scheme)7;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "scheme is not a pbd_sm_cloth_scheme");
     int keep = 1000;
     d = ok; d.keep_vertices = &keep; d.keep_count = 1;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
     int *tri = (int *)malloc(sizeof(int) * 3 * (m.triangle_count + 1));
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     d = ok; d.triangles = tri;
     tri[4] = m.vertex_count;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 4");
     tri[4] = tri[3]; /* a repeated vertex */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "T[0] == T[1]");
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     /* a third triangle on the diagonal of the first cell (the grid's two
        triangles of that cell share vertices 1 and nx) */
@@ -679,34 +680,34 @@ TEST(sm_cloth_bad_input) {
     tri[3 * m.triangle_count + 1] = 8;
     tri[3 * m.triangle_count + 2] = m.vertex_count - 1;
     d.triangle_count = m.triangle_count + 1;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "non-manifold (uses[e] > 2)");
     float *pos = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     d = ok; d.positions = pos;
     pos[7] = INFINITY;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "d->vertex_count 64");
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     for (int k = 0; k < 3; ++k) pos[3 * m.triangles[1] + k] = pos[3 * m.triangles[0] + k]; /* a zero-area triangle */
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "area 0");
     d = ok; d.vertex_count = m.vertex_count + 1; /* the extra vertex has no triangle */
     float *pos2 = (float *)calloc(3 * (size_t)(m.vertex_count + 1), sizeof(float));
     memcpy(pos2, m.positions, sizeof(float) * 3 * m.vertex_count);
     d.positions = pos2;
-    CHECK_RESULT(pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "a vertex without triangle");
     /* nothing was added */
     CHECK(pbd_world_particle_count(w) == 0 && pbd_world_plugin_count(w) == 0);
     /* setters */
     d = ok;
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-    CHECK_RESULT(pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT, "scheme != PBD_SM_CLOTH_TWO_PASS &&");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
+    CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");
+    CHECK_ERROR(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
     CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
     CHECK_OK(pbd_world_step(w, 0.01f));
     CHECK_OK(pbd_sm_remove_cloth(w, c));

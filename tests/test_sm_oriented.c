@@ -7,6 +7,7 @@
    ellipsoid collisions, linear blend skinning, determinism across thread
    counts and bad input. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
@@ -393,17 +394,17 @@ TEST(sm_oriented_skinning_rigid) {
     /* bad skins */
     pbd_sm_skin *bad = NULL;
     sd2.influences = 9;
-    CHECK_RESULT(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 40");
     sd2.influences = 2;
     bidx[3] = 4;
-    CHECK_RESULT(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INDEX_OUT_OF_RANGE, "b 4");
     bidx[3] = 1;
     bw[0] = NAN;
-    CHECK_RESULT(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_NOT_FINITE, "nk 80");
     bw[0] = 0; bidx[1] = -1; /* vertex 0: one slot unused, the other weight 0 */
-    CHECK_RESULT(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "sum 0");
     CHECK(bad == NULL);
-    CHECK_RESULT(pbd_sm_skin_apply(skin, w, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_skin_apply(skin, w, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     pbd_sm_skin_destroy(skin);
     pbd_sm_skin_destroy(skin2);
     pbd_sm_skin_destroy(NULL);
@@ -430,41 +431,41 @@ TEST(sm_oriented_bad_input) {
     good.edge_count = 2;
     pbd_sm_oriented *o = NULL;
     pbd_sm_oriented_desc d = good;
-    CHECK_RESULT(pbd_sm_add_oriented(NULL, &d, &o), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_oriented(w, NULL, &o), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_add_oriented(NULL, &d, &o), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, NULL, &o), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.particles.count = 0; /* empty group */
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->edge_count 2");
     d = good; d.particles.first = 1; /* 1..3 past the end */
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "d->particles.first < 0 ||");
     d = good; d.particles.first = -1;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "d->particles.first < 0 ||");
     int bad_edge[4] = {0, 1, 1, 3};
     d = good; d.edges = bad_edge;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "e 3");
     int self_edge[4] = {0, 1, 2, 2};
     d = good; d.edges = self_edge;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "e 1");
     d = good; d.edges = NULL;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NULL_POINTER, "d->edges is NULL");
     d = good; d.radius = 0; /* a point has no moment: degenerate shape */
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "d->radius 0");
     float radii[9] = {0.1f, 0.1f, 0.1f, 0.1f, -0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
     d = good; d.radii = radii;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "k 4");
     radii[4] = NAN;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "n 3");
     float quats[12] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
     d = good; d.orientations = quats;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "!(q[0] * q[0] + q[1] * q[1] + q[2] *");
     quats[7] = INFINITY;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "n 3");
     d = good; d.stiffness = 1.5f;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 1.5");
     d.stiffness = NAN;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "d->stiffness nan");
     d = good; d.rotation_iterations = 0;
-    CHECK_RESULT(pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->rotation_iterations 0");
     CHECK(o == NULL);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_save(w, after, sz));
@@ -472,7 +473,7 @@ TEST(sm_oriented_bad_input) {
     /* zero total mass: every particle of mass 0 */
     for (int i = 0; i < 3; ++i) CHECK_OK(pbd_set_mass(w, i, 0.0f));
     CHECK_OK(pbd_world_save(w, before, sz));
-    CHECK_RESULT(pbd_sm_add_oriented(w, &good, &o), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &good, &o), PBD_ERROR_DEGENERATE, "zero total mass (!dyn)");
     CHECK_OK(pbd_world_save(w, after, sz));
     CHECK(memcmp(before, after, sz) == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
@@ -480,13 +481,13 @@ TEST(sm_oriented_bad_input) {
     CHECK_OK(pbd_sm_add_oriented(w, &good, &o));
     /* accessors */
     float q[4] = {0, 0, 0, 0}, om[3] = {NAN, 0, 0};
-    CHECK_RESULT(pbd_sm_oriented_set(o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_oriented_set(o, 0, q, NULL), PBD_ERROR_DEGENERATE);
-    CHECK_RESULT(pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_sm_oriented_get(o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_oriented_get(NULL, 0, q, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 3");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, q, NULL), PBD_ERROR_DEGENERATE, "qn 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE, "(q && !pbd_sm__all_finite(q, 4)) ||");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get(o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index -1");
+    CHECK_ERROR(pbd_sm_oriented_get(NULL, 0, q, NULL), PBD_ERROR_NULL_POINTER, "o is NULL");
     int m[4], c;
-    CHECK_RESULT(pbd_sm_oriented_group(o, 5, m, 4, &c), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_group(o, 5, m, 4, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 5");
     CHECK_OK(pbd_sm_oriented_get(o, 0, q, NULL));
     CHECK(q[3] == 1.0f);
     CHECK(pbd_sm_oriented_range(o).count == 3);

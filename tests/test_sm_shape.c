@@ -5,6 +5,7 @@
    momentum, the region-size stiffness of the survey's Figure 16,
    plasticity (4.5.2), omega rings, thread determinism and bad input. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
@@ -687,12 +688,12 @@ TEST(sm_shape_mesh_rings) {
     }
     int st2[3], tot;
     int bad_el[3] = {0, 1, 99};
-    CHECK_RESULT(pbd_sm_mesh_rings(2, bad_el, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_mesh_rings(2, bad_el, 1, 5, 1, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_mesh_rings(2, bad_el, 1, 3, 0, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_mesh_rings(2, NULL, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 5, 1, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT, "arity 5");
+    CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 3, 0, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT, "omega 0");
+    CHECK_ERROR(pbd_sm_mesh_rings(2, NULL, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_NULL_POINTER, "el is NULL");
     pbd_sm_sum_plan *p = NULL;
-    CHECK_RESULT(pbd_sm_plan_rings(2, bad_el, 1, 3, 1, &p), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_sm_plan_rings(2, bad_el, 1, 3, 1, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     CHECK(p == NULL);
     free(D);
     pbd_mesh_free(&m);
@@ -823,8 +824,8 @@ TEST(sm_shape_bad_input) {
         d.particles = idx;                                         \
         d.particle_count = N;                                      \
     } while (0)
-    CHECK_RESULT(pbd_sm_add_body(NULL, &d, &b), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_body(w, NULL, &b), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_add_body(NULL, &d, &b), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, NULL, &b), PBD_ERROR_NULL_POINTER, "d is NULL");
     d.particles = NULL; SMS_BAD(PBD_ERROR_NULL_POINTER);
     d.particle_count = 0; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);           /* empty cluster */
     int start[3] = {0, 4, 4}, list[4] = {0, 1, 2, 3};
@@ -878,18 +879,18 @@ TEST(sm_shape_bad_input) {
     int cells[6] = {0, 0, 0, 0, 0, 0};
     ld.cells = cells;
     ld.cell_count = 2;
-    CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT); /* one cell twice */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell"); /* one cell twice */
     cells[3] = 5;
-    CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE); /* isolated cells */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE, "all rest positions coincide (!(size2 >"); /* isolated cells */
     cells[3] = 1;
-    ld.spacing = 0; CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    ld.spacing = 0; CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->spacing 0");
     ld.spacing = 0.1f; ld.half_width = 0;
-    CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "n 2");
     ld.half_width = 1; ld.particle_mass = -1;
-    CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "d->particle_mass -1");
     ld.particle_mass = 1; ld.cells = NULL;
-    CHECK_RESULT(pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_lattice_box(0, 1, 1, cells), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER, "d->cells is NULL");
+    CHECK_ERROR(pbd_sm_lattice_box(0, 1, 1, cells), PBD_ERROR_INVALID_ARGUMENT, "nx 0");
     CHECK(b == NULL);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK(pbd_world_snapshot_size(w) == size);
@@ -897,16 +898,16 @@ TEST(sm_shape_bad_input) {
     CHECK(memcmp(before, after, size) == 0);
     /* a valid body; then bad parameter changes leave it as it was */
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
-    CHECK_RESULT(pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT, "(mode == PBD_SM_QUADRATIC) != (b->mode");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
     float q[4];
-    CHECK_RESULT(pbd_sm_body_rotation(b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_body_plastic_state(b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_body_goals(b, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_goals(b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
     pbd_world *other = pbdt_world(0);
-    CHECK_RESULT(pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_ARGUMENT, "belongs to another world");
     pbd_world_destroy(other);
     CHECK_OK(pbd_sm_remove_body(w, b));
     CHECK(pbd_world_plugin_count(w) == 1);

@@ -4,6 +4,7 @@
    regions against brute-force definitions, their cost against the region
    size, determinism over threads and SIMD, and bad input. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
@@ -496,18 +497,18 @@ TEST(sm_sum_bad_input) {
     int dup[6] = {2, 3, 4, 2, 3, 4};
     int far[3] = {0, 1000001, 0};
     /* lattice */
-    CHECK_RESULT(pbd_sm_plan_lattice(3, cells, 1, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_lattice(3, NULL, 1, &p), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "NULL pointer: !cells && particle_count");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
+    CHECK_ERROR(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count -1");
+    CHECK_ERROR(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell");
+    CHECK_ERROR(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
     {
         int n = 130000; /* n (2w+1)^2 candidate bars > INT_MAX */
         int *big = (int *)calloc((size_t)n * 3, sizeof(int));
         for (int i = 0; i < n; ++i) big[3 * i] = i;
-        CHECK_RESULT(pbd_sm_plan_lattice(n, big, 64, &p), PBD_ERROR_OVERFLOW);
+        CHECK_ERROR(pbd_sm_plan_lattice(n, big, 64, &p), PBD_ERROR_OVERFLOW, "the candidate bars; checked before the");
         free(big);
     }
     CHECK(p == sentinel);
@@ -518,16 +519,16 @@ TEST(sm_sum_bad_input) {
     int olev[4] = {0, 0, 0, PBD_SM_OCTREE_MAX_LEVEL + 1}, oneg[4] = {0, 0, 0, -1};
     int obig[4] = {70000, 0, 0, 4}; /* 70000 * 16 > 1e6 finest cells */
     int wbad[2] = {1, 0};
-    CHECK_RESULT(pbd_sm_plan_octree(2, oc, NULL, 1, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_octree(2, NULL, NULL, 1, &p), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_octree(2, oc, NULL, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(2, oc, NULL, 65, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(2, oc, wbad, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(2, overlap, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(2, odup, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(1, olev, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(1, oneg, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_octree(1, obig, NULL, 1, &p), PBD_ERROR_OVERFLOW);
+    CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    CHECK_ERROR(pbd_sm_plan_octree(2, NULL, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "cells is NULL");
+    CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "w 0");
+    CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "w 65");
+    CHECK_ERROR(pbd_sm_plan_octree(2, oc, wbad, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
+    CHECK_ERROR(pbd_sm_plan_octree(2, overlap, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "m 2");
+    CHECK_ERROR(pbd_sm_plan_octree(2, odup, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__cmp_ocell(&leaf[i], &leaf[i -");
+    CHECK_ERROR(pbd_sm_plan_octree(1, olev, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l 17");
+    CHECK_ERROR(pbd_sm_plan_octree(1, oneg, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l -1");
+    CHECK_ERROR(pbd_sm_plan_octree(1, obig, NULL, 1, &p), PBD_ERROR_OVERFLOW, "lo 1120000");
     CHECK(p == sentinel);
     /* paths */
     float x[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
@@ -539,19 +540,19 @@ TEST(sm_sum_bad_input) {
     int twice[6] = {0, 1, 2, 2, 1, 0};
     float xnan[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
     xnan[4] = NAN;
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, tri, 1, 0, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_paths(4, NULL, 2, tri, 1, 0, &p), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, NULL, 1, 0, &p), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, tri, 0, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, tri, 65, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, tri, 1, -1, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE);
-    CHECK_RESULT(pbd_sm_plan_paths(3, line, 1, tri, 1, 0, &p), PBD_ERROR_DEGENERATE);
-    CHECK_RESULT(pbd_sm_plan_paths(5, x5, 3, nm, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, x, 2, twice, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_plan_paths(4, xnan, 2, tri, 1, 0, &p), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, 0, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    CHECK_ERROR(pbd_sm_plan_paths(4, NULL, 2, tri, 1, 0, &p), PBD_ERROR_NULL_POINTER, "positions is NULL");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, NULL, 1, 0, &p), PBD_ERROR_NULL_POINTER, "triangles is NULL");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 0, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 65, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, -1, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "t 2");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
+    CHECK_ERROR(pbd_sm_plan_paths(3, line, 1, tri, 1, 0, &p), PBD_ERROR_DEGENERATE, "sin^2 of the angle ~ 0 (!(cc > 1e-24 *");
+    CHECK_ERROR(pbd_sm_plan_paths(5, x5, 3, nm, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "three triangles share edge (0, 1)");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, twice, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "a triangle appears twice (vertices 0,");
+    CHECK_ERROR(pbd_sm_plan_paths(4, xnan, 2, tri, 1, 0, &p), PBD_ERROR_NOT_FINITE, "i 4");
     CHECK(p == sentinel);
     /* sums, regions, paths, settings */
     p = NULL;
@@ -559,25 +560,25 @@ TEST(sm_sum_bad_input) {
     if (p) {
         double v[4] = {1, 2, 3, 4}, s[4] = {-7, -7, -7, -7};
         int cnt = -5, buf[4];
-        CHECK_RESULT(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER);
-        CHECK_RESULT(pbd_sm_plan_sum(p, v, 1, NULL), PBD_ERROR_NULL_POINTER);
-        CHECK_RESULT(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT);
-        CHECK_RESULT(pbd_sm_plan_sum(p, v, 65, s), PBD_ERROR_INVALID_ARGUMENT);
+        CHECK_ERROR(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER, "values is NULL");
+        CHECK_ERROR(pbd_sm_plan_sum(p, v, 1, NULL), PBD_ERROR_NULL_POINTER, "sums is NULL");
+        CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
+        CHECK_ERROR(pbd_sm_plan_sum(p, v, 65, s), PBD_ERROR_INVALID_ARGUMENT, "k 65");
         CHECK(s[0] == -7 && s[3] == -7);
-        CHECK_RESULT(pbd_sm_plan_region(p, 4, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        CHECK_RESULT(pbd_sm_plan_region(p, -1, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        CHECK_RESULT(pbd_sm_plan_path(p, pbd_sm_plan_path_count(p), buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        CHECK_RESULT(pbd_sm_plan_path(p, 0, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER);
+        CHECK_ERROR(pbd_sm_plan_region(p, 4, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 4");
+        CHECK_ERROR(pbd_sm_plan_region(p, -1, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+        CHECK_ERROR(pbd_sm_plan_path(p, pbd_sm_plan_path_count(p), buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "path 1");
+        CHECK_ERROR(pbd_sm_plan_path(p, 0, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "vertices is NULL");
         CHECK(cnt == -5);
-        CHECK_RESULT(pbd_sm_plan_set_threads(p, -1), PBD_ERROR_INVALID_ARGUMENT);
-        CHECK_RESULT(pbd_sm_plan_set_threads(NULL, 1), PBD_ERROR_NULL_POINTER);
-        CHECK_RESULT(pbd_sm_plan_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER);
+        CHECK_ERROR(pbd_sm_plan_set_threads(p, -1), PBD_ERROR_INVALID_ARGUMENT, "threads -1");
+        CHECK_ERROR(pbd_sm_plan_set_threads(NULL, 1), PBD_ERROR_NULL_POINTER, "p is NULL");
+        CHECK_ERROR(pbd_sm_plan_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "p is NULL");
         /* every vertex of two triangles sharing an edge: 1-rings */
         CHECK_OK(pbd_sm_plan_sum(p, v, 1, s));
         CHECK(s[0] == 6 && s[1] == 10 && s[2] == 10 && s[3] == 9);
         pbd_sm_sum_plan *l = NULL;
         CHECK_OK(pbd_sm_plan_lattice(3, cells, 1, &l));
-        CHECK_RESULT(pbd_sm_plan_path(l, 0, buf, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT);
+        CHECK_ERROR(pbd_sm_plan_path(l, 0, buf, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT, "max 4");
         CHECK(pbd_sm_plan_path_count(l) == 0);
         pbd_sm_plan_destroy(l);
     }

@@ -7,6 +7,7 @@
    global uniform), the divergence-free velocity correction, determinism
    across thread counts and bad input. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
@@ -92,7 +93,7 @@ TEST(sm_volume_opposing_pairs) {
     }
     CHECK_MSG(wrong == 0, "%d of %d vertices without their antipode", wrong, m.vertex_count);
     int k;
-    CHECK_RESULT(pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -342,35 +343,35 @@ TEST(sm_volume_bad_input) {
     good.triangles = tri;
     good.triangle_count = nt;
     pbd_sm_volume *v = NULL;
-    CHECK_RESULT(pbd_sm_add_surface_volume(NULL, &good, &v), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_sm_add_surface_volume(NULL, &good, &v), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d = good; d.triangle_count = 0; /* empty */
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->triangle_count 0");
     d = good; d.triangles = NULL;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER, "d->triangles is NULL");
     d = good; d.alpha = 1.5f;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->alpha 1.5");
     d = good; d.beta = NAN;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
     d = good; d.stiffness = 0;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 0");
     d = good; d.smoothing = -1;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->smoothing -1");
     d = good; d.contact_distance = INFINITY;
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
     tri[4] = m.vertex_count + obj.particles.first; /* out of range */
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 1");
     tri[4] = tri[3]; /* repeated particle */
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "e[0] == e[1]");
     tri[4] = m.triangles[4];
     int t1 = tri[4]; tri[4] = tri[5]; tri[5] = t1; /* one flipped triangle */
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED, "edge (11, 16) has no opposite edge (the");
     tri[5] = tri[4]; tri[4] = t1;
     d = good; d.triangle_count = nt - 1; /* a hole */
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_CLOSED);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_CLOSED, "edge (19, 40) has no opposite edge (the");
     for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE); /* inside out */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "v->rest_volume > 0"); /* inside out */
     for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
     CHECK(v == NULL);
     CHECK(pbd_world_plugin_count(w) == 0);
@@ -381,20 +382,20 @@ TEST(sm_volume_bad_input) {
     CHECK_OK(pbd_get_positions(w, obj.particles, flat));
     for (int i = 0; i < m.vertex_count; ++i) flat[3 * i + 1] = 0.5f;
     CHECK_OK(pbd_set_positions(w, obj.particles, flat));
-    CHECK_RESULT(pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "cx 0");
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_restore(w, before, sz));
     CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
-    CHECK_RESULT(pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
     double r0 = pbd_sm_volume_rest(v), now;
     CHECK(r0 > 0);
     CHECK_OK(pbd_sm_volume_measure(v, w, &now));
     CHECK_NEAR(now, r0, 1e-12);
-    CHECK_RESULT(pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
     int cnt;
-    CHECK_RESULT(pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER);
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
     CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
     free(flat);
     free(tri);

@@ -4,6 +4,7 @@
    detail, wrinkle meshes (attachment radius, one-sided attachment),
    training data, save/load, bad input, SIMD == scalar and 1 == 2 threads. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_upsample.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -356,22 +357,22 @@ TEST(up_model_bad_input) {
     int nc = pbd_up_model_coarse_count(m), n = pbd_up_model_detail_count(m);
     float *y = (float *)malloc(sizeof(float) * 3 * n);
     memset(y, 0x5a, sizeof(float) * 3 * n);
-    CHECK_RESULT(pbd_up_eval(NULL, u, y), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_eval(m, NULL, y), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_eval(m, u, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_eval(NULL, u, y), PBD_ERROR_NULL_POINTER, "m is NULL");
+    CHECK_ERROR(pbd_up_eval(m, NULL, y), PBD_ERROR_NULL_POINTER, "coarse_positions is NULL");
+    CHECK_ERROR(pbd_up_eval(m, u, NULL), PBD_ERROR_NULL_POINTER, "detail_positions_out is NULL");
     float keep = u[7];
     u[7] = NAN;
-    CHECK_RESULT(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
     u[7] = INFINITY;
-    CHECK_RESULT(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
     u[7] = keep;
     for (int i = 0; i < 3 * n; ++i) { uint32_t bits; memcpy(&bits, &y[i], 4); CHECK(bits == 0x5a5a5a5au); if (bits != 0x5a5a5a5au) break; }
-    CHECK_RESULT(pbd_up_eval_checked(m, u, nc - 1, y, n), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_eval_checked(m, u, nc, y, n + 1), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_eval_checked(m, u, nc - 1, y, n), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 41");
+    CHECK_ERROR(pbd_up_eval_checked(m, u, nc, y, n + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 42");
     CHECK_OK(pbd_up_eval_checked(m, u, nc, y, n));
-    CHECK_RESULT(pbd_up_model_set_threads(m, -1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_model_set_simd(m, 2), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_model_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_model_set_threads(m, -1), PBD_ERROR_INVALID_ARGUMENT, "threads -1");
+    CHECK_ERROR(pbd_up_model_set_simd(m, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
+    CHECK_ERROR(pbd_up_model_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "m is NULL");
     CHECK(pbd_up_model_save_size(NULL) == 0 && pbd_up_model_coarse_count(NULL) == 0);
     CHECK(pbd_up_method_name(PBD_UP_SUBDIVISION) && !pbd_up_method_name(PBD_UP_METHOD_COUNT));
     CHECK(pbd_up_method_available(PBD_UP_SUBDIVISION) && !pbd_up_method_available(PBD_UP_METHOD_COUNT));
@@ -379,16 +380,16 @@ TEST(up_model_bad_input) {
     /* save/load */
     size_t size = pbd_up_model_save_size(m);
     unsigned char *buf = (unsigned char *)malloc(size);
-    CHECK_RESULT(pbd_up_model_save(m, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_model_save(m, NULL, size), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_model_save(m, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT, "size 12599");
+    CHECK_ERROR(pbd_up_model_save(m, NULL, size), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     CHECK_OK(pbd_up_model_save(m, buf, size));
-    CHECK_RESULT(pbd_up_model_load(NULL, size, &out), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_model_load(buf, size, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_model_load(buf, size - 1, &out), PBD_ERROR_BAD_SNAPSHOT); /* truncated */
-    CHECK_RESULT(pbd_up_model_load(buf, 10, &out), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_model_load(NULL, size, &out), PBD_ERROR_NULL_POINTER, "buffer is NULL");
+    CHECK_ERROR(pbd_up_model_load(buf, size, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    CHECK_ERROR(pbd_up_model_load(buf, size - 1, &out), PBD_ERROR_BAD_SNAPSHOT, "size 12599"); /* truncated */
+    CHECK_ERROR(pbd_up_model_load(buf, 10, &out), PBD_ERROR_BAD_SNAPSHOT, "size 10");
     for (size_t at = 0; at < size; at += 1 + size / 97) { /* any flipped byte */
         buf[at] ^= 0x10;
-        CHECK_RESULT(pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT);
+        CHECK_ERROR(pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT, NULL);
         buf[at] ^= 0x10;
     }
     /* forged with a valid checksum: an unknown method, a column out of
@@ -420,33 +421,33 @@ TEST(up_model_bad_input) {
 
     /* subdivision create */
     int tris[9] = {0, 1, 2, 0, 2, 3, 0, 3, 1};
-    CHECK_RESULT(pbd_up_subdivision_create(NULL, 3, 4, 1, &out), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_subdivision_create(tris, 3, 4, 1, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_subdivision_create(tris, 0, 4, 1, &out), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_subdivision_create(tris, 3, 4, 9, &out), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_up_subdivision_create(NULL, 3, 4, 1, &out), PBD_ERROR_NULL_POINTER, "triangles is NULL");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 0, 4, 1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 0");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 9, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     int *strip = (int *)malloc(sizeof(int) * 3 * 3000);
     for (int t = 0; t < 3000; ++t) { strip[3 * t] = t; strip[3 * t + 1] = t + 1; strip[3 * t + 2] = t + 2; }
-    CHECK_RESULT(pbd_up_subdivision_create(strip, 3000, 3002, 8, &out), PBD_ERROR_OVERFLOW); /* 4^8 * 3000 triangles */
+    CHECK_ERROR(pbd_up_subdivision_create(strip, 3000, 3002, 8, &out), PBD_ERROR_OVERFLOW, "nt 3000"); /* 4^8 * 3000 triangles */
     free(strip);
     int degenerate[3] = {0, 1, 1}, fan[9] = {0, 1, 2, 1, 0, 3, 0, 1, 4}; /* edge 0-1 in three triangles */
-    CHECK_RESULT(pbd_up_subdivision_create(degenerate, 1, 3, 1, &out), PBD_ERROR_DEGENERATE);
-    CHECK_RESULT(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_subdivision_create(degenerate, 1, 3, 1, &out), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
+    CHECK_ERROR(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT, "not edge-manifold (j - i > 2)");
     CHECK(out == NULL);
     CHECK_OK(pbd_up_subdivision_create(tris, 3, 4, 0, &out)); /* 0 levels: the identity */
     pbd_up_model_destroy(out);
     int cols[4];
     float w[4];
     int cnt;
-    CHECK_RESULT(pbd_up_subdivision_stencil(m, n, cols, w, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_up_subdivision_stencil(m, 0, NULL, w, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_subdivision_stencil(m, n, cols, w, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "row 162");
+    CHECK_ERROR(pbd_up_subdivision_stencil(m, 0, NULL, w, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT, "max 4");
     CHECK_RESULT(pbd_up_subdivision_fit_detail(m, u, NULL), PBD_OK);
     y[0] = NAN;
-    CHECK_RESULT(pbd_up_subdivision_fit_detail(m, u, y), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_subdivision_fit_detail(m, u, y), PBD_ERROR_NOT_FINITE, "n 162");
     pbd_mesh bad;
     memset(&bad, 0, sizeof bad);
-    CHECK_RESULT(pbd_up_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in->positions is NULL");
     free(y); free(u);
     pbd_up_model_destroy(m);
 }
@@ -511,16 +512,16 @@ TEST(up_wrinkle_radius) {
         }
     fine_strain /= cnt;
     CHECK_MSG(fine_strain < 0.2, "fine mean strain %g (coarse compressed by 30%%)", fine_strain);
-    CHECK_RESULT(pbd_up_wrinkle_update(wr, NULL, x), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_wrinkle_update(wr, NULL, x), PBD_ERROR_NULL_POINTER, "x is NULL");
     cx[4] = NAN;
-    CHECK_RESULT(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(x,");
     float t2[3 * 1000];
     if (n <= 1000) {
         CHECK_OK(pbd_up_wrinkle_targets(wr, t2, NULL, NULL));
         CHECK(memcmp(t2, t, sizeof(float) * 3 * n) == 0); /* nothing changed */
     }
     int tri;
-    CHECK_RESULT(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "v 289");
     free(x); free(t); free(cx);
     pbd_up_wrinkle_destroy(wr);
     pbd_up_mesh_free(&f);
@@ -622,27 +623,27 @@ TEST(up_wrinkle_one_sided) {
     d.fine_triangles = g.triangles; d.fine_triangle_count = g.triangle_count;
     pbd_up_wrinkle *wr = NULL;
     d.one_sided = 1;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED, "closed 0");
     d.one_sided = 0;
     d.radius = -1;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "d->radius -1");
     d.radius = NAN;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(&d->radius, 1) ||");
     d.radius = 0.01f;
     d.iterations = 0;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "d->iterations 0");
     d.iterations = 4;
     d.fine_count = 3;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     d.fine_count = g.vertex_count;
     float flat[27];
     memcpy(flat, g.positions, sizeof flat);
     for (int i = 0; i < 9; ++i) flat[3 * i + 2] = 0; /* every coarse triangle collapses */
     d.coarse_positions = flat;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_DEGENERATE);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_DEGENERATE, "t 0");
     d.coarse_positions = NULL;
-    CHECK_RESULT(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_wrinkle_create(NULL, &wr), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NULL_POINTER, "d->coarse_positions is NULL");
+    CHECK_ERROR(pbd_up_wrinkle_create(NULL, &wr), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK(wr == NULL);
     pbd_mesh_free(&g);
     free(cx); free(x);
@@ -751,20 +752,20 @@ TEST(up_training_cape_roundtrip) {
     /* bad buffers */
     pbd_up_training bad;
     memset(&bad, 0, sizeof bad);
-    CHECK_RESULT(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT, "size 27539");
     for (size_t at = 0; at < size; at += 1 + size / 50) {
         buf[at] ^= 1;
-        CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+        CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT, "size 27540");
         buf[at] ^= 1;
     }
     int big = 1 << 30; /* a frame count the buffer cannot hold, checksum forged */
     memcpy(buf + 24, &big, 4);
     uint64_t sum = upt_fnv(buf, size - 8);
     memcpy(buf + size - 8, &sum, 8);
-    CHECK_RESULT(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT, "io.bad || io.off != io.size ||");
     CHECK(bad.coarse == NULL);
-    CHECK_RESULT(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_training_load(NULL, size, &bad), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT, "size 27539");
+    CHECK_ERROR(pbd_up_training_load(NULL, size, &bad), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     /* concat */
     pbd_up_training c;
     CHECK_OK(pbd_up_training_concat(&t, &t2, &c));
@@ -797,24 +798,24 @@ TEST(up_training_drop_and_bad_desc) {
     d2.coarse_resolution = 5;
     pbd_up_training t2;
     CHECK_OK(pbd_up_training_generate(&d2, &t2));
-    CHECK_RESULT(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT, "vertex counts differ (coarse 36 and 25,");
     pbd_up_training_free(&t2);
     pbd_up_training_free(&t);
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.coarse_resolution = 2;
-    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "coarse_resolution outside 3..256 (scene");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.levels = 0;
-    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..4 (scene 0,");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.size = NAN;
-    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(f, 7)");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.time_step = 0;
-    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "time_step <= 0 (scene 0,");
     d = upt_training_desc((pbd_up_scene)7);
-    CHECK_RESULT(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_training_generate(NULL, &t), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "scene is not a pbd_up_scene (scene 7,");
+    CHECK_ERROR(pbd_up_training_generate(NULL, &t), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK(pbd_up_training_save_size(NULL) == 0);
 }
 

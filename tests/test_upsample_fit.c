@@ -5,6 +5,7 @@
    coefficients), held-out error against subdivision alone, save/load,
    bad input, SIMD == scalar and 1 == 2 threads. */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_upsample.h"
 #include <limits.h>
 #include <stdlib.h>
@@ -209,7 +210,7 @@ TEST(piu_determinism_and_save_load) {
     }
     m2 = NULL;
     buf[size / 2] ^= 0x10;
-    CHECK_RESULT(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT, "size 106840");
     CHECK(m2 == NULL);
     free(buf); free(buf2); free(ref); free(out);
     pbd_up_model_destroy(m);
@@ -221,33 +222,33 @@ TEST(piu_bad_input) {
     synth d = synth_make(5, 1, 6, 4);
     pbd_up_model *m = NULL;
     pbd_up_piu_desc pd = piu_desc_of(&d);
-    CHECK_RESULT(pbd_up_piu_fit(NULL, &m), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_piu_fit(&pd, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_piu_fit(NULL, &m), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     pd.coarse_frames = NULL;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "d->coarse_frames is NULL");
     pd = piu_desc_of(&d); pd.frame_count = 0;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
     pd = piu_desc_of(&d); pd.detail_count = -3;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
     pd = piu_desc_of(&d); pd.support = 1;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->support 1");
     pd = piu_desc_of(&d); pd.regularization = -1.0f;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->regularization -1");
     pd = piu_desc_of(&d); pd.oscillatory_modes = 2; /* no frame_dt */
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->oscillatory_modes 2");
     pd = piu_desc_of(&d); pd.coarse_count = INT_MAX / 2;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_OVERFLOW);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_OVERFLOW, "d->coarse_count > INT_MAX / 3 ||");
     pd = piu_desc_of(&d);
     d.X[7] = NAN;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
     d.X[7] = 0.0f;
     int start[2000], index[1] = {d.nc};
     float weight[1] = {1.0f};
     for (int i = 0; i <= d.nd; ++i) start[i] = i == 0 ? 0 : 1;
     pd.prior_start = start; pd.prior_index = index; pd.prior_weight = weight;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "e 0");
     pd.prior_weight = NULL;
-    CHECK_RESULT(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "NULL pointer: np != 0 && np != 3");
     CHECK(m == NULL);
     /* evaluation: NaN input, wrong sizes, advance errors */
     pd = piu_desc_of(&d);
@@ -257,18 +258,18 @@ TEST(piu_bad_input) {
         memcpy(u, d.u, sizeof(float) * 3 * d.nc);
         for (int k = 0; k < 3 * d.nd; ++k) out[k] = 7.0f;
         u[4] = INFINITY;
-        CHECK_RESULT(pbd_up_eval(m, u, out), PBD_ERROR_NOT_FINITE);
+        CHECK_ERROR(pbd_up_eval(m, u, out), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
         CHECK(out[0] == 7.0f && out[3 * d.nd - 1] == 7.0f);
-        CHECK_RESULT(pbd_up_piu_advance(m, u, 0.01f), PBD_ERROR_NOT_FINITE);
+        CHECK_ERROR(pbd_up_piu_advance(m, u, 0.01f), PBD_ERROR_NOT_FINITE, "nc3 75");
         u[4] = 0.0f;
-        CHECK_RESULT(pbd_up_eval_checked(m, u, d.nc - 1, out, d.nd), PBD_ERROR_INVALID_ARGUMENT);
-        CHECK_RESULT(pbd_up_eval_checked(m, u, d.nc, out, d.nd + 1), PBD_ERROR_INVALID_ARGUMENT);
-        CHECK_RESULT(pbd_up_piu_advance(m, u, 0.0f), PBD_ERROR_INVALID_TIME_STEP);
-        CHECK_RESULT(pbd_up_piu_advance(NULL, u, 0.01f), PBD_ERROR_NULL_POINTER);
+        CHECK_ERROR(pbd_up_eval_checked(m, u, d.nc - 1, out, d.nd), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 24");
+        CHECK_ERROR(pbd_up_eval_checked(m, u, d.nc, out, d.nd + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 25");
+        CHECK_ERROR(pbd_up_piu_advance(m, u, 0.0f), PBD_ERROR_INVALID_TIME_STEP, "dt 0");
+        CHECK_ERROR(pbd_up_piu_advance(NULL, u, 0.01f), PBD_ERROR_NULL_POINTER, "m is NULL");
         int idx[4], count;
         float w[4];
-        CHECK_RESULT(pbd_up_piu_row(m, d.nd, idx, w, 4, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        CHECK_RESULT(pbd_up_piu_mode(m, 0, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        CHECK_ERROR(pbd_up_piu_row(m, d.nd, idx, w, 4, &count), PBD_ERROR_INDEX_OUT_OF_RANGE, "detail_vertex 81");
+        CHECK_ERROR(pbd_up_piu_mode(m, 0, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
         free(u); free(out);
         pbd_up_model_destroy(m);
     }
@@ -547,9 +548,9 @@ static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int
         pbd_up_model_destroy(m2);
     }
     m2 = NULL;
-    CHECK_RESULT(pbd_up_model_load(buf, size - 9, &m2), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_model_load(buf, size - 9, &m2), PBD_ERROR_BAD_SNAPSHOT, NULL);
     buf[size / 3] ^= 0x40;
-    CHECK_RESULT(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT, NULL);
     CHECK(m2 == NULL);
     free(buf); free(buf2); free(ref); free(out);
 }
@@ -575,61 +576,61 @@ TEST(wpsd_pdm_bad_input) {
     pbd_up_model *m = NULL, *piu = NULL;
     pbd_up_wpsd_desc wd = wpsd_desc_of(&d);
     pbd_up_pdm_desc pd = pdm_desc_of(&d);
-    CHECK_RESULT(pbd_up_wpsd_fit(NULL, &m), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_wpsd_fit(NULL, &m), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     wd.subdivision = NULL; pd.subdivision = NULL;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
     /* a model that is not a subdivision */
     pbd_up_piu_desc qd = piu_desc_of(&d);
     CHECK_OK(pbd_up_piu_fit(&qd, &piu));
     wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
     wd.subdivision = piu; pd.subdivision = piu;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
     wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
     wd.edges_per_vertex = 0;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
     wd = wpsd_desc_of(&d); wd.error_threshold = NAN;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
     wd = wpsd_desc_of(&d); wd.max_poses = 0;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
     pd.frame_count = 5; /* fewer than six coefficients */
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "nt 32");
     pd = pdm_desc_of(&d);
     int bad_tris[3] = {0, 1, d.nc};
     wd = wpsd_desc_of(&d); wd.coarse_triangles = bad_tris; wd.coarse_triangle_count = 1;
     pd.coarse_triangles = bad_tris; pd.coarse_triangle_count = 1;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
     d.u[5 * d.nc * 3 + 4] = NAN;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NOT_FINITE);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
     d.u[5 * d.nc * 3 + 4] = 0.0f;
     /* a rest pose with a zero-length edge */
     float *rest = (float *)malloc(sizeof(float) * 3 * d.nc);
     memcpy(rest, d.grid.positions, sizeof(float) * 3 * d.nc);
     memcpy(rest + 3, rest, sizeof(float) * 3);
     wd.coarse_rest = rest; pd.coarse_rest = rest;
-    CHECK_RESULT(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE);
-    CHECK_RESULT(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE);
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE, "e 0");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "p->rest_len[e] > 0.0f");
     free(rest);
     CHECK(m == NULL);
     /* queries on the wrong kind of model, NaN input */
     int count;
     float w6[6];
-    CHECK_RESULT(pbd_up_wpsd_selection(piu, NULL, NULL, 0, &count), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_pdm_coefficients(piu, 0, w6), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_up_piu_advance(d.sub, d.u, 0.01f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_ERROR(pbd_up_wpsd_selection(piu, NULL, NULL, 0, &count), PBD_ERROR_INVALID_ARGUMENT, "!p");
+    CHECK_ERROR(pbd_up_pdm_coefficients(piu, 0, w6), PBD_ERROR_INVALID_ARGUMENT, "!p");
+    CHECK_ERROR(pbd_up_piu_advance(d.sub, d.u, 0.01f), PBD_ERROR_INVALID_ARGUMENT, "!p");
     pd = pdm_desc_of(&d);
     CHECK_OK(pbd_up_pdm_fit(&pd, &m));
     if (m) {
         float *uv = (float *)malloc(sizeof(float) * 2 * d.nd);
         d.u[2] = INFINITY;
-        CHECK_RESULT(pbd_up_pdm_coordinates(m, d.u, uv, NULL, NULL), PBD_ERROR_NOT_FINITE);
+        CHECK_ERROR(pbd_up_pdm_coordinates(m, d.u, uv, NULL, NULL), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse,");
         d.u[2] = 0.0f;
-        CHECK_RESULT(pbd_up_pdm_coefficients(m, d.nd, w6), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        CHECK_ERROR(pbd_up_pdm_coefficients(m, d.nd, w6), PBD_ERROR_INDEX_OUT_OF_RANGE, "detail_vertex 81");
         free(uv);
         pbd_up_model_destroy(m);
     }
