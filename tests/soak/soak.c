@@ -11,7 +11,8 @@
        kinematic and dragged along a random direction at 0.5-2 m/s with a
        wobble, for 30-90 steps, then released (it keeps its velocity);
      - collider moves: every non-plane collider slides along a slow
-       Lissajous path around its start pose (10 cm sideways, 0-5 cm up).
+       Lissajous path around its start pose (10 cm sideways, 0-5 cm up),
+       except those the example poses itself (see soak_set_pose).
    After every step: the step returned PBD_OK, every position and velocity
    is finite; every 10 steps: the energy E = sum over dynamic particles of
    m (|v|^2 / 2 - g . (x - x_ref)), x_ref 1 m below the lowest particle at
@@ -118,6 +119,18 @@ static inline pbd_result soak_add_mesh(pbd_world *w, const pbd_mesh_collider_des
     return r;
 }
 
+/* A collider the example poses itself (the hair's head, the plant's ball)
+   is the example's to move: the soak leaves it where the example puts it.
+   The head carries the hair's roots (kinematic particles on its surface):
+   the soak's offset would bury them up to 10 cm inside the head, where no
+   strand can both keep its length and stay outside the collider. */
+static int soak_col_animated[SOAK_MAX_COLLIDERS];
+static inline pbd_result soak_set_pose(pbd_world *w, pbd_collider id, const float *p, const float *q) {
+    for (int c = 0; c < soak_ncol; ++c)
+        if (soak_col_id[c] == id) soak_col_animated[c] = 1;
+    return pbd_collider_set_pose(w, id, p, q);
+}
+
 /* A scene driven by an acceleration field (wind) gains energy by design:
    there the bound is on speed instead (SOAK_SPEED m/s for every particle). */
 static int soak_driven = 0;
@@ -141,6 +154,7 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #define pbd_add_collider_box soak_add_box
 #define pbd_add_collider soak_add_collider
 #define pbd_add_collider_mesh soak_add_mesh
+#define pbd_collider_set_pose soak_set_pose
 #define pbd_world_step soak_world_step
 #define pbd_up_training_generate soak_training_generate
 #define main soak_example_main
@@ -154,6 +168,7 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #undef pbd_add_collider_box
 #undef pbd_add_collider
 #undef pbd_add_collider_mesh
+#undef pbd_collider_set_pose
 #undef pbd_world_step
 #undef pbd_up_training_generate
 
@@ -249,6 +264,7 @@ static void soak_hands(pbd_world *w, float dt) {
 
 static void soak_colliders(pbd_world *w, float t) {
     for (int c = 0; c < soak_ncol; ++c) {
+        if (soak_col_animated[c]) continue;
         const float *h = soak_col_home[c];
         float p[3] = {h[0] + 0.1f * sinf(0.7f * t + (float)c), h[1] + 0.025f * (1.0f - cosf(1.1f * t)), h[2] + 0.1f * sinf(0.5f * t)};
         pbd_collider_set_pose(w, soak_col_id[c], p, NULL);
