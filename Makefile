@@ -253,11 +253,17 @@ $(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/c
 	$(CC) $(SOAK_FLAGS) -DSOAK_EXAMPLE='"$*.c"' -DSOAK_NAME='"$*"' $(if $(filter upsample,$*),-DSOAK_CALLS=1) \
 	  $(if $(filter flag_tear,$*),-DSOAK_SPEED=70.0f) $< $(SOAK_BUILD)/impl.o -o $@ -lm
 
+# One run per example (soak-run-<name>), so `make -j2 soak` runs two at once;
+# -k: every example runs even after one fails, and the status is a failure.
+SOAK_RUNS := $(addprefix soak-run-,$(SOAK))
+.PHONY: $(SOAK_RUNS)
+$(SOAK_RUNS): soak-run-%: $(SOAK_BUILD)/%
+	@mkdir -p out/soak
+	@s=$$(date +%s); OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 ./$< --steps $(SOAK_STEPS) out/soak > out/soak/$*.log 2>&1; \
+	  rc=$$?; sum=$$(grep '^soak [^:]*: [0-9]* steps' out/soak/$*.log || echo "soak $*: no summary (exit $$rc), see out/soak/$*.log"); \
+	  echo "$$sum ($$(( $$(date +%s) - s )) s)"; \
+	  [ $$rc -eq 0 ] || { grep -E -A8 'soak .*step|ERROR: AddressSanitizer|runtime error' out/soak/$*.log | head -20; exit 1; }
+
 soak: deps
 	@$(MAKE) --no-print-directory $(addprefix $(SOAK_BUILD)/,$(SOAK))
-	@mkdir -p out/soak
-	@fail=0; for e in $(SOAK); do \
-	  OMP_NUM_THREADS=1 ASAN_OPTIONS=detect_leaks=0 ./$(SOAK_BUILD)/$$e --steps $(SOAK_STEPS) out/soak > out/soak/$$e.log 2>&1; \
-	  rc=$$?; grep '^soak ' out/soak/$$e.log || echo "soak $$e: no summary (exit $$rc), see out/soak/$$e.log"; \
-	  [ $$rc -eq 0 ] || { fail=1; grep -E -A8 'soak .*step|ERROR: AddressSanitizer|runtime error' out/soak/$$e.log | head -20; }; \
-	done; exit $$fail
+	@$(MAKE) --no-print-directory -k $(SOAK_RUNS)

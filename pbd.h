@@ -1065,7 +1065,12 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    infinite-mass leaders at the price of some damping. Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
-   FTL (pin it, make it kinematic or use the hair builder). */
+   FTL (pin it, make it kinematic or use the hair builder). A pinned or
+   kinematic particle inside a strand leads the particles after it, and
+   the segment into it is left at whatever length the hand makes; when it
+   is released (pbd_set_kinematic 0, pbd_unpin, pbd_set_mass from 0) its
+   strand is put back at rest length at once, in positions only, keeping
+   every velocity: the gap was not motion and adds no energy. */
 
 typedef int pbd_strands;
 

@@ -30,7 +30,8 @@
    implementation object.
 
    Exit status 0 when all of that held; prints one line:
-     soak <example>: <steps> steps, <grabs> grabs, max energy ratio <r>, ok */
+     soak <example>: <steps> steps, <grabs> grabs, max energy ratio <r>,
+     max speed <v> m/s, ok */
 #define _POSIX_C_SOURCE 200809L
 #include "pbd.h"
 #include "pbd_sm.h"
@@ -54,6 +55,7 @@ static int soak_failed = 0;
 static long soak_done = 0;           /* steps taken */
 static int soak_grabs = 0;
 static double soak_max_ratio = 0;
+static double soak_max_speed = 0;     /* m/s, over every particle and step */
 static const char *soak_name = SOAK_NAME;
 
 /* What the example builds, seen through the calls below (the soak uses
@@ -280,6 +282,7 @@ static void soak_check(pbd_world *w, pbd_result r) {
         if (!isfinite(x[i]) || !isfinite(v[i])) { soak_fail("non-finite state (%g)", soak_done, (double)x[i]); break; }
     for (int i = 0; i < n; ++i) {
         float v2 = v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2];
+        if (v2 > soak_max_speed * soak_max_speed) soak_max_speed = sqrt((double)v2);
         if (!(v2 <= SOAK_SPEED * SOAK_SPEED)) { soak_fail("a particle at %g m/s", soak_done, sqrt((double)v2)); break; }
     }
     if (soak_done % 10 == 0 && soak_s.e0 > 0) {
@@ -339,7 +342,7 @@ int main(int argc, char **argv) {
     int status = soak_example_main(2, args);
     if (status != 0) fprintf(stderr, "soak %s: the example itself exited with %d (its own checks after the soak)\n", soak_name, status);
     if (soak_done < soak_steps) soak_fail("only %g steps were taken", soak_done, (double)soak_done);
-    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, %s\n", soak_name, soak_done, soak_grabs, soak_max_ratio,
-           soak_driven ? " (wind: speed bound only)" : "", soak_failed ? "FAILED" : "ok");
+    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, max speed %.1f m/s, %s\n", soak_name, soak_done, soak_grabs,
+           soak_max_ratio, soak_driven ? " (wind: speed bound only)" : "", soak_max_speed, soak_failed ? "FAILED" : "ok");
     return soak_failed ? 1 : 0;
 }
