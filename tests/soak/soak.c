@@ -8,8 +8,9 @@
    ceil(SOAK_STEPS / its step count) steps, so that the whole run is
    SOAK_STEPS steps (default 10 000); between them:
      - mouse-like grabs: every 30-120 steps a random dynamic particle
-       slower than 5 m/s is made kinematic and dragged along a random direction at 0.5-2 m/s with a
-       wobble, for 30-90 steps, then released (it keeps its velocity);
+       slower than 5 m/s is made kinematic and dragged along a random
+       direction at 0.5-2 m/s with a wobble, for 30-90 steps, then
+       released (it keeps its velocity);
      - collider moves: every non-plane collider slides along a slow
        Lissajous path around its start pose (10 cm sideways, 0-5 cm up),
        except those the example poses itself (see soak_set_pose).
