@@ -1126,7 +1126,12 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    infinite-mass leaders at the price of some damping. Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
-   FTL (pin it, make it kinematic or use the hair builder). */
+   FTL (pin it, make it kinematic or use the hair builder). A pinned or
+   kinematic particle inside a strand leads the particles after it, and
+   the segment into it is left at whatever length the hand makes; when it
+   is released (pbd_set_kinematic 0, pbd_unpin, pbd_set_mass from 0) its
+   strand is put back at rest length at once, in positions only, keeping
+   every velocity: the gap was not motion and adds no energy. */
 
 typedef int pbd_strands;
 
@@ -3416,12 +3421,14 @@ static pbd__particle_state pbd__particle_save(const pbd_world *w, int i) {
     s.mass = w->mass[i]; s.flags = w->flags[i]; s.v = w->v[i]; s.kin_target = w->kin_target[i];
     return s;
 }
+static void pbd__strands_release(pbd_world *w, int i);
 static pbd_result pbd__particle_changed(pbd_world *w, int i, const pbd__particle_state *before) {
     pbd_result r = pbd__tethers_follow(w, i, pbd__inv_mass(before->mass, before->flags) == 0);
     if (r != PBD_OK) {
         w->mass[i] = before->mass; w->flags[i] = before->flags; w->v[i] = before->v; w->kin_target[i] = before->kin_target;
         pbd__refresh_inv_mass(w, i);
     }
+    if (r == PBD_OK && w->x[i].w > 0 && pbd__inv_mass(before->mass, before->flags) == 0) pbd__strands_release(w, i);
     return r;
 }
 
@@ -8280,6 +8287,30 @@ static void pbd__strands_velocities(pbd_world *w, float h) {
                 if (w->x[S->idx[k]].w == 0) continue;
                 const float *dn = S->d + 3 * (size_t)(k + 1);
                 v->x -= c * dn[0]; v->y -= c * dn[1]; v->z -= c * dn[2];
+            }
+    }
+}
+
+/* A strand particle set free (unpinned, no longer kinematic, given a
+   mass). While it was held it led its followers and FTL could not reach
+   it: the segment from its leader has whatever length the hand made (1 m
+   for a strand dragged 1 m from its root). The next FTL pass would close
+   that gap in one substep, and v = (p - x)/h would turn the jump into a
+   velocity of gap/h (a hair grabbed by the middle and let go flew off at
+   150 m/s). The gap is a state error from before the step, not motion:
+   it is settled now, in x and p alike, leaving the velocities as they
+   are, as pre-stabilization does for contacts (Macklin et al. 2014,
+   "Unified particle physics"). One scalar FTL pass over the particle's
+   strand; particles still held stay. */
+static void pbd__strands_release(pbd_world *w, int i) {
+    for (int k = 0; k < w->nstrands; ++k) {
+        pbd__strands *S = &w->strands[k];
+        for (int s = 0; s < S->nstrands; ++s)
+            for (int e = S->start[s]; e < S->start[s + 1]; ++e) {
+                if (S->idx[e] != i) continue;
+                pbd__ftl_strand(w->x, S, s, 1);
+                for (int j = S->start[s]; j < S->start[s + 1]; ++j) w->p[S->idx[j]] = w->x[S->idx[j]];
+                return; /* a particle belongs to one strand */
             }
     }
 }

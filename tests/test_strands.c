@@ -308,6 +308,81 @@ TEST(strands_simd_equals_scalar) {
     pbd_world_destroy(b);
 }
 
+/* Kinetic plus potential energy of the particles of [first, first + n). */
+static double strand_energy(const pbd_world *w, int first, int n, float g) {
+    const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+    double e = 0;
+    for (int i = first; i < first + n; ++i) {
+        float m = 0;
+        CHECK_OK(pbd_get_mass(w, i, &m));
+        const float *vi = v + 4 * i;
+        e += m * (0.5 * ((double)vi[0] * vi[0] + (double)vi[1] * vi[1] + (double)vi[2] * vi[2]) - (double)g * x[4 * i + 1]);
+    }
+    return e;
+}
+
+/* A hand holds a strand by its middle (kinematic, or pinned and moved)
+   and takes it 1 m away from its root: FTL leaves the segment into the
+   held particle 1 m long, as it must (both ends are fixed). Let go, the
+   strand is back at rest length without gaining energy: the snap-back is
+   settled in positions at the release. Before, FTL snapped it in the
+   first substep and v = (p - x)/h turned the 1 m jump into 40-240 m/s
+   (found by make soak on examples/hair.c). */
+TEST(strands_release_of_a_held_particle_adds_no_energy) {
+    for (int mode = 0; mode < 2; ++mode) { /* 0: kinematic and dragged, 1: pinned and moved */
+        pbd_world *w = pbdt_world(-9.81f);
+        enum { N = 16, HELD = 8 };
+        float x0[3 * N];
+        for (int i = 0; i < N; ++i) { x0[3 * i] = 0.02f * (float)i; x0[3 * i + 1] = 1.0f; x0[3 * i + 2] = 0; }
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = x0;
+        pd.count = N;
+        pd.mass = 1e-3f;
+        pbd_range r;
+        CHECK_OK(pbd_add_particles(w, &pd, &r));
+        CHECK_OK(pbd_pin(w, r.first));
+        int idx[N], starts[2] = {0, N};
+        for (int i = 0; i < N; ++i) idx[i] = r.first + i;
+        pbd_strands_desc sd = pbd_strands_desc_default();
+        sd.particles = idx;
+        sd.strand_starts = starts;
+        sd.strand_count = 1;
+        CHECK_OK(pbd_add_strands(w, &sd, NULL));
+        int held = r.first + HELD;
+        const float dt = 1.0f / 60.0f;
+        CHECK_OK(mode ? pbd_pin(w, held) : pbd_set_kinematic(w, held, 1));
+        for (int step = 1; step <= 60; ++step) { /* 1 m/s along z for 1 s */
+            float t[3] = {x0[3 * HELD], 1.0f, (float)step * dt};
+            pbd_range one = {held, 1};
+            CHECK_OK(mode ? pbd_set_positions(w, one, t) : pbd_set_kinematic_target(w, held, t));
+            CHECK_OK(pbd_world_step(w, dt));
+        }
+        const float *x = pbd_world_positions(w);
+        CHECK(seg_len(x, held - 1, held) > 0.9); /* held 1 m away: the strand is split there */
+        CHECK_OK(mode ? pbd_unpin(w, held) : pbd_set_kinematic(w, held, 0));
+        double e0 = strand_energy(w, r.first + 1, N - 1, -9.81f), emax = e0, vmax = 0;
+        for (int step = 0; step < 30; ++step) {
+            CHECK_OK(pbd_world_step(w, dt));
+            x = pbd_world_positions(w);
+            const float *v = pbd_world_velocities(w);
+            for (int i = 1; i < N; ++i) {
+                CHECK_NEAR(seg_len(x, r.first + i - 1, r.first + i), 0.02, 1e-5);
+                const float *vi = v + 4 * (r.first + i);
+                double s = sqrt((double)vi[0] * vi[0] + (double)vi[1] * vi[1] + (double)vi[2] * vi[2]);
+                if (s > vmax) vmax = s;
+            }
+            double e = strand_energy(w, r.first + 1, N - 1, -9.81f);
+            if (e > emax) emax = e;
+        }
+        /* gravity and FTL only: the energy of the released strand does not
+           grow (DFTL damps), and nothing moves faster than the fall of a
+           0.3 m strand from rest, sqrt(2 g 0.3) = 2.4 m/s, plus the hand's 1 m/s */
+        CHECK_MSG(emax <= e0 + 1e-6 * fabs(e0), "mode %d: energy %.9g after the release, %.9g at it", mode, emax, e0);
+        CHECK_MSG(vmax < 3.5, "mode %d: a particle at %.3g m/s after the release", mode, vmax);
+        pbd_world_destroy(w);
+    }
+}
+
 void suite_strands(void) {
     RUN(strands_ftl_one_pass_is_exact);
     RUN(strands_hair_segments_keep_rest_length);
@@ -316,4 +391,5 @@ void suite_strands(void) {
     RUN(strands_bad_input);
     RUN(strands_threads_and_snapshot_bit_identical);
     RUN(strands_simd_equals_scalar);
+    RUN(strands_release_of_a_held_particle_adds_no_energy);
 }
