@@ -544,7 +544,9 @@ PBDDEF int pbd_world_thread_team(const pbd_world *w);
 #define PBD_MAX_TIME_STEP 1.0f
 
 /* Advance by dt seconds (substeps x iterations as in the desc; a world
-   with fluids may take more substeps: see pbd_fluid_desc.gravity_cfl).
+   with fluids or a pinned cloth may take more substeps: see
+   pbd_fluid_desc.gravity_cfl, pbd_cloth_desc.gravity_cfl and
+   pbd_world_step_substeps).
    dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
