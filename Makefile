@@ -12,7 +12,7 @@
 #                        for the SIMD width: run it with SIMD=0 too, see `expected`)
 #   make demo            run the showcase headless: PNG frames and out/showcase.png
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
-#   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; FUZZ_TIME s each,
+#   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; one per core; FUZZ_TIME s each,
 #                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
 #                        replay their corpora without libFuzzer
 #   make soak            every example for SOAK_STEPS (10 000) steps with random grabs and
@@ -197,32 +197,26 @@ FUZZ_RUN_FLAGS := -timeout=30 -rss_limit_mb=2048 -print_final_stats=1
 
 .PHONY: fuzz fuzz-ci fuzz-build fuzz-replay fuzz-seeds
 
-$(FUZZ_BUILD)/impl.o: tests/fuzz/impl.c $(HEADERS)
+# the three headers' implementations, one object each (a parallel build
+# compiles them side by side), linked into every harness
+FUZZ_IMPL := pbd sm upsample
+FUZZ_IMPL_OBJS := $(patsubst %,$(FUZZ_BUILD)/impl_%.o,$(FUZZ_IMPL))
+$(FUZZ_BUILD)/impl_%.o: tests/fuzz/impl_%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(FUZZ_BUILD)/impl.o
-	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_BUILD)/impl.o -o $@ -lm
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(FUZZ_IMPL_OBJS)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -fsanitize=fuzzer $< $(FUZZ_IMPL_OBJS) -o $@ -lm
 
 fuzz-build: $(addprefix $(FUZZ_BUILD)/fuzz_,$(FUZZERS))
 
-# Runs every harness for $(1) seconds; prints "N passed, N failed, 0 skipped" (one per
-# harness) like the test runner, so that .ci/run counts a crash as a failure.
+# Runs every harness for $(1) seconds, as many at once as there are cores
+# (tests/fuzz/run.sh; each harness is one thread); prints "N passed, N
+# failed, 0 skipped" like the test runner, so that .ci/run counts a crash as
+# a failure.
+FUZZ_JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 define FUZZ_RUN
-	@pass=0; fail=0; for h in $(FUZZERS); do \
-	  mkdir -p $(FUZZ_BUILD)/corpus/$$h; \
-	  t0=$$(date +%s); \
-	  if ASAN_OPTIONS=detect_leaks=1 ./$(FUZZ_BUILD)/fuzz_$$h $(FUZZ_RUN_FLAGS) -max_total_time=$(1) \
-	       -artifact_prefix=$(FUZZ_BUILD)/crash-$$h- $(FUZZ_BUILD)/corpus/$$h tests/fuzz/corpus/$$h \
-	       > $(FUZZ_BUILD)/$$h.log 2>&1; then \
-	    pass=$$((pass + 1)); \
-	    echo "ok   fuzz_$$h ($$(( $$(date +%s) - t0 ))s, $$(grep -o 'stat::number_of_executed_units: [0-9]*' $(FUZZ_BUILD)/$$h.log | cut -d' ' -f2) inputs)"; \
-	  else \
-	    fail=$$((fail + 1)); \
-	    echo "FAIL fuzz_$$h: see $(FUZZ_BUILD)/$$h.log"; \
-	    grep -E -A12 'ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error|fuzz check failed' $(FUZZ_BUILD)/$$h.log | head -30; \
-	  fi; \
-	done; echo "$$pass passed, $$fail failed, 0 skipped"; [ $$fail -eq 0 ]
+	@FUZZ_BUILD=$(FUZZ_BUILD) FUZZ_RUN_FLAGS="$(FUZZ_RUN_FLAGS)" sh tests/fuzz/run.sh $(1) $(FUZZ_JOBS) $(FUZZERS)
 endef
 
 fuzz: fuzz-build
@@ -231,9 +225,9 @@ fuzz: fuzz-build
 fuzz-ci: fuzz-build
 	$(call FUZZ_RUN,$(FUZZ_CI_TIME))
 
-$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) tests/fuzz/impl.c $(HEADERS)
+$(BUILD)/fuzz/replay_%: tests/fuzz/fuzz_%.c $(FUZZ_SRC) $(patsubst %,tests/fuzz/impl_%.c,$(FUZZ_IMPL)) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) -std=c99 $(BASEFLAGS) -Itests/fuzz -DPBD_FUZZ_REPLAY $< tests/fuzz/impl.c -o $@ $(LIBS)
+	$(CC) -std=c99 $(BASEFLAGS) -Itests/fuzz -DPBD_FUZZ_REPLAY $< $(patsubst %,tests/fuzz/impl_%.c,$(FUZZ_IMPL)) -o $@ $(LIBS)
 
 fuzz-replay:
 	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/fuzz/replay_,$(FUZZERS))
@@ -263,16 +257,17 @@ SOAK_FLAGS := -std=c99 -g $(SOAK_OPT) -ffp-contract=off -fno-math-errno -march=n
   $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
 
 .PHONY: soak
-$(SOAK_BUILD)/impl.o: tests/fuzz/impl.c $(HEADERS)
+SOAK_IMPL_OBJS := $(patsubst %,$(SOAK_BUILD)/impl_%.o,$(FUZZ_IMPL))
+$(SOAK_BUILD)/impl_%.o: tests/fuzz/impl_%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(SOAK_FLAGS) -c $< -o $@
 
 # flag_tear's storm blows at up to 56 m/s (7 m/s x 5 x a gust of 1.6), and
 # its wind is drag towards the air's velocity: torn-off pieces fly with the
 # air, so its speed bound is 70 m/s instead of 50.
-$(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/common/*.h) $(SOAK_BUILD)/impl.o
+$(SOAK_BUILD)/%: tests/soak/soak.c examples/%.c $(HEADERS) $(wildcard examples/common/*.h) $(SOAK_IMPL_OBJS)
 	$(CC) $(SOAK_FLAGS) -DSOAK_EXAMPLE='"$*.c"' -DSOAK_NAME='"$*"' $(if $(filter upsample,$*),-DSOAK_CALLS=1) \
-	  $(if $(filter flag_tear,$*),-DSOAK_SPEED=70.0f) $< $(SOAK_BUILD)/impl.o -o $@ -lm
+	  $(if $(filter flag_tear,$*),-DSOAK_SPEED=70.0f) $< $(SOAK_IMPL_OBJS) -o $@ -lm
 
 # One run per example (soak-run-<name>), so `make -j2 soak` runs two at once;
 # -k: every example runs even after one fails, and the status is a failure.
