@@ -15,12 +15,18 @@
        Lissajous path around its start pose (10 cm sideways, 0-5 cm up),
        except those the example poses itself (see soak_set_pose).
    After every step: the step returned PBD_OK, every position and velocity
-   is finite; every 10 steps: the energy E = sum over dynamic particles of
+   is finite, the energy E = sum over dynamic particles of
    m (|v|^2 / 2 - g . (x - x_ref)), x_ref 1 m below the lowest particle at
    the start (so that E > 0), stays below SOAK_ENERGY (default 10) times
    its starting value, and every particle stays below 50 m/s (in a scene
    driven by an acceleration field, wind, the energy grows by design: only
-   the speed bound applies there). Built with ASan and UBSan, any memory error stops
+   the speed bound applies there). The speed bound is not applied in the
+   SOAK_RELEASE_STEPS (10) steps after a release: a particle the hand
+   dragged metres away from a stiff shape-matched body is pulled back by
+   a fixed fraction of the gap per substep, gap * stiffness / h (2 m from
+   a jelly of stiffness 0.3 at 1/120 s: 70 m/s), as the model says; the
+   energy bound still holds there, and the summary reports the fastest
+   particle of those windows apart. Built with ASan and UBSan, any memory error stops
    the run. The upsample example steps no world itself (its simulations
    run inside pbd_up_training_generate): its training simulation is run for
    SOAK_STEPS steps (more recorded frames, of which the example then sees
@@ -28,11 +34,11 @@
    100 m. The soak sees the scene through the public API only (it wraps
    the example's pbd_world_create and collider calls to learn its gravity
    and the colliders' start poses), so every example links against one
-   implementation object.
+   set of implementation objects.
 
    Exit status 0 when all of that held; prints one line:
      soak <example>: <steps> steps, <grabs> grabs, max energy ratio <r>,
-     max speed <v> m/s, ok */
+     max speed <v> m/s (<v> m/s just after releases), ok */
 #define _POSIX_C_SOURCE 200809L
 #include "pbd.h"
 #include "pbd_sm.h"
@@ -56,6 +62,9 @@
 #ifndef SOAK_SPEED
 #define SOAK_SPEED 50.0f
 #endif
+#ifndef SOAK_RELEASE_STEPS
+#define SOAK_RELEASE_STEPS 10
+#endif
 
 static long soak_steps = 10000;     /* --steps */
 static unsigned soak_rng = 12345u;   /* --seed */
@@ -63,7 +72,8 @@ static int soak_failed = 0;
 static long soak_done = 0;           /* steps taken */
 static int soak_grabs = 0;
 static double soak_max_ratio = 0;
-static double soak_max_speed = 0;     /* m/s, over every particle and step */
+static double soak_max_speed = 0;     /* m/s, over every particle and step outside release windows */
+static double soak_max_release = 0;   /* m/s, in the SOAK_RELEASE_STEPS after releases */
 static const char *soak_name = SOAK_NAME;
 
 /* What the example builds, seen through the calls below (the soak uses
@@ -152,7 +162,7 @@ static inline pbd_result soak_set_field(pbd_world *w, pbd_acceleration_fn fn, vo
 static inline pbd_result soak_world_step(pbd_world *w, float dt);
 static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
 
-/* the implementations come from one object (tests/fuzz/impl.c) */
+/* the implementations come from the fuzz harnesses' objects (tests/fuzz/impl_*.c) */
 #define PBD_IMPLEMENTATION_INCLUDED
 #define PBD_SM_IMPLEMENTATION_INCLUDED
 #define PBD_UPSAMPLE_IMPLEMENTATION_INCLUDED
@@ -294,10 +304,12 @@ static void soak_check(pbd_world *w, pbd_result r) {
     const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
     for (int i = 0; i < 4 * n; ++i)
         if (!isfinite(x[i]) || !isfinite(v[i])) { soak_fail("non-finite state (%g)", soak_done, (double)x[i]); break; }
+    int releasing = soak_s.released >= 0 && soak_done - soak_s.released_at <= SOAK_RELEASE_STEPS;
     for (int i = 0; i < n; ++i) {
         float v2 = v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2];
-        if (v2 > soak_max_speed * soak_max_speed) soak_max_speed = sqrt((double)v2);
-        if (!(v2 <= SOAK_SPEED * SOAK_SPEED)) {
+        double *max = releasing ? &soak_max_release : &soak_max_speed;
+        if (v2 > *max * *max) *max = sqrt((double)v2);
+        if (!releasing && !(v2 <= SOAK_SPEED * SOAK_SPEED)) {
             /* what the hand did last, to tell a release from the scene's own motion */
             fprintf(stderr, "soak %s: step %ld: particle %d at %.1f m/s; held %d, last released %d at step %ld\n", soak_name,
                     soak_done, i, sqrt((double)v2), soak_s.grabbed, soak_s.released, soak_s.released_at);
@@ -305,7 +317,7 @@ static void soak_check(pbd_world *w, pbd_result r) {
             break;
         }
     }
-    if (soak_done % 10 == 0 && soak_s.e0 > 0) {
+    if (soak_s.e0 > 0) {
         double ratio = soak_energy(w, soak_s.yref) / soak_s.e0;
         if (ratio > soak_max_ratio) soak_max_ratio = ratio;
         if (!soak_driven && !(ratio <= SOAK_ENERGY)) soak_fail("energy %.3g x the start", soak_done, ratio);
@@ -362,7 +374,8 @@ int main(int argc, char **argv) {
     int status = soak_example_main(2, args);
     if (status != 0) fprintf(stderr, "soak %s: the example itself exited with %d (its own checks after the soak)\n", soak_name, status);
     if (soak_done < soak_steps) soak_fail("only %g steps were taken", soak_done, (double)soak_done);
-    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, max speed %.1f m/s, %s\n", soak_name, soak_done, soak_grabs,
-           soak_max_ratio, soak_driven ? " (wind: speed bound only)" : "", soak_max_speed, soak_failed ? "FAILED" : "ok");
+    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, max speed %.1f m/s (%.1f m/s just after releases), %s\n",
+           soak_name, soak_done, soak_grabs, soak_max_ratio, soak_driven ? " (wind: speed bound only)" : "", soak_max_speed,
+           soak_max_release, soak_failed ? "FAILED" : "ok");
     return soak_failed ? 1 : 0;
 }
