@@ -7677,9 +7677,6 @@ static int pbd__flat_convex_disc(pbd_world *w, int oi, const int *tris, int nt) 
     return ok;
 }
 
-/* The set as it should be now (out; count 0 without anchors or without
-   free vertices), built from the rest lengths of the stretch group, or
-   from straight rest distances (see above). */
 /* Whether vertex i anchors tethers: inverse mass 0, and not kinematic
    when the cloth has fixed vertices (pinned or of mass 0). A kinematic
    vertex is usually a hand: it drags the cloth away from its pins, and
@@ -7692,6 +7689,9 @@ static int pbd__tether_anchor(const pbd_world *w, int i, int fixed_only) {
     return w->x[i].w == 0 && (!fixed_only || (w->flags[i] & PBD__PINNED) || !(w->mass[i] > 0));
 }
 
+/* The set as it should be now (out; count 0 without anchors or without
+   free vertices), built from the rest lengths of the stretch group, or
+   from straight rest distances (see above). */
 static pbd_result pbd__auto_tethers_build(pbd_world *w, int oi, pbd__lra *out) {
     const pbd__object *o = &w->objects[oi];
     memset(out, 0, sizeof *out);
@@ -7839,16 +7839,6 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles
     return PBD_OK;
 }
 
-/* Kim et al. 2012 (survey 3.5, Long Range Attachments): a particle
-   farther from an attached anchor than its tether is put back on the
-   tether's sphere. Only the particle moves (the anchor is attached), so a
-   particle's tethers are one thread's work. Two tethers are solved one
-   after the other, not by projecting onto the intersection of both balls
-   at once: that closed form measured no better (bench/cloth_defaults,
-   32 x 32 at 4 x 4: 15.4%/7.2% against 15.3%/7.6%; at 16 x 1 worse) and,
-   moving a particle farther in one go, let a cloth twisted between a
-   pinned and a kinematic row pass through itself
-   (selfcollision_twisted_cloth_never_crosses). */
 /* --- tethers that give way -------------------------------------------------
    A tether is a hard limit, solved in one projection. Where a particle's
    tethers cannot all hold (pbd__lra_conflict: anchors moved apart beyond
@@ -7921,6 +7911,16 @@ static void pbd__lra_give_way(const pbd__p4 *P, const pbd__lra *l, int k, pbd__v
     }
 }
 
+/* Kim et al. 2012 (survey 3.5, Long Range Attachments): a particle
+   farther from an attached anchor than its tether is put back on the
+   tether's sphere. Only the particle moves (the anchor is attached), so a
+   particle's tethers are one thread's work. Two tethers are solved one
+   after the other, not by projecting onto the intersection of both balls
+   at once: that closed form measured no better (bench/cloth_defaults,
+   32 x 32 at 4 x 4: 15.4%/7.2% against 15.3%/7.6%; at 16 x 1 worse) and,
+   moving a particle farther in one go, let a cloth twisted between a
+   pinned and a kinematic row pass through itself
+   (selfcollision_twisted_cloth_never_crosses). */
 static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
     pbd__p4 *P = w->p;
     PBD__PRAGMA(omp for schedule(static))
