@@ -7211,8 +7211,8 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
 
 /* A set of long range attachments: particle particles[k] has the tethers
    [start[k], start[k+1]) to anchor[t] of length[t]. reach (NULL when
-   no memory) holds the limits the projection uses, >= length: see
-   "tethers that give way". */
+   no memory) holds the limits the projection uses, >= length, and their
+   copy for a rollback: see "tethers that give way". */
 typedef struct pbd__lra {
     int count, enabled;
     int *particles, *start, *anchor;
@@ -7859,12 +7859,29 @@ static float pbd__lra_distance(const pbd__p4 *x, const pbd__lra *l, int k, int t
     return pbd__len(pbd__sub(pbd__p3(x[l->particles[k]]), pbd__p3(x[l->anchor[t]])));
 }
 
-/* After a set was made: its reach, taut (reach = length). */
-static void pbd__lra_reach(pbd_world *w, pbd__lra *l) {
+/* After a set was made: its reach, taut (reach = length). reach holds
+   2 nt floats: the reach, then its copy from the start of the step, which
+   a rolled-back step puts back (pbd__lras_keep). from (may be NULL): the
+   reach to start with instead, nt floats (a snapshot's). */
+static void pbd__lra_reach_from(pbd_world *w, pbd__lra *l, const float *from) {
     long nt = l->count > 0 ? l->start[l->count] : 0;
+    float *r = (float *)pbd__alloc_n(w, (size_t)(nt > 0 ? 2 * nt : 1), sizeof(float));
+    for (long t = 0; r && t < nt; ++t) r[t] = r[nt + t] = from ? from[t] : l->length[t];
     pbd__free(w, l->reach);
-    if (!(l->reach = (float *)pbd__alloc_n(w, (size_t)(nt > 0 ? nt : 1), sizeof(float)))) return;
-    for (long t = 0; t < nt; ++t) l->reach[t] = l->length[t];
+    l->reach = r;
+}
+static void pbd__lra_reach(pbd_world *w, pbd__lra *l) { pbd__lra_reach_from(w, l, NULL); }
+
+/* Start of a step (restore 0): the reach is copied; a rolled-back step
+   (restore 1) gets it back, with the positions it came from. */
+static void pbd__lras_keep(pbd_world *w, int restore) {
+    for (int i = 0; i < w->nlras; ++i) {
+        pbd__lra *l = &w->lras[i];
+        long nt = l->count > 0 ? l->start[l->count] : 0;
+        if (!l->reach || nt == 0) continue;
+        if (restore) memcpy(l->reach, l->reach + nt, sizeof(float) * (size_t)nt);
+        else memcpy(l->reach + nt, l->reach, sizeof(float) * (size_t)nt);
+    }
 }
 
 /* End of a step: every loose tether tightens to its particle's distance. */
@@ -9444,7 +9461,16 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         int loose = l->reach != NULL; /* written as is, read as 0 or 1 */
         pbd__io_int(io, &loose);
         if (io->in && loose != 0 && loose != 1) { io->bad = 1; break; }
-        if (loose) pbd__io_array(io, w, (void **)&l->reach, nt, sizeof(float));
+        if (loose && !io->in) pbd__io_array(io, w, (void **)&l->reach, nt, sizeof(float));
+        if (loose && io->in) { /* nt floats in the snapshot, 2 nt in memory (pbd__lra_reach_from) */
+            float *read = NULL;
+            pbd__io_array(io, w, (void **)&read, nt, sizeof(float));
+            if (!io->bad) {
+                pbd__lra_reach_from(w, l, read);
+                if (!l->reach) io->bad = 2;
+            }
+            pbd__free(w, read);
+        }
     }
     n = w->nlimits;
     pbd__io_table(io, w, (void **)&w->limits, &n, &w->limit_cap, sizeof(pbd__limit));
@@ -12605,6 +12631,7 @@ static void pbd__step_keep(pbd_world *w) {
         memcpy(w->pose_step[c].rot, w->colliders[c].rot, sizeof w->colliders[c].rot);
     }
     if (w->nsurfaces) pbd__selfcol_keep_step(w, 0);
+    pbd__lras_keep(w, 0);
 }
 
 static void pbd__step_rollback(pbd_world *w) {
@@ -12621,6 +12648,7 @@ static void pbd__step_rollback(pbd_world *w) {
         memcpy(w->colliders[c].rot, w->pose_step[c].rot, sizeof w->colliders[c].rot);
     }
     if (w->nsurfaces) pbd__selfcol_keep_step(w, 1);
+    pbd__lras_keep(w, 1);
     pbd__reset_multipliers(w);
     pbd__plugins_rollback(w);
 }
