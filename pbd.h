@@ -612,6 +612,8 @@ PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle);
    substeps; its velocity follows). It pushes others but is not pushed. */
 PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic);
 PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target);
+/* *kinematic: 1 while the particle is kinematic, else 0. */
+PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinematic);
 
 /* A user acceleration (wind, fields) added to gravity for every dynamic
    particle once per substep. It may be called from several threads at once
@@ -3509,6 +3511,14 @@ PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
     }
     pbd__refresh_inv_mass(w, particle);
     return pbd__particle_changed(w, particle, &before);
+}
+
+PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinematic) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, kinematic, "kinematic");
+    PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    *kinematic = (w->flags[particle] & PBD__KINEMATIC) != 0;
+    return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target) {

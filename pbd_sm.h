@@ -637,8 +637,10 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work
      end_substep    omega = axis(q_p q^-1) angle(q_p q^-1) / h with the
                     shorter of r and -r (eq. 30), q = q_p.
    Groups are solved serially in particle order, so the result does not
-   depend on the thread count. Particles with inverse mass 0 (pinned,
-   kinematic) neither move nor turn (set their orientation by hand).
+   depend on the thread count. Pinned and massless particles neither
+   move nor turn (set their orientation by hand: a clamped root). A
+   kinematic particle moves where it is led but turns with its group, as
+   a point held by a hand does.
    The state belongs to the world: it is freed by pbd_world_destroy or by
    pbd_remove_plugin(w, pbd_sm_oriented_plugin(o)). It is not part of the
    world's snapshot. */
@@ -4164,6 +4166,20 @@ static double pbd_sm__oriented_mass(const pbd_sm_oriented *o, const float *p, in
     return wi > 0 ? 1.0 / wi : o->mass[j];
 }
 
+/* Whether the orientation of particle g, of inverse mass 0, follows its
+   group's rotation: yes when it is kinematic (a hand holds a point, not
+   a rotation), no when it is pinned or massless (a root clamps the
+   stem). A kinematic particle whose orientation stayed as it was grabbed
+   kept turning its neighbours back through its ellipsoid's moment while
+   the hand bent the branch: in the soak of examples/sm_plant.c a
+   particle next to one held low on the stem jittered at 55 m/s; a chain
+   bent by a hand held at particle 3, 22 m/s against 7.4 m/s
+   (tests/test_sm_oriented.c). */
+static int pbd_sm__oriented_turns(const pbd_sm_oriented *o, int g) {
+    int kinematic = 0;
+    return pbd_get_kinematic(o->world, o->first + g, &kinematic) == PBD_OK && kinematic;
+}
+
 /* One group (survey 4.4): centre of mass c and rest centre, the moment
    matrix of eq. 25 (particle terms plus every member's ellipsoid, eq. 20),
    its rotation (warm-started polar decomposition), goals pulling the
@@ -4203,7 +4219,7 @@ static void pbd_sm__oriented_match(pbd_sm_oriented *o, float *p, int g) {
         pbd_sm__rotate(R, d, gj);
         for (int k = 0; k < 3; ++k) pj[k] = (float)(pj[k] + o->stiffness * (c[k] + gj[k] - pj[k]));
     }
-    if (p[4 * (o->first + g) + 3] > 0) {
+    if (p[4 * (o->first + g) + 3] > 0 || pbd_sm__oriented_turns(o, g)) {
         double *qc = o->qp + 4 * g;
         for (int k = 0; k < 4; ++k) qc[k] = o->rest_q[4 * g + k];
         pbd_sm__quat_mul_into(qc, gq, 1); /* only the centre: q_p = R rest_q */
