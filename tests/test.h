@@ -12,6 +12,7 @@
 #define PBD_TEST_H
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "../pbd.h"
 
@@ -113,6 +114,31 @@ static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     c.triangles = m->triangles;
     c.triangle_count = m->triangle_count;
     return c;
+}
+
+/* One strand of n particles at positions (3n floats; velocities and mass
+   optional: NULL / 0 for the defaults) with its root pinned; damping is
+   the strand damping (< 0: the default). Returns the particles' range
+   (count 0 when a call failed). */
+static inline pbd_range pbdt_strand(pbd_world *w, const float *positions, const float *velocities, int n, float mass,
+                                    float damping) {
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = positions;
+    pd.velocities = velocities;
+    pd.count = n;
+    if (mass > 0) pd.mass = mass;
+    pbd_range r = {-1, 0};
+    if (pbd_add_particles(w, &pd, &r) != PBD_OK || pbd_pin(w, r.first) != PBD_OK) return r;
+    int *idx = (int *)malloc(sizeof(int) * (size_t)n), starts[2] = {0, n};
+    for (int i = 0; idx && i < n; ++i) idx[i] = r.first + i;
+    pbd_strands_desc sd = pbd_strands_desc_default();
+    sd.particles = idx;
+    sd.strand_starts = starts;
+    sd.strand_count = 1;
+    if (damping >= 0) sd.damping = damping;
+    if (!idx || pbd_add_strands(w, &sd, NULL) != PBD_OK) r.count = 0;
+    free(idx);
+    return r;
 }
 
 /* A world with default settings but for gravity (0, gy, 0). */

@@ -435,19 +435,8 @@ static void build_solids_scene(scene *s) {
         sp[3 * i + 1] = 0.8f;
         sp[3 * i + 2] = -0.5f;
     }
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = sp;
-    pd.count = 6;
-    pbd_range strand;
-    CHECK_OK(pbd_add_particles(w, &pd, &strand));
-    CHECK_OK(pbd_pin(w, strand.first));
-    int ids[6], starts[2] = {0, 6};
-    for (int i = 0; i < 6; ++i) ids[i] = strand.first + i;
-    pbd_strands_desc std_ = pbd_strands_desc_default();
-    std_.particles = ids;
-    std_.strand_starts = starts;
-    std_.strand_count = 1;
-    CHECK_OK(pbd_add_strands(w, &std_, NULL));
+    pbd_range strand = pbdt_strand(w, sp, NULL, 6, 0, -1);
+    CHECK(strand.count == 6);
     add_feature(s, "strand", strand);
 }
 

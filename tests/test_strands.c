@@ -105,21 +105,8 @@ TEST(strands_dftl_velocity_correction) {
             for (int c = 0; c < 3; ++c) v0[3 * i + c] = 2.0f * pbdt_rand(&seed) - 1.0f;
         }
         v0[0] = v0[1] = v0[2] = 0;
-        pbd_particles_desc pd = pbd_particles_desc_default();
-        pd.positions = x0;
-        pd.velocities = v0;
-        pd.count = N;
-        pbd_range r;
-        CHECK_OK(pbd_add_particles(w, &pd, &r));
-        CHECK_OK(pbd_pin(w, r.first));
-        int idx[N], starts[2] = {0, N};
-        for (int i = 0; i < N; ++i) idx[i] = r.first + i;
-        pbd_strands_desc sd = pbd_strands_desc_default();
-        sd.particles = idx;
-        sd.strand_starts = starts;
-        sd.strand_count = 1;
-        sd.damping = s_damp;
-        CHECK_OK(pbd_add_strands(w, &sd, NULL));
+        pbd_range r = pbdt_strand(w, x0, v0, N, 0, s_damp);
+        CHECK(r.count == N);
         float rest[N - 1];
         for (int i = 1; i < N; ++i) {
             float dx = x0[3 * i] - x0[3 * i - 3], dy = x0[3 * i + 1] - x0[3 * i - 2], dz = x0[3 * i + 2] - x0[3 * i - 1];
@@ -334,20 +321,8 @@ TEST(strands_release_of_a_held_particle_adds_no_energy) {
         enum { N = 16, HELD = 8 };
         float x0[3 * N];
         for (int i = 0; i < N; ++i) { x0[3 * i] = 0.02f * (float)i; x0[3 * i + 1] = 1.0f; x0[3 * i + 2] = 0; }
-        pbd_particles_desc pd = pbd_particles_desc_default();
-        pd.positions = x0;
-        pd.count = N;
-        pd.mass = 1e-3f;
-        pbd_range r;
-        CHECK_OK(pbd_add_particles(w, &pd, &r));
-        CHECK_OK(pbd_pin(w, r.first));
-        int idx[N], starts[2] = {0, N};
-        for (int i = 0; i < N; ++i) idx[i] = r.first + i;
-        pbd_strands_desc sd = pbd_strands_desc_default();
-        sd.particles = idx;
-        sd.strand_starts = starts;
-        sd.strand_count = 1;
-        CHECK_OK(pbd_add_strands(w, &sd, NULL));
+        pbd_range r = pbdt_strand(w, x0, NULL, N, 1e-3f, -1);
+        CHECK(r.count == N);
         int held = r.first + HELD;
         const float dt = 1.0f / 60.0f;
         CHECK_OK(mode ? pbd_pin(w, held) : pbd_set_kinematic(w, held, 1));
