@@ -1204,8 +1204,10 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    stretch (its rest shape taken when tearing is enabled) exceeds
    threshold: one of its vertices is split by the plane through it normal
    to the edge or to the principal direction. The triangles on the far side get a
-   new particle (a copy: position, velocity, flags; the vertex's mass is
-   shared in proportion to the triangles' areas, so the total is kept), the
+   new particle (a copy: position, velocity, pin; a kinematic vertex's copy
+   is not kinematic, so a hand holds the particle it grabbed and the side
+   torn off it falls free; the vertex's mass is shared in proportion to
+   the triangles' areas, so the total is kept), the
    object's groups are rewritten (edges on the crack are duplicated,
    bending across it removed, strain-limit triangles renamed) and coloured
    again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
@@ -9320,7 +9322,9 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         int v = k->splits[s].v, nv = n0 + s;
         w->x[nv] = w->x[v]; w->p[nv] = w->p[v]; w->v[nv] = w->v[v];
         w->radius[nv] = w->radius[v];
-        w->flags[nv] = w->flags[v];
+        /* a hand (kinematic) holds the particle it grabbed, not its copy:
+           the torn-off side falls free; a pin nails both */
+        w->flags[nv] = w->flags[v] & (unsigned char)~PBD__KINEMATIC;
         w->kin_target[nv] = w->kin_target[v];
         w->kin_from[nv] = w->kin_from[v];
         w->ncontact[nv] = 0;

@@ -377,6 +377,56 @@ TEST(tearing_by_principal_stretch) {
     }
 }
 
+/* A hand (a kinematic vertex) pulls the centre of a 3 x 3 patch (a fan
+   of 8 triangles round it), whose rim is pinned, 0.12 m sideways: the centre, the vertex with the most
+   faces, splits. The hand keeps the particle it grabbed; the copy that
+   took the faces behind it is not kinematic and falls back towards the
+   rim. A kinematic copy would hang in the air where the hand was, for
+   good, since the user knows nothing of it and never releases it. */
+TEST(tearing_a_held_vertex_the_hand_keeps_one_side) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {0, 0, 0}, u[3] = {0.4f, 0, 0}, v[3] = {0, 0, 0.4f};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &m));
+    static const int fan[24] = {4, 0, 1, 4, 1, 2, 4, 2, 5, 4, 5, 8, 4, 8, 7, 4, 7, 6, 4, 6, 3, 4, 3, 0};
+    memcpy(m.triangles, fan, sizeof fan); /* a 3 x 3 grid has 8 triangles too */
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    const int centre = obj.particles.first + 4;
+    for (int i = 0; i < 9; ++i)
+        if (i != 4) CHECK_OK(pbd_pin(w, obj.particles.first + i));
+    CHECK_OK(pbd_set_kinematic(w, centre, 1));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.threshold = 1.3f;
+    td.max_splits = 1;
+    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    float hand[3] = {0.32f, 0.0f, 0.2f};
+    CHECK_OK(pbd_set_kinematic_target(w, centre, hand));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    int splits = 0;
+    CHECK_OK(pbd_world_tear(w, &splits));
+    CHECK_MSG(splits == 1, "%d splits", splits);
+    const int copy = pbd_world_particle_count(w) - 1;
+    int kin = -1, copy_kin = -1;
+    float copy_mass = 0;
+    CHECK_OK(pbd_get_kinematic(w, centre, &kin));
+    CHECK_OK(pbd_get_kinematic(w, copy, &copy_kin));
+    CHECK_OK(pbd_get_mass(w, copy, &copy_mass));
+    CHECK_MSG(kin == 1 && copy_kin == 0, "held vertex kinematic %d, its copy %d", kin, copy_kin);
+    CHECK_MSG(copy_mass > 0 && pbd_world_positions(w)[4 * copy + 3] > 0, "copy %d: mass %g, inverse mass %g", copy, copy_mass,
+              pbd_world_positions(w)[4 * copy + 3]); /* dynamic */
+    for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    CHECK_NEAR(x[4 * centre], hand[0], 1e-6);
+    float gap = sqrtf((x[4 * copy] - hand[0]) * (x[4 * copy] - hand[0]) + x[4 * copy + 1] * x[4 * copy + 1] +
+                      (x[4 * copy + 2] - hand[2]) * (x[4 * copy + 2] - hand[2]));
+    CHECK_MSG(gap > 0.08f, "the copy stays %.3f m from the hand", gap);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 TEST(tearing_nothing_below_the_threshold) {
     pbd_object obj;
     pbd_mesh m;
@@ -567,6 +617,7 @@ void suite_tearing(void) {
     RUN(tearing_moves_the_collision_surface);
     RUN(tearing_rewrites_long_range_attachments);
     RUN(tearing_by_principal_stretch);
+    RUN(tearing_a_held_vertex_the_hand_keeps_one_side);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
     RUN(tearing_bad_input);

@@ -4,7 +4,8 @@
    included with its main renamed and its pbd_world_step calls routed
    through soak_world_step, so the scene is exactly the example's, set up
    by its own code, with its own per-frame work (tearing, hair transforms,
-   upsampling, ...). Each of the example's steps becomes
+   upsampling, ...; a tearing scene also tears between the extra steps).
+   Each of the example's steps becomes
    ceil(SOAK_STEPS / its step count) steps, so that the whole run is
    SOAK_STEPS steps (default 10 000); between them:
      - mouse-like grabs: every 30-120 steps a random dynamic particle
@@ -179,6 +180,25 @@ static inline pbd_result soak_set_field(pbd_world *w, pbd_acceleration_fn fn, vo
     return pbd_world_set_acceleration_field(w, fn, user);
 }
 
+/* A tearing scene tears between every two steps, as the example does
+   between its own: the soak's extra steps tear too (soak_world_step), and
+   the example's pbd_world_tear reports the splits of all of them. Left to
+   tear once per example step (56 soak steps), a hand drags a strip of
+   flag 2 m from the pole before a split can let go, and the strip
+   snaps back at 354 m/s when the hand releases it. */
+static int soak_tears = 0, soak_pending_splits = 0;
+static inline pbd_result soak_enable_tearing(pbd_world *w, const pbd_tearing_desc *d) {
+    pbd_result r = pbd_object_enable_tearing(w, d);
+    if (r == PBD_OK) soak_tears = 1;
+    return r;
+}
+static inline pbd_result soak_world_tear(pbd_world *w, int *splits) {
+    pbd_result r = pbd_world_tear(w, splits);
+    if (splits && r == PBD_OK) *splits += soak_pending_splits;
+    soak_pending_splits = 0;
+    return r;
+}
+
 static inline pbd_result soak_world_step(pbd_world *w, float dt);
 static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
 
@@ -197,6 +217,8 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #define pbd_add_collider_mesh soak_add_mesh
 #define pbd_collider_set_pose soak_set_pose
 #define pbd_world_step soak_world_step
+#define pbd_object_enable_tearing soak_enable_tearing
+#define pbd_world_tear soak_world_tear
 #define pbd_up_training_generate soak_training_generate
 #define main soak_example_main
 #include SOAK_EXAMPLE
@@ -212,6 +234,8 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #undef pbd_add_collider_mesh
 #undef pbd_collider_set_pose
 #undef pbd_world_step
+#undef pbd_object_enable_tearing
+#undef pbd_world_tear
 #undef pbd_up_training_generate
 
 #ifndef SOAK_CALLS
@@ -366,6 +390,12 @@ static inline pbd_result soak_world_step(pbd_world *w, float dt) {
         r = pbd_world_step(w, dt);
         soak_check(w, r);
         if (r != PBD_OK) break;
+        int splits = 0; /* the example tears after the last one itself */
+        if (soak_tears && k + 1 < per_call && soak_done < soak_steps) {
+            r = pbd_world_tear(w, &splits);
+            if (r != PBD_OK) { soak_fail("pbd_world_tear returned %g", soak_done, (double)r); break; }
+            soak_pending_splits += splits;
+        }
     }
     return r;
 }
