@@ -103,6 +103,12 @@
        (x, y, z, inverse mass); pbd_world_positions() returns that array.
      * Zero is a real value for many parameters, so every desc has a
        *_default() function: start from it and change what you need.
+     * Lists: a call that hands out a list takes (out, max, *count) in that
+       order and returns pbd_result: it writes at most max items to out
+       (an item may be several numbers: a triangle is 3 ints), *count
+       (required) receives the full length, and out may be NULL when max
+       is 0, so a first call with (NULL, 0, &n) sizes the buffer. A short
+       buffer is no error. All three headers follow this.
      * No allocation inside pbd_world_step(): scratch is sized when objects
        are added.
      * Time steps: pbd_world_step takes dt in [PBD_MIN_TIME_STEP,
@@ -692,14 +698,15 @@ PBDDEF int pbd_world_group_count(const pbd_world *w);
 PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type,
                                  int *count);
 /* The group's graph colouring (survey 3.8): no two constraints of a colour
-   share a particle, so a colour is solved in parallel; when *overflow is 1
-   the last colour holds what did not fit in 63 colours and is solved
-   serially. sizes (optional) receives up to max_sizes colour sizes. */
-PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *color_count, int *sizes,
-                                   int max_sizes, int *overflow);
+   share a particle, so a colour is solved in parallel; when *overflow
+   (optional) is 1 the last colour holds what did not fit in 63 colours and
+   is solved serially. sizes receives up to max colour sizes, *count the
+   number of colours. */
+PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *sizes, int max, int *count, int *overflow);
 /* The particles of the constraints of one colour, `arity` per constraint
    (attachments: 2, the second -1 for a world point; mesh volumes have no
-   colours). Writes at most max ints; *count receives the constraint count. */
+   colours). Writes at most max constraints (arity ints each); *count
+   receives the colour's constraint count. */
 PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group g, int color, int *out,
                                             int max, int *count);
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance);
@@ -1033,8 +1040,9 @@ PBDDEF int pbd_world_fluid_count(const pbd_world *w);
 PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity);
 /* The SPH density of each particle of the fluid at the current positions,
    the colliders' share included, over the rest density (the lattice's, see
-   above; out: count floats). */
-PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int max);
+   above), in the fluid's particle order: out holds max floats, *count
+   receives the fluid's particle count. */
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int max, int *count);
 // ==== strain limiting =======================================================
 /* Strain limiting (survey 3.5): passes that run every iteration after the
    constraint groups (before the plugins and the contacts), always as
@@ -1092,7 +1100,8 @@ PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled);
    set disabled with pbd_lra_set_enabled stays disabled. */
 PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *out);
 /* The tethers (particle, anchor, tether length) of a set: *count receives
-   their number, at most max are written (any output may be NULL). */
+   their number, at most max are written (any of the three outputs may
+   be NULL). */
 PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra l, int *particles, int *anchors, float *lengths,
                                   int max, int *count);
 
@@ -1342,10 +1351,10 @@ PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *tr
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
 /* The candidates of the last substep as world particle quadruples (4 ints
    each): first the point-triangle ones {vertex, a, b, c}, then the
-   edge-edge ones {a0, a1, b0, b1}. Writes at most max quadruples; returns
-   how many there are (pbd_world_self_contact_count), *point_triangle (may
-   be NULL) how many of them are point-triangle. */
-PBDDEF int pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *point_triangle);
+   edge-edge ones {a0, a1, b0, b1}. Writes at most max quadruples; *count
+   receives how many there are (pbd_world_self_contact_count),
+   *point_triangle (optional) how many of them are point-triangle. */
+PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *count, int *point_triangle);
 // ==== plugins ===============================================================
 /* Extensions (pbd_sm.h, pbd_upsample.h, your own solvers) hook into the
    substep loop through a small table of callbacks, so that pbd.h never
@@ -2827,6 +2836,15 @@ static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n
     if (!pbd__finite_n(x, n)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s contains NaN or infinity", what);
     return PBD_OK;
 }
+
+/* A list output (the API's one convention, see "Lists" in the manual):
+   out holds max items, may be NULL when max is 0 (a size query); *count
+   receives the full length, required. */
+static pbd_result pbd__check_list(const pbd_world *w, const void *out, int max, const int *count) {
+    PBD__CHECK_PTR(w, count, "count");
+    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    return PBD_OK;
+}
 #define PBD__TRY(expr) do { pbd_result pbd__r = (expr); if (pbd__r != PBD_OK) return pbd__r; } while (0)
 
 /* --- create / destroy --------------------------------------------------------- */
@@ -3990,15 +4008,14 @@ PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *color_count, int *sizes, int max_sizes,
-                                   int *overflow) {
+PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *sizes, int max, int *count, int *overflow) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_group(w, gi));
+    PBD__TRY(pbd__check_list(w, sizes, max, count));
     const pbd__group *g = &w->groups[gi];
-    if (max_sizes < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_sizes %d < 0", max_sizes);
-    if (color_count) *color_count = g->ncolors;
+    *count = g->ncolors;
     if (overflow) *overflow = g->overflow;
-    for (int c = 0; sizes && c < g->ncolors && c < max_sizes; ++c) sizes[c] = g->color_start[c + 1] - g->color_start[c];
+    for (int c = 0; c < g->ncolors && c < max; ++c) sizes[c] = g->color_start[c + 1] - g->color_start[c];
     return PBD_OK;
 }
 
@@ -4007,10 +4024,10 @@ PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, in
     PBD__TRY(pbd__check_group(w, gi));
     const pbd__group *g = &w->groups[gi];
     if (color < 0 || color >= g->ncolors) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "colour %d of %d", color, g->ncolors);
-    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out/max");
+    PBD__TRY(pbd__check_list(w, out, max, count));
     int b = g->color_start[color], e = g->color_start[color + 1];
-    for (long k = 0; k < (long)(e - b) * g->arity && k < max; ++k) out[k] = g->idx[(size_t)b * g->arity + k];
-    if (count) *count = e - b;
+    for (long k = 0; k < (long)(e - b < max ? e - b : max) * g->arity; ++k) out[k] = g->idx[(size_t)b * g->arity + k];
+    *count = e - b;
     return PBD_OK;
 }
 
@@ -7113,20 +7130,23 @@ static void pbd__pp_end_substep(pbd_world *w, float h) {
     if (w->pp.nfluids > 0) pbd__fluid_velocities(w, h);
 }
 
-PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, int max) {
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, int max, int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_fluid(w, fi));
-    PBD__CHECK_PTR(w, out, "out");
+    PBD__TRY(pbd__check_list(w, out, max, count));
     const pbd__fluid *f = &w->pp.fluids[fi];
-    if (max < f->count) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out holds %d of the fluid's %d particles", max, f->count);
+    *count = f->count;
+    if (max == 0) return PBD_OK;
     pbd__pp_build(w, w->x, 0); /* serial: the orphaned pragmas run on this thread alone */
     pbd__fluid_walls(w, w->x, 0);
     pbd__pp_gather(w, w->x);
     pbd__particle_phase *pp = &w->pp;
     for (int a = 0; a < pp->np; ++a) {
         if (pp->sfluid[a] != fi) continue;
+        int k = pp->sid[a] - f->first;
+        if (k >= max) continue;
         pbd__fluid_lambda(w, pp->spos, a, -1);
-        out[pp->sid[a] - f->first] = pp->density[a] * f->kern.inv_rho0;
+        out[k] = pp->density[a] * f->kern.inv_rho0;
     }
     return PBD_OK;
 }
@@ -7134,10 +7154,9 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, in
 PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max, int *count) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, point, "point");
-    PBD__CHECK_PTR(w, count, "count");
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
     if (!pbd__finite(radius) || !(radius >= 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius must be finite and >= 0");
-    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    PBD__TRY(pbd__check_list(w, out, max, count));
     pbd__particle_phase *pp = &w->pp;
     *count = 0;
     if (pp->np == 0) return PBD_OK;
@@ -7151,9 +7170,8 @@ PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, fl
 
 PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
     PBD__CHECK_WORLD(w);
-    PBD__CHECK_PTR(w, count, "count");
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
-    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    PBD__TRY(pbd__check_list(w, out, max, count));
     const pbd__particle_phase *pp = &w->pp;
     int lo = 0, hi = pp->np - 1, a = -1;
     while (lo <= hi) {
@@ -7839,7 +7857,7 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles
                                   int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_lra(w, li));
-    if (max < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0", max);
+    PBD__TRY(pbd__check_list(w, particles ? (const void *)particles : anchors ? (const void *)anchors : (const void *)lengths, max, count));
     const pbd__lra *l = &w->lras[li];
     for (int p = 0; p < l->count; ++p)
         for (int t = l->start[p]; t < l->start[p + 1] && t < max; ++t) {
@@ -7847,7 +7865,7 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles
             if (anchors) anchors[t] = l->anchor[t];
             if (lengths) lengths[t] = l->length[t];
         }
-    if (count) *count = l->start[l->count];
+    *count = l->start[l->count];
     return PBD_OK;
 }
 
@@ -8783,13 +8801,13 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
 /* Copies up to max of nt triangles out (the two triangle accessors). */
 static void pbd__copy_triangles(const int *tris, int nt, int *out, int max, int *count) {
     if (nt > 0 && max > 0) memcpy(out, tris, sizeof(int) * 3 * (size_t)(nt < max ? nt : max));
-    if (count) *count = nt;
+    *count = nt;
 }
 
 PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_object(w, object));
-    if (max < 0 || (max > 0 && !triangles)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangles/max");
+    PBD__TRY(pbd__check_list(w, triangles, max, count));
     int t = pbd__find_tear(w, object);
     if (t < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
     pbd__copy_triangles(w->tears[t].tris, w->tears[t].ntris, triangles, max, count);
@@ -8799,7 +8817,7 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *tria
 PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count) {
     PBD__CHECK_WORLD(w);
     if (surface < 0 || surface >= w->nsurfaces) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "surface %d", surface);
-    if (max < 0 || (max > 0 && !triangles)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangles/max");
+    PBD__TRY(pbd__check_list(w, triangles, max, count));
     int nt, **tris = pbd__surface_tris((pbd_world *)w, surface, &nt);
     pbd__copy_triangles(*tris, nt, triangles, max, count);
     return PBD_OK;
@@ -10092,25 +10110,29 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
     return total;
 }
 
-PBDDEF int pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *point_triangle) {
+PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *count, int *point_triangle) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_list(w, quads, max, count));
+    *count = 0;
     if (point_triangle) *point_triangle = 0;
-    if (!w || !w->selfcol) return 0;
+    if (!w->selfcol) return PBD_OK;
     const pbd__selfcol *S = w->selfcol;
     int n = 0;
     for (int i = 0; i < S->nv; ++i)
         for (int k = 0; k < S->npt[i]; ++k, ++n) {
             const int *tv = S->tv + 3 * S->pt[(size_t)i * PBD__SC_PT + k].tri;
             int q[4] = {S->vp[i], S->vp[tv[0]], S->vp[tv[1]], S->vp[tv[2]]};
-            if (quads && n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
+            if (n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
         }
     if (point_triangle) *point_triangle = n;
     for (int e = 0; e < S->ne; ++e)
         for (int k = 0; k < S->nee[e]; ++k, ++n) {
             int f = S->ee[(size_t)e * PBD__SC_EE + k].edge;
             int q[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * f]], S->vp[S->ev[2 * f + 1]]};
-            if (quads && n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
+            if (n < max) memcpy(quads + 4 * (size_t)n, q, sizeof q);
         }
-    return n;
+    *count = n;
+    return PBD_OK;
 }
 
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {

@@ -61,7 +61,7 @@ static void bench_count(const pbd_world *w, long *constraints, int *colors) {
     for (int g = 0; g < pbd_world_group_count(w); ++g) {
         int count = 0, ncol = 0;
         pbd_group_info(w, g, NULL, &count);
-        pbd_group_colors(w, g, &ncol, NULL, 0, NULL);
+        pbd_group_colors(w, g, NULL, 0, &ncol, NULL);
         *constraints += count;
         if (ncol > *colors) *colors = ncol;
     }

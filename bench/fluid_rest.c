@@ -59,7 +59,8 @@ static void run(float d, int substeps, int quick) {
         }
         double ms = (bench_now() - t0) * 1e3 / STEPS;
         static float rho[N];
-        pbd_fluid_densities(w, f, rho, N);
+        int nrho = 0;
+        pbd_fluid_densities(w, f, rho, N, &nrho);
         const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
         double mean = 0, worst = 0, my = 0, v2 = 0;
         for (int i = 0; i < N; ++i) {

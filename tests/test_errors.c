@@ -8,6 +8,7 @@
    with that result. Where the header leaves two codes equally plausible the
    test accepts either, but never PBD_OK. */
 #include "test.h"
+#include "check_error.h"
 #include <limits.h>
 #include <stdlib.h>
 
@@ -1112,6 +1113,83 @@ TEST(errors_last_error_and_log) {
     pbd_world_destroy(w);
 }
 
+/* Every list output of pbd.h follows the manual's one convention
+   (CONVENTIONS, Lists): (out, max, *count); (NULL, 0, &n) sizes the list;
+   a short buffer is no error and still reports the full length; count is
+   required; max < 0, or max > 0 with no buffer, is refused with a message. */
+#define LIST_CONVENTION(w, CALL)                                                                 \
+    do {                                                                                         \
+        int n_ = -1, k_ = -1;                                                                    \
+        CHECK_OK(CALL(NULL, 0, &n_));                                                            \
+        CHECK_MSG(n_ > 1, "%s: %d items, the scene should give several", #CALL, n_);             \
+        for (int i_ = 0; i_ < (int)(sizeof buf / sizeof buf[0]); ++i_) buf[i_] = -7;             \
+        CHECK_OK(CALL(buf, 1, &k_));                                                             \
+        CHECK_MSG(k_ == n_, "%s: a short buffer reported %d of %d", #CALL, k_, n_);              \
+        CHECK_MSG(buf[0] != -7 && buf[ITEM_MAX] == -7, "%s: wrote no item or more than one", #CALL); \
+        CHECK_WORLD_ERROR(w, CALL(buf, -1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");             \
+        CHECK_WORLD_ERROR(w, CALL(NULL, 1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");             \
+        CHECK_WORLD_ERROR(w, CALL(buf, n_, NULL), PBD_ERROR_NULL_POINTER, "count");              \
+    } while (0)
+enum { ITEM_MAX = 4 }; /* ints in the largest item (a self-contact quadruple) */
+
+TEST(errors_lists_follow_one_convention) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {0, 1, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
+    CHECK_OK(pbd_mesh_grid(6, 6, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    CHECK_OK(pbd_pin(w, cloth.particles.first));
+    CHECK_OK(pbd_pin(w, cloth.particles.first + 5));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = cloth.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    int surface = -1;
+    CHECK_OK(pbd_add_cloth_self_collision(w, &cloth, &cd, 0.2f, &surface)); /* thick: candidates at rest */
+    float fp[3 * 8];
+    for (int i = 0; i < 8; ++i) { fp[3 * i] = 2.0f + 0.05f * (float)(i % 2); fp[3 * i + 1] = 0.05f * (float)(i / 4); fp[3 * i + 2] = 0.05f * (float)((i / 2) % 2); }
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = fp; fd.count = 8; fd.spacing = 0.05f;
+    pbd_fluid fluid;
+    CHECK_OK(pbd_add_fluid(w, &fd, &fluid, NULL));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    pbd_lra tethers = -1;
+    CHECK_OK(pbd_object_tethers(w, cloth.id, &tethers));
+    int buf[ITEM_MAX * 2];
+    float fbuf[2], q[3] = {fp[0], fp[1], fp[2]};
+    (void)fbuf;
+#define GROUP_COLORS(out, max, count) pbd_group_colors(w, cloth.stretch, out, max, count, NULL)
+#define COLOR_PARTICLES(out, max, count) pbd_group_color_particles(w, cloth.stretch, 0, out, max, count)
+#define QUERY(out, max, count) pbd_world_query_particles(w, q, 0.2f, out, max, count)
+#define NEIGHBORS(out, max, count) pbd_world_particle_neighbors(w, pbd_world_particle_count(w) - 1, out, max, count)
+#define DENSITIES(out, max, count) pbd_fluid_densities(w, fluid, (float *)(void *)(out), max, count)
+#define TETHERS(out, max, count) pbd_lra_tethers(w, tethers, out, NULL, NULL, max, count)
+#define OBJECT_TRIS(out, max, count) pbd_object_triangles(w, cloth.id, out, max, count)
+#define SURFACE_TRIS(out, max, count) pbd_surface_triangles(w, surface, out, max, count)
+#define SELF_CONTACTS(out, max, count) pbd_world_self_contacts(w, out, max, count, NULL)
+    LIST_CONVENTION(w, GROUP_COLORS);
+    LIST_CONVENTION(w, COLOR_PARTICLES);
+    LIST_CONVENTION(w, QUERY);
+    LIST_CONVENTION(w, NEIGHBORS);
+    LIST_CONVENTION(w, DENSITIES);
+    LIST_CONVENTION(w, TETHERS);
+    LIST_CONVENTION(w, OBJECT_TRIS);
+    LIST_CONVENTION(w, SURFACE_TRIS);
+    LIST_CONVENTION(w, SELF_CONTACTS);
+#undef GROUP_COLORS
+#undef COLOR_PARTICLES
+#undef QUERY
+#undef NEIGHBORS
+#undef DENSITIES
+#undef TETHERS
+#undef OBJECT_TRIS
+#undef SURFACE_TRIS
+#undef SELF_CONTACTS
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 void suite_errors(void) {
     RUN(errors_result_strings);
     RUN(errors_world_create);
@@ -1128,4 +1206,5 @@ void suite_errors(void) {
     RUN(errors_isometric_rest);
     RUN(errors_out_of_memory_leaves_world_unchanged);
     RUN(errors_last_error_and_log);
+    RUN(errors_lists_follow_one_convention);
 }

@@ -84,7 +84,8 @@ static float density_near(int kind, float s) {
     pbd_fluid f;
     CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
     float rho = 0;
-    CHECK_OK(pbd_fluid_densities(w, f, &rho, 1));
+    int one = 0;
+    CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
     pbd_world_destroy(w);
     return rho;
 }
@@ -98,7 +99,8 @@ TEST(fluid_every_collider_kind_adds_its_density) {
     pbd_fluid f;
     CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
     float alone = 0;
-    CHECK_OK(pbd_fluid_densities(w, f, &alone, 1));
+    int one = 0;
+    CHECK_OK(pbd_fluid_densities(w, f, &alone, 1, &one));
     pbd__kern k = w->pp.fluids[0].kern;
     float rho0 = w->pp.fluids[0].rest_density;
     pbd_world_destroy(w);

@@ -54,7 +54,9 @@ TEST(fluid_resting_column_reaches_rest_density) {
     pbd_fluid f = add_block(w, NX, NY, NZ, d, o, &r);
     for (int s = 0; s < 120; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     float rho[N];
-    CHECK_OK(pbd_fluid_densities(w, f, rho, N));
+    int nrho = 0;
+    CHECK_OK(pbd_fluid_densities(w, f, rho, N, &nrho));
+    CHECK(nrho == N);
     const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
     float top = 0;
     for (int i = 0; i < N; ++i) top = x[4 * i + 1] > top ? x[4 * i + 1] : top;
@@ -134,7 +136,9 @@ static void resting_tank(float d, int substeps) {
         rise = up > rise ? up : rise;
     }
     static float rho[N];
-    CHECK_OK(pbd_fluid_densities(w, f, rho, N));
+    int nrho = 0;
+    CHECK_OK(pbd_fluid_densities(w, f, rho, N, &nrho));
+    CHECK(nrho == N);
     const float *x = pbd_world_positions(w);
     double mean = 0, worst = 0, my = 0;
     for (int i = 0; i < N; ++i) {
@@ -398,9 +402,10 @@ TEST(fluid_neighbor_lists_equal_brute_force) {
     CHECK_OK(pbd_world_set_simd(w[2], 0));
     enum { F = 4 * 6 * 5 };
     float rho[F];
+    int nrho = 0;
     for (int k = 0; k < 3; ++k) {
         run_steps(w[k], 20); /* the dam breaks against the box */
-        CHECK_OK(pbd_fluid_densities(w[k], 0, rho, F));
+        CHECK_OK(pbd_fluid_densities(w[k], 0, rho, F, &nrho));
     }
     const int n = pbd_world_particle_count(w[0]);
     const float *x = pbd_world_positions(w[0]), h = 2.0f * 0.05f;
@@ -528,9 +533,15 @@ TEST(fluid_bad_input_changes_nothing) {
     EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 1, 0.1f, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
     EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, 0.1f, nan), PBD_ERROR_NOT_FINITE);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, -1, out, 200), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, 3), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, NULL, 200), PBD_ERROR_NULL_POINTER);
+    int nd = 0;
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, -1, out, 200, &nd), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, -1, &nd), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, NULL, 200, &nd), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, 200, NULL), PBD_ERROR_NULL_POINTER);
+    /* a short buffer is no error: the first 3, and the full count */
+    float first[3] = {0, 0, 0};
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, first, 3, &nd), PBD_OK);
+    CHECK(nd > 3 && first[0] > 0 && first[2] > 0);
     /* and a good one still works afterwards */
     int before = pbd_world_particle_count(w);
     pbd_range r;

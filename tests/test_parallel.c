@@ -8,7 +8,7 @@
    colour; every constraint is in exactly one colour. */
 static void check_coloring(pbd_world *w, pbd_group g, int arity, int total) {
     int ncol = 0, overflow = 0, seen = 0;
-    CHECK_OK(pbd_group_colors(w, g, &ncol, NULL, 0, &overflow));
+    CHECK_OK(pbd_group_colors(w, g, NULL, 0, &ncol, &overflow));
     int n = pbd_world_particle_count(w);
     int *mark = (int *)calloc((size_t)n, sizeof(int));
     int *buf = (int *)malloc(sizeof(int) * (size_t)total * (size_t)arity);
@@ -100,7 +100,7 @@ TEST(coloring_overflows_into_a_serial_colour) {
     pbd_group g;
     CHECK_OK(pbd_add_constraints(w, &cd, &g));
     int ncol = 0, overflow = 0, sizes[64];
-    CHECK_OK(pbd_group_colors(w, g, &ncol, sizes, 64, &overflow));
+    CHECK_OK(pbd_group_colors(w, g, sizes, 64, &ncol, &overflow));
     CHECK(overflow == 1);
     CHECK(ncol == 64);
     CHECK(sizes[ncol - 1] == 100 - 63);
@@ -130,7 +130,7 @@ TEST(coloring_is_balanced) {
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     int ncol = 0, sizes[64], total = 0, mx = 0, mn = 1 << 30;
-    CHECK_OK(pbd_group_colors(w, obj.stretch, &ncol, sizes, 64, NULL));
+    CHECK_OK(pbd_group_colors(w, obj.stretch, sizes, 64, &ncol, NULL));
     for (int c = 0; c < ncol; ++c) {
         total += sizes[c];
         mx = sizes[c] > mx ? sizes[c] : mx;

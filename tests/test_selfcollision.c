@@ -409,11 +409,13 @@ TEST(selfcollision_candidates_hold_every_close_pair) {
         memcpy(x, pbd_world_positions(s.w), sizeof(float) * 4 * (size_t)n); /* the positions of the search */
         CHECK_OK(pbd_world_step(s.w, 1.0f / 240.0f));
         CHECK_OK(pbd_world_step(s2.w, 1.0f / 240.0f));
-        int npt = 0, npt2 = 0, nq = pbd_world_self_contacts(s.w, NULL, 0, &npt);
+        int npt = 0, npt2 = 0, nq = 0, nq1 = 0, nq2 = 0;
+        CHECK_OK(pbd_world_self_contacts(s.w, NULL, 0, &nq, &npt));
         CHECK(nq == pbd_world_self_contact_count(s.w));
         int *q = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1)), *q2 = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1));
-        CHECK(pbd_world_self_contacts(s.w, q, nq, NULL) == nq);
-        CHECK(pbd_world_self_contacts(s2.w, q2, nq, &npt2) == nq);
+        CHECK_OK(pbd_world_self_contacts(s.w, q, nq, &nq1, NULL));
+        CHECK_OK(pbd_world_self_contacts(s2.w, q2, nq, &nq2, &npt2));
+        CHECK(nq1 == nq && nq2 == nq);
         CHECK(npt2 == npt);
         CHECK_MSG(memcmp(q, q2, sizeof(int) * 4 * (size_t)nq) == 0, "1 and 2 threads found other candidates");
         /* vertex-triangle pairs */

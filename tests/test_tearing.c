@@ -90,7 +90,7 @@ static int check_mesh(const pbd_world *w, const pbd_object *obj) {
         pbd_constraint_type type;
         int count = 0, ncol = 0;
         CHECK_OK(pbd_group_info(w, g, &type, &count));
-        CHECK_OK(pbd_group_colors(w, g, &ncol, NULL, 0, NULL));
+        CHECK_OK(pbd_group_colors(w, g, NULL, 0, &ncol, NULL));
         int arity = pbd_constraint_arity(type), seen = 0;
         for (int c = 0; c < ncol; ++c) {
             int cc = 0;

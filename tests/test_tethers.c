@@ -30,7 +30,7 @@ static int tethers_to(const pbd_world *w, pbd_lra l, int a, int b, int *to_a, in
     int count = 0;
     CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, &count));
     int *anchors = (int *)malloc(sizeof(int) * (size_t)(count > 0 ? count : 1));
-    CHECK_OK(pbd_lra_tethers(w, l, NULL, anchors, NULL, count, NULL));
+    CHECK_OK(pbd_lra_tethers(w, l, NULL, anchors, NULL, count, &count));
     *to_a = *to_b = *others = 0;
     for (int t = 0; t < count; ++t) {
         if (anchors[t] == a) ++*to_a;
@@ -59,7 +59,8 @@ TEST(tethers_follow_pins) {
     /* the neighbour's tether is its edge: geodesic rest length 1/7 */
     int parts[2 * 64];
     float len[2 * 64];
-    CHECK_OK(pbd_lra_tethers(w, l, parts, NULL, len, 2 * 64, NULL));
+    int count = 0;
+    CHECK_OK(pbd_lra_tethers(w, l, parts, NULL, len, 2 * 64, &count));
     for (int t = 0; t < free_count; ++t)
         if (parts[t] == 1) CHECK_NEAR(len[t], 1.0f / (n - 1), 1e-6f);
     CHECK_OK(pbd_pin(w, last));
@@ -309,7 +310,7 @@ static int tether_ratios(const pbd_world *w, pbd_lra l, const float *pos, int st
     CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, &count));
     int *parts = (int *)malloc(sizeof(int) * (size_t)(count + 1)), *anchors = (int *)malloc(sizeof(int) * (size_t)(count + 1));
     float *len = (float *)malloc(sizeof(float) * (size_t)(count + 1));
-    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, count, NULL));
+    CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, count, &count));
     *lo = 1e9;
     *hi = 0;
     for (int t = 0; t < count; ++t) {
