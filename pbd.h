@@ -383,8 +383,8 @@ typedef enum pbd_result {
     PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
-    PBD_ERROR_BAD_SNAPSHOT = -10,      /* a buffer that is not a snapshot of this version */
-    PBD_ERROR_NOT_CLOSED = -11         /* a mesh that must be closed and consistently oriented is not */
+    PBD_ERROR_BAD_SNAPSHOT = -10, /* a buffer that is not a snapshot of this version */
+    PBD_ERROR_NOT_CLOSED = -11    /* a mesh that must be closed and consistently oriented is not */
 } pbd_result;
 
 /* A short constant string for a result code ("PBD_ERROR_DEGENERATE: ..."). */
@@ -437,13 +437,11 @@ PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, floa
 /* Closed triangle mesh (survey 3.4.5): C = V(p) - pressure * rest_volume,
    V = sum over triangles (a x b) . c / 6. `triangles` index into p
    (vertex_count points); grad has vertex_count*3 floats. */
-PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles,
-                                        int triangle_count, float pressure, float rest_volume,
-                                        float *grad);
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
+                                        float pressure, float rest_volume, float *grad);
 /* Particle p0 attached to `target`: C = |p0 - target| when max_distance is
    0 (bilateral), else C = max_distance - |p0 - target| (unilateral). */
-PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance,
-                                       float *grad);
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad);
 
 /* One XPBD projection (Macklin et al. 2016, eq. 18 with survey eqs. 2-3):
      dlambda = (-C - alpha~ lambda) / (sum_i w_i |grad_i|^2 + alpha~),
@@ -451,8 +449,8 @@ PBDDEF float pbd_constraint_attachment(const float *p, const float *target, floa
    n particles, grad and dp n*3 floats, inv_mass n floats. Returns dlambda
    (0 when the gradient vanishes or all particles are fixed). With
    compliance 0 this is the classic PBD projection with k = 1. */
-PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass,
-                              float compliance, float h, float *lambda, float *dp);
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
+                              float *lambda, float *dp);
 /* The PBD stiffness correction of survey 3.3: 1 - (1 - k)^(1/iterations). */
 PBDDEF float pbd_pbd_stiffness(float k, int iterations);
 
@@ -464,23 +462,20 @@ PBDDEF float pbd_pbd_stiffness(float k, int iterations);
 typedef struct pbd_mesh {
     float *positions;
     int vertex_count;
-    int *triangles;     /* surface triangles (the boundary of a tet mesh) */
+    int *triangles; /* surface triangles (the boundary of a tet mesh) */
     int triangle_count;
-    int *tets;          /* tetrahedra (pbd_mesh_tet_box only), positive volume */
+    int *tets; /* tetrahedra (pbd_mesh_tet_box only), positive volume */
     int tet_count;
 } pbd_mesh;
 
 /* nx * ny vertices at origin + u*i/(nx-1) + v*j/(ny-1), index j*nx + i,
    2 (nx-1)(ny-1) triangles with alternating diagonals. nx, ny >= 2. */
-PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u,
-                                const float *v, pbd_mesh *out);
+PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u, const float *v, pbd_mesh *out);
 /* A box [lo, hi] of nx*ny*nz nodes (each >= 2), 5 tets per cell in
    alternating orientation (conforming), plus its surface triangles. */
-PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi,
-                                   pbd_mesh *out);
+PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi, pbd_mesh *out);
 /* An icosphere: 20 * 4^subdivisions triangles, closed, outward. 0..7. */
-PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius,
-                                  pbd_mesh *out);
+PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius, pbd_mesh *out);
 PBDDEF void pbd_mesh_free(pbd_mesh *m);
 
 // ==== world =================================================================
@@ -499,15 +494,15 @@ typedef enum pbd_solver_mode {
 } pbd_solver_mode;
 
 typedef struct pbd_world_desc {
-    float gravity[3];           /* m/s^2, default (0, -9.81, 0) */
-    int substeps;               /* default 4, 1..1000 */
-    int iterations;             /* per substep, default 4, 1..1000 */
-    pbd_solver_mode mode;       /* default PBD_SOLVER_XPBD */
-    int stiffness_correction;   /* PBD mode: use k' (survey 3.3); default 1 */
-    float point_damping;        /* 1/s: v *= exp(-point_damping h); default 0 */
+    float gravity[3];              /* m/s^2, default (0, -9.81, 0) */
+    int substeps;                  /* default 4, 1..1000 */
+    int iterations;                /* per substep, default 4, 1..1000 */
+    pbd_solver_mode mode;          /* default PBD_SOLVER_XPBD */
+    int stiffness_correction;      /* PBD mode: use k' (survey 3.3); default 1 */
+    float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 */
     int max_contacts_per_particle; /* default 4, 1..64 */
-    pbd_allocator allocator;    /* optional: both functions or neither */
-    pbd_log_fn log;             /* optional: called with every error */
+    pbd_allocator allocator;       /* optional: both functions or neither */
+    pbd_log_fn log;                /* optional: called with every error */
     void *log_user;
 } pbd_world_desc;
 
@@ -518,12 +513,10 @@ PBDDEF void pbd_world_destroy(pbd_world *w);
 PBDDEF const char *pbd_world_last_error(const pbd_world *w);
 
 PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity);
-PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps,
-                                       int iterations);
+PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps, int iterations);
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
-PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps,
-                                       int *iterations);
+PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations);
 PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation);
 PBDDEF double pbd_world_time(const pbd_world *w);
 
@@ -581,7 +574,9 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
 
 // ==== particles =============================================================
 
-typedef struct pbd_range { int first, count; } pbd_range;
+typedef struct pbd_range {
+    int first, count;
+} pbd_range;
 
 typedef struct pbd_particles_desc {
     const float *positions;  /* count*3, required */
@@ -624,10 +619,9 @@ PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinem
 /* A user acceleration (wind, fields) added to gravity for every dynamic
    particle once per substep. It may be called from several threads at once
    (for different particles) when built with OpenMP. NULL removes it. */
-typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v,
-                                    double time, float *out_acceleration);
-PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn,
-                                                   void *user);
+typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v, double time,
+                                    float *out_acceleration);
+PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user);
 
 // ==== groups ================================================================
 /* A constraint group: constraints of one type with one compliance, solved
@@ -641,8 +635,8 @@ typedef enum pbd_constraint_type {
     PBD_CONSTRAINT_TET_VOLUME = 4,        /* 4; rest = signed volume */
     PBD_CONSTRAINT_POINT_TRIANGLE = 5,    /* 4 (q, p1, p2, p3); rest = thickness; unilateral */
     PBD_CONSTRAINT_TYPE_SIMPLE_COUNT = 6,
-    PBD_CONSTRAINT_ATTACHMENT = 6,        /* see pbd_add_attachments */
-    PBD_CONSTRAINT_MESH_VOLUME = 7,       /* see pbd_add_mesh_volume */
+    PBD_CONSTRAINT_ATTACHMENT = 6,  /* see pbd_add_attachments */
+    PBD_CONSTRAINT_MESH_VOLUME = 7, /* see pbd_add_mesh_volume */
     PBD_CONSTRAINT_TYPE_COUNT = 8
 } pbd_constraint_type;
 
@@ -662,8 +656,7 @@ typedef struct pbd_constraints_desc {
 
 PBDDEF pbd_constraints_desc pbd_constraints_desc_default(void);
 PBDDEF int pbd_constraint_arity(pbd_constraint_type type); /* 0 for variable/invalid */
-PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc,
-                                      pbd_group *out);
+PBDDEF pbd_result pbd_add_constraints(pbd_world *w, const pbd_constraints_desc *desc, pbd_group *out);
 
 typedef struct pbd_attachments_desc {
     int count;
@@ -676,27 +669,23 @@ typedef struct pbd_attachments_desc {
 } pbd_attachments_desc;
 
 PBDDEF pbd_attachments_desc pbd_attachments_desc_default(void);
-PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *desc,
-                                      pbd_group *out);
+PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *desc, pbd_group *out);
 /* Move the world point of attachment `index` of a point-attachment group. */
-PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group g, int index,
-                                            const float *point);
+PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group g, int index, const float *point);
 
 typedef struct pbd_mesh_volume_desc {
-    const int *triangles;  /* closed, consistently oriented mesh over world particles */
+    const int *triangles; /* closed, consistently oriented mesh over world particles */
     int triangle_count;
-    float pressure;        /* overpressure factor k_pressure, > 0; default 1 */
-    float compliance;      /* default 0 */
-    float stiffness;       /* default 1 */
+    float pressure;   /* overpressure factor k_pressure, > 0; default 1 */
+    float compliance; /* default 0 */
+    float stiffness;  /* default 1 */
 } pbd_mesh_volume_desc;
 
 PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void);
-PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *desc,
-                                      pbd_group *out);
+PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *desc, pbd_group *out);
 
 PBDDEF int pbd_world_group_count(const pbd_world *w);
-PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type,
-                                 int *count);
+PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type, int *count);
 /* The group's graph colouring (survey 3.8): no two constraints of a colour
    share a particle, so a colour is solved in parallel; when *overflow
    (optional) is 1 the last colour holds what did not fit in 63 colours and
@@ -707,8 +696,7 @@ PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group g, int *sizes, 
    (attachments: 2, the second -1 for a world point; mesh volumes have no
    colours). Writes at most max constraints (arity ints each); *count
    receives the colour's constraint count. */
-PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group g, int color, int *out,
-                                            int max, int *count);
+PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group g, int color, int *out, int max, int *count);
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance);
 PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness);
 PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled);
@@ -716,8 +704,7 @@ PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled);
 PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group g, float pressure);
 /* Current constraint values: mean and max of |C| over the group
    (unilateral constraints count only when violated). */
-PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group g, float *mean_abs,
-                                  float *max_abs);
+PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group g, float *mean_abs, float *max_abs);
 /* Volume of a mesh-volume group's mesh at the current positions. */
 PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group g, float *volume);
 
@@ -741,32 +728,32 @@ typedef struct pbd_object {
 } pbd_object;
 
 typedef struct pbd_cloth_desc {
-    const float *positions;  /* vertex_count*3 */
+    const float *positions; /* vertex_count*3 */
     int vertex_count;
-    const int *triangles;    /* triangle_count*3, a manifold mesh (edges shared by <= 2) */
+    const int *triangles; /* triangle_count*3, a manifold mesh (edges shared by <= 2) */
     int triangle_count;
-    const float *masses;     /* optional per vertex; else from density */
-    float density;           /* kg/m^2: vertex mass = density * (adjacent area) / 3; default 0.2 */
+    const float *masses; /* optional per vertex; else from density */
+    float density;       /* kg/m^2: vertex mass = density * (adjacent area) / 3; default 0.2 */
     float stretch_compliance, bending_compliance, area_compliance; /* defaults 0, 1e-3, 0 */
     float stretch_stiffness, bending_stiffness, area_stiffness;    /* PBD mode, defaults 1, 0.1, 1 */
-    pbd_bending_model bending;  /* default PBD_BENDING_DIHEDRAL */
-    int area_constraints;       /* default 0 */
-    float thickness;            /* particle radius for collisions, default 0.01 */
-    float damping;              /* 1/s, global damping (pbd_object_set_damping); default 2: a
+    pbd_bending_model bending;                                     /* default PBD_BENDING_DIHEDRAL */
+    int area_constraints;                                          /* default 0 */
+    float thickness;                                               /* particle radius for collisions, default 0.01 */
+    float damping;     /* 1/s, global damping (pbd_object_set_damping); default 2: a
                                    hanging cloth's swing dies out in about 2 s, as air does it
                                    (see "CLOTH DEFAULTS AND STRETCH") */
-    int reorder;                /* store the particles in space-filling-curve order for
+    int reorder;       /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
-    int *permutation;           /* optional out, vertex_count ints: world particle of vertex i
+    int *permutation;  /* optional out, vertex_count ints: world particle of vertex i
                                    is particles.first + permutation[i] */
-    int tethers;                /* 1 (default): long range attachments from every vertex to its
+    int tethers;       /* 1 (default): long range attachments from every vertex to its
                                    two nearest pinned vertices (or of mass 0; kinematic ones when
                                    the cloth has no such vertex: a hand dragging a pinned cloth is
                                    no anchor), straight rest distances on a flat convex cloth, else
                                    along the mesh; built and rebuilt automatically whenever those
                                    vertices change; tethers that cannot all hold give way (see
                                    "==== strain limiting"); 0: none. Ignored by balloons. */
-    float gravity_cfl;          /* a pinned cloth with tethers makes a step take at least the
+    float gravity_cfl; /* a pinned cloth with tethers makes a step take at least the
                                    substeps that keep h sqrt(|g| L) / dx <= gravity_cfl (L its
                                    longest tether, dx its mean edge); default 0.35; 0: off.
                                    See "CLOTH DEFAULTS AND STRETCH". */
@@ -775,24 +762,24 @@ typedef struct pbd_cloth_desc {
 typedef struct pbd_softbody_desc {
     const float *positions;
     int vertex_count;
-    const int *tets;         /* tet_count*4, positive volume */
+    const int *tets; /* tet_count*4, positive volume */
     int tet_count;
-    const float *masses;     /* optional; else from density */
-    float density;           /* kg/m^3: vertex mass = density * (adjacent volume) / 4; default 1000 */
+    const float *masses; /* optional; else from density */
+    float density;       /* kg/m^3: vertex mass = density * (adjacent volume) / 4; default 1000 */
     float edge_compliance, volume_compliance;
     float edge_stiffness, volume_stiffness;
-    int volume_constraints;  /* default 1 */
-    float radius;            /* default 0.01 */
-    float damping;           /* 1/s, default 0 */
-    int reorder;             /* as in pbd_cloth_desc */
-    int *permutation;        /* as in pbd_cloth_desc */
+    int volume_constraints; /* default 1 */
+    float radius;           /* default 0.01 */
+    float damping;          /* 1/s, default 0 */
+    int reorder;            /* as in pbd_cloth_desc */
+    int *permutation;       /* as in pbd_cloth_desc */
 } pbd_softbody_desc;
 
 typedef struct pbd_balloon_desc {
-    pbd_cloth_desc cloth;     /* a closed, consistently oriented triangle mesh; damping default 0 */
-    float pressure;           /* overpressure factor, default 1 */
-    float volume_compliance;  /* default 0 */
-    float volume_stiffness;   /* default 1 */
+    pbd_cloth_desc cloth;    /* a closed, consistently oriented triangle mesh; damping default 0 */
+    float pressure;          /* overpressure factor, default 1 */
+    float volume_compliance; /* default 0 */
+    float volume_stiffness;  /* default 1 */
 } pbd_balloon_desc;
 
 PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void);
@@ -827,34 +814,32 @@ typedef int pbd_collider;
 typedef struct pbd_collider_desc {
     pbd_collider_shape shape;
     float position[3];
-    float rotation[4];       /* unit quaternion x y z w; default identity */
+    float rotation[4]; /* unit quaternion x y z w; default identity */
     float radius;
     float half_height;
     float half_extents[3];
-    float static_friction;   /* default 0.5 */
-    float dynamic_friction;  /* default 0.4, <= static */
-    float restitution;       /* default 0, in [0, 1] */
+    float static_friction;  /* default 0.5 */
+    float dynamic_friction; /* default 0.4, <= static */
+    float restitution;      /* default 0, in [0, 1] */
 } pbd_collider_desc;
 
 PBDDEF pbd_collider_desc pbd_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, pbd_collider *out);
 /* Shortcuts; `friction` sets static and dynamic friction; out may be NULL. */
-PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal,
-                                         float friction, pbd_collider *out);
-PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, float radius,
-                                          float friction, pbd_collider *out);
-PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b,
-                                           float radius, float friction, pbd_collider *out);
-PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre,
-                                       const float *half_extents, const float *rotation,
-                                       float friction, pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal, float friction,
+                                         pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, float radius, float friction,
+                                          pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b, float radius, float friction,
+                                           pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre, const float *half_extents,
+                                       const float *rotation, float friction, pbd_collider *out);
 /* Move a collider: it reaches this pose at the end of the next step,
    linearly over the substeps, and carries particles with friction.
    rotation NULL keeps the collider's rotation. */
-PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position,
-                                        const float *rotation);
-PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction,
-                                            float dynamic_friction, float restitution);
+PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position, const float *rotation);
+PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction, float dynamic_friction,
+                                            float restitution);
 PBDDEF int pbd_world_collider_count(const pbd_world *w);
 /* Contacts of the last substep (for tests and debugging). */
 PBDDEF int pbd_world_contact_count(const pbd_world *w);
@@ -866,9 +851,7 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w);
    the particles a collider holds as immovable). */
 PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle);
 /* Signed distance from a point to a collider's surface at its current pose. */
-PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point,
-                                        float *distance);
-
+PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point, float *distance);
 
 // ==== mesh colliders ========================================================
 /* Static triangle meshes as colliders, for characters and props. They join
@@ -895,21 +878,20 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
    the mesh, which is part of the snapshot (BVH and grid are rebuilt by
    pbd_world_restore). */
 typedef struct pbd_mesh_collider_desc {
-    const float *positions;  /* vertex_count*3, in the collider's frame */
+    const float *positions; /* vertex_count*3, in the collider's frame */
     int vertex_count;
-    const int *triangles;    /* triangle_count*3 */
+    const int *triangles; /* triangle_count*3 */
     int triangle_count;
-    int sdf_resolution;      /* 0 (default): BVH; 2..512: signed-distance grid */
-    float position[3];       /* pose of the collider frame */
-    float rotation[4];       /* unit quaternion x y z w; default identity */
-    float static_friction;   /* default 0.5 */
-    float dynamic_friction;  /* default 0.4 */
-    float restitution;       /* default 0 */
+    int sdf_resolution;     /* 0 (default): BVH; 2..512: signed-distance grid */
+    float position[3];      /* pose of the collider frame */
+    float rotation[4];      /* unit quaternion x y z w; default identity */
+    float static_friction;  /* default 0.5 */
+    float dynamic_friction; /* default 0.4 */
+    float restitution;      /* default 0 */
 } pbd_mesh_collider_desc;
 
 PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void);
-PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *desc,
-                                        pbd_collider *out);
+PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *desc, pbd_collider *out);
 
 // ==== hash grid =============================================================
 /* A spatial hash grid over the particles that take part in particle
@@ -1033,8 +1015,7 @@ typedef int pbd_fluid;
 
 PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void);
 /* Adds the particles (out_particles may be NULL) and their fluid. */
-PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out,
-                                pbd_range *out_particles);
+PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles);
 PBDDEF int pbd_world_fluid_count(const pbd_world *w);
 /* Viscosity and vorticity of a fluid can change between steps. */
 PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity);
@@ -1054,8 +1035,9 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int
    stretch globally even with very few iterations. Rest distances are
    straight lines or shortest paths along the mesh edges (Dijkstra: never
    shorter than the true geodesic, but longer by a factor that depends on
-   the direction, up to sqrt 2 on pbd_mesh_grid's alternating diagonals). A tether pulls only its particle: the anchors are attachment
-   points (pinned or kinematic, inverse mass 0) and are never moved; a
+   the direction, up to sqrt 2 on pbd_mesh_grid's alternating diagonals).
+   A tether pulls only its particle: the anchors are attachment points
+   (pinned or kinematic, inverse mass 0) and are never moved; a
    tether whose anchor is dynamic (unpinned) is inactive. Each particle's
    tethers are therefore solved by one thread, in order, and the particles
    in parallel: no colouring is needed although tethers share anchors, and
@@ -1070,19 +1052,19 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int
 typedef int pbd_lra;
 
 typedef struct pbd_lra_desc {
-    int object;             /* -1 (default), or the object whose particles are attached */
-    const int *particles;   /* count world particles to attach; NULL with object >= 0:
+    int object;           /* -1 (default), or the object whose particles are attached */
+    const int *particles; /* count world particles to attach; NULL with object >= 0:
                                every particle of the object that is not an anchor */
     int count;
-    const int *anchors;     /* anchor_count world particles (attachment points), required */
+    const int *anchors; /* anchor_count world particles (attachment points), required */
     int anchor_count;
-    int geodesic;           /* 1: rest lengths along the mesh edges; 0 (default): straight */
-    const int *triangles;   /* geodesic without an object: triangle_count*3 world particle
+    int geodesic;         /* 1: rest lengths along the mesh edges; 0 (default): straight */
+    const int *triangles; /* geodesic without an object: triangle_count*3 world particle
                                indices (edge weights: current lengths). With an object its
                                stretch group's edges and rest lengths are used. */
     int triangle_count;
     int anchors_per_particle; /* tethers to the k nearest anchors; default 1, 1..16 */
-    float slack;            /* tether length = rest * (1 + slack); default 0, >= 0 */
+    float slack;              /* tether length = rest * (1 + slack); default 0, >= 0 */
 } pbd_lra_desc;
 
 PBDDEF pbd_lra_desc pbd_lra_desc_default(void);
@@ -1102,8 +1084,8 @@ PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *ou
 /* The tethers (particle, anchor, tether length) of a set: *count receives
    their number, at most max are written (any of the three outputs may
    be NULL). */
-PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra l, int *particles, int *anchors, float *lengths,
-                                  int max, int *count);
+PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra l, int *particles, int *anchors, float *lengths, int max,
+                                  int *count);
 
 /* Strain limits over triangles: the principal stretches of each triangle
    (singular values of its 2D deformation gradient) are clamped to
@@ -1119,14 +1101,14 @@ typedef int pbd_strain_limit;
 
 typedef struct pbd_strain_limit_desc {
     pbd_strain_mode mode;
-    int object;               /* -1: triangles index world particles; else they are the
+    int object;             /* -1: triangles index world particles; else they are the
                                  object's local vertex indices (as given to its builder) */
-    const int *permutation;   /* with an object built with reorder: its permutation */
-    const int *triangles;     /* triangle_count*3; rest shapes from the current positions */
+    const int *permutation; /* with an object built with reorder: its permutation */
+    const int *triangles;   /* triangle_count*3; rest shapes from the current positions */
     int triangle_count;
-    float min_stretch;        /* default 0.9, in [0, 1] */
-    float max_stretch;        /* default 1.1, >= 1 */
-    float stiffness;          /* fraction of the correction per iteration, (0, 1]; default 1 */
+    float min_stretch; /* default 0.9, in [0, 1] */
+    float max_stretch; /* default 1.1, >= 1 */
+    float stiffness;   /* fraction of the correction per iteration, (0, 1]; default 1 */
 } pbd_strain_limit_desc;
 
 PBDDEF pbd_strain_limit_desc pbd_strain_limit_desc_default(void);
@@ -1162,11 +1144,11 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
 typedef int pbd_strands;
 
 typedef struct pbd_strands_desc {
-    const int *particles;      /* world particles, root first, strand after strand */
-    const int *strand_starts;  /* strand_count + 1 offsets into particles; a strand has >= 2
+    const int *particles;     /* world particles, root first, strand after strand */
+    const int *strand_starts; /* strand_count + 1 offsets into particles; a strand has >= 2
                                   particles; a particle belongs to one strand only */
     int strand_count;
-    float damping;             /* s_damping in [0, 1]; default 0.9 */
+    float damping; /* s_damping in [0, 1]; default 0.9 */
 } pbd_strands_desc;
 
 /* Hair: strand_count straight strands grown from roots on a surface along
@@ -1176,15 +1158,15 @@ typedef struct pbd_hair_desc {
     const float *root_positions; /* strand_count*3, in the surface's frame */
     const float *root_normals;   /* strand_count*3, growth directions (normalised here) */
     int strand_count;
-    int particles_per_strand;    /* >= 2, root included; default 16 */
-    float length;                /* m, default 0.2 */
-    float mass;                  /* kg per particle, > 0; default 1e-4 */
-    float radius;                /* collision radius, default 0.002 */
-    float damping;               /* s_damping, default 0.9 */
-    int clamped;                 /* 1 (default): the first segment is kinematic too, so a
+    int particles_per_strand; /* >= 2, root included; default 16 */
+    float length;             /* m, default 0.2 */
+    float mass;               /* kg per particle, > 0; default 1e-4 */
+    float radius;             /* collision radius, default 0.002 */
+    float damping;            /* s_damping, default 0.9 */
+    int clamped;              /* 1 (default): the first segment is kinematic too, so a
                                     strand leaves the surface along its normal */
-    float position[3];           /* the surface's initial pose; default origin, */
-    float rotation[4];           /* identity (x y z w) */
+    float position[3];        /* the surface's initial pose; default origin, */
+    float rotation[4];        /* identity (x y z w) */
 } pbd_hair_desc;
 
 PBDDEF pbd_strands_desc pbd_strands_desc_default(void);
@@ -1235,12 +1217,12 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    damping sees only its original range. */
 
 typedef struct pbd_tearing_desc {
-    int object;               /* a cloth or balloon object */
-    const int *triangles;     /* the triangles given to its builder (local vertex indices) */
+    int object;           /* a cloth or balloon object */
+    const int *triangles; /* the triangles given to its builder (local vertex indices) */
     int triangle_count;
-    const int *permutation;   /* with reorder: the permutation the builder handed back */
-    float threshold;          /* > 1; default 1.5 (edge length ratio and principal stretch) */
-    int max_splits;           /* per pbd_world_tear call and object, >= 1; default 64 */
+    const int *permutation; /* with reorder: the permutation the builder handed back */
+    float threshold;        /* > 1; default 1.5 (edge length ratio and principal stretch) */
+    int max_splits;         /* per pbd_world_tear call and object, >= 1; default 64 */
 } pbd_tearing_desc;
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
@@ -1327,21 +1309,19 @@ PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, f
    particle belongs to at most one surface. Surfaces are part of the
    snapshot; candidates are rebuilt every substep. */
 typedef struct pbd_collision_surface_desc {
-    const int *triangles;  /* triangle_count*3 world particle indices */
+    const int *triangles; /* triangle_count*3 world particle indices */
     int triangle_count;
-    float thickness;       /* > 0, default 0.01 m */
-    int self_collision;    /* default 1: also against its own triangles */
+    float thickness;    /* > 0, default 0.01 m */
+    int self_collision; /* default 1: also against its own triangles */
 } pbd_collision_surface_desc;
 
 PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void);
-PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *desc,
-                                            int *out);
+PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *desc, int *out);
 /* The surface of a cloth made by pbd_add_cloth(w, desc, cloth): its
    triangles mapped to world particles (through desc->permutation when the
    cloth was reordered). */
-PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth,
-                                               const pbd_cloth_desc *desc, float thickness,
-                                               int *out);
+PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth, const pbd_cloth_desc *desc,
+                                               float thickness, int *out);
 PBDDEF int pbd_world_surface_count(const pbd_world *w);
 /* A surface's current triangles (world particle indices, 3 per triangle;
    tearing moves them onto the split vertices): *count receives their
@@ -1367,16 +1347,16 @@ PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int ma
 
 typedef struct pbd_solve_context {
     pbd_world *world;
-    float *x;             /* particle_count*4: positions at the start of the substep
+    float *x; /* particle_count*4: positions at the start of the substep
                              (x y z inverse-mass); in end_substep already x = p */
-    float *p;             /* particle_count*4: predicted positions, moved by project */
-    float *v;             /* particle_count*4: velocities */
+    float *p; /* particle_count*4: predicted positions, moved by project */
+    float *v; /* particle_count*4: velocities */
     int particle_count;
-    float h;              /* substep length (s) */
+    float h; /* substep length (s) */
     int substep, substeps;
     int iteration, iterations; /* iteration is -1 outside the iteration loop */
-    double time;          /* world time at the start of the substep */
-    int thread, thread_count; /* this thread and the team of the parallel region */
+    double time;               /* world time at the start of the substep */
+    int thread, thread_count;  /* this thread and the team of the parallel region */
 } pbd_solve_context;
 
 /* Every callback is optional. With parallel = 0 (default) each is called by
@@ -1385,11 +1365,11 @@ typedef struct pbd_solve_context {
    `#pragma omp for` (all threads must meet the same worksharing
    constructs); compile the plugin with the same OpenMP setting as pbd.h. */
 typedef struct pbd_plugin_desc {
-    const char *name;    /* for messages; copied (up to 31 chars) */
+    const char *name; /* for messages; copied (up to 31 chars) */
     void *user;
     int parallel;
-    int particle_end;    /* 1 + the largest particle index the plugin touches */
-    long work;           /* elements per iteration, for the serial/parallel threshold */
+    int particle_end; /* 1 + the largest particle index the plugin touches */
+    long work;        /* elements per iteration, for the serial/parallel threshold */
     /* after the prediction p = x + h v, before contacts (oriented particles predict q) */
     void (*begin_substep)(void *user, const pbd_solve_context *c);
     /* every iteration, after the constraint groups, before the contacts */
@@ -1444,7 +1424,8 @@ PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
-PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
+PBDDEF pbd_result
+pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
@@ -1455,8 +1436,8 @@ PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
 PBDDEF pbd_result pbd_world_mark_coupled(pbd_world *w, const int *particles, int count);
 /* Signed distance and outward unit normal of the closest surface point of
    a collider at its current pose (normal may be NULL). */
-PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const float *point,
-                                       float *distance, float *normal);
+PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const float *point, float *distance,
+                                       float *normal);
 
 #ifdef __cplusplus
 }
@@ -1595,10 +1576,12 @@ static const char *const pbd__result_text[][2] = {
     {"PBD_ERROR_NULL_POINTER", "PBD_ERROR_NULL_POINTER: a required pointer is NULL"},
     {"PBD_ERROR_INVALID_ARGUMENT", "PBD_ERROR_INVALID_ARGUMENT: a parameter is out of its range"},
     {"PBD_ERROR_INDEX_OUT_OF_RANGE", "PBD_ERROR_INDEX_OUT_OF_RANGE: no such particle, group, object or collider"},
-    {"PBD_ERROR_NOT_FINITE", "PBD_ERROR_NOT_FINITE: NaN or infinity in the input, or made by a step (the world is back at its state before it)"},
+    {"PBD_ERROR_NOT_FINITE", "PBD_ERROR_NOT_FINITE: NaN or infinity in the input, or made by a step (the world is back "
+                             "at its state before it)"},
     {"PBD_ERROR_NEGATIVE_MASS", "PBD_ERROR_NEGATIVE_MASS: masses and densities must be >= 0"},
     {"PBD_ERROR_DEGENERATE", "PBD_ERROR_DEGENERATE: degenerate rest geometry"},
-    {"PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_INVALID_TIME_STEP: dt must be in [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s"},
+    {"PBD_ERROR_INVALID_TIME_STEP",
+     "PBD_ERROR_INVALID_TIME_STEP: dt must be in [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s"},
     {"PBD_ERROR_OVERFLOW", "PBD_ERROR_OVERFLOW: sizes overflow"},
     {"PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_OUT_OF_MEMORY: allocation failed"},
     {"PBD_ERROR_BAD_SNAPSHOT", "PBD_ERROR_BAD_SNAPSHOT: not a snapshot of this version"},
@@ -1631,12 +1614,26 @@ PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
 
 // ==== math ==================================================================
 
-typedef struct pbd__v3 { float x, y, z; } pbd__v3;
-typedef struct pbd__p4 { float x, y, z, w; } pbd__p4; /* particle: position + inverse mass */
+typedef struct pbd__v3 {
+    float x, y, z;
+} pbd__v3;
+typedef struct pbd__p4 {
+    float x, y, z, w;
+} pbd__p4; /* particle: position + inverse mass */
 
-static inline pbd__v3 pbd__v(float x, float y, float z) { pbd__v3 r; r.x = x; r.y = y; r.z = z; return r; }
+static inline pbd__v3 pbd__v(float x, float y, float z) {
+    pbd__v3 r;
+    r.x = x;
+    r.y = y;
+    r.z = z;
+    return r;
+}
 static inline pbd__v3 pbd__ld(const float *p) { return pbd__v(p[0], p[1], p[2]); }
-static inline void pbd__st(float *p, pbd__v3 a) { p[0] = a.x; p[1] = a.y; p[2] = a.z; }
+static inline void pbd__st(float *p, pbd__v3 a) {
+    p[0] = a.x;
+    p[1] = a.y;
+    p[2] = a.z;
+}
 static inline pbd__v3 pbd__p3(pbd__p4 p) { return pbd__v(p.x, p.y, p.z); }
 static inline pbd__v3 pbd__add(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x + b.x, a.y + b.y, a.z + b.z); }
 static inline pbd__v3 pbd__sub(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x - b.x, a.y - b.y, a.z - b.z); }
@@ -1687,15 +1684,27 @@ static inline void pbd__qnlerp(const float *a, const float *b, float t, float *o
     }
     n = n > 0 ? 1.0f / sqrtf(n) : 0;
     for (int i = 0; i < 4; ++i) out[i] *= n;
-    if (n == 0) { out[0] = out[1] = out[2] = 0; out[3] = 1; }
+    if (n == 0) {
+        out[0] = out[1] = out[2] = 0;
+        out[3] = 1;
+    }
 }
 /* Shortest rotation taking +Y to the unit vector n. */
 static void pbd__quat_from_up(pbd__v3 n, float *q) {
     pbd__v3 up = pbd__v(0, 1, 0);
     float d = pbd__dot(up, n);
-    if (d < -0.999999f) { q[0] = 1; q[1] = 0; q[2] = 0; q[3] = 0; return; }
+    if (d < -0.999999f) {
+        q[0] = 1;
+        q[1] = 0;
+        q[2] = 0;
+        q[3] = 0;
+        return;
+    }
     pbd__v3 c = pbd__cross(up, n);
-    q[0] = c.x; q[1] = c.y; q[2] = c.z; q[3] = 1.0f + d;
+    q[0] = c.x;
+    q[1] = c.y;
+    q[2] = c.z;
+    q[3] = 1.0f + d;
     float l = sqrtf(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     for (int i = 0; i < 4; ++i) q[i] /= l;
 }
@@ -1706,7 +1715,9 @@ static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
     unsigned h = a * 73856093u ^ b * 19349663u;
     float v[3];
     for (int k = 0; k < 3; ++k) {
-        h ^= h << 13; h ^= h >> 17; h ^= h << 5;
+        h ^= h << 13;
+        h ^= h >> 17;
+        h ^= h << 5;
         v[k] = (float)(h & 0xffff) / 32767.5f - 1.0f;
     }
     pbd__v3 d = pbd__v(v[0], v[1], v[2]);
@@ -1744,10 +1755,17 @@ static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g)
 static inline float pbd__atan2(float y, float x) {
     float ax = fabsf(x), ay = fabsf(y);
     float t = ay / ax, base = 0.0f;
-    if (t > 2.414213562373095f) { base = 1.5707963267948966f; t = -1.0f / t; }
-    else if (t > 0.4142135623730950f) { base = 0.7853981633974483f; t = (t - 1.0f) / (t + 1.0f); }
+    if (t > 2.414213562373095f) {
+        base = 1.5707963267948966f;
+        t = -1.0f / t;
+    } else if (t > 0.4142135623730950f) {
+        base = 0.7853981633974483f;
+        t = (t - 1.0f) / (t + 1.0f);
+    }
     float z = t * t;
-    float a = base + (((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) * t + t);
+    float a =
+        base +
+        (((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) * t + t);
     if (x < 0) a = 3.14159265358979f - a;
     return y < 0 ? -a : a;
 }
@@ -1793,8 +1811,7 @@ static inline float pbd__wrap_angle(float a) {
 
 static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
     float a = pbd__dihedral(p, g);
-    if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0)
-        return 0.0f;
+    if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0) return 0.0f;
     return pbd__wrap_angle(a - rest);
 }
 
@@ -1917,8 +1934,7 @@ static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__
 /* Survey 3.4.5: V = sum (a x b) . c / 6 over the triangles; the gradient of
    a vertex sums the cross products of the other two corners. p and g hold
    3 floats per vertex; triangles index them. */
-static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target,
-                                   float *g) {
+static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target, float *g) {
     const float s = 1.0f / 6.0f;
     double vol = 0; /* double: thousands of terms of mixed sign */
     if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
@@ -1953,8 +1969,7 @@ static inline float pbd__alpha_tilde(float compliance, float h) {
     return at <= 1e30f ? at : 1e30f;
 }
 
-static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda,
-                                      float scale) {
+static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
     float denom = wg2 + alpha_tilde;
     if (!(wg2 > 1e-30f)) return 0.0f;
     return scale * (-C - alpha_tilde * lambda) / denom;
@@ -2023,26 +2038,23 @@ PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, floa
     return pbd__eval_public(pbd__eval_point_triangle, 4, p, thickness, grad);
 }
 
-PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles,
-                                        int triangle_count, float pressure, float rest_volume,
-                                        float *grad) {
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
+                                        float pressure, float rest_volume, float *grad) {
     if (!p || !triangles || vertex_count <= 0 || triangle_count <= 0) return 0.0f;
     for (int i = 0; i < 3 * triangle_count; ++i)
         if (triangles[i] < 0 || triangles[i] >= vertex_count) return 0.0f;
-    return pbd__eval_mesh_volume(p, vertex_count, triangles, triangle_count,
-                                 pressure * rest_volume, grad);
+    return pbd__eval_mesh_volume(p, vertex_count, triangles, triangle_count, pressure * rest_volume, grad);
 }
 
-PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance,
-                                       float *grad) {
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad) {
     pbd__v3 g[1];
     float C = pbd__eval_attachment(pbd__ld(p), pbd__ld(target), max_distance, g);
     pbd__store_grad(grad, g, 1);
     return C;
 }
 
-PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass,
-                              float compliance, float h, float *lambda, float *dp) {
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
+                              float *lambda, float *dp) {
     if (n <= 0 || !grad || !inv_mass || !(h > 0)) return 0.0f;
     float wg2 = 0;
     for (int i = 0; i < n; ++i) {
@@ -2098,8 +2110,10 @@ typedef simde__mmask16 pbd__vm;
 #define pbd__vabs simde_mm512_abs_ps
 #define pbd__vunpacklo simde_mm512_unpacklo_ps
 #define pbd__vunpackhi simde_mm512_unpackhi_ps
-#define pbd__vunpacklo_pd(a, b) simde_mm512_castpd_ps(simde_mm512_unpacklo_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
-#define pbd__vunpackhi_pd(a, b) simde_mm512_castpd_ps(simde_mm512_unpackhi_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
+#define pbd__vunpacklo_pd(a, b) \
+    simde_mm512_castpd_ps(simde_mm512_unpacklo_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
+#define pbd__vunpackhi_pd(a, b) \
+    simde_mm512_castpd_ps(simde_mm512_unpackhi_pd(simde_mm512_castps_pd(a), simde_mm512_castps_pd(b)))
 static inline pbd__vf pbd__vfrom4(const pbd__p4 *P, const int *ids, int j) {
     pbd__vf r = simde_mm512_castps128_ps512(simde_mm_loadu_ps((const float *)(const void *)&P[ids[j]]));
     r = simde_mm512_insertf32x4(r, simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 4]]), 1);
@@ -2136,8 +2150,10 @@ typedef simde__m256 pbd__vm;
 #define pbd__vabs(a) simde_mm256_and_ps((a), simde_mm256_castsi256_ps(simde_mm256_set1_epi32(0x7fffffff)))
 #define pbd__vunpacklo simde_mm256_unpacklo_ps
 #define pbd__vunpackhi simde_mm256_unpackhi_ps
-#define pbd__vunpacklo_pd(a, b) simde_mm256_castpd_ps(simde_mm256_unpacklo_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
-#define pbd__vunpackhi_pd(a, b) simde_mm256_castpd_ps(simde_mm256_unpackhi_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
+#define pbd__vunpacklo_pd(a, b) \
+    simde_mm256_castpd_ps(simde_mm256_unpacklo_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
+#define pbd__vunpackhi_pd(a, b) \
+    simde_mm256_castpd_ps(simde_mm256_unpackhi_pd(simde_mm256_castps_pd(a), simde_mm256_castps_pd(b)))
 static inline pbd__vf pbd__vfrom4(const pbd__p4 *P, const int *ids, int j) {
     return simde_mm256_set_m128(simde_mm_loadu_ps((const float *)(const void *)&P[ids[j + 4]]),
                                 simde_mm_loadu_ps((const float *)(const void *)&P[ids[j]]));
@@ -2181,7 +2197,9 @@ static inline void pbd__vto4(pbd__p4 *P, const int *ids, int j, pbd__vf r) {
 #endif
 
 /* W particles in SoA: x y z and w (inverse mass). */
-typedef struct pbd__vp { pbd__vf x, y, z, w; } pbd__vp;
+typedef struct pbd__vp {
+    pbd__vf x, y, z, w;
+} pbd__vp;
 
 /* The lanes of mask m as bits (lane k: bit k). */
 static inline unsigned pbd__vbits(pbd__vm m) {
@@ -2224,10 +2242,30 @@ static inline void pbd__vscatter(pbd__p4 *P, const int *ids, pbd__vp v) {
 
 /* SoA 3-vectors of W lanes and the ops the kernels use, each the exact
    lane-wise twin of the pbd__v3 op (same order of operations). */
-typedef struct pbd__vv { pbd__vf x, y, z; } pbd__vv;
-static inline pbd__vv pbd__vvsub(pbd__vv a, pbd__vv b) { pbd__vv r; r.x = pbd__vsub(a.x, b.x); r.y = pbd__vsub(a.y, b.y); r.z = pbd__vsub(a.z, b.z); return r; }
-static inline pbd__vv pbd__vvadd(pbd__vv a, pbd__vv b) { pbd__vv r; r.x = pbd__vadd(a.x, b.x); r.y = pbd__vadd(a.y, b.y); r.z = pbd__vadd(a.z, b.z); return r; }
-static inline pbd__vv pbd__vvmul(pbd__vv a, pbd__vf s) { pbd__vv r; r.x = pbd__vmul(a.x, s); r.y = pbd__vmul(a.y, s); r.z = pbd__vmul(a.z, s); return r; }
+typedef struct pbd__vv {
+    pbd__vf x, y, z;
+} pbd__vv;
+static inline pbd__vv pbd__vvsub(pbd__vv a, pbd__vv b) {
+    pbd__vv r;
+    r.x = pbd__vsub(a.x, b.x);
+    r.y = pbd__vsub(a.y, b.y);
+    r.z = pbd__vsub(a.z, b.z);
+    return r;
+}
+static inline pbd__vv pbd__vvadd(pbd__vv a, pbd__vv b) {
+    pbd__vv r;
+    r.x = pbd__vadd(a.x, b.x);
+    r.y = pbd__vadd(a.y, b.y);
+    r.z = pbd__vadd(a.z, b.z);
+    return r;
+}
+static inline pbd__vv pbd__vvmul(pbd__vv a, pbd__vf s) {
+    pbd__vv r;
+    r.x = pbd__vmul(a.x, s);
+    r.y = pbd__vmul(a.y, s);
+    r.z = pbd__vmul(a.z, s);
+    return r;
+}
 static inline pbd__vf pbd__vvdot(pbd__vv a, pbd__vv b) {
     return pbd__vadd(pbd__vadd(pbd__vmul(a.x, b.x), pbd__vmul(a.y, b.y)), pbd__vmul(a.z, b.z));
 }
@@ -2242,7 +2280,13 @@ static inline pbd__vv pbd__vvcross(pbd__vv a, pbd__vv b) {
    would not: it turns +0 into +0 instead of -0). */
 static inline pbd__vf pbd__vneg(pbd__vf a) { return pbd__vmul(a, pbd__vset1(-1.0f)); }
 static inline pbd__vv pbd__vvneg(pbd__vv a) { return pbd__vvmul(a, pbd__vset1(-1.0f)); }
-static inline pbd__vv pbd__vvpos(pbd__vp p) { pbd__vv r; r.x = p.x; r.y = p.y; r.z = p.z; return r; }
+static inline pbd__vv pbd__vvpos(pbd__vp p) {
+    pbd__vv r;
+    r.x = p.x;
+    r.y = p.y;
+    r.z = p.z;
+    return r;
+}
 /* p += g * (w * dl), the scalar update of one particle */
 static inline void pbd__vapply(pbd__vp *p, pbd__vv g, pbd__vf dl) {
     pbd__vf s = pbd__vmul(p->w, dl);
@@ -2256,8 +2300,10 @@ static inline pbd__vf pbd__vatan2(pbd__vf y, pbd__vf x) {
     pbd__vf t = pbd__vdiv(pbd__vabs(y), pbd__vabs(x));
     pbd__vm big = pbd__vlt(pbd__vset1(2.414213562373095f), t);
     pbd__vm mid = pbd__vandnot_m(pbd__vlt(pbd__vset1(0.4142135623730950f), t), big);
-    pbd__vf base = pbd__vsel(big, pbd__vsel(mid, zero, pbd__vset1(0.7853981633974483f)), pbd__vset1(1.5707963267948966f));
-    t = pbd__vsel(big, pbd__vsel(mid, t, pbd__vdiv(pbd__vsub(t, one), pbd__vadd(t, one))), pbd__vdiv(pbd__vset1(-1.0f), t));
+    pbd__vf base =
+        pbd__vsel(big, pbd__vsel(mid, zero, pbd__vset1(0.7853981633974483f)), pbd__vset1(1.5707963267948966f));
+    t = pbd__vsel(big, pbd__vsel(mid, t, pbd__vdiv(pbd__vsub(t, one), pbd__vadd(t, one))),
+                  pbd__vdiv(pbd__vset1(-1.0f), t));
     pbd__vf z = pbd__vmul(t, t);
     pbd__vf p = pbd__vsub(pbd__vmul(pbd__vset1(8.05374449538e-2f), z), pbd__vset1(1.38776856032e-1f));
     p = pbd__vadd(pbd__vmul(p, z), pbd__vset1(1.99777106478e-1f));
@@ -2306,8 +2352,7 @@ PBDDEF void pbd_mesh_free(pbd_mesh *m) {
     memset(m, 0, sizeof *m);
 }
 
-PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u,
-                                const float *v, pbd_mesh *out) {
+PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u, const float *v, pbd_mesh *out) {
     if (!origin || !u || !v || !out) return PBD_ERROR_NULL_POINTER;
     if (nx < 2 || ny < 2) return PBD_ERROR_INVALID_ARGUMENT;
     if ((long)nx * (long)ny > INT_MAX / 8) return PBD_ERROR_OVERFLOW;
@@ -2327,9 +2372,19 @@ PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float
         for (int i = 0; i < nx - 1; ++i) {
             int a = j * nx + i, b = a + 1, c = a + nx, d = c + 1;
             if ((i + j) & 1) { /* alternate diagonals: no preferred shear direction */
-                tri[0] = a; tri[1] = b; tri[2] = d; tri[3] = a; tri[4] = d; tri[5] = c;
+                tri[0] = a;
+                tri[1] = b;
+                tri[2] = d;
+                tri[3] = a;
+                tri[4] = d;
+                tri[5] = c;
             } else {
-                tri[0] = a; tri[1] = b; tri[2] = c; tri[3] = b; tri[4] = d; tri[5] = c;
+                tri[0] = a;
+                tri[1] = b;
+                tri[2] = c;
+                tri[3] = b;
+                tri[4] = d;
+                tri[5] = c;
             }
             tri += 6;
         }
@@ -2349,8 +2404,7 @@ static int pbd__cmp_face(const void *a, const void *b) {
     return 0;
 }
 
-PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi,
-                                   pbd_mesh *out) {
+PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi, pbd_mesh *out) {
     if (!lo || !hi || !out) return PBD_ERROR_NULL_POINTER;
     if (nx < 2 || ny < 2 || nz < 2) return PBD_ERROR_INVALID_ARGUMENT;
     if ((double)nx * ny * nz > (double)(INT_MAX / 32)) return PBD_ERROR_OVERFLOW;
@@ -2361,7 +2415,7 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
     pbd_mesh m;
     pbd_result r = pbd__mesh_alloc(&m, (long)nx * ny * nz, nsurf, 5 * cx * cy * cz);
     if (r != PBD_OK) return r;
-#define PBD__ID(i, j, k) ((int)(((long)(k) * ny + (j)) * nx + (i)))
+#define PBD__ID(i, j, k) ((int)(((long)(k)*ny + (j)) * nx + (i)))
     for (int k = 0; k < nz; ++k)
         for (int j = 0; j < ny; ++j)
             for (int i = 0; i < nx; ++i) {
@@ -2372,9 +2426,8 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
             }
     /* 5 tets per cube; the mirrored split in every other cell keeps the
        face diagonals of neighbouring cells identical (conforming mesh). */
-    static const int split[2][5][4] = {
-        {{0, 1, 3, 5}, {0, 3, 2, 6}, {0, 5, 4, 6}, {3, 5, 6, 7}, {0, 3, 6, 5}},
-        {{1, 3, 2, 7}, {1, 2, 0, 4}, {1, 4, 5, 7}, {2, 4, 7, 6}, {1, 2, 7, 4}}};
+    static const int split[2][5][4] = {{{0, 1, 3, 5}, {0, 3, 2, 6}, {0, 5, 4, 6}, {3, 5, 6, 7}, {0, 3, 6, 5}},
+                                       {{1, 3, 2, 7}, {1, 2, 0, 4}, {1, 4, 5, 7}, {2, 4, 7, 6}, {1, 2, 7, 4}}};
     int *t = m.tets;
     for (int k = 0; k < cz; ++k)
         for (int j = 0; j < cy; ++j)
@@ -2389,7 +2442,11 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
                     pbd__v3 a = pbd__sub(pbd__ld(m.positions + 3 * t[1]), x0);
                     pbd__v3 b = pbd__sub(pbd__ld(m.positions + 3 * t[2]), x0);
                     pbd__v3 d = pbd__sub(pbd__ld(m.positions + 3 * t[3]), x0);
-                    if (pbd__dot(pbd__cross(a, b), d) < 0) { int s = t[1]; t[1] = t[2]; t[2] = s; }
+                    if (pbd__dot(pbd__cross(a, b), d) < 0) {
+                        int s = t[1];
+                        t[1] = t[2];
+                        t[2] = s;
+                    }
                     t += 4;
                 }
             }
@@ -2399,11 +2456,17 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
        share the tets' face diagonals). Found by sorting the faces by their
        sorted vertex triple; emitted in that order. */
     {
-        typedef struct { int key[3], tri[3]; } face_t;
+        typedef struct {
+            int key[3], tri[3];
+        } face_t;
         long nf = 4L * m.tet_count;
         face_t *f = (face_t *)pbd__malloc_n((size_t)nf, sizeof(face_t));
-        if (!f) { pbd_mesh_free(&m); return PBD_ERROR_OUT_OF_MEMORY; }
-        static const int opp[4][3] = {{1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}}; /* the face opposite vertex k, outward for a positive tet */
+        if (!f) {
+            pbd_mesh_free(&m);
+            return PBD_ERROR_OUT_OF_MEMORY;
+        }
+        static const int opp[4][3] = {
+            {1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}}; /* the face opposite vertex k, outward for a positive tet */
         for (long t = 0; t < m.tet_count; ++t)
             for (int k = 0; k < 4; ++k) {
                 face_t *q = &f[4 * t + k];
@@ -2438,18 +2501,22 @@ static long pbd__find_u64(const uint64_t *keys, long n, uint64_t key) {
     while (lo <= hi) {
         long m = lo + (hi - lo) / 2;
         if (keys[m] == key) return m;
-        if (keys[m] < key) lo = m + 1; else hi = m - 1;
+        if (keys[m] < key) lo = m + 1;
+        else hi = m - 1;
     }
     return -1;
 }
 
 static inline uint64_t pbd__edge_key(int a, int b) {
-    if (a > b) { int t = a; a = b; b = t; }
+    if (a > b) {
+        int t = a;
+        a = b;
+        b = t;
+    }
     return ((uint64_t)(uint32_t)a << 32) | (uint32_t)b;
 }
 
-PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius,
-                                  pbd_mesh *out) {
+PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius, pbd_mesh *out) {
     if (!centre || !out) return PBD_ERROR_NULL_POINTER;
     if (subdivisions < 0 || subdivisions > 7) return PBD_ERROR_INVALID_ARGUMENT;
     if (!pbd__finite_n(centre, 3) || !pbd__finite(radius)) return PBD_ERROR_NOT_FINITE;
@@ -2467,12 +2534,11 @@ PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float r
         return PBD_ERROR_OUT_OF_MEMORY;
     }
     const float t = 1.6180339887f;
-    const float iv[12][3] = {{-1, t, 0}, {1, t, 0}, {-1, -t, 0}, {1, -t, 0}, {0, -1, t}, {0, 1, t},
-                             {0, -1, -t}, {0, 1, -t}, {t, 0, -1}, {t, 0, 1}, {-t, 0, -1}, {-t, 0, 1}};
-    static const int it[20][3] = {{0, 11, 5}, {0, 5, 1}, {0, 1, 7}, {0, 7, 10}, {0, 10, 11},
-                                  {1, 5, 9}, {5, 11, 4}, {11, 10, 2}, {10, 7, 6}, {7, 1, 8},
-                                  {3, 9, 4}, {3, 4, 2}, {3, 2, 6}, {3, 6, 8}, {3, 8, 9},
-                                  {4, 9, 5}, {2, 4, 11}, {6, 2, 10}, {8, 6, 7}, {9, 8, 1}};
+    const float iv[12][3] = {{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
+                             {0, -1, -t}, {0, 1, -t}, {t, 0, -1},  {t, 0, 1},  {-t, 0, -1}, {-t, 0, 1}};
+    static const int it[20][3] = {{0, 11, 5},  {0, 5, 1},  {0, 1, 7},  {0, 7, 10}, {0, 10, 11}, {1, 5, 9}, {5, 11, 4},
+                                  {11, 10, 2}, {10, 7, 6}, {7, 1, 8},  {3, 9, 4},  {3, 4, 2},   {3, 2, 6}, {3, 6, 8},
+                                  {3, 8, 9},   {4, 9, 5},  {2, 4, 11}, {6, 2, 10}, {8, 6, 7},   {9, 8, 1}};
     int vc = 12, tc = 20;
     for (int i = 0; i < 12; ++i) {
         pbd__v3 p = pbd__ld(iv[i]);
@@ -2498,13 +2564,20 @@ PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float r
         for (int f = 0; f < tc; ++f) {
             const int *v = m.triangles + 3 * f;
             int mm[3];
-            for (int e = 0; e < 3; ++e)
-                mm[e] = vc0 + (int)pbd__find_u64(keys, ne, pbd__edge_key(v[e], v[(e + 1) % 3]));
+            for (int e = 0; e < 3; ++e) mm[e] = vc0 + (int)pbd__find_u64(keys, ne, pbd__edge_key(v[e], v[(e + 1) % 3]));
             int *o = next + 12 * f;
-            o[0] = v[0]; o[1] = mm[0]; o[2] = mm[2];
-            o[3] = v[1]; o[4] = mm[1]; o[5] = mm[0];
-            o[6] = v[2]; o[7] = mm[2]; o[8] = mm[1];
-            o[9] = mm[0]; o[10] = mm[1]; o[11] = mm[2];
+            o[0] = v[0];
+            o[1] = mm[0];
+            o[2] = mm[2];
+            o[3] = v[1];
+            o[4] = mm[1];
+            o[5] = mm[0];
+            o[6] = v[2];
+            o[7] = mm[2];
+            o[8] = mm[1];
+            o[9] = mm[0];
+            o[10] = mm[1];
+            o[11] = mm[2];
         }
         tc *= 4;
         memcpy(m.triangles, next, sizeof(int) * 3 * (size_t)tc);
@@ -2545,10 +2618,10 @@ typedef struct pbd__group {
 typedef struct pbd__object {
     int first, count;
     float damping;
-    int groups[4]; /* stretch, bending, area, volume */
-    int coupled;   /* a group outside the builder's touches it: not isolated */
-    int tethers;   /* automatic long range attachments (cloth): PBD__TETHERS_* */
-    int lra;       /* their set in w->lras, -1 before the first pin */
+    int groups[4];     /* stretch, bending, area, volume */
+    int coupled;       /* a group outside the builder's touches it: not isolated */
+    int tethers;       /* automatic long range attachments (cloth): PBD__TETHERS_* */
+    int lra;           /* their set in w->lras, -1 before the first pin */
     float gravity_cfl; /* cloth substep bound (pbd__cloth_substeps); 0: none */
     float hang;        /* its longest tether (the largest distance to the nearest anchor), 0: none */
     float edge;        /* its stretch edges' mean rest length, 0: none */
@@ -2564,7 +2637,9 @@ typedef struct pbd__collider {
 } pbd__collider;
 
 /* A collider's pose at the start and the end of the current substep. */
-typedef struct pbd__pose { float pos[3], rot[4], up[3]; } pbd__pose; /* up: the frame's y axis in the world */
+typedef struct pbd__pose {
+    float pos[3], rot[4], up[3];
+} pbd__pose; /* up: the frame's y axis in the world */
 
 typedef struct pbd__contact {
     int particle, collider;
@@ -2587,8 +2662,8 @@ typedef struct pbd__grid {
     int cap, bucket_cap;  /* capacities (points, buckets + 1) */
     int *start;           /* bucket b: sorted[start[b] .. start[b + 1]) */
     int *sorted;
-    int *key;             /* bucket of point k */
-    float *pos;           /* 4 floats per slot: the point of sorted[s] (x y z, k as w
+    int *key;   /* bucket of point k */
+    float *pos; /* 4 floats per slot: the point of sorted[s] (x y z, k as w
                              is not stored: use sorted), for cache-friendly scans */
 } pbd__grid;
 
@@ -2597,8 +2672,8 @@ typedef struct pbd__grid {
    grad W_spiky(d) = cs (h - r)^2 d / r. */
 typedef struct pbd__kern {
     float h, h2, c6, cs, scorr; /* scorr: -k / (W(dq)^n * denominator) */
-    float rest, inv_rho0; /* the SPH rest density (pbd__lattice_sums) and its inverse */
-    int n;                                /* s_corr exponent when integral, else 0 */
+    float rest, inv_rho0;       /* the SPH rest density (pbd__lattice_sums) and its inverse */
+    int n;                      /* s_corr exponent when integral, else 0 */
     float nf;
     float wall_shift; /* added to a wall's distance (pbd__wall_lattice_shift) */
     float scorr_full; /* scorr before pbd__fluid_begin_step's substep scale */
@@ -2627,36 +2702,36 @@ typedef struct pbd__particle_phase {
     int nfluids, fluid_cap;
     pbd__fluid *fluids;
     float mu_s, mu_d;
-    float pressure_h;   /* the substep of pbd_world.pressure (0: none yet) */
+    float pressure_h; /* the substep of pbd_world.pressure (0: none yet) */
     /* scratch */
-    int np, cap;        /* taking part / capacity */
-    int *ids;           /* world particle of each, increasing */
-    int *fluid;         /* its fluid or -1 */
-    int *object;        /* its object or -1 */
+    int np, cap; /* taking part / capacity */
+    int *ids;    /* world particle of each, increasing */
+    int *fluid;  /* its fluid or -1 */
+    int *object; /* its object or -1 */
     /* per slot of the grid (bucket order, so that neighbours are near in
        memory): the slot's particle, fluid and object, and the work arrays */
-    int *slot;          /* slot of ids[k] */
+    int *slot; /* slot of ids[k] */
     int *sid, *sfluid, *sobject;
     int *nbr, *nbr_count, *ncontact; /* PBD_MAX_NEIGHBORS slots each */
-    int *nbr_off;       /* a's list: nbr[nbr_off[a] ..], packed in slot order within
+    int *nbr_off;                    /* a's list: nbr[nbr_off[a] ..], packed in slot order within
                            each thread's run of slots (see pbd__pp_build) */
-    unsigned char *cross; /* touches another object this substep */
-    unsigned char *pure;  /* a fluid particle whose neighbours are all of its fluid
+    unsigned char *cross;            /* touches another object this substep */
+    unsigned char *pure;             /* a fluid particle whose neighbours are all of its fluid
                              (the fluid passes' SIMD fast path) */
     float *lambda, *density, *omega_len;
-    pbd__p4 *spos;      /* positions gathered in slot order (w: inverse mass) */
+    pbd__p4 *spos;       /* positions gathered in slot order (w: inverse mass) */
     pbd__p4 *dp, *omega; /* omega: the SPH curl after the velocity update; during the
                             iterations the positions with the multipliers as w */
-    pbd__p4 *svel;      /* velocities gathered in slot order (fluid velocity pass) */
-    int *gslot;         /* the slot of each grid slot (the slots are the grid's in
+    pbd__p4 *svel;       /* velocities gathered in slot order (fluid velocity pass) */
+    int *gslot;          /* the slot of each grid slot (the slots are the grid's in
                            pbd__grid_spatial_order, so that neighbours are near) */
     int *order, *order_tmp;
     unsigned *order_key;
-    pbd__p4 *wall;      /* PBD__FLUID_WALLS per slot: the colliders within a fluid
+    pbd__p4 *wall;        /* PBD__FLUID_WALLS per slot: the colliders within a fluid
                            particle's kernel radius as planes (n, w: s = n . p + w
                            its distance), linearised once per substep */
     unsigned char *nwall; /* how many of them */
-    float reach;        /* search radius of the last build */
+    float reach;          /* search radius of the last build */
     pbd__grid grid;
 } pbd__particle_phase;
 
@@ -2666,17 +2741,17 @@ typedef struct pbd__particle_phase {
 #define PBD__PROBE_FIRST 4.0     /* the first wait after a switch: 4x a probe's cost */
 #define PBD__PROBE_BACKOFF 128.0 /* the longest wait: 128x a probe's cost */
 #define PBD__GATE_BARRIERS 4
-#define PBD__GATE_SHARE 0.25     /* the gate passes below a quarter of the current substep */
+#define PBD__GATE_SHARE 0.25 /* the gate passes below a quarter of the current substep */
 
 typedef struct pbd__team {
-    int max;                         /* T (0: not initialised) */
-    int levels;                      /* level k runs pbd__team_size(a, k) threads; the last runs 1 */
-    int level;                       /* the current choice */
-    int up;                          /* the next probe tries more threads (1) or fewer (0) */
-    double sec[PBD__TEAM_LEVELS];    /* latest seconds per substep at each level; 0: never run */
-    double wait;                     /* substep seconds left before the next probe */
-    double factor;                   /* backoff: the next wait in units of a probe's cost */
-    long probes, switches;           /* counts, for tests and curious users of the debugger */
+    int max;                      /* T (0: not initialised) */
+    int levels;                   /* level k runs pbd__team_size(a, k) threads; the last runs 1 */
+    int level;                    /* the current choice */
+    int up;                       /* the next probe tries more threads (1) or fewer (0) */
+    double sec[PBD__TEAM_LEVELS]; /* latest seconds per substep at each level; 0: never run */
+    double wait;                  /* substep seconds left before the next probe */
+    double factor;                /* backoff: the next wait in units of a probe's cost */
+    long probes, switches;        /* counts, for tests and curious users of the debugger */
 } pbd__team;
 
 struct pbd_world {
@@ -2688,11 +2763,11 @@ struct pbd_world {
     float gravity[3];
     int substeps, iterations, mode, correction, max_contacts;
     float point_damping;
-    int jacobi;           /* averaged Jacobi instead of Gauss-Seidel */
-    float jacobi_relax;   /* relaxation factor of the Jacobi average */
-    int simd, threads;    /* execution: SIMD kernels on/off, thread count (0: default) */
-    pbd__team team;       /* the default policy's measurements (threads 0) */
-    int last_team;        /* threads of the last substep */
+    int jacobi;                 /* averaged Jacobi instead of Gauss-Seidel */
+    float jacobi_relax;         /* relaxation factor of the Jacobi average */
+    int simd, threads;          /* execution: SIMD kernels on/off, thread count (0: default) */
+    pbd__team team;             /* the default policy's measurements (threads 0) */
+    int last_team;              /* threads of the last substep */
     double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
     double time;
     /* particles */
@@ -2701,11 +2776,11 @@ struct pbd_world {
     float *mass, *radius;
     unsigned char *flags;
     pbd__v3 *kin_target, *kin_from;
-    pbd__p4 *x_step, *v_step; /* x and v at the start of the step: what a non-finite step rolls back to */
+    pbd__p4 *x_step, *v_step;        /* x and v at the start of the step: what a non-finite step rolls back to */
     float *pressure, *pressure_step; /* a fluid particle's density multipliers of the last substep,
                                         summed (the warm start of pbd__fluid_lambda; 0 for the
                                         others), and at the start of the step (rollback) */
-    float pressure_h_step; /* pp.pressure_h at the start of the step (rollback) */
+    float pressure_h_step;           /* pp.pressure_h at the start of the step (rollback) */
     pbd_acceleration_fn accel;
     void *accel_user;
     /* constraint groups, objects, colliders */
@@ -2717,14 +2792,14 @@ struct pbd_world {
     pbd__collider *colliders;
     /* contact scratch, sized when particles or colliders are added */
     int contact_cap, contact_stride; /* slot k of particle i: contacts[k * contact_stride + i] */
-    pbd__contact *contacts;     /* per-particle slots, see pbd__generate_contacts */
-    unsigned char *ncontact;    /* contacts of each particle this substep */
-    int *contact_ids, ncontact_ids; /* this substep: the particles with contacts, in order */
-    pbd__pose *pose_from, *pose_to; /* per collider, this substep */
-    pbd__pose *pose_step;           /* per collider, its pose at the start of the step (rollback) */
+    pbd__contact *contacts;          /* per-particle slots, see pbd__generate_contacts */
+    unsigned char *ncontact;         /* contacts of each particle this substep */
+    int *contact_ids, ncontact_ids;  /* this substep: the particles with contacts, in order */
+    pbd__pose *pose_from, *pose_to;  /* per collider, this substep */
+    pbd__pose *pose_step;            /* per collider, its pose at the start of the step (rollback) */
     int pose_cap;
-    pbd__p4 *delta; /* Jacobi: summed corrections (w: count) per particle */
-    double *object_l; /* per object, this substep: angular momentum after the prediction, isolated flag */
+    pbd__p4 *delta;      /* Jacobi: summed corrections (w: count) per particle */
+    double *object_l;    /* per object, this substep: angular momentum after the prediction, isolated flag */
     int *object_coupled; /* per object, its coupled flag at the start of the step (rollback) */
     /* mesh colliders (see "==== mesh colliders") and self-collision
        surfaces (see "==== self-collision") */
@@ -2733,7 +2808,7 @@ struct pbd_world {
     int nsurfaces, surface_cap;
     struct pbd__surface *surfaces;
     struct pbd__selfcol *selfcol; /* derived scratch, rebuilt when surfaces change */
-    pbd__particle_phase pp; /* particle contact and fluids */
+    pbd__particle_phase pp;       /* particle contact and fluids */
     /* strain limiting, strands, tearing, damping clusters (their sections) */
     int nlras, lra_cap;
     struct pbd__lra *lras;
@@ -2811,10 +2886,14 @@ static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, .
 
 PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->error : "world is NULL"; }
 
-#define PBD__CHECK_WORLD(w) \
-    do { if (!(w)) return PBD_ERROR_NULL_POINTER; } while (0)
-#define PBD__CHECK_PTR(w, ptr, name) \
-    do { if (!(ptr)) return pbd__fail((w), PBD_ERROR_NULL_POINTER, "%s is NULL", name); } while (0)
+#define PBD__CHECK_WORLD(w)                      \
+    do {                                         \
+        if (!(w)) return PBD_ERROR_NULL_POINTER; \
+    } while (0)
+#define PBD__CHECK_PTR(w, ptr, name)                                                   \
+    do {                                                                               \
+        if (!(ptr)) return pbd__fail((w), PBD_ERROR_NULL_POINTER, "%s is NULL", name); \
+    } while (0)
 
 static pbd_result pbd__check_particle(const pbd_world *w, int i, const char *what) {
     if (i < 0 || i >= w->n)
@@ -2827,7 +2906,8 @@ static pbd_result pbd__check_group(const pbd_world *w, pbd_group g) {
     return PBD_OK;
 }
 static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k) {
-    if (!pbd__finite(c) || !pbd__finite(k)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "compliance or stiffness is not finite");
+    if (!pbd__finite(c) || !pbd__finite(k))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "compliance or stiffness is not finite");
     if (c < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "compliance %g < 0", (double)c);
     if (k < 0 || k > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside [0, 1]", (double)k);
     return PBD_OK;
@@ -2845,7 +2925,11 @@ static pbd_result pbd__check_list(const pbd_world *w, const void *out, int max, 
     if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
     return PBD_OK;
 }
-#define PBD__TRY(expr) do { pbd_result pbd__r = (expr); if (pbd__r != PBD_OK) return pbd__r; } while (0)
+#define PBD__TRY(expr)                       \
+    do {                                     \
+        pbd_result pbd__r = (expr);          \
+        if (pbd__r != PBD_OK) return pbd__r; \
+    } while (0)
 
 /* --- create / destroy --------------------------------------------------------- */
 
@@ -2866,7 +2950,8 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
     if (mode != PBD_SOLVER_XPBD && mode != PBD_SOLVER_PBD)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "solver mode %d is neither XPBD nor PBD", mode);
     if (substeps < 1 || substeps > 1000 || iterations < 1 || iterations > 1000)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "substeps %d and iterations %d must be in 1..1000", substeps, iterations);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "substeps %d and iterations %d must be in 1..1000", substeps,
+                         iterations);
     return PBD_OK;
 }
 
@@ -2889,7 +2974,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (d->max_contacts_per_particle < 1 || d->max_contacts_per_particle > 64)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "max_contacts_per_particle must be in 1..64");
     if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "mode must be XPBD or PBD, substeps and iterations in 1..1000");
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
+                                "mode must be XPBD or PBD, substeps and iterations in 1..1000");
     pbd_world tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.alloc = desc->allocator;
@@ -2937,9 +3023,10 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__meshcols_free(w);
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
-    void *arrays[] = {w->x, w->p, w->v, w->mass, w->radius, w->flags, w->kin_target, w->kin_from,
-                      w->groups, w->objects, w->colliders, w->contacts, w->pose_from, w->pose_to, w->delta, w->ncontact, w->contact_ids, w->object_l,
-                      w->x_step, w->v_step, w->pressure, w->pressure_step, w->pose_step, w->object_coupled};
+    void *arrays[] = {w->x,          w->p,        w->v,        w->mass,          w->radius,      w->flags,
+                      w->kin_target, w->kin_from, w->groups,   w->objects,       w->colliders,   w->contacts,
+                      w->pose_from,  w->pose_to,  w->delta,    w->ncontact,      w->contact_ids, w->object_l,
+                      w->x_step,     w->v_step,   w->pressure, w->pressure_step, w->pose_step,   w->object_coupled};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -2977,7 +3064,8 @@ PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on) {
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping) {
     PBD__CHECK_WORLD(w);
     if (!pbd__finite(point_damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "point damping is not finite");
-    if (point_damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "point damping %g < 0", (double)point_damping);
+    if (point_damping < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "point damping %g < 0", (double)point_damping);
     w->point_damping = point_damping;
     return PBD_OK;
 }
@@ -2985,7 +3073,8 @@ PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping)
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation) {
     PBD__CHECK_WORLD(w);
     if (!pbd__finite(relaxation)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "relaxation is not finite");
-    if (!(relaxation > 0 && relaxation <= 2)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "relaxation %g outside (0, 2]", (double)relaxation);
+    if (!(relaxation > 0 && relaxation <= 2))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "relaxation %g outside (0, 2]", (double)relaxation);
     w->jacobi = on ? 1 : 0;
     w->jacobi_relax = relaxation;
     return PBD_OK;
@@ -2999,7 +3088,8 @@ PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on) {
 
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads) {
     PBD__CHECK_WORLD(w);
-    if (threads < 0 || threads > 1024) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threads %d outside 0..1024", threads);
+    if (threads < 0 || threads > 1024)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threads %d outside 0..1024", threads);
     w->threads = threads;
     return PBD_OK;
 }
@@ -3030,7 +3120,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
 #define PBD__SNAPSHOT_VERSION 5u
 
 typedef struct pbd__io {
-    unsigned char *out;     /* writing (NULL: measuring or reading) */
+    unsigned char *out;      /* writing (NULL: measuring or reading) */
     const unsigned char *in; /* reading */
     size_t size, off;
     int bad;
@@ -3039,7 +3129,10 @@ typedef struct pbd__io {
 static void pbd__io_bytes(pbd__io *io, void *data, size_t n) {
     if (io->bad || n == 0) return;
     if (io->in) {
-        if (n > io->size - io->off) { io->bad = 1; return; }
+        if (n > io->size - io->off) {
+            io->bad = 1;
+            return;
+        }
         memcpy(data, io->in + io->off, n);
     } else if (io->out) {
         memcpy(io->out + io->off, data, n);
@@ -3052,11 +3145,17 @@ static void pbd__io_float(pbd__io *io, float *v) { pbd__io_bytes(io, v, sizeof *
 /* An array of n elements; when reading, it is allocated in world w. */
 static void pbd__io_array(pbd__io *io, pbd_world *w, void **arr, long n, size_t elem) {
     if (io->bad) return;
-    if (n < 0 || (io->in && (size_t)n > (io->size - io->off) / (elem ? elem : 1))) { io->bad = 1; return; }
+    if (n < 0 || (io->in && (size_t)n > (io->size - io->off) / (elem ? elem : 1))) {
+        io->bad = 1;
+        return;
+    }
     if (n == 0) return;
     if (io->in) {
         *arr = pbd__alloc_n(w, (size_t)n, elem);
-        if (!*arr) { io->bad = 2; return; }
+        if (!*arr) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd__io_bytes(io, *arr, (size_t)n * elem);
 }
@@ -3066,11 +3165,19 @@ static void pbd__io_table(pbd__io *io, pbd_world *w, void **arr, int *count, int
     pbd__io_int(io, count);
     if (io->bad) return;
     if (io->in) {
-        if (*count < 0 || (size_t)*count > io->size - io->off) { io->bad = 1; *count = 0; return; }
+        if (*count < 0 || (size_t)*count > io->size - io->off) {
+            io->bad = 1;
+            *count = 0;
+            return;
+        }
         *cap = *count;
         if (*count > 0) {
             *arr = pbd__alloc_n(w, (size_t)*count, elem);
-            if (!*arr) { io->bad = 2; *count = 0; return; }
+            if (!*arr) {
+                io->bad = 2;
+                *count = 0;
+                return;
+            }
             memset(*arr, 0, (size_t)*count * elem);
         }
     }
@@ -3095,7 +3202,10 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     pbd__io_array(io, w, (void **)&g->verts, g->nverts, sizeof(int));
     pbd__io_int(io, &g->ncolors);
     pbd__io_int(io, &g->overflow);
-    if (io->in && !io->bad && (g->ncolors < 0 || g->ncolors > g->count)) { io->bad = 1; return; }
+    if (io->in && !io->bad && (g->ncolors < 0 || g->ncolors > g->count)) {
+        io->bad = 1;
+        return;
+    }
     pbd__io_array(io, w, (void **)&g->color_start, g->ncolors ? g->ncolors + 1 : 0, sizeof(int));
     int has_slot = g->slot != NULL;
     pbd__io_int(io, &has_slot);
@@ -3134,8 +3244,8 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     if (io->bad) return;
     if (io->in) {
         if (w->n < 0 || w->ngroups < 0 || w->nobjects < 0 || w->ncolliders < 0 ||
-            pbd__check_solver(NULL, w->mode, w->substeps, w->iterations) != PBD_OK ||
-            w->max_contacts < 1 || w->max_contacts > 64) {
+            pbd__check_solver(NULL, w->mode, w->substeps, w->iterations) != PBD_OK || w->max_contacts < 1 ||
+            w->max_contacts > 64) {
             io->bad = 1;
             return;
         }
@@ -3253,13 +3363,13 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
     if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
-    if (r == PBD_OK && t.n < pbd__plugins_particle_end(w)) r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
-    if (r == PBD_OK && (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK ||
-                        pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
-                        pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK ||
-                        pbd__pp_refresh(&t) != PBD_OK))
+    if (r == PBD_OK && t.n < pbd__plugins_particle_end(w))
+        r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
+    if (r == PBD_OK &&
+        (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK || pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
+         pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK || pbd__pp_refresh(&t) != PBD_OK))
         r = PBD_ERROR_OUT_OF_MEMORY;
-    if (r == PBD_OK) r = pbd__meshcols_rebuild(&t);   /* BVHs and grids are derived */
+    if (r == PBD_OK) r = pbd__meshcols_rebuild(&t); /* BVHs and grids are derived */
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
@@ -3321,8 +3431,7 @@ static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolli
 static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
     if (need <= w->cap) return pbd__reserve_contacts(w, need, w->ncolliders);
     int cap = w->cap, c;
-#define PBD__GROW(arr, elem) \
-    (c = cap, pbd__grow(w, (void **)&w->arr, w->n, &c, need, elem))
+#define PBD__GROW(arr, elem) (c = cap, pbd__grow(w, (void **)&w->arr, w->n, &c, need, elem))
     int ok = PBD__GROW(x, sizeof(pbd__p4)) && PBD__GROW(p, sizeof(pbd__p4)) && PBD__GROW(v, sizeof(pbd__p4)) &&
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
@@ -3343,10 +3452,12 @@ static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particle
     PBD__TRY(pbd__check_finite(w, d->positions, 3 * (size_t)d->count, "positions"));
     if (d->velocities) PBD__TRY(pbd__check_finite(w, d->velocities, 3 * (size_t)d->count, "velocities"));
     if (d->masses) PBD__TRY(pbd__check_finite(w, d->masses, (size_t)d->count, "masses"));
-    if (!pbd__finite(d->mass) || !pbd__finite(d->radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass or radius is not finite");
+    if (!pbd__finite(d->mass) || !pbd__finite(d->radius))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass or radius is not finite");
     if (d->masses) {
         for (int i = 0; i < d->count; ++i)
-            if (d->masses[i] < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)d->masses[i]);
+            if (d->masses[i] < 0)
+                return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)d->masses[i]);
     } else if (d->mass < 0) {
         return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass = %g", (double)d->mass);
     }
@@ -3365,18 +3476,26 @@ static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *
         w->mass[i] = d->masses ? d->masses[k] : d->mass;
         w->radius[i] = d->radius;
         w->flags[i] = 0;
-        w->x[i].x = x.x; w->x[i].y = x.y; w->x[i].z = x.z;
+        w->x[i].x = x.x;
+        w->x[i].y = x.y;
+        w->x[i].z = x.z;
         w->x[i].w = pbd__inv_mass(w->mass[i], 0);
         w->p[i] = w->x[i];
         pbd__v3 v = d->velocities ? pbd__ld(d->velocities + 3 * k) : pbd__v(0, 0, 0);
-        w->v[i].x = v.x; w->v[i].y = v.y; w->v[i].z = v.z; w->v[i].w = 0;
+        w->v[i].x = v.x;
+        w->v[i].y = v.y;
+        w->v[i].z = v.z;
+        w->v[i].w = 0;
         w->kin_target[i] = x;
         w->kin_from[i] = x;
         w->ncontact[i] = 0;
         w->pressure[i] = 0;
     }
     w->n += d->count;
-    if (out) { out->first = first; out->count = d->count; }
+    if (out) {
+        out->first = first;
+        out->count = d->count;
+    }
     return PBD_OK;
 }
 
@@ -3393,7 +3512,8 @@ PBDDEF const float *pbd_world_velocities(const pbd_world *w) { return w && w->n 
 static pbd_result pbd__check_range(const pbd_world *w, pbd_range r, const void *data) {
     PBD__CHECK_PTR(w, data, "data");
     if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first, r.count, w->n);
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first,
+                         r.count, w->n);
     return PBD_OK;
 }
 
@@ -3401,13 +3521,17 @@ static pbd_result pbd__check_range(const pbd_world *w, pbd_range r, const void *
 static void pbd__copy_out(const pbd__p4 *src, pbd_range r, float *out) {
     for (int k = 0; k < r.count; ++k) {
         const pbd__p4 *s = &src[r.first + k];
-        out[3 * k] = s->x; out[3 * k + 1] = s->y; out[3 * k + 2] = s->z;
+        out[3 * k] = s->x;
+        out[3 * k + 1] = s->y;
+        out[3 * k + 2] = s->z;
     }
 }
 static void pbd__copy_in(pbd__p4 *dst, pbd_range r, const float *in) {
     for (int k = 0; k < r.count; ++k) {
         pbd__p4 *d = &dst[r.first + k];
-        d->x = in[3 * k]; d->y = in[3 * k + 1]; d->z = in[3 * k + 2];
+        d->x = in[3 * k];
+        d->y = in[3 * k + 1];
+        d->z = in[3 * k + 2];
     }
 }
 
@@ -3455,14 +3579,20 @@ typedef struct pbd__particle_state {
 static pbd_result pbd__tethers_follow(pbd_world *w, int i, int was_anchor);
 static pbd__particle_state pbd__particle_save(const pbd_world *w, int i) {
     pbd__particle_state s;
-    s.mass = w->mass[i]; s.flags = w->flags[i]; s.v = w->v[i]; s.kin_target = w->kin_target[i];
+    s.mass = w->mass[i];
+    s.flags = w->flags[i];
+    s.v = w->v[i];
+    s.kin_target = w->kin_target[i];
     return s;
 }
 static void pbd__strands_release(pbd_world *w, int i);
 static pbd_result pbd__particle_changed(pbd_world *w, int i, const pbd__particle_state *before) {
     pbd_result r = pbd__tethers_follow(w, i, pbd__inv_mass(before->mass, before->flags) == 0);
     if (r != PBD_OK) {
-        w->mass[i] = before->mass; w->flags[i] = before->flags; w->v[i] = before->v; w->kin_target[i] = before->kin_target;
+        w->mass[i] = before->mass;
+        w->flags[i] = before->flags;
+        w->v[i] = before->v;
+        w->kin_target[i] = before->kin_target;
         pbd__refresh_inv_mass(w, i);
     }
     if (r == PBD_OK && w->x[i].w > 0 && pbd__inv_mass(before->mass, before->flags) == 0) pbd__strands_release(w, i);
@@ -3511,7 +3641,8 @@ PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!(w->mass[particle] > 0))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d has mass 0: give it a mass with pbd_set_mass", particle);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d has mass 0: give it a mass with pbd_set_mass",
+                         particle);
     pbd__particle_state before = pbd__particle_save(w, particle);
     w->flags[particle] &= (unsigned char)~PBD__PINNED;
     pbd__refresh_inv_mass(w, particle);
@@ -3564,7 +3695,8 @@ PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleratio
 static const int pbd__arity_table[PBD_CONSTRAINT_TYPE_COUNT] = {2, 4, 4, 3, 4, 4, 2, 0};
 static const int pbd__rest_stride_table[PBD_CONSTRAINT_TYPE_COUNT] = {1, 1, 6, 1, 1, 1, 4, 1};
 static const char *const pbd__type_name[PBD_CONSTRAINT_TYPE_COUNT] = {
-    "distance", "dihedral bending", "isometric bending", "area", "tet volume", "point-triangle", "attachment", "mesh volume"};
+    "distance",   "dihedral bending", "isometric bending", "area",
+    "tet volume", "point-triangle",   "attachment",        "mesh volume"};
 
 PBDDEF int pbd_constraint_arity(pbd_constraint_type type) {
     if ((int)type < 0 || (int)type >= PBD_CONSTRAINT_TYPE_SIMPLE_COUNT) return 0;
@@ -3593,10 +3725,14 @@ PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void) {
 
 /* A mark of what exists, so that a builder that fails half-way can drop
    exactly what it added (capacity may stay larger; no state changes). */
-typedef struct pbd__mark { int n, ngroups, nobjects; } pbd__mark;
+typedef struct pbd__mark {
+    int n, ngroups, nobjects;
+} pbd__mark;
 static pbd__mark pbd__mark_now(const pbd_world *w) {
     pbd__mark m;
-    m.n = w->n; m.ngroups = w->ngroups; m.nobjects = w->nobjects;
+    m.n = w->n;
+    m.ngroups = w->ngroups;
+    m.nobjects = w->nobjects;
     return m;
 }
 static void pbd__rollback(pbd_world *w, pbd__mark m) {
@@ -3616,14 +3752,14 @@ static int pbd__measure_rest(const pbd_world *w, int type, const int *idx, float
     pbd__v3 x[4], g[4];
     pbd__gather(w, idx, pbd__arity_table[type], x);
     switch (type) {
-    case PBD_CONSTRAINT_DISTANCE: rest[0] = pbd__eval_distance(x, 0, g); return rest[0] > 1e-7f;
-    case PBD_CONSTRAINT_BENDING_DIHEDRAL:
-        rest[0] = pbd__dihedral(x, g);
-        return pbd__dot(g[2], g[2]) > 0 && pbd__dot(g[3], g[3]) > 0;
-    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__isometric_rest(x, rest);
-    case PBD_CONSTRAINT_AREA: rest[0] = pbd__eval_area(x, 0, g); return rest[0] > 1e-12f;
-    case PBD_CONSTRAINT_TET_VOLUME: rest[0] = pbd__eval_tet(x, 0, g); return fabsf(rest[0]) > 1e-15f;
-    case PBD_CONSTRAINT_POINT_TRIANGLE: rest[0] = thickness; return pbd__eval_area(x + 1, 0, g) > 1e-12f;
+        case PBD_CONSTRAINT_DISTANCE: rest[0] = pbd__eval_distance(x, 0, g); return rest[0] > 1e-7f;
+        case PBD_CONSTRAINT_BENDING_DIHEDRAL:
+            rest[0] = pbd__dihedral(x, g);
+            return pbd__dot(g[2], g[2]) > 0 && pbd__dot(g[3], g[3]) > 0;
+        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__isometric_rest(x, rest);
+        case PBD_CONSTRAINT_AREA: rest[0] = pbd__eval_area(x, 0, g); return rest[0] > 1e-12f;
+        case PBD_CONSTRAINT_TET_VOLUME: rest[0] = pbd__eval_tet(x, 0, g); return fabsf(rest[0]) > 1e-15f;
+        case PBD_CONSTRAINT_POINT_TRIANGLE: rest[0] = thickness; return pbd__eval_area(x + 1, 0, g) > 1e-12f;
     }
     return 0;
 }
@@ -3633,9 +3769,11 @@ static pbd_result pbd__check_indices(const pbd_world *w, const int *idx, long co
         const int *e = idx + c * arity;
         for (int i = 0; i < arity; ++i) {
             if (e[i] < 0 || e[i] >= w->n)
-                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "constraint %ld: particle %d does not exist (0..%d)", c, e[i], w->n - 1);
+                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "constraint %ld: particle %d does not exist (0..%d)",
+                                 c, e[i], w->n - 1);
             for (int j = 0; j < i; ++j)
-                if (e[j] == e[i]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint %ld uses particle %d twice", c, e[i]);
+                if (e[j] == e[i])
+                    return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint %ld uses particle %d twice", c, e[i]);
         }
     }
     return PBD_OK;
@@ -3644,11 +3782,13 @@ static pbd_result pbd__check_indices(const pbd_world *w, const int *idx, long co
 static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constraints_desc *d) {
     PBD__CHECK_PTR(w, d, "desc");
     if ((int)d->type < 0 || (int)d->type >= PBD_CONSTRAINT_TYPE_SIMPLE_COUNT)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "type %d: use pbd_add_attachments / pbd_add_mesh_volume for those", (int)d->type);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "type %d: use pbd_add_attachments / pbd_add_mesh_volume for those", (int)d->type);
     PBD__CHECK_PTR(w, d->indices, "desc.indices");
     int arity = pbd__arity_table[d->type];
     if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint count %d <= 0", d->count);
-    if (d->count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d constraints overflow the index arrays", d->count);
+    if (d->count > INT_MAX / 8)
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d constraints overflow the index arrays", d->count);
     PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
     if (d->thickness < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g < 0", (double)d->thickness);
@@ -3657,20 +3797,25 @@ static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constr
     PBD__TRY(pbd__check_indices(w, d->indices, d->count, arity));
     if (d->rest) {
         if (d->type == PBD_CONSTRAINT_BENDING_ISOMETRIC)
-            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "isometric bending measures its rest state from the positions; rest must be NULL");
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                             "isometric bending measures its rest state from the positions; rest must be NULL");
         PBD__TRY(pbd__check_finite(w, d->rest, (size_t)d->count, "rest"));
         for (int c = 0; c < d->count; ++c) {
             int neg_ok = d->type == PBD_CONSTRAINT_BENDING_DIHEDRAL || d->type == PBD_CONSTRAINT_TET_VOLUME;
-            if (!neg_ok && d->rest[c] < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest[%d] = %g < 0", c, (double)d->rest[c]);
-            if (d->type == PBD_CONSTRAINT_TET_VOLUME && d->rest[c] == 0) return pbd__fail(w, PBD_ERROR_DEGENERATE, "rest volume %d is 0", c);
+            if (!neg_ok && d->rest[c] < 0)
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest[%d] = %g < 0", c, (double)d->rest[c]);
+            if (d->type == PBD_CONSTRAINT_TET_VOLUME && d->rest[c] == 0)
+                return pbd__fail(w, PBD_ERROR_DEGENERATE, "rest volume %d is 0", c);
             if (d->type == PBD_CONSTRAINT_BENDING_DIHEDRAL && !(fabsf(d->rest[c]) <= 3.14159265358979f))
-                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest angle %d = %g outside [-pi, pi]", c, (double)d->rest[c]);
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest angle %d = %g outside [-pi, pi]", c,
+                                 (double)d->rest[c]);
         }
     } else {
         float tmp[6];
         for (int c = 0; c < d->count; ++c)
             if (!pbd__measure_rest(w, d->type, d->indices + (size_t)c * arity, d->thickness, tmp))
-                return pbd__fail(w, PBD_ERROR_DEGENERATE, "%s constraint %d is degenerate at the current positions", pbd__type_name[d->type], c);
+                return pbd__fail(w, PBD_ERROR_DEGENERATE, "%s constraint %d is degenerate at the current positions",
+                                 pbd__type_name[d->type], c);
     }
     return PBD_OK;
 }
@@ -3733,7 +3878,12 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
     int *start = (int *)pbd__alloc_n(w, PBD__MAX_COLORS + 1, sizeof(int));
     int *slot = g->type == PBD_CONSTRAINT_ATTACHMENT ? (int *)pbd__alloc_n(w, (size_t)n, sizeof(int)) : NULL;
     if (!mask || !color || !idx || !rest || !start || (g->type == PBD_CONSTRAINT_ATTACHMENT && !slot)) {
-        pbd__free(w, mask); pbd__free(w, color); pbd__free(w, idx); pbd__free(w, rest); pbd__free(w, start); pbd__free(w, slot);
+        pbd__free(w, mask);
+        pbd__free(w, color);
+        pbd__free(w, idx);
+        pbd__free(w, rest);
+        pbd__free(w, start);
+        pbd__free(w, slot);
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to colour %d constraints", n);
     }
     memset(mask, 0, sizeof(uint64_t) * (size_t)(w->n > 0 ? w->n : 1));
@@ -3812,7 +3962,11 @@ static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_de
             int *e = g->idx + 4 * c;
             pbd__v3 x[4], gr[4];
             pbd__gather(w, e, 4, x);
-            if (pbd__eval_point_triangle(x, 0, gr) < 0) { int t = e[2]; e[2] = e[3]; e[3] = t; }
+            if (pbd__eval_point_triangle(x, 0, gr) < 0) {
+                int t = e[2];
+                e[2] = e[3];
+                e[3] = t;
+            }
         }
     }
     g->compliance = d->compliance;
@@ -3834,7 +3988,10 @@ static void pbd__mark_coupled(pbd_world *w, const int *idx, long n) {
             const pbd__object *o = &w->objects[mid];
             if (i < o->first) hi = mid - 1;
             else if (i >= o->first + o->count) lo = mid + 1;
-            else { w->objects[mid].coupled = 1; break; }
+            else {
+                w->objects[mid].coupled = 1;
+                break;
+            }
         }
     }
 }
@@ -3857,13 +4014,15 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
     if (d->count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d attachments overflow", d->count);
     PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
     if (!pbd__finite(d->max_distance)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "max_distance is not finite");
-    if (d->max_distance < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_distance %g < 0", (double)d->max_distance);
+    if (d->max_distance < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_distance %g < 0", (double)d->max_distance);
     for (int c = 0; c < d->count; ++c) {
         PBD__TRY(pbd__check_particle(w, d->particles[c], "attached particle"));
         if (d->target_particles) {
             PBD__TRY(pbd__check_particle(w, d->target_particles[c], "target particle"));
             if (d->target_particles[c] == d->particles[c])
-                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d attaches particle %d to itself", c, d->particles[c]);
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d attaches particle %d to itself", c,
+                                 d->particles[c]);
         }
     }
     if (d->target_points) PBD__TRY(pbd__check_finite(w, d->target_points, 3 * (size_t)d->count, "target_points"));
@@ -3891,9 +4050,12 @@ PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int inde
     PBD__TRY(pbd__check_group(w, gi));
     PBD__CHECK_PTR(w, point, "point");
     pbd__group *g = &w->groups[gi];
-    if (g->type != PBD_CONSTRAINT_ATTACHMENT) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not an attachment group", gi);
-    if (index < 0 || index >= g->count) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "attachment %d of %d", index, g->count);
-    if (g->idx[2 * g->slot[index] + 1] >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
+    if (g->type != PBD_CONSTRAINT_ATTACHMENT)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not an attachment group", gi);
+    if (index < 0 || index >= g->count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "attachment %d of %d", index, g->count);
+    if (g->idx[2 * g->slot[index] + 1] >= 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
     memcpy(g->rest + 4 * g->slot[index], point, 3 * sizeof(float));
     return PBD_OK;
@@ -3927,7 +4089,8 @@ static pbd_result pbd__closed_status(const pbd_world *w, const int *tri, int nt)
 static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) {
     pbd_result r = pbd__closed_status(w, tri, nt);
     if (r == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, r, "no memory to check the mesh");
-    if (r != PBD_OK) return pbd__fail(w, r, "every edge must be shared by exactly two triangles of opposite orientation");
+    if (r != PBD_OK)
+        return pbd__fail(w, r, "every edge must be shared by exactly two triangles of opposite orientation");
     return PBD_OK;
 }
 
@@ -3937,7 +4100,8 @@ static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, in
     if (nt > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d triangles overflow", nt);
     for (long k = 0; k < 3L * nt; ++k)
         if (tri[k] < 0 || tri[k] >= nv)
-            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle %ld uses vertex %d (0..%d)", k / 3, tri[k], nv - 1);
+            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle %ld uses vertex %d (0..%d)", k / 3, tri[k],
+                             nv - 1);
     for (int t = 0; t < nt; ++t)
         if (tri[3 * t] == tri[3 * t + 1] || tri[3 * t] == tri[3 * t + 2] || tri[3 * t + 1] == tri[3 * t + 2])
             return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle %d repeats a vertex", t);
@@ -3951,7 +4115,8 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
     PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
     PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
-    if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
+    if (!(d->pressure > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
     PBD__TRY(pbd__check_closed(w, d->triangles, d->triangle_count));
     long nt3 = 3L * d->triangle_count;
     /* local vertex list: sorted unique particle indices */
@@ -3973,7 +4138,10 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
             r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh");
         }
     }
-    if (r != PBD_OK) { pbd__free(w, verts); return r; }
+    if (r != PBD_OK) {
+        pbd__free(w, verts);
+        return r;
+    }
     memcpy(g->verts, verts, sizeof(int) * (size_t)nv);
     pbd__free(w, verts);
     g->nverts = nv;
@@ -4019,11 +4187,13 @@ PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *sizes,
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, int color, int *out, int max, int *count) {
+PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, int color, int *out, int max,
+                                            int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_group(w, gi));
     const pbd__group *g = &w->groups[gi];
-    if (color < 0 || color >= g->ncolors) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "colour %d of %d", color, g->ncolors);
+    if (color < 0 || color >= g->ncolors)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "colour %d of %d", color, g->ncolors);
     PBD__TRY(pbd__check_list(w, out, max, count));
     int b = g->color_start[color], e = g->color_start[color + 1];
     for (long k = 0; k < (long)(e - b < max ? e - b : max) * g->arity; ++k) out[k] = g->idx[(size_t)b * g->arity + k];
@@ -4057,7 +4227,8 @@ PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled) 
 PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group g, float pressure) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_group(w, g));
-    if (w->groups[g].type != PBD_CONSTRAINT_MESH_VOLUME) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", g);
+    if (w->groups[g].type != PBD_CONSTRAINT_MESH_VOLUME)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", g);
     if (!pbd__finite(pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)pressure);
     w->groups[g].pressure = pressure;
@@ -4119,9 +4290,14 @@ PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping
 
 /* Sorted unique edges of a triangle or tet mesh, with for each edge of a
    triangle mesh the opposite vertices of its (at most two) triangles. */
-typedef struct pbd__edge { int a, b, opp[2], nopp; } pbd__edge;
+typedef struct pbd__edge {
+    int a, b, opp[2], nopp;
+} pbd__edge;
 
-typedef struct pbd__edge_sort { uint64_t key; int opp; } pbd__edge_sort;
+typedef struct pbd__edge_sort {
+    uint64_t key;
+    int opp;
+} pbd__edge_sort;
 static int pbd__cmp_edge_key(const void *x, const void *y) {
     const pbd__edge_sort *a = (const pbd__edge_sort *)x, *b = (const pbd__edge_sort *)y;
     if (a->key != b->key) return a->key < b->key ? -1 : 1;
@@ -4161,13 +4337,18 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
         int a = (int)(keys[i].key >> 32), b = (int)(keys[i].key & 0xffffffffu);
         if (i == 0 || keys[i].key != keys[i - 1].key) {
             pbd__edge *E = &edges[ne++];
-            E->a = a; E->b = b; E->nopp = 0;
+            E->a = a;
+            E->b = b;
+            E->nopp = 0;
         }
         pbd__edge *E = &edges[ne - 1];
         if (k == 3) {
             int opp = keys[i].opp, rev = opp <= -2;
             if (rev) opp = -2 - opp;
-            if (E->nopp == 0 && rev) { E->a = b; E->b = a; } /* direction of its first triangle */
+            if (E->nopp == 0 && rev) {
+                E->a = b;
+                E->b = a;
+            } /* direction of its first triangle */
             if (E->nopp < 2) E->opp[E->nopp] = opp;
             E->nopp++;
         }
@@ -4182,7 +4363,11 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
     double *l = (double *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1) * 4, sizeof(double));
     int *c = (int *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1), sizeof(int));
-    if (!l || !c) { pbd__free(w, l); pbd__free(w, c); return PBD_ERROR_OUT_OF_MEMORY; }
+    if (!l || !c) {
+        pbd__free(w, l);
+        pbd__free(w, c);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
     pbd__free(w, w->object_l);
     pbd__free(w, w->object_coupled);
     w->object_l = l;
@@ -4211,8 +4396,8 @@ static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_
     return PBD_OK;
 }
 
-static pbd_result pbd__check_common(const pbd_world *w, const float *positions, int nv, const float *masses, float density,
-                                    float thickness, float damping) {
+static pbd_result pbd__check_common(const pbd_world *w, const float *positions, int nv, const float *masses,
+                                    float density, float thickness, float damping) {
     PBD__CHECK_PTR(w, positions, "desc.positions");
     if (nv <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d <= 0", nv);
     if (nv > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
@@ -4225,7 +4410,8 @@ static pbd_result pbd__check_common(const pbd_world *w, const float *positions, 
     if (!pbd__finite(density) || !pbd__finite(thickness) || !pbd__finite(damping))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "density, thickness or damping is not finite");
     if (density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "density %g < 0", (double)density);
-    if (thickness < 0 || damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness and damping must be >= 0");
+    if (thickness < 0 || damping < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness and damping must be >= 0");
     return PBD_OK;
 }
 
@@ -4240,7 +4426,8 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
     if (d->tethers != 0 && d->tethers != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tethers must be 0 or 1");
     if (!pbd__finite(d->gravity_cfl) || d->gravity_cfl < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity_cfl = %g must be finite and >= 0", (double)d->gravity_cfl);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity_cfl = %g must be finite and >= 0",
+                         (double)d->gravity_cfl);
     for (int t = 0; t < d->triangle_count; ++t) {
         pbd__v3 x[3], g[3];
         for (int i = 0; i < 3; ++i) x[i] = pbd__ld(d->positions + 3 * d->triangles[3 * t + i]);
@@ -4283,7 +4470,10 @@ static pbd_result pbd__add_edge_group(pbd_world *w, const pbd__edge *edges, long
     pbd_constraints_desc cd = pbd_constraints_desc_default();
     int *idx = (int *)pbd__alloc_n(w, (size_t)ne * 2, sizeof(int));
     if (!idx) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
-    for (long e = 0; e < ne; ++e) { idx[2 * e] = first + edges[e].a; idx[2 * e + 1] = first + edges[e].b; }
+    for (long e = 0; e < ne; ++e) {
+        idx[2 * e] = first + edges[e].a;
+        idx[2 * e + 1] = first + edges[e].b;
+    }
     cd.type = PBD_CONSTRAINT_DISTANCE;
     cd.count = (int)ne;
     cd.indices = idx;
@@ -4303,7 +4493,9 @@ static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, i
     pbd_result r = PBD_OK;
     long ninterior = 0;
     for (long e = 0; e < ne && r == PBD_OK; ++e) {
-        if (edges[e].nopp > 2) r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)", edges[e].a, edges[e].b, edges[e].nopp);
+        if (edges[e].nopp > 2)
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)",
+                          edges[e].a, edges[e].b, edges[e].nopp);
         ninterior += edges[e].nopp == 2;
     }
     /* Bending and area first, stretch last: the stiffest constraints get the
@@ -4317,12 +4509,15 @@ static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, i
             if (edges[e].nopp != 2) continue;
             /* (a, b, opp0) is a triangle, so opp0 is the wing p3 of (p0 p1 p3) */
             int *q = idx + 4 * c++;
-            q[0] = first + edges[e].a; q[1] = first + edges[e].b;
-            q[2] = first + edges[e].opp[1]; q[3] = first + edges[e].opp[0];
+            q[0] = first + edges[e].a;
+            q[1] = first + edges[e].b;
+            q[2] = first + edges[e].opp[1];
+            q[3] = first + edges[e].opp[0];
         }
         if (idx) {
             pbd_constraints_desc cd = pbd_constraints_desc_default();
-            cd.type = d->bending == PBD_BENDING_DIHEDRAL ? PBD_CONSTRAINT_BENDING_DIHEDRAL : PBD_CONSTRAINT_BENDING_ISOMETRIC;
+            cd.type =
+                d->bending == PBD_BENDING_DIHEDRAL ? PBD_CONSTRAINT_BENDING_DIHEDRAL : PBD_CONSTRAINT_BENDING_ISOMETRIC;
             cd.count = (int)ninterior;
             cd.indices = idx;
             cd.compliance = d->bending_compliance;
@@ -4347,7 +4542,8 @@ static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, i
             pbd__free(w, idx);
         }
     }
-    if (r == PBD_OK) r = pbd__add_edge_group(w, edges, ne, first, d->stretch_compliance, d->stretch_stiffness, &o->stretch);
+    if (r == PBD_OK)
+        r = pbd__add_edge_group(w, edges, ne, first, d->stretch_compliance, d->stretch_stiffness, &o->stretch);
     pbd__free(w, edges);
     return r;
 }
@@ -4363,7 +4559,10 @@ static void pbd__object_init(pbd_object *o) {
    neighbours in space become neighbours in memory, so a constraint's
    particles share cache lines (bench/shuffled measures it). perm[old] = new. */
 
-typedef struct pbd__morton { uint64_t code; int index; } pbd__morton;
+typedef struct pbd__morton {
+    uint64_t code;
+    int index;
+} pbd__morton;
 static int pbd__cmp_morton(const void *a, const void *b) {
     const pbd__morton *x = (const pbd__morton *)a, *y = (const pbd__morton *)b;
     if (x->code != y->code) return x->code < y->code ? -1 : 1;
@@ -4407,12 +4606,18 @@ static int pbd__morton_order(pbd_world *w, const float *pos, int nv, int *perm) 
 
 /* Permuted copies of a mesh object's arrays (positions, masses, elements
    of k vertices). *perm receives the permutation. Free with pbd__free. */
-typedef struct pbd__reordered { float *pos, *mass; int *elems, *perm; } pbd__reordered;
+typedef struct pbd__reordered {
+    float *pos, *mass;
+    int *elems, *perm;
+} pbd__reordered;
 static void pbd__reordered_free(pbd_world *w, pbd__reordered *r) {
-    pbd__free(w, r->pos); pbd__free(w, r->mass); pbd__free(w, r->elems); pbd__free(w, r->perm);
+    pbd__free(w, r->pos);
+    pbd__free(w, r->mass);
+    pbd__free(w, r->elems);
+    pbd__free(w, r->perm);
 }
-static pbd_result pbd__reorder_mesh(pbd_world *w, const float *pos, const float *mass, int nv, const int *elems,
-                                    int ne, int k, pbd__reordered *r) {
+static pbd_result pbd__reorder_mesh(pbd_world *w, const float *pos, const float *mass, int nv, const int *elems, int ne,
+                                    int k, pbd__reordered *r) {
     memset(r, 0, sizeof *r);
     r->pos = (float *)pbd__alloc_n(w, (size_t)nv * 3, sizeof(float));
     r->mass = mass ? (float *)pbd__alloc_n(w, (size_t)nv, sizeof(float)) : NULL;
@@ -4492,7 +4697,10 @@ static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_o
         w->objects[o.id].gravity_cfl = d->gravity_cfl;
         if (res == PBD_OK) res = pbd__auto_tethers(w, o.id); /* vertices of mass 0 are pinned from the start */
     }
-    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (res != PBD_OK) {
+        pbd__rollback(w, mark);
+        return res;
+    }
     if (out) *out = o;
     return PBD_OK;
 }
@@ -4512,7 +4720,8 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         const int *e = d->tets + 4 * t;
         for (int i = 0; i < 4; ++i) {
             if (e[i] < 0 || e[i] >= d->vertex_count)
-                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "tet %d uses vertex %d (0..%d)", t, e[i], d->vertex_count - 1);
+                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "tet %d uses vertex %d (0..%d)", t, e[i],
+                                 d->vertex_count - 1);
             for (int j = 0; j < i; ++j)
                 if (e[i] == e[j]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tet %d repeats vertex %d", t, e[i]);
         }
@@ -4522,7 +4731,9 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         float edge = 0;
         for (int i = 1; i < 4; ++i) edge = fmaxf(edge, pbd__len(pbd__sub(x[i], x[0])));
         float vol = pbd__eval_tet(x, 0, g);
-        if (vol < 0) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is inverted (negative volume): swap two of its vertices", t);
+        if (vol < 0)
+            return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is inverted (negative volume): swap two of its vertices",
+                             t);
         if (!(vol > 1e-6f * edge * edge * edge)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
     }
     pbd_softbody_desc c = *d;
@@ -4544,7 +4755,8 @@ static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pb
         ne = pbd__build_edges(w, d->tets, d->tet_count, 4, &edges);
         if (ne < 0) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
     }
-    if (res == PBD_OK) res = pbd__add_edge_group(w, edges, ne, r.first, d->edge_compliance, d->edge_stiffness, &o.stretch);
+    if (res == PBD_OK)
+        res = pbd__add_edge_group(w, edges, ne, r.first, d->edge_compliance, d->edge_stiffness, &o.stretch);
     pbd__free(w, edges);
     if (res == PBD_OK && d->volume_constraints) {
         int *idx = (int *)pbd__alloc_n(w, (size_t)d->tet_count * 4, sizeof(int));
@@ -4562,7 +4774,10 @@ static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pb
         }
     }
     if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
-    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (res != PBD_OK) {
+        pbd__rollback(w, mark);
+        return res;
+    }
     if (out) *out = o;
     return PBD_OK;
 }
@@ -4575,10 +4790,12 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     PBD__TRY(pbd__validate_cloth(w, &d->cloth));
     PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
-    if (!(d->pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
+    if (!(d->pressure > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
     PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
     pbd_balloon_desc b = *d;
-    pbd__mesh_ref ref = {&b.cloth.positions, &b.cloth.masses, &b.cloth.triangles, b.cloth.vertex_count, b.cloth.triangle_count, 3};
+    pbd__mesh_ref ref = {&b.cloth.positions,   &b.cloth.masses,        &b.cloth.triangles,
+                         b.cloth.vertex_count, b.cloth.triangle_count, 3};
     return pbd__build_in_order(w, d->cloth.reorder, d->cloth.permutation, ref, pbd__add_balloon_validated, &b, out);
 }
 
@@ -4613,7 +4830,10 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd
     pbd__free(w, tri);
     if (res == PBD_OK) res = pbd__add_cloth_groups(w, c, r.first, &o);
     if (res == PBD_OK) res = pbd__new_object(w, r, c->damping, &o);
-    if (res != PBD_OK) { pbd__rollback(w, mark); return res; }
+    if (res != PBD_OK) {
+        pbd__rollback(w, mark);
+        return res;
+    }
     if (out) *out = o;
     return PBD_OK;
 }
@@ -4652,11 +4872,13 @@ static pbd_result pbd__check_pose(const pbd_world *w, const float *pos, const fl
 }
 
 static pbd_result pbd__check_friction(const pbd_world *w, float mus, float mud, float e) {
-    if (!pbd__finite(mus) || !pbd__finite(mud) || !pbd__finite(e)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "friction or restitution is not finite");
+    if (!pbd__finite(mus) || !pbd__finite(mud) || !pbd__finite(e))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "friction or restitution is not finite");
     if (mus < 0 || mud < 0 || e < 0 || e > 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "friction must be >= 0 and restitution in [0, 1]");
     if (mud > mus)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "dynamic friction %g exceeds static friction %g", (double)mud, (double)mus);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "dynamic friction %g exceeds static friction %g", (double)mud,
+                         (double)mus);
     return PBD_OK;
 }
 
@@ -4687,7 +4909,8 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
 /* Appends a validated collider (mesh: its pbd_world.meshcols index). */
 static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d, int mesh, pbd_collider *out) {
     if (w->ncolliders >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many colliders");
-    if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1, sizeof(pbd__collider)))
+    if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1,
+                   sizeof(pbd__collider)))
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
     pbd_result r = pbd__reserve_contacts(w, w->n, w->ncolliders + 1);
     if (r == PBD_OK && w->ncolliders + 1 <= w->max_contacts && w->n > 0)
@@ -4743,8 +4966,8 @@ PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, flo
     return pbd_add_collider(w, &d, out);
 }
 
-PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b, float radius,
-                                           float friction, pbd_collider *out) {
+PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const float *b, float radius, float friction,
+                                           pbd_collider *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, a, "a");
     PBD__CHECK_PTR(w, b, "b");
@@ -4793,8 +5016,8 @@ PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const floa
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction,
-                                            float dynamic_friction, float restitution) {
+PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction, float dynamic_friction,
+                                            float restitution) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_collider(w, c));
     PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, restitution));
@@ -4819,37 +5042,35 @@ static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v
 static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
 static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     switch (c->shape) {
-    case PBD_COLLIDER_MESH:
-    case PBD_COLLIDER_SDF_GRID: return pbd__meshcol_sdf(w, c, y, n);
-    case PBD_COLLIDER_PLANE:
-        *n = pbd__v(0, 1, 0);
-        return y.y;
-    case PBD_COLLIDER_SPHERE: {
-        float l = pbd__len(y);
-        *n = l > 1e-12f ? pbd__mul(y, 1.0f / l) : pbd__v(0, 1, 0);
-        return l - c->radius;
-    }
-    case PBD_COLLIDER_CAPSULE: {
-        pbd__v3 d = pbd__v(y.x, y.y - pbd__clampf(y.y, -c->half_height, c->half_height), y.z);
-        float l = pbd__len(d);
-        *n = l > 1e-12f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
-        return l - c->radius;
-    }
-    default: { /* box */
-        float q[3] = {fabsf(y.x) - c->half[0], fabsf(y.y) - c->half[1], fabsf(y.z) - c->half[2]};
-        float s[3] = {y.x < 0 ? -1.0f : 1.0f, y.y < 0 ? -1.0f : 1.0f, y.z < 0 ? -1.0f : 1.0f};
-        if (q[0] > 0 || q[1] > 0 || q[2] > 0) {
-            pbd__v3 o = pbd__v(q[0] > 0 ? q[0] * s[0] : 0, q[1] > 0 ? q[1] * s[1] : 0, q[2] > 0 ? q[2] * s[2] : 0);
-            float l = pbd__len(o);
-            *n = pbd__mul(o, 1.0f / l);
-            return l;
+        case PBD_COLLIDER_MESH:
+        case PBD_COLLIDER_SDF_GRID: return pbd__meshcol_sdf(w, c, y, n);
+        case PBD_COLLIDER_PLANE: *n = pbd__v(0, 1, 0); return y.y;
+        case PBD_COLLIDER_SPHERE: {
+            float l = pbd__len(y);
+            *n = l > 1e-12f ? pbd__mul(y, 1.0f / l) : pbd__v(0, 1, 0);
+            return l - c->radius;
         }
-        int a = q[0] > q[1] ? (q[0] > q[2] ? 0 : 2) : (q[1] > q[2] ? 1 : 2);
-        float nn[3] = {0, 0, 0};
-        nn[a] = s[a];
-        *n = pbd__ld(nn);
-        return q[a];
-    }
+        case PBD_COLLIDER_CAPSULE: {
+            pbd__v3 d = pbd__v(y.x, y.y - pbd__clampf(y.y, -c->half_height, c->half_height), y.z);
+            float l = pbd__len(d);
+            *n = l > 1e-12f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
+            return l - c->radius;
+        }
+        default: { /* box */
+            float q[3] = {fabsf(y.x) - c->half[0], fabsf(y.y) - c->half[1], fabsf(y.z) - c->half[2]};
+            float s[3] = {y.x < 0 ? -1.0f : 1.0f, y.y < 0 ? -1.0f : 1.0f, y.z < 0 ? -1.0f : 1.0f};
+            if (q[0] > 0 || q[1] > 0 || q[2] > 0) {
+                pbd__v3 o = pbd__v(q[0] > 0 ? q[0] * s[0] : 0, q[1] > 0 ? q[1] * s[1] : 0, q[2] > 0 ? q[2] * s[2] : 0);
+                float l = pbd__len(o);
+                *n = pbd__mul(o, 1.0f / l);
+                return l;
+            }
+            int a = q[0] > q[1] ? (q[0] > q[2] ? 0 : 2) : (q[1] > q[2] ? 1 : 2);
+            float nn[3] = {0, 0, 0};
+            nn[a] = s[a];
+            *n = pbd__ld(nn);
+            return q[a];
+        }
     }
 }
 
@@ -4896,7 +5117,8 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    (pbd__generate_contacts, W particles at a time). */
 static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
-    float ga = 1e-5f * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)), gb = 1e-5f * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
+    float ga = 1e-5f * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)),
+          gb = 1e-5f * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
     return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
 }
 
@@ -4954,7 +5176,11 @@ static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__p
         for (int it = 0; it < 64 && len > 1e-12f; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
             float d = (it == 0 ? dx : pbd__sdf(w, c, y, &nl)) - reach; /* the first point is x: dx */
-            if (d <= tol) { hit = y; found = 1; break; }
+            if (d <= tol) {
+                hit = y;
+                found = 1;
+                break;
+            }
             t += d / len;
             if (t > 1.0f) break;
         }
@@ -4977,7 +5203,10 @@ static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__p
 
 /* A BVH node: a leaf (count > 0) holds order[first .. first + count); an
    inner node (count == 0) has its children at first and first + 1. */
-typedef struct pbd__bvh_node { float lo[3], hi[3]; int first, count; } pbd__bvh_node;
+typedef struct pbd__bvh_node {
+    float lo[3], hi[3];
+    int first, count;
+} pbd__bvh_node;
 
 typedef struct pbd__meshcol {
     /* the source (snapshot state) */
@@ -4991,7 +5220,7 @@ typedef struct pbd__meshcol {
     int *order;         /* triangles in BVH leaf order */
     pbd__bvh_node *nodes;
     int nnodes;
-    int dims[3];        /* grid: cells per axis (nodes: dims + 1) */
+    int dims[3]; /* grid: cells per axis (nodes: dims + 1) */
     float glo[3], cell;
     float *grid;
 } pbd__meshcol;
@@ -5001,7 +5230,10 @@ static void pbd__meshcol_free_derived(pbd_world *w, pbd__meshcol *m) {
     pbd__free(w, m->order);
     pbd__free(w, m->nodes);
     pbd__free(w, m->grid);
-    m->pn = NULL; m->order = NULL; m->nodes = NULL; m->grid = NULL;
+    m->pn = NULL;
+    m->order = NULL;
+    m->nodes = NULL;
+    m->grid = NULL;
 }
 static void pbd__meshcol_free(pbd_world *w, pbd__meshcol *m) {
     pbd__meshcol_free_derived(w, m);
@@ -5016,7 +5248,9 @@ static void pbd__meshcols_free(pbd_world *w) {
     w->nmeshcols = w->meshcol_cap = 0;
 }
 
-static inline pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) { return pbd__ld(m->verts + 3 * m->tris[3 * t + k]); }
+static inline pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) {
+    return pbd__ld(m->verts + 3 * m->tris[3 * t + k]);
+}
 
 /* Closest point to p on triangle abc (Ericson, Real-Time Collision
    Detection, 5.1.5) and the feature it lies on: 0..2 vertex a b c, 3 edge
@@ -5024,17 +5258,32 @@ static inline pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) { return
 static pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3 c, int *feature) {
     pbd__v3 ab = pbd__sub(b, a), ac = pbd__sub(c, a), ap = pbd__sub(p, a);
     float d1 = pbd__dot(ab, ap), d2 = pbd__dot(ac, ap);
-    if (d1 <= 0 && d2 <= 0) { *feature = 0; return a; }
+    if (d1 <= 0 && d2 <= 0) {
+        *feature = 0;
+        return a;
+    }
     pbd__v3 bp = pbd__sub(p, b);
     float d3 = pbd__dot(ab, bp), d4 = pbd__dot(ac, bp);
-    if (d3 >= 0 && d4 <= d3) { *feature = 1; return b; }
+    if (d3 >= 0 && d4 <= d3) {
+        *feature = 1;
+        return b;
+    }
     float vc = d1 * d4 - d3 * d2;
-    if (vc <= 0 && d1 >= 0 && d3 <= 0) { *feature = 3; return pbd__add(a, pbd__mul(ab, d1 / (d1 - d3))); }
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+        *feature = 3;
+        return pbd__add(a, pbd__mul(ab, d1 / (d1 - d3)));
+    }
     pbd__v3 cp = pbd__sub(p, c);
     float d5 = pbd__dot(ab, cp), d6 = pbd__dot(ac, cp);
-    if (d6 >= 0 && d5 <= d6) { *feature = 2; return c; }
+    if (d6 >= 0 && d5 <= d6) {
+        *feature = 2;
+        return c;
+    }
     float vb = d5 * d2 - d1 * d6;
-    if (vb <= 0 && d2 >= 0 && d6 <= 0) { *feature = 5; return pbd__add(a, pbd__mul(ac, d2 / (d2 - d6))); }
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+        *feature = 5;
+        return pbd__add(a, pbd__mul(ac, d2 / (d2 - d6)));
+    }
     float va = d3 * d6 - d5 * d4;
     if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
         *feature = 4;
@@ -5051,7 +5300,8 @@ static pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3
    the scalar branches would return. */
 static inline pbd__vv pbd__vclosest_on_triangle(pbd__vv p, pbd__vv a, pbd__vv b, pbd__vv c) {
     pbd__vf zero = pbd__vset1(0.0f);
-    pbd__vv ab = pbd__vvsub(b, a), ac = pbd__vvsub(c, a), ap = pbd__vvsub(p, a), bp = pbd__vvsub(p, b), cp = pbd__vvsub(p, c);
+    pbd__vv ab = pbd__vvsub(b, a), ac = pbd__vvsub(c, a), ap = pbd__vvsub(p, a), bp = pbd__vvsub(p, b),
+            cp = pbd__vvsub(p, c);
     pbd__vf d1 = pbd__vvdot(ab, ap), d2 = pbd__vvdot(ac, ap), d3 = pbd__vvdot(ab, bp), d4 = pbd__vvdot(ac, bp);
     pbd__vf d5 = pbd__vvdot(ab, cp), d6 = pbd__vvdot(ac, cp);
     pbd__vf vc = pbd__vsub(pbd__vmul(d1, d4), pbd__vmul(d3, d2)), vb = pbd__vsub(pbd__vmul(d5, d2), pbd__vmul(d1, d6));
@@ -5059,7 +5309,8 @@ static inline pbd__vv pbd__vclosest_on_triangle(pbd__vv p, pbd__vv a, pbd__vv b,
     pbd__vf den = pbd__vdiv(pbd__vset1(1.0f), pbd__vadd(pbd__vadd(va, vb), vc));
     pbd__vv r = pbd__vvadd(a, pbd__vvadd(pbd__vvmul(ab, pbd__vmul(vb, den)), pbd__vvmul(ac, pbd__vmul(vc, den))));
     pbd__vm m;
-#define PBD__VPICK(mask, q) (m = (mask), r.x = pbd__vsel(m, r.x, (q).x), r.y = pbd__vsel(m, r.y, (q).y), r.z = pbd__vsel(m, r.z, (q).z))
+#define PBD__VPICK(mask, q) \
+    (m = (mask), r.x = pbd__vsel(m, r.x, (q).x), r.y = pbd__vsel(m, r.y, (q).y), r.z = pbd__vsel(m, r.z, (q).z))
     PBD__VPICK(pbd__vand_m(pbd__vle(va, zero), pbd__vand_m(pbd__vle(zero, e43), pbd__vle(zero, e56))),
                pbd__vvadd(b, pbd__vvmul(pbd__vvsub(c, b), pbd__vdiv(e43, pbd__vadd(e43, e56)))));
     PBD__VPICK(pbd__vand_m(pbd__vle(vb, zero), pbd__vand_m(pbd__vle(zero, d2), pbd__vle(d6, zero))),
@@ -5089,25 +5340,39 @@ static float pbd__bvh_closest(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *cp, int
     int stack[96], top = 0;
     float best = FLT_MAX;
     stack[top++] = 0;
-    *tri = 0; *feat = 6; *cp = y;
+    *tri = 0;
+    *feat = 6;
+    *cp = y;
     while (top > 0) {
         const pbd__bvh_node *nd = &m->nodes[stack[--top]];
         if (pbd__box_dist2(nd->lo, nd->hi, y) >= best) continue;
         if (nd->count > 0) {
             for (int k = nd->first; k < nd->first + nd->count; ++k) {
                 int t = m->order[k], f;
-                pbd__v3 c = pbd__closest_on_triangle(y, pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1), pbd__mc_vert(m, t, 2), &f);
+                pbd__v3 c = pbd__closest_on_triangle(y, pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1),
+                                                     pbd__mc_vert(m, t, 2), &f);
                 pbd__v3 d = pbd__sub(y, c);
                 float d2 = pbd__dot(d, d);
-                if (d2 < best) { best = d2; *cp = c; *tri = t; *feat = f; }
+                if (d2 < best) {
+                    best = d2;
+                    *cp = c;
+                    *tri = t;
+                    *feat = f;
+                }
             }
             continue;
         }
         int l = nd->first, r = nd->first + 1;
-        float dl = pbd__box_dist2(m->nodes[l].lo, m->nodes[l].hi, y), dr = pbd__box_dist2(m->nodes[r].lo, m->nodes[r].hi, y);
+        float dl = pbd__box_dist2(m->nodes[l].lo, m->nodes[l].hi, y),
+              dr = pbd__box_dist2(m->nodes[r].lo, m->nodes[r].hi, y);
         if (top + 2 > (int)(sizeof stack / sizeof stack[0])) continue; /* cannot happen: depth <= 64 */
-        if (dl <= dr) { stack[top++] = r; stack[top++] = l; }
-        else { stack[top++] = l; stack[top++] = r; }
+        if (dl <= dr) {
+            stack[top++] = r;
+            stack[top++] = l;
+        } else {
+            stack[top++] = l;
+            stack[top++] = r;
+        }
     }
     return best;
 }
@@ -5143,7 +5408,8 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     }
     if (outside) {
         float d2 = pbd__box_dist2(m->lo, m->hi, y);
-        pbd__v3 c = pbd__v(pbd__clampf(y.x, m->lo[0], m->hi[0]), pbd__clampf(y.y, m->lo[1], m->hi[1]), pbd__clampf(y.z, m->lo[2], m->hi[2]));
+        pbd__v3 c = pbd__v(pbd__clampf(y.x, m->lo[0], m->hi[0]), pbd__clampf(y.y, m->lo[1], m->hi[1]),
+                           pbd__clampf(y.z, m->lo[2], m->hi[2]));
         float d = sqrtf(d2);
         *n = d > 1e-12f ? pbd__mul(pbd__sub(y, c), 1.0f / d) : pbd__v(0, 1, 0);
         return d;
@@ -5151,7 +5417,8 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     int sx = m->dims[0] + 1, sy = m->dims[1] + 1;
     float v[8];
     for (int c = 0; c < 8; ++c)
-        v[c] = m->grid[((size_t)(i[2] + (c >> 2)) * sy + (size_t)(i[1] + ((c >> 1) & 1))) * sx + (size_t)(i[0] + (c & 1))];
+        v[c] =
+            m->grid[((size_t)(i[2] + (c >> 2)) * sy + (size_t)(i[1] + ((c >> 1) & 1))) * sx + (size_t)(i[0] + (c & 1))];
     /* along x, then y, then z */
     float x00 = v[0] + (v[1] - v[0]) * f[0], x10 = v[2] + (v[3] - v[2]) * f[0];
     float x01 = v[4] + (v[5] - v[4]) * f[0], x11 = v[6] + (v[7] - v[6]) * f[0];
@@ -5200,7 +5467,13 @@ static void pbd__bvh_select(int *order, const float *cent, int axis, int lo, int
         while (i <= j) {
             while (cent[3 * order[i] + axis] < pv || (cent[3 * order[i] + axis] == pv && order[i] < pt)) ++i;
             while (cent[3 * order[j] + axis] > pv || (cent[3 * order[j] + axis] == pv && order[j] > pt)) --j;
-            if (i <= j) { int t = order[i]; order[i] = order[j]; order[j] = t; ++i; --j; }
+            if (i <= j) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+                ++i;
+                --j;
+            }
         }
         if (k <= j) hi = j + 1;
         else if (k >= i) lo = i;
@@ -5211,7 +5484,10 @@ static void pbd__bvh_select(int *order, const float *cent, int axis, int lo, int
 static void pbd__bvh_build(pbd__meshcol *m, const float *cent, int node, int first, int count, int depth) {
     pbd__bvh_node *nd = &m->nodes[node];
     float clo[3] = {FLT_MAX, FLT_MAX, FLT_MAX}, chi[3] = {-FLT_MAX, -FLT_MAX, -FLT_MAX};
-    for (int k = 0; k < 3; ++k) { nd->lo[k] = FLT_MAX; nd->hi[k] = -FLT_MAX; }
+    for (int k = 0; k < 3; ++k) {
+        nd->lo[k] = FLT_MAX;
+        nd->hi[k] = -FLT_MAX;
+    }
     for (int i = first; i < first + count; ++i) {
         int t = m->order[i];
         for (int v = 0; v < 3; ++v) {
@@ -5260,7 +5536,9 @@ static void pbd__meshcol_normals(pbd__meshcol *m, float *vn, const pbd__edge_sor
             float c = pbd__dot(e1, e2) / (pbd__len(e1) * pbd__len(e2));
             float ang = acosf(pbd__clampf(c, -1.0f, 1.0f));
             float *o = vn + 3 * m->tris[3 * t + k];
-            o[0] += ang * fn.x; o[1] += ang * fn.y; o[2] += ang * fn.z;
+            o[0] += ang * fn.x;
+            o[1] += ang * fn.y;
+            o[2] += ang * fn.z;
         }
     }
     for (int t = 0; t < m->nt; ++t)
@@ -5273,8 +5551,12 @@ static void pbd__meshcol_normals(pbd__meshcol *m, float *vn, const pbd__edge_sor
                 long lo = 0, hi = 3L * m->nt - 1;
                 while (lo <= hi) {
                     long mid = lo + (hi - lo) / 2;
-                    if (keys[mid].key == rev) { e = pbd__add(e, pbd__ld(m->pn + 21 * (keys[mid].opp / 3) + 18)); break; }
-                    if (keys[mid].key < rev) lo = mid + 1; else hi = mid - 1;
+                    if (keys[mid].key == rev) {
+                        e = pbd__add(e, pbd__ld(m->pn + 21 * (keys[mid].opp / 3) + 18));
+                        break;
+                    }
+                    if (keys[mid].key < rev) lo = mid + 1;
+                    else hi = mid - 1;
                 }
             }
             pbd__st(m->pn + 21 * t + 9 + 3 * k, e);
@@ -5299,7 +5581,8 @@ static pbd_result pbd__meshcol_build(pbd_world *w, pbd__meshcol *m) {
     if (r == PBD_OK) {
         for (int t = 0; t < m->nt; ++t) {
             m->order[t] = t;
-            pbd__v3 c = pbd__mul(pbd__add(pbd__add(pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1)), pbd__mc_vert(m, t, 2)), 1.0f / 3.0f);
+            pbd__v3 c = pbd__mul(
+                pbd__add(pbd__add(pbd__mc_vert(m, t, 0), pbd__mc_vert(m, t, 1)), pbd__mc_vert(m, t, 2)), 1.0f / 3.0f);
             pbd__st(cent + 3 * t, c);
             for (int k = 0; keys && k < 3; ++k) {
                 uint32_t a = (uint32_t)m->tris[3 * t + k], b = (uint32_t)m->tris[3 * t + (k + 1) % 3];
@@ -5331,8 +5614,11 @@ static pbd_result pbd__meshcol_build(pbd_world *w, pbd__meshcol *m) {
         for (int k = 0; r == PBD_OK && k <= m->dims[2]; ++k)
             for (int j = 0; j <= m->dims[1]; ++j)
                 for (int i = 0; i <= m->dims[0]; ++i) {
-                    pbd__v3 y = pbd__v(m->glo[0] + m->cell * (float)i, m->glo[1] + m->cell * (float)j, m->glo[2] + m->cell * (float)k), n;
-                    m->grid[((size_t)k * (size_t)(m->dims[1] + 1) + (size_t)j) * (size_t)(m->dims[0] + 1) + (size_t)i] = pbd__bvh_sdf(m, y, &n);
+                    pbd__v3 y = pbd__v(m->glo[0] + m->cell * (float)i, m->glo[1] + m->cell * (float)j,
+                                       m->glo[2] + m->cell * (float)k),
+                            n;
+                    m->grid[((size_t)k * (size_t)(m->dims[1] + 1) + (size_t)j) * (size_t)(m->dims[0] + 1) + (size_t)i] =
+                        pbd__bvh_sdf(m, y, &n);
                 }
     }
     pbd__free(w, cent);
@@ -5353,7 +5639,8 @@ PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void) {
 
 /* The checks of the source mesh, shared by pbd_add_collider_mesh and the
    snapshot. */
-static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, int nv, const int *tris, int nt, int resolution) {
+static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, int nv, const int *tris, int nt,
+                                        int resolution) {
     PBD__CHECK_PTR(w, verts, "positions");
     if (nv < 3) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d < 3", nv);
     if (nv > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
@@ -5362,7 +5649,8 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
     PBD__TRY(pbd__check_finite(w, verts, 3 * (size_t)nv, "positions"));
     PBD__TRY(pbd__validate_triangles(w, tris, nt, nv, "triangles"));
     for (int t = 0; t < nt; ++t) {
-        pbd__v3 a = pbd__ld(verts + 3 * tris[3 * t]), b = pbd__ld(verts + 3 * tris[3 * t + 1]), c = pbd__ld(verts + 3 * tris[3 * t + 2]);
+        pbd__v3 a = pbd__ld(verts + 3 * tris[3 * t]), b = pbd__ld(verts + 3 * tris[3 * t + 1]),
+                c = pbd__ld(verts + 3 * tris[3 * t + 2]);
         pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a);
         float l2 = pbd__dot(e0, e0) > pbd__dot(e1, e1) ? pbd__dot(e0, e0) : pbd__dot(e1, e1);
         if (!(pbd__len(pbd__cross(e0, e1)) > 1e-6f * l2) || !(l2 > 0))
@@ -5374,7 +5662,8 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
     pbd_result r = PBD_OK;
     for (long e = 0; e < ne && r == PBD_OK; ++e)
         if (edges[e].nopp > 2)
-            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)", edges[e].a, edges[e].b, edges[e].nopp);
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)",
+                          edges[e].a, edges[e].b, edges[e].nopp);
     pbd__free((pbd_world *)w, edges);
     if (r == PBD_OK && resolution > 0) {
         pbd_result c = pbd__closed_status(w, tris, nt);
@@ -5387,7 +5676,8 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__meshcol_validate(w, d->positions, d->vertex_count, d->triangles, d->triangle_count, d->sdf_resolution));
+    PBD__TRY(
+        pbd__meshcol_validate(w, d->positions, d->vertex_count, d->triangles, d->triangle_count, d->sdf_resolution));
     pbd_collider_desc cd = pbd_collider_desc_default();
     cd.shape = d->sdf_resolution > 0 ? PBD_COLLIDER_SDF_GRID : PBD_COLLIDER_MESH;
     memcpy(cd.position, d->position, sizeof cd.position);
@@ -5438,7 +5728,10 @@ static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
         pbd__io_int(io, &m->nv);
         pbd__io_int(io, &m->nt);
         pbd__io_int(io, &m->resolution);
-        if (io->in && !io->bad && (m->nv < 3 || m->nt < 1 || m->nv > INT_MAX / 8 || m->nt > INT_MAX / 8)) { io->bad = 1; return; }
+        if (io->in && !io->bad && (m->nv < 3 || m->nt < 1 || m->nv > INT_MAX / 8 || m->nt > INT_MAX / 8)) {
+            io->bad = 1;
+            return;
+        }
         pbd__io_array(io, w, (void **)&m->verts, 3L * m->nv, sizeof(float));
         pbd__io_array(io, w, (void **)&m->tris, 3L * m->nt, sizeof(int));
     }
@@ -5447,12 +5740,14 @@ static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
 static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
     for (int i = 0; i < w->nmeshcols; ++i) {
         pbd__meshcol *m = &w->meshcols[i];
-        if (pbd__meshcol_validate(w, m->verts, m->nv, m->tris, m->nt, m->resolution) != PBD_OK) return PBD_ERROR_BAD_SNAPSHOT;
+        if (pbd__meshcol_validate(w, m->verts, m->nv, m->tris, m->nt, m->resolution) != PBD_OK)
+            return PBD_ERROR_BAD_SNAPSHOT;
         pbd_result r = pbd__meshcol_build(w, m);
         if (r != PBD_OK) return r;
     }
     for (int c = 0; c < w->ncolliders; ++c)
-        if (w->colliders[c].shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(w, &w->colliders[c])) return PBD_ERROR_BAD_SNAPSHOT;
+        if (w->colliders[c].shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(w, &w->colliders[c]))
+            return PBD_ERROR_BAD_SNAPSHOT;
     return PBD_OK;
 }
 
@@ -5506,8 +5801,10 @@ static inline unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i
 }
 static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
     int b = g->axis_bits;
-    unsigned m = pbd__spread_bits10((unsigned)ix) | (pbd__spread_bits10((unsigned)iy) << 1) | (pbd__spread_bits10((unsigned)iz) << 2);
-    unsigned h = ((unsigned)(ix >> b) * 73856093u) ^ ((unsigned)(iy >> b) * 19349663u) ^ ((unsigned)(iz >> b) * 83492791u);
+    unsigned m = pbd__spread_bits10((unsigned)ix) | (pbd__spread_bits10((unsigned)iy) << 1) |
+                 (pbd__spread_bits10((unsigned)iz) << 2);
+    unsigned h =
+        ((unsigned)(ix >> b) * 73856093u) ^ ((unsigned)(iy >> b) * 19349663u) ^ ((unsigned)(iz >> b) * 83492791u);
     return (int)((m + h) & (unsigned)g->mask);
 }
 static inline const float *pbd__grid_point(const float *base, int stride, const int *ids, int k) {
@@ -5534,11 +5831,17 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
     int *key = (int *)pbd__alloc_n(w, (size_t)points, sizeof(int));
     float *pos = (float *)pbd__alloc_n(w, (size_t)points * 4, sizeof(float));
     if (!start || !sorted || !key || !pos) {
-        pbd__free(w, start); pbd__free(w, sorted); pbd__free(w, key); pbd__free(w, pos);
+        pbd__free(w, start);
+        pbd__free(w, sorted);
+        pbd__free(w, key);
+        pbd__free(w, pos);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
     pbd__grid_free(w, g);
-    g->start = start; g->sorted = sorted; g->key = key; g->pos = pos;
+    g->start = start;
+    g->sorted = sorted;
+    g->key = key;
+    g->pos = pos;
     g->cap = points;
     g->bucket_cap = (int)nb + 1;
     g->mask = (int)nb - 1;
@@ -5550,8 +5853,7 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
 static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
     PBD_ASSERT(n <= g->cap && cell > 0);
     if (cell < 1e-30f) cell = 1e-30f; /* 1 / cell stays finite */
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         g->cell = cell;
         g->inv_cell = 1.0f / cell;
         g->count = n;
@@ -5561,13 +5863,16 @@ static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const i
         const float *p = pbd__grid_point(base, stride, ids, k);
         g->key[k] = pbd__grid_hash(g, pbd__grid_coord(g, p[0]), pbd__grid_coord(g, p[1]), pbd__grid_coord(g, p[2]));
     }
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         int nb = g->mask + 1;
         memset(g->start, 0, sizeof(int) * ((size_t)nb + 1));
         for (int k = 0; k < n; ++k) g->start[g->key[k]]++;
         int sum = 0; /* exclusive prefix: start[b] = first slot of b */
-        for (int b = 0; b < nb; ++b) { int c = g->start[b]; g->start[b] = sum; sum += c; }
+        for (int b = 0; b < nb; ++b) {
+            int c = g->start[b];
+            g->start[b] = sum;
+            sum += c;
+        }
         for (int k = 0; k < n; ++k) g->sorted[g->start[g->key[k]]++] = k; /* start[b] ends at b's end */
         for (int b = nb; b > 0; --b) g->start[b] = g->start[b - 1];
         g->start[0] = 0;
@@ -5575,7 +5880,10 @@ static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const i
     PBD__PRAGMA(omp for schedule(static))
     for (int s = 0; s < n; ++s) {
         const float *p = pbd__grid_point(base, stride, ids, g->sorted[s]);
-        g->pos[4 * s] = p[0]; g->pos[4 * s + 1] = p[1]; g->pos[4 * s + 2] = p[2]; g->pos[4 * s + 3] = 0;
+        g->pos[4 * s] = p[0];
+        g->pos[4 * s + 1] = p[1];
+        g->pos[4 * s + 2] = p[2];
+        g->pos[4 * s + 3] = 0;
     }
 }
 
@@ -5645,7 +5953,10 @@ static int pbd__grid_query(const pbd__grid *g, pbd__v3 q, float r, int *out, int
          padding never), with
          the arithmetic of pbd__grid_near16: one gather serves every point
          of a cell, with whole vectors. */
-typedef struct pbd__grid_bcache { int valid, fresh, x0, y0, z0, x1, y1, z1, n; int b[27]; } pbd__grid_bcache;
+typedef struct pbd__grid_bcache {
+    int valid, fresh, x0, y0, z0, x1, y1, z1, n;
+    int b[27];
+} pbd__grid_bcache;
 
 static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, pbd__grid_bcache *c) {
     int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
@@ -5654,7 +5965,12 @@ static int pbd__grid_buckets_cached(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, 
     if (!c->fresh) return c->n;
     c->n = pbd__grid_buckets(g, lo, hi, c->b, 27);
     c->valid = 1;
-    c->x0 = x0; c->y0 = y0; c->z0 = z0; c->x1 = x1; c->y1 = y1; c->z1 = z1;
+    c->x0 = x0;
+    c->y0 = y0;
+    c->z0 = z0;
+    c->x1 = x1;
+    c->y1 = y1;
+    c->z1 = z1;
     return c->n;
 }
 
@@ -5683,23 +5999,37 @@ static void pbd__grid_gather(const pbd__grid *g, const int *buckets, int nb, con
                j + 8, j + 12, the layout of pbd__vgather */
             pbd__vf t0 = simde_mm512_shuffle_f32x4(r0, r1, 0x44), t1 = simde_mm512_shuffle_f32x4(r0, r1, 0xEE);
             pbd__vf t2 = simde_mm512_shuffle_f32x4(r2, r3, 0x44), t3 = simde_mm512_shuffle_f32x4(r2, r3, 0xEE);
-            r0 = simde_mm512_shuffle_f32x4(t0, t2, 0x88); r1 = simde_mm512_shuffle_f32x4(t0, t2, 0xDD);
-            r2 = simde_mm512_shuffle_f32x4(t1, t3, 0x88); r3 = simde_mm512_shuffle_f32x4(t1, t3, 0xDD);
+            r0 = simde_mm512_shuffle_f32x4(t0, t2, 0x88);
+            r1 = simde_mm512_shuffle_f32x4(t0, t2, 0xDD);
+            r2 = simde_mm512_shuffle_f32x4(t1, t3, 0x88);
+            r3 = simde_mm512_shuffle_f32x4(t1, t3, 0xDD);
             pbd__vtranspose(&r0, &r1, &r2, &r3);
-            pbd__vstore(c->x + n, r0); pbd__vstore(c->y + n, r1); pbd__vstore(c->z + n, r2);
+            pbd__vstore(c->x + n, r0);
+            pbd__vstore(c->y + n, r1);
+            pbd__vstore(c->z + n, r2);
             simde__m512i ids = remap ? simde_mm512_loadu_si512((const void *)(remap + s0))
-                                     : simde_mm512_add_epi32(simde_mm512_set1_epi32(s0), simde_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+                                     : simde_mm512_add_epi32(
+                                           simde_mm512_set1_epi32(s0),
+                                           simde_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
             simde_mm512_storeu_si512((void *)(c->s + n), ids);
         }
-        if (s0 > s1) { n -= s0 - s1; continue; }
+        if (s0 > s1) {
+            n -= s0 - s1;
+            continue;
+        }
 #endif
         for (int s = s0; s < s1; ++s, ++n) {
-            c->x[n] = g->pos[4 * (size_t)s]; c->y[n] = g->pos[4 * (size_t)s + 1]; c->z[n] = g->pos[4 * (size_t)s + 2];
+            c->x[n] = g->pos[4 * (size_t)s];
+            c->y[n] = g->pos[4 * (size_t)s + 1];
+            c->z[n] = g->pos[4 * (size_t)s + 2];
             c->s[n] = remap ? remap[s] : s;
         }
     }
     c->real = n;
-    for (; n & 15; ++n) { c->x[n] = c->y[n] = c->z[n] = FLT_MAX; c->s[n] = -1; }
+    for (; n & 15; ++n) {
+        c->x[n] = c->y[n] = c->z[n] = FLT_MAX;
+        c->s[n] = -1;
+    }
     c->n = n;
 }
 
@@ -5741,11 +6071,12 @@ static void pbd__grid_spatial_order(const pbd__grid *g, unsigned *key, int *orde
     PBD__PRAGMA(omp for schedule(static))
     for (int s = 0; s < n; ++s) {
         const float *p = g->pos + 4 * (size_t)s;
-        unsigned x = (unsigned)pbd__grid_coord(g, p[0]), y = (unsigned)pbd__grid_coord(g, p[1]), z = (unsigned)pbd__grid_coord(g, p[2]);
-        key[s] = pbd__spread_bits10(x & 0xffu) | (pbd__spread_bits10(y & 0xffu) << 1) | (pbd__spread_bits10(z & 0xffu) << 2);
+        unsigned x = (unsigned)pbd__grid_coord(g, p[0]), y = (unsigned)pbd__grid_coord(g, p[1]),
+                 z = (unsigned)pbd__grid_coord(g, p[2]);
+        key[s] =
+            pbd__spread_bits10(x & 0xffu) | (pbd__spread_bits10(y & 0xffu) << 1) | (pbd__spread_bits10(z & 0xffu) << 2);
     }
-    PBD__PRAGMA(omp single)
-    { /* a stable LSD radix sort of the 24-bit keys, two passes of 12 bits */
+    PBD__PRAGMA(omp single) { /* a stable LSD radix sort of the 24-bit keys, two passes of 12 bits */
         int count[4097];
         for (int s = 0; s < n; ++s) tmp[s] = s;
         for (int pass = 0; pass < 2; ++pass) {
@@ -5778,7 +6109,10 @@ static inline int pbd__lowest_bit(uint64_t m) {
     return __builtin_ctzll(m);
 #else
     int l = 0;
-    while (!(m & 1u)) { m >>= 1; ++l; }
+    while (!(m & 1u)) {
+        m >>= 1;
+        ++l;
+    }
     return l;
 #endif
 }
@@ -5821,10 +6155,10 @@ enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PI
 
 static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
-    void *arrays[] = {pp->fluids, pp->ids, pp->fluid, pp->object, pp->nbr, pp->nbr_count, pp->ncontact, pp->cross,
-                      pp->lambda, pp->density, pp->omega_len, pp->dp, pp->omega, pp->slot, pp->sid, pp->sfluid,
-                      pp->sobject, pp->spos, pp->pure, pp->svel, pp->nbr_off,
-                      pp->gslot, pp->order, pp->order_tmp, pp->order_key, pp->wall, pp->nwall};
+    void *arrays[] = {pp->fluids, pp->ids,    pp->fluid,     pp->object,    pp->nbr,  pp->nbr_count, pp->ncontact,
+                      pp->cross,  pp->lambda, pp->density,   pp->omega_len, pp->dp,   pp->omega,     pp->slot,
+                      pp->sid,    pp->sfluid, pp->sobject,   pp->spos,      pp->pure, pp->svel,      pp->nbr_off,
+                      pp->gslot,  pp->order,  pp->order_tmp, pp->order_key, pp->wall, pp->nwall};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -5840,10 +6174,32 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     size_t n = (size_t)need;
     enum { K = 26 };
     void *a[K];
-    size_t sizes[K] = {sizeof(int), sizeof(int), sizeof(int), sizeof(int) * PBD_MAX_NEIGHBORS, sizeof(int), sizeof(int),
-                       1, sizeof(float), sizeof(float), sizeof(float), sizeof(pbd__p4), sizeof(pbd__p4),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(int), sizeof(pbd__p4), 1, sizeof(pbd__p4), sizeof(int),
-                       sizeof(int), sizeof(int), sizeof(int), sizeof(unsigned), sizeof(pbd__p4) * PBD__FLUID_WALLS, 1};
+    size_t sizes[K] = {sizeof(int),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(int) * PBD_MAX_NEIGHBORS,
+                       sizeof(int),
+                       sizeof(int),
+                       1,
+                       sizeof(float),
+                       sizeof(float),
+                       sizeof(float),
+                       sizeof(pbd__p4),
+                       sizeof(pbd__p4),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(pbd__p4),
+                       1,
+                       sizeof(pbd__p4),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(int),
+                       sizeof(unsigned),
+                       sizeof(pbd__p4) * PBD__FLUID_WALLS,
+                       1};
     int ok = 1;
     /* nbr (i == 3) has a spare row: the fluid passes load whole vectors
        of indices past the end of a list (pbd__vblock_ids) */
@@ -5855,14 +6211,17 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     /* nbr holds slots (< cap) only, from the start: the SIMD passes gather
        whole blocks past the end of a list (pbd__vblock_ids) */
     memset(a[3], 0, sizes[3] * (n + 1));
-    void **dst[K] = {(void **)&pp->ids, (void **)&pp->fluid, (void **)&pp->object, (void **)&pp->nbr,
-                     (void **)&pp->nbr_count, (void **)&pp->ncontact, (void **)&pp->cross, (void **)&pp->lambda,
-                     (void **)&pp->density, (void **)&pp->omega_len, (void **)&pp->dp, (void **)&pp->omega,
-                     (void **)&pp->slot, (void **)&pp->sid, (void **)&pp->sfluid, (void **)&pp->sobject,
-                     (void **)&pp->spos, (void **)&pp->pure, (void **)&pp->svel, (void **)&pp->nbr_off,
-                     (void **)&pp->gslot, (void **)&pp->order, (void **)&pp->order_tmp, (void **)&pp->order_key,
-                     (void **)&pp->wall, (void **)&pp->nwall};
-    for (int i = 0; i < K; ++i) { pbd__free(w, *dst[i]); *dst[i] = a[i]; }
+    void **dst[K] = {(void **)&pp->ids,       (void **)&pp->fluid,     (void **)&pp->object,    (void **)&pp->nbr,
+                     (void **)&pp->nbr_count, (void **)&pp->ncontact,  (void **)&pp->cross,     (void **)&pp->lambda,
+                     (void **)&pp->density,   (void **)&pp->omega_len, (void **)&pp->dp,        (void **)&pp->omega,
+                     (void **)&pp->slot,      (void **)&pp->sid,       (void **)&pp->sfluid,    (void **)&pp->sobject,
+                     (void **)&pp->spos,      (void **)&pp->pure,      (void **)&pp->svel,      (void **)&pp->nbr_off,
+                     (void **)&pp->gslot,     (void **)&pp->order,     (void **)&pp->order_tmp, (void **)&pp->order_key,
+                     (void **)&pp->wall,      (void **)&pp->nwall};
+    for (int i = 0; i < K; ++i) {
+        pbd__free(w, *dst[i]);
+        *dst[i] = a[i];
+    }
     pp->cap = need;
     return PBD_OK;
 }
@@ -5910,7 +6269,8 @@ static pbd_result pbd__pp_refresh(pbd_world *w) {
 PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on) {
     PBD__CHECK_WORLD(w);
     if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first, r.count, w->n);
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first,
+                         r.count, w->n);
     if (on) {
         int more = 0;
         for (int i = r.first; i < r.first + r.count; ++i) more += !(w->flags[i] & (PBD__COLLIDE | PBD__FLUID));
@@ -5966,7 +6326,8 @@ static float pbd__pp_reach(const pbd_world *w) {
     float rmax = 0, hmax = 0;
     for (int k = 0; k < pp->np; ++k)
         if (w->flags[pp->ids[k]] & PBD__COLLIDE) rmax = w->radius[pp->ids[k]] > rmax ? w->radius[pp->ids[k]] : rmax;
-    for (int f = 0; f < pp->nfluids; ++f) hmax = pp->fluids[f].kernel_radius > hmax ? pp->fluids[f].kernel_radius : hmax;
+    for (int f = 0; f < pp->nfluids; ++f)
+        hmax = pp->fluids[f].kernel_radius > hmax ? pp->fluids[f].kernel_radius : hmax;
     return hmax > 3.0f * rmax ? hmax : 3.0f * rmax;
 }
 
@@ -6041,8 +6402,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
        differs) and the passes read them as one stream. */
     pbd__grid_bcache cache;
     int prev = -2, next = 0;
-    pbd__grid_cands cands; /* this thread's, 16 KiB */
-    int cands_fluid = -2;  /* the one fluid of all candidates, or -2 */
+    pbd__grid_cands cands;                 /* this thread's, 16 KiB */
+    int cands_fluid = -2;                  /* the one fluid of all candidates, or -2 */
     int one_fluid = pbd__pp_one_fluid(pp); /* then every candidate's (each thread finds it) */
     cache.valid = 0;
     cands.n = -1;
@@ -6071,7 +6432,8 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
                 if (count + 16 <= PBD_MAX_NEIGHBORS) {
                     simde__m512i ids = simde_mm512_loadu_si512((const void *)(cands.s + j));
                     near &= ~(unsigned)simde_mm512_cmpeq_epi32_mask(ids, simde_mm512_set1_epi32(a));
-                    simde_mm512_storeu_si512((void *)(list + count), simde_mm512_maskz_compress_epi32((simde__mmask16)near, ids));
+                    simde_mm512_storeu_si512((void *)(list + count),
+                                             simde_mm512_maskz_compress_epi32((simde__mmask16)near, ids));
                     count += pbd__popcount16(near);
                     continue;
                 }
@@ -6214,24 +6576,29 @@ static float pbd__fluid_lattice_denominator(const pbd__fluid *f) {
 
 static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *d, pbd__fluid *f) {
     PBD__CHECK_PTR(w, d, "desc");
-    float vals[9] = {d->rest_density, d->spacing, d->kernel_radius, d->radius, d->relaxation,
-                     d->viscosity, d->vorticity, d->scorr_k, d->scorr_n};
+    float vals[9] = {d->rest_density, d->spacing,   d->kernel_radius, d->radius, d->relaxation,
+                     d->viscosity,    d->vorticity, d->scorr_k,       d->scorr_n};
     if (!pbd__finite_n(vals, 9) || !pbd__finite(d->scorr_dq) || !pbd__finite(d->gravity_cfl))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "a fluid parameter is NaN or infinite");
-    if (d->rest_density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
+    if (d->rest_density < 0)
+        return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
     if (!(d->rest_density > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest density must be > 0");
-    if (!(d->spacing > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "spacing %g must be > 0", (double)d->spacing);
+    if (!(d->spacing > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "spacing %g must be > 0", (double)d->spacing);
     float h = d->kernel_radius > 0 ? d->kernel_radius : 2.0f * d->spacing;
     if (d->kernel_radius < 0 || h < d->spacing || h > 4.0f * d->spacing)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "kernel radius %g outside [spacing, 4 spacing]", (double)h);
     if (d->radius < 0 || d->relaxation < 0 || d->vorticity < 0 || d->scorr_k < 0 || d->gravity_cfl < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius, relaxation, vorticity, scorr_k and gravity_cfl must be >= 0");
-    if (d->viscosity < 0 || d->viscosity > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g outside [0, 1]", (double)d->viscosity);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "radius, relaxation, vorticity, scorr_k and gravity_cfl must be >= 0");
+    if (d->viscosity < 0 || d->viscosity > 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g outside [0, 1]", (double)d->viscosity);
     if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
     float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
     if (!(mass > 0) || !pbd__finite(mass) || !pbd__finite(1.0f / mass) || !pbd__finite(pbd__poly6(0, h)))
-        return pbd__fail(w, PBD_ERROR_DEGENERATE, "particle mass rest_density * spacing^3 = %g is not usable", (double)mass);
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "particle mass rest_density * spacing^3 = %g is not usable",
+                         (double)mass);
     memset(f, 0, sizeof *f);
     f->rest_density = d->rest_density;
     f->spacing = d->spacing;
@@ -6246,7 +6613,8 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     f->gravity_cfl = d->gravity_cfl;
     f->denominator = pbd__fluid_lattice_denominator(f);
     f->eps = d->relaxation * f->denominator;
-    if (!pbd__finite(f->eps) || !(f->denominator > 0) || !pbd__finite(1.0f / f->denominator)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
+    if (!pbd__finite(f->eps) || !(f->denominator > 0) || !pbd__finite(1.0f / f->denominator))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "relaxation scale is not finite");
     return PBD_OK;
 }
 
@@ -6292,7 +6660,8 @@ static pbd_result pbd__check_fluid(const pbd_world *w, pbd_fluid f) {
 PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_fluid(w, f));
-    if (!pbd__finite(viscosity) || !pbd__finite(vorticity)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
+    if (!pbd__finite(viscosity) || !pbd__finite(vorticity))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
     if (viscosity < 0 || viscosity > 1 || vorticity < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity must be in [0, 1] and vorticity >= 0");
     w->pp.fluids[f].viscosity = viscosity;
@@ -6359,7 +6728,8 @@ static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
 static inline float pbd__kscorr(const pbd__kern *k, float r2) {
     if (k->scorr == 0) return 0.0f;
     float w = pbd__kpoly6(k, r2), p = 1.0f;
-    if (k->n > 0) for (int i = 0; i < k->n; ++i) p *= w;
+    if (k->n > 0)
+        for (int i = 0; i < k->n; ++i) p *= w;
     else p = powf(w, k->nf);
     return k->scorr * p;
 }
@@ -6404,7 +6774,10 @@ static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, f
     out[3] = simde_mm_cvtss_f32(simde_mm512_extractf32x4_ps(u, 3));
 #else
     float t[4][PBD__W];
-    pbd__vstore(t[0], a); pbd__vstore(t[1], b); pbd__vstore(t[2], c); pbd__vstore(t[3], d);
+    pbd__vstore(t[0], a);
+    pbd__vstore(t[1], b);
+    pbd__vstore(t[2], c);
+    pbd__vstore(t[3], d);
     for (int i = 0; i < 4; ++i) out[i] = pbd__lane_sum(t[i]);
 #endif
 }
@@ -6413,11 +6786,13 @@ static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, f
 /* One neighbour's share of a's density sum and constraint gradient (a lane
    of a block; the SIMD twin below does the same operations in the same
    order, so both agree bit for bit). */
-static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *pb, float *rho,
-                                    pbd__v3 *g, float *s2) {
+static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *pb, float *rho, pbd__v3 *g,
+                                    float *s2) {
     pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
     float r2 = pbd__dot(d, d);
-    *rho = 0; *s2 = 0; *g = pbd__v(0, 0, 0);
+    *rho = 0;
+    *s2 = 0;
+    *g = pbd__v(0, 0, 0);
     if (!(r2 < k->h2)) return;
     *rho = mb * pbd__kpoly6(k, r2);
     *g = pbd__mul(pbd__kspiky(k, d, sqrtf(r2)), mb * k->inv_rho0);
@@ -6461,7 +6836,8 @@ static inline void pbd__vlambda_terms(const pbd__kern *k, float mb, pbd__v3 pa, 
     const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
     pbd__vp q = pbd__vgather(P, ids);
-    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y),
+            dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
     pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
@@ -6473,8 +6849,13 @@ static inline void pbd__vlambda_terms(const pbd__kern *k, float mb, pbd__v3 pa, 
     pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), scale));
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), scale));
     pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), scale));
-    pbd__vf s2 = pbd__vsel(in, zero, pbd__vmul(q.w, pbd__vadd(pbd__vadd(pbd__vmul(gx, gx), pbd__vmul(gy, gy)), pbd__vmul(gz, gz))));
-    add[0] = rho; add[1] = gx; add[2] = gy; add[3] = gz; add[4] = s2;
+    pbd__vf s2 = pbd__vsel(
+        in, zero, pbd__vmul(q.w, pbd__vadd(pbd__vadd(pbd__vmul(gx, gx), pbd__vmul(gy, gy)), pbd__vmul(gz, gz))));
+    add[0] = rho;
+    add[1] = gx;
+    add[2] = gy;
+    add[3] = gz;
+    add[4] = s2;
 }
 static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
                                       int j, int count, float acc[5][PBD__W]) {
@@ -6546,8 +6927,14 @@ static inline void pbd__prefetch_list(const int *list) {
    Phi'(s) = -315/256 (1 - t^2)^4 / h into *dphi. */
 static inline float pbd__wall_phi(float s, float h, float *dphi) {
     float t = s / h;
-    if (!(t < 1.0f)) { *dphi = 0; return 0.0f; }
-    if (!(t > -1.0f)) { *dphi = 0; return 1.0f; }
+    if (!(t < 1.0f)) {
+        *dphi = 0;
+        return 0.0f;
+    }
+    if (!(t > -1.0f)) {
+        *dphi = 0;
+        return 1.0f;
+    }
     float t2 = t * t, u = 1.0f - t2;
     *dphi = -(315.0f / 256.0f) * (u * u) * (u * u) / h;
     float g = t * (1.0f + t2 * (-4.0f / 3.0f + t2 * (6.0f / 5.0f + t2 * (-4.0f / 7.0f + t2 * (1.0f / 9.0f)))));
@@ -6603,7 +6990,10 @@ static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X, int in_step) {
                 if (!(s < kh)) continue;
                 pbd__v3 n = pbd__qrot(pose->rot, nl);
                 pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)m++];
-                q->x = n.x; q->y = n.y; q->z = n.z; q->w = s - pbd__dot(n, x);
+                q->x = n.x;
+                q->y = n.y;
+                q->z = n.z;
+                q->w = s - pbd__dot(n, x);
             }
         }
         pp->nwall[a] = (unsigned char)m;
@@ -6665,7 +7055,11 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
             float rho, s2;
             pbd__v3 g;
             pbd__lambda_pair(k, pbd__pp_mass_in(pp, a, b), pa, &P[b], &rho, &g, &s2);
-            acc[0][l] += rho; acc[1][l] += g.x; acc[2][l] += g.y; acc[3][l] += g.z; acc[4][l] += s2;
+            acc[0][l] += rho;
+            acc[1][l] += g.x;
+            acc[2][l] += g.y;
+            acc[3][l] += g.z;
+            acc[4][l] += s2;
         }
     }
     for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum(acc[c]);
@@ -6759,7 +7153,8 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h);
     pbd__vp q = pbd__vgather(PL, ids);
-    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y), dz = pbd__vsub(pbd__vset1(pa.z), q.z);
+    pbd__vf dx = pbd__vsub(pbd__vset1(pa.x), q.x), dy = pbd__vsub(pbd__vset1(pa.y), q.y),
+            dz = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz));
     pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vf sc = zero;
@@ -6784,7 +7179,9 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), c));
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), c));
     pbd__vf gz = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dz, coef), c));
-    add[0] = gx; add[1] = gy; add[2] = gz;
+    add[0] = gx;
+    add[1] = gy;
+    add[2] = gz;
 }
 static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
                                           pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
@@ -6804,7 +7201,9 @@ static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pb
         for (int c = 0; c < 3; ++c) sum[c] = pbd__vadd(sum[c], add[c]);
     }
     pbd__vlane_sum4(sum[0], sum[1], sum[2], sum[2], o4);
-    out[0] = o4[0]; out[1] = o4[1]; out[2] = o4[2];
+    out[0] = o4[0];
+    out[1] = o4[1];
+    out[2] = o4[2];
 }
 #endif
 
@@ -6843,8 +7242,12 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
         for (int l = 0; l < PBD__W && j + l < count; ++l) {
             pbd__v3 s, c;
             pbd__correction_pair(w, P, a, list[j + l], ka, pa, &s, &c);
-            acc[0][l] += s.x; acc[1][l] += s.y; acc[2][l] += s.z;
-            cacc[0][l] += c.x; cacc[1][l] += c.y; cacc[2][l] += c.z;
+            acc[0][l] += s.x;
+            acc[1][l] += s.y;
+            acc[2][l] += s.z;
+            cacc[0][l] += c.x;
+            cacc[1][l] += c.y;
+            cacc[2][l] += c.z;
         }
     }
     *sum = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
@@ -6865,7 +7268,9 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     }
     pbd__v3 dp = pbd__add(pbd__mul(sum, P[a].w), contact);
     pbd__p4 *p = &w->p[pp->sid[a]];
-    p->x += dp.x; p->y += dp.y; p->z += dp.z;
+    p->x += dp.x;
+    p->y += dp.y;
+    p->z += dp.z;
 }
 
 /* One Jacobi iteration of contacts and density constraints: the
@@ -6917,23 +7322,28 @@ static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd
 /* The terms of W neighbours list[j..j+W) of a's own fluid (vol the same
    for all) into add (lanes past count: zero). */
 static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *X,
-                                    const pbd__p4 *V, const int *list, int j, int count, int vort,
-                                    pbd__vf add[6]) {
+                                    const pbd__p4 *V, const int *list, int j, int count, int vort, pbd__vf add[6]) {
     int pad[PBD__W];
     pbd__vf on;
     const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
     pbd__vf zero = pbd__vset1(0.0f), h = pbd__vset1(k->h), vvol = pbd__vset1(vol);
     pbd__vp q = pbd__vgather(X, ids), vb = pbd__vgather(V, ids);
     pbd__vv d;
-    d.x = pbd__vsub(pbd__vset1(pa.x), q.x); d.y = pbd__vsub(pbd__vset1(pa.y), q.y); d.z = pbd__vsub(pbd__vset1(pa.z), q.z);
+    d.x = pbd__vsub(pbd__vset1(pa.x), q.x);
+    d.y = pbd__vsub(pbd__vset1(pa.y), q.y);
+    d.z = pbd__vsub(pbd__vset1(pa.z), q.z);
     pbd__vf r2 = pbd__vvdot(d, d);
     pbd__vm in = pbd__vand_m(pbd__vlt(r2, pbd__vset1(k->h2)), pbd__vlt(zero, on));
     pbd__vv vab;
-    vab.x = pbd__vsub(vb.x, pbd__vset1(va.x)); vab.y = pbd__vsub(vb.y, pbd__vset1(va.y)); vab.z = pbd__vsub(vb.z, pbd__vset1(va.z));
+    vab.x = pbd__vsub(vb.x, pbd__vset1(va.x));
+    vab.y = pbd__vsub(vb.y, pbd__vset1(va.y));
+    vab.z = pbd__vsub(vb.z, pbd__vset1(va.z));
     pbd__vf dd = pbd__vsub(pbd__vset1(k->h2), r2);
     pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
     pbd__vv dv = pbd__vvmul(vab, pbd__vmul(vvol, wp));
-    add[0] = pbd__vsel(in, zero, dv.x); add[1] = pbd__vsel(in, zero, dv.y); add[2] = pbd__vsel(in, zero, dv.z);
+    add[0] = pbd__vsel(in, zero, dv.x);
+    add[1] = pbd__vsel(in, zero, dv.y);
+    add[2] = pbd__vsel(in, zero, dv.z);
     add[3] = add[4] = add[5] = zero;
     if (vort) {
         pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
@@ -6944,7 +7354,9 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
         g.y = pbd__vsel(ok, zero, pbd__vmul(d.y, coef));
         g.z = pbd__vsel(ok, zero, pbd__vmul(d.z, coef));
         pbd__vv om = pbd__vvmul(pbd__vvcross(pbd__vvneg(vab), g), vvol);
-        add[3] = pbd__vsel(in, zero, om.x); add[4] = pbd__vsel(in, zero, om.y); add[5] = pbd__vsel(in, zero, om.z);
+        add[3] = pbd__vsel(in, zero, om.x);
+        add[4] = pbd__vsel(in, zero, om.y);
+        add[5] = pbd__vsel(in, zero, om.z);
     }
 }
 #endif
@@ -6989,8 +7401,12 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
         if (pp->sfluid[b] < 0) continue;
         pbd__v3 d, o;
         pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
-        acc[0][l] += d.x; acc[1][l] += d.y; acc[2][l] += d.z;
-        acc[3][l] += o.x; acc[4][l] += o.y; acc[5][l] += o.z;
+        acc[0][l] += d.x;
+        acc[1][l] += d.y;
+        acc[2][l] += d.z;
+        acc[3][l] += o.x;
+        acc[4][l] += o.y;
+        acc[5][l] += o.z;
     }
     *dv = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
     *om = pbd__v(pbd__lane_sum(acc[3]), pbd__lane_sum(acc[4]), pbd__lane_sum(acc[5]));
@@ -7027,8 +7443,14 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
             pbd__fluid_xsph(w, X, V, a, vort, &dv, &om);
             dv = pbd__mul(dv, pp->fluids[pp->sfluid[a]].viscosity);
         }
-        pp->dp[a].x = dv.x; pp->dp[a].y = dv.y; pp->dp[a].z = dv.z; pp->dp[a].w = 0;
-        pp->omega[a].x = om.x; pp->omega[a].y = om.y; pp->omega[a].z = om.z; pp->omega[a].w = 0;
+        pp->dp[a].x = dv.x;
+        pp->dp[a].y = dv.y;
+        pp->dp[a].z = dv.z;
+        pp->dp[a].w = 0;
+        pp->omega[a].x = om.x;
+        pp->omega[a].y = om.y;
+        pp->omega[a].z = om.z;
+        pp->omega[a].w = 0;
         pp->omega_len[a] = pbd__len(om);
     }
     if (vort) {
@@ -7047,13 +7469,16 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
                 float r2 = pbd__dot(d, d);
                 if (r2 >= kh * kh) continue;
                 float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
-                eta = pbd__add(eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
+                eta = pbd__add(
+                    eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
             }
             float le = pbd__len(eta);
             if (!(le > 1e-12f)) continue;
             pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
             pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
-            pp->dp[a].x += h * acc.x; pp->dp[a].y += h * acc.y; pp->dp[a].z += h * acc.z;
+            pp->dp[a].x += h * acc.x;
+            pp->dp[a].y += h * acc.y;
+            pp->dp[a].z += h * acc.z;
         }
     }
     PBD__PRAGMA(omp for schedule(static))
@@ -7061,7 +7486,9 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
         pbd__p4 *v = &w->v[pp->sid[a]];
         if (a + PBD__SLOT_AHEAD < np) PBD__PREFETCH_W(&w->v[pp->sid[a + PBD__SLOT_AHEAD]]);
         if (X[a].w == 0) continue;
-        v->x += pp->dp[a].x; v->y += pp->dp[a].y; v->z += pp->dp[a].z;
+        v->x += pp->dp[a].x;
+        v->y += pp->dp[a].y;
+        v->z += pp->dp[a].z;
     }
 }
 
@@ -7151,11 +7578,13 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, in
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max, int *count) {
+PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max,
+                                            int *count) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, point, "point");
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
-    if (!pbd__finite(radius) || !(radius >= 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius must be finite and >= 0");
+    if (!pbd__finite(radius) || !(radius >= 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius must be finite and >= 0");
     PBD__TRY(pbd__check_list(w, out, max, count));
     pbd__particle_phase *pp = &w->pp;
     *count = 0;
@@ -7176,7 +7605,10 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
     int lo = 0, hi = pp->np - 1, a = -1;
     while (lo <= hi) {
         int mid = lo + (hi - lo) / 2;
-        if (pp->ids[mid] == particle) { a = mid; break; }
+        if (pp->ids[mid] == particle) {
+            a = mid;
+            break;
+        }
         if (pp->ids[mid] < particle) lo = mid + 1;
         else hi = mid - 1;
     }
@@ -7200,7 +7632,10 @@ static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
     pbd__io_int(io, &pp->nfluids);
     if (io->bad) return;
     if (io->in) {
-        if (pp->nfluids < 0) { io->bad = 1; return; }
+        if (pp->nfluids < 0) {
+            io->bad = 1;
+            return;
+        }
         pp->fluid_cap = pp->nfluids;
     }
     pbd__io_array(io, w, (void **)&pp->fluids, pp->nfluids, sizeof(pbd__fluid));
@@ -7219,8 +7654,8 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
     int end = 0;
     for (int fi = 0; fi < pp->nfluids; ++fi) {
         const pbd__fluid *f = &pp->fluids[fi];
-        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 13) || !(f->denominator > 0) ||
-            !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
+        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 13) ||
+            !(f->denominator > 0) || !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
             !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
             f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
             !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) || f->eps < 0 || f->gravity_cfl < 0)
@@ -7297,7 +7732,8 @@ static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *perm
     PBD__TRY(pbd__validate_triangles(w, tri, nt, nv, "desc.triangles"));
     if (perm && object < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a permutation needs an object");
     for (int i = 0; perm && i < nv; ++i)
-        if (perm[i] < 0 || perm[i] >= nv) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, perm[i]);
+        if (perm[i] < 0 || perm[i] >= nv)
+            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, perm[i]);
     int *t = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
     if (!t) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d triangles", nt);
     for (long k = 0; k < 3L * nt; ++k) t[k] = first + (perm ? perm[tri[k]] : tri[k]);
@@ -7309,9 +7745,14 @@ static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *perm
 
 /* Adjacency (CSR over n vertices: the world's particles, and during a
    tear the particles it is about to add) of an edge list with weights. */
-typedef struct pbd__graph { int n, *start, *to; double *len; } pbd__graph;
+typedef struct pbd__graph {
+    int n, *start, *to;
+    double *len;
+} pbd__graph;
 static void pbd__graph_free(pbd_world *w, pbd__graph *g) {
-    pbd__free(w, g->start); pbd__free(w, g->to); pbd__free(w, g->len);
+    pbd__free(w, g->start);
+    pbd__free(w, g->to);
+    pbd__free(w, g->len);
     memset(g, 0, sizeof *g);
 }
 static int pbd__graph_build(pbd_world *w, int n, const int *edges, const double *len, long ne, pbd__graph *g) {
@@ -7319,12 +7760,21 @@ static int pbd__graph_build(pbd_world *w, int n, const int *edges, const double 
     g->start = (int *)pbd__alloc_n(w, (size_t)n + 1, sizeof(int));
     g->to = (int *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(int));
     g->len = (double *)pbd__alloc_n(w, (size_t)(2 * ne), sizeof(double));
-    if (!g->start || !g->to || !g->len) { pbd__graph_free(w, g); return 0; }
+    if (!g->start || !g->to || !g->len) {
+        pbd__graph_free(w, g);
+        return 0;
+    }
     memset(g->start, 0, sizeof(int) * ((size_t)n + 1));
-    for (long e = 0; e < ne; ++e) { g->start[edges[2 * e] + 1]++; g->start[edges[2 * e + 1] + 1]++; }
+    for (long e = 0; e < ne; ++e) {
+        g->start[edges[2 * e] + 1]++;
+        g->start[edges[2 * e + 1] + 1]++;
+    }
     for (int i = 0; i < n; ++i) g->start[i + 1] += g->start[i];
     int *fill = (int *)pbd__alloc_n(w, (size_t)n + 1, sizeof(int));
-    if (!fill) { pbd__graph_free(w, g); return 0; }
+    if (!fill) {
+        pbd__graph_free(w, g);
+        return 0;
+    }
     memcpy(fill, g->start, sizeof(int) * ((size_t)n + 1));
     for (long e = 0; e < ne; ++e)
         for (int s = 0; s < 2; ++s) {
@@ -7340,7 +7790,10 @@ static int pbd__graph_build(pbd_world *w, int n, const int *edges, const double 
    where unreachable) and, when label is not NULL, the source each shortest
    path starts from. A binary heap of (distance, vertex) with lazy
    deletion; ties by vertex index, so the result is deterministic. */
-typedef struct pbd__heap_item { double d; int v; } pbd__heap_item;
+typedef struct pbd__heap_item {
+    double d;
+    int v;
+} pbd__heap_item;
 static int pbd__heap_less(pbd__heap_item a, pbd__heap_item b) { return a.d < b.d || (a.d == b.d && a.v < b.v); }
 static int pbd__dijkstra(pbd_world *w, const pbd__graph *g, const int *src, int nsrc, double *dist, int *label) {
     long cap = (long)g->start[g->n] + nsrc + 1;
@@ -7391,7 +7844,11 @@ static int pbd__dijkstra(pbd_world *w, const pbd__graph *g, const int *src, int 
 static void pbd__keep_nearest(double *bd, int *ba, int k, double d, int anchor) {
     if (!(d < bd[k - 1])) return;
     int j = k - 1;
-    while (j > 0 && d < bd[j - 1]) { bd[j] = bd[j - 1]; ba[j] = ba[j - 1]; --j; }
+    while (j > 0 && d < bd[j - 1]) {
+        bd[j] = bd[j - 1];
+        ba[j] = ba[j - 1];
+        --j;
+    }
     bd[j] = d;
     ba[j] = anchor;
 }
@@ -7399,7 +7856,9 @@ static void pbd__keep_nearest(double *bd, int *ba, int k, double d, int anchor) 
 /* The mesh edges for geodesics: the object's stretch group (rest lengths)
    or the triangles' edges (current lengths). */
 static pbd_result pbd__lra_edges(pbd_world *w, const pbd_lra_desc *d, int **edges, double **len, long *ne) {
-    *edges = NULL; *len = NULL; *ne = 0;
+    *edges = NULL;
+    *len = NULL;
+    *ne = 0;
     if (d->object >= 0) {
         int gs = w->objects[d->object].groups[0];
         if (gs < 0 || w->groups[gs].type != PBD_CONSTRAINT_DISTANCE)
@@ -7426,8 +7885,10 @@ static pbd_result pbd__lra_edges(pbd_world *w, const pbd_lra_desc *d, int **edge
     *ne = 3L * d->triangle_count;
     return PBD_OK;
 oom:
-    pbd__free(w, *edges); pbd__free(w, *len);
-    *edges = NULL; *len = NULL;
+    pbd__free(w, *edges);
+    pbd__free(w, *len);
+    *edges = NULL;
+    *len = NULL;
     return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh edges");
 }
 
@@ -7436,32 +7897,39 @@ static pbd_result pbd__validate_lra(pbd_world *w, const pbd_lra_desc *d, unsigne
     PBD__CHECK_PTR(w, d->anchors, "desc.anchors");
     if (d->anchor_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchor count %d <= 0", d->anchor_count);
     for (int k = 0; k < d->anchor_count; ++k) PBD__TRY(pbd__check_particle(w, d->anchors[k], "anchor"));
-    if (d->object < 0 && !d->particles) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "desc.particles is NULL and there is no object");
+    if (d->object < 0 && !d->particles)
+        return pbd__fail(w, PBD_ERROR_NULL_POINTER, "desc.particles is NULL and there is no object");
     if (d->particles) {
         if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle count %d <= 0", d->count);
         for (int k = 0; k < d->count; ++k) {
             PBD__TRY(pbd__check_particle(w, d->particles[k], "particle"));
-            if (mark[d->particles[k]]) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", d->particles[k]);
+            if (mark[d->particles[k]])
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", d->particles[k]);
             mark[d->particles[k]] = 1;
         }
     }
-    if (d->geodesic != 0 && d->geodesic != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "geodesic must be 0 or 1");
+    if (d->geodesic != 0 && d->geodesic != 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "geodesic must be 0 or 1");
     if (d->anchors_per_particle < 1 || d->anchors_per_particle > 16)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchors_per_particle %d outside 1..16", d->anchors_per_particle);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchors_per_particle %d outside 1..16",
+                         d->anchors_per_particle);
     if (!pbd__finite(d->slack)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "slack is not finite");
     if (d->slack < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "slack %g < 0", (double)d->slack);
     return PBD_OK;
 }
 
 static void pbd__lra_free(pbd_world *w, pbd__lra *l) {
-    pbd__free(w, l->particles); pbd__free(w, l->start); pbd__free(w, l->anchor); pbd__free(w, l->length);
+    pbd__free(w, l->particles);
+    pbd__free(w, l->start);
+    pbd__free(w, l->anchor);
+    pbd__free(w, l->length);
     pbd__free(w, l->reach);
     memset(l, 0, sizeof *l);
 }
 
 /* Fills a set from the k nearest anchors (bd/ba: k per particle). */
-static pbd_result pbd__lra_fill(pbd_world *w, pbd__lra *l, const int *parts, int np, const double *bd, const int *ba, int k,
-                                float slack) {
+static pbd_result pbd__lra_fill(pbd_world *w, pbd__lra *l, const int *parts, int np, const double *bd, const int *ba,
+                                int k, float slack) {
     long nt = 0;
     for (long j = 0; j < (long)np * k; ++j) nt += bd[j] < HUGE_VAL;
     l->count = np;
@@ -7503,7 +7971,10 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
         if (!parts) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the particles");
         for (int i = o->first; i < o->first + o->count; ++i)
             if (mark[i] != 2) parts[np++] = i;
-        if (np == 0) { pbd__free(w, parts); return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "every particle of object %d is an anchor", d->object); }
+        if (np == 0) {
+            pbd__free(w, parts);
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "every particle of object %d is an anchor", d->object);
+        }
     }
     const int *list = d->particles ? d->particles : parts;
     double *bd = (double *)pbd__alloc_n(w, (size_t)np * (size_t)k, sizeof(double));
@@ -7511,7 +7982,10 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
     double *dist = d->geodesic ? (double *)pbd__alloc_n(w, (size_t)w->n, sizeof(double)) : NULL;
     pbd_result r = PBD_OK;
     if (!bd || !ba || (d->geodesic && !dist)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the tethers");
-    for (long j = 0; r == PBD_OK && j < (long)np * k; ++j) { bd[j] = HUGE_VAL; ba[j] = -1; }
+    for (long j = 0; r == PBD_OK && j < (long)np * k; ++j) {
+        bd[j] = HUGE_VAL;
+        ba[j] = -1;
+    }
     if (r == PBD_OK && !d->geodesic) {
         for (int p = 0; p < np; ++p)
             for (int a = 0; a < d->anchor_count; ++a) {
@@ -7526,7 +8000,8 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
         pbd__graph g;
         memset(&g, 0, sizeof g);
         r = pbd__lra_edges(w, d, &edges, &len, &ne);
-        if (r == PBD_OK && !pbd__graph_build(w, w->n, edges, len, ne, &g)) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh graph");
+        if (r == PBD_OK && !pbd__graph_build(w, w->n, edges, len, ne, &g))
+            r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh graph");
         /* one multi-source search gives the nearest anchor; k > 1 needs one search per anchor */
         int *label = NULL;
         if (r == PBD_OK && k == 1) {
@@ -7534,10 +8009,16 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
             if (!label || !pbd__dijkstra(w, &g, d->anchors, d->anchor_count, dist, label))
                 r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for Dijkstra");
             for (int p = 0; r == PBD_OK && p < np; ++p)
-                if (dist[list[p]] < HUGE_VAL) { bd[p] = dist[list[p]]; ba[p] = label[list[p]]; }
+                if (dist[list[p]] < HUGE_VAL) {
+                    bd[p] = dist[list[p]];
+                    ba[p] = label[list[p]];
+                }
         }
         for (int a = 0; r == PBD_OK && k > 1 && a < d->anchor_count; ++a) {
-            if (!pbd__dijkstra(w, &g, &d->anchors[a], 1, dist, NULL)) { r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for Dijkstra"); break; }
+            if (!pbd__dijkstra(w, &g, &d->anchors[a], 1, dist, NULL)) {
+                r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for Dijkstra");
+                break;
+            }
             for (int p = 0; p < np; ++p)
                 if (list[p] != d->anchors[a] && dist[list[p]] < HUGE_VAL)
                     pbd__keep_nearest(bd + (size_t)p * k, ba + (size_t)p * k, k, dist[list[p]], d->anchors[a]);
@@ -7552,7 +8033,10 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
         for (int j = 0; j < k; ++j)
             if (ba[(size_t)p * k + j] == list[p]) bd[(size_t)p * k + j] = HUGE_VAL;
     if (r == PBD_OK) r = pbd__lra_fill(w, l, list, np, bd, ba, k, d->slack);
-    pbd__free(w, bd); pbd__free(w, ba); pbd__free(w, dist); pbd__free(w, parts);
+    pbd__free(w, bd);
+    pbd__free(w, ba);
+    pbd__free(w, dist);
+    pbd__free(w, parts);
     return r;
 }
 
@@ -7624,13 +8108,19 @@ static int pbd__object_plane(const pbd_world *w, const pbd__object *o, pbd__v3 *
     float best = 0;
     for (int i = o->first; i < o->first + o->count; ++i) {
         pbd__v3 d = pbd__sub(pbd__p3(w->x[i]), x0);
-        if (pbd__dot(d, d) > best) { best = pbd__dot(d, d); far = pbd__p3(w->x[i]); }
+        if (pbd__dot(d, d) > best) {
+            best = pbd__dot(d, d);
+            far = pbd__p3(w->x[i]);
+        }
     }
     pbd__v3 axis = pbd__sub(far, x0), n = axis;
     best = 0;
     for (int i = o->first; i < o->first + o->count; ++i) {
         pbd__v3 c = pbd__cross(axis, pbd__sub(pbd__p3(w->x[i]), x0));
-        if (pbd__dot(c, c) > best) { best = pbd__dot(c, c); n = c; }
+        if (pbd__dot(c, c) > best) {
+            best = pbd__dot(c, c);
+            n = c;
+        }
     }
     float size = pbd__len(axis), nl = pbd__len(n);
     if (!(size > 0) || !(nl > 0) || best == 0) return 0;
@@ -7669,7 +8159,10 @@ static int pbd__flat_convex_disc(pbd_world *w, int oi, const int *tris, int nt) 
     pbd__edge *edges = NULL;
     long ne = pbd__build_edges(w, tris, nt, 3, &edges);
     int *next = ne < 0 ? NULL : (int *)pbd__alloc_n(w, (size_t)o->count, sizeof(int));
-    if (!next) { pbd__free(w, edges); return -1; }
+    if (!next) {
+        pbd__free(w, edges);
+        return -1;
+    }
     const pbd__p4 *X = w->x + o->first;
     int ok = (long)o->count - ne + nt == 1, sign = 0, start = -1;
     long nb = 0;
@@ -7693,7 +8186,10 @@ static int pbd__flat_convex_disc(pbd_world *w, int oi, const int *tris, int nt) 
     long steps = 0;
     for (int v = start; ok && v >= 0;) {
         int u = next[v], u2 = u >= 0 ? next[u] : -1;
-        if (u2 < 0) { ok = 0; break; }
+        if (u2 < 0) {
+            ok = 0;
+            break;
+        }
         pbd__v3 in = pbd__sub(pbd__p3(X[u]), pbd__p3(X[v])), out = pbd__sub(pbd__p3(X[u2]), pbd__p3(X[u]));
         float c = pbd__dot(pbd__cross(in, out), n);
         if (c < -PBD__FLAT_TOL * pbd__len(in) * pbd__len(out)) ok = 0; /* a concave corner */
@@ -7749,7 +8245,8 @@ static pbd_result pbd__auto_tethers_build(pbd_world *w, int oi, pbd__lra *out) {
         d.anchors = anchors;
         d.anchor_count = na;
         pbd__v3 normal;
-        d.geodesic = !(o->tethers == PBD__TETHERS_STRAIGHT && pbd__object_plane(w, o, &normal) && pbd__object_congruent(w, o));
+        d.geodesic =
+            !(o->tethers == PBD__TETHERS_STRAIGHT && pbd__object_plane(w, o, &normal) && pbd__object_congruent(w, o));
         d.anchors_per_particle = na < PBD__AUTO_ANCHORS ? na : PBD__AUTO_ANCHORS;
         r = pbd__lra_build(w, &d, mark, out);
     }
@@ -7765,7 +8262,8 @@ static void pbd__cloth_hang(pbd_world *w, pbd__object *o, const pbd__lra *l) {
     float hang = 0;
     for (int k = 0; k < l->count; ++k) {
         float shortest = INFINITY;
-        for (int t = l->start[k]; t < l->start[k + 1]; ++t) shortest = l->length[t] < shortest ? l->length[t] : shortest;
+        for (int t = l->start[k]; t < l->start[k + 1]; ++t)
+            shortest = l->length[t] < shortest ? l->length[t] : shortest;
         if (shortest < INFINITY && shortest > hang) hang = shortest;
     }
     double sum = 0;
@@ -7783,7 +8281,10 @@ static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
     pbd__lra l;
     PBD__TRY(pbd__auto_tethers_build(w, oi, &l));
-    if (o->lra < 0 && l.count == 0) { pbd__lra_free(w, &l); return PBD_OK; } /* no anchor yet */
+    if (o->lra < 0 && l.count == 0) {
+        pbd__lra_free(w, &l);
+        return PBD_OK;
+    } /* no anchor yet */
     if (o->lra < 0) o->lra = w->nlras++;
     else {
         l.enabled = w->lras[o->lra].enabled;
@@ -7857,7 +8358,11 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles
                                   int *count) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_lra(w, li));
-    PBD__TRY(pbd__check_list(w, particles ? (const void *)particles : anchors ? (const void *)anchors : (const void *)lengths, max, count));
+    PBD__TRY(pbd__check_list(w,
+                             particles ? (const void *)particles
+                             : anchors ? (const void *)anchors
+                                       : (const void *)lengths,
+                             max, count));
     const pbd__lra *l = &w->lras[li];
     for (int p = 0; p < l->count; ++p)
         for (int t = l->start[p]; t < l->start[p + 1] && t < max; ++t) {
@@ -7986,7 +8491,9 @@ static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
             float d2 = pbd__dot(d, d), L = pbd__lra_limit(l, t);
             if (d2 > L * L) x = pbd__add(pbd__p3(*a), pbd__mul(d, L / sqrtf(d2)));
         }
-        q->x = x.x; q->y = x.y; q->z = x.z;
+        q->x = x.x;
+        q->y = x.y;
+        q->z = x.z;
     }
 }
 
@@ -8001,7 +8508,9 @@ static int pbd__triangle_rest2d(const pbd__v3 *x, float *abc) {
     float b = pbd__dot(e2, u);
     float c = pbd__len(pbd__sub(e2, pbd__mul(u, b)));
     if (!(c > 1e-6f * a)) return 0;
-    abc[0] = a; abc[1] = b; abc[2] = c;
+    abc[0] = a;
+    abc[1] = b;
+    abc[2] = c;
     return 1;
 }
 
@@ -8019,7 +8528,10 @@ static inline pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
 /* The triangle's deformation gradient F = Ds Dm^-1 (columns F0, F1), its
    singular values s1 >= s2 (from the eigen-decomposition of the 2x2
    F^T F) and the unit eigenvector v1 of s1 (rest frame). */
-typedef struct pbd__tri_svd { pbd__v3 F0, F1; float s1, s2, v1x, v1y; } pbd__tri_svd;
+typedef struct pbd__tri_svd {
+    pbd__v3 F0, F1;
+    float s1, s2, v1x, v1y;
+} pbd__tri_svd;
 static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
     pbd__tri_svd o;
     float b = abc[1];
@@ -8033,18 +8545,34 @@ static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
     o.s2 = l2 > 0 ? sqrtf(l2) : 0.0f;
     /* eigenvector of l1: the larger of the two candidate forms */
     float ax = l1 - r, ay = q, bx = q, by = l1 - p;
-    if (ax * ax + ay * ay >= bx * bx + by * by) { o.v1x = ax; o.v1y = ay; } else { o.v1x = bx; o.v1y = by; }
+    if (ax * ax + ay * ay >= bx * bx + by * by) {
+        o.v1x = ax;
+        o.v1y = ay;
+    } else {
+        o.v1x = bx;
+        o.v1y = by;
+    }
     float vn = sqrtf(o.v1x * o.v1x + o.v1y * o.v1y);
-    if (vn > 1e-20f) { o.v1x /= vn; o.v1y /= vn; } else { o.v1x = 1; o.v1y = 0; } /* isotropic */
+    if (vn > 1e-20f) {
+        o.v1x /= vn;
+        o.v1y /= vn;
+    } else {
+        o.v1x = 1;
+        o.v1y = 0;
+    } /* isotropic */
     return o;
 }
 
-static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k, float *stretch) {
+static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k,
+                               float *stretch) {
     float a = abc[0], b = abc[1], c = abc[2];
     pbd__tri_svd sv = pbd__triangle_svd(x, abc);
     pbd__v3 F0 = sv.F0, F1 = sv.F1;
     float s1 = sv.s1, s2 = sv.s2, v1x = sv.v1x, v1y = sv.v1y;
-    if (stretch) { stretch[0] = s1; stretch[1] = s2; }
+    if (stretch) {
+        stretch[0] = s1;
+        stretch[1] = s2;
+    }
     if (s1 <= hi && s2 >= lo) return 0;
     if (!(s1 > 1e-12f)) return 0; /* collapsed to a point: no direction to restore */
     float v2x = -v1y, v2y = v1x;
@@ -8077,10 +8605,12 @@ static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, flo
     float Xc[2] = {0, 0};
     pbd__v3 cen = pbd__v(0, 0, 0);
     for (int i = 0; i < 3; ++i) {
-        Xc[0] += m[i] * X[i][0]; Xc[1] += m[i] * X[i][1];
+        Xc[0] += m[i] * X[i][0];
+        Xc[1] += m[i] * X[i][1];
         cen = pbd__add(cen, pbd__mul(x[i], m[i]));
     }
-    Xc[0] /= M; Xc[1] /= M;
+    Xc[0] /= M;
+    Xc[1] /= M;
     cen = pbd__mul(cen, 1.0f / M);
     for (int i = 0; i < 3; ++i) {
         if (w[i] == 0) continue;
@@ -8121,8 +8651,12 @@ static void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, floa
     else if (l < lo * rest && l > 1e-9f) target = lo * rest;
     else return;
     pbd__v3 corr = pbd__mul(d, k * (l - target) / (l * ws));
-    a->x -= corr.x * a->w; a->y -= corr.y * a->w; a->z -= corr.z * a->w;
-    b->x += corr.x * b->w; b->y += corr.y * b->w; b->z += corr.z * b->w;
+    a->x -= corr.x * a->w;
+    a->y -= corr.y * a->w;
+    a->z -= corr.z * a->w;
+    b->x += corr.x * b->w;
+    b->y += corr.y * b->w;
+    b->z += corr.z * b->w;
 }
 
 static void pbd__limit_one(pbd_world *w, const pbd__limit *L, int c) {
@@ -8134,9 +8668,17 @@ static void pbd__limit_one(pbd_world *w, const pbd__limit *L, int c) {
     }
     pbd__v3 x[3];
     float iw[3];
-    for (int i = 0; i < 3; ++i) { x[i] = pbd__p3(w->p[e[i]]); iw[i] = w->p[e[i]].w; }
+    for (int i = 0; i < 3; ++i) {
+        x[i] = pbd__p3(w->p[e[i]]);
+        iw[i] = w->p[e[i]].w;
+    }
     if (!pbd__limit_triangle(x, iw, g->rest + 3 * (size_t)c, L->lo, L->hi, L->stiffness, NULL)) return;
-    for (int i = 0; i < 3; ++i) { pbd__p4 *q = &w->p[e[i]]; q->x = x[i].x; q->y = x[i].y; q->z = x[i].z; }
+    for (int i = 0; i < 3; ++i) {
+        pbd__p4 *q = &w->p[e[i]];
+        q->x = x[i].x;
+        q->y = x[i].y;
+        q->z = x[i].z;
+    }
 }
 
 /* One coloured Gauss-Seidel sweep over a limit set; a colour's
@@ -8167,9 +8709,11 @@ static void pbd__strain_limits_project(pbd_world *w) {
 static void pbd__limit_free(pbd_world *w, pbd__limit *L) { pbd__group_free(w, &L->g); }
 
 static pbd_result pbd__check_stretch_range(const pbd_world *w, float lo, float hi) {
-    if (!pbd__finite(lo) || !pbd__finite(hi)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stretch limits are not finite");
+    if (!pbd__finite(lo) || !pbd__finite(hi))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stretch limits are not finite");
     if (!(lo >= 0 && lo <= 1 && hi >= 1))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stretch limits [%g, %g]: need 0 <= min <= 1 <= max", (double)lo, (double)hi);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stretch limits [%g, %g]: need 0 <= min <= 1 <= max",
+                         (double)lo, (double)hi);
     return PBD_OK;
 }
 
@@ -8203,7 +8747,8 @@ static pbd_result pbd__limit_edges(pbd_world *w, const int *tri, int nt, pbd__gr
         g->idx[2 * e] = edges[e].a;
         g->idx[2 * e + 1] = edges[e].b;
         g->rest[e] = pbd__len(pbd__sub(pbd__p3(w->x[edges[e].a]), pbd__p3(w->x[edges[e].b])));
-        if (!(g->rest[e] > 1e-7f)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "edge %d-%d has zero length", edges[e].a, edges[e].b);
+        if (!(g->rest[e] > 1e-7f))
+            r = pbd__fail(w, PBD_ERROR_DEGENERATE, "edge %d-%d has zero length", edges[e].a, edges[e].b);
     }
     if (r != PBD_OK) pbd__group_free(w, g);
     pbd__free(w, edges);
@@ -8218,7 +8763,8 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
     if (d->object != -1) PBD__TRY(pbd__check_object(w, d->object));
     PBD__TRY(pbd__check_stretch_range(w, d->min_stretch, d->max_stretch));
     if (!pbd__finite(d->stiffness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stiffness is not finite");
-    if (!(d->stiffness > 0 && d->stiffness <= 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside (0, 1]", (double)d->stiffness);
+    if (!(d->stiffness > 0 && d->stiffness <= 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside (0, 1]", (double)d->stiffness);
     int *tri = NULL;
     PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
     pbd__limit L;
@@ -8237,7 +8783,8 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
             pbd__v3 x[3];
             memcpy(L.g.idx + 3 * t, tri + 3 * t, 3 * sizeof(int));
             pbd__gather(w, tri + 3 * t, 3, x);
-            if (!pbd__triangle_rest2d(x, L.g.rest + 3 * t)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate", t);
+            if (!pbd__triangle_rest2d(x, L.g.rest + 3 * t))
+                r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate", t);
         }
         if (r != PBD_OK && L.g.idx) pbd__group_free(w, &L.g);
     }
@@ -8246,7 +8793,8 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
         r = pbd__color_group(w, &L.g);
         if (r != PBD_OK) pbd__group_free(w, &L.g);
     }
-    if (r == PBD_OK && !pbd__grow(w, (void **)&w->limits, w->nlimits, &w->limit_cap, w->nlimits + 1, sizeof(pbd__limit))) {
+    if (r == PBD_OK &&
+        !pbd__grow(w, (void **)&w->limits, w->nlimits, &w->limit_cap, w->nlimits + 1, sizeof(pbd__limit))) {
         pbd__group_free(w, &L.g);
         r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a strain limit");
     }
@@ -8258,7 +8806,8 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
 }
 
 static pbd_result pbd__check_limit(const pbd_world *w, pbd_strain_limit s) {
-    if (s < 0 || s >= w->nlimits) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strain limit %d does not exist", s);
+    if (s < 0 || s >= w->nlimits)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strain limit %d does not exist", s);
     return PBD_OK;
 }
 
@@ -8282,15 +8831,15 @@ PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, f
 
 typedef struct pbd__strands {
     int nstrands, nparticles;
-    int *start;      /* nstrands + 1 offsets into idx */
-    int *idx;        /* the particles, root first */
-    float *rest;     /* per entry of idx: length of the segment ending there (0 at roots) */
-    float damping;   /* DFTL s_damping */
+    int *start;    /* nstrands + 1 offsets into idx */
+    int *idx;      /* the particles, root first */
+    float *rest;   /* per entry of idx: length of the segment ending there (0 at roots) */
+    float damping; /* DFTL s_damping */
     /* hair: roots in the surface frame and the surface pose */
     int hair, clamped;
-    float *root;     /* nstrands * 6: position and unit normal, surface frame (hair only) */
+    float *root; /* nstrands * 6: position and unit normal, surface frame (hair only) */
     float pos[3], rot[4];
-    float *d;        /* scratch, nparticles * 3: FTL corrections this substep */
+    float *d; /* scratch, nparticles * 3: FTL corrections this substep */
 } pbd__strands;
 
 PBDDEF pbd_strands_desc pbd_strands_desc_default(void) {
@@ -8352,8 +8901,12 @@ static void pbd__ftl_strand(pbd__p4 *P, pbd__strands *S, int s, int first_iterat
         if (q->w != 0) {
             pbd__v3 t = pbd__ftl_target(lead, p, S->rest[k], (unsigned)S->idx[k - 1], (unsigned)S->idx[k]);
             float *dk = S->d + 3 * (size_t)k;
-            dk[0] += t.x - p.x; dk[1] += t.y - p.y; dk[2] += t.z - p.z;
-            q->x = t.x; q->y = t.y; q->z = t.z;
+            dk[0] += t.x - p.x;
+            dk[1] += t.y - p.y;
+            dk[2] += t.z - p.z;
+            q->x = t.x;
+            q->y = t.y;
+            q->z = t.z;
             p = t;
         }
         lead = p;
@@ -8385,24 +8938,40 @@ static void pbd__vftl_batch(pbd__p4 *P, pbd__strands *S, int s0, int per, int fi
         pbd__vf len = pbd__vsqrt(pbd__vvdot(d, d));
         pbd__vv t = pbd__vvadd(lead, pbd__vvmul(d, pbd__vdiv(pbd__vload(rest), len)));
         pbd__vm active = pbd__vandnot_m(pbd__vle(zero, pbd__vset1(1.0f)), pbd__veq(q.w, zero));
-        t.x = pbd__vsel(active, p.x, t.x); t.y = pbd__vsel(active, p.y, t.y); t.z = pbd__vsel(active, p.z, t.z);
-        pbd__vstore(tx, t.x); pbd__vstore(ty, t.y); pbd__vstore(tz, t.z);
-        pbd__vstore(px, p.x); pbd__vstore(py, p.y); pbd__vstore(pz, p.z);
-        pbd__vstore(lv, len); pbd__vstore(wv, q.w);
+        t.x = pbd__vsel(active, p.x, t.x);
+        t.y = pbd__vsel(active, p.y, t.y);
+        t.z = pbd__vsel(active, p.z, t.z);
+        pbd__vstore(tx, t.x);
+        pbd__vstore(ty, t.y);
+        pbd__vstore(tz, t.z);
+        pbd__vstore(px, p.x);
+        pbd__vstore(py, p.y);
+        pbd__vstore(pz, p.z);
+        pbd__vstore(lv, len);
+        pbd__vstore(wv, q.w);
         for (int l = 0; l < PBD__W; ++l) {
             if (wv[l] == 0) continue;
             int e = S->start[s0 + l] + k;
             if (!(lv[l] > 1e-12f)) {
                 pbd__v3 lp = pbd__p3(P[S->idx[e - 1]]);
-                pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1], (unsigned)ids[l]);
-                tx[l] = tt.x; ty[l] = tt.y; tz[l] = tt.z;
+                pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1],
+                                             (unsigned)ids[l]);
+                tx[l] = tt.x;
+                ty[l] = tt.y;
+                tz[l] = tt.z;
             }
             float *dk = S->d + 3 * (size_t)e;
-            dk[0] += tx[l] - px[l]; dk[1] += ty[l] - py[l]; dk[2] += tz[l] - pz[l];
+            dk[0] += tx[l] - px[l];
+            dk[1] += ty[l] - py[l];
+            dk[2] += tz[l] - pz[l];
             pbd__p4 *o = &P[ids[l]];
-            o->x = tx[l]; o->y = ty[l]; o->z = tz[l];
+            o->x = tx[l];
+            o->y = ty[l];
+            o->z = tz[l];
         }
-        lead.x = pbd__vload(tx); lead.y = pbd__vload(ty); lead.z = pbd__vload(tz);
+        lead.x = pbd__vload(tx);
+        lead.y = pbd__vload(ty);
+        lead.z = pbd__vload(tz);
     }
 }
 #endif
@@ -8414,13 +8983,19 @@ static void pbd__ftl_set(pbd_world *w, pbd__strands *S, int first_iteration) {
     int per = S->start[1] - S->start[0], uniform = 1, nb = S->nstrands, W = 1;
     for (int s = 1; s < S->nstrands && uniform; ++s) uniform = S->start[s + 1] - S->start[s] == per;
 #if PBD__W > 1
-    if (w->simd && uniform) { W = PBD__W; nb = (S->nstrands + W - 1) / W; }
+    if (w->simd && uniform) {
+        W = PBD__W;
+        nb = (S->nstrands + W - 1) / W;
+    }
 #endif
     PBD__PRAGMA(omp for schedule(static))
     for (int bi = 0; bi < nb; ++bi) {
         int s0 = bi * W, s1 = s0 + W < S->nstrands ? s0 + W : S->nstrands;
 #if PBD__W > 1
-        if (W > 1 && s1 - s0 == PBD__W) { pbd__vftl_batch(P, S, s0, per, first_iteration); continue; }
+        if (W > 1 && s1 - s0 == PBD__W) {
+            pbd__vftl_batch(P, S, s0, per, first_iteration);
+            continue;
+        }
 #endif
         for (int s = s0; s < s1; ++s) pbd__ftl_strand(P, S, s, first_iteration);
     }
@@ -8445,7 +9020,9 @@ static void pbd__strands_velocities(pbd_world *w, float h) {
                 pbd__p4 *v = &w->v[S->idx[k]];
                 if (w->x[S->idx[k]].w == 0) continue;
                 const float *dn = S->d + 3 * (size_t)(k + 1);
-                v->x -= c * dn[0]; v->y -= c * dn[1]; v->z -= c * dn[2];
+                v->x -= c * dn[0];
+                v->y -= c * dn[1];
+                v->z -= c * dn[2];
             }
     }
 }
@@ -8475,13 +9052,18 @@ static void pbd__strands_release(pbd_world *w, int i) {
 }
 
 static void pbd__strands_free_one(pbd_world *w, pbd__strands *S) {
-    pbd__free(w, S->start); pbd__free(w, S->idx); pbd__free(w, S->rest); pbd__free(w, S->root); pbd__free(w, S->d);
+    pbd__free(w, S->start);
+    pbd__free(w, S->idx);
+    pbd__free(w, S->rest);
+    pbd__free(w, S->root);
+    pbd__free(w, S->d);
     memset(S, 0, sizeof *S);
 }
 
 static pbd_result pbd__check_damping01(const pbd_world *w, float s) {
     if (!pbd__finite(s)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
-    if (!(s >= 0 && s <= 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand damping %g outside [0, 1]", (double)s);
+    if (!(s >= 0 && s <= 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand damping %g outside [0, 1]", (double)s);
     return PBD_OK;
 }
 
@@ -8552,10 +9134,16 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
         S.rest[S.start[s]] = 0;
         for (int k = S.start[s] + 1; k < S.start[s + 1]; ++k) {
             S.rest[k] = pbd__len(pbd__sub(pbd__p3(w->x[S.idx[k]]), pbd__p3(w->x[S.idx[k - 1]])));
-            if (!(S.rest[k] > 1e-7f)) { r = pbd__fail(w, PBD_ERROR_DEGENERATE, "strand %d has a zero-length segment", s); break; }
+            if (!(S.rest[k] > 1e-7f)) {
+                r = pbd__fail(w, PBD_ERROR_DEGENERATE, "strand %d has a zero-length segment", s);
+                break;
+            }
         }
     }
-    if (r != PBD_OK) { pbd__strands_free_one(w, &S); return r; }
+    if (r != PBD_OK) {
+        pbd__strands_free_one(w, &S);
+        return r;
+    }
     PBD__TRY(pbd__strands_push(w, &S, out));
     pbd__mark_coupled(w, d->particles, np); /* FTL does not conserve momentum */
     return PBD_OK;
@@ -8574,20 +9162,25 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     PBD__CHECK_PTR(w, d->root_positions, "desc.root_positions");
     PBD__CHECK_PTR(w, d->root_normals, "desc.root_normals");
     if (d->strand_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand count %d <= 0", d->strand_count);
-    if (d->particles_per_strand < 2) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particles_per_strand %d < 2", d->particles_per_strand);
+    if (d->particles_per_strand < 2)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particles_per_strand %d < 2", d->particles_per_strand);
     if ((long)d->strand_count * d->particles_per_strand > INT_MAX / 8 - w->n)
-        return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d strands of %d particles overflow", d->strand_count, d->particles_per_strand);
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d strands of %d particles overflow", d->strand_count,
+                         d->particles_per_strand);
     PBD__TRY(pbd__check_finite(w, d->root_positions, 3 * (size_t)d->strand_count, "root_positions"));
     PBD__TRY(pbd__check_finite(w, d->root_normals, 3 * (size_t)d->strand_count, "root_normals"));
     for (int s = 0; s < d->strand_count; ++s)
-        if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "root normal %d is zero", s);
-    if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
+        if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > 1e-12f))
+            return pbd__fail(w, PBD_ERROR_DEGENERATE, "root normal %d is zero", s);
+    if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
     if (!(d->length > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "length %g must be > 0", (double)d->length);
     if (d->mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)d->mass);
     if (!(d->mass > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "mass must be > 0");
     if (d->radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)d->radius);
     if (d->clamped != 0 && d->clamped != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "clamped must be 0 or 1");
-    if (d->clamped && d->particles_per_strand < 3) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
+    if (d->clamped && d->particles_per_strand < 3)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
     PBD__TRY(pbd__check_damping01(w, d->damping));
     PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
     return PBD_OK;
@@ -8600,7 +9193,10 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands
     pbd__strands S;
     PBD__TRY(pbd__strands_alloc(w, &S, ns, np, 1));
     float *pos = (float *)pbd__alloc_n(w, (size_t)np * 3, sizeof(float));
-    if (!pos) { pbd__strands_free_one(w, &S); return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the hair"); }
+    if (!pos) {
+        pbd__strands_free_one(w, &S);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the hair");
+    }
     pbd__normalize_quat(d->rotation, S.rot);
     memcpy(S.pos, d->position, sizeof S.pos);
     S.damping = d->damping;
@@ -8628,10 +9224,16 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands
     pbd_range range;
     pbd_result r = pbd__append_particles(w, &pd, &range);
     pbd__free(w, pos);
-    if (r != PBD_OK) { pbd__strands_free_one(w, &S); return r; }
+    if (r != PBD_OK) {
+        pbd__strands_free_one(w, &S);
+        return r;
+    }
     for (int k = 0; k < np; ++k) S.idx[k] = range.first + k;
     r = pbd__strands_push(w, &S, out);
-    if (r != PBD_OK) { pbd__rollback(w, mark); return r; }
+    if (r != PBD_OK) {
+        pbd__rollback(w, mark);
+        return r;
+    }
     for (int s = 0; s < ns; ++s)
         for (int i = 0; i < 1 + d->clamped; ++i) {
             int p = range.first + s * per + i;
@@ -8650,7 +9252,8 @@ static pbd_result pbd__check_strands(const pbd_world *w, pbd_strands s) {
 
 static pbd_result pbd__check_hair(const pbd_world *w, pbd_strands s) {
     PBD__TRY(pbd__check_strands(w, s));
-    if (!w->strands[s].hair) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand set %d is not hair (pbd_add_hair)", s);
+    if (!w->strands[s].hair)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand set %d is not hair (pbd_add_hair)", s);
     for (int k = 0; k < 1 + w->strands[s].clamped; ++k)
         for (int t = 0; t < w->strands[s].nstrands; ++t)
             if (!(w->flags[w->strands[s].idx[w->strands[s].start[t] + k]] & PBD__KINEMATIC))
@@ -8682,7 +9285,8 @@ PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *
     if (normals) {
         PBD__TRY(pbd__check_finite(w, normals, 3 * (size_t)S->nstrands, "normals"));
         for (int s = 0; s < S->nstrands; ++s)
-            if (!(pbd__len(pbd__ld(normals + 3 * s)) > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "normal %d is zero", s);
+            if (!(pbd__len(pbd__ld(normals + 3 * s)) > 1e-12f))
+                return pbd__fail(w, PBD_ERROR_DEGENERATE, "normal %d is zero", s);
     }
     for (int s = 0; s < S->nstrands; ++s) {
         int b = S->start[s];
@@ -8718,8 +9322,8 @@ PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *stran
 typedef struct pbd__tear {
     int object, max_splits, ntris;
     float threshold;
-    int *tris;      /* ntris * 3 world particles: the current (torn) mesh */
-    float *rest2d;  /* ntris * 3: each triangle's 2D rest shape (a, b, c) */
+    int *tris;     /* ntris * 3 world particles: the current (torn) mesh */
+    float *rest2d; /* ntris * 3: each triangle's 2D rest shape (a, b, c) */
 } pbd__tear;
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
@@ -8754,10 +9358,12 @@ static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const 
             if (k > 0 && tk[k] == tk[k - 1]) continue;
             unique++;
             if (pbd__find_u64(keys, g->count, tk[k]) < 0)
-                r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the triangles are not the object's mesh (an edge is missing from its stretch group)");
+                r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "the triangles are not the object's mesh (an edge is missing from its stretch group)");
         }
         if (r == PBD_OK && unique != g->count)
-            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the triangles have %ld edges, the object's stretch group %d", unique, g->count);
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "the triangles have %ld edges, the object's stretch group %d",
+                          unique, g->count);
     }
     pbd__free(w, keys);
     pbd__free(w, tk);
@@ -8771,9 +9377,11 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
     const pbd__object *o = &w->objects[d->object];
     if (o->groups[0] < 0 || o->groups[3] >= 0 || w->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d is not a cloth", d->object);
-    if (pbd__find_tear(w, d->object) >= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", d->object);
+    if (pbd__find_tear(w, d->object) >= 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", d->object);
     if (!pbd__finite(d->threshold)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "threshold is not finite");
-    if (!(d->threshold > 1)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threshold %g must be > 1", (double)d->threshold);
+    if (!(d->threshold > 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threshold %g must be > 1", (double)d->threshold);
     if (d->max_splits < 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_splits %d < 1", d->max_splits);
     int *tri = NULL;
     PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
@@ -8783,11 +9391,16 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
     for (int t = 0; r == PBD_OK && t < d->triangle_count; ++t) {
         pbd__v3 x[3];
         pbd__gather(w, tri + 3 * t, 3, x);
-        if (!pbd__triangle_rest2d(x, rest2d + 3 * t)) r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate now", t);
+        if (!pbd__triangle_rest2d(x, rest2d + 3 * t))
+            r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate now", t);
     }
     if (r == PBD_OK && !pbd__grow(w, (void **)&w->tears, w->ntears, &w->tear_cap, w->ntears + 1, sizeof(pbd__tear)))
         r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
-    if (r != PBD_OK) { pbd__free(w, tri); pbd__free(w, rest2d); return r; }
+    if (r != PBD_OK) {
+        pbd__free(w, tri);
+        pbd__free(w, rest2d);
+        return r;
+    }
     pbd__tear *t = &w->tears[w->ntears++];
     t->object = d->object;
     t->max_splits = d->max_splits;
@@ -8809,14 +9422,16 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *tria
     PBD__TRY(pbd__check_object(w, object));
     PBD__TRY(pbd__check_list(w, triangles, max, count));
     int t = pbd__find_tear(w, object);
-    if (t < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
+    if (t < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
     pbd__copy_triangles(w->tears[t].tris, w->tears[t].ntris, triangles, max, count);
     return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count) {
     PBD__CHECK_WORLD(w);
-    if (surface < 0 || surface >= w->nsurfaces) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "surface %d", surface);
+    if (surface < 0 || surface >= w->nsurfaces)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "surface %d", surface);
     PBD__TRY(pbd__check_list(w, triangles, max, count));
     int nt, **tris = pbd__surface_tris((pbd_world *)w, surface, &nt);
     pbd__copy_triangles(*tris, nt, triangles, max, count);
@@ -8834,16 +9449,28 @@ typedef struct pbd__wgroup {
     float *rest;
 } pbd__wgroup;
 
-static void pbd__wg_free(pbd_world *w, pbd__wgroup *G) { pbd__free(w, G->idx); pbd__free(w, G->rest); G->idx = NULL; G->rest = NULL; }
+static void pbd__wg_free(pbd_world *w, pbd__wgroup *G) {
+    pbd__free(w, G->idx);
+    pbd__free(w, G->rest);
+    G->idx = NULL;
+    G->rest = NULL;
+}
 
 static int pbd__wg_init(pbd_world *w, pbd__wgroup *G, pbd__group *g, int kind) {
     memset(G, 0, sizeof *G);
-    G->g = g; G->kind = kind; G->count = g->count; G->arity = g->arity; G->stride = g->rest_stride;
+    G->g = g;
+    G->kind = kind;
+    G->count = g->count;
+    G->arity = g->arity;
+    G->stride = g->rest_stride;
     G->icap = (g->count + 16) * G->arity;
     G->rcap = (g->count + 16) * G->stride;
     G->idx = (int *)pbd__alloc_n(w, (size_t)G->icap, sizeof(int));
     G->rest = (float *)pbd__alloc_n(w, (size_t)G->rcap, sizeof(float));
-    if (!G->idx || !G->rest) { pbd__wg_free(w, G); return 0; }
+    if (!G->idx || !G->rest) {
+        pbd__wg_free(w, G);
+        return 0;
+    }
     memcpy(G->idx, g->idx, sizeof(int) * (size_t)g->count * (size_t)G->arity);
     memcpy(G->rest, g->rest, sizeof(float) * (size_t)g->count * (size_t)G->stride);
     return 1;
@@ -8891,8 +9518,9 @@ static int pbd__wg_split(pbd_world *w, pbd__wgroup *G, int v, int nv, const int 
         if (G->kind == PBD__WG_EDGE) {
             int x = e[1 - j], inA = pbd__faces_have(fa, na, x), inB = pbd__faces_have(fb, nb, x);
             if (inB && !inA) e[j] = nv;
-            else if (inA && inB) { if (!pbd__wg_duplicate(w, G, c, v, nv)) return 0; }
-            else continue;
+            else if (inA && inB) {
+                if (!pbd__wg_duplicate(w, G, c, v, nv)) return 0;
+            } else continue;
         } else if (G->kind == PBD__WG_TRI) {
             if (!pbd__faces_match(fb, nb, e[(j + 1) % 3], e[(j + 2) % 3])) continue;
             e[j] = nv;
@@ -8919,7 +9547,8 @@ static void pbd__wg_compact(pbd__wgroup *G) {
         if (G->idx[(size_t)c * G->arity] < 0) continue;
         if (m != c) {
             memmove(G->idx + (size_t)m * G->arity, G->idx + (size_t)c * G->arity, sizeof(int) * (size_t)G->arity);
-            memmove(G->rest + (size_t)m * G->stride, G->rest + (size_t)c * G->stride, sizeof(float) * (size_t)G->stride);
+            memmove(G->rest + (size_t)m * G->stride, G->rest + (size_t)c * G->stride,
+                    sizeof(float) * (size_t)G->stride);
         }
         m++;
     }
@@ -8938,34 +9567,43 @@ static pbd_result pbd__wg_to_group(pbd_world *w, pbd__wgroup *G, pbd__group *out
     out->lambda = (float *)pbd__alloc_n(w, (size_t)G->count, sizeof(float));
     if (!out->lambda) return PBD_ERROR_OUT_OF_MEMORY;
     pbd_result r = pbd__color_group(w, out);
-    if (r != PBD_OK) { pbd__free(w, out->lambda); return r; }
+    if (r != PBD_OK) {
+        pbd__free(w, out->lambda);
+        return r;
+    }
     G->idx = NULL; /* the colouring freed them and made its own */
     G->rest = NULL;
     return PBD_OK;
 }
 
 /* One planned split: particle v gives the far faces to a new particle. */
-typedef struct pbd__split { int v; float mass_v, mass_new; } pbd__split;
-
+typedef struct pbd__split {
+    int v;
+    float mass_v, mass_new;
+} pbd__split;
 
 typedef struct pbd__tear_work {
     int ng;
-    pbd__wgroup *G;             /* the object's groups, then every strain limit */
-    int *tris;                  /* working triangles */
-    int *fa, *fb, *tb;          /* faces of the split vertex: pairs (A, B), B's triangles */
+    pbd__wgroup *G;    /* the object's groups, then every strain limit */
+    int *tris;         /* working triangles */
+    int *fa, *fb, *tb; /* faces of the split vertex: pairs (A, B), B's triangles */
     pbd__split *splits;
     int nsplits;
-    unsigned char *touched;     /* per particle (n + max_splits) */
-    int **surf;                 /* working copies of the collision surfaces' triangles */
+    unsigned char *touched; /* per particle (n + max_splits) */
+    int **surf;             /* working copies of the collision surfaces' triangles */
     int nsurf, surf_changed;
-    pbd__lra *lra;              /* w->nlras rewritten LRA sets; particles == NULL: unchanged */
+    pbd__lra *lra; /* w->nlras rewritten LRA sets; particles == NULL: unchanged */
 } pbd__tear_work;
 
 static void pbd__tear_work_free(pbd_world *w, pbd__tear_work *k) {
     for (int i = 0; i < k->ng; ++i) pbd__wg_free(w, &k->G[i]);
     pbd__free(w, k->G);
-    pbd__free(w, k->tris); pbd__free(w, k->fa); pbd__free(w, k->fb); pbd__free(w, k->tb);
-    pbd__free(w, k->splits); pbd__free(w, k->touched);
+    pbd__free(w, k->tris);
+    pbd__free(w, k->fa);
+    pbd__free(w, k->fb);
+    pbd__free(w, k->tb);
+    pbd__free(w, k->splits);
+    pbd__free(w, k->touched);
     for (int s = 0; k->surf && s < k->nsurf; ++s) pbd__free(w, k->surf[s]);
     pbd__free(w, k->surf);
     for (int i = 0; k->lra && i < w->nlras; ++i) pbd__lra_free(w, &k->lra[i]);
@@ -9042,9 +9680,15 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
         pbd__v3 cen = pbd__mul(pbd__add(pbd__add(xv, xy), xz), 1.0f / 3.0f);
         float area = 0.5f * pbd__len(pbd__cross(pbd__sub(xy, xv), pbd__sub(xz, xv)));
         if (pbd__dot(pbd__sub(cen, xv), nrm) > 0) {
-            k->fb[2 * nb] = y; k->fb[2 * nb + 1] = z; k->tb[nb++] = t; area_b += area;
+            k->fb[2 * nb] = y;
+            k->fb[2 * nb + 1] = z;
+            k->tb[nb++] = t;
+            area_b += area;
         } else {
-            k->fa[2 * na] = y; k->fa[2 * na + 1] = z; na++; area_a += area;
+            k->fa[2 * na] = y;
+            k->fa[2 * na + 1] = z;
+            na++;
+            area_a += area;
         }
     }
     if (na == 0 || nb == 0) return 0;
@@ -9067,7 +9711,11 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
 }
 
 /* An overstretched edge (c < edge count) or triangle (c - edge count). */
-typedef struct pbd__tear_cand { float ratio; int c; pbd__v3 dir; } pbd__tear_cand;
+typedef struct pbd__tear_cand {
+    float ratio;
+    int c;
+    pbd__v3 dir;
+} pbd__tear_cand;
 static int pbd__cmp_tear_cand(const void *a, const void *b) {
     const pbd__tear_cand *x = (const pbd__tear_cand *)a, *y = (const pbd__tear_cand *)b;
     if (x->ratio != y->ratio) return x->ratio > y->ratio ? -1 : 1;
@@ -9092,7 +9740,12 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
         const int *e = gs->idx + 2 * c;
         pbd__v3 d = pbd__sub(pbd__p3(w->x[e[1]]), pbd__p3(w->x[e[0]]));
         float l = pbd__len(d);
-        if (l > T->threshold * gs->rest[c]) { cand[nc].ratio = l / gs->rest[c]; cand[nc].c = c; cand[nc].dir = d; nc++; }
+        if (l > T->threshold * gs->rest[c]) {
+            cand[nc].ratio = l / gs->rest[c];
+            cand[nc].c = c;
+            cand[nc].dir = d;
+            nc++;
+        }
     }
     /* a triangle whose largest principal stretch (Wang et al. 2010) passes
        the threshold, though no edge does (stretch across its edges) */
@@ -9129,7 +9782,8 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
                 k->ng += ok;
             }
             for (int i = 0; i < w->nlimits && ok; ++i) {
-                ok = pbd__wg_init(w, &k->G[k->ng], &w->limits[i].g, w->limits[i].mode == PBD_STRAIN_EDGES ? PBD__WG_EDGE : PBD__WG_TRI);
+                ok = pbd__wg_init(w, &k->G[k->ng], &w->limits[i].g,
+                                  w->limits[i].mode == PBD_STRAIN_EDGES ? PBD__WG_EDGE : PBD__WG_TRI);
                 k->ng += ok;
             }
         }
@@ -9143,7 +9797,11 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
             }
             if (skip) continue;
             for (int i = 1; i < nv; ++i) /* the vertex with the most faces first (stable) */
-                for (int j = i; j > 0 && val[order[j]] > val[order[j - 1]]; --j) { int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t; }
+                for (int j = i; j > 0 && val[order[j]] > val[order[j - 1]]; --j) {
+                    int t = order[j];
+                    order[j] = order[j - 1];
+                    order[j - 1] = t;
+                }
             int s = 0;
             for (int i = 0; i < nv && s == 0; ++i) {
                 /* an edge's far endpoint lies on the side of dir seen from the near one */
@@ -9178,13 +9836,20 @@ static int pbd__tear_graph(pbd_world *w, int n, const int *idx, const float *res
     long ne = 0;
     int ok = e && len;
     for (int c = 0; ok && c < count; ++c)
-        if (idx[2 * c] >= 0) { e[2 * ne] = idx[2 * c]; e[2 * ne + 1] = idx[2 * c + 1]; len[ne++] = rest[c]; }
+        if (idx[2 * c] >= 0) {
+            e[2 * ne] = idx[2 * c];
+            e[2 * ne + 1] = idx[2 * c + 1];
+            len[ne++] = rest[c];
+        }
     ok = ok && pbd__graph_build(w, n, e, len, ne, g);
-    pbd__free(w, e); pbd__free(w, len);
+    pbd__free(w, e);
+    pbd__free(w, len);
     return ok;
 }
 
-typedef struct pbd__tether_ref { int anchor, t; } pbd__tether_ref;
+typedef struct pbd__tether_ref {
+    int anchor, t;
+} pbd__tether_ref;
 static int pbd__cmp_tether_ref(const void *a, const void *b) {
     const pbd__tether_ref *x = (const pbd__tether_ref *)a, *y = (const pbd__tether_ref *)b;
     return x->anchor != y->anchor ? (x->anchor < y->anchor ? -1 : 1) : x->t - y->t;
@@ -9201,7 +9866,10 @@ static int pbd__tether_paths(pbd_world *w, const pbd__lra *l, const int *owner, 
     double *db = (double *)pbd__alloc_n(w, (size_t)gb->n, sizeof(double));
     double *da = (double *)pbd__alloc_n(w, (size_t)ga->n, sizeof(double));
     int ok = ref && db && da;
-    for (int t = 0; ok && t < nt; ++t) { ref[t].anchor = l->anchor[t]; ref[t].t = t; }
+    for (int t = 0; ok && t < nt; ++t) {
+        ref[t].anchor = l->anchor[t];
+        ref[t].t = t;
+    }
     if (ok) qsort(ref, (size_t)nt, sizeof *ref, pbd__cmp_tether_ref);
     for (int i = 0; ok && i < nt;) {
         int a = ref[i].anchor, j = i;
@@ -9214,7 +9882,9 @@ static int pbd__tether_paths(pbd_world *w, const pbd__lra *l, const int *owner, 
         }
         i = j;
     }
-    pbd__free(w, ref); pbd__free(w, db); pbd__free(w, da);
+    pbd__free(w, ref);
+    pbd__free(w, db);
+    pbd__free(w, da);
     return ok;
 }
 
@@ -9228,7 +9898,10 @@ static int pbd__tether_rewrite(pbd_world *w, const pbd__lra *l, const int *split
     out->start = (int *)pbd__alloc_n(w, (size_t)np + 1, sizeof(int));
     out->anchor = (int *)pbd__alloc_n(w, (size_t)nt * 2 + 1, sizeof(int));
     out->length = (float *)pbd__alloc_n(w, (size_t)nt * 2 + 1, sizeof(float));
-    if (!out->particles || !out->start || !out->anchor || !out->length) { pbd__lra_free(w, out); return 0; }
+    if (!out->particles || !out->start || !out->anchor || !out->length) {
+        pbd__lra_free(w, out);
+        return 0;
+    }
     int m = 0, e = 0;
     for (int pass = 0; pass < 2; ++pass) /* the original particles, then the copies */
         for (int k = 0; k < l->count; ++k) {
@@ -9238,7 +9911,7 @@ static int pbd__tether_rewrite(pbd_world *w, const pbd__lra *l, const int *split
             out->start[e++] = m;
             for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
                 double b = before[t], a = pass == 0 ? after[t] : copy[t];
-                if (pass == 1 && !(b < HUGE_VAL)) continue; /* an outside anchor stays with the original */
+                if (pass == 1 && !(b < HUGE_VAL)) continue;    /* an outside anchor stays with the original */
                 if (b < HUGE_VAL && !(a < HUGE_VAL)) continue; /* cut off by the crack */
                 out->anchor[m] = l->anchor[t];
                 out->length[m++] = b < HUGE_VAL && b > 0 ? (float)(l->length[t] * (a / b)) : l->length[t];
@@ -9282,7 +9955,8 @@ static int pbd__tear_plan_lras(pbd_world *w, const pbd__tear *T, pbd__tear_work 
             for (int t = l->start[q]; t < l->start[q + 1]; ++t) owner[t] = q;
         ok = ok && pbd__tether_paths(w, l, owner, split, n0, &gb, &ga, path, path + nt, path + 2 * (size_t)nt) &&
              pbd__tether_rewrite(w, l, split, n0, path, path + nt, path + 2 * (size_t)nt, &k->lra[i]);
-        pbd__free(w, owner); pbd__free(w, path);
+        pbd__free(w, owner);
+        pbd__free(w, path);
     }
     pbd__graph_free(w, &gb);
     pbd__graph_free(w, &ga);
@@ -9322,7 +9996,10 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         w->n = n0;
         for (int i = 0; i < k->ng; ++i)
             if (k->G[i].changed == 2) {
-                pbd__free(w, fresh[i].idx); pbd__free(w, fresh[i].rest); pbd__free(w, fresh[i].lambda); pbd__free(w, fresh[i].color_start);
+                pbd__free(w, fresh[i].idx);
+                pbd__free(w, fresh[i].rest);
+                pbd__free(w, fresh[i].lambda);
+                pbd__free(w, fresh[i].color_start);
             }
         pbd__free(w, fresh);
         return pbd__fail(w, r, "no memory to tear object %d", T->object);
@@ -9332,13 +10009,18 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         pbd__group *g = k->G[i].g;
         if (k->G[i].changed && k->G[i].count == 0) g->enabled = 0;
         if (k->G[i].changed != 2) continue;
-        pbd__free(w, g->idx); pbd__free(w, g->rest); pbd__free(w, g->lambda); pbd__free(w, g->color_start);
+        pbd__free(w, g->idx);
+        pbd__free(w, g->rest);
+        pbd__free(w, g->lambda);
+        pbd__free(w, g->color_start);
         *g = fresh[i];
     }
     pbd__free(w, fresh);
     for (int s = 0; s < ns; ++s) {
         int v = k->splits[s].v, nv = n0 + s;
-        w->x[nv] = w->x[v]; w->p[nv] = w->p[v]; w->v[nv] = w->v[v];
+        w->x[nv] = w->x[v];
+        w->p[nv] = w->p[v];
+        w->v[nv] = w->v[v];
         w->radius[nv] = w->radius[v];
         /* a hand (kinematic) holds the particle it grabbed, not its copy:
            the torn-off side falls free; a pin nails both */
@@ -9376,7 +10058,9 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
         memset(&k, 0, sizeof k);
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
         if (planned > 0 && !pbd__tear_plan_lras(w, &w->tears[i], &k)) planned = -1;
-        pbd_result r = planned < 0 ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object) : PBD_OK;
+        pbd_result r = planned < 0
+                           ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object)
+                           : PBD_OK;
         if (r == PBD_OK && planned > 0) r = pbd__tear_commit(w, &w->tears[i], &k);
         surfaces |= r == PBD_OK && k.surf_changed;
         pbd__tear_work_free(w, &k);
@@ -9437,7 +10121,8 @@ PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, in
 
 PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping) {
     PBD__CHECK_WORLD(w);
-    if (c < 0 || c >= w->nclusters) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "damping cluster %d does not exist", c);
+    if (c < 0 || c >= w->nclusters)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "damping cluster %d does not exist", c);
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
     if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
     w->clusters[c].damping = damping;
@@ -9465,10 +10150,21 @@ static void pbd__extras_free(pbd_world *w) {
     for (int i = 0; w->lras && i < w->nlras; ++i) pbd__lra_free(w, &w->lras[i]);
     for (int i = 0; w->limits && i < w->nlimits; ++i) pbd__limit_free(w, &w->limits[i]);
     for (int i = 0; w->strands && i < w->nstrands; ++i) pbd__strands_free_one(w, &w->strands[i]);
-    for (int i = 0; w->tears && i < w->ntears; ++i) { pbd__free(w, w->tears[i].tris); pbd__free(w, w->tears[i].rest2d); }
+    for (int i = 0; w->tears && i < w->ntears; ++i) {
+        pbd__free(w, w->tears[i].tris);
+        pbd__free(w, w->tears[i].rest2d);
+    }
     for (int i = 0; w->clusters && i < w->nclusters; ++i) pbd__free(w, w->clusters[i].particles);
-    pbd__free(w, w->lras); pbd__free(w, w->limits); pbd__free(w, w->strands); pbd__free(w, w->tears); pbd__free(w, w->clusters);
-    w->lras = NULL; w->limits = NULL; w->strands = NULL; w->tears = NULL; w->clusters = NULL;
+    pbd__free(w, w->lras);
+    pbd__free(w, w->limits);
+    pbd__free(w, w->strands);
+    pbd__free(w, w->tears);
+    pbd__free(w, w->clusters);
+    w->lras = NULL;
+    w->limits = NULL;
+    w->strands = NULL;
+    w->tears = NULL;
+    w->clusters = NULL;
     w->nlras = w->nlimits = w->nstrands = w->ntears = w->nclusters = 0;
 }
 
@@ -9482,17 +10178,30 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         pbd__lra *l = &w->lras[i];
         pbd__io_int(io, &l->count);
         pbd__io_int(io, &l->enabled);
-        if (io->in && (l->count < 0 || l->count > INT_MAX / 2)) { io->bad = 1; l->count = 0; break; }
+        if (io->in && (l->count < 0 || l->count > INT_MAX / 2)) {
+            io->bad = 1;
+            l->count = 0;
+            break;
+        }
         pbd__io_array(io, w, (void **)&l->particles, l->count, sizeof(int));
         pbd__io_array(io, w, (void **)&l->start, (long)l->count + 1, sizeof(int));
-        if (io->bad) { l->count = 0; break; }
+        if (io->bad) {
+            l->count = 0;
+            break;
+        }
         long nt = l->start[l->count];
-        if (nt < 0) { io->bad = 1; break; }
+        if (nt < 0) {
+            io->bad = 1;
+            break;
+        }
         pbd__io_array(io, w, (void **)&l->anchor, nt, sizeof(int));
         pbd__io_array(io, w, (void **)&l->length, nt, sizeof(float));
         int loose = l->reach != NULL; /* written as is, read as 0 or 1 */
         pbd__io_int(io, &loose);
-        if (io->in && loose != 0 && loose != 1) { io->bad = 1; break; }
+        if (io->in && loose != 0 && loose != 1) {
+            io->bad = 1;
+            break;
+        }
         if (loose && !io->in) pbd__io_array(io, w, (void **)&l->reach, nt, sizeof(float));
         if (loose && io->in) { /* nt floats in the snapshot, 2 nt in memory (pbd__lra_reach_from) */
             float *read = NULL;
@@ -9526,7 +10235,11 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         pbd__io_float(io, &S->damping);
         for (int k = 0; k < 3; ++k) pbd__io_float(io, &S->pos[k]);
         for (int k = 0; k < 4; ++k) pbd__io_float(io, &S->rot[k]);
-        if (io->in && (S->nstrands < 1 || S->nparticles < 2 || S->nparticles > INT_MAX / 8 || S->nstrands > INT_MAX / 8)) { io->bad = 1; break; }
+        if (io->in &&
+            (S->nstrands < 1 || S->nparticles < 2 || S->nparticles > INT_MAX / 8 || S->nstrands > INT_MAX / 8)) {
+            io->bad = 1;
+            break;
+        }
         pbd__io_array(io, w, (void **)&S->start, (long)S->nstrands + 1, sizeof(int));
         pbd__io_array(io, w, (void **)&S->idx, S->nparticles, sizeof(int));
         pbd__io_array(io, w, (void **)&S->rest, S->nparticles, sizeof(float));
@@ -9546,7 +10259,10 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         pbd__io_int(io, &T->max_splits);
         pbd__io_int(io, &T->ntris);
         pbd__io_float(io, &T->threshold);
-        if (io->in && (T->ntris < 1 || T->ntris > INT_MAX / 8)) { io->bad = 1; break; }
+        if (io->in && (T->ntris < 1 || T->ntris > INT_MAX / 8)) {
+            io->bad = 1;
+            break;
+        }
         pbd__io_array(io, w, (void **)&T->tris, 3L * T->ntris, sizeof(int));
         pbd__io_array(io, w, (void **)&T->rest2d, 3L * T->ntris, sizeof(float));
     }
@@ -9557,7 +10273,10 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
         pbd__cluster *c = &w->clusters[i];
         pbd__io_int(io, &c->count);
         pbd__io_float(io, &c->damping);
-        if (io->in && c->count < 1) { io->bad = 1; break; }
+        if (io->in && c->count < 1) {
+            io->bad = 1;
+            break;
+        }
         pbd__io_array(io, w, (void **)&c->particles, c->count, sizeof(int));
     }
 }
@@ -9570,8 +10289,8 @@ static int pbd__ids_ok(const int *ids, long n, int np) {
 
 /* A private group (strain limits) as the solver indexes it. */
 static int pbd__private_group_ok(const pbd__group *g, int np, int arity, int stride) {
-    if (g->count <= 0 || g->arity != arity || g->rest_stride != stride || g->ncolors < 1 || g->ncolors > PBD__MAX_COLORS ||
-        (g->overflow != 0 && g->overflow != 1) || g->slot || g->nverts || g->ntris ||
+    if (g->count <= 0 || g->arity != arity || g->rest_stride != stride || g->ncolors < 1 ||
+        g->ncolors > PBD__MAX_COLORS || (g->overflow != 0 && g->overflow != 1) || g->slot || g->nverts || g->ntris ||
         !pbd__finite_n(g->rest, (size_t)g->count * stride))
         return 0;
     if (g->color_start[0] != 0 || g->color_start[g->ncolors] != g->count) return 0;
@@ -9583,7 +10302,8 @@ static int pbd__private_group_ok(const pbd__group *g, int np, int arity, int str
 static pbd_result pbd__validate_extras(const pbd_world *t) {
     for (int i = 0; i < t->nlras; ++i) {
         const pbd__lra *l = &t->lras[i];
-        if (l->count < 0 || (l->enabled != 0 && l->enabled != 1) || l->start[0] != 0 || !pbd__ids_ok(l->particles, l->count, t->n))
+        if (l->count < 0 || (l->enabled != 0 && l->enabled != 1) || l->start[0] != 0 ||
+            !pbd__ids_ok(l->particles, l->count, t->n))
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int k = 0; k < l->count; ++k)
             if (l->start[k] > l->start[k + 1]) return PBD_ERROR_BAD_SNAPSHOT;
@@ -9596,24 +10316,26 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
         const pbd__limit *L = &t->limits[i];
         int edges = L->mode == PBD_STRAIN_EDGES;
         if ((L->mode != PBD_STRAIN_TRIANGLES && !edges) || (L->enabled != 0 && L->enabled != 1) ||
-            !(L->lo >= 0 && L->lo <= 1 && L->hi >= 1 && pbd__finite(L->hi)) || !(L->stiffness > 0 && L->stiffness <= 1) ||
+            !(L->lo >= 0 && L->lo <= 1 && L->hi >= 1 && pbd__finite(L->hi)) ||
+            !(L->stiffness > 0 && L->stiffness <= 1) ||
             !pbd__private_group_ok(&L->g, t->n, edges ? 2 : 3, edges ? 1 : 3))
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->nstrands; ++i) {
         const pbd__strands *S = &t->strands[i];
-        if (!(S->damping >= 0 && S->damping <= 1) || (S->hair != 0 && S->hair != 1) || (S->clamped != 0 && S->clamped != 1) ||
-            S->start[0] != 0 || S->start[S->nstrands] != S->nparticles || !pbd__ids_ok(S->idx, S->nparticles, t->n) ||
-            !pbd__finite_n(S->rest, (size_t)S->nparticles) || !pbd__finite_n(S->pos, 7) ||
-            (S->hair && !pbd__finite_n(S->root, 6 * (size_t)S->nstrands)))
+        if (!(S->damping >= 0 && S->damping <= 1) || (S->hair != 0 && S->hair != 1) ||
+            (S->clamped != 0 && S->clamped != 1) || S->start[0] != 0 || S->start[S->nstrands] != S->nparticles ||
+            !pbd__ids_ok(S->idx, S->nparticles, t->n) || !pbd__finite_n(S->rest, (size_t)S->nparticles) ||
+            !pbd__finite_n(S->pos, 7) || (S->hair && !pbd__finite_n(S->root, 6 * (size_t)S->nstrands)))
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int s = 0; s < S->nstrands; ++s)
             if (S->start[s + 1] - S->start[s] < 2 + S->clamped) return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->ntears; ++i) {
         const pbd__tear *T = &t->tears[i];
-        if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) || !pbd__finite(T->threshold) ||
-            !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) || !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
+        if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) ||
+            !pbd__finite(T->threshold) || !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) ||
+            !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int k = 0; k < T->ntris; ++k)
             if (!(T->rest2d[3 * k] > 0 && T->rest2d[3 * k + 2] > 0)) return PBD_ERROR_BAD_SNAPSHOT;
@@ -9622,14 +10344,16 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int g = 1; g < 3; ++g)
             if (o->groups[g] < -1 || o->groups[g] >= t->ngroups) return PBD_ERROR_BAD_SNAPSHOT;
-        int bend = o->groups[1] >= 0 ? t->groups[o->groups[1]].type : -1, area = o->groups[2] >= 0 ? t->groups[o->groups[2]].type : -1;
+        int bend = o->groups[1] >= 0 ? t->groups[o->groups[1]].type : -1,
+            area = o->groups[2] >= 0 ? t->groups[o->groups[2]].type : -1;
         if ((bend >= 0 && bend != PBD_CONSTRAINT_BENDING_DIHEDRAL && bend != PBD_CONSTRAINT_BENDING_ISOMETRIC) ||
             (area >= 0 && area != PBD_CONSTRAINT_AREA) || T->max_splits > INT_MAX / 16)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->nclusters; ++i) {
         const pbd__cluster *c = &t->clusters[i];
-        if (!pbd__finite(c->damping) || c->damping < 0 || !pbd__ids_ok(c->particles, c->count, t->n)) return PBD_ERROR_BAD_SNAPSHOT;
+        if (!pbd__finite(c->damping) || c->damping < 0 || !pbd__ids_ok(c->particles, c->count, t->n))
+            return PBD_ERROR_BAD_SNAPSHOT;
     }
     return PBD_OK;
 }
@@ -9658,12 +10382,22 @@ typedef struct pbd__surface {
 } pbd__surface;
 
 /* lambda: the normal correction accumulated this substep (0: never active) */
-typedef struct pbd__sc_pt { int tri; float side, dist, lambda; } pbd__sc_pt;
-typedef struct pbd__sc_ee { int edge; float s, t, dist, lambda; pbd__v3 n; } pbd__sc_ee;
+typedef struct pbd__sc_pt {
+    int tri;
+    float side, dist, lambda;
+} pbd__sc_pt;
+typedef struct pbd__sc_ee {
+    int edge;
+    float s, t, dist, lambda;
+    pbd__v3 n;
+} pbd__sc_ee;
 /* A candidate's four world particles (a point-triangle's in the winding
    of its side) and thickness, written with it each substep for the
    projection's SIMD tests (not in snapshots: rebuilt with the candidates) */
-typedef struct pbd__sc_q { int p[4]; float th; } pbd__sc_q;
+typedef struct pbd__sc_q {
+    int p[4];
+    float th;
+} pbd__sc_q;
 
 /* Derived from the surfaces (rebuilt when they change); vertices, triangles
    and edges of all surfaces numbered together. The broad phase groups
@@ -9674,12 +10408,12 @@ typedef struct pbd__selfcol {
     int nv, nt, ne;
     int vc, tc, ec; /* clusters of vertices, triangles, edges */
     float maxth;
-    int *vp, *vs;  /* per vertex: world particle (sorted), surface */
-    int *tv, *ts;  /* per triangle: 3 vertices, surface */
-    int *ev, *es;  /* per edge: 2 vertices, surface */
-    float *x0;     /* nv*3: positions at the start of the step */
-    float *reach;  /* nv: how far each vertex may get this substep */
-    pbd__p4 *xv;   /* nv: each vertex's position at the start of the substep, its reach as w (the bounds gather it) */
+    int *vp, *vs; /* per vertex: world particle (sorted), surface */
+    int *tv, *ts; /* per triangle: 3 vertices, surface */
+    int *ev, *es; /* per edge: 2 vertices, surface */
+    float *x0;    /* nv*3: positions at the start of the step */
+    float *reach; /* nv: how far each vertex may get this substep */
+    pbd__p4 *xv;  /* nv: each vertex's position at the start of the substep, its reach as w (the bounds gather it) */
     int *vord, *tord, *eord; /* (clusters * PBD__SC_K) the members of each cluster, -1 past the end */
     int *tlv, *elv; /* per cluster 3 (2) rows of PBD__SC_K: the vertices of its triangles (edges), -1 past the end */
     int *epos;      /* ne: the place of each edge in eord. An edge-edge pair belongs to the edge of the smaller place */
@@ -9689,11 +10423,11 @@ typedef struct pbd__selfcol {
        vector between them and its squared length) */
     float *vbox, *tbox, *ebox, *tlane, *elane;
     float *tcent, *ecent; /* cluster box centres: the points of the grids */
-    pbd__grid gt, ge; /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
+    pbd__grid gt, ge;     /* the shared hash grid (see "==== hash grid") over triangle, edge clusters */
     float cellt, celle;
-    int iter;                /* projections so far this substep */
-    int crossings;           /* the fail-safe found one this substep */
-    unsigned char *frozen;   /* nv: sent back to the start of the substep (pbd__sc_failsafe) */
+    int iter;              /* projections so far this substep */
+    int crossings;         /* the fail-safe found one this substep */
+    unsigned char *frozen; /* nv: sent back to the start of the substep (pbd__sc_failsafe) */
     pbd__sc_pt *pt;
     unsigned char *npt;
     pbd__sc_ee *ee;
@@ -9710,20 +10444,21 @@ typedef struct pbd__selfcol {
        pbd__selfcol_color). A candidate is named by its slot: i*PBD__SC_PT+k
        for slot k of vertex i, nv*PBD__SC_PT + e*PBD__SC_EE+k for slot k of
        edge e (capacity: nv*PBD__SC_PT + ne*PBD__SC_EE) */
-    uint64_t *cmask;      /* nv: the colours each vertex has so far */
-    int *cand;            /* the candidates in the order they are coloured */
-    unsigned char *ccol;  /* the colour of each of cand */
-    int *corder;          /* the candidates sorted by colour */
-    int ncolors, overflow; /* overflow: the last colour shares particles (serial) */
+    uint64_t *cmask;                 /* nv: the colours each vertex has so far */
+    int *cand;                       /* the candidates in the order they are coloured */
+    unsigned char *ccol;             /* the colour of each of cand */
+    int *corder;                     /* the candidates sorted by colour */
+    int ncolors, overflow;           /* overflow: the last colour shares particles (serial) */
     int cstart[PBD__MAX_COLORS + 1]; /* colour c: corder[cstart[c] .. cstart[c+1]) */
 } pbd__selfcol;
 
 static void pbd__selfcol_free(pbd_world *w, pbd__selfcol *S) {
     if (!S) return;
-    void *arrays[] = {S->vp, S->vs, S->tv, S->ts, S->ev, S->es, S->x0, S->reach, S->xv, S->vord, S->tord, S->eord, S->tlv, S->elv, S->epos,
-                      S->vbox, S->tbox, S->ebox, S->tlane, S->elane, S->tcent, S->ecent,
-                      S->frozen, S->pt, S->npt, S->ee, S->nee, S->ptq, S->eeq, S->cmask, S->cand, S->ccol, S->corder,
-                      S->pt_step, S->npt_step, S->ee_step, S->nee_step, S->eord_step};
+    void *arrays[] = {S->vp,     S->vs,      S->tv,       S->ts,      S->ev,       S->es,       S->x0,     S->reach,
+                      S->xv,     S->vord,    S->tord,     S->eord,    S->tlv,      S->elv,      S->epos,   S->vbox,
+                      S->tbox,   S->ebox,    S->tlane,    S->elane,   S->tcent,    S->ecent,    S->frozen, S->pt,
+                      S->npt,    S->ee,      S->nee,      S->ptq,     S->eeq,      S->cmask,    S->cand,   S->ccol,
+                      S->corder, S->pt_step, S->npt_step, S->ee_step, S->nee_step, S->eord_step};
     pbd__grid_free(w, &S->gt);
     pbd__grid_free(w, &S->ge);
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
@@ -9744,7 +10479,8 @@ static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
     while (lo <= hi) {
         int m = lo + (hi - lo) / 2;
         if (S->vp[m] == particle) return m;
-        if (S->vp[m] < particle) lo = m + 1; else hi = m - 1;
+        if (S->vp[m] < particle) lo = m + 1;
+        else hi = m - 1;
     }
     return -1;
 }
@@ -9756,7 +10492,10 @@ static int pbd__sc_vertex(const pbd__selfcol *S, int particle) {
    work: the candidates do not depend on it (ties are broken by index), so
    a restored snapshot whose positions give other clusters still continues
    bit for bit. */
-typedef struct pbd__sc_key { float key; int index; } pbd__sc_key;
+typedef struct pbd__sc_key {
+    float key;
+    int index;
+} pbd__sc_key;
 static int pbd__sc_cmp_key(const void *a, const void *b) {
     const pbd__sc_key *x = (const pbd__sc_key *)a, *y = (const pbd__sc_key *)b;
     if (x->key != y->key) return x->key < y->key ? -1 : 1;
@@ -9773,7 +10512,10 @@ static void pbd__sc_split(const float *pos, pbd__sc_key *keys, int *ord, int a, 
             }
         int ax = hi[1] - lo[1] > hi[0] - lo[0] ? 1 : 0;
         ax = hi[2] - lo[2] > hi[ax] - lo[ax] ? 2 : ax;
-        for (int k = a; k < b; ++k) { keys[k].key = pos[3 * (size_t)ord[k] + ax]; keys[k].index = ord[k]; }
+        for (int k = a; k < b; ++k) {
+            keys[k].key = pos[3 * (size_t)ord[k] + ax];
+            keys[k].index = ord[k];
+        }
         qsort(keys + a, (size_t)(b - a), sizeof *keys, pbd__sc_cmp_key);
         for (int k = a; k < b; ++k) ord[k] = keys[k].index;
         int m = a + PBD__SC_K * (((b - a) / PBD__SC_K + 1) / 2); /* whole clusters on the left */
@@ -9827,7 +10569,8 @@ static pbd_result pbd__sc_clusters(pbd_world *w, pbd__selfcol *S) {
 /* The candidates of a snapshot (in old) into the fresh tables S: they carry
    the sides that pairs keep. */
 static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
-    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt || (S->ne && (!old->nee || !old->ee || !old->eord)))
+    if (old->nv != S->nv || old->nt != S->nt || old->ne != S->ne || !old->npt || !old->pt ||
+        (S->ne && (!old->nee || !old->ee || !old->eord)))
         return 0;
     /* the edge clusters of the snapshot: they say which edge of a pair holds it */
     for (int k = 0; k < S->ne; ++k) S->epos[k] = -1;
@@ -9842,15 +10585,18 @@ static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
         if (old->npt[i] > PBD__SC_PT) return 0;
         for (int k = 0; k < old->npt[i]; ++k) {
             const pbd__sc_pt *c = &old->pt[(size_t)i * PBD__SC_PT + k];
-            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) || !pbd__finite(c->lambda)) return 0;
+            if (c->tri < 0 || c->tri >= S->nt || (c->side != 1.0f && c->side != -1.0f) || !pbd__finite(c->dist) ||
+                !pbd__finite(c->lambda))
+                return 0;
         }
     }
     for (int e = 0; e < S->ne; ++e) {
         if (old->nee[e] > PBD__SC_EE) return 0;
         for (int k = 0; k < old->nee[e]; ++k) {
             const pbd__sc_ee *c = &old->ee[(size_t)e * PBD__SC_EE + k];
-            if (c->edge < 0 || c->edge >= S->ne || S->epos[c->edge] <= S->epos[e] || !(c->s >= 0 && c->s <= 1) || !(c->t >= 0 && c->t <= 1) ||
-                !pbd__finite(c->dist) || !pbd__finite(c->lambda) || !pbd__finite_n(&c->n.x, 3))
+            if (c->edge < 0 || c->edge >= S->ne || S->epos[c->edge] <= S->epos[e] || !(c->s >= 0 && c->s <= 1) ||
+                !(c->t >= 0 && c->t <= 1) || !pbd__finite(c->dist) || !pbd__finite(c->lambda) ||
+                !pbd__finite_n(&c->n.x, 3))
                 return 0;
         }
     }
@@ -9877,7 +10623,8 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     pbd_result r = PBD_OK;
     for (int s = 0; s < w->nsurfaces; ++s) {
         const pbd__surface *sf = &w->surfaces[s];
-        if (sf->nt <= 0 || !pbd__finite(sf->thickness) || !(sf->thickness > 0) || (sf->self != 0 && sf->self != 1)) r = PBD_ERROR_INVALID_ARGUMENT;
+        if (sf->nt <= 0 || !pbd__finite(sf->thickness) || !(sf->thickness > 0) || (sf->self != 0 && sf->self != 1))
+            r = PBD_ERROR_INVALID_ARGUMENT;
         for (long k = 0; k < 3L * sf->nt && r == PBD_OK; ++k)
             if (sf->tris[k] < 0 || sf->tris[k] >= w->n) r = PBD_ERROR_INDEX_OUT_OF_RANGE;
         nt += sf->nt;
@@ -9986,10 +10733,12 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
         if (!S->cmask || !S->cand || !S->ccol || !S->corder || !S->pt_step || !S->npt_step || !S->ee_step ||
             !S->nee_step || !S->eord_step)
             r = PBD_ERROR_OUT_OF_MEMORY;
-        else if (!S->x0 || !S->reach || !S->xv || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv || !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane ||
-            !S->elane || !S->tcent || !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee || !S->ptq || !S->eeq)
+        else if (!S->x0 || !S->reach || !S->xv || !S->frozen || !S->vord || !S->tord || !S->eord || !S->tlv ||
+                 !S->elv || !S->epos || !S->vbox || !S->tbox || !S->ebox || !S->tlane || !S->elane || !S->tcent ||
+                 !S->ecent || !S->pt || !S->npt || !S->ee || !S->nee || !S->ptq || !S->eeq)
             r = PBD_ERROR_OUT_OF_MEMORY;
-        else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK || pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
+        else if (pbd__grid_reserve(w, &S->gt, S->tc) != PBD_OK ||
+                 pbd__grid_reserve(w, &S->ge, S->ec > 0 ? S->ec : 1) != PBD_OK)
             r = PBD_ERROR_OUT_OF_MEMORY;
         else {
             memset(S->npt, 0, nv);
@@ -10011,7 +10760,9 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
 }
 static pbd_result pbd__selfcol_rebuild(pbd_world *w) {
     pbd_result r = pbd__selfcol_build(w, 1);
-    return r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_INDEX_OUT_OF_RANGE || r == PBD_ERROR_OVERFLOW ? PBD_ERROR_BAD_SNAPSHOT : r;
+    return r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_INDEX_OUT_OF_RANGE || r == PBD_ERROR_OVERFLOW
+               ? PBD_ERROR_BAD_SNAPSHOT
+               : r;
 }
 
 PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void) {
@@ -10040,7 +10791,8 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
-    if (!(d->thickness > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g must be > 0", (double)d->thickness);
+    if (!(d->thickness > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g must be > 0", (double)d->thickness);
     if (w->nsurfaces >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many surfaces");
     if (!pbd__grow(w, (void **)&w->surfaces, w->nsurfaces, &w->surface_cap, w->nsurfaces + 1, sizeof(pbd__surface)))
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
@@ -10056,7 +10808,8 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
     if (r != PBD_OK) {
         w->nsurfaces--;
         pbd__free(w, sf->tris);
-        if (r == PBD_ERROR_INVALID_ARGUMENT) return pbd__fail(w, r, "a particle of this surface belongs to another surface");
+        if (r == PBD_ERROR_INVALID_ARGUMENT)
+            return pbd__fail(w, r, "a particle of this surface belongs to another surface");
         return pbd__fail(w, r, "no memory for a surface");
     }
     /* contacts between objects exchange angular momentum (see SOLVER 5) */
@@ -10074,9 +10827,11 @@ PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *c
     PBD__CHECK_PTR(w, desc, "desc");
     pbd_range rg = cloth->particles;
     if (rg.first < 0 || rg.count <= 0 || rg.first > w->n - rg.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "cloth particles %d..%d are not in the world", rg.first, rg.first + rg.count - 1);
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "cloth particles %d..%d are not in the world", rg.first,
+                         rg.first + rg.count - 1);
     if (desc->vertex_count != rg.count)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "desc has %d vertices, the cloth %d", desc->vertex_count, rg.count);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "desc has %d vertices, the cloth %d", desc->vertex_count,
+                         rg.count);
     PBD__TRY(pbd__validate_triangles(w, desc->triangles, desc->triangle_count, rg.count, "desc.triangles"));
     if (desc->permutation)
         for (int i = 0; i < rg.count; ++i)
@@ -10145,7 +10900,10 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
         pbd__io_int(io, &sf->nt);
         pbd__io_int(io, &sf->self);
         pbd__io_float(io, &sf->thickness);
-        if (io->in && !io->bad && (sf->nt < 1 || sf->nt > INT_MAX / 16)) { io->bad = 1; return; }
+        if (io->in && !io->bad && (sf->nt < 1 || sf->nt > INT_MAX / 16)) {
+            io->bad = 1;
+            return;
+        }
         pbd__io_array(io, w, (void **)&sf->tris, 3L * sf->nt, sizeof(int));
     }
     if (w->nsurfaces == 0 || io->bad) return;
@@ -10153,14 +10911,18 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
     pbd__selfcol *S = w->selfcol;
     if (io->in) {
         S = (pbd__selfcol *)pbd__alloc(w, sizeof *S);
-        if (!S) { io->bad = 2; return; }
+        if (!S) {
+            io->bad = 2;
+            return;
+        }
         memset(S, 0, sizeof *S);
         w->selfcol = S;
     }
     pbd__io_int(io, &S->nv);
     pbd__io_int(io, &S->nt);
     pbd__io_int(io, &S->ne);
-    if (io->in && !io->bad && (S->nv < 0 || S->nt < 0 || S->ne < 0 || S->nv > INT_MAX / 16 || S->nt > INT_MAX / 16 || S->ne > INT_MAX / 16)) {
+    if (io->in && !io->bad &&
+        (S->nv < 0 || S->nt < 0 || S->ne < 0 || S->nv > INT_MAX / 16 || S->nt > INT_MAX / 16 || S->ne > INT_MAX / 16)) {
         io->bad = 1;
         return;
     }
@@ -10179,7 +10941,8 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
 static void pbd__selfcol_keep_step(pbd_world *w, int back) {
     pbd__selfcol *S = w->selfcol;
     size_t nv = (size_t)S->nv, ne = (size_t)S->ne, ne_ord = (size_t)S->ec * PBD__SC_K;
-#define PBD__SC_KEEP(a, b, n) memcpy(back ? (void *)(a) : (void *)(b), back ? (const void *)(b) : (const void *)(a), (n) * sizeof *(a))
+#define PBD__SC_KEEP(a, b, n) \
+    memcpy(back ? (void *)(a) : (void *)(b), back ? (const void *)(b) : (const void *)(a), (n) * sizeof *(a))
     PBD__SC_KEEP(S->pt, S->pt_step, nv * PBD__SC_PT);
     PBD__SC_KEEP(S->npt, S->npt_step, nv);
     PBD__SC_KEEP(S->ee, S->ee_step, ne * PBD__SC_EE);
@@ -10194,10 +10957,17 @@ static void pbd__selfcol_begin_step(pbd_world *w) {
     for (int i = 0; i < S->nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
 }
 
-static inline void pbd__box_init(float *b, pbd__v3 p) { b[0] = b[3] = p.x; b[1] = b[4] = p.y; b[2] = b[5] = p.z; }
+static inline void pbd__box_init(float *b, pbd__v3 p) {
+    b[0] = b[3] = p.x;
+    b[1] = b[4] = p.y;
+    b[2] = b[5] = p.z;
+}
 static inline void pbd__box_add(float *b, pbd__v3 p) {
     float q[3] = {p.x, p.y, p.z};
-    for (int k = 0; k < 3; ++k) { b[k] = q[k] < b[k] ? q[k] : b[k]; b[3 + k] = q[k] > b[3 + k] ? q[k] : b[3 + k]; }
+    for (int k = 0; k < 3; ++k) {
+        b[k] = q[k] < b[k] ? q[k] : b[k];
+        b[3 + k] = q[k] > b[3 + k] ? q[k] : b[3 + k];
+    }
 }
 static inline int pbd__box_overlap(const float *a, const float *b) {
     return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] && b[2] <= a[5];
@@ -10205,7 +10975,8 @@ static inline int pbd__box_overlap(const float *a, const float *b) {
 /* Barycentric coordinates of the projection of q on the plane of abc. */
 static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u) {
     pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a), d = pbd__sub(q, a);
-    float d00 = pbd__dot(e0, e0), d01 = pbd__dot(e0, e1), d11 = pbd__dot(e1, e1), d20 = pbd__dot(d, e0), d21 = pbd__dot(d, e1);
+    float d00 = pbd__dot(e0, e0), d01 = pbd__dot(e0, e1), d11 = pbd__dot(e1, e1), d20 = pbd__dot(d, e0),
+          d21 = pbd__dot(d, e1);
     float den = d00 * d11 - d01 * d01;
     if (!(den > 1e-30f)) return 0;
     u[1] = (d11 * d20 - d01 * d21) / den;
@@ -10219,11 +10990,19 @@ static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2,
     pbd__v3 d1 = pbd__sub(q1, p1), d2 = pbd__sub(q2, p2), r = pbd__sub(p1, p2);
     float a = pbd__dot(d1, d1), e = pbd__dot(d2, d2), f = pbd__dot(d2, r);
     float c = pbd__dot(d1, r), b = pbd__dot(d1, d2), den = a * e - b * b;
-    if (!(a > 1e-20f) || !(e > 1e-20f)) { *s = *t = 0; return; } /* a collapsed edge: no edge contact */
+    if (!(a > 1e-20f) || !(e > 1e-20f)) {
+        *s = *t = 0;
+        return;
+    } /* a collapsed edge: no edge contact */
     float S = den > 1e-12f * a * e ? pbd__clampf((b * f - c * e) / den, 0.0f, 1.0f) : 0.0f;
     float T = (b * S + f) / e;
-    if (T < 0) { T = 0; S = pbd__clampf(-c / a, 0.0f, 1.0f); }
-    else if (T > 1) { T = 1; S = pbd__clampf((b - c) / a, 0.0f, 1.0f); }
+    if (T < 0) {
+        T = 0;
+        S = pbd__clampf(-c / a, 0.0f, 1.0f);
+    } else if (T > 1) {
+        T = 1;
+        S = pbd__clampf((b - c) / a, 0.0f, 1.0f);
+    }
     *s = S;
     *t = T;
 }
@@ -10243,15 +11022,18 @@ static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return s
 /* Keeps the k nearest candidates, sorted by distance, ties by the index
    `id` of the other item: the kept set and its order do not depend on the
    order in which candidates are found (clusters, threads). */
-#define PBD__SC_INSERT(arr, cnt, K, item, id)                                                         \
-    do {                                                                                              \
-        int pos_ = (cnt) < (K) ? (cnt) : (K);                                                         \
-        while (pos_ > 0 && ((arr)[pos_ - 1].dist > (item).dist ||                                     \
+#define PBD__SC_INSERT(arr, cnt, K, item, id)                                                           \
+    do {                                                                                                \
+        int pos_ = (cnt) < (K) ? (cnt) : (K);                                                           \
+        while (pos_ > 0 && ((arr)[pos_ - 1].dist > (item).dist ||                                       \
                             ((arr)[pos_ - 1].dist == (item).dist && (arr)[pos_ - 1].id > (item).id))) { \
-            if (pos_ < (K)) (arr)[pos_] = (arr)[pos_ - 1];                                            \
-            --pos_;                                                                                   \
-        }                                                                                             \
-        if (pos_ < (K)) { (arr)[pos_] = (item); if ((cnt) < (K)) (cnt)++; }                           \
+            if (pos_ < (K)) (arr)[pos_] = (arr)[pos_ - 1];                                              \
+            --pos_;                                                                                     \
+        }                                                                                               \
+        if (pos_ < (K)) {                                                                               \
+            (arr)[pos_] = (item);                                                                       \
+            if ((cnt) < (K)) (cnt)++;                                                                   \
+        }                                                                                               \
     } while (0)
 
 /* The exact test of vertex i (at xi, reach tv) against triangle t: a
@@ -10266,7 +11048,10 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
     int f;
     float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
     float tt = pbd__sc_travel(w, S, tv3[0]);
-    for (int j = 1; j < 3; ++j) { float q = pbd__sc_travel(w, S, tv3[j]); tt = q > tt ? q : tt; }
+    for (int j = 1; j < 3; ++j) {
+        float q = pbd__sc_travel(w, S, tv3[j]);
+        tt = q > tt ? q : tt;
+    }
     float th = pbd__sc_thickness(w, S->vs[i], S->ts[t]);
     if (!(d <= PBD__SC_PT_GAP * th + tv + tt)) return;
     /* the side. While the vertex is over the triangle (within a thickness
@@ -10287,8 +11072,7 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
     if (side != 0) {
     } else if (over && pbd__barycentric(q0, a0, b0, c0, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
         side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0, a0)));
-    else
-        side = dn;
+    else side = dn;
     pbd__sc_pt item;
     item.tri = t;
     item.side = side < 0 ? -1.0f : 1.0f;
@@ -10313,13 +11097,16 @@ static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int
     pbd__v3 d = pbd__sub(pbd__lerp(A0, A1, s), pbd__lerp(B0, B1, t));
     float dist = pbd__len(d);
     float tr = pbd__sc_travel(w, S, a0), q;
-    q = pbd__sc_travel(w, S, a1); tr = q > tr ? q : tr;
+    q = pbd__sc_travel(w, S, a1);
+    tr = q > tr ? q : tr;
     float tr2 = pbd__sc_travel(w, S, b0);
-    q = pbd__sc_travel(w, S, b1); tr2 = q > tr2 ? q : tr2;
+    q = pbd__sc_travel(w, S, b1);
+    tr2 = q > tr2 ? q : tr2;
     float th = pbd__sc_thickness(w, S->es[e], S->es[f]);
     if (!(dist <= PBD__SC_EE_GAP * th + tr + tr2)) return;
     /* the separating direction at the start of the step */
-    pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s), pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
+    pbd__v3 d0 = pbd__sub(pbd__lerp(pbd__sc_x0(S, a0), pbd__sc_x0(S, a1), s),
+                          pbd__lerp(pbd__sc_x0(S, b0), pbd__sc_x0(S, b1), t));
     float l0 = pbd__len(d0);
     pbd__sc_ee item;
     int kept = -1;
@@ -10362,11 +11149,15 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
 #if PBD__W > 1
     /* W lanes at a time, the same comparisons */
     pbd__vf lo[3], hi[3];
-    for (int k = 0; k < 3; ++k) { lo[k] = pbd__vset1(b[k]); hi[k] = pbd__vset1(b[3 + k]); }
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = pbd__vset1(b[k]);
+        hi[k] = pbd__vset1(b[3 + k]);
+    }
     for (int j = 0; j < K; j += PBD__W) {
         pbd__vm in = pbd__vand_m(pbd__vle(lo[0], pbd__vload(L + 3 * K + j)), pbd__vle(pbd__vload(L + j), hi[0]));
         for (int k = 1; k < 3; ++k)
-            in = pbd__vand_m(in, pbd__vand_m(pbd__vle(lo[k], pbd__vload(L + (3 + k) * K + j)), pbd__vle(pbd__vload(L + k * K + j), hi[k])));
+            in = pbd__vand_m(in, pbd__vand_m(pbd__vle(lo[k], pbd__vload(L + (3 + k) * K + j)),
+                                             pbd__vle(pbd__vload(L + k * K + j), hi[k])));
         m |= pbd__vbits(in) << j;
     }
     return m;
@@ -10386,7 +11177,8 @@ static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
 #if PBD__W == 16
     return ~(unsigned)simde_mm512_cmpeq_epi32_mask(simde_mm512_loadu_si512(V), simde_mm512_set1_epi32(a)) & 0xffffu;
 #elif PBD__W == 8
-    simde__m256i eq = simde_mm256_cmpeq_epi32(simde_mm256_loadu_si256((const simde__m256i *)V), simde_mm256_set1_epi32(a));
+    simde__m256i eq =
+        simde_mm256_cmpeq_epi32(simde_mm256_loadu_si256((const simde__m256i *)V), simde_mm256_set1_epi32(a));
     return ~(unsigned)simde_mm256_movemask_ps(simde_mm256_castsi256_ps(eq)) & 0xffu;
 #elif PBD__W == 4
     simde__m128i eq = simde_mm_cmpeq_epi32(simde_mm_loadu_si128((const simde__m128i *)V), simde_mm_set1_epi32(a));
@@ -10427,9 +11219,11 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
 static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float d0, float d1, float d2, float a,
                                             const float *L) {
     enum { K = PBD__SC_K };
-    pbd__vf r0 = pbd__vsub(pbd__vset1(p0), pbd__vload(L + 6 * K)), r1 = pbd__vsub(pbd__vset1(p1), pbd__vload(L + 7 * K));
+    pbd__vf r0 = pbd__vsub(pbd__vset1(p0), pbd__vload(L + 6 * K)),
+            r1 = pbd__vsub(pbd__vset1(p1), pbd__vload(L + 7 * K));
     pbd__vf r2 = pbd__vsub(pbd__vset1(p2), pbd__vload(L + 8 * K));
-    pbd__vf e0 = pbd__vload(L + 12 * K), e1 = pbd__vload(L + 13 * K), e2 = pbd__vload(L + 14 * K), e = pbd__vload(L + 15 * K);
+    pbd__vf e0 = pbd__vload(L + 12 * K), e1 = pbd__vload(L + 13 * K), e2 = pbd__vload(L + 14 * K),
+            e = pbd__vload(L + 15 * K);
     pbd__vf D0 = pbd__vset1(d0), D1 = pbd__vset1(d1), D2 = pbd__vset1(d2), A = pbd__vset1(a);
     pbd__vf f = pbd__vadd(pbd__vadd(pbd__vmul(e0, r0), pbd__vmul(e1, r1)), pbd__vmul(e2, r2));
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vmul(D0, r0), pbd__vmul(D1, r1)), pbd__vmul(D2, r2));
@@ -10437,11 +11231,14 @@ static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float 
     pbd__vf den = pbd__vsub(pbd__vmul(A, e), pbd__vmul(b, b));
     pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(1e-20f), A), pbd__vlt(pbd__vset1(1e-20f), e));
     ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(1e-12f), A), e), den));
-    pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), bn = pbd__vmul(b, ns), fd = pbd__vmul(f, den), nt = pbd__vadd(bn, fd);
-    pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(1e-3f - PBD__SC_INNER_SLACK), hi = pbd__vset1(1 - 1e-3f + PBD__SC_INNER_SLACK);
+    pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), bn = pbd__vmul(b, ns), fd = pbd__vmul(f, den),
+            nt = pbd__vadd(bn, fd);
+    pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(1e-3f - PBD__SC_INNER_SLACK),
+            hi = pbd__vset1(1 - 1e-3f + PBD__SC_INNER_SLACK);
     pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vabs(bn), pbd__vabs(fd)));
     ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, den), ns), pbd__vlt(ns, pbd__vmul(hi, den))));
-    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vsub(pbd__vmul(lo, de), tol), nt), pbd__vlt(nt, pbd__vadd(pbd__vmul(hi, de), tol))));
+    ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vsub(pbd__vmul(lo, de), tol), nt),
+                                     pbd__vlt(nt, pbd__vadd(pbd__vmul(hi, de), tol))));
     return pbd__vbits(ok);
 }
 #endif
@@ -10467,7 +11264,8 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
         float den = a * e - b * b;
         int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
         float ns = b * f - c * e, bn = b * ns, fd = f * den, nt = bn + fd, de = den * e;
-        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK, tol = 1e-5f * (fabsf(bn) + fabsf(fd));
+        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK,
+              tol = 1e-5f * (fabsf(bn) + fabsf(fd));
         m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de - tol) & (nt < hi * de + tol)) << j;
     }
     return m & m0;
@@ -10480,7 +11278,8 @@ static inline float pbd__sc_row_extreme(const float *row, int hi) {
     float t[PBD__W], m;
 #if PBD__W > 1
     pbd__vf v = pbd__vload(row);
-    for (int j = PBD__W; j < K; j += PBD__W) v = hi ? pbd__vmax(pbd__vload(row + j), v) : pbd__vmin(pbd__vload(row + j), v);
+    for (int j = PBD__W; j < K; j += PBD__W)
+        v = hi ? pbd__vmax(pbd__vload(row + j), v) : pbd__vmin(pbd__vload(row + j), v);
     pbd__vstore(t, v);
 #else
     memcpy(t, row, sizeof t);
@@ -10538,7 +11337,10 @@ static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, fl
 #else
     for (int l = 0; l < K; ++l) {
         if (V[l] < 0) { /* past the end: a box nothing overlaps */
-            for (int k = 0; k < 3; ++k) { L[k * K + l] = FLT_MAX; L[(3 + k) * K + l] = -FLT_MAX; }
+            for (int k = 0; k < 3; ++k) {
+                L[k * K + l] = FLT_MAX;
+                L[(3 + k) * K + l] = -FLT_MAX;
+            }
             for (int k = 6; k < rows; ++k) L[k * K + l] = 0;
             continue;
         }
@@ -10548,7 +11350,11 @@ static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, fl
             if (j == 0) pbd__box_init(b, pbd__p3(q));
             else pbd__box_add(b, pbd__p3(q));
             r = q.w > r ? q.w : r;
-            if (rows == 16) { L[(6 + 3 * j) * K + l] = q.x; L[(7 + 3 * j) * K + l] = q.y; L[(8 + 3 * j) * K + l] = q.z; }
+            if (rows == 16) {
+                L[(6 + 3 * j) * K + l] = q.x;
+                L[(7 + 3 * j) * K + l] = q.y;
+                L[(8 + 3 * j) * K + l] = q.z;
+            }
         }
         for (int k = 0; k < 3; ++k) {
             L[k * K + l] = b[k] - (pad + r);
@@ -10579,7 +11385,8 @@ static void pbd__sc_bound(const pbd__selfcol *S, int c, const int *lv, int per, 
 /* The buckets of grid g (cells of `cell`) whose cluster boxes may meet box b. */
 static int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell, int *out, int max) {
     float hc = 0.5f * cell;
-    return pbd__grid_buckets(g, pbd__v(b[0] - hc, b[1] - hc, b[2] - hc), pbd__v(b[3] + hc, b[4] + hc, b[5] + hc), out, max);
+    return pbd__grid_buckets(g, pbd__v(b[0] - hc, b[1] - hc, b[2] - hc), pbd__v(b[3] + hc, b[4] + hc, b[5] + hc), out,
+                             max);
 }
 
 /* Point-triangle candidates of the vertices of vertex cluster c. */
@@ -10591,7 +11398,10 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     pbd__v3 xs[K];
     for (int l = 0; l < K; ++l) {
         int i = S->vord[c * K + l];
-        for (int k = 0; k < 3; ++k) { VL[k * K + l] = FLT_MAX; VL[(3 + k) * K + l] = -FLT_MAX; }
+        for (int k = 0; k < 3; ++k) {
+            VL[k * K + l] = FLT_MAX;
+            VL[(3 + k) * K + l] = -FLT_MAX;
+        }
         if (i < 0) continue;
         ids[n] = i;
         nprev[n] = S->npt[i];
@@ -10618,8 +11428,8 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
                 unsigned m = pbd__sc_lanes(L, vb[l]);
                 if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
                 for (; m; m &= m - 1)
-                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__lowest_bit(m)], xs[l], S->reach[ids[l]], prev[l], nprev[l],
-                                   S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
+                    pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__lowest_bit(m)], xs[l], S->reach[ids[l]], prev[l],
+                                   nprev[l], S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
             }
         }
     }
@@ -10631,8 +11441,10 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             const int *tv = S->tv + 3 * c->tri;
             int flip = c->side < 0; /* from below: the reversed winding */
             pbd__sc_q *q = &S->ptq[(size_t)i * PBD__SC_PT + k];
-            q->p[0] = S->vp[i]; q->p[1] = S->vp[tv[0]];
-            q->p[2] = S->vp[tv[flip ? 2 : 1]]; q->p[3] = S->vp[tv[flip ? 1 : 2]];
+            q->p[0] = S->vp[i];
+            q->p[1] = S->vp[tv[0]];
+            q->p[2] = S->vp[tv[flip ? 2 : 1]];
+            q->p[3] = S->vp[tv[flip ? 1 : 2]];
             q->th = pbd__sc_thickness(w, S->vs[i], S->ts[c->tri]);
         }
     }
@@ -10671,7 +11483,9 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
             for (unsigned near = pbd__sc_lanes(E, fb); near; near &= near - 1) {
                 int l = pbd__lowest_bit(near); /* lane l holds member l (past the end: a box nothing overlaps) */
                 unsigned m = pbd__sc_lanes(L, eb[l]);
-                if (m) m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]], S->ev[2 * ids[l] + 1]);
+                if (m)
+                    m &= pbd__sc_lanes_ee(fc * K, S->elv + (size_t)2 * K * fc, c * K + lane[l], S->ev[2 * ids[l]],
+                                          S->ev[2 * ids[l] + 1]);
                 if (m) m = pbd__sc_lanes_inner(E, lane[l], L, m);
                 for (; m; m &= m - 1)
                     pbd__sc_try_ee(w, S, ids[l], S->eord[fc * K + pbd__lowest_bit(m)], prev[l], nprev[l],
@@ -10685,8 +11499,10 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
         for (int k = 0; k < count[l]; ++k) {
             int f = S->ee[(size_t)e * PBD__SC_EE + k].edge;
             pbd__sc_q *q = &S->eeq[(size_t)e * PBD__SC_EE + k];
-            q->p[0] = S->vp[S->ev[2 * e]]; q->p[1] = S->vp[S->ev[2 * e + 1]];
-            q->p[2] = S->vp[S->ev[2 * f]]; q->p[3] = S->vp[S->ev[2 * f + 1]];
+            q->p[0] = S->vp[S->ev[2 * e]];
+            q->p[1] = S->vp[S->ev[2 * e + 1]];
+            q->p[2] = S->vp[S->ev[2 * f]];
+            q->p[3] = S->vp[S->ev[2 * f + 1]];
             q->th = pbd__sc_thickness(w, S->es[e], S->es[f]);
         }
     }
@@ -10708,10 +11524,16 @@ static void pbd__sc_slot_vertices(const pbd__selfcol *S, int id, int *v) {
     int npt = S->nv * PBD__SC_PT;
     if (id < npt) {
         const int *tv = S->tv + 3 * S->pt[id].tri;
-        v[0] = id / PBD__SC_PT; v[1] = tv[0]; v[2] = tv[1]; v[3] = tv[2];
+        v[0] = id / PBD__SC_PT;
+        v[1] = tv[0];
+        v[2] = tv[1];
+        v[3] = tv[2];
     } else {
         int e = (id - npt) / PBD__SC_EE, f = S->ee[id - npt].edge;
-        v[0] = S->ev[2 * e]; v[1] = S->ev[2 * e + 1]; v[2] = S->ev[2 * f]; v[3] = S->ev[2 * f + 1];
+        v[0] = S->ev[2 * e];
+        v[1] = S->ev[2 * e + 1];
+        v[2] = S->ev[2 * f];
+        v[3] = S->ev[2 * f + 1];
     }
 }
 
@@ -10785,8 +11607,12 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
         S->reach[i] = w->x[q].w == 0 ? l : lim;
         if (w->x[q].w != 0 && l > lim) { /* the maximum speed: thickness per substep */
             d = pbd__mul(d, lim / l);
-            w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
-            w->v[q].x = d.x / h; w->v[q].y = d.y / h; w->v[q].z = d.z / h;
+            w->p[q].x = x.x + d.x;
+            w->p[q].y = x.y + d.y;
+            w->p[q].z = x.z + d.z;
+            w->v[q].x = d.x / h;
+            w->v[q].y = d.y / h;
+            w->v[q].z = d.z / h;
         }
         S->xv[i] = w->x[q]; /* the start of the substep and the reach, for the bounds */
         S->xv[i].w = S->reach[i];
@@ -10809,8 +11635,7 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
             pbd__box_add(b, pbd__add(x, pbd__v(r, r, r)));
         }
     }
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         S->iter = 0;
         S->cellt = pbd__sc_cell(S->tbox, S->tc);
         S->celle = pbd__sc_cell(S->ebox, S->ec);
@@ -10844,7 +11669,9 @@ static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n
     for (int k = 0; k < n; ++k) {
         pbd__p4 *P = &w->p[ids[k]];
         float s = P->w * dl;
-        P->x += g[k].x * s; P->y += g[k].y * s; P->z += g[k].z * s;
+        P->x += g[k].x * s;
+        P->y += g[k].y * s;
+        P->z += g[k].z * s;
     }
     return dl;
 }
@@ -10861,7 +11688,9 @@ static void pbd__sc_clamp(pbd_world *w, const pbd__selfcol *S) {
         float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
         if (l > lim) {
             d = pbd__mul(d, lim / l);
-            w->p[q].x = x.x + d.x; w->p[q].y = x.y + d.y; w->p[q].z = x.z + d.z;
+            w->p[q].x = x.x + d.x;
+            w->p[q].y = x.y + d.y;
+            w->p[q].z = x.z + d.z;
         }
     }
 }
@@ -10878,8 +11707,8 @@ static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
 }
 static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     /* the cubic's coefficients from four samples (exact for a cubic, up to rounding) */
-    float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f), f2 = pbd__sc_coplanar(x, y, 2.0f / 3.0f),
-          f3 = pbd__sc_coplanar(x, y, 1);
+    float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f),
+          f2 = pbd__sc_coplanar(x, y, 2.0f / 3.0f), f3 = pbd__sc_coplanar(x, y, 1);
     /* Lagrange on 0 1/3 2/3 1 -> derivative 3 c3 t^2 + 2 c2 t + c1 */
     float c3 = 4.5f * (f3 - 3.0f * f2 + 3.0f * f1 - f0), c2 = 9.0f * (f0 - 2.5f * f1 + 2.0f * f2 - 0.5f * f3);
     float c1 = -5.5f * f0 + 9.0f * f1 - 4.5f * f2 + f3;
@@ -10888,7 +11717,11 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     float A = 3 * c3, B = 2 * c2, C = c1, disc = B * B - 4 * A * C;
     if (fabsf(A) > 1e-30f && disc >= 0) {
         float r = sqrtf(disc), t1 = (-B - r) / (2 * A), t2 = (-B + r) / (2 * A);
-        if (t1 > t2) { float q = t1; t1 = t2; t2 = q; }
+        if (t1 > t2) {
+            float q = t1;
+            t1 = t2;
+            t2 = q;
+        }
         if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
         if (t2 > 0 && t2 < 1) cuts[nc++] = t2;
     } else if (fabsf(A) <= 1e-30f && fabsf(B) > 1e-30f) {
@@ -10901,7 +11734,10 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
         if (flo != 0 && fhi != 0 && (flo < 0) == (fhi < 0)) continue;
         for (int it = 0; it < 30 && flo != 0; ++it) {
             float m = 0.5f * (lo + hi), fm = pbd__sc_coplanar(x, y, m);
-            if (fm != 0 && (fm < 0) == (flo < 0)) { lo = m; flo = fm; } else hi = m;
+            if (fm != 0 && (fm < 0) == (flo < 0)) {
+                lo = m;
+                flo = fm;
+            } else hi = m;
         }
         float t = flo == 0 ? lo : 0.5f * (lo + hi), u[3];
         pbd__v3 p[4];
@@ -10947,7 +11783,10 @@ static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, in
     const int *tv = S->tv + 3 * c->tri;
     int free_ = 0;
     pbd__v3 x[4], y[4];
-    vs[0] = i; vs[1] = tv[0]; vs[2] = tv[1]; vs[3] = tv[2];
+    vs[0] = i;
+    vs[1] = tv[0];
+    vs[2] = tv[1];
+    vs[3] = tv[2];
     for (int j = 0; j < 4; ++j) {
         int q = S->vp[vs[j]];
         x[j] = pbd__p3(w->x[q]);
@@ -10963,8 +11802,7 @@ static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, in
    threads. */
 static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
     int found = 0, vs[4];
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         memset(S->frozen, 0, (size_t)S->nv);
         S->crossings = 0;
     }
@@ -10986,7 +11824,9 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
                 for (int j = 0; j < 4; ++j) {
                     int q = S->vp[vs[j]];
                     if (!(w->p[q].w > 0) || S->frozen[vs[j]]) continue;
-                    w->p[q].x = w->x[q].x; w->p[q].y = w->x[q].y; w->p[q].z = w->x[q].z;
+                    w->p[q].x = w->x[q].x;
+                    w->p[q].y = w->x[q].y;
+                    w->p[q].z = w->x[q].z;
                     S->frozen[vs[j]] = 1;
                 }
                 changed = 1;
@@ -11059,7 +11899,8 @@ static void pbd__sc_project_ee(pbd_world *w, pbd__selfcol *S, int id) {
     for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
     pbd__v3 d = pbd__sub(pbd__lerp(x[0], x[1], c->s), pbd__lerp(x[2], x[3], c->t));
     float C = pbd__dot(d, c->n) - S->eeq[id].th;
-    pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f), pbd__mul(c->n, -c->t)};
+    pbd__v3 g[4] = {pbd__mul(c->n, 1.0f - c->s), pbd__mul(c->n, c->s), pbd__mul(c->n, c->t - 1.0f),
+                    pbd__mul(c->n, -c->t)};
     c->lambda += pbd__sc_apply(w, ids, g, 4, C);
 }
 
@@ -11102,12 +11943,17 @@ static unsigned pbd__sc_ee_may_act(const pbd_world *w, const pbd__selfcol *S, co
         const pbd__sc_q *q = &S->eeq[id];
         for (int j = 0; j < 4; ++j) ids[j][l] = q->p[j];
         th[l] = q->th;
-        s[l] = c->s; t[l] = c->t;
-        nx[0][l] = c->n.x; nx[1][l] = c->n.y; nx[2][l] = c->n.z;
+        s[l] = c->s;
+        t[l] = c->t;
+        nx[0][l] = c->n.x;
+        nx[1][l] = c->n.y;
+        nx[2][l] = c->n.z;
     }
     pbd__vv x[4], nn;
     for (int j = 0; j < 4; ++j) x[j] = pbd__vvpos(pbd__vgather(w->p, ids[j]));
-    nn.x = pbd__vload(nx[0]); nn.y = pbd__vload(nx[1]); nn.z = pbd__vload(nx[2]);
+    nn.x = pbd__vload(nx[0]);
+    nn.y = pbd__vload(nx[1]);
+    nn.z = pbd__vload(nx[2]);
     pbd__vv a = pbd__vvadd(x[0], pbd__vvmul(pbd__vvsub(x[1], x[0]), pbd__vload(s))); /* pbd__lerp */
     pbd__vv b = pbd__vvadd(x[2], pbd__vvmul(pbd__vvsub(x[3], x[2]), pbd__vload(t)));
     pbd__vf C = pbd__vsub(pbd__vvdot(pbd__vvsub(a, b), nn), pbd__vload(th));
@@ -11172,7 +12018,9 @@ static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n
     for (int j = 0; j < 4; ++j) {
         pbd__p4 *V = &w->v[ids[j]];
         float s = w->x[ids[j]].w * k[j] * dv;
-        V->x += n.x * s; V->y += n.y * s; V->z += n.z * s;
+        V->x += n.x * s;
+        V->y += n.y * s;
+        V->z += n.z * s;
     }
 }
 
@@ -11195,7 +12043,8 @@ static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
         const pbd__sc_ee *c = &S->ee[id - npt];
         if (!(c->lambda > 0)) return;
         int e = (id - npt) / PBD__SC_EE;
-        int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]], S->vp[S->ev[2 * c->edge + 1]]};
+        int ids[4] = {S->vp[S->ev[2 * e]], S->vp[S->ev[2 * e + 1]], S->vp[S->ev[2 * c->edge]],
+                      S->vp[S->ev[2 * c->edge + 1]]};
         float kk[4] = {1.0f - c->s, c->s, c->t - 1.0f, -c->t};
         pbd__sc_stop(w, ids, kk, c->n);
     }
@@ -11330,11 +12179,11 @@ enum { PBD__PLUGIN_BEGIN_SUBSTEP, PBD__PLUGIN_PROJECT, PBD__PLUGIN_PROJECT_AFTER
 static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, int it) {
     for (int i = 0; i < w->nplugins; ++i) {
         pbd__plugin *pl = &w->plugins[i];
-        void (*fn)(void *, const pbd_solve_context *) =
-            stage == PBD__PLUGIN_BEGIN_SUBSTEP ? pl->d.begin_substep
-            : stage == PBD__PLUGIN_PROJECT     ? pl->d.project
-            : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS ? pl->d.project_after_contacts
-                                               : pl->d.end_substep;
+        void (*fn)(void *, const pbd_solve_context *) = stage == PBD__PLUGIN_BEGIN_SUBSTEP ? pl->d.begin_substep
+                                                        : stage == PBD__PLUGIN_PROJECT     ? pl->d.project
+                                                        : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS
+                                                            ? pl->d.project_after_contacts
+                                                            : pl->d.end_substep;
         if (!pl->active || !fn) continue;
         pbd_solve_context c;
         c.world = w;
@@ -11499,27 +12348,38 @@ static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, 
         pbd__v3 t = e[1] >= 0 ? pbd__p3(P[e[1]]) : pbd__ld(rest);
         float C = pbd__eval_attachment(pbd__p3(P[e[0]]), t, rest[3], gr);
         *n = 1;
-        if (e[1] >= 0) { ids[1] = e[1]; gr[1] = pbd__neg(gr[0]); *n = 2; }
+        if (e[1] >= 0) {
+            ids[1] = e[1];
+            gr[1] = pbd__neg(gr[0]);
+            *n = 2;
+        }
         return C;
     }
-    for (int i = 0; i < k; ++i) { ids[i] = e[i]; x[i] = pbd__p3(P[e[i]]); }
+    for (int i = 0; i < k; ++i) {
+        ids[i] = e[i];
+        x[i] = pbd__p3(P[e[i]]);
+    }
     *n = k;
     switch (g->type) {
-    case PBD_CONSTRAINT_DISTANCE: {
-        float C = pbd__eval_distance(x, rest[0], gr);
-        if (gr[0].x == 0 && gr[0].y == 0 && gr[0].z == 0) {
-            /* coincident particles: push apart along a fixed per-edge direction */
-            gr[0] = pbd__hash_dir((unsigned)e[0], (unsigned)e[1]);
-            gr[1] = pbd__neg(gr[0]);
+        case PBD_CONSTRAINT_DISTANCE: {
+            float C = pbd__eval_distance(x, rest[0], gr);
+            if (gr[0].x == 0 && gr[0].y == 0 && gr[0].z == 0) {
+                /* coincident particles: push apart along a fixed per-edge direction */
+                gr[0] = pbd__hash_dir((unsigned)e[0], (unsigned)e[1]);
+                gr[1] = pbd__neg(gr[0]);
+            }
+            if (g->unilateral) {
+                C = -C;
+                gr[0] = pbd__neg(gr[0]);
+                gr[1] = pbd__neg(gr[1]);
+            }
+            return C;
         }
-        if (g->unilateral) { C = -C; gr[0] = pbd__neg(gr[0]); gr[1] = pbd__neg(gr[1]); }
-        return C;
-    }
-    case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__eval_dihedral(x, rest[0], gr);
-    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__eval_isometric(x, rest, gr);
-    case PBD_CONSTRAINT_AREA: return pbd__eval_area(x, rest[0], gr);
-    case PBD_CONSTRAINT_TET_VOLUME: return pbd__eval_tet(x, rest[0], gr);
-    case PBD_CONSTRAINT_POINT_TRIANGLE: return pbd__eval_point_triangle(x, rest[0], gr);
+        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__eval_dihedral(x, rest[0], gr);
+        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__eval_isometric(x, rest, gr);
+        case PBD_CONSTRAINT_AREA: return pbd__eval_area(x, rest[0], gr);
+        case PBD_CONSTRAINT_TET_VOLUME: return pbd__eval_tet(x, rest[0], gr);
+        case PBD_CONSTRAINT_POINT_TRIANGLE: return pbd__eval_point_triangle(x, rest[0], gr);
     }
     return 0.0f;
 }
@@ -11545,7 +12405,9 @@ static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float ta
 static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
     pbd__p4 *q = D ? &D[id] : &P[id];
     float s = P[id].w * dl;
-    q->x += g.x * s; q->y += g.y * s; q->z += g.z * s;
+    q->x += g.x * s;
+    q->y += g.y * s;
+    q->z += g.z * s;
     if (D) q->w += 1.0f;
 }
 
@@ -11586,9 +12448,16 @@ static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *
     g->lambda[c] += q * l;
     float qa = a->w * s * q, qb = -(b->w * s * q);
     pbd__p4 *oa = D ? &D[e[0]] : a, *ob = D ? &D[e[1]] : b;
-    oa->x += d.x * qa; oa->y += d.y * qa; oa->z += d.z * qa;
-    ob->x += d.x * qb; ob->y += d.y * qb; ob->z += d.z * qb;
-    if (D) { oa->w += 1.0f; ob->w += 1.0f; }
+    oa->x += d.x * qa;
+    oa->y += d.y * qa;
+    oa->z += d.z * qa;
+    ob->x += d.x * qb;
+    ob->y += d.y * qb;
+    ob->z += d.z * qb;
+    if (D) {
+        oa->w += 1.0f;
+        ob->w += 1.0f;
+    }
     return 1;
 }
 
@@ -11647,7 +12516,8 @@ static inline void pbd__vfinish(pbd__p4 *P, pbd__group *g, int b, pbd__vbatch *B
     for (int r = 0; r < B->n; ++r) wg2 = pbd__vadd(wg2, pbd__vmul(B->p[r].w, pbd__vvdot(gr[r], gr[r])));
     active = pbd__vand_m(active, pbd__vlt(pbd__vset1(1e-30f), wg2));
     pbd__vf lam = pbd__vload(g->lambda + b);
-    pbd__vf dl = pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
+    pbd__vf dl =
+        pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
     active = pbd__vandnot_m(active, pbd__veq(dl, zero));
     if (!pbd__vany(active)) return;
     pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, dl)));
@@ -11709,7 +12579,8 @@ static int pbd__vproject_distance(pbd__p4 *P, pbd__group *g, int b, float at, fl
 static int pbd__vproject_area(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
     pbd__vbatch B;
     pbd__vbatch_load(&B, P, g, b, 3);
-    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), pbd__vvpos(B.p[0])), c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), pbd__vvpos(B.p[0])),
+            c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
     pbd__vv n = pbd__vvcross(a, c);
     pbd__vf l = pbd__vsqrt(pbd__vvdot(n, n));
     pbd__vm active = pbd__vle(pbd__vset1(1e-18f), l); /* the scalar code skips l < 1e-18 */
@@ -11728,7 +12599,8 @@ static int pbd__vproject_tet(pbd__p4 *P, pbd__group *g, int b, float at, float s
     pbd__vbatch B;
     pbd__vbatch_load(&B, P, g, b, 4);
     pbd__vv x0 = pbd__vvpos(B.p[0]);
-    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), x0), c = pbd__vvsub(pbd__vvpos(B.p[2]), x0), d = pbd__vvsub(pbd__vvpos(B.p[3]), x0);
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), x0), c = pbd__vvsub(pbd__vvpos(B.p[2]), x0),
+            d = pbd__vvsub(pbd__vvpos(B.p[3]), x0);
     pbd__vf s = pbd__vset1(1.0f / 6.0f);
     pbd__vv gr[4];
     gr[1] = pbd__vvmul(pbd__vvcross(c, d), s);
@@ -11771,7 +12643,9 @@ static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, 
         int lanes[PBD__W];
         for (int k = 0; k < PBD__W; ++k) lanes[k] = b + k;
         pbd__vp r = pbd__vgather((const pbd__p4 *)(const void *)g->rest, lanes);
-        t.x = r.x; t.y = r.y; t.z = r.z;
+        t.x = r.x;
+        t.y = r.y;
+        t.z = r.z;
     }
     float maxd = g->rest[(size_t)b * 4 + 3]; /* one max distance per group */
     pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), t);
@@ -11832,12 +12706,12 @@ static int pbd__vproject_dihedral(pbd__p4 *P, pbd__group *g, int b, float at, fl
 typedef int (*pbd__vkernel)(pbd__p4 *, pbd__group *, int, float, float);
 static pbd__vkernel pbd__vkernel_of(int type) {
     switch (type) {
-    case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
-    case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__vproject_dihedral;
-    case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
-    case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
-    case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
-    case PBD_CONSTRAINT_ATTACHMENT: return pbd__vproject_attachment;
+        case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
+        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__vproject_dihedral;
+        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
+        case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
+        case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
+        case PBD_CONSTRAINT_ATTACHMENT: return pbd__vproject_attachment;
     }
     return NULL;
 }
@@ -11917,7 +12791,8 @@ PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group gi, float 
     PBD__TRY(pbd__check_group(w, gi));
     PBD__CHECK_PTR(w, volume, "volume");
     const pbd__group *g = &w->groups[gi];
-    if (g->type != PBD_CONSTRAINT_MESH_VOLUME) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", gi);
+    if (g->type != PBD_CONSTRAINT_MESH_VOLUME)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", gi);
     *volume = pbd__mesh_volume_at(g, w->x, 0, 0);
     return PBD_OK;
 }
@@ -11934,10 +12809,17 @@ static inline void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *p, cons
     simde__m128 vv = simde_mm_loadu_ps((const float *)(const void *)v);
     vv = simde_mm_add_ps(simde_mm_mul_ps(vv, simde_mm_set1_ps(damp)), simde_mm_loadu_ps(gh));
     simde_mm_storeu_ps((float *)(void *)v, vv);
-    simde_mm_storeu_ps((float *)(void *)p, simde_mm_add_ps(simde_mm_loadu_ps((const float *)(const void *)x), simde_mm_mul_ps(vv, simde_mm_set1_ps(h))));
+    simde_mm_storeu_ps((float *)(void *)p, simde_mm_add_ps(simde_mm_loadu_ps((const float *)(const void *)x),
+                                                           simde_mm_mul_ps(vv, simde_mm_set1_ps(h))));
 #else
-    v->x = v->x * damp + gh[0]; v->y = v->y * damp + gh[1]; v->z = v->z * damp + gh[2]; v->w = v->w * damp + gh[3];
-    p->x = x->x + v->x * h; p->y = x->y + v->y * h; p->z = x->z + v->z * h; p->w = x->w + v->w * h;
+    v->x = v->x * damp + gh[0];
+    v->y = v->y * damp + gh[1];
+    v->z = v->z * damp + gh[2];
+    v->w = v->w * damp + gh[3];
+    p->x = x->x + v->x * h;
+    p->y = x->y + v->y * h;
+    p->z = x->z + v->z * h;
+    p->w = x->w + v->w * h;
 #endif
 }
 
@@ -11952,7 +12834,10 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
         if (w->flags[i] & PBD__KINEMATIC) {
             pbd__v3 t = pbd__lerp(w->kin_from[i], w->kin_target[i], t_kin);
-            p->x = t.x; p->y = t.y; p->z = t.z; p->w = 0;
+            p->x = t.x;
+            p->y = t.y;
+            p->z = t.z;
+            p->w = 0;
         } else if (x->w == 0) { /* pinned */
             *p = *x;
             v->x = v->y = v->z = 0;
@@ -11977,10 +12862,15 @@ static void pbd__update_velocities(pbd_world *w, float h) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
 #if PBD__SIMD
         simde__m128 pp = simde_mm_loadu_ps((const float *)(const void *)p);
-        simde_mm_storeu_ps((float *)(void *)v, simde_mm_mul_ps(simde_mm_sub_ps(pp, simde_mm_loadu_ps((const float *)(const void *)x)), simde_mm_set1_ps(inv_h)));
+        simde_mm_storeu_ps((float *)(void *)v,
+                           simde_mm_mul_ps(simde_mm_sub_ps(pp, simde_mm_loadu_ps((const float *)(const void *)x)),
+                                           simde_mm_set1_ps(inv_h)));
         simde_mm_storeu_ps((float *)(void *)x, pp);
 #else
-        v->x = (p->x - x->x) * inv_h; v->y = (p->y - x->y) * inv_h; v->z = (p->z - x->z) * inv_h; v->w = (p->w - x->w) * inv_h;
+        v->x = (p->x - x->x) * inv_h;
+        v->y = (p->y - x->y) * inv_h;
+        v->z = (p->z - x->z) * inv_h;
+        v->w = (p->w - x->w) * inv_h;
         *x = *p;
 #endif
     }
@@ -12026,10 +12916,11 @@ static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, f
 /* The radius of the ball about its frame's origin that holds a sphere,
    capsule or box collider (pbd__ball_far); 0 for the other shapes. */
 static float pbd__collider_ball(const pbd__collider *col) {
-    return col->shape == PBD_COLLIDER_SPHERE ? col->radius
+    return col->shape == PBD_COLLIDER_SPHERE    ? col->radius
            : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
-           : col->shape == PBD_COLLIDER_BOX ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
-           : 0.0f;
+           : col->shape == PBD_COLLIDER_BOX
+               ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
+               : 0.0f;
 }
 
 /* Whether collider c cannot touch particle i this substep, so that
@@ -12050,13 +12941,15 @@ static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, floa
    pbd__contact_reach), into its next slot. */
 static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
-    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n)) return;
+    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n))
+        return;
     pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
     ct->particle = i;
     ct->collider = c;
     ct->n = n;
     ct->q = q;
-    ct->anchor = pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot, pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
+    ct->anchor =
+        pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot, pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
     ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
     ct->vn = pbd__dot(pbd__sub(pbd__p3(w->v[i]), ct->vcol), n);
     ct->lambda = 0;
@@ -12066,12 +12959,14 @@ static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, 
 /* W points x relative to the origin of pose a. */
 static inline pbd__vv pbd__voffset(const pbd__pose *a, pbd__vv x) {
     pbd__vv d;
-    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0])); d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1])); d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
+    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0]));
+    d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1]));
+    d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
     return d;
 }
 /* The ends of the W segments X -> P relative to the origins of poses a and b. */
-static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P, pbd__vv *ra,
-                                      pbd__vv *rb) {
+static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P,
+                                      pbd__vv *ra, pbd__vv *rb) {
     *ra = pbd__voffset(a, pbd__vvpos(*X));
     *rb = pbd__voffset(b, pbd__vvpos(*P));
 }
@@ -12088,8 +12983,12 @@ static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, con
     ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
     gb = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(rb.x), pbd__vabs(rb.y)), pbd__vabs(rb.z)));
     pbd__vv ua, ub;
-    ua.x = pbd__vset1(a->up[0]); ua.y = pbd__vset1(a->up[1]); ua.z = pbd__vset1(a->up[2]);
-    ub.x = pbd__vset1(b->up[0]); ub.y = pbd__vset1(b->up[1]); ub.z = pbd__vset1(b->up[2]);
+    ua.x = pbd__vset1(a->up[0]);
+    ua.y = pbd__vset1(a->up[1]);
+    ua.z = pbd__vset1(a->up[2]);
+    ub.x = pbd__vset1(b->up[0]);
+    ub.y = pbd__vset1(b->up[1]);
+    ub.z = pbd__vset1(b->up[2]);
     da = pbd__vvdot(ua, ra);
     db = pbd__vvdot(ub, rb);
     return pbd__vbits(pbd__vand_m(pbd__vlt(pbd__vadd(limit, ga), da), pbd__vlt(pbd__vadd(limit, gb), db)));
@@ -12105,15 +13004,19 @@ static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp
     pbd__vv d = pbd__vvsub(rb, ra);
     pbd__vf A = pbd__vsqrt(pbd__vvdot(ra, ra)), B = pbd__vsqrt(pbd__vvdot(rb, rb)), vR = pbd__vset1(R);
     pbd__vf L = pbd__vadd(pbd__vsqrt(pbd__vvdot(d, d)), pbd__vmul(pbd__vset1(pbd__ball_spin(a, b)), A));
-    pbd__vf lhs = pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
-    pbd__vf rhs = pbd__vadd(pbd__vadd(vR, limit), pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
+    pbd__vf lhs =
+        pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
+    pbd__vf rhs =
+        pbd__vadd(pbd__vadd(vR, limit), pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
     return pbd__vbits(pbd__vlt(rhs, lhs));
 }
 
 /* pbd__qrot of W vectors (the same operations in the same order). */
 static inline pbd__vv pbd__vqrot(const float *q, pbd__vv v) {
     pbd__vv u;
-    u.x = pbd__vset1(q[0]); u.y = pbd__vset1(q[1]); u.z = pbd__vset1(q[2]);
+    u.x = pbd__vset1(q[0]);
+    u.y = pbd__vset1(q[1]);
+    u.z = pbd__vset1(q[2]);
     pbd__vv t = pbd__vvmul(pbd__vvcross(u, v), pbd__vset1(2.0f));
     return pbd__vvadd(pbd__vvadd(v, pbd__vvmul(t, pbd__vset1(q[3]))), pbd__vvcross(u, t));
 }
@@ -12124,7 +13027,9 @@ static inline pbd__vv pbd__vto_local(const pbd__pose *a, pbd__vv x) {
 }
 static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
     pbd__vv r = pbd__vqrot(b->rot, y);
-    r.x = pbd__vadd(r.x, pbd__vset1(b->pos[0])); r.y = pbd__vadd(r.y, pbd__vset1(b->pos[1])); r.z = pbd__vadd(r.z, pbd__vset1(b->pos[2]));
+    r.x = pbd__vadd(r.x, pbd__vset1(b->pos[0]));
+    r.y = pbd__vadd(r.y, pbd__vset1(b->pos[1]));
+    r.z = pbd__vadd(r.z, pbd__vset1(b->pos[2]));
     return r;
 }
 
@@ -12153,7 +13058,9 @@ static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd
 static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
     pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
     if (col->shape == PBD_COLLIDER_PLANE) {
-        n->x = zero; n->y = one; n->z = zero;
+        n->x = zero;
+        n->y = one;
+        n->z = zero;
         return y.y;
     }
     if (col->shape == PBD_COLLIDER_BOX) {
@@ -12206,8 +13113,8 @@ static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
    particle that starts farther and may sweep into the shape) take the
    scalar path. Hair lying on a head is most of its particles in contact
    every substep. */
-static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r, pbd__vf reach,
-                                     pbd__vf tol, float h, unsigned want, int *found) {
+static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r,
+                                     pbd__vf reach, pbd__vf tol, float h, unsigned want, int *found) {
     if (!want) return 0; /* every lane far (most of a tank, for each wall) or full */
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
     const pbd__collider *col = &w->colliders[c];
@@ -12215,7 +13122,8 @@ static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp 
     pbd__vf dx = pbd__vsdf(col, xl, &nl), d0 = pbd__vsub(dx, reach);
     unsigned near = want & pbd__vbits(pbd__vle(d0, tol)), miss = 0;
     if (col->shape == PBD_COLLIDER_SPHERE)
-        miss = want & ~near & pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), pbd__vset1(col->radius), pbd__vadd(reach, tol));
+        miss = want & ~near &
+               pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), pbd__vset1(col->radius), pbd__vadd(reach, tol));
     if (!near) return miss;
     pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
     pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
@@ -12226,7 +13134,11 @@ static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp 
     pbd__vf vn = pbd__vvdot(pbd__vvsub(pbd__vvpos(V), vcol), n);
     float f[13][PBD__W];
     pbd__vv out[4] = {n, q, anchor, vcol};
-    for (int k = 0; k < 4; ++k) { pbd__vstore(f[3 * k], out[k].x); pbd__vstore(f[3 * k + 1], out[k].y); pbd__vstore(f[3 * k + 2], out[k].z); }
+    for (int k = 0; k < 4; ++k) {
+        pbd__vstore(f[3 * k], out[k].x);
+        pbd__vstore(f[3 * k + 1], out[k].y);
+        pbd__vstore(f[3 * k + 2], out[k].z);
+    }
     pbd__vstore(f[12], vn);
     for (unsigned m = near; m; m &= m - 1) {
         int k = pbd__lowest_bit(m);
@@ -12249,9 +13161,13 @@ static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp 
    pass. */
 static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     int ids[PBD__W], found[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) { ids[l] = i0 + l; found[l] = 0; }
+    for (int l = 0; l < PBD__W; ++l) {
+        ids[l] = i0 + l;
+        found[l] = 0;
+    }
     pbd__vp X = pbd__vgather(w->x, ids), P = pbd__vgather(w->p, ids);
-    pbd__vf r = pbd__vload(w->radius + i0), d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
+    pbd__vf r = pbd__vload(w->radius + i0),
+            d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
     pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(1e-3f);
     pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > 1e-3 ? r : 1e-3 */
     pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
@@ -12259,7 +13175,9 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     for (int c = 0; c < w->ncolliders; ++c) {
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
-        unsigned skip = pinned | (plane ? pbd__vplane_far(w, c, &X, &P, limit) : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit) : 0u);
+        unsigned skip = pinned | (plane   ? pbd__vplane_far(w, c, &X, &P, limit)
+                                  : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit)
+                                          : 0u);
         if (tested) { /* a plane, sphere, capsule or box */
             unsigned room = 0;
             for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
@@ -12269,7 +13187,8 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
             if ((skip >> l & 1u) || found[l] >= per) continue;
             float reach, tol;
             pbd__contact_reach(w, i0 + l, &reach, &tol);
-            if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol)) pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
+            if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol))
+                pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
         }
     }
     for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
@@ -12299,8 +13218,7 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
             w->ncontact[i] = (unsigned char)found;
         }
     }
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         int m = 0;
         for (int i = 0; i < w->n; ++i)
             if (w->ncontact[i]) w->contact_ids[m++] = i;
@@ -12327,7 +13245,9 @@ static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
         pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
         if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
     }
-    P->x = pos.x; P->y = pos.y; P->z = pos.z;
+    P->x = pos.x;
+    P->y = pos.y;
+    P->z = pos.z;
 }
 
 #if PBD__W > 1
@@ -12341,9 +13261,15 @@ static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
         const pbd__contact *ct = pbd__contact_slot(w, i, k);
         int on = k < w->ncontact[i];
         any |= on;
-        f[0][l] = on ? ct->n.x : 0; f[1][l] = on ? ct->n.y : 0; f[2][l] = on ? ct->n.z : 0;
-        f[3][l] = on ? ct->q.x : 0; f[4][l] = on ? ct->q.y : 0; f[5][l] = on ? ct->q.z : 0;
-        f[6][l] = on ? ct->anchor.x : 0; f[7][l] = on ? ct->anchor.y : 0; f[8][l] = on ? ct->anchor.z : 0;
+        f[0][l] = on ? ct->n.x : 0;
+        f[1][l] = on ? ct->n.y : 0;
+        f[2][l] = on ? ct->n.z : 0;
+        f[3][l] = on ? ct->q.x : 0;
+        f[4][l] = on ? ct->q.y : 0;
+        f[5][l] = on ? ct->q.z : 0;
+        f[6][l] = on ? ct->anchor.x : 0;
+        f[7][l] = on ? ct->anchor.y : 0;
+        f[8][l] = on ? ct->anchor.z : 0;
         f[9][l] = on ? ct->lambda : 0;
     }
     if (!any) return;
@@ -12357,14 +13283,22 @@ static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
     pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
     pbd__vp P = pbd__vgather(w->p, ids);
     pbd__vv n, q, anchor, pos = pbd__vvpos(P);
-    n.x = pbd__vload(f[0]); n.y = pbd__vload(f[1]); n.z = pbd__vload(f[2]);
-    q.x = pbd__vload(f[3]); q.y = pbd__vload(f[4]); q.z = pbd__vload(f[5]);
-    anchor.x = pbd__vload(f[6]); anchor.y = pbd__vload(f[7]); anchor.z = pbd__vload(f[8]);
+    n.x = pbd__vload(f[0]);
+    n.y = pbd__vload(f[1]);
+    n.z = pbd__vload(f[2]);
+    q.x = pbd__vload(f[3]);
+    q.y = pbd__vload(f[4]);
+    q.z = pbd__vload(f[5]);
+    anchor.x = pbd__vload(f[6]);
+    anchor.y = pbd__vload(f[7]);
+    anchor.z = pbd__vload(f[8]);
     pbd__vf lam = pbd__vload(f[9]);
     pbd__vf C = pbd__vvdot(pbd__vvsub(pos, q), n);
     pbd__vm push = pbd__vand_m(on, pbd__vlt(C, zero));
     pbd__vv pushed = pbd__vvsub(pos, pbd__vvmul(n, C));
-    pos.x = pbd__vsel(push, pos.x, pushed.x); pos.y = pbd__vsel(push, pos.y, pushed.y); pos.z = pbd__vsel(push, pos.z, pushed.z);
+    pos.x = pbd__vsel(push, pos.x, pushed.x);
+    pos.y = pbd__vsel(push, pos.y, pushed.y);
+    pos.z = pbd__vsel(push, pos.z, pushed.z);
     lam = pbd__vsel(push, lam, pbd__vsub(lam, C));
     pbd__vv rel = pbd__vvsub(pos, anchor);
     pbd__vv rt = pbd__vvsub(rel, pbd__vvmul(n, pbd__vvdot(rel, n)));
@@ -12372,7 +13306,9 @@ static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
                                 pbd__vlt(pbd__vsqrt(pbd__vvdot(rt, rt)), pbd__vmul(pbd__vload(mus), lam)));
     pbd__vv stuck = pbd__vvsub(pos, rt);
     /* lanes without this contact: push and stick are off, pos is unchanged */
-    P.x = pbd__vsel(stick, pos.x, stuck.x); P.y = pbd__vsel(stick, pos.y, stuck.y); P.z = pbd__vsel(stick, pos.z, stuck.z);
+    P.x = pbd__vsel(stick, pos.x, stuck.x);
+    P.y = pbd__vsel(stick, pos.y, stuck.y);
+    P.z = pbd__vsel(stick, pos.z, stuck.z);
     pbd__vscatter(w->p, ids, P);
     pbd__vstore(f[9], lam);
     for (int l = 0; l < PBD__W; ++l)
@@ -12441,7 +13377,9 @@ static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h,
        off a sphere by it. */
     float target = ct->vn < -threshold ? -col->restitution * ct->vn : 0.0f;
     v = pbd__add(v, pbd__mul(ct->n, target - vn));
-    V->x = v.x; V->y = v.y; V->z = v.z;
+    V->x = v.x;
+    V->y = v.y;
+    V->z = v.z;
 }
 
 static void pbd__contact_velocities(pbd_world *w, float h) {
@@ -12463,7 +13401,8 @@ static void pbd__contact_velocities(pbd_world *w, float h) {
    the corrections sum to zero, angular because omega = I^-1 L. */
 
 static int pbd__solve3(const double *A, const double *b, double *x) {
-    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
+    double det =
+        A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
     double tr = A[0] + A[4] + A[8];
     if (!(fabs(det) > 1e-12 * tr * tr * tr) || !(tr > 0)) return 0;
     double inv[9] = {A[4] * A[8] - A[5] * A[7], A[2] * A[7] - A[1] * A[8], A[1] * A[5] - A[2] * A[4],
@@ -12481,8 +13420,8 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
    that kind, or, for dynamic particles, when the rotation is undefined
    (collinear); anchors that do not define a rotation (one, two, or in a
    line) give their mean velocity alone. */
-static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc, double *vc,
-                          double *om) {
+static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc,
+                          double *vc, double *om) {
     double M = 0;
     for (int a = 0; a < 3; ++a) xc[a] = vc[a] = om[a] = 0;
     for (int j = 0; j < count; ++j) {
@@ -12490,11 +13429,18 @@ static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int co
         if ((w->x[i].w == 0) != anchors) continue;
         double m = anchors ? 1.0 : 1.0 / w->x[i].w;
         M += m;
-        xc[0] += m * w->x[i].x; xc[1] += m * w->x[i].y; xc[2] += m * w->x[i].z;
-        vc[0] += m * w->v[i].x; vc[1] += m * w->v[i].y; vc[2] += m * w->v[i].z;
+        xc[0] += m * w->x[i].x;
+        xc[1] += m * w->x[i].y;
+        xc[2] += m * w->x[i].z;
+        vc[0] += m * w->v[i].x;
+        vc[1] += m * w->v[i].y;
+        vc[2] += m * w->v[i].z;
     }
     if (!(M > 0)) return 0;
-    for (int a = 0; a < 3; ++a) { xc[a] /= M; vc[a] /= M; }
+    for (int a = 0; a < 3; ++a) {
+        xc[a] /= M;
+        vc[a] /= M;
+    }
     double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int j = 0; j < count; ++j) {
         int i = list ? list[j] : first + j;
@@ -12538,7 +13484,8 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
         int i = list ? list[j] : first + j;
         if (w->x[i].w == 0) continue;
         double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
-        double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2], vc[2] + om[0] * r[1] - om[1] * r[0]};
+        double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2],
+                        vc[2] + om[0] * r[1] - om[1] * r[0]};
         w->v[i].x += k * (float)(tv[0] - w->v[i].x);
         w->v[i].y += k * (float)(tv[1] - w->v[i].y);
         w->v[i].z += k * (float)(tv[2] - w->v[i].z);
@@ -12572,7 +13519,10 @@ static void pbd__momentum_before(pbd_world *w, int oi) {
     l[3] = !o->coupled;
     for (int i = o->first; i < o->first + o->count && l[3]; ++i) {
         const pbd__p4 *x = &w->x[i], *v = &w->v[i];
-        if (x->w == 0) { l[3] = 0; break; } /* pinned or kinematic: supported from outside */
+        if (x->w == 0) {
+            l[3] = 0;
+            break;
+        } /* pinned or kinematic: supported from outside */
         double m = 1.0 / x->w;
         l[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
         l[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
@@ -12590,7 +13540,9 @@ static void pbd__momentum_restore(pbd_world *w, int oi) {
             if (pbd__contact_slot(w, i, k)->lambda > 0) return; /* touched from outside */
         double m = 1.0 / w->x[i].w;
         M += m;
-        c[0] += m * w->x[i].x; c[1] += m * w->x[i].y; c[2] += m * w->x[i].z;
+        c[0] += m * w->x[i].x;
+        c[1] += m * w->x[i].y;
+        c[2] += m * w->x[i].z;
     }
     if (!(M > 0)) return;
     for (int a = 0; a < 3; ++a) c[a] /= M;
@@ -12631,14 +13583,15 @@ static void pbd__jacobi_apply(pbd_world *w) {
         const pbd__p4 *d = &w->delta[i];
         if (d->w > 0) {
             float s = w->jacobi_relax / d->w;
-            w->p[i].x += d->x * s; w->p[i].y += d->y * s; w->p[i].z += d->z * s;
+            w->p[i].x += d->x * s;
+            w->p[i].y += d->y * s;
+            w->p[i].z += d->z * s;
         }
     }
 }
 
 static void pbd__reset_multipliers(pbd_world *w) {
-    for (int g = 0; g < w->ngroups; ++g)
-        memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
+    for (int g = 0; g < w->ngroups; ++g) memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
 }
 
 /* --- non-finite steps -------------------------------------------------------
@@ -12706,7 +13659,8 @@ static int pbd__any_nonfinite(const float *a, size_t n) {
 
 /* The first particle whose position or velocity is not finite, or -1. */
 static int pbd__first_nonfinite(const pbd_world *w) {
-    if (w->n == 0 || (!pbd__any_nonfinite(&w->x[0].x, 4 * (size_t)w->n) && !pbd__any_nonfinite(&w->v[0].x, 4 * (size_t)w->n)))
+    if (w->n == 0 ||
+        (!pbd__any_nonfinite(&w->x[0].x, 4 * (size_t)w->n) && !pbd__any_nonfinite(&w->v[0].x, 4 * (size_t)w->n)))
         return -1;
     for (int i = 0; i < w->n; ++i)
         if (pbd__any_nonfinite(&w->x[i].x, 4) || pbd__any_nonfinite(&w->v[i].x, 4)) return i;
@@ -12725,8 +13679,7 @@ static int pbd__parallel_worth_it(const pbd_world *w) {
    the serial parts, each with its barrier. */
 static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     pbd__predict(w, h, s, S);
-    PBD__PRAGMA(omp single)
-    {
+    PBD__PRAGMA(omp single) {
         pbd__collider_poses(w, s, S);
         pbd__reset_multipliers(w);
         if (!w->nsurfaces)
@@ -12788,11 +13741,8 @@ static void pbd__substep_on(pbd_world *w, float h, int s, int S, int threads) {
 static double pbd__team_now(const pbd_world *w) { return w->team_clock ? w->team_clock() : omp_get_wtime(); }
 static double pbd__team_gate(const pbd_world *w, int threads) {
     double t0 = pbd__team_now(w);
-    PBD__PRAGMA(omp parallel num_threads(threads))
-    {
-        for (int k = 0; k < PBD__GATE_BARRIERS; ++k) {
-            PBD__PRAGMA(omp barrier)
-        }
+    PBD__PRAGMA(omp parallel num_threads(threads)) {
+        for (int k = 0; k < PBD__GATE_BARRIERS; ++k) { PBD__PRAGMA(omp barrier) }
     }
     return pbd__team_now(w) - t0;
 }
@@ -12869,7 +13819,8 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
         if (o >= 0) snprintf(obj, sizeof obj, "object %d", o);
         pbd__step_rollback(w);
         return pbd__fail(w, PBD_ERROR_NOT_FINITE,
-                         "the step made particle %d (%s) non-finite; the world is back at its state before the step", bad, obj);
+                         "the step made particle %d (%s) non-finite; the world is back at its state before the step",
+                         bad, obj);
     }
     pbd__lras_tighten(w);
     w->time += dt;
@@ -12888,13 +13839,15 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
                      !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
         return PBD_ERROR_BAD_SNAPSHOT;
     for (int i = 0; i < t->n; ++i)
-        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 15 || t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
+        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 15 ||
+            t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
             return PBD_ERROR_BAD_SNAPSHOT;
     for (int gi = 0; gi < t->ngroups; ++gi) {
         const pbd__group *g = &t->groups[gi];
-        if (g->count <= 0 || !pbd__finite(g->compliance) || g->compliance < 0 || !(g->stiffness >= 0 && g->stiffness <= 1) ||
-            !(g->pressure > 0) || !pbd__finite(g->pressure) || !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) ||
-            !pbd__finite_n(g->lambda, (size_t)g->count) || g->rest_stride != pbd__rest_stride_table[g->type])
+        if (g->count <= 0 || !pbd__finite(g->compliance) || g->compliance < 0 ||
+            !(g->stiffness >= 0 && g->stiffness <= 1) || !(g->pressure > 0) || !pbd__finite(g->pressure) ||
+            !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) || !pbd__finite_n(g->lambda, (size_t)g->count) ||
+            g->rest_stride != pbd__rest_stride_table[g->type])
             return PBD_ERROR_BAD_SNAPSHOT;
         /* the rest values pbd_add_constraints accepts: lengths, areas and
            thicknesses >= 0, angles in [-pi, pi], volumes != 0 (a forged
@@ -12903,8 +13856,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
         for (int c = 0; g->type < PBD_CONSTRAINT_TYPE_SIMPLE_COUNT && g->rest_stride == 1 && c < g->count; ++c) {
             float r = g->rest[c];
             if (g->type == PBD_CONSTRAINT_BENDING_DIHEDRAL ? !(fabsf(r) <= 3.14159265358979f)
-                : g->type == PBD_CONSTRAINT_TET_VOLUME    ? r == 0
-                                                          : r < 0)
+                : g->type == PBD_CONSTRAINT_TET_VOLUME     ? r == 0
+                                                           : r < 0)
                 return PBD_ERROR_BAD_SNAPSHOT;
         }
         /* colours: offsets from 0 to count, never decreasing (the solver
@@ -12914,7 +13867,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             return PBD_ERROR_BAD_SNAPSHOT;
         for (int c = 0; c < g->ncolors; ++c)
             if (g->color_start[c] > g->color_start[c + 1]) return PBD_ERROR_BAD_SNAPSHOT;
-        if (g->ncolors && (g->color_start[0] != 0 || g->color_start[g->ncolors] != g->count)) return PBD_ERROR_BAD_SNAPSHOT;
+        if (g->ncolors && (g->color_start[0] != 0 || g->color_start[g->ncolors] != g->count))
+            return PBD_ERROR_BAD_SNAPSHOT;
         if ((g->type == PBD_CONSTRAINT_ATTACHMENT) != (g->slot != NULL)) return PBD_ERROR_BAD_SNAPSHOT;
         for (int c = 0; g->slot && c < g->count; ++c)
             if (g->slot[c] < 0 || g->slot[c] >= g->count) return PBD_ERROR_BAD_SNAPSHOT;
@@ -12934,9 +13888,10 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     }
     for (int o = 0; o < t->nobjects; ++o) {
         const pbd__object *ob = &t->objects[o];
-        if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) || ob->damping < 0 ||
-            (ob->coupled != 0 && ob->coupled != 1) || ob->tethers < PBD__TETHERS_OFF || ob->tethers > PBD__TETHERS_STRAIGHT || ob->lra < -1 ||
-            ob->lra >= t->nlras || !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
+        if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) ||
+            ob->damping < 0 || (ob->coupled != 0 && ob->coupled != 1) || ob->tethers < PBD__TETHERS_OFF ||
+            ob->tethers > PBD__TETHERS_STRAIGHT || ob->lra < -1 || ob->lra >= t->nlras ||
+            !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {
@@ -12944,8 +13899,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
         if (col->shape < 0 || col->shape > PBD_COLLIDER_SDF_GRID || !pbd__finite_n(&col->radius, 8) ||
             !pbd__finite_n(col->pos, 14))
             return PBD_ERROR_BAD_SNAPSHOT;
-        if (col->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(t, col))
-            return PBD_ERROR_BAD_SNAPSHOT;
+        if (col->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(t, col)) return PBD_ERROR_BAD_SNAPSHOT;
     }
     return pbd__validate_extras(t);
 }

@@ -270,8 +270,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, co
    (isolated particles) up to (2w+1)^2 bars each. PBD_ERROR_OVERFLOW when
    particle_count * (2w+1)^2 (the candidate bars) or the member lists
    exceed INT_MAX. */
-PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w,
-                                          pbd_sm_sum_plan **out);
+PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out);
 /* An adaptive octree lattice (Steinemann, Otaduy and Gross 2008): particle
    i is the simulation node of the leaf cell cells[4i .. 4i+3] = (x, y, z,
    level), which covers [x 2^level, (x+1) 2^level) on each axis in units of
@@ -313,8 +312,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
    PBD_ERROR_INVALID_ARGUMENT). Vertices in no triangle are paths and
    regions of their own. */
 PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
-                                        const int *triangles, int w, int max_path_length,
-                                        pbd_sm_sum_plan **out);
+                                        const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out);
 PBD_SM_DEF void pbd_sm_plan_destroy(pbd_sm_sum_plan *plan);
 PBD_SM_DEF pbd_sm_summation pbd_sm_plan_method(const pbd_sm_sum_plan *plan);
 PBD_SM_DEF int pbd_sm_plan_particle_count(const pbd_sm_sum_plan *plan);
@@ -322,8 +320,7 @@ PBD_SM_DEF int pbd_sm_plan_region_count(const pbd_sm_sum_plan *plan);
 /* The members of region r (the same for every method), in increasing
    particle index: writes at most max indices, *count receives the region
    size. */
-PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *plan, int r, int *particles, int max,
-                                         int *count);
+PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *plan, int r, int *particles, int max, int *count);
 /* The work of one pbd_sm_plan_sum per value (k = 1), in row operations
    (additions or subtractions of one value): for naive summation the total
    region size, for the fast methods the prefix sums, window differences
@@ -332,8 +329,7 @@ PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *plan);
 /* For a paths plan: the number of paths, and the vertices of path p in
    order (at most max written, *count receives its length). */
 PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *plan);
-PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *plan, int p, int *vertices, int max,
-                                       int *count);
+PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *plan, int p, int *vertices, int max, int *count);
 /* Execution choices that never change the result bits: threads (0: the
    OpenMP default; 1: serial; plans with fewer than 512 regions always run
    serially) and SIMD (on by default where the SIMD path is compiled). */
@@ -486,14 +482,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
 
 typedef struct pbd_sm_body pbd_sm_body;
 
-typedef enum pbd_sm_mode {
-    PBD_SM_RIGID = 0,
-    PBD_SM_LINEAR = 1,
-    PBD_SM_QUADRATIC = 2
-} pbd_sm_mode;
+typedef enum pbd_sm_mode { PBD_SM_RIGID = 0, PBD_SM_LINEAR = 1, PBD_SM_QUADRATIC = 2 } pbd_sm_mode;
 
 typedef struct pbd_sm_body_desc {
-    const int *particles;   /* particle_count world particle indices, distinct; local
+    const int *particles; /* particle_count world particle indices, distinct; local
                                particle i of the regions is world particle particles[i] */
     int particle_count;
     /* The regions over local indices 0..particle_count-1, one of:
@@ -546,21 +538,21 @@ PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *body);
    The body desc's particles, lists, rest positions and masses are
    ignored; its other parameters are used. */
 typedef struct pbd_sm_lattice_desc {
-    const int *cells;     /* cell_count*3 integer cells, distinct */
+    const int *cells; /* cell_count*3 integer cells, distinct */
     int cell_count;
     float origin[3];
-    float spacing;        /* > 0; default 0.1 */
-    float particle_mass;  /* > 0; default 1 */
-    float radius;         /* particle radius; 0 (default): spacing / 2 */
-    int half_width;       /* region half-width w >= 1; default 1 */
+    float spacing;       /* > 0; default 0.1 */
+    float particle_mass; /* > 0; default 1 */
+    float radius;        /* particle radius; 0 (default): spacing / 2 */
+    int half_width;      /* region half-width w >= 1; default 1 */
     pbd_sm_body_desc body;
 } pbd_sm_lattice_desc;
 
 PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void);
 /* Adds the particles and the body; *particles (optional) receives their
    range: local particle i (cell i) is world particle particles->first + i. */
-PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *desc,
-                                         pbd_sm_body **out, pbd_range *particles);
+PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *desc, pbd_sm_body **out,
+                                         pbd_range *particles);
 /* The cells of a solid box nx x ny x nz (x fastest): writes 3*nx*ny*nz ints. */
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
 /* Voxelises a closed, consistently oriented triangle mesh: the cells
@@ -573,8 +565,8 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
    triangles). At most 2^20 cells per axis and INT_MAX in the bounding
    box (PBD_ERROR_OVERFLOW). */
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, const int *triangles,
-                                      int triangle_count, float spacing, float *origin, int *cells,
-                                      int max_cells, int *count);
+                                      int triangle_count, float spacing, float *origin, int *cells, int max_cells,
+                                      int *count);
 
 /* omega-ring regions of a mesh (survey 4.2, Diziol et al. 2011): region i
    holds the vertices within omega edges of vertex i (itself included), in
@@ -583,12 +575,11 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, 
    entries and *total the number of members; region_particles is filled
    when it is not NULL and max >= *total (call once with NULL to size it).
    omega in 1..64. */
-PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int vertex_count, const int *elements, int element_count,
-                                        int arity, int omega, int *region_start,
-                                        int *region_particles, int max, int *total);
+PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int vertex_count, const int *elements, int element_count, int arity, int omega,
+                                        int *region_start, int *region_particles, int max, int *total);
 /* The same regions as a (naive) summation plan. */
-PBD_SM_DEF pbd_result pbd_sm_plan_rings(int vertex_count, const int *elements, int element_count,
-                                        int arity, int omega, pbd_sm_sum_plan **out);
+PBD_SM_DEF pbd_result pbd_sm_plan_rings(int vertex_count, const int *elements, int element_count, int arity, int omega,
+                                        pbd_sm_sum_plan **out);
 
 PBD_SM_DEF int pbd_sm_body_particle_count(const pbd_sm_body *b);
 PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b);
@@ -607,8 +598,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness)
 /* RIGID and LINEAR can be swapped; QUADRATIC (its rest data) is chosen when
    the body is added. */
 PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta);
-PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep,
-                                                 float max_plastic);
+PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic);
 /* Back to the rest shape: every S_p = I. */
 PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b);
 /* The body shares its loops among the world's threads when its work (the
@@ -647,18 +637,18 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work
 typedef struct pbd_sm_oriented pbd_sm_oriented;
 
 typedef struct pbd_sm_oriented_desc {
-    pbd_range particles;           /* world particles that get orientations, count >= 1 */
-    const int *edges;              /* edge_count*2 indices local to `particles` (0..count-1):
+    pbd_range particles; /* world particles that get orientations, count >= 1 */
+    const int *edges;    /* edge_count*2 indices local to `particles` (0..count-1):
                                       the mesh whose 1-rings are the groups; may be NULL
                                       when edge_count is 0 (single-particle groups) */
     int edge_count;
-    const float *radii;            /* optional count*3 ellipsoid radii (> 0) along the body axes */
-    float radius;                  /* sphere radius when radii is NULL, > 0; default 0.05 */
-    const float *orientations;     /* optional count*4 rest orientations (unit quaternions);
+    const float *radii;        /* optional count*3 ellipsoid radii (> 0) along the body axes */
+    float radius;              /* sphere radius when radii is NULL, > 0; default 0.05 */
+    const float *orientations; /* optional count*4 rest orientations (unit quaternions);
                                       default identity */
-    float stiffness;               /* shape-matching alpha in [0, 1] per iteration; default 1 */
-    int collide;                   /* ellipsoids against the world's colliders; default 1 */
-    int rotation_iterations;       /* warm-started rotation extraction, 1..100; default 8 */
+    float stiffness;           /* shape-matching alpha in [0, 1] per iteration; default 1 */
+    int collide;               /* ellipsoids against the world's colliders; default 1 */
+    int rotation_iterations;   /* warm-started rotation extraction, 1..100; default 8 */
 } pbd_sm_oriented_desc;
 
 PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
@@ -670,8 +660,7 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
    particles of mass 0 among others weigh as the mean one); NOT_FINITE
    for NaN/Inf. The particles are marked coupled (pbd_world_mark_coupled):
    orientations hold angular momentum the world does not see. */
-PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *desc,
-                                          pbd_sm_oriented **out);
+PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *desc, pbd_sm_oriented **out);
 PBD_SM_DEF pbd_plugin pbd_sm_oriented_plugin(const pbd_sm_oriented *o);
 PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o);
 /* Orientation q (4 floats) and angular velocity omega (3 floats, rad/s,
@@ -681,8 +670,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, f
    normalised). */
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega);
 /* The members (local indices, centre first) of particle index's group. */
-PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max,
-                                            int *count);
+PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count);
 /* Rotational kinetic energy sum 1/2 omega^T I omega of the ellipsoids
    (I = m/5 diag(b^2+c^2, a^2+c^2, a^2+b^2) in the body frame). */
 PBD_SM_DEF double pbd_sm_oriented_rotational_energy(const pbd_sm_oriented *o, const pbd_world *w);
@@ -717,8 +705,7 @@ typedef struct pbd_sm_skin_desc {
 } pbd_sm_skin_desc;
 
 PBD_SM_DEF pbd_sm_skin_desc pbd_sm_skin_desc_default(void);
-PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *desc,
-                                         pbd_sm_skin **out);
+PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *desc, pbd_sm_skin **out);
 /* Writes vertex_count*3 floats from the world's current positions and the
    set's orientations. */
 PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w, float *out_vertices);
@@ -750,17 +737,17 @@ PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
 typedef struct pbd_sm_volume pbd_sm_volume;
 
 typedef struct pbd_sm_volume_desc {
-    const int *triangles;      /* triangle_count*3 world particle indices: closed, consistently
+    const int *triangles; /* triangle_count*3 world particle indices: closed, consistently
                                   oriented, counter-clockwise seen from outside */
     int triangle_count;
-    float alpha;               /* global (1) vs local (0) weights, [0, 1]; default 1 */
-    float beta;                /* local weights: opposing-pair distance change (1) vs own
+    float alpha;             /* global (1) vs local (0) weights, [0, 1]; default 1 */
+    float beta;              /* local weights: opposing-pair distance change (1) vs own
                                   displacement (0), [0, 1]; default 0.5 */
-    float pair_stiffness;      /* s of the survey's local weight, >= 0; default 1 */
-    int smoothing;             /* Laplacian passes over the weights, 0..64; default 2 */
-    float stiffness;           /* fraction of C removed per projection, (0, 1]; default 1 */
-    int velocity_correction;   /* make the velocity field divergence free; default 1 */
-    float contact_distance;    /* a particle this close to a collider counts as colliding,
+    float pair_stiffness;    /* s of the survey's local weight, >= 0; default 1 */
+    int smoothing;           /* Laplacian passes over the weights, 0..64; default 2 */
+    float stiffness;         /* fraction of C removed per projection, (0, 1]; default 1 */
+    int velocity_correction; /* make the velocity field divergence free; default 1 */
+    float contact_distance;  /* a particle this close to a collider counts as colliding,
                                   >= 0; default 0.02 (the default particle radius plus a margin) */
 } pbd_sm_volume_desc;
 
@@ -770,8 +757,7 @@ PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void);
    DEGENERATE for a triangle with a repeated particle or zero area, or a
    volume <= 0 (inside out); NOT_CLOSED when an edge is not shared by
    exactly two triangles in opposite directions; NOT_FINITE. */
-PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *desc,
-                                                pbd_sm_volume **out);
+PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *desc, pbd_sm_volume **out);
 PBD_SM_DEF pbd_plugin pbd_sm_volume_plugin(const pbd_sm_volume *v);
 /* Volume of the mesh at the world's current positions (eq. 12). */
 PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_world *w, double *volume);
@@ -830,25 +816,25 @@ typedef enum pbd_sm_cloth_scheme {
 } pbd_sm_cloth_scheme;
 
 typedef struct pbd_sm_cloth_desc {
-    const float *positions;   /* vertex_count*3 rest (and initial) positions */
+    const float *positions; /* vertex_count*3 rest (and initial) positions */
     int vertex_count;
-    const int *triangles;     /* triangle_count*3, a manifold mesh, no zero-area triangle */
+    const int *triangles; /* triangle_count*3, a manifold mesh, no zero-area triangle */
     int triangle_count;
     const float *initial_positions; /* optional vertex_count*3: start here instead (e.g. a
                                        random or collapsed state); rest shape stays `positions` */
-    float density;            /* kg/m^2, eq. 1; default 0.1 */
-    int levels;               /* hierarchy levels including the finest, 1..10; default 5 */
-    float reduction;          /* fraction of triangles removed per level, 0.05..0.9;
+    float density;                  /* kg/m^2, eq. 1; default 0.1 */
+    int levels;                     /* hierarchy levels including the finest, 1..10; default 5 */
+    float reduction;                /* fraction of triangles removed per level, 0.05..0.9;
                                  default 0.5 (the paper: about 50%, 25% for its large cloth) */
-    int nested;               /* 1 (default): coarse vertices are fine vertices (figure 3a);
+    int nested;                     /* 1 (default): coarse vertices are fine vertices (figure 3a);
                                  0: coarse vertices sit at the centroids of the fine
                                  vertices they replace, so no vertex is shared (figure 3b) */
-    float alpha;              /* 2D stiffness, eq. 12, in [0, 1]; default 1 */
-    float beta;               /* 1D stiffness, eq. 15, in [0, 1]; 0 turns 1D matching off; default 1 */
-    int conserve_wrinkles;    /* eqs. 16-18 on the coarse levels; default 1 */
-    float damping;            /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
-    float bending_stiffness;  /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
-    pbd_sm_cloth_scheme scheme; /* default PBD_SM_CLOTH_INDEPENDENT_SETS: 11-26% faster than
+    float alpha;                    /* 2D stiffness, eq. 12, in [0, 1]; default 1 */
+    float beta;                     /* 1D stiffness, eq. 15, in [0, 1]; 0 turns 1D matching off; default 1 */
+    int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 */
+    float damping;                  /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
+    float bending_stiffness;        /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
+    pbd_sm_cloth_scheme scheme;     /* default PBD_SM_CLOTH_INDEPENDENT_SETS: 11-26% faster than
                                    two-pass on one core (bench/multires.c), as fast on two;
                                    two-pass is the GPU's scheme. Both recover from random and
                                    collapsed starts; a flat cloth collapsed into exactly one
@@ -857,8 +843,8 @@ typedef struct pbd_sm_cloth_desc {
                                    the triangles mirrored by the collapse never unmirror
                                    (4-9% mean elongation on a 20 x 20 cloth); only rounding
                                    lifts it out, as it does at full size with either scheme */
-    float thickness;          /* particle radius for collisions; default 0.005 */
-    const int *keep_vertices; /* optional: vertices every level keeps (e.g. those you pin);
+    float thickness;                /* particle radius for collisions; default 0.005 */
+    const int *keep_vertices;       /* optional: vertices every level keeps (e.g. those you pin);
                                  boundary corners are always kept */
     int keep_count;
 } pbd_sm_cloth_desc;
@@ -877,9 +863,8 @@ PBD_SM_DEF pbd_range pbd_sm_cloth_particles(const pbd_sm_cloth *cloth);
    world's particles). Positions are 4 floats per vertex (x y z inverse-mass)
    as of the last V-cycle; the finest level's are the world's. */
 PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *cloth);
-PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *cloth, int level, int *vertex_count,
-                                         int *triangle_count, const int **triangles,
-                                         const float **positions);
+PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *cloth, int level, int *vertex_count, int *triangle_count,
+                                         const int **triangles, const float **positions);
 /* Parameters that can change between steps (same ranges as the desc). */
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *cloth, float alpha, float beta);
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *cloth, int on);
@@ -957,9 +942,15 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 
 static void pbd_sm__quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
+    R[0] = 1 - 2 * (y * y + z * z);
+    R[1] = 2 * (x * y - z * w);
+    R[2] = 2 * (x * z + y * w);
+    R[3] = 2 * (x * y + z * w);
+    R[4] = 1 - 2 * (x * x + z * z);
+    R[5] = 2 * (y * z - x * w);
+    R[6] = 2 * (x * z - y * w);
+    R[7] = 2 * (y * z + x * w);
+    R[8] = 1 - 2 * (x * x + y * y);
 }
 
 /* a = a * b (Hamilton product, x y z w), normalised. With SIMD the four
@@ -983,10 +974,9 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
     double o[4];
     simde_mm256_storeu_pd(o, t);
 #else
-    double o[4] = {l[3] * r[0] + l[0] * r[3] + l[1] * r[2] - l[2] * r[1],
-                   l[3] * r[1] - l[0] * r[2] + l[1] * r[3] + l[2] * r[0],
-                   l[3] * r[2] + l[0] * r[1] - l[1] * r[0] + l[2] * r[3],
-                   l[3] * r[3] - l[0] * r[0] - l[1] * r[1] - l[2] * r[2]};
+    double o[4] = {
+        l[3] * r[0] + l[0] * r[3] + l[1] * r[2] - l[2] * r[1], l[3] * r[1] - l[0] * r[2] + l[1] * r[3] + l[2] * r[0],
+        l[3] * r[2] + l[0] * r[1] - l[1] * r[0] + l[2] * r[3], l[3] * r[3] - l[0] * r[0] - l[1] * r[1] - l[2] * r[2]};
 #endif
     double n = 1.0 / sqrt(o[0] * o[0] + o[1] * o[1] + o[2] * o[2] + o[3] * o[3]);
     for (int k = 0; k < 4; ++k) a[k] = o[k] * n;
@@ -1016,7 +1006,9 @@ static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
     double w1 = (c01 * g[0] + c11 * g[1] + c12 * g[2]) * inv;
     double w2 = (c02 * g[0] + c12 * g[1] + c22 * g[2]) * inv;
     if (!(w0 * w0 + w1 * w1 + w2 * w2 < 0.25)) return 0;
-    g[0] = w0; g[1] = w1; g[2] = w2;
+    g[0] = w0;
+    g[1] = w1;
+    g[2] = w2;
     return 1;
 }
 
@@ -1039,7 +1031,9 @@ static int pbd_sm__rotation_step(const double *A, double inv_scale, const double
     double tr = B[0] + B[4] + B[8];
     if (pbd_sm__rotation_newton(B, tr, w)) return 1;
     double s = 1.0 / (fabs(tr) + 1e-9);
-    w[0] *= s; w[1] *= s; w[2] *= s;
+    w[0] *= s;
+    w[1] *= s;
+    w[2] *= s;
     return 0;
 }
 
@@ -1079,7 +1073,11 @@ static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
    or below 1e-12), 0 when the iterations ran out. */
 static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    if (!(n0 > 1e-12) || !(n0 < 1e30)) { q[0] = q[1] = q[2] = 0; q[3] = 1; n0 = 1; }
+    if (!(n0 > 1e-12) || !(n0 < 1e30)) {
+        q[0] = q[1] = q[2] = 0;
+        q[3] = 1;
+        n0 = 1;
+    }
     if (n0 != 1) /* the warm start is usually unit already */
         for (int k = 0; k < 4; ++k) q[k] /= n0;
     double scale = 0;
@@ -1111,7 +1109,10 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
         double worst = -1e-6;
         for (int k = 0; k < 3; ++k) {
             double pair = d[(k + 1) % 3] + d[(k + 2) % 3];
-            if (pair < worst) { worst = pair; axis = k; }
+            if (pair < worst) {
+                worst = pair;
+                axis = k;
+            }
         }
         if (axis >= 0) {
             double flip[4] = {0, 0, 0, 0};
@@ -1125,9 +1126,15 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
             double w[3];
             int newton = pbd_sm__rotation_step(A, inv, q, w);
             double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-            if (!(ang > 1e-12)) { converged = 1; break; }
+            if (!(ang > 1e-12)) {
+                converged = 1;
+                break;
+            }
             pbd_sm__rotation_turn(q, w, ang);
-            if (newton && ang < 1e-7) { converged = 1; break; }
+            if (newton && ang < 1e-7) {
+                converged = 1;
+                break;
+            }
         }
     }
     return converged;
@@ -1180,10 +1187,14 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
         v4 xx = PBD_SM__MUL(qx, qx), yy = PBD_SM__MUL(qy, qy), zz = PBD_SM__MUL(qz, qz);
         v4 xy = PBD_SM__MUL(qx, qy), zw = PBD_SM__MUL(qz, qw), xz = PBD_SM__MUL(qx, qz), yw = PBD_SM__MUL(qy, qw);
         v4 yz = PBD_SM__MUL(qy, qz), xw = PBD_SM__MUL(qx, qw);
-        v4 R[9] = {PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(yy, zz))), PBD_SM__MUL(two, PBD_SM__SUB(xy, zw)),
-                   PBD_SM__MUL(two, PBD_SM__ADD(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(xy, zw)),
-                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, zz))), PBD_SM__MUL(two, PBD_SM__SUB(yz, xw)),
-                   PBD_SM__MUL(two, PBD_SM__SUB(xz, yw)), PBD_SM__MUL(two, PBD_SM__ADD(yz, xw)),
+        v4 R[9] = {PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(yy, zz))),
+                   PBD_SM__MUL(two, PBD_SM__SUB(xy, zw)),
+                   PBD_SM__MUL(two, PBD_SM__ADD(xz, yw)),
+                   PBD_SM__MUL(two, PBD_SM__ADD(xy, zw)),
+                   PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, zz))),
+                   PBD_SM__MUL(two, PBD_SM__SUB(yz, xw)),
+                   PBD_SM__MUL(two, PBD_SM__SUB(xz, yw)),
+                   PBD_SM__MUL(two, PBD_SM__ADD(yz, xw)),
                    PBD_SM__SUB(one, PBD_SM__MUL(two, PBD_SM__ADD(xx, yy)))};
         /* g = sum r_c x a_c, B = A R^T (pbd_sm__rotation_step) */
         v4 g0 = zero, g1 = zero, g2 = zero, B[9];
@@ -1215,9 +1226,12 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
         v4 c11 = PBD_SM__SUB(PBD_SM__MUL(h00, h22), PBD_SM__MUL(h02, h02));
         v4 c12 = PBD_SM__SUB(PBD_SM__MUL(h01, h02), PBD_SM__MUL(h00, h12));
         v4 id = simde_mm256_div_pd(one, det);
-        v4 w0 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c00, g0), PBD_SM__MUL(c01, g1)), PBD_SM__MUL(c02, g2)), id);
-        v4 w1 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c01, g0), PBD_SM__MUL(c11, g1)), PBD_SM__MUL(c12, g2)), id);
-        v4 w2 = PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c02, g0), PBD_SM__MUL(c12, g1)), PBD_SM__MUL(m2, g2)), id);
+        v4 w0 =
+            PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c00, g0), PBD_SM__MUL(c01, g1)), PBD_SM__MUL(c02, g2)), id);
+        v4 w1 =
+            PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c01, g0), PBD_SM__MUL(c11, g1)), PBD_SM__MUL(c12, g2)), id);
+        v4 w2 =
+            PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c02, g0), PBD_SM__MUL(c12, g1)), PBD_SM__MUL(m2, g2)), id);
         v4 ww = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(w0, w0), PBD_SM__MUL(w1, w1)), PBD_SM__MUL(w2, w2));
         ok &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ww, PBD_SM__V(0.25), SIMDE_CMP_LT_OQ));
         live &= ok; /* no Newton step: the scalar routine goes on */
@@ -1245,8 +1259,8 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
                             PBD_SM__MUL(o3, o3));
         v4 n = simde_mm256_div_pd(one, simde_mm256_sqrt_pd(on));
         /* only the live lanes turn */
-        v4 keep = simde_mm256_castsi256_pd(simde_mm256_set_epi64x((live & 8) ? -1 : 0, (live & 4) ? -1 : 0,
-                                                                  (live & 2) ? -1 : 0, (live & 1) ? -1 : 0));
+        v4 keep = simde_mm256_castsi256_pd(
+            simde_mm256_set_epi64x((live & 8) ? -1 : 0, (live & 4) ? -1 : 0, (live & 2) ? -1 : 0, (live & 1) ? -1 : 0));
         qx = simde_mm256_blendv_pd(qx, PBD_SM__MUL(o0, n), keep);
         qy = simde_mm256_blendv_pd(qy, PBD_SM__MUL(o1, n), keep);
         qz = simde_mm256_blendv_pd(qz, PBD_SM__MUL(o2, n), keep);
@@ -1336,7 +1350,7 @@ struct pbd_sm_sum_plan {
     void *impl;
     void (*impl_destroy)(void *impl);
     void (*sum)(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
-    long long cost;        /* row operations per sum, see pbd_sm_plan_cost */
+    long long cost; /* row operations per sum, see pbd_sm_plan_cost */
     int threads, simd;
 };
 
@@ -1347,14 +1361,25 @@ static void *pbd_sm__alloc_n(size_t n, size_t elem) {
 
 /* Validates CSR region lists: sizes, ranges, no duplicate within a region
    (checked with a per-particle stamp, O(total)). */
-static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start,
-                                        const int *members) {
+static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start, const int *members) {
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: start is NULL");
-    if (region_count > 0 && !members) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: members is NULL while region_count > 0");
-    if (particle_count < 0 || region_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 (particle_count %d, region_count %d)", particle_count, region_count);
-    if (start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[0] != 0");
+    if (region_count > 0 && !members)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm__check_regions: members is NULL while region_count > 0");
+    if (particle_count < 0 || region_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 "
+                              "(particle_count %d, region_count %d)",
+                              particle_count, region_count);
+    if (start[0] != 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_regions: rejected because start[0] != 0");
     for (int r = 0; r < region_count; ++r)
-        if (start[r + 1] < start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)", start[r + 1], r, start[r]);
+        if (start[r + 1] < start[r])
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)",
+                start[r + 1], r, start[r]);
     int *stamp = (int *)pbd_sm__alloc_n((size_t)particle_count, sizeof(int));
     if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__check_regions: out of memory");
     for (int i = 0; i < particle_count; ++i) stamp[i] = -1;
@@ -1362,8 +1387,19 @@ static pbd_result pbd_sm__check_regions(int particle_count, int region_count, co
     for (int r = 0; r < region_count && res == PBD_OK; ++r)
         for (int e = start[r]; e < start[r + 1]; ++e) {
             int i = members[e];
-            if (i < 0 || i >= particle_count) { res = pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count (i %d, particle_count %d)", i, particle_count); break; }
-            if (stamp[i] == r) { res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_regions: rejected because stamp[i] == r (i %d, stamp[i] %d, r %d)", i, stamp[i], r); break; }
+            if (i < 0 || i >= particle_count) {
+                res = pbd_world_fail(
+                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count (i %d, particle_count %d)", i,
+                    particle_count);
+                break;
+            }
+            if (stamp[i] == r) {
+                res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                     "pbd_sm__check_regions: rejected because stamp[i] == r (i %d, stamp[i] %d, r %d)",
+                                     i, stamp[i], r);
+                break;
+            }
             stamp[i] = r;
         }
     PBD_SM_FREE(stamp);
@@ -1379,7 +1415,10 @@ static void pbd_sm__gather_sum(int count, const int *start, const int *idx, cons
     for (int o = 0; o < count; ++o) {
         double *s = out + (size_t)o * k;
         int b = start[o], e = start[o + 1];
-        if (b == e) { for (int j = 0; j < k; ++j) s[j] = 0; continue; }
+        if (b == e) {
+            for (int j = 0; j < k; ++j) s[j] = 0;
+            continue;
+        }
         int i0 = idx[b];
         const double *r0 = i0 < split ? lo_rows + (size_t)i0 * k : hi_rows + (size_t)(i0 - split) * k;
         memcpy(s, r0, sizeof(double) * (size_t)k);
@@ -1392,14 +1431,14 @@ static void pbd_sm__gather_sum(int count, const int *start, const int *idx, cons
 }
 
 static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
-    pbd_sm__gather_sum(p->region_count, p->region_start, p->region_particles, values, p->particle_count, NULL, k,
-                       sums, p->simd);
+    pbd_sm__gather_sum(p->region_count, p->region_start, p->region_particles, values, p->particle_count, NULL, k, sums,
+                       p->simd);
 }
 
 /* A plan holding a copy of the CSR lists, summed naively until a method
    replaces `sum`. */
-static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, const int *start,
-                                          const int *members, pbd_sm_sum_plan **out) {
+static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, const int *start, const int *members,
+                                          pbd_sm_sum_plan **out) {
     pbd_sm_sum_plan *p = (pbd_sm_sum_plan *)pbd_sm__alloc_n(1, sizeof *p);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
     memset(p, 0, sizeof *p);
@@ -1503,7 +1542,10 @@ static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P
     for (int o = 0; o < s->out_count; ++o) {
         double *d = dst + (size_t)o * k;
         int f = s->out_start ? s->out_start[o] : o, l = s->out_start ? s->out_start[o + 1] : o + 1;
-        if (f == l) { for (int j = 0; j < k; ++j) d[j] = 0; continue; }
+        if (f == l) {
+            for (int j = 0; j < k; ++j) d[j] = 0;
+            continue;
+        }
         const int *iv = s->iv + 2 * (size_t)f;
         pbd_sm__row_sub(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
         for (int t = f + 1; t < l; ++t) {
@@ -1522,7 +1564,10 @@ static pbd_result pbd_sm__line_segments(const long long *keys, int n, pbd_sm__sc
         if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) count++;
     s->seg_start = (int *)pbd_sm__alloc_n((size_t)count + 1, sizeof(int));
     int *seg_of = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!s->seg_start || !seg_of) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__line_segments: out of memory"); }
+    if (!s->seg_start || !seg_of) {
+        PBD_SM_FREE(seg_of);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__line_segments: out of memory");
+    }
     int g = -1;
     for (int e = 0; e < n; ++e) {
         if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) s->seg_start[++g] = e;
@@ -1548,7 +1593,10 @@ static int pbd_sm__lower_bound(const long long *keys, int n, long long key) {
    c_i; its region holds the particles whose cells are within Chebyshev
    distance w of c_i, listed in increasing particle index. Cells are looked
    up in a sorted key array (no hash collisions, deterministic). */
-typedef struct pbd_sm__cell_key { long long key; int particle; } pbd_sm__cell_key;
+typedef struct pbd_sm__cell_key {
+    long long key;
+    int particle;
+} pbd_sm__cell_key;
 
 static long long pbd_sm__cell_code(int x, int y, int z) {
     /* 21 bits per axis, offset so that negative cells sort too */
@@ -1576,13 +1624,24 @@ static int pbd_sm__find_cell(const pbd_sm__cell_key *keys, int n, long long key)
 /* Builds the CSR lists of the lattice regions; *start and *members are
    allocated with PBD_SM_MALLOC. */
 static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **start_out, int **members_out) {
-    if (!cells && n > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
-    if (n < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64 (n %d, w %d)", n, w);
+    if (!cells && n > 0)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
+    if (n < 0 || w < 1 || w > 64)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64 (n %d, w %d)", n, w);
     for (int i = 0; i < 3 * n; ++i)
-        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64 (i %d, cells[i] %d)", i, cells[i]);
+        if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64)
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 "
+                                  "<< 20) - 64 (i %d, cells[i] %d)",
+                                  i, cells[i]);
     pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *keys);
     int *start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    if (!keys || !start) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory"); }
+    if (!keys || !start) {
+        PBD_SM_FREE(keys);
+        PBD_SM_FREE(start);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
+    }
     for (int i = 0; i < n; ++i) {
         keys[i].key = pbd_sm__cell_code(cells[3 * i], cells[3 * i + 1], cells[3 * i + 2]);
         keys[i].particle = i;
@@ -1593,8 +1652,9 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
             int a = keys[i - 1].particle, b = keys[i].particle;
             PBD_SM_FREE(keys);
             PBD_SM_FREE(start);
-            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "lattice: particles %d and %d are in one cell (%d, %d, %d)",
-                                  a, b, cells[3 * b], cells[3 * b + 1], cells[3 * b + 2]);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "lattice: particles %d and %d are in one cell (%d, %d, %d)", a, b, cells[3 * b],
+                                  cells[3 * b + 1], cells[3 * b + 2]);
         }
     /* two passes: count, then fill */
     int *members = NULL;
@@ -1606,20 +1666,31 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
             for (int dx = -w; dx <= w; ++dx)
                 for (int dy = -w; dy <= w; ++dy)
                     for (int dz = -w; dz <= w; ++dz) {
-                        int j = pbd_sm__find_cell(keys, n, pbd_sm__cell_code(cells[3 * i] + dx, cells[3 * i + 1] + dy,
-                                                                               cells[3 * i + 2] + dz));
+                        int j = pbd_sm__find_cell(
+                            keys, n,
+                            pbd_sm__cell_code(cells[3 * i] + dx, cells[3 * i + 1] + dy, cells[3 * i + 2] + dz));
                         if (j < 0) continue;
                         if (pass == 1) members[start[i] + cnt] = j;
                         cnt++;
                     }
             if (pass == 1) qsort(members + start[i], (size_t)cnt, sizeof(int), pbd_sm__cmp_int);
             total += cnt;
-            if (total > INT_MAX) { PBD_SM_FREE(keys); PBD_SM_FREE(start); PBD_SM_FREE(members); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total); }
+            if (total > INT_MAX) {
+                PBD_SM_FREE(keys);
+                PBD_SM_FREE(start);
+                PBD_SM_FREE(members);
+                return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                      "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total);
+            }
         }
         if (pass == 0) {
             start[n] = (int)total;
             members = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
-            if (!members) { PBD_SM_FREE(keys); PBD_SM_FREE(start); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory"); }
+            if (!members) {
+                PBD_SM_FREE(keys);
+                PBD_SM_FREE(start);
+                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
+            }
         }
     }
     PBD_SM_FREE(keys);
@@ -1684,14 +1755,21 @@ static int pbd_sm__sort_unique_ll(long long *keys, int n) {
    along that line, found at the input key (f[perm[0]], f[perm[1]],
    f[perm[2]] + d), f the candidate's fields, |d| <= w. Empty windows are
    dropped when `kept` is given (it receives the surviving candidates). */
-static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int n_in, const long long *cand,
-                                      int n_cand, const int *perm, int w, long long *kept, int *n_out) {
+static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int n_in, const long long *cand, int n_cand,
+                                      const int *perm, int w, long long *kept, int *n_out) {
     int *seg_of = NULL;
     pbd_result r = pbd_sm__line_segments(in, n_in, s, &seg_of);
     if (r != PBD_OK) return r;
-    if ((long long)n_in + s->seg_count > INT_MAX) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__window_pass: prefix rows ((long long)n_in + s->seg_count > INT_MAX)"); } /* prefix rows */
+    if ((long long)n_in + s->seg_count > INT_MAX) {
+        PBD_SM_FREE(seg_of);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm__window_pass: prefix rows ((long long)n_in + s->seg_count > INT_MAX)");
+    } /* prefix rows */
     s->iv = (int *)pbd_sm__alloc_n(2 * (size_t)n_cand, sizeof(int));
-    if (!s->iv) { PBD_SM_FREE(seg_of); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_pass: out of memory"); }
+    if (!s->iv) {
+        PBD_SM_FREE(seg_of);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_pass: out of memory");
+    }
     int o = 0;
     for (int c = 0; c < n_cand; ++c) {
         int f[3];
@@ -1716,7 +1794,9 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
 static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, const int *order, int two_axes,
                                             long long **out, int *count) {
     size_t side = 2 * (size_t)w + 1, total = (size_t)n * side * (two_axes ? side : 1);
-    if (total > (size_t)INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__window_candidates: rejected because total > (size_t)INT_MAX");
+    if (total > (size_t)INT_MAX)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm__window_candidates: rejected because total > (size_t)INT_MAX");
     long long *keys = (long long *)pbd_sm__alloc_n(total, sizeof(long long));
     if (!keys) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_candidates: out of memory");
     size_t t = 0;
@@ -1752,7 +1832,10 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
         ck[i].particle = i;
     }
     qsort(ck, (size_t)n, sizeof *ck, pbd_sm__cmp_cell_key);
-    for (int e = 0; e < n; ++e) { k0[e] = ck[e].key; L->pass[0].gather[e] = ck[e].particle; }
+    for (int e = 0; e < n; ++e) {
+        k0[e] = ck[e].key;
+        L->pass[0].gather[e] = ck[e].particle;
+    }
     {
         /* bars at c + (0, b, a), keyed (z, x, y): pass 1 sums them along y */
         static const int bar_order[3] = {2, 0, 1}, bar_perm[3] = {0, 2, 1};
@@ -1784,7 +1867,8 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
         }
         L->P = (double *)pbd_sm__alloc_n(prow * 64, sizeof(double));
         L->B = (double *)pbd_sm__alloc_n(brow * 64, sizeof(double));
-        r = L->P && L->B ? PBD_OK : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
+        r = L->P && L->B ? PBD_OK
+                         : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
     }
 done:
     PBD_SM_FREE(ck);
@@ -1797,12 +1881,25 @@ done:
 
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
-    if (!cells && particle_count > 0) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
-    if (particle_count < 0 || w < 1 || w > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)", particle_count, w);
+    if (!cells && particle_count > 0)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
+    if (particle_count < 0 || w < 1 || w > 64)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)",
+            particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
-        if (cells[i] < -1000000 || cells[i] > 1000000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000 (i %ld, cells[i] %d)", i, cells[i]);
+        if (cells[i] < -1000000 || cells[i] > 1000000)
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000 (i %ld, cells[i] %d)",
+                i, cells[i]);
     if ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)"); /* the candidate bars; checked before the lists are built */
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 "
+            "* (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)");
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__lattice_lists(particle_count, cells, w, &start, &members);
     if (r != PBD_OK) return r;
@@ -1813,7 +1910,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
     if (r != PBD_OK) return r;
     p->cost = 0;
     r = pbd_sm__lattice_build(p, cells, w);
-    if (r != PBD_OK) { pbd_sm_plan_destroy(p); return r; }
+    if (r != PBD_OK) {
+        pbd_sm_plan_destroy(p);
+        return r;
+    }
     p->method = PBD_SM_SUM_LATTICE;
     p->sum = pbd_sm__sum_lattice;
     *out = p;
@@ -1826,22 +1926,22 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
    sorted by level so that a bottom-up pass is one loop per level. */
 typedef struct pbd_sm__octree {
     int n, m, levels;
-    int *level_start; /* levels + 1, over the virtual nodes */
-    int *child_start; /* m + 1 */
-    int *child;       /* node indices */
-    int *reg_start;   /* n + 1 */
-    int *reg_node;    /* summation nodes of each region */
+    int *level_start;  /* levels + 1, over the virtual nodes */
+    int *child_start;  /* m + 1 */
+    int *child;        /* node indices */
+    int *reg_start;    /* n + 1 */
+    int *reg_node;     /* summation nodes of each region */
     double *node_sums; /* scratch, m * 64 */
     /* summed-volume tables, one per leaf level (tab_count 0: none, the
        node lists are summed); see pbd_sm__octree_tables */
     int tab_count;
-    int *tab_dim;      /* 3 per table: cells along x y z */
-    long long *tab_row;/* tab_count + 1: first prefix row of each table */
-    int *tab_leaf;     /* per cell of each table (x fastest): its leaf, or -1 */
+    int *tab_dim;        /* 3 per table: cells along x y z */
+    long long *tab_row;  /* tab_count + 1: first prefix row of each table */
+    int *tab_leaf;       /* per cell of each table (x fastest): its leaf, or -1 */
     long long *tab_cell; /* tab_count + 1: first cell of each table in tab_leaf */
-    int *corner_start; /* n + 1, over groups of 8 prefix rows */
-    int *corner;       /* per (region, table) 8 prefix rows: + - + - + - + - */
-    double *tab;       /* scratch: tab_row[tab_count] rows of up to 64 */
+    int *corner_start;   /* n + 1, over groups of 8 prefix rows */
+    int *corner;         /* per (region, table) 8 prefix rows: + - + - + - + - */
+    double *tab;         /* scratch: tab_row[tab_count] rows of up to 64 */
 } pbd_sm__octree;
 
 static void pbd_sm__octree_destroy(void *impl) {
@@ -1920,7 +2020,10 @@ static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, 
     for (int r = 0; r < T->n; ++r) {
         double *d = sums + (size_t)r * k;
         int f = T->corner_start[r], l = T->corner_start[r + 1];
-        if (f == l) { for (int e = 0; e < k; ++e) d[e] = 0; continue; }
+        if (f == l) {
+            for (int e = 0; e < k; ++e) d[e] = 0;
+            continue;
+        }
         for (int g = f; g < l; ++g) {
             const int *c = T->corner + 8 * (size_t)g;
             for (int q = 0; q < 4; ++q) {
@@ -1933,7 +2036,9 @@ static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, 
 }
 
 /* An octree cell: level, then integer coordinates at that level. */
-typedef struct pbd_sm__ocell { int l, x, y, z, id; } pbd_sm__ocell;
+typedef struct pbd_sm__ocell {
+    int l, x, y, z, id;
+} pbd_sm__ocell;
 
 static int pbd_sm__cmp_ocell(const void *a, const void *b) {
     const pbd_sm__ocell *p = (const pbd_sm__ocell *)a, *q = (const pbd_sm__ocell *)b;
@@ -1948,7 +2053,8 @@ static int pbd_sm__floor_shift(int v, int s) { return v >= 0 ? v >> s : -((-(v +
 
 static pbd_sm__ocell pbd_sm__ancestor(pbd_sm__ocell c, int level) {
     int s = level - c.l;
-    pbd_sm__ocell a = {level, pbd_sm__floor_shift(c.x, s), pbd_sm__floor_shift(c.y, s), pbd_sm__floor_shift(c.z, s), -1};
+    pbd_sm__ocell a = {level, pbd_sm__floor_shift(c.x, s), pbd_sm__floor_shift(c.y, s), pbd_sm__floor_shift(c.z, s),
+                       -1};
     return a;
 }
 static int pbd_sm__find_ocell(const pbd_sm__ocell *cells, int n, pbd_sm__ocell key) {
@@ -1963,13 +2069,21 @@ static int pbd_sm__find_ocell(const pbd_sm__ocell *cells, int n, pbd_sm__ocell k
 }
 
 /* A growable int list for the construction. */
-typedef struct pbd_sm__ivec { int *a; size_t n, cap; int failed; } pbd_sm__ivec;
+typedef struct pbd_sm__ivec {
+    int *a;
+    size_t n, cap;
+    int failed;
+} pbd_sm__ivec;
 static void pbd_sm__ivec_push(pbd_sm__ivec *v, int x) {
     if (v->failed) return;
     if (v->n == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 256;
         int *a = (int *)pbd_sm__alloc_n(cap, sizeof(int));
-        if (!a || v->n >= (size_t)INT_MAX) { PBD_SM_FREE(a); v->failed = 1; return; }
+        if (!a || v->n >= (size_t)INT_MAX) {
+            PBD_SM_FREE(a);
+            v->failed = 1;
+            return;
+        }
         if (v->n) memcpy(a, v->a, v->n * sizeof(int));
         PBD_SM_FREE(v->a);
         v->a = a;
@@ -1997,7 +2111,11 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     qsort(leaf, (size_t)n, sizeof *leaf, pbd_sm__cmp_ocell);
     for (int i = 1; i < n; ++i)
-        if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0"); goto done; }
+        if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) {
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                               "pbd_sm__octree_build: rejected because pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0");
+            goto done;
+        }
     /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
     virt = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n * (PBD_SM_OCTREE_MAX_LEVEL + 8), sizeof *virt);
     if (!virt) goto done;
@@ -2022,7 +2140,12 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     /* a leaf that is also an ancestor of another leaf overlaps it */
     for (int i = 0; i < n; ++i)
-        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0 (m %d)", m); goto done; }
+        if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) {
+            r = pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0 (m %d)", m);
+            goto done;
+        }
     T->n = n;
     T->m = m;
     T->levels = m ? virt[m - 1].l - virt[0].l + 1 : 0;
@@ -2041,15 +2164,19 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     for (int j = 0; j < m + 1; ++j) T->child_start[j] = 0;
     for (int j = 0; j < n + m; ++j) {
         pbd_sm__ocell c;
-        if (j < n) { pbd_sm__ocell t = {cells[4 * j + 3], cells[4 * j], cells[4 * j + 1], cells[4 * j + 2], j}; c = t; }
-        else c = virt[j - n];
+        if (j < n) {
+            pbd_sm__ocell t = {cells[4 * j + 3], cells[4 * j], cells[4 * j + 1], cells[4 * j + 2], j};
+            c = t;
+        } else c = virt[j - n];
         parent[j] = c.l < top ? pbd_sm__find_ocell(virt, m, pbd_sm__ancestor(c, c.l + 1)) : -1;
         if (parent[j] >= 0) T->child_start[parent[j] + 1]++;
         /* the box of a leaf is its centre, (2x + 1) 2^l half finest cells */
         if (j < n) {
             long long s = 1LL << c.l, cx = (2LL * c.x + 1) * s, cy = (2LL * c.y + 1) * s, cz = (2LL * c.z + 1) * s;
             long long *bx = box + 6 * (size_t)j;
-            bx[0] = bx[3] = cx; bx[1] = bx[4] = cy; bx[2] = bx[5] = cz;
+            bx[0] = bx[3] = cx;
+            bx[1] = bx[4] = cy;
+            bx[2] = bx[5] = cz;
         } else {
             long long *bx = box + 6 * (size_t)j;
             bx[0] = bx[1] = bx[2] = LLONG_MAX;
@@ -2104,8 +2231,8 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
                 if (nearest > dmin) dmin = nearest;
                 if (farthest > dmax) dmax = farthest;
             }
-            if (dmin > W) continue;                 /* all descendants outside */
-            if (dmax <= W) {                        /* all inside: one summation node */
+            if (dmin > W) continue; /* all descendants outside */
+            if (dmax <= W) {        /* all inside: one summation node */
                 pbd_sm__ivec_push(&nodes, j);
                 continue;
             }
@@ -2118,11 +2245,20 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
             stack[q++] = nodes.a[e];
             while (q > 0) {
                 int j = stack[--q];
-                if (j < n) { pbd_sm__ivec_push(&members, j); continue; }
+                if (j < n) {
+                    pbd_sm__ivec_push(&members, j);
+                    continue;
+                }
                 for (int t = T->child_start[j - n]; t < T->child_start[j - n + 1]; ++t) stack[q++] = T->child[t];
             }
         }
-        if (nodes.failed || members.failed) { r = members.n >= (size_t)INT_MAX ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__octree_build: rejected because nodes.failed || members.failed") : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_build: out of memory"); goto done; }
+        if (nodes.failed || members.failed) {
+            r = members.n >= (size_t)INT_MAX
+                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                     "pbd_sm__octree_build: rejected because nodes.failed || members.failed")
+                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_build: out of memory");
+            goto done;
+        }
         qsort(members.a + start[i], members.n - (size_t)start[i], sizeof(int), pbd_sm__cmp_int);
     }
     T->reg_start[n] = (int)nodes.n;
@@ -2176,14 +2312,21 @@ static void pbd_sm__octree_corners(pbd_sm__octree *T, const int *cells, const in
                 if (A[a] >= B[a]) empty = 1;
             }
             if (empty) continue;
-            if (!fill) { g++; continue; }
+            if (!fill) {
+                g++;
+                continue;
+            }
             long long sx = d[0] + 1, sy = (long long)(d[1] + 1) * sx, base = T->tab_row[t];
-#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z) * sy + (Y) * sx + (X))
+#define PBD_SM__ROW(X, Y, Z) (int)(base + (Z)*sy + (Y)*sx + (X))
             int *o = T->corner + 8 * (size_t)g++;
-            o[0] = PBD_SM__ROW(B[0], B[1], B[2]); o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
-            o[2] = PBD_SM__ROW(A[0], A[1], B[2]); o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
-            o[4] = PBD_SM__ROW(A[0], B[1], A[2]); o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
-            o[6] = PBD_SM__ROW(B[0], A[1], A[2]); o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
+            o[0] = PBD_SM__ROW(B[0], B[1], B[2]);
+            o[1] = PBD_SM__ROW(A[0], B[1], B[2]);
+            o[2] = PBD_SM__ROW(A[0], A[1], B[2]);
+            o[3] = PBD_SM__ROW(B[0], A[1], B[2]);
+            o[4] = PBD_SM__ROW(A[0], B[1], A[2]);
+            o[5] = PBD_SM__ROW(B[0], B[1], A[2]);
+            o[6] = PBD_SM__ROW(B[0], A[1], A[2]);
+            o[7] = PBD_SM__ROW(A[0], A[1], A[2]);
 #undef PBD_SM__ROW
         }
     }
@@ -2214,7 +2357,10 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
         int l = cells[4 * i + 3];
         if (lev[l] < 0) {
             lev[l] = 0; /* present */
-            for (int a = 0; a < 3; ++a) { lo[3 * l + a] = cells[4 * i + a]; hi[3 * l + a] = cells[4 * i + a]; }
+            for (int a = 0; a < 3; ++a) {
+                lo[3 * l + a] = cells[4 * i + a];
+                hi[3 * l + a] = cells[4 * i + a];
+            }
         }
         for (int a = 0; a < 3; ++a) {
             if (cells[4 * i + a] < lo[3 * l + a]) lo[3 * l + a] = cells[4 * i + a];
@@ -2272,17 +2418,36 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: out is NULL");
-    if (particle_count > 0 && !cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: cells is NULL while particle_count > 0");
-    if (particle_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)", particle_count);
-    if (!widths && (w < 1 || w > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
-    if (particle_count > INT_MAX / 32) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)"); /* leaves + up to 22 ancestors each */
+    if (particle_count > 0 && !cells)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_octree: cells is NULL while particle_count > 0");
+    if (particle_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)",
+                              particle_count);
+    if (!widths && (w < 1 || w > 64))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
+    if (particle_count > INT_MAX / 32)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)");
     for (int i = 0; i < particle_count; ++i) {
         int l = cells[4 * i + 3];
-        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL (l %d)", l);
-        if (widths && (widths[i] < 1 || widths[i] > 64)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64) (i %d, widths[i] %d)", i, widths[i]);
+        if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL)
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL (l %d)",
+                                  l);
+        if (widths && (widths[i] < 1 || widths[i] > 64))
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64) (i %d, widths[i] %d)",
+                i, widths[i]);
         for (int a = 0; a < 3; ++a) {
             long long lo = (long long)cells[4 * i + a] * (1LL << l), hi = lo + (1LL << l) - 1;
-            if (lo < -1000000 || hi > 1000000) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000 (lo %lld)", lo);
+            if (lo < -1000000 || hi > 1000000)
+                return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                      "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000 (lo %lld)",
+                                      lo);
         }
     }
     pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(1, sizeof *T);
@@ -2295,7 +2460,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     if (r == PBD_OK) r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
     PBD_SM_FREE(start);
     PBD_SM_FREE(members);
-    if (r != PBD_OK) { pbd_sm__octree_destroy(T); return r; }
+    if (r != PBD_OK) {
+        pbd_sm__octree_destroy(T);
+        return r;
+    }
     p->impl = T;
     p->impl_destroy = pbd_sm__octree_destroy;
     p->method = PBD_SM_SUM_OCTREE;
@@ -2332,17 +2500,27 @@ static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, d
 
 /* Checks the mesh and builds the vertex adjacency (CSR, neighbours in
    increasing order). */
-static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start,
-                                         int **adj) {
+static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start, int **adj) {
     for (long i = 0; i < 3 * (long)nv; ++i)
-        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > 1e30 (i %ld, x[i] %g)", i, (double)x[i]);
+        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30)
+            return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                                  "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > "
+                                  "1e30 (i %ld, x[i] %g)",
+                                  i, (double)x[i]);
     for (long t = 0; t < 3 * (long)nt; ++t)
-        if (tri[t] < 0 || tri[t] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t, tri[t], nv);
+        if (tri[t] < 0 || tri[t] >= nv)
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t,
+                tri[t], nv);
     for (int t = 0; t < nt; ++t) {
         const int *v = tri + 3 * t;
-        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1]");
-        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[1] == v[2]");
-        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[2]");
+        if (v[0] == v[1])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1]");
+        if (v[1] == v[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[1] == v[2]");
+        if (v[0] == v[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[2]");
         double e1[3], e2[3], c[3];
         for (int a = 0; a < 3; ++a) {
             e1[a] = (double)x[3 * v[1] + a] - x[3 * v[0] + a];
@@ -2353,9 +2531,14 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         c[2] = e1[0] * e2[1] - e1[1] * e2[0];
         double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
         double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
-        if (!(cc > 1e-24 * ee) || !(ee > 0)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))"); /* sin^2 of the angle ~ 0 */
+        if (!(cc > 1e-24 * ee) || !(ee > 0))
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))");
     }
-    if ((size_t)nt * 3 > (size_t)INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2 (nt %d)", nt);
+    if ((size_t)nt * 3 > (size_t)INT_MAX / 2)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2 (nt %d)",
+                              nt);
     /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
        most two triangles; triangles as sorted triples may not repeat */
     long long *e = (long long *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(long long));
@@ -2371,9 +2554,21 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
             e[3 * t + a] = p < q ? (long long)p * nv + q : (long long)q * nv + p;
         }
         /* sort the triple */
-        if (v[0] > v[1]) { int s = v[0]; v[0] = v[1]; v[1] = s; }
-        if (v[1] > v[2]) { int s = v[1]; v[1] = v[2]; v[2] = s; }
-        if (v[0] > v[1]) { int s = v[0]; v[0] = v[1]; v[1] = s; }
+        if (v[0] > v[1]) {
+            int s = v[0];
+            v[0] = v[1];
+            v[1] = s;
+        }
+        if (v[1] > v[2]) {
+            int s = v[1];
+            v[1] = v[2];
+            v[2] = s;
+        }
+        if (v[0] > v[1]) {
+            int s = v[0];
+            v[0] = v[1];
+            v[1] = s;
+        }
         tk[2 * t] = (long long)v[0] * nv + v[1];
         tk[2 * t + 1] = v[2];
     }
@@ -2460,7 +2655,12 @@ static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w
         int tail = pbd_sm__ring(v, w, as, aa, queue, stamp, dist);
         start[v] = (int)members.n;
         for (int t = 0; t < tail; ++t) pbd_sm__ivec_push(&members, queue[t]);
-        if (members.failed) { r = members.n >= (size_t)INT_MAX ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_rings: rejected because members.failed") : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__mesh_rings: out of memory"); goto done; }
+        if (members.failed) {
+            r = members.n >= (size_t)INT_MAX
+                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_rings: rejected because members.failed")
+                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__mesh_rings: out of memory");
+            goto done;
+        }
         qsort(members.a + start[v], (size_t)tail, sizeof(int), pbd_sm__cmp_int);
     }
     start[nv] = (int)members.n;
@@ -2502,7 +2702,10 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
     for (int v = 0; v < nv; ++v)
         for (int t = as[v]; t < as[v + 1]; ++t) ext += fabs((double)x[3 * aa[t] + axis] - x[3 * v + axis]);
     float band = as[nv] > 0 ? (float)(0.5 * ext / as[nv]) : 0.0f;
-    for (int v = 0; v < nv; ++v) { on_path[v] = 0; taken_nbrs[v] = 0; }
+    for (int v = 0; v < nv; ++v) {
+        on_path[v] = 0;
+        taken_nbrs[v] = 0;
+    }
     int n_out = 0, paths = 0;
     for (int s = 0; s < nv; ++s) {
         if (on_path[s]) continue;
@@ -2549,8 +2752,8 @@ static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const 
     p->impl = Q;
     p->impl_destroy = pbd_sm__paths_destroy;
     pbd_sm__scan *s = &Q->scan;
-    int *pos = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));  /* position in path order */
-    int *seg = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));  /* path of each vertex */
+    int *pos = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int)); /* position in path order */
+    int *seg = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int)); /* path of each vertex */
     int *tmp = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     pbd_sm__ivec iv = {NULL, 0, 0, 0};
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
@@ -2560,7 +2763,10 @@ static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const 
     if (!pos || !seg || !tmp || !s->gather || !s->seg_start || !s->out_start) goto done;
     pbd_sm__mesh_paths(n, x, as, aa, max_len, s->gather, s->seg_start, &s->seg_count, pos, seg);
     for (int g = 0; g < s->seg_count; ++g)
-        for (int e = s->seg_start[g]; e < s->seg_start[g + 1]; ++e) { pos[s->gather[e]] = e; seg[s->gather[e]] = g; }
+        for (int e = s->seg_start[g]; e < s->seg_start[g + 1]; ++e) {
+            pos[s->gather[e]] = e;
+            seg[s->gather[e]] = g;
+        }
     s->in_count = n;
     s->out_count = n;
     /* each region: its members' path positions, sorted, cut into runs */
@@ -2572,7 +2778,7 @@ static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const 
         for (int t = 0; t < cnt;) {
             int u = t + 1, g = seg[s->gather[tmp[t]]];
             while (u < cnt && tmp[u] == tmp[u - 1] + 1 && seg[s->gather[tmp[u]]] == g) u++;
-            pbd_sm__ivec_push(&iv, tmp[t] + g);    /* prefix row before the run */
+            pbd_sm__ivec_push(&iv, tmp[t] + g);         /* prefix row before the run */
             pbd_sm__ivec_push(&iv, tmp[u - 1] + 1 + g); /* prefix row after it */
             t = u;
         }
@@ -2596,11 +2802,21 @@ done:
 PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
                                         const int *triangles, int w, int max_path_length, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: out is NULL");
-    if (vertex_count > 0 && !positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: positions is NULL while vertex_count > 0");
-    if (triangle_count > 0 && !triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: triangles is NULL while triangle_count > 0");
+    if (vertex_count > 0 && !positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_paths: positions is NULL while vertex_count > 0");
+    if (triangle_count > 0 && !triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_paths: triangles is NULL while triangle_count > 0");
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)", vertex_count, triangle_count, w, max_path_length);
-    if (vertex_count > INT_MAX / 2) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)"); /* prefix rows: vertices + paths */
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || "
+            "max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)",
+            vertex_count, triangle_count, w, max_path_length);
+    if (vertex_count > INT_MAX / 2)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)");
     if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
     int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
     pbd_sm_sum_plan *p = NULL;
@@ -2609,7 +2825,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
     if (r == PBD_OK) r = pbd_sm__plan_from_lists(vertex_count, vertex_count, start, members, &p);
     if (r == PBD_OK) {
         r = pbd_sm__paths_build(p, positions, as, aa, max_path_length);
-        if (r != PBD_OK) { pbd_sm_plan_destroy(p); p = NULL; }
+        if (r != PBD_OK) {
+            pbd_sm_plan_destroy(p);
+            p = NULL;
+        }
     }
     PBD_SM_FREE(as);
     PBD_SM_FREE(aa);
@@ -2638,9 +2857,14 @@ PBD_SM_DEF long long pbd_sm_plan_cost(const pbd_sm_sum_plan *p) { return p ? p->
 PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *particles, int max, int *count) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: p is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: count is NULL");
-    if (max > 0 && !particles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: particles is NULL while max > 0");
-    if (r < 0 || r >= p->region_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
-    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)", max);
+    if (max > 0 && !particles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: particles is NULL while max > 0");
+    if (r < 0 || r >= p->region_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
+    if (max < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)",
+                              max);
     int b = p->region_start[r], n = p->region_start[r + 1] - b;
     for (int e = 0; e < n && e < max; ++e) particles[e] = p->region_particles[b + e];
     *count = n;
@@ -2654,10 +2878,16 @@ PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *p) {
 PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *vertices, int max, int *count) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: p is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: count is NULL");
-    if (max > 0 && !vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: vertices is NULL while max > 0");
-    if (p->method != PBD_SM_SUM_PATHS || max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)", max);
+    if (max > 0 && !vertices)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: vertices is NULL while max > 0");
+    if (p->method != PBD_SM_SUM_PATHS || max < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)",
+                              max);
     const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
-    if (path < 0 || path >= s->seg_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
+    if (path < 0 || path >= s->seg_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
     int b = s->seg_start[path], n = s->seg_start[path + 1] - b;
     for (int e = 0; e < n && e < max; ++e) vertices[e] = s->gather[b + e];
     *count = n;
@@ -2666,7 +2896,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: p is NULL");
-    if (threads < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
+    if (threads < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
     p->threads = threads;
     return PBD_OK;
 }
@@ -2682,8 +2914,12 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: p is NULL");
     if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: sums is NULL");
-    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: values is NULL while p->particle_count > 0");
-    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
+    if (p->particle_count > 0 && !values)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_sum: values is NULL while p->particle_count > 0");
+    if (k < 1 || k > 64)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
 #if PBD_SM__OPENMP
     /* one parallel region; below 512 regions a barrier costs more than it
        saves; called from inside a parallel region, no nested team */
@@ -2704,8 +2940,12 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
 PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: p is NULL");
     if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: sums is NULL");
-    if (p->particle_count > 0 && !values) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: values is NULL while p->particle_count > 0");
-    if (k < 1 || k > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
+    if (p->particle_count > 0 && !values)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_plan_sum_team: values is NULL while p->particle_count > 0");
+    if (k < 1 || k > 64)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
     p->sum(p, values, k, sums);
     return PBD_OK;
 }
@@ -2839,7 +3079,9 @@ static const int pbd_sm__quad_b[6] = {0, 1, 2, 1, 2, 0};
 
 static void pbd_sm__phi(const double *x, int nb, double *phi) {
     phi[0] = 1;
-    phi[1] = x[0]; phi[2] = x[1]; phi[3] = x[2];
+    phi[1] = x[0];
+    phi[2] = x[1];
+    phi[3] = x[2];
     if (nb > 4)
         for (int k = 0; k < 6; ++k) phi[4 + k] = x[pbd_sm__quad_a[k]] * x[pbd_sm__quad_b[k]];
 }
@@ -2848,33 +3090,33 @@ struct pbd_sm_body {
     pbd_world *world;
     pbd_plugin plugin;
     int n, nr;
-    int *idx;                   /* n world particles */
+    int *idx; /* n world particles */
     pbd_sm_sum_plan *plan;
     int owns_plan;
-    int symmetric;              /* blend = plan sum of the region goal functions */
-    int *p2r_start, *p2r;       /* each particle's regions (when not symmetric) */
-    double *xbar;               /* n*3 rest positions relative to the rest centroid */
-    double *mt;                 /* n: m~ = m / |R_i| */
-    double *inv_nreg;           /* n: 1 / |R_i|, 0 for a particle in no region */
-    double *M, *cbar;           /* nr, nr*3: region mass and rest centre */
-    double *Aqq_pinv, *Aqq_null;/* nr*9 each: pinv(A_qq) and the projector onto its null space */
-    double *A9_pinv, *Qbar;     /* quadratic only: nr*81 pinv(A~_qq), nr*6 sum m~ quad(q) */
-    double *rot;                /* nr*4: rotations (warm starts) */
-    double *Sp;                 /* nr*9: plastic states */
-    double *rot_step, *Sp_step; /* both at the start of the step: a non-finite step's rollback */
-    double *values, *sums;      /* n*30, nr*30 scratch */
-    double *T, *G;              /* nr*30 region goal functions, n*30 blended */
-    double *rot_tmp;            /* nr*4: warm starts for pbd_sm_body_goals */
-    int whole;                  /* every region holds every particle (a rigid body in RIGID mode) */
-    double extent;              /* largest |xbar| */
-    long work, parallel_min;    /* region memberships; share the loops from this many */
+    int symmetric;               /* blend = plan sum of the region goal functions */
+    int *p2r_start, *p2r;        /* each particle's regions (when not symmetric) */
+    double *xbar;                /* n*3 rest positions relative to the rest centroid */
+    double *mt;                  /* n: m~ = m / |R_i| */
+    double *inv_nreg;            /* n: 1 / |R_i|, 0 for a particle in no region */
+    double *M, *cbar;            /* nr, nr*3: region mass and rest centre */
+    double *Aqq_pinv, *Aqq_null; /* nr*9 each: pinv(A_qq) and the projector onto its null space */
+    double *A9_pinv, *Qbar;      /* quadratic only: nr*81 pinv(A~_qq), nr*6 sum m~ quad(q) */
+    double *rot;                 /* nr*4: rotations (warm starts) */
+    double *Sp;                  /* nr*9: plastic states */
+    double *rot_step, *Sp_step;  /* both at the start of the step: a non-finite step's rollback */
+    double *values, *sums;       /* n*30, nr*30 scratch */
+    double *T, *G;               /* nr*30 region goal functions, n*30 blended */
+    double *rot_tmp;             /* nr*4: warm starts for pbd_sm_body_goals */
+    int whole;                   /* every region holds every particle (a rigid body in RIGID mode) */
+    double extent;               /* largest |xbar| */
+    long work, parallel_min;     /* region memberships; share the loops from this many */
     pbd_sm_mode mode;
     double beta, alpha;
     int correction;
     double yield, creep, maxp;
-    int rot_iters;              /* rotation extraction steps per projection */
-    int sp_identity;            /* every S_p is I (no creep since the last reset): skip it */
-    int converge;               /* 1 in pbd_sm_body_goals: extract to convergence */
+    int rot_iters;   /* rotation extraction steps per projection */
+    int sp_identity; /* every S_p is I (no creep since the last reset): skip it */
+    int converge;    /* 1 in pbd_sm_body_goals: extract to convergence */
 };
 
 PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void) {
@@ -2896,20 +3138,54 @@ static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT
 
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
-    if (rotation_iterations < 1 || rotation_iterations > 100) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > 100 (rotation_iterations %d)", rotation_iterations);
-    if (!pbd_sm__finitef(beta)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) (beta %g)", (double)beta);
-    if (!pbd_sm__finitef(stiffness)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(stiffness) (stiffness %g)", (double)stiffness);
-    if (!pbd_sm__finitef(yield)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(yield) (yield %g)", (double)yield);
-    if (!pbd_sm__finitef(creep)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(creep) (creep %g)", (double)creep);
-    if (!pbd_sm__finitef(maxp)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_params: rejected because !pbd_sm__finitef(maxp) (maxp %g)", (double)maxp);
-    if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC");
-    if (beta < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta < 0 (beta %g)", (double)beta);
-    if (beta > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because beta > 1 (beta %g)", (double)beta);
-    if (stiffness < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness < 0 (stiffness %g)", (double)stiffness);
-    if (stiffness > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because stiffness > 1 (stiffness %g)", (double)stiffness);
-    if (yield < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because yield < 0 (yield %g)", (double)yield);
-    if (creep < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because creep < 0 (creep %g)", (double)creep);
-    if (!(maxp > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_params: rejected because !(maxp > 0) (maxp %g)", (double)maxp);
+    if (rotation_iterations < 1 || rotation_iterations > 100)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > "
+                              "100 (rotation_iterations %d)",
+                              rotation_iterations);
+    if (!pbd_sm__finitef(beta))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) (beta %g)", (double)beta);
+    if (!pbd_sm__finitef(stiffness))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(stiffness) (stiffness %g)",
+                              (double)stiffness);
+    if (!pbd_sm__finitef(yield))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(yield) (yield %g)",
+                              (double)yield);
+    if (!pbd_sm__finitef(creep))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(creep) (creep %g)",
+                              (double)creep);
+    if (!pbd_sm__finitef(maxp))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(maxp) (maxp %g)", (double)maxp);
+    if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && "
+                              "mode != PBD_SM_QUADRATIC");
+    if (beta < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because beta < 0 (beta %g)", (double)beta);
+    if (beta > 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because beta > 1 (beta %g)", (double)beta);
+    if (stiffness < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because stiffness < 0 (stiffness %g)", (double)stiffness);
+    if (stiffness > 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because stiffness > 1 (stiffness %g)", (double)stiffness);
+    if (yield < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because yield < 0 (yield %g)", (double)yield);
+    if (creep < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because creep < 0 (creep %g)", (double)creep);
+    if (!(maxp > 0))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_params: rejected because !(maxp > 0) (maxp %g)", (double)maxp);
     return PBD_OK;
 }
 
@@ -2918,8 +3194,8 @@ static int pbd_sm__body_nb(const pbd_sm_body *b) { return b->mode == PBD_SM_QUAD
 static void pbd_sm__body_free(pbd_sm_body *b) {
     if (!b) return;
     if (b->owns_plan) pbd_sm_plan_destroy(b->plan);
-    double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M, b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv, b->Qbar,
-                   b->rot, b->Sp, b->values, b->sums, b->T, b->G, b->rot_tmp, b->rot_step, b->Sp_step};
+    double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M,    b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv,  b->Qbar,
+                   b->rot,  b->Sp, b->values,   b->sums, b->T,    b->G,        b->rot_tmp,  b->rot_step, b->Sp_step};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) PBD_SM_FREE(d[k]);
     PBD_SM_FREE(b->idx);
     PBD_SM_FREE(b->p2r_start);
@@ -2935,7 +3211,10 @@ static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
     b->p2r_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     b->p2r = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!b->p2r_start || !b->p2r || !fill) { PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_transpose: out of memory"); }
+    if (!b->p2r_start || !b->p2r || !fill) {
+        PBD_SM_FREE(fill);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_transpose: out of memory");
+    }
     memset(b->p2r_start, 0, sizeof(int) * ((size_t)n + 1));
     for (int e = 0; e < total; ++e) b->p2r_start[P->region_particles[e] + 1]++;
     for (int i = 0; i < n; ++i) b->p2r_start[i + 1] += b->p2r_start[i];
@@ -2946,10 +3225,16 @@ static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
     int sym = nr == n;
     for (int i = 0; i < n; ++i) fill[i] = -1;
     for (int i = 0; i < n && sym; ++i) {
-        if (P->region_start[i + 1] - P->region_start[i] != b->p2r_start[i + 1] - b->p2r_start[i]) { sym = 0; break; }
+        if (P->region_start[i + 1] - P->region_start[i] != b->p2r_start[i + 1] - b->p2r_start[i]) {
+            sym = 0;
+            break;
+        }
         for (int e = P->region_start[i]; e < P->region_start[i + 1]; ++e) fill[P->region_particles[e]] = i;
         for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
-            if (fill[b->p2r[e]] != i) { sym = 0; break; }
+            if (fill[b->p2r[e]] != i) {
+                sym = 0;
+                break;
+            }
     }
     PBD_SM_FREE(fill);
     for (int i = 0; i < n; ++i) {
@@ -2978,7 +3263,8 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
             M += b->mt[i];
             for (int a = 0; a < 3; ++a) c[a] += b->mt[i] * b->xbar[3 * i + a];
         }
-        if (!(M > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__body_rest: zero total mass (!(M > 0))"); /* zero total mass */
+        if (!(M > 0))
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__body_rest: zero total mass (!(M > 0))");
         for (int a = 0; a < 3; ++a) c[a] /= M;
         for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) {
             int i = P->region_particles[e];
@@ -3001,7 +3287,9 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
         }
         double size2 = (A[0] + A[4] + A[8]) / M; /* mean squared distance from the centre */
         double tiny = 1e-6 * (b->extent > 0 ? b->extent : 1.0);
-        if (!(size2 > tiny * tiny)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__body_rest: all rest positions coincide (!(size2 > tiny * tiny))"); /* all rest positions coincide */
+        if (!(size2 > tiny * tiny))
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm__body_rest: all rest positions coincide (!(size2 > tiny * tiny))");
         double L = sqrt(size2), D[9];
         for (int k = 0; k < 9; ++k) D[k] = k < 3 ? 1 / L : 1 / (L * L);
         memcpy(b->cbar + 3 * (size_t)r, c, sizeof c);
@@ -3043,7 +3331,8 @@ static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_alloc: out of memory");
     for (size_t r = 0; r < nr; ++r) {
         double *q = b->rot + 4 * r, *S = b->Sp + 9 * r;
-        q[0] = q[1] = q[2] = 0; q[3] = 1;
+        q[0] = q[1] = q[2] = 0;
+        q[3] = 1;
         for (int e = 0; e < 9; ++e) S[e] = (e % 4 == 0) ? 1.0 : 0.0;
     }
     return PBD_OK;
@@ -3071,7 +3360,8 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
     b->work = (long)plan->region_start[b->nr] + n;
     b->parallel_min = PBD_SM_PARALLEL_MIN;
     b->idx = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    pbd_result res = b->idx ? pbd_sm__body_alloc(b) : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
+    pbd_result res = b->idx ? pbd_sm__body_alloc(b)
+                            : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
     if (res == PBD_OK) {
         /* rest positions relative to their centroid, for precision */
         double o[3] = {0, 0, 0};
@@ -3112,16 +3402,16 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
    bit-identical for any thread count (survey 4.7: per-region goals in
    parallel, then a per-particle gather in a fixed order). */
 
-typedef struct pbd_sm__team { int t, T; } pbd_sm__team;
+typedef struct pbd_sm__team {
+    int t, T;
+} pbd_sm__team;
 
 static void pbd_sm__chunk(pbd_sm__team tm, int n, int *lo, int *hi) {
     *lo = (int)((long long)n * tm.t / tm.T);
     *hi = (int)((long long)n * (tm.t + 1) / tm.T);
 }
 static void pbd_sm__barrier(pbd_sm__team tm) {
-    if (tm.T > 1) {
-        PBD_SM__PRAGMA(omp barrier)
-    }
+    if (tm.T > 1) { PBD_SM__PRAGMA(omp barrier) }
 }
 
 /* values[i] = m~_i y_i phi(x~_i)^T with y_i = pos_i - o (survey eqs. 7, 8) */
@@ -3139,9 +3429,7 @@ static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double 
     }
 }
 
-static void pbd_sm__stage_sums(pbd_sm_body *b) {
-    pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
-}
+static void pbd_sm__stage_sums(pbd_sm_body *b) { pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums); }
 /* The same by every thread of the team (orphaned `omp for` in the plan). */
 static void pbd_sm__stage_sums_team(pbd_sm_body *b) {
     pbd_sm_plan_sum_team(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
@@ -3291,9 +3579,7 @@ static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
 /* G_i = sum of the goal functions of particle i's regions, in a fixed
    order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
    per-vertex gather). Symmetric regions: one plan sum (from one thread). */
-static void pbd_sm__stage_gather_plan(pbd_sm_body *b) {
-    pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
-}
+static void pbd_sm__stage_gather_plan(pbd_sm_body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
 static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
     int k = 3 * pbd_sm__body_nb(b);
     for (int i = lo; i < hi; ++i) {
@@ -3348,7 +3634,8 @@ static void pbd_sm__region_plastic(pbd_sm_body *b, int r, double h) {
     pbd_sm__mx_mul3(U, Sp, N); /* S_p <- [I + h c_creep (S - I)] S_p */
     double dist = pbd_sm__mx_dist_identity(N);
     if (dist > b->maxp) /* bounded: S_p <- I + c_max (S_p - I) / ||S_p - I|| */
-        for (int k = 0; k < 9; ++k) N[k] = (k % 4 == 0 ? 1.0 : 0.0) + b->maxp * (N[k] - (k % 4 == 0 ? 1.0 : 0.0)) / dist;
+        for (int k = 0; k < 9; ++k)
+            N[k] = (k % 4 == 0 ? 1.0 : 0.0) + b->maxp * (N[k] - (k % 4 == 0 ? 1.0 : 0.0)) / dist;
     double dn = pbd_sm__mx_det3(N);
     if (!(dn > 1e-6)) return; /* would invert the rest shape: keep S_p */
     double s = 1 / cbrt(dn);  /* volume conservation, last so that det S_p = 1 */
@@ -3362,7 +3649,9 @@ static double pbd_sm__alpha(const pbd_sm_body *b, int iterations) {
 
 static void pbd_sm__origin(const pbd_sm_body *b, const float *pos, double *o) {
     const float *x = pos + 4 * (size_t)b->idx[0];
-    o[0] = x[0]; o[1] = x[1]; o[2] = x[2];
+    o[0] = x[0];
+    o[1] = x[1];
+    o[2] = x[2];
 }
 
 /* One projection (or, plastic = 1, the plastic flow after a substep) by
@@ -3445,9 +3734,7 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    act on the body as a whole. Both run on one thread (O(n) each). */
 #define PBD_SM__HELD_WEIGHT 1e6
 
-static int pbd_sm__is_rigid(const pbd_sm_body *b) {
-    return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole;
-}
+static int pbd_sm__is_rigid(const pbd_sm_body *b) { return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole; }
 
 /* The match weights into b->values (n doubles of its scratch), their sum
    into *W and the weighted centre of `pos` into c; returns whether any
@@ -3567,7 +3854,8 @@ static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
    non-finite step back (pbd.h, pbd_plugin_desc.rollback). */
 static void pbd_sm__plugin_begin_step(void *user, pbd_world *w, float dt) {
     pbd_sm_body *b = (pbd_sm_body *)user;
-    (void)w; (void)dt;
+    (void)w;
+    (void)dt;
     memcpy(b->rot_step, b->rot, sizeof(double) * 4 * (size_t)b->nr);
     memcpy(b->Sp_step, b->Sp, sizeof(double) * 9 * (size_t)b->nr);
 }
@@ -3605,9 +3893,15 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
 
 /* Every region non-empty; the plan's own checks made the rest valid. */
 static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
-    if (p->particle_count != n || p->region_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "plan: %d particles and %d regions, the body has %d particles (the plan needs as many and >= 1 region)", p->particle_count, p->region_count, n);
+    if (p->particle_count != n || p->region_count < 1)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "plan: %d particles and %d regions, the body has %d particles (the plan needs as many and >= 1 region)",
+            p->particle_count, p->region_count, n);
     for (int r = 0; r < p->region_count; ++r)
-        if (p->region_start[r + 1] <= p->region_start[r]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
+        if (p->region_start[r + 1] <= p->region_start[r])
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
     return PBD_OK;
 }
 
@@ -3616,13 +3910,20 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
     if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
-    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
-    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep, d->max_plastic,
-                                          d->rotation_iterations));
+    if (n < 1)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
+    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep,
+                                                                 d->max_plastic, d->rotation_iterations));
     if (res != PBD_OK) return res;
     for (int i = 0; i < n; ++i)
-        if (d->particles[i] < 0 || d->particles[i] >= wn) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i %d, d->particles[i] %d, wn %d)", i, d->particles[i], wn);
-    if (d->plan && d->region_start) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: one region source (d->plan && d->region_start)"); /* one region source */
+        if (d->particles[i] < 0 || d->particles[i] >= wn)
+            return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i "
+                                  "%d, d->particles[i] %d, wn %d)",
+                                  i, d->particles[i], wn);
+    if (d->plan && d->region_start)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_body: one region source (d->plan && d->region_start)");
     float *rest = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
     int *seen = (int *)pbd_sm__alloc_n((size_t)wn, sizeof(int));
@@ -3632,20 +3933,35 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < n && res == PBD_OK; ++i) {
             int j = d->particles[i];
-            if (seen[j]++) { res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: duplicate (seen[j]++)"); break; } /* duplicate */
-            for (int a = 0; a < 3; ++a) rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
+            if (seen[j]++) {
+                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: duplicate (seen[j]++)");
+                break;
+            } /* duplicate */
+            for (int a = 0; a < 3; ++a)
+                rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];
             else pbd_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
-                if (!pbd_sm__finitef(rest[3 * i + a])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a]) (i %d, a %d)", i, a);
-            if (!pbd_sm__finitef(mass[i])) res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i]) (i %d, mass[i] %g)", i, (double)mass[i]);
-            else if (mass[i] < 0 && res == PBD_OK) res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK (i %d, mass[i] %g)", i, (double)mass[i]);
+                if (!pbd_sm__finitef(rest[3 * i + a]))
+                    res = pbd_world_fail(
+                        w, PBD_ERROR_NOT_FINITE,
+                        "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a]) (i %d, a %d)", i, a);
+            if (!pbd_sm__finitef(mass[i]))
+                res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                                     "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i]) (i %d, mass[i] %g)",
+                                     i, (double)mass[i]);
+            else if (mass[i] < 0 && res == PBD_OK)
+                res =
+                    pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
+                                   "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK (i %d, mass[i] %g)",
+                                   i, (double)mass[i]);
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
     if (res == PBD_OK && !plan) {
         if (d->region_start) {
-            res = pbd_world_fail_last(w, pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made));
+            res = pbd_world_fail_last(
+                w, pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made));
         } else { /* one cluster of every particle (survey 4.1) */
             int start[2] = {0, n};
             for (int i = 0; i < n; ++i) seen[i] = i;
@@ -3655,7 +3971,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     }
     if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_plan(plan, n));
     pbd_sm_body *b = NULL;
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
+    if (res == PBD_OK)
+        res = pbd_world_fail_last(w, pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
     PBD_SM_FREE(rest);
     PBD_SM_FREE(mass);
     PBD_SM_FREE(seen);
@@ -3677,7 +3994,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
 PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: w is NULL");
     if (!b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: b is NULL");
-    if (b->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: the body belongs to another world");
+    if (b->world != w)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: the body belongs to another world");
     return pbd_remove_plugin(w, b->plugin); /* frees the body */
 }
 
@@ -3693,13 +4011,22 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
 
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
     if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: cells is NULL");
-    if (nx < 1 || ny < 1 || nz < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)", nx, ny, nz);
-    if ((double)nx * ny * nz > (double)(INT_MAX / 3)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)", nx, ny, nz);
+    if (nx < 1 || ny < 1 || nz < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)",
+                              nx, ny, nz);
+    if ((double)nx * ny * nz > (double)(INT_MAX / 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)",
+            nx, ny, nz);
     int k = 0;
     for (int z = 0; z < nz; ++z)
         for (int y = 0; y < ny; ++y)
             for (int x = 0; x < nx; ++x) {
-                cells[k++] = x; cells[k++] = y; cells[k++] = z;
+                cells[k++] = x;
+                cells[k++] = y;
+                cells[k++] = z;
             }
     return PBD_OK;
 }
@@ -3719,7 +4046,9 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
     }
     for (int i = 1; i < n; ++i) /* insertion sort: rows cross few triangles */
         for (int j = i; j > 0 && xs[j] < xs[j - 1]; --j) {
-            double t = xs[j]; xs[j] = xs[j - 1]; xs[j - 1] = t;
+            double t = xs[j];
+            xs[j] = xs[j - 1];
+            xs[j - 1] = t;
         }
     return n;
 }
@@ -3730,27 +4059,44 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: T is NULL");
     if (!origin) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: origin is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: count is NULL");
-    if (nv < 3 || nt < 1 || max_cells < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt, max_cells);
-    if (!pbd_sm__finitef(spacing)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)", (double)spacing);
-    if (!(spacing > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
+    if (nv < 3 || nt < 1 || max_cells < 0)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt,
+            max_cells);
+    if (!pbd_sm__finitef(spacing))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)",
+                              (double)spacing);
+    if (!(spacing > 0))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
     for (long k = 0; k < 3L * nt; ++k)
-        if (T[k] < 0 || T[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
+        if (T[k] < 0 || T[k] >= nv)
+            return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
-        if (!pbd_sm__finitef(P[k])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k]) (k %ld)", k);
+        if (!pbd_sm__finitef(P[k]))
+            return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                                  "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k]) (k %ld)", k);
         if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
         if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
     }
     int dim[3];
     for (int a = 0; a < 3; ++a) {
         double cnt = floor((hi[a] - lo[a]) / spacing) + 1;
-        if (cnt > (1 << 20)) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because cnt > (1 << 20) (cnt %g)", cnt);
+        if (cnt > (1 << 20))
+            return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                  "pbd_sm_voxelize: rejected because cnt > (1 << 20) (cnt %g)", cnt);
         dim[a] = (int)cnt;
     }
     /* the cells of the box are counted in an int: a spacing so fine that
        they cannot be is refused, not scanned for hours (found by
        tests/fuzz/fuzz_builders.c) */
-    if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
+    if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
     double *xs = (double *)pbd_sm__alloc_n((size_t)nt, sizeof(double));
     if (!xs) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_voxelize: out of memory");
     long n = 0;
@@ -3766,9 +4112,15 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                     double x = lo[0] + spacing * (i + 0.5);
                     if (x < xs[e] || x >= xs[e + 1]) continue;
                     if (cells && n < max_cells) {
-                        cells[3 * n] = i; cells[3 * n + 1] = j; cells[3 * n + 2] = k;
+                        cells[3 * n] = i;
+                        cells[3 * n + 1] = j;
+                        cells[3 * n + 2] = k;
                     }
-                    if (++n > INT_MAX) { PBD_SM_FREE(xs); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_voxelize: rejected because ++n > INT_MAX"); }
+                    if (++n > INT_MAX) {
+                        PBD_SM_FREE(xs);
+                        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                              "pbd_sm_voxelize: rejected because ++n > INT_MAX");
+                    }
                 }
         }
     PBD_SM_FREE(xs);
@@ -3783,16 +4135,35 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
     if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
     int n = d->cell_count;
-    if (n < 1 || d->half_width < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n, d->half_width);
+    if (n < 1 || d->half_width < 1)
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n,
+            d->half_width);
     if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
         !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)", (double)d->spacing, (double)d->particle_mass, (double)d->radius);
-    if (!(d->spacing > 0) || d->radius < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0 (d->spacing %g, d->radius %g)", (double)d->spacing, (double)d->radius);
-    if (d->particle_mass < 0) return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: rejected because d->particle_mass < 0 (d->particle_mass %g)", (double)d->particle_mass);
-    if (!(d->particle_mass > 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0) (d->particle_mass %g)", (double)d->particle_mass);
+        return pbd_world_fail(
+            w, PBD_ERROR_NOT_FINITE,
+            "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) "
+            "|| !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || "
+            "!pbd_sm__finitef(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)",
+            (double)d->spacing, (double)d->particle_mass, (double)d->radius);
+    if (!(d->spacing > 0) || d->radius < 0)
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0 (d->spacing %g, d->radius %g)",
+            (double)d->spacing, (double)d->radius);
+    if (d->particle_mass < 0)
+        return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
+                              "pbd_sm_add_lattice: rejected because d->particle_mass < 0 (d->particle_mass %g)",
+                              (double)d->particle_mass);
+    if (!(d->particle_mass > 0))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0) (d->particle_mass %g)",
+                              (double)d->particle_mass);
     const pbd_sm_body_desc *bd = &d->body;
-    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep, bd->max_plastic,
-                                          bd->rotation_iterations));
+    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
+                                                                 bd->creep, bd->max_plastic, bd->rotation_iterations));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
     res = pbd_world_fail_last(w, pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan)); /* also validates the cells */
@@ -3814,7 +4185,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     }
     pbd_sm_body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_world_fail_last(w, pbd_sm__body_build(n, user_plan ? user_plan : plan, user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
+        res = pbd_world_fail_last(w, pbd_sm__body_build(n, user_plan ? user_plan : plan,
+                                                        user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
     pbd_range r = {0, 0};
     if (res == PBD_OK) {
         pbd_particles_desc pd = pbd_particles_desc_default();
@@ -3852,12 +4224,16 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
 /* Vertex adjacency (CSR, sorted, without duplicates) of a mesh's elements. */
 static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int arity, int **start_out, int **adj_out) {
     long pairs = (long)ne * arity * (arity - 1);
-    if (pairs > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
+    if (pairs > INT_MAX)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *adj = (int *)pbd_sm__alloc_n((size_t)pairs, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     if (!start || !adj || !fill) {
-        PBD_SM_FREE(start); PBD_SM_FREE(adj); PBD_SM_FREE(fill);
+        PBD_SM_FREE(start);
+        PBD_SM_FREE(adj);
+        PBD_SM_FREE(fill);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__rings_adjacency: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
@@ -3889,23 +4265,42 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
                                         int *region_particles, int max, int *total) {
     if (!region_start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: region_start is NULL");
     if (!total) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: total is NULL");
-    if (ne > 0 && !el) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: el is NULL while ne > 0");
-    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)", nv);
-    if (ne < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)", ne);
-    if (arity < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
-    if (arity > 4) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because arity > 4 (arity %d)", arity);
-    if (omega < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega < 1 (omega %d)", omega);
-    if (omega > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because omega > 64 (omega %d)", omega);
-    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because max < 0 (max %d)", max);
+    if (ne > 0 && !el)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: el is NULL while ne > 0");
+    if (nv < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)",
+                              nv);
+    if (ne < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)",
+                              ne);
+    if (arity < 2)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
+    if (arity > 4)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_mesh_rings: rejected because arity > 4 (arity %d)", arity);
+    if (omega < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_mesh_rings: rejected because omega < 1 (omega %d)", omega);
+    if (omega > 64)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_mesh_rings: rejected because omega > 64 (omega %d)", omega);
+    if (max < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because max < 0 (max %d)",
+                              max);
     for (long k = 0; k < (long)ne * arity; ++k)
-        if (el[k] < 0 || el[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
+        if (el[k] < 0 || el[k] >= nv)
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
     int *start = NULL, *adj = NULL;
     pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
     if (res != PBD_OK) return res;
     int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!dist || !queue || !stamp) res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_mesh_rings: out of memory");
+    if (!dist || !queue || !stamp)
+        res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_mesh_rings: out of memory");
     long count = 0;
     int fill = region_particles && max >= 0;
     if (res == PBD_OK)
@@ -3918,19 +4313,27 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
             memcpy(region_particles + count, queue, sizeof(int) * (size_t)tail);
         }
         count += tail;
-        if (count > INT_MAX) res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_mesh_rings: rejected because count > INT_MAX (count %ld)", count);
+        if (count > INT_MAX)
+            res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                 "pbd_sm_mesh_rings: rejected because count > INT_MAX (count %ld)", count);
     }
     if (res == PBD_OK) {
         region_start[nv] = (int)count;
         *total = (int)count;
     }
-    PBD_SM_FREE(start); PBD_SM_FREE(adj); PBD_SM_FREE(dist); PBD_SM_FREE(queue); PBD_SM_FREE(stamp);
+    PBD_SM_FREE(start);
+    PBD_SM_FREE(adj);
+    PBD_SM_FREE(dist);
+    PBD_SM_FREE(queue);
+    PBD_SM_FREE(stamp);
     return res;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: out is NULL");
-    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)", nv);
+    if (nv < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)",
+                              nv);
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
@@ -3951,7 +4354,8 @@ PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b) { return b ? 
 
 PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
     if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: b is NULL");
-    if (!goals) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
+    if (!goals)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
     const float *x = pbd_world_positions(b->world);
     double o[3];
     memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
@@ -3978,23 +4382,31 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
 PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
     if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: b is NULL");
     if (!q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
-    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
+    if (r < 0 || r >= b->nr)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: b is NULL");
-    if (!Sp) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
-    if (r < 0 || r >= b->nr) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
+    if (!b)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: b is NULL");
+    if (!Sp)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
+    if (r < 0 || r >= b->nr)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: b is NULL");
-    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
-                                        (float)b->maxp, b->rot_iters));
+    if (!b)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: b is NULL");
+    pbd_result r =
+        pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield,
+                                                           (float)b->creep, (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     b->alpha = stiffness;
     return PBD_OK;
@@ -4002,19 +4414,23 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness)
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta) {
     if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_mode: b is NULL");
-    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep, (float)b->maxp,
-                                        b->rot_iters));
+    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield,
+                                                                      (float)b->creep, (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
-    if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_mode: rejected because (mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)");
+    if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC))
+        return pbd_world_fail(
+            (b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_body_set_mode: rejected because (mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)");
     b->mode = mode;
     b->beta = beta;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: b is NULL");
-    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic,
-                                        b->rot_iters));
+    if (!b)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: b is NULL");
+    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield,
+                                                                      creep, max_plastic, b->rot_iters));
     if (r != PBD_OK) return r;
     b->yield = yield;
     b->creep = creep;
@@ -4024,14 +4440,18 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: b is NULL");
-    if (min_work < 0) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
+    if (!b)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: b is NULL");
+    if (min_work < 0)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: b is NULL");
+    if (!b)
+        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: b is NULL");
     for (int r = 0; r < b->nr; ++r)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
@@ -4046,15 +4466,15 @@ struct pbd_sm_oriented {
     int first, count;
     float stiffness;
     int collide, rotation_iterations;
-    double *q, *qp;       /* count*4: orientation at the start of the substep, predicted */
-    double *omega;        /* count*3 */
+    double *q, *qp;              /* count*4: orientation at the start of the substep, predicted */
+    double *omega;               /* count*3 */
     double *q_step, *omega_step; /* both at the start of the step: a non-finite step's rollback */
-    double *rest_q;       /* count*4 */
-    double *radii;        /* count*3 */
-    double *rest;         /* count*3 rest positions */
-    double *mass;         /* count: mass used for particles with inverse mass 0 */
-    int *ring_start;      /* count+1 */
-    int *ring;            /* group members, local, centre first */
+    double *rest_q;              /* count*4 */
+    double *radii;               /* count*3 */
+    double *rest;                /* count*3 rest positions */
+    double *mass;                /* count: mass used for particles with inverse mass 0 */
+    int *ring_start;             /* count+1 */
+    int *ring;                   /* group members, local, centre first */
 };
 
 struct pbd_sm_skin {
@@ -4086,7 +4506,8 @@ static void pbd_sm__quat_integrate_d(const double *q, const double *omega, doubl
 static void pbd_sm__quat_angular_velocity_d(const double *q, const double *qp, double h, double *omega) {
     double r[4] = {qp[0], qp[1], qp[2], qp[3]}, qc[4] = {-q[0], -q[1], -q[2], q[3]};
     pbd_sm__quat_mul_into(r, qc, 0); /* r = q_p q^-1 */
-    if (r[3] < 0) for (int k = 0; k < 4; ++k) r[k] = -r[k]; /* the shorter of r and -r */
+    if (r[3] < 0)
+        for (int k = 0; k < 4; ++k) r[k] = -r[k]; /* the shorter of r and -r */
     double s = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
     double angle = 2.0 * atan2(s, r[3]);
     omega[0] = omega[1] = omega[2] = 0;
@@ -4137,10 +4558,17 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void) {
 
 static void pbd_sm__oriented_free(pbd_sm_oriented *o) {
     if (!o) return;
-    PBD_SM_FREE(o->q); PBD_SM_FREE(o->qp); PBD_SM_FREE(o->omega); PBD_SM_FREE(o->rest_q);
-    PBD_SM_FREE(o->q_step); PBD_SM_FREE(o->omega_step);
-    PBD_SM_FREE(o->radii); PBD_SM_FREE(o->rest); PBD_SM_FREE(o->mass);
-    PBD_SM_FREE(o->ring_start); PBD_SM_FREE(o->ring);
+    PBD_SM_FREE(o->q);
+    PBD_SM_FREE(o->qp);
+    PBD_SM_FREE(o->omega);
+    PBD_SM_FREE(o->rest_q);
+    PBD_SM_FREE(o->q_step);
+    PBD_SM_FREE(o->omega_step);
+    PBD_SM_FREE(o->radii);
+    PBD_SM_FREE(o->rest);
+    PBD_SM_FREE(o->mass);
+    PBD_SM_FREE(o->ring_start);
+    PBD_SM_FREE(o->ring);
     PBD_SM_FREE(o);
 }
 static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd_sm_oriented *)user); }
@@ -4148,7 +4576,8 @@ static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd
    back when pbd_world_step rolls a non-finite step back. */
 static void pbd_sm__oriented_begin_step(void *user, pbd_world *w, float dt) {
     pbd_sm_oriented *o = (pbd_sm_oriented *)user;
-    (void)w; (void)dt;
+    (void)w;
+    (void)dt;
     memcpy(o->q_step, o->q, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega_step, o->omega, sizeof(double) * 3 * (size_t)o->count);
 }
@@ -4193,9 +4622,15 @@ static void pbd_sm__oriented_match(pbd_sm_oriented *o, float *p, int g) {
         const float *pj = p + 4 * (o->first + j);
         double m = pbd_sm__oriented_mass(o, p, j);
         M += m;
-        for (int k = 0; k < 3; ++k) { c[k] += m * pj[k]; cr[k] += m * o->rest[3 * j + k]; }
+        for (int k = 0; k < 3; ++k) {
+            c[k] += m * pj[k];
+            cr[k] += m * o->rest[3 * j + k];
+        }
     }
-    for (int k = 0; k < 3; ++k) { c[k] /= M; cr[k] /= M; }
+    for (int k = 0; k < 3; ++k) {
+        c[k] /= M;
+        cr[k] /= M;
+    }
     for (int e = 0; e < n; ++e) {
         int j = mem[e];
         const float *pj = p + 4 * (o->first + j);
@@ -4266,8 +4701,10 @@ static void pbd_sm__oriented_collide_one(pbd_sm_oriented *o, float *p, int i, pb
 static void pbd_sm__oriented_begin_substep(void *user, const pbd_solve_context *c) {
     pbd_sm_oriented *o = (pbd_sm_oriented *)user;
     for (int i = 0; i < o->count; ++i) {
-        if (c->p[4 * (o->first + i) + 3] > 0) pbd_sm__quat_integrate_d(o->q + 4 * i, o->omega + 3 * i, c->h, o->qp + 4 * i);
-        else for (int k = 0; k < 4; ++k) o->qp[4 * i + k] = o->q[4 * i + k];
+        if (c->p[4 * (o->first + i) + 3] > 0)
+            pbd_sm__quat_integrate_d(o->q + 4 * i, o->omega + 3 * i, c->h, o->qp + 4 * i);
+        else
+            for (int k = 0; k < 4; ++k) o->qp[4 * i + k] = o->q[4 * i + k];
     }
 }
 
@@ -4285,7 +4722,8 @@ static void pbd_sm__oriented_project(void *user, const pbd_solve_context *c) {
 static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c) {
     pbd_sm_oriented *o = (pbd_sm_oriented *)user;
     for (int i = 0; i < o->count; ++i) {
-        if (c->p[4 * (o->first + i) + 3] > 0) pbd_sm__quat_angular_velocity_d(o->q + 4 * i, o->qp + 4 * i, c->h, o->omega + 3 * i);
+        if (c->p[4 * (o->first + i) + 3] > 0)
+            pbd_sm__quat_angular_velocity_d(o->q + 4 * i, o->qp + 4 * i, c->h, o->omega + 3 * i);
         else o->omega[3 * i] = o->omega[3 * i + 1] = o->omega[3 * i + 2] = 0;
         for (int k = 0; k < 4; ++k) o->q[4 * i + k] = o->qp[4 * i + k];
     }
@@ -4298,32 +4736,82 @@ static int pbd_sm__all_finite(const float *v, size_t n) {
 }
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
-    if (d->particles.count < 1 || d->edge_count < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)", d->edge_count);
-    if (d->edge_count > 0 && !d->edges) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__oriented_check: d->edges is NULL while d->edge_count > 0");
+    if (d->particles.count < 1 || d->edge_count < 0)
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)",
+            d->edge_count);
+    if (d->edge_count > 0 && !d->edges)
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm__oriented_check: d->edges is NULL while d->edge_count > 0");
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count");
-    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)", (double)d->stiffness, (double)d->radius);
-    if (!(d->stiffness >= 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
-    if (d->rotation_iterations < 1 || d->rotation_iterations > 100) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || d->rotation_iterations > 100 (d->rotation_iterations %d)", d->rotation_iterations);
-    if (d->collide != 0 && d->collide != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1 (d->collide %d)", d->collide);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > "
+                              "pbd_world_particle_count(w) - d->particles.count");
+    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1))
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || "
+                              "!pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)",
+                              (double)d->stiffness, (double)d->radius);
+    if (!(d->stiffness >= 0 && d->stiffness <= 1))
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1) (d->stiffness %g)",
+            (double)d->stiffness);
+    if (d->rotation_iterations < 1 || d->rotation_iterations > 100)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || "
+                              "d->rotation_iterations > 100 (d->rotation_iterations %d)",
+                              d->rotation_iterations);
+    if (d->collide != 0 && d->collide != 1)
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1 (d->collide %d)", d->collide);
     int n = d->particles.count;
-    if (d->edge_count > INT_MAX / 2 - n) return pbd_world_fail(w, PBD_ERROR_OVERFLOW, "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n (d->edge_count %d, n %d)", d->edge_count, n);
+    if (d->edge_count > INT_MAX / 2 - n)
+        return pbd_world_fail(
+            w, PBD_ERROR_OVERFLOW,
+            "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n (d->edge_count %d, n %d)",
+            d->edge_count, n);
     for (int e = 0; e < 2 * d->edge_count; ++e)
-        if (d->edges[e] < 0 || d->edges[e] >= n) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n (e %d, d->edges[e] %d, n %d)", e, d->edges[e], n);
+        if (d->edges[e] < 0 || d->edges[e] >= n)
+            return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n (e %d, "
+                                  "d->edges[e] %d, n %d)",
+                                  e, d->edges[e], n);
     for (int e = 0; e < d->edge_count; ++e)
-        if (d->edges[2 * e] == d->edges[2 * e + 1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
+        if (d->edges[2 * e] == d->edges[2 * e + 1])
+            return pbd_world_fail(
+                w, PBD_ERROR_DEGENERATE,
+                "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
     if (d->radii) {
-        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n) (n %d)", n);
+        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n))
+            return pbd_world_fail(
+                w, PBD_ERROR_NOT_FINITE,
+                "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n) (n %d)", n);
         for (int k = 0; k < 3 * n; ++k)
-            if (!(d->radii[k] > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0) (k %d, d->radii[k] %g)", k, (double)d->radii[k]);
+            if (!(d->radii[k] > 0))
+                return pbd_world_fail(
+                    w, PBD_ERROR_DEGENERATE,
+                    "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0) (k %d, d->radii[k] %g)", k,
+                    (double)d->radii[k]);
     } else if (!(d->radius > 0)) {
-        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(d->radius > 0) (d->radius %g)", (double)d->radius);
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                              "pbd_sm__oriented_check: rejected because !(d->radius > 0) (d->radius %g)",
+                              (double)d->radius);
     }
     if (d->orientations) {
-        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n) (n %d)", n);
+        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n))
+            return pbd_world_fail(
+                w, PBD_ERROR_NOT_FINITE,
+                "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n) (n %d)",
+                n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
-            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f)");
+            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f))
+                return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                                      "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * "
+                                      "q[2] + q[3] * q[3] > 1e-12f)");
         }
     }
     return PBD_OK;
@@ -4335,13 +4823,17 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, i
     int n = o->count;
     o->ring_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
     o->ring = (int *)pbd_sm__alloc_n((size_t)n + 2 * (size_t)ne, sizeof(int));
-    if (!o->ring_start || !o->ring) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
+    if (!o->ring_start || !o->ring)
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
     for (int i = 0; i <= n; ++i) o->ring_start[i] = 0;
     for (int e = 0; e < 2 * ne; ++e) o->ring_start[edges[e] + 1]++;
     for (int i = 0; i < n; ++i) o->ring_start[i + 1] += o->ring_start[i] + 1; /* + the centre */
     int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
     if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
-    for (int i = 0; i < n; ++i) { o->ring[o->ring_start[i]] = i; fill[i] = o->ring_start[i] + 1; }
+    for (int i = 0; i < n; ++i) {
+        o->ring[o->ring_start[i]] = i;
+        fill[i] = o->ring_start[i] + 1;
+    }
     for (int e = 0; e < ne; ++e) {
         int a = edges[2 * e], b = edges[2 * e + 1];
         o->ring[fill[a]++] = b;
@@ -4387,8 +4879,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     o->radii = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->rest = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
     o->mass = (double *)pbd_sm__alloc_n((size_t)n, sizeof(double));
-    if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest || !o->mass ||
-        pbd_world_fail_last(w, pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
+    if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest ||
+        !o->mass || pbd_world_fail_last(w, pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
         pbd_sm__oriented_free(o);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     }
@@ -4399,14 +4891,20 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
         float m = 0;
         pbd_get_mass(w, o->first + i, &m);
         o->mass[i] = m;
-        if (m > 0) { mean += m; dyn++; }
+        if (m > 0) {
+            mean += m;
+            dyn++;
+        }
         for (int k = 0; k < 3; ++k) {
             o->rest[3 * i + k] = x[4 * (o->first + i) + k];
             o->radii[3 * i + k] = d->radii ? d->radii[3 * i + k] : d->radius;
             o->omega[3 * i + k] = 0;
         }
         double qn = 0, *rq = o->rest_q + 4 * i;
-        for (int k = 0; k < 4; ++k) { rq[k] = d->orientations ? d->orientations[4 * i + k] : (k == 3); qn += rq[k] * rq[k]; }
+        for (int k = 0; k < 4; ++k) {
+            rq[k] = d->orientations ? d->orientations[4 * i + k] : (k == 3);
+            qn += rq[k] * rq[k];
+        }
         for (int k = 0; k < 4; ++k) {
             rq[k] /= sqrt(qn);
             o->q[4 * i + k] = o->qp[4 * i + k] = rq[k];
@@ -4415,7 +4913,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     /* particles of mass 0 (pinned by mass) weigh as the mean particle */
     for (int i = 0; i < n; ++i)
         if (!(o->mass[i] > 0)) o->mass[i] = dyn ? mean / dyn : 0;
-    if (!dyn) { pbd_sm__oriented_free(o); return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: zero total mass (!dyn)"); } /* zero total mass */
+    if (!dyn) {
+        pbd_sm__oriented_free(o);
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: zero total mass (!dyn)");
+    } /* zero total mass */
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     pd.name = "pbd_sm oriented";
     pd.user = o;
@@ -4428,10 +4929,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.rollback = pbd_sm__oriented_rollback;
     pd.destroy = pbd_sm__oriented_destroy_cb;
     int *ids = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    if (!ids) { pbd_sm__oriented_free(o); return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory"); }
+    if (!ids) {
+        pbd_sm__oriented_free(o);
+        return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
+    }
     for (int i = 0; i < n; ++i) ids[i] = o->first + i;
     res = pbd_add_plugin(w, &pd, &o->plugin);
-    if (res != PBD_OK) { PBD_SM_FREE(ids); pbd_sm__oriented_free(o); return res; }
+    if (res != PBD_OK) {
+        PBD_SM_FREE(ids);
+        pbd_sm__oriented_free(o);
+        return res;
+    }
     pbd_world_mark_coupled(w, ids, n); /* validated above: cannot fail */
     PBD_SM_FREE(ids);
     *out = o;
@@ -4441,35 +4949,59 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
 PBD_SM_DEF pbd_plugin pbd_sm_oriented_plugin(const pbd_sm_oriented *o) { return o ? o->plugin : -1; }
 PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o) {
     pbd_range r = {0, 0};
-    if (o) { r.first = o->first; r.count = o->count; }
+    if (o) {
+        r.first = o->first;
+        r.count = o->count;
+    }
     return r;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega) {
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: o is NULL");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
-    if (q) for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
-    if (omega) for (int k = 0; k < 3; ++k) omega[k] = (float)o->omega[3 * index + k];
+    if (index < 0 || index >= o->count)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
+    if (q)
+        for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
+    if (omega)
+        for (int k = 0; k < 3; ++k) omega[k] = (float)o->omega[3 * index + k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: o is NULL");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
-    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3))");
+    if (index < 0 || index >= o->count)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
+    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3)))
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && "
+                              "!pbd_sm__all_finite(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
-    if (!(qn > 1e-12)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE, "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
-    if (q) for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
-    if (omega) for (int k = 0; k < 3; ++k) o->omega[3 * index + k] = omega[k];
+    if (!(qn > 1e-12))
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE,
+                              "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
+    if (q)
+        for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
+    if (omega)
+        for (int k = 0; k < 3; ++k) o->omega[3 * index + k] = omega[k];
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count) {
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: o is NULL");
-    if (!count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
-    if (max > 0 && !members) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: members is NULL while max > 0");
-    if (index < 0 || index >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)", index);
-    if (max < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
+    if (!count)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
+    if (max > 0 && !members)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_oriented_group: members is NULL while max > 0");
+    if (index < 0 || index >= o->count)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)",
+                              index);
+    if (max < 0)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
     for (int e = 0; e < n && e < max; ++e) members[e] = o->ring[b + e];
     *count = n;
@@ -4488,7 +5020,7 @@ PBD_SM_DEF double pbd_sm_oriented_rotational_energy(const pbd_sm_oriented *o, co
         pbd_sm__quat_to_mat(o->q + 4 * i, R);
         pbd_sm__rotate_back(R, o->omega + 3 * i, wb);
         double inertia[3] = {m / 5 * (r[1] * r[1] + r[2] * r[2]), m / 5 * (r[0] * r[0] + r[2] * r[2]),
-                       m / 5 * (r[0] * r[0] + r[1] * r[1])};
+                             m / 5 * (r[0] * r[0] + r[1] * r[1])};
         e += 0.5 * (inertia[0] * wb[0] * wb[0] + inertia[1] * wb[1] * wb[1] + inertia[2] * wb[2] * wb[2]);
     }
     return e;
@@ -4512,7 +5044,10 @@ PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s) {
 /* The `k` nearest particles (at rest) of a vertex with weights
    1 / (d^2 + eps^2), by a bounded insertion sort (ties: lower index). */
 static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k, int *bones, double *wts) {
-    for (int s = 0; s < k; ++s) { bones[s] = -1; wts[s] = 0; }
+    for (int s = 0; s < k; ++s) {
+        bones[s] = -1;
+        wts[s] = 0;
+    }
     double *d2 = wts; /* distances first, weights after */
     int have = 0;
     for (int b = 0; b < o->count; ++b) {
@@ -4520,7 +5055,11 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
         double dd = dx * dx + dy * dy + dz * dz;
         if (have == k && !(dd < d2[k - 1])) continue;
         int pos = have < k ? have : k - 1;
-        while (pos > 0 && dd < d2[pos - 1]) { d2[pos] = d2[pos - 1]; bones[pos] = bones[pos - 1]; pos--; }
+        while (pos > 0 && dd < d2[pos - 1]) {
+            d2[pos] = d2[pos - 1];
+            bones[pos] = bones[pos - 1];
+            pos--;
+        }
         d2[pos] = dd;
         bones[pos] = b;
         if (have < k) have++;
@@ -4532,23 +5071,44 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
     if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: o is NULL");
     if (!d) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
     if (!out) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
-    if (!d->rest_vertices) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->rest_vertices is NULL");
-    if (d->bones && !d->weights) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->weights is NULL while d->bones");
-    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || d->influences > 8 (d->vertex_count %d, d->influences %d)", d->vertex_count, d->influences);
+    if (!d->rest_vertices)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_skin_create: d->rest_vertices is NULL");
+    if (d->bones && !d->weights)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_skin_create: d->weights is NULL while d->bones");
+    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8)
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || "
+                              "d->influences > 8 (d->vertex_count %d, d->influences %d)",
+                              d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
-    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count) (d->vertex_count %d)", d->vertex_count);
+    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count))
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * "
+                              "(size_t)d->vertex_count) (d->vertex_count %d)",
+                              d->vertex_count);
     if (d->bones) {
-        if (!pbd_sm__all_finite(d->weights, nk)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk) (nk %zu)", nk);
+        if (!pbd_sm__all_finite(d->weights, nk))
+            return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
+                                  "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk) (nk %zu)",
+                                  nk);
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
             for (int s = 0; s < d->influences; ++s) {
                 int b = d->bones[(size_t)v * d->influences + s];
                 float wt = d->weights[(size_t)v * d->influences + s];
-                if (b < -1 || b >= o->count) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
-                if (wt < 0) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
+                if (b < -1 || b >= o->count)
+                    return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                          "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
+                if (wt < 0)
+                    return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                                          "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
                 if (b >= 0) sum += wt;
             }
-            if (!(sum > 0)) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
+            if (!(sum > 0))
+                return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                                      "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
         }
     }
     pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(1, sizeof *s);
@@ -4560,7 +5120,10 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
     s->bones = (int *)pbd_sm__alloc_n(nk, sizeof(int));
     s->weights = (double *)pbd_sm__alloc_n(nk, sizeof(double));
     s->local = (double *)pbd_sm__alloc_n(3 * nk, sizeof(double));
-    if (!s->bones || !s->weights || !s->local) { pbd_sm_skin_destroy(s); return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory"); }
+    if (!s->bones || !s->weights || !s->local) {
+        pbd_sm_skin_destroy(s);
+        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
+    }
     for (int v = 0; v < d->vertex_count; ++v) {
         int *bv = s->bones + (size_t)v * d->influences;
         double *wv = s->weights + (size_t)v * d->influences, sum = 0;
@@ -4579,7 +5142,8 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
             double R[9], off[3] = {0, 0, 0};
             if (bv[k] >= 0) {
                 pbd_sm__quat_to_mat(o->rest_q + 4 * bv[k], R);
-                double dv[3] = {rv[0] - o->rest[3 * bv[k]], rv[1] - o->rest[3 * bv[k] + 1], rv[2] - o->rest[3 * bv[k] + 2]};
+                double dv[3] = {rv[0] - o->rest[3 * bv[k]], rv[1] - o->rest[3 * bv[k] + 1],
+                                rv[2] - o->rest[3 * bv[k] + 2]};
                 pbd_sm__rotate_back(R, dv, off);
             }
             for (int a = 0; a < 3; ++a) s->local[3 * ((size_t)v * d->influences + k) + a] = off[a];
@@ -4596,7 +5160,9 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: w is NULL");
     if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: out is NULL");
     const pbd_sm_oriented *o = s->o;
-    if (o->first + o->count > pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_skin_apply: rejected because o->first + o->count > pbd_world_particle_count(w)");
+    if (o->first + o->count > pbd_world_particle_count(w))
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_skin_apply: rejected because o->first + o->count > pbd_world_particle_count(w)");
     const float *x = pbd_world_positions(w);
     for (int v = 0; v < s->vertex_count; ++v) {
         double acc[3] = {0, 0, 0};
@@ -4620,24 +5186,31 @@ struct pbd_sm_volume {
     pbd_world *world;
     pbd_plugin plugin;
     int nv, nt;
-    int *verts;          /* nv world particles, increasing */
-    int *tri;            /* nt*3 local indices */
-    int *adj_start, *adj;/* mesh edges as CSR neighbour lists (local) */
-    int *opposite;       /* nv: opposing particle (local) or -1 */
-    double *pair_rest;   /* nv: rest distance to it */
+    int *verts;           /* nv world particles, increasing */
+    int *tri;             /* nt*3 local indices */
+    int *adj_start, *adj; /* mesh edges as CSR neighbour lists (local) */
+    int *opposite;        /* nv: opposing particle (local) or -1 */
+    double *pair_rest;    /* nv: rest distance to it */
     double rest_volume;
     float alpha, beta, pair_stiffness, stiffness, contact_distance;
     int smoothing, velocity_correction;
-    double *grad;        /* nv*3 scratch: grad_i C */
+    double *grad;             /* nv*3 scratch: grad_i C */
     double *weight, *weight2; /* nv: w_i of the last projection, smoothing scratch */
-    float *pred;         /* nv*3: predictions at the start of the substep */
+    float *pred;              /* nv*3: predictions at the start of the substep */
 };
 
 static void pbd_sm__volume_free(pbd_sm_volume *v) {
     if (!v) return;
-    PBD_SM_FREE(v->verts); PBD_SM_FREE(v->tri); PBD_SM_FREE(v->adj_start); PBD_SM_FREE(v->adj);
-    PBD_SM_FREE(v->opposite); PBD_SM_FREE(v->pair_rest); PBD_SM_FREE(v->grad); PBD_SM_FREE(v->weight);
-    PBD_SM_FREE(v->weight2); PBD_SM_FREE(v->pred);
+    PBD_SM_FREE(v->verts);
+    PBD_SM_FREE(v->tri);
+    PBD_SM_FREE(v->adj_start);
+    PBD_SM_FREE(v->adj);
+    PBD_SM_FREE(v->opposite);
+    PBD_SM_FREE(v->pair_rest);
+    PBD_SM_FREE(v->grad);
+    PBD_SM_FREE(v->weight);
+    PBD_SM_FREE(v->weight2);
+    PBD_SM_FREE(v->pred);
     PBD_SM_FREE(v);
 }
 static void pbd_sm__volume_destroy_cb(void *user) { pbd_sm__volume_free((pbd_sm_volume *)user); }
@@ -4663,7 +5236,8 @@ PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void) {
    world particle. */
 static double pbd_sm__volume_eval(const pbd_sm_volume *v, const float *P, double *grad) {
     double V = 0;
-    if (grad) for (int k = 0; k < 3 * v->nv; ++k) grad[k] = 0;
+    if (grad)
+        for (int k = 0; k < 3 * v->nv; ++k) grad[k] = 0;
     for (int t = 0; t < v->nt; ++t) {
         const int *e = v->tri + 3 * t;
         const float *a = P + 4 * v->verts[e[0]], *b = P + 4 * v->verts[e[1]], *c = P + 4 * v->verts[e[2]];
@@ -4793,27 +5367,42 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
     long long *e = (long long *)pbd_sm__alloc_n(ne, sizeof(long long));
     if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     for (int t = 0; t < v->nt; ++t)
-        for (int k = 0; k < 3; ++k)
-            e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
+        for (int k = 0; k < 3; ++k) e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
     qsort(e, ne, sizeof(long long), pbd_sm__cmp_edge_key);
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < ne && r == PBD_OK; ++k) {
         long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
-        if (k > 0 && e[k] == e[k - 1]) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) is in two triangles in the same direction (the surface is not consistently oriented or not a manifold)", a, b);
+        if (k > 0 && e[k] == e[k - 1])
+            r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
+                               "pbd_sm__volume_topology: edge (%lld, %lld) is in two triangles in the same direction "
+                               "(the surface is not consistently oriented or not a manifold)",
+                               a, b);
         size_t lo = 0, hi = ne;
-        while (lo < hi) { size_t mid = (lo + hi) / 2; if (e[mid] < rev) lo = mid + 1; else hi = mid; }
-        if (lo == ne || e[lo] != rev) r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_sm__volume_topology: edge (%lld, %lld) has no opposite edge (the surface is not closed or not consistently oriented)", a, b);
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (e[mid] < rev) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo == ne || e[lo] != rev)
+            r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
+                               "pbd_sm__volume_topology: edge (%lld, %lld) has no opposite edge (the surface is not "
+                               "closed or not consistently oriented)",
+                               a, b);
     }
     if (r == PBD_OK) {
         v->adj_start = (int *)pbd_sm__alloc_n((size_t)v->nv + 1, sizeof(int));
         v->adj = (int *)pbd_sm__alloc_n(ne, sizeof(int));
-        if (!v->adj_start || !v->adj) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
+        if (!v->adj_start || !v->adj)
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     }
     if (r == PBD_OK) { /* e is sorted by (a, b): directed edges grouped by a */
         int k = 0;
         for (int a = 0; a < v->nv; ++a) {
             v->adj_start[a] = k;
-            while ((size_t)k < ne && e[k] / v->nv == a) { v->adj[k] = (int)(e[k] % v->nv); k++; }
+            while ((size_t)k < ne && e[k] / v->nv == a) {
+                v->adj[k] = (int)(e[k] % v->nv);
+                k++;
+            }
         }
         v->adj_start[v->nv] = k;
     }
@@ -4844,7 +5433,8 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
             double tv[3] = {(double)o[0] - a[0], (double)o[1] - a[1], (double)o[2] - a[2]};
             double u = (tv[0] * pv[0] + tv[1] * pv[1] + tv[2] * pv[2]) / det;
             if (u < 0 || u > 1) continue;
-            double qv[3] = {tv[1] * e1[2] - tv[2] * e1[1], tv[2] * e1[0] - tv[0] * e1[2], tv[0] * e1[1] - tv[1] * e1[0]};
+            double qv[3] = {tv[1] * e1[2] - tv[2] * e1[1], tv[2] * e1[0] - tv[0] * e1[2],
+                            tv[0] * e1[1] - tv[1] * e1[0]};
             double w = (d[0] * qv[0] + d[1] * qv[1] + d[2] * qv[2]) / det;
             if (w < 0 || u + w > 1) continue;
             double tt = (e2[0] * qv[0] + e2[1] * qv[1] + e2[2] * qv[2]) / det;
@@ -4861,7 +5451,10 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
         for (int k = 0; k < 3; ++k) {
             const float *q = P + 4 * v->verts[v->tri[3 * bt + k]];
             double dx = q[0] - hit[0], dy = q[1] - hit[1], dz = q[2] - hit[2], dd = dx * dx + dy * dy + dz * dz;
-            if (dd < bd) { bd = dd; v->opposite[i] = v->tri[3 * bt + k]; }
+            if (dd < bd) {
+                bd = dd;
+                v->opposite[i] = v->tri[3 * bt + k];
+            }
         }
         const float *q = P + 4 * v->verts[v->opposite[i]];
         double dx = q[0] - o[0], dy = q[1] - o[1], dz = q[2] - o[2];
@@ -4870,32 +5463,79 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
 }
 
 static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_desc *d) {
-    if (d->triangle_count > 0 && !d->triangles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm__volume_check: d->triangles is NULL while d->triangle_count > 0");
-    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > INT_MAX / 3 (d->triangle_count %d)", d->triangle_count);
+    if (d->triangle_count > 0 && !d->triangles)
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm__volume_check: d->triangles is NULL while d->triangle_count > 0");
+    if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > "
+                              "INT_MAX / 3 (d->triangle_count %d)",
+                              d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
-    if (!pbd_sm__all_finite(params, 5)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
-    if (!(d->alpha >= 0 && d->alpha <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)", (double)d->alpha);
-    if (!(d->beta >= 0 && d->beta <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->beta >= 0 && d->beta <= 1) (d->beta %g)", (double)d->beta);
-    if (!(d->pair_stiffness >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->pair_stiffness >= 0) (d->pair_stiffness %g)", (double)d->pair_stiffness);
-    if (!(d->stiffness > 0 && d->stiffness <= 1)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->stiffness > 0 && d->stiffness <= 1) (d->stiffness %g)", (double)d->stiffness);
-    if (!(d->contact_distance >= 0)) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)", (double)d->contact_distance);
-    if (d->smoothing < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)", d->smoothing);
-    if (d->smoothing > 64) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)", d->smoothing);
-    if (d->velocity_correction != 0 && d->velocity_correction != 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && d->velocity_correction != 1) (d->velocity_correction %d)", d->velocity_correction);
+    if (!pbd_sm__all_finite(params, 5))
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
+    if (!(d->alpha >= 0 && d->alpha <= 1))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)",
+                              (double)d->alpha);
+    if (!(d->beta >= 0 && d->beta <= 1))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because !(d->beta >= 0 && d->beta <= 1) (d->beta %g)",
+                              (double)d->beta);
+    if (!(d->pair_stiffness >= 0))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because !(d->pair_stiffness >= 0) (d->pair_stiffness %g)",
+                              (double)d->pair_stiffness);
+    if (!(d->stiffness > 0 && d->stiffness <= 1))
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm__volume_check: rejected because !(d->stiffness > 0 && d->stiffness <= 1) (d->stiffness %g)",
+            (double)d->stiffness);
+    if (!(d->contact_distance >= 0))
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)",
+            (double)d->contact_distance);
+    if (d->smoothing < 0)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)",
+                              d->smoothing);
+    if (d->smoothing > 64)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)",
+                              d->smoothing);
+    if (d->velocity_correction != 0 && d->velocity_correction != 1)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && "
+                              "d->velocity_correction != 1) (d->velocity_correction %d)",
+                              d->velocity_correction);
     int np = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *e = d->triangles + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (e[k] < 0 || e[k] >= np) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k], np);
-        if (e[0] == e[1]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1]");
-        if (e[1] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[1] == e[2]");
-        if (e[0] == e[2]) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[2]");
+            if (e[k] < 0 || e[k] >= np)
+                return pbd_world_fail(
+                    w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k],
+                    np);
+        if (e[0] == e[1])
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1]");
+        if (e[1] == e[2])
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[1] == e[2]");
+        if (e[0] == e[2])
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[2]");
         const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
         double ab[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double ac[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
-        double cx = ab[1] * ac[2] - ab[2] * ac[1], cy = ab[2] * ac[0] - ab[0] * ac[2], cz = ab[0] * ac[1] - ab[1] * ac[0];
-        if (!(cx * cx + cy * cy + cz * cz > 0)) return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0) (cx %g, cy %g, cz %g)", cx, cy, cz);
+        double cx = ab[1] * ac[2] - ab[2] * ac[1], cy = ab[2] * ac[0] - ab[0] * ac[2],
+               cz = ab[0] * ac[1] - ab[1] * ac[0];
+        if (!(cx * cx + cy * cy + cz * cz > 0))
+            return pbd_world_fail(
+                w, PBD_ERROR_DEGENERATE,
+                "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0) (cx %g, cy %g, cz %g)", cx,
+                cy, cz);
     }
     return PBD_OK;
 }
@@ -4911,13 +5551,20 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     memset(v, 0, sizeof *v);
     v->world = w;
     v->nt = d->triangle_count;
-    v->alpha = d->alpha; v->beta = d->beta; v->pair_stiffness = d->pair_stiffness;
-    v->stiffness = d->stiffness; v->contact_distance = d->contact_distance;
-    v->smoothing = d->smoothing; v->velocity_correction = d->velocity_correction;
+    v->alpha = d->alpha;
+    v->beta = d->beta;
+    v->pair_stiffness = d->pair_stiffness;
+    v->stiffness = d->stiffness;
+    v->contact_distance = d->contact_distance;
+    v->smoothing = d->smoothing;
+    v->velocity_correction = d->velocity_correction;
     size_t n3 = 3 * (size_t)v->nt;
     v->verts = (int *)pbd_sm__alloc_n(n3, sizeof(int));
     v->tri = (int *)pbd_sm__alloc_n(n3, sizeof(int));
-    if (!v->verts || !v->tri) { pbd_sm__volume_free(v); return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory"); }
+    if (!v->verts || !v->tri) {
+        pbd_sm__volume_free(v);
+        return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
+    }
     memcpy(v->verts, d->triangles, n3 * sizeof(int));
     qsort(v->verts, n3, sizeof(int), pbd_sm__cmp_int);
     int nv = 0;
@@ -4936,10 +5583,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     }
     r = pbd_world_fail_last(w, pbd_sm__volume_topology(v));
-    if (r != PBD_OK) { pbd_sm__volume_free(v); return r; }
+    if (r != PBD_OK) {
+        pbd_sm__volume_free(v);
+        return r;
+    }
     const float *x = pbd_world_positions(w);
     v->rest_volume = pbd_sm__volume_eval(v, x, NULL);
-    if (!(v->rest_volume > 0)) { pbd_sm__volume_free(v); return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_surface_volume: rejected because !(v->rest_volume > 0)"); }
+    if (!(v->rest_volume > 0)) {
+        pbd_sm__volume_free(v);
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                              "pbd_sm_add_surface_volume: rejected because !(v->rest_volume > 0)");
+    }
     pbd_sm__volume_pairs(v, x);
     for (int i = 0; i < nv; ++i) {
         v->weight[i] = 1.0 / nv;
@@ -4955,7 +5609,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     pd.end_substep = pbd_sm__volume_end_substep;
     pd.destroy = pbd_sm__volume_destroy_cb;
     r = pbd_add_plugin(w, &pd, &v->plugin);
-    if (r != PBD_OK) { pbd_sm__volume_free(v); return r; }
+    if (r != PBD_OK) {
+        pbd_sm__volume_free(v);
+        return r;
+    }
     *out = v;
     return PBD_OK;
 }
@@ -4967,41 +5624,66 @@ PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_wo
     if (!v) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: v is NULL");
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: w is NULL");
     if (!volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
-    if (v->verts[v->nv - 1] >= pbd_world_particle_count(w)) return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_measure: rejected because v->verts[v->nv - 1] >= pbd_world_particle_count(w)");
+    if (v->verts[v->nv - 1] >= pbd_world_particle_count(w))
+        return pbd_world_fail(
+            w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+            "pbd_sm_volume_measure: rejected because v->verts[v->nv - 1] >= pbd_world_particle_count(w)");
     *volume = pbd_sm__volume_eval(v, pbd_world_positions(w), NULL);
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: v is NULL");
-    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX (rest_volume %g)", rest_volume);
-    if (!(rest_volume > 0)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)", rest_volume);
+    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || "
+                              "fabs(rest_volume) > DBL_MAX (rest_volume %g)",
+                              rest_volume);
+    if (!(rest_volume > 0))
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)",
+                              rest_volume);
     v->rest_volume = rest_volume;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: v is NULL");
-    if (!pbd_sm__all_finite(&alpha, 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)", (double)alpha);
-    if (!(alpha >= 0 && alpha <= 1)) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)", (double)alpha);
+    if (!pbd_sm__all_finite(&alpha, 1))
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)",
+                              (double)alpha);
+    if (!(alpha >= 0 && alpha <= 1))
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)",
+                              (double)alpha);
     v->alpha = alpha;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: v is NULL");
-    if (!opposite) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: opposite is NULL");
+    if (!opposite)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_volume_opposite: opposite is NULL");
     int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
-    if (i < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
+    if (i < 0)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: v is NULL");
-    if (!count) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
-    if (max > 0 && !weights) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: weights is NULL while max > 0");
-    if (max < 0) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
+    if (!count)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
+    if (max > 0 && !weights)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_volume_weights: weights is NULL while max > 0");
+    if (max < 0)
+        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;
@@ -5011,7 +5693,11 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weigh
 
 /* --- mesh helpers (rest geometry) --------------------------------------------- */
 
-static void pbd_sm__sub3(const float *a, const float *b, float *o) { o[0] = a[0] - b[0]; o[1] = a[1] - b[1]; o[2] = a[2] - b[2]; }
+static void pbd_sm__sub3(const float *a, const float *b, float *o) {
+    o[0] = a[0] - b[0];
+    o[1] = a[1] - b[1];
+    o[2] = a[2] - b[2];
+}
 static void pbd_sm__cross3(const float *a, const float *b, float *o) {
     o[0] = a[1] * b[2] - a[2] * b[1];
     o[1] = a[2] * b[0] - a[0] * b[2];
@@ -5047,10 +5733,16 @@ static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys
         }
     qsort(k, (size_t)nt * 3, sizeof(long long), pbd_sm__cmp_long);
     int *uses = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
-    if (!uses) { PBD_SM_FREE(k); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory"); }
+    if (!uses) {
+        PBD_SM_FREE(k);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
+    }
     int n = 0;
     for (int i = 0; i < 3 * nt; ++i) {
-        if (n > 0 && k[n - 1] == k[i]) { uses[n - 1]++; continue; }
+        if (n > 0 && k[n - 1] == k[i]) {
+            uses[n - 1]++;
+            continue;
+        }
         k[n] = k[i];
         uses[n] = 1;
         n++;
@@ -5067,14 +5759,22 @@ static pbd_result pbd_sm__vertex_tris(int nv, const int *tri, int nt, const unsi
                                       int **list_out) {
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *list = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
-    if (!start || !list) { PBD_SM_FREE(start); PBD_SM_FREE(list); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory"); }
+    if (!start || !list) {
+        PBD_SM_FREE(start);
+        PBD_SM_FREE(list);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
+    }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int t = 0; t < nt; ++t)
         if (!alive || alive[t])
             for (int j = 0; j < 3; ++j) start[tri[3 * t + j] + 1]++;
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory"); }
+    if (!fill) {
+        PBD_SM_FREE(start);
+        PBD_SM_FREE(list);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
+    }
     memcpy(fill, start, sizeof(int) * (size_t)nv);
     for (int t = 0; t < nt; ++t)
         if (!alive || alive[t])
@@ -5095,9 +5795,9 @@ static pbd_result pbd_sm__vertex_tris(int nv, const int *tri, int nt, const unsi
 
 typedef struct pbd_sm__decimator {
     int nv, nt;
-    int *tri;                /* nt*3, rewritten in place */
-    unsigned char *alive;    /* per triangle */
-    const float *x;          /* rest positions nv*3 */
+    int *tri;             /* nt*3, rewritten in place */
+    unsigned char *alive; /* per triangle */
+    const float *x;       /* rest positions nv*3 */
     const unsigned char *locked;
     unsigned char *boundary; /* per vertex, this round */
     unsigned char *touched;  /* per vertex, this round */
@@ -5207,7 +5907,10 @@ static void pbd_sm__collapse(pbd_sm__decimator *d, int u, int v, int *alive_coun
     d->rep[u] = v;
 }
 
-typedef struct pbd_sm__edge_len { float len; int a, b; } pbd_sm__edge_len;
+typedef struct pbd_sm__edge_len {
+    float len;
+    int a, b;
+} pbd_sm__edge_len;
 static int pbd_sm__cmp_edge_len(const void *pa, const void *pb) {
     const pbd_sm__edge_len *a = (const pbd_sm__edge_len *)pa, *b = (const pbd_sm__edge_len *)pb;
     if (a->len != b->len) return a->len < b->len ? -1 : 1;
@@ -5228,7 +5931,10 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
     int *tl = (int *)pbd_sm__alloc_n((size_t)*alive_count * 3, sizeof(int));
     if (!tl) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
     for (int t = 0; t < d->nt; ++t)
-        if (d->alive[t]) { memcpy(tl + 3 * na, d->tri + 3 * t, 3 * sizeof(int)); na++; }
+        if (d->alive[t]) {
+            memcpy(tl + 3 * na, d->tri + 3 * t, 3 * sizeof(int));
+            na++;
+        }
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
     r = pbd_sm__edges(d->nv, tl, na, &keys, &uses, &ne);
@@ -5237,7 +5943,12 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
     PBD_SM_FREE(d->bkeys);
     d->bkeys = (long long *)pbd_sm__alloc_n((size_t)ne, sizeof(long long));
     pbd_sm__edge_len *el = (pbd_sm__edge_len *)pbd_sm__alloc_n((size_t)ne, sizeof *el);
-    if (!d->bkeys || !el) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); PBD_SM_FREE(el); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory"); }
+    if (!d->bkeys || !el) {
+        PBD_SM_FREE(keys);
+        PBD_SM_FREE(uses);
+        PBD_SM_FREE(el);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
+    }
     d->nbkeys = 0;
     memset(d->boundary, 0, (size_t)d->nv);
     memset(d->touched, 0, (size_t)d->nv);
@@ -5256,7 +5967,7 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
     PBD_SM_FREE(keys);
     PBD_SM_FREE(uses);
     qsort(el, (size_t)ne, sizeof *el, pbd_sm__cmp_edge_len);
-    for (int e = 0; e < ne && *alive_count > target; ++e) {
+    for (int e = 0; e<ne && * alive_count> target; ++e) {
         int a = el[e].a, b = el[e].b;
         if (d->touched[a] || d->touched[b]) continue;
         /* remove the endpoint that may go; prefer keeping boundary vertices */
@@ -5289,7 +6000,10 @@ static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x,
         }
         for (int v = 0; v < nv; ++v) {
             if (cnt[v] == 0) continue;
-            if (cnt[v] != 2) { locked[v] = 1; continue; } /* a pinch: keep */
+            if (cnt[v] != 2) {
+                locked[v] = 1;
+                continue;
+            } /* a pinch: keep */
             float d0[3], d1[3];
             pbd_sm__sub3(x + 3 * v, x + 3 * nb[2 * v], d0);
             pbd_sm__sub3(x + 3 * nb[2 * v + 1], x + 3 * v, d1);
@@ -5308,8 +6022,7 @@ static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x,
    surviving vertices), the surviving vertices' old indices, and for every
    old vertex the new vertex it collapsed into (following the chain). */
 static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *x, const unsigned char *locked_in,
-                                   int target, int **tri_out, int *nt_out, int **kept_out, int *nv_out,
-                                   int **map_out) {
+                                   int target, int **tri_out, int *nt_out, int **kept_out, int *nv_out, int **map_out) {
     pbd_sm__decimator d;
     memset(&d, 0, sizeof d);
     d.nv = nv;
@@ -5323,7 +6036,8 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
     d.rep = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     int *newid = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
+    if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid)
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
     int alive = nt;
     if (r == PBD_OK) {
         memcpy(d.tri, tri, sizeof(int) * 3 * (size_t)nt);
@@ -5344,7 +6058,9 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
         int *kept = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
         int *map = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
         if (!otri || !kept || !map) {
-            PBD_SM_FREE(otri); PBD_SM_FREE(kept); PBD_SM_FREE(map);
+            PBD_SM_FREE(otri);
+            PBD_SM_FREE(kept);
+            PBD_SM_FREE(map);
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
         } else {
             int nk = 0, k = 0;
@@ -5352,7 +6068,10 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
                 if (!d.alive[t]) continue;
                 for (int j = 0; j < 3; ++j) {
                     int v = d.tri[3 * t + j];
-                    if (newid[v] < 0) { newid[v] = nk; kept[nk++] = v; }
+                    if (newid[v] < 0) {
+                        newid[v] = nk;
+                        kept[nk++] = v;
+                    }
                     otri[3 * k + j] = newid[v];
                 }
                 k++;
@@ -5369,9 +6088,16 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
             *map_out = map;
         }
     }
-    PBD_SM_FREE(d.tri); PBD_SM_FREE(d.alive); PBD_SM_FREE(locked); PBD_SM_FREE(d.boundary);
-    PBD_SM_FREE(d.touched); PBD_SM_FREE(d.rep); PBD_SM_FREE(newid); PBD_SM_FREE(d.vt_start);
-    PBD_SM_FREE(d.vt_list); PBD_SM_FREE(d.bkeys);
+    PBD_SM_FREE(d.tri);
+    PBD_SM_FREE(d.alive);
+    PBD_SM_FREE(locked);
+    PBD_SM_FREE(d.boundary);
+    PBD_SM_FREE(d.touched);
+    PBD_SM_FREE(d.rep);
+    PBD_SM_FREE(newid);
+    PBD_SM_FREE(d.vt_start);
+    PBD_SM_FREE(d.vt_list);
+    PBD_SM_FREE(d.bkeys);
     return r;
 }
 
@@ -5383,29 +6109,29 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
    two-pass scheme walks them in the same order. */
 typedef struct pbd_sm__level {
     int nv, nt, ne;
-    int *tri, *edge;        /* nt*3, ne*2 */
-    float *x;               /* nv*4 (coarse levels own it) */
-    float *xhat;            /* nv*4: positions before this level's matching (Algorithm 2) */
-    float *rest;            /* nv*3 rest positions */
-    float *mass;            /* eq. 1 */
-    float *mt, *me;         /* modified masses m/|R_i| of the 2D and 1D regions */
-    float *inv_rt, *inv_re; /* 1/|R_i| */
-    float *tq;              /* nt*6: rest 2D corners qbar (eq. 8) */
-    float *tP;              /* nt*6: the last valid projection P (eq. 7) */
-    float *eq;              /* ne*3: q1^0, q2^0 (eq. 14), rest length */
-    int ntc, nec;           /* colour counts */
-    int overflow[2];        /* the last colour of triangles / edges is the serial overflow set */
-    int *tc, *ec;           /* colour offsets, ntc+1 / nec+1 */
+    int *tri, *edge;         /* nt*3, ne*2 */
+    float *x;                /* nv*4 (coarse levels own it) */
+    float *xhat;             /* nv*4: positions before this level's matching (Algorithm 2) */
+    float *rest;             /* nv*3 rest positions */
+    float *mass;             /* eq. 1 */
+    float *mt, *me;          /* modified masses m/|R_i| of the 2D and 1D regions */
+    float *inv_rt, *inv_re;  /* 1/|R_i| */
+    float *tq;               /* nt*6: rest 2D corners qbar (eq. 8) */
+    float *tP;               /* nt*6: the last valid projection P (eq. 7) */
+    float *eq;               /* ne*3: q1^0, q2^0 (eq. 14), rest length */
+    int ntc, nec;            /* colour counts */
+    int overflow[2];         /* the last colour of triangles / edges is the serial overflow set */
+    int *tc, *ec;            /* colour offsets, ntc+1 / nec+1 */
     int *vt_start, *vt_list; /* vertex -> triangle corners 3t+k (two-pass gather) */
     int *ve_start, *ve_list; /* vertex -> edge ends 2e+k */
-    float *tdx, *edx;       /* per corner / end corrections, nt*9 / ne*6 */
+    float *tdx, *edx;        /* per corner / end corrections, nt*9 / ne*6 */
     /* transfer to the next finer level: finer vertex f reads pro_idx[3f..] with pro_w */
     int *pro_idx;
     float *pro_w;
     /* restriction from the next finer level: rows per vertex of this level */
     int *res_start, *res_idx;
     float *res_w;
-    int *fine_of;           /* nested: the finer level's vertex at this vertex */
+    int *fine_of; /* nested: the finer level's vertex at this vertex */
 } pbd_sm__level;
 
 struct pbd_sm_cloth {
@@ -5413,22 +6139,22 @@ struct pbd_sm_cloth {
     pbd_plugin plugin;
     pbd_range particles;
     int nlevels;
-    pbd_sm__level *lv;      /* 0 coarsest .. nlevels-1 finest */
+    pbd_sm__level *lv; /* 0 coarsest .. nlevels-1 finest */
     int nested;
     float alpha, beta, damping, bending;
     int conserve, scheme;
-    int simd;               /* the SIMD triangle kernel (where compiled); 0: the scalar reference */
+    int simd; /* the SIMD triangle kernel (where compiled); 0: the scalar reference */
     /* bending: Q as CSR rows over the finest vertices (Bergou et al. 2006) */
     int *q_start, *q_idx;
     float *q_val;
-    float *q_row;           /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
-    float *force;           /* nv*3 scratch */
+    float *q_row; /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
+    float *force; /* nv*3 scratch */
 };
 
 static void pbd_sm__level_free(pbd_sm__level *L, int owns_x) {
-    void *a[] = {L->tri, L->edge, L->xhat, L->rest, L->mass, L->mt, L->me, L->inv_rt, L->inv_re, L->tq,
-                 L->tP, L->eq, L->tc, L->ec, L->vt_start, L->vt_list, L->ve_start, L->ve_list, L->tdx, L->edx,
-                 L->pro_idx, L->pro_w, L->res_start, L->res_idx, L->res_w, L->fine_of};
+    void *a[] = {L->tri, L->edge, L->xhat,    L->rest,  L->mass,      L->mt,       L->me,      L->inv_rt,   L->inv_re,
+                 L->tq,  L->tP,   L->eq,      L->tc,    L->ec,        L->vt_start, L->vt_list, L->ve_start, L->ve_list,
+                 L->tdx, L->edx,  L->pro_idx, L->pro_w, L->res_start, L->res_idx,  L->res_w,   L->fine_of};
     for (size_t i = 0; i < sizeof a / sizeof a[0]; ++i) PBD_SM_FREE(a[i]);
     if (owns_x) PBD_SM_FREE(L->x);
     memset(L, 0, sizeof *L);
@@ -5458,7 +6184,8 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, floa
     float *ftmp = (float *)pbd_sm__alloc_n((size_t)n * (stride ? stride : 1), sizeof(float));
     int *off = (int *)pbd_sm__alloc_n(66, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!used || !col || !order || !tmp || !ftmp || !off) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
+    if (!used || !col || !order || !tmp || !ftmp || !off)
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
     if (r == PBD_OK) {
         memset(used, 0, sizeof(unsigned long long) * (size_t)nv);
         memset(off, 0, sizeof(int) * 66);
@@ -5481,7 +6208,8 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, floa
         for (int i = 0; i < n; ++i) memcpy(tmp + (size_t)arity * i, el + (size_t)arity * order[i], sizeof(int) * arity);
         memcpy(el, tmp, sizeof(int) * (size_t)n * arity);
         if (stride) {
-            for (int i = 0; i < n; ++i) memcpy(ftmp + (size_t)stride * i, data + (size_t)stride * order[i], sizeof(float) * stride);
+            for (int i = 0; i < n; ++i)
+                memcpy(ftmp + (size_t)stride * i, data + (size_t)stride * order[i], sizeof(float) * stride);
             memcpy(data, ftmp, sizeof(float) * (size_t)n * stride);
         }
         /* compact: colours 0..maxc-1 (with 64 as the last if used) */
@@ -5496,7 +6224,12 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, floa
         *offsets = off;
         off = NULL;
     }
-    PBD_SM_FREE(used); PBD_SM_FREE(col); PBD_SM_FREE(order); PBD_SM_FREE(tmp); PBD_SM_FREE(ftmp); PBD_SM_FREE(off);
+    PBD_SM_FREE(used);
+    PBD_SM_FREE(col);
+    PBD_SM_FREE(order);
+    PBD_SM_FREE(tmp);
+    PBD_SM_FREE(ftmp);
+    PBD_SM_FREE(off);
     return r;
 }
 
@@ -5505,7 +6238,12 @@ static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, i
     int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
     int *list = (int *)pbd_sm__alloc_n((size_t)n * arity, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!start || !list || !fill) { PBD_SM_FREE(start); PBD_SM_FREE(list); PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_ends: out of memory"); }
+    if (!start || !list || !fill) {
+        PBD_SM_FREE(start);
+        PBD_SM_FREE(list);
+        PBD_SM_FREE(fill);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_ends: out of memory");
+    }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int i = 0; i < n * arity; ++i) start[el[i] + 1]++;
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
@@ -5534,7 +6272,11 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
     if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->tP || !L->tdx || !L->xhat)
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     int *rt = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int)), *re = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    if (!rt || !re) { PBD_SM_FREE(rt); PBD_SM_FREE(re); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory"); }
+    if (!rt || !re) {
+        PBD_SM_FREE(rt);
+        PBD_SM_FREE(re);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
+    }
     memset(rt, 0, sizeof(int) * (size_t)nv);
     memset(re, 0, sizeof(int) * (size_t)nv);
     memset(L->mass, 0, sizeof(float) * (size_t)nv);
@@ -5546,13 +6288,22 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         float area = 0.5f * pbd_sm__len3(n);
         float e01[3];
         pbd_sm__sub3(L->rest + 3 * T[1], L->rest + 3 * T[0], e01);
-        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0) (area %g)", (double)area); break; }
+        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) {
+            r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                               "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + "
+                               "1e-30f)) || !(area > 0) (area %g)",
+                               (double)area);
+            break;
+        }
         for (int k = 0; k < 3; ++k) {
             L->mass[T[k]] += density * area / 3.0f; /* eq. 1 */
             rt[T[k]]++;
         }
     }
-    for (int e = 0; e < L->ne; ++e) { re[L->edge[2 * e]]++; re[L->edge[2 * e + 1]]++; }
+    for (int e = 0; e < L->ne; ++e) {
+        re[L->edge[2 * e]]++;
+        re[L->edge[2 * e + 1]]++;
+    }
     for (int v = 0; v < nv && r == PBD_OK; ++v) {
         L->inv_rt[v] = rt[v] ? 1.0f / (float)rt[v] : 0.0f;
         L->inv_re[v] = re[v] ? 1.0f / (float)re[v] : 0.0f;
@@ -5581,12 +6332,16 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
             L->tq[6 * t + 2 * j] = pbd_sm__dot3(ax, dd); /* qbar, eq. 8 */
             L->tq[6 * t + 2 * j + 1] = pbd_sm__dot3(ay, dd);
         }
-        for (int k = 0; k < 3; ++k) { L->tP[6 * t + k] = ax[k]; L->tP[6 * t + 3 + k] = ay[k]; }
+        for (int k = 0; k < 3; ++k) {
+            L->tP[6 * t + k] = ax[k];
+            L->tP[6 * t + 3 + k] = ay[k];
+        }
     }
     if (L->ne) {
         L->eq = (float *)pbd_sm__alloc_n((size_t)L->ne * 3, sizeof(float));
         L->edx = (float *)pbd_sm__alloc_n((size_t)L->ne * 6, sizeof(float));
-        if (!L->eq || !L->edx) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
+        if (!L->eq || !L->edx)
+            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     }
     for (int e = 0; e < L->ne; ++e) {
         int a = L->edge[2 * e], b = L->edge[2 * e + 1];
@@ -5608,8 +6363,10 @@ static float pbd_sm__closest_bary(const float *p, const float *a, const float *b
     pbd_sm__sub3(c, a, ac);
     pbd_sm__sub3(p, a, ap);
     float d1 = pbd_sm__dot3(ab, ap), d2 = pbd_sm__dot3(ac, ap);
-    if (d1 <= 0 && d2 <= 0) { w[0] = 1; w[1] = w[2] = 0; }
-    else {
+    if (d1 <= 0 && d2 <= 0) {
+        w[0] = 1;
+        w[1] = w[2] = 0;
+    } else {
         float bp[3];
         pbd_sm__sub3(p, b, bp);
         float d3 = pbd_sm__dot3(ab, bp), d4 = pbd_sm__dot3(ac, bp);
@@ -5617,16 +6374,32 @@ static float pbd_sm__closest_bary(const float *p, const float *a, const float *b
         pbd_sm__sub3(p, c, cp);
         float d5 = pbd_sm__dot3(ab, cp), d6 = pbd_sm__dot3(ac, cp);
         float vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
-        if (d3 >= 0 && d4 <= d3) { w[1] = 1; w[0] = w[2] = 0; }
-        else if (vc <= 0 && d1 >= 0 && d3 <= 0) { float v = d1 / (d1 - d3); w[0] = 1 - v; w[1] = v; w[2] = 0; }
-        else if (d6 >= 0 && d5 <= d6) { w[2] = 1; w[0] = w[1] = 0; }
-        else if (vb <= 0 && d2 >= 0 && d6 <= 0) { float v = d2 / (d2 - d6); w[0] = 1 - v; w[2] = v; w[1] = 0; }
-        else if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+        if (d3 >= 0 && d4 <= d3) {
+            w[1] = 1;
+            w[0] = w[2] = 0;
+        } else if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+            float v = d1 / (d1 - d3);
+            w[0] = 1 - v;
+            w[1] = v;
+            w[2] = 0;
+        } else if (d6 >= 0 && d5 <= d6) {
+            w[2] = 1;
+            w[0] = w[1] = 0;
+        } else if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+            float v = d2 / (d2 - d6);
+            w[0] = 1 - v;
+            w[2] = v;
+            w[1] = 0;
+        } else if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
             float v = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-            w[1] = 1 - v; w[2] = v; w[0] = 0;
+            w[1] = 1 - v;
+            w[2] = v;
+            w[0] = 0;
         } else {
             float den = 1.0f / (va + vb + vc);
-            w[1] = vb * den; w[2] = vc * den; w[0] = 1 - w[1] - w[2];
+            w[1] = vb * den;
+            w[2] = vc * den;
+            w[0] = 1 - w[1] - w[2];
         }
     }
     float q[3];
@@ -5663,12 +6436,20 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
                     float w[3];
                     float d = pbd_sm__closest_bary(F->rest + 3 * f, C->rest + 3 * T[0], C->rest + 3 * T[1],
                                                    C->rest + 3 * T[2], w);
-                    if (d < best || (d == best && t < bt)) { best = d; bt = t; memcpy(bw, w, sizeof bw); }
+                    if (d < best || (d == best && t < bt)) {
+                        best = d;
+                        bt = t;
+                        memcpy(bw, w, sizeof bw);
+                    }
                 }
             }
         }
-        if (bt < 0) { C->pro_idx[3 * f] = C->pro_idx[3 * f + 1] = C->pro_idx[3 * f + 2] = c; bw[0] = 1; bw[1] = bw[2] = 0; }
-        else for (int k = 0; k < 3; ++k) C->pro_idx[3 * f + k] = C->tri[3 * bt + k];
+        if (bt < 0) {
+            C->pro_idx[3 * f] = C->pro_idx[3 * f + 1] = C->pro_idx[3 * f + 2] = c;
+            bw[0] = 1;
+            bw[1] = bw[2] = 0;
+        } else
+            for (int k = 0; k < 3; ++k) C->pro_idx[3 * f + k] = C->tri[3 * bt + k];
         memcpy(C->pro_w + 3 * f, bw, sizeof bw);
     }
     PBD_SM_FREE(vt_start);
@@ -5678,12 +6459,18 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
        fine vertices that collapsed into it (weight 1 each, normalised) */
     C->res_start = (int *)pbd_sm__alloc_n((size_t)C->nv + 1, sizeof(int));
     double *rowsum = (double *)pbd_sm__alloc_n((size_t)C->nv, sizeof(double));
-    if (!C->res_start || !rowsum) { PBD_SM_FREE(rowsum); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory"); }
+    if (!C->res_start || !rowsum) {
+        PBD_SM_FREE(rowsum);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
+    }
     memset(C->res_start, 0, sizeof(int) * ((size_t)C->nv + 1));
     memset(rowsum, 0, sizeof(double) * (size_t)C->nv);
     for (int f = 0; f < F->nv; ++f)
         for (int k = 0; k < 3; ++k)
-            if (C->pro_w[3 * f + k] > 0) { C->res_start[C->pro_idx[3 * f + k] + 1]++; rowsum[C->pro_idx[3 * f + k]] += C->pro_w[3 * f + k]; }
+            if (C->pro_w[3 * f + k] > 0) {
+                C->res_start[C->pro_idx[3 * f + k] + 1]++;
+                rowsum[C->pro_idx[3 * f + k]] += C->pro_w[3 * f + k];
+            }
     for (int f = 0; f < F->nv; ++f)
         if (map[f] >= 0 && rowsum[map[f]] == 0) C->res_start[map[f] + 1]++;
     for (int c = 0; c < C->nv; ++c) C->res_start[c + 1] += C->res_start[c];
@@ -5691,15 +6478,25 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
     C->res_idx = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
     C->res_w = (float *)pbd_sm__alloc_n((size_t)total, sizeof(float));
     int *fill = (int *)pbd_sm__alloc_n((size_t)C->nv, sizeof(int));
-    if (!C->res_idx || !C->res_w || !fill) { PBD_SM_FREE(rowsum); PBD_SM_FREE(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory"); }
+    if (!C->res_idx || !C->res_w || !fill) {
+        PBD_SM_FREE(rowsum);
+        PBD_SM_FREE(fill);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
+    }
     memcpy(fill, C->res_start, sizeof(int) * (size_t)C->nv);
     for (int f = 0; f < F->nv; ++f) {
         for (int k = 0; k < 3; ++k) {
             int c = C->pro_idx[3 * f + k];
             float wv = C->pro_w[3 * f + k];
-            if (wv > 0) { C->res_idx[fill[c]] = f; C->res_w[fill[c]++] = (float)(wv / rowsum[c]); }
+            if (wv > 0) {
+                C->res_idx[fill[c]] = f;
+                C->res_w[fill[c]++] = (float)(wv / rowsum[c]);
+            }
         }
-        if (map[f] >= 0 && rowsum[map[f]] == 0) { C->res_idx[fill[map[f]]] = f; C->res_w[fill[map[f]]++] = 1; }
+        if (map[f] >= 0 && rowsum[map[f]] == 0) {
+            C->res_idx[fill[map[f]]] = f;
+            C->res_w[fill[map[f]]++] = 1;
+        }
     }
     for (int c = 0; c < C->nv; ++c) /* the fallback rows: normalise */
         if (rowsum[c] == 0 && C->res_start[c + 1] > C->res_start[c]) {
@@ -5718,9 +6515,17 @@ static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
     pbd_result r = pbd_sm__edges(L->nv, L->tri, L->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
     for (int e = 0; e < ne; ++e)
-        if (uses[e] > 2) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__level_edges: non-manifold (uses[e] > 2)"); } /* non-manifold */
+        if (uses[e] > 2) {
+            PBD_SM_FREE(keys);
+            PBD_SM_FREE(uses);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__level_edges: non-manifold (uses[e] > 2)");
+        } /* non-manifold */
     L->edge = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
-    if (!L->edge) { PBD_SM_FREE(keys); PBD_SM_FREE(uses); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_edges: out of memory"); }
+    if (!L->edge) {
+        PBD_SM_FREE(keys);
+        PBD_SM_FREE(uses);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_edges: out of memory");
+    }
     for (int e = 0; e < ne; ++e) {
         L->edge[2 * e] = (int)(keys[e] / L->nv);
         L->edge[2 * e + 1] = (int)(keys[e] % L->nv);
@@ -5758,7 +6563,8 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
     int *wing = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
     int *stencil = (int *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(int));
     float *kw = (float *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(float));
-    if (!wing || !stencil || !kw) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+    if (!wing || !stencil || !kw)
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     int ns = 0;
     if (r == PBD_OK) {
         for (int e = 0; e < 2 * ne; ++e) wing[e] = -1;
@@ -5772,7 +6578,10 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
                     int m = l + (h - l) / 2;
                     if (keys[m] < key) l = m + 1;
                     else if (keys[m] > key) h = m - 1;
-                    else { e = m; break; }
+                    else {
+                        e = m;
+                        break;
+                    }
                 }
                 if (e < 0) continue;
                 if (a == lo) wing[2 * e] = o; /* triangle lo hi o */
@@ -5800,7 +6609,8 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
         c->q_val = (float *)pbd_sm__alloc_n((size_t)ns * 16 + 1, sizeof(float));
         c->force = (float *)pbd_sm__alloc_n((size_t)nv * 3, sizeof(float));
         c->q_row = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-        if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+        if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row)
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     }
     if (r == PBD_OK) {
         /* rows via per-vertex stencil lists, merged with a scatter array */
@@ -5809,9 +6619,13 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
         float *acc = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
         int *mark = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
         int *cols = (int *)pbd_sm__alloc_n(1024, sizeof(int));
-        if (r == PBD_OK && (!acc || !mark || !cols)) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+        if (r == PBD_OK && (!acc || !mark || !cols))
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
         if (r == PBD_OK) {
-            for (int v = 0; v < nv; ++v) { mark[v] = -1; acc[v] = 0; }
+            for (int v = 0; v < nv; ++v) {
+                mark[v] = -1;
+                acc[v] = 0;
+            }
             int nnz = 0;
             c->q_start[0] = 0;
             for (int i = 0; i < nv; ++i) {
@@ -5820,7 +6634,11 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
                     int s = vl[e] / 4, k = vl[e] % 4;
                     for (int j = 0; j < 4; ++j) {
                         int col = stencil[4 * s + j];
-                        if (mark[col] != i) { mark[col] = i; acc[col] = 0; if (nc < 1024) cols[nc++] = col; }
+                        if (mark[col] != i) {
+                            mark[col] = i;
+                            acc[col] = 0;
+                            if (nc < 1024) cols[nc++] = col;
+                        }
                         acc[col] += kw[4 * s + k] * kw[4 * s + j];
                     }
                 }
@@ -5835,9 +6653,17 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
                 c->q_row[i] = (float)row;
             }
         }
-        PBD_SM_FREE(vs); PBD_SM_FREE(vl); PBD_SM_FREE(acc); PBD_SM_FREE(mark); PBD_SM_FREE(cols);
+        PBD_SM_FREE(vs);
+        PBD_SM_FREE(vl);
+        PBD_SM_FREE(acc);
+        PBD_SM_FREE(mark);
+        PBD_SM_FREE(cols);
     }
-    PBD_SM_FREE(keys); PBD_SM_FREE(uses); PBD_SM_FREE(wing); PBD_SM_FREE(stencil); PBD_SM_FREE(kw);
+    PBD_SM_FREE(keys);
+    PBD_SM_FREE(uses);
+    PBD_SM_FREE(wing);
+    PBD_SM_FREE(stencil);
+    PBD_SM_FREE(kw);
     return r;
 }
 
@@ -5870,7 +6696,7 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
         for (int v = 0; v < C->nv; ++v)
             for (int k = 0; k < 3; ++k)
                 C->rest[3 * v + k] = locked[kept[v]] || acc[4 * v + 3] == 0 ? F->rest[3 * kept[v] + k]
-                                                                               : (float)(acc[4 * v + k] / acc[4 * v + 3]);
+                                                                            : (float)(acc[4 * v + k] / acc[4 * v + 3]);
         /* a triangle that the move turned by over 70 degrees or shrank to
            a tenth puts its corners back on their fine vertices */
         for (int pass = 0, moved = 1; pass < 8 && moved; ++pass) {
@@ -5885,7 +6711,10 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
                 for (int j = 0; j < 3; ++j)
                     for (int k = 0; k < 3; ++k) {
                         float f = F->rest[3 * kept[T[j]] + k];
-                        if (C->rest[3 * T[j] + k] != f) { C->rest[3 * T[j] + k] = f; moved = 1; }
+                        if (C->rest[3 * T[j] + k] != f) {
+                            C->rest[3 * T[j] + k] = f;
+                            moved = 1;
+                        }
                     }
             }
         }
@@ -5915,11 +6744,15 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
         pbd_sm__lock_corners(F->nv, F->tri, F->nt, F->rest, lock_f);
         r = pbd_sm__decimate(F->nv, F->tri, F->nt, F->rest, lock_f, target, &C->tri, &C->nt, &kept, &C->nv, &map);
         if (r != PBD_OK) break;
-        if ((long)C->nt * 20 > (long)F->nt * 19) r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__build_hierarchy: too small to decimate further ((long)C->nt * 20 > (long)F->nt * 19)"); /* too small to decimate further */
+        if ((long)C->nt * 20 > (long)F->nt * 19)
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                               "pbd_sm__build_hierarchy: too small to decimate further ((long)C->nt * 20 > (long)F->nt "
+                               "* 19)");
         C->rest = (float *)pbd_sm__alloc_n((size_t)C->nv * 3, sizeof(float));
         C->x = (float *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(float));
         unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n((size_t)C->nv, 1) : NULL;
-        if (r == PBD_OK && (!lock_c || !C->rest || !C->x)) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
+        if (r == PBD_OK && (!lock_c || !C->rest || !C->x))
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
         if (r == PBD_OK && c->nested) {
             for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * kept[v], 3 * sizeof(float));
         } else if (r == PBD_OK) {
@@ -5996,7 +6829,12 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
         float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
         float ax0 = ok ? nx0 : S->P[0][i], ax1 = ok ? nx1 : S->P[1][i], ax2 = ok ? nx2 : S->P[2][i];
         float ay0 = ok ? ny0 : S->P[3][i], ay1 = ok ? ny1 : S->P[4][i], ay2 = ok ? ny2 : S->P[5][i];
-        S->o[9][i] = ax0; S->o[10][i] = ax1; S->o[11][i] = ax2; S->o[12][i] = ay0; S->o[13][i] = ay1; S->o[14][i] = ay2;
+        S->o[9][i] = ax0;
+        S->o[10][i] = ax1;
+        S->o[11][i] = ax2;
+        S->o[12][i] = ay0;
+        S->o[13][i] = ay1;
+        S->o[14][i] = ay2;
         /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
         float qcx = (w0 * S->q[0][i] + w1 * S->q[2][i] + w2 * S->q[4][i]) / W;
         float qcy = (w0 * S->q[1][i] + w1 * S->q[3][i] + w2 * S->q[5][i]) / W;
@@ -6045,19 +6883,27 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
         ey = lenE > 0 ? ney : 0.0f;
         float sc = l1 - 1;
         float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
-        float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01, h11 = sn * m01 + cs * m11;
+        float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01,
+              h11 = sn * m01 + cs * m11;
         int both = l1 <= 1, one = l2 < 1; /* compressed both ways; only l1 stretched */
         float c00 = both ? A00 : (one ? h00 : cs), c01 = both ? A01 : (one ? h01 : -sn);
         float c10 = both ? A10 : (one ? h10 : sn), c11 = both ? A11 : (one ? h11 : cs);
-        float G00 = conserve ? c00 : cs, G01 = conserve ? c01 : -sn, G10 = conserve ? c10 : sn, G11 = conserve ? c11 : cs;
+        float G00 = conserve ? c00 : cs, G01 = conserve ? c01 : -sn, G10 = conserve ? c10 : sn,
+              G11 = conserve ? c11 : cs;
         /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
         float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
         float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
         float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
         float s0 = S->s[0][i], s1 = S->s[1][i], s2 = S->s[2][i];
-        S->o[0][i] = s0 * (ax0 * g0x + ay0 * g0y); S->o[1][i] = s0 * (ax1 * g0x + ay1 * g0y); S->o[2][i] = s0 * (ax2 * g0x + ay2 * g0y);
-        S->o[3][i] = s1 * (ax0 * g1x + ay0 * g1y); S->o[4][i] = s1 * (ax1 * g1x + ay1 * g1y); S->o[5][i] = s1 * (ax2 * g1x + ay2 * g1y);
-        S->o[6][i] = s2 * (ax0 * g2x + ay0 * g2y); S->o[7][i] = s2 * (ax1 * g2x + ay1 * g2y); S->o[8][i] = s2 * (ax2 * g2x + ay2 * g2y);
+        S->o[0][i] = s0 * (ax0 * g0x + ay0 * g0y);
+        S->o[1][i] = s0 * (ax1 * g0x + ay1 * g0y);
+        S->o[2][i] = s0 * (ax2 * g0x + ay2 * g0y);
+        S->o[3][i] = s1 * (ax0 * g1x + ay0 * g1y);
+        S->o[4][i] = s1 * (ax1 * g1x + ay1 * g1y);
+        S->o[5][i] = s1 * (ax2 * g1x + ay2 * g1y);
+        S->o[6][i] = s2 * (ax0 * g2x + ay0 * g2y);
+        S->o[7][i] = s2 * (ax1 * g2x + ay1 * g2y);
+        S->o[8][i] = s2 * (ax2 * g2x + ay2 * g2y);
     }
 }
 
@@ -6105,13 +6951,23 @@ static inline pbd_sm__vf pbd_sm__vsub(pbd_sm__vf a, pbd_sm__vf b) { return simde
 static inline pbd_sm__vf pbd_sm__vmul(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_mul_ps(a, b); }
 static inline pbd_sm__vf pbd_sm__vdiv(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_div_ps(a, b); }
 static inline pbd_sm__vf pbd_sm__vsqrt(pbd_sm__vf a) { return simde_mm512_sqrt_ps(a); }
-static inline pbd_sm__vm pbd_sm__vgt(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GT_OQ); }
-static inline pbd_sm__vm pbd_sm__vge(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GE_OQ); }
-static inline pbd_sm__vm pbd_sm__vlt(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_LT_OQ); }
-static inline pbd_sm__vm pbd_sm__vle(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_LE_OQ); }
+static inline pbd_sm__vm pbd_sm__vgt(pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GT_OQ);
+}
+static inline pbd_sm__vm pbd_sm__vge(pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_GE_OQ);
+}
+static inline pbd_sm__vm pbd_sm__vlt(pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_LT_OQ);
+}
+static inline pbd_sm__vm pbd_sm__vle(pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm512_cmp_ps_mask(a, b, SIMDE_CMP_LE_OQ);
+}
 static inline pbd_sm__vm pbd_sm__vand(pbd_sm__vm a, pbd_sm__vm b) { return (pbd_sm__vm)(a & b); }
 /* m ? a : b per lane */
-static inline pbd_sm__vf pbd_sm__vsel(pbd_sm__vm m, pbd_sm__vf a, pbd_sm__vf b) { return simde_mm512_mask_blend_ps(m, b, a); }
+static inline pbd_sm__vf pbd_sm__vsel(pbd_sm__vm m, pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm512_mask_blend_ps(m, b, a);
+}
 #elif PBD_SM__CW == 8
 typedef simde__m256 pbd_sm__vf;
 typedef simde__m256 pbd_sm__vm;
@@ -6128,7 +6984,9 @@ static inline pbd_sm__vm pbd_sm__vge(pbd_sm__vf a, pbd_sm__vf b) { return simde_
 static inline pbd_sm__vm pbd_sm__vlt(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm256_cmp_ps(a, b, SIMDE_CMP_LT_OQ); }
 static inline pbd_sm__vm pbd_sm__vle(pbd_sm__vf a, pbd_sm__vf b) { return simde_mm256_cmp_ps(a, b, SIMDE_CMP_LE_OQ); }
 static inline pbd_sm__vm pbd_sm__vand(pbd_sm__vm a, pbd_sm__vm b) { return simde_mm256_and_ps(a, b); }
-static inline pbd_sm__vf pbd_sm__vsel(pbd_sm__vm m, pbd_sm__vf a, pbd_sm__vf b) { return simde_mm256_blendv_ps(b, a, m); }
+static inline pbd_sm__vf pbd_sm__vsel(pbd_sm__vm m, pbd_sm__vf a, pbd_sm__vf b) {
+    return simde_mm256_blendv_ps(b, a, m);
+}
 #elif PBD_SM__CW == 4
 typedef simde__m128 pbd_sm__vf;
 typedef simde__m128 pbd_sm__vm;
@@ -6188,12 +7046,15 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
     /* the projection P (eqs. 6-7); the last valid one when degenerate */
     V e1x = pbd_sm__vsub(px1, px0), e1y = pbd_sm__vsub(py1, py0), e1z = pbd_sm__vsub(pz1, pz0);
     V e2x = pbd_sm__vsub(px2, px0), e2y = pbd_sm__vsub(py2, py0), e2z = pbd_sm__vsub(pz2, pz0);
-    V nx = pbd_sm__vdiff2(e1y, e2z, e1z, e2y), ny = pbd_sm__vdiff2(e1z, e2x, e1x, e2z), nz = pbd_sm__vdiff2(e1x, e2y, e1y, e2x);
-    V yx = pbd_sm__vdiff2(ny, e1z, nz, e1y), yy = pbd_sm__vdiff2(nz, e1x, nx, e1z), yz = pbd_sm__vdiff2(nx, e1y, ny, e1x);
+    V nx = pbd_sm__vdiff2(e1y, e2z, e1z, e2y), ny = pbd_sm__vdiff2(e1z, e2x, e1x, e2z),
+      nz = pbd_sm__vdiff2(e1x, e2y, e1y, e2x);
+    V yx = pbd_sm__vdiff2(ny, e1z, nz, e1y), yy = pbd_sm__vdiff2(nz, e1x, nx, e1z),
+      yz = pbd_sm__vdiff2(nx, e1y, ny, e1x);
     V le = pbd_sm__vsqrt(pbd_sm__vdot3(e1x, e1x, e1y, e1y, e1z, e1z));
     V ly = pbd_sm__vsqrt(pbd_sm__vdot3(yx, yx, yy, yy, yz, yz));
-    pbd_sm__vm ok = pbd_sm__vand(pbd_sm__vand(pbd_sm__vgt(le, pbd_sm__vset(1e-20f)), pbd_sm__vgt(ly, pbd_sm__vset(1e-30f))),
-                                 pbd_sm__vgt(ly, pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vset(1e-6f), le), le), le)));
+    pbd_sm__vm ok =
+        pbd_sm__vand(pbd_sm__vand(pbd_sm__vgt(le, pbd_sm__vset(1e-20f)), pbd_sm__vgt(ly, pbd_sm__vset(1e-30f))),
+                     pbd_sm__vgt(ly, pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vset(1e-6f), le), le), le)));
     V ile = pbd_sm__vdiv(one_, pbd_sm__vsel(ok, le, one_)), ily = pbd_sm__vdiv(one_, pbd_sm__vsel(ok, ly, one_));
     V ax0 = pbd_sm__vsel(ok, pbd_sm__vmul(e1x, ile), pbd_sm__vld(S->P[0] + i));
     V ax1 = pbd_sm__vsel(ok, pbd_sm__vmul(e1y, ile), pbd_sm__vld(S->P[1] + i));
@@ -6201,14 +7062,19 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
     V ay0 = pbd_sm__vsel(ok, pbd_sm__vmul(yx, ily), pbd_sm__vld(S->P[3] + i));
     V ay1 = pbd_sm__vsel(ok, pbd_sm__vmul(yy, ily), pbd_sm__vld(S->P[4] + i));
     V ay2 = pbd_sm__vsel(ok, pbd_sm__vmul(yz, ily), pbd_sm__vld(S->P[5] + i));
-    pbd_sm__vst(S->o[9] + i, ax0); pbd_sm__vst(S->o[10] + i, ax1); pbd_sm__vst(S->o[11] + i, ax2);
-    pbd_sm__vst(S->o[12] + i, ay0); pbd_sm__vst(S->o[13] + i, ay1); pbd_sm__vst(S->o[14] + i, ay2);
+    pbd_sm__vst(S->o[9] + i, ax0);
+    pbd_sm__vst(S->o[10] + i, ax1);
+    pbd_sm__vst(S->o[11] + i, ax2);
+    pbd_sm__vst(S->o[12] + i, ay0);
+    pbd_sm__vst(S->o[13] + i, ay1);
+    pbd_sm__vst(S->o[14] + i, ay2);
     /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
     V qr0 = pbd_sm__vld(S->q[0] + i), qr1 = pbd_sm__vld(S->q[1] + i), qr2 = pbd_sm__vld(S->q[2] + i);
     V qr3 = pbd_sm__vld(S->q[3] + i), qr4 = pbd_sm__vld(S->q[4] + i), qr5 = pbd_sm__vld(S->q[5] + i);
     V qcx = pbd_sm__vdiv(pbd_sm__vdot3(w0, qr0, w1, qr2, w2, qr4), W);
     V qcy = pbd_sm__vdiv(pbd_sm__vdot3(w0, qr1, w1, qr3, w2, qr5), W);
-    V q0x = pbd_sm__vsub(qr0, qcx), q0y = pbd_sm__vsub(qr1, qcy), q1x = pbd_sm__vsub(qr2, qcx), q1y = pbd_sm__vsub(qr3, qcy);
+    V q0x = pbd_sm__vsub(qr0, qcx), q0y = pbd_sm__vsub(qr1, qcy), q1x = pbd_sm__vsub(qr2, qcx),
+      q1y = pbd_sm__vsub(qr3, qcy);
     V q2x = pbd_sm__vsub(qr4, qcx), q2y = pbd_sm__vsub(qr5, qcy);
     V qa = pbd_sm__vwdot3(w0, w1, w2, q0x, q0x, q1x, q1x, q2x, q2x);
     V qb = pbd_sm__vwdot3(w0, w1, w2, q0x, q0y, q1x, q1y, q2x, q2y);
@@ -6261,16 +7127,20 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
         V m11 = pbd_sm__vsub(v11, pbd_sm__vmul(pbd_sm__vmul(sc, ey), ey));
         V h00 = pbd_sm__vdiff2(cs, m00, sn, m01), h01 = pbd_sm__vdiff2(cs, m01, sn, m11);
         V h10 = pbd_sm__vsum2(sn, m00, cs, m01), h11 = pbd_sm__vsum2(sn, m01, cs, m11);
-        pbd_sm__vm both = pbd_sm__vle(l1, one_), one = pbd_sm__vlt(l2, one_); /* compressed both ways; only l1 stretched */
+        pbd_sm__vm both = pbd_sm__vle(l1, one_),
+                   one = pbd_sm__vlt(l2, one_); /* compressed both ways; only l1 stretched */
         G00 = pbd_sm__vsel(both, A00, pbd_sm__vsel(one, h00, cs));
         G01 = pbd_sm__vsel(both, A01, pbd_sm__vsel(one, h01, nsn));
         G10 = pbd_sm__vsel(both, A10, pbd_sm__vsel(one, h10, sn));
         G11 = pbd_sm__vsel(both, A11, pbd_sm__vsel(one, h11, cs));
     }
     /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
-    V g0x = pbd_sm__vsub(pbd_sm__vsum2(G00, q0x, G01, q0y), p0x), g0y = pbd_sm__vsub(pbd_sm__vsum2(G10, q0x, G11, q0y), p0y);
-    V g1x = pbd_sm__vsub(pbd_sm__vsum2(G00, q1x, G01, q1y), p1x), g1y = pbd_sm__vsub(pbd_sm__vsum2(G10, q1x, G11, q1y), p1y);
-    V g2x = pbd_sm__vsub(pbd_sm__vsum2(G00, q2x, G01, q2y), p2x), g2y = pbd_sm__vsub(pbd_sm__vsum2(G10, q2x, G11, q2y), p2y);
+    V g0x = pbd_sm__vsub(pbd_sm__vsum2(G00, q0x, G01, q0y), p0x),
+      g0y = pbd_sm__vsub(pbd_sm__vsum2(G10, q0x, G11, q0y), p0y);
+    V g1x = pbd_sm__vsub(pbd_sm__vsum2(G00, q1x, G01, q1y), p1x),
+      g1y = pbd_sm__vsub(pbd_sm__vsum2(G10, q1x, G11, q1y), p1y);
+    V g2x = pbd_sm__vsub(pbd_sm__vsum2(G00, q2x, G01, q2y), p2x),
+      g2y = pbd_sm__vsub(pbd_sm__vsum2(G10, q2x, G11, q2y), p2y);
     V s0 = pbd_sm__vld(S->s[0] + i), s1 = pbd_sm__vld(S->s[1] + i), s2 = pbd_sm__vld(S->s[2] + i);
     pbd_sm__vst(S->o[0] + i, pbd_sm__vmul(s0, pbd_sm__vsum2(ax0, g0x, ay0, g0y)));
     pbd_sm__vst(S->o[1] + i, pbd_sm__vmul(s0, pbd_sm__vsum2(ax1, g0x, ay1, g0y)));
@@ -6335,8 +7205,12 @@ static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const floa
         int ia = L->edge[2 * (e0 + i)], ib = L->edge[2 * (e0 + i) + 1];
         const float *pa = x + 4 * ia, *pb = x + 4 * ib;
         int fa = !(pa[3] > 0), fb = !(pb[3] > 0);
-        ax[i] = pa[0]; ay[i] = pa[1]; az[i] = pa[2];
-        bx[i] = pb[0]; by[i] = pb[1]; bz[i] = pb[2];
+        ax[i] = pa[0];
+        ay[i] = pa[1];
+        az[i] = pa[2];
+        bx[i] = pb[0];
+        by[i] = pb[1];
+        bz[i] = pb[2];
         wa[i] = fa ? 1000.0f * L->me[ia] : L->me[ia];
         wb[i] = fb ? 1000.0f * L->me[ib] : L->me[ib];
         sa[i] = fa ? 0.0f : beta * L->inv_re[ia];
@@ -6369,7 +7243,11 @@ static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const floa
 
 /* --- passes ------------------------------------------------------------------- */
 
-static void pbd_sm__add3(float *x, const float *d) { x[0] += d[0]; x[1] += d[1]; x[2] += d[2]; }
+static void pbd_sm__add3(float *x, const float *d) {
+    x[0] += d[0];
+    x[1] += d[1];
+    x[2] += d[2];
+}
 
 /* Gathers the corrections of every element end of each vertex (in element
    order: deterministic for any thread count) and applies them. */
@@ -6487,7 +7365,9 @@ static void pbd_sm__sync_coarse(pbd_sm_cloth *c, float *xfine) {
             float s[3] = {0, 0, 0};
             for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
                 for (int k = 0; k < 3; ++k) s[k] += C->res_w[e] * xf[4 * C->res_idx[e] + k];
-            xc[0] = s[0]; xc[1] = s[1]; xc[2] = s[2];
+            xc[0] = s[0];
+            xc[1] = s[1];
+            xc[2] = s[2];
             xc[3] = 1.0f / C->mass[v];
         }
     }
@@ -6548,7 +7428,9 @@ static void pbd_sm__bend(pbd_sm_cloth *c, const pbd_solve_context *s) {
         for (int e = c->q_start[i]; e < c->q_start[i + 1]; ++e) {
             const float *xj = x + 4 * c->q_idx[e];
             float q = c->q_val[e];
-            f[0] += q * xj[0]; f[1] += q * xj[1]; f[2] += q * xj[2];
+            f[0] += q * xj[0];
+            f[1] += q * xj[1];
+            f[2] += q * xj[2];
         }
         for (int j = 0; j < 3; ++j) {
             float dv = -k * h * wi * f[j];
@@ -6631,18 +7513,47 @@ static int pbd_sm__finite_n(const float *x, long n) {
 static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
-    if (!d->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->positions is NULL");
-    if (!d->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->triangles is NULL");
-    if (d->keep_count > 0 && !d->keep_vertices) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->keep_vertices is NULL while d->keep_count > 0");
-    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)", d->vertex_count, d->triangle_count, d->keep_count);
-    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)", d->vertex_count, d->triangle_count);
-    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
-    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)", d->vertex_count);
+    if (!d->positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->positions is NULL");
+    if (!d->triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->triangles is NULL");
+    if (d->keep_count > 0 && !d->keep_vertices)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm__check_cloth_desc: d->keep_vertices is NULL while d->keep_count > 0");
+    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 "
+                              "|| d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)",
+                              d->vertex_count, d->triangle_count, d->keep_count);
+    if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || "
+                              "d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)",
+                              d->vertex_count, d->triangle_count);
+    if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * "
+                              "d->vertex_count) (d->vertex_count %d)",
+                              d->vertex_count);
+    if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_cloth_desc: rejected because d->initial_positions && "
+                              "!pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)",
+                              d->vertex_count);
     if (!pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) ||
         !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1) (d->density %g, d->bending_stiffness %g, d->thickness %g, d->reduction %g)", (double)d->density, (double)d->bending_stiffness, (double)d->thickness, (double)d->reduction);
-    if (!(d->density > 0)) return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm__check_cloth_desc: rejected because !(d->density > 0) (d->density %g)", (double)d->density);
-    const char *bad = d->levels < 1 || d->levels > 10                ? "levels outside 1..10"
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || "
+                              "!pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || "
+                              "!pbd_sm__finite_n(&d->reduction, 1) (d->density %g, d->bending_stiffness %g, "
+                              "d->thickness %g, d->reduction %g)",
+                              (double)d->density, (double)d->bending_stiffness, (double)d->thickness,
+                              (double)d->reduction);
+    if (!(d->density > 0))
+        return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS,
+                              "pbd_sm__check_cloth_desc: rejected because !(d->density > 0) (d->density %g)",
+                              (double)d->density);
+    const char *bad = d->levels < 1 || d->levels > 10                    ? "levels outside 1..10"
                       : !(d->reduction >= 0.05f && d->reduction <= 0.9f) ? "reduction outside [0.05, 0.9]"
                       : d->nested != 0 && d->nested != 1                 ? "nested is neither 0 nor 1"
                       : !pbd_sm__in01(d->alpha)                          ? "alpha outside [0, 1]"
@@ -6655,20 +7566,36 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
                       : d->conserve_wrinkles != 0 && d->conserve_wrinkles != 1 ? "conserve_wrinkles is neither 0 nor 1"
                                                                                : NULL;
     if (bad)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_desc: %s (levels %d, reduction %g, "
-                              "alpha %g, beta %g, damping %g, bending_stiffness %g, thickness %g)", bad, d->levels,
-                              (double)d->reduction, (double)d->alpha, (double)d->beta, (double)d->damping,
-                              (double)d->bending_stiffness, (double)d->thickness);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_desc: %s (levels %d, reduction %g, "
+                              "alpha %g, beta %g, damping %g, bending_stiffness %g, thickness %g)",
+                              bad, d->levels, (double)d->reduction, (double)d->alpha, (double)d->beta,
+                              (double)d->damping, (double)d->bending_stiffness, (double)d->thickness);
     for (long i = 0; i < 3L * d->triangle_count; ++i)
-        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)", i, d->triangles[i], d->vertex_count);
+        if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count)
+            return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] "
+                                  ">= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)",
+                                  i, d->triangles[i], d->vertex_count);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *T = d->triangles + 3 * t;
-        if (T[0] == T[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[1]");
-        if (T[1] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[1] == T[2]");
-        if (T[0] == T[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__check_cloth_desc: rejected because T[0] == T[2]");
+        if (T[0] == T[1])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm__check_cloth_desc: rejected because T[0] == T[1]");
+        if (T[1] == T[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm__check_cloth_desc: rejected because T[1] == T[2]");
+        if (T[0] == T[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm__check_cloth_desc: rejected because T[0] == T[2]");
     }
     for (int k = 0; k < d->keep_count; ++k)
-        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)", k, d->keep_vertices[k], d->vertex_count);
+        if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count)
+            return pbd_world_fail(
+                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= "
+                "d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)",
+                k, d->keep_vertices[k], d->vertex_count);
     return PBD_OK;
 }
 
@@ -6678,7 +7605,10 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     if (!c) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     memset(c, 0, sizeof *c);
     c->lv = (pbd_sm__level *)pbd_sm__alloc_n((size_t)d->levels, sizeof(pbd_sm__level));
-    if (!c->lv) { PBD_SM_FREE(c); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory"); }
+    if (!c->lv) {
+        PBD_SM_FREE(c);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
+    }
     memset(c->lv, 0, sizeof(pbd_sm__level) * (size_t)d->levels);
     c->nlevels = d->levels;
     c->nested = d->nested;
@@ -6694,7 +7624,9 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     F->nt = d->triangle_count;
     F->tri = (int *)pbd_sm__alloc_n((size_t)F->nt * 3, sizeof(int));
     F->rest = (float *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(float));
-    pbd_result r = F->tri && F->rest ? PBD_OK : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
+    pbd_result r = F->tri && F->rest
+                       ? PBD_OK
+                       : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     if (r == PBD_OK) {
         memcpy(F->tri, d->triangles, sizeof(int) * 3 * (size_t)F->nt);
         memcpy(F->rest, d->positions, sizeof(float) * 3 * (size_t)F->nv);
@@ -6702,10 +7634,17 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     }
     if (r == PBD_OK)
         for (int v = 0; v < F->nv; ++v)
-            if (F->vt_start[v + 1] == F->vt_start[v]) r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__cloth_build: a vertex without triangle (F->vt_start[v + 1] == F->vt_start[v])"); /* a vertex without triangle */
+            if (F->vt_start[v + 1] == F->vt_start[v])
+                r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                   "pbd_sm__cloth_build: a vertex without triangle (F->vt_start[v + 1] == "
+                                   "F->vt_start[v])");
     if (r == PBD_OK) r = pbd_sm__build_hierarchy(c, d, d->levels);
     if (r == PBD_OK) r = pbd_sm__bending_matrix(c);
-    if (r != PBD_OK) { c->nlevels = d->levels; pbd_sm__cloth_free(c); return r; }
+    if (r != PBD_OK) {
+        c->nlevels = d->levels;
+        pbd_sm__cloth_free(c);
+        return r;
+    }
     for (int l = 0; l < d->levels - 1; ++l) /* coarse positions until the first V-cycle: the rest shape */
         for (int v = 0; v < c->lv[l].nv; ++v) {
             memcpy(c->lv[l].x + 4 * v, c->lv[l].rest + 3 * v, 3 * sizeof(float));
@@ -6732,7 +7671,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pd.radius = d->thickness;
     pd.count = F->nv;
     r = pbd_add_particles(w, &pd, &c->particles);
-    if (r != PBD_OK) { pbd_sm__cloth_free(c); return r; }
+    if (r != PBD_OK) {
+        pbd_sm__cloth_free(c);
+        return r;
+    }
     long work = 0;
     for (int l = 0; l < c->nlevels; ++l) work += 2L * (c->lv[l].nt + c->lv[l].ne + c->lv[l].nv);
     pbd_plugin_desc pl = pbd_plugin_desc_default();
@@ -6746,7 +7688,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.end_substep = pbd_sm__cloth_end_substep;
     pl.destroy = pbd_sm__cloth_destroy;
     r = pbd_add_plugin(w, &pl, &c->plugin);
-    if (r != PBD_OK) { pbd_sm__cloth_free(c); return r; } /* only out of memory: the particles stay */
+    if (r != PBD_OK) {
+        pbd_sm__cloth_free(c);
+        return r;
+    } /* only out of memory: the particles stay */
     c->world = w;
     *out = c;
     if (particles) *particles = c->particles;
@@ -6756,7 +7701,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
 PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *c) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: w is NULL");
     if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: c is NULL");
-    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: the cloth belongs to another world");
+    if (c->world != w)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: the cloth belongs to another world");
     return pbd_remove_plugin(w, c->plugin); /* frees c */
 }
 
@@ -6769,7 +7715,10 @@ PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *c) { return c ? c->n
 PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *vertex_count, int *triangle_count,
                                          const int **triangles, const float **positions) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: c is NULL");
-    if (level < 0 || level >= c->nlevels) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)", level);
+    if (level < 0 || level >= c->nlevels)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)",
+                              level);
     const pbd_sm__level *L = &c->lv[level];
     if (vertex_count) *vertex_count = L->nv;
     if (triangle_count) *triangle_count = L->nt;
@@ -6779,41 +7728,62 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, float beta) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: c is NULL");
-    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || !pbd_sm__in01(beta) (alpha %g, beta %g)", (double)alpha, (double)beta);
+    if (!c)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: c is NULL");
+    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta))
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || "
+                              "!pbd_sm__in01(beta) (alpha %g, beta %g)",
+                              (double)alpha, (double)beta);
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *c, int on) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_wrinkle_conservation: c is NULL");
-    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
+    if (!c)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_cloth_set_wrinkle_conservation: c is NULL");
+    if (on != 0 && on != 1)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
     c->conserve = on;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: c is NULL");
-    if (!pbd_sm__in01(damping)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)", (double)damping);
+    if (!pbd_sm__in01(damping))
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)",
+                              (double)damping);
     c->damping = damping;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: c is NULL");
-    if (!pbd_sm__finite_n(&k, 1)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
-    if (!(k >= 0)) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
+    if (!pbd_sm__finite_n(&k, 1))
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
+    if (!(k >= 0))
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
     c->bending = k;
     return PBD_OK;
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *c, pbd_sm_cloth_scheme scheme) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_scheme: c is NULL");
-    if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS");
+    if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != "
+                              "PBD_SM_CLOTH_INDEPENDENT_SETS");
     c->scheme = scheme;
     return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: c is NULL");
-    if (on != 0 && on != 1) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
+    if (on != 0 && on != 1)
+        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }
@@ -6824,7 +7794,8 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: w is NULL");
     if (!average) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: average is NULL");
     if (!maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: maximum is NULL");
-    if (c->world != w) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: the cloth belongs to another world");
+    if (c->world != w)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: the cloth belongs to another world");
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = pbd_world_positions(w) + 4 * c->particles.first;
     double sum = 0;

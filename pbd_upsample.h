@@ -195,13 +195,11 @@ PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m);
    output is then untouched); PBD_ERROR_INVALID_ARGUMENT for an untrained
    model. One model is evaluated by one thread at a time (it owns its
    scratch); OpenMP threads inside are controlled below. No allocation. */
-PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions,
-                                  float *detail_positions_out);
+PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out);
 /* Like pbd_up_eval, with the sizes the caller's arrays have (in vertices):
    PBD_ERROR_INVALID_ARGUMENT when they are not the model's. */
-PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions,
-                                          int coarse_count, float *detail_positions_out,
-                                          int detail_count);
+PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
+                                          float *detail_positions_out, int detail_count);
 
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference twins)
@@ -254,16 +252,15 @@ PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m);
    to 1), so evaluation x0 = S u is one sparse matrix-vector product (SIMD
    kernel, OpenMP rows). The model is trained on creation: without detail
    it evaluates the smooth mesh x0 (the "subdivision only" baseline). */
-PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
-                                                int vertex_count, int levels, pbd_up_model **out);
+PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count, int vertex_count, int levels,
+                                                pbd_up_model **out);
 PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m); /* -1 if not a subdivision model */
 /* The detail (smooth) mesh's triangles: valid while the model lives. */
-PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
-                                                   int *triangle_count);
+PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles, int *triangle_count);
 /* Row `row` of S: writes at most max columns/weights (either may be NULL
    with max 0), *count receives the row's length. */
-PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
-                                                 float *weights, int max, int *count);
+PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns, float *weights, int max,
+                                                 int *count);
 /* The smooth mesh x0 = S u and (frames_out, optional) each vertex's local
    frame, 9 floats: tangent t, bitangent b, normal n (orthonormal, right
    handed). n is the normalised sum of the adjacent triangles' (area
@@ -271,8 +268,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
    lowest-numbered one) projected on the tangent plane, b = n x t.
    A vertex whose frame is degenerate (zero normal or tangent) gets the
    world axes. */
-PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
-                                                float *smooth_out, float *frames_out);
+PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions, float *smooth_out,
+                                                float *frames_out);
 /* Two-scale detail (survey 5.1): dx_i = R_i^T (X_i - x0_i) in the local
    frames of the smooth mesh of `coarse_positions`, for a detail mesh X
    (detail_count*3) of the same topology; afterwards pbd_up_eval returns
@@ -305,19 +302,19 @@ typedef struct pbd_up_wrinkle pbd_up_wrinkle;
 typedef struct pbd_up_wrinkle_desc {
     const float *coarse_positions; /* the coarse rest mesh: coarse_count*3 */
     int coarse_count;
-    const int *coarse_triangles;   /* coarse_triangle_count*3 */
+    const int *coarse_triangles; /* coarse_triangle_count*3 */
     int coarse_triangle_count;
-    const float *fine_positions;   /* the fine rest mesh: fine_count*3 */
+    const float *fine_positions; /* the fine rest mesh: fine_count*3 */
     int fine_count;
-    const int *fine_triangles;     /* fine_triangle_count*3, edge-manifold */
+    const int *fine_triangles; /* fine_triangle_count*3, edge-manifold */
     int fine_triangle_count;
-    float radius;                  /* attachment radius (m), >= 0; default 0.01 */
-    int one_sided;                 /* 1: closed coarse mesh, stay outside; default 0 */
-    int iterations;                /* per update, 1..1000; default 4 */
-    float time_step;               /* the solve's h (s), default 1/60 */
-    float stretch_compliance;      /* default 0 */
-    float bending_compliance;      /* default 1e-3 */
-    pbd_bending_model bending;     /* default PBD_BENDING_DIHEDRAL */
+    float radius;              /* attachment radius (m), >= 0; default 0.01 */
+    int one_sided;             /* 1: closed coarse mesh, stay outside; default 0 */
+    int iterations;            /* per update, 1..1000; default 4 */
+    float time_step;           /* the solve's h (s), default 1/60 */
+    float stretch_compliance;  /* default 0 */
+    float bending_compliance;  /* default 1e-3 */
+    pbd_bending_model bending; /* default PBD_BENDING_DIHEDRAL */
 } pbd_up_wrinkle_desc;
 
 PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void);
@@ -332,17 +329,16 @@ PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr);
    solve, and (fine_out, optional) the fine positions, fine_count*3.
    A NaN/Inf coarse position is refused and changes nothing. A coarse
    triangle that degenerates keeps its last normal. */
-PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *coarse_positions,
-                                            float *fine_out);
+PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *coarse_positions, float *fine_out);
 PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr);
 /* The binding of fine vertex v: coarse triangle, barycentric coordinates
    (3 floats), offset along the normal. */
-PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
-                                             float *barycentric, float *offset);
+PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle, float *barycentric,
+                                             float *offset);
 /* The attachment targets of the last update (fine_count*3), and
    (optional) the coarse surface points a and unit normals n. */
-PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
-                                             float *surface_points, float *normals);
+PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets, float *surface_points,
+                                             float *normals);
 /* The fine mesh's world (read positions, change compliances); owned by
    the wrinkle mesh: do not destroy it or add objects to it. */
 PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr);
@@ -380,41 +376,38 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on);
      float coarse[frame_count][3 * coarse_count];
      float detail[frame_count][3 * detail_count];
      uint64 FNV-1a checksum of all the bytes before it. */
-typedef enum pbd_up_scene {
-    PBD_UP_SCENE_CAPE = 0,
-    PBD_UP_SCENE_DROP = 1
-} pbd_up_scene;
+typedef enum pbd_up_scene { PBD_UP_SCENE_CAPE = 0, PBD_UP_SCENE_DROP = 1 } pbd_up_scene;
 
 typedef struct pbd_up_training {
     int coarse_count, detail_count, frame_count;
     int coarse_triangle_count, detail_triangle_count;
-    int levels;               /* detail = coarse subdivided this many times */
-    int *coarse_triangles;    /* coarse_triangle_count*3 */
-    int *detail_triangles;    /* detail_triangle_count*3 */
-    float *coarse_rest;       /* coarse_count*3 */
-    float *detail_rest;       /* detail_count*3 */
-    float *coarse;            /* frame_count * coarse_count*3: u of frame f at f*coarse_count*3 */
-    float *detail;            /* frame_count * detail_count*3: X of frame f */
+    int levels;            /* detail = coarse subdivided this many times */
+    int *coarse_triangles; /* coarse_triangle_count*3 */
+    int *detail_triangles; /* detail_triangle_count*3 */
+    float *coarse_rest;    /* coarse_count*3 */
+    float *detail_rest;    /* detail_count*3 */
+    float *coarse;         /* frame_count * coarse_count*3: u of frame f at f*coarse_count*3 */
+    float *detail;         /* frame_count * detail_count*3: X of frame f */
 } pbd_up_training;
 
 typedef struct pbd_up_training_desc {
-    pbd_up_scene scene;          /* default PBD_UP_SCENE_CAPE */
-    int coarse_resolution;       /* vertices per side, 3..256; default 12 */
-    int levels;                  /* 1..4; default 1 */
-    float size;                  /* cloth width (m), default 1 */
-    int frames;                  /* recorded pairs, >= 1; default 60 */
-    int steps_per_frame;         /* >= 1; default 2 */
-    float time_step;             /* s per step, default 1/60 */
-    int substeps, iterations;    /* both worlds; default 4 and 4 */
-    float amplitude;             /* m; default 0.3 */
-    float frequency;             /* Hz (cape); default 0.7 */
+    pbd_up_scene scene;              /* default PBD_UP_SCENE_CAPE */
+    int coarse_resolution;           /* vertices per side, 3..256; default 12 */
+    int levels;                      /* 1..4; default 1 */
+    float size;                      /* cloth width (m), default 1 */
+    int frames;                      /* recorded pairs, >= 1; default 60 */
+    int steps_per_frame;             /* >= 1; default 2 */
+    float time_step;                 /* s per step, default 1/60 */
+    int substeps, iterations;        /* both worlds; default 4 and 4 */
+    float amplitude;                 /* m; default 0.3 */
+    float frequency;                 /* Hz (cape); default 0.7 */
     float coarse_bending_compliance; /* default 1e-3 */
     float fine_bending_compliance;   /* default 1e-1 (softer: finer folds) */
-    float jitter;                /* out-of-plane rest jitter of the fine
+    float jitter;                    /* out-of-plane rest jitter of the fine
                                     vertices between coarse ones (m), breaks
                                     symmetry; default 1e-3 */
-    unsigned seed;               /* for the jitter; default 1 */
-    int threads;                 /* both worlds (pbd_world_set_threads): 0 automatic
+    unsigned seed;                   /* for the jitter; default 1 */
+    int threads;                     /* both worlds (pbd_world_set_threads): 0 automatic
                                     (default); 1 avoids OpenMP barrier stalls when
                                     the machine is busy with other work */
 } pbd_up_training_desc;
@@ -424,8 +417,7 @@ PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
 PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
 /* All frames of a then of b (same meshes: PBD_ERROR_INVALID_ARGUMENT
    otherwise), e.g. to train on both scenes. */
-PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
-                                             pbd_up_training *out);
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b, pbd_up_training *out);
 PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t);
 /* The file format above, in memory. Load refuses (PBD_ERROR_BAD_SNAPSHOT)
    a wrong magic/version/byte order, a size that does not match the
@@ -480,11 +472,11 @@ typedef struct pbd_up_piu_desc {
     /* Or the prior from a PBD_UP_SUBDIVISION model of the coarse mesh (its
        stencil matrix; not with the arrays above). */
     const pbd_up_model *subdivision;
-    int support;                /* coarse vertices per neighbourhood, 2..64 (default 16);
+    int support;           /* coarse vertices per neighbourhood, 2..64 (default 16);
                                    clamped to coarse_count */
-    float regularization;       /* lambda >= 0 (default 1e-3); 0 is treated as 1e-9 */
-    int oscillatory_modes;      /* residual modes, 0 (default) .. 64 */
-    float frame_dt;             /* seconds between training frames (needed for modes) */
+    float regularization;  /* lambda >= 0 (default 1e-3); 0 is treated as 1e-9 */
+    int oscillatory_modes; /* residual modes, 0 (default) .. 64 */
+    float frame_dt;        /* seconds between training frames (needed for modes) */
 } pbd_up_piu_desc;
 
 PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void);
@@ -500,8 +492,8 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
 /* The fitted operator as a dense row: weights[j] for coarse vertex
    index[j], j < *count (at most `support` entries). For inspection and
    tests; coarse indices are ascending. */
-PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight,
-                                     int max, int *count);
+PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, int *index, float *weight, int max,
+                                     int *count);
 /* Mode count and, for mode k, its angular frequency (rad/s) and training
    amplitude. */
 PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m);
@@ -538,14 +530,14 @@ typedef struct pbd_up_wpsd_desc {
                                         smooth mesh, the frames and the interpolation weights */
     const int *coarse_triangles;     /* the feature mesh (its edges span pose space) */
     int coarse_triangle_count;
-    int frame_count;                 /* training pairs */
-    const float *coarse_frames;      /* frame_count * coarse_count * 3 */
-    const float *detail_frames;      /* frame_count * detail_count * 3 (subdivision's numbering) */
-    const float *coarse_rest;        /* rest pose (edge rest lengths); NULL: frame 0 */
-    int edges_per_vertex;            /* 1..64, default 16 (Bickel et al.) */
-    float error_threshold;           /* RMS per-vertex error that stops the selection (>= 0;
+    int frame_count;            /* training pairs */
+    const float *coarse_frames; /* frame_count * coarse_count * 3 */
+    const float *detail_frames; /* frame_count * detail_count * 3 (subdivision's numbering) */
+    const float *coarse_rest;   /* rest pose (edge rest lengths); NULL: frame 0 */
+    int edges_per_vertex;       /* 1..64, default 16 (Bickel et al.) */
+    float error_threshold;      /* RMS per-vertex error that stops the selection (>= 0;
                                         default 0: select max_poses) */
-    int max_poses;                   /* 1..256, default 32 */
+    int max_poses;              /* 1..256, default 32 */
 } pbd_up_wpsd_desc;
 
 PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void);
@@ -556,13 +548,12 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *desc, pbd_up_model
 /* The greedy selection: the training frame of each pose in the order
    chosen, and the RMS training error after each addition (at most max of
    each; either may be NULL with max 0); *count receives the pose count. */
-PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max,
-                                            int *count);
+PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, float *errors, int max, int *count);
 /* The pose weights of a coarse configuration at the feature vertices
    (coarse_count * poses, vertex-major) and/or at the detail vertices
    (detail_count * poses); either may be NULL. */
-PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse_positions,
-                                          float *coarse_weights, float *detail_weights);
+PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse_positions, float *coarse_weights,
+                                          float *detail_weights);
 
 // ==== pdm ===================================================================
 /* Polynomial displacement maps (survey 5.2.2; Ma et al. 2008, after the
@@ -588,10 +579,10 @@ typedef struct pbd_up_pdm_desc {
     const pbd_up_model *subdivision; /* a PBD_UP_SUBDIVISION model of the coarse mesh (copied) */
     const int *coarse_triangles;     /* the feature mesh (frames, neighbours, edges) */
     int coarse_triangle_count;
-    int frame_count;                 /* training pairs (>= 6 for six coefficients) */
-    const float *coarse_frames;      /* frame_count * coarse_count * 3 */
-    const float *detail_frames;      /* frame_count * detail_count * 3 */
-    const float *coarse_rest;        /* rest pose; NULL: frame 0 */
+    int frame_count;            /* training pairs (>= 6 for six coefficients) */
+    const float *coarse_frames; /* frame_count * coarse_count * 3 */
+    const float *detail_frames; /* frame_count * detail_count * 3 */
+    const float *coarse_rest;   /* rest pose; NULL: frame 0 */
 } pbd_up_pdm_desc;
 
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
@@ -715,7 +706,9 @@ PBD_UP_DEF int pbd_up_simd_width(void) { return PBD_UP__W; }
 #endif
 
 static void *pbd_up__alloc(size_t n) { return PBD_UP_MALLOC(n ? n : 1); }
-static void pbd_up__free(void *p) { if (p) PBD_UP_FREE(p); }
+static void pbd_up__free(void *p) {
+    if (p) PBD_UP_FREE(p);
+}
 /* count * elem bytes, or NULL when that overflows or allocation fails. */
 static void *pbd_up__alloc_array(size_t count, size_t elem) {
     if (elem && count > (size_t)-1 / elem) return NULL;
@@ -738,7 +731,8 @@ static int pbd_up__team(int threads, long work) {
     if (threads >= 1) return threads;
     return work < PBD_UP__PARALLEL_MIN ? 1 : omp_get_max_threads();
 #else
-    (void)threads; (void)work;
+    (void)threads;
+    (void)work;
     return 1;
 #endif
 }
@@ -758,7 +752,10 @@ typedef struct pbd_up__io {
 static void pbd_up__io_bytes(pbd_up__io *io, void *p, size_t n) {
     if (io->bad) return;
     if (io->out || io->in) {
-        if (n > io->size - io->off) { io->bad = 1; return; }
+        if (n > io->size - io->off) {
+            io->bad = 1;
+            return;
+        }
         if (io->out) memcpy(io->out + io->off, p, n);
         else memcpy(p, io->in + io->off, n);
     }
@@ -771,9 +768,15 @@ PBD_UP__SHARED void pbd_up__io_float(pbd_up__io *io, float *v) { pbd_up__io_byte
 PBD_UP__SHARED void pbd_up__io_array(pbd_up__io *io, void **p, size_t count, size_t elem) {
     if (io->bad) return;
     if (io->in) {
-        if (elem && count > (io->size - io->off) / elem) { io->bad = 1; return; }
+        if (elem && count > (io->size - io->off) / elem) {
+            io->bad = 1;
+            return;
+        }
         *p = pbd_up__alloc_array(count, elem);
-        if (!*p) { io->bad = 2; return; }
+        if (!*p) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__io_bytes(io, *p, count * elem);
 }
@@ -823,45 +826,57 @@ PBD_UP_DEF const char *pbd_up_method_name(pbd_up_method method) {
 PBD_UP_DEF int pbd_up_method_available(pbd_up_method method) {
     return (int)method >= 0 && (int)method < PBD_UP_METHOD_COUNT && pbd_up__methods_of(method) != NULL;
 }
-PBD_UP_DEF pbd_up_method pbd_up_model_method(const pbd_up_model *m) {
-    return m ? m->method : PBD_UP_METHOD_COUNT;
-}
+PBD_UP_DEF pbd_up_method pbd_up_model_method(const pbd_up_model *m) { return m ? m->method : PBD_UP_METHOD_COUNT; }
 PBD_UP_DEF int pbd_up_model_coarse_count(const pbd_up_model *m) { return m ? m->coarse_count : 0; }
 PBD_UP_DEF int pbd_up_model_detail_count(const pbd_up_model *m) { return m ? m->detail_count : 0; }
 PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m) { return m ? m->trained : 0; }
 
-PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions,
-                                  float *detail_positions_out) {
+PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: m is NULL");
     if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: coarse_positions is NULL");
-    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: detail_positions_out is NULL");
+    if (!detail_positions_out)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: detail_positions_out is NULL");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t");
-    if (!m->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
+    if (!m->trained)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
     if (!m->impl) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->impl");
-    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     return t->eval(m, coarse_positions, detail_positions_out);
 }
 
-PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions,
-                                          int coarse_count, float *detail_positions_out,
-                                          int detail_count) {
+PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
+                                          float *detail_positions_out, int detail_count) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: m is NULL");
-    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: coarse_positions is NULL");
-    if (!detail_positions_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: detail_positions_out is NULL");
-    if (coarse_count != m->coarse_count || detail_count != m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count != m->detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
+    if (!coarse_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: coarse_positions is NULL");
+    if (!detail_positions_out)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: detail_positions_out is NULL");
+    if (coarse_count != m->coarse_count || detail_count != m->detail_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count "
+                              "!= m->detail_count (coarse_count %d, detail_count %d)",
+                              coarse_count, detail_count);
     return pbd_up_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: m is NULL");
-    if (on != 0 && on != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
+    if (on != 0 && on != 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     m->simd = on;
     return PBD_OK;
 }
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: m is NULL");
-    if (threads < 0 || threads > 1024) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)", threads);
+    if (threads < 0 || threads > 1024)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)",
+                              threads);
     m->threads = threads;
     return PBD_OK;
 }
@@ -913,8 +928,11 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: m is NULL");
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: buffer is NULL");
     size_t need = pbd_up_model_save_size(m);
-    if (!need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
-    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
+    if (!need)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
+    if (size < need)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     pbd_up__header h;
     memset(&h, 0, sizeof h);
@@ -932,7 +950,9 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     io.out = out + sizeof h;
     io.size = (size_t)h.payload;
     t->io((pbd_up_model *)m, &io);
-    if (io.bad || io.off != io.size) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: cannot happen (io.bad || io.off != io.size)"); /* cannot happen */
+    if (io.bad || io.off != io.size)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_save: cannot happen (io.bad || io.off != io.size)"); /* cannot happen */
     uint64_t sum = pbd_up__fnv1a(out, need - sizeof sum);
     memcpy(out + need - sizeof sum, &sum, sizeof sum);
     return PBD_OK;
@@ -944,20 +964,44 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     pbd_up__header h;
     uint64_t sum;
     const unsigned char *in = (const unsigned char *)buffer;
-    if (size < sizeof h + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
+    if (size < sizeof h + sizeof sum)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
     memcpy(&h, in, sizeof h);
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0");
-    if (h.format != PBD_UP__FORMAT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.format != PBD_UP__FORMAT");
-    if (h.byte_order != PBD_UP__BYTE_ORDER) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.byte_order != PBD_UP__BYTE_ORDER");
-    if (h.reserved != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.reserved != 0");
-    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)", size);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
-    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT");
-    if (h.coarse_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count <= 0");
-    if (h.detail_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count <= 0");
-    if (h.coarse_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count > INT_MAX / 3");
-    if (h.detail_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count > INT_MAX / 3");
+    if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0");
+    if (h.format != PBD_UP__FORMAT)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because h.format != PBD_UP__FORMAT");
+    if (h.byte_order != PBD_UP__BYTE_ORDER)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because h.byte_order != PBD_UP__BYTE_ORDER");
+    if (h.reserved != 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.reserved != 0");
+    if (h.payload != (uint64_t)(size - sizeof h - sizeof sum))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)",
+            size);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
+    if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT");
+    if (h.coarse_count <= 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count <= 0");
+    if (h.detail_count <= 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count <= 0");
+    if (h.coarse_count > INT_MAX / 3)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because h.coarse_count > INT_MAX / 3");
+    if (h.detail_count > INT_MAX / 3)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: rejected because h.detail_count > INT_MAX / 3");
     const pbd_up__methods *t = pbd_up__methods_of((int)h.method);
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !t");
     pbd_up_model *m = pbd_up__model_new((pbd_up_method)h.method, h.coarse_count, h.detail_count);
@@ -969,7 +1013,9 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     t->io(m, &io);
     pbd_result r = PBD_OK;
     if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
-    else if (io.bad || io.off != io.size || !m->impl) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because io.bad || io.off != io.size || !m->impl");
+    else if (io.bad || io.off != io.size || !m->impl)
+        r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                           "pbd_up_model_load: rejected because io.bad || io.off != io.size || !m->impl");
     else r = t->prepare(m);
     if (r != PBD_OK) {
         pbd_up_model_destroy(m);
@@ -1001,7 +1047,9 @@ typedef struct pbd_up__sparse {
 } pbd_up__sparse;
 
 PBD_UP__SHARED void pbd_up__sparse_free(pbd_up__sparse *s) {
-    pbd_up__free(s->start); pbd_up__free(s->col); pbd_up__free(s->val);
+    pbd_up__free(s->start);
+    pbd_up__free(s->col);
+    pbd_up__free(s->val);
     memset(s, 0, sizeof *s);
 }
 
@@ -1012,7 +1060,10 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
     pbd_up__io_array(io, (void **)&s->start, (size_t)s->rows + 1, sizeof(int));
     if (io->bad) return;
     int nnz = s->start[s->rows];
-    if (io->in && (s->start[0] != 0 || nnz < 0)) { io->bad = 1; return; }
+    if (io->in && (s->start[0] != 0 || nnz < 0)) {
+        io->bad = 1;
+        return;
+    }
     pbd_up__io_array(io, (void **)&s->col, (size_t)nnz, sizeof(int));
     pbd_up__io_array(io, (void **)&s->val, (size_t)nnz, sizeof(float));
 }
@@ -1020,23 +1071,34 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
 /* Checks the CSR arrays (monotone starts, columns in range and increasing,
    finite weights) and builds the sliced-ELL copy. */
 PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
-    if (s->rows <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0");
-    if (s->cols <= 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->cols <= 0");
+    if (s->rows <= 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0");
+    if (s->cols <= 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->cols <= 0");
     if (!s->start) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !s->start");
-    if (s->start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
+    if (s->start[0] != 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
     /* all starts first: the column arrays hold start[rows] entries, and a
        row that ends past them must be refused before it is read (found by
        tests/fuzz/fuzz_model.c) */
     for (int i = 0; i < s->rows; ++i)
-        if (s->start[i + 1] < s->start[i]) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[i + 1] < s->start[i]");
+        if (s->start[i + 1] < s->start[i])
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                  "pbd_up_model_load: rejected because s->start[i + 1] < s->start[i]");
     for (int i = 0; i < s->rows; ++i) {
         for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
             if (s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]))
-                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]) (k %d)", k);
-            if (!pbd_up__finite(&s->val[k], 1)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_model_load: rejected because !pbd_up__finite(&s->val[k], 1)");
+                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                      "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k "
+                                      "> s->start[i] && s->col[k] <= s->col[k - 1]) (k %d)",
+                                      k);
+            if (!pbd_up__finite(&s->val[k], 1))
+                return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                                      "pbd_up_model_load: rejected because !pbd_up__finite(&s->val[k], 1)");
         }
     }
-    if (s->cols > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_model_load: rejected because s->cols > INT_MAX / 3");
+    if (s->cols > INT_MAX / 3)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_model_load: rejected because s->cols > INT_MAX / 3");
     s->chunks = (s->rows + PBD_UP__W - 1) / PBD_UP__W;
     return PBD_OK;
 }
@@ -1090,7 +1152,10 @@ PBD_UP__SHARED void pbd_up__sparse_mul3(const pbd_up__sparse *s, const float *x,
 #if PBD_UP__W > 1
     if (simd) rows = pbd_up__sparse_rows_simd;
 #endif
-    if (team <= 1) { rows(s, x, y, 0, s->rows); return; }
+    if (team <= 1) {
+        rows(s, x, y, 0, s->rows);
+        return;
+    }
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team))
     for (int c = 0; c < s->chunks; ++c) {
         int r1 = (c + 1) * W < s->rows ? (c + 1) * W : s->rows;
@@ -1108,7 +1173,9 @@ typedef struct pbd_up__csrd {
 } pbd_up__csrd;
 
 static void pbd_up__csrd_free(pbd_up__csrd *a) {
-    pbd_up__free(a->start); pbd_up__free(a->col); pbd_up__free(a->val);
+    pbd_up__free(a->start);
+    pbd_up__free(a->col);
+    pbd_up__free(a->val);
     memset(a, 0, sizeof *a);
 }
 static int pbd_up__csrd_init(pbd_up__csrd *a, int rows, int cap) {
@@ -1118,7 +1185,10 @@ static int pbd_up__csrd_init(pbd_up__csrd *a, int rows, int cap) {
     a->start = (int *)pbd_up__alloc_array((size_t)rows + 1, sizeof(int));
     a->col = (int *)pbd_up__alloc_array((size_t)a->cap, sizeof(int));
     a->val = (double *)pbd_up__alloc_array((size_t)a->cap, sizeof(double));
-    if (!a->start || !a->col || !a->val) { pbd_up__csrd_free(a); return 0; }
+    if (!a->start || !a->col || !a->val) {
+        pbd_up__csrd_free(a);
+        return 0;
+    }
     a->start[0] = 0;
     return 1;
 }
@@ -1128,11 +1198,18 @@ static int pbd_up__csrd_push(pbd_up__csrd *a, int col, double val) {
         int cap = a->cap * 2;
         int *c = (int *)pbd_up__alloc_array((size_t)cap, sizeof(int));
         double *v = (double *)pbd_up__alloc_array((size_t)cap, sizeof(double));
-        if (!c || !v) { pbd_up__free(c); pbd_up__free(v); return 0; }
+        if (!c || !v) {
+            pbd_up__free(c);
+            pbd_up__free(v);
+            return 0;
+        }
         memcpy(c, a->col, (size_t)a->nnz * sizeof(int));
         memcpy(v, a->val, (size_t)a->nnz * sizeof(double));
-        pbd_up__free(a->col); pbd_up__free(a->val);
-        a->col = c; a->val = v; a->cap = cap;
+        pbd_up__free(a->col);
+        pbd_up__free(a->val);
+        a->col = c;
+        a->val = v;
+        a->cap = cap;
     }
     a->col[a->nnz] = col;
     a->val[a->nnz] = val;
@@ -1140,7 +1217,9 @@ static int pbd_up__csrd_push(pbd_up__csrd *a, int col, double val) {
     return 1;
 }
 
-typedef struct pbd_up__edge_ref { int a, b, tri, k; } pbd_up__edge_ref;
+typedef struct pbd_up__edge_ref {
+    int a, b, tri, k;
+} pbd_up__edge_ref;
 
 static int pbd_up__edge_ref_cmp(const void *pa, const void *pb) {
     const pbd_up__edge_ref *x = (const pbd_up__edge_ref *)pa, *y = (const pbd_up__edge_ref *)pb;
@@ -1159,10 +1238,17 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
     for (long t = 0; t < (long)nt; ++t) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
-            if (v[k] < 0 || v[k] >= nv) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k], nv);
-        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1]");
-        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[1] == v[2]");
-        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[2]");
+            if (v[k] < 0 || v[k] >= nv)
+                return pbd_world_fail(
+                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k],
+                    nv);
+        if (v[0] == v[1])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1]");
+        if (v[1] == v[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[1] == v[2]");
+        if (v[0] == v[2])
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[2]");
     }
     return PBD_OK;
 }
@@ -1170,8 +1256,8 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
 /* One level of Loop (smooth) or midpoint (linear) subdivision of the
    topology (tris, nt, nv): L (nv + E rows over the nv old vertices) and
    the 4 nt new triangles. Loop 1987; boundary rules as in the manual. */
-static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth, pbd_up__csrd *L,
-                                     int **tris_out, int *nv_out) {
+static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth, pbd_up__csrd *L, int **tris_out,
+                                     int *nv_out) {
     pbd_result r = PBD_OK;
     size_t nref = (size_t)nt * 3;
     pbd_up__edge_ref *ref = (pbd_up__edge_ref *)pbd_up__alloc_array(nref, sizeof *ref);
@@ -1186,21 +1272,32 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     int ne = 0;
     memset(L, 0, sizeof *L);
     *tris_out = NULL;
-    if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
+    if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+        goto done;
+    }
     for (int t = 0; t < nt; ++t)
         for (int k = 0; k < 3; ++k) {
             int u = tris[3 * t + k], v = tris[3 * t + (k + 1) % 3];
             pbd_up__edge_ref e;
-            e.a = u < v ? u : v; e.b = u < v ? v : u; e.tri = t; e.k = k;
+            e.a = u < v ? u : v;
+            e.b = u < v ? v : u;
+            e.tri = t;
+            e.k = k;
             ref[3 * (size_t)t + k] = e;
         }
     qsort(ref, nref, sizeof *ref, pbd_up__edge_ref_cmp);
     for (size_t i = 0; i < nref;) {
         size_t j = i;
         while (j < nref && ref[j].a == ref[i].a && ref[j].b == ref[i].b) ++j;
-        if (j - i > 2) { r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_level: not edge-manifold (j - i > 2)"); goto done; } /* not edge-manifold */
+        if (j - i > 2) {
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_level: not edge-manifold (j - i > 2)");
+            goto done;
+        } /* not edge-manifold */
         int *e = edge + 4 * (size_t)ne;
-        e[0] = ref[i].a; e[1] = ref[i].b; e[2] = e[3] = -1;
+        e[0] = ref[i].a;
+        e[1] = ref[i].b;
+        e[2] = e[3] = -1;
         for (size_t q = i; q < j; ++q) {
             const int *tv = tris + 3 * (size_t)ref[q].tri;
             e[2 + (q - i)] = tv[(ref[q].k + 2) % 3];
@@ -1218,14 +1315,21 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         ne++;
         i = j;
     }
-    if ((long)nv + ne > INT_MAX / 3) { r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3 (nv %d, ne %d)", nv, ne); goto done; }
+    if ((long)nv + ne > INT_MAX / 3) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                           "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3 (nv %d, ne %d)", nv, ne);
+        goto done;
+    }
     for (int v = 0; v < nv; ++v) nb_start[v + 1] += nb_start[v];
     for (int i = 0; i < ne; ++i) {
         const int *e = edge + 4 * (size_t)i;
         nb[nb_start[e[0]] + fill[e[0]]++] = e[1];
         nb[nb_start[e[1]] + fill[e[1]]++] = e[0];
     }
-    if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
+    if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+        goto done;
+    }
     for (int v = 0; v < nv; ++v) { /* even vertices */
         int n = nb_start[v + 1] - nb_start[v], ok = 1;
         if (!smooth || n == 0 || (bcount[v] != 0 && bcount[v] != 2)) {
@@ -1240,7 +1344,10 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
             ok = pbd_up__csrd_push(L, v, 1.0 - n * beta);
             for (int q = nb_start[v]; q < nb_start[v + 1] && ok; ++q) ok = pbd_up__csrd_push(L, nb[q], beta);
         }
-        if (!ok) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
+        if (!ok) {
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+            goto done;
+        }
         L->start[v + 1] = L->nnz;
     }
     for (int i = 0; i < ne; ++i) { /* odd vertices */
@@ -1249,9 +1356,11 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         if (smooth && e[3] >= 0)
             ok = pbd_up__csrd_push(L, e[0], 0.375) && pbd_up__csrd_push(L, e[1], 0.375) &&
                  pbd_up__csrd_push(L, e[2], 0.125) && pbd_up__csrd_push(L, e[3], 0.125);
-        else
-            ok = pbd_up__csrd_push(L, e[0], 0.5) && pbd_up__csrd_push(L, e[1], 0.5);
-        if (!ok) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory"); goto done; }
+        else ok = pbd_up__csrd_push(L, e[0], 0.5) && pbd_up__csrd_push(L, e[1], 0.5);
+        if (!ok) {
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+            goto done;
+        }
         L->start[nv + i + 1] = L->nnz;
     }
     for (int t = 0; t < nt; ++t) {
@@ -1265,8 +1374,15 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     *nv_out = nv + ne;
 done:
     if (r != PBD_OK) pbd_up__csrd_free(L);
-    pbd_up__free(ref); pbd_up__free(tri_edge); pbd_up__free(edge); pbd_up__free(nb_start);
-    pbd_up__free(nb); pbd_up__free(bnd); pbd_up__free(bcount); pbd_up__free(fill); pbd_up__free(nt4);
+    pbd_up__free(ref);
+    pbd_up__free(tri_edge);
+    pbd_up__free(edge);
+    pbd_up__free(nb_start);
+    pbd_up__free(nb);
+    pbd_up__free(bnd);
+    pbd_up__free(bcount);
+    pbd_up__free(fill);
+    pbd_up__free(nt4);
     return r;
 }
 
@@ -1277,7 +1393,10 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
     int *mark = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
     int *touched = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory"); goto done; }
+    if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory");
+        goto done;
+    }
     for (int c = 0; c < ncoarse; ++c) mark[c] = -1;
     for (int i = 0; i < L->rows; ++i) {
         int nt = 0;
@@ -1285,37 +1404,60 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
             int j = L->col[k];
             for (int q = S->start[j]; q < S->start[j + 1]; ++q) {
                 int c = S->col[q];
-                if (mark[c] != i) { mark[c] = i; acc[c] = 0.0; touched[nt++] = c; }
+                if (mark[c] != i) {
+                    mark[c] = i;
+                    acc[c] = 0.0;
+                    touched[nt++] = c;
+                }
                 acc[c] += L->val[k] * S->val[q];
             }
         }
         qsort(touched, (size_t)nt, sizeof(int), pbd_up__int_cmp);
         for (int q = 0; q < nt; ++q)
-            if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory"); goto done; }
+            if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) {
+                r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory");
+                goto done;
+            }
         out->start[i + 1] = out->nnz;
     }
 done:
     if (r != PBD_OK) pbd_up__csrd_free(out);
-    pbd_up__free(acc); pbd_up__free(mark); pbd_up__free(touched);
+    pbd_up__free(acc);
+    pbd_up__free(mark);
+    pbd_up__free(touched);
     return r;
 }
 
 /* `levels` levels: the stencil S over the nv coarse vertices and the fine
    triangles (nt 4^levels of them). */
-static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth,
-                                     pbd_up__csrd *S, int **tris_out, int *nv_out) {
+static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth, pbd_up__csrd *S,
+                                     int **tris_out, int *nv_out) {
     if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris is NULL");
     if (!S) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: S is NULL");
     if (!tris_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris_out is NULL");
     if (!nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: nv_out is NULL");
-    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt %d, nv %d, levels %d)", nt, nv, levels);
-    if ((long long)nt << (2 * levels) > INT_MAX / 12) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt, levels);
+    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt "
+                              "%d, nv %d, levels %d)",
+                              nt, nv, levels);
+    if ((long long)nt << (2 * levels) > INT_MAX / 12)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt,
+            levels);
     pbd_result r = pbd_up__check_triangles(tris, nt, nv);
     if (r != PBD_OK) return r;
     int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
-    if (!cur || !pbd_up__csrd_init(S, nv, nv)) { pbd_up__free(cur); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_build: out of memory"); }
+    if (!cur || !pbd_up__csrd_init(S, nv, nv)) {
+        pbd_up__free(cur);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_build: out of memory");
+    }
     memcpy(cur, tris, (size_t)nt * 3 * sizeof(int));
-    for (int v = 0; v < nv; ++v) { pbd_up__csrd_push(S, v, 1.0); S->start[v + 1] = v + 1; }
+    for (int v = 0; v < nv; ++v) {
+        pbd_up__csrd_push(S, v, 1.0);
+        S->start[v + 1] = v + 1;
+    }
     int cnv = nv, cnt = nt;
     for (int l = 0; l < levels && r == PBD_OK; ++l) {
         pbd_up__csrd L, S2;
@@ -1324,7 +1466,10 @@ static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels
         if (r != PBD_OK) break;
         r = pbd_up__compose(&L, S, nv, &S2);
         pbd_up__csrd_free(&L);
-        if (r != PBD_OK) { pbd_up__free(next); break; }
+        if (r != PBD_OK) {
+            pbd_up__free(next);
+            break;
+        }
         pbd_up__csrd_free(S);
         *S = S2;
         pbd_up__free(cur);
@@ -1332,7 +1477,11 @@ static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels
         cnv = nnv;
         cnt *= 4;
     }
-    if (r != PBD_OK) { pbd_up__csrd_free(S); pbd_up__free(cur); return r; }
+    if (r != PBD_OK) {
+        pbd_up__csrd_free(S);
+        pbd_up__free(cur);
+        return r;
+    }
     *tris_out = cur;
     *nv_out = cnv;
     return PBD_OK;
@@ -1340,7 +1489,9 @@ static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels
 
 PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
     if (!m) return;
-    pbd_up__free(m->positions); pbd_up__free(m->triangles); pbd_up__free(m->tets);
+    pbd_up__free(m->positions);
+    pbd_up__free(m->triangles);
+    pbd_up__free(m->tets);
     memset(m, 0, sizeof *m);
 }
 
@@ -1349,15 +1500,27 @@ PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smoot
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: out is NULL");
     if (!in->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->positions is NULL");
     if (!in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->triangles is NULL");
-    if (smooth != 0 && smooth != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
-    if (in->vertex_count > INT_MAX / 3) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
-    if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivide: rejected because in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
+    if (smooth != 0 && smooth != 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
+    if (in->vertex_count > INT_MAX / 3)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
+    if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_subdivide: rejected because in->vertex_count > 0 && "
+                              "!pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
-    pbd_result r = pbd_up__loop_build(in->triangles, in->triangle_count, in->vertex_count, levels, smooth, &S, &tris, &nv);
+    pbd_result r =
+        pbd_up__loop_build(in->triangles, in->triangle_count, in->vertex_count, levels, smooth, &S, &tris, &nv);
     if (r != PBD_OK) return r;
     float *x = (float *)pbd_up__alloc_array((size_t)nv * 3, sizeof(float));
-    if (!x) { pbd_up__csrd_free(&S); pbd_up__free(tris); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivide: out of memory"); }
+    if (!x) {
+        pbd_up__csrd_free(&S);
+        pbd_up__free(tris);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivide: out of memory");
+    }
     for (int i = 0; i < nv; ++i)
         for (int c = 0; c < 3; ++c) {
             double s = 0.0;
@@ -1376,11 +1539,11 @@ PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smoot
 /* The subdivision model's data. */
 typedef struct pbd_up__subdiv {
     int levels;
-    pbd_up__sparse S;       /* detail_count x coarse_count */
+    pbd_up__sparse S; /* detail_count x coarse_count */
     int triangle_count;
-    int *triangles;         /* the detail mesh */
+    int *triangles; /* the detail mesh */
     int has_detail;
-    float *detail;          /* detail_count*3: dx in the local frames */
+    float *detail; /* detail_count*3: dx in the local frames */
     /* derived */
     int *vt_start, *vt_tri; /* triangles around each detail vertex, increasing */
     int *first_nb;          /* lowest-numbered neighbour (-1: none) */
@@ -1394,8 +1557,13 @@ static pbd_up__subdiv *pbd_up__subdiv_of(const pbd_up_model *m) {
 static void pbd_up__subdiv_destroy(pbd_up_model *m) {
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
     pbd_up__sparse_free(&s->S);
-    pbd_up__free(s->triangles); pbd_up__free(s->detail); pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri);
-    pbd_up__free(s->first_nb); pbd_up__free(s->x0); pbd_up__free(s->frames);
+    pbd_up__free(s->triangles);
+    pbd_up__free(s->detail);
+    pbd_up__free(s->vt_start);
+    pbd_up__free(s->vt_tri);
+    pbd_up__free(s->first_nb);
+    pbd_up__free(s->x0);
+    pbd_up__free(s->frames);
     pbd_up__free(s);
     m->impl = NULL;
 }
@@ -1403,7 +1571,10 @@ static void pbd_up__subdiv_destroy(pbd_up_model *m) {
 static void pbd_up__subdiv_io(pbd_up_model *m, pbd_up__io *io) {
     if (io->in) {
         m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__subdiv));
-        if (!m->impl) { io->bad = 2; return; }
+        if (!m->impl) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
     pbd_up__io_int(io, &s->levels);
@@ -1420,19 +1591,39 @@ static void pbd_up__subdiv_io(pbd_up_model *m, pbd_up__io *io) {
 static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
     int n = m->detail_count;
-    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count (n %d)", n);
+    if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != "
+                              "n || s->S.cols != m->coarse_count (n %d)",
+                              n);
     pbd_result r = pbd_up__sparse_prepare(&s->S);
-    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its subdivision stencil is invalid (%s)", pbd_result_string(r));
-    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK (n %d)", n);
-    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3) (n %d)", n);
-    pbd_up__free(s->vt_start); pbd_up__free(s->vt_tri); pbd_up__free(s->first_nb);
-    pbd_up__free(s->x0); pbd_up__free(s->frames);
+    if (r != PBD_OK)
+        return r == PBD_ERROR_OUT_OF_MEMORY
+                   ? r
+                   : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its subdivision stencil is invalid (%s)",
+                                    pbd_result_string(r));
+    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, "
+                              "s->triangle_count, n) != PBD_OK (n %d)",
+                              n);
+    if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, "
+                              "(size_t)n * 3) (n %d)",
+                              n);
+    pbd_up__free(s->vt_start);
+    pbd_up__free(s->vt_tri);
+    pbd_up__free(s->first_nb);
+    pbd_up__free(s->x0);
+    pbd_up__free(s->frames);
     s->vt_start = (int *)pbd_up__calloc_array((size_t)n + 1, sizeof(int));
     s->vt_tri = (int *)pbd_up__alloc_array((size_t)s->triangle_count * 3, sizeof(int));
     s->first_nb = (int *)pbd_up__alloc_array((size_t)n, sizeof(int));
     s->x0 = (float *)pbd_up__alloc_array((size_t)n * 3, sizeof(float));
     s->frames = (float *)pbd_up__alloc_array((size_t)n * 9, sizeof(float));
-    if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
+    if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames)
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
     for (int t = 0; t < s->triangle_count; ++t)
         for (int k = 0; k < 3; ++k) s->vt_start[s->triangles[3 * t + k] + 1]++;
     for (int v = 0; v < n; ++v) s->vt_start[v + 1] += s->vt_start[v];
@@ -1469,32 +1660,59 @@ static void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v,
         n[2] += e1[0] * e2[1] - e1[1] * e2[0];
     }
     float len = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    if (len > 1e-30f) { n[0] /= len; n[1] /= len; n[2] /= len; }
-    else { n[0] = 0.0f; n[1] = 0.0f; n[2] = 1.0f; }
+    if (len > 1e-30f) {
+        n[0] /= len;
+        n[1] /= len;
+        n[2] /= len;
+    } else {
+        n[0] = 0.0f;
+        n[1] = 0.0f;
+        n[2] = 1.0f;
+    }
     float d[3] = {1.0f, 0.0f, 0.0f};
     if (s->first_nb[v] >= 0) {
         const float *p = x + 3 * (size_t)v, *u = x + 3 * (size_t)s->first_nb[v];
-        d[0] = u[0] - p[0]; d[1] = u[1] - p[1]; d[2] = u[2] - p[2];
+        d[0] = u[0] - p[0];
+        d[1] = u[1] - p[1];
+        d[2] = u[2] - p[2];
     }
     float t[3], tl = 0.0f;
     for (int attempt = 0; attempt < 3; ++attempt) {
         float dn = d[0] * n[0] + d[1] * n[1] + d[2] * n[2];
-        t[0] = d[0] - dn * n[0]; t[1] = d[1] - dn * n[1]; t[2] = d[2] - dn * n[2];
+        t[0] = d[0] - dn * n[0];
+        t[1] = d[1] - dn * n[1];
+        t[2] = d[2] - dn * n[2];
         tl = sqrtf(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
         float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
         if (tl > 1e-6f * dl && tl > 1e-30f) break;
         /* the neighbour lies along the normal: try the world axes */
-        d[0] = attempt == 0 ? 1.0f : 0.0f; d[1] = attempt == 1 ? 1.0f : 0.0f; d[2] = attempt == 2 ? 1.0f : 0.0f;
-        if (attempt == 0 && fabsf(n[0]) > 0.9f) { d[0] = 0.0f; d[1] = 1.0f; }
+        d[0] = attempt == 0 ? 1.0f : 0.0f;
+        d[1] = attempt == 1 ? 1.0f : 0.0f;
+        d[2] = attempt == 2 ? 1.0f : 0.0f;
+        if (attempt == 0 && fabsf(n[0]) > 0.9f) {
+            d[0] = 0.0f;
+            d[1] = 1.0f;
+        }
         tl = 0.0f;
     }
-    if (!(tl > 0.0f)) { t[0] = 1.0f; t[1] = 0.0f; t[2] = 0.0f; tl = 1.0f; }
-    t[0] /= tl; t[1] /= tl; t[2] /= tl;
-    f[0] = t[0]; f[1] = t[1]; f[2] = t[2];
+    if (!(tl > 0.0f)) {
+        t[0] = 1.0f;
+        t[1] = 0.0f;
+        t[2] = 0.0f;
+        tl = 1.0f;
+    }
+    t[0] /= tl;
+    t[1] /= tl;
+    t[2] /= tl;
+    f[0] = t[0];
+    f[1] = t[1];
+    f[2] = t[2];
     f[3] = n[1] * t[2] - n[2] * t[1];
     f[4] = n[2] * t[0] - n[0] * t[2];
     f[5] = n[0] * t[1] - n[1] * t[0];
-    f[6] = n[0]; f[7] = n[1]; f[8] = n[2];
+    f[6] = n[0];
+    f[7] = n[1];
+    f[8] = n[2];
 }
 
 /* x0 = S u into x0; frames (optional) for every vertex. */
@@ -1528,11 +1746,11 @@ static pbd_result pbd_up__subdiv_eval(pbd_up_model *m, const float *u, float *ou
     return PBD_OK;
 }
 
-static const pbd_up__methods pbd_up__subdivision_methods = {
-    "subdivision", pbd_up__subdiv_eval, pbd_up__subdiv_io, pbd_up__subdiv_prepare, pbd_up__subdiv_destroy};
+static const pbd_up__methods pbd_up__subdivision_methods = {"subdivision", pbd_up__subdiv_eval, pbd_up__subdiv_io,
+                                                            pbd_up__subdiv_prepare, pbd_up__subdiv_destroy};
 
-PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count,
-                                                int vertex_count, int levels, pbd_up_model **out) {
+PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triangle_count, int vertex_count, int levels,
+                                                pbd_up_model **out) {
     if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: triangles is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_create: out is NULL");
     pbd_up__csrd S;
@@ -1542,7 +1760,10 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triang
     pbd_up_model *m = pbd_up__model_new(PBD_UP_SUBDIVISION, vertex_count, nv);
     pbd_up__subdiv *s = (pbd_up__subdiv *)pbd_up__calloc_array(1, sizeof(pbd_up__subdiv));
     if (m) m->impl = s;
-    if (!m || !s) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory"); goto fail; }
+    if (!m || !s) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory");
+        goto fail;
+    }
     s->levels = levels;
     s->triangles = tris;
     tris = NULL;
@@ -1552,7 +1773,10 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_create(const int *triangles, int triang
     s->S.start = (int *)pbd_up__alloc_array((size_t)nv + 1, sizeof(int));
     s->S.col = (int *)pbd_up__alloc_array((size_t)S.nnz, sizeof(int));
     s->S.val = (float *)pbd_up__alloc_array((size_t)S.nnz, sizeof(float));
-    if (!s->S.start || !s->S.col || !s->S.val) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory"); goto fail; }
+    if (!s->S.start || !s->S.col || !s->S.val) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_create: out of memory");
+        goto fail;
+    }
     memcpy(s->S.start, S.start, ((size_t)nv + 1) * sizeof(int));
     memcpy(s->S.col, S.col, (size_t)S.nnz * sizeof(int));
     for (int k = 0; k < S.nnz; ++k) s->S.val[k] = (float)S.val[k];
@@ -1575,26 +1799,35 @@ PBD_UP_DEF int pbd_up_subdivision_levels(const pbd_up_model *m) {
     return s ? s->levels : -1;
 }
 
-PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles,
-                                                   int *triangle_count) {
+PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const int **triangles, int *triangle_count) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: m is NULL");
-    if (!triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangles is NULL");
-    if (!triangle_count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangle_count is NULL");
+    if (!triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangles is NULL");
+    if (!triangle_count)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangle_count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_triangles: rejected because !s");
+    if (!s)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_triangles: rejected because !s");
     *triangles = s->triangles;
     *triangle_count = s->triangle_count;
     return PBD_OK;
 }
 
-PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns,
-                                                 float *weights, int max, int *count) {
+PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row, int *columns, float *weights, int max,
+                                                 int *count) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: m is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because !s");
-    if (row < 0 || row >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)", row);
-    if (max < 0 || (max > 0 && (!columns || !weights))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights)) (max %d)", max);
+    if (row < 0 || row >= m->detail_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)",
+                              row);
+    if (max < 0 || (max > 0 && (!columns || !weights)))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights)) (max %d)",
+            max);
     int n = s->S.start[row + 1] - s->S.start[row];
     for (int k = 0; k < n && k < max; ++k) {
         columns[k] = s->S.col[s->S.start[row] + k];
@@ -1604,13 +1837,20 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
     return PBD_OK;
 }
 
-PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions,
-                                                float *smooth_out, float *frames_out) {
+PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *coarse_positions, float *smooth_out,
+                                                float *frames_out) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: m is NULL");
-    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: coarse_positions is NULL");
-    if (!smooth_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: smooth_out is NULL");
-    if (!pbd_up__subdiv_of(m)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_smooth: rejected because !pbd_up__subdiv_of(m)");
-    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_smooth: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
+    if (!coarse_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: coarse_positions is NULL");
+    if (!smooth_out)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: smooth_out is NULL");
+    if (!pbd_up__subdiv_of(m))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivision_smooth: rejected because !pbd_up__subdiv_of(m)");
+    if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_subdivision_smooth: rejected because !pbd_up__finite(coarse_positions, "
+                              "(size_t)m->coarse_count * 3)");
     pbd_up__subdiv_smooth(m, coarse_positions, smooth_out, frames_out);
     return PBD_OK;
 }
@@ -1619,12 +1859,22 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
                                                     const float *detail_positions) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: m is NULL");
     pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_fit_detail: rejected because !s");
-    if (!detail_positions) { s->has_detail = 0; pbd_up__free(s->detail); s->detail = NULL; return PBD_OK; }
-    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
+    if (!s)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_fit_detail: rejected because !s");
+    if (!detail_positions) {
+        s->has_detail = 0;
+        pbd_up__free(s->detail);
+        s->detail = NULL;
+        return PBD_OK;
+    }
+    if (!coarse_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
     size_t n = (size_t)m->detail_count;
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)", n);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, "
+                              "(size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)",
+                              n);
     float *d = s->detail ? s->detail : (float *)pbd_up__alloc_array(n * 3, sizeof(float));
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_fit_detail: out of memory");
     pbd_up__subdiv_smooth(m, coarse_positions, s->x0, s->frames);
@@ -1647,14 +1897,14 @@ struct pbd_up_wrinkle {
     int coarse_count, coarse_triangle_count, fine_count, one_sided;
     float time_step;
     int *coarse_triangles;
-    int *tri;         /* binding: coarse triangle per fine vertex */
-    float *bary;      /* 3 per fine vertex */
-    float *offset;    /* 1 per fine vertex */
-    float *normals;   /* coarse_triangle_count*3: the last good face normals */
-    float *surface;   /* fine_count*3: a of the last update */
-    float *fnormal;   /* fine_count*3: n of the last update */
-    float *targets;   /* fine_count*3 */
-    float *zero;      /* fine_count*3 zeros for the velocities */
+    int *tri;       /* binding: coarse triangle per fine vertex */
+    float *bary;    /* 3 per fine vertex */
+    float *offset;  /* 1 per fine vertex */
+    float *normals; /* coarse_triangle_count*3: the last good face normals */
+    float *surface; /* fine_count*3: a of the last update */
+    float *fnormal; /* fine_count*3: n of the last update */
+    float *targets; /* fine_count*3 */
+    float *zero;    /* fine_count*3 zeros for the velocities */
 };
 
 PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void) {
@@ -1677,7 +1927,9 @@ static int pbd_up__face_normal(const float *x, const int *t, float *n) {
     float l = sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
     float scale = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) + (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
     if (!(l > 1e-12f * scale) || !(l > 0.0f)) return 0;
-    n[0] = m[0] / l; n[1] = m[1] / l; n[2] = m[2] / l;
+    n[0] = m[0] / l;
+    n[1] = m[1] / l;
+    n[2] = m[2] / l;
     return 1;
 }
 
@@ -1686,27 +1938,66 @@ static int pbd_up__face_normal(const float *x, const int *t, float *n) {
 static void pbd_up__closest_on_triangle(const float *pf, const float *af, const float *bf, const float *cf, double *w) {
     double p[3], a[3], b[3], c[3], ab[3], ac[3], ap[3], bp[3], cp[3];
     for (int k = 0; k < 3; ++k) {
-        p[k] = pf[k]; a[k] = af[k]; b[k] = bf[k]; c[k] = cf[k];
-        ab[k] = b[k] - a[k]; ac[k] = c[k] - a[k]; ap[k] = p[k] - a[k]; bp[k] = p[k] - b[k]; cp[k] = p[k] - c[k];
+        p[k] = pf[k];
+        a[k] = af[k];
+        b[k] = bf[k];
+        c[k] = cf[k];
+        ab[k] = b[k] - a[k];
+        ac[k] = c[k] - a[k];
+        ap[k] = p[k] - a[k];
+        bp[k] = p[k] - b[k];
+        cp[k] = p[k] - c[k];
     }
 #define PBD_UP__DOT(u, v) ((u)[0] * (v)[0] + (u)[1] * (v)[1] + (u)[2] * (v)[2])
     double d1 = PBD_UP__DOT(ab, ap), d2 = PBD_UP__DOT(ac, ap);
-    if (d1 <= 0 && d2 <= 0) { w[0] = 1; w[1] = 0; w[2] = 0; return; }
+    if (d1 <= 0 && d2 <= 0) {
+        w[0] = 1;
+        w[1] = 0;
+        w[2] = 0;
+        return;
+    }
     double d3 = PBD_UP__DOT(ab, bp), d4 = PBD_UP__DOT(ac, bp);
-    if (d3 >= 0 && d4 <= d3) { w[0] = 0; w[1] = 1; w[2] = 0; return; }
+    if (d3 >= 0 && d4 <= d3) {
+        w[0] = 0;
+        w[1] = 1;
+        w[2] = 0;
+        return;
+    }
     double vc = d1 * d4 - d3 * d2;
-    if (vc <= 0 && d1 >= 0 && d3 <= 0) { double v = d1 / (d1 - d3); w[0] = 1 - v; w[1] = v; w[2] = 0; return; }
+    if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+        double v = d1 / (d1 - d3);
+        w[0] = 1 - v;
+        w[1] = v;
+        w[2] = 0;
+        return;
+    }
     double d5 = PBD_UP__DOT(ab, cp), d6 = PBD_UP__DOT(ac, cp);
-    if (d6 >= 0 && d5 <= d6) { w[0] = 0; w[1] = 0; w[2] = 1; return; }
+    if (d6 >= 0 && d5 <= d6) {
+        w[0] = 0;
+        w[1] = 0;
+        w[2] = 1;
+        return;
+    }
     double vb = d5 * d2 - d1 * d6;
-    if (vb <= 0 && d2 >= 0 && d6 <= 0) { double v = d2 / (d2 - d6); w[0] = 1 - v; w[1] = 0; w[2] = v; return; }
+    if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+        double v = d2 / (d2 - d6);
+        w[0] = 1 - v;
+        w[1] = 0;
+        w[2] = v;
+        return;
+    }
     double va = d3 * d6 - d5 * d4;
     if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
         double v = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-        w[0] = 0; w[1] = 1 - v; w[2] = v; return;
+        w[0] = 0;
+        w[1] = 1 - v;
+        w[2] = v;
+        return;
     }
     double den = 1.0 / (va + vb + vc);
-    w[1] = vb * den; w[2] = vc * den; w[0] = 1 - w[1] - w[2];
+    w[1] = vb * den;
+    w[2] = vc * den;
+    w[0] = 1 - w[1] - w[2];
 #undef PBD_UP__DOT
 }
 
@@ -1730,7 +2021,11 @@ static int pbd_up__mesh_closed(const int *tris, int nt) {
         if (i + 1 < n && e[i + 1] == e[i]) ok = 0;
         long long rev = ((e[i] & 0xffffffffLL) << 32) | (long long)((unsigned long long)e[i] >> 32);
         size_t lo = 0, hi = n;
-        while (lo < hi) { size_t mid = (lo + hi) / 2; if (e[mid] < rev) lo = mid + 1; else hi = mid; }
+        while (lo < hi) {
+            size_t mid = (lo + hi) / 2;
+            if (e[mid] < rev) lo = mid + 1;
+            else hi = mid;
+        }
         if (lo == n || e[lo] != rev) ok = 0;
     }
     pbd_up__free(e);
@@ -1740,8 +2035,14 @@ static int pbd_up__mesh_closed(const int *tris, int nt) {
 static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
     if (!wr) return;
     if (wr->world) pbd_world_destroy(wr->world);
-    pbd_up__free(wr->coarse_triangles); pbd_up__free(wr->tri); pbd_up__free(wr->bary); pbd_up__free(wr->offset);
-    pbd_up__free(wr->normals); pbd_up__free(wr->surface); pbd_up__free(wr->fnormal); pbd_up__free(wr->targets);
+    pbd_up__free(wr->coarse_triangles);
+    pbd_up__free(wr->tri);
+    pbd_up__free(wr->bary);
+    pbd_up__free(wr->offset);
+    pbd_up__free(wr->normals);
+    pbd_up__free(wr->surface);
+    pbd_up__free(wr->fnormal);
+    pbd_up__free(wr->targets);
     pbd_up__free(wr->zero);
     pbd_up__free(wr);
 }
@@ -1755,7 +2056,11 @@ static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
         float *p = c->p + 4 * (size_t)(first + i);
         const float *a = wr->surface + 3 * (size_t)i, *n = wr->fnormal + 3 * (size_t)i;
         float s = (p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2];
-        if (s < 0.0f) { p[0] -= s * n[0]; p[1] -= s * n[1]; p[2] -= s * n[2]; }
+        if (s < 0.0f) {
+            p[0] -= s * n[0];
+            p[1] -= s * n[1];
+            p[2] -= s * n[2];
+        }
     }
 }
 
@@ -1763,7 +2068,8 @@ static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
 static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
     for (int t = 0; t < wr->coarse_triangle_count; ++t) {
         float n[3];
-        if (pbd_up__face_normal(x, wr->coarse_triangles + 3 * (size_t)t, n)) memcpy(wr->normals + 3 * (size_t)t, n, sizeof n);
+        if (pbd_up__face_normal(x, wr->coarse_triangles + 3 * (size_t)t, n))
+            memcpy(wr->normals + 3 * (size_t)t, n, sizeof n);
     }
     for (int i = 0; i < wr->fine_count; ++i) {
         const int *t = wr->coarse_triangles + 3 * (size_t)wr->tri[i];
@@ -1778,38 +2084,91 @@ static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
 }
 
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
-    if (!d->coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_positions is NULL");
-    if (!d->coarse_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_triangles is NULL");
-    if (!d->fine_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_positions is NULL");
-    if (!d->fine_triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_triangles is NULL");
+    if (!d->coarse_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_positions is NULL");
+    if (!d->coarse_triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_triangles is NULL");
+    if (!d->fine_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_positions is NULL");
+    if (!d->fine_triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_triangles is NULL");
     if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, d->fine_count %d, d->fine_triangle_count %d)", d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || "
+            "d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, "
+            "d->fine_count %d, d->fine_triangle_count %d)",
+            d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
     if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
         d->fine_triangle_count > INT_MAX / 9)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9 (d->coarse_count %d, d->fine_count %d, d->coarse_triangle_count %d, d->fine_triangle_count %d)", d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || "
+            "d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9 (d->coarse_count %d, "
+            "d->fine_count %d, d->coarse_triangle_count %d, d->fine_triangle_count %d)",
+            d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count);
     if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
         !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius %g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)", (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
-    if (d->radius < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->radius < 0 (d->radius %g)", (double)d->radius);
-    if (!(d->time_step > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)", (double)d->time_step);
-    if (d->iterations < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)", d->iterations);
-    if (d->iterations > 1000) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)", d->iterations);
-    if (d->one_sided != 0 && d->one_sided != 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)", d->one_sided);
-    if (d->stretch_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)", (double)d->stretch_compliance);
-    if (d->bending_compliance < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)", (double)d->bending_compliance);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, "
+            "1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius "
+            "%g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)",
+            (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
+    if (d->radius < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__wrinkle_check: rejected because d->radius < 0 (d->radius %g)",
+                              (double)d->radius);
+    if (!(d->time_step > 0))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)",
+                              (double)d->time_step);
+    if (d->iterations < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)",
+                              d->iterations);
+    if (d->iterations > 1000)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)",
+                              d->iterations);
+    if (d->one_sided != 0 && d->one_sided != 1)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)",
+            d->one_sided);
+    if (d->stretch_compliance < 0)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)",
+            (double)d->stretch_compliance);
+    if (d->bending_compliance < 0)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)",
+            (double)d->bending_compliance);
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
         !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) || !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)", d->coarse_count, d->fine_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) "
+            "|| !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)",
+            d->coarse_count, d->fine_count);
     pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
     if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
     if (r != PBD_OK) return r;
     float n[3];
     for (int t = 0; t < d->coarse_triangle_count; ++t)
-        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n)) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n) (t %d)", t);
+        if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n))
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                  "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, "
+                                  "d->coarse_triangles + 3 * (size_t)t, n) (t %d)",
+                                  t);
     if (d->one_sided) {
         int closed = pbd_up__mesh_closed(d->coarse_triangles, d->coarse_triangle_count);
         if (closed < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_check: out of memory");
-        if (!closed) return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED, "pbd_up__wrinkle_check: rejected because !closed (closed %d)", closed);
+        if (!closed)
+            return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
+                                  "pbd_up__wrinkle_check: rejected because !closed (closed %d)", closed);
     }
     return PBD_OK;
 }
@@ -1876,7 +2235,10 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
     size_t ncell = (size_t)g->dim[0] * g->dim[1] * g->dim[2];
     g->start = (int *)pbd_up__calloc_array(ncell + 1, sizeof(int));
     int *fill = (int *)pbd_up__calloc_array(ncell, sizeof(int));
-    if (!g->start || !fill) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory"); }
+    if (!g->start || !fill) {
+        pbd_up__free(fill);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory");
+    }
     for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
         for (int t = 0; t < nt; ++t) {
             int c0[3], c1[3];
@@ -1896,11 +2258,20 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
         }
         if (pass == 0) {
             for (size_t c = 0; c < ncell; ++c) {
-                if (g->start[c + 1] > INT_MAX - g->start[c]) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - g->start[c] (g->start[c + 1] %d, c %zu, g->start[c] %d)", g->start[c + 1], c, g->start[c]); }
+                if (g->start[c + 1] > INT_MAX - g->start[c]) {
+                    pbd_up__free(fill);
+                    return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                          "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - "
+                                          "g->start[c] (g->start[c + 1] %d, c %zu, g->start[c] %d)",
+                                          g->start[c + 1], c, g->start[c]);
+                }
                 g->start[c + 1] += g->start[c];
             }
             g->list = (int *)pbd_up__alloc_array((size_t)g->start[ncell] + 1, sizeof(int));
-            if (!g->list) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory"); }
+            if (!g->list) {
+                pbd_up__free(fill);
+                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory");
+            }
         }
     }
     pbd_up__free(fill);
@@ -1918,7 +2289,11 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
     pbd_result r = pbd_up__tri_grid_build(&g, d);
     int *stamp = r == PBD_OK ? (int *)pbd_up__alloc_array((size_t)d->coarse_triangle_count, sizeof(int)) : NULL;
     if (r == PBD_OK && !stamp) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_bind: out of memory");
-    if (r != PBD_OK) { pbd_up__free(g.start); pbd_up__free(g.list); return r; }
+    if (r != PBD_OK) {
+        pbd_up__free(g.start);
+        pbd_up__free(g.list);
+        return r;
+    }
     for (int t = 0; t < d->coarse_triangle_count; ++t) stamp[t] = -1;
     int rings = g.dim[0] > g.dim[1] ? g.dim[0] : g.dim[1];
     rings = rings > g.dim[2] ? rings : g.dim[2];
@@ -1934,14 +2309,21 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
                         int dz = z - c[2], dy = y - c[1], dx = x - c[0];
                         int cheb = abs(dx) > abs(dy) ? abs(dx) : abs(dy);
                         cheb = cheb > abs(dz) ? cheb : abs(dz);
-                        if (cheb != ring || x < 0 || y < 0 || z < 0 || x >= g.dim[0] || y >= g.dim[1] || z >= g.dim[2]) continue;
+                        if (cheb != ring || x < 0 || y < 0 || z < 0 || x >= g.dim[0] || y >= g.dim[1] || z >= g.dim[2])
+                            continue;
                         size_t cell = ((size_t)z * g.dim[1] + y) * g.dim[0] + x;
                         for (int q = g.start[cell]; q < g.start[cell + 1]; ++q) {
                             int t = g.list[q];
                             if (stamp[t] == i) continue;
                             stamp[t] = i;
                             double w[3], d2 = pbd_up__triangle_d2(d, t, p, w);
-                            if (d2 < best || (d2 == best && t < bt)) { best = d2; bt = t; bw[0] = w[0]; bw[1] = w[1]; bw[2] = w[2]; }
+                            if (d2 < best || (d2 == best && t < bt)) {
+                                best = d2;
+                                bt = t;
+                                bw[0] = w[0];
+                                bw[1] = w[1];
+                                bw[2] = w[2];
+                            }
                         }
                     }
             double reach = ring * g.h; /* cells ring+1 away are at least this far */
@@ -1953,7 +2335,8 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
         float n[3], off = 0.0f;
         pbd_up__face_normal(X, v, n);
         for (int k = 0; k < 3; ++k) {
-            float a = wr->bary[3 * (size_t)i] * X[3 * (size_t)v[0] + k] + wr->bary[3 * (size_t)i + 1] * X[3 * (size_t)v[1] + k] +
+            float a = wr->bary[3 * (size_t)i] * X[3 * (size_t)v[0] + k] +
+                      wr->bary[3 * (size_t)i + 1] * X[3 * (size_t)v[1] + k] +
                       wr->bary[3 * (size_t)i + 2] * X[3 * (size_t)v[2] + k];
             off += (p[k] - a) * n[k];
         }
@@ -1987,15 +2370,19 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     wr->fnormal = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
     wr->targets = (float *)pbd_up__alloc_array(nf * 3, sizeof(float));
     wr->zero = (float *)pbd_up__calloc_array(nf * 3, sizeof(float));
-    if (!wr->coarse_triangles || !wr->tri || !wr->bary || !wr->offset || !wr->normals || !wr->surface ||
-        !wr->fnormal || !wr->targets || !wr->zero) {
+    if (!wr->coarse_triangles || !wr->tri || !wr->bary || !wr->offset || !wr->normals || !wr->surface || !wr->fnormal ||
+        !wr->targets || !wr->zero) {
         pbd_up__wrinkle_free(wr);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     }
     memcpy(wr->coarse_triangles, d->coarse_triangles, nct * 3 * sizeof(int));
     r = pbd_up__wrinkle_bind(wr, d);
-    if (r != PBD_OK) { pbd_up__wrinkle_free(wr); return r; }
-    for (size_t t = 0; t < nct; ++t) pbd_up__face_normal(d->coarse_positions, wr->coarse_triangles + 3 * t, wr->normals + 3 * t);
+    if (r != PBD_OK) {
+        pbd_up__wrinkle_free(wr);
+        return r;
+    }
+    for (size_t t = 0; t < nct; ++t)
+        pbd_up__face_normal(d->coarse_positions, wr->coarse_triangles + 3 * t, wr->normals + 3 * t);
     pbd_up__wrinkle_targets(wr, d->coarse_positions);
 
     pbd_world_desc wd = pbd_world_desc_default();
@@ -2047,9 +2434,13 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
 PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr) { pbd_up__wrinkle_free(wr); }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, float *fine_out) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: wr is NULL");
+    if (!wr)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: wr is NULL");
     if (!x) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: x is NULL");
-    if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3)) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE, "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
+    if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3))
+        return pbd_world_fail(
+            (wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
+            "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
     pbd_up__wrinkle_targets(wr, x);
     pbd_result r = PBD_OK;
     for (int i = 0; i < wr->fine_count && r == PBD_OK; ++i)
@@ -2064,20 +2455,26 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
 
 PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr) { return wr ? wr->fine_count : 0; }
 
-PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle,
-                                             float *barycentric, float *offset) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: wr is NULL");
-    if (v < 0 || v >= wr->fine_count) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
+PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, int *triangle, float *barycentric,
+                                             float *offset) {
+    if (!wr)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: wr is NULL");
+    if (v < 0 || v >= wr->fine_count)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
     if (triangle) *triangle = wr->tri[v];
     if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
     if (offset) *offset = wr->offset[v];
     return PBD_OK;
 }
 
-PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets,
-                                             float *surface_points, float *normals) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: wr is NULL");
-    if (!targets) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: targets is NULL");
+PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *targets, float *surface_points,
+                                             float *normals) {
+    if (!wr)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_targets: wr is NULL");
+    if (!targets)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_targets: targets is NULL");
     size_t n = (size_t)wr->fine_count * 3 * sizeof(float);
     memcpy(targets, wr->targets, n);
     if (surface_points) memcpy(surface_points, wr->surface, n);
@@ -2088,11 +2485,14 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *ta
 PBD_UP_DEF pbd_world *pbd_up_wrinkle_world(pbd_up_wrinkle *wr) { return wr ? wr->world : NULL; }
 
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_threads(pbd_up_wrinkle *wr, int threads) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_threads: wr is NULL");
+    if (!wr)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_set_threads: wr is NULL");
     return pbd_world_set_threads(wr->world, threads);
 }
 PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on) {
-    if (!wr) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_simd: wr is NULL");
+    if (!wr)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_set_simd: wr is NULL");
     return pbd_world_set_simd(wr->world, on);
 }
 
@@ -2121,22 +2521,30 @@ PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void) {
 
 PBD_UP_DEF void pbd_up_training_free(pbd_up_training *t) {
     if (!t) return;
-    pbd_up__free(t->coarse_triangles); pbd_up__free(t->detail_triangles);
-    pbd_up__free(t->coarse_rest); pbd_up__free(t->detail_rest);
-    pbd_up__free(t->coarse); pbd_up__free(t->detail);
+    pbd_up__free(t->coarse_triangles);
+    pbd_up__free(t->detail_triangles);
+    pbd_up__free(t->coarse_rest);
+    pbd_up__free(t->detail_rest);
+    pbd_up__free(t->coarse);
+    pbd_up__free(t->detail);
     memset(t, 0, sizeof *t);
 }
 
 static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float))) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float)) (cc %zu)", cc);
+    if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float)))
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || "
+                              "dc > (size_t)-1 / nf / sizeof(float)) (cc %zu)",
+                              cc);
     t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
     t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
     t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
     t->detail_rest = (float *)pbd_up__alloc_array(dc, sizeof(float));
     t->coarse = (float *)pbd_up__alloc_array(cc * nf, sizeof(float));
     t->detail = (float *)pbd_up__alloc_array(dc * nf, sizeof(float));
-    if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse || !t->detail) {
+    if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse ||
+        !t->detail) {
         pbd_up_training_free(t);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__training_alloc: out of memory");
     }
@@ -2144,10 +2552,13 @@ static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
 }
 
 static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
-    const float f[7] = {d->size, d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance,
-                        d->fine_bending_compliance, d->jitter};
-    if (!pbd_up__finite(f, 7)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__training_check_desc: rejected because !pbd_up__finite(f, 7)");
-    const char *bad = (int)d->scene < 0 || (int)d->scene > 1                  ? "scene is not a pbd_up_scene"
+    const float f[7] = {
+        d->size,  d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance, d->fine_bending_compliance,
+        d->jitter};
+    if (!pbd_up__finite(f, 7))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up__training_check_desc: rejected because !pbd_up__finite(f, 7)");
+    const char *bad = (int)d->scene < 0 || (int)d->scene > 1                   ? "scene is not a pbd_up_scene"
                       : d->coarse_resolution < 3 || d->coarse_resolution > 256 ? "coarse_resolution outside 3..256"
                       : d->levels < 1 || d->levels > 4                         ? "levels outside 1..4"
                       : !(d->size > 0)                                         ? "size <= 0"
@@ -2164,19 +2575,25 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
                       : d->threads < 0 || d->threads > 1024                    ? "threads outside 0..1024"
                                                                                : NULL;
     if (bad)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_desc: %s (scene %d, coarse_resolution %d, "
-                              "levels %d, frames %d, steps_per_frame %d, substeps %d, iterations %d, threads %d)", bad,
-                              (int)d->scene, d->coarse_resolution, d->levels, d->frames, d->steps_per_frame, d->substeps,
-                              d->iterations, d->threads);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_desc: %s (scene %d, coarse_resolution %d, "
+                              "levels %d, frames %d, steps_per_frame %d, substeps %d, iterations %d, threads %d)",
+                              bad, (int)d->scene, d->coarse_resolution, d->levels, d->frames, d->steps_per_frame,
+                              d->substeps, d->iterations, d->threads);
     long long per = (2 * (long long)d->coarse_resolution - 1) * (2 * (long long)d->coarse_resolution - 1);
     for (int l = 1; l < d->levels; ++l) per *= 4;
-    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX (per %lld, d->frames %d, d->steps_per_frame %d)", per, d->frames, d->steps_per_frame);
+    if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * "
+            "d->steps_per_frame > INT_MAX (per %lld, d->frames %d, d->steps_per_frame %d)",
+            per, d->frames, d->steps_per_frame);
     return PBD_OK;
 }
 
 /* A world with the scene's solver settings, a cloth and (drop) the sphere. */
-static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending,
-                                         pbd_world **w, pbd_object *cloth) {
+static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending, pbd_world **w,
+                                         pbd_object *cloth) {
     pbd_world_desc wd = pbd_world_desc_default();
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
@@ -2203,10 +2620,13 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
     float s = d->size;
     if (d->scene == PBD_UP_SCENE_CAPE) {
         float o[3] = {-0.5f * s, s, 0.0f}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, -s, 0.0f};
-        normal[0] = 0.0f; normal[1] = 0.0f; normal[2] = -1.0f;
+        normal[0] = 0.0f;
+        normal[1] = 0.0f;
+        normal[2] = -1.0f;
         return pbd_mesh_grid(n, n, o, u, v, m);
     }
-    float o[3] = {-0.5f * s, 0.3f * s + d->amplitude + 0.02f * s, -0.5f * s}, u[3] = {s, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, s};
+    float o[3] = {-0.5f * s, 0.3f * s + d->amplitude + 0.02f * s, -0.5f * s}, u[3] = {s, 0.0f, 0.0f},
+          v[3] = {0.0f, 0.0f, s};
     pbd_result r = pbd_mesh_grid(n, n, o, u, v, m);
     if (r != PBD_OK) return r;
     /* tilted by 0.15 rad about z and shifted off centre, so it slides off */
@@ -2216,7 +2636,9 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
         p[0] = c * x - sn * y + 0.1f * s;
         p[1] = sn * x + c * y + y0;
     }
-    normal[0] = sn; normal[1] = -c; normal[2] = 0.0f;
+    normal[0] = sn;
+    normal[1] = -c;
+    normal[2] = 0.0f;
     return PBD_OK;
 }
 
@@ -2243,7 +2665,9 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     {
         unsigned st = d->seed ? d->seed : 1u;
         for (int i = cm.vertex_count; i < fm.vertex_count; ++i) { /* xorshift32 */
-            st ^= st << 13; st ^= st >> 17; st ^= st << 5;
+            st ^= st << 13;
+            st ^= st >> 17;
+            st ^= st << 5;
             float j = d->jitter * ((float)(st >> 8) * (1.0f / 16777216.0f) - 0.5f);
             for (int k = 0; k < 3; ++k) fm.positions[3 * (size_t)i + k] += j * normal[k];
         }
@@ -2271,9 +2695,9 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     for (int k = 0; k < steps && r == PBD_OK; ++k) {
         double time = (k + 1) * (double)d->time_step;
         for (int i = 0; i < ntop && r == PBD_OK; ++i) {
-            float target[3] = {cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time),
-                               cm.positions[3 * i + 1],
-                               cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
+            float target[3] = {
+                cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time), cm.positions[3 * i + 1],
+                cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
             r = pbd_set_kinematic_target(cw, co.particles.first + i, target);
         }
         if (r == PBD_OK) r = pbd_world_step(cw, d->time_step);
@@ -2293,13 +2717,15 @@ done:
     if (fw) pbd_world_destroy(fw);
     pbd_mesh_free(&cm);
     pbd_up_mesh_free(&fm);
-    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    if (r != PBD_OK) {
+        pbd_up_training_free(&t);
+        return r;
+    }
     *out = t;
     return PBD_OK;
 }
 
-PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b,
-                                             pbd_up_training *out) {
+PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b, pbd_up_training *out) {
     if (!a) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a is NULL");
     if (!b) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: out is NULL");
@@ -2308,19 +2734,29 @@ PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd
     if (!a->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->detail is NULL");
     if (!b->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->detail is NULL");
     if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: vertex counts differ (coarse %d and %d, detail %d and %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_concat: vertex counts differ (coarse %d and %d, detail %d and %d)",
                               a->coarse_count, b->coarse_count, a->detail_count, b->detail_count);
     if (a->coarse_triangle_count != b->coarse_triangle_count || a->detail_triangle_count != b->detail_triangle_count ||
         a->levels != b->levels ||
         memcmp(a->coarse_triangles, b->coarse_triangles, sizeof(int) * 3 * (size_t)a->coarse_triangle_count) != 0 ||
         memcmp(a->detail_triangles, b->detail_triangles, sizeof(int) * 3 * (size_t)a->detail_triangle_count) != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_concat: the two sets have different triangles or levels (%d and %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_concat: the two sets have different triangles or levels (%d and %d)",
                               a->levels, b->levels);
-    if (a->frame_count > INT_MAX - b->frame_count) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count (a->frame_count %d, b->frame_count %d)", a->frame_count, b->frame_count);
+    if (a->frame_count > INT_MAX - b->frame_count)
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count "
+                              "(a->frame_count %d, b->frame_count %d)",
+                              a->frame_count, b->frame_count);
     pbd_up_training t = *a;
     t.frame_count = a->frame_count + b->frame_count;
-    t.coarse_triangles = NULL; t.detail_triangles = NULL; t.coarse_rest = NULL; t.detail_rest = NULL;
-    t.coarse = NULL; t.detail = NULL;
+    t.coarse_triangles = NULL;
+    t.detail_triangles = NULL;
+    t.coarse_rest = NULL;
+    t.detail_rest = NULL;
+    t.coarse = NULL;
+    t.detail = NULL;
     pbd_result r = pbd_up__training_alloc(&t);
     if (r != PBD_OK) return r;
     size_t cc = (size_t)a->coarse_count * 3, dc = (size_t)a->detail_count * 3;
@@ -2346,7 +2782,8 @@ static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
     pbd_up__io_bytes(io, magic, 8);
     pbd_up__io_bytes(io, &version, 4);
     pbd_up__io_bytes(io, &order, 4);
-    if (io->in && (memcmp(magic, PBD_UP__TRAINING_MAGIC, 8) != 0 || version != 1 || order != PBD_UP__BYTE_ORDER)) io->bad = 1;
+    if (io->in && (memcmp(magic, PBD_UP__TRAINING_MAGIC, 8) != 0 || version != 1 || order != PBD_UP__BYTE_ORDER))
+        io->bad = 1;
     pbd_up__io_int(io, &t->coarse_count);
     pbd_up__io_int(io, &t->detail_count);
     pbd_up__io_int(io, &t->frame_count);
@@ -2354,14 +2791,18 @@ static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
     pbd_up__io_int(io, &t->detail_triangle_count);
     pbd_up__io_int(io, &t->levels);
     if (io->bad) return;
-    if (io->in && (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 || t->coarse_triangle_count <= 0 ||
-                   t->detail_triangle_count <= 0 || t->levels < 0 || t->coarse_count > INT_MAX / 3 ||
-                   t->detail_count > INT_MAX / 3 || t->coarse_triangle_count > INT_MAX / 3 || t->detail_triangle_count > INT_MAX / 3)) {
+    if (io->in && (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 ||
+                   t->coarse_triangle_count <= 0 || t->detail_triangle_count <= 0 || t->levels < 0 ||
+                   t->coarse_count > INT_MAX / 3 || t->detail_count > INT_MAX / 3 ||
+                   t->coarse_triangle_count > INT_MAX / 3 || t->detail_triangle_count > INT_MAX / 3)) {
         io->bad = 1;
         return;
     }
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    if (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf) { io->bad = 1; return; }
+    if (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf) {
+        io->bad = 1;
+        return;
+    }
     pbd_up__io_array(io, (void **)&t->coarse_triangles, (size_t)t->coarse_triangle_count * 3, sizeof(int));
     pbd_up__io_array(io, (void **)&t->detail_triangles, (size_t)t->detail_triangle_count * 3, sizeof(int));
     pbd_up__io_array(io, (void **)&t->coarse_rest, cc, sizeof(float));
@@ -2379,7 +2820,8 @@ static int pbd_up__training_valid(const pbd_up_training *t) {
 }
 
 PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
-    if (!t || !t->coarse || !t->detail || !t->coarse_rest || !t->detail_rest || !t->coarse_triangles || !t->detail_triangles)
+    if (!t || !t->coarse || !t->detail || !t->coarse_rest || !t->detail_rest || !t->coarse_triangles ||
+        !t->detail_triangles)
         return 0;
     pbd_up__io io;
     memset(&io, 0, sizeof io);
@@ -2392,14 +2834,21 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: buffer is NULL");
     size_t need = pbd_up_training_save_size(t);
     if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: need is NULL");
-    if (size < need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
-    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)", t->coarse_count, t->detail_count, t->frame_count);
+    if (size < need)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
+    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || "
+                              "t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)",
+                              t->coarse_count, t->detail_count, t->frame_count);
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.out = (unsigned char *)buffer;
     io.size = need - sizeof(uint64_t);
     pbd_up__training_io(&io, (pbd_up_training *)t);
-    if (io.bad) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because io.bad");
+    if (io.bad)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because io.bad");
     uint64_t sum = pbd_up__fnv1a(io.out, io.off);
     memcpy(io.out + io.off, &sum, sizeof sum);
     return PBD_OK;
@@ -2409,10 +2858,15 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: buffer is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_load: out is NULL");
     uint64_t sum;
-    if (size < 40 + sizeof sum) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
+    if (size < 40 + sizeof sum)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
     const unsigned char *in = (const unsigned char *)buffer;
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
+    if (sum != pbd_up__fnv1a(in, size - sizeof sum))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     pbd_up__io io;
@@ -2422,8 +2876,14 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     pbd_up__training_io(&io, &t);
     pbd_result r = PBD_OK;
     if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_load: out of memory");
-    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t)) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: rejected because io.bad || io.off != io.size || !pbd_up__training_valid(&t)");
-    if (r != PBD_OK) { pbd_up_training_free(&t); return r; }
+    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t))
+        r = pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up_training_load: rejected because io.bad || io.off != io.size || !pbd_up__training_valid(&t)");
+    if (r != PBD_OK) {
+        pbd_up_training_free(&t);
+        return r;
+    }
     *out = t;
     return PBD_OK;
 }
@@ -2518,13 +2978,16 @@ static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
         for (int j = i + 1; j < n; ++j)
             if (evals[j] > evals[best]) best = j;
         if (best == i) continue;
-        double t = evals[i]; evals[i] = evals[best]; evals[best] = t;
+        double t = evals[i];
+        evals[i] = evals[best];
+        evals[best] = t;
         for (int k = 0; k < n; ++k) {
-            double u = evecs[k * n + i]; evecs[k * n + i] = evecs[k * n + best]; evecs[k * n + best] = u;
+            double u = evecs[k * n + i];
+            evecs[k * n + i] = evecs[k * n + best];
+            evecs[k * n + best] = u;
         }
     }
 }
-
 
 /* --- PIU --- */
 
@@ -2554,10 +3017,10 @@ typedef struct pbd_up__piu {
     int *lane_vertex;   /* group_count * LANES detail indices, -1 for padding lanes */
     /* oscillatory modes (Kavan et al. 2011, section 6) */
     int mode_count;
-    float *modes;       /* mode_count * detail_count * 3, unit vectors */
-    float *omega;       /* mode_count: angular frequency (rad/s) */
-    float *amplitude;   /* mode_count: training amplitude */
-    float train_speed;  /* RMS coarse vertex speed of the training frames */
+    float *modes;      /* mode_count * detail_count * 3, unit vectors */
+    float *omega;      /* mode_count: angular frequency (rad/s) */
+    float *amplitude;  /* mode_count: training amplitude */
+    float train_speed; /* RMS coarse vertex speed of the training frames */
     /* oscillator state */
     float *level, *phase; /* mode_count each */
     float *prev_coarse;   /* coarse_count * 3 */
@@ -2630,7 +3093,9 @@ static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float
                 y = y + wj * c[1];
                 z = z + wj * c[2];
             }
-            ax[l] = x; ay[l] = y; az[l] = z;
+            ax[l] = x;
+            ay[l] = y;
+            az[l] = z;
         }
     }
     for (int l = 0; l < PBD_UP__LANES; ++l) {
@@ -2665,7 +3130,9 @@ static void pbd_up__piu_add_modes(const pbd_up__piu *p, float *X, int threads) {
 static void pbd_up__piu_apply(const pbd_up__piu *p, const float *u, float *X, int threads, int simd) {
     const int G = p->group_count;
     (void)threads;
-    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && G >= PBD_UP__PIU_PARALLEL_MIN))
+    const int parallel = threads > 1 && G >= PBD_UP__PIU_PARALLEL_MIN;
+    (void)parallel;
+    PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(parallel))
     for (int g = 0; g < G; ++g) pbd_up__piu_group(p, g, u, X, simd);
     pbd_up__piu_add_modes(p, X, threads);
 }
@@ -2692,39 +3159,94 @@ static double pbd_up__dist2(const float *a, const float *b) {
 
 static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d is NULL");
-    if (!d->coarse_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->coarse_frames is NULL");
-    if (!d->detail_frames) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->detail_frames is NULL");
-    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)", d->coarse_count, d->detail_count, d->frame_count);
-    if (d->support < 2 || d->support > 64) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
-    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || !isfinite(d->regularization) (d->regularization %g)", (double)d->regularization);
+    if (!d->coarse_frames)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->coarse_frames is NULL");
+    if (!d->detail_frames)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->detail_frames is NULL");
+    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || "
+                              "d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)",
+                              d->coarse_count, d->detail_count, d->frame_count);
+    if (d->support < 2 || d->support > 64)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
+    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || "
+                              "!isfinite(d->regularization) (d->regularization %g)",
+                              (double)d->regularization);
     if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count (d->oscillatory_modes %d, d->frame_count %d)", d->oscillatory_modes, d->frame_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || "
+            "d->oscillatory_modes > d->frame_count (d->oscillatory_modes %d, d->frame_count %d)",
+            d->oscillatory_modes, d->frame_count);
     if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3) (d->oscillatory_modes %d, d->frame_dt %g, d->frame_count %d)", d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > "
+                              "0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3) (d->oscillatory_modes %d, "
+                              "d->frame_dt %g, d->frame_count %d)",
+                              d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
     int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
-    if (np != 0 && np != 3) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: np != 0 && np != 3");
-    if (d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
-                           d->subdivision->coarse_count != d->coarse_count ||
-                           d->subdivision->detail_count != d->detail_count))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count) (np %d, d->coarse_count %d, d->detail_count %d)", np, d->coarse_count, d->detail_count);
+    if (np != 0 && np != 3)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: np != 0 && np != 3");
+    if (d->subdivision &&
+        (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
+         d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || "
+            "!d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || "
+            "d->subdivision->detail_count != d->detail_count) (np %d, d->coarse_count %d, d->detail_count %d)",
+            np, d->coarse_count, d->detail_count);
     const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
     if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
         nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
         nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count (d->coarse_count %d, d->detail_count %d, d->frame_count %d, nc3 %zu)", d->coarse_count, d->detail_count, d->frame_count, nc3);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || "
+                              "d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / "
+                              "(size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count "
+                              "(d->coarse_count %d, d->detail_count %d, d->frame_count %d, nc3 %zu)",
+                              d->coarse_count, d->detail_count, d->frame_count, nc3);
     if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
         !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) || !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count) (nc3 %zu, d->frame_count %d)", nc3, d->frame_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) "
+            "|| !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count) (nc3 %zu, d->frame_count %d)",
+            nc3, d->frame_count);
     if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
         (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)) (nc3 %zu)", nc3);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || "
+            "(d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)) (nc3 %zu)",
+            nc3);
     if (np == 3) {
-        if (d->prior_start[0] != 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[0] != 0");
+        if (d->prior_start[0] != 0)
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_up__piu_check_desc: rejected because d->prior_start[0] != 0");
         for (int i = 0; i < d->detail_count; ++i)
-            if (d->prior_start[i + 1] < d->prior_start[i]) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < d->prior_start[i] (d->prior_start[i + 1] %d, i %d, d->prior_start[i] %d)", d->prior_start[i + 1], i, d->prior_start[i]);
+            if (d->prior_start[i + 1] < d->prior_start[i])
+                return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                      "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < "
+                                      "d->prior_start[i] (d->prior_start[i + 1] %d, i %d, d->prior_start[i] %d)",
+                                      d->prior_start[i + 1], i, d->prior_start[i]);
         for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
-            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count (e %d, d->prior_index[e] %d, d->coarse_count %d)", e, d->prior_index[e], d->coarse_count);
-            if (!isfinite(d->prior_weight[e])) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e]) (e %d, d->prior_weight[e] %g)", e, (double)d->prior_weight[e]);
+            if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count)
+                return pbd_world_fail(
+                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= "
+                    "d->coarse_count (e %d, d->prior_index[e] %d, d->coarse_count %d)",
+                    e, d->prior_index[e], d->coarse_count);
+            if (!isfinite(d->prior_weight[e]))
+                return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                                      "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e]) (e %d, "
+                                      "d->prior_weight[e] %g)",
+                                      e, (double)d->prior_weight[e]);
         }
     }
     return PBD_OK;
@@ -2748,7 +3270,10 @@ static void pbd_up__piu_owners(const pbd_up_piu_desc *d, const float *crest, con
             double bd = DBL_MAX;
             for (int v = 0; v < d->coarse_count; ++v) {
                 double dd = pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)v);
-                if (dd < bd) { bd = dd; best = v; }
+                if (dd < bd) {
+                    bd = dd;
+                    best = v;
+                }
             }
         }
         owner[i] = best;
@@ -2760,8 +3285,8 @@ static void pbd_up__piu_owners(const pbd_up_piu_desc *d, const float *crest, con
    written as extra rows, solved by QR in double. Coordinates are taken
    relative to the last support vertex, which the partition of unity
    allows and which keeps the problem well conditioned far from the origin. */
-static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, int K, const double *p,
-                               double *A, double *rhs, double *z, float *out) {
+static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, int K, const double *p, double *A,
+                               double *rhs, double *z, float *out) {
     const int F = d->frame_count, n = K - 1, m = 3 * F + K;
     const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
     double trace = 0.0;
@@ -2801,14 +3326,17 @@ static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, in
    its rows' prior touches (by total |weight|) and then the nearest to v in
    the rest pose, K in all, ascending. mark/psum are coarse_count scratch
    (zero on entry and exit), cand holds up to coarse_count entries. */
-static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, int v, const int *rows,
-                                int row_count, int K, double *psum, int *mark, pbd_up__rank *cand, int *s) {
+static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, int v, const int *rows, int row_count,
+                                int K, double *psum, int *mark, pbd_up__rank *cand, int *s) {
     int nc = 0;
     if (d->prior_start)
         for (int r = 0; r < row_count; ++r)
             for (int e = d->prior_start[rows[r]]; e < d->prior_start[rows[r] + 1]; ++e) {
                 int c = d->prior_index[e];
-                if (!mark[c]) { mark[c] = 1; cand[nc++].index = c; }
+                if (!mark[c]) {
+                    mark[c] = 1;
+                    cand[nc++].index = c;
+                }
                 psum[c] += fabs((double)d->prior_weight[e]);
             }
     /* the K nearest to v, kept sorted by insertion */
@@ -2819,19 +3347,29 @@ static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, in
         double dd = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
         if (nn == K && dd >= nd[K - 1]) continue;
         int k = nn < K ? nn++ : K - 1;
-        while (k > 0 && nd[k - 1] > dd) { nd[k] = nd[k - 1]; near[k] = near[k - 1]; --k; }
+        while (k > 0 && nd[k - 1] > dd) {
+            nd[k] = nd[k - 1];
+            near[k] = near[k - 1];
+            --k;
+        }
         nd[k] = dd;
         near[k] = c;
     }
     for (int k = 0; k < nn; ++k)
-        if (!mark[near[k]]) { mark[near[k]] = 1; cand[nc++].index = near[k]; }
+        if (!mark[near[k]]) {
+            mark[near[k]] = 1;
+            cand[nc++].index = near[k];
+        }
     for (int k = 0; k < nc; ++k) {
         int c = cand[k].index;
         cand[k].key0 = psum[c];
         cand[k].key1 = pbd_up__dist2(crest + 3 * (size_t)c, crest + 3 * (size_t)v);
     }
     qsort(cand, (size_t)nc, sizeof cand[0], pbd_up__rank_cmp);
-    for (int k = 0; k < nc; ++k) { mark[cand[k].index] = 0; psum[cand[k].index] = 0.0; }
+    for (int k = 0; k < nc; ++k) {
+        mark[cand[k].index] = 0;
+        psum[cand[k].index] = 0.0;
+    }
     for (int k = 0; k < K; ++k) s[k] = cand[k].index;
     qsort(s, (size_t)K, sizeof s[0], pbd_up__int_cmp);
 }
@@ -2839,14 +3377,17 @@ static void pbd_up__piu_support(const pbd_up_piu_desc *d, const float *crest, in
 /* The prior row restricted to the support and renormalised; inverse
    squared distance (Shepard) weights where there is no prior or it puts
    no weight on the support. */
-static void pbd_up__piu_prior(const pbd_up_piu_desc *d, const float *crest, const float *drest, int i,
-                              const int *s, int K, double *p) {
+static void pbd_up__piu_prior(const pbd_up_piu_desc *d, const float *crest, const float *drest, int i, const int *s,
+                              int K, double *p) {
     double sum = 0.0;
     for (int j = 0; j < K; ++j) p[j] = 0.0;
     if (d->prior_start)
         for (int e = d->prior_start[i]; e < d->prior_start[i + 1]; ++e)
             for (int j = 0; j < K; ++j)
-                if (s[j] == d->prior_index[e]) { p[j] += d->prior_weight[e]; sum += d->prior_weight[e]; }
+                if (s[j] == d->prior_index[e]) {
+                    p[j] += d->prior_weight[e];
+                    sum += d->prior_weight[e];
+                }
     if (!(fabs(sum) > 1e-6)) {
         sum = 0.0;
         for (int j = 0; j < K; ++j) {
@@ -2867,7 +3408,11 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
     const size_t nd3 = (size_t)d->detail_count * 3, nc3 = (size_t)d->coarse_count * 3;
     float *res = (float *)pbd_up__alloc_array(nd3 * (size_t)F, sizeof(float));
     double *G = (double *)pbd_up__alloc(sizeof(double) * (size_t)F * F * 2 + sizeof(double) * F);
-    if (!res || !G) { pbd_up__free(res); pbd_up__free(G); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_fit_modes: out of memory"); }
+    if (!res || !G) {
+        pbd_up__free(res);
+        pbd_up__free(G);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_fit_modes: out of memory");
+    }
     double *V = G + (size_t)F * F, *ev = V + (size_t)F * F;
     int saved = p->mode_count;
     p->mode_count = 0; /* the residual of the operator alone */
@@ -2926,7 +3471,11 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
         for (int f = 0; f < F; ++f) {
             double t = (double)f * d->frame_dt, sn = sin(w * t), cs = cos(w * t);
             double y = sq * V[f * F + k] - mean;
-            ss += sn * sn; sc += sn * cs; cc += cs * cs; ys += y * sn; yc += y * cs;
+            ss += sn * sn;
+            sc += sn * cs;
+            cc += cs * cs;
+            ys += y * sn;
+            yc += y * cs;
         }
         double det = ss * cc - sc * sc, alpha = 0.0, beta = 0.0;
         if (det > 1e-12 * (ss * cc) && det > 0.0) {
@@ -2956,14 +3505,16 @@ static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int 
     p->weights = (float *)pbd_up__alloc_array(G * K * PBD_UP__LANES, sizeof(float));
     p->lane_vertex = (int *)pbd_up__alloc_array(G * PBD_UP__LANES, sizeof(int));
     p->prev_coarse = (float *)pbd_up__alloc_array((size_t)coarse_count * 3, sizeof(float));
-    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
+    if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse)
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
     if (modes > 0) {
         p->modes = (float *)pbd_up__alloc_array(nd3 * (size_t)modes, sizeof(float));
         p->omega = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->amplitude = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->level = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->phase = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
-        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
+        if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase)
+            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
     }
     return PBD_OK;
 }
@@ -2989,7 +3540,10 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
     pbd_up__rank *cand = (pbd_up__rank *)pbd_up__alloc(sizeof(pbd_up__rank) * ((size_t)nc + 64));
     pbd_up__piu *p = (pbd_up__piu *)pbd_up__alloc(sizeof(pbd_up__piu));
     if (!owner || !dscr || !cand || !p) {
-        pbd_up__free(owner); pbd_up__free(dscr); pbd_up__free(cand); pbd_up__free(p);
+        pbd_up__free(owner);
+        pbd_up__free(dscr);
+        pbd_up__free(cand);
+        pbd_up__free(p);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_build: out of memory");
     }
     memset(p, 0, sizeof *p);
@@ -3025,7 +3579,11 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
                 p->lane_vertex[(size_t)g * PBD_UP__LANES + l] = i;
                 if (i >= 0) {
                     pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
-                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0 (i %d)", i);
+                    if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0)
+                        r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                           "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, "
+                                           "A, rhs, z, row) != 0 (i %d)",
+                                           i);
                 }
                 for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
             }
@@ -3036,7 +3594,10 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
     pbd_up__free(owner);
     pbd_up__free(dscr);
     pbd_up__free(cand);
-    if (r != PBD_OK) { pbd_up__piu_free(p); return r; }
+    if (r != PBD_OK) {
+        pbd_up__piu_free(p);
+        return r;
+    }
     *out = p;
     return PBD_OK;
 }
@@ -3053,7 +3614,10 @@ static pbd_result pbd_up__piu_eval(pbd_up_model *m, const float *coarse, float *
 static void pbd_up__piu_io(pbd_up_model *m, pbd_up__io *io) {
     if (io->in) {
         m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__piu));
-        if (!m->impl) { io->bad = 2; return; }
+        if (!m->impl) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__piu *p = (pbd_up__piu *)m->impl;
     pbd_up__io_int(io, &p->coarse_count);
@@ -3089,24 +3653,44 @@ static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
     const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
     const size_t G = (size_t)p->group_count, K = (size_t)p->support, M = (size_t)p->mode_count;
     for (size_t k = 0; k < G * K; ++k)
-        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count");
+        if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count)
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                  "pbd_up__piu_prepare: rejected because p->group_support[k] < 0 || "
+                                  "p->group_support[k] >= p->coarse_count");
     int *seen = (int *)pbd_up__calloc_array((size_t)p->detail_count, sizeof(int));
     if (!seen) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_prepare: out of memory");
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < G * PBD_UP__LANES && r == PBD_OK; ++k) {
         int v = p->lane_vertex[k];
-        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)");
+        if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++))
+            r = pbd_world_fail(
+                NULL, PBD_ERROR_BAD_SNAPSHOT,
+                "pbd_up__piu_prepare: rejected because v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)");
     }
     for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
-        if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
+        if (!seen[v])
+            r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                               "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
     pbd_up__free(seen);
     if (r != PBD_OK) return r;
-    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES)");
-    if (!pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)");
-    if (!(p->train_speed >= 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because !(p->train_speed >= 0.0f)");
+    if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES)");
+    if (!pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)");
+    if (!(p->train_speed >= 0.0f))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__piu_prepare: rejected because !(p->train_speed >= 0.0f)");
     if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
                   !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__piu_prepare: rejected because M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) || !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M))");
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__piu_prepare: rejected because M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * "
+            "3) || !pbd_up__finite(p->omega, M) || !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || "
+            "!pbd_up__finite(p->phase, M))");
     return PBD_OK;
 }
 
@@ -3132,10 +3716,16 @@ PBD_UP_DEF pbd_result pbd_up_piu_fit(const pbd_up_piu_desc *desc, pbd_up_model *
     pbd_result r = pbd_up__piu_build(desc, &p);
     if (r != PBD_OK) return r;
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PIU, desc->coarse_count, desc->detail_count);
-    if (!m) { pbd_up__piu_free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory"); }
+    if (!m) {
+        pbd_up__piu_free(p);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory");
+    }
     m->impl = p;
     r = pbd_up__piu_prepare(m);
-    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    if (r != PBD_OK) {
+        pbd_up_model_destroy(m);
+        return r;
+    }
     m->trained = 1;
     *out = m;
     return PBD_OK;
@@ -3155,9 +3745,13 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
     if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: coarse is NULL");
     pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: rejected because !p");
-    if (!(dt > 0.0f) || !isfinite(dt)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
+    if (!(dt > 0.0f) || !isfinite(dt))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP,
+                              "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
     const size_t nc3 = (size_t)p->coarse_count * 3;
-    if (!pbd_up__finite(coarse, nc3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3) (nc3 %zu)", nc3);
+    if (!pbd_up__finite(coarse, nc3))
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3) (nc3 %zu)", nc3);
     double s2 = 0.0;
     for (size_t k = 0; k < nc3; ++k) {
         double dv = (double)coarse[k] - p->prev_coarse[k];
@@ -3182,8 +3776,15 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: count is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because !p");
-    if (detail_vertex < 0 || detail_vertex >= p->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)", detail_vertex);
-    if (max < 0 || (max > 0 && (!index || !weight))) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight)) (max %d)", max);
+    if (detail_vertex < 0 || detail_vertex >= p->detail_count)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+            "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)",
+            detail_vertex);
+    if (max < 0 || (max > 0 && (!index || !weight)))
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight)) (max %d)",
+                              max);
     for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
         if (p->lane_vertex[k] != detail_vertex) continue;
         size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
@@ -3194,7 +3795,9 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
         }
         return PBD_OK;
     }
-    return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: cannot happen for a prepared model"); /* cannot happen for a prepared model */
+    return pbd_world_fail(
+        NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+        "pbd_up_piu_row: cannot happen for a prepared model"); /* cannot happen for a prepared model */
 }
 
 PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
@@ -3206,7 +3809,9 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: m is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: rejected because !p");
-    if (k < 0 || k >= p->mode_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
+    if (k < 0 || k >= p->mode_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
     if (omega) *omega = p->omega[k];
     if (amplitude) *amplitude = p->amplitude[k];
     if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
@@ -3220,7 +3825,9 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
 /* A private copy of a subdivision model (without its own detail): the
    fitted models own their smooth operator, so they save and load alone. */
 static pbd_result pbd_up__clone_subdivision(const pbd_up_model *src, pbd_up_model **out) {
-    if (!pbd_up__subdiv_of(src) || !src->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__clone_subdivision: rejected because !pbd_up__subdiv_of(src) || !src->trained");
+    if (!pbd_up__subdiv_of(src) || !src->trained)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__clone_subdivision: rejected because !pbd_up__subdiv_of(src) || !src->trained");
     size_t n = pbd_up_model_save_size(src);
     unsigned char *buf = (unsigned char *)pbd_up__alloc(n);
     if (!buf) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__clone_subdivision: out of memory");
@@ -3236,17 +3843,29 @@ static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_cou
     if (io->bad) return;
     if (io->in) {
         *sub = pbd_up__model_new(PBD_UP_SUBDIVISION, coarse_count, detail_count);
-        if (!*sub) { io->bad = 2; return; }
+        if (!*sub) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__subdiv_io(*sub, io);
 }
 
 static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, int detail_count) {
     if (!sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count (coarse_count %d, detail_count %d)", coarse_count, detail_count);
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != "
+                              "coarse_count || sub->detail_count != detail_count (coarse_count %d, detail_count %d)",
+                              coarse_count, detail_count);
     pbd_result r = pbd_up__subdiv_prepare(sub);
-    if (r != PBD_OK) return r == PBD_ERROR_OUT_OF_MEMORY ? r : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its nested subdivision is invalid (%s)", pbd_result_string(r));
-    if (((pbd_up__subdiv *)sub->impl)->has_detail) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__nested_prepare: rejected because ((pbd_up__subdiv *)sub->impl)->has_detail");
+    if (r != PBD_OK)
+        return r == PBD_ERROR_OUT_OF_MEMORY
+                   ? r
+                   : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its nested subdivision is invalid (%s)",
+                                    pbd_result_string(r));
+    if (((pbd_up__subdiv *)sub->impl)->has_detail)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__nested_prepare: rejected because ((pbd_up__subdiv *)sub->impl)->has_detail");
     sub->trained = 1;
     return PBD_OK;
 }
@@ -3283,21 +3902,35 @@ static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, i
 }
 
 /* Checks shared by the wpsd and pdm descs. */
-static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames,
-                                         const float *cf, const float *df, const float *rest, int min_frames) {
+static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames, const float *cf,
+                                         const float *df, const float *rest, int min_frames) {
     if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: sub is NULL");
     if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: tris is NULL");
     if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: cf is NULL");
     if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: df is NULL");
-    if (!pbd_up__subdiv_of(sub) || !sub->trained) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
-    if (nt < 1 || frames < min_frames) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)", nt, frames, min_frames);
+    if (!pbd_up__subdiv_of(sub) || !sub->trained)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
+    if (nt < 1 || frames < min_frames)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)",
+            nt, frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
-    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames) return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames (frames %d)", frames);
+    if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames (frames %d)",
+            frames);
     if (!pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) ||
         (rest && !pbd_up__finite(rest, nc3)))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3)) (nc3 %zu, frames %d)", nc3, frames);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, "
+            "nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3)) (nc3 %zu, frames %d)",
+            nc3, frames);
     return PBD_OK;
 }
 
@@ -3314,28 +3947,36 @@ static void pbd_up__stencil_combine(const pbd_up__sparse *S, int i, const float 
 /* --- WPSD --- */
 
 typedef struct pbd_up__wpsd {
-    pbd_up_model *sub;   /* the smooth operator and frames (a subdivision model) */
+    pbd_up_model *sub; /* the smooth operator and frames (a subdivision model) */
     int K, poses, edge_count;
-    int *edges;          /* edge_count * 2 */
-    float *rest_len;     /* edge_count */
-    int *vert_edges;     /* coarse_count * K: the K closest edges of each feature vertex */
-    float *vert_w;       /* coarse_count * K: their fast-decaying weights */
-    float *pose_q;       /* coarse_count * poses * K: each pose's local pose vector */
-    float *omega;        /* coarse_count * poses * poses: omega_v[i][j] */
-    float *disp;         /* poses * detail_count * 3: displacements in the local frames */
-    int *pose_frame;     /* poses: training frame of each pose */
-    float *sel_error;    /* poses: RMS error after each selection step */
+    int *edges;       /* edge_count * 2 */
+    float *rest_len;  /* edge_count */
+    int *vert_edges;  /* coarse_count * K: the K closest edges of each feature vertex */
+    float *vert_w;    /* coarse_count * K: their fast-decaying weights */
+    float *pose_q;    /* coarse_count * poses * K: each pose's local pose vector */
+    float *omega;     /* coarse_count * poses * poses: omega_v[i][j] */
+    float *disp;      /* poses * detail_count * 3: displacements in the local frames */
+    int *pose_frame;  /* poses: training frame of each pose */
+    float *sel_error; /* poses: RMS error after each selection step */
     /* scratch (derived) */
-    float *strain;       /* edge_count */
-    float *wc;           /* coarse_count * poses */
+    float *strain; /* edge_count */
+    float *wc;     /* coarse_count * poses */
 } pbd_up__wpsd;
 
 static void pbd_up__wpsd_free(pbd_up__wpsd *p) {
     if (!p) return;
     pbd_up_model_destroy(p->sub);
-    pbd_up__free(p->edges); pbd_up__free(p->rest_len); pbd_up__free(p->vert_edges); pbd_up__free(p->vert_w);
-    pbd_up__free(p->pose_q); pbd_up__free(p->omega); pbd_up__free(p->disp); pbd_up__free(p->pose_frame);
-    pbd_up__free(p->sel_error); pbd_up__free(p->strain); pbd_up__free(p->wc);
+    pbd_up__free(p->edges);
+    pbd_up__free(p->rest_len);
+    pbd_up__free(p->vert_edges);
+    pbd_up__free(p->vert_w);
+    pbd_up__free(p->pose_q);
+    pbd_up__free(p->omega);
+    pbd_up__free(p->disp);
+    pbd_up__free(p->pose_frame);
+    pbd_up__free(p->sel_error);
+    pbd_up__free(p->strain);
+    pbd_up__free(p->wc);
     pbd_up__free(p);
 }
 
@@ -3349,15 +3990,17 @@ static void pbd_up__edge_strains(const int *edges, const float *rest_len, int ne
 
 /* The local pose vector of feature vertex v (survey 5.2.1). */
 static void pbd_up__wpsd_q(const pbd_up__wpsd *p, int v, const float *strain, float *q) {
-    for (int k = 0; k < p->K; ++k)
-        q[k] = p->vert_w[(size_t)v * p->K + k] * strain[p->vert_edges[(size_t)v * p->K + k]];
+    for (int k = 0; k < p->K; ++k) q[k] = p->vert_w[(size_t)v * p->K + k] * strain[p->vert_edges[(size_t)v * p->K + k]];
 }
 
 /* Pose weights at feature vertex v for the pose vector q: the RBF sum with
    phi(r) = r. */
 static void pbd_up__wpsd_vertex_weights(const pbd_up__wpsd *p, int v, const float *q, float *w) {
     const int P = p->poses, K = p->K;
-    if (P == 1) { w[0] = 1.0f; return; }
+    if (P == 1) {
+        w[0] = 1.0f;
+        return;
+    }
     float r[256];
     for (int i = 0; i < P; ++i) {
         const float *qi = p->pose_q + ((size_t)v * P + i) * K;
@@ -3402,7 +4045,9 @@ static pbd_result pbd_up__wpsd_eval(pbd_up_model *m, const float *u, float *out)
         pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
         for (int j = 0; j < P; ++j) {
             const float *dj = p->disp + ((size_t)j * nd + i) * 3;
-            d[0] += w[j] * dj[0]; d[1] += w[j] * dj[1]; d[2] += w[j] * dj[2];
+            d[0] += w[j] * dj[0];
+            d[1] += w[j] * dj[1];
+            d[2] += w[j] * dj[2];
         }
         const float *f = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i;
         for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
@@ -3413,7 +4058,10 @@ static pbd_result pbd_up__wpsd_eval(pbd_up_model *m, const float *u, float *out)
 static void pbd_up__wpsd_io(pbd_up_model *m, pbd_up__io *io) {
     if (io->in) {
         m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
-        if (!m->impl) { io->bad = 2; return; }
+        if (!m->impl) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__wpsd *p = (pbd_up__wpsd *)m->impl;
     pbd_up__nested_io(io, &p->sub, m->coarse_count, m->detail_count);
@@ -3445,17 +4093,31 @@ static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                  "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= "
+                                  "m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= "
+                                  "m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)",
+                                  e);
     for (size_t k = 0; k < nc * K; ++k)
-        if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count");
+        if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count)
+            return pbd_world_fail(
+                NULL, PBD_ERROR_BAD_SNAPSHOT,
+                "pbd_up__wpsd_prepare: rejected because p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count");
     if (!pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) ||
         !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) ||
         !pbd_up__finite(p->sel_error, P))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P) (nc %zu)", nc);
-    pbd_up__free(p->strain); pbd_up__free(p->wc);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, "
+            "nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * "
+            "(size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P) (nc %zu)",
+            nc);
+    pbd_up__free(p->strain);
+    pbd_up__free(p->wc);
     p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->wc = (float *)pbd_up__alloc_array(nc * P, sizeof(float));
-    if (!p->strain || !p->wc) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_prepare: out of memory");
+    if (!p->strain || !p->wc)
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_prepare: out of memory");
     return PBD_OK;
 }
 
@@ -3491,7 +4153,11 @@ static void pbd_up__wpsd_neighbourhoods(pbd_up__wpsd *p, const float *rest, int 
             double d = pbd_up__dist2(mid, rest + 3 * (size_t)v);
             if (n == K && d >= best[K - 1]) continue;
             int k = n < K ? n++ : K - 1;
-            while (k > 0 && best[k - 1] > d) { best[k] = best[k - 1]; idx[k] = idx[k - 1]; --k; }
+            while (k > 0 && best[k - 1] > d) {
+                best[k] = best[k - 1];
+                idx[k] = idx[k - 1];
+                --k;
+            }
             best[k] = d;
             idx[k] = e;
         }
@@ -3540,7 +4206,10 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     const float *rest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
     pbd_result r = pbd_up__mesh_edges(d->coarse_triangles, d->coarse_triangle_count, &p->edges, &p->edge_count);
     if (r != PBD_OK) return r;
-    if (p->edge_count < K) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__wpsd_build: rejected because p->edge_count < K (p->edge_count %d)", p->edge_count);
+    if (p->edge_count < K)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up__wpsd_build: rejected because p->edge_count < K (p->edge_count %d)",
+                              p->edge_count);
     p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->vert_edges = (int *)pbd_up__alloc_array((size_t)nc * K, sizeof(int));
     p->vert_w = (float *)pbd_up__alloc_array((size_t)nc * K, sizeof(float));
@@ -3551,8 +4220,8 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     p->sel_error = (float *)pbd_up__alloc_array((size_t)Pmax, sizeof(float));
     p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->wc = (float *)pbd_up__alloc_array((size_t)nc * Pmax, sizeof(float));
-    float *Q = (float *)pbd_up__alloc_array((size_t)F * nc * K, sizeof(float));   /* every frame's pose vectors */
-    float *D = (float *)pbd_up__alloc_array((size_t)F * nd3, sizeof(float));      /* local displacements */
+    float *Q = (float *)pbd_up__alloc_array((size_t)F * nc * K, sizeof(float)); /* every frame's pose vectors */
+    float *D = (float *)pbd_up__alloc_array((size_t)F * nd3, sizeof(float));    /* local displacements */
     double *err = (double *)pbd_up__alloc_array((size_t)F, sizeof(double));
     double *scratch = (double *)pbd_up__alloc_array((size_t)Pmax * Pmax * 2 + Pmax, sizeof(double));
     if (!p->rest_len || !p->vert_edges || !p->vert_w || !p->pose_q || !p->omega || !p->disp || !p->pose_frame ||
@@ -3563,7 +4232,13 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     for (int e = 0; e < p->edge_count; ++e) {
         const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
         p->rest_len[e] = (float)sqrt(pbd_up__dist2(a, b));
-        if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f) (e %d, p->rest_len[e] %g)", e, (double)p->rest_len[e]); goto done; }
+        if (!(p->rest_len[e] > 0.0f)) {
+            r = pbd_world_fail(
+                NULL, PBD_ERROR_DEGENERATE,
+                "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f) (e %d, p->rest_len[e] %g)", e,
+                (double)p->rest_len[e]);
+            goto done;
+        }
     }
     {
         pbd_up__wpsd_neighbourhoods(p, rest, nc);
@@ -3577,7 +4252,8 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
                 const float *fr = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i, *x = X + 3 * (size_t)i;
                 float e3[3] = {x[0] - x0[0], x[1] - x0[1], x[2] - x0[2]};
                 for (int a = 0; a < 3; ++a)
-                    D[(size_t)f * nd3 + 3 * (size_t)i + a] = e3[0] * fr[3 * a] + e3[1] * fr[3 * a + 1] + e3[2] * fr[3 * a + 2];
+                    D[(size_t)f * nd3 + 3 * (size_t)i + a] =
+                        e3[0] * fr[3 * a] + e3[1] * fr[3 * a + 1] + e3[2] * fr[3 * a + 2];
             }
         }
         /* the first pose: the frame with the most detail */
@@ -3586,7 +4262,10 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
         for (int f = 0; f < F; ++f) {
             double sum = 0.0;
             for (size_t k = 0; k < nd3; ++k) sum += (double)D[(size_t)f * nd3 + k] * D[(size_t)f * nd3 + k];
-            if (sum > most) { most = sum; first = f; }
+            if (sum > most) {
+                most = sum;
+                first = f;
+            }
         }
         int next = first;
         p->poses = 0;
@@ -3634,28 +4313,43 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
         }
     }
 done:
-    pbd_up__free(Q); pbd_up__free(D); pbd_up__free(err); pbd_up__free(scratch);
+    pbd_up__free(Q);
+    pbd_up__free(D);
+    pbd_up__free(err);
+    pbd_up__free(scratch);
     return r;
 }
 
 PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **out) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: d is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: out is NULL");
-    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
-                                          d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
+    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
+                                          d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
     if (r != PBD_OK) return r;
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold) (d->edges_per_vertex %d, d->max_poses %d, d->error_threshold %g)", d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 "
+            "|| d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold) "
+            "(d->edges_per_vertex %d, d->max_poses %d, d->error_threshold %g)",
+            d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_WPSD, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__wpsd *p = (pbd_up__wpsd *)pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
-    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wpsd_fit: out of memory"); }
+    if (!m || !p) {
+        pbd_up__free(m);
+        pbd_up__free(p);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wpsd_fit: out of memory");
+    }
     m->impl = p;
     p->K = d->edges_per_vertex;
     r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
     if (r == PBD_OK) r = pbd_up__wpsd_build(d, p);
     if (r == PBD_OK) r = pbd_up__wpsd_prepare(m);
-    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    if (r != PBD_OK) {
+        pbd_up_model_destroy(m);
+        return r;
+    }
     m->trained = 1;
     *out = m;
     return PBD_OK;
@@ -3670,7 +4364,10 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: count is NULL");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because !p");
-    if (max < 0 || (max > 0 && !frames && !errors)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
+    if (max < 0 || (max > 0 && !frames && !errors))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
     for (int j = 0; j < p->poses && j < max; ++j) {
         if (frames) frames[j] = p->pose_frame[j];
         if (errors) errors[j] = p->sel_error[j];
@@ -3685,7 +4382,10 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse, 
     if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: coarse is NULL");
     pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_weights: rejected because !p");
-    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_wpsd_weights: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up_wpsd_weights: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
     pbd_up__wpsd_coarse_weights(p, coarse, p->wc, 1);
     if (coarse_weights) memcpy(coarse_weights, p->wc, sizeof(float) * (size_t)m->coarse_count * p->poses);
     if (detail_weights)
@@ -3701,35 +4401,45 @@ typedef struct pbd_up__pdm {
     pbd_up_model *sub;     /* the smooth operator and frames of the detail mesh */
     pbd_up_model *feature; /* level-0 subdivision of the coarse mesh: its local frames */
     int edge_count;
-    int *edges;            /* edge_count * 2 */
-    float *rest_len;       /* edge_count */
-    float *rest_offset;    /* coarse_count * 3: the rest offsets in the rest frames */
+    int *edges;         /* edge_count * 2 */
+    float *rest_len;    /* edge_count */
+    float *rest_offset; /* coarse_count * 3: the rest offsets in the rest frames */
     float mean_edge;
-    float pca[15];         /* mean (5), axis 1 (5), axis 2 (5) */
-    float *coef;           /* detail_count * 6 */
+    float pca[15]; /* mean (5), axis 1 (5), axis 2 (5) */
+    float *coef;   /* detail_count * 6 */
     /* derived */
-    int *nb_start, *nb;    /* feature-vertex neighbours (CSR, from edges) */
-    float *fx0, *fframes;  /* feature mesh positions and frames (scratch) */
-    float *uvc;            /* coarse_count * 2 (scratch) */
+    int *nb_start, *nb;   /* feature-vertex neighbours (CSR, from edges) */
+    float *fx0, *fframes; /* feature mesh positions and frames (scratch) */
+    float *uvc;           /* coarse_count * 2 (scratch) */
 } pbd_up__pdm;
 
 static void pbd_up__pdm_free(pbd_up__pdm *p) {
     if (!p) return;
     pbd_up_model_destroy(p->sub);
     pbd_up_model_destroy(p->feature);
-    pbd_up__free(p->edges); pbd_up__free(p->rest_len); pbd_up__free(p->rest_offset); pbd_up__free(p->coef);
-    pbd_up__free(p->nb_start); pbd_up__free(p->nb); pbd_up__free(p->fx0); pbd_up__free(p->fframes);
+    pbd_up__free(p->edges);
+    pbd_up__free(p->rest_len);
+    pbd_up__free(p->rest_offset);
+    pbd_up__free(p->coef);
+    pbd_up__free(p->nb_start);
+    pbd_up__free(p->nb);
+    pbd_up__free(p->fx0);
+    pbd_up__free(p->fframes);
     pbd_up__free(p->uvc);
     pbd_up__free(p);
 }
 
 /* The neighbour lists of the feature vertices (from the unique edges). */
 static pbd_result pbd_up__pdm_neighbours(pbd_up__pdm *p, int nc) {
-    pbd_up__free(p->nb_start); pbd_up__free(p->nb);
+    pbd_up__free(p->nb_start);
+    pbd_up__free(p->nb);
     p->nb_start = (int *)pbd_up__calloc_array((size_t)nc + 1, sizeof(int));
     p->nb = (int *)pbd_up__alloc_array((size_t)p->edge_count * 2, sizeof(int));
     int *fill = (int *)pbd_up__calloc_array((size_t)nc, sizeof(int));
-    if (!p->nb_start || !p->nb || !fill) { pbd_up__free(fill); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_neighbours: out of memory"); }
+    if (!p->nb_start || !p->nb || !fill) {
+        pbd_up__free(fill);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_neighbours: out of memory");
+    }
     for (int e = 0; e < 2 * p->edge_count; ++e) p->nb_start[p->edges[e] + 1]++;
     for (int v = 0; v < nc; ++v) p->nb_start[v + 1] += p->nb_start[v];
     for (int e = 0; e < p->edge_count; ++e) {
@@ -3769,10 +4479,13 @@ static void pbd_up__pdm_feature(const pbd_up__pdm *p, const float *x, const floa
         double d[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double len = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
         if (!(len > 0.0)) continue;
-        double ct = (d[0] * f[0] + d[1] * f[1] + d[2] * f[2]) / len, cb = (d[0] * f[3] + d[1] * f[4] + d[2] * f[5]) / len;
+        double ct = (d[0] * f[0] + d[1] * f[1] + d[2] * f[2]) / len,
+               cb = (d[0] * f[3] + d[1] * f[4] + d[2] * f[5]) / len;
         double strain = len / p->rest_len[e] - 1.0;
-        st += ct * ct * strain; wt += ct * ct;
-        sb += cb * cb * strain; wb += cb * cb;
+        st += ct * ct * strain;
+        wt += ct * ct;
+        sb += cb * cb * strain;
+        wb += cb * cb;
     }
     phi[3] = wt > 0.0 ? st / wt : 0.0;
     phi[4] = wb > 0.0 ? sb / wb : 0.0;
@@ -3800,7 +4513,12 @@ static void pbd_up__pdm_coarse_uv(pbd_up__pdm *p, const float *u, float *uvc, in
 /* The biquadratic basis (Ma et al.): u1^2, u2^2, u1 u2, u1, u2, 1. */
 static void pbd_up__pdm_basis(const float *uv, double *b) {
     double a = uv[0], c = uv[1];
-    b[0] = a * a; b[1] = c * c; b[2] = a * c; b[3] = a; b[4] = c; b[5] = 1.0;
+    b[0] = a * a;
+    b[1] = c * c;
+    b[2] = a * c;
+    b[3] = a;
+    b[4] = c;
+    b[5] = 1.0;
 }
 
 static float pbd_up__pdm_height(const float *c, const float *uv) {
@@ -3832,7 +4550,10 @@ static pbd_result pbd_up__pdm_eval(pbd_up_model *m, const float *u, float *out) 
 static void pbd_up__pdm_io(pbd_up_model *m, pbd_up__io *io) {
     if (io->in) {
         m->impl = pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
-        if (!m->impl) { io->bad = 2; return; }
+        if (!m->impl) {
+            io->bad = 2;
+            return;
+        }
     }
     pbd_up__pdm *p = (pbd_up__pdm *)m->impl;
     pbd_up__nested_io(io, &p->sub, m->coarse_count, m->detail_count);
@@ -3841,7 +4562,10 @@ static void pbd_up__pdm_io(pbd_up_model *m, pbd_up__io *io) {
     pbd_up__io_float(io, &p->mean_edge);
     pbd_up__io_bytes(io, p->pca, sizeof p->pca);
     if (io->bad) return;
-    if (io->in && p->edge_count < 1) { io->bad = 1; return; }
+    if (io->in && p->edge_count < 1) {
+        io->bad = 1;
+        return;
+    }
     pbd_up__io_array(io, (void **)&p->edges, (size_t)p->edge_count * 2, sizeof(int));
     pbd_up__io_array(io, (void **)&p->rest_len, (size_t)p->edge_count, sizeof(float));
     pbd_up__io_array(io, (void **)&p->rest_offset, (size_t)m->coarse_count * 3, sizeof(float));
@@ -3853,23 +4577,44 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
     pbd_result r = pbd_up__nested_prepare(p->sub, m->coarse_count, m->detail_count);
     if (r == PBD_OK) r = pbd_up__nested_prepare(p->feature, m->coarse_count, m->coarse_count);
     if (r != PBD_OK) return r;
-    if (pbd_up_subdivision_levels(p->feature) != 0) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because pbd_up_subdivision_levels(p->feature) != 0");
+    if (pbd_up_subdivision_levels(p->feature) != 0)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__pdm_prepare: rejected because pbd_up_subdivision_levels(p->feature) != 0");
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
-            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)", e);
-    if (!(p->mean_edge > 0.0f)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f)");
-    if (!isfinite(p->mean_edge)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !isfinite(p->mean_edge)");
-    if (!pbd_up__finite(p->pca, 15)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->pca, 15)");
-    if (!pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)");
-    if (!pbd_up__finite(p->coef, (size_t)m->detail_count * 6)) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                  "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= "
+                                  "m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= "
+                                  "m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)",
+                                  e);
+    if (!(p->mean_edge > 0.0f))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f)");
+    if (!isfinite(p->mean_edge))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__pdm_prepare: rejected because !isfinite(p->mean_edge)");
+    if (!pbd_up__finite(p->pca, 15))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->pca, 15)");
+    if (!pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
     r = pbd_up__pdm_neighbours(p, m->coarse_count);
     if (r != PBD_OK) return r;
-    pbd_up__free(p->fx0); pbd_up__free(p->fframes); pbd_up__free(p->uvc);
+    pbd_up__free(p->fx0);
+    pbd_up__free(p->fframes);
+    pbd_up__free(p->uvc);
     p->fx0 = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 3, sizeof(float));
     p->fframes = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 9, sizeof(float));
     p->uvc = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 2, sizeof(float));
-    if (!p->fx0 || !p->fframes || !p->uvc) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_prepare: out of memory");
+    if (!p->fx0 || !p->fframes || !p->uvc)
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_prepare: out of memory");
     return PBD_OK;
 }
 
@@ -3903,19 +4648,28 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
     float *uvd = (float *)pbd_up__alloc_array((size_t)F * nd, 2 * sizeof(float));
     float *h = (float *)pbd_up__alloc_array((size_t)F * nd, sizeof(float));
     double *A = (double *)pbd_up__alloc_array((size_t)(F + 6) * 7 + 6, sizeof(double));
-    if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) { r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_build: out of memory"); goto done; }
+    if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) {
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_build: out of memory");
+        goto done;
+    }
     {
         double mean_edge = 0.0;
         for (int e = 0; e < p->edge_count; ++e) {
-            p->rest_len[e] = (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
-            if (!(p->rest_len[e] > 0.0f)) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because !(p->rest_len[e] > 0.0f)"); goto done; }
+            p->rest_len[e] =
+                (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
+            if (!(p->rest_len[e] > 0.0f)) {
+                r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                   "pbd_up__pdm_build: rejected because !(p->rest_len[e] > 0.0f)");
+                goto done;
+            }
             mean_edge += p->rest_len[e];
         }
         p->mean_edge = (float)(mean_edge / p->edge_count);
         r = pbd_up__pdm_prepare(m); /* neighbours and scratch (rest offsets and pca are still zero) */
         if (r != PBD_OK) goto done;
         pbd_up__subdiv_smooth(p->feature, rest, p->fx0, p->fframes);
-        for (int v = 0; v < nc; ++v) pbd_up__pdm_offset(p, p->fx0, p->fframes + 9 * (size_t)v, v, p->rest_offset + 3 * (size_t)v);
+        for (int v = 0; v < nc; ++v)
+            pbd_up__pdm_offset(p, p->fx0, p->fframes + 9 * (size_t)v, v, p->rest_offset + 3 * (size_t)v);
         /* PCA of the 5D features (double sums in a fixed order) */
         {
             double mean[5] = {0, 0, 0, 0, 0}, C[25], V[25], ev[5], phi[5];
@@ -3926,7 +4680,10 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                     for (int v = 0; v < nc; ++v) {
                         pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
                         for (int a = 0; a < 5; ++a) {
-                            if (pass == 0) { mean[a] += phi[a]; continue; }
+                            if (pass == 0) {
+                                mean[a] += phi[a];
+                                continue;
+                            }
                             for (int b = 0; b < 5; ++b) C[a * 5 + b] += (phi[a] - mean[a]) * (phi[b] - mean[b]);
                         }
                     }
@@ -3934,7 +4691,11 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                         for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
                 }
             pbd_up__sym_eigen(5, C, ev, V);
-            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) { r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because !(ev[1] > 1e-14 * (ev[0] + 1e-300))"); goto done; }
+            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) {
+                r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                   "pbd_up__pdm_build: rejected because !(ev[1] > 1e-14 * (ev[0] + 1e-300))");
+                goto done;
+            }
             /* axes scaled by 1 / standard deviation: (u1, u2) have unit
                variance over the training data, which keeps the biquadratic
                basis well conditioned */
@@ -3964,7 +4725,10 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
             double *M = A, *rhs = A + (size_t)rows * 6, *c = rhs + rows, b[6], diag = 0.0;
             for (int f = 0; f < F; ++f) {
                 pbd_up__pdm_basis(uvd + ((size_t)f * nd + i) * 2, b);
-                for (int k = 0; k < 6; ++k) { M[(size_t)k * rows + f] = b[k]; diag += b[k] * b[k]; }
+                for (int k = 0; k < 6; ++k) {
+                    M[(size_t)k * rows + f] = b[k];
+                    diag += b[k] * b[k];
+                }
                 rhs[f] = h[(size_t)f * nd + i];
             }
             double ridge = sqrt(1e-10 * diag / 6.0);
@@ -3972,31 +4736,43 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
                 rhs[F + k] = 0.0;
             }
-            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0) r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0 (rows %d)", rows);
+            if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0)
+                r = pbd_world_fail(
+                    NULL, PBD_ERROR_DEGENERATE,
+                    "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0 (rows %d)", rows);
             for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
         }
     }
 done:
-    pbd_up__free(uvd); pbd_up__free(h); pbd_up__free(A);
+    pbd_up__free(uvd);
+    pbd_up__free(h);
+    pbd_up__free(A);
     return r;
 }
 
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **out) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: d is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: out is NULL");
-    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count,
-                                          d->frame_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
+    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
+                                          d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
     if (r != PBD_OK) return r;
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PDM, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__pdm *p = (pbd_up__pdm *)pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
-    if (!m || !p) { pbd_up__free(m); pbd_up__free(p); return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_pdm_fit: out of memory"); }
+    if (!m || !p) {
+        pbd_up__free(m);
+        pbd_up__free(p);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_pdm_fit: out of memory");
+    }
     m->impl = p;
     r = pbd_up__clone_subdivision(d->subdivision, &p->sub);
-    if (r == PBD_OK) r = pbd_up_subdivision_create(d->coarse_triangles, d->coarse_triangle_count, m->coarse_count, 0,
-                                                   &p->feature);
+    if (r == PBD_OK)
+        r = pbd_up_subdivision_create(d->coarse_triangles, d->coarse_triangle_count, m->coarse_count, 0, &p->feature);
     if (r == PBD_OK) r = pbd_up__pdm_build(d, m);
     if (r == PBD_OK) r = pbd_up__pdm_prepare(m);
-    if (r != PBD_OK) { pbd_up_model_destroy(m); return r; }
+    if (r != PBD_OK) {
+        pbd_up_model_destroy(m);
+        return r;
+    }
     m->trained = 1;
     *out = m;
     return PBD_OK;
@@ -4013,7 +4789,10 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coars
     if (!uv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: uv_out is NULL");
     pbd_up__pdm *p = pbd_up__pdm_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coordinates: rejected because !p");
-    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3)) return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_pdm_coordinates: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
+    if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3))
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up_pdm_coordinates: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
     pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
     pbd_up__pdm_coarse_uv(p, coarse, p->uvc, 1);
     pbd_up__subdiv_smooth(p->sub, coarse, s->x0, s->frames);
@@ -4032,7 +4811,11 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
     if (!c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: c6 is NULL");
     const pbd_up__pdm *p = pbd_up__pdm_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: rejected because !p");
-    if (detail_vertex < 0 || detail_vertex >= m->detail_count) return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= m->detail_count (detail_vertex %d)", detail_vertex);
+    if (detail_vertex < 0 || detail_vertex >= m->detail_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= "
+                              "m->detail_count (detail_vertex %d)",
+                              detail_vertex);
     memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
     return PBD_OK;
 }
@@ -4042,11 +4825,11 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
    where a method is not compiled in. */
 static const pbd_up__methods *pbd_up__methods_of(int method) {
     switch (method) {
-    case PBD_UP_SUBDIVISION: return &pbd_up__subdivision_methods;
-    case PBD_UP_PIU: return &pbd_up__piu_methods;
-    case PBD_UP_WPSD: return &pbd_up__wpsd_methods;
-    case PBD_UP_PDM: return &pbd_up__pdm_methods;
-    default: return NULL;
+        case PBD_UP_SUBDIVISION: return &pbd_up__subdivision_methods;
+        case PBD_UP_PIU: return &pbd_up__piu_methods;
+        case PBD_UP_WPSD: return &pbd_up__wpsd_methods;
+        case PBD_UP_PDM: return &pbd_up__pdm_methods;
+        default: return NULL;
     }
 }
 

@@ -77,11 +77,16 @@ static int bench_jacobi(const pbd_world *w) {
 typedef pbd_world *(*bench_make_fn)(void *ctx);
 
 static void bench_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int steps) {
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = 0; k < 3; ++k) {
         if (cfg[k].threads > pbd_max_threads() && cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
         pbd_world *w = make(ctx);
-        if (!w) { fprintf(stderr, "%s: could not build %s\n", bench, scene); exit(1); }
+        if (!w) {
+            fprintf(stderr, "%s: could not build %s\n", bench, scene);
+            exit(1);
+        }
         pbd_world_set_simd(w, cfg[k].simd);
         pbd_world_set_threads(w, cfg[k].threads);
         double ms = bench_ms_per_step(w, steps);

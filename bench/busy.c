@@ -67,7 +67,10 @@ static void busy_on_signal(int sig) {
 static void busy_start(void) {
     pid_t parent = getpid();
     pid_t p = fork();
-    if (p < 0) { perror("busy: fork"); exit(1); }
+    if (p < 0) {
+        perror("busy: fork");
+        exit(1);
+    }
     if (p == 0) {
 #if defined(__linux__)
         prctl(PR_SET_PDEATHSIG, SIGKILL); /* die with the parent, whatever kills it */
@@ -106,15 +109,23 @@ static pbd_world *make_cloth(void) {
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
-    if (pbd_mesh_grid(100, 100, o, u, v, &m) != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (pbd_mesh_grid(100, 100, o, u, v, &m) != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     pbd_result r = pbd_add_cloth(w, &cd, NULL);
     pbd_mesh_free(&m);
     if (r == PBD_OK) r = pbd_pin(w, 0);
     if (r == PBD_OK) r = pbd_pin(w, 99);
-    if (r != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -124,11 +135,15 @@ static pbd_world *make_fluid(void) {
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     const float s = 0.025f, sx = 2.0f * NX * s, sz = NZ * s;
-    float planes[5][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
+    float planes[5][6] = {
+        {0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
     for (int k = 0; k < 5; ++k) pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.1f, NULL);
     int n = NX * NY * NZ;
     float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)n);
-    if (!pos) { pbd_world_destroy(w); return NULL; }
+    if (!pos) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     for (int i = 0; i < n; ++i) {
         pos[3 * i + 0] = (0.5f + (float)(i % NX)) * s;
         pos[3 * i + 1] = (0.5f + (float)((i / NX) % NY)) * s;
@@ -140,7 +155,10 @@ static pbd_world *make_fluid(void) {
     fd.spacing = s;
     pbd_result r = pbd_add_fluid(w, &fd, NULL, NULL);
     free(pos);
-    if (r != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -150,19 +168,31 @@ static pbd_world *make_softbody(void) {
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float lo[3] = {0, 1, 0}, hi[3] = {1.45f, 1.45f, 0.45f};
     pbd_mesh m;
-    if (pbd_mesh_tet_box(30, 10, 10, lo, hi, &m) != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (pbd_mesh_tet_box(30, 10, 10, lo, hi, &m) != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions; sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets; sd.tet_count = m.tet_count;
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
     pbd_result r = pbd_add_softbody(w, &sd, NULL);
     for (int i = 0; r == PBD_OK && i < m.vertex_count; ++i)
         if (m.positions[3 * i] == 0.0f) r = pbd_pin(w, i); /* clamp the x = 0 end */
     pbd_mesh_free(&m);
-    if (r != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
-typedef struct scene { const char *name; pbd_world *(*make)(void); int warm, steps; } scene;
+typedef struct scene {
+    const char *name;
+    pbd_world *(*make)(void);
+    int warm, steps;
+} scene;
 
 /* --- measurement -------------------------------------------------------------- */
 
@@ -172,7 +202,10 @@ static const int cfg_threads[NCFG] = {1, 2, 0};
 static double time_steps(pbd_world *w, int steps, double *worst) {
     double t0 = bench_now(), start = t0;
     for (int s = 0; s < steps; ++s) {
-        if (pbd_world_step(w, 1.0f / 60.0f) != PBD_OK) { fprintf(stderr, "busy: step failed: %s\n", pbd_world_last_error(w)); exit(1); }
+        if (pbd_world_step(w, 1.0f / 60.0f) != PBD_OK) {
+            fprintf(stderr, "busy: step failed: %s\n", pbd_world_last_error(w));
+            exit(1);
+        }
         double t1 = bench_now();
         if (worst && t1 - t0 > *worst) *worst = t1 - t0;
         t0 = t1;
@@ -200,7 +233,10 @@ static void run_scene(const scene *sc, int chunks, int two_chunks) {
     for (int load = 0; load < 2; ++load)
         for (int k = 0; k < NCFG; ++k) {
             w[load][k] = sc->make();
-            if (!w[load][k]) { fprintf(stderr, "busy: could not build %s\n", sc->name); exit(1); }
+            if (!w[load][k]) {
+                fprintf(stderr, "busy: could not build %s\n", sc->name);
+                exit(1);
+            }
             pbd_world_set_threads(w[load][k], cfg_threads[k] == 0 ? 0 : 1);
         }
     for (int load = 0; load < 2; ++load) {
@@ -235,7 +271,8 @@ static void run_scene(const scene *sc, int chunks, int two_chunks) {
                    "\"ms_per_step\":%.3f,\"worst_ms\":%.1f,\"team_now\":%d,\"proj_per_s\":%.4g}\n",
                    sc->name, load ? "busy" : "idle", pbd_world_particle_count(x), constraints, colors, iterations,
                    substeps, bench_jacobi(x) ? "jacobi" : "gs", pbd_simd_path(), cfg_threads[k], ms[load][k],
-                   worst[load][k] * 1e3, pbd_world_thread_team(x), (double)constraints * iterations * substeps / (ms[load][k] * 1e-3));
+                   worst[load][k] * 1e3, pbd_world_thread_team(x),
+                   (double)constraints * iterations * substeps / (ms[load][k] * 1e-3));
         }
     for (int load = 0; load < 2; ++load)
         printf("{\"bench\":\"busy\",\"scene\":\"%s\",\"load\":\"%s\",\"two_over_one\":%.3f,\"default_over_one\":%.3f,"
@@ -263,7 +300,8 @@ int main(int argc, char **argv) {
     if (chunks < 1) chunks = 1;
     if (chunks > MAX_CHUNKS) chunks = MAX_CHUNKS;
     if (two_chunks > chunks) two_chunks = chunks;
-    if (pbd_max_threads() < 2) fprintf(stderr, "busy: OpenMP offers %d thread(s): the 2-thread rows run 2 anyway\n", pbd_max_threads());
+    if (pbd_max_threads() < 2)
+        fprintf(stderr, "busy: OpenMP offers %d thread(s): the 2-thread rows run 2 anyway\n", pbd_max_threads());
     busy_start();
     for (size_t s = 0; s < sizeof scenes / sizeof scenes[0]; ++s)
         if (!only || strcmp(only, scenes[s].name) == 0) run_scene(&scenes[s], chunks, two_chunks);

@@ -3,7 +3,9 @@
    Build and run: make bench BENCH=cloth */
 #include "bench.h"
 
-typedef struct cloth_ctx { int n, bend, iterations, substeps, jacobi; } cloth_ctx;
+typedef struct cloth_ctx {
+    int n, bend, iterations, substeps, jacobi;
+} cloth_ctx;
 
 static pbd_world *make_cloth(void *vctx) {
     const cloth_ctx *c = (const cloth_ctx *)vctx;
@@ -17,8 +19,10 @@ static pbd_world *make_cloth(void *vctx) {
     pbd_mesh m;
     if (pbd_mesh_grid(c->n, c->n, o, u, v, &m) != PBD_OK) return NULL;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     cd.bending = c->bend ? PBD_BENDING_DIHEDRAL : PBD_BENDING_NONE;
     cd.stretch_compliance = 1e-8f;
     pbd_object obj;
@@ -43,11 +47,11 @@ int main(int argc, char **argv) {
     run(100, 1, 20, 1, 0, 10);
     run(200, 0, 20, 1, 0, 10);
     run(200, 1, 5, 4, 0, 5);
-    run(400, 0, 20, 1, 0, 5);   /* the main target: >= 500 M projections/s */
-    run(400, 0, 5, 4, 0, 5);    /* the same work in more, smaller substeps */
+    run(400, 0, 20, 1, 0, 5); /* the main target: >= 500 M projections/s */
+    run(400, 0, 5, 4, 0, 5);  /* the same work in more, smaller substeps */
     run(400, 1, 20, 1, 0, 2);
     run(400, 1, 5, 1, 0, 5);
-    run(400, 0, 20, 1, 1, 2);   /* averaged Jacobi */
+    run(400, 0, 20, 1, 1, 2); /* averaged Jacobi */
     if (!quick) {
         run(1000, 0, 5, 1, 0, 1);
         run(1000, 1, 5, 1, 0, 1);

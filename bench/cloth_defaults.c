@@ -31,11 +31,20 @@
                                                          defaults (8 x 2, 16 x 1, 8 x 4) */
 #include "bench.h"
 
-typedef struct strain_run { int n, substeps, iterations, tethers; float damping; } strain_run;
-typedef struct strain_out { double fall_max, rest_max, rest_mean; int substeps; } strain_out;
+typedef struct strain_run {
+    int n, substeps, iterations, tethers;
+    float damping;
+} strain_run;
+typedef struct strain_out {
+    double fall_max, rest_max, rest_mean;
+    int substeps;
+} strain_out;
 
 /* The cloth's edges (each once) with their rest lengths. */
-typedef struct edges { int count, *idx; float *rest; } edges;
+typedef struct edges {
+    int count, *idx;
+    float *rest;
+} edges;
 
 static int cmp_edge(const void *a, const void *b) {
     const int *x = (const int *)a, *y = (const int *)b;
@@ -58,7 +67,8 @@ static edges mesh_edges(const pbd_mesh *m) {
         e.idx[2 * e.count] = e.idx[2 * k];
         e.idx[2 * e.count + 1] = e.idx[2 * k + 1];
         const float *a = m->positions + 3 * e.idx[2 * k], *b = m->positions + 3 * e.idx[2 * k + 1];
-        e.rest[e.count++] = sqrtf((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
+        e.rest[e.count++] =
+            sqrtf((a[0] - b[0]) * (a[0] - b[0]) + (a[1] - b[1]) * (a[1] - b[1]) + (a[2] - b[2]) * (a[2] - b[2]));
     }
     return e;
 }
@@ -88,8 +98,10 @@ static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers
     pbd_mesh m;
     if (pbd_mesh_grid(n, n, o, u, v, &m) != PBD_OK) return NULL;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     if (tethers >= 0) cd.tethers = tethers;
     if (damping >= 0) cd.damping = damping;
     if (substeps) cd.gravity_cfl = 0; /* the table: exactly these substeps, not the cloth's own rule */
@@ -107,7 +119,10 @@ static strain_out measure_strain(strain_run s) {
     strain_out out = {0, 0, 0, 0};
     edges e;
     pbd_world *w = hanging_cloth(s.n, s.substeps, s.iterations, s.tethers, s.damping, &e);
-    if (!w) { fprintf(stderr, "cloth_defaults: could not build the cloth\n"); exit(1); }
+    if (!w) {
+        fprintf(stderr, "cloth_defaults: could not build the cloth\n");
+        exit(1);
+    }
     out.substeps = pbd_world_step_substeps(w, 1.0f / 60.0f);
     for (int step = 1; step <= 360; ++step) {
         pbd_world_step(w, 1.0f / 60.0f);
@@ -115,10 +130,14 @@ static strain_out measure_strain(strain_run s) {
         if (step <= 120 && worst > out.fall_max) out.fall_max = worst;
         if (step >= 300 && worst > out.rest_max) out.rest_max = worst;
         if (step == 360) out.rest_mean = mean;
-        if (!(worst < 1e6)) { out.fall_max = out.rest_max = out.rest_mean = 1e6; break; }
+        if (!(worst < 1e6)) {
+            out.fall_max = out.rest_max = out.rest_mean = 1e6;
+            break;
+        }
     }
     pbd_world_destroy(w);
-    free(e.idx); free(e.rest);
+    free(e.idx);
+    free(e.rest);
     return out;
 }
 
@@ -129,9 +148,8 @@ static void print_strain(const char *scene, strain_run s) {
     (void)d;
     printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"n\":%d,\"substeps\":%d,\"iterations\":%d,"
            "\"tethers\":%d,\"damping\":%g,\"fall_max\":%.4f,\"rest_max\":%.4f,\"rest_mean\":%.5f}\n",
-           scene, s.n, o.substeps, s.iterations ? s.iterations : d.iterations,
-           s.tethers >= 0 ? s.tethers : cd.tethers, (double)(s.damping >= 0 ? s.damping : cd.damping), o.fall_max, o.rest_max,
-           o.rest_mean);
+           scene, s.n, o.substeps, s.iterations ? s.iterations : d.iterations, s.tethers >= 0 ? s.tethers : cd.tethers,
+           (double)(s.damping >= 0 ? s.damping : cd.damping), o.fall_max, o.rest_max, o.rest_mean);
     fflush(stdout);
 }
 
@@ -139,14 +157,22 @@ static void print_strain(const char *scene, strain_run s) {
 
 /* The behaviour before issue 16: 4 substeps x 4 iterations, no automatic
    tethers, the cloth undamped. old = 0: the current defaults. */
-typedef struct cost_cfg { int old, substeps, iterations; } cost_cfg;
+typedef struct cost_cfg {
+    int old, substeps, iterations;
+} cost_cfg;
 
 static pbd_world *cost_world(const cost_cfg *c, int substeps, int iterations) {
     pbd_world_desc d = pbd_world_desc_default();
-    if (c->old) { d.substeps = 4; d.iterations = 4; }
+    if (c->old) {
+        d.substeps = 4;
+        d.iterations = 4;
+    }
     if (c->substeps) d.substeps = c->substeps;
     if (c->iterations) d.iterations = c->iterations;
-    if (substeps) { d.substeps = substeps; d.iterations = iterations; } /* set by the scene itself */
+    if (substeps) {
+        d.substeps = substeps;
+        d.iterations = iterations;
+    } /* set by the scene itself */
     pbd_world *w = NULL;
     return pbd_world_create(&d, &w) == PBD_OK ? w : NULL;
 }
@@ -155,8 +181,10 @@ static int add_grid_cloth(pbd_world *w, int n, const float *o, const float *u, c
                           int old) {
     pbd_mesh m;
     if (pbd_mesh_grid(n, n, o, u, v, &m) != PBD_OK) return 0;
-    cd->positions = m.positions; cd->vertex_count = m.vertex_count;
-    cd->triangles = m.triangles; cd->triangle_count = m.triangle_count;
+    cd->positions = m.positions;
+    cd->vertex_count = m.vertex_count;
+    cd->triangles = m.triangles;
+    cd->triangle_count = m.triangle_count;
     if (old) cd->tethers = 0;
     int ok = pbd_add_cloth(w, cd, NULL) == PBD_OK;
     pbd_mesh_free(&m);
@@ -196,18 +224,27 @@ static pbd_world *make_showcase(void *ctx) {
     pbd_mesh box;
     if (pbd_mesh_tet_box(5, 5, 5, lo, hi, &box) != PBD_OK) return NULL;
     pbd_softbody_desc s = pbd_softbody_desc_default();
-    s.positions = box.positions; s.vertex_count = box.vertex_count;
-    s.tets = box.tets; s.tet_count = box.tet_count;
-    s.density = 200.0f; s.edge_compliance = 1e-4f; s.volume_compliance = 0.0f; s.damping = 1.0f;
+    s.positions = box.positions;
+    s.vertex_count = box.vertex_count;
+    s.tets = box.tets;
+    s.tet_count = box.tet_count;
+    s.density = 200.0f;
+    s.edge_compliance = 1e-4f;
+    s.volume_compliance = 0.0f;
+    s.damping = 1.0f;
     int ok = pbd_add_softbody(w, &s, NULL) == PBD_OK;
     pbd_mesh_free(&box);
     float bc[3] = {1.75f, 0.9f, 0.0f};
     pbd_mesh ball;
     if (!ok || pbd_mesh_sphere(3, bc, 0.3f, &ball) != PBD_OK) return NULL;
     pbd_balloon_desc b = pbd_balloon_desc_default();
-    b.cloth.positions = ball.positions; b.cloth.vertex_count = ball.vertex_count;
-    b.cloth.triangles = ball.triangles; b.cloth.triangle_count = ball.triangle_count;
-    b.cloth.stretch_compliance = 1e-2f; b.cloth.bending_compliance = 1.0f; b.cloth.damping = 0.5f;
+    b.cloth.positions = ball.positions;
+    b.cloth.vertex_count = ball.vertex_count;
+    b.cloth.triangles = ball.triangles;
+    b.cloth.triangle_count = ball.triangle_count;
+    b.cloth.stretch_compliance = 1e-2f;
+    b.cloth.bending_compliance = 1.0f;
+    b.cloth.damping = 0.5f;
     b.pressure = 1.3f;
     ok = pbd_add_balloon(w, &b, NULL) == PBD_OK;
     pbd_mesh_free(&ball);
@@ -219,7 +256,10 @@ enum { COST_REPEATS = 5 };
 /* ms per step of a fresh world over `steps` steps (its first second). */
 static double cost_once(bench_make_fn make, cost_cfg *c, int steps) {
     pbd_world *w = make(c);
-    if (!w) { fprintf(stderr, "cloth_defaults: could not build a cost scene\n"); exit(1); }
+    if (!w) {
+        fprintf(stderr, "cloth_defaults: could not build a cost scene\n");
+        exit(1);
+    }
     pbd_world_set_threads(w, 1);
     double t0 = bench_now();
     for (int s = 0; s < steps; ++s) pbd_world_step(w, 1.0f / 60.0f);
@@ -245,9 +285,11 @@ static void print_cost(const char *scene, bench_make_fn make, int substeps, int 
     int subs = 0, iters = 0;
     pbd_world_get_solver(w, NULL, &subs, &iters);
     pbd_world_destroy(w);
-    printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"substeps\":%d,\"iterations\":%d,\"path\":\"%s\",\"threads\":1,"
+    printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"substeps\":%d,\"iterations\":%d,\"path\":\"%s\","
+           "\"threads\":1,"
            "\"old_ms_per_step\":%.3f,\"ms_per_step\":%.3f,\"ratio\":%.3f}\n",
-           scene, subs, iters, pbd_simd_path(), old_ms[COST_REPEATS / 2], new_ms[COST_REPEATS / 2], ratio[COST_REPEATS / 2]);
+           scene, subs, iters, pbd_simd_path(), old_ms[COST_REPEATS / 2], new_ms[COST_REPEATS / 2],
+           ratio[COST_REPEATS / 2]);
     fflush(stdout);
 }
 

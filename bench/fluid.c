@@ -17,9 +17,10 @@
    thread / SIMD 2 threads) */
 #include "bench.h"
 
-typedef struct fluid_ctx { int nx, ny, nz, substeps, iterations; } fluid_ctx;
+typedef struct fluid_ctx {
+    int nx, ny, nz, substeps, iterations;
+} fluid_ctx;
 static int cfl0 = 0; /* --cfl0: gravity_cfl = 0 */
-
 
 static pbd_world *make_fluid(void *vctx) {
     const fluid_ctx *c = (const fluid_ctx *)vctx;
@@ -29,7 +30,8 @@ static pbd_world *make_fluid(void *vctx) {
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     const float s = 0.025f, sx = 2.0f * c->nx * s, sz = c->nz * s;
-    float planes[5][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
+    float planes[5][6] = {
+        {0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
     for (int k = 0; k < 5; ++k) pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.1f, NULL);
     int n = c->nx * c->ny * c->nz;
     float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)n);
@@ -46,7 +48,10 @@ static pbd_world *make_fluid(void *vctx) {
     if (cfl0) fd.gravity_cfl = 0;
     pbd_result r = pbd_add_fluid(w, &fd, NULL, NULL);
     free(pos);
-    if (r != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -58,11 +63,16 @@ static void run(int nx, int ny, int nz, int substeps, int iterations, int warm, 
     fluid_ctx c = {nx, ny, nz, substeps, iterations};
     char scene[64];
     snprintf(scene, sizeof scene, "dam%d_sub%d", nx * ny * nz, substeps);
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = 0; k < 3; ++k) {
         if (only_config >= 0 && k != only_config) continue;
         pbd_world *w = make_fluid(&c);
-        if (!w) { fprintf(stderr, "fluid: could not build %s\n", scene); exit(1); }
+        if (!w) {
+            fprintf(stderr, "fluid: could not build %s\n", scene);
+            exit(1);
+        }
         pbd_world_set_simd(w, cfg[k].simd);
         pbd_world_set_threads(w, cfg[k].threads);
         for (int s = 0; s < warm; ++s) pbd_world_step(w, 1.0f / 60.0f); /* the dam breaks */
@@ -92,7 +102,7 @@ int main(int argc, char **argv) {
         run(80, 40, 40, 1, 4, 10, 2);
         return 0;
     }
-    run(40, 20, 20, 1, 4, 30, 5);     /* 16 000 particles */
+    run(40, 20, 20, 1, 4, 30, 5); /* 16 000 particles */
     if (!quick) {
         run(80, 40, 40, 1, 4, 10, 2); /* the target: 128 000 particles, 4 iterations */
         run(80, 40, 40, 2, 4, 10, 2);

@@ -24,8 +24,8 @@ static pbd_world *make_tank(float d, int substeps, pbd_fluid *f) {
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return NULL;
     const float sx = NX * d, sz = NZ * d, top = 4.0f * NY * d;
-    float planes[6][6] = {{0, 0, 0, 0, 1, 0},  {0, 0, 0, 1, 0, 0},  {sx, 0, 0, -1, 0, 0},
-                          {0, 0, 0, 0, 0, 1},  {0, 0, sz, 0, 0, -1}, {0, top, 0, 0, -1, 0}};
+    float planes[6][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0},   {sx, 0, 0, -1, 0, 0},
+                          {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}, {0, top, 0, 0, -1, 0}};
     for (int k = 0; k < 6; ++k) pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.0f, NULL);
     static float pos[3 * N];
     for (int i = 0; i < N; ++i) {
@@ -37,16 +37,24 @@ static pbd_world *make_tank(float d, int substeps, pbd_fluid *f) {
     fd.positions = pos;
     fd.count = N;
     fd.spacing = d;
-    if (pbd_add_fluid(w, &fd, f, NULL) != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (pbd_add_fluid(w, &fd, f, NULL) != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
 static void run(float d, int substeps, int quick) {
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = quick ? 1 : 0; k < (quick ? 2 : 3); ++k) {
         pbd_fluid f;
         pbd_world *w = make_tank(d, substeps, &f);
-        if (!w) { fprintf(stderr, "fluid_rest: could not build the tank\n"); exit(1); }
+        if (!w) {
+            fprintf(stderr, "fluid_rest: could not build the tank\n");
+            exit(1);
+        }
         pbd_world_set_simd(w, cfg[k].simd);
         pbd_world_set_threads(w, cfg[k].threads);
         const float H = NY * d;
@@ -68,16 +76,19 @@ static void run(float d, int substeps, int quick) {
             mean += c / N;
             worst = c > worst ? c : worst;
             my += x[4 * i + 1] / (double)N;
-            v2 += ((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] + (double)v[4 * i + 2] * v[4 * i + 2]) / N;
+            v2 += ((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] +
+                   (double)v[4 * i + 2] * v[4 * i + 2]) /
+                  N;
         }
         int taken = pbd_world_step_substeps(w, 1.0f / 60.0f);
-        printf("{\"bench\":\"fluid_rest\",\"scene\":\"rest%d_d%.4g_sub%d\",\"particles\":%d,\"constraints\":%d,\"colors\":0,"
+        printf("{\"bench\":\"fluid_rest\",\"scene\":\"rest%d_d%.4g_sub%d\",\"particles\":%d,\"constraints\":%d,"
+               "\"colors\":0,"
                "\"iterations\":4,\"substeps\":%d,\"asked\":%d,\"mode\":\"jacobi\",\"path\":\"%s\",\"threads\":%d,"
                "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g,\"spacing\":%g,\"rise\":%.3f,\"fill\":%.4f,\"loss\":%.4f,"
                "\"density_mean\":%.4f,\"density_max\":%.4f,\"rms_speed\":%.4f}\n",
-               N, (double)d, substeps, N, N, taken, substeps, cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads, ms,
-               (double)N * 4 * taken / (ms * 1e-3), (double)d, (double)(rise / H), 2.0 * my / H, 1.0 - 2.0 * my / H, mean,
-               worst, sqrt(v2));
+               N, (double)d, substeps, N, N, taken, substeps, cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads,
+               ms, (double)N * 4 * taken / (ms * 1e-3), (double)d, (double)(rise / H), 2.0 * my / H, 1.0 - 2.0 * my / H,
+               mean, worst, sqrt(v2));
         fflush(stdout);
         pbd_world_destroy(w);
     }

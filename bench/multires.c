@@ -53,11 +53,21 @@ static mr_world mr_make(int n, int levels, float reduction, int scheme, float be
     d.substeps = 1;
     d.iterations = 1;
     d.gravity[1] = gy;
-    if (pbd_world_create(&d, &m.w) != PBD_OK) { fprintf(stderr, "world\n"); exit(1); }
+    if (pbd_world_create(&d, &m.w) != PBD_OK) {
+        fprintf(stderr, "world\n");
+        exit(1);
+    }
     pbd_mesh mesh;
     float o[3] = {-2.5f, 0, -2.5f}, u[3] = {5, 0, 0}, v[3] = {0, 0, 5};
-    if (hang) { o[2] = 0; v[1] = -5; v[2] = 0; }
-    if (pbd_mesh_grid(n, n, o, u, v, &mesh) != PBD_OK) { fprintf(stderr, "mesh\n"); exit(1); }
+    if (hang) {
+        o[2] = 0;
+        v[1] = -5;
+        v[2] = 0;
+    }
+    if (pbd_mesh_grid(n, n, o, u, v, &mesh) != PBD_OK) {
+        fprintf(stderr, "mesh\n");
+        exit(1);
+    }
     pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
     cd.positions = mesh.positions;
     cd.vertex_count = mesh.vertex_count;
@@ -74,7 +84,10 @@ static mr_world mr_make(int n, int levels, float reduction, int scheme, float be
     cd.keep_count = 2;
     pbd_result r = pbd_sm_add_cloth(m.w, &cd, &m.c, &m.r);
     pbd_mesh_free(&mesh);
-    if (r != PBD_OK) { fprintf(stderr, "cloth: %s\n", pbd_result_string(r)); exit(1); }
+    if (r != PBD_OK) {
+        fprintf(stderr, "cloth: %s\n", pbd_result_string(r));
+        exit(1);
+    }
     pbd_pin(m.w, m.r.first);
     pbd_pin(m.w, m.r.first + n - 1);
     for (int l = 0; l < levels; ++l) {
@@ -140,15 +153,18 @@ static void linear_sweep(void) {
         pbd_world_destroy(m.w);
     }
     double mx = 0, my = 0, sxx = 0, sxy = 0, syy = 0;
-    for (int i = 0; i < k; ++i) { mx += xs[i] / k; my += ys[i] / k; }
+    for (int i = 0; i < k; ++i) {
+        mx += xs[i] / k;
+        my += ys[i] / k;
+    }
     for (int i = 0; i < k; ++i) {
         sxx += (xs[i] - mx) * (xs[i] - mx);
         sxy += (xs[i] - mx) * (ys[i] - my);
         syy += (ys[i] - my) * (ys[i] - my);
     }
     double slope = sxy / sxx, r2 = sxy * sxy / (sxx * syy);
-    printf("{\"bench\":\"multires\",\"scene\":\"linear_fit\",\"us_per_fine_triangle\":%.4f,\"r2\":%.4f}\n",
-           1e3 * slope, r2);
+    printf("{\"bench\":\"multires\",\"scene\":\"linear_fit\",\"us_per_fine_triangle\":%.4f,\"r2\":%.4f}\n", 1e3 * slope,
+           r2);
 }
 
 /* ---- reproductions ----------------------------------------------------------- */
@@ -229,7 +245,10 @@ static int recovery(int n, int collapsed, int scheme, float *error, float *y_ext
     pbd_sm_cloth *c = NULL;
     pbd_range r;
     pbd_result res = pbd_sm_add_cloth(w, &cd, &c, &r);
-    if (res != PBD_OK) { fprintf(stderr, "cloth: %s\n", pbd_result_string(res)); exit(1); }
+    if (res != PBD_OK) {
+        fprintf(stderr, "cloth: %s\n", pbd_result_string(res));
+        exit(1);
+    }
     for (int s = 0; s < 400; ++s) pbd_world_step(w, 0.005f);
     const float *x = pbd_world_positions(w);
     int finite = 1;
@@ -249,8 +268,10 @@ static int recovery(int n, int collapsed, int scheme, float *error, float *y_ext
             int a = mesh.triangles[3 * t + j], b = mesh.triangles[3 * t + (j + 1) % 3];
             const float *pa = x + 4 * (size_t)(r.first + a), *pb = x + 4 * (size_t)(r.first + b);
             const float *qa = mesh.positions + 3 * a, *qb = mesh.positions + 3 * b;
-            double l = sqrt((pa[0] - pb[0]) * (pa[0] - pb[0]) + (pa[1] - pb[1]) * (pa[1] - pb[1]) + (pa[2] - pb[2]) * (pa[2] - pb[2]));
-            double l0 = sqrt((qa[0] - qb[0]) * (qa[0] - qb[0]) + (qa[1] - qb[1]) * (qa[1] - qb[1]) + (qa[2] - qb[2]) * (qa[2] - qb[2]));
+            double l = sqrt((pa[0] - pb[0]) * (pa[0] - pb[0]) + (pa[1] - pb[1]) * (pa[1] - pb[1]) +
+                            (pa[2] - pb[2]) * (pa[2] - pb[2]));
+            double l0 = sqrt((qa[0] - qb[0]) * (qa[0] - qb[0]) + (qa[1] - qb[1]) * (qa[1] - qb[1]) +
+                             (qa[2] - qb[2]) * (qa[2] - qb[2]));
             sum += fabs(l - l0) / l0;
             edges++;
         }

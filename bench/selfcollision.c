@@ -17,7 +17,9 @@
    Build and run: make bench BENCH=selfcollision */
 #include "bench.h"
 
-typedef struct sc_ctx { int n, self, folded, drape; } sc_ctx;
+typedef struct sc_ctx {
+    int n, self, folded, drape;
+} sc_ctx;
 
 /* Rows n/2 and up of an n x n grid laid back over the others, `gap` above. */
 static void fold_in_half(pbd_mesh *m, int n, float gap) {
@@ -34,13 +36,19 @@ static pbd_world *build(int n, int self, int folded) {
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float o[3] = {-0.3f, 0.35f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
-    if (folded) { o[0] = -0.5f; o[1] = 0.3f; o[2] = -0.25f; }
+    if (folded) {
+        o[0] = -0.5f;
+        o[1] = 0.3f;
+        o[2] = -0.25f;
+    }
     pbd_mesh m;
     if (pbd_mesh_grid(n, n, o, u, v, &m) != PBD_OK) return NULL;
     if (folded) fold_in_half(&m, n, 1.5f * 0.002f);
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     cd.bending_compliance = 1e-3f;
     cd.thickness = 0.002f;
     pbd_object obj;
@@ -50,7 +58,10 @@ static pbd_world *build(int n, int self, int folded) {
     float ctr[3] = {0, 0, 0}, p[3] = {0, -0.2f, 0}, nrm[3] = {0, 1, 0};
     if (r == PBD_OK) r = pbd_add_collider_sphere(w, ctr, 0.2f, 0.3f, NULL);
     if (r == PBD_OK) r = pbd_add_collider_plane(w, p, nrm, 0.5f, NULL);
-    if (r != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
@@ -69,7 +80,10 @@ static const float *drape_state(const sc_ctx *c) {
     for (int i = 0; i < c->drape; ++i) pbd_world_step(w, 1.0f / 60.0f);
     int ok = s && pbd_get_positions(w, all, s) == PBD_OK && pbd_get_velocities(w, all, s + 3 * count) == PBD_OK;
     pbd_world_destroy(w);
-    if (!ok) { free(s); return NULL; }
+    if (!ok) {
+        free(s);
+        return NULL;
+    }
     state[k] = s;
     return s;
 }
@@ -90,7 +104,8 @@ static pbd_world *make_scene(void *vctx) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0, steps = quick ? 3 : 10;
-    sc_ctx drape = {100, 0, 0, 60}, drape_self = {100, 1, 0, 60}, folded = {100, 0, 1, 120}, folded_self = {100, 1, 1, 120};
+    sc_ctx drape = {100, 0, 0, 60}, drape_self = {100, 1, 0, 60}, folded = {100, 0, 1, 120},
+           folded_self = {100, 1, 1, 120};
     bench_scene("selfcollision", "cloth100_drape", make_scene, &drape, steps);
     bench_scene("selfcollision", "cloth100_drape_self", make_scene, &drape_self, steps);
     if (quick) return 0;

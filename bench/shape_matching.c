@@ -30,13 +30,15 @@
 /* xorshift32 in [0, 1) */
 static double rand01(unsigned *st) {
     unsigned x = *st;
-    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
     *st = x;
     return (double)(x >> 8) / 16777216.0;
 }
 
-static const char *only = NULL; /* --only WORD */
-static int only_w = 0;           /* --width W: that region width alone */
+static const char *only = NULL;     /* --only WORD */
+static int only_w = 0;              /* --width W: that region width alone */
 static const char *only_sum = NULL; /* --summation NAME: that method alone (world scenes) */
 static int want(const char *scene) { return !only || strstr(scene, only) != NULL; }
 
@@ -75,12 +77,17 @@ static double time_sum(pbd_sm_sum_plan *p, const double *v, double *s, int reps)
 }
 
 static const char *method_name(pbd_sm_summation m) {
-    return m == PBD_SM_SUM_LATTICE ? "lattice" : m == PBD_SM_SUM_OCTREE ? "octree" : m == PBD_SM_SUM_PATHS ? "paths" : "naive";
+    return m == PBD_SM_SUM_LATTICE  ? "lattice"
+           : m == PBD_SM_SUM_OCTREE ? "octree"
+           : m == PBD_SM_SUM_PATHS  ? "paths"
+                                    : "naive";
 }
 
 /* The three configurations of one plan, one JSON line each. */
 static void measure(const char *scene, pbd_sm_sum_plan *p, int w, const double *v, double *s, int reps) {
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     int n = pbd_sm_plan_particle_count(p);
     if (!want(scene)) return;
     for (int c = 0; c < 3; ++c) {
@@ -104,7 +111,10 @@ static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const dou
     char name[64];
     snprintf(name, sizeof name, "%s_scaling", scene);
     if (!want(name)) return;
-    for (int r = 0; r < R; ++r) { pbd_sm_plan_region(p, r, NULL, 0, &cnt); members += cnt; }
+    for (int r = 0; r < R; ++r) {
+        pbd_sm_plan_region(p, r, NULL, 0, &cnt);
+        members += cnt;
+    }
     pbd_sm_plan_set_simd(p, 1);
     pbd_sm_plan_set_threads(p, 1);
     double ms = time_sum(p, v, s, reps);
@@ -127,15 +137,23 @@ static int adaptive_block(int *oc, int x, int y, int z, int l, int n) {
         if (hi[a] > dims[a] - 2 || lo[a] < 2) inside = 0;
     }
     if (l == 0 || inside) {
-        oc[4 * n] = x; oc[4 * n + 1] = y; oc[4 * n + 2] = z; oc[4 * n + 3] = l;
+        oc[4 * n] = x;
+        oc[4 * n + 1] = y;
+        oc[4 * n + 2] = z;
+        oc[4 * n + 3] = l;
         return n + 1;
     }
-    for (int c = 0; c < 8; ++c) n = adaptive_block(oc, 2 * x + (c & 1), 2 * y + ((c >> 1) & 1), 2 * z + (c >> 2), l - 1, n);
+    for (int c = 0; c < 8; ++c)
+        n = adaptive_block(oc, 2 * x + (c & 1), 2 * y + ((c >> 1) & 1), 2 * z + (c >> 2), l - 1, n);
     return n;
 }
 
 /* ---- the full step: a lattice body in a world (pbd_sm.h "shape matching") */
-typedef struct world_ctx { const int *cells; int n, w; pbd_sm_summation method; } world_ctx;
+typedef struct world_ctx {
+    const int *cells;
+    int n, w;
+    pbd_sm_summation method;
+} world_ctx;
 
 static pbd_sm_sum_plan *make_plan(const world_ctx *c) {
     pbd_sm_sum_plan *p = NULL, *q = NULL;
@@ -190,16 +208,24 @@ static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
     free(idx);
     float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     if (res == PBD_OK) res = pbd_add_collider_plane(w, o, up, 0.5f, NULL);
-    if (res != PBD_OK) { pbd_world_destroy(w); return NULL; }
+    if (res != PBD_OK) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     return w;
 }
 
 static void world_scene(const world_ctx *c, int steps) {
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = 0; k < 3; ++k) {
         if (cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
         pbd_world *w = make_world(c, cfg[k].simd, cfg[k].threads);
-        if (!w) { fprintf(stderr, "shape_matching: could not build the world\n"); exit(1); }
+        if (!w) {
+            fprintf(stderr, "shape_matching: could not build the world\n");
+            exit(1);
+        }
         pbd_world_set_simd(w, cfg[k].simd);
         pbd_world_set_threads(w, cfg[k].threads);
         double ms = bench_ms_per_step(w, steps);
@@ -238,7 +264,8 @@ int main(int argc, char **argv) {
     if (pbd_mesh_grid(GX, GY, o, u, vv, &m) != PBD_OK) return 1;
     int nmax = n > m.vertex_count ? n : m.vertex_count;
     /* m x and m x xbar^T of a slightly deformed configuration */
-    double *v = (double *)malloc(sizeof(double) * (size_t)nmax * K), *s = (double *)malloc(sizeof(double) * (size_t)nmax * K);
+    double *v = (double *)malloc(sizeof(double) * (size_t)nmax * K),
+           *s = (double *)malloc(sizeof(double) * (size_t)nmax * K);
     unsigned st = 1;
     for (int i = 0; i < nmax; ++i) {
         double xb[3] = {i % NX, (i / NX) % NY, (double)(i / (NX * NY))}, x[3];

@@ -5,7 +5,9 @@
    Build and run: make bench BENCH=shuffled */
 #include "bench.h"
 
-typedef struct shuffled_ctx { int n, shuffle, reorder; } shuffled_ctx;
+typedef struct shuffled_ctx {
+    int n, shuffle, reorder;
+} shuffled_ctx;
 
 static pbd_world *make_shuffled(void *vctx) {
     const shuffled_ctx *c = (const shuffled_ctx *)vctx;
@@ -31,8 +33,10 @@ static pbd_world *make_shuffled(void *vctx) {
     for (int i = 0; i < nv; ++i) memcpy(pos + 3 * perm[i], m.positions + 3 * i, 3 * sizeof(float));
     for (int k = 0; k < 3 * m.triangle_count; ++k) m.triangles[k] = perm[m.triangles[k]];
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = pos; cd.vertex_count = nv;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = pos;
+    cd.vertex_count = nv;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     cd.stretch_compliance = 1e-8f;
     cd.reorder = c->reorder;
     pbd_object obj;

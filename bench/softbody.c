@@ -4,7 +4,9 @@
    Build and run: make bench BENCH=softbody */
 #include "bench.h"
 
-typedef struct bar_ctx { int nx, ny, nz, iterations, substeps; } bar_ctx;
+typedef struct bar_ctx {
+    int nx, ny, nz, iterations, substeps;
+} bar_ctx;
 
 static pbd_world *make_bar(void *vctx) {
     const bar_ctx *c = (const bar_ctx *)vctx;
@@ -18,8 +20,10 @@ static pbd_world *make_bar(void *vctx) {
     pbd_mesh m;
     if (pbd_mesh_tet_box(c->nx, c->ny, c->nz, lo, hi, &m) != PBD_OK) return NULL;
     pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions; sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets; sd.tet_count = m.tet_count;
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
     sd.edge_compliance = 1e-7f;
     pbd_object obj;
     pbd_result r = pbd_add_softbody(w, &sd, &obj);

@@ -7,7 +7,9 @@
 #include "bench.h"
 #include <math.h>
 
-typedef struct hair_ctx { int strands, per, substeps, iterations, head; } hair_ctx;
+typedef struct hair_ctx {
+    int strands, per, substeps, iterations, head;
+} hair_ctx;
 
 static pbd_strands bench_hair;
 static int bench_step;
@@ -19,10 +21,13 @@ static pbd_world *make_hair(void *vctx) {
     d.iterations = c->iterations;
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
-    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)c->strands), *nrm = (float *)malloc(sizeof(float) * 3 * (size_t)c->strands);
+    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)c->strands),
+          *nrm = (float *)malloc(sizeof(float) * 3 * (size_t)c->strands);
     for (int s = 0; s < c->strands; ++s) { /* a Fibonacci spiral over the upper hemisphere */
         float y = ((float)s + 0.5f) / (float)c->strands, phi = 2.39996323f * (float)s, r = sqrtf(1 - y * y);
-        nrm[3 * s] = r * cosf(phi); nrm[3 * s + 1] = y; nrm[3 * s + 2] = r * sinf(phi);
+        nrm[3 * s] = r * cosf(phi);
+        nrm[3 * s + 1] = y;
+        nrm[3 * s + 2] = r * sinf(phi);
         for (int k = 0; k < 3; ++k) pos[3 * s + k] = 0.1f * nrm[3 * s + k];
     }
     pbd_hair_desc hd = pbd_hair_desc_default();
@@ -36,7 +41,10 @@ static pbd_world *make_hair(void *vctx) {
     free(pos);
     free(nrm);
     float centre[3] = {0, 1, 0};
-    if (r != PBD_OK || (c->head && pbd_add_collider_sphere(w, centre, 0.1f, 0.3f, NULL) != PBD_OK)) { pbd_world_destroy(w); return NULL; }
+    if (r != PBD_OK || (c->head && pbd_add_collider_sphere(w, centre, 0.1f, 0.3f, NULL) != PBD_OK)) {
+        pbd_world_destroy(w);
+        return NULL;
+    }
     bench_step = 0;
     return w;
 }
@@ -44,7 +52,8 @@ static pbd_world *make_hair(void *vctx) {
 /* The head shakes: the roots and the collider follow a moving pose. */
 static void shake(pbd_world *w) {
     float t = (float)bench_step++ / 60.0f;
-    float pos[3] = {0.05f * sinf(6.0f * t), 1.0f, 0}, rot[4] = {0, sinf(0.3f * sinf(5.0f * t)), 0, cosf(0.3f * sinf(5.0f * t))};
+    float pos[3] = {0.05f * sinf(6.0f * t), 1.0f, 0},
+          rot[4] = {0, sinf(0.3f * sinf(5.0f * t)), 0, cosf(0.3f * sinf(5.0f * t))};
     pbd_hair_set_transform(w, bench_hair, pos, rot);
     if (pbd_world_collider_count(w) > 0) pbd_collider_set_pose(w, 0, pos, rot);
 }

@@ -47,13 +47,17 @@ static int sheet_make(sheet *sh, int n, int frames) {
     for (int f = 0; f < frames; ++f) {
         float a[6] = {0};
         for (int k = 0; k < 6 && f > 0; ++k) {
-            seed ^= seed << 13; seed ^= seed >> 17; seed ^= seed << 5;
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
             a[k] = (float)(seed >> 8) * (2.0f / 16777216.0f) - 1.0f;
         }
         for (int v = 0; v < sh->nc; ++v)
-            sheet_point(a, sh->grid.positions[3 * v], sh->grid.positions[3 * v + 2], 0, sh->u + ((size_t)f * sh->nc + v) * 3);
+            sheet_point(a, sh->grid.positions[3 * v], sh->grid.positions[3 * v + 2], 0,
+                        sh->u + ((size_t)f * sh->nc + v) * 3);
         for (int i = 0; i < sh->nd; ++i)
-            sheet_point(a, sh->fine.positions[3 * i], sh->fine.positions[3 * i + 2], 1, sh->X + ((size_t)f * sh->nd + i) * 3);
+            sheet_point(a, sh->fine.positions[3 * i], sh->fine.positions[3 * i + 2], 1,
+                        sh->X + ((size_t)f * sh->nd + i) * 3);
     }
     return 1;
 }
@@ -105,7 +109,9 @@ static double time_evals(void *obj, eval_fn eval, const sheet *sh, float *out) {
 }
 
 static void measure(const char *method, void *obj, eval_fn eval, config_fn config, const sheet *sh) {
-    struct { int simd, threads; } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
+    struct {
+        int simd, threads;
+    } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     float *out = (float *)malloc(sizeof(float) * 3 * (size_t)sh->nd);
     for (int k = 0; k < 3; ++k) {
         if (cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
@@ -122,14 +128,21 @@ static void measure(const char *method, void *obj, eval_fn eval, config_fn confi
 
 static void run(int n, int frames) {
     sheet sh;
-    if (!sheet_make(&sh, n, frames)) { fprintf(stderr, "upsample: could not build the sheet\n"); exit(1); }
+    if (!sheet_make(&sh, n, frames)) {
+        fprintf(stderr, "upsample: could not build the sheet\n");
+        exit(1);
+    }
     measure("subdivision", sh.sub, model_eval, model_config, &sh);
 
     pbd_up_wrinkle_desc wd = pbd_up_wrinkle_desc_default();
-    wd.coarse_positions = sh.u; wd.coarse_count = sh.nc;
-    wd.coarse_triangles = sh.grid.triangles; wd.coarse_triangle_count = sh.grid.triangle_count;
-    wd.fine_positions = sh.X; wd.fine_count = sh.nd;
-    wd.fine_triangles = sh.fine.triangles; wd.fine_triangle_count = sh.fine.triangle_count;
+    wd.coarse_positions = sh.u;
+    wd.coarse_count = sh.nc;
+    wd.coarse_triangles = sh.grid.triangles;
+    wd.coarse_triangle_count = sh.grid.triangle_count;
+    wd.fine_positions = sh.X;
+    wd.fine_count = sh.nd;
+    wd.fine_triangles = sh.fine.triangles;
+    wd.fine_triangle_count = sh.fine.triangle_count;
     pbd_up_wrinkle *wr = NULL;
     if (pbd_up_wrinkle_create(&wd, &wr) == PBD_OK) {
         measure("wrinkle", wr, wrinkle_eval, wrinkle_config, &sh);
@@ -138,22 +151,35 @@ static void run(int n, int frames) {
 
     pbd_up_model *m = NULL;
     pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-    pd.coarse_count = sh.nc; pd.detail_count = sh.nd; pd.frame_count = sh.frames;
-    pd.coarse_frames = sh.u; pd.detail_frames = sh.X; pd.subdivision = sh.sub;
+    pd.coarse_count = sh.nc;
+    pd.detail_count = sh.nd;
+    pd.frame_count = sh.frames;
+    pd.coarse_frames = sh.u;
+    pd.detail_frames = sh.X;
+    pd.subdivision = sh.sub;
     if (pbd_up_piu_fit(&pd, &m) == PBD_OK) measure("piu", m, model_eval, model_config, &sh);
     pbd_up_model_destroy(m);
     m = NULL;
 
     pbd_up_wpsd_desc ws = pbd_up_wpsd_desc_default();
-    ws.subdivision = sh.sub; ws.coarse_triangles = sh.grid.triangles; ws.coarse_triangle_count = sh.grid.triangle_count;
-    ws.frame_count = sh.frames; ws.coarse_frames = sh.u; ws.detail_frames = sh.X; ws.max_poses = 6;
+    ws.subdivision = sh.sub;
+    ws.coarse_triangles = sh.grid.triangles;
+    ws.coarse_triangle_count = sh.grid.triangle_count;
+    ws.frame_count = sh.frames;
+    ws.coarse_frames = sh.u;
+    ws.detail_frames = sh.X;
+    ws.max_poses = 6;
     if (pbd_up_wpsd_fit(&ws, &m) == PBD_OK) measure("wpsd", m, model_eval, model_config, &sh);
     pbd_up_model_destroy(m);
     m = NULL;
 
     pbd_up_pdm_desc pm = pbd_up_pdm_desc_default();
-    pm.subdivision = sh.sub; pm.coarse_triangles = sh.grid.triangles; pm.coarse_triangle_count = sh.grid.triangle_count;
-    pm.frame_count = sh.frames; pm.coarse_frames = sh.u; pm.detail_frames = sh.X;
+    pm.subdivision = sh.sub;
+    pm.coarse_triangles = sh.grid.triangles;
+    pm.coarse_triangle_count = sh.grid.triangle_count;
+    pm.frame_count = sh.frames;
+    pm.coarse_frames = sh.u;
+    pm.detail_frames = sh.X;
     if (pbd_up_pdm_fit(&pm, &m) == PBD_OK) measure("pdm", m, model_eval, model_config, &sh);
     pbd_up_model_destroy(m);
     sheet_free(&sh);
@@ -161,7 +187,7 @@ static void run(int n, int frames) {
 
 int main(int argc, char **argv) {
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
-    run(26, 12); /* 26^2 = 676 coarse, 101^2 = 10201 detail vertices */
+    run(26, 12);             /* 26^2 = 676 coarse, 101^2 = 10201 detail vertices */
     if (!quick) run(80, 12); /* 6400 coarse, 317^2 = 100489 detail */
     return 0;
 }

@@ -44,8 +44,10 @@ int main(int argc, char **argv) {
     float o[3] = {-0.35f, 0.75f, -0.6f}, u[3] = {1.2f, 0, 0}, v[3] = {0, 0.1f, 1.2f};
     if (pbd_mesh_grid(40, 40, o, u, v, &m) != PBD_OK) return 1;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     cd.bending_compliance = 2e-3f;
     cd.thickness = thickness;
     pbd_object cloth;
@@ -81,9 +83,11 @@ int main(int argc, char **argv) {
         render_clear(img, sky_top, sky_bottom);
         render_draw_ground(img, &cam, 0.0f, 0, 0, 2.0f, 0.25f, NULL, NULL);
         render_draw_sphere_shadow(img, &cam, sphere_c, sphere_r, 0.0f);
-        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles, m.triangle_count, 0.0f);
+        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+                                m.triangle_count, 0.0f);
         render_draw_sphere(img, &cam, sphere_c, sphere_r, sphere_rgb, RENDER_SMOOTH);
-        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles, m.triangle_count, cloth_rgb, RENDER_SMOOTH);
+        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+                         m.triangle_count, cloth_rgb, RENDER_SMOOTH);
         snprintf(labels[f], sizeof labels[f], "t = %.2f s", s / 60.0);
         label_ptr[f] = labels[f];
         char path[512];

@@ -43,7 +43,8 @@ static double now_ms(void) {
    rasterizer): 6 vertices and 8 triangles per particle. */
 static void octahedra(const float *x, int first, int count, float r, float *verts, int *tris) {
     static const float dir[6][3] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
-    static const int face[8][3] = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4}, {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
+    static const int face[8][3] = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4},
+                                   {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
     for (int i = 0; i < count; ++i) {
         const float *p = x + 4 * (first + i);
         for (int k = 0; k < 6; ++k)
@@ -60,8 +61,11 @@ int main(int argc, char **argv) {
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return 1;
     /* the tank: floor and four walls */
-    float planes[5][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {TANK[0], 0, 0, -1, 0, 0},
-                          {0, 0, 0, 0, 0, 1}, {0, 0, TANK[2], 0, 0, -1}};
+    float planes[5][6] = {{0, 0, 0, 0, 1, 0},
+                          {0, 0, 0, 1, 0, 0},
+                          {TANK[0], 0, 0, -1, 0, 0},
+                          {0, 0, 0, 0, 0, 1},
+                          {0, 0, TANK[2], 0, 0, -1}};
     for (int k = 0; k < 5; ++k) pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.1f, NULL);
     /* the water */
     const float d = 0.04f;
@@ -80,7 +84,10 @@ int main(int argc, char **argv) {
     fd.vorticity = 0.02f;
     pbd_fluid fluid;
     pbd_range water;
-    if (pbd_add_fluid(w, &fd, &fluid, &water) != PBD_OK) { fprintf(stderr, "%s\n", pbd_world_last_error(w)); return 1; }
+    if (pbd_add_fluid(w, &fd, &fluid, &water) != PBD_OK) {
+        fprintf(stderr, "%s\n", pbd_world_last_error(w));
+        return 1;
+    }
     /* the soft box, lighter than water */
     pbd_mesh box_mesh;
     float lo[3] = {1.2f, 0.02f, 0.1f}, hi[3] = {1.4f, 0.22f, 0.3f};
@@ -94,7 +101,10 @@ int main(int argc, char **argv) {
     sd.radius = 0.02f;
     sd.edge_compliance = 1e-6f;
     pbd_object box;
-    if (pbd_add_softbody(w, &sd, &box) != PBD_OK) { fprintf(stderr, "%s\n", pbd_world_last_error(w)); return 1; }
+    if (pbd_add_softbody(w, &sd, &box) != PBD_OK) {
+        fprintf(stderr, "%s\n", pbd_world_last_error(w));
+        return 1;
+    }
     pbd_object_set_particle_collision(w, box.id, 1);
 
     float *verts = (float *)malloc(sizeof(float) * 3 * 6 * (size_t)n);
@@ -117,7 +127,10 @@ int main(int argc, char **argv) {
                 if (!(x[4 * i + a] >= -1e-3f) || (a != 1 && !(x[4 * i + a] <= TANK[a] + 1e-3f))) outside++;
         if (step % FRAME_EVERY) continue;
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0.0f, 0.8f, 0.2f, 2.0f, 0.2f, NULL, NULL);
         float back_c[3] = {0.8f, 0.3f, -0.01f}, back_h[3] = {0.8f, 0.3f, 0.01f};

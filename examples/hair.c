@@ -24,7 +24,15 @@
 #include <sys/stat.h>
 #include <time.h>
 
-enum { STRANDS = 4000, PER = 16, STEPS = 180, FRAME_EVERY = 15, FRAMES = STEPS / FRAME_EVERY, WIDTH = 640, HEIGHT = 360 };
+enum {
+    STRANDS = 4000,
+    PER = 16,
+    STEPS = 180,
+    FRAME_EVERY = 15,
+    FRAMES = STEPS / FRAME_EVERY,
+    WIDTH = 640,
+    HEIGHT = 360
+};
 
 static double now_ms(void) {
     struct timespec t;
@@ -37,7 +45,10 @@ static void head_pose(float t, float *pos, float *rot) {
     float yaw = 0.9f * sinf(7.0f * t) * (t < 1.5f ? 1.0f : 0.3f), pitch = t > 1.5f ? 0.35f * sinf(6.0f * t) : 0.0f;
     float cy = cosf(0.5f * yaw), sy = sinf(0.5f * yaw), cp = cosf(0.5f * pitch), sp = sinf(0.5f * pitch);
     /* q = yaw about y, then pitch about x */
-    rot[0] = cy * sp; rot[1] = sy * cp; rot[2] = -sy * sp; rot[3] = cy * cp;
+    rot[0] = cy * sp;
+    rot[1] = sy * cp;
+    rot[2] = -sy * sp;
+    rot[3] = cy * cp;
     pos[0] = 0.08f * sinf(7.0f * t) * (t < 1.5f ? 1.0f : 0.0f);
     pos[1] = 1.5f;
     pos[2] = 0;
@@ -54,13 +65,18 @@ int main(int argc, char **argv) {
     if (pbd_world_create(&wd, &w) != PBD_OK) return 1;
 
     /* roots: a Fibonacci spiral over the scalp (the top and the back, not the face) */
-    float *pos = (float *)malloc(sizeof(float) * 3 * STRANDS * 2), *nrm = (float *)malloc(sizeof(float) * 3 * STRANDS * 2);
+    float *pos = (float *)malloc(sizeof(float) * 3 * STRANDS * 2),
+          *nrm = (float *)malloc(sizeof(float) * 3 * STRANDS * 2);
     int ns = 0;
     for (int s = 0; s < 2 * STRANDS && ns < STRANDS; ++s) {
-        float y = 1.0f - 2.0f * ((float)s + 0.5f) / (float)(2 * STRANDS), r = sqrtf(1 - y * y), phi = 2.39996323f * (float)s;
+        float y = 1.0f - 2.0f * ((float)s + 0.5f) / (float)(2 * STRANDS), r = sqrtf(1 - y * y),
+              phi = 2.39996323f * (float)s;
         float n[3] = {r * cosf(phi), y, r * sinf(phi)};
         if (n[1] < -0.1f || (n[2] > 0.35f && n[1] < 0.55f)) continue; /* the face and the neck */
-        for (int k = 0; k < 3; ++k) { nrm[3 * ns + k] = n[k]; pos[3 * ns + k] = head_r * n[k]; }
+        for (int k = 0; k < 3; ++k) {
+            nrm[3 * ns + k] = n[k];
+            pos[3 * ns + k] = head_r * n[k];
+        }
         ns++;
     }
     pbd_hair_desc hd = pbd_hair_desc_default();
@@ -78,15 +94,18 @@ int main(int argc, char **argv) {
     pbd_result res = pbd_add_hair(w, &hd, &hair, &hr);
     free(pos);
     free(nrm);
-    if (res != PBD_OK) { fprintf(stderr, "hair: %s\n", pbd_world_last_error(w)); return 1; }
+    if (res != PBD_OK) {
+        fprintf(stderr, "hair: %s\n", pbd_world_last_error(w));
+        return 1;
+    }
     float hp[3], hq[4];
     head_pose(0, hp, hq);
     pbd_collider head;
     if (pbd_add_collider_sphere(w, hp, head_r, 0.2f, &head) != PBD_OK) return 1;
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     pbd_add_collider_plane(w, ground, up, 0.5f, NULL);
-    printf("hair: %d strands x %d particles = %d particles, %d substeps x %d iteration, simd %s, %d thread(s)\n", ns, PER,
-           hr.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_max_threads());
+    printf("hair: %d strands x %d particles = %d particles, %d substeps x %d iteration, simd %s, %d thread(s)\n", ns,
+           PER, hr.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_max_threads());
 
     /* ribbons: two vertices per particle, two triangles per segment */
     int nv = 2 * hr.count, nt = 2 * ns * (PER - 1);
@@ -95,8 +114,14 @@ int main(int argc, char **argv) {
     for (int s = 0, t = 0; s < ns; ++s)
         for (int i = 0; i + 1 < PER; ++i) {
             int a = 2 * (s * PER + i), b = a + 2;
-            tri[3 * t] = a; tri[3 * t + 1] = a + 1; tri[3 * t + 2] = b; ++t;
-            tri[3 * t] = a + 1; tri[3 * t + 1] = b + 1; tri[3 * t + 2] = b; ++t;
+            tri[3 * t] = a;
+            tri[3 * t + 1] = a + 1;
+            tri[3 * t + 2] = b;
+            ++t;
+            tri[3 * t] = a + 1;
+            tri[3 * t + 1] = b + 1;
+            tri[3 * t + 2] = b;
+            ++t;
         }
     render_image frames[FRAMES];
     memset(frames, 0, sizeof frames);
@@ -110,7 +135,10 @@ int main(int argc, char **argv) {
         pbd_hair_set_transform(w, hair, hp, hq);
         pbd_collider_set_pose(w, head, hp, hq);
         double t0 = now_ms();
-        if (pbd_world_step(w, dt) != PBD_OK) { failed = 1; break; }
+        if (pbd_world_step(w, dt) != PBD_OK) {
+            failed = 1;
+            break;
+        }
         sim += now_ms() - t0;
         if (step % FRAME_EVERY) continue;
         const float *x = pbd_world_positions(w);
@@ -119,7 +147,8 @@ int main(int argc, char **argv) {
                 int k = s * PER + i;
                 const float *p = x + 4 * (size_t)(hr.first + k);
                 const float *q = x + 4 * (size_t)(hr.first + s * PER + (i + 1 < PER ? i + 1 : i - 1));
-                float d[3] = {q[0] - p[0], q[1] - p[1], q[2] - p[2]}, v[3] = {eye[0] - p[0], eye[1] - p[1], eye[2] - p[2]};
+                float d[3] = {q[0] - p[0], q[1] - p[1], q[2] - p[2]},
+                      v[3] = {eye[0] - p[0], eye[1] - p[1], eye[2] - p[2]};
                 float side[3] = {d[1] * v[2] - d[2] * v[1], d[2] * v[0] - d[0] * v[2], d[0] * v[1] - d[1] * v[0]};
                 float l = sqrtf(side[0] * side[0] + side[1] * side[1] + side[2] * side[2]);
                 float hw = 0.0009f * (1.0f - 0.6f * (float)i / (float)PER) / (l > 1e-12f ? l : 1.0f);
@@ -130,7 +159,10 @@ int main(int argc, char **argv) {
                 }
             }
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0.0f, 0, 0, 3.0f, 0.25f, NULL, NULL);
         render_draw_sphere(img, &cam, hp, head_r * 0.985f, skin, RENDER_SMOOTH);
@@ -139,7 +171,10 @@ int main(int argc, char **argv) {
         snprintf(label, sizeof label, "T = %.2f S", pbd_world_time(w));
         render_text(img, 12, 12, 4, NULL, label);
         snprintf(base, sizeof base, "%s/hair_%03d", outdir, frame);
-        if (!render_image_save(img, base, path, sizeof path)) { failed = 1; break; }
+        if (!render_image_save(img, base, path, sizeof path)) {
+            failed = 1;
+            break;
+        }
         printf("frame %2d  t=%.2f s  sim %.2f ms/step -> %s\n", frame, pbd_world_time(w), sim / step, path);
         frame++;
     }

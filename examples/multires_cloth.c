@@ -43,7 +43,8 @@ static double now_ms(void) {
 
 static int check(pbd_result r, const char *what, const pbd_world *w) {
     if (r == PBD_OK) return 0;
-    fprintf(stderr, "multires_cloth: %s failed: %s (%s)\n", what, pbd_result_string(r), w ? pbd_world_last_error(w) : "");
+    fprintf(stderr, "multires_cloth: %s failed: %s (%s)\n", what, pbd_result_string(r),
+            w ? pbd_world_last_error(w) : "");
     return 1;
 }
 
@@ -60,7 +61,7 @@ int main(int argc, char **argv) {
     const float sphere_centre[3] = {0.0f, 0.35f, 0.0f}, sphere_radius = 0.35f;
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.substeps = 4;   /* one V-cycle per 1/240 s */
+    wd.substeps = 4; /* one V-cycle per 1/240 s */
     wd.iterations = 1;
     pbd_world *w = NULL;
     if (check(pbd_world_create(&wd, &w), "pbd_world_create", NULL)) return 1;
@@ -105,16 +106,26 @@ int main(int argc, char **argv) {
     char labels[FRAMES][48], base[1024], path[1100];
     for (int step = 1; step <= STEPS && !failed; ++step) {
         double t0 = now_ms();
-        if (check(pbd_world_step(w, 1.0f / 60.0f), "pbd_world_step", w)) { failed = 1; break; }
+        if (check(pbd_world_step(w, 1.0f / 60.0f), "pbd_world_step", w)) {
+            failed = 1;
+            break;
+        }
         sim += now_ms() - t0;
         if (step % FRAME_EVERY) continue;
         const float *x = pbd_world_positions(w) + 4 * (size_t)r.first;
         for (int i = 0; i < 4 * r.count; ++i)
-            if (!(fabsf(x[i]) < 1e30f)) { fprintf(stderr, "multires_cloth: non-finite positions\n"); failed = 1; break; }
+            if (!(fabsf(x[i]) < 1e30f)) {
+                fprintf(stderr, "multires_cloth: non-finite positions\n");
+                failed = 1;
+                break;
+            }
         float avg = 0, mx = 0;
         pbd_sm_cloth_strain(cloth, w, &avg, &mx);
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0.0f, 0.0f, 0.0f, 3.0f, 0.4f, NULL, NULL);
         render_draw_sphere_shadow(img, &cam, sphere_centre, sphere_radius, 0.0f);
@@ -122,7 +133,8 @@ int main(int argc, char **argv) {
         render_draw_sphere(img, &cam, sphere_centre, sphere_radius, sphere_colour, RENDER_SMOOTH);
         render_draw_mesh(img, &cam, x, 4, r.count, mesh.triangles, mesh.triangle_count, colour,
                          RENDER_SMOOTH | RENDER_SPECULAR);
-        snprintf(labels[frame], sizeof labels[frame], "T = %.2f S  L = %d  W = %d", pbd_world_time(w), levels, wrinkles);
+        snprintf(labels[frame], sizeof labels[frame], "T = %.2f S  L = %d  W = %d", pbd_world_time(w), levels,
+                 wrinkles);
         render_text(img, 12, 12, 3, NULL, labels[frame]);
         printf("frame %2d  t=%.2f s  sim %.2f ms/step  strain avg %.2f%% max %.2f%%\n", frame, pbd_world_time(w),
                sim / step, 100 * avg, 100 * mx);

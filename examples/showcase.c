@@ -40,15 +40,14 @@
 #endif
 
 enum {
-    STEPS = 180,          /* 3 s at 60 Hz */
-    FRAME_EVERY = 15,     /* a frame every 0.25 s: 12 frames */
+    STEPS = 180,      /* 3 s at 60 Hz */
+    FRAME_EVERY = 15, /* a frame every 0.25 s: 12 frames */
     FRAMES = STEPS / FRAME_EVERY,
     WIDTH = 640,
     HEIGHT = 360
 };
 
-static double now_ms(void)
-{
+static double now_ms(void) {
 #ifdef _WIN32
     return 1000.0 * (double)clock() / CLOCKS_PER_SEC;
 #else
@@ -58,17 +57,14 @@ static double now_ms(void)
 #endif
 }
 
-static int check(pbd_result r, const char *what, const pbd_world *w)
-{
+static int check(pbd_result r, const char *what, const pbd_world *w) {
     if (r == PBD_OK) return 0;
-    fprintf(stderr, "showcase: %s failed: %s (%s)\n", what, pbd_result_string(r),
-            w ? pbd_world_last_error(w) : "");
+    fprintf(stderr, "showcase: %s failed: %s (%s)\n", what, pbd_result_string(r), w ? pbd_world_last_error(w) : "");
     return 1;
 }
 
 /* Rotate points about `centre`: about y by ay, then x by ax, then z by az. */
-static void rotate_points(float *p, int n, const float *centre, float ay, float ax, float az)
-{
+static void rotate_points(float *p, int n, const float *centre, float ay, float ax, float az) {
     float cy = cosf(ay), sy = sinf(ay), cx = cosf(ax), sx = sinf(ax), cz = cosf(az), sz = sinf(az);
     int i;
     for (i = 0; i < n; ++i) {
@@ -82,13 +78,17 @@ static void rotate_points(float *p, int n, const float *centre, float ay, float 
     }
 }
 
-typedef struct object_stats { float min_y, max_y; int finite; } object_stats;
+typedef struct object_stats {
+    float min_y, max_y;
+    int finite;
+} object_stats;
 
-static object_stats stats_of(const float *x, pbd_range r)
-{
+static object_stats stats_of(const float *x, pbd_range r) {
     object_stats s;
     int i;
-    s.min_y = 1e30f; s.max_y = -1e30f; s.finite = 1;
+    s.min_y = 1e30f;
+    s.max_y = -1e30f;
+    s.finite = 1;
     for (i = r.first; i < r.first + r.count; ++i) {
         const float *p = x + 4 * (size_t)i;
         if (!(fabsf(p[0]) < 1e30f && fabsf(p[1]) < 1e30f && fabsf(p[2]) < 1e30f)) s.finite = 0;
@@ -98,8 +98,7 @@ static object_stats stats_of(const float *x, pbd_range r)
     return s;
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     const char *outdir = argc > 1 ? argv[1] : "out";
     const float dt = 1.0f / 60.0f;
     const float ground_y = 0.0f;
@@ -129,8 +128,7 @@ int main(int argc, char **argv)
         float point[3] = {0.0f, 0.0f, 0.0f}, normal[3] = {0.0f, 1.0f, 0.0f};
         point[1] = ground_y;
         if (check(pbd_add_collider_plane(w, point, normal, 0.6f, NULL), "ground plane", w)) return 1;
-        if (check(pbd_add_collider_sphere(w, sphere_centre, sphere_radius, 0.3f, NULL), "sphere", w))
-            return 1;
+        if (check(pbd_add_collider_sphere(w, sphere_centre, sphere_radius, 0.3f, NULL), "sphere", w)) return 1;
     }
 
     /* ---- a 2 m square of cloth, 60x60 vertices, above the sphere -------- */
@@ -138,8 +136,10 @@ int main(int argc, char **argv)
         float o[3] = {-1.6f - 1.0f, 1.2f, -1.0f}, u[3] = {2.0f, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, 2.0f};
         pbd_cloth_desc c = pbd_cloth_desc_default();
         if (check(pbd_mesh_grid(60, 60, o, u, v, &cloth_mesh), "pbd_mesh_grid", w)) return 1;
-        c.positions = cloth_mesh.positions; c.vertex_count = cloth_mesh.vertex_count;
-        c.triangles = cloth_mesh.triangles; c.triangle_count = cloth_mesh.triangle_count;
+        c.positions = cloth_mesh.positions;
+        c.vertex_count = cloth_mesh.vertex_count;
+        c.triangles = cloth_mesh.triangles;
+        c.triangle_count = cloth_mesh.triangle_count;
         /* isometric bending (Bergou et al. 2006): cheap, and right for a
            cloth that is flat at rest */
         c.bending = PBD_BENDING_ISOMETRIC;
@@ -159,11 +159,13 @@ int main(int argc, char **argv)
            an edge tumbles away (it is elastic), one that lands flat squashes
            and settles where it fell */
         rotate_points(box_mesh.positions, box_mesh.vertex_count, centre, 0.6f, 0.03f, 0.05f);
-        s.positions = box_mesh.positions; s.vertex_count = box_mesh.vertex_count;
-        s.tets = box_mesh.tets; s.tet_count = box_mesh.tet_count;
-        s.density = 200.0f;          /* a foam block, 25 kg */
-        s.edge_compliance = 1e-4f;   /* soft enough to squash visibly on impact */
-        s.volume_compliance = 0.0f;  /* but it keeps its volume */
+        s.positions = box_mesh.positions;
+        s.vertex_count = box_mesh.vertex_count;
+        s.tets = box_mesh.tets;
+        s.tet_count = box_mesh.tet_count;
+        s.density = 200.0f;         /* a foam block, 25 kg */
+        s.edge_compliance = 1e-4f;  /* soft enough to squash visibly on impact */
+        s.volume_compliance = 0.0f; /* but it keeps its volume */
         s.radius = 0.01f;
         s.damping = 1.0f;
         if (check(pbd_add_softbody(w, &s, &box), "pbd_add_softbody", w)) return 1;
@@ -174,8 +176,10 @@ int main(int argc, char **argv)
         float centre[3] = {1.75f, 0.9f, 0.0f};
         pbd_balloon_desc b = pbd_balloon_desc_default();
         if (check(pbd_mesh_sphere(3, centre, 0.3f, &balloon_mesh), "pbd_mesh_sphere", w)) return 1;
-        b.cloth.positions = balloon_mesh.positions; b.cloth.vertex_count = balloon_mesh.vertex_count;
-        b.cloth.triangles = balloon_mesh.triangles; b.cloth.triangle_count = balloon_mesh.triangle_count;
+        b.cloth.positions = balloon_mesh.positions;
+        b.cloth.vertex_count = balloon_mesh.vertex_count;
+        b.cloth.triangles = balloon_mesh.triangles;
+        b.cloth.triangle_count = balloon_mesh.triangle_count;
         b.cloth.stretch_compliance = 1e-2f; /* rubber: the skin stretches as it inflates */
         b.cloth.bending_compliance = 1.0f;
         b.cloth.damping = 0.5f;
@@ -186,9 +190,8 @@ int main(int argc, char **argv)
 
     printf("showcase: %d particles (cloth %d, soft box %d in %d tets, balloon %d), "
            "%d substeps x %d iterations, simd %s x%d, %d thread(s)\n",
-           pbd_world_particle_count(w), cloth.particles.count, box.particles.count,
-           box_mesh.tet_count, balloon.particles.count, wd.substeps, wd.iterations,
-           pbd_simd_path(), pbd_simd_width(), pbd_max_threads());
+           pbd_world_particle_count(w), cloth.particles.count, box.particles.count, box_mesh.tet_count,
+           balloon.particles.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_simd_width(), pbd_max_threads());
 
     /* ---- simulate and render -------------------------------------------- */
     {
@@ -203,9 +206,13 @@ int main(int argc, char **argv)
             double t0 = now_ms(), ms;
             pbd_result r = pbd_world_step(w, dt);
             ms = now_ms() - t0;
-            if (check(r, "pbd_world_step", w)) { failed = 1; break; }
+            if (check(r, "pbd_world_step", w)) {
+                failed = 1;
+                break;
+            }
             ++steps_done;
-            sim_total += ms; window += ms;
+            sim_total += ms;
+            window += ms;
             if (ms < sim_min) sim_min = ms;
             if (ms > sim_max) sim_max = ms;
 
@@ -220,7 +227,11 @@ int main(int argc, char **argv)
                 double r0 = now_ms(), rms;
                 const char *written;
 
-                if (render_image_init(img, WIDTH, HEIGHT) != 0) { fprintf(stderr, "out of memory\n"); failed = 1; break; }
+                if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+                    fprintf(stderr, "out of memory\n");
+                    failed = 1;
+                    break;
+                }
                 render_clear(img, NULL, NULL);
                 render_draw_ground(img, &cam, ground_y, 0.0f, -1.5f, 6.0f, 0.5f, NULL, NULL);
                 render_draw_sphere_shadow(img, &cam, sphere_centre, sphere_radius, ground_y);
@@ -228,16 +239,15 @@ int main(int argc, char **argv)
                                         cloth_mesh.triangle_count, ground_y);
                 render_draw_mesh_shadow(img, &cam, xb, 4, box.particles.count, box_mesh.triangles,
                                         box_mesh.triangle_count, ground_y);
-                render_draw_mesh_shadow(img, &cam, xl, 4, balloon.particles.count,
-                                        balloon_mesh.triangles, balloon_mesh.triangle_count, ground_y);
+                render_draw_mesh_shadow(img, &cam, xl, 4, balloon.particles.count, balloon_mesh.triangles,
+                                        balloon_mesh.triangle_count, ground_y);
                 render_draw_sphere(img, &cam, sphere_centre, sphere_radius, sphere_colour, RENDER_SMOOTH);
                 render_draw_mesh(img, &cam, xc, 4, cloth.particles.count, cloth_mesh.triangles,
                                  cloth_mesh.triangle_count, cloth_front, RENDER_SMOOTH);
-                render_draw_mesh(img, &cam, xb, 4, box.particles.count, box_mesh.triangles,
-                                 box_mesh.triangle_count, box_colour, RENDER_WIREFRAME);
+                render_draw_mesh(img, &cam, xb, 4, box.particles.count, box_mesh.triangles, box_mesh.triangle_count,
+                                 box_colour, RENDER_WIREFRAME);
                 render_draw_mesh(img, &cam, xl, 4, balloon.particles.count, balloon_mesh.triangles,
-                                 balloon_mesh.triangle_count, balloon_colour,
-                                 RENDER_SMOOTH | RENDER_SPECULAR);
+                                 balloon_mesh.triangle_count, balloon_colour, RENDER_SMOOTH | RENDER_SPECULAR);
                 /* scale 4: still crisp at half size in the contact sheet */
                 snprintf(labels[frame], sizeof labels[frame], "T = %.2f S", pbd_world_time(w));
                 render_text(img, 12, 12, 4, NULL, labels[frame]);
@@ -250,8 +260,7 @@ int main(int argc, char **argv)
                 pbd_group_mesh_volume(w, balloon.volume, &balloon_volume);
                 printf("frame %2d  t=%.2f s  sim %.3f ms/step (last %d steps)  render %.1f ms  "
                        "min y: cloth %.3f box %.3f balloon %.3f  balloon volume x%.2f  -> %s\n",
-                       frame, pbd_world_time(w), window / FRAME_EVERY, FRAME_EVERY, rms, sc.min_y,
-                       sb.min_y, sl.min_y,
+                       frame, pbd_world_time(w), window / FRAME_EVERY, FRAME_EVERY, rms, sc.min_y, sb.min_y, sl.min_y,
                        balloon_rest_volume > 0.0f ? balloon_volume / balloon_rest_volume : 0.0f,
                        written ? written : "(write failed)");
                 if (!written) {
@@ -282,9 +291,8 @@ int main(int argc, char **argv)
     if (steps_done > 0) {
         printf("summary: %d steps of %.4f s (%.2f s simulated), %d particles: sim %.3f ms/step "
                "(min %.3f, max %.3f), %.1f ms total; render %.1f ms/frame\n",
-               steps_done, dt, steps_done * dt, pbd_world_particle_count(w),
-               sim_total / steps_done, sim_min, sim_max, sim_total,
-               rendered > 0 ? render_total / rendered : 0.0);
+               steps_done, dt, steps_done * dt, pbd_world_particle_count(w), sim_total / steps_done, sim_min, sim_max,
+               sim_total, rendered > 0 ? render_total / rendered : 0.0);
     }
 
     for (i = 0; i < FRAMES; ++i) render_image_free(&frames[i]);

@@ -61,7 +61,8 @@ int main(int argc, char **argv) {
     if (check(pbd_mesh_sphere(3, centre, 0.3f, &ball), "pbd_mesh_sphere")) return 1;
     int *cells = (int *)malloc(sizeof(int) * 3 * MAX_CELLS), count = 0;
     if (!cells || check(pbd_sm_voxelize(ball.positions, ball.vertex_count, ball.triangles, ball.triangle_count, 0.04f,
-                                        origin, cells, MAX_CELLS, &count), "pbd_sm_voxelize"))
+                                        origin, cells, MAX_CELLS, &count),
+                        "pbd_sm_voxelize"))
         return 1;
 
     pbd_world_desc wd = pbd_world_desc_default();
@@ -92,7 +93,10 @@ int main(int argc, char **argv) {
         if (strcmp(sum, "naive") == 0) {
             int regions = pbd_sm_plan_region_count(lat), total = 0, got = 0;
             int *start = (int *)malloc(sizeof(int) * (size_t)(regions + 1));
-            for (int r = 0; r < regions; ++r) { pbd_sm_plan_region(lat, r, NULL, 0, &got); total += got; }
+            for (int r = 0; r < regions; ++r) {
+                pbd_sm_plan_region(lat, r, NULL, 0, &got);
+                total += got;
+            }
             int *members = (int *)malloc(sizeof(int) * (size_t)total);
             start[0] = 0;
             for (int r = 0; r < regions; ++r) {
@@ -132,17 +136,26 @@ int main(int argc, char **argv) {
     char label[64], base[1024], path[1100];
     for (int s = 1; s <= STEPS && !failed; ++s) {
         double t0 = now_ms();
-        if (check(pbd_world_step(world, 1.0f / 60.0f), "pbd_world_step")) { failed = 1; break; }
+        if (check(pbd_world_step(world, 1.0f / 60.0f), "pbd_world_step")) {
+            failed = 1;
+            break;
+        }
         sim += now_ms() - t0;
         if (s % FRAME_EVERY) continue;
         const float *x = pbd_world_positions(world) + 4 * (size_t)r.first;
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0.0f, 0.0f, 0.0f, 2.0f, 0.25f, NULL, NULL);
         render_draw_sphere(img, &cam, obstacle, 0.2f, grey, RENDER_SMOOTH);
         for (int i = 0; i < r.count; ++i) {
-            if (!(fabsf(x[4 * i + 1]) < 1e30f)) { failed = 1; break; }
+            if (!(fabsf(x[4 * i + 1]) < 1e30f)) {
+                failed = 1;
+                break;
+            }
             render_draw_sphere(img, &cam, x + 4 * i, 0.022f, colour, RENDER_FLAT);
         }
         snprintf(label, sizeof label, "W = %d  %s  %.1f MS", w, sum, sim / s);

@@ -47,16 +47,17 @@
 #endif
 
 enum {
-    STEPS = 240,          /* 4 s at 60 Hz */
-    FRAME_EVERY = 15,     /* 16 frames */
+    STEPS = 240,      /* 4 s at 60 Hz */
+    FRAME_EVERY = 15, /* 16 frames */
     FRAMES = STEPS / FRAME_EVERY,
     WIDTH = 640,
     HEIGHT = 360,
     JELLIES = 3,
-    JN = 7,               /* a jelly is JN^3 particles */
-    WX = 3, WY = 2,       /* a weight is WX x WY x WX particles */
-    RELEASE_STEP = 45,    /* the weights fall from t = 0.75 s */
-    LIFT_STEP = 135       /* and are lifted off from t = 2.25 s */
+    JN = 7, /* a jelly is JN^3 particles */
+    WX = 3,
+    WY = 2,            /* a weight is WX x WY x WX particles */
+    RELEASE_STEP = 45, /* the weights fall from t = 0.75 s */
+    LIFT_STEP = 135    /* and are lifted off from t = 2.25 s */
 };
 
 static const float SPACING = 0.05f;
@@ -66,7 +67,7 @@ typedef struct box_lattice {
     int nx, ny, nz;
     pbd_range particles;
     pbd_sm_body *body;
-    int *tris;            /* surface triangles over the particles */
+    int *tris; /* surface triangles over the particles */
     int tri_count;
 } box_lattice;
 
@@ -95,23 +96,29 @@ static int box_surface(box_lattice *b) {
         for (int i = 0; i + 1 < nx; ++i) /* z = 0 / nz-1 */
             for (int j = 0; j + 1 < ny; ++j) {
                 int z = side ? nz - 1 : 0;
-                int a = cell(b, i, j, z), c = cell(b, i + 1, j, z), d = cell(b, i + 1, j + 1, z), e = cell(b, i, j + 1, z);
+                int a = cell(b, i, j, z), c = cell(b, i + 1, j, z), d = cell(b, i + 1, j + 1, z),
+                    e = cell(b, i, j + 1, z);
                 int q[6] = {a, c, d, a, d, e};
-                memcpy(b->tris + k, q, sizeof q); k += 6;
+                memcpy(b->tris + k, q, sizeof q);
+                k += 6;
             }
         for (int j = 0; j + 1 < ny; ++j) /* x = 0 / nx-1 */
             for (int l = 0; l + 1 < nz; ++l) {
                 int x = side ? nx - 1 : 0;
-                int a = cell(b, x, j, l), c = cell(b, x, j + 1, l), d = cell(b, x, j + 1, l + 1), e = cell(b, x, j, l + 1);
+                int a = cell(b, x, j, l), c = cell(b, x, j + 1, l), d = cell(b, x, j + 1, l + 1),
+                    e = cell(b, x, j, l + 1);
                 int q[6] = {a, c, d, a, d, e};
-                memcpy(b->tris + k, q, sizeof q); k += 6;
+                memcpy(b->tris + k, q, sizeof q);
+                k += 6;
             }
         for (int i = 0; i + 1 < nx; ++i) /* y = 0 / ny-1 */
             for (int l = 0; l + 1 < nz; ++l) {
                 int y = side ? ny - 1 : 0;
-                int a = cell(b, i, y, l), c = cell(b, i + 1, y, l), d = cell(b, i + 1, y, l + 1), e = cell(b, i, y, l + 1);
+                int a = cell(b, i, y, l), c = cell(b, i + 1, y, l), d = cell(b, i + 1, y, l + 1),
+                    e = cell(b, i, y, l + 1);
                 int q[6] = {a, c, d, a, d, e};
-                memcpy(b->tris + k, q, sizeof q); k += 6;
+                memcpy(b->tris + k, q, sizeof q);
+                k += 6;
             }
     }
     b->tri_count = k / 3;
@@ -124,7 +131,9 @@ static int add_block(pbd_world *w, box_lattice *b, int nx, int ny, int nz, const
     int n = nx * ny * nz;
     int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)n);
     if (!cells) return 1;
-    b->nx = nx; b->ny = ny; b->nz = nz;
+    b->nx = nx;
+    b->ny = ny;
+    b->nz = nz;
     pbd_sm_lattice_box(nx, ny, nz, cells);
     pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
     ld.cells = cells;
@@ -188,8 +197,15 @@ static void contacts_project(void *user, const pbd_solve_context *ctx) {
             for (int k = 0; k < 3; ++k) {
                 double u = d[0] * ax[k][0] + d[1] * ax[k][1] + d[2] * ax[k][2];
                 double pen = half[k] + cs->radius - fabs(u);
-                if (pen <= 0) { face = -1; break; }
-                if (pen < best) { best = pen; face = k; sgn = u >= 0 ? 1 : -1; }
+                if (pen <= 0) {
+                    face = -1;
+                    break;
+                }
+                if (pen < best) {
+                    best = pen;
+                    face = k;
+                    sgn = u >= 0 ? 1 : -1;
+                }
             }
             if (face < 0) continue;
             double wj = 1.0 / cs->jelly_mass, ww = weight_moves ? 1.0 / cs->weight_mass : 0.0;
@@ -283,9 +299,12 @@ int main(int argc, char **argv) {
     pd.particle_end = pbd_world_particle_count(w);
     pd.project = contacts_project;
     if (check(pbd_add_plugin(w, &pd, NULL), "pbd_add_plugin")) return 1;
-    {   /* the contacts couple the weights with the jellies */
+    { /* the contacts couple the weights with the jellies */
         int all[JELLIES * 2];
-        for (int j = 0; j < JELLIES; ++j) { all[2 * j] = jelly[j].particles.first; all[2 * j + 1] = weight[j].particles.first; }
+        for (int j = 0; j < JELLIES; ++j) {
+            all[2 * j] = jelly[j].particles.first;
+            all[2 * j + 1] = weight[j].particles.first;
+        }
         pbd_world_mark_coupled(w, all, JELLIES * 2);
     }
 
@@ -309,13 +328,19 @@ int main(int argc, char **argv) {
                 }
         }
         double t0 = now_ms();
-        if (check(pbd_world_step(w, dt), "pbd_world_step")) { failed = 1; break; }
+        if (check(pbd_world_step(w, dt), "pbd_world_step")) {
+            failed = 1;
+            break;
+        }
         sim_total += now_ms() - t0;
         if (step % FRAME_EVERY) continue;
 
         const float *x = pbd_world_positions(w);
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0.0f, 0.0f, 0.0f, 2.5f, 0.25f, NULL, NULL);
         for (int j = 0; j < JELLIES; ++j) {
@@ -352,7 +377,10 @@ int main(int argc, char **argv) {
     }
     printf("summary: %.2f ms/step over %d steps\n", sim_total / STEPS, STEPS);
     for (int i = 0; i < FRAMES; ++i) render_image_free(&frames[i]);
-    for (int j = 0; j < JELLIES; ++j) { free(jelly[j].tris); free(weight[j].tris); }
+    for (int j = 0; j < JELLIES; ++j) {
+        free(jelly[j].tris);
+        free(weight[j].tris);
+    }
     pbd_world_destroy(w);
     return failed;
 }

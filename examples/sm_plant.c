@@ -47,9 +47,15 @@ typedef struct plant {
 
 static int plant_add(plant *p, int parent, float x, float y, float z) {
     int i = p->n++;
-    p->pos[3 * i] = x; p->pos[3 * i + 1] = y; p->pos[3 * i + 2] = z;
+    p->pos[3 * i] = x;
+    p->pos[3 * i + 1] = y;
+    p->pos[3 * i + 2] = z;
     p->parent[i] = parent;
-    if (parent >= 0) { p->edges[2 * p->ne] = parent; p->edges[2 * p->ne + 1] = i; p->ne++; }
+    if (parent >= 0) {
+        p->edges[2 * p->ne] = parent;
+        p->edges[2 * p->ne + 1] = i;
+        p->ne++;
+    }
     return i;
 }
 
@@ -58,14 +64,16 @@ static int plant_add(plant *p, int parent, float x, float y, float z) {
 static void plant_build(plant *p) {
     memset(p, 0, sizeof *p);
     int stem[10];
-    for (int i = 0; i < 10; ++i) stem[i] = plant_add(p, i ? stem[i - 1] : -1, 0.02f * sinf(0.7f * (float)i), 0.15f * (float)i, 0);
+    for (int i = 0; i < 10; ++i)
+        stem[i] = plant_add(p, i ? stem[i - 1] : -1, 0.02f * sinf(0.7f * (float)i), 0.15f * (float)i, 0);
     const int at[5] = {3, 4, 5, 7, 8}, len[5] = {4, 4, 3, 3, 3};
     for (int b = 0; b < 5; ++b) {
         float ang = 2.4f * (float)b, dx = cosf(ang), dz = sinf(ang);
         int prev = stem[at[b]];
         for (int k = 1; k <= len[b]; ++k) {
             const float *o = p->pos + 3 * stem[at[b]];
-            prev = plant_add(p, prev, o[0] + 0.13f * (float)k * dx, o[1] + 0.07f * (float)k, o[2] + 0.13f * (float)k * dz);
+            prev =
+                plant_add(p, prev, o[0] + 0.13f * (float)k * dx, o[1] + 0.07f * (float)k, o[2] + 0.13f * (float)k * dz);
         }
     }
 }
@@ -75,8 +83,13 @@ static void plant_build(plant *p) {
    onto that direction. */
 static void segment_orientation(const plant *p, int i, float *q) {
     int a = p->parent[i] >= 0 ? p->parent[i] : 1, b = p->parent[i] >= 0 ? i : 0;
-    float d[3] = {p->pos[3 * b] - p->pos[3 * a], p->pos[3 * b + 1] - p->pos[3 * a + 1], p->pos[3 * b + 2] - p->pos[3 * a + 2]};
-    if (p->parent[i] < 0) { d[0] = -d[0]; d[1] = -d[1]; d[2] = -d[2]; }
+    float d[3] = {p->pos[3 * b] - p->pos[3 * a], p->pos[3 * b + 1] - p->pos[3 * a + 1],
+                  p->pos[3 * b + 2] - p->pos[3 * a + 2]};
+    if (p->parent[i] < 0) {
+        d[0] = -d[0];
+        d[1] = -d[1];
+        d[2] = -d[2];
+    }
     float l = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
     for (int k = 0; k < 3; ++k) d[k] /= l;
     /* half-way quaternion from (0,1,0) to d: axis y x d, w = 1 + y.d */
@@ -86,7 +99,7 @@ static void segment_orientation(const plant *p, int i, float *q) {
 
 /* ---- the visual mesh: a tube around every edge, a leaf at every tip ---- */
 typedef struct visual {
-    float *rest;   /* vertex_count*3 */
+    float *rest; /* vertex_count*3 */
     float *now;
     int *tris;
     int nv, nt, cap_v, cap_t;
@@ -97,7 +110,9 @@ static int vis_vertex(visual *v, float x, float y, float z) {
         v->cap_v = v->cap_v ? 2 * v->cap_v : 256;
         v->rest = (float *)realloc(v->rest, sizeof(float) * 3 * (size_t)v->cap_v);
     }
-    v->rest[3 * v->nv] = x; v->rest[3 * v->nv + 1] = y; v->rest[3 * v->nv + 2] = z;
+    v->rest[3 * v->nv] = x;
+    v->rest[3 * v->nv + 1] = y;
+    v->rest[3 * v->nv + 2] = z;
     return v->nv++;
 }
 static void vis_tri(visual *v, int a, int b, int c) {
@@ -105,7 +120,9 @@ static void vis_tri(visual *v, int a, int b, int c) {
         v->cap_t = v->cap_t ? 2 * v->cap_t : 256;
         v->tris = (int *)realloc(v->tris, sizeof(int) * 3 * (size_t)v->cap_t);
     }
-    v->tris[3 * v->nt] = a; v->tris[3 * v->nt + 1] = b; v->tris[3 * v->nt + 2] = c;
+    v->tris[3 * v->nt] = a;
+    v->tris[3 * v->nt + 1] = b;
+    v->tris[3 * v->nt + 2] = c;
     v->nt++;
 }
 
@@ -118,10 +135,14 @@ static void visual_build(const plant *p, visual *v) {
         for (int k = 0; k < 3; ++k) d[k] /= l;
         /* u, w: an orthonormal pair across the segment */
         float t[3] = {fabsf(d[1]) < 0.9f ? 0.0f : 1.0f, fabsf(d[1]) < 0.9f ? 1.0f : 0.0f, 0};
-        u[0] = d[1] * t[2] - d[2] * t[1]; u[1] = d[2] * t[0] - d[0] * t[2]; u[2] = d[0] * t[1] - d[1] * t[0];
+        u[0] = d[1] * t[2] - d[2] * t[1];
+        u[1] = d[2] * t[0] - d[0] * t[2];
+        u[2] = d[0] * t[1] - d[1] * t[0];
         float ul = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
         for (int k = 0; k < 3; ++k) u[k] /= ul;
-        w[0] = d[1] * u[2] - d[2] * u[1]; w[1] = d[2] * u[0] - d[0] * u[2]; w[2] = d[0] * u[1] - d[1] * u[0];
+        w[0] = d[1] * u[2] - d[2] * u[1];
+        w[1] = d[2] * u[0] - d[0] * u[2];
+        w[2] = d[0] * u[1] - d[1] * u[0];
         float ra = 0.028f - 0.0012f * a[1] * 10, rb = 0.028f - 0.0012f * b[1] * 10;
         int base = v->nv;
         for (int ring = 0; ring < 4; ++ring) {
@@ -154,9 +175,11 @@ static void leaves_build(const plant *p, visual *v) {
         float s[3] = {-d[2], 0, d[0]}, sl = sqrtf(s[0] * s[0] + s[2] * s[2]);
         for (int k = 0; k < 3; ++k) s[k] /= sl;
         int v0 = vis_vertex(v, b[0], b[1], b[2]);
-        int v1 = vis_vertex(v, b[0] + 0.08f * d[0] + 0.05f * s[0], b[1] + 0.08f * d[1] + 0.02f, b[2] + 0.08f * d[2] + 0.05f * s[2]);
+        int v1 = vis_vertex(v, b[0] + 0.08f * d[0] + 0.05f * s[0], b[1] + 0.08f * d[1] + 0.02f,
+                            b[2] + 0.08f * d[2] + 0.05f * s[2]);
         int v2 = vis_vertex(v, b[0] + 0.18f * d[0], b[1] + 0.18f * d[1] + 0.03f, b[2] + 0.18f * d[2]);
-        int v3 = vis_vertex(v, b[0] + 0.08f * d[0] - 0.05f * s[0], b[1] + 0.08f * d[1] + 0.02f, b[2] + 0.08f * d[2] - 0.05f * s[2]);
+        int v3 = vis_vertex(v, b[0] + 0.08f * d[0] - 0.05f * s[0], b[1] + 0.08f * d[1] + 0.02f,
+                            b[2] + 0.08f * d[2] - 0.05f * s[2]);
         vis_tri(v, v0, v1, v2);
         vis_tri(v, v0, v2, v3);
     }
@@ -228,7 +251,9 @@ int main(int argc, char **argv) {
     /* ellipsoids: long (0.075 = half a segment) along the segment, thin across */
     float radii[3 * MAXP], quats[4 * MAXP];
     for (int i = 0; i < pl.n; ++i) {
-        radii[3 * i] = 0.03f; radii[3 * i + 1] = 0.075f; radii[3 * i + 2] = 0.03f;
+        radii[3 * i] = 0.03f;
+        radii[3 * i + 1] = 0.075f;
+        radii[3 * i + 2] = 0.03f;
         segment_orientation(&pl, i, quats + 4 * i);
     }
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
@@ -258,10 +283,16 @@ int main(int argc, char **argv) {
         if (tsec > 1.8) {
             float s = (float)((tsec - 1.8) / 1.0);
             ball[0] = -1.2f + 2.4f * (s < 1 ? s : 1);
-            if (check(pbd_collider_set_pose(w, ball_id, ball, NULL), "pbd_collider_set_pose")) { failed = 1; break; }
+            if (check(pbd_collider_set_pose(w, ball_id, ball, NULL), "pbd_collider_set_pose")) {
+                failed = 1;
+                break;
+            }
         }
         double t0 = now_ms();
-        if (check(pbd_world_step(w, dt), "pbd_world_step")) { failed = 1; break; }
+        if (check(pbd_world_step(w, dt), "pbd_world_step")) {
+            failed = 1;
+            break;
+        }
         sim_ms += now_ms() - t0;
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < 4 * pl.n; ++i)
@@ -273,7 +304,10 @@ int main(int argc, char **argv) {
         if (step % FRAME_EVERY) continue;
         pbd_sm_skin_apply(skin, w, vis.now);
         render_image *img = &frames[frame];
-        if (render_image_init(img, WIDTH, HEIGHT) != 0) { failed = 1; break; }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            failed = 1;
+            break;
+        }
         render_clear(img, NULL, NULL);
         render_draw_ground(img, &cam, 0, 0, 0, 3, 0.25f, NULL, NULL);
         render_draw_mesh_shadow(img, &cam, vis.now, 3, vis.nv, vis.tris, vis.nt, 0);

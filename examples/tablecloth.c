@@ -46,20 +46,24 @@ int main(int argc, char **argv) {
     float o[3] = {-0.8f, top + 0.01f, -0.55f}, u[3] = {1.4f, 0, 0}, v[3] = {0, 0, 1.1f};
     if (pbd_mesh_tet_box(2, 2, 2, lo, hi, &slab) != PBD_OK || pbd_mesh_grid(36, 28, o, u, v, &m) != PBD_OK) return 1;
     pbd_mesh_collider_desc td = pbd_mesh_collider_desc_default();
-    td.positions = slab.positions; td.vertex_count = slab.vertex_count;
-    td.triangles = slab.triangles; td.triangle_count = slab.triangle_count;
-    td.static_friction = 0.35f; td.dynamic_friction = 0.3f;
+    td.positions = slab.positions;
+    td.vertex_count = slab.vertex_count;
+    td.triangles = slab.triangles;
+    td.triangle_count = slab.triangle_count;
+    td.static_friction = 0.35f;
+    td.dynamic_friction = 0.3f;
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
     cd.bending_compliance = 2e-3f;
     cd.thickness = thickness;
     pbd_object cloth;
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     if (pbd_add_cloth(w, &cd, &cloth) != PBD_OK ||
         pbd_add_cloth_self_collision(w, &cloth, &cd, thickness, NULL) != PBD_OK ||
-        pbd_add_collider_mesh(w, &td, NULL) != PBD_OK ||
-        pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK) {
+        pbd_add_collider_mesh(w, &td, NULL) != PBD_OK || pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK) {
         fprintf(stderr, "setup failed: %s\n", pbd_world_last_error(w));
         return 1;
     }
@@ -95,9 +99,11 @@ int main(int argc, char **argv) {
         render_clear(img, sky_top, sky_bottom);
         render_draw_ground(img, &cam, 0.0f, 0.5f, 0, 2.0f, 0.25f, NULL, NULL);
 
-        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles, m.triangle_count, 0.0f);
+        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+                                m.triangle_count, 0.0f);
         render_draw_box(img, &cam, table_c, table_h, NULL, table_rgb, 0);
-        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles, m.triangle_count, cloth_rgb, RENDER_SMOOTH);
+        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+                         m.triangle_count, cloth_rgb, RENDER_SMOOTH);
         snprintf(labels[f], sizeof labels[f], "t = %.2f s", s / 60.0);
         label_ptr[f] = labels[f];
         char path[512];

@@ -67,13 +67,13 @@ static int check(pbd_result r, const char *what) {
 /* One column of the sheet: a way to get a detail mesh from a coarse frame. */
 typedef struct column {
     const char *name;
-    pbd_up_model *model;    /* a pbd_up_model, or NULL for the others */
+    pbd_up_model *model; /* a pbd_up_model, or NULL for the others */
     pbd_up_wrinkle *wrinkle;
-    float *x;               /* this frame's output */
-    int count;              /* its vertices */
+    float *x;  /* this frame's output */
+    int count; /* its vertices */
     const int *triangles;
     int triangle_count;
-    double ms, rms_sum;     /* totals over the frames */
+    double ms, rms_sum; /* totals over the frames */
     float rgb[3];
 } column;
 
@@ -108,8 +108,8 @@ int main(int argc, char **argv) {
     sd.seed = 7;
     if (check(pbd_up_training_generate(&sd, &shown), "shown simulation")) return 1;
     int nc = shown.coarse_count, nd = shown.detail_count;
-    printf("simulations: coarse %d vertices, fine %d vertices, %d + %d frames, %.0f ms\n", nc, nd,
-           train.frame_count, shown.frame_count, now_ms() - t0);
+    printf("simulations: coarse %d vertices, fine %d vertices, %d + %d frames, %.0f ms\n", nc, nd, train.frame_count,
+           shown.frame_count, now_ms() - t0);
 
     /* ---- the upsamplers ------------------------------------------------- */
     column cols[MAX_COLUMNS];
@@ -120,27 +120,36 @@ int main(int argc, char **argv) {
     coarse->count = nc;
     coarse->triangles = shown.coarse_triangles;
     coarse->triangle_count = shown.coarse_triangle_count;
-    coarse->rgb[0] = 0.55f; coarse->rgb[1] = 0.55f; coarse->rgb[2] = 0.6f;
+    coarse->rgb[0] = 0.55f;
+    coarse->rgb[1] = 0.55f;
+    coarse->rgb[2] = 0.6f;
 
     column *sub = &cols[ncols++];
     sub->name = "SUBDIVISION";
-    failed |= check(pbd_up_subdivision_create(shown.coarse_triangles, shown.coarse_triangle_count, nc,
-                                              td.levels, &sub->model), "subdivision model");
+    failed |= check(
+        pbd_up_subdivision_create(shown.coarse_triangles, shown.coarse_triangle_count, nc, td.levels, &sub->model),
+        "subdivision model");
     if (failed) return 1;
     /* One thread per method here: on a shared machine OpenMP's barriers
        can stall; bench/upsample compares 1 and 2 threads. */
     failed |= check(pbd_up_model_set_threads(sub->model, 1), "threads");
     sub->count = nd;
     failed |= check(pbd_up_subdivision_triangles(sub->model, &sub->triangles, &sub->triangle_count), "triangles");
-    sub->rgb[0] = 0.35f; sub->rgb[1] = 0.6f; sub->rgb[2] = 0.85f;
+    sub->rgb[0] = 0.35f;
+    sub->rgb[1] = 0.6f;
+    sub->rgb[2] = 0.85f;
 
     column *wr = &cols[ncols++];
     wr->name = "WRINKLE";
     pbd_up_wrinkle_desc wd = pbd_up_wrinkle_desc_default();
-    wd.coarse_positions = shown.coarse_rest; wd.coarse_count = nc;
-    wd.coarse_triangles = shown.coarse_triangles; wd.coarse_triangle_count = shown.coarse_triangle_count;
-    wd.fine_positions = shown.detail_rest; wd.fine_count = nd;
-    wd.fine_triangles = shown.detail_triangles; wd.fine_triangle_count = shown.detail_triangle_count;
+    wd.coarse_positions = shown.coarse_rest;
+    wd.coarse_count = nc;
+    wd.coarse_triangles = shown.coarse_triangles;
+    wd.coarse_triangle_count = shown.coarse_triangle_count;
+    wd.fine_positions = shown.detail_rest;
+    wd.fine_count = nd;
+    wd.fine_triangles = shown.detail_triangles;
+    wd.fine_triangle_count = shown.detail_triangle_count;
     wd.radius = 0.02f;
     wd.iterations = 6;
     wd.bending_compliance = td.fine_bending_compliance;
@@ -150,14 +159,20 @@ int main(int argc, char **argv) {
     wr->count = nd;
     wr->triangles = shown.detail_triangles;
     wr->triangle_count = shown.detail_triangle_count;
-    wr->rgb[0] = 0.85f; wr->rgb[1] = 0.55f; wr->rgb[2] = 0.3f;
+    wr->rgb[0] = 0.85f;
+    wr->rgb[1] = 0.55f;
+    wr->rgb[2] = 0.3f;
 
     /* The learned methods, fitted offline on the training motion. */
     double fit0 = now_ms();
     pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-    pd.coarse_count = nc; pd.detail_count = nd; pd.frame_count = train.frame_count;
-    pd.coarse_frames = train.coarse; pd.detail_frames = train.detail;
-    pd.coarse_rest = train.coarse_rest; pd.detail_rest = train.detail_rest;
+    pd.coarse_count = nc;
+    pd.detail_count = nd;
+    pd.frame_count = train.frame_count;
+    pd.coarse_frames = train.coarse;
+    pd.detail_frames = train.detail;
+    pd.coarse_rest = train.coarse_rest;
+    pd.detail_rest = train.detail_rest;
     pd.subdivision = sub->model; /* the prior the regularisation pulls towards */
     column *piu = &cols[ncols++];
     piu->name = "PIU";
@@ -166,8 +181,11 @@ int main(int argc, char **argv) {
     fit0 = now_ms();
     pbd_up_wpsd_desc wsd = pbd_up_wpsd_desc_default();
     wsd.subdivision = sub->model;
-    wsd.coarse_triangles = train.coarse_triangles; wsd.coarse_triangle_count = train.coarse_triangle_count;
-    wsd.frame_count = train.frame_count; wsd.coarse_frames = train.coarse; wsd.detail_frames = train.detail;
+    wsd.coarse_triangles = train.coarse_triangles;
+    wsd.coarse_triangle_count = train.coarse_triangle_count;
+    wsd.frame_count = train.frame_count;
+    wsd.coarse_frames = train.coarse;
+    wsd.detail_frames = train.detail;
     wsd.coarse_rest = train.coarse_rest;
     wsd.error_threshold = 1e-3f;
     wsd.max_poses = 16;
@@ -178,8 +196,11 @@ int main(int argc, char **argv) {
     fit0 = now_ms();
     pbd_up_pdm_desc dd = pbd_up_pdm_desc_default();
     dd.subdivision = sub->model;
-    dd.coarse_triangles = train.coarse_triangles; dd.coarse_triangle_count = train.coarse_triangle_count;
-    dd.frame_count = train.frame_count; dd.coarse_frames = train.coarse; dd.detail_frames = train.detail;
+    dd.coarse_triangles = train.coarse_triangles;
+    dd.coarse_triangle_count = train.coarse_triangle_count;
+    dd.frame_count = train.frame_count;
+    dd.coarse_frames = train.coarse;
+    dd.detail_frames = train.detail;
     dd.coarse_rest = train.coarse_rest;
     column *pdm = &cols[ncols++];
     pdm->name = "PDM";
@@ -201,10 +222,15 @@ int main(int argc, char **argv) {
     truth->count = nd;
     truth->triangles = shown.detail_triangles;
     truth->triangle_count = shown.detail_triangle_count;
-    truth->rgb[0] = 0.4f; truth->rgb[1] = 0.75f; truth->rgb[2] = 0.4f;
+    truth->rgb[0] = 0.4f;
+    truth->rgb[1] = 0.75f;
+    truth->rgb[2] = 0.4f;
     for (int c = 0; c < ncols; ++c) {
         cols[c].x = (float *)malloc(sizeof(float) * 3 * (size_t)cols[c].count);
-        if (!cols[c].x) { fprintf(stderr, "upsample: out of memory\n"); return 1; }
+        if (!cols[c].x) {
+            fprintf(stderr, "upsample: out of memory\n");
+            return 1;
+        }
     }
 
     /* ---- every frame through every method -------------------------------- */
@@ -227,14 +253,19 @@ int main(int argc, char **argv) {
             if (col != coarse) col->rms_sum += rms_distance(col->x, X, nd);
         }
         int row = -1;
-        for (int k = 0; k < SHOWN; ++k) if (shown_frames[k] == f) row = k;
+        for (int k = 0; k < SHOWN; ++k)
+            if (shown_frames[k] == f) row = k;
         if (row < 0 || failed) continue;
         for (int c = 0; c < ncols; ++c) {
             render_image *img = &images[nimg];
-            if (render_image_init(img, CELL, CELL) != 0) { failed = 1; break; }
+            if (render_image_init(img, CELL, CELL) != 0) {
+                failed = 1;
+                break;
+            }
             render_clear(img, NULL, NULL);
             render_draw_ground(img, &cam, -0.1f, 0.0f, 0.0f, 2.0f, 0.25f, NULL, NULL);
-            render_draw_mesh_shadow(img, &cam, cols[c].x, 3, cols[c].count, cols[c].triangles, cols[c].triangle_count, -0.1f);
+            render_draw_mesh_shadow(img, &cam, cols[c].x, 3, cols[c].count, cols[c].triangles, cols[c].triangle_count,
+                                    -0.1f);
             render_draw_mesh(img, &cam, cols[c].x, 3, cols[c].count, cols[c].triangles, cols[c].triangle_count,
                              cols[c].rgb, RENDER_SMOOTH | (cols[c].count == nc ? RENDER_WIREFRAME : 0));
             snprintf(label_text[nimg], sizeof label_text[nimg], "%s F%d", cols[c].name, f + 1);

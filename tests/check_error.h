@@ -28,14 +28,15 @@ static inline void pbdt_check_error(const pbd_world *w, pbd_result got, pbd_resu
         pbdt_fail(file, line, "%s: the message \"%s\" does not name \"%s\"", expr, m, needle);
     if (getenv("PBDT_PRINT_ERRORS")) printf("PBDT_MSG %s:%d %s\n", file, line, m);
     if (w && strcmp(pbd_world_last_error(w), m) != 0)
-        pbdt_fail(file, line, "%s: the world's message \"%s\" is not the call's \"%s\"", expr, pbd_world_last_error(w), m);
+        pbdt_fail(file, line, "%s: the world's message \"%s\" is not the call's \"%s\"", expr, pbd_world_last_error(w),
+                  m);
 }
 /* expr fails with want and a message that contains needle (NULL: any) */
 #define CHECK_ERROR(expr, want, needle) CHECK_WORLD_ERROR(NULL, expr, want, needle)
-#define CHECK_WORLD_ERROR(w, expr, want, needle)                                          \
-    do {                                                                                  \
-        pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "%s", PBDT_NO_MESSAGE);          \
-        pbd_result pbdt_e_ = (expr);                                                      \
-        pbdt_check_error((w), pbdt_e_, (want), (needle), #expr, __FILE__, __LINE__);      \
+#define CHECK_WORLD_ERROR(w, expr, want, needle)                                     \
+    do {                                                                             \
+        pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "%s", PBDT_NO_MESSAGE);     \
+        pbd_result pbdt_e_ = (expr);                                                 \
+        pbdt_check_error((w), pbdt_e_, (want), (needle), #expr, __FILE__, __LINE__); \
     } while (0)
 #endif

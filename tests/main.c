@@ -17,10 +17,10 @@
 int pbdt_current_failed = 0;
 const char *pbdt_filter = NULL;
 static int pbdt_passed = 0, pbdt_failed = 0, pbdt_skipped = 0;
-static const char *pbdt_suite = "";       /* the suite now running */
-static char pbdt_suite_filter[128] = "";  /* T without "tests/", "test_", "suite_", ".c" */
-static int pbdt_current_skipped = 0;      /* SKIP called in the running test */
-static char pbdt_skip_note[256];          /* why, or which parts were not compared */
+static const char *pbdt_suite = "";      /* the suite now running */
+static char pbdt_suite_filter[128] = ""; /* T without "tests/", "test_", "suite_", ".c" */
+static int pbdt_current_skipped = 0;     /* SKIP called in the running test */
+static char pbdt_skip_note[256];         /* why, or which parts were not compared */
 
 void pbdt_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
@@ -95,7 +95,14 @@ void pbdt_run(const char *name, void (*fn)(void)) {
     fflush(stdout);
 }
 
-#define PBDT_SUITES(X) X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel) X(plugins) X(sm) X(sm_oriented) X(sm_volume) X(upsample) X(upsample_fit) X(sm_shape) X(sm_cloth) X(sm_sum) X(sm_rot4) X(sm_rigid) X(particle_contact) X(fluids) X(strain) X(strands) X(tearing) X(damping) X(mesh_colliders) X(selfcollision) X(sc_simd) X(contact_bounds) X(team) X(tethers) X(fluid_walls) X(robust) X(fuzz) X(determinism)
+// clang-format off
+#define PBDT_SUITES(X) \
+    X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel) X(plugins) \
+    X(sm) X(sm_oriented) X(sm_volume) X(upsample) X(upsample_fit) X(sm_shape) X(sm_cloth) X(sm_sum) \
+    X(sm_rot4) X(sm_rigid) X(particle_contact) X(fluids) X(strain) X(strands) X(tearing) X(damping) \
+    X(mesh_colliders) X(selfcollision) X(sc_simd) X(contact_bounds) X(team) X(tethers) X(fluid_walls) \
+    X(robust) X(fuzz) X(determinism)
+// clang-format on
 #define PBDT_DECLARE(s) void suite_##s(void);
 PBDT_SUITES(PBDT_DECLARE)
 
@@ -104,7 +111,9 @@ int main(int argc, char **argv) {
         pbdt_filter = argv[1];
         pbdt_set_suite_filter(argv[1]);
     }
-#define PBDT_CALL(s) pbdt_suite = #s; suite_##s();
+#define PBDT_CALL(s) \
+    pbdt_suite = #s; \
+    suite_##s();
     PBDT_SUITES(PBDT_CALL)
     if (pbdt_passed + pbdt_failed + pbdt_skipped == 0) {
         printf("no test or suite matches \"%s\"\n", pbdt_filter ? pbdt_filter : "");

@@ -19,12 +19,12 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
-extern int pbdt_current_failed;     /* failures in the running test */
-extern const char *pbdt_filter;     /* T: tests whose name, or whose suite's, contains it */
+extern int pbdt_current_failed; /* failures in the running test */
+extern const char *pbdt_filter; /* T: tests whose name, or whose suite's, contains it */
 void pbdt_run(const char *name, void (*fn)(void));
 void pbdt_fail(const char *file, int line, const char *fmt, ...);
-void pbdt_skip(const char *fmt, ...);      /* the running test is skipped (use SKIP) */
-void pbdt_skip_part(const char *what);     /* a part of it was (use pbdt_part) */
+void pbdt_skip(const char *fmt, ...);  /* the running test is skipped (use SKIP) */
+void pbdt_skip_part(const char *what); /* a part of it was (use pbdt_part) */
 #ifdef __cplusplus
 }
 #endif
@@ -32,40 +32,37 @@ void pbdt_skip_part(const char *what);     /* a part of it was (use pbdt_part) *
 #define TEST(name) static void name(void)
 #define RUN(name) pbdt_run(#name, name)
 /* Ends the test as skipped, with the reason printed on its line. */
-#define SKIP(...)                                                                \
-    do {                                                                         \
-        pbdt_skip(__VA_ARGS__);                                                  \
-        return;                                                                  \
+#define SKIP(...)               \
+    do {                        \
+        pbdt_skip(__VA_ARGS__); \
+        return;                 \
     } while (0)
-#define CHECK(cond)                                                              \
-    do {                                                                         \
-        if (!(cond)) pbdt_fail(__FILE__, __LINE__, "CHECK(%s)", #cond);          \
+#define CHECK(cond)                                                     \
+    do {                                                                \
+        if (!(cond)) pbdt_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); \
     } while (0)
-#define CHECK_MSG(cond, ...)                                                     \
-    do {                                                                         \
-        if (!(cond)) pbdt_fail(__FILE__, __LINE__, __VA_ARGS__);                 \
+#define CHECK_MSG(cond, ...)                                     \
+    do {                                                         \
+        if (!(cond)) pbdt_fail(__FILE__, __LINE__, __VA_ARGS__); \
     } while (0)
 /* |a - b| <= tol, with both values printed on failure */
-#define CHECK_NEAR(a, b, tol)                                                    \
-    do {                                                                         \
-        double pbdt_a_ = (double)(a), pbdt_b_ = (double)(b);                     \
-        if (!(fabs(pbdt_a_ - pbdt_b_) <= (double)(tol)))                         \
-            pbdt_fail(__FILE__, __LINE__, "CHECK_NEAR(%s, %s, %s): %.9g vs %.9g", \
-                      #a, #b, #tol, pbdt_a_, pbdt_b_);                          \
+#define CHECK_NEAR(a, b, tol)                                                                                      \
+    do {                                                                                                           \
+        double pbdt_a_ = (double)(a), pbdt_b_ = (double)(b);                                                       \
+        if (!(fabs(pbdt_a_ - pbdt_b_) <= (double)(tol)))                                                           \
+            pbdt_fail(__FILE__, __LINE__, "CHECK_NEAR(%s, %s, %s): %.9g vs %.9g", #a, #b, #tol, pbdt_a_, pbdt_b_); \
     } while (0)
-#define CHECK_OK(expr)                                                           \
-    do {                                                                         \
-        pbd_result pbdt_r_ = (expr);                                             \
-        if (pbdt_r_ != PBD_OK)                                                   \
-            pbdt_fail(__FILE__, __LINE__, "%s returned %s", #expr,               \
-                      pbd_result_string(pbdt_r_));                               \
+#define CHECK_OK(expr)                                                                                             \
+    do {                                                                                                           \
+        pbd_result pbdt_r_ = (expr);                                                                               \
+        if (pbdt_r_ != PBD_OK) pbdt_fail(__FILE__, __LINE__, "%s returned %s", #expr, pbd_result_string(pbdt_r_)); \
     } while (0)
-#define CHECK_RESULT(expr, want)                                                 \
-    do {                                                                         \
-        pbd_result pbdt_r_ = (expr);                                             \
-        if (pbdt_r_ != (want))                                                   \
-            pbdt_fail(__FILE__, __LINE__, "%s returned %s, wanted %s", #expr,    \
-                      pbd_result_string(pbdt_r_), pbd_result_string(want));      \
+#define CHECK_RESULT(expr, want)                                                                          \
+    do {                                                                                                  \
+        pbd_result pbdt_r_ = (expr);                                                                      \
+        if (pbdt_r_ != (want))                                                                            \
+            pbdt_fail(__FILE__, __LINE__, "%s returned %s, wanted %s", #expr, pbd_result_string(pbdt_r_), \
+                      pbd_result_string(want));                                                           \
     } while (0)
 
 /* Parity tests ("SIMD equals scalar", "threads agree") compare two
@@ -102,7 +99,9 @@ static inline int pbdt_parity(int have_simd, int have_threads) {
 /* A deterministic random generator for tests (xorshift32). */
 static inline float pbdt_rand(unsigned *state) {
     unsigned x = *state;
-    x ^= x << 13; x ^= x >> 17; x ^= x << 5;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
     *state = x;
     return (float)(x >> 8) * (1.0f / 16777216.0f);
 }

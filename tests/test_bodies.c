@@ -15,9 +15,9 @@ static int bodies_finite(const pbd_world *w) {
 /* ---- balloons ------------------------------------------------------------- */
 
 typedef struct balloon_run {
-    double v0;        /* volume at creation */
-    double v_end;     /* after the run */
-    double v_min, v_max; /* over all steps */
+    double v0;                        /* volume at creation */
+    double v_end;                     /* after the run */
+    double v_min, v_max;              /* over all steps */
     double stretch_mean, stretch_max; /* |edge length - rest| at the end (m) */
     int ok;
 } balloon_run;
@@ -97,8 +97,8 @@ TEST(bodies_balloon_keeps_volume) {
        holds it: it keeps its volume within 1% at every step... */
     balloon_run sq = balloon(1.0f, 1e-2f, 0.0f, 1, 1, 120);
     CHECK(sq.ok);
-    printf("    balloon squeezed: volume/V0 in [%.4f, %.4f], end %.4f\n", sq.v_min / sq.v0,
-           sq.v_max / sq.v0, sq.v_end / sq.v0);
+    printf("    balloon squeezed: volume/V0 in [%.4f, %.4f], end %.4f\n", sq.v_min / sq.v0, sq.v_max / sq.v0,
+           sq.v_end / sq.v0);
     CHECK_NEAR(sq.v_min / sq.v0, 1.0, 0.01);
     CHECK_NEAR(sq.v_max / sq.v0, 1.0, 0.01);
     /* ...while the same squeeze without it loses far more than that 1%
@@ -215,8 +215,7 @@ static double squeezed_box(int volume_constraints, double *height) {
     ok = ok && pbd_add_collider_plane(w, o, n, 0.5f, NULL) == PBD_OK;
     ok = ok && pbd_world_set_point_damping(w, 3.0f) == PBD_OK;
     double v0 = tets_volume(w, first, perm, &m);
-    for (int s = 0; ok && s < 180; ++s)
-        ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK && bodies_finite(w);
+    for (int s = 0; ok && s < 180; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK && bodies_finite(w);
     double ratio = -1;
     if (ok) {
         ratio = tets_volume(w, first, perm, &m) / v0;

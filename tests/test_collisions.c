@@ -18,8 +18,7 @@ static int add_particle(pbd_world *w, const float *x, const float *v, float radi
 }
 
 /* The smallest (signed distance to the collider - radius) over a range. */
-static double min_clearance(const pbd_world *w, pbd_collider c, int first, int count,
-                            float radius) {
+static double min_clearance(const pbd_world *w, pbd_collider c, int first, int count, float radius) {
     const float *x = pbd_world_positions(w);
     double m = 1e30;
     for (int i = first; i < first + count; ++i) {
@@ -37,8 +36,7 @@ static double min_clearance(const pbd_world *w, pbd_collider c, int first, int c
    substep): it must be stopped by the collider and never be found inside
    or beyond it. The start is chosen so that one substep jumps from in
    front of the thin shapes to entirely behind them. */
-static void fast_particle(pbd_world *w, pbd_collider c, const float *x0, const float *v0,
-                          float front_y) {
+static void fast_particle(pbd_world *w, pbd_collider c, const float *x0, const float *v0, float front_y) {
     const float r = 0.01f;
     int p = add_particle(w, x0, v0, r);
     CHECK(p >= 0);
@@ -55,8 +53,7 @@ static void fast_particle(pbd_world *w, pbd_collider c, const float *x0, const f
     CHECK_MSG(worst >= -1e-3, "inside the collider by %g", -worst);
     CHECK_MSG(passed_step < 0, "passed the collider at step %d", passed_step);
     /* it ends at rest on the front face, not launched */
-    CHECK_MSG(x[4 * p + 1] >= front_y && x[4 * p + 1] < front_y + 0.1, "ends at y = %g",
-              x[4 * p + 1]);
+    CHECK_MSG(x[4 * p + 1] >= front_y && x[4 * p + 1] < front_y + 0.1, "ends at y = %g", x[4 * p + 1]);
 }
 
 TEST(collisions_fast_particle_plane) {
@@ -154,8 +151,7 @@ static double incline_slide(float mu, double seconds) {
     if (ok) {
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < m.vertex_count; ++i)
-            for (int k = 0; k < 3; ++k)
-                c1[k] += x[4 * (box.particles.first + i) + k] / m.vertex_count;
+            for (int k = 0; k < 3; ++k) c1[k] += x[4 * (box.particles.first + i) + k] / m.vertex_count;
         along = 0;
         for (int k = 0; k < 3; ++k) along += (c1[k] - c0[k]) * down[k];
         /* it stays on the plane: height of the centre above it unchanged */
@@ -226,8 +222,7 @@ static double bounce_height(float e) {
 
 TEST(collisions_restitution_bounce_height) {
     double h5 = bounce_height(0.5f), h8 = bounce_height(0.8f), h0 = bounce_height(0.0f);
-    printf("    bounce from 1 m: e=0.5 %.4g m (want 0.25), e=0.8 %.4g m (want 0.64), e=0 %.3g m\n",
-           h5, h8, h0);
+    printf("    bounce from 1 m: e=0.5 %.4g m (want 0.25), e=0.8 %.4g m (want 0.64), e=0 %.3g m\n", h5, h8, h0);
     CHECK_NEAR(h5, 0.25, 0.15 * 0.25);
     CHECK_NEAR(h8, 0.64, 0.15 * 0.64);
     CHECK_MSG(h0 >= 0 && h0 < 1e-3, "e = 0 bounced to %g m", h0);
@@ -370,8 +365,7 @@ TEST(collisions_moving_box_pushes_particles) {
     CHECK_MSG(worst >= -1e-3, "a particle was inside the moving box by %g", -worst);
     const float *x = pbd_world_positions(w);
     for (int i = rg.first; i < rg.first + rg.count; ++i)
-        CHECK_MSG(x[4 * i] >= 1.0f + 0.1f + r - 1e-3f, "particle %d left behind at x = %g", i,
-                  x[4 * i]);
+        CHECK_MSG(x[4 * i] >= 1.0f + 0.1f + r - 1e-3f, "particle %d left behind at x = %g", i, x[4 * i]);
     pbd_world_destroy(w);
 }
 
@@ -493,17 +487,15 @@ TEST(collisions_cloth_rests_on_sphere) {
     printf("    cloth on sphere: closest centre distance - R %.4g m (step %d); at rest, "
            "distance - R - thickness >= %.4g m\n",
            worst, worst_step, worst_rest);
-    CHECK_MSG(worst >= 0, "a cloth particle was inside the sphere by %g m at step %d", -worst,
-              worst_step);
-    CHECK_MSG(worst_rest >= -1e-3, "resting cloth particle within its thickness by %g m at step %d",
-              -worst_rest, worst_rest_step);
+    CHECK_MSG(worst >= 0, "a cloth particle was inside the sphere by %g m at step %d", -worst, worst_step);
+    CHECK_MSG(worst_rest >= -1e-3, "resting cloth particle within its thickness by %g m at step %d", -worst_rest,
+              worst_rest_step);
     /* it rests on the sphere: the centre vertex lies on top of it */
     const float *x = pbd_world_positions(w);
     int mid = first + perm[(n / 2) * n + n / 2];
     double d = sqrt((double)x[4 * mid] * x[4 * mid] + (double)x[4 * mid + 1] * x[4 * mid + 1] +
                     (double)x[4 * mid + 2] * x[4 * mid + 2]);
-    CHECK_MSG(x[4 * mid + 1] > 0.25f && d < R + thick + 0.02, "centre vertex at y %g, d %g",
-              x[4 * mid + 1], d);
+    CHECK_MSG(x[4 * mid + 1] > 0.25f && d < R + thick + 0.02, "centre vertex at y %g, d %g", x[4 * mid + 1], d);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }

@@ -14,7 +14,9 @@
 
 /* ---- small double helpers ------------------------------------------------ */
 static void d_sub(const float *a, const float *b, double *o) {
-    o[0] = (double)a[0] - b[0]; o[1] = (double)a[1] - b[1]; o[2] = (double)a[2] - b[2];
+    o[0] = (double)a[0] - b[0];
+    o[1] = (double)a[1] - b[1];
+    o[2] = (double)a[2] - b[2];
 }
 static void d_cross(const double *a, const double *b, double *o) {
     o[0] = a[1] * b[2] - a[2] * b[1];
@@ -23,7 +25,11 @@ static void d_cross(const double *a, const double *b, double *o) {
 }
 static double d_dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 static double d_len(const double *a) { return sqrt(d_dot(a, a)); }
-static double d_dist(const float *a, const float *b) { double d[3]; d_sub(a, b, d); return d_len(d); }
+static double d_dist(const float *a, const float *b) {
+    double d[3];
+    d_sub(a, b, d);
+    return d_len(d);
+}
 
 /* Coordinates are quantised to multiples of 2^-20 so that p +- 2h with
    h = 2^-7 is exact in float: finite differences then see the exact step. */
@@ -35,7 +41,9 @@ static void rnd3(unsigned *s, float *p, float r) {
 /* distance of point c from the line through a and b */
 static double d_line_dist(const float *a, const float *b, const float *c) {
     double e[3], f[3], x[3];
-    d_sub(b, a, e); d_sub(c, a, f); d_cross(e, f, x);
+    d_sub(b, a, e);
+    d_sub(c, a, f);
+    d_cross(e, f, x);
     double l = d_len(e);
     return l > 0 ? d_len(x) / l : 0;
 }
@@ -58,8 +66,8 @@ static int all_zero(const float *x, int n) {
 
 /* ---- the constraint under test as one function --------------------------- */
 typedef struct ccfg {
-    int n;             /* particles */
-    float rest;        /* rest value / thickness / max_distance / rest volume */
+    int n;      /* particles */
+    float rest; /* rest value / thickness / max_distance / rest volume */
     const float *rest6;
     const float *target;
     const int *tris;
@@ -70,14 +78,20 @@ typedef float (*eval_fn)(const float *p, const ccfg *c, float *grad);
 
 static float ev_distance(const float *p, const ccfg *c, float *g) { return pbd_constraint_distance(p, c->rest, g); }
 static float ev_dihedral(const float *p, const ccfg *c, float *g) { return pbd_constraint_dihedral(p, c->rest, g); }
-static float ev_isometric(const float *p, const ccfg *c, float *g) { return pbd_constraint_isometric_bending(p, c->rest6, g); }
+static float ev_isometric(const float *p, const ccfg *c, float *g) {
+    return pbd_constraint_isometric_bending(p, c->rest6, g);
+}
 static float ev_area(const float *p, const ccfg *c, float *g) { return pbd_constraint_area(p, c->rest, g); }
 static float ev_tet(const float *p, const ccfg *c, float *g) { return pbd_constraint_tet_volume(p, c->rest, g); }
-static float ev_point_triangle(const float *p, const ccfg *c, float *g) { return pbd_constraint_point_triangle(p, c->rest, g); }
+static float ev_point_triangle(const float *p, const ccfg *c, float *g) {
+    return pbd_constraint_point_triangle(p, c->rest, g);
+}
 static float ev_mesh_volume(const float *p, const ccfg *c, float *g) {
     return pbd_constraint_mesh_volume(p, c->n, c->tris, c->tri_count, c->pressure, c->rest, g);
 }
-static float ev_attachment(const float *p, const ccfg *c, float *g) { return pbd_constraint_attachment(p, c->target, c->rest, g); }
+static float ev_attachment(const float *p, const ccfg *c, float *g) {
+    return pbd_constraint_attachment(p, c->target, c->rest, g);
+}
 
 /* Relative error |g - g_fd| / |g_fd| of the analytic gradient against the
    fourth-order central difference (f(-2h) - 8f(-h) + 8f(h) - f(2h)) / 12h. */
@@ -130,25 +144,36 @@ static void rand_triangle(unsigned *s, float *p) {
 /* double references */
 static double ref_area(const float *p) {
     double a[3], b[3], x[3];
-    d_sub(p + 3, p, a); d_sub(p + 6, p, b); d_cross(a, b, x);
+    d_sub(p + 3, p, a);
+    d_sub(p + 6, p, b);
+    d_cross(a, b, x);
     return 0.5 * d_len(x);
 }
 static double ref_tet(const float *p) {
     double a[3], b[3], c[3], x[3];
-    d_sub(p + 3, p, a); d_sub(p + 6, p, b); d_sub(p + 9, p, c); d_cross(a, b, x);
+    d_sub(p + 3, p, a);
+    d_sub(p + 6, p, b);
+    d_sub(p + 9, p, c);
+    d_cross(a, b, x);
     return d_dot(x, c) / 6.0;
 }
 static double ref_point_triangle(const float *p, double h) {
     double a[3], b[3], x[3], q[3];
-    d_sub(p + 6, p + 3, a); d_sub(p + 9, p + 3, b); d_cross(a, b, x);
+    d_sub(p + 6, p + 3, a);
+    d_sub(p + 9, p + 3, b);
+    d_cross(a, b, x);
     d_sub(p, p + 3, q);
     return d_dot(q, x) / d_len(x) - h;
 }
 /* unsigned dihedral angle: angle between the normals of (p0 p2 p1) and (p0 p1 p3) */
 static double ref_abs_dihedral(const float *p) {
     double a[3], b[3], n1[3], n2[3];
-    d_sub(p + 6, p, a); d_sub(p + 3, p, b); d_cross(a, b, n1);
-    d_sub(p + 3, p, a); d_sub(p + 9, p, b); d_cross(a, b, n2);
+    d_sub(p + 6, p, a);
+    d_sub(p + 3, p, b);
+    d_cross(a, b, n1);
+    d_sub(p + 3, p, a);
+    d_sub(p + 9, p, b);
+    d_cross(a, b, n2);
     double c = d_dot(n1, n2) / (d_len(n1) * d_len(n2));
     if (c > 1) c = 1;
     if (c < -1) c = -1;
@@ -182,7 +207,10 @@ static void ref_isometric(const float *p, double *K, double *s) {
 #define COT(a, b) (d_dot(a, b) / (d_cross(a, b, x), d_len(x)))
     double c01 = COT(e0, e1), c02 = COT(e0, e2), c03 = COT(me0, e3), c04 = COT(me0, e4);
 #undef COT
-    K[0] = c03 + c04; K[1] = c01 + c02; K[2] = -c01 - c03; K[3] = -c02 - c04;
+    K[0] = c03 + c04;
+    K[1] = c01 + c02;
+    K[2] = -c01 - c03;
+    K[3] = -c02 - c04;
     d_cross(e0, e1, x);
     double A0 = 0.5 * d_len(x);
     d_cross(e0, e2, x);
@@ -197,9 +225,9 @@ static double iso_L(const float *p, const float *rest6) {
 }
 
 /* ---- gradients against finite differences -------------------------------- */
-#define CHECK_GRADIENT(f, cfgp, p, h, label, i)                                         \
-    do {                                                                                \
-        double e_ = gradient_error(f, cfgp, p, h);                                      \
+#define CHECK_GRADIENT(f, cfgp, p, h, label, i)                                           \
+    do {                                                                                  \
+        double e_ = gradient_error(f, cfgp, p, h);                                        \
         CHECK_MSG(e_ < 1e-3, "%s config %d: gradient relative error %.3g", label, i, e_); \
     } while (0)
 
@@ -207,7 +235,10 @@ TEST(distance_gradient_and_value) {
     unsigned s = 1234u;
     for (int i = 0; i < NCONFIG; ++i) {
         float p[6];
-        do { rnd3(&s, p, 1); rnd3(&s, p + 3, 1); } while (d_dist(p, p + 3) < 0.3);
+        do {
+            rnd3(&s, p, 1);
+            rnd3(&s, p + 3, 1);
+        } while (d_dist(p, p + 3) < 0.3);
         ccfg c = {2, rnd(&s, 0.1f, 2.0f), 0, 0, 0, 0, 0};
         float g[6];
         float C = pbd_constraint_distance(p, c.rest, g);
@@ -244,25 +275,29 @@ TEST(dihedral_angle_flat_and_folded) {
     float sign = 0;
     for (int k = 1; k < 36; ++k) {
         double t = PBDT_PI * k / 36.0;
-        p[10] = (float)cos(t); p[11] = (float)sin(t);
+        p[10] = (float)cos(t);
+        p[11] = (float)sin(t);
         float a = pbd_dihedral_angle(p);
         p[11] = -p[11];
         float b = pbd_dihedral_angle(p);
         CHECK_NEAR(fabs(a), t, 1e-5);
-        CHECK_NEAR(a, -b, 1e-5);                /* folding the other way flips the sign */
+        CHECK_NEAR(a, -b, 1e-5); /* folding the other way flips the sign */
         if (k == 1) sign = a > 0 ? 1.0f : -1.0f;
         CHECK_MSG(a * sign > 0, "sign of the dihedral angle changed at %g rad", t);
     }
     /* right-angle fold */
-    p[10] = 0; p[11] = 1;
+    p[10] = 0;
+    p[11] = 1;
     CHECK_NEAR(fabs(pbd_dihedral_angle(p)), PBDT_PI / 2, 1e-6);
     p[11] = -1;
     CHECK_NEAR(fabs(pbd_dihedral_angle(p)), PBDT_PI / 2, 1e-6);
     /* nearly closed hinge: robust near pi (atan2) */
-    p[10] = -0.999999f; p[11] = 0.00141421f;
+    p[10] = -0.999999f;
+    p[11] = 0.00141421f;
     CHECK_NEAR(fabs(pbd_dihedral_angle(p)), PBDT_PI - atan2(0.00141421, 0.999999), 1e-5);
     /* the difference is wrapped to (-pi, pi] */
-    p[10] = (float)cos(3.0); p[11] = (float)sin(3.0);
+    p[10] = (float)cos(3.0);
+    p[11] = (float)sin(3.0);
     float a = pbd_dihedral_angle(p);
     float C = pbd_constraint_dihedral(p, -a, NULL);
     CHECK_NEAR(C, wrap_pi(2.0 * a), 1e-5);
@@ -308,7 +343,10 @@ TEST(isometric_bending_gradient_and_value) {
     for (int i = 0; tested < NCONFIG && i < 20 * NCONFIG; ++i) {
         float r[12], p[12], rest6[6];
         rand_hinge(&s, r);
-        if (pbd_isometric_bending_rest(r, rest6) != PBD_OK) { CHECK(0); continue; }
+        if (pbd_isometric_bending_rest(r, rest6) != PBD_OK) {
+            CHECK(0);
+            continue;
+        }
         for (int k = 0; k < 12; ++k) p[k] = quant(r[k] + rnd(&s, -0.4f, 0.4f));
         double L = iso_L(p, rest6), ksum = 0;
         for (int k = 0; k < 4; ++k) ksum += fabs(rest6[k]);
@@ -399,7 +437,10 @@ TEST(attachment_gradient_and_value) {
     unsigned s = 60606u;
     for (int i = 0; i < NCONFIG; ++i) {
         float p[3], t[3];
-        do { rnd3(&s, p, 1); rnd3(&s, t, 1); } while (d_dist(p, t) < 0.3);
+        do {
+            rnd3(&s, p, 1);
+            rnd3(&s, t, 1);
+        } while (d_dist(p, t) < 0.3);
         double d = d_dist(p, t);
         /* bilateral */
         ccfg c = {1, 0.0f, 0, t, 0, 0, 0};
@@ -428,49 +469,59 @@ TEST(constraint_arity) {
 
 /* One random configuration of every internal constraint type: positions,
    its gradient and C. Returns the particle count. */
-enum { KIND_DISTANCE, KIND_DIHEDRAL, KIND_ISOMETRIC, KIND_AREA, KIND_TET, KIND_POINT_TRIANGLE,
-       KIND_MESH_VOLUME, KIND_COUNT };
-static const char *kind_name[KIND_COUNT] = {"distance", "dihedral", "isometric", "area", "tet",
-                                            "point-triangle", "mesh volume"};
-static int random_constraint(int kind, unsigned *s, const pbd_mesh *sphere, float *p, float *g,
-                             float *C) {
+enum {
+    KIND_DISTANCE,
+    KIND_DIHEDRAL,
+    KIND_ISOMETRIC,
+    KIND_AREA,
+    KIND_TET,
+    KIND_POINT_TRIANGLE,
+    KIND_MESH_VOLUME,
+    KIND_COUNT
+};
+static const char *kind_name[KIND_COUNT] = {"distance", "dihedral",       "isometric",  "area",
+                                            "tet",      "point-triangle", "mesh volume"};
+static int random_constraint(int kind, unsigned *s, const pbd_mesh *sphere, float *p, float *g, float *C) {
     switch (kind) {
-    case KIND_DISTANCE:
-        do { rnd3(s, p, 1); rnd3(s, p + 3, 1); } while (d_dist(p, p + 3) < 0.3);
-        *C = pbd_constraint_distance(p, rnd(s, 0.1f, 2.0f), g);
-        return 2;
-    case KIND_DIHEDRAL:
-        rand_hinge(s, p);
-        *C = pbd_constraint_dihedral(p, rnd(s, -1.0f, 1.0f), g);
-        return 4;
-    case KIND_ISOMETRIC: {
-        float r[12], rest6[6];
-        rand_hinge(s, r);
-        pbd_isometric_bending_rest(r, rest6);
-        for (int k = 0; k < 12; ++k) p[k] = r[k] + rnd(s, -0.4f, 0.4f);
-        *C = pbd_constraint_isometric_bending(p, rest6, g);
-        return 4;
-    }
-    case KIND_AREA:
-        rand_triangle(s, p);
-        *C = pbd_constraint_area(p, rnd(s, 0.0f, 1.0f), g);
-        return 3;
-    case KIND_TET:
-        for (int k = 0; k < 4; ++k) rnd3(s, p + 3 * k, 1);
-        *C = pbd_constraint_tet_volume(p, rnd(s, -0.2f, 0.2f), g);
-        return 4;
-    case KIND_POINT_TRIANGLE:
-        rnd3(s, p, 1);
-        rand_triangle(s, p + 3);
-        *C = pbd_constraint_point_triangle(p, rnd(s, 0.0f, 0.1f), g);
-        return 4;
-    default: {
-        int n = sphere->vertex_count;
-        for (int k = 0; k < 3 * n; ++k) p[k] = sphere->positions[k] + rnd(s, -0.1f, 0.1f);
-        *C = pbd_constraint_mesh_volume(p, n, sphere->triangles, sphere->triangle_count,
-                                        rnd(s, 0.5f, 2.0f), rnd(s, 2.0f, 5.0f), g);
-        return n;
-    }
+        case KIND_DISTANCE:
+            do {
+                rnd3(s, p, 1);
+                rnd3(s, p + 3, 1);
+            } while (d_dist(p, p + 3) < 0.3);
+            *C = pbd_constraint_distance(p, rnd(s, 0.1f, 2.0f), g);
+            return 2;
+        case KIND_DIHEDRAL:
+            rand_hinge(s, p);
+            *C = pbd_constraint_dihedral(p, rnd(s, -1.0f, 1.0f), g);
+            return 4;
+        case KIND_ISOMETRIC: {
+            float r[12], rest6[6];
+            rand_hinge(s, r);
+            pbd_isometric_bending_rest(r, rest6);
+            for (int k = 0; k < 12; ++k) p[k] = r[k] + rnd(s, -0.4f, 0.4f);
+            *C = pbd_constraint_isometric_bending(p, rest6, g);
+            return 4;
+        }
+        case KIND_AREA:
+            rand_triangle(s, p);
+            *C = pbd_constraint_area(p, rnd(s, 0.0f, 1.0f), g);
+            return 3;
+        case KIND_TET:
+            for (int k = 0; k < 4; ++k) rnd3(s, p + 3 * k, 1);
+            *C = pbd_constraint_tet_volume(p, rnd(s, -0.2f, 0.2f), g);
+            return 4;
+        case KIND_POINT_TRIANGLE:
+            rnd3(s, p, 1);
+            rand_triangle(s, p + 3);
+            *C = pbd_constraint_point_triangle(p, rnd(s, 0.0f, 0.1f), g);
+            return 4;
+        default: {
+            int n = sphere->vertex_count;
+            for (int k = 0; k < 3 * n; ++k) p[k] = sphere->positions[k] + rnd(s, -0.1f, 0.1f);
+            *C = pbd_constraint_mesh_volume(p, n, sphere->triangles, sphere->triangle_count, rnd(s, 0.5f, 2.0f),
+                                            rnd(s, 2.0f, 5.0f), g);
+            return n;
+        }
     }
 }
 
@@ -511,15 +562,17 @@ TEST(xpbd_projection_conserves_momentum) {
                 lin_scale += m * d_len(d);
                 ang_scale += m * d_len(x) * d_len(d);
             }
-            CHECK_MSG(d_len(lin) <= 1e-5 * lin_scale, "%s config %d: linear momentum %.3g of %.3g",
-                      kind_name[kind], i, d_len(lin), lin_scale);
-            CHECK_MSG(d_len(ang) <= 1e-4 * ang_scale, "%s config %d: angular momentum %.3g of %.3g",
-                      kind_name[kind], i, d_len(ang), ang_scale);
+            CHECK_MSG(d_len(lin) <= 1e-5 * lin_scale, "%s config %d: linear momentum %.3g of %.3g", kind_name[kind], i,
+                      d_len(lin), lin_scale);
+            CHECK_MSG(d_len(ang) <= 1e-4 * ang_scale, "%s config %d: angular momentum %.3g of %.3g", kind_name[kind], i,
+                      d_len(ang), ang_scale);
         }
-        CHECK_MSG(moved > NCONFIG / 2, "%s: only %d of %d projections moved anything",
-                  kind_name[kind], moved, NCONFIG);
+        CHECK_MSG(moved > NCONFIG / 2, "%s: only %d of %d projections moved anything", kind_name[kind], moved, NCONFIG);
     }
-    free(p); free(g); free(dp); free(w);
+    free(p);
+    free(g);
+    free(dp);
+    free(w);
     pbd_mesh_free(&sphere);
 }
 
@@ -528,7 +581,11 @@ TEST(xpbd_distance_solved_in_one_projection) {
     for (int i = 0; i < NCONFIG; ++i) {
         float p[6], g[6], dp[6], w[2];
         double L;
-        do { rnd3(&s, p, 1); rnd3(&s, p + 3, 1); L = d_dist(p, p + 3); } while (L < 0.7);
+        do {
+            rnd3(&s, p, 1);
+            rnd3(&s, p + 3, 1);
+            L = d_dist(p, p + 3);
+        } while (L < 0.7);
         float rest = (float)(L * (0.7 + 0.6 * pbdt_rand(&s)));
         w[0] = 1.0f / rnd(&s, 0.2f, 5.0f);
         w[1] = i % 5 == 0 ? 0.0f : 1.0f / rnd(&s, 0.2f, 5.0f); /* sometimes one end is fixed */
@@ -536,8 +593,8 @@ TEST(xpbd_distance_solved_in_one_projection) {
         float dl = pbd_xpbd_project(2, C, g, w, 0.0f, 1.0f / 60, &lambda, dp);
         CHECK(dl != 0);
         for (int k = 0; k < 6; ++k) p[k] += dp[k];
-        CHECK_MSG(fabs(d_dist(p, p + 3) - rest) < 1e-6 * rest, "config %d: |p0-p1| = %.9g, rest %.9g",
-                  i, d_dist(p, p + 3), rest);
+        CHECK_MSG(fabs(d_dist(p, p + 3) - rest) < 1e-6 * rest, "config %d: |p0-p1| = %.9g, rest %.9g", i,
+                  d_dist(p, p + 3), rest);
         if (w[1] == 0) CHECK(dp[3] == 0 && dp[4] == 0 && dp[5] == 0);
     }
 }
@@ -561,8 +618,7 @@ TEST(xpbd_multiplier_matches_formula) {
         CHECK_NEAR(lambda, lambda0 + want, 1e-5 * (fabs(want) + fabs(lambda0)));
         for (int j = 0; j < n; ++j)
             for (int k = 0; k < 3; ++k)
-                CHECK_NEAR(dp[3 * j + k], w[j] * g[3 * j + k] * want,
-                           1e-5 * fabs(w[j] * g[3 * j + k] * want) + 1e-12);
+                CHECK_NEAR(dp[3 * j + k], w[j] * g[3 * j + k] * want, 1e-5 * fabs(w[j] * g[3 * j + k] * want) + 1e-12);
     }
     /* compliance 0 reduces to the PBD projection s = -C / sum w |grad|^2 */
     float g[6] = {1, 0, 0, -1, 0, 0}, w[2] = {1, 3}, dp[6], lambda = 0;
@@ -631,13 +687,22 @@ TEST(area_and_tet_zero_at_rest_shapes) {
     for (int i = 0; i < NCONFIG; ++i) {
         float q[4], R[9], tt[9], vv[12], off[3];
         double qn = 0;
-        for (int k = 0; k < 4; ++k) { q[k] = pbdt_rand(&s) * 2 - 1; qn += q[k] * q[k]; }
+        for (int k = 0; k < 4; ++k) {
+            q[k] = pbdt_rand(&s) * 2 - 1;
+            qn += q[k] * q[k];
+        }
         qn = sqrt(qn);
         for (int k = 0; k < 4; ++k) q[k] = (float)(q[k] / qn);
         float x = q[0], y = q[1], z = q[2], ww = q[3];
-        R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * ww); R[2] = 2 * (x * z + y * ww);
-        R[3] = 2 * (x * y + z * ww); R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - x * ww);
-        R[6] = 2 * (x * z - y * ww); R[7] = 2 * (y * z + x * ww); R[8] = 1 - 2 * (x * x + y * y);
+        R[0] = 1 - 2 * (y * y + z * z);
+        R[1] = 2 * (x * y - z * ww);
+        R[2] = 2 * (x * z + y * ww);
+        R[3] = 2 * (x * y + z * ww);
+        R[4] = 1 - 2 * (x * x + z * z);
+        R[5] = 2 * (y * z - x * ww);
+        R[6] = 2 * (x * z - y * ww);
+        R[7] = 2 * (y * z + x * ww);
+        R[8] = 1 - 2 * (x * x + y * y);
         rnd3(&s, off, 1);
         for (int j = 0; j < 4; ++j)
             for (int r = 0; r < 3; ++r) {

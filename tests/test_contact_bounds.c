@@ -17,7 +17,10 @@ static float cb_uniform(unsigned *st, float lo, float hi) { return lo + (hi - lo
 
 static void cb_random_rotation(unsigned *st, float *q) {
     float n = 0;
-    for (int k = 0; k < 4; ++k) { q[k] = cb_uniform(st, -1, 1); n += q[k] * q[k]; }
+    for (int k = 0; k < 4; ++k) {
+        q[k] = cb_uniform(st, -1, 1);
+        n += q[k] * q[k];
+    }
     n = sqrtf(n);
     for (int k = 0; k < 4; ++k) q[k] /= n;
 }
@@ -35,12 +38,20 @@ static pbd__collider cb_sphere(unsigned *st, float lo, float hi) {
 static void cb_poses(unsigned *st, float move, float turn, pbd__pose *a, pbd__pose *b) {
     float q[4], axis[3], s = 0;
     cb_random_rotation(st, q);
-    for (int k = 0; k < 3; ++k) { a->pos[k] = cb_uniform(st, -1, 1); b->pos[k] = a->pos[k] + cb_uniform(st, -move, move); }
-    for (int k = 0; k < 3; ++k) { axis[k] = cb_uniform(st, -1, 1); s += axis[k] * axis[k]; }
-    float th = cb_uniform(st, 0, turn), f = sinf(0.5f * th) / sqrtf(s), d[4] = {axis[0] * f, axis[1] * f, axis[2] * f, cosf(0.5f * th)};
+    for (int k = 0; k < 3; ++k) {
+        a->pos[k] = cb_uniform(st, -1, 1);
+        b->pos[k] = a->pos[k] + cb_uniform(st, -move, move);
+    }
+    for (int k = 0; k < 3; ++k) {
+        axis[k] = cb_uniform(st, -1, 1);
+        s += axis[k] * axis[k];
+    }
+    float th = cb_uniform(st, 0, turn), f = sinf(0.5f * th) / sqrtf(s),
+          d[4] = {axis[0] * f, axis[1] * f, axis[2] * f, cosf(0.5f * th)};
     /* b = d * q (Hamilton), then the frames' y axes */
-    float r[4] = {d[3] * q[0] + d[0] * q[3] + d[1] * q[2] - d[2] * q[1], d[3] * q[1] - d[0] * q[2] + d[1] * q[3] + d[2] * q[0],
-                  d[3] * q[2] + d[0] * q[1] - d[1] * q[0] + d[2] * q[3], d[3] * q[3] - d[0] * q[0] - d[1] * q[1] - d[2] * q[2]};
+    float r[4] = {
+        d[3] * q[0] + d[0] * q[3] + d[1] * q[2] - d[2] * q[1], d[3] * q[1] - d[0] * q[2] + d[1] * q[3] + d[2] * q[0],
+        d[3] * q[2] + d[0] * q[1] - d[1] * q[0] + d[2] * q[3], d[3] * q[3] - d[0] * q[0] - d[1] * q[1] - d[2] * q[2]};
     memcpy(a->rot, q, sizeof q);
     memcpy(b->rot, r, sizeof r);
     pbd__st(a->up, pbd__qrot(a->rot, pbd__v(0, 1, 0)));
@@ -71,24 +82,30 @@ TEST(contact_bounds_skip_only_what_collide_misses) {
         if (sweep) { /* near the middle of the collider's path */
             pbd__v3 mid = pbd__mul(pbd__add(pbd__ld(a.pos), pbd__ld(b.pos)), 0.5f);
             float off = cb_uniform(&st, 0, 1.6f * R + 0.1f);
-            x = pbd__add(mid, pbd__mul(pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)), off));
+            x = pbd__add(mid,
+                         pbd__mul(pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)), off));
             p = pbd__add(x, pbd__v(cb_uniform(&st, -1e-3f, 1e-3f), 0, 0));
         } else if (round % 2) { /* a chord whose ends lie outside the ball and whose middle may not */
             pbd__v3 u = pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)), e;
             e = pbd__cross(u, pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)));
             u = pbd__mul(u, 1.0f / pbd__len(u));
             e = pbd__mul(e, 1.0f / pbd__len(e));
-            pbd__v3 mid = pbd__add(pbd__mul(pbd__add(pbd__ld(a.pos), pbd__ld(b.pos)), 0.5f), pbd__mul(e, cb_uniform(&st, 0, 1.6f * R + 0.1f)));
+            pbd__v3 mid = pbd__add(pbd__mul(pbd__add(pbd__ld(a.pos), pbd__ld(b.pos)), 0.5f),
+                                   pbd__mul(e, cb_uniform(&st, 0, 1.6f * R + 0.1f)));
             float half = cb_uniform(&st, 0, 2.0f * R + 0.2f);
             x = pbd__sub(mid, pbd__mul(u, half));
             p = pbd__add(mid, pbd__mul(u, half));
         } else {
             float span = round % 7 == 0 ? 1.5f : 0.15f;
-            x = pbd__add(pbd__ld(a.pos), pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)));
-            p = pbd__add(x, pbd__v(cb_uniform(&st, -span, span), cb_uniform(&st, -span, span), cb_uniform(&st, -span, span)));
+            x = pbd__add(pbd__ld(a.pos),
+                         pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)));
+            p = pbd__add(
+                x, pbd__v(cb_uniform(&st, -span, span), cb_uniform(&st, -span, span), cb_uniform(&st, -span, span)));
         }
-        float r = cb_uniform(&st, 0.001f, 0.05f), reach = r + (r + pbd__len(pbd__sub(p, x))), tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
-        int is_far = c.shape == PBD_COLLIDER_PLANE ? pbd__plane_far(&a, &b, x, p, reach + tol) : pbd__ball_far(&a, &b, R, x, p, reach + tol);
+        float r = cb_uniform(&st, 0.001f, 0.05f), reach = r + (r + pbd__len(pbd__sub(p, x))),
+              tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+        int is_far = c.shape == PBD_COLLIDER_PLANE ? pbd__plane_far(&a, &b, x, p, reach + tol)
+                                                   : pbd__ball_far(&a, &b, R, x, p, reach + tol);
         pbd__v3 q, n;
         int hit = pbd__collide(w, &c, &a, &b, x, p, r, reach, tol, &q, &n);
         int kind = c.shape == PBD_COLLIDER_PLANE ? 3 : c.shape - 1;
@@ -152,14 +169,24 @@ TEST(contact_bounds_simd_decide_as_scalar) {
         for (int l = 0; l < PBD__W; ++l) {
             lim[l] = cb_uniform(&st, 0.0f, 0.1f);
             pbd__v3 u = pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1));
-            pbd__v3 x = pbd__add(pbd__ld(a->pos), pbd__mul(u, (R + lim[l]) * cb_uniform(&st, 0.8f, 1.6f) / (pbd__len(u) + 1e-6f)));
-            pbd__v3 p = pbd__add(x, pbd__mul(pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)), round % 2 ? 0.01f : 0.2f));
-            xs[l].x = x.x; xs[l].y = x.y; xs[l].z = x.z; xs[l].w = 1;
-            ps[l].x = p.x; ps[l].y = p.y; ps[l].z = p.z; ps[l].w = 1;
+            pbd__v3 x = pbd__add(pbd__ld(a->pos),
+                                 pbd__mul(u, (R + lim[l]) * cb_uniform(&st, 0.8f, 1.6f) / (pbd__len(u) + 1e-6f)));
+            pbd__v3 p =
+                pbd__add(x, pbd__mul(pbd__v(cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1), cb_uniform(&st, -1, 1)),
+                                     round % 2 ? 0.01f : 0.2f));
+            xs[l].x = x.x;
+            xs[l].y = x.y;
+            xs[l].z = x.z;
+            xs[l].w = 1;
+            ps[l].x = p.x;
+            ps[l].y = p.y;
+            ps[l].z = p.z;
+            ps[l].w = 1;
             ids[l] = l;
         }
         pbd__vp X = pbd__vgather(xs, ids), P = pbd__vgather(ps, ids);
-        unsigned bits[2] = {pbd__vplane_far(w, 0, &X, &P, pbd__vload(lim)), pbd__vball_far(w, 0, R, &X, &P, pbd__vload(lim))};
+        unsigned bits[2] = {pbd__vplane_far(w, 0, &X, &P, pbd__vload(lim)),
+                            pbd__vball_far(w, 0, R, &X, &P, pbd__vload(lim))};
         for (int l = 0; l < PBD__W; ++l) {
             pbd__v3 x = pbd__p3(xs[l]), p = pbd__p3(ps[l]);
             int want[2] = {pbd__plane_far(a, b, x, p, lim[l]), pbd__ball_far(a, b, R, x, p, lim[l])};
@@ -173,9 +200,10 @@ TEST(contact_bounds_simd_decide_as_scalar) {
     }
     const char *names[2] = {"plane", "ball"};
     for (int k = 0; k < 2; ++k) {
-        CHECK_MSG(differ[k] == 0, "%s: the SIMD bound differs from the scalar one for %d particles (%s)", names[k], differ[k],
-                  pbd_simd_path());
-        CHECK_MSG(far[k] > 1000 && near[k] > 1000, "%s: %d far, %d near (the test is vacuous)", names[k], far[k], near[k]);
+        CHECK_MSG(differ[k] == 0, "%s: the SIMD bound differs from the scalar one for %d particles (%s)", names[k],
+                  differ[k], pbd_simd_path());
+        CHECK_MSG(far[k] > 1000 && near[k] > 1000, "%s: %d far, %d near (the test is vacuous)", names[k], far[k],
+                  near[k]);
     }
     pbd_world_destroy(w);
 }
@@ -209,13 +237,19 @@ TEST(contact_bounds_sphere_skip_only_what_collide_misses) {
             reach[l] = r[l] + (r[l] + pbd__len(pbd__sub(p, x)));
             tol[l] = 1e-5f * (r[l] > 1e-3f ? r[l] : 1e-3f);
             lim[l] = reach[l] + tol[l];
-            xs[l].x = x.x; xs[l].y = x.y; xs[l].z = x.z; xs[l].w = 1;
-            ps[l].x = p.x; ps[l].y = p.y; ps[l].z = p.z; ps[l].w = 1;
+            xs[l].x = x.x;
+            xs[l].y = x.y;
+            xs[l].z = x.z;
+            xs[l].w = 1;
+            ps[l].x = p.x;
+            ps[l].y = p.y;
+            ps[l].z = p.z;
+            ps[l].w = 1;
             ids[l] = l;
         }
         pbd__vp X = pbd__vgather(xs, ids), P = pbd__vgather(ps, ids);
-        unsigned bits = pbd__vsphere_far(pbd__vto_local(&a, pbd__vvpos(X)), pbd__vto_local(&b, pbd__vvpos(P)), pbd__vset1(c.radius),
-                                         pbd__vload(lim));
+        unsigned bits = pbd__vsphere_far(pbd__vto_local(&a, pbd__vvpos(X)), pbd__vto_local(&b, pbd__vvpos(P)),
+                                         pbd__vset1(c.radius), pbd__vload(lim));
         for (int l = 0; l < PBD__W; ++l) {
             pbd__v3 q, n;
             int hit = pbd__collide(w, &c, &a, &b, pbd__p3(xs[l]), pbd__p3(ps[l]), r[l], reach[l], tol[l], &q, &n);
@@ -228,8 +262,8 @@ TEST(contact_bounds_sphere_skip_only_what_collide_misses) {
     }
     CHECK_MSG(wrong == 0, "sphere: %d segments skipped that touch it", wrong);
     /* some misses lie within the guard of the threshold, where the bound keeps them */
-    CHECK_MSG(far > lanes / 10 && hits > lanes / 10 && lanes - hits - far > 0, "sphere: %d skipped, %d touching of %d (the test is vacuous)",
-              far, hits, lanes);
+    CHECK_MSG(far > lanes / 10 && hits > lanes / 10 && lanes - hits - far > 0,
+              "sphere: %d skipped, %d touching of %d (the test is vacuous)", far, hits, lanes);
     pbd_world_destroy(w);
 }
 #endif
@@ -267,20 +301,26 @@ TEST(contact_bounds_simd_distance_as_scalar) {
             if (kind == 4 && l % 2) ys[0][l] = ys[1][l] = ys[2][l] = 0.0f; /* the centre */
         }
         pbd__vv y, n;
-        y.x = pbd__vload(ys[0]); y.y = pbd__vload(ys[1]); y.z = pbd__vload(ys[2]);
+        y.x = pbd__vload(ys[0]);
+        y.y = pbd__vload(ys[1]);
+        y.z = pbd__vload(ys[2]);
         float d[PBD__W], nv[3][PBD__W];
         pbd__vstore(d, pbd__vsdf(&c, y, &n));
-        pbd__vstore(nv[0], n.x); pbd__vstore(nv[1], n.y); pbd__vstore(nv[2], n.z);
+        pbd__vstore(nv[0], n.x);
+        pbd__vstore(nv[1], n.y);
+        pbd__vstore(nv[2], n.z);
         for (int l = 0; l < PBD__W; ++l) {
             pbd__v3 nn;
             float want = pbd__sdf(NULL, &c, pbd__v(ys[0][l], ys[1][l], ys[2][l]), &nn);
-            differ += !cb_same(d[l], want) || !cb_same(nv[0][l], nn.x) || !cb_same(nv[1][l], nn.y) || !cb_same(nv[2][l], nn.z);
+            differ += !cb_same(d[l], want) || !cb_same(nv[0][l], nn.x) || !cb_same(nv[1][l], nn.y) ||
+                      !cb_same(nv[2][l], nn.z);
             inside += want < 0;
             checked++;
         }
     }
     CHECK_MSG(differ == 0, "%d of %d distances or normals differ from pbd__sdf (%s)", differ, checked, pbd_simd_path());
-    CHECK_MSG(inside > checked / 5 && inside < checked - checked / 5, "%d of %d inside (the test is vacuous)", inside, checked);
+    CHECK_MSG(inside > checked / 5 && inside < checked - checked / 5, "%d of %d inside (the test is vacuous)", inside,
+              checked);
 }
 #endif
 

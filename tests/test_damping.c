@@ -12,7 +12,10 @@ static void momenta(const pbd_world *w, const int *ids, int n, double *P, double
         const float *xi = x + 4 * ids[k], *vi = v + 4 * ids[k];
         double m = 1.0 / xi[3];
         M += m;
-        for (int a = 0; a < 3; ++a) { P[a] += m * vi[a]; vc[a] += m * vi[a]; }
+        for (int a = 0; a < 3; ++a) {
+            P[a] += m * vi[a];
+            vc[a] += m * vi[a];
+        }
         L[0] += m * ((double)xi[1] * vi[2] - (double)xi[2] * vi[1]);
         L[1] += m * ((double)xi[2] * vi[0] - (double)xi[0] * vi[2]);
         L[2] += m * ((double)xi[0] * vi[1] - (double)xi[1] * vi[0]);
@@ -37,10 +40,16 @@ TEST(damping_cluster_keeps_momentum) {
     enum { N = 40 };
     float pos[3 * N], vel[3 * N], mass[N];
     unsigned seed = 21;
-    for (int i = 0; i < 3 * N; ++i) { pos[i] = 0.1f * (pbdt_rand(&seed) - 0.5f); vel[i] = 2.0f * (pbdt_rand(&seed) - 0.5f); }
+    for (int i = 0; i < 3 * N; ++i) {
+        pos[i] = 0.1f * (pbdt_rand(&seed) - 0.5f);
+        vel[i] = 2.0f * (pbdt_rand(&seed) - 0.5f);
+    }
     for (int i = 0; i < N; ++i) mass[i] = 0.5f + pbdt_rand(&seed);
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos; pd.velocities = vel; pd.masses = mass; pd.count = N;
+    pd.positions = pos;
+    pd.velocities = vel;
+    pd.masses = mass;
+    pd.count = N;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     int ids[N - 5];
@@ -51,7 +60,8 @@ TEST(damping_cluster_keeps_momentum) {
     momenta(w, ids, N - 5, P0, L0, &K0);
     for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     momenta(w, ids, N - 5, P1, L1, &K1);
-    double pn = sqrt(P0[0] * P0[0] + P0[1] * P0[1] + P0[2] * P0[2]), ln = sqrt(L0[0] * L0[0] + L0[1] * L0[1] + L0[2] * L0[2]);
+    double pn = sqrt(P0[0] * P0[0] + P0[1] * P0[1] + P0[2] * P0[2]),
+           ln = sqrt(L0[0] * L0[0] + L0[1] * L0[1] + L0[2] * L0[2]);
     for (int a = 0; a < 3; ++a) {
         CHECK_NEAR(P1[a], P0[a], 1e-4 * pn);
         CHECK_NEAR(L1[a], L0[a], 1e-4 * ln);
@@ -87,7 +97,8 @@ TEST(damping_cluster_bad_input) {
     pbd_world *w = pbdt_world(0.0f);
     float pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos; pd.count = 3;
+    pd.positions = pos;
+    pd.count = 3;
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
     int ok[3] = {0, 1, 2}, twice[3] = {0, 1, 1}, bad[2] = {0, 3};
     CHECK_RESULT(pbd_add_damping_cluster(NULL, ok, 3, 1.0f, NULL), PBD_ERROR_NULL_POINTER);
@@ -153,7 +164,8 @@ TEST(damping_brings_hanging_cloth_to_rest) {
     double still = hanging_motion(0.0f, 0.0f), damped = hanging_motion(2.0f, 0.0f);
     double carried_still = hanging_motion(0.0f, 0.5f), carried = hanging_motion(2.0f, 0.5f);
     printf("    kinetic energy after 4 s: pinned %.3g J undamped, %.3g J at 2/s; carried at 0.5 m/s "
-           "(in its frame) %.3g J undamped, %.3g J at 2/s\n", still, damped, carried_still, carried);
+           "(in its frame) %.3g J undamped, %.3g J at 2/s\n",
+           still, damped, carried_still, carried);
     CHECK_MSG(still > 1e-3, "the undamped cloth should still swing: %g J", still);
     CHECK_MSG(damped < 1e-2 * still, "damping 2/s left %g J of %g J", damped, still);
     CHECK_MSG(carried_still > 1e-3, "the undamped carried cloth should still swing: %g J", carried_still);

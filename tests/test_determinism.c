@@ -461,7 +461,7 @@ static void sm_after(scene *s, int step) {
     sm_scene *c = (sm_scene *)s->user;
     float q[4], omega[3];
     CHECK_OK(pbd_sm_oriented_get(c->oriented, 7, q, omega)); /* the free end */
-    s->activity = q[3] < 0.9999f; /* the ellipsoids turned */
+    s->activity = q[3] < 0.9999f;                            /* the ellipsoids turned */
 }
 
 static uint64_t sm_orientations(scene *s, uint64_t h) {
@@ -586,7 +586,8 @@ static void build_sm_scene(scene *s) {
    (particle contacts, two-way coupled through the density). */
 static void build_fluid_scene(scene *s) {
     pbd_world *w = begin_scene(s, "fluid", NULL, NULL, count_contacts);
-    float walls[4][6] = {{-0.2f, 0, 0, 1, 0, 0}, {0.2f, 0, 0, -1, 0, 0}, {0, 0, -0.15f, 0, 0, 1}, {0, 0, 0.15f, 0, 0, -1}};
+    float walls[4][6] = {
+        {-0.2f, 0, 0, 1, 0, 0}, {0.2f, 0, 0, -1, 0, 0}, {0, 0, -0.15f, 0, 0, 1}, {0, 0, 0.15f, 0, 0, -1}};
     for (int i = 0; i < 4; ++i) CHECK_OK(pbd_add_collider_plane(w, walls[i], walls[i] + 3, 0.2f, NULL));
     float fo[3] = {-0.175f, 0.025f, -0.125f};
     float *fp = lattice_positions(6, 5, 6, 0.05f, fo);

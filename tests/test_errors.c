@@ -38,24 +38,31 @@ typedef struct scene {
 } scene;
 
 static const float free_pos[NFREE * 3] = {0, 2, 0, 1, 2, 0, 0, 2, 1, 1, 2.5f, 1, 0.5f, 3, 0.5f,
-                                         0, 2, 0, 2, 2, 0, 1, 2, 1, 3, 3, 3, 0.2f, 2, 0};
+                                          0, 2, 0, 2, 2, 0, 1, 2, 1, 3, 3,    3, 0.2f, 2, 0};
 static const float free_mass[NFREE] = {0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
 
 static int build_scene(scene *S) {
     memset(S, 0, sizeof *S);
     pbd_world_desc d = pbd_world_desc_default();
     d.log = count_log;
-    if (pbd_world_create(&d, &S->w) != PBD_OK || !S->w) { CHECK(0); return 0; }
+    if (pbd_world_create(&d, &S->w) != PBD_OK || !S->w) {
+        CHECK(0);
+        return 0;
+    }
     pbd_world *w = S->w;
     int ok = 1;
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = free_pos; pd.masses = free_mass; pd.count = NFREE;
+    pd.positions = free_pos;
+    pd.masses = free_mass;
+    pd.count = NFREE;
     ok &= pbd_add_particles(w, &pd, &S->free) == PBD_OK;
     int f = S->free.first;
     ok &= pbd_set_kinematic(w, f + 8, 1) == PBD_OK;
     int di[6] = {f + 4, f + 0, f + 4, f + 1, f + 4, f + 2};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 3; cd.indices = di;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 3;
+    cd.indices = di;
     ok &= pbd_add_constraints(w, &cd, &S->dist) == PBD_OK;
     /* cloth 4x4 */
     pbd_mesh m;
@@ -68,28 +75,39 @@ static int build_scene(scene *S) {
     float lo[3] = {2, 0.5f, 0}, hi[3] = {2.5f, 1, 0.5f};
     ok &= pbd_mesh_tet_box(2, 2, 2, lo, hi, &m) == PBD_OK;
     pbd_softbody_desc sb = pbd_softbody_desc_default();
-    sb.positions = m.positions; sb.vertex_count = m.vertex_count; sb.tets = m.tets; sb.tet_count = m.tet_count;
+    sb.positions = m.positions;
+    sb.vertex_count = m.vertex_count;
+    sb.tets = m.tets;
+    sb.tet_count = m.tet_count;
     ok &= pbd_add_softbody(w, &sb, &S->soft) == PBD_OK;
     pbd_mesh_free(&m);
     /* balloon: icosahedron */
     float bc[3] = {-2, 1, 0};
     ok &= pbd_mesh_sphere(0, bc, 0.3f, &m) == PBD_OK;
     pbd_balloon_desc bd = pbd_balloon_desc_default();
-    bd.cloth.positions = m.positions; bd.cloth.vertex_count = m.vertex_count;
-    bd.cloth.triangles = m.triangles; bd.cloth.triangle_count = m.triangle_count;
+    bd.cloth.positions = m.positions;
+    bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = m.triangles;
+    bd.cloth.triangle_count = m.triangle_count;
     ok &= pbd_add_balloon(w, &bd, &S->balloon) == PBD_OK;
     S->balloon_tri_count = m.triangle_count;
-    for (int i = 0; i < 3 * m.triangle_count && i < 60; ++i) S->balloon_tris[i] = S->balloon.particles.first + m.triangles[i];
+    for (int i = 0; i < 3 * m.triangle_count && i < 60; ++i)
+        S->balloon_tris[i] = S->balloon.particles.first + m.triangles[i];
     pbd_mesh_free(&m);
     /* attachments: two cloth corners to points, one cloth corner to the kinematic particle */
     int corners[2] = {S->cloth.particles.first, S->cloth.particles.first + 3};
     float tp[6] = {-0.5f, 1, -0.5f, 0.5f, 1, -0.5f};
     pbd_attachments_desc ad = pbd_attachments_desc_default();
-    ad.count = 2; ad.particles = corners; ad.target_points = tp;
+    ad.count = 2;
+    ad.particles = corners;
+    ad.target_points = tp;
     ok &= pbd_add_attachments(w, &ad, &S->attach_points) == PBD_OK;
     int last = S->cloth.particles.first + 15, kin = f + 8;
     pbd_attachments_desc ap = pbd_attachments_desc_default();
-    ap.count = 1; ap.particles = &last; ap.target_particles = &kin; ap.max_distance = 3.0f;
+    ap.count = 1;
+    ap.particles = &last;
+    ap.target_particles = &kin;
+    ap.max_distance = 3.0f;
     ok &= pbd_add_attachments(w, &ap, &S->attach_particles) == PBD_OK;
     /* colliders */
     float sc[3] = {0, 0.5f, 0}, ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
@@ -123,8 +141,7 @@ static void check_error(const pbd_world *w, const world_state *before, pbd_resul
                         const char *file, int line) {
     int good = mode == 0 ? got == want : mode == 1 ? (got == want || got == want2) : got != PBD_OK;
     if (!good) {
-        if (mode == 2)
-            pbdt_fail(file, line, "%s returned PBD_OK, wanted an error", expr);
+        if (mode == 2) pbdt_fail(file, line, "%s returned PBD_OK, wanted an error", expr);
         else
             pbdt_fail(file, line, "%s returned %s, wanted %s%s%s", expr, pbd_result_string(got),
                       pbd_result_string(want), mode == 1 ? " or " : "", mode == 1 ? pbd_result_string(want2) : "");
@@ -132,24 +149,26 @@ static void check_error(const pbd_world *w, const world_state *before, pbd_resul
     world_state after = take_state(w);
     if (!(before->size > 0 && after.size == before->size && memcmp(after.snap, before->snap, after.size) == 0))
         pbdt_fail(file, line, "%s changed the world's snapshot", expr);
-    if (after.particles != before->particles || after.groups != before->groups ||
-        after.objects != before->objects || after.colliders != before->colliders)
+    if (after.particles != before->particles || after.groups != before->groups || after.objects != before->objects ||
+        after.colliders != before->colliders)
         pbdt_fail(file, line, "%s changed the world's counts", expr);
     free(after.snap);
     if (world_given && got != PBD_OK) {
         const char *e = pbd_world_last_error(w);
         if (!e || !e[0]) pbdt_fail(file, line, "%s: pbd_world_last_error is empty", expr);
         if (log_calls == logs_before) pbdt_fail(file, line, "%s: the log callback was not called", expr);
-        else if (log_last != got) pbdt_fail(file, line, "%s: the log callback got %d (1: empty message), the call returned %d", expr, (int)log_last, (int)got);
+        else if (log_last != got)
+            pbdt_fail(file, line, "%s: the log callback got %d (1: empty message), the call returned %d", expr,
+                      (int)log_last, (int)got);
     }
 }
-#define ERR_GENERIC(S, expr, want, want2, mode, world_given)                                   \
-    do {                                                                                        \
-        world_state st_ = take_state((S)->w);                                                   \
-        int logs_ = log_calls;                                                                  \
-        pbd_result r_ = (expr);                                                                 \
+#define ERR_GENERIC(S, expr, want, want2, mode, world_given)                                             \
+    do {                                                                                                 \
+        world_state st_ = take_state((S)->w);                                                            \
+        int logs_ = log_calls;                                                                           \
+        pbd_result r_ = (expr);                                                                          \
         check_error((S)->w, &st_, r_, want, want2, mode, logs_, world_given, #expr, __FILE__, __LINE__); \
-        free(st_.snap);                                                                         \
+        free(st_.snap);                                                                                  \
     } while (0)
 /* the specific error */
 #define EXPECT_ERR(S, expr, want) ERR_GENERIC(S, expr, want, want, 0, 1)
@@ -160,25 +179,31 @@ static void check_error(const pbd_world *w, const world_state *before, pbd_resul
 /* a NULL world: nothing to log into; the populated world must not change either */
 #define EXPECT_NULL_WORLD(S, expr) ERR_GENERIC(S, expr, PBD_ERROR_NULL_POINTER, PBD_ERROR_NULL_POINTER, 0, 0)
 
-
 static const float qnan = NAN;
 static const float pinf = INFINITY;
 
 /* ---- result strings ---------------------------------------------------------------- */
 TEST(errors_result_strings) {
-    static const char *names[] = {"PBD_OK", "PBD_ERROR_NULL_POINTER", "PBD_ERROR_INVALID_ARGUMENT",
-                                  "PBD_ERROR_INDEX_OUT_OF_RANGE", "PBD_ERROR_NOT_FINITE",
-                                  "PBD_ERROR_NEGATIVE_MASS", "PBD_ERROR_DEGENERATE",
-                                  "PBD_ERROR_INVALID_TIME_STEP", "PBD_ERROR_OVERFLOW",
-                                  "PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_BAD_SNAPSHOT",
+    static const char *names[] = {"PBD_OK",
+                                  "PBD_ERROR_NULL_POINTER",
+                                  "PBD_ERROR_INVALID_ARGUMENT",
+                                  "PBD_ERROR_INDEX_OUT_OF_RANGE",
+                                  "PBD_ERROR_NOT_FINITE",
+                                  "PBD_ERROR_NEGATIVE_MASS",
+                                  "PBD_ERROR_DEGENERATE",
+                                  "PBD_ERROR_INVALID_TIME_STEP",
+                                  "PBD_ERROR_OVERFLOW",
+                                  "PBD_ERROR_OUT_OF_MEMORY",
+                                  "PBD_ERROR_BAD_SNAPSHOT",
                                   "PBD_ERROR_NOT_CLOSED"};
     const char *s[12];
     for (int i = 0; i < 12; ++i) {
         s[i] = pbd_result_string((pbd_result)-i);
         CHECK_MSG(s[i] != NULL && s[i][0] != 0, "no string for %d", -i);
-        if (s[i]) CHECK_MSG(strncmp(s[i], names[i], strlen(names[i])) == 0 &&
-                                (s[i][strlen(names[i])] == 0 || s[i][strlen(names[i])] == ':'),
-                            "string for %s is \"%s\"", names[i], s[i]);
+        if (s[i])
+            CHECK_MSG(strncmp(s[i], names[i], strlen(names[i])) == 0 &&
+                          (s[i][strlen(names[i])] == 0 || s[i][strlen(names[i])] == ':'),
+                      "string for %s is \"%s\"", names[i], s[i]);
     }
     for (int i = 0; i < 12; ++i)
         for (int j = i + 1; j < 12; ++j)
@@ -188,8 +213,14 @@ TEST(errors_result_strings) {
 }
 
 /* ---- world creation ------------------------------------------------------------------ */
-static void *dummy_alloc(void *user, size_t size) { (void)user; return malloc(size); }
-static void dummy_free(void *user, void *p) { (void)user; free(p); }
+static void *dummy_alloc(void *user, size_t size) {
+    (void)user;
+    return malloc(size);
+}
+static void dummy_free(void *user, void *p) {
+    (void)user;
+    free(p);
+}
 
 static void create_fails(pbd_world_desc d, pbd_result want, const char *what, int line) {
     pbd_world *w = NULL;
@@ -204,8 +235,7 @@ static void create_fails(pbd_world_desc d, pbd_result want, const char *what, in
         if (r != PBD_OK) w = NULL; /* don't free what we don't own */
         else pbd_world_destroy(w);
     }
-    if (r != PBD_OK && log_calls == logs)
-        pbdt_fail(__FILE__, line, "%s: the desc's log callback was not called", what);
+    if (r != PBD_OK && log_calls == logs) pbdt_fail(__FILE__, line, "%s: the desc's log callback was not called", what);
 }
 TEST(errors_world_create) {
     pbd_world_desc d0 = pbd_world_desc_default(), d;
@@ -213,7 +243,12 @@ TEST(errors_world_create) {
     CHECK_RESULT(pbd_world_create(NULL, &w), PBD_ERROR_NULL_POINTER);
     CHECK(w == NULL);
     CHECK_RESULT(pbd_world_create(&d0, NULL), PBD_ERROR_NULL_POINTER);
-#define CREATE_FAILS(field_set, want) do { d = d0; field_set; create_fails(d, want, #field_set, __LINE__); } while (0)
+#define CREATE_FAILS(field_set, want)                \
+    do {                                             \
+        d = d0;                                      \
+        field_set;                                   \
+        create_fails(d, want, #field_set, __LINE__); \
+    } while (0)
     CREATE_FAILS(d.substeps = 0, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.substeps = -3, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.substeps = 1001, PBD_ERROR_INVALID_ARGUMENT);
@@ -233,8 +268,11 @@ TEST(errors_world_create) {
 #undef CREATE_FAILS
     /* the limits themselves are fine */
     d = d0;
-    d.substeps = 1000; d.iterations = 1; d.max_contacts_per_particle = 64;
-    d.allocator.alloc = dummy_alloc; d.allocator.free = dummy_free;
+    d.substeps = 1000;
+    d.iterations = 1;
+    d.max_contacts_per_particle = 64;
+    d.allocator.alloc = dummy_alloc;
+    d.allocator.free = dummy_free;
     CHECK_OK(pbd_world_create(&d, &w));
     pbd_world_destroy(w);
 }
@@ -242,7 +280,10 @@ TEST(errors_world_create) {
 /* ---- world parameters and stepping ------------------------------------------------------ */
 TEST(errors_world_parameters) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     float g_nan[3] = {0, qnan, 0}, g_inf[3] = {pinf, 0, 0};
     EXPECT_NULL_WORLD(&S, pbd_world_set_gravity(NULL, g_nan));
@@ -278,7 +319,8 @@ TEST(errors_world_parameters) {
     EXPECT_ERR(&S, pbd_world_step(w, 0.99e-6f), PBD_ERROR_INVALID_TIME_STEP);
     EXPECT_ERR(&S, pbd_world_step(w, 1.0001f), PBD_ERROR_INVALID_TIME_STEP);
     EXPECT_ERR(&S, pbd_world_step(w, 1e20f), PBD_ERROR_INVALID_TIME_STEP);
-    CHECK_MSG(strstr(pbd_world_last_error(w), "[1e-06, 1] s") != NULL, "the message names the range: %s", pbd_world_last_error(w));
+    CHECK_MSG(strstr(pbd_world_last_error(w), "[1e-06, 1] s") != NULL, "the message names the range: %s",
+              pbd_world_last_error(w));
     /* snapshots */
     size_t n = pbd_world_snapshot_size(w);
     unsigned char *buf = (unsigned char *)malloc(n);
@@ -298,17 +340,26 @@ TEST(errors_world_parameters) {
 /* ---- particles ---------------------------------------------------------------------------- */
 TEST(errors_particles) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int n = pbd_world_particle_count(w), f = S.free.first;
     float p3[6] = {0, 1, 0, 1, 1, 0}, bad3[6] = {0, 1, 0, 1, qnan, 0}, inf3[6] = {0, 1, pinf, 1, 1, 0};
     float v3[6] = {0, 0, 0, 0, 0, 0}, m2[2] = {1, 1};
     pbd_range out;
     pbd_particles_desc d0 = pbd_particles_desc_default(), d;
-    d0.positions = p3; d0.count = 2;
+    d0.positions = p3;
+    d0.count = 2;
     EXPECT_NULL_WORLD(&S, pbd_add_particles(NULL, &d0, &out));
     EXPECT_ERR(&S, pbd_add_particles(w, NULL, &out), PBD_ERROR_NULL_POINTER);
-#define ADD_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_particles(w, &d, &out), want); } while (0)
+#define ADD_FAILS(field_set, want)                            \
+    do {                                                      \
+        d = d0;                                               \
+        field_set;                                            \
+        EXPECT_ERR(&S, pbd_add_particles(w, &d, &out), want); \
+    } while (0)
     ADD_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     ADD_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
     ADD_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
@@ -413,7 +464,10 @@ static pbd_constraints_desc cdesc(int type, const int *idx) {
 
 TEST(errors_constraints) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int f = S.free.first, n = pbd_world_particle_count(w);
     pbd_group g;
@@ -432,8 +486,18 @@ TEST(errors_constraints) {
         pbd_world_destroy(T.w);
         EXPECT_NULL_WORLD(&S, pbd_add_constraints(NULL, &d0, &g));
         EXPECT_ERR(&S, pbd_add_constraints(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define CON_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_constraints(w, &d, &g), want); } while (0)
-#define CON_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_constraints(w, &d, &g), a, b); } while (0)
+#define CON_FAILS(field_set, want)                            \
+    do {                                                      \
+        d = d0;                                               \
+        field_set;                                            \
+        EXPECT_ERR(&S, pbd_add_constraints(w, &d, &g), want); \
+    } while (0)
+#define CON_FAILS2(field_set, a, b)                            \
+    do {                                                       \
+        d = d0;                                                \
+        field_set;                                             \
+        EXPECT_ERR2(&S, pbd_add_constraints(w, &d, &g), a, b); \
+    } while (0)
         CON_FAILS(d.indices = NULL, PBD_ERROR_NULL_POINTER);
         CON_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
         CON_FAILS(d.count = -4, PBD_ERROR_INVALID_ARGUMENT);
@@ -465,7 +529,10 @@ TEST(errors_constraints) {
         CON_FAILS(d.indices = bad, PBD_ERROR_DEGENERATE);
         /* the second of two constraints is bad: nothing is added */
         int two[8];
-        for (k = 0; k < arity_of[t]; ++k) { two[k] = idx[k]; two[arity_of[t] + k] = idx[k]; }
+        for (k = 0; k < arity_of[t]; ++k) {
+            two[k] = idx[k];
+            two[arity_of[t] + k] = idx[k];
+        }
         two[2 * arity_of[t] - 1] = n;
         CON_FAILS((d.count = 2, d.indices = two), PBD_ERROR_INDEX_OUT_OF_RANGE);
         /* count * arity overflows int: refused before the indices are read */
@@ -492,34 +559,50 @@ TEST(errors_constraints) {
 
 TEST(errors_attachments) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int f = S.free.first, n = pbd_world_particle_count(w);
     int part[2] = {f + 4, S.cloth.particles.first + 5}, tpart[2] = {f + 8, f + 0};
     float pts[6] = {0, 3, 0, 0, 1.2f, 0};
     pbd_group g;
     pbd_attachments_desc d0 = pbd_attachments_desc_default(), d;
-    d0.count = 2; d0.particles = part; d0.target_points = pts;
-    {   /* both bases are valid on a scratch world */
+    d0.count = 2;
+    d0.particles = part;
+    d0.target_points = pts;
+    { /* both bases are valid on a scratch world */
         scene T;
         if (build_scene(&T)) {
             int tp[2] = {T.free.first + 4, T.cloth.particles.first + 5}, tt[2] = {T.free.first + 8, T.free.first};
             pbd_attachments_desc td = d0;
             td.particles = tp;
             CHECK_OK(pbd_add_attachments(T.w, &td, &g));
-            td.target_points = NULL; td.target_particles = tt;
+            td.target_points = NULL;
+            td.target_particles = tt;
             CHECK_OK(pbd_add_attachments(T.w, &td, &g));
         }
         pbd_world_destroy(T.w);
     }
     EXPECT_NULL_WORLD(&S, pbd_add_attachments(NULL, &d0, &g));
     EXPECT_ERR(&S, pbd_add_attachments(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define ATT_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_attachments(w, &d, &g), want); } while (0)
-#define ATT_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_attachments(w, &d, &g), a, b); } while (0)
+#define ATT_FAILS(field_set, want)                            \
+    do {                                                      \
+        d = d0;                                               \
+        field_set;                                            \
+        EXPECT_ERR(&S, pbd_add_attachments(w, &d, &g), want); \
+    } while (0)
+#define ATT_FAILS2(field_set, a, b)                            \
+    do {                                                       \
+        d = d0;                                                \
+        field_set;                                             \
+        EXPECT_ERR2(&S, pbd_add_attachments(w, &d, &g), a, b); \
+    } while (0)
     ATT_FAILS(d.particles = NULL, PBD_ERROR_NULL_POINTER);
     ATT_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
     ATT_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
-    ATT_FAILS(d.target_particles = tpart, PBD_ERROR_INVALID_ARGUMENT);            /* both */
+    ATT_FAILS(d.target_particles = tpart, PBD_ERROR_INVALID_ARGUMENT);                      /* both */
     ATT_FAILS2(d.target_points = NULL, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_NULL_POINTER); /* neither */
     ATT_FAILS(d.max_distance = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
     ATT_FAILS(d.max_distance = qnan, PBD_ERROR_NOT_FINITE);
@@ -561,14 +644,18 @@ TEST(errors_attachments) {
 
 TEST(errors_mesh_volume_group) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int n = pbd_world_particle_count(w), nt = S.balloon_tri_count;
     int tris[60], bad[60];
     memcpy(tris, S.balloon_tris, sizeof tris);
     pbd_group g;
     pbd_mesh_volume_desc d0 = pbd_mesh_volume_desc_default(), d;
-    d0.triangles = tris; d0.triangle_count = nt;
+    d0.triangles = tris;
+    d0.triangle_count = nt;
     {
         scene T;
         if (build_scene(&T)) {
@@ -580,12 +667,24 @@ TEST(errors_mesh_volume_group) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_mesh_volume(NULL, &d0, &g));
     EXPECT_ERR(&S, pbd_add_mesh_volume(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define MV_FAILS(field_set, want) do { d = d0; memcpy(bad, tris, sizeof bad); field_set; EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), want); } while (0)
-#define MV_FAILS2(field_set, a, b) do { d = d0; memcpy(bad, tris, sizeof bad); field_set; EXPECT_ERR2(&S, pbd_add_mesh_volume(w, &d, &g), a, b); } while (0)
+#define MV_FAILS(field_set, want)                             \
+    do {                                                      \
+        d = d0;                                               \
+        memcpy(bad, tris, sizeof bad);                        \
+        field_set;                                            \
+        EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), want); \
+    } while (0)
+#define MV_FAILS2(field_set, a, b)                             \
+    do {                                                       \
+        d = d0;                                                \
+        memcpy(bad, tris, sizeof bad);                         \
+        field_set;                                             \
+        EXPECT_ERR2(&S, pbd_add_mesh_volume(w, &d, &g), a, b); \
+    } while (0)
     MV_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
     MV_FAILS(d.triangle_count = 0, PBD_ERROR_INVALID_ARGUMENT);
     MV_FAILS(d.triangle_count = -2, PBD_ERROR_INVALID_ARGUMENT);
-    MV_FAILS(d.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED); /* a hole */
+    MV_FAILS(d.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED);                               /* a hole */
     MV_FAILS((bad[4] = tris[5], bad[5] = tris[4], d.triangles = bad), PBD_ERROR_NOT_CLOSED); /* one flipped */
     MV_FAILS((bad[7] = n, d.triangles = bad), PBD_ERROR_INDEX_OUT_OF_RANGE);
     MV_FAILS((bad[7] = -1, d.triangles = bad), PBD_ERROR_INDEX_OUT_OF_RANGE);
@@ -599,12 +698,17 @@ TEST(errors_mesh_volume_group) {
     MV_FAILS(d.stiffness = qnan, PBD_ERROR_NOT_FINITE);
     MV_FAILS2(d.triangle_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
     /* a repeated index inside a triangle (the header names no code) */
-    d = d0; memcpy(bad, tris, sizeof bad); bad[1] = bad[0]; d.triangles = bad;
+    d = d0;
+    memcpy(bad, tris, sizeof bad);
+    bad[1] = bad[0];
+    d.triangles = bad;
     EXPECT_FAIL(&S, pbd_add_mesh_volume(w, &d, &g));
     /* two triangles of the cloth: an open sheet is not closed */
-    int sheet[6] = {S.cloth.particles.first, S.cloth.particles.first + 1, S.cloth.particles.first + 4,
+    int sheet[6] = {S.cloth.particles.first,     S.cloth.particles.first + 1, S.cloth.particles.first + 4,
                     S.cloth.particles.first + 1, S.cloth.particles.first + 5, S.cloth.particles.first + 4};
-    d = d0; d.triangles = sheet; d.triangle_count = 2;
+    d = d0;
+    d.triangles = sheet;
+    d.triangle_count = 2;
     EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), PBD_ERROR_NOT_CLOSED);
 #undef MV_FAILS
 #undef MV_FAILS2
@@ -613,7 +717,10 @@ TEST(errors_mesh_volume_group) {
 
 TEST(errors_group_parameters) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int ng = pbd_world_group_count(w);
     pbd_constraint_type type;
@@ -663,7 +770,10 @@ TEST(errors_group_parameters) {
 /* ---- objects -------------------------------------------------------------------------------- */
 TEST(errors_cloth) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     pbd_mesh m;
     float o[3] = {0, 1.5f, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
@@ -676,7 +786,10 @@ TEST(errors_cloth) {
     for (int i = 0; i < 9; ++i) mass[i] = 0.1f;
     pbd_object ob;
     pbd_cloth_desc d0 = pbd_cloth_desc_default(), d;
-    d0.positions = pos; d0.vertex_count = 9; d0.triangles = tri; d0.triangle_count = 8;
+    d0.positions = pos;
+    d0.vertex_count = 9;
+    d0.triangles = tri;
+    d0.triangle_count = 8;
     {
         scene T;
         if (build_scene(&T)) CHECK_OK(pbd_add_cloth(T.w, &d0, &ob));
@@ -686,9 +799,25 @@ TEST(errors_cloth) {
     int bt[24];
     EXPECT_NULL_WORLD(&S, pbd_add_cloth(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_cloth(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define CL_RESET() do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tri, sizeof bt); } while (0)
-#define CL_FAILS(field_set, want) do { CL_RESET(); field_set; EXPECT_ERR(&S, pbd_add_cloth(w, &d, &ob), want); } while (0)
-#define CL_FAILS2(field_set, a, b) do { CL_RESET(); field_set; EXPECT_ERR2(&S, pbd_add_cloth(w, &d, &ob), a, b); } while (0)
+#define CL_RESET()                   \
+    do {                             \
+        d = d0;                      \
+        memcpy(bp, pos, sizeof bp);  \
+        memcpy(bm, mass, sizeof bm); \
+        memcpy(bt, tri, sizeof bt);  \
+    } while (0)
+#define CL_FAILS(field_set, want)                        \
+    do {                                                 \
+        CL_RESET();                                      \
+        field_set;                                       \
+        EXPECT_ERR(&S, pbd_add_cloth(w, &d, &ob), want); \
+    } while (0)
+#define CL_FAILS2(field_set, a, b)                        \
+    do {                                                  \
+        CL_RESET();                                       \
+        field_set;                                        \
+        EXPECT_ERR2(&S, pbd_add_cloth(w, &d, &ob), a, b); \
+    } while (0)
     CL_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     CL_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
     CL_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -731,10 +860,14 @@ TEST(errors_cloth) {
     CL_FAILS2(d.vertex_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
 #undef CL_FAILS
 #undef CL_FAILS2
-    {   /* an edge shared by three triangles is not a manifold: the header names no code */
+    { /* an edge shared by three triangles is not a manifold: the header names no code */
         float p5[15] = {0, 1.5f, 0, 1, 1.5f, 0, 0.5f, 2.5f, 0, 0.5f, 1.5f, 1, 0.5f, 1.5f, -1};
         int t3[9] = {0, 1, 2, 0, 1, 3, 1, 0, 4};
-        d = d0; d.positions = p5; d.vertex_count = 5; d.triangles = t3; d.triangle_count = 3;
+        d = d0;
+        d.positions = p5;
+        d.vertex_count = 5;
+        d.triangles = t3;
+        d.triangle_count = 3;
         EXPECT_FAIL(&S, pbd_add_cloth(w, &d, &ob));
     }
     EXPECT_NULL_WORLD(&S, pbd_object_set_damping(NULL, 0, 1.0f));
@@ -750,7 +883,10 @@ TEST(errors_cloth) {
 
 TEST(errors_softbody) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     pbd_mesh m;
     float lo[3] = {-3, 0.5f, -3}, hi[3] = {-2.5f, 1, -2.5f};
@@ -763,7 +899,10 @@ TEST(errors_softbody) {
     for (int i = 0; i < 8; ++i) mass[i] = 1.0f;
     pbd_object ob;
     pbd_softbody_desc d0 = pbd_softbody_desc_default(), d;
-    d0.positions = pos; d0.vertex_count = 8; d0.tets = tets; d0.tet_count = 5;
+    d0.positions = pos;
+    d0.vertex_count = 8;
+    d0.tets = tets;
+    d0.tet_count = 5;
     {
         scene T;
         if (build_scene(&T)) CHECK_OK(pbd_add_softbody(T.w, &d0, &ob));
@@ -771,8 +910,24 @@ TEST(errors_softbody) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_softbody(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_softbody(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define SB_FAILS(field_set, want) do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tets, sizeof bt); field_set; EXPECT_ERR(&S, pbd_add_softbody(w, &d, &ob), want); } while (0)
-#define SB_FAILS2(field_set, a, b) do { d = d0; memcpy(bp, pos, sizeof bp); memcpy(bm, mass, sizeof bm); memcpy(bt, tets, sizeof bt); field_set; EXPECT_ERR2(&S, pbd_add_softbody(w, &d, &ob), a, b); } while (0)
+#define SB_FAILS(field_set, want)                           \
+    do {                                                    \
+        d = d0;                                             \
+        memcpy(bp, pos, sizeof bp);                         \
+        memcpy(bm, mass, sizeof bm);                        \
+        memcpy(bt, tets, sizeof bt);                        \
+        field_set;                                          \
+        EXPECT_ERR(&S, pbd_add_softbody(w, &d, &ob), want); \
+    } while (0)
+#define SB_FAILS2(field_set, a, b)                           \
+    do {                                                     \
+        d = d0;                                              \
+        memcpy(bp, pos, sizeof bp);                          \
+        memcpy(bm, mass, sizeof bm);                         \
+        memcpy(bt, tets, sizeof bt);                         \
+        field_set;                                           \
+        EXPECT_ERR2(&S, pbd_add_softbody(w, &d, &ob), a, b); \
+    } while (0)
     SB_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     SB_FAILS(d.tets = NULL, PBD_ERROR_NULL_POINTER);
     SB_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -815,7 +970,10 @@ TEST(errors_softbody) {
 
 TEST(errors_balloon) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     pbd_mesh m;
     float c[3] = {3, 2, 3};
@@ -825,8 +983,10 @@ TEST(errors_balloon) {
     float *bp = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     pbd_object ob;
     pbd_balloon_desc d0 = pbd_balloon_desc_default(), d;
-    d0.cloth.positions = m.positions; d0.cloth.vertex_count = m.vertex_count;
-    d0.cloth.triangles = m.triangles; d0.cloth.triangle_count = nt;
+    d0.cloth.positions = m.positions;
+    d0.cloth.vertex_count = m.vertex_count;
+    d0.cloth.triangles = m.triangles;
+    d0.cloth.triangle_count = nt;
     {
         scene T;
         if (build_scene(&T)) CHECK_OK(pbd_add_balloon(T.w, &d0, &ob));
@@ -834,19 +994,27 @@ TEST(errors_balloon) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_balloon(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_balloon(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define BA_FAILS(field_set, want) do { d = d0; memcpy(bt, m.triangles, sizeof(int) * 3 * nt); memcpy(bp, m.positions, sizeof(float) * 3 * m.vertex_count); field_set; EXPECT_ERR(&S, pbd_add_balloon(w, &d, &ob), want); } while (0)
+#define BA_FAILS(field_set, want)                                    \
+    do {                                                             \
+        d = d0;                                                      \
+        memcpy(bt, m.triangles, sizeof(int) * 3 * nt);               \
+        memcpy(bp, m.positions, sizeof(float) * 3 * m.vertex_count); \
+        field_set;                                                   \
+        EXPECT_ERR(&S, pbd_add_balloon(w, &d, &ob), want);           \
+    } while (0)
     BA_FAILS(d.pressure = 0.0f, PBD_ERROR_INVALID_ARGUMENT);
     BA_FAILS(d.pressure = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
     BA_FAILS(d.pressure = qnan, PBD_ERROR_NOT_FINITE);
     BA_FAILS(d.volume_compliance = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
     BA_FAILS(d.volume_compliance = qnan, PBD_ERROR_NOT_FINITE);
     BA_FAILS(d.volume_stiffness = 3.0f, PBD_ERROR_INVALID_ARGUMENT);
-    BA_FAILS(d.cloth.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED);   /* a hole */
-    BA_FAILS((bt[7] = m.triangles[8], bt[8] = m.triangles[7], d.cloth.triangles = bt), PBD_ERROR_NOT_CLOSED); /* flipped */
+    BA_FAILS(d.cloth.triangle_count = nt - 1, PBD_ERROR_NOT_CLOSED); /* a hole */
+    BA_FAILS((bt[7] = m.triangles[8], bt[8] = m.triangles[7], d.cloth.triangles = bt),
+             PBD_ERROR_NOT_CLOSED); /* flipped */
     BA_FAILS((bp[10] = qnan, d.cloth.positions = bp), PBD_ERROR_NOT_FINITE);
     BA_FAILS(d.cloth.density = -1.0f, PBD_ERROR_NEGATIVE_MASS);
     BA_FAILS(d.cloth.positions = NULL, PBD_ERROR_NULL_POINTER);
-    {   /* an open grid is not closed */
+    { /* an open grid is not closed */
         pbd_mesh g;
         float o[3] = {3, 3, 3}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
         CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &g));
@@ -865,27 +1033,46 @@ TEST(errors_balloon) {
 /* ---- colliders ------------------------------------------------------------------------------ */
 TEST(errors_colliders) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     pbd_collider c;
-    float p[3] = {0, 1, 0}, up[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, nan3[3] = {0, qnan, 0},
-          inf3[3] = {pinf, 0, 0}, he[3] = {0.1f, 0.2f, 0.3f}, rot[4] = {0, 0, 0, 1}, qz[4] = {0, 0, 0, 0},
-          qn[4] = {0, 0, qnan, 1}, b[3] = {0, 2, 0};
+    float p[3] = {0, 1, 0}, up[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, nan3[3] = {0, qnan, 0}, inf3[3] = {pinf, 0, 0},
+          he[3] = {0.1f, 0.2f, 0.3f}, rot[4] = {0, 0, 0, 1}, qz[4] = {0, 0, 0, 0}, qn[4] = {0, 0, qnan, 1},
+          b[3] = {0, 2, 0};
     pbd_collider_desc d0 = pbd_collider_desc_default(), d;
-    d0.shape = PBD_COLLIDER_SPHERE; d0.radius = 0.2f; d0.half_height = 0.3f;
+    d0.shape = PBD_COLLIDER_SPHERE;
+    d0.radius = 0.2f;
+    d0.half_height = 0.3f;
     d0.half_extents[0] = d0.half_extents[1] = d0.half_extents[2] = 0.2f;
     d0.position[1] = 1;
     {
         scene T;
         if (build_scene(&T)) {
-            for (int s = 0; s < 4; ++s) { d = d0; d.shape = (pbd_collider_shape)s; CHECK_OK(pbd_add_collider(T.w, &d, &c)); }
+            for (int s = 0; s < 4; ++s) {
+                d = d0;
+                d.shape = (pbd_collider_shape)s;
+                CHECK_OK(pbd_add_collider(T.w, &d, &c));
+            }
         }
         pbd_world_destroy(T.w);
     }
     EXPECT_NULL_WORLD(&S, pbd_add_collider(NULL, &d0, &c));
     EXPECT_ERR(&S, pbd_add_collider(w, NULL, &c), PBD_ERROR_NULL_POINTER);
-#define CO_FAILS(field_set, want) do { d = d0; field_set; EXPECT_ERR(&S, pbd_add_collider(w, &d, &c), want); } while (0)
-#define CO_FAILS2(field_set, a, b) do { d = d0; field_set; EXPECT_ERR2(&S, pbd_add_collider(w, &d, &c), a, b); } while (0)
+#define CO_FAILS(field_set, want)                          \
+    do {                                                   \
+        d = d0;                                            \
+        field_set;                                         \
+        EXPECT_ERR(&S, pbd_add_collider(w, &d, &c), want); \
+    } while (0)
+#define CO_FAILS2(field_set, a, b)                          \
+    do {                                                    \
+        d = d0;                                             \
+        field_set;                                          \
+        EXPECT_ERR2(&S, pbd_add_collider(w, &d, &c), a, b); \
+    } while (0)
     CO_FAILS(d.shape = (pbd_collider_shape)4, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.shape = (pbd_collider_shape)-1, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.position[2] = qnan, PBD_ERROR_NOT_FINITE);
@@ -895,12 +1082,15 @@ TEST(errors_colliders) {
     CO_FAILS2(d.radius = 0.0f, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
     CO_FAILS2(d.radius = -1.0f, PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
     CO_FAILS2((d.shape = PBD_COLLIDER_CAPSULE, d.radius = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
-    CO_FAILS2((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = -0.1f), PBD_ERROR_INVALID_ARGUMENT,
+              PBD_ERROR_DEGENERATE);
     CO_FAILS((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = qnan), PBD_ERROR_NOT_FINITE);
-    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[1] = -0.1f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[1] = -0.1f), PBD_ERROR_INVALID_ARGUMENT,
+              PBD_ERROR_DEGENERATE);
     CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[2] = 0.0f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
     CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.half_extents[0] = pinf), PBD_ERROR_NOT_FINITE);
-    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.rotation[3] = 0.0f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE); /* zero quaternion */
+    CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.rotation[3] = 0.0f), PBD_ERROR_INVALID_ARGUMENT,
+              PBD_ERROR_DEGENERATE); /* zero quaternion */
     CO_FAILS(d.static_friction = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.dynamic_friction = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS((d.static_friction = 0.2f, d.dynamic_friction = 0.3f), PBD_ERROR_INVALID_ARGUMENT);
@@ -932,7 +1122,8 @@ TEST(errors_colliders) {
     EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, NULL, 0.1f, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
     EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, nan3, 0.1f, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
     EXPECT_ERR(&S, pbd_add_collider_capsule(w, inf3, b, 0.1f, 0.5f, NULL), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR2(&S, pbd_add_collider_capsule(w, p, b, -0.1f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+    EXPECT_ERR2(&S, pbd_add_collider_capsule(w, p, b, -0.1f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                PBD_ERROR_DEGENERATE);
     EXPECT_ERR(&S, pbd_add_collider_capsule(w, p, b, 0.1f, qnan, NULL), PBD_ERROR_NOT_FINITE);
     EXPECT_NULL_WORLD(&S, pbd_add_collider_box(NULL, p, he, rot, 0.5f, NULL));
     EXPECT_ERR(&S, pbd_add_collider_box(w, NULL, he, rot, 0.5f, NULL), PBD_ERROR_NULL_POINTER);
@@ -943,7 +1134,8 @@ TEST(errors_colliders) {
     EXPECT_ERR2(&S, pbd_add_collider_box(w, p, he, qz, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
     {
         float hneg[3] = {0.1f, -0.2f, 0.3f};
-        EXPECT_ERR2(&S, pbd_add_collider_box(w, p, hneg, rot, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
+        EXPECT_ERR2(&S, pbd_add_collider_box(w, p, hneg, rot, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                    PBD_ERROR_DEGENERATE);
     }
     EXPECT_ERR(&S, pbd_add_collider_box(w, p, he, rot, -0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     /* existing colliders */
@@ -988,19 +1180,28 @@ TEST(errors_isometric_rest) {
     CHECK_RESULT(pbd_isometric_bending_rest(NULL, out), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_isometric_bending_rest(ok, NULL), PBD_ERROR_NULL_POINTER);
     float b[12];
-    memcpy(b, ok, sizeof b); b[4] = NAN;
+    memcpy(b, ok, sizeof b);
+    b[4] = NAN;
     CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_NOT_FINITE);
-    memcpy(b, ok, sizeof b); b[9] = INFINITY;
+    memcpy(b, ok, sizeof b);
+    b[9] = INFINITY;
     CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_NOT_FINITE);
-    memcpy(b, ok, sizeof b); b[6] = 2; b[7] = 0; b[8] = 0; /* wing on the edge line */
+    memcpy(b, ok, sizeof b);
+    b[6] = 2;
+    b[7] = 0;
+    b[8] = 0; /* wing on the edge line */
     CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_DEGENERATE);
-    memcpy(b, ok, sizeof b); b[3] = 0; /* zero-length edge */
+    memcpy(b, ok, sizeof b);
+    b[3] = 0; /* zero-length edge */
     CHECK_RESULT(pbd_isometric_bending_rest(b, out), PBD_ERROR_DEGENERATE);
     CHECK(memcmp(saved, out, sizeof out) == 0); /* failures wrote nothing */
 }
 
 /* ---- running out of memory half-way leaves the world as it was --------------------------- */
-typedef struct budget { long left; long live; } budget;
+typedef struct budget {
+    long left;
+    long live;
+} budget;
 static void *budget_alloc(void *user, size_t size) {
     budget *b = (budget *)user;
     if (b->left <= 0) return NULL;
@@ -1010,12 +1211,17 @@ static void *budget_alloc(void *user, size_t size) {
 }
 static void budget_free(void *user, void *p) {
     budget *b = (budget *)user;
-    if (p) { b->live--; free(p); }
+    if (p) {
+        b->live--;
+        free(p);
+    }
 }
 TEST(errors_out_of_memory_leaves_world_unchanged) {
     budget B = {1000000, 0};
     pbd_world_desc d = pbd_world_desc_default();
-    d.allocator.alloc = budget_alloc; d.allocator.free = budget_free; d.allocator.user = &B;
+    d.allocator.alloc = budget_alloc;
+    d.allocator.free = budget_free;
+    d.allocator.user = &B;
     d.log = count_log;
     B.left = 0;
     pbd_world *w = NULL;
@@ -1029,7 +1235,8 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
     S.w = w;
     float pp[6] = {0, 1, 0, 1, 1, 0};
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pp; pd.count = 2;
+    pd.positions = pp;
+    pd.count = 2;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     for (int i = 0; i < 2; ++i) CHECK_OK(pbd_world_step(w, 1.0f / 60));
@@ -1047,7 +1254,11 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
         B.left = k;
         pbd_result res = pbd_add_cloth(w, &c, &ob);
         B.left = 1000000;
-        if (res == PBD_OK) { ok = 1; free(before.snap); break; }
+        if (res == PBD_OK) {
+            ok = 1;
+            free(before.snap);
+            break;
+        }
         CHECK_MSG(res == PBD_ERROR_OUT_OF_MEMORY, "with %d allocations allowed: %s", k, pbd_result_string(res));
         check_error(w, &before, res, PBD_ERROR_OUT_OF_MEMORY, PBD_ERROR_OUT_OF_MEMORY, 0, logs, 1,
                     "pbd_add_cloth out of memory", __FILE__, __LINE__);
@@ -1059,20 +1270,23 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
     float sc[3] = {0, 0, 0};
     int di[2] = {r.first, r.first + 1};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = di;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 1;
+    cd.indices = di;
     pbd_group g;
-#define OOM_LOOP(expr)                                                                          \
-    for (k = 0, ok = 0; k < 50 && !ok; ++k) {                                                   \
-        world_state before = take_state(w);                                                     \
-        int logs = log_calls;                                                                   \
-        B.left = k;                                                                             \
-        pbd_result res = (expr);                                                                \
-        B.left = 1000000;                                                                       \
-        if (res == PBD_OK) ok = 1;                                                              \
-        else check_error(w, &before, res, PBD_ERROR_OUT_OF_MEMORY, PBD_ERROR_OUT_OF_MEMORY, 0,  \
-                         logs, 1, #expr, __FILE__, __LINE__);                                   \
-        free(before.snap);                                                                      \
-    }                                                                                           \
+#define OOM_LOOP(expr)                                                                                        \
+    for (k = 0, ok = 0; k < 50 && !ok; ++k) {                                                                 \
+        world_state before = take_state(w);                                                                   \
+        int logs = log_calls;                                                                                 \
+        B.left = k;                                                                                           \
+        pbd_result res = (expr);                                                                              \
+        B.left = 1000000;                                                                                     \
+        if (res == PBD_OK) ok = 1;                                                                            \
+        else                                                                                                  \
+            check_error(w, &before, res, PBD_ERROR_OUT_OF_MEMORY, PBD_ERROR_OUT_OF_MEMORY, 0, logs, 1, #expr, \
+                        __FILE__, __LINE__);                                                                  \
+        free(before.snap);                                                                                    \
+    }                                                                                                         \
     CHECK(ok)
     OOM_LOOP(pbd_add_collider_sphere(w, sc, 0.2f, 0.5f, NULL));
     OOM_LOOP(pbd_add_constraints(w, &cd, &g));
@@ -1092,7 +1306,10 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
 /* ---- last error and the log --------------------------------------------------------------- */
 TEST(errors_last_error_and_log) {
     scene S;
-    if (!build_scene(&S)) { pbd_world_destroy(S.w); return; }
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
     pbd_world *w = S.w;
     int before = log_calls;
     CHECK_RESULT(pbd_world_step(w, -1.0f), PBD_ERROR_INVALID_TIME_STEP);
@@ -1117,18 +1334,18 @@ TEST(errors_last_error_and_log) {
    (CONVENTIONS, Lists): (out, max, *count); (NULL, 0, &n) sizes the list;
    a short buffer is no error and still reports the full length; count is
    required; max < 0, or max > 0 with no buffer, is refused with a message. */
-#define LIST_CONVENTION(w, CALL)                                                                 \
-    do {                                                                                         \
-        int n_ = -1, k_ = -1;                                                                    \
-        CHECK_OK(CALL(NULL, 0, &n_));                                                            \
-        CHECK_MSG(n_ > 1, "%s: %d items, the scene should give several", #CALL, n_);             \
-        for (int i_ = 0; i_ < (int)(sizeof buf / sizeof buf[0]); ++i_) buf[i_] = -7;             \
-        CHECK_OK(CALL(buf, 1, &k_));                                                             \
-        CHECK_MSG(k_ == n_, "%s: a short buffer reported %d of %d", #CALL, k_, n_);              \
+#define LIST_CONVENTION(w, CALL)                                                                     \
+    do {                                                                                             \
+        int n_ = -1, k_ = -1;                                                                        \
+        CHECK_OK(CALL(NULL, 0, &n_));                                                                \
+        CHECK_MSG(n_ > 1, "%s: %d items, the scene should give several", #CALL, n_);                 \
+        for (int i_ = 0; i_ < (int)(sizeof buf / sizeof buf[0]); ++i_) buf[i_] = -7;                 \
+        CHECK_OK(CALL(buf, 1, &k_));                                                                 \
+        CHECK_MSG(k_ == n_, "%s: a short buffer reported %d of %d", #CALL, k_, n_);                  \
         CHECK_MSG(buf[0] != -7 && buf[ITEM_MAX] == -7, "%s: wrote no item or more than one", #CALL); \
-        CHECK_WORLD_ERROR(w, CALL(buf, -1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");             \
-        CHECK_WORLD_ERROR(w, CALL(NULL, 1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");             \
-        CHECK_WORLD_ERROR(w, CALL(buf, n_, NULL), PBD_ERROR_NULL_POINTER, "count");              \
+        CHECK_WORLD_ERROR(w, CALL(buf, -1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");                 \
+        CHECK_WORLD_ERROR(w, CALL(NULL, 1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");                 \
+        CHECK_WORLD_ERROR(w, CALL(buf, n_, NULL), PBD_ERROR_NULL_POINTER, "count");                  \
     } while (0)
 enum { ITEM_MAX = 4 }; /* ints in the largest item (a self-contact quadruple) */
 
@@ -1143,14 +1360,22 @@ TEST(errors_lists_follow_one_convention) {
     CHECK_OK(pbd_pin(w, cloth.particles.first));
     CHECK_OK(pbd_pin(w, cloth.particles.first + 5));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = cloth.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.object = cloth.id;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
     CHECK_OK(pbd_object_enable_tearing(w, &td));
     int surface = -1;
     CHECK_OK(pbd_add_cloth_self_collision(w, &cloth, &cd, 0.2f, &surface)); /* thick: candidates at rest */
     float fp[3 * 8];
-    for (int i = 0; i < 8; ++i) { fp[3 * i] = 2.0f + 0.05f * (float)(i % 2); fp[3 * i + 1] = 0.05f * (float)(i / 4); fp[3 * i + 2] = 0.05f * (float)((i / 2) % 2); }
+    for (int i = 0; i < 8; ++i) {
+        fp[3 * i] = 2.0f + 0.05f * (float)(i % 2);
+        fp[3 * i + 1] = 0.05f * (float)(i / 4);
+        fp[3 * i + 2] = 0.05f * (float)((i / 2) % 2);
+    }
     pbd_fluid_desc fd = pbd_fluid_desc_default();
-    fd.positions = fp; fd.count = 8; fd.spacing = 0.05f;
+    fd.positions = fp;
+    fd.count = 8;
+    fd.spacing = 0.05f;
     pbd_fluid fluid;
     CHECK_OK(pbd_add_fluid(w, &fd, &fluid, NULL));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));

@@ -40,7 +40,7 @@ TEST(fluid_wall_density_is_the_kernel_integral) {
     float d;
     CHECK(pbd__wall_phi(-1.5f * h, h, &d) == 1.0f && d == 0.0f); /* deep inside: the whole kernel */
     CHECK(pbd__wall_phi(1.0f * h, h, &d) == 0.0f && d == 0.0f);  /* beyond h: nothing */
-    CHECK(fabsf(pbd__wall_phi(0, h, &d) - 0.5f) < 1e-6f);      /* on the surface: half */
+    CHECK(fabsf(pbd__wall_phi(0, h, &d) - 0.5f) < 1e-6f);        /* on the surface: half */
 }
 
 /* One fluid particle at distance s below a flat face of each collider

@@ -9,7 +9,8 @@
 
 /* A tank [0, size] x [0, inf) x [0, size] of plane colliders. */
 static void add_tank(pbd_world *w, float sx, float sz, float friction) {
-    float planes[5][6] = {{0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
+    float planes[5][6] = {
+        {0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {sx, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, sz, 0, 0, -1}};
     for (int k = 0; k < 5; ++k) CHECK_OK(pbd_add_collider_plane(w, planes[k], planes[k] + 3, friction, NULL));
 }
 
@@ -70,7 +71,8 @@ TEST(fluid_resting_column_reaches_rest_density) {
     CHECK_MSG(worst < 0.02, "max density error %.4f", worst);
     CHECK_MSG(mean < 0.005, "mean density error %.4f", mean);
     CHECK_MSG(sqrt(v2 / N) < 0.05, "rms speed %.4f m/s", sqrt(v2 / N));
-    CHECK_MSG(top > 0.9f * NY * d && top < 1.1f * NY * d, "column height %.3f m, rest %.3f m", (double)top, (double)(NY * d));
+    CHECK_MSG(top > 0.9f * NY * d && top < 1.1f * NY * d, "column height %.3f m, rest %.3f m", (double)top,
+              (double)(NY * d));
     pbd_world_destroy(w);
 }
 
@@ -223,7 +225,9 @@ TEST(fluid_density_projection_keeps_momentum) {
             float m;
             pbd_get_mass(w, i, &m);
             for (int a = 0; a < 3; ++a) (pass ? m1 : m0)[a] += (double)m * v[4 * i + a];
-            if (pass) scale += m * sqrt((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] + (double)v[4 * i + 2] * v[4 * i + 2]);
+            if (pass)
+                scale += m * sqrt((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] +
+                                  (double)v[4 * i + 2] * v[4 * i + 2]);
         }
         if (!pass)
             for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -385,7 +389,9 @@ TEST(fluid_walls_threads_and_simd_bit_identical) {
     for (int k = 0; k < 3; ++k) pbd_world_destroy(w[k]);
 }
 
-static int cmp_int(const void *a, const void *b) { return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b); }
+static int cmp_int(const void *a, const void *b) {
+    return (*(const int *)a > *(const int *)b) - (*(const int *)a < *(const int *)b);
+}
 
 /* The neighbour lists of the fluid passes (built by the fast path: one
    candidate gather per cell, 16-wide distance tests, compressed writes;
@@ -472,15 +478,15 @@ static unsigned char *snap(const pbd_world *w, size_t *n) {
     if (pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
     return b;
 }
-#define EXPECT_UNCHANGED(w, expr, want)                                                    \
-    do {                                                                                  \
-        size_t n0_, n1_;                                                                  \
-        unsigned char *s0_ = snap(w, &n0_);                                               \
-        CHECK_RESULT(expr, want);                                                         \
-        unsigned char *s1_ = snap(w, &n1_);                                               \
+#define EXPECT_UNCHANGED(w, expr, want)                                                                \
+    do {                                                                                               \
+        size_t n0_, n1_;                                                                               \
+        unsigned char *s0_ = snap(w, &n0_);                                                            \
+        CHECK_RESULT(expr, want);                                                                      \
+        unsigned char *s1_ = snap(w, &n1_);                                                            \
         CHECK_MSG(n0_ > 0 && n0_ == n1_ && memcmp(s0_, s1_, n0_) == 0, "%s changed the world", #expr); \
-        free(s0_);                                                                        \
-        free(s1_);                                                                        \
+        free(s0_);                                                                                     \
+        free(s1_);                                                                                     \
     } while (0)
 
 TEST(fluid_bad_input_changes_nothing) {
@@ -492,37 +498,53 @@ TEST(fluid_bad_input_changes_nothing) {
     good.positions = p;
     good.count = 27;
     float nan = NAN;
-    d = good; d.rest_density = 0;
+    d = good;
+    d.rest_density = 0;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.rest_density = -1000;
+    d = good;
+    d.rest_density = -1000;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NEGATIVE_MASS);
-    d = good; d.rest_density = nan;
+    d = good;
+    d.rest_density = nan;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NOT_FINITE);
-    d = good; d.spacing = 0;
+    d = good;
+    d.spacing = 0;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.spacing = -0.05f;
+    d = good;
+    d.spacing = -0.05f;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.spacing = INFINITY;
+    d = good;
+    d.spacing = INFINITY;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NOT_FINITE);
-    d = good; d.spacing = 1e-20f; /* mass rho_0 d^3 underflows */
+    d = good;
+    d.spacing = 1e-20f; /* mass rho_0 d^3 underflows */
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_DEGENERATE);
-    d = good; d.kernel_radius = 0.5f * good.spacing;
+    d = good;
+    d.kernel_radius = 0.5f * good.spacing;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.kernel_radius = 5.0f * good.spacing;
+    d = good;
+    d.kernel_radius = 5.0f * good.spacing;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.viscosity = 2;
+    d = good;
+    d.viscosity = 2;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.relaxation = -1;
+    d = good;
+    d.relaxation = -1;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.scorr_dq = 1.5f;
+    d = good;
+    d.scorr_dq = 1.5f;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.count = 0;
+    d = good;
+    d.count = 0;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.count = -5;
+    d = good;
+    d.count = -5;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    d = good; d.count = 0x7fffffff; /* overflow of the particle count */
+    d = good;
+    d.count = 0x7fffffff; /* overflow of the particle count */
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_OVERFLOW);
-    d = good; d.positions = NULL;
+    d = good;
+    d.positions = NULL;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER);
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, NULL, NULL, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_add_fluid(NULL, &good, NULL, NULL), PBD_ERROR_NULL_POINTER);

@@ -21,13 +21,18 @@ static void fzt_reseal(unsigned char *buf, size_t size) {
 }
 
 /* An allocator that refuses requests above 64 MB and records the largest. */
-typedef struct fzt_alloc { size_t largest; } fzt_alloc;
+typedef struct fzt_alloc {
+    size_t largest;
+} fzt_alloc;
 static void *fzt_malloc(void *user, size_t size) {
     fzt_alloc *a = (fzt_alloc *)user;
     if (size > a->largest) a->largest = size;
     return size > ((size_t)64 << 20) ? NULL : malloc(size);
 }
-static void fzt_free(void *user, void *p) { (void)user; free(p); }
+static void fzt_free(void *user, void *p) {
+    (void)user;
+    free(p);
+}
 
 /* fuzz_restore: a snapshot whose group count is far beyond what its bytes
    can hold made restore allocate (and zero) count * sizeof(group) bytes,
@@ -36,21 +41,27 @@ static void fzt_free(void *user, void *p) { (void)user; free(p); }
 TEST(fuzz_restore_group_count_beyond_the_bytes) {
     fzt_alloc A = {0};
     pbd_world_desc d = pbd_world_desc_default();
-    d.allocator.alloc = fzt_malloc; d.allocator.free = fzt_free; d.allocator.user = &A;
+    d.allocator.alloc = fzt_malloc;
+    d.allocator.free = fzt_free;
+    d.allocator.user = &A;
     pbd_world *w = NULL;
     CHECK_OK(pbd_world_create(&d, &w));
     if (!w) return;
     float xyz[6] = {0, 1, 0, 1, 1, 0};
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = xyz; pd.count = 2;
+    pd.positions = xyz;
+    pd.count = 2;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     int pair[2] = {r.first, r.first + 1};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = pair;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 1;
+    cd.indices = pair;
     CHECK_OK(pbd_add_constraints(w, &cd, NULL));
     size_t n = pbd_world_snapshot_size(w);
-    unsigned char *snap = (unsigned char *)malloc(n), *forged = (unsigned char *)malloc(n), *after = (unsigned char *)malloc(n);
+    unsigned char *snap = (unsigned char *)malloc(n), *forged = (unsigned char *)malloc(n),
+                  *after = (unsigned char *)malloc(n);
     CHECK_OK(pbd_world_save(w, snap, n));
     /* the group count follows magic, version, gravity, 5 ints, damping,
        Jacobi switch and relaxation, time (double) and the particle count */
@@ -129,11 +140,13 @@ TEST(fuzz_voxelize_box_beyond_int) {
     CHECK_OK(pbd_mesh_sphere(1, c, 0.5f, &m));
     float origin[3];
     int count = -1;
-    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-4f, origin, NULL, 0, &count),
-                 PBD_ERROR_OVERFLOW);
+    CHECK_RESULT(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-4f, origin, NULL, 0, &count),
+        PBD_ERROR_OVERFLOW);
     CHECK(count == -1);
     /* the same mesh at a sane spacing still voxelises */
-    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.1f, origin, NULL, 0, &count));
+    CHECK_OK(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.1f, origin, NULL, 0, &count));
     CHECK(count > 0);
     pbd_mesh_free(&m);
 }
@@ -149,12 +162,15 @@ TEST(fuzz_restore_negative_rest_length) {
     if (!w) return;
     float xyz[6] = {0, 1, 0, 0, 1.625f, 0}; /* 0.625 m apart, exactly */
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = xyz; pd.count = 2;
+    pd.positions = xyz;
+    pd.count = 2;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     int pair[2] = {r.first, r.first + 1};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = pair;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 1;
+    cd.indices = pair;
     CHECK_OK(pbd_add_constraints(w, &cd, NULL));
     size_t n = pbd_world_snapshot_size(w);
     unsigned char *snap = (unsigned char *)malloc(n), *after = (unsigned char *)malloc(n);
@@ -164,7 +180,10 @@ TEST(fuzz_restore_negative_rest_length) {
     size_t at = 0;
     int found = 0;
     for (size_t i = 0; i + 4 <= n - 8; ++i)
-        if (!memcmp(snap + i, &half, 4)) { at = i; ++found; }
+        if (!memcmp(snap + i, &half, 4)) {
+            at = i;
+            ++found;
+        }
     CHECK(found == 1);
     memcpy(snap + at, &bad, 4);
     fzt_reseal(snap, n);

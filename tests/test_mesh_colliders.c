@@ -169,7 +169,8 @@ TEST(mesh_colliders_sdf_grid_matches_sphere) {
             if (dn > worst_n) worst_n = dn;
         }
     }
-    printf("    SDF grid (cell %.4g m) vs analytic sphere: max error %.3g m, max 1 - cos(normal) %.3g\n", cell, worst, worst_n);
+    printf("    SDF grid (cell %.4g m) vs analytic sphere: max error %.3g m, max 1 - cos(normal) %.3g\n", cell, worst,
+           worst_n);
     CHECK(worst < cell);
     CHECK(worst_n < 0.02);
     pbd_mesh_free(&s);
@@ -198,8 +199,10 @@ static double mc_slope(int resolution, double theta_deg, float mu, double second
         m.positions[3 * i + 1] = sn * x + cs * y;
     }
     pbd_mesh_collider_desc cd = mc_desc(&slab, resolution, mu);
-    cd.rotation[0] = 0; cd.rotation[1] = 0;
-    cd.rotation[2] = (float)sin(th / 2); cd.rotation[3] = (float)cos(th / 2);
+    cd.rotation[0] = 0;
+    cd.rotation[1] = 0;
+    cd.rotation[2] = (float)sin(th / 2);
+    cd.rotation[3] = (float)cos(th / 2);
     int ok = pbd_add_collider_mesh(w, &cd, NULL) == PBD_OK;
     pbd_softbody_desc sd = pbd_softbody_desc_default();
     sd.positions = m.positions;
@@ -260,9 +263,12 @@ TEST(mesh_colliders_moving_platform_carries) {
         pbd_collider c;
         CHECK_OK(pbd_add_collider_mesh(w, &cd, &c));
         pbd_softbody_desc sd = pbd_softbody_desc_default();
-        sd.positions = m.positions; sd.vertex_count = m.vertex_count;
-        sd.tets = m.tets; sd.tet_count = m.tet_count;
-        sd.edge_compliance = 0.0f; sd.radius = 0.01f;
+        sd.positions = m.positions;
+        sd.vertex_count = m.vertex_count;
+        sd.tets = m.tets;
+        sd.tet_count = m.tet_count;
+        sd.edge_compliance = 0.0f;
+        sd.radius = 0.01f;
         pbd_object box;
         CHECK_OK(pbd_add_softbody(w, &sd, &box));
         for (int s = 0; s < 15; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -271,7 +277,10 @@ TEST(mesh_colliders_moving_platform_carries) {
         for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (box.particles.first + i)] / m.vertex_count;
         for (int s = 0; s < 60; ++s) {
             double dt = 1.0 / 60.0;
-            if (s < 30) { px += vx * dt + dt * dt; vx += 2.0 * dt; } else px += vx * dt;
+            if (s < 30) {
+                px += vx * dt + dt * dt;
+                vx += 2.0 * dt;
+            } else px += vx * dt;
             float p[3] = {(float)px, 0, 0};
             CHECK_OK(pbd_collider_set_pose(w, c, p, NULL));
             CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -283,7 +292,8 @@ TEST(mesh_colliders_moving_platform_carries) {
             }
         }
         for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (box.particles.first + i)] / m.vertex_count;
-        printf("    %s platform moved %.3g m, the box on it %.3g m, deepest %.2g m\n", res ? "grid" : "BVH", px, c1 - c0, -worst);
+        printf("    %s platform moved %.3g m, the box on it %.3g m, deepest %.2g m\n", res ? "grid" : "BVH", px,
+               c1 - c0, -worst);
         CHECK_NEAR(c1 - c0, px, 0.03);
         CHECK(worst > -2e-3);
         pbd_mesh_free(&slab);
@@ -309,7 +319,10 @@ TEST(mesh_colliders_no_tunnelling) {
         CHECK_OK(pbd_add_collider_mesh(w, &cd, NULL));
         pbd_particles_desc pd = pbd_particles_desc_default();
         float x0[3] = {0.1f, 1.0f, 0.2f}, v0[3] = {0, -100.0f, 0};
-        pd.positions = x0; pd.velocities = v0; pd.count = 1; pd.radius = 0.01f;
+        pd.positions = x0;
+        pd.velocities = v0;
+        pd.count = 1;
+        pd.radius = 0.01f;
         CHECK_OK(pbd_add_particles(w, &pd, NULL));
         double lowest = 1e9;
         for (int s = 0; s < 30; ++s) {
@@ -317,7 +330,11 @@ TEST(mesh_colliders_no_tunnelling) {
             double y = pbd_world_positions(w)[1];
             if (y < lowest) lowest = y;
         }
-        printf("    %s: lowest y %.4g (surface at 0)\n", kind == 0 ? "open wall" : kind == 1 ? "box BVH" : "box grid", lowest);
+        printf("    %s: lowest y %.4g (surface at 0)\n",
+               kind == 0   ? "open wall"
+               : kind == 1 ? "box BVH"
+                           : "box grid",
+               lowest);
         CHECK(lowest > 0.005);
         pbd_mesh_free(&m);
         pbd_world_destroy(w);
@@ -367,7 +384,10 @@ TEST(mesh_colliders_snapshot_and_threads) {
     int nn = pbd_world_particle_count(w);
     CHECK(memcmp(pbd_world_positions(w), pbd_world_positions(w2), sizeof(float) * 4 * (size_t)nn) == 0);
     free(buf);
-    pbd_mesh_free(&s); pbd_mesh_free(&c); pbd_mesh_free(&s2); pbd_mesh_free(&c2);
+    pbd_mesh_free(&s);
+    pbd_mesh_free(&c);
+    pbd_mesh_free(&s2);
+    pbd_mesh_free(&c2);
     pbd_world_destroy(w);
     pbd_world_destroy(w2);
 }
@@ -388,7 +408,14 @@ TEST(mesh_colliders_bad_input) {
     /* three triangles on edge 0-1: non-manifold */
     float fan[15] = {0, 0, 0, 1, 0, 0, 0.5f, 1, 0, 0.5f, -1, 0, 0.5f, 0, 1};
     int fant[9] = {0, 1, 2, 1, 0, 3, 0, 1, 4};
-    struct { const float *p; int nv; const int *t; int nt; int res; pbd_result want; } cases[] = {
+    struct {
+        const float *p;
+        int nv;
+        const int *t;
+        int nt;
+        int res;
+        pbd_result want;
+    } cases[] = {
         {NULL, 4, two, 2, 0, PBD_ERROR_NULL_POINTER},
         {quad, 4, NULL, 2, 0, PBD_ERROR_NULL_POINTER},
         {fin, 4, two, 2, 0, PBD_ERROR_NOT_FINITE},
@@ -398,19 +425,23 @@ TEST(mesh_colliders_bad_input) {
         {fan, 5, fant, 3, 0, PBD_ERROR_INVALID_ARGUMENT},
         {quad, 4, two, 0, 0, PBD_ERROR_INVALID_ARGUMENT},
         {quad, 2, two, 2, 0, PBD_ERROR_INVALID_ARGUMENT},
-        {quad, 4, two, 2, 16, PBD_ERROR_NOT_CLOSED},   /* a grid needs a closed mesh */
-        {s.positions, s.vertex_count, s.triangles, s.triangle_count, 1, PBD_ERROR_INVALID_ARGUMENT},  /* a grid of 1 cell */
+        {quad, 4, two, 2, 16, PBD_ERROR_NOT_CLOSED}, /* a grid needs a closed mesh */
+        {s.positions, s.vertex_count, s.triangles, s.triangle_count, 1,
+         PBD_ERROR_INVALID_ARGUMENT}, /* a grid of 1 cell */
         {s.positions, s.vertex_count, s.triangles, s.triangle_count, -3, PBD_ERROR_INVALID_ARGUMENT},
         {s.positions, s.vertex_count, s.triangles, s.triangle_count, 513, PBD_ERROR_INVALID_ARGUMENT},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         pbd_mesh_collider_desc d = pbd_mesh_collider_desc_default();
-        d.positions = cases[k].p; d.vertex_count = cases[k].nv;
-        d.triangles = cases[k].t; d.triangle_count = cases[k].nt;
+        d.positions = cases[k].p;
+        d.vertex_count = cases[k].nv;
+        d.triangles = cases[k].t;
+        d.triangle_count = cases[k].nt;
         d.sdf_resolution = cases[k].res;
         pbd_collider out = -7;
         pbd_result r = pbd_add_collider_mesh(w, &d, &out);
-        CHECK_MSG(r == cases[k].want, "case %d: %s, wanted %s", (int)k, pbd_result_string(r), pbd_result_string(cases[k].want));
+        CHECK_MSG(r == cases[k].want, "case %d: %s, wanted %s", (int)k, pbd_result_string(r),
+                  pbd_result_string(cases[k].want));
         CHECK(out == -7);
     }
     pbd_mesh_collider_desc d = mc_desc(&s, 0, 0.5f);

@@ -7,7 +7,9 @@
 #define PBDT_PI 3.14159265358979323846
 
 static void m_sub(const float *a, const float *b, double *o) {
-    o[0] = (double)a[0] - b[0]; o[1] = (double)a[1] - b[1]; o[2] = (double)a[2] - b[2];
+    o[0] = (double)a[0] - b[0];
+    o[1] = (double)a[1] - b[1];
+    o[2] = (double)a[2] - b[2];
 }
 static void m_cross(const double *a, const double *b, double *o) {
     o[0] = a[1] * b[2] - a[2] * b[1];
@@ -55,14 +57,20 @@ static int indices_in_range(const int *idx, int n, int vertex_count) {
    number of triangles sharing an (undirected) edge, `dup_directed` counts
    directed edges used twice (inconsistent orientation), `unmatched` counts
    directed edges whose reverse does not exist (boundary). */
-typedef struct edge_stats { int max_use, dup_directed, unmatched, degenerate; } edge_stats;
+typedef struct edge_stats {
+    int max_use, dup_directed, unmatched, degenerate;
+} edge_stats;
 static int cmp_ll(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return x < y ? -1 : x > y;
 }
 static int count_key(const long long *sorted, int n, long long key) {
     int lo = 0, hi = n; /* first >= key */
-    while (lo < hi) { int mid = (lo + hi) / 2; if (sorted[mid] < key) lo = mid + 1; else hi = mid; }
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (sorted[mid] < key) lo = mid + 1;
+        else hi = mid;
+    }
     int c = 0;
     while (lo + c < n && sorted[lo + c] == key) ++c;
     return c;
@@ -109,7 +117,10 @@ TEST(mesh_grid_counts_positions_orientation) {
         pbd_mesh m;
         memset(&m, 0, sizeof m);
         CHECK_OK(pbd_mesh_grid(nx, ny, o, u, v, &m));
-        if (!m.positions || !m.triangles) { CHECK(0); continue; }
+        if (!m.positions || !m.triangles) {
+            CHECK(0);
+            continue;
+        }
         CHECK(m.vertex_count == nx * ny);
         CHECK(m.triangle_count == 2 * (nx - 1) * (ny - 1));
         CHECK(m.tet_count == 0);
@@ -141,8 +152,7 @@ TEST(mesh_grid_counts_positions_orientation) {
         CHECK(st.max_use <= 2);
         CHECK(st.dup_directed == 0);
         CHECK(st.degenerate == 0);
-        CHECK_MSG(st.unmatched == 2 * (nx - 1) + 2 * (ny - 1), "%dx%d grid: %d boundary edges", nx,
-                  ny, st.unmatched);
+        CHECK_MSG(st.unmatched == 2 * (nx - 1) + 2 * (ny - 1), "%dx%d grid: %d boundary edges", nx, ny, st.unmatched);
         /* alternating diagonals: both diagonal directions occur on larger grids */
         if (nx >= 3 && ny >= 3) {
             int d0 = 0, d1 = 0;
@@ -151,7 +161,8 @@ TEST(mesh_grid_counts_positions_orientation) {
                     int a = m.triangles[3 * t + k], b = m.triangles[3 * t + (k + 1) % 3];
                     int ai = a % nx, aj = a / nx, bi = b % nx, bj = b / nx;
                     if (ai != bi && aj != bj) {
-                        if ((bi - ai) * (bj - aj) > 0) d0++; else d1++;
+                        if ((bi - ai) * (bj - aj) > 0) d0++;
+                        else d1++;
                     }
                 }
             CHECK_MSG(d0 > 0 && d1 > 0, "%dx%d grid: diagonals do not alternate (%d / %d)", nx, ny, d0, d1);
@@ -169,9 +180,21 @@ static int cmp_int3(const void *a, const void *b) {
 }
 static void sort3(int *f) {
     int t;
-    if (f[0] > f[1]) { t = f[0]; f[0] = f[1]; f[1] = t; }
-    if (f[1] > f[2]) { t = f[1]; f[1] = f[2]; f[2] = t; }
-    if (f[0] > f[1]) { t = f[0]; f[0] = f[1]; f[1] = t; }
+    if (f[0] > f[1]) {
+        t = f[0];
+        f[0] = f[1];
+        f[1] = t;
+    }
+    if (f[1] > f[2]) {
+        t = f[1];
+        f[1] = f[2];
+        f[2] = t;
+    }
+    if (f[0] > f[1]) {
+        t = f[0];
+        f[0] = f[1];
+        f[1] = t;
+    }
 }
 
 TEST(mesh_tet_box_counts_volumes_surface) {
@@ -184,7 +207,10 @@ TEST(mesh_tet_box_counts_volumes_surface) {
         pbd_mesh m;
         memset(&m, 0, sizeof m);
         CHECK_OK(pbd_mesh_tet_box(nx, ny, nz, lo, hi, &m));
-        if (!m.positions || !m.tets || !m.triangles) { CHECK(0); continue; }
+        if (!m.positions || !m.tets || !m.triangles) {
+            CHECK(0);
+            continue;
+        }
         CHECK(m.vertex_count == nx * ny * nz);
         CHECK(m.tet_count == 5 * cells);
         int quads = (nx - 1) * (ny - 1) + (ny - 1) * (nz - 1) + (nx - 1) * (nz - 1);
@@ -202,15 +228,16 @@ TEST(mesh_tet_box_counts_volumes_surface) {
                 cell_idx[k] = (int)floor(f + 0.5);
                 if (fabs(f - cell_idx[k]) > 1e-5 || cell_idx[k] < 0 || cell_idx[k] >= n3[k]) off_lattice++;
             }
-            if (cell_idx[0] >= 0 && cell_idx[0] < nx && cell_idx[1] >= 0 && cell_idx[1] < ny &&
-                cell_idx[2] >= 0 && cell_idx[2] < nz)
+            if (cell_idx[0] >= 0 && cell_idx[0] < nx && cell_idx[1] >= 0 && cell_idx[1] < ny && cell_idx[2] >= 0 &&
+                cell_idx[2] < nz)
                 seen[(cell_idx[2] * ny + cell_idx[1]) * nx + cell_idx[0]]++;
         }
         int missing = 0;
         for (int i = 0; i < m.vertex_count; ++i) missing += seen[i] != 1;
         free(seen);
-        CHECK_MSG(off_lattice == 0 && missing == 0, "%dx%dx%d: %d vertices off the lattice, %d lattice points not hit once",
-                  nx, ny, nz, off_lattice, missing);
+        CHECK_MSG(off_lattice == 0 && missing == 0,
+                  "%dx%dx%d: %d vertices off the lattice, %d lattice points not hit once", nx, ny, nz, off_lattice,
+                  missing);
         /* tets: positive, sum to the box */
         double vol = 0, cellv = box / cells;
         int nonpos = 0;
@@ -239,7 +266,10 @@ TEST(mesh_tet_box_counts_volumes_surface) {
             int j = i;
             while (j < nf && cmp_int3(faces + 3 * i, faces + 3 * j) == 0) ++j;
             if (j - i > 2) overused++;
-            if (j - i == 1) { memcpy(bfaces + 3 * nb, faces + 3 * i, 3 * sizeof(int)); nb++; }
+            if (j - i == 1) {
+                memcpy(bfaces + 3 * nb, faces + 3 * i, 3 * sizeof(int));
+                nb++;
+            }
             i = j;
         }
         CHECK_MSG(overused == 0, "%dx%dx%d: %d faces shared by more than two tets", nx, ny, nz, overused);
@@ -250,9 +280,11 @@ TEST(mesh_tet_box_counts_volumes_surface) {
         }
         qsort(sfaces, m.triangle_count, 3 * sizeof(int), cmp_int3);
         CHECK_MSG(nb == m.triangle_count && memcmp(bfaces, sfaces, sizeof(int) * 3 * nb) == 0,
-                  "%dx%dx%d: the surface triangles are not the boundary faces of the tets (%d vs %d)",
-                  nx, ny, nz, m.triangle_count, nb);
-        free(faces); free(bfaces); free(sfaces);
+                  "%dx%dx%d: the surface triangles are not the boundary faces of the tets (%d vs %d)", nx, ny, nz,
+                  m.triangle_count, nb);
+        free(faces);
+        free(bfaces);
+        free(sfaces);
         /* surface: closed, consistently oriented, outward, encloses the box */
         edge_stats st = triangle_edges(m.triangles, m.triangle_count, m.vertex_count);
         CHECK(st.dup_directed == 0 && st.unmatched == 0 && st.max_use == 2 && st.degenerate == 0);
@@ -270,7 +302,10 @@ TEST(mesh_sphere_closed_on_radius) {
         pbd_mesh m;
         memset(&m, 0, sizeof m);
         CHECK_OK(pbd_mesh_sphere(s, centre, r, &m));
-        if (!m.positions || !m.triangles) { CHECK(0); continue; }
+        if (!m.positions || !m.triangles) {
+            CHECK(0);
+            continue;
+        }
         int nt = 20 << (2 * s);
         CHECK(m.triangle_count == nt);
         CHECK(m.vertex_count == nt / 2 + 2); /* Euler: V - E + F = 2 */
@@ -285,8 +320,8 @@ TEST(mesh_sphere_closed_on_radius) {
         CHECK_MSG(off == 0, "subdivisions %d: %d vertices off the radius", s, off);
         edge_stats st = triangle_edges(m.triangles, m.triangle_count, m.vertex_count);
         CHECK_MSG(st.dup_directed == 0 && st.unmatched == 0 && st.max_use == 2 && st.degenerate == 0,
-                  "subdivisions %d: not closed (dup %d, unmatched %d, max use %d)", s, st.dup_directed,
-                  st.unmatched, st.max_use);
+                  "subdivisions %d: not closed (dup %d, unmatched %d, max use %d)", s, st.dup_directed, st.unmatched,
+                  st.max_use);
         /* outward: every normal points away from the centre */
         int inward = 0;
         for (int t = 0; t < m.triangle_count; ++t) {
@@ -337,7 +372,7 @@ TEST(mesh_bad_arguments) {
     CHECK_RESULT(pbd_mesh_tet_box(2, 2, 2, nan3, hi, &m), PBD_ERROR_NOT_FINITE);
     CHECK_RESULT(pbd_mesh_tet_box(2, 2, 2, lo, inf3, &m), PBD_ERROR_NOT_FINITE);
     CHECK_RESULT(pbd_mesh_tet_box(2000, 2000, 2000, lo, hi, &m), PBD_ERROR_OVERFLOW);
-    {   /* an empty box (lo == hi in one axis) has no positive-volume tets */
+    { /* an empty box (lo == hi in one axis) has no positive-volume tets */
         float flat_hi[3] = {1, 0, 1};
         pbd_result r = pbd_mesh_tet_box(2, 2, 2, lo, flat_hi, &m);
         CHECK_MSG(r == PBD_ERROR_DEGENERATE || r == PBD_ERROR_INVALID_ARGUMENT, "flat box returned %s",
@@ -345,12 +380,12 @@ TEST(mesh_bad_arguments) {
         if (r == PBD_OK) pbd_mesh_free(&m);
     }
     /* sphere */
-    {   /* the header does not say which of the two a radius <= 0 is */
+    { /* the header does not say which of the two a radius <= 0 is */
         const float radii[2] = {0.0f, -1.0f};
         for (int i = 0; i < 2; ++i) {
             pbd_result r = pbd_mesh_sphere(1, o, radii[i], &m);
-            CHECK_MSG(r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_DEGENERATE,
-                      "radius %g returned %s", radii[i], pbd_result_string(r));
+            CHECK_MSG(r == PBD_ERROR_INVALID_ARGUMENT || r == PBD_ERROR_DEGENERATE, "radius %g returned %s", radii[i],
+                      pbd_result_string(r));
             if (r == PBD_OK) pbd_mesh_free(&m);
         }
     }

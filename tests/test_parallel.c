@@ -86,13 +86,20 @@ TEST(coloring_overflows_into_a_serial_colour) {
        own colour; 63 fit, the rest go to the overflow colour */
     pbd_world *w = new_world(1, 4);
     float pos[101 * 3];
-    for (int i = 0; i <= 100; ++i) { pos[3 * i] = cosf(0.1f * i) * (i > 0); pos[3 * i + 1] = sinf(0.1f * i) * (i > 0); pos[3 * i + 2] = 0; }
+    for (int i = 0; i <= 100; ++i) {
+        pos[3 * i] = cosf(0.1f * i) * (i > 0);
+        pos[3 * i + 1] = sinf(0.1f * i) * (i > 0);
+        pos[3 * i + 2] = 0;
+    }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
     pd.count = 101;
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
     int idx[200];
-    for (int c = 0; c < 100; ++c) { idx[2 * c] = 0; idx[2 * c + 1] = c + 1; }
+    for (int c = 0; c < 100; ++c) {
+        idx[2 * c] = 0;
+        idx[2 * c + 1] = c + 1;
+    }
     pbd_constraints_desc cd = pbd_constraints_desc_default();
     cd.type = PBD_CONSTRAINT_DISTANCE;
     cd.count = 100;
@@ -137,7 +144,8 @@ TEST(coloring_is_balanced) {
         mn = sizes[c] < mn ? sizes[c] : mn;
     }
     CHECK_MSG(ncol <= 10, "%d colours for a grid's edges", ncol);
-    CHECK_MSG(mx <= 1.1 * total / ncol && mn >= 0.9 * total / ncol, "colour sizes %d..%d, mean %d", mn, mx, total / ncol);
+    CHECK_MSG(mx <= 1.1 * total / ncol && mn >= 0.9 * total / ncol, "colour sizes %d..%d, mean %d", mn, mx,
+              total / ncol);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -161,7 +169,10 @@ static pbd_world *cloth_scene(int bending) {
     int target[1] = {15};
     float point[3] = {1.0f, 1.2f, 0.0f};
     pbd_attachments_desc ad = pbd_attachments_desc_default();
-    ad.count = 1; ad.particles = target; ad.target_points = point; ad.compliance = 1e-5f;
+    ad.count = 1;
+    ad.particles = target;
+    ad.target_points = point;
+    ad.compliance = 1e-5f;
     CHECK_OK(pbd_add_attachments(w, &ad, NULL));
     float c[3] = {0.5f, 0.3f, 0.5f};
     CHECK_OK(pbd_add_collider_sphere(w, c, 0.3f, 0.4f, NULL));
@@ -197,8 +208,10 @@ static pbd_world *softbody_scene(void) {
     pbd_mesh m;
     CHECK_OK(pbd_mesh_tet_box(11, 4, 4, lo, hi, &m));
     pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions; sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets; sd.tet_count = m.tet_count;
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
     sd.edge_compliance = 1e-6f;
     pbd_object obj;
     CHECK_OK(pbd_add_softbody(w, &sd, &obj));
@@ -216,8 +229,10 @@ static pbd_world *balloon_scene(void) {
     pbd_mesh m;
     CHECK_OK(pbd_mesh_sphere(2, c, 0.5f, &m));
     pbd_balloon_desc bd = pbd_balloon_desc_default();
-    bd.cloth.positions = m.positions; bd.cloth.vertex_count = m.vertex_count;
-    bd.cloth.triangles = m.triangles; bd.cloth.triangle_count = m.triangle_count;
+    bd.cloth.positions = m.positions;
+    bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = m.triangles;
+    bd.cloth.triangle_count = m.triangle_count;
     bd.cloth.stretch_compliance = 1e-4f;
     bd.pressure = 1.3f;
     pbd_object obj;
@@ -283,11 +298,15 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
         m[i] = i % 97 == 5 ? 0.0f : 0.1f; /* pinned: never pushed */
     }
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = x; pd.masses = m; pd.count = N; pd.radius = 0.02f;
+    pd.positions = x;
+    pd.masses = m;
+    pd.count = N;
+    pd.radius = 0.02f;
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
     pbd_collider moving = 0;
     float p0[3] = {0, 0, 0}, up[3] = {0, 1, 0}, pw[3] = {-0.35f, 0, 0}, nw[3] = {1, 0, 0}, c[3] = {0.2f, 0.1f, 0.1f};
-    float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.22f, 0.08f, 0.17f}, q0[4] = {0, 0, 0, 1};
+    float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.22f, 0.08f, 0.17f},
+          q0[4] = {0, 0, 0, 1};
     if (shape == 0) {
         CHECK_OK(pbd_add_collider_plane(w, p0, up, 0.4f, &moving));
         CHECK_OK(pbd_add_collider_plane(w, pw, nw, 0.2f, NULL));
@@ -301,13 +320,18 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
         base[1] = 0.15f;
         CHECK_OK(pbd_add_collider_box(w, base, half, q0, 0.3f, &moving));
     }
-    if (shape) CHECK_OK(pbd_collider_set_friction(w, moving, 0.4f, 0.3f, 0.5f)); /* restitution reads the contacts' vn */
+    if (shape)
+        CHECK_OK(pbd_collider_set_friction(w, moving, 0.4f, 0.3f, 0.5f)); /* restitution reads the contacts' vn */
     CHECK_OK(pbd_world_set_simd(w, simd));
     CHECK_OK(pbd_world_set_threads(w, threads));
     for (int s = 0; s < 90; ++s) {
         float a = 0.004f * (float)s, rot[4] = {sinf(a), 0, 0, cosf(a)}; /* about x */
         float pos[3] = {base[0] + (shape ? 0.001f * (float)s : 0.0f), base[1] + 0.002f * (float)s, base[2]};
-        if (shape) { rot[0] = 0; rot[1] = sinf(4 * a); rot[3] = cosf(4 * a); } /* the balls spin about y */
+        if (shape) {
+            rot[0] = 0;
+            rot[1] = sinf(4 * a);
+            rot[3] = cosf(4 * a);
+        } /* the balls spin about y */
         CHECK_OK(pbd_collider_set_pose(w, moving, pos, rot));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         contacts[s] = pbd_world_contact_count(w);
@@ -328,9 +352,11 @@ TEST(simd_equals_scalar_and_threads_agree_moving_colliders) {
     for (int shape = 0; shape < 4; ++shape) {
         size_t s0, s1, s2;
         int c0[90], c1[90], c2[90];
-        unsigned char *scalar = moving_colliders_run(shape, 0, 1, &s0, c0), *simd = moving_colliders_run(shape, 1, 1, &s1, c1),
+        unsigned char *scalar = moving_colliders_run(shape, 0, 1, &s0, c0),
+                      *simd = moving_colliders_run(shape, 1, 1, &s1, c1),
                       *two = moving_colliders_run(shape, 1, 2, &s2, c2);
-        CHECK_MSG(s0 == s1 && memcmp(scalar, simd, s0) == 0, "shape %d: SIMD (%s) differs from scalar", shape, pbd_simd_path());
+        CHECK_MSG(s0 == s1 && memcmp(scalar, simd, s0) == 0, "shape %d: SIMD (%s) differs from scalar", shape,
+                  pbd_simd_path());
         CHECK_MSG(s1 == s2 && memcmp(simd, two, s1) == 0, "shape %d: 2 threads differ from 1", shape);
         for (int s = 0; s < 90; ++s) {
             CHECK_MSG(c0[s] == c1[s], "shape %d, step %d: %d contacts with SIMD, %d scalar", shape, s, c1[s], c0[s]);
@@ -433,7 +459,10 @@ TEST(reorder_hands_back_the_permutation) {
     }
     CHECK_OK(pbd_world_set_point_damping(a, 3.0f));
     CHECK_OK(pbd_world_set_point_damping(b, 3.0f));
-    for (int s = 0; s < 180; ++s) { CHECK_OK(pbd_world_step(a, 1.0f / 60.0f)); CHECK_OK(pbd_world_step(b, 1.0f / 60.0f)); }
+    for (int s = 0; s < 180; ++s) {
+        CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
+    }
     /* a different Gauss-Seidel order, the same physics: the centres of mass
        agree closely, single vertices within the cloth's own wobble */
     double maxd = 0, ca[3] = {0, 0, 0}, cb[3] = {0, 0, 0};
@@ -445,7 +474,8 @@ TEST(reorder_hands_back_the_permutation) {
             cb[k] += xb[k] / m.vertex_count;
         }
     }
-    double dc = sqrt((ca[0] - cb[0]) * (ca[0] - cb[0]) + (ca[1] - cb[1]) * (ca[1] - cb[1]) + (ca[2] - cb[2]) * (ca[2] - cb[2]));
+    double dc =
+        sqrt((ca[0] - cb[0]) * (ca[0] - cb[0]) + (ca[1] - cb[1]) * (ca[1] - cb[1]) + (ca[2] - cb[2]) * (ca[2] - cb[2]));
     printf("    reordered cloth: centre of mass %.3g m, largest vertex deviation %.3g m\n", dc, maxd);
     CHECK_MSG(dc < 0.005, "reordered cloth's centre of mass deviates by %g m", dc);
     CHECK_MSG(maxd < 0.05, "reordered cloth deviates by %g m", maxd);

@@ -29,14 +29,19 @@ TEST(grid_query_equals_brute_force) {
     float *pos = (float *)malloc(sizeof(float) * 3 * N);
     for (int i = 0; i < N; ++i)
         for (int a = 0; a < 3; ++a) /* a cluster and a sparse cloud, some far away */
-            pos[3 * i + a] = i < 500 ? 0.2f * pbdt_rand(&seed) : (i % 97 == 0 ? 50.0f : 2.0f) * (pbdt_rand(&seed) - 0.5f);
+            pos[3 * i + a] =
+                i < 500 ? 0.2f * pbdt_rand(&seed) : (i % 97 == 0 ? 50.0f : 2.0f) * (pbdt_rand(&seed) - 0.5f);
     pbd_world *w = particle_world(pos, N, 0.01f, 0);
     int *got = (int *)malloc(sizeof(int) * N), *want = (int *)malloc(sizeof(int) * N);
     float radii[6] = {0.0f, 0.03f, 0.1f, 0.5f, 40.0f, 1e-40f}; /* a denormal cell too */
     for (int t = 0; t < 40; ++t) {
         float q[3];
         for (int a = 0; a < 3; ++a) q[a] = t < 20 ? 0.2f * pbdt_rand(&seed) : 2.0f * (pbdt_rand(&seed) - 0.5f);
-        if (t == 0) { q[0] = pos[0]; q[1] = pos[1]; q[2] = pos[2]; } /* radius 0 on a particle */
+        if (t == 0) {
+            q[0] = pos[0];
+            q[1] = pos[1];
+            q[2] = pos[2];
+        } /* radius 0 on a particle */
         float r = radii[t % 6];
         int count = -1, nw = 0;
         CHECK_OK(pbd_world_query_particles(w, q, r, got, N, &count));
@@ -303,15 +308,15 @@ static unsigned char *snap(const pbd_world *w, size_t *n) {
     if (pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
     return b;
 }
-#define EXPECT_UNCHANGED(w, expr, want)                                                    \
-    do {                                                                                  \
-        size_t n0_, n1_;                                                                  \
-        unsigned char *s0_ = snap(w, &n0_);                                               \
-        CHECK_RESULT(expr, want);                                                         \
-        unsigned char *s1_ = snap(w, &n1_);                                               \
+#define EXPECT_UNCHANGED(w, expr, want)                                                                \
+    do {                                                                                               \
+        size_t n0_, n1_;                                                                               \
+        unsigned char *s0_ = snap(w, &n0_);                                                            \
+        CHECK_RESULT(expr, want);                                                                      \
+        unsigned char *s1_ = snap(w, &n1_);                                                            \
         CHECK_MSG(n0_ > 0 && n0_ == n1_ && memcmp(s0_, s1_, n0_) == 0, "%s changed the world", #expr); \
-        free(s0_);                                                                        \
-        free(s1_);                                                                        \
+        free(s0_);                                                                                     \
+        free(s1_);                                                                                     \
     } while (0)
 
 TEST(contact_bad_input_changes_nothing) {

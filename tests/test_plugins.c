@@ -19,12 +19,14 @@ typedef struct counter_plugin {
 
 static void cp_begin_step(void *u, pbd_world *w, float dt) {
     counter_plugin *c = (counter_plugin *)u;
-    (void)w; (void)dt;
+    (void)w;
+    (void)dt;
     c->begin_step++;
 }
 static void cp_end_step(void *u, pbd_world *w, float dt) {
     counter_plugin *c = (counter_plugin *)u;
-    (void)w; (void)dt;
+    (void)w;
+    (void)dt;
     c->end_step++;
 }
 static void cp_begin_substep(void *u, const pbd_solve_context *s) {
@@ -40,7 +42,9 @@ static void cp_project(void *u, const pbd_solve_context *s) {
     c->last_iteration = s->iteration;
     c->project++;
     float *p = s->p + 4 * c->particle;
-    p[0] = c->target[0]; p[1] = c->target[1]; p[2] = c->target[2];
+    p[0] = c->target[0];
+    p[1] = c->target[1];
+    p[2] = c->target[2];
 }
 static void cp_end_substep(void *u, const pbd_solve_context *s) {
     counter_plugin *c = (counter_plugin *)u;
@@ -84,7 +88,9 @@ TEST(plugin_callback_order_and_projection) {
     counter_plugin c;
     memset(&c, 0, sizeof c);
     c.particle = 1;
-    c.target[0] = 1; c.target[1] = 2; c.target[2] = 0;
+    c.target[0] = 1;
+    c.target[1] = 2;
+    c.target[2] = 0;
     pbd_plugin_desc d = counter_desc(&c, 2);
     pbd_plugin id = -1;
     CHECK_OK(pbd_add_plugin(w, &d, &id));
@@ -310,14 +316,20 @@ TEST(plugin_project_after_contacts) {
 }
 
 /* ---- the extension API for errors and memory ---------------------------------- */
-typedef struct fail_log { int calls; pbd_result last; char msg[256]; } fail_log;
+typedef struct fail_log {
+    int calls;
+    pbd_result last;
+    char msg[256];
+} fail_log;
 static void fail_log_fn(void *user, pbd_result r, const char *message) {
     fail_log *l = (fail_log *)user;
     l->calls++;
     l->last = r;
     snprintf(l->msg, sizeof l->msg, "%s", message);
 }
-typedef struct count_alloc { long allocs, frees, live; } count_alloc;
+typedef struct count_alloc {
+    long allocs, frees, live;
+} count_alloc;
 static void *count_alloc_fn(void *user, size_t size) {
     count_alloc *c = (count_alloc *)user;
     c->allocs++;

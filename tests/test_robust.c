@@ -151,7 +151,10 @@ static rich rich_world(void) {
     float lo[3] = {1, 0.3f, 0}, hi[3] = {1.3f, 0.6f, 0.3f};
     CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &m));
     pbd_softbody_desc sb = pbd_softbody_desc_default();
-    sb.positions = m.positions; sb.vertex_count = m.vertex_count; sb.tets = m.tets; sb.tet_count = m.tet_count;
+    sb.positions = m.positions;
+    sb.vertex_count = m.vertex_count;
+    sb.tets = m.tets;
+    sb.tet_count = m.tet_count;
     CHECK_OK(pbd_add_softbody(w, &sb, NULL));
     pbd_mesh_free(&m);
     /* fluid */
@@ -193,12 +196,17 @@ static rich rich_world(void) {
     float mc[3] = {0, 0, 0};
     CHECK_OK(pbd_mesh_sphere(1, mc, 0.15f, &m));
     pbd_mesh_collider_desc md = pbd_mesh_collider_desc_default();
-    md.positions = m.positions; md.vertex_count = m.vertex_count;
-    md.triangles = m.triangles; md.triangle_count = m.triangle_count;
-    md.position[0] = 1.15f; md.position[1] = 0.1f; md.position[2] = 0.15f;
+    md.positions = m.positions;
+    md.vertex_count = m.vertex_count;
+    md.triangles = m.triangles;
+    md.triangle_count = m.triangle_count;
+    md.position[0] = 1.15f;
+    md.position[1] = 0.1f;
+    md.position[2] = 0.15f;
     md.sdf_resolution = 8;
     CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
-    md.position[0] = -1.1f; md.sdf_resolution = 0;
+    md.position[0] = -1.1f;
+    md.sdf_resolution = 0;
     CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
     pbd_mesh_free(&m);
     /* a second cloth 1.5 thicknesses above the first: cloth-cloth
@@ -230,9 +238,14 @@ static float g_bad_value;
 static int g_bad_particle;
 /* The bad value as the acceleration of one particle (the others: none). */
 static void bad_field(void *user, int particle, const float *x, const float *v, double time, float *a) {
-    (void)user; (void)x; (void)v; (void)time;
+    (void)user;
+    (void)x;
+    (void)v;
+    (void)time;
     float b = particle == g_bad_particle ? g_bad_value : 0.0f;
-    a[0] = b; a[1] = b; a[2] = b;
+    a[0] = b;
+    a[1] = b;
+    a[2] = b;
 }
 
 /* Particle 64, of the soft body, driven to overflow - by an acceleration
@@ -247,7 +260,10 @@ static void bad_field(void *user, int particle, const float *x, const float *v, 
 TEST(robust_nonfinite_step_rolls_back) {
     for (int k = 0; k < 2; ++k) {
         rich A = rich_world(), B = rich_world();
-        for (int s = 0; s < 3; ++s) { CHECK_OK(rich_step(&A)); CHECK_OK(rich_step(&B)); }
+        for (int s = 0; s < 3; ++s) {
+            CHECK_OK(rich_step(&A));
+            CHECK_OK(rich_step(&B));
+        }
         rich_move(&A);
         CHECK_MSG(pbd_world_self_contact_count(A.w) > 0, "no cloth-cloth candidates to roll back");
         snap before = take(A.w);
@@ -262,7 +278,10 @@ TEST(robust_nonfinite_step_rolls_back) {
         g_bad_particle = bad;
         if (k == 0) CHECK_OK(pbd_world_set_acceleration_field(A.w, bad_field, NULL));
         else CHECK_OK(pbd_set_velocities(A.w, p0, v0));
-        if (k == 1) { free(before.b); before = take(A.w); }
+        if (k == 1) {
+            free(before.b);
+            before = take(A.w);
+        }
         CHECK_RESULT(pbd_world_step(A.w, 1.0f / 60), PBD_ERROR_NOT_FINITE);
         CHECK_MSG(strstr(pbd_world_last_error(A.w), "particle 64 (object 1)") != NULL, "message: %s",
                   pbd_world_last_error(A.w));
@@ -274,7 +293,10 @@ TEST(robust_nonfinite_step_rolls_back) {
         CHECK(memcmp(rot0, rot1, sizeof rot0) == 0 && memcmp(sp0, sp1, sizeof sp0) == 0);
         CHECK_OK(pbd_world_set_acceleration_field(A.w, NULL, NULL));
         CHECK_OK(pbd_set_velocities(A.w, p0, v_was));
-        for (int s = 0; s < 3; ++s) { CHECK_OK(rich_step(&A)); CHECK_OK(rich_step(&B)); }
+        for (int s = 0; s < 3; ++s) {
+            CHECK_OK(rich_step(&A));
+            CHECK_OK(rich_step(&B));
+        }
         int n = pbd_world_particle_count(A.w);
         CHECK(memcmp(pbd_world_positions(A.w), pbd_world_positions(B.w), sizeof(float) * 4 * (size_t)n) == 0);
         CHECK(memcmp(pbd_world_velocities(A.w), pbd_world_velocities(B.w), sizeof(float) * 4 * (size_t)n) == 0);
@@ -291,13 +313,23 @@ TEST(robust_nonfinite_step_rolls_back) {
 /* A plugin that writes NaN into one prediction: the step fails, the world
    is as before, and the plugin's rollback callback is called once, after
    its end_step. */
-typedef struct nan_plugin { int begin, end, rollback, order_ok, particle; } nan_plugin;
+typedef struct nan_plugin {
+    int begin, end, rollback, order_ok, particle;
+} nan_plugin;
 static void np_project(void *user, const pbd_solve_context *c) {
     nan_plugin *u = (nan_plugin *)user;
     if (c->substep == 1 && c->iteration == 0) c->p[4 * u->particle + 1] = NAN;
 }
-static void np_begin(void *user, pbd_world *w, float dt) { (void)w; (void)dt; ((nan_plugin *)user)->begin++; }
-static void np_end(void *user, pbd_world *w, float dt) { (void)w; (void)dt; ((nan_plugin *)user)->end++; }
+static void np_begin(void *user, pbd_world *w, float dt) {
+    (void)w;
+    (void)dt;
+    ((nan_plugin *)user)->begin++;
+}
+static void np_end(void *user, pbd_world *w, float dt) {
+    (void)w;
+    (void)dt;
+    ((nan_plugin *)user)->end++;
+}
 static void np_rollback(void *user, pbd_world *w) {
     nan_plugin *u = (nan_plugin *)user;
     (void)w;
@@ -335,7 +367,10 @@ TEST(robust_plugin_nan_rolls_back) {
    particle at the start of substep 1: substeps 1.. then see it in the
    contacts (analytic, SDF grid and BVH colliders), the hash grid of the
    fluid and particle contact, and cloth self-collision. */
-typedef struct poke { float value; int n; } poke;
+typedef struct poke {
+    float value;
+    int n;
+} poke;
 static void poke_begin_substep(void *user, const pbd_solve_context *c) {
     poke *u = (poke *)user;
     if (c->substep != 1) return;
@@ -361,7 +396,8 @@ TEST(robust_float_to_index_guards) {
         d.begin_substep = poke_begin_substep;
         CHECK_OK(pbd_add_plugin(R.w, &d, NULL));
         pbd_result r = rich_step(&R);
-        CHECK_MSG(values[k] != values[k] || fabsf(values[k]) > 1e38f ? r == PBD_ERROR_NOT_FINITE : (r == PBD_OK || r == PBD_ERROR_NOT_FINITE),
+        CHECK_MSG(values[k] != values[k] || fabsf(values[k]) > 1e38f ? r == PBD_ERROR_NOT_FINITE
+                                                                     : (r == PBD_OK || r == PBD_ERROR_NOT_FINITE),
                   "%g: %s", (double)values[k], pbd_result_string(r));
         CHECK(all_finite(R.w));
         pbd_world_destroy(R.w);

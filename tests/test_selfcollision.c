@@ -12,11 +12,22 @@
 
 /* ---- continuous vertex-triangle test -------------------------------------- */
 
-typedef struct sc_v { double x, y, z; } sc_v;
-static sc_v sc_sub(sc_v a, sc_v b) { sc_v r = {a.x - b.x, a.y - b.y, a.z - b.z}; return r; }
-static sc_v sc_cross(sc_v a, sc_v b) { sc_v r = {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x}; return r; }
+typedef struct sc_v {
+    double x, y, z;
+} sc_v;
+static sc_v sc_sub(sc_v a, sc_v b) {
+    sc_v r = {a.x - b.x, a.y - b.y, a.z - b.z};
+    return r;
+}
+static sc_v sc_cross(sc_v a, sc_v b) {
+    sc_v r = {a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x};
+    return r;
+}
 static double sc_dot(sc_v a, sc_v b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-static sc_v sc_at(sc_v a, sc_v da, double t) { sc_v r = {a.x + da.x * t, a.y + da.y * t, a.z + da.z * t}; return r; }
+static sc_v sc_at(sc_v a, sc_v da, double t) {
+    sc_v r = {a.x + da.x * t, a.y + da.y * t, a.z + da.z * t};
+    return r;
+}
 
 /* Coefficients c0 + c1 t + c2 t^2 + c3 t^3 of
    ((b - a) x (c - a)) . (q - a) with every point moving linearly. */
@@ -26,7 +37,9 @@ static void sc_cubic(const sc_v *x0, const sc_v *d, double *c) {
     sc_v n0 = sc_cross(e1, e2), n1 = sc_sub(sc_cross(de1, e2), sc_cross(de2, e1)), n2 = sc_cross(de1, de2);
     n1 = sc_cross(e1, de2);
     sc_v t2 = sc_cross(de1, e2);
-    n1.x += t2.x; n1.y += t2.y; n1.z += t2.z;
+    n1.x += t2.x;
+    n1.y += t2.y;
+    n1.z += t2.z;
     c[0] = sc_dot(n0, r);
     c[1] = sc_dot(n1, r) + sc_dot(n0, dr);
     c[2] = sc_dot(n2, r) + sc_dot(n1, dr);
@@ -43,7 +56,11 @@ static int sc_roots(const double *c, double *roots) {
         double disc = B * B - 4 * A * C;
         if (disc >= 0) {
             double s = sqrt(disc), r1 = (-B - s) / (2 * A), r2 = (-B + s) / (2 * A);
-            if (r1 > r2) { double t = r1; r1 = r2; r2 = t; }
+            if (r1 > r2) {
+                double t = r1;
+                r1 = r2;
+                r2 = t;
+            }
             if (r1 > 0 && r1 < 1) cuts[nc++] = r1;
             if (r2 > 0 && r2 < 1) cuts[nc++] = r2;
         }
@@ -55,11 +72,17 @@ static int sc_roots(const double *c, double *roots) {
     int n = 0;
     for (int k = 0; k + 1 < nc; ++k) {
         double lo = cuts[k], hi = cuts[k + 1], flo = sc_eval(c, lo), fhi = sc_eval(c, hi);
-        if (flo == 0) { roots[n++] = lo; continue; }
+        if (flo == 0) {
+            roots[n++] = lo;
+            continue;
+        }
         if ((flo < 0) == (fhi < 0)) continue;
         for (int it = 0; it < 60; ++it) {
             double m = 0.5 * (lo + hi), fm = sc_eval(c, m);
-            if ((fm < 0) == (flo < 0)) { lo = m; flo = fm; } else hi = m;
+            if ((fm < 0) == (flo < 0)) {
+                lo = m;
+                flo = fm;
+            } else hi = m;
         }
         roots[n++] = 0.5 * (lo + hi);
     }
@@ -77,7 +100,8 @@ static int sc_crosses(const sc_v *x0, const sc_v *x1) {
     int n = sc_roots(c, roots);
     for (int k = 0; k < n; ++k) {
         double t = roots[k];
-        sc_v q = sc_at(x0[0], d[0], t), a = sc_at(x0[1], d[1], t), b = sc_at(x0[2], d[2], t), cc = sc_at(x0[3], d[3], t);
+        sc_v q = sc_at(x0[0], d[0], t), a = sc_at(x0[1], d[1], t), b = sc_at(x0[2], d[2], t),
+             cc = sc_at(x0[3], d[3], t);
         sc_v nn = sc_cross(sc_sub(b, a), sc_sub(cc, a));
         double l2 = sc_dot(nn, nn);
         if (l2 < 1e-30) continue;
@@ -97,7 +121,10 @@ static int sc_count_crossings(const float *xa, const float *xb, const int *tri, 
     for (int t = 0; t < nt; ++t) {
         const int *T = tri + 3 * t;
         double lo[3], hi[3];
-        for (int k = 0; k < 3; ++k) { lo[k] = 1e30; hi[k] = -1e30; }
+        for (int k = 0; k < 3; ++k) {
+            lo[k] = 1e30;
+            hi[k] = -1e30;
+        }
         for (int j = 0; j < 3; ++j)
             for (int k = 0; k < 3; ++k) {
                 double a = xa[4 * T[j] + k], b = xb[4 * T[j] + k];
@@ -128,14 +155,16 @@ static int sc_count_crossings(const float *xa, const float *xb, const int *tri, 
 
 TEST(selfcollision_ccd_reference) {
     /* the test's own CCD: a vertex through a triangle, past it, and parallel */
-    sc_v a0[4] = {{0.2, 1, 0.2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}}, a1[4] = {{0.2, -1, 0.2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
+    sc_v a0[4] = {{0.2, 1, 0.2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}},
+         a1[4] = {{0.2, -1, 0.2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
     CHECK(sc_crosses(a0, a1) == 1);
     sc_v b1[4] = {{0.2, 0.01, 0.2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
     CHECK(sc_crosses(a0, b1) == 0);
     sc_v c0[4] = {{2, 1, 2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}}, c1[4] = {{2, -1, 2}, {0, 0, 0}, {1, 0, 0}, {0, 0, 1}};
     CHECK(sc_crosses(c0, c1) == 0);
     /* the triangle moving through a resting vertex, rotating */
-    sc_v d0[4] = {{0.2, 0, 0.2}, {0, 0.5, 0}, {1, 0.5, 0}, {0, 0.5, 1}}, d1[4] = {{0.2, 0, 0.2}, {0, -0.5, 0}, {1, -0.2, 0}, {0, -0.7, 1}};
+    sc_v d0[4] = {{0.2, 0, 0.2}, {0, 0.5, 0}, {1, 0.5, 0}, {0, 0.5, 1}},
+         d1[4] = {{0.2, 0, 0.2}, {0, -0.5, 0}, {1, -0.2, 0}, {0, -0.7, 1}};
     CHECK(sc_crosses(d0, d1) == 1);
 }
 
@@ -145,7 +174,7 @@ typedef struct sc_scene {
     pbd_world *w;
     pbd_mesh m;
     pbd_object cloth;
-    int *tri;   /* world particle triangles */
+    int *tri; /* world particle triangles */
     int nt;
 } sc_scene;
 
@@ -192,7 +221,8 @@ static int sc_run(sc_scene *s, int steps, float dt, void (*move)(sc_scene *, int
         CHECK_OK(pbd_world_step(s->w, dt));
         int c = pbd_world_self_contact_count(s->w);
         if (c > *contacts) *contacts = c;
-        total += sc_count_crossings(prev, pbd_world_positions(s->w), s->tri, s->nt, s->cloth.particles.first, s->cloth.particles.count);
+        total += sc_count_crossings(prev, pbd_world_positions(s->w), s->tri, s->nt, s->cloth.particles.first,
+                                    s->cloth.particles.count);
     }
     free(prev);
     return total;
@@ -264,8 +294,8 @@ TEST(selfcollision_twisted_cloth_never_crosses) {
     int contacts = 0, off_contacts = 0;
     int crossings = sc_twist(1, &contacts);
     int without = sc_twist(0, &off_contacts);
-    printf("    cloth twisted 360 deg: %d crossings with self-collision (up to %d candidates), %d without\n",
-           crossings, contacts, without);
+    printf("    cloth twisted 360 deg: %d crossings with self-collision (up to %d candidates), %d without\n", crossings,
+           contacts, without);
     CHECK(crossings == 0);
     CHECK(contacts > 0);
     CHECK_MSG(without > 0, "the twist should pass the cloth through itself without self-collision");
@@ -289,9 +319,11 @@ TEST(selfcollision_stacked_cloths_keep_thickness) {
     CHECK_OK(pbd_add_collider_plane(lower.w, p, n, 0.5f, NULL));
     pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
     sd.thickness = th;
-    sd.triangles = lower.tri; sd.triangle_count = lower.nt;
+    sd.triangles = lower.tri;
+    sd.triangle_count = lower.nt;
     CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
-    sd.triangles = upper.tri; sd.triangle_count = upper.nt;
+    sd.triangles = upper.tri;
+    sd.triangle_count = upper.nt;
     CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
     CHECK(pbd_world_surface_count(lower.w) == 2);
     double worst = 1e9;
@@ -305,7 +337,8 @@ TEST(selfcollision_stacked_cloths_keep_thickness) {
                 const float *q = x + 4 * (B->cloth.particles.first + i);
                 double best = 1e9;
                 for (int t = 0; t < A->nt; ++t) {
-                    double d = sc_point_tri(q, x + 4 * A->tri[3 * t], x + 4 * A->tri[3 * t + 1], x + 4 * A->tri[3 * t + 2]);
+                    double d =
+                        sc_point_tri(q, x + 4 * A->tri[3 * t], x + 4 * A->tri[3 * t + 1], x + 4 * A->tri[3 * t + 2]);
                     if (d < best) best = d;
                 }
                 if (best < worst) worst = best;
@@ -346,15 +379,19 @@ static double sc_point_tri(const float *qf, const float *af, const float *bf, co
 
 /* Closest points of segments p0 p1 and q0 q1 in double (Ericson 5.1.9):
    the parameters, or 0 when the segments are near parallel. */
-static int sc_segments(const float *p0, const float *p1, const float *q0, const float *q1, double *s, double *t, double *dist) {
+static int sc_segments(const float *p0, const float *p1, const float *q0, const float *q1, double *s, double *t,
+                       double *dist) {
     sc_v P0 = {p0[0], p0[1], p0[2]}, P1 = {p1[0], p1[1], p1[2]}, Q0 = {q0[0], q0[1], q0[2]}, Q1 = {q1[0], q1[1], q1[2]};
     sc_v d1 = sc_sub(P1, P0), d2 = sc_sub(Q1, Q0), r = sc_sub(P0, Q0);
-    double a = sc_dot(d1, d1), e = sc_dot(d2, d2), b = sc_dot(d1, d2), c = sc_dot(d1, r), f = sc_dot(d2, r), den = a * e - b * b;
+    double a = sc_dot(d1, d1), e = sc_dot(d2, d2), b = sc_dot(d1, d2), c = sc_dot(d1, r), f = sc_dot(d2, r),
+           den = a * e - b * b;
     if (!(den > 1e-6 * a * e)) return 0;
     double S = (b * f - c * e) / den, T = (b * S + f) / e;
     if (S < 0 || S > 1 || T < 0 || T > 1) return 0; /* the closest points are not both inner points */
     sc_v x = sc_at(P0, d1, S), y = sc_at(Q0, d2, T), dd = sc_sub(x, y);
-    *s = S; *t = T; *dist = sqrt(sc_dot(dd, dd));
+    *s = S;
+    *t = T;
+    *dist = sqrt(sc_dot(dd, dd));
     return 1;
 }
 
@@ -412,7 +449,8 @@ TEST(selfcollision_candidates_hold_every_close_pair) {
         int npt = 0, npt2 = 0, nq = 0, nq1 = 0, nq2 = 0;
         CHECK_OK(pbd_world_self_contacts(s.w, NULL, 0, &nq, &npt));
         CHECK(nq == pbd_world_self_contact_count(s.w));
-        int *q = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1)), *q2 = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1));
+        int *q = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1)),
+            *q2 = (int *)malloc(sizeof(int) * 4 * (size_t)(nq + 1));
         CHECK_OK(pbd_world_self_contacts(s.w, q, nq, &nq1, NULL));
         CHECK_OK(pbd_world_self_contacts(s2.w, q2, nq, &nq2, &npt2));
         CHECK(nq1 == nq && nq2 == nq);
@@ -425,7 +463,8 @@ TEST(selfcollision_candidates_hold_every_close_pair) {
             double farthest = 0;
             for (int k = 0; k < npt; ++k)
                 if (q[4 * k] == i) {
-                    double dk = sc_point_tri(x + 4 * i, x + 4 * q[4 * k + 1], x + 4 * q[4 * k + 2], x + 4 * q[4 * k + 3]);
+                    double dk =
+                        sc_point_tri(x + 4 * i, x + 4 * q[4 * k + 1], x + 4 * q[4 * k + 2], x + 4 * q[4 * k + 3]);
                     held++;
                     farthest = dk > farthest ? dk : farthest;
                 }
@@ -445,7 +484,11 @@ TEST(selfcollision_candidates_hold_every_close_pair) {
                 int a = s.tri[3 * t + j], b = s.tri[3 * t + (j + 1) % 3], dup = 0;
                 for (int k = 0; k < nes && !dup; ++k)
                     dup = (edges[2 * k] == a && edges[2 * k + 1] == b) || (edges[2 * k] == b && edges[2 * k + 1] == a);
-                if (!dup) { edges[2 * nes] = a; edges[2 * nes + 1] = b; nes++; }
+                if (!dup) {
+                    edges[2 * nes] = a;
+                    edges[2 * nes + 1] = b;
+                    nes++;
+                }
             }
         int close_ee = 0, missed_ee = 0;
         for (int e = 0; e < nes; ++e)
@@ -469,7 +512,8 @@ TEST(selfcollision_candidates_hold_every_close_pair) {
                 }
                 if (!found && held_a < 4 && held_b < 4) missed_ee++;
             }
-        printf("    crumpled cloth %u: %d candidates; %d vertex-triangle and %d edge-edge pairs within %.1f and %.1f thicknesses, %d + %d missed\n",
+        printf("    crumpled cloth %u: %d candidates; %d vertex-triangle and %d edge-edge pairs within %.1f and %.1f "
+               "thicknesses, %d + %d missed\n",
                seed, nq, close, close_ee, reach_pt / th, reach_ee / th, missed, missed_ee);
         CHECK(close > 20);
         CHECK(close_ee > 0);
@@ -669,7 +713,8 @@ TEST(selfcollision_speed_limit_adds_no_spin) {
     }
     CHECK_MSG(fastest <= limit * 1.001, "fastest particle %.4g m/s, the limit is %.4g", fastest, limit);
     CHECK_MSG(up < 0, "a particle rises at %.4g m/s in free fall", up);
-    double spin = sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]) / (n * 0.1 * limit); /* against a whole turn at the limit */
+    double spin =
+        sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2]) / (n * 0.1 * limit); /* against a whole turn at the limit */
     CHECK_MSG(spin < 1e-3, "angular momentum about the centre %.3g of its bound", spin);
     sc_free(&s);
 }

@@ -9,9 +9,15 @@
 
 static void quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
+    R[0] = 1 - 2 * (y * y + z * z);
+    R[1] = 2 * (x * y - z * w);
+    R[2] = 2 * (x * z + y * w);
+    R[3] = 2 * (x * y + z * w);
+    R[4] = 1 - 2 * (x * x + z * z);
+    R[5] = 2 * (y * z - x * w);
+    R[6] = 2 * (x * z - y * w);
+    R[7] = 2 * (y * z + x * w);
+    R[8] = 1 - 2 * (x * x + y * y);
 }
 
 /* A = R0 S with S diagonal positive (full rank), flat (one zero) or
@@ -23,11 +29,24 @@ TEST(sm_rotation_extraction_polar) {
     double worst_full = 0, worst_flat = 0;
     for (int t = 0; t < 4000; ++t) {
         double q0[4], n = 0;
-        for (int k = 0; k < 4; ++k) { q0[k] = pbdt_rand(&st) - 0.5; n += q0[k] * q0[k]; }
+        for (int k = 0; k < 4; ++k) {
+            q0[k] = pbdt_rand(&st) - 0.5;
+            n += q0[k] * q0[k];
+        }
         n = sqrt(n);
         for (int k = 0; k < 4; ++k) q0[k] /= n;
-        if (t % 10 == 0) { q0[0] = 0; q0[1] = 0; q0[2] = 1; q0[3] = 0; } /* exact half turn about z */
-        if (t % 10 == 1) { q0[0] = 0.6; q0[1] = 0.8; q0[2] = 0; q0[3] = 0; } /* half turn, oblique axis */
+        if (t % 10 == 0) {
+            q0[0] = 0;
+            q0[1] = 0;
+            q0[2] = 1;
+            q0[3] = 0;
+        } /* exact half turn about z */
+        if (t % 10 == 1) {
+            q0[0] = 0.6;
+            q0[1] = 0.8;
+            q0[2] = 0;
+            q0[3] = 0;
+        } /* half turn, oblique axis */
         double R0[9], A[9], e[3] = {0.5 + pbdt_rand(&st), 0.5 + pbdt_rand(&st), 0.5 + pbdt_rand(&st)};
         int mode = (t / 2) % 3; /* 0 full rank, 1 flat, 2 collinear */
         if (mode >= 1) e[2] = 0;
@@ -87,7 +106,12 @@ TEST(sm_plan_naive_and_lattice_membership) {
     for (int x = 0; x < 10 && n < N; ++x)
         for (int y = 0; y < 10 && n < N; ++y)
             for (int z = 0; z < 10 && n < N; ++z)
-                if (pbdt_rand(&st) < 0.35f) { cells[3 * n] = x; cells[3 * n + 1] = y; cells[3 * n + 2] = z; n++; }
+                if (pbdt_rand(&st) < 0.35f) {
+                    cells[3 * n] = x;
+                    cells[3 * n + 1] = y;
+                    cells[3 * n + 2] = z;
+                    n++;
+                }
     pbd_sm_sum_plan *lat = NULL;
     CHECK_OK(pbd_sm_plan_lattice(n, cells, 2, &lat));
     if (!lat) return;
@@ -132,7 +156,8 @@ TEST(sm_plan_bad_input) {
     int dup[4] = {0, 0, 1, 2};
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "i 0");
     int back[3] = {0, 3, 2};
-    CHECK_ERROR(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT, "start[r + 1] < start[r] (start[r + 1]");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "start[r + 1] < start[r] (start[r + 1]");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, NULL, list, &p), PBD_ERROR_NULL_POINTER, "start is NULL");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK(p == NULL);

@@ -63,7 +63,10 @@ TEST(sm_cloth_hierarchy_nested_and_not) {
         pbd_sm_cloth *c = NULL;
         pbd_range r;
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
-        if (!c) { pbd_world_destroy(w); continue; }
+        if (!c) {
+            pbd_world_destroy(w);
+            continue;
+        }
         CHECK(r.count == m.vertex_count && pbd_sm_cloth_level_count(c) == 4);
         int prev_nt = 0;
         for (int l = 3; l >= 0; --l) {
@@ -76,17 +79,20 @@ TEST(sm_cloth_hierarchy_nested_and_not) {
             int flipped = 0, coincide = 0, corners = 0, kept = 0;
             for (int t = 0; t < nt; ++t) {
                 const float *a = x + 4 * tri[3 * t], *b = x + 4 * tri[3 * t + 1], *cc = x + 4 * tri[3 * t + 2];
-                float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
+                float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]},
+                      e2[3] = {cc[0] - a[0], cc[1] - a[1], cc[2] - a[2]};
                 float ny = e1[2] * e2[0] - e1[0] * e2[2];
                 flipped += !(ny < 0); /* the grid's normal is -y */
             }
             for (int v = 0; v < nv; ++v) {
                 int hit = 0;
                 for (int f = 0; f < m.vertex_count && !hit; ++f)
-                    hit = fabsf(x[4 * v] - m.positions[3 * f]) < 1e-6f && fabsf(x[4 * v + 2] - m.positions[3 * f + 2]) < 1e-6f;
+                    hit = fabsf(x[4 * v] - m.positions[3 * f]) < 1e-6f &&
+                          fabsf(x[4 * v + 2] - m.positions[3 * f + 2]) < 1e-6f;
                 coincide += hit;
                 corners += fabsf(fabsf(x[4 * v]) - 1.0f) < 1e-6f && fabsf(fabsf(x[4 * v + 2]) - 1.0f) < 1e-6f;
-                kept += fabsf(x[4 * v] - m.positions[3 * keep[0]]) < 1e-6f && fabsf(x[4 * v + 2] - m.positions[3 * keep[0] + 2]) < 1e-6f;
+                kept += fabsf(x[4 * v] - m.positions[3 * keep[0]]) < 1e-6f &&
+                        fabsf(x[4 * v + 2] - m.positions[3 * keep[0] + 2]) < 1e-6f;
             }
             CHECK_MSG(flipped == 0, "level %d: %d flipped triangles", l, flipped);
             CHECK_MSG(corners == 4, "level %d keeps %d corners", l, corners);
@@ -94,7 +100,8 @@ TEST(sm_cloth_hierarchy_nested_and_not) {
                 CHECK_MSG(coincide == nv, "nested level %d: %d of %d vertices are fine vertices", l, coincide, nv);
                 CHECK(kept == 1);
             } else if (l < 3) {
-                CHECK_MSG(coincide < nv / 2, "non-nested level %d: %d of %d vertices are fine vertices", l, coincide, nv);
+                CHECK_MSG(coincide < nv / 2, "non-nested level %d: %d of %d vertices are fine vertices", l, coincide,
+                          nv);
             }
         }
         pbd_world_destroy(w);
@@ -185,7 +192,10 @@ static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, flo
     pbd_range r = {0, 0};
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
     *avg_local = *max_global = 1e9f;
-    if (!c) { pbd_world_destroy(w); return; }
+    if (!c) {
+        pbd_world_destroy(w);
+        return;
+    }
     CHECK_OK(pbd_pin(w, r.first));
     CHECK_OK(pbd_pin(w, r.first + n - 1));
     int steps = (int)(seconds / dt + 0.5f), count = 0;
@@ -266,7 +276,10 @@ TEST(sm_cloth_recovers_random_and_collapsed) {
         d.scheme = (pbd_sm_cloth_scheme)scheme;
         pbd_sm_cloth *c = NULL;
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-        if (!c) { pbd_world_destroy(w); continue; }
+        if (!c) {
+            pbd_world_destroy(w);
+            continue;
+        }
         float av = 1, mx = 1;
         for (int s = 0; s < 400; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
         CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
@@ -315,7 +328,10 @@ TEST(sm_cloth_collapsed_recovers_with_both_schemes) {
         d.scheme = (pbd_sm_cloth_scheme)scheme;
         pbd_sm_cloth *c = NULL;
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-        if (!c) { pbd_world_destroy(w); continue; }
+        if (!c) {
+            pbd_world_destroy(w);
+            continue;
+        }
         float av = 1, mx = 1;
         for (int s = 0; s < 400; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
         CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
@@ -337,7 +353,8 @@ TEST(sm_cloth_collapsed_recovers_with_both_schemes) {
             const int *T = m.triangles + 3 * t;
             float ny[2];
             for (int k = 0; k < 2; ++k) {
-                const float *a = k ? m.positions + 3 * T[0] : x + 4 * T[0], *b = k ? m.positions + 3 * T[1] : x + 4 * T[1],
+                const float *a = k ? m.positions + 3 * T[0] : x + 4 * T[0],
+                            *b = k ? m.positions + 3 * T[1] : x + 4 * T[1],
                             *e = k ? m.positions + 3 * T[2] : x + 4 * T[2];
                 ny[k] = (b[2] - a[2]) * (e[0] - a[0]) - (b[0] - a[0]) * (e[2] - a[2]);
             }
@@ -478,7 +495,10 @@ TEST(sm_cloth_bending_stable_at_large_steps) {
             pbd_range r = {0, 0};
             CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
             avg[scheme][k] = 1e9f;
-            if (!c) { pbd_world_destroy(w); continue; }
+            if (!c) {
+                pbd_world_destroy(w);
+                continue;
+            }
             CHECK_OK(pbd_pin(w, r.first));
             CHECK_OK(pbd_pin(w, r.first + N - 1));
             for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 0.02f));
@@ -643,32 +663,52 @@ TEST(sm_cloth_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.positions = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "d->positions is NULL");
-    d = ok; d.vertex_count = 0;
+    d = ok;
+    d.vertex_count = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 0");
-    d = ok; d.vertex_count = INT_MAX;
+    d = ok;
+    d.vertex_count = INT_MAX;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW, "d->vertex_count 2147483647");
-    d = ok; d.density = 0;
+    d = ok;
+    d.density = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, "d->density 0");
-    d = ok; d.density = NAN;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(&d->density, 1) ||");
-    d = ok; d.levels = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..10 (levels 0,");
-    d = ok; d.levels = 11;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..10 (levels 11,");
-    d = ok; d.levels = 9; /* 98 triangles cannot halve eight times */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "too small to decimate further");
-    d = ok; d.reduction = 0.95f;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "reduction outside [0.05, 0.9] (levels");
-    d = ok; d.alpha = 1.5f;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "alpha outside [0, 1] (levels 2,");
-    d = ok; d.scheme = (pbd_sm_cloth_scheme)7;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "scheme is not a pbd_sm_cloth_scheme");
+    d = ok;
+    d.density = NAN;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE,
+                      "!pbd_sm__finite_n(&d->density, 1) ||");
+    d = ok;
+    d.levels = 0;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "levels outside 1..10 (levels 0,");
+    d = ok;
+    d.levels = 11;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "levels outside 1..10 (levels 11,");
+    d = ok;
+    d.levels = 9; /* 98 triangles cannot halve eight times */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "too small to decimate further");
+    d = ok;
+    d.reduction = 0.95f;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "reduction outside [0.05, 0.9] (levels");
+    d = ok;
+    d.alpha = 1.5f;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "alpha outside [0, 1] (levels 2,");
+    d = ok;
+    d.scheme = (pbd_sm_cloth_scheme)7;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "scheme is not a pbd_sm_cloth_scheme");
     int keep = 1000;
-    d = ok; d.keep_vertices = &keep; d.keep_count = 1;
+    d = ok;
+    d.keep_vertices = &keep;
+    d.keep_count = 1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
     int *tri = (int *)malloc(sizeof(int) * 3 * (m.triangle_count + 1));
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
-    d = ok; d.triangles = tri;
+    d = ok;
+    d.triangles = tri;
     tri[4] = m.vertex_count;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 4");
     tri[4] = tri[3]; /* a repeated vertex */
@@ -683,13 +723,15 @@ TEST(sm_cloth_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "non-manifold (uses[e] > 2)");
     float *pos = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
-    d = ok; d.positions = pos;
+    d = ok;
+    d.positions = pos;
     pos[7] = INFINITY;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "d->vertex_count 64");
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     for (int k = 0; k < 3; ++k) pos[3 * m.triangles[1] + k] = pos[3 * m.triangles[0] + k]; /* a zero-area triangle */
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "area 0");
-    d = ok; d.vertex_count = m.vertex_count + 1; /* the extra vertex has no triangle */
+    d = ok;
+    d.vertex_count = m.vertex_count + 1; /* the extra vertex has no triangle */
     float *pos2 = (float *)calloc(3 * (size_t)(m.vertex_count + 1), sizeof(float));
     memcpy(pos2, m.positions, sizeof(float) * 3 * m.vertex_count);
     d.positions = pos2;
@@ -703,7 +745,8 @@ TEST(sm_cloth_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT, "scheme != PBD_SM_CLOTH_TWO_PASS &&");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT,
+                      "scheme != PBD_SM_CLOTH_TWO_PASS &&");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
     CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");

@@ -19,14 +19,23 @@ static void qmul(const double *a, const double *b, double *o) { /* o = a b, x y 
 }
 static void qmat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
+    R[0] = 1 - 2 * (y * y + z * z);
+    R[1] = 2 * (x * y - z * w);
+    R[2] = 2 * (x * z + y * w);
+    R[3] = 2 * (x * y + z * w);
+    R[4] = 1 - 2 * (x * x + z * z);
+    R[5] = 2 * (y * z - x * w);
+    R[6] = 2 * (x * z - y * w);
+    R[7] = 2 * (y * z + x * w);
+    R[8] = 1 - 2 * (x * x + y * y);
 }
 /* |q - ref| up to the sign of q */
 static double qdist(const float *q, const double *ref) {
     double a = 0, b = 0;
-    for (int k = 0; k < 4; ++k) { a += (q[k] - ref[k]) * (q[k] - ref[k]); b += (q[k] + ref[k]) * (q[k] + ref[k]); }
+    for (int k = 0; k < 4; ++k) {
+        a += (q[k] - ref[k]) * (q[k] - ref[k]);
+        b += (q[k] + ref[k]) * (q[k] + ref[k]);
+    }
     return sqrt(a < b ? a : b);
 }
 static int world_finite(const pbd_world *w) {
@@ -55,7 +64,8 @@ TEST(sm_oriented_quat_integration_analytic) {
         memcpy(q, qn, sizeof q);
     }
     double wl = sqrt(1.2 * 1.2 + 0.7 * 0.7 + 2.5 * 2.5), t = 240 * (double)h;
-    double dq[4] = {1.2 / wl * sin(wl * t / 2), -0.7 / wl * sin(wl * t / 2), 2.5 / wl * sin(wl * t / 2), cos(wl * t / 2)};
+    double dq[4] = {1.2 / wl * sin(wl * t / 2), -0.7 / wl * sin(wl * t / 2), 2.5 / wl * sin(wl * t / 2),
+                    cos(wl * t / 2)};
     double qs[4] = {q0[0] / n, q0[1] / n, q0[2] / n, q0[3] / n}, ref[4];
     qmul(dq, qs, ref);
     CHECK_MSG(qdist(q, ref) < 1e-4, "quaternion error %g after 1 s", qdist(q, ref));
@@ -119,8 +129,16 @@ TEST(sm_oriented_ellipsoid_moment) {
     double qa[4] = {0.3, -0.2, 0.5, 0.7874}, qb[4] = {-0.1, 0.6, 0.2, 0.7681};
     float q[4], rq[4], r[3] = {0.4f, 0.15f, 0.25f}, A[9];
     double na = 0, nb = 0;
-    for (int k = 0; k < 4; ++k) { na += qa[k] * qa[k]; nb += qb[k] * qb[k]; }
-    for (int k = 0; k < 4; ++k) { qa[k] /= sqrt(na); qb[k] /= sqrt(nb); q[k] = (float)qa[k]; rq[k] = (float)qb[k]; }
+    for (int k = 0; k < 4; ++k) {
+        na += qa[k] * qa[k];
+        nb += qb[k] * qb[k];
+    }
+    for (int k = 0; k < 4; ++k) {
+        qa[k] /= sqrt(na);
+        qb[k] /= sqrt(nb);
+        q[k] = (float)qa[k];
+        rq[k] = (float)qb[k];
+    }
     pbd_sm_ellipsoid_moment(2.0f, r, q, rq, A);
     double Ra[9], Rb[9], ref[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     qmat(qa, Ra);
@@ -128,7 +146,10 @@ TEST(sm_oriented_ellipsoid_moment) {
     for (int k = 0; k < 3; ++k)
         for (int sgn = -1; sgn <= 1; sgn += 2) {
             double s = sgn * sqrt(3.0 / 5.0) * r[k], xn[3], xr[3];
-            for (int i = 0; i < 3; ++i) { xn[i] = Ra[3 * i + k] * s; xr[i] = Rb[3 * i + k] * s; }
+            for (int i = 0; i < 3; ++i) {
+                xn[i] = Ra[3 * i + k] * s;
+                xr[i] = Rb[3 * i + k] * s;
+            }
             for (int i = 0; i < 3; ++i)
                 for (int j = 0; j < 3; ++j) ref[3 * i + j] += 2.0 / 6.0 * xn[i] * xr[j];
         }
@@ -159,7 +180,8 @@ TEST(sm_oriented_collinear_group_twist) {
     for (int j = 0; j < 3; ++j) /* the twisted positions equal the rest ones (on the axis) */
         for (int a = 0; a < 3; ++a)
             for (int b = 0; b < 3; ++b) plain[3 * a + b] += rest[3 * j + a] * rest[3 * j + b];
-    double det = plain[0] * (plain[4] * plain[8] - plain[5] * plain[7]) - plain[1] * (plain[3] * plain[8] - plain[5] * plain[6]) +
+    double det = plain[0] * (plain[4] * plain[8] - plain[5] * plain[7]) -
+                 plain[1] * (plain[3] * plain[8] - plain[5] * plain[6]) +
                  plain[2] * (plain[3] * plain[7] - plain[4] * plain[6]);
     CHECK(det == 0 && plain[4] == 0 && plain[8] == 0); /* rank 1: no information about the twist */
     float Af[9], Ae[9], gp[4] = {0, 0, 0, 1}, go[4] = {0, 0, 0, 1};
@@ -204,8 +226,9 @@ TEST(sm_oriented_rigid_invariance) {
         float moved[18], qf[4] = {(float)qt[0], (float)qt[1], (float)qt[2], (float)qt[3]};
         for (int i = 0; i < 6; ++i)
             for (int a = 0; a < 3; ++a)
-                moved[3 * i + a] = (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] +
-                                           R[3 * a + 2] * rest[3 * i + 2]) + 1.0f;
+                moved[3 * i + a] =
+                    (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] + R[3 * a + 2] * rest[3 * i + 2]) +
+                    1.0f;
         CHECK_OK(pbd_set_positions(w, r, moved));
         for (int i = 0; i < 6; ++i) CHECK_OK(pbd_sm_oriented_set(o, i, qf, NULL));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -236,8 +259,15 @@ TEST(sm_oriented_collinear_chain_stable) {
     pbd_world *w = pbdt_world(-9.81f);
     float pos[3 * N];
     int edges[2 * (N - 1)];
-    for (int i = 0; i < N; ++i) { pos[3 * i] = 0.1f * (float)i; pos[3 * i + 1] = 1; pos[3 * i + 2] = 0; }
-    for (int i = 0; i < N - 1; ++i) { edges[2 * i] = i; edges[2 * i + 1] = i + 1; }
+    for (int i = 0; i < N; ++i) {
+        pos[3 * i] = 0.1f * (float)i;
+        pos[3 * i + 1] = 1;
+        pos[3 * i + 2] = 0;
+    }
+    for (int i = 0; i < N - 1; ++i) {
+        edges[2 * i] = i;
+        edges[2 * i + 1] = i + 1;
+    }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
     pd.count = N;
@@ -266,7 +296,8 @@ TEST(sm_oriented_collinear_chain_stable) {
         const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
         double e = pbd_sm_oriented_rotational_energy(o, w);
         for (int i = 2; i < N; ++i)
-            e += 0.1 * (9.81 * x[4 * i + 1] + 0.5 * (v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2]));
+            e += 0.1 * (9.81 * x[4 * i + 1] +
+                        0.5 * (v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2]));
         if (e > max_energy) max_energy = e;
         for (int i = 0; i < N; ++i) {
             float q[4];
@@ -296,8 +327,15 @@ TEST(sm_oriented_held_particle_turns_with_its_group) {
     pbd_world *w = pbdt_world(-9.81f);
     float pos[3 * N];
     int edges[2 * (N - 1)];
-    for (int i = 0; i < N; ++i) { pos[3 * i] = 0; pos[3 * i + 1] = 0.1f * (float)i; pos[3 * i + 2] = 0; }
-    for (int i = 0; i < N - 1; ++i) { edges[2 * i] = i; edges[2 * i + 1] = i + 1; }
+    for (int i = 0; i < N; ++i) {
+        pos[3 * i] = 0;
+        pos[3 * i + 1] = 0.1f * (float)i;
+        pos[3 * i + 2] = 0;
+    }
+    for (int i = 0; i < N - 1; ++i) {
+        edges[2 * i] = i;
+        edges[2 * i + 1] = i + 1;
+    }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
     pd.count = N;
@@ -425,7 +463,12 @@ TEST(sm_oriented_skinning_rigid) {
     CHECK_OK(pbd_sm_skin_create(o, &sd, &skin));
     int bidx[V * 2];
     float bw[V * 2];
-    for (int i = 0; i < V; ++i) { bidx[2 * i] = i % 4; bidx[2 * i + 1] = i % 3 == 0 ? -1 : (i + 1) % 4; bw[2 * i] = 1; bw[2 * i + 1] = 0.5f; }
+    for (int i = 0; i < V; ++i) {
+        bidx[2 * i] = i % 4;
+        bidx[2 * i + 1] = i % 3 == 0 ? -1 : (i + 1) % 4;
+        bw[2 * i] = 1;
+        bw[2 * i + 1] = 0.5f;
+    }
     pbd_sm_skin_desc sd2 = sd;
     sd2.influences = 2;
     sd2.bones = bidx;
@@ -442,7 +485,9 @@ TEST(sm_oriented_skinning_rigid) {
     const float tr[3] = {0.5f, -1.0f, 2.0f};
     for (int i = 0; i < 4; ++i)
         for (int a = 0; a < 3; ++a)
-            moved[3 * i + a] = (float)(R[3 * a] * bones[3 * i] + R[3 * a + 1] * bones[3 * i + 1] + R[3 * a + 2] * bones[3 * i + 2]) + tr[a];
+            moved[3 * i + a] =
+                (float)(R[3 * a] * bones[3 * i] + R[3 * a + 1] * bones[3 * i + 1] + R[3 * a + 2] * bones[3 * i + 2]) +
+                tr[a];
     CHECK_OK(pbd_set_positions(w, r, moved));
     for (int i = 0; i < 4; ++i) CHECK_OK(pbd_sm_oriented_set(o, i, qf, NULL));
     for (int which = 0; which < 2; ++which) {
@@ -450,7 +495,8 @@ TEST(sm_oriented_skinning_rigid) {
         double worst = 0;
         for (int i = 0; i < V; ++i)
             for (int a = 0; a < 3; ++a) {
-                double want = R[3 * a] * verts[3 * i] + R[3 * a + 1] * verts[3 * i + 1] + R[3 * a + 2] * verts[3 * i + 2] + tr[a];
+                double want =
+                    R[3 * a] * verts[3 * i] + R[3 * a + 1] * verts[3 * i + 1] + R[3 * a + 2] * verts[3 * i + 2] + tr[a];
                 worst = fmax(worst, fabs(out[3 * i + a] - want));
             }
         CHECK_MSG(worst < 2e-6, "skin %d: rigid motion error %g", which, worst);
@@ -465,7 +511,8 @@ TEST(sm_oriented_skinning_rigid) {
     bidx[3] = 1;
     bw[0] = NAN;
     CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_NOT_FINITE, "nk 80");
-    bw[0] = 0; bidx[1] = -1; /* vertex 0: one slot unused, the other weight 0 */
+    bw[0] = 0;
+    bidx[1] = -1; /* vertex 0: one slot unused, the other weight 0 */
     CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "sum 0");
     CHECK(bad == NULL);
     CHECK_ERROR(pbd_sm_skin_apply(skin, w, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
@@ -500,35 +547,45 @@ TEST(sm_oriented_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.particles.count = 0; /* empty group */
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->edge_count 2");
-    d = good; d.particles.first = 1; /* 1..3 past the end */
+    d = good;
+    d.particles.first = 1; /* 1..3 past the end */
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "d->particles.first < 0 ||");
-    d = good; d.particles.first = -1;
+    d = good;
+    d.particles.first = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "d->particles.first < 0 ||");
     int bad_edge[4] = {0, 1, 1, 3};
-    d = good; d.edges = bad_edge;
+    d = good;
+    d.edges = bad_edge;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE, "e 3");
     int self_edge[4] = {0, 1, 2, 2};
-    d = good; d.edges = self_edge;
+    d = good;
+    d.edges = self_edge;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "e 1");
-    d = good; d.edges = NULL;
+    d = good;
+    d.edges = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NULL_POINTER, "d->edges is NULL");
-    d = good; d.radius = 0; /* a point has no moment: degenerate shape */
+    d = good;
+    d.radius = 0; /* a point has no moment: degenerate shape */
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "d->radius 0");
     float radii[9] = {0.1f, 0.1f, 0.1f, 0.1f, -0.1f, 0.1f, 0.1f, 0.1f, 0.1f};
-    d = good; d.radii = radii;
+    d = good;
+    d.radii = radii;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "k 4");
     radii[4] = NAN;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "n 3");
     float quats[12] = {0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1};
-    d = good; d.orientations = quats;
+    d = good;
+    d.orientations = quats;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_DEGENERATE, "!(q[0] * q[0] + q[1] * q[1] + q[2] *");
     quats[7] = INFINITY;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "n 3");
-    d = good; d.stiffness = 1.5f;
+    d = good;
+    d.stiffness = 1.5f;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 1.5");
     d.stiffness = NAN;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_NOT_FINITE, "d->stiffness nan");
-    d = good; d.rotation_iterations = 0;
+    d = good;
+    d.rotation_iterations = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->rotation_iterations 0");
     CHECK(o == NULL);
     CHECK(pbd_world_plugin_count(w) == 0);
@@ -547,7 +604,8 @@ TEST(sm_oriented_bad_input) {
     float q[4] = {0, 0, 0, 0}, om[3] = {NAN, 0, 0};
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 3");
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, q, NULL), PBD_ERROR_DEGENERATE, "qn 0");
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE, "(q && !pbd_sm__all_finite(q, 4)) ||");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE,
+                      "(q && !pbd_sm__all_finite(q, 4)) ||");
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_get(o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index -1");
     CHECK_ERROR(pbd_sm_oriented_get(NULL, 0, q, NULL), PBD_ERROR_NULL_POINTER, "o is NULL");
     int m[4], c;
@@ -576,8 +634,15 @@ static void threaded_run(int threads, float *x_out, float *q_out) {
     enum { N = 8 };
     float pos[3 * N];
     int edges[2 * (N - 1)];
-    for (int i = 0; i < N; ++i) { pos[3 * i] = 0.1f * (float)i; pos[3 * i + 1] = 1; pos[3 * i + 2] = 0.01f * (float)(i * i); }
-    for (int i = 0; i < N - 1; ++i) { edges[2 * i] = i; edges[2 * i + 1] = i + 1; }
+    for (int i = 0; i < N; ++i) {
+        pos[3 * i] = 0.1f * (float)i;
+        pos[3 * i + 1] = 1;
+        pos[3 * i + 2] = 0.01f * (float)(i * i);
+    }
+    for (int i = 0; i < N - 1; ++i) {
+        edges[2 * i] = i;
+        edges[2 * i + 1] = i + 1;
+    }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
     pd.count = N;

@@ -18,7 +18,7 @@
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
-#define SMR_N 4             /* a body is SMR_N^3 particles */
+#define SMR_N 4 /* a body is SMR_N^3 particles */
 #define SMR_COUNT (SMR_N * SMR_N * SMR_N)
 static const float SMR_S = 0.05f; /* spacing; radius SMR_S / 2: a closed 0.2 m box */
 
@@ -30,13 +30,16 @@ typedef struct smr_body {
 
 static void smr_quat(double ax, double ay, double az, double ang, double *q) {
     double l = sqrt(ax * ax + ay * ay + az * az), s = sin(ang / 2) / l;
-    q[0] = ax * s; q[1] = ay * s; q[2] = az * s; q[3] = cos(ang / 2);
+    q[0] = ax * s;
+    q[1] = ay * s;
+    q[2] = az * s;
+    q[3] = cos(ang / 2);
 }
 static void smr_rotate(const double *q, const double *v, double *o) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
-    double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w),
-                   2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
-                   2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)};
+    double R[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),
+                   2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                   2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y)};
     for (int a = 0; a < 3; ++a) o[a] = R[3 * a] * v[0] + R[3 * a + 1] * v[1] + R[3 * a + 2] * v[2];
 }
 
@@ -179,7 +182,8 @@ static void smr_drop(int scene) {
         } else if (scene == 1) {
             double e[4];
             smr_quat(0, 0, 1, 0.785398163, e);
-            float bc[3] = {0, 0.2f, 0}, he[3] = {0.1f, 0.1f, 0.3f}, br[4] = {(float)e[0], (float)e[1], (float)e[2], (float)e[3]};
+            float bc[3] = {0, 0.2f, 0}, he[3] = {0.1f, 0.1f, 0.3f},
+                  br[4] = {(float)e[0], (float)e[1], (float)e[2], (float)e[3]};
             CHECK_OK(pbd_add_collider_box(w, bc, he, br, 0.5f, NULL));
             smr_quat(0, 1, 0, 0.3, q);
             float c[3] = {0.03f, (float)(0.2 + 0.1 * sqrt(2.0) + 1.0 + half), 0};
@@ -199,10 +203,10 @@ static void smr_drop(int scene) {
         smr_run(w, 150, 60, &speed, &drift);
         /* before the fix (shape matching before the contacts): 26%, 18%,
            17% of the radius; pairs 42%, 50%, 35% */
-        CHECK_MSG(pr.fit <= 0.005 && pr.pair <= 0.005, "scene %d: distortion %.3g%% of the radius, pairs %.3g%%",
-                  scene, 100 * pr.fit, 100 * pr.pair);
-        CHECK_MSG(speed < 1e-4 && drift < 1e-4, "scene %d at rest: speed %.3g m/s, drift %.3g m over 1 s", scene,
-                  speed, drift);
+        CHECK_MSG(pr.fit <= 0.005 && pr.pair <= 0.005, "scene %d: distortion %.3g%% of the radius, pairs %.3g%%", scene,
+                  100 * pr.fit, 100 * pr.pair);
+        CHECK_MSG(speed < 1e-4 && drift < 1e-4, "scene %d at rest: speed %.3g m/s, drift %.3g m over 1 s", scene, speed,
+                  drift);
         /* resting on the particles' radius, not sunk into the ground */
         CHECK_MSG(smr_min_y(w) > 0.5 * SMR_S - 1e-3, "scene %d: lowest particle at %.4f", scene, smr_min_y(w));
         pbd_world_destroy(w);
@@ -253,7 +257,10 @@ TEST(sm_rigid_restitution_and_sliding_friction) {
         smr_add_box(w, &a, c, q0, 1, PBD_SM_RIGID);
         if (scene == 1) {
             float v[3 * SMR_COUNT];
-            for (int i = 0; i < SMR_COUNT; ++i) { v[3 * i] = 3; v[3 * i + 1] = v[3 * i + 2] = 0; }
+            for (int i = 0; i < SMR_COUNT; ++i) {
+                v[3 * i] = 3;
+                v[3 * i + 1] = v[3 * i + 2] = 0;
+            }
             CHECK_OK(pbd_set_velocities(w, a.r, v));
         }
         double apex = 0, prev_vy = -1, cx = 0;
@@ -309,7 +316,8 @@ TEST(sm_rigid_momentum) {
         double P0[3], L0[3], P1[3], L1[3];
         for (int s = 0; s < 2; ++s) {
             double *P = s ? P1 : P0, *L = s ? L1 : L0;
-            if (s) for (int f = 0; f < 60; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+            if (s)
+                for (int f = 0; f < 60; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
             const float *X = pbd_world_positions(w), *V = pbd_world_velocities(w);
             for (int a2 = 0; a2 < 3; ++a2) P[a2] = L[a2] = 0;
             for (int i = 0; i < n; ++i) {
@@ -328,7 +336,9 @@ TEST(sm_rigid_momentum) {
                about (omega h)^2 of its spin per substep: 4.0% in 1 s at
                3.2 rad/s, as before the contacts' rigid correction; the
                direction is kept */
-            if (scene == 0) CHECK_MSG(fabs(L1[a2] - 0.96 * L0[a2]) < 0.005 * fabs(L0[a2]) + 1e-4, "L[%d] %.6f -> %.6f", a2, L0[a2], L1[a2]);
+            if (scene == 0)
+                CHECK_MSG(fabs(L1[a2] - 0.96 * L0[a2]) < 0.005 * fabs(L0[a2]) + 1e-4, "L[%d] %.6f -> %.6f", a2, L0[a2],
+                          L1[a2]);
         }
         if (scene == 1) { /* they did collide: the heavy body moves */
             const float *V = pbd_world_velocities(w);
@@ -359,7 +369,7 @@ TEST(sm_rigid_deformable_stiffness_under_contact) {
             ld.cells = cells;
             ld.cell_count = NX * NX * NX;
             ld.spacing = 0.05f;
-            ld.origin[1] = 0.025f; /* the bottom layer touches the ground */
+            ld.origin[1] = 0.025f;                         /* the bottom layer touches the ground */
             ld.half_width = mode == PBD_SM_RIGID ? NX : 1; /* rigid: every region is the whole body */
             ld.body.mode = (pbd_sm_mode)mode;
             ld.body.stiffness = mode == PBD_SM_RIGID ? 1.0f : 0.3f;

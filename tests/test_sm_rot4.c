@@ -21,7 +21,10 @@
    quaternion. */
 static void sr4_matrix(unsigned *st, int kind, double *A, double *q0) {
     double ax[3], n = 0, ang = 3.0 * pbdt_rand(st), R[9];
-    for (int a = 0; a < 3; ++a) { ax[a] = pbdt_rand(st) - 0.5; n += ax[a] * ax[a]; }
+    for (int a = 0; a < 3; ++a) {
+        ax[a] = pbdt_rand(st) - 0.5;
+        n += ax[a] * ax[a];
+    }
     n = sqrt(n);
     for (int a = 0; a < 3; ++a) q0[a] = ax[a] / n * sin(ang / 2);
     q0[3] = cos(ang / 2);
@@ -53,7 +56,12 @@ TEST(sm_rotation_simd_four_regions_same_bits) {
             for (int k = 0; k < 4; ++k) q[l][k] = q0[k];
             if (kind < 4) pbd_sm__extract_rotation(B, q[l], 100);
             if (t % 11 == 0) q[l][3] *= 1.5;
-            if (t % 13 == 0) { q[l][0] = 0; q[l][1] = 0; q[l][2] = 1; q[l][3] = 0; } /* a half turn off */
+            if (t % 13 == 0) {
+                q[l][0] = 0;
+                q[l][1] = 0;
+                q[l][2] = 1;
+                q[l][3] = 0;
+            } /* a half turn off */
             memcpy(qs[l], q[l], sizeof qs[l]);
             Ap[l] = A[l];
             qp[l] = q[l];

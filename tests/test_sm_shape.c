@@ -15,9 +15,15 @@
 
 static void sms_quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z); R[1] = 2 * (x * y - z * w);     R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);     R[4] = 1 - 2 * (x * x + z * z); R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);     R[7] = 2 * (y * z + x * w);     R[8] = 1 - 2 * (x * x + y * y);
+    R[0] = 1 - 2 * (y * y + z * z);
+    R[1] = 2 * (x * y - z * w);
+    R[2] = 2 * (x * z + y * w);
+    R[3] = 2 * (x * y + z * w);
+    R[4] = 1 - 2 * (x * x + z * z);
+    R[5] = 2 * (y * z - x * w);
+    R[6] = 2 * (x * z - y * w);
+    R[7] = 2 * (y * z + x * w);
+    R[8] = 1 - 2 * (x * x + y * y);
 }
 static void sms_axis_angle(double ax, double ay, double az, double ang, double *R) {
     double n = sqrt(ax * ax + ay * ay + az * az), s = sin(ang / 2);
@@ -46,8 +52,8 @@ static void sms_place(pbd_world *w, int first, int n, const float *rest, const d
     float *x = (float *)malloc(sizeof(float) * 3 * n);
     for (int i = 0; i < n; ++i)
         for (int a = 0; a < 3; ++a)
-            x[3 * i + a] = (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] + R[3 * a + 2] * rest[3 * i + 2] +
-                                   t[a]);
+            x[3 * i + a] = (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] +
+                                   R[3 * a + 2] * rest[3 * i + 2] + t[a]);
     pbd_range r = {first, n};
     CHECK_OK(pbd_set_positions(w, r, x));
     free(x);
@@ -76,7 +82,11 @@ static int sms_invert(int n, const double *A, double *Ai) {
         for (int r = c + 1; r < n; ++r)
             if (fabs(M[r][c]) > fabs(M[piv][c])) piv = r;
         if (fabs(M[piv][c]) < 1e-300) return 0;
-        for (int j = 0; j < 2 * n; ++j) { double t = M[c][j]; M[c][j] = M[piv][j]; M[piv][j] = t; }
+        for (int j = 0; j < 2 * n; ++j) {
+            double t = M[c][j];
+            M[c][j] = M[piv][j];
+            M[piv][j] = t;
+        }
         double d = M[c][c];
         for (int j = 0; j < 2 * n; ++j) M[c][j] /= d;
         for (int r = 0; r < n; ++r) {
@@ -103,24 +113,41 @@ static void sms_reference_goals(int n, const float *rest, const float *x, const 
             int i = list[e];
             double m = mass[i] / cnt[i];
             M += m;
-            for (int a = 0; a < 3; ++a) { cb[a] += m * rest[3 * i + a]; c[a] += m * x[3 * i + a]; }
+            for (int a = 0; a < 3; ++a) {
+                cb[a] += m * rest[3 * i + a];
+                c[a] += m * x[3 * i + a];
+            }
         }
-        for (int a = 0; a < 3; ++a) { cb[a] /= M; c[a] /= M; }
+        for (int a = 0; a < 3; ++a) {
+            cb[a] /= M;
+            c[a] /= M;
+        }
         double Apq[27] = {0}, Aqq[81] = {0}, mu[9] = {0};
         int dim = mode == PBD_SM_QUADRATIC ? 9 : 3;
         for (int e = start[r]; e < start[r + 1]; ++e) { /* mean of the quadratic terms (centred) */
             int i = list[e];
             double m = mass[i] / cnt[i], q[3];
             for (int a = 0; a < 3; ++a) q[a] = rest[3 * i + a] - cb[a];
-            mu[3] += m * q[0] * q[0] / M; mu[4] += m * q[1] * q[1] / M; mu[5] += m * q[2] * q[2] / M;
-            mu[6] += m * q[0] * q[1] / M; mu[7] += m * q[1] * q[2] / M; mu[8] += m * q[2] * q[0] / M;
+            mu[3] += m * q[0] * q[0] / M;
+            mu[4] += m * q[1] * q[1] / M;
+            mu[5] += m * q[2] * q[2] / M;
+            mu[6] += m * q[0] * q[1] / M;
+            mu[7] += m * q[1] * q[2] / M;
+            mu[8] += m * q[2] * q[0] / M;
         }
         for (int e = start[r]; e < start[r + 1]; ++e) {
             int i = list[e];
             double m = mass[i] / cnt[i], q[9], p[3];
-            for (int a = 0; a < 3; ++a) { q[a] = rest[3 * i + a] - cb[a]; p[a] = x[3 * i + a] - c[a]; }
-            q[3] = q[0] * q[0]; q[4] = q[1] * q[1]; q[5] = q[2] * q[2];
-            q[6] = q[0] * q[1]; q[7] = q[1] * q[2]; q[8] = q[2] * q[0];
+            for (int a = 0; a < 3; ++a) {
+                q[a] = rest[3 * i + a] - cb[a];
+                p[a] = x[3 * i + a] - c[a];
+            }
+            q[3] = q[0] * q[0];
+            q[4] = q[1] * q[1];
+            q[5] = q[2] * q[2];
+            q[6] = q[0] * q[1];
+            q[7] = q[1] * q[2];
+            q[8] = q[2] * q[0];
             for (int k = 3; k < 9; ++k) q[k] -= mu[k];
             for (int a = 0; a < 3; ++a)
                 for (int j = 0; j < dim; ++j) Apq[a * dim + j] += m * p[a] * q[j];
@@ -156,8 +183,12 @@ static void sms_reference_goals(int n, const float *rest, const float *x, const 
             int i = list[e];
             double q[9];
             for (int a = 0; a < 3; ++a) q[a] = rest[3 * i + a] - cb[a];
-            q[3] = q[0] * q[0]; q[4] = q[1] * q[1]; q[5] = q[2] * q[2];
-            q[6] = q[0] * q[1]; q[7] = q[1] * q[2]; q[8] = q[2] * q[0];
+            q[3] = q[0] * q[0];
+            q[4] = q[1] * q[1];
+            q[5] = q[2] * q[2];
+            q[6] = q[0] * q[1];
+            q[7] = q[1] * q[2];
+            q[8] = q[2] * q[0];
             for (int k = 3; k < 9; ++k) q[k] -= mu[k];
             for (int a = 0; a < 3; ++a) {
                 double g = c[a];
@@ -189,7 +220,8 @@ TEST(sm_shape_goals_match_direct_evaluation) {
     for (int i = 0; i < N; ++i) {
         double u[3];
         for (int a = 0; a < 3; ++a) u[a] = rest[3 * i + a] + 0.1 * sin(2.0 * rest[3 * i + (a + 1) % 3]);
-        for (int a = 0; a < 3; ++a) x[3 * i + a] = (float)(R[3 * a] * u[0] + R[3 * a + 1] * u[1] + R[3 * a + 2] * u[2] + 1 - a);
+        for (int a = 0; a < 3; ++a)
+            x[3 * i + a] = (float)(R[3 * a] * u[0] + R[3 * a + 1] * u[1] + R[3 * a + 2] * u[2] + 1 - a);
     }
     /* NR overlapping regions of 15 particles each (i*6 .. i*6+14 mod N) */
     int start[NR + 1], list[NR * 15];
@@ -268,10 +300,15 @@ TEST(sm_shape_goals_match_direct_evaluation) {
         for (int i = 0; i < 3 * nv; ++i)
             if (!(fabs(g[i] - ref[i]) <= worst)) worst = fabs(g[i] - ref[i]);
         CHECK_MSG(worst < 2e-5, "rings mode %d: worst goal error %g", mode, worst);
-        free(g); free(ref); free(idx);
+        free(g);
+        free(ref);
+        free(idx);
         pbd_world_destroy(w); /* destroys the owned plan (ASan checks) */
     }
-    free(xs); free(ms); free(rs); free(rl);
+    free(xs);
+    free(ms);
+    free(rs);
+    free(rl);
     pbd_mesh_free(&m);
 }
 
@@ -284,8 +321,9 @@ TEST(sm_shape_rigid_transform_zero_correction) {
     float rest[3 * N];
     for (int i = 0; i < N; ++i)
         for (int a = 0; a < 3; ++a) rest[3 * i + a] = pbdt_rand(&st) - 0.5f + (a == 0 ? 3.0f : 0.0f);
-    double axes[][4] = {{1, 0, 0, SMS_PI}, {0, 1, 0, SMS_PI}, {0, 0, 1, SMS_PI}, {1, 1, 0, SMS_PI}, {0.3, -0.5, 0.8, SMS_PI},
-                        {1, 2, 3, 0.7},  {-2, 1, 1, 2.9}, {0, 0, 1, 0},    {1, 0, 0, 3.1},  {0, 1, 1, -2.0}};
+    double axes[][4] = {{1, 0, 0, SMS_PI},        {0, 1, 0, SMS_PI}, {0, 0, 1, SMS_PI}, {1, 1, 0, SMS_PI},
+                        {0.3, -0.5, 0.8, SMS_PI}, {1, 2, 3, 0.7},    {-2, 1, 1, 2.9},   {0, 0, 1, 0},
+                        {1, 0, 0, 3.1},           {0, 1, 1, -2.0}};
     double worst = 0;
     for (int mode = 0; mode < 3; ++mode) {
         pbd_world *w = pbdt_world(0);
@@ -350,8 +388,12 @@ TEST(sm_shape_flat_and_collinear_no_nan) {
     enum { N = 12 };
     float flat[3 * N], line[3 * N];
     for (int i = 0; i < N; ++i) {
-        flat[3 * i] = (float)(i % 4) * 0.3f; flat[3 * i + 1] = 0.2f * (float)(i / 4); flat[3 * i + 2] = 1.0f;
-        line[3 * i] = 0.1f * (float)i; line[3 * i + 1] = 0.05f * (float)i; line[3 * i + 2] = -0.2f * (float)i;
+        flat[3 * i] = (float)(i % 4) * 0.3f;
+        flat[3 * i + 1] = 0.2f * (float)(i / 4);
+        flat[3 * i + 2] = 1.0f;
+        line[3 * i] = 0.1f * (float)i;
+        line[3 * i + 1] = 0.05f * (float)i;
+        line[3 * i + 2] = -0.2f * (float)i;
     }
     const float *shapes[2] = {flat, line};
     unsigned st = 9;
@@ -398,14 +440,24 @@ TEST(sm_shape_linear_and_quadratic_modes) {
     for (int i = 0; i < 4; ++i)
         for (int j = 0; j < 4; ++j)
             for (int l = 0; l < 4; ++l, ++k) {
-                rest[3 * k] = 0.2f * i; rest[3 * k + 1] = 0.2f * j; rest[3 * k + 2] = 0.2f * l;
+                rest[3 * k] = 0.2f * i;
+                rest[3 * k + 1] = 0.2f * j;
+                rest[3 * k + 2] = 0.2f * l;
             }
     for (int i = 0; i < N; ++i) {
         float X = rest[3 * i], Y = rest[3 * i + 1], Z = rest[3 * i + 2];
-        affine[3 * i] = X + 0.4f * Y; affine[3 * i + 1] = Y; affine[3 * i + 2] = Z + 1; /* shear, det 1 */
-        quad[3 * i] = X + 0.5f * Y * Y; quad[3 * i + 1] = Y + 0.3f * X * Z; quad[3 * i + 2] = Z;
+        affine[3 * i] = X + 0.4f * Y;
+        affine[3 * i + 1] = Y;
+        affine[3 * i + 2] = Z + 1; /* shear, det 1 */
+        quad[3 * i] = X + 0.5f * Y * Y;
+        quad[3 * i + 1] = Y + 0.3f * X * Z;
+        quad[3 * i + 2] = Z;
     }
-    struct { pbd_sm_mode mode; const float *shape; int exact; } cases[4] = {
+    struct {
+        pbd_sm_mode mode;
+        const float *shape;
+        int exact;
+    } cases[4] = {
         {PBD_SM_LINEAR, affine, 1}, {PBD_SM_RIGID, affine, 0}, {PBD_SM_QUADRATIC, quad, 1}, {PBD_SM_LINEAR, quad, 0}};
     for (int c = 0; c < 4; ++c) {
         pbd_world *w = pbdt_world(0);
@@ -466,16 +518,25 @@ TEST(sm_shape_momentum_and_core_constraints) {
 
     /* a cube hanging from a rope of 5 distance constraints */
     w = pbdt_world(-9.81f);
-    ld.origin[0] = -0.1f; ld.origin[1] = -0.2f; ld.origin[2] = -0.1f; /* top face at y = 0 */
+    ld.origin[0] = -0.1f;
+    ld.origin[1] = -0.2f;
+    ld.origin[2] = -0.1f; /* top face at y = 0 */
     ld.body.mode = PBD_SM_RIGID;
     ld.particle_mass = 0.05f;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
     float rope[18];
-    for (int i = 0; i < 6; ++i) { rope[3 * i] = 0; rope[3 * i + 1] = 0.1f * (6 - i); rope[3 * i + 2] = 0; }
+    for (int i = 0; i < 6; ++i) {
+        rope[3 * i] = 0;
+        rope[3 * i + 1] = 0.1f * (6 - i);
+        rope[3 * i + 2] = 0;
+    }
     int rf = sms_add_points(w, 6, rope, 1.0f);
     CHECK_OK(pbd_pin(w, rf));
     int links[12];
-    for (int i = 0; i < 5; ++i) { links[2 * i] = rf + i; links[2 * i + 1] = rf + i + 1; }
+    for (int i = 0; i < 5; ++i) {
+        links[2 * i] = rf + i;
+        links[2 * i + 1] = rf + i + 1;
+    }
     pbd_constraints_desc cd = pbd_constraints_desc_default();
     cd.type = PBD_CONSTRAINT_DISTANCE;
     cd.count = 5;
@@ -510,7 +571,9 @@ TEST(sm_shape_momentum_and_core_constraints) {
 TEST(sm_shape_stiffness_per_substep) {
     float pos[3 * 9];
     for (int i = 0; i < 8; ++i) {
-        pos[3 * i] = (float)(i & 1); pos[3 * i + 1] = (float)((i >> 1) & 1); pos[3 * i + 2] = (float)(i >> 2);
+        pos[3 * i] = (float)(i & 1);
+        pos[3 * i + 1] = (float)((i >> 1) & 1);
+        pos[3 * i + 2] = (float)(i >> 2);
     }
     pos[24] = pos[25] = pos[26] = 0.5f;
     float mass[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1e-6f}; /* the centre barely moves the match */
@@ -565,7 +628,10 @@ static double sms_beam_sag(int half_width) {
     double sag = 0;
     int tips = 0;
     for (int i = 0; i < N; ++i)
-        if (cells[3 * i] == NX - 1) { sag += -(x[4 * (r.first + i) + 1] - 0.1f * cells[3 * i + 1]); tips++; }
+        if (cells[3 * i] == NX - 1) {
+            sag += -(x[4 * (r.first + i) + 1] - 0.1f * cells[3 * i + 1]);
+            tips++;
+        }
     pbd_world_destroy(w);
     return sag / tips;
 }
@@ -631,7 +697,8 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
     for (int reg = 0; reg < pbd_sm_body_region_count(b); ++reg) {
         float S[9];
         CHECK_OK(pbd_sm_body_plastic_state(b, reg, S));
-        double d = S[0] * (S[4] * S[8] - S[5] * S[7]) - S[1] * (S[3] * S[8] - S[5] * S[6]) + S[2] * (S[3] * S[7] - S[4] * S[6]);
+        double d = S[0] * (S[4] * S[8] - S[5] * S[7]) - S[1] * (S[3] * S[8] - S[5] * S[6]) +
+                   S[2] * (S[3] * S[7] - S[4] * S[6]);
         *det_err = fmax(*det_err, fabs(d - 1));
         double dist = 0;
         for (int k = 0; k < 9; ++k) dist += (S[k] - (k % 4 == 0)) * (S[k] - (k % 4 == 0));
@@ -707,7 +774,8 @@ TEST(sm_shape_voxelize_sphere) {
     float c[3] = {0.1f, 0.2f, 0.3f}, origin[3];
     CHECK_OK(pbd_mesh_sphere(3, c, 0.5f, &m));
     int count = 0;
-    CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, NULL, 0, &count));
+    CHECK_OK(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, NULL, 0, &count));
     int *cells = (int *)malloc(sizeof(int) * 3 * (size_t)count), again = 0;
     CHECK_OK(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.05f, origin, cells, count,
                              &again));
@@ -729,7 +797,8 @@ TEST(sm_shape_voxelize_sphere) {
     for (int k = 0; k < 22; ++k)
         for (int j = 0; j < 22; ++j)
             for (int i = 0; i < 22; ++i) {
-                double x = origin[0] + 0.05 * i - c[0], y = origin[1] + 0.05 * j - c[1], z = origin[2] + 0.05 * k - c[2];
+                double x = origin[0] + 0.05 * i - c[0], y = origin[1] + 0.05 * j - c[1],
+                       z = origin[2] + 0.05 * k - c[2];
                 want += sqrt(x * x + y * y + z * z) < 0.45;
             }
     CHECK(inside == want);
@@ -745,10 +814,12 @@ TEST(sm_shape_voxelize_sphere) {
     int bad_tri[3] = {0, 1, 100000};
     CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, bad_tri, 1, 0.05f, origin, NULL, 0, &count),
                  PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0, origin, NULL, 0, &count),
-                 PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-9f, origin, NULL, 0,
-                                 &count), PBD_ERROR_OVERFLOW);
+    CHECK_RESULT(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0, origin, NULL, 0, &count),
+        PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 1e-9f, origin, NULL, 0, &count),
+        PBD_ERROR_OVERFLOW);
     pbd_world_destroy(w);
     free(cells);
     pbd_mesh_free(&m);
@@ -805,7 +876,11 @@ TEST(sm_shape_lattice_with_any_plan) {
 TEST(sm_shape_bad_input) {
     enum { N = 8 };
     float pos[3 * N];
-    for (int i = 0; i < N; ++i) { pos[3 * i] = (float)(i & 1); pos[3 * i + 1] = (float)((i >> 1) & 1); pos[3 * i + 2] = (float)(i >> 2); }
+    for (int i = 0; i < N; ++i) {
+        pos[3 * i] = (float)(i & 1);
+        pos[3 * i + 1] = (float)((i >> 1) & 1);
+        pos[3 * i + 2] = (float)(i >> 2);
+    }
     pbd_world *w = pbdt_world(-9.81f);
     int first = sms_add_points(w, N, pos, 1);
     int idx[N];
@@ -817,78 +892,109 @@ TEST(sm_shape_bad_input) {
     pbd_sm_body_desc d = pbd_sm_body_desc_default();
     d.particles = idx;
     d.particle_count = N;
-#define SMS_BAD(want)                                              \
-    do {                                                           \
-        CHECK_RESULT(pbd_sm_add_body(w, &d, &b), want);            \
-        d = pbd_sm_body_desc_default();                            \
-        d.particles = idx;                                         \
-        d.particle_count = N;                                      \
+#define SMS_BAD(want)                                   \
+    do {                                                \
+        CHECK_RESULT(pbd_sm_add_body(w, &d, &b), want); \
+        d = pbd_sm_body_desc_default();                 \
+        d.particles = idx;                              \
+        d.particle_count = N;                           \
     } while (0)
     CHECK_ERROR(pbd_sm_add_body(NULL, &d, &b), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, NULL, &b), PBD_ERROR_NULL_POINTER, "d is NULL");
-    d.particles = NULL; SMS_BAD(PBD_ERROR_NULL_POINTER);
-    d.particle_count = 0; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);           /* empty cluster */
+    d.particles = NULL;
+    SMS_BAD(PBD_ERROR_NULL_POINTER);
+    d.particle_count = 0;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* empty cluster */
     int start[3] = {0, 4, 4}, list[4] = {0, 1, 2, 3};
-    d.region_count = 2; d.region_start = start; d.region_particles = list;
-    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);                                 /* an empty region */
+    d.region_count = 2;
+    d.region_start = start;
+    d.region_particles = list;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* an empty region */
     int oob[N];
     sms_iota(oob, N, first);
     oob[3] = N + 5;
-    d.particles = oob; SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE);           /* out-of-range particle */
+    d.particles = oob;
+    SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE); /* out-of-range particle */
     oob[3] = -1;
-    d.particles = oob; SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE);
+    d.particles = oob;
+    SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE);
     int list_oob[4] = {0, 1, 2, N};
     int start1[2] = {0, 4};
-    d.region_count = 1; d.region_start = start1; d.region_particles = list_oob;
-    SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE);                              /* out-of-range local index */
+    d.region_count = 1;
+    d.region_start = start1;
+    d.region_particles = list_oob;
+    SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE); /* out-of-range local index */
     int dup[N];
     sms_iota(dup, N, first);
     dup[5] = dup[2];
-    d.particles = dup; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);             /* duplicate particle */
+    d.particles = dup;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* duplicate particle */
     float zero_m[N] = {0};
-    d.masses = zero_m; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);             /* zero total mass */
+    d.masses = zero_m;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* zero total mass */
     float neg_m[N] = {1, 1, 1, -1, 1, 1, 1, 1};
-    d.masses = neg_m; SMS_BAD(PBD_ERROR_NEGATIVE_MASS);
+    d.masses = neg_m;
+    SMS_BAD(PBD_ERROR_NEGATIVE_MASS);
     float same[3 * N];
     for (int i = 0; i < 3 * N; ++i) same[i] = 0.5f;
-    d.rest_positions = same; SMS_BAD(PBD_ERROR_DEGENERATE);              /* degenerate rest shape */
+    d.rest_positions = same;
+    SMS_BAD(PBD_ERROR_DEGENERATE); /* degenerate rest shape */
     float nan_rest[3 * N];
     memcpy(nan_rest, pos, sizeof pos);
     nan_rest[7] = NAN;
-    d.rest_positions = nan_rest; SMS_BAD(PBD_ERROR_NOT_FINITE);
-    d.beta = 1.5f; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
-    d.stiffness = -0.1f; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
-    d.stiffness = NAN; SMS_BAD(PBD_ERROR_NOT_FINITE);
-    d.creep = -1; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
-    d.max_plastic = 0; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
-    d.mode = (pbd_sm_mode)7; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.rest_positions = nan_rest;
+    SMS_BAD(PBD_ERROR_NOT_FINITE);
+    d.beta = 1.5f;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.stiffness = -0.1f;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.stiffness = NAN;
+    SMS_BAD(PBD_ERROR_NOT_FINITE);
+    d.creep = -1;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.max_plastic = 0;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.mode = (pbd_sm_mode)7;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     pbd_sm_sum_plan *plan = NULL;
     int start_all[2] = {0, N - 1}, all[N];
     sms_iota(all, N, 0);
     CHECK_OK(pbd_sm_plan_naive(N - 1, 1, start_all, all, &plan));
-    d.plan = plan; d.owns_plan = 1; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* plan of another size */
-    d.plan = plan; d.region_start = start; SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.plan = plan;
+    d.owns_plan = 1;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* plan of another size */
+    d.plan = plan;
+    d.region_start = start;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     pbd_sm_plan_destroy(plan); /* still ours after the failures */
     /* a region of one particle has no shape */
     int start_one[3] = {0, 1, N}, list_one[N];
     sms_iota(list_one, N, 0);
-    d.region_count = 2; d.region_start = start_one; d.region_particles = list_one;
+    d.region_count = 2;
+    d.region_start = start_one;
+    d.region_particles = list_one;
     SMS_BAD(PBD_ERROR_DEGENERATE);
     /* lattices */
     pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
     int cells[6] = {0, 0, 0, 0, 0, 0};
     ld.cells = cells;
     ld.cell_count = 2;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell"); /* one cell twice */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "particles 0 and 1 are in one cell"); /* one cell twice */
     cells[3] = 5;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE, "all rest positions coincide (!(size2 >"); /* isolated cells */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE,
+                      "all rest positions coincide (!(size2 >"); /* isolated cells */
     cells[3] = 1;
-    ld.spacing = 0; CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->spacing 0");
-    ld.spacing = 0.1f; ld.half_width = 0;
+    ld.spacing = 0;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->spacing 0");
+    ld.spacing = 0.1f;
+    ld.half_width = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "n 2");
-    ld.half_width = 1; ld.particle_mass = -1;
+    ld.half_width = 1;
+    ld.particle_mass = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "d->particle_mass -1");
-    ld.particle_mass = 1; ld.cells = NULL;
+    ld.particle_mass = 1;
+    ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER, "d->cells is NULL");
     CHECK_ERROR(pbd_sm_lattice_box(0, 1, 1, cells), PBD_ERROR_INVALID_ARGUMENT, "nx 0");
     CHECK(b == NULL);
@@ -899,7 +1005,8 @@ TEST(sm_shape_bad_input) {
     /* a valid body; then bad parameter changes leave it as it was */
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT, "(mode == PBD_SM_QUADRATIC) != (b->mode");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT,
+                      "(mode == PBD_SM_QUADRATIC) != (b->mode");
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
     CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
     float q[4];
@@ -946,7 +1053,8 @@ static void sms_jelly_run(int threads, float *out, int *n_out) {
     /* a second body: quadratic clusters of 30 over a block, lists not symmetric */
     float pos[3 * 64];
     for (int i = 0; i < 64; ++i) {
-        pos[3 * i] = 0.6f + 0.08f * (i & 3); pos[3 * i + 1] = 0.02f + 0.08f * ((i >> 2) & 3);
+        pos[3 * i] = 0.6f + 0.08f * (i & 3);
+        pos[3 * i + 1] = 0.02f + 0.08f * ((i >> 2) & 3);
         pos[3 * i + 2] = 0.08f * (i >> 4);
     }
     int first = sms_add_points(w, 64, pos, 1), idx[64], start[4] = {0, 30, 60, 90}, list[90];
@@ -965,7 +1073,11 @@ static void sms_jelly_run(int threads, float *out, int *n_out) {
     CHECK_OK(pbd_sm_add_body(w, &d, &b2));
     CHECK_OK(pbd_sm_body_set_parallel_min(b2, 0));
     float v[3 * 125];
-    for (int i = 0; i < 125; ++i) { v[3 * i] = 0.3f; v[3 * i + 1] = -3.0f; v[3 * i + 2] = 0.1f * (i % 3); }
+    for (int i = 0; i < 125; ++i) {
+        v[3 * i] = 0.3f;
+        v[3 * i + 1] = -3.0f;
+        v[3 * i + 2] = 0.1f * (i % 3);
+    }
     CHECK_OK(pbd_set_velocities(w, r, v));
     pbd_range r2 = {first, 64};
     CHECK_OK(pbd_set_velocities(w, r2, v));
@@ -1010,7 +1122,9 @@ static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_ou
             for (int x = 0; x < 8; ++x) {
                 int core = x >= 2 && x < 6 && y >= 2 && y < 6 && z >= 2 && z < 6;
                 if (core && ((x | y | z) & 1)) continue; /* one level-1 cell per 2^3 */
-                oc[4 * n] = core ? x / 2 : x; oc[4 * n + 1] = core ? y / 2 : y; oc[4 * n + 2] = core ? z / 2 : z;
+                oc[4 * n] = core ? x / 2 : x;
+                oc[4 * n + 1] = core ? y / 2 : y;
+                oc[4 * n + 2] = core ? z / 2 : z;
                 oc[4 * n + 3] = core;
                 float h = core ? 0.1f : 0.05f;
                 pos[3 * n] = 0.1f * (float)oc[4 * n] * (core ? 2 : 1) + h;

@@ -55,7 +55,11 @@ static double error_vs_naive(pbd_sm_sum_plan *p, int k, unsigned seed, int posit
         double e = fabs(a[i] - b[i]) / (s[i] > 0 ? s[i] : 1);
         if (!(e <= worst)) worst = e; /* NaN counts as worst */
     }
-    free(v); free(va); free(a); free(b); free(s);
+    free(v);
+    free(va);
+    free(a);
+    free(b);
+    free(s);
     pbd_sm_plan_destroy(q);
     return worst;
 }
@@ -67,7 +71,9 @@ static int random_lattice(unsigned *st, int *cells, int nx, int ny, int nz, floa
         for (int y = 0; y < ny; ++y)
             for (int x = 0; x < nx; ++x)
                 if (pbdt_rand(st) < fill) {
-                    cells[3 * n] = x - 5; cells[3 * n + 1] = y - 3; cells[3 * n + 2] = z;
+                    cells[3 * n] = x - 5;
+                    cells[3 * n + 1] = y - 3;
+                    cells[3 * n + 2] = z;
                     n++;
                 }
     int islands[4][3] = {{40, 40, 40}, {41, 40, 40}, {-30, 7, 2}, {-30, 9, 2}};
@@ -76,7 +82,11 @@ static int random_lattice(unsigned *st, int *cells, int nx, int ny, int nz, floa
     /* shuffle the particle order */
     for (int i = n - 1; i > 0; --i) {
         int j = (int)(pbdt_rand(st) * (float)(i + 1)) % (i + 1);
-        for (int a = 0; a < 3; ++a) { int t = cells[3 * i + a]; cells[3 * i + a] = cells[3 * j + a]; cells[3 * j + a] = t; }
+        for (int a = 0; a < 3; ++a) {
+            int t = cells[3 * i + a];
+            cells[3 * i + a] = cells[3 * j + a];
+            cells[3 * j + a] = t;
+        }
     }
     return n;
 }
@@ -130,7 +140,10 @@ TEST(sm_sum_lattice_equals_naive) {
     double v = 3.5, s = 0;
     p = NULL;
     CHECK_OK(pbd_sm_plan_lattice(1, one, 4, &p));
-    if (p) { CHECK_OK(pbd_sm_plan_sum(p, &v, 1, &s)); CHECK(s == 3.5); }
+    if (p) {
+        CHECK_OK(pbd_sm_plan_sum(p, &v, 1, &s));
+        CHECK(s == 3.5);
+    }
     pbd_sm_plan_destroy(p);
     free(cells);
     free(mem);
@@ -142,7 +155,10 @@ static int random_octree(unsigned *st, int *cells, int top, int max_leaves) {
     int stack[512][4], sp = 0, n = 0;
     int roots[3][3] = {{-1, 0, 0}, {0, 0, 0}, {0, -1, 0}};
     for (int r = 0; r < 3; ++r) {
-        stack[sp][0] = roots[r][0]; stack[sp][1] = roots[r][1]; stack[sp][2] = roots[r][2]; stack[sp][3] = top;
+        stack[sp][0] = roots[r][0];
+        stack[sp][1] = roots[r][1];
+        stack[sp][2] = roots[r][2];
+        stack[sp][3] = top;
         sp++;
     }
     while (sp > 0) {
@@ -151,18 +167,27 @@ static int random_octree(unsigned *st, int *cells, int top, int max_leaves) {
         float split = l == top ? 1.0f : (x < 0 ? 0.8f : 0.45f);
         if (l > 0 && sp + 8 < 512 && n + sp + 8 < max_leaves && pbdt_rand(st) < split) {
             for (int c = 0; c < 8; ++c) {
-                stack[sp][0] = 2 * x + (c & 1); stack[sp][1] = 2 * y + ((c >> 1) & 1);
-                stack[sp][2] = 2 * z + (c >> 2); stack[sp][3] = l - 1;
+                stack[sp][0] = 2 * x + (c & 1);
+                stack[sp][1] = 2 * y + ((c >> 1) & 1);
+                stack[sp][2] = 2 * z + (c >> 2);
+                stack[sp][3] = l - 1;
                 sp++;
             }
         } else {
-            cells[4 * n] = x; cells[4 * n + 1] = y; cells[4 * n + 2] = z; cells[4 * n + 3] = l;
+            cells[4 * n] = x;
+            cells[4 * n + 1] = y;
+            cells[4 * n + 2] = z;
+            cells[4 * n + 3] = l;
             n++;
         }
     }
     for (int i = n - 1; i > 0; --i) {
         int j = (int)(pbdt_rand(st) * (float)(i + 1)) % (i + 1);
-        for (int a = 0; a < 4; ++a) { int t = cells[4 * i + a]; cells[4 * i + a] = cells[4 * j + a]; cells[4 * j + a] = t; }
+        for (int a = 0; a < 4; ++a) {
+            int t = cells[4 * i + a];
+            cells[4 * i + a] = cells[4 * j + a];
+            cells[4 * j + a] = t;
+        }
     }
     return n;
 }
@@ -258,7 +283,10 @@ TEST(sm_sum_octree_tables_and_sparse) {
     }
     CHECK_MSG(cost[1] <= 1.5 * cost[0], "octree cost per region %g (w=1) -> %g (w=5)", cost[0], cost[1]);
     /* sparse */
-    cells[4 * n] = 999999; cells[4 * n + 1] = 0; cells[4 * n + 2] = 0; cells[4 * n + 3] = 0;
+    cells[4 * n] = 999999;
+    cells[4 * n + 1] = 0;
+    cells[4 * n + 2] = 0;
+    cells[4 * n + 3] = 0;
     pbd_sm_sum_plan *p = NULL;
     CHECK_OK(pbd_sm_plan_octree(n + 1, cells, NULL, 2, &p));
     if (p) {
@@ -301,8 +329,14 @@ static void ring_distances(const pbd_mesh *m, int s, int *d) {
         for (int t = 0; t < m->triangle_count; ++t)
             for (int a = 0; a < 3; ++a) {
                 int p = m->triangles[3 * t + a], q = m->triangles[3 * t + (a + 1) % 3];
-                if (d[p] + 1 < d[q]) { d[q] = d[p] + 1; changed = 1; }
-                if (d[q] + 1 < d[p]) { d[p] = d[q] + 1; changed = 1; }
+                if (d[p] + 1 < d[q]) {
+                    d[q] = d[p] + 1;
+                    changed = 1;
+                }
+                if (d[q] + 1 < d[p]) {
+                    d[p] = d[q] + 1;
+                    changed = 1;
+                }
             }
     }
 }
@@ -331,7 +365,10 @@ TEST(sm_sum_paths_equals_naive) {
         int n = m.vertex_count, w = 1 + t % 4, maxlen = t == 2 ? 5 : 0;
         pbd_sm_sum_plan *p = NULL;
         CHECK_OK(pbd_sm_plan_paths(n, m.positions, m.triangle_count, m.triangles, w, maxlen, &p));
-        if (!p) { pbd_mesh_free(&m); continue; }
+        if (!p) {
+            pbd_mesh_free(&m);
+            continue;
+        }
         CHECK(pbd_sm_plan_method(p) == PBD_SM_SUM_PATHS);
         /* paths: a partition into edge-connected runs */
         int *seen = (int *)calloc((size_t)n, sizeof(int)), *path = (int *)malloc(sizeof(int) * (size_t)n);
@@ -363,7 +400,9 @@ TEST(sm_sum_paths_equals_naive) {
         CHECK_MSG(e <= 1e-5, "mesh %d w=%d: relative error %g", t, w, e);
         e = error_vs_naive(p, 7, 60u + (unsigned)t, 0);
         CHECK_MSG(e <= 1e-5, "mesh %d w=%d signed: error %g", t, w, e);
-        free(seen); free(path); free(d);
+        free(seen);
+        free(path);
+        free(d);
         pbd_sm_plan_destroy(p);
         pbd_mesh_free(&m);
     }
@@ -405,9 +444,15 @@ TEST(sm_sum_cost_independent_of_region_size) {
         CHECK_OK(pbd_sm_plan_octree(n, oc, NULL, w, &p[1]));
         CHECK_OK(pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, w, 0, &p[2]));
         for (int q = 0; q < 3; ++q) {
-            if (!p[q]) { cost[q][t] = naive[q][t] = 1; continue; }
+            if (!p[q]) {
+                cost[q][t] = naive[q][t] = 1;
+                continue;
+            }
             int R = pbd_sm_plan_region_count(p[q]), total = 0, cnt = 0;
-            for (int r = 0; r < R; ++r) { pbd_sm_plan_region(p[q], r, NULL, 0, &cnt); total += cnt; }
+            for (int r = 0; r < R; ++r) {
+                pbd_sm_plan_region(p[q], r, NULL, 0, &cnt);
+                total += cnt;
+            }
             cost[q][t] = (double)pbd_sm_plan_cost(p[q]) / R;
             naive[q][t] = (double)total / R;
             pbd_sm_plan_destroy(p[q]);
@@ -440,11 +485,15 @@ TEST(sm_sum_deterministic) {
     if (p[0]) p[3] = naive_twin(p[0]);
     const int K = 13;
     for (int q = 0; q < 4; ++q) {
-        if (!p[q]) { CHECK(0); continue; }
+        if (!p[q]) {
+            CHECK(0);
+            continue;
+        }
         int np = pbd_sm_plan_particle_count(p[q]), R = pbd_sm_plan_region_count(p[q]);
         CHECK(R >= 512); /* big enough for the parallel path */
         double *v = (double *)malloc(sizeof(double) * (size_t)(np * K));
-        double *ref = (double *)malloc(sizeof(double) * (size_t)(R * K)), *s = (double *)malloc(sizeof(double) * (size_t)(R * K));
+        double *ref = (double *)malloc(sizeof(double) * (size_t)(R * K)),
+               *s = (double *)malloc(sizeof(double) * (size_t)(R * K));
         for (int i = 0; i < np * K; ++i) v[i] = 10.0 * pbdt_rand(&st) - 3.0;
         pbd_sm_plan_set_threads(p[q], 1);
         pbd_sm_plan_set_simd(p[q], 0);
@@ -454,8 +503,8 @@ TEST(sm_sum_deterministic) {
             pbd_sm_plan_set_threads(p[q], cfg[c][0]);
             pbd_sm_plan_set_simd(p[q], cfg[c][1]);
             CHECK_OK(pbd_sm_plan_sum(p[q], v, K, s));
-            CHECK_MSG(memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0, "plan %d threads %d simd %d", q,
-                      cfg[c][0], cfg[c][1]);
+            CHECK_MSG(memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0, "plan %d threads %d simd %d", q, cfg[c][0],
+                      cfg[c][1]);
         }
         /* shared by the threads of an enclosing team (a parallel plugin), and
            called from one thread inside a team (no nested team) */
@@ -482,7 +531,9 @@ TEST(sm_sum_deterministic) {
             team_res[1] = pbd_sm_plan_sum(p[q], v, K, s);
         }
         CHECK(team_res[1] == PBD_OK && memcmp(ref, s, sizeof(double) * (size_t)(R * K)) == 0);
-        free(v); free(ref); free(s);
+        free(v);
+        free(ref);
+        free(s);
         pbd_sm_plan_destroy(p[q]);
     }
     pbd_mesh_free(&m);
@@ -525,7 +576,8 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "w 65");
     CHECK_ERROR(pbd_sm_plan_octree(2, oc, wbad, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
     CHECK_ERROR(pbd_sm_plan_octree(2, overlap, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "m 2");
-    CHECK_ERROR(pbd_sm_plan_octree(2, odup, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__cmp_ocell(&leaf[i], &leaf[i -");
+    CHECK_ERROR(pbd_sm_plan_octree(2, odup, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm__cmp_ocell(&leaf[i], &leaf[i -");
     CHECK_ERROR(pbd_sm_plan_octree(1, olev, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l 17");
     CHECK_ERROR(pbd_sm_plan_octree(1, oneg, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l -1");
     CHECK_ERROR(pbd_sm_plan_octree(1, obig, NULL, 1, &p), PBD_ERROR_OVERFLOW, "lo 1120000");
@@ -549,9 +601,12 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "t 2");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
-    CHECK_ERROR(pbd_sm_plan_paths(3, line, 1, tri, 1, 0, &p), PBD_ERROR_DEGENERATE, "sin^2 of the angle ~ 0 (!(cc > 1e-24 *");
-    CHECK_ERROR(pbd_sm_plan_paths(5, x5, 3, nm, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "three triangles share edge (0, 1)");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, twice, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "a triangle appears twice (vertices 0,");
+    CHECK_ERROR(pbd_sm_plan_paths(3, line, 1, tri, 1, 0, &p), PBD_ERROR_DEGENERATE,
+                "sin^2 of the angle ~ 0 (!(cc > 1e-24 *");
+    CHECK_ERROR(pbd_sm_plan_paths(5, x5, 3, nm, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "three triangles share edge (0, 1)");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, twice, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "a triangle appears twice (vertices 0,");
     CHECK_ERROR(pbd_sm_plan_paths(4, xnan, 2, tri, 1, 0, &p), PBD_ERROR_NOT_FINITE, "i 4");
     CHECK(p == sentinel);
     /* sums, regions, paths, settings */
@@ -567,7 +622,8 @@ TEST(sm_sum_bad_input) {
         CHECK(s[0] == -7 && s[3] == -7);
         CHECK_ERROR(pbd_sm_plan_region(p, 4, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 4");
         CHECK_ERROR(pbd_sm_plan_region(p, -1, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
-        CHECK_ERROR(pbd_sm_plan_path(p, pbd_sm_plan_path_count(p), buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "path 1");
+        CHECK_ERROR(pbd_sm_plan_path(p, pbd_sm_plan_path_count(p), buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "path 1");
         CHECK_ERROR(pbd_sm_plan_path(p, 0, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "vertices is NULL");
         CHECK(cnt == -5);
         CHECK_ERROR(pbd_sm_plan_set_threads(p, -1), PBD_ERROR_INVALID_ARGUMENT, "threads -1");

@@ -51,10 +51,15 @@ TEST(sm_volume_divergence_theorem) {
     double ref = 0;
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < m.triangle_count; ++t) {
-        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
+        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1],
+                    *c = x + 4 * m.triangles[3 * t + 2];
         double o[3] = {0.1, -0.2, 0.3}; /* an arbitrary apex */
         double ab[3], ac[3], ao[3];
-        for (int k = 0; k < 3; ++k) { ab[k] = b[k] - a[k]; ac[k] = c[k] - a[k]; ao[k] = o[k] - a[k]; }
+        for (int k = 0; k < 3; ++k) {
+            ab[k] = b[k] - a[k];
+            ac[k] = c[k] - a[k];
+            ao[k] = o[k] - a[k];
+        }
         ref -= (ab[1] * ac[2] - ab[2] * ac[1]) * ao[0] + (ab[2] * ac[0] - ab[0] * ac[2]) * ao[1] +
                (ab[0] * ac[1] - ab[1] * ac[0]) * ao[2];
     }
@@ -86,14 +91,18 @@ TEST(sm_volume_opposing_pairs) {
     for (int i = 0; i < m.vertex_count; ++i) {
         int k = -2;
         CHECK_OK(pbd_sm_volume_opposite(v, obj.particles.first + i, &k));
-        if (k < 0) { wrong++; continue; }
+        if (k < 0) {
+            wrong++;
+            continue;
+        }
         const float *a = x + 4 * (obj.particles.first + i), *b = x + 4 * k;
         double s = fabs(a[0] + b[0]) + fabs(a[1] + b[1] - 2 * cy) + fabs(a[2] + b[2]);
         if (s > 1e-4) wrong++;
     }
     CHECK_MSG(wrong == 0, "%d of %d vertices without their antipode", wrong, m.vertex_count);
     int k;
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k),
+                      PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -126,8 +135,11 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
     double v0 = 0;
     const float *x = pbd_world_positions(w);
     for (int t = 0; t < m.triangle_count; ++t) {
-        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
-        v0 += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
+        const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1],
+                    *c = x + 4 * m.triangles[3 * t + 2];
+        v0 += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) +
+               a[2] * (b[0] * c[1] - b[1] * c[0])) /
+              6.0;
     }
     float half[3] = {1, 0.05f, 1}, top = 0.622f + 0.05f;
     float centre[3] = {0, top, 0};
@@ -141,8 +153,11 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
         x = pbd_world_positions(w);
         double vol = 0;
         for (int t = 0; t < m.triangle_count; ++t) {
-            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *c = x + 4 * m.triangles[3 * t + 2];
-            vol += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])) / 6.0;
+            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1],
+                        *c = x + 4 * m.triangles[3 * t + 2];
+            vol += (a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) +
+                    a[2] * (b[0] * c[1] - b[1] * c[0])) /
+                   6.0;
         }
         double loss = (v0 - vol) / v0;
         if (loss > res.max_loss) res.max_loss = loss;
@@ -219,8 +234,10 @@ static double squeeze_state(int velocity_correction, int check_weights) {
             pbd_collider_distance(w, 0, x + 4 * (obj.particles.first + i), &d0);
             pbd_collider_distance(w, plate, x + 4 * (obj.particles.first + i), &d1);
             float d = d0 < d1 ? d0 : d1;
-            if (wts[i] == 0) { zeros++; if (d > 0.03f) bad++; }
-            else if (fabs(wts[i] - 1.0 / n) > 1e-7 || d < 0.015f) bad++;
+            if (wts[i] == 0) {
+                zeros++;
+                if (d > 0.03f) bad++;
+            } else if (fabs(wts[i] - 1.0 / n) > 1e-7 || d < 0.015f) bad++;
         }
         CHECK_MSG(bad == 0, "%d weights neither 1/n nor 0 at a collider", bad);
         CHECK(zeros >= 2);
@@ -291,11 +308,16 @@ static void local_weights(int smoothing, int with_volume, float *wts, int *n, do
         x = pbd_world_positions(w);
         double vol = 0;
         for (int t = 0; t < m.triangle_count; ++t) {
-            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1], *d = x + 4 * m.triangles[3 * t + 2];
-            vol += (a[0] * (b[1] * d[2] - b[2] * d[1]) + a[1] * (b[2] * d[0] - b[0] * d[2]) + a[2] * (b[0] * d[1] - b[1] * d[0])) / 6.0;
+            const float *a = x + 4 * m.triangles[3 * t], *b = x + 4 * m.triangles[3 * t + 1],
+                        *d = x + 4 * m.triangles[3 * t + 2];
+            vol += (a[0] * (b[1] * d[2] - b[2] * d[1]) + a[1] * (b[2] * d[0] - b[0] * d[2]) +
+                    a[2] * (b[0] * d[1] - b[1] * d[0])) /
+                   6.0;
         }
-        if (pass == 0) { v0 = vol; CHECK_OK(pbd_world_step(w, 1.0f / 60.0f)); }
-        else v1 = vol;
+        if (pass == 0) {
+            v0 = vol;
+            CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        } else v1 = vol;
     }
     *loss = (v0 - v1) / v0;
     if (with_volume) CHECK_OK(pbd_sm_volume_weights(v, wts, 162, n));
@@ -346,33 +368,55 @@ TEST(sm_volume_bad_input) {
     CHECK_ERROR(pbd_sm_add_surface_volume(NULL, &good, &v), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    d = good; d.triangle_count = 0; /* empty */
+    d = good;
+    d.triangle_count = 0; /* empty */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->triangle_count 0");
-    d = good; d.triangles = NULL;
+    d = good;
+    d.triangles = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER, "d->triangles is NULL");
-    d = good; d.alpha = 1.5f;
+    d = good;
+    d.alpha = 1.5f;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->alpha 1.5");
-    d = good; d.beta = NAN;
+    d = good;
+    d.beta = NAN;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
-    d = good; d.stiffness = 0;
+    d = good;
+    d.stiffness = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 0");
-    d = good; d.smoothing = -1;
+    d = good;
+    d.smoothing = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->smoothing -1");
-    d = good; d.contact_distance = INFINITY;
+    d = good;
+    d.contact_distance = INFINITY;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
     tri[4] = m.vertex_count + obj.particles.first; /* out of range */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 1");
     tri[4] = tri[3]; /* repeated particle */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "e[0] == e[1]");
     tri[4] = m.triangles[4];
-    int t1 = tri[4]; tri[4] = tri[5]; tri[5] = t1; /* one flipped triangle */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED, "edge (11, 16) has no opposite edge (the");
-    tri[5] = tri[4]; tri[4] = t1;
-    d = good; d.triangle_count = nt - 1; /* a hole */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_CLOSED, "edge (19, 40) has no opposite edge (the");
-    for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "v->rest_volume > 0"); /* inside out */
-    for (int t = 0; t < nt; ++t) { int s = tri[3 * t + 1]; tri[3 * t + 1] = tri[3 * t + 2]; tri[3 * t + 2] = s; }
+    int t1 = tri[4];
+    tri[4] = tri[5];
+    tri[5] = t1; /* one flipped triangle */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED,
+                      "edge (11, 16) has no opposite edge (the");
+    tri[5] = tri[4];
+    tri[4] = t1;
+    d = good;
+    d.triangle_count = nt - 1; /* a hole */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_CLOSED,
+                      "edge (19, 40) has no opposite edge (the");
+    for (int t = 0; t < nt; ++t) {
+        int s = tri[3 * t + 1];
+        tri[3 * t + 1] = tri[3 * t + 2];
+        tri[3 * t + 2] = s;
+    }
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE,
+                      "v->rest_volume > 0"); /* inside out */
+    for (int t = 0; t < nt; ++t) {
+        int s = tri[3 * t + 1];
+        tri[3 * t + 1] = tri[3 * t + 2];
+        tri[3 * t + 2] = s;
+    }
     CHECK(v == NULL);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_save(w, after, sz));

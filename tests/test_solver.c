@@ -64,8 +64,8 @@ static double dist3(const float *a, const float *b) {
 
 /* Mean |len - rest| / rest over the mesh edges; rest from mesh positions,
    current lengths from the world (vertex i is particle first + perm[i]). */
-static double mean_edge_strain(const pbd_world *w, int first, const int *perm, const pbd_mesh *m,
-                               const int *edges, int edge_count) {
+static double mean_edge_strain(const pbd_world *w, int first, const int *perm, const pbd_mesh *m, const int *edges,
+                               int edge_count) {
     const float *x = pbd_world_positions(w);
     double s = 0;
     for (int e = 0; e < edge_count; ++e) {
@@ -83,8 +83,7 @@ static double mean_edge_strain(const pbd_world *w, int first, const int *perm, c
    constraint of compliance alpha settles at extension m g alpha (XPBD's
    compliance is the inverse stiffness, Macklin et al. 2016). Returns the
    extension after 6 s with point damping, or -1 on a setup failure. */
-static double hanging_extension(float mass, float alpha, int substeps, int iterations,
-                                double *speed_out) {
+static double hanging_extension(float mass, float alpha, int substeps, int iterations, double *speed_out) {
     pbd_world *w = solver_world(-9.81f, PBD_SOLVER_XPBD, substeps, iterations);
     if (!w) return -1;
     float pos[6] = {0, 0, 0, 0, -1, 0};
@@ -113,8 +112,7 @@ static double hanging_extension(float mass, float alpha, int substeps, int itera
         const float *x = pbd_world_positions(w);
         const float *v = pbd_world_velocities(w);
         ext = dist3(x + 4 * idx[0], x + 4 * idx[1]) - 1.0;
-        *speed_out = sqrt((double)v[4 * idx[1]] * v[4 * idx[1]] +
-                          (double)v[4 * idx[1] + 1] * v[4 * idx[1] + 1] +
+        *speed_out = sqrt((double)v[4 * idx[1]] * v[4 * idx[1]] + (double)v[4 * idx[1] + 1] * v[4 * idx[1] + 1] +
                           (double)v[4 * idx[1] + 2] * v[4 * idx[1] + 2]);
     }
     pbd_world_destroy(w);
@@ -130,8 +128,7 @@ TEST(solver_xpbd_hanging_mass_extension) {
     double e2 = hanging_extension(2.0f, 5e-4f, 4, 4, &speed);
     CHECK_NEAR(e2, 9.81e-3, 0.01 * 9.81e-3);
     double e3 = hanging_extension(0.5f, 4e-3f, 4, 4, &speed);
-    printf("    hanging mass extension: %.6g, %.6g m (want 9.81e-3), %.6g m (want 1.962e-2)\n", e1,
-           e2, e3);
+    printf("    hanging mass extension: %.6g, %.6g m (want 9.81e-3), %.6g m (want 1.962e-2)\n", e1, e2, e3);
     CHECK_NEAR(e3, 0.5 * 9.81 * 4e-3, 0.01 * 0.5 * 9.81 * 4e-3);
 }
 
@@ -162,8 +159,8 @@ TEST(solver_xpbd_iteration_and_substep_independent_equilibrium) {
 /* A 1 m x 1 m cloth (12x12 vertices) hanging in the x-y plane from its pinned
    top row for 2 s with point damping (so that no oscillation phase enters
    the comparison). Returns the mean strain of its edges, -1 on failure. */
-static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int correction,
-                                   float compliance, float stiffness) {
+static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int correction, float compliance,
+                                   float stiffness) {
     const int n = 12;
     pbd_world *w = solver_world(-9.81f, mode, 4, iterations);
     if (!w) return -1;
@@ -206,11 +203,9 @@ TEST(solver_xpbd_cloth_strain_independent_of_iterations) {
        masses, so convergence matters. */
     double s20 = hanging_cloth_strain(PBD_SOLVER_XPBD, 20, 1, 1e-2f, 1.0f);
     double s80 = hanging_cloth_strain(PBD_SOLVER_XPBD, 80, 1, 1e-2f, 1.0f);
-    printf("    xpbd cloth mean strain: 20 it %.6g, 80 it %.6g (ratio %.4f)\n", s20, s80,
-           s20 / s80);
+    printf("    xpbd cloth mean strain: 20 it %.6g, 80 it %.6g (ratio %.4f)\n", s20, s80, s20 / s80);
     CHECK_MSG(s20 > 1e-3 && s80 > 1e-3, "strain too small to measure: %g %g", s20, s80);
-    CHECK_MSG(fabs(s20 - s80) < 0.05 * s80, "XPBD strain depends on iterations: %g vs %g", s20,
-              s80);
+    CHECK_MSG(fabs(s20 - s80) < 0.05 * s80, "XPBD strain depends on iterations: %g vs %g", s20, s80);
 }
 
 TEST(solver_pbd_stiffness_correction) {
@@ -228,8 +223,7 @@ TEST(solver_pbd_stiffness_correction) {
     CHECK_MSG(raw2 > 2.0 * raw20, "without correction: %g vs %g, wanted > 2x", raw2, raw20);
     double rel = fabs(cor2 - cor20) / (cor2 < cor20 ? cor2 : cor20);
     /* measured: 1.4% (1.8% with reordered particles) */
-    CHECK_MSG(rel < 0.10, "with correction: %g vs %g differ by %.1f%%, wanted < 10%%", cor2,
-              cor20, 100 * rel);
+    CHECK_MSG(rel < 0.10, "with correction: %g vs %g differ by %.1f%%, wanted < 10%%", cor2, cor20, 100 * rel);
 }
 
 /* ---- recovery from random and collapsed states ----------------------------- */
@@ -299,18 +293,18 @@ TEST(solver_recovery_from_collapsed_state) { recovery(1); }
 /* ---- momentum ------------------------------------------------------------- */
 
 typedef struct rigid_motion {
-    double P[3], L[3];   /* linear momentum; angular momentum about the origin */
-    double c[3], M;      /* centre of mass, total mass */
-    double Lc[3];        /* angular momentum about the centre of mass */
-    double I[9];         /* inertia tensor about the centre of mass */
-    double scale_p;      /* sum m |v| */
-    double scale_l;      /* sum m |x - c| |v| */
-    double kinetic;      /* sum m v^2 / 2 */
+    double P[3], L[3]; /* linear momentum; angular momentum about the origin */
+    double c[3], M;    /* centre of mass, total mass */
+    double Lc[3];      /* angular momentum about the centre of mass */
+    double I[9];       /* inertia tensor about the centre of mass */
+    double scale_p;    /* sum m |v| */
+    double scale_l;    /* sum m |x - c| |v| */
+    double kinetic;    /* sum m v^2 / 2 */
 } rigid_motion;
 
 static void solve3(const double *A, const double *b, double *x) {
-    double det = A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) +
-                 A[2] * (A[3] * A[7] - A[4] * A[6]);
+    double det =
+        A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
     for (int k = 0; k < 3; ++k) {
         double B[9];
         memcpy(B, A, sizeof B);
@@ -324,8 +318,7 @@ static void solve3(const double *A, const double *b, double *x) {
 }
 
 /* Momenta of particles (x, v, mass m) in double. */
-static void rigid_measure(int n, const float *x, int xs, const float *v, int vs, const double *m,
-                          rigid_motion *r) {
+static void rigid_measure(int n, const float *x, int xs, const float *v, int vs, const double *m, rigid_motion *r) {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < n; ++i) {
         for (int k = 0; k < 3; ++k) r->c[k] += m[i] * x[xs * i + k];
@@ -389,12 +382,12 @@ static void world_measure(const pbd_world *w, pbd_range rg, rigid_motion *r) {
      absorbed by stiff constraints lose ~0.5% here). That leak is first
      order in h, a projection that was not torque-free is not. */
 typedef struct momentum_result {
-    double dp, dl;          /* relative drifts */
-    double def0, def_end;   /* deformation kinetic energy (J) */
+    double dp, dl;        /* relative drifts */
+    double def0, def_end; /* deformation kinetic energy (J) */
 } momentum_result;
 
-static momentum_result momentum_run(int substeps, int iterations, float damping,
-                                    int constraints, float edge_compliance) {
+static momentum_result momentum_run(int substeps, int iterations, float damping, int constraints,
+                                    float edge_compliance) {
     momentum_result res;
     res.dp = res.dl = 1e9;
     res.def0 = res.def_end = -1;
@@ -417,8 +410,7 @@ static momentum_result momentum_run(int substeps, int iterations, float damping,
     pbd_object body;
     int ok = pbd_add_softbody(w, &sd, &body) == PBD_OK && body.stretch >= 0 && body.volume >= 0;
     if (ok && !constraints)
-        ok = pbd_group_set_enabled(w, body.stretch, 0) == PBD_OK &&
-             pbd_group_set_enabled(w, body.volume, 0) == PBD_OK;
+        ok = pbd_group_set_enabled(w, body.stretch, 0) == PBD_OK && pbd_group_set_enabled(w, body.volume, 0) == PBD_OK;
     rigid_motion r0, r1;
     if (ok) {
         int n = m.vertex_count;
@@ -437,8 +429,7 @@ static momentum_result momentum_run(int substeps, int iterations, float damping,
             double wx[3] = {(om0[1] - om[1]) * d[2] - (om0[2] - om[2]) * d[1],
                             (om0[2] - om[2]) * d[0] - (om0[0] - om[0]) * d[2],
                             (om0[0] - om[0]) * d[1] - (om0[1] - om[1]) * d[0]};
-            for (int k = 0; k < 3; ++k)
-                vel[3 * i + k] = (float)(vel[3 * i + k] - rr.P[k] / rr.M + vc[k] + wx[k]);
+            for (int k = 0; k < 3; ++k) vel[3 * i + k] = (float)(vel[3 * i + k] - rr.P[k] / rr.M + vc[k] + wx[k]);
         }
         ok = pbd_set_velocities(w, body.particles, vel) == PBD_OK;
         free(vel);
@@ -488,8 +479,8 @@ TEST(solver_momentum_angular_conserved_isolated) {
     momentum_result r1 = momentum_run(1, 4, 0.0f, 1, 0.0f);
     momentum_result r4 = momentum_run(4, 4, 0.0f, 1, 0.0f);
     momentum_result c4 = momentum_run(4, 4, 0.0f, 1, 1e-3f);
-    printf("    box: angular momentum drift %.3g (rigid, h = 1/60), %.3g (rigid, h = 1/240), %.3g (compliant)\n",
-           r1.dl, r4.dl, c4.dl);
+    printf("    box: angular momentum drift %.3g (rigid, h = 1/60), %.3g (rigid, h = 1/240), %.3g (compliant)\n", r1.dl,
+           r4.dl, c4.dl);
     CHECK_MSG(r1.dl < 1e-4, "angular momentum drift %g (h = 1/60)", r1.dl);
     CHECK_MSG(r4.dl < 1e-4, "angular momentum drift %g (h = 1/240)", r4.dl);
     CHECK_MSG(c4.dl < 1e-4, "angular momentum drift %g (compliant edges)", c4.dl);
@@ -506,8 +497,10 @@ TEST(solver_inflated_balloon_does_not_spin_up) {
     float c[3] = {0, 0, 0};
     CHECK_OK(pbd_mesh_sphere(3, c, 0.3f, &m));
     pbd_balloon_desc b = pbd_balloon_desc_default();
-    b.cloth.positions = m.positions; b.cloth.vertex_count = m.vertex_count;
-    b.cloth.triangles = m.triangles; b.cloth.triangle_count = m.triangle_count;
+    b.cloth.positions = m.positions;
+    b.cloth.vertex_count = m.vertex_count;
+    b.cloth.triangles = m.triangles;
+    b.cloth.triangle_count = m.triangle_count;
     b.cloth.bending = PBD_BENDING_NONE;
     b.cloth.stretch_compliance = 1e-3f;
     b.pressure = 1.0f;
@@ -523,7 +516,10 @@ TEST(solver_inflated_balloon_does_not_spin_up) {
     for (int i = 0; i < o.particles.count; ++i) {
         double mi = 1.0 / x[4 * i + 3];
         M += mi;
-        for (int k = 0; k < 3; ++k) { P[k] += mi * v[4 * i + k]; ke += 0.5 * mi * v[4 * i + k] * v[4 * i + k]; }
+        for (int k = 0; k < 3; ++k) {
+            P[k] += mi * v[4 * i + k];
+            ke += 0.5 * mi * v[4 * i + k] * v[4 * i + k];
+        }
     }
     double internal = (ke - (P[0] * P[0] + P[1] * P[1] + P[2] * P[2]) / (2 * M)) / M;
     printf("    inflated balloon after 4 s: internal kinetic energy %.3g J/kg\n", internal);
@@ -545,9 +541,8 @@ TEST(solver_momentum_conserved_by_global_damping) {
     /* and it damps: the exact rate leaves e^(-2 * 5 * 1.67) = 6e-8 of the
        deformation energy (the rigid fit of a dispersing cloud changes, so
        allow more) */
-    CHECK_MSG(damped.def_end < 1e-5 * free_.def_end,
-              "damping left %g J of deformation energy (undamped %g J)", damped.def_end,
-              free_.def_end);
+    CHECK_MSG(damped.def_end < 1e-5 * free_.def_end, "damping left %g J of deformation energy (undamped %g J)",
+              damped.def_end, free_.def_end);
     /* together with the constraints: linear momentum as without damping */
     momentum_result both = momentum_run(1, 10, 5.0f, 1, 1e-3f);
     printf("    soft box + damping 5/s: drift P %.3g, L %.3g\n", both.dp, both.dl);

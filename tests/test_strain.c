@@ -38,8 +38,10 @@ static double max_edge_stretch(const pbd_world *w, const pbd_mesh *m, int first)
             int a = m->triangles[3 * t + e], b = m->triangles[3 * t + (e + 1) % 3];
             const float *ra = m->positions + 3 * a, *rb = m->positions + 3 * b;
             const float *xa = x + 4 * (first + a), *xb = x + 4 * (first + b);
-            double r = sqrt((double)(ra[0] - rb[0]) * (ra[0] - rb[0]) + (double)(ra[1] - rb[1]) * (ra[1] - rb[1]) + (double)(ra[2] - rb[2]) * (ra[2] - rb[2]));
-            double l = sqrt((double)(xa[0] - xb[0]) * (xa[0] - xb[0]) + (double)(xa[1] - xb[1]) * (xa[1] - xb[1]) + (double)(xa[2] - xb[2]) * (xa[2] - xb[2]));
+            double r = sqrt((double)(ra[0] - rb[0]) * (ra[0] - rb[0]) + (double)(ra[1] - rb[1]) * (ra[1] - rb[1]) +
+                            (double)(ra[2] - rb[2]) * (ra[2] - rb[2]));
+            double l = sqrt((double)(xa[0] - xb[0]) * (xa[0] - xb[0]) + (double)(xa[1] - xb[1]) * (xa[1] - xb[1]) +
+                            (double)(xa[2] - xb[2]) * (xa[2] - xb[2]));
             if (l / r - 1 > mx) mx = l / r - 1;
         }
     return mx;
@@ -76,7 +78,8 @@ TEST(strain_lra_keeps_hanging_cloth_inextensible) {
         pbd_mesh_free(&m);
         pbd_world_destroy(w);
     }
-    printf("    50x50 cloth, 2 iterations: max edge stretch %.4f %% with LRA, %.4f %% with the automatic tethers, %.3f %% without\n",
+    printf("    50x50 cloth, 2 iterations: max edge stretch %.4f %% with LRA, %.4f %% with the automatic tethers, %.3f "
+           "%% without\n",
            100 * worst[1], 100 * worst[2], 100 * worst[0]);
     CHECK_MSG(worst[1] < 0.01, "max stretch with LRA %g", worst[1]);
     CHECK_MSG(worst[2] < 0.01, "max stretch with the automatic tethers %g", worst[2]);
@@ -97,7 +100,11 @@ TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
     CHECK_OK(pbd_set_kinematic(w, r.first, 1));
     int anchor = r.first, particle = r.first + 1;
     pbd_lra_desc ld = pbd_lra_desc_default();
-    ld.particles = &particle; ld.count = 1; ld.anchors = &anchor; ld.anchor_count = 1; ld.slack = 0.5f;
+    ld.particles = &particle;
+    ld.count = 1;
+    ld.anchors = &anchor;
+    ld.anchor_count = 1;
+    ld.slack = 0.5f;
     pbd_lra l;
     CHECK_OK(pbd_add_long_range_attachments(w, &ld, &l));
     float len = 0;
@@ -114,7 +121,8 @@ TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
         CHECK_OK(pbd_set_kinematic_target(w, anchor, t));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         x = pbd_world_positions(w);
-        double d = sqrt(pow(x[4 * particle] - x[4 * anchor], 2) + pow(x[4 * particle + 1] - x[4 * anchor + 1], 2) + pow(x[4 * particle + 2] - x[4 * anchor + 2], 2));
+        double d = sqrt(pow(x[4 * particle] - x[4 * anchor], 2) + pow(x[4 * particle + 1] - x[4 * anchor + 1], 2) +
+                        pow(x[4 * particle + 2] - x[4 * anchor + 2], 2));
         CHECK_MSG(d <= 0.45 * (1 + 1e-6), "step %d: %g from the anchor", s, d);
     }
     CHECK_NEAR(x[4 * particle + 1], 1.0f - 0.45f, 0.02); /* hangs below the anchor at the tether's length */
@@ -151,7 +159,8 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
         for (int e = 0; e < 3; ++e) {
             int a = m.triangles[3 * t + e], b = m.triangles[3 * t + (e + 1) % 3];
             const float *pa = m.positions + 3 * a, *pb = m.positions + 3 * b;
-            double l = sqrt((double)(pa[0] - pb[0]) * (pa[0] - pb[0]) + (double)(pa[1] - pb[1]) * (pa[1] - pb[1]) + (double)(pa[2] - pb[2]) * (pa[2] - pb[2]));
+            double l = sqrt((double)(pa[0] - pb[0]) * (pa[0] - pb[0]) + (double)(pa[1] - pb[1]) * (pa[1] - pb[1]) +
+                            (double)(pa[2] - pb[2]) * (pa[2] - pb[2]));
             D[a][b] = D[b][a] = l;
         }
     for (int k = 0; k < V; ++k)
@@ -179,7 +188,8 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
                 if (geo) want = D[p][a];
                 else {
                     const float *pp = m.positions + 3 * p, *pa = m.positions + 3 * a;
-                    want = sqrt((double)(pp[0] - pa[0]) * (pp[0] - pa[0]) + (double)(pp[1] - pa[1]) * (pp[1] - pa[1]) + (double)(pp[2] - pa[2]) * (pp[2] - pa[2]));
+                    want = sqrt((double)(pp[0] - pa[0]) * (pp[0] - pa[0]) + (double)(pp[1] - pa[1]) * (pp[1] - pa[1]) +
+                                (double)(pp[2] - pa[2]) * (pp[2] - pa[2]));
                 }
                 CHECK_NEAR(len[t], want, 1e-5 * want);
                 /* it is one of the k nearest anchors */
@@ -188,7 +198,9 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
                     double db = geo ? D[p][anchors[b]] : -1;
                     if (!geo) {
                         const float *pp = m.positions + 3 * p, *pb = m.positions + 3 * anchors[b];
-                        db = sqrt((double)(pp[0] - pb[0]) * (pp[0] - pb[0]) + (double)(pp[1] - pb[1]) * (pp[1] - pb[1]) + (double)(pp[2] - pb[2]) * (pp[2] - pb[2]));
+                        db =
+                            sqrt((double)(pp[0] - pb[0]) * (pp[0] - pb[0]) + (double)(pp[1] - pb[1]) * (pp[1] - pb[1]) +
+                                 (double)(pp[2] - pb[2]) * (pp[2] - pb[2]));
                     }
                     closer += db < want - 1e-6;
                 }
@@ -208,8 +220,10 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
 static void principal_stretches(const float *p, const float *rest, double *s1, double *s2) {
     double e1[3], e2[3], f1[3], f2[3];
     for (int k = 0; k < 3; ++k) {
-        e1[k] = rest[3 + k] - rest[k]; e2[k] = rest[6 + k] - rest[k];
-        f1[k] = p[3 + k] - p[k]; f2[k] = p[6 + k] - p[k];
+        e1[k] = rest[3 + k] - rest[k];
+        e2[k] = rest[6 + k] - rest[k];
+        f1[k] = p[3 + k] - p[k];
+        f2[k] = p[6 + k] - p[k];
     }
     /* rest metric G = [e1 e2]^T [e1 e2], current metric H = [f1 f2]^T [f1 f2];
        the squared stretches are the eigenvalues of G^-1 H */
@@ -221,7 +235,8 @@ static void principal_stretches(const float *p, const float *rest, double *s1, d
     H[3] = f2[0] * f2[0] + f2[1] * f2[1] + f2[2] * f2[2];
     double det = G[0] * G[3] - G[1] * G[2];
     double Gi[4] = {G[3] / det, -G[1] / det, -G[2] / det, G[0] / det};
-    double A[4] = {Gi[0] * H[0] + Gi[1] * H[2], Gi[0] * H[1] + Gi[1] * H[3], Gi[2] * H[0] + Gi[3] * H[2], Gi[2] * H[1] + Gi[3] * H[3]};
+    double A[4] = {Gi[0] * H[0] + Gi[1] * H[2], Gi[0] * H[1] + Gi[1] * H[3], Gi[2] * H[0] + Gi[3] * H[2],
+                   Gi[2] * H[1] + Gi[3] * H[3]};
     double tr = A[0] + A[3], dt = A[0] * A[3] - A[1] * A[2];
     double disc = sqrt(fmax(tr * tr / 4 - dt, 0));
     *s1 = sqrt(tr / 2 + disc);
@@ -254,7 +269,11 @@ TEST(strain_limit_triangle_clamps_principal_stretches) {
             /* the mass-weighted centroid stays */
             for (int k = 0; k < 3; ++k) {
                 double c0 = 0, c1 = 0, M = 0;
-                for (int i = 0; i < 3; ++i) { c0 += before[3 * i + k] / w[i]; c1 += p[3 * i + k] / w[i]; M += 1 / w[i]; }
+                for (int i = 0; i < 3; ++i) {
+                    c0 += before[3 * i + k] / w[i];
+                    c1 += p[3 * i + k] / w[i];
+                    M += 1 / w[i];
+                }
                 CHECK_NEAR(c0 / M, c1 / M, 1e-5);
             }
         } else { /* a pinned corner stays */
@@ -309,8 +328,12 @@ TEST(strain_limit_keeps_soft_cloth_within_limits) {
         }
         worst_edge = max_edge_stretch(w, &m, obj.particles.first) - 0.05;
         printf("    soft cloth, %s: principal stretch %+.4f, edge stretch %+.4f over the limit 1.05\n",
-               mode < 0 ? "no limit" : mode ? "edge limit" : "triangle limit", worst_tri, worst_edge);
-        if (mode == -1) CHECK_MSG(worst_tri > 0.05, "unlimited soft cloth: principal stretch only %g over 1.05", worst_tri);
+               mode < 0 ? "no limit"
+               : mode   ? "edge limit"
+                        : "triangle limit",
+               worst_tri, worst_edge);
+        if (mode == -1)
+            CHECK_MSG(worst_tri > 0.05, "unlimited soft cloth: principal stretch only %g over 1.05", worst_tri);
         if (mode == 0) CHECK_MSG(worst_tri < 0.01, "triangle limit: principal stretch %g over 1.05", worst_tri);
         if (mode == 1) CHECK_MSG(worst_edge < 0.01, "edge limit: edge stretch %g over 1.05", worst_edge);
         pbd_mesh_free(&m);
@@ -331,47 +354,62 @@ TEST(strain_bad_input) {
     CHECK_RESULT(pbd_add_long_range_attachments(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
     ld.object = obj.id;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NULL_POINTER); /* no anchors */
-    ld.anchors = bad_anchor; ld.anchor_count = 1;
+    ld.anchors = bad_anchor;
+    ld.anchor_count = 1;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    ld.anchors = anchors; ld.anchor_count = 0;
+    ld.anchors = anchors;
+    ld.anchor_count = 0;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    ld.anchor_count = 2; ld.object = 7;
+    ld.anchor_count = 2;
+    ld.object = 7;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
     ld.object = -1; /* no particles, no object */
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NULL_POINTER);
-    ld.particles = parts; ld.count = 2; /* listed twice */
+    ld.particles = parts;
+    ld.count = 2; /* listed twice */
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    ld.count = 1; ld.slack = NAN;
+    ld.count = 1;
+    ld.slack = NAN;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NOT_FINITE);
     ld.slack = -0.1f;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    ld.slack = 0; ld.anchors_per_particle = 17;
+    ld.slack = 0;
+    ld.anchors_per_particle = 17;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    ld.anchors_per_particle = 1; ld.geodesic = 1; /* geodesic without a mesh */
+    ld.anchors_per_particle = 1;
+    ld.geodesic = 1; /* geodesic without a mesh */
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NULL_POINTER);
     int bad_tri[3] = {0, 1, 99};
-    ld.triangles = bad_tri; ld.triangle_count = 1;
+    ld.triangles = bad_tri;
+    ld.triangle_count = 1;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
     CHECK_RESULT(pbd_lra_set_enabled(w, 0, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
     CHECK_RESULT(pbd_lra_tethers(w, 0, NULL, NULL, NULL, 0, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
 
     pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_NULL_POINTER); /* no triangles */
-    sd.triangles = m.triangles; sd.triangle_count = m.triangle_count; sd.object = obj.id;
+    sd.triangles = m.triangles;
+    sd.triangle_count = m.triangle_count;
+    sd.object = obj.id;
     sd.max_stretch = 0.9f;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     sd.max_stretch = INFINITY;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_NOT_FINITE);
-    sd.max_stretch = 1.1f; sd.min_stretch = -0.1f;
+    sd.max_stretch = 1.1f;
+    sd.min_stretch = -0.1f;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    sd.min_stretch = 0.9f; sd.stiffness = 0;
+    sd.min_stretch = 0.9f;
+    sd.stiffness = 0;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    sd.stiffness = 1; sd.mode = (pbd_strain_mode)5;
+    sd.stiffness = 1;
+    sd.mode = (pbd_strain_mode)5;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    sd.mode = PBD_STRAIN_TRIANGLES; sd.triangle_count = 0;
+    sd.mode = PBD_STRAIN_TRIANGLES;
+    sd.triangle_count = 0;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     int degenerate[3] = {0, 1, 2}; /* three points of the pinned top row: collinear */
-    sd.triangles = degenerate; sd.triangle_count = 1;
+    sd.triangles = degenerate;
+    sd.triangle_count = 1;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_DEGENERATE);
     sd.triangles = bad_tri;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);

@@ -20,12 +20,14 @@ TEST(strands_ftl_one_pass_is_exact) {
     CHECK_OK(pbd_ftl_project(p, N, rest, d));
     CHECK(p[0] == before[0] && p[1] == before[1] && p[2] == before[2]); /* the root leads */
     for (int i = 1; i < N; ++i) {
-        double l = sqrt((double)(p[3 * i] - p[3 * i - 3]) * (p[3 * i] - p[3 * i - 3]) + (double)(p[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 1] - p[3 * i - 2]) +
+        double l = sqrt((double)(p[3 * i] - p[3 * i - 3]) * (p[3 * i] - p[3 * i - 3]) +
+                        (double)(p[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 1] - p[3 * i - 2]) +
                         (double)(p[3 * i + 2] - p[3 * i - 1]) * (p[3 * i + 2] - p[3 * i - 1]));
         CHECK_NEAR(l, rest[i - 1], 1e-5 * rest[i - 1]);
         for (int k = 0; k < 3; ++k) CHECK_NEAR(d[3 * i + k], p[3 * i + k] - before[3 * i + k], 1e-6);
         /* the follower moves along the line to its (moved) leader */
-        double c0 = (before[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 2] - p[3 * i - 1]) - (before[3 * i + 2] - p[3 * i - 1]) * (p[3 * i + 1] - p[3 * i - 2]);
+        double c0 = (before[3 * i + 1] - p[3 * i - 2]) * (p[3 * i + 2] - p[3 * i - 1]) -
+                    (before[3 * i + 2] - p[3 * i - 1]) * (p[3 * i + 1] - p[3 * i - 2]);
         CHECK_NEAR(c0, 0.0, 1e-4);
     }
     CHECK_RESULT(pbd_ftl_project(NULL, N, rest, NULL), PBD_ERROR_NULL_POINTER);
@@ -40,11 +42,14 @@ TEST(strands_ftl_one_pass_is_exact) {
 static pbd_world *hair_world(int threads, int strands, int per, pbd_strands *h, pbd_range *r) {
     pbd_world *w = pbdt_world(-9.81f);
     CHECK_OK(pbd_world_set_threads(w, threads));
-    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)strands), *nrm = (float *)malloc(sizeof(float) * 3 * (size_t)strands);
+    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)strands),
+          *nrm = (float *)malloc(sizeof(float) * 3 * (size_t)strands);
     for (int s = 0; s < strands; ++s) { /* a spiral over the upper hemisphere */
         float t = (float)(s + 0.5f) / (float)strands, phi = 2.39996323f * (float)s;
         float y = t, rr = sqrtf(1 - y * y);
-        nrm[3 * s] = rr * cosf(phi); nrm[3 * s + 1] = y; nrm[3 * s + 2] = rr * sinf(phi);
+        nrm[3 * s] = rr * cosf(phi);
+        nrm[3 * s + 1] = y;
+        nrm[3 * s + 2] = rr * sinf(phi);
         for (int k = 0; k < 3; ++k) pos[3 * s + k] = 0.1f * nrm[3 * s + k];
     }
     pbd_hair_desc hd = pbd_hair_desc_default();
@@ -101,7 +106,9 @@ TEST(strands_dftl_velocity_correction) {
         float x0[3 * N], v0[3 * N];
         unsigned seed = 17;
         for (int i = 0; i < N; ++i) {
-            x0[3 * i] = 0.1f * i; x0[3 * i + 1] = 1.0f - 0.02f * i * i; x0[3 * i + 2] = 0.01f * i;
+            x0[3 * i] = 0.1f * i;
+            x0[3 * i + 1] = 1.0f - 0.02f * i * i;
+            x0[3 * i + 2] = 0.01f * i;
             for (int c = 0; c < 3; ++c) v0[3 * i + c] = 2.0f * pbdt_rand(&seed) - 1.0f;
         }
         v0[0] = v0[1] = v0[2] = 0;
@@ -109,7 +116,8 @@ TEST(strands_dftl_velocity_correction) {
         CHECK(r.count == N);
         float rest[N - 1];
         for (int i = 1; i < N; ++i) {
-            float dx = x0[3 * i] - x0[3 * i - 3], dy = x0[3 * i + 1] - x0[3 * i - 2], dz = x0[3 * i + 2] - x0[3 * i - 1];
+            float dx = x0[3 * i] - x0[3 * i - 3], dy = x0[3 * i + 1] - x0[3 * i - 2],
+                  dz = x0[3 * i + 2] - x0[3 * i - 1];
             rest[i - 1] = sqrtf(dx * dx + dy * dy + dz * dz);
         }
         float h = 1.0f / 60.0f, p[3 * N], corr[3 * N];
@@ -123,7 +131,8 @@ TEST(strands_dftl_velocity_correction) {
         const float *v = pbd_world_velocities(w);
         for (int i = 1; i < N; ++i)
             for (int c = 0; c < 3; ++c) {
-                float want = (p[3 * i + c] - x0[3 * i + c]) / h - (i + 1 < N ? s_damp * corr[3 * (i + 1) + c] / h : 0.0f);
+                float want =
+                    (p[3 * i + c] - x0[3 * i + c]) / h - (i + 1 < N ? s_damp * corr[3 * (i + 1) + c] / h : 0.0f);
                 CHECK_NEAR(v[4 * (r.first + i) + c], want, 1e-3 * (1 + fabsf(want)));
             }
         pbd_world_destroy(w);
@@ -154,7 +163,14 @@ TEST(strands_hair_roots_follow_the_surface) {
     }
     /* a deforming surface: roots set one by one */
     float P[3 * S], N[3 * S];
-    for (int s = 0; s < S; ++s) { P[3 * s] = 0.05f * s; P[3 * s + 1] = 2; P[3 * s + 2] = 0; N[3 * s] = 0; N[3 * s + 1] = -1; N[3 * s + 2] = 0; }
+    for (int s = 0; s < S; ++s) {
+        P[3 * s] = 0.05f * s;
+        P[3 * s + 1] = 2;
+        P[3 * s + 2] = 0;
+        N[3 * s] = 0;
+        N[3 * s + 1] = -1;
+        N[3 * s + 2] = 0;
+    }
     CHECK_OK(pbd_hair_set_roots(w, h, P, N));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     x = pbd_world_positions(w);
@@ -176,41 +192,54 @@ TEST(strands_bad_input) {
     pbd_hair_desc hd = pbd_hair_desc_default();
     CHECK_RESULT(pbd_add_hair(w, NULL, NULL, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NULL_POINTER);
-    hd.root_positions = pos; hd.root_normals = nrm; hd.strand_count = 0;
+    hd.root_positions = pos;
+    hd.root_normals = nrm;
+    hd.strand_count = 0;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    hd.strand_count = 2; hd.particles_per_strand = 1;
+    hd.strand_count = 2;
+    hd.particles_per_strand = 1;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
     hd.particles_per_strand = 2; /* clamped needs 3 */
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
     hd.particles_per_strand = 1 << 30;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_OVERFLOW);
-    hd.particles_per_strand = 8; hd.root_normals = zero;
+    hd.particles_per_strand = 8;
+    hd.root_normals = zero;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_DEGENERATE);
-    hd.root_normals = nrm; hd.mass = -1;
+    hd.root_normals = nrm;
+    hd.mass = -1;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NEGATIVE_MASS);
-    hd.mass = 1e-4f; hd.length = 0;
+    hd.mass = 1e-4f;
+    hd.length = 0;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
     hd.length = NAN;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE);
-    hd.length = 0.2f; hd.damping = 1.5f;
+    hd.length = 0.2f;
+    hd.damping = 1.5f;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    hd.damping = 0.5f; hd.rotation[3] = 0;
+    hd.damping = 0.5f;
+    hd.rotation[3] = 0;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    hd.rotation[3] = 1; pos[0] = INFINITY;
+    hd.rotation[3] = 1;
+    pos[0] = INFINITY;
     CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE);
     pos[0] = 0;
     /* user strands */
     pbd_strands_desc sd = pbd_strands_desc_default();
     int idx[4] = {r.first + 100000, 0, 1, 2}, starts[3] = {0, 2, 4};
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_NULL_POINTER);
-    sd.particles = idx; sd.strand_starts = starts; sd.strand_count = 2;
+    sd.particles = idx;
+    sd.strand_starts = starts;
+    sd.strand_count = 2;
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
     idx[0] = r.first + 2; /* already a hair particle */
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     int one[2] = {0, 1};
-    sd.strand_starts = one; sd.strand_count = 1; /* a strand of one particle */
+    sd.strand_starts = one;
+    sd.strand_count = 1; /* a strand of one particle */
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
-    sd.strand_starts = starts; sd.damping = -0.1f;
+    sd.strand_starts = starts;
+    sd.damping = -0.1f;
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     /* handles and poses */
     float p3[3] = {0, 0, 0}, badq[4] = {0, 0, 0, 0};
@@ -303,7 +332,8 @@ static double strand_energy(const pbd_world *w, int first, int n, float g) {
         float m = 0;
         CHECK_OK(pbd_get_mass(w, i, &m));
         const float *vi = v + 4 * i;
-        e += m * (0.5 * ((double)vi[0] * vi[0] + (double)vi[1] * vi[1] + (double)vi[2] * vi[2]) - (double)g * x[4 * i + 1]);
+        e += m *
+             (0.5 * ((double)vi[0] * vi[0] + (double)vi[1] * vi[1] + (double)vi[2] * vi[2]) - (double)g * x[4 * i + 1]);
     }
     return e;
 }
@@ -320,7 +350,11 @@ TEST(strands_release_of_a_held_particle_adds_no_energy) {
         pbd_world *w = pbdt_world(-9.81f);
         enum { N = 16, HELD = 8 };
         float x0[3 * N];
-        for (int i = 0; i < N; ++i) { x0[3 * i] = 0.02f * (float)i; x0[3 * i + 1] = 1.0f; x0[3 * i + 2] = 0; }
+        for (int i = 0; i < N; ++i) {
+            x0[3 * i] = 0.02f * (float)i;
+            x0[3 * i + 1] = 1.0f;
+            x0[3 * i + 2] = 0;
+        }
         pbd_range r = pbdt_strand(w, x0, NULL, N, 1e-3f, -1);
         CHECK(r.count == N);
         int held = r.first + HELD;

@@ -22,7 +22,11 @@
 
 /* A machine for the policy: the seconds of a substep on n threads, and of
    the gate's barriers on n threads. */
-typedef struct team_machine { double (*substep)(int n, void *u); double (*gate)(int n, void *u); void *u; } team_machine;
+typedef struct team_machine {
+    double (*substep)(int n, void *u);
+    double (*gate)(int n, void *u);
+    void *u;
+} team_machine;
 
 /* Runs `count` substeps of the policy on machine m; returns the seconds
    they took (the gates included) and counts the substeps per team size. */
@@ -50,7 +54,10 @@ static double team_simulate(pbd__team *a, const team_machine *m, long count, lon
 /* Two cores: 1 thread takes 1 ms; 2 threads 0.55 ms when both cores are
    free, 20 ms when another process holds one (a time slice at every
    barrier). The gate's barriers: 2 microseconds free, `busy_gate` busy. */
-typedef struct two_cores { int busy; double busy_gate; } two_cores;
+typedef struct two_cores {
+    int busy;
+    double busy_gate;
+} two_cores;
 static double two_substep(int n, void *u) {
     const two_cores *c = (const two_cores *)u;
     return n == 1 ? 1e-3 : (c->busy ? 20e-3 : 0.55e-3);
@@ -71,14 +78,18 @@ TEST(team_keeps_the_speedup_on_an_idle_machine) {
     double t = team_simulate(&a, &m, 10000, per);
     CHECK_MSG(a.level == 0, "on level %d, not the team", a.level);
     /* the team's 0.55 ms plus the probes of 1 thread (0.45 ms lost each) */
-    printf("    idle: %.4f ms per substep (team 0.55), %ld on 1 thread, %ld probes\n", t / 10000 * 1e3, per[1], a.probes);
+    printf("    idle: %.4f ms per substep (team 0.55), %ld on 1 thread, %ld probes\n", t / 10000 * 1e3, per[1],
+           a.probes);
     CHECK_MSG(t <= 1.03 * 10000 * 0.55e-3, "%g s for 10000 substeps of 0.55 ms", t);
     CHECK_MSG(per[2] > 9900, "only %ld of 10000 substeps on the team", per[2]);
 }
 
 /* Fixed costs: u points at {1 thread, 2 threads, gate} seconds. */
 static double fixed_substep(int n, void *u) { return ((const double *)u)[n == 1 ? 0 : 1]; }
-static double fixed_gate(int n, void *u) { (void)n; return ((const double *)u)[2]; }
+static double fixed_gate(int n, void *u) {
+    (void)n;
+    return ((const double *)u)[2];
+}
 
 TEST(team_needs_a_clear_gain) {
     /* 2 threads only 5% faster (a small scene, passive waits): not worth
@@ -89,12 +100,14 @@ TEST(team_needs_a_clear_gain) {
     pbd__team_init(&a, 2);
     long per[3] = {0, 0, 0};
     team_simulate(&a, &m, 10000, per);
-    CHECK_MSG(a.level == 1 && per[1] > 9500, "5%% faster: on level %d, %ld of 10000 substeps on 1 thread", a.level, per[1]);
+    CHECK_MSG(a.level == 1 && per[1] > 9500, "5%% faster: on level %d, %ld of 10000 substeps on 1 thread", a.level,
+              per[1]);
     costs[1] = 0.85e-3;
     pbd__team_init(&a, 2);
     memset(per, 0, sizeof per);
     team_simulate(&a, &m, 10000, per);
-    CHECK_MSG(a.level == 0 && per[2] > 9500, "15%% faster: on level %d, %ld of 10000 substeps on 2 threads", a.level, per[2]);
+    CHECK_MSG(a.level == 0 && per[2] > 9500, "15%% faster: on level %d, %ld of 10000 substeps on 2 threads", a.level,
+              per[2]);
 }
 
 TEST(team_falls_back_when_a_core_is_lost) {
@@ -183,7 +196,13 @@ TEST(team_ignores_nonsense_times) {
    "another process holds a core", 1.5 ms. The policy's clock reads it, so
    its gate (no substep between two readings) always passes, and it probes
    and switches as on a machine whose load comes and goes, deterministically. */
-typedef struct team_script { long per[4]; double now; long substeps, phase_end; int busy; unsigned rng; } team_script;
+typedef struct team_script {
+    long per[4];
+    double now;
+    long substeps, phase_end;
+    int busy;
+    unsigned rng;
+} team_script;
 static team_script *team_active;
 static double team_scripted_clock(void) { return team_active->now; }
 
@@ -243,11 +262,14 @@ TEST(team_switches_keep_the_bits) {
     t1.phase_end = 5;
     t2 = td = t1;
     long switches = 0, *p1 = t1.per, *p2 = t2.per, *pd = td.per;
-    unsigned char *one = team_run(1, &s1, &t1, NULL), *two = team_run(2, &s2, &t2, NULL), *def = team_run(-1, &sd, &td, &switches);
+    unsigned char *one = team_run(1, &s1, &t1, NULL), *two = team_run(2, &s2, &t2, NULL),
+                  *def = team_run(-1, &sd, &td, &switches);
     CHECK(p1[1] == 80 && p2[2] == 80);
-    printf("    default policy, scripted clock: %ld substeps on 1 thread, %ld on 2, %ld switches\n", pd[1], pd[2], switches);
-    CHECK_MSG(pd[1] > 10 && pd[2] > 10 && switches >= 6, "%ld / %ld substeps on 1 / 2 threads, %ld switches: the script does not test switching",
-              pd[1], pd[2], switches);
+    printf("    default policy, scripted clock: %ld substeps on 1 thread, %ld on 2, %ld switches\n", pd[1], pd[2],
+           switches);
+    CHECK_MSG(pd[1] > 10 && pd[2] > 10 && switches >= 6,
+              "%ld / %ld substeps on 1 / 2 threads, %ld switches: the script does not test switching", pd[1], pd[2],
+              switches);
     CHECK_MSG(s1 == s2 && memcmp(one, two, s1) == 0, "2 threads differ from 1");
     CHECK_MSG(s1 == sd && memcmp(one, def, s1) == 0, "the default policy differs from 1 thread");
     free(one);

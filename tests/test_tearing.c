@@ -167,8 +167,8 @@ TEST(tearing_splits_keep_every_invariant) {
         CHECK_OK(pbd_world_tear(w, &splits));
         CHECK(splits >= 0 && splits <= 4);
         total += splits;
-        CHECK_MSG(pbd_world_particle_count(w) == before + splits, "step %d: %d -> %d particles for %d splits", s, before,
-                  pbd_world_particle_count(w), splits);
+        CHECK_MSG(pbd_world_particle_count(w) == before + splits, "step %d: %d -> %d particles for %d splits", s,
+                  before, pbd_world_particle_count(w), splits);
         if (splits) {
             CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
             check_mesh(w, &obj);
@@ -213,7 +213,10 @@ static pbd_lra_desc strip_lra(const pbd_object *obj, const int *anchors, int geo
 }
 
 /* Tethers of a set as sorted (particle, anchor, length) rows. */
-typedef struct tether { int p, a; float len; } tether;
+typedef struct tether {
+    int p, a;
+    float len;
+} tether;
 static int cmp_tether(const void *x, const void *y) {
     const tether *a = (const tether *)x, *b = (const tether *)y;
     return a->p != b->p ? a->p - b->p : a->a - b->a;
@@ -224,9 +227,15 @@ static tether *tethers_of(const pbd_world *w, pbd_lra l, int *n) {
     float *len = (float *)malloc(sizeof(float) * (size_t)(*n + 1));
     CHECK_OK(pbd_lra_tethers(w, l, p, a, len, *n, n));
     tether *t = (tether *)malloc(sizeof(tether) * (size_t)(*n + 1));
-    for (int i = 0; i < *n; ++i) { t[i].p = p[i]; t[i].a = a[i]; t[i].len = len[i]; }
+    for (int i = 0; i < *n; ++i) {
+        t[i].p = p[i];
+        t[i].a = a[i];
+        t[i].len = len[i];
+    }
     qsort(t, (size_t)*n, sizeof *t, cmp_tether);
-    free(p); free(a); free(len);
+    free(p);
+    free(a);
+    free(len);
     return t;
 }
 
@@ -270,7 +279,8 @@ TEST(tearing_rewrites_long_range_attachments) {
             CHECK(a[i].p == b[i].p && a[i].a == b[i].a);
             CHECK_NEAR(a[i].len, b[i].len, 1e-4 * b[i].len);
         }
-        free(a); free(b);
+        free(a);
+        free(b);
         CHECK_OK(pbd_world_restore(w, snap, size));
         free(snap);
         /* the straight tethers: only between particle and anchor that the mesh still joins */
@@ -284,7 +294,8 @@ TEST(tearing_rewrites_long_range_attachments) {
         int ne = 0;
         tether *e = tethers_of(w, sets[0], &ne);
         for (int i = 0; i < ne; ++i)
-            CHECK_MSG(find_root(parent, e[i].p) == find_root(parent, e[i].a), "step %d: particle %d is tethered to anchor %d across the crack", s, e[i].p, e[i].a);
+            CHECK_MSG(find_root(parent, e[i].p) == find_root(parent, e[i].a),
+                      "step %d: particle %d is tethered to anchor %d across the crack", s, e[i].p, e[i].a);
         for (int i = 0; i < ne; ++i) CHECK(e[i].len > 0 && isfinite(e[i].len));
         free(e);
         free(parent);
@@ -316,7 +327,8 @@ TEST(tearing_moves_the_collision_surface) {
         CHECK(count == nt);
         CHECK_OK(pbd_surface_triangles(w, surface, stri, nt, &count));
         CHECK(count == nt);
-        CHECK_MSG(memcmp(tri, stri, sizeof(int) * 3 * (size_t)nt) == 0, "step %d: the surface kept torn-off triangles on their old vertex", s);
+        CHECK_MSG(memcmp(tri, stri, sizeof(int) * 3 * (size_t)nt) == 0,
+                  "step %d: the surface kept torn-off triangles on their old vertex", s);
     }
     CHECK(total > 0);
     int used_new = 0;
@@ -345,19 +357,26 @@ TEST(tearing_by_principal_stretch) {
         float pos[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
         int tri[6] = {0, 1, 2, 0, 2, 3};
         pbd_cloth_desc cd = pbd_cloth_desc_default();
-        cd.positions = pos; cd.vertex_count = 4; cd.triangles = tri; cd.triangle_count = 2;
+        cd.positions = pos;
+        cd.vertex_count = 4;
+        cd.triangles = tri;
+        cd.triangle_count = 2;
         cd.bending = bending ? PBD_BENDING_DIHEDRAL : PBD_BENDING_NONE;
         pbd_object obj;
         CHECK_OK(pbd_add_cloth(w, &cd, &obj));
         pbd_tearing_desc td = pbd_tearing_desc_default();
-        td.object = obj.id; td.triangles = tri; td.triangle_count = 2;
+        td.object = obj.id;
+        td.triangles = tri;
+        td.triangle_count = 2;
         CHECK_OK(pbd_object_enable_tearing(w, &td));
         double mass0 = total_mass(w);
         /* x' = x + (s - 1) (x . d) d with d = (1, -1) / sqrt 2, s = 1.6 */
         float moved[12];
         for (int i = 0; i < 4; ++i) {
             float x = pos[3 * i], y = pos[3 * i + 1], t = 0.6f * (x - y) / 2.0f;
-            moved[3 * i] = x + t; moved[3 * i + 1] = y - t; moved[3 * i + 2] = 0;
+            moved[3 * i] = x + t;
+            moved[3 * i + 1] = y - t;
+            moved[3 * i + 2] = 0;
         }
         pbd_range all = {0, 4};
         CHECK_OK(pbd_set_positions(w, all, moved));
@@ -398,7 +417,9 @@ TEST(tearing_a_held_vertex_the_hand_keeps_one_side) {
         if (i != 4) CHECK_OK(pbd_pin(w, obj.particles.first + i));
     CHECK_OK(pbd_set_kinematic(w, centre, 1));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.object = obj.id;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
     td.threshold = 1.3f;
     td.max_splits = 1;
     CHECK_OK(pbd_object_enable_tearing(w, &td));
@@ -415,8 +436,8 @@ TEST(tearing_a_held_vertex_the_hand_keeps_one_side) {
     CHECK_OK(pbd_get_kinematic(w, copy, &copy_kin));
     CHECK_OK(pbd_get_mass(w, copy, &copy_mass));
     CHECK_MSG(kin == 1 && copy_kin == 0, "held vertex kinematic %d, its copy %d", kin, copy_kin);
-    CHECK_MSG(copy_mass > 0 && pbd_world_positions(w)[4 * copy + 3] > 0, "copy %d: mass %g, inverse mass %g", copy, copy_mass,
-              pbd_world_positions(w)[4 * copy + 3]); /* dynamic */
+    CHECK_MSG(copy_mass > 0 && pbd_world_positions(w)[4 * copy + 3] > 0, "copy %d: mass %g, inverse mass %g", copy,
+              copy_mass, pbd_world_positions(w)[4 * copy + 3]); /* dynamic */
     for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
     CHECK_NEAR(x[4 * centre], hand[0], 1e-6);
@@ -502,7 +523,10 @@ TEST(tearing_bad_input) {
     float lo[3] = {0, 2, 0}, hi[3] = {0.2f, 2.2f, 0.2f};
     CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &box));
     pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = box.positions; sd.vertex_count = box.vertex_count; sd.tets = box.tets; sd.tet_count = box.tet_count;
+    sd.positions = box.positions;
+    sd.vertex_count = box.vertex_count;
+    sd.tets = box.tets;
+    sd.tet_count = box.tet_count;
     CHECK_OK(pbd_add_softbody(w, &sd, &sb));
     size_t size = pbd_world_snapshot_size(w);
     unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
@@ -511,25 +535,32 @@ TEST(tearing_bad_input) {
     CHECK_RESULT(pbd_object_enable_tearing(NULL, &td), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_object_enable_tearing(w, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE); /* object -1 */
-    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.object = obj.id;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* already tears */
     td.object = sb.id;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* not a cloth */
-    td.object = c2.id; td.threshold = 1.0f;
+    td.object = c2.id;
+    td.threshold = 1.0f;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
     td.threshold = NAN;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NOT_FINITE);
-    td.threshold = 1.5f; td.max_splits = 0;
+    td.threshold = 1.5f;
+    td.max_splits = 0;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
-    td.max_splits = 4; td.triangle_count = m.triangle_count - 1; /* not the whole mesh */
+    td.max_splits = 4;
+    td.triangle_count = m.triangle_count - 1; /* not the whole mesh */
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
     int *perm = (int *)malloc(sizeof(int) * (size_t)m.vertex_count);
     for (int i = 0; i < m.vertex_count; ++i) perm[i] = (i * 7 + 3) % m.vertex_count; /* a wrong permutation */
-    td.triangle_count = m.triangle_count; td.permutation = perm;
+    td.triangle_count = m.triangle_count;
+    td.permutation = perm;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
     perm[0] = -5;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    td.permutation = NULL; td.triangles = NULL;
+    td.permutation = NULL;
+    td.triangles = NULL;
     CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NULL_POINTER);
     int nt = 0;
     CHECK_RESULT(pbd_object_triangles(w, c2.id, NULL, 0, &nt), PBD_ERROR_INVALID_ARGUMENT);
@@ -571,12 +602,19 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
     for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
     for (int k = 0; k < 10; ++k) cluster[k] = obj.particles.first + 20 + k;
     pbd_lra_desc ld = pbd_lra_desc_default();
-    ld.object = obj.id; ld.anchors = anchors; ld.anchor_count = NY; ld.geodesic = 1; ld.slack = 2.0f;
+    ld.object = obj.id;
+    ld.anchors = anchors;
+    ld.anchor_count = NY;
+    ld.geodesic = 1;
+    ld.slack = 2.0f;
     CHECK_OK(pbd_add_long_range_attachments(w, &ld, NULL));
     CHECK_OK(pbd_add_damping_cluster(w, cluster, 10, 1.0f, NULL));
     float roots[6] = {0, 1, 0, 0.1f, 1, 0}, normals[6] = {0, 1, 0, 0, 1, 0};
     pbd_hair_desc hd = pbd_hair_desc_default();
-    hd.root_positions = roots; hd.root_normals = normals; hd.strand_count = 2; hd.particles_per_strand = 5;
+    hd.root_positions = roots;
+    hd.root_normals = normals;
+    hd.strand_count = 2;
+    hd.particles_per_strand = 5;
     CHECK_OK(pbd_add_hair(w, &hd, NULL, NULL));
     for (int s = 0; s < 30; ++s) {
         pull(w, &obj, s);
@@ -599,7 +637,10 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
         pbd_result r = pbd_world_restore(w, bad, size);
         CHECK(r == PBD_OK || r == PBD_ERROR_BAD_SNAPSHOT || r == PBD_ERROR_OUT_OF_MEMORY);
         if (r == PBD_OK) {
-            for (int s = 0; s < 2; ++s) { (void)pbd_world_step(w, 1.0f / 60.0f); (void)pbd_world_tear(w, NULL); }
+            for (int s = 0; s < 2; ++s) {
+                (void)pbd_world_step(w, 1.0f / 60.0f);
+                (void)pbd_world_tear(w, NULL);
+            }
         } else {
             refused++;
         }

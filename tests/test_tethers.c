@@ -111,7 +111,8 @@ TEST(tethers_snapshot_round_trip) {
     CHECK_OK(pbd_pin(w, 11));
     for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     size_t size = pbd_world_snapshot_size(w);
-    unsigned char *saved = (unsigned char *)malloc(size), *a = (unsigned char *)malloc(size), *b = (unsigned char *)malloc(size);
+    unsigned char *saved = (unsigned char *)malloc(size), *a = (unsigned char *)malloc(size),
+                  *b = (unsigned char *)malloc(size);
     CHECK_OK(pbd_world_save(w, saved, size));
     for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     CHECK_OK(pbd_world_save(w, a, size));
@@ -125,7 +126,9 @@ TEST(tethers_snapshot_round_trip) {
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
     CHECK_OK(pbd_unpin(w, 11));
     CHECK(tethers_to(w, l, 0, 11, &ta, &tb, &to) == 143 && ta == 143);
-    free(saved); free(a); free(b);
+    free(saved);
+    free(a);
+    free(b);
     pbd_world_destroy(w);
 }
 
@@ -150,7 +153,8 @@ TEST(tethers_bad_input) {
     CHECK_OK(pbd_world_save(w, after, size));
     CHECK(memcmp(before, after, size) == 0);
     pbd_mesh_free(&m);
-    free(before); free(after);
+    free(before);
+    free(after);
     pbd_world_destroy(w);
 }
 
@@ -173,10 +177,13 @@ static double worst_grid_strain(const pbd_world *w, const pbd_mesh *m) {
 /* bench/cloth_defaults' scene: a 1 m, n x n cloth hanging from its two
    top corners, 1/60 s; the worst edge over the fall (the first 2 s at
    most) and over the last half second. gravity_cfl < 0: the default. */
-static void hanging_strain(int n, int substeps, int iterations, int tethers, float damping, float gravity_cfl, int steps,
-                           double *fall, double *rest) {
+static void hanging_strain(int n, int substeps, int iterations, int tethers, float damping, float gravity_cfl,
+                           int steps, double *fall, double *rest) {
     pbd_world_desc d = pbd_world_desc_default();
-    if (substeps) { d.substeps = substeps; d.iterations = iterations; }
+    if (substeps) {
+        d.substeps = substeps;
+        d.iterations = iterations;
+    }
     pbd_world *w = NULL;
     CHECK_OK(pbd_world_create(&d, &w));
     CHECK_OK(pbd_world_set_threads(w, 1));
@@ -211,7 +218,8 @@ TEST(tethers_hanging_cloth_strain) {
     double fall, rest, fall_off, rest_off;
     hanging_strain(32, 0, 0, 1, -1.0f, -1.0f, 360, &fall, &rest);
     hanging_strain(32, 0, 0, 0, -1.0f, -1.0f, 60, &fall_off, &rest_off);
-    printf("    32 x 32 from two corners, defaults, worst edge: fall %.1f%%, hanging %.2f%%; without tethers: fall %.1f%%\n",
+    printf("    32 x 32 from two corners, defaults, worst edge: fall %.1f%%, hanging %.2f%%; without tethers: fall "
+           "%.1f%%\n",
            100 * fall, 100 * rest, 100 * fall_off);
     CHECK_MSG(fall <= 0.10, "fall: %g > 10%%", fall);
     CHECK_MSG(rest <= 0.05, "hanging: %g > 5%%", rest);
@@ -267,7 +275,9 @@ TEST(tethers_cloth_substep_rule) {
             for (; k < count && pa[k] == p; ++k) shortest = len[k] < shortest ? len[k] : shortest;
             Lmax = shortest > Lmax ? shortest : Lmax;
         }
-        free(pa); free(an); free(len);
+        free(pa);
+        free(an);
+        free(len);
     }
     CHECK_NEAR(Lmax, sqrt(1.0 + 0.25), 0.02);
     int want = (int)ceil(dt * sqrt(9.81 * Lmax) / (0.35 * dx) - 1e-6);
@@ -308,7 +318,8 @@ static int tether_ratios(const pbd_world *w, pbd_lra l, const float *pos, int st
                          double (*dist)(const float *, const float *), double *lo, double *hi) {
     int count = 0;
     CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, &count));
-    int *parts = (int *)malloc(sizeof(int) * (size_t)(count + 1)), *anchors = (int *)malloc(sizeof(int) * (size_t)(count + 1));
+    int *parts = (int *)malloc(sizeof(int) * (size_t)(count + 1)),
+        *anchors = (int *)malloc(sizeof(int) * (size_t)(count + 1));
     float *len = (float *)malloc(sizeof(float) * (size_t)(count + 1));
     CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, len, count, &count));
     *lo = 1e9;
@@ -318,7 +329,9 @@ static int tether_ratios(const pbd_world *w, pbd_lra l, const float *pos, int st
         if (r < *lo) *lo = r;
         if (r > *hi) *hi = r;
     }
-    free(parts); free(anchors); free(len);
+    free(parts);
+    free(anchors);
+    free(len);
     return count;
 }
 
@@ -351,7 +364,8 @@ static double l_geodesic(const float *v, const float *a) {
     for (int k = 1; k < 1000; ++k) { /* does the segment cross the missing quarter? */
         double t = k / 1000.0, x = ax + t * (vx - ax), z = az + t * (vz - az);
         if (x > 0.5 + 1e-9 && z > 0.5 + 1e-9)
-            return sqrt((ax - 0.5) * (ax - 0.5) + (az - 0.5) * (az - 0.5)) + sqrt((vx - 0.5) * (vx - 0.5) + (vz - 0.5) * (vz - 0.5));
+            return sqrt((ax - 0.5) * (ax - 0.5) + (az - 0.5) * (az - 0.5)) +
+                   sqrt((vx - 0.5) * (vx - 0.5) + (vz - 0.5) * (vz - 0.5));
     }
     return sqrt((vx - ax) * (vx - ax) + (vz - az) * (vz - az));
 }
@@ -365,19 +379,30 @@ TEST(tethers_never_shorter_than_geodesic) {
             map[k] = -1;
             if (i > 2 && j > 2) continue; /* outside the L */
             map[k] = nv;
-            pos[3 * nv] = 0.25f * (float)i; pos[3 * nv + 1] = 1; pos[3 * nv + 2] = 0.25f * (float)j;
+            pos[3 * nv] = 0.25f * (float)i;
+            pos[3 * nv + 1] = 1;
+            pos[3 * nv + 2] = 0.25f * (float)j;
             nv++;
         }
     for (int j = 0; j < 4; ++j)
         for (int i = 0; i < 4; ++i) {
             if (i >= 2 && j >= 2) continue;
             int a = map[j * 5 + i], b = map[j * 5 + i + 1], c = map[(j + 1) * 5 + i], d = map[(j + 1) * 5 + i + 1];
-            tri[3 * nt] = a; tri[3 * nt + 1] = c; tri[3 * nt + 2] = b; nt++;
-            tri[3 * nt] = b; tri[3 * nt + 1] = c; tri[3 * nt + 2] = d; nt++;
+            tri[3 * nt] = a;
+            tri[3 * nt + 1] = c;
+            tri[3 * nt + 2] = b;
+            nt++;
+            tri[3 * nt] = b;
+            tri[3 * nt + 1] = c;
+            tri[3 * nt + 2] = d;
+            nt++;
         }
     pbd_world *w = pbdt_world(-9.81f);
     pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = pos; cd.vertex_count = nv; cd.triangles = tri; cd.triangle_count = nt;
+    cd.positions = pos;
+    cd.vertex_count = nv;
+    cd.triangles = tri;
+    cd.triangle_count = nt;
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     int pin_a = map[4], pin_b = map[20]; /* (1, 0) and (0, 1): the ends of the two arms */
@@ -395,7 +420,8 @@ TEST(tethers_never_shorter_than_geodesic) {
     }
     double worst, longest;
     tether_ratios(w, l, pos, 3, obj.particles.first, l_geodesic, &worst, &longest);
-    printf("    L-shaped cloth: %d of %d tethers bend round the corner; shortest tether / geodesic %.4f\n", bent, count, worst);
+    printf("    L-shaped cloth: %d of %d tethers bend round the corner; shortest tether / geodesic %.4f\n", bent, count,
+           worst);
     CHECK_MSG(bent >= 4, "only %d tethers need the corner (the scene lost its meaning)", bent);
     CHECK_MSG(worst >= 1 - 1e-6, "a tether is shorter than its geodesic: ratio %g", worst);
     pbd_world_destroy(w);
@@ -432,7 +458,9 @@ TEST(tethers_torn_cloth_not_straight) {
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = obj.id; td.triangles = m.triangles; td.triangle_count = m.triangle_count;
+    td.object = obj.id;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
     td.max_splits = 1;
     CHECK_OK(pbd_object_enable_tearing(w, &td));
     const int centre = n * n / 2;
@@ -448,7 +476,8 @@ TEST(tethers_torn_cloth_not_straight) {
     const float *x = pbd_world_positions(w);
     int split_of = -1;
     for (int i = 0; i < n * n; ++i)
-        if (x[4 * i + 1] == x[4 * (n * n) + 1] && x[4 * i] == x[4 * (n * n)] && x[4 * i + 2] == x[4 * (n * n) + 2]) split_of = i;
+        if (x[4 * i + 1] == x[4 * (n * n) + 1] && x[4 * i] == x[4 * (n * n)] && x[4 * i + 2] == x[4 * (n * n) + 2])
+            split_of = i;
     CHECK(split_of >= 0);
     pbd_range all = {0, n * n}, added = {n * n, 1};
     CHECK_OK(pbd_set_positions(w, all, m.positions));
@@ -458,13 +487,13 @@ TEST(tethers_torn_cloth_not_straight) {
     pbd_lra l = -1;
     CHECK_OK(pbd_object_tethers(w, obj.id, &l));
     double shortest, longest;
-    CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &shortest, &longest) == 2 * (n * n + 1 - 2));
+    CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &shortest, &longest) ==
+          2 * (n * n + 1 - 2));
     CHECK_MSG(shortest >= 1 - 1e-6, "a tether is shorter than the straight distance: %g", shortest);
     CHECK_MSG(longest > 1.01, "the torn cloth's tethers are straight (longest / straight %g)", longest);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
-
 
 /* The largest particle speed of the world. */
 static float tethers_max_speed(const pbd_world *w) {
@@ -488,7 +517,8 @@ static pbd_world *tethers_curtain(int kinematic_corners, pbd_object *obj) {
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     CHECK_OK(pbd_add_cloth(w, &cd, obj));
     pbd_mesh_free(&m);
-    for (int c = 0; c < 2; ++c) CHECK_OK(kinematic_corners ? pbd_set_kinematic(w, c * (n - 1), 1) : pbd_pin(w, c * (n - 1)));
+    for (int c = 0; c < 2; ++c)
+        CHECK_OK(kinematic_corners ? pbd_set_kinematic(w, c * (n - 1), 1) : pbd_pin(w, c * (n - 1)));
     for (int s = 0; s < 120; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     return w;
 }
@@ -522,7 +552,8 @@ TEST(tethers_hand_drag_and_release_stay_calm) {
         float m = tethers_max_speed(w);
         after = m > after ? m : after;
     }
-    printf("    dragged 2 m away at 2 m/s: max speed %.1f m/s during the drag, %.1f m/s after the release\n", drag, after);
+    printf("    dragged 2 m away at 2 m/s: max speed %.1f m/s during the drag, %.1f m/s after the release\n", drag,
+           after);
     CHECK_MSG(drag < 10.0f, "drag: %g m/s", drag);
     CHECK_MSG(after < 20.0f, "after the release: %g m/s", after);
     pbd_world_destroy(w);
@@ -565,7 +596,9 @@ TEST(tethers_give_way_between_parting_anchors) {
         else back = m > back ? m : back;
         if (s == 60) { /* the loose tethers' reach is part of the snapshot */
             size = pbd_world_snapshot_size(w);
-            snap = (unsigned char *)malloc(size); a1 = (unsigned char *)malloc(size); a2 = (unsigned char *)malloc(size);
+            snap = (unsigned char *)malloc(size);
+            a1 = (unsigned char *)malloc(size);
+            a2 = (unsigned char *)malloc(size);
             CHECK_OK(pbd_world_save(w, snap, size));
         }
     }
@@ -594,7 +627,9 @@ TEST(tethers_give_way_between_parting_anchors) {
     CHECK_RESULT(pbd_world_step(w, 1.0f / 60.0f), PBD_ERROR_NOT_FINITE);
     CHECK_OK(pbd_world_save(w, a2, size));
     CHECK(memcmp(a1, a2, size) == 0);
-    free(snap); free(a1); free(a2);
+    free(snap);
+    free(a1);
+    free(a2);
     printf("    shoulders 1 m apart each and back: max %.1f and %.1f m/s\n", apart, back);
     CHECK_MSG(apart < 20.0f, "parting: %g m/s", apart);
     CHECK_MSG(back < 16.0f, "coming back: %g m/s", back);

@@ -19,8 +19,15 @@ static int upt_edge_count(const int *tris, int nt, int *boundary) {
             int u = tris[3 * t + k], v = tris[3 * t + (k + 1) % 3];
             int a = u < v ? u : v, c = u < v ? v : u, f = -1;
             for (int q = 0; q < n; ++q)
-                if (e[2 * q] == a && e[2 * q + 1] == c) { f = q; break; }
-            if (f < 0) { e[2 * n] = a; e[2 * n + 1] = c; f = n++; }
+                if (e[2 * q] == a && e[2 * q + 1] == c) {
+                    f = q;
+                    break;
+                }
+            if (f < 0) {
+                e[2 * n] = a;
+                e[2 * n + 1] = c;
+                f = n++;
+            }
             uses[f]++;
         }
     for (int q = 0; q < n; ++q) b += uses[q] == 1;
@@ -52,7 +59,8 @@ static double upt_volume(const float *x, const int *tris, int nt) {
     for (int t = 0; t < nt; ++t) {
         const float *a = x + 3 * tris[3 * t], *b = x + 3 * tris[3 * t + 1], *c = x + 3 * tris[3 * t + 2];
         v += (a[0] * ((double)b[1] * c[2] - (double)b[2] * c[1]) - a[1] * ((double)b[0] * c[2] - (double)b[2] * c[0]) +
-              a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0])) / 6.0;
+              a[2] * ((double)b[0] * c[1] - (double)b[1] * c[0])) /
+             6.0;
     }
     return v;
 }
@@ -105,7 +113,9 @@ TEST(up_loop_counts) {
 TEST(up_loop_planar_stays_planar) {
     pbd_mesh g = upt_grid(6, 5);
     float u[3] = {1.0f, 0.3f, 0.1f}, v[3] = {-0.2f, 0.4f, 0.9f}, n[3];
-    n[0] = u[1] * v[2] - u[2] * v[1]; n[1] = u[2] * v[0] - u[0] * v[2]; n[2] = u[0] * v[1] - u[1] * v[0];
+    n[0] = u[1] * v[2] - u[2] * v[1];
+    n[1] = u[2] * v[0] - u[0] * v[2];
+    n[2] = u[0] * v[1] - u[1] * v[0];
     float nl = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
     for (int k = 0; k < 3; ++k) n[k] /= nl;
     unsigned st = 3;
@@ -168,7 +178,10 @@ TEST(up_stencil_rows_and_loop_weights) {
     CHECK(n == 4);
     float sorted[4] = {w[0], w[1], w[2], w[3]};
     int n38 = 0, n18 = 0;
-    for (int k = 0; k < 4; ++k) { n38 += sorted[k] == 0.375f; n18 += sorted[k] == 0.125f; }
+    for (int k = 0; k < 4; ++k) {
+        n38 += sorted[k] == 0.375f;
+        n18 += sorted[k] == 0.125f;
+    }
     CHECK(n38 == 2 && n18 == 2);
     pbd_up_model_destroy(m);
     pbd_mesh_free(&s);
@@ -178,7 +191,10 @@ TEST(up_stencil_rows_and_loop_weights) {
     for (int r = 0; r < pbd_up_model_detail_count(m); ++r) {
         CHECK_OK(pbd_up_subdivision_stencil(m, r, cols, w, 64, &n));
         double sum = 0;
-        for (int k = 0; k < n && k < 64; ++k) { sum += w[k]; CHECK(w[k] > 0); }
+        for (int k = 0; k < n && k < 64; ++k) {
+            sum += w[k];
+            CHECK(w[k] > 0);
+        }
         CHECK(n <= 64);
         CHECK_NEAR(sum, 1.0, 1e-6);
     }
@@ -266,7 +282,12 @@ TEST(up_two_scale_detail) {
     CHECK_OK(pbd_up_subdivision_fit_detail(m, NULL, NULL)); /* back to the smooth mesh */
     CHECK_OK(pbd_up_eval(m, s.positions, y));
     CHECK(memcmp(y, x0, sizeof(float) * 3 * n) == 0);
-    free(x0); free(X); free(fr); free(y); free(Xr); free(u);
+    free(x0);
+    free(X);
+    free(fr);
+    free(y);
+    free(Xr);
+    free(u);
     pbd_up_model_destroy(m);
     pbd_mesh_free(&s);
 }
@@ -313,10 +334,13 @@ TEST(up_eval_simd_threads_bit_identical) {
                 CHECK_OK(pbd_up_model_set_threads(m, threads));
                 memset(y, 0xff, sizeof(float) * 3 * n);
                 CHECK_OK(pbd_up_eval(m, u, y));
-                CHECK_MSG(memcmp(y, ref, sizeof(float) * 3 * n) == 0, "simd %d threads %d detail %d differ", simd, threads, detail);
+                CHECK_MSG(memcmp(y, ref, sizeof(float) * 3 * n) == 0, "simd %d threads %d detail %d differ", simd,
+                          threads, detail);
             }
     }
-    free(ref); free(y); free(u);
+    free(ref);
+    free(y);
+    free(u);
     pbd_up_model_destroy(m);
 }
 
@@ -345,7 +369,11 @@ TEST(up_model_save_load_roundtrip) {
     CHECK_OK(pbd_up_eval(m2, u, b));
     CHECK(memcmp(a, b, sizeof(float) * 3 * n) == 0);
     CHECK(pbd_up_model_method(m2) == PBD_UP_SUBDIVISION && pbd_up_subdivision_levels(m2) == 2);
-    free(a); free(b); free(buf); free(buf2); free(u);
+    free(a);
+    free(b);
+    free(buf);
+    free(buf2);
+    free(u);
     pbd_up_model_destroy(m);
     pbd_up_model_destroy(m2);
 }
@@ -366,7 +394,12 @@ TEST(up_model_bad_input) {
     u[7] = INFINITY;
     CHECK_ERROR(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
     u[7] = keep;
-    for (int i = 0; i < 3 * n; ++i) { uint32_t bits; memcpy(&bits, &y[i], 4); CHECK(bits == 0x5a5a5a5au); if (bits != 0x5a5a5a5au) break; }
+    for (int i = 0; i < 3 * n; ++i) {
+        uint32_t bits;
+        memcpy(&bits, &y[i], 4);
+        CHECK(bits == 0x5a5a5a5au);
+        if (bits != 0x5a5a5a5au) break;
+    }
     CHECK_ERROR(pbd_up_eval_checked(m, u, nc - 1, y, n), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 41");
     CHECK_ERROR(pbd_up_eval_checked(m, u, nc, y, n + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 42");
     CHECK_OK(pbd_up_eval_checked(m, u, nc, y, n));
@@ -397,7 +430,10 @@ TEST(up_model_bad_input) {
     unsigned char *f = (unsigned char *)malloc(size);
     const size_t header = 40, payload_levels = header, payload_rows = header + 4;
     uint64_t sum;
-    struct { size_t at; uint32_t value; } forge[4] = {{16, 7}, {0, 0}, {0, 0}, {8, 0}};
+    struct {
+        size_t at;
+        uint32_t value;
+    } forge[4] = {{16, 7}, {0, 0}, {0, 0}, {8, 0}};
     /* first column index of S: after levels, rows, cols, start[rows + 1] */
     int rows;
     memcpy(&rows, buf + payload_rows, 4);
@@ -428,12 +464,18 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     int *strip = (int *)malloc(sizeof(int) * 3 * 3000);
-    for (int t = 0; t < 3000; ++t) { strip[3 * t] = t; strip[3 * t + 1] = t + 1; strip[3 * t + 2] = t + 2; }
-    CHECK_ERROR(pbd_up_subdivision_create(strip, 3000, 3002, 8, &out), PBD_ERROR_OVERFLOW, "nt 3000"); /* 4^8 * 3000 triangles */
+    for (int t = 0; t < 3000; ++t) {
+        strip[3 * t] = t;
+        strip[3 * t + 1] = t + 1;
+        strip[3 * t + 2] = t + 2;
+    }
+    CHECK_ERROR(pbd_up_subdivision_create(strip, 3000, 3002, 8, &out), PBD_ERROR_OVERFLOW,
+                "nt 3000"); /* 4^8 * 3000 triangles */
     free(strip);
     int degenerate[3] = {0, 1, 1}, fan[9] = {0, 1, 2, 1, 0, 3, 0, 1, 4}; /* edge 0-1 in three triangles */
     CHECK_ERROR(pbd_up_subdivision_create(degenerate, 1, 3, 1, &out), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
-    CHECK_ERROR(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT, "not edge-manifold (j - i > 2)");
+    CHECK_ERROR(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                "not edge-manifold (j - i > 2)");
     CHECK(out == NULL);
     CHECK_OK(pbd_up_subdivision_create(tris, 3, 4, 0, &out)); /* 0 levels: the identity */
     pbd_up_model_destroy(out);
@@ -448,7 +490,8 @@ TEST(up_model_bad_input) {
     pbd_mesh bad;
     memset(&bad, 0, sizeof bad);
     CHECK_ERROR(pbd_up_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in->positions is NULL");
-    free(y); free(u);
+    free(y);
+    free(u);
     pbd_up_model_destroy(m);
 }
 
@@ -465,10 +508,14 @@ TEST(up_wrinkle_radius) {
     unsigned st = 11; /* a small out-of-plane jitter breaks the symmetry */
     for (int i = 0; i < f.vertex_count; ++i) f.positions[3 * i + 1] += 0.002f * (pbdt_rand(&st) - 0.5f);
     pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = g.positions; d.coarse_count = g.vertex_count;
-    d.coarse_triangles = g.triangles; d.coarse_triangle_count = g.triangle_count;
-    d.fine_positions = f.positions; d.fine_count = f.vertex_count;
-    d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+    d.coarse_positions = g.positions;
+    d.coarse_count = g.vertex_count;
+    d.coarse_triangles = g.triangles;
+    d.coarse_triangle_count = g.triangle_count;
+    d.fine_positions = f.positions;
+    d.fine_count = f.vertex_count;
+    d.fine_triangles = f.triangles;
+    d.fine_triangle_count = f.triangle_count;
     d.radius = 0.03f;
     d.iterations = 8;
     pbd_up_wrinkle *wr = NULL;
@@ -490,7 +537,8 @@ TEST(up_wrinkle_radius) {
     CHECK_OK(pbd_up_wrinkle_targets(wr, t, NULL, NULL));
     double worst = 0, lift = 0;
     for (int i = 0; i < n; ++i) {
-        double dd = sqrt(pow(x[3 * i] - t[3 * i], 2) + pow(x[3 * i + 1] - t[3 * i + 1], 2) + pow(x[3 * i + 2] - t[3 * i + 2], 2));
+        double dd = sqrt(pow(x[3 * i] - t[3 * i], 2) + pow(x[3 * i + 1] - t[3 * i + 1], 2) +
+                         pow(x[3 * i + 2] - t[3 * i + 2], 2));
         if (dd > worst) worst = dd;
         if (fabs(x[3 * i + 1] - t[3 * i + 1]) > lift) lift = fabs(x[3 * i + 1] - t[3 * i + 1]);
     }
@@ -522,7 +570,9 @@ TEST(up_wrinkle_radius) {
     }
     int tri;
     CHECK_ERROR(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "v 289");
-    free(x); free(t); free(cx);
+    free(x);
+    free(t);
+    free(cx);
     pbd_up_wrinkle_destroy(wr);
     pbd_up_mesh_free(&f);
     pbd_mesh_free(&g);
@@ -534,8 +584,13 @@ static double upt_depth_inside(const float *x, const int *tris, int nt, const fl
     for (int t = 0; t < nt; ++t) {
         const float *a = x + 3 * tris[3 * t], *b = x + 3 * tris[3 * t + 1], *c = x + 3 * tris[3 * t + 2];
         double e1[3], e2[3], n[3], l;
-        for (int k = 0; k < 3; ++k) { e1[k] = b[k] - a[k]; e2[k] = c[k] - a[k]; }
-        n[0] = e1[1] * e2[2] - e1[2] * e2[1]; n[1] = e1[2] * e2[0] - e1[0] * e2[2]; n[2] = e1[0] * e2[1] - e1[1] * e2[0];
+        for (int k = 0; k < 3; ++k) {
+            e1[k] = b[k] - a[k];
+            e2[k] = c[k] - a[k];
+        }
+        n[0] = e1[1] * e2[2] - e1[2] * e2[1];
+        n[1] = e1[2] * e2[0] - e1[0] * e2[2];
+        n[2] = e1[0] * e2[1] - e1[1] * e2[0];
         l = sqrt(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
         double s = ((p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2]) / l;
         if (s > worst) worst = s;
@@ -561,10 +616,14 @@ TEST(up_wrinkle_one_sided) {
     float *x = (float *)malloc(sizeof(float) * 3 * f.vertex_count);
     for (int one_sided = 1; one_sided >= 0; --one_sided) {
         pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-        d.coarse_positions = s.positions; d.coarse_count = s.vertex_count;
-        d.coarse_triangles = s.triangles; d.coarse_triangle_count = s.triangle_count;
-        d.fine_positions = f.positions; d.fine_count = f.vertex_count;
-        d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+        d.coarse_positions = s.positions;
+        d.coarse_count = s.vertex_count;
+        d.coarse_triangles = s.triangles;
+        d.coarse_triangle_count = s.triangle_count;
+        d.fine_positions = f.positions;
+        d.fine_count = f.vertex_count;
+        d.fine_triangles = f.triangles;
+        d.fine_triangle_count = f.triangle_count;
         d.radius = 0.2f;
         d.one_sided = one_sided;
         pbd_up_wrinkle *wr = NULL;
@@ -580,7 +639,8 @@ TEST(up_wrinkle_one_sided) {
                         for (int b = 0; a + b <= 40; ++b) {
                             double w0 = 1 - (a + b) / 40.0, w1 = a / 40.0, w2 = b / 40.0, d2 = 0;
                             for (int k = 0; k < 3; ++k) {
-                                double x = w0 * s.positions[3 * s.triangles[3 * t] + k] + w1 * s.positions[3 * s.triangles[3 * t + 1] + k] +
+                                double x = w0 * s.positions[3 * s.triangles[3 * t] + k] +
+                                           w1 * s.positions[3 * s.triangles[3 * t + 1] + k] +
                                            w2 * s.positions[3 * s.triangles[3 * t + 2] + k];
                                 d2 += (x - q[k]) * (x - q[k]);
                             }
@@ -589,10 +649,12 @@ TEST(up_wrinkle_one_sided) {
                 int tri;
                 float bc[3], off;
                 CHECK_OK(pbd_up_wrinkle_binding(wr, i, &tri, bc, &off));
-                CHECK(bc[0] >= -1e-6f && bc[1] >= -1e-6f && bc[2] >= -1e-6f && fabsf(bc[0] + bc[1] + bc[2] - 1) < 1e-5f);
+                CHECK(bc[0] >= -1e-6f && bc[1] >= -1e-6f && bc[2] >= -1e-6f &&
+                      fabsf(bc[0] + bc[1] + bc[2] - 1) < 1e-5f);
                 double d2 = 0;
                 for (int k = 0; k < 3; ++k) {
-                    double x = bc[0] * s.positions[3 * s.triangles[3 * tri] + k] + bc[1] * s.positions[3 * s.triangles[3 * tri + 1] + k] +
+                    double x = bc[0] * s.positions[3 * s.triangles[3 * tri] + k] +
+                               bc[1] * s.positions[3 * s.triangles[3 * tri + 1] + k] +
                                bc[2] * s.positions[3 * s.triangles[3 * tri + 2] + k];
                     d2 += (x - q[k]) * (x - q[k]);
                 }
@@ -617,10 +679,14 @@ TEST(up_wrinkle_one_sided) {
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh_grid(3, 3, o, u, v, &g);
     pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = g.positions; d.coarse_count = g.vertex_count;
-    d.coarse_triangles = g.triangles; d.coarse_triangle_count = g.triangle_count;
-    d.fine_positions = g.positions; d.fine_count = g.vertex_count;
-    d.fine_triangles = g.triangles; d.fine_triangle_count = g.triangle_count;
+    d.coarse_positions = g.positions;
+    d.coarse_count = g.vertex_count;
+    d.coarse_triangles = g.triangles;
+    d.coarse_triangle_count = g.triangle_count;
+    d.fine_positions = g.positions;
+    d.fine_count = g.vertex_count;
+    d.fine_triangles = g.triangles;
+    d.fine_triangle_count = g.triangle_count;
     pbd_up_wrinkle *wr = NULL;
     d.one_sided = 1;
     CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED, "closed 0");
@@ -646,7 +712,8 @@ TEST(up_wrinkle_one_sided) {
     CHECK_ERROR(pbd_up_wrinkle_create(NULL, &wr), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK(wr == NULL);
     pbd_mesh_free(&g);
-    free(cx); free(x);
+    free(cx);
+    free(x);
     pbd_up_mesh_free(&f);
     pbd_mesh_free(&s);
 }
@@ -661,10 +728,14 @@ TEST(up_wrinkle_threads_simd_bit_identical) {
     pbd_mesh_sphere(1, c, 1.0f, &s);
     CHECK_OK(pbd_up_subdivide(&s, 1, 1, &f));
     pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = s.positions; d.coarse_count = s.vertex_count;
-    d.coarse_triangles = s.triangles; d.coarse_triangle_count = s.triangle_count;
-    d.fine_positions = f.positions; d.fine_count = f.vertex_count;
-    d.fine_triangles = f.triangles; d.fine_triangle_count = f.triangle_count;
+    d.coarse_positions = s.positions;
+    d.coarse_count = s.vertex_count;
+    d.coarse_triangles = s.triangles;
+    d.coarse_triangle_count = s.triangle_count;
+    d.fine_positions = f.positions;
+    d.fine_count = f.vertex_count;
+    d.fine_triangles = f.triangles;
+    d.fine_triangle_count = f.triangle_count;
     d.radius = 0.1f;
     d.one_sided = 1;
     pbd_up_wrinkle *w[3] = {NULL, NULL, NULL};
@@ -688,7 +759,10 @@ TEST(up_wrinkle_threads_simd_bit_identical) {
         CHECK(memcmp(x[0], x[1], sizeof(float) * 3 * n) == 0);
         CHECK(memcmp(x[0], x[2], sizeof(float) * 3 * n) == 0);
     }
-    for (int k = 0; k < 3; ++k) { free(x[k]); pbd_up_wrinkle_destroy(w[k]); }
+    for (int k = 0; k < 3; ++k) {
+        free(x[k]);
+        pbd_up_wrinkle_destroy(w[k]);
+    }
     free(u);
     pbd_up_mesh_free(&f);
     pbd_mesh_free(&s);
@@ -729,11 +803,15 @@ TEST(up_training_cape_roundtrip) {
        subdivision of the coarse frame */
     pbd_mesh cm, lin;
     cm.positions = t.coarse + (size_t)(t.frame_count - 1) * 3 * cc;
-    cm.vertex_count = cc; cm.triangles = t.coarse_triangles; cm.triangle_count = t.coarse_triangle_count;
-    cm.tets = NULL; cm.tet_count = 0;
+    cm.vertex_count = cc;
+    cm.triangles = t.coarse_triangles;
+    cm.triangle_count = t.coarse_triangle_count;
+    cm.tets = NULL;
+    cm.tet_count = 0;
     CHECK_OK(pbd_up_subdivide(&cm, 1, 0, &lin));
     CHECK(memcmp(lin.triangles, t.detail_triangles, sizeof(int) * 3 * t.detail_triangle_count) == 0);
-    for (int i = 0; i < 3 * dc; ++i) detail = fmax(detail, fabs(lin.positions[i] - t.detail[(size_t)(t.frame_count - 1) * 3 * dc + i]));
+    for (int i = 0; i < 3 * dc; ++i)
+        detail = fmax(detail, fabs(lin.positions[i] - t.detail[(size_t)(t.frame_count - 1) * 3 * dc + i]));
     pbd_up_mesh_free(&lin);
     CHECK_MSG(follow < 1e-5, "fine vertices at coarse vertices are %g off", follow);
     CHECK_MSG(moved > 0.1, "the cape barely moved (%g)", moved);
@@ -771,7 +849,8 @@ TEST(up_training_cape_roundtrip) {
     CHECK_OK(pbd_up_training_concat(&t, &t2, &c));
     CHECK(c.frame_count == 24 && memcmp(c.detail + (size_t)12 * 3 * dc, t2.detail, sizeof(float) * 3 * dc * 12) == 0);
     pbd_up_training_free(&c);
-    free(buf); free(buf2);
+    free(buf);
+    free(buf2);
     pbd_up_training_free(&t);
     pbd_up_training_free(&t2);
 }
@@ -798,12 +877,14 @@ TEST(up_training_drop_and_bad_desc) {
     d2.coarse_resolution = 5;
     pbd_up_training t2;
     CHECK_OK(pbd_up_training_generate(&d2, &t2));
-    CHECK_ERROR(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT, "vertex counts differ (coarse 36 and 25,");
+    CHECK_ERROR(pbd_up_training_concat(&t, &t2, &c), PBD_ERROR_INVALID_ARGUMENT,
+                "vertex counts differ (coarse 36 and 25,");
     pbd_up_training_free(&t2);
     pbd_up_training_free(&t);
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.coarse_resolution = 2;
-    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "coarse_resolution outside 3..256 (scene");
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT,
+                "coarse_resolution outside 3..256 (scene");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.levels = 0;
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..4 (scene 0,");

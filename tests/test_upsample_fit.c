@@ -22,9 +22,9 @@
    relation the learned upsamplers must find). */
 typedef struct synth {
     int n, nc, nd, frames;
-    float *u, *X;   /* frames * nc * 3, frames * nd * 3 */
-    pbd_mesh grid;  /* the coarse grid in parameter space (s, 0, t) */
-    float *param;   /* nd * 3: detail parameters */
+    float *u, *X;  /* frames * nc * 3, frames * nd * 3 */
+    pbd_mesh grid; /* the coarse grid in parameter space (s, 0, t) */
+    float *param;  /* nd * 3: detail parameters */
     pbd_up_model *sub;
 } synth;
 
@@ -58,7 +58,10 @@ static synth synth_make(int n, int levels, int frames, unsigned seed) {
     pbd_mesh fine;
     pbd_up_subdivide(&d.grid, levels, 0, &fine);
     CHECK_OK(pbd_up_subdivision_create(d.grid.triangles, d.grid.triangle_count, d.grid.vertex_count, levels, &d.sub));
-    d.n = n; d.nc = n * n; d.nd = fine.vertex_count; d.frames = frames;
+    d.n = n;
+    d.nc = n * n;
+    d.nd = fine.vertex_count;
+    d.frames = frames;
     d.param = (float *)malloc(sizeof(float) * 3 * (size_t)d.nd);
     memcpy(d.param, fine.positions, sizeof(float) * 3 * (size_t)d.nd);
     pbd_up_mesh_free(&fine);
@@ -76,7 +79,9 @@ static synth synth_make(int n, int levels, int frames, unsigned seed) {
 }
 
 static void synth_free(synth *d) {
-    free(d->u); free(d->X); free(d->param);
+    free(d->u);
+    free(d->X);
+    free(d->param);
     pbd_mesh_free(&d->grid);
     pbd_up_model_destroy(d->sub);
 }
@@ -145,7 +150,10 @@ TEST(piu_partition_of_unity) {
     pd.support = 12;
     pbd_up_model *m = NULL;
     CHECK_OK(pbd_up_piu_fit(&pd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     int idx[64], count = 0;
     float w[64];
     double worst = 0;
@@ -167,7 +175,9 @@ TEST(piu_partition_of_unity) {
     double dev = 0;
     for (int k = 0; k < 3 * d.nd; ++k) dev = fmax(dev, fabs((double)b[k] - a[k] - t[k % 3]));
     CHECK_MSG(dev < 2e-5, "translation changes the shape by %g", dev);
-    free(u); free(a); free(b);
+    free(u);
+    free(a);
+    free(b);
     pbd_up_model_destroy(m);
     synth_free(&d);
 }
@@ -180,7 +190,10 @@ TEST(piu_determinism_and_save_load) {
     pbd_up_piu_desc pd = piu_desc_of(&d);
     pbd_up_model *m = NULL, *m2 = NULL;
     CHECK_OK(pbd_up_piu_fit(&pd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     size_t n3 = (size_t)d.nd * 3;
     float *ref = (float *)malloc(sizeof(float) * n3), *out = (float *)malloc(sizeof(float) * n3);
     const float *u = d.u + (size_t)5 * d.nc * 3;
@@ -212,7 +225,10 @@ TEST(piu_determinism_and_save_load) {
     buf[size / 2] ^= 0x10;
     CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT, "size 106840");
     CHECK(m2 == NULL);
-    free(buf); free(buf2); free(ref); free(out);
+    free(buf);
+    free(buf2);
+    free(ref);
+    free(out);
     pbd_up_model_destroy(m);
     synth_free(&d);
 }
@@ -226,17 +242,23 @@ TEST(piu_bad_input) {
     CHECK_ERROR(pbd_up_piu_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     pd.coarse_frames = NULL;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "d->coarse_frames is NULL");
-    pd = piu_desc_of(&d); pd.frame_count = 0;
+    pd = piu_desc_of(&d);
+    pd.frame_count = 0;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
-    pd = piu_desc_of(&d); pd.detail_count = -3;
+    pd = piu_desc_of(&d);
+    pd.detail_count = -3;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
-    pd = piu_desc_of(&d); pd.support = 1;
+    pd = piu_desc_of(&d);
+    pd.support = 1;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->support 1");
-    pd = piu_desc_of(&d); pd.regularization = -1.0f;
+    pd = piu_desc_of(&d);
+    pd.regularization = -1.0f;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->regularization -1");
-    pd = piu_desc_of(&d); pd.oscillatory_modes = 2; /* no frame_dt */
+    pd = piu_desc_of(&d);
+    pd.oscillatory_modes = 2; /* no frame_dt */
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->oscillatory_modes 2");
-    pd = piu_desc_of(&d); pd.coarse_count = INT_MAX / 2;
+    pd = piu_desc_of(&d);
+    pd.coarse_count = INT_MAX / 2;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_OVERFLOW, "d->coarse_count > INT_MAX / 3 ||");
     pd = piu_desc_of(&d);
     d.X[7] = NAN;
@@ -245,7 +267,9 @@ TEST(piu_bad_input) {
     int start[2000], index[1] = {d.nc};
     float weight[1] = {1.0f};
     for (int i = 0; i <= d.nd; ++i) start[i] = i == 0 ? 0 : 1;
-    pd.prior_start = start; pd.prior_index = index; pd.prior_weight = weight;
+    pd.prior_start = start;
+    pd.prior_index = index;
+    pd.prior_weight = weight;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "e 0");
     pd.prior_weight = NULL;
     CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "NULL pointer: np != 0 && np != 3");
@@ -270,7 +294,8 @@ TEST(piu_bad_input) {
         float w[4];
         CHECK_ERROR(pbd_up_piu_row(m, d.nd, idx, w, 4, &count), PBD_ERROR_INDEX_OUT_OF_RANGE, "detail_vertex 81");
         CHECK_ERROR(pbd_up_piu_mode(m, 0, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
-        free(u); free(out);
+        free(u);
+        free(out);
         pbd_up_model_destroy(m);
     }
     synth_free(&d);
@@ -299,7 +324,12 @@ TEST(piu_oscillatory_modes) {
     CHECK_OK(pbd_up_piu_fit(&pd, &m));
     pd.oscillatory_modes = 0; /* the same operator without modes */
     CHECK_OK(pbd_up_piu_fit(&pd, &m0));
-    if (!m || !m0) { pbd_up_model_destroy(m); pbd_up_model_destroy(m0); synth_free(&d); return; }
+    if (!m || !m0) {
+        pbd_up_model_destroy(m);
+        pbd_up_model_destroy(m0);
+        synth_free(&d);
+        return;
+    }
     CHECK(pbd_up_piu_mode_count(m) == 2 && pbd_up_piu_mode_count(m0) == 0);
     double energy = 0;
     for (int k = 0; k < pbd_up_piu_mode_count(m); ++k) {
@@ -329,7 +359,9 @@ TEST(piu_oscillatory_modes) {
     CHECK_MSG(fabs(peak - A) < 0.02 * A, "driven peak %g, want about %g", peak, A);
     /* the oscillator state is part of the model: save/load and threads keep the bits */
     check_roundtrip_and_determinism(m, u, d.nd);
-    free(u); free(out); free(base);
+    free(u);
+    free(out);
+    free(base);
     pbd_up_model_destroy(m);
     pbd_up_model_destroy(m0);
     synth_free(&d);
@@ -375,11 +407,15 @@ TEST(wpsd_kronecker_pose_weights) {
     wd.max_poses = 6;
     pbd_up_model *m = NULL;
     CHECK_OK(pbd_up_wpsd_fit(&wd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     int frames[8], P = 0;
     CHECK_OK(pbd_up_wpsd_selection(m, frames, NULL, 8, &P));
     CHECK(P == 6);
-    float *wc = (float *)malloc(sizeof(float) * (size_t)d.nc * P), *wdt = (float *)malloc(sizeof(float) * (size_t)d.nd * P);
+    float *wc = (float *)malloc(sizeof(float) * (size_t)d.nc * P),
+          *wdt = (float *)malloc(sizeof(float) * (size_t)d.nd * P);
     double worst = 0, worst_d = 0;
     for (int i = 0; i < P; ++i) {
         CHECK_OK(pbd_up_wpsd_weights(m, d.u + (size_t)frames[i] * d.nc * 3, wc, wdt));
@@ -390,7 +426,8 @@ TEST(wpsd_kronecker_pose_weights) {
     }
     CHECK_MSG(worst < 1e-4, "feature vertices: weights off the Kronecker delta by %g", worst);
     CHECK_MSG(worst_d < 1e-4, "detail vertices: weights off the Kronecker delta by %g", worst_d);
-    free(wc); free(wdt);
+    free(wc);
+    free(wdt);
     pbd_up_model_destroy(m);
     synth_free(&d);
 }
@@ -405,7 +442,10 @@ TEST(wpsd_greedy_selection_stops_at_threshold) {
     wd.max_poses = 8;
     pbd_up_model *m = NULL;
     CHECK_OK(pbd_up_wpsd_fit(&wd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     int P = 0, frames[8];
     float err[8];
     CHECK_OK(pbd_up_wpsd_selection(m, frames, err, 8, &P));
@@ -416,7 +456,10 @@ TEST(wpsd_greedy_selection_stops_at_threshold) {
     wd.error_threshold = 0.5f * (err[2] + err[3]);
     CHECK_MSG(err[2] > wd.error_threshold && err[3] <= wd.error_threshold, "errors %g %g", err[2], err[3]);
     CHECK_OK(pbd_up_wpsd_fit(&wd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     int P2 = 0, frames2[8];
     float err2[8];
     CHECK_OK(pbd_up_wpsd_selection(m, frames2, err2, 8, &P2));
@@ -471,11 +514,15 @@ TEST(pdm_recovers_known_coefficients) {
     pbd_up_pdm_desc pd = pdm_desc_of(&d);
     pbd_up_model *m = NULL;
     CHECK_OK(pbd_up_pdm_fit(&pd, &m));
-    if (!m) { synth_free(&d); return; }
+    if (!m) {
+        synth_free(&d);
+        return;
+    }
     float *c = (float *)malloc(sizeof(float) * 6 * (size_t)d.nd);
     unsigned seed = 99;
     for (int k = 0; k < 6 * d.nd; ++k) c[k] = 0.2f * (2.0f * pbdt_rand(&seed) - 1.0f);
-    float *uv = (float *)malloc(sizeof(float) * 2 * (size_t)d.nd), *x0 = (float *)malloc(sizeof(float) * 3 * (size_t)d.nd);
+    float *uv = (float *)malloc(sizeof(float) * 2 * (size_t)d.nd),
+          *x0 = (float *)malloc(sizeof(float) * 3 * (size_t)d.nd);
     float *n = (float *)malloc(sizeof(float) * 3 * (size_t)d.nd);
     double urange = 0;
     for (int f = 0; f < d.frames; ++f) {
@@ -511,7 +558,10 @@ TEST(pdm_recovers_known_coefficients) {
         free(out);
         pbd_up_model_destroy(m2);
     }
-    free(c); free(uv); free(x0); free(n);
+    free(c);
+    free(uv);
+    free(x0);
+    free(n);
     pbd_up_model_destroy(m);
     synth_free(&d);
 }
@@ -530,8 +580,8 @@ static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int
         CHECK_OK(pbd_up_model_set_simd(m, cfg[c][0]));
         CHECK_OK(pbd_up_model_set_threads(m, cfg[c][1]));
         CHECK_OK(pbd_up_eval(m, u, out));
-        CHECK_MSG(bits_equal(ref, out, n3), "%s: simd %d threads %d differs", pbd_up_method_name(pbd_up_model_method(m)),
-                  cfg[c][0], cfg[c][1]);
+        CHECK_MSG(bits_equal(ref, out, n3), "%s: simd %d threads %d differs",
+                  pbd_up_method_name(pbd_up_model_method(m)), cfg[c][0], cfg[c][1]);
     }
     size_t size = pbd_up_model_save_size(m);
     unsigned char *buf = (unsigned char *)malloc(size), *buf2 = (unsigned char *)malloc(size);
@@ -552,7 +602,10 @@ static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int
     buf[size / 3] ^= 0x40;
     CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT, NULL);
     CHECK(m2 == NULL);
-    free(buf); free(buf2); free(ref); free(out);
+    free(buf);
+    free(buf2);
+    free(ref);
+    free(out);
 }
 
 TEST(wpsd_pdm_determinism_and_save_load) {
@@ -578,32 +631,42 @@ TEST(wpsd_pdm_bad_input) {
     pbd_up_pdm_desc pd = pdm_desc_of(&d);
     CHECK_ERROR(pbd_up_wpsd_fit(NULL, &m), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    wd.subdivision = NULL; pd.subdivision = NULL;
+    wd.subdivision = NULL;
+    pd.subdivision = NULL;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
     /* a model that is not a subdivision */
     pbd_up_piu_desc qd = piu_desc_of(&d);
     CHECK_OK(pbd_up_piu_fit(&qd, &piu));
-    wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
-    wd.subdivision = piu; pd.subdivision = piu;
+    wd = wpsd_desc_of(&d);
+    pd = pdm_desc_of(&d);
+    wd.subdivision = piu;
+    pd.subdivision = piu;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
-    wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
+    wd = wpsd_desc_of(&d);
+    pd = pdm_desc_of(&d);
     wd.edges_per_vertex = 0;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
-    wd = wpsd_desc_of(&d); wd.error_threshold = NAN;
+    wd = wpsd_desc_of(&d);
+    wd.error_threshold = NAN;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
-    wd = wpsd_desc_of(&d); wd.max_poses = 0;
+    wd = wpsd_desc_of(&d);
+    wd.max_poses = 0;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
     pd.frame_count = 5; /* fewer than six coefficients */
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "nt 32");
     pd = pdm_desc_of(&d);
     int bad_tris[3] = {0, 1, d.nc};
-    wd = wpsd_desc_of(&d); wd.coarse_triangles = bad_tris; wd.coarse_triangle_count = 1;
-    pd.coarse_triangles = bad_tris; pd.coarse_triangle_count = 1;
+    wd = wpsd_desc_of(&d);
+    wd.coarse_triangles = bad_tris;
+    wd.coarse_triangle_count = 1;
+    pd.coarse_triangles = bad_tris;
+    pd.coarse_triangle_count = 1;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
-    wd = wpsd_desc_of(&d); pd = pdm_desc_of(&d);
+    wd = wpsd_desc_of(&d);
+    pd = pdm_desc_of(&d);
     d.u[5 * d.nc * 3 + 4] = NAN;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
@@ -612,7 +675,8 @@ TEST(wpsd_pdm_bad_input) {
     float *rest = (float *)malloc(sizeof(float) * 3 * d.nc);
     memcpy(rest, d.grid.positions, sizeof(float) * 3 * d.nc);
     memcpy(rest + 3, rest, sizeof(float) * 3);
-    wd.coarse_rest = rest; pd.coarse_rest = rest;
+    wd.coarse_rest = rest;
+    pd.coarse_rest = rest;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE, "e 0");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "p->rest_len[e] > 0.0f");
     free(rest);
@@ -687,28 +751,48 @@ static double cape_error(pbd_up_model *m, const cape *c, int f0, int f1) {
 TEST(cape_held_out_beats_subdivision) {
     cape c;
     const int F = 60, train = 40;
-    if (!cape_make(&c, 8, 2, F, PBD_UP_SCENE_CAPE)) { CHECK(0); cape_free(&c); return; }
+    if (!cape_make(&c, 8, 2, F, PBD_UP_SCENE_CAPE)) {
+        CHECK(0);
+        cape_free(&c);
+        return;
+    }
     const pbd_up_training *t = &c.t;
     double e_sub = cape_error(c.sub, &c, train, F);
     pbd_up_model *m = NULL;
     pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-    pd.coarse_count = t->coarse_count; pd.detail_count = t->detail_count; pd.frame_count = train;
-    pd.coarse_frames = t->coarse; pd.detail_frames = t->detail;
-    pd.coarse_rest = t->coarse_rest; pd.detail_rest = t->detail_rest;
+    pd.coarse_count = t->coarse_count;
+    pd.detail_count = t->detail_count;
+    pd.frame_count = train;
+    pd.coarse_frames = t->coarse;
+    pd.detail_frames = t->detail;
+    pd.coarse_rest = t->coarse_rest;
+    pd.detail_rest = t->detail_rest;
     pd.subdivision = c.sub;
     CHECK_OK(pbd_up_piu_fit(&pd, &m));
     double e_piu = m ? cape_error(m, &c, train, F) : 1e30, e_piu_train = m ? cape_error(m, &c, 0, train) : 1e30;
-    pbd_up_model_destroy(m); m = NULL;
+    pbd_up_model_destroy(m);
+    m = NULL;
     pbd_up_wpsd_desc wd = pbd_up_wpsd_desc_default();
-    wd.subdivision = c.sub; wd.coarse_triangles = t->coarse_triangles; wd.coarse_triangle_count = t->coarse_triangle_count;
-    wd.frame_count = train; wd.coarse_frames = t->coarse; wd.detail_frames = t->detail; wd.coarse_rest = t->coarse_rest;
+    wd.subdivision = c.sub;
+    wd.coarse_triangles = t->coarse_triangles;
+    wd.coarse_triangle_count = t->coarse_triangle_count;
+    wd.frame_count = train;
+    wd.coarse_frames = t->coarse;
+    wd.detail_frames = t->detail;
+    wd.coarse_rest = t->coarse_rest;
     wd.max_poses = 12;
     CHECK_OK(pbd_up_wpsd_fit(&wd, &m));
     double e_wpsd = m ? cape_error(m, &c, train, F) : 1e30;
-    pbd_up_model_destroy(m); m = NULL;
+    pbd_up_model_destroy(m);
+    m = NULL;
     pbd_up_pdm_desc qd = pbd_up_pdm_desc_default();
-    qd.subdivision = c.sub; qd.coarse_triangles = t->coarse_triangles; qd.coarse_triangle_count = t->coarse_triangle_count;
-    qd.frame_count = train; qd.coarse_frames = t->coarse; qd.detail_frames = t->detail; qd.coarse_rest = t->coarse_rest;
+    qd.subdivision = c.sub;
+    qd.coarse_triangles = t->coarse_triangles;
+    qd.coarse_triangle_count = t->coarse_triangle_count;
+    qd.frame_count = train;
+    qd.coarse_frames = t->coarse;
+    qd.detail_frames = t->detail;
+    qd.coarse_rest = t->coarse_rest;
     CHECK_OK(pbd_up_pdm_fit(&qd, &m));
     double e_pdm = m ? cape_error(m, &c, train, F) : 1e30;
     pbd_up_model_destroy(m);

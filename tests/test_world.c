@@ -71,7 +71,8 @@ TEST(world_create_destroy_defaults) {
     pbd_softbody_desc sd = pbd_softbody_desc_default();
     CHECK(sd.density == 1000.0f && sd.volume_constraints == 1 && sd.radius == 0.01f && sd.damping == 0.0f);
     pbd_balloon_desc bd = pbd_balloon_desc_default();
-    CHECK(bd.pressure == 1.0f && bd.volume_compliance == 0.0f && bd.volume_stiffness == 1.0f && bd.cloth.damping == 0.0f);
+    CHECK(bd.pressure == 1.0f && bd.volume_compliance == 0.0f && bd.volume_stiffness == 1.0f &&
+          bd.cloth.damping == 0.0f);
     pbd_collider_desc co = pbd_collider_desc_default();
     CHECK(co.rotation[0] == 0 && co.rotation[1] == 0 && co.rotation[2] == 0 && co.rotation[3] == 1);
     CHECK(co.static_friction == 0.5f && co.dynamic_friction == 0.4f && co.restitution == 0.0f);
@@ -83,15 +84,23 @@ TEST(world_particles_read_back) {
     if (!w) return;
     float pos[5 * 3], vel[5 * 3], mass[5] = {1.0f, 2.0f, 0.0f, 0.5f, 4.0f};
     unsigned s = 77u;
-    for (int i = 0; i < 15; ++i) { pos[i] = pbdt_rand(&s) * 4 - 2; vel[i] = pbdt_rand(&s) * 2 - 1; }
+    for (int i = 0; i < 15; ++i) {
+        pos[i] = pbdt_rand(&s) * 4 - 2;
+        vel[i] = pbdt_rand(&s) * 2 - 1;
+    }
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos; pd.velocities = vel; pd.masses = mass; pd.count = 5;
+    pd.positions = pos;
+    pd.velocities = vel;
+    pd.masses = mass;
+    pd.count = 5;
     pbd_range a = {-1, -1}, b = {-1, -1};
     CHECK_OK(pbd_add_particles(w, &pd, &a));
     CHECK(a.first == 0 && a.count == 5);
     /* a second batch with a uniform mass and no velocities */
     pbd_particles_desc pe = pbd_particles_desc_default();
-    pe.positions = pos; pe.count = 3; pe.mass = 2.5f;
+    pe.positions = pos;
+    pe.count = 3;
+    pe.mass = 2.5f;
     CHECK_OK(pbd_add_particles(w, &pe, &b));
     CHECK(b.first == 5 && b.count == 3);
     CHECK(pbd_world_particle_count(w) == 8);
@@ -159,7 +168,9 @@ TEST(world_pin_unpin_and_zero_mass) {
     int d = add_one(w, 4, 2, 0, 1.0f);    /* free: falls */
     int idx[2] = {a, b};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = idx;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 1;
+    cd.indices = idx;
     pbd_group g;
     CHECK_OK(pbd_add_constraints(w, &cd, &g));
     CHECK_OK(pbd_pin(w, a));
@@ -183,8 +194,8 @@ TEST(world_pin_unpin_and_zero_mass) {
     CHECK(vc[0] == 0 && vc[1] == 0 && vc[2] == 0);
     /* b swings below a on its rope; d fell freely */
     const float *pb = particle(w, b);
-    double rope = sqrt((pb[0] - xa[0]) * (pb[0] - xa[0]) + (pb[1] - xa[1]) * (pb[1] - xa[1]) +
-                       (pb[2] - xa[2]) * (pb[2] - xa[2]));
+    double rope =
+        sqrt((pb[0] - xa[0]) * (pb[0] - xa[0]) + (pb[1] - xa[1]) * (pb[1] - xa[1]) + (pb[2] - xa[2]) * (pb[2] - xa[2]));
     CHECK_NEAR(rope, 0.5, 1e-3);
     CHECK(pb[1] < 2.0f - 0.1f);
     CHECK(particle(w, d)[1] < 2.0f - 4.0f);
@@ -218,7 +229,9 @@ TEST(world_kinematic_reaches_target) {
     int f = add_one(w, 0, 0.5f, 0, 1.0f);
     int idx[2] = {k, f};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
-    cd.type = PBD_CONSTRAINT_DISTANCE; cd.count = 1; cd.indices = idx;
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 1;
+    cd.indices = idx;
     pbd_group g;
     CHECK_OK(pbd_add_constraints(w, &cd, &g));
     CHECK_OK(pbd_set_kinematic(w, k, 1));
@@ -270,7 +283,9 @@ static void free_fall_case(int substeps, const float *gravity, int steps) {
     if (!w) return;
     float x0[6] = {0.1f, 0.05f, -0.1f, -0.05f, 0.0f, 0.03f}, v0[6] = {0.5f, 1.0f, -0.25f, 0, 0, 0};
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = x0; pd.velocities = v0; pd.count = 2;
+    pd.positions = x0;
+    pd.velocities = v0;
+    pd.count = 2;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     for (int i = 0; i < steps; ++i) CHECK_OK(pbd_world_step(w, DT));
@@ -281,8 +296,8 @@ static void free_fall_case(int substeps, const float *gravity, int steps) {
             double xe = x0[3 * p + k] + N * h * v0[3 * p + k] + g * h * h * N * (N + 1) / 2;
             double ve = v0[3 * p + k] + N * g * h;
             CHECK_MSG(fabs(particle(w, p)[k] - xe) <= 1e-5,
-                      "substeps %d particle %d axis %d: x %.9g, exact discrete %.9g", substeps, p, k,
-                      particle(w, p)[k], xe);
+                      "substeps %d particle %d axis %d: x %.9g, exact discrete %.9g", substeps, p, k, particle(w, p)[k],
+                      xe);
             CHECK_MSG(fabs(pbd_world_velocities(w)[4 * p + k] - ve) <= 3e-4,
                       "substeps %d particle %d axis %d: v %.9g, exact discrete %.9g", substeps, p, k,
                       pbd_world_velocities(w)[4 * p + k], ve);
@@ -321,8 +336,7 @@ typedef struct field_log {
     double max_time;
     int bad_args;
 } field_log;
-static void wind_field(void *user, int particle, const float *x, const float *v, double time,
-                       float *out) {
+static void wind_field(void *user, int particle, const float *x, const float *v, double time, float *out) {
     field_log *l = (field_log *)user;
 #ifdef _OPENMP
 #pragma omp critical(pbdt_wind_field)
@@ -343,14 +357,13 @@ TEST(world_acceleration_field) {
     pbd_world *w = make_world(&d);
     if (!w) return;
     for (int i = 0; i < 4; ++i) add_one(w, 0.01f * i, 0.05f, 0, 1.0f); /* near 0: see free fall */
-    CHECK_OK(pbd_pin(w, 3)); /* not dynamic: never asked */
+    CHECK_OK(pbd_pin(w, 3));                                           /* not dynamic: never asked */
     field_log log;
     memset(&log, 0, sizeof log);
     CHECK_OK(pbd_world_set_acceleration_field(w, wind_field, &log));
     const int steps = 10;
     for (int i = 0; i < steps; ++i) CHECK_OK(pbd_world_step(w, DT));
-    CHECK_MSG(log.calls == 3 * steps * d.substeps, "field called %d times, want %d", log.calls,
-              3 * steps * d.substeps);
+    CHECK_MSG(log.calls == 3 * steps * d.substeps, "field called %d times, want %d", log.calls, 3 * steps * d.substeps);
     for (int i = 0; i < 3; ++i) CHECK(log.per_particle[i] == steps * d.substeps);
     CHECK(log.per_particle[3] == 0);
     CHECK(log.bad_args == 0);
@@ -365,7 +378,8 @@ TEST(world_acceleration_field) {
     CHECK(particle(w, 3)[0] == 0.03f && particle(w, 3)[1] == 0.05f);
     /* a world whose gravity includes the wind gives the same motion */
     pbd_world_desc d2 = d;
-    d2.gravity[0] = 1.5f; d2.gravity[2] = -0.5f;
+    d2.gravity[0] = 1.5f;
+    d2.gravity[2] = -0.5f;
     pbd_world *w2 = make_world(&d2);
     if (w2) {
         add_one(w2, 0.01f, 0.05f, 0, 1.0f);
@@ -382,20 +396,28 @@ TEST(world_acceleration_field) {
 }
 
 /* ---- a user allocator ---------------------------------------------------------------- */
-typedef struct alloc_stats { long allocs, frees, live; size_t bytes, live_bytes; } alloc_stats;
+typedef struct alloc_stats {
+    long allocs, frees, live;
+    size_t bytes, live_bytes;
+} alloc_stats;
 static void *count_alloc(void *user, size_t size) {
     alloc_stats *s = (alloc_stats *)user;
     size_t *p = (size_t *)malloc(size + 16);
     if (!p) return NULL;
     p[0] = size;
-    s->allocs++; s->live++; s->bytes += size; s->live_bytes += size;
+    s->allocs++;
+    s->live++;
+    s->bytes += size;
+    s->live_bytes += size;
     return (char *)p + 16;
 }
 static void count_free(void *user, void *ptr) {
     alloc_stats *s = (alloc_stats *)user;
     if (!ptr) return;
     size_t *p = (size_t *)((char *)ptr - 16);
-    s->frees++; s->live--; s->live_bytes -= p[0];
+    s->frees++;
+    s->live--;
+    s->live_bytes -= p[0];
     free(p);
 }
 
@@ -415,7 +437,9 @@ static void build_scene(pbd_world *w, pbd_object *cloth_out) {
     int corners[2] = {cloth.particles.first, cloth.particles.first + 11};
     float targets[6] = {-0.5f, 1.0f, -0.5f, 0.5f, 1.0f, -0.5f};
     pbd_attachments_desc a = pbd_attachments_desc_default();
-    a.count = 2; a.particles = corners; a.target_points = targets;
+    a.count = 2;
+    a.particles = corners;
+    a.target_points = targets;
     pbd_group ag;
     CHECK_OK(pbd_add_attachments(w, &a, &ag));
     pbd_mesh_free(&m);
@@ -429,7 +453,10 @@ static void build_scene(pbd_world *w, pbd_object *cloth_out) {
     /* free particles dropping onto the capsule and the box, one kinematic */
     float pp[9] = {0.6f, 0.8f, 0.1f, -0.7f, 0.9f, 0.3f, 0.0f, 1.5f, 0.0f}, pv[9] = {0, 0, 0, 0.1f, 0, 0, 0, 0, 0};
     pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pp; pd.velocities = pv; pd.count = 3; pd.radius = 0.02f;
+    pd.positions = pp;
+    pd.velocities = pv;
+    pd.count = 3;
+    pd.radius = 0.02f;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     CHECK_OK(pbd_set_kinematic(w, r.first + 2, 1));
@@ -452,8 +479,8 @@ TEST(world_custom_allocator) {
     CHECK(st.live_bytes >= particles * 4 * sizeof(float) * 2); /* positions and velocities at least */
     long before = st.allocs, freed = st.frees;
     for (int i = 0; i < 10; ++i) CHECK_OK(pbd_world_step(w, DT));
-    CHECK_MSG(st.allocs == before && st.frees == freed, "pbd_world_step allocated %ld / freed %ld",
-              st.allocs - before, st.frees - freed);
+    CHECK_MSG(st.allocs == before && st.frees == freed, "pbd_world_step allocated %ld / freed %ld", st.allocs - before,
+              st.frees - freed);
     /* snapshots and restores go through it too and leak nothing */
     size_t n = pbd_world_snapshot_size(w);
     void *buf = malloc(n);
@@ -512,7 +539,10 @@ TEST(world_snapshot_restore_bit_identical) {
 
     /* restore into a different, fresh world with other parameters */
     pbd_world_desc d = pbd_world_desc_default();
-    d.substeps = 1; d.iterations = 9; d.gravity[1] = 0; d.point_damping = 3;
+    d.substeps = 1;
+    d.iterations = 9;
+    d.gravity[1] = 0;
+    d.point_damping = 3;
     pbd_world *w2 = make_world(&d);
     if (w2) {
         add_one(w2, 5, 5, 5, 3.0f); /* existing content is replaced */
@@ -555,7 +585,11 @@ TEST(world_snapshot_truncated_or_garbage) {
     size_t size;
     unsigned char *snap = save_world(w, &size);
     pbd_world *other = make_default_world(); /* a different world to restore into */
-    if (!other) { free(snap); pbd_world_destroy(w); return; }
+    if (!other) {
+        free(snap);
+        pbd_world_destroy(w);
+        return;
+    }
     add_one(other, 1, 2, 3, 1.0f);
     char what[64];
     const size_t cuts[] = {0, 1, 4, 8, 16, 64, size / 3, size / 2, size - 8, size - 1};

@@ -29,12 +29,17 @@ typedef struct fz {
 
 static inline fz fz_make(const uint8_t *d, size_t n) {
     fz f;
-    f.d = d; f.n = n; f.off = 0;
+    f.d = d;
+    f.n = n;
+    f.off = 0;
     return f;
 }
 static inline int fz_left(const fz *f) { return f->off < f->n; }
 static inline unsigned fz_u8(fz *f) { return f->off < f->n ? f->d[f->off++] : 0u; }
-static inline unsigned fz_u16(fz *f) { unsigned lo = fz_u8(f); return lo | (fz_u8(f) << 8); }
+static inline unsigned fz_u16(fz *f) {
+    unsigned lo = fz_u8(f);
+    return lo | (fz_u8(f) << 8);
+}
 /* An int in [lo, hi] (hi - lo < 65536). */
 static inline int fz_int(fz *f, int lo, int hi) {
     unsigned v = fz_u16(f);
@@ -54,24 +59,30 @@ static inline float fz_float(fz *f, float lo, float hi) {
     return lo + (hi - lo) * ((float)fz_u16(f) / 65535.0f);
 }
 /* A float in [lo, hi] only (finite; the step harness's parameters). */
-static inline float fz_range(fz *f, float lo, float hi) {
-    return lo + (hi - lo) * ((float)fz_u16(f) / 65535.0f);
-}
+static inline float fz_range(fz *f, float lo, float hi) { return lo + (hi - lo) * ((float)fz_u16(f) / 65535.0f); }
 
 /* ---- encoder for the seeds ---- */
 typedef struct fz_buf {
     uint8_t d[1 << 16];
     size_t n;
 } fz_buf;
-static inline void fz_put_u8(fz_buf *b, unsigned v) { if (b->n < sizeof b->d) b->d[b->n++] = (uint8_t)v; }
-static inline void fz_put_u16(fz_buf *b, unsigned v) { fz_put_u8(b, v & 0xffu); fz_put_u8(b, (v >> 8) & 0xffu); }
+static inline void fz_put_u8(fz_buf *b, unsigned v) {
+    if (b->n < sizeof b->d) b->d[b->n++] = (uint8_t)v;
+}
+static inline void fz_put_u16(fz_buf *b, unsigned v) {
+    fz_put_u8(b, v & 0xffu);
+    fz_put_u8(b, (v >> 8) & 0xffu);
+}
 static inline void fz_put_int(fz_buf *b, int lo, int v) { fz_put_u16(b, (unsigned)(v - lo)); }
 static inline unsigned fz_q16(float lo, float hi, float v) {
     float t = (v - lo) / (hi - lo);
     t = t < 0 ? 0 : t > 1 ? 1 : t;
     return (unsigned)(t * 65535.0f + 0.5f);
 }
-static inline void fz_put_float(fz_buf *b, float lo, float hi, float v) { fz_put_u8(b, 0); fz_put_u16(b, fz_q16(lo, hi, v)); }
+static inline void fz_put_float(fz_buf *b, float lo, float hi, float v) {
+    fz_put_u8(b, 0);
+    fz_put_u16(b, fz_q16(lo, hi, v));
+}
 static inline void fz_put_range(fz_buf *b, float lo, float hi, float v) { fz_put_u16(b, fz_q16(lo, hi, v)); }
 
 #ifdef PBD_FUZZ_REPLAY
@@ -82,7 +93,10 @@ static inline void fz_write(const char *dir, const char *name, const void *d, si
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
     FILE *fp = fopen(path, "wb");
-    if (!fp || fwrite(d, 1, n, fp) != n) { fprintf(stderr, "cannot write %s\n", path); exit(1); }
+    if (!fp || fwrite(d, 1, n, fp) != n) {
+        fprintf(stderr, "cannot write %s\n", path);
+        exit(1);
+    }
     fclose(fp);
 }
 static inline void fz_write_buf(const char *dir, const char *name, const fz_buf *b) { fz_write(dir, name, b->d, b->n); }
@@ -92,13 +106,19 @@ static void fuzz_seeds(const char *dir);
 
 static int fz_replay_file(const char *path) {
     FILE *fp = fopen(path, "rb");
-    if (!fp) { fprintf(stderr, "cannot open %s\n", path); return 1; }
+    if (!fp) {
+        fprintf(stderr, "cannot open %s\n", path);
+        return 1;
+    }
     size_t cap = 1 << 16, n = 0;
     uint8_t *d = (uint8_t *)malloc(cap);
     size_t got;
     while (d && (got = fread(d + n, 1, cap - n, fp)) > 0) {
         n += got;
-        if (n == cap) { cap *= 2; d = (uint8_t *)realloc(d, cap); }
+        if (n == cap) {
+            cap *= 2;
+            d = (uint8_t *)realloc(d, cap);
+        }
     }
     fclose(fp);
     if (!d) return 1;
@@ -116,8 +136,16 @@ int main(int argc, char **argv) {
             continue;
         }
         struct stat st;
-        if (stat(argv[a], &st) != 0) { fprintf(stderr, "no such input %s\n", argv[a]); bad = 1; continue; }
-        if (!S_ISDIR(st.st_mode)) { bad |= fz_replay_file(argv[a]); ++files; continue; }
+        if (stat(argv[a], &st) != 0) {
+            fprintf(stderr, "no such input %s\n", argv[a]);
+            bad = 1;
+            continue;
+        }
+        if (!S_ISDIR(st.st_mode)) {
+            bad |= fz_replay_file(argv[a]);
+            ++files;
+            continue;
+        }
         DIR *dp = opendir(argv[a]);
         struct dirent *e;
         while (dp && (e = readdir(dp)) != NULL) {
@@ -136,14 +164,14 @@ int main(int argc, char **argv) {
 
 /* A finding that is not a memory error: the contract "on error nothing
    observable changes" broken, or a non-finite result where none may be. */
-#define FZ_CHECK(cond, ...)                                                        \
-    do {                                                                           \
-        if (!(cond)) {                                                             \
+#define FZ_CHECK(cond, ...)                                                                 \
+    do {                                                                                    \
+        if (!(cond)) {                                                                      \
             fprintf(stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                          \
-            fprintf(stderr, "\n");                                                 \
-            abort();                                                               \
-        }                                                                          \
+            fprintf(stderr, __VA_ARGS__);                                                   \
+            fprintf(stderr, "\n");                                                          \
+            abort();                                                                        \
+        }                                                                                   \
     } while (0)
 
 #endif /* PBD_FUZZ_H */

@@ -25,13 +25,15 @@ static pbd_world *fz_target(unsigned kind) {
             xyz[3 * i + 2] = 0.1f * (float)(i >> 2);
         }
         pbd_particles_desc pd = pbd_particles_desc_default();
-        pd.positions = xyz; pd.count = 8;
+        pd.positions = xyz;
+        pd.count = 8;
         pbd_range r;
         FZ_CHECK(pbd_add_particles(w, &pd, &r) == PBD_OK, "particles");
         int ids[8];
         for (int i = 0; i < 8; ++i) ids[i] = r.first + i;
         pbd_sm_body_desc bd = pbd_sm_body_desc_default();
-        bd.particles = ids; bd.particle_count = 8;
+        bd.particles = ids;
+        bd.particle_count = 8;
         FZ_CHECK(pbd_sm_add_body(w, &bd, NULL) == PBD_OK, "sm body");
     }
     return w;

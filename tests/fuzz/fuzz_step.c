@@ -35,12 +35,15 @@ static void fz_add_object(fz *f, pbd_world *w) {
     if (kind == 0 || kind == 2) { /* cloth or balloon */
         float o[3] = {off[0] - 0.2f, off[1], off[2] - 0.2f}, u[3] = {0.4f, 0, 0}, v[3] = {0, 0, 0.4f};
         int n = fz_int(f, 2, 8);
-        pbd_result r = kind == 0 ? pbd_mesh_grid(n, n, o, u, v, &m) : pbd_mesh_sphere(fz_int(f, 0, 1), off, fz_range(f, 0.05f, 0.3f), &m);
+        pbd_result r = kind == 0 ? pbd_mesh_grid(n, n, o, u, v, &m)
+                                 : pbd_mesh_sphere(fz_int(f, 0, 1), off, fz_range(f, 0.05f, 0.3f), &m);
         if (r != PBD_OK) return;
         pbd_balloon_desc b = pbd_balloon_desc_default();
         pbd_cloth_desc *cd = &b.cloth;
-        cd->positions = m.positions; cd->vertex_count = m.vertex_count;
-        cd->triangles = m.triangles; cd->triangle_count = m.triangle_count;
+        cd->positions = m.positions;
+        cd->vertex_count = m.vertex_count;
+        cd->triangles = m.triangles;
+        cd->triangle_count = m.triangle_count;
         cd->density = fz_range(f, 0.01f, 2);
         cd->stretch_compliance = fz_range(f, 0, 1e-2f);
         cd->bending_compliance = fz_range(f, 0, 1);
@@ -56,7 +59,9 @@ static void fz_add_object(fz *f, pbd_world *w) {
             for (int i = 0; i < pins; ++i) pbd_pin(w, obj.particles.first + (i ? n - 1 : 0));
             if (fz_u8(f) & 1) {
                 pbd_tearing_desc t = pbd_tearing_desc_default();
-                t.object = obj.id; t.triangles = m.triangles; t.triangle_count = m.triangle_count;
+                t.object = obj.id;
+                t.triangles = m.triangles;
+                t.triangle_count = m.triangle_count;
                 t.threshold = fz_range(f, 1.05f, 3);
                 pbd_object_enable_tearing(w, &t);
             }
@@ -66,8 +71,10 @@ static void fz_add_object(fz *f, pbd_world *w) {
         float lo[3] = {off[0] - 0.1f, off[1], off[2] - 0.1f}, hi[3] = {off[0] + 0.1f, off[1] + 0.2f, off[2] + 0.1f};
         if (pbd_mesh_tet_box(fz_int(f, 2, 4), fz_int(f, 2, 4), fz_int(f, 2, 4), lo, hi, &m) != PBD_OK) return;
         pbd_softbody_desc sd = pbd_softbody_desc_default();
-        sd.positions = m.positions; sd.vertex_count = m.vertex_count;
-        sd.tets = m.tets; sd.tet_count = m.tet_count;
+        sd.positions = m.positions;
+        sd.vertex_count = m.vertex_count;
+        sd.tets = m.tets;
+        sd.tet_count = m.tet_count;
         sd.density = fz_range(f, 10, 3000);
         sd.edge_compliance = fz_range(f, 0, 1e-3f);
         sd.volume_compliance = fz_range(f, 0, 1e-3f);
@@ -85,13 +92,17 @@ static void fz_add_object(fz *f, pbd_world *w) {
         }
         if (kind == 3) {
             pbd_fluid_desc fd = pbd_fluid_desc_default();
-            fd.positions = xyz; fd.count = n * n * n; fd.spacing = d;
+            fd.positions = xyz;
+            fd.count = n * n * n;
+            fd.spacing = d;
             fd.viscosity = fz_range(f, 0, 0.5f);
             fd.vorticity = fz_range(f, 0, 0.5f);
             pbd_add_fluid(w, &fd, NULL, NULL);
         } else {
             pbd_particles_desc pd = pbd_particles_desc_default();
-            pd.positions = xyz; pd.count = n * n * n; pd.radius = 0.45f * d;
+            pd.positions = xyz;
+            pd.count = n * n * n;
+            pd.radius = 0.45f * d;
             pd.mass = fz_range(f, 0.001f, 10);
             pbd_range r;
             if (pbd_add_particles(w, &pd, &r) == PBD_OK) pbd_set_particle_collision(w, r, 1);
@@ -100,7 +111,9 @@ static void fz_add_object(fz *f, pbd_world *w) {
     } else if (kind == 5) { /* hair */
         float roots[6] = {off[0], off[1], off[2], off[0] + 0.05f, off[1], off[2]}, normals[6] = {0, 1, 0, 1, 0, 0};
         pbd_hair_desc h = pbd_hair_desc_default();
-        h.root_positions = roots; h.root_normals = normals; h.strand_count = 2;
+        h.root_positions = roots;
+        h.root_normals = normals;
+        h.strand_count = 2;
         h.particles_per_strand = fz_int(f, 2, 12);
         h.length = fz_range(f, 0.02f, 0.5f);
         h.damping = fz_range(f, 0, 1);
@@ -110,7 +123,8 @@ static void fz_add_object(fz *f, pbd_world *w) {
         int cells[3 * 64];
         pbd_sm_lattice_box(nx, ny, nz, cells);
         pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
-        ld.cells = cells; ld.cell_count = nx * ny * nz;
+        ld.cells = cells;
+        ld.cell_count = nx * ny * nz;
         memcpy(ld.origin, off, sizeof off);
         ld.spacing = fz_range(f, 0.02f, 0.1f);
         ld.half_width = fz_int(f, 1, 2);
@@ -124,8 +138,10 @@ static void fz_add_object(fz *f, pbd_world *w) {
         int n = fz_int(f, 3, 8);
         if (pbd_mesh_grid(n, n, o, u, v, &m) != PBD_OK) return;
         pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
-        cd.positions = m.positions; cd.vertex_count = m.vertex_count;
-        cd.triangles = m.triangles; cd.triangle_count = m.triangle_count;
+        cd.positions = m.positions;
+        cd.vertex_count = m.vertex_count;
+        cd.triangles = m.triangles;
+        cd.triangle_count = m.triangle_count;
         cd.levels = fz_int(f, 1, 4);
         cd.alpha = fz_range(f, 0, 1);
         cd.beta = fz_range(f, 0, 1);
@@ -141,7 +157,10 @@ static void fz_add_collider(fz *f, pbd_world *w) {
     float p[3] = {fz_range(f, -1, 1), fz_range(f, -0.5f, 1), fz_range(f, -1, 1)};
     float q[4] = {fz_range(f, -1, 1), fz_range(f, -1, 1), fz_range(f, -1, 1), fz_range(f, -1, 1)};
     float n2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
-    if (n2 < 1e-3f) { q[0] = q[1] = q[2] = 0; q[3] = 1; }
+    if (n2 < 1e-3f) {
+        q[0] = q[1] = q[2] = 0;
+        q[3] = 1;
+    }
     unsigned shape = fz_u8(f) % 6;
     if (shape < 4) {
         pbd_collider_desc cd = pbd_collider_desc_default();
@@ -159,8 +178,10 @@ static void fz_add_collider(fz *f, pbd_world *w) {
         pbd_mesh m;
         if (pbd_mesh_sphere(fz_int(f, 0, 1), p, fz_range(f, 0.05f, 0.4f), &m) != PBD_OK) return;
         pbd_mesh_collider_desc md = pbd_mesh_collider_desc_default();
-        md.positions = m.positions; md.vertex_count = m.vertex_count;
-        md.triangles = m.triangles; md.triangle_count = m.triangle_count;
+        md.positions = m.positions;
+        md.vertex_count = m.vertex_count;
+        md.triangles = m.triangles;
+        md.triangle_count = m.triangle_count;
         md.sdf_resolution = shape == 5 ? fz_int(f, 2, 16) : 0;
         memcpy(md.rotation, q, sizeof q);
         pbd_add_collider_mesh(w, &md, NULL);
@@ -192,11 +213,13 @@ static void fz_action(fz *f, pbd_world *w) {
         pbd_world_tear(w, NULL);
     } else if (a == 6) {
         fz_snap s = fz_save(w);
-        FZ_CHECK(pbd_world_restore(w, s.d, s.n) == PBD_OK, "restoring a world's own snapshot: %s", pbd_world_last_error(w));
+        FZ_CHECK(pbd_world_restore(w, s.d, s.n) == PBD_OK, "restoring a world's own snapshot: %s",
+                 pbd_world_last_error(w));
         free(s.d);
     } else if (a == 7 && np) {
         int i = fz_int(f, 0, np - 1);
-        if (fz_u8(f) & 1) pbd_pin(w, i); else pbd_unpin(w, i);
+        if (fz_u8(f) & 1) pbd_pin(w, i);
+        else pbd_unpin(w, i);
     }
 }
 
@@ -247,12 +270,16 @@ static void fuzz_seeds(const char *dir) {
     for (int k = 0; k < 16; ++k) {
         fz_buf b;
         b.n = 0;
-        fz_put_int(&b, 1, 4); fz_put_int(&b, 1, 4); fz_put_int(&b, 0, 0);
-        fz_put_range(&b, 0, 5, 0);
-        fz_put_range(&b, -5, 5, 0); fz_put_range(&b, -20, 5, -9.81f); fz_put_range(&b, -5, 5, 0);
         fz_put_int(&b, 1, 4);
-        fz_put_u8(&b, 0);              /* Gauss-Seidel */
-        fz_put_u8(&b, 1);              /* flat ground */
+        fz_put_int(&b, 1, 4);
+        fz_put_int(&b, 0, 0);
+        fz_put_range(&b, 0, 5, 0);
+        fz_put_range(&b, -5, 5, 0);
+        fz_put_range(&b, -20, 5, -9.81f);
+        fz_put_range(&b, -5, 5, 0);
+        fz_put_int(&b, 1, 4);
+        fz_put_u8(&b, 0); /* Gauss-Seidel */
+        fz_put_u8(&b, 1); /* flat ground */
         fz_put_range(&b, 0, 1, 0.5f);
         fz_put_int(&b, 1, 1 + k % 2);
         fz_put_u8(&b, (unsigned)(k % 8)); /* the first object's kind */

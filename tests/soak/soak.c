@@ -68,14 +68,14 @@
 #define SOAK_RELEASE_STEPS 10
 #endif
 
-static long soak_steps = 10000;     /* --steps */
-static unsigned soak_rng = 12345u;   /* --seed */
+static long soak_steps = 10000;    /* --steps */
+static unsigned soak_rng = 12345u; /* --seed */
 static int soak_failed = 0;
-static long soak_done = 0;           /* steps taken */
+static long soak_done = 0; /* steps taken */
 static int soak_grabs = 0;
 static double soak_max_ratio = 0;
-static double soak_max_speed = 0;     /* m/s, over every particle and step outside release windows */
-static double soak_max_release = 0;   /* m/s, in the SOAK_RELEASE_STEPS after releases */
+static double soak_max_speed = 0;   /* m/s, over every particle and step outside release windows */
+static double soak_max_release = 0; /* m/s, in the SOAK_RELEASE_STEPS after releases */
 static const char *soak_name = SOAK_NAME;
 
 /* What the example builds, seen through the calls below (the soak uses
@@ -109,7 +109,8 @@ static inline pbd_result soak_set_gravity(pbd_world *w, const float *g) {
 enum { SOAK_MAX_PLANES = 16 };
 static int soak_nplanes = 0;
 static float soak_plane[SOAK_MAX_PLANES][6]; /* point, unit normal */
-static inline pbd_result soak_add_plane(pbd_world *w, const float *point, const float *normal, float friction, pbd_collider *out) {
+static inline pbd_result soak_add_plane(pbd_world *w, const float *point, const float *normal, float friction,
+                                        pbd_collider *out) {
     pbd_result r = pbd_add_collider_plane(w, point, normal, friction, out);
     float len = normal ? sqrtf(normal[0] * normal[0] + normal[1] * normal[1] + normal[2] * normal[2]) : 0;
     if (r == PBD_OK && len > 0 && soak_nplanes < SOAK_MAX_PLANES) {
@@ -121,7 +122,8 @@ static inline pbd_result soak_add_plane(pbd_world *w, const float *point, const 
     }
     return r;
 }
-static inline pbd_result soak_add_sphere(pbd_world *w, const float *c, float radius, float friction, pbd_collider *out) {
+static inline pbd_result soak_add_sphere(pbd_world *w, const float *c, float radius, float friction,
+                                         pbd_collider *out) {
     pbd_collider id = -1;
     pbd_result r = pbd_add_collider_sphere(w, c, radius, friction, &id);
     soak_record(r, id, c);
@@ -129,7 +131,7 @@ static inline pbd_result soak_add_sphere(pbd_world *w, const float *c, float rad
     return r;
 }
 static inline pbd_result soak_add_capsule(pbd_world *w, const float *a, const float *b, float radius, float friction,
-                                   pbd_collider *out) {
+                                          pbd_collider *out) {
     pbd_collider id = -1;
     pbd_result r = pbd_add_collider_capsule(w, a, b, radius, friction, &id);
     float m[3] = {0.5f * (a[0] + b[0]), 0.5f * (a[1] + b[1]), 0.5f * (a[2] + b[2])};
@@ -138,7 +140,7 @@ static inline pbd_result soak_add_capsule(pbd_world *w, const float *a, const fl
     return r;
 }
 static inline pbd_result soak_add_box(pbd_world *w, const float *c, const float *he, const float *q, float friction,
-                               pbd_collider *out) {
+                                      pbd_collider *out) {
     pbd_collider id = -1;
     pbd_result r = pbd_add_collider_box(w, c, he, q, friction, &id);
     soak_record(r, id, c);
@@ -258,12 +260,12 @@ static void soak_fail(const char *fmt, long step, double value) {
 /* ---- the state of the hands on one world ---- */
 typedef struct soak_state {
     pbd_world *w;
-    double e0;            /* starting energy */
+    double e0; /* starting energy */
     float yref;
-    int grabbed;          /* particle held, -1 none */
-    int released;         /* the particle last let go, -1 none */
-    long released_at;     /* and the step it was let go */
-    int phase_left;       /* steps until the next grab / release */
+    int grabbed;      /* particle held, -1 none */
+    int released;     /* the particle last let go, -1 none */
+    long released_at; /* and the step it was let go */
+    int phase_left;   /* steps until the next grab / release */
     float from[3], vel[3];
     int held;
 } soak_state;
@@ -281,7 +283,9 @@ static double soak_energy(const pbd_world *w, float yref) {
             float d = x[4 * i + k] - (k == 1 ? yref : 0.0f);
             g -= (double)soak_gravity[k] * d;
         }
-        e += m * (0.5 * ((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] + (double)v[4 * i + 2] * v[4 * i + 2]) + g);
+        e += m * (0.5 * ((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] +
+                         (double)v[4 * i + 2] * v[4 * i + 2]) +
+                  g);
     }
     return e;
 }
@@ -291,7 +295,8 @@ static void soak_begin(pbd_world *w) {
     int n = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
     float lo = 0;
-    for (int i = 0; i < n; ++i) if (i == 0 || x[4 * i + 1] < lo) lo = x[4 * i + 1];
+    for (int i = 0; i < n; ++i)
+        if (i == 0 || x[4 * i + 1] < lo) lo = x[4 * i + 1];
     soak_s.yref = lo - 1.0f;
     /* the reference is 1 m below everything: E0 >= m g for the dynamic mass */
     soak_s.e0 = soak_energy(w, soak_s.yref);
@@ -347,7 +352,8 @@ static void soak_colliders(pbd_world *w, float t) {
     for (int c = 0; c < soak_ncol; ++c) {
         if (soak_col_animated[c]) continue;
         const float *h = soak_col_home[c];
-        float p[3] = {h[0] + 0.1f * sinf(0.7f * t + (float)c), h[1] + 0.025f * (1.0f - cosf(1.1f * t)), h[2] + 0.1f * sinf(0.5f * t)};
+        float p[3] = {h[0] + 0.1f * sinf(0.7f * t + (float)c), h[1] + 0.025f * (1.0f - cosf(1.1f * t)),
+                      h[2] + 0.1f * sinf(0.5f * t)};
         pbd_collider_set_pose(w, soak_col_id[c], p, NULL);
     }
 }
@@ -358,7 +364,10 @@ static void soak_check(pbd_world *w, pbd_result r) {
     int n = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
     for (int i = 0; i < 4 * n; ++i)
-        if (!isfinite(x[i]) || !isfinite(v[i])) { soak_fail("non-finite state (%g)", soak_done, (double)x[i]); break; }
+        if (!isfinite(x[i]) || !isfinite(v[i])) {
+            soak_fail("non-finite state (%g)", soak_done, (double)x[i]);
+            break;
+        }
     int releasing = soak_s.released >= 0 && soak_done - soak_s.released_at <= SOAK_RELEASE_STEPS;
     for (int i = 0; i < n; ++i) {
         float v2 = v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2];
@@ -366,8 +375,8 @@ static void soak_check(pbd_world *w, pbd_result r) {
         if (v2 > *max * *max) *max = sqrt((double)v2);
         if (!releasing && !(v2 <= SOAK_SPEED * SOAK_SPEED)) {
             /* what the hand did last, to tell a release from the scene's own motion */
-            fprintf(stderr, "soak %s: step %ld: particle %d at %.1f m/s; held %d, last released %d at step %ld\n", soak_name,
-                    soak_done, i, sqrt((double)v2), soak_s.grabbed, soak_s.released, soak_s.released_at);
+            fprintf(stderr, "soak %s: step %ld: particle %d at %.1f m/s; held %d, last released %d at step %ld\n",
+                    soak_name, soak_done, i, sqrt((double)v2), soak_s.grabbed, soak_s.released, soak_s.released_at);
             soak_fail("a particle at %g m/s", soak_done, sqrt((double)v2));
             break;
         }
@@ -393,7 +402,10 @@ static inline pbd_result soak_world_step(pbd_world *w, float dt) {
         int splits = 0; /* the example tears after the last one itself */
         if (soak_tears && k + 1 < per_call && soak_done < soak_steps) {
             r = pbd_world_tear(w, &splits);
-            if (r != PBD_OK) { soak_fail("pbd_world_tear returned %g", soak_done, (double)r); break; }
+            if (r != PBD_OK) {
+                soak_fail("pbd_world_tear returned %g", soak_done, (double)r);
+                break;
+            }
             soak_pending_splits += splits;
         }
     }
@@ -411,12 +423,21 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
     if (d.frames < desc->frames) d.frames = desc->frames;
     pbd_result r = pbd_up_training_generate(&d, out);
     soak_done = (long)d.frames * per_frame;
-    if (r != PBD_OK) { soak_fail("pbd_up_training_generate returned %g", soak_done, (double)r); return r; }
+    if (r != PBD_OK) {
+        soak_fail("pbd_up_training_generate returned %g", soak_done, (double)r);
+        return r;
+    }
     size_t nc = 3 * (size_t)out->coarse_count, nd = 3 * (size_t)out->detail_count, f = (size_t)out->frame_count;
     for (size_t i = 0; i < nc * f; ++i)
-        if (!(fabsf(out->coarse[i]) < 100)) { soak_fail("coarse frame value %g", (long)(i / nc), out->coarse[i]); break; }
+        if (!(fabsf(out->coarse[i]) < 100)) {
+            soak_fail("coarse frame value %g", (long)(i / nc), out->coarse[i]);
+            break;
+        }
     for (size_t i = 0; i < nd * f; ++i)
-        if (!(fabsf(out->detail[i]) < 100)) { soak_fail("detail frame value %g", (long)(i / nd), out->detail[i]); break; }
+        if (!(fabsf(out->detail[i]) < 100)) {
+            soak_fail("detail frame value %g", (long)(i / nd), out->detail[i]);
+            break;
+        }
     size_t keep = (size_t)desc->frames;
     memmove(out->coarse, out->coarse + nc * (f - keep), sizeof(float) * nc * keep);
     memmove(out->detail, out->detail + nd * (f - keep), sizeof(float) * nd * keep);
@@ -433,10 +454,13 @@ int main(int argc, char **argv) {
     }
     char *args[2] = {argv[0], (char *)dir};
     int status = soak_example_main(2, args);
-    if (status != 0) fprintf(stderr, "soak %s: the example itself exited with %d (its own checks after the soak)\n", soak_name, status);
+    if (status != 0)
+        fprintf(stderr, "soak %s: the example itself exited with %d (its own checks after the soak)\n", soak_name,
+                status);
     if (soak_done < soak_steps) soak_fail("only %g steps were taken", soak_done, (double)soak_done);
-    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, max speed %.1f m/s (%.1f m/s just after releases), %s\n",
-           soak_name, soak_done, soak_grabs, soak_max_ratio, soak_driven ? " (wind: speed bound only)" : "", soak_max_speed,
-           soak_max_release, soak_failed ? "FAILED" : "ok");
+    printf("soak %s: %ld steps, %d grabs, max energy ratio %.2f%s, max speed %.1f m/s (%.1f m/s just after releases), "
+           "%s\n",
+           soak_name, soak_done, soak_grabs, soak_max_ratio, soak_driven ? " (wind: speed bound only)" : "",
+           soak_max_speed, soak_max_release, soak_failed ? "FAILED" : "ok");
     return soak_failed ? 1 : 0;
 }
