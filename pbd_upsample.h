@@ -682,6 +682,44 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
    an OpenMP fork/join costs microseconds. */
 #define PBD_UP__PARALLEL_MIN 32768L
 
+// ---- tolerances ------------------------------------------------------------
+/* Every epsilon of the implementation, named by its role (one role, one name;
+   two roles of one value, two names). Each keeps its literal's exact text and
+   type (an f suffix where it meets floats), so results are bit-identical.
+   Not here, as not tolerances: the documented defaults of the descriptors
+   (compliances 1e-3 and 1e-1, jitter 1e-3, regularization 1e-3), the 1e300
+   starts of min/max searches, the 0.9f axis choice of pbd_up__vertex_frame. */
+/* A float length at or below this is zero, not divided by: smaller lets n / len overflow, larger drops tiny meshes. */
+#define PBD_UP__LENGTH_MIN 1e-30f
+/* Tangent under this fraction of the neighbour offset: offset along the normal; larger rejects steep real edges. */
+#define PBD_UP__TANGENT_REL_MIN 1e-6f
+/* |e1 x e2| under this times |e1|^2 + |e2|^2: no normal; far under float noise (1e-7), larger drops thin triangles. */
+#define PBD_UP__NORMAL_REL_MIN 1e-12f
+/* QR: an R diagonal under this times the largest is rank loss (refused); smaller solves round-off, larger refuses. */
+#define PBD_UP__QR_PIVOT_REL_MIN 1e-13
+/* Jacobi stops at off-diagonal^2 under this times diagonal^2 (1e-15 in norm): double round-off, not sooner or later. */
+#define PBD_UP__JACOBI_OFF_REL 1e-30
+/* A regularization (float field) at or below this counts as 0, as documented; larger overrides small asked lambdas. */
+#define PBD_UP__PIU_LAMBDA_MIN_F 1e-9f
+/* The lambda that replaces it (documented): smaller lets the QR refuse collinear supports, larger biases the fit. */
+#define PBD_UP__PIU_LAMBDA_MIN 1e-9
+/* Prior weights summing under this are absent: inverse-distance weights instead; larger overrides small priors. */
+#define PBD_UP__PRIOR_SUM_MIN 1e-6
+/* Added to squared distances of that prior: a coincident vertex weighs 1e12, not inf; larger flattens close weights. */
+#define PBD_UP__PRIOR_DIST2_BIAS 1e-12
+/* Residual modes with eigenvalue below this times the trace are noise, dropped; larger loses small real modes. */
+#define PBD_UP__MODE_EV_REL_MIN 1e-12
+/* Phase fit: sin, cos columns dependent (det vs ss * cc) when w t hardly varies: alpha = beta = 0, not round-off. */
+#define PBD_UP__PHASE_DET_REL_MIN 1e-12
+/* Pseudo-inverse drops eigenvalues below this times the largest: 1/ev of round-off would swamp the weights. */
+#define PBD_UP__PINV_EV_REL_MIN 1e-12
+/* PDM: second principal variance under this times the first: features on a line, DEGENERATE; near round-off. */
+#define PBD_UP__PDM_EV_REL_MIN 1e-14
+/* Absolute floor under that scale, so a zero covariance is degenerate; far under any real squared coordinate. */
+#define PBD_UP__PDM_EV_FLOOR 1e-300
+/* PDM ridge, relative to the mean diagonal (documented): keeps flat directions finite; larger biases real fits. */
+#define PBD_UP__PDM_RIDGE 1e-10
+
 PBD_UP_DEF const char *pbd_up_simd_path(void) {
 #if PBD_UP__W == 16
     return "avx512";
@@ -1660,7 +1698,7 @@ static void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v,
         n[2] += e1[0] * e2[1] - e1[1] * e2[0];
     }
     float len = sqrtf(n[0] * n[0] + n[1] * n[1] + n[2] * n[2]);
-    if (len > 1e-30f) {
+    if (len > PBD_UP__LENGTH_MIN) {
         n[0] /= len;
         n[1] /= len;
         n[2] /= len;
@@ -1684,7 +1722,7 @@ static void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v,
         t[2] = d[2] - dn * n[2];
         tl = sqrtf(t[0] * t[0] + t[1] * t[1] + t[2] * t[2]);
         float dl = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        if (tl > 1e-6f * dl && tl > 1e-30f) break;
+        if (tl > PBD_UP__TANGENT_REL_MIN * dl && tl > PBD_UP__LENGTH_MIN) break;
         /* the neighbour lies along the normal: try the world axes */
         d[0] = attempt == 0 ? 1.0f : 0.0f;
         d[1] = attempt == 1 ? 1.0f : 0.0f;
@@ -1926,7 +1964,7 @@ static int pbd_up__face_normal(const float *x, const int *t, float *n) {
     float m[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
     float l = sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
     float scale = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) + (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
-    if (!(l > 1e-12f * scale) || !(l > 0.0f)) return 0;
+    if (!(l > PBD_UP__NORMAL_REL_MIN * scale) || !(l > 0.0f)) return 0;
     n[0] = m[0] / l;
     n[1] = m[1] / l;
     n[2] = m[2] / l;
@@ -2927,7 +2965,7 @@ static int pbd_up__lstsq(int m, int n, double *A, double *b, double *x) {
     for (int k = 0; k < n; ++k) rmax = fmax(rmax, fabs(A[(size_t)k * m + k]));
     for (int k = n - 1; k >= 0; --k) {
         double r = A[(size_t)k * m + k];
-        if (!(fabs(r) > 1e-13 * rmax)) return -1;
+        if (!(fabs(r) > PBD_UP__QR_PIVOT_REL_MIN * rmax)) return -1;
         double s = b[k];
         for (int j = k + 1; j < n; ++j) s -= A[(size_t)j * m + k] * x[j];
         x[k] = s / r;
@@ -2947,7 +2985,7 @@ static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
             diag += A[i * n + i] * A[i * n + i];
             for (int j = i + 1; j < n; ++j) off += A[i * n + j] * A[i * n + j];
         }
-        if (off <= 1e-30 * diag || off == 0.0) break;
+        if (off <= PBD_UP__JACOBI_OFF_REL * diag || off == 0.0) break;
         for (int p = 0; p < n; ++p)
             for (int q = p + 1; q < n; ++q) {
                 double apq = A[p * n + q];
@@ -3304,7 +3342,7 @@ static int pbd_up__piu_fit_row(const pbd_up_piu_desc *d, int i, const int *s, in
             rhs[r] = (double)X[c] - last;
         }
     }
-    double lambda = d->regularization > 1e-9f ? (double)d->regularization : 1e-9;
+    double lambda = d->regularization > PBD_UP__PIU_LAMBDA_MIN_F ? (double)d->regularization : PBD_UP__PIU_LAMBDA_MIN;
     double scale = trace > 0.0 ? trace / n : 1.0;
     double sl = sqrt(lambda * scale);
     for (int k = 0; k < K; ++k) {
@@ -3388,10 +3426,10 @@ static void pbd_up__piu_prior(const pbd_up_piu_desc *d, const float *crest, cons
                     p[j] += d->prior_weight[e];
                     sum += d->prior_weight[e];
                 }
-    if (!(fabs(sum) > 1e-6)) {
+    if (!(fabs(sum) > PBD_UP__PRIOR_SUM_MIN)) {
         sum = 0.0;
         for (int j = 0; j < K; ++j) {
-            p[j] = 1.0 / (pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)s[j]) + 1e-12);
+            p[j] = 1.0 / (pbd_up__dist2(drest + 3 * (size_t)i, crest + 3 * (size_t)s[j]) + PBD_UP__PRIOR_DIST2_BIAS);
             sum += p[j];
         }
     }
@@ -3434,7 +3472,7 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
         }
     pbd_up__sym_eigen(F, G, ev, V);
     int m = 0;
-    while (m < M && ev[m] > 1e-12 * trace && ev[m] > 0.0) ++m;
+    while (m < M && ev[m] > PBD_UP__MODE_EV_REL_MIN * trace && ev[m] > 0.0) ++m;
     p->mode_count = m;
     double speed2 = 0.0;
     for (int f = 1; f < F; ++f)
@@ -3478,7 +3516,7 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
             yc += y * cs;
         }
         double det = ss * cc - sc * sc, alpha = 0.0, beta = 0.0;
-        if (det > 1e-12 * (ss * cc) && det > 0.0) {
+        if (det > PBD_UP__PHASE_DET_REL_MIN * (ss * cc) && det > 0.0) {
             alpha = (ys * cc - yc * sc) / det;
             beta = (yc * ss - ys * sc) / det;
         }
@@ -4190,7 +4228,7 @@ static void pbd_up__wpsd_rbf(pbd_up__wpsd *p, int nc, double *scratch) {
             for (int j = 0; j < P; ++j) {
                 double s = 0.0;
                 for (int k = 0; k < P; ++k)
-                    if (fabs(ev[k]) > 1e-12 * big) s += V[i * P + k] * V[j * P + k] / ev[k];
+                    if (fabs(ev[k]) > PBD_UP__PINV_EV_REL_MIN * big) s += V[i * P + k] * V[j * P + k] / ev[k];
                 om[(size_t)i * P + j] = (float)s;
             }
     }
@@ -4691,7 +4729,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                         for (int a = 0; a < 5; ++a) mean[a] /= (double)F * nc;
                 }
             pbd_up__sym_eigen(5, C, ev, V);
-            if (!(ev[1] > 1e-14 * (ev[0] + 1e-300))) {
+            if (!(ev[1] > PBD_UP__PDM_EV_REL_MIN * (ev[0] + PBD_UP__PDM_EV_FLOOR))) {
                 r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
                                    "pbd_up__pdm_build: rejected because !(ev[1] > 1e-14 * (ev[0] + 1e-300))");
                 goto done;
@@ -4731,7 +4769,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 }
                 rhs[f] = h[(size_t)f * nd + i];
             }
-            double ridge = sqrt(1e-10 * diag / 6.0);
+            double ridge = sqrt(PBD_UP__PDM_RIDGE * diag / 6.0);
             for (int k = 0; k < 6; ++k) {
                 for (int j = 0; j < 6; ++j) M[(size_t)j * rows + F + k] = j == k ? ridge : 0.0;
                 rhs[F + k] = 0.0;
