@@ -1614,6 +1614,103 @@ PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
 
 // ==== math ==================================================================
 
+// ---- tolerances ----
+/* Every epsilon of the implementation, named by its role. A define keeps
+   its literal's exact text and type (1e-9 is a double and promotes a float
+   expression to double, 1e-9f is not), so naming them changed no result.
+   Two roles that share a value have two names. Lengths are in metres;
+   float has 24 bits (7 digits), its smallest normal number is 1.2e-38. */
+
+/* Directions and degenerate shapes. */
+/* a distance under 1 nm has no direction (d / l is rounding noise): the constraint's gradient is zero, skipped */
+#define PBD__LEN_MIN 1e-9f
+/* a vector under 1e-12 whose direction a query needs gets its fallback (or, given, is refused): 1 / l stays finite */
+#define PBD__DIR_MIN 1e-12f
+/* |(b - a) x (c - a)| (m^2, twice the area) under which a triangle has no normal: a 1 nm by 1 nm triangle */
+#define PBD__NORMAL_LEN_MIN 1e-18f
+/* a dihedral wing's squared normal (m^4): the product of two stays a normal float (1e-36 > 1.2e-38) in 1 / sqrt */
+#define PBD__NORMAL_LEN2_MIN 1e-18f
+/* SPH: a neighbour nearer than 1e-9 h is coincident: the spiky gradient's d / r has no direction */
+#define PBD__KERNEL_R_MIN 1e-9f
+/* |a x b| under which a cotangent weight is 0 (angle 0 or pi): its division by |a x b| would overflow */
+#define PBD__COT_SIN_MIN 1e-20f
+/* a segment's squared length (m^2) under which it is a point: no edge contact (a 1e-10 m edge) */
+#define PBD__EDGE_LEN2_MIN 1e-20f
+/* den / (|d1|^2 |d2|^2) = sin^2 of two segments' angle under which they are parallel: no division by a den of ~0 */
+#define PBD__PARALLEL_SIN2 1e-12f
+/* |q|^2 of a given rotation under which it is zero: normalising it would amplify rounding past float's digits */
+#define PBD__QUAT_NORM2_MIN 1e-12f
+/* dot(+Y, n) under minus this: n is -Y, whose shortest rotation from +Y has no axis (1 + d loses every digit) */
+#define PBD__ANTIPARALLEL 0.999999f
+/* a hashed vector (components in [-1, 1]) shorter than this is replaced by +X: a unit direction needs some length */
+#define PBD__HASH_LEN_MIN 1e-3f
+/* |U1.x| under this: +X is at least 53 degrees from U1, so U1 x X is well conditioned (else +Y, at least 37) */
+#define PBD__AXIS_X_MAX 0.6f
+/* the 2x2 eigenvector candidate shorter than this: F^T F is isotropic, any direction is an eigenvector */
+#define PBD__EIGVEC_LEN_MIN 1e-20f
+/* the largest principal stretch under which a triangle has collapsed to a point: no direction to restore */
+#define PBD__SV_MIN 1e-12f
+/* the smaller principal stretch under 1e-6 of the larger: flattened onto a line, U2 from U1 instead of 1 / s2 */
+#define PBD__SV_RATIO_MIN 1e-6f
+
+/* Rest shapes: below these a constraint or a body is refused as degenerate. */
+/* a rest length under 0.1 um is zero (an edge, a strand segment): about one float step of a coordinate near 1 m */
+#define PBD__REST_LEN_MIN 1e-7f
+/* a rest triangle under 1e-12 m^2 (a micrometre square): zero area, below any mesh feature */
+#define PBD__REST_AREA_MIN 1e-12f
+/* a rest tet under 1e-15 m^3 (a 10 um cube): zero volume */
+#define PBD__TET_VOLUME_MIN 1e-15f
+/* a closed mesh enclosing under 1e-12 m^3 (a 0.1 mm cube): no volume to keep */
+#define PBD__MESH_VOLUME_MIN 1e-12f
+/* a triangle's height under 1e-6 of its edge (a tet's volume under 1e-6 edge^3): a sliver, as bad as zero area */
+#define PBD__SLIVER_MIN 1e-6f
+
+/* Divisions. */
+/* a generalized inverse mass sum w |grad C|^2 under this: nothing can move, the projection is skipped */
+#define PBD__WG2_MIN 1e-30f
+/* a denominator under 1e-30 is zero: 1e8 above float's smallest normal, so a quotient does not overflow */
+#define PBD__DENOM_MIN 1e-30f
+/* alpha~ = compliance / h^2 at most 1e30: inf * lambda (NaN at lambda = 0) stays out of the projection */
+#define PBD__ALPHA_TILDE_MAX 1e30f
+/* a double ratio that is an integer up to rounding is not rounded up to one more substep by ceil */
+#define PBD__CEIL_SLACK 1e-9
+/* a 3x3 (double) singular when |det| is under 1e-12 tr^3: the inverse would be mostly rounding */
+#define PBD__SOLVE3_DET_MIN 1e-12
+
+/* Rounding guards: a conservative test widened by more than the rounding of what it bounds. */
+/* of the coordinates' size in the far tests of colliders: world-to-frame rounding is ~1e-6 relative */
+#define PBD__FAR_GUARD 1e-5f
+/* added to |R_b - R_a| (rounded up): sqrtf of 1 - c^2 near 0 loses digits */
+#define PBD__SPIN_GUARD 1e-6f
+/* a contact's rounding guard, relative to the particle's radius (at least PBD__CONTACT_TOL_R_MIN) */
+#define PBD__CONTACT_TOL 1e-5f
+/* a radius under 1 mm counts as 1 mm in PBD__CONTACT_TOL: the guard stays 10 nm or more for the thinnest hair */
+#define PBD__CONTACT_TOL_R_MIN 1e-3f
+/* flat and congruent tests of a cloth's rest shape, relative: 100x float's rounding, far below a visible fold */
+#define PBD__FLAT_TOL 1e-5f
+/* a convex disc's boundary turns by 2 pi to this (double): rounded angles sum to far less, a wrong loop to 2 pi */
+#define PBD__TURNING_TOL 1e-3
+
+/* Self-collision. */
+/* the barycentric slack of "over the triangle" when a new pair takes its side: a quarter of an altitude beyond */
+#define PBD__SC_OVER_SLACK 0.25f
+/* closest points within 1e-3 (of the edge's parameter) of an end: a vertex contact, for the point-triangle pairs */
+#define PBD__SC_EE_END 1e-3f
+/* the division-free inner test (pbd__sc_lanes_inner) is this much wider than pbd__segment_closest's */
+#define PBD__SC_INNER_SLACK 1e-4f
+/* ... and nt's bounds by this of the size of its terms (t cancels on a short edge), more than its rounding */
+#define PBD__SC_INNER_REL 1e-5f
+/* an edge pair's separating vector under 0.1 um has no direction: the pair is dropped */
+#define PBD__SC_EE_DIR_MIN 1e-7f
+/* the cluster grid's cell is 1% larger than the largest box, and 1 um more (flat boxes), so rounding loses no pair */
+#define PBD__SC_CELL_GROW 1.01f
+#define PBD__SC_CELL_PAD 1e-6f
+/* pbd__sc_crossed's slack in barycentric coordinates (1e-4 of an altitude): a touch on an edge still counts */
+#define PBD__SC_BARY_SLACK 1e-4f
+/* pbd__sc_apart's margin: 0.1% of the reach plus 1e-3 of the triangle's size, more than PBD__SC_BARY_SLACK */
+#define PBD__SC_APART_GROW 1.001f
+#define PBD__SC_APART_SIZE 1e-3f
+
 typedef struct pbd__v3 {
     float x, y, z;
 } pbd__v3;
@@ -1693,7 +1790,7 @@ static inline void pbd__qnlerp(const float *a, const float *b, float t, float *o
 static void pbd__quat_from_up(pbd__v3 n, float *q) {
     pbd__v3 up = pbd__v(0, 1, 0);
     float d = pbd__dot(up, n);
-    if (d < -0.999999f) {
+    if (d < -PBD__ANTIPARALLEL) {
         q[0] = 1;
         q[1] = 0;
         q[2] = 0;
@@ -1722,7 +1819,7 @@ static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
     }
     pbd__v3 d = pbd__v(v[0], v[1], v[2]);
     float l = pbd__len(d);
-    return l > 1e-3f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
+    return l > PBD__HASH_LEN_MIN ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
 }
 
 // ==== constraints ===========================================================
@@ -1732,13 +1829,11 @@ static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
    math: the public pbd_constraint_* functions and the world solver both
    call them. */
 
-#define PBD__EPS 1e-12f
-
 /* Survey 3.4.1: C = |p0 - p1| - d, grad p0 = n, grad p1 = -n. */
 static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
     pbd__v3 d = pbd__sub(p[0], p[1]);
     float l = pbd__len(d);
-    if (l < 1e-9f) {
+    if (l < PBD__LEN_MIN) {
         g[0] = g[1] = pbd__v(0, 0, 0);
         return -rest;
     }
@@ -1779,7 +1874,7 @@ static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
     pbd__v3 n1 = pbd__cross(pbd__sub(p[2], p[0]), pbd__sub(p[2], p[1]));
     pbd__v3 n2 = pbd__cross(pbd__sub(p[3], p[1]), pbd__sub(p[3], p[0]));
     float el = pbd__len(e), n1l2 = pbd__dot(n1, n1), n2l2 = pbd__dot(n2, n2);
-    if (el < 1e-9f || n1l2 < 1e-18f || n2l2 < 1e-18f) {
+    if (el < PBD__LEN_MIN || n1l2 < PBD__NORMAL_LEN2_MIN || n2l2 < PBD__NORMAL_LEN2_MIN) {
         if (g) g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
         return 0.0f;
     }
@@ -1818,7 +1913,7 @@ static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g)
 /* Cotangent of the angle between a and b. */
 static inline float pbd__cot(pbd__v3 a, pbd__v3 b) {
     float s = pbd__len(pbd__cross(a, b));
-    return s > 1e-20f ? pbd__dot(a, b) / s : 0.0f;
+    return s > PBD__COT_SIN_MIN ? pbd__dot(a, b) / s : 0.0f;
 }
 
 /* Bergou et al. 2006: the discrete mean-curvature vector of the edge
@@ -1828,7 +1923,7 @@ static int pbd__isometric_rest(const pbd__v3 *x, float *rest) {
     pbd__v3 e0 = pbd__sub(x[1], x[0]), e1 = pbd__sub(x[3], x[0]), e2 = pbd__sub(x[2], x[0]);
     pbd__v3 e3 = pbd__sub(x[3], x[1]), e4 = pbd__sub(x[2], x[1]);
     float a0 = 0.5f * pbd__len(pbd__cross(e0, e1)), a1 = 0.5f * pbd__len(pbd__cross(e0, e2));
-    if (!(a0 > 1e-12f) || !(a1 > 1e-12f)) return 0;
+    if (!(a0 > PBD__REST_AREA_MIN) || !(a1 > PBD__REST_AREA_MIN)) return 0;
     float c01 = pbd__cot(e0, e1), c02 = pbd__cot(e0, e2);
     float c03 = pbd__cot(pbd__neg(e0), e3), c04 = pbd__cot(pbd__neg(e0), e4);
     rest[0] = c03 + c04;
@@ -1846,7 +1941,7 @@ static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd
     pbd__v3 L = pbd__v(0, 0, 0);
     for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(p[i], rest[i]));
     float l = pbd__len(L);
-    if (l < 1e-9f) {
+    if (l < PBD__LEN_MIN) {
         g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
         return -rest[4] * rest[5];
     }
@@ -1860,7 +1955,7 @@ static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
     pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]);
     pbd__v3 n = pbd__cross(a, b);
     float l = pbd__len(n);
-    if (l < 1e-18f) {
+    if (l < PBD__NORMAL_LEN_MIN) {
         g[0] = g[1] = g[2] = pbd__v(0, 0, 0);
         return -rest;
     }
@@ -1891,7 +1986,7 @@ static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
 static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
     pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
     *l = pbd__len(n);
-    if (*l < 1e-18f) return 0.0f;
+    if (*l < PBD__NORMAL_LEN_MIN) return 0.0f;
     *nh = pbd__mul(n, 1.0f / *l);
     return pbd__dot(pbd__sub(p[0], p[1]), *nh);
 }
@@ -1906,7 +2001,7 @@ static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, floa
 static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
     pbd__v3 nh;
     float l, rn = pbd__pt_height(p, &nh, &l);
-    if (l < 1e-18f) {
+    if (l < PBD__NORMAL_LEN_MIN) {
         g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
         return 0.0f;
     }
@@ -1919,7 +2014,7 @@ static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 
 static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
     pbd__v3 d = pbd__sub(p, t);
     float l = pbd__len(d);
-    if (l < 1e-9f) {
+    if (l < PBD__LEN_MIN) {
         g[0] = pbd__v(0, 0, 0);
         return maxd > 0 ? maxd : 0.0f;
     }
@@ -1966,12 +2061,12 @@ static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int n
    lambda = 0) out of the projection. */
 static inline float pbd__alpha_tilde(float compliance, float h) {
     float at = compliance / (h * h);
-    return at <= 1e30f ? at : 1e30f;
+    return at <= PBD__ALPHA_TILDE_MAX ? at : PBD__ALPHA_TILDE_MAX;
 }
 
 static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
     float denom = wg2 + alpha_tilde;
-    if (!(wg2 > 1e-30f)) return 0.0f;
+    if (!(wg2 > PBD__WG2_MIN)) return 0.0f;
     return scale * (-C - alpha_tilde * lambda) / denom;
 }
 
@@ -3752,14 +3847,16 @@ static int pbd__measure_rest(const pbd_world *w, int type, const int *idx, float
     pbd__v3 x[4], g[4];
     pbd__gather(w, idx, pbd__arity_table[type], x);
     switch (type) {
-        case PBD_CONSTRAINT_DISTANCE: rest[0] = pbd__eval_distance(x, 0, g); return rest[0] > 1e-7f;
+        case PBD_CONSTRAINT_DISTANCE: rest[0] = pbd__eval_distance(x, 0, g); return rest[0] > PBD__REST_LEN_MIN;
         case PBD_CONSTRAINT_BENDING_DIHEDRAL:
             rest[0] = pbd__dihedral(x, g);
             return pbd__dot(g[2], g[2]) > 0 && pbd__dot(g[3], g[3]) > 0;
         case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__isometric_rest(x, rest);
-        case PBD_CONSTRAINT_AREA: rest[0] = pbd__eval_area(x, 0, g); return rest[0] > 1e-12f;
-        case PBD_CONSTRAINT_TET_VOLUME: rest[0] = pbd__eval_tet(x, 0, g); return fabsf(rest[0]) > 1e-15f;
-        case PBD_CONSTRAINT_POINT_TRIANGLE: rest[0] = thickness; return pbd__eval_area(x + 1, 0, g) > 1e-12f;
+        case PBD_CONSTRAINT_AREA: rest[0] = pbd__eval_area(x, 0, g); return rest[0] > PBD__REST_AREA_MIN;
+        case PBD_CONSTRAINT_TET_VOLUME: rest[0] = pbd__eval_tet(x, 0, g); return fabsf(rest[0]) > PBD__TET_VOLUME_MIN;
+        case PBD_CONSTRAINT_POINT_TRIANGLE:
+            rest[0] = thickness;
+            return pbd__eval_area(x + 1, 0, g) > PBD__REST_AREA_MIN;
     }
     return 0;
 }
@@ -4152,7 +4249,7 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
     }
     for (int i = 0; i < nv; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(w->x[g->verts[i]]));
     float V0 = pbd__eval_mesh_volume(g->scratch, nv, g->idx, g->ntris, 0, NULL);
-    if (!(fabsf(V0) > 1e-12f)) {
+    if (!(fabsf(V0) > PBD__MESH_VOLUME_MIN)) {
         pbd__group_free(w, g);
         w->ngroups--;
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "the mesh encloses no volume");
@@ -4431,7 +4528,7 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
     for (int t = 0; t < d->triangle_count; ++t) {
         pbd__v3 x[3], g[3];
         for (int i = 0; i < 3; ++i) x[i] = pbd__ld(d->positions + 3 * d->triangles[3 * t + i]);
-        if (!(pbd__eval_area(x, 0, g) > 1e-12f))
+        if (!(pbd__eval_area(x, 0, g) > PBD__REST_AREA_MIN))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d has zero area", t);
     }
     return PBD_OK;
@@ -4734,7 +4831,8 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         if (vol < 0)
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is inverted (negative volume): swap two of its vertices",
                              t);
-        if (!(vol > 1e-6f * edge * edge * edge)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
+        if (!(vol > PBD__SLIVER_MIN * edge * edge * edge))
+            return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
     }
     pbd_softbody_desc c = *d;
     pbd__mesh_ref ref = {&c.positions, &c.masses, &c.tets, c.vertex_count, c.tet_count, 4};
@@ -4867,7 +4965,7 @@ static pbd_result pbd__check_pose(const pbd_world *w, const float *pos, const fl
     PBD__TRY(pbd__check_finite(w, pos, 3, "position"));
     PBD__TRY(pbd__check_finite(w, rot, 4, "rotation"));
     float n = rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2] + rot[3] * rot[3];
-    if (!(n > 1e-12f)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rotation quaternion is zero");
+    if (!(n > PBD__QUAT_NORM2_MIN)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rotation quaternion is zero");
     return PBD_OK;
 }
 
@@ -4945,7 +5043,7 @@ PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const
     PBD__TRY(pbd__check_finite(w, normal, 3, "normal"));
     pbd__v3 n = pbd__ld(normal);
     float l = pbd__len(n);
-    if (!(l > 1e-12f)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "plane normal is zero");
+    if (!(l > PBD__DIR_MIN)) return pbd__fail(w, PBD_ERROR_DEGENERATE, "plane normal is zero");
     pbd_collider_desc d = pbd_collider_desc_default();
     d.shape = PBD_COLLIDER_PLANE;
     memcpy(d.position, point, sizeof d.position);
@@ -4978,7 +5076,7 @@ PBDDEF pbd_result pbd_add_collider_capsule(pbd_world *w, const float *a, const f
     pbd_collider_desc d = pbd_collider_desc_default();
     d.shape = PBD_COLLIDER_CAPSULE;
     pbd__st(d.position, pbd__mul(pbd__add(A, B), 0.5f));
-    if (l > 1e-12f) pbd__quat_from_up(pbd__mul(axis, 1.0f / l), d.rotation);
+    if (l > PBD__DIR_MIN) pbd__quat_from_up(pbd__mul(axis, 1.0f / l), d.rotation);
     d.half_height = 0.5f * l;
     d.radius = radius;
     d.static_friction = d.dynamic_friction = friction;
@@ -5047,13 +5145,13 @@ static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd
         case PBD_COLLIDER_PLANE: *n = pbd__v(0, 1, 0); return y.y;
         case PBD_COLLIDER_SPHERE: {
             float l = pbd__len(y);
-            *n = l > 1e-12f ? pbd__mul(y, 1.0f / l) : pbd__v(0, 1, 0);
+            *n = l > PBD__DIR_MIN ? pbd__mul(y, 1.0f / l) : pbd__v(0, 1, 0);
             return l - c->radius;
         }
         case PBD_COLLIDER_CAPSULE: {
             pbd__v3 d = pbd__v(y.x, y.y - pbd__clampf(y.y, -c->half_height, c->half_height), y.z);
             float l = pbd__len(d);
-            *n = l > 1e-12f ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
+            *n = l > PBD__DIR_MIN ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
             return l - c->radius;
         }
         default: { /* box */
@@ -5117,15 +5215,15 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    (pbd__generate_contacts, W particles at a time). */
 static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
-    float ga = 1e-5f * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)),
-          gb = 1e-5f * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
+    float ga = PBD__FAR_GUARD * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)),
+          gb = PBD__FAR_GUARD * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
     return pbd__dot(pbd__ld(a->up), ra) > limit + ga && pbd__dot(pbd__ld(b->up), rb) > limit + gb;
 }
 
 /* |R_b - R_a| for the rotations of poses a and b (2 sin(theta / 2)), rounded up. */
 static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) {
     float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
-    return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + 1e-6f;
+    return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + PBD__SPIN_GUARD;
 }
 
 /* Whether the segment x (in pose a) -> p (in pose b), which pbd__collide
@@ -5142,7 +5240,7 @@ static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R,
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
     float spin = pbd__ball_spin(a, b);
     float A = pbd__len(ra), B = pbd__len(rb), L = pbd__len(pbd__sub(rb, ra)) + spin * A;
-    return (A < B ? A : B) - 0.5f * L > R + limit + 1e-5f * (A + B + L + R);
+    return (A < B ? A : B) - 0.5f * L > R + limit + PBD__FAR_GUARD * (A + B + L + R);
 }
 
 /* Contact of the segment x -> p (radius r) with collider c, which moves
@@ -5173,7 +5271,7 @@ static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__p
            entry */
         pbd__v3 dir = pbd__sub(pl, xl);
         float len = pbd__len(dir), t = 0;
-        for (int it = 0; it < 64 && len > 1e-12f; ++it) {
+        for (int it = 0; it < 64 && len > PBD__DIR_MIN; ++it) {
             pbd__v3 y = pbd__add(xl, pbd__mul(dir, t));
             float d = (it == 0 ? dx : pbd__sdf(w, c, y, &nl)) - reach; /* the first point is x: dx */
             if (d <= tol) {
@@ -5385,11 +5483,11 @@ static float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     float d = sqrtf(pbd__bvh_closest(m, y, &cp, &t, &f));
     pbd__v3 diff = pbd__sub(y, cp), face = pbd__ld(m->pn + 21 * t + 18);
     if (!m->closed) {
-        *n = d > 1e-12f ? pbd__mul(diff, 1.0f / d) : face;
+        *n = d > PBD__DIR_MIN ? pbd__mul(diff, 1.0f / d) : face;
         return d;
     }
     float s = pbd__dot(diff, pbd__ld(m->pn + 21 * t + 3 * f)) < 0 ? -1.0f : 1.0f;
-    *n = d > 1e-12f ? pbd__mul(diff, s / d) : face;
+    *n = d > PBD__DIR_MIN ? pbd__mul(diff, s / d) : face;
     return s * d;
 }
 
@@ -5411,7 +5509,7 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
         pbd__v3 c = pbd__v(pbd__clampf(y.x, m->lo[0], m->hi[0]), pbd__clampf(y.y, m->lo[1], m->hi[1]),
                            pbd__clampf(y.z, m->lo[2], m->hi[2]));
         float d = sqrtf(d2);
-        *n = d > 1e-12f ? pbd__mul(pbd__sub(y, c), 1.0f / d) : pbd__v(0, 1, 0);
+        *n = d > PBD__DIR_MIN ? pbd__mul(pbd__sub(y, c), 1.0f / d) : pbd__v(0, 1, 0);
         return d;
     }
     int sx = m->dims[0] + 1, sy = m->dims[1] + 1;
@@ -5428,7 +5526,7 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     float gx1 = (v[5] - v[4]) + ((v[7] - v[6]) - (v[5] - v[4])) * f[1];
     pbd__v3 g = pbd__v(gx0 + (gx1 - gx0) * f[2], (x10 - x00) + ((x11 - x01) - (x10 - x00)) * f[2], y1 - y0);
     float gl = pbd__len(g);
-    *n = gl > 1e-12f ? pbd__mul(g, 1.0f / gl) : pbd__v(0, 1, 0);
+    *n = gl > PBD__DIR_MIN ? pbd__mul(g, 1.0f / gl) : pbd__v(0, 1, 0);
     return d;
 }
 
@@ -5653,7 +5751,7 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
                 c = pbd__ld(verts + 3 * tris[3 * t + 2]);
         pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a);
         float l2 = pbd__dot(e0, e0) > pbd__dot(e1, e1) ? pbd__dot(e0, e0) : pbd__dot(e1, e1);
-        if (!(pbd__len(pbd__cross(e0, e1)) > 1e-6f * l2) || !(l2 > 0))
+        if (!(pbd__len(pbd__cross(e0, e1)) > PBD__SLIVER_MIN * l2) || !(l2 > 0))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d has zero area", t);
     }
     pbd__edge *edges = NULL;
@@ -5852,7 +5950,7 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
 
 static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
     PBD_ASSERT(n <= g->cap && cell > 0);
-    if (cell < 1e-30f) cell = 1e-30f; /* 1 / cell stays finite */
+    if (cell < PBD__DENOM_MIN) cell = PBD__DENOM_MIN; /* 1 / cell stays finite */
     PBD__PRAGMA(omp single) {
         g->cell = cell;
         g->inv_cell = 1.0f / cell;
@@ -6313,7 +6411,7 @@ static inline float pbd__poly6(float r2, float h) {
 }
 /* grad W_spiky(d), d = p_i - p_j, r = |d| > 0: -45 / (pi h^6) (h - r)^2 d / r */
 static inline pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
-    if (!(r > 1e-9f * h) || r >= h) return pbd__v(0, 0, 0);
+    if (!(r > PBD__KERNEL_R_MIN * h) || r >= h) return pbd__v(0, 0, 0);
     float h3 = h * h * h, s = h - r;
     return pbd__mul(d, -45.0f / (3.14159265358979f * h3 * h3) * s * s / r);
 }
@@ -6717,7 +6815,7 @@ static inline float pbd__kpoly6(const pbd__kern *k, float r2) {
     return d > 0 ? k->c6 * d * d * d : 0.0f;
 }
 static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
-    if (!(r > 1e-9f * k->h) || r >= k->h) return pbd__v(0, 0, 0);
+    if (!(r > PBD__KERNEL_R_MIN * k->h) || r >= k->h) return pbd__v(0, 0, 0);
     float s = k->h - r;
     return pbd__mul(d, k->cs * s * s / r);
 }
@@ -6844,7 +6942,7 @@ static inline void pbd__vlambda_terms(const pbd__kern *k, float mb, pbd__v3 pa, 
     pbd__vf wp = pbd__vmul(pbd__vmul(pbd__vmul(pbd__vset1(k->c6), dd), dd), dd);
     pbd__vf rho = pbd__vsel(in, zero, pbd__vmul(pbd__vset1(mb), wp));
     pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
-    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(PBD__KERNEL_R_MIN * k->h), r), pbd__vlt(r, h)));
     pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r), scale = pbd__vset1(mb * k->inv_rho0);
     pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), scale));
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), scale));
@@ -7174,7 +7272,7 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vset1(pp->lambda[a]), q.w), sc);
     c = pbd__vmul(pbd__vmul(c, pbd__vset1(pp->fluids[pp->sfluid[a]].mass)), pbd__vset1(k->inv_rho0));
     pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
-    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+    pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(PBD__KERNEL_R_MIN * k->h), r), pbd__vlt(r, h)));
     pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r);
     pbd__vf gx = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dx, coef), c));
     pbd__vf gy = pbd__vsel(ok, zero, pbd__vmul(pbd__vmul(dy, coef), c));
@@ -7347,7 +7445,7 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
     add[3] = add[4] = add[5] = zero;
     if (vort) {
         pbd__vf r = pbd__vsqrt(r2), s = pbd__vsub(h, r);
-        pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(1e-9f * k->h), r), pbd__vlt(r, h)));
+        pbd__vm ok = pbd__vand_m(in, pbd__vand_m(pbd__vlt(pbd__vset1(PBD__KERNEL_R_MIN * k->h), r), pbd__vlt(r, h)));
         pbd__vf coef = pbd__vdiv(pbd__vmul(pbd__vmul(pbd__vset1(k->cs), s), s), r);
         pbd__vv g;
         g.x = pbd__vsel(ok, zero, pbd__vmul(d.x, coef));
@@ -7473,7 +7571,7 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
                     eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
             }
             float le = pbd__len(eta);
-            if (!(le > 1e-12f)) continue;
+            if (!(le > PBD__DIR_MIN)) continue;
             pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
             pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
             pp->dp[a].x += h * acc.x;
@@ -7543,7 +7641,7 @@ static int pbd__fluid_substeps(const pbd_world *w, float dt) {
     for (int i = 0; i < pp->nfluids; ++i) {
         const pbd__fluid *f = &pp->fluids[i];
         if (!(f->gravity_cfl > 0) || !(g > 0)) continue;
-        double n = ceil((double)dt * sqrt((double)g / f->spacing) / f->gravity_cfl - 1e-9);
+        double n = ceil((double)dt * sqrt((double)g / f->spacing) / f->gravity_cfl - PBD__CEIL_SLACK);
         need = n > need ? n : need;
     }
     return need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
@@ -8094,11 +8192,10 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
    where it is the geodesic: the rest shape is one flat, unfolded,
    convex disc (checked when the cloth is added: pbd__flat_convex_disc),
    and the cloth is still in that shape when the tethers are built (flat
-   and every edge at its rest length to 1e-5, pbd__object_congruent; a
+   and every edge at its rest length to PBD__FLAT_TOL, pbd__object_congruent; a
    cloth pinned after it has moved gets Dijkstra lengths, which are only
    ever too long). A tear makes the disc non-convex: its tethers are
    geodesic from then on. */
-#define PBD__FLAT_TOL 1e-5f
 
 /* Whether the object's particles lie in one plane (to PBD__FLAT_TOL of
    its size); *normal receives the plane's unit normal. */
@@ -8197,7 +8294,7 @@ static int pbd__flat_convex_disc(pbd_world *w, int oi, const int *tris, int nt) 
         v = u;
         if (++steps > nb || v == start) break;
     }
-    ok = ok && start >= 0 && steps == nb && fabs(turning - 2 * 3.14159265358979323846) < 1e-3;
+    ok = ok && start >= 0 && steps == nb && fabs(turning - 2 * 3.14159265358979323846) < PBD__TURNING_TOL;
     pbd__free(w, edges);
     pbd__free(w, next);
     return ok;
@@ -8317,7 +8414,7 @@ static int pbd__cloth_substeps(const pbd_world *w, float dt) {
     for (int i = 0; i < w->nobjects; ++i) {
         const pbd__object *o = &w->objects[i];
         if (!(o->gravity_cfl > 0) || !(o->hang > 0) || !(o->edge > 0) || !(g > 0)) continue;
-        double n = ceil((double)dt * sqrt((double)g * o->hang) / ((double)o->gravity_cfl * o->edge) - 1e-9);
+        double n = ceil((double)dt * sqrt((double)g * o->hang) / ((double)o->gravity_cfl * o->edge) - PBD__CEIL_SLACK);
         need = n > need ? n : need;
     }
     return need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
@@ -8503,11 +8600,11 @@ static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
 static int pbd__triangle_rest2d(const pbd__v3 *x, float *abc) {
     pbd__v3 e1 = pbd__sub(x[1], x[0]), e2 = pbd__sub(x[2], x[0]);
     float a = pbd__len(e1);
-    if (!(a > 1e-9f)) return 0;
+    if (!(a > PBD__LEN_MIN)) return 0;
     pbd__v3 u = pbd__mul(e1, 1.0f / a);
     float b = pbd__dot(e2, u);
     float c = pbd__len(pbd__sub(e2, pbd__mul(u, b)));
-    if (!(c > 1e-6f * a)) return 0;
+    if (!(c > PBD__SLIVER_MIN * a)) return 0;
     abc[0] = a;
     abc[1] = b;
     abc[2] = c;
@@ -8553,7 +8650,7 @@ static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
         o.v1y = by;
     }
     float vn = sqrtf(o.v1x * o.v1x + o.v1y * o.v1y);
-    if (vn > 1e-20f) {
+    if (vn > PBD__EIGVEC_LEN_MIN) {
         o.v1x /= vn;
         o.v1y /= vn;
     } else {
@@ -8574,18 +8671,18 @@ static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, flo
         stretch[1] = s2;
     }
     if (s1 <= hi && s2 >= lo) return 0;
-    if (!(s1 > 1e-12f)) return 0; /* collapsed to a point: no direction to restore */
+    if (!(s1 > PBD__SV_MIN)) return 0; /* collapsed to a point: no direction to restore */
     float v2x = -v1y, v2y = v1x;
     pbd__v3 U1 = pbd__mul(pbd__mat32_mul(F0, F1, v1x, v1y), 1.0f / s1);
     pbd__v3 u2 = pbd__mat32_mul(F0, F1, v2x, v2y), U2;
-    if (s2 > 1e-6f * s1) {
+    if (s2 > PBD__SV_RATIO_MIN * s1) {
         U2 = pbd__mul(u2, 1.0f / s2);
     } else { /* flattened onto a line: any unit vector normal to U1 */
         pbd__v3 t = pbd__sub(u2, pbd__mul(U1, pbd__dot(U1, u2)));
         float tl = pbd__len(t);
-        if (tl > 1e-12f) U2 = pbd__mul(t, 1.0f / tl);
+        if (tl > PBD__DIR_MIN) U2 = pbd__mul(t, 1.0f / tl);
         else {
-            pbd__v3 axis = fabsf(U1.x) < 0.6f ? pbd__v(1, 0, 0) : pbd__v(0, 1, 0);
+            pbd__v3 axis = fabsf(U1.x) < PBD__AXIS_X_MAX ? pbd__v(1, 0, 0) : pbd__v(0, 1, 0);
             t = pbd__cross(U1, axis);
             U2 = pbd__mul(t, 1.0f / pbd__len(t));
         }
@@ -8648,7 +8745,7 @@ static void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, floa
     pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
     float l = pbd__len(d), target;
     if (l > hi * rest) target = hi * rest;
-    else if (l < lo * rest && l > 1e-9f) target = lo * rest;
+    else if (l < lo * rest && l > PBD__LEN_MIN) target = lo * rest;
     else return;
     pbd__v3 corr = pbd__mul(d, k * (l - target) / (l * ws));
     a->x -= corr.x * a->w;
@@ -8747,7 +8844,7 @@ static pbd_result pbd__limit_edges(pbd_world *w, const int *tri, int nt, pbd__gr
         g->idx[2 * e] = edges[e].a;
         g->idx[2 * e + 1] = edges[e].b;
         g->rest[e] = pbd__len(pbd__sub(pbd__p3(w->x[edges[e].a]), pbd__p3(w->x[edges[e].b])));
-        if (!(g->rest[e] > 1e-7f))
+        if (!(g->rest[e] > PBD__REST_LEN_MIN))
             r = pbd__fail(w, PBD_ERROR_DEGENERATE, "edge %d-%d has zero length", edges[e].a, edges[e].b);
     }
     if (r != PBD_OK) pbd__group_free(w, g);
@@ -8868,7 +8965,7 @@ PBDDEF pbd_hair_desc pbd_hair_desc_default(void) {
 static inline pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float rest, unsigned a, unsigned b) {
     pbd__v3 d = pbd__sub(p, leader);
     float l = pbd__len(d);
-    if (!(l > 1e-12f)) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
+    if (!(l > PBD__DIR_MIN)) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
     return pbd__add(leader, pbd__mul(d, rest / l));
 }
 
@@ -8952,7 +9049,7 @@ static void pbd__vftl_batch(pbd__p4 *P, pbd__strands *S, int s0, int per, int fi
         for (int l = 0; l < PBD__W; ++l) {
             if (wv[l] == 0) continue;
             int e = S->start[s0 + l] + k;
-            if (!(lv[l] > 1e-12f)) {
+            if (!(lv[l] > PBD__DIR_MIN)) {
                 pbd__v3 lp = pbd__p3(P[S->idx[e - 1]]);
                 pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1],
                                              (unsigned)ids[l]);
@@ -9134,7 +9231,7 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
         S.rest[S.start[s]] = 0;
         for (int k = S.start[s] + 1; k < S.start[s + 1]; ++k) {
             S.rest[k] = pbd__len(pbd__sub(pbd__p3(w->x[S.idx[k]]), pbd__p3(w->x[S.idx[k - 1]])));
-            if (!(S.rest[k] > 1e-7f)) {
+            if (!(S.rest[k] > PBD__REST_LEN_MIN)) {
                 r = pbd__fail(w, PBD_ERROR_DEGENERATE, "strand %d has a zero-length segment", s);
                 break;
             }
@@ -9170,7 +9267,7 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     PBD__TRY(pbd__check_finite(w, d->root_positions, 3 * (size_t)d->strand_count, "root_positions"));
     PBD__TRY(pbd__check_finite(w, d->root_normals, 3 * (size_t)d->strand_count, "root_normals"));
     for (int s = 0; s < d->strand_count; ++s)
-        if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > 1e-12f))
+        if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > PBD__DIR_MIN))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "root normal %d is zero", s);
     if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
@@ -9285,7 +9382,7 @@ PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *
     if (normals) {
         PBD__TRY(pbd__check_finite(w, normals, 3 * (size_t)S->nstrands, "normals"));
         for (int s = 0; s < S->nstrands; ++s)
-            if (!(pbd__len(pbd__ld(normals + 3 * s)) > 1e-12f))
+            if (!(pbd__len(pbd__ld(normals + 3 * s)) > PBD__DIR_MIN))
                 return pbd__fail(w, PBD_ERROR_DEGENERATE, "normal %d is zero", s);
     }
     for (int s = 0; s < S->nstrands; ++s) {
@@ -9295,7 +9392,7 @@ PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *
         else if (S->clamped) n = pbd__sub(w->kin_target[S->idx[b + 1]], w->kin_target[S->idx[b]]);
         else n = pbd__v(0, 1, 0);
         float l = pbd__len(n);
-        n = l > 1e-12f ? pbd__mul(n, 1.0f / l) : pbd__v(0, 1, 0);
+        n = l > PBD__DIR_MIN ? pbd__mul(n, 1.0f / l) : pbd__v(0, 1, 0);
         pbd__hair_root_targets(w, S, s, pbd__ld(positions + 3 * s), n);
     }
     return PBD_OK;
@@ -10978,7 +11075,7 @@ static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u
     float d00 = pbd__dot(e0, e0), d01 = pbd__dot(e0, e1), d11 = pbd__dot(e1, e1), d20 = pbd__dot(d, e0),
           d21 = pbd__dot(d, e1);
     float den = d00 * d11 - d01 * d01;
-    if (!(den > 1e-30f)) return 0;
+    if (!(den > PBD__DENOM_MIN)) return 0;
     u[1] = (d11 * d20 - d01 * d21) / den;
     u[2] = (d00 * d21 - d01 * d20) / den;
     u[0] = 1.0f - u[1] - u[2];
@@ -10990,11 +11087,11 @@ static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2,
     pbd__v3 d1 = pbd__sub(q1, p1), d2 = pbd__sub(q2, p2), r = pbd__sub(p1, p2);
     float a = pbd__dot(d1, d1), e = pbd__dot(d2, d2), f = pbd__dot(d2, r);
     float c = pbd__dot(d1, r), b = pbd__dot(d1, d2), den = a * e - b * b;
-    if (!(a > 1e-20f) || !(e > 1e-20f)) {
+    if (!(a > PBD__EDGE_LEN2_MIN) || !(e > PBD__EDGE_LEN2_MIN)) {
         *s = *t = 0;
         return;
     } /* a collapsed edge: no edge contact */
-    float S = den > 1e-12f * a * e ? pbd__clampf((b * f - c * e) / den, 0.0f, 1.0f) : 0.0f;
+    float S = den > PBD__PARALLEL_SIN2 * a * e ? pbd__clampf((b * f - c * e) / den, 0.0f, 1.0f) : 0.0f;
     float T = (b * S + f) / e;
     if (T < 0) {
         T = 0;
@@ -11062,7 +11159,7 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
        pass around an edge) */
     pbd__v3 nx = pbd__cross(pbd__sub(b, a), pbd__sub(c, a));
     float nl = pbd__len(nx), side = 0;
-    if (!(nl > 1e-18f)) return;
+    if (!(nl > PBD__NORMAL_LEN_MIN)) return;
     float dn = pbd__dot(pbd__sub(xi, a), nx) / nl;
     int over = d * d - dn * dn <= th * th;
     for (int j = 0; over && j < nprev; ++j)
@@ -11070,7 +11167,8 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
     pbd__v3 a0 = pbd__sc_x0(S, tv3[0]), b0 = pbd__sc_x0(S, tv3[1]), c0 = pbd__sc_x0(S, tv3[2]), q0 = pbd__sc_x0(S, i);
     float u[3];
     if (side != 0) {
-    } else if (over && pbd__barycentric(q0, a0, b0, c0, u) && u[0] > -0.25f && u[1] > -0.25f && u[2] > -0.25f)
+    } else if (over && pbd__barycentric(q0, a0, b0, c0, u) && u[0] > -PBD__SC_OVER_SLACK &&
+               u[1] > -PBD__SC_OVER_SLACK && u[2] > -PBD__SC_OVER_SLACK)
         side = pbd__dot(pbd__sub(q0, a0), pbd__cross(pbd__sub(b0, a0), pbd__sub(c0, a0)));
     else side = dn;
     pbd__sc_pt item;
@@ -11093,7 +11191,7 @@ static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int
     pbd__segment_closest(A0, A1, B0, B1, &s, &t);
     /* closest points at an end are vertex contacts, which the
        point-triangle constraints of the neighbours handle */
-    if (s <= 1e-3f || s >= 1 - 1e-3f || t <= 1e-3f || t >= 1 - 1e-3f) return;
+    if (s <= PBD__SC_EE_END || s >= 1 - PBD__SC_EE_END || t <= PBD__SC_EE_END || t >= 1 - PBD__SC_EE_END) return;
     pbd__v3 d = pbd__sub(pbd__lerp(A0, A1, s), pbd__lerp(B0, B1, t));
     float dist = pbd__len(d);
     float tr = pbd__sc_travel(w, S, a0), q;
@@ -11113,8 +11211,8 @@ static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int
     for (int j = 0; j < nprev; ++j)
         if (prev[j].edge == f) kept = j;
     if (kept >= 0) item.n = prev[kept].n; /* kept while the pair stays a candidate */
-    else if (l0 > 1e-7f) item.n = pbd__mul(d0, 1.0f / l0);
-    else if (dist > 1e-7f) item.n = pbd__mul(d, 1.0f / dist);
+    else if (l0 > PBD__SC_EE_DIR_MIN) item.n = pbd__mul(d0, 1.0f / l0);
+    else if (dist > PBD__SC_EE_DIR_MIN) item.n = pbd__mul(d, 1.0f / dist);
     else return;
     item.edge = f;
     item.lambda = 0;
@@ -11206,13 +11304,12 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
 }
 /* The inner-point test of the edge pairs without divisions (they were
    most of its cost): s = ns / den and t = (b s + f) / e lie in
-   (1e-3, 1 - 1e-3) when ns and nt = b ns + f den lie in the same interval
+   (PBD__SC_EE_END, 1 - PBD__SC_EE_END) when ns and nt = b ns + f den lie in the same interval
    times den and den e (both positive here). The interval is widened by
-   PBD__SC_INNER_SLACK, and nt's by a relative 1e-5 of the size of its
+   PBD__SC_INNER_SLACK, and nt's by PBD__SC_INNER_REL of the size of its
    terms (t cancels when an edge is short next to the distance), far more
    than the rounding of either form, so that this cannot reject a pair
    that pbd__sc_try_ee, which decides with pbd__segment_closest, keeps. */
-#define PBD__SC_INNER_SLACK 1e-4f
 #if PBD__W > 1
 /* pbd__sc_lanes_inner for the W lanes L[..] of an edge cluster's rows
    (row k at L + k * PBD__SC_K), in the same operations as its scalar loop. */
@@ -11229,13 +11326,13 @@ static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float 
     pbd__vf c = pbd__vadd(pbd__vadd(pbd__vmul(D0, r0), pbd__vmul(D1, r1)), pbd__vmul(D2, r2));
     pbd__vf b = pbd__vadd(pbd__vadd(pbd__vmul(D0, e0), pbd__vmul(D1, e1)), pbd__vmul(D2, e2));
     pbd__vf den = pbd__vsub(pbd__vmul(A, e), pbd__vmul(b, b));
-    pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(1e-20f), A), pbd__vlt(pbd__vset1(1e-20f), e));
-    ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(1e-12f), A), e), den));
+    pbd__vm ok = pbd__vand_m(pbd__vlt(pbd__vset1(PBD__EDGE_LEN2_MIN), A), pbd__vlt(pbd__vset1(PBD__EDGE_LEN2_MIN), e));
+    ok = pbd__vand_m(ok, pbd__vlt(pbd__vmul(pbd__vmul(pbd__vset1(PBD__PARALLEL_SIN2), A), e), den));
     pbd__vf ns = pbd__vsub(pbd__vmul(b, f), pbd__vmul(c, e)), bn = pbd__vmul(b, ns), fd = pbd__vmul(f, den),
             nt = pbd__vadd(bn, fd);
-    pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(1e-3f - PBD__SC_INNER_SLACK),
-            hi = pbd__vset1(1 - 1e-3f + PBD__SC_INNER_SLACK);
-    pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vabs(bn), pbd__vabs(fd)));
+    pbd__vf de = pbd__vmul(den, e), lo = pbd__vset1(PBD__SC_EE_END - PBD__SC_INNER_SLACK),
+            hi = pbd__vset1(1 - PBD__SC_EE_END + PBD__SC_INNER_SLACK);
+    pbd__vf tol = pbd__vmul(pbd__vset1(PBD__SC_INNER_REL), pbd__vadd(pbd__vabs(bn), pbd__vabs(fd)));
     ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vmul(lo, den), ns), pbd__vlt(ns, pbd__vmul(hi, den))));
     ok = pbd__vand_m(ok, pbd__vand_m(pbd__vlt(pbd__vsub(pbd__vmul(lo, de), tol), nt),
                                      pbd__vlt(nt, pbd__vadd(pbd__vmul(hi, de), tol))));
@@ -11262,10 +11359,10 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
         float e0 = L[12 * K + j], e1 = L[13 * K + j], e2 = L[14 * K + j], e = L[15 * K + j];
         float f = e0 * r0 + e1 * r1 + e2 * r2, c = d0 * r0 + d1 * r1 + d2 * r2, b = d0 * e0 + d1 * e1 + d2 * e2;
         float den = a * e - b * b;
-        int ok = (a > 1e-20f) & (e > 1e-20f) & (den > 1e-12f * a * e);
+        int ok = (a > PBD__EDGE_LEN2_MIN) & (e > PBD__EDGE_LEN2_MIN) & (den > PBD__PARALLEL_SIN2 * a * e);
         float ns = b * f - c * e, bn = b * ns, fd = f * den, nt = bn + fd, de = den * e;
-        float lo = 1e-3f - PBD__SC_INNER_SLACK, hi = 1 - 1e-3f + PBD__SC_INNER_SLACK,
-              tol = 1e-5f * (fabsf(bn) + fabsf(fd));
+        float lo = PBD__SC_EE_END - PBD__SC_INNER_SLACK, hi = 1 - PBD__SC_EE_END + PBD__SC_INNER_SLACK,
+              tol = PBD__SC_INNER_REL * (fabsf(bn) + fabsf(fd));
         m |= (unsigned)(ok & (ns > lo * den) & (ns < hi * den) & (nt > lo * de - tol) & (nt < hi * de + tol)) << j;
     }
     return m & m0;
@@ -11516,7 +11613,7 @@ static float pbd__sc_cell(const float *box, int n) {
             float e = box[6 * (size_t)k + 3 + j] - box[6 * (size_t)k + j];
             c = e > c ? e : c;
         }
-    return c * 1.01f + 1e-6f;
+    return c * PBD__SC_CELL_GROW + PBD__SC_CELL_PAD;
 }
 
 /* The four vertices of candidate slot `id` (see pbd__selfcol). */
@@ -11656,7 +11753,7 @@ static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n
     if (C >= 0) return 0;
     float wg2 = 0;
     for (int k = 0; k < n; ++k) wg2 += w->p[ids[k]].w * pbd__dot(g[k], g[k]);
-    if (!(wg2 > 1e-30f)) return 0;
+    if (!(wg2 > PBD__WG2_MIN)) return 0;
     float dl = -C / wg2, most = 0;
     /* a contact near an edge's end or a triangle's corner whose other
        particles are fixed would move the free one by C over a tiny weight:
@@ -11715,7 +11812,7 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     float cuts[4] = {0, 1, 1, 1};
     int nc = 1;
     float A = 3 * c3, B = 2 * c2, C = c1, disc = B * B - 4 * A * C;
-    if (fabsf(A) > 1e-30f && disc >= 0) {
+    if (fabsf(A) > PBD__DENOM_MIN && disc >= 0) {
         float r = sqrtf(disc), t1 = (-B - r) / (2 * A), t2 = (-B + r) / (2 * A);
         if (t1 > t2) {
             float q = t1;
@@ -11724,7 +11821,7 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
         }
         if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
         if (t2 > 0 && t2 < 1) cuts[nc++] = t2;
-    } else if (fabsf(A) <= 1e-30f && fabsf(B) > 1e-30f) {
+    } else if (fabsf(A) <= PBD__DENOM_MIN && fabsf(B) > PBD__DENOM_MIN) {
         float t1 = -C / B;
         if (t1 > 0 && t1 < 1) cuts[nc++] = t1;
     }
@@ -11743,7 +11840,7 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
         pbd__v3 p[4];
         for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
         if (!pbd__barycentric(p[0], p[1], p[2], p[3], u)) continue;
-        if (u[0] >= -1e-4f && u[1] >= -1e-4f && u[2] >= -1e-4f) return 1;
+        if (u[0] >= -PBD__SC_BARY_SLACK && u[1] >= -PBD__SC_BARY_SLACK && u[2] >= -PBD__SC_BARY_SLACK) return 1;
     }
     return 0;
 }
@@ -11765,7 +11862,7 @@ static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
     }
     float size = pbd__len(pbd__sub(x[2], x[1])) + pbd__len(pbd__sub(x[3], x[1]));
     float reach = pbd__len(pbd__sub(y[0], x[0])) + corner;
-    return d0 > 1.001f * reach + 1e-3f * size;
+    return d0 > PBD__SC_APART_GROW * reach + PBD__SC_APART_SIZE * size;
 }
 
 /* The fail-safe after the last iteration (the contacts could not hold
@@ -11880,7 +11977,7 @@ static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
     for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->p[ids[j]]);
     float th = q->th, l;
     float h = pbd__pt_height(x, &n, &l), C = h - th; /* pbd__eval_point_triangle, the gradients when active */
-    if (l < 1e-18f || C >= 0) return;
+    if (l < PBD__NORMAL_LEN_MIN || C >= 0) return;
     /* active while the vertex is over the triangle, widened by the
        thickness so that it cannot slip past an edge */
     int f;
@@ -11927,7 +12024,7 @@ static unsigned pbd__sc_pt_may_act(const pbd_world *w, const pbd__selfcol *S, co
     pbd__vf C = pbd__vsub(pbd__vvdot(pbd__vvsub(x[0], x[1]), nh), t);
     pbd__vv r = pbd__vvsub(x[0], pbd__vclosest_on_triangle(x[0], x[1], x[2], x[3]));
     pbd__vf rn = pbd__vvdot(r, nh);
-    pbd__vm off = pbd__vor_m(pbd__vlt(l, pbd__vset1(1e-18f)), pbd__vle(zero, C));
+    pbd__vm off = pbd__vor_m(pbd__vlt(l, pbd__vset1(PBD__NORMAL_LEN_MIN)), pbd__vle(zero, C));
     off = pbd__vor_m(off, pbd__vlt(pbd__vmul(t, t), pbd__vsub(pbd__vvdot(r, r), pbd__vmul(rn, rn))));
     return ~pbd__vbits(off) & (((unsigned)1 << n) - 1);
 }
@@ -12013,7 +12110,7 @@ static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n
         vn += k[j] * pbd__dot(pbd__p3(w->v[ids[j]]), n);
         den += w->x[ids[j]].w * k[j] * k[j];
     }
-    if (!(vn > 0) || !(den > 1e-30f)) return;
+    if (!(vn > 0) || !(den > PBD__WG2_MIN)) return;
     float dv = -vn / den;
     for (int j = 0; j < 4; ++j) {
         pbd__p4 *V = &w->v[ids[j]];
@@ -12036,7 +12133,7 @@ static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
         for (int j = 0; j < 4; ++j) x[j] = pbd__p3(w->x[ids[j]]);
         pbd__v3 n = pbd__cross(pbd__sub(x[2], x[1]), pbd__sub(x[3], x[1]));
         float l = pbd__len(n), u[3];
-        if (!(l > 1e-18f) || !pbd__barycentric(x[0], x[1], x[2], x[3], u)) return;
+        if (!(l > PBD__NORMAL_LEN_MIN) || !pbd__barycentric(x[0], x[1], x[2], x[3], u)) return;
         float kk[4] = {1.0f, -u[0], -u[1], -u[2]};
         pbd__sc_stop(w, ids, kk, pbd__mul(n, c->side / l));
     } else {
@@ -12438,11 +12535,11 @@ static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *
     pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
     pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
     float l = sqrtf(pbd__dot(d, d));
-    if (l < 1e-9f) return 0;
+    if (l < PBD__LEN_MIN) return 0;
     float s = g->unilateral ? -1.0f : 1.0f;
     float C = (l - g->rest[c]) * s;
     float wsum = a->w + b->w;
-    if ((g->unilateral && C >= 0) || !(wsum > 1e-30f)) return 1;
+    if ((g->unilateral && C >= 0) || !(wsum > PBD__WG2_MIN)) return 1;
     float q = scale * (-C - alpha_tilde * g->lambda[c]) / ((wsum + alpha_tilde) * l);
     if (q == 0) return 1;
     g->lambda[c] += q * l;
@@ -12514,7 +12611,7 @@ static inline void pbd__vfinish(pbd__p4 *P, pbd__group *g, int b, pbd__vbatch *B
     pbd__vf zero = pbd__vset1(0.0f), at = pbd__vset1(alpha_tilde);
     pbd__vf wg2 = zero;
     for (int r = 0; r < B->n; ++r) wg2 = pbd__vadd(wg2, pbd__vmul(B->p[r].w, pbd__vvdot(gr[r], gr[r])));
-    active = pbd__vand_m(active, pbd__vlt(pbd__vset1(1e-30f), wg2));
+    active = pbd__vand_m(active, pbd__vlt(pbd__vset1(PBD__WG2_MIN), wg2));
     pbd__vf lam = pbd__vload(g->lambda + b);
     pbd__vf dl =
         pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
@@ -12550,12 +12647,12 @@ static int pbd__vproject_distance(pbd__p4 *P, pbd__group *g, int b, float at, fl
     pbd__vbatch_load(&B, P, g, b, 2);
     pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), pbd__vvpos(B.p[1]));
     pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d)), zero = pbd__vset1(0.0f);
-    if (pbd__vany(pbd__vlt(l, pbd__vset1(1e-9f)))) return 0; /* coincident: the hash direction */
+    if (pbd__vany(pbd__vlt(l, pbd__vset1(PBD__LEN_MIN)))) return 0; /* coincident: the hash direction */
     float sgn = g->unilateral ? -1.0f : 1.0f;
     pbd__vf s = pbd__vset1(sgn);
     pbd__vf C = pbd__vmul(pbd__vsub(l, pbd__vload(g->rest + b)), s);
     pbd__vf wsum = pbd__vadd(B.p[0].w, B.p[1].w);
-    pbd__vm active = pbd__vlt(pbd__vset1(1e-30f), wsum);
+    pbd__vm active = pbd__vlt(pbd__vset1(PBD__WG2_MIN), wsum);
     if (g->unilateral) active = pbd__vand_m(active, pbd__vlt(C, zero));
     pbd__vf lam = pbd__vload(g->lambda + b), vat = pbd__vset1(at);
     pbd__vf q = pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(vat, lam))),
@@ -12583,7 +12680,7 @@ static int pbd__vproject_area(pbd__p4 *P, pbd__group *g, int b, float at, float 
             c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
     pbd__vv n = pbd__vvcross(a, c);
     pbd__vf l = pbd__vsqrt(pbd__vvdot(n, n));
-    pbd__vm active = pbd__vle(pbd__vset1(1e-18f), l); /* the scalar code skips l < 1e-18 */
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__NORMAL_LEN_MIN), l); /* the scalar code skips l < PBD__NORMAL_LEN_MIN */
     pbd__vv nh = pbd__vvmul(n, pbd__vdiv(pbd__vset1(1.0f), l));
     pbd__vv gr[3];
     gr[1] = pbd__vvmul(pbd__vvcross(c, nh), pbd__vset1(0.5f));
@@ -12622,7 +12719,7 @@ static int pbd__vproject_isometric(pbd__p4 *P, pbd__group *g, int b, float at, f
     L.x = L.y = L.z = zero;
     for (int r = 0; r < 4; ++r) L = pbd__vvadd(L, pbd__vvmul(pbd__vvpos(B.p[r]), K[r]));
     pbd__vf l = pbd__vsqrt(pbd__vvdot(L, L));
-    pbd__vm active = pbd__vle(pbd__vset1(1e-9f), l);
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
     pbd__vv n = pbd__vvmul(L, pbd__vdiv(s, l));
     pbd__vv gr[4];
     for (int r = 0; r < 4; ++r) gr[r] = pbd__vvmul(n, K[r]);
@@ -12650,7 +12747,7 @@ static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, 
     float maxd = g->rest[(size_t)b * 4 + 3]; /* one max distance per group */
     pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), t);
     pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d));
-    pbd__vm active = pbd__vle(pbd__vset1(1e-9f), l);
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
     pbd__vv gr[2];
     gr[0] = pbd__vvmul(d, pbd__vdiv(pbd__vset1(1.0f), l));
     pbd__vf C = l;
@@ -12674,8 +12771,9 @@ static int pbd__vproject_dihedral(pbd__p4 *P, pbd__group *g, int b, float at, fl
     pbd__vv n1 = pbd__vvcross(pbd__vvsub(p2, p0), pbd__vvsub(p2, p1));
     pbd__vv n2 = pbd__vvcross(pbd__vvsub(p3, p1), pbd__vvsub(p3, p0));
     pbd__vf el = pbd__vsqrt(pbd__vvdot(e, e)), n1l2 = pbd__vvdot(n1, n1), n2l2 = pbd__vvdot(n2, n2);
-    pbd__vm active = pbd__vand_m(pbd__vand_m(pbd__vle(pbd__vset1(1e-9f), el), pbd__vle(pbd__vset1(1e-18f), n1l2)),
-                                 pbd__vle(pbd__vset1(1e-18f), n2l2));
+    pbd__vm active = pbd__vand_m(
+        pbd__vand_m(pbd__vle(pbd__vset1(PBD__LEN_MIN), el), pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n1l2)),
+        pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n2l2));
     pbd__vf one = pbd__vset1(1.0f);
     pbd__vv m1 = pbd__vvmul(n1, pbd__vdiv(one, n1l2)), m2 = pbd__vvmul(n2, pbd__vdiv(one, n2l2));
     pbd__vf s = pbd__vdiv(one, pbd__vsqrt(pbd__vmul(n1l2, n2l2)));
@@ -12910,7 +13008,7 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
 static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
     float r = w->radius[i], margin = r + pbd__len(pbd__sub(pbd__p3(w->p[i]), pbd__p3(w->x[i])));
     *reach = r + margin;
-    *tol = 1e-5f * (r > 1e-3f ? r : 1e-3f);
+    *tol = PBD__CONTACT_TOL * (r > PBD__CONTACT_TOL_R_MIN ? r : PBD__CONTACT_TOL_R_MIN);
 }
 
 /* The radius of the ball about its frame's origin that holds a sphere,
@@ -12977,7 +13075,7 @@ static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, co
    most of what they cost. */
 static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
     const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
-    pbd__vf e = pbd__vset1(1e-5f), ga, gb, da, db;
+    pbd__vf e = pbd__vset1(PBD__FAR_GUARD), ga, gb, da, db;
     pbd__vv ra, rb;
     pbd__vpose_offsets(a, b, X, P, &ra, &rb);
     ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
@@ -13006,8 +13104,8 @@ static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp
     pbd__vf L = pbd__vadd(pbd__vsqrt(pbd__vvdot(d, d)), pbd__vmul(pbd__vset1(pbd__ball_spin(a, b)), A));
     pbd__vf lhs =
         pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
-    pbd__vf rhs =
-        pbd__vadd(pbd__vadd(vR, limit), pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
+    pbd__vf rhs = pbd__vadd(pbd__vadd(vR, limit),
+                            pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
     return pbd__vbits(pbd__vlt(rhs, lhs));
 }
 
@@ -13044,12 +13142,12 @@ static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
 static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd__vf limit) {
     pbd__vv dir = pbd__vvsub(pl, xl);
     pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), dd = pbd__vvdot(dir, dir);
-    pbd__vm moves = pbd__vlt(pbd__vset1(1e-30f), dd);
+    pbd__vm moves = pbd__vlt(pbd__vset1(PBD__DENOM_MIN), dd);
     pbd__vf t = pbd__vdiv(pbd__vmul(pbd__vvdot(xl, dir), pbd__vset1(-1.0f)), pbd__vsel(moves, one, dd));
     t = pbd__vsel(moves, zero, pbd__vmin(pbd__vmax(t, zero), one));
     pbd__vv c = pbd__vvadd(xl, pbd__vvmul(dir, t));
     pbd__vf A = pbd__vsqrt(pbd__vvdot(xl, xl)), B = pbd__vsqrt(pbd__vvdot(pl, pl)), D = pbd__vsqrt(pbd__vvdot(c, c));
-    pbd__vf guard = pbd__vmul(pbd__vset1(1e-5f), pbd__vadd(pbd__vadd(A, B), rad));
+    pbd__vf guard = pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(A, B), rad));
     return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
 }
 
@@ -13095,7 +13193,7 @@ static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
         dl.y = pbd__vsub(y.y, cy);
     }
     pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
-    pbd__vm big = pbd__vlt(pbd__vset1(1e-12f), l); /* the normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
+    pbd__vm big = pbd__vlt(pbd__vset1(PBD__DIR_MIN), l); /* the normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
     pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
     n->x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
     n->y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
@@ -13168,8 +13266,9 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     pbd__vp X = pbd__vgather(w->x, ids), P = pbd__vgather(w->p, ids);
     pbd__vf r = pbd__vload(w->radius + i0),
             d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
-    pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(1e-3f);
-    pbd__vf tol = pbd__vmul(pbd__vset1(1e-5f), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > 1e-3 ? r : 1e-3 */
+    pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(PBD__CONTACT_TOL_R_MIN);
+    pbd__vf tol =
+        pbd__vmul(pbd__vset1(PBD__CONTACT_TOL), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > rmin ? r : rmin */
     pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
     unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
     for (int c = 0; c < w->ncolliders; ++c) {
@@ -13404,7 +13503,7 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
     double det =
         A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
     double tr = A[0] + A[4] + A[8];
-    if (!(fabs(det) > 1e-12 * tr * tr * tr) || !(tr > 0)) return 0;
+    if (!(fabs(det) > PBD__SOLVE3_DET_MIN * tr * tr * tr) || !(tr > 0)) return 0;
     double inv[9] = {A[4] * A[8] - A[5] * A[7], A[2] * A[7] - A[1] * A[8], A[1] * A[5] - A[2] * A[4],
                      A[5] * A[6] - A[3] * A[8], A[0] * A[8] - A[2] * A[6], A[2] * A[3] - A[0] * A[5],
                      A[3] * A[7] - A[4] * A[6], A[1] * A[6] - A[0] * A[7], A[0] * A[4] - A[1] * A[3]};
