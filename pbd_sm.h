@@ -926,6 +926,78 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #define PBD_SM_FREE(p) free(p)
 #endif
 
+// ---- tolerances ----
+/* Every tolerance of the implementation, named by its role. Each keeps the
+   exact literal (and type: an f suffix means a float comparison; a double
+   literal in a float expression promotes it) it replaced, so the results
+   are the same bits. _F names are float literals. */
+
+/* rotation extraction (scalar pbd_sm__extract_rotation and its SIMD twin pbd_sm__extract_rotation4) */
+// Newton Hessian pivots above this times tr(B): smaller steps wildly on a near-singular H, larger falls back to Mueller
+#define PBD_SM__NEWTON_PD_MARGIN 1e-6
+// Newton step longest squared (half a radian): longer, the quadratic model is not trusted; shorter, fewer warm starts
+#define PBD_SM__NEWTON_STEP_MAX2 0.25
+// Mueller et al.'s eps in w = g / (|tr| + eps): only keeps tr = 0 from dividing by zero; larger slows convergence
+#define PBD_SM__MUELLER_EPS 1e-9
+// below this turn angle the half-angle series (terms below 1e-16 omitted); larger loses accuracy, smaller is sin/cos
+#define PBD_SM__TURN_SERIES_MAX 1e-3
+// a warm-start quaternion shorter than this is replaced by identity: dividing by it would amplify noise to garbage
+#define PBD_SM__QUAT_NORM_MIN 1e-12
+// a warm-start norm or an entry of A above this counts as overflowed, like NaN: smaller would reject real inputs
+#define PBD_SM__ROT_HUGE 1e30
+// a turn below this (A scaled to max entry 1) is converged: near double precision; smaller may never be met
+#define PBD_SM__TURN_DONE 1e-12
+// after a Newton turn below this, what is left is ~ its square (below TURN_DONE); larger would stop early
+#define PBD_SM__NEWTON_DONE 1e-7
+// a half turn is taken when a pair sum of diag(R^T A) is below minus this: zero would flip on rounding noise
+#define PBD_SM__HALF_TURN_GAIN 1e-6
+
+/* meshes, eigen solves, bodies */
+// a mesh coordinate above this is rejected like inf: larger lets near-FLT_MAX values through to overflow later
+#define PBD_SM__COORD_MAX 1e30
+// sin^2 of a mesh triangle's corner below this is degenerate: smaller lets zero-area triangles through
+#define PBD_SM__MESH_SIN2_MIN 1e-24
+// Jacobi stops when off-diagonal^2 <= this times diagonal^2: double precision squared; larger, inexact eigenvectors
+#define PBD_SM__JACOBI_OFF_REL 1e-32
+// pseudo-inverse drops eigenvalues below this times the largest: larger discards real modes, smaller amplifies noise
+#define PBD_SM__PINV_EIG_REL 1e-10
+// rest rms distance from the centre below this times the extent: coincident, A_qq singular; larger rejects thin bodies
+#define PBD_SM__REST_SIZE_REL 1e-6
+// linear mode's volume term needs det A above this: cbrt of a near-zero or negative det would explode or invert
+#define PBD_SM__LINEAR_DET_MIN 1e-9
+// a plastic update with det S_p below this would invert or collapse the rest shape: it is skipped
+#define PBD_SM__PLASTIC_DET_MIN 1e-6
+// voxelize's ray offset in cells (times irrational fractions): larger misplaces the surface, smaller hits vertices
+#define PBD_SM__RAY_OFFSET 1e-4
+// a rotation by less than this angle (rad) is none: q_p = q, omega = 0; dividing by it would amplify rounding
+#define PBD_SM__ANGLE_NONE 1e-9
+// an orientation's squared norm (desc, in float) must exceed this to normalise: smaller gives garbage directions
+#define PBD_SM__QUAT_NORM2_MIN_F 1e-12f
+// the same for pbd_sm_oriented_set's squared norm, in double
+#define PBD_SM__QUAT_NORM2_MIN 1e-12
+// skinning weight 1 / (d^2 + eps): keeps a vertex on a bone (d = 0) finite; larger blurs near weights
+#define PBD_SM__SKIN_DIST2_EPS 1e-12
+// volume constraint's sum w |grad C|^2 below this: no direction to correct along, the projection is skipped
+#define PBD_SM__VOLUME_DEN_MIN 1e-30
+// ray-triangle |det| below this: ray parallel to the triangle, no hit (1 / det would overflow)
+#define PBD_SM__RAY_PARALLEL 1e-30
+
+/* cloth levels (float) */
+// added to |d0| |d1| before dividing for a cosine: keeps a zero-length edge from dividing by zero
+#define PBD_SM__COS_DEN_EPS_F 1e-30f
+// rest triangle area below this times an edge squared is a sliver: rejected (its inverse rest shape would blow up)
+#define PBD_SM__SLIVER_REL_F 1e-12f
+// added to that edge squared so a zero edge still gives a positive bound
+#define PBD_SM__EDGE2_FLOOR_F 1e-30f
+// an edge shorter than this has no direction (1/len overflows): the projection keeps its frame, the edge rests
+#define PBD_SM__DIR_LEN_MIN_F 1e-20f
+// |n x e1| (a length cubed) below this has no direction: smaller would divide by denormals
+#define PBD_SM__CROSS_LEN_MIN_F 1e-30f
+// |n x e1| below this times |e1|^3 is a flat triangle: its projection frame is kept from the last valid step
+#define PBD_SM__FLAT_REL_F 1e-6f
+// 2D polar decomposition: |u| below this has no rotation, identity is used (1/|u| would overflow)
+#define PBD_SM__POLAR_LEN_MIN_F 1e-30f
+
 // ==== rotation ==============================================================
 
 /* SIMD through SIMDe's AVX (4 doubles), used by the rotation extraction of
@@ -999,13 +1071,13 @@ static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
     /* Sylvester's criterion with margins, then Cramer's rule (one
        division: the solve is on the critical path of every region) */
     double c00 = h11 * h22 - h12 * h12, c01 = h02 * h12 - h01 * h22, c02 = h01 * h12 - h02 * h11;
-    double m2 = h00 * h11 - h01 * h01, det = h00 * c00 + h01 * c01 + h02 * c02, tiny = 1e-6 * tr;
+    double m2 = h00 * h11 - h01 * h01, det = h00 * c00 + h01 * c01 + h02 * c02, tiny = PBD_SM__NEWTON_PD_MARGIN * tr;
     if (!(h00 > tiny) || !(m2 > tiny * tiny) || !(det > tiny * tiny * tiny)) return 0;
     double c11 = h00 * h22 - h02 * h02, c12 = h01 * h02 - h00 * h12, c22 = m2, inv = 1.0 / det;
     double w0 = (c00 * g[0] + c01 * g[1] + c02 * g[2]) * inv;
     double w1 = (c01 * g[0] + c11 * g[1] + c12 * g[2]) * inv;
     double w2 = (c02 * g[0] + c12 * g[1] + c22 * g[2]) * inv;
-    if (!(w0 * w0 + w1 * w1 + w2 * w2 < 0.25)) return 0;
+    if (!(w0 * w0 + w1 * w1 + w2 * w2 < PBD_SM__NEWTON_STEP_MAX2)) return 0;
     g[0] = w0;
     g[1] = w1;
     g[2] = w2;
@@ -1030,7 +1102,7 @@ static int pbd_sm__rotation_step(const double *A, double inv_scale, const double
     }
     double tr = B[0] + B[4] + B[8];
     if (pbd_sm__rotation_newton(B, tr, w)) return 1;
-    double s = 1.0 / (fabs(tr) + 1e-9);
+    double s = 1.0 / (fabs(tr) + PBD_SM__MUELLER_EPS);
     w[0] *= s;
     w[1] *= s;
     w[2] *= s;
@@ -1041,7 +1113,7 @@ static int pbd_sm__rotation_step(const double *A, double inv_scale, const double
    its first omitted terms are below 1e-16). */
 static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
     double sh, ch;
-    if (ang < 1e-3) {
+    if (ang < PBD_SM__TURN_SERIES_MAX) {
         double a2 = ang * ang;
         sh = 0.5 - a2 / 48;
         ch = 1 - a2 / 8 + a2 * a2 / 384;
@@ -1073,7 +1145,7 @@ static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
    or below 1e-12), 0 when the iterations ran out. */
 static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
-    if (!(n0 > 1e-12) || !(n0 < 1e30)) {
+    if (!(n0 > PBD_SM__QUAT_NORM_MIN) || !(n0 < PBD_SM__ROT_HUGE)) {
         q[0] = q[1] = q[2] = 0;
         q[3] = 1;
         n0 = 1;
@@ -1082,7 +1154,7 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
         for (int k = 0; k < 4; ++k) q[k] /= n0;
     double scale = 0;
     for (int k = 0; k < 9; ++k) {
-        if (!(A[k] == A[k]) || fabs(A[k]) > 1e30) return 1; /* NaN or huge: keep the warm start */
+        if (!(A[k] == A[k]) || fabs(A[k]) > PBD_SM__ROT_HUGE) return 1; /* NaN or huge: keep the warm start */
         if (fabs(A[k]) > scale) scale = fabs(A[k]);
     }
     if (!(scale > 0)) return 1;
@@ -1095,9 +1167,9 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
         double w[3];
         if (!pbd_sm__rotation_step(A, inv, q, w)) break;
         double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-        if (!(ang > 1e-12)) return 1;
+        if (!(ang > PBD_SM__TURN_DONE)) return 1;
         pbd_sm__rotation_turn(q, w, ang);
-        if (ang < 1e-7) return 1; /* quadratic convergence: what is left is of order ang^2 */
+        if (ang < PBD_SM__NEWTON_DONE) return 1; /* quadratic convergence: what is left is of order ang^2 */
     }
     if (it == iterations) return 0;
     int converged = 0;
@@ -1106,7 +1178,7 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
         pbd_sm__quat_to_mat(q, R);
         for (int c = 0; c < 3; ++c) d[c] = (R[c] * A[c] + R[3 + c] * A[3 + c] + R[6 + c] * A[6 + c]) * inv;
         int axis = -1;
-        double worst = -1e-6;
+        double worst = -PBD_SM__HALF_TURN_GAIN;
         for (int k = 0; k < 3; ++k) {
             double pair = d[(k + 1) % 3] + d[(k + 2) % 3];
             if (pair < worst) {
@@ -1126,12 +1198,12 @@ static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) 
             double w[3];
             int newton = pbd_sm__rotation_step(A, inv, q, w);
             double ang = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
-            if (!(ang > 1e-12)) {
+            if (!(ang > PBD_SM__TURN_DONE)) {
                 converged = 1;
                 break;
             }
             pbd_sm__rotation_turn(q, w, ang);
-            if (newton && ang < 1e-7) {
+            if (newton && ang < PBD_SM__NEWTON_DONE) {
                 converged = 1;
                 break;
             }
@@ -1173,7 +1245,7 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
     for (int k = 0; k < 9; ++k) {
         a[k] = simde_mm256_set_pd(A[3][k], A[2][k], A[1][k], A[0][k]);
         v4 m = simde_mm256_and_pd(a[k], absmask); /* NaN fails the test */
-        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(m, PBD_SM__V(1e30), SIMDE_CMP_LE_OQ));
+        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(m, PBD_SM__V(PBD_SM__ROT_HUGE), SIMDE_CMP_LE_OQ));
         scale = simde_mm256_max_pd(m, scale);
     }
     live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(scale, zero, SIMDE_CMP_GT_OQ));
@@ -1218,7 +1290,7 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
         v4 c02 = PBD_SM__SUB(PBD_SM__MUL(h01, h12), PBD_SM__MUL(h02, h11));
         v4 m2 = PBD_SM__SUB(PBD_SM__MUL(h00, h11), PBD_SM__MUL(h01, h01));
         v4 det = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(h00, c00), PBD_SM__MUL(h01, c01)), PBD_SM__MUL(h02, c02));
-        v4 tiny = PBD_SM__MUL(PBD_SM__V(1e-6), tr), tiny2 = PBD_SM__MUL(tiny, tiny);
+        v4 tiny = PBD_SM__MUL(PBD_SM__V(PBD_SM__NEWTON_PD_MARGIN), tr), tiny2 = PBD_SM__MUL(tiny, tiny);
         int ok = simde_mm256_movemask_pd(simde_mm256_cmp_pd(tr, zero, SIMDE_CMP_GT_OQ)) &
                  simde_mm256_movemask_pd(simde_mm256_cmp_pd(h00, tiny, SIMDE_CMP_GT_OQ)) &
                  simde_mm256_movemask_pd(simde_mm256_cmp_pd(m2, tiny2, SIMDE_CMP_GT_OQ)) &
@@ -1233,13 +1305,14 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
         v4 w2 =
             PBD_SM__MUL(PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(c02, g0), PBD_SM__MUL(c12, g1)), PBD_SM__MUL(m2, g2)), id);
         v4 ww = PBD_SM__ADD(PBD_SM__ADD(PBD_SM__MUL(w0, w0), PBD_SM__MUL(w1, w1)), PBD_SM__MUL(w2, w2));
-        ok &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ww, PBD_SM__V(0.25), SIMDE_CMP_LT_OQ));
+        ok &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ww, PBD_SM__V(PBD_SM__NEWTON_STEP_MAX2), SIMDE_CMP_LT_OQ));
         live &= ok; /* no Newton step: the scalar routine goes on */
         v4 ang = simde_mm256_sqrt_pd(ww);
-        int still = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-12), SIMDE_CMP_GT_OQ));
+        int still = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(PBD_SM__TURN_DONE), SIMDE_CMP_GT_OQ));
         done |= live & ~still; /* converged without a turn */
         live &= still;
-        live &= simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-3), SIMDE_CMP_LT_OQ)); /* else sin/cos */
+        live &= simde_mm256_movemask_pd(
+            simde_mm256_cmp_pd(ang, PBD_SM__V(PBD_SM__TURN_SERIES_MAX), SIMDE_CMP_LT_OQ)); /* else sin/cos */
         if (!live) break;
         /* the turn (pbd_sm__rotation_turn, the small-angle series) */
         v4 a2 = PBD_SM__MUL(ang, ang);
@@ -1265,7 +1338,7 @@ static int pbd_sm__extract_rotation4(const double *const *A, double *const *q, i
         qy = simde_mm256_blendv_pd(qy, PBD_SM__MUL(o1, n), keep);
         qz = simde_mm256_blendv_pd(qz, PBD_SM__MUL(o2, n), keep);
         qw = simde_mm256_blendv_pd(qw, PBD_SM__MUL(o3, n), keep);
-        int small = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(1e-7), SIMDE_CMP_LT_OQ));
+        int small = simde_mm256_movemask_pd(simde_mm256_cmp_pd(ang, PBD_SM__V(PBD_SM__NEWTON_DONE), SIMDE_CMP_LT_OQ));
         done |= live & small;
         live &= ~small;
     }
@@ -2502,7 +2575,7 @@ static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, d
    increasing order). */
 static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start, int **adj) {
     for (long i = 0; i < 3 * (long)nv; ++i)
-        if (!(x[i] == x[i]) || fabs((double)x[i]) > 1e30)
+        if (!(x[i] == x[i]) || fabs((double)x[i]) > PBD_SM__COORD_MAX)
             return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
                                   "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > "
                                   "1e30 (i %ld, x[i] %g)",
@@ -2531,7 +2604,7 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         c[2] = e1[0] * e2[1] - e1[1] * e2[0];
         double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
         double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
-        if (!(cc > 1e-24 * ee) || !(ee > 0))
+        if (!(cc > PBD_SM__MESH_SIN2_MIN * ee) || !(ee > 0))
             return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
                                   "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))");
     }
@@ -3009,7 +3082,7 @@ static void pbd_sm__mx_sym_eigen(int n, double *A, double *V) {
             diag += A[p * n + p] * A[p * n + p];
             for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
         }
-        if (!(off > 1e-32 * diag)) break;
+        if (!(off > PBD_SM__JACOBI_OFF_REL * diag)) break;
         for (int p = 0; p < n; ++p)
             for (int q = p + 1; q < n; ++q) {
                 double apq = A[p * n + q];
@@ -3055,7 +3128,7 @@ static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai,
         for (int j = 0; j < n; ++j) {
             double s = 0, z = 0;
             for (int e = 0; e < n; ++e) {
-                int keep = lam[e] > 1e-10 * lmax;
+                int keep = lam[e] > PBD_SM__PINV_EIG_REL * lmax;
                 double vv = V[i * n + e] * V[j * n + e];
                 if (keep) s += vv / lam[e];
                 else z += vv;
@@ -3286,7 +3359,7 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
                 for (int d = 0; d < 9; ++d) A9[9 * a + d] += m * qt[a] * qt[d];
         }
         double size2 = (A[0] + A[4] + A[8]) / M; /* mean squared distance from the centre */
-        double tiny = 1e-6 * (b->extent > 0 ? b->extent : 1.0);
+        double tiny = PBD_SM__REST_SIZE_REL * (b->extent > 0 ? b->extent : 1.0);
         if (!(size2 > tiny * tiny))
             return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
                                   "pbd_sm__body_rest: all rest positions coincide (!(size2 > tiny * tiny))");
@@ -3491,7 +3564,7 @@ static void pbd_sm__region_goal_from(pbd_sm_body *b, int r, const double *c, con
         double A[9];
         pbd_sm__region_linear(b, r, Apq, R, A);
         double det = pbd_sm__mx_det3(A);
-        if (det > 1e-9) {
+        if (det > PBD_SM__LINEAR_DET_MIN) {
             double s = b->beta / cbrt(det);
             for (int k = 0; k < 9; ++k) B[k] = s * A[k] + (1 - b->beta) * B[k];
         }
@@ -3637,8 +3710,8 @@ static void pbd_sm__region_plastic(pbd_sm_body *b, int r, double h) {
         for (int k = 0; k < 9; ++k)
             N[k] = (k % 4 == 0 ? 1.0 : 0.0) + b->maxp * (N[k] - (k % 4 == 0 ? 1.0 : 0.0)) / dist;
     double dn = pbd_sm__mx_det3(N);
-    if (!(dn > 1e-6)) return; /* would invert the rest shape: keep S_p */
-    double s = 1 / cbrt(dn);  /* volume conservation, last so that det S_p = 1 */
+    if (!(dn > PBD_SM__PLASTIC_DET_MIN)) return; /* would invert the rest shape: keep S_p */
+    double s = 1 / cbrt(dn);                     /* volume conservation, last so that det S_p = 1 */
     for (int k = 0; k < 9; ++k) Sp[k] = N[k] * s;
 }
 
@@ -4102,7 +4175,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     long n = 0;
     /* the ray is offset by irrational fractions of a cell, so it does not
        pass through a mesh vertex or edge of a mesh built on a grid */
-    double oy = 1e-4 * spacing * 0.7548776662, oz = 1e-4 * spacing * 0.5698402910;
+    double oy = PBD_SM__RAY_OFFSET * spacing * 0.7548776662, oz = PBD_SM__RAY_OFFSET * spacing * 0.5698402910;
     for (int k = 0; k < dim[2]; ++k)
         for (int j = 0; j < dim[1]; ++j) {
             double y = lo[1] + spacing * (j + 0.5) + oy, z = lo[2] + spacing * (k + 0.5) + oz;
@@ -4495,7 +4568,7 @@ static void pbd_sm__rotate_back(const double *R, const double *v, double *o) {
 static void pbd_sm__quat_integrate_d(const double *q, const double *omega, double h, double *out) {
     double wl = sqrt(omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]);
     double r[4] = {q[0], q[1], q[2], q[3]};
-    if (wl * h > 1e-9) { /* below that q_p = q (survey 4.4, for stability) */
+    if (wl * h > PBD_SM__ANGLE_NONE) { /* below that q_p = q (survey 4.4, for stability) */
         double s = sin(0.5 * wl * h) / wl;
         double dq[4] = {omega[0] * s, omega[1] * s, omega[2] * s, cos(0.5 * wl * h)};
         pbd_sm__quat_mul_into(r, dq, 1); /* r = dq q, eq. 27 */
@@ -4511,7 +4584,7 @@ static void pbd_sm__quat_angular_velocity_d(const double *q, const double *qp, d
     double s = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
     double angle = 2.0 * atan2(s, r[3]);
     omega[0] = omega[1] = omega[2] = 0;
-    if (!(angle > 1e-9) || !(h > 0)) return;
+    if (!(angle > PBD_SM__ANGLE_NONE) || !(h > 0)) return;
     for (int k = 0; k < 3; ++k) omega[k] = r[k] / s * angle / h;
 }
 
@@ -4808,7 +4881,7 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
                 n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
-            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > 1e-12f))
+            if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > PBD_SM__QUAT_NORM2_MIN_F))
                 return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
                                       "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * "
                                       "q[2] + q[3] * q[3] > 1e-12f)");
@@ -4978,7 +5051,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const f
                               "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && "
                               "!pbd_sm__all_finite(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
-    if (!(qn > 1e-12))
+    if (!(qn > PBD_SM__QUAT_NORM2_MIN))
         return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE,
                               "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
     if (q)
@@ -5064,7 +5137,7 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
         bones[pos] = b;
         if (have < k) have++;
     }
-    for (int s = 0; s < k; ++s) wts[s] = bones[s] >= 0 ? 1.0 / (d2[s] + 1e-12) : 0;
+    for (int s = 0; s < k; ++s) wts[s] = bones[s] >= 0 ? 1.0 / (d2[s] + PBD_SM__SKIN_DIST2_EPS) : 0;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *d, pbd_sm_skin **out) {
@@ -5316,7 +5389,7 @@ static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
         const double *g = v->grad + 3 * i;
         den += v->weight[i] * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
     }
-    if (!(den > 1e-30)) return;
+    if (!(den > PBD_SM__VOLUME_DEN_MIN)) return;
     double s = -v->stiffness * C / den;
     for (int i = 0; i < v->nv; ++i) {
         float *pi = c->p + 4 * v->verts[i];
@@ -5337,7 +5410,7 @@ static void pbd_sm__volume_end_substep(void *user, const pbd_solve_context *c) {
         dcdt += g[0] * vi[0] + g[1] * vi[1] + g[2] * vi[2];
         den += v->weight[i] * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
     }
-    if (!(den > 1e-30)) return;
+    if (!(den > PBD_SM__VOLUME_DEN_MIN)) return;
     double s = -dcdt / den;
     for (int i = 0; i < v->nv; ++i) {
         float *vi = c->v + 4 * v->verts[i];
@@ -5429,7 +5502,7 @@ static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
             double e2[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
             double pv[3] = {d[1] * e2[2] - d[2] * e2[1], d[2] * e2[0] - d[0] * e2[2], d[0] * e2[1] - d[1] * e2[0]};
             double det = e1[0] * pv[0] + e1[1] * pv[1] + e1[2] * pv[2];
-            if (fabs(det) < 1e-30) continue;
+            if (fabs(det) < PBD_SM__RAY_PARALLEL) continue;
             double tv[3] = {(double)o[0] - a[0], (double)o[1] - a[1], (double)o[2] - a[2]};
             double u = (tv[0] * pv[0] + tv[1] * pv[1] + tv[2] * pv[2]) / det;
             if (u < 0 || u > 1) continue;
@@ -6007,7 +6080,7 @@ static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x,
             float d0[3], d1[3];
             pbd_sm__sub3(x + 3 * v, x + 3 * nb[2 * v], d0);
             pbd_sm__sub3(x + 3 * nb[2 * v + 1], x + 3 * v, d1);
-            float c = pbd_sm__dot3(d0, d1) / (pbd_sm__len3(d0) * pbd_sm__len3(d1) + 1e-30f);
+            float c = pbd_sm__dot3(d0, d1) / (pbd_sm__len3(d0) * pbd_sm__len3(d1) + PBD_SM__COS_DEN_EPS_F);
             if (c < 0.866f) locked[v] = 1;
         }
     }
@@ -6288,7 +6361,7 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         float area = 0.5f * pbd_sm__len3(n);
         float e01[3];
         pbd_sm__sub3(L->rest + 3 * T[1], L->rest + 3 * T[0], e01);
-        if (!(area > 1e-12f * (pbd_sm__dot3(e01, e01) + 1e-30f)) || !(area > 0)) {
+        if (!(area > PBD_SM__SLIVER_REL_F * (pbd_sm__dot3(e01, e01) + PBD_SM__EDGE2_FLOOR_F)) || !(area > 0)) {
             r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
                                "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + "
                                "1e-30f)) || !(area > 0) (area %g)",
@@ -6823,7 +6896,7 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
         float nx = e1y * e2z - e1z * e2y, ny = e1z * e2x - e1x * e2z, nz = e1x * e2y - e1y * e2x;
         float yx = ny * e1z - nz * e1y, yy = nz * e1x - nx * e1z, yz = nx * e1y - ny * e1x;
         float le = sqrtf(e1x * e1x + e1y * e1y + e1z * e1z), ly = sqrtf(yx * yx + yy * yy + yz * yz);
-        int ok = le > 1e-20f && ly > 1e-30f && ly > 1e-6f * le * le * le;
+        int ok = le > PBD_SM__DIR_LEN_MIN_F && ly > PBD_SM__CROSS_LEN_MIN_F && ly > PBD_SM__FLAT_REL_F * le * le * le;
         float ile = 1.0f / (ok ? le : 1.0f), ily = 1.0f / (ok ? ly : 1.0f);
         /* every value is computed, then selected: no branch */
         float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
@@ -6861,7 +6934,7 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
         float det = A00 * A11 - A01 * A10, sg = det < 0 ? -1.0f : 1.0f;
         float u0 = A00 + sg * A11, u1 = A10 - sg * A01;
         float lu = sqrtf(u0 * u0 + u1 * u1);
-        int rot_ok = lu > 1e-30f;
+        int rot_ok = lu > PBD_SM__POLAR_LEN_MIN_F;
         float ilu = 1.0f / (rot_ok ? lu : 1.0f);
         float ucs = u0 * ilu, usn = u1 * ilu;
         float cs = rot_ok ? ucs : 1.0f, sn = rot_ok ? usn : 0.0f;
@@ -7052,9 +7125,10 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
       yz = pbd_sm__vdiff2(nx, e1y, ny, e1x);
     V le = pbd_sm__vsqrt(pbd_sm__vdot3(e1x, e1x, e1y, e1y, e1z, e1z));
     V ly = pbd_sm__vsqrt(pbd_sm__vdot3(yx, yx, yy, yy, yz, yz));
-    pbd_sm__vm ok =
-        pbd_sm__vand(pbd_sm__vand(pbd_sm__vgt(le, pbd_sm__vset(1e-20f)), pbd_sm__vgt(ly, pbd_sm__vset(1e-30f))),
-                     pbd_sm__vgt(ly, pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vset(1e-6f), le), le), le)));
+    pbd_sm__vm ok = pbd_sm__vand(
+        pbd_sm__vand(pbd_sm__vgt(le, pbd_sm__vset(PBD_SM__DIR_LEN_MIN_F)),
+                     pbd_sm__vgt(ly, pbd_sm__vset(PBD_SM__CROSS_LEN_MIN_F))),
+        pbd_sm__vgt(ly, pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vmul(pbd_sm__vset(PBD_SM__FLAT_REL_F), le), le), le)));
     V ile = pbd_sm__vdiv(one_, pbd_sm__vsel(ok, le, one_)), ily = pbd_sm__vdiv(one_, pbd_sm__vsel(ok, ly, one_));
     V ax0 = pbd_sm__vsel(ok, pbd_sm__vmul(e1x, ile), pbd_sm__vld(S->P[0] + i));
     V ax1 = pbd_sm__vsel(ok, pbd_sm__vmul(e1y, ile), pbd_sm__vld(S->P[1] + i));
@@ -7099,7 +7173,7 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
     V sg = pbd_sm__vsel(pbd_sm__vlt(det, zero), minus1, one_);
     V u0 = pbd_sm__vadd(A00, pbd_sm__vmul(sg, A11)), u1 = pbd_sm__vsub(A10, pbd_sm__vmul(sg, A01));
     V lu = pbd_sm__vsqrt(pbd_sm__vsum2(u0, u0, u1, u1));
-    pbd_sm__vm rot_ok = pbd_sm__vgt(lu, pbd_sm__vset(1e-30f));
+    pbd_sm__vm rot_ok = pbd_sm__vgt(lu, pbd_sm__vset(PBD_SM__POLAR_LEN_MIN_F));
     V ilu = pbd_sm__vdiv(one_, pbd_sm__vsel(rot_ok, lu, one_));
     V cs = pbd_sm__vsel(rot_ok, pbd_sm__vmul(u0, ilu), one_), sn = pbd_sm__vsel(rot_ok, pbd_sm__vmul(u1, ilu), zero);
     V nsn = pbd_sm__vmul(minus1, sn);
@@ -7221,7 +7295,7 @@ static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const floa
         float l0 = l0s[i];
         float dxx = bx[i] - ax[i], dyy = by[i] - ay[i], dzz = bz[i] - az[i];
         float len = sqrtf(dxx * dxx + dyy * dyy + dzz * dzz);
-        int active = len > 1e-20f && !(conserve && len < l0);
+        int active = len > PBD_SM__DIR_LEN_MIN_F && !(conserve && len < l0);
         float il = 1.0f / (active ? len : 1.0f);
         float ux = dxx * il, uy = dyy * il, uz = dzz * il;
         float W = wa[i] + wb[i];
