@@ -271,6 +271,8 @@ PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, co
    particle_count * (2w+1)^2 (the candidate bars) or the member lists
    exceed INT_MAX. */
 PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out);
+/* The finest octree level pbd_sm_plan_octree accepts. */
+#define PBD_SM_OCTREE_MAX_LEVEL 16
 /* An adaptive octree lattice (Steinemann, Otaduy and Gross 2008): particle
    i is the simulation node of the leaf cell cells[4i .. 4i+3] = (x, y, z,
    level), which covers [x 2^level, (x+1) 2^level) on each axis in units of
@@ -294,7 +296,6 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
    entries (solid and mildly adaptive lattices); a sparser octree sums the
    paper's way, a bottom-up pass over the virtual nodes and one gather of
    the summation nodes per region. */
-#define PBD_SM_OCTREE_MAX_LEVEL 16
 PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, const int *widths, int w,
                                          pbd_sm_sum_plan **out);
 /* Paths on a triangle mesh (Diziol, Bender and Bayer 2011): one region per
@@ -429,7 +430,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    run at once in the lanes of one AVX vector, with the same bits as one
    at a time.
 
-   Parallel (issue item 7, survey 4.7): in the world step a large body
+   Parallel (survey 4.7): in the world step a large body
    (pbd_sm_body_set_parallel_min) shares every stage among the world's
    threads: the per-particle values, the region sums (the plan's passes),
    the region goals, the blend (a plan sum or a per-particle gather in
@@ -455,19 +456,19 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    particles, its velocities are fitted by a rigid motion in the same
    weights, so friction and restitution act on the whole body. So a rigid
    body leaves every iteration in its rest shape (to float rounding), and
-   rests without creeping. Matched with the masses alone, one particle's
-   contact would move the body by that particle's share of its mass: the
-   contacts converged slowly and a box crept down a slope that its static
-   friction holds; matched only before the contacts (as before issue 16)
-   it distorted by 19% at the impact of a 1 m drop. Limitation: particle
-   contacts between two bodies reach each through its mass-weighted match,
-   one particle's share of the body per iteration, and a body that a
-   collider holds does not yield at all; so a body striking, corner first
-   at 4.4 m/s, a body resting on the ground sinks into its lattice of
-   particle spheres (the spheres overlap by 3.5 cm at rest in the tests'
-   scene, 1.1 cm before; flat landings are unchanged). A rigid-body
-   contact with effective masses on both sides would need the contact
-   solver of pbd.h to know the bodies.
+   rests without creeping. The held particles weigh more than their mass
+   because, matched with the masses alone, one particle's contact would
+   move the body by that particle's share of its mass: the contacts would
+   converge slowly and a box would creep down a slope that its static
+   friction holds; and the body is matched after the contacts because,
+   matched only before them, it would be distorted by every impact.
+   Limitation: particle contacts between two bodies reach each through its
+   mass-weighted match, one particle's share of the body per iteration,
+   and a body that a collider holds does not yield at all; so a body
+   striking, corner first at 4.4 m/s, a body resting on the ground sinks
+   into its lattice of particle spheres (the spheres overlap by 3.5 cm at rest in the tests'
+   scene). A rigid-body contact with effective masses on both sides would
+   need the contact solver of pbd.h to know the bodies.
 
    Momentum: the corrections of a region sum to zero momentum and torque
    (mass-weighted centre, optimal rotation), so a body conserves linear and
@@ -790,7 +791,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weigh
    of Bergou et al. 2006 is a force and damping acts per triangle (section
    4.4). The paper integrates the bending force explicitly, which is stable
    only while h^2 k w lambda_max(Q) < 4 (about 13 ms for a 5 m cloth of
-   102 x 102 vertices and k = 1e-4; beyond it the cloth blew up to NaN);
+   102 x 102 vertices and k = 1e-4; beyond it the step diverges), so
    we give each vertex the mass m + h^2 k sum_j |Q_ij| for it, which is
    stable at any step and changes nothing where the explicit step is
    accurate. The paper runs one V-cycle per time step: use substeps = 1
@@ -834,8 +835,8 @@ typedef struct pbd_sm_cloth_desc {
     int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 */
     float damping;                  /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
     float bending_stiffness;        /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
-    pbd_sm_cloth_scheme scheme;     /* default PBD_SM_CLOTH_INDEPENDENT_SETS: 11-26% faster than
-                                   two-pass on one core (bench/multires.c), as fast on two;
+    pbd_sm_cloth_scheme scheme;     /* default PBD_SM_CLOTH_INDEPENDENT_SETS: the faster one on a
+                                   CPU (bench/multires.c times both, on 1 and 2 threads);
                                    two-pass is the GPU's scheme. Both recover from random and
                                    collapsed starts; a flat cloth collapsed into exactly one
                                    point is a special case for both: all corrections lie in
@@ -927,10 +928,10 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #endif
 
 // ---- tolerances ----
-/* Every tolerance of the implementation, named by its role. Each keeps the
-   exact literal (and type: an f suffix means a float comparison; a double
-   literal in a float expression promotes it) it replaced, so the results
-   are the same bits. _F names are float literals. */
+/* Every tolerance of the implementation, named by its role. A literal's
+   type is part of its value: an f suffix means a float comparison; a
+   double literal in a float expression promotes it. _F names are float
+   literals. */
 
 /* rotation extraction (scalar pbd_sm__extract_rotation and its SIMD twin pbd_sm__extract_rotation4) */
 // Newton Hessian pivots above this times tr(B): smaller steps wildly on a near-singular H, larger falls back to Mueller
@@ -1573,9 +1574,9 @@ static long long pbd_sm__scan_cost(const pbd_sm__scan *s) {
 
 /* The prefix rows P[0] = 0, P[e - a + 1] = P[e - a] + src row of input e
    (inputs a..b; the row gather[e], none where that is negative), column
-   block by column block: the running sum stays in a
-   register instead of being stored and reloaded for every row (the store
-   to load latency bounded the row-by-row form). Each column is the same
+   block by column block, so that the running sum stays in a register
+   instead of being stored and reloaded for every row (row by row, the
+   store-to-load latency would bound the loop). Each column is the same
    chain of additions either way, so the same bits. */
 static void pbd_sm__prefix_line(double *P, const double *src, const int *gather, int a, int b, int k, int simd) {
     int j = 0;
@@ -3141,15 +3142,15 @@ static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai,
 
 /* --- the body ---------------------------------------------------------------- */
 
+#define PBD_SM__NB_MAX 10
+static const int pbd_sm__quad_a[6] = {0, 1, 2, 0, 1, 2};
+static const int pbd_sm__quad_b[6] = {0, 1, 2, 1, 2, 0};
+
 /* The basis phi(x) = (1, x, y, z, x^2, y^2, z^2, xy, yz, zx): a region's
    goal function is G phi(x~) with G 3 x 4 (rigid, linear) or 3 x 10
    (quadratic), so a particle's blended goal is (sum of its regions' G)
    phi(x~_i) / |R_i|, and region sums of m~ x phi(x~)^T give every moment
    the match needs (Mueller et al. 2005, eqs. 7 and 8 of the survey). */
-#define PBD_SM__NB_MAX 10
-static const int pbd_sm__quad_a[6] = {0, 1, 2, 0, 1, 2};
-static const int pbd_sm__quad_b[6] = {0, 1, 2, 1, 2, 0};
-
 static void pbd_sm__phi(const double *x, int nb, double *phi) {
     phi[0] = 1;
     phi[1] = x[0];
@@ -3528,11 +3529,6 @@ static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq
     for (int k = 0; k < 9; ++k) A[k] += RN[k];
 }
 
-/* Rotation of the match with the plastically deformed rest shape:
-   polar(A_pq S_p^T) (survey 4.5.2: q = S_p (x~ - c~)), warm-started, at
-   most rot_iters steps unless those do not converge (a sudden large
-   turn): then up to 100. From the previous projection's rotation one
-   Newton step usually converges (see pbd_sm__extract_rotation). */
 static void pbd_sm__region_match(const pbd_sm_body *b, int r, const double *Apq, double *Ap) {
     if (b->sp_identity) memcpy(Ap, Apq, 9 * sizeof(double)); /* A_pq I */
     else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
@@ -3541,6 +3537,11 @@ static void pbd_sm__region_extract(const pbd_sm_body *b, const double *Ap, doubl
     if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
         pbd_sm__extract_rotation(Ap, q, 100);
 }
+/* Rotation of the match with the plastically deformed rest shape:
+   polar(A_pq S_p^T) (survey 4.5.2: q = S_p (x~ - c~)), warm-started, at
+   most rot_iters steps unless those do not converge (a sudden large
+   turn): then up to 100. From the previous projection's rotation one
+   Newton step usually converges (see pbd_sm__extract_rotation). */
 static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
     pbd_sm__region_match(b, r, Apq, Ap);
@@ -3785,10 +3786,10 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    A rigid body (pbd_sm__is_rigid: RIGID mode, stiffness 1, every region
    holding every particle) must leave every iteration in its rest shape,
    but the contacts run after the plugins' `project`, each moving its own
-   particle: matched before them, the body ended every substep bent by
-   them (19% at the impact of a 1 m drop, 0.1% at rest). So it is matched
-   once more after the contacts (`project_after_contacts`), and then the
-   contacts act on it as a rigid correction. In that match the weights
+   particle: matched only before them, the body would end every substep
+   bent by them. So it is matched once more after the contacts
+   (`project_after_contacts`), and then the contacts act on it as a rigid
+   correction. In that match the weights
    w_i of survey 4.1 (the sum of w_i |R (x~_i - c~) + c - x_i|^2 that
    the match minimises) are the masses, except that a particle a collider
    holds (pbd_world_particle_contact_push > 0) or that is pinned or
@@ -3797,9 +3798,9 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    held particles' contacts and static friction ask for, turning about
    them as the other particles' (mass-weighted) inertia decides. With the
    masses alone, a contact moving one particle would move the body by
-   that particle's share of its mass: contacts converged slowly, and a box
-   crept down a slope its static friction should hold. Without held
-   particles the match is the mass-weighted one, which keeps linear and
+   that particle's share of its mass: contacts would converge slowly, and
+   a box would creep down a slope its static friction should hold. Without
+   held particles the match is the mass-weighted one, which keeps linear and
    angular momentum (particle contacts between bodies exchange it
    exactly). After the contacts' velocity pass (friction, restitution,
    per particle) the body's velocities are fitted the same way by a rigid
@@ -4165,8 +4166,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
         dim[a] = (int)cnt;
     }
     /* the cells of the box are counted in an int: a spacing so fine that
-       they cannot be is refused, not scanned for hours (found by
-       tests/fuzz/fuzz_builders.c) */
+       they cannot be is refused, so that it is not scanned for hours */
     if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
@@ -4671,12 +4671,11 @@ static double pbd_sm__oriented_mass(const pbd_sm_oriented *o, const float *p, in
 /* Whether the orientation of particle g, of inverse mass 0, follows its
    group's rotation: yes when it is kinematic (a hand holds a point, not
    a rotation), no when it is pinned or massless (a root clamps the
-   stem). A kinematic particle whose orientation stayed as it was grabbed
-   kept turning its neighbours back through its ellipsoid's moment while
-   the hand bent the branch: in the soak of examples/sm_plant.c a
-   particle next to one held low on the stem jittered at 55 m/s; a chain
-   bent by a hand held at particle 3, 22 m/s against 7.4 m/s
-   (tests/test_sm_oriented.c). */
+   stem). It follows because a kinematic particle whose orientation
+   stayed as it was grabbed would keep turning its neighbours back through
+   its ellipsoid's moment while the hand bends the branch, so they would
+   fight it and jitter (tests/test_sm_oriented.c: a chain bent by a
+   hand). */
 static int pbd_sm__oriented_turns(const pbd_sm_oriented *o, int g) {
     int kinematic = 0;
     return pbd_get_kinematic(o->world, o->first + g, &kinematic) == PBD_OK && kinematic;
@@ -6860,9 +6859,7 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
    vectorised and scalar builds agree bit for bit): gcc 12 vectorises the
    edge kernel at -O3 (and both kernels' maths at -O3 -march=native), but
    neither at -O2, so the triangle maths also has an explicit SIMD twin
-   (pbd_sm__tri_lanes_simd below: about 14x the scalar speed at -O2 and
-   1.1-1.9x gcc's own vectorisation at -O3, measured on the development
-   machine's AVX-512).
+   (pbd_sm__tri_lanes_simd below), which is vectorised at any -O level.
    A pinned vertex has an infinite mass: it is its region's centre of mass
    and the others are matched around it. We weigh pinned corners 1000 times
    their mass (exact to 0.1% of an edge) and re-centre the rest shape on
@@ -7480,9 +7477,9 @@ static void pbd_sm__vcycle(pbd_sm_cloth *c, float *x) {
    prediction being made already, p += h^2 w' f. Explicit (symplectic
    Euler, w' = w) as in the paper, it is stable only for
    h^2 k w lambda_max(Q) < 4, and Q grows as 1 / edge^2: for a 5 m cloth
-   of 102 x 102 vertices and k = 1e-4 the limit is about 13 ms, and at
-   20 ms the zig-zag mode blew up to NaN (with either parallel scheme; 2D
-   matching alone did not hold it back). So each vertex takes the force
+   of 102 x 102 vertices and k = 1e-4 the limit is about 13 ms; beyond
+   it the zig-zag mode grows without bound (with either parallel scheme;
+   2D matching does not hold it back). So each vertex takes the force
    with the mass m + h^2 k sum_j |Q_ij| (a diagonal, Gershgorin-bounded
    share of the implicit step's M + h^2 k Q): then
    h^2 lambda_max(M'^-1 k Q) <= max_i h^2 k G_i / m'_i < 1 and the step is
