@@ -684,8 +684,8 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 
 // ---- tolerances ------------------------------------------------------------
 /* Every epsilon of the implementation, named by its role (one role, one name;
-   two roles of one value, two names). Each keeps its literal's exact text and
-   type (an f suffix where it meets floats), so results are bit-identical.
+   two roles of one value, two names). A literal's type is part of its value
+   (an f suffix where it meets floats).
    Not here, as not tolerances: the documented defaults of the descriptors
    (compliances 1e-3 and 1e-1, jitter 1e-3, regularization 1e-3), the 1e300
    starts of min/max searches, the 0.9f axis choice of pbd_up__vertex_frame. */
@@ -1070,11 +1070,11 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
    Stored as CSR. The SIMD kernel keeps a row's x, y, z in the lanes of
    one 128-bit register: a vertex is one load, one multiply by the
    broadcast weight and one add (the scalar loop does three of each; a
-   lane-per-row layout needs three gathers per entry and was slower than
-   scalar here). Every row is summed in the same order, acc = 0 then
-   acc += w_k x_k for k = 0, 1, ..., in both paths, so SIMD == scalar bit
-   for bit, and rows do not depend on each other, so any thread count
-   gives the same bits. */
+   lane-per-row layout would need three gathers per entry, which cost
+   more than the scalar loads they replace). Every row is summed in the
+   same order, acc = 0 then acc += w_k x_k for k = 0, 1, ..., in both
+   paths, so SIMD == scalar bit for bit, and rows do not depend on each
+   other, so any thread count gives the same bits. */
 typedef struct pbd_up__sparse {
     int rows, cols;
     int *start; /* rows + 1 */
@@ -1117,8 +1117,7 @@ PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
     if (s->start[0] != 0)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
     /* all starts first: the column arrays hold start[rows] entries, and a
-       row that ends past them must be refused before it is read (found by
-       tests/fuzz/fuzz_model.c) */
+       row that ends past them must be refused before it is read */
     for (int i = 0; i < s->rows; ++i)
         if (s->start[i + 1] < s->start[i])
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
@@ -3029,13 +3028,13 @@ static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
 
 /* --- PIU --- */
 
-/* Why not the shared pbd_up__sparse (CSR + sliced ELL): its SIMD kernel
-   gathers the coarse coordinates of every entry, while PIU's blocks let 8
-   detail vertices share one broadcast per support vertex, so the kernel
-   streams only the weights (4 bytes per entry) and never gathers. On the
-   2-core AVX-512 development machine (busy, one thread, 100k detail
-   vertices): 0.69 ms with 16 entries per row here, against 3.1 ms for the
-   gather kernel with about 7 entries per row (bench/upsample.c). */
+/* PIU has its own layout rather than the shared pbd_up__sparse (CSR +
+   sliced ELL) because that SIMD kernel gathers the coarse coordinates of
+   every entry, while PIU's blocks let 8 detail vertices share one
+   broadcast per support vertex, so the kernel streams only the weights
+   (4 bytes per entry) and never gathers; it is faster even with more
+   entries per row (bench/upsample.c times both: the subdivision model
+   evaluates through pbd_up__sparse). */
 #define PBD_UP__LANES 8 /* detail vertices per SoA row group */
 
 /* The 8 lanes are one 256-bit register where the target has AVX (the
