@@ -286,11 +286,10 @@
    slowest thread, since every colour ends in a barrier: when another
    process (a renderer, a compiler) holds a core, the thread that shares
    it waits for the scheduler at every barrier, and OpenMP's default
-   spinning waits burn the cores the late thread needs. On 2 cores with
-   one busy process a step took 10-30x (up to 40x on a loaded machine) as
-   long on 2 threads as on 1; with OMP_WAIT_POLICY=passive, whose every
-   barrier is a system call, small scenes ran 10x slower on 2 threads
-   even on an idle machine. A library cannot change those waits (the
+   spinning waits burn the cores the late thread needs, so a step on 2
+   threads can take many times as long as on 1; OMP_WAIT_POLICY=passive
+   makes every barrier a system call, which slows small scenes on 2
+   threads even on an idle machine. A library cannot change those waits (the
    OpenMP runtime reads OMP_WAIT_POLICY once, at start-up), but it can
    choose the team, since the bits do not depend on it. So the default
    (pbd_world_set_threads(w, 0)) measures: each substep runs on the team
@@ -302,9 +301,9 @@
    run; before probing more threads it times a few bare barriers on them
    and gives up at once when they take a quarter of a substep. A core lost
    while the team runs is noticed after one slow substep; where the team
-   is faster it is kept from the second substep on. Measured with
-   bench/busy.c on 2 shared cores: with a busy-loop process, a step cost
-   1.0-1.1x the time of 1 thread (2 threads: 5-57x).
+   is faster it is kept from the second substep on. With a busy-loop
+   process on 2 shared cores a step costs 1.0-1.1x the time of 1 thread,
+   where 2 threads cost 5-57x (bench/busy.c).
    pbd_world_thread_team says what the last substep used.
    An explicit count (pbd_world_set_threads(w, n), n >= 1) is obeyed
    as given, whatever the load.
@@ -969,27 +968,26 @@ PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_fri
    half of the pressure from the compression they find, so a resting
    column of N layers holds itself up by a compression of about
    N (h sqrt(g/d))^2 / (2 iterations) at its bottom, and past 20-30% the
-   Jacobi corrections overshoot and it explodes (1 cm with 2 substeps of
-   1/60 s did, before the bound). s_corr's k holds at the
+   Jacobi corrections overshoot and it explodes (as 1 cm with 2 substeps
+   of 1/60 s would without the bound). s_corr's k holds at the
    substep h_ref = 0.07 sqrt(spacing / 9.81) and is scaled by (h/h_ref)^2
    at smaller substeps (as a position correction per iteration it would
    otherwise grow like 1/h^2 and boil a resting tank at many substeps).
-   Measured, a resting 10 x 30 x 10 tank at 60 Hz with the defaults, 5 mm
-   to 10 cm: mean / max density error at most 0.22% / 1.22%, height lost
-   0.69-0.88% (before the warm start, with gravity_cfl 0.07: 0.60% /
-   3.07% and 1.27%; the warm start alone: 0.29% / 1.61% and 0.96%, too
-   close to 1% for every build); the loss is mostly particles packing
-   within a spacing of the side walls (3-4% more of them there, at the SPH
-   rest density), so a narrower 8 x 30 x 8 tank loses up to 1.2%
-   (tests/test_fluids.c, bench/fluid_rest.c). The warm start costs 0.6%
-   more instructions per substep (callgrind); 0.06 instead of 0.07 one
-   more substep at 5 mm, 6.7 mm, 1 cm and 2.5 cm (13, 11, 9, 6).
+   A resting 10 x 30 x 10 tank at 60 Hz with the defaults, 5 mm to 10 cm:
+   mean / max density error at most 0.22% / 1.22%, height lost
+   0.69-0.88%; the loss is mostly particles packing within a spacing of
+   the side walls (3-4% more of them there, at the SPH rest density), so
+   a narrower 8 x 30 x 8 tank loses up to 1.2% (tests/test_fluids.c,
+   bench/fluid_rest.c). gravity_cfl is 0.06 rather than 0.07 so that the
+   height lost stays under 1% in every build, at the price of one more
+   substep at 5 mm, 6.7 mm, 1 cm and 2.5 cm (13, 11, 9, 6). The warm
+   start costs 0.6% more instructions per substep (callgrind).
    Cost (bench/fluid.c, a dam break of 128 000 particles at 2.5 cm, 4
-   iterations, AVX-512): about 137 ms per substep on one core and 67 on
-   two (the colliders' density adds about 7%), and a 1/60 s step takes 6
-   substeps at that spacing; two thirds of it the density and correction
-   passes (about 30 neighbours per particle, 16 at a time), a sixth the
-   neighbour lists. */
+   iterations, AVX-512): two cores take about half the time of one per
+   substep (the colliders' density adds about 7%), and a 1/60 s step
+   takes 6 substeps at that spacing; two thirds of it the density and
+   correction passes (about 30 neighbours per particle, 16 at a time), a
+   sixth the neighbour lists. */
 typedef struct pbd_fluid_desc {
     const float *positions;  /* count*3, required */
     const float *velocities; /* count*3, optional */
@@ -1378,7 +1376,7 @@ typedef struct pbd_plugin_desc {
        last projection of the iteration, for a plugin whose constraint must
        hold exactly at the end of it (pbd_sm.h's rigid bodies: the
        contacts move single particles, so a body matched only before them
-       ended every substep bent); pbd_world_particle_contact_push tells
+       would end every substep bent); pbd_world_particle_contact_push tells
        which particles a collider holds */
     void (*project_after_contacts)(void *user, const pbd_solve_context *c);
     /* after v = (p - x) / h, x = p and the contacts' velocity pass */
@@ -1537,10 +1535,10 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #define PBD__PREFETCH(p) ((void)(p))
 #define PBD__PREFETCH_W(p) ((void)(p))
 #endif
-/* Below this much work (particles + constraints) a step runs serially: a
-   barrier costs microseconds. Measured on the 2-core development machine
-   (cloth grids, 4 substeps x 4 iterations): 2 threads start to pay at
-   about 1000 particles and 6000 constraints. */
+/* Below this much work (particles + constraints) a step runs serially,
+   because a barrier costs microseconds: on cloth grids at 4 substeps x 4
+   iterations, 2 threads start to pay at about 1000 particles and 6000
+   constraints. */
 #define PBD__PARALLEL_MIN 8192
 
 PBDDEF const char *pbd_simd_path(void) {
@@ -1596,7 +1594,7 @@ static const char *pbd__result_str(pbd_result r, int full) {
 
 PBDDEF const char *pbd_result_string(pbd_result r) { return pbd__result_str(r, 1); }
 
-/* The message buffer of calls that have no world (pbd_last_error). */
+/* Thread-local storage where the language or the compiler has it. */
 #if defined(__cplusplus) && __cplusplus >= 201103L
 #define PBD__THREAD_LOCAL thread_local
 #elif defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
@@ -1608,6 +1606,7 @@ PBDDEF const char *pbd_result_string(pbd_result r) { return pbd__result_str(r, 1
 #else
 #define PBD__THREAD_LOCAL /* no thread-local storage: one buffer for all threads */
 #endif
+/* The message buffer of calls that have no world (pbd_last_error). */
 static PBD__THREAD_LOCAL char pbd__last_error[256]; /* as large as pbd_world.error */
 
 PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
@@ -1617,7 +1616,7 @@ PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
 // ---- tolerances ----
 /* Every epsilon of the implementation, named by its role. A define keeps
    its literal's exact text and type (1e-9 is a double and promotes a float
-   expression to double, 1e-9f is not), so naming them changed no result.
+   expression to double, 1e-9f is not), so a name changes no result.
    Two roles that share a value have two names. Lengths are in metres;
    float has 24 bits (7 digits), its smallest normal number is 1.2e-38. */
 
@@ -1977,12 +1976,11 @@ static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
     return pbd__dot(g[3], c) - rest;
 }
 
-/* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
-   dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
-/* Its two halves, so that a caller can test the height before it pays
-   for the gradients (the self-collision projection): the height of p[0]
-   above the triangle p[1..3], its unit normal nh and the length l of the
-   unnormalised one (below 1e-18: degenerate, nh unset, height 0). */
+/* The two halves of pbd__eval_point_triangle (below), so that a caller
+   can test the height before it pays for the gradients (the
+   self-collision projection): the height of p[0] above the triangle
+   p[1..3], its unit normal nh and the length l of the unnormalised one
+   (below 1e-18: degenerate, nh unset, height 0). */
 static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
     pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
     *l = pbd__len(n);
@@ -1998,6 +1996,8 @@ static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, floa
     g[3] = pbd__cross(t, a);
     g[1] = pbd__neg(pbd__add(pbd__add(nh, g[2]), g[3]));
 }
+/* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
+   dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
 static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
     pbd__v3 nh;
     float l, rn = pbd__pt_height(p, &nh, &l);
@@ -2051,9 +2051,6 @@ static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int n
     return (float)(vol / 6.0) - target;
 }
 
-/* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
-   alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
-   (skip) when nothing can move. */
 /* alpha~ = compliance / h^2 (Macklin et al. 2016, eq. 18), at most 1e30.
    With a valid time step (h >= PBD_MIN_TIME_STEP / 1000) it overflows only
    for compliances above 1e20, springs so soft that they do nothing either
@@ -2064,6 +2061,9 @@ static inline float pbd__alpha_tilde(float compliance, float h) {
     return at <= PBD__ALPHA_TILDE_MAX ? at : PBD__ALPHA_TILDE_MAX;
 }
 
+/* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
+   alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
+   (skip) when nothing can move. */
 static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
     float denom = wg2 + alpha_tilde;
     if (!(wg2 > PBD__WG2_MIN)) return 0.0f;
@@ -3376,7 +3376,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     }
     /* every group takes at least its 14 fixed ints and floats in the
        buffer: a count the bytes left cannot hold is refused before the
-       table is allocated (a 1 KB forgery asked for 150 GB, found by
+       table is allocated (else a 1 KB forgery can ask for 150 GB:
        tests/fuzz/fuzz_restore.c) */
     if (io->in && !io->bad && (size_t)w->ngroups > (io->size - io->off) / (14 * sizeof(int))) io->bad = 1;
     if (io->in && !io->bad && w->ngroups > 0) {
@@ -4455,7 +4455,6 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
     return ne;
 }
 
-/* Object bookkeeping for builders. */
 /* Scratch of 4 doubles per object (see pbd__momentum_before). */
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
     double *l = (double *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1) * 4, sizeof(double));
@@ -4472,6 +4471,8 @@ static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
     return PBD_OK;
 }
 
+/* Object bookkeeping for builders: the object over particle range r with
+   the builder's groups (from out) and damping; out->id receives its index. */
 static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_object *out) {
     if (!pbd__grow(w, (void **)&w->objects, w->nobjects, &w->object_cap, w->nobjects + 1, sizeof(pbd__object)) ||
         pbd__reserve_object_scratch(w, w->nobjects + 1) != PBD_OK)
@@ -5132,12 +5133,12 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w) {
     return total;
 }
 
+static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n);
+static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
 /* Signed distance of a point y (collider frame) to the shape, and its unit
    gradient (the outward normal of the closest surface point). Every shape
    is convex, so its SDF is convex along any segment: sphere tracing a
    segment cannot step over the surface (the continuous test below). */
-static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n);
-static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
 static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     switch (c->shape) {
         case PBD_COLLIDER_MESH:
@@ -5881,14 +5882,6 @@ static inline int pbd__grid_coord(const pbd__grid *g, float x) {
     /* far or huge points share the edge cells, NaN the lowest one */
     return pbd__cell_index(x * g->inv_cell, -1000000000, 1000000000);
 }
-/* The bucket of cell (ix, iy, iz): the Morton code of the cell within its
-   block of 2^axis_bits cells a side (axis_bits = log2(buckets) / 3, so a
-   block fills the table), plus a hash of the block. Neighbouring cells
-   get nearby buckets, so the buckets a query walks, and the points the
-   counting sort lays out bucket by bucket, lie together in memory (with a
-   plain hash every bucket of a query was a cache miss: the fluid's
-   neighbour lists took 22% longer); cells of different blocks meet in a
-   bucket at random, as with a hash. */
 static inline unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i */
     v &= 0x3ffu;
     v = (v | (v << 16)) & 0x030000ffu;
@@ -5897,6 +5890,13 @@ static inline unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i
     v = (v | (v << 2)) & 0x09249249u;
     return v;
 }
+/* The bucket of cell (ix, iy, iz): the Morton code of the cell within its
+   block of 2^axis_bits cells a side (axis_bits = log2(buckets) / 3, so a
+   block fills the table), plus a hash of the block. Neighbouring cells
+   get nearby buckets, so the buckets a query walks, and the points the
+   counting sort lays out bucket by bucket, lie together in memory (with a
+   plain hash every bucket of a query would be a cache miss); cells of
+   different blocks meet in a bucket at random, as with a hash. */
 static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
     int b = g->axis_bits;
     unsigned m = pbd__spread_bits10((unsigned)ix) | (pbd__spread_bits10((unsigned)iy) << 1) |
@@ -6324,9 +6324,9 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     return PBD_OK;
 }
 
+static pbd__kern pbd__fluid_kern(const pbd__fluid *f);
 /* The particles taking part, with their fluid and object (both are sorted
    contiguous ranges, so one merge walk finds them). Needs the capacity. */
-static pbd__kern pbd__fluid_kern(const pbd__fluid *f);
 static void pbd__pp_index(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     int np = 0, o = 0, f = 0;
@@ -6776,8 +6776,7 @@ static float pbd__wall_lattice_shift(const pbd__fluid *f);
    not rho_0 (1.0098 at h = 2d): the constraint takes that as its rest
    (the fluid's rest density "as sampled"), so a block placed at
    `spacing` starts at rest instead of bursting by 1% in its first
-   substep (measured: a resting 10 cm tank then threw its top layer to
-   1.26 its height). */
+   substep, which throws the top layer of a resting tank up. */
 static void pbd__lattice_sums(const pbd__fluid *f, double *full, double *half) {
     float d = f->spacing, h = f->kernel_radius;
     int r = (int)ceilf(h / d);
@@ -7000,7 +6999,7 @@ static inline void pbd__prefetch_list(const int *list) {
    Without it a particle next to a wall misses the neighbours the wall
    takes the place of: its density stays below rest at any distance, so
    the pressure below it cannot hold it and the fluid packs against walls
-   and floor (a resting 8x10x8 tank at 5 cm lost 9% of its height). The
+   and floor: a resting tank loses height. The
    colliders add the density of the volume they fill, as the density maps
    of Koschier and Bender 2017 (section 4) do: rho_i += rho_0 Phi(s_i),
    Phi the integral of the kernel over the solid, here over the half space
@@ -7011,10 +7010,10 @@ static inline void pbd__prefetch_list(const int *list) {
    contributes (planes, spheres, capsules, boxes, meshes, SDF grids),
    through pbd__sdf. The constraint gradient gains grad_i C_i += Phi'(s) n,
    and the correction its share dp_i += w_i lambda_i Phi'(s) n (the wall
-   does not move, so only i's own constraint acts). Mirroring i's pressure
-   onto the wall as well (Akinci et al. 2012), twice that push, was
-   measured to keep a resting tank sloshing (rms speed 0.21 against
-   0.04 m/s after 2 s): the Jacobi denominator does not see it.
+   does not move, so only i's own constraint acts). i's pressure is not
+   mirrored onto the wall as well (Akinci et al. 2012): that doubles the
+   push, which the Jacobi denominator does not see, and keeps a resting
+   tank sloshing.
    The tangent planes are found once per substep from the predicted
    positions (pbd__fluid_walls) and evaluated every iteration. */
 
@@ -7060,11 +7059,11 @@ static float pbd__wall_lattice_shift(const pbd__fluid *f) {
     return 0.5f * (lo + hi) - 0.5f * d;
 }
 
+static float pbd__collider_ball(const pbd__collider *col);
 /* The tangent planes of the colliders within the kernel radius of each
    fluid particle at positions X (world order): in a substep the poses at
    its end (the contacts' plane pose), else the colliders' current poses.
    Each slot writes only its own planes (the same for any thread count). */
-static float pbd__collider_ball(const pbd__collider *col);
 static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X, int in_step) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np;
@@ -7177,13 +7176,13 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
    initial guess lambda_0, x_0 = x~ + M^-1 grad C^T lambda_0 folded into
    the first correction pass: no extra pass). In the steady state the
    iterations then supply only (1 - PBD__FLUID_WARM) of the pressure, and
-   the compression falls by that factor. Measured (bench/fluid_rest.c, 30
-   layers): 0.5 halves the compression (max density error 3.1% -> 1.6% at
-   5 mm); 0.65 and more let the carried pressure lag the motion and the
-   tank sloshes (rms speed x4 to x5); the XPBD form with an accumulated,
-   clamped lambda and signed C (delta lambda = (-C - eps lambda) / den)
-   sloshed even from a cold start: PBF's per-iteration max(C, 0) is what
-   keeps the Jacobi overshoot in check, so the iterations keep it. */
+   the compression falls by that factor: 0.5 halves it (bench/fluid_rest.c,
+   30 layers), while from about 0.65 on the carried pressure lags the
+   motion and the tank sloshes. The iterations keep PBF's per-iteration
+   max(C, 0), not the XPBD form with an accumulated, clamped lambda and
+   signed C (delta lambda = (-C - eps lambda) / den), which sloshes even
+   from a cold start: max(C, 0) is what keeps the Jacobi overshoot in
+   check. */
 #define PBD__FLUID_WARM 0.5f
 static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a, int it) {
     pbd__particle_phase *pp = &w->pp;
@@ -7382,9 +7381,9 @@ static void pbd__pp_project(pbd_world *w, int it) {
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
     pbd__pp_gather(w, w->p);
-    /* static halves, like the build: a thread reads the lists it wrote
-       (chunks dealt round the threads balance the ~5% difference in work
-       between the halves at 128 000 particles, but measured slower) */
+    /* static halves, like the build, so that a thread reads the lists it
+       wrote: that pays more than chunks dealt round the threads, which
+       would balance the ~5% difference in work between the halves */
     if (pp->nfluids > 0) {
         PBD__PRAGMA(omp for schedule(static))
         for (int a = 0; a < np; ++a)
@@ -7594,13 +7593,13 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
 
 /* s_corr is an artificial pressure, but it acts as a position correction
    in every iteration, so its push per unit time grows like 1 / h^2 with the
-   substep h while gravity's does not: at 16 substeps of 1/60 s a resting
-   5 cm tank boiled up to 3.6 times its height, and at the 4 substeps of a
-   10 cm tank the surface layer was thrown 2.8 spacings up. Its k is
-   therefore the value at the substep h_ref = 0.07 sqrt(d / 9.81 m/s^2)
-   (the gravity_cfl bound it was tuned with, under standard gravity; the
-   default is 0.06 since the warm start, where it is scaled by 0.73) and is scaled by
-   (h / h_ref)^2 below it, never up (serial, before the substeps). */
+   substep h while gravity's does not: unscaled, it boils a resting 5 cm
+   tank at 16 substeps of 1/60 s and throws the surface layer of a 10 cm
+   tank up at 4. Its k is therefore the value at the substep
+   h_ref = 0.07 sqrt(d / 9.81 m/s^2) (the gravity_cfl bound k is tuned
+   for, under standard gravity; at the default 0.06 it is scaled by 0.73)
+   and is scaled by (h / h_ref)^2 below it, never up (serial, before the
+   substeps). */
 static void pbd__fluid_begin_step(pbd_world *w, float h) {
     for (int i = 0; i < w->pp.nfluids; ++i) {
         pbd__fluid *f = &w->pp.fluids[i];
@@ -7617,6 +7616,9 @@ static void pbd__fluid_begin_step(pbd_world *w, float h) {
     pp->pressure_h = h;
 }
 
+/* The most substeps a step takes (fluids' and cloths' bounds included):
+   the largest pbd_world_desc.substeps. */
+#define PBD__MAX_SUBSTEPS 1000
 /* The substeps a step of dt needs for the fluids' gravity_cfl bound
    h sqrt(|g| / d) <= gravity_cfl (at least 1; at most PBD__MAX_SUBSTEPS).
    Why: the density constraints' iterations supply the pressure from the
@@ -7624,16 +7626,14 @@ static void pbd__fluid_begin_step(pbd_world *w, float h) {
    see pbd__fluid_lambda), so a resting column of N layers holds itself
    up only by a density error that grows from the surface down by about
    g h^2 / (d iterations) per layer, halved by the warm start: its bottom
-   is compressed by about N (h sqrt(g / d))^2 / (2 iterations) (measured
-   without the warm start: 30 layers, 4 iterations, h sqrt(g/d) = 0.13 ->
-   12%, 0.065 -> 3.2%; with it at 0.067: 1.6%, at 0.057 (5 mm, the
-   default 0.06): 1.0%; the default keeps the height lost under 1%, see
-   "// ==== fluids"), and once that passes
-   20-30% the Jacobi corrections of the close, steep spiky gradients
-   overshoot and the column explodes (1 cm with 2 substeps of 1/60 s:
-   h sqrt(g/d) = 0.26, thrown to 20x its height). sqrt(g d) is the speed
-   a particle gains falling one spacing, so this is a CFL number for it. */
-#define PBD__MAX_SUBSTEPS 1000
+   is compressed by about N (h sqrt(g / d))^2 / (2 iterations) (30
+   layers, 4 iterations, 5 mm at the default 0.06, h sqrt(g/d) = 0.057:
+   1.0%; the default keeps the height lost under 1%, see "// ==== fluids"),
+   and once that passes 20-30% the Jacobi corrections of the close, steep
+   spiky gradients overshoot and the column explodes (as at
+   h sqrt(g/d) = 0.26: 1 cm with 2 substeps of 1/60 s). sqrt(g d) is the
+   speed a particle gains falling one spacing, so this is a CFL number for
+   it. */
 static int pbd__fluid_substeps(const pbd_world *w, float dt) {
     const pbd__particle_phase *pp = &w->pp;
     float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
@@ -8175,8 +8175,7 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
    changes - at the pin / mass / kinematic call, never inside a step. Two
    anchors: a vertex between two pins is held from both sides, so the edge
    that joins them cannot sag (with one, each half pulls towards its own
-   pin and the stretch gathers in the middle: 29% against 9% in
-   bench/cloth_defaults at 16 x 1). */
+   pin and the stretch gathers in the middle). */
 #define PBD__AUTO_ANCHORS 2
 
 /* Straight tethers. Dijkstra over the edges of a triangulated grid
@@ -8303,11 +8302,12 @@ static int pbd__flat_convex_disc(pbd_world *w, int oi, const int *tris, int nt) 
 /* Whether vertex i anchors tethers: inverse mass 0, and not kinematic
    when the cloth has fixed vertices (pinned or of mass 0). A kinematic
    vertex is usually a hand: it drags the cloth away from its pins, and
-   tethers to both ends then ask for the impossible (a 32 x 32 cloth hanging
-   from two corners, its bottom vertex dragged 2 m away: 51 m/s during the
-   drag and 112 m/s when let go, against 4 and 12 m/s with the pins as
-   the only anchors). A cloth that has only kinematic vertices (a cape on
-   animated shoulders) is tethered to them. */
+   tethers to both ends then ask for the impossible and fling the cloth
+   (tests/test_tethers.c: a 32 x 32 cloth hanging from two corners, its
+   bottom vertex dragged 2 m away, stays under 10 m/s during the drag and
+   20 m/s when let go with the pins as the only anchors). A cloth that has
+   only kinematic vertices (a cape on animated shoulders) is tethered to
+   them. */
 static int pbd__tether_anchor(const pbd_world *w, int i, int fixed_only) {
     return w->x[i].w == 0 && (!fixed_only || (w->flags[i] & PBD__PINNED) || !(w->mass[i] > 0));
 }
@@ -8404,7 +8404,7 @@ static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
    Gauss-Seidel that news travels a few edges per sweep, so the edges next
    to the pins stretch by about g h^2 L / dx^2 (bench/cloth_defaults,
    100 x 100 hanging from two corners at 4 x 4: 70% during the fall).
-   Measured at 4 iterations (32, 48, 64 and 100 vertices a side, 1 m): the
+   At 4 iterations (32, 48, 64 and 100 vertices a side, 1 m) the
    worst edge of the fall stays under 10% while this number is below about
    0.36 (it grows slowly with the resolution); the default 0.35 gives the
    32 x 32 cloth 5 substeps (6.7%) and the 100 x 100 one 14 (9.5%). */
@@ -8475,15 +8475,16 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles
    A tether is a hard limit, solved in one projection. Where a particle's
    tethers cannot all hold (pbd__lra_conflict: anchors moved apart beyond
    their tethers' reach, as kinematic shoulders of a cape pulled apart),
-   each projection undid the other and they fought the edges. They give
-   way instead: the particle stays where its edges put it and each of its
-   tethers' reach (the limit the projection uses) grows to its distance.
+   each projection would undo the other and they would fight the edges.
+   They give way instead: the particle stays where its edges put it and
+   each of its tethers' reach (the limit the projection uses) grows to its
+   distance.
    At the end of every step a loose tether tightens to where its particle
    has come back to, never below its length, so it never pulls a particle
    in faster than the cloth itself brings it. Without memory for reach
-   (pbd__lra_reach) the set never gives way. Measured, 32 x 32 cloth on two
-   kinematic corners moved 1 m apart each and back (tests/test_tethers.c):
-   19 and 8 m/s, against 18 and 22 m/s held hard. */
+   (pbd__lra_reach) the set never gives way. A 32 x 32 cloth on two
+   kinematic corners moved 1 m apart each and back stays under 20 m/s
+   parting and 16 m/s coming back (tests/test_tethers.c). */
 static inline float pbd__lra_limit(const pbd__lra *l, int t) { return l->reach ? l->reach[t] : l->length[t]; }
 
 /* Particle k's distance to the anchor of tether t, in positions x. */
@@ -8565,11 +8566,10 @@ static void pbd__lra_give_way(const pbd__p4 *P, const pbd__lra *l, int k, pbd__v
    tether's sphere. Only the particle moves (the anchor is attached), so a
    particle's tethers are one thread's work. Two tethers are solved one
    after the other, not by projecting onto the intersection of both balls
-   at once: that closed form measured no better (bench/cloth_defaults,
-   32 x 32 at 4 x 4: 15.4%/7.2% against 15.3%/7.6%; at 16 x 1 worse) and,
-   moving a particle farther in one go, let a cloth twisted between a
-   pinned and a kinematic row pass through itself
-   (selfcollision_twisted_cloth_never_crosses). */
+   at once: that closed form is no better (bench/cloth_defaults) and,
+   moving a particle farther in one go, lets a cloth twisted between a
+   pinned and a kinematic row pass through itself (the test
+   selfcollision_twisted_cloth_never_crosses). */
 static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
     pbd__p4 *P = w->p;
     PBD__PRAGMA(omp for schedule(static))
@@ -8615,13 +8615,6 @@ static inline pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
     return pbd__add(pbd__mul(c0, x), pbd__mul(c1, y));
 }
 
-/* Wang, O'Brien, Ramamoorthi 2010 (survey 3.5): F = Ds Dm^-1 maps the 2D
-   rest triangle onto the current one; its singular values (from the
-   eigen-decomposition of the 2x2 F^T F) are the principal stretches. They
-   are clamped to [lo, hi], F' = U S' V^T, and the corners go to
-   y_i = c + F' (X_i - X_c) about the mass-weighted centroids (so linear
-   momentum is kept; corners of inverse mass 0 hold the centroid and stay).
-   k scales the move. Returns 1 when the triangle was moved. */
 /* The triangle's deformation gradient F = Ds Dm^-1 (columns F0, F1), its
    singular values s1 >= s2 (from the eigen-decomposition of the 2x2
    F^T F) and the unit eigenvector v1 of s1 (rest frame). */
@@ -8660,6 +8653,13 @@ static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
     return o;
 }
 
+/* Wang, O'Brien, Ramamoorthi 2010 (survey 3.5): F = Ds Dm^-1 maps the 2D
+   rest triangle onto the current one; its singular values (from the
+   eigen-decomposition of the 2x2 F^T F) are the principal stretches. They
+   are clamped to [lo, hi], F' = U S' V^T, and the corners go to
+   y_i = c + F' (X_i - X_c) about the mass-weighted centroids (so linear
+   momentum is kept; corners of inverse mass 0 hold the centroid and stay).
+   k scales the move. Returns 1 when the triangle was moved. */
 static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k,
                                float *stretch) {
     float a = abc[0], b = abc[1], c = abc[2];
@@ -9129,8 +9129,8 @@ static void pbd__strands_velocities(pbd_world *w, float h) {
    it: the segment from its leader has whatever length the hand made (1 m
    for a strand dragged 1 m from its root). The next FTL pass would close
    that gap in one substep, and v = (p - x)/h would turn the jump into a
-   velocity of gap/h (a hair grabbed by the middle and let go flew off at
-   150 m/s). The gap is a state error from before the step, not motion:
+   velocity of gap/h (a hair grabbed by the middle and let go would fly
+   off). The gap is a state error from before the step, not motion:
    it is settled now, in x and p alike, leaving the velocities as they
    are, as pre-stabilization does for contacts (Macklin et al. 2014,
    "Unified particle physics"). One scalar FTL pass over the particle's
@@ -10661,8 +10661,6 @@ static pbd_result pbd__sc_clusters(pbd_world *w, pbd__selfcol *S) {
     return r;
 }
 
-/* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
-   swaps it in; on failure nothing changes. */
 /* The candidates of a snapshot (in old) into the fresh tables S: they carry
    the sides that pairs keep. */
 static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
@@ -10706,7 +10704,9 @@ static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
     return 1;
 }
 
-/* keep: the old tables came from a snapshot and hold its candidates. */
+/* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
+   swaps it in; on failure nothing changes. keep: the old tables came from
+   a snapshot and hold its candidates. */
 static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     if (w->nsurfaces == 0) {
         pbd__selfcol_free(w, w->selfcol);
@@ -11267,9 +11267,6 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
     return m;
 }
 
-/* The lanes j of a triangle cluster (vertex lanes V) that do not hold
-   vertex i, and of an edge cluster (its first place, vertex lanes V) whose
-   edge has a larger place than `place` and shares no vertex with a0 a1. */
 /* The lanes j < W of V whose value is not a, as bits. */
 static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
 #if PBD__W == 16
@@ -11285,6 +11282,9 @@ static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
     return (unsigned)(V[0] != a);
 #endif
 }
+/* The lanes j of a triangle cluster (vertex lanes V) that do not hold
+   vertex i, and of an edge cluster (its first place, vertex lanes V) whose
+   edge has a larger place than `place` and shares no vertex with a0 a1. */
 static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
@@ -11302,8 +11302,8 @@ static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int 
              << j;
     return m & after;
 }
-/* The inner-point test of the edge pairs without divisions (they were
-   most of its cost): s = ns / den and t = (b s + f) / e lie in
+/* The inner-point test of the edge pairs without divisions (they would
+   be most of its cost): s = ns / den and t = (b s + f) / e lie in
    (PBD__SC_EE_END, 1 - PBD__SC_EE_END) when ns and nt = b ns + f den lie in the same interval
    times den and den e (both positive here). The interval is widened by
    PBD__SC_INNER_SLACK, and nt's by PBD__SC_INNER_REL of the size of its
@@ -11661,8 +11661,8 @@ static int pbd__sc_list(const unsigned char *counts, int n, int per, int first, 
    projection does not use. The order is fixed (the point-triangle
    candidates by vertex and slot, then the edge-edge ones by edge and
    slot), so the colours, and with them the results, do not depend on the
-   threads. Serial: about 10 microseconds per thousand candidates (the
-   100 x 100 cloth of bench/selfcollision: 4200 in 6 colours, 40 us). */
+   threads. Serial: its cost is linear in the candidates and small next
+   to the projection's (bench/selfcollision). */
 static void pbd__selfcol_color(pbd__selfcol *S) {
     const int last = PBD__MAX_COLORS - 1;
     int npt = S->nv * PBD__SC_PT;
@@ -11792,16 +11792,17 @@ static void pbd__sc_clamp(pbd_world *w, const pbd__selfcol *S) {
     }
 }
 
-/* Whether vertex q passes through triangle abc (edges included) while the
-   four move linearly from x[0..3] (q a b c) to y[0..3]: the times where
-   they are coplanar are the roots of the cubic ((b-a) x (c-a)) . (q-a);
-   the cubic is split at its critical points and each sign change is
-   bisected, then the point is tested against the triangle there. */
+/* The cubic of pbd__sc_crossed, ((b-a) x (c-a)) . (q-a), at time t in [0, 1]. */
 static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
     pbd__v3 p[4];
     for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
     return pbd__dot(pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1])), pbd__sub(p[0], p[1]));
 }
+/* Whether vertex q passes through triangle abc (edges included) while the
+   four move linearly from x[0..3] (q a b c) to y[0..3]: the times where
+   they are coplanar are the roots of the cubic ((b-a) x (c-a)) . (q-a);
+   the cubic is split at its critical points and each sign change is
+   bisected, then the point is tested against the triangle there. */
 static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     /* the cubic's coefficients from four samples (exact for a cubic, up to rounding) */
     float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f),
@@ -11865,14 +11866,6 @@ static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
     return d0 > PBD__SC_APART_GROW * reach + PBD__SC_APART_SIZE * size;
 }
 
-/* The fail-safe after the last iteration (the contacts could not hold
-   everything, e.g. a fold shut tight with its sides at odds): a vertex
-   that passed through a candidate triangle between the start of the
-   substep (x, free of crossings) and now (p) goes back to the start,
-   with the triangle's free particles, so they end the substep at rest
-   where they were. Going back can put a pair the other way, so the pass
-   repeats until no candidate crosses; each repeat sends back at least one
-   more particle, so it ends. Serial, in candidate order (see below). */
 /* Whether point-triangle candidate k of vertex i crossed during the
    substep with a free particle not yet sent back (vs: its 4 vertices). */
 static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, int k, int *vs) {
@@ -11893,10 +11886,17 @@ static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, in
     return free_ && !pbd__sc_apart(x, y, c->dist) && pbd__sc_crossed(x, y);
 }
 
-/* Every thread: a parallel search for any crossing first (nothing has been
-   sent back yet, so it only reads); only when one is found, the serial
-   pass above, from the start, so the result does not depend on the
-   threads. */
+/* The fail-safe after the last iteration (the contacts could not hold
+   everything, e.g. a fold shut tight with its sides at odds): a vertex
+   that passed through a candidate triangle between the start of the
+   substep (x, free of crossings) and now (p) goes back to the start,
+   with the triangle's free particles, so they end the substep at rest
+   where they were. Going back can put a pair the other way, so the pass
+   repeats until no candidate crosses; each repeat sends back at least one
+   more particle, so it ends. Every thread calls it: a parallel search
+   for any crossing first (nothing has been sent back yet, so it only
+   reads); only when one is found, the serial pass, from the start and in
+   candidate order, so the result does not depend on the threads. */
 static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
     int found = 0, vs[4];
     PBD__PRAGMA(omp single) {
@@ -12147,12 +12147,13 @@ static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
     }
 }
 
-/* After the velocity update: contacts that pushed this substep stop
-   separating, in the colours of the projection (each changes the
-   velocities of its 4 particles). */
+/* A block of slots of one colour (pbd__sc_each_color). */
 static void pbd__sc_stop_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
     for (int k = 0; k < n; ++k) pbd__sc_stop_slot(w, S, slots[k]);
 }
+/* After the velocity update: contacts that pushed this substep stop
+   separating, in the colours of the projection (each changes the
+   velocities of its 4 particles). */
 static void pbd__selfcol_velocities(pbd_world *w) { pbd__sc_each_color(w, w->selfcol, pbd__sc_stop_block); }
 
 // ==== plugins ===============================================================
@@ -12330,8 +12331,8 @@ static void pbd__plugins_rollback(pbd_world *w) {
    team is as fast as its slowest thread: when another process holds one
    core, the thread that shares it waits for the scheduler at every barrier
    (a time slice, milliseconds) and OpenMP's spinning waits make it worse,
-   the waiting threads burning the core that the late one needs. Steps then
-   took 10-40x as long on 2 threads as on 1. OMP_WAIT_POLICY and
+   the waiting threads burning the core that the late one needs. A step
+   can then take many times as long on 2 threads as on 1. OMP_WAIT_POLICY and
    GOMP_SPINCOUNT are read once, when the OpenMP runtime starts, so a
    library cannot bound the spinning; it can choose how many threads a
    substep uses, since the results do not depend on that.
@@ -12521,9 +12522,6 @@ static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, floa
     for (int i = 0; i < g->nverts; ++i) pbd__apply(P, D, g->verts[i], pbd__ld(gr + 3 * i), dl);
 }
 
-/* The scalar reference kernel: constraints [b, e) of a group, one at a time
-   (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
-   sums. */
 /* Distance constraints, the hottest kernel, with one division instead of
    three: the gradient is n = d / l with |n| = 1, so sum w |grad|^2 is
    w0 + w1, and with q = dlambda / l the corrections are +-w_i q d
@@ -12558,6 +12556,9 @@ static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *
     return 1;
 }
 
+/* The scalar reference kernel: constraints [b, e) of a group, one at a time
+   (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
+   sums. */
 static void pbd__project_range(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int b, int e, float alpha_tilde, float scale) {
     int unilateral = pbd__is_unilateral(g);
     for (int c = b; c < e; ++c) {
@@ -13472,8 +13473,8 @@ static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h,
        velocity becomes -e times the approach velocity of an impact, and 0
        for a resting or slow contact. PBD's v = (p - x) / h would otherwise
        keep the push-out itself as a separating velocity: a cloth whose
-       inextensible edges fight a curved collider every substep was thrown
-       off a sphere by it. */
+       inextensible edges fight a curved collider every substep would be
+       thrown off a sphere by it. */
     float target = ct->vn < -threshold ? -col->restitution * ct->vn : 0.0f;
     v = pbd__add(v, pbd__mul(ct->n, target - vn));
     V->x = v.x;
@@ -13570,7 +13571,7 @@ static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int co
    by anchors (pinned or kinematic particles): the anchors take momentum
    from the world anyway, and the rigid motion of the dynamic particles is
    mostly the swing about the anchors - a cloth hanging from two corners
-   swings as a near-rigid pendulum, which the first rule never damped - so
+   swings as a near-rigid pendulum, which the first rule would never damp - so
    the velocities move towards the rigid motion of the anchors instead: a
    pinned cloth comes to rest, one held by a moving (kinematic) frame
    comes to rest in that frame. */
@@ -13608,8 +13609,8 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
    gravity's torque) by a rigid rotation about the centre of mass: positions
    and linear momentum do not change. With self-collision, "after the
    prediction" means after its speed limit, which removes momentum from
-   outside: taken before it, the removed momentum came back as spin every
-   substep. */
+   outside: taken before it, the removed momentum would come back as spin
+   every substep. */
 
 static void pbd__momentum_before(pbd_world *w, int oi) {
     const pbd__object *o = &w->objects[oi];
@@ -13787,8 +13788,8 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     if (w->nsurfaces) {
         /* the angular momentum to keep is taken after the speed limit of
            self-collision, which acts from outside like a collider: taken
-           before it, the momentum it removes came back as spin every
-           substep, and a falling cloth spun up without bound */
+           before it, the momentum it removes would come back as spin
+           every substep, and a falling cloth would spin up without bound */
         pbd__selfcol_detect(w, h);
         PBD__PRAGMA(omp single)
         for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
@@ -13835,9 +13836,10 @@ static void pbd__substep_on(pbd_world *w, float h, int s, int S, int threads) {
     }
 }
 
+/* The policy's clock in seconds: pbd_world.team_clock, else omp_get_wtime. */
+static double pbd__team_now(const pbd_world *w) { return w->team_clock ? w->team_clock() : omp_get_wtime(); }
 /* The gate of the default policy (see "// ==== threads"): the seconds a
    team of `threads` takes to meet PBD__GATE_BARRIERS times. */
-static double pbd__team_now(const pbd_world *w) { return w->team_clock ? w->team_clock() : omp_get_wtime(); }
 static double pbd__team_gate(const pbd_world *w, int threads) {
     double t0 = pbd__team_now(w);
     PBD__PRAGMA(omp parallel num_threads(threads)) {
@@ -13950,8 +13952,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             return PBD_ERROR_BAD_SNAPSHOT;
         /* the rest values pbd_add_constraints accepts: lengths, areas and
            thicknesses >= 0, angles in [-pi, pi], volumes != 0 (a forged
-           rest length of -4e17 blew a balloon up to NaN on its first step,
-           found by tests/fuzz/fuzz_restore.c) */
+           rest length of -4e17 would blow a balloon up to NaN on its first
+           step: tests/fuzz/fuzz_restore.c) */
         for (int c = 0; g->type < PBD_CONSTRAINT_TYPE_SIMPLE_COUNT && g->rest_stride == 1 && c < g->count; ++c) {
             float r = g->rest[c];
             if (g->type == PBD_CONSTRAINT_BENDING_DIHEDRAL ? !(fabsf(r) <= 3.14159265358979f)
