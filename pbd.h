@@ -1427,6 +1427,31 @@ pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
+/* Graph colouring for an extension's parallel solver: the greedy
+   colouring of pbd.h's own constraint groups and self-collision candidates
+   (docs/DESIGN.md section 5.1), one code for all. The count elements of
+   `arity` vertex indices each (elements[arity*e + i]; an index < 0 is no
+   vertex, as an attachment's world point) are coloured in their order so
+   that no two elements of a colour share a vertex, except in the overflow
+   colour: what does not fit in PBD_MAX_COLORS - 1 colours goes to a last
+   colour whose elements share vertices and must be solved one by one.
+   balanced = 0: first fit (each element takes the smallest colour free at
+   its vertices); 1: balanced (the free colour with the fewest elements, a
+   new colour only when every open one is blocked: even colour sizes, to
+   fill SIMD batches; pbd.h's groups). colors receives each element's
+   colour, 0 .. *color_count - 1 with the overflow (if any) the last;
+   starts the starts of the colours in the elements sorted stably by colour
+   (colour c is [starts[c], starts[c + 1]), *color_count + 1 ints; its room
+   max_starts must be at least min(count, PBD_MAX_COLORS) + 1), from which
+   the caller reorders its elements; *overflow (may be NULL) whether the
+   last colour is the overflow. Indices must be below vertex_count. w (may
+   be NULL) gives the allocator of the scratch (8 bytes per vertex) and
+   receives the message of an error (pbd_world_fail's rules); on an error
+   nothing is written. */
+#define PBD_MAX_COLORS 64
+PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
+                                     int balanced, int *colors, int *starts, int max_starts, int *color_count,
+                                     int *overflow);
 /* Particles a plugin's internal forces connect: the objects they belong to
    may exchange angular momentum, so the solver stops restoring theirs
    (see SOLVER step 5). Call it for forces between objects or with the
@@ -3943,7 +3968,33 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
     return PBD_OK;
 }
 
-#define PBD__MAX_COLORS 64
+#define PBD__MAX_COLORS PBD_MAX_COLORS
+
+static inline int pbd__lowest_bit(uint64_t m);
+
+/* The greedy colouring's choice for one element (survey 3.8), shared by
+   the groups, pbd_color_elements and the self-collision candidates. used:
+   the colours its vertices already have; counts: the elements per colour
+   so far; *opened: colours 0..*opened-1 are in use. First fit takes the
+   smallest free colour (a bit scan); balanced takes the free one with the
+   fewest elements (as Box2D v3 does) and opens a new colour only when every
+   open one is blocked, as first fit would. Past PBD__MAX_COLORS - 1 colours
+   the element gets the overflow colour PBD__MAX_COLORS - 1, which marks no
+   vertex and is solved serially. */
+static inline int pbd__color_pick(uint64_t used, const int *counts, int *opened, int balanced) {
+    const int last = PBD__MAX_COLORS - 1;
+    int col = -1;
+    if (balanced) {
+        for (int k = 0; k < *opened; ++k)
+            if (!((used >> k) & 1u) && (col < 0 || counts[k] < counts[col])) col = k;
+        if (col < 0) col = *opened < last ? (*opened)++ : last;
+    } else {
+        uint64_t open = ~used & (((uint64_t)1 << last) - 1);
+        col = open ? pbd__lowest_bit(open) : last;
+        if (col < last && col >= *opened) *opened = col + 1;
+    }
+    return col;
+}
 
 /* The starts of the colours in the order sorted by colour, from their
    sizes: colours 0..opened-1 are used without gaps and the overflow (if
@@ -3959,13 +4010,42 @@ static int pbd__color_starts(int *counts, int opened, int *start, int *overflow)
     return ncolors;
 }
 
-/* Greedy colouring of a group by shared particles (survey 3.8; as Box2D v3
-   does), balanced: each constraint takes the smallest colour that none of
-   its particles has yet, and opens a new colour only when all are taken;
-   past PBD__MAX_COLORS - 1 colours it goes to a last, overflow colour that
-   is solved serially. The constraints are then stored sorted by
-   colour (stably), so that the scalar reference path solves them in the
-   same order as the parallel SIMD path and both give the same bits. */
+/* Greedy colouring of n elements of k vertex indices (< 0: none), in
+   their order (pbd__color_pick): color[e] receives each one's colour, the
+   overflow colour renumbered to the last, start[0..ncolors] the starts of
+   the colours in the order sorted by colour, *overflow whether the last
+   colour is the overflow. mask: one zeroed word per vertex (scratch).
+   Returns the number of colours. The core of the groups' colouring and of
+   pbd_color_elements. */
+static int pbd__color_greedy(const int *el, int n, int k, int balanced, uint64_t *mask, int *color, int *start,
+                             int *overflow) {
+    const int last = PBD__MAX_COLORS - 1;
+    int counts[PBD__MAX_COLORS];
+    memset(counts, 0, sizeof counts);
+    int opened = 0;
+    for (int c = 0; c < n; ++c) {
+        const int *e = el + (size_t)c * k;
+        uint64_t used = 0;
+        for (int i = 0; i < k; ++i)
+            if (e[i] >= 0) used |= mask[e[i]];
+        int col = pbd__color_pick(used, counts, &opened, balanced);
+        if (col < last)
+            for (int i = 0; i < k; ++i)
+                if (e[i] >= 0) mask[e[i]] |= (uint64_t)1 << col;
+        color[c] = col;
+        counts[col]++;
+    }
+    int ncolors = pbd__color_starts(counts, opened, start, overflow);
+    if (*overflow)
+        for (int c = 0; c < n; ++c)
+            if (color[c] == last) color[c] = opened;
+    return ncolors;
+}
+
+/* Colouring of a group by shared particles (pbd__color_greedy, balanced).
+   The constraints are then stored sorted by colour (stably), so that the
+   scalar reference path solves them in the same order as the parallel
+   SIMD path and both give the same bits. */
 static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
     int n = g->count, k = g->arity, stride = g->rest_stride;
     uint64_t *mask = (uint64_t *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), sizeof(uint64_t));
@@ -3984,34 +4064,11 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to colour %d constraints", n);
     }
     memset(mask, 0, sizeof(uint64_t) * (size_t)(w->n > 0 ? w->n : 1));
-    int counts[PBD__MAX_COLORS];
-    memset(counts, 0, sizeof counts);
-    const int last = PBD__MAX_COLORS - 1;
-    int opened = 0;
-    for (int c = 0; c < n; ++c) {
-        const int *e = g->idx + (size_t)c * k;
-        uint64_t used = 0;
-        for (int i = 0; i < k; ++i)
-            if (e[i] >= 0) used |= mask[e[i]];
-        /* balanced: the smallest colour that is free here; a new colour
-           only when every open one is blocked (as first-fit would) */
-        int col = -1;
-        for (int k2 = 0; k2 < opened; ++k2)
-            if (!((used >> k2) & 1u) && (col < 0 || counts[k2] < counts[col])) col = k2;
-        if (col < 0) col = opened < last ? opened++ : last;
-        if (col < last)
-            for (int i = 0; i < k; ++i)
-                if (e[i] >= 0) mask[e[i]] |= (uint64_t)1 << col;
-        color[c] = col;
-        counts[col]++;
-    }
-    int m = opened;
-    g->ncolors = pbd__color_starts(counts, m, start, &g->overflow);
+    g->ncolors = pbd__color_greedy(g->idx, n, k, 1, mask, color, start, &g->overflow);
     int fill[PBD__MAX_COLORS + 1];
     memcpy(fill, start, sizeof(int) * (size_t)(g->ncolors + 1));
     for (int c = 0; c < n; ++c) {
-        int col = color[c] == last ? m : color[c];
-        int to = fill[col]++;
+        int to = fill[color[c]]++;
         memcpy(idx + (size_t)to * k, g->idx + (size_t)c * k, sizeof(int) * (size_t)k);
         memcpy(rest + (size_t)to * stride, g->rest + (size_t)c * stride, sizeof(float) * (size_t)stride);
         if (slot) slot[c] = to;
@@ -11654,9 +11711,10 @@ static int pbd__sc_list(const unsigned char *counts, int n, int per, int first, 
 /* Colours this substep's candidates greedily (survey 3.8), so that the
    projection can share each colour between threads: no two candidates of
    a colour share a vertex (pinned ones included: a correction of 0 is
-   still a write). As for the groups (pbd__color_group), what does not fit
-   in PBD__MAX_COLORS - 1 colours goes to a serial overflow colour; unlike
-   them, first fit (a bit scan) rather than balanced colours: this runs
+   still a write). The colour choice is the groups' (pbd__color_pick):
+   what does not fit in PBD__MAX_COLORS - 1 colours goes to a serial
+   overflow colour; unlike them, first fit (a bit scan) rather than
+   balanced colours, and no allocation (the masks are S's): this runs
    every substep, and the balance only helps fill SIMD batches, which this
    projection does not use. The order is fixed (the point-triangle
    candidates by vertex and slot, then the edge-edge ones by edge and
@@ -11675,9 +11733,7 @@ static void pbd__selfcol_color(pbd__selfcol *S) {
         int v[4];
         pbd__sc_slot_vertices(S, S->cand[c], v);
         uint64_t used = S->cmask[v[0]] | S->cmask[v[1]] | S->cmask[v[2]] | S->cmask[v[3]];
-        uint64_t open = ~used & (((uint64_t)1 << last) - 1);
-        int col = open ? pbd__lowest_bit(open) : last;
-        if (col < last && col >= opened) opened = col + 1;
+        int col = pbd__color_pick(used, counts, &opened, 0);
         if (col < last)
             for (int j = 0; j < 4; ++j) S->cmask[v[j]] |= (uint64_t)1 << col;
         S->ccol[c] = (unsigned char)col;
@@ -12189,6 +12245,42 @@ PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
 }
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
+
+PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
+                                     int balanced, int *colors, int *starts, int max_starts, int *color_count,
+                                     int *overflow) {
+    const char *f = "pbd_color_elements";
+    if (count < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: count %d < 0", f, count);
+    if (arity < 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: arity %d < 1", f, arity);
+    if ((long long)count * arity > INT_MAX)
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "%s: %d elements of %d vertices are over INT_MAX indices", f, count,
+                         arity);
+    if (vertex_count < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: vertex_count %d < 0", f, vertex_count);
+    if (balanced != 0 && balanced != 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: balanced %d is not 0 or 1", f, balanced);
+    if (count > 0 && !elements) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "%s: elements is NULL", f);
+    if (count > 0 && !colors) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "%s: colors is NULL", f);
+    if (!starts) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "%s: starts is NULL", f);
+    if (!color_count) return pbd__fail(w, PBD_ERROR_NULL_POINTER, "%s: color_count is NULL", f);
+    int need = (count < PBD_MAX_COLORS ? count : PBD_MAX_COLORS) + 1;
+    if (max_starts < need)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: max_starts %d < %d (the colours of %d elements + 1)", f,
+                         max_starts, need, count);
+    for (long i = 0; i < (long)count * arity; ++i)
+        if (elements[i] >= vertex_count)
+            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "%s: elements[%ld] = %d is not a vertex (0..%d)", f, i,
+                             elements[i], vertex_count - 1);
+    uint64_t *mask = (uint64_t *)pbd__alloc_n(w, (size_t)(vertex_count > 0 ? vertex_count : 1), sizeof(uint64_t));
+    if (!mask) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "%s: no memory for %d vertices", f, vertex_count);
+    memset(mask, 0, sizeof(uint64_t) * (size_t)(vertex_count > 0 ? vertex_count : 1));
+    int start[PBD_MAX_COLORS + 1], over;
+    int n = pbd__color_greedy(elements, count, arity, balanced, mask, colors, start, &over);
+    pbd__free(w, mask);
+    memcpy(starts, start, sizeof(int) * (size_t)(n + 1));
+    *color_count = n;
+    if (overflow) *overflow = over;
+    return PBD_OK;
+}
 
 static pbd_result pbd__check_plugin(const pbd_world *w, pbd_plugin p) {
     if (p < 0 || p >= w->nplugins || !w->plugins[p].active)

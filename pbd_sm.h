@@ -3208,7 +3208,14 @@ PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void) {
     return d;
 }
 
-static int pbd_sm__finitef(float v) { return v == v && v <= FLT_MAX && v >= -FLT_MAX; }
+/* The finite-value check of every pbd_sm.h input: 1 when v is neither NaN
+   nor infinite (a float converts to double exactly, so it serves both). */
+static int pbd_sm__finite(double v) { return v == v && fabs(v) <= DBL_MAX; }
+static int pbd_sm__finite_n(const float *x, size_t n) {
+    for (size_t i = 0; i < n; ++i)
+        if (!pbd_sm__finite(x[i])) return 0;
+    return 1;
+}
 
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
@@ -3217,24 +3224,24 @@ static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiff
                               "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > "
                               "100 (rotation_iterations %d)",
                               rotation_iterations);
-    if (!pbd_sm__finitef(beta))
+    if (!pbd_sm__finite(beta))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(beta) (beta %g)", (double)beta);
-    if (!pbd_sm__finitef(stiffness))
+                              "pbd_sm__check_params: rejected because !pbd_sm__finite(beta) (beta %g)", (double)beta);
+    if (!pbd_sm__finite(stiffness))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(stiffness) (stiffness %g)",
+                              "pbd_sm__check_params: rejected because !pbd_sm__finite(stiffness) (stiffness %g)",
                               (double)stiffness);
-    if (!pbd_sm__finitef(yield))
+    if (!pbd_sm__finite(yield))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(yield) (yield %g)",
+                              "pbd_sm__check_params: rejected because !pbd_sm__finite(yield) (yield %g)",
                               (double)yield);
-    if (!pbd_sm__finitef(creep))
+    if (!pbd_sm__finite(creep))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(creep) (creep %g)",
+                              "pbd_sm__check_params: rejected because !pbd_sm__finite(creep) (creep %g)",
                               (double)creep);
-    if (!pbd_sm__finitef(maxp))
+    if (!pbd_sm__finite(maxp))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finitef(maxp) (maxp %g)", (double)maxp);
+                              "pbd_sm__check_params: rejected because !pbd_sm__finite(maxp) (maxp %g)", (double)maxp);
     if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && "
@@ -4016,14 +4023,14 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
             if (d->masses) mass[i] = d->masses[i];
             else pbd_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
-                if (!pbd_sm__finitef(rest[3 * i + a]))
+                if (!pbd_sm__finite(rest[3 * i + a]))
                     res = pbd_world_fail(
                         w, PBD_ERROR_NOT_FINITE,
-                        "pbd_sm_add_body: rejected because !pbd_sm__finitef(rest[3 * i + a]) (i %d, a %d)", i, a);
-            if (!pbd_sm__finitef(mass[i]))
+                        "pbd_sm_add_body: rejected because !pbd_sm__finite(rest[3 * i + a]) (i %d, a %d)", i, a);
+            if (!pbd_sm__finite(mass[i]))
                 res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                                     "pbd_sm_add_body: rejected because !pbd_sm__finitef(mass[i]) (i %d, mass[i] %g)",
-                                     i, (double)mass[i]);
+                                     "pbd_sm_add_body: rejected because !pbd_sm__finite(mass[i]) (i %d, mass[i] %g)", i,
+                                     (double)mass[i]);
             else if (mass[i] < 0 && res == PBD_OK)
                 res =
                     pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
@@ -4138,9 +4145,9 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
             NULL, PBD_ERROR_INVALID_ARGUMENT,
             "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt,
             max_cells);
-    if (!pbd_sm__finitef(spacing))
+    if (!pbd_sm__finite(spacing))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_voxelize: rejected because !pbd_sm__finitef(spacing) (spacing %g)",
+                              "pbd_sm_voxelize: rejected because !pbd_sm__finite(spacing) (spacing %g)",
                               (double)spacing);
     if (!(spacing > 0))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
@@ -4151,9 +4158,9 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                                   "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
-        if (!pbd_sm__finitef(P[k]))
+        if (!pbd_sm__finite(P[k]))
             return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                                  "pbd_sm_voxelize: rejected because !pbd_sm__finitef(P[k]) (k %ld)", k);
+                                  "pbd_sm_voxelize: rejected because !pbd_sm__finite(P[k]) (k %ld)", k);
         if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
         if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
     }
@@ -4213,13 +4220,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
             w, PBD_ERROR_INVALID_ARGUMENT,
             "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n,
             d->half_width);
-    if (!pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) || !pbd_sm__finitef(d->radius) ||
-        !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || !pbd_sm__finitef(d->origin[2]))
+    if (!pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) || !pbd_sm__finite(d->radius) ||
+        !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || !pbd_sm__finite(d->origin[2]))
         return pbd_world_fail(
             w, PBD_ERROR_NOT_FINITE,
-            "pbd_sm_add_lattice: rejected because !pbd_sm__finitef(d->spacing) || !pbd_sm__finitef(d->particle_mass) "
-            "|| !pbd_sm__finitef(d->radius) || !pbd_sm__finitef(d->origin[0]) || !pbd_sm__finitef(d->origin[1]) || "
-            "!pbd_sm__finitef(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)",
+            "pbd_sm_add_lattice: rejected because !pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) "
+            "|| !pbd_sm__finite(d->radius) || !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || "
+            "!pbd_sm__finite(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)",
             (double)d->spacing, (double)d->particle_mass, (double)d->radius);
     if (!(d->spacing > 0) || d->radius < 0)
         return pbd_world_fail(
@@ -4801,12 +4808,6 @@ static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c)
     }
 }
 
-static int pbd_sm__all_finite(const float *v, size_t n) {
-    for (size_t k = 0; k < n; ++k)
-        if (!(v[k] == v[k]) || fabsf(v[k]) > FLT_MAX) return 0;
-    return 1;
-}
-
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
     if (d->particles.count < 1 || d->edge_count < 0)
         return pbd_world_fail(
@@ -4820,10 +4821,10 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > "
                               "pbd_world_particle_count(w) - d->particles.count");
-    if (!pbd_sm__all_finite(&d->stiffness, 1) || !pbd_sm__all_finite(&d->radius, 1))
+    if (!pbd_sm__finite(d->stiffness) || !pbd_sm__finite(d->radius))
         return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(&d->stiffness, 1) || "
-                              "!pbd_sm__all_finite(&d->radius, 1) (d->stiffness %g, d->radius %g)",
+                              "pbd_sm__oriented_check: rejected because !pbd_sm__finite(d->stiffness) || "
+                              "!pbd_sm__finite(d->radius) (d->stiffness %g, d->radius %g)",
                               (double)d->stiffness, (double)d->radius);
     if (!(d->stiffness >= 0 && d->stiffness <= 1))
         return pbd_world_fail(
@@ -4857,10 +4858,10 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
                 w, PBD_ERROR_DEGENERATE,
                 "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
     if (d->radii) {
-        if (!pbd_sm__all_finite(d->radii, 3 * (size_t)n))
+        if (!pbd_sm__finite_n(d->radii, 3 * (size_t)n))
             return pbd_world_fail(
                 w, PBD_ERROR_NOT_FINITE,
-                "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->radii, 3 * (size_t)n) (n %d)", n);
+                "pbd_sm__oriented_check: rejected because !pbd_sm__finite_n(d->radii, 3 * (size_t)n) (n %d)", n);
         for (int k = 0; k < 3 * n; ++k)
             if (!(d->radii[k] > 0))
                 return pbd_world_fail(
@@ -4873,11 +4874,10 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
                               (double)d->radius);
     }
     if (d->orientations) {
-        if (!pbd_sm__all_finite(d->orientations, 4 * (size_t)n))
+        if (!pbd_sm__finite_n(d->orientations, 4 * (size_t)n))
             return pbd_world_fail(
                 w, PBD_ERROR_NOT_FINITE,
-                "pbd_sm__oriented_check: rejected because !pbd_sm__all_finite(d->orientations, 4 * (size_t)n) (n %d)",
-                n);
+                "pbd_sm__oriented_check: rejected because !pbd_sm__finite_n(d->orientations, 4 * (size_t)n) (n %d)", n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
             if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > PBD_SM__QUAT_NORM2_MIN_F))
@@ -5045,10 +5045,10 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const f
     if (index < 0 || index >= o->count)
         return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
-    if ((q && !pbd_sm__all_finite(q, 4)) || (omega && !pbd_sm__all_finite(omega, 3)))
+    if ((q && !pbd_sm__finite_n(q, 4)) || (omega && !pbd_sm__finite_n(omega, 3)))
         return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_oriented_set: rejected because (q && !pbd_sm__all_finite(q, 4)) || (omega && "
-                              "!pbd_sm__all_finite(omega, 3))");
+                              "pbd_sm_oriented_set: rejected because (q && !pbd_sm__finite_n(q, 4)) || (omega && "
+                              "!pbd_sm__finite_n(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
     if (!(qn > PBD_SM__QUAT_NORM2_MIN))
         return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE,
@@ -5155,15 +5155,15 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
                               "d->influences > 8 (d->vertex_count %d, d->influences %d)",
                               d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
-    if (!pbd_sm__all_finite(d->rest_vertices, 3 * (size_t)d->vertex_count))
+    if (!pbd_sm__finite_n(d->rest_vertices, 3 * (size_t)d->vertex_count))
         return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->rest_vertices, 3 * "
+                              "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->rest_vertices, 3 * "
                               "(size_t)d->vertex_count) (d->vertex_count %d)",
                               d->vertex_count);
     if (d->bones) {
-        if (!pbd_sm__all_finite(d->weights, nk))
+        if (!pbd_sm__finite_n(d->weights, nk))
             return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
-                                  "pbd_sm_skin_create: rejected because !pbd_sm__all_finite(d->weights, nk) (nk %zu)",
+                                  "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->weights, nk) (nk %zu)",
                                   nk);
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
@@ -5544,9 +5544,9 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
                               "INT_MAX / 3 (d->triangle_count %d)",
                               d->triangle_count);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
-    if (!pbd_sm__all_finite(params, 5))
+    if (!pbd_sm__finite_n(params, 5))
         return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__volume_check: rejected because !pbd_sm__all_finite(params, 5)");
+                              "pbd_sm__volume_check: rejected because !pbd_sm__finite_n(params, 5)");
     if (!(d->alpha >= 0 && d->alpha <= 1))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)",
@@ -5706,10 +5706,9 @@ PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_wo
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: v is NULL");
-    if (!(rest_volume == rest_volume) || fabs(rest_volume) > DBL_MAX)
+    if (!pbd_sm__finite(rest_volume))
         return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_volume_set_rest: rejected because !(rest_volume == rest_volume) || "
-                              "fabs(rest_volume) > DBL_MAX (rest_volume %g)",
+                              "pbd_sm_volume_set_rest: rejected because !pbd_sm__finite(rest_volume) (rest_volume %g)",
                               rest_volume);
     if (!(rest_volume > 0))
         return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
@@ -5721,9 +5720,9 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volum
 
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
     if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: v is NULL");
-    if (!pbd_sm__all_finite(&alpha, 1))
+    if (!pbd_sm__finite(alpha))
         return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_volume_set_alpha: rejected because !pbd_sm__all_finite(&alpha, 1) (alpha %g)",
+                              "pbd_sm_volume_set_alpha: rejected because !pbd_sm__finite(alpha) (alpha %g)",
                               (double)alpha);
     if (!(alpha >= 0 && alpha <= 1))
         return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
@@ -6244,63 +6243,31 @@ static void pbd_sm__cloth_free(pbd_sm_cloth *c) {
     PBD_SM_FREE(c);
 }
 
-/* Greedy colouring of elements of `arity` vertices (at most 64 colours;
-   the rest share a last colour whose elements are applied one by one),
-   then a stable sort of the elements by colour. */
-static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, float *data, int stride, int **offsets,
-                                         int *ncolors, int *overflow) {
-    unsigned long long *used = (unsigned long long *)pbd_sm__alloc_n((size_t)nv, sizeof(unsigned long long));
+/* Colours elements of `arity` vertices with pbd.h's greedy colouring
+   (pbd_color_elements, first fit: no two elements of a colour share a
+   vertex, except in the overflow colour, the last when *overflow, whose
+   elements are applied one by one), then sorts them stably by colour;
+   *offsets receives the *ncolors + 1 starts of the colours. */
+static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, int **offsets, int *ncolors,
+                                         int *overflow) {
     int *col = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    int *order = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
     int *tmp = (int *)pbd_sm__alloc_n((size_t)n * arity, sizeof(int));
-    float *ftmp = (float *)pbd_sm__alloc_n((size_t)n * (stride ? stride : 1), sizeof(float));
-    int *off = (int *)pbd_sm__alloc_n(66, sizeof(int));
+    int *off = (int *)pbd_sm__alloc_n(PBD_MAX_COLORS + 1, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!used || !col || !order || !tmp || !ftmp || !off)
+    if (!col || !tmp || !off)
         r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
+    if (r == PBD_OK) r = pbd_color_elements(NULL, el, n, arity, nv, 0, col, off, PBD_MAX_COLORS + 1, ncolors, overflow);
     if (r == PBD_OK) {
-        memset(used, 0, sizeof(unsigned long long) * (size_t)nv);
-        memset(off, 0, sizeof(int) * 66);
-        int maxc = 0;
-        for (int e = 0; e < n; ++e) {
-            unsigned long long u = 0;
-            for (int k = 0; k < arity; ++k) u |= used[el[arity * e + k]];
-            int c = 0;
-            while (c < 64 && (u >> c) & 1ull) c++;
-            if (c < 64)
-                for (int k = 0; k < arity; ++k) used[el[arity * e + k]] |= 1ull << c;
-            col[e] = c; /* 64: the serial overflow set */
-            off[c + 1]++;
-            if (c + 1 > maxc) maxc = c + 1;
-        }
-        for (int c = 0; c < 65; ++c) off[c + 1] += off[c];
-        int fill[65];
-        memcpy(fill, off, sizeof fill);
-        for (int e = 0; e < n; ++e) order[fill[col[e]]++] = e;
-        for (int i = 0; i < n; ++i) memcpy(tmp + (size_t)arity * i, el + (size_t)arity * order[i], sizeof(int) * arity);
+        int fill[PBD_MAX_COLORS + 1];
+        memcpy(fill, off, sizeof(int) * (size_t)(*ncolors + 1));
+        for (int e = 0; e < n; ++e)
+            memcpy(tmp + (size_t)arity * fill[col[e]]++, el + (size_t)arity * e, sizeof(int) * arity);
         memcpy(el, tmp, sizeof(int) * (size_t)n * arity);
-        if (stride) {
-            for (int i = 0; i < n; ++i)
-                memcpy(ftmp + (size_t)stride * i, data + (size_t)stride * order[i], sizeof(float) * stride);
-            memcpy(data, ftmp, sizeof(float) * (size_t)n * stride);
-        }
-        /* compact: colours 0..maxc-1 (with 64 as the last if used) */
-        int k = 0, *o = off;
-        int comp[66];
-        comp[0] = 0;
-        for (int c = 0; c < 65; ++c)
-            if (o[c + 1] > o[c]) comp[++k] = o[c + 1];
-        *overflow = o[65] > o[64];
-        memcpy(off, comp, sizeof(int) * (size_t)(k + 1));
-        *ncolors = k;
         *offsets = off;
         off = NULL;
     }
-    PBD_SM_FREE(used);
     PBD_SM_FREE(col);
-    PBD_SM_FREE(order);
     PBD_SM_FREE(tmp);
-    PBD_SM_FREE(ftmp);
     PBD_SM_FREE(off);
     return r;
 }
@@ -6613,8 +6580,8 @@ static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
    per-element arrays follow the element order. */
 static pbd_result pbd_sm__level_finish(pbd_sm__level *L, float density) {
     pbd_result r = pbd_sm__level_edges(L);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->tri, L->nt, 3, NULL, 0, &L->tc, &L->ntc, &L->overflow[0]);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->edge, L->ne, 2, NULL, 0, &L->ec, &L->nec, &L->overflow[1]);
+    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->tri, L->nt, 3, &L->tc, &L->ntc, &L->overflow[0]);
+    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->edge, L->ne, 2, &L->ec, &L->nec, &L->overflow[1]);
     if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->tri, L->nt, 3, &L->vt_start, &L->vt_list);
     if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->edge, L->ne, 2, &L->ve_start, &L->ve_list);
     if (r == PBD_OK) r = pbd_sm__level_rest(L, density);
@@ -7334,8 +7301,8 @@ static void pbd_sm__gather(int nv, float *x, const int *start, const int *list, 
 /* One element type of one level: two-pass (blocks of goals into the
    per-element scratch, then the per-vertex gather) or independent sets
    (per colour, blocks computed and applied at once; no two elements of a
-   colour share a vertex, the overflow colour 64 excepted, which is walked
-   in order). arity 3: triangles, 2: edges. */
+   colour share a vertex, the overflow colour excepted, the last when
+   L->overflow says so, which is walked in order). arity 3: triangles, 2: edges. */
 static void pbd_sm__match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve, int arity) {
     int n = arity == 3 ? L->nt : L->ne, ncol = arity == 3 ? L->ntc : L->nec;
     const int *col = arity == 3 ? L->tc : L->ec, *el = arity == 3 ? L->tri : L->edge;
@@ -7576,11 +7543,6 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
     return d;
 }
 
-static int pbd_sm__finite_n(const float *x, long n) {
-    for (long i = 0; i < n; ++i)
-        if (!(x[i] == x[i]) || x[i] > FLT_MAX || x[i] < -FLT_MAX) return 0;
-    return 1;
-}
 static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
@@ -7611,12 +7573,12 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
                               "pbd_sm__check_cloth_desc: rejected because d->initial_positions && "
                               "!pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)",
                               d->vertex_count);
-    if (!pbd_sm__finite_n(&d->density, 1) || !pbd_sm__finite_n(&d->bending_stiffness, 1) ||
-        !pbd_sm__finite_n(&d->thickness, 1) || !pbd_sm__finite_n(&d->reduction, 1))
+    if (!pbd_sm__finite(d->density) || !pbd_sm__finite(d->bending_stiffness) || !pbd_sm__finite(d->thickness) ||
+        !pbd_sm__finite(d->reduction))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(&d->density, 1) || "
-                              "!pbd_sm__finite_n(&d->bending_stiffness, 1) || !pbd_sm__finite_n(&d->thickness, 1) || "
-                              "!pbd_sm__finite_n(&d->reduction, 1) (d->density %g, d->bending_stiffness %g, "
+                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite(d->density) || "
+                              "!pbd_sm__finite(d->bending_stiffness) || !pbd_sm__finite(d->thickness) || "
+                              "!pbd_sm__finite(d->reduction) (d->density %g, d->bending_stiffness %g, "
                               "d->thickness %g, d->reduction %g)",
                               (double)d->density, (double)d->bending_stiffness, (double)d->thickness,
                               (double)d->reduction);
@@ -7831,9 +7793,9 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
 }
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
     if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: c is NULL");
-    if (!pbd_sm__finite_n(&k, 1))
+    if (!pbd_sm__finite(k))
         return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite_n(&k, 1) (k %g)", (double)k);
+                              "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite(k) (k %g)", (double)k);
     if (!(k >= 0))
         return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);

@@ -2,6 +2,7 @@
    against the scalar reference, 1 against 2 threads, averaged Jacobi,
    locality reordering (survey section 3.8, docs/DESIGN.md section 5.6). */
 #include "test.h"
+#include "check_error.h"
 #include <stdlib.h>
 
 /* No two constraints of a colour share a particle, except in the overflow
@@ -148,6 +149,192 @@ TEST(coloring_is_balanced) {
               total / ncol);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
+}
+
+/* --- pbd_color_elements, the extension API's colouring ------------------- */
+
+/* colors/starts describe a valid colouring of the elements: every element
+   in one colour, the starts the prefix sums of the colour sizes, no empty
+   colour, no two elements of a colour sharing a vertex (indices < 0 are
+   none) except in the overflow colour, the last. */
+static void check_element_coloring(const int *el, int n, int arity, int nv, const int *colors, const int *starts,
+                                   int ncol, int overflow) {
+    CHECK(ncol >= (n > 0) && ncol <= PBD_MAX_COLORS && starts[0] == 0 && starts[ncol] == n);
+    CHECK(overflow == 0 || overflow == 1);
+    int *size = (int *)calloc((size_t)ncol + 1, sizeof(int));
+    int *mark = (int *)malloc(sizeof(int) * (size_t)(nv > 0 ? nv : 1));
+    for (int e = 0; e < n; ++e) {
+        CHECK_MSG(colors[e] >= 0 && colors[e] < ncol, "element %d has colour %d of %d", e, colors[e], ncol);
+        if (colors[e] >= 0 && colors[e] < ncol) size[colors[e]]++;
+    }
+    for (int c = 0; c < ncol; ++c) {
+        CHECK_MSG(starts[c + 1] - starts[c] == size[c] && size[c] > 0, "colour %d: starts %d..%d, %d elements", c,
+                  starts[c], starts[c + 1], size[c]);
+        if (overflow && c == ncol - 1) continue;
+        for (int v = 0; v < nv; ++v) mark[v] = 0;
+        for (int e = 0; e < n; ++e) {
+            if (colors[e] != c) continue;
+            for (int i = 0; i < arity; ++i) {
+                int v = el[arity * e + i];
+                if (v < 0) continue;
+                CHECK_MSG(!mark[v], "colour %d uses vertex %d twice", c, v);
+                mark[v] = 1;
+            }
+        }
+    }
+    free(size);
+    free(mark);
+}
+
+static int shares_vertex(const int *a, const int *b, int arity) {
+    for (int i = 0; i < arity; ++i)
+        for (int j = 0; j < arity; ++j)
+            if (a[i] >= 0 && a[i] == b[j]) return 1;
+    return 0;
+}
+
+TEST(color_elements_first_fit_and_balanced) {
+    /* a grid's triangles and edges, both rules */
+    pbd_mesh m;
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(24, 24, o, u, v, &m));
+    int nt = m.triangle_count, nv = m.vertex_count;
+    int *colors = (int *)malloc(sizeof(int) * (size_t)nt * 3);
+    int starts[PBD_MAX_COLORS + 1], ncol = 0, overflow = -1;
+    int spread[2];
+    for (int balanced = 0; balanced <= 1; ++balanced) {
+        CHECK_OK(pbd_color_elements(NULL, m.triangles, nt, 3, nv, balanced, colors, starts, PBD_MAX_COLORS + 1, &ncol,
+                                    &overflow));
+        CHECK(overflow == 0 && ncol <= 16);
+        check_element_coloring(m.triangles, nt, 3, nv, colors, starts, ncol, overflow);
+        int mx = 0, mn = nt;
+        for (int c = 0; c < ncol; ++c) {
+            int sz = starts[c + 1] - starts[c];
+            mx = sz > mx ? sz : mx;
+            mn = sz < mn ? sz : mn;
+        }
+        spread[balanced] = mx - mn;
+        if (!balanced) /* first fit: an element of colour c meets every colour below c among those before it */
+            for (int e = 0; e < nt; ++e)
+                for (int c = 0; c < colors[e]; ++c) {
+                    int met = 0;
+                    for (int f = 0; f < e && !met; ++f)
+                        met = colors[f] == c && shares_vertex(m.triangles + 3 * e, m.triangles + 3 * f, 3);
+                    CHECK_MSG(met, "triangle %d took colour %d although %d was free", e, colors[e], c);
+                }
+    }
+    printf("    grid triangles: colour sizes spread %d (first fit), %d (balanced)\n", spread[0], spread[1]);
+    CHECK(spread[1] < spread[0]);
+    /* the balanced rule is the constraint groups' own: the same colour sizes */
+    int ne = 0;
+    int *edges = (int *)malloc(sizeof(int) * (size_t)nt * 6);
+    for (int t = 0; t < nt; ++t)
+        for (int k = 0; k < 3; ++k) {
+            int a = m.triangles[3 * t + k], b = m.triangles[3 * t + (k + 1) % 3];
+            if (a < b) {
+                edges[2 * ne] = a;
+                edges[2 * ne + 1] = b;
+                ++ne;
+            }
+        }
+    pbd_world *w = new_world(1, 1);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = m.positions;
+    pd.count = nv;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = ne;
+    cd.indices = edges;
+    pbd_group g;
+    CHECK_OK(pbd_add_constraints(w, &cd, &g));
+    int gn = 0, gover = -1, sizes[PBD_MAX_COLORS];
+    CHECK_OK(pbd_group_colors(w, g, sizes, PBD_MAX_COLORS, &gn, &gover));
+    CHECK_OK(pbd_color_elements(w, edges, ne, 2, nv, 1, colors, starts, PBD_MAX_COLORS + 1, &ncol, &overflow));
+    check_element_coloring(edges, ne, 2, nv, colors, starts, ncol, overflow);
+    CHECK(gn == ncol && gover == overflow);
+    for (int c = 0; c < gn && c < ncol; ++c)
+        CHECK_MSG(sizes[c] == starts[c + 1] - starts[c], "colour %d: group %d, pbd_color_elements %d", c, sizes[c],
+                  starts[c + 1] - starts[c]);
+    pbd_world_destroy(w);
+    free(edges);
+    free(colors);
+    pbd_mesh_free(&m);
+}
+
+TEST(color_elements_overflow_and_ignored_indices) {
+    /* a star: 100 edges share vertex 0; 63 colours, the rest in the
+       overflow colour, the last */
+    int star[200], colors[100], starts[PBD_MAX_COLORS + 1], ncol = 0, overflow = 0;
+    for (int e = 0; e < 100; ++e) {
+        star[2 * e] = 0;
+        star[2 * e + 1] = e + 1;
+    }
+    for (int balanced = 0; balanced <= 1; ++balanced) {
+        CHECK_OK(pbd_color_elements(NULL, star, 100, 2, 101, balanced, colors, starts, PBD_MAX_COLORS + 1, &ncol,
+                                    &overflow));
+        CHECK(ncol == PBD_MAX_COLORS && overflow == 1);
+        CHECK(starts[ncol] - starts[ncol - 1] == 100 - (PBD_MAX_COLORS - 1));
+        for (int e = 0; e < 100; ++e) CHECK(colors[e] == (e < PBD_MAX_COLORS - 1 ? e : PBD_MAX_COLORS - 1));
+        check_element_coloring(star, 100, 2, 101, colors, starts, ncol, overflow);
+    }
+    /* indices < 0 are no vertex: (0,-1) twice share 0, (-1,-1) shares nothing */
+    int el[10] = {0, -1, 1, -1, 0, -1, -1, -1, -1, -1};
+    int want[5] = {0, 0, 1, 0, 0};
+    overflow = -1;
+    CHECK_OK(pbd_color_elements(NULL, el, 5, 2, 2, 0, colors, starts, 6, &ncol, &overflow));
+    CHECK(ncol == 2 && overflow == 0 && starts[0] == 0 && starts[1] == 4 && starts[2] == 5);
+    for (int e = 0; e < 5; ++e) CHECK(colors[e] == want[e]);
+    /* no elements: no colours; overflow may be NULL; max_starts only needs min(count, 64) + 1 */
+    starts[0] = 7;
+    CHECK_OK(pbd_color_elements(NULL, NULL, 0, 3, 0, 1, NULL, starts, 1, &ncol, NULL));
+    CHECK(ncol == 0 && starts[0] == 0);
+}
+
+TEST(color_elements_rejects_bad_input) {
+    int el[6] = {0, 1, 1, 2, 2, 3}, colors[3], starts[PBD_MAX_COLORS + 1], ncol, overflow;
+    const int S = 12345;
+#define PBDT_COLOR_FAILS(call, want, needle)                                   \
+    do {                                                                       \
+        for (int i_ = 0; i_ < 3; ++i_) colors[i_] = S;                         \
+        for (int i_ = 0; i_ <= PBD_MAX_COLORS; ++i_) starts[i_] = S;           \
+        ncol = overflow = S;                                                   \
+        CHECK_ERROR(call, want, needle);                                       \
+        int same_ = ncol == S && overflow == S;                                \
+        for (int i_ = 0; i_ < 3; ++i_) same_ &= colors[i_] == S;               \
+        for (int i_ = 0; i_ <= PBD_MAX_COLORS; ++i_) same_ &= starts[i_] == S; \
+        CHECK_MSG(same_, "%s wrote its outputs", #call);                       \
+    } while (0)
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, NULL, 3, 2, 4, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_NULL_POINTER, "elements");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 4, 0, NULL, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_NULL_POINTER, "colors");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 4, 0, colors, NULL, 4, &ncol, &overflow),
+                     PBD_ERROR_NULL_POINTER, "starts");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 4, 0, colors, starts, 4, NULL, &overflow),
+                     PBD_ERROR_NULL_POINTER, "color_count");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, -1, 2, 4, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "count");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 0, 4, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "arity");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, -2, 4, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "arity");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, -1, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "vertex_count");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 4, 2, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "balanced");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 4, 0, colors, starts, 3, &ncol, &overflow),
+                     PBD_ERROR_INVALID_ARGUMENT, "max_starts");
+    PBDT_COLOR_FAILS(pbd_color_elements(NULL, el, 3, 2, 3, 0, colors, starts, 4, &ncol, &overflow),
+                     PBD_ERROR_INDEX_OUT_OF_RANGE, "elements[5] = 3");
+    /* on a world the message is the world's too */
+    pbd_world *w = new_world(1, 1);
+    for (int i = 0; i < 3; ++i) colors[i] = S;
+    CHECK_WORLD_ERROR(w, pbd_color_elements(w, el, 3, 2, 2, 1, colors, starts, 4, &ncol, &overflow),
+                      PBD_ERROR_INDEX_OUT_OF_RANGE, "is not a vertex (0..1)");
+    CHECK(colors[0] == S && colors[1] == S && colors[2] == S);
+    pbd_world_destroy(w);
+#undef PBDT_COLOR_FAILS
 }
 
 /* --- SIMD == scalar and 1 thread == 2 threads ---------------------------- */
@@ -490,6 +677,9 @@ void suite_parallel(void) {
     RUN(coloring_is_valid_on_random_meshes);
     RUN(coloring_overflows_into_a_serial_colour);
     RUN(coloring_is_balanced);
+    RUN(color_elements_first_fit_and_balanced);
+    RUN(color_elements_overflow_and_ignored_indices);
+    RUN(color_elements_rejects_bad_input);
     RUN(simd_equals_scalar_and_threads_agree_cloth);
     RUN(simd_equals_scalar_and_threads_agree_softbody);
     RUN(simd_equals_scalar_and_threads_agree_balloon);

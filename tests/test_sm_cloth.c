@@ -674,8 +674,7 @@ TEST(sm_cloth_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, "d->density 0");
     d = ok;
     d.density = NAN;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE,
-                      "!pbd_sm__finite_n(&d->density, 1) ||");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite(d->density) ||");
     d = ok;
     d.levels = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,

@@ -605,7 +605,7 @@ TEST(sm_oriented_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 3");
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, q, NULL), PBD_ERROR_DEGENERATE, "qn 0");
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE,
-                      "(q && !pbd_sm__all_finite(q, 4)) ||");
+                      "(q && !pbd_sm__finite_n(q, 4)) ||");
     CHECK_WORLD_ERROR(w, pbd_sm_oriented_get(o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index -1");
     CHECK_ERROR(pbd_sm_oriented_get(NULL, 0, q, NULL), PBD_ERROR_NULL_POINTER, "o is NULL");
     int m[4], c;

@@ -379,7 +379,7 @@ TEST(sm_volume_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->alpha 1.5");
     d = good;
     d.beta = NAN;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(params, 5)");
     d = good;
     d.stiffness = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 0");
@@ -388,7 +388,7 @@ TEST(sm_volume_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->smoothing -1");
     d = good;
     d.contact_distance = INFINITY;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__all_finite(params, 5)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(params, 5)");
     tri[4] = m.vertex_count + obj.particles.first; /* out of range */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 1");
     tri[4] = tri[3]; /* repeated particle */
