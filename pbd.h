@@ -80,6 +80,13 @@
        PBD_SIMD_WIDTH       4, 8 or 16: cap the SIMD width (default: the
                             widest the compiler targets: AVX-512 16, AVX2 8,
                             else SSE2/NEON 4)
+                            These two decide SIMD for pbd.h, pbd_sm.h and
+                            pbd_upsample.h alike (define them before the
+                            first #include of any): the declarations'
+                            "==== config" turns them into PBD_SIMD_LANES
+                            and PBD_SIMD_AVX512/_AVX2/_SSE/_NEON, which the
+                            extensions use; pbd_simd_path() and
+                            pbd_simd_width() report the choice.
        PBD_NO_OPENMP        never use OpenMP even when compiled with -fopenmp
        PBD_ASSERT(x)        our internal invariants (default: assert.h);
                             never used to check user input
@@ -362,8 +369,67 @@ extern "C" {
 #endif
 
 // ==== config ================================================================
-/* The SIMD path compiled in: "scalar", "sse", "avx2", "avx512" or "neon",
-   and its width in floats (1 for scalar). */
+/* SIMD, chosen here once for pbd.h and its extensions (part of the
+   extension API: pbd_sm.h and pbd_upsample.h derive their kernels from
+   these macros and test no target of their own). From PBD_NO_SIMD,
+   PBD_SIMD_WIDTH (a cap), what the compiler targets natively (so that a
+   build without -march flags does not emulate 8-wide AVX2 with SSE2) and
+   whether SIMDe is installed (__has_include(<simde/x86/sse2.h>)):
+       PBD_SIMD_LANES    float lanes of the kernels: 16 (__AVX512F__), 8
+                         (__AVX2__), 4 (SSE2, or NEON through SIMDe), 1
+                         (scalar: PBD_NO_SIMD, or no SIMDe)
+       PBD_SIMD_AVX512, PBD_SIMD_AVX2, PBD_SIMD_SSE, PBD_SIMD_NEON
+                         the instruction set: the one chosen is 1, the
+                         others 0 (all 0 for scalar)
+       PBD_SIMD_SIMDE_H  the SIMDe header the implementations include
+                         (#include PBD_SIMD_SIMDE_H, only where
+                         PBD_SIMD_LANES > 1): <simde/x86/avx512.h>,
+                         <simde/x86/avx2.h> or <simde/x86/sse2.h>
+   The declarations include no SIMDe header. Define PBD_NO_SIMD and
+   PBD_SIMD_WIDTH before the first #include of any of the headers, alike
+   in every file of a program. */
+#if defined(PBD_SIMD_WIDTH) && PBD_SIMD_WIDTH != 4 && PBD_SIMD_WIDTH != 8 && PBD_SIMD_WIDTH != 16
+#error "pbd.h: PBD_SIMD_WIDTH must be 4, 8 or 16"
+#endif
+#if !defined(PBD_NO_SIMD) && defined(__has_include)
+#if __has_include(<simde/x86/sse2.h>)
+#define PBD__HAVE_SIMDE 1
+#endif
+#endif
+#if defined(PBD__HAVE_SIMDE) && defined(__AVX512F__) && (!defined(PBD_SIMD_WIDTH) || PBD_SIMD_WIDTH >= 16)
+#define PBD_SIMD_LANES 16
+#define PBD_SIMD_AVX512 1
+#define PBD_SIMD_SIMDE_H <simde/x86/avx512.h>
+#elif defined(PBD__HAVE_SIMDE) && defined(__AVX2__) && (!defined(PBD_SIMD_WIDTH) || PBD_SIMD_WIDTH >= 8)
+#define PBD_SIMD_LANES 8
+#define PBD_SIMD_AVX2 1
+#define PBD_SIMD_SIMDE_H <simde/x86/avx2.h>
+#elif defined(PBD__HAVE_SIMDE)
+#define PBD_SIMD_LANES 4
+#if defined(__ARM_NEON) || defined(__ARM_NEON__)
+#define PBD_SIMD_NEON 1
+#else
+#define PBD_SIMD_SSE 1
+#endif
+#define PBD_SIMD_SIMDE_H <simde/x86/sse2.h>
+#else
+#define PBD_SIMD_LANES 1
+#endif
+#ifndef PBD_SIMD_AVX512
+#define PBD_SIMD_AVX512 0
+#endif
+#ifndef PBD_SIMD_AVX2
+#define PBD_SIMD_AVX2 0
+#endif
+#ifndef PBD_SIMD_SSE
+#define PBD_SIMD_SSE 0
+#endif
+#ifndef PBD_SIMD_NEON
+#define PBD_SIMD_NEON 0
+#endif
+/* The same at run time, for every header's kernels: the instruction set,
+   "scalar", "sse", "avx2", "avx512" or "neon", and the width in floats,
+   PBD_SIMD_LANES (1 for scalar). */
 PBDDEF const char *pbd_simd_path(void);
 PBDDEF int pbd_simd_width(void);
 /* Threads OpenMP would use (1 without OpenMP). */
@@ -1504,30 +1570,17 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #define PBD__OPENMP 0
 #endif
 
-/* SIMD through SIMDe's prefixed API (never native aliases), only when SIMDe
-   is installed; otherwise the scalar reference path. Particles are 4 floats,
-   so the per-particle passes use one 128-bit register per particle on every
-   instruction set; the constraint kernels keep their scalar twins. */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if __has_include(<simde/x86/sse2.h>)
-#define PBD__SIMD 1
+/* SIMD through SIMDe's prefixed API (never native aliases), as chosen in
+   the declarations (PBD_SIMD_LANES, "==== config"); otherwise the scalar
+   reference path. Particles are 4 floats, so the per-particle passes use
+   one 128-bit register per particle on every instruction set; the
+   constraint kernels keep their scalar twins. */
+#define PBD__W PBD_SIMD_LANES
+#define PBD__SIMD (PBD_SIMD_LANES > 1)
+#if PBD_SIMD_LANES > 1
+#include PBD_SIMD_SIMDE_H
 #endif
-#endif
-#ifndef PBD__SIMD
-#define PBD__SIMD 0
-#endif
-/* The width follows what the compiler targets natively, so that a build
-   without -march flags does not emulate 8-wide AVX2 with SSE2. */
-#if defined(PBD_SIMD_WIDTH) && PBD_SIMD_WIDTH != 4 && PBD_SIMD_WIDTH != 8 && PBD_SIMD_WIDTH != 16
-#error "pbd.h: PBD_SIMD_WIDTH must be 4, 8 or 16"
-#endif
-#ifndef PBD_SIMD_WIDTH
-#define PBD_SIMD_WIDTH 16 /* the widest the target has; define 4 or 8 to compare */
-#endif
-#if PBD__SIMD && defined(__AVX512F__) && PBD_SIMD_WIDTH >= 16
-#include <simde/x86/avx512.h>
-#define PBD__W 16
-#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12 reports its own _mm512_undefined_ps() as "used uninitialized"
    where AVX-512 unpack intrinsics are inlined: a false positive in the
    compiler's header, silenced for the implementation only. */
@@ -1535,15 +1588,6 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define PBD__POP_DIAGNOSTICS 1
-#endif
-#elif PBD__SIMD && defined(__AVX2__) && PBD_SIMD_WIDTH >= 8
-#include <simde/x86/avx2.h>
-#define PBD__W 8
-#elif PBD__SIMD
-#include <simde/x86/sse2.h>
-#define PBD__W 4
-#else
-#define PBD__W 1
 #endif
 
 #if PBD__OPENMP
@@ -1567,16 +1611,14 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #define PBD__PARALLEL_MIN 8192
 
 PBDDEF const char *pbd_simd_path(void) {
-#if PBD__SIMD
-#if PBD__W == 16
+#if PBD_SIMD_AVX512
     return "avx512";
-#elif PBD__W == 8
+#elif PBD_SIMD_AVX2
     return "avx2";
-#elif defined(__ARM_NEON) || defined(__ARM_NEON__)
+#elif PBD_SIMD_NEON
     return "neon";
-#else
+#elif PBD_SIMD_SSE
     return "sse";
-#endif
 #else
     return "scalar";
 #endif

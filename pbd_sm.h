@@ -28,6 +28,12 @@
    MEMORY: config macros PBD_SM_MALLOC(sz) / PBD_SM_FREE(p) replace
    malloc/free (define both or neither). pbd_sm.h does not allocate through
    pbd_world_desc.allocator yet (pbd.h offers pbd_world_alloc for it).
+   SIMD: pbd.h decides it for every header (PBD_NO_SIMD, PBD_SIMD_WIDTH;
+   PBD_SIMD_LANES in pbd.h's "==== config"), and pbd_simd_path() and
+   pbd_simd_width() report it. The cloth's triangle kernel runs
+   pbd_simd_width() lanes; the rotation extraction and the summation's row
+   kernels run 4 doubles in a 256-bit vector where pbd.h chose AVX2 or
+   wider (pbd_simd_width() >= 8), else their scalar twins (the same bits).
 
    The method reference is section 4 of Bender et al. 2017, "A survey on
    position based dynamics" (equations in LaTeX in Bender et al. 2013,
@@ -333,12 +339,10 @@ PBD_SM_DEF int pbd_sm_plan_path_count(const pbd_sm_sum_plan *plan);
 PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *plan, int p, int *vertices, int max, int *count);
 /* Execution choices that never change the result bits: threads (0: the
    OpenMP default; 1: serial; plans with fewer than 512 regions always run
-   serially) and SIMD (on by default where the SIMD path is compiled). */
+   serially) and SIMD (on by default where the SIMD path is compiled: its
+   row kernels run 4 doubles where pbd_simd_width() >= 8, AVX2 or wider). */
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *plan, int threads);
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *plan, int on);
-/* The SIMD path of the summation kernels: "avx-f64" (4 doubles through
-   SIMDe) or "scalar" (PBD_NO_SIMD or no SIMDe). */
-PBD_SM_DEF const char *pbd_sm_sum_simd_path(void);
 /* sums[r*k + j] = sum over the particles i of region r of values[i*k + j].
    k in 1..64. Thread-safe for one plan from one thread at a time. */
 PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
@@ -872,12 +876,12 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *cloth,
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *cloth, float damping);
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *cloth, float bending_stiffness);
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *cloth, pbd_sm_cloth_scheme scheme);
-/* The triangle kernel (2D matching, eqs. 4-18) runs pbd_sm_cloth_simd_width()
-   triangles per SIMD instruction (16 with AVX-512, 8 with AVX, 4 with
-   SSE2; 1 under PBD_NO_SIMD or without SIMDe). on = 0 selects the scalar
-   reference, which gives the same bits; on (default) where compiled. */
+/* The triangle kernel (2D matching, eqs. 4-18) runs pbd_simd_width()
+   triangles per SIMD instruction (pbd.h's choice: 16 with AVX-512, 8 with
+   AVX2, 4 with SSE2 or NEON; 1 under PBD_NO_SIMD or without SIMDe). on = 0
+   selects the scalar reference, which gives the same bits; on (default)
+   where compiled. */
 PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *cloth, int on);
-PBD_SM_DEF int pbd_sm_cloth_simd_width(void);
 /* Strain of the finest mesh at the world's current positions: the mean
    over the edges of the elongation max(l - l0, 0) / l0 (the paper's
    average local strain: a shorter edge is a buckled, not a strained, one)
@@ -1001,15 +1005,14 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 
 // ==== rotation ==============================================================
 
-/* SIMD through SIMDe's AVX (4 doubles), used by the rotation extraction of
-   four regions at once and the summation's row kernels. */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if __has_include(<simde/x86/avx.h>)
-#include <simde/x86/avx.h>
+/* SIMD through SIMDe's 256-bit doubles (4 lanes), used by the rotation
+   extraction of four regions at once and the summation's row kernels:
+   where pbd.h chose AVX2 or wider (PBD_SIMD_LANES >= 8, pbd.h "==== config";
+   PBD_SIMD_SIMDE_H then includes SIMDe's AVX), else their scalar twins. */
+#if PBD_SIMD_LANES >= 8
+#include PBD_SIMD_SIMDE_H
 #define PBD_SM__SIMD 1
-#endif
-#endif
-#ifndef PBD_SM__SIMD
+#else
 #define PBD_SM__SIMD 0
 #endif
 
@@ -2976,8 +2979,6 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
     p->threads = threads;
     return PBD_OK;
 }
-
-PBD_SM_DEF const char *pbd_sm_sum_simd_path(void) { return PBD_SM__SIMD ? "avx-f64" : "scalar"; }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_simd: p is NULL");
@@ -6946,17 +6947,17 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
 
 /* --- SIMD twin of the triangle kernel ------------------------------------------
    gcc does not vectorise the triangle maths (its many selects), so it has
-   an explicit SIMDe version: PBD_SM__CW lanes (16 with AVX-512, 8 with
-   AVX, 4 with SSE2, after what the compiler targets natively), the
+   an explicit SIMDe version: PBD_SM__CW = PBD_SIMD_LANES lanes (pbd.h's
+   choice: 16 with AVX-512, 8 with AVX2, 4 with SSE2 or NEON), the
    scalar's operations in the scalar's order (no FMA: -ffp-contract=off,
    no approximate reciprocal or square root), every ?: a mask select. So it
    is bit-identical to pbd_sm__tri_lanes, which stays the reference
    (PBD_NO_SIMD, no SIMDe, or pbd_sm_cloth_set_simd(c, 0)). */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if defined(__AVX512F__) && (!defined(PBD_SIMD_WIDTH) || PBD_SIMD_WIDTH >= 16) && __has_include(<simde/x86/avx512.h>)
-#include <simde/x86/avx512.h>
-#define PBD_SM__CW 16
-#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#define PBD_SM__CW PBD_SIMD_LANES
+#if PBD_SM__CW > 1
+#include PBD_SIMD_SIMDE_H
+#endif
+#if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12 reports its own _mm512_undefined_ps() as "used uninitialized"
    where AVX-512 intrinsics are inlined (as pbd.h notes): a false positive
    in the compiler's header, silenced to the end of this implementation. */
@@ -6964,17 +6965,6 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define PBD_SM__POP_DIAGNOSTICS 1
-#endif
-#elif defined(__AVX__) && (!defined(PBD_SIMD_WIDTH) || PBD_SIMD_WIDTH >= 8) && __has_include(<simde/x86/avx.h>)
-#include <simde/x86/avx.h>
-#define PBD_SM__CW 8
-#elif __has_include(<simde/x86/sse2.h>)
-#include <simde/x86/sse2.h>
-#define PBD_SM__CW 4
-#endif
-#endif
-#ifndef PBD_SM__CW
-#define PBD_SM__CW 1
 #endif
 
 #if PBD_SM__CW == 16
@@ -7820,7 +7810,6 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }
-PBD_SM_DEF int pbd_sm_cloth_simd_width(void) { return PBD_SM__CW; }
 
 PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world *w, float *average, float *maximum) {
     if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: c is NULL");

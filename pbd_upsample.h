@@ -33,7 +33,10 @@
        PBD_UPSAMPLE_IMPLEMENTATION  emit the implementation here
        PBD_STATIC           make every function static (as pbd.h)
        PBD_NO_SIMD          scalar reference kernels only
-       PBD_SIMD_WIDTH       4, 8 or 16: cap the SIMD width (as pbd.h)
+       PBD_SIMD_WIDTH       4, 8 or 16: cap the SIMD width (pbd.h decides
+                            SIMD for every header: PBD_SIMD_LANES in its
+                            "==== config"; pbd_simd_path() and
+                            pbd_simd_width() report it)
        PBD_NO_OPENMP        never use OpenMP even with -fopenmp
        PBD_UP_MALLOC(sz) / PBD_UP_FREE(p)  replace malloc/free (both or none)
 
@@ -161,10 +164,8 @@ extern "C" {
 #endif
 
 // ==== config ================================================================
-/* The SIMD path of the evaluators ("scalar", "sse", "avx2", "avx512"; the
-   same choice as pbd.h's) and its width in floats (1 for scalar). */
-PBD_UP_DEF const char *pbd_up_simd_path(void);
-PBD_UP_DEF int pbd_up_simd_width(void);
+/* The evaluators' SIMD kernels use pbd.h's choice (PBD_SIMD_LANES):
+   pbd_simd_path() and pbd_simd_width() describe them. */
 
 // ==== model =================================================================
 /* A fitted upsampler: coarse positions (coarse_count*3 floats) in, detail
@@ -643,40 +644,19 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #define PBD_UP_FREE(p) free(p)
 #endif
 
-/* SIMD as in pbd.h (docs/DESIGN.md section 5.2): SIMDe's prefixed API when it is
-   installed, the width the compiler targets natively, PBD_NO_SIMD for the
-   scalar reference path, PBD_SIMD_WIDTH to cap the width. */
-#if !defined(PBD_NO_SIMD) && defined(__has_include)
-#if __has_include(<simde/x86/sse2.h>)
-#define PBD_UP__SIMD 1
+/* SIMD as pbd.h chose it (PBD_SIMD_LANES, pbd.h "==== config"; docs/DESIGN.md
+   section 5.2): SIMDe's prefixed API, PBD_UP__W lanes, 1 for the scalar
+   reference path. */
+#define PBD_UP__W PBD_SIMD_LANES
+#if PBD_UP__W > 1
+#include PBD_SIMD_SIMDE_H
 #endif
-#endif
-#ifndef PBD_UP__SIMD
-#define PBD_UP__SIMD 0
-#endif
-#if defined(PBD_SIMD_WIDTH)
-#define PBD_UP__WCAP PBD_SIMD_WIDTH
-#else
-#define PBD_UP__WCAP 16
-#endif
-#if PBD_UP__SIMD && defined(__AVX512F__) && PBD_UP__WCAP >= 16
-#include <simde/x86/avx512.h>
-#define PBD_UP__W 16
-#if defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
+#if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12's false -Wuninitialized in its own AVX-512 header (see pbd.h). */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #define PBD_UP__POP_DIAGNOSTICS 1
-#endif
-#elif PBD_UP__SIMD && defined(__AVX2__) && PBD_UP__WCAP >= 8
-#include <simde/x86/avx2.h>
-#define PBD_UP__W 8
-#elif PBD_UP__SIMD
-#include <simde/x86/sse2.h>
-#define PBD_UP__W 4
-#else
-#define PBD_UP__W 1
 #endif
 /* Below this many multiply-adds an evaluation runs serially (threads 0):
    an OpenMP fork/join costs microseconds. */
@@ -719,22 +699,6 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #define PBD_UP__PDM_EV_FLOOR 1e-300
 /* PDM ridge, relative to the mean diagonal (documented): keeps flat directions finite; larger biases real fits. */
 #define PBD_UP__PDM_RIDGE 1e-10
-
-PBD_UP_DEF const char *pbd_up_simd_path(void) {
-#if PBD_UP__W == 16
-    return "avx512";
-#elif PBD_UP__W == 8
-    return "avx2";
-#elif PBD_UP__W == 4 && (defined(__ARM_NEON) || defined(__ARM_NEON__))
-    return "neon";
-#elif PBD_UP__W == 4
-    return "sse";
-#else
-    return "scalar";
-#endif
-}
-
-PBD_UP_DEF int pbd_up_simd_width(void) { return PBD_UP__W; }
 
 /* Helpers the methods share: not every build uses every one. */
 #if defined(__GNUC__) || defined(__clang__)

@@ -120,7 +120,7 @@ static void timing(const char *scene, int n, float reduction, int steps) {
         for (int threads = 1; threads <= 2; ++threads)
             for (int simd = 0; simd < 2; ++simd) {
                 if (threads > 1 && pbd_max_threads() < 2) continue;
-                if (simd && pbd_sm_cloth_simd_width() < 2) continue;
+                if (simd && pbd_simd_width() < 2) continue;
                 mr_world m = mr_make(n, 5, reduction, scheme, 1, -9.81f, 1, 0);
                 pbd_world_set_threads(m.w, threads);
                 pbd_sm_cloth_set_simd(m.c, simd);
@@ -129,7 +129,7 @@ static void timing(const char *scene, int n, float reduction, int steps) {
                        "\"levels\":5,\"scheme\":\"%s\",\"path\":\"%s\",\"tri_kernel\":\"%s\",\"simd_width\":%d,"
                        "\"threads\":%d,\"ms_per_step\":%.3f}\n",
                        scene, m.fine, m.total, schemes[scheme], pbd_simd_path(), simd ? "simd" : "scalar",
-                       simd ? pbd_sm_cloth_simd_width() : 1, threads, ms);
+                       simd ? pbd_simd_width() : 1, threads, ms);
                 fflush(stdout);
                 pbd_world_destroy(m.w);
             }

@@ -98,7 +98,7 @@ static void measure(const char *scene, pbd_sm_sum_plan *p, int w, const double *
         printf("{\"bench\":\"shape_matching\",\"scene\":\"%s\",\"particles\":%d,\"region_width\":%d,"
                "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"values\":%d,\"ms_per_step\":%.3f,"
                "\"particles_per_s\":%.4g}\n",
-               scene, n, w, method_name(pbd_sm_plan_method(p)), cfg[c].simd ? pbd_sm_sum_simd_path() : "scalar",
+               scene, n, w, method_name(pbd_sm_plan_method(p)), cfg[c].simd ? pbd_simd_path() : "scalar",
                cfg[c].threads, K, ms, n / (ms * 1e-3));
         fflush(stdout);
     }
@@ -121,7 +121,7 @@ static void scaling_line(const char *scene, pbd_sm_sum_plan *p, int w, const dou
     printf("{\"bench\":\"shape_matching\",\"scene\":\"%s_scaling\",\"particles\":%d,\"region_width\":%d,"
            "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":1,\"values\":%d,\"ms_per_step\":%.3f,"
            "\"region_size\":%.1f,\"ops_per_region\":%.2f,\"ns_per_region\":%.1f}\n",
-           scene, pbd_sm_plan_particle_count(p), w, method_name(pbd_sm_plan_method(p)), pbd_sm_sum_simd_path(), K, ms,
+           scene, pbd_sm_plan_particle_count(p), w, method_name(pbd_sm_plan_method(p)), pbd_simd_path(), K, ms,
            (double)members / R, (double)pbd_sm_plan_cost(p) / R, ms * 1e6 / R);
     fflush(stdout);
 }

@@ -119,7 +119,7 @@ static void measure(const char *method, void *obj, eval_fn eval, config_fn confi
         double ms = time_evals(obj, eval, sh, out);
         printf("{\"bench\":\"upsample\",\"method\":\"%s\",\"coarse_vertices\":%d,\"detail_vertices\":%d,"
                "\"path\":\"%s\",\"threads\":%d,\"ms_per_eval\":%.4f,\"vertices_per_s\":%.4g}\n",
-               method, sh->nc, sh->nd, cfg[k].simd ? pbd_up_simd_path() : "scalar", cfg[k].threads, ms,
+               method, sh->nc, sh->nd, cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads, ms,
                (double)sh->nd / (ms * 1e-3));
         fflush(stdout);
     }

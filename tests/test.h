@@ -75,15 +75,16 @@ void pbdt_skip_part(const char *what); /* a part of it was (use pbdt_part) */
    or, for that pair, if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
    pbdt_part returns `have`; when it is 0 the runner prints "(not
    compared: what)" on the test's line. A test none of whose parts run
-   calls SKIP. For pbd_sm.h's and pbd_upsample.h's own SIMD kernels pass
-   their width (pbd_sm_cloth_simd_width() > 1, pbd_up_simd_width() > 1,
-   strcmp(pbd_sm_sum_simd_path(), "scalar") != 0). */
+   calls SKIP. pbd_sm.h's and pbd_upsample.h's float kernels use pbd.h's
+   width (PBDT_SIMD); pbd_sm.h's 4-double kernels (rotations, region sums)
+   exist where that width is 8 or more (PBDT_SIMD_F64). */
 #if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
 #define PBDT_THREADS 1 /* pbd_world_set_threads(w, 2) runs a team of 2 */
 #else
 #define PBDT_THREADS 0
 #endif
-#define PBDT_SIMD (pbd_simd_width() > 1) /* pbd.h's SIMD path is compiled in */
+#define PBDT_SIMD (pbd_simd_width() > 1)      /* pbd.h's SIMD path is compiled in */
+#define PBDT_SIMD_F64 (pbd_simd_width() >= 8) /* and pbd_sm.h's 4-double kernels */
 static inline int pbdt_part(int have, const char *what) {
     if (!have) pbdt_skip_part(what);
     return have;

@@ -607,10 +607,10 @@ TEST(sm_cloth_schemes_deterministic) {
    Without SIMD (PBD_NO_SIMD or no SIMDe) both runs would be scalar: skipped. */
 TEST(sm_cloth_simd_matches_scalar) {
     enum { N = 17 };
-    if (pbd_sm_cloth_simd_width() == 1) SKIP("scalar build: no SIMD triangle kernel to compare");
+    if (pbd_simd_width() == 1) SKIP("scalar build: no SIMD triangle kernel to compare");
     pbd_mesh m = cloth_grid(N, 1.0f, 0.0f);
     float *start = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
-    CHECK(pbd_sm_cloth_simd_width() >= 1);
+    CHECK(pbd_simd_width() >= 1);
     for (int scene = 0; scene < 3; ++scene)
         for (int conserve = 0; conserve < 2; ++conserve)
             for (int scheme = 0; scheme < 2; ++scheme) {
@@ -642,7 +642,7 @@ TEST(sm_cloth_simd_matches_scalar) {
                 }
                 CHECK_MSG(memcmp(result[0], result[1], sizeof(float) * 4 * m.vertex_count) == 0,
                           "scene %d, conserve %d, scheme %d: SIMD (width %d) and scalar differ", scene, conserve,
-                          scheme, pbd_sm_cloth_simd_width());
+                          scheme, pbd_simd_width());
                 free(result[0]);
                 free(result[1]);
             }

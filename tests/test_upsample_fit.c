@@ -185,7 +185,7 @@ TEST(piu_partition_of_unity) {
 /* SIMD == scalar and 1 == 2 threads, bit for bit; save/load round-trips
    the bytes and the evaluation; corrupt buffers are refused. */
 TEST(piu_determinism_and_save_load) {
-    pbdt_parity(pbd_up_simd_width() > 1, PBDT_THREADS); /* save/load is checked in every build */
+    pbdt_parity(PBDT_SIMD, PBDT_THREADS); /* save/load is checked in every build */
     synth d = synth_make(9, 2, 12, 3);
     pbd_up_piu_desc pd = piu_desc_of(&d);
     pbd_up_model *m = NULL, *m2 = NULL;
@@ -569,7 +569,7 @@ TEST(pdm_recovers_known_coefficients) {
 /* ---- common: save/load, determinism, bad input for wpsd and pdm ------- */
 
 static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int nd) {
-    pbdt_parity(pbd_up_simd_width() > 1, PBDT_THREADS); /* save/load is checked in every build */
+    pbdt_parity(PBDT_SIMD, PBDT_THREADS); /* save/load is checked in every build */
     size_t n3 = (size_t)nd * 3;
     float *ref = (float *)malloc(sizeof(float) * n3), *out = (float *)malloc(sizeof(float) * n3);
     CHECK_OK(pbd_up_model_set_simd(m, 0));
