@@ -256,11 +256,10 @@ fuzz-seeds:
 # memory error, energy bounded (see the top of tests/soak/soak.c). Not part
 # of `make test`: it takes hours (the time is the simulation's, mostly
 # self-collision, not the examples' frames; ASan at -O2, one thread per
-# example). CPU time for 10 000 steps on the 2-core development machine,
-# loaded by other jobs (so roughly): sm_plant 2 min, flag_tear 3 min,
-# sm_blob 4 min, sm_jelly 4 min, hair 6 min (1.2 min without ASan);
-# extrapolated: cloth_fold 28 min (2612 steps in 7.2 min), tablecloth
-# 66 min (1139 steps in 7.5 min). SOAK=<names> runs a subset.
+# example). Time for 10 000 steps on the 2-core development machine,
+# shared with other jobs (so roughly): sm_plant under a minute, sm_blob 2,
+# flag_tear 5, sm_jelly 7, hair 10, cloth_fold and tablecloth 97-109
+# minutes each. SOAK=<names> runs a subset.
 SOAK_STEPS ?= 10000
 SOAK ?= $(EXAMPLES)
 SOAK_OPT ?= -O2
