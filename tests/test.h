@@ -98,6 +98,20 @@ static inline int pbdt_parity(int have_simd, int have_threads) {
 #define PBDT_NO_PARITY "scalar build without OpenMP: nothing to compare"
 
 /* A deterministic random generator for tests (xorshift32). */
+/* The rotation matrix (row-major 3x3) of a unit quaternion (x, y, z, w). */
+static inline void pbdt_quat_to_mat(const double *q, double *R) {
+    double x = q[0], y = q[1], z = q[2], w = q[3];
+    R[0] = 1 - 2 * (y * y + z * z);
+    R[1] = 2 * (x * y - z * w);
+    R[2] = 2 * (x * z + y * w);
+    R[3] = 2 * (x * y + z * w);
+    R[4] = 1 - 2 * (x * x + z * z);
+    R[5] = 2 * (y * z - x * w);
+    R[6] = 2 * (x * z - y * w);
+    R[7] = 2 * (y * z + x * w);
+    R[8] = 1 - 2 * (x * x + y * y);
+}
+
 static inline float pbdt_rand(unsigned *state) {
     unsigned x = *state;
     x ^= x << 13;

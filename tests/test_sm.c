@@ -7,19 +7,6 @@
 #include "../pbd_sm.h"
 #include <stdlib.h>
 
-static void quat_to_mat(const double *q, double *R) {
-    double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z);
-    R[1] = 2 * (x * y - z * w);
-    R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);
-    R[4] = 1 - 2 * (x * x + z * z);
-    R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);
-    R[7] = 2 * (y * z + x * w);
-    R[8] = 1 - 2 * (x * x + y * y);
-}
-
 /* A = R0 S with S diagonal positive (full rank), flat (one zero) or
    collinear (two zeros): from a cold start the extracted R reproduces A
    as R S for full rank; for the degenerate cases R stays a rotation (no
@@ -51,13 +38,13 @@ TEST(sm_rotation_extraction_polar) {
         int mode = (t / 2) % 3; /* 0 full rank, 1 flat, 2 collinear */
         if (mode >= 1) e[2] = 0;
         if (mode == 2) e[1] = 0;
-        quat_to_mat(q0, R0);
+        pbdt_quat_to_mat(q0, R0);
         for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j) A[3 * i + j] = R0[3 * i + j] * e[j];
         double q[4] = {0, 0, 0, 1};
         pbd_sm_extract_rotation_d(A, q, 100);
         double R[9];
-        quat_to_mat(q, R);
+        pbdt_quat_to_mat(q, R);
         for (int k = 0; k < 4; ++k) CHECK(q[k] == q[k]);
         /* columns with e_j > 0 must match */
         for (int j = 0; j < 3; ++j) {

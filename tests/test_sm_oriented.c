@@ -17,18 +17,6 @@ static void qmul(const double *a, const double *b, double *o) { /* o = a b, x y 
     o[2] = a[3] * b[2] + a[0] * b[1] - a[1] * b[0] + a[2] * b[3];
     o[3] = a[3] * b[3] - a[0] * b[0] - a[1] * b[1] - a[2] * b[2];
 }
-static void qmat(const double *q, double *R) {
-    double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z);
-    R[1] = 2 * (x * y - z * w);
-    R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);
-    R[4] = 1 - 2 * (x * x + z * z);
-    R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);
-    R[7] = 2 * (y * z + x * w);
-    R[8] = 1 - 2 * (x * x + y * y);
-}
 /* |q - ref| up to the sign of q */
 static double qdist(const float *q, const double *ref) {
     double a = 0, b = 0;
@@ -141,8 +129,8 @@ TEST(sm_oriented_ellipsoid_moment) {
     }
     pbd_sm_ellipsoid_moment(2.0f, r, q, rq, A);
     double Ra[9], Rb[9], ref[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-    qmat(qa, Ra);
-    qmat(qb, Rb);
+    pbdt_quat_to_mat(qa, Ra);
+    pbdt_quat_to_mat(qb, Rb);
     for (int k = 0; k < 3; ++k)
         for (int sgn = -1; sgn <= 1; sgn += 2) {
             double s = sgn * sqrt(3.0 / 5.0) * r[k], xn[3], xr[3];
@@ -158,7 +146,7 @@ TEST(sm_oriented_ellipsoid_moment) {
     float g[4] = {0, 0, 0, 1};
     pbd_sm_extract_rotation(A, g, 100);
     double gd[4] = {g[0], g[1], g[2], g[3]}, G[9];
-    qmat(gd, G);
+    pbdt_quat_to_mat(gd, G);
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
             double want = Ra[3 * i] * Rb[3 * j] + Ra[3 * i + 1] * Rb[3 * j + 1] + Ra[3 * i + 2] * Rb[3 * j + 2];
@@ -222,7 +210,7 @@ TEST(sm_oriented_rigid_invariance) {
         double qt[4], nq = 0, R[9];
         for (int k = 0; k < 4; ++k) nq += turns[t][k] * turns[t][k];
         for (int k = 0; k < 4; ++k) qt[k] = turns[t][k] / sqrt(nq);
-        qmat(qt, R);
+        pbdt_quat_to_mat(qt, R);
         float moved[18], qf[4] = {(float)qt[0], (float)qt[1], (float)qt[2], (float)qt[3]};
         for (int i = 0; i < 6; ++i)
             for (int a = 0; a < 3; ++a)
@@ -418,7 +406,7 @@ TEST(sm_oriented_ellipsoid_collision) {
         float q[4];
         pbd_sm_oriented_get(o, 0, q, NULL);
         double qd[4] = {q[0], q[1], q[2], q[3]}, R[9];
-        qmat(qd, R);
+        pbdt_quat_to_mat(qd, R);
         /* lowest point of the ellipsoid: centre.y - |M^T e_y| */
         double u = sqrt(pow(R[3] * 0.3, 2) + pow(R[4] * 0.05, 2) + pow(R[5] * 0.05, 2));
         if (x[1] - u < lowest) lowest = x[1] - u;
@@ -427,7 +415,7 @@ TEST(sm_oriented_ellipsoid_collision) {
     float q[4];
     pbd_sm_oriented_get(o, 0, q, NULL);
     double qd[4] = {q[0], q[1], q[2], q[3]}, R[9];
-    qmat(qd, R);
+    pbdt_quat_to_mat(qd, R);
     CHECK_MSG(lowest > -0.01, "ellipsoid went %g into the ground", -lowest);
     CHECK_NEAR(x[1], 0.05, 0.01);
     CHECK_MSG(fabs(R[3]) < 0.1, "long axis not horizontal: its y component %g", R[3]);
@@ -480,7 +468,7 @@ TEST(sm_oriented_skinning_rigid) {
     double qt[4] = {0.4, -0.1, 0.3, 0.8602}, nq = 0, R[9];
     for (int k = 0; k < 4; ++k) nq += qt[k] * qt[k];
     for (int k = 0; k < 4; ++k) qt[k] /= sqrt(nq);
-    qmat(qt, R);
+    pbdt_quat_to_mat(qt, R);
     float qf[4] = {(float)qt[0], (float)qt[1], (float)qt[2], (float)qt[3]}, moved[12];
     const float tr[3] = {0.5f, -1.0f, 2.0f};
     for (int i = 0; i < 4; ++i)

@@ -13,22 +13,10 @@
 
 /* --- helpers ----------------------------------------------------------------- */
 
-static void sms_quat_to_mat(const double *q, double *R) {
-    double x = q[0], y = q[1], z = q[2], w = q[3];
-    R[0] = 1 - 2 * (y * y + z * z);
-    R[1] = 2 * (x * y - z * w);
-    R[2] = 2 * (x * z + y * w);
-    R[3] = 2 * (x * y + z * w);
-    R[4] = 1 - 2 * (x * x + z * z);
-    R[5] = 2 * (y * z - x * w);
-    R[6] = 2 * (x * z - y * w);
-    R[7] = 2 * (y * z + x * w);
-    R[8] = 1 - 2 * (x * x + y * y);
-}
 static void sms_axis_angle(double ax, double ay, double az, double ang, double *R) {
     double n = sqrt(ax * ax + ay * ay + az * az), s = sin(ang / 2);
     double q[4] = {ax / n * s, ay / n * s, az / n * s, cos(ang / 2)};
-    sms_quat_to_mat(q, R);
+    pbdt_quat_to_mat(q, R);
 }
 static int sms_add_points(pbd_world *w, int n, const float *pos, float mass) {
     pbd_particles_desc p = pbd_particles_desc_default();
@@ -158,7 +146,7 @@ static void sms_reference_goals(int n, const float *rest, const float *x, const 
         for (int a = 0; a < 3; ++a)
             for (int j = 0; j < 3; ++j) A3[3 * a + j] = Apq[a * dim + j];
         pbd_sm_extract_rotation_d(A3, qr, 100);
-        sms_quat_to_mat(qr, R);
+        pbdt_quat_to_mat(qr, R);
         double Bm[27] = {0}; /* 3 x dim */
         for (int a = 0; a < 3; ++a)
             for (int j = 0; j < 3; ++j) Bm[a * dim + j] = R[3 * a + j];
