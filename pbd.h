@@ -68,6 +68,8 @@
                             triangle and edge-edge constraints
        ==== plugins         callbacks in the substep loop (pbd_sm.h and
                             pbd_upsample.h plug in here)
+       ==== removal         removing particles, objects and fluids: what is
+                            checked, what goes with them (implementation)
        ==== threads         the default thread policy: timed substeps,
                             fewer threads when a core is lost
        ==== solver          pbd_world_step: substeps, iterations, SIMD
@@ -96,6 +98,29 @@
                             pbd_world_desc.allocator
 
    CONVENTIONS
+     * Handles. Everything a world owns (groups, objects, colliders,
+       fluids, tether sets, strain limits, strand sets, tearing, damping
+       clusters, collision surfaces, plugins) is named by a typed handle,
+       a struct of one uint32_t (pbd_group, pbd_object, ...), which its add
+       hands out. id 0 is no handle; a handle whose thing was removed, or
+       that names nothing, gets PBD_ERROR_INVALID_HANDLE (the slot's
+       generation in the handle's high bits changes with each removal, so
+       an old handle never reaches the thing that took its slot). Particles
+       are named by their index (an int), ranges by pbd_range.
+     * Names. Lifecycle calls put the verb first: pbd_add_<thing> and
+       pbd_remove_<thing> (every add has its remove), pbd_world_create /
+       pbd_world_destroy, pbd_<thing>_desc_default. Everything else puts
+       the noun first, the noun being the handle or thing it acts on:
+       pbd_<noun>_<verb>[_<property>], e.g. pbd_particle_set_mass (one
+       particle), pbd_particles_set_positions (a range),
+       pbd_object_set_damping, pbd_group_set_compliance, pbd_world_step. A
+       getter with a setter is pbd_<noun>_get_<property>; a read-only query
+       is pbd_<noun>_<property> (pbd_world_time, pbd_group_colors).
+     * Removal. A removed thing's memory is freed at once. Particles keep
+       their indices: a removed particle stays in its slot (inverse mass 0,
+       at the origin) until an add reuses it (pbd_remove_particles). A
+       removal is refused, with nothing changed, while something else
+       still uses what it would take away; the message names the user.
      * Every function that can fail returns pbd_result (PBD_OK == 0, errors
        are negative). On error nothing observable changes: the world's
        snapshot is byte-identical to the one before the call. The message of
@@ -187,35 +212,35 @@
        // vertex along the mesh: no global stretch even with 2 iterations
        // (a cloth does this by itself: pbd_cloth_desc.tethers, below)
        pbd_lra_desc l = pbd_lra_desc_default();
-       l.object = cloth.id; l.anchors = pinned; l.anchor_count = npinned;
+       l.object = cloth; l.anchors = pinned; l.anchor_count = npinned;
        l.geodesic = 1;
        pbd_add_long_range_attachments(w, &l, NULL);
        // principal stretches of every triangle kept in [0.95, 1.05]
        pbd_strain_limit_desc s = pbd_strain_limit_desc_default();
-       s.object = cloth.id; s.triangles = m.triangles; s.triangle_count = m.triangle_count;
+       s.object = cloth; s.triangles = m.triangles; s.triangle_count = m.triangle_count;
        s.min_stretch = 0.95f; s.max_stretch = 1.05f;
        pbd_add_strain_limit(w, &s, NULL);
        // hair: strands grown along the normals of roots on a moving head
        pbd_hair_desc h = pbd_hair_desc_default();
        h.root_positions = roots; h.root_normals = normals; h.strand_count = n;
        pbd_strands hair; pbd_add_hair(w, &h, &hair, NULL);
-       pbd_hair_set_transform(w, hair, head_pos, head_rot);   // every frame
+       pbd_strands_set_transform(w, hair, head_pos, head_rot);   // every frame
        // tearing: edges longer than 1.5 x rest split their vertex
        pbd_tearing_desc t = pbd_tearing_desc_default();
-       t.object = cloth.id; t.triangles = m.triangles; t.triangle_count = m.triangle_count;
-       pbd_object_enable_tearing(w, &t);
+       t.object = cloth; t.triangles = m.triangles; t.triangle_count = m.triangle_count;
+       pbd_add_tearing(w, &t, NULL);
        pbd_world_step(w, dt); pbd_world_tear(w, NULL);          // may allocate
-       pbd_object_triangles(w, cloth.id, tris, max, &count);   // the torn mesh
+       pbd_object_triangles(w, cloth, tris, max, &count);      // the torn mesh
 
    CLOTH DEFAULTS AND STRETCH. pbd_world_desc_default(): 4 substeps x 4
    iterations; pbd_cloth_desc_default(): stretch compliance 0
    (inextensible), dihedral bending of compliance 1e-3, damping 2/s, and
    `tethers` on: as soon as a cloth has pinned vertices (masses of 0 at
-   add time, pbd_pin, pbd_set_mass), every other vertex gets long range
+   add time, pbd_particle_pin, pbd_particle_set_mass), every other vertex gets long range
    attachments to its two nearest such anchors (Kim et al. 2012; NvCloth
    and FleX tether the same way), rebuilt at each call that changes the
    anchors (never inside a step; pbd_object_tethers names the set).
-   Kinematic vertices (pbd_set_kinematic) anchor only a cloth that has no
+   Kinematic vertices (pbd_particle_set_kinematic) anchor only a cloth that has no
    pinned vertex (a cape on animated shoulders): a hand dragging a pinned
    cloth is no anchor, else the tethers to the hand and to the pins ask for
    the impossible once it pulls the cloth beyond its reach. Tethers that
@@ -322,8 +347,8 @@
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
 
-   PARTICLES, GRANULAR MATTER AND FLUIDS. pbd_set_particle_collision /
-   pbd_object_set_particle_collision switch particle-particle contact on
+   PARTICLES, GRANULAR MATTER AND FLUIDS. pbd_particles_set_particle_contact /
+   pbd_object_set_particle_contact switch particle-particle contact on
    (radii, friction: a sand pile, a cloth landing on it); pbd_add_fluid adds
    a block of position based fluid (Macklin and Mueller 2013) that pushes
    and is pushed by those particles and is held by the colliders. Both use
@@ -349,7 +374,7 @@
        pbd_fluid_desc f = pbd_fluid_desc_default();  // water, 5 cm spacing
        f.positions = xyz; f.count = n;               // e.g. a block on a lattice
        pbd_add_fluid(w, &f, NULL, NULL);
-       pbd_object_set_particle_collision(w, box.id, 1); // a floating box
+       pbd_object_set_particle_contact(w, box, 1); // a floating box
 
    LICENSE: MIT or public domain (your choice), see the end of this file.
 */
@@ -357,6 +382,7 @@
 #define PBD_H_INCLUDED
 
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef PBD_STATIC
 #define PBDDEF static
@@ -448,8 +474,9 @@ typedef enum pbd_result {
     PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
-    PBD_ERROR_BAD_SNAPSHOT = -10, /* a buffer that is not a snapshot of this version */
-    PBD_ERROR_NOT_CLOSED = -11    /* a mesh that must be closed and consistently oriented is not */
+    PBD_ERROR_BAD_SNAPSHOT = -10,  /* a buffer that is not a snapshot of this version */
+    PBD_ERROR_NOT_CLOSED = -11,    /* a mesh that must be closed and consistently oriented is not */
+    PBD_ERROR_INVALID_HANDLE = -12 /* a handle that names nothing: 0, removed, or from another world's slot */
 } pbd_result;
 
 /* A short constant string for a result code ("PBD_ERROR_DEGENERATE: ..."). */
@@ -546,6 +573,47 @@ PBDDEF void pbd_mesh_free(pbd_mesh *m);
 // ==== world =================================================================
 
 typedef struct pbd_world pbd_world;
+
+/* Handles (see HANDLES in the manual): everything a world owns is named by
+   a typed struct of one uint32_t, id. id 0 is no handle; otherwise its low
+   PBD_HANDLE_SLOT_BITS bits are the slot + 1 and the high bits the slot's
+   generation, which a removal advances, so a handle kept after its thing
+   was removed is refused with PBD_ERROR_INVALID_HANDLE instead of naming
+   the thing that takes the slot next. */
+#define PBD_HANDLE_SLOT_BITS 22
+typedef struct pbd_group {
+    uint32_t id;
+} pbd_group; /* a constraint group */
+typedef struct pbd_object {
+    uint32_t id;
+} pbd_object; /* a cloth, soft body or balloon */
+typedef struct pbd_collider {
+    uint32_t id;
+} pbd_collider; /* analytic, mesh or grid */
+typedef struct pbd_fluid {
+    uint32_t id;
+} pbd_fluid; /* a block of fluid */
+typedef struct pbd_lra {
+    uint32_t id;
+} pbd_lra; /* long range attachments */
+typedef struct pbd_strain_limit {
+    uint32_t id;
+} pbd_strain_limit; /* triangle / edge limits */
+typedef struct pbd_strands {
+    uint32_t id;
+} pbd_strands; /* strands, hair */
+typedef struct pbd_tearing {
+    uint32_t id;
+} pbd_tearing; /* a tearable cloth */
+typedef struct pbd_damping_cluster {
+    uint32_t id;
+} pbd_damping_cluster; /* damped particle list */
+typedef struct pbd_surface {
+    uint32_t id;
+} pbd_surface; /* self-collision surface */
+typedef struct pbd_plugin {
+    uint32_t id;
+} pbd_plugin; /* an extension's callbacks */
 
 typedef struct pbd_allocator {
     void *(*alloc)(void *user, size_t size);
@@ -654,32 +722,42 @@ typedef struct pbd_particles_desc {
 
 PBDDEF pbd_particles_desc pbd_particles_desc_default(void);
 PBDDEF pbd_result pbd_add_particles(pbd_world *w, const pbd_particles_desc *desc, pbd_range *out);
+/* Removes particles that pbd_add_particles added (an object's go with
+   pbd_remove_object, a fluid's with pbd_remove_fluid). Refused, with
+   nothing changed, while a group, tether set, strain limit, strand set,
+   tearing, damping cluster, collision surface or plugin uses one of them:
+   the message names it. A removed particle keeps its slot (indices do not
+   move) with inverse mass 0 at the origin until an add reuses it; adds
+   take the first run of free slots that holds them, and free slots at the
+   end leave the world (pbd_world_particle_count shrinks). */
+PBDDEF pbd_result pbd_remove_particles(pbd_world *w, pbd_range particles);
 PBDDEF int pbd_world_particle_count(const pbd_world *w);
 /* 4 floats per particle: x, y, z, inverse mass (0: pinned or kinematic).
-   Valid until particles are added or the world is restored/destroyed. */
+   Valid until particles are added or removed or the world is
+   restored/destroyed. */
 PBDDEF const float *pbd_world_positions(const pbd_world *w);
 /* 4 floats per particle: vx, vy, vz, 0. */
 PBDDEF const float *pbd_world_velocities(const pbd_world *w);
 /* Copy 3 floats per particle out of / into the world. */
-PBDDEF pbd_result pbd_get_positions(const pbd_world *w, pbd_range r, float *out);
-PBDDEF pbd_result pbd_set_positions(pbd_world *w, pbd_range r, const float *in);
-PBDDEF pbd_result pbd_get_velocities(const pbd_world *w, pbd_range r, float *out);
-PBDDEF pbd_result pbd_set_velocities(pbd_world *w, pbd_range r, const float *in);
+PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, float *out);
+PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const float *in);
+PBDDEF pbd_result pbd_particles_get_velocities(const pbd_world *w, pbd_range r, float *out);
+PBDDEF pbd_result pbd_particles_set_velocities(pbd_world *w, pbd_range r, const float *in);
 /* Mass 0 pins the particle. */
-PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass);
-PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass);
-PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius);
+PBDDEF pbd_result pbd_particle_set_mass(pbd_world *w, int particle, float mass);
+PBDDEF pbd_result pbd_particle_get_mass(const pbd_world *w, int particle, float *mass);
+PBDDEF pbd_result pbd_particle_set_radius(pbd_world *w, int particle, float radius);
 /* Pin keeps the mass so that unpin restores it; unpinning a particle of
    mass 0 is an error. */
-PBDDEF pbd_result pbd_pin(pbd_world *w, int particle);
-PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle);
-/* A kinematic particle is moved by the user: pbd_set_kinematic_target gives
+PBDDEF pbd_result pbd_particle_pin(pbd_world *w, int particle);
+PBDDEF pbd_result pbd_particle_unpin(pbd_world *w, int particle);
+/* A kinematic particle is moved by the user: pbd_particle_set_kinematic_target gives
    the position it reaches at the end of the next step (linearly over the
    substeps; its velocity follows). It pushes others but is not pushed. */
-PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic);
-PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target);
+PBDDEF pbd_result pbd_particle_set_kinematic(pbd_world *w, int particle, int kinematic);
+PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, const float *target);
 /* *kinematic: 1 while the particle is kinematic, else 0. */
-PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinematic);
+PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, int *kinematic);
 
 /* A user acceleration (wind, fields) added to gravity for every dynamic
    particle once per substep. It may be called from several threads at once
@@ -690,7 +768,7 @@ PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleratio
 
 // ==== groups ================================================================
 /* A constraint group: constraints of one type with one compliance, solved
-   in the order of addition. Group handles are small ints >= 0. */
+   in the order of their slots (see pbd_remove_group). */
 
 typedef enum pbd_constraint_type {
     PBD_CONSTRAINT_DISTANCE = 0,          /* 2 particles; rest = length */
@@ -704,8 +782,6 @@ typedef enum pbd_constraint_type {
     PBD_CONSTRAINT_MESH_VOLUME = 7, /* see pbd_add_mesh_volume */
     PBD_CONSTRAINT_TYPE_COUNT = 8
 } pbd_constraint_type;
-
-typedef int pbd_group;
 
 typedef struct pbd_constraints_desc {
     pbd_constraint_type type; /* one of the first six types */
@@ -736,7 +812,7 @@ typedef struct pbd_attachments_desc {
 PBDDEF pbd_attachments_desc pbd_attachments_desc_default(void);
 PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *desc, pbd_group *out);
 /* Move the world point of attachment `index` of a point-attachment group. */
-PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group g, int index, const float *point);
+PBDDEF pbd_result pbd_group_set_attachment_target(pbd_world *w, pbd_group g, int index, const float *point);
 
 typedef struct pbd_mesh_volume_desc {
     const int *triangles; /* closed, consistently oriented mesh over world particles */
@@ -748,8 +824,17 @@ typedef struct pbd_mesh_volume_desc {
 
 PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void);
 PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *desc, pbd_group *out);
+/* A group of pbd_add_constraints, _attachments or _mesh_volume (an
+   object's groups go with pbd_remove_object). Its slot goes to the next
+   group added, which is solved in its place: groups are solved in the
+   order of their slots. */
+PBDDEF pbd_result pbd_remove_group(pbd_world *w, pbd_group group);
 
 PBDDEF int pbd_world_group_count(const pbd_world *w);
+/* The index-th group (0 <= index < pbd_world_group_count, in slot order),
+   id 0 out of range: for walking every group (pbd_world_object and
+   pbd_world_collider walk objects and colliders the same way). */
+PBDDEF pbd_group pbd_world_group(const pbd_world *w, int index);
 PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type, int *count);
 /* The group's graph colouring (survey 3.8): no two constraints of a colour
    share a particle, so a colour is solved in parallel; when *overflow
@@ -774,8 +859,8 @@ PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group g, float *mean_a
 PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group g, float *volume);
 
 // ==== objects ===============================================================
-/* Builders add particles and the groups of a whole object. Groups that are
-   not created are -1. */
+/* Builders add particles and the groups of a whole object and hand back
+   its handle; pbd_object_get_parts tells what it is made of. */
 
 typedef enum pbd_bending_model {
     PBD_BENDING_NONE = 0,
@@ -783,14 +868,14 @@ typedef enum pbd_bending_model {
     PBD_BENDING_ISOMETRIC = 2
 } pbd_bending_model;
 
-typedef struct pbd_object {
-    int id;
+/* An object's particles and groups; a group it does not have is id 0. */
+typedef struct pbd_object_parts {
     pbd_range particles;
     pbd_group stretch; /* distance constraints over the edges */
     pbd_group bending; /* dihedral or isometric over interior edges */
     pbd_group area;    /* triangle areas (cloth) */
     pbd_group volume;  /* tetrahedra (soft body) or the closed mesh (balloon) */
-} pbd_object;
+} pbd_object_parts;
 
 typedef struct pbd_cloth_desc {
     const float *positions; /* vertex_count*3 */
@@ -810,7 +895,9 @@ typedef struct pbd_cloth_desc {
     int reorder;       /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
     int *permutation;  /* optional out, vertex_count ints: world particle of vertex i
-                                   is particles.first + permutation[i] */
+                                   is particles.first + permutation[i] (pbd_object_vertices
+                                   tells the same later; every call that takes the cloth's
+                                   triangles takes them in your vertex numbers) */
     int tethers;       /* 1 (default): long range attachments from every vertex to its
                                    two nearest pinned vertices (or of mass 0; kinematic ones when
                                    the cloth has no such vertex: a hand dragging a pinned cloth is
@@ -853,7 +940,18 @@ PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void);
 PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *desc, pbd_object *out);
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *desc, pbd_object *out);
 PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *desc, pbd_object *out);
+/* Removes the object with its particles (and the copies its tearing
+   made), its groups, its automatic tethers and its tearing; refused while
+   anything else uses its particles (see pbd_remove_particles). */
+PBDDEF pbd_result pbd_remove_object(pbd_world *w, pbd_object object);
 PBDDEF int pbd_world_object_count(const pbd_world *w);
+PBDDEF pbd_object pbd_world_object(const pbd_world *w, int index);
+PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pbd_object_parts *out);
+/* The world particle of each vertex of the object's builder mesh, in the
+   mesh's order (with reorder they are not first, first + 1, ...): a list
+   (out, max, *count) of vertex_count ints, e.g. to draw the mesh from
+   pbd_world_positions with your own triangles. */
+PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int *particles, int max, int *count);
 /* Global damping (1/s): every substep the velocities of the object's free
    particles move by 1 - exp(-damping h) towards a rigid motion. A free
    object: its own (v_cm + omega x r), so linear and angular momentum are
@@ -861,7 +959,7 @@ PBDDEF int pbd_world_object_count(const pbd_world *w);
    kinematic particles (its anchors): their rigid motion (zero for pins),
    so a hanging cloth's swing dies out and a carried one comes to rest in
    its carrier's frame. The same rule holds for damping clusters. */
-PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping);
+PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping);
 
 // ==== colliders =============================================================
 
@@ -873,8 +971,6 @@ typedef enum pbd_collider_shape {
     PBD_COLLIDER_MESH = 4,    /* triangle mesh through a BVH: pbd_add_collider_mesh */
     PBD_COLLIDER_SDF_GRID = 5 /* signed-distance grid of a closed mesh: pbd_add_collider_mesh */
 } pbd_collider_shape;
-
-typedef int pbd_collider;
 
 typedef struct pbd_collider_desc {
     pbd_collider_shape shape;
@@ -906,6 +1002,10 @@ PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const floa
 PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction, float dynamic_friction,
                                             float restitution);
 PBDDEF int pbd_world_collider_count(const pbd_world *w);
+/* The index-th collider (0 <= index < pbd_world_collider_count, in the
+   order of their slots), id 0 for an index out of range: for walking
+   every collider, as pbd_sm.h's oriented particles and volumes do. */
+PBDDEF pbd_collider pbd_world_collider(const pbd_world *w, int index);
 /* Contacts of the last substep (for tests and debugging). */
 PBDDEF int pbd_world_contact_count(const pbd_world *w);
 /* How far the colliders have pushed a particle along their normals so far
@@ -957,6 +1057,8 @@ typedef struct pbd_mesh_collider_desc {
 
 PBDDEF pbd_mesh_collider_desc pbd_mesh_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *desc, pbd_collider *out);
+/* Any collider, analytic or mesh (declared with pbd_collider_set_pose). */
+PBDDEF pbd_result pbd_remove_collider(pbd_world *w, pbd_collider collider);
 
 // ==== hash grid =============================================================
 /* A spatial hash grid over the particles that take part in particle
@@ -994,10 +1096,10 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
    pbd_world_mark_coupled). Candidates come from the hash grid; at most
    PBD_MAX_NEIGHBORS per particle (more are ignored, in a fixed order). */
 #define PBD_MAX_NEIGHBORS 96
-PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on);
-PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on);
+PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, int on);
+PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object object, int on);
 /* Friction between particles (default 0.5 and 0.4; dynamic <= static). */
-PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction);
+PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float static_friction, float dynamic_friction);
 
 // ==== fluids ================================================================
 /* Position based fluids (survey 3.4.6; Macklin and Mueller 2013 "Position
@@ -1075,11 +1177,11 @@ typedef struct pbd_fluid_desc {
                                 them; default 0.06, 0 turns the bound off */
 } pbd_fluid_desc;
 
-typedef int pbd_fluid;
-
 PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void);
 /* Adds the particles (out_particles may be NULL) and their fluid. */
 PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles);
+/* Removes the fluid with its particles (see pbd_remove_particles). */
+PBDDEF pbd_result pbd_remove_fluid(pbd_world *w, pbd_fluid fluid);
 PBDDEF int pbd_world_fluid_count(const pbd_world *w);
 /* Viscosity and vorticity of a fluid can change between steps. */
 PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity);
@@ -1113,11 +1215,9 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int
    below their length (no tether then pulls a particle in faster than the
    cloth brings it). */
 
-typedef int pbd_lra;
-
 typedef struct pbd_lra_desc {
-    int object;           /* -1 (default), or the object whose particles are attached */
-    const int *particles; /* count world particles to attach; NULL with object >= 0:
+    pbd_object object;    /* id 0 (default): none; else the object whose particles are attached */
+    const int *particles; /* count world particles to attach; NULL with an object:
                                every particle of the object that is not an anchor */
     int count;
     const int *anchors; /* anchor_count world particles (attachment points), required */
@@ -1135,16 +1235,19 @@ PBDDEF pbd_lra_desc pbd_lra_desc_default(void);
 /* Rest lengths come from the current positions. A particle that no anchor
    reaches along the mesh gets no tether. */
 PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_desc *desc, pbd_lra *out);
+/* A set of pbd_add_long_range_attachments (a cloth's automatic tethers go
+   with the cloth). */
+PBDDEF pbd_result pbd_remove_long_range_attachments(pbd_world *w, pbd_lra set);
 PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled);
-/* The LRA set of a cloth's automatic tethers (pbd_cloth_desc.tethers): -1
-   until the cloth first has an anchor, or when they are off. The set is
-   rebuilt in place (same index) by every pbd_pin, pbd_unpin,
-   pbd_set_mass or pbd_set_kinematic that changes which of the cloth's
+/* The LRA set of a cloth's automatic tethers (pbd_cloth_desc.tethers): id
+   0 until the cloth first has an anchor, or when they are off. The set is
+   rebuilt in place (the same handle) by every pbd_particle_pin, pbd_particle_unpin,
+   pbd_particle_set_mass or pbd_particle_set_kinematic that changes which of the cloth's
    vertices have inverse mass 0 (one geodesic search per anchor: pin many
    vertices through masses of 0 at add time, not one call at a time, when
    there are hundreds); it is empty while the cloth has no anchor, and a
    set disabled with pbd_lra_set_enabled stays disabled. */
-PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *out);
+PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, pbd_object object, pbd_lra *out);
 /* The tethers (particle, anchor, tether length) of a set: *count receives
    their number, at most max are written (any of the three outputs may
    be NULL). */
@@ -1161,14 +1264,11 @@ typedef enum pbd_strain_mode {
     PBD_STRAIN_EDGES = 1      /* the triangles' edges */
 } pbd_strain_mode;
 
-typedef int pbd_strain_limit;
-
 typedef struct pbd_strain_limit_desc {
     pbd_strain_mode mode;
-    int object;             /* -1: triangles index world particles; else they are the
-                                 object's local vertex indices (as given to its builder) */
-    const int *permutation; /* with an object built with reorder: its permutation */
-    const int *triangles;   /* triangle_count*3; rest shapes from the current positions */
+    pbd_object object;    /* id 0 (default): triangles index world particles; else they are
+                                 the object's local vertex indices (as given to its builder) */
+    const int *triangles; /* triangle_count*3; rest shapes from the current positions */
     int triangle_count;
     float min_stretch; /* default 0.9, in [0, 1] */
     float max_stretch; /* default 1.1, >= 1 */
@@ -1177,6 +1277,7 @@ typedef struct pbd_strain_limit_desc {
 
 PBDDEF pbd_strain_limit_desc pbd_strain_limit_desc_default(void);
 PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc *desc, pbd_strain_limit *out);
+PBDDEF pbd_result pbd_remove_strain_limit(pbd_world *w, pbd_strain_limit limit);
 PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit s, int enabled);
 PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, float min_stretch, float max_stretch);
 /* The stateless triangle projection: p and rest 3 points (9 floats),
@@ -1201,11 +1302,9 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    FTL (pin it, make it kinematic or use the hair builder). A pinned or
    kinematic particle inside a strand leads the particles after it, and
    the segment into it is left at whatever length the hand makes; when it
-   is released (pbd_set_kinematic 0, pbd_unpin, pbd_set_mass from 0) its
+   is released (pbd_particle_set_kinematic 0, pbd_particle_unpin, pbd_particle_set_mass from 0) its
    strand is put back at rest length at once, in positions only, keeping
    every velocity: the gap was not motion and adds no energy. */
-
-typedef int pbd_strands;
 
 typedef struct pbd_strands_desc {
     const int *particles;     /* world particles, root first, strand after strand */
@@ -1217,7 +1316,7 @@ typedef struct pbd_strands_desc {
 
 /* Hair: strand_count straight strands grown from roots on a surface along
    its normals, roots kinematic. The surface moves rigidly
-   (pbd_hair_set_transform) or deforms (pbd_hair_set_roots). */
+   (pbd_strands_set_transform) or deforms (pbd_strands_set_roots). */
 typedef struct pbd_hair_desc {
     const float *root_positions; /* strand_count*3, in the surface's frame */
     const float *root_normals;   /* strand_count*3, growth directions (normalised here) */
@@ -1239,13 +1338,17 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *desc, pb
 /* particles (optional) receives the hair's particles: strand s particle i
    is particles.first + s * particles_per_strand + i. */
 PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *desc, pbd_strands *out, pbd_range *particles);
+/* The strands' constraints (and a hair's root frame) go; their particles
+   stay in the world, free to fall, until pbd_remove_particles removes
+   them (a hair's too). */
+PBDDEF pbd_result pbd_remove_strands(pbd_world *w, pbd_strands strands);
 /* The roots reach this pose at the end of the next step (linearly over its
    substeps, like kinematic targets). rotation NULL keeps the rotation. */
-PBDDEF pbd_result pbd_hair_set_transform(pbd_world *w, pbd_strands s, const float *position, const float *rotation);
+PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands s, const float *position, const float *rotation);
 /* Per-root world positions and normals (strand_count*3 each) for the end
    of the next step: roots on a deforming mesh. normals may be NULL (keep
    the current root directions). */
-PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands s, const float *positions, const float *normals);
+PBDDEF pbd_result pbd_strands_set_roots(pbd_world *w, pbd_strands s, const float *positions, const float *normals);
 PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands s, float damping);
 PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *strand_count, int *particle_count);
 /* One FTL pass over a chain of n >= 2 points (3 floats each): point i moves
@@ -1281,22 +1384,23 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    damping sees only its original range. */
 
 typedef struct pbd_tearing_desc {
-    int object;           /* a cloth or balloon object */
+    pbd_object object;    /* a cloth or balloon object */
     const int *triangles; /* the triangles given to its builder (local vertex indices) */
     int triangle_count;
-    const int *permutation; /* with reorder: the permutation the builder handed back */
-    float threshold;        /* > 1; default 1.5 (edge length ratio and principal stretch) */
-    int max_splits;         /* per pbd_world_tear call and object, >= 1; default 64 */
+    float threshold; /* > 1; default 1.5 (edge length ratio and principal stretch) */
+    int max_splits;  /* per pbd_world_tear call and object, >= 1; default 64 */
 } pbd_tearing_desc;
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
-PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc *desc);
+PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *desc, pbd_tearing *out);
+/* The cloth stops tearing; what has torn stays torn. */
+PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing tearing);
 /* Splits the vertices of overstretched edges of every tearable object;
    *splits (optional) receives how many (= new particles). Call between steps. */
 PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits);
 /* A tearable object's current triangles (world particle indices, 3 per
    triangle): *count receives their number, at most max are written. */
-PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count);
+PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, pbd_object object, int *triangles, int max, int *count);
 
 // ==== damping clusters ======================================================
 /* Global symmetric damping (survey 3.7; Mueller et al. 2007, in the spirit
@@ -1307,11 +1411,10 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *tria
    particles is damped towards their rigid motion instead (as objects are:
    pbd_object_set_damping). */
 
-typedef int pbd_damping_cluster;
-
 PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, int count, float damping,
                                           pbd_damping_cluster *out);
-PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping);
+PBDDEF pbd_result pbd_remove_damping_cluster(pbd_world *w, pbd_damping_cluster cluster);
+PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_cluster c, float damping);
 
 // ==== self-collision ========================================================
 /* Cloth self-collision and cloth-cloth collision (survey 3.4.3). A
@@ -1380,17 +1483,21 @@ typedef struct pbd_collision_surface_desc {
 } pbd_collision_surface_desc;
 
 PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void);
-PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *desc, int *out);
+PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *desc, pbd_surface *out);
 /* The surface of a cloth made by pbd_add_cloth(w, desc, cloth): its
-   triangles mapped to world particles (through desc->permutation when the
-   cloth was reordered). */
-PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth, const pbd_cloth_desc *desc,
-                                               float thickness, int *out);
+   triangles (the builder's vertex numbers, reordered or not) mapped to
+   world particles. */
+PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, pbd_object cloth, const pbd_cloth_desc *desc,
+                                               float thickness, pbd_surface *out);
+/* A surface of either add; the self-collision tables are rebuilt without
+   it (refused, with nothing changed, when that needs memory it cannot
+   get). */
+PBDDEF pbd_result pbd_remove_collision_surface(pbd_world *w, pbd_surface surface);
 PBDDEF int pbd_world_surface_count(const pbd_world *w);
 /* A surface's current triangles (world particle indices, 3 per triangle;
    tearing moves them onto the split vertices): *count receives their
    number, at most max are written. */
-PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count);
+PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, pbd_surface surface, int *triangles, int max, int *count);
 /* Point-triangle and edge-edge candidates of the last substep. */
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w);
 /* The candidates of the last substep as world particle quadruples (4 ints
@@ -1431,6 +1538,8 @@ typedef struct pbd_solve_context {
 typedef struct pbd_plugin_desc {
     const char *name; /* for messages; copied (up to 31 chars) */
     void *user;
+    const void *kind; /* optional: an address only the extension knows (a static), which
+                         pbd_plugin_get hands back, so that it can tell its own plugins apart */
     int parallel;
     int particle_end; /* 1 + the largest particle index the plugin touches */
     long work;        /* elements per iteration, for the serial/parallel threshold */
@@ -1457,16 +1566,25 @@ typedef struct pbd_plugin_desc {
     void (*rollback)(void *user, pbd_world *w);
     /* called by pbd_remove_plugin and pbd_world_destroy */
     void (*destroy)(void *user);
+    /* called by the removals of particles (pbd_remove_object, _fluid,
+       _particles) before they change anything: marked[i] != 0 for the n
+       particles about to go; returns one of them that the plugin uses,
+       or -1, and a used one refuses the removal. NULL: the plugin may use
+       any particle below particle_end. */
+    int (*uses_particles)(void *user, const unsigned char *marked, int n);
 } pbd_plugin_desc;
-
-typedef int pbd_plugin;
 
 PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void);
 PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out);
-/* Calls its destroy callback; the handle is not reused. */
+/* Calls its destroy callback. */
 PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin p);
 PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work);
-PBDDEF int pbd_world_plugin_count(const pbd_world *w); /* handles ever given out */
+/* A live plugin's desc.kind and desc.user (either output may be NULL);
+   PBD_ERROR_INVALID_HANDLE when the handle names no live plugin, with no
+   message: an extension that names its own things by their plugin's
+   handle reports its own, as pbd_sm.h does. */
+PBDDEF pbd_result pbd_plugin_get(const pbd_world *w, pbd_plugin p, const void **kind, void **user);
+PBDDEF int pbd_world_plugin_count(const pbd_world *w);
 /* Errors and memory of extensions, so that they follow pbd.h's conventions
    (CONVENTIONS; docs/DESIGN.md sections 2.3 and 2.4).
    pbd_world_fail reports an error as pbd.h's own calls do: it writes
@@ -1518,6 +1636,15 @@ PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
 PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
                                      int balanced, int *colors, int *starts, int max_starts, int *color_count,
                                      int *overflow);
+/* The symmetric eigen solver of the extensions (shape matching's
+   moment matrices, the upsamplers' fits), one code for all: cyclic Jacobi
+   rotations on the n x n row-major symmetric A (overwritten: its diagonal
+   ends up holding the eigenvalues, in no particular order), eigenvector k
+   into column k of V (n x n). It sweeps until the off-diagonal's squared
+   sum is at most 1e-32 times the diagonal's (double rounding squared), at
+   most 100 times; returns the sweeps made. Deterministic: the same bits
+   on every machine that rounds doubles by IEEE 754. */
+PBDDEF int pbd_sym_eigen(int n, double *A, double *V);
 /* Particles a plugin's internal forces connect: the objects they belong to
    may exchange angular momentum, so the solver stops restoring theirs
    (see SOLVER step 5). Call it for forces between objects or with the
@@ -1650,7 +1777,8 @@ static const char *const pbd__result_text[][2] = {
     {"PBD_ERROR_OVERFLOW", "PBD_ERROR_OVERFLOW: sizes overflow"},
     {"PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_OUT_OF_MEMORY: allocation failed"},
     {"PBD_ERROR_BAD_SNAPSHOT", "PBD_ERROR_BAD_SNAPSHOT: not a snapshot of this version"},
-    {"PBD_ERROR_NOT_CLOSED", "PBD_ERROR_NOT_CLOSED: mesh is not closed and consistently oriented"}};
+    {"PBD_ERROR_NOT_CLOSED", "PBD_ERROR_NOT_CLOSED: mesh is not closed and consistently oriented"},
+    {"PBD_ERROR_INVALID_HANDLE", "PBD_ERROR_INVALID_HANDLE: the handle names nothing (0, or removed)"}};
 
 /* 0: the code's name, 1: name and description. */
 static const char *pbd__result_str(pbd_result r, int full) {
@@ -1686,6 +1814,12 @@ PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
    expression to double, 1e-9f is not), so a name changes no result.
    Two roles that share a value have two names. Lengths are in metres;
    float has 24 bits (7 digits), its smallest normal number is 1.2e-38. */
+
+/* The extensions' eigen solver (pbd_sym_eigen): Jacobi stops when the off-diagonal^2 is at most this times the
+   diagonal^2, double precision squared; larger leaves inexact eigenvectors, smaller never stops on rounding */
+#define PBD__JACOBI_OFF_REL 1e-32
+/* and after this many sweeps at most (converged matrices take under 10; a NaN input stops at once) */
+#define PBD__JACOBI_SWEEPS 100
 
 /* Directions and degenerate shapes. */
 /* a distance under 1 nm has no direction (d / l is rounding noise): the constraint's gradient is zero, skipped */
@@ -2756,8 +2890,26 @@ PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float r
 // ==== world =================================================================
 
 enum { PBD__PINNED = 1, PBD__KINEMATIC = 2 };
+/* A removed particle (PBD__FREE | PBD__PINNED, all its state zero: see
+   pbd__free_particles), waiting in its slot for the next add. */
+enum { PBD__FREE = 16 };
+
+/* --- handles ----------------------------------------------------------------- */
+/* Every record a public handle names (a group, object, collider, fluid,
+   ...) starts with a pbd__slot. Its array is a pool of slots: an add takes
+   the first free slot (one a removal left) or a new one at the end, and a
+   removal frees the record's memory, zeroes it and advances the slot's
+   generation, so an old handle no longer matches (the HANDLES convention
+   of the manual). A zeroed record is an empty one (no constraints, no
+   particles), which every loop over the records passes over. */
+typedef struct pbd__slot {
+    uint32_t gen; /* the generation, advanced by each removal */
+    int live;     /* 1 while the slot holds a record */
+    int seq;      /* pbd_world.seq when it was added: pbd__rollback drops the newer */
+} pbd__slot;
 
 typedef struct pbd__group {
+    pbd__slot s;
     int type, count, arity, rest_stride;
     int *idx;      /* count * arity particle indices (mesh volume: local triangles) */
     float *rest;   /* count * rest_stride */
@@ -2778,7 +2930,9 @@ typedef struct pbd__group {
 } pbd__group;
 
 typedef struct pbd__object {
+    pbd__slot s;
     int first, count;
+    int *perm; /* built with reorder: vertex v of the builder's mesh is particle first + perm[v]; else NULL */
     float damping;
     int groups[4];     /* stretch, bending, area, volume */
     int coupled;       /* a group outside the builder's touches it: not isolated */
@@ -2790,6 +2944,7 @@ typedef struct pbd__object {
 } pbd__object;
 
 typedef struct pbd__collider {
+    pbd__slot s;
     int shape;
     float radius, half_height, half[3];
     float mu_s, mu_d, restitution;
@@ -2843,6 +2998,7 @@ typedef struct pbd__kern {
 
 /* A fluid: a contiguous particle range (see "// ==== fluids"). */
 typedef struct pbd__fluid {
+    pbd__slot s;
     int first, count;
     float rest_density, spacing, kernel_radius, mass;
     float relaxation, viscosity, vorticity;
@@ -2932,11 +3088,15 @@ struct pbd_world {
     int last_team;              /* threads of the last substep */
     double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
     double time;
+    int seq; /* adds so far: each record's pbd__slot.seq (pbd__rollback) */
     /* particles */
     int n, cap;
     pbd__p4 *x, *p, *v; /* positions (w: inverse mass), predictions, velocities */
     float *mass, *radius;
     unsigned char *flags;
+    int *owner;           /* per particle: its object's slot (>= 0), -2 - its fluid's slot, or -1: none (derived) */
+    pbd_range last_alloc; /* the last range pbd__append_particles handed out, and */
+    int last_alloc_seq, last_alloc_reused; /* its add count and whether it was free particles (pbd__rollback) */
     pbd__v3 *kin_target, *kin_from;
     pbd__p4 *x_step, *v_step;        /* x and v at the start of the step: what a non-finite step rolls back to */
     float *pressure, *pressure_step; /* a fluid particle's density multipliers of the last substep,
@@ -3020,6 +3180,92 @@ static int pbd__grow(pbd_world *w, void **ptr, int n, int *cap, int need, size_t
     return 1;
 }
 
+#define PBD__SLOT_MASK ((1u << PBD_HANDLE_SLOT_BITS) - 1u)
+#define PBD__GEN_MASK ((1u << (32 - PBD_HANDLE_SLOT_BITS)) - 1u)
+#define PBD__MAX_SLOTS ((int)PBD__SLOT_MASK)
+
+static const pbd__slot *pbd__slot_of(const void *records, size_t stride, int i) {
+    return (const pbd__slot *)(const void *)((const char *)records + stride * (size_t)i);
+}
+/* The handle id of record i. */
+static uint32_t pbd__handle_id(const void *records, size_t stride, int i) {
+    return (pbd__slot_of(records, stride, i)->gen << PBD_HANDLE_SLOT_BITS) | (uint32_t)(i + 1);
+}
+#define PBD__HANDLE(array, i) pbd__handle_id((array), sizeof *(array), (i))
+/* A record in a pool of n: its handle, or 0 for index < 0 (none). */
+#define PBD__HANDLE_OR_NONE(array, i) ((i) >= 0 ? PBD__HANDLE(array, i) : 0u)
+/* The live records of a pool (a count for the user: free slots are none
+   of their business). */
+static int pbd__live_count(const void *records, size_t stride, int n) {
+    int live = 0;
+    for (int i = 0; i < n; ++i) live += pbd__slot_of(records, stride, i)->live;
+    return live;
+}
+#define PBD__LIVE(array, n) ((array) ? pbd__live_count((array), sizeof *(array), (n)) : 0)
+/* The handle id of the index-th live record (in slot order), 0 if none. */
+static uint32_t pbd__nth_live(const void *records, size_t stride, int n, int index) {
+    for (int k = 0; index >= 0 && k < n; ++k)
+        if (pbd__slot_of(records, stride, k)->live && index-- == 0) return pbd__handle_id(records, stride, k);
+    return 0u;
+}
+/* The first record with seq > since, or -1 (pbd__rollback). */
+static int pbd__newer_slot(const void *records, size_t stride, int n, int since) {
+    for (int i = 0; i < n; ++i) {
+        const pbd__slot *s = pbd__slot_of(records, stride, i);
+        if (s->live && s->seq > since) return i;
+    }
+    return -1;
+}
+/* A free slot in a pool of *n records of `stride` bytes (the first a
+   removal left, else a new one at the end, grown): zeroed but for its
+   generation, live, stamped with the world's add count. */
+static pbd_result pbd__acquire_slot(pbd_world *w, void **records, int *n, int *cap, size_t stride, const char *kind,
+                                    int *index);
+/* A removal (the caller has freed the record's memory): the record is
+   zeroed, its slot free, and its generation advanced, never to 0, which
+   marks a slot no add has used yet. */
+static void pbd__release_slot(void *records, size_t stride, int i) {
+    pbd__slot *s = (pbd__slot *)(void *)((char *)records + stride * (size_t)i);
+    uint32_t gen = (s->gen + 1u) & PBD__GEN_MASK;
+    memset(s, 0, stride);
+    s->gen = gen ? gen : 1u;
+}
+/* Undoes an add that failed (the caller has freed the record's memory):
+   the slot is as before the add, free with its old generation, and slots
+   the add appended are dropped again, so that the world (and its
+   snapshot) is byte-identical to before. */
+static void pbd__undo_slot(pbd_world *w, void *records, size_t stride, int *n, int i) {
+    pbd__slot *s = (pbd__slot *)(void *)((char *)records + stride * (size_t)i);
+    uint32_t gen = s->gen;
+    if (s->seq == w->seq) w->seq--; /* the add count, as before the add */
+    memset(s, 0, stride);
+    s->gen = gen;
+    while (*n > 0 && !pbd__slot_of(records, stride, *n - 1)->live && pbd__slot_of(records, stride, *n - 1)->gen == 0)
+        --*n;
+}
+/* Puts `rec` (a record built outside the pool; its slot header is not
+   read) into a free slot, as pbd__acquire_slot would choose it. Call
+   PBD__ROOM first: then it cannot fail. */
+static int pbd__place_slot(pbd_world *w, void *records, int *n, size_t stride, const void *rec) {
+    int i = 0;
+    while (i < *n && pbd__slot_of(records, stride, i)->live) ++i;
+    if (i == *n) {
+        memset((char *)records + stride * (size_t)i, 0, sizeof(pbd__slot));
+        ++*n;
+    }
+    pbd__slot *s = (pbd__slot *)(void *)((char *)records + stride * (size_t)i);
+    memcpy((char *)s + sizeof *s, (const char *)rec + sizeof *s, stride - sizeof *s);
+    s->live = 1;
+    s->seq = ++w->seq;
+    return i;
+}
+#define PBD__PLACE(w, array, n, rec) pbd__place_slot((w), (array), &(n), sizeof *(array), (rec))
+#define PBD__ROOM(w, array, n, cap, kind) pbd__slot_room((w), (void **)&(array), (n), &(cap), sizeof *(array), (kind))
+#define PBD__ACQUIRE(w, array, n, cap, kind, index) \
+    pbd__acquire_slot((w), (void **)&(array), &(n), &(cap), sizeof *(array), (kind), (index))
+#define PBD__RELEASE(array, i) pbd__release_slot((array), sizeof *(array), (i))
+#define PBD__UNDO(array, n, i) pbd__undo_slot(w, (array), sizeof *(array), &(n), (i))
+
 /* --- errors ------------------------------------------------------------------ */
 
 /* "PBD_ERROR_NAME: message" into buf (size bytes). */
@@ -3060,11 +3306,7 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->erro
 static pbd_result pbd__check_particle(const pbd_world *w, int i, const char *what) {
     if (i < 0 || i >= w->n)
         return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "%s %d is not a particle (0..%d)", what, i, w->n - 1);
-    return PBD_OK;
-}
-static pbd_result pbd__check_group(const pbd_world *w, pbd_group g) {
-    if (g < 0 || g >= w->ngroups)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "group %d does not exist (0..%d)", g, w->ngroups - 1);
+    if (w->flags[i] & PBD__FREE) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %d was removed", what, i);
     return PBD_OK;
 }
 static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k) {
@@ -3087,6 +3329,64 @@ static pbd_result pbd__check_list(const pbd_world *w, const void *out, int max, 
     if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
     return PBD_OK;
 }
+/* The index of the live record a handle names in a pool of n records, or
+   PBD_ERROR_INVALID_HANDLE with a message: 0, a slot out of range, a free
+   slot or another generation (removed since). */
+static pbd_result pbd__resolve(const pbd_world *w, uint32_t id, const void *records, size_t stride, int n,
+                               const char *kind, int *index) {
+    int i = (int)(id & PBD__SLOT_MASK) - 1;
+    *index = -1;
+    if (id == 0) return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "the %s handle is 0 (no %s)", kind, kind);
+    if (i < 0 || i >= n) return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "%s handle 0x%x: slot %d of %d", kind, id, i, n);
+    const pbd__slot *s = pbd__slot_of(records, stride, i);
+    if (!s->live || s->gen != id >> PBD_HANDLE_SLOT_BITS)
+        return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "%s handle 0x%x is stale: that %s was removed", kind, id, kind);
+    *index = i;
+    return PBD_OK;
+}
+#define PBD__RESOLVE(w, handle, array, n, kind, index) \
+    pbd__resolve((w), (handle).id, (array), sizeof *(array), (n), (kind), (index))
+/* The index of the group a handle names. */
+static pbd_result pbd__group_index(const pbd_world *w, pbd_group g, int *index) {
+    return PBD__RESOLVE(w, g, w->groups, w->ngroups, "group", index);
+}
+static pbd_result pbd__object_index(const pbd_world *w, pbd_object o, int *index);
+static pbd_result pbd__surface_index(const pbd_world *w, pbd_surface handle, int *index);
+
+/* Room for one more record in a pool: afterwards PBD__PLACE cannot fail. */
+static pbd_result pbd__slot_room(pbd_world *w, void **records, int n, int *cap, size_t stride, const char *kind) {
+    for (int i = 0; i < n; ++i)
+        if (!pbd__slot_of(*records, stride, i)->live) return PBD_OK;
+    if (n >= PBD__MAX_SLOTS)
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "a world holds at most %d of each kind (%s)", PBD__MAX_SLOTS, kind);
+    if (!pbd__grow(w, records, n, cap, n + 1, stride))
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a %s", kind);
+    return PBD_OK;
+}
+
+static pbd_result pbd__acquire_slot(pbd_world *w, void **records, int *n, int *cap, size_t stride, const char *kind,
+                                    int *index) {
+    int i = 0;
+    *index = -1;
+    while (i < *n && pbd__slot_of(*records, stride, i)->live) ++i;
+    if (i == *n) {
+        if (*n >= PBD__MAX_SLOTS)
+            return pbd__fail(w, PBD_ERROR_OVERFLOW, "a world holds at most %d of each kind (%s)", PBD__MAX_SLOTS, kind);
+        if (!pbd__grow(w, records, *n, cap, *n + 1, stride))
+            return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a %s", kind);
+        memset((char *)*records + stride * (size_t)i, 0, stride);
+        ++*n;
+    }
+    pbd__slot *s = (pbd__slot *)(void *)((char *)*records + stride * (size_t)i);
+    uint32_t gen = s->gen;
+    memset(s, 0, stride);
+    s->gen = gen;
+    s->live = 1;
+    s->seq = ++w->seq;
+    *index = i;
+    return PBD_OK;
+}
+
 #define PBD__TRY(expr)                       \
     do {                                     \
         pbd_result pbd__r = (expr);          \
@@ -3170,7 +3470,9 @@ static void pbd__group_free(pbd_world *w, pbd__group *g) {
     pbd__free(w, g->scratch);
     pbd__free(w, g->color_start);
     pbd__free(w, g->slot);
+    pbd__slot keep = g->s;
     memset(g, 0, sizeof *g);
+    g->s = keep;
 }
 
 static void pbd__meshcols_free(pbd_world *w);
@@ -3185,10 +3487,12 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__meshcols_free(w);
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
+    for (int i = 0; w->objects && i < w->nobjects; ++i) pbd__free(w, w->objects[i].perm);
     void *arrays[] = {w->x,          w->p,        w->v,        w->mass,          w->radius,      w->flags,
                       w->kin_target, w->kin_from, w->groups,   w->objects,       w->colliders,   w->contacts,
                       w->pose_from,  w->pose_to,  w->delta,    w->ncontact,      w->contact_ids, w->object_l,
-                      w->x_step,     w->v_step,   w->pressure, w->pressure_step, w->pose_step,   w->object_coupled};
+                      w->x_step,     w->v_step,   w->pressure, w->pressure_step, w->pose_step,   w->object_coupled,
+                      w->owner};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -3279,7 +3583,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 5u
+#define PBD__SNAPSHOT_VERSION 6u
 
 typedef struct pbd__io {
     unsigned char *out;      /* writing (NULL: measuring or reading) */
@@ -3303,6 +3607,15 @@ static void pbd__io_bytes(pbd__io *io, void *data, size_t n) {
 }
 static void pbd__io_int(pbd__io *io, int *v) { pbd__io_bytes(io, v, sizeof *v); }
 static void pbd__io_float(pbd__io *io, float *v) { pbd__io_bytes(io, v, sizeof *v); }
+/* A record's slot header; returns 1 when the record is live (a free
+   slot's record is all zero and has no more to read or write). */
+static int pbd__io_slot(pbd__io *io, pbd__slot *s) {
+    pbd__io_bytes(io, &s->gen, sizeof s->gen);
+    pbd__io_int(io, &s->live);
+    pbd__io_int(io, &s->seq);
+    if (io->in && !io->bad && (s->gen > PBD__GEN_MASK || (s->live != 0 && s->live != 1) || s->seq < 0)) io->bad = 1;
+    return !io->bad && s->live;
+}
 
 /* An array of n elements; when reading, it is allocated in world w. */
 static void pbd__io_array(pbd__io *io, pbd_world *w, void **arr, long n, size_t elem) {
@@ -3378,6 +3691,26 @@ static void pbd__io_group(pbd__io *io, pbd_world *w, pbd__group *g) {
     }
 }
 
+/* Objects: the records (their permutation pointer written as 0), then
+   each live object's permutation. */
+static void pbd__io_objects(pbd__io *io, pbd_world *w) {
+    if (io->in) pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
+    for (int o = 0; io->in && w->objects && o < w->nobjects; ++o) w->objects[o].perm = NULL; /* not a pointer yet */
+    for (int o = 0; !io->in && o < w->nobjects; ++o) {
+        pbd__object rec;
+        memcpy(&rec, &w->objects[o], sizeof rec);
+        rec.perm = NULL;
+        pbd__io_bytes(io, &rec, sizeof rec);
+    }
+    for (int o = 0; o < w->nobjects && !io->bad; ++o) {
+        pbd__object *ob = &w->objects[o];
+        int has = ob->perm != NULL;
+        if (!ob->s.live) continue;
+        pbd__io_int(io, &has);
+        if (io->in && !io->bad && (has != 0 && has != 1)) io->bad = 1;
+        if (has) pbd__io_array(io, w, (void **)&ob->perm, ob->count, sizeof(int));
+    }
+}
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
@@ -3399,6 +3732,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_int(io, &w->jacobi);
     pbd__io_float(io, &w->jacobi_relax);
     pbd__io_bytes(io, &w->time, sizeof w->time);
+    pbd__io_int(io, &w->seq);
     pbd__io_int(io, &w->n);
     pbd__io_int(io, &w->ngroups);
     pbd__io_int(io, &w->nobjects);
@@ -3423,6 +3757,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->flags, w->n, 1);
     pbd__io_array(io, w, (void **)&w->kin_target, w->n, sizeof(pbd__v3));
     pbd__io_array(io, w, (void **)&w->pressure, w->n, sizeof(float));
+    pbd__io_array(io, w, (void **)&w->owner, w->n, sizeof(int));
     if (io->in && !io->bad && w->n > 0) {
         /* predictions, kinematic start points and Jacobi sums are scratch */
         w->p = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
@@ -3451,8 +3786,9 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         if (!w->groups) io->bad = 2;
         else memset(w->groups, 0, sizeof(pbd__group) * (size_t)w->ngroups);
     }
-    for (int g = 0; g < w->ngroups && !io->bad; ++g) pbd__io_group(io, w, &w->groups[g]);
-    pbd__io_array(io, w, (void **)&w->objects, w->nobjects, sizeof(pbd__object));
+    for (int g = 0; g < w->ngroups && !io->bad; ++g)
+        if (pbd__io_slot(io, &w->groups[g].s)) pbd__io_group(io, w, &w->groups[g]);
+    pbd__io_objects(io, w);
     pbd__io_array(io, w, (void **)&w->colliders, w->ncolliders, sizeof(pbd__collider));
     pbd__io_meshcols(io, w);
     pbd__io_surfaces(io, w);
@@ -3501,6 +3837,7 @@ static pbd_result pbd__selfcol_rebuild(pbd_world *w);
 static pbd_result pbd__selfcol_build(pbd_world *w, int keep);
 
 static pbd_result pbd__validate_particle_phase(const pbd_world *t);
+static pbd_result pbd__owners_build(pbd_world *t);
 static pbd_result pbd__pp_refresh(pbd_world *w);
 static int pbd__plugins_particle_end(const pbd_world *w);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
@@ -3524,6 +3861,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (io.bad == 2) r = PBD_ERROR_OUT_OF_MEMORY;
     else if (io.bad || io.off != body) r = PBD_ERROR_BAD_SNAPSHOT;
     else r = pbd__validate_restored(&t);
+    if (r == PBD_OK) r = pbd__owners_build(&t);
     if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
     if (r == PBD_OK && t.n < pbd__plugins_particle_end(w))
         r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
@@ -3599,7 +3937,8 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
              PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int)) &&
              PBD__GROW(x_step, sizeof(pbd__p4)) && PBD__GROW(v_step, sizeof(pbd__p4)) &&
-             PBD__GROW(pressure, sizeof(float)) && PBD__GROW(pressure_step, sizeof(float));
+             PBD__GROW(pressure, sizeof(float)) && PBD__GROW(pressure_step, sizeof(float)) &&
+             PBD__GROW(owner, sizeof(int));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -3627,11 +3966,25 @@ static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particle
     return PBD_OK;
 }
 
-/* Appends validated particles; fails only for memory, changing nothing. */
+/* The first run of count free particles (removed ones), or -1. */
+static int pbd__free_run(const pbd_world *w, int count) {
+    int run = 0;
+    for (int i = 0; i < w->n; ++i) {
+        run = w->flags[i] & PBD__FREE ? run + 1 : 0;
+        if (run == count) return i + 1 - count;
+    }
+    return -1;
+}
+
+/* Adds validated particles in the first run of free particles that holds
+   them, else at the end; fails only for memory, changing nothing. */
 static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *d, pbd_range *out) {
-    pbd_result r = pbd__reserve_particles(w, w->n + d->count);
-    if (r != PBD_OK) return pbd__fail(w, r, "no memory for %d particles", d->count);
-    int first = w->n;
+    int first = pbd__free_run(w, d->count), reused = first >= 0;
+    if (!reused) {
+        pbd_result r = pbd__reserve_particles(w, w->n + d->count);
+        if (r != PBD_OK) return pbd__fail(w, r, "no memory for %d particles", d->count);
+        first = w->n;
+    }
     for (int k = 0; k < d->count; ++k) {
         int i = first + k;
         pbd__v3 x = pbd__ld(d->positions + 3 * k);
@@ -3652,8 +4005,13 @@ static pbd_result pbd__append_particles(pbd_world *w, const pbd_particles_desc *
         w->kin_from[i] = x;
         w->ncontact[i] = 0;
         w->pressure[i] = 0;
+        w->owner[i] = -1;
     }
-    w->n += d->count;
+    if (!reused) w->n += d->count;
+    w->last_alloc.first = first;
+    w->last_alloc.count = d->count;
+    w->last_alloc_seq = ++w->seq;
+    w->last_alloc_reused = reused;
     if (out) {
         out->first = first;
         out->count = d->count;
@@ -3678,6 +4036,14 @@ static pbd_result pbd__check_range(const pbd_world *w, pbd_range r, const void *
                          r.count, w->n);
     return PBD_OK;
 }
+/* A range a setter writes: no removed particle in it (their state stays
+   zero until an add takes them). */
+static pbd_result pbd__check_live_range(const pbd_world *w, pbd_range r, const void *data) {
+    PBD__TRY(pbd__check_range(w, r, data));
+    for (int i = r.first; i < r.first + r.count; ++i)
+        if (w->flags[i] & PBD__FREE) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d was removed", i);
+    return PBD_OK;
+}
 
 /* Copies 3 floats per particle between user memory and a 4-float array. */
 static void pbd__copy_out(const pbd__p4 *src, pbd_range r, float *out) {
@@ -3697,16 +4063,16 @@ static void pbd__copy_in(pbd__p4 *dst, pbd_range r, const float *in) {
     }
 }
 
-PBDDEF pbd_result pbd_get_positions(const pbd_world *w, pbd_range r, float *out) {
+PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, float *out) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_range(w, r, out));
     pbd__copy_out(w->x, r, out);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_positions(pbd_world *w, pbd_range r, const float *in) {
+PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const float *in) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_range(w, r, in));
+    PBD__TRY(pbd__check_live_range(w, r, in));
     PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "positions"));
     pbd__copy_in(w->x, r, in);
     pbd__copy_in(w->p, r, in);
@@ -3715,16 +4081,16 @@ PBDDEF pbd_result pbd_set_positions(pbd_world *w, pbd_range r, const float *in) 
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_get_velocities(const pbd_world *w, pbd_range r, float *out) {
+PBDDEF pbd_result pbd_particles_get_velocities(const pbd_world *w, pbd_range r, float *out) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_range(w, r, out));
     pbd__copy_out(w->v, r, out);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_velocities(pbd_world *w, pbd_range r, const float *in) {
+PBDDEF pbd_result pbd_particles_set_velocities(pbd_world *w, pbd_range r, const float *in) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_range(w, r, in));
+    PBD__TRY(pbd__check_live_range(w, r, in));
     PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "velocities"));
     pbd__copy_in(w->v, r, in);
     return PBD_OK;
@@ -3761,7 +4127,7 @@ static pbd_result pbd__particle_changed(pbd_world *w, int i, const pbd__particle
     return r;
 }
 
-PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass) {
+PBDDEF pbd_result pbd_particle_set_mass(pbd_world *w, int particle, float mass) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!pbd__finite(mass)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass is not finite");
@@ -3772,7 +4138,7 @@ PBDDEF pbd_result pbd_set_mass(pbd_world *w, int particle, float mass) {
     return pbd__particle_changed(w, particle, &before);
 }
 
-PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass) {
+PBDDEF pbd_result pbd_particle_get_mass(const pbd_world *w, int particle, float *mass) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, mass, "mass");
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
@@ -3780,7 +4146,7 @@ PBDDEF pbd_result pbd_get_mass(const pbd_world *w, int particle, float *mass) {
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius) {
+PBDDEF pbd_result pbd_particle_set_radius(pbd_world *w, int particle, float radius) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!pbd__finite(radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "radius is not finite");
@@ -3789,7 +4155,7 @@ PBDDEF pbd_result pbd_set_radius(pbd_world *w, int particle, float radius) {
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_pin(pbd_world *w, int particle) {
+PBDDEF pbd_result pbd_particle_pin(pbd_world *w, int particle) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     pbd__particle_state before = pbd__particle_save(w, particle);
@@ -3799,19 +4165,19 @@ PBDDEF pbd_result pbd_pin(pbd_world *w, int particle) {
     return pbd__particle_changed(w, particle, &before);
 }
 
-PBDDEF pbd_result pbd_unpin(pbd_world *w, int particle) {
+PBDDEF pbd_result pbd_particle_unpin(pbd_world *w, int particle) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     if (!(w->mass[particle] > 0))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d has mass 0: give it a mass with pbd_set_mass",
-                         particle);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "particle %d has mass 0: give it a mass with pbd_particle_set_mass", particle);
     pbd__particle_state before = pbd__particle_save(w, particle);
     w->flags[particle] &= (unsigned char)~PBD__PINNED;
     pbd__refresh_inv_mass(w, particle);
     return pbd__particle_changed(w, particle, &before);
 }
 
-PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
+PBDDEF pbd_result pbd_particle_set_kinematic(pbd_world *w, int particle, int kinematic) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     pbd__particle_state before = pbd__particle_save(w, particle);
@@ -3826,7 +4192,7 @@ PBDDEF pbd_result pbd_set_kinematic(pbd_world *w, int particle, int kinematic) {
     return pbd__particle_changed(w, particle, &before);
 }
 
-PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinematic) {
+PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, int *kinematic) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, kinematic, "kinematic");
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
@@ -3834,13 +4200,14 @@ PBDDEF pbd_result pbd_get_kinematic(const pbd_world *w, int particle, int *kinem
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_kinematic_target(pbd_world *w, int particle, const float *target) {
+PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, const float *target) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__CHECK_PTR(w, target, "target");
     PBD__TRY(pbd__check_finite(w, target, 3, "target"));
     if (!(w->flags[particle] & PBD__KINEMATIC))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is not kinematic (pbd_set_kinematic)", particle);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is not kinematic (pbd_particle_set_kinematic)",
+                         particle);
     w->kin_target[particle] = pbd__ld(target);
     return PBD_OK;
 }
@@ -3888,19 +4255,51 @@ PBDDEF pbd_mesh_volume_desc pbd_mesh_volume_desc_default(void) {
 /* A mark of what exists, so that a builder that fails half-way can drop
    exactly what it added (capacity may stay larger; no state changes). */
 typedef struct pbd__mark {
-    int n, ngroups, nobjects;
+    int n, seq;
 } pbd__mark;
 static pbd__mark pbd__mark_now(const pbd_world *w) {
     pbd__mark m;
     m.n = w->n;
-    m.ngroups = w->ngroups;
-    m.nobjects = w->nobjects;
+    m.seq = w->seq;
     return m;
 }
+/* The object whose range holds particle i, or -1 (a torn cloth's copies
+   lie outside its range: pbd_world.owner still names it, for its removal,
+   but they are not in its range for anything else). */
+static int pbd__object_of(const pbd_world *w, int i) {
+    int o = w->owner[i];
+    return o >= 0 && i >= w->objects[o].first && i < w->objects[o].first + w->objects[o].count ? o : -1;
+}
+
+/* Puts particles back as free ones (PBD__FREE | PBD__PINNED, every state
+   zero, no owner: exactly what they were before an add that took them);
+   free particles at the end leave the world. */
+static void pbd__free_particles(pbd_world *w, int first, int count) {
+    for (int i = first; i < first + count; ++i) {
+        pbd__p4 *p4[] = {&w->x[i], &w->p[i], &w->v[i], &w->x_step[i], &w->v_step[i], &w->delta[i]};
+        for (size_t k = 0; k < sizeof p4 / sizeof p4[0]; ++k) memset(p4[k], 0, sizeof *p4[k]);
+        memset(&w->kin_target[i], 0, sizeof w->kin_target[i]);
+        memset(&w->kin_from[i], 0, sizeof w->kin_from[i]);
+        w->mass[i] = w->radius[i] = w->pressure[i] = w->pressure_step[i] = 0;
+        w->flags[i] = PBD__FREE | PBD__PINNED;
+        w->ncontact[i] = 0;
+        w->owner[i] = -1;
+    }
+    while (w->n > 0 && (w->flags[w->n - 1] & PBD__FREE)) w->n--;
+}
+
 static void pbd__rollback(pbd_world *w, pbd__mark m) {
-    while (w->ngroups > m.ngroups) pbd__group_free(w, &w->groups[--w->ngroups]);
+    int i;
+    while ((i = pbd__newer_slot(w->groups, sizeof *w->groups, w->ngroups, m.seq)) >= 0) {
+        pbd__group_free(w, &w->groups[i]);
+        PBD__UNDO(w->groups, w->ngroups, i);
+    }
+    while ((i = pbd__newer_slot(w->objects, sizeof *w->objects, w->nobjects, m.seq)) >= 0)
+        PBD__UNDO(w->objects, w->nobjects, i);
+    if (w->last_alloc_seq > m.seq && w->last_alloc_reused)
+        pbd__free_particles(w, w->last_alloc.first, w->last_alloc.count);
     w->n = m.n;
-    w->nobjects = m.nobjects;
+    w->seq = m.seq;
 }
 
 /* Gathers the constraint's positions. */
@@ -3935,6 +4334,8 @@ static pbd_result pbd__check_indices(const pbd_world *w, const int *idx, long co
             if (e[i] < 0 || e[i] >= w->n)
                 return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "constraint %ld: particle %d does not exist (0..%d)",
                                  c, e[i], w->n - 1);
+            if (w->flags[e[i]] & PBD__FREE)
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint %ld: particle %d was removed", c, e[i]);
             for (int j = 0; j < i; ++j)
                 if (e[j] == e[i])
                     return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint %ld uses particle %d twice", c, e[i]);
@@ -3984,12 +4385,11 @@ static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constr
     return PBD_OK;
 }
 
-/* A new zeroed group at the end, with its arrays allocated. */
+/* A new zeroed group in a free slot, with its arrays allocated. */
 static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, pbd__group **out) {
-    if (!pbd__grow(w, (void **)&w->groups, w->ngroups, &w->group_cap, w->ngroups + 1, sizeof(pbd__group)))
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a group");
-    pbd__group *g = &w->groups[w->ngroups];
-    memset(g, 0, sizeof *g);
+    int gi;
+    PBD__TRY(PBD__ACQUIRE(w, w->groups, w->ngroups, w->group_cap, "group", &gi));
+    pbd__group *g = &w->groups[gi];
     g->type = type;
     g->count = count;
     g->arity = pbd__arity_table[type];
@@ -4002,10 +4402,10 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
     g->lambda = (float *)pbd__alloc_n(w, (size_t)count, sizeof(float));
     if (!g->idx || !g->rest || !g->lambda) {
         pbd__group_free(w, g);
+        PBD__UNDO(w->groups, w->ngroups, gi);
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d constraints", count);
     }
     memset(g->lambda, 0, sizeof(float) * (size_t)count);
-    w->ngroups++;
     *out = g;
     return PBD_OK;
 }
@@ -4127,16 +4527,16 @@ static pbd_result pbd__color_group(pbd_world *w, pbd__group *g) {
     return PBD_OK;
 }
 
-/* Colours the group just added at the end, or removes it. */
-static pbd_result pbd__finish_group(pbd_world *w, pbd_group *out) {
-    pbd__group *g = &w->groups[w->ngroups - 1];
+/* Colours the group just added (g), or removes it. */
+static pbd_result pbd__finish_group(pbd_world *w, pbd__group *g, pbd_group *out) {
+    int gi = (int)(g - w->groups);
     pbd_result r = pbd__color_group(w, g);
     if (r != PBD_OK) {
         pbd__group_free(w, g);
-        w->ngroups--;
+        PBD__UNDO(w->groups, w->ngroups, gi);
         return r;
     }
-    if (out) *out = w->ngroups - 1;
+    if (out) out->id = PBD__HANDLE(w->groups, gi);
     return PBD_OK;
 }
 
@@ -4168,27 +4568,16 @@ static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_de
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     g->unilateral = d->unilateral ? 1 : 0;
-    return pbd__finish_group(w, out);
+    return pbd__finish_group(w, g, out);
 }
 
 /* A user's group (not a builder's) makes every object it touches
    "coupled": its angular momentum may change by these constraints, so
-   pbd__momentum_restore leaves it alone. Objects are contiguous particle
-   ranges in order, found by binary search. */
+   pbd__momentum_restore leaves it alone. */
 static void pbd__mark_coupled(pbd_world *w, const int *idx, long n) {
     for (long k = 0; k < n; ++k) {
-        int i = idx[k], lo = 0, hi = w->nobjects - 1;
-        if (i < 0) continue;
-        while (lo <= hi) {
-            int mid = lo + (hi - lo) / 2;
-            const pbd__object *o = &w->objects[mid];
-            if (i < o->first) hi = mid - 1;
-            else if (i >= o->first + o->count) lo = mid + 1;
-            else {
-                w->objects[mid].coupled = 1;
-                break;
-            }
-        }
+        int o = idx[k] >= 0 ? pbd__object_of(w, idx[k]) : -1;
+        if (o >= 0) w->objects[o].coupled = 1;
     }
 }
 
@@ -4235,15 +4624,16 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
     g->unilateral = d->max_distance > 0;
-    PBD__TRY(pbd__finish_group(w, out));
+    PBD__TRY(pbd__finish_group(w, g, out));
     pbd__mark_coupled(w, d->particles, d->count);
     if (d->target_particles) pbd__mark_coupled(w, d->target_particles, d->count);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_attachment_target(pbd_world *w, pbd_group gi, int index, const float *point) {
+PBDDEF pbd_result pbd_group_set_attachment_target(pbd_world *w, pbd_group handle, int index, const float *point) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, gi));
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__CHECK_PTR(w, point, "point");
     pbd__group *g = &w->groups[gi];
     if (g->type != PBD_CONSTRAINT_ATTACHMENT)
@@ -4290,6 +4680,8 @@ static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) 
     return PBD_OK;
 }
 
+/* Triangles over world particles: validated, and none removed. */
+static pbd_result pbd__validate_world_triangles(const pbd_world *w, const int *tri, int nt, const char *what);
 static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, int nt, int nv, const char *what) {
     PBD__CHECK_PTR(w, tri, what);
     if (nt <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle count %d <= 0", nt);
@@ -4303,12 +4695,20 @@ static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, in
             return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle %d repeats a vertex", t);
     return PBD_OK;
 }
+static pbd_result pbd__validate_world_triangles(const pbd_world *w, const int *tri, int nt, const char *what) {
+    PBD__TRY(pbd__validate_triangles(w, tri, nt, w->n, what));
+    for (long k = 0; k < 3L * nt; ++k)
+        if (w->flags[tri[k]] & PBD__FREE)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle %ld uses particle %d, which was removed", k / 3,
+                             tri[k]);
+    return PBD_OK;
+}
 
 /* Adds a mesh-volume group over world particles (validated here). */
 PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *d, pbd_group *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
     PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0))
@@ -4330,7 +4730,7 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
         g->scratch = (float *)pbd__alloc_n(w, (size_t)nv * 6, sizeof(float));
         if (!g->verts || !g->scratch) {
             pbd__group_free(w, g);
-            w->ngroups--;
+            PBD__UNDO(w->groups, w->ngroups, (int)(g - w->groups));
             r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh");
         }
     }
@@ -4350,31 +4750,53 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
     float V0 = pbd__eval_mesh_volume(g->scratch, nv, g->idx, g->ntris, 0, NULL);
     if (!(fabsf(V0) > PBD__MESH_VOLUME_MIN)) {
         pbd__group_free(w, g);
-        w->ngroups--;
+        PBD__UNDO(w->groups, w->ngroups, (int)(g - w->groups));
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "the mesh encloses no volume");
     }
     g->rest[0] = V0;
     g->pressure = d->pressure;
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
-    if (out) *out = w->ngroups - 1;
+    if (out) out->id = PBD__HANDLE(w->groups, (int)(g - w->groups));
     pbd__mark_coupled(w, d->triangles, 3L * d->triangle_count);
     return PBD_OK;
 }
 
-PBDDEF int pbd_world_group_count(const pbd_world *w) { return w ? w->ngroups : 0; }
+PBDDEF int pbd_world_group_count(const pbd_world *w) { return w ? PBD__LIVE(w->groups, w->ngroups) : 0; }
+PBDDEF pbd_group pbd_world_group(const pbd_world *w, int index) {
+    pbd_group g;
+    g.id = w ? pbd__nth_live(w->groups, sizeof *w->groups, w->ngroups, index) : 0u;
+    return g;
+}
 
-PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group g, pbd_constraint_type *type, int *count) {
+PBDDEF pbd_result pbd_remove_group(pbd_world *w, pbd_group handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, g));
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
+    for (int o = 0; o < w->nobjects; ++o)
+        for (int k = 0; k < 4; ++k)
+            if (w->objects[o].s.live && w->objects[o].groups[k] == g)
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                 "group %d is part of object %d: pbd_remove_object removes it with the object", g, o);
+    pbd__group_free(w, &w->groups[g]);
+    PBD__RELEASE(w->groups, g);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group handle, pbd_constraint_type *type, int *count) {
+    PBD__CHECK_WORLD(w);
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
     if (type) *type = (pbd_constraint_type)w->groups[g].type;
     if (count) *count = w->groups[g].count;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *sizes, int max, int *count, int *overflow) {
+PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group handle, int *sizes, int max, int *count,
+                                   int *overflow) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, gi));
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__TRY(pbd__check_list(w, sizes, max, count));
     const pbd__group *g = &w->groups[gi];
     *count = g->ncolors;
@@ -4383,10 +4805,11 @@ PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group gi, int *sizes,
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, int color, int *out, int max,
+PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group handle, int color, int *out, int max,
                                             int *count) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, gi));
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
     const pbd__group *g = &w->groups[gi];
     if (color < 0 || color >= g->ncolors)
         return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "colour %d of %d", color, g->ncolors);
@@ -4397,32 +4820,36 @@ PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group gi, in
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group g, float compliance) {
+PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group handle, float compliance) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, g));
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
     PBD__TRY(pbd__check_compliance(w, compliance, 1.0f));
     w->groups[g].compliance = compliance;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group g, float stiffness) {
+PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group handle, float stiffness) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, g));
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
     PBD__TRY(pbd__check_compliance(w, 0.0f, stiffness));
     w->groups[g].stiffness = stiffness;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group g, int enabled) {
+PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group handle, int enabled) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, g));
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
     w->groups[g].enabled = enabled ? 1 : 0;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group g, float pressure) {
+PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group handle, float pressure) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, g));
+    int g;
+    PBD__TRY(pbd__group_index(w, handle, &g));
     if (w->groups[g].type != PBD_CONSTRAINT_MESH_VOLUME)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", g);
     if (!pbd__finite(pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
@@ -4472,15 +4899,20 @@ PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void) {
     return d;
 }
 
-PBDDEF int pbd_world_object_count(const pbd_world *w) { return w ? w->nobjects : 0; }
+PBDDEF int pbd_world_object_count(const pbd_world *w) { return w ? PBD__LIVE(w->objects, w->nobjects) : 0; }
+PBDDEF pbd_object pbd_world_object(const pbd_world *w, int index) {
+    pbd_object o;
+    o.id = w ? pbd__nth_live(w->objects, sizeof *w->objects, w->nobjects, index) : 0u;
+    return o;
+}
 
-PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, int object, float damping) {
+PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping) {
     PBD__CHECK_WORLD(w);
-    if (object < 0 || object >= w->nobjects)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", object, w->nobjects - 1);
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
     if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
-    w->objects[object].damping = damping;
+    w->objects[oi].damping = damping;
     return PBD_OK;
 }
 
@@ -4570,26 +5002,59 @@ static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
     return PBD_OK;
 }
 
+/* The slot a handle names, unchecked (-1 for id 0): for handles the
+   library has just made itself. */
+static int pbd__slot_index(uint32_t id) { return (int)(id & PBD__SLOT_MASK) - 1; }
+
 /* Object bookkeeping for builders: the object over particle range r with
-   the builder's groups (from out) and damping; out->id receives its index. */
-static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, pbd_object *out) {
-    if (!pbd__grow(w, (void **)&w->objects, w->nobjects, &w->object_cap, w->nobjects + 1, sizeof(pbd__object)) ||
-        pbd__reserve_object_scratch(w, w->nobjects + 1) != PBD_OK)
+   the builder's groups (parts) and damping; *index receives its slot. */
+static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, const pbd_object_parts *parts, int *index) {
+    int oi;
+    PBD__TRY(PBD__ACQUIRE(w, w->objects, w->nobjects, w->object_cap, "object", &oi));
+    if (pbd__reserve_object_scratch(w, w->nobjects) != PBD_OK) {
+        PBD__UNDO(w->objects, w->nobjects, oi);
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
-    pbd__object *o = &w->objects[w->nobjects];
-    o->coupled = 0;
-    o->tethers = 0;
+    }
+    pbd__object *o = &w->objects[oi];
     o->lra = -1;
-    o->gravity_cfl = o->hang = o->edge = 0;
     o->first = r.first;
     o->count = r.count;
+    for (int i = r.first; i < r.first + r.count; ++i) w->owner[i] = oi;
     o->damping = damping;
-    o->groups[0] = out->stretch;
-    o->groups[1] = out->bending;
-    o->groups[2] = out->area;
-    o->groups[3] = out->volume;
-    out->id = w->nobjects++;
-    out->particles = r;
+    o->groups[0] = pbd__slot_index(parts->stretch.id);
+    o->groups[1] = pbd__slot_index(parts->bending.id);
+    o->groups[2] = pbd__slot_index(parts->area.id);
+    o->groups[3] = pbd__slot_index(parts->volume.id);
+    *index = oi;
+    return PBD_OK;
+}
+
+/* The index of the object a handle names. */
+static pbd_result pbd__object_index(const pbd_world *w, pbd_object o, int *index) {
+    return PBD__RESOLVE(w, o, w->objects, w->nobjects, "object", index);
+}
+
+PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int *particles, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
+    PBD__TRY(pbd__check_list(w, particles, max, count));
+    const pbd__object *o = &w->objects[oi];
+    for (int v = 0; v < o->count && v < max; ++v) particles[v] = o->first + (o->perm ? o->perm[v] : v);
+    *count = o->count;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pbd_object_parts *out) {
+    PBD__CHECK_WORLD(w);
+    PBD__CHECK_PTR(w, out, "out");
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
+    const pbd__object *o = &w->objects[oi];
+    out->particles.first = o->first;
+    out->particles.count = o->count;
+    pbd_group *g[4] = {&out->stretch, &out->bending, &out->area, &out->volume};
+    for (int k = 0; k < 4; ++k) g[k]->id = PBD__HANDLE_OR_NONE(w->groups, o->groups[k]);
     return PBD_OK;
 }
 
@@ -4683,7 +5148,7 @@ static pbd_result pbd__add_edge_group(pbd_world *w, const pbd__edge *edges, long
 }
 
 /* Cloth groups: bending over interior edges, optional areas, edges. */
-static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, int first, pbd_object *o) {
+static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, int first, pbd_object_parts *o) {
     pbd__edge *edges = NULL;
     long ne = pbd__build_edges(w, d->triangles, d->triangle_count, 3, &edges);
     if (ne < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
@@ -4745,11 +5210,7 @@ static pbd_result pbd__add_cloth_groups(pbd_world *w, const pbd_cloth_desc *d, i
     return r;
 }
 
-static void pbd__object_init(pbd_object *o) {
-    memset(o, 0, sizeof *o);
-    o->id = -1;
-    o->stretch = o->bending = o->area = o->volume = -1;
-}
+static void pbd__object_init(pbd_object_parts *o) { memset(o, 0, sizeof *o); }
 
 /* --- locality ---------------------------------------------------------------
    Particles sorted along a Morton (Z-order) curve of their rest positions:
@@ -4834,7 +5295,8 @@ static pbd_result pbd__reorder_mesh(pbd_world *w, const float *pos, const float 
 
 /* Builds an object from `copy` (a desc the caller copied), or, with
    reorder, from the copy with its mesh arrays (found through `ref`)
-   replaced by Morton-ordered ones; hands back the permutation. */
+   replaced by Morton-ordered ones; the object keeps the permutation
+   (pbd__object.perm), which is also handed back. */
 typedef pbd_result (*pbd__build_fn)(pbd_world *w, const void *desc, pbd_object *out);
 typedef struct pbd__mesh_ref {
     const float **positions, **masses;
@@ -4853,8 +5315,14 @@ static pbd_result pbd__build_in_order(pbd_world *w, int reorder, int *perm_out, 
     *ref.positions = r.pos;
     *ref.masses = r.mass;
     *ref.elems = r.elems;
-    pbd_result res = build(w, copy, out);
-    if (res == PBD_OK && perm_out) memcpy(perm_out, r.perm, sizeof(int) * (size_t)ref.nv);
+    pbd_object made;
+    pbd_result res = build(w, copy, &made);
+    if (res == PBD_OK) {
+        if (perm_out) memcpy(perm_out, r.perm, sizeof(int) * (size_t)ref.nv);
+        w->objects[pbd__slot_index(made.id)].perm = r.perm; /* the object keeps it: calls take vertex numbers */
+        r.perm = NULL;
+        if (out) *out = made;
+    }
     pbd__reordered_free(w, &r);
     return res;
 }
@@ -4880,25 +5348,26 @@ PBDDEF pbd_result pbd_add_cloth(pbd_world *w, const pbd_cloth_desc *d, pbd_objec
 static pbd_result pbd__add_cloth_validated(pbd_world *w, const void *desc, pbd_object *out) {
     const pbd_cloth_desc *d = (const pbd_cloth_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
-    pbd_object o;
+    pbd_object_parts o;
     pbd__object_init(&o);
+    int oi = -1;
     pbd_range r;
     pbd_result res = pbd__add_mesh_particles(w, d->positions, d->vertex_count, d->masses, d->density, d->triangles,
                                              d->triangle_count, 3, d->thickness, &r);
     if (res == PBD_OK) res = pbd__add_cloth_groups(w, d, r.first, &o);
-    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
+    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o, &oi);
     if (res == PBD_OK && d->tethers) {
-        int flat = pbd__flat_convex_disc(w, o.id, d->triangles, d->triangle_count);
+        int flat = pbd__flat_convex_disc(w, oi, d->triangles, d->triangle_count);
         if (flat < 0) res = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for the mesh edges");
-        w->objects[o.id].tethers = flat > 0 ? PBD__TETHERS_STRAIGHT : PBD__TETHERS_GEODESIC;
-        w->objects[o.id].gravity_cfl = d->gravity_cfl;
-        if (res == PBD_OK) res = pbd__auto_tethers(w, o.id); /* vertices of mass 0 are pinned from the start */
+        w->objects[oi].tethers = flat > 0 ? PBD__TETHERS_STRAIGHT : PBD__TETHERS_GEODESIC;
+        w->objects[oi].gravity_cfl = d->gravity_cfl;
+        if (res == PBD_OK) res = pbd__auto_tethers(w, oi); /* vertices of mass 0 are pinned from the start */
     }
     if (res != PBD_OK) {
         pbd__rollback(w, mark);
         return res;
     }
-    if (out) *out = o;
+    if (out) out->id = PBD__HANDLE(w->objects, oi);
     return PBD_OK;
 }
 
@@ -4942,8 +5411,9 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
 static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pbd_object *out) {
     const pbd_softbody_desc *d = (const pbd_softbody_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
-    pbd_object o;
+    pbd_object_parts o;
     pbd__object_init(&o);
+    int oi = -1;
     pbd_range r;
     pbd_result res = pbd__add_mesh_particles(w, d->positions, d->vertex_count, d->masses, d->density, d->tets,
                                              d->tet_count, 4, d->radius, &r);
@@ -4971,12 +5441,12 @@ static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pb
             pbd__free(w, idx);
         }
     }
-    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o);
+    if (res == PBD_OK) res = pbd__new_object(w, r, d->damping, &o, &oi);
     if (res != PBD_OK) {
         pbd__rollback(w, mark);
         return res;
     }
-    if (out) *out = o;
+    if (out) out->id = PBD__HANDLE(w->objects, oi);
     return PBD_OK;
 }
 
@@ -5000,8 +5470,9 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
 static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd_object *out) {
     const pbd_balloon_desc *d = (const pbd_balloon_desc *)desc;
     pbd__mark mark = pbd__mark_now(w);
-    pbd_object o;
+    pbd_object_parts o;
     pbd__object_init(&o);
+    int oi = -1;
     pbd_range r;
     const pbd_cloth_desc *c = &d->cloth;
     pbd_result res = pbd__add_mesh_particles(w, c->positions, c->vertex_count, c->masses, c->density, c->triangles,
@@ -5027,12 +5498,12 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd
     }
     pbd__free(w, tri);
     if (res == PBD_OK) res = pbd__add_cloth_groups(w, c, r.first, &o);
-    if (res == PBD_OK) res = pbd__new_object(w, r, c->damping, &o);
+    if (res == PBD_OK) res = pbd__new_object(w, r, c->damping, &o, &oi);
     if (res != PBD_OK) {
         pbd__rollback(w, mark);
         return res;
     }
-    if (out) *out = o;
+    if (out) out->id = PBD__HANDLE(w->objects, oi);
     return PBD_OK;
 }
 
@@ -5106,18 +5577,17 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
 
 /* Appends a validated collider (mesh: its pbd_world.meshcols index). */
 static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d, int mesh, pbd_collider *out) {
-    if (w->ncolliders >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many colliders");
-    if (!pbd__grow(w, (void **)&w->colliders, w->ncolliders, &w->collider_cap, w->ncolliders + 1,
-                   sizeof(pbd__collider)))
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
-    pbd_result r = pbd__reserve_contacts(w, w->n, w->ncolliders + 1);
-    if (r == PBD_OK && w->ncolliders + 1 <= w->max_contacts && w->n > 0)
+    int old_n = w->ncolliders, ci;
+    PBD__TRY(PBD__ACQUIRE(w, w->colliders, w->ncolliders, w->collider_cap, "collider", &ci));
+    pbd_result r = pbd__reserve_contacts(w, w->n, w->ncolliders);
+    if (r == PBD_OK && w->ncolliders > old_n && w->ncolliders <= w->max_contacts && w->n > 0)
         memset(w->ncontact, 0, (size_t)w->n); /* the slot layout changes */
-    if (r != PBD_OK) return pbd__fail(w, r, "no memory for contacts");
-    if (pbd__reserve_poses(w, w->ncolliders + 1) != PBD_OK)
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a collider");
-    pbd__collider *c = &w->colliders[w->ncolliders];
-    memset(c, 0, sizeof *c);
+    if (r == PBD_OK && pbd__reserve_poses(w, w->ncolliders) != PBD_OK) r = PBD_ERROR_OUT_OF_MEMORY;
+    if (r != PBD_OK) {
+        PBD__UNDO(w->colliders, w->ncolliders, ci);
+        return pbd__fail(w, r, "no memory for a collider");
+    }
+    pbd__collider *c = &w->colliders[ci];
     c->shape = (int)d->shape;
     c->radius = d->radius;
     c->half_height = d->half_height;
@@ -5130,8 +5600,7 @@ static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d,
     memcpy(c->to_pos, c->pos, sizeof c->pos);
     memcpy(c->to_rot, c->rot, sizeof c->rot);
     c->mesh = mesh;
-    if (out) *out = w->ncolliders;
-    w->ncolliders++;
+    if (out) out->id = PBD__HANDLE(w->colliders, ci);
     return PBD_OK;
 }
 
@@ -5197,15 +5666,16 @@ PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre, const 
     return pbd_add_collider(w, &d, out);
 }
 
-static pbd_result pbd__check_collider(const pbd_world *w, pbd_collider c) {
-    if (c < 0 || c >= w->ncolliders)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "collider %d does not exist (0..%d)", c, w->ncolliders - 1);
-    return PBD_OK;
+/* The index of the collider a handle names. */
+static pbd_result pbd__collider_index(const pbd_world *w, pbd_collider handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->colliders, w->ncolliders, "collider", index);
 }
 
-PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position, const float *rotation) {
+PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider handle, const float *position,
+                                        const float *rotation) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_collider(w, c));
+    int c;
+    PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__CHECK_PTR(w, position, "position");
     pbd__collider *col = &w->colliders[c];
     PBD__TRY(pbd__check_pose(w, position, rotation ? rotation : col->to_rot));
@@ -5214,10 +5684,11 @@ PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const floa
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction, float dynamic_friction,
-                                            float restitution) {
+PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider handle, float static_friction,
+                                            float dynamic_friction, float restitution) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_collider(w, c));
+    int c;
+    PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, restitution));
     w->colliders[c].mu_s = static_friction;
     w->colliders[c].mu_d = dynamic_friction;
@@ -5225,7 +5696,12 @@ PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float 
     return PBD_OK;
 }
 
-PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? w->ncolliders : 0; }
+PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? PBD__LIVE(w->colliders, w->ncolliders) : 0; }
+PBDDEF pbd_collider pbd_world_collider(const pbd_world *w, int index) {
+    pbd_collider c;
+    c.id = w ? pbd__nth_live(w->colliders, sizeof *w->colliders, w->ncolliders, index) : 0u;
+    return c;
+}
 PBDDEF int pbd_world_contact_count(const pbd_world *w) {
     int total = 0;
     for (int i = 0; w && i < w->n; ++i) total += w->ncontact[i];
@@ -5279,10 +5755,11 @@ static inline pbd__v3 pbd__to_world(const float *pos, const float *rot, pbd__v3 
     return pbd__add(pbd__qrot(rot, y), pbd__ld(pos));
 }
 
-PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const float *point, float *distance,
+PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider handle, const float *point, float *distance,
                                        float *normal) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_collider(w, c));
+    int c;
+    PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__CHECK_PTR(w, point, "point");
     PBD__CHECK_PTR(w, distance, "distance");
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
@@ -5648,7 +6125,7 @@ static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3
 }
 
 static int pbd__meshcol_index_ok(const pbd_world *w, const pbd__collider *c) {
-    if (c->mesh < 0 || c->mesh >= w->nmeshcols) return 0;
+    if (c->mesh < 0 || c->mesh >= w->nmeshcols || w->meshcols[c->mesh].nv == 0) return 0;
     return (w->meshcols[c->mesh].resolution > 0) == (c->shape == PBD_COLLIDER_SDF_GRID);
 }
 
@@ -5885,7 +6362,10 @@ PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_de
     cd.restitution = d->restitution;
     PBD__TRY(pbd__check_pose(w, cd.position, cd.rotation));
     PBD__TRY(pbd__check_friction(w, cd.static_friction, cd.dynamic_friction, cd.restitution));
-    if (w->nmeshcols >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many mesh colliders");
+    int mi = 0; /* the first entry a removed mesh collider left empty, else a new one */
+    while (mi < w->nmeshcols && w->meshcols[mi].nv > 0) ++mi;
+    if (mi == w->nmeshcols && w->nmeshcols >= INT_MAX / 2)
+        return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many mesh colliders");
     if (!pbd__grow(w, (void **)&w->meshcols, w->nmeshcols, &w->meshcol_cap, w->nmeshcols + 1, sizeof(pbd__meshcol)))
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a mesh collider");
     pbd__meshcol m;
@@ -5905,13 +6385,29 @@ PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_de
         pbd__meshcol_free(w, &m);
         return pbd__fail(w, r, "no memory for a mesh collider");
     }
-    w->meshcols[w->nmeshcols] = m;
-    r = pbd__append_collider(w, &cd, w->nmeshcols, out);
+    w->meshcols[mi] = m;
+    r = pbd__append_collider(w, &cd, mi, out);
     if (r != PBD_OK) {
-        pbd__meshcol_free(w, &w->meshcols[w->nmeshcols]);
+        pbd__meshcol_free(w, &w->meshcols[mi]);
         return r;
     }
-    w->nmeshcols++;
+    if (mi == w->nmeshcols) w->nmeshcols++;
+    return PBD_OK;
+}
+
+/* Analytic or mesh: the mesh collider's meshes are freed with it. */
+PBDDEF pbd_result pbd_remove_collider(pbd_world *w, pbd_collider handle) {
+    PBD__CHECK_WORLD(w);
+    int c;
+    PBD__TRY(pbd__collider_index(w, handle, &c));
+    pbd__collider *col = &w->colliders[c];
+    if (col->shape >= PBD_COLLIDER_MESH) pbd__meshcol_free(w, &w->meshcols[col->mesh]);
+    PBD__RELEASE(w->colliders, c);
+    /* the contacts of the last substep may name it: they are scratch,
+       made again by the next substep, but the velocity pass and
+       pbd_world_particle_contact_push read them until then */
+    if (w->n > 0) memset(w->ncontact, 0, (size_t)w->n);
+    w->ncontact_ids = 0;
     return PBD_OK;
 }
 
@@ -5926,6 +6422,7 @@ static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
         pbd__io_int(io, &m->nv);
         pbd__io_int(io, &m->nt);
         pbd__io_int(io, &m->resolution);
+        if (m->nv == 0 && m->nt == 0 && m->resolution == 0) continue; /* left by a removed mesh collider */
         if (io->in && !io->bad && (m->nv < 3 || m->nt < 1 || m->nv > INT_MAX / 8 || m->nt > INT_MAX / 8)) {
             io->bad = 1;
             return;
@@ -5938,13 +6435,15 @@ static void pbd__io_meshcols(pbd__io *io, pbd_world *w) {
 static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
     for (int i = 0; i < w->nmeshcols; ++i) {
         pbd__meshcol *m = &w->meshcols[i];
+        if (m->nv == 0) continue; /* left by a removed mesh collider */
         if (pbd__meshcol_validate(w, m->verts, m->nv, m->tris, m->nt, m->resolution) != PBD_OK)
             return PBD_ERROR_BAD_SNAPSHOT;
         pbd_result r = pbd__meshcol_build(w, m);
         if (r != PBD_OK) return r;
     }
     for (int c = 0; c < w->ncolliders; ++c)
-        if (w->colliders[c].shape >= PBD_COLLIDER_MESH && !pbd__meshcol_index_ok(w, &w->colliders[c]))
+        if (w->colliders[c].s.live && w->colliders[c].shape >= PBD_COLLIDER_MESH &&
+            !pbd__meshcol_index_ok(w, &w->colliders[c]))
             return PBD_ERROR_BAD_SNAPSHOT;
     return PBD_OK;
 }
@@ -6424,20 +6923,19 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
 }
 
 static pbd__kern pbd__fluid_kern(const pbd__fluid *f);
-/* The particles taking part, with their fluid and object (both are sorted
-   contiguous ranges, so one merge walk finds them). Needs the capacity. */
+/* The particles taking part, with their fluid and object (pbd_world.owner).
+   Needs the capacity. */
 static void pbd__pp_index(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
-    int np = 0, o = 0, f = 0;
-    for (int i = 0; i < pp->nfluids; ++i) pp->fluids[i].kern = pbd__fluid_kern(&pp->fluids[i]);
+    int np = 0;
+    for (int i = 0; i < pp->nfluids; ++i)
+        if (pp->fluids[i].s.live) pp->fluids[i].kern = pbd__fluid_kern(&pp->fluids[i]);
     for (int i = 0; i < w->n; ++i) {
         if (!(w->flags[i] & (PBD__COLLIDE | PBD__FLUID))) continue;
-        while (o < w->nobjects && i >= w->objects[o].first + w->objects[o].count) ++o;
-        while (f < pp->nfluids && i >= pp->fluids[f].first + pp->fluids[f].count) ++f;
         PBD_ASSERT(np < pp->cap);
         pp->ids[np] = i;
-        pp->object[np] = o < w->nobjects && i >= w->objects[o].first ? o : -1;
-        pp->fluid[np] = f < pp->nfluids && i >= pp->fluids[f].first ? f : -1;
+        pp->object[np] = pbd__object_of(w, i);
+        pp->fluid[np] = w->owner[i] <= -2 ? -2 - w->owner[i] : -1;
         /* no lists until the next substep builds them */
         pp->slot[np] = np;
         pp->sid[np] = i;
@@ -6463,11 +6961,9 @@ static pbd_result pbd__pp_refresh(pbd_world *w) {
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on) {
+PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, int on) {
     PBD__CHECK_WORLD(w);
-    if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "range [%d, +%d) is not within the %d particles", r.first,
-                         r.count, w->n);
+    PBD__TRY(pbd__check_live_range(w, r, w));
     if (on) {
         int more = 0;
         for (int i = r.first; i < r.first + r.count; ++i) more += !(w->flags[i] & (PBD__COLLIDE | PBD__FLUID));
@@ -6482,17 +6978,17 @@ PBDDEF pbd_result pbd_set_particle_collision(pbd_world *w, pbd_range r, int on) 
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_object_set_particle_collision(pbd_world *w, int object, int on) {
+PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object object, int on) {
     PBD__CHECK_WORLD(w);
-    if (object < 0 || object >= w->nobjects)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "object %d does not exist (0..%d)", object, w->nobjects - 1);
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
     pbd_range r;
-    r.first = w->objects[object].first;
-    r.count = w->objects[object].count;
-    return pbd_set_particle_collision(w, r, on);
+    r.first = w->objects[oi].first;
+    r.count = w->objects[oi].count;
+    return pbd_particles_set_particle_contact(w, r, on);
 }
 
-PBDDEF pbd_result pbd_world_set_particle_friction(pbd_world *w, float static_friction, float dynamic_friction) {
+PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float static_friction, float dynamic_friction) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, 0.0f));
     w->pp.mu_s = static_friction;
@@ -6749,7 +7245,7 @@ PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void) {
     return d;
 }
 
-PBDDEF int pbd_world_fluid_count(const pbd_world *w) { return w ? w->pp.nfluids : 0; }
+PBDDEF int pbd_world_fluid_count(const pbd_world *w) { return w ? PBD__LIVE(w->pp.fluids, w->pp.nfluids) : 0; }
 
 /* sum_k w_k |grad_k C|^2 of a particle inside a cubic lattice of spacing d
    (unit inverse mass times m: the scale of the CFM relaxation). */
@@ -6829,9 +7325,8 @@ PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fl
     pbd__particle_phase *pp = &w->pp;
     /* every allocation first, so that nothing can fail after the particles are in */
     pbd_result r = PBD_OK;
-    if (pp->nfluids == INT_MAX ||
-        !pbd__grow(w, (void **)&pp->fluids, pp->nfluids, &pp->fluid_cap, pp->nfluids + 1, sizeof(pbd__fluid)))
-        r = PBD_ERROR_OUT_OF_MEMORY;
+    r = PBD__ROOM(w, pp->fluids, pp->nfluids, pp->fluid_cap, "fluid");
+    if (r != PBD_OK) return r;
     if (r == PBD_OK) r = pbd__pp_reserve(w, pp->np + desc->count);
     if (r == PBD_OK) r = pbd__reserve_particles(w, w->n + desc->count);
     if (r != PBD_OK) return pbd__fail(w, r, "could not reserve memory for a fluid of %d particles", desc->count);
@@ -6840,23 +7335,23 @@ PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fl
     for (int i = range.first; i < range.first + range.count; ++i) w->flags[i] |= PBD__COLLIDE | PBD__FLUID;
     f.first = range.first;
     f.count = range.count;
-    pp->fluids[pp->nfluids] = f;
-    if (out) *out = pp->nfluids;
-    pp->nfluids++;
+    int fi = PBD__PLACE(w, pp->fluids, pp->nfluids, &f); /* PBD__ROOM made room */
+    for (int i = range.first; i < range.first + range.count; ++i) w->owner[i] = -2 - fi;
+    if (out) out->id = PBD__HANDLE(pp->fluids, fi);
     pbd__pp_index(w);
     if (out_particles) *out_particles = range;
     return PBD_OK;
 }
 
-static pbd_result pbd__check_fluid(const pbd_world *w, pbd_fluid f) {
-    if (f < 0 || f >= w->pp.nfluids)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "fluid %d does not exist (0..%d)", f, w->pp.nfluids - 1);
-    return PBD_OK;
+/* The index of the fluid a handle names. */
+static pbd_result pbd__fluid_index(const pbd_world *w, pbd_fluid handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->pp.fluids, w->pp.nfluids, "fluid", index);
 }
 
-PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid f, float viscosity, float vorticity) {
+PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid handle, float viscosity, float vorticity) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_fluid(w, f));
+    int f;
+    PBD__TRY(pbd__fluid_index(w, handle, &f));
     if (!pbd__finite(viscosity) || !pbd__finite(vorticity))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
     if (viscosity < 0 || viscosity > 1 || vorticity < 0)
@@ -7174,6 +7669,7 @@ static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X, int in_step) {
             pbd__v3 x = pbd__p3(X[pp->sid[a]]);
             for (int c = 0; c < w->ncolliders && m < PBD__FLUID_WALLS; ++c) {
                 const pbd__collider *col = &w->colliders[c];
+                if (!col->s.live) continue;
                 pbd__pose now;
                 const pbd__pose *pose = in_step ? &w->pose_to[c] : (now = pbd__collider_pose(col, 1.0f), &now);
                 pbd__v3 r = pbd__sub(x, pbd__ld(pose->pos)), nl;
@@ -7754,9 +8250,10 @@ static void pbd__pp_end_substep(pbd_world *w, float h) {
     if (w->pp.nfluids > 0) pbd__fluid_velocities(w, h);
 }
 
-PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid fi, float *out, int max, int *count) {
+PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid handle, float *out, int max, int *count) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_fluid(w, fi));
+    int fi;
+    PBD__TRY(pbd__fluid_index(w, handle, &fi));
     PBD__TRY(pbd__check_list(w, out, max, count));
     const pbd__fluid *f = &w->pp.fluids[fi];
     *count = f->count;
@@ -7835,7 +8332,16 @@ static void pbd__io_particle_phase(pbd__io *io, pbd_world *w) {
         }
         pp->fluid_cap = pp->nfluids;
     }
-    pbd__io_array(io, w, (void **)&pp->fluids, pp->nfluids, sizeof(pbd__fluid));
+    if (io->in) {
+        pbd__io_array(io, w, (void **)&pp->fluids, pp->nfluids, sizeof(pbd__fluid));
+        return;
+    }
+    for (int f = 0; f < pp->nfluids; ++f) { /* the derived kernel constants as zeros: save(restore(s)) == s */
+        pbd__fluid rec;
+        memcpy(&rec, &pp->fluids[f], sizeof rec);
+        memset(&rec.kern, 0, sizeof rec.kern);
+        pbd__io_bytes(io, &rec, sizeof rec);
+    }
 }
 
 /* Fluids: sorted disjoint ranges with valid parameters, their particles
@@ -7848,22 +8354,18 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
     for (int i = 0; i < t->n; ++i) /* a multiplier only pushes (pbd__fluid_lambda), and only in a fluid */
         if (!pbd__finite(t->pressure[i]) || t->pressure[i] > 0 || (t->pressure[i] != 0 && !(t->flags[i] & PBD__FLUID)))
             return PBD_ERROR_BAD_SNAPSHOT;
-    int end = 0;
     for (int fi = 0; fi < pp->nfluids; ++fi) {
         const pbd__fluid *f = &pp->fluids[fi];
-        if (f->first < end || f->count <= 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 13) ||
+        if (!f->s.live) continue;
+        if (f->count <= 0 || f->first < 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 13) ||
             !(f->denominator > 0) || !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
             !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
             f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
             !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) || f->eps < 0 || f->gravity_cfl < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
-        end = f->first + f->count;
     }
-    for (int i = 0, fi = 0; i < t->n; ++i) {
-        while (fi < pp->nfluids && i >= pp->fluids[fi].first + pp->fluids[fi].count) ++fi;
-        int in = fi < pp->nfluids && i >= pp->fluids[fi].first;
-        if (in != ((t->flags[i] & PBD__FLUID) != 0)) return PBD_ERROR_BAD_SNAPSHOT;
-    }
+    for (int i = 0; i < t->n; ++i) /* pbd__owners_build has checked the ranges */
+        if ((t->owner[i] <= -2) != ((t->flags[i] & PBD__FLUID) != 0)) return PBD_ERROR_BAD_SNAPSHOT;
     return PBD_OK;
 }
 
@@ -7876,6 +8378,7 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
    no memory) holds the limits the projection uses, >= length, and their
    copy for a rollback: see "tethers that give way". */
 typedef struct pbd__lra {
+    pbd__slot s;
     int count, enabled;
     int *particles, *start, *anchor;
     float *length, *reach;
@@ -7886,6 +8389,7 @@ typedef struct pbd__lra {
    the rest shape in 2D, X0 = (0, 0), X1 = (a, 0), X2 = (b, c). Edges:
    arity 2, rest length. */
 typedef struct pbd__limit {
+    pbd__slot s;
     int mode, enabled;
     float lo, hi, stiffness;
     pbd__group g;
@@ -7894,7 +8398,6 @@ typedef struct pbd__limit {
 PBDDEF pbd_lra_desc pbd_lra_desc_default(void) {
     pbd_lra_desc d;
     memset(&d, 0, sizeof d);
-    d.object = -1;
     d.anchors_per_particle = 1;
     return d;
 }
@@ -7903,11 +8406,17 @@ PBDDEF pbd_strain_limit_desc pbd_strain_limit_desc_default(void) {
     pbd_strain_limit_desc d;
     memset(&d, 0, sizeof d);
     d.mode = PBD_STRAIN_TRIANGLES;
-    d.object = -1;
     d.min_stretch = 0.9f;
     d.max_stretch = 1.1f;
     d.stiffness = 1.0f;
     return d;
+}
+
+/* The slot of an object handle the caller has checked (-1: none). */
+static int pbd__oi(pbd_object o) { return pbd__slot_index(o.id); }
+static pbd_result pbd__check_object_handle(const pbd_world *w, pbd_object o) {
+    int oi;
+    return pbd__object_index(w, o, &oi);
 }
 
 static pbd_result pbd__check_object(const pbd_world *w, int o) {
@@ -7916,21 +8425,21 @@ static pbd_result pbd__check_object(const pbd_world *w, int o) {
     return PBD_OK;
 }
 
-/* Triangles of an object's local vertices (or of world particles when
-   object < 0) as world particle indices, validated; free with pbd__free. */
-static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *perm, const int *tri, int nt, int **out) {
+/* Triangles of an object's vertices (numbered as its builder's mesh; or
+   of world particles when object < 0) as world particle indices,
+   validated; free with pbd__free. */
+static pbd_result pbd__world_triangles(pbd_world *w, int object, const int *tri, int nt, int **out) {
     *out = NULL;
     int first = 0, nv = w->n;
+    const int *perm = NULL; /* a reordered object's: triangles use the builder's vertex numbers */
     if (object >= 0) {
         PBD__TRY(pbd__check_object(w, object));
         first = w->objects[object].first;
         nv = w->objects[object].count;
+        perm = w->objects[object].perm;
     }
-    PBD__TRY(pbd__validate_triangles(w, tri, nt, nv, "desc.triangles"));
-    if (perm && object < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a permutation needs an object");
-    for (int i = 0; perm && i < nv; ++i)
-        if (perm[i] < 0 || perm[i] >= nv)
-            return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, perm[i]);
+    if (object >= 0) PBD__TRY(pbd__validate_triangles(w, tri, nt, nv, "desc.triangles"));
+    else PBD__TRY(pbd__validate_world_triangles(w, tri, nt, "desc.triangles"));
     int *t = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
     if (!t) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for %d triangles", nt);
     for (long k = 0; k < 3L * nt; ++k) t[k] = first + (perm ? perm[tri[k]] : tri[k]);
@@ -8056,10 +8565,11 @@ static pbd_result pbd__lra_edges(pbd_world *w, const pbd_lra_desc *d, int **edge
     *edges = NULL;
     *len = NULL;
     *ne = 0;
-    if (d->object >= 0) {
-        int gs = w->objects[d->object].groups[0];
+    if (d->object.id != 0) {
+        int gs = w->objects[pbd__oi(d->object)].groups[0];
         if (gs < 0 || w->groups[gs].type != PBD_CONSTRAINT_DISTANCE)
-            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d has no stretch group for geodesics", d->object);
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d has no stretch group for geodesics",
+                             pbd__oi(d->object));
         const pbd__group *g = &w->groups[gs];
         *edges = (int *)pbd__alloc_n(w, (size_t)g->count * 2, sizeof(int));
         *len = (double *)pbd__alloc_n(w, (size_t)g->count, sizeof(double));
@@ -8069,7 +8579,7 @@ static pbd_result pbd__lra_edges(pbd_world *w, const pbd_lra_desc *d, int **edge
         *ne = g->count;
         return PBD_OK;
     }
-    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
     *edges = (int *)pbd__alloc_n(w, (size_t)d->triangle_count * 6, sizeof(int));
     *len = (double *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(double));
     if (!*edges || !*len) goto oom;
@@ -8090,11 +8600,11 @@ oom:
 }
 
 static pbd_result pbd__validate_lra(pbd_world *w, const pbd_lra_desc *d, unsigned char *mark) {
-    if (d->object != -1) PBD__TRY(pbd__check_object(w, d->object));
+    if (d->object.id) PBD__TRY(pbd__check_object_handle(w, d->object));
     PBD__CHECK_PTR(w, d->anchors, "desc.anchors");
     if (d->anchor_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchor count %d <= 0", d->anchor_count);
     for (int k = 0; k < d->anchor_count; ++k) PBD__TRY(pbd__check_particle(w, d->anchors[k], "anchor"));
-    if (d->object < 0 && !d->particles)
+    if (d->object.id == 0 && !d->particles)
         return pbd__fail(w, PBD_ERROR_NULL_POINTER, "desc.particles is NULL and there is no object");
     if (d->particles) {
         if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle count %d <= 0", d->count);
@@ -8121,7 +8631,9 @@ static void pbd__lra_free(pbd_world *w, pbd__lra *l) {
     pbd__free(w, l->anchor);
     pbd__free(w, l->length);
     pbd__free(w, l->reach);
+    pbd__slot keep = l->s;
     memset(l, 0, sizeof *l);
+    l->s = keep;
 }
 
 /* Fills a set from the k nearest anchors (bd/ba: k per particle). */
@@ -8161,7 +8673,7 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
     int np = d->count;
     int *parts = NULL;
     if (!d->particles) {
-        const pbd__object *o = &w->objects[d->object];
+        const pbd__object *o = &w->objects[pbd__oi(d->object)];
         for (int a = 0; a < d->anchor_count; ++a) mark[d->anchors[a]] = 2;
         np = 0;
         parts = (int *)pbd__alloc_n(w, (size_t)o->count, sizeof(int));
@@ -8170,7 +8682,8 @@ static pbd_result pbd__lra_build(pbd_world *w, const pbd_lra_desc *d, unsigned c
             if (mark[i] != 2) parts[np++] = i;
         if (np == 0) {
             pbd__free(w, parts);
-            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "every particle of object %d is an anchor", d->object);
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "every particle of object %d is an anchor",
+                             pbd__oi(d->object));
         }
     }
     const int *list = d->particles ? d->particles : parts;
@@ -8244,17 +8757,15 @@ PBDDEF pbd_result pbd_add_long_range_attachments(pbd_world *w, const pbd_lra_des
     if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory");
     memset(mark, 0, (size_t)(w->n > 0 ? w->n : 1));
     pbd_result r = pbd__validate_lra(w, d, mark);
-    if (r == PBD_OK && !pbd__grow(w, (void **)&w->lras, w->nlras, &w->lra_cap, w->nlras + 1, sizeof(pbd__lra)))
-        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
+    if (r == PBD_OK) r = PBD__ROOM(w, w->lras, w->nlras, w->lra_cap, "long range attachment set");
     pbd__lra l;
     memset(&l, 0, sizeof l);
     if (r == PBD_OK) r = pbd__lra_build(w, d, mark, &l);
     pbd__free(w, mark);
     if (r != PBD_OK) return r;
     pbd__lra_reach(w, &l);
-    w->lras[w->nlras] = l;
-    if (out) *out = w->nlras;
-    w->nlras++;
+    int li = PBD__PLACE(w, w->lras, w->nlras, &l);
+    if (out) out->id = PBD__HANDLE(w->lras, li);
     /* the anchors hold the particles from outside */
     pbd__mark_coupled(w, l.particles, l.count);
     pbd__mark_coupled(w, l.anchor, l.start[l.count]);
@@ -8437,7 +8948,7 @@ static pbd_result pbd__auto_tethers_build(pbd_world *w, int oi, pbd__lra *out) {
         for (int i = o->first; i < o->first + o->count; ++i)
             if (pbd__tether_anchor(w, i, fixed > 0)) anchors[na++] = i;
         pbd_lra_desc d = pbd_lra_desc_default();
-        d.object = oi;
+        d.object.id = PBD__HANDLE(w->objects, oi);
         d.anchors = anchors;
         d.anchor_count = na;
         pbd__v3 normal;
@@ -8473,21 +8984,20 @@ static void pbd__cloth_hang(pbd_world *w, pbd__object *o, const pbd__lra *l) {
 static pbd_result pbd__auto_tethers(pbd_world *w, int oi) {
     pbd__object *o = &w->objects[oi];
     if (!o->tethers) return PBD_OK;
-    if (o->lra < 0 && !pbd__grow(w, (void **)&w->lras, w->nlras, &w->lra_cap, w->nlras + 1, sizeof(pbd__lra)))
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an LRA set");
+    if (o->lra < 0) PBD__TRY(PBD__ROOM(w, w->lras, w->nlras, w->lra_cap, "long range attachment set"));
     pbd__lra l;
     PBD__TRY(pbd__auto_tethers_build(w, oi, &l));
     if (o->lra < 0 && l.count == 0) {
         pbd__lra_free(w, &l);
         return PBD_OK;
     } /* no anchor yet */
-    if (o->lra < 0) o->lra = w->nlras++;
-    else {
-        l.enabled = w->lras[o->lra].enabled;
-        pbd__lra_free(w, &w->lras[o->lra]);
-    }
     pbd__lra_reach(w, &l);
-    w->lras[o->lra] = l;
+    if (o->lra < 0) o->lra = PBD__PLACE(w, w->lras, w->nlras, &l);
+    else { /* rebuilt in place: the handle stays valid */ l.enabled = w->lras[o->lra].enabled;
+        l.s = w->lras[o->lra].s;
+        pbd__lra_free(w, &w->lras[o->lra]);
+        w->lras[o->lra] = l;
+    }
     if (l.count > 0) pbd__cloth_hang(w, o, &l);
     else o->hang = o->edge = 0;
     return PBD_OK;
@@ -8530,30 +9040,50 @@ static pbd_result pbd__tethers_follow(pbd_world *w, int i, int was_anchor) {
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, int object, pbd_lra *out) {
+PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, pbd_object object, pbd_lra *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, out, "out");
-    PBD__TRY(pbd__check_object(w, object));
-    *out = w->objects[object].lra;
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
+    out->id = PBD__HANDLE_OR_NONE(w->lras, w->objects[oi].lra);
     return PBD_OK;
 }
 
-static pbd_result pbd__check_lra(const pbd_world *w, pbd_lra l) {
-    if (l < 0 || l >= w->nlras) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "LRA set %d does not exist", l);
-    return PBD_OK;
+/* The index of the long range attachment set a handle names. */
+static pbd_result pbd__lra_index(const pbd_world *w, pbd_lra handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->lras, w->nlras, "long range attachment set", index);
 }
 
-PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra l, int enabled) {
+/* A cloth's automatic tethers go with the cloth (pbd_cloth_desc.tethers
+   = 0 goes without them); any other set can be removed. */
+PBDDEF pbd_result pbd_remove_long_range_attachments(pbd_world *w, pbd_lra handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_lra(w, l));
+    int l;
+    PBD__TRY(pbd__lra_index(w, handle, &l));
+    for (int o = 0; o < w->nobjects; ++o)
+        if (w->objects[o].s.live && w->objects[o].lra == l)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                             "long range attachment set %d is object %d's automatic tethers: they go with the object "
+                             "(pbd_lra_set_enabled switches them off)",
+                             l, o);
+    pbd__lra_free(w, &w->lras[l]);
+    PBD__RELEASE(w->lras, l);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra handle, int enabled) {
+    PBD__CHECK_WORLD(w);
+    int l;
+    PBD__TRY(pbd__lra_index(w, handle, &l));
     w->lras[l].enabled = enabled ? 1 : 0;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra li, int *particles, int *anchors, float *lengths, int max,
-                                  int *count) {
+PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra handle, int *particles, int *anchors, float *lengths,
+                                  int max, int *count) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_lra(w, li));
+    int li;
+    PBD__TRY(pbd__lra_index(w, handle, &li));
     PBD__TRY(pbd__check_list(w,
                              particles ? (const void *)particles
                              : anchors ? (const void *)anchors
@@ -8956,13 +9486,13 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
     PBD__CHECK_PTR(w, d, "desc");
     if (d->mode != PBD_STRAIN_TRIANGLES && d->mode != PBD_STRAIN_EDGES)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strain mode %d", (int)d->mode);
-    if (d->object != -1) PBD__TRY(pbd__check_object(w, d->object));
+    if (d->object.id) PBD__TRY(pbd__check_object_handle(w, d->object));
     PBD__TRY(pbd__check_stretch_range(w, d->min_stretch, d->max_stretch));
     if (!pbd__finite(d->stiffness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stiffness is not finite");
     if (!(d->stiffness > 0 && d->stiffness <= 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside (0, 1]", (double)d->stiffness);
     int *tri = NULL;
-    PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
+    PBD__TRY(pbd__world_triangles(w, pbd__oi(d->object), d->triangles, d->triangle_count, &tri));
     pbd__limit L;
     memset(&L, 0, sizeof L);
     L.mode = (int)d->mode;
@@ -8989,34 +9519,41 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
         r = pbd__color_group(w, &L.g);
         if (r != PBD_OK) pbd__group_free(w, &L.g);
     }
-    if (r == PBD_OK &&
-        !pbd__grow(w, (void **)&w->limits, w->nlimits, &w->limit_cap, w->nlimits + 1, sizeof(pbd__limit))) {
+    if (r == PBD_OK && (r = PBD__ROOM(w, w->limits, w->nlimits, w->limit_cap, "strain limit")) != PBD_OK)
         pbd__group_free(w, &L.g);
-        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a strain limit");
-    }
     if (r != PBD_OK) return r;
-    w->limits[w->nlimits] = L;
-    if (out) *out = w->nlimits;
-    w->nlimits++;
+    int li = PBD__PLACE(w, w->limits, w->nlimits, &L);
+    if (out) out->id = PBD__HANDLE(w->limits, li);
     return PBD_OK;
 }
 
-static pbd_result pbd__check_limit(const pbd_world *w, pbd_strain_limit s) {
-    if (s < 0 || s >= w->nlimits)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strain limit %d does not exist", s);
-    return PBD_OK;
+/* The index of the strain limit a handle names. */
+static pbd_result pbd__limit_index(const pbd_world *w, pbd_strain_limit handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->limits, w->nlimits, "strain limit", index);
 }
 
-PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit s, int enabled) {
+PBDDEF pbd_result pbd_remove_strain_limit(pbd_world *w, pbd_strain_limit handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_limit(w, s));
+    int i;
+    PBD__TRY(pbd__limit_index(w, handle, &i));
+    pbd__limit_free(w, &w->limits[i]);
+    PBD__RELEASE(w->limits, i);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit handle, int enabled) {
+    PBD__CHECK_WORLD(w);
+    int s;
+    PBD__TRY(pbd__limit_index(w, handle, &s));
     w->limits[s].enabled = enabled ? 1 : 0;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, float min_stretch, float max_stretch) {
+PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit handle, float min_stretch,
+                                             float max_stretch) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_limit(w, s));
+    int s;
+    PBD__TRY(pbd__limit_index(w, handle, &s));
     PBD__TRY(pbd__check_stretch_range(w, min_stretch, max_stretch));
     w->limits[s].lo = min_stretch;
     w->limits[s].hi = max_stretch;
@@ -9026,6 +9563,7 @@ PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit s, f
 // ==== strands ===============================================================
 
 typedef struct pbd__strands {
+    pbd__slot s;
     int nstrands, nparticles;
     int *start;    /* nstrands + 1 offsets into idx */
     int *idx;      /* the particles, root first */
@@ -9200,7 +9738,8 @@ static void pbd__ftl_set(pbd_world *w, pbd__strands *S, int first_iteration) {
 }
 
 static void pbd__strands_project(pbd_world *w, int iteration) {
-    for (int i = 0; i < w->nstrands; ++i) pbd__ftl_set(w, &w->strands[i], iteration == 0);
+    for (int i = 0; i < w->nstrands; ++i)
+        if (w->strands[i].s.live) pbd__ftl_set(w, &w->strands[i], iteration == 0);
 }
 
 /* Dynamic FTL's velocity: v_i = (p_i - x_i)/h - s_damping d_{i+1}/h, after
@@ -9253,7 +9792,9 @@ static void pbd__strands_free_one(pbd_world *w, pbd__strands *S) {
     pbd__free(w, S->rest);
     pbd__free(w, S->root);
     pbd__free(w, S->d);
+    pbd__slot keep = S->s;
     memset(S, 0, sizeof *S);
+    S->s = keep;
 }
 
 static pbd_result pbd__check_damping01(const pbd_world *w, float s) {
@@ -9284,13 +9825,13 @@ static pbd_result pbd__strands_alloc(pbd_world *w, pbd__strands *S, int ns, int 
 }
 
 static pbd_result pbd__strands_push(pbd_world *w, pbd__strands *S, pbd_strands *out) {
-    if (!pbd__grow(w, (void **)&w->strands, w->nstrands, &w->strands_cap, w->nstrands + 1, sizeof(pbd__strands))) {
+    pbd_result r = PBD__ROOM(w, w->strands, w->nstrands, w->strands_cap, "strand set");
+    if (r != PBD_OK) {
         pbd__strands_free_one(w, S);
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a strand set");
+        return r;
     }
-    w->strands[w->nstrands] = *S;
-    if (out) *out = w->nstrands;
-    w->nstrands++;
+    int si = PBD__PLACE(w, w->strands, w->nstrands, S);
+    if (out) out->id = PBD__HANDLE(w->strands, si);
     return PBD_OK;
 }
 
@@ -9441,13 +9982,15 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands
     return PBD_OK;
 }
 
-static pbd_result pbd__check_strands(const pbd_world *w, pbd_strands s) {
-    if (s < 0 || s >= w->nstrands) return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "strand set %d does not exist", s);
-    return PBD_OK;
+/* The index of the strand set a handle names. */
+static pbd_result pbd__strands_index(const pbd_world *w, pbd_strands handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->strands, w->nstrands, "strand set", index);
 }
 
-static pbd_result pbd__check_hair(const pbd_world *w, pbd_strands s) {
-    PBD__TRY(pbd__check_strands(w, s));
+/* The index of a hair strand set whose roots are still kinematic. */
+static pbd_result pbd__hair_index(const pbd_world *w, pbd_strands handle, int *index) {
+    PBD__TRY(pbd__strands_index(w, handle, index));
+    int s = *index;
     if (!w->strands[s].hair)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strand set %d is not hair (pbd_add_hair)", s);
     for (int k = 0; k < 1 + w->strands[s].clamped; ++k)
@@ -9457,9 +10000,11 @@ static pbd_result pbd__check_hair(const pbd_world *w, pbd_strands s) {
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_hair_set_transform(pbd_world *w, pbd_strands si, const float *position, const float *rotation) {
+PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands handle, const float *position,
+                                            const float *rotation) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_hair(w, si));
+    int si;
+    PBD__TRY(pbd__hair_index(w, handle, &si));
     PBD__CHECK_PTR(w, position, "position");
     pbd__strands *S = &w->strands[si];
     PBD__TRY(pbd__check_pose(w, position, rotation ? rotation : S->rot));
@@ -9472,9 +10017,11 @@ PBDDEF pbd_result pbd_hair_set_transform(pbd_world *w, pbd_strands si, const flo
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *positions, const float *normals) {
+PBDDEF pbd_result pbd_strands_set_roots(pbd_world *w, pbd_strands handle, const float *positions,
+                                        const float *normals) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_hair(w, si));
+    int si;
+    PBD__TRY(pbd__hair_index(w, handle, &si));
     PBD__CHECK_PTR(w, positions, "positions");
     pbd__strands *S = &w->strands[si];
     PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)S->nstrands, "positions"));
@@ -9497,17 +10044,30 @@ PBDDEF pbd_result pbd_hair_set_roots(pbd_world *w, pbd_strands si, const float *
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands s, float damping) {
+/* The strands' constraints go; their particles stay in the world (hair's
+   too: pbd_remove_particles removes those). */
+PBDDEF pbd_result pbd_remove_strands(pbd_world *w, pbd_strands handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_strands(w, s));
+    int i;
+    PBD__TRY(pbd__strands_index(w, handle, &i));
+    pbd__strands_free_one(w, &w->strands[i]);
+    PBD__RELEASE(w->strands, i);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands handle, float damping) {
+    PBD__CHECK_WORLD(w);
+    int s;
+    PBD__TRY(pbd__strands_index(w, handle, &s));
     PBD__TRY(pbd__check_damping01(w, damping));
     w->strands[s].damping = damping;
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *strand_count, int *particle_count) {
+PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands handle, int *strand_count, int *particle_count) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_strands(w, s));
+    int s;
+    PBD__TRY(pbd__strands_index(w, handle, &s));
     if (strand_count) *strand_count = w->strands[s].nstrands;
     if (particle_count) *particle_count = w->strands[s].nparticles;
     return PBD_OK;
@@ -9516,6 +10076,7 @@ PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands s, int *stran
 // ==== tearing ===============================================================
 
 typedef struct pbd__tear {
+    pbd__slot s;
     int object, max_splits, ntris;
     float threshold;
     int *tris;     /* ntris * 3 world particles: the current (torn) mesh */
@@ -9525,7 +10086,6 @@ typedef struct pbd__tear {
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
     pbd_tearing_desc d;
     memset(&d, 0, sizeof d);
-    d.object = -1;
     d.threshold = 1.5f;
     d.max_splits = 64;
     return d;
@@ -9533,12 +10093,12 @@ PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
 
 static int pbd__find_tear(const pbd_world *w, int object) {
     for (int i = 0; i < w->ntears; ++i)
-        if (w->tears[i].object == object) return i;
+        if (w->tears[i].s.live && w->tears[i].object == object) return i;
     return -1;
 }
 
 /* The triangles' edges must be exactly the stretch group's edges: then the
-   triangles (and the permutation) are the ones the cloth was built from. */
+   triangles are the ones the cloth was built from. */
 static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const int *tri, int nt) {
     uint64_t *keys = (uint64_t *)pbd__alloc_n(w, (size_t)g->count, sizeof(uint64_t));
     uint64_t *tk = (uint64_t *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(uint64_t));
@@ -9566,21 +10126,21 @@ static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const 
     return r;
 }
 
-PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc *d) {
+PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_tearing *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__check_object(w, d->object));
-    const pbd__object *o = &w->objects[d->object];
+    PBD__TRY(pbd__check_object_handle(w, d->object));
+    const pbd__object *o = &w->objects[pbd__oi(d->object)];
     if (o->groups[0] < 0 || o->groups[3] >= 0 || w->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d is not a cloth", d->object);
-    if (pbd__find_tear(w, d->object) >= 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", d->object);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d is not a cloth", pbd__oi(d->object));
+    if (pbd__find_tear(w, pbd__oi(d->object)) >= 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", pbd__oi(d->object));
     if (!pbd__finite(d->threshold)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "threshold is not finite");
     if (!(d->threshold > 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threshold %g must be > 1", (double)d->threshold);
     if (d->max_splits < 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_splits %d < 1", d->max_splits);
     int *tri = NULL;
-    PBD__TRY(pbd__world_triangles(w, d->object, d->permutation, d->triangles, d->triangle_count, &tri));
+    PBD__TRY(pbd__world_triangles(w, pbd__oi(d->object), d->triangles, d->triangle_count, &tri));
     pbd_result r = pbd__check_tear_mesh(w, &w->groups[o->groups[0]], tri, d->triangle_count);
     float *rest2d = r == PBD_OK ? (float *)pbd__alloc_n(w, (size_t)d->triangle_count * 3, sizeof(float)) : NULL;
     if (r == PBD_OK && !rest2d) r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
@@ -9590,20 +10150,22 @@ PBDDEF pbd_result pbd_object_enable_tearing(pbd_world *w, const pbd_tearing_desc
         if (!pbd__triangle_rest2d(x, rest2d + 3 * t))
             r = pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d is degenerate now", t);
     }
-    if (r == PBD_OK && !pbd__grow(w, (void **)&w->tears, w->ntears, &w->tear_cap, w->ntears + 1, sizeof(pbd__tear)))
-        r = pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for tearing");
+    if (r == PBD_OK) r = PBD__ROOM(w, w->tears, w->ntears, w->tear_cap, "tearing");
     if (r != PBD_OK) {
         pbd__free(w, tri);
         pbd__free(w, rest2d);
         return r;
     }
-    pbd__tear *t = &w->tears[w->ntears++];
-    t->object = d->object;
-    t->max_splits = d->max_splits;
-    t->threshold = d->threshold;
-    t->ntris = d->triangle_count;
-    t->tris = tri;
-    t->rest2d = rest2d;
+    pbd__tear t;
+    memset(&t, 0, sizeof t);
+    t.object = pbd__oi(d->object);
+    t.max_splits = d->max_splits;
+    t.threshold = d->threshold;
+    t.ntris = d->triangle_count;
+    t.tris = tri;
+    t.rest2d = rest2d;
+    int ti = PBD__PLACE(w, w->tears, w->ntears, &t);
+    if (out) out->id = PBD__HANDLE(w->tears, ti);
     return PBD_OK;
 }
 
@@ -9613,21 +10175,32 @@ static void pbd__copy_triangles(const int *tris, int nt, int *out, int max, int 
     *count = nt;
 }
 
-PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, int object, int *triangles, int max, int *count) {
+/* The cloth stops tearing; what has torn stays torn. */
+PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_object(w, object));
+    int i;
+    PBD__TRY(PBD__RESOLVE(w, handle, w->tears, w->ntears, "tearing", &i));
+    pbd__free(w, w->tears[i].tris);
+    pbd__free(w, w->tears[i].rest2d);
+    PBD__RELEASE(w->tears, i);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, pbd_object object, int *triangles, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
     PBD__TRY(pbd__check_list(w, triangles, max, count));
-    int t = pbd__find_tear(w, object);
-    if (t < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_object_enable_tearing)", object);
+    int t = pbd__find_tear(w, oi);
+    if (t < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d does not tear (pbd_add_tearing)", oi);
     pbd__copy_triangles(w->tears[t].tris, w->tears[t].ntris, triangles, max, count);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, int surface, int *triangles, int max, int *count) {
+PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, pbd_surface handle, int *triangles, int max, int *count) {
     PBD__CHECK_WORLD(w);
-    if (surface < 0 || surface >= w->nsurfaces)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "surface %d", surface);
+    int surface;
+    PBD__TRY(pbd__surface_index(w, handle, &surface));
     PBD__TRY(pbd__check_list(w, triangles, max, count));
     int nt, **tris = pbd__surface_tris((pbd_world *)w, surface, &nt);
     pbd__copy_triangles(*tris, nt, triangles, max, count);
@@ -9815,6 +10388,7 @@ static int pbd__tear_surfaces_init(pbd_world *w, pbd__tear_work *k) {
     k->nsurf = w->nsurfaces;
     for (int s = 0; s < k->nsurf; ++s) {
         int nt, *tris = *pbd__surface_tris(w, s, &nt);
+        if (!tris) continue; /* a free slot: no copy */
         k->surf[s] = (int *)pbd__alloc_n(w, (size_t)nt * 3, sizeof(int));
         if (!k->surf[s]) return 0;
         memcpy(k->surf[s], tris, sizeof(int) * 3 * (size_t)nt);
@@ -9843,6 +10417,7 @@ static void pbd__tear_surfaces_split(pbd_world *w, pbd__tear_work *k, int v, int
 static void pbd__tear_surfaces_commit(pbd_world *w, pbd__tear_work *k) {
     if (!k->surf_changed) return;
     for (int s = 0; s < k->nsurf; ++s) {
+        if (!k->surf[s]) continue; /* a free slot */
         int nt, **tris = pbd__surface_tris(w, s, &nt);
         pbd__free(w, *tris);
         *tris = k->surf[s];
@@ -9978,6 +10553,7 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
                 k->ng += ok;
             }
             for (int i = 0; i < w->nlimits && ok; ++i) {
+                if (!w->limits[i].s.live) continue;
                 ok = pbd__wg_init(w, &k->G[k->ng], &w->limits[i].g,
                                   w->limits[i].mode == PBD_STRAIN_EDGES ? PBD__WG_EDGE : PBD__WG_TRI);
                 k->ng += ok;
@@ -10138,6 +10714,7 @@ static int pbd__tear_plan_lras(pbd_world *w, const pbd__tear *T, pbd__tear_work 
          pbd__tear_graph(w, n1, k->G[0].idx, k->G[0].rest, k->G[0].count, &ga);
     for (int i = 0; ok && i < w->nlras; ++i) {
         const pbd__lra *l = &w->lras[i];
+        if (!l->s.live) continue;
         int nt = l->start[l->count], touched = 0;
         for (int q = 0; q < l->count && !touched; ++q) {
             int p = l->particles[q];
@@ -10165,6 +10742,7 @@ static void pbd__tear_commit_lras(pbd_world *w, pbd__tear_work *k) {
     for (int i = 0; k->lra && i < w->nlras; ++i) {
         if (!k->lra[i].particles) continue;
         pbd__lra_free(w, &w->lras[i]);
+        k->lra[i].s = w->lras[i].s;
         w->lras[i] = k->lra[i];
         memset(&k->lra[i], 0, sizeof k->lra[i]);
         pbd__lra_reach(w, &w->lras[i]);
@@ -10181,6 +10759,8 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     pbd__group *fresh = (pbd__group *)pbd__alloc_n(w, (size_t)k->ng + 1, sizeof(pbd__group));
     pbd_result r = fresh ? pbd__reserve_particles(w, n0 + ns) : PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) w->n = n0 + ns; /* the colouring sizes its marks by w->n; undone on failure */
+    for (int i = n0; r == PBD_OK && i < n0 + ns; ++i)
+        w->owner[i] = T->object; /* outside its range, but its own: they go with it (pbd_remove_object) */
     for (int i = 0; r == PBD_OK && i < k->ng; ++i) {
         pbd__wgroup *G = &k->G[i];
         pbd__wg_compact(G);
@@ -10250,6 +10830,7 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
     int total = 0, surfaces = 0;
     if (splits) *splits = 0;
     for (int i = 0; i < w->ntears; ++i) {
+        if (!w->tears[i].s.live) continue;
         pbd__tear_work k;
         memset(&k, 0, sizeof k);
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
@@ -10277,6 +10858,7 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
 // ==== damping clusters ======================================================
 
 typedef struct pbd__cluster {
+    pbd__slot s;
     int count;
     int *particles;
     float damping;
@@ -10302,23 +10884,34 @@ PBDDEF pbd_result pbd_add_damping_cluster(pbd_world *w, const int *particles, in
             return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is listed twice", twice);
         }
     memcpy(sorted, particles, sizeof(int) * (size_t)count); /* keep the user's order (it fixes the sums' order) */
-    if (!pbd__grow(w, (void **)&w->clusters, w->nclusters, &w->cluster_cap, w->nclusters + 1, sizeof(pbd__cluster))) {
+    pbd_result r = PBD__ROOM(w, w->clusters, w->nclusters, w->cluster_cap, "damping cluster");
+    if (r != PBD_OK) {
         pbd__free(w, sorted);
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a cluster");
+        return r;
     }
-    pbd__cluster *c = &w->clusters[w->nclusters];
-    c->count = count;
-    c->particles = sorted;
-    c->damping = damping;
-    if (out) *out = w->nclusters;
-    w->nclusters++;
+    pbd__cluster c;
+    memset(&c, 0, sizeof c);
+    c.count = count;
+    c.particles = sorted;
+    c.damping = damping;
+    int ci = PBD__PLACE(w, w->clusters, w->nclusters, &c);
+    if (out) out->id = PBD__HANDLE(w->clusters, ci);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_damping_cluster_set(pbd_world *w, pbd_damping_cluster c, float damping) {
+PBDDEF pbd_result pbd_remove_damping_cluster(pbd_world *w, pbd_damping_cluster handle) {
     PBD__CHECK_WORLD(w);
-    if (c < 0 || c >= w->nclusters)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "damping cluster %d does not exist", c);
+    int c;
+    PBD__TRY(PBD__RESOLVE(w, handle, w->clusters, w->nclusters, "damping cluster", &c));
+    pbd__free(w, w->clusters[c].particles);
+    PBD__RELEASE(w->clusters, c);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_cluster handle, float damping) {
+    PBD__CHECK_WORLD(w);
+    int c;
+    PBD__TRY(PBD__RESOLVE(w, handle, w->clusters, w->nclusters, "damping cluster", &c));
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
     if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
     w->clusters[c].damping = damping;
@@ -10372,6 +10965,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
     w->nlras = n;
     for (int i = 0; i < w->nlras && !io->bad; ++i) {
         pbd__lra *l = &w->lras[i];
+        if (!pbd__io_slot(io, &l->s)) continue;
         pbd__io_int(io, &l->count);
         pbd__io_int(io, &l->enabled);
         if (io->in && (l->count < 0 || l->count > INT_MAX / 2)) {
@@ -10414,6 +11008,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
     w->nlimits = n;
     for (int i = 0; i < w->nlimits && !io->bad; ++i) {
         pbd__limit *L = &w->limits[i];
+        if (!pbd__io_slot(io, &L->s)) continue;
         pbd__io_int(io, &L->mode);
         pbd__io_int(io, &L->enabled);
         pbd__io_float(io, &L->lo);
@@ -10426,6 +11021,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
     w->nstrands = n;
     for (int i = 0; i < w->nstrands && !io->bad; ++i) {
         pbd__strands *S = &w->strands[i];
+        if (!pbd__io_slot(io, &S->s)) continue;
         int *ints[] = {&S->nstrands, &S->nparticles, &S->hair, &S->clamped};
         for (size_t k = 0; k < sizeof ints / sizeof ints[0]; ++k) pbd__io_int(io, ints[k]);
         pbd__io_float(io, &S->damping);
@@ -10451,6 +11047,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
     w->ntears = n;
     for (int i = 0; i < w->ntears && !io->bad; ++i) {
         pbd__tear *T = &w->tears[i];
+        if (!pbd__io_slot(io, &T->s)) continue;
         pbd__io_int(io, &T->object);
         pbd__io_int(io, &T->max_splits);
         pbd__io_int(io, &T->ntris);
@@ -10467,6 +11064,7 @@ static void pbd__io_extras(pbd__io *io, pbd_world *w) {
     w->nclusters = n;
     for (int i = 0; i < w->nclusters && !io->bad; ++i) {
         pbd__cluster *c = &w->clusters[i];
+        if (!pbd__io_slot(io, &c->s)) continue;
         pbd__io_int(io, &c->count);
         pbd__io_float(io, &c->damping);
         if (io->in && c->count < 1) {
@@ -10498,6 +11096,7 @@ static int pbd__private_group_ok(const pbd__group *g, int np, int arity, int str
 static pbd_result pbd__validate_extras(const pbd_world *t) {
     for (int i = 0; i < t->nlras; ++i) {
         const pbd__lra *l = &t->lras[i];
+        if (!l->s.live) continue;
         if (l->count < 0 || (l->enabled != 0 && l->enabled != 1) || l->start[0] != 0 ||
             !pbd__ids_ok(l->particles, l->count, t->n))
             return PBD_ERROR_BAD_SNAPSHOT;
@@ -10510,6 +11109,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     }
     for (int i = 0; i < t->nlimits; ++i) {
         const pbd__limit *L = &t->limits[i];
+        if (!L->s.live) continue;
         int edges = L->mode == PBD_STRAIN_EDGES;
         if ((L->mode != PBD_STRAIN_TRIANGLES && !edges) || (L->enabled != 0 && L->enabled != 1) ||
             !(L->lo >= 0 && L->lo <= 1 && L->hi >= 1 && pbd__finite(L->hi)) ||
@@ -10519,6 +11119,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     }
     for (int i = 0; i < t->nstrands; ++i) {
         const pbd__strands *S = &t->strands[i];
+        if (!S->s.live) continue;
         if (!(S->damping >= 0 && S->damping <= 1) || (S->hair != 0 && S->hair != 1) ||
             (S->clamped != 0 && S->clamped != 1) || S->start[0] != 0 || S->start[S->nstrands] != S->nparticles ||
             !pbd__ids_ok(S->idx, S->nparticles, t->n) || !pbd__finite_n(S->rest, (size_t)S->nparticles) ||
@@ -10529,6 +11130,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     }
     for (int i = 0; i < t->ntears; ++i) {
         const pbd__tear *T = &t->tears[i];
+        if (!T->s.live) continue;
         if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) ||
             !pbd__finite(T->threshold) || !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) ||
             !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
@@ -10548,6 +11150,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     }
     for (int i = 0; i < t->nclusters; ++i) {
         const pbd__cluster *c = &t->clusters[i];
+        if (!c->s.live) continue;
         if (!pbd__finite(c->damping) || c->damping < 0 || !pbd__ids_ok(c->particles, c->count, t->n))
             return PBD_ERROR_BAD_SNAPSHOT;
     }
@@ -10572,6 +11175,7 @@ enum { PBD__SC_PT = 8, PBD__SC_EE = 4, PBD__SC_K = 32 }; /* K <= 32: lane masks 
 #define PBD__SC_EE_GAP 1.0f
 
 typedef struct pbd__surface {
+    pbd__slot s;
     int nt, self;
     float thickness;
     int *tris; /* nt*3 world particles */
@@ -10806,8 +11410,15 @@ static int pbd__selfcol_keep(pbd__selfcol *S, const pbd__selfcol *old) {
 /* Builds the derived tables of w's surfaces into a fresh pbd__selfcol and
    swaps it in; on failure nothing changes. keep: the old tables came from
    a snapshot and hold its candidates. */
+/* The surfaces in use (removed ones leave free slots). */
+static int pbd__live_surfaces(const pbd_world *w) {
+    int n = 0;
+    for (int s = 0; s < w->nsurfaces; ++s) n += w->surfaces[s].s.live;
+    return n;
+}
+
 static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
-    if (w->nsurfaces == 0) {
+    if (pbd__live_surfaces(w) == 0) {
         pbd__selfcol_free(w, w->selfcol);
         w->selfcol = NULL;
         return PBD_OK;
@@ -10819,6 +11430,7 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     pbd_result r = PBD_OK;
     for (int s = 0; s < w->nsurfaces; ++s) {
         const pbd__surface *sf = &w->surfaces[s];
+        if (!sf->s.live) continue;
         if (sf->nt <= 0 || !pbd__finite(sf->thickness) || !(sf->thickness > 0) || (sf->self != 0 && sf->self != 1))
             r = PBD_ERROR_INVALID_ARGUMENT;
         for (long k = 0; k < 3L * sf->nt && r == PBD_OK; ++k)
@@ -10832,7 +11444,8 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     if (r == PBD_OK && !all) r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) {
         for (int s = 0; s < w->nsurfaces; ++s)
-            for (long k = 0; k < 3L * w->surfaces[s].nt; ++k) all[nidx++] = w->surfaces[s].tris[k];
+            for (long k = 0; w->surfaces[s].s.live && k < 3L * w->surfaces[s].nt; ++k)
+                all[nidx++] = w->surfaces[s].tris[k];
         qsort(all, (size_t)nidx, sizeof(int), pbd__cmp_int);
         long u = 0;
         for (long k = 0; k < nidx; ++k)
@@ -10858,6 +11471,8 @@ static pbd_result pbd__selfcol_build(pbd_world *w, int keep) {
     for (int s = 0; edges && s < w->nsurfaces; ++s) edges[s] = NULL;
     for (int s = 0; r == PBD_OK && s < w->nsurfaces; ++s) {
         const pbd__surface *sf = &w->surfaces[s];
+        nes[s] = 0;
+        if (!sf->s.live) continue;
         for (int k = 0; k < sf->nt; ++k, ++t) {
             S->ts[t] = s;
             for (int j = 0; j < 3; ++j) {
@@ -10970,40 +11585,31 @@ PBDDEF pbd_collision_surface_desc pbd_collision_surface_desc_default(void) {
 }
 
 /* Index of the object holding particle i, or -1. */
-static int pbd__object_of(const pbd_world *w, int i) {
-    int lo = 0, hi = w->nobjects - 1;
-    while (lo <= hi) {
-        int mid = lo + (hi - lo) / 2;
-        const pbd__object *o = &w->objects[mid];
-        if (i < o->first) hi = mid - 1;
-        else if (i >= o->first + o->count) lo = mid + 1;
-        else return mid;
-    }
-    return -1;
+
+static pbd_result pbd__surface_index(const pbd_world *w, pbd_surface handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->surfaces, w->nsurfaces, "surface", index);
 }
 
-PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *d, int *out) {
+PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *d, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, w->n, "desc.triangles"));
+    PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
     if (!(d->thickness > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g must be > 0", (double)d->thickness);
-    if (w->nsurfaces >= INT_MAX / 2) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many surfaces");
-    if (!pbd__grow(w, (void **)&w->surfaces, w->nsurfaces, &w->surface_cap, w->nsurfaces + 1, sizeof(pbd__surface)))
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
-    pbd__surface *sf = &w->surfaces[w->nsurfaces];
+    int si;
+    PBD__TRY(PBD__ACQUIRE(w, w->surfaces, w->nsurfaces, w->surface_cap, "surface", &si));
+    pbd__surface *sf = &w->surfaces[si];
     sf->nt = d->triangle_count;
     sf->thickness = d->thickness;
     sf->self = d->self_collision ? 1 : 0;
     sf->tris = (int *)pbd__alloc_n(w, (size_t)sf->nt * 3, sizeof(int));
-    if (!sf->tris) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
-    memcpy(sf->tris, d->triangles, sizeof(int) * 3 * (size_t)sf->nt);
-    w->nsurfaces++;
-    pbd_result r = pbd__selfcol_build(w, 0);
+    pbd_result r = sf->tris ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
+    if (r == PBD_OK) memcpy(sf->tris, d->triangles, sizeof(int) * 3 * (size_t)sf->nt);
+    if (r == PBD_OK) r = pbd__selfcol_build(w, 0);
     if (r != PBD_OK) {
-        w->nsurfaces--;
         pbd__free(w, sf->tris);
+        PBD__UNDO(w->surfaces, w->nsurfaces, si);
         if (r == PBD_ERROR_INVALID_ARGUMENT)
             return pbd__fail(w, r, "a particle of this surface belongs to another surface");
         return pbd__fail(w, r, "no memory for a surface");
@@ -11012,33 +11618,22 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
     int o0 = pbd__object_of(w, sf->tris[0]), spans = w->nsurfaces > 1;
     for (long k = 0; k < 3L * sf->nt && !spans; ++k) spans = pbd__object_of(w, sf->tris[k]) != o0;
     for (int s = 0; spans && s < w->nsurfaces; ++s) pbd__mark_coupled(w, w->surfaces[s].tris, 3L * w->surfaces[s].nt);
-    if (out) *out = w->nsurfaces - 1;
+    if (out) out->id = PBD__HANDLE(w->surfaces, si);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *cloth, const pbd_cloth_desc *desc,
-                                               float thickness, int *out) {
+PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, pbd_object cloth, const pbd_cloth_desc *desc,
+                                               float thickness, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
-    PBD__CHECK_PTR(w, cloth, "cloth");
     PBD__CHECK_PTR(w, desc, "desc");
-    pbd_range rg = cloth->particles;
-    if (rg.first < 0 || rg.count <= 0 || rg.first > w->n - rg.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "cloth particles %d..%d are not in the world", rg.first,
-                         rg.first + rg.count - 1);
+    int oi;
+    PBD__TRY(pbd__object_index(w, cloth, &oi));
+    pbd_range rg = {w->objects[oi].first, w->objects[oi].count};
     if (desc->vertex_count != rg.count)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "desc has %d vertices, the cloth %d", desc->vertex_count,
                          rg.count);
-    PBD__TRY(pbd__validate_triangles(w, desc->triangles, desc->triangle_count, rg.count, "desc.triangles"));
-    if (desc->permutation)
-        for (int i = 0; i < rg.count; ++i)
-            if (desc->permutation[i] < 0 || desc->permutation[i] >= rg.count)
-                return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "permutation[%d] = %d", i, desc->permutation[i]);
-    int *tri = (int *)pbd__alloc_n(w, (size_t)desc->triangle_count * 3, sizeof(int));
-    if (!tri) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a surface");
-    for (long k = 0; k < 3L * desc->triangle_count; ++k) {
-        int v = desc->triangles[k];
-        tri[k] = rg.first + (desc->permutation ? desc->permutation[v] : v);
-    }
+    int *tri;
+    PBD__TRY(pbd__world_triangles(w, oi, desc->triangles, desc->triangle_count, &tri));
     pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
     sd.triangles = tri;
     sd.triangle_count = desc->triangle_count;
@@ -11048,7 +11643,22 @@ PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, const pbd_object *c
     return r;
 }
 
-PBDDEF int pbd_world_surface_count(const pbd_world *w) { return w ? w->nsurfaces : 0; }
+/* The derived tables are rebuilt without it; on failure (memory) the
+   surface stays. */
+PBDDEF pbd_result pbd_remove_collision_surface(pbd_world *w, pbd_surface handle) {
+    PBD__CHECK_WORLD(w);
+    int s;
+    PBD__TRY(pbd__surface_index(w, handle, &s));
+    w->surfaces[s].s.live = 0;
+    pbd_result r = pbd__selfcol_build(w, 0);
+    w->surfaces[s].s.live = 1;
+    if (r != PBD_OK) return pbd__fail(w, r, "no memory to rebuild the self-collision tables");
+    pbd__free(w, w->surfaces[s].tris);
+    PBD__RELEASE(w->surfaces, s);
+    return PBD_OK;
+}
+
+PBDDEF int pbd_world_surface_count(const pbd_world *w) { return w ? PBD__LIVE(w->surfaces, w->nsurfaces) : 0; }
 static int **pbd__surface_tris(pbd_world *w, int s, int *nt) {
     *nt = w->surfaces[s].nt;
     return &w->surfaces[s].tris;
@@ -11093,6 +11703,7 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
     if (io->bad) return;
     for (int s = 0; s < w->nsurfaces && !io->bad; ++s) {
         pbd__surface *sf = &w->surfaces[s];
+        if (!pbd__io_slot(io, &sf->s)) continue;
         pbd__io_int(io, &sf->nt);
         pbd__io_int(io, &sf->self);
         pbd__io_float(io, &sf->thickness);
@@ -11102,7 +11713,7 @@ static void pbd__io_surfaces(pbd__io *io, pbd_world *w) {
         }
         pbd__io_array(io, w, (void **)&sf->tris, 3L * sf->nt, sizeof(int));
     }
-    if (w->nsurfaces == 0 || io->bad) return;
+    if (pbd__live_surfaces(w) == 0 || io->bad) return;
     /* the candidates: they carry the sides that pairs keep */
     pbd__selfcol *S = w->selfcol;
     if (io->in) {
@@ -12257,9 +12868,9 @@ static void pbd__selfcol_velocities(pbd_world *w) { pbd__sc_each_color(w, w->sel
 // ==== plugins ===============================================================
 
 typedef struct pbd__plugin {
+    pbd__slot s;
     pbd_plugin_desc d;
     char name[32];
-    int active;
 } pbd__plugin;
 
 PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
@@ -12269,7 +12880,7 @@ PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
     return d;
 }
 
-PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? w->nplugins : 0; }
+PBDDEF int pbd_world_plugin_count(const pbd_world *w) { return w ? PBD__LIVE(w->plugins, w->nplugins) : 0; }
 
 PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...) {
     va_list ap;
@@ -12287,6 +12898,46 @@ PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
 }
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
+
+PBDDEF int pbd_sym_eigen(int n, double *A, double *V) {
+    for (int i = 0; i < n * n; ++i) V[i] = 0;
+    for (int i = 0; i < n; ++i) V[i * n + i] = 1;
+    int sweep = 0;
+    for (; sweep < PBD__JACOBI_SWEEPS; ++sweep) {
+        double off = 0, diag = 0;
+        for (int p = 0; p < n; ++p) {
+            diag += A[p * n + p] * A[p * n + p];
+            for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+        }
+        if (!(off > PBD__JACOBI_OFF_REL * diag)) break; /* converged (or NaN) */
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = A[p * n + q];
+                if (apq == 0) continue;
+                /* the rotation that zeroes A[p][q] (Golub and Van Loan, section 8.5.2), the smaller angle */
+                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; ++k) { /* A J */
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* J^T A */
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+                A[p * n + q] = A[q * n + p] = 0;
+                for (int k = 0; k < n; ++k) {
+                    double vkp = V[k * n + p], vkq = V[k * n + q];
+                    V[k * n + p] = c * vkp - s * vkq;
+                    V[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    return sweep;
+}
 
 PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
                                      int balanced, int *colors, int *starts, int max_starts, int *color_count,
@@ -12324,10 +12975,9 @@ PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int coun
     return PBD_OK;
 }
 
-static pbd_result pbd__check_plugin(const pbd_world *w, pbd_plugin p) {
-    if (p < 0 || p >= w->nplugins || !w->plugins[p].active)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "plugin %d does not exist", p);
-    return PBD_OK;
+/* The index of the plugin a handle names. */
+static pbd_result pbd__plugin_index(const pbd_world *w, pbd_plugin handle, int *index) {
+    return PBD__RESOLVE(w, handle, w->plugins, w->nplugins, "plugin", index);
 }
 
 PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out) {
@@ -12339,32 +12989,43 @@ PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_
     if (desc->work < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin work %ld < 0", desc->work);
     if (desc->parallel != 0 && desc->parallel != 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin parallel must be 0 or 1");
-    if (w->nplugins == INT_MAX ||
-        !pbd__grow(w, (void **)&w->plugins, w->nplugins, &w->plugin_cap, w->nplugins + 1, sizeof(pbd__plugin)))
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for a plugin");
-    pbd__plugin *pl = &w->plugins[w->nplugins];
-    memset(pl, 0, sizeof *pl);
+    int p;
+    PBD__TRY(PBD__ACQUIRE(w, w->plugins, w->nplugins, w->plugin_cap, "plugin", &p));
+    pbd__plugin *pl = &w->plugins[p];
     pl->d = *desc;
     snprintf(pl->name, sizeof pl->name, "%s", desc->name ? desc->name : "plugin");
     pl->d.name = NULL; /* the caller's string may not outlive the world */
-    pl->active = 1;
-    if (out) *out = w->nplugins;
-    w->nplugins++;
+    if (out) out->id = PBD__HANDLE(w->plugins, p);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin p) {
+PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin handle) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_plugin(w, p));
-    pbd__plugin *pl = &w->plugins[p];
-    pl->active = 0;
-    if (pl->d.destroy) pl->d.destroy(pl->d.user);
+    int p;
+    PBD__TRY(pbd__plugin_index(w, handle, &p));
+    pbd__plugin pl = w->plugins[p];
+    PBD__RELEASE(w->plugins, p);
+    if (pl.d.destroy) pl.d.destroy(pl.d.user);
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work) {
+PBDDEF pbd_result pbd_plugin_get(const pbd_world *w, pbd_plugin handle, const void **kind, void **user) {
+    if (kind) *kind = NULL;
+    if (user) *user = NULL;
+    if (!w) return PBD_ERROR_NULL_POINTER;
+    int i = (int)(handle.id & PBD__SLOT_MASK) - 1;
+    if (handle.id == 0 || i < 0 || i >= w->nplugins || !w->plugins[i].s.live ||
+        w->plugins[i].s.gen != handle.id >> PBD_HANDLE_SLOT_BITS)
+        return PBD_ERROR_INVALID_HANDLE;
+    if (kind) *kind = w->plugins[i].d.kind;
+    if (user) *user = w->plugins[i].d.user;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin handle, long work) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_plugin(w, p));
+    int p;
+    PBD__TRY(pbd__plugin_index(w, handle, &p));
     if (work < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin work %ld < 0", work);
     w->plugins[p].d.work = work;
     return PBD_OK;
@@ -12383,7 +13044,7 @@ PBDDEF pbd_result pbd_world_mark_coupled(pbd_world *w, const int *particles, int
 
 static void pbd__plugins_destroy(pbd_world *w) {
     for (int i = 0; i < w->nplugins; ++i)
-        if (w->plugins[i].active && w->plugins[i].d.destroy) w->plugins[i].d.destroy(w->plugins[i].d.user);
+        if (w->plugins[i].s.live && w->plugins[i].d.destroy) w->plugins[i].d.destroy(w->plugins[i].d.user);
     pbd__free(w, w->plugins);
     w->plugins = NULL;
     w->nplugins = w->plugin_cap = 0;
@@ -12392,14 +13053,14 @@ static void pbd__plugins_destroy(pbd_world *w) {
 static int pbd__plugins_particle_end(const pbd_world *w) {
     int e = 0;
     for (int i = 0; i < w->nplugins; ++i)
-        if (w->plugins[i].active && w->plugins[i].d.particle_end > e) e = w->plugins[i].d.particle_end;
+        if (w->plugins[i].s.live && w->plugins[i].d.particle_end > e) e = w->plugins[i].d.particle_end;
     return e;
 }
 
 static long pbd__plugins_work(const pbd_world *w) {
     long work = 0;
     for (int i = 0; i < w->nplugins; ++i)
-        if (w->plugins[i].active) work += w->plugins[i].d.work;
+        if (w->plugins[i].s.live) work += w->plugins[i].d.work;
     return work;
 }
 
@@ -12416,7 +13077,7 @@ static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, in
                                                         : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS
                                                             ? pl->d.project_after_contacts
                                                             : pl->d.end_substep;
-        if (!pl->active || !fn) continue;
+        if (!pl->s.live || !fn) continue;
         pbd_solve_context c;
         c.world = w;
         c.x = &w->x[0].x;
@@ -12448,13 +13109,175 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
     for (int i = 0; i < w->nplugins; ++i) {
         pbd__plugin *pl = &w->plugins[i];
         void (*fn)(void *, pbd_world *, float) = end ? pl->d.end_step : pl->d.begin_step;
-        if (pl->active && fn) fn(pl->d.user, w, dt);
+        if (pl->s.live && fn) fn(pl->d.user, w, dt);
     }
 }
 
 static void pbd__plugins_rollback(pbd_world *w) {
     for (int i = 0; i < w->nplugins; ++i)
-        if (w->plugins[i].active && w->plugins[i].d.rollback) w->plugins[i].d.rollback(w->plugins[i].d.user, w);
+        if (w->plugins[i].s.live && w->plugins[i].d.rollback) w->plugins[i].d.rollback(w->plugins[i].d.user, w);
+}
+
+// ==== removal ===============================================================
+/* Removing particles (pbd_remove_particles, pbd_remove_object,
+   pbd_remove_fluid). A removed particle stays in its slot as a free one
+   (pbd__free_particles: inverse mass 0, every state zero, at the origin)
+   until an add takes it again: pbd__append_particles puts a new range into
+   the first run of free particles that holds it, and free particles at the
+   end leave the world. So indices never move: a particle index the user
+   keeps stays valid while its particle lives. A removal is refused, with
+   nothing changed, while anything else still uses one of the particles:
+   a group, tether set, strain limit, strand set, tearing or damping
+   cluster, self-collision surface or plugin that the removal does not take
+   with it: the message names it. */
+
+static int pbd__marked_any(const unsigned char *mark, const int *idx, long n) {
+    for (long k = 0; k < n; ++k)
+        if (idx[k] >= 0 && mark[idx[k]]) return idx[k];
+    return -1;
+}
+
+/* The first marked particle something other than object `except` (-1:
+   none) uses, with what uses it in `who`; -1 when none is used. */
+static int pbd__particle_user(const pbd_world *w, const unsigned char *mark, int except, char *who, size_t size) {
+    const pbd__object *own = except >= 0 ? &w->objects[except] : NULL;
+    int p;
+    for (int g = 0; g < w->ngroups; ++g) {
+        const pbd__group *G = &w->groups[g];
+        if (!G->s.live ||
+            (own && (own->groups[0] == g || own->groups[1] == g || own->groups[2] == g || own->groups[3] == g)))
+            continue;
+        p = G->type == PBD_CONSTRAINT_MESH_VOLUME ? pbd__marked_any(mark, G->verts, G->nverts)
+                                                  : pbd__marked_any(mark, G->idx, (long)G->count * G->arity);
+        if (p >= 0) return snprintf(who, size, "group %d", g), p;
+    }
+    for (int i = 0; i < w->nlras; ++i) {
+        const pbd__lra *l = &w->lras[i];
+        if (!l->s.live || (own && own->lra == i)) continue;
+        if ((p = pbd__marked_any(mark, l->particles, l->count)) >= 0 ||
+            (p = pbd__marked_any(mark, l->anchor, l->start ? l->start[l->count] : 0)) >= 0)
+            return snprintf(who, size, "long range attachment set %d", i), p;
+    }
+    for (int i = 0; i < w->nlimits; ++i)
+        if (w->limits[i].s.live &&
+            (p = pbd__marked_any(mark, w->limits[i].g.idx, (long)w->limits[i].g.count * w->limits[i].g.arity)) >= 0)
+            return snprintf(who, size, "strain limit %d", i), p;
+    for (int i = 0; i < w->nstrands; ++i)
+        if (w->strands[i].s.live && (p = pbd__marked_any(mark, w->strands[i].idx, w->strands[i].nparticles)) >= 0)
+            return snprintf(who, size, "strand set %d", i), p;
+    for (int i = 0; i < w->ntears; ++i)
+        if (w->tears[i].s.live && (!own || w->tears[i].object != except) &&
+            (p = pbd__marked_any(mark, w->tears[i].tris, 3L * w->tears[i].ntris)) >= 0)
+            return snprintf(who, size, "the tearing of object %d", w->tears[i].object), p;
+    for (int i = 0; i < w->nclusters; ++i)
+        if (w->clusters[i].s.live && (p = pbd__marked_any(mark, w->clusters[i].particles, w->clusters[i].count)) >= 0)
+            return snprintf(who, size, "damping cluster %d", i), p;
+    for (int i = 0; i < w->nsurfaces; ++i)
+        if (w->surfaces[i].s.live && (p = pbd__marked_any(mark, w->surfaces[i].tris, 3L * w->surfaces[i].nt)) >= 0)
+            return snprintf(who, size, "collision surface %d", i), p;
+    for (int i = 0; i < w->nplugins; ++i) {
+        const pbd__plugin *pl = &w->plugins[i];
+        if (!pl->s.live) continue;
+        if (pl->d.uses_particles) p = pl->d.uses_particles(pl->d.user, mark, w->n);
+        else
+            for (p = (pl->d.particle_end < w->n ? pl->d.particle_end : w->n) - 1; p >= 0 && !mark[p]; --p) continue;
+        if (p >= 0 && p < w->n && mark[p]) return snprintf(who, size, "plugin \"%s\"", pl->name), p;
+    }
+    return -1;
+}
+
+/* Marks the particles of [first, first + count) and, for an object, the
+   copies its tearing made (outside its range, pbd_world.owner names it). */
+static unsigned char *pbd__mark_removal(pbd_world *w, int first, int count, int object) {
+    unsigned char *mark = (unsigned char *)pbd__alloc_n(w, (size_t)(w->n > 0 ? w->n : 1), 1);
+    if (!mark) return NULL;
+    memset(mark, 0, (size_t)(w->n > 0 ? w->n : 1));
+    memset(mark + first, 1, (size_t)count);
+    for (int i = 0; object >= 0 && i < w->n; ++i) mark[i] |= w->owner[i] == object;
+    return mark;
+}
+
+/* Refuses (nothing changed) while anything but object `except` uses a
+   marked particle; else frees them. */
+static pbd_result pbd__remove_marked(pbd_world *w, unsigned char *mark, int except, const char *what) {
+    char who[64];
+    int p = pbd__particle_user(w, mark, except, who, sizeof who);
+    if (p >= 0) {
+        pbd__free(w, mark);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: particle %d is used by %s: remove that first", what, p,
+                         who);
+    }
+    int collide = 0;
+    for (int i = w->n - 1; i >= 0; --i) /* from the end: trailing free particles leave at once */
+        if (mark[i]) {
+            collide |= w->flags[i] & (PBD__COLLIDE | PBD__FLUID);
+            pbd__free_particles(w, i, 1);
+        }
+    pbd__free(w, mark);
+    if (collide) pbd__pp_index(w);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_remove_particles(pbd_world *w, pbd_range r) {
+    PBD__CHECK_WORLD(w);
+    if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "particles %d..%d are not in the world (0..%d)", r.first,
+                         r.first + r.count - 1, w->n - 1);
+    for (int i = r.first; i < r.first + r.count; ++i) {
+        if (w->flags[i] & PBD__FREE)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d was removed already", i);
+        if (w->owner[i] >= 0)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d belongs to object %d: pbd_remove_object", i,
+                             w->owner[i]);
+        if (w->owner[i] <= -2)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d belongs to fluid %d: pbd_remove_fluid", i,
+                             -2 - w->owner[i]);
+    }
+    unsigned char *mark = pbd__mark_removal(w, r.first, r.count, -1);
+    if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to remove %d particles", r.count);
+    return pbd__remove_marked(w, mark, -1, "pbd_remove_particles");
+}
+
+PBDDEF pbd_result pbd_remove_object(pbd_world *w, pbd_object handle) {
+    PBD__CHECK_WORLD(w);
+    int oi;
+    PBD__TRY(pbd__object_index(w, handle, &oi));
+    pbd__object *o = &w->objects[oi];
+    int tear = pbd__find_tear(w, oi);
+    unsigned char *mark = pbd__mark_removal(w, o->first, o->count, oi);
+    if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to remove object %d", oi);
+    PBD__TRY(pbd__remove_marked(w, mark, oi, "pbd_remove_object"));
+    /* what the builder made goes with the particles */
+    for (int k = 0; k < 4; ++k)
+        if (o->groups[k] >= 0) {
+            pbd__group_free(w, &w->groups[o->groups[k]]);
+            PBD__RELEASE(w->groups, o->groups[k]);
+        }
+    if (o->lra >= 0) {
+        pbd__lra_free(w, &w->lras[o->lra]);
+        PBD__RELEASE(w->lras, o->lra);
+    }
+    if (tear >= 0) {
+        pbd__free(w, w->tears[tear].tris);
+        pbd__free(w, w->tears[tear].rest2d);
+        PBD__RELEASE(w->tears, tear);
+    }
+    pbd__free(w, o->perm);
+    PBD__RELEASE(w->objects, oi);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_remove_fluid(pbd_world *w, pbd_fluid handle) {
+    PBD__CHECK_WORLD(w);
+    int fi;
+    PBD__TRY(pbd__fluid_index(w, handle, &fi));
+    const pbd__fluid *f = &w->pp.fluids[fi];
+    unsigned char *mark = pbd__mark_removal(w, f->first, f->count, -1);
+    if (!mark) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to remove fluid %d", fi);
+    PBD__TRY(pbd__remove_marked(w, mark, -1, "pbd_remove_fluid"));
+    PBD__RELEASE(w->pp.fluids, fi);
+    pbd__pp_index(w);
+    return PBD_OK;
 }
 
 // ==== threads ===============================================================
@@ -12995,9 +13818,10 @@ static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h, int backwards
     }
 }
 
-PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group gi, float *mean_abs, float *max_abs) {
+PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group handle, float *mean_abs, float *max_abs) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, gi));
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
     const pbd__group *g = &w->groups[gi];
     double sum = 0;
     float mx = 0;
@@ -13019,9 +13843,10 @@ PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group gi, float *mean_
     return PBD_OK;
 }
 
-PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group gi, float *volume) {
+PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group handle, float *volume) {
     PBD__CHECK_WORLD(w);
-    PBD__TRY(pbd__check_group(w, gi));
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__CHECK_PTR(w, volume, "volume");
     const pbd__group *g = &w->groups[gi];
     if (g->type != PBD_CONSTRAINT_MESH_VOLUME)
@@ -13133,6 +13958,7 @@ PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
 
 static void pbd__collider_poses(pbd_world *w, int s, int S) {
     for (int c = 0; c < w->ncolliders; ++c) {
+        if (!w->colliders[c].s.live) continue;
         w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
         w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
     }
@@ -13162,6 +13988,7 @@ static float pbd__collider_ball(const pbd__collider *col) {
    centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
 static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
     const pbd__collider *col = &w->colliders[c];
+    if (!col->s.live) return 1; /* a removed collider's free slot */
     float R = pbd__collider_ball(col);
     if (col->shape != PBD_COLLIDER_PLANE && !(R > 0)) return 0;
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
@@ -13407,6 +14234,7 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
     pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
     unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
     for (int c = 0; c < w->ncolliders; ++c) {
+        if (!w->colliders[c].s.live) continue;
         float R = pbd__collider_ball(&w->colliders[c]);
         int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
         unsigned skip = pinned | (plane   ? pbd__vplane_far(w, c, &X, &P, limit)
@@ -13825,7 +14653,8 @@ static void pbd__jacobi_apply(pbd_world *w) {
 }
 
 static void pbd__reset_multipliers(pbd_world *w) {
-    for (int g = 0; g < w->ngroups; ++g) memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
+    for (int g = 0; g < w->ngroups; ++g)
+        if (w->groups[g].count) memset(w->groups[g].lambda, 0, sizeof(float) * (size_t)w->groups[g].count);
 }
 
 /* --- non-finite steps -------------------------------------------------------
@@ -13853,7 +14682,7 @@ static void pbd__step_keep(pbd_world *w) {
         memcpy(w->pose_step[c].pos, w->colliders[c].pos, sizeof w->colliders[c].pos);
         memcpy(w->pose_step[c].rot, w->colliders[c].rot, sizeof w->colliders[c].rot);
     }
-    if (w->nsurfaces) pbd__selfcol_keep_step(w, 0);
+    if (w->selfcol) pbd__selfcol_keep_step(w, 0);
     pbd__lras_keep(w, 0);
 }
 
@@ -13870,7 +14699,7 @@ static void pbd__step_rollback(pbd_world *w) {
         memcpy(w->colliders[c].pos, w->pose_step[c].pos, sizeof w->colliders[c].pos);
         memcpy(w->colliders[c].rot, w->pose_step[c].rot, sizeof w->colliders[c].rot);
     }
-    if (w->nsurfaces) pbd__selfcol_keep_step(w, 1);
+    if (w->selfcol) pbd__selfcol_keep_step(w, 1);
     pbd__lras_keep(w, 1);
     pbd__reset_multipliers(w);
     pbd__plugins_rollback(w);
@@ -13916,10 +14745,10 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     PBD__PRAGMA(omp single) {
         pbd__collider_poses(w, s, S);
         pbd__reset_multipliers(w);
-        if (!w->nsurfaces)
+        if (!w->selfcol)
             for (int o = 0; o < w->nobjects; ++o) pbd__momentum_before(w, o);
     }
-    if (w->nsurfaces) {
+    if (w->selfcol) {
         /* the angular momentum to keep is taken after the speed limit of
            self-collision, which acts from outside like a collider: taken
            before it, the momentum it removes would come back as spin
@@ -13940,14 +14769,14 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         pbd__strands_project(w, it);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__pp_project(w, it);
-        if (w->nsurfaces) pbd__selfcol_project(w);
+        if (w->selfcol) pbd__selfcol_project(w);
         pbd__project_contacts(w);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
     pbd__update_velocities(w, h);
     pbd__strands_velocities(w, h);
     pbd__contact_velocities(w, h);
-    if (w->nsurfaces) pbd__selfcol_velocities(w);
+    if (w->selfcol) pbd__selfcol_velocities(w);
     pbd__pp_end_substep(w, h);
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
@@ -14038,7 +14867,7 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
     pbd__plugins_step(w, dt, 0);
-    if (w->nsurfaces) pbd__selfcol_begin_step(w);
+    if (w->selfcol) pbd__selfcol_begin_step(w);
     for (int s = 0; s < S; ++s) pbd__substep(w, h, s, S);
     for (int c = 0; c < w->ncolliders; ++c) {
         pbd__collider *col = &w->colliders[c];
@@ -14065,7 +14894,66 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
 /* --- snapshot validation ---------------------------------------------------- */
 
 static int pbd__meshcol_index_ok(const pbd_world *w, const pbd__collider *c);
+/* pbd_world.owner of a restored world: each live object's and fluid's
+   range is its own (ranges do not overlap), a removed particle has no
+   owner, and any other particle none or a live object (a torn cloth's
+   copies). */
+static pbd_result pbd__owners_build(pbd_world *t) {
+    if (t->n > 0 && !t->owner) return PBD_ERROR_BAD_SNAPSHOT;
+    int nf = t->pp.nfluids;
+    for (int k = 0; k < t->nobjects + nf; ++k) {
+        int first, count, mark;
+        if (k < t->nobjects) {
+            if (!t->objects[k].s.live) continue;
+            first = t->objects[k].first, count = t->objects[k].count, mark = k;
+        } else {
+            if (!t->pp.fluids[k - t->nobjects].s.live) continue;
+            first = t->pp.fluids[k - t->nobjects].first, count = t->pp.fluids[k - t->nobjects].count;
+            mark = -2 - (k - t->nobjects);
+        }
+        if (first < 0 || count < 0 || first > t->n - count) return PBD_ERROR_BAD_SNAPSHOT;
+        for (int i = first; i < first + count; ++i)
+            if (t->owner[i] != mark) return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    for (int i = 0; i < t->n; ++i) {
+        int o = t->owner[i];
+        if ((t->flags[i] & PBD__FREE) ? o != -1
+                                      : o < -1 - nf || (o >= 0 && (o >= t->nobjects || !t->objects[o].s.live)))
+            return PBD_ERROR_BAD_SNAPSHOT;
+        if (o <= -2 && (!t->pp.fluids[-2 - o].s.live || i < t->pp.fluids[-2 - o].first ||
+                        i >= t->pp.fluids[-2 - o].first + t->pp.fluids[-2 - o].count))
+            return PBD_ERROR_BAD_SNAPSHOT;
+    }
+    return PBD_OK;
+}
+/* perm[0..n) holds every one of 0..n-1 once. Marks seen values by the
+   sign of their entry (v -> -1 - v) and puts every entry back. */
+static int pbd__is_permutation(int *perm, int n) {
+    int ok = 1;
+    for (int i = 0; i < n && ok; ++i)
+        if (perm[i] < 0 || perm[i] >= n) ok = 0;
+    for (int i = 0; i < n && ok; ++i) {
+        int v = perm[i] < 0 ? -1 - perm[i] : perm[i];
+        if (perm[v] < 0) ok = 0; /* seen twice */
+        else perm[v] = -1 - perm[v];
+    }
+    for (int i = 0; i < n; ++i)
+        if (perm[i] < 0) perm[i] = -1 - perm[i];
+    return ok;
+}
+/* The slot headers of a pool read as raw bytes. */
+static int pbd__slots_ok(const void *records, size_t stride, int n, int seq) {
+    for (int i = 0; i < n; ++i) {
+        const pbd__slot *s = pbd__slot_of(records, stride, i);
+        if (s->gen > PBD__GEN_MASK || (s->live != 0 && s->live != 1) || s->seq < 0 || s->seq > seq) return 0;
+    }
+    return 1;
+}
 static pbd_result pbd__validate_restored(const pbd_world *t) {
+    if (!pbd__slots_ok(t->objects, sizeof *t->objects, t->nobjects, t->seq) ||
+        !pbd__slots_ok(t->colliders, sizeof *t->colliders, t->ncolliders, t->seq) ||
+        !pbd__slots_ok(t->pp.fluids, sizeof *t->pp.fluids, t->pp.nfluids, t->seq))
+        return PBD_ERROR_BAD_SNAPSHOT;
     if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0 ||
         !(t->jacobi_relax > 0 && t->jacobi_relax <= 2) || !isfinite(t->time))
         return PBD_ERROR_BAD_SNAPSHOT;
@@ -14074,11 +14962,12 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
                      !pbd__finite_n(&t->kin_target[0].x, 3 * (size_t)t->n)))
         return PBD_ERROR_BAD_SNAPSHOT;
     for (int i = 0; i < t->n; ++i)
-        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 15 ||
+        if (t->mass[i] < 0 || t->radius[i] < 0 || t->flags[i] > 31 ||
             t->x[i].w != pbd__inv_mass(t->mass[i], t->flags[i]))
             return PBD_ERROR_BAD_SNAPSHOT;
     for (int gi = 0; gi < t->ngroups; ++gi) {
         const pbd__group *g = &t->groups[gi];
+        if (!g->s.live) continue;
         if (g->count <= 0 || !pbd__finite(g->compliance) || g->compliance < 0 ||
             !(g->stiffness >= 0 && g->stiffness <= 1) || !(g->pressure > 0) || !pbd__finite(g->pressure) ||
             !pbd__finite_n(g->rest, (size_t)g->count * g->rest_stride) || !pbd__finite_n(g->lambda, (size_t)g->count) ||
@@ -14123,14 +15012,17 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
     }
     for (int o = 0; o < t->nobjects; ++o) {
         const pbd__object *ob = &t->objects[o];
+        if (!ob->s.live) continue;
         if (ob->first < 0 || ob->count < 0 || ob->first > t->n - ob->count || !pbd__finite(ob->damping) ||
             ob->damping < 0 || (ob->coupled != 0 && ob->coupled != 1) || ob->tethers < PBD__TETHERS_OFF ||
             ob->tethers > PBD__TETHERS_STRAIGHT || ob->lra < -1 || ob->lra >= t->nlras ||
             !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
+        if (ob->perm && !pbd__is_permutation(ob->perm, ob->count)) return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {
         const pbd__collider *col = &t->colliders[c];
+        if (!col->s.live) continue;
         if (col->shape < 0 || col->shape > PBD_COLLIDER_SDF_GRID || !pbd__finite_n(&col->radius, 8) ||
             !pbd__finite_n(col->pos, 14))
             return PBD_ERROR_BAD_SNAPSHOT;

@@ -17,17 +17,38 @@
    plastic states and oriented particles their orientations and angular
    velocities, as they were before the step (copies taken at its start).
 
+   HANDLES AND NAMES follow pbd.h's CONVENTIONS. What a world owns here -
+   shape-matching bodies, oriented particle sets, surface volumes and
+   multi-resolution cloths - is named by a typed handle (pbd_sm_body,
+   pbd_sm_oriented, pbd_sm_volume, pbd_sm_cloth: a struct of one uint32_t
+   id, the id of the pbd_plugin each registers), handed out by its
+   pbd_sm_add_<thing> and taken by pbd_sm_remove_<thing>; every other call
+   takes (world, handle, ...) and is named pbd_sm_<noun>_<verb>. Id 0, the
+   handle of a removed thing (stale) and a handle of another kind fail
+   with PBD_ERROR_INVALID_HANDLE, whose message names the kind. What no
+   world owns keeps a pointer: summation plans (pbd_sm_plan_*) and skins
+   (pbd_sm_skin_create / _destroy). While a thing lives, pbd.h refuses to
+   remove the particles it uses (pbd_remove_particles, pbd_remove_object,
+   pbd_remove_fluid: pbd_plugin_desc.uses_particles); its removal leaves
+   them in the world.
+
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
-   or index. A call on a world, or on a body, oriented particles, a
-   surface volume or a cloth (each knows its world), writes the message to
-   pbd_world_last_error() and calls the world's log callback; a call with
-   no world (summation plans, pbd_sm_lattice_box, pbd_sm_voxelize,
-   pbd_sm_mesh_rings, pbd_sm_plan_rings, a NULL object) leaves it in
+   or index. A call on a world writes the message to pbd_world_last_error()
+   and calls the world's log callback; a call with no world (summation
+   plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
+   pbd_sm_plan_rings, a NULL world) leaves it in
    pbd_last_error() (per thread). A failing call changes nothing.
-   MEMORY: config macros PBD_SM_MALLOC(sz) / PBD_SM_FREE(p) replace
-   malloc/free (define both or neither). pbd_sm.h does not allocate through
-   pbd_world_desc.allocator yet (pbd.h offers pbd_world_alloc for it).
+   MEMORY: what a world owns - bodies (with the plans they make: a
+   lattice's, the naive plan of region lists or of one cluster), oriented
+   sets, surface volumes, cloths, all their arrays and the scratch of the
+   calls that add them - is allocated through the world (pbd_world_alloc /
+   pbd_world_free), so it honours pbd_world_desc.allocator and goes with
+   pbd_world_destroy or the thing's removal. What has no world - summation
+   plans you make (also when a body takes one over with owns_plan), skins,
+   pbd_sm_voxelize, pbd_sm_mesh_rings, pbd_sm_plan_rings - uses the config
+   macros PBD_SM_MALLOC(sz) / PBD_SM_FREE(p) (default malloc/free; define
+   both or neither). Nothing allocates inside pbd_world_step.
    SIMD: pbd.h decides it for every header (PBD_NO_SIMD, PBD_SIMD_WIDTH;
    PBD_SIMD_LANES in pbd.h's "==== config"), and pbd_simd_path() and
    pbd_simd_width() report it. The cloth's triangle kernel runs
@@ -65,9 +86,10 @@
        ld.spacing = 0.05f; ld.origin[1] = 0.5f; ld.half_width = 2;
        ld.body.mode = PBD_SM_LINEAR; ld.body.beta = 0.3f;
        ld.body.yield = 0.05f; ld.body.creep = 5.0f;   // creep 0: elastic
-       pbd_sm_body *jelly; pbd_range particles;
+       pbd_sm_body jelly; pbd_range particles;
        pbd_sm_add_lattice(world, &ld, &jelly, &particles);
        // ... pbd_world_step(world, dt) as usual: the body is a plugin
+       pbd_sm_body_set_stiffness(world, jelly, 0.5f);  // (world, handle, ...)
 
        // or any particles of the world as one rigid cluster (survey 4.1)
        pbd_sm_body_desc d = pbd_sm_body_desc_default();
@@ -130,13 +152,14 @@
        od.edges = edges; od.edge_count = ne; // local indices into range
        od.radii = radii;                     // 3 per particle (or od.radius)
        od.orientations = rest_q;             // optional, 4 per particle
-       pbd_sm_oriented *o;
+       pbd_sm_oriented o;
        pbd_sm_add_oriented(w, &od, &o);      // owned by the world (a plugin)
        pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
        sd.rest_vertices = mesh; sd.vertex_count = nv;
-       pbd_sm_skin *skin;
-       pbd_sm_skin_create(o, &sd, &skin);    // particles as bones
+       pbd_sm_skin *skin;                    // yours: pbd_sm_skin_destroy
+       pbd_sm_skin_create(w, o, &sd, &skin); // particles as bones
        ... pbd_world_step(w, dt); pbd_sm_skin_apply(skin, w, out_vertices);
+       pbd_sm_remove_oriented(w, o);         // or pbd_world_destroy
 
    Set a particle's own collision radius (pbd_particles_desc.radius) to
    about the ellipsoid's smallest radius: the world's contacts see that
@@ -150,8 +173,8 @@
        pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
        vd.triangles = tris; vd.triangle_count = nt;  // world indices
        vd.alpha = 1;      // 1 global weights, 0 local (pairs by ray casting)
-       pbd_sm_volume *v;
-       pbd_sm_add_surface_volume(w, &vd, &v);
+       pbd_sm_volume v;
+       pbd_sm_add_surface_volume(w, &vd, &v);   // pbd_sm_remove_surface_volume
 
    Both run serially inside the world's step (deterministic for any
    thread count), allocate nothing in it, and are not part of the world's
@@ -168,9 +191,9 @@
        d.levels = 5;                                // hierarchy by half-edge collapses
        int corners[2] = {0, 99};
        d.keep_vertices = corners; d.keep_count = 2; // vertices you will pin stay on every level
-       pbd_sm_cloth *cloth; pbd_range r;
+       pbd_sm_cloth cloth; pbd_range r;
        pbd_sm_add_cloth(w, &d, &cloth, &r);
-       pbd_pin(w, r.first + 0); pbd_pin(w, r.first + 99);
+       pbd_particle_pin(w, r.first + 0); pbd_particle_pin(w, r.first + 99);
        for (...) pbd_world_step(w, 0.005f);     // colliders and friction: the world's
    The cloth's stiffness grows with the levels and as the step shrinks
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
@@ -485,7 +508,11 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    leave mark_coupled = 1 (default): the body calls
    pbd_world_mark_coupled on its particles, as pbd_add_constraints does. */
 
-typedef struct pbd_sm_body pbd_sm_body;
+/* A body is named by a handle (pbd.h CONVENTIONS, Handles) whose id is
+   that of the plugin it registers: (pbd_plugin){body.id}. */
+typedef struct pbd_sm_body {
+    uint32_t id;
+} pbd_sm_body;
 
 typedef enum pbd_sm_mode { PBD_SM_RIGID = 0, PBD_SM_LINEAR = 1, PBD_SM_QUADRATIC = 2 } pbd_sm_mode;
 
@@ -507,7 +534,7 @@ typedef struct pbd_sm_body_desc {
     const int *region_particles;
     const float *rest_positions; /* optional particle_count*3; default: the world positions now */
     const float *masses;         /* optional particle_count, >= 0; default: the world masses
-                                    (a pinned particle keeps its mass, pbd_pin). Taken when
+                                    (a pinned particle keeps its mass, pbd_particle_pin). Taken when
                                     the body is added; particles with inverse mass 0 at a
                                     step (pinned, kinematic) are matched but not moved */
     pbd_sm_mode mode;            /* default PBD_SM_RIGID */
@@ -523,8 +550,10 @@ typedef struct pbd_sm_body_desc {
 
 PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
 /* Adds a shape-matching body to the world (a plugin; the world owns the
-   body and frees it in pbd_world_destroy or pbd_sm_remove_body; out may be
-   NULL). Errors, with nothing changed: NULL pointers; particle_count < 1,
+   body and frees it in pbd_world_destroy or pbd_sm_remove_body; out, its
+   handle, may be NULL). While it lives, pbd.h refuses to remove its
+   particles (pbd_remove_particles, pbd_remove_object, ...). Errors, with
+   nothing changed: NULL pointers; particle_count < 1,
    a duplicate particle, beta/stiffness outside [0, 1], negative
    yield/creep, max_plastic <= 0, both a plan and lists, a plan whose
    particle count differs, an empty region (PBD_ERROR_INVALID_ARGUMENT); a
@@ -532,8 +561,13 @@ PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
    Inf (PBD_ERROR_NOT_FINITE); a negative mass (PBD_ERROR_NEGATIVE_MASS); a
    region whose total mass is zero (PBD_ERROR_INVALID_ARGUMENT) or whose
    rest positions all coincide (PBD_ERROR_DEGENERATE). */
-PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *desc, pbd_sm_body **out);
-PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *body);
+PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *desc, pbd_sm_body *out);
+/* Removes the body (of pbd_sm_add_body or pbd_sm_add_lattice) and frees
+   it; the particles stay (a lattice's: remove them with
+   pbd_remove_particles). Every call on a body checks its handle: 0, a
+   removed body's handle (stale) and a handle of another kind fail with
+   PBD_ERROR_INVALID_HANDLE. */
+PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body body);
 
 /* A lattice body (Rivers and James 2007): one particle per cell at
    origin + spacing * cell, regions of half-width w (pbd_sm_plan_lattice,
@@ -554,9 +588,10 @@ typedef struct pbd_sm_lattice_desc {
 } pbd_sm_lattice_desc;
 
 PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void);
-/* Adds the particles and the body; *particles (optional) receives their
-   range: local particle i (cell i) is world particle particles->first + i. */
-PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *desc, pbd_sm_body **out,
+/* Adds the particles and the body (out, its handle, may be NULL);
+   *particles (optional) receives their range: local particle i (cell i)
+   is world particle particles->first + i. */
+PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *desc, pbd_sm_body *out,
                                          pbd_range *particles);
 /* The cells of a solid box nx x ny x nz (x fastest): writes 3*nx*ny*nz ints. */
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
@@ -586,32 +621,35 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int vertex_count, const int *elements, i
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int vertex_count, const int *elements, int element_count, int arity, int omega,
                                         pbd_sm_sum_plan **out);
 
-PBD_SM_DEF int pbd_sm_body_particle_count(const pbd_sm_body *b);
-PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b);
+/* The number of the body's particles and of its regions. */
+PBD_SM_DEF pbd_result pbd_sm_body_particle_count(const pbd_world *w, pbd_sm_body b, int *count);
+PBD_SM_DEF pbd_result pbd_sm_body_region_count(const pbd_world *w, pbd_sm_body b, int *count);
 /* The plan the body sums with (owned as described in pbd_sm_body_desc). */
-PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b);
+PBD_SM_DEF pbd_result pbd_sm_body_plan(const pbd_world *w, pbd_sm_body b, pbd_sm_sum_plan **plan);
 /* Goals of the body's particles (3 floats per local particle) for the
    world's current positions, computed as in a projection (the rotations
-   warm-start from the stored ones, which stay unchanged). */
-PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals);
+   warm-start from the stored ones, which stay unchanged; the body's
+   scratch is used, hence the non-const world). */
+PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_world *w, pbd_sm_body b, float *goals);
 /* A region's last rotation (quaternion x y z w) and plastic state S_p
    (row-major 3x3). */
-PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int region, float *q);
-PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int region, float *Sp);
+PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_world *w, pbd_sm_body b, int region, float *q);
+PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_world *w, pbd_sm_body b, int region, float *Sp);
 /* Parameters that may change between steps (same ranges as the desc). */
-PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness);
+PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_world *w, pbd_sm_body b, float stiffness);
 /* RIGID and LINEAR can be swapped; QUADRATIC (its rest data) is chosen when
    the body is added. */
-PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta);
-PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic);
+PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_world *w, pbd_sm_body b, pbd_sm_mode mode, float beta);
+PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_world *w, pbd_sm_body b, float yield, float creep,
+                                                 float max_plastic);
 /* Back to the rest shape: every S_p = I. */
-PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b);
+PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_world *w, pbd_sm_body b);
 /* The body shares its loops among the world's threads when its work (the
    number of region memberships plus particles) is at least min_work
    (default PBD_SM_PARALLEL_MIN, 32768); below, one thread runs it (a
    barrier per stage would cost more). 0: always share. Results are the
    same bits either way. */
-PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work);
+PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_world *w, pbd_sm_body b, long min_work);
 
 // ==== oriented ==============================================================
 /* Oriented particles (survey 4.4; Mueller and Chentanez 2011, "Solid
@@ -637,9 +675,11 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work
    kinematic particle moves where it is led but turns with its group, as
    a point held by a hand does.
    The state belongs to the world: it is freed by pbd_world_destroy or by
-   pbd_remove_plugin(w, pbd_sm_oriented_plugin(o)). It is not part of the
-   world's snapshot. */
-typedef struct pbd_sm_oriented pbd_sm_oriented;
+   pbd_sm_remove_oriented. It is not part of the world's snapshot. A set is
+   named by a handle whose id is that of its plugin. */
+typedef struct pbd_sm_oriented {
+    uint32_t id;
+} pbd_sm_oriented;
 
 typedef struct pbd_sm_oriented_desc {
     pbd_range particles; /* world particles that get orientations, count >= 1 */
@@ -664,21 +704,31 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
    zero quaternion, or a zero total mass (every particle of mass 0;
    particles of mass 0 among others weigh as the mean one); NOT_FINITE
    for NaN/Inf. The particles are marked coupled (pbd_world_mark_coupled):
-   orientations hold angular momentum the world does not see. */
-PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *desc, pbd_sm_oriented **out);
-PBD_SM_DEF pbd_plugin pbd_sm_oriented_plugin(const pbd_sm_oriented *o);
-PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o);
-/* Orientation q (4 floats) and angular velocity omega (3 floats, rad/s,
-   world frame) of particle `index` (local, 0..count-1); either may be NULL. */
-PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega);
+   orientations hold angular momentum the world does not see. out (the
+   handle) may be NULL. While the set lives, pbd.h refuses to remove its
+   particles. */
+PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *desc, pbd_sm_oriented *out);
+/* Removes the set and frees it (its particles stay, without orientations).
+   Every call on a set checks its handle: 0, a removed set's handle (stale)
+   and a handle of another kind fail with PBD_ERROR_INVALID_HANDLE. */
+PBD_SM_DEF pbd_result pbd_sm_remove_oriented(pbd_world *w, pbd_sm_oriented set);
+/* The world particles of the set (desc.particles). */
+PBD_SM_DEF pbd_result pbd_sm_oriented_range(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles);
+/* The state of particle `index` (local, 0..count-1): its orientation q (4
+   floats) and angular velocity omega (3 floats, rad/s, world frame);
+   either may be NULL. */
+PBD_SM_DEF pbd_result pbd_sm_oriented_get_state(const pbd_world *w, pbd_sm_oriented set, int index, float *q,
+                                                float *omega);
 /* Sets them (either may be NULL to keep it); q must be non-zero (it is
    normalised). */
-PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega);
+PBD_SM_DEF pbd_result pbd_sm_oriented_set_state(pbd_world *w, pbd_sm_oriented set, int index, const float *q,
+                                                const float *omega);
 /* The members (local indices, centre first) of particle index's group. */
-PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count);
+PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_world *w, pbd_sm_oriented set, int index, int *members, int max,
+                                            int *count);
 /* Rotational kinetic energy sum 1/2 omega^T I omega of the ellipsoids
    (I = m/5 diag(b^2+c^2, a^2+c^2, a^2+b^2) in the body frame). */
-PBD_SM_DEF double pbd_sm_oriented_rotational_energy(const pbd_sm_oriented *o, const pbd_world *w);
+PBD_SM_DEF pbd_result pbd_sm_oriented_rotational_energy(const pbd_world *w, pbd_sm_oriented set, double *energy);
 
 /* Stateless pieces, usable with your own storage. */
 /* Eq. 27: q_out = [omega/|omega| sin(|omega|h/2), cos(|omega|h/2)] q,
@@ -696,7 +746,10 @@ PBD_SM_DEF void pbd_sm_ellipsoid_moment(float m, const float *r, const float *q,
 
 /* Linear blend skinning with the oriented particles as bones (survey 4.4):
    vertex v = sum_b w_b (x_b + R(q_b) R(rest_q_b)^T (v_rest - x_rest_b)).
-   A skin refers to its oriented set and must not outlive it. */
+   A skin is yours, not the world's (pbd_sm_skin_create / _destroy,
+   allocated with PBD_SM_MALLOC); it names its oriented set by its handle,
+   so pbd_sm_skin_apply fails with PBD_ERROR_INVALID_HANDLE once the set
+   is removed. */
 typedef struct pbd_sm_skin pbd_sm_skin;
 typedef struct pbd_sm_skin_desc {
     const float *rest_vertices; /* vertex_count*3, in the pose of the set's rest positions */
@@ -710,9 +763,10 @@ typedef struct pbd_sm_skin_desc {
 } pbd_sm_skin_desc;
 
 PBD_SM_DEF pbd_sm_skin_desc pbd_sm_skin_desc_default(void);
-PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *desc, pbd_sm_skin **out);
+PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set, const pbd_sm_skin_desc *desc,
+                                         pbd_sm_skin **out);
 /* Writes vertex_count*3 floats from the world's current positions and the
-   set's orientations. */
+   set's orientations; w must be the set's world. */
 PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w, float *out_vertices);
 PBD_SM_DEF int pbd_sm_skin_vertex_count(const pbd_sm_skin *s);
 PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
@@ -738,8 +792,11 @@ PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
    dC/dt = sum_i grad_i C . v_i = 0 (a divergence-free velocity field).
    Runs as a world plugin after the constraint groups of each iteration,
    serially (deterministic for any thread count). Owned by the world like
-   the oriented set. */
-typedef struct pbd_sm_volume pbd_sm_volume;
+   the oriented set, and named likewise by a handle whose id is that of
+   its plugin. */
+typedef struct pbd_sm_volume {
+    uint32_t id;
+} pbd_sm_volume;
 
 typedef struct pbd_sm_volume_desc {
     const int *triangles; /* triangle_count*3 world particle indices: closed, consistently
@@ -761,21 +818,26 @@ PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void);
    for no triangles or parameters out of range; INDEX_OUT_OF_RANGE;
    DEGENERATE for a triangle with a repeated particle or zero area, or a
    volume <= 0 (inside out); NOT_CLOSED when an edge is not shared by
-   exactly two triangles in opposite directions; NOT_FINITE. */
-PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *desc, pbd_sm_volume **out);
-PBD_SM_DEF pbd_plugin pbd_sm_volume_plugin(const pbd_sm_volume *v);
+   exactly two triangles in opposite directions; NOT_FINITE. out (the
+   handle) may be NULL. While the volume lives, pbd.h refuses to remove
+   its particles. */
+PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *desc, pbd_sm_volume *out);
+/* Removes the volume constraint and frees it (the particles stay). Every
+   call on a volume checks its handle: 0, a removed volume's handle
+   (stale) and a handle of another kind fail with PBD_ERROR_INVALID_HANDLE. */
+PBD_SM_DEF pbd_result pbd_sm_remove_surface_volume(pbd_world *w, pbd_sm_volume volume);
 /* Volume of the mesh at the world's current positions (eq. 12). */
-PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_world *w, double *volume);
-PBD_SM_DEF double pbd_sm_volume_rest(const pbd_sm_volume *v);
-/* Set the rest volume (> 0, finite) and the blend alpha ([0, 1]). */
-PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume);
-PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha);
+PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_world *w, pbd_sm_volume v, double *volume);
+/* The rest volume, and its setter (> 0, finite); the blend alpha ([0, 1]). */
+PBD_SM_DEF pbd_result pbd_sm_volume_get_rest(const pbd_world *w, pbd_sm_volume v, double *rest_volume);
+PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_world *w, pbd_sm_volume v, double rest_volume);
+PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_world *w, pbd_sm_volume v, float alpha);
 /* The opposing particle (world index, -1 if the ray found none) of world
    particle `particle` of the mesh. */
-PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite);
+PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_world *w, pbd_sm_volume v, int particle, int *opposite);
 /* The weights w_i of the last projection, for the mesh's particles in
    increasing world index; writes at most max, *count gets the number. */
-PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count);
+PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume v, float *weights, int max, int *count);
 
 // ==== multires cloth ========================================================
 /* Multi-resolution shape-matching cloth: Bender, Weber and Diziol 2013,
@@ -854,40 +916,47 @@ typedef struct pbd_sm_cloth_desc {
     int keep_count;
 } pbd_sm_cloth_desc;
 
-typedef struct pbd_sm_cloth pbd_sm_cloth;
+/* A cloth is named by a handle whose id is that of its plugin. */
+typedef struct pbd_sm_cloth {
+    uint32_t id;
+} pbd_sm_cloth;
 
 PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void);
 /* Adds the particles (one per vertex, in vertex order) and the plugin. The
    cloth belongs to the world: it is freed with it (or pbd_sm_remove_cloth).
-   `particles` (optional) receives the particle range. */
-PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *desc, pbd_sm_cloth **out,
+   out (the handle) and `particles` (the particle range) may be NULL.
+   While the cloth lives, pbd.h refuses to remove its particles. */
+PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *desc, pbd_sm_cloth *out,
                                        pbd_range *particles);
-PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *cloth);
-PBD_SM_DEF pbd_range pbd_sm_cloth_particles(const pbd_sm_cloth *cloth);
+/* Removes the cloth's solver and frees it; its particles stay (remove them
+   with pbd_remove_particles). Every call on a cloth checks its handle: 0,
+   a removed cloth's handle (stale) and a handle of another kind fail with
+   PBD_ERROR_INVALID_HANDLE. */
+PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth cloth);
+PBD_SM_DEF pbd_result pbd_sm_cloth_particles(const pbd_world *w, pbd_sm_cloth cloth, pbd_range *particles);
 /* Hierarchy levels: 0 is the coarsest, level_count - 1 the finest (the
    world's particles). Positions are 4 floats per vertex (x y z inverse-mass)
    as of the last V-cycle; the finest level's are the world's. */
-PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *cloth);
-PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *cloth, int level, int *vertex_count, int *triangle_count,
-                                         const int **triangles, const float **positions);
+PBD_SM_DEF pbd_result pbd_sm_cloth_level_count(const pbd_world *w, pbd_sm_cloth cloth, int *count);
+PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_world *w, pbd_sm_cloth cloth, int level, int *vertex_count,
+                                         int *triangle_count, const int **triangles, const float **positions);
 /* Parameters that can change between steps (same ranges as the desc). */
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *cloth, float alpha, float beta);
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *cloth, int on);
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *cloth, float damping);
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *cloth, float bending_stiffness);
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *cloth, pbd_sm_cloth_scheme scheme);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_world *w, pbd_sm_cloth cloth, float alpha, float beta);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_world *w, pbd_sm_cloth cloth, int on);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_world *w, pbd_sm_cloth cloth, float damping);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_world *w, pbd_sm_cloth cloth, float bending_stiffness);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_world *w, pbd_sm_cloth cloth, pbd_sm_cloth_scheme scheme);
 /* The triangle kernel (2D matching, eqs. 4-18) runs pbd_simd_width()
    triangles per SIMD instruction (pbd.h's choice: 16 with AVX-512, 8 with
    AVX2, 4 with SSE2 or NEON; 1 under PBD_NO_SIMD or without SIMDe). on = 0
    selects the scalar reference, which gives the same bits; on (default)
    where compiled. */
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *cloth, int on);
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_world *w, pbd_sm_cloth cloth, int on);
 /* Strain of the finest mesh at the world's current positions: the mean
    over the edges of the elongation max(l - l0, 0) / l0 (the paper's
    average local strain: a shorter edge is a buckled, not a strained, one)
    and the largest (l - l0) / l0 of an edge. */
-PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_world *w, float *average,
-                                          float *maximum);
+PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_world *w, pbd_sm_cloth cloth, float *average, float *maximum);
 
 #ifdef __cplusplus
 }
@@ -931,6 +1000,100 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #define PBD_SM_FREE(p) free(p)
 #endif
 
+/* Memory (MEMORY in the manual): `mem` is the world a thing belongs to,
+   whose allocator it uses (pbd_world_alloc: pbd_world_desc.allocator, else
+   PBD_MALLOC); NULL for things without a world (PBD_SM_MALLOC). A thing
+   frees its memory with the same `mem` it was allocated with. */
+static void *pbd_sm__alloc_n(pbd_world *mem, size_t n, size_t elem) {
+    if (elem && n > SIZE_MAX / elem) return NULL;
+    size_t size = n * elem > 0 ? n * elem : 1;
+    return mem ? pbd_world_alloc(mem, size) : PBD_SM_MALLOC(size);
+}
+static void pbd_sm__free(pbd_world *mem, void *p) {
+    if (!p) return;
+    if (mem) pbd_world_free(mem, p);
+    else PBD_SM_FREE(p);
+}
+
+/* The things a world owns, named by handles whose id is that of the
+   plugin each registers; the plugin's user pointer is the struct, whose
+   first member is its kind's tag (pbd_sm__resolve). */
+typedef struct pbd_sm__body pbd_sm__body;
+typedef struct pbd_sm__oriented pbd_sm__oriented;
+typedef struct pbd_sm__volume pbd_sm__volume;
+typedef struct pbd_sm__cloth pbd_sm__cloth;
+#define PBD_SM__TAG_BODY 0x42736d70u     /* "pmsB" */
+#define PBD_SM__TAG_ORIENTED 0x4f736d70u /* "pmsO" */
+#define PBD_SM__TAG_VOLUME 0x56736d70u   /* "pmsV" */
+#define PBD_SM__TAG_CLOTH 0x43736d70u    /* "pmsC" */
+
+/* The kind a tag names, for messages (NULL: not one of pbd_sm.h's). */
+static const char *pbd_sm__kind(uint32_t tag) {
+    switch (tag) {
+        case PBD_SM__TAG_BODY: return "shape-matching body";
+        case PBD_SM__TAG_ORIENTED: return "oriented particle set";
+        case PBD_SM__TAG_VOLUME: return "surface volume";
+        case PBD_SM__TAG_CLOTH: return "multi-resolution cloth";
+        default: return NULL;
+    }
+}
+static const char *pbd_sm__article(const char *noun) { return strchr("aeiou", noun[0]) ? "an" : "a"; }
+
+/* The plugin kind (pbd_plugin_desc.kind) of each of pbd_sm.h's kinds: the
+   address of its tag here, which no other code can hand out. */
+static const uint32_t pbd_sm__kind_tags[4] = {PBD_SM__TAG_BODY, PBD_SM__TAG_ORIENTED, PBD_SM__TAG_VOLUME,
+                                              PBD_SM__TAG_CLOTH};
+static const void *pbd_sm__plugin_kind(uint32_t tag) {
+    for (int k = 0; k < 4; ++k)
+        if (pbd_sm__kind_tags[k] == tag) return &pbd_sm__kind_tags[k];
+    return NULL;
+}
+
+/* The struct of kind `tag` that handle `id` names in w: the user pointer of
+   the live plugin with that id, whose plugin kind is that tag's. Else
+   nothing is touched and the error is reported on w, naming the kind:
+   PBD_ERROR_NULL_POINTER for no world, PBD_ERROR_INVALID_HANDLE for id 0,
+   for an id that names no live plugin (the thing was removed, or the
+   handle is of another world) and for a plugin of another kind (another
+   of pbd_sm.h's kinds, or someone else's plugin). */
+static pbd_result pbd_sm__resolve(const pbd_world *w, uint32_t id, uint32_t tag, const char *fn, void **out) {
+    const char *kind = pbd_sm__kind(tag);
+    *out = NULL;
+    if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: w is NULL", fn);
+    if (id == 0) return pbd_world_fail(w, PBD_ERROR_INVALID_HANDLE, "%s: the %s handle is 0 (no %s)", fn, kind, kind);
+    pbd_plugin p;
+    p.id = id;
+    const void *pk;
+    void *user;
+    if (pbd_plugin_get(w, p, &pk, &user) != PBD_OK)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_HANDLE,
+                              "%s: %s handle 0x%x is stale: that %s was removed (or the handle is of another world)",
+                              fn, kind, (unsigned)id, kind);
+    if (pk != pbd_sm__plugin_kind(tag)) {
+        const char *other = NULL;
+        for (int k = 0; k < 4; ++k)
+            if (pk == &pbd_sm__kind_tags[k]) other = pbd_sm__kind(pbd_sm__kind_tags[k]);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_HANDLE, "%s: handle 0x%x names %s %s, not %s %s", fn, (unsigned)id,
+                              other ? pbd_sm__article(other) : "a", other ? other : "plugin that is not pbd_sm.h's",
+                              pbd_sm__article(kind), kind);
+    }
+    *out = user;
+    return PBD_OK;
+}
+
+/* pbd_plugin_desc.uses_particles: the first marked particle of a list of
+   world particles / of a range, or -1. */
+static int pbd_sm__marked_list(const unsigned char *marked, int n, const int *idx, int count) {
+    for (int i = 0; i < count; ++i)
+        if (idx[i] >= 0 && idx[i] < n && marked[idx[i]]) return idx[i];
+    return -1;
+}
+static int pbd_sm__marked_range(const unsigned char *marked, int n, pbd_range r) {
+    for (int i = r.first; i < r.first + r.count && i < n; ++i)
+        if (i >= 0 && marked[i]) return i;
+    return -1;
+}
+
 // ---- tolerances ----
 /* Every tolerance of the implementation, named by its role. A literal's
    type is part of its value: an f suffix means a float comparison; a
@@ -962,8 +1125,6 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #define PBD_SM__COORD_MAX 1e30
 // sin^2 of a mesh triangle's corner below this is degenerate: smaller lets zero-area triangles through
 #define PBD_SM__MESH_SIN2_MIN 1e-24
-// Jacobi stops when off-diagonal^2 <= this times diagonal^2: double precision squared; larger, inexact eigenvectors
-#define PBD_SM__JACOBI_OFF_REL 1e-32
 // pseudo-inverse drops eigenvalues below this times the largest: larger discards real modes, smaller amplifies noise
 #define PBD_SM__PINV_EIG_REL 1e-10
 // rest rms distance from the centre below this times the extent: coincident, A_qq singular; larger rejects thin bodies
@@ -978,7 +1139,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *cloth, const pbd_w
 #define PBD_SM__ANGLE_NONE 1e-9
 // an orientation's squared norm (desc, in float) must exceed this to normalise: smaller gives garbage directions
 #define PBD_SM__QUAT_NORM2_MIN_F 1e-12f
-// the same for pbd_sm_oriented_set's squared norm, in double
+// the same for pbd_sm_oriented_set_state's squared norm, in double
 #define PBD_SM__QUAT_NORM2_MIN 1e-12
 // skinning weight 1 / (d^2 + eps): keeps a vertex on a bone (d = 0) finite; larger blurs near weights
 #define PBD_SM__SKIN_DIST2_EPS 1e-12
@@ -1425,20 +1586,17 @@ struct pbd_sm_sum_plan {
     int *region_start;     /* region_count + 1 */
     int *region_particles; /* region_start[region_count] */
     void *impl;
-    void (*impl_destroy)(void *impl);
+    void (*impl_destroy)(pbd_world *mem, void *impl);
     void (*sum)(pbd_sm_sum_plan *plan, const double *values, int k, double *sums);
     long long cost; /* row operations per sum, see pbd_sm_plan_cost */
     int threads, simd;
+    pbd_world *mem; /* the allocator: the world of the body that made it, or NULL (PBD_SM_MALLOC) */
 };
-
-static void *pbd_sm__alloc_n(size_t n, size_t elem) {
-    if (elem && n > SIZE_MAX / elem) return NULL;
-    return PBD_SM_MALLOC(n * elem > 0 ? n * elem : 1);
-}
 
 /* Validates CSR region lists: sizes, ranges, no duplicate within a region
    (checked with a per-particle stamp, O(total)). */
-static pbd_result pbd_sm__check_regions(int particle_count, int region_count, const int *start, const int *members) {
+static pbd_result pbd_sm__check_regions(pbd_world *mem, int particle_count, int region_count, const int *start,
+                                        const int *members) {
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: start is NULL");
     if (region_count > 0 && !members)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
@@ -1457,7 +1615,7 @@ static pbd_result pbd_sm__check_regions(int particle_count, int region_count, co
                 NULL, PBD_ERROR_INVALID_ARGUMENT,
                 "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)",
                 start[r + 1], r, start[r]);
-    int *stamp = (int *)pbd_sm__alloc_n((size_t)particle_count, sizeof(int));
+    int *stamp = (int *)pbd_sm__alloc_n(mem, (size_t)particle_count, sizeof(int));
     if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__check_regions: out of memory");
     for (int i = 0; i < particle_count; ++i) stamp[i] = -1;
     pbd_result res = PBD_OK;
@@ -1479,7 +1637,7 @@ static pbd_result pbd_sm__check_regions(int particle_count, int region_count, co
             }
             stamp[i] = r;
         }
-    PBD_SM_FREE(stamp);
+    pbd_sm__free(mem, stamp);
     return res;
 }
 
@@ -1514,14 +1672,15 @@ static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, d
 
 /* A plan holding a copy of the CSR lists, summed naively until a method
    replaces `sum`. */
-static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, const int *start, const int *members,
-                                          pbd_sm_sum_plan **out) {
-    pbd_sm_sum_plan *p = (pbd_sm_sum_plan *)pbd_sm__alloc_n(1, sizeof *p);
+static pbd_result pbd_sm__plan_from_lists(pbd_world *mem, int particle_count, int region_count, const int *start,
+                                          const int *members, pbd_sm_sum_plan **out) {
+    pbd_sm_sum_plan *p = (pbd_sm_sum_plan *)pbd_sm__alloc_n(mem, 1, sizeof *p);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
     memset(p, 0, sizeof *p);
+    p->mem = mem;
     int total = start[region_count];
-    p->region_start = (int *)pbd_sm__alloc_n((size_t)region_count + 1, sizeof(int));
-    p->region_particles = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
+    p->region_start = (int *)pbd_sm__alloc_n(mem, (size_t)region_count + 1, sizeof(int));
+    p->region_particles = (int *)pbd_sm__alloc_n(mem, (size_t)total, sizeof(int));
     if (!p->region_start || !p->region_particles) {
         pbd_sm_plan_destroy(p);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
@@ -1538,12 +1697,18 @@ static pbd_result pbd_sm__plan_from_lists(int particle_count, int region_count, 
     return PBD_OK;
 }
 
+/* pbd_sm_plan_naive with the memory of world mem (NULL: PBD_SM_MALLOC). */
+static pbd_result pbd_sm__plan_naive(pbd_world *mem, int particle_count, int region_count, const int *region_start,
+                                     const int *region_particles, pbd_sm_sum_plan **out) {
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_naive: out is NULL");
+    pbd_result r = pbd_sm__check_regions(mem, particle_count, region_count, region_start, region_particles);
+    if (r != PBD_OK) return r;
+    return pbd_sm__plan_from_lists(mem, particle_count, region_count, region_start, region_particles, out);
+}
+
 PBD_SM_DEF pbd_result pbd_sm_plan_naive(int particle_count, int region_count, const int *region_start,
                                         const int *region_particles, pbd_sm_sum_plan **out) {
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_naive: out is NULL");
-    pbd_result r = pbd_sm__check_regions(particle_count, region_count, region_start, region_particles);
-    if (r != PBD_OK) return r;
-    return pbd_sm__plan_from_lists(particle_count, region_count, region_start, region_particles, out);
+    return pbd_sm__plan_naive(NULL, particle_count, region_count, region_start, region_particles, out);
 }
 
 /* ---- scans: segmented prefix sums and window differences -----------------
@@ -1562,11 +1727,11 @@ typedef struct pbd_sm__scan {
     int *iv;        /* 2 per interval: prefix rows lo, hi; the sum is P[hi] - P[lo] */
 } pbd_sm__scan;
 
-static void pbd_sm__scan_free(pbd_sm__scan *s) {
-    PBD_SM_FREE(s->gather);
-    PBD_SM_FREE(s->seg_start);
-    PBD_SM_FREE(s->out_start);
-    PBD_SM_FREE(s->iv);
+static void pbd_sm__scan_free(pbd_world *mem, pbd_sm__scan *s) {
+    pbd_sm__free(mem, s->gather);
+    pbd_sm__free(mem, s->seg_start);
+    pbd_sm__free(mem, s->out_start);
+    pbd_sm__free(mem, s->iv);
     memset(s, 0, sizeof *s);
 }
 
@@ -1635,14 +1800,15 @@ static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P
 /* Segments of sorted keys: a segment is a run of equal key >> 21 (a line
    of the lattice: the two slower coordinates). seg_of[e] is the segment
    of input e. */
-static pbd_result pbd_sm__line_segments(const long long *keys, int n, pbd_sm__scan *s, int **seg_of_out) {
+static pbd_result pbd_sm__line_segments(pbd_world *mem, const long long *keys, int n, pbd_sm__scan *s,
+                                        int **seg_of_out) {
     int count = 0;
     for (int e = 0; e < n; ++e)
         if (e == 0 || (keys[e] >> 21) != (keys[e - 1] >> 21)) count++;
-    s->seg_start = (int *)pbd_sm__alloc_n((size_t)count + 1, sizeof(int));
-    int *seg_of = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    s->seg_start = (int *)pbd_sm__alloc_n(mem, (size_t)count + 1, sizeof(int));
+    int *seg_of = (int *)pbd_sm__alloc_n(mem, (size_t)n, sizeof(int));
     if (!s->seg_start || !seg_of) {
-        PBD_SM_FREE(seg_of);
+        pbd_sm__free(mem, seg_of);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__line_segments: out of memory");
     }
     int g = -1;
@@ -1699,8 +1865,9 @@ static int pbd_sm__find_cell(const pbd_sm__cell_key *keys, int n, long long key)
 }
 
 /* Builds the CSR lists of the lattice regions; *start and *members are
-   allocated with PBD_SM_MALLOC. */
-static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **start_out, int **members_out) {
+   allocated with mem's allocator (pbd_sm__alloc_n). */
+static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells, int w, int **start_out,
+                                        int **members_out) {
     if (!cells && n > 0)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
     if (n < 0 || w < 1 || w > 64)
@@ -1712,11 +1879,11 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
                                   "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 "
                                   "<< 20) - 64 (i %d, cells[i] %d)",
                                   i, cells[i]);
-    pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *keys);
-    int *start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n(mem, (size_t)n, sizeof *keys);
+    int *start = (int *)pbd_sm__alloc_n(mem, (size_t)n + 1, sizeof(int));
     if (!keys || !start) {
-        PBD_SM_FREE(keys);
-        PBD_SM_FREE(start);
+        pbd_sm__free(mem, keys);
+        pbd_sm__free(mem, start);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
     }
     for (int i = 0; i < n; ++i) {
@@ -1727,8 +1894,8 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
     for (int i = 1; i < n; ++i)
         if (keys[i].key == keys[i - 1].key) {
             int a = keys[i - 1].particle, b = keys[i].particle;
-            PBD_SM_FREE(keys);
-            PBD_SM_FREE(start);
+            pbd_sm__free(mem, keys);
+            pbd_sm__free(mem, start);
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                                   "lattice: particles %d and %d are in one cell (%d, %d, %d)", a, b, cells[3 * b],
                                   cells[3 * b + 1], cells[3 * b + 2]);
@@ -1753,24 +1920,24 @@ static pbd_result pbd_sm__lattice_lists(int n, const int *cells, int w, int **st
             if (pass == 1) qsort(members + start[i], (size_t)cnt, sizeof(int), pbd_sm__cmp_int);
             total += cnt;
             if (total > INT_MAX) {
-                PBD_SM_FREE(keys);
-                PBD_SM_FREE(start);
-                PBD_SM_FREE(members);
+                pbd_sm__free(mem, keys);
+                pbd_sm__free(mem, start);
+                pbd_sm__free(mem, members);
                 return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                                       "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total);
             }
         }
         if (pass == 0) {
             start[n] = (int)total;
-            members = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
+            members = (int *)pbd_sm__alloc_n(mem, (size_t)total, sizeof(int));
             if (!members) {
-                PBD_SM_FREE(keys);
-                PBD_SM_FREE(start);
+                pbd_sm__free(mem, keys);
+                pbd_sm__free(mem, start);
                 return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
             }
         }
     }
-    PBD_SM_FREE(keys);
+    pbd_sm__free(mem, keys);
     *start_out = start;
     *members_out = members;
     return PBD_OK;
@@ -1788,13 +1955,13 @@ typedef struct pbd_sm__lattice {
     double *P, *B; /* scratch for k = 64: prefix rows; bars, then plates */
 } pbd_sm__lattice;
 
-static void pbd_sm__lattice_destroy(void *impl) {
+static void pbd_sm__lattice_destroy(pbd_world *mem, void *impl) {
     pbd_sm__lattice *L = (pbd_sm__lattice *)impl;
     if (!L) return;
-    for (int s = 0; s < 3; ++s) pbd_sm__scan_free(&L->pass[s]);
-    PBD_SM_FREE(L->P);
-    PBD_SM_FREE(L->B);
-    PBD_SM_FREE(L);
+    for (int s = 0; s < 3; ++s) pbd_sm__scan_free(mem, &L->pass[s]);
+    pbd_sm__free(mem, L->P);
+    pbd_sm__free(mem, L->B);
+    pbd_sm__free(mem, L);
 }
 
 static void pbd_sm__sum_lattice(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
@@ -1832,19 +1999,20 @@ static int pbd_sm__sort_unique_ll(long long *keys, int n) {
    along that line, found at the input key (f[perm[0]], f[perm[1]],
    f[perm[2]] + d), f the candidate's fields, |d| <= w. Empty windows are
    dropped when `kept` is given (it receives the surviving candidates). */
-static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int n_in, const long long *cand, int n_cand,
-                                      const int *perm, int w, long long *kept, int *n_out) {
+static pbd_result pbd_sm__window_pass(pbd_world *mem, pbd_sm__scan *s, const long long *in, int n_in,
+                                      const long long *cand, int n_cand, const int *perm, int w, long long *kept,
+                                      int *n_out) {
     int *seg_of = NULL;
-    pbd_result r = pbd_sm__line_segments(in, n_in, s, &seg_of);
+    pbd_result r = pbd_sm__line_segments(mem, in, n_in, s, &seg_of);
     if (r != PBD_OK) return r;
     if ((long long)n_in + s->seg_count > INT_MAX) {
-        PBD_SM_FREE(seg_of);
+        pbd_sm__free(mem, seg_of);
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm__window_pass: prefix rows ((long long)n_in + s->seg_count > INT_MAX)");
     } /* prefix rows */
-    s->iv = (int *)pbd_sm__alloc_n(2 * (size_t)n_cand, sizeof(int));
+    s->iv = (int *)pbd_sm__alloc_n(mem, 2 * (size_t)n_cand, sizeof(int));
     if (!s->iv) {
-        PBD_SM_FREE(seg_of);
+        pbd_sm__free(mem, seg_of);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_pass: out of memory");
     }
     int o = 0;
@@ -1860,7 +2028,7 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
         if (kept) kept[o] = cand[c];
         o++;
     }
-    PBD_SM_FREE(seg_of);
+    pbd_sm__free(mem, seg_of);
     s->out_count = o;
     *n_out = o;
     return PBD_OK;
@@ -1868,13 +2036,13 @@ static pbd_result pbd_sm__window_pass(pbd_sm__scan *s, const long long *in, int 
 
 /* Candidate keys c + d * axis_a (+ e * axis_b) over all particles, in the
    field order `order`, sorted and unique. */
-static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, const int *order, int two_axes,
-                                            long long **out, int *count) {
+static pbd_result pbd_sm__window_candidates(pbd_world *mem, int n, const int *cells, int w, const int *order,
+                                            int two_axes, long long **out, int *count) {
     size_t side = 2 * (size_t)w + 1, total = (size_t)n * side * (two_axes ? side : 1);
     if (total > (size_t)INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm__window_candidates: rejected because total > (size_t)INT_MAX");
-    long long *keys = (long long *)pbd_sm__alloc_n(total, sizeof(long long));
+    long long *keys = (long long *)pbd_sm__alloc_n(mem, total, sizeof(long long));
     if (!keys) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_candidates: out of memory");
     size_t t = 0;
     for (int i = 0; i < n; ++i)
@@ -1891,18 +2059,18 @@ static pbd_result pbd_sm__window_candidates(int n, const int *cells, int w, cons
 
 static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, int w) {
     int n = p->particle_count;
-    pbd_sm__lattice *L = (pbd_sm__lattice *)pbd_sm__alloc_n(1, sizeof *L);
+    pbd_sm__lattice *L = (pbd_sm__lattice *)pbd_sm__alloc_n(p->mem, 1, sizeof *L);
     if (!L) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
     memset(L, 0, sizeof *L);
     p->impl = L;
     p->impl_destroy = pbd_sm__lattice_destroy;
     /* pass 0 inputs: particles sorted by (z, y, x), x-lines */
-    pbd_sm__cell_key *ck = (pbd_sm__cell_key *)pbd_sm__alloc_n((size_t)n, sizeof *ck);
-    long long *k0 = (long long *)pbd_sm__alloc_n((size_t)n, sizeof(long long));
+    pbd_sm__cell_key *ck = (pbd_sm__cell_key *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof *ck);
+    long long *k0 = (long long *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(long long));
     long long *bars = NULL, *plates = NULL, *cubes = NULL;
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
     int nb = 0, np = 0, nc = 0;
-    L->pass[0].gather = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    L->pass[0].gather = (int *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(int));
     if (!ck || !k0 || !L->pass[0].gather) goto done;
     for (int i = 0; i < n; ++i) {
         ck[i].key = pbd_sm__cell_code(cells[3 * i + 2], cells[3 * i + 1], cells[3 * i]);
@@ -1916,23 +2084,23 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
     {
         /* bars at c + (0, b, a), keyed (z, x, y): pass 1 sums them along y */
         static const int bar_order[3] = {2, 0, 1}, bar_perm[3] = {0, 2, 1};
-        r = pbd_sm__window_candidates(n, cells, w, bar_order, 1, &bars, &nb);
+        r = pbd_sm__window_candidates(p->mem, n, cells, w, bar_order, 1, &bars, &nb);
         if (r != PBD_OK) goto done;
-        r = pbd_sm__window_pass(&L->pass[0], k0, n, bars, nb, bar_perm, w, bars, &nb);
+        r = pbd_sm__window_pass(p->mem, &L->pass[0], k0, n, bars, nb, bar_perm, w, bars, &nb);
         if (r != PBD_OK) goto done;
         /* plates at c + (0, 0, a), keyed (x, y, z): pass 2 sums them along z */
         static const int plate_order[3] = {0, 1, 2}, plate_perm[3] = {2, 0, 1};
-        r = pbd_sm__window_candidates(n, cells, w, plate_order, 0, &plates, &np);
+        r = pbd_sm__window_candidates(p->mem, n, cells, w, plate_order, 0, &plates, &np);
         if (r != PBD_OK) goto done;
-        r = pbd_sm__window_pass(&L->pass[1], bars, nb, plates, np, plate_perm, w, plates, &np);
+        r = pbd_sm__window_pass(p->mem, &L->pass[1], bars, nb, plates, np, plate_perm, w, plates, &np);
         if (r != PBD_OK) goto done;
         /* cubes at the particles, in particle order (never empty) */
         static const int cube_perm[3] = {0, 1, 2};
         r = PBD_ERROR_OUT_OF_MEMORY;
-        cubes = (long long *)pbd_sm__alloc_n((size_t)n, sizeof(long long));
+        cubes = (long long *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(long long));
         if (!cubes) goto done;
         for (int i = 0; i < n; ++i) cubes[i] = pbd_sm__cell_code(cells[3 * i], cells[3 * i + 1], cells[3 * i + 2]);
-        r = pbd_sm__window_pass(&L->pass[2], plates, np, cubes, n, cube_perm, w, NULL, &nc);
+        r = pbd_sm__window_pass(p->mem, &L->pass[2], plates, np, cubes, n, cube_perm, w, NULL, &nc);
         if (r != PBD_OK) goto done;
     }
     {
@@ -1942,21 +2110,23 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
             if (rows > prow) prow = rows;
             p->cost += pbd_sm__scan_cost(&L->pass[s]);
         }
-        L->P = (double *)pbd_sm__alloc_n(prow * 64, sizeof(double));
-        L->B = (double *)pbd_sm__alloc_n(brow * 64, sizeof(double));
+        L->P = (double *)pbd_sm__alloc_n(p->mem, prow * 64, sizeof(double));
+        L->B = (double *)pbd_sm__alloc_n(p->mem, brow * 64, sizeof(double));
         r = L->P && L->B ? PBD_OK
                          : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
     }
 done:
-    PBD_SM_FREE(ck);
-    PBD_SM_FREE(k0);
-    PBD_SM_FREE(bars);
-    PBD_SM_FREE(plates);
-    PBD_SM_FREE(cubes);
+    pbd_sm__free(p->mem, ck);
+    pbd_sm__free(p->mem, k0);
+    pbd_sm__free(p->mem, bars);
+    pbd_sm__free(p->mem, plates);
+    pbd_sm__free(p->mem, cubes);
     return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__lattice_build: out of memory") : r;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
+/* pbd_sm_plan_lattice with the memory of world mem (NULL: PBD_SM_MALLOC). */
+static pbd_result pbd_sm__plan_lattice(pbd_world *mem, int particle_count, const int *cells, int w,
+                                       pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
     if (!cells && particle_count > 0)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
@@ -1978,12 +2148,12 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
             "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 "
             "* (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)");
     int *start = NULL, *members = NULL;
-    pbd_result r = pbd_sm__lattice_lists(particle_count, cells, w, &start, &members);
+    pbd_result r = pbd_sm__lattice_lists(mem, particle_count, cells, w, &start, &members);
     if (r != PBD_OK) return r;
     pbd_sm_sum_plan *p = NULL;
-    r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(members);
+    r = pbd_sm__plan_from_lists(mem, particle_count, particle_count, start, members, &p);
+    pbd_sm__free(mem, start);
+    pbd_sm__free(mem, members);
     if (r != PBD_OK) return r;
     p->cost = 0;
     r = pbd_sm__lattice_build(p, cells, w);
@@ -1995,6 +2165,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, 
     p->sum = pbd_sm__sum_lattice;
     *out = p;
     return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_plan_lattice(int particle_count, const int *cells, int w, pbd_sm_sum_plan **out) {
+    return pbd_sm__plan_lattice(NULL, particle_count, cells, w, out);
 }
 
 /* ---- octree: adaptive lattice (survey 4.3.2, Steinemann et al. 2008) ------
@@ -2021,23 +2195,23 @@ typedef struct pbd_sm__octree {
     double *tab;         /* scratch: tab_row[tab_count] rows of up to 64 */
 } pbd_sm__octree;
 
-static void pbd_sm__octree_destroy(void *impl) {
+static void pbd_sm__octree_destroy(pbd_world *mem, void *impl) {
     pbd_sm__octree *T = (pbd_sm__octree *)impl;
     if (!T) return;
-    PBD_SM_FREE(T->level_start);
-    PBD_SM_FREE(T->child_start);
-    PBD_SM_FREE(T->child);
-    PBD_SM_FREE(T->reg_start);
-    PBD_SM_FREE(T->reg_node);
-    PBD_SM_FREE(T->node_sums);
-    PBD_SM_FREE(T->tab_dim);
-    PBD_SM_FREE(T->tab_row);
-    PBD_SM_FREE(T->tab_leaf);
-    PBD_SM_FREE(T->tab_cell);
-    PBD_SM_FREE(T->corner_start);
-    PBD_SM_FREE(T->corner);
-    PBD_SM_FREE(T->tab);
-    PBD_SM_FREE(T);
+    pbd_sm__free(mem, T->level_start);
+    pbd_sm__free(mem, T->child_start);
+    pbd_sm__free(mem, T->child);
+    pbd_sm__free(mem, T->reg_start);
+    pbd_sm__free(mem, T->reg_node);
+    pbd_sm__free(mem, T->node_sums);
+    pbd_sm__free(mem, T->tab_dim);
+    pbd_sm__free(mem, T->tab_row);
+    pbd_sm__free(mem, T->tab_leaf);
+    pbd_sm__free(mem, T->tab_cell);
+    pbd_sm__free(mem, T->corner_start);
+    pbd_sm__free(mem, T->corner);
+    pbd_sm__free(mem, T->tab);
+    pbd_sm__free(mem, T);
 }
 
 static void pbd_sm__sum_octree(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
@@ -2155,14 +2329,14 @@ static void pbd_sm__ivec_push(pbd_sm__ivec *v, int x) {
     if (v->failed) return;
     if (v->n == v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 256;
-        int *a = (int *)pbd_sm__alloc_n(cap, sizeof(int));
+        int *a = (int *)pbd_sm__alloc_n(NULL, cap, sizeof(int));
         if (!a || v->n >= (size_t)INT_MAX) {
-            PBD_SM_FREE(a);
+            pbd_sm__free(NULL, a);
             v->failed = 1;
             return;
         }
         if (v->n) memcpy(a, v->a, v->n * sizeof(int));
-        PBD_SM_FREE(v->a);
+        pbd_sm__free(NULL, v->a);
         v->a = a;
         v->cap = cap;
     }
@@ -2174,7 +2348,7 @@ static void pbd_sm__ivec_push(pbd_sm__ivec *v, int x) {
 static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *widths, int w, pbd_sm__octree *T,
                                        int **start_out, int **members_out) {
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
-    pbd_sm__ocell *leaf = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n, sizeof *leaf);
+    pbd_sm__ocell *leaf = (pbd_sm__ocell *)pbd_sm__alloc_n(NULL, (size_t)n, sizeof *leaf);
     pbd_sm__ocell *virt = NULL;
     long long *box = NULL; /* 6 per node: min xyz, max xyz of the leaf centres, in half finest cells */
     int *parent = NULL, *stack = NULL, *stamp = NULL, *start = NULL;
@@ -2194,7 +2368,7 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
             goto done;
         }
     /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
-    virt = (pbd_sm__ocell *)pbd_sm__alloc_n((size_t)n * (PBD_SM_OCTREE_MAX_LEVEL + 8), sizeof *virt);
+    virt = (pbd_sm__ocell *)pbd_sm__alloc_n(NULL, (size_t)n * (PBD_SM_OCTREE_MAX_LEVEL + 8), sizeof *virt);
     if (!virt) goto done;
     for (;; ++top) {
         int c = 0;
@@ -2226,12 +2400,12 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     T->n = n;
     T->m = m;
     T->levels = m ? virt[m - 1].l - virt[0].l + 1 : 0;
-    T->level_start = (int *)pbd_sm__alloc_n((size_t)T->levels + 1, sizeof(int));
-    T->child_start = (int *)pbd_sm__alloc_n((size_t)m + 1, sizeof(int));
-    T->child = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
-    T->node_sums = (double *)pbd_sm__alloc_n((size_t)m * 64, sizeof(double));
-    parent = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
-    box = (long long *)pbd_sm__alloc_n(6 * ((size_t)n + (size_t)m), sizeof(long long));
+    T->level_start = (int *)pbd_sm__alloc_n(NULL, (size_t)T->levels + 1, sizeof(int));
+    T->child_start = (int *)pbd_sm__alloc_n(NULL, (size_t)m + 1, sizeof(int));
+    T->child = (int *)pbd_sm__alloc_n(NULL, (size_t)n + (size_t)m, sizeof(int));
+    T->node_sums = (double *)pbd_sm__alloc_n(NULL, (size_t)m * 64, sizeof(double));
+    parent = (int *)pbd_sm__alloc_n(NULL, (size_t)n + (size_t)m, sizeof(int));
+    box = (long long *)pbd_sm__alloc_n(NULL, 6 * ((size_t)n + (size_t)m), sizeof(long long));
     if (!T->level_start || !T->child_start || !T->child || !T->node_sums || !parent || !box) goto done;
     for (int l = 0, v = 0; l <= T->levels; ++l) {
         while (v < m && virt[v].l < virt[0].l + l) v++;
@@ -2262,12 +2436,12 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     }
     for (int j = 0; j < m; ++j) T->child_start[j + 1] += T->child_start[j];
     {
-        int *fill = stamp = (int *)pbd_sm__alloc_n((size_t)m + 1, sizeof(int));
+        int *fill = stamp = (int *)pbd_sm__alloc_n(NULL, (size_t)m + 1, sizeof(int));
         if (!fill) goto done;
         memcpy(fill, T->child_start, sizeof(int) * (size_t)m);
         for (int j = 0; j < n + m; ++j)
             if (parent[j] >= 0) T->child[fill[parent[j]]++] = j;
-        PBD_SM_FREE(stamp);
+        pbd_sm__free(NULL, stamp);
         stamp = NULL;
     }
     /* boxes bottom-up: virtual nodes are sorted by level */
@@ -2284,10 +2458,10 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     /* regions: top-down from the roots (at most 8) with the interval test */
     for (int j = 0; j < n + m; ++j)
         if (parent[j] < 0 && nroots < 8) roots[nroots++] = j;
-    stack = (int *)pbd_sm__alloc_n((size_t)n + (size_t)m, sizeof(int));
-    stamp = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    T->reg_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    stack = (int *)pbd_sm__alloc_n(NULL, (size_t)n + (size_t)m, sizeof(int));
+    stamp = (int *)pbd_sm__alloc_n(NULL, (size_t)n + 1, sizeof(int));
+    T->reg_start = (int *)pbd_sm__alloc_n(NULL, (size_t)n + 1, sizeof(int));
+    start = (int *)pbd_sm__alloc_n(NULL, (size_t)n + 1, sizeof(int));
     if (!stack || !stamp || !T->reg_start || !start) goto done;
     for (int i = 0; i < n; ++i) {
         const long long *ci = box + 6 * (size_t)i;
@@ -2348,15 +2522,15 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     members.a = NULL;
     r = PBD_OK;
 done:
-    PBD_SM_FREE(leaf);
-    PBD_SM_FREE(virt);
-    PBD_SM_FREE(box);
-    PBD_SM_FREE(parent);
-    PBD_SM_FREE(stack);
-    PBD_SM_FREE(stamp);
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(nodes.a);
-    PBD_SM_FREE(members.a);
+    pbd_sm__free(NULL, leaf);
+    pbd_sm__free(NULL, virt);
+    pbd_sm__free(NULL, box);
+    pbd_sm__free(NULL, parent);
+    pbd_sm__free(NULL, stack);
+    pbd_sm__free(NULL, stamp);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, nodes.a);
+    pbd_sm__free(NULL, members.a);
     return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__octree_build: out of memory") : r;
 }
 
@@ -2456,12 +2630,12 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
         if (rows > 2LL * n + 32768) return PBD_OK; /* sparse: summation nodes */
     }
     if (nt == 0) return PBD_OK;
-    T->tab_dim = (int *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(int));
-    T->tab_row = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
-    T->tab_cell = (long long *)pbd_sm__alloc_n((size_t)nt + 1, sizeof(long long));
-    T->tab_leaf = (int *)pbd_sm__alloc_n((size_t)ncell, sizeof(int));
-    T->tab = (double *)pbd_sm__alloc_n((size_t)rows * 64, sizeof(double));
-    T->corner_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    T->tab_dim = (int *)pbd_sm__alloc_n(NULL, 3 * (size_t)nt, sizeof(int));
+    T->tab_row = (long long *)pbd_sm__alloc_n(NULL, (size_t)nt + 1, sizeof(long long));
+    T->tab_cell = (long long *)pbd_sm__alloc_n(NULL, (size_t)nt + 1, sizeof(long long));
+    T->tab_leaf = (int *)pbd_sm__alloc_n(NULL, (size_t)ncell, sizeof(int));
+    T->tab = (double *)pbd_sm__alloc_n(NULL, (size_t)rows * 64, sizeof(double));
+    T->corner_start = (int *)pbd_sm__alloc_n(NULL, (size_t)n + 1, sizeof(int));
     if (!T->tab_dim || !T->tab_row || !T->tab_cell || !T->tab_leaf || !T->tab || !T->corner_start)
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
     int tl[PBD_SM_OCTREE_MAX_LEVEL + 1]; /* the level of each table */
@@ -2485,7 +2659,7 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
     }
     /* two passes over the regions: count the corner groups, then fill them */
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 0);
-    T->corner = (int *)pbd_sm__alloc_n(8 * (size_t)T->corner_start[n], sizeof(int));
+    T->corner = (int *)pbd_sm__alloc_n(NULL, 8 * (size_t)T->corner_start[n], sizeof(int));
     if (!T->corner) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 1);
     T->tab_count = nt;
@@ -2527,18 +2701,18 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
                                       lo);
         }
     }
-    pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(1, sizeof *T);
+    pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(NULL, 1, sizeof *T);
     if (!T) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_octree: out of memory");
     memset(T, 0, sizeof *T);
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__octree_build(particle_count, cells, widths, w, T, &start, &members);
     if (r == PBD_OK) r = pbd_sm__octree_tables(T, cells, widths, w);
     pbd_sm_sum_plan *p = NULL;
-    if (r == PBD_OK) r = pbd_sm__plan_from_lists(particle_count, particle_count, start, members, &p);
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(members);
+    if (r == PBD_OK) r = pbd_sm__plan_from_lists(NULL, particle_count, particle_count, start, members, &p);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, members);
     if (r != PBD_OK) {
-        pbd_sm__octree_destroy(T);
+        pbd_sm__octree_destroy(NULL, T);
         return r;
     }
     p->impl = T;
@@ -2562,12 +2736,12 @@ typedef struct pbd_sm__paths {
     double *P; /* scratch, (n + paths) * 64 */
 } pbd_sm__paths;
 
-static void pbd_sm__paths_destroy(void *impl) {
+static void pbd_sm__paths_destroy(pbd_world *mem, void *impl) {
     pbd_sm__paths *Q = (pbd_sm__paths *)impl;
     if (!Q) return;
-    pbd_sm__scan_free(&Q->scan);
-    PBD_SM_FREE(Q->P);
-    PBD_SM_FREE(Q);
+    pbd_sm__scan_free(mem, &Q->scan);
+    pbd_sm__free(mem, Q->P);
+    pbd_sm__free(mem, Q);
 }
 
 static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
@@ -2618,9 +2792,9 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
                               nt);
     /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
        most two triangles; triangles as sorted triples may not repeat */
-    long long *e = (long long *)pbd_sm__alloc_n(3 * (size_t)nt, sizeof(long long));
-    long long *tk = (long long *)pbd_sm__alloc_n((size_t)nt, sizeof(long long) * 2);
-    int *count = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
+    long long *e = (long long *)pbd_sm__alloc_n(NULL, 3 * (size_t)nt, sizeof(long long));
+    long long *tk = (long long *)pbd_sm__alloc_n(NULL, (size_t)nt, sizeof(long long) * 2);
+    int *count = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
     int *as = NULL, *aa = NULL;
     if (!e || !tk || !count) goto done;
@@ -2672,8 +2846,8 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         }
         for (int v = 0; v < nv; ++v) count[v + 1] += count[v];
         r = PBD_ERROR_OUT_OF_MEMORY;
-        as = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-        aa = (int *)pbd_sm__alloc_n(2 * (size_t)ne, sizeof(int));
+        as = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
+        aa = (int *)pbd_sm__alloc_n(NULL, 2 * (size_t)ne, sizeof(int));
         if (!as || !aa) goto done;
         memcpy(as, count, sizeof(int) * ((size_t)nv + 1));
         for (int i = 0; i < ne; ++i) {
@@ -2688,11 +2862,11 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     as = aa = NULL;
     r = PBD_OK;
 done:
-    PBD_SM_FREE(e);
-    PBD_SM_FREE(tk);
-    PBD_SM_FREE(count);
-    PBD_SM_FREE(as);
-    PBD_SM_FREE(aa);
+    pbd_sm__free(NULL, e);
+    pbd_sm__free(NULL, tk);
+    pbd_sm__free(NULL, count);
+    pbd_sm__free(NULL, as);
+    pbd_sm__free(NULL, aa);
     return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_adjacency: out of memory") : r;
 }
 
@@ -2720,10 +2894,10 @@ static int pbd_sm__ring(int v, int depth, const int *start, const int *adj, int 
 
 /* The w-ring of every vertex by breadth-first search, members sorted. */
 static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w, int **start_out, int **members_out) {
-    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-    int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *start = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
+    int *dist = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
+    int *stamp = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
+    int *queue = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
     pbd_sm__ivec members = {NULL, 0, 0, 0};
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
     if (!start || !dist || !stamp || !queue) goto done;
@@ -2747,11 +2921,11 @@ static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w
     members.a = NULL;
     r = PBD_OK;
 done:
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(dist);
-    PBD_SM_FREE(stamp);
-    PBD_SM_FREE(queue);
-    PBD_SM_FREE(members.a);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, dist);
+    pbd_sm__free(NULL, stamp);
+    pbd_sm__free(NULL, queue);
+    pbd_sm__free(NULL, members.a);
     return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_rings: out of memory") : r;
 }
 
@@ -2823,20 +2997,20 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
 
 static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const int *as, const int *aa, int max_len) {
     int n = p->particle_count;
-    pbd_sm__paths *Q = (pbd_sm__paths *)pbd_sm__alloc_n(1, sizeof *Q);
+    pbd_sm__paths *Q = (pbd_sm__paths *)pbd_sm__alloc_n(p->mem, 1, sizeof *Q);
     if (!Q) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__paths_build: out of memory");
     memset(Q, 0, sizeof *Q);
     p->impl = Q;
     p->impl_destroy = pbd_sm__paths_destroy;
     pbd_sm__scan *s = &Q->scan;
-    int *pos = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int)); /* position in path order */
-    int *seg = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int)); /* path of each vertex */
-    int *tmp = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    int *pos = (int *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(int)); /* position in path order */
+    int *seg = (int *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(int)); /* path of each vertex */
+    int *tmp = (int *)pbd_sm__alloc_n(p->mem, (size_t)n + 1, sizeof(int));
     pbd_sm__ivec iv = {NULL, 0, 0, 0};
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
-    s->gather = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    s->seg_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    s->out_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
+    s->gather = (int *)pbd_sm__alloc_n(p->mem, (size_t)n, sizeof(int));
+    s->seg_start = (int *)pbd_sm__alloc_n(p->mem, (size_t)n + 1, sizeof(int));
+    s->out_start = (int *)pbd_sm__alloc_n(p->mem, (size_t)n + 1, sizeof(int));
     if (!pos || !seg || !tmp || !s->gather || !s->seg_start || !s->out_start) goto done;
     pbd_sm__mesh_paths(n, x, as, aa, max_len, s->gather, s->seg_start, &s->seg_count, pos, seg);
     for (int g = 0; g < s->seg_count; ++g)
@@ -2864,15 +3038,15 @@ static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const 
     s->out_start[n] = (int)(iv.n / 2);
     s->iv = iv.a;
     iv.a = NULL;
-    Q->P = (double *)pbd_sm__alloc_n(((size_t)n + (size_t)s->seg_count) * 64, sizeof(double));
+    Q->P = (double *)pbd_sm__alloc_n(p->mem, ((size_t)n + (size_t)s->seg_count) * 64, sizeof(double));
     if (!Q->P) goto done;
     p->cost = pbd_sm__scan_cost(s);
     r = PBD_OK;
 done:
-    PBD_SM_FREE(pos);
-    PBD_SM_FREE(seg);
-    PBD_SM_FREE(tmp);
-    PBD_SM_FREE(iv.a);
+    pbd_sm__free(p->mem, pos);
+    pbd_sm__free(p->mem, seg);
+    pbd_sm__free(p->mem, tmp);
+    pbd_sm__free(p->mem, iv.a);
     return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__paths_build: out of memory") : r;
 }
 
@@ -2899,7 +3073,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
     pbd_sm_sum_plan *p = NULL;
     pbd_result r = pbd_sm__mesh_adjacency(vertex_count, positions, triangle_count, triangles, &as, &aa);
     if (r == PBD_OK) r = pbd_sm__mesh_rings(vertex_count, as, aa, w, &start, &members);
-    if (r == PBD_OK) r = pbd_sm__plan_from_lists(vertex_count, vertex_count, start, members, &p);
+    if (r == PBD_OK) r = pbd_sm__plan_from_lists(NULL, vertex_count, vertex_count, start, members, &p);
     if (r == PBD_OK) {
         r = pbd_sm__paths_build(p, positions, as, aa, max_path_length);
         if (r != PBD_OK) {
@@ -2907,10 +3081,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
             p = NULL;
         }
     }
-    PBD_SM_FREE(as);
-    PBD_SM_FREE(aa);
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(members);
+    pbd_sm__free(NULL, as);
+    pbd_sm__free(NULL, aa);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, members);
     if (r != PBD_OK) return r;
     p->method = PBD_SM_SUM_PATHS;
     p->sum = pbd_sm__sum_paths;
@@ -2920,10 +3094,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
 
 PBD_SM_DEF void pbd_sm_plan_destroy(pbd_sm_sum_plan *p) {
     if (!p) return;
-    if (p->impl_destroy) p->impl_destroy(p->impl);
-    PBD_SM_FREE(p->region_start);
-    PBD_SM_FREE(p->region_particles);
-    PBD_SM_FREE(p);
+    if (p->impl_destroy) p->impl_destroy(p->mem, p->impl);
+    pbd_sm__free(p->mem, p->region_start);
+    pbd_sm__free(p->mem, p->region_particles);
+    pbd_sm__free(p->mem, p);
 }
 
 PBD_SM_DEF pbd_sm_summation pbd_sm_plan_method(const pbd_sm_sum_plan *p) { return p ? p->method : PBD_SM_SUM_NAIVE; }
@@ -3072,47 +3246,8 @@ static double pbd_sm__mx_dist_identity(const double *S) { /* ||S - I||_F */
     return sqrt(s);
 }
 
-/* Cyclic Jacobi eigen-decomposition of a symmetric n x n matrix (n <= 9):
-   A is overwritten (its diagonal ends up holding the eigenvalues), V gets
-   the eigenvectors as columns. Only used when bodies are added. */
-static void pbd_sm__mx_sym_eigen(int n, double *A, double *V) {
-    for (int i = 0; i < n * n; ++i) V[i] = 0;
-    for (int i = 0; i < n; ++i) V[i * n + i] = 1;
-    for (int sweep = 0; sweep < 60; ++sweep) {
-        double off = 0, diag = 0;
-        for (int p = 0; p < n; ++p) {
-            diag += A[p * n + p] * A[p * n + p];
-            for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
-        }
-        if (!(off > PBD_SM__JACOBI_OFF_REL * diag)) break;
-        for (int p = 0; p < n; ++p)
-            for (int q = p + 1; q < n; ++q) {
-                double apq = A[p * n + q];
-                if (apq == 0) continue;
-                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
-                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
-                double c = 1 / sqrt(t * t + 1), s = t * c;
-                for (int k = 0; k < n; ++k) { /* A J */
-                    double akp = A[k * n + p], akq = A[k * n + q];
-                    A[k * n + p] = c * akp - s * akq;
-                    A[k * n + q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < n; ++k) { /* J^T A */
-                    double apk = A[p * n + k], aqk = A[q * n + k];
-                    A[p * n + k] = c * apk - s * aqk;
-                    A[q * n + k] = s * apk + c * aqk;
-                }
-                A[p * n + q] = A[q * n + p] = 0;
-                for (int k = 0; k < n; ++k) {
-                    double vkp = V[k * n + p], vkq = V[k * n + q];
-                    V[k * n + p] = c * vkp - s * vkq;
-                    V[k * n + q] = s * vkp + c * vkq;
-                }
-            }
-    }
-}
-
-/* Pseudo-inverse of a symmetric positive semi-definite n x n matrix, with
+/* Pseudo-inverse of a symmetric positive semi-definite n x n matrix (its
+   eigen-decomposition by pbd.h's pbd_sym_eigen), with
    eigenvalues below 1e-10 of the largest treated as zero (a flat or
    collinear rest shape has exactly such directions); null (optional) gets
    the projector onto those directions. A is scaled by D (diagonal) first
@@ -3121,7 +3256,7 @@ static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai,
     double B[81], V[81], lam[9], lmax = 0;
     for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j) B[i * n + j] = D[i] * A[i * n + j] * D[j];
-    pbd_sm__mx_sym_eigen(n, B, V);
+    pbd_sym_eigen(n, B, V);
     for (int i = 0; i < n; ++i) {
         lam[i] = B[i * n + i];
         if (lam[i] > lmax) lmax = lam[i];
@@ -3161,8 +3296,9 @@ static void pbd_sm__phi(const double *x, int nb, double *phi) {
         for (int k = 0; k < 6; ++k) phi[4 + k] = x[pbd_sm__quad_a[k]] * x[pbd_sm__quad_b[k]];
 }
 
-struct pbd_sm_body {
-    pbd_world *world;
+struct pbd_sm__body {
+    uint32_t tag;     /* PBD_SM__TAG_BODY */
+    pbd_world *world; /* the owner: its allocator holds every array */
     pbd_plugin plugin;
     int n, nr;
     int *idx; /* n world particles */
@@ -3271,30 +3407,30 @@ static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiff
     return PBD_OK;
 }
 
-static int pbd_sm__body_nb(const pbd_sm_body *b) { return b->mode == PBD_SM_QUADRATIC ? 10 : 4; }
+static int pbd_sm__body_nb(const pbd_sm__body *b) { return b->mode == PBD_SM_QUADRATIC ? 10 : 4; }
 
-static void pbd_sm__body_free(pbd_sm_body *b) {
+static void pbd_sm__body_free(pbd_sm__body *b) {
     if (!b) return;
     if (b->owns_plan) pbd_sm_plan_destroy(b->plan);
     double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M,    b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv,  b->Qbar,
                    b->rot,  b->Sp, b->values,   b->sums, b->T,    b->G,        b->rot_tmp,  b->rot_step, b->Sp_step};
-    for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) PBD_SM_FREE(d[k]);
-    PBD_SM_FREE(b->idx);
-    PBD_SM_FREE(b->p2r_start);
-    PBD_SM_FREE(b->p2r);
-    PBD_SM_FREE(b);
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; ++k) pbd_sm__free(b->world, d[k]);
+    pbd_sm__free(b->world, b->idx);
+    pbd_sm__free(b->world, b->p2r_start);
+    pbd_sm__free(b->world, b->p2r);
+    pbd_sm__free(b->world, b);
 }
 
 /* Per-particle region counts and, unless the regions are symmetric, each
    particle's region list (increasing region order: the fixed gather order). */
-static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
+static pbd_result pbd_sm__body_transpose(pbd_sm__body *b) {
     const pbd_sm_sum_plan *P = b->plan;
     int n = b->n, nr = b->nr, total = P->region_start[nr];
-    b->p2r_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    b->p2r = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
-    int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    b->p2r_start = (int *)pbd_sm__alloc_n(b->world, (size_t)n + 1, sizeof(int));
+    b->p2r = (int *)pbd_sm__alloc_n(b->world, (size_t)total, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n(b->world, (size_t)n, sizeof(int));
     if (!b->p2r_start || !b->p2r || !fill) {
-        PBD_SM_FREE(fill);
+        pbd_sm__free(b->world, fill);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_transpose: out of memory");
     }
     memset(b->p2r_start, 0, sizeof(int) * ((size_t)n + 1));
@@ -3318,15 +3454,15 @@ static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
                 break;
             }
     }
-    PBD_SM_FREE(fill);
+    pbd_sm__free(b->world, fill);
     for (int i = 0; i < n; ++i) {
         int c = b->p2r_start[i + 1] - b->p2r_start[i];
         b->inv_nreg[i] = c > 0 ? 1.0 / c : 0.0;
     }
     b->symmetric = sym;
     if (sym) {
-        PBD_SM_FREE(b->p2r_start);
-        PBD_SM_FREE(b->p2r);
+        pbd_sm__free(b->world, b->p2r_start);
+        pbd_sm__free(b->world, b->p2r);
         b->p2r_start = b->p2r = NULL;
     }
     return PBD_OK;
@@ -3335,7 +3471,7 @@ static pbd_result pbd_sm__body_transpose(pbd_sm_body *b) {
 /* Rest data of every region from its member list (once, when the body is
    added): M~, c~ (survey eq. 7), pinv(A_qq) with A_qq = sum m~ q q^T, and
    for quadratic mode pinv(A~_qq) (9x9) and sum m~ quad(q). */
-static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
+static pbd_result pbd_sm__body_rest(pbd_sm__body *b) {
     const pbd_sm_sum_plan *P = b->plan;
     int quad = b->mode == PBD_SM_QUADRATIC;
     for (int r = 0; r < b->nr; ++r) {
@@ -3385,28 +3521,28 @@ static pbd_result pbd_sm__body_rest(pbd_sm_body *b) {
     return PBD_OK;
 }
 
-static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
+static pbd_result pbd_sm__body_alloc(pbd_sm__body *b) {
     size_t n = (size_t)b->n, nr = (size_t)b->nr;
     int quad = b->mode == PBD_SM_QUADRATIC;
     size_t k = 3 * (size_t)pbd_sm__body_nb(b);
-    b->xbar = (double *)pbd_sm__alloc_n(n * 3, sizeof(double));
-    b->mt = (double *)pbd_sm__alloc_n(n, sizeof(double));
-    b->inv_nreg = (double *)pbd_sm__alloc_n(n, sizeof(double));
-    b->M = (double *)pbd_sm__alloc_n(nr, sizeof(double));
-    b->cbar = (double *)pbd_sm__alloc_n(nr * 3, sizeof(double));
-    b->Aqq_pinv = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
-    b->Aqq_null = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
-    b->A9_pinv = quad ? (double *)pbd_sm__alloc_n(nr * 81, sizeof(double)) : NULL;
-    b->Qbar = quad ? (double *)pbd_sm__alloc_n(nr * 6, sizeof(double)) : NULL;
-    b->rot = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
-    b->rot_tmp = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
-    b->Sp = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
-    b->rot_step = (double *)pbd_sm__alloc_n(nr * 4, sizeof(double));
-    b->Sp_step = (double *)pbd_sm__alloc_n(nr * 9, sizeof(double));
-    b->values = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
-    b->sums = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
-    b->T = (double *)pbd_sm__alloc_n(nr * k, sizeof(double));
-    b->G = (double *)pbd_sm__alloc_n(n * k, sizeof(double));
+    b->xbar = (double *)pbd_sm__alloc_n(b->world, n * 3, sizeof(double));
+    b->mt = (double *)pbd_sm__alloc_n(b->world, n, sizeof(double));
+    b->inv_nreg = (double *)pbd_sm__alloc_n(b->world, n, sizeof(double));
+    b->M = (double *)pbd_sm__alloc_n(b->world, nr, sizeof(double));
+    b->cbar = (double *)pbd_sm__alloc_n(b->world, nr * 3, sizeof(double));
+    b->Aqq_pinv = (double *)pbd_sm__alloc_n(b->world, nr * 9, sizeof(double));
+    b->Aqq_null = (double *)pbd_sm__alloc_n(b->world, nr * 9, sizeof(double));
+    b->A9_pinv = quad ? (double *)pbd_sm__alloc_n(b->world, nr * 81, sizeof(double)) : NULL;
+    b->Qbar = quad ? (double *)pbd_sm__alloc_n(b->world, nr * 6, sizeof(double)) : NULL;
+    b->rot = (double *)pbd_sm__alloc_n(b->world, nr * 4, sizeof(double));
+    b->rot_tmp = (double *)pbd_sm__alloc_n(b->world, nr * 4, sizeof(double));
+    b->Sp = (double *)pbd_sm__alloc_n(b->world, nr * 9, sizeof(double));
+    b->rot_step = (double *)pbd_sm__alloc_n(b->world, nr * 4, sizeof(double));
+    b->Sp_step = (double *)pbd_sm__alloc_n(b->world, nr * 9, sizeof(double));
+    b->values = (double *)pbd_sm__alloc_n(b->world, n * k, sizeof(double));
+    b->sums = (double *)pbd_sm__alloc_n(b->world, nr * k, sizeof(double));
+    b->T = (double *)pbd_sm__alloc_n(b->world, nr * k, sizeof(double));
+    b->G = (double *)pbd_sm__alloc_n(b->world, n * k, sizeof(double));
     if (!b->xbar || !b->mt || !b->inv_nreg || !b->M || !b->cbar || !b->Aqq_pinv || !b->Aqq_null ||
         (quad && (!b->A9_pinv || !b->Qbar)) || !b->rot || !b->rot_tmp || !b->Sp || !b->values || !b->sums || !b->T ||
         !b->G || !b->rot_step || !b->Sp_step)
@@ -3420,13 +3556,15 @@ static pbd_result pbd_sm__body_alloc(pbd_sm_body *b) {
     return PBD_OK;
 }
 
-/* Builds a body (not yet in a world) from validated input. The plan is
-   taken over only on success when owns_plan. */
-static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan, const float *rest,
-                                     const float *masses, const pbd_sm_body_desc *d, pbd_sm_body **out) {
-    pbd_sm_body *b = (pbd_sm_body *)pbd_sm__alloc_n(1, sizeof *b);
+/* Builds a body of world w (not yet attached: no plugin) from validated
+   input. The plan is taken over only on success when owns_plan. */
+static pbd_result pbd_sm__body_build(pbd_world *w, int n, pbd_sm_sum_plan *plan, int owns_plan, const float *rest,
+                                     const float *masses, const pbd_sm_body_desc *d, pbd_sm__body **out) {
+    pbd_sm__body *b = (pbd_sm__body *)pbd_sm__alloc_n(w, 1, sizeof *b);
     if (!b) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
     memset(b, 0, sizeof *b);
+    b->tag = PBD_SM__TAG_BODY;
+    b->world = w;
     b->n = n;
     b->nr = plan->region_count;
     b->plan = plan;
@@ -3441,7 +3579,7 @@ static pbd_result pbd_sm__body_build(int n, pbd_sm_sum_plan *plan, int owns_plan
     b->rot_iters = d->rotation_iterations;
     b->work = (long)plan->region_start[b->nr] + n;
     b->parallel_min = PBD_SM_PARALLEL_MIN;
-    b->idx = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    b->idx = (int *)pbd_sm__alloc_n(b->world, (size_t)n, sizeof(int));
     pbd_result res = b->idx ? pbd_sm__body_alloc(b)
                             : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
     if (res == PBD_OK) {
@@ -3497,7 +3635,7 @@ static void pbd_sm__barrier(pbd_sm__team tm) {
 }
 
 /* values[i] = m~_i y_i phi(x~_i)^T with y_i = pos_i - o (survey eqs. 7, 8) */
-static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double *o, int lo, int hi) {
+static void pbd_sm__stage_values(pbd_sm__body *b, const float *pos, const double *o, int lo, int hi) {
     int nb = pbd_sm__body_nb(b), k = 3 * nb;
     for (int i = lo; i < hi; ++i) {
         const float *x = pos + 4 * (size_t)b->idx[i];
@@ -3511,15 +3649,17 @@ static void pbd_sm__stage_values(pbd_sm_body *b, const float *pos, const double 
     }
 }
 
-static void pbd_sm__stage_sums(pbd_sm_body *b) { pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums); }
+static void pbd_sm__stage_sums(pbd_sm__body *b) {
+    pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+}
 /* The same by every thread of the team (orphaned `omp for` in the plan). */
-static void pbd_sm__stage_sums_team(pbd_sm_body *b) {
+static void pbd_sm__stage_sums_team(pbd_sm__body *b) {
     pbd_sm_plan_sum_team(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
 }
 
 /* The region's centre c (relative to o) and A_pq = sum m~ p q^T from its
    sums: sum m~ y x~^T - M c c~^T (survey eq. 8). */
-static void pbd_sm__region_moments(const pbd_sm_body *b, int r, double *c, double *Apq) {
+static void pbd_sm__region_moments(const pbd_sm__body *b, int r, double *c, double *Apq) {
     int nb = pbd_sm__body_nb(b);
     const double *S = b->sums + (size_t)r * 3 * nb, *cb = b->cbar + 3 * (size_t)r;
     double M = b->M[r];
@@ -3530,18 +3670,18 @@ static void pbd_sm__region_moments(const pbd_sm_body *b, int r, double *c, doubl
 
 /* The best linear map A = A_pq pinv(A_qq), completed by R where the rest
    shape spans no direction (flat and collinear regions). */
-static void pbd_sm__region_linear(const pbd_sm_body *b, int r, const double *Apq, const double *R, double *A) {
+static void pbd_sm__region_linear(const pbd_sm__body *b, int r, const double *Apq, const double *R, double *A) {
     double RN[9];
     pbd_sm__mx_mul3(Apq, b->Aqq_pinv + 9 * (size_t)r, A);
     pbd_sm__mx_mul3(R, b->Aqq_null + 9 * (size_t)r, RN);
     for (int k = 0; k < 9; ++k) A[k] += RN[k];
 }
 
-static void pbd_sm__region_match(const pbd_sm_body *b, int r, const double *Apq, double *Ap) {
+static void pbd_sm__region_match(const pbd_sm__body *b, int r, const double *Apq, double *Ap) {
     if (b->sp_identity) memcpy(Ap, Apq, 9 * sizeof(double)); /* A_pq I */
     else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
 }
-static void pbd_sm__region_extract(const pbd_sm_body *b, const double *Ap, double *q) {
+static void pbd_sm__region_extract(const pbd_sm__body *b, const double *Ap, double *q) {
     if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
         pbd_sm__extract_rotation(Ap, q, 100);
 }
@@ -3550,7 +3690,7 @@ static void pbd_sm__region_extract(const pbd_sm_body *b, const double *Ap, doubl
    most rot_iters steps unless those do not converge (a sudden large
    turn): then up to 100. From the previous projection's rotation one
    Newton step usually converges (see pbd_sm__extract_rotation). */
-static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *Apq, double *q, double *R) {
+static void pbd_sm__region_rotation(const pbd_sm__body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
     pbd_sm__region_match(b, r, Apq, Ap);
     pbd_sm__region_extract(b, Ap, q);
@@ -3560,7 +3700,7 @@ static void pbd_sm__region_rotation(const pbd_sm_body *b, int r, const double *A
 /* The goal function of region r as T = G (3 x nb) over phi(x~):
    g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~, from its
    centre c, A_pq and rotation R. */
-static void pbd_sm__region_goal_from(pbd_sm_body *b, int r, const double *c, const double *Apq, const double *R) {
+static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, const double *Apq, const double *R) {
     int nb = pbd_sm__body_nb(b);
     double B[9], Qm[18] = {0};
     const double *cb = b->cbar + 3 * (size_t)r;
@@ -3621,7 +3761,7 @@ static void pbd_sm__region_goal_from(pbd_sm_body *b, int r, const double *c, con
     }
 }
 
-static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
+static void pbd_sm__region_goal(pbd_sm__body *b, int r, double *quat) {
     double c[3], Apq[9], R[9];
     pbd_sm__region_moments(b, r, c, Apq);
     pbd_sm__region_rotation(b, r, Apq, quat, R);
@@ -3633,7 +3773,7 @@ static void pbd_sm__region_goal(pbd_sm_body *b, int r, double *quat) {
    rotation is most of a region's cost, a chain of dependent operations
    that one region cannot overlap); lanes it leaves are extracted alone.
    Either way each region gets the same bits. */
-static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
+static void pbd_sm__stage_goals(pbd_sm__body *b, double *quats, int lo, int hi) {
     int r = lo;
 #if PBD_SM__SIMD
     if (b->plan->simd && !b->converge)
@@ -3661,8 +3801,8 @@ static void pbd_sm__stage_goals(pbd_sm_body *b, double *quats, int lo, int hi) {
 /* G_i = sum of the goal functions of particle i's regions, in a fixed
    order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
    per-vertex gather). Symmetric regions: one plan sum (from one thread). */
-static void pbd_sm__stage_gather_plan(pbd_sm_body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
-static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
+static void pbd_sm__stage_gather_plan(pbd_sm__body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
+static void pbd_sm__stage_gather_lists(pbd_sm__body *b, int lo, int hi) {
     int k = 3 * pbd_sm__body_nb(b);
     for (int i = lo; i < hi; ++i) {
         double *g = b->G + (size_t)i * k;
@@ -3672,7 +3812,7 @@ static void pbd_sm__stage_gather_lists(pbd_sm_body *b, int lo, int hi) {
     }
 }
 
-static void pbd_sm__particle_goal(const pbd_sm_body *b, int i, const double *o, double *g) {
+static void pbd_sm__particle_goal(const pbd_sm__body *b, int i, const double *o, double *g) {
     int nb = pbd_sm__body_nb(b);
     double ph[PBD_SM__NB_MAX];
     const double *G = b->G + (size_t)i * 3 * nb;
@@ -3685,7 +3825,7 @@ static void pbd_sm__particle_goal(const pbd_sm_body *b, int i, const double *o, 
 }
 
 /* p_i += alpha' (g_i - p_i) for dynamic particles in a region (survey 4.1). */
-static void pbd_sm__stage_apply(pbd_sm_body *b, float *p, const double *o, double alpha, int lo, int hi) {
+static void pbd_sm__stage_apply(pbd_sm__body *b, float *p, const double *o, double alpha, int lo, int hi) {
     for (int i = lo; i < hi; ++i) {
         float *x = p + 4 * (size_t)b->idx[i];
         if (x[3] == 0 || b->inv_nreg[i] == 0) continue;
@@ -3697,7 +3837,7 @@ static void pbd_sm__stage_apply(pbd_sm_body *b, float *p, const double *o, doubl
 
 /* Plastic flow of one region (survey 4.5.2) from the shape at the end of a
    substep; updates S_p and the warm start. */
-static void pbd_sm__region_plastic(pbd_sm_body *b, int r, double h) {
+static void pbd_sm__region_plastic(pbd_sm__body *b, int r, double h) {
     double c[3], Apq[9], R[9], A[9], S[9], Spi[9], *Sp = b->Sp + 9 * (size_t)r;
     pbd_sm__region_moments(b, r, c, Apq);
     pbd_sm__region_rotation(b, r, Apq, b->rot + 4 * (size_t)r, R);
@@ -3724,12 +3864,12 @@ static void pbd_sm__region_plastic(pbd_sm_body *b, int r, double h) {
     for (int k = 0; k < 9; ++k) Sp[k] = N[k] * s;
 }
 
-static double pbd_sm__alpha(const pbd_sm_body *b, int iterations) {
+static double pbd_sm__alpha(const pbd_sm__body *b, int iterations) {
     if (!b->correction || iterations <= 1 || b->alpha >= 1) return b->alpha;
     return 1 - pow(1 - b->alpha, 1.0 / iterations); /* survey 3.3 */
 }
 
-static void pbd_sm__origin(const pbd_sm_body *b, const float *pos, double *o) {
+static void pbd_sm__origin(const pbd_sm__body *b, const float *pos, double *o) {
     const float *x = pos + 4 * (size_t)b->idx[0];
     o[0] = x[0];
     o[1] = x[1];
@@ -3739,7 +3879,7 @@ static void pbd_sm__origin(const pbd_sm_body *b, const float *pos, double *o) {
 /* One projection (or, plastic = 1, the plastic flow after a substep) by
    this thread of the team. pos: the positions matched (p, or x after the
    substep); quats: the rotations' warm starts (updated). */
-static void pbd_sm__solve(pbd_sm_body *b, pbd_sm__team tm, float *pos, double *quats, double alpha, int plastic,
+static void pbd_sm__solve(pbd_sm__body *b, pbd_sm__team tm, float *pos, double *quats, double alpha, int plastic,
                           double h) {
     double o[3];
     int lo, hi;
@@ -3816,12 +3956,12 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    act on the body as a whole. Both run on one thread (O(n) each). */
 #define PBD_SM__HELD_WEIGHT 1e6
 
-static int pbd_sm__is_rigid(const pbd_sm_body *b) { return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole; }
+static int pbd_sm__is_rigid(const pbd_sm__body *b) { return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole; }
 
 /* The match weights into b->values (n doubles of its scratch), their sum
    into *W and the weighted centre of `pos` into c; returns whether any
    particle is held. */
-static int pbd_sm__rigid_weights(pbd_sm_body *b, const pbd_world *w, const float *pos, double *W, double *c) {
+static int pbd_sm__rigid_weights(pbd_sm__body *b, const pbd_world *w, const float *pos, double *W, double *c) {
     double *om = b->values;
     int held = 0;
     *W = c[0] = c[1] = c[2] = 0;
@@ -3840,7 +3980,7 @@ static int pbd_sm__rigid_weights(pbd_sm_body *b, const pbd_world *w, const float
 
 /* Rest offset of particle i from the weighted rest centre cb, through the
    plastic state (a whole body's regions share it: region 0's). */
-static void pbd_sm__rigid_rest(const pbd_sm_body *b, int i, const double *cb, double *q) {
+static void pbd_sm__rigid_rest(const pbd_sm__body *b, int i, const double *cb, double *q) {
     const double *Sp = b->Sp;
     double q0[3];
     for (int a = 0; a < 3; ++a) q0[a] = b->xbar[3 * i + a] - cb[a];
@@ -3849,7 +3989,7 @@ static void pbd_sm__rigid_rest(const pbd_sm_body *b, int i, const double *cb, do
 
 /* The weighted rigid match of the contact-corrected positions p (survey
    4.1 with weights), every movable particle onto its goal. */
-static void pbd_sm__rigid_after_contacts(pbd_sm_body *b, const pbd_world *w, float *p) {
+static void pbd_sm__rigid_after_contacts(pbd_sm__body *b, const pbd_world *w, float *p) {
     double W, c[3], cb[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, R[9], q[3];
     const double *om = b->values;
     pbd_sm__rigid_weights(b, w, p, &W, c);
@@ -3874,7 +4014,7 @@ static void pbd_sm__rigid_after_contacts(pbd_sm_body *b, const pbd_world *w, flo
 
 /* After the contacts' velocity pass, when a particle is held: the rigid
    velocity field V + Omega x r closest to v in the same weights. */
-static void pbd_sm__rigid_velocities(pbd_sm_body *b, const pbd_world *w, const float *x, float *v) {
+static void pbd_sm__rigid_velocities(pbd_sm__body *b, const pbd_world *w, const float *x, float *v) {
     double W, c[3], V[3] = {0, 0, 0}, In[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, L[3] = {0, 0, 0}, D[3], Ii[9], Om[3];
     const double *om = b->values;
     if (!pbd_sm__rigid_weights(b, w, x, &W, c) || !(W > 0)) return;
@@ -3907,13 +4047,13 @@ static void pbd_sm__rigid_velocities(pbd_sm_body *b, const pbd_world *w, const f
 }
 
 static void pbd_sm__plugin_project(void *user, const pbd_solve_context *c) {
-    pbd_sm_body *b = (pbd_sm_body *)user;
+    pbd_sm__body *b = (pbd_sm__body *)user;
     if (!(b->alpha > 0)) return;
     pbd_sm__solve(b, pbd_sm__context_team(c), c->p, b->rot, pbd_sm__alpha(b, c->iterations), 0, 0);
 }
 
 static void pbd_sm__plugin_project_after_contacts(void *user, const pbd_solve_context *c) {
-    pbd_sm_body *b = (pbd_sm_body *)user;
+    pbd_sm__body *b = (pbd_sm__body *)user;
     if (!pbd_sm__is_rigid(b)) return;
     pbd_sm__team tm = pbd_sm__context_team(c);
     if (tm.t == 0) pbd_sm__rigid_after_contacts(b, c->world, c->p);
@@ -3921,7 +4061,7 @@ static void pbd_sm__plugin_project_after_contacts(void *user, const pbd_solve_co
 }
 
 static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm_body *b = (pbd_sm_body *)user;
+    pbd_sm__body *b = (pbd_sm__body *)user;
     if (pbd_sm__is_rigid(b)) {
         pbd_sm__team tm = pbd_sm__context_team(c);
         if (tm.t == 0) pbd_sm__rigid_velocities(b, c->world, c->x, c->v);
@@ -3935,28 +4075,33 @@ static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
    kept at the start of the step and put back when pbd_world_step rolls a
    non-finite step back (pbd.h, pbd_plugin_desc.rollback). */
 static void pbd_sm__plugin_begin_step(void *user, pbd_world *w, float dt) {
-    pbd_sm_body *b = (pbd_sm_body *)user;
+    pbd_sm__body *b = (pbd_sm__body *)user;
     (void)w;
     (void)dt;
     memcpy(b->rot_step, b->rot, sizeof(double) * 4 * (size_t)b->nr);
     memcpy(b->Sp_step, b->Sp, sizeof(double) * 9 * (size_t)b->nr);
 }
 static void pbd_sm__plugin_rollback(void *user, pbd_world *w) {
-    pbd_sm_body *b = (pbd_sm_body *)user;
+    pbd_sm__body *b = (pbd_sm__body *)user;
     (void)w;
     memcpy(b->rot, b->rot_step, sizeof(double) * 4 * (size_t)b->nr);
     memcpy(b->Sp, b->Sp_step, sizeof(double) * 9 * (size_t)b->nr);
 }
 
-static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm_body *)user); }
+static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm__body *)user); }
+static int pbd_sm__plugin_uses(void *user, const unsigned char *marked, int n) {
+    const pbd_sm__body *b = (const pbd_sm__body *)user;
+    return pbd_sm__marked_list(marked, n, b->idx, b->n);
+}
 
-static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_coupled) {
+static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm__body *b, int mark_coupled) {
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     int end = 0;
     for (int i = 0; i < b->n; ++i)
         if (b->idx[i] + 1 > end) end = b->idx[i] + 1;
-    pd.name = "shape matching";
+    pd.name = "pbd_sm shape-matching body";
     pd.user = b;
+    pd.kind = pbd_sm__plugin_kind(PBD_SM__TAG_BODY);
     pd.parallel = 1;
     pd.particle_end = end;
     pd.work = b->work;
@@ -3966,7 +4111,7 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm_body *b, int mark_cou
     pd.begin_step = pbd_sm__plugin_begin_step;
     pd.rollback = pbd_sm__plugin_rollback;
     pd.destroy = pbd_sm__plugin_destroy;
-    b->world = w;
+    pd.uses_particles = pbd_sm__plugin_uses;
     pbd_result r = pbd_add_plugin(w, &pd, &b->plugin);
     if (r != PBD_OK) return r;
     if (mark_coupled) pbd_world_mark_coupled(w, b->idx, b->n);
@@ -3987,7 +4132,7 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body **out) {
+PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
     if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
@@ -4006,9 +4151,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     if (d->plan && d->region_start)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_body: one region source (d->plan && d->region_start)");
-    float *rest = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
-    float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
-    int *seen = (int *)pbd_sm__alloc_n((size_t)wn, sizeof(int));
+    float *rest = (float *)pbd_sm__alloc_n(w, (size_t)n * 3, sizeof(float));
+    float *mass = (float *)pbd_sm__alloc_n(w, (size_t)n, sizeof(float));
+    int *seen = (int *)pbd_sm__alloc_n(w, (size_t)wn, sizeof(int));
     if (!rest || !mass || !seen) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_body: out of memory");
     if (res == PBD_OK) {
         memset(seen, 0, sizeof(int) * (size_t)wn);
@@ -4022,7 +4167,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
             for (int a = 0; a < 3; ++a)
                 rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];
-            else pbd_get_mass(w, j, &mass[i]);
+            else pbd_particle_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
                 if (!pbd_sm__finite(rest[3 * i + a]))
                     res = pbd_world_fail(
@@ -4043,21 +4188,21 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     if (res == PBD_OK && !plan) {
         if (d->region_start) {
             res = pbd_world_fail_last(
-                w, pbd_sm_plan_naive(n, d->region_count, d->region_start, d->region_particles, &made));
+                w, pbd_sm__plan_naive(w, n, d->region_count, d->region_start, d->region_particles, &made));
         } else { /* one cluster of every particle (survey 4.1) */
             int start[2] = {0, n};
             for (int i = 0; i < n; ++i) seen[i] = i;
-            res = pbd_world_fail_last(w, pbd_sm_plan_naive(n, 1, start, seen, &made));
+            res = pbd_world_fail_last(w, pbd_sm__plan_naive(w, n, 1, start, seen, &made));
         }
         plan = made;
     }
     if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_plan(plan, n));
-    pbd_sm_body *b = NULL;
+    pbd_sm__body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_world_fail_last(w, pbd_sm__body_build(n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
-    PBD_SM_FREE(rest);
-    PBD_SM_FREE(mass);
-    PBD_SM_FREE(seen);
+        res = pbd_world_fail_last(w, pbd_sm__body_build(w, n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
+    pbd_sm__free(w, rest);
+    pbd_sm__free(w, mass);
+    pbd_sm__free(w, seen);
     if (res != PBD_OK) {
         pbd_sm_plan_destroy(made);
         return res;
@@ -4069,15 +4214,22 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         pbd_sm__body_free(b);
         return res;
     }
-    if (out) *out = b;
+    if (out) out->id = b->plugin.id;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body *b) {
-    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: w is NULL");
-    if (!b) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_body: b is NULL");
-    if (b->world != w)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_body: the body belongs to another world");
+/* The body a handle names (pbd_sm__resolve), or the error. */
+static pbd_result pbd_sm__body_of(const pbd_world *w, pbd_sm_body h, const char *fn, pbd_sm__body **b) {
+    void *u = NULL;
+    pbd_result r = pbd_sm__resolve(w, h.id, PBD_SM__TAG_BODY, fn, &u);
+    *b = (pbd_sm__body *)u;
+    return r;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body body) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_remove_body", &b);
+    if (r != PBD_OK) return r;
     return pbd_remove_plugin(w, b->plugin); /* frees the body */
 }
 
@@ -4178,7 +4330,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
-    double *xs = (double *)pbd_sm__alloc_n((size_t)nt, sizeof(double));
+    double *xs = (double *)pbd_sm__alloc_n(NULL, (size_t)nt, sizeof(double));
     if (!xs) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_voxelize: out of memory");
     long n = 0;
     /* the ray is offset by irrational fractions of a cell, so it does not
@@ -4198,19 +4350,19 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                         cells[3 * n + 2] = k;
                     }
                     if (++n > INT_MAX) {
-                        PBD_SM_FREE(xs);
+                        pbd_sm__free(NULL, xs);
                         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                                               "pbd_sm_voxelize: rejected because ++n > INT_MAX");
                     }
                 }
         }
-    PBD_SM_FREE(xs);
+    pbd_sm__free(NULL, xs);
     for (int a = 0; a < 3; ++a) origin[a] = (float)(lo[a] + 0.5 * spacing);
     *count = (int)n;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body **out,
+PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body *out,
                                          pbd_range *range) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
@@ -4247,7 +4399,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                                                                  bd->creep, bd->max_plastic, bd->rotation_iterations));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
-    res = pbd_world_fail_last(w, pbd_sm_plan_lattice(n, d->cells, d->half_width, &plan)); /* also validates the cells */
+    res = pbd_world_fail_last(w, pbd_sm__plan_lattice(w, n, d->cells, d->half_width, &plan)); /* validates the cells */
     if (res == PBD_OK && user_plan) {
         pbd_sm_plan_destroy(plan);
         plan = NULL;
@@ -4257,16 +4409,16 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         pbd_sm_plan_destroy(plan);
         return res;
     }
-    float *pos = (float *)pbd_sm__alloc_n((size_t)n * 3, sizeof(float));
-    float *mass = (float *)pbd_sm__alloc_n((size_t)n, sizeof(float));
+    float *pos = (float *)pbd_sm__alloc_n(w, (size_t)n * 3, sizeof(float));
+    float *mass = (float *)pbd_sm__alloc_n(w, (size_t)n, sizeof(float));
     if (!pos || !mass) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_lattice: out of memory");
     for (int i = 0; i < n && res == PBD_OK; ++i) {
         for (int a = 0; a < 3; ++a) pos[3 * i + a] = d->origin[a] + d->spacing * (float)d->cells[3 * i + a];
         mass[i] = d->particle_mass;
     }
-    pbd_sm_body *b = NULL;
+    pbd_sm__body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_world_fail_last(w, pbd_sm__body_build(n, user_plan ? user_plan : plan,
+        res = pbd_world_fail_last(w, pbd_sm__body_build(w, n, user_plan ? user_plan : plan,
                                                         user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
     pbd_range r = {0, 0};
     if (res == PBD_OK) {
@@ -4282,8 +4434,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
             b = NULL;
         }
     }
-    PBD_SM_FREE(pos);
-    PBD_SM_FREE(mass);
+    pbd_sm__free(w, pos);
+    pbd_sm__free(w, mass);
     if (res != PBD_OK) {
         if (!b) pbd_sm_plan_destroy(plan); /* ours; NULL when the user's */
         return res;
@@ -4293,9 +4445,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (res != PBD_OK) {
         if (user_plan) b->owns_plan = 0;
         pbd_sm__body_free(b);
+        pbd_remove_particles(w, r); /* nothing else uses them yet */
         return res;
     }
-    if (out) *out = b;
+    if (out) out->id = b->plugin.id;
     if (range) *range = r;
     return PBD_OK;
 }
@@ -4308,13 +4461,13 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
     if (pairs > INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
-    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-    int *adj = (int *)pbd_sm__alloc_n((size_t)pairs, sizeof(int));
-    int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *start = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
+    int *adj = (int *)pbd_sm__alloc_n(NULL, (size_t)pairs, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
     if (!start || !adj || !fill) {
-        PBD_SM_FREE(start);
-        PBD_SM_FREE(adj);
-        PBD_SM_FREE(fill);
+        pbd_sm__free(NULL, start);
+        pbd_sm__free(NULL, adj);
+        pbd_sm__free(NULL, fill);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__rings_adjacency: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
@@ -4336,7 +4489,7 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
             if (adj[k] != i && (k == b || adj[k] != adj[k - 1])) adj[out++] = adj[k];
     }
     start[nv] = out;
-    PBD_SM_FREE(fill);
+    pbd_sm__free(NULL, fill);
     *start_out = start;
     *adj_out = adj;
     return PBD_OK;
@@ -4377,9 +4530,9 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
     int *start = NULL, *adj = NULL;
     pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
     if (res != PBD_OK) return res;
-    int *dist = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    int *queue = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    int *stamp = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *dist = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
+    int *queue = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
+    int *stamp = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
     if (!dist || !queue || !stamp)
         res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_mesh_rings: out of memory");
     long count = 0;
@@ -4402,11 +4555,11 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
         region_start[nv] = (int)count;
         *total = (int)count;
     }
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(adj);
-    PBD_SM_FREE(dist);
-    PBD_SM_FREE(queue);
-    PBD_SM_FREE(stamp);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, adj);
+    pbd_sm__free(NULL, dist);
+    pbd_sm__free(NULL, queue);
+    pbd_sm__free(NULL, stamp);
     return res;
 }
 
@@ -4415,28 +4568,50 @@ PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity
     if (nv < 1)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)",
                               nv);
-    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int)), total = 0;
+    int *start = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int)), total = 0;
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
-    int *list = res == PBD_OK ? (int *)pbd_sm__alloc_n((size_t)total, sizeof(int)) : NULL;
+    int *list = res == PBD_OK ? (int *)pbd_sm__alloc_n(NULL, (size_t)total, sizeof(int)) : NULL;
     if (res == PBD_OK && !list) res = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     if (res == PBD_OK) res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, list, total, &total);
-    if (res == PBD_OK) res = pbd_sm__plan_from_lists(nv, nv, start, list, out);
-    PBD_SM_FREE(start);
-    PBD_SM_FREE(list);
+    if (res == PBD_OK) res = pbd_sm__plan_from_lists(NULL, nv, nv, start, list, out);
+    pbd_sm__free(NULL, start);
+    pbd_sm__free(NULL, list);
     return res;
 }
 
 /* --- queries and parameters ------------------------------------------------------ */
 
-PBD_SM_DEF int pbd_sm_body_particle_count(const pbd_sm_body *b) { return b ? b->n : 0; }
-PBD_SM_DEF int pbd_sm_body_region_count(const pbd_sm_body *b) { return b ? b->nr : 0; }
-PBD_SM_DEF pbd_sm_sum_plan *pbd_sm_body_plan(const pbd_sm_body *b) { return b ? b->plan : NULL; }
+PBD_SM_DEF pbd_result pbd_sm_body_particle_count(const pbd_world *w, pbd_sm_body body, int *count) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_particle_count", &b);
+    if (r != PBD_OK) return r;
+    if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_particle_count: count is NULL");
+    *count = b->n;
+    return PBD_OK;
+}
+PBD_SM_DEF pbd_result pbd_sm_body_region_count(const pbd_world *w, pbd_sm_body body, int *count) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_region_count", &b);
+    if (r != PBD_OK) return r;
+    if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_region_count: count is NULL");
+    *count = b->nr;
+    return PBD_OK;
+}
+PBD_SM_DEF pbd_result pbd_sm_body_plan(const pbd_world *w, pbd_sm_body body, pbd_sm_sum_plan **plan) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_plan", &b);
+    if (r != PBD_OK) return r;
+    if (!plan) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_plan: plan is NULL");
+    *plan = b->plan;
+    return PBD_OK;
+}
 
-PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: b is NULL");
-    if (!goals)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
+PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_world *w, pbd_sm_body body, float *goals) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_goals", &b);
+    if (r != PBD_OK) return r;
+    if (!goals) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
     const float *x = pbd_world_positions(b->world);
     double o[3];
     memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
@@ -4460,58 +4635,64 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_sm_body *b, float *goals) {
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_sm_body *b, int r, float *q) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: b is NULL");
-    if (!q) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
+PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_world *w, pbd_sm_body body, int r, float *q) {
+    pbd_sm__body *b;
+    pbd_result res = pbd_sm__body_of(w, body, "pbd_sm_body_rotation", &b);
+    if (res != PBD_OK) return res;
+    if (!q) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
     if (r < 0 || r >= b->nr)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_sm_body *b, int r, float *Sp) {
-    if (!b)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: b is NULL");
-    if (!Sp)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
+PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_world *w, pbd_sm_body body, int r, float *Sp) {
+    pbd_sm__body *b;
+    pbd_result res = pbd_sm__body_of(w, body, "pbd_sm_body_plastic_state", &b);
+    if (res != PBD_OK) return res;
+    if (!Sp) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
     if (r < 0 || r >= b->nr)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_sm_body *b, float stiffness) {
-    if (!b)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_stiffness: b is NULL");
-    pbd_result r =
-        pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield,
-                                                           (float)b->creep, (float)b->maxp, b->rot_iters));
+PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_world *w, pbd_sm_body body, float stiffness) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_stiffness", &b);
+    if (r != PBD_OK) return r;
+    r = pbd_world_fail_last(w, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield,
+                                                    (float)b->creep, (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     b->alpha = stiffness;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_sm_body *b, pbd_sm_mode mode, float beta) {
-    if (!b) return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_mode: b is NULL");
-    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield,
-                                                                      (float)b->creep, (float)b->maxp, b->rot_iters));
+PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_world *w, pbd_sm_body body, pbd_sm_mode mode, float beta) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_mode", &b);
+    if (r != PBD_OK) return r;
+    r = pbd_world_fail_last(w, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep,
+                                                    (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC))
         return pbd_world_fail(
-            (b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+            w, PBD_ERROR_INVALID_ARGUMENT,
             "pbd_sm_body_set_mode: rejected because (mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)");
     b->mode = mode;
     b->beta = beta;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, float creep, float max_plastic) {
-    if (!b)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_plasticity: b is NULL");
-    pbd_result r = pbd_world_fail_last(b->world, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield,
-                                                                      creep, max_plastic, b->rot_iters));
+PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_world *w, pbd_sm_body body, float yield, float creep,
+                                                 float max_plastic) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_plasticity", &b);
+    if (r != PBD_OK) return r;
+    r = pbd_world_fail_last(
+        w, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic, b->rot_iters));
     if (r != PBD_OK) return r;
     b->yield = yield;
     b->creep = creep;
@@ -4520,29 +4701,32 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_sm_body *b, float yield, fl
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_sm_body *b, long min_work) {
-    if (!b)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_set_parallel_min: b is NULL");
+PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_world *w, pbd_sm_body body, long min_work) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_parallel_min", &b);
+    if (r != PBD_OK) return r;
     if (min_work < 0)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_sm_body *b) {
-    if (!b)
-        return pbd_world_fail((b ? b->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_body_reset_plasticity: b is NULL");
-    for (int r = 0; r < b->nr; ++r)
-        for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)r + e] = (e % 4 == 0) ? 1.0 : 0.0;
+PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_world *w, pbd_sm_body body) {
+    pbd_sm__body *b;
+    pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_reset_plasticity", &b);
+    if (r != PBD_OK) return r;
+    for (int k = 0; k < b->nr; ++k)
+        for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)k + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
     return PBD_OK;
 }
 
 // ==== oriented ==============================================================
 
-struct pbd_sm_oriented {
-    pbd_world *world;
+struct pbd_sm__oriented {
+    uint32_t tag;     /* PBD_SM__TAG_ORIENTED */
+    pbd_world *world; /* the owner: its allocator holds every array */
     pbd_plugin plugin;
     int first, count;
     float stiffness;
@@ -4559,7 +4743,8 @@ struct pbd_sm_oriented {
 };
 
 struct pbd_sm_skin {
-    const pbd_sm_oriented *o;
+    const pbd_world *world; /* of the set; the skin itself is allocated with PBD_SM_MALLOC */
+    pbd_sm_oriented set;    /* resolved again by every pbd_sm_skin_apply */
     int vertex_count, influences;
     int *bones;      /* vertex_count*influences, -1 unused */
     double *weights; /* normalised */
@@ -4637,33 +4822,40 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void) {
     return d;
 }
 
-static void pbd_sm__oriented_free(pbd_sm_oriented *o) {
+static void pbd_sm__oriented_free(pbd_sm__oriented *o) {
     if (!o) return;
-    PBD_SM_FREE(o->q);
-    PBD_SM_FREE(o->qp);
-    PBD_SM_FREE(o->omega);
-    PBD_SM_FREE(o->rest_q);
-    PBD_SM_FREE(o->q_step);
-    PBD_SM_FREE(o->omega_step);
-    PBD_SM_FREE(o->radii);
-    PBD_SM_FREE(o->rest);
-    PBD_SM_FREE(o->mass);
-    PBD_SM_FREE(o->ring_start);
-    PBD_SM_FREE(o->ring);
-    PBD_SM_FREE(o);
+    pbd_sm__free(o->world, o->q);
+    pbd_sm__free(o->world, o->qp);
+    pbd_sm__free(o->world, o->omega);
+    pbd_sm__free(o->world, o->rest_q);
+    pbd_sm__free(o->world, o->q_step);
+    pbd_sm__free(o->world, o->omega_step);
+    pbd_sm__free(o->world, o->radii);
+    pbd_sm__free(o->world, o->rest);
+    pbd_sm__free(o->world, o->mass);
+    pbd_sm__free(o->world, o->ring_start);
+    pbd_sm__free(o->world, o->ring);
+    pbd_sm__free(o->world, o);
 }
-static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd_sm_oriented *)user); }
+static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd_sm__oriented *)user); }
+static int pbd_sm__oriented_uses(void *user, const unsigned char *marked, int n) {
+    const pbd_sm__oriented *o = (const pbd_sm__oriented *)user;
+    pbd_range r;
+    r.first = o->first;
+    r.count = o->count;
+    return pbd_sm__marked_range(marked, n, r);
+}
 /* Orientations and angular velocities kept at the start of the step, put
    back when pbd_world_step rolls a non-finite step back. */
 static void pbd_sm__oriented_begin_step(void *user, pbd_world *w, float dt) {
-    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     (void)w;
     (void)dt;
     memcpy(o->q_step, o->q, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega_step, o->omega, sizeof(double) * 3 * (size_t)o->count);
 }
 static void pbd_sm__oriented_rollback(void *user, pbd_world *w) {
-    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     (void)w;
     memcpy(o->q, o->q_step, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega, o->omega_step, sizeof(double) * 3 * (size_t)o->count);
@@ -4671,7 +4863,7 @@ static void pbd_sm__oriented_rollback(void *user, pbd_world *w) {
 
 /* The mass a group weighs particle j with: its dynamic mass, or for a
    pinned/kinematic particle its mass at creation. */
-static double pbd_sm__oriented_mass(const pbd_sm_oriented *o, const float *p, int j) {
+static double pbd_sm__oriented_mass(const pbd_sm__oriented *o, const float *p, int j) {
     float wi = p[4 * (o->first + j) + 3];
     return wi > 0 ? 1.0 / wi : o->mass[j];
 }
@@ -4684,16 +4876,16 @@ static double pbd_sm__oriented_mass(const pbd_sm_oriented *o, const float *p, in
    its ellipsoid's moment while the hand bends the branch, so they would
    fight it and jitter (tests/test_sm_oriented.c: a chain bent by a
    hand). */
-static int pbd_sm__oriented_turns(const pbd_sm_oriented *o, int g) {
+static int pbd_sm__oriented_turns(const pbd_sm__oriented *o, int g) {
     int kinematic = 0;
-    return pbd_get_kinematic(o->world, o->first + g, &kinematic) == PBD_OK && kinematic;
+    return pbd_particle_get_kinematic(o->world, o->first + g, &kinematic) == PBD_OK && kinematic;
 }
 
 /* One group (survey 4.4): centre of mass c and rest centre, the moment
    matrix of eq. 25 (particle terms plus every member's ellipsoid, eq. 20),
    its rotation (warm-started polar decomposition), goals pulling the
    members with `stiffness`, and the centre's orientation R rest_q. */
-static void pbd_sm__oriented_match(pbd_sm_oriented *o, float *p, int g) {
+static void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g) {
     const int *mem = o->ring + o->ring_start[g];
     int n = o->ring_start[g + 1] - o->ring_start[g];
     double M = 0, c[3] = {0, 0, 0}, cr[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -4747,10 +4939,10 @@ static void pbd_sm__oriented_match(pbd_sm_oriented *o, float *p, int g) {
    ellipsoid (mass m, inertia m/5 diag(b^2+c^2, ...)) is pushed out along
    the normal there with the usual generalised inverse mass
    w = 1/m + (r x n) . I^-1 (r x n), which also turns it. Frictionless. */
-static void pbd_sm__oriented_collide_one(pbd_sm_oriented *o, float *p, int i, pbd_collider col) {
+static void pbd_sm__oriented_collide_one(pbd_sm__oriented *o, float *p, int i, pbd_collider col) {
     float *pi = p + 4 * (o->first + i);
     float dist, nf[3];
-    if (pbd_collider_closest(o->world, col, pi, &dist, nf) != PBD_OK) return;
+    if (!col.id || pbd_collider_closest(o->world, col, pi, &dist, nf) != PBD_OK) return; /* id 0: a free slot */
     const double *rad = o->radii + 3 * i;
     if (dist > rad[0] && dist > rad[1] && dist > rad[2]) return; /* beyond the largest radius */
     double R[9], n[3] = {nf[0], nf[1], nf[2]}, u[3], mu[3];
@@ -4779,7 +4971,7 @@ static void pbd_sm__oriented_collide_one(pbd_sm_oriented *o, float *p, int i, pb
 }
 
 static void pbd_sm__oriented_begin_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     for (int i = 0; i < o->count; ++i) {
         if (c->p[4 * (o->first + i) + 3] > 0)
             pbd_sm__quat_integrate_d(o->q + 4 * i, o->omega + 3 * i, c->h, o->qp + 4 * i);
@@ -4789,18 +4981,18 @@ static void pbd_sm__oriented_begin_substep(void *user, const pbd_solve_context *
 }
 
 static void pbd_sm__oriented_project(void *user, const pbd_solve_context *c) {
-    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     for (int g = 0; g < o->count; ++g) pbd_sm__oriented_match(o, c->p, g);
     if (!o->collide) return;
     int nc = pbd_world_collider_count(o->world);
     for (int i = 0; i < o->count; ++i) {
         if (!(c->p[4 * (o->first + i) + 3] > 0)) continue;
-        for (int k = 0; k < nc; ++k) pbd_sm__oriented_collide_one(o, c->p, i, k);
+        for (int k = 0; k < nc; ++k) pbd_sm__oriented_collide_one(o, c->p, i, pbd_world_collider(o->world, k));
     }
 }
 
 static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm_oriented *o = (pbd_sm_oriented *)user;
+    pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     for (int i = 0; i < o->count; ++i) {
         if (c->p[4 * (o->first + i) + 3] > 0)
             pbd_sm__quat_angular_velocity_d(o->q + 4 * i, o->qp + 4 * i, c->h, o->omega + 3 * i);
@@ -4892,16 +5084,16 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
 
 /* The 1-ring groups as CSR lists: centre first, then its neighbours in
    increasing order, each once (duplicate edges are merged). */
-static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, int ne) {
+static pbd_result pbd_sm__oriented_rings(pbd_sm__oriented *o, const int *edges, int ne) {
     int n = o->count;
-    o->ring_start = (int *)pbd_sm__alloc_n((size_t)n + 1, sizeof(int));
-    o->ring = (int *)pbd_sm__alloc_n((size_t)n + 2 * (size_t)ne, sizeof(int));
+    o->ring_start = (int *)pbd_sm__alloc_n(o->world, (size_t)n + 1, sizeof(int));
+    o->ring = (int *)pbd_sm__alloc_n(o->world, (size_t)n + 2 * (size_t)ne, sizeof(int));
     if (!o->ring_start || !o->ring)
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
     for (int i = 0; i <= n; ++i) o->ring_start[i] = 0;
     for (int e = 0; e < 2 * ne; ++e) o->ring_start[edges[e] + 1]++;
     for (int i = 0; i < n; ++i) o->ring_start[i + 1] += o->ring_start[i] + 1; /* + the centre */
-    int *fill = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n(o->world, (size_t)n, sizeof(int));
     if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
     for (int i = 0; i < n; ++i) {
         o->ring[o->ring_start[i]] = i;
@@ -4923,35 +5115,35 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm_oriented *o, const int *edges, i
             if (k == b + 1 || o->ring[k] != o->ring[k - 1]) o->ring[out++] = o->ring[k];
     }
     o->ring_start[n] = out;
-    PBD_SM_FREE(fill);
+    pbd_sm__free(o->world, fill);
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented **out) {
+PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
-    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: out is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res != PBD_OK) return res;
     int n = d->particles.count;
-    pbd_sm_oriented *o = (pbd_sm_oriented *)pbd_sm__alloc_n(1, sizeof *o);
+    pbd_sm__oriented *o = (pbd_sm__oriented *)pbd_sm__alloc_n(w, 1, sizeof *o);
     if (!o) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     memset(o, 0, sizeof *o);
+    o->tag = PBD_SM__TAG_ORIENTED;
     o->world = w;
     o->first = d->particles.first;
     o->count = n;
     o->stiffness = d->stiffness;
     o->collide = d->collide;
     o->rotation_iterations = d->rotation_iterations;
-    o->q = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
-    o->qp = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
-    o->omega = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
-    o->q_step = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
-    o->omega_step = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
-    o->rest_q = (double *)pbd_sm__alloc_n(4 * (size_t)n, sizeof(double));
-    o->radii = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
-    o->rest = (double *)pbd_sm__alloc_n(3 * (size_t)n, sizeof(double));
-    o->mass = (double *)pbd_sm__alloc_n((size_t)n, sizeof(double));
+    o->q = (double *)pbd_sm__alloc_n(w, 4 * (size_t)n, sizeof(double));
+    o->qp = (double *)pbd_sm__alloc_n(w, 4 * (size_t)n, sizeof(double));
+    o->omega = (double *)pbd_sm__alloc_n(w, 3 * (size_t)n, sizeof(double));
+    o->q_step = (double *)pbd_sm__alloc_n(w, 4 * (size_t)n, sizeof(double));
+    o->omega_step = (double *)pbd_sm__alloc_n(w, 3 * (size_t)n, sizeof(double));
+    o->rest_q = (double *)pbd_sm__alloc_n(w, 4 * (size_t)n, sizeof(double));
+    o->radii = (double *)pbd_sm__alloc_n(w, 3 * (size_t)n, sizeof(double));
+    o->rest = (double *)pbd_sm__alloc_n(w, 3 * (size_t)n, sizeof(double));
+    o->mass = (double *)pbd_sm__alloc_n(w, (size_t)n, sizeof(double));
     if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest ||
         !o->mass || pbd_world_fail_last(w, pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
         pbd_sm__oriented_free(o);
@@ -4962,7 +5154,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     int dyn = 0;
     for (int i = 0; i < n; ++i) {
         float m = 0;
-        pbd_get_mass(w, o->first + i, &m);
+        pbd_particle_get_mass(w, o->first + i, &m);
         o->mass[i] = m;
         if (m > 0) {
             mean += m;
@@ -4991,8 +5183,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
         return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: zero total mass (!dyn)");
     } /* zero total mass */
     pbd_plugin_desc pd = pbd_plugin_desc_default();
-    pd.name = "pbd_sm oriented";
+    pd.name = "pbd_sm oriented particle set";
     pd.user = o;
+    pd.kind = pbd_sm__plugin_kind(PBD_SM__TAG_ORIENTED);
     pd.particle_end = o->first + n;
     pd.work = (long)o->ring_start[n];
     pd.begin_substep = pbd_sm__oriented_begin_substep;
@@ -5001,7 +5194,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.begin_step = pbd_sm__oriented_begin_step;
     pd.rollback = pbd_sm__oriented_rollback;
     pd.destroy = pbd_sm__oriented_destroy_cb;
-    int *ids = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
+    pd.uses_particles = pbd_sm__oriented_uses;
+    int *ids = (int *)pbd_sm__alloc_n(w, (size_t)n, sizeof(int));
     if (!ids) {
         pbd_sm__oriented_free(o);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
@@ -5009,31 +5203,50 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     for (int i = 0; i < n; ++i) ids[i] = o->first + i;
     res = pbd_add_plugin(w, &pd, &o->plugin);
     if (res != PBD_OK) {
-        PBD_SM_FREE(ids);
+        pbd_sm__free(w, ids);
         pbd_sm__oriented_free(o);
         return res;
     }
     pbd_world_mark_coupled(w, ids, n); /* validated above: cannot fail */
-    PBD_SM_FREE(ids);
-    *out = o;
+    pbd_sm__free(w, ids);
+    if (out) out->id = o->plugin.id;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_plugin pbd_sm_oriented_plugin(const pbd_sm_oriented *o) { return o ? o->plugin : -1; }
-PBD_SM_DEF pbd_range pbd_sm_oriented_range(const pbd_sm_oriented *o) {
-    pbd_range r = {0, 0};
-    if (o) {
-        r.first = o->first;
-        r.count = o->count;
-    }
+/* The oriented particle set a handle names (pbd_sm__resolve), or the error. */
+static pbd_result pbd_sm__oriented_of(const pbd_world *w, pbd_sm_oriented h, const char *fn, pbd_sm__oriented **o) {
+    void *u = NULL;
+    pbd_result r = pbd_sm__resolve(w, h.id, PBD_SM__TAG_ORIENTED, fn, &u);
+    *o = (pbd_sm__oriented *)u;
     return r;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, float *q, float *omega) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_get: o is NULL");
+PBD_SM_DEF pbd_result pbd_sm_remove_oriented(pbd_world *w, pbd_sm_oriented set) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_remove_oriented", &o);
+    if (r != PBD_OK) return r;
+    return pbd_remove_plugin(w, o->plugin); /* frees the set */
+}
+
+PBD_SM_DEF pbd_result pbd_sm_oriented_range(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_range", &o);
+    if (r != PBD_OK) return r;
+    if (!particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_range: particles is NULL");
+    particles->first = o->first;
+    particles->count = o->count;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_oriented_get_state(const pbd_world *w, pbd_sm_oriented set, int index, float *q,
+                                                float *omega) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_get_state", &o);
+    if (r != PBD_OK) return r;
     if (index < 0 || index >= o->count)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_oriented_get: rejected because index < 0 || index >= o->count (index %d)", index);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_oriented_get_state: rejected because index < 0 || index >= o->count (index %d)",
+                              index);
     if (q)
         for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
     if (omega)
@@ -5041,19 +5254,23 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get(const pbd_sm_oriented *o, int index, f
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const float *q, const float *omega) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_set: o is NULL");
+PBD_SM_DEF pbd_result pbd_sm_oriented_set_state(pbd_world *w, pbd_sm_oriented set, int index, const float *q,
+                                                const float *omega) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_set_state", &o);
+    if (r != PBD_OK) return r;
     if (index < 0 || index >= o->count)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_oriented_set: rejected because index < 0 || index >= o->count (index %d)", index);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_oriented_set_state: rejected because index < 0 || index >= o->count (index %d)",
+                              index);
     if ((q && !pbd_sm__finite_n(q, 4)) || (omega && !pbd_sm__finite_n(omega, 3)))
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_oriented_set: rejected because (q && !pbd_sm__finite_n(q, 4)) || (omega && "
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_oriented_set_state: rejected because (q && !pbd_sm__finite_n(q, 4)) || (omega && "
                               "!pbd_sm__finite_n(omega, 3))");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
     if (!(qn > PBD_SM__QUAT_NORM2_MIN))
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_DEGENERATE,
-                              "pbd_sm_oriented_set: rejected because !(qn > 1e-12) (qn %g)", qn);
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                              "pbd_sm_oriented_set_state: rejected because !(qn > 1e-12) (qn %g)", qn);
     if (q)
         for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
     if (omega)
@@ -5061,42 +5278,47 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set(pbd_sm_oriented *o, int index, const f
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_sm_oriented *o, int index, int *members, int max, int *count) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: o is NULL");
-    if (!count)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
+PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_world *w, pbd_sm_oriented set, int index, int *members, int max,
+                                            int *count) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_group", &o);
+    if (r != PBD_OK) return r;
+    if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: count is NULL");
     if (max > 0 && !members)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_oriented_group: members is NULL while max > 0");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: members is NULL while max > 0");
     if (index < 0 || index >= o->count)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)",
                               index);
     if (max < 0)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_oriented_group: rejected because max < 0 (max %d)", max);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)",
+                              max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
     for (int e = 0; e < n && e < max; ++e) members[e] = o->ring[b + e];
     *count = n;
     return PBD_OK;
 }
 
-PBD_SM_DEF double pbd_sm_oriented_rotational_energy(const pbd_sm_oriented *o, const pbd_world *w) {
-    if (!o || !w) return 0;
+PBD_SM_DEF pbd_result pbd_sm_oriented_rotational_energy(const pbd_world *w, pbd_sm_oriented set, double *energy) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_rotational_energy", &o);
+    if (r != PBD_OK) return r;
+    if (!energy) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_rotational_energy: energy is NULL");
     const float *x = pbd_world_positions(w);
     double e = 0;
     for (int i = 0; i < o->count; ++i) {
         float wi = x[4 * (o->first + i) + 3];
         if (!(wi > 0)) continue;
         double R[9], wb[3], m = 1.0 / wi;
-        const double *r = o->radii + 3 * i;
+        const double *rad = o->radii + 3 * i;
         pbd_sm__quat_to_mat(o->q + 4 * i, R);
         pbd_sm__rotate_back(R, o->omega + 3 * i, wb);
-        double inertia[3] = {m / 5 * (r[1] * r[1] + r[2] * r[2]), m / 5 * (r[0] * r[0] + r[2] * r[2]),
-                             m / 5 * (r[0] * r[0] + r[1] * r[1])};
+        double inertia[3] = {m / 5 * (rad[1] * rad[1] + rad[2] * rad[2]), m / 5 * (rad[0] * rad[0] + rad[2] * rad[2]),
+                             m / 5 * (rad[0] * rad[0] + rad[1] * rad[1])};
         e += 0.5 * (inertia[0] * wb[0] * wb[0] + inertia[1] * wb[1] * wb[1] + inertia[2] * wb[2] * wb[2]);
     }
-    return e;
+    *energy = e;
+    return PBD_OK;
 }
 
 PBD_SM_DEF pbd_sm_skin_desc pbd_sm_skin_desc_default(void) {
@@ -5108,15 +5330,15 @@ PBD_SM_DEF pbd_sm_skin_desc pbd_sm_skin_desc_default(void) {
 
 PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s) {
     if (!s) return;
-    PBD_SM_FREE(s->bones);
-    PBD_SM_FREE(s->weights);
-    PBD_SM_FREE(s->local);
-    PBD_SM_FREE(s);
+    pbd_sm__free(NULL, s->bones);
+    pbd_sm__free(NULL, s->weights);
+    pbd_sm__free(NULL, s->local);
+    pbd_sm__free(NULL, s);
 }
 
 /* The `k` nearest particles (at rest) of a vertex with weights
    1 / (d^2 + eps^2), by a bounded insertion sort (ties: lower index). */
-static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k, int *bones, double *wts) {
+static void pbd_sm__skin_nearest(const pbd_sm__oriented *o, const float *v, int k, int *bones, double *wts) {
     for (int s = 0; s < k; ++s) {
         bones[s] = -1;
         wts[s] = 0;
@@ -5140,30 +5362,31 @@ static void pbd_sm__skin_nearest(const pbd_sm_oriented *o, const float *v, int k
     for (int s = 0; s < k; ++s) wts[s] = bones[s] >= 0 ? 1.0 / (d2[s] + PBD_SM__SKIN_DIST2_EPS) : 0;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_skin_desc *d, pbd_sm_skin **out) {
-    if (!o) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: o is NULL");
-    if (!d) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
-    if (!out) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
+PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set, const pbd_sm_skin_desc *d,
+                                         pbd_sm_skin **out) {
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_skin_create", &o);
+    if (r != PBD_OK) return r;
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
     if (!d->rest_vertices)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_skin_create: d->rest_vertices is NULL");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->rest_vertices is NULL");
     if (d->bones && !d->weights)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_skin_create: d->weights is NULL while d->bones");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->weights is NULL while d->bones");
     if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8)
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || "
                               "d->influences > 8 (d->vertex_count %d, d->influences %d)",
                               d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
     if (!pbd_sm__finite_n(d->rest_vertices, 3 * (size_t)d->vertex_count))
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                               "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->rest_vertices, 3 * "
                               "(size_t)d->vertex_count) (d->vertex_count %d)",
                               d->vertex_count);
     if (d->bones) {
         if (!pbd_sm__finite_n(d->weights, nk))
-            return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_NOT_FINITE,
+            return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                                   "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->weights, nk) (nk %zu)",
                                   nk);
         for (int v = 0; v < d->vertex_count; ++v) {
@@ -5172,30 +5395,31 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_sm_oriented *o, const pbd_sm_
                 int b = d->bones[(size_t)v * d->influences + s];
                 float wt = d->weights[(size_t)v * d->influences + s];
                 if (b < -1 || b >= o->count)
-                    return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                                           "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
                 if (wt < 0)
-                    return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                    return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                                           "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
                 if (b >= 0) sum += wt;
             }
             if (!(sum > 0))
-                return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+                return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                                       "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
         }
     }
-    pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(1, sizeof *s);
-    if (!s) return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
+    pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(NULL, 1, sizeof *s);
+    if (!s) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
     memset(s, 0, sizeof *s);
-    s->o = o;
+    s->world = w;
+    s->set = set;
     s->vertex_count = d->vertex_count;
     s->influences = d->influences;
-    s->bones = (int *)pbd_sm__alloc_n(nk, sizeof(int));
-    s->weights = (double *)pbd_sm__alloc_n(nk, sizeof(double));
-    s->local = (double *)pbd_sm__alloc_n(3 * nk, sizeof(double));
+    s->bones = (int *)pbd_sm__alloc_n(NULL, nk, sizeof(int));
+    s->weights = (double *)pbd_sm__alloc_n(NULL, nk, sizeof(double));
+    s->local = (double *)pbd_sm__alloc_n(NULL, 3 * nk, sizeof(double));
     if (!s->bones || !s->weights || !s->local) {
         pbd_sm_skin_destroy(s);
-        return pbd_world_fail((o ? o->world : NULL), PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
+        return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_skin_create: out of memory");
     }
     for (int v = 0; v < d->vertex_count; ++v) {
         int *bv = s->bones + (size_t)v * d->influences;
@@ -5232,10 +5456,12 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
     if (!s) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: s is NULL");
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: w is NULL");
     if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_apply: out is NULL");
-    const pbd_sm_oriented *o = s->o;
-    if (o->first + o->count > pbd_world_particle_count(w))
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_skin_apply: rejected because o->first + o->count > pbd_world_particle_count(w)");
+    if (w != s->world)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_skin_apply: the skin's oriented particle set is of another world");
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, s->set, "pbd_sm_skin_apply (the skin's set)", &o);
+    if (r != PBD_OK) return r;
     const float *x = pbd_world_positions(w);
     for (int v = 0; v < s->vertex_count; ++v) {
         double acc[3] = {0, 0, 0};
@@ -5243,10 +5469,10 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
             size_t e = (size_t)v * s->influences + k;
             int b = s->bones[e];
             if (b < 0) continue;
-            double R[9], r[3];
+            double R[9], rv[3];
             pbd_sm__quat_to_mat(o->q + 4 * b, R);
-            pbd_sm__rotate(R, s->local + 3 * e, r);
-            for (int a = 0; a < 3; ++a) acc[a] += s->weights[e] * (x[4 * (o->first + b) + a] + r[a]);
+            pbd_sm__rotate(R, s->local + 3 * e, rv);
+            for (int a = 0; a < 3; ++a) acc[a] += s->weights[e] * (x[4 * (o->first + b) + a] + rv[a]);
         }
         for (int a = 0; a < 3; ++a) out[3 * v + a] = (float)acc[a];
     }
@@ -5255,8 +5481,9 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
 
 // ==== surface volume ========================================================
 
-struct pbd_sm_volume {
-    pbd_world *world;
+struct pbd_sm__volume {
+    uint32_t tag;     /* PBD_SM__TAG_VOLUME */
+    pbd_world *world; /* the owner: its allocator holds every array */
     pbd_plugin plugin;
     int nv, nt;
     int *verts;           /* nv world particles, increasing */
@@ -5272,21 +5499,25 @@ struct pbd_sm_volume {
     float *pred;              /* nv*3: predictions at the start of the substep */
 };
 
-static void pbd_sm__volume_free(pbd_sm_volume *v) {
+static void pbd_sm__volume_free(pbd_sm__volume *v) {
     if (!v) return;
-    PBD_SM_FREE(v->verts);
-    PBD_SM_FREE(v->tri);
-    PBD_SM_FREE(v->adj_start);
-    PBD_SM_FREE(v->adj);
-    PBD_SM_FREE(v->opposite);
-    PBD_SM_FREE(v->pair_rest);
-    PBD_SM_FREE(v->grad);
-    PBD_SM_FREE(v->weight);
-    PBD_SM_FREE(v->weight2);
-    PBD_SM_FREE(v->pred);
-    PBD_SM_FREE(v);
+    pbd_sm__free(v->world, v->verts);
+    pbd_sm__free(v->world, v->tri);
+    pbd_sm__free(v->world, v->adj_start);
+    pbd_sm__free(v->world, v->adj);
+    pbd_sm__free(v->world, v->opposite);
+    pbd_sm__free(v->world, v->pair_rest);
+    pbd_sm__free(v->world, v->grad);
+    pbd_sm__free(v->world, v->weight);
+    pbd_sm__free(v->world, v->weight2);
+    pbd_sm__free(v->world, v->pred);
+    pbd_sm__free(v->world, v);
 }
-static void pbd_sm__volume_destroy_cb(void *user) { pbd_sm__volume_free((pbd_sm_volume *)user); }
+static void pbd_sm__volume_destroy_cb(void *user) { pbd_sm__volume_free((pbd_sm__volume *)user); }
+static int pbd_sm__volume_uses(void *user, const unsigned char *marked, int n) {
+    const pbd_sm__volume *v = (const pbd_sm__volume *)user;
+    return pbd_sm__marked_list(marked, n, v->verts, v->nv);
+}
 
 PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void) {
     pbd_sm_volume_desc d;
@@ -5307,7 +5538,7 @@ PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void) {
    around particle i (the survey's approximation; for a closed mesh it is
    the exact gradient, since the fan's edges sum to zero). P: 4 floats per
    world particle. */
-static double pbd_sm__volume_eval(const pbd_sm_volume *v, const float *P, double *grad) {
+static double pbd_sm__volume_eval(const pbd_sm__volume *v, const float *P, double *grad) {
     double V = 0;
     if (grad)
         for (int k = 0; k < 3 * v->nv; ++k) grad[k] = 0;
@@ -5326,11 +5557,12 @@ static double pbd_sm__volume_eval(const pbd_sm_volume *v, const float *P, double
     return V;
 }
 
-static int pbd_sm__volume_colliding(const pbd_sm_volume *v, const float *p) {
+static int pbd_sm__volume_colliding(const pbd_sm__volume *v, const float *p) {
     int nc = pbd_world_collider_count(v->world);
     for (int c = 0; c < nc; ++c) {
         float d;
-        if (pbd_collider_closest(v->world, c, p, &d, NULL) == PBD_OK && d < v->contact_distance) return 1;
+        pbd_collider col = pbd_world_collider(v->world, c); /* id 0: a free slot */
+        if (col.id && pbd_collider_closest(v->world, col, p, &d, NULL) == PBD_OK && d < v->contact_distance) return 1;
     }
     return 0;
 }
@@ -5339,7 +5571,7 @@ static int pbd_sm__volume_colliding(const pbd_sm_volume *v, const float *p) {
    the local ones, smoothed by a Laplacian filter (each pass moves a weight
    halfway to its neighbours' mean), then 0 for colliding and fixed
    particles (after smoothing, so that none leaks back to them). */
-static void pbd_sm__volume_weights(pbd_sm_volume *v, const float *P) {
+static void pbd_sm__volume_weights(pbd_sm__volume *v, const float *P) {
     int n = v->nv;
     double *w = v->weight, sum = 0;
     for (int i = 0; i < n; ++i) {
@@ -5374,14 +5606,14 @@ static void pbd_sm__volume_weights(pbd_sm_volume *v, const float *P) {
 }
 
 static void pbd_sm__volume_begin_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm_volume *v = (pbd_sm_volume *)user;
+    pbd_sm__volume *v = (pbd_sm__volume *)user;
     for (int i = 0; i < v->nv; ++i)
         for (int k = 0; k < 3; ++k) v->pred[3 * i + k] = c->p[4 * v->verts[i] + k];
 }
 
 /* Eq. 13: dx_i = -s w_i C grad_i / sum_j w_j |grad_j|^2. */
 static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
-    pbd_sm_volume *v = (pbd_sm_volume *)user;
+    pbd_sm__volume *v = (pbd_sm__volume *)user;
     double C = pbd_sm__volume_eval(v, c->p, v->grad) - v->rest_volume;
     pbd_sm__volume_weights(v, c->p);
     double den = 0;
@@ -5400,7 +5632,7 @@ static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
 /* The velocity counterpart: dC/dt = sum_i grad_i C . v_i = 0 with the same
    weights (survey 4.5.1: a divergence-free velocity field). */
 static void pbd_sm__volume_end_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm_volume *v = (pbd_sm_volume *)user;
+    pbd_sm__volume *v = (pbd_sm__volume *)user;
     if (!v->velocity_correction) return;
     pbd_sm__volume_eval(v, c->x, v->grad);
     double dcdt = 0, den = 0;
@@ -5435,9 +5667,9 @@ static int pbd_sm__cmp_edge_key(const void *a, const void *b) {
 
 /* Closed and consistently oriented: every directed edge once, and its
    reverse once. Builds the neighbour lists from the edges a < b. */
-static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
+static pbd_result pbd_sm__volume_topology(pbd_sm__volume *v) {
     size_t ne = 3 * (size_t)v->nt;
-    long long *e = (long long *)pbd_sm__alloc_n(ne, sizeof(long long));
+    long long *e = (long long *)pbd_sm__alloc_n(v->world, ne, sizeof(long long));
     if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     for (int t = 0; t < v->nt; ++t)
         for (int k = 0; k < 3; ++k) e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
@@ -5463,8 +5695,8 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
                                a, b);
     }
     if (r == PBD_OK) {
-        v->adj_start = (int *)pbd_sm__alloc_n((size_t)v->nv + 1, sizeof(int));
-        v->adj = (int *)pbd_sm__alloc_n(ne, sizeof(int));
+        v->adj_start = (int *)pbd_sm__alloc_n(v->world, (size_t)v->nv + 1, sizeof(int));
+        v->adj = (int *)pbd_sm__alloc_n(v->world, ne, sizeof(int));
         if (!v->adj_start || !v->adj)
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
     }
@@ -5479,7 +5711,7 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
         }
         v->adj_start[v->nv] = k;
     }
-    PBD_SM_FREE(e);
+    pbd_sm__free(v->world, e);
     return r;
 }
 
@@ -5487,7 +5719,7 @@ static pbd_result pbd_sm__volume_topology(pbd_sm_volume *v) {
    its inward area-weighted normal; the nearest triangle it hits (not one
    of the particle's own) gives the pair, its vertex nearest the hit point
    (Moeller-Trumbore intersection; O(n * triangles), done once). */
-static void pbd_sm__volume_pairs(pbd_sm_volume *v, const float *P) {
+static void pbd_sm__volume_pairs(pbd_sm__volume *v, const float *P) {
     pbd_sm__volume_eval(v, P, v->grad);
     for (int i = 0; i < v->nv; ++i) {
         const float *o = P + 4 * v->verts[i];
@@ -5613,15 +5845,15 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume **out) {
+PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: d is NULL");
-    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: out is NULL");
     pbd_result r = pbd_sm__volume_check(w, d);
     if (r != PBD_OK) return r;
-    pbd_sm_volume *v = (pbd_sm_volume *)pbd_sm__alloc_n(1, sizeof *v);
+    pbd_sm__volume *v = (pbd_sm__volume *)pbd_sm__alloc_n(w, 1, sizeof *v);
     if (!v) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     memset(v, 0, sizeof *v);
+    v->tag = PBD_SM__TAG_VOLUME;
     v->world = w;
     v->nt = d->triangle_count;
     v->alpha = d->alpha;
@@ -5632,8 +5864,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     v->smoothing = d->smoothing;
     v->velocity_correction = d->velocity_correction;
     size_t n3 = 3 * (size_t)v->nt;
-    v->verts = (int *)pbd_sm__alloc_n(n3, sizeof(int));
-    v->tri = (int *)pbd_sm__alloc_n(n3, sizeof(int));
+    v->verts = (int *)pbd_sm__alloc_n(w, n3, sizeof(int));
+    v->tri = (int *)pbd_sm__alloc_n(w, n3, sizeof(int));
     if (!v->verts || !v->tri) {
         pbd_sm__volume_free(v);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
@@ -5645,12 +5877,12 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
         if (k == 0 || v->verts[k] != v->verts[k - 1]) v->verts[nv++] = v->verts[k];
     v->nv = nv;
     for (size_t k = 0; k < n3; ++k) v->tri[k] = pbd_sm__volume_local_index(v->verts, nv, d->triangles[k]);
-    v->opposite = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    v->pair_rest = (double *)pbd_sm__alloc_n((size_t)nv, sizeof(double));
-    v->grad = (double *)pbd_sm__alloc_n(3 * (size_t)nv, sizeof(double));
-    v->weight = (double *)pbd_sm__alloc_n((size_t)nv, sizeof(double));
-    v->weight2 = (double *)pbd_sm__alloc_n((size_t)nv, sizeof(double));
-    v->pred = (float *)pbd_sm__alloc_n(3 * (size_t)nv, sizeof(float));
+    v->opposite = (int *)pbd_sm__alloc_n(w, (size_t)nv, sizeof(int));
+    v->pair_rest = (double *)pbd_sm__alloc_n(w, (size_t)nv, sizeof(double));
+    v->grad = (double *)pbd_sm__alloc_n(w, 3 * (size_t)nv, sizeof(double));
+    v->weight = (double *)pbd_sm__alloc_n(w, (size_t)nv, sizeof(double));
+    v->weight2 = (double *)pbd_sm__alloc_n(w, (size_t)nv, sizeof(double));
+    v->pred = (float *)pbd_sm__alloc_n(w, 3 * (size_t)nv, sizeof(float));
     if (!v->opposite || !v->pair_rest || !v->grad || !v->weight || !v->weight2 || !v->pred) {
         pbd_sm__volume_free(v);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
@@ -5675,87 +5907,116 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     pd.name = "pbd_sm surface volume";
     pd.user = v;
+    pd.kind = pbd_sm__plugin_kind(PBD_SM__TAG_VOLUME);
     pd.particle_end = v->verts[nv - 1] + 1;
     pd.work = (long)n3;
     pd.begin_substep = pbd_sm__volume_begin_substep;
     pd.project = pbd_sm__volume_project;
     pd.end_substep = pbd_sm__volume_end_substep;
     pd.destroy = pbd_sm__volume_destroy_cb;
+    pd.uses_particles = pbd_sm__volume_uses;
     r = pbd_add_plugin(w, &pd, &v->plugin);
     if (r != PBD_OK) {
         pbd_sm__volume_free(v);
         return r;
     }
-    *out = v;
+    if (out) out->id = v->plugin.id;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_plugin pbd_sm_volume_plugin(const pbd_sm_volume *v) { return v ? v->plugin : -1; }
-PBD_SM_DEF double pbd_sm_volume_rest(const pbd_sm_volume *v) { return v ? v->rest_volume : 0; }
+/* The surface volume a handle names (pbd_sm__resolve), or the error. */
+static pbd_result pbd_sm__volume_of(const pbd_world *w, pbd_sm_volume h, const char *fn, pbd_sm__volume **v) {
+    void *u = NULL;
+    pbd_result r = pbd_sm__resolve(w, h.id, PBD_SM__TAG_VOLUME, fn, &u);
+    *v = (pbd_sm__volume *)u;
+    return r;
+}
 
-PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_sm_volume *v, const pbd_world *w, double *volume) {
-    if (!v) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: v is NULL");
-    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: w is NULL");
-    if (!volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
+PBD_SM_DEF pbd_result pbd_sm_remove_surface_volume(pbd_world *w, pbd_sm_volume volume) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_remove_surface_volume", &v);
+    if (r != PBD_OK) return r;
+    return pbd_remove_plugin(w, v->plugin); /* frees the volume */
+}
+
+PBD_SM_DEF pbd_result pbd_sm_volume_get_rest(const pbd_world *w, pbd_sm_volume volume, double *rest_volume) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_get_rest", &v);
+    if (r != PBD_OK) return r;
+    if (!rest_volume) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_get_rest: rest_volume is NULL");
+    *rest_volume = v->rest_volume;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_world *w, pbd_sm_volume volume, double *out) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_measure", &v);
+    if (r != PBD_OK) return r;
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
     if (v->verts[v->nv - 1] >= pbd_world_particle_count(w))
-        return pbd_world_fail(
-            w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-            "pbd_sm_volume_measure: rejected because v->verts[v->nv - 1] >= pbd_world_particle_count(w)");
-    *volume = pbd_sm__volume_eval(v, pbd_world_positions(w), NULL);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "pbd_sm_volume_measure: particle %d of the mesh is not in the world (%d particles)",
+                              v->verts[v->nv - 1], pbd_world_particle_count(w));
+    *out = pbd_sm__volume_eval(v, pbd_world_positions(w), NULL);
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_sm_volume *v, double rest_volume) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_rest: v is NULL");
+PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_world *w, pbd_sm_volume volume, double rest_volume) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_set_rest", &v);
+    if (r != PBD_OK) return r;
     if (!pbd_sm__finite(rest_volume))
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                               "pbd_sm_volume_set_rest: rejected because !pbd_sm__finite(rest_volume) (rest_volume %g)",
                               rest_volume);
     if (!(rest_volume > 0))
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)",
                               rest_volume);
     v->rest_volume = rest_volume;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_sm_volume *v, float alpha) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_set_alpha: v is NULL");
+PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_world *w, pbd_sm_volume volume, float alpha) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_set_alpha", &v);
+    if (r != PBD_OK) return r;
     if (!pbd_sm__finite(alpha))
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NOT_FINITE,
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                               "pbd_sm_volume_set_alpha: rejected because !pbd_sm__finite(alpha) (alpha %g)",
                               (double)alpha);
     if (!(alpha >= 0 && alpha <= 1))
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)",
                               (double)alpha);
     v->alpha = alpha;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_sm_volume *v, int particle, int *opposite) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: v is NULL");
-    if (!opposite)
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_volume_opposite: opposite is NULL");
+PBD_SM_DEF pbd_result pbd_sm_volume_opposite(const pbd_world *w, pbd_sm_volume volume, int particle, int *opposite) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_opposite", &v);
+    if (r != PBD_OK) return r;
+    if (!opposite) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_opposite: opposite is NULL");
     int i = pbd_sm__volume_local_index(v->verts, v->nv, particle);
     if (i < 0)
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_volume_opposite: rejected because i < 0 (i %d)", i);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_volume_opposite: particle %d is not on the mesh",
+                              particle);
     *opposite = v->opposite[i] >= 0 ? v->verts[v->opposite[i]] : -1;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_sm_volume *v, float *weights, int max, int *count) {
-    if (!v) return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: v is NULL");
-    if (!count)
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
+PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume volume, float *weights, int max,
+                                            int *count) {
+    pbd_sm__volume *v;
+    pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_weights", &v);
+    if (r != PBD_OK) return r;
+    if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
     if (max > 0 && !weights)
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_volume_weights: weights is NULL while max > 0");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: weights is NULL while max > 0");
     if (max < 0)
-        return pbd_world_fail((v ? v->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_volume_weights: rejected because max < 0 (max %d)", max);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)",
+                              max);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;
@@ -5794,8 +6055,9 @@ static int pbd_sm__cmp_long(const void *a, const void *b) {
 /* Undirected edges of a triangle list as sorted keys lo*n + hi; *count
    edges written to *keys (allocated), with the number of triangles of each
    edge in *uses (allocated). */
-static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys_out, int **uses_out, int *count) {
-    long long *k = (long long *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(long long));
+static pbd_result pbd_sm__edges(pbd_world *mem, int nv, const int *tri, int nt, long long **keys_out, int **uses_out,
+                                int *count) {
+    long long *k = (long long *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(long long));
     if (!k) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
     for (int t = 0; t < nt; ++t)
         for (int j = 0; j < 3; ++j) {
@@ -5804,9 +6066,9 @@ static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys
             k[3 * t + j] = (long long)lo * nv + hi;
         }
     qsort(k, (size_t)nt * 3, sizeof(long long), pbd_sm__cmp_long);
-    int *uses = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
+    int *uses = (int *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(int));
     if (!uses) {
-        PBD_SM_FREE(k);
+        pbd_sm__free(mem, k);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
     }
     int n = 0;
@@ -5827,13 +6089,13 @@ static pbd_result pbd_sm__edges(int nv, const int *tri, int nt, long long **keys
 
 /* CSR vertex -> triangles of a triangle list (alive[t] == 0 skipped when
    alive is given). */
-static pbd_result pbd_sm__vertex_tris(int nv, const int *tri, int nt, const unsigned char *alive, int **start_out,
-                                      int **list_out) {
-    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-    int *list = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
+static pbd_result pbd_sm__vertex_tris(pbd_world *mem, int nv, const int *tri, int nt, const unsigned char *alive,
+                                      int **start_out, int **list_out) {
+    int *start = (int *)pbd_sm__alloc_n(mem, (size_t)nv + 1, sizeof(int));
+    int *list = (int *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(int));
     if (!start || !list) {
-        PBD_SM_FREE(start);
-        PBD_SM_FREE(list);
+        pbd_sm__free(mem, start);
+        pbd_sm__free(mem, list);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
@@ -5841,17 +6103,17 @@ static pbd_result pbd_sm__vertex_tris(int nv, const int *tri, int nt, const unsi
         if (!alive || alive[t])
             for (int j = 0; j < 3; ++j) start[tri[3 * t + j] + 1]++;
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
-    int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     if (!fill) {
-        PBD_SM_FREE(start);
-        PBD_SM_FREE(list);
+        pbd_sm__free(mem, start);
+        pbd_sm__free(mem, list);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
     }
     memcpy(fill, start, sizeof(int) * (size_t)nv);
     for (int t = 0; t < nt; ++t)
         if (!alive || alive[t])
             for (int j = 0; j < 3; ++j) list[fill[tri[3 * t + j]]++] = t;
-    PBD_SM_FREE(fill);
+    pbd_sm__free(mem, fill);
     *start_out = start;
     *list_out = list;
     return PBD_OK;
@@ -5991,16 +6253,17 @@ static int pbd_sm__cmp_edge_len(const void *pa, const void *pb) {
 }
 
 /* One round: returns the number of collapses. */
-static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *alive_count, int *collapses) {
+static pbd_result pbd_sm__decimate_round(pbd_world *mem, pbd_sm__decimator *d, int target, int *alive_count,
+                                         int *collapses) {
     *collapses = 0;
-    PBD_SM_FREE(d->vt_start);
-    PBD_SM_FREE(d->vt_list);
+    pbd_sm__free(mem, d->vt_start);
+    pbd_sm__free(mem, d->vt_list);
     d->vt_start = d->vt_list = NULL;
-    pbd_result r = pbd_sm__vertex_tris(d->nv, d->tri, d->nt, d->alive, &d->vt_start, &d->vt_list);
+    pbd_result r = pbd_sm__vertex_tris(mem, d->nv, d->tri, d->nt, d->alive, &d->vt_start, &d->vt_list);
     if (r != PBD_OK) return r;
     /* the alive triangles, compacted, for the edge list */
     int na = 0;
-    int *tl = (int *)pbd_sm__alloc_n((size_t)*alive_count * 3, sizeof(int));
+    int *tl = (int *)pbd_sm__alloc_n(mem, (size_t)*alive_count * 3, sizeof(int));
     if (!tl) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
     for (int t = 0; t < d->nt; ++t)
         if (d->alive[t]) {
@@ -6009,16 +6272,16 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
         }
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
-    r = pbd_sm__edges(d->nv, tl, na, &keys, &uses, &ne);
-    PBD_SM_FREE(tl);
+    r = pbd_sm__edges(mem, d->nv, tl, na, &keys, &uses, &ne);
+    pbd_sm__free(mem, tl);
     if (r != PBD_OK) return r;
-    PBD_SM_FREE(d->bkeys);
-    d->bkeys = (long long *)pbd_sm__alloc_n((size_t)ne, sizeof(long long));
-    pbd_sm__edge_len *el = (pbd_sm__edge_len *)pbd_sm__alloc_n((size_t)ne, sizeof *el);
+    pbd_sm__free(mem, d->bkeys);
+    d->bkeys = (long long *)pbd_sm__alloc_n(mem, (size_t)ne, sizeof(long long));
+    pbd_sm__edge_len *el = (pbd_sm__edge_len *)pbd_sm__alloc_n(mem, (size_t)ne, sizeof *el);
     if (!d->bkeys || !el) {
-        PBD_SM_FREE(keys);
-        PBD_SM_FREE(uses);
-        PBD_SM_FREE(el);
+        pbd_sm__free(mem, keys);
+        pbd_sm__free(mem, uses);
+        pbd_sm__free(mem, el);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
     }
     d->nbkeys = 0;
@@ -6036,8 +6299,8 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
         el[e].a = a;
         el[e].b = b;
     }
-    PBD_SM_FREE(keys);
-    PBD_SM_FREE(uses);
+    pbd_sm__free(mem, keys);
+    pbd_sm__free(mem, uses);
     qsort(el, (size_t)ne, sizeof *el, pbd_sm__cmp_edge_len);
     for (int e = 0; e<ne && * alive_count> target; ++e) {
         int a = el[e].a, b = el[e].b;
@@ -6048,18 +6311,19 @@ static pbd_result pbd_sm__decimate_round(pbd_sm__decimator *d, int target, int *
         else continue;
         (*collapses)++;
     }
-    PBD_SM_FREE(el);
+    pbd_sm__free(mem, el);
     return PBD_OK;
 }
 
 /* Boundary corners (turning angle over 30 degrees) are locked so that the
    shape of the outline survives every level. */
-static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x, unsigned char *locked) {
+static void pbd_sm__lock_corners(pbd_world *mem, int nv, const int *tri, int nt, const float *x,
+                                 unsigned char *locked) {
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
-    if (pbd_sm__edges(nv, tri, nt, &keys, &uses, &ne) != PBD_OK) return;
-    int *nb = (int *)pbd_sm__alloc_n((size_t)nv * 2, sizeof(int));
-    int *cnt = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    if (pbd_sm__edges(mem, nv, tri, nt, &keys, &uses, &ne) != PBD_OK) return;
+    int *nb = (int *)pbd_sm__alloc_n(mem, (size_t)nv * 2, sizeof(int));
+    int *cnt = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     if (nb && cnt) {
         memset(cnt, 0, sizeof(int) * (size_t)nv);
         for (int e = 0; e < ne; ++e) {
@@ -6083,30 +6347,31 @@ static void pbd_sm__lock_corners(int nv, const int *tri, int nt, const float *x,
             if (c < 0.866f) locked[v] = 1;
         }
     }
-    PBD_SM_FREE(nb);
-    PBD_SM_FREE(cnt);
-    PBD_SM_FREE(keys);
-    PBD_SM_FREE(uses);
+    pbd_sm__free(mem, nb);
+    pbd_sm__free(mem, cnt);
+    pbd_sm__free(mem, keys);
+    pbd_sm__free(mem, uses);
 }
 
 /* Decimates (nv, tri, nt) until at most `target` triangles remain or no
    collapse is possible; locked vertices stay. Out: the surviving triangles (renumbered over the
    surviving vertices), the surviving vertices' old indices, and for every
    old vertex the new vertex it collapsed into (following the chain). */
-static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *x, const unsigned char *locked_in,
-                                   int target, int **tri_out, int *nt_out, int **kept_out, int *nv_out, int **map_out) {
+static pbd_result pbd_sm__decimate(pbd_world *mem, int nv, const int *tri, int nt, const float *x,
+                                   const unsigned char *locked_in, int target, int **tri_out, int *nt_out,
+                                   int **kept_out, int *nv_out, int **map_out) {
     pbd_sm__decimator d;
     memset(&d, 0, sizeof d);
     d.nv = nv;
     d.nt = nt;
     d.x = x;
-    d.tri = (int *)pbd_sm__alloc_n((size_t)nt * 3, sizeof(int));
-    d.alive = (unsigned char *)pbd_sm__alloc_n((size_t)nt, 1);
-    unsigned char *locked = (unsigned char *)pbd_sm__alloc_n((size_t)nv, 1);
-    d.boundary = (unsigned char *)pbd_sm__alloc_n((size_t)nv, 1);
-    d.touched = (unsigned char *)pbd_sm__alloc_n((size_t)nv, 1);
-    d.rep = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-    int *newid = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    d.tri = (int *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(int));
+    d.alive = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)nt, 1);
+    unsigned char *locked = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)nv, 1);
+    d.boundary = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)nv, 1);
+    d.touched = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)nv, 1);
+    d.rep = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
+    int *newid = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     pbd_result r = PBD_OK;
     if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid)
         r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
@@ -6119,20 +6384,20 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
         for (int v = 0; v < nv; ++v) d.rep[v] = v;
         for (int round = 0; round < 64 && alive > target; ++round) {
             int c = 0;
-            r = pbd_sm__decimate_round(&d, target, &alive, &c);
+            r = pbd_sm__decimate_round(mem, &d, target, &alive, &c);
             if (r != PBD_OK || c == 0) break;
         }
     }
     if (r == PBD_OK) {
         /* renumber the vertices still used by a triangle */
         for (int v = 0; v < nv; ++v) newid[v] = -1;
-        int *otri = (int *)pbd_sm__alloc_n((size_t)alive * 3, sizeof(int));
-        int *kept = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-        int *map = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+        int *otri = (int *)pbd_sm__alloc_n(mem, (size_t)alive * 3, sizeof(int));
+        int *kept = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
+        int *map = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
         if (!otri || !kept || !map) {
-            PBD_SM_FREE(otri);
-            PBD_SM_FREE(kept);
-            PBD_SM_FREE(map);
+            pbd_sm__free(mem, otri);
+            pbd_sm__free(mem, kept);
+            pbd_sm__free(mem, map);
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
         } else {
             int nk = 0, k = 0;
@@ -6160,16 +6425,16 @@ static pbd_result pbd_sm__decimate(int nv, const int *tri, int nt, const float *
             *map_out = map;
         }
     }
-    PBD_SM_FREE(d.tri);
-    PBD_SM_FREE(d.alive);
-    PBD_SM_FREE(locked);
-    PBD_SM_FREE(d.boundary);
-    PBD_SM_FREE(d.touched);
-    PBD_SM_FREE(d.rep);
-    PBD_SM_FREE(newid);
-    PBD_SM_FREE(d.vt_start);
-    PBD_SM_FREE(d.vt_list);
-    PBD_SM_FREE(d.bkeys);
+    pbd_sm__free(mem, d.tri);
+    pbd_sm__free(mem, d.alive);
+    pbd_sm__free(mem, locked);
+    pbd_sm__free(mem, d.boundary);
+    pbd_sm__free(mem, d.touched);
+    pbd_sm__free(mem, d.rep);
+    pbd_sm__free(mem, newid);
+    pbd_sm__free(mem, d.vt_start);
+    pbd_sm__free(mem, d.vt_list);
+    pbd_sm__free(mem, d.bkeys);
     return r;
 }
 
@@ -6206,8 +6471,9 @@ typedef struct pbd_sm__level {
     int *fine_of; /* nested: the finer level's vertex at this vertex */
 } pbd_sm__level;
 
-struct pbd_sm_cloth {
-    pbd_world *world;
+struct pbd_sm__cloth {
+    uint32_t tag;     /* PBD_SM__TAG_CLOTH */
+    pbd_world *world; /* the owner: its allocator holds every array */
     pbd_plugin plugin;
     pbd_range particles;
     int nlevels;
@@ -6223,25 +6489,26 @@ struct pbd_sm_cloth {
     float *force; /* nv*3 scratch */
 };
 
-static void pbd_sm__level_free(pbd_sm__level *L, int owns_x) {
+static void pbd_sm__level_free(pbd_world *mem, pbd_sm__level *L, int owns_x) {
     void *a[] = {L->tri, L->edge, L->xhat,    L->rest,  L->mass,      L->mt,       L->me,      L->inv_rt,   L->inv_re,
                  L->tq,  L->tP,   L->eq,      L->tc,    L->ec,        L->vt_start, L->vt_list, L->ve_start, L->ve_list,
                  L->tdx, L->edx,  L->pro_idx, L->pro_w, L->res_start, L->res_idx,  L->res_w,   L->fine_of};
-    for (size_t i = 0; i < sizeof a / sizeof a[0]; ++i) PBD_SM_FREE(a[i]);
-    if (owns_x) PBD_SM_FREE(L->x);
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; ++i) pbd_sm__free(mem, a[i]);
+    if (owns_x) pbd_sm__free(mem, L->x);
     memset(L, 0, sizeof *L);
 }
 
-static void pbd_sm__cloth_free(pbd_sm_cloth *c) {
+static void pbd_sm__cloth_free(pbd_sm__cloth *c) {
     if (!c) return;
-    for (int l = 0; l < c->nlevels; ++l) pbd_sm__level_free(&c->lv[l], l < c->nlevels - 1);
-    PBD_SM_FREE(c->lv);
-    PBD_SM_FREE(c->q_start);
-    PBD_SM_FREE(c->q_idx);
-    PBD_SM_FREE(c->q_val);
-    PBD_SM_FREE(c->q_row);
-    PBD_SM_FREE(c->force);
-    PBD_SM_FREE(c);
+    pbd_world *mem = c->world;
+    for (int l = 0; l < c->nlevels; ++l) pbd_sm__level_free(mem, &c->lv[l], l < c->nlevels - 1);
+    pbd_sm__free(mem, c->lv);
+    pbd_sm__free(mem, c->q_start);
+    pbd_sm__free(mem, c->q_idx);
+    pbd_sm__free(mem, c->q_val);
+    pbd_sm__free(mem, c->q_row);
+    pbd_sm__free(mem, c->force);
+    pbd_sm__free(mem, c);
 }
 
 /* Colours elements of `arity` vertices with pbd.h's greedy colouring
@@ -6249,15 +6516,15 @@ static void pbd_sm__cloth_free(pbd_sm_cloth *c) {
    vertex, except in the overflow colour, the last when *overflow, whose
    elements are applied one by one), then sorts them stably by colour;
    *offsets receives the *ncolors + 1 starts of the colours. */
-static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, int **offsets, int *ncolors,
+static pbd_result pbd_sm__color_elements(pbd_world *mem, int nv, int *el, int n, int arity, int **offsets, int *ncolors,
                                          int *overflow) {
-    int *col = (int *)pbd_sm__alloc_n((size_t)n, sizeof(int));
-    int *tmp = (int *)pbd_sm__alloc_n((size_t)n * arity, sizeof(int));
-    int *off = (int *)pbd_sm__alloc_n(PBD_MAX_COLORS + 1, sizeof(int));
+    int *col = (int *)pbd_sm__alloc_n(mem, (size_t)n, sizeof(int));
+    int *tmp = (int *)pbd_sm__alloc_n(mem, (size_t)n * arity, sizeof(int));
+    int *off = (int *)pbd_sm__alloc_n(mem, PBD_MAX_COLORS + 1, sizeof(int));
     pbd_result r = PBD_OK;
     if (!col || !tmp || !off)
         r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
-    if (r == PBD_OK) r = pbd_color_elements(NULL, el, n, arity, nv, 0, col, off, PBD_MAX_COLORS + 1, ncolors, overflow);
+    if (r == PBD_OK) r = pbd_color_elements(mem, el, n, arity, nv, 0, col, off, PBD_MAX_COLORS + 1, ncolors, overflow);
     if (r == PBD_OK) {
         int fill[PBD_MAX_COLORS + 1];
         memcpy(fill, off, sizeof(int) * (size_t)(*ncolors + 1));
@@ -6267,21 +6534,22 @@ static pbd_result pbd_sm__color_elements(int nv, int *el, int n, int arity, int 
         *offsets = off;
         off = NULL;
     }
-    PBD_SM_FREE(col);
-    PBD_SM_FREE(tmp);
-    PBD_SM_FREE(off);
+    pbd_sm__free(mem, col);
+    pbd_sm__free(mem, tmp);
+    pbd_sm__free(mem, off);
     return r;
 }
 
 /* CSR vertex -> element ends (arity*e + k). */
-static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, int **start_out, int **list_out) {
-    int *start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-    int *list = (int *)pbd_sm__alloc_n((size_t)n * arity, sizeof(int));
-    int *fill = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+static pbd_result pbd_sm__vertex_ends(pbd_world *mem, int nv, const int *el, int n, int arity, int **start_out,
+                                      int **list_out) {
+    int *start = (int *)pbd_sm__alloc_n(mem, (size_t)nv + 1, sizeof(int));
+    int *list = (int *)pbd_sm__alloc_n(mem, (size_t)n * arity, sizeof(int));
+    int *fill = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     if (!start || !list || !fill) {
-        PBD_SM_FREE(start);
-        PBD_SM_FREE(list);
-        PBD_SM_FREE(fill);
+        pbd_sm__free(mem, start);
+        pbd_sm__free(mem, list);
+        pbd_sm__free(mem, fill);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_ends: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
@@ -6289,7 +6557,7 @@ static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, i
     for (int v = 0; v < nv; ++v) start[v + 1] += start[v];
     memcpy(fill, start, sizeof(int) * (size_t)nv);
     for (int i = 0; i < n * arity; ++i) list[fill[el[i]]++] = i;
-    PBD_SM_FREE(fill);
+    pbd_sm__free(mem, fill);
     *start_out = start;
     *list_out = list;
     return PBD_OK;
@@ -6298,23 +6566,24 @@ static pbd_result pbd_sm__vertex_ends(int nv, const int *el, int n, int arity, i
 /* Rest data of one level from its mesh and rest positions: masses (eq. 1),
    region counts, 2D rest corners (eq. 8), 1D rest
    distances (eq. 14). Fails on zero-area triangles. */
-static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
+static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float density) {
     int nv = L->nv, nt = L->nt;
-    L->mass = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-    L->mt = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-    L->me = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-    L->inv_rt = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-    L->inv_re = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-    L->tq = (float *)pbd_sm__alloc_n((size_t)nt * 6, sizeof(float));
-    L->tP = (float *)pbd_sm__alloc_n((size_t)nt * 6, sizeof(float));
-    L->tdx = (float *)pbd_sm__alloc_n((size_t)nt * 9, sizeof(float));
-    L->xhat = (float *)pbd_sm__alloc_n((size_t)nv * 4, sizeof(float));
+    L->mass = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+    L->mt = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+    L->me = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+    L->inv_rt = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+    L->inv_re = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+    L->tq = (float *)pbd_sm__alloc_n(mem, (size_t)nt * 6, sizeof(float));
+    L->tP = (float *)pbd_sm__alloc_n(mem, (size_t)nt * 6, sizeof(float));
+    L->tdx = (float *)pbd_sm__alloc_n(mem, (size_t)nt * 9, sizeof(float));
+    L->xhat = (float *)pbd_sm__alloc_n(mem, (size_t)nv * 4, sizeof(float));
     if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->tP || !L->tdx || !L->xhat)
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
-    int *rt = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int)), *re = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
+    int *rt = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int)),
+        *re = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     if (!rt || !re) {
-        PBD_SM_FREE(rt);
-        PBD_SM_FREE(re);
+        pbd_sm__free(mem, rt);
+        pbd_sm__free(mem, re);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     }
     memset(rt, 0, sizeof(int) * (size_t)nv);
@@ -6350,8 +6619,8 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         L->mt[v] = rt[v] ? L->mass[v] / (float)rt[v] : 0.0f;
         L->me[v] = re[v] ? L->mass[v] / (float)re[v] : 0.0f;
     }
-    PBD_SM_FREE(rt);
-    PBD_SM_FREE(re);
+    pbd_sm__free(mem, rt);
+    pbd_sm__free(mem, re);
     if (r != PBD_OK) return r;
     for (int t = 0; t < nt; ++t) {
         const int *T = L->tri + 3 * t;
@@ -6378,8 +6647,8 @@ static pbd_result pbd_sm__level_rest(pbd_sm__level *L, float density) {
         }
     }
     if (L->ne) {
-        L->eq = (float *)pbd_sm__alloc_n((size_t)L->ne * 3, sizeof(float));
-        L->edx = (float *)pbd_sm__alloc_n((size_t)L->ne * 6, sizeof(float));
+        L->eq = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 3, sizeof(float));
+        L->edx = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 6, sizeof(float));
         if (!L->eq || !L->edx)
             return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
     }
@@ -6453,12 +6722,12 @@ static float pbd_sm__closest_bary(const float *p, const float *a, const float *b
    vertex it collapsed into and around that vertex's neighbours (the
    decimation's own locality, so folded or touching sheets do not mix).
    Restriction: the transpose with rows normalised to sum 1. */
-static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, const int *map) {
+static pbd_result pbd_sm__transfer(pbd_world *mem, pbd_sm__level *C, const pbd_sm__level *F, const int *map) {
     int *vt_start = NULL, *vt_list = NULL;
-    pbd_result r = pbd_sm__vertex_tris(C->nv, C->tri, C->nt, NULL, &vt_start, &vt_list);
+    pbd_result r = pbd_sm__vertex_tris(mem, C->nv, C->tri, C->nt, NULL, &vt_start, &vt_list);
     if (r != PBD_OK) return r;
-    C->pro_idx = (int *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(int));
-    C->pro_w = (float *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(float));
+    C->pro_idx = (int *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(int));
+    C->pro_w = (float *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(float));
     if (!C->pro_idx || !C->pro_w) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
     for (int f = 0; f < F->nv && r == PBD_OK; ++f) {
         int c = map[f];
@@ -6492,15 +6761,15 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
             for (int k = 0; k < 3; ++k) C->pro_idx[3 * f + k] = C->tri[3 * bt + k];
         memcpy(C->pro_w + 3 * f, bw, sizeof bw);
     }
-    PBD_SM_FREE(vt_start);
-    PBD_SM_FREE(vt_list);
+    pbd_sm__free(mem, vt_start);
+    pbd_sm__free(mem, vt_list);
     if (r != PBD_OK) return r;
     /* restriction rows: transpose, normalised; a row left empty takes the
        fine vertices that collapsed into it (weight 1 each, normalised) */
-    C->res_start = (int *)pbd_sm__alloc_n((size_t)C->nv + 1, sizeof(int));
-    double *rowsum = (double *)pbd_sm__alloc_n((size_t)C->nv, sizeof(double));
+    C->res_start = (int *)pbd_sm__alloc_n(mem, (size_t)C->nv + 1, sizeof(int));
+    double *rowsum = (double *)pbd_sm__alloc_n(mem, (size_t)C->nv, sizeof(double));
     if (!C->res_start || !rowsum) {
-        PBD_SM_FREE(rowsum);
+        pbd_sm__free(mem, rowsum);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
     }
     memset(C->res_start, 0, sizeof(int) * ((size_t)C->nv + 1));
@@ -6515,12 +6784,12 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
         if (map[f] >= 0 && rowsum[map[f]] == 0) C->res_start[map[f] + 1]++;
     for (int c = 0; c < C->nv; ++c) C->res_start[c + 1] += C->res_start[c];
     int total = C->res_start[C->nv];
-    C->res_idx = (int *)pbd_sm__alloc_n((size_t)total, sizeof(int));
-    C->res_w = (float *)pbd_sm__alloc_n((size_t)total, sizeof(float));
-    int *fill = (int *)pbd_sm__alloc_n((size_t)C->nv, sizeof(int));
+    C->res_idx = (int *)pbd_sm__alloc_n(mem, (size_t)total, sizeof(int));
+    C->res_w = (float *)pbd_sm__alloc_n(mem, (size_t)total, sizeof(float));
+    int *fill = (int *)pbd_sm__alloc_n(mem, (size_t)C->nv, sizeof(int));
     if (!C->res_idx || !C->res_w || !fill) {
-        PBD_SM_FREE(rowsum);
-        PBD_SM_FREE(fill);
+        pbd_sm__free(mem, rowsum);
+        pbd_sm__free(mem, fill);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
     }
     memcpy(fill, C->res_start, sizeof(int) * (size_t)C->nv);
@@ -6543,27 +6812,27 @@ static pbd_result pbd_sm__transfer(pbd_sm__level *C, const pbd_sm__level *F, con
             float inv = 1.0f / (float)(C->res_start[c + 1] - C->res_start[c]);
             for (int e = C->res_start[c]; e < C->res_start[c + 1]; ++e) C->res_w[e] = inv;
         }
-    PBD_SM_FREE(rowsum);
-    PBD_SM_FREE(fill);
+    pbd_sm__free(mem, rowsum);
+    pbd_sm__free(mem, fill);
     return PBD_OK;
 }
 
 /* Edges of a level's mesh from its triangles. */
-static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
+static pbd_result pbd_sm__level_edges(pbd_world *mem, pbd_sm__level *L) {
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
-    pbd_result r = pbd_sm__edges(L->nv, L->tri, L->nt, &keys, &uses, &ne);
+    pbd_result r = pbd_sm__edges(mem, L->nv, L->tri, L->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
     for (int e = 0; e < ne; ++e)
         if (uses[e] > 2) {
-            PBD_SM_FREE(keys);
-            PBD_SM_FREE(uses);
+            pbd_sm__free(mem, keys);
+            pbd_sm__free(mem, uses);
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__level_edges: non-manifold (uses[e] > 2)");
         } /* non-manifold */
-    L->edge = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
+    L->edge = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 2, sizeof(int));
     if (!L->edge) {
-        PBD_SM_FREE(keys);
-        PBD_SM_FREE(uses);
+        pbd_sm__free(mem, keys);
+        pbd_sm__free(mem, uses);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_edges: out of memory");
     }
     for (int e = 0; e < ne; ++e) {
@@ -6571,38 +6840,39 @@ static pbd_result pbd_sm__level_edges(pbd_sm__level *L) {
         L->edge[2 * e + 1] = (int)(keys[e] % L->nv);
     }
     L->ne = ne;
-    PBD_SM_FREE(keys);
-    PBD_SM_FREE(uses);
+    pbd_sm__free(mem, keys);
+    pbd_sm__free(mem, uses);
     return PBD_OK;
 }
 
 /* Colours, gather lists and rest data of a level whose tri, rest and nv/nt
    are set. The rest data is computed after the colour sort, so that the
    per-element arrays follow the element order. */
-static pbd_result pbd_sm__level_finish(pbd_sm__level *L, float density) {
-    pbd_result r = pbd_sm__level_edges(L);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->tri, L->nt, 3, &L->tc, &L->ntc, &L->overflow[0]);
-    if (r == PBD_OK) r = pbd_sm__color_elements(L->nv, L->edge, L->ne, 2, &L->ec, &L->nec, &L->overflow[1]);
-    if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->tri, L->nt, 3, &L->vt_start, &L->vt_list);
-    if (r == PBD_OK) r = pbd_sm__vertex_ends(L->nv, L->edge, L->ne, 2, &L->ve_start, &L->ve_list);
-    if (r == PBD_OK) r = pbd_sm__level_rest(L, density);
+static pbd_result pbd_sm__level_finish(pbd_world *mem, pbd_sm__level *L, float density) {
+    pbd_result r = pbd_sm__level_edges(mem, L);
+    if (r == PBD_OK) r = pbd_sm__color_elements(mem, L->nv, L->tri, L->nt, 3, &L->tc, &L->ntc, &L->overflow[0]);
+    if (r == PBD_OK) r = pbd_sm__color_elements(mem, L->nv, L->edge, L->ne, 2, &L->ec, &L->nec, &L->overflow[1]);
+    if (r == PBD_OK) r = pbd_sm__vertex_ends(mem, L->nv, L->tri, L->nt, 3, &L->vt_start, &L->vt_list);
+    if (r == PBD_OK) r = pbd_sm__vertex_ends(mem, L->nv, L->edge, L->ne, 2, &L->ve_start, &L->ve_list);
+    if (r == PBD_OK) r = pbd_sm__level_rest(mem, L, density);
     return r;
 }
 
 /* Bergou et al. 2006 quadratic bending (paper section 4.4): per interior
    edge with the cotangent weights K and s^2 = 3 / (A0 + A1) (from
    pbd_isometric_bending_rest), Q += s^2 K K^T; assembled as CSR rows. */
-static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
+static pbd_result pbd_sm__bending_matrix(pbd_sm__cloth *c) {
+    pbd_world *mem = c->world;
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     int nv = L->nv;
     /* interior edges: the two triangles of each edge */
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
-    pbd_result r = pbd_sm__edges(nv, L->tri, L->nt, &keys, &uses, &ne);
+    pbd_result r = pbd_sm__edges(mem, nv, L->tri, L->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
-    int *wing = (int *)pbd_sm__alloc_n((size_t)ne * 2, sizeof(int));
-    int *stencil = (int *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(int));
-    float *kw = (float *)pbd_sm__alloc_n((size_t)ne * 4, sizeof(float));
+    int *wing = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 2, sizeof(int));
+    int *stencil = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 4, sizeof(int));
+    float *kw = (float *)pbd_sm__alloc_n(mem, (size_t)ne * 4, sizeof(float));
     if (!wing || !stencil || !kw)
         r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     int ns = 0;
@@ -6644,21 +6914,21 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
     }
     /* CSR of Q: row i holds sum over stencils of (s K_i)(s K_j) */
     if (r == PBD_OK) {
-        c->q_start = (int *)pbd_sm__alloc_n((size_t)nv + 1, sizeof(int));
-        c->q_idx = (int *)pbd_sm__alloc_n((size_t)ns * 16 + 1, sizeof(int));
-        c->q_val = (float *)pbd_sm__alloc_n((size_t)ns * 16 + 1, sizeof(float));
-        c->force = (float *)pbd_sm__alloc_n((size_t)nv * 3, sizeof(float));
-        c->q_row = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
+        c->q_start = (int *)pbd_sm__alloc_n(mem, (size_t)nv + 1, sizeof(int));
+        c->q_idx = (int *)pbd_sm__alloc_n(mem, (size_t)ns * 16 + 1, sizeof(int));
+        c->q_val = (float *)pbd_sm__alloc_n(mem, (size_t)ns * 16 + 1, sizeof(float));
+        c->force = (float *)pbd_sm__alloc_n(mem, (size_t)nv * 3, sizeof(float));
+        c->q_row = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
         if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row)
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
     }
     if (r == PBD_OK) {
         /* rows via per-vertex stencil lists, merged with a scatter array */
         int *vs = NULL, *vl = NULL;
-        r = pbd_sm__vertex_ends(nv, stencil, ns, 4, &vs, &vl);
-        float *acc = (float *)pbd_sm__alloc_n((size_t)nv, sizeof(float));
-        int *mark = (int *)pbd_sm__alloc_n((size_t)nv, sizeof(int));
-        int *cols = (int *)pbd_sm__alloc_n(1024, sizeof(int));
+        r = pbd_sm__vertex_ends(mem, nv, stencil, ns, 4, &vs, &vl);
+        float *acc = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
+        int *mark = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
+        int *cols = (int *)pbd_sm__alloc_n(mem, 1024, sizeof(int));
         if (r == PBD_OK && (!acc || !mark || !cols))
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
         if (r == PBD_OK) {
@@ -6693,17 +6963,17 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
                 c->q_row[i] = (float)row;
             }
         }
-        PBD_SM_FREE(vs);
-        PBD_SM_FREE(vl);
-        PBD_SM_FREE(acc);
-        PBD_SM_FREE(mark);
-        PBD_SM_FREE(cols);
+        pbd_sm__free(mem, vs);
+        pbd_sm__free(mem, vl);
+        pbd_sm__free(mem, acc);
+        pbd_sm__free(mem, mark);
+        pbd_sm__free(mem, cols);
     }
-    PBD_SM_FREE(keys);
-    PBD_SM_FREE(uses);
-    PBD_SM_FREE(wing);
-    PBD_SM_FREE(stencil);
-    PBD_SM_FREE(kw);
+    pbd_sm__free(mem, keys);
+    pbd_sm__free(mem, uses);
+    pbd_sm__free(mem, wing);
+    pbd_sm__free(mem, stencil);
+    pbd_sm__free(mem, kw);
     return r;
 }
 
@@ -6713,14 +6983,14 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm_cloth *c) {
    vertex averages only the boundary vertices of its cluster, so the
    outline does not shrink; the corners of a triangle the move would fold
    or squash stay on their fine vertices. */
-static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, const int *kept, const int *map,
-                                    const unsigned char *locked) {
+static pbd_result pbd_sm__centroids(pbd_world *mem, const pbd_sm__level *F, pbd_sm__level *C, const int *kept,
+                                    const int *map, const unsigned char *locked) {
     long long *keys = NULL;
     int *uses = NULL, ne = 0;
-    pbd_result r = pbd_sm__edges(F->nv, F->tri, F->nt, &keys, &uses, &ne);
+    pbd_result r = pbd_sm__edges(mem, F->nv, F->tri, F->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
-    unsigned char *bnd = (unsigned char *)pbd_sm__alloc_n((size_t)F->nv, 1);
-    double *acc = (double *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(double));
+    unsigned char *bnd = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)F->nv, 1);
+    double *acc = (double *)pbd_sm__alloc_n(mem, (size_t)C->nv * 4, sizeof(double));
     if (!bnd || !acc) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__centroids: out of memory");
     if (r == PBD_OK) {
         memset(bnd, 0, (size_t)F->nv);
@@ -6759,10 +7029,10 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
             }
         }
     }
-    PBD_SM_FREE(keys);
-    PBD_SM_FREE(uses);
-    PBD_SM_FREE(bnd);
-    PBD_SM_FREE(acc);
+    pbd_sm__free(mem, keys);
+    pbd_sm__free(mem, uses);
+    pbd_sm__free(mem, bnd);
+    pbd_sm__free(mem, acc);
     return r;
 }
 
@@ -6770,10 +7040,11 @@ static pbd_result pbd_sm__centroids(const pbd_sm__level *F, pbd_sm__level *C, co
    surviving vertices; non-nested: the centroid of the vertices each coarse
    vertex replaces), transfers, rest data. Kept vertices stay locked on
    every level. */
-static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_desc *d, int levels) {
+static pbd_result pbd_sm__build_hierarchy(pbd_sm__cloth *c, const pbd_sm_cloth_desc *d, int levels) {
+    pbd_world *mem = c->world;
     pbd_result r = PBD_OK;
     pbd_sm__level *top = &c->lv[levels - 1];
-    unsigned char *lock_f = (unsigned char *)pbd_sm__alloc_n((size_t)top->nv, 1);
+    unsigned char *lock_f = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)top->nv, 1);
     if (!lock_f) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
     memset(lock_f, 0, (size_t)top->nv);
     for (int k = 0; k < d->keep_count; ++k) lock_f[d->keep_vertices[k]] = 1;
@@ -6781,26 +7052,26 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
         pbd_sm__level *F = &c->lv[l], *C = &c->lv[l - 1];
         int target = (int)((double)F->nt * (1.0 - (double)d->reduction) + 0.5);
         int *kept = NULL, *map = NULL;
-        pbd_sm__lock_corners(F->nv, F->tri, F->nt, F->rest, lock_f);
-        r = pbd_sm__decimate(F->nv, F->tri, F->nt, F->rest, lock_f, target, &C->tri, &C->nt, &kept, &C->nv, &map);
+        pbd_sm__lock_corners(mem, F->nv, F->tri, F->nt, F->rest, lock_f);
+        r = pbd_sm__decimate(mem, F->nv, F->tri, F->nt, F->rest, lock_f, target, &C->tri, &C->nt, &kept, &C->nv, &map);
         if (r != PBD_OK) break;
         if ((long)C->nt * 20 > (long)F->nt * 19)
             r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                                "pbd_sm__build_hierarchy: too small to decimate further ((long)C->nt * 20 > (long)F->nt "
                                "* 19)");
-        C->rest = (float *)pbd_sm__alloc_n((size_t)C->nv * 3, sizeof(float));
-        C->x = (float *)pbd_sm__alloc_n((size_t)C->nv * 4, sizeof(float));
-        unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n((size_t)C->nv, 1) : NULL;
+        C->rest = (float *)pbd_sm__alloc_n(mem, (size_t)C->nv * 3, sizeof(float));
+        C->x = (float *)pbd_sm__alloc_n(mem, (size_t)C->nv * 4, sizeof(float));
+        unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n(mem, (size_t)C->nv, 1) : NULL;
         if (r == PBD_OK && (!lock_c || !C->rest || !C->x))
             r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
         if (r == PBD_OK && c->nested) {
             for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * kept[v], 3 * sizeof(float));
         } else if (r == PBD_OK) {
-            r = pbd_sm__centroids(F, C, kept, map, lock_f);
+            r = pbd_sm__centroids(mem, F, C, kept, map, lock_f);
         }
         if (r == PBD_OK) {
             for (int v = 0; v < C->nv; ++v) lock_c[v] = lock_f[kept[v]];
-            PBD_SM_FREE(lock_f);
+            pbd_sm__free(mem, lock_f);
             lock_f = lock_c;
             lock_c = NULL;
             if (c->nested) {
@@ -6808,13 +7079,13 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm_cloth *c, const pbd_sm_cloth_de
                 kept = NULL;
             }
         }
-        PBD_SM_FREE(lock_c);
-        if (r == PBD_OK) r = pbd_sm__level_finish(C, d->density);
-        if (r == PBD_OK) r = pbd_sm__transfer(C, F, map);
-        PBD_SM_FREE(kept);
-        PBD_SM_FREE(map);
+        pbd_sm__free(mem, lock_c);
+        if (r == PBD_OK) r = pbd_sm__level_finish(mem, C, d->density);
+        if (r == PBD_OK) r = pbd_sm__transfer(mem, C, F, map);
+        pbd_sm__free(mem, kept);
+        pbd_sm__free(mem, map);
     }
-    PBD_SM_FREE(lock_f);
+    pbd_sm__free(mem, lock_f);
     return r;
 }
 
@@ -7293,7 +7564,7 @@ static void pbd_sm__gather(int nv, float *x, const int *start, const int *list, 
    (per colour, blocks computed and applied at once; no two elements of a
    colour share a vertex, the overflow colour excepted, the last when
    L->overflow says so, which is walked in order). arity 3: triangles, 2: edges. */
-static void pbd_sm__match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve, int arity) {
+static void pbd_sm__match(const pbd_sm__cloth *c, pbd_sm__level *L, float *x, int conserve, int arity) {
     int n = arity == 3 ? L->nt : L->ne, ncol = arity == 3 ? L->ntc : L->nec;
     const int *col = arity == 3 ? L->tc : L->ec, *el = arity == 3 ? L->tri : L->edge;
     float *scratch = arity == 3 ? L->tdx : L->edx;
@@ -7336,7 +7607,7 @@ static void pbd_sm__match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int
     }
 }
 
-static void pbd_sm__level_match(const pbd_sm_cloth *c, pbd_sm__level *L, float *x, int conserve) {
+static void pbd_sm__level_match(const pbd_sm__cloth *c, pbd_sm__level *L, float *x, int conserve) {
     if (c->beta > 0) pbd_sm__match(c, L, x, conserve, 2);
     if (c->alpha > 0) pbd_sm__match(c, L, x, conserve, 3);
 }
@@ -7379,7 +7650,7 @@ static void pbd_sm__prolong(const pbd_sm__level *C, const pbd_sm__level *F, floa
 /* Coarse positions from the finest at the start of a V-cycle (section 4.3):
    nested levels copy their vertices (with the inverse mass, so pins hold),
    non-nested ones take the restriction of the positions. */
-static void pbd_sm__sync_coarse(pbd_sm_cloth *c, float *xfine) {
+static void pbd_sm__sync_coarse(pbd_sm__cloth *c, float *xfine) {
     for (int l = c->nlevels - 1; l > 0; --l) {
         pbd_sm__level *F = &c->lv[l], *C = &c->lv[l - 1];
         const float *xf = l == c->nlevels - 1 ? xfine : F->x;
@@ -7408,7 +7679,7 @@ static void pbd_sm__sync_coarse(pbd_sm_cloth *c, float *xfine) {
    whole change: a coarse level's correction then reaches the finest level
    through every level in between, as it does through the shared particles
    of a nested model, instead of stopping at the next finer level. */
-static void pbd_sm__vcycle(pbd_sm_cloth *c, float *x) {
+static void pbd_sm__vcycle(pbd_sm__cloth *c, float *x) {
     int top = c->nlevels - 1;
 #define PBD_SM__X(l) ((l) == top ? x : c->lv[l].x)
     pbd_sm__sync_coarse(c, x);
@@ -7442,7 +7713,7 @@ static void pbd_sm__vcycle(pbd_sm_cloth *c, float *x) {
    h^2 lambda_max(M'^-1 k Q) <= max_i h^2 k G_i / m'_i < 1 and the step is
    stable for any h, while modes that explicit Euler resolves
    (h^2 k w G << 1) are left as they were. */
-static void pbd_sm__bend(pbd_sm_cloth *c, const pbd_solve_context *s) {
+static void pbd_sm__bend(pbd_sm__cloth *c, const pbd_solve_context *s) {
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = s->x + 4 * c->particles.first;
     float *v = s->v + 4 * c->particles.first, *p = s->p + 4 * c->particles.first;
@@ -7472,7 +7743,7 @@ static void pbd_sm__bend(pbd_sm_cloth *c, const pbd_solve_context *s) {
    use the unit r_i (k_d becomes a dimensionless fraction in [0, 1] of the
    radial relative velocity removed) and, as for the shape-matching
    corrections, average over the triangles of a vertex. */
-static void pbd_sm__damp(pbd_sm_cloth *c, const pbd_solve_context *s) {
+static void pbd_sm__damp(pbd_sm__cloth *c, const pbd_solve_context *s) {
     pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = s->x + 4 * c->particles.first;
     float *v = s->v + 4 * c->particles.first;
@@ -7501,18 +7772,21 @@ static void pbd_sm__damp(pbd_sm_cloth *c, const pbd_solve_context *s) {
 /* --- plugin -------------------------------------------------------------------- */
 
 static void pbd_sm__cloth_begin_substep(void *user, const pbd_solve_context *s) {
-    pbd_sm_cloth *c = (pbd_sm_cloth *)user;
+    pbd_sm__cloth *c = (pbd_sm__cloth *)user;
     if (c->bending > 0) pbd_sm__bend(c, s);
 }
 static void pbd_sm__cloth_project(void *user, const pbd_solve_context *s) {
-    pbd_sm_cloth *c = (pbd_sm_cloth *)user;
+    pbd_sm__cloth *c = (pbd_sm__cloth *)user;
     pbd_sm__vcycle(c, s->p + 4 * c->particles.first);
 }
 static void pbd_sm__cloth_end_substep(void *user, const pbd_solve_context *s) {
-    pbd_sm_cloth *c = (pbd_sm_cloth *)user;
+    pbd_sm__cloth *c = (pbd_sm__cloth *)user;
     if (c->damping > 0) pbd_sm__damp(c, s);
 }
-static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm_cloth *)user); }
+static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm__cloth *)user); }
+static int pbd_sm__cloth_uses(void *user, const unsigned char *marked, int n) {
+    return pbd_sm__marked_range(marked, n, ((const pbd_sm__cloth *)user)->particles);
+}
 
 /* --- public API ------------------------------------------------------------------ */
 
@@ -7622,14 +7896,17 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
     return PBD_OK;
 }
 
-/* Builds the whole cloth (no world involved). */
-static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth **out) {
-    pbd_sm_cloth *c = (pbd_sm_cloth *)pbd_sm__alloc_n(1, sizeof *c);
+/* Builds the whole cloth of world mem (its memory; nothing else of the
+   world is touched). */
+static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d, pbd_sm__cloth **out) {
+    pbd_sm__cloth *c = (pbd_sm__cloth *)pbd_sm__alloc_n(mem, 1, sizeof *c);
     if (!c) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     memset(c, 0, sizeof *c);
-    c->lv = (pbd_sm__level *)pbd_sm__alloc_n((size_t)d->levels, sizeof(pbd_sm__level));
+    c->tag = PBD_SM__TAG_CLOTH;
+    c->world = mem;
+    c->lv = (pbd_sm__level *)pbd_sm__alloc_n(mem, (size_t)d->levels, sizeof(pbd_sm__level));
     if (!c->lv) {
-        PBD_SM_FREE(c);
+        pbd_sm__free(mem, c);
         return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     }
     memset(c->lv, 0, sizeof(pbd_sm__level) * (size_t)d->levels);
@@ -7645,15 +7922,15 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     pbd_sm__level *F = &c->lv[d->levels - 1];
     F->nv = d->vertex_count;
     F->nt = d->triangle_count;
-    F->tri = (int *)pbd_sm__alloc_n((size_t)F->nt * 3, sizeof(int));
-    F->rest = (float *)pbd_sm__alloc_n((size_t)F->nv * 3, sizeof(float));
+    F->tri = (int *)pbd_sm__alloc_n(mem, (size_t)F->nt * 3, sizeof(int));
+    F->rest = (float *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(float));
     pbd_result r = F->tri && F->rest
                        ? PBD_OK
                        : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
     if (r == PBD_OK) {
         memcpy(F->tri, d->triangles, sizeof(int) * 3 * (size_t)F->nt);
         memcpy(F->rest, d->positions, sizeof(float) * 3 * (size_t)F->nv);
-        r = pbd_sm__level_finish(F, d->density);
+        r = pbd_sm__level_finish(mem, F, d->density);
     }
     if (r == PBD_OK)
         for (int v = 0; v < F->nv; ++v)
@@ -7677,15 +7954,14 @@ static pbd_result pbd_sm__cloth_build(const pbd_sm_cloth_desc *d, pbd_sm_cloth *
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth **out,
+PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth *out,
                                        pbd_range *particles) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
-    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: out is NULL");
     pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
     if (r != PBD_OK) return r;
-    pbd_sm_cloth *c = NULL;
-    r = pbd_world_fail_last(w, pbd_sm__cloth_build(d, &c));
+    pbd_sm__cloth *c = NULL;
+    r = pbd_world_fail_last(w, pbd_sm__cloth_build(w, d, &c));
     if (r != PBD_OK) return r;
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
     pbd_particles_desc pd = pbd_particles_desc_default();
@@ -7701,8 +7977,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     long work = 0;
     for (int l = 0; l < c->nlevels; ++l) work += 2L * (c->lv[l].nt + c->lv[l].ne + c->lv[l].nv);
     pbd_plugin_desc pl = pbd_plugin_desc_default();
-    pl.name = "pbd_sm cloth";
+    pl.name = "pbd_sm multi-resolution cloth";
     pl.user = c;
+    pl.kind = pbd_sm__plugin_kind(PBD_SM__TAG_CLOTH);
     pl.parallel = PBD_SM__OPENMP;
     pl.particle_end = c->particles.first + c->particles.count;
     pl.work = work;
@@ -7710,51 +7987,74 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.project = pbd_sm__cloth_project;
     pl.end_substep = pbd_sm__cloth_end_substep;
     pl.destroy = pbd_sm__cloth_destroy;
+    pl.uses_particles = pbd_sm__cloth_uses;
     r = pbd_add_plugin(w, &pl, &c->plugin);
     if (r != PBD_OK) {
+        pbd_remove_particles(w, c->particles); /* nothing else uses them yet */
         pbd_sm__cloth_free(c);
         return r;
-    } /* only out of memory: the particles stay */
-    c->world = w;
-    *out = c;
+    }
+    if (out) out->id = c->plugin.id;
     if (particles) *particles = c->particles;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth *c) {
-    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: w is NULL");
-    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_remove_cloth: c is NULL");
-    if (c->world != w)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_remove_cloth: the cloth belongs to another world");
+/* The cloth a handle names (pbd_sm__resolve), or the error. */
+static pbd_result pbd_sm__cloth_of(const pbd_world *w, pbd_sm_cloth h, const char *fn, pbd_sm__cloth **c) {
+    void *u = NULL;
+    pbd_result r = pbd_sm__resolve(w, h.id, PBD_SM__TAG_CLOTH, fn, &u);
+    *c = (pbd_sm__cloth *)u;
+    return r;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_remove_cloth(pbd_world *w, pbd_sm_cloth cloth) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_remove_cloth", &c);
+    if (r != PBD_OK) return r;
     return pbd_remove_plugin(w, c->plugin); /* frees c */
 }
 
-PBD_SM_DEF pbd_range pbd_sm_cloth_particles(const pbd_sm_cloth *c) {
-    pbd_range r = {0, 0};
-    return c ? c->particles : r;
+PBD_SM_DEF pbd_result pbd_sm_cloth_particles(const pbd_world *w, pbd_sm_cloth cloth, pbd_range *particles) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_particles", &c);
+    if (r != PBD_OK) return r;
+    if (!particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_particles: particles is NULL");
+    *particles = c->particles;
+    return PBD_OK;
 }
-PBD_SM_DEF int pbd_sm_cloth_level_count(const pbd_sm_cloth *c) { return c ? c->nlevels : 0; }
 
-PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_sm_cloth *c, int level, int *vertex_count, int *triangle_count,
-                                         const int **triangles, const float **positions) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_level_count(const pbd_world *w, pbd_sm_cloth cloth, int *count) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_level_count", &c);
+    if (r != PBD_OK) return r;
+    if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_level_count: count is NULL");
+    *count = c->nlevels;
+    return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_world *w, pbd_sm_cloth cloth, int level, int *vertex_count,
+                                         int *triangle_count, const int **triangles, const float **positions) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_level", &c);
+    if (r != PBD_OK) return r;
     if (level < 0 || level >= c->nlevels)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)",
                               level);
     const pbd_sm__level *L = &c->lv[level];
     if (vertex_count) *vertex_count = L->nv;
     if (triangle_count) *triangle_count = L->nt;
     if (triangles) *triangles = L->tri;
-    if (positions) *positions = level == c->nlevels - 1 ? pbd_world_positions(c->world) + 4 * c->particles.first : L->x;
+    if (positions) *positions = level == c->nlevels - 1 ? pbd_world_positions(w) + 4 * c->particles.first : L->x;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, float beta) {
-    if (!c)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_stiffness: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_world *w, pbd_sm_cloth cloth, float alpha, float beta) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_stiffness", &c);
+    if (r != PBD_OK) return r;
     if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta))
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || "
                               "!pbd_sm__in01(beta) (alpha %g, beta %g)",
                               (double)alpha, (double)beta);
@@ -7762,62 +8062,69 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_sm_cloth *c, float alpha, f
     c->beta = beta;
     return PBD_OK;
 }
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_sm_cloth *c, int on) {
-    if (!c)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_cloth_set_wrinkle_conservation: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_world *w, pbd_sm_cloth cloth, int on) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_wrinkle_conservation", &c);
+    if (r != PBD_OK) return r;
     if (on != 0 && on != 1)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
     c->conserve = on;
     return PBD_OK;
 }
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_sm_cloth *c, float damping) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_damping: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_world *w, pbd_sm_cloth cloth, float damping) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_damping", &c);
+    if (r != PBD_OK) return r;
     if (!pbd_sm__in01(damping))
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)",
                               (double)damping);
     c->damping = damping;
     return PBD_OK;
 }
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_sm_cloth *c, float k) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_bending: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_world *w, pbd_sm_cloth cloth, float k) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_bending", &c);
+    if (r != PBD_OK) return r;
     if (!pbd_sm__finite(k))
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NOT_FINITE,
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                               "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite(k) (k %g)", (double)k);
     if (!(k >= 0))
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
     c->bending = k;
     return PBD_OK;
 }
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_sm_cloth *c, pbd_sm_cloth_scheme scheme) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_scheme: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_world *w, pbd_sm_cloth cloth, pbd_sm_cloth_scheme scheme) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_scheme", &c);
+    if (r != PBD_OK) return r;
     if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != "
                               "PBD_SM_CLOTH_INDEPENDENT_SETS");
     c->scheme = scheme;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_sm_cloth *c, int on) {
-    if (!c) return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_set_simd: c is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_world *w, pbd_sm_cloth cloth, int on) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_simd", &c);
+    if (r != PBD_OK) return r;
     if (on != 0 && on != 1)
-        return pbd_world_fail((c ? c->world : NULL), PBD_ERROR_INVALID_ARGUMENT,
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }
 
-PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_sm_cloth *c, const pbd_world *w, float *average, float *maximum) {
-    if (!c) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: c is NULL");
-    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: w is NULL");
+PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_world *w, pbd_sm_cloth cloth, float *average, float *maximum) {
+    pbd_sm__cloth *c;
+    pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_strain", &c);
+    if (r != PBD_OK) return r;
     if (!average) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: average is NULL");
     if (!maximum) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_cloth_strain: maximum is NULL");
-    if (c->world != w)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_strain: the cloth belongs to another world");
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = pbd_world_positions(w) + 4 * c->particles.first;
     double sum = 0;

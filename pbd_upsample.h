@@ -10,7 +10,7 @@
        #include "pbd_upsample.h"
 
    Every other file includes "pbd_upsample.h" alone. Fitting runs offline;
-   evaluation (pbd_up_eval) runs every frame.
+   evaluation (pbd_up_model_eval) runs every frame.
 
    The method reference is section 5 ("Data-driven upsampling") and
    section 3.6 ("Wrinkle meshes") of Bender et al. 2017, "A survey on
@@ -55,15 +55,15 @@
 
        pbd_up_model *m = NULL;
        pbd_up_subdivision_create(tris, ntris, nverts, 2, &m);  // or a fit
-       pbd_up_eval(m, coarse_xyz, detail_xyz);                 // per frame
+       pbd_up_model_eval(m, coarse_xyz, detail_xyz);                 // per frame
        size_t n = pbd_up_model_save_size(m);                   // offline
        pbd_up_model_save(m, buf, n);
        pbd_up_model_load(buf, n, &m2);   // evaluates bit-identically
        pbd_up_model_destroy(m);
 
-   Positions are 3 floats per vertex. pbd_up_eval never allocates; it
+   Positions are 3 floats per vertex. pbd_up_model_eval never allocates; it
    refuses NaN/Inf input (PBD_ERROR_NOT_FINITE), wrong sizes
-   (pbd_up_eval_checked), untrained models (PBD_ERROR_INVALID_ARGUMENT);
+   (pbd_up_model_eval_checked), untrained models (PBD_ERROR_INVALID_ARGUMENT);
    pbd_up_model_load refuses corrupt or foreign buffers
    (PBD_ERROR_BAD_SNAPSHOT). pbd_up_model_set_simd / _set_threads choose
    the SIMD kernels and the OpenMP team; neither changes a result bit.
@@ -84,14 +84,14 @@
        pd.detail_frames = t.detail; pd.subdivision = sub;
        pbd_up_piu_fit(&pd, &piu);
        // 3. every frame: coarse simulation -> detail mesh
-       pbd_up_eval(piu, coarse_xyz, detail_xyz);
+       pbd_up_model_eval(piu, coarse_xyz, detail_xyz);
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
    fine_out) every frame. examples/upsample.c shows every method side by
    side.
 
-   SUBDIVISION AND FRAMES (section "subdivision"): pbd_up_subdivide makes
+   SUBDIVISION AND FRAMES (section "subdivision"): pbd_up_mesh_subdivide makes
    a subdivided pbd_mesh (Loop or midpoint rules, the same numbering:
    vertices keep their indices, edge vertices follow); a subdivision model
    holds the same subdivision as a stencil matrix over the coarse vertices
@@ -196,11 +196,11 @@ PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m);
    output is then untouched); PBD_ERROR_INVALID_ARGUMENT for an untrained
    model. One model is evaluated by one thread at a time (it owns its
    scratch); OpenMP threads inside are controlled below. No allocation. */
-PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out);
-/* Like pbd_up_eval, with the sizes the caller's arrays have (in vertices):
+PBD_UP_DEF pbd_result pbd_up_model_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out);
+/* Like pbd_up_model_eval, with the sizes the caller's arrays have (in vertices):
    PBD_ERROR_INVALID_ARGUMENT when they are not the model's. */
-PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
-                                          float *detail_positions_out, int detail_count);
+PBD_UP_DEF pbd_result pbd_up_model_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
+                                                float *detail_positions_out, int detail_count);
 
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference twins)
@@ -244,7 +244,7 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
 /* The subdivided mesh itself (positions and triangles); smooth 1: Loop's
    rules, 0: linear (midpoint) subdivision with the same topology and
    numbering. levels 0..8. Free `out` with pbd_up_mesh_free. */
-PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out);
+PBD_UP_DEF pbd_result pbd_up_mesh_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out);
 PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m);
 
 /* A PBD_UP_SUBDIVISION model: `levels` (0..8) of Loop subdivision of the
@@ -273,7 +273,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *co
                                                 float *frames_out);
 /* Two-scale detail (survey 5.1): dx_i = R_i^T (X_i - x0_i) in the local
    frames of the smooth mesh of `coarse_positions`, for a detail mesh X
-   (detail_count*3) of the same topology; afterwards pbd_up_eval returns
+   (detail_count*3) of the same topology; afterwards pbd_up_model_eval returns
    x0 + R dx for any coarse configuration. Clear with detail = NULL. */
 PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
                                                     const float *detail_positions);
@@ -677,8 +677,6 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #define PBD_UP__NORMAL_REL_MIN 1e-12f
 /* QR: an R diagonal under this times the largest is rank loss (refused); smaller solves round-off, larger refuses. */
 #define PBD_UP__QR_PIVOT_REL_MIN 1e-13
-/* Jacobi stops at off-diagonal^2 under this times diagonal^2 (1e-15 in norm): double round-off, not sooner or later. */
-#define PBD_UP__JACOBI_OFF_REL 1e-30
 /* A regularization (float field) at or below this counts as 0, as documented; larger overrides small asked lambdas. */
 #define PBD_UP__PIU_LAMBDA_MIN_F 1e-9f
 /* The lambda that replaces it (documented): smaller lets the QR refuse collinear supports, larger biases the fit. */
@@ -833,36 +831,39 @@ PBD_UP_DEF int pbd_up_model_coarse_count(const pbd_up_model *m) { return m ? m->
 PBD_UP_DEF int pbd_up_model_detail_count(const pbd_up_model *m) { return m ? m->detail_count : 0; }
 PBD_UP_DEF int pbd_up_model_trained(const pbd_up_model *m) { return m ? m->trained : 0; }
 
-PBD_UP_DEF pbd_result pbd_up_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: m is NULL");
-    if (!coarse_positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: coarse_positions is NULL");
+PBD_UP_DEF pbd_result pbd_up_model_eval(pbd_up_model *m, const float *coarse_positions, float *detail_positions_out) {
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval: m is NULL");
+    if (!coarse_positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval: coarse_positions is NULL");
     if (!detail_positions_out)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval: detail_positions_out is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval: detail_positions_out is NULL");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
-    if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !t");
+    if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !t");
     if (!m->trained)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->trained");
-    if (!m->impl) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_eval: rejected because !m->impl");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !m->trained");
+    if (!m->impl)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !m->impl");
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3))
         return pbd_world_fail(
             NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
+            "pbd_up_model_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
     return t->eval(m, coarse_positions, detail_positions_out);
 }
 
-PBD_UP_DEF pbd_result pbd_up_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
-                                          float *detail_positions_out, int detail_count) {
-    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: m is NULL");
+PBD_UP_DEF pbd_result pbd_up_model_eval_checked(pbd_up_model *m, const float *coarse_positions, int coarse_count,
+                                                float *detail_positions_out, int detail_count) {
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval_checked: m is NULL");
     if (!coarse_positions)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: coarse_positions is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval_checked: coarse_positions is NULL");
     if (!detail_positions_out)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_eval_checked: detail_positions_out is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval_checked: detail_positions_out is NULL");
     if (coarse_count != m->coarse_count || detail_count != m->detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_eval_checked: rejected because coarse_count != m->coarse_count || detail_count "
-                              "!= m->detail_count (coarse_count %d, detail_count %d)",
-                              coarse_count, detail_count);
-    return pbd_up_eval(m, coarse_positions, detail_positions_out);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_model_eval_checked: rejected because coarse_count != m->coarse_count || detail_count "
+            "!= m->detail_count (coarse_count %d, detail_count %d)",
+            coarse_count, detail_count);
+    return pbd_up_model_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
@@ -1496,20 +1497,22 @@ PBD_UP_DEF void pbd_up_mesh_free(pbd_mesh *m) {
     memset(m, 0, sizeof *m);
 }
 
-PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
-    if (!in) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in is NULL");
-    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: out is NULL");
-    if (!in->positions) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->positions is NULL");
-    if (!in->triangles) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivide: in->triangles is NULL");
+PBD_UP_DEF pbd_result pbd_up_mesh_subdivide(const pbd_mesh *in, int levels, int smooth, pbd_mesh *out) {
+    if (!in) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in is NULL");
+    if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: out is NULL");
+    if (!in->positions)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in->positions is NULL");
+    if (!in->triangles)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in->triangles is NULL");
     if (smooth != 0 && smooth != 1)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
+                              "pbd_up_mesh_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
     if (in->vertex_count > INT_MAX / 3)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_up_subdivide: rejected because in->vertex_count > INT_MAX / 3");
+                              "pbd_up_mesh_subdivide: rejected because in->vertex_count > INT_MAX / 3");
     if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_subdivide: rejected because in->vertex_count > 0 && "
+                              "pbd_up_mesh_subdivide: rejected because in->vertex_count > 0 && "
                               "!pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
@@ -1520,7 +1523,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivide(const pbd_mesh *in, int levels, int smoot
     if (!x) {
         pbd_up__csrd_free(&S);
         pbd_up__free(tris);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivide: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_mesh_subdivide: out of memory");
     }
     for (int i = 0; i < nv; ++i)
         for (int c = 0; c < 3; ++c) {
@@ -1894,6 +1897,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
 struct pbd_up_wrinkle {
     pbd_world *world;
     pbd_object cloth;
+    pbd_range cloth_particles; /* its particles */
     pbd_group attach;
     int coarse_count, coarse_triangle_count, fine_count, one_sided;
     float time_step;
@@ -2052,7 +2056,7 @@ static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
    after the constraint groups in every iteration. */
 static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
     pbd_up_wrinkle *wr = (pbd_up_wrinkle *)user;
-    int first = wr->cloth.particles.first;
+    int first = wr->cloth_particles.first;
     for (int i = 0; i < wr->fine_count; ++i) {
         float *p = c->p + 4 * (size_t)(first + i);
         const float *a = wr->surface + 3 * (size_t)i, *n = wr->fnormal + 3 * (size_t)i;
@@ -2400,10 +2404,13 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     cd.bending_compliance = d->bending_compliance;
     cd.bending = d->bending;
     if (r == PBD_OK) r = pbd_add_cloth(wr->world, &cd, &wr->cloth);
+    pbd_object_parts parts;
+    if (r == PBD_OK) r = pbd_object_get_parts(wr->world, wr->cloth, &parts);
+    if (r == PBD_OK) wr->cloth_particles = parts.particles;
     int *idx = r == PBD_OK ? (int *)pbd_up__alloc_array(nf, sizeof(int)) : NULL;
     if (r == PBD_OK && !idx) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     if (r == PBD_OK) {
-        for (size_t i = 0; i < nf; ++i) idx[i] = wr->cloth.particles.first + (int)i;
+        for (size_t i = 0; i < nf; ++i) idx[i] = wr->cloth_particles.first + (int)i;
         pbd_attachments_desc ad = pbd_attachments_desc_default();
         ad.count = d->fine_count;
         ad.particles = idx;
@@ -2416,7 +2423,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
         pbd_plugin_desc pd = pbd_plugin_desc_default();
         pd.name = "wrinkle one-sided";
         pd.user = wr;
-        pd.particle_end = wr->cloth.particles.first + d->fine_count;
+        pd.particle_end = wr->cloth_particles.first + d->fine_count;
         pd.work = d->fine_count;
         pd.project = pbd_up__wrinkle_project;
         r = pbd_add_plugin(wr->world, &pd, NULL);
@@ -2445,12 +2452,12 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
     pbd_up__wrinkle_targets(wr, x);
     pbd_result r = PBD_OK;
     for (int i = 0; i < wr->fine_count && r == PBD_OK; ++i)
-        r = pbd_set_attachment_target(wr->world, wr->attach, i, wr->targets + 3 * (size_t)i);
+        r = pbd_group_set_attachment_target(wr->world, wr->attach, i, wr->targets + 3 * (size_t)i);
     /* a static solve: no inertia carried from frame to frame */
-    if (r == PBD_OK) r = pbd_set_velocities(wr->world, wr->cloth.particles, wr->zero);
+    if (r == PBD_OK) r = pbd_particles_set_velocities(wr->world, wr->cloth_particles, wr->zero);
     if (r == PBD_OK) r = pbd_world_step(wr->world, wr->time_step);
-    if (r == PBD_OK) r = pbd_set_velocities(wr->world, wr->cloth.particles, wr->zero);
-    if (r == PBD_OK && fine_out) r = pbd_get_positions(wr->world, wr->cloth.particles, fine_out);
+    if (r == PBD_OK) r = pbd_particles_set_velocities(wr->world, wr->cloth_particles, wr->zero);
+    if (r == PBD_OK && fine_out) r = pbd_particles_get_positions(wr->world, wr->cloth_particles, fine_out);
     return r;
 }
 
@@ -2594,7 +2601,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
 
 /* A world with the scene's solver settings, a cloth and (drop) the sphere. */
 static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending, pbd_world **w,
-                                         pbd_object *cloth) {
+                                         pbd_range *cloth) {
     pbd_world_desc wd = pbd_world_desc_default();
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
@@ -2607,7 +2614,11 @@ static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pb
     cd.triangles = m->triangles;
     cd.triangle_count = m->triangle_count;
     cd.bending_compliance = bending;
-    r = pbd_add_cloth(*w, &cd, cloth);
+    pbd_object obj;
+    pbd_object_parts parts;
+    r = pbd_add_cloth(*w, &cd, &obj);
+    if (r == PBD_OK) r = pbd_object_get_parts(*w, obj, &parts);
+    if (r == PBD_OK) *cloth = parts.particles;
     if (r == PBD_OK && d->scene == PBD_UP_SCENE_DROP) {
         float centre[3] = {0.0f, 0.0f, 0.0f};
         r = pbd_add_collider_sphere(*w, centre, 0.3f * d->size, 0.5f, NULL);
@@ -2653,7 +2664,7 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     memset(&cm, 0, sizeof cm);
     memset(&fm, 0, sizeof fm);
     pbd_world *cw = NULL, *fw = NULL;
-    pbd_object co, fo;
+    pbd_range co, fo; /* the cloths' particles */
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     float *u = NULL;
@@ -2661,7 +2672,7 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
     int steps = d->frames * d->steps_per_frame;
     r = pbd_up__training_mesh(d, &cm, normal);
-    if (r == PBD_OK) r = pbd_up_subdivide(&cm, d->levels, 0, &fm);
+    if (r == PBD_OK) r = pbd_up_mesh_subdivide(&cm, d->levels, 0, &fm);
     if (r != PBD_OK) goto done;
     {
         unsigned st = d->seed ? d->seed : 1u;
@@ -2689,8 +2700,8 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     if (r == PBD_OK) r = pbd_up__training_world(d, &fm, d->fine_bending_compliance, &fw, &fo);
     /* the fine vertices at coarse vertices follow them; the cape's top row
        follows the script */
-    for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_set_kinematic(fw, fo.particles.first + i, 1);
-    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_set_kinematic(cw, co.particles.first + i, 1);
+    for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(fw, fo.first + i, 1);
+    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(cw, co.first + i, 1);
     u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
     if (r == PBD_OK && !u) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_generate: out of memory");
     for (int k = 0; k < steps && r == PBD_OK; ++k) {
@@ -2699,17 +2710,17 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
             float target[3] = {
                 cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time), cm.positions[3 * i + 1],
                 cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
-            r = pbd_set_kinematic_target(cw, co.particles.first + i, target);
+            r = pbd_particle_set_kinematic_target(cw, co.first + i, target);
         }
         if (r == PBD_OK) r = pbd_world_step(cw, d->time_step);
-        if (r == PBD_OK) r = pbd_get_positions(cw, co.particles, u);
+        if (r == PBD_OK) r = pbd_particles_get_positions(cw, co, u);
         for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i)
-            r = pbd_set_kinematic_target(fw, fo.particles.first + i, u + 3 * (size_t)i);
+            r = pbd_particle_set_kinematic_target(fw, fo.first + i, u + 3 * (size_t)i);
         if (r == PBD_OK) r = pbd_world_step(fw, d->time_step);
         if (r == PBD_OK && (k + 1) % d->steps_per_frame == 0) {
             int f = (k + 1) / d->steps_per_frame - 1;
             memcpy(t.coarse + (size_t)f * 3 * t.coarse_count, u, sizeof(float) * 3 * (size_t)t.coarse_count);
-            r = pbd_get_positions(fw, fo.particles, t.detail + (size_t)f * 3 * t.detail_count);
+            r = pbd_particles_get_positions(fw, fo, t.detail + (size_t)f * 3 * t.detail_count);
         }
     }
 done:
@@ -2937,42 +2948,10 @@ static int pbd_up__lstsq(int m, int n, double *A, double *b, double *x) {
 }
 
 /* Eigen-decomposition of a symmetric n x n matrix (row-major, overwritten)
-   by cyclic Jacobi rotations: eigenvalues descending in evals, eigenvector k
+   by pbd.h's pbd_sym_eigen: eigenvalues descending in evals, eigenvector k
    in column k of evecs (row-major n x n). */
 static void pbd_up__sym_eigen(int n, double *A, double *evals, double *evecs) {
-    for (int i = 0; i < n; ++i)
-        for (int j = 0; j < n; ++j) evecs[i * n + j] = i == j ? 1.0 : 0.0;
-    for (int sweep = 0; sweep < 100; ++sweep) {
-        double off = 0.0, diag = 0.0;
-        for (int i = 0; i < n; ++i) {
-            diag += A[i * n + i] * A[i * n + i];
-            for (int j = i + 1; j < n; ++j) off += A[i * n + j] * A[i * n + j];
-        }
-        if (off <= PBD_UP__JACOBI_OFF_REL * diag || off == 0.0) break;
-        for (int p = 0; p < n; ++p)
-            for (int q = p + 1; q < n; ++q) {
-                double apq = A[p * n + q];
-                if (apq == 0.0) continue;
-                double theta = (A[q * n + q] - A[p * n + p]) / (2.0 * apq);
-                double t = (theta >= 0.0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1.0));
-                double c = 1.0 / sqrt(t * t + 1.0), s = t * c;
-                for (int k = 0; k < n; ++k) { /* A = A J */
-                    double akp = A[k * n + p], akq = A[k * n + q];
-                    A[k * n + p] = c * akp - s * akq;
-                    A[k * n + q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < n; ++k) { /* A = J^T A */
-                    double apk = A[p * n + k], aqk = A[q * n + k];
-                    A[p * n + k] = c * apk - s * aqk;
-                    A[q * n + k] = s * apk + c * aqk;
-                }
-                for (int k = 0; k < n; ++k) {
-                    double vkp = evecs[k * n + p], vkq = evecs[k * n + q];
-                    evecs[k * n + p] = c * vkp - s * vkq;
-                    evecs[k * n + q] = s * vkp + c * vkq;
-                }
-            }
-    }
+    pbd_sym_eigen(n, A, evecs); /* pbd.h's, shared with pbd_sm.h */
     for (int i = 0; i < n; ++i) evals[i] = A[i * n + i];
     for (int i = 0; i < n; ++i) { /* selection sort, descending */
         int best = i;

@@ -58,7 +58,8 @@ static long (*bench_extra_constraints)(const pbd_world *w) = NULL;
 static void bench_count(const pbd_world *w, long *constraints, int *colors) {
     *constraints = bench_extra_constraints ? bench_extra_constraints(w) : 0;
     *colors = 0;
-    for (int g = 0; g < pbd_world_group_count(w); ++g) {
+    for (int i = 0; i < pbd_world_group_count(w); ++i) {
+        pbd_group g = pbd_world_group(w, i);
         int count = 0, ncol = 0;
         pbd_group_info(w, g, NULL, &count);
         pbd_group_colors(w, g, NULL, 0, &ncol, NULL);

@@ -120,8 +120,8 @@ static pbd_world *make_cloth(void) {
     cd.triangle_count = m.triangle_count;
     pbd_result r = pbd_add_cloth(w, &cd, NULL);
     pbd_mesh_free(&m);
-    if (r == PBD_OK) r = pbd_pin(w, 0);
-    if (r == PBD_OK) r = pbd_pin(w, 99);
+    if (r == PBD_OK) r = pbd_particle_pin(w, 0);
+    if (r == PBD_OK) r = pbd_particle_pin(w, 99);
     if (r != PBD_OK) {
         pbd_world_destroy(w);
         return NULL;
@@ -179,7 +179,7 @@ static pbd_world *make_softbody(void) {
     sd.tet_count = m.tet_count;
     pbd_result r = pbd_add_softbody(w, &sd, NULL);
     for (int i = 0; r == PBD_OK && i < m.vertex_count; ++i)
-        if (m.positions[3 * i] == 0.0f) r = pbd_pin(w, i); /* clamp the x = 0 end */
+        if (m.positions[3 * i] == 0.0f) r = pbd_particle_pin(w, i); /* clamp the x = 0 end */
     pbd_mesh_free(&m);
     if (r != PBD_OK) {
         pbd_world_destroy(w);

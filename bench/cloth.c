@@ -29,8 +29,8 @@ static pbd_world *make_cloth(void *vctx) {
     pbd_result r = pbd_add_cloth(w, &cd, &obj);
     pbd_mesh_free(&m);
     if (r != PBD_OK) return NULL;
-    pbd_pin(w, 0);
-    pbd_pin(w, c->n - 1);
+    pbd_particle_pin(w, 0);
+    pbd_particle_pin(w, c->n - 1);
     return w;
 }
 

@@ -109,8 +109,8 @@ static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers
     *e = mesh_edges(&m);
     pbd_mesh_free(&m);
     if (r != PBD_OK) return NULL;
-    pbd_pin(w, 0);
-    pbd_pin(w, n - 1);
+    pbd_particle_pin(w, 0);
+    pbd_particle_pin(w, n - 1);
     return w;
 }
 

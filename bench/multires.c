@@ -38,7 +38,7 @@
 
 typedef struct mr_world {
     pbd_world *w;
-    pbd_sm_cloth *c;
+    pbd_sm_cloth c;
     pbd_range r;
     int fine, total;
 } mr_world;
@@ -88,11 +88,11 @@ static mr_world mr_make(int n, int levels, float reduction, int scheme, float be
         fprintf(stderr, "cloth: %s\n", pbd_result_string(r));
         exit(1);
     }
-    pbd_pin(m.w, m.r.first);
-    pbd_pin(m.w, m.r.first + n - 1);
+    pbd_particle_pin(m.w, m.r.first);
+    pbd_particle_pin(m.w, m.r.first + n - 1);
     for (int l = 0; l < levels; ++l) {
         int nt = 0;
-        pbd_sm_cloth_level(m.c, l, NULL, &nt, NULL, NULL);
+        pbd_sm_cloth_level(m.w, m.c, l, NULL, &nt, NULL, NULL);
         m.total += nt;
         if (l == levels - 1) m.fine = nt;
     }
@@ -123,7 +123,7 @@ static void timing(const char *scene, int n, float reduction, int steps) {
                 if (simd && pbd_simd_width() < 2) continue;
                 mr_world m = mr_make(n, 5, reduction, scheme, 1, -9.81f, 1, 0);
                 pbd_world_set_threads(m.w, threads);
-                pbd_sm_cloth_set_simd(m.c, simd);
+                pbd_sm_cloth_set_simd(m.w, m.c, simd);
                 double ms = mr_time(m.w, steps);
                 printf("{\"bench\":\"multires\",\"scene\":\"%s\",\"fine_triangles\":%d,\"total_triangles\":%d,"
                        "\"levels\":5,\"scheme\":\"%s\",\"path\":\"%s\",\"tri_kernel\":\"%s\",\"simd_width\":%d,"
@@ -189,7 +189,7 @@ static void strain(int n, int levels, float beta, float dt, float *avg, float *g
         pbd_world_step(m.w, dt);
         if (s < steps / 2) continue;
         float av, mx;
-        pbd_sm_cloth_strain(m.c, m.w, &av, &mx);
+        pbd_sm_cloth_strain(m.w, m.c, &av, &mx);
         sa += av;
         /* global: the longest grid row or column against its rest length */
         const float *x = pbd_world_positions(m.w) + 4 * m.r.first;
@@ -242,7 +242,7 @@ static int recovery(int n, int collapsed, int scheme, float *error, float *y_ext
     cd.nested = 0;
     cd.initial_positions = start;
     cd.scheme = (pbd_sm_cloth_scheme)scheme;
-    pbd_sm_cloth *c = NULL;
+    pbd_sm_cloth c = {0};
     pbd_range r;
     pbd_result res = pbd_sm_add_cloth(w, &cd, &c, &r);
     if (res != PBD_OK) {

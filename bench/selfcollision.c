@@ -53,7 +53,7 @@ static pbd_world *build(int n, int self, int folded) {
     cd.thickness = 0.002f;
     pbd_object obj;
     pbd_result r = pbd_add_cloth(w, &cd, &obj);
-    if (r == PBD_OK && self) r = pbd_add_cloth_self_collision(w, &obj, &cd, 0.002f, NULL);
+    if (r == PBD_OK && self) r = pbd_add_cloth_self_collision(w, obj, &cd, 0.002f, NULL);
     pbd_mesh_free(&m);
     float ctr[3] = {0, 0, 0}, p[3] = {0, -0.2f, 0}, nrm[3] = {0, 1, 0};
     if (r == PBD_OK) r = pbd_add_collider_sphere(w, ctr, 0.2f, 0.3f, NULL);
@@ -78,7 +78,8 @@ static const float *drape_state(const sc_ctx *c) {
     pbd_range all = {0, count};
     pbd_world_set_threads(w, 1);
     for (int i = 0; i < c->drape; ++i) pbd_world_step(w, 1.0f / 60.0f);
-    int ok = s && pbd_get_positions(w, all, s) == PBD_OK && pbd_get_velocities(w, all, s + 3 * count) == PBD_OK;
+    int ok = s && pbd_particles_get_positions(w, all, s) == PBD_OK &&
+             pbd_particles_get_velocities(w, all, s + 3 * count) == PBD_OK;
     pbd_world_destroy(w);
     if (!ok) {
         free(s);
@@ -95,7 +96,8 @@ static pbd_world *make_scene(void *vctx) {
     if (!w) return NULL;
     int count = pbd_world_particle_count(w);
     pbd_range all = {0, count};
-    if (pbd_set_positions(w, all, s) != PBD_OK || pbd_set_velocities(w, all, s + 3 * count) != PBD_OK) {
+    if (pbd_particles_set_positions(w, all, s) != PBD_OK ||
+        pbd_particles_set_velocities(w, all, s + 3 * count) != PBD_OK) {
         pbd_world_destroy(w);
         return NULL;
     }

@@ -268,7 +268,7 @@ int main(int argc, char **argv) {
            *s = (double *)malloc(sizeof(double) * (size_t)nmax * K);
     unsigned st = 1;
     for (int i = 0; i < nmax; ++i) {
-        double xb[3] = {i % NX, (i / NX) % NY, (double)(i / (NX * NY))}, x[3];
+        double xb[3] = {(double)(i % NX), (double)((i / NX) % NY), (double)(i / (NX * NY))}, x[3];
         for (int a = 0; a < 3; ++a) x[a] = xb[a] + 0.1 * (rand01(&st) - 0.5);
         for (int a = 0; a < 3; ++a) v[(size_t)i * K + a] = x[a];
         for (int a = 0; a < 3; ++a)

@@ -29,7 +29,7 @@ static pbd_world *make_bar(void *vctx) {
     pbd_result r = pbd_add_softbody(w, &sd, &obj);
     if (r == PBD_OK)
         for (int i = 0; i < m.vertex_count; ++i)
-            if (m.positions[3 * i] == 0.0f) pbd_pin(w, i); /* clamp the x = 0 end */
+            if (m.positions[3 * i] == 0.0f) pbd_particle_pin(w, i); /* clamp the x = 0 end */
     pbd_mesh_free(&m);
     return r == PBD_OK ? w : NULL;
 }

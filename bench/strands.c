@@ -54,8 +54,8 @@ static void shake(pbd_world *w) {
     float t = (float)bench_step++ / 60.0f;
     float pos[3] = {0.05f * sinf(6.0f * t), 1.0f, 0},
           rot[4] = {0, sinf(0.3f * sinf(5.0f * t)), 0, cosf(0.3f * sinf(5.0f * t))};
-    pbd_hair_set_transform(w, bench_hair, pos, rot);
-    if (pbd_world_collider_count(w) > 0) pbd_collider_set_pose(w, 0, pos, rot);
+    pbd_strands_set_transform(w, bench_hair, pos, rot);
+    if (pbd_world_collider_count(w) > 0) pbd_collider_set_pose(w, pbd_world_collider(w, 0), pos, rot);
 }
 
 /* FTL segments count as the constraints (one projection each per iteration). */

@@ -35,7 +35,7 @@ static int sheet_make(sheet *sh, int n, int frames) {
     unsigned seed = 12345;
     memset(sh, 0, sizeof *sh);
     if (pbd_mesh_grid(n, n, o, du, dv, &sh->grid) != PBD_OK) return 0;
-    if (pbd_up_subdivide(&sh->grid, 2, 0, &sh->fine) != PBD_OK) return 0;
+    if (pbd_up_mesh_subdivide(&sh->grid, 2, 0, &sh->fine) != PBD_OK) return 0;
     if (pbd_up_subdivision_create(sh->grid.triangles, sh->grid.triangle_count, sh->grid.vertex_count, 2, &sh->sub) !=
         PBD_OK)
         return 0;
@@ -73,7 +73,9 @@ static void sheet_free(sheet *sh) {
 typedef pbd_result (*eval_fn)(void *obj, const float *u, float *out);
 typedef void (*config_fn)(void *obj, int simd, int threads);
 
-static pbd_result model_eval(void *obj, const float *u, float *out) { return pbd_up_eval((pbd_up_model *)obj, u, out); }
+static pbd_result model_eval(void *obj, const float *u, float *out) {
+    return pbd_up_model_eval((pbd_up_model *)obj, u, out);
+}
 static void model_config(void *obj, int simd, int threads) {
     pbd_up_model_set_simd((pbd_up_model *)obj, simd);
     pbd_up_model_set_threads((pbd_up_model *)obj, threads);

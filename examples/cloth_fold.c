@@ -51,11 +51,13 @@ int main(int argc, char **argv) {
     cd.bending_compliance = 2e-3f;
     cd.thickness = thickness;
     pbd_object cloth;
+    pbd_object_parts parts;
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     if (pbd_add_cloth(w, &cd, &cloth) != PBD_OK ||
-        pbd_add_cloth_self_collision(w, &cloth, &cd, thickness, NULL) != PBD_OK ||
+        pbd_add_cloth_self_collision(w, cloth, &cd, thickness, NULL) != PBD_OK ||
         pbd_add_collider_sphere(w, sphere_c, sphere_r, 0.4f, NULL) != PBD_OK ||
-        pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK) {
+        pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK ||
+        pbd_object_get_parts(w, cloth, &parts) != PBD_OK) {
         fprintf(stderr, "setup failed: %s\n", pbd_world_last_error(w));
         return 1;
     }
@@ -83,10 +85,10 @@ int main(int argc, char **argv) {
         render_clear(img, sky_top, sky_bottom);
         render_draw_ground(img, &cam, 0.0f, 0, 0, 2.0f, 0.25f, NULL, NULL);
         render_draw_sphere_shadow(img, &cam, sphere_c, sphere_r, 0.0f);
-        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+        render_draw_mesh_shadow(img, &cam, x + 4 * parts.particles.first, 4, parts.particles.count, m.triangles,
                                 m.triangle_count, 0.0f);
         render_draw_sphere(img, &cam, sphere_c, sphere_r, sphere_rgb, RENDER_SMOOTH);
-        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+        render_draw_mesh(img, &cam, x + 4 * parts.particles.first, 4, parts.particles.count, m.triangles,
                          m.triangle_count, cloth_rgb, RENDER_SMOOTH);
         snprintf(labels[f], sizeof labels[f], "t = %.2f s", s / 60.0);
         label_ptr[f] = labels[f];

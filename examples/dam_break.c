@@ -101,11 +101,12 @@ int main(int argc, char **argv) {
     sd.radius = 0.02f;
     sd.edge_compliance = 1e-6f;
     pbd_object box;
-    if (pbd_add_softbody(w, &sd, &box) != PBD_OK) {
+    pbd_object_parts box_parts;
+    if (pbd_add_softbody(w, &sd, &box) != PBD_OK || pbd_object_get_parts(w, box, &box_parts) != PBD_OK) {
         fprintf(stderr, "%s\n", pbd_world_last_error(w));
         return 1;
     }
-    pbd_object_set_particle_collision(w, box.id, 1);
+    pbd_object_set_particle_contact(w, box, 1);
 
     float *verts = (float *)malloc(sizeof(float) * 3 * 6 * (size_t)n);
     int *tris = (int *)malloc(sizeof(int) * 3 * 8 * (size_t)n);
@@ -137,7 +138,7 @@ int main(int argc, char **argv) {
         render_draw_box(img, &cam, back_c, back_h, NULL, wall_rgb, RENDER_FLAT);
         octahedra(x, water.first, water.count, 0.6f * d, verts, tris);
         render_draw_mesh(img, &cam, verts, 3, 6 * n, tris, 8 * n, water_rgb, RENDER_FLAT);
-        render_draw_mesh(img, &cam, x + 4 * box.particles.first, 4, box.particles.count, box_mesh.triangles,
+        render_draw_mesh(img, &cam, x + 4 * box_parts.particles.first, 4, box_parts.particles.count, box_mesh.triangles,
                          box_mesh.triangle_count, box_rgb, RENDER_SMOOTH | RENDER_WIREFRAME);
         snprintf(labels[frame], sizeof labels[frame], "T=%.2fS", step / 60.0);
         label_ptr[frame] = labels[frame];
@@ -150,8 +151,8 @@ int main(int argc, char **argv) {
     /* the box floats: its lowest point is above the floor, water under it */
     const float *x = pbd_world_positions(w);
     float box_lo = 1e30f;
-    for (int i = 0; i < box.particles.count; ++i) {
-        float y = x[4 * (box.particles.first + i) + 1];
+    for (int i = 0; i < box_parts.particles.count; ++i) {
+        float y = x[4 * (box_parts.particles.first + i) + 1];
         box_lo = y < box_lo ? y : box_lo;
     }
     char base[512];
@@ -160,7 +161,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < frame; ++i) render_image_free(&frames[i]);
     printf("dam_break: %d water particles, %d box particles, %.2f ms per step (%s, %d threads), "
            "particles outside the tank: %d, box bottom at %.3f m\n",
-           n, box.particles.count, sim_ms / STEPS, pbd_simd_path(), pbd_max_threads(), outside, (double)box_lo);
+           n, box_parts.particles.count, sim_ms / STEPS, pbd_simd_path(), pbd_max_threads(), outside, (double)box_lo);
     pbd_mesh_free(&box_mesh);
     free(pos);
     free(verts);

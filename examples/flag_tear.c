@@ -68,18 +68,19 @@ int main(int argc, char **argv) {
     cd.damping =
         0.0f; /* the default damps towards the pole's (zero) motion, as still air would: the wind is not still */
     pbd_object flag;
-    if (pbd_add_cloth(w, &cd, &flag) != PBD_OK) {
+    pbd_object_parts parts;
+    if (pbd_add_cloth(w, &cd, &flag) != PBD_OK || pbd_object_get_parts(w, flag, &parts) != PBD_OK) {
         fprintf(stderr, "%s\n", pbd_world_last_error(w));
         return 1;
     }
-    for (int j = 0; j < NY; ++j) pbd_pin(w, flag.particles.first + j * NX);
+    for (int j = 0; j < NY; ++j) pbd_particle_pin(w, parts.particles.first + j * NX);
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = flag.id;
+    td.object = flag;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
     td.threshold = 1.15f;
     td.max_splits = 24;
-    if (pbd_object_enable_tearing(w, &td) != PBD_OK) {
+    if (pbd_add_tearing(w, &td, NULL) != PBD_OK) {
         fprintf(stderr, "%s\n", pbd_world_last_error(w));
         return 1;
     }
@@ -118,7 +119,7 @@ int main(int argc, char **argv) {
         splits_total += splits;
         if (step % FRAME_EVERY) continue;
         int nt = 0, n = pbd_world_particle_count(w);
-        pbd_object_triangles(w, flag.id, tri, m.triangle_count, &nt);
+        pbd_object_triangles(w, flag, tri, m.triangle_count, &nt);
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < 4 * n; ++i)
             if (!isfinite(x[i])) failed = 1;

@@ -1,7 +1,7 @@
 /* hair.c - a head of hair shaken: 4000 follow-the-leader strands of 16
    particles (dynamic FTL, Mueller et al. 2012) rooted on a head that
    shakes side to side and nods, with the head as a sphere collider. Roots
-   follow the head's pose (pbd_hair_set_transform); the first segment of
+   follow the head's pose (pbd_strands_set_transform); the first segment of
    every strand is clamped along the scalp normal. Writes 12 frames and a
    contact sheet; strands are drawn as thin camera-facing ribbons.
 
@@ -132,7 +132,7 @@ int main(int argc, char **argv) {
     int frame = 0, failed = 0;
     for (int step = 1; step <= STEPS && !failed; ++step) {
         head_pose((float)step * dt, hp, hq);
-        pbd_hair_set_transform(w, hair, hp, hq);
+        pbd_strands_set_transform(w, hair, hp, hq);
         pbd_collider_set_pose(w, head, hp, hq);
         double t0 = now_ms();
         if (pbd_world_step(w, dt) != PBD_OK) {

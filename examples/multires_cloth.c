@@ -84,13 +84,13 @@ int main(int argc, char **argv) {
     cd.bending_stiffness = 2e-5f;
     cd.damping = 0.1f;
     cd.thickness = 0.008f;
-    pbd_sm_cloth *cloth = NULL;
+    pbd_sm_cloth cloth = {0};
     pbd_range r;
     if (check(pbd_sm_add_cloth(w, &cd, &cloth, &r), "pbd_sm_add_cloth", w)) return 1;
     printf("multires_cloth: %d vertices, %d triangles, %d levels (", mesh.vertex_count, mesh.triangle_count, levels);
     for (int l = 0; l < levels; ++l) {
         int nt = 0;
-        pbd_sm_cloth_level(cloth, l, NULL, &nt, NULL, NULL);
+        pbd_sm_cloth_level(w, cloth, l, NULL, &nt, NULL, NULL);
         printf("%s%d", l ? " " : "", nt);
     }
     printf(" triangles), wrinkle conservation %s, %s, %d thread(s)\n", wrinkles ? "on" : "off",
@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
                 break;
             }
         float avg = 0, mx = 0;
-        pbd_sm_cloth_strain(cloth, w, &avg, &mx);
+        pbd_sm_cloth_strain(w, cloth, &avg, &mx);
         render_image *img = &frames[frame];
         if (render_image_init(img, WIDTH, HEIGHT) != 0) {
             failed = 1;

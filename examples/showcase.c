@@ -107,6 +107,7 @@ int main(int argc, char **argv) {
     pbd_world *w = NULL;
     pbd_mesh cloth_mesh, box_mesh, balloon_mesh;
     pbd_object cloth, box, balloon;
+    pbd_object_parts cloth_parts, box_parts, balloon_parts;
     render_image frames[FRAMES];
     char labels[FRAMES][32];
     char base[1024], path[1100];
@@ -147,6 +148,7 @@ int main(int argc, char **argv) {
         c.thickness = 0.012f;
         c.damping = 0.5f;
         if (check(pbd_add_cloth(w, &c, &cloth), "pbd_add_cloth", w)) return 1;
+        if (check(pbd_object_get_parts(w, cloth, &cloth_parts), "pbd_object_get_parts", w)) return 1;
     }
 
     /* ---- a soft 0.5 m box of 5x5x5 nodes, turned, dropped from 1 m ----- */
@@ -169,6 +171,7 @@ int main(int argc, char **argv) {
         s.radius = 0.01f;
         s.damping = 1.0f;
         if (check(pbd_add_softbody(w, &s, &box), "pbd_add_softbody", w)) return 1;
+        if (check(pbd_object_get_parts(w, box, &box_parts), "pbd_object_get_parts", w)) return 1;
     }
 
     /* ---- a balloon: an icosphere of radius 0.3 m, overpressure 1.3 ------ */
@@ -185,13 +188,15 @@ int main(int argc, char **argv) {
         b.cloth.damping = 0.5f;
         b.pressure = 1.3f;
         if (check(pbd_add_balloon(w, &b, &balloon), "pbd_add_balloon", w)) return 1;
-        pbd_group_mesh_volume(w, balloon.volume, &balloon_rest_volume);
+        if (check(pbd_object_get_parts(w, balloon, &balloon_parts), "pbd_object_get_parts", w)) return 1;
+        pbd_group_mesh_volume(w, balloon_parts.volume, &balloon_rest_volume);
     }
 
     printf("showcase: %d particles (cloth %d, soft box %d in %d tets, balloon %d), "
            "%d substeps x %d iterations, simd %s x%d, %d thread(s)\n",
-           pbd_world_particle_count(w), cloth.particles.count, box.particles.count, box_mesh.tet_count,
-           balloon.particles.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_simd_width(), pbd_max_threads());
+           pbd_world_particle_count(w), cloth_parts.particles.count, box_parts.particles.count, box_mesh.tet_count,
+           balloon_parts.particles.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_simd_width(),
+           pbd_max_threads());
 
     /* ---- simulate and render -------------------------------------------- */
     {
@@ -219,11 +224,11 @@ int main(int argc, char **argv) {
             if (step % FRAME_EVERY == 0 && frame < FRAMES) {
                 const float *x = pbd_world_positions(w);
                 render_image *img = &frames[frame];
-                const float *xc = x + 4 * (size_t)cloth.particles.first;
-                const float *xb = x + 4 * (size_t)box.particles.first;
-                const float *xl = x + 4 * (size_t)balloon.particles.first;
-                object_stats sc = stats_of(x, cloth.particles), sb = stats_of(x, box.particles),
-                             sl = stats_of(x, balloon.particles);
+                const float *xc = x + 4 * (size_t)cloth_parts.particles.first;
+                const float *xb = x + 4 * (size_t)box_parts.particles.first;
+                const float *xl = x + 4 * (size_t)balloon_parts.particles.first;
+                object_stats sc = stats_of(x, cloth_parts.particles), sb = stats_of(x, box_parts.particles),
+                             sl = stats_of(x, balloon_parts.particles);
                 double r0 = now_ms(), rms;
                 const char *written;
 
@@ -235,18 +240,18 @@ int main(int argc, char **argv) {
                 render_clear(img, NULL, NULL);
                 render_draw_ground(img, &cam, ground_y, 0.0f, -1.5f, 6.0f, 0.5f, NULL, NULL);
                 render_draw_sphere_shadow(img, &cam, sphere_centre, sphere_radius, ground_y);
-                render_draw_mesh_shadow(img, &cam, xc, 4, cloth.particles.count, cloth_mesh.triangles,
+                render_draw_mesh_shadow(img, &cam, xc, 4, cloth_parts.particles.count, cloth_mesh.triangles,
                                         cloth_mesh.triangle_count, ground_y);
-                render_draw_mesh_shadow(img, &cam, xb, 4, box.particles.count, box_mesh.triangles,
+                render_draw_mesh_shadow(img, &cam, xb, 4, box_parts.particles.count, box_mesh.triangles,
                                         box_mesh.triangle_count, ground_y);
-                render_draw_mesh_shadow(img, &cam, xl, 4, balloon.particles.count, balloon_mesh.triangles,
+                render_draw_mesh_shadow(img, &cam, xl, 4, balloon_parts.particles.count, balloon_mesh.triangles,
                                         balloon_mesh.triangle_count, ground_y);
                 render_draw_sphere(img, &cam, sphere_centre, sphere_radius, sphere_colour, RENDER_SMOOTH);
-                render_draw_mesh(img, &cam, xc, 4, cloth.particles.count, cloth_mesh.triangles,
+                render_draw_mesh(img, &cam, xc, 4, cloth_parts.particles.count, cloth_mesh.triangles,
                                  cloth_mesh.triangle_count, cloth_front, RENDER_SMOOTH);
-                render_draw_mesh(img, &cam, xb, 4, box.particles.count, box_mesh.triangles, box_mesh.triangle_count,
-                                 box_colour, RENDER_WIREFRAME);
-                render_draw_mesh(img, &cam, xl, 4, balloon.particles.count, balloon_mesh.triangles,
+                render_draw_mesh(img, &cam, xb, 4, box_parts.particles.count, box_mesh.triangles,
+                                 box_mesh.triangle_count, box_colour, RENDER_WIREFRAME);
+                render_draw_mesh(img, &cam, xl, 4, balloon_parts.particles.count, balloon_mesh.triangles,
                                  balloon_mesh.triangle_count, balloon_colour, RENDER_SMOOTH | RENDER_SPECULAR);
                 /* scale 4: still crisp at half size in the contact sheet */
                 snprintf(labels[frame], sizeof labels[frame], "T = %.2f S", pbd_world_time(w));
@@ -257,7 +262,7 @@ int main(int argc, char **argv) {
 
                 snprintf(base, sizeof base, "%s/showcase_%03d", outdir, frame);
                 written = render_image_save(img, base, path, sizeof path);
-                pbd_group_mesh_volume(w, balloon.volume, &balloon_volume);
+                pbd_group_mesh_volume(w, balloon_parts.volume, &balloon_volume);
                 printf("frame %2d  t=%.2f s  sim %.3f ms/step (last %d steps)  render %.1f ms  "
                        "min y: cloth %.3f box %.3f balloon %.3f  balloon volume x%.2f  -> %s\n",
                        frame, pbd_world_time(w), window / FRAME_EVERY, FRAME_EVERY, rms, sc.min_y, sb.min_y, sl.min_y,

@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
     } else {
         sum = "lattice";
     }
-    pbd_sm_body *blob = NULL;
+    pbd_sm_body blob = {0};
     pbd_range r;
     if (check(pbd_sm_add_lattice(world, &ld, &blob, &r), "pbd_sm_add_lattice")) return 1;
     printf("sm_blob: %d particles, region half-width %d, %s sums, %d thread(s)\n", count, w, sum, pbd_max_threads());

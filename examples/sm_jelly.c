@@ -9,7 +9,7 @@
    an example of a contact model of your own: each jelly particle inside a
    weight's box is pushed out along the nearest face, and the weight is
    pushed back by the opposite impulse (mass-weighted, so momentum is
-   kept). pbd.h's particle contacts (pbd_set_particle_collision) would
+   kept). pbd.h's particle contacts (pbd_particles_set_particle_contact) would
    work too, but they see spheres: the weight would be a lumpy box of
    balls, and a lattice's particles belong to no object, so a jelly's own
    touching neighbours would push each other apart as it is squeezed.
@@ -66,7 +66,7 @@ static const float WEIGHT_DENSITY = 20.0f; /* times the jelly's: lead or so */
 typedef struct box_lattice {
     int nx, ny, nz;
     pbd_range particles;
-    pbd_sm_body *body;
+    pbd_sm_body body;
     int *tris; /* surface triangles over the particles */
     int tri_count;
 } box_lattice;
@@ -224,7 +224,8 @@ static void contacts_project(void *user, const pbd_solve_context *ctx) {
 
 /* Dent: how far the centre of the top face sits below the block's
    undeformed top (its lowest particle + height); and max ||S_p - I||. */
-static void jelly_stats(const box_lattice *b, const float *x, double *dent, double *plastic, int *finite) {
+static void jelly_stats(const pbd_world *w, const box_lattice *b, const float *x, double *dent, double *plastic,
+                        int *finite) {
     double lo = 1e30;
     for (int i = 0; i < b->particles.count; ++i) {
         const float *p = x + 4 * (size_t)(b->particles.first + i);
@@ -234,10 +235,12 @@ static void jelly_stats(const box_lattice *b, const float *x, double *dent, doub
     const float *top = x + 4 * (size_t)(b->particles.first + cell(b, b->nx / 2, b->ny - 1, b->nz / 2));
     *dent = lo + (b->ny - 1) * SPACING - top[1];
     *plastic = 0;
-    for (int r = 0; r < pbd_sm_body_region_count(b->body); ++r) {
+    int regions = 0;
+    pbd_sm_body_region_count(w, b->body, &regions);
+    for (int r = 0; r < regions; ++r) {
         float S[9];
         double s = 0;
-        pbd_sm_body_plastic_state(b->body, r, S);
+        pbd_sm_body_plastic_state(w, b->body, r, S);
         for (int k = 0; k < 9; ++k) s += (S[k] - (k % 4 == 0)) * (S[k] - (k % 4 == 0));
         if (sqrt(s) > *plastic) *plastic = sqrt(s);
     }
@@ -286,7 +289,7 @@ int main(int argc, char **argv) {
         pbd_sm_body_desc rd = pbd_sm_body_desc_default();
         float wlo[3] = {jelly_x[j] - 0.5f * (WX - 1) * SPACING, 1.0f, -0.5f * (WX - 1) * SPACING};
         if (add_block(w, &weight[j], WX, WY, WX, wlo, WEIGHT_DENSITY * jelly_mass, &rd, 8)) return 1;
-        for (int i = 0; i < weight[j].particles.count; ++i) pbd_pin(w, weight[j].particles.first + i);
+        for (int i = 0; i < weight[j].particles.count; ++i) pbd_particle_pin(w, weight[j].particles.first + i);
     }
     cs.jelly = jelly;
     cs.weight = weight;
@@ -316,15 +319,16 @@ int main(int argc, char **argv) {
     for (int step = 1; step <= STEPS && !failed; ++step) {
         if (step == RELEASE_STEP)
             for (int j = 0; j < JELLIES; ++j)
-                for (int i = 0; i < weight[j].particles.count; ++i) pbd_unpin(w, weight[j].particles.first + i);
+                for (int i = 0; i < weight[j].particles.count; ++i)
+                    pbd_particle_unpin(w, weight[j].particles.first + i);
         if (step >= LIFT_STEP) { /* lift the weights straight up at 0.8 m/s */
             const float *x = pbd_world_positions(w);
             for (int j = 0; j < JELLIES; ++j)
                 for (int i = 0; i < weight[j].particles.count; ++i) {
                     int k = weight[j].particles.first + i;
-                    if (step == LIFT_STEP) pbd_set_kinematic(w, k, 1);
+                    if (step == LIFT_STEP) pbd_particle_set_kinematic(w, k, 1);
                     float t[3] = {x[4 * k], x[4 * k + 1] + 0.8f * dt, x[4 * k + 2]};
-                    pbd_set_kinematic_target(w, k, t);
+                    pbd_particle_set_kinematic_target(w, k, t);
                 }
         }
         double t0 = now_ms();
@@ -353,7 +357,7 @@ int main(int argc, char **argv) {
         for (int j = 0; j < JELLIES; ++j) {
             double dent, plastic;
             int finite = 1;
-            jelly_stats(&jelly[j], x, &dent, &plastic, &finite);
+            jelly_stats(w, &jelly[j], x, &dent, &plastic, &finite);
             if (!finite) failed = 1;
             printf("  [%s dent %.3f m, ||Sp-I|| %.2f]", j == 0 ? "elastic" : j == 1 ? "creep" : "soft", dent, plastic);
             render_draw_mesh(img, &cam, x + 4 * (size_t)jelly[j].particles.first, 4, jelly[j].particles.count,

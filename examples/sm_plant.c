@@ -243,8 +243,8 @@ int main(int argc, char **argv) {
     pd.radius = 0.025f; /* the particle's own sphere; its ellipsoid reaches further */
     pbd_range r;
     if (check(pbd_add_particles(w, &pd, &r), "pbd_add_particles")) return 1;
-    pbd_pin(w, r.first);
-    pbd_pin(w, r.first + 1);
+    pbd_particle_pin(w, r.first);
+    pbd_particle_pin(w, r.first + 1);
     pbd_world_set_point_damping(w, 0.4f);
     pbd_world_set_acceleration_field(w, wind, &r);
 
@@ -263,14 +263,14 @@ int main(int argc, char **argv) {
     od.radii = radii;
     od.orientations = quats;
     od.stiffness = 0.8f;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     if (check(pbd_sm_add_oriented(w, &od, &o), "pbd_sm_add_oriented")) return 1;
     pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
     sd.rest_vertices = vis.rest;
     sd.vertex_count = vis.nv;
     sd.influences = 2;
     pbd_sm_skin *skin = NULL;
-    if (check(pbd_sm_skin_create(o, &sd, &skin), "pbd_sm_skin_create")) return 1;
+    if (check(pbd_sm_skin_create(w, o, &sd, &skin), "pbd_sm_skin_create")) return 1;
     printf("sm_plant: %d oriented particles, %d edges, visual mesh %d vertices / %d triangles, simd %s, %d thread(s)\n",
            pl.n, pl.ne, vis.nv, vis.nt, pbd_simd_path(), pbd_max_threads());
 
@@ -318,8 +318,10 @@ int main(int argc, char **argv) {
         render_text(img, 12, 12, 4, NULL, labels[frame]);
         snprintf(base, sizeof base, "%s/sm_plant_%03d", outdir, frame);
         const char *written = render_image_save(img, base, path, sizeof path);
-        printf("frame %2d  t=%.2f s  tip moved %.3f m  rotational energy %.2e J  -> %s\n", frame, tsec, dd,
-               pbd_sm_oriented_rotational_energy(o, w), written ? written : "(write failed)");
+        double energy = 0;
+        pbd_sm_oriented_rotational_energy(w, o, &energy);
+        printf("frame %2d  t=%.2f s  tip moved %.3f m  rotational energy %.2e J  -> %s\n", frame, tsec, dd, energy,
+               written ? written : "(write failed)");
         if (!written) failed = 1;
         frame++;
     }

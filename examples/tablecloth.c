@@ -60,15 +60,17 @@ int main(int argc, char **argv) {
     cd.bending_compliance = 2e-3f;
     cd.thickness = thickness;
     pbd_object cloth;
+    pbd_object_parts parts;
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     if (pbd_add_cloth(w, &cd, &cloth) != PBD_OK ||
-        pbd_add_cloth_self_collision(w, &cloth, &cd, thickness, NULL) != PBD_OK ||
-        pbd_add_collider_mesh(w, &td, NULL) != PBD_OK || pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK) {
+        pbd_add_cloth_self_collision(w, cloth, &cd, thickness, NULL) != PBD_OK ||
+        pbd_add_collider_mesh(w, &td, NULL) != PBD_OK || pbd_add_collider_plane(w, ground, up, 0.6f, NULL) != PBD_OK ||
+        pbd_object_get_parts(w, cloth, &parts) != PBD_OK) {
         fprintf(stderr, "setup failed: %s\n", pbd_world_last_error(w));
         return 1;
     }
     /* the pulled edge: the column of vertices at the cloth's +x side */
-    for (int j = 0; j < 28; ++j) pbd_set_kinematic(w, cloth.particles.first + j * 36 + 35, 1);
+    for (int j = 0; j < 28; ++j) pbd_particle_set_kinematic(w, parts.particles.first + j * 36 + 35, 1);
     pbd_world_set_threads(w, 1); /* small: a thread team's barriers would cost more than they save */
     render_image frames[FRAMES];
     char labels[FRAMES][32];
@@ -81,10 +83,10 @@ int main(int argc, char **argv) {
     int ok = 1, f = 0, most = 0;
     for (int s = 1; s <= STEPS && ok; ++s) {
         for (int j = 0; j < 28; ++j) { /* pull: 1.5 m/s along +x, then down to the floor */
-            int id = cloth.particles.first + j * 36 + 35;
+            int id = parts.particles.first + j * 36 + 35;
             const float *p = pbd_world_positions(w) + 4 * id;
             float target[3] = {p[0] + 1.0f / 60.0f, p[1] > 0.35f ? p[1] - 0.5f / 60.0f : p[1], p[2]};
-            pbd_set_kinematic_target(w, id, target);
+            pbd_particle_set_kinematic_target(w, id, target);
         }
         double t0 = now_ms();
         ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
@@ -99,10 +101,10 @@ int main(int argc, char **argv) {
         render_clear(img, sky_top, sky_bottom);
         render_draw_ground(img, &cam, 0.0f, 0.5f, 0, 2.0f, 0.25f, NULL, NULL);
 
-        render_draw_mesh_shadow(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+        render_draw_mesh_shadow(img, &cam, x + 4 * parts.particles.first, 4, parts.particles.count, m.triangles,
                                 m.triangle_count, 0.0f);
         render_draw_box(img, &cam, table_c, table_h, NULL, table_rgb, 0);
-        render_draw_mesh(img, &cam, x + 4 * cloth.particles.first, 4, cloth.particles.count, m.triangles,
+        render_draw_mesh(img, &cam, x + 4 * parts.particles.first, 4, parts.particles.count, m.triangles,
                          m.triangle_count, cloth_rgb, RENDER_SMOOTH);
         snprintf(labels[f], sizeof labels[f], "t = %.2f s", s / 60.0);
         label_ptr[f] = labels[f];

@@ -248,7 +248,7 @@ int main(int argc, char **argv) {
             if (col == coarse) memcpy(col->x, u, sizeof(float) * 3 * (size_t)nc);
             else if (col == truth) memcpy(col->x, X, sizeof(float) * 3 * (size_t)nd);
             else if (col->wrinkle) failed |= check(pbd_up_wrinkle_update(col->wrinkle, u, col->x), "wrinkle update");
-            else failed |= check(pbd_up_eval(col->model, u, col->x), col->name);
+            else failed |= check(pbd_up_model_eval(col->model, u, col->x), col->name);
             col->ms += now_ms() - s;
             if (col != coarse) col->rms_sum += rms_distance(col->x, X, nd);
         }

@@ -101,7 +101,7 @@ void pbdt_run(const char *name, void (*fn)(void)) {
     X(sm) X(sm_oriented) X(sm_volume) X(upsample) X(upsample_fit) X(sm_shape) X(sm_cloth) X(sm_sum) \
     X(sm_rot4) X(sm_rigid) X(particle_contact) X(fluids) X(strain) X(strands) X(tearing) X(damping) \
     X(mesh_colliders) X(selfcollision) X(sc_simd) X(contact_bounds) X(team) X(tethers) X(fluid_walls) \
-    X(robust) X(fuzz) X(determinism)
+    X(robust) X(fuzz) X(determinism) X(handles)
 // clang-format on
 #define PBDT_DECLARE(s) void suite_##s(void);
 PBDT_SUITES(PBDT_DECLARE)

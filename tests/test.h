@@ -121,6 +121,15 @@ static inline float pbdt_rand(unsigned *state) {
     return (float)(x >> 8) * (1.0f / 16777216.0f);
 }
 /* A cloth desc (defaults) over a generated mesh. */
+/* An object's particles and groups (pbd_object_get_parts; all zero when
+   the handle names nothing). */
+static inline pbd_object_parts pbdt_parts(const pbd_world *w, pbd_object o) {
+    pbd_object_parts p;
+    memset(&p, 0, sizeof p);
+    pbd_object_get_parts(w, o, &p);
+    return p;
+}
+
 static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     pbd_cloth_desc c = pbd_cloth_desc_default();
     c.positions = m->positions;
@@ -142,7 +151,7 @@ static inline pbd_range pbdt_strand(pbd_world *w, const float *positions, const 
     pd.count = n;
     if (mass > 0) pd.mass = mass;
     pbd_range r = {-1, 0};
-    if (pbd_add_particles(w, &pd, &r) != PBD_OK || pbd_pin(w, r.first) != PBD_OK) return r;
+    if (pbd_add_particles(w, &pd, &r) != PBD_OK || pbd_particle_pin(w, r.first) != PBD_OK) return r;
     int *idx = (int *)malloc(sizeof(int) * (size_t)n), starts[2] = {0, n};
     for (int i = 0; idx && i < n; ++i) idx[i] = r.first + i;
     pbd_strands_desc sd = pbd_strands_desc_default();

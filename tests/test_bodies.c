@@ -49,11 +49,13 @@ static balloon_run balloon(float pressure, float stretch_compliance, float volum
     int *perm = (int *)malloc(sizeof(int) * m.vertex_count);
     bd.cloth.permutation = perm;
     pbd_object b;
-    int ok = pbd_add_balloon(w, &bd, &b) == PBD_OK && b.volume >= 0;
+    int ok = pbd_add_balloon(w, &bd, &b) == PBD_OK;
+    const pbd_object_parts bp = pbdt_parts(w, b);
+    ok = ok && bp.volume.id != 0;
     float vol = 0;
-    ok = ok && pbd_group_mesh_volume(w, b.volume, &vol) == PBD_OK;
+    ok = ok && pbd_group_mesh_volume(w, bp.volume, &vol) == PBD_OK;
     out.v0 = vol;
-    if (ok && !volume_on) ok = pbd_group_set_enabled(w, b.volume, 0) == PBD_OK;
+    if (ok && !volume_on) ok = pbd_group_set_enabled(w, bp.volume, 0) == PBD_OK;
     if (ok && squeeze) {
         float *v = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
         for (int i = 0; i < m.vertex_count; ++i) { /* in world order */
@@ -62,20 +64,20 @@ static balloon_run balloon(float pressure, float stretch_compliance, float volum
             v[3 * k + 1] = -8.0f * m.positions[3 * i + 1];
             v[3 * k + 2] = -2.0f * m.positions[3 * i + 2];
         }
-        ok = pbd_set_velocities(w, b.particles, v) == PBD_OK;
+        ok = pbd_particles_set_velocities(w, bp.particles, v) == PBD_OK;
         free(v);
     }
     ok = ok && pbd_world_set_point_damping(w, 1.0f) == PBD_OK;
     out.v_min = out.v_max = out.v0;
     for (int s = 0; ok && s < steps; ++s) {
         ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK && bodies_finite(w);
-        ok = ok && pbd_group_mesh_volume(w, b.volume, &vol) == PBD_OK;
+        ok = ok && pbd_group_mesh_volume(w, bp.volume, &vol) == PBD_OK;
         if (vol < out.v_min) out.v_min = vol;
         if (vol > out.v_max) out.v_max = vol;
     }
     out.v_end = vol;
     float em = 0, ex = 0;
-    if (ok && b.stretch >= 0 && pbd_group_error(w, b.stretch, &em, &ex) == PBD_OK) {
+    if (ok && bp.stretch.id != 0 && pbd_group_error(w, bp.stretch, &em, &ex) == PBD_OK) {
         out.stretch_mean = em;
         out.stretch_max = ex;
     }
@@ -189,14 +191,14 @@ static double squeezed_box(int volume_constraints, double *height) {
     sd.radius = r;
     int perm[64];
     sd.permutation = perm;
-    pbd_object box;
+    pbd_object box = {0};
     int ok = m.vertex_count == 64 && pbd_add_softbody(w, &sd, &box) == PBD_OK;
-    int first = box.particles.first;
+    int first = pbdt_parts(w, box).particles.first;
     int top[64], ntop = 0;
     for (int i = 0; ok && i < m.vertex_count && ntop < 64; ++i)
         if (fabsf(m.positions[3 * i + 1] - hi[1]) < 1e-5f) top[ntop++] = first + perm[i];
     ok = ok && ntop == 16;
-    for (int i = 0; ok && i < ntop; ++i) ok = pbd_set_mass(w, top[i], 20.0f) == PBD_OK;
+    for (int i = 0; ok && i < ntop; ++i) ok = pbd_particle_set_mass(w, top[i], 20.0f) == PBD_OK;
     int pairs[2 * 16 * 15 / 2], np = 0;
     for (int i = 0; i < ntop; ++i)
         for (int j = i + 1; j < ntop; ++j) {

@@ -134,8 +134,9 @@ static double incline_slide(float mu, double seconds) {
     sd.edge_compliance = 0.0f;
     sd.volume_compliance = 0.0f;
     sd.radius = r;
-    pbd_object box;
+    pbd_object box = {0};
     int ok = pbd_add_softbody(w, &sd, &box) == PBD_OK;
+    const int first = pbdt_parts(w, box).particles.first;
     float o[3] = {0, 0, 0}, n[3];
     n[0] = -sn;
     n[1] = cs;
@@ -151,7 +152,7 @@ static double incline_slide(float mu, double seconds) {
     if (ok) {
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < m.vertex_count; ++i)
-            for (int k = 0; k < 3; ++k) c1[k] += x[4 * (box.particles.first + i) + k] / m.vertex_count;
+            for (int k = 0; k < 3; ++k) c1[k] += x[4 * (first + i) + k] / m.vertex_count;
         along = 0;
         for (int k = 0; k < 3; ++k) along += (c1[k] - c0[k]) * down[k];
         /* it stays on the plane: height of the centre above it unchanged */
@@ -397,12 +398,13 @@ static void platform_carry(float mu, double *box_dx, double *platform_dx) {
     sd.tet_count = m.tet_count;
     sd.edge_compliance = 0.0f;
     sd.radius = r;
-    pbd_object box;
+    pbd_object box = {0};
     ok = pbd_add_softbody(w, &sd, &box) == PBD_OK;
+    const pbd_range bp = pbdt_parts(w, box).particles;
     for (int s = 0; ok && s < 15; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK; /* settle */
     double c0 = 0, c1 = 0;
     const float *x = pbd_world_positions(w);
-    for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (box.particles.first + i)];
+    for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (bp.first + i)];
     double px = 0, vx = 0;
     for (int s = 0; ok && s < 90; ++s) {
         double dt = 1.0 / 60.0;
@@ -418,12 +420,12 @@ static void platform_carry(float mu, double *box_dx, double *platform_dx) {
         p[2] = 0;
         ok = pbd_collider_set_pose(w, c, p, NULL) == PBD_OK;
         ok = ok && pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
-        double cl = min_clearance(w, c, box.particles.first, box.particles.count, r);
+        double cl = min_clearance(w, c, bp.first, bp.count, r);
         CHECK_MSG(cl >= -1e-3, "box particle inside the platform by %g at step %d", -cl, s);
     }
     if (ok) {
         x = pbd_world_positions(w);
-        for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (box.particles.first + i)];
+        for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (bp.first + i)];
         *box_dx = (c1 - c0) / m.vertex_count;
         *platform_dx = px;
     }
@@ -465,7 +467,7 @@ TEST(collisions_cloth_rests_on_sphere) {
     cd.permutation = perm;
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
-    int first = cloth.particles.first;
+    int first = pbdt_parts(w, cloth).particles.first;
     double worst = 1e30, worst_rest = 1e30;
     int worst_step = -1, worst_rest_step = -1;
     for (int s = 0; s < 150; ++s) {

@@ -73,13 +73,13 @@ TEST(damping_cluster_keeps_momentum) {
     for (int i = N - 5; i < N; ++i) /* to the rounding of v = (p - x) / h */
         for (int a = 0; a < 3; ++a) CHECK_NEAR(v[4 * (r.first + i) + a], vel[3 * i + a], 1e-5);
     /* no damping: the relative motion stays (to the rounding of v = (p - x) / h) */
-    CHECK_OK(pbd_damping_cluster_set(w, c, 0.0f));
+    CHECK_OK(pbd_damping_cluster_set_damping(w, c, 0.0f));
     momenta(w, ids, N - 5, P0, L0, &K0);
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     momenta(w, ids, N - 5, P1, L1, &K1);
     CHECK_NEAR(K1, K0, 1e-4 * K0);
     /* snapshots keep clusters */
-    CHECK_OK(pbd_damping_cluster_set(w, c, 2.0f));
+    CHECK_OK(pbd_damping_cluster_set_damping(w, c, 2.0f));
     size_t size = pbd_world_snapshot_size(w);
     void *buf = malloc(size);
     CHECK_OK(pbd_world_save(w, buf, size));
@@ -108,11 +108,12 @@ TEST(damping_cluster_bad_input) {
     CHECK_RESULT(pbd_add_damping_cluster(w, twice, 3, 1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     CHECK_RESULT(pbd_add_damping_cluster(w, ok, 3, -1.0f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     CHECK_RESULT(pbd_add_damping_cluster(w, ok, 3, NAN, NULL), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_damping_cluster_set(w, 0, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    pbd_damping_cluster c;
+    pbd_damping_cluster first = {1u}; /* the first cluster's slot: the world has none */
+    CHECK_RESULT(pbd_damping_cluster_set_damping(w, first, 1.0f), PBD_ERROR_INVALID_HANDLE);
+    pbd_damping_cluster c = {0};
     CHECK_OK(pbd_add_damping_cluster(w, ok, 3, 1.0f, &c));
-    CHECK_RESULT(pbd_damping_cluster_set(w, c, INFINITY), PBD_ERROR_NOT_FINITE);
-    CHECK_RESULT(pbd_damping_cluster_set(w, c, -2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_damping_cluster_set_damping(w, c, INFINITY), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_damping_cluster_set_damping(w, c, -2.0f), PBD_ERROR_INVALID_ARGUMENT);
     pbd_world_destroy(w);
 }
 
@@ -131,13 +132,14 @@ static double hanging_motion(float damping, float carry) {
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     pbd_mesh_free(&m);
     int corner[2] = {0, n - 1};
-    for (int c = 0; c < 2; ++c) CHECK_OK(carry != 0 ? pbd_set_kinematic(w, corner[c], 1) : pbd_pin(w, corner[c]));
+    for (int c = 0; c < 2; ++c)
+        CHECK_OK(carry != 0 ? pbd_particle_set_kinematic(w, corner[c], 1) : pbd_particle_pin(w, corner[c]));
     double ke = 0;
     for (int s = 1; s <= 240; ++s) {
         for (int c = 0; carry != 0 && c < 2; ++c) {
             const float *x = pbd_world_positions(w) + 4 * corner[c];
             float target[3] = {x[0] + carry / 60.0f, x[1], x[2]};
-            CHECK_OK(pbd_set_kinematic_target(w, corner[c], target));
+            CHECK_OK(pbd_particle_set_kinematic_target(w, corner[c], target));
         }
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         if (s <= 210) continue;

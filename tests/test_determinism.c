@@ -169,7 +169,7 @@ static pbd_range add_grains(pbd_world *w, const float *origin, float radius, flo
     if (mass > 0) pd.masses = masses;
     pbd_range r = {0, 0};
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_set_particle_collision(w, r, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, r, 1));
     free(p);
     return r;
 }
@@ -182,6 +182,7 @@ static pbd_range add_grains(pbd_world *w, const float *origin, float radius, flo
    upsampling of that cloth (Loop subdivision model, wrinkle mesh). */
 typedef struct cloth_scene {
     pbd_object pulled, draped;
+    pbd_range draped_particles;
     int pull_corner;
     pbd_collider capsule, box;
     pbd_mesh draped_mesh;
@@ -198,14 +199,14 @@ static void cloth_gather_coarse(scene *s) {
     cloth_scene *c = (cloth_scene *)s->user;
     const float *x = pbd_world_positions(s->world);
     for (int i = 0; i < c->draped_mesh.vertex_count; ++i)
-        for (int k = 0; k < 3; ++k) c->coarse[3 * i + k] = x[4 * (c->draped.particles.first + c->permutation[i]) + k];
+        for (int k = 0; k < 3; ++k) c->coarse[3 * i + k] = x[4 * (c->draped_particles.first + c->permutation[i]) + k];
 }
 
 static void cloth_before(scene *s, int step) {
     cloth_scene *c = (cloth_scene *)s->user;
     float t = (float)(step + 1) * DT;
     float target[3] = {-0.6f + 0.6f * t, 1.0f + 0.2f * t, 0.0f};
-    CHECK_OK(pbd_set_kinematic_target(s->world, c->pull_corner, target));
+    CHECK_OK(pbd_particle_set_kinematic_target(s->world, c->pull_corner, target));
     float cp[3] = {-0.8f, 0.75f - 0.3f * t, 0.2f}, cq[4] = {0, 0, 0, 1};
     CHECK_OK(pbd_collider_set_pose(s->world, c->capsule, cp, cq));
     /* a quarter turn about y per second (q = (0, sin a/2, 0, cos a/2), a
@@ -232,7 +233,7 @@ static void cloth_after(scene *s, int step) {
 static uint64_t cloth_upsampled(scene *s, uint64_t h) {
     cloth_scene *c = (cloth_scene *)s->user;
     cloth_gather_coarse(s);
-    CHECK_OK(pbd_up_eval(c->subdivision, c->coarse, c->detail));
+    CHECK_OK(pbd_up_model_eval(c->subdivision, c->coarse, c->detail));
     h = fnv_bytes(h, c->detail, sizeof(float) * 3 * (size_t)c->detail_count);
     return fnv_bytes(h, c->fine, sizeof(float) * 3 * (size_t)c->fine_count);
 }
@@ -261,26 +262,27 @@ static void build_cloth_scene(scene *s) {
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     cd.stretch_compliance = 1e-5f;
     CHECK_OK(pbd_add_cloth(w, &cd, &c->pulled));
-    CHECK_OK(pbd_pin(w, c->pulled.particles.first)); /* tethers (re)built from here */
-    c->pull_corner = c->pulled.particles.first + 8;
-    CHECK_OK(pbd_set_kinematic(w, c->pull_corner, 1));
+    pbd_range pulled = pbdt_parts(w, c->pulled).particles;
+    CHECK_OK(pbd_particle_pin(w, pulled.first)); /* tethers (re)built from here */
+    c->pull_corner = pulled.first + 8;
+    CHECK_OK(pbd_particle_set_kinematic(w, c->pull_corner, 1));
     pbd_strain_limit_desc sl = pbd_strain_limit_desc_default();
-    sl.object = c->pulled.id;
+    sl.object = c->pulled;
     sl.triangles = m.triangles;
     sl.triangle_count = m.triangle_count;
     sl.max_stretch = 1.2f;
     CHECK_OK(pbd_add_strain_limit(w, &sl, NULL));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = c->pulled.id;
+    td.object = c->pulled;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
     td.threshold = 1.3f;
     td.max_splits = 4;
-    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
     pbd_mesh_free(&m);
     float ca[3] = {-0.8f, 0.75f, 0.0f}, cb[3] = {-0.8f, 0.75f, 0.4f};
     CHECK_OK(pbd_add_collider_capsule(w, ca, cb, 0.05f, 0.4f, &c->capsule));
-    add_feature(s, "pulled cloth", c->pulled.particles);
+    add_feature(s, "pulled cloth", pulled);
 
     /* draped: 10 x 10, reordered, over a sphere and a box */
     float o2[3] = {0.55f, 0.6f, -0.35f}, u2[3] = {0.7f, 0, 0}, v2[3] = {0, 0, 0.7f};
@@ -300,17 +302,18 @@ static void build_cloth_scene(scene *s) {
     dd.reorder = 1;
     dd.permutation = c->permutation;
     CHECK_OK(pbd_add_cloth(w, &dd, &c->draped));
-    CHECK_OK(pbd_add_cloth_self_collision(w, &c->draped, &dd, 0.01f, NULL));
-    CHECK_OK(pbd_object_set_particle_collision(w, c->draped.id, 1));
+    c->draped_particles = pbdt_parts(w, c->draped).particles;
+    CHECK_OK(pbd_add_cloth_self_collision(w, c->draped, &dd, 0.01f, NULL));
+    CHECK_OK(pbd_object_set_particle_contact(w, c->draped, 1));
     float sc[3] = {0.9f, 0.35f, 0.0f}, he[3] = {0.12f, 0.1f, 0.3f}, q[4] = {0, 0, 0, 1}, bp[3] = {0.9f, 0.1f, 0.0f};
     CHECK_OK(pbd_add_collider_sphere(w, sc, 0.15f, 0.3f, NULL));
     CHECK_OK(pbd_add_collider_box(w, bp, he, q, 0.6f, &c->box));
-    add_feature(s, "draped cloth", c->draped.particles);
+    add_feature(s, "draped cloth", c->draped_particles);
 
     /* granular: 3 x 3 x 3 grains onto the draped cloth */
     float go[3] = {0.8f, 0.9f, -0.1f};
     pbd_range gr = add_grains(w, go, 0.02f, 0);
-    CHECK_OK(pbd_world_set_particle_friction(w, 0.6f, 0.5f));
+    CHECK_OK(pbd_world_set_particle_contact_friction(w, 0.6f, 0.5f));
     add_feature(s, "granular", gr);
 
     /* upsampling of the draped cloth */
@@ -320,7 +323,7 @@ static void build_cloth_scene(scene *s) {
     c->detail_count = pbd_up_model_detail_count(c->subdivision);
     c->detail = (float *)calloc(3 * (size_t)c->detail_count, sizeof(float));
     pbd_mesh fine;
-    CHECK_OK(pbd_up_subdivide(dm, 1, 1, &fine));
+    CHECK_OK(pbd_up_mesh_subdivide(dm, 1, 1, &fine));
     pbd_up_wrinkle_desc wd = pbd_up_wrinkle_desc_default();
     wd.coarse_positions = dm->positions;
     wd.coarse_count = dm->vertex_count;
@@ -357,7 +360,7 @@ static void solids_before(scene *s, int step) {
     float n = sqrtf(q[2] * q[2] + q[3] * q[3]);
     q[2] /= n;
     q[3] /= n;
-    CHECK_OK(pbd_hair_set_transform(s->world, c->hair, pos, q));
+    CHECK_OK(pbd_strands_set_transform(s->world, c->hair, pos, q));
 }
 
 static void build_solids_scene(scene *s) {
@@ -391,9 +394,10 @@ static void build_solids_scene(scene *s) {
     sd.volume_compliance = 1e-6f;
     pbd_object body;
     CHECK_OK(pbd_add_softbody(w, &sd, &body));
+    pbd_range body_particles = pbdt_parts(w, body).particles;
     pbd_mesh_free(&m);
     int cluster[8];
-    for (int i = 0; i < 8; ++i) cluster[i] = body.particles.first + 3 * i;
+    for (int i = 0; i < 8; ++i) cluster[i] = body_particles.first + 3 * i;
     CHECK_OK(pbd_add_damping_cluster(w, cluster, 8, 2.0f, NULL));
     pbd_attachments_desc ad = pbd_attachments_desc_default();
     float target[3] = {-0.62f, 0.8f, -0.1f};
@@ -403,7 +407,7 @@ static void build_solids_scene(scene *s) {
     ad.max_distance = 0.15f;
     ad.compliance = 1e-4f;
     CHECK_OK(pbd_add_attachments(w, &ad, NULL));
-    add_feature(s, "soft body", body.particles);
+    add_feature(s, "soft body", body_particles);
 
     float bc[3] = {0.5f, 0.6f, 0.0f};
     CHECK_OK(pbd_mesh_sphere(1, bc, 0.15f, &m));
@@ -414,7 +418,7 @@ static void build_solids_scene(scene *s) {
     pbd_object balloon;
     CHECK_OK(pbd_add_balloon(w, &bd, &balloon));
     pbd_mesh_free(&m);
-    add_feature(s, "balloon", balloon.particles);
+    add_feature(s, "balloon", pbdt_parts(w, balloon).particles);
 
     float roots[12] = {0, 0, 0, 0.03f, 0, 0, 0, 0, 0.03f, 0.03f, 0, 0.03f};
     float normals[12] = {0, 1, 0, 1, 0, 0, 0, 0, 1, 1, 1, 0};
@@ -445,7 +449,7 @@ static void build_solids_scene(scene *s) {
    along a chain; a closed skin with surface volume conservation squeezed
    by a plate; a multi-resolution shape-matching cloth over a sphere. */
 typedef struct sm_scene {
-    pbd_sm_oriented *oriented;
+    pbd_sm_oriented oriented;
     pbd_collider plate;
     pbd_range rigid;
 } sm_scene;
@@ -460,16 +464,17 @@ static void sm_after(scene *s, int step) {
     (void)step;
     sm_scene *c = (sm_scene *)s->user;
     float q[4], omega[3];
-    CHECK_OK(pbd_sm_oriented_get(c->oriented, 7, q, omega)); /* the free end */
-    s->activity = q[3] < 0.9999f;                            /* the ellipsoids turned */
+    CHECK_OK(pbd_sm_oriented_get_state(s->world, c->oriented, 7, q, omega)); /* the free end */
+    s->activity = q[3] < 0.9999f;                                            /* the ellipsoids turned */
 }
 
 static uint64_t sm_orientations(scene *s, uint64_t h) {
     sm_scene *c = (sm_scene *)s->user;
-    pbd_range r = pbd_sm_oriented_range(c->oriented);
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_sm_oriented_range(s->world, c->oriented, &r));
     for (int i = 0; i < r.count; ++i) {
         float q[4], omega[3];
-        CHECK_OK(pbd_sm_oriented_get(c->oriented, i, q, omega));
+        CHECK_OK(pbd_sm_oriented_get_state(s->world, c->oriented, i, q, omega));
         h = fnv_bytes(h, q, sizeof q);
         h = fnv_bytes(h, omega, sizeof omega);
     }
@@ -507,7 +512,7 @@ static void build_sm_scene(scene *s) {
     ld.body.yield = 0.01f;
     pbd_range lr;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, &lr));
-    CHECK_OK(pbd_set_particle_collision(w, lr, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, lr, 1));
     float ls[3] = {-1.0f, 0.1f, 0.0f};
     CHECK_OK(pbd_add_collider_sphere(w, ls, 0.15f, 0.5f, NULL));
     add_feature(s, "lattice body", lr);
@@ -529,7 +534,7 @@ static void build_sm_scene(scene *s) {
     pd.count = 8;
     pbd_range orr;
     CHECK_OK(pbd_add_particles(w, &pd, &orr));
-    CHECK_OK(pbd_pin(w, orr.first));
+    CHECK_OK(pbd_particle_pin(w, orr.first));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = orr;
     od.edges = edges;
@@ -551,16 +556,16 @@ static void build_sm_scene(scene *s) {
     cd.density = 1.0f;
     pbd_object skin;
     CHECK_OK(pbd_add_cloth(w, &cd, &skin));
-    for (int i = 0; i < 3 * m.triangle_count; ++i) m.triangles[i] += skin.particles.first;
+    pbd_range skin_particles = pbdt_parts(w, skin).particles;
+    for (int i = 0; i < 3 * m.triangle_count; ++i) m.triangles[i] += skin_particles.first;
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
-    pbd_sm_volume *volume = NULL;
-    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &volume));
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, NULL));
     pbd_mesh_free(&m);
     float half[3] = {0.4f, 0.05f, 0.4f}, centre[3] = {1.0f, 0.55f, 0.0f};
     CHECK_OK(pbd_add_collider_box(w, centre, half, NULL, 0.5f, &c->plate));
-    add_feature(s, "surface volume", skin.particles);
+    add_feature(s, "surface volume", skin_particles);
 
     /* a multi-resolution shape-matching cloth (3 levels) over a sphere */
     float o[3] = {-0.3f, 0.5f, 0.6f}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
@@ -572,9 +577,9 @@ static void build_sm_scene(scene *s) {
     scd.triangle_count = m.triangle_count;
     scd.levels = 3;
     pbd_range smc = {0, 0};
-    pbd_sm_cloth *smcloth = NULL;
+    pbd_sm_cloth smcloth = {0};
     CHECK_OK(pbd_sm_add_cloth(w, &scd, &smcloth, &smc));
-    if (smcloth) CHECK_OK(pbd_sm_cloth_set_simd(smcloth, simd()));
+    if (smcloth.id) CHECK_OK(pbd_sm_cloth_set_simd(w, smcloth, simd()));
     pbd_mesh_free(&m);
     float cs[3] = {-0.05f, 0.25f, 0.85f};
     CHECK_OK(pbd_add_collider_sphere(w, cs, 0.2f, 0.5f, NULL));
@@ -632,10 +637,11 @@ static void build_solver_scene(scene *s) {
     cd.area_constraints = 1;
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
-    CHECK_OK(pbd_pin(w, cloth.particles.first));
-    CHECK_OK(pbd_pin(w, cloth.particles.first + 5));
+    pbd_range cloth_particles = pbdt_parts(w, cloth).particles;
+    CHECK_OK(pbd_particle_pin(w, cloth_particles.first));
+    CHECK_OK(pbd_particle_pin(w, cloth_particles.first + 5));
     pbd_mesh_free(&m);
-    add_feature(s, "pbd jacobi cloth", cloth.particles);
+    add_feature(s, "pbd jacobi cloth", cloth_particles);
     float lo[3] = {0.5f, 0.3f, 0}, hi[3] = {0.65f, 0.45f, 0.15f};
     CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &m));
     pbd_particles_desc pd = pbd_particles_desc_default();

@@ -57,7 +57,7 @@ static int build_scene(scene *S) {
     pd.count = NFREE;
     ok &= pbd_add_particles(w, &pd, &S->free) == PBD_OK;
     int f = S->free.first;
-    ok &= pbd_set_kinematic(w, f + 8, 1) == PBD_OK;
+    ok &= pbd_particle_set_kinematic(w, f + 8, 1) == PBD_OK;
     int di[6] = {f + 4, f + 0, f + 4, f + 1, f + 4, f + 2};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
     cd.type = PBD_CONSTRAINT_DISTANCE;
@@ -91,18 +91,19 @@ static int build_scene(scene *S) {
     bd.cloth.triangle_count = m.triangle_count;
     ok &= pbd_add_balloon(w, &bd, &S->balloon) == PBD_OK;
     S->balloon_tri_count = m.triangle_count;
-    for (int i = 0; i < 3 * m.triangle_count && i < 60; ++i)
-        S->balloon_tris[i] = S->balloon.particles.first + m.triangles[i];
+    int b0 = pbdt_parts(w, S->balloon).particles.first;
+    for (int i = 0; i < 3 * m.triangle_count && i < 60; ++i) S->balloon_tris[i] = b0 + m.triangles[i];
     pbd_mesh_free(&m);
     /* attachments: two cloth corners to points, one cloth corner to the kinematic particle */
-    int corners[2] = {S->cloth.particles.first, S->cloth.particles.first + 3};
+    int c0 = pbdt_parts(w, S->cloth).particles.first;
+    int corners[2] = {c0, c0 + 3};
     float tp[6] = {-0.5f, 1, -0.5f, 0.5f, 1, -0.5f};
     pbd_attachments_desc ad = pbd_attachments_desc_default();
     ad.count = 2;
     ad.particles = corners;
     ad.target_points = tp;
     ok &= pbd_add_attachments(w, &ad, &S->attach_points) == PBD_OK;
-    int last = S->cloth.particles.first + 15, kin = f + 8;
+    int last = c0 + 15, kin = f + 8;
     pbd_attachments_desc ap = pbd_attachments_desc_default();
     ap.count = 1;
     ap.particles = &last;
@@ -195,9 +196,11 @@ TEST(errors_result_strings) {
                                   "PBD_ERROR_OVERFLOW",
                                   "PBD_ERROR_OUT_OF_MEMORY",
                                   "PBD_ERROR_BAD_SNAPSHOT",
-                                  "PBD_ERROR_NOT_CLOSED"};
-    const char *s[12];
-    for (int i = 0; i < 12; ++i) {
+                                  "PBD_ERROR_NOT_CLOSED",
+                                  "PBD_ERROR_INVALID_HANDLE"};
+    enum { NCODES = (int)(sizeof names / sizeof names[0]) };
+    const char *s[NCODES];
+    for (int i = 0; i < NCODES; ++i) {
         s[i] = pbd_result_string((pbd_result)-i);
         CHECK_MSG(s[i] != NULL && s[i][0] != 0, "no string for %d", -i);
         if (s[i])
@@ -205,8 +208,8 @@ TEST(errors_result_strings) {
                           (s[i][strlen(names[i])] == 0 || s[i][strlen(names[i])] == ':'),
                       "string for %s is \"%s\"", names[i], s[i]);
     }
-    for (int i = 0; i < 12; ++i)
-        for (int j = i + 1; j < 12; ++j)
+    for (int i = 0; i < NCODES; ++i)
+        for (int j = i + 1; j < NCODES; ++j)
             if (s[i] && s[j]) CHECK_MSG(strcmp(s[i], s[j]) != 0, "codes %d and %d share \"%s\"", -i, -j, s[i]);
     const char *u = pbd_result_string((pbd_result)-100), *v = pbd_result_string((pbd_result)5);
     CHECK(u != NULL && v != NULL);
@@ -386,62 +389,62 @@ TEST(errors_particles) {
     pbd_range bad_ranges[] = {{n, 1}, {-1, 1}, {0, n + 1}, {n - 1, 2}, {1, INT_MAX}, {INT_MAX, 1}, {INT_MIN, 2}};
     for (unsigned i = 0; i < sizeof bad_ranges / sizeof bad_ranges[0]; ++i) {
         pbd_range r = bad_ranges[i];
-        EXPECT_ERR2(&S, pbd_get_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
-        EXPECT_ERR2(&S, pbd_set_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
-        EXPECT_ERR2(&S, pbd_get_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
-        EXPECT_ERR2(&S, pbd_set_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_particles_get_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_particles_set_positions(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_particles_get_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
+        EXPECT_ERR2(&S, pbd_particles_set_velocities(w, r, buf), PBD_ERROR_INDEX_OUT_OF_RANGE, PBD_ERROR_OVERFLOW);
     }
     pbd_range neg = {0, -1};
-    EXPECT_ERR2(&S, pbd_get_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR2(&S, pbd_set_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR2(&S, pbd_particles_get_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR2(&S, pbd_particles_set_positions(w, neg, buf), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_INDEX_OUT_OF_RANGE);
     pbd_range r2 = {f, 2};
-    EXPECT_NULL_WORLD(&S, pbd_get_positions(NULL, r2, buf));
-    EXPECT_NULL_WORLD(&S, pbd_set_positions(NULL, r2, p3));
-    EXPECT_NULL_WORLD(&S, pbd_get_velocities(NULL, r2, buf));
-    EXPECT_NULL_WORLD(&S, pbd_set_velocities(NULL, r2, v3));
-    EXPECT_ERR(&S, pbd_get_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_get_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_positions(w, r2, bad3), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_positions(w, r2, inf3), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_velocities(w, r2, bad3), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_velocities(w, r2, inf3), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_particles_get_positions(NULL, r2, buf));
+    EXPECT_NULL_WORLD(&S, pbd_particles_set_positions(NULL, r2, p3));
+    EXPECT_NULL_WORLD(&S, pbd_particles_get_velocities(NULL, r2, buf));
+    EXPECT_NULL_WORLD(&S, pbd_particles_set_velocities(NULL, r2, v3));
+    EXPECT_ERR(&S, pbd_particles_get_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particles_set_positions(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particles_get_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particles_set_velocities(w, r2, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particles_set_positions(w, r2, bad3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particles_set_positions(w, r2, inf3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particles_set_velocities(w, r2, bad3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particles_set_velocities(w, r2, inf3), PBD_ERROR_NOT_FINITE);
 
     /* per-particle setters */
     const int bad_idx[] = {-1, n, n + 100, INT_MIN, INT_MAX};
     float mass, tgt[3] = {0, 1, 0};
     for (unsigned i = 0; i < sizeof bad_idx / sizeof bad_idx[0]; ++i) {
         int k = bad_idx[i];
-        EXPECT_ERR(&S, pbd_set_mass(w, k, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_get_mass(w, k, &mass), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_set_radius(w, k, 0.1f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_pin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_unpin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_set_kinematic(w, k, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_set_kinematic_target(w, k, tgt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_set_mass(w, k, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_get_mass(w, k, &mass), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_set_radius(w, k, 0.1f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_pin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_unpin(w, k), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_set_kinematic(w, k, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        EXPECT_ERR(&S, pbd_particle_set_kinematic_target(w, k, tgt), PBD_ERROR_INDEX_OUT_OF_RANGE);
     }
-    EXPECT_NULL_WORLD(&S, pbd_set_mass(NULL, f, 1.0f));
-    EXPECT_NULL_WORLD(&S, pbd_get_mass(NULL, f, &mass));
-    EXPECT_NULL_WORLD(&S, pbd_set_radius(NULL, f, 0.1f));
-    EXPECT_NULL_WORLD(&S, pbd_pin(NULL, f));
-    EXPECT_NULL_WORLD(&S, pbd_unpin(NULL, f));
-    EXPECT_NULL_WORLD(&S, pbd_set_kinematic(NULL, f, 1));
-    EXPECT_NULL_WORLD(&S, pbd_set_kinematic_target(NULL, f + 8, tgt));
-    EXPECT_ERR(&S, pbd_get_mass(w, f, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, -1.0f), PBD_ERROR_NEGATIVE_MASS);
-    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_mass(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, -0.01f), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_radius(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_particle_set_mass(NULL, f, 1.0f));
+    EXPECT_NULL_WORLD(&S, pbd_particle_get_mass(NULL, f, &mass));
+    EXPECT_NULL_WORLD(&S, pbd_particle_set_radius(NULL, f, 0.1f));
+    EXPECT_NULL_WORLD(&S, pbd_particle_pin(NULL, f));
+    EXPECT_NULL_WORLD(&S, pbd_particle_unpin(NULL, f));
+    EXPECT_NULL_WORLD(&S, pbd_particle_set_kinematic(NULL, f, 1));
+    EXPECT_NULL_WORLD(&S, pbd_particle_set_kinematic_target(NULL, f + 8, tgt));
+    EXPECT_ERR(&S, pbd_particle_get_mass(w, f, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particle_set_mass(w, f + 4, -1.0f), PBD_ERROR_NEGATIVE_MASS);
+    EXPECT_ERR(&S, pbd_particle_set_mass(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particle_set_mass(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particle_set_radius(w, f + 4, -0.01f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_particle_set_radius(w, f + 4, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particle_set_radius(w, f + 4, pinf), PBD_ERROR_NOT_FINITE);
     /* unpinning a particle of mass 0 is an error (the header names no code) */
-    EXPECT_FAIL(&S, pbd_unpin(w, f + 9));
-    EXPECT_FAIL(&S, pbd_unpin(w, f + 0));
+    EXPECT_FAIL(&S, pbd_particle_unpin(w, f + 9));
+    EXPECT_FAIL(&S, pbd_particle_unpin(w, f + 0));
     float tnan[3] = {0, qnan, 0}, tinf[3] = {0, 0, -pinf};
-    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, tnan), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_kinematic_target(w, f + 8, tinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particle_set_kinematic_target(w, f + 8, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_particle_set_kinematic_target(w, f + 8, tnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_particle_set_kinematic_target(w, f + 8, tinf), PBD_ERROR_NOT_FINITE);
     pbd_world_destroy(w);
 }
 
@@ -565,7 +568,7 @@ TEST(errors_attachments) {
     }
     pbd_world *w = S.w;
     int f = S.free.first, n = pbd_world_particle_count(w);
-    int part[2] = {f + 4, S.cloth.particles.first + 5}, tpart[2] = {f + 8, f + 0};
+    int part[2] = {f + 4, pbdt_parts(w, S.cloth).particles.first + 5}, tpart[2] = {f + 8, f + 0};
     float pts[6] = {0, 3, 0, 0, 1.2f, 0};
     pbd_group g;
     pbd_attachments_desc d0 = pbd_attachments_desc_default(), d;
@@ -575,7 +578,8 @@ TEST(errors_attachments) {
     { /* both bases are valid on a scratch world */
         scene T;
         if (build_scene(&T)) {
-            int tp[2] = {T.free.first + 4, T.cloth.particles.first + 5}, tt[2] = {T.free.first + 8, T.free.first};
+            int tp[2] = {T.free.first + 4, pbdt_parts(T.w, T.cloth).particles.first + 5},
+                tt[2] = {T.free.first + 8, T.free.first};
             pbd_attachments_desc td = d0;
             td.particles = tp;
             CHECK_OK(pbd_add_attachments(T.w, &td, &g));
@@ -629,16 +633,17 @@ TEST(errors_attachments) {
     /* moving a point target */
     pbd_group ga = S.attach_points;
     float ok3[3] = {0, 1, 0}, nan3[3] = {qnan, 1, 0}, inf3[3] = {0, -pinf, 0};
-    EXPECT_NULL_WORLD(&S, pbd_set_attachment_target(NULL, ga, 0, ok3));
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 0, NULL), PBD_ERROR_NULL_POINTER);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 0, nan3), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 1, inf3), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, 2, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, ga, -1, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, -1, 0, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, pbd_world_group_count(w), 0, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, S.dist, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_ERR(&S, pbd_set_attachment_target(w, S.attach_particles, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_NULL_WORLD(&S, pbd_group_set_attachment_target(NULL, ga, 0, ok3));
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 0, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 0, nan3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 1, inf3), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 2, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, -1, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_group none = {0}, beyond = {(uint32_t)pbd_world_group_count(w) + 1u}; /* slot group_count */
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, none, 0, ok3), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, beyond, 0, ok3), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, S.dist, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, S.attach_particles, 0, ok3), PBD_ERROR_INVALID_ARGUMENT);
     pbd_world_destroy(w);
 }
 
@@ -704,8 +709,8 @@ TEST(errors_mesh_volume_group) {
     d.triangles = bad;
     EXPECT_FAIL(&S, pbd_add_mesh_volume(w, &d, &g));
     /* two triangles of the cloth: an open sheet is not closed */
-    int sheet[6] = {S.cloth.particles.first,     S.cloth.particles.first + 1, S.cloth.particles.first + 4,
-                    S.cloth.particles.first + 1, S.cloth.particles.first + 5, S.cloth.particles.first + 4};
+    int c0 = pbdt_parts(w, S.cloth).particles.first;
+    int sheet[6] = {c0, c0 + 1, c0 + 4, c0 + 1, c0 + 5, c0 + 4};
     d = d0;
     d.triangles = sheet;
     d.triangle_count = 2;
@@ -726,19 +731,21 @@ TEST(errors_group_parameters) {
     pbd_constraint_type type;
     int count;
     float mean, mx, vol;
-    const int bad_g[] = {-1, ng, ng + 5, INT_MIN, INT_MAX};
+    /* forged handles: none, slots beyond the pool, every bit set, the high bit alone (slot field 0,
+       generation 512) */
+    const uint32_t bad_g[] = {0u, (uint32_t)ng + 1u, (uint32_t)ng + 6u, UINT32_MAX, (uint32_t)INT_MAX, 0x80000000u};
     for (unsigned i = 0; i < sizeof bad_g / sizeof bad_g[0]; ++i) {
-        int g = bad_g[i];
-        EXPECT_ERR(&S, pbd_group_info(w, g, &type, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_set_compliance(w, g, 0.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_set_stiffness(w, g, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_set_enabled(w, g, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_set_pressure(w, g, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_error(w, g, &mean, &mx), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_group_mesh_volume(w, g, &vol), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        pbd_group g = {bad_g[i]};
+        EXPECT_ERR(&S, pbd_group_info(w, g, &type, &count), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_set_compliance(w, g, 0.0f), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_set_stiffness(w, g, 1.0f), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_set_enabled(w, g, 0), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_set_pressure(w, g, 1.0f), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_error(w, g, &mean, &mx), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_group_mesh_volume(w, g, &vol), PBD_ERROR_INVALID_HANDLE);
     }
-    pbd_group gd = S.dist, gv = S.balloon.volume;
-    CHECK(gv >= 0);
+    pbd_group gd = S.dist, gv = pbdt_parts(w, S.balloon).volume;
+    CHECK(gv.id != 0);
     EXPECT_NULL_WORLD(&S, pbd_group_info(NULL, gd, &type, &count));
     EXPECT_NULL_WORLD(&S, pbd_group_set_compliance(NULL, gd, 0.0f));
     EXPECT_NULL_WORLD(&S, pbd_group_set_stiffness(NULL, gd, 1.0f));
@@ -870,14 +877,15 @@ TEST(errors_cloth) {
         d.triangle_count = 3;
         EXPECT_FAIL(&S, pbd_add_cloth(w, &d, &ob));
     }
-    EXPECT_NULL_WORLD(&S, pbd_object_set_damping(NULL, 0, 1.0f));
-    int no = pbd_world_object_count(w);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, -1, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, no, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, INT_MIN, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, qnan), PBD_ERROR_NOT_FINITE);
-    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth.id, pinf), PBD_ERROR_NOT_FINITE);
+    EXPECT_NULL_WORLD(&S, pbd_object_set_damping(NULL, S.cloth, 1.0f));
+    uint32_t no = (uint32_t)pbd_world_object_count(w);
+    pbd_object none = {0}, beyond = {no + 1u}, high = {0x80000000u}; /* high: slot field 0, generation 512 */
+    EXPECT_ERR(&S, pbd_object_set_damping(w, none, 1.0f), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, beyond, 1.0f), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, high, 1.0f), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth, qnan), PBD_ERROR_NOT_FINITE);
+    EXPECT_ERR(&S, pbd_object_set_damping(w, S.cloth, pinf), PBD_ERROR_NOT_FINITE);
     pbd_world_destroy(w);
 }
 
@@ -1139,13 +1147,15 @@ TEST(errors_colliders) {
     }
     EXPECT_ERR(&S, pbd_add_collider_box(w, p, he, rot, -0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     /* existing colliders */
-    int nc = pbd_world_collider_count(w);
-    const int bad_c[] = {-1, nc, nc + 3, INT_MIN};
+    uint32_t nc = (uint32_t)pbd_world_collider_count(w);
+    /* forged handles: none, slots beyond the pool, the high bit alone (slot field 0, generation 512) */
+    const uint32_t bad_c[] = {0u, nc + 1u, nc + 4u, 0x80000000u};
     float dist;
     for (unsigned i = 0; i < sizeof bad_c / sizeof bad_c[0]; ++i) {
-        EXPECT_ERR(&S, pbd_collider_set_pose(w, bad_c[i], p, rot), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_collider_set_friction(w, bad_c[i], 0.5f, 0.4f, 0.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-        EXPECT_ERR(&S, pbd_collider_distance(w, bad_c[i], p, &dist), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        pbd_collider bc = {bad_c[i]};
+        EXPECT_ERR(&S, pbd_collider_set_pose(w, bc, p, rot), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_collider_set_friction(w, bc, 0.5f, 0.4f, 0.0f), PBD_ERROR_INVALID_HANDLE);
+        EXPECT_ERR(&S, pbd_collider_distance(w, bc, p, &dist), PBD_ERROR_INVALID_HANDLE);
     }
     pbd_collider s = S.sphere;
     EXPECT_NULL_WORLD(&S, pbd_collider_set_pose(NULL, s, p, rot));
@@ -1170,6 +1180,58 @@ TEST(errors_colliders) {
     CHECK_NEAR(dist, 0.3, 1e-5); /* sphere at (0, 0.5, 0), radius 0.2 */
     pbd_world_destroy(w);
 }
+
+/* ---- stale, zero and forged handles ------------------------------------------------------- */
+/* A handle with id 0, one whose slot is beyond the pool and one with the
+   right slot but another generation (what a handle kept after a removal
+   looks like) are each refused with PBD_ERROR_INVALID_HANDLE and a message
+   that names the kind, and leave the world's snapshot byte-identical. */
+#define EXPECT_BAD_HANDLE(S, expr, kind)                                                                  \
+    do {                                                                                                  \
+        EXPECT_ERR(S, expr, PBD_ERROR_INVALID_HANDLE);                                                    \
+        CHECK_MSG(strstr(pbd_world_last_error((S)->w), kind) != NULL,                                     \
+                  "%s: the message \"%s\" does not name the " kind, #expr, pbd_world_last_error((S)->w)); \
+    } while (0)
+TEST(errors_stale_handles) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    const uint32_t other_gen = 1u << PBD_HANDLE_SLOT_BITS, beyond = (1u << PBD_HANDLE_SLOT_BITS) - 1u;
+    CHECK(S.dist.id != 0 && S.cloth.id != 0 && S.sphere.id != 0);
+    pbd_constraint_type type;
+    int count;
+    float mean, mx, p[3] = {0, 1, 0}, rot[4] = {0, 0, 0, 1}, dist;
+    pbd_object_parts parts;
+    for (int k = 0; k < 3; ++k) {
+        uint32_t gid = k == 0 ? 0u : k == 1 ? beyond : S.dist.id + other_gen;
+        uint32_t oid = k == 0 ? 0u : k == 1 ? beyond : S.cloth.id + other_gen;
+        uint32_t cid = k == 0 ? 0u : k == 1 ? beyond : S.sphere.id + other_gen;
+        pbd_group g = {gid};
+        pbd_object o = {oid};
+        pbd_collider c = {cid};
+        EXPECT_BAD_HANDLE(&S, pbd_group_info(w, g, &type, &count), "group");
+        EXPECT_BAD_HANDLE(&S, pbd_group_set_compliance(w, g, 1e-4f), "group");
+        EXPECT_BAD_HANDLE(&S, pbd_group_set_enabled(w, g, 0), "group");
+        EXPECT_BAD_HANDLE(&S, pbd_group_error(w, g, &mean, &mx), "group");
+        EXPECT_BAD_HANDLE(&S, pbd_object_get_parts(w, o, &parts), "object");
+        EXPECT_BAD_HANDLE(&S, pbd_object_set_damping(w, o, 1.0f), "object");
+        EXPECT_BAD_HANDLE(&S, pbd_collider_set_pose(w, c, p, rot), "collider");
+        EXPECT_BAD_HANDLE(&S, pbd_collider_set_friction(w, c, 0.5f, 0.4f, 0.0f), "collider");
+        EXPECT_BAD_HANDLE(&S, pbd_collider_distance(w, c, p, &dist), "collider");
+    }
+    /* the same calls with the real handles work (so the failures are about the handle) */
+    CHECK_OK(pbd_group_info(w, S.dist, &type, &count));
+    CHECK_OK(pbd_object_get_parts(w, S.cloth, &parts));
+    CHECK_OK(pbd_collider_distance(w, S.sphere, p, &dist));
+    CHECK_OK(pbd_group_set_compliance(w, S.dist, 1e-4f));
+    CHECK_OK(pbd_object_set_damping(w, S.cloth, 1.0f));
+    CHECK_OK(pbd_collider_set_friction(w, S.sphere, 0.5f, 0.4f, 0.0f));
+    pbd_world_destroy(w);
+}
+#undef EXPECT_BAD_HANDLE
 
 /* ---- the stateless helper that can fail ---------------------------------------------------- */
 TEST(errors_isometric_rest) {
@@ -1292,10 +1354,11 @@ TEST(errors_out_of_memory_leaves_world_unchanged) {
     OOM_LOOP(pbd_add_constraints(w, &cd, &g));
     OOM_LOOP(pbd_add_particles(w, &pd, &r));
     /* pins that build, rebuild and empty the cloth's automatic tethers */
-    OOM_LOOP(pbd_pin(w, ob.particles.first));
-    OOM_LOOP(pbd_pin(w, ob.particles.first + 5));
-    OOM_LOOP(pbd_unpin(w, ob.particles.first));
-    OOM_LOOP(pbd_set_kinematic(w, ob.particles.first + 35, 1));
+    int ob0 = pbdt_parts(w, ob).particles.first;
+    OOM_LOOP(pbd_particle_pin(w, ob0));
+    OOM_LOOP(pbd_particle_pin(w, ob0 + 5));
+    OOM_LOOP(pbd_particle_unpin(w, ob0));
+    OOM_LOOP(pbd_particle_set_kinematic(w, ob0 + 35, 1));
 #undef OOM_LOOP
     for (int i = 0; i < 3; ++i) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     pbd_mesh_free(&m);
@@ -1319,7 +1382,7 @@ TEST(errors_last_error_and_log) {
     CHECK(e != NULL && strlen(e) > 0);
     char first[256];
     snprintf(first, sizeof first, "%s", e ? e : "");
-    CHECK_RESULT(pbd_set_mass(w, -5, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_particle_set_mass(w, -5, 1.0f), PBD_ERROR_INDEX_OUT_OF_RANGE);
     CHECK(log_calls == before + 2);
     CHECK(log_last == PBD_ERROR_INDEX_OUT_OF_RANGE);
     e = pbd_world_last_error(w);
@@ -1357,15 +1420,16 @@ TEST(errors_lists_follow_one_convention) {
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
-    CHECK_OK(pbd_pin(w, cloth.particles.first));
-    CHECK_OK(pbd_pin(w, cloth.particles.first + 5));
+    pbd_object_parts parts = pbdt_parts(w, cloth);
+    CHECK_OK(pbd_particle_pin(w, parts.particles.first));
+    CHECK_OK(pbd_particle_pin(w, parts.particles.first + 5));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = cloth.id;
+    td.object = cloth;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
-    CHECK_OK(pbd_object_enable_tearing(w, &td));
-    int surface = -1;
-    CHECK_OK(pbd_add_cloth_self_collision(w, &cloth, &cd, 0.2f, &surface)); /* thick: candidates at rest */
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    pbd_surface surface = {0};
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.2f, &surface)); /* thick: candidates at rest */
     float fp[3 * 8];
     for (int i = 0; i < 8; ++i) {
         fp[3 * i] = 2.0f + 0.05f * (float)(i % 2);
@@ -1379,18 +1443,18 @@ TEST(errors_lists_follow_one_convention) {
     pbd_fluid fluid;
     CHECK_OK(pbd_add_fluid(w, &fd, &fluid, NULL));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-    pbd_lra tethers = -1;
-    CHECK_OK(pbd_object_tethers(w, cloth.id, &tethers));
+    pbd_lra tethers = {0};
+    CHECK_OK(pbd_object_tethers(w, cloth, &tethers));
     int buf[ITEM_MAX * 2];
     float fbuf[2], q[3] = {fp[0], fp[1], fp[2]};
     (void)fbuf;
-#define GROUP_COLORS(out, max, count) pbd_group_colors(w, cloth.stretch, out, max, count, NULL)
-#define COLOR_PARTICLES(out, max, count) pbd_group_color_particles(w, cloth.stretch, 0, out, max, count)
+#define GROUP_COLORS(out, max, count) pbd_group_colors(w, parts.stretch, out, max, count, NULL)
+#define COLOR_PARTICLES(out, max, count) pbd_group_color_particles(w, parts.stretch, 0, out, max, count)
 #define QUERY(out, max, count) pbd_world_query_particles(w, q, 0.2f, out, max, count)
 #define NEIGHBORS(out, max, count) pbd_world_particle_neighbors(w, pbd_world_particle_count(w) - 1, out, max, count)
 #define DENSITIES(out, max, count) pbd_fluid_densities(w, fluid, (float *)(void *)(out), max, count)
 #define TETHERS(out, max, count) pbd_lra_tethers(w, tethers, out, NULL, NULL, max, count)
-#define OBJECT_TRIS(out, max, count) pbd_object_triangles(w, cloth.id, out, max, count)
+#define OBJECT_TRIS(out, max, count) pbd_object_triangles(w, cloth, out, max, count)
 #define SURFACE_TRIS(out, max, count) pbd_surface_triangles(w, surface, out, max, count)
 #define SELF_CONTACTS(out, max, count) pbd_world_self_contacts(w, out, max, count, NULL)
     LIST_CONVENTION(w, GROUP_COLORS);
@@ -1428,6 +1492,7 @@ void suite_errors(void) {
     RUN(errors_softbody);
     RUN(errors_balloon);
     RUN(errors_colliders);
+    RUN(errors_stale_handles);
     RUN(errors_isometric_rest);
     RUN(errors_out_of_memory_leaves_world_unchanged);
     RUN(errors_last_error_and_log);

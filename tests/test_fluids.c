@@ -31,7 +31,7 @@ static pbd_fluid add_block(pbd_world *w, int nx, int ny, int nz, float d, const 
     fd.positions = p;
     fd.count = nx * ny * nz;
     fd.spacing = d;
-    pbd_fluid f = -1;
+    pbd_fluid f = {0};
     CHECK_OK(pbd_add_fluid(w, &fd, &f, r));
     free(p);
     return f;
@@ -217,13 +217,13 @@ TEST(fluid_density_projection_keeps_momentum) {
     pd.radius = 0.02f;
     pbd_range solids;
     CHECK_OK(pbd_add_particles(w, &pd, &solids));
-    CHECK_OK(pbd_set_particle_collision(w, solids, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, solids, 1));
     double m0[3] = {0, 0, 0}, m1[3] = {0, 0, 0}, scale = 0;
     for (int pass = 0; pass < 2; ++pass) {
         const float *v = pbd_world_velocities(w);
         for (int i = 0; i < pbd_world_particle_count(w); ++i) {
             float m;
-            pbd_get_mass(w, i, &m);
+            pbd_particle_get_mass(w, i, &m);
             for (int a = 0; a < 3; ++a) (pass ? m1 : m0)[a] += (double)m * v[4 * i + a];
             if (pass)
                 scale += m * sqrt((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] +
@@ -258,12 +258,13 @@ static float box_bottom_after(float density) {
     sd.radius = 0.025f;
     pbd_object box;
     CHECK_OK(pbd_add_softbody(w, &sd, &box));
-    CHECK_OK(pbd_object_set_particle_collision(w, box.id, 1));
+    CHECK_OK(pbd_object_set_particle_contact(w, box, 1));
     for (int k = 0; k < 90; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
+    const pbd_range bp = pbdt_parts(w, box).particles;
     float bottom = 1e30f;
-    for (int i = 0; i < box.particles.count; ++i) {
-        float y = x[4 * (box.particles.first + i) + 1];
+    for (int i = 0; i < bp.count; ++i) {
+        float y = x[4 * (bp.first + i) + 1];
         bottom = y < bottom ? y : bottom;
     }
     pbd_mesh_free(&m);
@@ -281,13 +282,14 @@ TEST(fluid_light_box_floats_heavy_box_sinks) {
 
 /* A dam break with a box: 1 and 2 threads, SIMD and scalar give the same
    bits; a snapshot restored into a fresh world continues bit for bit. */
-static pbd_world *coupled_scene(void) {
+static pbd_world *coupled_scene(pbd_fluid *fluid) {
     const float d = 0.05f, o[3] = {0, 0, 0};
     pbd_world *w = pbdt_world(-9.81f);
     add_tank(w, 0.6f, 0.25f, 0.2f);
     pbd_range r;
     pbd_fluid f = add_block(w, 4, 6, 5, d, o, &r);
     CHECK_OK(pbd_fluid_set_viscosity(w, f, 0.05f, 0.05f));
+    if (fluid) *fluid = f;
     pbd_mesh m;
     float lo[3] = {0.4f, 0.02f, 0.05f}, hi[3] = {0.5f, 0.12f, 0.15f};
     CHECK_OK(pbd_mesh_tet_box(3, 3, 3, lo, hi, &m));
@@ -300,7 +302,7 @@ static pbd_world *coupled_scene(void) {
     sd.radius = 0.025f;
     pbd_object box;
     CHECK_OK(pbd_add_softbody(w, &sd, &box));
-    CHECK_OK(pbd_object_set_particle_collision(w, box.id, 1));
+    CHECK_OK(pbd_object_set_particle_contact(w, box, 1));
     pbd_mesh_free(&m);
     return w;
 }
@@ -311,7 +313,7 @@ static void run_steps(pbd_world *w, int n) {
 
 TEST(fluid_threads_and_simd_bit_identical) {
     if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
-    pbd_world *a = coupled_scene(), *b = coupled_scene(), *c = coupled_scene();
+    pbd_world *a = coupled_scene(NULL), *b = coupled_scene(NULL), *c = coupled_scene(NULL);
     CHECK_OK(pbd_world_set_threads(a, 1));
     CHECK_OK(pbd_world_set_threads(b, 2));
     CHECK_OK(pbd_world_set_threads(c, 2));
@@ -402,7 +404,8 @@ static int cmp_int(const void *a, const void *b) {
    included) are the same with 1 and 2 threads and without SIMD. */
 TEST(fluid_neighbor_lists_equal_brute_force) {
     pbdt_parity(PBDT_SIMD, PBDT_THREADS); /* brute force is compared in every build */
-    pbd_world *w[3] = {coupled_scene(), coupled_scene(), coupled_scene()};
+    pbd_fluid f[3];
+    pbd_world *w[3] = {coupled_scene(&f[0]), coupled_scene(&f[1]), coupled_scene(&f[2])};
     CHECK_OK(pbd_world_set_threads(w[0], 1));
     CHECK_OK(pbd_world_set_threads(w[1], 2));
     CHECK_OK(pbd_world_set_simd(w[2], 0));
@@ -411,7 +414,7 @@ TEST(fluid_neighbor_lists_equal_brute_force) {
     int nrho = 0;
     for (int k = 0; k < 3; ++k) {
         run_steps(w[k], 20); /* the dam breaks against the box */
-        CHECK_OK(pbd_fluid_densities(w[k], 0, rho, F, &nrho));
+        CHECK_OK(pbd_fluid_densities(w[k], f[k], rho, F, &nrho));
     }
     const int n = pbd_world_particle_count(w[0]);
     const float *x = pbd_world_positions(w[0]), h = 2.0f * 0.05f;
@@ -448,7 +451,8 @@ TEST(fluid_neighbor_lists_equal_brute_force) {
 }
 
 TEST(fluid_snapshot_restores_everything) {
-    pbd_world *a = coupled_scene();
+    pbd_fluid f;
+    pbd_world *a = coupled_scene(&f);
     run_steps(a, 10);
     size_t n = pbd_world_snapshot_size(a);
     unsigned char *buf = (unsigned char *)malloc(n);
@@ -463,7 +467,7 @@ TEST(fluid_snapshot_restores_everything) {
     CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) == 0);
     /* the fluid's parameters are part of it: a changed vorticity diverges */
     CHECK_OK(pbd_world_restore(b, buf, n));
-    CHECK_OK(pbd_fluid_set_viscosity(b, 0, 0.05f, 0.5f));
+    CHECK_OK(pbd_fluid_set_viscosity(b, f, 0.05f, 0.5f)); /* a's handle names b's restored fluid */
     run_steps(b, 15);
     CHECK(memcmp(pbd_world_positions(a), pbd_world_positions(b), bytes) != 0);
     free(buf);
@@ -491,7 +495,8 @@ static unsigned char *snap(const pbd_world *w, size_t *n) {
 
 TEST(fluid_bad_input_changes_nothing) {
     const float o[3] = {0, 0, 0};
-    pbd_world *w = coupled_scene();
+    pbd_fluid f, bad = {12345u}, none = {0};
+    pbd_world *w = coupled_scene(&f);
     run_steps(w, 2);
     float *p = lattice(3, 3, 3, 0.05f, o);
     pbd_fluid_desc good = pbd_fluid_desc_default(), d;
@@ -552,17 +557,17 @@ TEST(fluid_bad_input_changes_nothing) {
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &good, NULL, NULL), PBD_ERROR_NOT_FINITE);
     p[4] = 0.1f;
     float out[200];
-    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 1, 0.1f, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, 0, 0.1f, nan), PBD_ERROR_NOT_FINITE);
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, bad, 0.1f, 0), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, f, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, f, 0.1f, nan), PBD_ERROR_NOT_FINITE);
     int nd = 0;
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, -1, out, 200, &nd), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, -1, &nd), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, NULL, 200, &nd), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, out, 200, NULL), PBD_ERROR_NULL_POINTER);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, none, out, 200, &nd), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, f, out, -1, &nd), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, f, NULL, 200, &nd), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, f, out, 200, NULL), PBD_ERROR_NULL_POINTER);
     /* a short buffer is no error: the first 3, and the full count */
     float first[3] = {0, 0, 0};
-    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, 0, first, 3, &nd), PBD_OK);
+    EXPECT_UNCHANGED(w, pbd_fluid_densities(w, f, first, 3, &nd), PBD_OK);
     CHECK(nd > 3 && first[0] > 0 && first[2] > 0);
     /* and a good one still works afterwards */
     int before = pbd_world_particle_count(w);

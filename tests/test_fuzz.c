@@ -64,8 +64,9 @@ TEST(fuzz_restore_group_count_beyond_the_bytes) {
                   *after = (unsigned char *)malloc(n);
     CHECK_OK(pbd_world_save(w, snap, n));
     /* the group count follows magic, version, gravity, 5 ints, damping,
-       Jacobi switch and relaxation, time (double) and the particle count */
-    const size_t at = 4 + 4 + 12 + 20 + 4 + 4 + 4 + 8 + 4;
+       Jacobi switch and relaxation, time (double), the add count and the
+       particle count */
+    const size_t at = 4 + 4 + 12 + 20 + 4 + 4 + 4 + 8 + 4 + 4;
     int groups;
     memcpy(&groups, snap + at, 4);
     CHECK(groups == pbd_world_group_count(w)); /* the offset is right */

@@ -211,8 +211,9 @@ static double mc_slope(int resolution, double theta_deg, float mu, double second
     sd.tet_count = m.tet_count;
     sd.edge_compliance = 0.0f;
     sd.radius = r;
-    pbd_object box;
+    pbd_object box = {0};
     ok = ok && pbd_add_softbody(w, &sd, &box) == PBD_OK;
+    const int first = pbdt_parts(w, box).particles.first;
     int steps = (int)(seconds * 60 + 0.5);
     for (int s = 0; ok && s < steps; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
     double along = -1e9;
@@ -220,8 +221,8 @@ static double mc_slope(int resolution, double theta_deg, float mu, double second
         const float *x = pbd_world_positions(w);
         along = 0;
         for (int i = 0; i < m.vertex_count; ++i) {
-            double dx = x[4 * (box.particles.first + i)] - m.positions[3 * i];
-            double dy = x[4 * (box.particles.first + i) + 1] - m.positions[3 * i + 1];
+            double dx = x[4 * (first + i)] - m.positions[3 * i];
+            double dy = x[4 * (first + i) + 1] - m.positions[3 * i + 1];
             along += (-cos(th) * dx - sin(th) * dy) / m.vertex_count;
         }
     }
@@ -271,10 +272,11 @@ TEST(mesh_colliders_moving_platform_carries) {
         sd.radius = 0.01f;
         pbd_object box;
         CHECK_OK(pbd_add_softbody(w, &sd, &box));
+        const int first = pbdt_parts(w, box).particles.first;
         for (int s = 0; s < 15; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         double c0 = 0, c1 = 0, px = 0, vx = 0, worst = 1e9;
         const float *x = pbd_world_positions(w);
-        for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (box.particles.first + i)] / m.vertex_count;
+        for (int i = 0; i < m.vertex_count; ++i) c0 += x[4 * (first + i)] / m.vertex_count;
         for (int s = 0; s < 60; ++s) {
             double dt = 1.0 / 60.0;
             if (s < 30) {
@@ -287,11 +289,11 @@ TEST(mesh_colliders_moving_platform_carries) {
             x = pbd_world_positions(w);
             for (int i = 0; i < m.vertex_count; ++i) {
                 float d;
-                CHECK_OK(pbd_collider_distance(w, c, x + 4 * (box.particles.first + i), &d));
+                CHECK_OK(pbd_collider_distance(w, c, x + 4 * (first + i), &d));
                 if (d - 0.01 < worst) worst = d - 0.01;
             }
         }
-        for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (box.particles.first + i)] / m.vertex_count;
+        for (int i = 0; i < m.vertex_count; ++i) c1 += x[4 * (first + i)] / m.vertex_count;
         printf("    %s platform moved %.3g m, the box on it %.3g m, deepest %.2g m\n", res ? "grid" : "BVH", px,
                c1 - c0, -worst);
         CHECK_NEAR(c1 - c0, px, 0.03);
@@ -438,11 +440,11 @@ TEST(mesh_colliders_bad_input) {
         d.triangles = cases[k].t;
         d.triangle_count = cases[k].nt;
         d.sdf_resolution = cases[k].res;
-        pbd_collider out = -7;
+        pbd_collider out = {7777u};
         pbd_result r = pbd_add_collider_mesh(w, &d, &out);
         CHECK_MSG(r == cases[k].want, "case %d: %s, wanted %s", (int)k, pbd_result_string(r),
                   pbd_result_string(cases[k].want));
-        CHECK(out == -7);
+        CHECK(out.id == 7777u); /* untouched */
     }
     pbd_mesh_collider_desc d = mc_desc(&s, 0, 0.5f);
     d.position[1] = NAN;

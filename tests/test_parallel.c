@@ -118,8 +118,8 @@ TEST(coloring_overflows_into_a_serial_colour) {
     CHECK_OK(pbd_world_set_gravity(w, zero));
     for (int i = 1; i <= 100; ++i) pos[3 * i] *= 1.5f, pos[3 * i + 1] *= 1.5f;
     pbd_range all = {0, 101};
-    CHECK_OK(pbd_set_positions(w, all, pos));
-    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_particles_set_positions(w, all, pos));
+    CHECK_OK(pbd_particle_pin(w, 0));
     for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     float mean = 1, mx = 1;
     CHECK_OK(pbd_group_error(w, g, &mean, &mx));
@@ -138,7 +138,7 @@ TEST(coloring_is_balanced) {
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     int ncol = 0, sizes[64], total = 0, mx = 0, mn = 1 << 30;
-    CHECK_OK(pbd_group_colors(w, obj.stretch, sizes, 64, &ncol, NULL));
+    CHECK_OK(pbd_group_colors(w, pbdt_parts(w, obj).stretch, sizes, 64, &ncol, NULL));
     for (int c = 0; c < ncol; ++c) {
         total += sizes[c];
         mx = sizes[c] > mx ? sizes[c] : mx;
@@ -352,7 +352,7 @@ static pbd_world *cloth_scene(int bending) {
     cd.area_constraints = 1;
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
-    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 0));
     int target[1] = {15};
     float point[3] = {1.0f, 1.2f, 0.0f};
     pbd_attachments_desc ad = pbd_attachments_desc_default();
@@ -378,11 +378,11 @@ static pbd_world *cloth_hanging(void) {
     cd.damping = 1.0f;
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, 19));
-    CHECK_OK(pbd_set_kinematic(w, 10, 1));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 19));
+    CHECK_OK(pbd_particle_set_kinematic(w, 10, 1));
     float target[3] = {0.5f, 1.2f, 0.0f};
-    CHECK_OK(pbd_set_kinematic_target(w, 10, target));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 10, target));
     pbd_mesh_free(&m);
     return w;
 }
@@ -403,7 +403,7 @@ static pbd_world *softbody_scene(void) {
     pbd_object obj;
     CHECK_OK(pbd_add_softbody(w, &sd, &obj));
     for (int i = 0; i < m.vertex_count; ++i)
-        if (m.positions[3 * i] == 0.0f) CHECK_OK(pbd_pin(w, i));
+        if (m.positions[3 * i] == 0.0f) CHECK_OK(pbd_particle_pin(w, i));
     float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
     CHECK_OK(pbd_add_collider_plane(w, p, n, 0.5f, NULL));
     pbd_mesh_free(&m);
@@ -490,7 +490,7 @@ static unsigned char *moving_colliders_run(int shape, int simd, int threads, siz
     pd.count = N;
     pd.radius = 0.02f;
     CHECK_OK(pbd_add_particles(w, &pd, NULL));
-    pbd_collider moving = 0;
+    pbd_collider moving = {0};
     float p0[3] = {0, 0, 0}, up[3] = {0, 1, 0}, pw[3] = {-0.35f, 0, 0}, nw[3] = {1, 0, 0}, c[3] = {0.2f, 0.1f, 0.1f};
     float base[3] = {0, 0, 0}, ca[3] = {-0.25f, 0.05f, 0}, cb[3] = {0.25f, 0.05f, 0}, half[3] = {0.22f, 0.08f, 0.17f},
           q0[4] = {0, 0, 0, 1};
@@ -589,11 +589,12 @@ static float stretched_error(int jacobi, int iterations) {
     cd.bending = PBD_BENDING_NONE;
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    const pbd_object_parts op = pbdt_parts(w, obj);
     for (int i = 0; i < 3 * m.vertex_count; ++i) m.positions[i] *= 1.3f; /* stretched by 30% */
-    CHECK_OK(pbd_set_positions(w, obj.particles, m.positions));
+    CHECK_OK(pbd_particles_set_positions(w, op.particles, m.positions));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     float mean = 0;
-    CHECK_OK(pbd_group_error(w, obj.stretch, &mean, NULL));
+    CHECK_OK(pbd_group_error(w, op.stretch, &mean, NULL));
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
     return mean;
@@ -627,12 +628,13 @@ TEST(reorder_hands_back_the_permutation) {
     cd.reorder = 1;
     cd.permutation = perm;
     CHECK_OK(pbd_add_cloth(b, &cd, &ob));
+    const int first = pbdt_parts(b, ob).particles.first;
     int moved = 0;
     for (int i = 0; i < m.vertex_count; ++i) {
         CHECK(perm[i] >= 0 && perm[i] < m.vertex_count);
         if (perm[i] >= 0 && perm[i] < m.vertex_count) hit[perm[i]]++;
         moved += perm[i] != i;
-        const float *x = pbd_world_positions(b) + 4 * (ob.particles.first + perm[i]);
+        const float *x = pbd_world_positions(b) + 4 * (first + perm[i]);
         CHECK(x[0] == m.positions[3 * i] && x[1] == m.positions[3 * i + 1] && x[2] == m.positions[3 * i + 2]);
     }
     for (int i = 0; i < m.vertex_count; ++i) CHECK(hit[i] == 1);
@@ -641,8 +643,8 @@ TEST(reorder_hands_back_the_permutation) {
        same way (a curtain, damped, so that the comparison is of one unique
        equilibrium, not of chaotic swings or of folds) */
     for (int i = 0; i < 20; ++i) { /* a curtain: the whole first row */
-        CHECK_OK(pbd_pin(a, i));
-        CHECK_OK(pbd_pin(b, perm[i]));
+        CHECK_OK(pbd_particle_pin(a, i));
+        CHECK_OK(pbd_particle_pin(b, perm[i]));
     }
     CHECK_OK(pbd_world_set_point_damping(a, 3.0f));
     CHECK_OK(pbd_world_set_point_damping(b, 3.0f));

@@ -17,7 +17,7 @@ static pbd_world *particle_world(const float *pos, int n, float r, float gy) {
     pd.radius = r;
     pbd_range range;
     CHECK_OK(pbd_add_particles(w, &pd, &range));
-    CHECK_OK(pbd_set_particle_collision(w, range, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, range, 1));
     return w;
 }
 
@@ -107,7 +107,7 @@ TEST(grid_neighbor_lists_equal_brute_force) {
 TEST(contact_separates_overlap_by_inverse_mass) {
     float pos[6] = {0, 0, 0, 0.03f, 0, 0};
     pbd_world *w = particle_world(pos, 2, 0.02f, 0);
-    CHECK_OK(pbd_set_mass(w, 1, 3.0f));
+    CHECK_OK(pbd_particle_set_mass(w, 1, 3.0f));
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
@@ -136,16 +136,16 @@ TEST(contact_momentum_conserved) {
     }
     pbd_world *w = particle_world(pos, N, r, 0);
     pbd_range all = {0, N};
-    CHECK_OK(pbd_set_velocities(w, all, vel));
-    for (int i = 0; i < N; ++i) CHECK_OK(pbd_set_mass(w, i, 0.5f + pbdt_rand(&seed)));
-    CHECK_OK(pbd_world_set_particle_friction(w, 0.6f, 0.5f));
+    CHECK_OK(pbd_particles_set_velocities(w, all, vel));
+    for (int i = 0; i < N; ++i) CHECK_OK(pbd_particle_set_mass(w, i, 0.5f + pbdt_rand(&seed)));
+    CHECK_OK(pbd_world_set_particle_contact_friction(w, 0.6f, 0.5f));
     double P0[3] = {0, 0, 0}, P1[3] = {0, 0, 0}, scale = 0;
     int touched = 0;
     for (int pass = 0; pass < 2; ++pass) {
         const float *v = pbd_world_velocities(w);
         for (int i = 0; i < N; ++i) {
             float m;
-            pbd_get_mass(w, i, &m);
+            pbd_particle_get_mass(w, i, &m);
             for (int a = 0; a < 3; ++a) (pass ? P1 : P0)[a] += (double)m * v[4 * i + a];
             if (!pass) scale += m * 1.5;
         }
@@ -179,7 +179,7 @@ static float heap_slope(float mu) {
     pbd_world *w = particle_world(pos, N, r, -9.81f);
     float o[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     CHECK_OK(pbd_add_collider_plane(w, o, up, 0.8f, NULL));
-    CHECK_OK(pbd_world_set_particle_friction(w, mu, mu));
+    CHECK_OK(pbd_world_set_particle_contact_friction(w, mu, mu));
     for (int s = 0; s < 90; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
     float top = 0;
@@ -227,13 +227,14 @@ static float cloth_lowest_over_bed(int collide, float *bed_top) {
     cd.thickness = 0.02f;
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
-    if (collide) CHECK_OK(pbd_object_set_particle_collision(w, cloth.id, 1));
+    if (collide) CHECK_OK(pbd_object_set_particle_contact(w, cloth, 1));
+    const pbd_range cp = pbdt_parts(w, cloth).particles;
     for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
     float lowest = 1e30f, top = 0;
     for (int i = 0; i < N; ++i) top = x[4 * i + 1] > top ? x[4 * i + 1] : top;
-    for (int i = 0; i < cloth.particles.count; ++i) {
-        float y = x[4 * (cloth.particles.first + i) + 1];
+    for (int i = 0; i < cp.count; ++i) {
+        float y = x[4 * (cp.first + i) + 1];
         lowest = y < lowest ? y : lowest;
     }
     *bed_top = top;
@@ -276,7 +277,7 @@ TEST(contact_threads_and_simd_bit_identical) {
 TEST(contact_snapshot_keeps_switches_and_friction) {
     float pos[6] = {0, 0, 0, 0.03f, 0, 0};
     pbd_world *w = particle_world(pos, 2, 0.02f, 0);
-    CHECK_OK(pbd_world_set_particle_friction(w, 0.9f, 0.7f));
+    CHECK_OK(pbd_world_set_particle_contact_friction(w, 0.9f, 0.7f));
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1)); /* the lists of the one substep: from the start */
     size_t n = pbd_world_snapshot_size(w);
     unsigned char *buf = (unsigned char *)malloc(n);
@@ -323,14 +324,15 @@ TEST(contact_bad_input_changes_nothing) {
     float pos[9] = {0, 0, 0, 0.03f, 0, 0, 1, 1, 1};
     pbd_world *w = particle_world(pos, 3, 0.02f, 0);
     pbd_range bad1 = {-1, 2}, bad2 = {2, 2}, bad3 = {0, 0};
-    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad1, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad2, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_set_particle_collision(w, bad3, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_set_particle_collision(NULL, bad3, 1), PBD_ERROR_NULL_POINTER);
-    EXPECT_UNCHANGED(w, pbd_object_set_particle_collision(w, 0, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, 0.2f, 0.5f), PBD_ERROR_INVALID_ARGUMENT);
-    EXPECT_UNCHANGED(w, pbd_world_set_particle_friction(w, NAN, 0), PBD_ERROR_NOT_FINITE);
+    EXPECT_UNCHANGED(w, pbd_particles_set_particle_contact(w, bad1, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_particles_set_particle_contact(w, bad2, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    EXPECT_UNCHANGED(w, pbd_particles_set_particle_contact(w, bad3, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_particles_set_particle_contact(NULL, bad3, 1), PBD_ERROR_NULL_POINTER);
+    pbd_object no_object = {12345u}; /* the world has none */
+    EXPECT_UNCHANGED(w, pbd_object_set_particle_contact(w, no_object, 1), PBD_ERROR_INVALID_HANDLE);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_contact_friction(w, -0.1f, 0), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_contact_friction(w, 0.2f, 0.5f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_contact_friction(w, NAN, 0), PBD_ERROR_NOT_FINITE);
     int out[4], count;
     float q[3] = {0, 0, 0}, qn[3] = {0, NAN, 0};
     EXPECT_UNCHANGED(w, pbd_world_query_particles(w, qn, 0.1f, out, 4, &count), PBD_ERROR_NOT_FINITE);

@@ -92,9 +92,9 @@ TEST(plugin_callback_order_and_projection) {
     c.target[1] = 2;
     c.target[2] = 0;
     pbd_plugin_desc d = counter_desc(&c, 2);
-    pbd_plugin id = -1;
+    pbd_plugin id = {0};
     CHECK_OK(pbd_add_plugin(w, &d, &id));
-    CHECK(id == 0 && pbd_world_plugin_count(w) == 1);
+    CHECK(id.id != 0 && pbd_world_plugin_count(w) == 1);
     int substeps, iterations;
     pbd_solver_mode mode;
     CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
@@ -195,8 +195,9 @@ TEST(plugin_bad_input) {
     CHECK_RESULT(pbd_add_plugin(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_add_plugin(NULL, &d, NULL), PBD_ERROR_NULL_POINTER);
     CHECK(pbd_world_plugin_count(w) == 0);
-    CHECK_RESULT(pbd_remove_plugin(w, 0), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_plugin_set_work(w, 0, 10), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_plugin none = {12345u}; /* no plugin was added */
+    CHECK_RESULT(pbd_remove_plugin(w, none), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_plugin_set_work(w, none, 10), PBD_ERROR_INVALID_HANDLE);
     d.parallel = 0;
     pbd_plugin id;
     CHECK_OK(pbd_add_plugin(w, &d, &id));
@@ -208,7 +209,7 @@ TEST(plugin_bad_input) {
     CHECK_RESULT(pbd_world_mark_coupled(w, bad, -1), PBD_ERROR_INVALID_ARGUMENT);
     CHECK_OK(pbd_world_mark_coupled(w, bad, 1));
     CHECK_OK(pbd_remove_plugin(w, id));
-    CHECK_RESULT(pbd_remove_plugin(w, id), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_remove_plugin(w, id), PBD_ERROR_INVALID_HANDLE); /* stale */
     CHECK(c.destroyed == 1);
     pbd_world_destroy(w);
 }
@@ -257,7 +258,8 @@ TEST(collider_closest_normal) {
     CHECK_NEAR(n[1], 0.70710678f, 1e-5);
     CHECK_NEAR(n[2], 0.0f, 1e-6);
     CHECK_OK(pbd_collider_closest(w, box, pt, &dist, NULL));
-    CHECK_RESULT(pbd_collider_closest(w, 3, pt, &dist, n), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_collider no_collider = {12345u};
+    CHECK_RESULT(pbd_collider_closest(w, no_collider, pt, &dist, n), PBD_ERROR_INVALID_HANDLE);
     pbd_world_destroy(w);
 }
 

@@ -101,7 +101,7 @@ TEST(robust_smallest_substep_stays_finite) {
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     const float v[12] = {0, 0, 1, 0, 0, -1, 0, 0, 0, 0, 0, 0};
-    CHECK_OK(pbd_set_velocities(w, r, v));
+    CHECK_OK(pbd_particles_set_velocities(w, r, v));
     int e0[2] = {0, 1}, e1[2] = {2, 3};
     pbd_constraints_desc cd = pbd_constraints_desc_default();
     cd.type = PBD_CONSTRAINT_DISTANCE;
@@ -130,7 +130,7 @@ TEST(robust_smallest_substep_stays_finite) {
    1, from particle 64. */
 typedef struct rich {
     pbd_world *w;
-    pbd_sm_body *body;
+    pbd_sm_body body;
     pbd_collider sphere;
     int steps;
 } rich;
@@ -145,9 +145,10 @@ static rich rich_world(void) {
     pbd_cloth_desc c = pbdt_cloth_desc(&m);
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &c, &cloth));
-    CHECK_OK(pbd_add_cloth_self_collision(w, &cloth, &c, 0.01f, NULL));
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &c, 0.01f, NULL));
     pbd_mesh_free(&m);
-    for (int i = 0; i < 8; ++i) CHECK_OK(pbd_pin(w, 8 * i)); /* held, so that the other cloth moves against it */
+    for (int i = 0; i < 8; ++i)
+        CHECK_OK(pbd_particle_pin(w, 8 * i)); /* held, so that the other cloth moves against it */
     float lo[3] = {1, 0.3f, 0}, hi[3] = {1.3f, 0.6f, 0.3f};
     CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &m));
     pbd_softbody_desc sb = pbd_softbody_desc_default();
@@ -175,7 +176,7 @@ static rich rich_world(void) {
     pbd_range br;
     CHECK_OK(pbd_add_particles(w, &pd, &br));
     free(bp);
-    CHECK_OK(pbd_set_particle_collision(w, br, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, br, 1));
     int ids[27];
     for (int i = 0; i < 27; ++i) ids[i] = br.first + i;
     pbd_sm_body_desc bd = pbd_sm_body_desc_default();
@@ -187,7 +188,7 @@ static rich rich_world(void) {
     CHECK_OK(pbd_sm_add_body(w, &bd, &R.body));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = br;
-    pbd_sm_oriented *ori = NULL;
+    pbd_sm_oriented ori = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &ori));
     /* colliders */
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0}, sc[3] = {0, 0.2f, 0};
@@ -216,7 +217,7 @@ static rich rich_world(void) {
     c = pbdt_cloth_desc(&m);
     pbd_object top;
     CHECK_OK(pbd_add_cloth(w, &c, &top));
-    CHECK_OK(pbd_add_cloth_self_collision(w, &top, &c, 0.01f, NULL));
+    CHECK_OK(pbd_add_cloth_self_collision(w, top, &c, 0.01f, NULL));
     pbd_mesh_free(&m);
     return R;
 }
@@ -268,16 +269,16 @@ TEST(robust_nonfinite_step_rolls_back) {
         CHECK_MSG(pbd_world_self_contact_count(A.w) > 0, "no cloth-cloth candidates to roll back");
         snap before = take(A.w);
         float rot0[4], sp0[9], rot1[4], sp1[9];
-        CHECK_OK(pbd_sm_body_rotation(A.body, 0, rot0));
-        CHECK_OK(pbd_sm_body_plastic_state(A.body, 0, sp0));
+        CHECK_OK(pbd_sm_body_rotation(A.w, A.body, 0, rot0));
+        CHECK_OK(pbd_sm_body_plastic_state(A.w, A.body, 0, sp0));
         g_bad_value = 3e38f;
         int bad = 64; /* of the soft body (the cloth's speed limit, of self-collision, would stop it) */
         pbd_range p0 = {bad, 1};
         float v0[3] = {0, 3e38f, 0}, v_was[3];
-        CHECK_OK(pbd_get_velocities(A.w, p0, v_was));
+        CHECK_OK(pbd_particles_get_velocities(A.w, p0, v_was));
         g_bad_particle = bad;
         if (k == 0) CHECK_OK(pbd_world_set_acceleration_field(A.w, bad_field, NULL));
-        else CHECK_OK(pbd_set_velocities(A.w, p0, v0));
+        else CHECK_OK(pbd_particles_set_velocities(A.w, p0, v0));
         if (k == 1) {
             free(before.b);
             before = take(A.w);
@@ -288,11 +289,11 @@ TEST(robust_nonfinite_step_rolls_back) {
         snap after = take(A.w);
         CHECK_MSG(same(&before, &after), "the failed step (%s) changed the snapshot", k ? "velocity" : "acceleration");
         CHECK(all_finite(A.w));
-        CHECK_OK(pbd_sm_body_rotation(A.body, 0, rot1));
-        CHECK_OK(pbd_sm_body_plastic_state(A.body, 0, sp1));
+        CHECK_OK(pbd_sm_body_rotation(A.w, A.body, 0, rot1));
+        CHECK_OK(pbd_sm_body_plastic_state(A.w, A.body, 0, sp1));
         CHECK(memcmp(rot0, rot1, sizeof rot0) == 0 && memcmp(sp0, sp1, sizeof sp0) == 0);
         CHECK_OK(pbd_world_set_acceleration_field(A.w, NULL, NULL));
-        CHECK_OK(pbd_set_velocities(A.w, p0, v_was));
+        CHECK_OK(pbd_particles_set_velocities(A.w, p0, v_was));
         for (int s = 0; s < 3; ++s) {
             CHECK_OK(rich_step(&A));
             CHECK_OK(rich_step(&B));
@@ -300,8 +301,8 @@ TEST(robust_nonfinite_step_rolls_back) {
         int n = pbd_world_particle_count(A.w);
         CHECK(memcmp(pbd_world_positions(A.w), pbd_world_positions(B.w), sizeof(float) * 4 * (size_t)n) == 0);
         CHECK(memcmp(pbd_world_velocities(A.w), pbd_world_velocities(B.w), sizeof(float) * 4 * (size_t)n) == 0);
-        CHECK_OK(pbd_sm_body_rotation(A.body, 0, rot0));
-        CHECK_OK(pbd_sm_body_rotation(B.body, 0, rot1));
+        CHECK_OK(pbd_sm_body_rotation(A.w, A.body, 0, rot0));
+        CHECK_OK(pbd_sm_body_rotation(B.w, B.body, 0, rot1));
         CHECK(memcmp(rot0, rot1, sizeof rot0) == 0);
         free(before.b);
         free(after.b);

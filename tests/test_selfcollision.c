@@ -174,7 +174,8 @@ typedef struct sc_scene {
     pbd_world *w;
     pbd_mesh m;
     pbd_object cloth;
-    int *tri; /* world particle triangles */
+    pbd_range particles; /* the cloth's */
+    int *tri;            /* world particle triangles */
     int nt;
 } sc_scene;
 
@@ -194,9 +195,10 @@ static int sc_cloth(sc_scene *s, int n, const float *o, const float *u, const fl
     pbd_cloth_desc cd = pbdt_cloth_desc(&s->m);
     cd.bending_compliance = 1e-3f;
     if (pbd_add_cloth(s->w, &cd, &s->cloth) != PBD_OK) return 0;
+    s->particles = pbdt_parts(s->w, s->cloth).particles;
     s->nt = s->m.triangle_count;
     s->tri = (int *)malloc(sizeof(int) * 3 * (size_t)s->nt);
-    for (int k = 0; k < 3 * s->nt; ++k) s->tri[k] = s->cloth.particles.first + s->m.triangles[k];
+    for (int k = 0; k < 3 * s->nt; ++k) s->tri[k] = s->particles.first + s->m.triangles[k];
     return 1;
 }
 
@@ -221,8 +223,8 @@ static int sc_run(sc_scene *s, int steps, float dt, void (*move)(sc_scene *, int
         CHECK_OK(pbd_world_step(s->w, dt));
         int c = pbd_world_self_contact_count(s->w);
         if (c > *contacts) *contacts = c;
-        total += sc_count_crossings(prev, pbd_world_positions(s->w), s->tri, s->nt, s->cloth.particles.first,
-                                    s->cloth.particles.count);
+        total +=
+            sc_count_crossings(prev, pbd_world_positions(s->w), s->tri, s->nt, s->particles.first, s->particles.count);
     }
     free(prev);
     return total;
@@ -263,10 +265,10 @@ static void sc_twist_move(sc_scene *s, int k) {
     int n = 12;
     double f = fmin(1.0, (k + 1) / 240.0), ang = 2 * SC_PI * f;
     for (int i = 0; i < n; ++i) {
-        int id = s->cloth.particles.first + (n - 1) * n + i;
+        int id = s->particles.first + (n - 1) * n + i;
         double x = -0.3 + 0.6 * i / (n - 1);
         float t[3] = {(float)(x * cos(ang)), (float)(0.6 - 0.3 * f), (float)(x * sin(ang))};
-        pbd_set_kinematic_target(s->w, id, t);
+        pbd_particle_set_kinematic_target(s->w, id, t);
     }
 }
 
@@ -275,8 +277,8 @@ static int sc_twist_scene(sc_scene *s, int self) {
     float o[3] = {-0.3f, 0.0f, 0.0f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0.6f, 0};
     if (!sc_cloth(s, 12, o, u, v, 8)) return 0;
     for (int i = 0; i < 12; ++i) {
-        CHECK_OK(pbd_pin(s->w, s->cloth.particles.first + i));
-        CHECK_OK(pbd_set_kinematic(s->w, s->cloth.particles.first + 11 * 12 + i, 1));
+        CHECK_OK(pbd_particle_pin(s->w, s->particles.first + i));
+        CHECK_OK(pbd_particle_set_kinematic(s->w, s->particles.first + 11 * 12 + i, 1));
     }
     if (self) CHECK(sc_surface(s, 0.01f));
     return 1;
@@ -333,8 +335,8 @@ TEST(selfcollision_stacked_cloths_keep_thickness) {
         const float *x = pbd_world_positions(lower.w);
         for (int pass = 0; pass < 2; ++pass) {
             const sc_scene *A = pass ? &upper : &lower, *B = pass ? &lower : &upper;
-            for (int i = 0; i < B->cloth.particles.count; ++i) {
-                const float *q = x + 4 * (B->cloth.particles.first + i);
+            for (int i = 0; i < B->particles.count; ++i) {
+                const float *q = x + 4 * (B->particles.first + i);
                 double best = 1e9;
                 for (int t = 0; t < A->nt; ++t) {
                     double d =
@@ -414,14 +416,14 @@ static pbd_world *sc_crumpled(sc_scene *s, float th, unsigned seed, int threads)
     CHECK_OK(pbd_world_create(&d, &s->w));
     float o[3] = {0, 0, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
     CHECK(sc_cloth(s, 12, o, u, v, 1));
-    int n = s->cloth.particles.count;
+    int n = s->particles.count;
     float *x = (float *)malloc(sizeof(float) * 3 * (size_t)n);
     for (int i = 0; i < n; ++i) {
         x[3 * i] = s->m.positions[3 * i] * 0.3f + 0.01f * pbdt_rand(&seed);
         x[3 * i + 1] = 0.05f * pbdt_rand(&seed);
         x[3 * i + 2] = s->m.positions[3 * i + 2] * 0.3f + 0.01f * pbdt_rand(&seed);
     }
-    CHECK_OK(pbd_set_positions(s->w, s->cloth.particles, x));
+    CHECK_OK(pbd_particles_set_positions(s->w, s->particles, x));
     free(x);
     CHECK(sc_surface(s, th));
     CHECK_OK(pbd_world_set_threads(s->w, threads));
@@ -623,11 +625,11 @@ TEST(selfcollision_cloth_helper_with_permutation) {
     cd.permutation = perm;
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
-    int s = -1;
-    CHECK_OK(pbd_add_cloth_self_collision(w, &cloth, &cd, 0.01f, &s));
-    CHECK(s == 0);
+    pbd_surface s = {0};
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.01f, &s));
+    CHECK(s.id != 0);
     /* the same particles again: a particle belongs to one surface */
-    CHECK_RESULT(pbd_add_cloth_self_collision(w, &cloth, &cd, 0.01f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, cloth, &cd, 0.01f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     CHECK(pbd_world_surface_count(w) == 1);
     for (int k = 0; k < 5; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     pbd_mesh_free(&m);
@@ -666,12 +668,12 @@ TEST(selfcollision_bad_input) {
     d.triangle_count = 1; /* particles 0..2 already belong to the scene's surface */
     CHECK_RESULT(pbd_add_collision_surface(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
     pbd_cloth_desc cd = pbdt_cloth_desc(&s.m);
-    pbd_object bad = s.cloth;
-    bad.particles.first = 100000;
-    CHECK_RESULT(pbd_add_cloth_self_collision(w, &bad, &cd, 0.01f, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_add_cloth_self_collision(w, &s.cloth, NULL, 0.01f, NULL), PBD_ERROR_NULL_POINTER);
+    pbd_object forged = {12345u}, none = {0};
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, forged, &cd, 0.01f, NULL), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, none, &cd, 0.01f, NULL), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, s.cloth, NULL, 0.01f, NULL), PBD_ERROR_NULL_POINTER);
     cd.vertex_count = 3;
-    CHECK_RESULT(pbd_add_cloth_self_collision(w, &s.cloth, &cd, 0.01f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, s.cloth, &cd, 0.01f, NULL), PBD_ERROR_INVALID_ARGUMENT);
     CHECK(pbd_world_surface_count(w) == 1);
     CHECK(pbd_world_snapshot_size(w) == n);
     CHECK_OK(pbd_world_save(w, b, n));

@@ -1,7 +1,10 @@
 /* tests/test_sm.c - pbd_sm.h sections "rotation" and "summation": the
    rotation extraction against known polar decompositions (any rotation,
    180 degree turns, flat, collinear and degenerate matrices), and naive
-   region sums against a direct loop. */
+   region sums against a direct loop. And what all of pbd_sm.h's world
+   things share (its manual, HANDLES AND NAMES, MEMORY): handles (stale,
+   of another kind, of another world), the particles they use (pbd.h
+   refuses to remove them), and memory through the world's allocator. */
 #include "test.h"
 #include "check_error.h"
 #include "../pbd_sm.h"
@@ -162,9 +165,303 @@ TEST(sm_plan_bad_input) {
     pbd_sm_plan_destroy(NULL);
 }
 
+/* ---- the things a world owns ------------------------------------------------ */
+
+extern long pbdt_sm_mallocs; /* PBD_SM_MALLOC calls (tests/impl_sm.c) */
+
+/* One of each of pbd_sm.h's world things, over particles of their own: a
+   lattice body (its particles), an oriented chain (over `chain`), a
+   surface volume (over the cloth sphere `skin`) and a multi-resolution
+   cloth (its particles). */
+typedef struct sm_things {
+    pbd_sm_body body;
+    pbd_range lattice;
+    pbd_sm_oriented oriented;
+    pbd_range chain;
+    pbd_sm_volume volume;
+    pbd_object skin;
+    pbd_sm_cloth cloth;
+    pbd_range cloth_particles;
+} sm_things;
+
+/* The particles and pbd.h objects the things use (chain, skin). */
+static void sm_things_base(pbd_world *w, sm_things *t) {
+    float pos[3 * 6];
+    for (int i = 0; i < 6; ++i) {
+        pos[3 * i] = 2.0f + 0.1f * (float)i;
+        pos[3 * i + 1] = 1.0f;
+        pos[3 * i + 2] = 0.0f;
+    }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 6;
+    CHECK_OK(pbd_add_particles(w, &pd, &t->chain));
+    CHECK_OK(pbd_particle_pin(w, t->chain.first));
+    pbd_mesh m;
+    float c[3] = {-2.0f, 1.0f, 0.0f};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.3f, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, &t->skin));
+    pbd_mesh_free(&m);
+}
+static void sm_add_lattice(pbd_world *w, sm_things *t) {
+    int cells[3 * 3 * 3 * 3];
+    CHECK_OK(pbd_sm_lattice_box(3, 3, 3, cells));
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = 27;
+    ld.origin[1] = 0.5f;
+    ld.body.mode = PBD_SM_LINEAR;
+    ld.body.creep = 1.0f; /* plastic states too */
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, &t->body, &t->lattice));
+}
+static void sm_add_oriented(pbd_world *w, sm_things *t) {
+    int edges[2 * 5];
+    for (int i = 0; i < 5; ++i) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
+    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+    od.particles = t->chain;
+    od.edges = edges;
+    od.edge_count = 5;
+    CHECK_OK(pbd_sm_add_oriented(w, &od, &t->oriented));
+}
+static void sm_add_volume(pbd_world *w, sm_things *t) {
+    pbd_mesh m;
+    float c[3] = {-2.0f, 1.0f, 0.0f};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.3f, &m));
+    int first = pbdt_parts(w, t->skin).particles.first;
+    for (int i = 0; i < 3 * m.triangle_count; ++i) m.triangles[i] += first;
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    vd.alpha = 0.5f; /* the local weights too: opposing pairs, smoothing */
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &t->volume));
+    pbd_mesh_free(&m);
+}
+static void sm_add_cloth(pbd_world *w, sm_things *t) {
+    pbd_mesh m;
+    float o[3] = {-0.5f, 2.0f, 1.0f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
+    pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
+    cd.positions = m.positions;
+    cd.vertex_count = m.vertex_count;
+    cd.triangles = m.triangles;
+    cd.triangle_count = m.triangle_count;
+    cd.levels = 3;
+    CHECK_OK(pbd_sm_add_cloth(w, &cd, &t->cloth, &t->cloth_particles));
+    pbd_mesh_free(&m);
+}
+static void sm_steps(pbd_world *w, int n) {
+    for (int s = 0; s < n; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+}
+
+typedef struct sm_count {
+    long live, calls;
+} sm_count;
+static void *sm_count_alloc(void *user, size_t size) {
+    sm_count *c = (sm_count *)user;
+    c->live++;
+    c->calls++;
+    return malloc(size);
+}
+static void sm_count_free(void *user, void *p) {
+    if (p) ((sm_count *)user)->live--;
+    free(p);
+}
+
+/* pbd_world_desc.allocator holds everything pbd_sm.h makes for a world:
+   adding each thing raises the allocator's live blocks, removing it (and
+   the particles a lattice or cloth added) brings them back exactly to
+   where they were (the second round: the first sized pbd.h's own tables),
+   destroying the world frees every block, and pbd_sm.h never called
+   PBD_SM_MALLOC meanwhile (a lattice's plan included). */
+TEST(sm_world_things_use_the_world_allocator) {
+    sm_count C = {0, 0};
+    pbd_world_desc d = pbd_world_desc_default();
+    d.allocator.alloc = sm_count_alloc;
+    d.allocator.free = sm_count_free;
+    d.allocator.user = &C;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    if (!w) return;
+    sm_things t;
+    memset(&t, 0, sizeof t);
+    sm_things_base(w, &t);
+    long sm0 = pbdt_sm_mallocs;
+    static const char *const kinds[4] = {"lattice body", "oriented set", "surface volume", "multires cloth"};
+    long blocks[4] = {0, 0, 0, 0};
+    for (int round = 0; round < 2; ++round)
+        for (int k = 0; k < 4; ++k) {
+            long before = C.live, calls = C.calls;
+            pbd_range added = {0, 0};
+            if (k == 0) sm_add_lattice(w, &t), added = t.lattice;
+            if (k == 1) sm_add_oriented(w, &t);
+            if (k == 2) sm_add_volume(w, &t);
+            if (k == 3) sm_add_cloth(w, &t), added = t.cloth_particles;
+            blocks[k] = C.live - before;
+            CHECK_MSG(C.live > before && C.calls > calls, "%s: the allocator holds nothing of it", kinds[k]);
+            sm_steps(w, 3);
+            if (k == 0) CHECK_OK(pbd_sm_remove_body(w, t.body));
+            if (k == 1) CHECK_OK(pbd_sm_remove_oriented(w, t.oriented));
+            if (k == 2) CHECK_OK(pbd_sm_remove_surface_volume(w, t.volume));
+            if (k == 3) CHECK_OK(pbd_sm_remove_cloth(w, t.cloth));
+            if (added.count) CHECK_OK(pbd_remove_particles(w, added));
+            if (round == 1)
+                CHECK_MSG(C.live == before, "%s: %ld blocks live after its removal, %ld before", kinds[k], C.live,
+                          before);
+        }
+    printf("    live blocks added: lattice body %ld, oriented set %ld, surface volume %ld, multires cloth %ld\n",
+           blocks[0], blocks[1], blocks[2], blocks[3]);
+    /* all four at once, stepped, then the world destroyed with them */
+    sm_add_lattice(w, &t);
+    sm_add_oriented(w, &t);
+    sm_add_volume(w, &t);
+    sm_add_cloth(w, &t);
+    CHECK(pbd_world_plugin_count(w) == 4);
+    sm_steps(w, 5);
+    pbd_world_destroy(w);
+    CHECK_MSG(C.live == 0, "%ld blocks live after pbd_world_destroy", C.live);
+    CHECK_MSG(pbdt_sm_mallocs == sm0, "%ld PBD_SM_MALLOC calls for a world's things", pbdt_sm_mallocs - sm0);
+    /* what has no world still uses PBD_SM_MALLOC */
+    pbd_sm_sum_plan *plan = NULL;
+    int start[2] = {0, 2}, list[2] = {0, 1};
+    CHECK_OK(pbd_sm_plan_naive(2, 1, start, list, &plan));
+    CHECK(pbdt_sm_mallocs > sm0);
+    pbd_sm_plan_destroy(plan);
+}
+
+/* Every call on a thing checks its handle: id 0, a removed thing's handle
+   (stale; also once a new thing took its plugin's slot), a handle of
+   another kind or of a plugin that is not pbd_sm.h's, and a handle of
+   another world all fail with PBD_ERROR_INVALID_HANDLE, the message
+   naming the kind, and change nothing. */
+TEST(sm_handles_stale_other_kind_other_world) {
+    pbd_world *w = pbdt_world(-9.81f);
+    sm_things t;
+    memset(&t, 0, sizeof t);
+    sm_things_base(w, &t);
+    sm_add_lattice(w, &t);
+    sm_add_oriented(w, &t);
+    sm_add_volume(w, &t);
+    sm_add_cloth(w, &t);
+    sm_steps(w, 2);
+    float q[4];
+    double v = 0;
+    int n = 0;
+    pbd_range r;
+    /* of another kind: the ids are plugin ids, so any kind's handle can
+       carry another's id */
+    pbd_sm_body as_body = {t.oriented.id};
+    pbd_sm_oriented as_oriented = {t.volume.id};
+    pbd_sm_volume as_volume = {t.cloth.id};
+    pbd_sm_cloth as_cloth = {t.body.id};
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, as_body, 0, q), PBD_ERROR_INVALID_HANDLE,
+                      "names an oriented particle set, not a shape-matching body");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get_state(w, as_oriented, 0, q, NULL), PBD_ERROR_INVALID_HANDLE,
+                      "names a surface volume, not an oriented particle set");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(w, as_volume, &v), PBD_ERROR_INVALID_HANDLE,
+                      "names a multi-resolution cloth, not a surface volume");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_level_count(w, as_cloth, &n), PBD_ERROR_INVALID_HANDLE,
+                      "names a shape-matching body, not a multi-resolution cloth");
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_body(w, as_body), PBD_ERROR_INVALID_HANDLE, "not a shape-matching body");
+    CHECK(pbd_world_plugin_count(w) == 4);
+    /* a plugin that is not pbd_sm.h's */
+    int mine = 42;
+    pbd_plugin_desc pd = pbd_plugin_desc_default();
+    pd.user = &mine;
+    pbd_plugin other_plugin;
+    CHECK_OK(pbd_add_plugin(w, &pd, &other_plugin));
+    pbd_sm_cloth foreign = {other_plugin.id};
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_particles(w, foreign, &r), PBD_ERROR_INVALID_HANDLE,
+                      "names a plugin that is not pbd_sm.h's, not a multi-resolution cloth");
+    pd.user = NULL;
+    CHECK_OK(pbd_add_plugin(w, &pd, &other_plugin));
+    foreign.id = other_plugin.id;
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_particles(w, foreign, &r), PBD_ERROR_INVALID_HANDLE, "multi-resolution cloth");
+    /* of another world: there the id names nothing */
+    pbd_world *w2 = pbdt_world(-9.81f);
+    CHECK_WORLD_ERROR(w2, pbd_sm_body_rotation(w2, t.body, 0, q), PBD_ERROR_INVALID_HANDLE,
+                      "shape-matching body handle");
+    CHECK_WORLD_ERROR(w2, pbd_sm_remove_cloth(w2, t.cloth), PBD_ERROR_INVALID_HANDLE, "multi-resolution cloth handle");
+    pbd_world_destroy(w2);
+    /* stale: removed, each kind's message names it */
+    CHECK_OK(pbd_sm_remove_body(w, t.body));
+    CHECK_OK(pbd_sm_remove_oriented(w, t.oriented));
+    CHECK_OK(pbd_sm_remove_surface_volume(w, t.volume));
+    CHECK_OK(pbd_sm_remove_cloth(w, t.cloth));
+    CHECK(pbd_world_plugin_count(w) == 2);
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(w, t.body, 0.5f), PBD_ERROR_INVALID_HANDLE,
+                      "shape-matching body handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_range(w, t.oriented, &r), PBD_ERROR_INVALID_HANDLE,
+                      "oriented particle set handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_get_rest(w, t.volume, &v), PBD_ERROR_INVALID_HANDLE, "surface volume handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(w, t.cloth, 0.1f), PBD_ERROR_INVALID_HANDLE,
+                      "multi-resolution cloth handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_surface_volume(w, t.volume), PBD_ERROR_INVALID_HANDLE, "is stale");
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_oriented(w, t.oriented), PBD_ERROR_INVALID_HANDLE, "is stale");
+    /* a new thing in the freed slot is not named by the old handle */
+    sm_things u = t;
+    sm_add_oriented(w, &u);
+    CHECK(u.oriented.id != t.oriented.id);
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get_state(w, t.oriented, 0, q, NULL), PBD_ERROR_INVALID_HANDLE, "is stale");
+    CHECK_OK(pbd_sm_oriented_get_state(w, u.oriented, 0, q, NULL));
+    /* id 0 */
+    pbd_sm_body none = {0};
+    CHECK_WORLD_ERROR(w, pbd_sm_body_reset_plasticity(w, none), PBD_ERROR_INVALID_HANDLE,
+                      "the shape-matching body handle is 0");
+    sm_steps(w, 2);
+    pbd_world_destroy(w);
+}
+
+/* pbd.h refuses to remove particles that a thing of pbd_sm.h uses, naming
+   it, and removes the others: the things tell which particles they use
+   (pbd_plugin_desc.uses_particles), not all below their last one. */
+TEST(sm_used_particles_are_not_removed) {
+    pbd_world *w = pbdt_world(-9.81f);
+    sm_things t;
+    memset(&t, 0, sizeof t);
+    float spare_pos[3 * 4] = {5, 1, 0, 5.1f, 1, 0, 5.2f, 1, 0, 5.3f, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = spare_pos;
+    pd.count = 4;
+    pbd_range spare; /* below every thing's particles, used by none */
+    CHECK_OK(pbd_add_particles(w, &pd, &spare));
+    sm_things_base(w, &t);
+    sm_add_lattice(w, &t);
+    sm_add_oriented(w, &t);
+    sm_add_volume(w, &t);
+    sm_add_cloth(w, &t);
+    sm_steps(w, 2);
+    pbd_range one;
+    one.count = 1;
+    one.first = t.lattice.first + 13;
+    CHECK_WORLD_ERROR(w, pbd_remove_particles(w, one), PBD_ERROR_INVALID_ARGUMENT, "shape-matching body");
+    one.first = t.chain.first + 3;
+    CHECK_WORLD_ERROR(w, pbd_remove_particles(w, one), PBD_ERROR_INVALID_ARGUMENT, "oriented particle set");
+    CHECK_WORLD_ERROR(w, pbd_remove_object(w, t.skin), PBD_ERROR_INVALID_ARGUMENT, "surface volume");
+    one.first = t.cloth_particles.first + t.cloth_particles.count - 1;
+    CHECK_WORLD_ERROR(w, pbd_remove_particles(w, one), PBD_ERROR_INVALID_ARGUMENT, "multi-resolution cloth");
+    CHECK(pbd_world_particle_count(w) == t.cloth_particles.first + t.cloth_particles.count);
+    /* what no thing uses goes */
+    CHECK_OK(pbd_remove_particles(w, spare));
+    /* and what a removed thing used */
+    CHECK_OK(pbd_sm_remove_body(w, t.body));
+    CHECK_OK(pbd_remove_particles(w, t.lattice));
+    CHECK_OK(pbd_sm_remove_oriented(w, t.oriented));
+    CHECK_OK(pbd_remove_particles(w, t.chain));
+    CHECK_OK(pbd_sm_remove_surface_volume(w, t.volume));
+    CHECK_OK(pbd_remove_object(w, t.skin));
+    CHECK_OK(pbd_sm_remove_cloth(w, t.cloth));
+    CHECK_OK(pbd_remove_particles(w, t.cloth_particles));
+    sm_steps(w, 2);
+    pbd_world_destroy(w);
+}
+
 void suite_sm(void) {
     RUN(sm_rotation_extraction_polar);
     RUN(sm_rotation_extraction_warm_and_degenerate);
     RUN(sm_plan_naive_and_lattice_membership);
     RUN(sm_plan_bad_input);
+    RUN(sm_world_things_use_the_world_allocator);
+    RUN(sm_handles_stale_other_kind_other_world);
+    RUN(sm_used_particles_are_not_removed);
 }

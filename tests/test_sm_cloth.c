@@ -60,20 +60,22 @@ TEST(sm_cloth_hierarchy_nested_and_not) {
         d.keep_vertices = keep;
         d.keep_count = 1;
         d.nested = nested;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         pbd_range r;
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
-        if (!c) {
+        if (!c.id) {
             pbd_world_destroy(w);
             continue;
         }
-        CHECK(r.count == m.vertex_count && pbd_sm_cloth_level_count(c) == 4);
+        int levels = 0;
+        CHECK_OK(pbd_sm_cloth_level_count(w, c, &levels));
+        CHECK(r.count == m.vertex_count && levels == 4);
         int prev_nt = 0;
         for (int l = 3; l >= 0; --l) {
             int nv, nt;
             const int *tri;
             const float *x;
-            CHECK_OK(pbd_sm_cloth_level(c, l, &nv, &nt, &tri, &x));
+            CHECK_OK(pbd_sm_cloth_level(w, c, l, &nv, &nt, &tri, &x));
             if (l < 3) CHECK_MSG(nt >= 0.42 * prev_nt && nt <= 0.55 * prev_nt, "level %d: %d of %d", l, nt, prev_nt);
             prev_nt = nt;
             int flipped = 0, coincide = 0, corners = 0, kept = 0;
@@ -126,7 +128,7 @@ TEST(sm_cloth_rigid_motion_is_kept) {
         pbd_sm_cloth_desc d = cloth_desc(&m, 3);
         d.initial_positions = moved;
         d.scheme = (pbd_sm_cloth_scheme)scheme;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
         for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(w, 0.01f));
         const float *x = pbd_world_positions(w);
@@ -188,23 +190,23 @@ static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, flo
     d.keep_count = 2;
     d.beta = beta;
     d.damping = 0.1f;
-    pbd_sm_cloth *c = NULL;
+    pbd_sm_cloth c = {0};
     pbd_range r = {0, 0};
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
     *avg_local = *max_global = 1e9f;
-    if (!c) {
+    if (!c.id) {
         pbd_world_destroy(w);
         return;
     }
-    CHECK_OK(pbd_pin(w, r.first));
-    CHECK_OK(pbd_pin(w, r.first + n - 1));
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    CHECK_OK(pbd_particle_pin(w, r.first + n - 1));
     int steps = (int)(seconds / dt + 0.5f), count = 0;
     double sa = 0, sg = 0;
     for (int s = 0; s < steps; ++s) {
         CHECK_OK(pbd_world_step(w, dt));
         if (s < steps / 2) continue;
         float av, mx;
-        CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
+        CHECK_OK(pbd_sm_cloth_strain(w, c, &av, &mx));
         sa += av;
         sg += global_strain(pbd_world_positions(w), r.first, n, 5.0f);
         count++;
@@ -274,15 +276,15 @@ TEST(sm_cloth_recovers_random_and_collapsed) {
         d.nested = 0;
         d.initial_positions = start;
         d.scheme = (pbd_sm_cloth_scheme)scheme;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-        if (!c) {
+        if (!c.id) {
             pbd_world_destroy(w);
             continue;
         }
         float av = 1, mx = 1;
         for (int s = 0; s < 400; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
-        CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
+        CHECK_OK(pbd_sm_cloth_strain(w, c, &av, &mx));
         CHECK_MSG(av < 0.05f, "scheme %d: random start: mean edge-length error %g after 2 s", scheme, av);
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < 4 * m.vertex_count; ++i) CHECK(x[i] == x[i]);
@@ -326,15 +328,15 @@ TEST(sm_cloth_collapsed_recovers_with_both_schemes) {
         d.nested = 0;
         d.initial_positions = start;
         d.scheme = (pbd_sm_cloth_scheme)scheme;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-        if (!c) {
+        if (!c.id) {
             pbd_world_destroy(w);
             continue;
         }
         float av = 1, mx = 1;
         for (int s = 0; s < 400; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
-        CHECK_OK(pbd_sm_cloth_strain(c, w, &av, &mx));
+        CHECK_OK(pbd_sm_cloth_strain(w, c, &av, &mx));
         CHECK_MSG(av < 0.05f, "scheme %d: mean edge-length error %g after 2 s", scheme, av);
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < 4 * m.vertex_count; ++i) CHECK(x[i] == x[i]);
@@ -411,7 +413,7 @@ TEST(sm_cloth_wrinkle_conservation_keeps_folds) {
         pbd_sm_cloth_desc d = cloth_desc(&m, 4);
         d.conserve_wrinkles = on;
         d.thickness = 0.01f;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         pbd_range r = {0, 0};
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
         float centre[3] = {0, 0.3f, 0}, ground[3] = {0, -0.2f, 0}, up[3] = {0, 1, 0};
@@ -447,7 +449,7 @@ TEST(sm_cloth_bending_unfolds) {
         d.initial_positions = folded;
         d.bending_stiffness = k ? 3e-3f : 1e-3f;
         d.damping = 0;
-        pbd_sm_cloth *c = NULL;
+        pbd_sm_cloth c = {0};
         pbd_range r = {0, 0};
         CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
         for (int s = 0; s < 200 && opened_at[k] < 0; ++s) {
@@ -491,22 +493,22 @@ TEST(sm_cloth_bending_stable_at_large_steps) {
             d.damping = 0.1f;
             d.bending_stiffness = 1e-4f;
             d.scheme = (pbd_sm_cloth_scheme)scheme;
-            pbd_sm_cloth *c = NULL;
+            pbd_sm_cloth c = {0};
             pbd_range r = {0, 0};
             CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
             avg[scheme][k] = 1e9f;
-            if (!c) {
+            if (!c.id) {
                 pbd_world_destroy(w);
                 continue;
             }
-            CHECK_OK(pbd_pin(w, r.first));
-            CHECK_OK(pbd_pin(w, r.first + N - 1));
+            CHECK_OK(pbd_particle_pin(w, r.first));
+            CHECK_OK(pbd_particle_pin(w, r.first + N - 1));
             for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 0.02f));
             const float *x = pbd_world_positions(w);
             int finite = 1;
             for (int i = 0; i < 4 * r.count; ++i) finite &= isfinite(x[4 * r.first + i]);
             float mx = 0;
-            CHECK_OK(pbd_sm_cloth_strain(c, w, &avg[scheme][k], &mx));
+            CHECK_OK(pbd_sm_cloth_strain(w, c, &avg[scheme][k], &mx));
             CHECK_MSG(finite, "scheme %d, %d levels: NaN or Inf", scheme, k ? 3 : 1);
             pbd_world_destroy(w);
         }
@@ -529,7 +531,7 @@ TEST(sm_cloth_damping_spares_rotation) {
             d.damping = k ? 0.5f : 0.0f;
             d.bending_stiffness = 0;
             if (mode) d.alpha = d.beta = 0; /* free particles: only damping acts on the breathing */
-            pbd_sm_cloth *c = NULL;
+            pbd_sm_cloth c = {0};
             pbd_range r = {0, 0};
             CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
             for (int i = 0; i < m.vertex_count; ++i) {
@@ -538,7 +540,7 @@ TEST(sm_cloth_damping_spares_rotation) {
                 vel[3 * i + 1] = 0;
                 vel[3 * i + 2] = mode ? 0.5f * z : 2.0f * x;
             }
-            CHECK_OK(pbd_set_velocities(w, r, vel));
+            CHECK_OK(pbd_particles_set_velocities(w, r, vel));
             for (int s = 0; s < 40; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
             const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
             double L = 0, E = 0;
@@ -577,16 +579,16 @@ TEST(sm_cloth_schemes_deterministic) {
             d.keep_vertices = keep;
             d.keep_count = 2;
             d.scheme = (pbd_sm_cloth_scheme)scheme;
-            pbd_sm_cloth *c = NULL;
+            pbd_sm_cloth c = {0};
             pbd_range r = {0, 0};
             CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
-            CHECK_OK(pbd_pin(w, r.first));
-            CHECK_OK(pbd_pin(w, r.first + N - 1));
+            CHECK_OK(pbd_particle_pin(w, r.first));
+            CHECK_OK(pbd_particle_pin(w, r.first + N - 1));
             for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 0.005f));
             result[threads - 1] = (float *)malloc(sizeof(float) * 4 * m.vertex_count);
             memcpy(result[threads - 1], pbd_world_positions(w), sizeof(float) * 4 * m.vertex_count);
             float mx;
-            CHECK_OK(pbd_sm_cloth_strain(c, w, &strain[scheme], &mx));
+            CHECK_OK(pbd_sm_cloth_strain(w, c, &strain[scheme], &mx));
             pbd_world_destroy(w);
         }
         CHECK_MSG(memcmp(result[0], result[1], sizeof(float) * 4 * m.vertex_count) == 0,
@@ -627,13 +629,13 @@ TEST(sm_cloth_simd_matches_scalar) {
                     d.initial_positions = start;
                     d.conserve_wrinkles = conserve;
                     d.scheme = (pbd_sm_cloth_scheme)scheme;
-                    pbd_sm_cloth *c = NULL;
+                    pbd_sm_cloth c = {0};
                     pbd_range r = {0, 0};
                     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
-                    CHECK_OK(pbd_sm_cloth_set_simd(c, simd));
+                    CHECK_OK(pbd_sm_cloth_set_simd(w, c, simd));
                     if (scene == 2) {
-                        CHECK_OK(pbd_pin(w, r.first));
-                        CHECK_OK(pbd_pin(w, r.first + N - 1));
+                        CHECK_OK(pbd_particle_pin(w, r.first));
+                        CHECK_OK(pbd_particle_pin(w, r.first + N - 1));
                     }
                     for (int s = 0; s < 40; ++s) CHECK_OK(pbd_world_step(w, 0.01f));
                     result[simd] = (float *)malloc(sizeof(float) * 4 * m.vertex_count);
@@ -655,12 +657,11 @@ TEST(sm_cloth_simd_matches_scalar) {
 TEST(sm_cloth_bad_input) {
     pbd_mesh m = cloth_grid(8, 1.0f, 0.0f);
     pbd_world *w = one_pass_world(-9.81f);
-    pbd_sm_cloth *c = NULL;
+    pbd_sm_cloth c = {0};
     pbd_sm_cloth_desc ok = cloth_desc(&m, 2);
     pbd_sm_cloth_desc d = ok;
     CHECK_ERROR(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER, "d is NULL");
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, NULL, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.positions = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "d->positions is NULL");
     d = ok;
@@ -740,21 +741,35 @@ TEST(sm_cloth_bad_input) {
     /* setters */
     d = ok;
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT,
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(w, c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(w, c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(w, c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(w, c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(w, c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT,
                       "scheme != PBD_SM_CLOTH_TWO_PASS &&");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
-    CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_level(c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");
-    CHECK_ERROR(pbd_sm_cloth_set_stiffness(NULL, 1, 1), PBD_ERROR_NULL_POINTER, "c is NULL");
-    CHECK_OK(pbd_sm_cloth_set_stiffness(c, 0.5f, 0.5f));
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(w, c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
+    pbd_sm_cloth none = {0};
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(w, none, 1), PBD_ERROR_INVALID_HANDLE,
+                      "multi-resolution cloth handle is 0");
+    CHECK_ERROR(pbd_sm_cloth_set_simd(NULL, c, 1), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_level(w, c, 2, NULL, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "level 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(w, none, 1, 1), PBD_ERROR_INVALID_HANDLE, "cloth");
+    CHECK_OK(pbd_sm_cloth_set_stiffness(w, c, 0.5f, 0.5f));
     CHECK_OK(pbd_world_step(w, 0.01f));
+    pbd_range cr = {0, 0};
+    CHECK_OK(pbd_sm_cloth_particles(w, c, &cr));
+    CHECK(cr.count == m.vertex_count);
     CHECK_OK(pbd_sm_remove_cloth(w, c));
-    CHECK(pbd_world_plugin_count(w) == 1);
+    CHECK(pbd_world_plugin_count(w) == 0);                /* its plugin went with it */
+    CHECK(pbd_world_particle_count(w) == m.vertex_count); /* its particles stay */
     CHECK_OK(pbd_world_step(w, 0.01f));
+    /* a removed cloth's handle is stale: every call refuses it, naming the kind */
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_cloth(w, c), PBD_ERROR_INVALID_HANDLE, "multi-resolution cloth handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(w, c, 0.5f, 0.5f), PBD_ERROR_INVALID_HANDLE, "is stale");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_particles(w, c, &cr), PBD_ERROR_INVALID_HANDLE, "cloth");
+    /* out may be NULL (the world owns the cloth) */
+    CHECK_OK(pbd_sm_add_cloth(w, &d, NULL, NULL));
+    CHECK(pbd_world_plugin_count(w) == 1);
     free(tri);
     free(pos);
     free(pos2);

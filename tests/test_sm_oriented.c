@@ -33,6 +33,13 @@ static int world_finite(const pbd_world *w) {
     return 1;
 }
 
+/* The set's rotational kinetic energy (pbd_sm_oriented_rotational_energy). */
+static double energy(const pbd_world *w, pbd_sm_oriented o) {
+    double e = -1;
+    CHECK_OK(pbd_sm_oriented_rotational_energy(w, o, &e));
+    return e;
+}
+
 /* Eq. 27 applied 240 times with a constant omega is the exact rotation
    exp(t omega) q0 (the update composes exact incremental rotations), and
    eq. 30 gives omega back; both within 1e-4 over 1 s. */
@@ -90,20 +97,20 @@ TEST(sm_oriented_world_spin_matches_analytic) {
     od.particles = r;
     float radii[3] = {0.3f, 0.1f, 0.2f};
     od.radii = radii;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
     /* about a principal axis (body y), so the free spin is steady */
     float omega[3] = {0, 2.0f, 0};
-    CHECK_OK(pbd_sm_oriented_set(o, 0, NULL, omega));
-    double e0 = pbd_sm_oriented_rotational_energy(o, w);
+    CHECK_OK(pbd_sm_oriented_set_state(w, o, 0, NULL, omega));
+    double e0 = energy(w, o);
     CHECK_NEAR(e0, 0.5 * (1.0 / 5 * (0.09 + 0.04)) * 4.0, 1e-6);
     for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     float q[4], wq[3];
-    CHECK_OK(pbd_sm_oriented_get(o, 0, q, wq));
+    CHECK_OK(pbd_sm_oriented_get_state(w, o, 0, q, wq));
     double ref[4] = {0, sin(1.0), 0, cos(1.0)};
     CHECK_MSG(qdist(q, ref) < 1e-4, "world spin error %g", qdist(q, ref));
     CHECK_NEAR(wq[1], 2.0, 1e-4);
-    CHECK_NEAR(pbd_sm_oriented_rotational_energy(o, w), e0, 1e-4 * e0);
+    CHECK_NEAR(energy(w, o), e0, 1e-4 * e0);
     CHECK(world_finite(w));
     pbd_world_destroy(w);
 }
@@ -205,7 +212,7 @@ TEST(sm_oriented_rigid_invariance) {
         float radii[18];
         for (int i = 0; i < 18; ++i) radii[i] = 0.03f + 0.01f * (float)(i % 4);
         od.radii = radii;
-        pbd_sm_oriented *o = NULL;
+        pbd_sm_oriented o = {0};
         CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
         double qt[4], nq = 0, R[9];
         for (int k = 0; k < 4; ++k) nq += turns[t][k] * turns[t][k];
@@ -217,16 +224,16 @@ TEST(sm_oriented_rigid_invariance) {
                 moved[3 * i + a] =
                     (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] + R[3 * a + 2] * rest[3 * i + 2]) +
                     1.0f;
-        CHECK_OK(pbd_set_positions(w, r, moved));
-        for (int i = 0; i < 6; ++i) CHECK_OK(pbd_sm_oriented_set(o, i, qf, NULL));
+        CHECK_OK(pbd_particles_set_positions(w, r, moved));
+        for (int i = 0; i < 6; ++i) CHECK_OK(pbd_sm_oriented_set_state(w, o, i, qf, NULL));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         float now[18];
-        CHECK_OK(pbd_get_positions(w, r, now));
+        CHECK_OK(pbd_particles_get_positions(w, r, now));
         double worst = 0, worst_q = 0;
         for (int k = 0; k < 18; ++k) worst = fmax(worst, fabs(now[k] - moved[k]));
         for (int i = 0; i < 6; ++i) {
             float q[4];
-            pbd_sm_oriented_get(o, i, q, NULL);
+            pbd_sm_oriented_get_state(w, o, i, q, NULL);
             worst_q = fmax(worst_q, qdist(q, qt));
         }
         CHECK_MSG(worst < 2e-6, "turn %d: position drift %g", t, worst);
@@ -262,19 +269,19 @@ TEST(sm_oriented_collinear_chain_stable) {
     pd.mass = 0.1f;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, 1));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 1));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = r;
     od.edges = edges;
     od.edge_count = N - 1;
     od.radius = 0.05f;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
     /* the group matrix of an inner particle: with the ellipsoids it has
        full rank (checked via its members) */
     int mem[8], cnt;
-    CHECK_OK(pbd_sm_oriented_group(o, 4, mem, 8, &cnt));
+    CHECK_OK(pbd_sm_oriented_group(w, o, 4, mem, 8, &cnt));
     CHECK(cnt == 3 && mem[0] == 4 && mem[1] == 3 && mem[2] == 5);
     double e0 = 0;
     for (int i = 2; i < N; ++i) e0 += 0.1 * 9.81 * 1.0;
@@ -282,14 +289,14 @@ TEST(sm_oriented_collinear_chain_stable) {
     for (int s = 0; s < 120; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
-        double e = pbd_sm_oriented_rotational_energy(o, w);
+        double e = energy(w, o);
         for (int i = 2; i < N; ++i)
             e += 0.1 * (9.81 * x[4 * i + 1] +
                         0.5 * (v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2]));
         if (e > max_energy) max_energy = e;
         for (int i = 0; i < N; ++i) {
             float q[4];
-            pbd_sm_oriented_get(o, i, q, NULL);
+            pbd_sm_oriented_get_state(w, o, i, q, NULL);
             if (fabs(q[0]) > max_twist) max_twist = fabs(q[0]);
             if (fabs(q[1]) > max_twist) max_twist = fabs(q[1]); /* bending stays in the x-y plane */
         }
@@ -330,32 +337,32 @@ TEST(sm_oriented_held_particle_turns_with_its_group) {
     pd.mass = 0.1f;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, 1));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 1));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = r;
     od.edges = edges;
     od.edge_count = N - 1;
     od.radius = 0.05f;
     od.stiffness = 0.8f;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
     for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     int kin = -1;
-    CHECK_OK(pbd_get_kinematic(w, HELD, &kin));
+    CHECK_OK(pbd_particle_get_kinematic(w, HELD, &kin));
     CHECK(kin == 0);
-    CHECK_OK(pbd_set_kinematic(w, HELD, 1));
-    CHECK_OK(pbd_get_kinematic(w, HELD, &kin));
+    CHECK_OK(pbd_particle_set_kinematic(w, HELD, 1));
+    CHECK_OK(pbd_particle_get_kinematic(w, HELD, &kin));
     CHECK(kin == 1);
-    CHECK_RESULT(pbd_get_kinematic(w, N, &kin), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_get_kinematic(w, HELD, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_particle_get_kinematic(w, N, &kin), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_particle_get_kinematic(w, HELD, NULL), PBD_ERROR_NULL_POINTER);
     float q0[4], from[3];
-    CHECK_OK(pbd_sm_oriented_get(o, HELD, q0, NULL));
+    CHECK_OK(pbd_sm_oriented_get_state(w, o, HELD, q0, NULL));
     memcpy(from, pbd_world_positions(w) + 4 * HELD, sizeof from);
     float fastest = 0;
     for (int s = 1; s <= 60; ++s) {
         float t[3] = {from[0] + 0.6f * s / 60.0f, from[1] - 0.3f * s / 60.0f, from[2]};
-        CHECK_OK(pbd_set_kinematic_target(w, HELD, t));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, HELD, t));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         const float *v = pbd_world_velocities(w);
         for (int i = 0; i < N; ++i) {
@@ -364,7 +371,7 @@ TEST(sm_oriented_held_particle_turns_with_its_group) {
         }
     }
     float q1[4];
-    CHECK_OK(pbd_sm_oriented_get(o, HELD, q1, NULL));
+    CHECK_OK(pbd_sm_oriented_get_state(w, o, HELD, q1, NULL));
     double dot = fabs((double)q0[0] * q1[0] + (double)q0[1] * q1[1] + (double)q0[2] * q1[2] + (double)q0[3] * q1[3]);
     double turned = 2.0 * acos(dot < 1 ? dot : 1) * 180.0 / 3.14159265358979;
     printf("    chain bent by a hand: fastest particle %.1f m/s, held particle turned %.0f deg\n", fastest, turned);
@@ -395,16 +402,16 @@ TEST(sm_oriented_ellipsoid_collision) {
     od.particles = r;
     float radii[3] = {0.3f, 0.05f, 0.05f};
     od.radii = radii;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
     float q30[4] = {0, 0, (float)sin(0.25), (float)cos(0.25)}; /* 28.6 degrees about z */
-    CHECK_OK(pbd_sm_oriented_set(o, 0, q30, NULL));
+    CHECK_OK(pbd_sm_oriented_set_state(w, o, 0, q30, NULL));
     double lowest = 1;
     for (int s = 0; s < 180; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         const float *x = pbd_world_positions(w);
         float q[4];
-        pbd_sm_oriented_get(o, 0, q, NULL);
+        pbd_sm_oriented_get_state(w, o, 0, q, NULL);
         double qd[4] = {q[0], q[1], q[2], q[3]}, R[9];
         pbdt_quat_to_mat(qd, R);
         /* lowest point of the ellipsoid: centre.y - |M^T e_y| */
@@ -413,7 +420,7 @@ TEST(sm_oriented_ellipsoid_collision) {
     }
     const float *x = pbd_world_positions(w);
     float q[4];
-    pbd_sm_oriented_get(o, 0, q, NULL);
+    pbd_sm_oriented_get_state(w, o, 0, q, NULL);
     double qd[4] = {q[0], q[1], q[2], q[3]}, R[9];
     pbdt_quat_to_mat(qd, R);
     CHECK_MSG(lowest > -0.01, "ellipsoid went %g into the ground", -lowest);
@@ -437,7 +444,7 @@ TEST(sm_oriented_skinning_rigid) {
     CHECK_OK(pbd_add_particles(w, &pd, &r));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = r;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
     enum { V = 40 };
     float verts[3 * V], out[3 * V];
@@ -448,7 +455,7 @@ TEST(sm_oriented_skinning_rigid) {
     sd.vertex_count = V;
     sd.influences = 3;
     pbd_sm_skin *skin = NULL, *skin2 = NULL;
-    CHECK_OK(pbd_sm_skin_create(o, &sd, &skin));
+    CHECK_OK(pbd_sm_skin_create(w, o, &sd, &skin));
     int bidx[V * 2];
     float bw[V * 2];
     for (int i = 0; i < V; ++i) {
@@ -461,7 +468,7 @@ TEST(sm_oriented_skinning_rigid) {
     sd2.influences = 2;
     sd2.bones = bidx;
     sd2.weights = bw;
-    CHECK_OK(pbd_sm_skin_create(o, &sd2, &skin2));
+    CHECK_OK(pbd_sm_skin_create(w, o, &sd2, &skin2));
     CHECK(pbd_sm_skin_vertex_count(skin) == V);
     CHECK_OK(pbd_sm_skin_apply(skin, w, out));
     for (int i = 0; i < 3 * V; ++i) CHECK_NEAR(out[i], verts[i], 1e-6);
@@ -476,8 +483,8 @@ TEST(sm_oriented_skinning_rigid) {
             moved[3 * i + a] =
                 (float)(R[3 * a] * bones[3 * i] + R[3 * a + 1] * bones[3 * i + 1] + R[3 * a + 2] * bones[3 * i + 2]) +
                 tr[a];
-    CHECK_OK(pbd_set_positions(w, r, moved));
-    for (int i = 0; i < 4; ++i) CHECK_OK(pbd_sm_oriented_set(o, i, qf, NULL));
+    CHECK_OK(pbd_particles_set_positions(w, r, moved));
+    for (int i = 0; i < 4; ++i) CHECK_OK(pbd_sm_oriented_set_state(w, o, i, qf, NULL));
     for (int which = 0; which < 2; ++which) {
         CHECK_OK(pbd_sm_skin_apply(which ? skin2 : skin, w, out));
         double worst = 0;
@@ -492,18 +499,30 @@ TEST(sm_oriented_skinning_rigid) {
     /* bad skins */
     pbd_sm_skin *bad = NULL;
     sd2.influences = 9;
-    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 40");
+    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 40");
     sd2.influences = 2;
     bidx[3] = 4;
-    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INDEX_OUT_OF_RANGE, "b 4");
+    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INDEX_OUT_OF_RANGE, "b 4");
     bidx[3] = 1;
     bw[0] = NAN;
-    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_NOT_FINITE, "nk 80");
+    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_NOT_FINITE, "nk 80");
     bw[0] = 0;
     bidx[1] = -1; /* vertex 0: one slot unused, the other weight 0 */
-    CHECK_ERROR(pbd_sm_skin_create(o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "sum 0");
+    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "sum 0");
     CHECK(bad == NULL);
     CHECK_ERROR(pbd_sm_skin_apply(skin, w, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    pbd_world *other = pbdt_world(0.0f);
+    CHECK_WORLD_ERROR(other, pbd_sm_skin_apply(skin, other, out), PBD_ERROR_INVALID_ARGUMENT, "another world");
+    pbd_world_destroy(other);
+    /* the skin names its set by its handle: once the set is removed, it
+       refuses to apply (and a new set in the plugin's slot is not it) */
+    CHECK_OK(pbd_sm_remove_oriented(w, o));
+    CHECK_WORLD_ERROR(w, pbd_sm_skin_apply(skin, w, out), PBD_ERROR_INVALID_HANDLE, "oriented particle set");
+    pbd_sm_oriented o2 = {0};
+    CHECK_OK(pbd_sm_add_oriented(w, &od, &o2));
+    CHECK(o2.id != o.id);
+    CHECK_WORLD_ERROR(w, pbd_sm_skin_apply(skin, w, out), PBD_ERROR_INVALID_HANDLE, "is stale");
+    CHECK_WORLD_ERROR(w, pbd_sm_skin_create(w, o, &sd, &bad), PBD_ERROR_INVALID_HANDLE, "oriented particle set");
     pbd_sm_skin_destroy(skin);
     pbd_sm_skin_destroy(skin2);
     pbd_sm_skin_destroy(NULL);
@@ -528,11 +547,10 @@ TEST(sm_oriented_bad_input) {
     good.particles = r;
     good.edges = edges;
     good.edge_count = 2;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     pbd_sm_oriented_desc d = good;
     CHECK_ERROR(pbd_sm_add_oriented(NULL, &d, &o), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, NULL, &o), PBD_ERROR_NULL_POINTER, "d is NULL");
-    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d.particles.count = 0; /* empty group */
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->edge_count 2");
     d = good;
@@ -575,36 +593,95 @@ TEST(sm_oriented_bad_input) {
     d = good;
     d.rotation_iterations = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "d->rotation_iterations 0");
-    CHECK(o == NULL);
+    CHECK(o.id == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_save(w, after, sz));
     CHECK(memcmp(before, after, sz) == 0);
     /* zero total mass: every particle of mass 0 */
-    for (int i = 0; i < 3; ++i) CHECK_OK(pbd_set_mass(w, i, 0.0f));
+    for (int i = 0; i < 3; ++i) CHECK_OK(pbd_particle_set_mass(w, i, 0.0f));
     CHECK_OK(pbd_world_save(w, before, sz));
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &good, &o), PBD_ERROR_DEGENERATE, "zero total mass (!dyn)");
     CHECK_OK(pbd_world_save(w, after, sz));
     CHECK(memcmp(before, after, sz) == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
-    CHECK_OK(pbd_set_mass(w, 0, 1.0f));
+    CHECK_OK(pbd_particle_set_mass(w, 0, 1.0f));
     CHECK_OK(pbd_sm_add_oriented(w, &good, &o));
     /* accessors */
     float q[4] = {0, 0, 0, 0}, om[3] = {NAN, 0, 0};
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 3");
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, q, NULL), PBD_ERROR_DEGENERATE, "qn 0");
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set(o, 0, NULL, om), PBD_ERROR_NOT_FINITE,
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set_state(w, o, 3, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 3");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set_state(w, o, 0, q, NULL), PBD_ERROR_DEGENERATE, "qn 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_set_state(w, o, 0, NULL, om), PBD_ERROR_NOT_FINITE,
                       "(q && !pbd_sm__finite_n(q, 4)) ||");
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get(o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index -1");
-    CHECK_ERROR(pbd_sm_oriented_get(NULL, 0, q, NULL), PBD_ERROR_NULL_POINTER, "o is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get_state(w, o, -1, q, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "index -1");
+    pbd_sm_oriented none = {0};
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get_state(w, none, 0, q, NULL), PBD_ERROR_INVALID_HANDLE,
+                      "the oriented particle set handle is 0");
+    CHECK_ERROR(pbd_sm_oriented_get_state(NULL, o, 0, q, NULL), PBD_ERROR_NULL_POINTER, "w is NULL");
     int m[4], c;
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_group(o, 5, m, 4, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 5");
-    CHECK_OK(pbd_sm_oriented_get(o, 0, q, NULL));
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_group(w, o, 5, m, 4, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "index 5");
+    CHECK_OK(pbd_sm_oriented_get_state(w, o, 0, q, NULL));
     CHECK(q[3] == 1.0f);
-    CHECK(pbd_sm_oriented_range(o).count == 3);
-    /* removing the plugin frees the set */
-    CHECK_OK(pbd_remove_plugin(w, pbd_sm_oriented_plugin(o)));
+    pbd_range or_ = {0, 0};
+    CHECK_OK(pbd_sm_oriented_range(w, o, &or_));
+    CHECK(or_.first == r.first && or_.count == 3);
+    /* its handle is that of its plugin: removing the plugin frees the set too */
+    pbd_plugin pl = {o.id};
+    CHECK_OK(pbd_remove_plugin(w, pl));
+    CHECK(pbd_world_plugin_count(w) == 0);
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_range(w, o, &or_), PBD_ERROR_INVALID_HANDLE, "oriented particle set");
+    /* out may be NULL (the world owns the set) */
+    CHECK_OK(pbd_sm_add_oriented(w, &good, NULL));
+    CHECK(pbd_world_plugin_count(w) == 1);
     free(before);
     free(after);
+    pbd_world_destroy(w);
+}
+
+/* pbd_sm_remove_oriented takes the set out of the step: a chain clamped
+   at one end (two pinned particles) holds out almost straight while its
+   set acts; once removed its particles fall freely (no other constraint
+   joins them), and its handle is stale. */
+TEST(sm_oriented_remove_stops_it) {
+    enum { N = 6 };
+    pbd_world *w = pbdt_world(-9.81f);
+    float pos[3 * N];
+    int edges[2 * (N - 1)];
+    for (int i = 0; i < N; ++i) {
+        pos[3 * i] = 0.1f * (float)i;
+        pos[3 * i + 1] = 1;
+        pos[3 * i + 2] = 0;
+        if (i < N - 1) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
+    }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = N;
+    pd.mass = 0.1f;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    CHECK_OK(pbd_particle_pin(w, r.first + 1));
+    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+    od.particles = r;
+    od.edges = edges;
+    od.edge_count = N - 1;
+    pbd_sm_oriented o = {0};
+    CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
+    for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float held = x[4 * (r.first + N - 1) + 1];
+    CHECK_OK(pbd_sm_remove_oriented(w, o));
+    CHECK(pbd_world_plugin_count(w) == 0);
+    float q[4];
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_get_state(w, o, 0, q, NULL), PBD_ERROR_INVALID_HANDLE,
+                      "oriented particle set handle");
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_oriented(w, o), PBD_ERROR_INVALID_HANDLE, "is stale");
+    for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    x = pbd_world_positions(w);
+    float fallen = x[4 * (r.first + N - 1) + 1];
+    printf("    free end at y = %.3f m with the set (from 1), %.3f m half a second after its removal\n", held, fallen);
+    CHECK_MSG(held > 0.9f, "the set did not hold the chain: its free end at %g", held);
+    CHECK_MSG(held - fallen > 0.9f, "the chain did not fall after the removal: %g -> %g", held, fallen);
+    CHECK(world_finite(w));
     pbd_world_destroy(w);
 }
 
@@ -636,20 +713,20 @@ static void threaded_run(int threads, float *x_out, float *q_out) {
     pd.count = N;
     pbd_range r;
     pbd_add_particles(w, &pd, &r);
-    pbd_pin(w, r.first);
+    pbd_particle_pin(w, r.first);
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = r;
     od.edges = edges;
     od.edge_count = N - 1;
     od.stiffness = 0.5f;
-    pbd_sm_oriented *o = NULL;
+    pbd_sm_oriented o = {0};
     pbd_sm_add_oriented(w, &od, &o);
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     pbd_add_collider_plane(w, ground, up, 0.3f, NULL);
     pbd_world_set_threads(w, threads);
     for (int s = 0; s < 15; ++s) pbd_world_step(w, 1.0f / 60.0f);
     memcpy(x_out, pbd_world_positions(w), sizeof(float) * 4 * (size_t)pbd_world_particle_count(w));
-    for (int i = 0; i < N; ++i) pbd_sm_oriented_get(o, i, q_out + 4 * i, NULL);
+    for (int i = 0; i < N; ++i) pbd_sm_oriented_get_state(w, o, i, q_out + 4 * i, NULL);
     pbd_world_destroy(w);
 }
 
@@ -674,5 +751,6 @@ void suite_sm_oriented(void) {
     RUN(sm_oriented_ellipsoid_collision);
     RUN(sm_oriented_skinning_rigid);
     RUN(sm_oriented_bad_input);
+    RUN(sm_oriented_remove_stops_it);
     RUN(sm_oriented_threads_bit_identical);
 }

@@ -195,7 +195,7 @@ static void smr_drop(int scene) {
             float c[3] = {0.04f, (float)(2 * half + 1.0 + 1.5 * half), 0.02f};
             smr_add_box(w, &a, c, q, 1, PBD_SM_RIGID);
             pbd_range all = {0, pbd_world_particle_count(w)};
-            CHECK_OK(pbd_set_particle_collision(w, all, 1)); /* body on body: particle contacts */
+            CHECK_OK(pbd_particles_set_particle_contact(w, all, 1)); /* body on body: particle contacts */
             pr.count = 2;
         }
         smr_add_probe(w, &pr);
@@ -261,7 +261,7 @@ TEST(sm_rigid_restitution_and_sliding_friction) {
                 v[3 * i] = 3;
                 v[3 * i + 1] = v[3 * i + 2] = 0;
             }
-            CHECK_OK(pbd_set_velocities(w, a.r, v));
+            CHECK_OK(pbd_particles_set_velocities(w, a.r, v));
         }
         double apex = 0, prev_vy = -1, cx = 0;
         int falls = 0;
@@ -308,10 +308,10 @@ TEST(sm_rigid_momentum) {
             v[3 * i + 1] = (float)(om[2] * p[0] - om[0] * p[2]);
             v[3 * i + 2] = (float)(om[0] * p[1] - om[1] * p[0]);
         }
-        CHECK_OK(pbd_set_velocities(w, a.r, v));
+        CHECK_OK(pbd_particles_set_velocities(w, a.r, v));
         if (scene == 1) {
             pbd_range all = {0, n};
-            CHECK_OK(pbd_set_particle_collision(w, all, 1));
+            CHECK_OK(pbd_particles_set_particle_contact(w, all, 1));
         }
         double P0[3], L0[3], P1[3], L1[3];
         for (int s = 0; s < 2; ++s) {
@@ -411,7 +411,7 @@ static void smr_stack_run(int simd, int threads, float *out, int *n) {
     smr_quat(1, 0, 1, 0.4, q);
     smr_add_box(w, &a, ca, q, 1, PBD_SM_RIGID);
     pbd_range all = {0, pbd_world_particle_count(w)};
-    CHECK_OK(pbd_set_particle_collision(w, all, 1));
+    CHECK_OK(pbd_particles_set_particle_contact(w, all, 1));
     for (int f = 0; f < 20; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     *n = pbd_world_particle_count(w);
     memcpy(out, pbd_world_positions(w), sizeof(float) * 4 * (size_t)*n);

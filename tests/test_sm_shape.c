@@ -43,12 +43,23 @@ static void sms_place(pbd_world *w, int first, int n, const float *rest, const d
             x[3 * i + a] = (float)(R[3 * a] * rest[3 * i] + R[3 * a + 1] * rest[3 * i + 1] +
                                    R[3 * a + 2] * rest[3 * i + 2] + t[a]);
     pbd_range r = {first, n};
-    CHECK_OK(pbd_set_positions(w, r, x));
+    CHECK_OK(pbd_particles_set_positions(w, r, x));
     free(x);
 }
-static double sms_goal_error(pbd_sm_body *b, const pbd_world *w, int first, int n) {
+/* The body's region count and plan (pbd_sm_body_region_count, _plan). */
+static int sms_regions(const pbd_world *w, pbd_sm_body b) {
+    int n = -1;
+    CHECK_OK(pbd_sm_body_region_count(w, b, &n));
+    return n;
+}
+static pbd_sm_sum_plan *sms_plan(const pbd_world *w, pbd_sm_body b) {
+    pbd_sm_sum_plan *p = NULL;
+    CHECK_OK(pbd_sm_body_plan(w, b, &p));
+    return p;
+}
+static double sms_goal_error(pbd_sm_body b, pbd_world *w, int first, int n) {
     float *g = (float *)malloc(sizeof(float) * 3 * n);
-    CHECK_OK(pbd_sm_body_goals(b, g));
+    CHECK_OK(pbd_sm_body_goals(w, b, g));
     const float *x = pbd_world_positions(w);
     double worst = 0;
     for (int i = 0; i < n; ++i)
@@ -231,12 +242,14 @@ TEST(sm_shape_goals_match_direct_evaluation) {
         d.region_particles = list;
         d.mode = (pbd_sm_mode)mode;
         d.beta = 0.7f;
-        pbd_sm_body *b = NULL;
+        pbd_sm_body b = {0};
         CHECK_OK(pbd_sm_add_body(w, &d, &b));
-        CHECK(pbd_sm_body_region_count(b) == NR && pbd_sm_body_particle_count(b) == N);
+        int np = -1;
+        CHECK_OK(pbd_sm_body_particle_count(w, b, &np));
+        CHECK(sms_regions(w, b) == NR && np == N);
         float g[3 * N];
         double ref[3 * N], worst = 0;
-        CHECK_OK(pbd_sm_body_goals(b, g));
+        CHECK_OK(pbd_sm_body_goals(w, b, g));
         sms_reference_goals(N, rest, x, mass, NR, start, list, (pbd_sm_mode)mode, 0.7, ref);
         int covered[N] = {0};
         for (int e = 0; e < NR * 15; ++e) covered[list[e]] = 1;
@@ -278,12 +291,12 @@ TEST(sm_shape_goals_match_direct_evaluation) {
         d.owns_plan = 1;
         d.mode = (pbd_sm_mode)mode;
         d.beta = 0.0f; /* flat rest shapes: A_qq is singular; the reference inverts it */
-        pbd_sm_body *b = NULL;
+        pbd_sm_body b = {0};
         CHECK_OK(pbd_sm_add_body(w, &d, &b));
-        CHECK(pbd_sm_body_plan(b) == plan);
+        CHECK(sms_plan(w, b) == plan);
         float *g = (float *)malloc(sizeof(float) * 3 * nv);
         double *ref = (double *)malloc(sizeof(double) * 3 * nv), worst = 0;
-        CHECK_OK(pbd_sm_body_goals(b, g));
+        CHECK_OK(pbd_sm_body_goals(w, b, g));
         sms_reference_goals(nv, m.positions, xs, ms, nv, rs, rl, PBD_SM_RIGID, 0, ref);
         for (int i = 0; i < 3 * nv; ++i)
             if (!(fabs(g[i] - ref[i]) <= worst)) worst = fabs(g[i] - ref[i]);
@@ -323,7 +336,7 @@ TEST(sm_shape_rigid_transform_zero_correction) {
         d.particle_count = N;
         d.mode = (pbd_sm_mode)mode;
         d.beta = 1.0f;
-        pbd_sm_body *b = NULL;
+        pbd_sm_body b = {0};
         CHECK_OK(pbd_sm_add_body(w, &d, &b));
         for (size_t k = 0; k < sizeof axes / sizeof axes[0]; ++k) {
             double R[9], t[3] = {0.5 * k, -1.0, 2.0};
@@ -334,14 +347,14 @@ TEST(sm_shape_rigid_transform_zero_correction) {
             /* stepping: the projection (warm-started) moves nothing */
             float before[3 * N];
             pbd_range r = {first, N};
-            CHECK_OK(pbd_get_positions(w, r, before));
+            CHECK_OK(pbd_particles_get_positions(w, r, before));
             CHECK_OK(pbd_world_step(w, 1.0f / 60));
             float after[3 * N];
-            CHECK_OK(pbd_get_positions(w, r, after));
+            CHECK_OK(pbd_particles_get_positions(w, r, after));
             for (int i = 0; i < 3 * N; ++i)
                 if (!(fabs(after[i] - before[i]) <= worst)) worst = fabs(after[i] - before[i]);
             float zero[3 * N] = {0};
-            CHECK_OK(pbd_set_velocities(w, r, zero));
+            CHECK_OK(pbd_particles_set_velocities(w, r, zero));
         }
         pbd_world_destroy(w);
     }
@@ -355,12 +368,12 @@ TEST(sm_shape_rigid_transform_zero_correction) {
     ld.cell_count = 36;
     ld.spacing = 0.25f;
     ld.body.mode = PBD_SM_LINEAR;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_range range;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &range));
-    CHECK(range.count == 36 && pbd_sm_body_region_count(b) == 36);
+    CHECK(range.count == 36 && sms_regions(w, b) == 36);
     float lrest[3 * 36];
-    CHECK_OK(pbd_get_positions(w, range, lrest));
+    CHECK_OK(pbd_particles_get_positions(w, range, lrest));
     double R[9], t[3] = {1, 2, 3};
     sms_axis_angle(0, 0, 1, SMS_PI, R);
     sms_place(w, range.first, 36, lrest, R, t);
@@ -396,7 +409,7 @@ TEST(sm_shape_flat_and_collinear_no_nan) {
             d.particle_count = N;
             d.mode = (pbd_sm_mode)mode;
             d.beta = 0.5f;
-            pbd_sm_body *b = NULL;
+            pbd_sm_body b = {0};
             CHECK_OK(pbd_sm_add_body(w, &d, &b));
             double R[9], t[3] = {0, 1, 0};
             sms_axis_angle(1, 1, 0, SMS_PI, R);
@@ -407,12 +420,12 @@ TEST(sm_shape_flat_and_collinear_no_nan) {
             float x[3 * N];
             pbd_range r = {first, N};
             for (int i = 0; i < 3 * N; ++i) x[i] = shapes[s][i] + 0.05f * (pbdt_rand(&st) - 0.5f);
-            CHECK_OK(pbd_set_positions(w, r, x));
+            CHECK_OK(pbd_particles_set_positions(w, r, x));
             for (int f = 0; f < 30; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
-            CHECK_OK(pbd_get_positions(w, r, x));
+            CHECK_OK(pbd_particles_get_positions(w, r, x));
             CHECK_MSG(sms_finite(x, 3 * N), "shape %d mode %d: NaN after stepping", s, mode);
             float q[4];
-            CHECK_OK(pbd_sm_body_rotation(b, 0, q));
+            CHECK_OK(pbd_sm_body_rotation(w, b, 0, q));
             CHECK(sms_finite(q, 4));
             pbd_world_destroy(w);
         }
@@ -457,10 +470,10 @@ TEST(sm_shape_linear_and_quadratic_modes) {
         d.particle_count = N;
         d.mode = cases[c].mode;
         d.beta = 1.0f;
-        pbd_sm_body *b = NULL;
+        pbd_sm_body b = {0};
         CHECK_OK(pbd_sm_add_body(w, &d, &b));
         pbd_range r = {first, N};
-        CHECK_OK(pbd_set_positions(w, r, cases[c].shape));
+        CHECK_OK(pbd_particles_set_positions(w, r, cases[c].shape));
         double e = sms_goal_error(b, w, first, N);
         if (cases[c].exact) CHECK_MSG(e < 5e-6, "case %d: goals miss the deformation by %g", c, e);
         else CHECK_MSG(e > 1e-2, "case %d: a lower mode matched exactly (%g)", c, e);
@@ -481,23 +494,23 @@ TEST(sm_shape_momentum_and_core_constraints) {
     ld.cell_count = 27;
     ld.spacing = 0.1f;
     ld.body.mode = PBD_SM_LINEAR;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_range r;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
     float x[81], v[81];
     unsigned st = 4;
-    CHECK_OK(pbd_get_positions(w, r, x));
+    CHECK_OK(pbd_particles_get_positions(w, r, x));
     for (int i = 0; i < 81; ++i) {
         x[i] += 0.03f * (pbdt_rand(&st) - 0.5f);
         v[i] = 2.0f * (pbdt_rand(&st) - 0.5f);
     }
-    CHECK_OK(pbd_set_positions(w, r, x));
-    CHECK_OK(pbd_set_velocities(w, r, v));
+    CHECK_OK(pbd_particles_set_positions(w, r, x));
+    CHECK_OK(pbd_particles_set_velocities(w, r, v));
     double P0[3] = {0, 0, 0};
     for (int i = 0; i < 27; ++i)
         for (int a = 0; a < 3; ++a) P0[a] += v[3 * i + a];
     for (int f = 0; f < 30; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
-    CHECK_OK(pbd_get_velocities(w, r, v));
+    CHECK_OK(pbd_particles_get_velocities(w, r, v));
     double P1[3] = {0, 0, 0};
     for (int i = 0; i < 27; ++i)
         for (int a = 0; a < 3; ++a) P1[a] += v[3 * i + a];
@@ -519,7 +532,7 @@ TEST(sm_shape_momentum_and_core_constraints) {
         rope[3 * i + 2] = 0;
     }
     int rf = sms_add_points(w, 6, rope, 1.0f);
-    CHECK_OK(pbd_pin(w, rf));
+    CHECK_OK(pbd_particle_pin(w, rf));
     int links[12];
     for (int i = 0; i < 5; ++i) {
         links[2 * i] = rf + i;
@@ -544,7 +557,7 @@ TEST(sm_shape_momentum_and_core_constraints) {
     CHECK_NEAR(X[4 * (rf + 5) + 1], 0.1, 0.02);
     CHECK_NEAR(X[4 * hook[1] + 1], X[4 * (rf + 5) + 1], 0.02);
     float goals[81];
-    CHECK_OK(pbd_sm_body_goals(b, goals));
+    CHECK_OK(pbd_sm_body_goals(w, b, goals));
     double dev = 0;
     for (int i = 0; i < 27; ++i)
         for (int a = 0; a < 3; ++a) dev = fmax(dev, fabs(goals[3 * i + a] - X[4 * (r.first + i) + a]));
@@ -571,7 +584,7 @@ TEST(sm_shape_stiffness_per_substep) {
             CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, n));
             int first = sms_add_points(w, 9, pos, 1), idx[9];
             sms_iota(idx, 9, first);
-            for (int i = 0; i < 8; ++i) CHECK_OK(pbd_pin(w, first + i));
+            for (int i = 0; i < 8; ++i) CHECK_OK(pbd_particle_pin(w, first + i));
             pbd_sm_body_desc d = pbd_sm_body_desc_default();
             d.particles = idx;
             d.particle_count = 9;
@@ -581,7 +594,7 @@ TEST(sm_shape_stiffness_per_substep) {
             CHECK_OK(pbd_sm_add_body(w, &d, NULL));
             float moved[3] = {0.7f, 0.5f, 0.5f};
             pbd_range one = {first + 8, 1};
-            CHECK_OK(pbd_set_positions(w, one, moved));
+            CHECK_OK(pbd_particles_set_positions(w, one, moved));
             CHECK_OK(pbd_world_step(w, 0.01f));
             const float *x = pbd_world_positions(w);
             double left = (x[4 * (first + 8)] - 0.5) / 0.2, want = corr ? 0.5 : pow(0.5, n);
@@ -606,11 +619,11 @@ static double sms_beam_sag(int half_width) {
     ld.cell_count = N;
     ld.spacing = 0.1f;
     ld.half_width = half_width;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_range r;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
     for (int i = 0; i < N; ++i)
-        if (cells[3 * i] < 2) CHECK_OK(pbd_pin(w, r.first + i));
+        if (cells[3 * i] < 2) CHECK_OK(pbd_particle_pin(w, r.first + i));
     for (int f = 0; f < 150; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60)); /* settled (damped) */
     const float *x = pbd_world_positions(w);
     double sag = 0;
@@ -650,7 +663,7 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
     ld.body.yield = 0.05f;
     ld.body.creep = 20.0f;
     ld.body.max_plastic = 0.6f;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_range r;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
     /* squeeze along y (volume-preserving stretch in x and z), held by pins */
@@ -660,12 +673,12 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
         x[3 * i] = 0.1f * cells[3 * i] * sxz;
         x[3 * i + 1] = 0.1f * cells[3 * i + 1] * sy;
         x[3 * i + 2] = 0.1f * cells[3 * i + 2] * sxz;
-        CHECK_OK(pbd_pin(w, r.first + i));
+        CHECK_OK(pbd_particle_pin(w, r.first + i));
     }
-    CHECK_OK(pbd_set_positions(w, r, x));
+    CHECK_OK(pbd_particles_set_positions(w, r, x));
     for (int f = 0; f < hold_frames; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
-    for (int i = 0; i < N; ++i) CHECK_OK(pbd_unpin(w, r.first + i));
-    CHECK_OK(pbd_set_velocities(w, r, zero));
+    for (int i = 0; i < N; ++i) CHECK_OK(pbd_particle_unpin(w, r.first + i));
+    CHECK_OK(pbd_particles_set_velocities(w, r, zero));
     for (int f = 0; f < 120; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     const float *X = pbd_world_positions(w);
     double lo = 1e9, hi = -1e9, ext[3][2] = {{1e9, -1e9}, {1e9, -1e9}, {1e9, -1e9}};
@@ -682,9 +695,9 @@ static double sms_squeeze(float squeeze, int hold_frames, double *det_err, doubl
     for (int a = 0; a < 3; ++a) *volume *= (ext[a][1] - ext[a][0]) / (0.1 * (NS - 1));
     *det_err = 0;
     *sp_dist = 0;
-    for (int reg = 0; reg < pbd_sm_body_region_count(b); ++reg) {
+    for (int reg = 0; reg < sms_regions(w, b); ++reg) {
         float S[9];
-        CHECK_OK(pbd_sm_body_plastic_state(b, reg, S));
+        CHECK_OK(pbd_sm_body_plastic_state(w, b, reg, S));
         double d = S[0] * (S[4] * S[8] - S[5] * S[7]) - S[1] * (S[3] * S[8] - S[5] * S[6]) +
                    S[2] * (S[3] * S[7] - S[4] * S[6]);
         *det_err = fmax(*det_err, fabs(d - 1));
@@ -841,15 +854,15 @@ TEST(sm_shape_lattice_with_any_plan) {
         ld.half_width = 2;
         ld.body.mode = PBD_SM_QUADRATIC;
         ld.body.plan = k ? naive : NULL; /* borrowed */
-        pbd_sm_body *b = NULL;
+        pbd_sm_body b = {0};
         pbd_range r;
         CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
-        CHECK(pbd_sm_body_plan(b) != NULL && (k == 0 || pbd_sm_body_plan(b) == naive));
+        CHECK(sms_plan(w, b) != NULL && (k == 0 || sms_plan(w, b) == naive));
         float x[3 * N];
-        CHECK_OK(pbd_get_positions(w, r, x));
+        CHECK_OK(pbd_particles_get_positions(w, r, x));
         for (int i = 0; i < 3 * N; ++i) x[i] += jitter[i];
-        CHECK_OK(pbd_set_positions(w, r, x));
-        CHECK_OK(pbd_sm_body_goals(b, goals[k]));
+        CHECK_OK(pbd_particles_set_positions(w, r, x));
+        CHECK_OK(pbd_sm_body_goals(w, b, goals[k]));
         pbd_world_destroy(w);
     }
     double worst = 0;
@@ -876,7 +889,7 @@ TEST(sm_shape_bad_input) {
     size_t size = pbd_world_snapshot_size(w);
     void *before = malloc(size), *after = malloc(size);
     CHECK_OK(pbd_world_save(w, before, size));
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_sm_body_desc d = pbd_sm_body_desc_default();
     d.particles = idx;
     d.particle_count = N;
@@ -985,28 +998,33 @@ TEST(sm_shape_bad_input) {
     ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER, "d->cells is NULL");
     CHECK_ERROR(pbd_sm_lattice_box(0, 1, 1, cells), PBD_ERROR_INVALID_ARGUMENT, "nx 0");
-    CHECK(b == NULL);
+    CHECK(b.id == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK(pbd_world_snapshot_size(w) == size);
     CHECK_OK(pbd_world_save(w, after, size));
     CHECK(memcmp(before, after, size) == 0);
     /* a valid body; then bad parameter changes leave it as it was */
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
-    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT,
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(w, b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(w, b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT,
                       "(mode == PBD_SM_QUADRATIC) != (b->mode");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(w, b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
     float q[4];
-    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_goals(b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(w, b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_goals(w, b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
     pbd_world *other = pbdt_world(0);
-    CHECK_ERROR(pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_ARGUMENT, "belongs to another world");
+    CHECK_WORLD_ERROR(other, pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_HANDLE, "shape-matching body handle");
     pbd_world_destroy(other);
+    pbd_sm_body none = {0};
+    CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(w, none, 1), PBD_ERROR_INVALID_HANDLE,
+                      "the shape-matching body handle is 0");
+    CHECK_ERROR(pbd_sm_body_set_stiffness(NULL, b, 1), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_OK(pbd_sm_remove_body(w, b));
-    CHECK(pbd_world_plugin_count(w) == 1);
+    CHECK(pbd_world_plugin_count(w) == 0); /* its plugin went with it */
     CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK_WORLD_ERROR(w, pbd_sm_remove_body(w, b), PBD_ERROR_INVALID_HANDLE, "shape-matching body handle");
 #undef SMS_BAD
     free(before);
     free(after);
@@ -1034,10 +1052,10 @@ static void sms_jelly_run(int threads, float *out, int *n_out) {
     ld.body.mode = PBD_SM_LINEAR;
     ld.body.creep = 10;
     ld.body.yield = 0.02f;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     pbd_range r;
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
-    CHECK_OK(pbd_sm_body_set_parallel_min(b, 0)); /* share the loops even this small body's */
+    CHECK_OK(pbd_sm_body_set_parallel_min(w, b, 0)); /* share the loops even this small body's */
     /* a second body: quadratic clusters of 30 over a block, lists not symmetric */
     float pos[3 * 64];
     for (int i = 0; i < 64; ++i) {
@@ -1057,18 +1075,18 @@ static void sms_jelly_run(int threads, float *out, int *n_out) {
     d.mode = PBD_SM_QUADRATIC;
     d.stiffness = 0.8f;
     d.creep = 5;
-    pbd_sm_body *b2 = NULL;
+    pbd_sm_body b2 = {0};
     CHECK_OK(pbd_sm_add_body(w, &d, &b2));
-    CHECK_OK(pbd_sm_body_set_parallel_min(b2, 0));
+    CHECK_OK(pbd_sm_body_set_parallel_min(w, b2, 0));
     float v[3 * 125];
     for (int i = 0; i < 125; ++i) {
         v[3 * i] = 0.3f;
         v[3 * i + 1] = -3.0f;
         v[3 * i + 2] = 0.1f * (i % 3);
     }
-    CHECK_OK(pbd_set_velocities(w, r, v));
+    CHECK_OK(pbd_particles_set_velocities(w, r, v));
     pbd_range r2 = {first, 64};
-    CHECK_OK(pbd_set_velocities(w, r2, v));
+    CHECK_OK(pbd_particles_set_velocities(w, r2, v));
     for (int f = 0; f < 8; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     *n_out = pbd_world_particle_count(w);
     memcpy(out, pbd_world_positions(w), sizeof(float) * 4 * (size_t)*n_out);
@@ -1148,9 +1166,9 @@ static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_ou
     d.mode = PBD_SM_LINEAR;
     d.creep = 10;
     d.yield = 0.02f;
-    pbd_sm_body *b = NULL;
+    pbd_sm_body b = {0};
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
-    CHECK_OK(pbd_sm_body_set_parallel_min(b, 0));
+    CHECK_OK(pbd_sm_body_set_parallel_min(w, b, 0));
     static float vel[3 * 512];
     for (int i = 0; i < n; ++i) { /* a spin of 20 rad/s about y through the block's centre */
         vel[3 * i] = 20.0f * (pos[3 * i + 2] - 0.4f);
@@ -1158,7 +1176,7 @@ static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_ou
         vel[3 * i + 2] = -20.0f * (pos[3 * i] - 0.4f);
     }
     pbd_range rb = {first, n};
-    CHECK_OK(pbd_set_velocities(w, rb, vel));
+    CHECK_OK(pbd_particles_set_velocities(w, rb, vel));
     /* paths: a 10 x 10 grid surface with 2-rings */
     float o[3] = {1.0f, 0.3f, 0}, u[3] = {0.05f, 0, 0}, v[3] = {0, 0, 0.05f};
     pbd_mesh m;
@@ -1175,9 +1193,9 @@ static void sms_fast_run(int threads, int naive, int simd, float *out, int *n_ou
     d2.owns_plan = 1;
     d2.creep = 5;
     if (pp) CHECK_OK(pbd_sm_plan_set_simd(pp, simd));
-    pbd_sm_body *b2 = NULL;
+    pbd_sm_body b2 = {0};
     CHECK_OK(pbd_sm_add_body(w, &d2, &b2));
-    CHECK_OK(pbd_sm_body_set_parallel_min(b2, 0));
+    CHECK_OK(pbd_sm_body_set_parallel_min(w, b2, 0));
     pbd_mesh_free(&m);
     for (int f = 0; f < 8; ++f) CHECK_OK(pbd_world_step(w, 1.0f / 60));
     *n_out = pbd_world_particle_count(w);
@@ -1207,6 +1225,57 @@ TEST(sm_shape_fast_sums_threads_bit_identical) {
     CHECK_MSG(fell > 0.01, "nothing moved (%g)", fell); /* the surface falls */
 }
 
+/* A body holds on to its particles: pbd_remove_object of a cloth whose
+   particles a body uses is refused (the message names the body's plugin)
+   until the body is removed; a cloth no body uses goes, even when a body
+   was added after it (on particles of higher index: a body names the
+   particles it uses, not all below its last). */
+TEST(sm_shape_remove_object_refused_while_a_body_uses_it) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1.0f, -0.5f}, u[3] = {0.3f, 0, 0}, v[3] = {0, 0, 0.3f};
+    CHECK_OK(pbd_mesh_grid(4, 4, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object used, unused;
+    CHECK_OK(pbd_add_cloth(w, &cd, &used));
+    o[0] = 1.0f;
+    pbd_mesh_free(&m);
+    CHECK_OK(pbd_mesh_grid(4, 4, o, u, v, &m));
+    cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, &unused));
+    pbd_range ur = pbdt_parts(w, used).particles;
+    int idx[16];
+    sms_iota(idx, 16, ur.first);
+    pbd_sm_body_desc d = pbd_sm_body_desc_default();
+    d.particles = idx;
+    d.particle_count = 16;
+    pbd_sm_body body = {0};
+    CHECK_OK(pbd_sm_add_body(w, &d, &body)); /* a rigid plate of the first cloth */
+    int cells[3 * 8];
+    CHECK_OK(pbd_sm_lattice_box(2, 2, 2, cells));
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = 8;
+    ld.origin[0] = 3.0f;
+    pbd_sm_body later = {0};
+    pbd_range lr;
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, &later, &lr));
+    CHECK(lr.first > pbdt_parts(w, unused).particles.first);
+    for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    int n = pbd_world_particle_count(w);
+    CHECK_WORLD_ERROR(w, pbd_remove_object(w, used), PBD_ERROR_INVALID_ARGUMENT, "shape-matching body");
+    CHECK(pbd_world_particle_count(w) == n && pbdt_parts(w, used).particles.count == 16);
+    CHECK_OK(pbd_remove_object(w, unused));
+    CHECK_OK(pbd_sm_remove_body(w, body));
+    CHECK_OK(pbd_remove_object(w, used));
+    /* the lattice's own particles: refused while its body lives */
+    CHECK_WORLD_ERROR(w, pbd_remove_particles(w, lr), PBD_ERROR_INVALID_ARGUMENT, "shape-matching body");
+    for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    CHECK(pbd_world_plugin_count(w) == 1);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 void suite_sm_shape(void) {
     RUN(sm_shape_goals_match_direct_evaluation);
     RUN(sm_shape_fast_sums_threads_bit_identical);
@@ -1221,5 +1290,6 @@ void suite_sm_shape(void) {
     RUN(sm_shape_voxelize_sphere);
     RUN(sm_shape_lattice_with_any_plan);
     RUN(sm_shape_bad_input);
+    RUN(sm_shape_remove_object_refused_while_a_body_uses_it);
     RUN(sm_shape_threads_bit_identical);
 }

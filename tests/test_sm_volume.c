@@ -46,7 +46,7 @@ TEST(sm_volume_divergence_theorem) {
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
     double ref = 0;
     const float *x = pbd_world_positions(w);
@@ -65,9 +65,11 @@ TEST(sm_volume_divergence_theorem) {
     }
     ref /= 6;
     double vol;
-    CHECK_OK(pbd_sm_volume_measure(v, w, &vol));
+    CHECK_OK(pbd_sm_volume_measure(w, v, &vol));
     CHECK_NEAR(vol, ref, 1e-9);
-    CHECK_NEAR(pbd_sm_volume_rest(v), ref, 1e-9);
+    double rest = 0;
+    CHECK_OK(pbd_sm_volume_get_rest(w, v, &rest));
+    CHECK_NEAR(rest, ref, 1e-9);
     double sphere = 4.0 / 3.0 * 3.14159265358979 * 0.027;
     CHECK(vol < sphere && vol > 0.95 * sphere); /* an inscribed polyhedron */
     pbd_mesh_free(&m);
@@ -80,35 +82,37 @@ TEST(sm_volume_opposing_pairs) {
     pbd_mesh m;
     pbd_object obj;
     pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    const pbd_range op = pbdt_parts(w, obj).particles;
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
     const float *x = pbd_world_positions(w);
     float cy = 0.311f;
     int wrong = 0;
     for (int i = 0; i < m.vertex_count; ++i) {
         int k = -2;
-        CHECK_OK(pbd_sm_volume_opposite(v, obj.particles.first + i, &k));
+        CHECK_OK(pbd_sm_volume_opposite(w, v, op.first + i, &k));
         if (k < 0) {
             wrong++;
             continue;
         }
-        const float *a = x + 4 * (obj.particles.first + i), *b = x + 4 * k;
+        const float *a = x + 4 * (op.first + i), *b = x + 4 * k;
         double s = fabs(a[0] + b[0]) + fabs(a[1] + b[1] - 2 * cy) + fabs(a[2] + b[2]);
         if (s > 1e-4) wrong++;
     }
     CHECK_MSG(wrong == 0, "%d of %d vertices without their antipode", wrong, m.vertex_count);
     int k;
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(v, obj.particles.first + m.vertex_count, &k),
-                      PBD_ERROR_INDEX_OUT_OF_RANGE, "i -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_opposite(w, v, op.first + m.vertex_count, &k), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                      "is not on the mesh");
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
 
 typedef struct squeeze_result {
     double max_loss; /* max over the run of (V_rest - V) / V_rest */
+    double end_loss; /* that at the end */
     double min_height;
     int finite;
     int team; /* threads of the last substep (pbd_world_thread_team) */
@@ -116,14 +120,17 @@ typedef struct squeeze_result {
 
 /* The survey's Figure 20: a sphere (radius 0.3) on the ground squeezed by a
    plate (a box collider) moving down to 60% of its height and back up a
-   little. mode: 0 none, 1 global (alpha 1), 2 local (alpha 0). */
-static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
-    squeeze_result res = {0, 1, 1, 0};
+   little. mode: 0 none, 1 global (alpha 1), 2 local (alpha 0); the volume
+   constraint is removed (pbd_sm_remove_surface_volume) before step
+   remove_at (-1: never). */
+static squeeze_result squeeze_until(int mode, int threads, int steps, int remove_at, float *x_out) {
+    squeeze_result res = {0, 0, 1, 1, 0};
     pbd_mesh m;
     pbd_object obj;
     pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    const pbd_range op = pbdt_parts(w, obj).particles;
     pbd_world_set_threads(w, threads);
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     if (mode) {
         pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
         vd.triangles = m.triangles;
@@ -146,6 +153,13 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
     pbd_collider plate;
     pbd_add_collider_box(w, centre, half, NULL, 0.5f, &plate);
     for (int s = 0; s < steps; ++s) {
+        if (s == remove_at && mode) {
+            CHECK_OK(pbd_sm_remove_surface_volume(w, v));
+            CHECK(pbd_world_plugin_count(w) == 0);
+            double rest = 0;
+            CHECK_WORLD_ERROR(w, pbd_sm_volume_get_rest(w, v, &rest), PBD_ERROR_INVALID_HANDLE,
+                              "surface volume handle");
+        }
         float y = s < 60 ? top - (0.5f * 0.622f) * (float)(s + 1) / 60.0f : top - 0.5f * 0.622f;
         centre[1] = y;
         pbd_collider_set_pose(w, plate, centre, NULL);
@@ -161,9 +175,10 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
         }
         double loss = (v0 - vol) / v0;
         if (loss > res.max_loss) res.max_loss = loss;
+        res.end_loss = loss;
     }
     double hmax = -1;
-    for (int i = 0; i < m.vertex_count; ++i) hmax = fmax(hmax, x[4 * (obj.particles.first + i) + 1]);
+    for (int i = 0; i < m.vertex_count; ++i) hmax = fmax(hmax, x[4 * (op.first + i) + 1]);
     res.min_height = hmax;
     res.finite = vol_world_finite(w);
     res.team = pbd_world_thread_team(w);
@@ -171,6 +186,9 @@ static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
     return res;
+}
+static squeeze_result squeeze(int mode, int threads, int steps, float *x_out) {
+    return squeeze_until(mode, threads, steps, -1, x_out);
 }
 
 TEST(sm_volume_squeezed_sphere) {
@@ -181,6 +199,20 @@ TEST(sm_volume_squeezed_sphere) {
     CHECK_MSG(none.max_loss > 0.1, "without conservation only %.2f%% lost", 100 * none.max_loss);
     /* the plate really squeezed it: the top is at 75% of the height */
     CHECK(global.min_height < 0.33 && none.min_height < 0.33);
+}
+
+/* pbd_sm_remove_surface_volume takes the constraint out of the step: the
+   sphere held its volume under the plate until then, and loses as much as
+   one that never had it, once it is gone. */
+TEST(sm_volume_remove_stops_it) {
+    squeeze_result kept = squeeze_until(1, 0, 90, -1, NULL), removed = squeeze_until(1, 0, 90, 60, NULL),
+                   none = squeeze(0, 0, 90, NULL);
+    printf("    volume lost at the end: %.2f%% kept, %.2f%% removed at step 60, %.2f%% never added\n",
+           100 * kept.end_loss, 100 * removed.end_loss, 100 * none.end_loss);
+    CHECK(kept.finite && removed.finite);
+    CHECK_MSG(kept.end_loss < 0.01, "kept: %.2f%% lost", 100 * kept.end_loss);
+    CHECK_MSG(removed.end_loss > 0.1 && removed.end_loss > 0.5 * none.end_loss, "removed: only %.2f%% lost",
+              100 * removed.end_loss);
 }
 
 /* 1 and 2 threads give the same bits, in a run that did something: the
@@ -209,11 +241,12 @@ static double squeeze_state(int velocity_correction, int check_weights) {
     pbd_mesh m;
     pbd_object obj;
     pbd_world *w = sphere_world(&m, &obj, 0.3f, 2);
+    const pbd_range op = pbdt_parts(w, obj).particles;
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
     vd.velocity_correction = velocity_correction;
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
     float half[3] = {1, 0.05f, 1}, centre[3] = {0, 0.672f, 0};
     pbd_collider plate;
@@ -227,12 +260,12 @@ static double squeeze_state(int velocity_correction, int check_weights) {
     if (check_weights) {
         float wts[162];
         int n = 0, zeros = 0, bad = 0;
-        CHECK_OK(pbd_sm_volume_weights(v, wts, 162, &n));
+        CHECK_OK(pbd_sm_volume_weights(w, v, wts, 162, &n));
         CHECK(n == m.vertex_count);
         for (int i = 0; i < n; ++i) {
             float d0, d1;
-            pbd_collider_distance(w, 0, x + 4 * (obj.particles.first + i), &d0);
-            pbd_collider_distance(w, plate, x + 4 * (obj.particles.first + i), &d1);
+            pbd_collider_distance(w, pbd_world_collider(w, 0), x + 4 * (op.first + i), &d0);
+            pbd_collider_distance(w, plate, x + 4 * (op.first + i), &d1);
             float d = d0 < d1 ? d0 : d1;
             if (wts[i] == 0) {
                 zeros++;
@@ -253,7 +286,7 @@ static double squeeze_state(int velocity_correction, int check_weights) {
             for (int j = 0; j < 3; ++j) g[3 * e[k] + j] += nA[j] / 6.0;
     }
     for (int i = 0; i < m.vertex_count; ++i) {
-        const float *vi = vel + 4 * (obj.particles.first + i);
+        const float *vi = vel + 4 * (op.first + i);
         dcdt += g[3 * i] * vi[0] + g[3 * i + 1] * vi[1] + g[3 * i + 2] * vi[2];
         scale += sqrt(g[3 * i] * g[3 * i] + g[3 * i + 1] * g[3 * i + 1] + g[3 * i + 2] * g[3 * i + 2]) *
                  sqrt(vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
@@ -285,16 +318,17 @@ static void local_weights(int smoothing, int with_volume, float *wts, int *n, do
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     pbd_object obj;
     pbd_add_cloth(w, &cd, &obj);
+    const pbd_range op = pbdt_parts(w, obj).particles;
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
     vd.alpha = 0;
     vd.beta = 0;
     vd.smoothing = smoothing;
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &v));
-    if (!with_volume) CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
-    int pulled = obj.particles.first; /* vertex 0 */
+    if (!with_volume) CHECK_OK(pbd_sm_remove_surface_volume(w, v));
+    int pulled = op.first; /* vertex 0 */
     const float *x = pbd_world_positions(w);
     float target[3] = {0.7f * x[0], 0.7f * x[1], 0.7f * x[2]};
     pbd_attachments_desc ad = pbd_attachments_desc_default();
@@ -320,7 +354,7 @@ static void local_weights(int smoothing, int with_volume, float *wts, int *n, do
         } else v1 = vol;
     }
     *loss = (v0 - v1) / v0;
-    if (with_volume) CHECK_OK(pbd_sm_volume_weights(v, wts, 162, n));
+    if (with_volume) CHECK_OK(pbd_sm_volume_weights(w, v, wts, 162, n));
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -355,6 +389,7 @@ TEST(sm_volume_bad_input) {
     pbd_mesh m;
     pbd_object obj;
     pbd_world *w = sphere_world(&m, &obj, 0.3f, 1);
+    const pbd_range op = pbdt_parts(w, obj).particles;
     size_t sz = pbd_world_snapshot_size(w);
     unsigned char *before = (unsigned char *)malloc(sz), *after = (unsigned char *)malloc(sz);
     CHECK_OK(pbd_world_save(w, before, sz));
@@ -364,10 +399,9 @@ TEST(sm_volume_bad_input) {
     pbd_sm_volume_desc good = pbd_sm_volume_desc_default(), d;
     good.triangles = tri;
     good.triangle_count = nt;
-    pbd_sm_volume *v = NULL;
+    pbd_sm_volume v = {0};
     CHECK_ERROR(pbd_sm_add_surface_volume(NULL, &good, &v), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER, "d is NULL");
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     d = good;
     d.triangle_count = 0; /* empty */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->triangle_count 0");
@@ -389,7 +423,7 @@ TEST(sm_volume_bad_input) {
     d = good;
     d.contact_distance = INFINITY;
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(params, 5)");
-    tri[4] = m.vertex_count + obj.particles.first; /* out of range */
+    tri[4] = m.vertex_count + op.first; /* out of range */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 1");
     tri[4] = tri[3]; /* repeated particle */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "e[0] == e[1]");
@@ -417,30 +451,42 @@ TEST(sm_volume_bad_input) {
         tri[3 * t + 1] = tri[3 * t + 2];
         tri[3 * t + 2] = s;
     }
-    CHECK(v == NULL);
+    CHECK(v.id == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_save(w, after, sz));
     CHECK(memcmp(before, after, sz) == 0);
     /* a flat (zero-area) triangle: collapse the mesh onto a plane */
     float *flat = (float *)malloc(sizeof(float) * 3 * (size_t)m.vertex_count);
-    CHECK_OK(pbd_get_positions(w, obj.particles, flat));
+    CHECK_OK(pbd_particles_get_positions(w, op, flat));
     for (int i = 0; i < m.vertex_count; ++i) flat[3 * i + 1] = 0.5f;
-    CHECK_OK(pbd_set_positions(w, obj.particles, flat));
+    CHECK_OK(pbd_particles_set_positions(w, op, flat));
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "cx 0");
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_restore(w, before, sz));
     CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
-    double r0 = pbd_sm_volume_rest(v), now;
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(w, v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
+    double r0 = 0, now;
+    CHECK_OK(pbd_sm_volume_get_rest(w, v, &r0));
     CHECK(r0 > 0);
-    CHECK_OK(pbd_sm_volume_measure(v, w, &now));
+    CHECK_OK(pbd_sm_volume_measure(w, v, &now));
     CHECK_NEAR(now, r0, 1e-12);
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(v, w, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(w, v, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
     int cnt;
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_weights(v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
-    CHECK_OK(pbd_remove_plugin(w, pbd_sm_volume_plugin(v)));
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_weights(w, v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
+    pbd_sm_volume none = {0};
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(w, none, &now), PBD_ERROR_INVALID_HANDLE,
+                      "the surface volume handle is 0");
+    CHECK_ERROR(pbd_sm_volume_measure(NULL, v, &now), PBD_ERROR_NULL_POINTER, "w is NULL");
+    /* its handle is that of its plugin: removing the plugin frees the volume too */
+    pbd_plugin pl = {v.id};
+    CHECK_OK(pbd_remove_plugin(w, pl));
+    CHECK(pbd_world_plugin_count(w) == 0);
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_get_rest(w, v, &r0), PBD_ERROR_INVALID_HANDLE, "surface volume handle");
+    /* out may be NULL (the world owns the volume) */
+    CHECK_OK(pbd_sm_add_surface_volume(w, &good, NULL));
+    CHECK(pbd_world_plugin_count(w) == 1);
     free(flat);
     free(tri);
     free(before);
@@ -456,5 +502,6 @@ void suite_sm_volume(void) {
     RUN(sm_volume_weights_and_divergence_free_velocity);
     RUN(sm_volume_local_weights);
     RUN(sm_volume_bad_input);
+    RUN(sm_volume_remove_stops_it);
     RUN(sm_volume_threads_bit_identical);
 }

@@ -180,7 +180,8 @@ static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int cor
     c.permutation = perm;
     pbd_object cloth;
     ok = pbd_add_cloth(w, &c, &cloth) == PBD_OK;
-    for (int i = 0; ok && i < n; ++i) ok = pbd_pin(w, cloth.particles.first + perm[i]) == PBD_OK;
+    const int first = pbdt_parts(w, cloth).particles.first;
+    for (int i = 0; ok && i < n; ++i) ok = pbd_particle_pin(w, first + perm[i]) == PBD_OK;
     ok = ok && pbd_world_set_stiffness_correction(w, correction) == PBD_OK;
     ok = ok && pbd_world_set_point_damping(w, 2.0f) == PBD_OK;
     for (int s = 0; ok && s < 120; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
@@ -188,7 +189,7 @@ static double hanging_cloth_strain(pbd_solver_mode mode, int iterations, int cor
     if (ok && all_finite(w)) {
         int *edges = NULL;
         int ne = mesh_edges(&m, &edges);
-        strain = mean_edge_strain(w, cloth.particles.first, perm, &m, edges, ne);
+        strain = mean_edge_strain(w, first, perm, &m, edges, ne);
         free(edges);
     }
     free(perm);
@@ -247,6 +248,7 @@ static void recovery(int collapsed) {
     c.permutation = perm;
     pbd_object cloth;
     CHECK_OK(pbd_add_cloth(w, &c, &cloth));
+    const pbd_range cp = pbdt_parts(w, cloth).particles;
     /* in world order (all random or all equal, so the order does not matter) */
     float *p = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     unsigned seed = 12345u;
@@ -261,10 +263,10 @@ static void recovery(int collapsed) {
             p[3 * i + 2] = -0.5f + pbdt_rand(&seed);
         }
     }
-    CHECK_OK(pbd_set_positions(w, cloth.particles, p));
+    CHECK_OK(pbd_particles_set_positions(w, cp, p));
     int *edges = NULL;
     int ne = mesh_edges(&m, &edges);
-    double start = mean_edge_strain(w, cloth.particles.first, perm, &m, edges, ne);
+    double start = mean_edge_strain(w, cp.first, perm, &m, edges, ne);
     int nan_step = -1;
     for (int s = 0; s < 180; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -275,7 +277,7 @@ static void recovery(int collapsed) {
     }
     CHECK_MSG(nan_step < 0, "NaN/Inf after step %d", nan_step);
     if (nan_step < 0) {
-        double err = mean_edge_strain(w, cloth.particles.first, perm, &m, edges, ne);
+        double err = mean_edge_strain(w, cp.first, perm, &m, edges, ne);
         printf("    recovery (%s): mean relative edge error %.4g at start, %.4g after 3 s\n",
                collapsed ? "collapsed" : "random", start, err);
         CHECK_MSG(err < 0.05, "mean relative edge error %g after 3 s, wanted < 0.05", err);
@@ -408,15 +410,17 @@ static momentum_result momentum_run(int substeps, int iterations, float damping,
     sd.volume_compliance = 0.0f;
     sd.damping = damping;
     pbd_object body;
-    int ok = pbd_add_softbody(w, &sd, &body) == PBD_OK && body.stretch >= 0 && body.volume >= 0;
+    int ok = pbd_add_softbody(w, &sd, &body) == PBD_OK;
+    const pbd_object_parts bp = pbdt_parts(w, body);
+    ok = ok && bp.stretch.id != 0 && bp.volume.id != 0;
     if (ok && !constraints)
-        ok = pbd_group_set_enabled(w, body.stretch, 0) == PBD_OK && pbd_group_set_enabled(w, body.volume, 0) == PBD_OK;
+        ok = pbd_group_set_enabled(w, bp.stretch, 0) == PBD_OK && pbd_group_set_enabled(w, bp.volume, 0) == PBD_OK;
     rigid_motion r0, r1;
     if (ok) {
         int n = m.vertex_count;
         float *vel = (float *)malloc(sizeof(float) * 3 * n);
         double *mass = (double *)calloc((size_t)n, sizeof(double));
-        const float *x = pbd_world_positions(w) + 4 * body.particles.first;
+        const float *x = pbd_world_positions(w) + 4 * bp.particles.first;
         unsigned seed = 777u;
         for (int i = 0; i < 3 * n; ++i) vel[i] = 2.0f * (pbdt_rand(&seed) - 0.5f);
         for (int i = 0; i < n; ++i) mass[i] = 1.0 / x[4 * i + 3];
@@ -431,15 +435,15 @@ static momentum_result momentum_run(int substeps, int iterations, float damping,
                             (om0[0] - om[0]) * d[1] - (om0[1] - om[1]) * d[0]};
             for (int k = 0; k < 3; ++k) vel[3 * i + k] = (float)(vel[3 * i + k] - rr.P[k] / rr.M + vc[k] + wx[k]);
         }
-        ok = pbd_set_velocities(w, body.particles, vel) == PBD_OK;
+        ok = pbd_particles_set_velocities(w, bp.particles, vel) == PBD_OK;
         free(vel);
         free(mass);
     }
     if (ok) {
-        world_measure(w, body.particles, &r0);
+        world_measure(w, bp.particles, &r0);
         for (int s = 0; ok && s < 100; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK;
         if (ok && all_finite(w)) {
-            world_measure(w, body.particles, &r1);
+            world_measure(w, bp.particles, &r1);
             double a = 0, b = 0;
             for (int k = 0; k < 3; ++k) {
                 a += (r1.P[k] - r0.P[k]) * (r1.P[k] - r0.P[k]);
@@ -506,14 +510,15 @@ TEST(solver_inflated_balloon_does_not_spin_up) {
     b.pressure = 1.0f;
     pbd_object o;
     CHECK_OK(pbd_add_balloon(w, &b, &o));
+    const pbd_object_parts op = pbdt_parts(w, o);
     double ke = 0;
     for (int s = 1; s <= 240; ++s) {
-        if (s <= 120) CHECK_OK(pbd_group_set_pressure(w, o.volume, 1.0f + 0.3f * s / 120.0f));
+        if (s <= 120) CHECK_OK(pbd_group_set_pressure(w, op.volume, 1.0f + 0.3f * s / 120.0f));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     }
     const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
     double M = 0, P[3] = {0, 0, 0};
-    for (int i = 0; i < o.particles.count; ++i) {
+    for (int i = 0; i < op.particles.count; ++i) {
         double mi = 1.0 / x[4 * i + 3];
         M += mi;
         for (int k = 0; k < 3; ++k) {
@@ -569,7 +574,7 @@ TEST(solver_point_damping_exponential) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         if (s % 30 == 0) {
             float v[3];
-            CHECK_OK(pbd_get_velocities(w, r, v));
+            CHECK_OK(pbd_particles_get_velocities(w, r, v));
             double sp = sqrt((double)v[0] * v[0] + (double)v[1] * v[1] + (double)v[2] * v[2]);
             double want = s0 * exp(-c * s / 60.0);
             /* v = (p - x) / h carries a float round-off of ulp(|x|) / h
@@ -585,7 +590,7 @@ TEST(solver_point_damping_exponential) {
     /* the position is the integral of that velocity: x = v0 (1 - e^-ct) / c
        up to the O(h) of the discrete sum */
     float x[3];
-    CHECK_OK(pbd_get_positions(w, r, x));
+    CHECK_OK(pbd_particles_get_positions(w, r, x));
     double t = 1.5, want_x = 3.0 * (1 - exp(-c * t)) / c;
     CHECK_NEAR(x[0], want_x, 0.01 * want_x);
     pbd_world_destroy(w);

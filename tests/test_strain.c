@@ -22,7 +22,7 @@ static pbd_world *hanging_cloth_tethers(int n, int iterations, float stretch_com
     cd.stretch_compliance = stretch_compliance;
     cd.tethers = tethers;
     CHECK_OK(pbd_add_cloth(w, &cd, obj));
-    for (int i = 0; i < n; ++i) CHECK_OK(pbd_pin(w, obj->particles.first + i));
+    for (int i = 0; i < n; ++i) CHECK_OK(pbd_particle_pin(w, pbdt_parts(w, *obj).particles.first + i));
     return w;
 }
 static pbd_world *hanging_cloth(int n, int iterations, float stretch_compliance, pbd_object *obj, pbd_mesh *m) {
@@ -49,13 +49,13 @@ static double max_edge_stretch(const pbd_world *w, const pbd_mesh *m, int first)
 
 static pbd_lra add_top_lra(pbd_world *w, const pbd_object *obj, int n, int geodesic) {
     int anchors[64];
-    for (int i = 0; i < n; ++i) anchors[i] = obj->particles.first + i;
+    for (int i = 0; i < n; ++i) anchors[i] = pbdt_parts(w, *obj).particles.first + i;
     pbd_lra_desc ld = pbd_lra_desc_default();
-    ld.object = obj->id;
+    ld.object = *obj;
     ld.anchors = anchors;
     ld.anchor_count = n;
     ld.geodesic = geodesic;
-    pbd_lra l = -1;
+    pbd_lra l = {0};
     CHECK_OK(pbd_add_long_range_attachments(w, &ld, &l));
     return l;
 }
@@ -72,7 +72,7 @@ TEST(strain_lra_keeps_hanging_cloth_inextensible) {
         if (on == 1) add_top_lra(w, &obj, 50, 1);
         for (int s = 0; s < 90; ++s) {
             CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-            double st = max_edge_stretch(w, &m, obj.particles.first);
+            double st = max_edge_stretch(w, &m, pbdt_parts(w, obj).particles.first);
             if (st > worst[on]) worst[on] = st;
         }
         pbd_mesh_free(&m);
@@ -97,7 +97,7 @@ TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
     pd.count = 2;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_set_kinematic(w, r.first, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, r.first, 1));
     int anchor = r.first, particle = r.first + 1;
     pbd_lra_desc ld = pbd_lra_desc_default();
     ld.particles = &particle;
@@ -118,7 +118,7 @@ TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
     CHECK(x[4 * particle + 1] < 1.0f && x[4 * particle] == 0.3f);
     for (int s = 0; s < 60; ++s) {
         float t[3] = {0.01f * (float)s, 1, 0};
-        CHECK_OK(pbd_set_kinematic_target(w, anchor, t));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, anchor, t));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         x = pbd_world_positions(w);
         double d = sqrt(pow(x[4 * particle] - x[4 * anchor], 2) + pow(x[4 * particle + 1] - x[4 * anchor + 1], 2) +
@@ -127,11 +127,11 @@ TEST(strain_lra_tether_is_unilateral_and_follows_its_anchor) {
     }
     CHECK_NEAR(x[4 * particle + 1], 1.0f - 0.45f, 0.02); /* hangs below the anchor at the tether's length */
     /* an unpinned anchor does not hold: both fall, the tether is off */
-    CHECK_OK(pbd_set_kinematic(w, anchor, 0));
+    CHECK_OK(pbd_particle_set_kinematic(w, anchor, 0));
     CHECK_OK(pbd_lra_set_enabled(w, l, 1));
     float vel[3] = {0, 5, 0};
     pbd_range pr = {particle, 1};
-    CHECK_OK(pbd_set_velocities(w, pr, vel)); /* thrown up past the anchor */
+    CHECK_OK(pbd_particles_set_velocities(w, pr, vel)); /* thrown up past the anchor */
     for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     x = pbd_world_positions(w);
     CHECK(x[4 * particle + 1] - x[4 * anchor + 1] > 0.45f + 0.5f);
@@ -171,7 +171,7 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
     for (int k = 1; k <= 2; ++k)
         for (int geo = 0; geo < 2; ++geo) {
             pbd_lra_desc ld = pbd_lra_desc_default();
-            ld.object = obj.id;
+            ld.object = obj;
             ld.anchors = anchors;
             ld.anchor_count = 3;
             ld.geodesic = geo;
@@ -183,7 +183,7 @@ TEST(strain_lra_geodesic_rest_lengths_equal_shortest_paths) {
             CHECK_OK(pbd_lra_tethers(w, l, parts, anc, len, 2 * V, &count));
             CHECK_MSG(count == k * (V - 3), "k=%d: %d tethers", k, count);
             for (int t = 0; t < count; ++t) {
-                int p = parts[t] - obj.particles.first, a = anc[t] - obj.particles.first;
+                int first = pbdt_parts(w, obj).particles.first, p = parts[t] - first, a = anc[t] - first;
                 double want;
                 if (geo) want = D[p][a];
                 else {
@@ -305,7 +305,7 @@ TEST(strain_limit_keeps_soft_cloth_within_limits) {
         pbd_mesh m;
         pbd_world *w = hanging_cloth(16, 16, 0.5f, &obj, &m);
         pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
-        sd.object = obj.id;
+        sd.object = obj;
         sd.triangles = m.triangles;
         sd.triangle_count = m.triangle_count;
         sd.mode = mode == 1 ? PBD_STRAIN_EDGES : PBD_STRAIN_TRIANGLES;
@@ -314,19 +314,20 @@ TEST(strain_limit_keeps_soft_cloth_within_limits) {
         if (mode >= 0) CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
         for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         const float *x = pbd_world_positions(w);
+        const int first = pbdt_parts(w, obj).particles.first;
         double worst_tri = 0, worst_edge = 0;
         for (int t = 0; t < m.triangle_count; ++t) {
             float p[9], r[9];
             for (int i = 0; i < 3; ++i)
                 for (int k = 0; k < 3; ++k) {
-                    p[3 * i + k] = x[4 * (obj.particles.first + m.triangles[3 * t + i]) + k];
+                    p[3 * i + k] = x[4 * (first + m.triangles[3 * t + i]) + k];
                     r[3 * i + k] = m.positions[3 * m.triangles[3 * t + i] + k];
                 }
             double s1, s2;
             principal_stretches(p, r, &s1, &s2);
             if (s1 - 1.05 > worst_tri) worst_tri = s1 - 1.05;
         }
-        worst_edge = max_edge_stretch(w, &m, obj.particles.first) - 0.05;
+        worst_edge = max_edge_stretch(w, &m, first) - 0.05;
         printf("    soft cloth, %s: principal stretch %+.4f, edge stretch %+.4f over the limit 1.05\n",
                mode < 0 ? "no limit"
                : mode   ? "edge limit"
@@ -352,7 +353,7 @@ TEST(strain_bad_input) {
     pbd_lra_desc ld = pbd_lra_desc_default();
     CHECK_RESULT(pbd_add_long_range_attachments(NULL, &ld, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_add_long_range_attachments(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
-    ld.object = obj.id;
+    ld.object = obj;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NULL_POINTER); /* no anchors */
     ld.anchors = bad_anchor;
     ld.anchor_count = 1;
@@ -361,9 +362,10 @@ TEST(strain_bad_input) {
     ld.anchor_count = 0;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_ARGUMENT);
     ld.anchor_count = 2;
-    ld.object = 7;
-    CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    ld.object = -1; /* no particles, no object */
+    pbd_object forged = {12345u}, none = {0};
+    ld.object = forged;
+    CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INVALID_HANDLE);
+    ld.object = none; /* no particles, no object */
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_NULL_POINTER);
     ld.particles = parts;
     ld.count = 2; /* listed twice */
@@ -383,14 +385,15 @@ TEST(strain_bad_input) {
     ld.triangles = bad_tri;
     ld.triangle_count = 1;
     CHECK_RESULT(pbd_add_long_range_attachments(w, &ld, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_lra_set_enabled(w, 0, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_lra_tethers(w, 0, NULL, NULL, NULL, 0, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_lra first_lra = {1u}; /* the first set's slot: the world has no set */
+    CHECK_RESULT(pbd_lra_set_enabled(w, first_lra, 1), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_lra_tethers(w, first_lra, NULL, NULL, NULL, 0, NULL), PBD_ERROR_INVALID_HANDLE);
 
     pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_NULL_POINTER); /* no triangles */
     sd.triangles = m.triangles;
     sd.triangle_count = m.triangle_count;
-    sd.object = obj.id;
+    sd.object = obj;
     sd.max_stretch = 0.9f;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     sd.max_stretch = INFINITY;
@@ -413,8 +416,9 @@ TEST(strain_bad_input) {
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_DEGENERATE);
     sd.triangles = bad_tri;
     CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_strain_limit_set_range(w, 0, 0.9f, 1.1f), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_strain_limit_set_enabled(w, -1, 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_strain_limit first_limit = {1u}, no_limit = {0}; /* the world has no limit */
+    CHECK_RESULT(pbd_strain_limit_set_range(w, first_limit, 0.9f, 1.1f), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_strain_limit_set_enabled(w, no_limit, 1), PBD_ERROR_INVALID_HANDLE);
     CHECK_OK(pbd_world_save(w, after, size));
     CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
     free(before);
@@ -431,7 +435,7 @@ static pbd_world *limited_cloth(int threads, pbd_mesh *m, pbd_object *obj) {
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 2)); /* few barriers: a loaded machine makes each slow */
     add_top_lra(w, obj, 14, 0);
     pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
-    sd.object = obj->id;
+    sd.object = *obj;
     sd.triangles = m->triangles;
     sd.triangle_count = m->triangle_count;
     CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));

@@ -78,7 +78,7 @@ TEST(strands_hair_segments_keep_rest_length) {
     double seg = 0.25 / (PER - 1), worst = 0;
     for (int step = 0; step < 40; ++step) {
         float pos[3] = {0.2f * sinf(0.3f * step), 1.0f, 0}, rot[4] = {0, sinf(0.05f * step), 0, cosf(0.05f * step)};
-        CHECK_OK(pbd_hair_set_transform(w, h, pos, rot));
+        CHECK_OK(pbd_strands_set_transform(w, h, pos, rot));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         const float *x = pbd_world_positions(w);
         for (int s = 0; s < S; ++s)
@@ -145,7 +145,7 @@ TEST(strands_hair_roots_follow_the_surface) {
     enum { S = 10, PER = 6 };
     pbd_world *w = hair_world(1, S, PER, &h, &r);
     float pos[3] = {0.3f, 1.2f, -0.1f}, rot[4] = {0, 0, 0.38268343f, 0.92387953f}; /* 45 degrees about z */
-    CHECK_OK(pbd_hair_set_transform(w, h, pos, rot));
+    CHECK_OK(pbd_strands_set_transform(w, h, pos, rot));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
     double seg = 0.25 / (PER - 1);
@@ -171,7 +171,7 @@ TEST(strands_hair_roots_follow_the_surface) {
         N[3 * s + 1] = -1;
         N[3 * s + 2] = 0;
     }
-    CHECK_OK(pbd_hair_set_roots(w, h, P, N));
+    CHECK_OK(pbd_strands_set_roots(w, h, P, N));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     x = pbd_world_positions(w);
     for (int s = 0; s < S; ++s) {
@@ -243,16 +243,17 @@ TEST(strands_bad_input) {
     CHECK_RESULT(pbd_add_strands(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT);
     /* handles and poses */
     float p3[3] = {0, 0, 0}, badq[4] = {0, 0, 0, 0};
-    CHECK_RESULT(pbd_hair_set_transform(w, 5, p3, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_hair_set_transform(w, h, NULL, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_hair_set_transform(w, h, p3, badq), PBD_ERROR_INVALID_ARGUMENT);
+    pbd_strands forged = {12345u}, none = {0};
+    CHECK_RESULT(pbd_strands_set_transform(w, forged, p3, NULL), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_strands_set_transform(w, h, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_strands_set_transform(w, h, p3, badq), PBD_ERROR_INVALID_ARGUMENT);
     float roots[12] = {0}, bad_n[12] = {0};
     roots[4] = NAN;
-    CHECK_RESULT(pbd_hair_set_roots(w, h, roots, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_strands_set_roots(w, h, roots, NULL), PBD_ERROR_NOT_FINITE);
     roots[4] = 0;
-    CHECK_RESULT(pbd_hair_set_roots(w, h, roots, bad_n), PBD_ERROR_DEGENERATE);
+    CHECK_RESULT(pbd_strands_set_roots(w, h, roots, bad_n), PBD_ERROR_DEGENERATE);
     CHECK_RESULT(pbd_strands_set_damping(w, h, 2.0f), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_strands_info(w, -1, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    CHECK_RESULT(pbd_strands_info(w, none, NULL, NULL), PBD_ERROR_INVALID_HANDLE);
     CHECK_OK(pbd_world_save(w, after, size));
     CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
     free(before);
@@ -272,8 +273,8 @@ TEST(strands_threads_and_snapshot_bit_identical) {
     CHECK_OK(pbd_add_collider_sphere(b, c, 0.1f, 0.3f, NULL));
     for (int s = 0; s < 20; ++s) {
         float pos[3] = {0.1f * sinf(0.5f * s), 1, 0};
-        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
-        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(b, h2, pos, NULL));
         CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
         CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
     }
@@ -286,8 +287,8 @@ TEST(strands_threads_and_snapshot_bit_identical) {
     CHECK_OK(pbd_world_restore(b, buf, size));
     for (int s = 0; s < 5; ++s) {
         float pos[3] = {0, 1, 0.05f * s};
-        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
-        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(b, h2, pos, NULL));
         CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
         CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
     }
@@ -307,13 +308,13 @@ TEST(strands_simd_equals_scalar) {
     /* a coincident pair in one strand takes the fixed-direction branch */
     float p[3];
     pbd_range src = {r1.first + 5 * 9 + 4, 1}, dst = {r1.first + 5 * 9 + 5, 1};
-    CHECK_OK(pbd_get_positions(a, src, p));
-    CHECK_OK(pbd_set_positions(a, dst, p));
-    CHECK_OK(pbd_set_positions(b, dst, p));
+    CHECK_OK(pbd_particles_get_positions(a, src, p));
+    CHECK_OK(pbd_particles_set_positions(a, dst, p));
+    CHECK_OK(pbd_particles_set_positions(b, dst, p));
     for (int s = 0; s < 15; ++s) {
         float pos[3] = {0.1f * sinf(0.7f * s), 1, 0};
-        CHECK_OK(pbd_hair_set_transform(a, h1, pos, NULL));
-        CHECK_OK(pbd_hair_set_transform(b, h2, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(a, h1, pos, NULL));
+        CHECK_OK(pbd_strands_set_transform(b, h2, pos, NULL));
         CHECK_OK(pbd_world_step(a, 1.0f / 60.0f));
         CHECK_OK(pbd_world_step(b, 1.0f / 60.0f));
     }
@@ -330,7 +331,7 @@ static double strand_energy(const pbd_world *w, int first, int n, float g) {
     double e = 0;
     for (int i = first; i < first + n; ++i) {
         float m = 0;
-        CHECK_OK(pbd_get_mass(w, i, &m));
+        CHECK_OK(pbd_particle_get_mass(w, i, &m));
         const float *vi = v + 4 * i;
         e += m *
              (0.5 * ((double)vi[0] * vi[0] + (double)vi[1] * vi[1] + (double)vi[2] * vi[2]) - (double)g * x[4 * i + 1]);
@@ -359,16 +360,16 @@ TEST(strands_release_of_a_held_particle_adds_no_energy) {
         CHECK(r.count == N);
         int held = r.first + HELD;
         const float dt = 1.0f / 60.0f;
-        CHECK_OK(mode ? pbd_pin(w, held) : pbd_set_kinematic(w, held, 1));
+        CHECK_OK(mode ? pbd_particle_pin(w, held) : pbd_particle_set_kinematic(w, held, 1));
         for (int step = 1; step <= 60; ++step) { /* 1 m/s along z for 1 s */
             float t[3] = {x0[3 * HELD], 1.0f, (float)step * dt};
             pbd_range one = {held, 1};
-            CHECK_OK(mode ? pbd_set_positions(w, one, t) : pbd_set_kinematic_target(w, held, t));
+            CHECK_OK(mode ? pbd_particles_set_positions(w, one, t) : pbd_particle_set_kinematic_target(w, held, t));
             CHECK_OK(pbd_world_step(w, dt));
         }
         const float *x = pbd_world_positions(w);
         CHECK(seg_len(x, held - 1, held) > 0.9); /* held 1 m away: the strand is split there */
-        CHECK_OK(mode ? pbd_unpin(w, held) : pbd_set_kinematic(w, held, 0));
+        CHECK_OK(mode ? pbd_particle_unpin(w, held) : pbd_particle_set_kinematic(w, held, 0));
         double e0 = strand_energy(w, r.first + 1, N - 1, -9.81f), emax = e0, vmax = 0;
         for (int step = 0; step < 30; ++step) {
             CHECK_OK(pbd_world_step(w, dt));

@@ -232,7 +232,7 @@ static unsigned char *team_run(int threads, size_t *size, team_script *script, l
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     pbd_mesh_free(&m);
-    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 0));
     float c[3] = {0.5f, 0.6f, 0.5f};
     CHECK_OK(pbd_add_collider_sphere(w, c, 0.25f, 0.4f, NULL));
     pbd_plugin_desc pd = pbd_plugin_desc_default();

@@ -22,32 +22,34 @@ static pbd_world *strip(int threads, pbd_object *obj, pbd_mesh *m, int max_split
     cd.stretch_compliance = 1e-5f;
     cd.area_constraints = 1;
     CHECK_OK(pbd_add_cloth(w, &cd, obj));
+    int first = pbdt_parts(w, *obj).particles.first;
     for (int j = 0; j < NY; ++j) {
-        CHECK_OK(pbd_pin(w, obj->particles.first + j * NX));
-        CHECK_OK(pbd_set_kinematic(w, obj->particles.first + j * NX + NX - 1, 1));
+        CHECK_OK(pbd_particle_pin(w, first + j * NX));
+        CHECK_OK(pbd_particle_set_kinematic(w, first + j * NX + NX - 1, 1));
     }
     /* a strain limit over the same triangles is rewritten by the tears too */
     pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
-    sd.object = obj->id;
+    sd.object = *obj;
     sd.triangles = m->triangles;
     sd.triangle_count = m->triangle_count;
     sd.max_stretch = 3.0f;
     sd.min_stretch = 0.0f;
     CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = obj->id;
+    td.object = *obj;
     td.triangles = m->triangles;
     td.triangle_count = m->triangle_count;
     td.threshold = 1.3f;
     td.max_splits = max_splits;
-    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
     return w;
 }
 
 static void pull(pbd_world *w, const pbd_object *obj, int step) {
+    int first = pbdt_parts(w, *obj).particles.first;
     for (int j = 0; j < NY; ++j) {
         float t[3] = {1.3f + 0.02f * (float)step * (1.0f + 0.3f * (float)j), 0.1f * (float)j, 0};
-        CHECK_OK(pbd_set_kinematic_target(w, obj->particles.first + j * NX + NX - 1, t));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, first + j * NX + NX - 1, t));
     }
 }
 
@@ -55,7 +57,7 @@ static double total_mass(const pbd_world *w) {
     double m = 0;
     for (int i = 0; i < pbd_world_particle_count(w); ++i) {
         float mi = 0;
-        CHECK_OK(pbd_get_mass(w, i, &mi));
+        CHECK_OK(pbd_particle_get_mass(w, i, &mi));
         m += mi;
     }
     return m;
@@ -79,14 +81,28 @@ static int find_root(int *parent, int i) {
 /* The invariants after a tear: constraints reference existing distinct
    particles; the stretch group holds exactly the current mesh's edges,
    each once; every bending stencil's two faces are triangles of the mesh;
-   returns the number of connected pieces of the mesh. */
-static int check_mesh(const pbd_world *w, const pbd_object *obj) {
+   returns the number of connected pieces of the mesh. The groups walked
+   are those of obj and of the world's other objects (others, nothers):
+   they must be all of the world's groups. */
+static int check_mesh_with(const pbd_world *w, const pbd_object *obj, const pbd_object *others, int nothers) {
     int n = pbd_world_particle_count(w), nt = 0;
-    CHECK_OK(pbd_object_triangles(w, obj->id, NULL, 0, &nt));
+    CHECK_OK(pbd_object_triangles(w, *obj, NULL, 0, &nt));
     int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
-    CHECK_OK(pbd_object_triangles(w, obj->id, tri, nt, &nt));
+    CHECK_OK(pbd_object_triangles(w, *obj, tri, nt, &nt));
     for (int k = 0; k < 3 * nt; ++k) CHECK(tri[k] >= 0 && tri[k] < n);
-    for (int g = 0; g < pbd_world_group_count(w); ++g) {
+    pbd_object_parts parts = pbdt_parts(w, *obj);
+    pbd_group groups[64];
+    int ngroups = 0;
+    for (int o = -1; o < nothers; ++o) {
+        pbd_object_parts q = o < 0 ? parts : pbdt_parts(w, others[o]);
+        pbd_group of[4] = {q.stretch, q.bending, q.area, q.volume};
+        for (int k = 0; k < 4; ++k)
+            if (of[k].id != 0 && ngroups < 64) groups[ngroups++] = of[k];
+    }
+    CHECK_MSG(ngroups == pbd_world_group_count(w), "%d groups walked of the world's %d", ngroups,
+              pbd_world_group_count(w));
+    for (int gi = 0; gi < ngroups; ++gi) {
+        pbd_group g = groups[gi];
         pbd_constraint_type type;
         int count = 0, ncol = 0;
         CHECK_OK(pbd_group_info(w, g, &type, &count));
@@ -102,14 +118,14 @@ static int check_mesh(const pbd_world *w, const pbd_object *obj) {
                     CHECK(e[i] >= 0 && e[i] < n);
                     for (int j = 0; j < i; ++j) CHECK(e[i] != e[j]);
                 }
-                if (g == obj->stretch) CHECK_MSG(has_triangle(tri, nt, e[0], e[1], e[0]) || 1, "");
-                if (g == obj->bending) {
+                if (g.id == parts.stretch.id) CHECK_MSG(has_triangle(tri, nt, e[0], e[1], e[0]) || 1, "");
+                if (g.id == parts.bending.id) {
                     CHECK_MSG(has_triangle(tri, nt, e[0], e[1], e[2]) && has_triangle(tri, nt, e[0], e[1], e[3]),
                               "bending stencil %d %d %d %d across a crack", e[0], e[1], e[2], e[3]);
                 }
-                if (g == obj->area) CHECK(has_triangle(tri, nt, e[0], e[1], e[2]));
+                if (g.id == parts.area.id) CHECK(has_triangle(tri, nt, e[0], e[1], e[2]));
             }
-            if (g == obj->stretch) { /* the edge set equals the mesh's edges */
+            if (g.id == parts.stretch.id) { /* the edge set equals the mesh's edges */
                 for (int k = 0; k < cc; ++k) {
                     int a = buf[2 * k], b = buf[2 * k + 1], found = 0;
                     for (int t = 0; t < nt && !found; ++t)
@@ -124,7 +140,7 @@ static int check_mesh(const pbd_world *w, const pbd_object *obj) {
             free(buf);
         }
         CHECK(seen == count);
-        if (g == obj->stretch) { /* as many constraints as unique mesh edges: none lost or duplicated */
+        if (g.id == parts.stretch.id) { /* as many constraints as unique mesh edges: none lost or duplicated */
             int ne = 0;
             for (int t = 0; t < nt; ++t)
                 for (int i = 0; i < 3; ++i) {
@@ -153,6 +169,7 @@ static int check_mesh(const pbd_world *w, const pbd_object *obj) {
     free(tri);
     return pieces;
 }
+static int check_mesh(const pbd_world *w, const pbd_object *obj) { return check_mesh_with(w, obj, NULL, 0); }
 
 TEST(tearing_splits_keep_every_invariant) {
     pbd_object obj;
@@ -176,13 +193,13 @@ TEST(tearing_splits_keep_every_invariant) {
     }
     CHECK(total > 0 && pbd_world_particle_count(w) == n0 + total);
     int nt = 0;
-    CHECK_OK(pbd_object_triangles(w, obj.id, NULL, 0, &nt));
+    CHECK_OK(pbd_object_triangles(w, obj, NULL, 0, &nt));
     CHECK(nt == nt0);
     int pieces = check_mesh(w, &obj);
     CHECK_MSG(pieces >= 2, "the strip is still in %d piece(s) after %d splits", pieces, total);
     /* the object owns the new particles (it holds the world's last ones) */
     pbd_range r = {0, 0};
-    CHECK(obj.particles.first == 0);
+    CHECK(pbdt_parts(w, obj).particles.first == 0);
     (void)r;
     const float *x = pbd_world_positions(w);
     for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
@@ -203,7 +220,7 @@ static int pull_and_tear(pbd_world *w, const pbd_object *obj, int step) {
 /* Every particle of the strip tethered to all of the left column's anchors. */
 static pbd_lra_desc strip_lra(const pbd_object *obj, const int *anchors, int geodesic) {
     pbd_lra_desc ld = pbd_lra_desc_default();
-    ld.object = obj->id;
+    ld.object = *obj;
     ld.anchors = anchors;
     ld.anchor_count = NY;
     ld.anchors_per_particle = NY;
@@ -252,7 +269,7 @@ TEST(tearing_rewrites_long_range_attachments) {
     pbd_mesh m;
     pbd_world *w = strip(1, &obj, &m, 4);
     int anchors[NY];
-    for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
+    for (int j = 0; j < NY; ++j) anchors[j] = pbdt_parts(w, obj).particles.first + j * NX;
     pbd_lra sets[2];
     for (int geo = 0; geo < 2; ++geo) {
         pbd_lra_desc ld = strip_lra(&obj, anchors, geo);
@@ -285,7 +302,7 @@ TEST(tearing_rewrites_long_range_attachments) {
         free(snap);
         /* the straight tethers: only between particle and anchor that the mesh still joins */
         int n = pbd_world_particle_count(w), *parent = (int *)malloc(sizeof(int) * (size_t)n), count = 0;
-        CHECK_OK(pbd_object_triangles(w, obj.id, tri, nt, &count));
+        CHECK_OK(pbd_object_triangles(w, obj, tri, nt, &count));
         for (int i = 0; i < n; ++i) parent[i] = i;
         for (int t = 0; t < nt; ++t) {
             parent[find_root(parent, tri[3 * t])] = find_root(parent, tri[3 * t + 1]);
@@ -311,19 +328,19 @@ TEST(tearing_rewrites_long_range_attachments) {
 /* A torn cloth's self-collision surface follows the tear: after every
    tear its triangles equal the object's (the new particles included), so
    the pieces collide with their own vertices rather than with triangles
-   that still span the crack. Bad surface indices are refused. */
+   that still span the crack. Bad surface handles are refused. */
 TEST(tearing_moves_the_collision_surface) {
     pbd_object obj;
     pbd_mesh m;
     pbd_world *w = strip(1, &obj, &m, 4);
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
-    int surface = -1;
-    CHECK_OK(pbd_add_cloth_self_collision(w, &obj, &cd, 0.01f, &surface));
+    pbd_surface surface = {0};
+    CHECK_OK(pbd_add_cloth_self_collision(w, obj, &cd, 0.01f, &surface));
     int nt = m.triangle_count, total = 0, count = -1;
     int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt), *stri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
     for (int s = 0; s < 60; ++s) {
         total += pull_and_tear(w, &obj, s);
-        CHECK_OK(pbd_object_triangles(w, obj.id, tri, nt, &count));
+        CHECK_OK(pbd_object_triangles(w, obj, tri, nt, &count));
         CHECK(count == nt);
         CHECK_OK(pbd_surface_triangles(w, surface, stri, nt, &count));
         CHECK(count == nt);
@@ -336,8 +353,9 @@ TEST(tearing_moves_the_collision_surface) {
     CHECK_MSG(used_new, "no surface triangle uses a split vertex after %d splits", total);
     const float *x = pbd_world_positions(w);
     for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
-    CHECK_RESULT(pbd_surface_triangles(w, surface + 1, stri, nt, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_surface_triangles(w, -1, stri, nt, &count), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_surface forged = {12345u}, none = {0};
+    CHECK_RESULT(pbd_surface_triangles(w, forged, stri, nt, &count), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_surface_triangles(w, none, stri, nt, &count), PBD_ERROR_INVALID_HANDLE);
     CHECK_RESULT(pbd_surface_triangles(w, surface, NULL, nt, &count), PBD_ERROR_INVALID_ARGUMENT);
     CHECK_RESULT(pbd_surface_triangles(NULL, surface, stri, nt, &count), PBD_ERROR_NULL_POINTER);
     free(tri);
@@ -365,10 +383,10 @@ TEST(tearing_by_principal_stretch) {
         pbd_object obj;
         CHECK_OK(pbd_add_cloth(w, &cd, &obj));
         pbd_tearing_desc td = pbd_tearing_desc_default();
-        td.object = obj.id;
+        td.object = obj;
         td.triangles = tri;
         td.triangle_count = 2;
-        CHECK_OK(pbd_object_enable_tearing(w, &td));
+        CHECK_OK(pbd_add_tearing(w, &td, NULL));
         double mass0 = total_mass(w);
         /* x' = x + (s - 1) (x . d) d with d = (1, -1) / sqrt 2, s = 1.6 */
         float moved[12];
@@ -379,13 +397,13 @@ TEST(tearing_by_principal_stretch) {
             moved[3 * i + 2] = 0;
         }
         pbd_range all = {0, 4};
-        CHECK_OK(pbd_set_positions(w, all, moved));
+        CHECK_OK(pbd_particles_set_positions(w, all, moved));
         int splits = -1;
         CHECK_OK(pbd_world_tear(w, &splits));
         CHECK(splits == 1);
         CHECK(pbd_world_particle_count(w) == 5);
         int count = 0;
-        CHECK_OK(pbd_group_info(w, obj.stretch, NULL, &count));
+        CHECK_OK(pbd_group_info(w, pbdt_parts(w, obj).stretch, NULL, &count));
         CHECK_MSG(count == 6, "%d edges: the diagonal on the crack is duplicated", count);
         CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
         if (!bending) CHECK(check_mesh(w, &obj) == 1); /* split at one end of the diagonal: still one piece */
@@ -412,19 +430,21 @@ TEST(tearing_a_held_vertex_the_hand_keeps_one_side) {
     pbd_cloth_desc cd = pbdt_cloth_desc(&m);
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
-    const int centre = obj.particles.first + 4;
+    const int first = pbdt_parts(w, obj).particles.first, centre = first + 4;
     for (int i = 0; i < 9; ++i)
-        if (i != 4) CHECK_OK(pbd_pin(w, obj.particles.first + i));
-    CHECK_OK(pbd_set_kinematic(w, centre, 1));
+        if (i != 4) CHECK_OK(pbd_particle_pin(w, first + i));
+    CHECK_OK(pbd_particle_set_kinematic(w, centre, 1));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = obj.id;
+    td.object = obj;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
     td.threshold = 1.3f;
     td.max_splits = 1;
-    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    pbd_tearing tearing = {0};
+    CHECK_OK(pbd_add_tearing(w, &td, &tearing));
+    CHECK(tearing.id != 0);
     float hand[3] = {0.32f, 0.0f, 0.2f};
-    CHECK_OK(pbd_set_kinematic_target(w, centre, hand));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, centre, hand));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     int splits = 0;
     CHECK_OK(pbd_world_tear(w, &splits));
@@ -432,9 +452,9 @@ TEST(tearing_a_held_vertex_the_hand_keeps_one_side) {
     const int copy = pbd_world_particle_count(w) - 1;
     int kin = -1, copy_kin = -1;
     float copy_mass = 0;
-    CHECK_OK(pbd_get_kinematic(w, centre, &kin));
-    CHECK_OK(pbd_get_kinematic(w, copy, &copy_kin));
-    CHECK_OK(pbd_get_mass(w, copy, &copy_mass));
+    CHECK_OK(pbd_particle_get_kinematic(w, centre, &kin));
+    CHECK_OK(pbd_particle_get_kinematic(w, copy, &copy_kin));
+    CHECK_OK(pbd_particle_get_mass(w, copy, &copy_mass));
     CHECK_MSG(kin == 1 && copy_kin == 0, "held vertex kinematic %d, its copy %d", kin, copy_kin);
     CHECK_MSG(copy_mass > 0 && pbd_world_positions(w)[4 * copy + 3] > 0, "copy %d: mass %g, inverse mass %g", copy,
               copy_mass, pbd_world_positions(w)[4 * copy + 3]); /* dynamic */
@@ -511,6 +531,73 @@ TEST(tearing_threads_and_snapshot_bit_identical) {
     pbd_world_destroy(c);
 }
 
+/* A cloth built with reorder keeps its permutation: tearing, strain limits
+   and self-collision take the triangles in the builder's vertex numbers,
+   and map them to the same world particles as pbd_object_vertices does
+   (0.1 needed the permutation passed back to each of them). */
+TEST(tearing_reordered_cloth_takes_builder_vertices) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(9, 7, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    cd.reorder = 1;
+    cd.tethers = 0;
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    int nv = 0;
+    CHECK_OK(pbd_object_vertices(w, cloth, NULL, 0, &nv));
+    CHECK(nv == m.vertex_count);
+    int *map = (int *)malloc(sizeof(int) * (size_t)nv);
+    CHECK_OK(pbd_object_vertices(w, cloth, map, nv, &nv));
+    pbd_object_parts parts = pbdt_parts(w, cloth);
+    int moved = 0;
+    for (int i = 0; i < nv; ++i) {
+        CHECK(map[i] >= parts.particles.first && map[i] < parts.particles.first + nv);
+        moved += map[i] != parts.particles.first + i;
+        for (int k = 0; k < 3; ++k) /* vertex i sits where the mesh put it */
+            CHECK(pbd_world_positions(w)[4 * map[i] + k] == m.positions[3 * i + k]);
+    }
+    CHECK_MSG(moved > 0, "reorder moved no vertex: the test shows nothing");
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = cloth;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    int nt = 0;
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)m.triangle_count);
+    CHECK_OK(pbd_object_triangles(w, cloth, tri, m.triangle_count, &nt));
+    CHECK(nt == m.triangle_count);
+    for (int k = 0; k < 3 * nt; ++k) CHECK(tri[k] == map[m.triangles[k]]);
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = cloth;
+    sd.triangles = m.triangles;
+    sd.triangle_count = m.triangle_count;
+    CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
+    pbd_surface surf = {0};
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.01f, &surf));
+    CHECK_OK(pbd_surface_triangles(w, surf, tri, m.triangle_count, &nt));
+    CHECK(nt == m.triangle_count);
+    for (int k = 0; k < 3 * nt; ++k) CHECK(tri[k] == map[m.triangles[k]]);
+    for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    /* a snapshot keeps the permutation */
+    size_t size = pbd_world_snapshot_size(w);
+    void *snap = malloc(size);
+    CHECK_OK(pbd_world_save(w, snap, size));
+    pbd_world *r = pbdt_world(0);
+    CHECK_OK(pbd_world_restore(r, snap, size));
+    int *map2 = (int *)malloc(sizeof(int) * (size_t)nv);
+    CHECK_OK(pbd_object_vertices(r, cloth, map2, nv, &nv));
+    CHECK(memcmp(map, map2, sizeof(int) * (size_t)nv) == 0);
+    free(map2);
+    free(snap);
+    pbd_world_destroy(r);
+    free(tri);
+    free(map);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 TEST(tearing_bad_input) {
     pbd_object obj;
     pbd_mesh m;
@@ -532,39 +619,33 @@ TEST(tearing_bad_input) {
     unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
     CHECK_OK(pbd_world_save(w, before, size));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    CHECK_RESULT(pbd_object_enable_tearing(NULL, &td), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_object_enable_tearing(w, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE); /* object -1 */
-    td.object = obj.id;
+    CHECK_RESULT(pbd_add_tearing(NULL, &td, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_tearing(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_HANDLE); /* object id 0 */
+    td.object = obj;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* already tears */
-    td.object = sb.id;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT); /* not a cloth */
-    td.object = c2.id;
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT); /* already tears */
+    td.object = sb;
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT); /* not a cloth */
+    td.object = c2;
     td.threshold = 1.0f;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT);
     td.threshold = NAN;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NOT_FINITE);
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_NOT_FINITE);
     td.threshold = 1.5f;
     td.max_splits = 0;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT);
     td.max_splits = 4;
     td.triangle_count = m.triangle_count - 1; /* not the whole mesh */
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
-    int *perm = (int *)malloc(sizeof(int) * (size_t)m.vertex_count);
-    for (int i = 0; i < m.vertex_count; ++i) perm[i] = (i * 7 + 3) % m.vertex_count; /* a wrong permutation */
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT);
     td.triangle_count = m.triangle_count;
-    td.permutation = perm;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INVALID_ARGUMENT);
-    perm[0] = -5;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    td.permutation = NULL;
     td.triangles = NULL;
-    CHECK_RESULT(pbd_object_enable_tearing(w, &td), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_NULL_POINTER);
     int nt = 0;
-    CHECK_RESULT(pbd_object_triangles(w, c2.id, NULL, 0, &nt), PBD_ERROR_INVALID_ARGUMENT);
-    CHECK_RESULT(pbd_object_triangles(w, 99, NULL, 0, &nt), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_object forged = {12345u};
+    CHECK_RESULT(pbd_object_triangles(w, c2, NULL, 0, &nt), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_RESULT(pbd_object_triangles(w, forged, NULL, 0, &nt), PBD_ERROR_INVALID_HANDLE);
     CHECK_RESULT(pbd_world_tear(NULL, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_OK(pbd_world_save(w, after, size));
     CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
@@ -575,8 +656,8 @@ TEST(tearing_bad_input) {
         CHECK_OK(pbd_world_tear(w, NULL));
     }
     CHECK(pbd_world_particle_count(w) > NX * NY * 2 + box.vertex_count);
-    check_mesh(w, &obj);
-    free(perm);
+    pbd_object others[2] = {c2, sb};
+    check_mesh_with(w, &obj, others, 2);
     free(before);
     free(after);
     pbd_mesh_free(&box);
@@ -599,10 +680,10 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
     pbd_mesh m;
     pbd_world *w = strip(1, &obj, &m, 4);
     int anchors[NY], cluster[10];
-    for (int j = 0; j < NY; ++j) anchors[j] = obj.particles.first + j * NX;
-    for (int k = 0; k < 10; ++k) cluster[k] = obj.particles.first + 20 + k;
+    for (int j = 0; j < NY; ++j) anchors[j] = pbdt_parts(w, obj).particles.first + j * NX;
+    for (int k = 0; k < 10; ++k) cluster[k] = pbdt_parts(w, obj).particles.first + 20 + k;
     pbd_lra_desc ld = pbd_lra_desc_default();
-    ld.object = obj.id;
+    ld.object = obj;
     ld.anchors = anchors;
     ld.anchor_count = NY;
     ld.geodesic = 1;
@@ -661,6 +742,7 @@ void suite_tearing(void) {
     RUN(tearing_a_held_vertex_the_hand_keeps_one_side);
     RUN(tearing_nothing_below_the_threshold);
     RUN(tearing_threads_and_snapshot_bit_identical);
+    RUN(tearing_reordered_cloth_takes_builder_vertices);
     RUN(tearing_bad_input);
     RUN(tearing_snapshot_forged_checksum_fuzz);
 }

@@ -48,13 +48,13 @@ TEST(tethers_follow_pins) {
     const int n = 8, last = n - 1, far = n * n - 1, free_count = n * n - 1;
     pbd_object obj;
     pbd_world *w = tether_cloth(n, 1, NULL, &obj);
-    pbd_lra l = 0;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    CHECK_MSG(l == -1, "a cloth without anchors has no tether set yet (%d)", l);
+    pbd_lra l = {12345u};
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
+    CHECK_MSG(l.id == 0, "a cloth without anchors has no tether set yet (0x%x)", (unsigned)l.id);
     int a, b, o;
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    CHECK(l >= 0);
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
+    CHECK(l.id != 0);
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == free_count && a == free_count && b == 0 && o == 0);
     /* the neighbour's tether is its edge: geodesic rest length 1/7 */
     int parts[2 * 64];
@@ -63,25 +63,25 @@ TEST(tethers_follow_pins) {
     CHECK_OK(pbd_lra_tethers(w, l, parts, NULL, len, 2 * 64, &count));
     for (int t = 0; t < free_count; ++t)
         if (parts[t] == 1) CHECK_NEAR(len[t], 1.0f / (n - 1), 1e-6f);
-    CHECK_OK(pbd_pin(w, last));
-    pbd_lra l2 = -1;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l2));
-    CHECK(l2 == l); /* rebuilt in place */
+    CHECK_OK(pbd_particle_pin(w, last));
+    pbd_lra l2 = {0};
+    CHECK_OK(pbd_object_tethers(w, obj, &l2));
+    CHECK(l2.id == l.id); /* rebuilt in place */
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == 2 * (n * n - 2) && a == n * n - 2 && b == n * n - 2 && o == 0);
-    CHECK_OK(pbd_unpin(w, 0)); /* no stale tether to 0 */
+    CHECK_OK(pbd_particle_unpin(w, 0)); /* no stale tether to 0 */
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == free_count && a == 0 && b == free_count && o == 0);
-    CHECK_OK(pbd_set_mass(w, far, 0.0f)); /* mass 0 pins too */
+    CHECK_OK(pbd_particle_set_mass(w, far, 0.0f)); /* mass 0 pins too */
     CHECK(tethers_to(w, l, far, last, &a, &b, &o) == 2 * (n * n - 2) && a == n * n - 2 && b == n * n - 2);
-    CHECK_OK(pbd_set_mass(w, far, 0.01f));
-    CHECK_OK(pbd_unpin(w, last));
+    CHECK_OK(pbd_particle_set_mass(w, far, 0.01f));
+    CHECK_OK(pbd_particle_unpin(w, last));
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == 0); /* no anchor: empty */
-    CHECK_OK(pbd_set_kinematic(w, last, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, last, 1));
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == free_count && b == free_count);
     /* calls that leave the anchors as they are keep the set */
-    CHECK_OK(pbd_set_kinematic(w, last, 1));
-    CHECK_OK(pbd_pin(w, last));
+    CHECK_OK(pbd_particle_set_kinematic(w, last, 1));
+    CHECK_OK(pbd_particle_pin(w, last));
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == free_count);
-    CHECK_OK(pbd_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 0));
     CHECK(tethers_to(w, l, 0, last, &a, &b, &o) == 2 * (n * n - 2));
     pbd_world_destroy(w);
 
@@ -89,15 +89,15 @@ TEST(tethers_follow_pins) {
     float masses[64];
     for (int i = 0; i < n * n; ++i) masses[i] = i == 0 || i == last ? 0.0f : 0.003f;
     w = tether_cloth(n, 1, masses, &obj);
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    CHECK(l >= 0 && tethers_to(w, l, 0, last, &a, &b, &o) == 2 * (n * n - 2));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
+    CHECK(l.id != 0 && tethers_to(w, l, 0, last, &a, &b, &o) == 2 * (n * n - 2));
     pbd_world_destroy(w);
 
     /* switched off */
     w = tether_cloth(n, 0, masses, &obj);
-    CHECK_OK(pbd_pin(w, 5));
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    CHECK(l == -1);
+    CHECK_OK(pbd_particle_pin(w, 5));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
+    CHECK(l.id == 0);
     pbd_world_destroy(w);
 }
 
@@ -107,8 +107,8 @@ TEST(tethers_follow_pins) {
 TEST(tethers_snapshot_round_trip) {
     pbd_object obj;
     pbd_world *w = tether_cloth(12, 1, NULL, &obj);
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, 11));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 11));
     for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     size_t size = pbd_world_snapshot_size(w);
     unsigned char *saved = (unsigned char *)malloc(size), *a = (unsigned char *)malloc(size),
@@ -121,10 +121,10 @@ TEST(tethers_snapshot_round_trip) {
     CHECK(pbd_world_snapshot_size(w) == size);
     CHECK_OK(pbd_world_save(w, b, size));
     CHECK_MSG(memcmp(a, b, size) == 0, "restored world diverged");
-    pbd_lra l = -1;
+    pbd_lra l = {0};
     int ta, tb, to;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
-    CHECK_OK(pbd_unpin(w, 11));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
+    CHECK_OK(pbd_particle_unpin(w, 11));
     CHECK(tethers_to(w, l, 0, 11, &ta, &tb, &to) == 143 && ta == 143);
     free(saved);
     free(a);
@@ -136,10 +136,11 @@ TEST(tethers_bad_input) {
     pbd_object obj;
     pbd_world *w = tether_cloth(4, 1, NULL, &obj);
     pbd_lra l;
-    CHECK_RESULT(pbd_object_tethers(NULL, 0, &l), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_object_tethers(w, 0, NULL), PBD_ERROR_NULL_POINTER);
-    CHECK_RESULT(pbd_object_tethers(w, 1, &l), PBD_ERROR_INDEX_OUT_OF_RANGE);
-    CHECK_RESULT(pbd_object_tethers(w, -1, &l), PBD_ERROR_INDEX_OUT_OF_RANGE);
+    pbd_object forged = {12345u}, none = {0};
+    CHECK_RESULT(pbd_object_tethers(NULL, obj, &l), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_object_tethers(w, obj, NULL), PBD_ERROR_NULL_POINTER);
+    CHECK_RESULT(pbd_object_tethers(w, forged, &l), PBD_ERROR_INVALID_HANDLE);
+    CHECK_RESULT(pbd_object_tethers(w, none, &l), PBD_ERROR_INVALID_HANDLE);
     size_t size = pbd_world_snapshot_size(w);
     unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
     CHECK_OK(pbd_world_save(w, before, size));
@@ -195,8 +196,8 @@ static void hanging_strain(int n, int substeps, int iterations, int tethers, flo
     if (damping >= 0) cd.damping = damping; /* < 0: the default */
     if (gravity_cfl >= 0) cd.gravity_cfl = gravity_cfl;
     CHECK_OK(pbd_add_cloth(w, &cd, NULL));
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, n - 1));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, n - 1));
     *fall = *rest = 0;
     for (int s = 1; s <= steps; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
@@ -256,14 +257,14 @@ TEST(tethers_cloth_substep_rule) {
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
     const float dt = 1.0f / 60.0f;
     CHECK(pbd_world_step_substeps(w, dt) == d.substeps); /* nothing pinned */
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, 31));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 31));
     /* L: the bottom middle's distance to a top corner; dx: the mean of the
        grid's 2 axis edges and 1 diagonal per cell */
     double dx = (2.0 + sqrt(2.0)) / 3.0 / 31.0, Lmax = 0;
     {
         pbd_lra l;
-        CHECK_OK(pbd_object_tethers(w, cloth.id, &l));
+        CHECK_OK(pbd_object_tethers(w, cloth, &l));
         int count = 0;
         CHECK_OK(pbd_lra_tethers(w, l, NULL, NULL, NULL, 0, &count));
         int *pa = (int *)malloc(sizeof(int) * (size_t)count), *an = (int *)malloc(sizeof(int) * (size_t)count);
@@ -290,13 +291,13 @@ TEST(tethers_cloth_substep_rule) {
     CHECK(pbd_world_step_substeps(w, dt) == d.substeps); /* no gravity, no rule */
     float g[3] = {0, -9.81f, 0};
     CHECK_OK(pbd_world_set_gravity(w, g));
-    CHECK_OK(pbd_unpin(w, 0));
-    CHECK_OK(pbd_unpin(w, 31));
+    CHECK_OK(pbd_particle_unpin(w, 0));
+    CHECK_OK(pbd_particle_unpin(w, 31));
     CHECK(pbd_world_step_substeps(w, dt) == d.substeps); /* no anchors left */
     cd.gravity_cfl = 0;
     pbd_object off;
     CHECK_OK(pbd_add_cloth(w, &cd, &off));
-    CHECK_OK(pbd_pin(w, off.particles.first));
+    CHECK_OK(pbd_particle_pin(w, pbdt_parts(w, off).particles.first));
     CHECK(pbd_world_step_substeps(w, dt) == d.substeps); /* the rule switched off */
     cd.gravity_cfl = -1;
     CHECK_RESULT(pbd_add_cloth(w, &cd, NULL), PBD_ERROR_INVALID_ARGUMENT);
@@ -343,10 +344,10 @@ TEST(tethers_straight_on_flat_convex_cloth) {
     const int n = 9;
     pbd_object obj;
     pbd_world *w = tether_cloth(n, 1, NULL, &obj);
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, n - 1));
-    pbd_lra l = -1;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, n - 1));
+    pbd_lra l = {0};
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     double lo, hi;
     CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &lo, &hi) == 2 * (n * n - 2));
     double worst = fabs(lo - 1) > fabs(hi - 1) ? fabs(lo - 1) : fabs(hi - 1);
@@ -406,20 +407,21 @@ TEST(tethers_never_shorter_than_geodesic) {
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     int pin_a = map[4], pin_b = map[20]; /* (1, 0) and (0, 1): the ends of the two arms */
-    CHECK_OK(pbd_pin(w, obj.particles.first + pin_a));
-    CHECK_OK(pbd_pin(w, obj.particles.first + pin_b));
-    pbd_lra l = -1;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    const int first = pbdt_parts(w, obj).particles.first;
+    CHECK_OK(pbd_particle_pin(w, first + pin_a));
+    CHECK_OK(pbd_particle_pin(w, first + pin_b));
+    pbd_lra l = {0};
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     int count = 0, parts[2 * 21], anchors[2 * 21];
     CHECK_OK(pbd_lra_tethers(w, l, parts, anchors, NULL, 2 * 21, &count));
     CHECK(count == 2 * (nv - 2));
     int bent = 0;
     for (int t = 0; t < count; ++t) {
-        const float *p = pos + 3 * (parts[t] - obj.particles.first), *a = pos + 3 * (anchors[t] - obj.particles.first);
+        const float *p = pos + 3 * (parts[t] - first), *a = pos + 3 * (anchors[t] - first);
         if (l_geodesic(p, a) > plane_distance(p, a) * (1 + 1e-6)) bent++;
     }
     double worst, longest;
-    tether_ratios(w, l, pos, 3, obj.particles.first, l_geodesic, &worst, &longest);
+    tether_ratios(w, l, pos, 3, first, l_geodesic, &worst, &longest);
     printf("    L-shaped cloth: %d of %d tethers bend round the corner; shortest tether / geodesic %.4f\n", bent, count,
            worst);
     CHECK_MSG(bent >= 4, "only %d tethers need the corner (the scene lost its meaning)", bent);
@@ -433,12 +435,12 @@ TEST(tethers_never_shorter_than_geodesic) {
     const int n = 6;
     w = tether_cloth(n, 1, NULL, &obj);
     float rest[36 * 3];
-    pbd_range r = {obj.particles.first, n * n};
-    CHECK_OK(pbd_get_positions(w, r, rest));
-    CHECK_OK(pbd_pin(w, 0));
+    pbd_range r = {pbdt_parts(w, obj).particles.first, n * n};
+    CHECK_OK(pbd_particles_get_positions(w, r, rest));
+    CHECK_OK(pbd_particle_pin(w, 0));
     for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-    CHECK_OK(pbd_pin(w, n - 1));
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    CHECK_OK(pbd_particle_pin(w, n - 1));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     CHECK(tether_ratios(w, l, rest, 3, 0, plane_distance, &worst, &longest) == 2 * (n * n - 2));
     CHECK_MSG(worst >= 1 - 1e-6, "a tether of the moved cloth is shorter than the rest distance: %g", worst);
     CHECK_MSG(longest > 1.01, "the moved cloth's tethers are straight (%g): it is not in its rest shape", longest);
@@ -458,17 +460,17 @@ TEST(tethers_torn_cloth_not_straight) {
     pbd_object obj;
     CHECK_OK(pbd_add_cloth(w, &cd, &obj));
     pbd_tearing_desc td = pbd_tearing_desc_default();
-    td.object = obj.id;
+    td.object = obj;
     td.triangles = m.triangles;
     td.triangle_count = m.triangle_count;
     td.max_splits = 1;
-    CHECK_OK(pbd_object_enable_tearing(w, &td));
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
     const int centre = n * n / 2;
     float up[3];
     memcpy(up, m.positions + 3 * centre, sizeof up);
     up[1] += 0.5f; /* every edge of the centre vertex 3x its rest length */
     pbd_range one = {centre, 1};
-    CHECK_OK(pbd_set_positions(w, one, up));
+    CHECK_OK(pbd_particles_set_positions(w, one, up));
     int splits = 0;
     CHECK_OK(pbd_world_tear(w, &splits));
     CHECK(splits == 1);
@@ -480,12 +482,12 @@ TEST(tethers_torn_cloth_not_straight) {
             split_of = i;
     CHECK(split_of >= 0);
     pbd_range all = {0, n * n}, added = {n * n, 1};
-    CHECK_OK(pbd_set_positions(w, all, m.positions));
-    CHECK_OK(pbd_set_positions(w, added, m.positions + 3 * split_of));
-    CHECK_OK(pbd_pin(w, 0));
-    CHECK_OK(pbd_pin(w, n - 1));
-    pbd_lra l = -1;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    CHECK_OK(pbd_particles_set_positions(w, all, m.positions));
+    CHECK_OK(pbd_particles_set_positions(w, added, m.positions + 3 * split_of));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, n - 1));
+    pbd_lra l = {0};
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     double shortest, longest;
     CHECK(tether_ratios(w, l, pbd_world_positions(w), 4, 0, plane_distance, &shortest, &longest) ==
           2 * (n * n + 1 - 2));
@@ -518,7 +520,7 @@ static pbd_world *tethers_curtain(int kinematic_corners, pbd_object *obj) {
     CHECK_OK(pbd_add_cloth(w, &cd, obj));
     pbd_mesh_free(&m);
     for (int c = 0; c < 2; ++c)
-        CHECK_OK(kinematic_corners ? pbd_set_kinematic(w, c * (n - 1), 1) : pbd_pin(w, c * (n - 1)));
+        CHECK_OK(kinematic_corners ? pbd_particle_set_kinematic(w, c * (n - 1), 1) : pbd_particle_pin(w, c * (n - 1)));
     for (int s = 0; s < 120; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     return w;
 }
@@ -532,21 +534,21 @@ TEST(tethers_hand_drag_and_release_stay_calm) {
     const int n = 32, grab = n * (n - 1) + n / 2;
     pbd_object obj;
     pbd_world *w = tethers_curtain(0, &obj);
-    pbd_lra l = -1;
+    pbd_lra l = {0};
     int a, b, o;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     const float *x = pbd_world_positions(w);
     float from[3] = {x[4 * grab], x[4 * grab + 1], x[4 * grab + 2]}, drag = 0, after = 0;
-    CHECK_OK(pbd_set_kinematic(w, grab, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, grab, 1));
     CHECK(tethers_to(w, l, 0, n - 1, &a, &b, &o) == 2 * (n * n - 2) && o == 0); /* still the pins' */
     for (int s = 1; s <= 60; ++s) {
         float t[3] = {from[0] + 1.2f * s / 60.0f, from[1], from[2] + 1.6f * s / 60.0f};
-        CHECK_OK(pbd_set_kinematic_target(w, grab, t));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, grab, t));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         float m = tethers_max_speed(w);
         drag = m > drag ? m : drag;
     }
-    CHECK_OK(pbd_set_kinematic(w, grab, 0));
+    CHECK_OK(pbd_particle_set_kinematic(w, grab, 0));
     for (int s = 0; s < 60; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         float m = tethers_max_speed(w);
@@ -578,9 +580,9 @@ TEST(tethers_give_way_between_parting_anchors) {
     const int n = 32;
     pbd_object obj;
     pbd_world *w = tethers_curtain(1, &obj);
-    pbd_lra l = -1;
+    pbd_lra l = {0};
     int a, b, o;
-    CHECK_OK(pbd_object_tethers(w, obj.id, &l));
+    CHECK_OK(pbd_object_tethers(w, obj, &l));
     CHECK(tethers_to(w, l, 0, n - 1, &a, &b, &o) == 2 * (n * n - 2)); /* kinematic anchors: no pins */
     float apart = 0, back = 0;
     size_t size = 0;
@@ -588,8 +590,8 @@ TEST(tethers_give_way_between_parting_anchors) {
     for (int s = 1; s <= 120; ++s) {
         float d = s <= 60 ? s / 60.0f : (120 - s) / 60.0f;
         float p0[3] = {-0.5f - d, 1.5f, 0}, p1[3] = {0.5f + d, 1.5f, 0};
-        CHECK_OK(pbd_set_kinematic_target(w, 0, p0));
-        CHECK_OK(pbd_set_kinematic_target(w, n - 1, p1));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, 0, p0));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, n - 1, p1));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
         float m = tethers_max_speed(w);
         if (s <= 60) apart = m > apart ? m : apart;
@@ -607,8 +609,8 @@ TEST(tethers_give_way_between_parting_anchors) {
     for (int s = 61; s <= 120; ++s) {
         float d = (120 - s) / 60.0f;
         float p0[3] = {-0.5f - d, 1.5f, 0}, p1[3] = {0.5f + d, 1.5f, 0};
-        CHECK_OK(pbd_set_kinematic_target(w, 0, p0));
-        CHECK_OK(pbd_set_kinematic_target(w, n - 1, p1));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, 0, p0));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, n - 1, p1));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     }
     CHECK_OK(pbd_world_save(w, a2, size));
@@ -617,8 +619,8 @@ TEST(tethers_give_way_between_parting_anchors) {
        reach back with the rest of the world */
     CHECK_OK(pbd_world_restore(w, snap, size));
     float p0[3] = {-1.6f, 1.5f, 0}, p1[3] = {1.6f, 1.5f, 0};
-    CHECK_OK(pbd_set_kinematic_target(w, 0, p0));
-    CHECK_OK(pbd_set_kinematic_target(w, n - 1, p1));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 0, p0));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, n - 1, p1));
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     pd.particle_end = pbd_world_particle_count(w);
     pd.project = tethers_nan_at_substep_1;

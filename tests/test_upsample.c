@@ -83,7 +83,7 @@ TEST(up_loop_counts) {
         int V = ms[which]->vertex_count, F = ms[which]->triangle_count;
         for (int levels = 1; levels <= 2; ++levels) {
             pbd_mesh out;
-            CHECK_OK(pbd_up_subdivide(ms[which], levels, 1, &out));
+            CHECK_OK(pbd_up_mesh_subdivide(ms[which], levels, 1, &out));
             int v = V, f = F;
             pbd_mesh cur = *ms[which], prev;
             memset(&prev, 0, sizeof prev);
@@ -93,7 +93,7 @@ TEST(up_loop_counts) {
                 v += E;
                 f *= 4;
                 pbd_mesh next;
-                CHECK_OK(pbd_up_subdivide(&cur, 1, 1, &next));
+                CHECK_OK(pbd_up_mesh_subdivide(&cur, 1, 1, &next));
                 if (l > 0) pbd_up_mesh_free(&prev);
                 prev = next;
                 cur = next;
@@ -125,7 +125,7 @@ TEST(up_loop_planar_stays_planar) {
     }
     double d0 = g.positions[0] * n[0] + g.positions[1] * n[1] + g.positions[2] * n[2];
     pbd_mesh out;
-    CHECK_OK(pbd_up_subdivide(&g, 3, 1, &out));
+    CHECK_OK(pbd_up_mesh_subdivide(&g, 3, 1, &out));
     double worst = 0;
     for (int i = 0; i < out.vertex_count; ++i) {
         const float *p = out.positions + 3 * i;
@@ -144,7 +144,7 @@ TEST(up_loop_closed_stays_closed) {
     pbd_mesh s, out;
     float c[3] = {0, 0, 0};
     pbd_mesh_sphere(0, c, 1.0f, &s);
-    CHECK_OK(pbd_up_subdivide(&s, 2, 1, &out));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 2, 1, &out));
     CHECK(upt_closed_oriented(out.triangles, out.triangle_count));
     int b = -1;
     upt_edge_count(out.triangles, out.triangle_count, &b);
@@ -210,17 +210,17 @@ TEST(up_stencil_rows_and_loop_weights) {
     pbd_mesh_free(&g);
 }
 
-/* pbd_up_eval of a subdivision model is the subdivided mesh. */
+/* pbd_up_model_eval of a subdivision model is the subdivided mesh. */
 TEST(up_subdivision_eval_matches_mesh) {
     pbd_mesh s, out;
     float c[3] = {0.1f, 0.2f, 0.3f};
     pbd_mesh_sphere(1, c, 0.7f, &s);
-    CHECK_OK(pbd_up_subdivide(&s, 2, 1, &out));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 2, 1, &out));
     pbd_up_model *m = NULL;
     CHECK_OK(pbd_up_subdivision_create(s.triangles, s.triangle_count, s.vertex_count, 2, &m));
     CHECK(pbd_up_model_detail_count(m) == out.vertex_count);
     float *x = (float *)malloc(sizeof(float) * 3 * out.vertex_count);
-    CHECK_OK(pbd_up_eval(m, s.positions, x));
+    CHECK_OK(pbd_up_model_eval(m, s.positions, x));
     double worst = 0;
     for (int i = 0; i < 3 * out.vertex_count; ++i) worst = fmax(worst, fabs(x[i] - out.positions[i]));
     CHECK_MSG(worst < 1e-6, "eval vs subdivided mesh %g", worst);
@@ -267,7 +267,7 @@ TEST(up_two_scale_detail) {
     unsigned st = 9;
     for (int i = 0; i < 3 * n; ++i) X[i] = x0[i] + 0.05f * (pbdt_rand(&st) - 0.5f);
     CHECK_OK(pbd_up_subdivision_fit_detail(m, s.positions, X));
-    CHECK_OK(pbd_up_eval(m, s.positions, y));
+    CHECK_OK(pbd_up_model_eval(m, s.positions, y));
     double worst = 0;
     for (int i = 0; i < 3 * n; ++i) worst = fmax(worst, fabs(y[i] - X[i]));
     CHECK_MSG(worst < 1e-6, "detail at the fit pose %g", worst);
@@ -275,12 +275,12 @@ TEST(up_two_scale_detail) {
     float *u = (float *)malloc(sizeof(float) * 3 * s.vertex_count);
     upt_rotate(R, t, s.positions, u, s.vertex_count);
     upt_rotate(R, t, X, Xr, n);
-    CHECK_OK(pbd_up_eval(m, u, y));
+    CHECK_OK(pbd_up_model_eval(m, u, y));
     worst = 0;
     for (int i = 0; i < 3 * n; ++i) worst = fmax(worst, fabs(y[i] - Xr[i]));
     CHECK_MSG(worst < 1e-5, "rigid motion of the detail %g", worst);
     CHECK_OK(pbd_up_subdivision_fit_detail(m, NULL, NULL)); /* back to the smooth mesh */
-    CHECK_OK(pbd_up_eval(m, s.positions, y));
+    CHECK_OK(pbd_up_model_eval(m, s.positions, y));
     CHECK(memcmp(y, x0, sizeof(float) * 3 * n) == 0);
     free(x0);
     free(X);
@@ -301,7 +301,7 @@ static pbd_up_model *upt_detail_model(int sphere_level, int levels, float **coar
     if (pbd_up_subdivision_create(s.triangles, s.triangle_count, s.vertex_count, levels, &m) != PBD_OK) return NULL;
     int n = pbd_up_model_detail_count(m);
     float *X = (float *)malloc(sizeof(float) * 3 * n);
-    pbd_up_eval(m, s.positions, X);
+    pbd_up_model_eval(m, s.positions, X);
     unsigned st = 5;
     for (int i = 0; i < 3 * n; ++i) X[i] += 0.02f * (pbdt_rand(&st) - 0.5f);
     pbd_up_subdivision_fit_detail(m, s.positions, X);
@@ -327,13 +327,13 @@ TEST(up_eval_simd_threads_bit_identical) {
         if (!detail) CHECK_OK(pbd_up_subdivision_fit_detail(m, NULL, NULL));
         CHECK_OK(pbd_up_model_set_simd(m, 0));
         CHECK_OK(pbd_up_model_set_threads(m, 1));
-        CHECK_OK(pbd_up_eval(m, u, ref));
+        CHECK_OK(pbd_up_model_eval(m, u, ref));
         for (int simd = 0; simd <= 1; ++simd)
             for (int threads = 1; threads <= 2; ++threads) {
                 CHECK_OK(pbd_up_model_set_simd(m, simd));
                 CHECK_OK(pbd_up_model_set_threads(m, threads));
                 memset(y, 0xff, sizeof(float) * 3 * n);
-                CHECK_OK(pbd_up_eval(m, u, y));
+                CHECK_OK(pbd_up_model_eval(m, u, y));
                 CHECK_MSG(memcmp(y, ref, sizeof(float) * 3 * n) == 0, "simd %d threads %d detail %d differ", simd,
                           threads, detail);
             }
@@ -365,8 +365,8 @@ TEST(up_model_save_load_roundtrip) {
     CHECK_OK(pbd_up_model_save(m2, buf2, size));
     CHECK(memcmp(buf, buf2, size) == 0);
     float *a = (float *)malloc(sizeof(float) * 3 * n), *b = (float *)malloc(sizeof(float) * 3 * n);
-    CHECK_OK(pbd_up_eval(m, u, a));
-    CHECK_OK(pbd_up_eval(m2, u, b));
+    CHECK_OK(pbd_up_model_eval(m, u, a));
+    CHECK_OK(pbd_up_model_eval(m2, u, b));
     CHECK(memcmp(a, b, sizeof(float) * 3 * n) == 0);
     CHECK(pbd_up_model_method(m2) == PBD_UP_SUBDIVISION && pbd_up_subdivision_levels(m2) == 2);
     free(a);
@@ -385,14 +385,14 @@ TEST(up_model_bad_input) {
     int nc = pbd_up_model_coarse_count(m), n = pbd_up_model_detail_count(m);
     float *y = (float *)malloc(sizeof(float) * 3 * n);
     memset(y, 0x5a, sizeof(float) * 3 * n);
-    CHECK_ERROR(pbd_up_eval(NULL, u, y), PBD_ERROR_NULL_POINTER, "m is NULL");
-    CHECK_ERROR(pbd_up_eval(m, NULL, y), PBD_ERROR_NULL_POINTER, "coarse_positions is NULL");
-    CHECK_ERROR(pbd_up_eval(m, u, NULL), PBD_ERROR_NULL_POINTER, "detail_positions_out is NULL");
+    CHECK_ERROR(pbd_up_model_eval(NULL, u, y), PBD_ERROR_NULL_POINTER, "m is NULL");
+    CHECK_ERROR(pbd_up_model_eval(m, NULL, y), PBD_ERROR_NULL_POINTER, "coarse_positions is NULL");
+    CHECK_ERROR(pbd_up_model_eval(m, u, NULL), PBD_ERROR_NULL_POINTER, "detail_positions_out is NULL");
     float keep = u[7];
     u[7] = NAN;
-    CHECK_ERROR(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
     u[7] = INFINITY;
-    CHECK_ERROR(pbd_up_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
     u[7] = keep;
     for (int i = 0; i < 3 * n; ++i) {
         uint32_t bits;
@@ -400,9 +400,9 @@ TEST(up_model_bad_input) {
         CHECK(bits == 0x5a5a5a5au);
         if (bits != 0x5a5a5a5au) break;
     }
-    CHECK_ERROR(pbd_up_eval_checked(m, u, nc - 1, y, n), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 41");
-    CHECK_ERROR(pbd_up_eval_checked(m, u, nc, y, n + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 42");
-    CHECK_OK(pbd_up_eval_checked(m, u, nc, y, n));
+    CHECK_ERROR(pbd_up_model_eval_checked(m, u, nc - 1, y, n), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 41");
+    CHECK_ERROR(pbd_up_model_eval_checked(m, u, nc, y, n + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 42");
+    CHECK_OK(pbd_up_model_eval_checked(m, u, nc, y, n));
     CHECK_ERROR(pbd_up_model_set_threads(m, -1), PBD_ERROR_INVALID_ARGUMENT, "threads -1");
     CHECK_ERROR(pbd_up_model_set_simd(m, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
     CHECK_ERROR(pbd_up_model_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "m is NULL");
@@ -489,7 +489,7 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_subdivision_fit_detail(m, u, y), PBD_ERROR_NOT_FINITE, "n 162");
     pbd_mesh bad;
     memset(&bad, 0, sizeof bad);
-    CHECK_ERROR(pbd_up_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in->positions is NULL");
+    CHECK_ERROR(pbd_up_mesh_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in->positions is NULL");
     free(y);
     free(u);
     pbd_up_model_destroy(m);
@@ -504,7 +504,7 @@ TEST(up_wrinkle_radius) {
     pbd_mesh g, f;
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh_grid(5, 5, o, u, v, &g);
-    CHECK_OK(pbd_up_subdivide(&g, 2, 0, &f));
+    CHECK_OK(pbd_up_mesh_subdivide(&g, 2, 0, &f));
     unsigned st = 11; /* a small out-of-plane jitter breaks the symmetry */
     for (int i = 0; i < f.vertex_count; ++i) f.positions[3 * i + 1] += 0.002f * (pbdt_rand(&st) - 0.5f);
     pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
@@ -606,7 +606,7 @@ TEST(up_wrinkle_one_sided) {
     pbd_mesh s, f;
     float c[3] = {0, 0, 0};
     pbd_mesh_sphere(0, c, 1.0f, &s);
-    CHECK_OK(pbd_up_subdivide(&s, 2, 1, &f));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 2, 1, &f));
     float *cx = (float *)malloc(sizeof(float) * 3 * s.vertex_count);
     for (int i = 0; i < s.vertex_count; ++i) {
         cx[3 * i] = 1.1f * s.positions[3 * i];
@@ -726,7 +726,7 @@ TEST(up_wrinkle_threads_simd_bit_identical) {
     pbd_mesh s, f;
     float c[3] = {0, 0, 0};
     pbd_mesh_sphere(1, c, 1.0f, &s);
-    CHECK_OK(pbd_up_subdivide(&s, 1, 1, &f));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 1, 1, &f));
     pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
     d.coarse_positions = s.positions;
     d.coarse_count = s.vertex_count;
@@ -808,7 +808,7 @@ TEST(up_training_cape_roundtrip) {
     cm.triangle_count = t.coarse_triangle_count;
     cm.tets = NULL;
     cm.tet_count = 0;
-    CHECK_OK(pbd_up_subdivide(&cm, 1, 0, &lin));
+    CHECK_OK(pbd_up_mesh_subdivide(&cm, 1, 0, &lin));
     CHECK(memcmp(lin.triangles, t.detail_triangles, sizeof(int) * 3 * t.detail_triangle_count) == 0);
     for (int i = 0; i < 3 * dc; ++i)
         detail = fmax(detail, fabs(lin.positions[i] - t.detail[(size_t)(t.frame_count - 1) * 3 * dc + i]));

@@ -56,7 +56,7 @@ static synth synth_make(int n, int levels, int frames, unsigned seed) {
     float o[3] = {0, 0, 0}, du[3] = {1, 0, 0}, dv[3] = {0, 0, 1};
     pbd_mesh_grid(n, n, o, du, dv, &d.grid);
     pbd_mesh fine;
-    pbd_up_subdivide(&d.grid, levels, 0, &fine);
+    pbd_up_mesh_subdivide(&d.grid, levels, 0, &fine);
     CHECK_OK(pbd_up_subdivision_create(d.grid.triangles, d.grid.triangle_count, d.grid.vertex_count, levels, &d.sub));
     d.n = n;
     d.nc = n * n;
@@ -98,7 +98,7 @@ static double model_error(pbd_up_model *m, const synth *d) {
     pbd_up_model_set_threads(m, 1); /* small meshes: no thread team spinning on a busy machine */
     double s = 0;
     for (int f = 0; f < d->frames; ++f) {
-        CHECK_OK(pbd_up_eval(m, d->u + (size_t)f * d->nc * 3, out));
+        CHECK_OK(pbd_up_model_eval(m, d->u + (size_t)f * d->nc * 3, out));
         double e = rms_error(out, d->X + (size_t)f * d->nd * 3, (size_t)d->nd * 3);
         s += e * e;
     }
@@ -169,9 +169,9 @@ TEST(piu_partition_of_unity) {
     float *b = (float *)malloc(sizeof(float) * 3 * d.nd);
     float t[3] = {3.5f, -1.25f, 0.75f};
     for (int k = 0; k < 3 * d.nc; ++k) u[k] = d.u[3 * d.nc + k];
-    CHECK_OK(pbd_up_eval(m, u, a));
+    CHECK_OK(pbd_up_model_eval(m, u, a));
     for (int k = 0; k < 3 * d.nc; ++k) u[k] += t[k % 3];
-    CHECK_OK(pbd_up_eval(m, u, b));
+    CHECK_OK(pbd_up_model_eval(m, u, b));
     double dev = 0;
     for (int k = 0; k < 3 * d.nd; ++k) dev = fmax(dev, fabs((double)b[k] - a[k] - t[k % 3]));
     CHECK_MSG(dev < 2e-5, "translation changes the shape by %g", dev);
@@ -199,12 +199,12 @@ TEST(piu_determinism_and_save_load) {
     const float *u = d.u + (size_t)5 * d.nc * 3;
     CHECK_OK(pbd_up_model_set_simd(m, 0));
     CHECK_OK(pbd_up_model_set_threads(m, 1));
-    CHECK_OK(pbd_up_eval(m, u, ref));
+    CHECK_OK(pbd_up_model_eval(m, u, ref));
     int cfg[3][2] = {{1, 1}, {0, 2}, {1, 2}};
     for (int c = 0; c < 3; ++c) {
         CHECK_OK(pbd_up_model_set_simd(m, cfg[c][0]));
         CHECK_OK(pbd_up_model_set_threads(m, cfg[c][1]));
-        CHECK_OK(pbd_up_eval(m, u, out));
+        CHECK_OK(pbd_up_model_eval(m, u, out));
         CHECK_MSG(bits_equal(ref, out, n3), "simd %d threads %d differs", cfg[c][0], cfg[c][1]);
     }
     size_t size = pbd_up_model_save_size(m);
@@ -217,7 +217,7 @@ TEST(piu_determinism_and_save_load) {
         CHECK(pbd_up_model_save_size(m2) == size);
         CHECK_OK(pbd_up_model_save(m2, buf2, size));
         CHECK(memcmp(buf, buf2, size) == 0);
-        CHECK_OK(pbd_up_eval(m2, u, out));
+        CHECK_OK(pbd_up_model_eval(m2, u, out));
         CHECK(bits_equal(ref, out, n3));
         pbd_up_model_destroy(m2);
     }
@@ -282,12 +282,14 @@ TEST(piu_bad_input) {
         memcpy(u, d.u, sizeof(float) * 3 * d.nc);
         for (int k = 0; k < 3 * d.nd; ++k) out[k] = 7.0f;
         u[4] = INFINITY;
-        CHECK_ERROR(pbd_up_eval(m, u, out), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+        CHECK_ERROR(pbd_up_model_eval(m, u, out), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
         CHECK(out[0] == 7.0f && out[3 * d.nd - 1] == 7.0f);
         CHECK_ERROR(pbd_up_piu_advance(m, u, 0.01f), PBD_ERROR_NOT_FINITE, "nc3 75");
         u[4] = 0.0f;
-        CHECK_ERROR(pbd_up_eval_checked(m, u, d.nc - 1, out, d.nd), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 24");
-        CHECK_ERROR(pbd_up_eval_checked(m, u, d.nc, out, d.nd + 1), PBD_ERROR_INVALID_ARGUMENT, "coarse_count 25");
+        CHECK_ERROR(pbd_up_model_eval_checked(m, u, d.nc - 1, out, d.nd), PBD_ERROR_INVALID_ARGUMENT,
+                    "coarse_count 24");
+        CHECK_ERROR(pbd_up_model_eval_checked(m, u, d.nc, out, d.nd + 1), PBD_ERROR_INVALID_ARGUMENT,
+                    "coarse_count 25");
         CHECK_ERROR(pbd_up_piu_advance(m, u, 0.0f), PBD_ERROR_INVALID_TIME_STEP, "dt 0");
         CHECK_ERROR(pbd_up_piu_advance(NULL, u, 0.01f), PBD_ERROR_NULL_POINTER, "m is NULL");
         int idx[4], count;
@@ -351,9 +353,9 @@ TEST(piu_oscillatory_modes) {
     for (int f = 0; f < 300; ++f) {
         for (int v = 0; v < d.nc; ++v) u[3 * v] += 0.1f * dt;
         CHECK_OK(pbd_up_piu_advance(m, u, dt));
-        CHECK_OK(pbd_up_eval(m, u, out));
+        CHECK_OK(pbd_up_model_eval(m, u, out));
         if (f < 200) continue;
-        CHECK_OK(pbd_up_eval(m0, u, base));
+        CHECK_OK(pbd_up_model_eval(m0, u, base));
         for (int i = 0; i < d.nd; ++i) peak = fmax(peak, fabs((double)out[3 * i + 1] - base[3 * i + 1]));
     }
     CHECK_MSG(fabs(peak - A) < 0.02 * A, "driven peak %g, want about %g", peak, A);
@@ -553,7 +555,7 @@ TEST(pdm_recovers_known_coefficients) {
         CHECK_MSG(worst < 1e-4, "coefficients off by %g (relative)", worst);
         /* and evaluation reproduces the training detail */
         float *out = (float *)malloc(sizeof(float) * 3 * (size_t)d.nd);
-        CHECK_OK(pbd_up_eval(m2, d.u + (size_t)3 * d.nc * 3, out));
+        CHECK_OK(pbd_up_model_eval(m2, d.u + (size_t)3 * d.nc * 3, out));
         CHECK(rms_error(out, d.X + (size_t)3 * d.nd * 3, (size_t)d.nd * 3) < 1e-5);
         free(out);
         pbd_up_model_destroy(m2);
@@ -574,12 +576,12 @@ static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int
     float *ref = (float *)malloc(sizeof(float) * n3), *out = (float *)malloc(sizeof(float) * n3);
     CHECK_OK(pbd_up_model_set_simd(m, 0));
     CHECK_OK(pbd_up_model_set_threads(m, 1));
-    CHECK_OK(pbd_up_eval(m, u, ref));
+    CHECK_OK(pbd_up_model_eval(m, u, ref));
     int cfg[3][2] = {{1, 1}, {0, 2}, {1, 2}};
     for (int c = 0; c < 3; ++c) {
         CHECK_OK(pbd_up_model_set_simd(m, cfg[c][0]));
         CHECK_OK(pbd_up_model_set_threads(m, cfg[c][1]));
-        CHECK_OK(pbd_up_eval(m, u, out));
+        CHECK_OK(pbd_up_model_eval(m, u, out));
         CHECK_MSG(bits_equal(ref, out, n3), "%s: simd %d threads %d differs",
                   pbd_up_method_name(pbd_up_model_method(m)), cfg[c][0], cfg[c][1]);
     }
@@ -593,7 +595,7 @@ static void check_roundtrip_and_determinism(pbd_up_model *m, const float *u, int
         CHECK(pbd_up_model_save_size(m2) == size);
         CHECK_OK(pbd_up_model_save(m2, buf2, size));
         CHECK(memcmp(buf, buf2, size) == 0);
-        CHECK_OK(pbd_up_eval(m2, u, out));
+        CHECK_OK(pbd_up_model_eval(m2, u, out));
         CHECK(bits_equal(ref, out, n3));
         pbd_up_model_destroy(m2);
     }
@@ -737,7 +739,7 @@ static double cape_error(pbd_up_model *m, const cape *c, int f0, int f1) {
     pbd_up_model_set_threads(m, 1);
     double s = 0;
     for (int f = f0; f < f1; ++f) {
-        CHECK_OK(pbd_up_eval(m, t->coarse + (size_t)f * t->coarse_count * 3, out));
+        CHECK_OK(pbd_up_model_eval(m, t->coarse + (size_t)f * t->coarse_count * 3, out));
         double e = rms_error(out, t->detail + (size_t)f * t->detail_count * 3, (size_t)t->detail_count * 3);
         s += e * e;
     }

@@ -113,7 +113,7 @@ TEST(world_particles_read_back) {
         CHECK(x[4 * i + 3] == (mass[i] > 0 ? 1.0f / mass[i] : 0.0f));
         CHECK(v[4 * i + 3] == 0.0f);
         float m = -1;
-        CHECK_OK(pbd_get_mass(w, i, &m));
+        CHECK_OK(pbd_particle_get_mass(w, i, &m));
         CHECK(m == mass[i]);
     }
     for (int i = 0; i < 3; ++i) {
@@ -126,17 +126,17 @@ TEST(world_particles_read_back) {
     /* 3-float copies of a sub-range */
     float out[9];
     pbd_range mid = {2, 3};
-    CHECK_OK(pbd_get_positions(w, mid, out));
+    CHECK_OK(pbd_particles_get_positions(w, mid, out));
     CHECK(memcmp(out, pos + 6, sizeof out) == 0);
-    CHECK_OK(pbd_get_velocities(w, mid, out));
+    CHECK_OK(pbd_particles_get_velocities(w, mid, out));
     CHECK(memcmp(out, vel + 6, sizeof out) == 0);
     /* write positions and velocities, read them back through both paths */
     float np[9] = {1, 2, 3, 4, 5, 6, 7, 8, 9}, nv[9] = {-1, -2, -3, 0.5f, 0.25f, 0.125f, 9, 8, 7};
-    CHECK_OK(pbd_set_positions(w, mid, np));
-    CHECK_OK(pbd_set_velocities(w, mid, nv));
-    CHECK_OK(pbd_get_positions(w, mid, out));
+    CHECK_OK(pbd_particles_set_positions(w, mid, np));
+    CHECK_OK(pbd_particles_set_velocities(w, mid, nv));
+    CHECK_OK(pbd_particles_get_positions(w, mid, out));
     CHECK(memcmp(out, np, sizeof out) == 0);
-    CHECK_OK(pbd_get_velocities(w, mid, out));
+    CHECK_OK(pbd_particles_get_velocities(w, mid, out));
     CHECK(memcmp(out, nv, sizeof out) == 0);
     x = pbd_world_positions(w);
     v = pbd_world_velocities(w);
@@ -149,12 +149,12 @@ TEST(world_particles_read_back) {
     CHECK(x[4 * 3 + 3] == 2.0f && x[4 * 2 + 3] == 0.0f);
     CHECK(x[4 * 1 + 0] == pos[3] && x[4 * 5 + 0] == pos[0]);
     /* set_mass */
-    CHECK_OK(pbd_set_mass(w, 1, 8.0f));
+    CHECK_OK(pbd_particle_set_mass(w, 1, 8.0f));
     CHECK(particle(w, 1)[3] == 0.125f);
     float m = 0;
-    CHECK_OK(pbd_get_mass(w, 1, &m));
+    CHECK_OK(pbd_particle_get_mass(w, 1, &m));
     CHECK(m == 8.0f);
-    CHECK_OK(pbd_set_radius(w, 1, 0.2f));
+    CHECK_OK(pbd_particle_set_radius(w, 1, 0.2f));
     pbd_world_destroy(w);
 }
 
@@ -162,7 +162,7 @@ TEST(world_particles_read_back) {
 TEST(world_pin_unpin_and_zero_mass) {
     pbd_world *w = make_default_world();
     if (!w) return;
-    int a = add_one(w, 0, 2, 0, 2.0f);    /* pinned by pbd_pin */
+    int a = add_one(w, 0, 2, 0, 2.0f);    /* pinned by pbd_particle_pin */
     int b = add_one(w, 0.5f, 2, 0, 1.0f); /* hangs from a */
     int c = add_one(w, 3, 2, 0, 1.0f);    /* pinned by mass 0 */
     int d = add_one(w, 4, 2, 0, 1.0f);    /* free: falls */
@@ -173,12 +173,12 @@ TEST(world_pin_unpin_and_zero_mass) {
     cd.indices = idx;
     pbd_group g;
     CHECK_OK(pbd_add_constraints(w, &cd, &g));
-    CHECK_OK(pbd_pin(w, a));
+    CHECK_OK(pbd_particle_pin(w, a));
     CHECK(particle(w, a)[3] == 0.0f);
-    CHECK_OK(pbd_set_mass(w, c, 0.0f));
+    CHECK_OK(pbd_particle_set_mass(w, c, 0.0f));
     CHECK(particle(w, c)[3] == 0.0f);
     float m = -1;
-    CHECK_OK(pbd_get_mass(w, c, &m));
+    CHECK_OK(pbd_particle_get_mass(w, c, &m));
     CHECK(m == 0.0f);
     float xa[4], xc[4];
     memcpy(xa, particle(w, a), sizeof xa);
@@ -188,8 +188,8 @@ TEST(world_pin_unpin_and_zero_mass) {
     CHECK(memcmp(xc, particle(w, c), sizeof xc) == 0);
     float va[3], vc[3];
     pbd_range ra = {a, 1}, rc = {c, 1};
-    CHECK_OK(pbd_get_velocities(w, ra, va));
-    CHECK_OK(pbd_get_velocities(w, rc, vc));
+    CHECK_OK(pbd_particles_get_velocities(w, ra, va));
+    CHECK_OK(pbd_particles_get_velocities(w, rc, vc));
     CHECK(va[0] == 0 && va[1] == 0 && va[2] == 0);
     CHECK(vc[0] == 0 && vc[1] == 0 && vc[2] == 0);
     /* b swings below a on its rope; d fell freely */
@@ -200,23 +200,23 @@ TEST(world_pin_unpin_and_zero_mass) {
     CHECK(pb[1] < 2.0f - 0.1f);
     CHECK(particle(w, d)[1] < 2.0f - 4.0f);
     /* unpin restores the mass and the particle falls */
-    CHECK_OK(pbd_unpin(w, a));
+    CHECK_OK(pbd_particle_unpin(w, a));
     CHECK(particle(w, a)[3] == 0.5f);
-    CHECK_OK(pbd_get_mass(w, a, &m));
+    CHECK_OK(pbd_particle_get_mass(w, a, &m));
     CHECK(m == 2.0f);
     for (int i = 0; i < 10; ++i) CHECK_OK(pbd_world_step(w, DT));
     CHECK(particle(w, a)[1] < xa[1] - 0.1f);
     /* mass 0 stays pinned until given a mass */
     CHECK(memcmp(xc, particle(w, c), sizeof xc) == 0);
-    CHECK_OK(pbd_set_mass(w, c, 4.0f));
+    CHECK_OK(pbd_particle_set_mass(w, c, 4.0f));
     CHECK(particle(w, c)[3] == 0.25f);
     for (int i = 0; i < 10; ++i) CHECK_OK(pbd_world_step(w, DT));
     CHECK(particle(w, c)[1] < xc[1] - 0.1f);
     /* pinning twice, then one unpin, restores the mass */
-    CHECK_OK(pbd_pin(w, d));
-    CHECK_OK(pbd_pin(w, d));
+    CHECK_OK(pbd_particle_pin(w, d));
+    CHECK_OK(pbd_particle_pin(w, d));
     CHECK(particle(w, d)[3] == 0.0f);
-    CHECK_OK(pbd_unpin(w, d));
+    CHECK_OK(pbd_particle_unpin(w, d));
     CHECK(particle(w, d)[3] == 1.0f);
     pbd_world_destroy(w);
 }
@@ -234,20 +234,20 @@ TEST(world_kinematic_reaches_target) {
     cd.indices = idx;
     pbd_group g;
     CHECK_OK(pbd_add_constraints(w, &cd, &g));
-    CHECK_OK(pbd_set_kinematic(w, k, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, k, 1));
     CHECK(particle(w, k)[3] == 0.0f);
     float start[3] = {0, 1, 0};
     for (int i = 1; i <= 30; ++i) {
         /* move along a circle, one target per step */
         float t[3] = {0.3f * sinf(0.2f * i), 1.0f + 0.1f * i / 30.0f, 0.3f * (1 - cosf(0.2f * i))};
-        CHECK_OK(pbd_set_kinematic_target(w, k, t));
+        CHECK_OK(pbd_particle_set_kinematic_target(w, k, t));
         CHECK_OK(pbd_world_step(w, DT));
         const float *x = particle(w, k);
         for (int c = 0; c < 3; ++c) CHECK_NEAR(x[c], t[c], 1e-6);
         CHECK(x[3] == 0.0f);
         float v[3];
         pbd_range r = {k, 1};
-        CHECK_OK(pbd_get_velocities(w, r, v));
+        CHECK_OK(pbd_particles_get_velocities(w, r, v));
         for (int c = 0; c < 3; ++c) CHECK_NEAR(v[c], (t[c] - start[c]) / DT, 1e-3);
         memcpy(start, t, sizeof start);
     }
@@ -260,7 +260,7 @@ TEST(world_kinematic_reaches_target) {
     for (int i = 0; i < 5; ++i) CHECK_OK(pbd_world_step(w, DT));
     for (int c = 0; c < 3; ++c) CHECK_NEAR(particle(w, k)[c], here[c], 1e-6);
     /* no longer kinematic: dynamic again with its mass */
-    CHECK_OK(pbd_set_kinematic(w, k, 0));
+    CHECK_OK(pbd_particle_set_kinematic(w, k, 0));
     CHECK(particle(w, k)[3] == 1.0f);
     for (int i = 0; i < 10; ++i) CHECK_OK(pbd_world_step(w, DT));
     CHECK(particle(w, k)[1] < here[1] - 0.1f);
@@ -357,7 +357,7 @@ TEST(world_acceleration_field) {
     pbd_world *w = make_world(&d);
     if (!w) return;
     for (int i = 0; i < 4; ++i) add_one(w, 0.01f * i, 0.05f, 0, 1.0f); /* near 0: see free fall */
-    CHECK_OK(pbd_pin(w, 3));                                           /* not dynamic: never asked */
+    CHECK_OK(pbd_particle_pin(w, 3));                                  /* not dynamic: never asked */
     field_log log;
     memset(&log, 0, sizeof log);
     CHECK_OK(pbd_world_set_acceleration_field(w, wind_field, &log));
@@ -434,7 +434,8 @@ static void build_scene(pbd_world *w, pbd_object *cloth_out) {
     memset(&cloth, 0, sizeof cloth);
     CHECK_OK(pbd_add_cloth(w, &c, &cloth));
     if (cloth_out) *cloth_out = cloth;
-    int corners[2] = {cloth.particles.first, cloth.particles.first + 11};
+    const int first = pbdt_parts(w, cloth).particles.first;
+    int corners[2] = {first, first + 11};
     float targets[6] = {-0.5f, 1.0f, -0.5f, 0.5f, 1.0f, -0.5f};
     pbd_attachments_desc a = pbd_attachments_desc_default();
     a.count = 2;
@@ -459,9 +460,9 @@ static void build_scene(pbd_world *w, pbd_object *cloth_out) {
     pd.radius = 0.02f;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_set_kinematic(w, r.first + 2, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, r.first + 2, 1));
     float t[3] = {0.1f, 1.4f, 0.0f};
-    CHECK_OK(pbd_set_kinematic_target(w, r.first + 2, t));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, r.first + 2, t));
 }
 
 TEST(world_custom_allocator) {

@@ -78,9 +78,36 @@ static void fz_indices(fz *f, const pbd_world *w, int *out, int n) {
     for (int i = 0; i < n; ++i) out[i] = fz_int(f, -1, np);
 }
 
+/* A handle id from a number v the bytes chose: v >= 0 names slot v at
+   generation 0 (the handle of the v-th thing of its kind while nothing
+   was removed; past the last, a slot out of range), -1 is no handle (0),
+   -2 slot 0 at a later generation (a stale handle). */
+static uint32_t fz_handle_id(int v) {
+    if (v >= 0) return (uint32_t)v + 1u;
+    return v == -1 ? 0u : (1u << PBD_HANDLE_SLOT_BITS) | 1u;
+}
+static pbd_object fz_object(int v) {
+    pbd_object o;
+    o.id = fz_handle_id(v);
+    return o;
+}
+static pbd_collider fz_collider(int v) {
+    pbd_collider c;
+    c.id = fz_handle_id(v);
+    return c;
+}
+
 static float fz_compliance(fz *f) { return fz_float(f, 0, 1e-2f); }
 
-static pbd_object fz_last_object; /* the last object built (tearing, LRA, surfaces) */
+static pbd_object fz_last_object;   /* the last object built (tearing, LRA, surfaces) */
+static pbd_range fz_last_particles; /* its particles */
+
+static pbd_range fz_parts(const pbd_world *w, pbd_object o) {
+    pbd_object_parts p;
+    memset(&p, 0, sizeof p);
+    pbd_object_get_parts(w, o, &p);
+    return p.particles;
+}
 static fz_mesh fz_last_mesh;
 static pbd_cloth_desc fz_last_cloth;
 static int fz_last_perm[FZ_MAXV];
@@ -121,6 +148,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             pbd_result r = pbd_add_cloth(w, &cd, &obj);
             if (r == PBD_OK) {
                 fz_last_object = obj;
+                fz_last_particles = fz_parts(w, obj);
                 fz_last_mesh = fm;
                 fz_last_cloth = cd;
                 fz_last_cloth.positions = fz_last_mesh.pos;
@@ -148,7 +176,10 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             sd.reorder = fz_int(f, 0, 1);
             sd.permutation = fz_last_perm;
             pbd_result r = pbd_add_softbody(w, &sd, &obj);
-            if (r == PBD_OK) fz_last_object = obj;
+            if (r == PBD_OK) {
+                fz_last_object = obj;
+                fz_last_particles = fz_parts(w, obj);
+            }
             return r;
         }
         case 2: { /* balloon */
@@ -160,6 +191,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             pbd_result r = pbd_add_balloon(w, &b, &obj);
             if (r == PBD_OK) {
                 fz_last_object = obj;
+                fz_last_particles = fz_parts(w, obj);
                 fz_last_mesh = fm;
                 fz_last_cloth = b.cloth;
                 fz_last_cloth.positions = fz_last_mesh.pos;
@@ -192,7 +224,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
                 float p[3] = {fz_float(f, -1, 1), fz_float(f, -1, 1), fz_float(f, -1, 1)};
                 float q[4] = {fz_float(f, -1, 1), fz_float(f, -1, 1), fz_float(f, -1, 1), fz_float(f, -1, 1)};
                 fz_snap before = fz_save(w);
-                if (pbd_hair_set_transform(w, s, p, q) != PBD_OK) FZ_CHECK(fz_same(w, before), "hair_set_transform");
+                if (pbd_strands_set_transform(w, s, p, q) != PBD_OK) FZ_CHECK(fz_same(w, before), "hair_set_transform");
                 free(before.d);
             }
             return r;
@@ -211,11 +243,11 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
         case 5: { /* long range attachments */
             int anchors[8];
             pbd_lra_desc l = pbd_lra_desc_default();
-            l.object = fz_u8(f) & 1 ? fz_last_object.id : fz_int(f, -2, 4);
+            l.object = fz_u8(f) & 1 ? fz_last_object : fz_object(fz_int(f, -2, 4));
             int local = fz_u8(f) & 1;
             for (int i = 0; i < 8; ++i)
-                anchors[i] = local && fz_last_object.particles.count
-                                 ? fz_last_object.particles.first + fz_int(f, -1, fz_last_object.particles.count)
+                anchors[i] = local && fz_last_particles.count
+                                 ? fz_last_particles.first + fz_int(f, -1, fz_last_particles.count)
                                  : fz_int(f, -1, pbd_world_particle_count(w));
             l.anchors = anchors;
             l.anchor_count = fz_int(f, -1, 8);
@@ -241,12 +273,11 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             pbd_strain_limit_desc s = pbd_strain_limit_desc_default();
             s.mode = (pbd_strain_mode)fz_int(f, -1, 2);
             if (fz_u8(f) & 1) {
-                s.object = fz_last_object.id;
+                s.object = fz_last_object;
                 s.triangles = fz_last_mesh.tri;
                 s.triangle_count = fz_int(f, -1, fz_last_mesh.nt);
-                if (fz_last_cloth.reorder) s.permutation = fz_last_perm;
             } else {
-                s.object = fz_int(f, -2, 2);
+                s.object = fz_object(fz_int(f, -2, 2));
                 fz_indices(f, w, idx, 24);
                 s.triangles = idx;
                 s.triangle_count = fz_int(f, -1, 8);
@@ -266,18 +297,18 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
         }
         case 7: { /* tearing */
             pbd_tearing_desc t = pbd_tearing_desc_default();
-            t.object = fz_u8(f) & 1 ? fz_last_object.id : fz_int(f, -2, 4);
+            t.object = fz_u8(f) & 1 ? fz_last_object : fz_object(fz_int(f, -2, 4));
             t.triangles = fz_last_mesh.tri;
             t.triangle_count = fz_int(f, -1, fz_last_mesh.nt);
-            if (fz_last_cloth.reorder || (fz_u8(f) & 1)) t.permutation = fz_last_perm;
+            if (!fz_last_cloth.reorder) (void)fz_u8(f); /* 0.1's permutation switch: the corpus keeps its meaning */
             t.threshold = fz_float(f, 0.9f, 3);
             t.max_splits = fz_int(f, -1, 100);
-            return pbd_object_enable_tearing(w, &t);
+            return pbd_add_tearing(w, &t, NULL);
         }
         case 8: { /* collision surfaces */
             if (fz_u8(f) & 1) {
                 if (!fz_last_cloth.positions) return PBD_ERROR_INVALID_ARGUMENT;
-                return pbd_add_cloth_self_collision(w, &fz_last_object, &fz_last_cloth, fz_float(f, 0, 0.02f), NULL);
+                return pbd_add_cloth_self_collision(w, fz_last_object, &fz_last_cloth, fz_float(f, 0, 0.02f), NULL);
             }
             pbd_collision_surface_desc s = pbd_collision_surface_desc_default();
             fz_indices(f, w, idx, 36);
@@ -348,7 +379,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             pbd_result r = pbd_add_attachments(w, &a, &g);
             if (r == PBD_OK) {
                 fz_snap before = fz_save(w);
-                if (pbd_set_attachment_target(w, g, fz_int(f, -1, 4), pts) != PBD_OK)
+                if (pbd_group_set_attachment_target(w, g, fz_int(f, -1, 4), pts) != PBD_OK)
                     FZ_CHECK(fz_same(w, before), "set_attachment_target");
                 free(before.d);
             }
@@ -401,14 +432,14 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             pd.radius = fz_float(f, 0, 0.05f);
             pbd_range r;
             pbd_result res = pbd_add_particles(w, &pd, &r);
-            if (res == PBD_OK) pbd_set_particle_collision(w, r, fz_int(f, 0, 1));
+            if (res == PBD_OK) pbd_particles_set_particle_contact(w, r, fz_int(f, 0, 1));
             return res;
         }
         case 15: { /* damping cluster */
             fz_indices(f, w, idx, 8);
             pbd_damping_cluster c;
             pbd_result r = pbd_add_damping_cluster(w, idx, fz_int(f, -1, 8), fz_float(f, -1, 5), &c);
-            if (r == PBD_OK) pbd_damping_cluster_set(w, c, fz_float(f, 0, 5));
+            if (r == PBD_OK) pbd_damping_cluster_set_damping(w, c, fz_float(f, 0, 5));
             return r;
         }
         case 16: { /* analytic collider */
@@ -431,27 +462,28 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             float q4[4] = {fz_float(f, -1, 1), fz_float(f, -1, 1), fz_float(f, -1, 1), fz_float(f, -1, 1)};
             pbd_range r = {fz_int(f, -1, np), fz_int(f, -1, np)};
             switch (fz_u8(f) % 16) {
-                case 0: return pbd_set_mass(w, i, fz_float(f, -0.1f, 1));
-                case 1: return pbd_set_radius(w, i, fz_float(f, -0.1f, 0.1f));
-                case 2: return pbd_pin(w, i);
-                case 3: return pbd_unpin(w, i);
-                case 4: return pbd_set_kinematic(w, i, fz_int(f, -1, 2));
-                case 5: return pbd_set_kinematic_target(w, i, p3);
+                case 0: return pbd_particle_set_mass(w, i, fz_float(f, -0.1f, 1));
+                case 1: return pbd_particle_set_radius(w, i, fz_float(f, -0.1f, 0.1f));
+                case 2: return pbd_particle_pin(w, i);
+                case 3: return pbd_particle_unpin(w, i);
+                case 4: return pbd_particle_set_kinematic(w, i, fz_int(f, -1, 2));
+                case 5: return pbd_particle_set_kinematic_target(w, i, p3);
                 case 6:
-                    return pbd_collider_set_pose(w, fz_int(f, -1, pbd_world_collider_count(w)), p3,
+                    return pbd_collider_set_pose(w, fz_collider(fz_int(f, -1, pbd_world_collider_count(w))), p3,
                                                  fz_u8(f) & 1 ? q4 : NULL);
                 case 7:
-                    return pbd_collider_set_friction(w, fz_int(f, -1, pbd_world_collider_count(w)), q4[0], q4[1],
-                                                     q4[2]);
-                case 8: return pbd_object_set_damping(w, fz_int(f, -1, pbd_world_object_count(w)), p3[0]);
+                    return pbd_collider_set_friction(w, fz_collider(fz_int(f, -1, pbd_world_collider_count(w))), q4[0],
+                                                     q4[1], q4[2]);
+                case 8: return pbd_object_set_damping(w, fz_object(fz_int(f, -1, pbd_world_object_count(w))), p3[0]);
                 case 9:
-                    return pbd_object_set_particle_collision(w, fz_int(f, -1, pbd_world_object_count(w)),
-                                                             fz_int(f, -1, 2));
+                    return pbd_object_set_particle_contact(w, fz_object(fz_int(f, -1, pbd_world_object_count(w))),
+                                                           fz_int(f, -1, 2));
                 case 10: {
                     float xyz[3 * 4];
                     for (int k = 0; k < 12; ++k) xyz[k] = fz_float(f, -1, 1);
                     if (r.count > 4) r.count = 4;
-                    return fz_u8(f) & 1 ? pbd_set_positions(w, r, xyz) : pbd_set_velocities(w, r, xyz);
+                    return fz_u8(f) & 1 ? pbd_particles_set_positions(w, r, xyz)
+                                        : pbd_particles_set_velocities(w, r, xyz);
                 }
                 case 11: return pbd_world_set_gravity(w, p3);
                 case 12:
@@ -459,7 +491,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
                                                 fz_int(f, -1, 9));
                 case 13: return pbd_world_set_point_damping(w, p3[0]);
                 case 14: return pbd_world_set_jacobi(w, fz_int(f, -1, 2), fz_float(f, -1, 3));
-                default: return pbd_world_set_particle_friction(w, q4[0], q4[1]);
+                default: return pbd_world_set_particle_contact_friction(w, q4[0], q4[1]);
             }
         }
         /* ---- pbd_sm.h ---- */
@@ -512,12 +544,12 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             ld.half_width = fz_int(f, -1, 4);
             ld.body.mode = (pbd_sm_mode)fz_int(f, 0, 2);
             ld.body.creep = fz_float(f, 0, 5);
-            pbd_sm_body *b = NULL;
+            pbd_sm_body b = {0};
             pbd_result r = pbd_sm_add_lattice(w, &ld, &b, NULL);
             if (r == PBD_OK) {
-                pbd_sm_body_set_stiffness(b, fz_float(f, -0.1f, 1.1f));
-                pbd_sm_body_set_mode(b, (pbd_sm_mode)fz_int(f, -1, 3), fz_float(f, -0.1f, 1.1f));
-                pbd_sm_body_set_plasticity(b, fz_float(f, -0.1f, 1), fz_float(f, -0.1f, 5), fz_float(f, -0.1f, 2));
+                pbd_sm_body_set_stiffness(w, b, fz_float(f, -0.1f, 1.1f));
+                pbd_sm_body_set_mode(w, b, (pbd_sm_mode)fz_int(f, -1, 3), fz_float(f, -0.1f, 1.1f));
+                pbd_sm_body_set_plasticity(w, b, fz_float(f, -0.1f, 1), fz_float(f, -0.1f, 5), fz_float(f, -0.1f, 2));
             }
             return r;
         }
@@ -542,7 +574,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             od.stiffness = fz_float(f, -0.1f, 1.1f);
             od.collide = fz_int(f, 0, 1);
             od.rotation_iterations = fz_int(f, -1, 101);
-            pbd_sm_oriented *o = NULL;
+            pbd_sm_oriented o = {0};
             pbd_result r = pbd_sm_add_oriented(w, &od, &o);
             if (r == PBD_OK && (fz_u8(f) & 1)) {
                 fz_mesh_read(f, &fm);
@@ -551,7 +583,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
                 sd.vertex_count = fz_int(f, -1, fm.nv);
                 sd.influences = fz_int(f, -1, 9);
                 pbd_sm_skin *skin = NULL;
-                if (pbd_sm_skin_create(o, &sd, &skin) == PBD_OK) {
+                if (pbd_sm_skin_create(w, o, &sd, &skin) == PBD_OK) {
                     float *out = (float *)malloc(sizeof(float) * 3 * (size_t)sd.vertex_count);
                     pbd_sm_skin_apply(skin, w, out);
                     free(out);
@@ -562,10 +594,10 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
         }
         case 21: { /* surface volume over world particles */
             pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
-            if (fz_u8(f) & 1 && fz_last_mesh.nt && fz_last_object.particles.count == fz_last_mesh.nv &&
+            if (fz_u8(f) & 1 && fz_last_mesh.nt && fz_last_particles.count == fz_last_mesh.nv &&
                 !fz_last_cloth.reorder) {
                 int n = fz_last_mesh.nt < 21 ? fz_last_mesh.nt : 21;
-                for (int i = 0; i < 3 * n; ++i) idx[i] = fz_last_object.particles.first + fz_last_mesh.tri[i];
+                for (int i = 0; i < 3 * n; ++i) idx[i] = fz_last_particles.first + fz_last_mesh.tri[i];
                 vd.triangle_count = n;
             } else {
                 fz_indices(f, w, idx, 36);
@@ -608,7 +640,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             for (int i = 0; i < 4; ++i) keep[i] = fz_int(f, -1, fm.nv);
             cd.keep_vertices = keep;
             cd.keep_count = fz_int(f, 0, 4);
-            pbd_sm_cloth *c = NULL;
+            pbd_sm_cloth c = {0};
             return pbd_sm_add_cloth(w, &cd, &c, NULL);
         }
         case 23: { /* pbd_sm.h's standalone mesh functions and plans */
@@ -667,14 +699,14 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
                 in.vertex_count = nv;
                 in.triangles = fm.tri;
                 in.triangle_count = nt;
-                if (pbd_up_subdivide(&in, levels, fz_int(f, -1, 2), &out) == PBD_OK) pbd_up_mesh_free(&out);
+                if (pbd_up_mesh_subdivide(&in, levels, fz_int(f, -1, 2), &out) == PBD_OK) pbd_up_mesh_free(&out);
             } else {
                 pbd_up_model *m = NULL;
                 if (pbd_up_subdivision_create(fm.tri, nt, nv, levels, &m) == PBD_OK) {
                     int nd = pbd_up_model_detail_count(m);
                     float *det = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
                     float *fr = (float *)malloc(sizeof(float) * 9 * (size_t)nd);
-                    pbd_up_eval_checked(m, fm.pos, nv, det, nd);
+                    pbd_up_model_eval_checked(m, fm.pos, nv, det, nd);
                     pbd_up_subdivision_smooth(m, fm.pos, det, fr);
                     pbd_up_subdivision_fit_detail(m, fm.pos, det);
                     free(det);
@@ -737,8 +769,8 @@ static pbd_result fz_run(const uint8_t *data, size_t size) {
     pd.positions = xyz;
     pd.count = FZ_BASE;
     FZ_CHECK(pbd_add_particles(w, &pd, NULL) == PBD_OK, "base particles");
-    memset(&fz_last_object, 0, sizeof fz_last_object);
-    fz_last_object.id = -1;
+    memset(&fz_last_object, 0, sizeof fz_last_object); /* none */
+    memset(&fz_last_particles, 0, sizeof fz_last_particles);
     memset(&fz_last_mesh, 0, sizeof fz_last_mesh);
     memset(&fz_last_cloth, 0, sizeof fz_last_cloth);
     memset(fz_last_perm, 0, sizeof fz_last_perm);

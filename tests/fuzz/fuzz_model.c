@@ -33,7 +33,7 @@ static void fz_model(const uint8_t *d, size_t n) {
             float *coarse = (float *)malloc(sizeof(float) * 3 * (size_t)nc);
             float *detail = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
             for (int i = 0; i < 3 * nc; ++i) coarse[i] = 0.01f * (float)(i % 97);
-            pbd_up_eval_checked(m, coarse, nc, detail, nd);
+            pbd_up_model_eval_checked(m, coarse, nc, detail, nd);
             if (pbd_up_model_method(m) == PBD_UP_PIU) pbd_up_piu_advance(m, coarse, 1.0f / 60.0f);
             free(coarse);
             free(detail);

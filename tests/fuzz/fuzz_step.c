@@ -56,16 +56,19 @@ static void fz_add_object(fz *f, pbd_world *w) {
         r = kind == 0 ? pbd_add_cloth(w, cd, &obj) : pbd_add_balloon(w, &b, &obj);
         if (r == PBD_OK && kind == 0) {
             int pins = fz_int(f, 0, 2);
-            for (int i = 0; i < pins; ++i) pbd_pin(w, obj.particles.first + (i ? n - 1 : 0));
+            pbd_object_parts parts;
+            memset(&parts, 0, sizeof parts);
+            pbd_object_get_parts(w, obj, &parts);
+            for (int i = 0; i < pins; ++i) pbd_particle_pin(w, parts.particles.first + (i ? n - 1 : 0));
             if (fz_u8(f) & 1) {
                 pbd_tearing_desc t = pbd_tearing_desc_default();
-                t.object = obj.id;
+                t.object = obj;
                 t.triangles = m.triangles;
                 t.triangle_count = m.triangle_count;
                 t.threshold = fz_range(f, 1.05f, 3);
-                pbd_object_enable_tearing(w, &t);
+                pbd_add_tearing(w, &t, NULL);
             }
-            if (fz_u8(f) & 1) pbd_add_cloth_self_collision(w, &obj, cd, fz_range(f, 0.002f, 0.02f), NULL);
+            if (fz_u8(f) & 1) pbd_add_cloth_self_collision(w, obj, cd, fz_range(f, 0.002f, 0.02f), NULL);
         }
     } else if (kind == 1) { /* soft body */
         float lo[3] = {off[0] - 0.1f, off[1], off[2] - 0.1f}, hi[3] = {off[0] + 0.1f, off[1] + 0.2f, off[2] + 0.1f};
@@ -80,7 +83,7 @@ static void fz_add_object(fz *f, pbd_world *w) {
         sd.volume_compliance = fz_range(f, 0, 1e-3f);
         sd.damping = fz_range(f, 0, 5);
         pbd_object obj;
-        if (pbd_add_softbody(w, &sd, &obj) == PBD_OK && (fz_u8(f) & 1)) pbd_object_set_particle_collision(w, obj.id, 1);
+        if (pbd_add_softbody(w, &sd, &obj) == PBD_OK && (fz_u8(f) & 1)) pbd_object_set_particle_contact(w, obj, 1);
     } else if (kind == 3 || kind == 4) { /* fluid block or granular pile */
         int n = fz_int(f, 2, 5);
         float d = fz_range(f, 0.02f, 0.1f);
@@ -105,7 +108,7 @@ static void fz_add_object(fz *f, pbd_world *w) {
             pd.radius = 0.45f * d;
             pd.mass = fz_range(f, 0.001f, 10);
             pbd_range r;
-            if (pbd_add_particles(w, &pd, &r) == PBD_OK) pbd_set_particle_collision(w, r, 1);
+            if (pbd_add_particles(w, &pd, &r) == PBD_OK) pbd_particles_set_particle_contact(w, r, 1);
         }
         free(xyz);
     } else if (kind == 5) { /* hair */
@@ -148,7 +151,7 @@ static void fz_add_object(fz *f, pbd_world *w) {
         cd.damping = fz_range(f, 0, 1);
         cd.scheme = (pbd_sm_cloth_scheme)fz_int(f, 0, 1);
         pbd_range r;
-        if (pbd_sm_add_cloth(w, &cd, NULL, &r) == PBD_OK && (fz_u8(f) & 1)) pbd_pin(w, r.first);
+        if (pbd_sm_add_cloth(w, &cd, NULL, &r) == PBD_OK && (fz_u8(f) & 1)) pbd_particle_pin(w, r.first);
     }
     pbd_mesh_free(&m);
 }
@@ -196,19 +199,19 @@ static void fz_action(fz *f, pbd_world *w) {
     float p[3] = {fz_range(f, -1, 1), fz_range(f, -0.5f, 1.5f), fz_range(f, -1, 1)};
     if (a == 0 && nc) {
         float q[4] = {fz_range(f, -1, 1), fz_range(f, -1, 1), fz_range(f, -1, 1), 1};
-        pbd_collider_set_pose(w, fz_int(f, 0, nc - 1), p, fz_u8(f) & 1 ? q : NULL);
+        pbd_collider_set_pose(w, pbd_world_collider(w, fz_int(f, 0, nc - 1)), p, fz_u8(f) & 1 ? q : NULL);
     } else if (a == 1 && np) { /* a grab: kinematic and dragged */
         int i = fz_int(f, 0, np - 1);
-        pbd_set_kinematic(w, i, 1);
-        pbd_set_kinematic_target(w, i, p);
+        pbd_particle_set_kinematic(w, i, 1);
+        pbd_particle_set_kinematic_target(w, i, p);
     } else if (a == 2 && np) {
-        pbd_set_kinematic(w, fz_int(f, 0, np - 1), 0);
+        pbd_particle_set_kinematic(w, fz_int(f, 0, np - 1), 0);
     } else if (a == 3 && np) {
-        pbd_set_mass(w, fz_int(f, 0, np - 1), fz_range(f, 0, 10));
+        pbd_particle_set_mass(w, fz_int(f, 0, np - 1), fz_range(f, 0, 10));
     } else if (a == 4 && np) {
         pbd_range r = {fz_int(f, 0, np - 1), 1};
         float v[3] = {fz_range(f, -20, 20), fz_range(f, -20, 20), fz_range(f, -20, 20)};
-        pbd_set_velocities(w, r, v);
+        pbd_particles_set_velocities(w, r, v);
     } else if (a == 5) {
         pbd_world_tear(w, NULL);
     } else if (a == 6) {
@@ -218,8 +221,8 @@ static void fz_action(fz *f, pbd_world *w) {
         free(s.d);
     } else if (a == 7 && np) {
         int i = fz_int(f, 0, np - 1);
-        if (fz_u8(f) & 1) pbd_pin(w, i);
-        else pbd_unpin(w, i);
+        if (fz_u8(f) & 1) pbd_particle_pin(w, i);
+        else pbd_particle_unpin(w, i);
     }
 }
 

@@ -24,28 +24,31 @@ static inline pbd_world *fz_scene(int which) {
         cd.vertex_count = m.vertex_count;
         cd.triangles = m.triangles;
         cd.triangle_count = m.triangle_count;
-        pbd_object cloth;
+        pbd_object cloth = {0};
+        pbd_object_parts cp;
+        memset(&cp, 0, sizeof cp);
         ok &= pbd_add_cloth(w, &cd, &cloth) == PBD_OK;
-        ok &= pbd_pin(w, cloth.particles.first) == PBD_OK;
-        ok &= pbd_pin(w, cloth.particles.first + 5) == PBD_OK;
-        int anchors[2] = {cloth.particles.first, cloth.particles.first + 5};
+        ok &= pbd_object_get_parts(w, cloth, &cp) == PBD_OK;
+        ok &= pbd_particle_pin(w, cp.particles.first) == PBD_OK;
+        ok &= pbd_particle_pin(w, cp.particles.first + 5) == PBD_OK;
+        int anchors[2] = {cp.particles.first, cp.particles.first + 5};
         pbd_lra_desc l = pbd_lra_desc_default();
-        l.object = cloth.id;
+        l.object = cloth;
         l.anchors = anchors;
         l.anchor_count = 2;
         l.geodesic = 1;
         ok &= pbd_add_long_range_attachments(w, &l, NULL) == PBD_OK;
         pbd_strain_limit_desc s = pbd_strain_limit_desc_default();
-        s.object = cloth.id;
+        s.object = cloth;
         s.triangles = m.triangles;
         s.triangle_count = m.triangle_count;
         ok &= pbd_add_strain_limit(w, &s, NULL) == PBD_OK;
         pbd_tearing_desc t = pbd_tearing_desc_default();
-        t.object = cloth.id;
+        t.object = cloth;
         t.triangles = m.triangles;
         t.triangle_count = m.triangle_count;
-        ok &= pbd_object_enable_tearing(w, &t) == PBD_OK;
-        ok &= pbd_add_cloth_self_collision(w, &cloth, &cd, 0.01f, NULL) == PBD_OK;
+        ok &= pbd_add_tearing(w, &t, NULL) == PBD_OK;
+        ok &= pbd_add_cloth_self_collision(w, cloth, &cd, 0.01f, NULL) == PBD_OK;
         float c[3] = {0, 0.3f, 0};
         ok &= pbd_add_collider_sphere(w, c, 0.15f, 0.4f, NULL) == PBD_OK;
     } else if (which == 1) { /* soft body on a box, damping cluster, attachments */
@@ -56,10 +59,12 @@ static inline pbd_world *fz_scene(int which) {
         sd.vertex_count = m.vertex_count;
         sd.tets = m.tets;
         sd.tet_count = m.tet_count;
-        pbd_object body;
+        pbd_object body = {0};
+        pbd_object_parts bp;
+        memset(&bp, 0, sizeof bp);
         ok &= pbd_add_softbody(w, &sd, &body) == PBD_OK;
-        int ps[4] = {body.particles.first, body.particles.first + 1, body.particles.first + 2,
-                     body.particles.first + 3};
+        ok &= pbd_object_get_parts(w, body, &bp) == PBD_OK;
+        int ps[4] = {bp.particles.first, bp.particles.first + 1, bp.particles.first + 2, bp.particles.first + 3};
         ok &= pbd_add_damping_cluster(w, ps, 4, 1.0f, NULL) == PBD_OK;
         pbd_attachments_desc a = pbd_attachments_desc_default();
         float target[3] = {0, 0.6f, 0};
@@ -94,8 +99,8 @@ static inline pbd_world *fz_scene(int which) {
         pd.radius = 0.015f;
         pbd_range r;
         ok &= pbd_add_particles(w, &pd, &r) == PBD_OK;
-        ok &= pbd_set_particle_collision(w, r, 1) == PBD_OK;
-        ok &= pbd_set_kinematic(w, r.first, 1) == PBD_OK;
+        ok &= pbd_particles_set_particle_contact(w, r, 1) == PBD_OK;
+        ok &= pbd_particle_set_kinematic(w, r.first, 1) == PBD_OK;
     } else if (which == 3) { /* balloon over a mesh collider and an SDF grid */
         float c[3] = {0, 0.5f, 0};
         ok &= pbd_mesh_sphere(1, c, 0.15f, &m) == PBD_OK;
@@ -134,7 +139,7 @@ static inline pbd_world *fz_scene(int which) {
         pd.count = 4;
         pbd_range r;
         ok &= pbd_add_particles(w, &pd, &r) == PBD_OK;
-        ok &= pbd_pin(w, r.first) == PBD_OK;
+        ok &= pbd_particle_pin(w, r.first) == PBD_OK;
         int ids[4] = {r.first, r.first + 1, r.first + 2, r.first + 3}, starts[2] = {0, 4};
         pbd_strands_desc sd = pbd_strands_desc_default();
         sd.particles = ids;

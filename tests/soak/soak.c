@@ -84,7 +84,7 @@ static const char *soak_name = SOAK_NAME;
 enum { SOAK_MAX_COLLIDERS = 64 };
 static float soak_gravity[3] = {0, -9.81f, 0};
 static int soak_ncol = 0;
-static int soak_col_id[SOAK_MAX_COLLIDERS];
+static pbd_collider soak_col_id[SOAK_MAX_COLLIDERS];
 static float soak_col_home[SOAK_MAX_COLLIDERS][3];
 
 static void soak_record(pbd_result r, pbd_collider id, const float *p) {
@@ -124,7 +124,7 @@ static inline pbd_result soak_add_plane(pbd_world *w, const float *point, const 
 }
 static inline pbd_result soak_add_sphere(pbd_world *w, const float *c, float radius, float friction,
                                          pbd_collider *out) {
-    pbd_collider id = -1;
+    pbd_collider id = {0};
     pbd_result r = pbd_add_collider_sphere(w, c, radius, friction, &id);
     soak_record(r, id, c);
     if (out && r == PBD_OK) *out = id;
@@ -132,7 +132,7 @@ static inline pbd_result soak_add_sphere(pbd_world *w, const float *c, float rad
 }
 static inline pbd_result soak_add_capsule(pbd_world *w, const float *a, const float *b, float radius, float friction,
                                           pbd_collider *out) {
-    pbd_collider id = -1;
+    pbd_collider id = {0};
     pbd_result r = pbd_add_collider_capsule(w, a, b, radius, friction, &id);
     float m[3] = {0.5f * (a[0] + b[0]), 0.5f * (a[1] + b[1]), 0.5f * (a[2] + b[2])};
     soak_record(r, id, m);
@@ -141,21 +141,21 @@ static inline pbd_result soak_add_capsule(pbd_world *w, const float *a, const fl
 }
 static inline pbd_result soak_add_box(pbd_world *w, const float *c, const float *he, const float *q, float friction,
                                       pbd_collider *out) {
-    pbd_collider id = -1;
+    pbd_collider id = {0};
     pbd_result r = pbd_add_collider_box(w, c, he, q, friction, &id);
     soak_record(r, id, c);
     if (out && r == PBD_OK) *out = id;
     return r;
 }
 static inline pbd_result soak_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd_collider *out) {
-    pbd_collider id = -1;
+    pbd_collider id = {0};
     pbd_result r = pbd_add_collider(w, d, &id);
     if (d && d->shape != PBD_COLLIDER_PLANE) soak_record(r, id, d->position);
     if (out && r == PBD_OK) *out = id;
     return r;
 }
 static inline pbd_result soak_add_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {
-    pbd_collider id = -1;
+    pbd_collider id = {0};
     pbd_result r = pbd_add_collider_mesh(w, d, &id);
     if (d) soak_record(r, id, d->position);
     if (out && r == PBD_OK) *out = id;
@@ -170,7 +170,7 @@ static inline pbd_result soak_add_mesh(pbd_world *w, const pbd_mesh_collider_des
 static int soak_col_animated[SOAK_MAX_COLLIDERS];
 static inline pbd_result soak_set_pose(pbd_world *w, pbd_collider id, const float *p, const float *q) {
     for (int c = 0; c < soak_ncol; ++c)
-        if (soak_col_id[c] == id) soak_col_animated[c] = 1;
+        if (soak_col_id[c].id == id.id) soak_col_animated[c] = 1;
     return pbd_collider_set_pose(w, id, p, q);
 }
 
@@ -189,8 +189,8 @@ static inline pbd_result soak_set_field(pbd_world *w, pbd_acceleration_fn fn, vo
    flag 2 m from the pole before a split can let go, and the strip
    snaps back at 354 m/s when the hand releases it. */
 static int soak_tears = 0, soak_pending_splits = 0;
-static inline pbd_result soak_enable_tearing(pbd_world *w, const pbd_tearing_desc *d) {
-    pbd_result r = pbd_object_enable_tearing(w, d);
+static inline pbd_result soak_enable_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_tearing *out) {
+    pbd_result r = pbd_add_tearing(w, d, out);
     if (r == PBD_OK) soak_tears = 1;
     return r;
 }
@@ -219,7 +219,7 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #define pbd_add_collider_mesh soak_add_mesh
 #define pbd_collider_set_pose soak_set_pose
 #define pbd_world_step soak_world_step
-#define pbd_object_enable_tearing soak_enable_tearing
+#define pbd_add_tearing soak_enable_tearing
 #define pbd_world_tear soak_world_tear
 #define pbd_up_training_generate soak_training_generate
 #define main soak_example_main
@@ -236,7 +236,7 @@ static inline pbd_result soak_training_generate(const pbd_up_training_desc *desc
 #undef pbd_add_collider_mesh
 #undef pbd_collider_set_pose
 #undef pbd_world_step
-#undef pbd_object_enable_tearing
+#undef pbd_add_tearing
 #undef pbd_world_tear
 #undef pbd_up_training_generate
 
@@ -308,7 +308,7 @@ static void soak_hands(pbd_world *w, float dt) {
     if (soak_s.grabbed >= n) soak_s.grabbed = -1; /* cannot happen: particles are only added */
     if (--soak_s.phase_left <= 0) {
         if (soak_s.grabbed >= 0) {
-            pbd_set_kinematic(w, soak_s.grabbed, 0);
+            pbd_particle_set_kinematic(w, soak_s.grabbed, 0);
             soak_s.released = soak_s.grabbed;
             soak_s.released_at = soak_done;
             soak_s.grabbed = -1;
@@ -320,7 +320,7 @@ static void soak_hands(pbd_world *w, float dt) {
                 if (i >= n || !(x[4 * i + 3] > 0)) continue;
                 const float *vi = pbd_world_velocities(w) + 4 * i;
                 if (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2] > SOAK_GRAB_SPEED * SOAK_GRAB_SPEED) continue;
-                if (pbd_set_kinematic(w, i, 1) != PBD_OK) continue;
+                if (pbd_particle_set_kinematic(w, i, 1) != PBD_OK) continue;
                 soak_s.grabbed = i;
                 memcpy(soak_s.from, x + 4 * i, sizeof soak_s.from);
                 float d[3] = {soak_uniform(-1, 1), soak_uniform(-0.3f, 1), soak_uniform(-1, 1)};
@@ -344,7 +344,7 @@ static void soak_hands(pbd_world *w, float dt) {
             if (d < 0)
                 for (int k = 0; k < 3; ++k) target[k] -= d * pl[3 + k];
         }
-        pbd_set_kinematic_target(w, soak_s.grabbed, target);
+        pbd_particle_set_kinematic_target(w, soak_s.grabbed, target);
     }
 }
 
