@@ -38,12 +38,15 @@
        ==== config          macros, SIMD and OpenMP detection
        ==== results         pbd_result, messages, log callback
        ==== math            small vector helpers (implementation only)
-       ==== constraints     stateless constraint functions C(x) and gradients,
-                            the XPBD / PBD projection (public)
        ==== simd            W-wide SIMDe vectors, gather/scatter (impl. only)
        ==== meshes          grid, tetrahedral box, sphere generators
        ==== world           create/destroy, parameters, snapshot/restore
        ==== particles       add, read/write, pin, kinematic, acceleration field
+       ==== constraints     stateless constraint functions C(x) and gradients,
+                            the XPBD / PBD projection (public); in the
+                            implementation beside them the projection the
+                            world runs: a group constraint's C(x) at the
+                            positions, the scalar and SIMD kernels
        ==== groups          constraint groups (one type, one compliance),
                             graph colouring
        ==== objects         cloth, soft body and balloon builders, locality
@@ -51,6 +54,9 @@
                             friction, restitution
        ==== mesh colliders  triangle meshes (BVH) and signed-distance grids
                             as colliders
+       ==== contacts        (implementation) collider contacts: generated
+                            per particle from x -> p, projected, friction
+                            and restitution in the velocity pass
        ==== hash grid       counting-sort spatial hash rebuilt every substep,
                             neighbour queries (shared by contacts, fluids,
                             self-collision)
@@ -72,8 +78,10 @@
                             checked, what goes with them (implementation)
        ==== threads         the default thread policy: timed substeps,
                             fewer threads when a core is lost
-       ==== solver          pbd_world_step: substeps, iterations, SIMD
-                            kernels, OpenMP, Jacobi, damping
+       ==== solver          pbd_world_step, top-down as the substep runs:
+                            prediction and velocities, damping, angular
+                            momentum, the step and its rollback, snapshot
+                            validation
 
    CONFIG MACROS (define before including the implementation)
        PBD_IMPLEMENTATION   emit the implementation in this translation unit
@@ -492,60 +500,6 @@ typedef void (*pbd_log_fn)(void *user, pbd_result r, const char *message);
    message; pbd_world_last_error keeps a world's own last message. */
 PBDDEF const char *pbd_last_error(void);
 
-// ==== constraints (stateless) ===============================================
-/* Constraint functions C(x) with analytic gradients. Positions are packed
-   as n*3 floats (p0.x p0.y p0.z p1.x ...); `grad` (n*3 floats) may be NULL.
-   They can be used with your own particle storage; the world uses the same
-   code. Degenerate configurations (zero-length edge, zero-area triangle)
-   return a zero gradient, which the projection treats as "skip". */
-
-/* |p0 - p1| - rest (survey 3.4.1). */
-PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad);
-/* Signed dihedral angle minus rest angle (survey 3.4.2). Shared edge p0-p1,
-   wings p2 (triangle p0 p2 p1) and p3 (triangle p0 p1 p3). The angle is
-   measured with atan2 (robust at 0 and pi, unlike acos), gradients as in
-   Bridson et al. 2003; the difference is wrapped to (-pi, pi]. */
-PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad);
-/* The signed dihedral angle of four points in the order above. */
-PBDDEF float pbd_dihedral_angle(const float *p);
-/* Isometric bending (Bergou et al. 2006, "A quadratic bending model for
-   inextensible surfaces"), same vertex order as the dihedral constraint.
-   `rest` holds 6 floats made by pbd_isometric_bending_rest() from the rest
-   positions: the cotangent weights K (4), s = sqrt(3 / (A0 + A1)) and the
-   rest curvature |L0|. C = s (|L| - |L0|) with L = sum_i K_i p_i, so that
-   C^2 / 2 is the quadratic bending energy (exact for flat rest states,
-   the model's assumption; for curved rest states the magnitude of the rest
-   curvature is kept). */
-PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad);
-PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6);
-/* Triangle area minus rest area (survey 3.4.4). */
-PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad);
-/* Signed tetrahedron volume (p1-p0)x(p2-p0).(p3-p0)/6 minus rest (survey 3.4.4). */
-PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad);
-/* Point q = p0 above triangle p1 p2 p3 by thickness h (survey 3.4.3):
-   C = (q - p1) . n - h, n the unit normal of (p2-p1)x(p3-p1). Unilateral.
-   For a point that must stay below, pass the triangle as p1 p3 p2. */
-PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad);
-/* Closed triangle mesh (survey 3.4.5): C = V(p) - pressure * rest_volume,
-   V = sum over triangles (a x b) . c / 6. `triangles` index into p
-   (vertex_count points); grad has vertex_count*3 floats. */
-PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
-                                        float pressure, float rest_volume, float *grad);
-/* Particle p0 attached to `target`: C = |p0 - target| when max_distance is
-   0 (bilateral), else C = max_distance - |p0 - target| (unilateral). */
-PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad);
-
-/* One XPBD projection (Macklin et al. 2016, eq. 18 with survey eqs. 2-3):
-     dlambda = (-C - alpha~ lambda) / (sum_i w_i |grad_i|^2 + alpha~),
-     alpha~ = compliance / h^2,  dp_i = w_i grad_i dlambda,  lambda += dlambda.
-   n particles, grad and dp n*3 floats, inv_mass n floats. Returns dlambda
-   (0 when the gradient vanishes or all particles are fixed). With
-   compliance 0 this is the classic PBD projection with k = 1. */
-PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
-                              float *lambda, float *dp);
-/* The PBD stiffness correction of survey 3.3: 1 - (1 - k)^(1/iterations). */
-PBDDEF float pbd_pbd_stiffness(float k, int iterations);
-
 // ==== meshes ================================================================
 /* Generated meshes for examples and tests; free with pbd_mesh_free. Counts
    are in vertices / triangles / tetrahedra; index arrays are 3 or 4 ints per
@@ -765,6 +719,60 @@ PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, i
 typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v, double time,
                                     float *out_acceleration);
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user);
+
+// ==== constraints (stateless) ===============================================
+/* Constraint functions C(x) with analytic gradients. Positions are packed
+   as n*3 floats (p0.x p0.y p0.z p1.x ...); `grad` (n*3 floats) may be NULL.
+   They can be used with your own particle storage; the world uses the same
+   code. Degenerate configurations (zero-length edge, zero-area triangle)
+   return a zero gradient, which the projection treats as "skip". */
+
+/* |p0 - p1| - rest (survey 3.4.1). */
+PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad);
+/* Signed dihedral angle minus rest angle (survey 3.4.2). Shared edge p0-p1,
+   wings p2 (triangle p0 p2 p1) and p3 (triangle p0 p1 p3). The angle is
+   measured with atan2 (robust at 0 and pi, unlike acos), gradients as in
+   Bridson et al. 2003; the difference is wrapped to (-pi, pi]. */
+PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad);
+/* The signed dihedral angle of four points in the order above. */
+PBDDEF float pbd_dihedral_angle(const float *p);
+/* Isometric bending (Bergou et al. 2006, "A quadratic bending model for
+   inextensible surfaces"), same vertex order as the dihedral constraint.
+   `rest` holds 6 floats made by pbd_isometric_bending_rest() from the rest
+   positions: the cotangent weights K (4), s = sqrt(3 / (A0 + A1)) and the
+   rest curvature |L0|. C = s (|L| - |L0|) with L = sum_i K_i p_i, so that
+   C^2 / 2 is the quadratic bending energy (exact for flat rest states,
+   the model's assumption; for curved rest states the magnitude of the rest
+   curvature is kept). */
+PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad);
+PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6);
+/* Triangle area minus rest area (survey 3.4.4). */
+PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad);
+/* Signed tetrahedron volume (p1-p0)x(p2-p0).(p3-p0)/6 minus rest (survey 3.4.4). */
+PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad);
+/* Point q = p0 above triangle p1 p2 p3 by thickness h (survey 3.4.3):
+   C = (q - p1) . n - h, n the unit normal of (p2-p1)x(p3-p1). Unilateral.
+   For a point that must stay below, pass the triangle as p1 p3 p2. */
+PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad);
+/* Closed triangle mesh (survey 3.4.5): C = V(p) - pressure * rest_volume,
+   V = sum over triangles (a x b) . c / 6. `triangles` index into p
+   (vertex_count points); grad has vertex_count*3 floats. */
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
+                                        float pressure, float rest_volume, float *grad);
+/* Particle p0 attached to `target`: C = |p0 - target| when max_distance is
+   0 (bilateral), else C = max_distance - |p0 - target| (unilateral). */
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad);
+
+/* One XPBD projection (Macklin et al. 2016, eq. 18 with survey eqs. 2-3):
+     dlambda = (-C - alpha~ lambda) / (sum_i w_i |grad_i|^2 + alpha~),
+     alpha~ = compliance / h^2,  dp_i = w_i grad_i dlambda,  lambda += dlambda.
+   n particles, grad and dp n*3 floats, inv_mass n floats. Returns dlambda
+   (0 when the gradient vanishes or all particles are fixed). With
+   compliance 0 this is the classic PBD projection with k = 1. */
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
+                              float *lambda, float *dp);
+/* The PBD stiffness correction of survey 3.3: 1 - (1 - k)^(1/iterations). */
+PBDDEF float pbd_pbd_stiffness(float k, int iterations);
 
 // ==== groups ================================================================
 /* A constraint group: constraints of one type with one compliance, solved
@@ -2020,355 +2028,6 @@ static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
     pbd__v3 d = pbd__v(v[0], v[1], v[2]);
     float l = pbd__len(d);
     return l > PBD__HASH_LEN_MIN ? pbd__mul(d, 1.0f / l) : pbd__v(1, 0, 0);
-}
-
-// ==== constraints ===========================================================
-/* Each pbd__eval_* takes the constraint's points, returns C and writes the
-   gradients g[i] = dC/dp_i. A degenerate configuration writes zero
-   gradients, which the projection skips. These are the single source of the
-   math: the public pbd_constraint_* functions and the world solver both
-   call them. */
-
-/* Survey 3.4.1: C = |p0 - p1| - d, grad p0 = n, grad p1 = -n. */
-static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
-    pbd__v3 d = pbd__sub(p[0], p[1]);
-    float l = pbd__len(d);
-    if (l < PBD__LEN_MIN) {
-        g[0] = g[1] = pbd__v(0, 0, 0);
-        return -rest;
-    }
-    g[0] = pbd__mul(d, 1.0f / l);
-    g[1] = pbd__neg(g[0]);
-    return l - rest;
-}
-
-/* atan2 from basic operations only (Cephes' atanf: range reduction to
-   |x| <= tan(pi/8), then a degree-9 odd polynomial; about 1e-7 relative
-   error). Ours rather than libm's, so that the SIMD twin below can do
-   exactly the same operations in every lane, and because calling libm's
-   SSE code from AVX code costs transition stalls. */
-static inline float pbd__atan2(float y, float x) {
-    float ax = fabsf(x), ay = fabsf(y);
-    float t = ay / ax, base = 0.0f;
-    if (t > 2.414213562373095f) {
-        base = 1.5707963267948966f;
-        t = -1.0f / t;
-    } else if (t > 0.4142135623730950f) {
-        base = 0.7853981633974483f;
-        t = (t - 1.0f) / (t + 1.0f);
-    }
-    float z = t * t;
-    float a =
-        base +
-        (((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) * t + t);
-    if (x < 0) a = 3.14159265358979f - a;
-    return y < 0 ? -a : a;
-}
-
-/* Signed dihedral angle of the triangles (p0 p2 p1) and (p0 p1 p3) about
-   the edge p0-p1, and its gradient (Bridson, Marino, Fedkiw 2003, whose
-   x1..x4 are our p2, p3, p0, p1). atan2 instead of the survey's acos
-   (section 3.4.2) keeps the gradient finite at 0 and pi and gives a sign. */
-static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
-    pbd__v3 e = pbd__sub(p[1], p[0]);
-    pbd__v3 n1 = pbd__cross(pbd__sub(p[2], p[0]), pbd__sub(p[2], p[1]));
-    pbd__v3 n2 = pbd__cross(pbd__sub(p[3], p[1]), pbd__sub(p[3], p[0]));
-    float el = pbd__len(e), n1l2 = pbd__dot(n1, n1), n2l2 = pbd__dot(n2, n2);
-    if (el < PBD__LEN_MIN || n1l2 < PBD__NORMAL_LEN2_MIN || n2l2 < PBD__NORMAL_LEN2_MIN) {
-        if (g) g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
-        return 0.0f;
-    }
-    pbd__v3 m1 = pbd__mul(n1, 1.0f / n1l2), m2 = pbd__mul(n2, 1.0f / n2l2);
-    float s = 1.0f / sqrtf(n1l2 * n2l2);
-    float cosv = pbd__dot(n1, n2) * s;
-    float sinv = pbd__dot(pbd__cross(n1, n2), e) * s / el;
-    float angle = pbd__atan2(sinv, cosv);
-    if (g) {
-        float inv_el = 1.0f / el;
-        /* Bridson's u_i with the sign of our atan2 angle. */
-        g[2] = pbd__mul(m1, -el);
-        g[3] = pbd__mul(m2, -el);
-        g[0] = pbd__neg(pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[1]), e) * inv_el),
-                                 pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[1]), e) * inv_el)));
-        g[1] = pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[0]), e) * inv_el),
-                        pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[0]), e) * inv_el));
-    }
-    return angle;
-}
-
-static inline float pbd__wrap_angle(float a) {
-    const float pi = 3.14159265358979f;
-    if (!(fabsf(a) < 8.0f * pi)) a = fmodf(a, 2.0f * pi); /* bounded loops below, even for huge or NaN input */
-    while (a > pi) a -= 2.0f * pi;
-    while (a <= -pi) a += 2.0f * pi;
-    return a;
-}
-
-static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
-    float a = pbd__dihedral(p, g);
-    if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0) return 0.0f;
-    return pbd__wrap_angle(a - rest);
-}
-
-/* Cotangent of the angle between a and b. */
-static inline float pbd__cot(pbd__v3 a, pbd__v3 b) {
-    float s = pbd__len(pbd__cross(a, b));
-    return s > PBD__COT_SIN_MIN ? pbd__dot(a, b) / s : 0.0f;
-}
-
-/* Bergou et al. 2006: the discrete mean-curvature vector of the edge
-   stencil is L = sum K_i p_i with cotangent weights K, and the bending energy
-   is 3/(A0+A1) |L|^2 / 2 times the stiffness. rest = {K0..K3, s, |L0|}. */
-static int pbd__isometric_rest(const pbd__v3 *x, float *rest) {
-    pbd__v3 e0 = pbd__sub(x[1], x[0]), e1 = pbd__sub(x[3], x[0]), e2 = pbd__sub(x[2], x[0]);
-    pbd__v3 e3 = pbd__sub(x[3], x[1]), e4 = pbd__sub(x[2], x[1]);
-    float a0 = 0.5f * pbd__len(pbd__cross(e0, e1)), a1 = 0.5f * pbd__len(pbd__cross(e0, e2));
-    if (!(a0 > PBD__REST_AREA_MIN) || !(a1 > PBD__REST_AREA_MIN)) return 0;
-    float c01 = pbd__cot(e0, e1), c02 = pbd__cot(e0, e2);
-    float c03 = pbd__cot(pbd__neg(e0), e3), c04 = pbd__cot(pbd__neg(e0), e4);
-    rest[0] = c03 + c04;
-    rest[1] = c01 + c02;
-    rest[2] = -c02 - c04;
-    rest[3] = -c01 - c03;
-    rest[4] = sqrtf(3.0f / (a0 + a1));
-    pbd__v3 L = pbd__v(0, 0, 0);
-    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(x[i], rest[i]));
-    rest[5] = pbd__len(L);
-    return 1;
-}
-
-static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd__v3 *g) {
-    pbd__v3 L = pbd__v(0, 0, 0);
-    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(p[i], rest[i]));
-    float l = pbd__len(L);
-    if (l < PBD__LEN_MIN) {
-        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
-        return -rest[4] * rest[5];
-    }
-    pbd__v3 n = pbd__mul(L, rest[4] / l);
-    for (int i = 0; i < 4; ++i) g[i] = pbd__mul(n, rest[i]);
-    return rest[4] * (l - rest[5]);
-}
-
-/* Survey 3.4.4: C = |(p1-p0) x (p2-p0)| / 2 - A0. */
-static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
-    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]);
-    pbd__v3 n = pbd__cross(a, b);
-    float l = pbd__len(n);
-    if (l < PBD__NORMAL_LEN_MIN) {
-        g[0] = g[1] = g[2] = pbd__v(0, 0, 0);
-        return -rest;
-    }
-    pbd__v3 nh = pbd__mul(n, 1.0f / l);
-    g[1] = pbd__mul(pbd__cross(b, nh), 0.5f);
-    g[2] = pbd__mul(pbd__cross(nh, a), 0.5f);
-    g[0] = pbd__neg(pbd__add(g[1], g[2]));
-    return 0.5f * l - rest;
-}
-
-/* Survey 3.4.4: C = (p1-p0) x (p2-p0) . (p3-p0) / 6 - V0. */
-static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
-    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]), c = pbd__sub(p[3], p[0]);
-    const float s = 1.0f / 6.0f;
-    g[1] = pbd__mul(pbd__cross(b, c), s);
-    g[2] = pbd__mul(pbd__cross(c, a), s);
-    g[3] = pbd__mul(pbd__cross(a, b), s);
-    g[0] = pbd__neg(pbd__add(pbd__add(g[1], g[2]), g[3]));
-    return pbd__dot(g[3], c) - rest;
-}
-
-/* The two halves of pbd__eval_point_triangle (below), so that a caller
-   can test the height before it pays for the gradients (the
-   self-collision projection): the height of p[0] above the triangle
-   p[1..3], its unit normal nh and the length l of the unnormalised one
-   (below 1e-18: degenerate, nh unset, height 0). */
-static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
-    pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
-    *l = pbd__len(n);
-    if (*l < PBD__NORMAL_LEN_MIN) return 0.0f;
-    *nh = pbd__mul(n, 1.0f / *l);
-    return pbd__dot(pbd__sub(p[0], p[1]), *nh);
-}
-static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, float rn, pbd__v3 *g) {
-    pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]), r = pbd__sub(p[0], p[1]);
-    pbd__v3 t = pbd__mul(pbd__sub(r, pbd__mul(nh, rn)), 1.0f / l);
-    g[0] = nh;
-    g[2] = pbd__cross(b, t);
-    g[3] = pbd__cross(t, a);
-    g[1] = pbd__neg(pbd__add(pbd__add(nh, g[2]), g[3]));
-}
-/* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
-   dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
-static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
-    pbd__v3 nh;
-    float l, rn = pbd__pt_height(p, &nh, &l);
-    if (l < PBD__NORMAL_LEN_MIN) {
-        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
-        return 0.0f;
-    }
-    pbd__pt_gradients(p, nh, l, rn, g);
-    return rn - h;
-}
-
-/* Attachment to a point: C = |p - t| (max_distance 0) or
-   C = max_distance - |p - t| (unilateral). */
-static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
-    pbd__v3 d = pbd__sub(p, t);
-    float l = pbd__len(d);
-    if (l < PBD__LEN_MIN) {
-        g[0] = pbd__v(0, 0, 0);
-        return maxd > 0 ? maxd : 0.0f;
-    }
-    g[0] = pbd__mul(d, 1.0f / l);
-    if (maxd > 0) {
-        g[0] = pbd__neg(g[0]);
-        return maxd - l;
-    }
-    return l;
-}
-
-/* Survey 3.4.5: V = sum (a x b) . c / 6 over the triangles; the gradient of
-   a vertex sums the cross products of the other two corners. p and g hold
-   3 floats per vertex; triangles index them. */
-static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target, float *g) {
-    const float s = 1.0f / 6.0f;
-    double vol = 0; /* double: thousands of terms of mixed sign */
-    if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
-    /* Relative to the first vertex: the sums are translation invariant for a
-       closed mesh, and absolute coordinates far from the origin would make
-       the cross products cancel catastrophically in float. */
-    pbd__v3 o = pbd__ld(p + 3 * tri[0]);
-    for (int t = 0; t < nt; ++t) {
-        const int *tr = tri + 3 * t;
-        pbd__v3 a = pbd__sub(pbd__ld(p + 3 * tr[0]), o), b = pbd__sub(pbd__ld(p + 3 * tr[1]), o),
-                c = pbd__sub(pbd__ld(p + 3 * tr[2]), o);
-        vol += (double)pbd__dot(pbd__cross(a, b), c);
-        if (g) {
-            pbd__st(g + 3 * tr[0], pbd__add(pbd__ld(g + 3 * tr[0]), pbd__mul(pbd__cross(b, c), s)));
-            pbd__st(g + 3 * tr[1], pbd__add(pbd__ld(g + 3 * tr[1]), pbd__mul(pbd__cross(c, a), s)));
-            pbd__st(g + 3 * tr[2], pbd__add(pbd__ld(g + 3 * tr[2]), pbd__mul(pbd__cross(a, b), s)));
-        }
-    }
-    return (float)(vol / 6.0) - target;
-}
-
-/* alpha~ = compliance / h^2 (Macklin et al. 2016, eq. 18), at most 1e30.
-   With a valid time step (h >= PBD_MIN_TIME_STEP / 1000) it overflows only
-   for compliances above 1e20, springs so soft that they do nothing either
-   way (dlambda ~ -C / alpha~); the cap keeps inf * lambda (= NaN at
-   lambda = 0) out of the projection. */
-static inline float pbd__alpha_tilde(float compliance, float h) {
-    float at = compliance / (h * h);
-    return at <= PBD__ALPHA_TILDE_MAX ? at : PBD__ALPHA_TILDE_MAX;
-}
-
-/* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
-   alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
-   (skip) when nothing can move. */
-static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
-    float denom = wg2 + alpha_tilde;
-    if (!(wg2 > PBD__WG2_MIN)) return 0.0f;
-    return scale * (-C - alpha_tilde * lambda) / denom;
-}
-
-/* --- public stateless functions ---------------------------------------- */
-
-static void pbd__load_n(const float *p, int n, pbd__v3 *out) {
-    for (int i = 0; i < n; ++i) out[i] = pbd__ld(p + 3 * i);
-}
-static void pbd__store_grad(float *grad, const pbd__v3 *g, int n) {
-    if (!grad) return;
-    for (int i = 0; i < n; ++i) pbd__st(grad + 3 * i, g[i]);
-}
-
-/* A public constraint function: n packed points in, C out, gradients into
-   grad when it is not NULL. */
-typedef float (*pbd__eval_fn)(const pbd__v3 *p, float rest, pbd__v3 *g);
-static float pbd__eval_public(pbd__eval_fn eval, int n, const float *p, float rest, float *grad) {
-    pbd__v3 x[4], g[4];
-    pbd__load_n(p, n, x);
-    float C = eval(x, rest, g);
-    pbd__store_grad(grad, g, n);
-    return C;
-}
-
-PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad) {
-    return pbd__eval_public(pbd__eval_distance, 2, p, rest, grad);
-}
-
-PBDDEF float pbd_dihedral_angle(const float *p) {
-    pbd__v3 x[4];
-    pbd__load_n(p, 4, x);
-    return pbd__dihedral(x, NULL);
-}
-
-PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad) {
-    return pbd__eval_public(pbd__eval_dihedral, 4, p, rest_angle, grad);
-}
-
-PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6) {
-    if (!rest_positions || !rest_out6) return PBD_ERROR_NULL_POINTER;
-    if (!pbd__finite_n(rest_positions, 12)) return PBD_ERROR_NOT_FINITE;
-    pbd__v3 x[4];
-    pbd__load_n(rest_positions, 4, x);
-    return pbd__isometric_rest(x, rest_out6) ? PBD_OK : PBD_ERROR_DEGENERATE;
-}
-
-PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad) {
-    pbd__v3 x[4], g[4];
-    pbd__load_n(p, 4, x);
-    float C = pbd__eval_isometric(x, rest, g);
-    pbd__store_grad(grad, g, 4);
-    return C;
-}
-
-PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad) {
-    return pbd__eval_public(pbd__eval_area, 3, p, rest_area, grad);
-}
-
-PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad) {
-    return pbd__eval_public(pbd__eval_tet, 4, p, rest_volume, grad);
-}
-
-PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad) {
-    return pbd__eval_public(pbd__eval_point_triangle, 4, p, thickness, grad);
-}
-
-PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
-                                        float pressure, float rest_volume, float *grad) {
-    if (!p || !triangles || vertex_count <= 0 || triangle_count <= 0) return 0.0f;
-    for (int i = 0; i < 3 * triangle_count; ++i)
-        if (triangles[i] < 0 || triangles[i] >= vertex_count) return 0.0f;
-    return pbd__eval_mesh_volume(p, vertex_count, triangles, triangle_count, pressure * rest_volume, grad);
-}
-
-PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad) {
-    pbd__v3 g[1];
-    float C = pbd__eval_attachment(pbd__ld(p), pbd__ld(target), max_distance, g);
-    pbd__store_grad(grad, g, 1);
-    return C;
-}
-
-PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
-                              float *lambda, float *dp) {
-    if (n <= 0 || !grad || !inv_mass || !(h > 0)) return 0.0f;
-    float wg2 = 0;
-    for (int i = 0; i < n; ++i) {
-        pbd__v3 g = pbd__ld(grad + 3 * i);
-        wg2 += inv_mass[i] * pbd__dot(g, g);
-    }
-    float lam = lambda ? *lambda : 0.0f;
-    float dl = pbd__delta_lambda(C, wg2, pbd__alpha_tilde(compliance, h), lam, 1.0f);
-    if (lambda) *lambda = lam + dl;
-    if (dp)
-        for (int i = 0; i < n; ++i) pbd__st(dp + 3 * i, pbd__mul(pbd__ld(grad + 3 * i), inv_mass[i] * dl));
-    return dl;
-}
-
-PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
-    if (iterations < 1) iterations = 1;
-    k = pbd__clampf(k, 0.0f, 1.0f);
-    return 1.0f - powf(1.0f - k, 1.0f / (float)iterations);
 }
 
 // ==== simd ==================================================================
@@ -4219,6 +3878,786 @@ PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleratio
     return PBD_OK;
 }
 
+// ==== constraints ===========================================================
+/* Each pbd__eval_* takes the constraint's points, returns C and writes the
+   gradients g[i] = dC/dp_i. A degenerate configuration writes zero
+   gradients, which the projection skips. These are the single source of the
+   math: the public pbd_constraint_* functions and the world solver both
+   call them. */
+
+/* Survey 3.4.1: C = |p0 - p1| - d, grad p0 = n, grad p1 = -n. */
+static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 d = pbd__sub(p[0], p[1]);
+    float l = pbd__len(d);
+    if (l < PBD__LEN_MIN) {
+        g[0] = g[1] = pbd__v(0, 0, 0);
+        return -rest;
+    }
+    g[0] = pbd__mul(d, 1.0f / l);
+    g[1] = pbd__neg(g[0]);
+    return l - rest;
+}
+
+/* atan2 from basic operations only (Cephes' atanf: range reduction to
+   |x| <= tan(pi/8), then a degree-9 odd polynomial; about 1e-7 relative
+   error). Ours rather than libm's, so that the SIMD twin below can do
+   exactly the same operations in every lane, and because calling libm's
+   SSE code from AVX code costs transition stalls. */
+static inline float pbd__atan2(float y, float x) {
+    float ax = fabsf(x), ay = fabsf(y);
+    float t = ay / ax, base = 0.0f;
+    if (t > 2.414213562373095f) {
+        base = 1.5707963267948966f;
+        t = -1.0f / t;
+    } else if (t > 0.4142135623730950f) {
+        base = 0.7853981633974483f;
+        t = (t - 1.0f) / (t + 1.0f);
+    }
+    float z = t * t;
+    float a =
+        base +
+        (((((8.05374449538e-2f * z - 1.38776856032e-1f) * z + 1.99777106478e-1f) * z - 3.33329491539e-1f) * z) * t + t);
+    if (x < 0) a = 3.14159265358979f - a;
+    return y < 0 ? -a : a;
+}
+
+/* Signed dihedral angle of the triangles (p0 p2 p1) and (p0 p1 p3) about
+   the edge p0-p1, and its gradient (Bridson, Marino, Fedkiw 2003, whose
+   x1..x4 are our p2, p3, p0, p1). atan2 instead of the survey's acos
+   (section 3.4.2) keeps the gradient finite at 0 and pi and gives a sign. */
+static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
+    pbd__v3 e = pbd__sub(p[1], p[0]);
+    pbd__v3 n1 = pbd__cross(pbd__sub(p[2], p[0]), pbd__sub(p[2], p[1]));
+    pbd__v3 n2 = pbd__cross(pbd__sub(p[3], p[1]), pbd__sub(p[3], p[0]));
+    float el = pbd__len(e), n1l2 = pbd__dot(n1, n1), n2l2 = pbd__dot(n2, n2);
+    if (el < PBD__LEN_MIN || n1l2 < PBD__NORMAL_LEN2_MIN || n2l2 < PBD__NORMAL_LEN2_MIN) {
+        if (g) g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return 0.0f;
+    }
+    pbd__v3 m1 = pbd__mul(n1, 1.0f / n1l2), m2 = pbd__mul(n2, 1.0f / n2l2);
+    float s = 1.0f / sqrtf(n1l2 * n2l2);
+    float cosv = pbd__dot(n1, n2) * s;
+    float sinv = pbd__dot(pbd__cross(n1, n2), e) * s / el;
+    float angle = pbd__atan2(sinv, cosv);
+    if (g) {
+        float inv_el = 1.0f / el;
+        /* Bridson's u_i with the sign of our atan2 angle. */
+        g[2] = pbd__mul(m1, -el);
+        g[3] = pbd__mul(m2, -el);
+        g[0] = pbd__neg(pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[1]), e) * inv_el),
+                                 pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[1]), e) * inv_el)));
+        g[1] = pbd__add(pbd__mul(m1, pbd__dot(pbd__sub(p[2], p[0]), e) * inv_el),
+                        pbd__mul(m2, pbd__dot(pbd__sub(p[3], p[0]), e) * inv_el));
+    }
+    return angle;
+}
+
+static inline float pbd__wrap_angle(float a) {
+    const float pi = 3.14159265358979f;
+    if (!(fabsf(a) < 8.0f * pi)) a = fmodf(a, 2.0f * pi); /* bounded loops below, even for huge or NaN input */
+    while (a > pi) a -= 2.0f * pi;
+    while (a <= -pi) a += 2.0f * pi;
+    return a;
+}
+
+static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    float a = pbd__dihedral(p, g);
+    if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0) return 0.0f;
+    return pbd__wrap_angle(a - rest);
+}
+
+/* Cotangent of the angle between a and b. */
+static inline float pbd__cot(pbd__v3 a, pbd__v3 b) {
+    float s = pbd__len(pbd__cross(a, b));
+    return s > PBD__COT_SIN_MIN ? pbd__dot(a, b) / s : 0.0f;
+}
+
+/* Bergou et al. 2006: the discrete mean-curvature vector of the edge
+   stencil is L = sum K_i p_i with cotangent weights K, and the bending energy
+   is 3/(A0+A1) |L|^2 / 2 times the stiffness. rest = {K0..K3, s, |L0|}. */
+static int pbd__isometric_rest(const pbd__v3 *x, float *rest) {
+    pbd__v3 e0 = pbd__sub(x[1], x[0]), e1 = pbd__sub(x[3], x[0]), e2 = pbd__sub(x[2], x[0]);
+    pbd__v3 e3 = pbd__sub(x[3], x[1]), e4 = pbd__sub(x[2], x[1]);
+    float a0 = 0.5f * pbd__len(pbd__cross(e0, e1)), a1 = 0.5f * pbd__len(pbd__cross(e0, e2));
+    if (!(a0 > PBD__REST_AREA_MIN) || !(a1 > PBD__REST_AREA_MIN)) return 0;
+    float c01 = pbd__cot(e0, e1), c02 = pbd__cot(e0, e2);
+    float c03 = pbd__cot(pbd__neg(e0), e3), c04 = pbd__cot(pbd__neg(e0), e4);
+    rest[0] = c03 + c04;
+    rest[1] = c01 + c02;
+    rest[2] = -c02 - c04;
+    rest[3] = -c01 - c03;
+    rest[4] = sqrtf(3.0f / (a0 + a1));
+    pbd__v3 L = pbd__v(0, 0, 0);
+    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(x[i], rest[i]));
+    rest[5] = pbd__len(L);
+    return 1;
+}
+
+static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd__v3 *g) {
+    pbd__v3 L = pbd__v(0, 0, 0);
+    for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(p[i], rest[i]));
+    float l = pbd__len(L);
+    if (l < PBD__LEN_MIN) {
+        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return -rest[4] * rest[5];
+    }
+    pbd__v3 n = pbd__mul(L, rest[4] / l);
+    for (int i = 0; i < 4; ++i) g[i] = pbd__mul(n, rest[i]);
+    return rest[4] * (l - rest[5]);
+}
+
+/* Survey 3.4.4: C = |(p1-p0) x (p2-p0)| / 2 - A0. */
+static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]);
+    pbd__v3 n = pbd__cross(a, b);
+    float l = pbd__len(n);
+    if (l < PBD__NORMAL_LEN_MIN) {
+        g[0] = g[1] = g[2] = pbd__v(0, 0, 0);
+        return -rest;
+    }
+    pbd__v3 nh = pbd__mul(n, 1.0f / l);
+    g[1] = pbd__mul(pbd__cross(b, nh), 0.5f);
+    g[2] = pbd__mul(pbd__cross(nh, a), 0.5f);
+    g[0] = pbd__neg(pbd__add(g[1], g[2]));
+    return 0.5f * l - rest;
+}
+
+/* Survey 3.4.4: C = (p1-p0) x (p2-p0) . (p3-p0) / 6 - V0. */
+static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]), c = pbd__sub(p[3], p[0]);
+    const float s = 1.0f / 6.0f;
+    g[1] = pbd__mul(pbd__cross(b, c), s);
+    g[2] = pbd__mul(pbd__cross(c, a), s);
+    g[3] = pbd__mul(pbd__cross(a, b), s);
+    g[0] = pbd__neg(pbd__add(pbd__add(g[1], g[2]), g[3]));
+    return pbd__dot(g[3], c) - rest;
+}
+
+/* The two halves of pbd__eval_point_triangle (below), so that a caller
+   can test the height before it pays for the gradients (the
+   self-collision projection): the height of p[0] above the triangle
+   p[1..3], its unit normal nh and the length l of the unnormalised one
+   (below 1e-18: degenerate, nh unset, height 0). */
+static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
+    pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
+    *l = pbd__len(n);
+    if (*l < PBD__NORMAL_LEN_MIN) return 0.0f;
+    *nh = pbd__mul(n, 1.0f / *l);
+    return pbd__dot(pbd__sub(p[0], p[1]), *nh);
+}
+static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, float rn, pbd__v3 *g) {
+    pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]), r = pbd__sub(p[0], p[1]);
+    pbd__v3 t = pbd__mul(pbd__sub(r, pbd__mul(nh, rn)), 1.0f / l);
+    g[0] = nh;
+    g[2] = pbd__cross(b, t);
+    g[3] = pbd__cross(t, a);
+    g[1] = pbd__neg(pbd__add(pbd__add(nh, g[2]), g[3]));
+}
+/* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
+   dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
+static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
+    pbd__v3 nh;
+    float l, rn = pbd__pt_height(p, &nh, &l);
+    if (l < PBD__NORMAL_LEN_MIN) {
+        g[0] = g[1] = g[2] = g[3] = pbd__v(0, 0, 0);
+        return 0.0f;
+    }
+    pbd__pt_gradients(p, nh, l, rn, g);
+    return rn - h;
+}
+
+/* Attachment to a point: C = |p - t| (max_distance 0) or
+   C = max_distance - |p - t| (unilateral). */
+static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
+    pbd__v3 d = pbd__sub(p, t);
+    float l = pbd__len(d);
+    if (l < PBD__LEN_MIN) {
+        g[0] = pbd__v(0, 0, 0);
+        return maxd > 0 ? maxd : 0.0f;
+    }
+    g[0] = pbd__mul(d, 1.0f / l);
+    if (maxd > 0) {
+        g[0] = pbd__neg(g[0]);
+        return maxd - l;
+    }
+    return l;
+}
+
+/* Survey 3.4.5: V = sum (a x b) . c / 6 over the triangles; the gradient of
+   a vertex sums the cross products of the other two corners. p and g hold
+   3 floats per vertex; triangles index them. */
+static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target, float *g) {
+    const float s = 1.0f / 6.0f;
+    double vol = 0; /* double: thousands of terms of mixed sign */
+    if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
+    /* Relative to the first vertex: the sums are translation invariant for a
+       closed mesh, and absolute coordinates far from the origin would make
+       the cross products cancel catastrophically in float. */
+    pbd__v3 o = pbd__ld(p + 3 * tri[0]);
+    for (int t = 0; t < nt; ++t) {
+        const int *tr = tri + 3 * t;
+        pbd__v3 a = pbd__sub(pbd__ld(p + 3 * tr[0]), o), b = pbd__sub(pbd__ld(p + 3 * tr[1]), o),
+                c = pbd__sub(pbd__ld(p + 3 * tr[2]), o);
+        vol += (double)pbd__dot(pbd__cross(a, b), c);
+        if (g) {
+            pbd__st(g + 3 * tr[0], pbd__add(pbd__ld(g + 3 * tr[0]), pbd__mul(pbd__cross(b, c), s)));
+            pbd__st(g + 3 * tr[1], pbd__add(pbd__ld(g + 3 * tr[1]), pbd__mul(pbd__cross(c, a), s)));
+            pbd__st(g + 3 * tr[2], pbd__add(pbd__ld(g + 3 * tr[2]), pbd__mul(pbd__cross(a, b), s)));
+        }
+    }
+    return (float)(vol / 6.0) - target;
+}
+
+/* alpha~ = compliance / h^2 (Macklin et al. 2016, eq. 18), at most 1e30.
+   With a valid time step (h >= PBD_MIN_TIME_STEP / 1000) it overflows only
+   for compliances above 1e20, springs so soft that they do nothing either
+   way (dlambda ~ -C / alpha~); the cap keeps inf * lambda (= NaN at
+   lambda = 0) out of the projection. */
+static inline float pbd__alpha_tilde(float compliance, float h) {
+    float at = compliance / (h * h);
+    return at <= PBD__ALPHA_TILDE_MAX ? at : PBD__ALPHA_TILDE_MAX;
+}
+
+/* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
+   alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
+   (skip) when nothing can move. */
+static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
+    float denom = wg2 + alpha_tilde;
+    if (!(wg2 > PBD__WG2_MIN)) return 0.0f;
+    return scale * (-C - alpha_tilde * lambda) / denom;
+}
+
+/* --- public stateless functions ---------------------------------------- */
+
+static void pbd__load_n(const float *p, int n, pbd__v3 *out) {
+    for (int i = 0; i < n; ++i) out[i] = pbd__ld(p + 3 * i);
+}
+static void pbd__store_grad(float *grad, const pbd__v3 *g, int n) {
+    if (!grad) return;
+    for (int i = 0; i < n; ++i) pbd__st(grad + 3 * i, g[i]);
+}
+
+/* A public constraint function: n packed points in, C out, gradients into
+   grad when it is not NULL. */
+typedef float (*pbd__eval_fn)(const pbd__v3 *p, float rest, pbd__v3 *g);
+static float pbd__eval_public(pbd__eval_fn eval, int n, const float *p, float rest, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, n, x);
+    float C = eval(x, rest, g);
+    pbd__store_grad(grad, g, n);
+    return C;
+}
+
+PBDDEF float pbd_constraint_distance(const float *p, float rest, float *grad) {
+    return pbd__eval_public(pbd__eval_distance, 2, p, rest, grad);
+}
+
+PBDDEF float pbd_dihedral_angle(const float *p) {
+    pbd__v3 x[4];
+    pbd__load_n(p, 4, x);
+    return pbd__dihedral(x, NULL);
+}
+
+PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *grad) {
+    return pbd__eval_public(pbd__eval_dihedral, 4, p, rest_angle, grad);
+}
+
+PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6) {
+    if (!rest_positions || !rest_out6) return PBD_ERROR_NULL_POINTER;
+    if (!pbd__finite_n(rest_positions, 12)) return PBD_ERROR_NOT_FINITE;
+    pbd__v3 x[4];
+    pbd__load_n(rest_positions, 4, x);
+    return pbd__isometric_rest(x, rest_out6) ? PBD_OK : PBD_ERROR_DEGENERATE;
+}
+
+PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad) {
+    pbd__v3 x[4], g[4];
+    pbd__load_n(p, 4, x);
+    float C = pbd__eval_isometric(x, rest, g);
+    pbd__store_grad(grad, g, 4);
+    return C;
+}
+
+PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad) {
+    return pbd__eval_public(pbd__eval_area, 3, p, rest_area, grad);
+}
+
+PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad) {
+    return pbd__eval_public(pbd__eval_tet, 4, p, rest_volume, grad);
+}
+
+PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad) {
+    return pbd__eval_public(pbd__eval_point_triangle, 4, p, thickness, grad);
+}
+
+PBDDEF float pbd_constraint_mesh_volume(const float *p, int vertex_count, const int *triangles, int triangle_count,
+                                        float pressure, float rest_volume, float *grad) {
+    if (!p || !triangles || vertex_count <= 0 || triangle_count <= 0) return 0.0f;
+    for (int i = 0; i < 3 * triangle_count; ++i)
+        if (triangles[i] < 0 || triangles[i] >= vertex_count) return 0.0f;
+    return pbd__eval_mesh_volume(p, vertex_count, triangles, triangle_count, pressure * rest_volume, grad);
+}
+
+PBDDEF float pbd_constraint_attachment(const float *p, const float *target, float max_distance, float *grad) {
+    pbd__v3 g[1];
+    float C = pbd__eval_attachment(pbd__ld(p), pbd__ld(target), max_distance, g);
+    pbd__store_grad(grad, g, 1);
+    return C;
+}
+
+PBDDEF float pbd_xpbd_project(int n, float C, const float *grad, const float *inv_mass, float compliance, float h,
+                              float *lambda, float *dp) {
+    if (n <= 0 || !grad || !inv_mass || !(h > 0)) return 0.0f;
+    float wg2 = 0;
+    for (int i = 0; i < n; ++i) {
+        pbd__v3 g = pbd__ld(grad + 3 * i);
+        wg2 += inv_mass[i] * pbd__dot(g, g);
+    }
+    float lam = lambda ? *lambda : 0.0f;
+    float dl = pbd__delta_lambda(C, wg2, pbd__alpha_tilde(compliance, h), lam, 1.0f);
+    if (lambda) *lambda = lam + dl;
+    if (dp)
+        for (int i = 0; i < n; ++i) pbd__st(dp + 3 * i, pbd__mul(pbd__ld(grad + 3 * i), inv_mass[i] * dl));
+    return dl;
+}
+
+PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
+    if (iterations < 1) iterations = 1;
+    k = pbd__clampf(k, 0.0f, 1.0f);
+    return 1.0f - powf(1.0f - k, 1.0f / (float)iterations);
+}
+
+/* --- projection: each constraint's C(x) and gradients at the positions, the
+   scalar and SIMD kernels that project a batch of a colour, a group's sweep
+   (survey 3.1 and 3.3; XPBD: Macklin et al. 2016, eq. 18) ------------------ */
+
+/* One constraint of a group at positions P: its particles, gradients and
+   C, oriented so that a unilateral constraint wants C >= 0. */
+static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, int *ids, pbd__v3 *gr, int *n) {
+    const int *e = g->idx + (size_t)c * g->arity;
+    const float *rest = g->rest + (size_t)c * g->rest_stride;
+    pbd__v3 x[4];
+    int k = g->arity;
+    if (g->type == PBD_CONSTRAINT_ATTACHMENT) {
+        ids[0] = e[0];
+        pbd__v3 t = e[1] >= 0 ? pbd__p3(P[e[1]]) : pbd__ld(rest);
+        float C = pbd__eval_attachment(pbd__p3(P[e[0]]), t, rest[3], gr);
+        *n = 1;
+        if (e[1] >= 0) {
+            ids[1] = e[1];
+            gr[1] = pbd__neg(gr[0]);
+            *n = 2;
+        }
+        return C;
+    }
+    for (int i = 0; i < k; ++i) {
+        ids[i] = e[i];
+        x[i] = pbd__p3(P[e[i]]);
+    }
+    *n = k;
+    switch (g->type) {
+        case PBD_CONSTRAINT_DISTANCE: {
+            float C = pbd__eval_distance(x, rest[0], gr);
+            if (gr[0].x == 0 && gr[0].y == 0 && gr[0].z == 0) {
+                /* coincident particles: push apart along a fixed per-edge direction */
+                gr[0] = pbd__hash_dir((unsigned)e[0], (unsigned)e[1]);
+                gr[1] = pbd__neg(gr[0]);
+            }
+            if (g->unilateral) {
+                C = -C;
+                gr[0] = pbd__neg(gr[0]);
+                gr[1] = pbd__neg(gr[1]);
+            }
+            return C;
+        }
+        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__eval_dihedral(x, rest[0], gr);
+        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__eval_isometric(x, rest, gr);
+        case PBD_CONSTRAINT_AREA: return pbd__eval_area(x, rest[0], gr);
+        case PBD_CONSTRAINT_TET_VOLUME: return pbd__eval_tet(x, rest[0], gr);
+        case PBD_CONSTRAINT_POINT_TRIANGLE: return pbd__eval_point_triangle(x, rest[0], gr);
+    }
+    return 0.0f;
+}
+
+static inline int pbd__is_unilateral(const pbd__group *g) {
+    return g->type == PBD_CONSTRAINT_POINT_TRIANGLE || g->unilateral;
+}
+
+/* PBD mode: k' of survey 3.3 (or k itself without the correction). */
+static float pbd__group_scale(const pbd_world *w, const pbd__group *g) {
+    if (w->mode != PBD_SOLVER_PBD) return 1.0f;
+    return w->correction ? pbd_pbd_stiffness(g->stiffness, w->iterations) : g->stiffness;
+}
+
+/* Mesh volume of the group at positions P into the scratch (and gradients). */
+static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float target, int with_grad) {
+    for (int i = 0; i < g->nverts; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(P[g->verts[i]]));
+    return pbd__eval_mesh_volume(g->scratch, g->nverts, g->idx, g->ntris, target,
+                                 with_grad ? g->scratch + 3 * g->nverts : NULL);
+}
+
+/* Jacobi mode writes corrections into D (w counts them) instead of P. */
+static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
+    pbd__p4 *q = D ? &D[id] : &P[id];
+    float s = P[id].w * dl;
+    q->x += g.x * s;
+    q->y += g.y * s;
+    q->z += g.z * s;
+    if (D) q->w += 1.0f;
+}
+
+static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, float alpha_tilde, float scale) {
+    float C = pbd__mesh_volume_at(g, P, g->pressure * g->rest[0], 1);
+    const float *gr = g->scratch + 3 * g->nverts;
+    float wg2 = 0;
+    for (int i = 0; i < g->nverts; ++i) {
+        pbd__v3 gi = pbd__ld(gr + 3 * i);
+        wg2 += P[g->verts[i]].w * pbd__dot(gi, gi);
+    }
+    float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[0], scale);
+    g->lambda[0] += dl;
+    for (int i = 0; i < g->nverts; ++i) pbd__apply(P, D, g->verts[i], pbd__ld(gr + 3 * i), dl);
+}
+
+/* Distance constraints, the hottest kernel, with one division instead of
+   three: the gradient is n = d / l with |n| = 1, so sum w |grad|^2 is
+   w0 + w1, and with q = dlambda / l the corrections are +-w_i q d
+   (survey 3.4.1 with XPBD eq. 18). Returns 0 for coincident particles,
+   which take the generic path (a fixed per-edge direction). */
+static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int c, float alpha_tilde,
+                                            float scale) {
+    const int *e = g->idx + 2 * (size_t)c;
+    pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
+    pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
+    float l = sqrtf(pbd__dot(d, d));
+    if (l < PBD__LEN_MIN) return 0;
+    float s = g->unilateral ? -1.0f : 1.0f;
+    float C = (l - g->rest[c]) * s;
+    float wsum = a->w + b->w;
+    if ((g->unilateral && C >= 0) || !(wsum > PBD__WG2_MIN)) return 1;
+    float q = scale * (-C - alpha_tilde * g->lambda[c]) / ((wsum + alpha_tilde) * l);
+    if (q == 0) return 1;
+    g->lambda[c] += q * l;
+    float qa = a->w * s * q, qb = -(b->w * s * q);
+    pbd__p4 *oa = D ? &D[e[0]] : a, *ob = D ? &D[e[1]] : b;
+    oa->x += d.x * qa;
+    oa->y += d.y * qa;
+    oa->z += d.z * qa;
+    ob->x += d.x * qb;
+    ob->y += d.y * qb;
+    ob->z += d.z * qb;
+    if (D) {
+        oa->w += 1.0f;
+        ob->w += 1.0f;
+    }
+    return 1;
+}
+
+/* The scalar reference kernel: constraints [b, e) of a group, one at a time
+   (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
+   sums. */
+static void pbd__project_range(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int b, int e, float alpha_tilde, float scale) {
+    int unilateral = pbd__is_unilateral(g);
+    for (int c = b; c < e; ++c) {
+        if (g->type == PBD_CONSTRAINT_DISTANCE && pbd__project_distance_one(P, D, g, c, alpha_tilde, scale)) continue;
+        int ids[4], n;
+        pbd__v3 gr[4];
+        float C = pbd__eval_one(g, c, P, ids, gr, &n);
+        if (unilateral && C >= 0) continue;
+        float wg2 = 0;
+        for (int i = 0; i < n; ++i) wg2 += P[ids[i]].w * pbd__dot(gr[i], gr[i]);
+        float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
+        if (dl == 0) continue;
+        g->lambda[c] += dl;
+        for (int i = 0; i < n; ++i) pbd__apply(P, D, ids[i], gr[i], dl);
+    }
+}
+
+#if PBD__W > 1
+/* --- SIMD kernels -----------------------------------------------------------
+   Each projects the W constraints [b, b + W) of one colour with the exact
+   lane-wise operations of pbd__eval_* and pbd__project_range, so that the
+   results equal the scalar path bit for bit. A lane that the scalar code
+   skips keeps its old values (selected, not added as zero, so even the sign
+   of a zero is kept). Returns 0, having written nothing, when a lane needs
+   a special case that only the scalar code has. */
+
+typedef struct pbd__vbatch {
+    int ids[4][PBD__W]; /* particle of role r in lane k */
+    pbd__vp p[4];
+    int n;
+} pbd__vbatch;
+
+static inline void pbd__vbatch_load(pbd__vbatch *B, const pbd__p4 *P, const pbd__group *g, int b, int n) {
+    B->n = n;
+    for (int k = 0; k < PBD__W; ++k)
+        for (int r = 0; r < n; ++r) B->ids[r][k] = g->idx[(size_t)(b + k) * g->arity + r];
+    for (int r = 0; r < n; ++r) B->p[r] = pbd__vgather(P, B->ids[r]);
+}
+
+/* Rest value j of each lane (stride rest_stride). */
+static inline pbd__vf pbd__vrest(const pbd__group *g, int b, int j) {
+    if (g->rest_stride == 1) return pbd__vload(g->rest + b);
+    float t[PBD__W];
+    for (int k = 0; k < PBD__W; ++k) t[k] = g->rest[(size_t)(b + k) * g->rest_stride + j];
+    return pbd__vload(t);
+}
+
+/* The common tail: dlambda, multipliers and positions of active lanes. */
+static inline void pbd__vfinish(pbd__p4 *P, pbd__group *g, int b, pbd__vbatch *B, pbd__vf C, const pbd__vv *gr,
+                                pbd__vm active, float alpha_tilde, float scale) {
+    pbd__vf zero = pbd__vset1(0.0f), at = pbd__vset1(alpha_tilde);
+    pbd__vf wg2 = zero;
+    for (int r = 0; r < B->n; ++r) wg2 = pbd__vadd(wg2, pbd__vmul(B->p[r].w, pbd__vvdot(gr[r], gr[r])));
+    active = pbd__vand_m(active, pbd__vlt(pbd__vset1(PBD__WG2_MIN), wg2));
+    pbd__vf lam = pbd__vload(g->lambda + b);
+    pbd__vf dl =
+        pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
+    active = pbd__vandnot_m(active, pbd__veq(dl, zero));
+    if (!pbd__vany(active)) return;
+    pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, dl)));
+    for (int r = 0; r < B->n; ++r) {
+        pbd__vp q = B->p[r];
+        pbd__vapply(&q, gr[r], dl);
+        q.x = pbd__vsel(active, B->p[r].x, q.x);
+        q.y = pbd__vsel(active, B->p[r].y, q.y);
+        q.z = pbd__vsel(active, B->p[r].z, q.z);
+        pbd__vscatter(P, B->ids[r], q);
+    }
+}
+
+static inline pbd__vm pbd__vall(void) { return pbd__vle(pbd__vset1(0.0f), pbd__vset1(1.0f)); }
+
+/* Lanes where `active` is off get zero gradients, as the scalar code's
+   degenerate cases do (and no NaN from a division by zero). */
+static inline void pbd__vzero_inactive(pbd__vv *gr, int n, pbd__vm active) {
+    pbd__vf zero = pbd__vset1(0.0f);
+    for (int r = 0; r < n; ++r) {
+        gr[r].x = pbd__vsel(active, zero, gr[r].x);
+        gr[r].y = pbd__vsel(active, zero, gr[r].y);
+        gr[r].z = pbd__vsel(active, zero, gr[r].z);
+    }
+}
+
+/* The lane-wise twin of pbd__project_distance_one. */
+static int pbd__vproject_distance(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 2);
+    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), pbd__vvpos(B.p[1]));
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d)), zero = pbd__vset1(0.0f);
+    if (pbd__vany(pbd__vlt(l, pbd__vset1(PBD__LEN_MIN)))) return 0; /* coincident: the hash direction */
+    float sgn = g->unilateral ? -1.0f : 1.0f;
+    pbd__vf s = pbd__vset1(sgn);
+    pbd__vf C = pbd__vmul(pbd__vsub(l, pbd__vload(g->rest + b)), s);
+    pbd__vf wsum = pbd__vadd(B.p[0].w, B.p[1].w);
+    pbd__vm active = pbd__vlt(pbd__vset1(PBD__WG2_MIN), wsum);
+    if (g->unilateral) active = pbd__vand_m(active, pbd__vlt(C, zero));
+    pbd__vf lam = pbd__vload(g->lambda + b), vat = pbd__vset1(at);
+    pbd__vf q = pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(vat, lam))),
+                          pbd__vmul(pbd__vadd(wsum, vat), l));
+    active = pbd__vandnot_m(active, pbd__veq(q, zero));
+    if (!pbd__vany(active)) return 1;
+    pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, pbd__vmul(q, l))));
+    pbd__vf qa = pbd__vmul(pbd__vmul(B.p[0].w, s), q), qb = pbd__vneg(pbd__vmul(pbd__vmul(B.p[1].w, s), q));
+    pbd__vp pa = B.p[0], pb = B.p[1];
+    pa.x = pbd__vsel(active, pa.x, pbd__vadd(pa.x, pbd__vmul(d.x, qa)));
+    pa.y = pbd__vsel(active, pa.y, pbd__vadd(pa.y, pbd__vmul(d.y, qa)));
+    pa.z = pbd__vsel(active, pa.z, pbd__vadd(pa.z, pbd__vmul(d.z, qa)));
+    pb.x = pbd__vsel(active, pb.x, pbd__vadd(pb.x, pbd__vmul(d.x, qb)));
+    pb.y = pbd__vsel(active, pb.y, pbd__vadd(pb.y, pbd__vmul(d.y, qb)));
+    pb.z = pbd__vsel(active, pb.z, pbd__vadd(pb.z, pbd__vmul(d.z, qb)));
+    pbd__vscatter(P, B.ids[0], pa);
+    pbd__vscatter(P, B.ids[1], pb);
+    return 1;
+}
+
+static int pbd__vproject_area(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 3);
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), pbd__vvpos(B.p[0])),
+            c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
+    pbd__vv n = pbd__vvcross(a, c);
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(n, n));
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__NORMAL_LEN_MIN), l); /* the scalar code skips l < PBD__NORMAL_LEN_MIN */
+    pbd__vv nh = pbd__vvmul(n, pbd__vdiv(pbd__vset1(1.0f), l));
+    pbd__vv gr[3];
+    gr[1] = pbd__vvmul(pbd__vvcross(c, nh), pbd__vset1(0.5f));
+    gr[2] = pbd__vvmul(pbd__vvcross(nh, a), pbd__vset1(0.5f));
+    gr[0] = pbd__vvneg(pbd__vvadd(gr[1], gr[2]));
+    pbd__vzero_inactive(gr, 3, active);
+    pbd__vf C = pbd__vsub(pbd__vmul(pbd__vset1(0.5f), l), pbd__vload(g->rest + b));
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+static int pbd__vproject_tet(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vv x0 = pbd__vvpos(B.p[0]);
+    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), x0), c = pbd__vvsub(pbd__vvpos(B.p[2]), x0),
+            d = pbd__vvsub(pbd__vvpos(B.p[3]), x0);
+    pbd__vf s = pbd__vset1(1.0f / 6.0f);
+    pbd__vv gr[4];
+    gr[1] = pbd__vvmul(pbd__vvcross(c, d), s);
+    gr[2] = pbd__vvmul(pbd__vvcross(d, a), s);
+    gr[3] = pbd__vvmul(pbd__vvcross(a, c), s);
+    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvadd(gr[1], gr[2]), gr[3]));
+    pbd__vf C = pbd__vsub(pbd__vvdot(gr[3], d), pbd__vload(g->rest + b));
+    pbd__vfinish(P, g, b, &B, C, gr, pbd__vall(), at, scale);
+    return 1;
+}
+
+static int pbd__vproject_isometric(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vf K[4], zero = pbd__vset1(0.0f);
+    for (int r = 0; r < 4; ++r) K[r] = pbd__vrest(g, b, r);
+    pbd__vf s = pbd__vrest(g, b, 4), L0 = pbd__vrest(g, b, 5);
+    pbd__vv L;
+    L.x = L.y = L.z = zero;
+    for (int r = 0; r < 4; ++r) L = pbd__vvadd(L, pbd__vvmul(pbd__vvpos(B.p[r]), K[r]));
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(L, L));
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
+    pbd__vv n = pbd__vvmul(L, pbd__vdiv(s, l));
+    pbd__vv gr[4];
+    for (int r = 0; r < 4; ++r) gr[r] = pbd__vvmul(n, K[r]);
+    pbd__vzero_inactive(gr, 4, active);
+    pbd__vf C = pbd__vmul(s, pbd__vsub(l, L0));
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    int to_particle = g->idx[(size_t)b * 2 + 1] >= 0; /* a group has one kind of target */
+    pbd__vbatch_load(&B, P, g, b, to_particle ? 2 : 1);
+    pbd__vv t;
+    if (to_particle) {
+        t = pbd__vvpos(B.p[1]);
+    } else {
+        int lanes[PBD__W];
+        for (int k = 0; k < PBD__W; ++k) lanes[k] = b + k;
+        pbd__vp r = pbd__vgather((const pbd__p4 *)(const void *)g->rest, lanes);
+        t.x = r.x;
+        t.y = r.y;
+        t.z = r.z;
+    }
+    float maxd = g->rest[(size_t)b * 4 + 3]; /* one max distance per group */
+    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), t);
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d));
+    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
+    pbd__vv gr[2];
+    gr[0] = pbd__vvmul(d, pbd__vdiv(pbd__vset1(1.0f), l));
+    pbd__vf C = l;
+    if (maxd > 0) {
+        gr[0] = pbd__vvneg(gr[0]);
+        C = pbd__vsub(pbd__vset1(maxd), l);
+        active = pbd__vand_m(active, pbd__vlt(C, pbd__vset1(0.0f)));
+    }
+    gr[1] = pbd__vvneg(gr[0]);
+    pbd__vzero_inactive(gr, 2, active);
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+/* The lane-wise twin of pbd__dihedral + pbd__eval_dihedral. */
+static int pbd__vproject_dihedral(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
+    pbd__vbatch B;
+    pbd__vbatch_load(&B, P, g, b, 4);
+    pbd__vv p0 = pbd__vvpos(B.p[0]), p1 = pbd__vvpos(B.p[1]), p2 = pbd__vvpos(B.p[2]), p3 = pbd__vvpos(B.p[3]);
+    pbd__vv e = pbd__vvsub(p1, p0);
+    pbd__vv n1 = pbd__vvcross(pbd__vvsub(p2, p0), pbd__vvsub(p2, p1));
+    pbd__vv n2 = pbd__vvcross(pbd__vvsub(p3, p1), pbd__vvsub(p3, p0));
+    pbd__vf el = pbd__vsqrt(pbd__vvdot(e, e)), n1l2 = pbd__vvdot(n1, n1), n2l2 = pbd__vvdot(n2, n2);
+    pbd__vm active = pbd__vand_m(
+        pbd__vand_m(pbd__vle(pbd__vset1(PBD__LEN_MIN), el), pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n1l2)),
+        pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n2l2));
+    pbd__vf one = pbd__vset1(1.0f);
+    pbd__vv m1 = pbd__vvmul(n1, pbd__vdiv(one, n1l2)), m2 = pbd__vvmul(n2, pbd__vdiv(one, n2l2));
+    pbd__vf s = pbd__vdiv(one, pbd__vsqrt(pbd__vmul(n1l2, n2l2)));
+    pbd__vf cosv = pbd__vmul(pbd__vvdot(n1, n2), s);
+    pbd__vf sinv = pbd__vdiv(pbd__vmul(pbd__vvdot(pbd__vvcross(n1, n2), e), s), el);
+    pbd__vf angle = pbd__vatan2(sinv, cosv);
+    pbd__vf inv_el = pbd__vdiv(one, el);
+    pbd__vv gr[4];
+    gr[2] = pbd__vvmul(m1, pbd__vneg(el));
+    gr[3] = pbd__vvmul(m2, pbd__vneg(el));
+    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p1), e), inv_el)),
+                                  pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p1), e), inv_el))));
+    gr[1] = pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p0), e), inv_el)),
+                       pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p0), e), inv_el)));
+    pbd__vzero_inactive(gr, 4, active);
+    /* pbd__wrap_angle, once each way; a lane that needs more goes scalar */
+    const float pi = 3.14159265358979f;
+    pbd__vf C = pbd__vsub(angle, pbd__vrest(g, b, 0));
+    pbd__vf vpi = pbd__vset1(pi), vmpi = pbd__vset1(-pi), twopi = pbd__vset1(2.0f * pi);
+    C = pbd__vsel(pbd__vlt(vpi, C), C, pbd__vsub(C, twopi));
+    C = pbd__vsel(pbd__vle(C, vmpi), C, pbd__vadd(C, twopi));
+    if (pbd__vany(pbd__vand_m(active, pbd__vor_m(pbd__vlt(vpi, C), pbd__vle(C, vmpi))))) return 0;
+    C = pbd__vsel(active, pbd__vset1(0.0f), C);
+    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
+    return 1;
+}
+
+typedef int (*pbd__vkernel)(pbd__p4 *, pbd__group *, int, float, float);
+static pbd__vkernel pbd__vkernel_of(int type) {
+    switch (type) {
+        case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
+        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__vproject_dihedral;
+        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
+        case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
+        case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
+        case PBD_CONSTRAINT_ATTACHMENT: return pbd__vproject_attachment;
+    }
+    return NULL;
+}
+#endif /* PBD__W > 1 */
+
+/* Constraints [b, e) of one colour: SIMD when a whole batch is there. */
+static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float at, float scale) {
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+#if PBD__W > 1
+    if (w->simd && !D && e - b == PBD__W) {
+        pbd__vkernel k = pbd__vkernel_of(g->type);
+        if (k && k(w->p, g, b, at, scale)) return;
+    }
+#endif
+    pbd__project_range(w->p, D, g, b, e, at, scale);
+}
+
+/* One sweep over a group, run by every thread of the substep's team: the
+   batches of a colour are shared out by `omp for`, whose barrier separates
+   the colours (docs/DESIGN.md section 5.4). Odd iterations walk the colours
+   backwards (symmetric Gauss-Seidel): a fixed order lets the corrections of
+   constraints that fight each other (a balloon's pressure against its skin)
+   add up to a spurious torque every substep, and alternating the order
+   cancels most of it. */
+static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h, int backwards) {
+    float at = w->mode == PBD_SOLVER_XPBD ? pbd__alpha_tilde(g->compliance, h) : 0.0f;
+    float scale = pbd__group_scale(w, g);
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+    if (g->ncolors == 0) {
+        PBD__PRAGMA(omp single)
+        pbd__project_mesh_volume(w->p, D, g, at, scale);
+        return;
+    }
+    for (int k = 0; k < g->ncolors; ++k) {
+        int col = backwards ? g->ncolors - 1 - k : k;
+        int b0 = g->color_start[col], e0 = g->color_start[col + 1];
+        if (g->overflow && col == g->ncolors - 1) {
+            PBD__PRAGMA(omp single)
+            pbd__project_range(w->p, D, g, b0, e0, at, scale);
+            continue;
+        }
+        int nb = (e0 - b0 + PBD__W - 1) / PBD__W;
+        PBD__PRAGMA(omp for schedule(static))
+        for (int k = 0; k < nb; ++k) {
+            int b = b0 + k * PBD__W, e = b + PBD__W < e0 ? b + PBD__W : e0;
+            pbd__project_batch(w, g, b, e, at, scale);
+        }
+    }
+}
+
 // ==== groups ================================================================
 
 static const int pbd__arity_table[PBD_CONSTRAINT_TYPE_COUNT] = {2, 4, 4, 3, 4, 4, 2, 0};
@@ -4855,6 +5294,43 @@ PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group handle, float p
     if (!pbd__finite(pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(pressure > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)pressure);
     w->groups[g].pressure = pressure;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group handle, float *mean_abs, float *max_abs) {
+    PBD__CHECK_WORLD(w);
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
+    const pbd__group *g = &w->groups[gi];
+    double sum = 0;
+    float mx = 0;
+    if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
+        sum = mx = fabsf(pbd__mesh_volume_at(g, w->x, g->pressure * g->rest[0], 0));
+    } else {
+        int unilateral = pbd__is_unilateral(g);
+        for (int c = 0; c < g->count; ++c) {
+            int ids[4], n;
+            pbd__v3 gr[4];
+            float C = pbd__eval_one(g, c, w->x, ids, gr, &n);
+            float a = unilateral ? (C < 0 ? -C : 0.0f) : fabsf(C);
+            sum += a;
+            if (a > mx) mx = a;
+        }
+    }
+    if (mean_abs) *mean_abs = (float)(sum / (g->count > 0 ? g->count : 1));
+    if (max_abs) *max_abs = mx;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group handle, float *volume) {
+    PBD__CHECK_WORLD(w);
+    int gi;
+    PBD__TRY(pbd__group_index(w, handle, &gi));
+    PBD__CHECK_PTR(w, volume, "volume");
+    const pbd__group *g = &w->groups[gi];
+    if (g->type != PBD_CONSTRAINT_MESH_VOLUME)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", gi);
+    *volume = pbd__mesh_volume_at(g, w->x, 0, 0);
     return PBD_OK;
 }
 
@@ -6448,6 +6924,535 @@ static pbd_result pbd__meshcols_rebuild(pbd_world *w) {
     return PBD_OK;
 }
 
+// ==== contacts ==============================================================
+
+/* How far ahead the walks over scattered slots prefetch (the contacts' and
+   the particle phase's): 16 slots hide most of each cache miss. */
+enum { PBD__SLOT_AHEAD = 16 };
+
+/* --- contacts --------------------------------------------------------------- */
+
+/* Contacts live in per-particle slots (slot k < ncontact[i] of particle
+   i: pbd__contact_slot), so that generation, projection and the velocity
+   pass run in parallel over particles with a fixed order per particle. The
+   projection and the velocity pass walk only the particles that have
+   contacts (contact_ids: a fluid tank touches its walls with a tenth of
+   its particles, scattered along the rows). */
+static inline int pbd__contacts_per_particle(const pbd_world *w) {
+    return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
+}
+static inline pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
+    return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
+}
+
+PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
+    if (!w || particle < 0 || particle >= w->n) return 0.0f;
+    float push = 0.0f;
+    for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
+    return push;
+}
+
+static void pbd__collider_poses(pbd_world *w, int s, int S) {
+    for (int c = 0; c < w->ncolliders; ++c) {
+        if (!w->colliders[c].s.live) continue;
+        w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
+        w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
+    }
+}
+
+/* How far particle i's contact test reaches (pbd__collide: its radius
+   plus a margin of its radius and its motion) and the rounding guard. */
+static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
+    float r = w->radius[i], margin = r + pbd__len(pbd__sub(pbd__p3(w->p[i]), pbd__p3(w->x[i])));
+    *reach = r + margin;
+    *tol = PBD__CONTACT_TOL * (r > PBD__CONTACT_TOL_R_MIN ? r : PBD__CONTACT_TOL_R_MIN);
+}
+
+/* The radius of the ball about its frame's origin that holds a sphere,
+   capsule or box collider (pbd__ball_far); 0 for the other shapes. */
+static float pbd__collider_ball(const pbd__collider *col) {
+    return col->shape == PBD_COLLIDER_SPHERE    ? col->radius
+           : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
+           : col->shape == PBD_COLLIDER_BOX
+               ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
+               : 0.0f;
+}
+
+/* Whether collider c cannot touch particle i this substep, so that
+   pbd__collide, which would find nothing, is skipped: a plane by its
+   distance (pbd__plane_far), a sphere, capsule or box by a ball about its
+   centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
+static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
+    const pbd__collider *col = &w->colliders[c];
+    if (!col->s.live) return 1; /* a removed collider's free slot */
+    float R = pbd__collider_ball(col);
+    if (col->shape != PBD_COLLIDER_PLANE && !(R > 0)) return 0;
+    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
+    if (col->shape == PBD_COLLIDER_PLANE) return pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, reach + tol);
+    return pbd__ball_far(&w->pose_from[c], &w->pose_to[c], R, x, p, reach + tol);
+}
+
+/* Particle i's contact with collider c, if it has one (pbd__collide; the
+   caller has tried pbd__collider_far; reach and tol from
+   pbd__contact_reach), into its next slot. */
+static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
+    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
+    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n))
+        return;
+    pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
+    ct->particle = i;
+    ct->collider = c;
+    ct->n = n;
+    ct->q = q;
+    ct->anchor =
+        pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot, pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
+    ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
+    ct->vn = pbd__dot(pbd__sub(pbd__p3(w->v[i]), ct->vcol), n);
+    ct->lambda = 0;
+}
+
+#if PBD__W > 1
+/* W points x relative to the origin of pose a. */
+static inline pbd__vv pbd__voffset(const pbd__pose *a, pbd__vv x) {
+    pbd__vv d;
+    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0]));
+    d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1]));
+    d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
+    return d;
+}
+/* The ends of the W segments X -> P relative to the origins of poses a and b. */
+static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P,
+                                      pbd__vv *ra, pbd__vv *rb) {
+    *ra = pbd__voffset(a, pbd__vvpos(*X));
+    *rb = pbd__voffset(b, pbd__vvpos(*P));
+}
+
+/* pbd__plane_far of plane collider c for the W particles from i0 (the same
+   operations lane by lane, so the same decisions): bit l for i0 + l. Most
+   particles of a fluid tank are far from each wall, and this test is
+   most of what they cost. */
+static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    pbd__vf e = pbd__vset1(PBD__FAR_GUARD), ga, gb, da, db;
+    pbd__vv ra, rb;
+    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
+    ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
+    gb = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(rb.x), pbd__vabs(rb.y)), pbd__vabs(rb.z)));
+    pbd__vv ua, ub;
+    ua.x = pbd__vset1(a->up[0]);
+    ua.y = pbd__vset1(a->up[1]);
+    ua.z = pbd__vset1(a->up[2]);
+    ub.x = pbd__vset1(b->up[0]);
+    ub.y = pbd__vset1(b->up[1]);
+    ub.z = pbd__vset1(b->up[2]);
+    da = pbd__vvdot(ua, ra);
+    db = pbd__vvdot(ub, rb);
+    return pbd__vbits(pbd__vand_m(pbd__vlt(pbd__vadd(limit, ga), da), pbd__vlt(pbd__vadd(limit, gb), db)));
+}
+
+/* pbd__ball_far of collider c (ball radius R > 0) for the W particles
+   from i0, the same operations lane by lane: bit l for i0 + l. Hair on a
+   head tests every particle against the head's ball each substep. */
+static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    pbd__vv ra, rb;
+    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
+    pbd__vv d = pbd__vvsub(rb, ra);
+    pbd__vf A = pbd__vsqrt(pbd__vvdot(ra, ra)), B = pbd__vsqrt(pbd__vvdot(rb, rb)), vR = pbd__vset1(R);
+    pbd__vf L = pbd__vadd(pbd__vsqrt(pbd__vvdot(d, d)), pbd__vmul(pbd__vset1(pbd__ball_spin(a, b)), A));
+    pbd__vf lhs =
+        pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
+    pbd__vf rhs = pbd__vadd(pbd__vadd(vR, limit),
+                            pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
+    return pbd__vbits(pbd__vlt(rhs, lhs));
+}
+
+/* pbd__qrot of W vectors (the same operations in the same order). */
+static inline pbd__vv pbd__vqrot(const float *q, pbd__vv v) {
+    pbd__vv u;
+    u.x = pbd__vset1(q[0]);
+    u.y = pbd__vset1(q[1]);
+    u.z = pbd__vset1(q[2]);
+    pbd__vv t = pbd__vvmul(pbd__vvcross(u, v), pbd__vset1(2.0f));
+    return pbd__vvadd(pbd__vvadd(v, pbd__vvmul(t, pbd__vset1(q[3]))), pbd__vvcross(u, t));
+}
+/* pbd__to_local of W points: the inverse rotation of x - pos. */
+static inline pbd__vv pbd__vto_local(const pbd__pose *a, pbd__vv x) {
+    float c[4] = {-a->rot[0], -a->rot[1], -a->rot[2], a->rot[3]};
+    return pbd__vqrot(c, pbd__voffset(a, x));
+}
+static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
+    pbd__vv r = pbd__vqrot(b->rot, y);
+    r.x = pbd__vadd(r.x, pbd__vset1(b->pos[0]));
+    r.y = pbd__vadd(r.y, pbd__vset1(b->pos[1]));
+    r.z = pbd__vadd(r.z, pbd__vset1(b->pos[2]));
+    return r;
+}
+
+/* The lanes of W segments xl -> pl (in a sphere's frame, radius rad)
+   that stay farther than limit from the sphere: their closest point to
+   the centre is, by more than a guard of 1e-5 of the lengths (far above
+   the rounding of either computation), so pbd__collide's trace, whose
+   every point is on the segment, finds nothing. Exact for a sphere where
+   pbd__ball_far allows for the bend of the segment in a turning frame;
+   the particles that sweep past a turning head (many steps of the trace
+   each) are most of what it skips. */
+static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd__vf limit) {
+    pbd__vv dir = pbd__vvsub(pl, xl);
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), dd = pbd__vvdot(dir, dir);
+    pbd__vm moves = pbd__vlt(pbd__vset1(PBD__DENOM_MIN), dd);
+    pbd__vf t = pbd__vdiv(pbd__vmul(pbd__vvdot(xl, dir), pbd__vset1(-1.0f)), pbd__vsel(moves, one, dd));
+    t = pbd__vsel(moves, zero, pbd__vmin(pbd__vmax(t, zero), one));
+    pbd__vv c = pbd__vvadd(xl, pbd__vvmul(dir, t));
+    pbd__vf A = pbd__vsqrt(pbd__vvdot(xl, xl)), B = pbd__vsqrt(pbd__vvdot(pl, pl)), D = pbd__vsqrt(pbd__vvdot(c, c));
+    pbd__vf guard = pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(A, B), rad));
+    return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
+}
+
+/* pbd__sdf of a plane, sphere, capsule or box for W points y (collider
+   frame): the same operations and choices lane by lane. */
+static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
+    if (col->shape == PBD_COLLIDER_PLANE) {
+        n->x = zero;
+        n->y = one;
+        n->z = zero;
+        return y.y;
+    }
+    if (col->shape == PBD_COLLIDER_BOX) {
+        pbd__vf q[3], sg[3], yk[3] = {y.x, y.y, y.z};
+        pbd__vm pos[3];
+        for (int k = 0; k < 3; ++k) {
+            q[k] = pbd__vsub(pbd__vabs(yk[k]), pbd__vset1(col->half[k]));
+            sg[k] = pbd__vsel(pbd__vlt(yk[k], zero), one, pbd__vset1(-1.0f));
+            pos[k] = pbd__vlt(zero, q[k]);
+        }
+        /* outside: from the nearest point of the surface */
+        pbd__vv o;
+        o.x = pbd__vsel(pos[0], zero, pbd__vmul(q[0], sg[0]));
+        o.y = pbd__vsel(pos[1], zero, pbd__vmul(q[1], sg[1]));
+        o.z = pbd__vsel(pos[2], zero, pbd__vmul(q[2], sg[2]));
+        pbd__vm out = pbd__vor_m(pbd__vor_m(pos[0], pos[1]), pos[2]);
+        pbd__vf l = pbd__vsqrt(pbd__vvdot(o, o));
+        pbd__vv no = pbd__vvmul(o, pbd__vdiv(one, pbd__vsel(out, one, l)));
+        /* inside: the face of the largest q, ties broken as pbd__sdf does */
+        pbd__vm g01 = pbd__vlt(q[1], q[0]), g02 = pbd__vlt(q[2], q[0]), g12 = pbd__vlt(q[2], q[1]);
+        pbd__vm m0 = pbd__vand_m(g01, g02), m1 = pbd__vandnot_m(g12, g01); /* face 0, face 1, else face 2 */
+        n->x = pbd__vsel(out, pbd__vsel(m0, zero, sg[0]), no.x);
+        n->y = pbd__vsel(out, pbd__vsel(m1, zero, sg[1]), no.y);
+        n->z = pbd__vsel(out, pbd__vsel(pbd__vor_m(m0, m1), sg[2], zero), no.z);
+        return pbd__vsel(out, pbd__vsel(m0, pbd__vsel(m1, q[2], q[1]), q[0]), l);
+    }
+    pbd__vv dl = y;
+    int capsule = col->shape == PBD_COLLIDER_CAPSULE;
+    if (capsule) { /* from the nearest point of the axis, pbd__clampf's comparisons */
+        pbd__vf lo = pbd__vset1(-col->half_height), hi = pbd__vset1(col->half_height);
+        pbd__vf cy = pbd__vsel(pbd__vlt(y.y, lo), pbd__vsel(pbd__vlt(hi, y.y), y.y, hi), lo);
+        dl.y = pbd__vsub(y.y, cy);
+    }
+    pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
+    pbd__vm big = pbd__vlt(pbd__vset1(PBD__DIR_MIN), l); /* the normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
+    pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
+    n->x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
+    n->y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
+    n->z = pbd__vsel(big, zero, pbd__vmul(dl.z, il));
+    return pbd__vsub(l, pbd__vset1(col->radius));
+}
+
+/* The contacts with plane, sphere, capsule or box collider c of the lanes `want`
+   of the W particles from i0 (positions X, radii r, reach and tol as
+   from pbd__contact_reach) that start within reach of the surface: the
+   first branch of pbd__collide (the plane through the surface point
+   nearest x) and the slot that pbd__contact_with fills, W at a time in
+   the same operations, and for a sphere the lanes that cannot touch it
+   (pbd__vsphere_far). Returns the lanes it handled; the others (a
+   particle that starts farther and may sweep into the shape) take the
+   scalar path. Hair lying on a head is most of its particles in contact
+   every substep. */
+static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r,
+                                     pbd__vf reach, pbd__vf tol, float h, unsigned want, int *found) {
+    if (!want) return 0; /* every lane far (most of a tank, for each wall) or full */
+    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
+    const pbd__collider *col = &w->colliders[c];
+    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
+    pbd__vf dx = pbd__vsdf(col, xl, &nl), d0 = pbd__vsub(dx, reach);
+    unsigned near = want & pbd__vbits(pbd__vle(d0, tol)), miss = 0;
+    if (col->shape == PBD_COLLIDER_SPHERE)
+        miss = want & ~near &
+               pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), pbd__vset1(col->radius), pbd__vadd(reach, tol));
+    if (!near) return miss;
+    pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
+    pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
+    pbd__vv vcol = pbd__vvmul(pbd__vvsub(anchor, x), pbd__vset1(1.0f / h));
+    int ids[PBD__W];
+    for (int k = 0; k < PBD__W; ++k) ids[k] = i0 + k;
+    pbd__vp V = pbd__vgather(w->v, ids);
+    pbd__vf vn = pbd__vvdot(pbd__vvsub(pbd__vvpos(V), vcol), n);
+    float f[13][PBD__W];
+    pbd__vv out[4] = {n, q, anchor, vcol};
+    for (int k = 0; k < 4; ++k) {
+        pbd__vstore(f[3 * k], out[k].x);
+        pbd__vstore(f[3 * k + 1], out[k].y);
+        pbd__vstore(f[3 * k + 2], out[k].z);
+    }
+    pbd__vstore(f[12], vn);
+    for (unsigned m = near; m; m &= m - 1) {
+        int k = pbd__lowest_bit(m);
+        pbd__contact *ct = pbd__contact_slot(w, i0 + k, found[k]++);
+        ct->particle = i0 + k;
+        ct->collider = c;
+        ct->n = pbd__v(f[0][k], f[1][k], f[2][k]);
+        ct->q = pbd__v(f[3][k], f[4][k], f[5][k]);
+        ct->anchor = pbd__v(f[6][k], f[7][k], f[8][k]);
+        ct->vcol = pbd__v(f[9][k], f[10][k], f[11][k]);
+        ct->vn = f[12][k];
+        ct->lambda = 0;
+    }
+    return near | miss;
+}
+
+/* The contacts of the W particles from i0: the plane and ball tests, and
+   the contacts of the analytic shapes that start near, W at a time, the rest per
+   particle; each particle's slots in collider order, as in the scalar
+   pass. */
+static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
+    int ids[PBD__W], found[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        ids[l] = i0 + l;
+        found[l] = 0;
+    }
+    pbd__vp X = pbd__vgather(w->x, ids), P = pbd__vgather(w->p, ids);
+    pbd__vf r = pbd__vload(w->radius + i0),
+            d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
+    pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(PBD__CONTACT_TOL_R_MIN);
+    pbd__vf tol =
+        pbd__vmul(pbd__vset1(PBD__CONTACT_TOL), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > rmin ? r : rmin */
+    pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
+    unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
+    for (int c = 0; c < w->ncolliders; ++c) {
+        if (!w->colliders[c].s.live) continue;
+        float R = pbd__collider_ball(&w->colliders[c]);
+        int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
+        unsigned skip = pinned | (plane   ? pbd__vplane_far(w, c, &X, &P, limit)
+                                  : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit)
+                                          : 0u);
+        if (tested) { /* a plane, sphere, capsule or box */
+            unsigned room = 0;
+            for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
+            skip |= pbd__vshape_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
+        }
+        for (int l = 0; l < PBD__W; ++l) {
+            if ((skip >> l & 1u) || found[l] >= per) continue;
+            float reach, tol;
+            pbd__contact_reach(w, i0 + l, &reach, &tol);
+            if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol))
+                pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
+        }
+    }
+    for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
+}
+#endif
+
+static void pbd__generate_contacts(pbd_world *w, float h) {
+    int per = pbd__contacts_per_particle(w);
+    int nb = (w->n + PBD__W - 1) / PBD__W;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int b = 0; b < nb; ++b) {
+        int i0 = b * PBD__W, i1 = i0 + PBD__W < w->n ? i0 + PBD__W : w->n;
+#if PBD__W > 1
+        if (w->simd && per > 0 && i1 - i0 == PBD__W) {
+            pbd__vgenerate_contacts(w, i0, per, h);
+            continue;
+        }
+#endif
+        for (int i = i0; i < i1; ++i) {
+            int found = 0;
+            w->ncontact[i] = 0;
+            if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
+            float reach, tol;
+            pbd__contact_reach(w, i, &reach, &tol);
+            for (int c = 0; c < w->ncolliders && found < per; ++c)
+                if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, &found);
+            w->ncontact[i] = (unsigned char)found;
+        }
+    }
+    PBD__PRAGMA(omp single) {
+        int m = 0;
+        for (int i = 0; i < w->n; ++i)
+            if (w->ncontact[i]) w->contact_ids[m++] = i;
+        w->ncontact_ids = m;
+    }
+}
+
+/* Contact planes C = (p - q) . n >= 0, with static friction at the position
+   level: a particle whose tangential motion relative to the collider is
+   within the friction cone of the accumulated normal correction sticks
+   (no drift, unlike a velocity-only static friction). Dynamic friction and
+   restitution act in the velocity pass. */
+static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
+    pbd__p4 *P = &w->p[ct->particle];
+    pbd__v3 pos = pbd__p3(*P);
+    float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
+    if (C < 0) {
+        pos = pbd__sub(pos, pbd__mul(ct->n, C));
+        ct->lambda -= C;
+    }
+    if (ct->lambda > 0) {
+        const pbd__collider *col = &w->colliders[ct->collider];
+        pbd__v3 rel = pbd__sub(pos, ct->anchor);
+        pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
+        if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
+    }
+    P->x = pos.x;
+    P->y = pos.y;
+    P->z = pos.z;
+}
+
+#if PBD__W > 1
+/* The lane-wise twin of pbd__project_contact for the k-th contact of the
+   W particles ids[0 .. W) (lanes without a k-th contact keep their bits). */
+static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
+    float f[10][PBD__W];
+    int any = 0;
+    for (int l = 0; l < PBD__W; ++l) {
+        int i = ids[l];
+        const pbd__contact *ct = pbd__contact_slot(w, i, k);
+        int on = k < w->ncontact[i];
+        any |= on;
+        f[0][l] = on ? ct->n.x : 0;
+        f[1][l] = on ? ct->n.y : 0;
+        f[2][l] = on ? ct->n.z : 0;
+        f[3][l] = on ? ct->q.x : 0;
+        f[4][l] = on ? ct->q.y : 0;
+        f[5][l] = on ? ct->q.z : 0;
+        f[6][l] = on ? ct->anchor.x : 0;
+        f[7][l] = on ? ct->anchor.y : 0;
+        f[8][l] = on ? ct->anchor.z : 0;
+        f[9][l] = on ? ct->lambda : 0;
+    }
+    if (!any) return;
+    float onf[PBD__W], mus[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        int on = k < w->ncontact[ids[l]];
+        onf[l] = on ? 1.0f : 0.0f;
+        mus[l] = on ? w->colliders[pbd__contact_slot(w, ids[l], k)->collider].mu_s : 0.0f;
+    }
+    pbd__vf zero = pbd__vset1(0.0f);
+    pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
+    pbd__vp P = pbd__vgather(w->p, ids);
+    pbd__vv n, q, anchor, pos = pbd__vvpos(P);
+    n.x = pbd__vload(f[0]);
+    n.y = pbd__vload(f[1]);
+    n.z = pbd__vload(f[2]);
+    q.x = pbd__vload(f[3]);
+    q.y = pbd__vload(f[4]);
+    q.z = pbd__vload(f[5]);
+    anchor.x = pbd__vload(f[6]);
+    anchor.y = pbd__vload(f[7]);
+    anchor.z = pbd__vload(f[8]);
+    pbd__vf lam = pbd__vload(f[9]);
+    pbd__vf C = pbd__vvdot(pbd__vvsub(pos, q), n);
+    pbd__vm push = pbd__vand_m(on, pbd__vlt(C, zero));
+    pbd__vv pushed = pbd__vvsub(pos, pbd__vvmul(n, C));
+    pos.x = pbd__vsel(push, pos.x, pushed.x);
+    pos.y = pbd__vsel(push, pos.y, pushed.y);
+    pos.z = pbd__vsel(push, pos.z, pushed.z);
+    lam = pbd__vsel(push, lam, pbd__vsub(lam, C));
+    pbd__vv rel = pbd__vvsub(pos, anchor);
+    pbd__vv rt = pbd__vvsub(rel, pbd__vvmul(n, pbd__vvdot(rel, n)));
+    pbd__vm stick = pbd__vand_m(pbd__vand_m(on, pbd__vlt(zero, lam)),
+                                pbd__vlt(pbd__vsqrt(pbd__vvdot(rt, rt)), pbd__vmul(pbd__vload(mus), lam)));
+    pbd__vv stuck = pbd__vvsub(pos, rt);
+    /* lanes without this contact: push and stick are off, pos is unchanged */
+    P.x = pbd__vsel(stick, pos.x, stuck.x);
+    P.y = pbd__vsel(stick, pos.y, stuck.y);
+    P.z = pbd__vsel(stick, pos.z, stuck.z);
+    pbd__vscatter(w->p, ids, P);
+    pbd__vstore(f[9], lam);
+    for (int l = 0; l < PBD__W; ++l)
+        if (k < w->ncontact[ids[l]]) pbd__contact_slot(w, ids[l], k)->lambda = f[9][l];
+}
+#endif
+
+/* The first contact slot of the particles contact_ids[j0 .. j1) and the
+   particles, ahead of their use (a slot is 64 bytes, two lines unless
+   aligned; a fluid tank's lie in tens of megabytes). */
+static void pbd__prefetch_contacts(const pbd_world *w, int j0, int j1) {
+    for (int j = j0; j < j1 && j < w->ncontact_ids; ++j) {
+        int i = w->contact_ids[j];
+        const char *c = (const char *)pbd__contact_slot(w, i, 0);
+        PBD__PREFETCH(c);
+        PBD__PREFETCH(c + sizeof(pbd__contact) - 1);
+        PBD__PREFETCH(&w->p[i]);
+    }
+}
+
+static void pbd__project_contacts(pbd_world *w) {
+    int per = pbd__contacts_per_particle(w);
+    if (per == 0) return;
+    const int *ids = w->contact_ids;
+    int n = w->ncontact_ids, nb = (n + PBD__W - 1) / PBD__W;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int b = 0; b < nb; ++b) {
+        int j0 = b * PBD__W, j1 = j0 + PBD__W < n ? j0 + PBD__W : n;
+        pbd__prefetch_contacts(w, j1, j1 + PBD__W);
+#if PBD__W > 1
+        if (w->simd && j1 - j0 == PBD__W) {
+            int most = 0;
+            for (int j = j0; j < j1; ++j) most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
+            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k);
+            continue;
+        }
+#endif
+        for (int j = j0; j < j1; ++j)
+            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, pbd__contact_slot(w, ids[j], k));
+    }
+}
+
+/* Velocity pass for contacts: dynamic friction removes up to mu_d times the
+   normal velocity change lambda / h from the sliding velocity (Macklin et
+   al. 2019 / Mueller et al. 2020 style); restitution reflects the normal
+   velocity the particle had before the substep, above a small threshold so
+   that resting contacts do not jitter. */
+static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold) {
+    if (!(ct->lambda > 0)) return;
+    const pbd__collider *col = &w->colliders[ct->collider];
+    pbd__p4 *V = &w->v[ct->particle];
+    pbd__v3 v = pbd__p3(*V);
+    pbd__v3 vr = pbd__sub(v, ct->vcol);
+    float vn = pbd__dot(vr, ct->n);
+    pbd__v3 vt = pbd__sub(vr, pbd__mul(ct->n, vn));
+    float lt = pbd__len(vt);
+    if (lt > 0 && col->mu_d > 0) {
+        float dv = col->mu_d * ct->lambda / h;
+        v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
+    }
+    /* The contact pushed this particle in this substep, so its normal
+       velocity becomes -e times the approach velocity of an impact, and 0
+       for a resting or slow contact. PBD's v = (p - x) / h would otherwise
+       keep the push-out itself as a separating velocity: a cloth whose
+       inextensible edges fight a curved collider every substep would be
+       thrown off a sphere by it. */
+    float target = ct->vn < -threshold ? -col->restitution * ct->vn : 0.0f;
+    v = pbd__add(v, pbd__mul(ct->n, target - vn));
+    V->x = v.x;
+    V->y = v.y;
+    V->z = v.z;
+}
+
+static void pbd__contact_velocities(pbd_world *w, float h) {
+    int per = pbd__contacts_per_particle(w);
+    if (per == 0) return;
+    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
+    float threshold = 2.0f * g * h;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int j = 0; j < w->ncontact_ids; ++j) {
+        int i = w->contact_ids[j];
+        if (j % PBD__SLOT_AHEAD == 0) pbd__prefetch_contacts(w, j + PBD__SLOT_AHEAD, j + 2 * PBD__SLOT_AHEAD);
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+    }
+}
+
 // ==== hash grid =============================================================
 /* Internal API, shared by particle contact, fluids and cloth self-collision
    (survey 3.8; Macklin and Mueller 2013, section 5):
@@ -7189,7 +8194,6 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
    slots' particles lie scattered in the world's arrays (the slots follow
    space, the particles the order they were added in): a hint
    PBD__SLOT_AHEAD slots ahead hides most of each miss. */
-enum { PBD__SLOT_AHEAD = 16 };
 static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
     pbd__particle_phase *pp = &w->pp;
     int np = pp->np;
@@ -13390,470 +14394,11 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
 #endif /* PBD__OPENMP */
 
 // ==== solver ================================================================
-
-/* One constraint of a group at positions P: its particles, gradients and
-   C, oriented so that a unilateral constraint wants C >= 0. */
-static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, int *ids, pbd__v3 *gr, int *n) {
-    const int *e = g->idx + (size_t)c * g->arity;
-    const float *rest = g->rest + (size_t)c * g->rest_stride;
-    pbd__v3 x[4];
-    int k = g->arity;
-    if (g->type == PBD_CONSTRAINT_ATTACHMENT) {
-        ids[0] = e[0];
-        pbd__v3 t = e[1] >= 0 ? pbd__p3(P[e[1]]) : pbd__ld(rest);
-        float C = pbd__eval_attachment(pbd__p3(P[e[0]]), t, rest[3], gr);
-        *n = 1;
-        if (e[1] >= 0) {
-            ids[1] = e[1];
-            gr[1] = pbd__neg(gr[0]);
-            *n = 2;
-        }
-        return C;
-    }
-    for (int i = 0; i < k; ++i) {
-        ids[i] = e[i];
-        x[i] = pbd__p3(P[e[i]]);
-    }
-    *n = k;
-    switch (g->type) {
-        case PBD_CONSTRAINT_DISTANCE: {
-            float C = pbd__eval_distance(x, rest[0], gr);
-            if (gr[0].x == 0 && gr[0].y == 0 && gr[0].z == 0) {
-                /* coincident particles: push apart along a fixed per-edge direction */
-                gr[0] = pbd__hash_dir((unsigned)e[0], (unsigned)e[1]);
-                gr[1] = pbd__neg(gr[0]);
-            }
-            if (g->unilateral) {
-                C = -C;
-                gr[0] = pbd__neg(gr[0]);
-                gr[1] = pbd__neg(gr[1]);
-            }
-            return C;
-        }
-        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__eval_dihedral(x, rest[0], gr);
-        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__eval_isometric(x, rest, gr);
-        case PBD_CONSTRAINT_AREA: return pbd__eval_area(x, rest[0], gr);
-        case PBD_CONSTRAINT_TET_VOLUME: return pbd__eval_tet(x, rest[0], gr);
-        case PBD_CONSTRAINT_POINT_TRIANGLE: return pbd__eval_point_triangle(x, rest[0], gr);
-    }
-    return 0.0f;
-}
-
-static inline int pbd__is_unilateral(const pbd__group *g) {
-    return g->type == PBD_CONSTRAINT_POINT_TRIANGLE || g->unilateral;
-}
-
-/* PBD mode: k' of survey 3.3 (or k itself without the correction). */
-static float pbd__group_scale(const pbd_world *w, const pbd__group *g) {
-    if (w->mode != PBD_SOLVER_PBD) return 1.0f;
-    return w->correction ? pbd_pbd_stiffness(g->stiffness, w->iterations) : g->stiffness;
-}
-
-/* Mesh volume of the group at positions P into the scratch (and gradients). */
-static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float target, int with_grad) {
-    for (int i = 0; i < g->nverts; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(P[g->verts[i]]));
-    return pbd__eval_mesh_volume(g->scratch, g->nverts, g->idx, g->ntris, target,
-                                 with_grad ? g->scratch + 3 * g->nverts : NULL);
-}
-
-/* Jacobi mode writes corrections into D (w counts them) instead of P. */
-static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
-    pbd__p4 *q = D ? &D[id] : &P[id];
-    float s = P[id].w * dl;
-    q->x += g.x * s;
-    q->y += g.y * s;
-    q->z += g.z * s;
-    if (D) q->w += 1.0f;
-}
-
-static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, float alpha_tilde, float scale) {
-    float C = pbd__mesh_volume_at(g, P, g->pressure * g->rest[0], 1);
-    const float *gr = g->scratch + 3 * g->nverts;
-    float wg2 = 0;
-    for (int i = 0; i < g->nverts; ++i) {
-        pbd__v3 gi = pbd__ld(gr + 3 * i);
-        wg2 += P[g->verts[i]].w * pbd__dot(gi, gi);
-    }
-    float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[0], scale);
-    g->lambda[0] += dl;
-    for (int i = 0; i < g->nverts; ++i) pbd__apply(P, D, g->verts[i], pbd__ld(gr + 3 * i), dl);
-}
-
-/* Distance constraints, the hottest kernel, with one division instead of
-   three: the gradient is n = d / l with |n| = 1, so sum w |grad|^2 is
-   w0 + w1, and with q = dlambda / l the corrections are +-w_i q d
-   (survey 3.4.1 with XPBD eq. 18). Returns 0 for coincident particles,
-   which take the generic path (a fixed per-edge direction). */
-static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int c, float alpha_tilde,
-                                            float scale) {
-    const int *e = g->idx + 2 * (size_t)c;
-    pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
-    pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
-    float l = sqrtf(pbd__dot(d, d));
-    if (l < PBD__LEN_MIN) return 0;
-    float s = g->unilateral ? -1.0f : 1.0f;
-    float C = (l - g->rest[c]) * s;
-    float wsum = a->w + b->w;
-    if ((g->unilateral && C >= 0) || !(wsum > PBD__WG2_MIN)) return 1;
-    float q = scale * (-C - alpha_tilde * g->lambda[c]) / ((wsum + alpha_tilde) * l);
-    if (q == 0) return 1;
-    g->lambda[c] += q * l;
-    float qa = a->w * s * q, qb = -(b->w * s * q);
-    pbd__p4 *oa = D ? &D[e[0]] : a, *ob = D ? &D[e[1]] : b;
-    oa->x += d.x * qa;
-    oa->y += d.y * qa;
-    oa->z += d.z * qa;
-    ob->x += d.x * qb;
-    ob->y += d.y * qb;
-    ob->z += d.z * qb;
-    if (D) {
-        oa->w += 1.0f;
-        ob->w += 1.0f;
-    }
-    return 1;
-}
-
-/* The scalar reference kernel: constraints [b, e) of a group, one at a time
-   (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
-   sums. */
-static void pbd__project_range(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int b, int e, float alpha_tilde, float scale) {
-    int unilateral = pbd__is_unilateral(g);
-    for (int c = b; c < e; ++c) {
-        if (g->type == PBD_CONSTRAINT_DISTANCE && pbd__project_distance_one(P, D, g, c, alpha_tilde, scale)) continue;
-        int ids[4], n;
-        pbd__v3 gr[4];
-        float C = pbd__eval_one(g, c, P, ids, gr, &n);
-        if (unilateral && C >= 0) continue;
-        float wg2 = 0;
-        for (int i = 0; i < n; ++i) wg2 += P[ids[i]].w * pbd__dot(gr[i], gr[i]);
-        float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
-        if (dl == 0) continue;
-        g->lambda[c] += dl;
-        for (int i = 0; i < n; ++i) pbd__apply(P, D, ids[i], gr[i], dl);
-    }
-}
-
-#if PBD__W > 1
-/* --- SIMD kernels -----------------------------------------------------------
-   Each projects the W constraints [b, b + W) of one colour with the exact
-   lane-wise operations of pbd__eval_* and pbd__project_range, so that the
-   results equal the scalar path bit for bit. A lane that the scalar code
-   skips keeps its old values (selected, not added as zero, so even the sign
-   of a zero is kept). Returns 0, having written nothing, when a lane needs
-   a special case that only the scalar code has. */
-
-typedef struct pbd__vbatch {
-    int ids[4][PBD__W]; /* particle of role r in lane k */
-    pbd__vp p[4];
-    int n;
-} pbd__vbatch;
-
-static inline void pbd__vbatch_load(pbd__vbatch *B, const pbd__p4 *P, const pbd__group *g, int b, int n) {
-    B->n = n;
-    for (int k = 0; k < PBD__W; ++k)
-        for (int r = 0; r < n; ++r) B->ids[r][k] = g->idx[(size_t)(b + k) * g->arity + r];
-    for (int r = 0; r < n; ++r) B->p[r] = pbd__vgather(P, B->ids[r]);
-}
-
-/* Rest value j of each lane (stride rest_stride). */
-static inline pbd__vf pbd__vrest(const pbd__group *g, int b, int j) {
-    if (g->rest_stride == 1) return pbd__vload(g->rest + b);
-    float t[PBD__W];
-    for (int k = 0; k < PBD__W; ++k) t[k] = g->rest[(size_t)(b + k) * g->rest_stride + j];
-    return pbd__vload(t);
-}
-
-/* The common tail: dlambda, multipliers and positions of active lanes. */
-static inline void pbd__vfinish(pbd__p4 *P, pbd__group *g, int b, pbd__vbatch *B, pbd__vf C, const pbd__vv *gr,
-                                pbd__vm active, float alpha_tilde, float scale) {
-    pbd__vf zero = pbd__vset1(0.0f), at = pbd__vset1(alpha_tilde);
-    pbd__vf wg2 = zero;
-    for (int r = 0; r < B->n; ++r) wg2 = pbd__vadd(wg2, pbd__vmul(B->p[r].w, pbd__vvdot(gr[r], gr[r])));
-    active = pbd__vand_m(active, pbd__vlt(pbd__vset1(PBD__WG2_MIN), wg2));
-    pbd__vf lam = pbd__vload(g->lambda + b);
-    pbd__vf dl =
-        pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(at, lam))), pbd__vadd(wg2, at));
-    active = pbd__vandnot_m(active, pbd__veq(dl, zero));
-    if (!pbd__vany(active)) return;
-    pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, dl)));
-    for (int r = 0; r < B->n; ++r) {
-        pbd__vp q = B->p[r];
-        pbd__vapply(&q, gr[r], dl);
-        q.x = pbd__vsel(active, B->p[r].x, q.x);
-        q.y = pbd__vsel(active, B->p[r].y, q.y);
-        q.z = pbd__vsel(active, B->p[r].z, q.z);
-        pbd__vscatter(P, B->ids[r], q);
-    }
-}
-
-static inline pbd__vm pbd__vall(void) { return pbd__vle(pbd__vset1(0.0f), pbd__vset1(1.0f)); }
-
-/* Lanes where `active` is off get zero gradients, as the scalar code's
-   degenerate cases do (and no NaN from a division by zero). */
-static inline void pbd__vzero_inactive(pbd__vv *gr, int n, pbd__vm active) {
-    pbd__vf zero = pbd__vset1(0.0f);
-    for (int r = 0; r < n; ++r) {
-        gr[r].x = pbd__vsel(active, zero, gr[r].x);
-        gr[r].y = pbd__vsel(active, zero, gr[r].y);
-        gr[r].z = pbd__vsel(active, zero, gr[r].z);
-    }
-}
-
-/* The lane-wise twin of pbd__project_distance_one. */
-static int pbd__vproject_distance(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    pbd__vbatch_load(&B, P, g, b, 2);
-    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), pbd__vvpos(B.p[1]));
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d)), zero = pbd__vset1(0.0f);
-    if (pbd__vany(pbd__vlt(l, pbd__vset1(PBD__LEN_MIN)))) return 0; /* coincident: the hash direction */
-    float sgn = g->unilateral ? -1.0f : 1.0f;
-    pbd__vf s = pbd__vset1(sgn);
-    pbd__vf C = pbd__vmul(pbd__vsub(l, pbd__vload(g->rest + b)), s);
-    pbd__vf wsum = pbd__vadd(B.p[0].w, B.p[1].w);
-    pbd__vm active = pbd__vlt(pbd__vset1(PBD__WG2_MIN), wsum);
-    if (g->unilateral) active = pbd__vand_m(active, pbd__vlt(C, zero));
-    pbd__vf lam = pbd__vload(g->lambda + b), vat = pbd__vset1(at);
-    pbd__vf q = pbd__vdiv(pbd__vmul(pbd__vset1(scale), pbd__vsub(pbd__vneg(C), pbd__vmul(vat, lam))),
-                          pbd__vmul(pbd__vadd(wsum, vat), l));
-    active = pbd__vandnot_m(active, pbd__veq(q, zero));
-    if (!pbd__vany(active)) return 1;
-    pbd__vstore(g->lambda + b, pbd__vsel(active, lam, pbd__vadd(lam, pbd__vmul(q, l))));
-    pbd__vf qa = pbd__vmul(pbd__vmul(B.p[0].w, s), q), qb = pbd__vneg(pbd__vmul(pbd__vmul(B.p[1].w, s), q));
-    pbd__vp pa = B.p[0], pb = B.p[1];
-    pa.x = pbd__vsel(active, pa.x, pbd__vadd(pa.x, pbd__vmul(d.x, qa)));
-    pa.y = pbd__vsel(active, pa.y, pbd__vadd(pa.y, pbd__vmul(d.y, qa)));
-    pa.z = pbd__vsel(active, pa.z, pbd__vadd(pa.z, pbd__vmul(d.z, qa)));
-    pb.x = pbd__vsel(active, pb.x, pbd__vadd(pb.x, pbd__vmul(d.x, qb)));
-    pb.y = pbd__vsel(active, pb.y, pbd__vadd(pb.y, pbd__vmul(d.y, qb)));
-    pb.z = pbd__vsel(active, pb.z, pbd__vadd(pb.z, pbd__vmul(d.z, qb)));
-    pbd__vscatter(P, B.ids[0], pa);
-    pbd__vscatter(P, B.ids[1], pb);
-    return 1;
-}
-
-static int pbd__vproject_area(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    pbd__vbatch_load(&B, P, g, b, 3);
-    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), pbd__vvpos(B.p[0])),
-            c = pbd__vvsub(pbd__vvpos(B.p[2]), pbd__vvpos(B.p[0]));
-    pbd__vv n = pbd__vvcross(a, c);
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(n, n));
-    pbd__vm active = pbd__vle(pbd__vset1(PBD__NORMAL_LEN_MIN), l); /* the scalar code skips l < PBD__NORMAL_LEN_MIN */
-    pbd__vv nh = pbd__vvmul(n, pbd__vdiv(pbd__vset1(1.0f), l));
-    pbd__vv gr[3];
-    gr[1] = pbd__vvmul(pbd__vvcross(c, nh), pbd__vset1(0.5f));
-    gr[2] = pbd__vvmul(pbd__vvcross(nh, a), pbd__vset1(0.5f));
-    gr[0] = pbd__vvneg(pbd__vvadd(gr[1], gr[2]));
-    pbd__vzero_inactive(gr, 3, active);
-    pbd__vf C = pbd__vsub(pbd__vmul(pbd__vset1(0.5f), l), pbd__vload(g->rest + b));
-    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
-    return 1;
-}
-
-static int pbd__vproject_tet(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    pbd__vbatch_load(&B, P, g, b, 4);
-    pbd__vv x0 = pbd__vvpos(B.p[0]);
-    pbd__vv a = pbd__vvsub(pbd__vvpos(B.p[1]), x0), c = pbd__vvsub(pbd__vvpos(B.p[2]), x0),
-            d = pbd__vvsub(pbd__vvpos(B.p[3]), x0);
-    pbd__vf s = pbd__vset1(1.0f / 6.0f);
-    pbd__vv gr[4];
-    gr[1] = pbd__vvmul(pbd__vvcross(c, d), s);
-    gr[2] = pbd__vvmul(pbd__vvcross(d, a), s);
-    gr[3] = pbd__vvmul(pbd__vvcross(a, c), s);
-    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvadd(gr[1], gr[2]), gr[3]));
-    pbd__vf C = pbd__vsub(pbd__vvdot(gr[3], d), pbd__vload(g->rest + b));
-    pbd__vfinish(P, g, b, &B, C, gr, pbd__vall(), at, scale);
-    return 1;
-}
-
-static int pbd__vproject_isometric(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    pbd__vbatch_load(&B, P, g, b, 4);
-    pbd__vf K[4], zero = pbd__vset1(0.0f);
-    for (int r = 0; r < 4; ++r) K[r] = pbd__vrest(g, b, r);
-    pbd__vf s = pbd__vrest(g, b, 4), L0 = pbd__vrest(g, b, 5);
-    pbd__vv L;
-    L.x = L.y = L.z = zero;
-    for (int r = 0; r < 4; ++r) L = pbd__vvadd(L, pbd__vvmul(pbd__vvpos(B.p[r]), K[r]));
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(L, L));
-    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
-    pbd__vv n = pbd__vvmul(L, pbd__vdiv(s, l));
-    pbd__vv gr[4];
-    for (int r = 0; r < 4; ++r) gr[r] = pbd__vvmul(n, K[r]);
-    pbd__vzero_inactive(gr, 4, active);
-    pbd__vf C = pbd__vmul(s, pbd__vsub(l, L0));
-    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
-    return 1;
-}
-
-static int pbd__vproject_attachment(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    int to_particle = g->idx[(size_t)b * 2 + 1] >= 0; /* a group has one kind of target */
-    pbd__vbatch_load(&B, P, g, b, to_particle ? 2 : 1);
-    pbd__vv t;
-    if (to_particle) {
-        t = pbd__vvpos(B.p[1]);
-    } else {
-        int lanes[PBD__W];
-        for (int k = 0; k < PBD__W; ++k) lanes[k] = b + k;
-        pbd__vp r = pbd__vgather((const pbd__p4 *)(const void *)g->rest, lanes);
-        t.x = r.x;
-        t.y = r.y;
-        t.z = r.z;
-    }
-    float maxd = g->rest[(size_t)b * 4 + 3]; /* one max distance per group */
-    pbd__vv d = pbd__vvsub(pbd__vvpos(B.p[0]), t);
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(d, d));
-    pbd__vm active = pbd__vle(pbd__vset1(PBD__LEN_MIN), l);
-    pbd__vv gr[2];
-    gr[0] = pbd__vvmul(d, pbd__vdiv(pbd__vset1(1.0f), l));
-    pbd__vf C = l;
-    if (maxd > 0) {
-        gr[0] = pbd__vvneg(gr[0]);
-        C = pbd__vsub(pbd__vset1(maxd), l);
-        active = pbd__vand_m(active, pbd__vlt(C, pbd__vset1(0.0f)));
-    }
-    gr[1] = pbd__vvneg(gr[0]);
-    pbd__vzero_inactive(gr, 2, active);
-    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
-    return 1;
-}
-
-/* The lane-wise twin of pbd__dihedral + pbd__eval_dihedral. */
-static int pbd__vproject_dihedral(pbd__p4 *P, pbd__group *g, int b, float at, float scale) {
-    pbd__vbatch B;
-    pbd__vbatch_load(&B, P, g, b, 4);
-    pbd__vv p0 = pbd__vvpos(B.p[0]), p1 = pbd__vvpos(B.p[1]), p2 = pbd__vvpos(B.p[2]), p3 = pbd__vvpos(B.p[3]);
-    pbd__vv e = pbd__vvsub(p1, p0);
-    pbd__vv n1 = pbd__vvcross(pbd__vvsub(p2, p0), pbd__vvsub(p2, p1));
-    pbd__vv n2 = pbd__vvcross(pbd__vvsub(p3, p1), pbd__vvsub(p3, p0));
-    pbd__vf el = pbd__vsqrt(pbd__vvdot(e, e)), n1l2 = pbd__vvdot(n1, n1), n2l2 = pbd__vvdot(n2, n2);
-    pbd__vm active = pbd__vand_m(
-        pbd__vand_m(pbd__vle(pbd__vset1(PBD__LEN_MIN), el), pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n1l2)),
-        pbd__vle(pbd__vset1(PBD__NORMAL_LEN2_MIN), n2l2));
-    pbd__vf one = pbd__vset1(1.0f);
-    pbd__vv m1 = pbd__vvmul(n1, pbd__vdiv(one, n1l2)), m2 = pbd__vvmul(n2, pbd__vdiv(one, n2l2));
-    pbd__vf s = pbd__vdiv(one, pbd__vsqrt(pbd__vmul(n1l2, n2l2)));
-    pbd__vf cosv = pbd__vmul(pbd__vvdot(n1, n2), s);
-    pbd__vf sinv = pbd__vdiv(pbd__vmul(pbd__vvdot(pbd__vvcross(n1, n2), e), s), el);
-    pbd__vf angle = pbd__vatan2(sinv, cosv);
-    pbd__vf inv_el = pbd__vdiv(one, el);
-    pbd__vv gr[4];
-    gr[2] = pbd__vvmul(m1, pbd__vneg(el));
-    gr[3] = pbd__vvmul(m2, pbd__vneg(el));
-    gr[0] = pbd__vvneg(pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p1), e), inv_el)),
-                                  pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p1), e), inv_el))));
-    gr[1] = pbd__vvadd(pbd__vvmul(m1, pbd__vmul(pbd__vvdot(pbd__vvsub(p2, p0), e), inv_el)),
-                       pbd__vvmul(m2, pbd__vmul(pbd__vvdot(pbd__vvsub(p3, p0), e), inv_el)));
-    pbd__vzero_inactive(gr, 4, active);
-    /* pbd__wrap_angle, once each way; a lane that needs more goes scalar */
-    const float pi = 3.14159265358979f;
-    pbd__vf C = pbd__vsub(angle, pbd__vrest(g, b, 0));
-    pbd__vf vpi = pbd__vset1(pi), vmpi = pbd__vset1(-pi), twopi = pbd__vset1(2.0f * pi);
-    C = pbd__vsel(pbd__vlt(vpi, C), C, pbd__vsub(C, twopi));
-    C = pbd__vsel(pbd__vle(C, vmpi), C, pbd__vadd(C, twopi));
-    if (pbd__vany(pbd__vand_m(active, pbd__vor_m(pbd__vlt(vpi, C), pbd__vle(C, vmpi))))) return 0;
-    C = pbd__vsel(active, pbd__vset1(0.0f), C);
-    pbd__vfinish(P, g, b, &B, C, gr, active, at, scale);
-    return 1;
-}
-
-typedef int (*pbd__vkernel)(pbd__p4 *, pbd__group *, int, float, float);
-static pbd__vkernel pbd__vkernel_of(int type) {
-    switch (type) {
-        case PBD_CONSTRAINT_DISTANCE: return pbd__vproject_distance;
-        case PBD_CONSTRAINT_BENDING_DIHEDRAL: return pbd__vproject_dihedral;
-        case PBD_CONSTRAINT_BENDING_ISOMETRIC: return pbd__vproject_isometric;
-        case PBD_CONSTRAINT_AREA: return pbd__vproject_area;
-        case PBD_CONSTRAINT_TET_VOLUME: return pbd__vproject_tet;
-        case PBD_CONSTRAINT_ATTACHMENT: return pbd__vproject_attachment;
-    }
-    return NULL;
-}
-#endif /* PBD__W > 1 */
-
-/* Constraints [b, e) of one colour: SIMD when a whole batch is there. */
-static void pbd__project_batch(pbd_world *w, pbd__group *g, int b, int e, float at, float scale) {
-    pbd__p4 *D = w->jacobi ? w->delta : NULL;
-#if PBD__W > 1
-    if (w->simd && !D && e - b == PBD__W) {
-        pbd__vkernel k = pbd__vkernel_of(g->type);
-        if (k && k(w->p, g, b, at, scale)) return;
-    }
-#endif
-    pbd__project_range(w->p, D, g, b, e, at, scale);
-}
-
-/* One sweep over a group, run by every thread of the substep's team: the
-   batches of a colour are shared out by `omp for`, whose barrier separates
-   the colours (docs/DESIGN.md section 5.4). Odd iterations walk the colours
-   backwards (symmetric Gauss-Seidel): a fixed order lets the corrections of
-   constraints that fight each other (a balloon's pressure against its skin)
-   add up to a spurious torque every substep, and alternating the order
-   cancels most of it. */
-static void pbd__sweep_group(pbd_world *w, pbd__group *g, float h, int backwards) {
-    float at = w->mode == PBD_SOLVER_XPBD ? pbd__alpha_tilde(g->compliance, h) : 0.0f;
-    float scale = pbd__group_scale(w, g);
-    pbd__p4 *D = w->jacobi ? w->delta : NULL;
-    if (g->ncolors == 0) {
-        PBD__PRAGMA(omp single)
-        pbd__project_mesh_volume(w->p, D, g, at, scale);
-        return;
-    }
-    for (int k = 0; k < g->ncolors; ++k) {
-        int col = backwards ? g->ncolors - 1 - k : k;
-        int b0 = g->color_start[col], e0 = g->color_start[col + 1];
-        if (g->overflow && col == g->ncolors - 1) {
-            PBD__PRAGMA(omp single)
-            pbd__project_range(w->p, D, g, b0, e0, at, scale);
-            continue;
-        }
-        int nb = (e0 - b0 + PBD__W - 1) / PBD__W;
-        PBD__PRAGMA(omp for schedule(static))
-        for (int k = 0; k < nb; ++k) {
-            int b = b0 + k * PBD__W, e = b + PBD__W < e0 ? b + PBD__W : e0;
-            pbd__project_batch(w, g, b, e, at, scale);
-        }
-    }
-}
-
-PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group handle, float *mean_abs, float *max_abs) {
-    PBD__CHECK_WORLD(w);
-    int gi;
-    PBD__TRY(pbd__group_index(w, handle, &gi));
-    const pbd__group *g = &w->groups[gi];
-    double sum = 0;
-    float mx = 0;
-    if (g->type == PBD_CONSTRAINT_MESH_VOLUME) {
-        sum = mx = fabsf(pbd__mesh_volume_at(g, w->x, g->pressure * g->rest[0], 0));
-    } else {
-        int unilateral = pbd__is_unilateral(g);
-        for (int c = 0; c < g->count; ++c) {
-            int ids[4], n;
-            pbd__v3 gr[4];
-            float C = pbd__eval_one(g, c, w->x, ids, gr, &n);
-            float a = unilateral ? (C < 0 ? -C : 0.0f) : fabsf(C);
-            sum += a;
-            if (a > mx) mx = a;
-        }
-    }
-    if (mean_abs) *mean_abs = (float)(sum / (g->count > 0 ? g->count : 1));
-    if (max_abs) *max_abs = mx;
-    return PBD_OK;
-}
-
-PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group handle, float *volume) {
-    PBD__CHECK_WORLD(w);
-    int gi;
-    PBD__TRY(pbd__group_index(w, handle, &gi));
-    PBD__CHECK_PTR(w, volume, "volume");
-    const pbd__group *g = &w->groups[gi];
-    if (g->type != PBD_CONSTRAINT_MESH_VOLUME)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "group %d is not a mesh volume", gi);
-    *volume = pbd__mesh_volume_at(g, w->x, 0, 0);
-    return PBD_OK;
-}
+/* The substep in the order it runs (pbd__substep_body): prediction, the
+   contacts ("==== contacts"), the iterations over the groups (their
+   projection: "==== groups") and the other passes (strain limits,
+   strands, plugins, particle phase, self-collision, contacts), the
+   velocities, damping and angular momentum; then the step around it. */
 
 /* --- per-particle passes ---------------------------------------------------
    Steps 1, 2 and 5 of Algorithm 1 (survey 3.1). Each particle is independent,
@@ -13931,529 +14476,6 @@ static void pbd__update_velocities(pbd_world *w, float h) {
         v->w = (p->w - x->w) * inv_h;
         *x = *p;
 #endif
-    }
-}
-
-/* --- contacts --------------------------------------------------------------- */
-
-/* Contacts live in per-particle slots (slot k < ncontact[i] of particle
-   i: pbd__contact_slot), so that generation, projection and the velocity
-   pass run in parallel over particles with a fixed order per particle. The
-   projection and the velocity pass walk only the particles that have
-   contacts (contact_ids: a fluid tank touches its walls with a tenth of
-   its particles, scattered along the rows). */
-static inline int pbd__contacts_per_particle(const pbd_world *w) {
-    return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
-}
-static inline pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
-    return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
-}
-
-PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
-    if (!w || particle < 0 || particle >= w->n) return 0.0f;
-    float push = 0.0f;
-    for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
-    return push;
-}
-
-static void pbd__collider_poses(pbd_world *w, int s, int S) {
-    for (int c = 0; c < w->ncolliders; ++c) {
-        if (!w->colliders[c].s.live) continue;
-        w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
-        w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
-    }
-}
-
-/* How far particle i's contact test reaches (pbd__collide: its radius
-   plus a margin of its radius and its motion) and the rounding guard. */
-static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
-    float r = w->radius[i], margin = r + pbd__len(pbd__sub(pbd__p3(w->p[i]), pbd__p3(w->x[i])));
-    *reach = r + margin;
-    *tol = PBD__CONTACT_TOL * (r > PBD__CONTACT_TOL_R_MIN ? r : PBD__CONTACT_TOL_R_MIN);
-}
-
-/* The radius of the ball about its frame's origin that holds a sphere,
-   capsule or box collider (pbd__ball_far); 0 for the other shapes. */
-static float pbd__collider_ball(const pbd__collider *col) {
-    return col->shape == PBD_COLLIDER_SPHERE    ? col->radius
-           : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
-           : col->shape == PBD_COLLIDER_BOX
-               ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
-               : 0.0f;
-}
-
-/* Whether collider c cannot touch particle i this substep, so that
-   pbd__collide, which would find nothing, is skipped: a plane by its
-   distance (pbd__plane_far), a sphere, capsule or box by a ball about its
-   centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
-static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
-    const pbd__collider *col = &w->colliders[c];
-    if (!col->s.live) return 1; /* a removed collider's free slot */
-    float R = pbd__collider_ball(col);
-    if (col->shape != PBD_COLLIDER_PLANE && !(R > 0)) return 0;
-    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]);
-    if (col->shape == PBD_COLLIDER_PLANE) return pbd__plane_far(&w->pose_from[c], &w->pose_to[c], x, p, reach + tol);
-    return pbd__ball_far(&w->pose_from[c], &w->pose_to[c], R, x, p, reach + tol);
-}
-
-/* Particle i's contact with collider c, if it has one (pbd__collide; the
-   caller has tried pbd__collider_far; reach and tol from
-   pbd__contact_reach), into its next slot. */
-static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
-    pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
-    if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n))
-        return;
-    pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
-    ct->particle = i;
-    ct->collider = c;
-    ct->n = n;
-    ct->q = q;
-    ct->anchor =
-        pbd__to_world(w->pose_to[c].pos, w->pose_to[c].rot, pbd__to_local(w->pose_from[c].pos, w->pose_from[c].rot, x));
-    ct->vcol = pbd__mul(pbd__sub(ct->anchor, x), 1.0f / h);
-    ct->vn = pbd__dot(pbd__sub(pbd__p3(w->v[i]), ct->vcol), n);
-    ct->lambda = 0;
-}
-
-#if PBD__W > 1
-/* W points x relative to the origin of pose a. */
-static inline pbd__vv pbd__voffset(const pbd__pose *a, pbd__vv x) {
-    pbd__vv d;
-    d.x = pbd__vsub(x.x, pbd__vset1(a->pos[0]));
-    d.y = pbd__vsub(x.y, pbd__vset1(a->pos[1]));
-    d.z = pbd__vsub(x.z, pbd__vset1(a->pos[2]));
-    return d;
-}
-/* The ends of the W segments X -> P relative to the origins of poses a and b. */
-static inline void pbd__vpose_offsets(const pbd__pose *a, const pbd__pose *b, const pbd__vp *X, const pbd__vp *P,
-                                      pbd__vv *ra, pbd__vv *rb) {
-    *ra = pbd__voffset(a, pbd__vvpos(*X));
-    *rb = pbd__voffset(b, pbd__vvpos(*P));
-}
-
-/* pbd__plane_far of plane collider c for the W particles from i0 (the same
-   operations lane by lane, so the same decisions): bit l for i0 + l. Most
-   particles of a fluid tank are far from each wall, and this test is
-   most of what they cost. */
-static unsigned pbd__vplane_far(const pbd_world *w, int c, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
-    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
-    pbd__vf e = pbd__vset1(PBD__FAR_GUARD), ga, gb, da, db;
-    pbd__vv ra, rb;
-    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
-    ga = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(ra.x), pbd__vabs(ra.y)), pbd__vabs(ra.z)));
-    gb = pbd__vmul(e, pbd__vadd(pbd__vadd(pbd__vabs(rb.x), pbd__vabs(rb.y)), pbd__vabs(rb.z)));
-    pbd__vv ua, ub;
-    ua.x = pbd__vset1(a->up[0]);
-    ua.y = pbd__vset1(a->up[1]);
-    ua.z = pbd__vset1(a->up[2]);
-    ub.x = pbd__vset1(b->up[0]);
-    ub.y = pbd__vset1(b->up[1]);
-    ub.z = pbd__vset1(b->up[2]);
-    da = pbd__vvdot(ua, ra);
-    db = pbd__vvdot(ub, rb);
-    return pbd__vbits(pbd__vand_m(pbd__vlt(pbd__vadd(limit, ga), da), pbd__vlt(pbd__vadd(limit, gb), db)));
-}
-
-/* pbd__ball_far of collider c (ball radius R > 0) for the W particles
-   from i0, the same operations lane by lane: bit l for i0 + l. Hair on a
-   head tests every particle against the head's ball each substep. */
-static unsigned pbd__vball_far(const pbd_world *w, int c, float R, const pbd__vp *X, const pbd__vp *P, pbd__vf limit) {
-    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
-    pbd__vv ra, rb;
-    pbd__vpose_offsets(a, b, X, P, &ra, &rb);
-    pbd__vv d = pbd__vvsub(rb, ra);
-    pbd__vf A = pbd__vsqrt(pbd__vvdot(ra, ra)), B = pbd__vsqrt(pbd__vvdot(rb, rb)), vR = pbd__vset1(R);
-    pbd__vf L = pbd__vadd(pbd__vsqrt(pbd__vvdot(d, d)), pbd__vmul(pbd__vset1(pbd__ball_spin(a, b)), A));
-    pbd__vf lhs =
-        pbd__vsub(pbd__vsel(pbd__vlt(A, B), B, A), pbd__vmul(pbd__vset1(0.5f), L)); /* (A < B ? A : B) - L / 2 */
-    pbd__vf rhs = pbd__vadd(pbd__vadd(vR, limit),
-                            pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(pbd__vadd(A, B), L), vR)));
-    return pbd__vbits(pbd__vlt(rhs, lhs));
-}
-
-/* pbd__qrot of W vectors (the same operations in the same order). */
-static inline pbd__vv pbd__vqrot(const float *q, pbd__vv v) {
-    pbd__vv u;
-    u.x = pbd__vset1(q[0]);
-    u.y = pbd__vset1(q[1]);
-    u.z = pbd__vset1(q[2]);
-    pbd__vv t = pbd__vvmul(pbd__vvcross(u, v), pbd__vset1(2.0f));
-    return pbd__vvadd(pbd__vvadd(v, pbd__vvmul(t, pbd__vset1(q[3]))), pbd__vvcross(u, t));
-}
-/* pbd__to_local of W points: the inverse rotation of x - pos. */
-static inline pbd__vv pbd__vto_local(const pbd__pose *a, pbd__vv x) {
-    float c[4] = {-a->rot[0], -a->rot[1], -a->rot[2], a->rot[3]};
-    return pbd__vqrot(c, pbd__voffset(a, x));
-}
-static inline pbd__vv pbd__vto_world(const pbd__pose *b, pbd__vv y) {
-    pbd__vv r = pbd__vqrot(b->rot, y);
-    r.x = pbd__vadd(r.x, pbd__vset1(b->pos[0]));
-    r.y = pbd__vadd(r.y, pbd__vset1(b->pos[1]));
-    r.z = pbd__vadd(r.z, pbd__vset1(b->pos[2]));
-    return r;
-}
-
-/* The lanes of W segments xl -> pl (in a sphere's frame, radius rad)
-   that stay farther than limit from the sphere: their closest point to
-   the centre is, by more than a guard of 1e-5 of the lengths (far above
-   the rounding of either computation), so pbd__collide's trace, whose
-   every point is on the segment, finds nothing. Exact for a sphere where
-   pbd__ball_far allows for the bend of the segment in a turning frame;
-   the particles that sweep past a turning head (many steps of the trace
-   each) are most of what it skips. */
-static inline unsigned pbd__vsphere_far(pbd__vv xl, pbd__vv pl, pbd__vf rad, pbd__vf limit) {
-    pbd__vv dir = pbd__vvsub(pl, xl);
-    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), dd = pbd__vvdot(dir, dir);
-    pbd__vm moves = pbd__vlt(pbd__vset1(PBD__DENOM_MIN), dd);
-    pbd__vf t = pbd__vdiv(pbd__vmul(pbd__vvdot(xl, dir), pbd__vset1(-1.0f)), pbd__vsel(moves, one, dd));
-    t = pbd__vsel(moves, zero, pbd__vmin(pbd__vmax(t, zero), one));
-    pbd__vv c = pbd__vvadd(xl, pbd__vvmul(dir, t));
-    pbd__vf A = pbd__vsqrt(pbd__vvdot(xl, xl)), B = pbd__vsqrt(pbd__vvdot(pl, pl)), D = pbd__vsqrt(pbd__vvdot(c, c));
-    pbd__vf guard = pbd__vmul(pbd__vset1(PBD__FAR_GUARD), pbd__vadd(pbd__vadd(A, B), rad));
-    return pbd__vbits(pbd__vlt(pbd__vadd(pbd__vadd(rad, limit), guard), D));
-}
-
-/* pbd__sdf of a plane, sphere, capsule or box for W points y (collider
-   frame): the same operations and choices lane by lane. */
-static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
-    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f);
-    if (col->shape == PBD_COLLIDER_PLANE) {
-        n->x = zero;
-        n->y = one;
-        n->z = zero;
-        return y.y;
-    }
-    if (col->shape == PBD_COLLIDER_BOX) {
-        pbd__vf q[3], sg[3], yk[3] = {y.x, y.y, y.z};
-        pbd__vm pos[3];
-        for (int k = 0; k < 3; ++k) {
-            q[k] = pbd__vsub(pbd__vabs(yk[k]), pbd__vset1(col->half[k]));
-            sg[k] = pbd__vsel(pbd__vlt(yk[k], zero), one, pbd__vset1(-1.0f));
-            pos[k] = pbd__vlt(zero, q[k]);
-        }
-        /* outside: from the nearest point of the surface */
-        pbd__vv o;
-        o.x = pbd__vsel(pos[0], zero, pbd__vmul(q[0], sg[0]));
-        o.y = pbd__vsel(pos[1], zero, pbd__vmul(q[1], sg[1]));
-        o.z = pbd__vsel(pos[2], zero, pbd__vmul(q[2], sg[2]));
-        pbd__vm out = pbd__vor_m(pbd__vor_m(pos[0], pos[1]), pos[2]);
-        pbd__vf l = pbd__vsqrt(pbd__vvdot(o, o));
-        pbd__vv no = pbd__vvmul(o, pbd__vdiv(one, pbd__vsel(out, one, l)));
-        /* inside: the face of the largest q, ties broken as pbd__sdf does */
-        pbd__vm g01 = pbd__vlt(q[1], q[0]), g02 = pbd__vlt(q[2], q[0]), g12 = pbd__vlt(q[2], q[1]);
-        pbd__vm m0 = pbd__vand_m(g01, g02), m1 = pbd__vandnot_m(g12, g01); /* face 0, face 1, else face 2 */
-        n->x = pbd__vsel(out, pbd__vsel(m0, zero, sg[0]), no.x);
-        n->y = pbd__vsel(out, pbd__vsel(m1, zero, sg[1]), no.y);
-        n->z = pbd__vsel(out, pbd__vsel(pbd__vor_m(m0, m1), sg[2], zero), no.z);
-        return pbd__vsel(out, pbd__vsel(m0, pbd__vsel(m1, q[2], q[1]), q[0]), l);
-    }
-    pbd__vv dl = y;
-    int capsule = col->shape == PBD_COLLIDER_CAPSULE;
-    if (capsule) { /* from the nearest point of the axis, pbd__clampf's comparisons */
-        pbd__vf lo = pbd__vset1(-col->half_height), hi = pbd__vset1(col->half_height);
-        pbd__vf cy = pbd__vsel(pbd__vlt(y.y, lo), pbd__vsel(pbd__vlt(hi, y.y), y.y, hi), lo);
-        dl.y = pbd__vsub(y.y, cy);
-    }
-    pbd__vf l = pbd__vsqrt(pbd__vvdot(dl, dl));
-    pbd__vm big = pbd__vlt(pbd__vset1(PBD__DIR_MIN), l); /* the normal on the centre (axis): (0, 1, 0), (1, 0, 0) */
-    pbd__vf il = pbd__vdiv(one, pbd__vsel(big, one, l));
-    n->x = pbd__vsel(big, capsule ? one : zero, pbd__vmul(dl.x, il));
-    n->y = pbd__vsel(big, capsule ? zero : one, pbd__vmul(dl.y, il));
-    n->z = pbd__vsel(big, zero, pbd__vmul(dl.z, il));
-    return pbd__vsub(l, pbd__vset1(col->radius));
-}
-
-/* The contacts with plane, sphere, capsule or box collider c of the lanes `want`
-   of the W particles from i0 (positions X, radii r, reach and tol as
-   from pbd__contact_reach) that start within reach of the surface: the
-   first branch of pbd__collide (the plane through the surface point
-   nearest x) and the slot that pbd__contact_with fills, W at a time in
-   the same operations, and for a sphere the lanes that cannot touch it
-   (pbd__vsphere_far). Returns the lanes it handled; the others (a
-   particle that starts farther and may sweep into the shape) take the
-   scalar path. Hair lying on a head is most of its particles in contact
-   every substep. */
-static unsigned pbd__vshape_contacts(pbd_world *w, int c, int i0, const pbd__vp *X, const pbd__vp *P, pbd__vf r,
-                                     pbd__vf reach, pbd__vf tol, float h, unsigned want, int *found) {
-    if (!want) return 0; /* every lane far (most of a tank, for each wall) or full */
-    const pbd__pose *a = &w->pose_from[c], *b = &w->pose_to[c];
-    const pbd__collider *col = &w->colliders[c];
-    pbd__vv x = pbd__vvpos(*X), xl = pbd__vto_local(a, x), nl;
-    pbd__vf dx = pbd__vsdf(col, xl, &nl), d0 = pbd__vsub(dx, reach);
-    unsigned near = want & pbd__vbits(pbd__vle(d0, tol)), miss = 0;
-    if (col->shape == PBD_COLLIDER_SPHERE)
-        miss = want & ~near &
-               pbd__vsphere_far(xl, pbd__vto_local(b, pbd__vvpos(*P)), pbd__vset1(col->radius), pbd__vadd(reach, tol));
-    if (!near) return miss;
-    pbd__vv hit = pbd__vvsub(xl, pbd__vvmul(nl, pbd__vsub(dx, r))); /* onto the surface inflated by r */
-    pbd__vv n = pbd__vqrot(b->rot, nl), q = pbd__vto_world(b, hit), anchor = pbd__vto_world(b, xl);
-    pbd__vv vcol = pbd__vvmul(pbd__vvsub(anchor, x), pbd__vset1(1.0f / h));
-    int ids[PBD__W];
-    for (int k = 0; k < PBD__W; ++k) ids[k] = i0 + k;
-    pbd__vp V = pbd__vgather(w->v, ids);
-    pbd__vf vn = pbd__vvdot(pbd__vvsub(pbd__vvpos(V), vcol), n);
-    float f[13][PBD__W];
-    pbd__vv out[4] = {n, q, anchor, vcol};
-    for (int k = 0; k < 4; ++k) {
-        pbd__vstore(f[3 * k], out[k].x);
-        pbd__vstore(f[3 * k + 1], out[k].y);
-        pbd__vstore(f[3 * k + 2], out[k].z);
-    }
-    pbd__vstore(f[12], vn);
-    for (unsigned m = near; m; m &= m - 1) {
-        int k = pbd__lowest_bit(m);
-        pbd__contact *ct = pbd__contact_slot(w, i0 + k, found[k]++);
-        ct->particle = i0 + k;
-        ct->collider = c;
-        ct->n = pbd__v(f[0][k], f[1][k], f[2][k]);
-        ct->q = pbd__v(f[3][k], f[4][k], f[5][k]);
-        ct->anchor = pbd__v(f[6][k], f[7][k], f[8][k]);
-        ct->vcol = pbd__v(f[9][k], f[10][k], f[11][k]);
-        ct->vn = f[12][k];
-        ct->lambda = 0;
-    }
-    return near | miss;
-}
-
-/* The contacts of the W particles from i0: the plane and ball tests, and
-   the contacts of the analytic shapes that start near, W at a time, the rest per
-   particle; each particle's slots in collider order, as in the scalar
-   pass. */
-static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
-    int ids[PBD__W], found[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        ids[l] = i0 + l;
-        found[l] = 0;
-    }
-    pbd__vp X = pbd__vgather(w->x, ids), P = pbd__vgather(w->p, ids);
-    pbd__vf r = pbd__vload(w->radius + i0),
-            d2 = pbd__vvdot(pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)), pbd__vvsub(pbd__vvpos(P), pbd__vvpos(X)));
-    pbd__vf margin = pbd__vadd(r, pbd__vsqrt(d2)), rmin = pbd__vset1(PBD__CONTACT_TOL_R_MIN);
-    pbd__vf tol =
-        pbd__vmul(pbd__vset1(PBD__CONTACT_TOL), pbd__vsel(pbd__vlt(rmin, r), rmin, r)); /* r > rmin ? r : rmin */
-    pbd__vf limit = pbd__vadd(pbd__vadd(r, margin), tol);
-    unsigned pinned = pbd__vbits(pbd__vle(X.w, pbd__vset1(0.0f))); /* inverse mass 0: not pushed */
-    for (int c = 0; c < w->ncolliders; ++c) {
-        if (!w->colliders[c].s.live) continue;
-        float R = pbd__collider_ball(&w->colliders[c]);
-        int plane = w->colliders[c].shape == PBD_COLLIDER_PLANE, tested = plane || R > 0; /* as pbd__collider_far */
-        unsigned skip = pinned | (plane   ? pbd__vplane_far(w, c, &X, &P, limit)
-                                  : R > 0 ? pbd__vball_far(w, c, R, &X, &P, limit)
-                                          : 0u);
-        if (tested) { /* a plane, sphere, capsule or box */
-            unsigned room = 0;
-            for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
-            skip |= pbd__vshape_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
-        }
-        for (int l = 0; l < PBD__W; ++l) {
-            if ((skip >> l & 1u) || found[l] >= per) continue;
-            float reach, tol;
-            pbd__contact_reach(w, i0 + l, &reach, &tol);
-            if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol))
-                pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
-        }
-    }
-    for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
-}
-#endif
-
-static void pbd__generate_contacts(pbd_world *w, float h) {
-    int per = pbd__contacts_per_particle(w);
-    int nb = (w->n + PBD__W - 1) / PBD__W;
-    PBD__PRAGMA(omp for schedule(static))
-    for (int b = 0; b < nb; ++b) {
-        int i0 = b * PBD__W, i1 = i0 + PBD__W < w->n ? i0 + PBD__W : w->n;
-#if PBD__W > 1
-        if (w->simd && per > 0 && i1 - i0 == PBD__W) {
-            pbd__vgenerate_contacts(w, i0, per, h);
-            continue;
-        }
-#endif
-        for (int i = i0; i < i1; ++i) {
-            int found = 0;
-            w->ncontact[i] = 0;
-            if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
-            float reach, tol;
-            pbd__contact_reach(w, i, &reach, &tol);
-            for (int c = 0; c < w->ncolliders && found < per; ++c)
-                if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, &found);
-            w->ncontact[i] = (unsigned char)found;
-        }
-    }
-    PBD__PRAGMA(omp single) {
-        int m = 0;
-        for (int i = 0; i < w->n; ++i)
-            if (w->ncontact[i]) w->contact_ids[m++] = i;
-        w->ncontact_ids = m;
-    }
-}
-
-/* Contact planes C = (p - q) . n >= 0, with static friction at the position
-   level: a particle whose tangential motion relative to the collider is
-   within the friction cone of the accumulated normal correction sticks
-   (no drift, unlike a velocity-only static friction). Dynamic friction and
-   restitution act in the velocity pass. */
-static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
-    pbd__p4 *P = &w->p[ct->particle];
-    pbd__v3 pos = pbd__p3(*P);
-    float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
-    if (C < 0) {
-        pos = pbd__sub(pos, pbd__mul(ct->n, C));
-        ct->lambda -= C;
-    }
-    if (ct->lambda > 0) {
-        const pbd__collider *col = &w->colliders[ct->collider];
-        pbd__v3 rel = pbd__sub(pos, ct->anchor);
-        pbd__v3 rt = pbd__sub(rel, pbd__mul(ct->n, pbd__dot(rel, ct->n)));
-        if (pbd__len(rt) < col->mu_s * ct->lambda) pos = pbd__sub(pos, rt);
-    }
-    P->x = pos.x;
-    P->y = pos.y;
-    P->z = pos.z;
-}
-
-#if PBD__W > 1
-/* The lane-wise twin of pbd__project_contact for the k-th contact of the
-   W particles ids[0 .. W) (lanes without a k-th contact keep their bits). */
-static void pbd__vproject_contacts(pbd_world *w, const int *ids, int k) {
-    float f[10][PBD__W];
-    int any = 0;
-    for (int l = 0; l < PBD__W; ++l) {
-        int i = ids[l];
-        const pbd__contact *ct = pbd__contact_slot(w, i, k);
-        int on = k < w->ncontact[i];
-        any |= on;
-        f[0][l] = on ? ct->n.x : 0;
-        f[1][l] = on ? ct->n.y : 0;
-        f[2][l] = on ? ct->n.z : 0;
-        f[3][l] = on ? ct->q.x : 0;
-        f[4][l] = on ? ct->q.y : 0;
-        f[5][l] = on ? ct->q.z : 0;
-        f[6][l] = on ? ct->anchor.x : 0;
-        f[7][l] = on ? ct->anchor.y : 0;
-        f[8][l] = on ? ct->anchor.z : 0;
-        f[9][l] = on ? ct->lambda : 0;
-    }
-    if (!any) return;
-    float onf[PBD__W], mus[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) {
-        int on = k < w->ncontact[ids[l]];
-        onf[l] = on ? 1.0f : 0.0f;
-        mus[l] = on ? w->colliders[pbd__contact_slot(w, ids[l], k)->collider].mu_s : 0.0f;
-    }
-    pbd__vf zero = pbd__vset1(0.0f);
-    pbd__vm on = pbd__vlt(zero, pbd__vload(onf));
-    pbd__vp P = pbd__vgather(w->p, ids);
-    pbd__vv n, q, anchor, pos = pbd__vvpos(P);
-    n.x = pbd__vload(f[0]);
-    n.y = pbd__vload(f[1]);
-    n.z = pbd__vload(f[2]);
-    q.x = pbd__vload(f[3]);
-    q.y = pbd__vload(f[4]);
-    q.z = pbd__vload(f[5]);
-    anchor.x = pbd__vload(f[6]);
-    anchor.y = pbd__vload(f[7]);
-    anchor.z = pbd__vload(f[8]);
-    pbd__vf lam = pbd__vload(f[9]);
-    pbd__vf C = pbd__vvdot(pbd__vvsub(pos, q), n);
-    pbd__vm push = pbd__vand_m(on, pbd__vlt(C, zero));
-    pbd__vv pushed = pbd__vvsub(pos, pbd__vvmul(n, C));
-    pos.x = pbd__vsel(push, pos.x, pushed.x);
-    pos.y = pbd__vsel(push, pos.y, pushed.y);
-    pos.z = pbd__vsel(push, pos.z, pushed.z);
-    lam = pbd__vsel(push, lam, pbd__vsub(lam, C));
-    pbd__vv rel = pbd__vvsub(pos, anchor);
-    pbd__vv rt = pbd__vvsub(rel, pbd__vvmul(n, pbd__vvdot(rel, n)));
-    pbd__vm stick = pbd__vand_m(pbd__vand_m(on, pbd__vlt(zero, lam)),
-                                pbd__vlt(pbd__vsqrt(pbd__vvdot(rt, rt)), pbd__vmul(pbd__vload(mus), lam)));
-    pbd__vv stuck = pbd__vvsub(pos, rt);
-    /* lanes without this contact: push and stick are off, pos is unchanged */
-    P.x = pbd__vsel(stick, pos.x, stuck.x);
-    P.y = pbd__vsel(stick, pos.y, stuck.y);
-    P.z = pbd__vsel(stick, pos.z, stuck.z);
-    pbd__vscatter(w->p, ids, P);
-    pbd__vstore(f[9], lam);
-    for (int l = 0; l < PBD__W; ++l)
-        if (k < w->ncontact[ids[l]]) pbd__contact_slot(w, ids[l], k)->lambda = f[9][l];
-}
-#endif
-
-/* The first contact slot of the particles contact_ids[j0 .. j1) and the
-   particles, ahead of their use (a slot is 64 bytes, two lines unless
-   aligned; a fluid tank's lie in tens of megabytes). */
-static void pbd__prefetch_contacts(const pbd_world *w, int j0, int j1) {
-    for (int j = j0; j < j1 && j < w->ncontact_ids; ++j) {
-        int i = w->contact_ids[j];
-        const char *c = (const char *)pbd__contact_slot(w, i, 0);
-        PBD__PREFETCH(c);
-        PBD__PREFETCH(c + sizeof(pbd__contact) - 1);
-        PBD__PREFETCH(&w->p[i]);
-    }
-}
-
-static void pbd__project_contacts(pbd_world *w) {
-    int per = pbd__contacts_per_particle(w);
-    if (per == 0) return;
-    const int *ids = w->contact_ids;
-    int n = w->ncontact_ids, nb = (n + PBD__W - 1) / PBD__W;
-    PBD__PRAGMA(omp for schedule(static))
-    for (int b = 0; b < nb; ++b) {
-        int j0 = b * PBD__W, j1 = j0 + PBD__W < n ? j0 + PBD__W : n;
-        pbd__prefetch_contacts(w, j1, j1 + PBD__W);
-#if PBD__W > 1
-        if (w->simd && j1 - j0 == PBD__W) {
-            int most = 0;
-            for (int j = j0; j < j1; ++j) most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
-            for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k);
-            continue;
-        }
-#endif
-        for (int j = j0; j < j1; ++j)
-            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, pbd__contact_slot(w, ids[j], k));
-    }
-}
-
-/* Velocity pass for contacts: dynamic friction removes up to mu_d times the
-   normal velocity change lambda / h from the sliding velocity (Macklin et
-   al. 2019 / Mueller et al. 2020 style); restitution reflects the normal
-   velocity the particle had before the substep, above a small threshold so
-   that resting contacts do not jitter. */
-static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold) {
-    if (!(ct->lambda > 0)) return;
-    const pbd__collider *col = &w->colliders[ct->collider];
-    pbd__p4 *V = &w->v[ct->particle];
-    pbd__v3 v = pbd__p3(*V);
-    pbd__v3 vr = pbd__sub(v, ct->vcol);
-    float vn = pbd__dot(vr, ct->n);
-    pbd__v3 vt = pbd__sub(vr, pbd__mul(ct->n, vn));
-    float lt = pbd__len(vt);
-    if (lt > 0 && col->mu_d > 0) {
-        float dv = col->mu_d * ct->lambda / h;
-        v = pbd__sub(v, pbd__mul(vt, (dv < lt ? dv : lt) / lt));
-    }
-    /* The contact pushed this particle in this substep, so its normal
-       velocity becomes -e times the approach velocity of an impact, and 0
-       for a resting or slow contact. PBD's v = (p - x) / h would otherwise
-       keep the push-out itself as a separating velocity: a cloth whose
-       inextensible edges fight a curved collider every substep would be
-       thrown off a sphere by it. */
-    float target = ct->vn < -threshold ? -col->restitution * ct->vn : 0.0f;
-    v = pbd__add(v, pbd__mul(ct->n, target - vn));
-    V->x = v.x;
-    V->y = v.y;
-    V->z = v.z;
-}
-
-static void pbd__contact_velocities(pbd_world *w, float h) {
-    int per = pbd__contacts_per_particle(w);
-    if (per == 0) return;
-    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
-    float threshold = 2.0f * g * h;
-    PBD__PRAGMA(omp for schedule(static))
-    for (int j = 0; j < w->ncontact_ids; ++j) {
-        int i = w->contact_ids[j];
-        if (j % PBD__SLOT_AHEAD == 0) pbd__prefetch_contacts(w, j + PBD__SLOT_AHEAD, j + 2 * PBD__SLOT_AHEAD);
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
     }
 }
 
