@@ -80,8 +80,9 @@
                             fewer threads when a core is lost
        ==== solver          pbd_world_step, top-down as the substep runs:
                             prediction and velocities, damping, angular
-                            momentum, the step and its rollback, snapshot
-                            validation
+                            momentum, the step and its rollback
+       ==== validation      (implementation) the checks of a snapshot
+                            before pbd_world_restore takes it
 
    CONFIG MACROS (define before including the implementation)
        PBD_IMPLEMENTATION   emit the implementation in this translation unit
@@ -124,6 +125,12 @@
        pbd_object_set_damping, pbd_group_set_compliance, pbd_world_step. A
        getter with a setter is pbd_<noun>_get_<property>; a read-only query
        is pbd_<noun>_<property> (pbd_world_time, pbd_group_colors).
+       Functions that act on no world and no handle are named for what
+       they compute (pbd_constraint_distance, pbd_mesh_grid,
+       pbd_color_elements, pbd_sym_eigen; pbd_sm_extract_rotation).
+       _destroy releases an opaque thing that _create (or a load or fit)
+       made; _free releases the arrays of a value struct the library filled
+       (pbd_mesh_free).
      * Removal. A removed thing's memory is freed at once. Particles keep
        their indices: a removed particle stays in its slot (inverse mass 0,
        at the origin) until an add reuses it (pbd_remove_particles). A
@@ -14913,7 +14920,10 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     return PBD_OK;
 }
 
-/* --- snapshot validation ---------------------------------------------------- */
+// ==== validation ============================================================
+/* What pbd_world_restore checks in a snapshot before it swaps it in (the
+   invariants every section relies on; section "world", snapshot). It
+   reads every kind of record, so it comes last. */
 
 static int pbd__meshcol_index_ok(const pbd_world *w, const pbd__collider *c);
 /* pbd_world.owner of a restored world: each live object's and fluid's

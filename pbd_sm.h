@@ -713,7 +713,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
    and a handle of another kind fail with PBD_ERROR_INVALID_HANDLE. */
 PBD_SM_DEF pbd_result pbd_sm_remove_oriented(pbd_world *w, pbd_sm_oriented set);
 /* The world particles of the set (desc.particles). */
-PBD_SM_DEF pbd_result pbd_sm_oriented_range(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles);
+PBD_SM_DEF pbd_result pbd_sm_oriented_particles(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles);
 /* The state of particle `index` (local, 0..count-1): its orientation q (4
    floats) and angular velocity omega (3 floats, rad/s, world frame);
    either may be NULL. */
@@ -5228,11 +5228,11 @@ PBD_SM_DEF pbd_result pbd_sm_remove_oriented(pbd_world *w, pbd_sm_oriented set) 
     return pbd_remove_plugin(w, o->plugin); /* frees the set */
 }
 
-PBD_SM_DEF pbd_result pbd_sm_oriented_range(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles) {
+PBD_SM_DEF pbd_result pbd_sm_oriented_particles(const pbd_world *w, pbd_sm_oriented set, pbd_range *particles) {
     pbd_sm__oriented *o;
-    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_range", &o);
+    pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_particles", &o);
     if (r != PBD_OK) return r;
-    if (!particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_range: particles is NULL");
+    if (!particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_particles: particles is NULL");
     particles->first = o->first;
     particles->count = o->count;
     return PBD_OK;

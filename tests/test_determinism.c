@@ -471,7 +471,7 @@ static void sm_after(scene *s, int step) {
 static uint64_t sm_orientations(scene *s, uint64_t h) {
     sm_scene *c = (sm_scene *)s->user;
     pbd_range r = {0, 0};
-    CHECK_OK(pbd_sm_oriented_range(s->world, c->oriented, &r));
+    CHECK_OK(pbd_sm_oriented_particles(s->world, c->oriented, &r));
     for (int i = 0; i < r.count; ++i) {
         float q[4], omega[3];
         CHECK_OK(pbd_sm_oriented_get_state(s->world, c->oriented, i, q, omega));

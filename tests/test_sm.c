@@ -391,7 +391,7 @@ TEST(sm_handles_stale_other_kind_other_world) {
     CHECK(pbd_world_plugin_count(w) == 2);
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(w, t.body, 0.5f), PBD_ERROR_INVALID_HANDLE,
                       "shape-matching body handle");
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_range(w, t.oriented, &r), PBD_ERROR_INVALID_HANDLE,
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_particles(w, t.oriented, &r), PBD_ERROR_INVALID_HANDLE,
                       "oriented particle set handle");
     CHECK_WORLD_ERROR(w, pbd_sm_volume_get_rest(w, t.volume, &v), PBD_ERROR_INVALID_HANDLE, "surface volume handle");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(w, t.cloth, 0.1f), PBD_ERROR_INVALID_HANDLE,

@@ -622,13 +622,13 @@ TEST(sm_oriented_bad_input) {
     CHECK_OK(pbd_sm_oriented_get_state(w, o, 0, q, NULL));
     CHECK(q[3] == 1.0f);
     pbd_range or_ = {0, 0};
-    CHECK_OK(pbd_sm_oriented_range(w, o, &or_));
+    CHECK_OK(pbd_sm_oriented_particles(w, o, &or_));
     CHECK(or_.first == r.first && or_.count == 3);
     /* its handle is that of its plugin: removing the plugin frees the set too */
     pbd_plugin pl = {o.id};
     CHECK_OK(pbd_remove_plugin(w, pl));
     CHECK(pbd_world_plugin_count(w) == 0);
-    CHECK_WORLD_ERROR(w, pbd_sm_oriented_range(w, o, &or_), PBD_ERROR_INVALID_HANDLE, "oriented particle set");
+    CHECK_WORLD_ERROR(w, pbd_sm_oriented_particles(w, o, &or_), PBD_ERROR_INVALID_HANDLE, "oriented particle set");
     /* out may be NULL (the world owns the set) */
     CHECK_OK(pbd_sm_add_oriented(w, &good, NULL));
     CHECK(pbd_world_plugin_count(w) == 1);
