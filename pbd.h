@@ -1021,6 +1021,10 @@ PBDDEF int pbd_world_collider_count(const pbd_world *w);
    order of their slots), id 0 for an index out of range: for walking
    every collider, as pbd_sm.h's oriented particles and volumes do. */
 PBDDEF pbd_collider pbd_world_collider(const pbd_world *w, int index);
+/* Every collider at once (a list: out, max, *count), in the same order,
+   one pass: what a plugin that tests particles against every collider
+   fetches once per callback. */
+PBDDEF pbd_result pbd_world_colliders(const pbd_world *w, pbd_collider *out, int max, int *count);
 /* Contacts of the last substep (for tests and debugging). */
 PBDDEF int pbd_world_contact_count(const pbd_world *w);
 /* How far the colliders have pushed a particle along their normals so far
@@ -6180,6 +6184,19 @@ PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider handle, f
 }
 
 PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? PBD__LIVE(w->colliders, w->ncolliders) : 0; }
+PBDDEF pbd_result pbd_world_colliders(const pbd_world *w, pbd_collider *out, int max, int *count) {
+    PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_list(w, out, max, count));
+    int n = 0;
+    for (int k = 0; k < w->ncolliders; ++k)
+        if (w->colliders[k].s.live) {
+            if (n < max) out[n].id = PBD__HANDLE(w->colliders, k);
+            ++n;
+        }
+    *count = n;
+    return PBD_OK;
+}
+
 PBDDEF pbd_collider pbd_world_collider(const pbd_world *w, int index) {
     pbd_collider c;
     c.id = w ? pbd__nth_live(w->colliders, sizeof *w->colliders, w->ncolliders, index) : 0u;

@@ -1081,6 +1081,14 @@ static pbd_result pbd_sm__resolve(const pbd_world *w, uint32_t id, uint32_t tag,
     return PBD_OK;
 }
 
+/* The colliders a callback tests against: the first
+   PBD_SM__COLLIDERS_AT_ONCE fetched once per callback (pbd_world_colliders),
+   any beyond them one by one (pbd_world_collider walks the slots). */
+#define PBD_SM__COLLIDERS_AT_ONCE 64
+static pbd_collider pbd_sm__collider(const pbd_world *w, const pbd_collider *first, int k) {
+    return k < PBD_SM__COLLIDERS_AT_ONCE ? first[k] : pbd_world_collider(w, k);
+}
+
 /* pbd_plugin_desc.uses_particles: the first marked particle of a list of
    world particles / of a range, or -1. */
 static int pbd_sm__marked_list(const unsigned char *marked, int n, const int *idx, int count) {
@@ -4984,10 +4992,12 @@ static void pbd_sm__oriented_project(void *user, const pbd_solve_context *c) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     for (int g = 0; g < o->count; ++g) pbd_sm__oriented_match(o, c->p, g);
     if (!o->collide) return;
-    int nc = pbd_world_collider_count(o->world);
+    pbd_collider cols[PBD_SM__COLLIDERS_AT_ONCE];
+    int nc = 0;
+    pbd_world_colliders(o->world, cols, PBD_SM__COLLIDERS_AT_ONCE, &nc);
     for (int i = 0; i < o->count; ++i) {
         if (!(c->p[4 * (o->first + i) + 3] > 0)) continue;
-        for (int k = 0; k < nc; ++k) pbd_sm__oriented_collide_one(o, c->p, i, pbd_world_collider(o->world, k));
+        for (int k = 0; k < nc; ++k) pbd_sm__oriented_collide_one(o, c->p, i, pbd_sm__collider(o->world, cols, k));
     }
 }
 
@@ -5558,11 +5568,14 @@ static double pbd_sm__volume_eval(const pbd_sm__volume *v, const float *P, doubl
 }
 
 static int pbd_sm__volume_colliding(const pbd_sm__volume *v, const float *p) {
-    int nc = pbd_world_collider_count(v->world);
+    pbd_collider cols[PBD_SM__COLLIDERS_AT_ONCE];
+    int nc = 0;
+    pbd_world_colliders(v->world, cols, PBD_SM__COLLIDERS_AT_ONCE, &nc);
     for (int c = 0; c < nc; ++c) {
         float d;
-        pbd_collider col = pbd_world_collider(v->world, c); /* id 0: a free slot */
-        if (col.id && pbd_collider_closest(v->world, col, p, &d, NULL) == PBD_OK && d < v->contact_distance) return 1;
+        if (pbd_collider_closest(v->world, pbd_sm__collider(v->world, cols, c), p, &d, NULL) == PBD_OK &&
+            d < v->contact_distance)
+            return 1;
     }
     return 0;
 }
@@ -5952,7 +5965,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_world *w, pbd_sm_volume vo
     pbd_sm__volume *v;
     pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_measure", &v);
     if (r != PBD_OK) return r;
-    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: volume is NULL");
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_measure: out is NULL");
     if (v->verts[v->nv - 1] >= pbd_world_particle_count(w))
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_volume_measure: particle %d of the mesh is not in the world (%d particles)",

@@ -337,6 +337,12 @@ TEST(handles_collider_remove) {
         CHECK(pbd_world_collider_count(w) == 1);
         CHECK(pbd_world_collider(w, 0).id == other.id); /* the walk skips the free slot */
         CHECK(pbd_world_collider(w, 1).id == 0);
+        pbd_collider all[4] = {{0}, {0}, {0}, {0}};
+        int ncol = -1;
+        CHECK_OK(pbd_world_colliders(w, all, 4, &ncol)); /* the list walks the same way */
+        CHECK(ncol == 1 && all[0].id == other.id && all[1].id == 0);
+        CHECK_OK(pbd_world_colliders(w, NULL, 0, &ncol));
+        CHECK(ncol == 1);
         CHECK(pbd_world_particle_contact_push(w, p.first) == 0.0f); /* no contact with a removed collider */
         steps(w, 60);
         CHECK_MSG(px(w, p.first)[1] < -1.5f, "%s: removed, yet the particle is at y %g", names[kind],

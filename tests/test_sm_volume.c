@@ -472,7 +472,7 @@ TEST(sm_volume_bad_input) {
     CHECK(r0 > 0);
     CHECK_OK(pbd_sm_volume_measure(w, v, &now));
     CHECK_NEAR(now, r0, 1e-12);
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(w, v, NULL), PBD_ERROR_NULL_POINTER, "volume is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_measure(w, v, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     int cnt;
     CHECK_WORLD_ERROR(w, pbd_sm_volume_weights(w, v, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "weights is NULL");
     pbd_sm_volume none = {0};
