@@ -69,7 +69,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test demo bench deps clean examples benches check-headers check-readme check-repro cuda determinism-hash format check-format
+.PHONY: all test test-gpu demo bench deps clean examples benches check-headers check-readme check-repro cuda determinism-hash format check-format
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -90,8 +90,51 @@ deps:
 # 2-core machine spinning barriers made those tests 20x slower (the default
 # thread policy of a world copes without it: pbd.h, THREADS ON A BUSY MACHINE).
 test: deps
-	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests
-	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/pbd_tests $(T)
+	@$(MAKE) --no-print-directory $(BUILD)/pbd_tests $(BUILD)/pbd_cuda_tests
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} sh tests/run.sh "$(T)" ./$(BUILD)/pbd_tests ./$(BUILD)/pbd_cuda_tests
+
+# ---- the GPU companion, built by nvcc (pbd_cuda.cu) --------------------------
+#   make cuda       pbd_cuda.cu compiles warning-free, and the examples link
+#                   against it (PBD_CUDA) into build/cuda/examples/
+#   make test-gpu   tests/test_cuda.c against the real pbd_cuda.cu: on a GPU
+#                   every GPU world must give the CPU world's bits, then
+#                   compute-sanitizer's memcheck and racecheck run the suite;
+#                   without a device it checks the fallback (auto -> CPU, GPU
+#                   only -> a clear error)
+#   CUDA_ARCH=-arch=native  for the machine's own GPU (default: nvcc's)
+NVCC ?= nvcc
+CUDA_ARCH ?=
+NVCCFLAGS := -O3 --fmad=false -std=c++14 -Werror all-warnings -Xcompiler -Wall,-Wextra $(CUDA_ARCH)
+CUDA_BUILD := build/cuda
+CUDA_CFLAGS := -std=c99 $(OPT) -g -ffp-contract=off -fno-math-errno $(WARN) -I. -DPBD_CUDA -fopenmp
+CUDA_LINK := $(NVCC) $(CUDA_ARCH) -Xcompiler -fopenmp
+
+$(CUDA_BUILD)/pbd_cuda.o: pbd_cuda.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+$(CUDA_BUILD)/examples/%: examples/%.c $(CUDA_BUILD)/pbd_cuda.o $(HEADERS) $(wildcard examples/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CUDA_CFLAGS) $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb) -c $< -o $@.o
+	$(CUDA_LINK) $@.o $(CUDA_BUILD)/pbd_cuda.o -o $@ -lm
+
+cuda: deps
+	@$(MAKE) --no-print-directory $(addprefix $(CUDA_BUILD)/examples/,$(EXAMPLES))
+
+$(CUDA_BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CUDA_CFLAGS) -c $< -o $@
+$(CUDA_BUILD)/pbd_cuda_tests: $(CUDA_BUILD)/tests/main.o $(CUDA_BUILD)/tests/test_cuda.o $(CUDA_BUILD)/pbd_cuda.o
+	$(CUDA_LINK) $^ -o $@ -lm
+
+SANITIZER ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+test-gpu: deps
+	@$(MAKE) --no-print-directory $(CUDA_BUILD)/pbd_cuda_tests
+	./$(CUDA_BUILD)/pbd_cuda_tests $(T)
+	@if nvidia-smi -L 2>/dev/null | grep -q GPU && [ -x "$(SANITIZER)" ]; then \
+	  $(SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests $(T) && \
+	  $(SANITIZER) --tool racecheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests $(T); \
+	else echo "test-gpu: no CUDA device (or no compute-sanitizer): the sanitizers did not run"; fi
 
 # The cross-platform determinism test's hashes (tests/test_determinism.c).
 determinism-hash: deps
@@ -104,6 +147,19 @@ $(BUILD)/tests/%.o: tests/%.c tests/test.h tests/check_error.h $(HEADERS)
 
 $(BUILD)/pbd_tests: $(TEST_OBJS)
 	$(LINK) $^ -o $@ $(LIBS)
+
+# The GPU companion's tests (tests/test_cuda.c): the runner and the suite
+# built with PBD_CUDA, against pbd_cuda.cu compiled as C++ with
+# PBD_CUDA_EMULATE (its kernels on CPU threads; see pbd_cuda.cu, EMULATION).
+CUDA_TEST_OBJS := $(BUILD)/cuda-emu/main.o $(BUILD)/cuda-emu/test_cuda.o $(BUILD)/cuda-emu/pbd_cuda.o
+$(BUILD)/cuda-emu/%.o: tests/%.c tests/test.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(COMPILE) -DPBD_CUDA -DPBDT_CUDA_EMULATED -c $< -o $@
+$(BUILD)/cuda-emu/pbd_cuda.o: pbd_cuda.cu $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CXX) -x c++ -std=c++11 $(BASEFLAGS) -DPBD_CUDA_EMULATE -c $< -o $@
+$(BUILD)/pbd_cuda_tests: $(CUDA_TEST_OBJS)
+	$(CXX) $(BASEFLAGS) $^ -o $@ $(LIBS)
 
 EXAMPLE_FLAGS := -std=c99 $(BASEFLAGS) $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
 
@@ -120,9 +176,20 @@ demo: deps
 	@mkdir -p out
 	./$(BUILD)/examples/showcase out
 
+# Where nvcc exists the benches hold pbd_cuda.cu too (PBD_CUDA), so that they
+# measure a GPU world where there is a device (path "cuda") and say why not
+# where there is none.
+HAVE_NVCC := $(shell command -v $(NVCC) >/dev/null 2>&1 && echo 1)
+ifeq ($(HAVE_NVCC),1)
+$(BUILD)/bench/%: bench/%.c $(HEADERS) $(CUDA_BUILD)/pbd_cuda.o
+	@mkdir -p $(dir $@)
+	$(CC) -std=c99 $(BASEFLAGS) $(BENCH_OPT) -DPBD_CUDA -c $< -o $@.o
+	$(NVCC) $(CUDA_ARCH) -Xcompiler -fopenmp $@.o $(CUDA_BUILD)/pbd_cuda.o -o $@ $(LIBS)
+else
 $(BUILD)/bench/%: bench/%.c $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c99 $(BASEFLAGS) $(BENCH_OPT) $< -o $@ $(LIBS)
+endif
 
 benches: deps
 	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/bench/,$(BENCHES))

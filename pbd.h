@@ -78,6 +78,9 @@
                             checked, what goes with them (implementation)
        ==== threads         the default thread policy: timed substeps,
                             fewer threads when a core is lost
+       ==== gpu             (implementation) the hooks of pbd_cuda.cu:
+                            device choice, upload and fetch, the step of
+                            a GPU world
        ==== solver          pbd_world_step, top-down as the substep runs:
                             prediction and velocities, damping, angular
                             momentum, the step and its rollback
@@ -105,6 +108,9 @@
                             replace malloc/free (define both or neither);
                             a per-world allocator can also be given in
                             pbd_world_desc.allocator
+       PBD_CUDA             with pbd_cuda.cu in the program: worlds can
+                            run on a CUDA GPU (see THE GPU); define it
+                            where PBD_IMPLEMENTATION is
 
    CONVENTIONS
      * Handles. Everything a world owns (groups, objects, colliders,
@@ -157,7 +163,8 @@
        is 0, so a first call with (NULL, 0, &n) sizes the buffer. A short
        buffer is no error. All three headers follow this.
      * No allocation inside pbd_world_step(): scratch is sized when objects
-       are added.
+       are added. (A GPU world's first step after a change uploads the
+       world, which allocates device memory when a buffer must grow.)
      * Time steps: pbd_world_step takes dt in [PBD_MIN_TIME_STEP,
        PBD_MAX_TIME_STEP] = [1e-6, 1] s and refuses anything else (NaN
        included) with PBD_ERROR_INVALID_TIME_STEP. Why: with up to 1000
@@ -391,6 +398,37 @@
        pbd_add_fluid(w, &f, NULL, NULL);
        pbd_object_set_particle_contact(w, box, 1); // a floating box
 
+   THE GPU (pbd_cuda.cu)
+       pbd_cuda.cu, next to your program, runs a world's step on a CUDA
+       device. Define PBD_CUDA in the file with PBD_IMPLEMENTATION:
+           nvcc -O3 --fmad=false -DPBD_CUDA app.c pbd_cuda.cu -o app
+       (or compile app.c with cc -DPBD_CUDA, pbd_cuda.cu with nvcc -O3
+       --fmad=false -c, and link with -lcudart). Without PBD_CUDA nothing
+       changes: no CUDA header, no GPU code. pbd_world_desc.device chooses
+       per world: PBD_DEVICE_AUTO (default) the GPU if a CUDA device is
+       found, else the CPU, the choice logged with PBD_OK; PBD_DEVICE_GPU
+       the GPU, or pbd_world_create fails with PBD_ERROR_UNSUPPORTED and
+       why (no device, driver too old, no PBD_CUDA) or with
+       PBD_ERROR_OUT_OF_MEMORY; PBD_DEVICE_CPU the CPU. pbd_world_device(w)
+       says which. On the GPU: prediction, every constraint group type
+       (Gauss-Seidel by colour, averaged Jacobi), long range attachments,
+       plane / sphere / capsule / box colliders with continuous contacts,
+       friction and restitution, the velocity pass, the angular momentum
+       restore, damping, the non-finite rollback, snapshots. Not yet:
+       acceleration fields, mesh and SDF-grid colliders, particle
+       contact, fluids, strain limits, strands, tearing, self-collision,
+       plugins (so pbd_sm.h); adding one to a GPU world fails with
+       PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
+       give such a world PBD_DEVICE_CPU. The host keeps the whole world
+       and every call validates it there; the first step after a change
+       uploads it. After a step the host's particles are stale until a
+       call reads or changes the world, which fetches x and v once: call
+       pbd_world_positions after each step, do not keep its pointer.
+       pbd_world_device_positions gives the device's float4 positions
+       (CUDA-OpenGL interop). A GPU world gives a CPU world's bits: the
+       kernels run this header's scalar functions (marked PBD_HD) in the
+       CPU's order. Details: the top comment of pbd_cuda.cu.
+
    LICENSE: MIT or public domain (your choice), see the end of this file.
 */
 #ifndef PBD_H_INCLUDED
@@ -410,6 +448,15 @@ extern "C" {
 #endif
 
 // ==== config ================================================================
+/* PBD_HD marks the functions that the CPU solver and pbd_cuda.cu's kernels
+   share (the constraint math, written once): __host__ __device__ under
+   nvcc, nothing elsewhere. */
+#if defined(__CUDACC__)
+#define PBD_HD __host__ __device__
+#else
+#define PBD_HD
+#endif
+
 /* SIMD, chosen here once for pbd.h and its extensions (part of the
    extension API: pbd_sm.h and pbd_upsample.h derive their kernels from
    these macros and test no target of their own). From PBD_NO_SIMD,
@@ -489,9 +536,10 @@ typedef enum pbd_result {
     PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
-    PBD_ERROR_BAD_SNAPSHOT = -10,  /* a buffer that is not a snapshot of this version */
-    PBD_ERROR_NOT_CLOSED = -11,    /* a mesh that must be closed and consistently oriented is not */
-    PBD_ERROR_INVALID_HANDLE = -12 /* a handle that names nothing: 0, removed, or from another world's slot */
+    PBD_ERROR_BAD_SNAPSHOT = -10,   /* a buffer that is not a snapshot of this version */
+    PBD_ERROR_NOT_CLOSED = -11,     /* a mesh that must be closed and consistently oriented is not */
+    PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing: 0, removed, or from another world's slot */
+    PBD_ERROR_UNSUPPORTED = -13     /* not on this world's device (yet), or not in this build: see THE GPU */
 } pbd_result;
 
 /* A short constant string for a result code ("PBD_ERROR_DEGENERATE: ..."). */
@@ -587,6 +635,15 @@ typedef enum pbd_solver_mode {
     PBD_SOLVER_PBD = 1   /* stiffness form, survey 3.3 */
 } pbd_solver_mode;
 
+/* Where a world runs (see THE GPU in the manual and pbd_cuda.cu). */
+typedef enum pbd_device {
+    PBD_DEVICE_AUTO = 0, /* the GPU when the program has pbd_cuda.cu (PBD_CUDA) and the
+                            machine a CUDA device, else the CPU; the choice is logged */
+    PBD_DEVICE_GPU = 1,  /* the GPU, or pbd_world_create fails with PBD_ERROR_UNSUPPORTED
+                            (or PBD_ERROR_OUT_OF_MEMORY) and a message naming why */
+    PBD_DEVICE_CPU = 2   /* the CPU */
+} pbd_device;
+
 typedef struct pbd_world_desc {
     float gravity[3];              /* m/s^2, default (0, -9.81, 0) */
     int substeps;                  /* default 4, 1..1000 */
@@ -596,8 +653,10 @@ typedef struct pbd_world_desc {
     float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 */
     int max_contacts_per_particle; /* default 4, 1..64 */
     pbd_allocator allocator;       /* optional: both functions or neither */
-    pbd_log_fn log;                /* optional: called with every error */
+    pbd_log_fn log;                /* optional: called with every error (and with
+                                      PBD_OK for the device an auto world got) */
     void *log_user;
+    pbd_device device; /* default PBD_DEVICE_AUTO */
 } pbd_world_desc;
 
 PBDDEF pbd_world_desc pbd_world_desc_default(void);
@@ -631,6 +690,14 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 /* The number of threads the last substep ran on (0 before the first step):
    under the default policy, what it chose for this machine and load. */
 PBDDEF int pbd_world_thread_team(const pbd_world *w);
+/* The device the world runs on: PBD_DEVICE_GPU or PBD_DEVICE_CPU (also for
+   w NULL). */
+PBDDEF pbd_device pbd_world_device(const pbd_world *w);
+/* A GPU world's positions in device memory, 4 floats per particle (x y z,
+   w the inverse mass), for a renderer that draws them without a copy
+   (CUDA-OpenGL interop): valid until the next call that changes the
+   world; current after every step. NULL for a CPU world. */
+PBDDEF const float *pbd_world_device_positions(pbd_world *w);
 
 /* The valid time steps of pbd_world_step (s). Below 1 us the substep
    h = dt / substeps (substeps up to 1000) would go below 1e-9 s, where
@@ -649,7 +716,8 @@ PBDDEF int pbd_world_thread_team(const pbd_world *w);
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 /* The substeps pbd_world_step(w, dt) takes: max(substeps, what the fluids
-   need); 0 when w is NULL or dt is not finite and > 0. */
+   and pinned cloths need: pbd_fluid_desc.gravity_cfl,
+   pbd_cloth_desc.gravity_cfl); 0 when w is NULL or dt is not finite and > 0. */
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
 
 /* Save / restore the complete simulation state (particles with their
@@ -695,7 +763,8 @@ PBDDEF pbd_result pbd_remove_particles(pbd_world *w, pbd_range particles);
 PBDDEF int pbd_world_particle_count(const pbd_world *w);
 /* 4 floats per particle: x, y, z, inverse mass (0: pinned or kinematic).
    Valid until particles are added or removed or the world is
-   restored/destroyed. */
+   restored/destroyed. On a GPU world this call fetches the device's
+   particles (once per step): call it again after each step. */
 PBDDEF const float *pbd_world_positions(const pbd_world *w);
 /* 4 floats per particle: vx, vy, vz, 0. */
 PBDDEF const float *pbd_world_velocities(const pbd_world *w);
@@ -1797,7 +1866,8 @@ static const char *const pbd__result_text[][2] = {
     {"PBD_ERROR_OUT_OF_MEMORY", "PBD_ERROR_OUT_OF_MEMORY: allocation failed"},
     {"PBD_ERROR_BAD_SNAPSHOT", "PBD_ERROR_BAD_SNAPSHOT: not a snapshot of this version"},
     {"PBD_ERROR_NOT_CLOSED", "PBD_ERROR_NOT_CLOSED: mesh is not closed and consistently oriented"},
-    {"PBD_ERROR_INVALID_HANDLE", "PBD_ERROR_INVALID_HANDLE: the handle names nothing (0, or removed)"}};
+    {"PBD_ERROR_INVALID_HANDLE", "PBD_ERROR_INVALID_HANDLE: the handle names nothing (0, or removed)"},
+    {"PBD_ERROR_UNSUPPORTED", "PBD_ERROR_UNSUPPORTED: not on this world's device, or not in this build"}};
 
 /* 0: the code's name, 1: name and description. */
 static const char *pbd__result_str(pbd_result r, int full) {
@@ -1937,61 +2007,63 @@ typedef struct pbd__p4 {
     float x, y, z, w;
 } pbd__p4; /* particle: position + inverse mass */
 
-static inline pbd__v3 pbd__v(float x, float y, float z) {
+static inline PBD_HD pbd__v3 pbd__v(float x, float y, float z) {
     pbd__v3 r;
     r.x = x;
     r.y = y;
     r.z = z;
     return r;
 }
-static inline pbd__v3 pbd__ld(const float *p) { return pbd__v(p[0], p[1], p[2]); }
-static inline void pbd__st(float *p, pbd__v3 a) {
+static inline PBD_HD pbd__v3 pbd__ld(const float *p) { return pbd__v(p[0], p[1], p[2]); }
+static inline PBD_HD void pbd__st(float *p, pbd__v3 a) {
     p[0] = a.x;
     p[1] = a.y;
     p[2] = a.z;
 }
-static inline pbd__v3 pbd__p3(pbd__p4 p) { return pbd__v(p.x, p.y, p.z); }
-static inline pbd__v3 pbd__add(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x + b.x, a.y + b.y, a.z + b.z); }
-static inline pbd__v3 pbd__sub(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x - b.x, a.y - b.y, a.z - b.z); }
-static inline pbd__v3 pbd__mul(pbd__v3 a, float s) { return pbd__v(a.x * s, a.y * s, a.z * s); }
-static inline pbd__v3 pbd__neg(pbd__v3 a) { return pbd__v(-a.x, -a.y, -a.z); }
-static inline float pbd__dot(pbd__v3 a, pbd__v3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
-static inline pbd__v3 pbd__cross(pbd__v3 a, pbd__v3 b) {
+static inline PBD_HD pbd__v3 pbd__p3(pbd__p4 p) { return pbd__v(p.x, p.y, p.z); }
+static inline PBD_HD pbd__v3 pbd__add(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x + b.x, a.y + b.y, a.z + b.z); }
+static inline PBD_HD pbd__v3 pbd__sub(pbd__v3 a, pbd__v3 b) { return pbd__v(a.x - b.x, a.y - b.y, a.z - b.z); }
+static inline PBD_HD pbd__v3 pbd__mul(pbd__v3 a, float s) { return pbd__v(a.x * s, a.y * s, a.z * s); }
+static inline PBD_HD pbd__v3 pbd__neg(pbd__v3 a) { return pbd__v(-a.x, -a.y, -a.z); }
+static inline PBD_HD float pbd__dot(pbd__v3 a, pbd__v3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+static inline PBD_HD pbd__v3 pbd__cross(pbd__v3 a, pbd__v3 b) {
     return pbd__v(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
 }
-static inline float pbd__len(pbd__v3 a) { return sqrtf(pbd__dot(a, a)); }
-static inline pbd__v3 pbd__lerp(pbd__v3 a, pbd__v3 b, float t) { return pbd__add(a, pbd__mul(pbd__sub(b, a), t)); }
-static inline int pbd__finite(float x) { return isfinite(x) ? 1 : 0; }
-static inline int pbd__finite_n(const float *x, size_t n) {
+static inline PBD_HD float pbd__len(pbd__v3 a) { return sqrtf(pbd__dot(a, a)); }
+static inline PBD_HD pbd__v3 pbd__lerp(pbd__v3 a, pbd__v3 b, float t) {
+    return pbd__add(a, pbd__mul(pbd__sub(b, a), t));
+}
+static inline PBD_HD int pbd__finite(float x) { return isfinite(x) ? 1 : 0; }
+static inline PBD_HD int pbd__finite_n(const float *x, size_t n) {
     for (size_t i = 0; i < n; ++i)
         if (!isfinite(x[i])) return 0;
     return 1;
 }
-static inline float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
+static inline PBD_HD float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 /* The index of a cell from a float coordinate u (in cells): floor(u)
    clamped to [lo, hi], decided in float before the conversion, because
    converting NaN or a float outside int's range is undefined behaviour in
    C. NaN goes to lo. Every float-to-index conversion of the library goes
    through it (grids, lattices, lookups), so no state, however broken, can
    index outside an array. lo and hi are small (|.| < 2^24). */
-static inline int pbd__cell_index(float u, int lo, int hi) {
+static inline PBD_HD int pbd__cell_index(float u, int lo, int hi) {
     if (!(u >= (float)lo)) return lo; /* NaN and below */
     if (u >= (float)hi) return hi;
     return (int)floorf(u);
 }
 
 /* Quaternions (x y z w). */
-static inline pbd__v3 pbd__qrot(const float *q, pbd__v3 v) {
+static inline PBD_HD pbd__v3 pbd__qrot(const float *q, pbd__v3 v) {
     /* v' = v + 2 w (u x v) + 2 u x (u x v) */
     pbd__v3 u = pbd__v(q[0], q[1], q[2]);
     pbd__v3 t = pbd__mul(pbd__cross(u, v), 2.0f);
     return pbd__add(pbd__add(v, pbd__mul(t, q[3])), pbd__cross(u, t));
 }
-static inline pbd__v3 pbd__qrot_inv(const float *q, pbd__v3 v) {
+static inline PBD_HD pbd__v3 pbd__qrot_inv(const float *q, pbd__v3 v) {
     float c[4] = {-q[0], -q[1], -q[2], q[3]};
     return pbd__qrot(c, v);
 }
-static inline void pbd__qnlerp(const float *a, const float *b, float t, float *out) {
+static inline PBD_HD void pbd__qnlerp(const float *a, const float *b, float t, float *out) {
     float d = a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3];
     float s = d < 0 ? -1.0f : 1.0f, n = 0;
     for (int i = 0; i < 4; ++i) {
@@ -2006,7 +2078,7 @@ static inline void pbd__qnlerp(const float *a, const float *b, float t, float *o
     }
 }
 /* Shortest rotation taking +Y to the unit vector n. */
-static void pbd__quat_from_up(pbd__v3 n, float *q) {
+static PBD_HD void pbd__quat_from_up(pbd__v3 n, float *q) {
     pbd__v3 up = pbd__v(0, 1, 0);
     float d = pbd__dot(up, n);
     if (d < -PBD__ANTIPARALLEL) {
@@ -2027,7 +2099,7 @@ static void pbd__quat_from_up(pbd__v3 n, float *q) {
 
 /* A deterministic unit direction from two indices: breaks the symmetry of
    coincident particles (a collapsed mesh) without randomness. */
-static pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
+static PBD_HD pbd__v3 pbd__hash_dir(unsigned a, unsigned b) {
     unsigned h = a * 73856093u ^ b * 19349663u;
     float v[3];
     for (int k = 0; k < 3; ++k) {
@@ -2815,7 +2887,78 @@ struct pbd_world {
     /* plugins: not simulation state, they stay with the world on restore */
     int nplugins, plugin_cap;
     struct pbd__plugin *plugins;
+    /* the GPU (see "==== gpu"): pbd_cuda.cu's state, NULL on the CPU; the
+       host's copy of what the device changed is stale (after a step); what
+       the host changed since the last upload (PBD__GPU_DIRTY_* bits) */
+    struct pbd__gpu *gpu;
+    int gpu_host_stale, gpu_dirty;
 };
+
+/* --- the GPU's hooks (see "==== gpu") ------------------------------------- */
+/* What changed on the host since the last upload: everything (the only
+   mark so far: the next step uploads the whole world). */
+enum { PBD__GPU_DIRTY_ALL = 1 };
+/* What the device changed that the host has not fetched (pbd_world.gpu_host_stale). */
+enum { PBD__GPU_STALE_PARTICLES = 1, PBD__GPU_STALE_CONTACTS = 2 };
+
+/* pbd_cuda.cu's entry points (PBD_CUDA_COMPANION: pbd_cuda.cu's own
+   private copy of this header). C linkage, so that a C program links the
+   CUDA file. */
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Opens a device for w and allocates its state (w->gpu), or fails with a
+   code and the reason in msg. world_size: sizeof(pbd_world) in the
+   caller, so that a pbd_cuda.cu built against another pbd.h is refused;
+   automatic: PBD_DEVICE_AUTO asks (the emulation declines). On success msg
+   names the device. */
+pbd_result pbd__cuda_open(pbd_world *w, size_t world_size, int automatic, char *msg, size_t msg_size);
+void pbd__cuda_close(pbd_world *w);
+/* One step of dt in `substeps` substeps on the device (uploading first
+   what w->gpu_dirty marks; substeps 0: only that); an error leaves the
+   world as before the step. */
+pbd_result pbd__cuda_step(pbd_world *w, float dt, int substeps, char *msg, size_t msg_size);
+/* The device's state into the host's arrays: what & PBD__GPU_STALE_PARTICLES
+   the particles (x, v), their contact counts and the tethers' reach,
+   what & PBD__GPU_STALE_CONTACTS the contacts. */
+void pbd__cuda_pull(pbd_world *w, int what);
+const float *pbd__cuda_positions(pbd_world *w);
+/* The emulation's launch order seed (PBD_CUDA_EMULATE; tests compare two). */
+void pbd__cuda_emulate_seed(unsigned seed);
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+/* Brings a GPU world's host copy up to date (after a step the device's
+   particles are newer) and marks what the caller may change. */
+static void pbd__gpu_sync(const pbd_world *cw, int dirty) {
+#ifdef PBD_CUDA
+    pbd_world *w = (pbd_world *)cw; /* the host's copy of device state: not simulation state */
+    if (!w->gpu) return;
+    if (w->gpu_host_stale & PBD__GPU_STALE_PARTICLES) {
+        pbd__cuda_pull(w, PBD__GPU_STALE_PARTICLES);
+        w->gpu_host_stale &= ~PBD__GPU_STALE_PARTICLES;
+    }
+    w->gpu_dirty |= dirty;
+#else
+    (void)cw;
+    (void)dirty;
+#endif
+}
+/* The same, and the contacts (which only their getters read). */
+static void pbd__gpu_sync_contacts(const pbd_world *w) {
+#ifdef PBD_CUDA
+    if (w->gpu && (w->gpu_host_stale & PBD__GPU_STALE_CONTACTS)) {
+        pbd__cuda_pull((pbd_world *)w, PBD__GPU_STALE_CONTACTS);
+        ((pbd_world *)w)->gpu_host_stale &= ~PBD__GPU_STALE_CONTACTS;
+    }
+#endif
+    pbd__gpu_sync(w, 0);
+}
+/* The first feature of w that GPU worlds do not have yet, or NULL. */
+static const char *pbd__gpu_unsupported(const pbd_world *w);
 
 /* --- allocation ------------------------------------------------------------ */
 
@@ -2964,9 +3107,27 @@ static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, .
 
 PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->error : "world is NULL"; }
 
+/* Every call that reads or changes a world starts here. On a GPU world it
+   first brings the host's copy up to date (after a step the device has the
+   newer particles), and a call that may change the world marks it for
+   upload before the next step ("==== gpu"). */
 #define PBD__CHECK_WORLD(w)                      \
     do {                                         \
         if (!(w)) return PBD_ERROR_NULL_POINTER; \
+        pbd__gpu_sync((w), PBD__GPU_DIRTY_ALL);  \
+    } while (0)
+#define PBD__CHECK_WORLD_READ(w)                 \
+    do {                                         \
+        if (!(w)) return PBD_ERROR_NULL_POINTER; \
+        pbd__gpu_sync((w), 0);                   \
+    } while (0)
+/* A feature that GPU worlds do not have yet is refused when it is added,
+   with its name, rather than run silently on the CPU. */
+#define PBD__GPU_REFUSE(w, feature)                                                                                    \
+    do {                                                                                                               \
+        if ((w)->gpu)                                                                                                  \
+            return pbd__fail((w), PBD_ERROR_UNSUPPORTED,                                                               \
+                             "%s: not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", (feature)); \
     } while (0)
 #define PBD__CHECK_PTR(w, ptr, name)                                                   \
     do {                                                                               \
@@ -3094,6 +3255,8 @@ static pbd_result pbd__create_fail(const pbd_world_desc *d, pbd_result r, const 
     if (d && d->log) d->log(d->log_user, r, pbd__last_error);
     return r;
 }
+static pbd_result pbd__gpu_open(pbd_world *w, const pbd_world_desc *d);
+static void pbd__gpu_close(pbd_world *w);
 
 PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) {
     const pbd_world_desc *d = desc;
@@ -3108,6 +3271,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
                                 "mode must be XPBD or PBD, substeps and iterations in 1..1000");
+    if (d->device != PBD_DEVICE_AUTO && d->device != PBD_DEVICE_GPU && d->device != PBD_DEVICE_CPU)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "device must be PBD_DEVICE_AUTO, _GPU or _CPU");
     pbd_world tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.alloc = desc->allocator;
@@ -3128,6 +3293,11 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->simd = 1;
     w->pp.mu_s = 0.5f; /* particle contact friction */
     w->pp.mu_d = 0.4f;
+    pbd_result r = pbd__gpu_open(w, d);
+    if (r != PBD_OK) {
+        pbd__free(w, w);
+        return r;
+    }
     *out = w;
     return PBD_OK;
 }
@@ -3169,6 +3339,7 @@ static void pbd__world_free_contents(pbd_world *w) {
 static void pbd__plugins_destroy(pbd_world *w);
 PBDDEF void pbd_world_destroy(pbd_world *w) {
     if (!w) return;
+    pbd__gpu_close(w);
     pbd__plugins_destroy(w);
     pbd__world_free_contents(w);
     pbd__free(w, w);
@@ -3231,7 +3402,7 @@ PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads) {
 }
 
 PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     if (mode) *mode = (pbd_solver_mode)w->mode;
     if (substeps) *substeps = w->substeps;
     if (iterations) *iterations = w->iterations;
@@ -3239,7 +3410,7 @@ PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode
 }
 
 PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     if (on) *on = w->jacobi;
     if (relaxation) *relaxation = w->jacobi_relax;
     return PBD_OK;
@@ -3483,7 +3654,7 @@ PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__CHECK_PTR(w, buffer, "buffer");
     size_t need = pbd_world_snapshot_size(w);
     if (size < need)
@@ -3541,6 +3712,11 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) r = pbd__meshcols_rebuild(&t); /* BVHs and grids are derived */
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
+    const char *off_gpu = w->gpu && r == PBD_OK ? pbd__gpu_unsupported(&t) : NULL;
+    if (off_gpu) {
+        pbd__world_free_contents(&t);
+        return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "the snapshot holds %s, which GPU worlds do not have yet", off_gpu);
+    }
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
         return pbd__fail(w, r, "snapshot of %zu bytes could not be restored", size);
@@ -3559,6 +3735,8 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.nplugins = w->nplugins;
     t.plugin_cap = w->plugin_cap;
     t.plugins = w->plugins;
+    t.gpu = w->gpu;
+    t.gpu_dirty = PBD__GPU_DIRTY_ALL;
     memcpy(t.error, w->error, sizeof t.error);
     *w = t;
     return PBD_OK;
@@ -3696,8 +3874,16 @@ PBDDEF pbd_result pbd_add_particles(pbd_world *w, const pbd_particles_desc *desc
 }
 
 PBDDEF int pbd_world_particle_count(const pbd_world *w) { return w ? w->n : 0; }
-PBDDEF const float *pbd_world_positions(const pbd_world *w) { return w && w->n ? &w->x[0].x : NULL; }
-PBDDEF const float *pbd_world_velocities(const pbd_world *w) { return w && w->n ? &w->v[0].x : NULL; }
+PBDDEF const float *pbd_world_positions(const pbd_world *w) {
+    if (!w || !w->n) return NULL;
+    pbd__gpu_sync(w, 0);
+    return &w->x[0].x;
+}
+PBDDEF const float *pbd_world_velocities(const pbd_world *w) {
+    if (!w || !w->n) return NULL;
+    pbd__gpu_sync(w, 0);
+    return &w->v[0].x;
+}
 
 static pbd_result pbd__check_range(const pbd_world *w, pbd_range r, const void *data) {
     PBD__CHECK_PTR(w, data, "data");
@@ -3734,7 +3920,7 @@ static void pbd__copy_in(pbd__p4 *dst, pbd_range r, const float *in) {
 }
 
 PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, float *out) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__TRY(pbd__check_range(w, r, out));
     pbd__copy_out(w->x, r, out);
     return PBD_OK;
@@ -3752,7 +3938,7 @@ PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const f
 }
 
 PBDDEF pbd_result pbd_particles_get_velocities(const pbd_world *w, pbd_range r, float *out) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__TRY(pbd__check_range(w, r, out));
     pbd__copy_out(w->v, r, out);
     return PBD_OK;
@@ -3809,7 +3995,7 @@ PBDDEF pbd_result pbd_particle_set_mass(pbd_world *w, int particle, float mass) 
 }
 
 PBDDEF pbd_result pbd_particle_get_mass(const pbd_world *w, int particle, float *mass) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__CHECK_PTR(w, mass, "mass");
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     *mass = w->mass[particle];
@@ -3863,7 +4049,7 @@ PBDDEF pbd_result pbd_particle_set_kinematic(pbd_world *w, int particle, int kin
 }
 
 PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, int *kinematic) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__CHECK_PTR(w, kinematic, "kinematic");
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     *kinematic = (w->flags[particle] & PBD__KINEMATIC) != 0;
@@ -3884,6 +4070,7 @@ PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, 
 
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user) {
     PBD__CHECK_WORLD(w);
+    if (fn) PBD__GPU_REFUSE(w, "acceleration fields (a host callback)");
     w->accel = fn;
     w->accel_user = user;
     return PBD_OK;
@@ -3897,7 +4084,7 @@ PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleratio
    call them. */
 
 /* Survey 3.4.1: C = |p0 - p1| - d, grad p0 = n, grad p1 = -n. */
-static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g) {
     pbd__v3 d = pbd__sub(p[0], p[1]);
     float l = pbd__len(d);
     if (l < PBD__LEN_MIN) {
@@ -3914,7 +4101,7 @@ static inline float pbd__eval_distance(const pbd__v3 *p, float rest, pbd__v3 *g)
    error). Ours rather than libm's, so that the SIMD twin below can do
    exactly the same operations in every lane, and because calling libm's
    SSE code from AVX code costs transition stalls. */
-static inline float pbd__atan2(float y, float x) {
+static inline PBD_HD float pbd__atan2(float y, float x) {
     float ax = fabsf(x), ay = fabsf(y);
     float t = ay / ax, base = 0.0f;
     if (t > 2.414213562373095f) {
@@ -3936,7 +4123,7 @@ static inline float pbd__atan2(float y, float x) {
    the edge p0-p1, and its gradient (Bridson, Marino, Fedkiw 2003, whose
    x1..x4 are our p2, p3, p0, p1). atan2 instead of the survey's acos
    (section 3.4.2) keeps the gradient finite at 0 and pi and gives a sign. */
-static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
+static inline PBD_HD float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
     pbd__v3 e = pbd__sub(p[1], p[0]);
     pbd__v3 n1 = pbd__cross(pbd__sub(p[2], p[0]), pbd__sub(p[2], p[1]));
     pbd__v3 n2 = pbd__cross(pbd__sub(p[3], p[1]), pbd__sub(p[3], p[0]));
@@ -3963,7 +4150,7 @@ static inline float pbd__dihedral(const pbd__v3 *p, pbd__v3 *g) {
     return angle;
 }
 
-static inline float pbd__wrap_angle(float a) {
+static inline PBD_HD float pbd__wrap_angle(float a) {
     const float pi = 3.14159265358979f;
     if (!(fabsf(a) < 8.0f * pi)) a = fmodf(a, 2.0f * pi); /* bounded loops below, even for huge or NaN input */
     while (a > pi) a -= 2.0f * pi;
@@ -3971,7 +4158,7 @@ static inline float pbd__wrap_angle(float a) {
     return a;
 }
 
-static inline float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_dihedral(const pbd__v3 *p, float rest, pbd__v3 *g) {
     float a = pbd__dihedral(p, g);
     if (g[0].x == 0 && g[0].y == 0 && g[0].z == 0 && g[2].x == 0 && g[2].y == 0 && g[2].z == 0) return 0.0f;
     return pbd__wrap_angle(a - rest);
@@ -4004,7 +4191,7 @@ static int pbd__isometric_rest(const pbd__v3 *x, float *rest) {
     return 1;
 }
 
-static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd__v3 *g) {
     pbd__v3 L = pbd__v(0, 0, 0);
     for (int i = 0; i < 4; ++i) L = pbd__add(L, pbd__mul(p[i], rest[i]));
     float l = pbd__len(L);
@@ -4018,7 +4205,7 @@ static inline float pbd__eval_isometric(const pbd__v3 *p, const float *rest, pbd
 }
 
 /* Survey 3.4.4: C = |(p1-p0) x (p2-p0)| / 2 - A0. */
-static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
     pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]);
     pbd__v3 n = pbd__cross(a, b);
     float l = pbd__len(n);
@@ -4034,7 +4221,7 @@ static inline float pbd__eval_area(const pbd__v3 *p, float rest, pbd__v3 *g) {
 }
 
 /* Survey 3.4.4: C = (p1-p0) x (p2-p0) . (p3-p0) / 6 - V0. */
-static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
     pbd__v3 a = pbd__sub(p[1], p[0]), b = pbd__sub(p[2], p[0]), c = pbd__sub(p[3], p[0]);
     const float s = 1.0f / 6.0f;
     g[1] = pbd__mul(pbd__cross(b, c), s);
@@ -4049,14 +4236,14 @@ static inline float pbd__eval_tet(const pbd__v3 *p, float rest, pbd__v3 *g) {
    self-collision projection): the height of p[0] above the triangle
    p[1..3], its unit normal nh and the length l of the unnormalised one
    (below 1e-18: degenerate, nh unset, height 0). */
-static inline float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
+static inline PBD_HD float pbd__pt_height(const pbd__v3 *p, pbd__v3 *nh, float *l) {
     pbd__v3 n = pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1]));
     *l = pbd__len(n);
     if (*l < PBD__NORMAL_LEN_MIN) return 0.0f;
     *nh = pbd__mul(n, 1.0f / *l);
     return pbd__dot(pbd__sub(p[0], p[1]), *nh);
 }
-static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, float rn, pbd__v3 *g) {
+static inline PBD_HD void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, float rn, pbd__v3 *g) {
     pbd__v3 a = pbd__sub(p[2], p[1]), b = pbd__sub(p[3], p[1]), r = pbd__sub(p[0], p[1]);
     pbd__v3 t = pbd__mul(pbd__sub(r, pbd__mul(nh, rn)), 1.0f / l);
     g[0] = nh;
@@ -4066,7 +4253,7 @@ static inline void pbd__pt_gradients(const pbd__v3 *p, pbd__v3 nh, float l, floa
 }
 /* Survey 3.4.3: C = (q - p1) . n - h with n the unit normal of p1 p2 p3.
    dn/dp follows from d(n/|n|) = (I - n n^T)/|n| d(a x b). */
-static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 *g) {
     pbd__v3 nh;
     float l, rn = pbd__pt_height(p, &nh, &l);
     if (l < PBD__NORMAL_LEN_MIN) {
@@ -4079,7 +4266,7 @@ static inline float pbd__eval_point_triangle(const pbd__v3 *p, float h, pbd__v3 
 
 /* Attachment to a point: C = |p - t| (max_distance 0) or
    C = max_distance - |p - t| (unilateral). */
-static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
+static inline PBD_HD float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__v3 *g) {
     pbd__v3 d = pbd__sub(p, t);
     float l = pbd__len(d);
     if (l < PBD__LEN_MIN) {
@@ -4097,7 +4284,7 @@ static inline float pbd__eval_attachment(pbd__v3 p, pbd__v3 t, float maxd, pbd__
 /* Survey 3.4.5: V = sum (a x b) . c / 6 over the triangles; the gradient of
    a vertex sums the cross products of the other two corners. p and g hold
    3 floats per vertex; triangles index them. */
-static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target, float *g) {
+static PBD_HD float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int nt, float target, float *g) {
     const float s = 1.0f / 6.0f;
     double vol = 0; /* double: thousands of terms of mixed sign */
     if (g) memset(g, 0, sizeof(float) * 3 * (size_t)nv);
@@ -4124,7 +4311,7 @@ static float pbd__eval_mesh_volume(const float *p, int nv, const int *tri, int n
    for compliances above 1e20, springs so soft that they do nothing either
    way (dlambda ~ -C / alpha~); the cap keeps inf * lambda (= NaN at
    lambda = 0) out of the projection. */
-static inline float pbd__alpha_tilde(float compliance, float h) {
+static inline PBD_HD float pbd__alpha_tilde(float compliance, float h) {
     float at = compliance / (h * h);
     return at <= PBD__ALPHA_TILDE_MAX ? at : PBD__ALPHA_TILDE_MAX;
 }
@@ -4132,7 +4319,7 @@ static inline float pbd__alpha_tilde(float compliance, float h) {
 /* dlambda of one XPBD projection (Macklin et al. 2016, eq. 18). In PBD mode
    alpha_tilde is 0 and `scale` is the corrected stiffness k'. Returns 0
    (skip) when nothing can move. */
-static inline float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
+static inline PBD_HD float pbd__delta_lambda(float C, float wg2, float alpha_tilde, float lambda, float scale) {
     float denom = wg2 + alpha_tilde;
     if (!(wg2 > PBD__WG2_MIN)) return 0.0f;
     return scale * (-C - alpha_tilde * lambda) / denom;
@@ -4244,7 +4431,7 @@ PBDDEF float pbd_pbd_stiffness(float k, int iterations) {
 
 /* One constraint of a group at positions P: its particles, gradients and
    C, oriented so that a unilateral constraint wants C >= 0. */
-static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, int *ids, pbd__v3 *gr, int *n) {
+static inline PBD_HD float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, int *ids, pbd__v3 *gr, int *n) {
     const int *e = g->idx + (size_t)c * g->arity;
     const float *rest = g->rest + (size_t)c * g->rest_stride;
     pbd__v3 x[4];
@@ -4290,7 +4477,7 @@ static inline float pbd__eval_one(const pbd__group *g, int c, const pbd__p4 *P, 
     return 0.0f;
 }
 
-static inline int pbd__is_unilateral(const pbd__group *g) {
+static inline PBD_HD int pbd__is_unilateral(const pbd__group *g) {
     return g->type == PBD_CONSTRAINT_POINT_TRIANGLE || g->unilateral;
 }
 
@@ -4301,14 +4488,14 @@ static float pbd__group_scale(const pbd_world *w, const pbd__group *g) {
 }
 
 /* Mesh volume of the group at positions P into the scratch (and gradients). */
-static float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float target, int with_grad) {
+static PBD_HD float pbd__mesh_volume_at(const pbd__group *g, const pbd__p4 *P, float target, int with_grad) {
     for (int i = 0; i < g->nverts; ++i) pbd__st(g->scratch + 3 * i, pbd__p3(P[g->verts[i]]));
     return pbd__eval_mesh_volume(g->scratch, g->nverts, g->idx, g->ntris, target,
                                  with_grad ? g->scratch + 3 * g->nverts : NULL);
 }
 
 /* Jacobi mode writes corrections into D (w counts them) instead of P. */
-static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
+static inline PBD_HD void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float dl) {
     pbd__p4 *q = D ? &D[id] : &P[id];
     float s = P[id].w * dl;
     q->x += g.x * s;
@@ -4317,7 +4504,7 @@ static inline void pbd__apply(pbd__p4 *P, pbd__p4 *D, int id, pbd__v3 g, float d
     if (D) q->w += 1.0f;
 }
 
-static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, float alpha_tilde, float scale) {
+static PBD_HD void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, float alpha_tilde, float scale) {
     float C = pbd__mesh_volume_at(g, P, g->pressure * g->rest[0], 1);
     const float *gr = g->scratch + 3 * g->nverts;
     float wg2 = 0;
@@ -4335,8 +4522,8 @@ static void pbd__project_mesh_volume(pbd__p4 *P, pbd__p4 *D, pbd__group *g, floa
    w0 + w1, and with q = dlambda / l the corrections are +-w_i q d
    (survey 3.4.1 with XPBD eq. 18). Returns 0 for coincident particles,
    which take the generic path (a fixed per-edge direction). */
-static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int c, float alpha_tilde,
-                                            float scale) {
+static inline PBD_HD int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int c, float alpha_tilde,
+                                                   float scale) {
     const int *e = g->idx + 2 * (size_t)c;
     pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
     pbd__v3 d = pbd__sub(pbd__p3(*a), pbd__p3(*b));
@@ -4367,21 +4554,22 @@ static inline int pbd__project_distance_one(pbd__p4 *P, pbd__p4 *D, pbd__group *
 /* The scalar reference kernel: constraints [b, e) of a group, one at a time
    (survey 3.3 with XPBD eq. 18). D: NULL for Gauss-Seidel, else the Jacobi
    sums. */
+static inline PBD_HD void pbd__project_one(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int c, float alpha_tilde,
+                                           float scale) {
+    if (g->type == PBD_CONSTRAINT_DISTANCE && pbd__project_distance_one(P, D, g, c, alpha_tilde, scale)) return;
+    int ids[4], n;
+    pbd__v3 gr[4];
+    float C = pbd__eval_one(g, c, P, ids, gr, &n);
+    if (pbd__is_unilateral(g) && C >= 0) return;
+    float wg2 = 0;
+    for (int i = 0; i < n; ++i) wg2 += P[ids[i]].w * pbd__dot(gr[i], gr[i]);
+    float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
+    if (dl == 0) return;
+    g->lambda[c] += dl;
+    for (int i = 0; i < n; ++i) pbd__apply(P, D, ids[i], gr[i], dl);
+}
 static void pbd__project_range(pbd__p4 *P, pbd__p4 *D, pbd__group *g, int b, int e, float alpha_tilde, float scale) {
-    int unilateral = pbd__is_unilateral(g);
-    for (int c = b; c < e; ++c) {
-        if (g->type == PBD_CONSTRAINT_DISTANCE && pbd__project_distance_one(P, D, g, c, alpha_tilde, scale)) continue;
-        int ids[4], n;
-        pbd__v3 gr[4];
-        float C = pbd__eval_one(g, c, P, ids, gr, &n);
-        if (unilateral && C >= 0) continue;
-        float wg2 = 0;
-        for (int i = 0; i < n; ++i) wg2 += P[ids[i]].w * pbd__dot(gr[i], gr[i]);
-        float dl = pbd__delta_lambda(C, wg2, alpha_tilde, g->lambda[c], scale);
-        if (dl == 0) continue;
-        g->lambda[c] += dl;
-        for (int i = 0; i < n; ++i) pbd__apply(P, D, ids[i], gr[i], dl);
-    }
+    for (int c = b; c < e; ++c) pbd__project_one(P, D, g, c, alpha_tilde, scale);
 }
 
 #if PBD__W > 1
@@ -5234,7 +5422,7 @@ PBDDEF pbd_result pbd_remove_group(pbd_world *w, pbd_group handle) {
 }
 
 PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group handle, pbd_constraint_type *type, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
     if (type) *type = (pbd_constraint_type)w->groups[g].type;
@@ -5244,7 +5432,7 @@ PBDDEF pbd_result pbd_group_info(const pbd_world *w, pbd_group handle, pbd_const
 
 PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group handle, int *sizes, int max, int *count,
                                    int *overflow) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__TRY(pbd__check_list(w, sizes, max, count));
@@ -5257,7 +5445,7 @@ PBDDEF pbd_result pbd_group_colors(const pbd_world *w, pbd_group handle, int *si
 
 PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group handle, int color, int *out, int max,
                                             int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     const pbd__group *g = &w->groups[gi];
@@ -5309,7 +5497,7 @@ PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group handle, float p
 }
 
 PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group handle, float *mean_abs, float *max_abs) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     const pbd__group *g = &w->groups[gi];
@@ -5334,7 +5522,7 @@ PBDDEF pbd_result pbd_group_error(const pbd_world *w, pbd_group handle, float *m
 }
 
 PBDDEF pbd_result pbd_group_mesh_volume(const pbd_world *w, pbd_group handle, float *volume) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__CHECK_PTR(w, volume, "volume");
@@ -5522,7 +5710,7 @@ static pbd_result pbd__object_index(const pbd_world *w, pbd_object o, int *index
 }
 
 PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int *particles, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
     PBD__TRY(pbd__check_list(w, particles, max, count));
@@ -5533,7 +5721,7 @@ PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int
 }
 
 PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pbd_object_parts *out) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__CHECK_PTR(w, out, "out");
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
@@ -6185,7 +6373,7 @@ PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider handle, f
 
 PBDDEF int pbd_world_collider_count(const pbd_world *w) { return w ? PBD__LIVE(w->colliders, w->ncolliders) : 0; }
 PBDDEF pbd_result pbd_world_colliders(const pbd_world *w, pbd_collider *out, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__TRY(pbd__check_list(w, out, max, count));
     int n = 0;
     for (int k = 0; k < w->ncolliders; ++k)
@@ -6204,6 +6392,7 @@ PBDDEF pbd_collider pbd_world_collider(const pbd_world *w, int index) {
 }
 PBDDEF int pbd_world_contact_count(const pbd_world *w) {
     int total = 0;
+    if (w) pbd__gpu_sync(w, 0);
     for (int i = 0; w && i < w->n; ++i) total += w->ncontact[i];
     return total;
 }
@@ -6214,10 +6403,12 @@ static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3
    gradient (the outward normal of the closest surface point). Every shape
    is convex, so its SDF is convex along any segment: sphere tracing a
    segment cannot step over the surface (the continuous test below). */
-static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
+static PBD_HD float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     switch (c->shape) {
+#ifndef __CUDA_ARCH__ /* not on the GPU yet (pbd__gpu_unsupported) */
         case PBD_COLLIDER_MESH:
         case PBD_COLLIDER_SDF_GRID: return pbd__meshcol_sdf(w, c, y, n);
+#endif
         case PBD_COLLIDER_PLANE: *n = pbd__v(0, 1, 0); return y.y;
         case PBD_COLLIDER_SPHERE: {
             float l = pbd__len(y);
@@ -6248,16 +6439,16 @@ static float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd
     }
 }
 
-static inline pbd__v3 pbd__to_local(const float *pos, const float *rot, pbd__v3 x) {
+static inline PBD_HD pbd__v3 pbd__to_local(const float *pos, const float *rot, pbd__v3 x) {
     return pbd__qrot_inv(rot, pbd__sub(x, pbd__ld(pos)));
 }
-static inline pbd__v3 pbd__to_world(const float *pos, const float *rot, pbd__v3 y) {
+static inline PBD_HD pbd__v3 pbd__to_world(const float *pos, const float *rot, pbd__v3 y) {
     return pbd__add(pbd__qrot(rot, y), pbd__ld(pos));
 }
 
 PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider handle, const float *point, float *distance,
                                        float *normal) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int c;
     PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__CHECK_PTR(w, point, "point");
@@ -6290,7 +6481,7 @@ static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
    find nothing: this skips it (most particles of a fluid tank, for each
    wall) and changes no result. The callers test it before pbd__collide
    (pbd__generate_contacts, W particles at a time). */
-static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
+static inline PBD_HD int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3 x, pbd__v3 p, float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
     float ga = PBD__FAR_GUARD * (fabsf(ra.x) + fabsf(ra.y) + fabsf(ra.z)),
           gb = PBD__FAR_GUARD * (fabsf(rb.x) + fabsf(rb.y) + fabsf(rb.z));
@@ -6298,7 +6489,7 @@ static inline int pbd__plane_far(const pbd__pose *a, const pbd__pose *b, pbd__v3
 }
 
 /* |R_b - R_a| for the rotations of poses a and b (2 sin(theta / 2)), rounded up. */
-static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) {
+static inline PBD_HD float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) {
     float c = a->rot[0] * b->rot[0] + a->rot[1] * b->rot[1] + a->rot[2] * b->rot[2] + a->rot[3] * b->rot[3];
     return 2.0f * sqrtf(1.0f - c * c > 0 ? 1.0f - c * c : 0.0f) + PBD__SPIN_GUARD;
 }
@@ -6313,7 +6504,8 @@ static inline float pbd__ball_spin(const pbd__pose *a, const pbd__pose *b) {
    rotation theta from pose a to pose b), and every point of a segment is
    within half its length of an end. A guard of 1e-5 of the lengths
    covers the rounding of the frames, as in pbd__plane_far. */
-static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R, pbd__v3 x, pbd__v3 p, float limit) {
+static inline PBD_HD int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R, pbd__v3 x, pbd__v3 p,
+                                       float limit) {
     pbd__v3 ra = pbd__sub(x, pbd__ld(a->pos)), rb = pbd__sub(p, pbd__ld(b->pos));
     float spin = pbd__ball_spin(a, b);
     float A = pbd__len(ra), B = pbd__len(rb), L = pbd__len(pbd__sub(rb, ra)) + spin * A;
@@ -6328,11 +6520,13 @@ static inline int pbd__ball_far(const pbd__pose *a, const pbd__pose *b, float R,
    iterations), tol the rounding guard; the contact plane itself is at
    distance r. Returns 1 with the plane (through q, normal n, world
    space). */
-static int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b, pbd__v3 x,
-                        pbd__v3 p, float r, float reach, float tol, pbd__v3 *q, pbd__v3 *n) {
+static PBD_HD int pbd__collide(const pbd_world *w, const pbd__collider *c, const pbd__pose *a, const pbd__pose *b,
+                               pbd__v3 x, pbd__v3 p, float r, float reach, float tol, pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
+#ifndef __CUDA_ARCH__ /* mesh colliders are not on the GPU yet (pbd__gpu_unsupported) */
     if (c->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, c, xl, pl, reach)) return 0; /* bounds first */
+#endif
     float dx = pbd__sdf(w, c, xl, &nl);
     int found = 0;
     if (dx - reach <= tol) {
@@ -6850,6 +7044,7 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
 
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "mesh and SDF-grid colliders");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(
         pbd__meshcol_validate(w, d->positions, d->vertex_count, d->triangles, d->triangle_count, d->sdf_resolution));
@@ -6962,15 +7157,16 @@ enum { PBD__SLOT_AHEAD = 16 };
    projection and the velocity pass walk only the particles that have
    contacts (contact_ids: a fluid tank touches its walls with a tenth of
    its particles, scattered along the rows). */
-static inline int pbd__contacts_per_particle(const pbd_world *w) {
+static inline PBD_HD int pbd__contacts_per_particle(const pbd_world *w) {
     return w->ncolliders < w->max_contacts ? w->ncolliders : w->max_contacts;
 }
-static inline pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
+static inline PBD_HD pbd__contact *pbd__contact_slot(const pbd_world *w, int i, int k) {
     return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
 }
 
 PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
     if (!w || particle < 0 || particle >= w->n) return 0.0f;
+    pbd__gpu_sync_contacts(w);
     float push = 0.0f;
     for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
     return push;
@@ -6986,7 +7182,7 @@ static void pbd__collider_poses(pbd_world *w, int s, int S) {
 
 /* How far particle i's contact test reaches (pbd__collide: its radius
    plus a margin of its radius and its motion) and the rounding guard. */
-static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
+static inline PBD_HD void pbd__contact_reach(const pbd_world *w, int i, float *reach, float *tol) {
     float r = w->radius[i], margin = r + pbd__len(pbd__sub(pbd__p3(w->p[i]), pbd__p3(w->x[i])));
     *reach = r + margin;
     *tol = PBD__CONTACT_TOL * (r > PBD__CONTACT_TOL_R_MIN ? r : PBD__CONTACT_TOL_R_MIN);
@@ -6994,7 +7190,7 @@ static inline void pbd__contact_reach(const pbd_world *w, int i, float *reach, f
 
 /* The radius of the ball about its frame's origin that holds a sphere,
    capsule or box collider (pbd__ball_far); 0 for the other shapes. */
-static float pbd__collider_ball(const pbd__collider *col) {
+static PBD_HD float pbd__collider_ball(const pbd__collider *col) {
     return col->shape == PBD_COLLIDER_SPHERE    ? col->radius
            : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
            : col->shape == PBD_COLLIDER_BOX
@@ -7006,7 +7202,7 @@ static float pbd__collider_ball(const pbd__collider *col) {
    pbd__collide, which would find nothing, is skipped: a plane by its
    distance (pbd__plane_far), a sphere, capsule or box by a ball about its
    centre (pbd__ball_far); a mesh has its own bounds in pbd__collide. */
-static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
+static PBD_HD int pbd__collider_far(const pbd_world *w, int c, int i, float reach, float tol) {
     const pbd__collider *col = &w->colliders[c];
     if (!col->s.live) return 1; /* a removed collider's free slot */
     float R = pbd__collider_ball(col);
@@ -7019,7 +7215,7 @@ static int pbd__collider_far(const pbd_world *w, int c, int i, float reach, floa
 /* Particle i's contact with collider c, if it has one (pbd__collide; the
    caller has tried pbd__collider_far; reach and tol from
    pbd__contact_reach), into its next slot. */
-static void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
+static PBD_HD void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
     if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n))
         return;
@@ -7277,6 +7473,18 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
 }
 #endif
 
+/* Particle i's contacts of this substep, at most `per`, in collider order. */
+static inline PBD_HD void pbd__contacts_of(pbd_world *w, int i, int per, float h) {
+    int found = 0;
+    w->ncontact[i] = 0;
+    if (w->x[i].w == 0 || per == 0) return; /* pinned and kinematic particles are not pushed */
+    float reach, tol;
+    pbd__contact_reach(w, i, &reach, &tol);
+    for (int c = 0; c < w->ncolliders && found < per; ++c)
+        if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, &found);
+    w->ncontact[i] = (unsigned char)found;
+}
+
 static void pbd__generate_contacts(pbd_world *w, float h) {
     int per = pbd__contacts_per_particle(w);
     int nb = (w->n + PBD__W - 1) / PBD__W;
@@ -7289,16 +7497,7 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
             continue;
         }
 #endif
-        for (int i = i0; i < i1; ++i) {
-            int found = 0;
-            w->ncontact[i] = 0;
-            if (w->x[i].w == 0 || per == 0) continue; /* pinned and kinematic particles are not pushed */
-            float reach, tol;
-            pbd__contact_reach(w, i, &reach, &tol);
-            for (int c = 0; c < w->ncolliders && found < per; ++c)
-                if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, &found);
-            w->ncontact[i] = (unsigned char)found;
-        }
+        for (int i = i0; i < i1; ++i) pbd__contacts_of(w, i, per, h);
     }
     PBD__PRAGMA(omp single) {
         int m = 0;
@@ -7313,7 +7512,7 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
    within the friction cone of the accumulated normal correction sticks
    (no drift, unlike a velocity-only static friction). Dynamic friction and
    restitution act in the velocity pass. */
-static void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
+static PBD_HD void pbd__project_contact(pbd_world *w, pbd__contact *ct) {
     pbd__p4 *P = &w->p[ct->particle];
     pbd__v3 pos = pbd__p3(*P);
     float C = pbd__dot(pbd__sub(pos, ct->q), ct->n);
@@ -7438,7 +7637,7 @@ static void pbd__project_contacts(pbd_world *w) {
    al. 2019 / Mueller et al. 2020 style); restitution reflects the normal
    velocity the particle had before the substep, above a small threshold so
    that resting contacts do not jitter. */
-static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold) {
+static PBD_HD void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold) {
     if (!(ct->lambda > 0)) return;
     const pbd__collider *col = &w->colliders[ct->collider];
     pbd__p4 *V = &w->v[ct->particle];
@@ -7464,11 +7663,16 @@ static void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h,
     V->z = v.z;
 }
 
+/* The normal speed below which a contact does not bounce (a resting one). */
+static float pbd__restitution_threshold(const pbd_world *w, float h) {
+    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
+    return 2.0f * g * h;
+}
+
 static void pbd__contact_velocities(pbd_world *w, float h) {
     int per = pbd__contacts_per_particle(w);
     if (per == 0) return;
-    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
-    float threshold = 2.0f * g * h;
+    float threshold = pbd__restitution_threshold(w, h);
     PBD__PRAGMA(omp for schedule(static))
     for (int j = 0; j < w->ncontact_ids; ++j) {
         int i = w->contact_ids[j];
@@ -7992,6 +8196,7 @@ static pbd_result pbd__pp_refresh(pbd_world *w) {
 
 PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, int on) {
     PBD__CHECK_WORLD(w);
+    if (on) PBD__GPU_REFUSE(w, "particle contact");
     PBD__TRY(pbd__check_live_range(w, r, w));
     if (on) {
         int more = 0;
@@ -8009,6 +8214,7 @@ PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, 
 
 PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object object, int on) {
     PBD__CHECK_WORLD(w);
+    if (on) PBD__GPU_REFUSE(w, "particle contact");
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
     pbd_range r;
@@ -8341,6 +8547,7 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
 
 PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "fluids");
     pbd__fluid f;
     PBD__TRY(pbd__validate_fluid(w, desc, &f));
     pbd_particles_desc pd = pbd_particles_desc_default();
@@ -8681,7 +8888,7 @@ static float pbd__wall_lattice_shift(const pbd__fluid *f) {
     return 0.5f * (lo + hi) - 0.5f * d;
 }
 
-static float pbd__collider_ball(const pbd__collider *col);
+static PBD_HD float pbd__collider_ball(const pbd__collider *col);
 /* The tangent planes of the colliders within the kernel radius of each
    fluid particle at positions X (world order): in a substep the poses at
    its end (the contacts' plane pose), else the colliders' current poses.
@@ -9320,7 +9527,7 @@ PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, fl
 }
 
 PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__TRY(pbd__check_list(w, out, max, count));
     const pbd__particle_phase *pp = &w->pp;
@@ -9399,7 +9606,8 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
 
 // ==== strain limiting =======================================================
 
-static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h);
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float k);
+static float pbd__damp_fraction(float damping, float h);
 
 /* A set of long range attachments: particle particles[k] has the tethers
    [start[k], start[k+1]) to anchor[t] of length[t]. reach (NULL when
@@ -10069,7 +10277,7 @@ static pbd_result pbd__tethers_follow(pbd_world *w, int i, int was_anchor) {
 }
 
 PBDDEF pbd_result pbd_object_tethers(const pbd_world *w, pbd_object object, pbd_lra *out) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__CHECK_PTR(w, out, "out");
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
@@ -10109,7 +10317,7 @@ PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra handle, int enabled)
 
 PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra handle, int *particles, int *anchors, float *lengths,
                                   int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int li;
     PBD__TRY(pbd__lra_index(w, handle, &li));
     PBD__TRY(pbd__check_list(w,
@@ -10142,10 +10350,10 @@ PBDDEF pbd_result pbd_lra_tethers(const pbd_world *w, pbd_lra handle, int *parti
    (pbd__lra_reach) the set never gives way. A 32 x 32 cloth on two
    kinematic corners moved 1 m apart each and back stays under 20 m/s
    parting and 16 m/s coming back (tests/test_tethers.c). */
-static inline float pbd__lra_limit(const pbd__lra *l, int t) { return l->reach ? l->reach[t] : l->length[t]; }
+static inline PBD_HD float pbd__lra_limit(const pbd__lra *l, int t) { return l->reach ? l->reach[t] : l->length[t]; }
 
 /* Particle k's distance to the anchor of tether t, in positions x. */
-static float pbd__lra_distance(const pbd__p4 *x, const pbd__lra *l, int k, int t) {
+static PBD_HD float pbd__lra_distance(const pbd__p4 *x, const pbd__lra *l, int k, int t) {
     return pbd__len(pbd__sub(pbd__p3(x[l->particles[k]]), pbd__p3(x[l->anchor[t]])));
 }
 
@@ -10175,16 +10383,18 @@ static void pbd__lras_keep(pbd_world *w, int restore) {
 }
 
 /* End of a step: every loose tether tightens to its particle's distance. */
+static inline PBD_HD void pbd__lra_tighten_one(const pbd__p4 *x, const pbd__lra *l, int k) {
+    for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
+        if (!(l->reach[t] > l->length[t])) continue;
+        float d = pbd__lra_distance(x, l, k, t), r = l->reach[t] < d ? l->reach[t] : d;
+        l->reach[t] = r > l->length[t] ? r : l->length[t];
+    }
+}
 static void pbd__lras_tighten(pbd_world *w) {
     for (int i = 0; i < w->nlras; ++i) {
         pbd__lra *l = &w->lras[i];
         if (!l->reach) continue;
-        for (int k = 0; k < l->count; ++k)
-            for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
-                if (!(l->reach[t] > l->length[t])) continue;
-                float d = pbd__lra_distance(w->x, l, k, t), r = l->reach[t] < d ? l->reach[t] : d;
-                l->reach[t] = r > l->length[t] ? r : l->length[t];
-            }
+        for (int k = 0; k < l->count; ++k) pbd__lra_tighten_one(w->x, l, k);
     }
 }
 
@@ -10192,7 +10402,7 @@ static void pbd__lras_tighten(pbd_world *w) {
    farther apart than their tethers reach together (a hand dragging a
    cloth vertex away from the pins), so that each projection undoes the
    other. */
-static int pbd__lra_conflict(const pbd__p4 *P, const pbd__lra *l, int k) {
+static PBD_HD int pbd__lra_conflict(const pbd__p4 *P, const pbd__lra *l, int k) {
     for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
         const pbd__p4 *a = &P[l->anchor[t]];
         if (a->w != 0) continue;
@@ -10208,7 +10418,7 @@ static int pbd__lra_conflict(const pbd__p4 *P, const pbd__lra *l, int k) {
 }
 
 /* Particle k's tethers give way (see above): reach grows to its distance. */
-static void pbd__lra_give_way(const pbd__p4 *P, const pbd__lra *l, int k, pbd__v3 x0) {
+static PBD_HD void pbd__lra_give_way(const pbd__p4 *P, const pbd__lra *l, int k, pbd__v3 x0) {
     if (!l->reach) return;
     for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
         const pbd__p4 *a = &P[l->anchor[t]];
@@ -10227,28 +10437,28 @@ static void pbd__lra_give_way(const pbd__p4 *P, const pbd__lra *l, int k, pbd__v
    moving a particle farther in one go, lets a cloth twisted between a
    pinned and a kinematic row pass through itself (the test
    selfcollision_twisted_cloth_never_crosses). */
-static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
-    pbd__p4 *P = w->p;
-    PBD__PRAGMA(omp for schedule(static))
-    for (int k = 0; k < l->count; ++k) {
-        pbd__p4 *q = &P[l->particles[k]];
-        if (q->w == 0) continue;
-        pbd__v3 x0 = pbd__p3(*q), x = x0;
-        if (pbd__lra_conflict(P, l, k)) {
-            pbd__lra_give_way(P, l, k, x0);
-            continue;
-        }
-        for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
-            const pbd__p4 *a = &P[l->anchor[t]];
-            if (a->w != 0) continue; /* the anchor is not attached (anymore) */
-            pbd__v3 d = pbd__sub(x, pbd__p3(*a));
-            float d2 = pbd__dot(d, d), L = pbd__lra_limit(l, t);
-            if (d2 > L * L) x = pbd__add(pbd__p3(*a), pbd__mul(d, L / sqrtf(d2)));
-        }
-        q->x = x.x;
-        q->y = x.y;
-        q->z = x.z;
+static inline PBD_HD void pbd__lra_project_one(pbd__p4 *P, const pbd__lra *l, int k) {
+    pbd__p4 *q = &P[l->particles[k]];
+    if (q->w == 0) return;
+    pbd__v3 x0 = pbd__p3(*q), x = x0;
+    if (pbd__lra_conflict(P, l, k)) {
+        pbd__lra_give_way(P, l, k, x0);
+        return;
     }
+    for (int t = l->start[k]; t < l->start[k + 1]; ++t) {
+        const pbd__p4 *a = &P[l->anchor[t]];
+        if (a->w != 0) continue; /* the anchor is not attached (anymore) */
+        pbd__v3 d = pbd__sub(x, pbd__p3(*a));
+        float d2 = pbd__dot(d, d), L = pbd__lra_limit(l, t);
+        if (d2 > L * L) x = pbd__add(pbd__p3(*a), pbd__mul(d, L / sqrtf(d2)));
+    }
+    q->x = x.x;
+    q->y = x.y;
+    q->z = x.z;
+}
+static void pbd__lra_project(pbd_world *w, const pbd__lra *l) {
+    PBD__PRAGMA(omp for schedule(static))
+    for (int k = 0; k < l->count; ++k) pbd__lra_project_one(w->p, l, k);
 }
 
 /* --- triangle and edge limits ----------------------------------------------- */
@@ -10511,6 +10721,7 @@ static pbd_result pbd__limit_edges(pbd_world *w, const int *tri, int nt, pbd__gr
 
 PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc *d, pbd_strain_limit *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "strain limits");
     PBD__CHECK_PTR(w, d, "desc");
     if (d->mode != PBD_STRAIN_TRIANGLES && d->mode != PBD_STRAIN_EDGES)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strain mode %d", (int)d->mode);
@@ -10865,6 +11076,7 @@ static pbd_result pbd__strands_push(pbd_world *w, pbd__strands *S, pbd_strands *
 
 PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_strands *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "strands");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__CHECK_PTR(w, d->particles, "desc.particles");
     PBD__CHECK_PTR(w, d->strand_starts, "desc.strand_starts");
@@ -10953,6 +11165,7 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
 
 PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands *out, pbd_range *particles) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "strands");
     PBD__TRY(pbd__validate_hair(w, d));
     int ns = d->strand_count, per = d->particles_per_strand, np = ns * per;
     pbd__strands S;
@@ -11093,7 +11306,7 @@ PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands handle, floa
 }
 
 PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands handle, int *strand_count, int *particle_count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int s;
     PBD__TRY(pbd__strands_index(w, handle, &s));
     if (strand_count) *strand_count = w->strands[s].nstrands;
@@ -11156,6 +11369,7 @@ static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const 
 
 PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_tearing *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "tearing");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__check_object_handle(w, d->object));
     const pbd__object *o = &w->objects[pbd__oi(d->object)];
@@ -11215,7 +11429,7 @@ PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing handle) {
 }
 
 PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, pbd_object object, int *triangles, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
     PBD__TRY(pbd__check_list(w, triangles, max, count));
@@ -11226,7 +11440,7 @@ PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, pbd_object object, in
 }
 
 PBDDEF pbd_result pbd_surface_triangles(const pbd_world *w, pbd_surface handle, int *triangles, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     int surface;
     PBD__TRY(pbd__surface_index(w, handle, &surface));
     PBD__TRY(pbd__check_list(w, triangles, max, count));
@@ -11951,7 +12165,8 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
 static void pbd__clusters_damp(pbd_world *w, float h) {
     for (int i = 0; i < w->nclusters; ++i)
         if (w->clusters[i].damping > 0)
-            pbd__damp_particles(w, w->clusters[i].particles, 0, w->clusters[i].count, w->clusters[i].damping, h);
+            pbd__damp_particles(w, w->clusters[i].particles, 0, w->clusters[i].count,
+                                pbd__damp_fraction(w->clusters[i].damping, h));
 }
 
 /* --- the state of these four sections: work, snapshot, validation, free --- */
@@ -12620,6 +12835,7 @@ static pbd_result pbd__surface_index(const pbd_world *w, pbd_surface handle, int
 
 PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *d, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "self-collision");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
@@ -12653,6 +12869,7 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
 PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, pbd_object cloth, const pbd_cloth_desc *desc,
                                                float thickness, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "self-collision");
     PBD__CHECK_PTR(w, desc, "desc");
     int oi;
     PBD__TRY(pbd__object_index(w, cloth, &oi));
@@ -12700,7 +12917,7 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *count, int *point_triangle) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w);
     PBD__TRY(pbd__check_list(w, quads, max, count));
     *count = 0;
     if (point_triangle) *point_triangle = 0;
@@ -14010,6 +14227,7 @@ static pbd_result pbd__plugin_index(const pbd_world *w, pbd_plugin handle, int *
 
 PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out) {
     PBD__CHECK_WORLD(w);
+    PBD__GPU_REFUSE(w, "plugins (pbd_sm.h, user plugins)");
     PBD__CHECK_PTR(w, desc, "desc");
     if (desc->particle_end < 0 || desc->particle_end > w->n)
         return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "plugin particle_end %d is not in [0, %d]",
@@ -14417,6 +14635,107 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
 }
 #endif /* PBD__OPENMP */
 
+// ==== gpu ===================================================================
+/* A GPU world (pbd_cuda.cu, built into the program with PBD_CUDA; see THE
+   GPU in the manual and docs/DESIGN.md section 6). The host keeps the
+   whole world as on the CPU: every call validates and changes it there, as
+   for a CPU world. The device holds a copy that the steps advance:
+   - a step first uploads what the host changed since the last upload
+     (gpu_dirty: any call that may change the world marks it, in
+     PBD__CHECK_WORLD), then runs every substep on the device;
+   - after a step the host's particles are stale (gpu_host_stale); the next
+     call that reads or changes the world fetches them first, once.
+   The kernels run the functions marked PBD_HD, the same code as the CPU
+   solver's scalar path, so a GPU world gives a CPU world's bits. */
+
+static const char *pbd__gpu_unsupported(const pbd_world *w) {
+    if (w->accel) return "acceleration fields (a host callback)";
+    for (int c = 0; c < w->ncolliders; ++c)
+        if (w->colliders[c].s.live && w->colliders[c].shape >= PBD_COLLIDER_MESH) return "mesh and SDF-grid colliders";
+    if (PBD__LIVE(w->pp.fluids, w->pp.nfluids)) return "fluids";
+    for (int i = 0; i < w->n; ++i)
+        if (w->flags[i] & PBD__COLLIDE) return "particle contact";
+    if (PBD__LIVE(w->limits, w->nlimits)) return "strain limits";
+    if (PBD__LIVE(w->strands, w->nstrands)) return "strands";
+    if (PBD__LIVE(w->tears, w->ntears)) return "tearing";
+    if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
+    if (PBD__LIVE(w->plugins, w->nplugins)) return "plugins (pbd_sm.h, user plugins)";
+    return NULL;
+}
+
+/* The device of a new world (pbd_world_create): auto takes the GPU where
+   pbd_cuda.cu finds one and logs the choice with PBD_OK. */
+static pbd_result pbd__gpu_open(pbd_world *w, const pbd_world_desc *d) {
+#ifdef PBD_CUDA
+    char why[200] = "";
+    if (d->device == PBD_DEVICE_CPU) return PBD_OK;
+    pbd_result r = pbd__cuda_open(w, sizeof *w, d->device == PBD_DEVICE_AUTO, why, sizeof why);
+    if (r == PBD_OK) {
+        w->gpu_dirty = PBD__GPU_DIRTY_ALL;
+        if (d->device == PBD_DEVICE_AUTO && d->log) d->log(d->log_user, PBD_OK, why);
+        return PBD_OK;
+    }
+    if (d->device == PBD_DEVICE_GPU) return pbd__create_fail(d, r, why);
+    if (d->log) {
+        char msg[240];
+        snprintf(msg, sizeof msg, "world on the CPU: %s", why);
+        d->log(d->log_user, PBD_OK, msg);
+    }
+    return PBD_OK;
+#else
+    (void)w;
+    if (d->device == PBD_DEVICE_GPU)
+        return pbd__create_fail(d, PBD_ERROR_UNSUPPORTED,
+                                "device PBD_DEVICE_GPU: this program was built without PBD_CUDA and pbd_cuda.cu");
+    return PBD_OK;
+#endif
+}
+
+static void pbd__gpu_close(pbd_world *w) {
+#ifdef PBD_CUDA
+    if (w->gpu) pbd__cuda_close(w);
+    w->gpu = NULL;
+#else
+    (void)w;
+#endif
+}
+
+/* The step of a GPU world (pbd_world_step has checked dt). */
+static pbd_result pbd__gpu_step(pbd_world *w, float dt, int S) {
+#ifdef PBD_CUDA
+    const char *off = w->gpu_dirty ? pbd__gpu_unsupported(w) : NULL; /* refused when added; a safety net */
+    if (off) return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "%s: not on the GPU yet (pbd_cuda.cu)", off);
+    char msg[200] = "";
+    pbd_result r = pbd__cuda_step(w, dt, S, msg, sizeof msg);
+    if (r != PBD_OK) return pbd__fail(w, r, "%s", msg);
+    w->gpu_dirty = 0;
+    w->gpu_host_stale = PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS;
+    w->time += dt;
+    return PBD_OK;
+#else
+    (void)dt;
+    (void)S;
+    return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "a GPU world in a program without PBD_CUDA");
+#endif
+}
+
+PBDDEF pbd_device pbd_world_device(const pbd_world *w) { return w && w->gpu ? PBD_DEVICE_GPU : PBD_DEVICE_CPU; }
+
+PBDDEF const float *pbd_world_device_positions(pbd_world *w) {
+#ifdef PBD_CUDA
+    if (!w || !w->gpu || !w->n) return NULL;
+    if (w->gpu_dirty) { /* the host changed the world: the device gets it first */
+        char msg[200] = "";
+        if (pbd__cuda_step(w, 0.0f, 0, msg, sizeof msg) != PBD_OK) return NULL;
+        w->gpu_dirty = 0;
+    }
+    return pbd__cuda_positions(w);
+#else
+    (void)w;
+    return NULL;
+#endif
+}
+
 // ==== solver ================================================================
 /* The substep in the order it runs (pbd__substep_body): prediction, the
    contacts ("==== contacts"), the iterations over the groups (their
@@ -14431,7 +14750,8 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
    operations in the same order as the scalar code, so both agree bit for
    bit. */
 
-static inline void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *p, const float *gh, float damp, float h) {
+static inline PBD_HD void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *p, const float *gh, float damp,
+                                               float h) {
 #if PBD__SIMD
     simde__m128 vv = simde_mm_loadu_ps((const float *)(const void *)v);
     vv = simde_mm_add_ps(simde_mm_mul_ps(vv, simde_mm_set1_ps(damp)), simde_mm_loadu_ps(gh));
@@ -14450,25 +14770,48 @@ static inline void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *p, cons
 #endif
 }
 
+/* A kinematic particle's prediction (on its way to its target) or a pinned
+   one's; 0 for a dynamic particle. */
+static inline PBD_HD int pbd__predict_held(pbd_world *w, int i, float t_kin) {
+    pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
+    if (w->flags[i] & PBD__KINEMATIC) {
+        pbd__v3 t = pbd__lerp(w->kin_from[i], w->kin_target[i], t_kin);
+        p->x = t.x;
+        p->y = t.y;
+        p->z = t.z;
+        p->w = 0;
+        return 1;
+    }
+    if (x->w == 0) { /* pinned */
+        *p = *x;
+        v->x = v->y = v->z = 0;
+        return 1;
+    }
+    return 0;
+}
+
+/* The prediction's constants for substep s of S: gravity times h (gh,
+   4 floats) and the point damping factor (computed on the host, as libm's
+   expf and a GPU's differ). */
+static void pbd__predict_constants(const pbd_world *w, float h, float *gh, float *damp) {
+    *damp = w->point_damping > 0 ? expf(-w->point_damping * h) : 1.0f;
+    gh[0] = w->gravity[0] * h;
+    gh[1] = w->gravity[1] * h;
+    gh[2] = w->gravity[2] * h;
+    gh[3] = 0.0f;
+}
+
 static void pbd__predict(pbd_world *w, float h, int s, int S) {
-    float damp = w->point_damping > 0 ? expf(-w->point_damping * h) : 1.0f;
-    float gh[4] = {w->gravity[0] * h, w->gravity[1] * h, w->gravity[2] * h, 0.0f};
+    float damp, gh[4];
+    pbd__predict_constants(w, h, gh, &damp);
     float t_kin = (float)(s + 1) / (float)S;
     double time = w->time + (double)h * s;
     int n = w->n;
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < n; ++i) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
-        if (w->flags[i] & PBD__KINEMATIC) {
-            pbd__v3 t = pbd__lerp(w->kin_from[i], w->kin_target[i], t_kin);
-            p->x = t.x;
-            p->y = t.y;
-            p->z = t.z;
-            p->w = 0;
-        } else if (x->w == 0) { /* pinned */
-            *p = *x;
-            v->x = v->y = v->z = 0;
-        } else if (w->accel) {
+        if (pbd__predict_held(w, i, t_kin)) continue;
+        if (w->accel) {
             float a[3] = {0, 0, 0}, g[4];
             float xx[3] = {x->x, x->y, x->z}, vv[3] = {v->x, v->y, v->z};
             w->accel(w->accel_user, i, xx, vv, time, a);
@@ -14481,26 +14824,28 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
     }
 }
 
+/* Step 5 of Algorithm 1: v = (p - x) / h, x = p. */
+static inline PBD_HD void pbd__velocity_one(pbd__p4 *x, pbd__p4 *v, const pbd__p4 *p, float inv_h) {
+#if PBD__SIMD
+    simde__m128 pp = simde_mm_loadu_ps((const float *)(const void *)p);
+    simde_mm_storeu_ps((float *)(void *)v,
+                       simde_mm_mul_ps(simde_mm_sub_ps(pp, simde_mm_loadu_ps((const float *)(const void *)x)),
+                                       simde_mm_set1_ps(inv_h)));
+    simde_mm_storeu_ps((float *)(void *)x, pp);
+#else
+    v->x = (p->x - x->x) * inv_h;
+    v->y = (p->y - x->y) * inv_h;
+    v->z = (p->z - x->z) * inv_h;
+    v->w = (p->w - x->w) * inv_h;
+    *x = *p;
+#endif
+}
+
 static void pbd__update_velocities(pbd_world *w, float h) {
     float inv_h = 1.0f / h;
     int n = w->n;
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < n; ++i) {
-        pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
-#if PBD__SIMD
-        simde__m128 pp = simde_mm_loadu_ps((const float *)(const void *)p);
-        simde_mm_storeu_ps((float *)(void *)v,
-                           simde_mm_mul_ps(simde_mm_sub_ps(pp, simde_mm_loadu_ps((const float *)(const void *)x)),
-                                           simde_mm_set1_ps(inv_h)));
-        simde_mm_storeu_ps((float *)(void *)x, pp);
-#else
-        v->x = (p->x - x->x) * inv_h;
-        v->y = (p->y - x->y) * inv_h;
-        v->z = (p->z - x->z) * inv_h;
-        v->w = (p->w - x->w) * inv_h;
-        *x = *p;
-#endif
-    }
+    for (int i = 0; i < n; ++i) pbd__velocity_one(&w->x[i], &w->v[i], &w->p[i], inv_h);
 }
 
 /* --- damping --------------------------------------------------------------
@@ -14508,7 +14853,7 @@ static void pbd__update_velocities(pbd_world *w, float h) {
    motion (v_cm + omega x r) of its object. Linear momentum is kept because
    the corrections sum to zero, angular because omega = I^-1 L. */
 
-static int pbd__solve3(const double *A, const double *b, double *x) {
+static PBD_HD int pbd__solve3(const double *A, const double *b, double *x) {
     double det =
         A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
     double tr = A[0] + A[4] + A[8];
@@ -14520,50 +14865,126 @@ static int pbd__solve3(const double *A, const double *b, double *x) {
     return 1;
 }
 
-/* The rigid motion (centre xc, velocity vc, angular velocity om) that best
-   fits the velocities of the particles list[0..count) (list NULL:
-   first..first+count) of one kind: the dynamic ones weighted by their
-   masses (anchors == 0), or the anchors - pinned or kinematic, inverse mass
-   0 - with equal weights (anchors == 1). Returns 0 when there is none of
-   that kind, or, for dynamic particles, when the rotation is undefined
-   (collinear); anchors that do not define a rotation (one, two, or in a
-   line) give their mean velocity alone. */
-static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc,
-                          double *vc, double *om) {
-    double M = 0;
-    for (int a = 0; a < 3; ++a) xc[a] = vc[a] = om[a] = 0;
-    for (int j = 0; j < count; ++j) {
-        int i = list ? list[j] : first + j;
+/* --- sums over particles ----------------------------------------------------
+   The sums of damping and of the angular-momentum restore run over a
+   particle list (list NULL: first .. first + count) in blocks of
+   PBD__SUM_BLOCK consecutive entries: each block is summed in order, then
+   the blocks' sums are added in order. pbd_cuda.cu sums the blocks in
+   parallel (one thread each) and adds them in the same order, so a GPU
+   world gets the same bits without a thread per object walking a whole
+   cloth. */
+#define PBD__SUM_BLOCK 256
+
+static inline PBD_HD int pbd__list_at(const int *list, int first, int j) { return list ? list[j] : first + j; }
+static inline PBD_HD int pbd__sum_blocks(int count) { return (count + PBD__SUM_BLOCK - 1) / PBD__SUM_BLOCK; }
+
+/* Mass and first moments (mass times position, times velocity) of the
+   particles of one kind: dynamic ones weighted by their masses (anchors
+   0), or the anchors - pinned or kinematic, inverse mass 0 - with equal
+   weights (anchors 1). */
+typedef struct pbd__moments {
+    double m, mx[3], mv[3];
+} pbd__moments;
+/* Angular momentum and inertia tensor (row-major) about a centre. */
+typedef struct pbd__spin {
+    double L[3], inertia[9];
+} pbd__spin;
+
+static PBD_HD void pbd__moments_block(const pbd_world *w, const int *list, int first, int count, int b, int anchors,
+                                      pbd__moments *s) {
+    int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
+    s->m = 0;
+    for (int a = 0; a < 3; ++a) s->mx[a] = s->mv[a] = 0;
+    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+        int i = pbd__list_at(list, first, j);
         if ((w->x[i].w == 0) != anchors) continue;
         double m = anchors ? 1.0 : 1.0 / w->x[i].w;
-        M += m;
-        xc[0] += m * w->x[i].x;
-        xc[1] += m * w->x[i].y;
-        xc[2] += m * w->x[i].z;
-        vc[0] += m * w->v[i].x;
-        vc[1] += m * w->v[i].y;
-        vc[2] += m * w->v[i].z;
+        s->m += m;
+        s->mx[0] += m * w->x[i].x;
+        s->mx[1] += m * w->x[i].y;
+        s->mx[2] += m * w->x[i].z;
+        s->mv[0] += m * w->v[i].x;
+        s->mv[1] += m * w->v[i].y;
+        s->mv[2] += m * w->v[i].z;
     }
-    if (!(M > 0)) return 0;
+}
+static PBD_HD void pbd__moments_add(pbd__moments *t, const pbd__moments *s) {
+    t->m += s->m;
     for (int a = 0; a < 3; ++a) {
-        xc[a] /= M;
-        vc[a] /= M;
+        t->mx[a] += s->mx[a];
+        t->mv[a] += s->mv[a];
     }
-    double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int j = 0; j < count; ++j) {
-        int i = list ? list[j] : first + j;
-        if ((w->x[i].w == 0) != anchors) continue;
-        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
-        double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
-        double v[3] = {w->v[i].x - vc[0], w->v[i].y - vc[1], w->v[i].z - vc[2]};
-        L[0] += m * (r[1] * v[2] - r[2] * v[1]);
-        L[1] += m * (r[2] * v[0] - r[0] * v[2]);
-        L[2] += m * (r[0] * v[1] - r[1] * v[0]);
+}
+
+/* Block b's angular momentum and inertia of the particles of one kind
+   about xc: with vc, of the velocities relative to vc (the rigid fit);
+   vc NULL: the angular momentum of the absolute positions and velocities
+   (about the origin, what pbd__momentum_before keeps). */
+static PBD_HD void pbd__spin_block(const pbd_world *w, const int *list, int first, int count, int b, int anchors,
+                                   const double *xc, const double *vc, pbd__spin *s) {
+    int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
+    for (int a = 0; a < 3; ++a) s->L[a] = 0;
+    for (int a = 0; a < 9; ++a) s->inertia[a] = 0;
+    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+        int i = pbd__list_at(list, first, j);
+        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+        if ((x->w == 0) != anchors) continue;
+        double m = anchors ? 1.0 : 1.0 / x->w;
+        double r[3] = {x->x - xc[0], x->y - xc[1], x->z - xc[2]};
+        if (vc) {
+            double u[3] = {v->x - vc[0], v->y - vc[1], v->z - vc[2]};
+            s->L[0] += m * (r[1] * u[2] - r[2] * u[1]);
+            s->L[1] += m * (r[2] * u[0] - r[0] * u[2]);
+            s->L[2] += m * (r[0] * u[1] - r[1] * u[0]);
+        } else {
+            s->L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
+            s->L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
+            s->L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+        }
         double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
         for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
+            for (int c = 0; c < 3; ++c) s->inertia[3 * a + c] += m * ((a == c ? rr : 0) - r[a] * r[c]);
     }
-    if (!pbd__solve3(inertia, L, om)) {
+}
+static PBD_HD void pbd__spin_add(pbd__spin *t, const pbd__spin *s) {
+    for (int a = 0; a < 3; ++a) t->L[a] += s->L[a];
+    for (int a = 0; a < 9; ++a) t->inertia[a] += s->inertia[a];
+}
+
+/* The whole list's sums, block by block (the CPU's way to the GPU's bits). */
+static void pbd__moments_sum(const pbd_world *w, const int *list, int first, int count, int anchors, pbd__moments *t) {
+    pbd__moments s;
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < pbd__sum_blocks(count); ++b) {
+        pbd__moments_block(w, list, first, count, b, anchors, &s);
+        pbd__moments_add(t, &s);
+    }
+}
+static void pbd__spin_sum(const pbd_world *w, const int *list, int first, int count, int anchors, const double *xc,
+                          const double *vc, pbd__spin *t) {
+    pbd__spin s;
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < pbd__sum_blocks(count); ++b) {
+        pbd__spin_block(w, list, first, count, b, anchors, xc, vc, &s);
+        pbd__spin_add(t, &s);
+    }
+}
+
+/* --- the rigid fit of damping -------------------------------------------- */
+
+/* Centre and velocity of the fit from the first moments; 0 when there is
+   no particle of that kind. */
+static PBD_HD int pbd__fit_centre(const pbd__moments *t, double *xc, double *vc) {
+    if (!(t->m > 0)) return 0;
+    for (int a = 0; a < 3; ++a) {
+        xc[a] = t->mx[a] / t->m;
+        vc[a] = t->mv[a] / t->m;
+    }
+    return 1;
+}
+/* Its angular velocity om = I^-1 L; the return value of pbd__rigid_fit. */
+static PBD_HD int pbd__fit_omega(const pbd__spin *t, int anchors, double *om) {
+    if (!pbd__solve3(t->inertia, t->L, om)) {
         /* dynamic and collinear (or one particle): the rotation about the
            line is not defined and damping towards v_cm alone would not keep
            the angular momentum, so the caller skips them */
@@ -14571,6 +14992,33 @@ static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int co
         return anchors;
     }
     return 1;
+}
+
+/* The rigid motion (centre xc, velocity vc, angular velocity om) that best
+   fits the velocities of the particles list[0..count) (list NULL:
+   first..first+count) of one kind (pbd__moments_block). Returns 0 when
+   there is none of that kind, or, for dynamic particles, when the rotation
+   is undefined (collinear); anchors that do not define a rotation (one,
+   two, or in a line) give their mean velocity alone. */
+static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int count, int anchors, double *xc,
+                          double *vc, double *om) {
+    pbd__moments t;
+    pbd__spin s;
+    pbd__moments_sum(w, list, first, count, anchors, &t);
+    if (!pbd__fit_centre(&t, xc, vc)) return 0;
+    pbd__spin_sum(w, list, first, count, anchors, xc, vc, &s);
+    return pbd__fit_omega(&s, anchors, om);
+}
+
+/* Particle i's velocity, the fraction k of the way to the rigid motion. */
+static PBD_HD void pbd__damp_one(pbd_world *w, int i, const double *xc, const double *vc, const double *om, float k) {
+    if (w->x[i].w == 0) return;
+    double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
+    double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2],
+                    vc[2] + om[0] * r[1] - om[1] * r[0]};
+    w->v[i].x += k * (float)(tv[0] - w->v[i].x);
+    w->v[i].y += k * (float)(tv[1] - w->v[i].y);
+    w->v[i].z += k * (float)(tv[2] - w->v[i].z);
 }
 
 /* The particles list[0..count) (list NULL: first..first+count), the
@@ -14582,26 +15030,20 @@ static int pbd__rigid_fit(const pbd_world *w, const int *list, int first, int co
    swings as a near-rigid pendulum, which the first rule would never damp - so
    the velocities move towards the rigid motion of the anchors instead: a
    pinned cloth comes to rest, one held by a moving (kinematic) frame
-   comes to rest in that frame. */
-static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float damping, float h) {
-    float k = 1.0f - expf(-damping * h);
+   comes to rest in that frame. k: the fraction of the way (pbd__damp_fraction). */
+static void pbd__damp_particles(pbd_world *w, const int *list, int first, int count, float k) {
     double xc[3], vc[3], om[3];
     if (!pbd__rigid_fit(w, list, first, count, 1, xc, vc, om) && !pbd__rigid_fit(w, list, first, count, 0, xc, vc, om))
         return;
-    for (int j = 0; j < count; ++j) {
-        int i = list ? list[j] : first + j;
-        if (w->x[i].w == 0) continue;
-        double r[3] = {w->x[i].x - xc[0], w->x[i].y - xc[1], w->x[i].z - xc[2]};
-        double tv[3] = {vc[0] + om[1] * r[2] - om[2] * r[1], vc[1] + om[2] * r[0] - om[0] * r[2],
-                        vc[2] + om[0] * r[1] - om[1] * r[0]};
-        w->v[i].x += k * (float)(tv[0] - w->v[i].x);
-        w->v[i].y += k * (float)(tv[1] - w->v[i].y);
-        w->v[i].z += k * (float)(tv[2] - w->v[i].z);
-    }
+    for (int j = 0; j < count; ++j) pbd__damp_one(w, pbd__list_at(list, first, j), xc, vc, om, k);
 }
 
+/* The fraction of the way to the rigid motion that damping (1/s) takes in
+   a substep h (on the host: libm's expf and a GPU's differ). */
+static float pbd__damp_fraction(float damping, float h) { return 1.0f - expf(-damping * h); }
+
 static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
-    pbd__damp_particles(w, NULL, o->first, o->count, o->damping, h);
+    pbd__damp_particles(w, NULL, o->first, o->count, pbd__damp_fraction(o->damping, h));
 }
 
 /* --- angular momentum -------------------------------------------------------
@@ -14620,59 +15062,72 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
    outside: taken before it, the removed momentum would come back as spin
    every substep. */
 
+/* Block b of object oi: its angular momentum about the origin into L;
+   returns 1 if the block holds an anchor (pinned or kinematic: the object
+   is supported from outside, and L is not used). */
+static PBD_HD int pbd__momentum_block(const pbd_world *w, int oi, int b, double *L) {
+    const pbd__object *o = &w->objects[oi];
+    int j1 = (b + 1) * PBD__SUM_BLOCK < o->count ? (b + 1) * PBD__SUM_BLOCK : o->count;
+    L[0] = L[1] = L[2] = 0;
+    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+        const pbd__p4 *x = &w->x[o->first + j], *v = &w->v[o->first + j];
+        if (x->w == 0) return 1;
+        double m = 1.0 / x->w;
+        L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
+        L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
+        L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+    }
+    return 0;
+}
+
 static void pbd__momentum_before(pbd_world *w, int oi) {
     const pbd__object *o = &w->objects[oi];
-    double *l = w->object_l + 4 * (size_t)oi;
+    double *l = w->object_l + 4 * (size_t)oi, L[3];
     l[0] = l[1] = l[2] = 0;
     l[3] = !o->coupled;
-    for (int i = o->first; i < o->first + o->count && l[3]; ++i) {
-        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
-        if (x->w == 0) {
-            l[3] = 0;
-            break;
-        } /* pinned or kinematic: supported from outside */
-        double m = 1.0 / x->w;
-        l[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
-        l[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
-        l[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+    for (int b = 0; b < pbd__sum_blocks(o->count) && l[3]; ++b) {
+        if (pbd__momentum_block(w, oi, b, L)) l[3] = 0;
+        for (int a = 0; a < 3; ++a) l[a] += L[a];
     }
+}
+
+/* Whether a collider pushed one of particles [first, first + count) this
+   substep (the object is touched from outside). */
+static PBD_HD int pbd__touched(const pbd_world *w, int first, int count) {
+    for (int i = first; i < first + count; ++i)
+        for (int k = 0; k < w->ncontact[i]; ++k)
+            if (pbd__contact_slot(w, i, k)->lambda > 0) return 1;
+    return 0;
+}
+
+/* The angular velocity that gives object oi back its angular momentum l
+   (pbd__momentum_before), from its spin s about its centre; 0 when there
+   is nothing to do. */
+static PBD_HD int pbd__momentum_omega(const double *l, const pbd__spin *s, double *om) {
+    double dL[3] = {l[0] - s->L[0], l[1] - s->L[1], l[2] - s->L[2]};
+    return pbd__solve3(s->inertia, dL, om);
+}
+
+/* Particle i turned by om about c. */
+static PBD_HD void pbd__spin_one(pbd_world *w, int i, const double *c, const double *om) {
+    double r[3] = {w->x[i].x - c[0], w->x[i].y - c[1], w->x[i].z - c[2]};
+    w->v[i].x += (float)(om[1] * r[2] - om[2] * r[1]);
+    w->v[i].y += (float)(om[2] * r[0] - om[0] * r[2]);
+    w->v[i].z += (float)(om[0] * r[1] - om[1] * r[0]);
 }
 
 static void pbd__momentum_restore(pbd_world *w, int oi) {
     const pbd__object *o = &w->objects[oi];
     const double *l = w->object_l + 4 * (size_t)oi;
-    if (!l[3]) return;
-    double M = 0, c[3] = {0, 0, 0};
-    for (int i = o->first; i < o->first + o->count; ++i) {
-        for (int k = 0; k < w->ncontact[i]; ++k)
-            if (pbd__contact_slot(w, i, k)->lambda > 0) return; /* touched from outside */
-        double m = 1.0 / w->x[i].w;
-        M += m;
-        c[0] += m * w->x[i].x;
-        c[1] += m * w->x[i].y;
-        c[2] += m * w->x[i].z;
-    }
-    if (!(M > 0)) return;
-    for (int a = 0; a < 3; ++a) c[a] /= M;
-    double L[3] = {0, 0, 0}, inertia[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-    for (int i = o->first; i < o->first + o->count; ++i) {
-        double m = 1.0 / w->x[i].w;
-        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
-        L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
-        L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
-        L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
-        double r[3] = {x->x - c[0], x->y - c[1], x->z - c[2]}, rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-        for (int a = 0; a < 3; ++a)
-            for (int b = 0; b < 3; ++b) inertia[3 * a + b] += m * ((a == b ? rr : 0) - r[a] * r[b]);
-    }
-    double dL[3] = {l[0] - L[0], l[1] - L[1], l[2] - L[2]}, om[3];
-    if (!pbd__solve3(inertia, dL, om)) return;
-    for (int i = o->first; i < o->first + o->count; ++i) {
-        double r[3] = {w->x[i].x - c[0], w->x[i].y - c[1], w->x[i].z - c[2]};
-        w->v[i].x += (float)(om[1] * r[2] - om[2] * r[1]);
-        w->v[i].y += (float)(om[2] * r[0] - om[0] * r[2]);
-        w->v[i].z += (float)(om[0] * r[1] - om[1] * r[0]);
-    }
+    if (!l[3] || pbd__touched(w, o->first, o->count)) return;
+    pbd__moments t;
+    pbd__spin s;
+    double c[3], vc[3], om[3];
+    pbd__moments_sum(w, NULL, o->first, o->count, 0, &t);
+    if (!pbd__fit_centre(&t, c, vc)) return;
+    pbd__spin_sum(w, NULL, o->first, o->count, 0, c, NULL, &s);
+    if (!pbd__momentum_omega(l, &s, om)) return;
+    for (int i = o->first; i < o->first + o->count; ++i) pbd__spin_one(w, i, c, om);
 }
 
 /* --- step ------------------------------------------------------------------- */
@@ -14685,17 +15140,18 @@ static void pbd__jacobi_clear(pbd_world *w) {
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < w->n; ++i) w->delta[i].x = w->delta[i].y = w->delta[i].z = w->delta[i].w = 0;
 }
+static inline PBD_HD void pbd__jacobi_apply_one(pbd_world *w, int i) {
+    const pbd__p4 *d = &w->delta[i];
+    if (d->w > 0) {
+        float s = w->jacobi_relax / d->w;
+        w->p[i].x += d->x * s;
+        w->p[i].y += d->y * s;
+        w->p[i].z += d->z * s;
+    }
+}
 static void pbd__jacobi_apply(pbd_world *w) {
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < w->n; ++i) {
-        const pbd__p4 *d = &w->delta[i];
-        if (d->w > 0) {
-            float s = w->jacobi_relax / d->w;
-            w->p[i].x += d->x * s;
-            w->p[i].y += d->y * s;
-            w->p[i].z += d->z * s;
-        }
-    }
+    for (int i = 0; i < w->n; ++i) pbd__jacobi_apply_one(w, i);
 }
 
 static void pbd__reset_multipliers(pbd_world *w) {
@@ -14902,11 +15358,12 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
 }
 
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
-    PBD__CHECK_WORLD(w);
+    if (!w) return PBD_ERROR_NULL_POINTER; /* not PBD__CHECK_WORLD: a GPU world's step needs no fetch */
     if (!(dt >= PBD_MIN_TIME_STEP && dt <= PBD_MAX_TIME_STEP))
         return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,
                          (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);
     int S = pbd_world_step_substeps(w, dt);
+    if (w->gpu) return pbd__gpu_step(w, dt, S);
     float h = dt / (float)S;
     pbd__step_keep(w);
     pbd__fluid_begin_step(w, h);

@@ -2391,6 +2391,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     pbd_up__wrinkle_targets(wr, d->coarse_positions);
 
     pbd_world_desc wd = pbd_world_desc_default();
+    wd.device = PBD_DEVICE_CPU; /* its plugin is not on the GPU yet (pbd_cuda.cu) */
     wd.gravity[0] = wd.gravity[1] = wd.gravity[2] = 0.0f;
     wd.substeps = 1;
     wd.iterations = d->iterations;
@@ -2603,6 +2604,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
 static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending, pbd_world **w,
                                          pbd_range *cloth) {
     pbd_world_desc wd = pbd_world_desc_default();
+    wd.device = PBD_DEVICE_CPU; /* fitting runs on the CPU */
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
     pbd_result r = pbd_world_create(&wd, w);

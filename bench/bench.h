@@ -30,6 +30,16 @@ static int bench_cmp_double(const void *a, const void *b) {
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
+/* The device of the worlds that the scenes' make() build (bench_desc): the
+   CPU for the three CPU measurements (a program built with PBD_CUDA would
+   otherwise put them on the GPU), the GPU for bench_cuda_scene's. */
+static pbd_device bench_device = PBD_DEVICE_CPU;
+static pbd_world_desc bench_desc(void) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.device = bench_device;
+    return d;
+}
+
 /* Optional: called before every step (moving kinematic targets, colliders);
    its time is part of the step's. */
 static void (*bench_before_step)(pbd_world *w) = NULL;
@@ -77,6 +87,56 @@ static int bench_jacobi(const pbd_world *w) {
 /* The three measurements of one scene: make() builds a fresh world. */
 typedef pbd_world *(*bench_make_fn)(void *ctx);
 
+/* The GPU measurement of a scene (pbd_cuda.cu): path "cuda", with the
+   upload of the world (upload_ms) and one positions read-back after a step
+   (readback_ms); warm: steps before the timing. Where there is no GPU
+   world to measure (built without PBD_CUDA, no device, a feature not on
+   the GPU yet) one line says why: "skipped". */
+static void bench_cuda_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int warm, int steps) {
+#ifdef PBD_CUDA
+    bench_device = PBD_DEVICE_GPU;
+    pbd_world *w = make(ctx);
+    bench_device = PBD_DEVICE_CPU;
+    if (!w || pbd_world_device(w) != PBD_DEVICE_GPU) {
+        printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"path\":\"cuda\",\"skipped\":\"%s\"}\n", bench, scene,
+               w ? "no GPU world" : pbd_last_error());
+        pbd_world_destroy(w);
+        return;
+    }
+    double t0 = bench_now();
+    pbd_world_device_positions(w); /* uploads the world */
+    double upload = (bench_now() - t0) * 1e3;
+    for (int s = 0; s < warm; ++s) pbd_world_step(w, 1.0f / 60.0f);
+    double ms = bench_ms_per_step(w, steps);
+    pbd_world_step(w, 1.0f / 60.0f);
+    t0 = bench_now();
+    pbd_world_positions(w); /* fetches x and v */
+    double readback = (bench_now() - t0) * 1e3;
+    long constraints;
+    int colors;
+    bench_count(w, &constraints, &colors);
+    int iterations = 0, substeps = pbd_world_step_substeps(w, 1.0f / 60.0f);
+    pbd_world_get_solver(w, NULL, NULL, &iterations);
+    printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"particles\":%d,\"constraints\":%ld,\"colors\":%d,"
+           "\"iterations\":%d,\"substeps\":%d,\"mode\":\"%s\",\"path\":\"cuda\",\"threads\":0,"
+           "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g,\"upload_ms\":%.3f,\"readback_ms\":%.3f}\n",
+           bench, scene, pbd_world_particle_count(w), constraints, colors, iterations, substeps,
+           bench_jacobi(w) ? "jacobi" : "gs", ms, (double)constraints * iterations * substeps / (ms * 1e-3), upload,
+           readback);
+    fflush(stdout);
+    pbd_world_destroy(w);
+#else
+    (void)make, (void)ctx, (void)warm, (void)steps;
+    printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"path\":\"cuda\",\"skipped\":\"built without PBD_CUDA "
+           "(make bench builds with it where nvcc exists)\"}\n",
+           bench, scene);
+#endif
+}
+
+/* Whether bench_scene measures the GPU too (the benches that the GPU
+   companion's issue names: cloth, fluid, strands, self-collision). */
+static int bench_with_cuda = 0;
+
 static void bench_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int steps) {
     struct {
         int simd, threads;
@@ -94,8 +154,8 @@ static void bench_scene(const char *bench, const char *scene, bench_make_fn make
         long constraints;
         int colors;
         bench_count(w, &constraints, &colors);
-        int iterations = 0, substeps = 0;
-        pbd_world_get_solver(w, NULL, &substeps, &iterations);
+        int iterations = 0, substeps = pbd_world_step_substeps(w, 1.0f / 60.0f); /* what a step takes */
+        pbd_world_get_solver(w, NULL, NULL, &iterations);
         printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"particles\":%d,\"constraints\":%ld,\"colors\":%d,"
                "\"iterations\":%d,\"substeps\":%d,\"mode\":\"%s\",\"path\":\"%s\",\"threads\":%d,"
                "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g}\n",
@@ -105,5 +165,6 @@ static void bench_scene(const char *bench, const char *scene, bench_make_fn make
         fflush(stdout);
         pbd_world_destroy(w);
     }
+    if (bench_with_cuda) bench_cuda_scene(bench, scene, make, ctx, 0, steps);
 }
 #endif

@@ -104,7 +104,7 @@ static void busy_set(int busy) {
 /* --- scenes ------------------------------------------------------------------ */
 
 static pbd_world *make_cloth(void) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
@@ -131,7 +131,7 @@ static pbd_world *make_cloth(void) {
 
 static pbd_world *make_fluid(void) {
     enum { NX = 40, NY = 20, NZ = 20 };
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     const float s = 0.025f, sx = 2.0f * NX * s, sz = NZ * s;
@@ -163,7 +163,7 @@ static pbd_world *make_fluid(void) {
 }
 
 static pbd_world *make_softbody(void) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float lo[3] = {0, 1, 0}, hi[3] = {1.45f, 1.45f, 0.45f};

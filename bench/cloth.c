@@ -9,7 +9,7 @@ typedef struct cloth_ctx {
 
 static pbd_world *make_cloth(void *vctx) {
     const cloth_ctx *c = (const cloth_ctx *)vctx;
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = c->substeps;
     d.iterations = c->iterations;
     pbd_world *w = NULL;
@@ -25,6 +25,7 @@ static pbd_world *make_cloth(void *vctx) {
     cd.triangle_count = m.triangle_count;
     cd.bending = c->bend ? PBD_BENDING_DIHEDRAL : PBD_BENDING_NONE;
     cd.stretch_compliance = 1e-8f;
+    cd.gravity_cfl = 0; /* the substeps asked for: the solver's speed, not the cloth defaults' substep count */
     pbd_object obj;
     pbd_result r = pbd_add_cloth(w, &cd, &obj);
     pbd_mesh_free(&m);
@@ -42,7 +43,13 @@ static void run(int n, int bend, int iterations, int substeps, int jacobi, int s
 }
 
 int main(int argc, char **argv) {
+    bench_with_cuda = 1;
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+    if (argc > 1 && strcmp(argv[1], "--gpu") == 0) { /* the GPU companion's targets only */
+        run(400, 1, 5, 1, 0, 5);
+        run(1000, 0, 5, 1, 0, 1);
+        return 0;
+    }
     run(100, 0, 20, 1, 0, 20);
     run(100, 1, 20, 1, 0, 10);
     run(200, 0, 20, 1, 0, 10);

@@ -89,7 +89,7 @@ static double worst_strain(const pbd_world *w, const edges *e, double *mean) {
 }
 
 static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers, float damping, edges *e) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     if (substeps) d.substeps = substeps;
     if (iterations) d.iterations = iterations;
     pbd_world *w = NULL;
@@ -143,7 +143,7 @@ static strain_out measure_strain(strain_run s) {
 
 static void print_strain(const char *scene, strain_run s) {
     strain_out o = measure_strain(s);
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     (void)d;
     printf("{\"bench\":\"cloth_defaults\",\"scene\":\"%s\",\"n\":%d,\"substeps\":%d,\"iterations\":%d,"
@@ -162,7 +162,7 @@ typedef struct cost_cfg {
 } cost_cfg;
 
 static pbd_world *cost_world(const cost_cfg *c, int substeps, int iterations) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     if (c->old) {
         d.substeps = 4;
         d.iterations = 4;

@@ -24,7 +24,7 @@ static int cfl0 = 0; /* --cfl0: gravity_cfl = 0 */
 
 static pbd_world *make_fluid(void *vctx) {
     const fluid_ctx *c = (const fluid_ctx *)vctx;
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = c->substeps;
     d.iterations = c->iterations;
     pbd_world *w = NULL;
@@ -88,6 +88,7 @@ static void run(int nx, int ny, int nz, int substeps, int iterations, int warm, 
         fflush(stdout);
         pbd_world_destroy(w);
     }
+    bench_cuda_scene("fluid", scene, make_fluid, &c, warm, steps);
 }
 
 int main(int argc, char **argv) {

@@ -19,7 +19,7 @@
 enum { NX = 10, NY = 30, NZ = 10, N = NX * NY * NZ, STEPS = 120 };
 
 static pbd_world *make_tank(float d, int substeps, pbd_fluid *f) {
-    pbd_world_desc wd = pbd_world_desc_default();
+    pbd_world_desc wd = bench_desc();
     wd.substeps = substeps;
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return NULL;

@@ -49,7 +49,7 @@ typedef struct mr_world {
 static mr_world mr_make(int n, int levels, float reduction, int scheme, float beta, float gy, int wrinkles, int hang) {
     mr_world m;
     memset(&m, 0, sizeof m);
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = 1;
     d.iterations = 1;
     d.gravity[1] = gy;
@@ -219,7 +219,7 @@ static void strain(int n, int levels, float beta, float dt, float *avg, float *g
    the collapse mirrored (see tests/test_sm_cloth.c), unless rounding
    lifts it out. */
 static int recovery(int n, int collapsed, int scheme, float *error, float *y_extent) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = 1;
     d.iterations = 1;
     d.gravity[1] = 0;

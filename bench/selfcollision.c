@@ -32,7 +32,7 @@ static void fold_in_half(pbd_mesh *m, int n, float gap) {
 }
 
 static pbd_world *build(int n, int self, int folded) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float o[3] = {-0.3f, 0.35f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
@@ -105,6 +105,7 @@ static pbd_world *make_scene(void *vctx) {
 }
 
 int main(int argc, char **argv) {
+    bench_with_cuda = 1;
     int quick = argc > 1 && strcmp(argv[1], "--quick") == 0, steps = quick ? 3 : 10;
     sc_ctx drape = {100, 0, 0, 60}, drape_self = {100, 1, 0, 60}, folded = {100, 0, 1, 120},
            folded_self = {100, 1, 1, 120};

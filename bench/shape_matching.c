@@ -176,7 +176,7 @@ static pbd_sm_sum_plan *make_plan(const world_ctx *c) {
 
 /* A 0.1 m lattice block resting on a ground plane, regions of half-width w. */
 static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     pbd_world *w = NULL;
     if (pbd_world_create(&d, &w) != PBD_OK) return NULL;
     float *x = (float *)malloc(sizeof(float) * 3 * (size_t)c->n);

@@ -11,7 +11,7 @@ typedef struct shuffled_ctx {
 
 static pbd_world *make_shuffled(void *vctx) {
     const shuffled_ctx *c = (const shuffled_ctx *)vctx;
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = 1;
     d.iterations = 10;
     pbd_world *w = NULL;

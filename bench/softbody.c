@@ -10,7 +10,7 @@ typedef struct bar_ctx {
 
 static pbd_world *make_bar(void *vctx) {
     const bar_ctx *c = (const bar_ctx *)vctx;
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = c->substeps;
     d.iterations = c->iterations;
     pbd_world *w = NULL;

@@ -16,7 +16,7 @@ static int bench_step;
 
 static pbd_world *make_hair(void *vctx) {
     const hair_ctx *c = (const hair_ctx *)vctx;
-    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world_desc d = bench_desc();
     d.substeps = c->substeps;
     d.iterations = c->iterations;
     pbd_world *w = NULL;
@@ -66,6 +66,7 @@ static long segments(const pbd_world *w) {
 }
 
 int main(void) {
+    bench_with_cuda = 1;
     bench_before_step = shake;
     bench_extra_constraints = segments;
     hair_ctx one = {10000, 32, 1, 1, 0}; /* DFTL as in the paper: one step, one pass */

@@ -193,10 +193,13 @@ int main(int argc, char **argv) {
     }
 
     printf("showcase: %d particles (cloth %d, soft box %d in %d tets, balloon %d), "
-           "%d substeps x %d iterations, simd %s x%d, %d thread(s)\n",
+           "%d substeps x %d iterations\n",
            pbd_world_particle_count(w), cloth_parts.particles.count, box_parts.particles.count, box_mesh.tet_count,
-           balloon_parts.particles.count, wd.substeps, wd.iterations, pbd_simd_path(), pbd_simd_width(),
-           pbd_max_threads());
+           balloon_parts.particles.count, wd.substeps, wd.iterations);
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) printf("showcase: on the GPU (built with PBD_CUDA and pbd_cuda.cu)\n");
+    else
+        printf("showcase: on the CPU, simd %s x%d, %d thread(s)\n", pbd_simd_path(), pbd_simd_width(),
+               pbd_max_threads());
 
     /* ---- simulate and render -------------------------------------------- */
     {

@@ -96,12 +96,16 @@ void pbdt_run(const char *name, void (*fn)(void)) {
 }
 
 // clang-format off
+#ifdef PBD_CUDA /* pbd_cuda_tests: the GPU companion's suite only */
+#define PBDT_SUITES(X) X(cuda)
+#else
 #define PBDT_SUITES(X) \
     X(constraints) X(meshes) X(world) X(errors) X(solver) X(bodies) X(collisions) X(parallel) X(plugins) \
     X(sm) X(sm_oriented) X(sm_volume) X(upsample) X(upsample_fit) X(sm_shape) X(sm_cloth) X(sm_sum) \
     X(sm_rot4) X(sm_rigid) X(particle_contact) X(fluids) X(strain) X(strands) X(tearing) X(damping) \
     X(mesh_colliders) X(selfcollision) X(sc_simd) X(contact_bounds) X(team) X(tethers) X(fluid_walls) \
-    X(robust) X(fuzz) X(determinism) X(handles)
+    X(robust) X(fuzz) X(determinism) X(handles) X(cuda)
+#endif
 // clang-format on
 #define PBDT_DECLARE(s) void suite_##s(void);
 PBDT_SUITES(PBDT_DECLARE)

@@ -1,0 +1,961 @@
+/* pbd_cuda.cu - the GPU companion of pbd.h: a world's step on a CUDA device.
+
+   BUILD
+       One file next to your program, one define in the file that holds
+       pbd.h's implementation:
+           nvcc -O3 --fmad=false -DPBD_CUDA app.c pbd_cuda.cu -o app
+       or in two steps:
+           cc -O2 -DPBD_CUDA -c app.c
+           nvcc -O3 --fmad=false -c pbd_cuda.cu
+           cc app.o pbd_cuda.o -L/usr/local/cuda/lib64 -lcudart -lm -o app
+       (--fmad=false: no fused multiply-adds, so that a GPU world gives a
+       CPU world's bits; without it the results differ in the last bits.)
+       Without PBD_CUDA nothing changes: pbd.h includes no CUDA header and
+       needs nothing of this file. `make cuda` builds the examples this way.
+
+   THE DEVICE
+       pbd_world_desc.device chooses, per world:
+           PBD_DEVICE_AUTO (default)  the GPU if one is found, else the CPU;
+                                      the choice goes to the desc's log
+                                      callback with PBD_OK
+           PBD_DEVICE_GPU             the GPU, or pbd_world_create fails with
+                                      PBD_ERROR_UNSUPPORTED and the reason (no
+                                      device, driver too old, a pbd_cuda.cu
+                                      built against another pbd.h) or with
+                                      PBD_ERROR_OUT_OF_MEMORY
+           PBD_DEVICE_CPU             the CPU
+       pbd_world_device(w) tells which one a world got. One program can step
+       a CPU world and a GPU world side by side (the tests compare them).
+
+   WHAT RUNS ON THE GPU
+       Prediction (gravity, point damping, pinned and kinematic particles);
+       every constraint group type (distance, dihedral and isometric
+       bending, area, tet volume, attachments, unilateral constraints,
+       balloons' global volume) in Gauss-Seidel by the CPU's colours (the
+       overflow colour in one thread) or in the averaged Jacobi mode; long
+       range attachments (tethers, with their give-way and tightening);
+       analytic colliders (plane, sphere, capsule, box) with continuous
+       contacts, friction and restitution; the velocity pass; the
+       angular-momentum restore; momentum-conserving damping per object and
+       per cluster; the non-finite check and its rollback. Snapshots and
+       restore work on GPU worlds as on CPU worlds.
+       Not yet (adding them to a GPU world fails with PBD_ERROR_UNSUPPORTED
+       and the feature's name; nothing runs silently on the CPU):
+       acceleration fields (a host callback), mesh and SDF-grid colliders,
+       particle contact, fluids, strain limits, strands, tearing,
+       self-collision, plugins (pbd_sm.h).
+
+   DATA
+       The host keeps the whole world, and every call validates and changes
+       it there exactly as for a CPU world (same checks, same errors). The
+       device holds a copy that the steps advance:
+       - the first step after a change uploads the world (the particles,
+         groups, objects, colliders, tethers and clusters); a step with no
+         change before it uploads only the colliders' poses;
+       - after a step the host's particles are stale; the first call that
+         reads or changes the world fetches them (x and v, once per step at
+         most): pbd_world_positions(w) after each step, not a pointer kept
+         from before it;
+       - pbd_world_device_positions(w) gives the device's positions (4
+         floats per particle, w the inverse mass) for CUDA-OpenGL interop:
+         a renderer draws them without a copy.
+
+   THE SAME BITS
+       The kernels call the functions of pbd.h marked PBD_HD, the CPU
+       solver's scalar path (which the SIMD path matches bit for bit): the
+       constraint math, the XPBD update, the colliders' distances, the
+       prediction, the velocity pass and the sums of damping and momentum
+       exist once. Every kernel keeps the CPU's order where it matters: one
+       thread per constraint of a colour (no two share a particle), one
+       thread per particle for its contacts and tethers, one thread for the
+       overflow colour and a balloon's volume. The sums of damping and of
+       the angular-momentum restore run, on the CPU too, in blocks of 256
+       particles (pbd.h, "sums over particles"): here one thread per block,
+       then one per object adding its blocks in order; damping clusters
+       one after the other (a particle may be in several). No float
+       atomics. Constants that need libm (expf of the damping) are computed
+       on the host. So a GPU world gives a CPU world's bits (with
+       --fmad=false and CUDA's default IEEE division and square root;
+       checked on an NVIDIA H200 with CUDA 13.0).
+
+   EMULATION
+       Compiled as C++ by the host compiler with PBD_CUDA_EMULATE defined,
+       this file runs its kernels on the CPU: device memory is host memory,
+       and a launch runs one logical thread per element, in a seeded
+       shuffled order, on OpenMP threads. A race between threads of one
+       launch (two writing the same particle) then changes the result with
+       the order, and the tests (tests/test_cuda.c, in `make test`) compare
+       two orders and the CPU world bit for bit on every machine.
+       pbd__cuda_emulate_seed(s) sets the order's seed. `make test-gpu`
+       runs the same tests on a real GPU, and compute-sanitizer over them.
+
+   LICENSE: as pbd.h (see the end of pbd.h). */
+
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic ignored "-Wunused-function" /* the private copy of pbd.h */
+#endif
+#define PBD_CUDA_COMPANION /* this file's private copy: no PBD_CUDA hooks */
+#define PBD_IMPLEMENTATION
+#define PBD_STATIC
+#define PBD_NO_SIMD   /* the kernels run the scalar reference path */
+#define PBD_NO_OPENMP /* the host code here is serial */
+#include "pbd.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef PBD_CUDA_EMULATE
+#include <vector>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#else
+#include <cuda_runtime.h>
+#endif
+
+
+// ==== launches ==============================================================
+/* A kernel is a grid-stride loop over its elements (PBD__GRID_LOOP). On a
+   GPU, pbd__launch starts enough blocks of 256 threads; emulated, it runs
+   one logical thread per element in a shuffled order on OpenMP threads. */
+
+#ifdef PBD_CUDA_EMULATE
+#define PBD__KERNEL static void
+static thread_local int pbd__emu_tid, pbd__emu_threads;
+#define PBD__GRID_LOOP(i, n) for (int i = pbd__emu_tid; i < (n); i += pbd__emu_threads)
+static unsigned pbd__emu_seed = 1u;
+enum { PBD__EMU_PARALLEL_MIN = 2048 };
+#else
+#define PBD__KERNEL static __global__ void
+#define PBD__GRID_LOOP(i, n) \
+    for (int i = (int)(blockIdx.x * blockDim.x + threadIdx.x); i < (n); i += (int)(blockDim.x * gridDim.x))
+#endif
+
+extern "C" void pbd__cuda_emulate_seed(unsigned seed) {
+#ifdef PBD_CUDA_EMULATE
+    pbd__emu_seed = seed ? seed : 1u;
+#else
+    (void)seed; /* a real GPU runs in its own order */
+#endif
+}
+
+/* A particle set whose sums run in blocks (pbd.h, "sums over particles"):
+   an object (list NULL, its range) or a damping cluster (its list). */
+typedef struct pbd__set {
+    const int *list;
+    int first, count, blk0; /* its blocks: blk0 .. blk0 + pbd__sum_blocks(count) */
+    float damping;
+} pbd__set;
+
+/* A set's rigid fit (damping) or centre and turn (momentum restore). */
+typedef struct pbd__fit {
+    double xc[3], vc[3], om[3];
+    int mode; /* -1: nothing to do; 0: dynamic particles; 1: anchors */
+} pbd__fit;
+
+/* The sets (objects first, then clusters), their blocks and the blocks' sums. */
+typedef struct pbd__sums {
+    pbd__set *sets;
+    int *blk_set;          /* per block: its set */
+    pbd__moments *ma, *md; /* per block: the anchors' and the dynamic particles' moments */
+    pbd__spin *sp;         /* per block: the spin of the chosen kind */
+    double *lb;            /* per block of an object: its angular momentum about the origin */
+    int *flag;             /* per block: it holds an anchor / a pushed particle */
+    pbd__fit *fit;         /* per set */
+    int nsets, nblk, nobj_blk;
+} pbd__sums;
+
+/* The device's state of one world. */
+typedef struct pbd__buf {
+    void *p;
+    size_t cap;
+} pbd__buf;
+
+struct pbd__gpu {
+    pbd_world shadow; /* the world as the kernels see it: device pointers */
+    pbd_world *dw;    /* the shadow in device memory */
+    int *bad;         /* the non-finite check's flag */
+    float *lambdas;              /* every group's multipliers, one block (zeroed every substep) */
+    size_t nlambdas;
+    pbd__lra *lras;              /* host image of the device's tether records (their device arrays) */
+    pbd__sums sums;              /* the blocked sums of damping and momentum (device arrays) */
+    float *set_k;                /* per set: the damping fraction of a substep */
+    /* device buffers, reused by the next upload in the same order */
+    pbd__buf *bufs;
+    int nbufs, used;
+    /* host scratch sized at upload: the colliders' poses at the step's start
+       (rollback), the damping fractions */
+    pbd__collider *col_keep;
+    float *hk;
+    int nlras_cap;
+#ifdef PBD_CUDA_EMULATE
+    std::vector<int> *order;
+    unsigned launches;
+#endif
+};
+
+#ifdef PBD_CUDA_EMULATE
+/* A seeded shuffle of 0..n-1 (Fisher-Yates with xorshift), different per launch. */
+static const int *pbd__emu_order(pbd__gpu *g, int n) {
+    std::vector<int> &o = *g->order;
+    o.resize((size_t)n);
+    for (int i = 0; i < n; ++i) o[(size_t)i] = i;
+    unsigned s = pbd__emu_seed * 2654435761u + (++g->launches) * 40503u;
+    for (int i = n - 1; i > 0; --i) {
+        s ^= s << 13;
+        s ^= s >> 17;
+        s ^= s << 5;
+        int j = (int)(s % (unsigned)(i + 1));
+        int t = o[(size_t)i];
+        o[(size_t)i] = o[(size_t)j];
+        o[(size_t)j] = t;
+    }
+    return o.data();
+}
+template <typename... P, typename... A>
+static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
+    if (n <= 0) return;
+    const int *order = pbd__emu_order(g, n);
+    /* in parallel where there is enough to share: the shuffled order alone
+       already makes a race show, and a parallel region costs microseconds */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static, 64) if (n >= PBD__EMU_PARALLEL_MIN)
+#endif
+    for (int j = 0; j < n; ++j) {
+        pbd__emu_tid = order[j];
+        pbd__emu_threads = n;
+        k(a...);
+    }
+}
+#else
+template <typename... P, typename... A>
+static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
+    (void)g;
+    if (n <= 0) return;
+    int threads = 256, blocks = (n + threads - 1) / threads;
+    if (blocks > 65536) blocks = 65536; /* the grid-stride loop does the rest */
+    k<<<blocks, threads>>>(a...);
+}
+#endif
+
+// ==== device memory ==========================================================
+
+#ifdef PBD_CUDA_EMULATE
+static int pbd__dmalloc(void **p, size_t n) {
+    *p = malloc(n ? n : 1);
+    return *p != NULL;
+}
+static void pbd__dfree(void *p) { free(p); }
+static void pbd__h2d(void *d, const void *h, size_t n) {
+    if (n) memcpy(d, h, n);
+}
+static void pbd__d2h(void *h, const void *d, size_t n) {
+    if (n) memcpy(h, d, n);
+}
+static void pbd__d2d(void *d, const void *s, size_t n) {
+    if (n) memcpy(d, s, n);
+}
+static void pbd__dzero(void *d, size_t n) {
+    if (n) memset(d, 0, n);
+}
+static void pbd__dsync(void) {}
+#else
+static int pbd__dmalloc(void **p, size_t n) { return cudaMalloc(p, n ? n : 1) == cudaSuccess; }
+static void pbd__dfree(void *p) { cudaFree(p); }
+static void pbd__h2d(void *d, const void *h, size_t n) {
+    if (n) cudaMemcpy(d, h, n, cudaMemcpyHostToDevice);
+}
+static void pbd__d2h(void *h, const void *d, size_t n) {
+    if (n) cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost);
+}
+static void pbd__d2d(void *d, const void *s, size_t n) {
+    if (n) cudaMemcpy(d, s, n, cudaMemcpyDeviceToDevice);
+}
+static void pbd__dzero(void *d, size_t n) {
+    if (n) cudaMemset(d, 0, n);
+}
+static void pbd__dsync(void) { cudaDeviceSynchronize(); }
+#endif
+
+/* The next device buffer of an upload, at least n bytes (NULL: out of
+   memory). Buffers are taken in the same order by every upload, so an
+   upload of an unchanged world allocates nothing. */
+static void *pbd__take(pbd__gpu *g, size_t n) {
+    if (n == 0) n = 1;
+    if (g->used == g->nbufs) {
+        pbd__buf *b = (pbd__buf *)realloc(g->bufs, sizeof *b * (size_t)(g->nbufs + 16));
+        if (!b) return NULL;
+        memset(b + g->nbufs, 0, sizeof *b * 16);
+        g->bufs = b;
+        g->nbufs += 16;
+    }
+    pbd__buf *b = &g->bufs[g->used];
+    if (b->cap < n) {
+        pbd__dfree(b->p);
+        b->p = NULL;
+        b->cap = 0;
+        if (!pbd__dmalloc(&b->p, n)) return NULL;
+        b->cap = n;
+    }
+    g->used++;
+    return b->p;
+}
+/* A device copy of n bytes of host memory (NULL host: none). */
+static int pbd__copy_up(pbd__gpu *g, void **dev, const void *host, size_t n) {
+    if (!host) {
+        *dev = NULL;
+        return 1;
+    }
+    *dev = pbd__take(g, n);
+    if (!*dev) return 0;
+    pbd__h2d(*dev, host, n);
+    return 1;
+}
+#define PBD__UP(g, field, host, count) pbd__copy_up((g), (void **)&(field), (host), sizeof *(host) * (size_t)(count))
+#define PBD__SCRATCH(g, field, count) ((field) = (decltype(field))pbd__take((g), sizeof *(field) * (size_t)(count)))
+
+// ==== upload =================================================================
+
+/* The sets and blocks of the blocked sums; clusters: the host image of
+   the uploaded cluster records (their device lists). */
+static int pbd__upload_sums(pbd__gpu *g, const pbd_world *w, const pbd__cluster *clusters) {
+    pbd__sums *S = &g->sums;
+    int nsets = w->nobjects + w->nclusters, nblk = 0;
+    pbd__set *sets = (pbd__set *)malloc(sizeof(pbd__set) * (size_t)(nsets + 1));
+    if (!sets) return 0;
+    for (int i = 0; i < nsets; ++i) {
+        pbd__set *t = &sets[i];
+        if (i < w->nobjects) {
+            t->list = NULL;
+            t->first = w->objects[i].first;
+            t->count = w->objects[i].count;
+            t->damping = w->objects[i].damping;
+        } else {
+            t->list = clusters[i - w->nobjects].particles;
+            t->first = 0;
+            t->count = clusters[i - w->nobjects].count;
+            t->damping = clusters[i - w->nobjects].damping;
+        }
+        t->blk0 = nblk;
+        nblk += pbd__sum_blocks(t->count);
+        if (i == w->nobjects - 1) S->nobj_blk = nblk;
+    }
+    if (w->nobjects == 0) S->nobj_blk = 0;
+    int *blk_set = (int *)malloc(sizeof(int) * (size_t)(nblk + 1));
+    int ok = blk_set != NULL;
+    for (int i = 0; ok && i < nsets; ++i)
+        for (int b = 0; b < pbd__sum_blocks(sets[i].count); ++b) blk_set[sets[i].blk0 + b] = i;
+    S->nsets = nsets;
+    S->nblk = nblk;
+    ok = ok && PBD__UP(g, S->sets, sets, nsets) && PBD__UP(g, S->blk_set, blk_set, nblk) &&
+         PBD__SCRATCH(g, S->ma, nblk) && PBD__SCRATCH(g, S->md, nblk) && PBD__SCRATCH(g, S->sp, nblk) &&
+         PBD__SCRATCH(g, S->lb, 3 * (size_t)nblk) && PBD__SCRATCH(g, S->flag, nblk) && PBD__SCRATCH(g, S->fit, nsets);
+    free(sets);
+    free(blk_set);
+    return ok;
+}
+
+/* A group's arrays on the device (slot, the attachments' user index map,
+   stays on the host). */
+static int pbd__upload_group(pbd__gpu *g, pbd__group *d, const pbd__group *h, float *lambda) {
+    *d = *h;
+    d->lambda = lambda;
+    size_t nidx = h->ncolors == 0 ? (size_t)h->ntris * 3 : (size_t)h->count * (size_t)h->arity;
+    size_t nrest = (size_t)(h->count > 0 ? h->count : 1) * (size_t)h->rest_stride;
+    d->slot = NULL;
+    return PBD__UP(g, d->idx, h->idx, nidx) && PBD__UP(g, d->rest, h->rest, nrest) &&
+           PBD__UP(g, d->verts, h->verts, h->nverts) &&
+           PBD__UP(g, d->scratch, h->scratch, 6 * (size_t)h->nverts) &&
+           PBD__UP(g, d->color_start, h->color_start, h->ncolors + 1);
+}
+
+static int pbd__upload_lra(pbd__gpu *g, pbd__lra *d, const pbd__lra *h) {
+    *d = *h;
+    long nt = h->count > 0 && h->start ? h->start[h->count] : 0;
+    return PBD__UP(g, d->particles, h->particles, h->count) && PBD__UP(g, d->start, h->start, h->count + 1) &&
+           PBD__UP(g, d->anchor, h->anchor, nt) && PBD__UP(g, d->length, h->length, nt) &&
+           PBD__UP(g, d->reach, h->reach, 2 * nt);
+}
+
+/* The whole world onto the device: the shadow world with device pointers,
+   copied to device memory for the kernels. */
+static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
+    g->used = 0;
+    g->dw = NULL; /* until this upload is complete: nothing to fetch (the host has it all) */
+    pbd_world *s = &g->shadow;
+    *s = *w;
+    int n = w->n;
+    /* what the kernels do not use, or GPU worlds do not have */
+    s->mass = NULL;
+    s->owner = NULL;
+    s->contact_ids = NULL;
+    s->pressure = s->pressure_step = NULL;
+    s->object_coupled = NULL;
+    s->pose_step = NULL;
+    s->meshcols = NULL;
+    s->surfaces = NULL;
+    s->selfcol = NULL;
+    memset(&s->pp, 0, sizeof s->pp);
+    s->limits = NULL;
+    s->strands = NULL;
+    s->tears = NULL;
+    s->plugins = NULL;
+    s->gpu = NULL;
+    int ok = PBD__UP(g, s->x, w->x, n) && PBD__UP(g, s->v, w->v, n) && PBD__UP(g, s->p, w->p, n) &&
+             PBD__UP(g, s->radius, w->radius, n) && PBD__UP(g, s->flags, w->flags, n) &&
+             PBD__UP(g, s->kin_target, w->kin_target, n) && PBD__UP(g, s->kin_from, w->kin_from, n) &&
+             PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) && PBD__SCRATCH(g, s->v_step, n) &&
+             PBD__SCRATCH(g, s->ncontact, n) && PBD__SCRATCH(g, s->contacts, w->contact_cap) &&
+             PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
+             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
+    if (!ok) return 0;
+    if (n) pbd__dzero(s->ncontact, (size_t)n);
+    /* groups, tethers and clusters: their arrays first, then the records */
+    if (w->nlras + 1 > g->nlras_cap) {
+        free(g->lras);
+        g->nlras_cap = 0;
+        g->lras = (pbd__lra *)malloc(sizeof(pbd__lra) * (size_t)(w->nlras + 1));
+        if (!g->lras) return 0;
+        g->nlras_cap = w->nlras + 1;
+    }
+    pbd__lra *lras = g->lras;
+    /* the multipliers: one block, which one memset zeroes every substep */
+    g->nlambdas = 0;
+    for (int i = 0; i < w->ngroups; ++i) g->nlambdas += (size_t)(w->groups[i].count > 0 ? w->groups[i].count : 1);
+    if (!PBD__SCRATCH(g, g->lambdas, g->nlambdas)) return 0;
+    pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
+    pbd__group *groups = (pbd__group *)malloc(sizeof(pbd__group) * (size_t)(w->ngroups + 1));
+    pbd__cluster *clusters = (pbd__cluster *)malloc(sizeof(pbd__cluster) * (size_t)(w->nclusters + 1));
+    pbd__object *objects = (pbd__object *)malloc(sizeof(pbd__object) * (size_t)(w->nobjects + 1));
+    ok = groups && lras && clusters && objects;
+    size_t off = 0;
+    for (int i = 0; ok && i < w->ngroups; ++i) {
+        ok = pbd__upload_group(g, &groups[i], &w->groups[i], g->lambdas + off);
+        off += (size_t)(w->groups[i].count > 0 ? w->groups[i].count : 1);
+    }
+    for (int i = 0; ok && i < w->nlras; ++i) ok = pbd__upload_lra(g, &lras[i], &w->lras[i]);
+    for (int i = 0; ok && i < w->nclusters; ++i) {
+        clusters[i] = w->clusters[i];
+        ok = PBD__UP(g, clusters[i].particles, w->clusters[i].particles, w->clusters[i].count);
+    }
+    for (int i = 0; ok && i < w->nobjects; ++i) {
+        objects[i] = w->objects[i];
+        objects[i].perm = NULL; /* the builder's numbering: host only */
+    }
+    ok = ok && pbd__upload_sums(g, w, clusters);
+    ok = ok && PBD__UP(g, s->groups, groups, w->ngroups) && PBD__UP(g, s->lras, lras, w->nlras) &&
+         PBD__UP(g, s->clusters, clusters, w->nclusters) && PBD__UP(g, s->objects, objects, w->nobjects) &&
+         PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters);
+    free(groups);
+    free(clusters);
+    free(objects);
+    if (!ok) return 0;
+    /* host scratch for the steps */
+    free(g->col_keep);
+    free(g->hk);
+    g->col_keep = (pbd__collider *)malloc(sizeof(pbd__collider) * (size_t)(w->ncolliders + 1));
+    g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
+    if (!g->col_keep || !g->hk) return 0;
+    g->dw = (pbd_world *)pbd__take(g, sizeof(pbd_world));
+    if (!g->dw) return 0;
+    pbd__h2d(g->dw, s, sizeof *s);
+    return 1;
+}
+
+// ==== kernels ================================================================
+/* Each is one loop of pbd.h's substep (pbd__substep_body) over its
+   independent elements, calling the same PBD_HD function. */
+
+typedef struct pbd__f4 {
+    float v[4];
+} pbd__f4;
+
+PBD__KERNEL pbd__k_kin_from(pbd_world *w) {
+    PBD__GRID_LOOP(i, w->n) {
+        if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
+    }
+}
+
+PBD__KERNEL pbd__k_predict(pbd_world *w, pbd__f4 gh, float damp, float h, float t_kin) {
+    PBD__GRID_LOOP(i, w->n) {
+        if (!pbd__predict_held(w, i, t_kin)) pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], gh.v, damp, h);
+    }
+}
+
+PBD__KERNEL pbd__k_contacts(pbd_world *w, int per, float h) {
+    PBD__GRID_LOOP(i, w->n) { pbd__contacts_of(w, i, per, h); }
+}
+
+/* Constraints [b, e) of group gi: one colour (no two share a particle). */
+PBD__KERNEL pbd__k_project(pbd_world *w, int gi, int b, int e, float at, float scale) {
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+    PBD__GRID_LOOP(k, e - b) { pbd__project_one(w->p, D, &w->groups[gi], b + k, at, scale); }
+}
+
+/* The overflow colour, whose constraints may share particles: in order. */
+PBD__KERNEL pbd__k_project_serial(pbd_world *w, int gi, int b, int e, float at, float scale) {
+    pbd__p4 *D = w->jacobi ? w->delta : NULL;
+    PBD__GRID_LOOP(k, 1) {
+        for (int c = b; c < e; ++c) pbd__project_one(w->p, D, &w->groups[gi], c, at, scale);
+    }
+}
+
+/* A balloon's global volume: one sum in a fixed order (double). */
+PBD__KERNEL pbd__k_mesh_volume(pbd_world *w, int gi, float at, float scale) {
+    PBD__GRID_LOOP(k, 1) { pbd__project_mesh_volume(w->p, w->jacobi ? w->delta : NULL, &w->groups[gi], at, scale); }
+}
+
+PBD__KERNEL pbd__k_jacobi_apply(pbd_world *w) {
+    PBD__GRID_LOOP(i, w->n) { pbd__jacobi_apply_one(w, i); }
+}
+
+PBD__KERNEL pbd__k_lra(pbd_world *w, int li) {
+    PBD__GRID_LOOP(k, w->lras[li].count) { pbd__lra_project_one(w->p, &w->lras[li], k); }
+}
+
+PBD__KERNEL pbd__k_lra_tighten(pbd_world *w, int li) {
+    PBD__GRID_LOOP(k, w->lras[li].count) { pbd__lra_tighten_one(w->x, &w->lras[li], k); }
+}
+
+PBD__KERNEL pbd__k_project_contacts(pbd_world *w) {
+    PBD__GRID_LOOP(i, w->n) {
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, pbd__contact_slot(w, i, k));
+    }
+}
+
+PBD__KERNEL pbd__k_velocities(pbd_world *w, float inv_h) {
+    PBD__GRID_LOOP(i, w->n) { pbd__velocity_one(&w->x[i], &w->v[i], &w->p[i], inv_h); }
+}
+
+PBD__KERNEL pbd__k_contact_velocities(pbd_world *w, float h, float threshold) {
+    PBD__GRID_LOOP(i, w->n) {
+        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+    }
+}
+
+/* --- the blocked sums (pbd.h, "sums over particles") ---------------------------
+   One thread per block sums it; one thread per set adds its blocks in
+   order: the CPU's bits. Objects run all at once (disjoint ranges);
+   clusters one after the other (a particle may be in several). */
+
+/* The sum of a set's blocks, in order. */
+static PBD_HD void pbd__blocks_sum(const pbd__sums &S, int set, const pbd__moments *blocks, pbd__moments *t) {
+    const pbd__set *st = &S.sets[set];
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < pbd__sum_blocks(st->count); ++b) pbd__moments_add(t, &blocks[st->blk0 + b]);
+}
+static PBD_HD void pbd__blocks_sum(const pbd__sums &S, int set, const pbd__spin *blocks, pbd__spin *t) {
+    const pbd__set *st = &S.sets[set];
+    memset(t, 0, sizeof *t);
+    for (int b = 0; b < pbd__sum_blocks(st->count); ++b) pbd__spin_add(t, &blocks[st->blk0 + b]);
+}
+
+/* angular momentum after the prediction (pbd__momentum_before) */
+PBD__KERNEL pbd__k_momentum_blocks(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(k, S.nobj_blk) {
+        int o = S.blk_set[k];
+        S.flag[k] = pbd__momentum_block(w, o, k - S.sets[o].blk0, &S.lb[3 * k]);
+    }
+}
+PBD__KERNEL pbd__k_momentum_before(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(o, w->nobjects) {
+        double *l = w->object_l + 4 * (size_t)o;
+        l[0] = l[1] = l[2] = 0;
+        l[3] = !w->objects[o].coupled;
+        const pbd__set *st = &S.sets[o];
+        for (int b = 0; b < pbd__sum_blocks(st->count) && l[3]; ++b) {
+            if (S.flag[st->blk0 + b]) l[3] = 0;
+            for (int a = 0; a < 3; ++a) l[a] += S.lb[3 * (st->blk0 + b) + a];
+        }
+    }
+}
+
+/* the restore (pbd__momentum_restore): moments and pushes per block, ... */
+PBD__KERNEL pbd__k_restore_blocks(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(k, S.nobj_blk) {
+        int o = S.blk_set[k], b = k - S.sets[o].blk0;
+        const pbd__set *st = &S.sets[o];
+        if (!w->object_l[4 * (size_t)o + 3]) continue;
+        int j0 = b * PBD__SUM_BLOCK, n = st->count - j0 < PBD__SUM_BLOCK ? st->count - j0 : PBD__SUM_BLOCK;
+        S.flag[k] = pbd__touched(w, st->first + j0, n);
+        pbd__moments_block(w, NULL, st->first, st->count, b, 0, &S.md[k]);
+    }
+}
+/* ... the centre per object, ... */
+PBD__KERNEL pbd__k_restore_centre(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(o, w->nobjects) {
+        pbd__fit *f = &S.fit[o];
+        const pbd__set *st = &S.sets[o];
+        f->mode = -1;
+        if (!w->object_l[4 * (size_t)o + 3]) continue;
+        int touched = 0;
+        for (int b = 0; b < pbd__sum_blocks(st->count); ++b) touched |= S.flag[st->blk0 + b];
+        if (touched) continue;
+        pbd__moments t;
+        pbd__blocks_sum(S, o, S.md, &t);
+        if (pbd__fit_centre(&t, f->xc, f->vc)) f->mode = 0;
+    }
+}
+/* ... the spin per block about it (absolute angular momentum) ... */
+PBD__KERNEL pbd__k_spin_blocks(pbd_world *w, pbd__sums S, int b0, int b1, int absolute) {
+    PBD__GRID_LOOP(k, b1 - b0) {
+        int blk = b0 + k, set = S.blk_set[blk];
+        const pbd__fit *f = &S.fit[set];
+        const pbd__set *st = &S.sets[set];
+        if (f->mode < 0) continue;
+        pbd__spin_block(w, st->list, st->first, st->count, blk - st->blk0, f->mode, f->xc, absolute ? NULL : f->vc,
+                        &S.sp[blk]);
+    }
+}
+/* ... the turn per object, ... */
+PBD__KERNEL pbd__k_restore_omega(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(o, w->nobjects) {
+        pbd__fit *f = &S.fit[o];
+        if (f->mode < 0) continue;
+        pbd__spin t;
+        pbd__blocks_sum(S, o, S.sp, &t);
+        if (!pbd__momentum_omega(w->object_l + 4 * (size_t)o, &t, f->om)) f->mode = -1;
+    }
+}
+/* ... and the velocities, per block. */
+PBD__KERNEL pbd__k_restore_apply(pbd_world *w, pbd__sums S) {
+    PBD__GRID_LOOP(k, S.nobj_blk) {
+        int o = S.blk_set[k];
+        const pbd__fit *f = &S.fit[o];
+        const pbd__set *st = &S.sets[o];
+        if (f->mode < 0) continue;
+        int j1 = (k - st->blk0 + 1) * PBD__SUM_BLOCK < st->count ? (k - st->blk0 + 1) * PBD__SUM_BLOCK : st->count;
+        for (int j = (k - st->blk0) * PBD__SUM_BLOCK; j < j1; ++j) pbd__spin_one(w, st->first + j, f->xc, f->om);
+    }
+}
+
+/* damping (pbd__damp_particles) of the sets [s0, s1), blocks [b0, b1):
+   both kinds' moments per block, ... */
+PBD__KERNEL pbd__k_damp_blocks(pbd_world *w, pbd__sums S, int b0, int b1) {
+    PBD__GRID_LOOP(k, b1 - b0) {
+        int blk = b0 + k, set = S.blk_set[blk];
+        const pbd__set *st = &S.sets[set];
+        pbd__moments_block(w, st->list, st->first, st->count, blk - st->blk0, 1, &S.ma[blk]);
+        pbd__moments_block(w, st->list, st->first, st->count, blk - st->blk0, 0, &S.md[blk]);
+    }
+}
+/* ... the kind per set (anchors if it has any), ... */
+PBD__KERNEL pbd__k_damp_centre(pbd_world *w, pbd__sums S, int s0, int s1) {
+    (void)w;
+    PBD__GRID_LOOP(k, s1 - s0) {
+        int set = s0 + k;
+        pbd__fit *f = &S.fit[set];
+        pbd__moments t;
+        f->mode = -1;
+        if (!(S.sets[set].damping > 0)) continue;
+        pbd__blocks_sum(S, set, S.ma, &t);
+        if (pbd__fit_centre(&t, f->xc, f->vc)) {
+            f->mode = 1;
+            continue;
+        }
+        pbd__blocks_sum(S, set, S.md, &t);
+        if (pbd__fit_centre(&t, f->xc, f->vc)) f->mode = 0;
+    }
+}
+/* ... (spin per block: pbd__k_spin_blocks), the angular velocity per set, ... */
+PBD__KERNEL pbd__k_damp_omega(pbd_world *w, pbd__sums S, int s0, int s1) {
+    (void)w;
+    PBD__GRID_LOOP(k, s1 - s0) {
+        int set = s0 + k;
+        pbd__fit *f = &S.fit[set];
+        if (f->mode < 0) continue;
+        pbd__spin t;
+        pbd__blocks_sum(S, set, S.sp, &t);
+        if (!pbd__fit_omega(&t, f->mode, f->om)) f->mode = -1;
+    }
+}
+/* ... and the velocities, per block. */
+PBD__KERNEL pbd__k_damp_apply(pbd_world *w, pbd__sums S, const float *set_k, int b0, int b1) {
+    PBD__GRID_LOOP(k, b1 - b0) {
+        int blk = b0 + k, set = S.blk_set[blk];
+        const pbd__fit *f = &S.fit[set];
+        const pbd__set *st = &S.sets[set];
+        if (f->mode < 0) continue;
+        int b = blk - st->blk0, j1 = (b + 1) * PBD__SUM_BLOCK < st->count ? (b + 1) * PBD__SUM_BLOCK : st->count;
+        for (int j = b * PBD__SUM_BLOCK; j < j1; ++j)
+            pbd__damp_one(w, pbd__list_at(st->list, st->first, j), f->xc, f->vc, f->om, set_k[set]);
+    }
+}
+
+PBD__KERNEL pbd__k_nonfinite(pbd_world *w, int *bad) {
+    PBD__GRID_LOOP(i, w->n) {
+        const float *x = &w->x[i].x, *v = &w->v[i].x;
+        int ok = 1;
+        for (int k = 0; k < 4; ++k) ok &= pbd__finite(x[k]) & pbd__finite(v[k]);
+        if (!ok) {
+#ifdef PBD_CUDA_EMULATE
+            __atomic_fetch_or(bad, 1, __ATOMIC_RELAXED);
+#else
+            atomicOr(bad, 1); /* an integer OR: the same whatever the order */
+#endif
+        }
+    }
+}
+
+// ==== step ===================================================================
+
+/* The tethers' reach at the step's start (pbd__lras_keep), on the device:
+   restore 0 keeps it, 1 puts it back. */
+static void pbd__lras_keep_dev(const pbd__gpu *g, const pbd_world *w, int restore) {
+    for (int i = 0; i < w->nlras; ++i) {
+        const pbd__lra *l = &w->lras[i];
+        long nt = l->count > 0 ? l->start[l->count] : 0;
+        if (!l->reach || nt == 0) continue;
+        float *r = g->lras[i].reach;
+        if (restore) pbd__d2d(r, r + nt, sizeof(float) * (size_t)nt);
+        else pbd__d2d(r + nt, r, sizeof(float) * (size_t)nt);
+    }
+}
+
+static void pbd__momentum_before_dev(pbd__gpu *g) {
+    pbd__launch(g, g->sums.nobj_blk, pbd__k_momentum_blocks, g->dw, g->sums);
+    pbd__launch(g, g->shadow.nobjects, pbd__k_momentum_before, g->dw, g->sums);
+}
+
+/* Damping of the sets [s0, s1) whose blocks are [b0, b1). */
+static void pbd__damp_dev(pbd__gpu *g, int s0, int s1, int b0, int b1) {
+    pbd__launch(g, b1 - b0, pbd__k_damp_blocks, g->dw, g->sums, b0, b1);
+    pbd__launch(g, s1 - s0, pbd__k_damp_centre, g->dw, g->sums, s0, s1);
+    pbd__launch(g, b1 - b0, pbd__k_spin_blocks, g->dw, g->sums, b0, b1, 0);
+    pbd__launch(g, s1 - s0, pbd__k_damp_omega, g->dw, g->sums, s0, s1);
+    pbd__launch(g, b1 - b0, pbd__k_damp_apply, g->dw, g->sums, (const float *)g->set_k, b0, b1);
+}
+
+/* After the velocity pass: every object's angular momentum restore, then
+   its damping (pbd__substep_body's loop over objects: their particles are
+   disjoint, so all at once), then the clusters in order. */
+static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w) {
+    const pbd__sums *S = &g->sums;
+    pbd_world *dw = g->dw;
+    int no = w->nobjects;
+    pbd__launch(g, S->nobj_blk, pbd__k_restore_blocks, dw, *S);
+    pbd__launch(g, no, pbd__k_restore_centre, dw, *S);
+    pbd__launch(g, S->nobj_blk, pbd__k_spin_blocks, dw, *S, 0, S->nobj_blk, 1);
+    pbd__launch(g, no, pbd__k_restore_omega, dw, *S);
+    pbd__launch(g, S->nobj_blk, pbd__k_restore_apply, dw, *S);
+    pbd__damp_dev(g, 0, no, 0, S->nobj_blk);
+    for (int c = 0, b0 = S->nobj_blk; c < w->nclusters; b0 += pbd__sum_blocks(w->clusters[c++].count))
+        if (w->clusters[c].damping > 0) pbd__damp_dev(g, no + c, no + c + 1, b0, b0 + pbd__sum_blocks(w->clusters[c].count));
+}
+
+/* One group's sweep (pbd__sweep_group): a launch per colour, forwards or
+   backwards; the overflow colour and a balloon's volume in one thread. */
+static void pbd__sweep_dev(pbd__gpu *g, const pbd_world *w, int gi, float h, int backwards) {
+    const pbd__group *G = &w->groups[gi];
+    float at = w->mode == PBD_SOLVER_XPBD ? pbd__alpha_tilde(G->compliance, h) : 0.0f;
+    float scale = pbd__group_scale(w, G);
+    if (G->ncolors == 0) {
+        pbd__launch(g, 1, pbd__k_mesh_volume, g->dw, gi, at, scale);
+        return;
+    }
+    for (int k = 0; k < G->ncolors; ++k) {
+        int col = backwards ? G->ncolors - 1 - k : k;
+        int b = G->color_start[col], e = G->color_start[col + 1];
+        if (G->overflow && col == G->ncolors - 1) pbd__launch(g, 1, pbd__k_project_serial, g->dw, gi, b, e, at, scale);
+        else pbd__launch(g, e - b, pbd__k_project, g->dw, gi, b, e, at, scale);
+    }
+}
+
+/* One substep (pbd__substep_body without what GPU worlds do not have). */
+static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
+    pbd_world *dw = g->dw;
+    int n = w->n;
+    pbd__f4 gh;
+    float damp;
+    pbd__predict_constants(w, h, gh.v, &damp);
+    pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
+    pbd__collider_poses(w, s, S); /* on the host, into its pose arrays: then up */
+    pbd__h2d(g->shadow.pose_from, w->pose_from, sizeof(pbd__pose) * (size_t)w->ncolliders);
+    pbd__h2d(g->shadow.pose_to, w->pose_to, sizeof(pbd__pose) * (size_t)w->ncolliders);
+    pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
+    pbd__momentum_before_dev(g);
+    int per = pbd__contacts_per_particle(w);
+    if (per > 0) pbd__launch(g, n, pbd__k_contacts, dw, per, h);
+    for (int it = 0; it < w->iterations; ++it) {
+        if (w->jacobi) pbd__dzero(g->shadow.delta, sizeof(pbd__p4) * (size_t)n);
+        for (int gi = 0; gi < w->ngroups; ++gi)
+            if (w->groups[gi].enabled) pbd__sweep_dev(g, w, gi, h, it & 1);
+        if (w->jacobi) pbd__launch(g, n, pbd__k_jacobi_apply, dw);
+        for (int li = 0; li < w->nlras; ++li)
+            if (w->lras[li].enabled) pbd__launch(g, w->lras[li].count, pbd__k_lra, dw, li);
+        if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
+    }
+    pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
+    if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
+    pbd__restore_and_damp_dev(g, w);
+}
+
+/* The damping fractions of this step's substep h, up to the device. */
+static void pbd__damping_fractions(pbd__gpu *g, const pbd_world *w, float h) {
+    for (int o = 0; o < w->nobjects; ++o) g->hk[o] = pbd__damp_fraction(w->objects[o].damping, h);
+    for (int c = 0; c < w->nclusters; ++c) g->hk[w->nobjects + c] = pbd__damp_fraction(w->clusters[c].damping, h);
+    pbd__h2d(g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
+}
+
+static void pbd__pull_particles(pbd__gpu *g, pbd_world *w) {
+    size_t n = (size_t)w->n;
+    pbd__d2h(w->x, g->shadow.x, sizeof(pbd__p4) * n);
+    pbd__d2h(w->v, g->shadow.v, sizeof(pbd__p4) * n);
+    if (n) memcpy(w->p, w->x, sizeof(pbd__p4) * n); /* as after a step on the CPU */
+    pbd__d2h(w->ncontact, g->shadow.ncontact, n);
+    for (int i = 0; i < w->nlras; ++i) {
+        const pbd__lra *l = &w->lras[i];
+        long nt = l->count > 0 ? l->start[l->count] : 0;
+        if (l->reach && nt) pbd__d2h(l->reach, g->lras[i].reach, sizeof(float) * 2 * (size_t)nt);
+    }
+}
+
+/* A step that made a particle non-finite: everything back as it was at the
+   step's start (pbd__step_rollback), on the device and the host. */
+static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
+    size_t n = (size_t)w->n;
+    pbd__d2d(g->shadow.x, g->shadow.x_step, sizeof(pbd__p4) * n);
+    pbd__d2d(g->shadow.v, g->shadow.v_step, sizeof(pbd__p4) * n);
+    pbd__d2d(g->shadow.p, g->shadow.x, sizeof(pbd__p4) * n); /* as after a step */
+    pbd__lras_keep_dev(g, w, 1);
+    pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
+    for (int c = 0; c < w->ncolliders; ++c) {
+        memcpy(w->colliders[c].pos, g->col_keep[c].pos, sizeof w->colliders[c].pos);
+        memcpy(w->colliders[c].rot, g->col_keep[c].rot, sizeof w->colliders[c].rot);
+    }
+    pbd__pull_particles(g, w);
+}
+
+extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, size_t msg_size) {
+    pbd__gpu *g = w->gpu;
+    if (w->gpu_dirty && !pbd__upload(g, w)) {
+        w->gpu_dirty = PBD__GPU_DIRTY_ALL; /* try again next time */
+        snprintf(msg, msg_size, "out of device memory for a world of %d particles", w->n);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    if (S == 0) {
+        pbd__dsync();
+        return PBD_OK;
+    }
+    float h = dt / (float)S;
+    size_t n = (size_t)w->n;
+    /* the colliders' poses live on the host (their setters and
+       pbd__collider_poses); each step sends their records */
+    pbd__h2d(g->shadow.colliders, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
+    memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
+    pbd__d2d(g->shadow.x_step, g->shadow.x, sizeof(pbd__p4) * n);
+    pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
+    pbd__lras_keep_dev(g, w, 0);
+    pbd__launch(g, w->n, pbd__k_kin_from, g->dw);
+    pbd__damping_fractions(g, w, h);
+    for (int s = 0; s < S; ++s) pbd__substep_dev(g, w, h, s, S);
+    for (int c = 0; c < w->ncolliders; ++c) {
+        pbd__collider *col = &w->colliders[c];
+        memcpy(col->pos, col->to_pos, sizeof col->pos);
+        memcpy(col->rot, col->to_rot, sizeof col->rot);
+    }
+    pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas); /* zero between steps */
+    pbd__dzero(g->bad, sizeof(int));
+    pbd__launch(g, w->n, pbd__k_nonfinite, g->dw, g->bad);
+    int bad = 0;
+    pbd__d2h(&bad, g->bad, sizeof bad);
+#ifndef PBD_CUDA_EMULATE
+    cudaError_t e = cudaGetLastError(); /* a launch or a copy of this step that failed */
+    if (e != cudaSuccess) {
+        snprintf(msg, msg_size, "the GPU failed in the step: %s", cudaGetErrorString(e));
+        return PBD_ERROR_UNSUPPORTED;
+    }
+#endif
+    if (bad) {
+        pbd__pull_particles(g, w);
+        int i = pbd__first_nonfinite(w), o = i >= 0 ? pbd__object_of(w, i) : -1;
+        pbd__rollback_dev(g, w);
+        char obj[32] = "no object";
+        if (o >= 0) snprintf(obj, sizeof obj, "object %d", o);
+        snprintf(msg, msg_size,
+                 "the step made particle %d (%s) non-finite; the world is back at its state before the step", i, obj);
+        return PBD_ERROR_NOT_FINITE;
+    }
+    for (int li = 0; li < w->nlras; ++li)
+        if (w->lras[li].reach) pbd__launch(g, w->lras[li].count, pbd__k_lra_tighten, g->dw, li);
+    return PBD_OK;
+}
+
+// ==== open, close, fetch ======================================================
+
+extern "C" pbd_result pbd__cuda_open(pbd_world *w, size_t world_size, int automatic, char *msg, size_t msg_size) {
+    if (world_size != sizeof(pbd_world)) {
+        snprintf(msg, msg_size, "pbd_cuda.cu was built against another version of pbd.h");
+        return PBD_ERROR_UNSUPPORTED;
+    }
+#ifdef PBD_CUDA_EMULATE
+    if (automatic) { /* slower than the CPU path: for tests, never chosen by itself */
+        snprintf(msg, msg_size, "the emulated GPU (PBD_CUDA_EMULATE) is only used when asked for");
+        return PBD_ERROR_UNSUPPORTED;
+    }
+    snprintf(msg, msg_size, "world on the GPU: emulated on the CPU (pbd_cuda.cu built with PBD_CUDA_EMULATE)");
+#else
+    (void)automatic;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e == cudaErrorInsufficientDriver) {
+        snprintf(msg, msg_size,
+                 "no CUDA device: no NVIDIA driver, or one older than the CUDA runtime pbd_cuda.cu was built with");
+        return PBD_ERROR_UNSUPPORTED;
+    }
+    if (e != cudaSuccess || count == 0) {
+        snprintf(msg, msg_size, "no CUDA device (%s)", e != cudaSuccess ? cudaGetErrorString(e) : "none found");
+        cudaGetLastError(); /* clear it */
+        return PBD_ERROR_UNSUPPORTED;
+    }
+    int dev = 0;
+    cudaDeviceProp prop;
+    cudaGetDevice(&dev);
+    if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+        snprintf(msg, msg_size, "the CUDA device cannot be queried");
+        return PBD_ERROR_UNSUPPORTED;
+    }
+    snprintf(msg, msg_size, "world on the GPU: %s (compute capability %d.%d)", prop.name, prop.major, prop.minor);
+#endif
+    pbd__gpu *g = (pbd__gpu *)calloc(1, sizeof *g);
+    if (!g || !pbd__dmalloc((void **)&g->bad, sizeof(int))) {
+        free(g);
+        snprintf(msg, msg_size, "out of memory for the GPU world's state");
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+#ifdef PBD_CUDA_EMULATE
+    g->order = new std::vector<int>();
+#endif
+    w->gpu = g;
+    return PBD_OK;
+}
+
+extern "C" void pbd__cuda_close(pbd_world *w) {
+    pbd__gpu *g = w->gpu;
+    if (!g) return;
+    for (int i = 0; i < g->nbufs; ++i) pbd__dfree(g->bufs[i].p);
+    free(g->bufs);
+    pbd__dfree(g->bad);
+    free(g->col_keep);
+    free(g->hk);
+    free(g->lras);
+#ifdef PBD_CUDA_EMULATE
+    delete g->order;
+#endif
+    free(g);
+    w->gpu = NULL;
+}
+
+extern "C" void pbd__cuda_pull(pbd_world *w, int what) {
+    pbd__gpu *g = w->gpu;
+    if (!g || !g->dw) return; /* nothing uploaded yet: the host has it all */
+    if (what & PBD__GPU_STALE_PARTICLES) pbd__pull_particles(g, w);
+    if (what & PBD__GPU_STALE_CONTACTS)
+        pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
+}
+
+extern "C" const float *pbd__cuda_positions(pbd_world *w) {
+    pbd__gpu *g = w->gpu;
+    return g && g->dw ? &g->shadow.x[0].x : NULL;
+}

@@ -1,0 +1,576 @@
+/* tests/test_cuda.c - the GPU companion (pbd_cuda.cu).
+
+   Built with PBD_CUDA (the binary pbd_cuda_tests of `make test`, linked
+   with pbd_cuda.cu's CPU emulation; `make test-gpu`: the real GPU), it
+   steps the same scene in a CPU world and a GPU world and compares every
+   particle's position and velocity bit for bit, on scenes that together
+   run every kernel: cloth with tethers on moving colliders with a
+   kinematic corner, a soft body, a balloon and an isometric cloth with
+   area constraints, the Jacobi mode, the PBD mode with attachments,
+   unilateral distances, damping clusters and point damping, setters
+   between steps, snapshot and restore mid-run, and a non-finite step's
+   rollback. The emulation runs each launch's threads in a shuffled order
+   on several threads, so every GPU world runs twice, with two seeds: a
+   race between threads of one launch changes the bits with the order.
+   What GPU worlds do not have yet is refused, with the feature named.
+
+   Built without PBD_CUDA (the main test binary), it checks that nothing
+   changes: auto worlds are CPU worlds, and a GPU world is refused. */
+#include "test.h"
+#include <float.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pbd_world *world_on(pbd_device device) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.device = device;
+    pbd_world *w = NULL;
+    pbd_result r = pbd_world_create(&d, &w);
+    CHECK_MSG(r == PBD_OK, "pbd_world_create(device %d): %s", (int)device, pbd_last_error());
+    return w;
+}
+
+#ifndef PBD_CUDA
+
+TEST(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused) {
+    pbd_world *w = world_on(PBD_DEVICE_AUTO);
+    CHECK(w && pbd_world_device(w) == PBD_DEVICE_CPU);
+    CHECK(w && pbd_world_device_positions(w) == NULL);
+    pbd_world_destroy(w);
+    pbd_world_desc d = pbd_world_desc_default();
+    d.device = PBD_DEVICE_GPU;
+    w = (pbd_world *)1;
+    CHECK_RESULT(pbd_world_create(&d, &w), PBD_ERROR_UNSUPPORTED);
+    CHECK(w == (pbd_world *)1); /* out untouched */
+    CHECK(strstr(pbd_last_error(), "PBD_CUDA") != NULL);
+    d.device = (pbd_device)7;
+    CHECK_RESULT(pbd_world_create(&d, &w), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(pbd_world_device(NULL) == PBD_DEVICE_CPU);
+}
+
+void suite_cuda(void) { RUN(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused); }
+
+#else /* PBD_CUDA */
+
+void pbd__cuda_emulate_seed(unsigned seed);
+
+/* Whether this machine has a device that GPU worlds can use (the
+   emulation always has one). */
+static int gpu_present(void) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.device = PBD_DEVICE_GPU;
+    pbd_world *w = NULL;
+    if (pbd_world_create(&d, &w) != PBD_OK) return 0;
+    pbd_world_destroy(w);
+    return 1;
+}
+#define NEEDS_GPU() \
+    do {            \
+        if (!gpu_present()) SKIP("no CUDA device"); \
+    } while (0)
+
+// ==== scenes =================================================================
+/* A scene is built the same way in any world; `frame` runs what the user
+   does before step `frame` (moving colliders, kinematic targets, setters). */
+typedef struct scene {
+    const char *name;
+    void (*build)(pbd_world *w);
+    void (*frame)(pbd_world *w, int frame);
+    int steps;
+} scene;
+
+static void ground(pbd_world *w) {
+    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(w, p, n, 0.4f, NULL));
+}
+
+/* An n x n cloth in the plane y = height, corners (0, h, 0) and (size, h, size). */
+static pbd_object cloth(pbd_world *w, int n, float size, float height, pbd_bending_model bending, int area) {
+    float o[3] = {-0.5f * size, height, -0.5f * size}, u[3] = {size, 0, 0}, v[3] = {0, 0, size};
+    pbd_mesh m;
+    pbd_object obj = {0};
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    pbd_cloth_desc d = pbd_cloth_desc_default();
+    d.positions = m.positions;
+    d.vertex_count = m.vertex_count;
+    d.triangles = m.triangles;
+    d.triangle_count = m.triangle_count;
+    d.bending = bending;
+    d.area_constraints = area;
+    CHECK_OK(pbd_add_cloth(w, &d, &obj));
+    pbd_mesh_free(&m);
+    return obj;
+}
+
+static int first_of(pbd_world *w, pbd_object o) {
+    pbd_object_parts parts;
+    memset(&parts, 0, sizeof parts);
+    CHECK_OK(pbd_object_get_parts(w, o, &parts));
+    return parts.particles.first;
+}
+
+/* Cloth with tethers (two pinned corners, one kinematic) over a sphere, a
+   turning box and a moving capsule, on the ground. */
+static void build_cloth(pbd_world *w) {
+    ground(w);
+    float c[3] = {0, 0.4f, 0}, b[3] = {0.35f, 0.25f, 0.1f}, half[3] = {0.1f, 0.1f, 0.2f};
+    float q[4] = {0, 0.3826834f, 0, 0.9238795f}, a0[3] = {-0.4f, 0.2f, -0.3f}, a1[3] = {-0.4f, 0.2f, 0.3f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.2f, 0.5f, NULL));
+    CHECK_OK(pbd_add_collider_box(w, b, half, q, 0.3f, NULL));
+    CHECK_OK(pbd_add_collider_capsule(w, a0, a1, 0.05f, 0.6f, NULL));
+    pbd_object o = cloth(w, 16, 1.0f, 0.8f, PBD_BENDING_DIHEDRAL, 0);
+    int f = first_of(w, o);
+    CHECK_OK(pbd_particle_pin(w, f));
+    CHECK_OK(pbd_particle_pin(w, f + 15));
+    CHECK_OK(pbd_particle_set_kinematic(w, f + 16 * 15 + 15, 1));
+}
+
+static void frame_cloth(pbd_world *w, int frame) {
+    float t = 0.02f * (float)frame;
+    float target[3] = {0.5f - 0.3f * t, 0.8f + 0.2f * t, 0.5f};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 16 * 16 - 1, target));
+    float pos[3] = {0.05f * t, 0, 0}, rot[4] = {0, 0.0998334f * t, 0, 1};
+    float l = sqrtf(rot[1] * rot[1] + 1);
+    rot[1] /= l;
+    rot[3] /= l;
+    pbd_collider cap = pbd_world_collider(w, 3);
+    CHECK_OK(pbd_collider_set_pose(w, cap, pos, rot));
+    if (frame == 30) CHECK_OK(pbd_particle_unpin(w, 15)); /* the tethers rebuild */
+}
+
+/* A soft body, a balloon and an isometric cloth with area constraints. */
+static void build_bodies(pbd_world *w) {
+    ground(w);
+    float lo[3] = {-0.6f, 0.3f, -0.1f}, hi[3] = {-0.3f, 0.6f, 0.2f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_tet_box(4, 4, 4, lo, hi, &m));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = m.positions;
+    sd.vertex_count = m.vertex_count;
+    sd.tets = m.tets;
+    sd.tet_count = m.tet_count;
+    sd.edge_compliance = 1e-6f;
+    sd.damping = 1.0f;
+    CHECK_OK(pbd_add_softbody(w, &sd, NULL));
+    pbd_mesh_free(&m);
+    float c[3] = {0.3f, 0.5f, 0};
+    CHECK_OK(pbd_mesh_sphere(3, c, 0.2f, &m)); /* 642 particles: several sum blocks, isolated until it lands */
+    pbd_balloon_desc bd = pbd_balloon_desc_default();
+    bd.cloth.positions = m.positions;
+    bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = m.triangles;
+    bd.cloth.triangle_count = m.triangle_count;
+    bd.cloth.stretch_compliance = 1e-5f;
+    bd.pressure = 1.5f;
+    CHECK_OK(pbd_add_balloon(w, &bd, NULL));
+    pbd_mesh_free(&m);
+    cloth(w, 10, 0.5f, 1.2f, PBD_BENDING_ISOMETRIC, 1);
+}
+
+/* The first scene in the averaged Jacobi mode. */
+static void build_jacobi(pbd_world *w) {
+    build_cloth(w);
+    CHECK_OK(pbd_world_set_jacobi(w, 1, 1.5f));
+}
+
+/* PBD mode: attachments to points and to a kinematic particle, unilateral
+   distances (tethers), a damping cluster and point damping. */
+static void build_pbd_mode(pbd_world *w) {
+    ground(w);
+    float ball[3] = {0.1f, 0.45f, 0.1f};
+    CHECK_OK(pbd_add_collider_sphere(w, ball, 0.2f, 0.5f, NULL));
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_PBD, 3, 6));
+    CHECK_OK(pbd_world_set_point_damping(w, 0.5f));
+    pbd_object o = cloth(w, 12, 0.6f, 0.7f, PBD_BENDING_DIHEDRAL, 0);
+    int f = first_of(w, o);
+    float hand[3] = {0.0f, 1.0f, 0.0f};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = hand;
+    pd.count = 1;
+    pbd_range h = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &h));
+    CHECK_OK(pbd_particle_set_kinematic(w, h.first, 1));
+    int who[2] = {f, f + 11}, to[2] = {h.first, h.first};
+    pbd_attachments_desc ad = pbd_attachments_desc_default();
+    ad.count = 2;
+    ad.particles = who;
+    ad.target_particles = to;
+    ad.max_distance = 0.4f;
+    ad.stiffness = 0.8f;
+    CHECK_OK(pbd_add_attachments(w, &ad, NULL));
+    float pts[6] = {-0.3f, 0.9f, 0.3f, 0.3f, 0.9f, 0.3f};
+    int held[2] = {f + 12 * 11, f + 12 * 12 - 1};
+    ad = pbd_attachments_desc_default();
+    ad.count = 2;
+    ad.particles = held;
+    ad.target_points = pts;
+    CHECK_OK(pbd_add_attachments(w, &ad, NULL));
+    int pairs[6] = {f, f + 143, f + 5, f + 138, f + 66, f + 77};
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = 3;
+    cd.indices = pairs;
+    cd.unilateral = 1;
+    CHECK_OK(pbd_add_constraints(w, &cd, NULL));
+    int ring[24];
+    for (int i = 0; i < 24; ++i) ring[i] = f + 12 * 5 + i;
+    CHECK_OK(pbd_add_damping_cluster(w, ring, 24, 3.0f, NULL));
+    CHECK_OK(pbd_add_damping_cluster(w, ring + 6, 12, 1.0f, NULL)); /* overlapping: in order */
+}
+
+static void frame_pbd_mode(pbd_world *w, int frame) {
+    float t = 0.03f * (float)frame, target[3] = {0.3f * t, 1.0f - 0.2f * t, 0};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, pbd_world_particle_count(w) - 1, target));
+    if (frame == 20) { /* setters between steps */
+        float v[3] = {0.5f, 2.0f, 0};
+        pbd_range r = {3, 1};
+        CHECK_OK(pbd_particles_set_velocities(w, r, v));
+        CHECK_OK(pbd_particle_set_mass(w, 7, 0.05f));
+        float g[3] = {0.5f, -9.81f, 0};
+        CHECK_OK(pbd_world_set_gravity(w, g));
+    }
+}
+
+/* Large enough that the emulation's launches run on several threads. */
+static void build_large(pbd_world *w) {
+    ground(w);
+    float c[3] = {0, 0.3f, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.25f, 0.5f, NULL));
+    pbd_object o = cloth(w, 64, 1.2f, 0.6f, PBD_BENDING_ISOMETRIC, 0);
+    /* damping clusters of several sum blocks (pbd.h: PBD__SUM_BLOCK), overlapping */
+    int f = first_of(w, o), list[700];
+    for (int i = 0; i < 700; ++i) list[i] = f + 1000 + 3 * i;
+    CHECK_OK(pbd_add_damping_cluster(w, list, 700, 4.0f, NULL));
+    CHECK_OK(pbd_add_damping_cluster(w, list + 100, 400, 1.0f, NULL));
+}
+
+static const scene scenes[] = {
+    {"cloth on colliders", build_cloth, frame_cloth, 60},
+    {"soft body, balloon, isometric cloth", build_bodies, NULL, 60},
+    {"Jacobi", build_jacobi, frame_cloth, 40},
+    {"PBD mode, attachments, clusters", build_pbd_mode, frame_pbd_mode, 50},
+    {"large cloth", build_large, NULL, 25},
+};
+enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
+
+// ==== comparison ===============================================================
+
+/* Whether both worlds' particles have the same bits (the first difference
+   is reported). */
+static int same_bits(const char *what, int step, pbd_world *a, pbd_world *b) {
+    int n = pbd_world_particle_count(a);
+    if (n != pbd_world_particle_count(b)) {
+        CHECK_MSG(0, "%s, step %d: %d vs %d particles", what, step, n, pbd_world_particle_count(b));
+        return 0;
+    }
+    const float *xa = pbd_world_positions(a), *xb = pbd_world_positions(b);
+    const float *va = pbd_world_velocities(a), *vb = pbd_world_velocities(b);
+    for (int i = 0; i < 4 * n; ++i)
+        if (memcmp(&xa[i], &xb[i], sizeof(float)) || memcmp(&va[i], &vb[i], sizeof(float))) {
+            CHECK_MSG(0, "%s, step %d: particle %d differs: x %.9g vs %.9g, v %.9g vs %.9g", what, step, i / 4,
+                      (double)xa[i], (double)xb[i], (double)va[i], (double)vb[i]);
+            return 0;
+        }
+    return 1;
+}
+
+/* Steps scene s in a CPU world and a GPU world (launch order seed `seed`)
+   and compares them after every step. */
+static void compare_scene(const scene *s, unsigned seed) {
+    pbd__cuda_emulate_seed(seed);
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
+    if (!cpu || !gpu) goto done;
+    CHECK(pbd_world_device(cpu) == PBD_DEVICE_CPU && pbd_world_device(gpu) == PBD_DEVICE_GPU);
+    s->build(cpu);
+    s->build(gpu);
+    for (int k = 0; k < s->steps; ++k) {
+        if (s->frame) {
+            s->frame(cpu, k);
+            s->frame(gpu, k);
+        }
+        CHECK_OK(pbd_world_step(cpu, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+        if (!same_bits(s->name, k, cpu, gpu)) break;
+    }
+    CHECK(pbd_world_contact_count(gpu) == pbd_world_contact_count(cpu));
+done:
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+}
+
+TEST(cuda_gpu_worlds_give_the_cpu_worlds_bits_in_two_launch_orders) {
+    NEEDS_GPU();
+    for (int i = 0; i < SCENES; ++i) {
+        compare_scene(&scenes[i], 1u);
+        compare_scene(&scenes[i], 0x9e3779b9u);
+    }
+}
+
+/* The scenes move: a comparison of worlds at rest would prove little. */
+TEST(cuda_the_scenes_move_and_touch) {
+    NEEDS_GPU();
+    for (int i = 0; i < SCENES; ++i) {
+        pbd_world *w = world_on(PBD_DEVICE_GPU);
+        if (!w) continue;
+        scenes[i].build(w);
+        int n = pbd_world_particle_count(w), touched = 0;
+        float *x0 = (float *)malloc(sizeof(float) * 4 * (size_t)n);
+        memcpy(x0, pbd_world_positions(w), sizeof(float) * 4 * (size_t)n);
+        for (int k = 0; k < scenes[i].steps; ++k) {
+            if (scenes[i].frame) scenes[i].frame(w, k);
+            CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+            touched += pbd_world_contact_count(w) > 0;
+        }
+        const float *x = pbd_world_positions(w);
+        float most = 0;
+        for (int p = 0; p < n; ++p) {
+            float d = fabsf(x[4 * p + 1] - x0[4 * p + 1]);
+            most = d > most ? d : most;
+        }
+        CHECK_MSG(most > 0.05f, "%s: moved at most %g m", scenes[i].name, (double)most);
+        CHECK_MSG(touched > 0, "%s: no contact", scenes[i].name);
+        free(x0);
+        pbd_world_destroy(w);
+    }
+}
+
+TEST(cuda_snapshot_and_restore_mid_run) {
+    NEEDS_GPU();
+    pbd_world *gpu = world_on(PBD_DEVICE_GPU), *cpu = world_on(PBD_DEVICE_CPU);
+    if (!gpu || !cpu) goto done;
+    build_cloth(gpu);
+    build_cloth(cpu);
+    for (int k = 0; k < 20; ++k) {
+        frame_cloth(gpu, k);
+        CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+    }
+    {
+        size_t size = pbd_world_snapshot_size(gpu);
+        void *snap = malloc(size);
+        CHECK_OK(pbd_world_save(gpu, snap, size));
+        CHECK_OK(pbd_world_restore(cpu, snap, size)); /* a GPU world's snapshot in a CPU world */
+        for (int k = 20; k < 40; ++k) {
+            frame_cloth(gpu, k);
+            frame_cloth(cpu, k);
+            CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+            CHECK_OK(pbd_world_step(cpu, 1.0f / 60.0f));
+        }
+        CHECK(same_bits("after a restore into a CPU world", 40, cpu, gpu));
+        CHECK_OK(pbd_world_restore(gpu, snap, size)); /* and back into the GPU world, mid-run */
+        CHECK_OK(pbd_world_restore(cpu, snap, size));
+        for (int k = 20; k < 30; ++k) {
+            frame_cloth(gpu, k);
+            frame_cloth(cpu, k);
+            CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+            CHECK_OK(pbd_world_step(cpu, 1.0f / 60.0f));
+        }
+        CHECK(same_bits("after a restore into the GPU world", 30, cpu, gpu));
+        free(snap);
+    }
+done:
+    pbd_world_destroy(gpu);
+    pbd_world_destroy(cpu);
+}
+
+/* A step that makes a particle infinite is undone on the GPU as on the
+   CPU: same code, same message, same state. */
+TEST(cuda_a_non_finite_step_rolls_back_as_on_the_cpu) {
+    NEEDS_GPU();
+    pbd_world *w[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+    char msg[2][256];
+    if (!w[0] || !w[1]) goto done;
+    for (int k = 0; k < 2; ++k) {
+        build_cloth(w[k]);
+        for (int s = 0; s < 5; ++s) CHECK_OK(pbd_world_step(w[k], 1.0f / 60.0f));
+        CHECK_OK(pbd_world_set_solver(w[k], PBD_SOLVER_XPBD, 1, 2));
+        float x[3] = {3e38f, 1, 0}, v[3] = {3e38f, 0, 0};
+        pbd_range r = {40, 1};
+        CHECK_OK(pbd_particles_set_positions(w[k], r, x));
+        CHECK_OK(pbd_particles_set_velocities(w[k], r, v));
+        CHECK_RESULT(pbd_world_step(w[k], 0.5f), PBD_ERROR_NOT_FINITE);
+        snprintf(msg[k], sizeof msg[k], "%s", pbd_world_last_error(w[k]));
+    }
+    CHECK_MSG(!strcmp(msg[0], msg[1]), "CPU: %s; GPU: %s", msg[0], msg[1]);
+    CHECK(same_bits("after the rollback", 0, w[0], w[1]));
+    for (int k = 0; k < 2; ++k) {
+        float x[3] = {0, 1, 0}, v[3] = {0, 0, 0};
+        pbd_range r = {40, 1};
+        CHECK_OK(pbd_particles_set_positions(w[k], r, x));
+        CHECK_OK(pbd_particles_set_velocities(w[k], r, v));
+        CHECK_OK(pbd_world_step(w[k], 1.0f / 60.0f));
+    }
+    CHECK(same_bits("a step after the rollback", 1, w[0], w[1]));
+done:
+    pbd_world_destroy(w[0]);
+    pbd_world_destroy(w[1]);
+}
+
+static void accel(void *user, int particle, const float *x, const float *v, double time, float *out) {
+    (void)user, (void)particle, (void)x, (void)v, (void)time;
+    out[0] = 1;
+}
+
+static void noop_step(void *user, pbd_world *w, float dt) { (void)user, (void)w, (void)dt; }
+
+/* Each feature GPU worlds do not have yet is refused, named, with the world unchanged. */
+TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
+    NEEDS_GPU();
+    pbd_world *w = world_on(PBD_DEVICE_GPU);
+    if (!w) return;
+    build_cloth(w);
+    int n = pbd_world_particle_count(w);
+    size_t size = pbd_world_snapshot_size(w);
+    float pts[12] = {0, 2, 0, 0.05f, 2, 0, 0, 2, 0.05f, 0.05f, 2, 0.05f};
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = pts;
+    fd.count = 4;
+    CHECK_RESULT(pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "fluids") != NULL);
+    pbd_range all = {0, n};
+    CHECK_RESULT(pbd_particles_set_particle_contact(w, all, 1), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "particle contact") != NULL);
+    CHECK_OK(pbd_particles_set_particle_contact(w, all, 0)); /* off is what it is */
+    CHECK_RESULT(pbd_world_set_acceleration_field(w, accel, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "acceleration") != NULL);
+    CHECK_OK(pbd_world_set_acceleration_field(w, NULL, NULL));
+    float roots[3] = {0, 1.5f, 0}, normals[3] = {0, 1, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = roots;
+    hd.root_normals = normals;
+    hd.strand_count = 1;
+    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "strands") != NULL);
+    pbd_mesh m;
+    float c[3] = {0, -1, 0};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.2f, &m));
+    pbd_mesh_collider_desc md = pbd_mesh_collider_desc_default();
+    md.positions = m.positions;
+    md.vertex_count = m.vertex_count;
+    md.triangles = m.triangles;
+    md.triangle_count = m.triangle_count;
+    CHECK_RESULT(pbd_add_collider_mesh(w, &md, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "mesh") != NULL);
+    pbd_object cl = pbd_world_object(w, 0);
+    pbd_cloth_desc cd = pbd_cloth_desc_default();
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, cl, &cd, 0.01f, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "self-collision") != NULL);
+    pbd_plugin_desc pd = pbd_plugin_desc_default();
+    pd.begin_step = noop_step;
+    CHECK_RESULT(pbd_add_plugin(w, &pd, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "plugins") != NULL);
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = cl;
+    sd.triangles = m.triangles;
+    sd.triangle_count = 1;
+    CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_UNSUPPORTED);
+    CHECK(strstr(pbd_world_last_error(w), "strain") != NULL);
+    pbd_mesh_free(&m);
+    CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size);
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    pbd_world_destroy(w);
+}
+
+/* A CPU world's snapshot with a feature GPU worlds do not have is refused
+   by a GPU world, which stays as it was. */
+TEST(cuda_a_snapshot_with_fluid_is_refused_by_a_gpu_world) {
+    NEEDS_GPU();
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
+    if (!cpu || !gpu) goto done;
+    {
+        float pts[12] = {0, 2, 0, 0.05f, 2, 0, 0, 2, 0.05f, 0.05f, 2, 0.05f};
+        pbd_fluid_desc fd = pbd_fluid_desc_default();
+        fd.positions = pts;
+        fd.count = 4;
+        CHECK_OK(pbd_add_fluid(cpu, &fd, NULL, NULL));
+        build_cloth(gpu);
+        int n = pbd_world_particle_count(gpu);
+        size_t size = pbd_world_snapshot_size(cpu);
+        void *snap = malloc(size);
+        CHECK_OK(pbd_world_save(cpu, snap, size));
+        CHECK_RESULT(pbd_world_restore(gpu, snap, size), PBD_ERROR_UNSUPPORTED);
+        CHECK(strstr(pbd_world_last_error(gpu), "fluids") != NULL);
+        CHECK(pbd_world_particle_count(gpu) == n);
+        free(snap);
+    }
+done:
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+}
+
+static int logged_ok;
+static char logged[256];
+static void log_fn(void *user, pbd_result r, const char *message) {
+    (void)user;
+    if (r == PBD_OK) {
+        logged_ok++;
+        snprintf(logged, sizeof logged, "%s", message);
+    }
+}
+
+/* The device choice: GPU only gets the GPU (or fails), CPU the CPU; auto
+   takes a real GPU and logs its choice. The emulation is never chosen
+   automatically: it is slower than the CPU path, for tests only. */
+TEST(cuda_the_device_is_chosen_per_world_and_logged) {
+    pbd_world_desc d = pbd_world_desc_default();
+    d.log = log_fn;
+    pbd_world *w = NULL;
+    logged_ok = 0;
+    CHECK_OK(pbd_world_create(&d, &w));
+    CHECK(logged_ok == 1 && strstr(logged, "world on the") != NULL);
+#ifdef PBDT_CUDA_EMULATED
+    CHECK(w && pbd_world_device(w) == PBD_DEVICE_CPU);
+    CHECK(strstr(logged, "emulat") != NULL);
+#else
+    if (gpu_present()) {
+        CHECK(w && pbd_world_device(w) == PBD_DEVICE_GPU);
+        CHECK(strstr(logged, "world on the GPU") != NULL);
+    } else { /* the fallback, and GPU only fails with the reason */
+        CHECK(w && pbd_world_device(w) == PBD_DEVICE_CPU);
+        CHECK(strstr(logged, "world on the CPU") != NULL);
+        pbd_world_desc g = pbd_world_desc_default();
+        g.device = PBD_DEVICE_GPU;
+        pbd_world *none = NULL;
+        CHECK_RESULT(pbd_world_create(&g, &none), PBD_ERROR_UNSUPPORTED);
+        CHECK(none == NULL);
+        CHECK_MSG(strstr(pbd_last_error(), "CUDA") != NULL, "%s", pbd_last_error());
+    }
+#endif
+    pbd_world_destroy(w);
+    d.device = PBD_DEVICE_CPU;
+    logged_ok = 0;
+    CHECK_OK(pbd_world_create(&d, &w));
+    CHECK(w && pbd_world_device(w) == PBD_DEVICE_CPU && logged_ok == 0);
+    CHECK(pbd_world_device_positions(w) == NULL);
+    pbd_world_destroy(w);
+}
+
+/* The device pointer for interop holds the positions (in the emulation
+   device memory is host memory, so the test reads it). */
+TEST(cuda_device_positions_for_interop) {
+    NEEDS_GPU();
+    pbd_world *w = world_on(PBD_DEVICE_GPU);
+    if (!w) return;
+    build_bodies(w);
+    const float *d = pbd_world_device_positions(w); /* uploads first */
+    CHECK(d != NULL);
+    for (int k = 0; k < 5; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    d = pbd_world_device_positions(w);
+    CHECK(d != NULL);
+#ifdef PBDT_CUDA_EMULATED
+    if (d) CHECK(!memcmp(d, pbd_world_positions(w), sizeof(float) * 4 * (size_t)pbd_world_particle_count(w)));
+#endif
+    pbd_world_destroy(w);
+}
+
+void suite_cuda(void) {
+    RUN(cuda_gpu_worlds_give_the_cpu_worlds_bits_in_two_launch_orders);
+    RUN(cuda_the_scenes_move_and_touch);
+    RUN(cuda_snapshot_and_restore_mid_run);
+    RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
+    RUN(cuda_what_is_not_on_the_gpu_is_refused_by_name);
+    RUN(cuda_a_snapshot_with_fluid_is_refused_by_a_gpu_world);
+    RUN(cuda_the_device_is_chosen_per_world_and_logged);
+    RUN(cuda_device_positions_for_interop);
+}
+
+#endif /* PBD_CUDA */
