@@ -155,11 +155,13 @@ CUDA_TEST_OBJS := $(BUILD)/cuda-emu/main.o $(BUILD)/cuda-emu/test_cuda.o $(BUILD
 $(BUILD)/cuda-emu/%.o: tests/%.c tests/test.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -DPBD_CUDA -DPBDT_CUDA_EMULATED -c $< -o $@
+# (the C++ compiler of CC's family: one OpenMP runtime in the binary)
+EMU_CXX := $(if $(findstring clang,$(CC)),$(subst clang,clang++,$(CC)),$(CXX))
 $(BUILD)/cuda-emu/pbd_cuda.o: pbd_cuda.cu $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CXX) -x c++ -std=c++11 $(BASEFLAGS) -DPBD_CUDA_EMULATE -c $< -o $@
+	$(EMU_CXX) -x c++ -std=c++11 $(BASEFLAGS) -DPBD_CUDA_EMULATE -c $< -o $@
 $(BUILD)/pbd_cuda_tests: $(CUDA_TEST_OBJS)
-	$(CXX) $(BASEFLAGS) $^ -o $@ $(LIBS)
+	$(EMU_CXX) $(BASEFLAGS) $^ -o $@ $(LIBS)
 
 EXAMPLE_FLAGS := -std=c99 $(BASEFLAGS) $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I/usr/include/stb)
 

@@ -2895,9 +2895,11 @@ struct pbd_world {
 };
 
 /* --- the GPU's hooks (see "==== gpu") ------------------------------------- */
-/* What changed on the host since the last upload: everything (the only
-   mark so far: the next step uploads the whole world). */
-enum { PBD__GPU_DIRTY_ALL = 1 };
+/* What changed on the host since the last upload: anything (the next step
+   uploads the whole world), or only the particles' positions, velocities
+   and kinematic targets (the setters a game calls every frame; the next
+   step sends those arrays). The colliders go with every step. */
+enum { PBD__GPU_DIRTY_ALL = 1, PBD__GPU_DIRTY_PARTICLES = 2 };
 /* What the device changed that the host has not fetched (pbd_world.gpu_host_stale). */
 enum { PBD__GPU_STALE_PARTICLES = 1, PBD__GPU_STALE_CONTACTS = 2 };
 
@@ -3111,16 +3113,15 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->erro
    first brings the host's copy up to date (after a step the device has the
    newer particles), and a call that may change the world marks it for
    upload before the next step ("==== gpu"). */
-#define PBD__CHECK_WORLD(w)                      \
+#define PBD__CHECK_WORLD_MARK(w, dirty)          \
     do {                                         \
         if (!(w)) return PBD_ERROR_NULL_POINTER; \
-        pbd__gpu_sync((w), PBD__GPU_DIRTY_ALL);  \
+        pbd__gpu_sync((w), (dirty));             \
     } while (0)
-#define PBD__CHECK_WORLD_READ(w)                 \
-    do {                                         \
-        if (!(w)) return PBD_ERROR_NULL_POINTER; \
-        pbd__gpu_sync((w), 0);                   \
-    } while (0)
+#define PBD__CHECK_WORLD(w) PBD__CHECK_WORLD_MARK(w, PBD__GPU_DIRTY_ALL)
+#define PBD__CHECK_WORLD_READ(w) PBD__CHECK_WORLD_MARK(w, 0)
+/* the setters of particle state only (positions, velocities, kinematic targets) */
+#define PBD__CHECK_WORLD_PARTICLES(w) PBD__CHECK_WORLD_MARK(w, PBD__GPU_DIRTY_PARTICLES)
 /* A feature that GPU worlds do not have yet is refused when it is added,
    with its name, rather than run silently on the CPU. */
 #define PBD__GPU_REFUSE(w, feature)                                                                                    \
@@ -3927,7 +3928,7 @@ PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, f
 }
 
 PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const float *in) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_PARTICLES(w);
     PBD__TRY(pbd__check_live_range(w, r, in));
     PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "positions"));
     pbd__copy_in(w->x, r, in);
@@ -3945,7 +3946,7 @@ PBDDEF pbd_result pbd_particles_get_velocities(const pbd_world *w, pbd_range r, 
 }
 
 PBDDEF pbd_result pbd_particles_set_velocities(pbd_world *w, pbd_range r, const float *in) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_PARTICLES(w);
     PBD__TRY(pbd__check_live_range(w, r, in));
     PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "velocities"));
     pbd__copy_in(w->v, r, in);
@@ -4057,7 +4058,7 @@ PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, i
 }
 
 PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, const float *target) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_PARTICLES(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__CHECK_PTR(w, target, "target");
     PBD__TRY(pbd__check_finite(w, target, 3, "target"));
@@ -6348,7 +6349,7 @@ static pbd_result pbd__collider_index(const pbd_world *w, pbd_collider handle, i
 
 PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider handle, const float *position,
                                         const float *rotation) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_MARK(w, 0); /* the colliders go with every step of a GPU world */
     int c;
     PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__CHECK_PTR(w, position, "position");
@@ -6397,18 +6398,16 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w) {
     return total;
 }
 
-static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n);
-static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
+static PBD_HD float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n);
+static PBD_HD int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach);
 /* Signed distance of a point y (collider frame) to the shape, and its unit
    gradient (the outward normal of the closest surface point). Every shape
    is convex, so its SDF is convex along any segment: sphere tracing a
    segment cannot step over the surface (the continuous test below). */
 static PBD_HD float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     switch (c->shape) {
-#ifndef __CUDA_ARCH__ /* not on the GPU yet (pbd__gpu_unsupported) */
         case PBD_COLLIDER_MESH:
         case PBD_COLLIDER_SDF_GRID: return pbd__meshcol_sdf(w, c, y, n);
-#endif
         case PBD_COLLIDER_PLANE: *n = pbd__v(0, 1, 0); return y.y;
         case PBD_COLLIDER_SPHERE: {
             float l = pbd__len(y);
@@ -6524,9 +6523,7 @@ static PBD_HD int pbd__collide(const pbd_world *w, const pbd__collider *c, const
                                pbd__v3 x, pbd__v3 p, float r, float reach, float tol, pbd__v3 *q, pbd__v3 *n) {
     pbd__v3 xl = pbd__to_local(a->pos, a->rot, x), pl = pbd__to_local(b->pos, b->rot, p);
     pbd__v3 nl, hit;
-#ifndef __CUDA_ARCH__ /* mesh colliders are not on the GPU yet (pbd__gpu_unsupported) */
     if (c->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, c, xl, pl, reach)) return 0; /* bounds first */
-#endif
     float dx = pbd__sdf(w, c, xl, &nl);
     int found = 0;
     if (dx - reach <= tol) {
@@ -6617,14 +6614,14 @@ static void pbd__meshcols_free(pbd_world *w) {
     w->nmeshcols = w->meshcol_cap = 0;
 }
 
-static inline pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) {
+static inline PBD_HD pbd__v3 pbd__mc_vert(const pbd__meshcol *m, int t, int k) {
     return pbd__ld(m->verts + 3 * m->tris[3 * t + k]);
 }
 
 /* Closest point to p on triangle abc (Ericson, Real-Time Collision
    Detection, 5.1.5) and the feature it lies on: 0..2 vertex a b c, 3 edge
    ab, 4 edge bc, 5 edge ca, 6 the face. */
-static pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3 c, int *feature) {
+static PBD_HD pbd__v3 pbd__closest_on_triangle(pbd__v3 p, pbd__v3 a, pbd__v3 b, pbd__v3 c, int *feature) {
     pbd__v3 ab = pbd__sub(b, a), ac = pbd__sub(c, a), ap = pbd__sub(p, a);
     float d1 = pbd__dot(ab, ap), d2 = pbd__dot(ac, ap);
     if (d1 <= 0 && d2 <= 0) {
@@ -6694,7 +6691,7 @@ static inline pbd__vv pbd__vclosest_on_triangle(pbd__vv p, pbd__vv a, pbd__vv b,
 }
 #endif
 
-static float pbd__box_dist2(const float *lo, const float *hi, pbd__v3 y) {
+static PBD_HD float pbd__box_dist2(const float *lo, const float *hi, pbd__v3 y) {
     float q[3] = {y.x, y.y, y.z}, d2 = 0;
     for (int k = 0; k < 3; ++k) {
         float e = q[k] < lo[k] ? lo[k] - q[k] : (q[k] > hi[k] ? q[k] - hi[k] : 0.0f);
@@ -6705,7 +6702,7 @@ static float pbd__box_dist2(const float *lo, const float *hi, pbd__v3 y) {
 
 /* The closest point of the mesh to y: squared distance, point, triangle,
    feature. Nearest child first, pruned by box distance. */
-static float pbd__bvh_closest(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *cp, int *tri, int *feat) {
+static PBD_HD float pbd__bvh_closest(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *cp, int *tri, int *feat) {
     int stack[96], top = 0;
     float best = FLT_MAX;
     stack[top++] = 0;
@@ -6748,7 +6745,7 @@ static float pbd__bvh_closest(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *cp, int
 
 /* Signed (closed mesh) or unsigned (open shell) distance through the BVH,
    with the outward normal of the closest point. */
-static float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
+static PBD_HD float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     pbd__v3 cp;
     int t, f;
     float d = sqrtf(pbd__bvh_closest(m, y, &cp, &t, &f));
@@ -6764,7 +6761,7 @@ static float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
 
 /* Trilinear interpolation of the grid and its gradient; outside the grid
    the distance to the mesh bounds (a lower bound, safe for tracing). */
-static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
+static PBD_HD float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     float q[3] = {y.x, y.y, y.z}, f[3];
     int i[3], outside = 0;
     for (int k = 0; k < 3; ++k) {
@@ -6801,14 +6798,14 @@ static float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     return d;
 }
 
-static float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
+static PBD_HD float pbd__meshcol_sdf(const pbd_world *w, const pbd__collider *c, pbd__v3 y, pbd__v3 *n) {
     const pbd__meshcol *m = &w->meshcols[c->mesh];
     return c->shape == PBD_COLLIDER_SDF_GRID ? pbd__grid_sdf(m, y, n) : pbd__bvh_sdf(m, y, n);
 }
 
 /* Whether the segment a -> b (collider frame) comes within reach of the
    mesh bounds: the broad phase before any tracing. */
-static int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach) {
+static PBD_HD int pbd__meshcol_near(const pbd_world *w, const pbd__collider *c, pbd__v3 a, pbd__v3 b, float reach) {
     const pbd__meshcol *m = &w->meshcols[c->mesh];
     float A[3] = {a.x, a.y, a.z}, B[3] = {b.x, b.y, b.z};
     for (int k = 0; k < 3; ++k) {
@@ -7044,7 +7041,6 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
 
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "mesh and SDF-grid colliders");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(
         pbd__meshcol_validate(w, d->positions, d->vertex_count, d->triangles, d->triangle_count, d->sdf_resolution));
@@ -10478,7 +10474,7 @@ static int pbd__triangle_rest2d(const pbd__v3 *x, float *abc) {
     return 1;
 }
 
-static inline pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
+static inline PBD_HD pbd__v3 pbd__mat32_mul(pbd__v3 c0, pbd__v3 c1, float x, float y) {
     return pbd__add(pbd__mul(c0, x), pbd__mul(c1, y));
 }
 
@@ -10489,7 +10485,7 @@ typedef struct pbd__tri_svd {
     pbd__v3 F0, F1;
     float s1, s2, v1x, v1y;
 } pbd__tri_svd;
-static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
+static PBD_HD pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
     pbd__tri_svd o;
     float b = abc[1];
     o.F0 = pbd__mul(pbd__sub(x[1], x[0]), 1.0f / abc[0]);
@@ -10527,8 +10523,8 @@ static pbd__tri_svd pbd__triangle_svd(const pbd__v3 *x, const float *abc) {
    y_i = c + F' (X_i - X_c) about the mass-weighted centroids (so linear
    momentum is kept; corners of inverse mass 0 hold the centroid and stay).
    k scales the move. Returns 1 when the triangle was moved. */
-static int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k,
-                               float *stretch) {
+static PBD_HD int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *abc, float lo, float hi, float k,
+                                      float *stretch) {
     float a = abc[0], b = abc[1], c = abc[2];
     pbd__tri_svd sv = pbd__triangle_svd(x, abc);
     pbd__v3 F0 = sv.F0, F1 = sv.F1;
@@ -10605,7 +10601,7 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
 
 /* Provot 1995's edge pass: an edge outside [lo, hi] * rest is brought to
    the nearest limit, the move shared by inverse masses (survey 3.5). */
-static void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, float hi, float k) {
+static PBD_HD void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, float hi, float k) {
     pbd__p4 *a = &P[e[0]], *b = &P[e[1]];
     float ws = a->w + b->w;
     if (!(ws > 0)) return;
@@ -10623,7 +10619,7 @@ static void pbd__limit_edge(pbd__p4 *P, const int *e, float rest, float lo, floa
     b->z += corr.z * b->w;
 }
 
-static void pbd__limit_one(pbd_world *w, const pbd__limit *L, int c) {
+static PBD_HD void pbd__limit_one(pbd_world *w, const pbd__limit *L, int c) {
     const pbd__group *g = &L->g;
     const int *e = g->idx + (size_t)c * g->arity;
     if (L->mode == PBD_STRAIN_EDGES) {
@@ -10721,7 +10717,6 @@ static pbd_result pbd__limit_edges(pbd_world *w, const int *tri, int nt, pbd__gr
 
 PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc *d, pbd_strain_limit *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "strain limits");
     PBD__CHECK_PTR(w, d, "desc");
     if (d->mode != PBD_STRAIN_TRIANGLES && d->mode != PBD_STRAIN_EDGES)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strain mode %d", (int)d->mode);
@@ -10838,7 +10833,7 @@ PBDDEF pbd_hair_desc pbd_hair_desc_default(void) {
 /* Mueller et al. 2012 (survey 3.5, Figure 9): the follower goes onto the
    sphere of radius `rest` about its leader, along the line through both;
    coincident points use a fixed per-pair direction. */
-static inline pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float rest, unsigned a, unsigned b) {
+static inline PBD_HD pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float rest, unsigned a, unsigned b) {
     pbd__v3 d = pbd__sub(p, leader);
     float l = pbd__len(d);
     if (!(l > PBD__DIR_MIN)) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
@@ -10864,7 +10859,7 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
 /* FTL over strand s: particles of inverse mass 0 stay and lead the rest;
    d collects the corrections of the substep (cleared in its first
    iteration). The scalar reference of pbd__vftl_batch. */
-static void pbd__ftl_strand(pbd__p4 *P, pbd__strands *S, int s, int first_iteration) {
+static PBD_HD void pbd__ftl_strand(pbd__p4 *P, pbd__strands *S, int s, int first_iteration) {
     int b = S->start[s], e = S->start[s + 1];
     if (first_iteration) memset(S->d + 3 * (size_t)b, 0, sizeof(float) * 3 * (size_t)(e - b));
     pbd__v3 lead = pbd__p3(P[S->idx[b]]);
@@ -10982,22 +10977,25 @@ static void pbd__strands_project(pbd_world *w, int iteration) {
 }
 
 /* Dynamic FTL's velocity: v_i = (p_i - x_i)/h - s_damping d_{i+1}/h, after
-   the update v = (p - x)/h (Mueller et al. 2012; survey 3.5). */
+   the update v = (p - x)/h (Mueller et al. 2012; survey 3.5); c =
+   s_damping / h. */
+static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands *S, int s, float c) {
+    for (int k = S->start[s]; k < S->start[s + 1] - 1; ++k) {
+        pbd__p4 *v = &w->v[S->idx[k]];
+        if (w->x[S->idx[k]].w == 0) continue;
+        const float *dn = S->d + 3 * (size_t)(k + 1);
+        v->x -= c * dn[0];
+        v->y -= c * dn[1];
+        v->z -= c * dn[2];
+    }
+}
 static void pbd__strands_velocities(pbd_world *w, float h) {
     for (int i = 0; i < w->nstrands; ++i) {
         const pbd__strands *S = &w->strands[i];
         float c = S->damping / h;
         if (c == 0) continue;
         PBD__PRAGMA(omp for schedule(static))
-        for (int s = 0; s < S->nstrands; ++s)
-            for (int k = S->start[s]; k < S->start[s + 1] - 1; ++k) {
-                pbd__p4 *v = &w->v[S->idx[k]];
-                if (w->x[S->idx[k]].w == 0) continue;
-                const float *dn = S->d + 3 * (size_t)(k + 1);
-                v->x -= c * dn[0];
-                v->y -= c * dn[1];
-                v->z -= c * dn[2];
-            }
+        for (int s = 0; s < S->nstrands; ++s) pbd__strand_velocity(w, S, s, c);
     }
 }
 
@@ -11076,7 +11074,6 @@ static pbd_result pbd__strands_push(pbd_world *w, pbd__strands *S, pbd_strands *
 
 PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_strands *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "strands");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__CHECK_PTR(w, d->particles, "desc.particles");
     PBD__CHECK_PTR(w, d->strand_starts, "desc.strand_starts");
@@ -11165,7 +11162,6 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
 
 PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands *out, pbd_range *particles) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "strands");
     PBD__TRY(pbd__validate_hair(w, d));
     int ns = d->strand_count, per = d->particles_per_strand, np = ns * per;
     pbd__strands S;
@@ -11243,7 +11239,7 @@ static pbd_result pbd__hair_index(const pbd_world *w, pbd_strands handle, int *i
 
 PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands handle, const float *position,
                                             const float *rotation) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_PARTICLES(w);
     int si;
     PBD__TRY(pbd__hair_index(w, handle, &si));
     PBD__CHECK_PTR(w, position, "position");
@@ -11260,7 +11256,7 @@ PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands handle, co
 
 PBDDEF pbd_result pbd_strands_set_roots(pbd_world *w, pbd_strands handle, const float *positions,
                                         const float *normals) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_PARTICLES(w);
     int si;
     PBD__TRY(pbd__hair_index(w, handle, &si));
     PBD__CHECK_PTR(w, positions, "positions");
@@ -11369,7 +11365,6 @@ static pbd_result pbd__check_tear_mesh(pbd_world *w, const pbd__group *g, const 
 
 PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_tearing *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "tearing");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__check_object_handle(w, d->object));
     const pbd__object *o = &w->objects[pbd__oi(d->object)];
@@ -14650,14 +14645,9 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
 
 static const char *pbd__gpu_unsupported(const pbd_world *w) {
     if (w->accel) return "acceleration fields (a host callback)";
-    for (int c = 0; c < w->ncolliders; ++c)
-        if (w->colliders[c].s.live && w->colliders[c].shape >= PBD_COLLIDER_MESH) return "mesh and SDF-grid colliders";
     if (PBD__LIVE(w->pp.fluids, w->pp.nfluids)) return "fluids";
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__COLLIDE) return "particle contact";
-    if (PBD__LIVE(w->limits, w->nlimits)) return "strain limits";
-    if (PBD__LIVE(w->strands, w->nstrands)) return "strands";
-    if (PBD__LIVE(w->tears, w->ntears)) return "tearing";
     if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
     if (PBD__LIVE(w->plugins, w->nplugins)) return "plugins (pbd_sm.h, user plugins)";
     return NULL;

@@ -34,15 +34,19 @@
        balloons' global volume) in Gauss-Seidel by the CPU's colours (the
        overflow colour in one thread) or in the averaged Jacobi mode; long
        range attachments (tethers, with their give-way and tightening);
-       analytic colliders (plane, sphere, capsule, box) with continuous
+       strain limits (triangles and edges, by the CPU's colours); strands
+       (follow-the-leader, one thread per strand, and its velocity pass);
+       tearing (on the host between steps, as pbd_world_tear is called:
+       the next step uploads the torn cloth);
+       colliders (plane, sphere, capsule, box, triangle mesh through its
+       BVH, signed-distance grid) with continuous
        contacts, friction and restitution; the velocity pass; the
        angular-momentum restore; momentum-conserving damping per object and
        per cluster; the non-finite check and its rollback. Snapshots and
        restore work on GPU worlds as on CPU worlds.
        Not yet (adding them to a GPU world fails with PBD_ERROR_UNSUPPORTED
        and the feature's name; nothing runs silently on the CPU):
-       acceleration fields (a host callback), mesh and SDF-grid colliders,
-       particle contact, fluids, strain limits, strands, tearing,
+       acceleration fields (a host callback), particle contact, fluids,
        self-collision, plugins (pbd_sm.h).
 
    DATA
@@ -50,8 +54,11 @@
        it there exactly as for a CPU world (same checks, same errors). The
        device holds a copy that the steps advance:
        - the first step after a change uploads the world (the particles,
-         groups, objects, colliders, tethers and clusters); a step with no
-         change before it uploads only the colliders' poses;
+         groups, objects, colliders, tethers, clusters, ...); after the
+         setters a game calls every frame (particle positions, velocities,
+         kinematic targets, a hair's transform or roots) only the
+         particles' arrays go up; the colliders (their poses) go with
+         every step;
        - after a step the host's particles are stale; the first call that
          reads or changes the world fetches them (x and v, once per step at
          most): pbd_world_positions(w) after each step, not a pointer kept
@@ -114,7 +121,6 @@
 #include <cuda_runtime.h>
 #endif
 
-
 // ==== launches ==============================================================
 /* A kernel is a grid-stride loop over its elements (PBD__GRID_LOOP). On a
    GPU, pbd__launch starts enough blocks of 256 threads; emulated, it runs
@@ -176,11 +182,11 @@ struct pbd__gpu {
     pbd_world shadow; /* the world as the kernels see it: device pointers */
     pbd_world *dw;    /* the shadow in device memory */
     int *bad;         /* the non-finite check's flag */
-    float *lambdas;              /* every group's multipliers, one block (zeroed every substep) */
+    float *lambdas;   /* every group's multipliers, one block (zeroed every substep) */
     size_t nlambdas;
-    pbd__lra *lras;              /* host image of the device's tether records (their device arrays) */
-    pbd__sums sums;              /* the blocked sums of damping and momentum (device arrays) */
-    float *set_k;                /* per set: the damping fraction of a substep */
+    pbd__lra *lras; /* host image of the device's tether records (their device arrays) */
+    pbd__sums sums; /* the blocked sums of damping and momentum (device arrays) */
+    float *set_k;   /* per set: the damping fraction of a substep */
     /* device buffers, reused by the next upload in the same order */
     pbd__buf *bufs;
     int nbufs, used;
@@ -213,8 +219,7 @@ static const int *pbd__emu_order(pbd__gpu *g, int n) {
     }
     return o.data();
 }
-template <typename... P, typename... A>
-static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
+template <typename... P, typename... A> static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
     if (n <= 0) return;
     const int *order = pbd__emu_order(g, n);
     /* in parallel where there is enough to share: the shuffled order alone
@@ -229,8 +234,7 @@ static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
     }
 }
 #else
-template <typename... P, typename... A>
-static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
+template <typename... P, typename... A> static void pbd__launch(pbd__gpu *g, int n, void (*k)(P...), A... a) {
     (void)g;
     if (n <= 0) return;
     int threads = 256, blocks = (n + threads - 1) / threads;
@@ -365,8 +369,7 @@ static int pbd__upload_group(pbd__gpu *g, pbd__group *d, const pbd__group *h, fl
     size_t nrest = (size_t)(h->count > 0 ? h->count : 1) * (size_t)h->rest_stride;
     d->slot = NULL;
     return PBD__UP(g, d->idx, h->idx, nidx) && PBD__UP(g, d->rest, h->rest, nrest) &&
-           PBD__UP(g, d->verts, h->verts, h->nverts) &&
-           PBD__UP(g, d->scratch, h->scratch, 6 * (size_t)h->nverts) &&
+           PBD__UP(g, d->verts, h->verts, h->nverts) && PBD__UP(g, d->scratch, h->scratch, 6 * (size_t)h->nverts) &&
            PBD__UP(g, d->color_start, h->color_start, h->ncolors + 1);
 }
 
@@ -376,6 +379,55 @@ static int pbd__upload_lra(pbd__gpu *g, pbd__lra *d, const pbd__lra *h) {
     return PBD__UP(g, d->particles, h->particles, h->count) && PBD__UP(g, d->start, h->start, h->count + 1) &&
            PBD__UP(g, d->anchor, h->anchor, nt) && PBD__UP(g, d->length, h->length, nt) &&
            PBD__UP(g, d->reach, h->reach, 2 * nt);
+}
+
+/* Mesh and SDF-grid colliders: the mesh, its BVH and its grid. */
+static int pbd__upload_meshcols(pbd__gpu *g, const pbd_world *w) {
+    pbd__meshcol *mc = (pbd__meshcol *)malloc(sizeof(pbd__meshcol) * (size_t)(w->nmeshcols + 1));
+    int ok = mc != NULL;
+    for (int i = 0; ok && i < w->nmeshcols; ++i) {
+        const pbd__meshcol *h = &w->meshcols[i];
+        size_t cells = h->grid ? (size_t)(h->dims[0] + 1) * (size_t)(h->dims[1] + 1) * (size_t)(h->dims[2] + 1) : 0;
+        mc[i] = *h;
+        ok = PBD__UP(g, mc[i].verts, h->verts, 3 * (size_t)h->nv) &&
+             PBD__UP(g, mc[i].tris, h->tris, 3 * (size_t)h->nt) && PBD__UP(g, mc[i].pn, h->pn, 21 * (size_t)h->nt) &&
+             PBD__UP(g, mc[i].order, h->order, h->nt) && PBD__UP(g, mc[i].nodes, h->nodes, h->nnodes) &&
+             PBD__UP(g, mc[i].grid, h->grid, cells);
+    }
+    ok = ok && PBD__UP(g, g->shadow.meshcols, mc, w->nmeshcols);
+    free(mc);
+    return ok;
+}
+
+/* Strain limits: private groups (their multipliers unused). */
+static int pbd__upload_limits(pbd__gpu *g, const pbd_world *w) {
+    pbd__limit *limits = (pbd__limit *)malloc(sizeof(pbd__limit) * (size_t)(w->nlimits + 1));
+    int ok = limits != NULL;
+    for (int i = 0; ok && i < w->nlimits; ++i) {
+        limits[i] = w->limits[i];
+        ok = pbd__upload_group(g, &limits[i].g, &w->limits[i].g, NULL);
+    }
+    ok = ok && PBD__UP(g, g->shadow.limits, limits, w->nlimits);
+    free(limits);
+    return ok;
+}
+
+/* Strand sets: their particles, segments and the FTL corrections (the
+   hair's roots stay on the host: they set kinematic targets). */
+static int pbd__upload_strands(pbd__gpu *g, const pbd_world *w) {
+    pbd__strands *st = (pbd__strands *)malloc(sizeof(pbd__strands) * (size_t)(w->nstrands + 1));
+    int ok = st != NULL;
+    for (int i = 0; ok && i < w->nstrands; ++i) {
+        const pbd__strands *h = &w->strands[i];
+        st[i] = *h;
+        st[i].root = NULL;
+        ok = PBD__UP(g, st[i].start, h->start, h->start ? h->nstrands + 1 : 0) &&
+             PBD__UP(g, st[i].idx, h->idx, h->nparticles) && PBD__UP(g, st[i].rest, h->rest, h->nparticles) &&
+             PBD__UP(g, st[i].d, h->d, 3 * (size_t)h->nparticles);
+    }
+    ok = ok && PBD__UP(g, g->shadow.strands, st, w->nstrands);
+    free(st);
+    return ok;
 }
 
 /* The whole world onto the device: the shadow world with device pointers,
@@ -393,13 +445,10 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     s->pressure = s->pressure_step = NULL;
     s->object_coupled = NULL;
     s->pose_step = NULL;
-    s->meshcols = NULL;
     s->surfaces = NULL;
     s->selfcol = NULL;
     memset(&s->pp, 0, sizeof s->pp);
-    s->limits = NULL;
-    s->strands = NULL;
-    s->tears = NULL;
+    s->tears = NULL; /* tearing runs on the host between steps (pbd_world_tear), which marks the world */
     s->plugins = NULL;
     s->gpu = NULL;
     int ok = PBD__UP(g, s->x, w->x, n) && PBD__UP(g, s->v, w->v, n) && PBD__UP(g, s->p, w->p, n) &&
@@ -408,7 +457,8 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
              PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) && PBD__SCRATCH(g, s->v_step, n) &&
              PBD__SCRATCH(g, s->ncontact, n) && PBD__SCRATCH(g, s->contacts, w->contact_cap) &&
              PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
-             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
+             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) &&
+             PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
     if (n) pbd__dzero(s->ncontact, (size_t)n);
     /* groups, tethers and clusters: their arrays first, then the records */
@@ -443,7 +493,8 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
         objects[i] = w->objects[i];
         objects[i].perm = NULL; /* the builder's numbering: host only */
     }
-    ok = ok && pbd__upload_sums(g, w, clusters);
+    ok = ok && pbd__upload_sums(g, w, clusters) && pbd__upload_limits(g, w) && pbd__upload_strands(g, w) &&
+         pbd__upload_meshcols(g, w);
     ok = ok && PBD__UP(g, s->groups, groups, w->ngroups) && PBD__UP(g, s->lras, lras, w->nlras) &&
          PBD__UP(g, s->clusters, clusters, w->nclusters) && PBD__UP(g, s->objects, objects, w->nobjects) &&
          PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters);
@@ -512,6 +563,24 @@ PBD__KERNEL pbd__k_jacobi_apply(pbd_world *w) {
 
 PBD__KERNEL pbd__k_lra(pbd_world *w, int li) {
     PBD__GRID_LOOP(k, w->lras[li].count) { pbd__lra_project_one(w->p, &w->lras[li], k); }
+}
+
+/* A colour of strain limit set li (pbd__limit_sweep), or its overflow colour in order. */
+PBD__KERNEL pbd__k_limits(pbd_world *w, int li, int b, int e) {
+    PBD__GRID_LOOP(k, e - b) { pbd__limit_one(w, &w->limits[li], b + k); }
+}
+PBD__KERNEL pbd__k_limits_serial(pbd_world *w, int li, int b, int e) {
+    PBD__GRID_LOOP(k, 1) {
+        for (int c = b; c < e; ++c) pbd__limit_one(w, &w->limits[li], c);
+    }
+}
+
+/* Follow-the-leader over the strands of set si, one thread per strand. */
+PBD__KERNEL pbd__k_ftl(pbd_world *w, int si, int first_iteration) {
+    PBD__GRID_LOOP(s, w->strands[si].nstrands) { pbd__ftl_strand(w->p, &w->strands[si], s, first_iteration); }
+}
+PBD__KERNEL pbd__k_strand_velocities(pbd_world *w, int si, float c) {
+    PBD__GRID_LOOP(s, w->strands[si].nstrands) { pbd__strand_velocity(w, &w->strands[si], s, c); }
 }
 
 PBD__KERNEL pbd__k_lra_tighten(pbd_world *w, int li) {
@@ -741,7 +810,8 @@ static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w) {
     pbd__launch(g, S->nobj_blk, pbd__k_restore_apply, dw, *S);
     pbd__damp_dev(g, 0, no, 0, S->nobj_blk);
     for (int c = 0, b0 = S->nobj_blk; c < w->nclusters; b0 += pbd__sum_blocks(w->clusters[c++].count))
-        if (w->clusters[c].damping > 0) pbd__damp_dev(g, no + c, no + c + 1, b0, b0 + pbd__sum_blocks(w->clusters[c].count));
+        if (w->clusters[c].damping > 0)
+            pbd__damp_dev(g, no + c, no + c + 1, b0, b0 + pbd__sum_blocks(w->clusters[c].count));
 }
 
 /* One group's sweep (pbd__sweep_group): a launch per colour, forwards or
@@ -759,6 +829,16 @@ static void pbd__sweep_dev(pbd__gpu *g, const pbd_world *w, int gi, float h, int
         int b = G->color_start[col], e = G->color_start[col + 1];
         if (G->overflow && col == G->ncolors - 1) pbd__launch(g, 1, pbd__k_project_serial, g->dw, gi, b, e, at, scale);
         else pbd__launch(g, e - b, pbd__k_project, g->dw, gi, b, e, at, scale);
+    }
+}
+
+/* One sweep of strain limit set li (pbd__limit_sweep): a launch per colour. */
+static void pbd__limits_dev(pbd__gpu *g, const pbd_world *w, int li) {
+    const pbd__group *G = &w->limits[li].g;
+    for (int col = 0; col < G->ncolors; ++col) {
+        int b = G->color_start[col], e = G->color_start[col + 1];
+        if (G->overflow && col == G->ncolors - 1) pbd__launch(g, 1, pbd__k_limits_serial, g->dw, li, b, e);
+        else pbd__launch(g, e - b, pbd__k_limits, g->dw, li, b, e);
     }
 }
 
@@ -784,9 +864,17 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
         if (w->jacobi) pbd__launch(g, n, pbd__k_jacobi_apply, dw);
         for (int li = 0; li < w->nlras; ++li)
             if (w->lras[li].enabled) pbd__launch(g, w->lras[li].count, pbd__k_lra, dw, li);
+        for (int li = 0; li < w->nlimits; ++li)
+            if (w->limits[li].enabled) pbd__limits_dev(g, w, li);
+        for (int si = 0; si < w->nstrands; ++si)
+            if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_ftl, dw, si, it == 0);
         if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
     }
     pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
+    for (int si = 0; si < w->nstrands; ++si) {
+        float c = w->strands[si].damping / h;
+        if (c != 0) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, c);
+    }
     if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
     pbd__restore_and_damp_dev(g, w);
 }
@@ -829,7 +917,13 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
 
 extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, size_t msg_size) {
     pbd__gpu *g = w->gpu;
-    if (w->gpu_dirty && !pbd__upload(g, w)) {
+    if (w->gpu_dirty == PBD__GPU_DIRTY_PARTICLES && g->dw) { /* only the per-frame setters: their arrays */
+        size_t n = (size_t)w->n;
+        pbd__h2d(g->shadow.x, w->x, sizeof(pbd__p4) * n);
+        pbd__h2d(g->shadow.v, w->v, sizeof(pbd__p4) * n);
+        pbd__h2d(g->shadow.p, w->p, sizeof(pbd__p4) * n);
+        pbd__h2d(g->shadow.kin_target, w->kin_target, sizeof(pbd__v3) * n);
+    } else if (w->gpu_dirty && !pbd__upload(g, w)) {
         w->gpu_dirty = PBD__GPU_DIRTY_ALL; /* try again next time */
         snprintf(msg, msg_size, "out of device memory for a world of %d particles", w->n);
         return PBD_ERROR_OUT_OF_MEMORY;

@@ -64,8 +64,8 @@ static int gpu_present(void) {
     pbd_world_destroy(w);
     return 1;
 }
-#define NEEDS_GPU() \
-    do {            \
+#define NEEDS_GPU()                                 \
+    do {                                            \
         if (!gpu_present()) SKIP("no CUDA device"); \
     } while (0)
 
@@ -244,12 +244,137 @@ static void build_large(pbd_world *w) {
     CHECK_OK(pbd_add_damping_cluster(w, list + 100, 400, 1.0f, NULL));
 }
 
+/* An n x n cloth's triangles in builder (local) numbering. */
+static int *grid_triangles(int n, int *count) {
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
+    int *t = (int *)malloc(sizeof(int) * 3 * (size_t)m.triangle_count);
+    memcpy(t, m.triangles, sizeof(int) * 3 * (size_t)m.triangle_count);
+    *count = m.triangle_count;
+    pbd_mesh_free(&m);
+    return t;
+}
+
+/* Hair on a moving head (strands), and a cloth with triangle and edge
+   strain limits pulled by a kinematic corner. */
+static pbd_strands hair_set;
+static void ball(pbd_world *w) {
+    float c[3] = {0.1f, 0.5f, 0.1f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.25f, 0.5f, NULL));
+}
+
+static void build_hair_and_limits(pbd_world *w) {
+    ground(w);
+    ball(w);
+    enum { ROOTS = 40 };
+    float roots[3 * ROOTS], normals[3 * ROOTS];
+    for (int i = 0; i < ROOTS; ++i) {
+        float a = 0.157f * (float)i, c = cosf(a), sn = sinf(a);
+        roots[3 * i] = 0.1f * c;
+        roots[3 * i + 1] = 0.05f * (float)(i % 3);
+        roots[3 * i + 2] = 0.1f * sn;
+        normals[3 * i] = c;
+        normals[3 * i + 1] = 0.3f;
+        normals[3 * i + 2] = sn;
+    }
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = roots;
+    hd.root_normals = normals;
+    hd.strand_count = ROOTS;
+    hd.particles_per_strand = 12;
+    hd.position[1] = 1.0f;
+    CHECK_OK(pbd_add_hair(w, &hd, &hair_set, NULL));
+    pbd_object o = cloth(w, 12, 0.6f, 0.9f, PBD_BENDING_DIHEDRAL, 0);
+    int nt = 0, *tri = grid_triangles(12, &nt), f = first_of(w, o);
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = o;
+    sd.triangles = tri;
+    sd.triangle_count = nt;
+    sd.max_stretch = 1.05f;
+    CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
+    sd.mode = PBD_STRAIN_EDGES;
+    sd.triangle_count = nt / 2;
+    sd.min_stretch = 0.95f;
+    CHECK_OK(pbd_add_strain_limit(w, &sd, NULL));
+    free(tri);
+    CHECK_OK(pbd_particle_pin(w, f));
+    CHECK_OK(pbd_particle_set_kinematic(w, f + 11, 1));
+}
+
+static void frame_hair_and_limits(pbd_world *w, int frame) {
+    float t = 0.05f * (float)frame, pos[3] = {0.2f * sinf(t), 1.0f, 0}, rot[4] = {0, sinf(0.5f * t), 0, cosf(0.5f * t)};
+    CHECK_OK(pbd_strands_set_transform(w, hair_set, pos, rot)); /* the same handle in every world built alike */
+    int corner = pbd_world_particle_count(w) - 12 * 12 + 11;
+    float target[3] = {0.3f + 0.4f * t, 0.9f + 0.1f * t, -0.3f};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, corner, target));
+}
+
+/* Cloth falling onto a triangle-mesh collider (BVH) and a signed-distance
+   grid collider that turns. */
+static void build_mesh_colliders(pbd_world *w) {
+    ground(w);
+    pbd_mesh m;
+    float c[3] = {0, 0, 0};
+    CHECK_OK(pbd_mesh_sphere(2, c, 0.25f, &m));
+    pbd_mesh_collider_desc md = pbd_mesh_collider_desc_default();
+    md.positions = m.positions;
+    md.vertex_count = m.vertex_count;
+    md.triangles = m.triangles;
+    md.triangle_count = m.triangle_count;
+    md.position[0] = -0.25f;
+    md.position[1] = 0.3f;
+    CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
+    md.sdf_resolution = 24;
+    md.position[0] = 0.3f;
+    md.position[1] = 0.25f;
+    CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
+    pbd_mesh_free(&m);
+    cloth(w, 20, 1.2f, 0.8f, PBD_BENDING_DIHEDRAL, 0);
+}
+
+static void frame_mesh_colliders(pbd_world *w, int frame) {
+    float a = 0.03f * (float)frame, pos[3] = {0.3f, 0.25f, 0}, rot[4] = {0, sinf(a), 0, cosf(a)};
+    CHECK_OK(pbd_collider_set_pose(w, pbd_world_collider(w, 2), pos, rot));
+}
+
+/* A cloth that tears, pulled apart by two kinematic corners; pbd_world_tear
+   between steps (on the host; the next step uploads the torn cloth). */
+static int torn; /* splits so far in the last tearing scene built */
+static void build_tearing(pbd_world *w) {
+    torn = 0;
+    ball(w);
+    pbd_object o = cloth(w, 16, 0.8f, 1.0f, PBD_BENDING_NONE, 0);
+    int nt = 0, *tri = grid_triangles(16, &nt), f = first_of(w, o);
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = o;
+    td.triangles = tri;
+    td.triangle_count = nt;
+    td.threshold = 1.3f;
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    free(tri);
+    CHECK_OK(pbd_particle_set_kinematic(w, f, 1));
+    CHECK_OK(pbd_particle_set_kinematic(w, f + 15, 1));
+}
+
+static void frame_tearing(pbd_world *w, int frame) {
+    int splits = 0;
+    if (frame > 0) CHECK_OK(pbd_world_tear(w, &splits));
+    torn += splits;
+    float t = 0.02f * (float)frame, a[3] = {-0.4f - t, 1.0f, -0.4f}, b[3] = {0.4f + t, 1.0f, -0.4f};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 0, a));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 15, b));
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth", build_bodies, NULL, 60},
     {"Jacobi", build_jacobi, frame_cloth, 40},
     {"PBD mode, attachments, clusters", build_pbd_mode, frame_pbd_mode, 50},
     {"large cloth", build_large, NULL, 25},
+    {"hair, strain limits", build_hair_and_limits, frame_hair_and_limits, 40},
+    {"tearing", build_tearing, frame_tearing, 40},
+    {"mesh and grid colliders", build_mesh_colliders, frame_mesh_colliders, 50},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -329,6 +454,7 @@ TEST(cuda_the_scenes_move_and_touch) {
         }
         CHECK_MSG(most > 0.05f, "%s: moved at most %g m", scenes[i].name, (double)most);
         CHECK_MSG(touched > 0, "%s: no contact", scenes[i].name);
+        if (scenes[i].build == build_tearing) CHECK_MSG(torn > 0, "the cloth did not tear");
         free(x0);
         pbd_world_destroy(w);
     }
@@ -433,23 +559,6 @@ TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
     CHECK_RESULT(pbd_world_set_acceleration_field(w, accel, NULL), PBD_ERROR_UNSUPPORTED);
     CHECK(strstr(pbd_world_last_error(w), "acceleration") != NULL);
     CHECK_OK(pbd_world_set_acceleration_field(w, NULL, NULL));
-    float roots[3] = {0, 1.5f, 0}, normals[3] = {0, 1, 0};
-    pbd_hair_desc hd = pbd_hair_desc_default();
-    hd.root_positions = roots;
-    hd.root_normals = normals;
-    hd.strand_count = 1;
-    CHECK_RESULT(pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "strands") != NULL);
-    pbd_mesh m;
-    float c[3] = {0, -1, 0};
-    CHECK_OK(pbd_mesh_sphere(1, c, 0.2f, &m));
-    pbd_mesh_collider_desc md = pbd_mesh_collider_desc_default();
-    md.positions = m.positions;
-    md.vertex_count = m.vertex_count;
-    md.triangles = m.triangles;
-    md.triangle_count = m.triangle_count;
-    CHECK_RESULT(pbd_add_collider_mesh(w, &md, NULL), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "mesh") != NULL);
     pbd_object cl = pbd_world_object(w, 0);
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     CHECK_RESULT(pbd_add_cloth_self_collision(w, cl, &cd, 0.01f, NULL), PBD_ERROR_UNSUPPORTED);
@@ -458,13 +567,6 @@ TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
     pd.begin_step = noop_step;
     CHECK_RESULT(pbd_add_plugin(w, &pd, NULL), PBD_ERROR_UNSUPPORTED);
     CHECK(strstr(pbd_world_last_error(w), "plugins") != NULL);
-    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
-    sd.object = cl;
-    sd.triangles = m.triangles;
-    sd.triangle_count = 1;
-    CHECK_RESULT(pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "strain") != NULL);
-    pbd_mesh_free(&m);
     CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size);
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     pbd_world_destroy(w);
