@@ -52,7 +52,13 @@ void suite_cuda(void) { RUN(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_ref
 
 #else /* PBD_CUDA */
 
-void pbd__cuda_emulate_seed(unsigned seed);
+#ifdef __cplusplus
+extern "C" {
+#endif
+void pbd__cuda_emulate_seed(unsigned seed); /* pbd_cuda.cu: the emulation's launch order (no-op on a GPU) */
+#ifdef __cplusplus
+}
+#endif
 
 /* Whether this machine has a device that GPU worlds can use (the
    emulation always has one). */
