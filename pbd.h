@@ -412,11 +412,11 @@
        PBD_ERROR_OUT_OF_MEMORY; PBD_DEVICE_CPU the CPU. pbd_world_device(w)
        says which. On the GPU: prediction, every constraint group type
        (Gauss-Seidel by colour, averaged Jacobi), long range attachments,
-       plane / sphere / capsule / box colliders with continuous contacts,
-       friction and restitution, the velocity pass, the angular momentum
-       restore, damping, the non-finite rollback, snapshots. Not yet:
-       acceleration fields, mesh and SDF-grid colliders, particle
-       contact, fluids, strain limits, strands, tearing, self-collision,
+       strain limits, strands and hair, tearing (on the host between
+       steps), every collider shape with continuous contacts, friction
+       and restitution, the velocity pass, the angular momentum restore,
+       damping, the non-finite rollback, snapshots. Not yet: acceleration
+       fields (a host callback), particle contact, fluids, self-collision,
        plugins (so pbd_sm.h); adding one to a GPU world fails with
        PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
        give such a world PBD_DEVICE_CPU. The host keeps the whole world
@@ -6465,7 +6465,7 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
 }
 
 /* The collider's pose at fraction t of the current step. */
-static pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
+static PBD_HD pbd__pose pbd__collider_pose(const pbd__collider *c, float t) {
     pbd__pose p;
     pbd__st(p.pos, pbd__lerp(pbd__ld(c->pos), pbd__ld(c->to_pos), t));
     pbd__qnlerp(c->rot, c->to_rot, t, p.rot);
@@ -7168,12 +7168,14 @@ PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
     return push;
 }
 
+/* Collider c's poses at the start and the end of substep s of S. */
+static inline PBD_HD void pbd__collider_poses_one(pbd_world *w, int c, int s, int S) {
+    if (!w->colliders[c].s.live) return;
+    w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
+    w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
+}
 static void pbd__collider_poses(pbd_world *w, int s, int S) {
-    for (int c = 0; c < w->ncolliders; ++c) {
-        if (!w->colliders[c].s.live) continue;
-        w->pose_from[c] = pbd__collider_pose(&w->colliders[c], (float)s / (float)S);
-        w->pose_to[c] = pbd__collider_pose(&w->colliders[c], (float)(s + 1) / (float)S);
-    }
+    for (int c = 0; c < w->ncolliders; ++c) pbd__collider_poses_one(w, c, s, S);
 }
 
 /* How far particle i's contact test reaches (pbd__collide: its radius

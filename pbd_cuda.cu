@@ -534,6 +534,10 @@ PBD__KERNEL pbd__k_predict(pbd_world *w, pbd__f4 gh, float damp, float h, float 
     }
 }
 
+PBD__KERNEL pbd__k_poses(pbd_world *w, int s, int S) {
+    PBD__GRID_LOOP(c, w->ncolliders) { pbd__collider_poses_one(w, c, s, S); }
+}
+
 PBD__KERNEL pbd__k_contacts(pbd_world *w, int per, float h) {
     PBD__GRID_LOOP(i, w->n) { pbd__contacts_of(w, i, per, h); }
 }
@@ -850,9 +854,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     float damp;
     pbd__predict_constants(w, h, gh.v, &damp);
     pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
-    pbd__collider_poses(w, s, S); /* on the host, into its pose arrays: then up */
-    pbd__h2d(g->shadow.pose_from, w->pose_from, sizeof(pbd__pose) * (size_t)w->ncolliders);
-    pbd__h2d(g->shadow.pose_to, w->pose_to, sizeof(pbd__pose) * (size_t)w->ncolliders);
+    pbd__launch(g, w->ncolliders, pbd__k_poses, dw, s, S);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     pbd__momentum_before_dev(g);
     int per = pbd__contacts_per_particle(w);

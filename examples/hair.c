@@ -59,7 +59,6 @@ int main(int argc, char **argv) {
     const float dt = 1.0f / 60.0f, head_r = 0.1f;
     mkdir(outdir, 0755);
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* strands: not on the GPU yet (pbd_cuda.cu) */
     wd.substeps = 4;
     wd.iterations = 1; /* one FTL pass is exact */
     pbd_world *w = NULL;

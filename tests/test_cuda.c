@@ -344,6 +344,56 @@ static void frame_mesh_colliders(pbd_world *w, int frame) {
     CHECK_OK(pbd_collider_set_pose(w, pbd_world_collider(w, 2), pos, rot));
 }
 
+/* A hub with 100 spokes (distance constraints that all share the hub: more
+   than 63 colours, so an overflow colour solved in order) and particles
+   kept above triangles by point-triangle constraints. */
+static pbd_group spokes_group;
+static void build_overflow(pbd_world *w) {
+    ground(w);
+    enum { SPOKES = 100 };
+    float pos[3 * (SPOKES + 1) + 3 * 8];
+    pos[0] = 0;
+    pos[1] = 1.0f;
+    pos[2] = 0;
+    for (int i = 1; i <= SPOKES; ++i) {
+        float a = 0.0628f * (float)i;
+        pos[3 * i] = 0.3f * cosf(a);
+        pos[3 * i + 1] = 1.0f + 0.01f * (float)(i % 7);
+        pos[3 * i + 2] = 0.3f * sinf(a);
+    }
+    /* two triangles and two particles just above them */
+    float tri[24] = {0.5f,  0.5f, 0, 0.8f,  0.5f, 0, 0.5f,  0.5f, 0.3f, 0.6f,  0.55f, 0.1f,
+                     -0.5f, 0.4f, 0, -0.8f, 0.4f, 0, -0.5f, 0.4f, 0.3f, -0.6f, 0.45f, 0.1f};
+    memcpy(pos + 3 * (SPOKES + 1), tri, sizeof tri);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = SPOKES + 1 + 8;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int idx[2 * SPOKES];
+    for (int i = 0; i < SPOKES; ++i) {
+        idx[2 * i] = r.first;
+        idx[2 * i + 1] = r.first + 1 + i;
+    }
+    pbd_constraints_desc cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_DISTANCE;
+    cd.count = SPOKES;
+    cd.indices = idx;
+    cd.compliance = 1e-6f;
+    CHECK_OK(pbd_add_constraints(w, &cd, &spokes_group));
+    int b = r.first + SPOKES + 1, pt[8] = {b + 3, b, b + 1, b + 2, b + 7, b + 4, b + 5, b + 6};
+    cd = pbd_constraints_desc_default();
+    cd.type = PBD_CONSTRAINT_POINT_TRIANGLE;
+    cd.count = 2;
+    cd.indices = pt;
+    cd.thickness = 0.02f;
+    CHECK_OK(pbd_add_constraints(w, &cd, NULL));
+    for (int k = 0; k < 3; ++k) { /* the triangles' corners hold */
+        CHECK_OK(pbd_particle_pin(w, b + k));
+        CHECK_OK(pbd_particle_pin(w, b + 4 + k));
+    }
+}
+
 /* A cloth that tears, pulled apart by two kinematic corners; pbd_world_tear
    between steps (on the host; the next step uploads the torn cloth). */
 static int torn; /* splits so far in the last tearing scene built */
@@ -381,6 +431,7 @@ static const scene scenes[] = {
     {"hair, strain limits", build_hair_and_limits, frame_hair_and_limits, 40},
     {"tearing", build_tearing, frame_tearing, 40},
     {"mesh and grid colliders", build_mesh_colliders, frame_mesh_colliders, 50},
+    {"overflow colour, point-triangle", build_overflow, NULL, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -461,6 +512,11 @@ TEST(cuda_the_scenes_move_and_touch) {
         CHECK_MSG(most > 0.05f, "%s: moved at most %g m", scenes[i].name, (double)most);
         CHECK_MSG(touched > 0, "%s: no contact", scenes[i].name);
         if (scenes[i].build == build_tearing) CHECK_MSG(torn > 0, "the cloth did not tear");
+        if (scenes[i].build == build_overflow) {
+            int overflow = 0, colors = 0;
+            CHECK_OK(pbd_group_colors(w, spokes_group, NULL, 0, &colors, &overflow));
+            CHECK_MSG(overflow == 1, "the hub's group has %d colours and no overflow colour", colors);
+        }
         free(x0);
         pbd_world_destroy(w);
     }
