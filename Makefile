@@ -70,7 +70,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu demo bench deps clean examples benches check-headers check-readme check-repro cuda determinism-hash format check-format
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro cuda determinism-hash format check-format
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -106,6 +106,8 @@ test: deps
 #                   compute-sanitizer's memcheck and racecheck run the suite;
 #                   without a device it checks the fallback (auto -> CPU, GPU
 #                   only -> a clear error)
+#   make gpu-check  all of that in two minutes on a GPU machine, with the
+#                   GPU benches (what a session that is lent a GPU runs)
 #   CUDA_ARCH=-arch=native  for the machine's own GPU (default: nvcc's)
 NVCC ?= nvcc
 CUDA_ARCH ?=
@@ -140,6 +142,19 @@ test-gpu: deps
 	  $(SANITIZER) --tool memcheck --leak-check full --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests $(T) && \
 	  $(SANITIZER) --tool racecheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests $(T); \
 	else echo "test-gpu: no CUDA device (or no compute-sanitizer): the sanitizers did not run"; fi
+
+# One short check for a machine with a GPU (no package installs: such
+# machines may be offline): the equivalence tests, compute-sanitizer on two
+# short tests, and the GPU benches (cloth targets, strands) into
+# out/gpu-check/. About 2 minutes on an H200's host.
+gpu-check:
+	@mkdir -p out/gpu-check
+	@$(MAKE) --no-print-directory -j8 $(CUDA_BUILD)/pbd_cuda_tests $(BUILD)/bench/cloth $(BUILD)/bench/strands CUDA_ARCH=-arch=native
+	./$(CUDA_BUILD)/pbd_cuda_tests | tee out/gpu-check/tests.txt
+	-$(SANITIZER) --tool memcheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_snapshot 2>&1 | tail -3
+	-$(SANITIZER) --tool racecheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_a_non_finite 2>&1 | tail -3
+	OMP_NUM_THREADS=2 ./$(BUILD)/bench/cloth --gpu | tee out/gpu-check/cloth.jsonl
+	OMP_NUM_THREADS=2 ./$(BUILD)/bench/strands | tee out/gpu-check/strands.jsonl
 
 # The cross-platform determinism test's hashes (tests/test_determinism.c).
 determinism-hash: deps

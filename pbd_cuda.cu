@@ -62,7 +62,9 @@
        - after a step the host's particles are stale; the first call that
          reads or changes the world fetches them (x and v, once per step at
          most): pbd_world_positions(w) after each step, not a pointer kept
-         from before it;
+         from before it. That fetch writes the host's copy, so the const
+         getters of a GPU world are not safe to call from several threads
+         at once right after a step (one call first, then any number);
        - pbd_world_device_positions(w) gives the device's positions (4
          floats per particle, w the inverse mass) for CUDA-OpenGL interop:
          a renderer draws them without a copy.
