@@ -173,6 +173,20 @@ static void build_bodies(pbd_world *w) {
     cloth(w, 10, 0.5f, 1.2f, PBD_BENDING_ISOMETRIC, 1);
 }
 
+/* Mid-run the soft body goes (its particles wait as free slots) and a
+   grain is added into them. */
+static void frame_bodies(pbd_world *w, int frame) {
+    if (frame != 30) return;
+    CHECK_OK(pbd_remove_object(w, pbd_world_object(w, 0)));
+    float x[3] = {-0.45f, 0.8f, 0.05f};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.count = 1;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK(r.first == 0); /* the first free slot */
+}
+
 /* The first scene in the averaged Jacobi mode. */
 static void build_jacobi(pbd_world *w) {
     build_cloth(w);
@@ -424,7 +438,7 @@ static void frame_tearing(pbd_world *w, int frame) {
 
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
-    {"soft body, balloon, isometric cloth", build_bodies, NULL, 60},
+    {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
     {"Jacobi", build_jacobi, frame_cloth, 40},
     {"PBD mode, attachments, clusters", build_pbd_mode, frame_pbd_mode, 50},
     {"large cloth", build_large, NULL, 25},
@@ -671,6 +685,26 @@ static void log_fn(void *user, pbd_result r, const char *message) {
     }
 }
 
+/* Worlds with nothing in them step on the GPU as on the CPU. */
+TEST(cuda_empty_worlds_step) {
+    NEEDS_GPU();
+    pbd_world *w = world_on(PBD_DEVICE_GPU);
+    if (!w) return;
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    CHECK(pbd_world_device_positions(w) == NULL && pbd_world_positions(w) == NULL);
+    ground(w);
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    float x[3] = {0, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.count = 1;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    for (int k = 0; k < 60; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *p = pbd_world_positions(w);
+    CHECK(p && fabsf(p[1] - 0.01f) < 1e-3f); /* resting on the ground at its radius */
+    pbd_world_destroy(w);
+}
+
 /* The device choice: GPU only gets the GPU (or fails), CPU the CPU; auto
    takes a real GPU and logs its choice. The emulation is never chosen
    automatically: it is slower than the CPU path, for tests only. */
@@ -733,6 +767,7 @@ void suite_cuda(void) {
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_what_is_not_on_the_gpu_is_refused_by_name);
     RUN(cuda_a_snapshot_with_fluid_is_refused_by_a_gpu_world);
+    RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
 }
