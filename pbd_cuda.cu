@@ -941,7 +941,7 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     /* the colliders' poses live on the host (their setters and
        pbd__collider_poses); each step sends their records */
     pbd__h2d(g->shadow.colliders, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
-    memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
+    if (w->ncolliders) memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
     pbd__d2d(g->shadow.x_step, g->shadow.x, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
     pbd__lras_keep_dev(g, w, 0);
