@@ -26,6 +26,7 @@
            PBD_DEVICE_CPU             the CPU
        pbd_world_device(w) tells which one a world got. One program can step
        a CPU world and a GPU world side by side (the tests compare them).
+       The emulation (below) is a GPU only when asked for: auto declines it.
 
    WHAT RUNS ON THE GPU
        Prediction (gravity, point damping, pinned and kinematic particles);
@@ -85,7 +86,9 @@
        atomics. Constants that need libm (expf of the damping) are computed
        on the host. So a GPU world gives a CPU world's bits (with
        --fmad=false and CUDA's default IEEE division and square root;
-       checked on an NVIDIA H200 with CUDA 13.0).
+       checked on an NVIDIA H200 with CUDA 13.0 for the groups, tethers,
+       analytic colliders, damping and rollback; strain limits, strands,
+       tearing and mesh colliders so far in the emulation below).
 
    EMULATION
        Compiled as C++ by the host compiler with PBD_CUDA_EMULATE defined,
