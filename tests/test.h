@@ -139,6 +139,15 @@ static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     return c;
 }
 
+static inline pbd_softbody_desc pbdt_softbody_desc(const pbd_mesh *m) {
+    pbd_softbody_desc d = pbd_softbody_desc_default();
+    d.positions = m->positions;
+    d.vertex_count = m->vertex_count;
+    d.tets = m->tets;
+    d.tet_count = m->tet_count;
+    return d;
+}
+
 /* One strand of n particles at positions (3n floats; velocities and mass
    optional: NULL / 0 for the defaults) with its root pinned; damping is
    the strand damping (< 0: the default). Returns the particles' range

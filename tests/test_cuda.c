@@ -96,11 +96,7 @@ static pbd_object cloth(pbd_world *w, int n, float size, float height, pbd_bendi
     pbd_mesh m;
     pbd_object obj = {0};
     CHECK_OK(pbd_mesh_grid(n, n, o, u, v, &m));
-    pbd_cloth_desc d = pbd_cloth_desc_default();
-    d.positions = m.positions;
-    d.vertex_count = m.vertex_count;
-    d.triangles = m.triangles;
-    d.triangle_count = m.triangle_count;
+    pbd_cloth_desc d = pbdt_cloth_desc(&m);
     d.bending = bending;
     d.area_constraints = area;
     CHECK_OK(pbd_add_cloth(w, &d, &obj));
@@ -108,12 +104,7 @@ static pbd_object cloth(pbd_world *w, int n, float size, float height, pbd_bendi
     return obj;
 }
 
-static int first_of(pbd_world *w, pbd_object o) {
-    pbd_object_parts parts;
-    memset(&parts, 0, sizeof parts);
-    CHECK_OK(pbd_object_get_parts(w, o, &parts));
-    return parts.particles.first;
-}
+static int first_of(const pbd_world *w, pbd_object o) { return pbdt_parts(w, o).particles.first; }
 
 /* Cloth with tethers (two pinned corners, one kinematic) over a sphere, a
    turning box and a moving capsule, on the ground. */
@@ -150,11 +141,7 @@ static void build_bodies(pbd_world *w) {
     float lo[3] = {-0.6f, 0.3f, -0.1f}, hi[3] = {-0.3f, 0.6f, 0.2f};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_tet_box(4, 4, 4, lo, hi, &m));
-    pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions;
-    sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets;
-    sd.tet_count = m.tet_count;
+    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
     sd.edge_compliance = 1e-6f;
     sd.damping = 1.0f;
     CHECK_OK(pbd_add_softbody(w, &sd, NULL));

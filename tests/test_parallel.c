@@ -394,11 +394,7 @@ static pbd_world *softbody_scene(void) {
     float lo[3] = {0, 0.5f, 0}, hi[3] = {1.0f, 0.8f, 0.3f};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_tet_box(11, 4, 4, lo, hi, &m));
-    pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions;
-    sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets;
-    sd.tet_count = m.tet_count;
+    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
     sd.edge_compliance = 1e-6f;
     pbd_object obj;
     CHECK_OK(pbd_add_softbody(w, &sd, &obj));
