@@ -415,9 +415,10 @@
        strain limits, strands and hair, tearing (on the host between
        steps), every collider shape with continuous contacts, friction
        and restitution, the velocity pass, the angular momentum restore,
-       damping, the non-finite rollback, snapshots. Not yet: acceleration
-       fields (a host callback), particle contact, fluids, self-collision,
-       plugins (so pbd_sm.h); adding one to a GPU world fails with
+       damping, the non-finite rollback, snapshots, particle contact and
+       granular matter, fluids (and their queries). Not yet: acceleration
+       fields (a host callback), self-collision, plugins (so pbd_sm.h);
+       adding one to a GPU world fails with
        PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
        give such a world PBD_DEVICE_CPU. The host keeps the whole world
        and every call validates it there; the first step after a change
@@ -1811,8 +1812,9 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #define PBD__PRAGMA(x)
 #endif
 /* A hint to fetch the cache line at p for reading (no effect on results;
-   prefetches never fault, so p may lie past the end of an array). */
-#if defined(__GNUC__) || defined(__clang__)
+   prefetches never fault, so p may lie past the end of an array; none in
+   GPU code). */
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDA_ARCH__)
 #define PBD__PREFETCH(p) __builtin_prefetch((const void *)(p), 0, 0)
 #define PBD__PREFETCH_W(p) __builtin_prefetch((const void *)(p), 1, 3) /* for writing */
 #else
@@ -2826,6 +2828,8 @@ struct pbd_world {
     int jacobi;                 /* averaged Jacobi instead of Gauss-Seidel */
     float jacobi_relax;         /* relaxation factor of the Jacobi average */
     int simd, threads;          /* execution: SIMD kernels on/off, thread count (0: default) */
+    int lanes;                  /* the fluid sums' lanes: PBD__W of the build that made the world
+                                   (a GPU world's kernels sum in the host's lanes: "==== fluids") */
     pbd__team team;             /* the default policy's measurements (threads 0) */
     int last_team;              /* threads of the last substep */
     double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
@@ -2901,7 +2905,7 @@ struct pbd_world {
    step sends those arrays). The colliders go with every step. */
 enum { PBD__GPU_DIRTY_ALL = 1, PBD__GPU_DIRTY_PARTICLES = 2 };
 /* What the device changed that the host has not fetched (pbd_world.gpu_host_stale). */
-enum { PBD__GPU_STALE_PARTICLES = 1, PBD__GPU_STALE_CONTACTS = 2 };
+enum { PBD__GPU_STALE_PARTICLES = 1, PBD__GPU_STALE_CONTACTS = 2, PBD__GPU_STALE_NEIGHBORS = 4 };
 
 /* pbd_cuda.cu's entry points (PBD_CUDA_COMPANION: pbd_cuda.cu's own
    private copy of this header). C linkage, so that a C program links the
@@ -2922,8 +2926,10 @@ void pbd__cuda_close(pbd_world *w);
    world as before the step. */
 pbd_result pbd__cuda_step(pbd_world *w, float dt, int substeps, char *msg, size_t msg_size);
 /* The device's state into the host's arrays: what & PBD__GPU_STALE_PARTICLES
-   the particles (x, v), their contact counts and the tethers' reach,
-   what & PBD__GPU_STALE_CONTACTS the contacts. */
+   the particles (x, v), their contact counts, the fluids' pressures, the
+   objects' coupled flags and the tethers' reach; what &
+   PBD__GPU_STALE_CONTACTS the contacts; what & PBD__GPU_STALE_NEIGHBORS the
+   particle phase's neighbour lists. */
 void pbd__cuda_pull(pbd_world *w, int what);
 const float *pbd__cuda_positions(pbd_world *w);
 /* The emulation's launch order seed (PBD_CUDA_EMULATE; tests compare two). */
@@ -2949,13 +2955,16 @@ static void pbd__gpu_sync(const pbd_world *cw, int dirty) {
     (void)dirty;
 #endif
 }
-/* The same, and the contacts (which only their getters read). */
-static void pbd__gpu_sync_contacts(const pbd_world *w) {
+/* The same, and `what` (PBD__GPU_STALE_CONTACTS, _NEIGHBORS: what only
+   their getters read). */
+static void pbd__gpu_sync_also(const pbd_world *w, int what) {
 #ifdef PBD_CUDA
-    if (w->gpu && (w->gpu_host_stale & PBD__GPU_STALE_CONTACTS)) {
-        pbd__cuda_pull((pbd_world *)w, PBD__GPU_STALE_CONTACTS);
-        ((pbd_world *)w)->gpu_host_stale &= ~PBD__GPU_STALE_CONTACTS;
+    if (w->gpu && (w->gpu_host_stale & what)) {
+        pbd__cuda_pull((pbd_world *)w, w->gpu_host_stale & what);
+        ((pbd_world *)w)->gpu_host_stale &= ~what;
     }
+#else
+    (void)what;
 #endif
     pbd__gpu_sync(w, 0);
 }
@@ -3292,6 +3301,7 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->max_contacts = desc->max_contacts_per_particle;
     w->jacobi_relax = 1.0f;
     w->simd = 1;
+    w->lanes = PBD__W;
     w->pp.mu_s = 0.5f; /* particle contact friction */
     w->pp.mu_d = 0.4f;
     pbd_result r = pbd__gpu_open(w, d);
@@ -3729,6 +3739,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.accel = w->accel;
     t.accel_user = w->accel_user;
     t.simd = w->simd;
+    t.lanes = w->lanes;
     t.threads = w->threads;
     t.team = w->team;
     t.last_team = w->last_team;
@@ -5051,7 +5062,7 @@ static pbd_result pbd__new_group(pbd_world *w, int type, int count, long nidx, p
 
 #define PBD__MAX_COLORS PBD_MAX_COLORS
 
-static inline int pbd__lowest_bit(uint64_t m);
+static inline PBD_HD int pbd__lowest_bit(uint64_t m);
 
 /* The greedy colouring's choice for one element (survey 3.8), shared by
    the groups, pbd_color_elements and the self-collision candidates. used:
@@ -7162,7 +7173,7 @@ static inline PBD_HD pbd__contact *pbd__contact_slot(const pbd_world *w, int i, 
 
 PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
     if (!w || particle < 0 || particle >= w->n) return 0.0f;
-    pbd__gpu_sync_contacts(w);
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_CONTACTS);
     float push = 0.0f;
     for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
     return push;
@@ -7707,11 +7718,11 @@ static void pbd__contact_velocities(pbd_world *w, float h) {
    A bucket can also hold points of far cells that hash to it, so callers
    test each candidate's distance (or their own exact test). */
 
-static inline int pbd__grid_coord(const pbd__grid *g, float x) {
+static inline PBD_HD int pbd__grid_coord(const pbd__grid *g, float x) {
     /* far or huge points share the edge cells, NaN the lowest one */
     return pbd__cell_index(x * g->inv_cell, -1000000000, 1000000000);
 }
-static inline unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i */
+static inline PBD_HD unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i */
     v &= 0x3ffu;
     v = (v | (v << 16)) & 0x030000ffu;
     v = (v | (v << 8)) & 0x0300f00fu;
@@ -7726,7 +7737,7 @@ static inline unsigned pbd__spread_bits10(unsigned v) { /* bit i of v to bit 3 i
    counting sort lays out bucket by bucket, lie together in memory (with a
    plain hash every bucket of a query would be a cache miss); cells of
    different blocks meet in a bucket at random, as with a hash. */
-static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
+static inline PBD_HD int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
     int b = g->axis_bits;
     unsigned m = pbd__spread_bits10((unsigned)ix) | (pbd__spread_bits10((unsigned)iy) << 1) |
                  (pbd__spread_bits10((unsigned)iz) << 2);
@@ -7734,7 +7745,7 @@ static inline int pbd__grid_hash(const pbd__grid *g, int ix, int iy, int iz) {
         ((unsigned)(ix >> b) * 73856093u) ^ ((unsigned)(iy >> b) * 19349663u) ^ ((unsigned)(iz >> b) * 83492791u);
     return (int)((m + h) & (unsigned)g->mask);
 }
-static inline const float *pbd__grid_point(const float *base, int stride, const int *ids, int k) {
+static inline PBD_HD const float *pbd__grid_point(const float *base, int stride, const int *ids, int k) {
     return base + (size_t)stride * (size_t)(ids ? ids[k] : k);
 }
 
@@ -7777,14 +7788,18 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
     return PBD_OK;
 }
 
+/* The cell and point count of a build (the GPU's build too). */
+static void pbd__grid_set_cell(pbd__grid *g, float cell, int n) {
+    if (cell < PBD__DENOM_MIN) cell = PBD__DENOM_MIN; /* 1 / cell stays finite */
+    g->cell = cell;
+    g->inv_cell = 1.0f / cell;
+    g->count = n;
+}
+
 static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const int *ids, int n, float cell) {
     PBD_ASSERT(n <= g->cap && cell > 0);
-    if (cell < PBD__DENOM_MIN) cell = PBD__DENOM_MIN; /* 1 / cell stays finite */
-    PBD__PRAGMA(omp single) {
-        g->cell = cell;
-        g->inv_cell = 1.0f / cell;
-        g->count = n;
-    }
+    PBD__PRAGMA(omp single)
+    pbd__grid_set_cell(g, cell, n);
     PBD__PRAGMA(omp for schedule(static))
     for (int k = 0; k < n; ++k) {
         const float *p = pbd__grid_point(base, stride, ids, k);
@@ -7814,7 +7829,16 @@ static void pbd__grid_build(pbd__grid *g, const float *base, int stride, const i
     }
 }
 
-static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *out, int max) {
+/* Sorts a[0 .. n) in increasing order (n <= 64: pbd__grid_buckets). */
+static PBD_HD void pbd__sort_small(int *a, int n) {
+    for (int i = 1; i < n; ++i) {
+        int v = a[i], j = i;
+        for (; j > 0 && a[j - 1] > v; --j) a[j] = a[j - 1];
+        a[j] = v;
+    }
+}
+
+static PBD_HD int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *out, int max) {
     int x0 = pbd__grid_coord(g, lo.x), y0 = pbd__grid_coord(g, lo.y), z0 = pbd__grid_coord(g, lo.z);
     int x1 = pbd__grid_coord(g, hi.x), y1 = pbd__grid_coord(g, hi.y), z1 = pbd__grid_coord(g, hi.z);
     double cells = ((double)x1 - x0 + 1) * ((double)y1 - y0 + 1) * ((double)z1 - z0 + 1);
@@ -7835,7 +7859,7 @@ static int pbd__grid_buckets(const pbd__grid *g, pbd__v3 lo, pbd__v3 hi, int *ou
         }
         return u;
     }
-    qsort(out, (size_t)m, sizeof(int), pbd__cmp_int);
+    pbd__sort_small(out, m);
     int u = 0;
     for (int i = 0; i < m; ++i)
         if (u == 0 || out[u - 1] != out[i]) out[u++] = out[i];
@@ -8020,8 +8044,10 @@ static void pbd__grid_spatial_order(const pbd__grid *g, unsigned *key, int *orde
 }
 
 /* The number of set bits of m (m < 2^16). */
-static inline int pbd__popcount16(unsigned m) {
-#if defined(__GNUC__) || defined(__clang__)
+static inline PBD_HD int pbd__popcount16(unsigned m) {
+#if defined(__CUDA_ARCH__)
+    return __popc(m);
+#elif defined(__GNUC__) || defined(__clang__)
     return __builtin_popcount(m);
 #else
     int c = 0;
@@ -8031,8 +8057,10 @@ static inline int pbd__popcount16(unsigned m) {
 }
 
 /* The lowest set bit of m != 0 (32- or 64-bit masks). */
-static inline int pbd__lowest_bit(uint64_t m) {
-#if defined(__GNUC__) || defined(__clang__)
+static inline PBD_HD int pbd__lowest_bit(uint64_t m) {
+#if defined(__CUDA_ARCH__)
+    return __ffsll((long long)m) - 1;
+#elif defined(__GNUC__) || defined(__clang__)
     return __builtin_ctzll(m);
 #else
     int l = 0;
@@ -8044,7 +8072,7 @@ static inline int pbd__lowest_bit(uint64_t m) {
 #endif
 }
 
-static inline unsigned pbd__grid_near16(const pbd__grid *g, int s, int end, pbd__v3 q, float r2) {
+static inline PBD_HD unsigned pbd__grid_near16(const pbd__grid *g, int s, int end, pbd__v3 q, float r2) {
     int n = end - s < 16 ? end - s : 16;
     unsigned m = 0;
 #if PBD__W > 1
@@ -8194,7 +8222,6 @@ static pbd_result pbd__pp_refresh(pbd_world *w) {
 
 PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, int on) {
     PBD__CHECK_WORLD(w);
-    if (on) PBD__GPU_REFUSE(w, "particle contact");
     PBD__TRY(pbd__check_live_range(w, r, w));
     if (on) {
         int more = 0;
@@ -8212,7 +8239,6 @@ PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, 
 
 PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object object, int on) {
     PBD__CHECK_WORLD(w);
-    if (on) PBD__GPU_REFUSE(w, "particle contact");
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
     pbd_range r;
@@ -8231,14 +8257,14 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
 
 /* --- SPH kernels (Mueller et al. 2003, as used by Macklin and Mueller
    2013): poly6 for densities, the spiky gradient for the constraints. */
-static inline float pbd__poly6(float r2, float h) {
+static inline PBD_HD float pbd__poly6(float r2, float h) {
     float h2 = h * h, d = h2 - r2;
     if (!(d > 0)) return 0.0f;
     float h3 = h2 * h;
     return 315.0f / (64.0f * 3.14159265358979f * h3 * h3 * h3) * d * d * d;
 }
 /* grad W_spiky(d), d = p_i - p_j, r = |d| > 0: -45 / (pi h^6) (h - r)^2 d / r */
-static inline pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
+static inline PBD_HD pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
     if (!(r > PBD__KERNEL_R_MIN * h) || r >= h) return pbd__v(0, 0, 0);
     float h3 = h * h * h, s = h - r;
     return pbd__mul(d, -45.0f / (3.14159265358979f * h3 * h3) * s * s / r);
@@ -8259,7 +8285,7 @@ static float pbd__pp_reach(const pbd_world *w) {
 
 /* Whether particles a and b (slots) have anything to do with
    each other at squared distance d2: fluid kernels, or contact. */
-static inline int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
+static inline PBD_HD int pbd__pp_pair(const pbd_world *w, int a, int b, float d2, int *contact) {
     const pbd__particle_phase *pp = &w->pp;
     int fa = pp->sfluid[a], fb = pp->sfluid[b];
     *contact = 0;
@@ -8282,6 +8308,54 @@ static int pbd__pp_one_fluid(const pbd__particle_phase *pp) {
     return f >= 0 ? f : -2;
 }
 
+/* Particle k in slot k with no neighbours (a phase with no reach). */
+static inline PBD_HD void pbd__pp_unlisted(pbd__particle_phase *pp, int k) {
+    pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
+    pp->slot[k] = k;
+    pp->sid[k] = pp->ids[k];
+    pp->sfluid[k] = pp->fluid[k];
+    pp->sobject[k] = pp->object[k];
+}
+
+/* The list of slot a, at q (its position in the grid), into list: the
+   slots within the reach of the grid's buckets (nb < 0: every bucket) that
+   it has to do with (pbd__pp_pair), in the grid's order (bucket by bucket,
+   then by grid slot), at most PBD_MAX_NEIGHBORS; and its count, contacts,
+   cross and pure flags. Any slot's scan (the GPU's for all of them);
+   pbd__pp_build has a faster twin for a fluid particle with only its own
+   fluid around, which gives the same list. */
+static PBD_HD void pbd__pp_scan(pbd_world *w, int a, pbd__v3 q, const int *buckets, int nb, int *list) {
+    pbd__particle_phase *pp = &w->pp;
+    const pbd__grid *g = &pp->grid;
+    float R = pp->reach;
+    int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
+    if (all) nb = g->mask + 1;
+    for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
+        int bucket = all ? bi : buckets[bi], end = g->start[bucket + 1];
+        for (int s = g->start[bucket]; s < end && count < PBD_MAX_NEIGHBORS; s += 16) {
+            unsigned near = pbd__grid_near16(g, s, end, q, R * R);
+            while (near && count < PBD_MAX_NEIGHBORS) {
+                int gs = s + pbd__lowest_bit(near), b = pp->gslot[gs], contact;
+                near &= near - 1u;
+                if (b == a) continue;
+                int fb = pp->sfluid[b];
+                if (fa < 0 || fb < 0) { /* fluid pairs always interact (pbd__pp_pair) */
+                    pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)gs), q);
+                    if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
+                    contacts += contact;
+                    cross |= pp->sobject[a] != pp->sobject[b];
+                }
+                list[count++] = b;
+                pure &= fb == fa;
+            }
+        }
+    }
+    pp->nbr_count[a] = count;
+    pp->ncontact[a] = contacts;
+    pp->cross[a] = (unsigned char)cross;
+    pp->pure[a] = (unsigned char)pure;
+}
+
 /* Neighbour lists of the particles taking part, at positions P (the
    predictions at the start of a substep, or x for queries). Inside the
    substep's parallel region, or serially. With `mark`, objects touched
@@ -8294,13 +8368,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
     float R = pp->reach;
     if (np == 0 || !(R > 0)) {
         PBD__PRAGMA(omp for schedule(static))
-        for (int k = 0; k < np; ++k) {
-            pp->nbr_count[k] = pp->ncontact[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
-            pp->slot[k] = k;
-            pp->sid[k] = pp->ids[k];
-            pp->sfluid[k] = pp->fluid[k];
-            pp->sobject[k] = pp->object[k];
-        }
+        for (int k = 0; k < np; ++k) pbd__pp_unlisted(pp, k);
         return;
     }
     pbd__grid_build(&pp->grid, &P[0].x, 4, pp->ids, np, R);
@@ -8338,7 +8406,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         pbd__v3 q = pbd__ld(g->pos + 4 * (size_t)pp->order[a]);
         int nb = pbd__grid_buckets_cached(g, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), &cache);
         const int *buckets = cache.b;
-        int all = nb < 0, count = 0, contacts = 0, cross = 0, fa = pp->sfluid[a], pure = fa >= 0;
+        int count = 0, fa = pp->sfluid[a];
         if (a != prev + 1) next = a * PBD_MAX_NEIGHBORS;
         prev = a;
         int *list = pp->nbr + next;
@@ -8377,33 +8445,9 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
             pp->pure[a] = 1;
             continue;
         }
-        if (all) nb = g->mask + 1;
-        for (int bi = 0; bi < nb && count < PBD_MAX_NEIGHBORS; ++bi) {
-            int bucket = all ? bi : buckets[bi], end = g->start[bucket + 1];
-            for (int s = g->start[bucket]; s < end && count < PBD_MAX_NEIGHBORS; s += 16) {
-                unsigned near = pbd__grid_near16(g, s, end, q, R * R);
-                while (near && count < PBD_MAX_NEIGHBORS) {
-                    int gs = s + pbd__lowest_bit(near), b = pp->gslot[gs], contact;
-                    near &= near - 1u;
-                    if (b == a) continue;
-                    int fb = pp->sfluid[b];
-                    if (fa < 0 || fb < 0) { /* fluid pairs always interact (pbd__pp_pair) */
-                        pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)gs), q);
-                        if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
-                        contacts += contact;
-                        cross |= pp->sobject[a] != pp->sobject[b];
-                    }
-                    list[count++] = b;
-                    pure &= fb == fa;
-                }
-            }
-        }
-        pp->nbr_count[a] = count;
+        pbd__pp_scan(w, a, q, buckets, nb, list);
         pp->nbr_off[a] = next;
-        next += count;
-        pp->ncontact[a] = contacts;
-        pp->cross[a] = (unsigned char)cross;
-        pp->pure[a] = (unsigned char)pure;
+        next += pp->nbr_count[a];
     }
     if (mark && w->nobjects > 0) {
         PBD__PRAGMA(omp single)
@@ -8439,7 +8483,7 @@ static void pbd__pp_gather(pbd_world *w, const pbd__p4 *P) {
    1 / max(contact counts) so that the pair's corrections cancel in the
    momentum sum; then position-level friction on the relative tangential
    motion of the substep (Macklin et al. 2014, section 6.1). */
-static inline pbd__v3 pbd__pp_contact(const pbd_world *w, const pbd__p4 *P, int a, int b) {
+static inline PBD_HD pbd__v3 pbd__pp_contact(const pbd_world *w, const pbd__p4 *P, int a, int b) {
     const pbd__particle_phase *pp = &w->pp;
     int ia = pp->sid[a], ib = pp->sid[b];
     float wa = P[a].w, wb = P[b].w, ws = wa + wb;
@@ -8545,7 +8589,6 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
 
 PBDDEF pbd_result pbd_add_fluid(pbd_world *w, const pbd_fluid_desc *desc, pbd_fluid *out, pbd_range *out_particles) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "fluids");
     pbd__fluid f;
     PBD__TRY(pbd__validate_fluid(w, desc, &f));
     pbd_particles_desc pd = pbd_particles_desc_default();
@@ -8636,11 +8679,11 @@ static pbd__kern pbd__fluid_kern(const pbd__fluid *f) {
     k.wall_shift = pbd__wall_lattice_shift(f);
     return k;
 }
-static inline float pbd__kpoly6(const pbd__kern *k, float r2) {
+static inline PBD_HD float pbd__kpoly6(const pbd__kern *k, float r2) {
     float d = k->h2 - r2;
     return d > 0 ? k->c6 * d * d * d : 0.0f;
 }
-static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
+static inline PBD_HD pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
     if (!(r > PBD__KERNEL_R_MIN * k->h) || r >= k->h) return pbd__v(0, 0, 0);
     float s = k->h - r;
     return pbd__mul(d, k->cs * s * s / r);
@@ -8649,7 +8692,7 @@ static inline pbd__v3 pbd__kspiky(const pbd__kern *k, pbd__v3 d, float r) {
    units of lambda: divided by the lattice denominator, so that k is the
    artificial pressure of a density error of k whatever the units and
    masses (the paper's k = 0.1 assumes its own normalised units). */
-static inline float pbd__kscorr(const pbd__kern *k, float r2) {
+static inline PBD_HD float pbd__kscorr(const pbd__kern *k, float r2) {
     if (k->scorr == 0) return 0.0f;
     float w = pbd__kpoly6(k, r2), p = 1.0f;
     if (k->n > 0)
@@ -8661,7 +8704,7 @@ static inline float pbd__kscorr(const pbd__kern *k, float r2) {
 /* The mass a neighbour b has in the density of fluid particle a: its own
    fluid's, or, for a solid, one particle of a's fluid (the fluid it
    displaces). */
-static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b) {
+static inline PBD_HD float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b) {
     return pp->fluids[pp->sfluid[b] >= 0 ? pp->sfluid[b] : pp->sfluid[a]].mass;
 }
 
@@ -8671,14 +8714,20 @@ static inline float pbd__pp_mass_in(const pbd__particle_phase *pp, int a, int b)
    (W/2 lanes, then W/4, ... 1). The scalar passes and pbd__vlane_sum4 both
    use it, so they agree bit for bit; the tree costs log2 W vector adds
    where a lane-by-lane sum is W dependent scalar ones (a third of the
-   density pass's time at W = 16). */
-static inline float pbd__lane_sum(const float *acc) {
-    float t[PBD__W];
-    for (int l = 0; l < PBD__W; ++l) t[l] = acc[l];
-    for (int half = PBD__W / 2; half > 0; half /= 2)
+   density pass's time at W = 16). The scalar passes take the lane count
+   from pbd_world.lanes (PBD__W on the CPU): a GPU world's kernels, built
+   without SIMD, sum in the lanes of the host that made the world, and so
+   give its bits. */
+#define PBD__LANES_MAX 16
+static inline PBD_HD float pbd__lane_sum_n(const float *acc, int lanes) {
+    float t[PBD__LANES_MAX];
+    t[0] = acc[0]; /* lanes >= 1 */
+    for (int l = 1; l < lanes; ++l) t[l] = acc[l];
+    for (int half = lanes / 2; half > 0; half /= 2)
         for (int l = 0; l < half; ++l) t[l] += t[l + half];
     return t[0];
 }
+static inline float pbd__lane_sum(const float *acc) { return pbd__lane_sum_n(acc, PBD__W); }
 
 #if PBD__W > 1
 /* pbd__lane_sum of four vectors at once: out[i] for the i-th. */
@@ -8710,8 +8759,8 @@ static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, f
 /* One neighbour's share of a's density sum and constraint gradient (a lane
    of a block; the SIMD twin below does the same operations in the same
    order, so both agree bit for bit). */
-static inline void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *pb, float *rho, pbd__v3 *g,
-                                    float *s2) {
+static inline PBD_HD void pbd__lambda_pair(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *pb, float *rho,
+                                           pbd__v3 *g, float *s2) {
     pbd__v3 d = pbd__sub(pa, pbd__p3(*pb));
     float r2 = pbd__dot(d, d);
     *rho = 0;
@@ -8782,7 +8831,7 @@ static inline void pbd__vlambda_terms(const pbd__kern *k, float mb, pbd__v3 pa, 
     add[4] = s2;
 }
 static inline void pbd__vlambda_block(const pbd__kern *k, float mb, pbd__v3 pa, const pbd__p4 *P, const int *list,
-                                      int j, int count, float acc[5][PBD__W]) {
+                                      int j, int count, float acc[5][PBD__LANES_MAX]) {
     pbd__vf add[5];
     pbd__vlambda_terms(k, mb, pa, P, list, j, count, add);
     for (int c = 0; c < 5; ++c) pbd__vstore(acc[c], pbd__vadd(pbd__vload(acc[c]), add[c]));
@@ -8816,7 +8865,7 @@ static inline int pbd__block_of_fluid(const pbd__particle_phase *pp, const int *
    the hardware prefetcher to run ahead of: without this hint a pass
    waits on memory for about a third of its time (the lists of 128 000
    particles are 18 MB). A kilobyte ahead is about seven particles. */
-static inline void pbd__prefetch_list(const int *list) {
+static inline PBD_HD void pbd__prefetch_list(const int *list) {
     PBD__PREFETCH(list + 256);
     PBD__PREFETCH(list + 272);
     PBD__PREFETCH(list + 288);
@@ -8849,7 +8898,7 @@ static inline void pbd__prefetch_list(const int *list) {
    c6 pi (h^2 - z^2)^4 / 4, so Phi = 1/2 - 315/256 (t - 4/3 t^3 + 6/5 t^5 -
    4/7 t^7 + 1/9 t^9) on [-1, 1] (1 deep inside, 0 beyond h) and
    Phi'(s) = -315/256 (1 - t^2)^4 / h into *dphi. */
-static inline float pbd__wall_phi(float s, float h, float *dphi) {
+static inline PBD_HD float pbd__wall_phi(float s, float h, float *dphi) {
     float t = s / h;
     if (!(t < 1.0f)) {
         *dphi = 0;
@@ -8887,42 +8936,43 @@ static float pbd__wall_lattice_shift(const pbd__fluid *f) {
 }
 
 static PBD_HD float pbd__collider_ball(const pbd__collider *col);
-/* The tangent planes of the colliders within the kernel radius of each
-   fluid particle at positions X (world order): in a substep the poses at
-   its end (the contacts' plane pose), else the colliders' current poses.
-   Each slot writes only its own planes (the same for any thread count). */
-static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X, int in_step) {
+/* The tangent planes of the colliders within the kernel radius of fluid
+   slot a at positions X (world order), the colliders at the poses
+   pbd_world.pose_to (in a substep the poses at its end, the contacts'
+   plane pose; queries set them to the colliders' current poses). Each
+   slot writes only its own planes (the same for any thread count). */
+static PBD_HD void pbd__fluid_walls_one(pbd_world *w, const pbd__p4 *X, int a) {
     pbd__particle_phase *pp = &w->pp;
-    int np = pp->np;
-    PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < np; ++a) {
-        int m = 0;
-        if (pp->sfluid[a] >= 0) {
-            float kh = pp->fluids[pp->sfluid[a]].kernel_radius;
-            pbd__v3 x = pbd__p3(X[pp->sid[a]]);
-            for (int c = 0; c < w->ncolliders && m < PBD__FLUID_WALLS; ++c) {
-                const pbd__collider *col = &w->colliders[c];
-                if (!col->s.live) continue;
-                pbd__pose now;
-                const pbd__pose *pose = in_step ? &w->pose_to[c] : (now = pbd__collider_pose(col, 1.0f), &now);
-                pbd__v3 r = pbd__sub(x, pbd__ld(pose->pos)), nl;
-                if (col->shape == PBD_COLLIDER_PLANE && !(pbd__dot(pbd__ld(pose->up), r) < kh)) continue;
-                float R = pbd__collider_ball(col);
-                if (R > 0 && !(pbd__len(r) - R < kh)) continue;
-                pbd__v3 y = pbd__to_local(pose->pos, pose->rot, x);
-                if (col->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, col, y, y, kh)) continue;
-                float s = pbd__sdf(w, col, y, &nl);
-                if (!(s < kh)) continue;
-                pbd__v3 n = pbd__qrot(pose->rot, nl);
-                pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)m++];
-                q->x = n.x;
-                q->y = n.y;
-                q->z = n.z;
-                q->w = s - pbd__dot(n, x);
-            }
+    int m = 0;
+    if (pp->sfluid[a] >= 0) {
+        float kh = pp->fluids[pp->sfluid[a]].kernel_radius;
+        pbd__v3 x = pbd__p3(X[pp->sid[a]]);
+        for (int c = 0; c < w->ncolliders && m < PBD__FLUID_WALLS; ++c) {
+            const pbd__collider *col = &w->colliders[c];
+            if (!col->s.live) continue;
+            const pbd__pose *pose = &w->pose_to[c];
+            pbd__v3 r = pbd__sub(x, pbd__ld(pose->pos)), nl;
+            if (col->shape == PBD_COLLIDER_PLANE && !(pbd__dot(pbd__ld(pose->up), r) < kh)) continue;
+            float R = pbd__collider_ball(col);
+            if (R > 0 && !(pbd__len(r) - R < kh)) continue;
+            pbd__v3 y = pbd__to_local(pose->pos, pose->rot, x);
+            if (col->shape >= PBD_COLLIDER_MESH && !pbd__meshcol_near(w, col, y, y, kh)) continue;
+            float s = pbd__sdf(w, col, y, &nl);
+            if (!(s < kh)) continue;
+            pbd__v3 n = pbd__qrot(pose->rot, nl);
+            pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)m++];
+            q->x = n.x;
+            q->y = n.y;
+            q->z = n.z;
+            q->w = s - pbd__dot(n, x);
         }
-        pp->nwall[a] = (unsigned char)m;
     }
+    pp->nwall[a] = (unsigned char)m;
+}
+static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X) {
+    int np = w->pp.np;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < np; ++a) pbd__fluid_walls_one(w, X, a);
 }
 
 /* The boundary density Phi (a fraction of rho_0) of fluid slot a at p,
@@ -8931,7 +8981,8 @@ static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X, int in_step) {
    them leaves to the fluid: exact for a kernel that factors along
    orthogonal walls and close for W_poly6, where their plain sum counts the
    overlap twice (an edge 9% and a corner 17% too dense: they burst). */
-static float pbd__wall_density(const pbd__particle_phase *pp, int a, pbd__v3 p, const pbd__kern *k, pbd__v3 *grad) {
+static PBD_HD float pbd__wall_density(const pbd__particle_phase *pp, int a, pbd__v3 p, const pbd__kern *k,
+                                      pbd__v3 *grad) {
     float keep = 1.0f;
     *grad = pbd__v(0, 0, 0);
     for (int j = 0; j < pp->nwall[a]; ++j) {
@@ -8951,8 +9002,8 @@ static float pbd__wall_density(const pbd__particle_phase *pp, int a, pbd__v3 p, 
    The sums run in W lanes (blocks of W neighbours), then the lanes are
    added by pbd__lane_sum: the SIMD blocks and the scalar ones give the
    same bits. */
-static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *k, float mass,
-                             float sums[5]) {
+static PBD_HD void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *k, float mass,
+                                    float sums[5]) {
     const pbd__particle_phase *pp = &w->pp;
     pbd__v3 pa = pbd__p3(P[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
@@ -8966,16 +9017,17 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
 #else
     (void)mass; /* the SIMD blocks' (a's fluid's); the scalar pairs take pbd__pp_mass_in */
 #endif
-    float acc[5][PBD__W];
+    float acc[5][PBD__LANES_MAX];
+    int L = w->lanes;
     memset(acc, 0, sizeof acc);
-    for (int j = 0; j < count; j += PBD__W) {
+    for (int j = 0; j < count; j += L) {
 #if PBD__W > 1
         if (w->simd && pbd__block_of_fluid(pp, list, j, count, pp->sfluid[a])) {
             pbd__vlambda_block(k, mass, pa, P, list, j, count, acc);
             continue;
         }
 #endif
-        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+        for (int l = 0; l < L && j + l < count; ++l) {
             int b = list[j + l];
             float rho, s2;
             pbd__v3 g;
@@ -8987,7 +9039,7 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
             acc[4][l] += s2;
         }
     }
-    for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum(acc[c]);
+    for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum_n(acc[c], L);
 }
 /* The warm start of the density constraints (iteration `it` of the
    substep; it < 0: pbd_fluid_densities, no state). PBF's multipliers
@@ -9012,7 +9064,7 @@ static void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a, const 
    from a cold start: max(C, 0) is what keeps the Jacobi overshoot in
    check. */
 #define PBD__FLUID_WARM 0.5f
-static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a, int it) {
+static PBD_HD void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a, int it) {
     pbd__particle_phase *pp = &w->pp;
     const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
     pbd__kern k = f->kern;
@@ -9037,8 +9089,8 @@ static void pbd__fluid_lambda(pbd_world *w, const pbd__p4 *P, int a, int it) {
 
 /* One neighbour b's share of the correction of a (a lane; see below):
    density terms into *sum, contact into *contact. */
-static inline void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, int a, int b, const pbd__kern *ka,
-                                        pbd__v3 pa, pbd__v3 *sum, pbd__v3 *contact) {
+static inline PBD_HD void pbd__correction_pair(const pbd_world *w, const pbd__p4 *P, int a, int b, const pbd__kern *ka,
+                                               pbd__v3 pa, pbd__v3 *sum, pbd__v3 *contact) {
     const pbd__particle_phase *pp = &w->pp;
     int fa = pp->sfluid[a], fb = pp->sfluid[b];
     pbd__v3 d = pbd__sub(pa, pbd__p3(P[b]));
@@ -9109,7 +9161,7 @@ static inline void pbd__vcorrection_terms(const pbd__particle_phase *pp, const p
     add[2] = gz;
 }
 static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
-                                          pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__W]) {
+                                          pbd__v3 pa, const int *list, int j, int count, float acc[3][PBD__LANES_MAX]) {
     pbd__vf add[3];
     pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
     for (int i = 0; i < 3; ++i) pbd__vstore(acc[i], pbd__vadd(pbd__vload(acc[i]), add[i]));
@@ -9137,8 +9189,8 @@ static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pb
    contacts; Jacobi: reads P and lambda only. Summed in W
    lanes like pbd__fluid_lambda: the density terms into *sum, the contacts
    into *contact. */
-static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *ka, pbd__v3 *sum,
-                                 pbd__v3 *contact) {
+static PBD_HD void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, const pbd__kern *ka, pbd__v3 *sum,
+                                        pbd__v3 *contact) {
     const pbd__particle_phase *pp = &w->pp;
     pbd__v3 pa = pbd__p3(P[a]);
     const int *list = pp->nbr + pp->nbr_off[a];
@@ -9154,17 +9206,18 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
         return;
     }
 #endif
-    float acc[3][PBD__W], cacc[3][PBD__W];
+    float acc[3][PBD__LANES_MAX], cacc[3][PBD__LANES_MAX];
+    int L = w->lanes;
     memset(acc, 0, sizeof acc);
     memset(cacc, 0, sizeof cacc);
-    for (int j = 0; j < count; j += PBD__W) {
+    for (int j = 0; j < count; j += L) {
 #if PBD__W > 1
         if (w->simd && fa >= 0 && (ka->scorr == 0 || ka->n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
             pbd__vcorrection_block(pp, pp->omega, a, ka, pa, list, j, count, acc);
             continue;
         }
 #endif
-        for (int l = 0; l < PBD__W && j + l < count; ++l) {
+        for (int l = 0; l < L && j + l < count; ++l) {
             pbd__v3 s, c;
             pbd__correction_pair(w, P, a, list[j + l], ka, pa, &s, &c);
             acc[0][l] += s.x;
@@ -9175,11 +9228,11 @@ static void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, int a, co
             cacc[2][l] += c.z;
         }
     }
-    *sum = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
+    *sum = pbd__v(pbd__lane_sum_n(acc[0], L), pbd__lane_sum_n(acc[1], L), pbd__lane_sum_n(acc[2], L));
     if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
-        *contact = pbd__v(pbd__lane_sum(cacc[0]), pbd__lane_sum(cacc[1]), pbd__lane_sum(cacc[2]));
+        *contact = pbd__v(pbd__lane_sum_n(cacc[0], L), pbd__lane_sum_n(cacc[1], L), pbd__lane_sum_n(cacc[2], L));
 }
-static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
+static PBD_HD void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
     pbd__kern ka;
     if (pp->sfluid[a] >= 0) ka = pp->fluids[pp->sfluid[a]].kern;
@@ -9198,6 +9251,19 @@ static void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     p->z += dp.z;
 }
 
+/* The multiplier of slot a in iteration it (a solid's is 0), from the
+   gathered positions. */
+static PBD_HD void pbd__pp_lambda(pbd_world *w, int a, int it) {
+    pbd__particle_phase *pp = &w->pp;
+    if (pp->sfluid[a] >= 0) {
+        pbd__fluid_lambda(w, pp->spos, a, it);
+        return;
+    }
+    pp->lambda[a] = 0;
+    pp->omega[a] = pp->spos[a];
+    pp->omega[a].w = 0;
+}
+
 /* One Jacobi iteration of contacts and density constraints: the
    positions gathered in slot order (the groups and colliders moved them
    since), multipliers, then the corrections, each added to its particle
@@ -9214,13 +9280,7 @@ static void pbd__pp_project(pbd_world *w, int it) {
        would balance the ~5% difference in work between the halves */
     if (pp->nfluids > 0) {
         PBD__PRAGMA(omp for schedule(static))
-        for (int a = 0; a < np; ++a)
-            if (pp->sfluid[a] >= 0) pbd__fluid_lambda(w, pp->spos, a, it);
-            else {
-                pp->lambda[a] = 0;
-                pp->omega[a] = pp->spos[a];
-                pp->omega[a].w = 0;
-            }
+        for (int a = 0; a < np; ++a) pbd__pp_lambda(w, a, it);
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
@@ -9232,8 +9292,8 @@ static void pbd__pp_project(pbd_world *w, int it) {
 /* One fluid neighbour's XSPH and curl terms for particle a (the SIMD twin
    below computes W of them with the same operations in the same order):
    dv = (v_b - v_a) vol W(r), om = (v_a - v_b) x grad W(p_a - p_b) vol. */
-static inline void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *xb,
-                                  const pbd__p4 *vb, int vort, pbd__v3 *dv, pbd__v3 *om) {
+static inline PBD_HD void pbd__xsph_pair(const pbd__kern *k, float vol, pbd__v3 pa, pbd__v3 va, const pbd__p4 *xb,
+                                         const pbd__p4 *vb, int vort, pbd__v3 *dv, pbd__v3 *om) {
     pbd__v3 d = pbd__sub(pa, pbd__p3(*xb));
     float r2 = pbd__dot(d, d);
     *dv = *om = pbd__v(0, 0, 0);
@@ -9293,8 +9353,8 @@ static inline void pbd__vxsph_block(const pbd__kern *k, float vol, pbd__v3 pa, p
    blocks, the others one by one (the same bits: a neighbour that is not
    fluid adds nothing to its lane, and the lanes, which start at +0, are
    never -0, so the +0 of a SIMD lane out of range changes nothing). */
-static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
-                            pbd__v3 *om) {
+static PBD_HD void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 *V, int a, int vort, pbd__v3 *dv,
+                                   pbd__v3 *om) {
     const pbd__particle_phase *pp = &w->pp;
     const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
     pbd__kern k = f->kern;
@@ -9319,10 +9379,11 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
         return;
     }
 #endif
-    float acc[6][PBD__W];
+    float acc[6][PBD__LANES_MAX];
+    int L = w->lanes;
     memset(acc, 0, sizeof acc);
     for (int j = 0; j < count; ++j) {
-        int b = list[j], l = j % PBD__W;
+        int b = list[j], l = j % L;
         if (pp->sfluid[b] < 0) continue;
         pbd__v3 d, o;
         pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
@@ -9333,8 +9394,70 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
         acc[4][l] += o.y;
         acc[5][l] += o.z;
     }
-    *dv = pbd__v(pbd__lane_sum(acc[0]), pbd__lane_sum(acc[1]), pbd__lane_sum(acc[2]));
-    *om = pbd__v(pbd__lane_sum(acc[3]), pbd__lane_sum(acc[4]), pbd__lane_sum(acc[5]));
+    *dv = pbd__v(pbd__lane_sum_n(acc[0], L), pbd__lane_sum_n(acc[1], L), pbd__lane_sum_n(acc[2], L));
+    *om = pbd__v(pbd__lane_sum_n(acc[3], L), pbd__lane_sum_n(acc[4], L), pbd__lane_sum_n(acc[5], L));
+}
+
+/* The passes of pbd__fluid_velocities for slot a (each reads what the
+   pass before wrote for every slot). */
+static inline PBD_HD void pbd__fluid_gather_xv(pbd_world *w, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    pp->spos[a] = w->x[pp->sid[a]];
+    pp->svel[a] = w->v[pp->sid[a]];
+}
+/* the viscosity's velocity change (dp) and the curl (omega, omega_len) */
+static PBD_HD void pbd__fluid_curl(pbd_world *w, int a, int vort) {
+    pbd__particle_phase *pp = &w->pp;
+    pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
+    if (pp->sfluid[a] >= 0) {
+        pbd__fluid_xsph(w, pp->spos, pp->svel, a, vort, &dv, &om);
+        dv = pbd__mul(dv, pp->fluids[pp->sfluid[a]].viscosity);
+    }
+    pp->dp[a].x = dv.x;
+    pp->dp[a].y = dv.y;
+    pp->dp[a].z = dv.z;
+    pp->dp[a].w = 0;
+    pp->omega[a].x = om.x;
+    pp->omega[a].y = om.y;
+    pp->omega[a].z = om.z;
+    pp->omega[a].w = 0;
+    pp->omega_len[a] = pbd__len(om);
+}
+/* vorticity confinement, added to dp */
+static PBD_HD void pbd__fluid_vorticity(pbd_world *w, int a, float h) {
+    pbd__particle_phase *pp = &w->pp;
+    if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) return;
+    const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
+    const pbd__p4 *X = pp->spos;
+    float kh = f->kernel_radius;
+    pbd__v3 pa = pbd__p3(X[a]), eta = pbd__v(0, 0, 0);
+    const int *list = pp->nbr + pp->nbr_off[a];
+    pbd__prefetch_list(list);
+    for (int s = 0; s < pp->nbr_count[a]; ++s) {
+        int b = list[s];
+        if (pp->sfluid[b] < 0) continue;
+        pbd__v3 d = pbd__sub(pa, pbd__p3(X[b]));
+        float r2 = pbd__dot(d, d);
+        if (r2 >= kh * kh) continue;
+        float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
+        eta = pbd__add(eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
+    }
+    float le = pbd__len(eta);
+    if (!(le > PBD__DIR_MIN)) return;
+    pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
+    pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
+    pp->dp[a].x += h * acc.x;
+    pp->dp[a].y += h * acc.y;
+    pp->dp[a].z += h * acc.z;
+}
+/* dp onto the particle's velocity (not a pinned one's) */
+static inline PBD_HD void pbd__fluid_velocity_apply(pbd_world *w, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    pbd__p4 *v = &w->v[pp->sid[a]];
+    if (pp->spos[a].w == 0) return;
+    v->x += pp->dp[a].x;
+    v->y += pp->dp[a].y;
+    v->z += pp->dp[a].z;
 }
 
 /* After v = (p - x) / h: XSPH viscosity v_a += c sum_b m_b/rho_0 (v_b - v_a) W_ab
@@ -9343,77 +9466,39 @@ static void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const pbd__p4 
    eta = grad |omega|, N = eta / |eta|, v_a += h eps (N x omega_a).
    Fluid neighbours only; Jacobi (old velocities in, dp as the new), on
    positions and velocities gathered in slot order. */
-static void pbd__fluid_velocities(pbd_world *w, float h) {
-    pbd__particle_phase *pp = &w->pp;
-    int np = pp->np, any = 0, vort = 0;
+/* Whether a fluid has viscosity or vorticity; *vort: vorticity. */
+static int pbd__fluid_velocity_work(const pbd_world *w, int *vort) {
+    const pbd__particle_phase *pp = &w->pp;
+    int any = 0;
+    *vort = 0;
     for (int f = 0; f < pp->nfluids; ++f) {
         any |= pp->fluids[f].viscosity > 0 || pp->fluids[f].vorticity > 0;
-        vort |= pp->fluids[f].vorticity > 0;
+        *vort |= pp->fluids[f].vorticity > 0;
     }
-    if (np == 0 || !any || !(pp->reach > 0)) return;
-    const pbd__p4 *X = pp->spos, *V = pp->svel;
+    return any;
+}
+static void pbd__fluid_velocities(pbd_world *w, float h) {
+    pbd__particle_phase *pp = &w->pp;
+    int np = pp->np, vort;
+    if (np == 0 || !(pp->reach > 0) || !pbd__fluid_velocity_work(w, &vort)) return;
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
         if (a + PBD__SLOT_AHEAD < np) {
             PBD__PREFETCH(&w->x[pp->sid[a + PBD__SLOT_AHEAD]]);
             PBD__PREFETCH(&w->v[pp->sid[a + PBD__SLOT_AHEAD]]);
         }
-        pp->spos[a] = w->x[pp->sid[a]];
-        pp->svel[a] = w->v[pp->sid[a]];
+        pbd__fluid_gather_xv(w, a);
     }
     PBD__PRAGMA(omp for schedule(static))
-    for (int a = 0; a < np; ++a) {
-        pbd__v3 dv = pbd__v(0, 0, 0), om = pbd__v(0, 0, 0);
-        if (pp->sfluid[a] >= 0) {
-            pbd__fluid_xsph(w, X, V, a, vort, &dv, &om);
-            dv = pbd__mul(dv, pp->fluids[pp->sfluid[a]].viscosity);
-        }
-        pp->dp[a].x = dv.x;
-        pp->dp[a].y = dv.y;
-        pp->dp[a].z = dv.z;
-        pp->dp[a].w = 0;
-        pp->omega[a].x = om.x;
-        pp->omega[a].y = om.y;
-        pp->omega[a].z = om.z;
-        pp->omega[a].w = 0;
-        pp->omega_len[a] = pbd__len(om);
-    }
+    for (int a = 0; a < np; ++a) pbd__fluid_curl(w, a, vort);
     if (vort) {
         PBD__PRAGMA(omp for schedule(static))
-        for (int a = 0; a < np; ++a) {
-            if (pp->sfluid[a] < 0 || !(pp->fluids[pp->sfluid[a]].vorticity > 0)) continue;
-            const pbd__fluid *f = &pp->fluids[pp->sfluid[a]];
-            float kh = f->kernel_radius;
-            pbd__v3 pa = pbd__p3(X[a]), eta = pbd__v(0, 0, 0);
-            const int *list = pp->nbr + pp->nbr_off[a];
-            pbd__prefetch_list(list);
-            for (int s = 0; s < pp->nbr_count[a]; ++s) {
-                int b = list[s];
-                if (pp->sfluid[b] < 0) continue;
-                pbd__v3 d = pbd__sub(pa, pbd__p3(X[b]));
-                float r2 = pbd__dot(d, d);
-                if (r2 >= kh * kh) continue;
-                float vol = pp->fluids[pp->sfluid[b]].mass / f->rest_density;
-                eta = pbd__add(
-                    eta, pbd__mul(pbd__spiky_grad(d, sqrtf(r2), kh), vol * (pp->omega_len[b] - pp->omega_len[a])));
-            }
-            float le = pbd__len(eta);
-            if (!(le > PBD__DIR_MIN)) continue;
-            pbd__v3 N = pbd__mul(eta, 1.0f / le), om = pbd__v(pp->omega[a].x, pp->omega[a].y, pp->omega[a].z);
-            pbd__v3 acc = pbd__mul(pbd__cross(N, om), f->vorticity);
-            pp->dp[a].x += h * acc.x;
-            pp->dp[a].y += h * acc.y;
-            pp->dp[a].z += h * acc.z;
-        }
+        for (int a = 0; a < np; ++a) pbd__fluid_vorticity(w, a, h);
     }
     PBD__PRAGMA(omp for schedule(static))
     for (int a = 0; a < np; ++a) {
-        pbd__p4 *v = &w->v[pp->sid[a]];
         if (a + PBD__SLOT_AHEAD < np) PBD__PREFETCH_W(&w->v[pp->sid[a + PBD__SLOT_AHEAD]]);
-        if (X[a].w == 0) continue;
-        v->x += pp->dp[a].x;
-        v->y += pp->dp[a].y;
-        v->z += pp->dp[a].z;
+        pbd__fluid_velocity_apply(w, a);
     }
 }
 
@@ -9428,20 +9513,24 @@ static void pbd__fluid_velocities(pbd_world *w, float h) {
    for, under standard gravity; at the default 0.06 it is scaled by 0.73)
    and is scaled by (h / h_ref)^2 below it, never up (serial, before the
    substeps). */
-static void pbd__fluid_begin_step(pbd_world *w, float h) {
+static float pbd__fluid_begin_params(pbd_world *w, float h) {
     for (int i = 0; i < w->pp.nfluids; ++i) {
         pbd__fluid *f = &w->pp.fluids[i];
         float q = h / (0.07f * sqrtf(f->spacing / 9.81f));
         f->kern.scorr = f->kern.scorr_full * (q < 1.0f ? q * q : 1.0f);
     }
     pbd__particle_phase *pp = &w->pp;
-    if (pp->nfluids > 0 && pp->pressure_h > 0 && h != pp->pressure_h) {
-        float r = h / pp->pressure_h;
-        for (int i = 0; i < pp->nfluids; ++i)
-            for (int k = pp->fluids[i].first; k < pp->fluids[i].first + pp->fluids[i].count; ++k)
-                w->pressure[k] *= r * r;
-    }
+    float r = pp->nfluids > 0 && pp->pressure_h > 0 && h != pp->pressure_h ? h / pp->pressure_h : 0.0f;
     pp->pressure_h = h;
+    return r; /* the pressures' scale (0: none), squared by pbd__fluid_rescale */
+}
+static inline PBD_HD void pbd__fluid_rescale(pbd_world *w, int i, float r) {
+    if (w->flags[i] & PBD__FLUID) w->pressure[i] *= r * r;
+}
+static void pbd__fluid_begin_step(pbd_world *w, float h) {
+    float r = pbd__fluid_begin_params(w, h);
+    if (r > 0)
+        for (int i = 0; i < w->n; ++i) pbd__fluid_rescale(w, i, r);
 }
 
 /* The most substeps a step takes (fluids' and cloths' bounds included):
@@ -9477,7 +9566,7 @@ static int pbd__fluid_substeps(const pbd_world *w, float dt) {
 
 static void pbd__pp_begin_substep(pbd_world *w) {
     if (w->pp.np > 0) pbd__pp_build(w, w->p, 1);
-    if (w->pp.nfluids > 0) pbd__fluid_walls(w, w->p, 1);
+    if (w->pp.nfluids > 0) pbd__fluid_walls(w, w->p);
 }
 static void pbd__pp_end_substep(pbd_world *w, float h) {
     if (w->pp.nfluids > 0) pbd__fluid_velocities(w, h);
@@ -9491,8 +9580,11 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid handle, float *out
     const pbd__fluid *f = &w->pp.fluids[fi];
     *count = f->count;
     if (max == 0) return PBD_OK;
-    pbd__pp_build(w, w->x, 0); /* serial: the orphaned pragmas run on this thread alone */
-    pbd__fluid_walls(w, w->x, 0);
+    pbd__pp_build(w, w->x, 0);                      /* serial: the orphaned pragmas run on this thread alone */
+    w->gpu_host_stale &= ~PBD__GPU_STALE_NEIGHBORS; /* the host's lists are now the newer */
+    for (int c = 0; c < w->ncolliders; ++c)         /* the planes at the colliders' current poses */
+        if (w->colliders[c].s.live) w->pose_to[c] = pbd__collider_pose(&w->colliders[c], 1.0f);
+    pbd__fluid_walls(w, w->x);
     pbd__pp_gather(w, w->x);
     pbd__particle_phase *pp = &w->pp;
     for (int a = 0; a < pp->np; ++a) {
@@ -9525,7 +9617,8 @@ PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, fl
 }
 
 PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
-    PBD__CHECK_WORLD_READ(w);
+    if (!w) return PBD_ERROR_NULL_POINTER;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_NEIGHBORS);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__TRY(pbd__check_list(w, out, max, count));
     const pbd__particle_phase *pp = &w->pp;
@@ -14647,9 +14740,6 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
 
 static const char *pbd__gpu_unsupported(const pbd_world *w) {
     if (w->accel) return "acceleration fields (a host callback)";
-    if (PBD__LIVE(w->pp.fluids, w->pp.nfluids)) return "fluids";
-    for (int i = 0; i < w->n; ++i)
-        if (w->flags[i] & PBD__COLLIDE) return "particle contact";
     if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
     if (PBD__LIVE(w->plugins, w->nplugins)) return "plugins (pbd_sm.h, user plugins)";
     return NULL;
@@ -14701,7 +14791,7 @@ static pbd_result pbd__gpu_step(pbd_world *w, float dt, int S) {
     pbd_result r = pbd__cuda_step(w, dt, S, msg, sizeof msg);
     if (r != PBD_OK) return pbd__fail(w, r, "%s", msg);
     w->gpu_dirty = 0;
-    w->gpu_host_stale = PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS;
+    w->gpu_host_stale = PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS | PBD__GPU_STALE_NEIGHBORS;
     w->time += dt;
     return PBD_OK;
 #else

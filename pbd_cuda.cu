@@ -43,12 +43,19 @@
        BVH, signed-distance grid) with continuous
        contacts, friction and restitution; the velocity pass; the
        angular-momentum restore; momentum-conserving damping per object and
-       per cluster; the non-finite check and its rollback. Snapshots and
-       restore work on GPU worlds as on CPU worlds.
+       per cluster; the non-finite check and its rollback; particle
+       contact and granular matter (friction between particles, objects
+       coupled by their contacts); PBF fluids (the neighbour search by the
+       CPU's hash grid, built on the device by a counting sort, density
+       constraints with their warm start, the colliders' boundary density,
+       XSPH viscosity and vorticity confinement); the fluid queries
+       (pbd_world_particle_neighbors gives the last step's lists,
+       pbd_fluid_densities) as on the CPU. Snapshots and restore work on
+       GPU worlds as on CPU worlds.
        Not yet (adding them to a GPU world fails with PBD_ERROR_UNSUPPORTED
        and the feature's name; nothing runs silently on the CPU):
-       acceleration fields (a host callback), particle contact, fluids,
-       self-collision, plugins (pbd_sm.h).
+       acceleration fields (a host callback), self-collision, plugins
+       (pbd_sm.h).
 
    DATA
        The host keeps the whole world, and every call validates and changes
@@ -61,8 +68,9 @@
          particles' arrays go up; the colliders (their poses) go with
          every step;
        - after a step the host's particles are stale; the first call that
-         reads or changes the world fetches them (x and v, once per step at
-         most): pbd_world_positions(w) after each step, not a pointer kept
+         reads or changes the world fetches them (x and v, the fluids'
+         pressures and the objects' coupled flags, once per step at most;
+         the neighbour lists only for pbd_world_particle_neighbors): pbd_world_positions(w) after each step, not a pointer kept
          from before it. That fetch writes the host's copy, so the const
          getters of a GPU world are not safe to call from several threads
          at once right after a step (one call first, then any number);
@@ -82,13 +90,24 @@
        the angular-momentum restore run, on the CPU too, in blocks of 256
        particles (pbd.h, "sums over particles"): here one thread per block,
        then one per object adding its blocks in order; damping clusters
-       one after the other (a particle may be in several). No float
-       atomics. Constants that need libm (expf of the damping) are computed
-       on the host. So a GPU world gives a CPU world's bits (with
+       one after the other (a particle may be in several). The particle
+       phase's grid is the CPU's (the same buckets; integer atomics count
+       them, then each bucket is sorted by particle: the CPU's stable
+       counting sort), each particle's list is the CPU's, in the grid's
+       order, and the fluids' sums over a list run in the lanes of the
+       host's SIMD width (pbd_world.lanes: the SIMD and scalar paths of
+       the host's build sum neighbour j into lane j mod W, then the lanes
+       in one tree). No float atomics. Constants that need libm (expf of
+       the damping) are computed on the host. One exception: a fluid whose
+       scorr_n is not an integer raises the kernel to that power with
+       powf, whose last bit may differ between the GPU and the host's
+       libm (the default 4 is exact). So a GPU world gives a CPU world's
+       bits (with
        --fmad=false and CUDA's default IEEE division and square root;
        checked on an NVIDIA H200 with CUDA 13.0 for the groups, tethers,
        analytic colliders, damping and rollback; strain limits, strands,
-       tearing and mesh colliders so far in the emulation below).
+       tearing, mesh colliders, particle contact and fluids so far in the
+       emulation below).
 
    EMULATION
        Compiled as C++ by the host compiler with PBD_CUDA_EMULATE defined,
@@ -192,6 +211,12 @@ struct pbd__gpu {
     pbd__lra *lras; /* host image of the device's tether records (their device arrays) */
     pbd__sums sums; /* the blocked sums of damping and momentum (device arrays) */
     float *set_k;   /* per set: the damping fraction of a substep */
+    /* the particle phase's grid build: the buckets' fill counters, the
+       scan's chunk sums; the objects' coupled flags at the step's start
+       and a copy for the host */
+    int *fill, *chunk, *coupled, *coupled_out;
+    int nchunks;
+    float pressure_h_keep;
     /* device buffers, reused by the next upload in the same order */
     pbd__buf *bufs;
     int nbufs, used;
@@ -199,6 +224,7 @@ struct pbd__gpu {
        (rollback), the damping fractions */
     pbd__collider *col_keep;
     float *hk;
+    int *hc; /* the objects' coupled flags on their way to the host */
     int nlras_cap;
 #ifdef PBD_CUDA_EMULATE
     std::vector<int> *order;
@@ -435,6 +461,45 @@ static int pbd__upload_strands(pbd__gpu *g, const pbd_world *w) {
     return ok;
 }
 
+enum { PBD__SCAN_CHUNK = 256 }; /* buckets per thread of the grid's prefix sum */
+
+/* Particle contact and fluids (pbd.h "==== particle contact", "==== fluids"):
+   the records of the fluids, the particles taking part and the scratch of
+   the grid, the lists and the passes. The reach (the grid's cell) only
+   changes with what marks the world for upload. The device keeps the
+   slots in the grid's order: the CPU lays them out in space for its
+   caches, but the lists follow the grid's order either way, and so do the
+   sums over them. */
+static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
+    const pbd__particle_phase *h = &w->pp;
+    pbd__particle_phase *d = &g->shadow.pp;
+    memset(d, 0, sizeof *d);
+    d->nfluids = d->fluid_cap = h->nfluids;
+    d->mu_s = h->mu_s;
+    d->mu_d = h->mu_d;
+    d->pressure_h = h->pressure_h;
+    d->np = d->cap = h->np;
+    if (!PBD__UP(g, d->fluids, h->fluids, h->nfluids)) return 0;
+    if (h->np == 0) return 1;
+    size_t n = (size_t)h->np, nb = (size_t)h->grid.mask + 1;
+    d->reach = pbd__pp_reach(w);
+    d->grid = h->grid; /* the host's table: the same buckets */
+    pbd__grid_set_cell(&d->grid, d->reach, h->np);
+    g->nchunks = (int)((nb + 1 + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK);
+    return PBD__UP(g, d->ids, h->ids, n) && PBD__UP(g, d->fluid, h->fluid, n) && PBD__UP(g, d->object, h->object, n) &&
+           PBD__SCRATCH(g, d->slot, n) && PBD__SCRATCH(g, d->sid, n) && PBD__SCRATCH(g, d->sfluid, n) &&
+           PBD__SCRATCH(g, d->sobject, n) && PBD__SCRATCH(g, d->nbr, n * PBD_MAX_NEIGHBORS) &&
+           PBD__SCRATCH(g, d->nbr_count, n) && PBD__SCRATCH(g, d->ncontact, n) && PBD__SCRATCH(g, d->nbr_off, n) &&
+           PBD__SCRATCH(g, d->cross, n) && PBD__SCRATCH(g, d->pure, n) && PBD__SCRATCH(g, d->lambda, n) &&
+           PBD__SCRATCH(g, d->density, n) && PBD__SCRATCH(g, d->omega_len, n) && PBD__SCRATCH(g, d->spos, n) &&
+           PBD__SCRATCH(g, d->dp, n) && PBD__SCRATCH(g, d->omega, n) && PBD__SCRATCH(g, d->svel, n) &&
+           PBD__SCRATCH(g, d->gslot, n) && PBD__SCRATCH(g, d->wall, n * PBD__FLUID_WALLS) &&
+           PBD__SCRATCH(g, d->nwall, n) && PBD__SCRATCH(g, d->grid.start, nb + 1) &&
+           PBD__SCRATCH(g, d->grid.sorted, n) && PBD__SCRATCH(g, d->grid.key, n) &&
+           PBD__SCRATCH(g, d->grid.pos, 4 * n) && PBD__SCRATCH(g, g->fill, nb) &&
+           PBD__SCRATCH(g, g->chunk, (size_t)g->nchunks + 1);
+}
+
 /* The whole world onto the device: the shadow world with device pointers,
    copied to device memory for the kernels. */
 static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
@@ -447,12 +512,10 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     s->mass = NULL;
     s->owner = NULL;
     s->contact_ids = NULL;
-    s->pressure = s->pressure_step = NULL;
     s->object_coupled = NULL;
     s->pose_step = NULL;
     s->surfaces = NULL;
     s->selfcol = NULL;
-    memset(&s->pp, 0, sizeof s->pp);
     s->tears = NULL; /* tearing runs on the host between steps (pbd_world_tear), which marks the world */
     s->plugins = NULL;
     s->gpu = NULL;
@@ -462,7 +525,9 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
              PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) && PBD__SCRATCH(g, s->v_step, n) &&
              PBD__SCRATCH(g, s->ncontact, n) && PBD__SCRATCH(g, s->contacts, w->contact_cap) &&
              PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
-             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) &&
+             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->pressure, w->pressure, n) &&
+             PBD__SCRATCH(g, s->pressure_step, n) && PBD__SCRATCH(g, g->coupled, w->nobjects) &&
+             PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) &&
              PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
     if (n) pbd__dzero(s->ncontact, (size_t)n);
@@ -510,9 +575,11 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     /* host scratch for the steps */
     free(g->col_keep);
     free(g->hk);
+    free(g->hc);
     g->col_keep = (pbd__collider *)malloc(sizeof(pbd__collider) * (size_t)(w->ncolliders + 1));
     g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
-    if (!g->col_keep || !g->hk) return 0;
+    g->hc = (int *)malloc(sizeof(int) * (size_t)(w->nobjects + 1));
+    if (!g->col_keep || !g->hk || !g->hc) return 0;
     g->dw = (pbd_world *)pbd__take(g, sizeof(pbd_world));
     if (!g->dw) return 0;
     pbd__h2d(g->dw, s, sizeof *s);
@@ -609,6 +676,175 @@ PBD__KERNEL pbd__k_velocities(pbd_world *w, float inv_h) {
 PBD__KERNEL pbd__k_contact_velocities(pbd_world *w, float h, float threshold) {
     PBD__GRID_LOOP(i, w->n) {
         for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+    }
+}
+
+/* --- particle contact and fluids --------------------------------------------
+   The grid (pbd__grid_build): the bucket of every point, the buckets'
+   counts (integer atomics: the same counts in any order), their prefix
+   sum, the points dropped into their buckets, and each bucket sorted by
+   point: the CPU's stable counting sort, so the same slots. Then per
+   slot: its particle, its list (pbd__pp_scan), the coupling of objects,
+   the fluids' walls; per iteration the multipliers and the corrections;
+   after the velocity pass the fluids' viscosity and vorticity. */
+
+#ifdef PBD_CUDA_EMULATE
+#define PBD__ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
+#define PBD__ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#else
+#define PBD__ATOMIC_ADD(p, v) atomicAdd((p), (v))
+#define PBD__ATOMIC_SET(p, v) atomicExch((p), (v))
+#endif
+
+PBD__KERNEL pbd__k_grid_keys(pbd_world *w) {
+    pbd__grid *g = &w->pp.grid;
+    PBD__GRID_LOOP(k, w->pp.np) {
+        const float *p = pbd__grid_point(&w->p[0].x, 4, w->pp.ids, k);
+        g->key[k] = pbd__grid_hash(g, pbd__grid_coord(g, p[0]), pbd__grid_coord(g, p[1]), pbd__grid_coord(g, p[2]));
+    }
+}
+PBD__KERNEL pbd__k_grid_count(pbd_world *w) {
+    pbd__grid *g = &w->pp.grid;
+    PBD__GRID_LOOP(k, w->pp.np) { PBD__ATOMIC_ADD(&g->start[g->key[k]], 1); }
+}
+/* The exclusive prefix sum of a[0 .. n) in place, in chunks: each chunk's
+   total, the totals' prefix (one thread), each chunk's prefix; copy gets
+   the result too. */
+PBD__KERNEL pbd__k_scan_chunks(int *a, int n, int *chunk, int nchunks) {
+    PBD__GRID_LOOP(c, nchunks) {
+        int e = (c + 1) * PBD__SCAN_CHUNK < n ? (c + 1) * PBD__SCAN_CHUNK : n, sum = 0;
+        for (int i = c * PBD__SCAN_CHUNK; i < e; ++i) sum += a[i];
+        chunk[c] = sum;
+    }
+}
+PBD__KERNEL pbd__k_scan_top(int *chunk, int nchunks) {
+    PBD__GRID_LOOP(t, 1) {
+        int sum = 0;
+        for (int c = 0; c < nchunks; ++c) {
+            int v = chunk[c];
+            chunk[c] = sum;
+            sum += v;
+        }
+    }
+}
+PBD__KERNEL pbd__k_scan_apply(int *a, int n, const int *chunk, int nchunks, int *copy, int ncopy) {
+    PBD__GRID_LOOP(c, nchunks) {
+        int e = (c + 1) * PBD__SCAN_CHUNK < n ? (c + 1) * PBD__SCAN_CHUNK : n, run = chunk[c];
+        for (int i = c * PBD__SCAN_CHUNK; i < e; ++i) {
+            int v = a[i];
+            a[i] = run;
+            if (i < ncopy) copy[i] = run;
+            run += v;
+        }
+    }
+}
+PBD__KERNEL pbd__k_grid_place(pbd_world *w, int *fill) {
+    pbd__grid *g = &w->pp.grid;
+    PBD__GRID_LOOP(k, w->pp.np) { g->sorted[PBD__ATOMIC_ADD(&fill[g->key[k]], 1)] = k; }
+}
+/* a[0 .. n) in increasing order: insertion for the usual few points of a
+   bucket, heapsort (n log n at worst) for a crowded one (a collapsed fluid) */
+static PBD_HD void pbd__sift_down(int *a, int i, int n) {
+    for (int c; (c = 2 * i + 1) < n; i = c) {
+        if (c + 1 < n && a[c + 1] > a[c]) c++;
+        if (a[i] >= a[c]) return;
+        int t = a[i];
+        a[i] = a[c];
+        a[c] = t;
+    }
+}
+static PBD_HD void pbd__sort_ints(int *a, int n) {
+    if (n <= 32) {
+        pbd__sort_small(a, n);
+        return;
+    }
+    for (int i = n / 2 - 1; i >= 0; --i) pbd__sift_down(a, i, n);
+    for (int e = n - 1; e > 0; --e) {
+        int t = a[0];
+        a[0] = a[e];
+        a[e] = t;
+        pbd__sift_down(a, 0, e);
+    }
+}
+PBD__KERNEL pbd__k_grid_order(pbd_world *w) {
+    pbd__grid *g = &w->pp.grid;
+    PBD__GRID_LOOP(b, g->mask + 1) { pbd__sort_ints(g->sorted + g->start[b], g->start[b + 1] - g->start[b]); }
+}
+/* slot s: the grid's point sorted[s], its position and records */
+PBD__KERNEL pbd__k_pp_slots(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    PBD__GRID_LOOP(s, pp->np) {
+        int k = pp->grid.sorted[s], i = pp->ids[k];
+        float *q = pp->grid.pos + 4 * (size_t)s;
+        q[0] = w->p[i].x;
+        q[1] = w->p[i].y;
+        q[2] = w->p[i].z;
+        q[3] = 0;
+        pp->gslot[s] = s;
+        pp->slot[k] = s;
+        pp->sid[s] = i;
+        pp->sfluid[s] = pp->fluid[k];
+        pp->sobject[s] = pp->object[k];
+    }
+}
+PBD__KERNEL pbd__k_pp_unlisted(pbd_world *w) {
+    PBD__GRID_LOOP(k, w->pp.np) { pbd__pp_unlisted(&w->pp, k); }
+}
+PBD__KERNEL pbd__k_pp_lists(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    float R = pp->reach;
+    PBD__GRID_LOOP(a, pp->np) {
+        pbd__v3 q = pbd__ld(pp->grid.pos + 4 * (size_t)a);
+        int buckets[27],
+            nb = pbd__grid_buckets(&pp->grid, pbd__sub(q, pbd__v(R, R, R)), pbd__add(q, pbd__v(R, R, R)), buckets, 27);
+        pp->nbr_off[a] = a * PBD_MAX_NEIGHBORS;
+        pbd__pp_scan(w, a, q, buckets, nb, pp->nbr + pp->nbr_off[a]);
+    }
+}
+/* objects that touch other objects' particles become coupled (every
+   writer writes 1) */
+PBD__KERNEL pbd__k_pp_couple(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    PBD__GRID_LOOP(a, pp->np) {
+        if (!pp->cross[a]) continue;
+        if (pp->sobject[a] >= 0) PBD__ATOMIC_SET(&w->objects[pp->sobject[a]].coupled, 1);
+        const int *list = pp->nbr + pp->nbr_off[a];
+        for (int s = 0; s < pp->nbr_count[a]; ++s)
+            if (pp->sobject[list[s]] >= 0) PBD__ATOMIC_SET(&w->objects[pp->sobject[list[s]]].coupled, 1);
+    }
+}
+PBD__KERNEL pbd__k_fluid_walls(pbd_world *w) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__fluid_walls_one(w, w->p, a); }
+}
+PBD__KERNEL pbd__k_pp_gather(pbd_world *w) {
+    PBD__GRID_LOOP(a, w->pp.np) { w->pp.spos[a] = w->p[w->pp.sid[a]]; }
+}
+PBD__KERNEL pbd__k_pp_lambda(pbd_world *w, int it) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__pp_lambda(w, a, it); }
+}
+PBD__KERNEL pbd__k_pp_correction(pbd_world *w) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__pp_correction(w, w->pp.spos, a); }
+}
+PBD__KERNEL pbd__k_fluid_gather(pbd_world *w) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__fluid_gather_xv(w, a); }
+}
+PBD__KERNEL pbd__k_fluid_curl(pbd_world *w, int vort) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__fluid_curl(w, a, vort); }
+}
+PBD__KERNEL pbd__k_fluid_vorticity(pbd_world *w, float h) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__fluid_vorticity(w, a, h); }
+}
+PBD__KERNEL pbd__k_fluid_apply(pbd_world *w) {
+    PBD__GRID_LOOP(a, w->pp.np) { pbd__fluid_velocity_apply(w, a); }
+}
+PBD__KERNEL pbd__k_fluid_rescale(pbd_world *w, float r) {
+    PBD__GRID_LOOP(i, w->n) { pbd__fluid_rescale(w, i, r); }
+}
+/* the objects' coupled flags to (save) or from an array */
+PBD__KERNEL pbd__k_coupled(pbd_world *w, int *flags, int save) {
+    PBD__GRID_LOOP(o, w->nobjects) {
+        if (save) flags[o] = w->objects[o].coupled;
+        else w->objects[o].coupled = flags[o];
     }
 }
 
@@ -851,6 +1087,61 @@ static void pbd__limits_dev(pbd__gpu *g, const pbd_world *w, int li) {
     }
 }
 
+/* The particle phase's grid and lists at the predictions (pbd__pp_build),
+   and the fluids' walls (pbd__pp_begin_substep). */
+static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w) {
+    const pbd__particle_phase *pp = &g->shadow.pp;
+    pbd_world *dw = g->dw;
+    int np = pp->np, nb = pp->grid.mask + 1;
+    if (np == 0) return;
+    if (!(pp->reach > 0)) {
+        pbd__launch(g, np, pbd__k_pp_unlisted, dw);
+        return;
+    }
+    pbd__launch(g, np, pbd__k_grid_keys, dw);
+    pbd__dzero(pp->grid.start, sizeof(int) * ((size_t)nb + 1));
+    pbd__launch(g, np, pbd__k_grid_count, dw);
+    pbd__launch(g, g->nchunks, pbd__k_scan_chunks, pp->grid.start, nb + 1, g->chunk, g->nchunks);
+    pbd__launch(g, 1, pbd__k_scan_top, g->chunk, g->nchunks);
+    pbd__launch(g, g->nchunks, pbd__k_scan_apply, pp->grid.start, nb + 1, (const int *)g->chunk, g->nchunks, g->fill,
+                nb);
+    pbd__launch(g, np, pbd__k_grid_place, dw, g->fill);
+    pbd__launch(g, nb, pbd__k_grid_order, dw);
+    pbd__launch(g, np, pbd__k_pp_slots, dw);
+    pbd__launch(g, np, pbd__k_pp_lists, dw);
+    if (w->nobjects > 0) pbd__launch(g, np, pbd__k_pp_couple, dw);
+    if (pp->nfluids > 0) pbd__launch(g, np, pbd__k_fluid_walls, dw);
+}
+
+/* One iteration of contacts and density constraints (pbd__pp_project). */
+static void pbd__pp_project_dev(pbd__gpu *g, int it) {
+    const pbd__particle_phase *pp = &g->shadow.pp;
+    if (pp->np == 0 || !(pp->reach > 0)) return;
+    pbd__launch(g, pp->np, pbd__k_pp_gather, g->dw);
+    if (pp->nfluids > 0) pbd__launch(g, pp->np, pbd__k_pp_lambda, g->dw, it);
+    pbd__launch(g, pp->np, pbd__k_pp_correction, g->dw);
+}
+
+/* The fluids' viscosity and vorticity (pbd__fluid_velocities). */
+static void pbd__fluid_velocities_dev(pbd__gpu *g, const pbd_world *w, float h) {
+    int np = g->shadow.pp.np, vort; /* the shadow's arrays are the device's: the host's records */
+    if (np == 0 || !(g->shadow.pp.reach > 0) || !pbd__fluid_velocity_work(w, &vort)) return;
+    pbd__launch(g, np, pbd__k_fluid_gather, g->dw);
+    pbd__launch(g, np, pbd__k_fluid_curl, g->dw, vort);
+    if (vort) pbd__launch(g, np, pbd__k_fluid_vorticity, g->dw, h);
+    pbd__launch(g, np, pbd__k_fluid_apply, g->dw);
+}
+
+/* The fluids' parameters of this step's substep h (pbd__fluid_begin_step):
+   s_corr's scale up to the device, the pressures rescaled there. */
+static void pbd__fluid_begin_dev(pbd__gpu *g, pbd_world *w, float h) {
+    g->pressure_h_keep = w->pp.pressure_h;
+    if (w->pp.nfluids == 0) return;
+    float r = pbd__fluid_begin_params(w, h);
+    pbd__h2d(g->shadow.pp.fluids, w->pp.fluids, sizeof(pbd__fluid) * (size_t)w->pp.nfluids);
+    if (r > 0) pbd__launch(g, w->n, pbd__k_fluid_rescale, g->dw, r);
+}
+
 /* One substep (pbd__substep_body without what GPU worlds do not have). */
 static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd_world *dw = g->dw;
@@ -864,6 +1155,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd__momentum_before_dev(g);
     int per = pbd__contacts_per_particle(w);
     if (per > 0) pbd__launch(g, n, pbd__k_contacts, dw, per, h);
+    pbd__pp_build_dev(g, w);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__dzero(g->shadow.delta, sizeof(pbd__p4) * (size_t)n);
         for (int gi = 0; gi < w->ngroups; ++gi)
@@ -875,6 +1167,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
             if (w->limits[li].enabled) pbd__limits_dev(g, w, li);
         for (int si = 0; si < w->nstrands; ++si)
             if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_ftl, dw, si, it == 0);
+        pbd__pp_project_dev(g, it);
         if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
     }
     pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
@@ -883,6 +1176,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
         if (c != 0) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, c);
     }
     if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
+    pbd__fluid_velocities_dev(g, w, h);
     pbd__restore_and_damp_dev(g, w);
 }
 
@@ -899,11 +1193,31 @@ static void pbd__pull_particles(pbd__gpu *g, pbd_world *w) {
     pbd__d2h(w->v, g->shadow.v, sizeof(pbd__p4) * n);
     if (n) memcpy(w->p, w->x, sizeof(pbd__p4) * n); /* as after a step on the CPU */
     pbd__d2h(w->ncontact, g->shadow.ncontact, n);
+    pbd__d2h(w->pressure, g->shadow.pressure, sizeof(float) * n);
+    if (w->nobjects > 0) {
+        pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled_out, 1);
+        pbd__d2h(g->hc, g->coupled_out, sizeof(int) * (size_t)w->nobjects);
+        for (int o = 0; o < w->nobjects; ++o) w->objects[o].coupled = g->hc[o];
+    }
     for (int i = 0; i < w->nlras; ++i) {
         const pbd__lra *l = &w->lras[i];
         long nt = l->count > 0 ? l->start[l->count] : 0;
         if (l->reach && nt) pbd__d2h(l->reach, g->lras[i].reach, sizeof(float) * 2 * (size_t)nt);
     }
+}
+
+/* The particle phase's lists of the last step (pbd_world_particle_neighbors),
+   in the device's slots. */
+static void pbd__pull_neighbors(pbd__gpu *g, pbd_world *w) {
+    const pbd__particle_phase *d = &g->shadow.pp;
+    pbd__particle_phase *h = &w->pp;
+    size_t n = (size_t)d->np;
+    if (n == 0 || n != (size_t)h->np) return;
+    pbd__d2h(h->slot, d->slot, sizeof(int) * n);
+    pbd__d2h(h->sid, d->sid, sizeof(int) * n);
+    pbd__d2h(h->nbr_off, d->nbr_off, sizeof(int) * n);
+    pbd__d2h(h->nbr_count, d->nbr_count, sizeof(int) * n);
+    pbd__d2h(h->nbr, d->nbr, sizeof(int) * n * PBD_MAX_NEIGHBORS);
 }
 
 /* A step that made a particle non-finite: everything back as it was at the
@@ -913,6 +1227,9 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
     pbd__d2d(g->shadow.x, g->shadow.x_step, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v, g->shadow.v_step, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.p, g->shadow.x, sizeof(pbd__p4) * n); /* as after a step */
+    pbd__d2d(g->shadow.pressure, g->shadow.pressure_step, sizeof(float) * n);
+    w->pp.pressure_h = g->pressure_h_keep;
+    pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 0);
     pbd__lras_keep_dev(g, w, 1);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     for (int c = 0; c < w->ncolliders; ++c) {
@@ -947,7 +1264,10 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     if (w->ncolliders) memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
     pbd__d2d(g->shadow.x_step, g->shadow.x, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
+    pbd__d2d(g->shadow.pressure_step, g->shadow.pressure, sizeof(float) * n);
+    pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 1);
     pbd__lras_keep_dev(g, w, 0);
+    pbd__fluid_begin_dev(g, w, h);
     pbd__launch(g, w->n, pbd__k_kin_from, g->dw);
     pbd__damping_fractions(g, w, h);
     for (int s = 0; s < S; ++s) pbd__substep_dev(g, w, h, s, S);
@@ -1040,6 +1360,7 @@ extern "C" void pbd__cuda_close(pbd_world *w) {
     pbd__dfree(g->bad);
     free(g->col_keep);
     free(g->hk);
+    free(g->hc);
     free(g->lras);
 #ifdef PBD_CUDA_EMULATE
     delete g->order;
@@ -1054,6 +1375,7 @@ extern "C" void pbd__cuda_pull(pbd_world *w, int what) {
     if (what & PBD__GPU_STALE_PARTICLES) pbd__pull_particles(g, w);
     if (what & PBD__GPU_STALE_CONTACTS)
         pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
+    if (what & PBD__GPU_STALE_NEIGHBORS) pbd__pull_neighbors(g, w);
 }
 
 extern "C" const float *pbd__cuda_positions(pbd_world *w) {

@@ -57,8 +57,7 @@ static void octahedra(const float *x, int first, int count, float r, float *vert
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "out";
     mkdir(dir, 0755);
-    pbd_world_desc wd = pbd_world_desc_default(); /* 4 substeps x 4 iterations */
-    wd.device = PBD_DEVICE_CPU;                   /* fluids: not on the GPU yet (pbd_cuda.cu) */
+    pbd_world_desc wd = pbd_world_desc_default(); /* 4 substeps x 4 iterations; the GPU where built with it */
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return 1;
     /* the tank: floor and four walls */

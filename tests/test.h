@@ -173,6 +173,18 @@ static inline pbd_range pbdt_strand(pbd_world *w, const float *positions, const 
     return r;
 }
 
+/* nx * ny * nz points (3 floats each, malloc'd) at the centres of the
+   cells of a lattice of spacing d from corner o, x fastest. */
+static inline float *pbdt_lattice(int nx, int ny, int nz, float d, const float *o) {
+    float *p = (float *)malloc(sizeof(float) * 3 * (size_t)(nx * ny * nz));
+    for (int i = 0; p && i < nx * ny * nz; ++i) {
+        p[3 * i + 0] = o[0] + (0.5f + (float)(i % nx)) * d;
+        p[3 * i + 1] = o[1] + (0.5f + (float)((i / nx) % ny)) * d;
+        p[3 * i + 2] = o[2] + (0.5f + (float)(i / (nx * ny))) * d;
+    }
+    return p;
+}
+
 /* A world with default settings but for gravity (0, gy, 0). */
 static inline pbd_world *pbdt_world(float gy) {
     pbd_world_desc d = pbd_world_desc_default();

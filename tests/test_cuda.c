@@ -423,6 +423,78 @@ static void frame_tearing(pbd_world *w, int frame) {
     CHECK_OK(pbd_particle_set_kinematic_target(w, 15, b));
 }
 
+/* A tank of plane colliders [-s, s] x [0, inf) x [-s, s] with a sphere in it. */
+static void tank(pbd_world *w, float s) {
+    float planes[5][6] = {
+        {0, 0, 0, 0, 1, 0}, {-s, 0, 0, 1, 0, 0}, {s, 0, 0, -1, 0, 0}, {0, 0, -s, 0, 0, 1}, {0, 0, s, 0, 0, -1}};
+    for (int k = 0; k < 5; ++k) CHECK_OK(pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.3f, NULL));
+    float c[3] = {0.15f, 0.05f, 0.1f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.1f, 0.3f, NULL));
+}
+
+/* A block of fluid falling into a tank (past 2048 particles taking part:
+   the emulation runs their launches on several threads), with viscosity
+   and vorticity, and a soft box with particle contact dropped onto it. */
+static pbd_fluid fluid_handle;
+static void build_fluid(pbd_world *w) {
+    tank(w, 0.36f);
+    float o[3] = {-0.35f, 0.05f, -0.35f};
+    float *p = pbdt_lattice(14, 10, 14, 0.05f, o);
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = 14 * 10 * 14;
+    fd.viscosity = 0.02f;
+    fd.vorticity = 0.01f;
+    CHECK_OK(pbd_add_fluid(w, &fd, &fluid_handle, NULL));
+    free(p);
+    float lo[3] = {-0.1f, 0.65f, -0.1f}, hi[3] = {0.1f, 0.8f, 0.1f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_tet_box(5, 4, 5, lo, hi, &m));
+    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
+    sd.density = 400.0f;
+    pbd_object box;
+    CHECK_OK(pbd_add_softbody(w, &sd, &box));
+    pbd_mesh_free(&m);
+    CHECK_OK(pbd_object_set_particle_contact(w, box, 1));
+}
+
+/* A per-frame setter (particles only) and a parameter change mid-run. */
+static void frame_fluid(pbd_world *w, int frame) {
+    if (frame == 10) {
+        float v[3] = {0.5f, 0, 0};
+        pbd_range r = {100, 1};
+        CHECK_OK(pbd_particles_set_velocities(w, r, v));
+    }
+    if (frame == 20) CHECK_OK(pbd_fluid_set_viscosity(w, fluid_handle, 0.05f, 0.0f));
+}
+
+/* Grains with particle contact and friction poured onto a cloth that has
+   particle contact too (the cloth becomes coupled). */
+static void build_granular(pbd_world *w) {
+    ground(w);
+    float c0[3] = {0, 0.3f, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, c0, 0.15f, 0.5f, NULL));
+    pbd_object c = cloth(w, 16, 0.8f, 0.5f, PBD_BENDING_DIHEDRAL, 0);
+    int f = first_of(w, c);
+    CHECK_OK(pbd_particle_pin(w, f));
+    CHECK_OK(pbd_particle_pin(w, f + 15));
+    CHECK_OK(pbd_particle_pin(w, f + 16 * 15));
+    CHECK_OK(pbd_particle_pin(w, f + 16 * 15 + 15));
+    CHECK_OK(pbd_object_set_particle_contact(w, c, 1));
+    float o[3] = {-0.15f, 0.6f, -0.15f};
+    float *p = pbdt_lattice(8, 6, 8, 0.04f, o);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = p;
+    pd.count = 8 * 6 * 8;
+    pd.radius = 0.018f;
+    pd.mass = 0.01f;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    free(p);
+    CHECK_OK(pbd_particles_set_particle_contact(w, r, 1));
+    CHECK_OK(pbd_world_set_particle_contact_friction(w, 0.6f, 0.5f));
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -433,6 +505,8 @@ static const scene scenes[] = {
     {"tearing", build_tearing, frame_tearing, 40},
     {"mesh and grid colliders", build_mesh_colliders, frame_mesh_colliders, 50},
     {"overflow colour, point-triangle", build_overflow, NULL, 40},
+    {"fluid with a floating box", build_fluid, frame_fluid, 40},
+    {"grains on a cloth", build_granular, NULL, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -594,6 +668,65 @@ done:
     pbd_world_destroy(w[1]);
 }
 
+/* What a fluid leaves besides positions and velocities is the CPU's too:
+   the neighbour lists, the densities, the pressures and coupled flags in
+   a snapshot (the same bytes), and a GPU world's snapshot runs on in a CPU
+   world with the same bits. */
+TEST(cuda_fluid_lists_densities_and_snapshots_match_the_cpu) {
+    NEEDS_GPU();
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU), *again = world_on(PBD_DEVICE_CPU);
+    if (!cpu || !gpu || !again) goto done;
+    build_fluid(cpu);
+    build_fluid(gpu);
+    for (int k = 0; k < 12; ++k) {
+        frame_fluid(cpu, k);
+        frame_fluid(gpu, k);
+        CHECK_OK(pbd_world_step(cpu, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+    }
+    CHECK(same_bits("fluid", 12, cpu, gpu));
+    {
+        int n = pbd_world_particle_count(cpu), lists = 0, a[PBD_MAX_NEIGHBORS], b[PBD_MAX_NEIGHBORS], na, nb;
+        for (int i = 0; i < n; ++i) {
+            CHECK_OK(pbd_world_particle_neighbors(cpu, i, a, PBD_MAX_NEIGHBORS, &na));
+            CHECK_OK(pbd_world_particle_neighbors(gpu, i, b, PBD_MAX_NEIGHBORS, &nb));
+            lists += na > 0;
+            if (na != nb || memcmp(a, b, sizeof(int) * (size_t)na)) {
+                CHECK_MSG(0, "particle %d: %d neighbours on the CPU, %d on the GPU, or other ones", i, na, nb);
+                break;
+            }
+        }
+        CHECK_MSG(lists > n / 2, "only %d of %d particles have neighbours", lists, n);
+        int count = 14 * 10 * 14, ca = 0, cb = 0;
+        float *da = (float *)malloc(sizeof(float) * (size_t)count),
+              *db = (float *)malloc(sizeof(float) * (size_t)count);
+        CHECK_OK(pbd_fluid_densities(cpu, fluid_handle, da, count, &ca));
+        CHECK_OK(pbd_fluid_densities(gpu, fluid_handle, db, count, &cb));
+        CHECK(ca == count && cb == count && !memcmp(da, db, sizeof(float) * (size_t)count));
+        free(da);
+        free(db);
+        size_t sa = pbd_world_snapshot_size(cpu), sb = pbd_world_snapshot_size(gpu);
+        void *snap_a = malloc(sa), *snap_b = malloc(sb);
+        CHECK_OK(pbd_world_save(cpu, snap_a, sa));
+        CHECK_OK(pbd_world_save(gpu, snap_b, sb));
+        CHECK_MSG(sa == sb && !memcmp(snap_a, snap_b, sa), "the snapshots differ");
+        CHECK_OK(pbd_world_restore(again, snap_b, sb));
+        for (int k = 12; k < 24; ++k) {
+            frame_fluid(gpu, k);
+            frame_fluid(again, k);
+            CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+            CHECK_OK(pbd_world_step(again, 1.0f / 60.0f));
+        }
+        CHECK(same_bits("a GPU world's snapshot on the CPU", 24, again, gpu));
+        free(snap_a);
+        free(snap_b);
+    }
+done:
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+    pbd_world_destroy(again);
+}
+
 static void accel(void *user, int particle, const float *x, const float *v, double time, float *out) {
     (void)user, (void)particle, (void)x, (void)v, (void)time;
     out[0] = 1;
@@ -609,16 +742,6 @@ TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
     build_cloth(w);
     int n = pbd_world_particle_count(w);
     size_t size = pbd_world_snapshot_size(w);
-    float pts[12] = {0, 2, 0, 0.05f, 2, 0, 0, 2, 0.05f, 0.05f, 2, 0.05f};
-    pbd_fluid_desc fd = pbd_fluid_desc_default();
-    fd.positions = pts;
-    fd.count = 4;
-    CHECK_RESULT(pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "fluids") != NULL);
-    pbd_range all = {0, n};
-    CHECK_RESULT(pbd_particles_set_particle_contact(w, all, 1), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "particle contact") != NULL);
-    CHECK_OK(pbd_particles_set_particle_contact(w, all, 0)); /* off is what it is */
     CHECK_RESULT(pbd_world_set_acceleration_field(w, accel, NULL), PBD_ERROR_UNSUPPORTED);
     CHECK(strstr(pbd_world_last_error(w), "acceleration") != NULL);
     CHECK_OK(pbd_world_set_acceleration_field(w, NULL, NULL));
@@ -637,23 +760,26 @@ TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
 
 /* A CPU world's snapshot with a feature GPU worlds do not have is refused
    by a GPU world, which stays as it was. */
-TEST(cuda_a_snapshot_with_fluid_is_refused_by_a_gpu_world) {
+TEST(cuda_a_snapshot_with_self_collision_is_refused_by_a_gpu_world) {
     NEEDS_GPU();
     pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
     if (!cpu || !gpu) goto done;
     {
-        float pts[12] = {0, 2, 0, 0.05f, 2, 0, 0, 2, 0.05f, 0.05f, 2, 0.05f};
-        pbd_fluid_desc fd = pbd_fluid_desc_default();
-        fd.positions = pts;
-        fd.count = 4;
-        CHECK_OK(pbd_add_fluid(cpu, &fd, NULL, NULL));
+        float o[3] = {0, 1, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
+        pbd_mesh m;
+        pbd_object cl;
+        CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
+        pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+        CHECK_OK(pbd_add_cloth(cpu, &cd, &cl));
+        CHECK_OK(pbd_add_cloth_self_collision(cpu, cl, &cd, 0.01f, NULL));
+        pbd_mesh_free(&m);
         build_cloth(gpu);
         int n = pbd_world_particle_count(gpu);
         size_t size = pbd_world_snapshot_size(cpu);
         void *snap = malloc(size);
         CHECK_OK(pbd_world_save(cpu, snap, size));
         CHECK_RESULT(pbd_world_restore(gpu, snap, size), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(gpu), "fluids") != NULL);
+        CHECK(strstr(pbd_world_last_error(gpu), "self-collision") != NULL);
         CHECK(pbd_world_particle_count(gpu) == n);
         free(snap);
     }
@@ -750,10 +876,11 @@ TEST(cuda_device_positions_for_interop) {
 void suite_cuda(void) {
     RUN(cuda_gpu_worlds_give_the_cpu_worlds_bits_in_two_launch_orders);
     RUN(cuda_the_scenes_move_and_touch);
+    RUN(cuda_fluid_lists_densities_and_snapshots_match_the_cpu);
     RUN(cuda_snapshot_and_restore_mid_run);
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_what_is_not_on_the_gpu_is_refused_by_name);
-    RUN(cuda_a_snapshot_with_fluid_is_refused_by_a_gpu_world);
+    RUN(cuda_a_snapshot_with_self_collision_is_refused_by_a_gpu_world);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);

@@ -14,19 +14,8 @@ static void add_tank(pbd_world *w, float sx, float sz, float friction) {
     for (int k = 0; k < 5; ++k) CHECK_OK(pbd_add_collider_plane(w, planes[k], planes[k] + 3, friction, NULL));
 }
 
-/* nx*ny*nz particles on a lattice of spacing d from corner o. */
-static float *lattice(int nx, int ny, int nz, float d, const float *o) {
-    float *p = (float *)malloc(sizeof(float) * 3 * (size_t)(nx * ny * nz));
-    for (int i = 0; i < nx * ny * nz; ++i) {
-        p[3 * i + 0] = o[0] + (0.5f + (float)(i % nx)) * d;
-        p[3 * i + 1] = o[1] + (0.5f + (float)((i / nx) % ny)) * d;
-        p[3 * i + 2] = o[2] + (0.5f + (float)(i / (nx * ny))) * d;
-    }
-    return p;
-}
-
 static pbd_fluid add_block(pbd_world *w, int nx, int ny, int nz, float d, const float *o, pbd_range *r) {
-    float *p = lattice(nx, ny, nz, d, o);
+    float *p = pbdt_lattice(nx, ny, nz, d, o);
     pbd_fluid_desc fd = pbd_fluid_desc_default();
     fd.positions = p;
     fd.count = nx * ny * nz;
@@ -198,7 +187,7 @@ TEST(fluid_dam_break_stays_in_tank) {
 TEST(fluid_density_projection_keeps_momentum) {
     const float d = 0.05f, o[3] = {0, 0, 0};
     pbd_world *w = pbdt_world(0.0f);
-    float *p = lattice(5, 5, 5, 0.87f * d, o); /* 13% closer */
+    float *p = pbdt_lattice(5, 5, 5, 0.87f * d, o); /* 13% closer */
     pbd_fluid_desc fd = pbd_fluid_desc_default();
     fd.positions = p;
     fd.count = 125;
@@ -498,7 +487,7 @@ TEST(fluid_bad_input_changes_nothing) {
     pbd_fluid f, bad = {12345u}, none = {0};
     pbd_world *w = coupled_scene(&f);
     run_steps(w, 2);
-    float *p = lattice(3, 3, 3, 0.05f, o);
+    float *p = pbdt_lattice(3, 3, 3, 0.05f, o);
     pbd_fluid_desc good = pbd_fluid_desc_default(), d;
     good.positions = p;
     good.count = 27;
