@@ -416,9 +416,10 @@
        steps), every collider shape with continuous contacts, friction
        and restitution, the velocity pass, the angular momentum restore,
        damping, the non-finite rollback, snapshots, particle contact and
-       granular matter, fluids (and their queries). Not yet: acceleration
-       fields (a host callback), self-collision, plugins (so pbd_sm.h);
-       adding one to a GPU world fails with
+       granular matter, fluids (and their queries); an acceleration field
+       (its callback runs on the host once per substep: x and v come
+       down, the accelerations go up). Not yet: self-collision, plugins
+       (so pbd_sm.h); adding one to a GPU world fails with
        PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
        give such a world PBD_DEVICE_CPU. The host keeps the whole world
        and every call validates it there; the first step after a change
@@ -792,7 +793,10 @@ PBDDEF pbd_result pbd_particle_get_kinematic(const pbd_world *w, int particle, i
 
 /* A user acceleration (wind, fields) added to gravity for every dynamic
    particle once per substep. It may be called from several threads at once
-   (for different particles) when built with OpenMP. NULL removes it. */
+   (for different particles) when built with OpenMP. NULL removes it. On a
+   GPU world it runs on the host, one particle after the other: each
+   substep the positions and velocities come down and the accelerations go
+   up (48 bytes a particle; see THE GPU). */
 typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v, double time,
                                     float *out_acceleration);
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user);
@@ -4082,7 +4086,6 @@ PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, 
 
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user) {
     PBD__CHECK_WORLD(w);
-    if (fn) PBD__GPU_REFUSE(w, "acceleration fields (a host callback)");
     w->accel = fn;
     w->accel_user = user;
     return PBD_OK;
@@ -14739,7 +14742,6 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
    solver's scalar path, so a GPU world gives a CPU world's bits. */
 
 static const char *pbd__gpu_unsupported(const pbd_world *w) {
-    if (w->accel) return "acceleration fields (a host callback)";
     if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
     if (PBD__LIVE(w->plugins, w->nplugins)) return "plugins (pbd_sm.h, user plugins)";
     return NULL;
@@ -14883,6 +14885,19 @@ static void pbd__predict_constants(const pbd_world *w, float h, float *gh, float
     gh[3] = 0.0f;
 }
 
+/* A dynamic particle's velocity change of a substep with an acceleration
+   field: g = gh + h a, a from the user's callback (a non-finite component
+   counts as 0); time: the substep's start. Host code (the callback is a
+   host function): a GPU world's step calls it too, once per substep. */
+static void pbd__field_term(const pbd_world *w, int i, double time, const float *gh, float h, float *g) {
+    const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+    float a[3] = {0, 0, 0};
+    float xx[3] = {x->x, x->y, x->z}, vv[3] = {v->x, v->y, v->z};
+    w->accel(w->accel_user, i, xx, vv, time, a);
+    for (int k = 0; k < 3; ++k) g[k] = gh[k] + (pbd__finite(a[k]) ? a[k] * h : 0.0f);
+    g[3] = 0;
+}
+
 static void pbd__predict(pbd_world *w, float h, int s, int S) {
     float damp, gh[4];
     pbd__predict_constants(w, h, gh, &damp);
@@ -14894,11 +14909,8 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
         pbd__p4 *x = &w->x[i], *v = &w->v[i], *p = &w->p[i];
         if (pbd__predict_held(w, i, t_kin)) continue;
         if (w->accel) {
-            float a[3] = {0, 0, 0}, g[4];
-            float xx[3] = {x->x, x->y, x->z}, vv[3] = {v->x, v->y, v->z};
-            w->accel(w->accel_user, i, xx, vv, time, a);
-            for (int k = 0; k < 3; ++k) g[k] = gh[k] + (pbd__finite(a[k]) ? a[k] * h : 0.0f);
-            g[3] = 0;
+            float g[4];
+            pbd__field_term(w, i, time, gh, h, g);
             pbd__predict_dynamic(x, v, p, g, damp, h);
         } else {
             pbd__predict_dynamic(x, v, p, gh, damp, h);

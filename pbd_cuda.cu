@@ -52,10 +52,15 @@
        (pbd_world_particle_neighbors gives the last step's lists,
        pbd_fluid_densities) as on the CPU. Snapshots and restore work on
        GPU worlds as on CPU worlds.
+       An acceleration field (pbd_world_set_acceleration_field) is the
+       user's host function: a GPU world calls it on the host, once per
+       substep and dynamic particle, in particle order (so a field that
+       keeps state sees the CPU's calls, if not their threads): the
+       positions and velocities come down before and the accelerations go
+       up after (48 bytes a particle per substep, and a synchronisation).
        Not yet (adding them to a GPU world fails with PBD_ERROR_UNSUPPORTED
        and the feature's name; nothing runs silently on the CPU):
-       acceleration fields (a host callback), self-collision, plugins
-       (pbd_sm.h).
+       self-collision, plugins (pbd_sm.h).
 
    DATA
        The host keeps the whole world, and every call validates and changes
@@ -170,6 +175,10 @@ extern "C" void pbd__cuda_emulate_seed(unsigned seed) {
 #endif
 }
 
+typedef struct pbd__f4 {
+    float v[4];
+} pbd__f4;
+
 /* A particle set whose sums run in blocks (pbd.h, "sums over particles"):
    an object (list NULL, its range) or a damping cluster (its list). */
 typedef struct pbd__set {
@@ -224,7 +233,8 @@ struct pbd__gpu {
        (rollback), the damping fractions */
     pbd__collider *col_keep;
     float *hk;
-    int *hc; /* the objects' coupled flags on their way to the host */
+    int *hc;                           /* the objects' coupled flags on their way to the host */
+    struct pbd__f4 *field, *field_dev; /* an acceleration field's terms of a substep (host, device) */
     int nlras_cap;
 #ifdef PBD_CUDA_EMULATE
     std::vector<int> *order;
@@ -576,10 +586,15 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     free(g->col_keep);
     free(g->hk);
     free(g->hc);
+    free(g->field);
+    g->field = NULL;
     g->col_keep = (pbd__collider *)malloc(sizeof(pbd__collider) * (size_t)(w->ncolliders + 1));
     g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
     g->hc = (int *)malloc(sizeof(int) * (size_t)(w->nobjects + 1));
     if (!g->col_keep || !g->hk || !g->hc) return 0;
+    if (w->accel &&
+        (!(g->field = (pbd__f4 *)malloc(sizeof(pbd__f4) * (size_t)(n + 1))) || !PBD__SCRATCH(g, g->field_dev, n)))
+        return 0;
     g->dw = (pbd_world *)pbd__take(g, sizeof(pbd_world));
     if (!g->dw) return 0;
     pbd__h2d(g->dw, s, sizeof *s);
@@ -590,10 +605,6 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
 /* Each is one loop of pbd.h's substep (pbd__substep_body) over its
    independent elements, calling the same PBD_HD function. */
 
-typedef struct pbd__f4 {
-    float v[4];
-} pbd__f4;
-
 PBD__KERNEL pbd__k_kin_from(pbd_world *w) {
     PBD__GRID_LOOP(i, w->n) {
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
@@ -603,6 +614,13 @@ PBD__KERNEL pbd__k_kin_from(pbd_world *w) {
 PBD__KERNEL pbd__k_predict(pbd_world *w, pbd__f4 gh, float damp, float h, float t_kin) {
     PBD__GRID_LOOP(i, w->n) {
         if (!pbd__predict_held(w, i, t_kin)) pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], gh.v, damp, h);
+    }
+}
+
+/* with an acceleration field: each dynamic particle's own term (pbd__field_term) */
+PBD__KERNEL pbd__k_predict_field(pbd_world *w, const pbd__f4 *g, float damp, float h, float t_kin) {
+    PBD__GRID_LOOP(i, w->n) {
+        if (!pbd__predict_held(w, i, t_kin)) pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], g[i].v, damp, h);
     }
 }
 
@@ -1142,6 +1160,25 @@ static void pbd__fluid_begin_dev(pbd__gpu *g, pbd_world *w, float h) {
     if (r > 0) pbd__launch(g, w->n, pbd__k_fluid_rescale, g->dw, r);
 }
 
+/* The prediction with an acceleration field (a host callback): the
+   particles come down into the host's arrays (stale between steps
+   anyway), the callback gives each dynamic particle's term on the host
+   (pbd__field_term, in particle order), the terms go up. */
+static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const float *gh, float damp, float t_kin) {
+    size_t n = (size_t)w->n;
+    pbd__d2h(w->x, g->shadow.x, sizeof(pbd__p4) * n);
+    pbd__d2h(w->v, g->shadow.v, sizeof(pbd__p4) * n);
+    double time = w->time + (double)h * s;
+    for (int i = 0; i < w->n; ++i) {
+        pbd__f4 *f = &g->field[i];
+        if ((w->flags[i] & PBD__KINEMATIC) || w->x[i].w == 0) /* held: no field (pbd__predict_held) */
+            f->v[0] = f->v[1] = f->v[2] = f->v[3] = 0;
+        else pbd__field_term(w, i, time, gh, h, f->v);
+    }
+    pbd__h2d(g->field_dev, g->field, sizeof(pbd__f4) * n);
+    pbd__launch(g, w->n, pbd__k_predict_field, g->dw, (const pbd__f4 *)g->field_dev, damp, h, t_kin);
+}
+
 /* One substep (pbd__substep_body without what GPU worlds do not have). */
 static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd_world *dw = g->dw;
@@ -1149,7 +1186,8 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd__f4 gh;
     float damp;
     pbd__predict_constants(w, h, gh.v, &damp);
-    pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
+    if (w->accel) pbd__field_dev(g, w, h, s, gh.v, damp, (float)(s + 1) / (float)S);
+    else pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
     pbd__launch(g, w->ncolliders, pbd__k_poses, dw, s, S);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     pbd__momentum_before_dev(g);
@@ -1361,6 +1399,7 @@ extern "C" void pbd__cuda_close(pbd_world *w) {
     free(g->col_keep);
     free(g->hk);
     free(g->hc);
+    free(g->field);
     free(g->lras);
 #ifdef PBD_CUDA_EMULATE
     delete g->order;

@@ -49,7 +49,6 @@ int main(int argc, char **argv) {
     const float dt = 1.0f / 60.0f;
     mkdir(outdir, 0755);
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* the wind field (a host callback): not on the GPU (pbd_cuda.cu) */
     wd.substeps = 24;
     wd.iterations = 1;
     pbd_world *w = NULL;
