@@ -133,8 +133,12 @@
 #define PBD_CUDA_COMPANION /* this file's private copy: no PBD_CUDA hooks */
 #define PBD_IMPLEMENTATION
 #define PBD_STATIC
-#define PBD_NO_SIMD   /* the kernels run the scalar reference path */
+#ifndef PBD_NO_SIMD /* (a scalar build may define it already) */
+#define PBD_NO_SIMD /* the kernels run the scalar reference path */
+#endif
+#ifndef PBD_NO_OPENMP
 #define PBD_NO_OPENMP /* the host code here is serial */
+#endif
 #include "pbd.h"
 
 #include <stdio.h>
