@@ -418,8 +418,10 @@
        damping, the non-finite rollback, snapshots, particle contact and
        granular matter, fluids (and their queries); an acceleration field
        (its callback runs on the host once per substep: x and v come
-       down, the accelerations go up). Not yet: self-collision, plugins
-       (so pbd_sm.h); adding one to a GPU world fails with
+       down, the accelerations go up); plugins (so pbd_sm.h: their
+       callbacks are host code and run on the host, the particles copied
+       down before each stage that has one and back up after). Not yet:
+       self-collision; adding it to a GPU world fails with
        PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
        give such a world PBD_DEVICE_CPU. The host keeps the whole world
        and every call validates it there; the first step after a change
@@ -2926,8 +2928,10 @@ extern "C" {
 pbd_result pbd__cuda_open(pbd_world *w, size_t world_size, int automatic, char *msg, size_t msg_size);
 void pbd__cuda_close(pbd_world *w);
 /* One step of dt in `substeps` substeps on the device (uploading first
-   what w->gpu_dirty marks; substeps 0: only that); an error leaves the
-   world as before the step. */
+   what w->gpu_dirty marks, and clearing it; substeps 0: only that); an
+   error leaves the world as before the step. The plugins' callbacks run
+   on the host, with the host's arrays brought up to date around them;
+   what they mark dirty stays marked for the next step. */
 pbd_result pbd__cuda_step(pbd_world *w, float dt, int substeps, char *msg, size_t msg_size);
 /* The device's state into the host's arrays: what & PBD__GPU_STALE_PARTICLES
    the particles (x, v), their contact counts, the fluids' pressures, the
@@ -14320,7 +14324,6 @@ static pbd_result pbd__plugin_index(const pbd_world *w, pbd_plugin handle, int *
 
 PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_plugin *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "plugins (pbd_sm.h, user plugins)");
     PBD__CHECK_PTR(w, desc, "desc");
     if (desc->particle_end < 0 || desc->particle_end > w->n)
         return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "plugin particle_end %d is not in [0, %d]",
@@ -14405,18 +14408,24 @@ static long pbd__plugins_work(const pbd_world *w) {
 
 enum { PBD__PLUGIN_BEGIN_SUBSTEP, PBD__PLUGIN_PROJECT, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, PBD__PLUGIN_END_SUBSTEP };
 
+typedef void (*pbd__plugin_stage_fn)(void *, const pbd_solve_context *);
+/* A live plugin's callback of a substep stage, or NULL. */
+static pbd__plugin_stage_fn pbd__plugin_fn(const pbd__plugin *pl, int stage) {
+    if (!pl->s.live) return NULL;
+    return stage == PBD__PLUGIN_BEGIN_SUBSTEP            ? pl->d.begin_substep
+           : stage == PBD__PLUGIN_PROJECT                ? pl->d.project
+           : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS ? pl->d.project_after_contacts
+                                                         : pl->d.end_substep;
+}
+
 /* Runs one substep callback of every plugin, inside the substep's parallel
    region: parallel plugins are called by every thread, the others by one
    (with the barrier of `omp single` after it). */
 static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, int it) {
     for (int i = 0; i < w->nplugins; ++i) {
         pbd__plugin *pl = &w->plugins[i];
-        void (*fn)(void *, const pbd_solve_context *) = stage == PBD__PLUGIN_BEGIN_SUBSTEP ? pl->d.begin_substep
-                                                        : stage == PBD__PLUGIN_PROJECT     ? pl->d.project
-                                                        : stage == PBD__PLUGIN_PROJECT_AFTER_CONTACTS
-                                                            ? pl->d.project_after_contacts
-                                                            : pl->d.end_substep;
-        if (!pl->s.live || !fn) continue;
+        pbd__plugin_stage_fn fn = pbd__plugin_fn(pl, stage);
+        if (!fn) continue;
         pbd_solve_context c;
         c.world = w;
         c.x = &w->x[0].x;
@@ -14743,7 +14752,6 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
 
 static const char *pbd__gpu_unsupported(const pbd_world *w) {
     if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
-    if (PBD__LIVE(w->plugins, w->nplugins)) return "plugins (pbd_sm.h, user plugins)";
     return NULL;
 }
 
@@ -14789,10 +14797,12 @@ static pbd_result pbd__gpu_step(pbd_world *w, float dt, int S) {
 #ifdef PBD_CUDA
     const char *off = w->gpu_dirty ? pbd__gpu_unsupported(w) : NULL; /* refused when added; a safety net */
     if (off) return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "%s: not on the GPU yet (pbd_cuda.cu)", off);
+    /* the host's copy goes up: current first (a plugin's call in the last
+       step may have marked the world after the device stepped on) */
+    if (w->gpu_dirty) pbd__gpu_sync(w, 0);
     char msg[200] = "";
     pbd_result r = pbd__cuda_step(w, dt, S, msg, sizeof msg);
     if (r != PBD_OK) return pbd__fail(w, r, "%s", msg);
-    w->gpu_dirty = 0;
     w->gpu_host_stale = PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS | PBD__GPU_STALE_NEIGHBORS;
     w->time += dt;
     return PBD_OK;

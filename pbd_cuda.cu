@@ -58,9 +58,18 @@
        keeps state sees the CPU's calls, if not their threads): the
        positions and velocities come down before and the accelerations go
        up after (48 bytes a particle per substep, and a synchronisation).
-       Not yet (adding them to a GPU world fails with PBD_ERROR_UNSUPPORTED
+       Plugins (pbd_add_plugin: yours, pbd_sm.h's, pbd_upsample.h's) are
+       host code too: their callbacks run on the host in the CPU's places,
+       each stage that some plugin has bracketed by a copy of x, p and v
+       (and the contacts, for pbd_world_particle_contact_push) down and of
+       x, p and v back up, so a plugin sees and moves what it would on the
+       CPU, and calls it makes read the current world (about 100 bytes a
+       particle per stage: `project` runs every iteration). pbd_sm.h's
+       kernels are not in this file yet: its bodies, oriented particles
+       and cloths run this way.
+       Not yet (adding it to a GPU world fails with PBD_ERROR_UNSUPPORTED
        and the feature's name; nothing runs silently on the CPU):
-       self-collision, plugins (pbd_sm.h).
+       self-collision.
 
    DATA
        The host keeps the whole world, and every call validates and changes
@@ -1183,6 +1192,52 @@ static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const floa
     pbd__launch(g, w->n, pbd__k_predict_field, g->dw, (const pbd__f4 *)g->field_dev, damp, h, t_kin);
 }
 
+/* --- plugins -------------------------------------------------------------------
+   A plugin is host code (pbd_sm.h's, or the user's), so its callbacks run
+   on the host, in pbd__substep_body's places, with the host's arrays as
+   their view of the world: x, p and v (and the contacts, which
+   pbd_world_particle_contact_push reads) come down before a stage that
+   some plugin has, and x, p and v go back up after it. The host's copy is
+   current meanwhile, so the calls a callback makes read what the CPU's
+   would; what they mark for upload stays marked for the next step. */
+
+static void pbd__host_view(pbd__gpu *g, pbd_world *w) {
+    size_t n = (size_t)w->n;
+    pbd__d2h(w->x, g->shadow.x, sizeof(pbd__p4) * n);
+    pbd__d2h(w->p, g->shadow.p, sizeof(pbd__p4) * n);
+    pbd__d2h(w->v, g->shadow.v, sizeof(pbd__p4) * n);
+    pbd__d2h(w->ncontact, g->shadow.ncontact, n);
+    pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
+    w->gpu_host_stale = 0;
+}
+static void pbd__device_view(pbd__gpu *g, const pbd_world *w) {
+    size_t n = (size_t)w->n;
+    pbd__h2d(g->shadow.x, w->x, sizeof(pbd__p4) * n);
+    pbd__h2d(g->shadow.p, w->p, sizeof(pbd__p4) * n);
+    pbd__h2d(g->shadow.v, w->v, sizeof(pbd__p4) * n);
+}
+
+/* A substep stage's callbacks (pbd__plugins_call). */
+static void pbd__plugins_dev(pbd__gpu *g, pbd_world *w, int stage, float h, int s, int S, int it) {
+    int any = 0;
+    for (int i = 0; i < w->nplugins && !any; ++i) any = pbd__plugin_fn(&w->plugins[i], stage) != NULL;
+    if (!any) return;
+    pbd__host_view(g, w);
+    pbd__plugins_call(w, stage, h, s, S, it);
+    pbd__device_view(g, w);
+}
+
+/* begin_step (end 0) or end_step (end 1) (pbd__plugins_step). */
+static void pbd__plugins_step_dev(pbd__gpu *g, pbd_world *w, float dt, int end) {
+    int any = 0;
+    for (int i = 0; i < w->nplugins && !any; ++i)
+        any = w->plugins[i].s.live && (end ? w->plugins[i].d.end_step : w->plugins[i].d.begin_step);
+    if (!any) return;
+    pbd__host_view(g, w);
+    pbd__plugins_step(w, dt, end);
+    pbd__device_view(g, w);
+}
+
 /* One substep (pbd__substep_body without what GPU worlds do not have). */
 static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd_world *dw = g->dw;
@@ -1195,6 +1250,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd__launch(g, w->ncolliders, pbd__k_poses, dw, s, S);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     pbd__momentum_before_dev(g);
+    pbd__plugins_dev(g, w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     int per = pbd__contacts_per_particle(w);
     if (per > 0) pbd__launch(g, n, pbd__k_contacts, dw, per, h);
     pbd__pp_build_dev(g, w);
@@ -1209,8 +1265,10 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
             if (w->limits[li].enabled) pbd__limits_dev(g, w, li);
         for (int si = 0; si < w->nstrands; ++si)
             if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_ftl, dw, si, it == 0);
+        pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__pp_project_dev(g, it);
         if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
+        pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
     pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
     for (int si = 0; si < w->nstrands; ++si) {
@@ -1219,6 +1277,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     }
     if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
     pbd__fluid_velocities_dev(g, w, h);
+    pbd__plugins_dev(g, w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     pbd__restore_and_damp_dev(g, w);
 }
 
@@ -1279,6 +1338,7 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
         memcpy(w->colliders[c].rot, g->col_keep[c].rot, sizeof w->colliders[c].rot);
     }
     pbd__pull_particles(g, w);
+    pbd__plugins_rollback(w); /* their own state (pbd__step_rollback) */
 }
 
 extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, size_t msg_size) {
@@ -1294,6 +1354,7 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
         snprintf(msg, msg_size, "out of device memory for a world of %d particles", w->n);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
+    w->gpu_dirty = 0; /* what a plugin marks in this step stays marked */
     if (S == 0) {
         pbd__dsync();
         return PBD_OK;
@@ -1312,12 +1373,14 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     pbd__fluid_begin_dev(g, w, h);
     pbd__launch(g, w->n, pbd__k_kin_from, g->dw);
     pbd__damping_fractions(g, w, h);
+    pbd__plugins_step_dev(g, w, dt, 0);
     for (int s = 0; s < S; ++s) pbd__substep_dev(g, w, h, s, S);
     for (int c = 0; c < w->ncolliders; ++c) {
         pbd__collider *col = &w->colliders[c];
         memcpy(col->pos, col->to_pos, sizeof col->pos);
         memcpy(col->rot, col->to_rot, sizeof col->rot);
     }
+    pbd__plugins_step_dev(g, w, dt, 1);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas); /* zero between steps */
     pbd__dzero(g->bad, sizeof(int));
     pbd__launch(g, w->n, pbd__k_nonfinite, g->dw, g->bad);

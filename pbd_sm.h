@@ -183,7 +183,7 @@
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
        pbd_world_desc wd = pbd_world_desc_default();
-       wd.device = PBD_DEVICE_CPU;                 // pbd_sm.h is not on the GPU yet (pbd_cuda.cu)
+       wd.device = PBD_DEVICE_CPU;                 // pbd_sm.h runs on the host (not yet in pbd_cuda.cu)
        wd.substeps = 1; wd.iterations = 1;         // one V-cycle per step, as in the paper
        pbd_world *w; pbd_world_create(&wd, &w);
        pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();

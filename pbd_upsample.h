@@ -2391,7 +2391,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     pbd_up__wrinkle_targets(wr, d->coarse_positions);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* its plugin is not on the GPU yet (pbd_cuda.cu) */
+    wd.device = PBD_DEVICE_CPU; /* its plugin runs on the host (not yet in pbd_cuda.cu) */
     wd.gravity[0] = wd.gravity[1] = wd.gravity[2] = 0.0f;
     wd.substeps = 1;
     wd.iterations = d->iterations;

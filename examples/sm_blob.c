@@ -66,7 +66,7 @@ int main(int argc, char **argv) {
         return 1;
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h's plugins: not on the GPU yet (pbd_cuda.cu) */
+    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h runs on the host (its kernels are not in pbd_cuda.cu yet) */
     wd.substeps = 2;
     wd.iterations = 2;
     pbd_world *world = NULL;

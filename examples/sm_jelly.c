@@ -267,7 +267,7 @@ int main(int argc, char **argv) {
     jelly_mkdir(outdir);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h's plugins: not on the GPU yet (pbd_cuda.cu) */
+    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h runs on the host (its kernels are not in pbd_cuda.cu yet) */
     wd.substeps = 4;
     wd.iterations = 3;
     wd.point_damping = 1.5f; /* jelly is viscous: no bouncing weights */

@@ -8,7 +8,9 @@
    kinematic corner, a soft body, a balloon and an isometric cloth with
    area constraints, the Jacobi mode, the PBD mode with attachments,
    unilateral distances, damping clusters and point damping, setters
-   between steps, snapshot and restore mid-run, and a non-finite step's
+   between steps, a fluid with a floating soft box, grains on a cloth, a
+   flag in an acceleration field, pbd_sm.h's bodies, a user plugin with
+   every callback, snapshot and restore mid-run, and a non-finite step's
    rollback. The emulation runs each launch's threads in a shuffled order
    on several threads, so every GPU world runs twice, with two seeds: a
    race between threads of one launch changes the bits with the order.
@@ -17,6 +19,7 @@
    Built without PBD_CUDA (the main test binary), it checks that nothing
    changes: auto worlds are CPU worlds, and a GPU world is refused. */
 #include "test.h"
+#include "../pbd_sm.h"
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -525,6 +528,43 @@ static void frame_wind(pbd_world *w, int frame) {
     if (frame == 30) CHECK_OK(pbd_world_set_acceleration_field(w, NULL, NULL));
 }
 
+/* pbd_sm.h (plugins, so on the host): a plastic jelly (a lattice of
+   regions) and a rigid cluster of particles dropped onto the ground and
+   the sphere. */
+static void build_sm(pbd_world *w) {
+    ground(w);
+    float c[3] = {0.3f, 0.1f, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.5f, NULL));
+    int cells[3 * 6 * 6 * 6];
+    pbd_sm_lattice_box(6, 6, 6, cells);
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = 6 * 6 * 6;
+    ld.spacing = 0.05f;
+    ld.origin[0] = 0.15f;
+    ld.origin[1] = 0.4f;
+    ld.half_width = 2;
+    ld.body.mode = PBD_SM_LINEAR;
+    ld.body.beta = 0.3f;
+    ld.body.yield = 0.05f;
+    ld.body.creep = 5.0f;
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, NULL));
+    float o[3] = {-0.4f, 0.5f, -0.1f};
+    float *p = pbdt_lattice(4, 3, 4, 0.05f, o);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = p;
+    pd.count = 4 * 3 * 4;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    free(p);
+    int idx[48];
+    for (int i = 0; i < 48; ++i) idx[i] = r.first + i;
+    pbd_sm_body_desc bd = pbd_sm_body_desc_default();
+    bd.particles = idx;
+    bd.particle_count = 48;
+    CHECK_OK(pbd_sm_add_body(w, &bd, NULL));
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -538,6 +578,7 @@ static const scene scenes[] = {
     {"fluid with a floating box", build_fluid, frame_fluid, 40},
     {"grains on a cloth", build_granular, NULL, 40},
     {"a flag in an acceleration field", build_wind, frame_wind, 40},
+    {"pbd_sm.h: a plastic jelly, a rigid body", build_sm, NULL, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -758,7 +799,97 @@ done:
     pbd_world_destroy(again);
 }
 
-static void noop_step(void *user, pbd_world *w, float dt) { (void)user, (void)w, (void)dt; }
+/* A user plugin (host code) with every callback: a floor in `project`, a
+   nudge at the substep's start, a drag at its end, and a record of what
+   the world shows it (a contact's push, positions and velocities) that a
+   rollback puts back. */
+typedef struct rec_plugin {
+    double sum, kept; /* the record, and begin_step's copy */
+    int calls[7];
+} rec_plugin;
+static void rp_begin_step(void *u, pbd_world *w, float dt) {
+    rec_plugin *r = (rec_plugin *)u;
+    r->kept = r->sum;
+    r->calls[0]++;
+    r->sum += (double)pbd_world_positions(w)[4 * 5 + 1] * dt;
+}
+static void rp_begin_substep(void *u, const pbd_solve_context *c) {
+    ((rec_plugin *)u)->calls[1]++;
+    c->p[4 * 7 + 1] += 0.0005f;
+}
+static void rp_project(void *u, const pbd_solve_context *c) {
+    ((rec_plugin *)u)->calls[2]++;
+    for (int i = 0; i < c->particle_count; ++i)
+        if (c->p[4 * i + 3] > 0 && c->p[4 * i + 1] < 0.3f) c->p[4 * i + 1] = 0.3f;
+}
+static void rp_after_contacts(void *u, const pbd_solve_context *c) {
+    rec_plugin *r = (rec_plugin *)u;
+    r->calls[3]++;
+    for (int i = 0; i < c->particle_count; ++i) r->sum += pbd_world_particle_contact_push(c->world, i);
+}
+static void rp_end_substep(void *u, const pbd_solve_context *c) {
+    ((rec_plugin *)u)->calls[4]++;
+    for (int i = 0; i < 4 * c->particle_count; ++i) c->v[i] *= 0.995f;
+}
+static void rp_end_step(void *u, pbd_world *w, float dt) {
+    rec_plugin *r = (rec_plugin *)u;
+    r->calls[5]++;
+    r->sum += (double)pbd_world_velocities(w)[4 * 9] * dt;
+}
+static void rp_rollback(void *u, pbd_world *w) {
+    (void)w;
+    rec_plugin *r = (rec_plugin *)u;
+    r->sum = r->kept;
+    r->calls[6]++;
+}
+
+/* A GPU world runs a plugin's callbacks on the host, around its kernels:
+   the same bits and the same record as a CPU world, through a rollback. */
+TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
+    NEEDS_GPU();
+    for (int seed = 0; seed < 2; ++seed) {
+        pbd__cuda_emulate_seed(seed ? 0x9e3779b9u : 1u);
+        pbd_world *w[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+        rec_plugin rec[2];
+        memset(rec, 0, sizeof rec);
+        if (!w[0] || !w[1]) goto next;
+        for (int k = 0; k < 2; ++k) {
+            build_cloth(w[k]);
+            pbd_plugin_desc d = pbd_plugin_desc_default();
+            d.user = &rec[k];
+            d.particle_end = pbd_world_particle_count(w[k]);
+            d.begin_step = rp_begin_step;
+            d.begin_substep = rp_begin_substep;
+            d.project = rp_project;
+            d.project_after_contacts = rp_after_contacts;
+            d.end_substep = rp_end_substep;
+            d.end_step = rp_end_step;
+            d.rollback = rp_rollback;
+            CHECK_OK(pbd_add_plugin(w[k], &d, NULL));
+        }
+        for (int s = 0; s < 40; ++s) {
+            for (int k = 0; k < 2; ++k) {
+                frame_cloth(w[k], s);
+                if (s == 25) { /* a step that fails: the world and the record go back */
+                    float v[3] = {3e38f, 3e38f, 0};
+                    pbd_range r = {40, 1};
+                    CHECK_OK(pbd_particles_set_velocities(w[k], r, v));
+                    CHECK_RESULT(pbd_world_step(w[k], 1.0f / 60.0f), PBD_ERROR_NOT_FINITE);
+                    float z[3] = {0, 0, 0};
+                    CHECK_OK(pbd_particles_set_velocities(w[k], r, z));
+                }
+                CHECK_OK(pbd_world_step(w[k], 1.0f / 60.0f));
+            }
+            if (!same_bits("a user plugin", s, w[0], w[1])) break;
+        }
+        CHECK_MSG(rec[0].sum == rec[1].sum, "the records differ: %.17g vs %.17g", rec[0].sum, rec[1].sum);
+        CHECK(!memcmp(rec[0].calls, rec[1].calls, sizeof rec[0].calls));
+        CHECK(rec[1].calls[6] == 1 && rec[1].calls[2] > 0 && rec[1].sum != 0);
+    next:
+        pbd_world_destroy(w[0]);
+        pbd_world_destroy(w[1]);
+    }
+}
 
 /* Each feature GPU worlds do not have yet is refused, named, with the world unchanged. */
 TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
@@ -772,10 +903,6 @@ TEST(cuda_what_is_not_on_the_gpu_is_refused_by_name) {
     pbd_cloth_desc cd = pbd_cloth_desc_default();
     CHECK_RESULT(pbd_add_cloth_self_collision(w, cl, &cd, 0.01f, NULL), PBD_ERROR_UNSUPPORTED);
     CHECK(strstr(pbd_world_last_error(w), "self-collision") != NULL);
-    pbd_plugin_desc pd = pbd_plugin_desc_default();
-    pd.begin_step = noop_step;
-    CHECK_RESULT(pbd_add_plugin(w, &pd, NULL), PBD_ERROR_UNSUPPORTED);
-    CHECK(strstr(pbd_world_last_error(w), "plugins") != NULL);
     CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size);
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     pbd_world_destroy(w);
@@ -900,6 +1027,7 @@ void suite_cuda(void) {
     RUN(cuda_gpu_worlds_give_the_cpu_worlds_bits_in_two_launch_orders);
     RUN(cuda_the_scenes_move_and_touch);
     RUN(cuda_fluid_lists_densities_and_snapshots_match_the_cpu);
+    RUN(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits);
     RUN(cuda_snapshot_and_restore_mid_run);
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_what_is_not_on_the_gpu_is_refused_by_name);
