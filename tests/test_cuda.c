@@ -565,6 +565,33 @@ static void build_sm(pbd_world *w) {
     CHECK_OK(pbd_sm_add_body(w, &bd, NULL));
 }
 
+/* A fluid collapsed onto three points, with grains collapsed onto a
+   fourth (crowded buckets: the device sorts them by heapsort; lists cut
+   at PBD_MAX_NEIGHBORS in the grid's order), falling into the tank. */
+static void build_collapsed(pbd_world *w) {
+    tank(w, 0.36f);
+    enum { N = 600 };
+    float *p = (float *)malloc(sizeof(float) * 3 * N);
+    for (int i = 0; i < N; ++i) {
+        p[3 * i + 0] = 0.1f * (float)(i % 3) - 0.1f;
+        p[3 * i + 1] = 0.4f;
+        p[3 * i + 2] = 0.05f;
+    }
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = N;
+    CHECK_OK(pbd_add_fluid(w, &fd, NULL, NULL));
+    for (int i = 0; i < 3 * 100; ++i) p[i] = i % 3 == 1 ? 0.6f : 0.02f;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = p;
+    pd.count = 100;
+    pd.radius = 0.02f;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK_OK(pbd_particles_set_particle_contact(w, r, 1));
+    free(p);
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -579,6 +606,7 @@ static const scene scenes[] = {
     {"grains on a cloth", build_granular, NULL, 40},
     {"a flag in an acceleration field", build_wind, frame_wind, 40},
     {"pbd_sm.h: a plastic jelly, a rigid body", build_sm, NULL, 40},
+    {"a collapsed fluid and grains", build_collapsed, NULL, 30},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
