@@ -9580,7 +9580,7 @@ static void pbd__pp_end_substep(pbd_world *w, float h) {
 }
 
 PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid handle, float *out, int max, int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w); /* it changes scratch only: a GPU world needs no upload after it */
     int fi;
     PBD__TRY(pbd__fluid_index(w, handle, &fi));
     PBD__TRY(pbd__check_list(w, out, max, count));
@@ -9606,7 +9606,7 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid handle, float *out
 
 PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, float radius, int *out, int max,
                                             int *count) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_READ(w); /* the grid is scratch */
     PBD__CHECK_PTR(w, point, "point");
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
     if (!pbd__finite(radius) || !(radius >= 0))

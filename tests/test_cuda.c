@@ -769,9 +769,10 @@ done:
 }
 
 /* What a fluid leaves besides positions and velocities is the CPU's too:
-   the neighbour lists, the densities, the pressures and coupled flags in
-   a snapshot (the same bytes), and a GPU world's snapshot runs on in a CPU
-   world with the same bits. */
+   the neighbour lists, the densities, a query's particles, the pressures
+   and coupled flags in a snapshot (the same bytes), and a GPU world's
+   snapshot runs on in a CPU world with the same bits (the queries mark
+   nothing for upload: the GPU world steps on from its device state). */
 TEST(cuda_fluid_lists_densities_and_snapshots_match_the_cpu) {
     NEEDS_GPU();
     pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU), *again = world_on(PBD_DEVICE_CPU);
@@ -805,6 +806,12 @@ TEST(cuda_fluid_lists_densities_and_snapshots_match_the_cpu) {
         CHECK(ca == count && cb == count && !memcmp(da, db, sizeof(float) * (size_t)count));
         free(da);
         free(db);
+        float q[3] = {0, 0.2f, 0};
+        int qa[256], qb[256], fa = 0, fb = 0;
+        CHECK_OK(pbd_world_query_particles(cpu, q, 0.12f, qa, 256, &fa));
+        CHECK_OK(pbd_world_query_particles(gpu, q, 0.12f, qb, 256, &fb));
+        CHECK_MSG(fa > 10 && fa == fb && !memcmp(qa, qb, sizeof(int) * (size_t)(fa < 256 ? fa : 256)),
+                  "query: %d particles on the CPU, %d on the GPU", fa, fb);
         size_t sa = pbd_world_snapshot_size(cpu), sb = pbd_world_snapshot_size(gpu);
         void *snap_a = malloc(sa), *snap_b = malloc(sb);
         CHECK_OK(pbd_world_save(cpu, snap_a, sa));
