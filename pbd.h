@@ -410,20 +410,19 @@
        the GPU, or pbd_world_create fails with PBD_ERROR_UNSUPPORTED and
        why (no device, driver too old, no PBD_CUDA) or with
        PBD_ERROR_OUT_OF_MEMORY; PBD_DEVICE_CPU the CPU. pbd_world_device(w)
-       says which. On the GPU: prediction, every constraint group type
-       (Gauss-Seidel by colour, averaged Jacobi), long range attachments,
-       strain limits, strands and hair, tearing (on the host between
-       steps), every collider shape with continuous contacts, friction
-       and restitution, the velocity pass, the angular momentum restore,
-       damping, the non-finite rollback, snapshots, particle contact and
-       granular matter, fluids (and their queries); an acceleration field
-       (its callback runs on the host once per substep: x and v come
-       down, the accelerations go up); plugins (so pbd_sm.h: their
-       callbacks are host code and run on the host, the particles copied
-       down before each stage that has one and back up after). Not yet:
-       self-collision; adding it to a GPU world fails with
-       PBD_ERROR_UNSUPPORTED naming it (nothing runs silently on the CPU):
-       give such a world PBD_DEVICE_CPU. The host keeps the whole world
+       says which. Everything pbd_world_step does runs on the GPU:
+       prediction, every constraint group type (Gauss-Seidel by colour,
+       averaged Jacobi), long range attachments, strain limits, strands
+       and hair, every collider shape with continuous contacts, friction
+       and restitution, particle contact and granular matter, fluids (and
+       their queries), cloth self-collision, the velocity pass, the
+       angular momentum restore, damping, the non-finite rollback;
+       snapshots work as on the CPU. Tearing runs on the host between
+       steps. Host code stays on the host: an acceleration field's
+       callback (once per substep: x and v come down, the accelerations
+       go up) and plugins' callbacks (so pbd_sm.h: the particles come
+       down before each stage that has one and go back up after). The
+       host keeps the whole world
        and every call validates it there; the first step after a change
        uploads it. After a step the host's particles are stale until a
        call reads or changes the world, which fetches x and v once: call
@@ -543,7 +542,7 @@ typedef enum pbd_result {
     PBD_ERROR_BAD_SNAPSHOT = -10,   /* a buffer that is not a snapshot of this version */
     PBD_ERROR_NOT_CLOSED = -11,     /* a mesh that must be closed and consistently oriented is not */
     PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing: 0, removed, or from another world's slot */
-    PBD_ERROR_UNSUPPORTED = -13     /* not on this world's device (yet), or not in this build: see THE GPU */
+    PBD_ERROR_UNSUPPORTED = -13     /* not on this machine or in this build (a GPU world): see THE GPU */
 } pbd_result;
 
 /* A short constant string for a result code ("PBD_ERROR_DEGENERATE: ..."). */
@@ -2911,7 +2910,12 @@ struct pbd_world {
    step sends those arrays). The colliders go with every step. */
 enum { PBD__GPU_DIRTY_ALL = 1, PBD__GPU_DIRTY_PARTICLES = 2 };
 /* What the device changed that the host has not fetched (pbd_world.gpu_host_stale). */
-enum { PBD__GPU_STALE_PARTICLES = 1, PBD__GPU_STALE_CONTACTS = 2, PBD__GPU_STALE_NEIGHBORS = 4 };
+enum {
+    PBD__GPU_STALE_PARTICLES = 1,
+    PBD__GPU_STALE_CONTACTS = 2,
+    PBD__GPU_STALE_NEIGHBORS = 4,
+    PBD__GPU_STALE_SELFCOL = 8 /* the self-collision candidates */
+};
 
 /* pbd_cuda.cu's entry points (PBD_CUDA_COMPANION: pbd_cuda.cu's own
    private copy of this header). C linkage, so that a C program links the
@@ -2937,7 +2941,8 @@ pbd_result pbd__cuda_step(pbd_world *w, float dt, int substeps, char *msg, size_
    the particles (x, v), their contact counts, the fluids' pressures, the
    objects' coupled flags and the tethers' reach; what &
    PBD__GPU_STALE_CONTACTS the contacts; what & PBD__GPU_STALE_NEIGHBORS the
-   particle phase's neighbour lists. */
+   particle phase's neighbour lists; what & PBD__GPU_STALE_SELFCOL the
+   self-collision candidates. */
 void pbd__cuda_pull(pbd_world *w, int what);
 const float *pbd__cuda_positions(pbd_world *w);
 /* The emulation's launch order seed (PBD_CUDA_EMULATE; tests compare two). */
@@ -2953,9 +2958,11 @@ static void pbd__gpu_sync(const pbd_world *cw, int dirty) {
 #ifdef PBD_CUDA
     pbd_world *w = (pbd_world *)cw; /* the host's copy of device state: not simulation state */
     if (!w->gpu) return;
-    if (w->gpu_host_stale & PBD__GPU_STALE_PARTICLES) {
-        pbd__cuda_pull(w, PBD__GPU_STALE_PARTICLES);
-        w->gpu_host_stale &= ~PBD__GPU_STALE_PARTICLES;
+    /* a change is uploaded whole, the self-collision candidates too */
+    int what = PBD__GPU_STALE_PARTICLES | (dirty & PBD__GPU_DIRTY_ALL ? PBD__GPU_STALE_SELFCOL : 0);
+    if (w->gpu_host_stale & what) {
+        pbd__cuda_pull(w, w->gpu_host_stale & what);
+        w->gpu_host_stale &= ~what;
     }
     w->gpu_dirty |= dirty;
 #else
@@ -2976,8 +2983,6 @@ static void pbd__gpu_sync_also(const pbd_world *w, int what) {
 #endif
     pbd__gpu_sync(w, 0);
 }
-/* The first feature of w that GPU worlds do not have yet, or NULL. */
-static const char *pbd__gpu_unsupported(const pbd_world *w);
 
 /* --- allocation ------------------------------------------------------------ */
 
@@ -3139,14 +3144,6 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->erro
 #define PBD__CHECK_WORLD_READ(w) PBD__CHECK_WORLD_MARK(w, 0)
 /* the setters of particle state only (positions, velocities, kinematic targets) */
 #define PBD__CHECK_WORLD_PARTICLES(w) PBD__CHECK_WORLD_MARK(w, PBD__GPU_DIRTY_PARTICLES)
-/* A feature that GPU worlds do not have yet is refused when it is added,
-   with its name, rather than run silently on the CPU. */
-#define PBD__GPU_REFUSE(w, feature)                                                                                    \
-    do {                                                                                                               \
-        if ((w)->gpu)                                                                                                  \
-            return pbd__fail((w), PBD_ERROR_UNSUPPORTED,                                                               \
-                             "%s: not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", (feature)); \
-    } while (0)
 #define PBD__CHECK_PTR(w, ptr, name)                                                   \
     do {                                                                               \
         if (!(ptr)) return pbd__fail((w), PBD_ERROR_NULL_POINTER, "%s is NULL", name); \
@@ -3673,7 +3670,8 @@ PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) {
-    PBD__CHECK_WORLD_READ(w);
+    if (!w) return PBD_ERROR_NULL_POINTER;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_SELFCOL);
     PBD__CHECK_PTR(w, buffer, "buffer");
     size_t need = pbd_world_snapshot_size(w);
     if (size < need)
@@ -3731,11 +3729,6 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) r = pbd__meshcols_rebuild(&t); /* BVHs and grids are derived */
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
-    const char *off_gpu = w->gpu && r == PBD_OK ? pbd__gpu_unsupported(&t) : NULL;
-    if (off_gpu) {
-        pbd__world_free_contents(&t);
-        return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "the snapshot holds %s, which GPU worlds do not have yet", off_gpu);
-    }
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
         return pbd__fail(w, r, "snapshot of %zu bytes could not be restored", size);
@@ -5080,7 +5073,7 @@ static inline PBD_HD int pbd__lowest_bit(uint64_t m);
    open one is blocked, as first fit would. Past PBD__MAX_COLORS - 1 colours
    the element gets the overflow colour PBD__MAX_COLORS - 1, which marks no
    vertex and is solved serially. */
-static inline int pbd__color_pick(uint64_t used, const int *counts, int *opened, int balanced) {
+static inline PBD_HD int pbd__color_pick(uint64_t used, const int *counts, int *opened, int balanced) {
     const int last = PBD__MAX_COLORS - 1;
     int col = -1;
     if (balanced) {
@@ -5099,7 +5092,7 @@ static inline int pbd__color_pick(uint64_t used, const int *counts, int *opened,
    sizes: colours 0..opened-1 are used without gaps and the overflow (if
    any constraint got it) comes last, at index opened. Returns the number
    of colours; *overflow: whether the last one is the overflow. */
-static int pbd__color_starts(int *counts, int opened, int *start, int *overflow) {
+static PBD_HD int pbd__color_starts(int *counts, int opened, int *start, int *overflow) {
     const int last = PBD__MAX_COLORS - 1;
     *overflow = counts[last] > 0;
     if (*overflow) counts[opened] = counts[last];
@@ -7796,7 +7789,7 @@ static pbd_result pbd__grid_reserve(pbd_world *w, pbd__grid *g, int points) {
 }
 
 /* The cell and point count of a build (the GPU's build too). */
-static void pbd__grid_set_cell(pbd__grid *g, float cell, int n) {
+static PBD_HD void pbd__grid_set_cell(pbd__grid *g, float cell, int n) {
     if (cell < PBD__DENOM_MIN) cell = PBD__DENOM_MIN; /* 1 / cell stays finite */
     g->cell = cell;
     g->inv_cell = 1.0f / cell;
@@ -12932,7 +12925,6 @@ static pbd_result pbd__surface_index(const pbd_world *w, pbd_surface handle, int
 
 PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_surface_desc *d, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "self-collision");
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
@@ -12966,7 +12958,6 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
 PBDDEF pbd_result pbd_add_cloth_self_collision(pbd_world *w, pbd_object cloth, const pbd_cloth_desc *desc,
                                                float thickness, pbd_surface *out) {
     PBD__CHECK_WORLD(w);
-    PBD__GPU_REFUSE(w, "self-collision");
     PBD__CHECK_PTR(w, desc, "desc");
     int oi;
     PBD__TRY(pbd__object_index(w, cloth, &oi));
@@ -13007,6 +12998,7 @@ static int **pbd__surface_tris(pbd_world *w, int s, int *nt) {
 }
 PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
     if (!w || !w->selfcol) return 0;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_SELFCOL);
     int total = 0;
     for (int i = 0; i < w->selfcol->nv; ++i) total += w->selfcol->npt[i];
     for (int e = 0; e < w->selfcol->ne; ++e) total += w->selfcol->nee[e];
@@ -13014,7 +13006,8 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *count, int *point_triangle) {
-    PBD__CHECK_WORLD_READ(w);
+    if (!w) return PBD_ERROR_NULL_POINTER;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_SELFCOL);
     PBD__TRY(pbd__check_list(w, quads, max, count));
     *count = 0;
     if (point_triangle) *point_triangle = 0;
@@ -13101,28 +13094,31 @@ static void pbd__selfcol_keep_step(pbd_world *w, int back) {
 }
 
 /* The sides of the constraints come from the positions at the start of the step. */
+static inline PBD_HD void pbd__sc_begin_one(const pbd_world *w, pbd__selfcol *S, int i) {
+    pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
+}
 static void pbd__selfcol_begin_step(pbd_world *w) {
     pbd__selfcol *S = w->selfcol;
-    for (int i = 0; i < S->nv; ++i) pbd__st(S->x0 + 3 * i, pbd__p3(w->x[S->vp[i]]));
+    for (int i = 0; i < S->nv; ++i) pbd__sc_begin_one(w, S, i);
 }
 
-static inline void pbd__box_init(float *b, pbd__v3 p) {
+static inline PBD_HD void pbd__box_init(float *b, pbd__v3 p) {
     b[0] = b[3] = p.x;
     b[1] = b[4] = p.y;
     b[2] = b[5] = p.z;
 }
-static inline void pbd__box_add(float *b, pbd__v3 p) {
+static inline PBD_HD void pbd__box_add(float *b, pbd__v3 p) {
     float q[3] = {p.x, p.y, p.z};
     for (int k = 0; k < 3; ++k) {
         b[k] = q[k] < b[k] ? q[k] : b[k];
         b[3 + k] = q[k] > b[3 + k] ? q[k] : b[3 + k];
     }
 }
-static inline int pbd__box_overlap(const float *a, const float *b) {
+static inline PBD_HD int pbd__box_overlap(const float *a, const float *b) {
     return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] && b[2] <= a[5];
 }
 /* Barycentric coordinates of the projection of q on the plane of abc. */
-static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u) {
+static PBD_HD int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u) {
     pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a), d = pbd__sub(q, a);
     float d00 = pbd__dot(e0, e0), d01 = pbd__dot(e0, e1), d11 = pbd__dot(e1, e1), d20 = pbd__dot(d, e0),
           d21 = pbd__dot(d, e1);
@@ -13135,7 +13131,7 @@ static int pbd__barycentric(pbd__v3 q, pbd__v3 a, pbd__v3 b, pbd__v3 c, float *u
 }
 
 /* Closest points of segments p1 q1 and p2 q2 (Ericson 5.1.9): parameters. */
-static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2, float *s, float *t) {
+static PBD_HD void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2, float *s, float *t) {
     pbd__v3 d1 = pbd__sub(q1, p1), d2 = pbd__sub(q2, p2), r = pbd__sub(p1, p2);
     float a = pbd__dot(d1, d1), e = pbd__dot(d2, d2), f = pbd__dot(d2, r);
     float c = pbd__dot(d1, r), b = pbd__dot(d1, d2), den = a * e - b * b;
@@ -13156,17 +13152,21 @@ static void pbd__segment_closest(pbd__v3 p1, pbd__v3 q1, pbd__v3 p2, pbd__v3 q2,
     *t = T;
 }
 
-static inline pbd__v3 pbd__sc_x(const pbd_world *w, const pbd__selfcol *S, int v) { return pbd__p3(w->x[S->vp[v]]); }
-static inline pbd__v3 pbd__sc_x0(const pbd__selfcol *S, int v) { return pbd__ld(S->x0 + 3 * v); }
-static inline float pbd__sc_travel(const pbd_world *w, const pbd__selfcol *S, int v) {
+static inline PBD_HD pbd__v3 pbd__sc_x(const pbd_world *w, const pbd__selfcol *S, int v) {
+    return pbd__p3(w->x[S->vp[v]]);
+}
+static inline PBD_HD pbd__v3 pbd__sc_x0(const pbd__selfcol *S, int v) { return pbd__ld(S->x0 + 3 * v); }
+static inline PBD_HD float pbd__sc_travel(const pbd_world *w, const pbd__selfcol *S, int v) {
     (void)w;
     return S->reach[v];
 }
-static inline float pbd__sc_thickness(const pbd_world *w, int sa, int sb) {
+static inline PBD_HD float pbd__sc_thickness(const pbd_world *w, int sa, int sb) {
     float a = w->surfaces[sa].thickness, b = w->surfaces[sb].thickness;
     return a > b ? a : b;
 }
-static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return sa != sb || w->surfaces[sa].self; }
+static inline PBD_HD int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) {
+    return sa != sb || w->surfaces[sa].self;
+}
 
 /* Keeps the k nearest candidates, sorted by distance, ties by the index
    `id` of the other item: the kept set and its order do not depend on the
@@ -13189,8 +13189,8 @@ static inline int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) { return s
    candidate when it is within PBD__SC_PT_GAP thicknesses plus the reach of
    both, with the side it keeps (survey 3.4.3). prev: i's candidates of the
    last substep. */
-static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int t, pbd__v3 xi, float tv,
-                           const pbd__sc_pt *prev, int nprev, pbd__sc_pt *slots, int *count) {
+static PBD_HD void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int t, pbd__v3 xi, float tv,
+                                  const pbd__sc_pt *prev, int nprev, pbd__sc_pt *slots, int *count) {
     const int *tv3 = S->tv + 3 * t;
     if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) return;
     pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
@@ -13234,8 +13234,8 @@ static void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int i, int
 /* The exact test of edge e against edge f (f after e in eord): a candidate when their
    closest points are inner points of both and within PBD__SC_EE_GAP
    thicknesses plus the reach of both. */
-static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int f, const pbd__sc_ee *prev, int nprev,
-                           pbd__sc_ee *slots, int *count) {
+static PBD_HD void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int f, const pbd__sc_ee *prev,
+                                  int nprev, pbd__sc_ee *slots, int *count) {
     int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1], b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
     if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) return;
     pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
@@ -13293,7 +13293,7 @@ static void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int e, int
    kept candidates do not depend on the order of the search
    (PBD__SC_INSERT). */
 
-static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
+static inline PBD_HD unsigned pbd__sc_lanes(const float *L, const float *b) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
 #if PBD__W > 1
@@ -13320,7 +13320,7 @@ static inline unsigned pbd__sc_lanes(const float *L, const float *b) {
 }
 
 /* The lanes j < W of V whose value is not a, as bits. */
-static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
+static inline PBD_HD unsigned pbd__sc_ne_bits(const int *V, int a) {
 #if PBD__W == 16
     return ~(unsigned)simde_mm512_cmpeq_epi32_mask(simde_mm512_loadu_si512(V), simde_mm512_set1_epi32(a)) & 0xffffu;
 #elif PBD__W == 8
@@ -13337,14 +13337,14 @@ static inline unsigned pbd__sc_ne_bits(const int *V, int a) {
 /* The lanes j of a triangle cluster (vertex lanes V) that do not hold
    vertex i, and of an edge cluster (its first place, vertex lanes V) whose
    edge has a larger place than `place` and shares no vertex with a0 a1. */
-static inline unsigned pbd__sc_lanes_pt(const int *V, int i) {
+static inline PBD_HD unsigned pbd__sc_lanes_pt(const int *V, int i) {
     enum { K = PBD__SC_K };
     unsigned m = 0;
     for (int j = 0; j < K; j += PBD__W)
         m |= (pbd__sc_ne_bits(V + j, i) & pbd__sc_ne_bits(V + K + j, i) & pbd__sc_ne_bits(V + 2 * K + j, i)) << j;
     return m;
 }
-static inline unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int a0, int a1) {
+static inline PBD_HD unsigned pbd__sc_lanes_ee(int first, const int *V, int place, int a0, int a1) {
     enum { K = PBD__SC_K };
     int d = place - first; /* the lanes j > d */
     unsigned m = 0, after = d < 0 ? ~0u : (d >= K - 1 ? 0u : ~0u << (d + 1));
@@ -13396,7 +13396,7 @@ static inline unsigned pbd__sc_vlanes_inner(float p0, float p1, float p2, float 
    the test of pbd__segment_closest without its divisions, a little
    wider, W lanes at a time, skipping the W that m leaves out
    (pbd__sc_try_ee makes it again, exactly). */
-static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L, unsigned m0) {
+static inline PBD_HD unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L, unsigned m0) {
     enum { K = PBD__SC_K };
     float p0 = P[6 * K + l], p1 = P[7 * K + l], p2 = P[8 * K + l];
     float d0 = P[12 * K + l], d1 = P[13 * K + l], d2 = P[14 * K + l], a = P[15 * K + l];
@@ -13422,7 +13422,7 @@ static inline unsigned pbd__sc_lanes_inner(const float *P, int l, const float *L
 
 /* The smallest (largest, with hi) of a row of PBD__SC_K lanes; min and max
    are exact, so any order of the comparisons gives the same value. */
-static inline float pbd__sc_row_extreme(const float *row, int hi) {
+static inline PBD_HD float pbd__sc_row_extreme(const float *row, int hi) {
     enum { K = PBD__SC_K };
     float t[PBD__W], m;
 #if PBD__W > 1
@@ -13444,7 +13444,7 @@ static inline float pbd__sc_row_extreme(const float *row, int hi) {
    its squared length); V: its vertex rows, -1 past the end, whose lanes
    get a box nothing overlaps. W members at a time, gathered from S->xv;
    the scalar path below does the same operations. */
-static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, float pad, float *L) {
+static PBD_HD void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, float pad, float *L) {
     enum { K = PBD__SC_K };
     int rows = per == 2 ? 16 : 6;
 #if PBD__W > 1
@@ -13522,8 +13522,8 @@ static void pbd__sc_bound_lanes(const pbd__selfcol *S, const int *V, int per, fl
 /* The padded boxes of cluster c of triangles or edges (`per` vertices
    each, their vertices in the lane rows lv: S->tlv or S->elv): the lanes,
    the cluster box and its centre. */
-static void pbd__sc_bound(const pbd__selfcol *S, int c, const int *lv, int per, float pad, float *lanes, float *box,
-                          float *cent) {
+static PBD_HD void pbd__sc_bound(const pbd__selfcol *S, int c, const int *lv, int per, float pad, float *lanes,
+                                 float *box, float *cent) {
     enum { K = PBD__SC_K };
     int rows = per == 2 ? 16 : 6;
     float *L = lanes + (size_t)rows * K * c, *cb = box + 6 * (size_t)c;
@@ -13532,14 +13532,14 @@ static void pbd__sc_bound(const pbd__selfcol *S, int c, const int *lv, int per, 
     for (int k = 0; k < 3; ++k) cent[3 * (size_t)c + k] = 0.5f * (cb[k] + cb[3 + k]);
 }
 /* The buckets of grid g (cells of `cell`) whose cluster boxes may meet box b. */
-static int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell, int *out, int max) {
+static PBD_HD int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell, int *out, int max) {
     float hc = 0.5f * cell;
     return pbd__grid_buckets(g, pbd__v(b[0] - hc, b[1] - hc, b[2] - hc), pbd__v(b[3] + hc, b[4] + hc, b[5] + hc), out,
                              max);
 }
 
 /* Point-triangle candidates of the vertices of vertex cluster c. */
-static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
+static PBD_HD void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
     pbd__sc_pt prev[K][PBD__SC_PT];
     int ids[K], nprev[K], count[K], n = 0;
@@ -13602,7 +13602,7 @@ static void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
 /* Edge-edge candidates of the edges of edge cluster c (each against the
    edges of a larger place in eord: those of this cluster and of the
    clusters after it, so each pair is tested once). */
-static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
+static PBD_HD void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
     pbd__sc_ee prev[K][PBD__SC_EE];
     int ids[K], lane[K], nprev[K], count[K], n = 0;
@@ -13658,7 +13658,7 @@ static void pbd__sc_edge_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
 }
 
 /* The largest edge of the cluster boxes: the cell of their grid. */
-static float pbd__sc_cell(const float *box, int n) {
+static PBD_HD float pbd__sc_cell(const float *box, int n) {
     float c = 0;
     for (int k = 0; k < n; ++k)
         for (int j = 0; j < 3; ++j) {
@@ -13669,7 +13669,7 @@ static float pbd__sc_cell(const float *box, int n) {
 }
 
 /* The four vertices of candidate slot `id` (see pbd__selfcol). */
-static void pbd__sc_slot_vertices(const pbd__selfcol *S, int id, int *v) {
+static PBD_HD void pbd__sc_slot_vertices(const pbd__selfcol *S, int id, int *v) {
     int npt = S->nv * PBD__SC_PT;
     if (id < npt) {
         const int *tv = S->tv + 3 * S->pt[id].tri;
@@ -13689,7 +13689,7 @@ static void pbd__sc_slot_vertices(const pbd__selfcol *S, int id, int *v) {
 /* Appends the slots of the candidates in counts[0..n) (n items of `per`
    slots each, slot ids from `first`) to cand, in order. Reads the counts
    8 at a time: most items have none. */
-static int pbd__sc_list(const unsigned char *counts, int n, int per, int first, int *cand, int at) {
+static PBD_HD int pbd__sc_list(const unsigned char *counts, int n, int per, int first, int *cand, int at) {
     int i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t word;
@@ -13716,7 +13716,7 @@ static int pbd__sc_list(const unsigned char *counts, int n, int per, int first, 
    slot), so the colours, and with them the results, do not depend on the
    threads. Serial: its cost is linear in the candidates and small next
    to the projection's (bench/selfcollision). */
-static void pbd__selfcol_color(pbd__selfcol *S) {
+static PBD_HD void pbd__selfcol_color(pbd__selfcol *S) {
     const int last = PBD__MAX_COLORS - 1;
     int npt = S->nv * PBD__SC_PT;
     int n = pbd__sc_list(S->npt, S->nv, PBD__SC_PT, 0, S->cand, 0);
@@ -13740,54 +13740,66 @@ static void pbd__selfcol_color(pbd__selfcol *S) {
     for (int c = 0; c < n; ++c) S->corder[fill[S->ccol[c] == last ? opened : S->ccol[c]]++] = S->cand[c];
 }
 
+/* The steps of pbd__selfcol_detect for one element (the GPU runs them
+   too): vertex i's speed limit and reach; a triangle (edge) cluster's
+   bounds; a vertex cluster's box; the grids' cells. */
+static inline PBD_HD void pbd__sc_limit_one(pbd_world *w, pbd__selfcol *S, int i, float h) {
+    int q = S->vp[i];
+    pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+    float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+    /* pinned and kinematic particles move as told; the others at
+       most lim, which the solver keeps too (pbd__selfcol_project) */
+    S->reach[i] = w->x[q].w == 0 ? l : lim;
+    if (w->x[q].w != 0 && l > lim) { /* the maximum speed: thickness per substep */
+        d = pbd__mul(d, lim / l);
+        w->p[q].x = x.x + d.x;
+        w->p[q].y = x.y + d.y;
+        w->p[q].z = x.z + d.z;
+        w->v[q].x = d.x / h;
+        w->v[q].y = d.y / h;
+        w->v[q].z = d.z / h;
+    }
+    S->xv[i] = w->x[q]; /* the start of the substep and the reach, for the bounds */
+    S->xv[i].w = S->reach[i];
+}
+static inline PBD_HD void pbd__sc_tbound(pbd__selfcol *S, int c) {
+    pbd__sc_bound(S, c, S->tlv, 3, PBD__SC_PT_GAP * S->maxth, S->tlane, S->tbox, S->tcent);
+}
+static inline PBD_HD void pbd__sc_ebound(pbd__selfcol *S, int c) {
+    pbd__sc_bound(S, c, S->elv, 2, 0.5f * PBD__SC_EE_GAP * S->maxth, S->elane, S->ebox, S->ecent);
+}
+static inline PBD_HD void pbd__sc_vbox(const pbd_world *w, pbd__selfcol *S, int c) {
+    enum { K = PBD__SC_K };
+    float *b = S->vbox + 6 * (size_t)c;
+    for (int l = 0; l < K && S->vord[c * K + l] >= 0; ++l) {
+        int i = S->vord[c * K + l];
+        float r = S->reach[i];
+        pbd__v3 x = pbd__sc_x(w, S, i);
+        if (l == 0) pbd__box_init(b, x);
+        pbd__box_add(b, pbd__sub(x, pbd__v(r, r, r)));
+        pbd__box_add(b, pbd__add(x, pbd__v(r, r, r)));
+    }
+}
+static inline PBD_HD void pbd__sc_cells(pbd__selfcol *S) {
+    S->iter = 0;
+    S->cellt = pbd__sc_cell(S->tbox, S->tc);
+    S->celle = pbd__sc_cell(S->ebox, S->ec);
+}
+
 /* After the prediction: limit the motion, bound it, find the candidates. */
 static void pbd__selfcol_detect(pbd_world *w, float h) {
-    enum { K = PBD__SC_K };
     pbd__selfcol *S = w->selfcol;
     int nv = S->nv;
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < nv; ++i) {
-        int q = S->vp[i];
-        pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-        float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
-        /* pinned and kinematic particles move as told; the others at
-           most lim, which the solver keeps too (pbd__selfcol_project) */
-        S->reach[i] = w->x[q].w == 0 ? l : lim;
-        if (w->x[q].w != 0 && l > lim) { /* the maximum speed: thickness per substep */
-            d = pbd__mul(d, lim / l);
-            w->p[q].x = x.x + d.x;
-            w->p[q].y = x.y + d.y;
-            w->p[q].z = x.z + d.z;
-            w->v[q].x = d.x / h;
-            w->v[q].y = d.y / h;
-            w->v[q].z = d.z / h;
-        }
-        S->xv[i] = w->x[q]; /* the start of the substep and the reach, for the bounds */
-        S->xv[i].w = S->reach[i];
-    }
+    for (int i = 0; i < nv; ++i) pbd__sc_limit_one(w, S, i, h);
     PBD__PRAGMA(omp for schedule(static))
-    for (int c = 0; c < S->tc; ++c)
-        pbd__sc_bound(S, c, S->tlv, 3, PBD__SC_PT_GAP * S->maxth, S->tlane, S->tbox, S->tcent);
+    for (int c = 0; c < S->tc; ++c) pbd__sc_tbound(S, c);
     PBD__PRAGMA(omp for schedule(static))
-    for (int c = 0; c < S->ec; ++c)
-        pbd__sc_bound(S, c, S->elv, 2, 0.5f * PBD__SC_EE_GAP * S->maxth, S->elane, S->ebox, S->ecent);
+    for (int c = 0; c < S->ec; ++c) pbd__sc_ebound(S, c);
     PBD__PRAGMA(omp for schedule(static))
-    for (int c = 0; c < S->vc; ++c) {
-        float *b = S->vbox + 6 * (size_t)c;
-        for (int l = 0; l < K && S->vord[c * K + l] >= 0; ++l) {
-            int i = S->vord[c * K + l];
-            float r = S->reach[i];
-            pbd__v3 x = pbd__sc_x(w, S, i);
-            if (l == 0) pbd__box_init(b, x);
-            pbd__box_add(b, pbd__sub(x, pbd__v(r, r, r)));
-            pbd__box_add(b, pbd__add(x, pbd__v(r, r, r)));
-        }
-    }
-    PBD__PRAGMA(omp single) {
-        S->iter = 0;
-        S->cellt = pbd__sc_cell(S->tbox, S->tc);
-        S->celle = pbd__sc_cell(S->ebox, S->ec);
-    }
+    for (int c = 0; c < S->vc; ++c) pbd__sc_vbox(w, S, c);
+    PBD__PRAGMA(omp single)
+    pbd__sc_cells(S);
     pbd__grid_build(&S->gt, S->tcent, 3, NULL, S->tc, S->cellt);
     if (S->ec > 0) pbd__grid_build(&S->ge, S->ecent, 3, NULL, S->ec, S->celle);
     PBD__PRAGMA(omp for schedule(dynamic, 4))
@@ -13800,7 +13812,7 @@ static void pbd__selfcol_detect(pbd_world *w, float h) {
 
 /* Moves particles ids[0..n) by w_i g_i dl, the PBD projection of survey 3.3
    for a rigid unilateral constraint C (skipped when C >= 0). */
-static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n, float C) {
+static PBD_HD float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n, float C) {
     if (C >= 0) return 0;
     float wg2 = 0;
     for (int k = 0; k < n; ++k) wg2 += w->p[ids[k]].w * pbd__dot(g[k], g[k]);
@@ -13827,24 +13839,25 @@ static float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g, int n
 /* The maximum speed holds for the solved motion too: the groups may drag
    a vertex further than its prediction, beyond the reach of the
    candidates; the self-collision projection has the last word. */
+static inline PBD_HD void pbd__sc_clamp_one(pbd_world *w, const pbd__selfcol *S, int i) {
+    int q = S->vp[i];
+    if (w->p[q].w == 0) return;
+    pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
+    float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+    if (l > lim) {
+        d = pbd__mul(d, lim / l);
+        w->p[q].x = x.x + d.x;
+        w->p[q].y = x.y + d.y;
+        w->p[q].z = x.z + d.z;
+    }
+}
 static void pbd__sc_clamp(pbd_world *w, const pbd__selfcol *S) {
     PBD__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < S->nv; ++i) {
-        int q = S->vp[i];
-        if (w->p[q].w == 0) continue;
-        pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-        float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
-        if (l > lim) {
-            d = pbd__mul(d, lim / l);
-            w->p[q].x = x.x + d.x;
-            w->p[q].y = x.y + d.y;
-            w->p[q].z = x.z + d.z;
-        }
-    }
+    for (int i = 0; i < S->nv; ++i) pbd__sc_clamp_one(w, S, i);
 }
 
 /* The cubic of pbd__sc_crossed, ((b-a) x (c-a)) . (q-a), at time t in [0, 1]. */
-static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
+static PBD_HD float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
     pbd__v3 p[4];
     for (int j = 0; j < 4; ++j) p[j] = pbd__lerp(x[j], y[j], t);
     return pbd__dot(pbd__cross(pbd__sub(p[2], p[1]), pbd__sub(p[3], p[1])), pbd__sub(p[0], p[1]));
@@ -13854,7 +13867,7 @@ static float pbd__sc_coplanar(const pbd__v3 *x, const pbd__v3 *y, float t) {
    they are coplanar are the roots of the cubic ((b-a) x (c-a)) . (q-a);
    the cubic is split at its critical points and each sign change is
    bisected, then the point is tested against the triangle there. */
-static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
+static PBD_HD int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
     /* the cubic's coefficients from four samples (exact for a cubic, up to rounding) */
     float f0 = pbd__sc_coplanar(x, y, 0), f1 = pbd__sc_coplanar(x, y, 1.0f / 3.0f),
           f2 = pbd__sc_coplanar(x, y, 2.0f / 3.0f), f3 = pbd__sc_coplanar(x, y, 1);
@@ -13906,7 +13919,7 @@ static int pbd__sc_crossed(const pbd__v3 *x, const pbd__v3 *y) {
    an altitude, in barycentric coordinates) and rounding, so that the
    cubic is skipped only where it would find nothing: most candidates of
    a cloth lying in layers are neighbours that stay apart. */
-static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
+static PBD_HD int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
     float corner = 0;
     for (int j = 1; j < 4; ++j) {
         float m = pbd__len(pbd__sub(y[j], x[j]));
@@ -13919,7 +13932,7 @@ static int pbd__sc_apart(const pbd__v3 *x, const pbd__v3 *y, float d0) {
 
 /* Whether point-triangle candidate k of vertex i crossed during the
    substep with a free particle not yet sent back (vs: its 4 vertices). */
-static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, int k, int *vs) {
+static PBD_HD int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, int k, int *vs) {
     const pbd__sc_pt *c = &S->pt[(size_t)i * PBD__SC_PT + k];
     const int *tv = S->tv + 3 * c->tri;
     int free_ = 0;
@@ -13937,33 +13950,16 @@ static int pbd__sc_crossing(const pbd_world *w, const pbd__selfcol *S, int i, in
     return free_ && !pbd__sc_apart(x, y, c->dist) && pbd__sc_crossed(x, y);
 }
 
-/* The fail-safe after the last iteration (the contacts could not hold
-   everything, e.g. a fold shut tight with its sides at odds): a vertex
-   that passed through a candidate triangle between the start of the
-   substep (x, free of crossings) and now (p) goes back to the start,
-   with the triangle's free particles, so they end the substep at rest
-   where they were. Going back can put a pair the other way, so the pass
-   repeats until no candidate crosses; each repeat sends back at least one
-   more particle, so it ends. Every thread calls it: a parallel search
-   for any crossing first (nothing has been sent back yet, so it only
-   reads); only when one is found, the serial pass, from the start and in
-   candidate order, so the result does not depend on the threads. */
-static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
-    int found = 0, vs[4];
-    PBD__PRAGMA(omp single) {
-        memset(S->frozen, 0, (size_t)S->nv);
-        S->crossings = 0;
-    }
-    PBD__PRAGMA(omp for schedule(dynamic, 256))
-    for (int i = 0; i < S->nv; ++i)
-        for (int k = 0; k < S->npt[i] && !found; ++k) found = pbd__sc_crossing(w, S, i, k, vs);
-    if (found) {
-        PBD__PRAGMA(omp atomic write)
-        S->crossings = 1;
-    }
-    PBD__PRAGMA(omp barrier)
-    if (!S->crossings) return; /* every thread reads the same: it is reset after a barrier */
-    PBD__PRAGMA(omp single)
+/* Whether any point-triangle candidate of vertex i crosses (the fail-safe's search). */
+static inline PBD_HD int pbd__sc_any_crossing(const pbd_world *w, const pbd__selfcol *S, int i) {
+    int vs[4];
+    for (int k = 0; k < S->npt[i]; ++k)
+        if (pbd__sc_crossing(w, S, i, k, vs)) return 1;
+    return 0;
+}
+/* The fail-safe's serial pass (below): from the start, in candidate order. */
+static PBD_HD void pbd__sc_failsafe_serial(pbd_world *w, pbd__selfcol *S) {
+    int vs[4];
     for (int changed = 1; changed;) {
         changed = 0;
         for (int i = 0; i < S->nv; ++i)
@@ -13980,6 +13976,36 @@ static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
                 changed = 1;
             }
     }
+}
+
+/* The fail-safe after the last iteration (the contacts could not hold
+   everything, e.g. a fold shut tight with its sides at odds): a vertex
+   that passed through a candidate triangle between the start of the
+   substep (x, free of crossings) and now (p) goes back to the start,
+   with the triangle's free particles, so they end the substep at rest
+   where they were. Going back can put a pair the other way, so the pass
+   repeats until no candidate crosses; each repeat sends back at least one
+   more particle, so it ends. Every thread calls it: a parallel search
+   for any crossing first (nothing has been sent back yet, so it only
+   reads); only when one is found, the serial pass, from the start and in
+   candidate order, so the result does not depend on the threads. */
+static void pbd__sc_failsafe(pbd_world *w, pbd__selfcol *S) {
+    int found = 0;
+    PBD__PRAGMA(omp single) {
+        memset(S->frozen, 0, (size_t)S->nv);
+        S->crossings = 0;
+    }
+    PBD__PRAGMA(omp for schedule(dynamic, 256))
+    for (int i = 0; i < S->nv; ++i)
+        if (!found) found = pbd__sc_any_crossing(w, S, i);
+    if (found) {
+        PBD__PRAGMA(omp atomic write)
+        S->crossings = 1;
+    }
+    PBD__PRAGMA(omp barrier)
+    if (!S->crossings) return; /* every thread reads the same: it is reset after a barrier */
+    PBD__PRAGMA(omp single)
+    pbd__sc_failsafe_serial(w, S);
 }
 
 /* Runs fn on every candidate slot (see pbd__selfcol), colour after colour
@@ -14020,7 +14046,7 @@ static void pbd__sc_each_color(pbd_world *w, pbd__selfcol *S, pbd__sc_block_fn f
 }
 
 /* Point-triangle candidate pt[id] (vertex id / PBD__SC_PT; survey 3.4.3). */
-static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
+static PBD_HD void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
     pbd__sc_pt *c = &S->pt[id];
     const pbd__sc_q *q = &S->ptq[id]; /* in the winding of its side */
     const int *ids = q->p;
@@ -14040,7 +14066,7 @@ static void pbd__sc_project_pt(pbd_world *w, pbd__selfcol *S, int id) {
 }
 
 /* Edge-edge candidate ee[id] (edge id / PBD__SC_EE). */
-static void pbd__sc_project_ee(pbd_world *w, pbd__selfcol *S, int id) {
+static PBD_HD void pbd__sc_project_ee(pbd_world *w, pbd__selfcol *S, int id) {
     pbd__sc_ee *c = &S->ee[id];
     const int *ids = S->eeq[id].p;
     pbd__v3 x[4];
@@ -14110,7 +14136,7 @@ static unsigned pbd__sc_ee_may_act(const pbd_world *w, const pbd__selfcol *S, co
 #endif
 
 /* A block of slots of one colour (pbd__sc_each_color). */
-static void pbd__sc_project_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
+static PBD_HD void pbd__sc_project_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
     int npt = S->nv * PBD__SC_PT;
 #if PBD__W > 1
     if (w->simd) {
@@ -14155,7 +14181,7 @@ static void pbd__selfcol_project(pbd_world *w) {
    that kept them `thickness` apart is not turned into a velocity that
    would throw the layers apart (as the collider contacts do for
    restitution 0); without it, tightly folded cloth gains energy. */
-static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n) {
+static PBD_HD void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n) {
     float vn = 0, den = 0;
     for (int j = 0; j < 4; ++j) {
         vn += k[j] * pbd__dot(pbd__p3(w->v[ids[j]]), n);
@@ -14173,7 +14199,7 @@ static void pbd__sc_stop(pbd_world *w, const int *ids, const float *k, pbd__v3 n
 }
 
 /* Candidate slot `id` (see pbd__selfcol), if it pushed this substep. */
-static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
+static PBD_HD void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
     int npt = S->nv * PBD__SC_PT;
     if (id < npt) {
         const pbd__sc_pt *c = &S->pt[id];
@@ -14199,7 +14225,7 @@ static void pbd__sc_stop_slot(pbd_world *w, pbd__selfcol *S, int id) {
 }
 
 /* A block of slots of one colour (pbd__sc_each_color). */
-static void pbd__sc_stop_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
+static PBD_HD void pbd__sc_stop_block(pbd_world *w, pbd__selfcol *S, const int *slots, int n) {
     for (int k = 0; k < n; ++k) pbd__sc_stop_slot(w, S, slots[k]);
 }
 /* After the velocity update: contacts that pushed this substep stop
@@ -14750,11 +14776,6 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
    The kernels run the functions marked PBD_HD, the same code as the CPU
    solver's scalar path, so a GPU world gives a CPU world's bits. */
 
-static const char *pbd__gpu_unsupported(const pbd_world *w) {
-    if (PBD__LIVE(w->surfaces, w->nsurfaces)) return "self-collision";
-    return NULL;
-}
-
 /* The device of a new world (pbd_world_create): auto takes the GPU where
    pbd_cuda.cu finds one and logs the choice with PBD_OK. */
 static pbd_result pbd__gpu_open(pbd_world *w, const pbd_world_desc *d) {
@@ -14795,15 +14816,14 @@ static void pbd__gpu_close(pbd_world *w) {
 /* The step of a GPU world (pbd_world_step has checked dt). */
 static pbd_result pbd__gpu_step(pbd_world *w, float dt, int S) {
 #ifdef PBD_CUDA
-    const char *off = w->gpu_dirty ? pbd__gpu_unsupported(w) : NULL; /* refused when added; a safety net */
-    if (off) return pbd__fail(w, PBD_ERROR_UNSUPPORTED, "%s: not on the GPU yet (pbd_cuda.cu)", off);
     /* the host's copy goes up: current first (a plugin's call in the last
        step may have marked the world after the device stepped on) */
     if (w->gpu_dirty) pbd__gpu_sync(w, 0);
     char msg[200] = "";
     pbd_result r = pbd__cuda_step(w, dt, S, msg, sizeof msg);
     if (r != PBD_OK) return pbd__fail(w, r, "%s", msg);
-    w->gpu_host_stale = PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS | PBD__GPU_STALE_NEIGHBORS;
+    w->gpu_host_stale =
+        PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS | PBD__GPU_STALE_NEIGHBORS | PBD__GPU_STALE_SELFCOL;
     w->time += dt;
     return PBD_OK;
 #else

@@ -67,9 +67,14 @@
        particle per stage: `project` runs every iteration). pbd_sm.h's
        kernels are not in this file yet: its bodies, oriented particles
        and cloths run this way.
-       Not yet (adding it to a GPU world fails with PBD_ERROR_UNSUPPORTED
-       and the feature's name; nothing runs silently on the CPU):
-       self-collision.
+       Cloth self-collision (pbd_add_cloth_self_collision,
+       pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
+       limit, the clusters' bounds and grids, the candidates (one thread
+       per cluster of 32 vertices or edges), their colouring (one thread:
+       serial on the CPU too), the projection colour by colour, the
+       fail-safe and the velocity stops; the colours come back to the host
+       once per substep (a few hundred bytes) to plan the launches, and
+       the fail-safe's "anything crossed?" once per substep.
 
    DATA
        The host keeps the whole world, and every call validates and changes
@@ -120,8 +125,8 @@
        --fmad=false and CUDA's default IEEE division and square root;
        checked on an NVIDIA H200 with CUDA 13.0 for the groups, tethers,
        analytic colliders, damping and rollback; strain limits, strands,
-       tearing, mesh colliders, particle contact and fluids so far in the
-       emulation below).
+       tearing, mesh colliders, particle contact, fluids, self-collision,
+       acceleration fields and plugins so far in the emulation below).
 
    EMULATION
        Compiled as C++ by the host compiler with PBD_CUDA_EMULATE defined,
@@ -218,6 +223,13 @@ typedef struct pbd__sums {
     int nsets, nblk, nobj_blk;
 } pbd__sums;
 
+/* A device grid's bucket starts (its record's), the buckets' fill
+   counters and the prefix sum's chunk totals. */
+typedef struct pbd__dscan {
+    int *start, *fill, *chunk;
+    int nchunks;
+} pbd__dscan;
+
 /* The device's state of one world. */
 typedef struct pbd__buf {
     void *p;
@@ -236,8 +248,12 @@ struct pbd__gpu {
     /* the particle phase's grid build: the buckets' fill counters, the
        scan's chunk sums; the objects' coupled flags at the step's start
        and a copy for the host */
-    int *fill, *chunk, *coupled, *coupled_out;
-    int nchunks;
+    pbd__dscan pp_scan, sc_scan[2]; /* the grids' prefix sums: particle phase, self-collision's two */
+    pbd__selfcol sc;                /* self-collision: the device record's image (device arrays) ... */
+    pbd__selfcol *sc_dev;           /* ... the record on the device (NULL: none) ... */
+    pbd__selfcol scv;               /* ... and a copy of it read back (its colours) */
+    int *flag;                      /* the fail-safe's "a candidate crossed" */
+    int *coupled, *coupled_out;
     float pressure_h_keep;
     /* device buffers, reused by the next upload in the same order */
     pbd__buf *bufs;
@@ -486,6 +502,15 @@ static int pbd__upload_strands(pbd__gpu *g, const pbd_world *w) {
 
 enum { PBD__SCAN_CHUNK = 256 }; /* buckets per thread of the grid's prefix sum */
 
+/* Scratch of a device grid build (d: the grid's device record image, its
+   start array already taken). */
+static int pbd__upload_scan(pbd__gpu *g, pbd__dscan *scan, const pbd__grid *d) {
+    size_t nb = (size_t)d->mask + 1;
+    scan->start = d->start;
+    scan->nchunks = (int)((nb + 1 + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK);
+    return PBD__SCRATCH(g, scan->fill, nb) && PBD__SCRATCH(g, scan->chunk, (size_t)scan->nchunks + 1);
+}
+
 /* Particle contact and fluids (pbd.h "==== particle contact", "==== fluids"):
    the records of the fluids, the particles taking part and the scratch of
    the grid, the lists and the passes. The reach (the grid's cell) only
@@ -508,7 +533,7 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
     d->reach = pbd__pp_reach(w);
     d->grid = h->grid; /* the host's table: the same buckets */
     pbd__grid_set_cell(&d->grid, d->reach, h->np);
-    g->nchunks = (int)((nb + 1 + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK);
+
     return PBD__UP(g, d->ids, h->ids, n) && PBD__UP(g, d->fluid, h->fluid, n) && PBD__UP(g, d->object, h->object, n) &&
            PBD__SCRATCH(g, d->slot, n) && PBD__SCRATCH(g, d->sid, n) && PBD__SCRATCH(g, d->sfluid, n) &&
            PBD__SCRATCH(g, d->sobject, n) && PBD__SCRATCH(g, d->nbr, n * PBD_MAX_NEIGHBORS) &&
@@ -519,8 +544,65 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
            PBD__SCRATCH(g, d->gslot, n) && PBD__SCRATCH(g, d->wall, n * PBD__FLUID_WALLS) &&
            PBD__SCRATCH(g, d->nwall, n) && PBD__SCRATCH(g, d->grid.start, nb + 1) &&
            PBD__SCRATCH(g, d->grid.sorted, n) && PBD__SCRATCH(g, d->grid.key, n) &&
-           PBD__SCRATCH(g, d->grid.pos, 4 * n) && PBD__SCRATCH(g, g->fill, nb) &&
-           PBD__SCRATCH(g, g->chunk, (size_t)g->nchunks + 1);
+           PBD__SCRATCH(g, d->grid.pos, 4 * n) && pbd__upload_scan(g, &g->pp_scan, &d->grid);
+}
+
+/* Self-collision (pbd.h "==== self-collision"): the surfaces' records
+   (their triangle lists stay on the host: the tables below hold them),
+   the tables, the candidates (state: the host's, current after a sync)
+   and the scratch of detection and colouring; the two grids of cluster
+   centres on the host's tables. */
+static int pbd__upload_selfcol(pbd__gpu *g, const pbd_world *w) {
+    pbd_world *sh = &g->shadow;
+    g->sc_dev = NULL;
+    sh->selfcol = NULL;
+    sh->surfaces = NULL;
+    const pbd__selfcol *h = w->selfcol;
+    if (!h) return 1;
+    pbd__surface *sf = (pbd__surface *)malloc(sizeof(pbd__surface) * (size_t)(w->nsurfaces + 1));
+    if (!sf) return 0;
+    for (int i = 0; i < w->nsurfaces; ++i) {
+        sf[i] = w->surfaces[i];
+        sf[i].tris = NULL;
+    }
+    int ok = PBD__UP(g, sh->surfaces, sf, w->nsurfaces);
+    free(sf);
+    pbd__selfcol *d = &g->sc;
+    *d = *h;
+    size_t nv = (size_t)h->nv, nt = (size_t)h->nt, ne = (size_t)h->ne, K = PBD__SC_K;
+    size_t vc = (size_t)h->vc, tc = (size_t)h->tc, ec = (size_t)h->ec;
+    size_t slots = nv * PBD__SC_PT + ne * PBD__SC_EE;
+    d->pt_step = NULL; /* the step's copies below, for a rollback (eord does not change in a step) */
+    d->npt_step = NULL;
+    d->ee_step = NULL;
+    d->nee_step = NULL;
+    d->eord_step = NULL;
+    ok = ok && PBD__UP(g, d->vp, h->vp, nv) && PBD__UP(g, d->vs, h->vs, nv) && PBD__UP(g, d->tv, h->tv, 3 * nt) &&
+         PBD__UP(g, d->ts, h->ts, nt) && PBD__UP(g, d->ev, h->ev, 2 * ne) && PBD__UP(g, d->es, h->es, ne) &&
+         PBD__UP(g, d->x0, h->x0, 3 * nv) && PBD__SCRATCH(g, d->reach, nv) && PBD__SCRATCH(g, d->xv, nv) &&
+         PBD__SCRATCH(g, d->frozen, nv) && PBD__UP(g, d->vord, h->vord, vc * K) &&
+         PBD__UP(g, d->tord, h->tord, tc * K) && PBD__UP(g, d->eord, h->eord, ec * K + 1) &&
+         PBD__UP(g, d->tlv, h->tlv, tc * 3 * K) && PBD__UP(g, d->elv, h->elv, ec * 2 * K + 1) &&
+         PBD__UP(g, d->epos, h->epos, ne + 1) && PBD__SCRATCH(g, d->vbox, vc * 6) && PBD__SCRATCH(g, d->tbox, tc * 6) &&
+         PBD__SCRATCH(g, d->ebox, ec * 6 + 1) && PBD__SCRATCH(g, d->tlane, tc * 6 * K) &&
+         PBD__SCRATCH(g, d->elane, ec * 16 * K + 1) && PBD__SCRATCH(g, d->tcent, tc * 3) &&
+         PBD__SCRATCH(g, d->ecent, ec * 3 + 1) && PBD__UP(g, d->pt, h->pt, nv * PBD__SC_PT) &&
+         PBD__UP(g, d->npt, h->npt, nv) && PBD__UP(g, d->ee, h->ee, ne * PBD__SC_EE) &&
+         PBD__UP(g, d->nee, h->nee, ne) && PBD__SCRATCH(g, d->ptq, nv * PBD__SC_PT) &&
+         PBD__SCRATCH(g, d->eeq, ne * PBD__SC_EE + 1) && PBD__SCRATCH(g, d->pt_step, nv * PBD__SC_PT) &&
+         PBD__SCRATCH(g, d->npt_step, nv) && PBD__SCRATCH(g, d->ee_step, ne * PBD__SC_EE + 1) &&
+         PBD__SCRATCH(g, d->nee_step, ne + 1) && PBD__SCRATCH(g, d->cmask, nv) && PBD__SCRATCH(g, d->cand, slots) &&
+         PBD__SCRATCH(g, d->ccol, slots) && PBD__SCRATCH(g, d->corder, slots) && PBD__SCRATCH(g, g->flag, 1);
+    pbd__grid *grids[2] = {&d->gt, &d->ge};
+    for (int k = 0; ok && k < 2; ++k) {
+        pbd__grid *G = grids[k];
+        size_t nb = (size_t)G->mask + 1, cap = (size_t)G->cap;
+        ok = PBD__SCRATCH(g, G->start, nb + 1) && PBD__SCRATCH(g, G->sorted, cap) && PBD__SCRATCH(g, G->key, cap) &&
+             PBD__SCRATCH(g, G->pos, 4 * cap) && pbd__upload_scan(g, &g->sc_scan[k], G);
+    }
+    ok = ok && PBD__UP(g, g->sc_dev, d, 1);
+    sh->selfcol = g->sc_dev;
+    return ok;
 }
 
 /* The whole world onto the device: the shadow world with device pointers,
@@ -537,8 +619,6 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     s->contact_ids = NULL;
     s->object_coupled = NULL;
     s->pose_step = NULL;
-    s->surfaces = NULL;
-    s->selfcol = NULL;
     s->tears = NULL; /* tearing runs on the host between steps (pbd_world_tear), which marks the world */
     s->plugins = NULL;
     s->gpu = NULL;
@@ -550,7 +630,7 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
              PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
              PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->pressure, w->pressure, n) &&
              PBD__SCRATCH(g, s->pressure_step, n) && PBD__SCRATCH(g, g->coupled, w->nobjects) &&
-             PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) &&
+             PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
              PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
     if (n) pbd__dzero(s->ncontact, (size_t)n);
@@ -727,16 +807,17 @@ PBD__KERNEL pbd__k_contact_velocities(pbd_world *w, float h, float threshold) {
 #define PBD__ATOMIC_SET(p, v) atomicExch((p), (v))
 #endif
 
-PBD__KERNEL pbd__k_grid_keys(pbd_world *w) {
-    pbd__grid *g = &w->pp.grid;
-    PBD__GRID_LOOP(k, w->pp.np) {
-        const float *p = pbd__grid_point(&w->p[0].x, 4, w->pp.ids, k);
+/* The grid g (a device record) over its count points (pbd__grid_point of
+   base, stride, ids): the keys, ... */
+PBD__KERNEL pbd__k_grid_keys(pbd__grid *g, const float *base, int stride, const int *ids) {
+    PBD__GRID_LOOP(k, g->count) {
+        const float *p = pbd__grid_point(base, stride, ids, k);
         g->key[k] = pbd__grid_hash(g, pbd__grid_coord(g, p[0]), pbd__grid_coord(g, p[1]), pbd__grid_coord(g, p[2]));
     }
 }
-PBD__KERNEL pbd__k_grid_count(pbd_world *w) {
-    pbd__grid *g = &w->pp.grid;
-    PBD__GRID_LOOP(k, w->pp.np) { PBD__ATOMIC_ADD(&g->start[g->key[k]], 1); }
+/* ... the buckets' counts, ... */
+PBD__KERNEL pbd__k_grid_count(pbd__grid *g) {
+    PBD__GRID_LOOP(k, g->count) { PBD__ATOMIC_ADD(&g->start[g->key[k]], 1); }
 }
 /* The exclusive prefix sum of a[0 .. n) in place, in chunks: each chunk's
    total, the totals' prefix (one thread), each chunk's prefix; copy gets
@@ -769,9 +850,9 @@ PBD__KERNEL pbd__k_scan_apply(int *a, int n, const int *chunk, int nchunks, int 
         }
     }
 }
-PBD__KERNEL pbd__k_grid_place(pbd_world *w, int *fill) {
-    pbd__grid *g = &w->pp.grid;
-    PBD__GRID_LOOP(k, w->pp.np) { g->sorted[PBD__ATOMIC_ADD(&fill[g->key[k]], 1)] = k; }
+/* ... the points dropped into their buckets (fill: a copy of the starts), ... */
+PBD__KERNEL pbd__k_grid_place(pbd__grid *g, int *fill) {
+    PBD__GRID_LOOP(k, g->count) { g->sorted[PBD__ATOMIC_ADD(&fill[g->key[k]], 1)] = k; }
 }
 /* a[0 .. n) in increasing order: insertion for the usual few points of a
    bucket, heapsort (n log n at worst) for a crowded one (a collapsed fluid) */
@@ -797,20 +878,26 @@ static PBD_HD void pbd__sort_ints(int *a, int n) {
         pbd__sift_down(a, 0, e);
     }
 }
-PBD__KERNEL pbd__k_grid_order(pbd_world *w) {
-    pbd__grid *g = &w->pp.grid;
+/* ... each bucket in point order, ... */
+PBD__KERNEL pbd__k_grid_order(pbd__grid *g) {
     PBD__GRID_LOOP(b, g->mask + 1) { pbd__sort_ints(g->sorted + g->start[b], g->start[b + 1] - g->start[b]); }
 }
-/* slot s: the grid's point sorted[s], its position and records */
+/* ... and the points' positions slot by slot. */
+PBD__KERNEL pbd__k_grid_pos(pbd__grid *g, const float *base, int stride, const int *ids) {
+    PBD__GRID_LOOP(s, g->count) {
+        const float *p = pbd__grid_point(base, stride, ids, g->sorted[s]);
+        float *q = g->pos + 4 * (size_t)s;
+        q[0] = p[0];
+        q[1] = p[1];
+        q[2] = p[2];
+        q[3] = 0;
+    }
+}
+/* slot s: the grid's point sorted[s] and its records */
 PBD__KERNEL pbd__k_pp_slots(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
     PBD__GRID_LOOP(s, pp->np) {
         int k = pp->grid.sorted[s], i = pp->ids[k];
-        float *q = pp->grid.pos + 4 * (size_t)s;
-        q[0] = w->p[i].x;
-        q[1] = w->p[i].y;
-        q[2] = w->p[i].z;
-        q[3] = 0;
         pp->gslot[s] = s;
         pp->slot[k] = s;
         pp->sid[s] = i;
@@ -877,6 +964,81 @@ PBD__KERNEL pbd__k_coupled(pbd_world *w, int *flags, int save) {
         if (save) flags[o] = w->objects[o].coupled;
         else w->objects[o].coupled = flags[o];
     }
+}
+
+/* --- self-collision ----------------------------------------------------------
+   pbd__selfcol_detect, _project and _velocities: per vertex, per cluster
+   (a cluster owns its members' candidate slots), one thread for the
+   cells, the colouring and the fail-safe's serial pass (serial on the CPU
+   too), and per candidate of a colour. */
+PBD__KERNEL pbd__k_sc_begin(pbd_world *w) {
+    PBD__GRID_LOOP(i, w->selfcol->nv) { pbd__sc_begin_one(w, w->selfcol, i); }
+}
+PBD__KERNEL pbd__k_sc_limit(pbd_world *w, float h) {
+    PBD__GRID_LOOP(i, w->selfcol->nv) { pbd__sc_limit_one(w, w->selfcol, i, h); }
+}
+PBD__KERNEL pbd__k_sc_tbound(pbd_world *w) {
+    PBD__GRID_LOOP(c, w->selfcol->tc) { pbd__sc_tbound(w->selfcol, c); }
+}
+PBD__KERNEL pbd__k_sc_ebound(pbd_world *w) {
+    PBD__GRID_LOOP(c, w->selfcol->ec) { pbd__sc_ebound(w->selfcol, c); }
+}
+PBD__KERNEL pbd__k_sc_vbox(pbd_world *w) {
+    PBD__GRID_LOOP(c, w->selfcol->vc) { pbd__sc_vbox(w, w->selfcol, c); }
+}
+/* the cells, and the grids' cells and counts (pbd__grid_build's) */
+PBD__KERNEL pbd__k_sc_cells(pbd_world *w) {
+    PBD__GRID_LOOP(t, 1) {
+        pbd__selfcol *S = w->selfcol;
+        pbd__sc_cells(S);
+        pbd__grid_set_cell(&S->gt, S->cellt, S->tc);
+        pbd__grid_set_cell(&S->ge, S->celle, S->ec);
+    }
+}
+PBD__KERNEL pbd__k_sc_vertex_clusters(pbd_world *w) {
+    PBD__GRID_LOOP(c, w->selfcol->vc) { pbd__sc_vertex_cluster(w, w->selfcol, c); }
+}
+PBD__KERNEL pbd__k_sc_edge_clusters(pbd_world *w) {
+    PBD__GRID_LOOP(c, w->selfcol->ec) { pbd__sc_edge_cluster(w, w->selfcol, c); }
+}
+PBD__KERNEL pbd__k_sc_color(pbd_world *w) {
+    PBD__GRID_LOOP(t, 1) { pbd__selfcol_color(w->selfcol); }
+}
+PBD__KERNEL pbd__k_sc_clamp(pbd_world *w) {
+    PBD__GRID_LOOP(i, w->selfcol->nv) { pbd__sc_clamp_one(w, w->selfcol, i); }
+}
+/* the candidates corder[b, e) of one colour (none shares a particle), or
+   of the overflow colour in order (serial) */
+PBD__KERNEL pbd__k_sc_project(pbd_world *w, int b, int e) {
+    PBD__GRID_LOOP(k, e - b) { pbd__sc_project_block(w, w->selfcol, w->selfcol->corder + b + k, 1); }
+}
+PBD__KERNEL pbd__k_sc_project_serial(pbd_world *w, int b, int e) {
+    PBD__GRID_LOOP(t, 1) {
+        for (int k = b; k < e; ++k) pbd__sc_project_block(w, w->selfcol, w->selfcol->corder + k, 1);
+    }
+}
+PBD__KERNEL pbd__k_sc_stop(pbd_world *w, int b, int e) {
+    PBD__GRID_LOOP(k, e - b) { pbd__sc_stop_block(w, w->selfcol, w->selfcol->corder + b + k, 1); }
+}
+PBD__KERNEL pbd__k_sc_stop_serial(pbd_world *w, int b, int e) {
+    PBD__GRID_LOOP(t, 1) {
+        for (int k = b; k < e; ++k) pbd__sc_stop_block(w, w->selfcol, w->selfcol->corder + k, 1);
+    }
+}
+/* the fail-safe: any crossing (an integer OR), then the serial pass */
+PBD__KERNEL pbd__k_sc_crossings(pbd_world *w, int *flag) {
+    PBD__GRID_LOOP(i, w->selfcol->nv) {
+        if (pbd__sc_any_crossing(w, w->selfcol, i)) {
+#ifdef PBD_CUDA_EMULATE
+            __atomic_fetch_or(flag, 1, __ATOMIC_RELAXED);
+#else
+            atomicOr(flag, 1);
+#endif
+        }
+    }
+}
+PBD__KERNEL pbd__k_sc_failsafe(pbd_world *w) {
+    PBD__GRID_LOOP(t, 1) { pbd__sc_failsafe_serial(w, w->selfcol); }
 }
 
 /* --- the blocked sums (pbd.h, "sums over particles") ---------------------------
@@ -1118,26 +1280,37 @@ static void pbd__limits_dev(pbd__gpu *g, const pbd_world *w, int li) {
     }
 }
 
+/* pbd__grid_build on the device: grid G (the device record; h: the host's
+   record of the same table) over n points of base (stride, ids), its cell
+   and count already set in G. */
+static void pbd__grid_build_dev(pbd__gpu *g, pbd__grid *G, const pbd__grid *h, pbd__dscan *scan, const float *base,
+                                int stride, const int *ids, int n) {
+    int nb = h->mask + 1;
+    if (n == 0) return;
+    pbd__launch(g, n, pbd__k_grid_keys, G, base, stride, ids);
+    pbd__dzero(scan->start, sizeof(int) * ((size_t)nb + 1));
+    pbd__launch(g, n, pbd__k_grid_count, G);
+    pbd__launch(g, scan->nchunks, pbd__k_scan_chunks, scan->start, nb + 1, scan->chunk, scan->nchunks);
+    pbd__launch(g, 1, pbd__k_scan_top, scan->chunk, scan->nchunks);
+    pbd__launch(g, scan->nchunks, pbd__k_scan_apply, scan->start, nb + 1, (const int *)scan->chunk, scan->nchunks,
+                scan->fill, nb);
+    pbd__launch(g, n, pbd__k_grid_place, G, scan->fill);
+    pbd__launch(g, nb, pbd__k_grid_order, G);
+    pbd__launch(g, n, pbd__k_grid_pos, G, base, stride, ids);
+}
+
 /* The particle phase's grid and lists at the predictions (pbd__pp_build),
    and the fluids' walls (pbd__pp_begin_substep). */
 static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w) {
     const pbd__particle_phase *pp = &g->shadow.pp;
     pbd_world *dw = g->dw;
-    int np = pp->np, nb = pp->grid.mask + 1;
+    int np = pp->np;
     if (np == 0) return;
     if (!(pp->reach > 0)) {
         pbd__launch(g, np, pbd__k_pp_unlisted, dw);
         return;
     }
-    pbd__launch(g, np, pbd__k_grid_keys, dw);
-    pbd__dzero(pp->grid.start, sizeof(int) * ((size_t)nb + 1));
-    pbd__launch(g, np, pbd__k_grid_count, dw);
-    pbd__launch(g, g->nchunks, pbd__k_scan_chunks, pp->grid.start, nb + 1, g->chunk, g->nchunks);
-    pbd__launch(g, 1, pbd__k_scan_top, g->chunk, g->nchunks);
-    pbd__launch(g, g->nchunks, pbd__k_scan_apply, pp->grid.start, nb + 1, (const int *)g->chunk, g->nchunks, g->fill,
-                nb);
-    pbd__launch(g, np, pbd__k_grid_place, dw, g->fill);
-    pbd__launch(g, nb, pbd__k_grid_order, dw);
+    pbd__grid_build_dev(g, &dw->pp.grid, &w->pp.grid, &g->pp_scan, &g->shadow.p[0].x, 4, pp->ids, np);
     pbd__launch(g, np, pbd__k_pp_slots, dw);
     pbd__launch(g, np, pbd__k_pp_lists, dw);
     if (w->nobjects > 0) pbd__launch(g, np, pbd__k_pp_couple, dw);
@@ -1238,6 +1411,65 @@ static void pbd__plugins_step_dev(pbd__gpu *g, pbd_world *w, float dt, int end) 
     pbd__device_view(g, w);
 }
 
+/* Self-collision's detection (pbd__selfcol_detect), then the colours read
+   back: the launches of the projection follow them. */
+static void pbd__sc_detect_dev(pbd__gpu *g, const pbd_world *w, float h) {
+    const pbd__selfcol *S = &g->sc, *hs = w->selfcol;
+    pbd_world *dw = g->dw;
+    pbd__launch(g, S->nv, pbd__k_sc_limit, dw, h);
+    pbd__launch(g, S->tc, pbd__k_sc_tbound, dw);
+    pbd__launch(g, S->ec, pbd__k_sc_ebound, dw);
+    pbd__launch(g, S->vc, pbd__k_sc_vbox, dw);
+    pbd__launch(g, 1, pbd__k_sc_cells, dw);
+    pbd__grid_build_dev(g, &g->sc_dev->gt, &hs->gt, &g->sc_scan[0], S->tcent, 3, NULL, S->tc);
+    if (S->ec > 0) pbd__grid_build_dev(g, &g->sc_dev->ge, &hs->ge, &g->sc_scan[1], S->ecent, 3, NULL, S->ec);
+    pbd__launch(g, S->vc, pbd__k_sc_vertex_clusters, dw);
+    pbd__launch(g, S->ec, pbd__k_sc_edge_clusters, dw);
+    pbd__launch(g, 1, pbd__k_sc_color, dw);
+    pbd__d2h(&g->scv, g->sc_dev, sizeof g->scv);
+}
+
+/* Runs kernel k (or its serial twin for the overflow colour) over every
+   colour of the candidates (pbd__sc_each_color). */
+static void pbd__sc_colors_dev(pbd__gpu *g, void (*k)(pbd_world *, int, int), void (*serial)(pbd_world *, int, int)) {
+    const pbd__selfcol *S = &g->scv;
+    for (int col = 0; col < S->ncolors; ++col) {
+        int b = S->cstart[col], e = S->cstart[col + 1];
+        if (S->overflow && col == S->ncolors - 1) pbd__launch(g, 1, serial, g->dw, b, e);
+        else pbd__launch(g, e - b, k, g->dw, b, e);
+    }
+}
+
+/* One iteration's self-collision projection (pbd__selfcol_project). */
+static void pbd__sc_project_dev(pbd__gpu *g, const pbd_world *w, int it) {
+    int nv = g->sc.nv;
+    if (nv <= 0) return;
+    pbd__launch(g, nv, pbd__k_sc_clamp, g->dw);
+    pbd__sc_colors_dev(g, pbd__k_sc_project, pbd__k_sc_project_serial);
+    if (it + 1 != w->iterations) return;
+    pbd__launch(g, nv, pbd__k_sc_clamp, g->dw);
+    pbd__dzero(g->sc.frozen, (size_t)nv);
+    pbd__dzero(g->flag, sizeof(int));
+    pbd__launch(g, nv, pbd__k_sc_crossings, g->dw, g->flag);
+    int crossed = 0;
+    pbd__d2h(&crossed, g->flag, sizeof crossed);
+    if (crossed) pbd__launch(g, 1, pbd__k_sc_failsafe, g->dw);
+}
+
+/* The candidates at the step's start (back 0), or back to them (1). */
+static void pbd__keep_dev(void *live, void *kept, size_t n, int back) {
+    if (back) pbd__d2d(live, kept, n);
+    else pbd__d2d(kept, live, n);
+}
+static void pbd__sc_keep_dev(pbd__gpu *g, int back) {
+    const pbd__selfcol *S = &g->sc;
+    size_t nv = (size_t)S->nv, ne = (size_t)S->ne;
+    pbd__keep_dev(S->pt, S->pt_step, sizeof(pbd__sc_pt) * nv * PBD__SC_PT, back);
+    pbd__keep_dev(S->npt, S->npt_step, nv, back);
+    pbd__keep_dev(S->ee, S->ee_step, sizeof(pbd__sc_ee) * ne * PBD__SC_EE, back);
+    pbd__keep_dev(S->nee, S->nee_step, ne, back);
+}
+
 /* One substep (pbd__substep_body without what GPU worlds do not have). */
 static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd_world *dw = g->dw;
@@ -1249,6 +1481,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     else pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
     pbd__launch(g, w->ncolliders, pbd__k_poses, dw, s, S);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
+    if (g->sc_dev) pbd__sc_detect_dev(g, w, h); /* before the momentum: see pbd__substep_body */
     pbd__momentum_before_dev(g);
     pbd__plugins_dev(g, w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     int per = pbd__contacts_per_particle(w);
@@ -1267,6 +1500,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
             if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_ftl, dw, si, it == 0);
         pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT, h, s, S, it);
         pbd__pp_project_dev(g, it);
+        if (g->sc_dev) pbd__sc_project_dev(g, w, it);
         if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
         pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
@@ -1276,6 +1510,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
         if (c != 0) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, c);
     }
     if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
+    if (g->sc_dev) pbd__sc_colors_dev(g, pbd__k_sc_stop, pbd__k_sc_stop_serial);
     pbd__fluid_velocities_dev(g, w, h);
     pbd__plugins_dev(g, w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     pbd__restore_and_damp_dev(g, w);
@@ -1331,6 +1566,7 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
     pbd__d2d(g->shadow.pressure, g->shadow.pressure_step, sizeof(float) * n);
     w->pp.pressure_h = g->pressure_h_keep;
     pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 0);
+    if (g->sc_dev) pbd__sc_keep_dev(g, 1);
     pbd__lras_keep_dev(g, w, 1);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     for (int c = 0; c < w->ncolliders; ++c) {
@@ -1369,11 +1605,13 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.pressure_step, g->shadow.pressure, sizeof(float) * n);
     pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 1);
+    if (g->sc_dev) pbd__sc_keep_dev(g, 0);
     pbd__lras_keep_dev(g, w, 0);
     pbd__fluid_begin_dev(g, w, h);
     pbd__launch(g, w->n, pbd__k_kin_from, g->dw);
     pbd__damping_fractions(g, w, h);
     pbd__plugins_step_dev(g, w, dt, 0);
+    if (g->sc_dev) pbd__launch(g, g->sc.nv, pbd__k_sc_begin, g->dw);
     for (int s = 0; s < S; ++s) pbd__substep_dev(g, w, h, s, S);
     for (int c = 0; c < w->ncolliders; ++c) {
         pbd__collider *col = &w->colliders[c];
@@ -1482,6 +1720,14 @@ extern "C" void pbd__cuda_pull(pbd_world *w, int what) {
     if (what & PBD__GPU_STALE_CONTACTS)
         pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
     if (what & PBD__GPU_STALE_NEIGHBORS) pbd__pull_neighbors(g, w);
+    if ((what & PBD__GPU_STALE_SELFCOL) && g->sc_dev && w->selfcol && w->selfcol->nv == g->sc.nv) {
+        const pbd__selfcol *d = &g->sc;
+        pbd__selfcol *h = w->selfcol;
+        pbd__d2h(h->pt, d->pt, sizeof(pbd__sc_pt) * (size_t)d->nv * PBD__SC_PT);
+        pbd__d2h(h->npt, d->npt, (size_t)d->nv);
+        pbd__d2h(h->ee, d->ee, sizeof(pbd__sc_ee) * (size_t)d->ne * PBD__SC_EE);
+        pbd__d2h(h->nee, d->nee, (size_t)d->ne);
+    }
 }
 
 extern "C" const float *pbd__cuda_positions(pbd_world *w) {

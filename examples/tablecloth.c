@@ -36,7 +36,6 @@ int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : "out";
     mkdir(dir, 0755);
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* self-collision: not on the GPU yet (pbd_cuda.cu) */
     wd.substeps = 12;
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return 1;
