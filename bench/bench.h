@@ -90,8 +90,8 @@ typedef pbd_world *(*bench_make_fn)(void *ctx);
 /* The GPU measurement of a scene (pbd_cuda.cu): path "cuda", with the
    upload of the world (upload_ms) and one positions read-back after a step
    (readback_ms); warm: steps before the timing. Where there is no GPU
-   world to measure (built without PBD_CUDA, no device, a feature not on
-   the GPU yet) one line says why: "skipped". */
+   world to measure (built without PBD_CUDA, no device, a scene that
+   fails to build) one line says why: "skipped". */
 static void bench_cuda_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int warm, int steps) {
 #ifdef PBD_CUDA
     bench_device = PBD_DEVICE_GPU;
