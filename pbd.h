@@ -420,8 +420,9 @@
        snapshots work as on the CPU. Tearing runs on the host between
        steps. Host code stays on the host: an acceleration field's
        callback (once per substep: x and v come down, the accelerations
-       go up) and plugins' callbacks (so pbd_sm.h: the particles come
-       down before each stage that has one and go back up after). The
+       go up) and your plugins' callbacks (the particles come down
+       before each stage that has one and go back up after); pbd_sm.h
+       refuses GPU worlds until its kernels are in pbd_cuda.cu. The
        host keeps the whole world
        and every call validates it there; the first step after a change
        uploads it. After a step the host's particles are stale until a

@@ -58,15 +58,14 @@
        keeps state sees the CPU's calls, if not their threads): the
        positions and velocities come down before and the accelerations go
        up after (48 bytes a particle per substep, and a synchronisation).
-       Plugins (pbd_add_plugin: yours, pbd_sm.h's, pbd_upsample.h's) are
-       host code too: their callbacks run on the host in the CPU's places,
+       Your plugins (pbd_add_plugin) are host code too: their callbacks run on the host in the CPU's places,
        each stage that some plugin has bracketed by a copy of x, p and v
        (and the contacts, for pbd_world_particle_contact_push) down and of
        x, p and v back up, so a plugin sees and moves what it would on the
        CPU, and calls it makes read the current world (about 100 bytes a
        particle per stage: `project` runs every iteration). pbd_sm.h's
-       kernels are not in this file yet: its bodies, oriented particles
-       and cloths run this way.
+       kernels are not in this file yet: a GPU world refuses its
+       pbd_sm_add_* calls (PBD_ERROR_UNSUPPORTED, named).
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -1366,7 +1365,8 @@ static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const floa
 }
 
 /* --- plugins -------------------------------------------------------------------
-   A plugin is host code (pbd_sm.h's, or the user's), so its callbacks run
+   A plugin is host code (the user's; pbd_sm.h refuses GPU worlds until
+   its kernels are here), so its callbacks run
    on the host, in pbd__substep_body's places, with the host's arrays as
    their view of the world: x, p and v (and the contacts, which
    pbd_world_particle_contact_push reads) come down before a stage that

@@ -34,8 +34,10 @@
 
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
-   or index. A call on a world writes the message to pbd_world_last_error()
-   and calls the world's log callback; a call with no world (summation
+   or index. On a GPU world (pbd_cuda.cu) every pbd_sm_add_<thing> fails
+   with PBD_ERROR_UNSUPPORTED until pbd_sm.h's kernels are there: create
+   the world with PBD_DEVICE_CPU. A call on a world writes the message to
+   pbd_world_last_error() and calls the world's log callback; a call with no world (summation
    plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
    pbd_sm_plan_rings, a NULL world) leaves it in
    pbd_last_error() (per thread). A failing call changes nothing.
@@ -183,7 +185,7 @@
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
        pbd_world_desc wd = pbd_world_desc_default();
-       wd.device = PBD_DEVICE_CPU;                 // pbd_sm.h runs on the host (not yet in pbd_cuda.cu)
+       wd.device = PBD_DEVICE_CPU;                 // pbd_sm.h is not on the GPU yet (see ERRORS)
        wd.substeps = 1; wd.iterations = 1;         // one V-cycle per step, as in the paper
        pbd_world *w; pbd_world_create(&wd, &w);
        pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
@@ -4141,8 +4143,16 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
     return PBD_OK;
 }
 
+/* pbd_sm.h's kernels are not in pbd_cuda.cu yet: a GPU world refuses what
+   would add them, by name, rather than run its plugins on the host. */
+static pbd_result pbd_sm__not_on_gpu(pbd_world *w, const char *fn) {
+    return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                          "%s: pbd_sm.h is not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", fn);
+}
+
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_body");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
     if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
@@ -4374,6 +4384,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
 PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body *out,
                                          pbd_range *range) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: w is NULL");
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_lattice");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
     if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
     int n = d->cell_count;
@@ -5132,6 +5143,7 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm__oriented *o, const int *edges, 
 
 PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: w is NULL");
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_oriented");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res != PBD_OK) return res;
@@ -5861,6 +5873,7 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
 
 PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: w is NULL");
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_surface_volume");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: d is NULL");
     pbd_result r = pbd_sm__volume_check(w, d);
     if (r != PBD_OK) return r;
@@ -7971,6 +7984,7 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
 PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth *out,
                                        pbd_range *particles) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: w is NULL");
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_cloth");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
     pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
     if (r != PBD_OK) return r;

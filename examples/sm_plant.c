@@ -226,7 +226,7 @@ int main(int argc, char **argv) {
     vis.now = (float *)malloc(sizeof(float) * 3 * (size_t)vis.nv);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h runs on the host (its kernels are not in pbd_cuda.cu yet) */
+    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h is not on the GPU yet: a GPU world refuses it */
     wd.substeps = 8;
     wd.iterations = 4;
     pbd_world *w = NULL;
