@@ -884,6 +884,124 @@ static void rp_rollback(void *u, pbd_world *w) {
     r->calls[6]++;
 }
 
+/* A random sequence of calls between steps (setters of every kind, reads,
+   snapshots and restores, adds, switches on and off), the same in a CPU
+   world and a GPU world: the same results and, after every step, the same
+   bits. What a GPU world keeps in step with its host copy (uploads,
+   fetches, what each call marks) meets every order of calls here. */
+typedef struct rnd_op {
+    int kind, i, k;
+    float f[4];
+} rnd_op;
+static pbd_result apply_op(pbd_world *w, const rnd_op *o, unsigned char *snap, size_t *snap_size) {
+    int n = pbd_world_particle_count(w), i = n > 0 ? o->i % n : 0;
+    pbd_range one = {i, 1};
+    switch (o->kind) {
+        case 0: return pbd_particles_set_velocities(w, one, o->f);
+        case 1: return pbd_particles_set_positions(w, one, o->f);
+        case 2: return o->k & 1 ? pbd_particle_pin(w, i) : pbd_particle_unpin(w, i);
+        case 3: {
+            pbd_result r = pbd_particle_set_kinematic(w, i, o->k & 1);
+            return r != PBD_OK || !(o->k & 1) ? r : pbd_particle_set_kinematic_target(w, i, o->f);
+        }
+        case 4: {
+            float q[4] = {0, o->f[3], 0, 1};
+            float l = sqrtf(q[1] * q[1] + 1);
+            q[1] /= l;
+            q[3] /= l;
+            return pbd_collider_set_pose(w, pbd_world_collider(w, 1 + o->k % 3), o->f, q);
+        }
+        case 5: {
+            float g[3] = {o->f[0], -9.81f + o->f[1], o->f[2]};
+            return pbd_world_set_gravity(w, g);
+        }
+        case 6: return pbd_world_set_solver(w, o->k & 1 ? PBD_SOLVER_PBD : PBD_SOLVER_XPBD, 1 + o->k % 3, 1 + o->k % 5);
+        case 7: return pbd_world_set_jacobi(w, o->k & 1, 1.2f);
+        case 8:
+            return pbd_group_set_compliance(w, pbd_world_group(w, o->k % pbd_world_group_count(w)), 1e-6f * o->f[3]);
+        case 9: return pbd_group_set_enabled(w, pbd_world_group(w, o->k % pbd_world_group_count(w)), o->k & 1);
+        case 10: return pbd_object_set_particle_contact(w, pbd_world_object(w, 0), o->k & 1);
+        case 11: return pbd_fluid_set_viscosity(w, fluid_handle, 0.05f * fabsf(o->f[3]), 0.01f * (float)(o->k & 1));
+        case 12: return pbd_world_set_point_damping(w, fabsf(o->f[3]));
+        case 13: *snap_size = pbd_world_snapshot_size(w); return pbd_world_save(w, snap, *snap_size);
+        case 14: return *snap_size ? pbd_world_restore(w, snap, *snap_size) : PBD_OK;
+        case 15: {
+            int nb[PBD_MAX_NEIGHBORS], c = 0, q[64];
+            pbd_result r = pbd_world_particle_neighbors(w, i, nb, PBD_MAX_NEIGHBORS, &c);
+            if (r == PBD_OK) r = pbd_world_self_contacts(w, q, 16, &c, NULL);
+            return r != PBD_OK ? r : (pbd_result)(c + 1000 * pbd_world_self_contact_count(w) > 1000000);
+        }
+        case 16: return pbd_particle_set_mass(w, i, 0.01f + fabsf(o->f[3]));
+        case 17: return pbd_object_set_damping(w, pbd_world_object(w, 0), fabsf(o->f[3]));
+        case 18: return pbd_world_set_acceleration_field(w, o->k & 1 ? gusts : NULL, NULL);
+        case 19: {
+            pbd_particles_desc pd = pbd_particles_desc_default();
+            pd.positions = o->f;
+            pd.count = 1;
+            pd.radius = 0.02f;
+            pbd_range r;
+            pbd_result res = pbd_add_particles(w, &pd, &r);
+            return res != PBD_OK ? res : pbd_particles_set_particle_contact(w, r, 1);
+        }
+        default: return pbd_world_set_particle_contact_friction(w, 0.6f, 0.3f * fabsf(o->f[3]));
+    }
+}
+
+TEST(cuda_random_calls_between_steps_keep_the_cpu_worlds_bits) {
+    NEEDS_GPU();
+    enum { STEPS = 50, SNAP = 4 << 20 };
+    unsigned char *snap[2] = {(unsigned char *)malloc(SNAP), (unsigned char *)malloc(SNAP)};
+    for (unsigned seed = 1; seed <= 2; ++seed) {
+        pbd__cuda_emulate_seed(seed);
+        pbd_world *w[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+        size_t size[2] = {0, 0};
+        unsigned rng = 12345u * seed;
+        if (!w[0] || !w[1]) goto next;
+        for (int k = 0; k < 2; ++k) { /* cloth on colliders, a fluid, a self-colliding cloth; grains come later */
+            build_cloth(w[k]);
+            float o[3] = {-0.2f, 1.2f, -0.2f};
+            float *p = pbdt_lattice(6, 4, 6, 0.05f, o);
+            pbd_fluid_desc fd = pbd_fluid_desc_default();
+            fd.positions = p;
+            fd.count = 6 * 4 * 6;
+            CHECK_OK(pbd_add_fluid(w[k], &fd, &fluid_handle, NULL));
+            free(p);
+            float c0[3] = {0.1f, 1.5f, 0.1f}, u[3] = {0.4f, 0, 0}, v[3] = {0, 0, 0.4f};
+            pbd_mesh m;
+            pbd_object sc;
+            CHECK_OK(pbd_mesh_grid(8, 8, c0, u, v, &m));
+            pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+            CHECK_OK(pbd_add_cloth(w[k], &cd, &sc));
+            CHECK_OK(pbd_add_cloth_self_collision(w[k], sc, &cd, 0.01f, NULL));
+            pbd_mesh_free(&m);
+        }
+        for (int s = 0; s < STEPS; ++s) {
+            int ops = (int)(pbdt_rand(&rng) * 4.0f);
+            for (int j = 0; j < ops; ++j) {
+                rnd_op o;
+                o.kind = (int)(pbdt_rand(&rng) * 21.0f);
+                o.i = (int)(pbdt_rand(&rng) * 100000.0f);
+                o.k = (int)(pbdt_rand(&rng) * 1000.0f);
+                for (int c = 0; c < 4; ++c) o.f[c] = pbdt_rand(&rng) - 0.5f;
+                o.f[1] += 0.8f; /* positions above the ground */
+                pbd_result r0 = apply_op(w[0], &o, snap[0], &size[0]), r1 = apply_op(w[1], &o, snap[1], &size[1]);
+                CHECK_MSG(r0 == r1, "step %d, call %d: %d on the CPU, %d on the GPU", s, o.kind, (int)r0, (int)r1);
+                if (o.kind == 13)
+                    CHECK_MSG(size[0] == size[1] && !memcmp(snap[0], snap[1], size[0]), "step %d: the snapshots differ",
+                              s);
+            }
+            pbd_result r0 = pbd_world_step(w[0], 1.0f / 60.0f), r1 = pbd_world_step(w[1], 1.0f / 60.0f);
+            CHECK_MSG(r0 == r1, "step %d: %d on the CPU, %d on the GPU", s, (int)r0, (int)r1);
+            if (!same_bits("random calls", s, w[0], w[1])) break;
+        }
+    next:
+        pbd_world_destroy(w[0]);
+        pbd_world_destroy(w[1]);
+    }
+    free(snap[0]);
+    free(snap[1]);
+}
+
 /* A GPU world runs a plugin's callbacks on the host, around its kernels:
    the same bits and the same record as a CPU world, through a rollback. */
 TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
@@ -1093,6 +1211,7 @@ void suite_cuda(void) {
     RUN(cuda_gpu_worlds_give_the_cpu_worlds_bits_in_two_launch_orders);
     RUN(cuda_fluid_lists_densities_and_snapshots_match_the_cpu);
     RUN(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits);
+    RUN(cuda_random_calls_between_steps_keep_the_cpu_worlds_bits);
     RUN(cuda_snapshot_and_restore_mid_run);
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_a_snapshot_with_self_collision_runs_on_in_a_gpu_world);
