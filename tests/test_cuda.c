@@ -885,10 +885,11 @@ static void rp_rollback(void *u, pbd_world *w) {
 }
 
 /* A random sequence of calls between steps (setters of every kind, reads,
-   snapshots and restores, adds, switches on and off), the same in a CPU
+   snapshots and restores, adds and removals, switches on and off), the same in a CPU
    world and a GPU world: the same results and, after every step, the same
    bits. What a GPU world keeps in step with its host copy (uploads,
    fetches, what each call marks) meets every order of calls here. */
+static pbd_surface random_surface;
 typedef struct rnd_op {
     int kind, i, k;
     float f[4];
@@ -943,7 +944,9 @@ static pbd_result apply_op(pbd_world *w, const rnd_op *o, unsigned char *snap, s
             pbd_result res = pbd_add_particles(w, &pd, &r);
             return res != PBD_OK ? res : pbd_particles_set_particle_contact(w, r, 1);
         }
-        default: return pbd_world_set_particle_contact_friction(w, 0.6f, 0.3f * fabsf(o->f[3]));
+        case 20: return pbd_world_set_particle_contact_friction(w, 0.6f, 0.3f * fabsf(o->f[3]));
+        case 21: return o->k % 2 ? PBD_OK : pbd_remove_fluid(w, fluid_handle); /* now and then: then it is gone */
+        default: return o->k % 2 ? PBD_OK : pbd_remove_collision_surface(w, random_surface);
     }
 }
 
@@ -972,14 +975,14 @@ TEST(cuda_random_calls_between_steps_keep_the_cpu_worlds_bits) {
             CHECK_OK(pbd_mesh_grid(8, 8, c0, u, v, &m));
             pbd_cloth_desc cd = pbdt_cloth_desc(&m);
             CHECK_OK(pbd_add_cloth(w[k], &cd, &sc));
-            CHECK_OK(pbd_add_cloth_self_collision(w[k], sc, &cd, 0.01f, NULL));
+            CHECK_OK(pbd_add_cloth_self_collision(w[k], sc, &cd, 0.01f, &random_surface));
             pbd_mesh_free(&m);
         }
         for (int s = 0; s < STEPS; ++s) {
             int ops = (int)(pbdt_rand(&rng) * 4.0f);
             for (int j = 0; j < ops; ++j) {
                 rnd_op o;
-                o.kind = (int)(pbdt_rand(&rng) * 21.0f);
+                o.kind = (int)(pbdt_rand(&rng) * 23.0f);
                 o.i = (int)(pbdt_rand(&rng) * 100000.0f);
                 o.k = (int)(pbdt_rand(&rng) * 1000.0f);
                 for (int c = 0; c < 4; ++c) o.f[c] = pbdt_rand(&rng) - 0.5f;
