@@ -147,18 +147,19 @@ test-gpu: deps
 # One short check for a machine with a GPU (no package installs: such
 # machines may be offline): the equivalence tests, compute-sanitizer on two
 # short tests, and the GPU benches (cloth targets, strands, the 128 000
-# particle fluid beside the 2-thread CPU world) into out/gpu-check/. About
-# 3 minutes on an H200's host.
+# particle fluid beside the 2-thread CPU world, self-collision's quick
+# scenes) into out/gpu-check/. About 4 minutes on an H200's host.
 gpu-check:
 	@mkdir -p out/gpu-check
 	@$(MAKE) --no-print-directory -j8 $(CUDA_BUILD)/pbd_cuda_tests $(BUILD)/bench/cloth $(BUILD)/bench/strands \
-	  $(BUILD)/bench/fluid CUDA_ARCH=-arch=native
+	  $(BUILD)/bench/fluid $(BUILD)/bench/selfcollision CUDA_ARCH=-arch=native
 	./$(CUDA_BUILD)/pbd_cuda_tests | tee out/gpu-check/tests.txt
 	-$(SANITIZER) --tool memcheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_snapshot 2>&1 | tail -3
 	-$(SANITIZER) --tool racecheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_a_non_finite 2>&1 | tail -3
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/cloth --gpu | tee out/gpu-check/cloth.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/strands | tee out/gpu-check/strands.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/fluid --big --config 2 | tee out/gpu-check/fluid.jsonl
+	OMP_NUM_THREADS=2 ./$(BUILD)/bench/selfcollision --quick | tee out/gpu-check/selfcollision.jsonl
 
 # The cross-platform determinism test's hashes (tests/test_determinism.c).
 determinism-hash: deps
