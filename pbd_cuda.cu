@@ -1523,14 +1523,19 @@ static void pbd__damping_fractions(pbd__gpu *g, const pbd_world *w, float h) {
     pbd__h2d(g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
 }
 
+/* Whether the device may change objects' coupled flags (particle contact
+   between objects marks them; only then are they kept, restored and
+   fetched). Fluids' pressures likewise only with fluids. */
+static int pbd__couples(const pbd_world *w) { return w->nobjects > 0 && w->pp.np > 0; }
+
 static void pbd__pull_particles(pbd__gpu *g, pbd_world *w) {
     size_t n = (size_t)w->n;
     pbd__d2h(w->x, g->shadow.x, sizeof(pbd__p4) * n);
     pbd__d2h(w->v, g->shadow.v, sizeof(pbd__p4) * n);
     if (n) memcpy(w->p, w->x, sizeof(pbd__p4) * n); /* as after a step on the CPU */
     pbd__d2h(w->ncontact, g->shadow.ncontact, n);
-    pbd__d2h(w->pressure, g->shadow.pressure, sizeof(float) * n);
-    if (w->nobjects > 0) {
+    if (w->pp.nfluids > 0) pbd__d2h(w->pressure, g->shadow.pressure, sizeof(float) * n);
+    if (pbd__couples(w)) {
         pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled_out, 1);
         pbd__d2h(g->hc, g->coupled_out, sizeof(int) * (size_t)w->nobjects);
         for (int o = 0; o < w->nobjects; ++o) w->objects[o].coupled = g->hc[o];
@@ -1563,9 +1568,9 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
     pbd__d2d(g->shadow.x, g->shadow.x_step, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v, g->shadow.v_step, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.p, g->shadow.x, sizeof(pbd__p4) * n); /* as after a step */
-    pbd__d2d(g->shadow.pressure, g->shadow.pressure_step, sizeof(float) * n);
+    if (w->pp.nfluids > 0) pbd__d2d(g->shadow.pressure, g->shadow.pressure_step, sizeof(float) * n);
     w->pp.pressure_h = g->pressure_h_keep;
-    pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 0);
+    if (pbd__couples(w)) pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 0);
     if (g->sc_dev) pbd__sc_keep_dev(g, 1);
     pbd__lras_keep_dev(g, w, 1);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
@@ -1603,8 +1608,8 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     if (w->ncolliders) memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
     pbd__d2d(g->shadow.x_step, g->shadow.x, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
-    pbd__d2d(g->shadow.pressure_step, g->shadow.pressure, sizeof(float) * n);
-    pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 1);
+    if (w->pp.nfluids > 0) pbd__d2d(g->shadow.pressure_step, g->shadow.pressure, sizeof(float) * n);
+    if (pbd__couples(w)) pbd__launch(g, w->nobjects, pbd__k_coupled, g->dw, g->coupled, 1);
     if (g->sc_dev) pbd__sc_keep_dev(g, 0);
     pbd__lras_keep_dev(g, w, 0);
     pbd__fluid_begin_dev(g, w, h);
