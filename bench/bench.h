@@ -4,7 +4,10 @@
    for the scalar reference path on 1 thread, the SIMD path on 1 thread and
    the SIMD path on 2 threads in the same process, so that ratios survive
    a noisy shared machine. ms_per_step is the median of BENCH_RUNS timed
-   runs after a warm-up. */
+   runs after a warm-up.
+
+   For a profiler (ncu, perf): PBD_BENCH_SCENE=name runs only the scenes
+   whose name holds it, and PBD_BENCH_GPU_ONLY=1 only their GPU lines. */
 #ifndef PBD_BENCH_H
 #define PBD_BENCH_H
 #ifndef _POSIX_C_SOURCE
@@ -38,6 +41,13 @@ static pbd_world_desc bench_desc(void) {
     pbd_world_desc d = pbd_world_desc_default();
     d.device = bench_device;
     return d;
+}
+
+/* Whether the profiling filters above skip scene (gpu: its GPU line). */
+static int bench_skip(const char *scene, int gpu) {
+    const char *only = getenv("PBD_BENCH_SCENE"), *gpu_only = getenv("PBD_BENCH_GPU_ONLY");
+    if (only && *only && !strstr(scene, only)) return 1;
+    return !gpu && gpu_only && strcmp(gpu_only, "1") == 0;
 }
 
 /* Optional: called before every step (moving kinematic targets, colliders);
@@ -93,6 +103,7 @@ typedef pbd_world *(*bench_make_fn)(void *ctx);
    world to measure (built without PBD_CUDA, no device, a scene that
    fails to build) one line says why: "skipped". */
 static void bench_cuda_scene(const char *bench, const char *scene, bench_make_fn make, void *ctx, int warm, int steps) {
+    if (bench_skip(scene, 1)) return;
 #ifdef PBD_CUDA
     bench_device = PBD_DEVICE_GPU;
     pbd_world *w = make(ctx);
@@ -142,6 +153,7 @@ static void bench_scene(const char *bench, const char *scene, bench_make_fn make
         int simd, threads;
     } cfg[3] = {{0, 1}, {1, 1}, {1, 2}};
     for (int k = 0; k < 3; ++k) {
+        if (bench_skip(scene, 0)) break;
         if (cfg[k].threads > pbd_max_threads() && cfg[k].threads > 1 && pbd_max_threads() == 1) continue;
         pbd_world *w = make(ctx);
         if (!w) {
