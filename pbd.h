@@ -8730,6 +8730,58 @@ static inline PBD_HD float pbd__lane_sum_n(const float *acc, int lanes) {
 }
 static inline float pbd__lane_sum(const float *acc) { return pbd__lane_sum_n(acc, PBD__W); }
 
+/* The same sums lane by lane (lane l's terms l, l + L, l + 2L, ... in
+   order), each lane's total combined into pbd__lane_sum_n's tree as it
+   comes: the tree pairs lane l with l + L/2, then with l + L/4, ..., so
+   taking the lanes in bit-reversed order (0, L/2, L/4, 3L/4, ...) makes
+   every pair adjacent, and a stack of log2 L + 1 levels (a binary
+   counter) adds each pair as soon as both halves are known. The same
+   additions in the same association, so the same bits, with one lane's n
+   running sums in registers and the stack touched once per lane, where
+   the n x L running sums of pbd__lane_sum_n's arrays are updated in
+   memory for every neighbour: a GPU thread's arrays live in slow local
+   memory. pbd_cuda.cu's kernels, built with PBD__W == 1, sum this way in
+   the lanes of the host that made the world (on an H200 the 128 000
+   particle fluid's density and correction passes took a fifth less time
+   than with the arrays; bench/README.md). */
+#define PBD__LANE_LEVELS 5 /* log2 PBD__LANES_MAX + 1 */
+#define PBD__LANE_SUMS 6   /* the most sums taken at once */
+typedef struct pbd__lane_tree {
+    float st[PBD__LANE_LEVELS][PBD__LANE_SUMS];
+    int lanes, root;
+} pbd__lane_tree;
+/* the tree's first lane: for (int i = pbd__lane_first(&t, L); i < L; ++i) */
+static inline PBD_HD int pbd__lane_first(pbd__lane_tree *t, int lanes) {
+    t->lanes = lanes;
+    for (t->root = 0; (1 << t->root) < lanes;) t->root++;
+    return 0;
+}
+/* the lane taken i-th: i's log2 L bits reversed */
+static inline PBD_HD int pbd__lane_at(const pbd__lane_tree *t, int i) {
+    int l = 0;
+    for (int b = t->lanes >> 1; b > 0; b >>= 1, i >>= 1)
+        if (i & 1) l |= b;
+    return l;
+}
+/* the i-th lane's n totals v (consumed) into the tree */
+static inline PBD_HD void pbd__lane_push(pbd__lane_tree *t, int i, float *v, int n) {
+    int k = 0;
+    for (; (i >> k) & 1; ++k)
+        for (int c = 0; c < n; ++c) v[c] = t->st[k][c] + v[c];
+    for (int c = 0; c < n; ++c) t->st[k][c] = v[c];
+}
+/* a lane's two running vector sums v[0 .. 6) += a, b */
+static inline PBD_HD void pbd__lane_add2(float *v, pbd__v3 a, pbd__v3 b) {
+    v[0] += a.x;
+    v[1] += a.y;
+    v[2] += a.z;
+    v[3] += b.x;
+    v[4] += b.y;
+    v[5] += b.z;
+}
+/* sum c of the whole tree, once every lane is in */
+static inline PBD_HD float pbd__lane_total(const pbd__lane_tree *t, int c) { return t->st[t->root][c]; }
+
 #if PBD__W > 1
 /* pbd__lane_sum of four vectors at once: out[i] for the i-th. */
 static inline void pbd__vlane_sum4(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf d, float out[4]) {
@@ -9018,16 +9070,33 @@ static PBD_HD void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a,
 #else
     (void)mass; /* the SIMD blocks' (a's fluid's); the scalar pairs take pbd__pp_mass_in */
 #endif
+#if PBD__W == 1 /* lane by lane (see pbd__lane_tree) */
+    pbd__lane_tree t;
+    for (int i = pbd__lane_first(&t, w->lanes); i < t.lanes; ++i) {
+        float v[5] = {0, 0, 0, 0, 0};
+        for (int j = pbd__lane_at(&t, i); j < count; j += t.lanes) {
+            int b = list[j];
+            float rho, s2;
+            pbd__v3 g;
+            pbd__lambda_pair(k, pbd__pp_mass_in(pp, a, b), pa, &P[b], &rho, &g, &s2);
+            v[0] += rho;
+            v[1] += g.x;
+            v[2] += g.y;
+            v[3] += g.z;
+            v[4] += s2;
+        }
+        pbd__lane_push(&t, i, v, 5);
+    }
+    for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_total(&t, c);
+#else
     float acc[5][PBD__LANES_MAX];
     int L = w->lanes;
     memset(acc, 0, sizeof acc);
     for (int j = 0; j < count; j += L) {
-#if PBD__W > 1
         if (w->simd && pbd__block_of_fluid(pp, list, j, count, pp->sfluid[a])) {
             pbd__vlambda_block(k, mass, pa, P, list, j, count, acc);
             continue;
         }
-#endif
         for (int l = 0; l < L && j + l < count; ++l) {
             int b = list[j + l];
             float rho, s2;
@@ -9041,6 +9110,7 @@ static PBD_HD void pbd__lambda_sums(const pbd_world *w, const pbd__p4 *P, int a,
         }
     }
     for (int c = 0; c < 5; ++c) sums[c] = pbd__lane_sum_n(acc[c], L);
+#endif
 }
 /* The warm start of the density constraints (iteration `it` of the
    substep; it < 0: pbd_fluid_densities, no state). PBF's multipliers
@@ -9207,17 +9277,29 @@ static PBD_HD void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, in
         return;
     }
 #endif
+#if PBD__W == 1 /* lane by lane (see pbd__lane_tree) */
+    pbd__lane_tree t;
+    for (int i = pbd__lane_first(&t, w->lanes); i < t.lanes; ++i) {
+        float v[6] = {0, 0, 0, 0, 0, 0};
+        for (int j = pbd__lane_at(&t, i); j < count; j += t.lanes) {
+            pbd__v3 s, c;
+            pbd__correction_pair(w, P, a, list[j], ka, pa, &s, &c);
+            pbd__lane_add2(v, s, c);
+        }
+        pbd__lane_push(&t, i, v, 6);
+    }
+    *sum = pbd__v(pbd__lane_total(&t, 0), pbd__lane_total(&t, 1), pbd__lane_total(&t, 2));
+    if (!pp->pure[a]) *contact = pbd__v(pbd__lane_total(&t, 3), pbd__lane_total(&t, 4), pbd__lane_total(&t, 5));
+#else
     float acc[3][PBD__LANES_MAX], cacc[3][PBD__LANES_MAX];
     int L = w->lanes;
     memset(acc, 0, sizeof acc);
     memset(cacc, 0, sizeof cacc);
     for (int j = 0; j < count; j += L) {
-#if PBD__W > 1
         if (w->simd && fa >= 0 && (ka->scorr == 0 || ka->n > 0) && pbd__block_of_fluid(pp, list, j, count, fa)) {
             pbd__vcorrection_block(pp, pp->omega, a, ka, pa, list, j, count, acc);
             continue;
         }
-#endif
         for (int l = 0; l < L && j + l < count; ++l) {
             pbd__v3 s, c;
             pbd__correction_pair(w, P, a, list[j + l], ka, pa, &s, &c);
@@ -9232,6 +9314,7 @@ static PBD_HD void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, in
     *sum = pbd__v(pbd__lane_sum_n(acc[0], L), pbd__lane_sum_n(acc[1], L), pbd__lane_sum_n(acc[2], L));
     if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
         *contact = pbd__v(pbd__lane_sum_n(cacc[0], L), pbd__lane_sum_n(cacc[1], L), pbd__lane_sum_n(cacc[2], L));
+#endif
 }
 static PBD_HD void pbd__pp_correction(pbd_world *w, const pbd__p4 *P, int a) {
     pbd__particle_phase *pp = &w->pp;
@@ -9380,6 +9463,22 @@ static PBD_HD void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const p
         return;
     }
 #endif
+#if PBD__W == 1 /* lane by lane (see pbd__lane_tree) */
+    pbd__lane_tree t;
+    for (int i = pbd__lane_first(&t, w->lanes); i < t.lanes; ++i) {
+        float v[6] = {0, 0, 0, 0, 0, 0};
+        for (int j = pbd__lane_at(&t, i); j < count; j += t.lanes) {
+            int b = list[j];
+            if (pp->sfluid[b] < 0) continue;
+            pbd__v3 d, o;
+            pbd__xsph_pair(&k, pp->fluids[pp->sfluid[b]].mass / f->rest_density, pa, va, &X[b], &V[b], vort, &d, &o);
+            pbd__lane_add2(v, d, o);
+        }
+        pbd__lane_push(&t, i, v, 6);
+    }
+    *dv = pbd__v(pbd__lane_total(&t, 0), pbd__lane_total(&t, 1), pbd__lane_total(&t, 2));
+    *om = pbd__v(pbd__lane_total(&t, 3), pbd__lane_total(&t, 4), pbd__lane_total(&t, 5));
+#else
     float acc[6][PBD__LANES_MAX];
     int L = w->lanes;
     memset(acc, 0, sizeof acc);
@@ -9397,6 +9496,7 @@ static PBD_HD void pbd__fluid_xsph(const pbd_world *w, const pbd__p4 *X, const p
     }
     *dv = pbd__v(pbd__lane_sum_n(acc[0], L), pbd__lane_sum_n(acc[1], L), pbd__lane_sum_n(acc[2], L));
     *om = pbd__v(pbd__lane_sum_n(acc[3], L), pbd__lane_sum_n(acc[4], L), pbd__lane_sum_n(acc[5], L));
+#endif
 }
 
 /* The passes of pbd__fluid_velocities for slot a (each reads what the
@@ -14995,9 +15095,9 @@ static PBD_HD int pbd__solve3(const double *A, const double *b, double *x) {
    particle list (list NULL: first .. first + count) in blocks of
    PBD__SUM_BLOCK consecutive entries: each block is summed in order, then
    the blocks' sums are added in order. pbd_cuda.cu sums the blocks in
-   parallel (one thread each) and adds them in the same order, so a GPU
-   world gets the same bits without a thread per object walking a whole
-   cloth. */
+   parallel (a thread per block and component, below) and adds them in the
+   same order, so a GPU world gets the same bits without a thread per
+   object walking a whole cloth. */
 #define PBD__SUM_BLOCK 256
 
 static inline PBD_HD int pbd__list_at(const int *list, int first, int j) { return list ? list[j] : first + j; }
@@ -15006,74 +15106,92 @@ static inline PBD_HD int pbd__sum_blocks(int count) { return (count + PBD__SUM_B
 /* Mass and first moments (mass times position, times velocity) of the
    particles of one kind: dynamic ones weighted by their masses (anchors
    0), or the anchors - pinned or kinematic, inverse mass 0 - with equal
-   weights (anchors 1). */
+   weights (anchors 1). Components: m, m x (3), m v (3). */
+enum { PBD__MOM_M = 0, PBD__MOM_X = 1, PBD__MOM_V = 4, PBD__MOM_N = 7 };
 typedef struct pbd__moments {
-    double m, mx[3], mv[3];
+    double c[PBD__MOM_N];
 } pbd__moments;
-/* Angular momentum and inertia tensor (row-major) about a centre. */
+/* Angular momentum (3) and inertia tensor (9, row-major) about a centre. */
+enum { PBD__SPIN_L = 0, PBD__SPIN_I = 3, PBD__SPIN_N = 12 };
 typedef struct pbd__spin {
-    double L[3], inertia[9];
+    double c[PBD__SPIN_N];
 } pbd__spin;
 
+/* Each component of a block's sums is its own sum, term by term in order:
+   the CPU takes every component of a block at once (the terms computed
+   once), a GPU thread one component of one block (components [c0, c1)),
+   so that a cloth of a million particles has tens of thousands of
+   threads, not one per 256 particles; the same additions either way. */
+
+/* Particle i's terms of its kind's moments; 0 if of the other kind. */
+static inline PBD_HD int pbd__moments_terms(const pbd_world *w, int i, int anchors, double *t) {
+    const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+    if ((x->w == 0) != anchors) return 0;
+    double m = anchors ? 1.0 : 1.0 / x->w;
+    t[PBD__MOM_M] = m;
+    t[PBD__MOM_X + 0] = m * x->x;
+    t[PBD__MOM_X + 1] = m * x->y;
+    t[PBD__MOM_X + 2] = m * x->z;
+    t[PBD__MOM_V + 0] = m * v->x;
+    t[PBD__MOM_V + 1] = m * v->y;
+    t[PBD__MOM_V + 2] = m * v->z;
+    return 1;
+}
 static PBD_HD void pbd__moments_block(const pbd_world *w, const int *list, int first, int count, int b, int anchors,
-                                      pbd__moments *s) {
+                                      int c0, int c1, pbd__moments *s) {
     int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
-    s->m = 0;
-    for (int a = 0; a < 3; ++a) s->mx[a] = s->mv[a] = 0;
+    double acc[PBD__MOM_N] = {0, 0, 0, 0, 0, 0, 0}; /* (not s: a GPU's s is in global memory) */
     for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
-        int i = pbd__list_at(list, first, j);
-        if ((w->x[i].w == 0) != anchors) continue;
-        double m = anchors ? 1.0 : 1.0 / w->x[i].w;
-        s->m += m;
-        s->mx[0] += m * w->x[i].x;
-        s->mx[1] += m * w->x[i].y;
-        s->mx[2] += m * w->x[i].z;
-        s->mv[0] += m * w->v[i].x;
-        s->mv[1] += m * w->v[i].y;
-        s->mv[2] += m * w->v[i].z;
+        double t[PBD__MOM_N];
+        if (!pbd__moments_terms(w, pbd__list_at(list, first, j), anchors, t)) continue;
+        for (int c = c0; c < c1; ++c) acc[c] += t[c];
     }
+    for (int c = c0; c < c1; ++c) s->c[c] = acc[c];
 }
 static PBD_HD void pbd__moments_add(pbd__moments *t, const pbd__moments *s) {
-    t->m += s->m;
-    for (int a = 0; a < 3; ++a) {
-        t->mx[a] += s->mx[a];
-        t->mv[a] += s->mv[a];
-    }
+    for (int c = 0; c < PBD__MOM_N; ++c) t->c[c] += s->c[c];
 }
 
-/* Block b's angular momentum and inertia of the particles of one kind
+/* Particle i's terms of the angular momentum and inertia of its kind
    about xc: with vc, of the velocities relative to vc (the rigid fit);
    vc NULL: the angular momentum of the absolute positions and velocities
    (about the origin, what pbd__momentum_before keeps). */
-static PBD_HD void pbd__spin_block(const pbd_world *w, const int *list, int first, int count, int b, int anchors,
-                                   const double *xc, const double *vc, pbd__spin *s) {
-    int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
-    for (int a = 0; a < 3; ++a) s->L[a] = 0;
-    for (int a = 0; a < 9; ++a) s->inertia[a] = 0;
-    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
-        int i = pbd__list_at(list, first, j);
-        const pbd__p4 *x = &w->x[i], *v = &w->v[i];
-        if ((x->w == 0) != anchors) continue;
-        double m = anchors ? 1.0 : 1.0 / x->w;
-        double r[3] = {x->x - xc[0], x->y - xc[1], x->z - xc[2]};
-        if (vc) {
-            double u[3] = {v->x - vc[0], v->y - vc[1], v->z - vc[2]};
-            s->L[0] += m * (r[1] * u[2] - r[2] * u[1]);
-            s->L[1] += m * (r[2] * u[0] - r[0] * u[2]);
-            s->L[2] += m * (r[0] * u[1] - r[1] * u[0]);
-        } else {
-            s->L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
-            s->L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
-            s->L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
-        }
-        double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
-        for (int a = 0; a < 3; ++a)
-            for (int c = 0; c < 3; ++c) s->inertia[3 * a + c] += m * ((a == c ? rr : 0) - r[a] * r[c]);
+static inline PBD_HD int pbd__spin_terms(const pbd_world *w, int i, int anchors, const double *xc, const double *vc,
+                                         double *t) {
+    const pbd__p4 *x = &w->x[i], *v = &w->v[i];
+    if ((x->w == 0) != anchors) return 0;
+    double m = anchors ? 1.0 : 1.0 / x->w;
+    double r[3] = {x->x - xc[0], x->y - xc[1], x->z - xc[2]};
+    double *L = t + PBD__SPIN_L;
+    if (vc) {
+        double u[3] = {v->x - vc[0], v->y - vc[1], v->z - vc[2]};
+        L[0] = m * (r[1] * u[2] - r[2] * u[1]);
+        L[1] = m * (r[2] * u[0] - r[0] * u[2]);
+        L[2] = m * (r[0] * u[1] - r[1] * u[0]);
+    } else {
+        L[0] = m * ((double)x->y * v->z - (double)x->z * v->y);
+        L[1] = m * ((double)x->z * v->x - (double)x->x * v->z);
+        L[2] = m * ((double)x->x * v->y - (double)x->y * v->x);
     }
+    double rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2];
+    for (int a = 0; a < 3; ++a)
+        for (int c = 0; c < 3; ++c) t[PBD__SPIN_I + 3 * a + c] = m * ((a == c ? rr : 0) - r[a] * r[c]);
+    return 1;
+}
+static PBD_HD void pbd__spin_block(const pbd_world *w, const int *list, int first, int count, int b, int anchors,
+                                   const double *xc, const double *vc, int c0, int c1, pbd__spin *s) {
+    int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
+    double acc[PBD__SPIN_N];
+    for (int c = 0; c < PBD__SPIN_N; ++c) acc[c] = 0;
+    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+        double t[PBD__SPIN_N];
+        if (!pbd__spin_terms(w, pbd__list_at(list, first, j), anchors, xc, vc, t)) continue;
+        for (int c = c0; c < c1; ++c) acc[c] += t[c];
+    }
+    for (int c = c0; c < c1; ++c) s->c[c] = acc[c];
 }
 static PBD_HD void pbd__spin_add(pbd__spin *t, const pbd__spin *s) {
-    for (int a = 0; a < 3; ++a) t->L[a] += s->L[a];
-    for (int a = 0; a < 9; ++a) t->inertia[a] += s->inertia[a];
+    for (int c = 0; c < PBD__SPIN_N; ++c) t->c[c] += s->c[c];
 }
 
 /* The whole list's sums, block by block (the CPU's way to the GPU's bits). */
@@ -15081,7 +15199,7 @@ static void pbd__moments_sum(const pbd_world *w, const int *list, int first, int
     pbd__moments s;
     memset(t, 0, sizeof *t);
     for (int b = 0; b < pbd__sum_blocks(count); ++b) {
-        pbd__moments_block(w, list, first, count, b, anchors, &s);
+        pbd__moments_block(w, list, first, count, b, anchors, 0, PBD__MOM_N, &s);
         pbd__moments_add(t, &s);
     }
 }
@@ -15090,7 +15208,7 @@ static void pbd__spin_sum(const pbd_world *w, const int *list, int first, int co
     pbd__spin s;
     memset(t, 0, sizeof *t);
     for (int b = 0; b < pbd__sum_blocks(count); ++b) {
-        pbd__spin_block(w, list, first, count, b, anchors, xc, vc, &s);
+        pbd__spin_block(w, list, first, count, b, anchors, xc, vc, 0, PBD__SPIN_N, &s);
         pbd__spin_add(t, &s);
     }
 }
@@ -15100,16 +15218,17 @@ static void pbd__spin_sum(const pbd_world *w, const int *list, int first, int co
 /* Centre and velocity of the fit from the first moments; 0 when there is
    no particle of that kind. */
 static PBD_HD int pbd__fit_centre(const pbd__moments *t, double *xc, double *vc) {
-    if (!(t->m > 0)) return 0;
+    double m = t->c[PBD__MOM_M];
+    if (!(m > 0)) return 0;
     for (int a = 0; a < 3; ++a) {
-        xc[a] = t->mx[a] / t->m;
-        vc[a] = t->mv[a] / t->m;
+        xc[a] = t->c[PBD__MOM_X + a] / m;
+        vc[a] = t->c[PBD__MOM_V + a] / m;
     }
     return 1;
 }
 /* Its angular velocity om = I^-1 L; the return value of pbd__rigid_fit. */
 static PBD_HD int pbd__fit_omega(const pbd__spin *t, int anchors, double *om) {
-    if (!pbd__solve3(t->inertia, t->L, om)) {
+    if (!pbd__solve3(t->c + PBD__SPIN_I, t->c + PBD__SPIN_L, om)) {
         /* dynamic and collinear (or one particle): the rotation about the
            line is not defined and damping towards v_cm alone would not keep
            the angular momentum, so the caller skips them */
@@ -15187,22 +15306,25 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
    outside: taken before it, the removed momentum would come back as spin
    every substep. */
 
-/* Block b of object oi: its angular momentum about the origin into L;
-   returns 1 if the block holds an anchor (pinned or kinematic: the object
-   is supported from outside, and L is not used). */
-static PBD_HD int pbd__momentum_block(const pbd_world *w, int oi, int b, double *L) {
+/* Block b of object oi: components [c0, c1) of its angular momentum
+   about the origin into L (see pbd__moments_block); returns 1 if the
+   block holds an anchor (pinned or kinematic: the object is supported from
+   outside, and L is not used). */
+static PBD_HD int pbd__momentum_block(const pbd_world *w, int oi, int b, int c0, int c1, double *L) {
     const pbd__object *o = &w->objects[oi];
     int j1 = (b + 1) * PBD__SUM_BLOCK < o->count ? (b + 1) * PBD__SUM_BLOCK : o->count;
-    L[0] = L[1] = L[2] = 0;
-    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+    double acc[3] = {0, 0, 0};
+    int anchored = 0;
+    for (int j = b * PBD__SUM_BLOCK; j < j1 && !anchored; ++j) {
         const pbd__p4 *x = &w->x[o->first + j], *v = &w->v[o->first + j];
-        if (x->w == 0) return 1;
+        if ((anchored = x->w == 0)) break;
         double m = 1.0 / x->w;
-        L[0] += m * ((double)x->y * v->z - (double)x->z * v->y);
-        L[1] += m * ((double)x->z * v->x - (double)x->x * v->z);
-        L[2] += m * ((double)x->x * v->y - (double)x->y * v->x);
+        double t[3] = {m * ((double)x->y * v->z - (double)x->z * v->y), m * ((double)x->z * v->x - (double)x->x * v->z),
+                       m * ((double)x->x * v->y - (double)x->y * v->x)};
+        for (int c = c0; c < c1; ++c) acc[c] += t[c];
     }
-    return 0;
+    for (int c = c0; c < c1; ++c) L[c] = acc[c];
+    return anchored;
 }
 
 static void pbd__momentum_before(pbd_world *w, int oi) {
@@ -15211,7 +15333,7 @@ static void pbd__momentum_before(pbd_world *w, int oi) {
     l[0] = l[1] = l[2] = 0;
     l[3] = !o->coupled;
     for (int b = 0; b < pbd__sum_blocks(o->count) && l[3]; ++b) {
-        if (pbd__momentum_block(w, oi, b, L)) l[3] = 0;
+        if (pbd__momentum_block(w, oi, b, 0, 3, L)) l[3] = 0;
         for (int a = 0; a < 3; ++a) l[a] += L[a];
     }
 }
@@ -15229,8 +15351,9 @@ static PBD_HD int pbd__touched(const pbd_world *w, int first, int count) {
    (pbd__momentum_before), from its spin s about its centre; 0 when there
    is nothing to do. */
 static PBD_HD int pbd__momentum_omega(const double *l, const pbd__spin *s, double *om) {
-    double dL[3] = {l[0] - s->L[0], l[1] - s->L[1], l[2] - s->L[2]};
-    return pbd__solve3(s->inertia, dL, om);
+    const double *L = s->c + PBD__SPIN_L;
+    double dL[3] = {l[0] - L[0], l[1] - L[1], l[2] - L[2]};
+    return pbd__solve3(s->c + PBD__SPIN_I, dL, om);
 }
 
 /* Particle i turned by om about c. */

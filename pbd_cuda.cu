@@ -106,8 +106,10 @@
        thread per particle for its contacts and tethers, one thread for the
        overflow colour and a balloon's volume. The sums of damping and of
        the angular-momentum restore run, on the CPU too, in blocks of 256
-       particles (pbd.h, "sums over particles"): here one thread per block,
-       then one per object adding its blocks in order; damping clusters
+       particles (pbd.h, "sums over particles"): here one thread per block
+       and component (each component is its own sum), one per particle
+       applying the result, and one per object adding its blocks in order;
+       damping clusters
        one after the other (a particle may be in several). The particle
        phase's grid is the CPU's (the same buckets; integer atomics count
        them, then each bucket is sorted by particle: the CPU's stable
@@ -122,10 +124,9 @@
        libm (the default 4 is exact). So a GPU world gives a CPU world's
        bits (with
        --fmad=false and CUDA's default IEEE division and square root;
-       checked on an NVIDIA H200 with CUDA 13.0 for the groups, tethers,
-       analytic colliders, damping and rollback; strain limits, strands,
-       tearing, mesh colliders, particle contact, fluids, self-collision,
-       acceleration fields and plugins so far in the emulation below).
+       checked on an NVIDIA H200 with CUDA 13.0 for every feature, by
+       the tests of tests/test_cuda.c, and in the emulation below on every
+       machine).
 
    EMULATION
        Compiled as C++ by the host compiler with PBD_CUDA_EMULATE defined,
@@ -223,10 +224,14 @@ typedef struct pbd__sums {
 } pbd__sums;
 
 /* A device grid's bucket starts (its record's), the buckets' fill
-   counters and the prefix sum's chunk totals. */
+   counters and the prefix sum's levels: level 0 is the starts, level l + 1
+   the chunk totals of level l (one after another in sums), up to a level
+   of one chunk. */
+enum { PBD__SCAN_CHUNK = 32, PBD__SCAN_LEVELS = 8 };
 typedef struct pbd__dscan {
-    int *start, *fill, *chunk;
-    int nchunks;
+    int *start, *fill, *sums;
+    int n[PBD__SCAN_LEVELS], off[PBD__SCAN_LEVELS]; /* each level's length and place in sums */
+    int nlevels;
 } pbd__dscan;
 
 /* The device's state of one world. */
@@ -499,15 +504,25 @@ static int pbd__upload_strands(pbd__gpu *g, const pbd_world *w) {
     return ok;
 }
 
-enum { PBD__SCAN_CHUNK = 256 }; /* buckets per thread of the grid's prefix sum */
-
 /* Scratch of a device grid build (d: the grid's device record image, its
-   start array already taken). */
+   start array already taken): the levels of its prefix sum. Chunks of 32
+   and a level per chunk size: every thread reads a few neighbouring
+   words, and a table of 2^18 buckets takes 7 launches (one thread per
+   256 buckets read them strided, 219 us on an H200, now 64). */
 static int pbd__upload_scan(pbd__gpu *g, pbd__dscan *scan, const pbd__grid *d) {
-    size_t nb = (size_t)d->mask + 1;
+    size_t nb = (size_t)d->mask + 1, total = 0;
+    int l = 0;
     scan->start = d->start;
-    scan->nchunks = (int)((nb + 1 + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK);
-    return PBD__SCRATCH(g, scan->fill, nb) && PBD__SCRATCH(g, scan->chunk, (size_t)scan->nchunks + 1);
+    scan->n[0] = (int)(nb + 1);
+    scan->off[0] = 0;
+    while (scan->n[l] > PBD__SCAN_CHUNK && l + 1 < PBD__SCAN_LEVELS) {
+        scan->n[l + 1] = (scan->n[l] + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK;
+        scan->off[l + 1] = (int)total;
+        total += (size_t)scan->n[l + 1];
+        l++;
+    }
+    scan->nlevels = l;
+    return PBD__SCRATCH(g, scan->fill, nb) && PBD__SCRATCH(g, scan->sums, total + 1);
 }
 
 /* Particle contact and fluids (pbd.h "==== particle contact", "==== fluids"):
@@ -818,29 +833,31 @@ PBD__KERNEL pbd__k_grid_keys(pbd__grid *g, const float *base, int stride, const 
 PBD__KERNEL pbd__k_grid_count(pbd__grid *g) {
     PBD__GRID_LOOP(k, g->count) { PBD__ATOMIC_ADD(&g->start[g->key[k]], 1); }
 }
-/* The exclusive prefix sum of a[0 .. n) in place, in chunks: each chunk's
-   total, the totals' prefix (one thread), each chunk's prefix; copy gets
-   the result too. */
-PBD__KERNEL pbd__k_scan_chunks(int *a, int n, int *chunk, int nchunks) {
-    PBD__GRID_LOOP(c, nchunks) {
+/* The exclusive prefix sum of a[0 .. n) in place, by levels: each chunk's
+   total into the next level, the last level (one chunk) by one thread,
+   then each chunk's prefix from its total's; copy gets level 0's result
+   too. */
+PBD__KERNEL pbd__k_scan_sums(const int *a, int n, int *sums) {
+    PBD__GRID_LOOP(c, (n + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK) {
         int e = (c + 1) * PBD__SCAN_CHUNK < n ? (c + 1) * PBD__SCAN_CHUNK : n, sum = 0;
         for (int i = c * PBD__SCAN_CHUNK; i < e; ++i) sum += a[i];
-        chunk[c] = sum;
+        sums[c] = sum;
     }
 }
-PBD__KERNEL pbd__k_scan_top(int *chunk, int nchunks) {
+PBD__KERNEL pbd__k_scan_top(int *a, int n, int *copy, int ncopy) {
     PBD__GRID_LOOP(t, 1) {
         int sum = 0;
-        for (int c = 0; c < nchunks; ++c) {
-            int v = chunk[c];
-            chunk[c] = sum;
+        for (int c = 0; c < n; ++c) {
+            int v = a[c];
+            a[c] = sum;
+            if (c < ncopy) copy[c] = sum;
             sum += v;
         }
     }
 }
-PBD__KERNEL pbd__k_scan_apply(int *a, int n, const int *chunk, int nchunks, int *copy, int ncopy) {
-    PBD__GRID_LOOP(c, nchunks) {
-        int e = (c + 1) * PBD__SCAN_CHUNK < n ? (c + 1) * PBD__SCAN_CHUNK : n, run = chunk[c];
+PBD__KERNEL pbd__k_scan_apply(int *a, int n, const int *sums, int *copy, int ncopy) {
+    PBD__GRID_LOOP(c, (n + PBD__SCAN_CHUNK - 1) / PBD__SCAN_CHUNK) {
+        int e = (c + 1) * PBD__SCAN_CHUNK < n ? (c + 1) * PBD__SCAN_CHUNK : n, run = sums[c];
         for (int i = c * PBD__SCAN_CHUNK; i < e; ++i) {
             int v = a[i];
             a[i] = run;
@@ -1041,9 +1058,12 @@ PBD__KERNEL pbd__k_sc_failsafe(pbd_world *w) {
 }
 
 /* --- the blocked sums (pbd.h, "sums over particles") ---------------------------
-   One thread per block sums it; one thread per set adds its blocks in
-   order: the CPU's bits. Objects run all at once (disjoint ranges);
-   clusters one after the other (a particle may be in several). */
+   One thread per block and component sums it (the component a constant
+   through PBD__WITH_CONST); one thread per set adds its blocks in order:
+   the CPU's bits. One thread per particle applies the result. Objects run
+   all at once (disjoint ranges); clusters one after the other (a particle
+   may be in several). A thread per block alone left 30 threads per
+   multiprocessor for a million particles: 500 us a sum on an H200. */
 
 /* The sum of a set's blocks, in order. */
 static PBD_HD void pbd__blocks_sum(const pbd__sums &S, int set, const pbd__moments *blocks, pbd__moments *t) {
@@ -1057,11 +1077,28 @@ static PBD_HD void pbd__blocks_sum(const pbd__sums &S, int set, const pbd__spin 
     for (int b = 0; b < pbd__sum_blocks(st->count); ++b) pbd__spin_add(t, &blocks[st->blk0 + b]);
 }
 
+/* Runs stmt with C_ the constant equal to c (0 <= c < PBD__SPIN_N): a
+   thread's component of a block's sums (pbd__moments_block) as a
+   constant, so that the sum's arrays, indexed by it, stay in registers (a
+   variable index puts them in slow local memory: 112 bytes a thread,
+   450 us for a million particles on an H200). */
+// clang-format off
+#define PBD__CONST_CASE(k, stmt) case k: { const int C_ = k; stmt; } break;
+#define PBD__WITH_CONST(c, stmt)                                                                                       \
+    switch (c) {                                                                                                       \
+        PBD__CONST_CASE(0, stmt) PBD__CONST_CASE(1, stmt) PBD__CONST_CASE(2, stmt) PBD__CONST_CASE(3, stmt)            \
+        PBD__CONST_CASE(4, stmt) PBD__CONST_CASE(5, stmt) PBD__CONST_CASE(6, stmt) PBD__CONST_CASE(7, stmt)            \
+        PBD__CONST_CASE(8, stmt) PBD__CONST_CASE(9, stmt) PBD__CONST_CASE(10, stmt) PBD__CONST_CASE(11, stmt)          \
+    }
+// clang-format on
+
 /* angular momentum after the prediction (pbd__momentum_before) */
 PBD__KERNEL pbd__k_momentum_blocks(pbd_world *w, pbd__sums S) {
-    PBD__GRID_LOOP(k, S.nobj_blk) {
-        int o = S.blk_set[k];
-        S.flag[k] = pbd__momentum_block(w, o, k - S.sets[o].blk0, &S.lb[3 * k]);
+    PBD__GRID_LOOP(k, 3 * S.nobj_blk) { /* a thread per block and component (pbd__moments_block) */
+        int blk = k / 3, c = k % 3, o = S.blk_set[blk];
+        int anchored = 0;
+        PBD__WITH_CONST(c, anchored = pbd__momentum_block(w, o, blk - S.sets[o].blk0, C_, C_ + 1, &S.lb[3 * blk]))
+        if (c == 0) S.flag[blk] = anchored;
     }
 }
 PBD__KERNEL pbd__k_momentum_before(pbd_world *w, pbd__sums S) {
@@ -1079,13 +1116,13 @@ PBD__KERNEL pbd__k_momentum_before(pbd_world *w, pbd__sums S) {
 
 /* the restore (pbd__momentum_restore): moments and pushes per block, ... */
 PBD__KERNEL pbd__k_restore_blocks(pbd_world *w, pbd__sums S) {
-    PBD__GRID_LOOP(k, S.nobj_blk) {
-        int o = S.blk_set[k], b = k - S.sets[o].blk0;
+    PBD__GRID_LOOP(k, (PBD__MOM_N + 1) * S.nobj_blk) { /* per block: its components, then its flag */
+        int blk = k / (PBD__MOM_N + 1), c = k % (PBD__MOM_N + 1), o = S.blk_set[blk], b = blk - S.sets[o].blk0;
         const pbd__set *st = &S.sets[o];
         if (!w->object_l[4 * (size_t)o + 3]) continue;
         int j0 = b * PBD__SUM_BLOCK, n = st->count - j0 < PBD__SUM_BLOCK ? st->count - j0 : PBD__SUM_BLOCK;
-        S.flag[k] = pbd__touched(w, st->first + j0, n);
-        pbd__moments_block(w, NULL, st->first, st->count, b, 0, &S.md[k]);
+        if (c == PBD__MOM_N) S.flag[blk] = pbd__touched(w, st->first + j0, n);
+        else PBD__WITH_CONST(c, pbd__moments_block(w, NULL, st->first, st->count, b, 0, C_, C_ + 1, &S.md[blk]))
     }
 }
 /* ... the centre per object, ... */
@@ -1105,13 +1142,14 @@ PBD__KERNEL pbd__k_restore_centre(pbd_world *w, pbd__sums S) {
 }
 /* ... the spin per block about it (absolute angular momentum) ... */
 PBD__KERNEL pbd__k_spin_blocks(pbd_world *w, pbd__sums S, int b0, int b1, int absolute) {
-    PBD__GRID_LOOP(k, b1 - b0) {
-        int blk = b0 + k, set = S.blk_set[blk];
+    PBD__GRID_LOOP(k, PBD__SPIN_N * (b1 - b0)) {
+        int blk = b0 + k / PBD__SPIN_N, c = k % PBD__SPIN_N, set = S.blk_set[blk];
         const pbd__fit *f = &S.fit[set];
         const pbd__set *st = &S.sets[set];
         if (f->mode < 0) continue;
-        pbd__spin_block(w, st->list, st->first, st->count, blk - st->blk0, f->mode, f->xc, absolute ? NULL : f->vc,
-                        &S.sp[blk]);
+        const double *vc = absolute ? NULL : f->vc;
+        PBD__WITH_CONST(c, pbd__spin_block(w, st->list, st->first, st->count, blk - st->blk0, f->mode, f->xc, vc, C_,
+                                           C_ + 1, &S.sp[blk]))
     }
 }
 /* ... the turn per object, ... */
@@ -1126,24 +1164,24 @@ PBD__KERNEL pbd__k_restore_omega(pbd_world *w, pbd__sums S) {
 }
 /* ... and the velocities, per block. */
 PBD__KERNEL pbd__k_restore_apply(pbd_world *w, pbd__sums S) {
-    PBD__GRID_LOOP(k, S.nobj_blk) {
-        int o = S.blk_set[k];
+    PBD__GRID_LOOP(k, PBD__SUM_BLOCK * S.nobj_blk) { /* a thread per particle */
+        int blk = k / PBD__SUM_BLOCK, o = S.blk_set[blk];
         const pbd__fit *f = &S.fit[o];
         const pbd__set *st = &S.sets[o];
-        if (f->mode < 0) continue;
-        int j1 = (k - st->blk0 + 1) * PBD__SUM_BLOCK < st->count ? (k - st->blk0 + 1) * PBD__SUM_BLOCK : st->count;
-        for (int j = (k - st->blk0) * PBD__SUM_BLOCK; j < j1; ++j) pbd__spin_one(w, st->first + j, f->xc, f->om);
+        int j = (blk - st->blk0) * PBD__SUM_BLOCK + k % PBD__SUM_BLOCK;
+        if (f->mode >= 0 && j < st->count) pbd__spin_one(w, st->first + j, f->xc, f->om);
     }
 }
 
 /* damping (pbd__damp_particles) of the sets [s0, s1), blocks [b0, b1):
    both kinds' moments per block, ... */
 PBD__KERNEL pbd__k_damp_blocks(pbd_world *w, pbd__sums S, int b0, int b1) {
-    PBD__GRID_LOOP(k, b1 - b0) {
-        int blk = b0 + k, set = S.blk_set[blk];
+    PBD__GRID_LOOP(k, 2 * PBD__MOM_N * (b1 - b0)) { /* per block: the anchors' components, the others' */
+        int blk = b0 + k / (2 * PBD__MOM_N), c = k % (2 * PBD__MOM_N), set = S.blk_set[blk], anchors = c < PBD__MOM_N;
         const pbd__set *st = &S.sets[set];
-        pbd__moments_block(w, st->list, st->first, st->count, blk - st->blk0, 1, &S.ma[blk]);
-        pbd__moments_block(w, st->list, st->first, st->count, blk - st->blk0, 0, &S.md[blk]);
+        pbd__moments *out = anchors ? &S.ma[blk] : &S.md[blk];
+        PBD__WITH_CONST(c % PBD__MOM_N,
+                        pbd__moments_block(w, st->list, st->first, st->count, blk - st->blk0, anchors, C_, C_ + 1, out))
     }
 }
 /* ... the kind per set (anchors if it has any), ... */
@@ -1178,13 +1216,12 @@ PBD__KERNEL pbd__k_damp_omega(pbd_world *w, pbd__sums S, int s0, int s1) {
 }
 /* ... and the velocities, per block. */
 PBD__KERNEL pbd__k_damp_apply(pbd_world *w, pbd__sums S, const float *set_k, int b0, int b1) {
-    PBD__GRID_LOOP(k, b1 - b0) {
-        int blk = b0 + k, set = S.blk_set[blk];
+    PBD__GRID_LOOP(k, PBD__SUM_BLOCK * (b1 - b0)) { /* a thread per particle */
+        int blk = b0 + k / PBD__SUM_BLOCK, set = S.blk_set[blk];
         const pbd__fit *f = &S.fit[set];
         const pbd__set *st = &S.sets[set];
-        if (f->mode < 0) continue;
-        int b = blk - st->blk0, j1 = (b + 1) * PBD__SUM_BLOCK < st->count ? (b + 1) * PBD__SUM_BLOCK : st->count;
-        for (int j = b * PBD__SUM_BLOCK; j < j1; ++j)
+        int j = (blk - st->blk0) * PBD__SUM_BLOCK + k % PBD__SUM_BLOCK;
+        if (f->mode >= 0 && j < st->count)
             pbd__damp_one(w, pbd__list_at(st->list, st->first, j), f->xc, f->vc, f->om, set_k[set]);
     }
 }
@@ -1220,17 +1257,17 @@ static void pbd__lras_keep_dev(const pbd__gpu *g, const pbd_world *w, int restor
 }
 
 static void pbd__momentum_before_dev(pbd__gpu *g) {
-    pbd__launch(g, g->sums.nobj_blk, pbd__k_momentum_blocks, g->dw, g->sums);
+    pbd__launch(g, 3 * g->sums.nobj_blk, pbd__k_momentum_blocks, g->dw, g->sums);
     pbd__launch(g, g->shadow.nobjects, pbd__k_momentum_before, g->dw, g->sums);
 }
 
 /* Damping of the sets [s0, s1) whose blocks are [b0, b1). */
 static void pbd__damp_dev(pbd__gpu *g, int s0, int s1, int b0, int b1) {
-    pbd__launch(g, b1 - b0, pbd__k_damp_blocks, g->dw, g->sums, b0, b1);
+    pbd__launch(g, 2 * PBD__MOM_N * (b1 - b0), pbd__k_damp_blocks, g->dw, g->sums, b0, b1);
     pbd__launch(g, s1 - s0, pbd__k_damp_centre, g->dw, g->sums, s0, s1);
-    pbd__launch(g, b1 - b0, pbd__k_spin_blocks, g->dw, g->sums, b0, b1, 0);
+    pbd__launch(g, PBD__SPIN_N * (b1 - b0), pbd__k_spin_blocks, g->dw, g->sums, b0, b1, 0);
     pbd__launch(g, s1 - s0, pbd__k_damp_omega, g->dw, g->sums, s0, s1);
-    pbd__launch(g, b1 - b0, pbd__k_damp_apply, g->dw, g->sums, (const float *)g->set_k, b0, b1);
+    pbd__launch(g, PBD__SUM_BLOCK * (b1 - b0), pbd__k_damp_apply, g->dw, g->sums, (const float *)g->set_k, b0, b1);
 }
 
 /* After the velocity pass: every object's angular momentum restore, then
@@ -1240,11 +1277,11 @@ static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w) {
     const pbd__sums *S = &g->sums;
     pbd_world *dw = g->dw;
     int no = w->nobjects;
-    pbd__launch(g, S->nobj_blk, pbd__k_restore_blocks, dw, *S);
+    pbd__launch(g, (PBD__MOM_N + 1) * S->nobj_blk, pbd__k_restore_blocks, dw, *S);
     pbd__launch(g, no, pbd__k_restore_centre, dw, *S);
-    pbd__launch(g, S->nobj_blk, pbd__k_spin_blocks, dw, *S, 0, S->nobj_blk, 1);
+    pbd__launch(g, PBD__SPIN_N * S->nobj_blk, pbd__k_spin_blocks, dw, *S, 0, S->nobj_blk, 1);
     pbd__launch(g, no, pbd__k_restore_omega, dw, *S);
-    pbd__launch(g, S->nobj_blk, pbd__k_restore_apply, dw, *S);
+    pbd__launch(g, PBD__SUM_BLOCK * S->nobj_blk, pbd__k_restore_apply, dw, *S);
     pbd__damp_dev(g, 0, no, 0, S->nobj_blk);
     for (int c = 0, b0 = S->nobj_blk; c < w->nclusters; b0 += pbd__sum_blocks(w->clusters[c++].count))
         if (w->clusters[c].damping > 0)
@@ -1279,6 +1316,23 @@ static void pbd__limits_dev(pbd__gpu *g, const pbd_world *w, int li) {
     }
 }
 
+/* The exclusive prefix sum of the starts (pbd__k_scan_sums), the fill
+   counters a copy of it. */
+static void pbd__dscan_run(pbd__gpu *g, pbd__dscan *scan) {
+    int L = scan->nlevels;
+#define PBD__SCAN_LEVEL(l) ((l) == 0 ? scan->start : scan->sums + scan->off[l])
+    for (int l = 0; l < L; ++l) {
+        int chunks = scan->n[l + 1];
+        pbd__launch(g, chunks, pbd__k_scan_sums, (const int *)PBD__SCAN_LEVEL(l), scan->n[l], PBD__SCAN_LEVEL(l + 1));
+    }
+    pbd__launch(g, 1, pbd__k_scan_top, PBD__SCAN_LEVEL(L), scan->n[L], L == 0 ? scan->fill : NULL,
+                L == 0 ? scan->n[0] - 1 : 0);
+    for (int l = L - 1; l >= 0; --l)
+        pbd__launch(g, scan->n[l + 1], pbd__k_scan_apply, PBD__SCAN_LEVEL(l), scan->n[l],
+                    (const int *)PBD__SCAN_LEVEL(l + 1), l == 0 ? scan->fill : NULL, l == 0 ? scan->n[0] - 1 : 0);
+#undef PBD__SCAN_LEVEL
+}
+
 /* pbd__grid_build on the device: grid G (the device record; h: the host's
    record of the same table) over n points of base (stride, ids), its cell
    and count already set in G. */
@@ -1289,10 +1343,7 @@ static void pbd__grid_build_dev(pbd__gpu *g, pbd__grid *G, const pbd__grid *h, p
     pbd__launch(g, n, pbd__k_grid_keys, G, base, stride, ids);
     pbd__dzero(scan->start, sizeof(int) * ((size_t)nb + 1));
     pbd__launch(g, n, pbd__k_grid_count, G);
-    pbd__launch(g, scan->nchunks, pbd__k_scan_chunks, scan->start, nb + 1, scan->chunk, scan->nchunks);
-    pbd__launch(g, 1, pbd__k_scan_top, scan->chunk, scan->nchunks);
-    pbd__launch(g, scan->nchunks, pbd__k_scan_apply, scan->start, nb + 1, (const int *)scan->chunk, scan->nchunks,
-                scan->fill, nb);
+    pbd__dscan_run(g, scan);
     pbd__launch(g, n, pbd__k_grid_place, G, scan->fill);
     pbd__launch(g, nb, pbd__k_grid_order, G);
     pbd__launch(g, n, pbd__k_grid_pos, G, base, stride, ids);
