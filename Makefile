@@ -136,6 +136,7 @@ $(CUDA_BUILD)/pbd_cuda_tests: $(CUDA_BUILD)/tests/main.o $(CUDA_BUILD)/tests/tes
 	$(CUDA_LINK) $^ -o $@ -lm
 
 SANITIZER ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+NCU ?= $(shell command -v ncu || echo /usr/local/cuda/bin/ncu)
 test-gpu: deps
 	@$(MAKE) --no-print-directory $(CUDA_BUILD)/pbd_cuda_tests
 	./$(CUDA_BUILD)/pbd_cuda_tests $(T)
@@ -148,7 +149,9 @@ test-gpu: deps
 # machines may be offline): the equivalence tests, compute-sanitizer on two
 # short tests, and the GPU benches (cloth targets, strands, the 128 000
 # particle fluid beside the 2-thread CPU world, self-collision's quick
-# scenes) into out/gpu-check/. About 4 minutes on an H200's host.
+# scenes) into out/gpu-check/, and ncu's per-kernel times of the fluid,
+# the 1000x1000 cloth and the self-colliding cloth (ncu-*.txt). About 5
+# minutes on an H200's host.
 gpu-check:
 	@mkdir -p out/gpu-check
 	@$(MAKE) --no-print-directory -j8 $(CUDA_BUILD)/pbd_cuda_tests $(BUILD)/bench/cloth $(BUILD)/bench/strands \
@@ -160,6 +163,10 @@ gpu-check:
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/strands | tee out/gpu-check/strands.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/fluid --big --config 2 | tee out/gpu-check/fluid.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/selfcollision --quick | tee out/gpu-check/selfcollision.jsonl
+	-for s in dam128000:fluid:--big cloth1000:cloth:--gpu drape_self:selfcollision:--quick; do \
+	  PBD_BENCH_SCENE=$${s%%:*} PBD_BENCH_GPU_ONLY=1 timeout 60 $(NCU) --clock-control none \
+	    --metrics gpu__time_duration.sum --print-summary per-kernel --launch-skip 100 --launch-count 400 \
+	    ./$(BUILD)/bench/$$(echo $$s | cut -d: -f2) $${s##*:} > out/gpu-check/ncu-$${s%%:*}.txt 2>&1; done
 
 # The cross-platform determinism test's hashes (tests/test_determinism.c).
 determinism-hash: deps
