@@ -421,8 +421,11 @@
        steps. Host code stays on the host: an acceleration field's
        callback (once per substep: x and v come down, the accelerations
        go up) and your plugins' callbacks (the particles come down
-       before each stage that has one and go back up after); pbd_sm.h
-       refuses GPU worlds until its kernels are in pbd_cuda.cu. The
+       before each stage that has one and go back up after), unless the
+       plugin is device code (pbd_plugin_desc.device: its callbacks get
+       the device's arrays and launch their own kernels; pbd_sm.h's
+       surface volume is one). pbd_sm.h's other kinds refuse GPU worlds
+       until their kernels are in pbd_cuda.cu. The
        host keeps the whole world
        and every call validates it there; the first step after a change
        uploads it. After a step the host's particles are stale until a
@@ -1638,6 +1641,13 @@ typedef struct pbd_plugin_desc {
     int parallel;
     int particle_end; /* 1 + the largest particle index the plugin touches */
     long work;        /* elements per iteration, for the serial/parallel threshold */
+    /* 1: on a GPU world (pbd_cuda.cu) the substep callbacks get a context
+       whose x, p and v are the device's arrays, and run kernels of their
+       own on CUDA's default stream: no copy between host and device
+       (pbd_sm.h's plugins on a GPU world; a program with CUDA code can do
+       the same). 0 (default): host callbacks, on a GPU world bracketed by
+       copies of x, p and v. Ignored on a CPU world. */
+    int device;
     /* after the prediction p = x + h v, before contacts (oriented particles predict q) */
     void (*begin_substep)(void *user, const pbd_solve_context *c);
     /* every iteration, after the constraint groups, before the contacts */
@@ -6457,6 +6467,17 @@ static inline PBD_HD pbd__v3 pbd__to_world(const float *pos, const float *rot, p
     return pbd__add(pbd__qrot(rot, y), pbd__ld(pos));
 }
 
+/* Signed distance from p to collider col at its pose at the end of the
+   step (its current pose between steps), and the outward normal there (in
+   the world): pbd_collider_closest's, and device code's (pbd_cuda.cu) that
+   tests particles against the colliders. */
+static PBD_HD float pbd__collider_closest_at(const pbd_world *w, const pbd__collider *col, pbd__v3 p, pbd__v3 *normal) {
+    pbd__v3 n;
+    float d = pbd__sdf(w, col, pbd__to_local(col->to_pos, col->to_rot, p), &n);
+    *normal = pbd__qrot(col->to_rot, n);
+    return d;
+}
+
 PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider handle, const float *point, float *distance,
                                        float *normal) {
     PBD__CHECK_WORLD_READ(w);
@@ -6465,10 +6486,9 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider handle, 
     PBD__CHECK_PTR(w, point, "point");
     PBD__CHECK_PTR(w, distance, "distance");
     PBD__TRY(pbd__check_finite(w, point, 3, "point"));
-    const pbd__collider *col = &w->colliders[c];
     pbd__v3 n;
-    *distance = pbd__sdf(w, col, pbd__to_local(col->to_pos, col->to_rot, pbd__ld(point)), &n);
-    if (normal) pbd__st(normal, pbd__qrot(col->to_rot, n));
+    *distance = pbd__collider_closest_at(w, &w->colliders[c], pbd__ld(point), &n);
+    if (normal) pbd__st(normal, n);
     return PBD_OK;
 }
 
@@ -14458,6 +14478,8 @@ PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_
     if (desc->work < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin work %ld < 0", desc->work);
     if (desc->parallel != 0 && desc->parallel != 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin parallel must be 0 or 1");
+    if (desc->device != 0 && desc->device != 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin device must be 0 or 1");
     int p;
     PBD__TRY(PBD__ACQUIRE(w, w->plugins, w->nplugins, w->plugin_cap, "plugin", &p));
     pbd__plugin *pl = &w->plugins[p];
@@ -14545,38 +14567,43 @@ static pbd__plugin_stage_fn pbd__plugin_fn(const pbd__plugin *pl, int stage) {
                                                          : pl->d.end_substep;
 }
 
+/* Runs one substep callback of plugin pl (fn: pbd__plugin_fn) on the
+   particle arrays X, P, V (the host's, or a GPU world's device arrays). */
+static void pbd__plugin_call(pbd_world *w, pbd__plugin *pl, pbd__plugin_stage_fn fn, float h, int s, int S, int it,
+                             pbd__p4 *X, pbd__p4 *P, pbd__p4 *V) {
+    pbd_solve_context c;
+    c.world = w;
+    c.x = &X[0].x;
+    c.p = &P[0].x;
+    c.v = &V[0].x;
+    c.particle_count = w->n;
+    c.h = h;
+    c.substep = s;
+    c.substeps = S;
+    c.iteration = it;
+    c.iterations = w->iterations;
+    c.time = w->time + (double)h * s;
+    c.thread = 0;
+    c.thread_count = 1;
+#if PBD__OPENMP
+    c.thread = omp_get_thread_num();
+    c.thread_count = omp_get_num_threads();
+#endif
+    if (pl->d.parallel) {
+        fn(pl->d.user, &c);
+    } else {
+        PBD__PRAGMA(omp single)
+        fn(pl->d.user, &c);
+    }
+}
+
 /* Runs one substep callback of every plugin, inside the substep's parallel
    region: parallel plugins are called by every thread, the others by one
    (with the barrier of `omp single` after it). */
 static void pbd__plugins_call(pbd_world *w, int stage, float h, int s, int S, int it) {
     for (int i = 0; i < w->nplugins; ++i) {
-        pbd__plugin *pl = &w->plugins[i];
-        pbd__plugin_stage_fn fn = pbd__plugin_fn(pl, stage);
-        if (!fn) continue;
-        pbd_solve_context c;
-        c.world = w;
-        c.x = &w->x[0].x;
-        c.p = &w->p[0].x;
-        c.v = &w->v[0].x;
-        c.particle_count = w->n;
-        c.h = h;
-        c.substep = s;
-        c.substeps = S;
-        c.iteration = it;
-        c.iterations = w->iterations;
-        c.time = w->time + (double)h * s;
-        c.thread = 0;
-        c.thread_count = 1;
-#if PBD__OPENMP
-        c.thread = omp_get_thread_num();
-        c.thread_count = omp_get_num_threads();
-#endif
-        if (pl->d.parallel) {
-            fn(pl->d.user, &c);
-        } else {
-            PBD__PRAGMA(omp single)
-            fn(pl->d.user, &c);
-        }
+        pbd__plugin_stage_fn fn = pbd__plugin_fn(&w->plugins[i], stage);
+        if (fn) pbd__plugin_call(w, &w->plugins[i], fn, h, s, S, it, w->x, w->p, w->v);
     }
 }
 

@@ -63,9 +63,19 @@
        (and the contacts, for pbd_world_particle_contact_push) down and of
        x, p and v back up, so a plugin sees and moves what it would on the
        CPU, and calls it makes read the current world (about 100 bytes a
-       particle per stage: `project` runs every iteration). pbd_sm.h's
-       kernels are not in this file yet: a GPU world refuses its
-       pbd_sm_add_* calls (PBD_ERROR_UNSUPPORTED, named).
+       particle per stage: `project` runs every iteration). A plugin
+       made with pbd_plugin_desc.device = 1 is device code instead: its
+       callbacks get the device's x, p and v and launch their own kernels
+       on the default stream, with no copy.
+       pbd_sm.h (its implementation built with PBD_CUDA too): this file
+       holds a private copy of it, and its surface volume
+       (pbd_sm_add_surface_volume) is such a device plugin, its arrays on
+       the device from the moment it is added, its loops one thread per
+       particle and its sums (the volume, the weights', the denominator)
+       one thread each, in the CPU's order: the CPU world's bits. Its
+       other kinds (bodies, lattices, oriented particles, the
+       multi-resolution cloth) are not in this file yet: a GPU world
+       refuses them by name (PBD_ERROR_UNSUPPORTED).
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -154,6 +164,8 @@
 #define PBD_NO_OPENMP /* the host code here is serial */
 #endif
 #include "pbd.h"
+#define PBD_SM_IMPLEMENTATION /* and of pbd_sm.h, whose plugins run here on a GPU world */
+#include "pbd_sm.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1441,25 +1453,38 @@ static void pbd__device_view(pbd__gpu *g, const pbd_world *w) {
     pbd__h2d(g->shadow.v, w->v, sizeof(pbd__p4) * n);
 }
 
-/* A substep stage's callbacks (pbd__plugins_call). */
+/* A substep stage's callbacks (pbd__plugins_call), in order: a host
+   plugin's with the host's x, p, v (fetched before the first, sent back
+   before a device plugin and after the last), a device plugin's
+   (pbd_plugin_desc.device) with the device's arrays. */
 static void pbd__plugins_dev(pbd__gpu *g, pbd_world *w, int stage, float h, int s, int S, int it) {
-    int any = 0;
-    for (int i = 0; i < w->nplugins && !any; ++i) any = pbd__plugin_fn(&w->plugins[i], stage) != NULL;
-    if (!any) return;
-    pbd__host_view(g, w);
-    pbd__plugins_call(w, stage, h, s, S, it);
-    pbd__device_view(g, w);
+    int host = 0; /* the host's arrays are the current ones */
+    for (int i = 0; i < w->nplugins; ++i) {
+        pbd__plugin *pl = &w->plugins[i];
+        pbd__plugin_stage_fn fn = pbd__plugin_fn(pl, stage);
+        if (!fn) continue;
+        if (pl->d.device && host) pbd__device_view(g, w);
+        if (!pl->d.device && !host) pbd__host_view(g, w);
+        host = !pl->d.device;
+        if (host) pbd__plugin_call(w, pl, fn, h, s, S, it, w->x, w->p, w->v);
+        else pbd__plugin_call(w, pl, fn, h, s, S, it, g->shadow.x, g->shadow.p, g->shadow.v);
+    }
+    if (host) pbd__device_view(g, w);
 }
 
-/* begin_step (end 0) or end_step (end 1) (pbd__plugins_step). */
+/* begin_step (end 0) or end_step (end 1) (pbd__plugins_step), likewise. */
 static void pbd__plugins_step_dev(pbd__gpu *g, pbd_world *w, float dt, int end) {
-    int any = 0;
-    for (int i = 0; i < w->nplugins && !any; ++i)
-        any = w->plugins[i].s.live && (end ? w->plugins[i].d.end_step : w->plugins[i].d.begin_step);
-    if (!any) return;
-    pbd__host_view(g, w);
-    pbd__plugins_step(w, dt, end);
-    pbd__device_view(g, w);
+    int host = 0;
+    for (int i = 0; i < w->nplugins; ++i) {
+        pbd__plugin *pl = &w->plugins[i];
+        void (*fn)(void *, pbd_world *, float) = end ? pl->d.end_step : pl->d.begin_step;
+        if (!pl->s.live || !fn) continue;
+        if (pl->d.device && host) pbd__device_view(g, w);
+        if (!pl->d.device && !host) pbd__host_view(g, w);
+        host = !pl->d.device;
+        fn(pl->d.user, w, dt);
+    }
+    if (host) pbd__device_view(g, w);
 }
 
 /* Self-collision's detection (pbd__selfcol_detect), then the colours read
@@ -1700,6 +1725,171 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     for (int li = 0; li < w->nlras; ++li)
         if (w->lras[li].reach) pbd__launch(g, w->lras[li].count, pbd__k_lra_tighten, g->dw, li);
     return PBD_OK;
+}
+
+// ==== pbd_sm.h ================================================================
+/* pbd_sm.h's plugins on a GPU world (pbd_plugin_desc.device): their arrays
+   on the device from the moment they are added, their stages as kernels
+   over pbd_sm.h's PBD_HD functions, with the CPU's loops one thread per
+   element and its sums one thread each, in its order: the CPU's bits. So
+   far the surface volume (pbd_sm.h, "surface volume"); the other kinds
+   refuse a GPU world by name (pbd_sm__not_on_gpu). */
+
+/* A surface volume's device side: its device arrays (pointers of the
+   record's shape, filled in by pbd__sm_volume_image) and scratch for its
+   sums. */
+enum { PBD__VS_C, PBD__VS_SUM, PBD__VS_DEN, PBD__VS_DCDT, PBD__VS_N };
+typedef struct pbd__sm_volume_dev {
+    pbd_sm__volume d; /* only the arrays are used */
+    double *scratch;  /* PBD__VS_N: C, the local weights' sum, the denominator, dC/dt */
+} pbd__sm_volume_dev;
+
+/* The record the kernels get (by value): the host's, with the device's arrays. */
+static pbd_sm__volume pbd__sm_volume_image(const pbd_sm__volume *v) {
+    const pbd_sm__volume *d = &((const pbd__sm_volume_dev *)v->gpu)->d;
+    pbd_sm__volume m = *v;
+    m.verts = d->verts;
+    m.tri = d->tri;
+    m.adj_start = d->adj_start;
+    m.adj = d->adj;
+    m.opposite = d->opposite;
+    m.pair_rest = d->pair_rest;
+    m.grad = d->grad;
+    m.weight = d->weight;
+    m.weight2 = d->weight2;
+    m.pred = d->pred;
+    m.world = NULL;
+    m.gpu = NULL;
+    return m;
+}
+
+/* Whether p is within d of a collider (pbd_sm__volume_colliding's test on
+   the device's colliders, in the same order). */
+static PBD_HD int pbd__sm_colliding(const pbd_world *w, const float *p, float d) {
+    for (int k = 0; k < w->ncolliders; ++k) {
+        pbd__v3 n;
+        if (w->colliders[k].s.live && pbd__collider_closest_at(w, &w->colliders[k], pbd__ld(p), &n) < d) return 1;
+    }
+    return 0;
+}
+
+PBD__KERNEL pbd__k_vol_pred(pbd_sm__volume v, const float *P) {
+    PBD__GRID_LOOP(i, v.nv) { pbd_sm__volume_predicted(&v, P, i); }
+}
+/* V and its gradient at P (one thread); project: C into the scratch */
+PBD__KERNEL pbd__k_vol_eval(pbd_sm__volume v, const float *P, double *scr, int project) {
+    PBD__GRID_LOOP(t, 1) {
+        double V = pbd_sm__volume_eval(&v, P, v.grad);
+        if (project) scr[PBD__VS_C] = V - v.rest_volume;
+    }
+}
+/* the weights (pbd_sm__volume_weights), loop by loop */
+PBD__KERNEL pbd__k_vol_local(pbd_sm__volume v, const float *P) {
+    PBD__GRID_LOOP(i, v.nv) { v.weight[i] = pbd_sm__volume_local(&v, P, i); }
+}
+PBD__KERNEL pbd__k_vol_sum(pbd_sm__volume v, double *scr) {
+    PBD__GRID_LOOP(t, 1) { scr[PBD__VS_SUM] = pbd_sm__volume_sum(v.weight, v.nv); }
+}
+PBD__KERNEL pbd__k_vol_blend(pbd_sm__volume v, const double *scr) {
+    PBD__GRID_LOOP(i, v.nv) { pbd_sm__volume_blend(&v, i, scr[PBD__VS_SUM]); }
+}
+PBD__KERNEL pbd__k_vol_smooth(pbd_sm__volume v) {
+    PBD__GRID_LOOP(i, v.nv) { pbd_sm__volume_smooth(&v, i); }
+}
+PBD__KERNEL pbd__k_vol_settle(pbd_sm__volume v) {
+    PBD__GRID_LOOP(i, v.nv) { v.weight[i] = v.weight2[i]; }
+}
+PBD__KERNEL pbd__k_vol_fixed(pbd_sm__volume v, const pbd_world *w, const float *P) {
+    PBD__GRID_LOOP(i, v.nv) {
+        const float *pi = P + 4 * v.verts[i];
+        if (!(pi[3] > 0) || pbd__sm_colliding(w, pi, v.contact_distance)) v.weight[i] = 0;
+    }
+}
+/* the denominator, and with V the velocities' dC/dt (one thread) */
+PBD__KERNEL pbd__k_vol_den(pbd_sm__volume v, double *scr, const float *V) {
+    PBD__GRID_LOOP(t, 1) {
+        scr[PBD__VS_DEN] = pbd_sm__volume_den(&v);
+        if (V) scr[PBD__VS_DCDT] = pbd_sm__volume_dcdt(&v, V);
+    }
+}
+/* the positions (velocity 0: eq. 13) or the velocities moved */
+PBD__KERNEL pbd__k_vol_move(pbd_sm__volume v, float *A, const double *scr, int velocity) {
+    PBD__GRID_LOOP(i, v.nv) {
+        double den = scr[PBD__VS_DEN];
+        if (!(den > PBD_SM__VOLUME_DEN_MIN)) continue;
+        pbd_sm__volume_move(&v, A, i, velocity ? -scr[PBD__VS_DCDT] / den : -v.stiffness * scr[PBD__VS_C] / den);
+    }
+}
+
+static void pbd__sm_volume_free(pbd_sm__volume *v) {
+    pbd__sm_volume_dev *r = (pbd__sm_volume_dev *)v->gpu;
+    if (!r) return;
+    void *arrays[] = {r->d.verts, r->d.tri,    r->d.adj_start, r->d.adj,  r->d.opposite, r->d.pair_rest,
+                      r->d.grad,  r->d.weight, r->d.weight2,   r->d.pred, r->scratch};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(r);
+    v->gpu = NULL;
+}
+/* A device array of n elements of host, copied up (host NULL: left as is). */
+template <typename T> static int pbd__sm_array(T **dev, const T *host, size_t n) {
+    if (!pbd__dmalloc((void **)dev, sizeof(T) * (n ? n : 1))) return 0;
+    if (host) pbd__h2d(*dev, host, sizeof(T) * n);
+    return 1;
+}
+static int pbd__sm_volume_upload(pbd_sm__volume *v) {
+    pbd__sm_volume_dev *r = (pbd__sm_volume_dev *)calloc(1, sizeof *r);
+    if (!r) return 0;
+    v->gpu = r;
+    size_t nv = (size_t)v->nv, nt = (size_t)v->nt;
+    pbd_sm__volume *d = &r->d;
+    int ok = pbd__sm_array(&d->verts, v->verts, nv) && pbd__sm_array(&d->tri, v->tri, 3 * nt) &&
+             pbd__sm_array(&d->adj_start, v->adj_start, nv + 1) &&
+             pbd__sm_array(&d->adj, v->adj, (size_t)v->adj_start[nv]) && pbd__sm_array(&d->opposite, v->opposite, nv) &&
+             pbd__sm_array(&d->pair_rest, v->pair_rest, nv) && pbd__sm_array(&d->grad, v->grad, 3 * nv) &&
+             pbd__sm_array(&d->weight, v->weight, nv) && pbd__sm_array(&d->weight2, (const double *)NULL, nv) &&
+             pbd__sm_array(&d->pred, v->pred, 3 * nv) && pbd__sm_array(&r->scratch, (const double *)NULL, PBD__VS_N);
+    if (!ok) pbd__sm_volume_free(v);
+    return ok;
+}
+
+/* The stages of pbd_sm__volume_begin_substep, _project and _end_substep. */
+static void pbd__sm_volume_stage(pbd_sm__volume *v, const pbd_solve_context *c, int what) {
+    pbd__gpu *g = c->world->gpu;
+    pbd_sm__volume m = pbd__sm_volume_image(v);
+    double *scr = ((pbd__sm_volume_dev *)v->gpu)->scratch;
+    int n = v->nv;
+    if (what == PBD_SM__CUDA_BEGIN) {
+        pbd__launch(g, n, pbd__k_vol_pred, m, (const float *)c->p);
+    } else if (what == PBD_SM__CUDA_PROJECT) {
+        const float *P = c->p;
+        pbd__launch(g, 1, pbd__k_vol_eval, m, P, scr, 1);
+        pbd__launch(g, n, pbd__k_vol_local, m, P);
+        pbd__launch(g, 1, pbd__k_vol_sum, m, scr);
+        pbd__launch(g, n, pbd__k_vol_blend, m, (const double *)scr);
+        for (int pass = 0; pass < v->smoothing; ++pass) {
+            pbd__launch(g, n, pbd__k_vol_smooth, m);
+            pbd__launch(g, n, pbd__k_vol_settle, m);
+        }
+        pbd__launch(g, n, pbd__k_vol_fixed, m, (const pbd_world *)g->dw, P);
+        pbd__launch(g, 1, pbd__k_vol_den, m, scr, (const float *)NULL);
+        pbd__launch(g, n, pbd__k_vol_move, m, c->p, (const double *)scr, 0);
+    } else {
+        pbd__launch(g, 1, pbd__k_vol_eval, m, (const float *)c->x, scr, 0);
+        pbd__launch(g, 1, pbd__k_vol_den, m, scr, (const float *)c->v);
+        pbd__launch(g, n, pbd__k_vol_move, m, c->v, (const double *)scr, 1);
+    }
+}
+
+extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_solve_context *c, int what) {
+    if (size != sizeof *v) return 0; /* another pbd_sm.h than this file's */
+    switch (what) {
+        case PBD_SM__CUDA_UPLOAD: return pbd__sm_volume_upload(v);
+        case PBD_SM__CUDA_FETCH:
+            pbd__d2h(v->weight, ((pbd__sm_volume_dev *)v->gpu)->d.weight, sizeof(double) * (size_t)v->nv);
+            return 1;
+        case PBD_SM__CUDA_FREE: pbd__sm_volume_free(v); return 1;
+        default: pbd__sm_volume_stage(v, c, what); return 1;
+    }
 }
 
 // ==== open, close, fetch ======================================================

@@ -34,9 +34,11 @@
 
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
-   or index. On a GPU world (pbd_cuda.cu) every pbd_sm_add_<thing> fails
-   with PBD_ERROR_UNSUPPORTED until pbd_sm.h's kernels are there: create
-   the world with PBD_DEVICE_CPU. A call on a world writes the message to
+   or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
+   PBD_SM_IMPLEMENTATION is, too) surface volumes run on the GPU with the
+   CPU's bits; every other pbd_sm_add_<thing> fails with
+   PBD_ERROR_UNSUPPORTED, naming the call, until its kernels are there:
+   create such a world with PBD_DEVICE_CPU. A call on a world writes the message to
    pbd_world_last_error() and calls the world's log callback; a call with no world (summation
    plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
    pbd_sm_plan_rings, a NULL world) leaves it in
@@ -794,7 +796,9 @@ PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
    velocity update the velocities are corrected likewise so that
    dC/dt = sum_i grad_i C . v_i = 0 (a divergence-free velocity field).
    Runs as a world plugin after the constraint groups of each iteration,
-   serially (deterministic for any thread count). Owned by the world like
+   serially (deterministic for any thread count); on a GPU world as a
+   device plugin whose kernels are in pbd_cuda.cu (per particle in
+   parallel, the sums in one thread each: the same bits). Owned by the world like
    the oriented set, and named likewise by a handle whose id is that of
    its plugin. */
 typedef struct pbd_sm_volume {
@@ -4143,11 +4147,11 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
     return PBD_OK;
 }
 
-/* pbd_sm.h's kernels are not in pbd_cuda.cu yet: a GPU world refuses what
-   would add them, by name, rather than run its plugins on the host. */
+/* What pbd_cuda.cu has no kernels for yet: a GPU world refuses what would
+   add it, by name, rather than run its plugins on the host. */
 static pbd_result pbd_sm__not_on_gpu(pbd_world *w, const char *fn) {
     return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
-                          "%s: pbd_sm.h is not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", fn);
+                          "%s: not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", fn);
 }
 
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
@@ -5520,10 +5524,35 @@ struct pbd_sm__volume {
     double *grad;             /* nv*3 scratch: grad_i C */
     double *weight, *weight2; /* nv: w_i of the last projection, smoothing scratch */
     float *pred;              /* nv*3: predictions at the start of the substep */
+    void *gpu;                /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_volume) */
 };
+
+/* pbd_cuda.cu's side of a surface volume on a GPU world: its arrays on the
+   device (UPLOAD, when it is added; 0 when out of device memory), a
+   substep stage on the context's device arrays, the weights back to the
+   host (FETCH), FREE. size: sizeof *v, checked against pbd_cuda.cu's copy
+   of this header. */
+enum {
+    PBD_SM__CUDA_UPLOAD,
+    PBD_SM__CUDA_BEGIN,
+    PBD_SM__CUDA_PROJECT,
+    PBD_SM__CUDA_END,
+    PBD_SM__CUDA_FETCH,
+    PBD_SM__CUDA_FREE
+};
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_solve_context *c, int what);
+#endif
 
 static void pbd_sm__volume_free(pbd_sm__volume *v) {
     if (!v) return;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) pbd_sm__cuda_volume(v, sizeof *v, NULL, PBD_SM__CUDA_FREE);
+#endif
     pbd_sm__free(v->world, v->verts);
     pbd_sm__free(v->world, v->tri);
     pbd_sm__free(v->world, v->adj_start);
@@ -5561,7 +5590,7 @@ PBD_SM_DEF pbd_sm_volume_desc pbd_sm_volume_desc_default(void) {
    around particle i (the survey's approximation; for a closed mesh it is
    the exact gradient, since the fan's edges sum to zero). P: 4 floats per
    world particle. */
-static double pbd_sm__volume_eval(const pbd_sm__volume *v, const float *P, double *grad) {
+static PBD_HD double pbd_sm__volume_eval(const pbd_sm__volume *v, const float *P, double *grad) {
     double V = 0;
     if (grad)
         for (int k = 0; k < 3 * v->nv; ++k) grad[k] = 0;
@@ -5596,63 +5625,105 @@ static int pbd_sm__volume_colliding(const pbd_sm__volume *v, const float *p) {
 /* The weights of eq. 13 (survey 4.5.1): global 1/n blended by alpha with
    the local ones, smoothed by a Laplacian filter (each pass moves a weight
    halfway to its neighbours' mean), then 0 for colliding and fixed
-   particles (after smoothing, so that none leaks back to them). */
+   particles (after smoothing, so that none leaks back to them). One
+   function per loop, each element on its own (the sums in one thread): a
+   GPU world's kernels run them too (pbd_cuda.cu). */
+static PBD_HD double pbd_sm__volume_local(const pbd_sm__volume *v, const float *P, int i) {
+    const float *pi = P + 4 * v->verts[i], *pr = v->pred + 3 * i;
+    double dx = pi[0] - pr[0], dy = pi[1] - pr[1], dz = pi[2] - pr[2], dd = 0;
+    int k = v->opposite[i];
+    if (k >= 0) {
+        const float *pk = P + 4 * v->verts[k];
+        double ex = pi[0] - pk[0], ey = pi[1] - pk[1], ez = pi[2] - pk[2];
+        dd = fabs(sqrt(ex * ex + ey * ey + ez * ez) - v->pair_rest[i]);
+    }
+    return v->beta * v->pair_stiffness * dd + (1.0 - v->beta) * sqrt(dx * dx + dy * dy + dz * dz);
+}
+static PBD_HD double pbd_sm__volume_sum(const double *a, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += a[i];
+    return sum;
+}
+static PBD_HD void pbd_sm__volume_blend(pbd_sm__volume *v, int i, double sum) {
+    int n = v->nv;
+    double local = sum > 0 ? v->weight[i] / sum : 1.0 / n;
+    v->weight[i] = (1.0 - v->alpha) * local + v->alpha / n;
+}
+static PBD_HD void pbd_sm__volume_smooth(pbd_sm__volume *v, int i) {
+    const double *w = v->weight;
+    int b = v->adj_start[i], e = v->adj_start[i + 1];
+    double m = 0;
+    for (int k = b; k < e; ++k) m += w[v->adj[k]];
+    v->weight2[i] = e > b ? 0.5 * w[i] + 0.5 * m / (e - b) : w[i];
+}
 static void pbd_sm__volume_weights(pbd_sm__volume *v, const float *P) {
     int n = v->nv;
-    double *w = v->weight, sum = 0;
-    for (int i = 0; i < n; ++i) {
-        const float *pi = P + 4 * v->verts[i], *pr = v->pred + 3 * i;
-        double dx = pi[0] - pr[0], dy = pi[1] - pr[1], dz = pi[2] - pr[2], dd = 0;
-        int k = v->opposite[i];
-        if (k >= 0) {
-            const float *pk = P + 4 * v->verts[k];
-            double ex = pi[0] - pk[0], ey = pi[1] - pk[1], ez = pi[2] - pk[2];
-            dd = fabs(sqrt(ex * ex + ey * ey + ez * ez) - v->pair_rest[i]);
-        }
-        w[i] = v->beta * v->pair_stiffness * dd + (1.0 - v->beta) * sqrt(dx * dx + dy * dy + dz * dz);
-        sum += w[i];
-    }
-    for (int i = 0; i < n; ++i) {
-        double local = sum > 0 ? w[i] / sum : 1.0 / n;
-        w[i] = (1.0 - v->alpha) * local + v->alpha / n;
-    }
+    for (int i = 0; i < n; ++i) v->weight[i] = pbd_sm__volume_local(v, P, i);
+    double sum = pbd_sm__volume_sum(v->weight, n);
+    for (int i = 0; i < n; ++i) pbd_sm__volume_blend(v, i, sum);
     for (int pass = 0; pass < v->smoothing; ++pass) {
-        for (int i = 0; i < n; ++i) {
-            int b = v->adj_start[i], e = v->adj_start[i + 1];
-            double m = 0;
-            for (int k = b; k < e; ++k) m += w[v->adj[k]];
-            v->weight2[i] = e > b ? 0.5 * w[i] + 0.5 * m / (e - b) : w[i];
-        }
-        for (int i = 0; i < n; ++i) w[i] = v->weight2[i];
+        for (int i = 0; i < n; ++i) pbd_sm__volume_smooth(v, i);
+        for (int i = 0; i < n; ++i) v->weight[i] = v->weight2[i];
     }
     for (int i = 0; i < n; ++i) {
         const float *pi = P + 4 * v->verts[i];
-        if (!(pi[3] > 0) || pbd_sm__volume_colliding(v, pi)) w[i] = 0;
+        if (!(pi[3] > 0) || pbd_sm__volume_colliding(v, pi)) v->weight[i] = 0;
     }
 }
 
-static void pbd_sm__volume_begin_substep(void *user, const pbd_solve_context *c) {
-    pbd_sm__volume *v = (pbd_sm__volume *)user;
-    for (int i = 0; i < v->nv; ++i)
-        for (int k = 0; k < 3; ++k) v->pred[3 * i + k] = c->p[4 * v->verts[i] + k];
-}
-
-/* Eq. 13: dx_i = -s w_i C grad_i / sum_j w_j |grad_j|^2. */
-static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
-    pbd_sm__volume *v = (pbd_sm__volume *)user;
-    double C = pbd_sm__volume_eval(v, c->p, v->grad) - v->rest_volume;
-    pbd_sm__volume_weights(v, c->p);
+/* sum_i w_i |grad_i C|^2, the denominator of eq. 13 */
+static PBD_HD double pbd_sm__volume_den(const pbd_sm__volume *v) {
     double den = 0;
     for (int i = 0; i < v->nv; ++i) {
         const double *g = v->grad + 3 * i;
         den += v->weight[i] * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
     }
-    if (!(den > PBD_SM__VOLUME_DEN_MIN)) return;
-    double s = -v->stiffness * C / den;
+    return den;
+}
+/* dC/dt = sum_i grad_i C . v_i */
+static PBD_HD double pbd_sm__volume_dcdt(const pbd_sm__volume *v, const float *V) {
+    double dcdt = 0;
     for (int i = 0; i < v->nv; ++i) {
-        float *pi = c->p + 4 * v->verts[i];
-        for (int k = 0; k < 3; ++k) pi[k] = (float)(pi[k] + s * v->weight[i] * v->grad[3 * i + k]);
+        const double *g = v->grad + 3 * i;
+        const float *vi = V + 4 * v->verts[i];
+        dcdt += g[0] * vi[0] + g[1] * vi[1] + g[2] * vi[2];
     }
+    return dcdt;
+}
+/* A[i] += s w_i grad_i C (positions or velocities of particle i) */
+static PBD_HD void pbd_sm__volume_move(const pbd_sm__volume *v, float *A, int i, double s) {
+    float *a = A + 4 * v->verts[i];
+    for (int k = 0; k < 3; ++k) a[k] = (float)(a[k] + s * v->weight[i] * v->grad[3 * i + k]);
+}
+static PBD_HD void pbd_sm__volume_predicted(pbd_sm__volume *v, const float *P, int i) {
+    for (int k = 0; k < 3; ++k) v->pred[3 * i + k] = P[4 * v->verts[i] + k];
+}
+
+static void pbd_sm__volume_begin_substep(void *user, const pbd_solve_context *c) {
+    pbd_sm__volume *v = (pbd_sm__volume *)user;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) {
+        pbd_sm__cuda_volume(v, sizeof *v, c, PBD_SM__CUDA_BEGIN);
+        return;
+    }
+#endif
+    for (int i = 0; i < v->nv; ++i) pbd_sm__volume_predicted(v, c->p, i);
+}
+
+/* Eq. 13: dx_i = -s w_i C grad_i / sum_j w_j |grad_j|^2. */
+static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
+    pbd_sm__volume *v = (pbd_sm__volume *)user;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) {
+        pbd_sm__cuda_volume(v, sizeof *v, c, PBD_SM__CUDA_PROJECT);
+        return;
+    }
+#endif
+    double C = pbd_sm__volume_eval(v, c->p, v->grad) - v->rest_volume;
+    pbd_sm__volume_weights(v, c->p);
+    double den = pbd_sm__volume_den(v);
+    if (!(den > PBD_SM__VOLUME_DEN_MIN)) return;
+    for (int i = 0; i < v->nv; ++i) pbd_sm__volume_move(v, c->p, i, -v->stiffness * C / den);
 }
 
 /* The velocity counterpart: dC/dt = sum_i grad_i C . v_i = 0 with the same
@@ -5660,20 +5731,16 @@ static void pbd_sm__volume_project(void *user, const pbd_solve_context *c) {
 static void pbd_sm__volume_end_substep(void *user, const pbd_solve_context *c) {
     pbd_sm__volume *v = (pbd_sm__volume *)user;
     if (!v->velocity_correction) return;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) {
+        pbd_sm__cuda_volume(v, sizeof *v, c, PBD_SM__CUDA_END);
+        return;
+    }
+#endif
     pbd_sm__volume_eval(v, c->x, v->grad);
-    double dcdt = 0, den = 0;
-    for (int i = 0; i < v->nv; ++i) {
-        const double *g = v->grad + 3 * i;
-        const float *vi = c->v + 4 * v->verts[i];
-        dcdt += g[0] * vi[0] + g[1] * vi[1] + g[2] * vi[2];
-        den += v->weight[i] * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
-    }
+    double dcdt = pbd_sm__volume_dcdt(v, c->v), den = pbd_sm__volume_den(v);
     if (!(den > PBD_SM__VOLUME_DEN_MIN)) return;
-    double s = -dcdt / den;
-    for (int i = 0; i < v->nv; ++i) {
-        float *vi = c->v + 4 * v->verts[i];
-        for (int k = 0; k < 3; ++k) vi[k] = (float)(vi[k] + s * v->weight[i] * v->grad[3 * i + k]);
-    }
+    for (int i = 0; i < v->nv; ++i) pbd_sm__volume_move(v, c->v, i, -dcdt / den);
 }
 
 static int pbd_sm__volume_local_index(const int *a, int n, int x) {
@@ -5873,7 +5940,11 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
 
 PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volume_desc *d, pbd_sm_volume *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: w is NULL");
-    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_surface_volume");
+#if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) /* pbd_cuda.cu's kernels are not in this file */
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "pbd_sm_add_surface_volume: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
+#endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_surface_volume: d is NULL");
     pbd_result r = pbd_sm__volume_check(w, d);
     if (r != PBD_OK) return r;
@@ -5942,6 +6013,16 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     pd.end_substep = pbd_sm__volume_end_substep;
     pd.destroy = pbd_sm__volume_destroy_cb;
     pd.uses_particles = pbd_sm__volume_uses;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) { /* its arrays on the device, its callbacks launch kernels */
+        pd.device = 1;
+        if (!pbd_sm__cuda_volume(v, sizeof *v, NULL, PBD_SM__CUDA_UPLOAD)) {
+            pbd_sm__volume_free(v);
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY,
+                                  "pbd_sm_add_surface_volume: out of device memory for %d particles", nv);
+        }
+    }
+#endif
     r = pbd_add_plugin(w, &pd, &v->plugin);
     if (r != PBD_OK) {
         pbd_sm__volume_free(v);
@@ -6044,6 +6125,9 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume vo
     if (max < 0)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)",
                               max);
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) pbd_sm__cuda_volume(v, sizeof *v, NULL, PBD_SM__CUDA_FETCH);
+#endif
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;

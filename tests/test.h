@@ -139,6 +139,24 @@ static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     return c;
 }
 
+/* A closed skin for surface volume tests: an icosphere (subdivided subdiv
+   times) as a cloth with compliant stretch and isometric bending; *m
+   keeps the mesh with its triangles in world particle indices (free it
+   with pbd_mesh_free). */
+static inline pbd_object pbdt_skin(pbd_world *w, int subdiv, const float *centre, float radius, pbd_mesh *m) {
+    pbd_object skin = {0};
+    pbd_mesh_sphere(subdiv, centre, radius, m);
+    pbd_cloth_desc cd = pbdt_cloth_desc(m);
+    cd.stretch_compliance = 1e-4f;
+    cd.bending = PBD_BENDING_ISOMETRIC;
+    cd.bending_compliance = 1.0f;
+    cd.density = 1.0f;
+    pbd_add_cloth(w, &cd, &skin);
+    int first = pbdt_parts(w, skin).particles.first;
+    for (int i = 0; i < 3 * m->triangle_count; ++i) m->triangles[i] += first;
+    return skin;
+}
+
 static inline pbd_softbody_desc pbdt_softbody_desc(const pbd_mesh *m) {
     pbd_softbody_desc d = pbd_softbody_desc_default();
     d.positions = m->positions;

@@ -594,6 +594,31 @@ static void frame_folding(pbd_world *w, int frame) {
     }
 }
 
+/* pbd_sm.h's surface volume (a device plugin: its kernels in pbd_cuda.cu)
+   on a closed skin that a box squeezes onto the ground: local and global
+   weights (alpha 0.5), smoothing, the weights of particles the colliders
+   hold, the velocity correction. */
+static pbd_collider squeeze_plate;
+static pbd_sm_volume squeezed;
+static void build_volume(pbd_world *w) {
+    ground(w);
+    pbd_mesh m;
+    float c[3] = {0, 0.26f, 0}, half[3] = {0.4f, 0.05f, 0.4f}, top[3] = {0, 0.6f, 0};
+    pbdt_skin(w, 2, c, 0.25f, &m);
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    vd.triangles = m.triangles;
+    vd.triangle_count = m.triangle_count;
+    vd.alpha = 0.5f;
+    CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &squeezed));
+    pbd_mesh_free(&m);
+    CHECK_OK(pbd_add_collider_box(w, top, half, NULL, 0.5f, &squeeze_plate));
+}
+static void frame_volume(pbd_world *w, int frame) {
+    float at[3] = {0, 0.6f - 0.01f * (float)(frame < 25 ? frame : 25), 0};
+    CHECK_OK(pbd_collider_set_pose(w, squeeze_plate, at, NULL));
+    if (frame == 30) CHECK_OK(pbd_sm_volume_set_alpha(w, squeezed, 0.8f)); /* a setter between steps */
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -609,6 +634,7 @@ static const scene scenes[] = {
     {"a flag in an acceleration field", build_wind, frame_wind, 40},
     {"a collapsed fluid and grains", build_collapsed, NULL, 20},
     {"self-collision: cloth folding on a bar", build_folding, frame_folding, 40},
+    {"pbd_sm.h: surface volume squeezed by a box", build_volume, frame_volume, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -1053,9 +1079,9 @@ TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
     }
 }
 
-/* pbd_sm.h is not on the GPU yet: a GPU world refuses each of its things
-   by name (rather than run its plugin on the host), unchanged; a CPU
-   world takes them. */
+/* What of pbd_sm.h is not on the GPU yet: a GPU world refuses it by name
+   (rather than run its plugin on the host), unchanged; a CPU world takes
+   it. */
 TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
     NEEDS_GPU();
     pbd_world *w = world_on(PBD_DEVICE_GPU), *cpu = world_on(PBD_DEVICE_CPU);
@@ -1070,7 +1096,7 @@ TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
         ld.cell_count = 8;
         ld.spacing = 0.05f;
         CHECK_RESULT(pbd_sm_add_lattice(w, &ld, NULL, NULL), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(w), "pbd_sm.h") != NULL);
+        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_lattice: not on the GPU yet") != NULL);
         int idx[3] = {0, 1, 2};
         pbd_sm_body_desc bd = pbd_sm_body_desc_default();
         bd.particles = idx;
@@ -1084,6 +1110,53 @@ TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
 done:
     pbd_world_destroy(w);
     pbd_world_destroy(cpu);
+}
+
+/* A surface volume on a GPU world: its getters read what the device
+   computed (the weights, the measured volume) with the CPU world's bits,
+   its setters reach the device, and its removal frees it while the world
+   steps on. */
+TEST(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world) {
+    NEEDS_GPU();
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
+    pbd_sm_volume vol[2];
+    pbd_world *ws[2] = {cpu, gpu};
+    if (!cpu || !gpu) goto done;
+    for (int k = 0; k < 2; ++k) {
+        build_volume(ws[k]);
+        vol[k] = squeezed;
+    }
+    for (int step = 0; step < 12; ++step)
+        for (int k = 0; k < 2; ++k) {
+            frame_volume(ws[k], step + 10);
+            if (step == 6)
+                CHECK_OK(pbd_sm_volume_set_rest(ws[k], vol[k], 0.8 * 4.0 / 3.0 * 3.14159 * 0.25 * 0.25 * 0.25));
+            CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+        }
+    same_bits("surface volume", 12, cpu, gpu);
+    {
+        float wc[200], wg[200];
+        int nc = 0, ng = 0;
+        double vc = 0, vg = 1;
+        CHECK_OK(pbd_sm_volume_weights(cpu, vol[0], wc, 200, &nc));
+        CHECK_OK(pbd_sm_volume_weights(gpu, vol[1], wg, 200, &ng));
+        CHECK(nc == ng && nc > 0 && nc <= 200 && memcmp(wc, wg, sizeof(float) * (size_t)nc) == 0);
+        int zero = 0;
+        for (int i = 0; i < nc; ++i) zero += wc[i] == 0;
+        CHECK_MSG(zero > 0 && zero < nc, "%d of %d weights are 0 (the particles the colliders hold)", zero, nc);
+        CHECK_OK(pbd_sm_volume_measure(cpu, vol[0], &vc));
+        CHECK_OK(pbd_sm_volume_measure(gpu, vol[1], &vg));
+        CHECK(memcmp(&vc, &vg, sizeof vc) == 0);
+    }
+    for (int k = 0; k < 2; ++k) {
+        CHECK_OK(pbd_sm_remove_surface_volume(ws[k], vol[k]));
+        CHECK(pbd_world_plugin_count(ws[k]) == 0);
+        CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+    }
+    same_bits("surface volume removed", 13, cpu, gpu);
+done:
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
 }
 
 /* A CPU world's snapshot with self-collision (candidates held in it)
@@ -1218,6 +1291,7 @@ void suite_cuda(void) {
     RUN(cuda_snapshot_and_restore_mid_run);
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_a_snapshot_with_self_collision_runs_on_in_a_gpu_world);
+    RUN(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world);
     RUN(cuda_pbd_sm_is_refused_by_name_until_it_is_ported);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);

@@ -548,16 +548,9 @@ static void build_sm_scene(scene *s) {
     /* a closed skin (cloth over an icosphere) with surface volume */
     pbd_mesh m;
     float vc[3] = {1.0f, 0.26f, 0.0f};
-    CHECK_OK(pbd_mesh_sphere(1, vc, 0.25f, &m));
-    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
-    cd.stretch_compliance = 1e-4f;
-    cd.bending = PBD_BENDING_ISOMETRIC;
-    cd.bending_compliance = 1.0f;
-    cd.density = 1.0f;
-    pbd_object skin;
-    CHECK_OK(pbd_add_cloth(w, &cd, &skin));
+    pbd_object skin = pbdt_skin(w, 1, vc, 0.25f, &m);
+    CHECK(skin.id != 0);
     pbd_range skin_particles = pbdt_parts(w, skin).particles;
-    for (int i = 0; i < 3 * m.triangle_count; ++i) m.triangles[i] += skin_particles.first;
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;

@@ -192,6 +192,12 @@ TEST(plugin_bad_input) {
     d.work = 0;
     d.parallel = 7;
     CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    d.parallel = 0;
+    d.device = 2;
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "device") != NULL);
+    d.device = 0;
+    d.parallel = 7;
     CHECK_RESULT(pbd_add_plugin(w, NULL, NULL), PBD_ERROR_NULL_POINTER);
     CHECK_RESULT(pbd_add_plugin(NULL, &d, NULL), PBD_ERROR_NULL_POINTER);
     CHECK(pbd_world_plugin_count(w) == 0);

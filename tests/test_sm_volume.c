@@ -24,13 +24,7 @@ static int vol_world_finite(const pbd_world *w) {
 static pbd_world *sphere_world(pbd_mesh *m, pbd_object *obj, float radius, int subdiv) {
     pbd_world *w = pbdt_world(-9.81f);
     float c[3] = {0, radius + 0.011f, 0};
-    pbd_mesh_sphere(subdiv, c, radius, m);
-    pbd_cloth_desc cd = pbdt_cloth_desc(m);
-    cd.stretch_compliance = 1e-4f;
-    cd.bending = PBD_BENDING_ISOMETRIC;
-    cd.bending_compliance = 1.0f;
-    cd.density = 1.0f;
-    pbd_add_cloth(w, &cd, obj);
+    *obj = pbdt_skin(w, subdiv, c, radius, m);
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
     pbd_add_collider_plane(w, ground, up, 0.5f, NULL);
     return w;
