@@ -132,7 +132,7 @@ $(CUDA_BUILD)/tests/%.o: tests/%.c tests/test.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CUDA_CFLAGS) -c $< -o $@
 $(CUDA_BUILD)/pbd_cuda_tests: $(CUDA_BUILD)/tests/main.o $(CUDA_BUILD)/tests/test_cuda.o $(CUDA_BUILD)/tests/impl_sm.o \
-		$(CUDA_BUILD)/pbd_cuda.o
+		$(CUDA_BUILD)/tests/impl_upsample.o $(CUDA_BUILD)/pbd_cuda.o
 	$(CUDA_LINK) $^ -o $@ -lm
 
 SANITIZER ?= $(shell command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
@@ -184,7 +184,7 @@ $(BUILD)/pbd_tests: $(TEST_OBJS)
 # built with PBD_CUDA, against pbd_cuda.cu compiled as C++ with
 # PBD_CUDA_EMULATE (its kernels on CPU threads; see pbd_cuda.cu, EMULATION).
 CUDA_TEST_OBJS := $(BUILD)/cuda-emu/main.o $(BUILD)/cuda-emu/test_cuda.o $(BUILD)/cuda-emu/impl_sm.o \
-	$(BUILD)/cuda-emu/pbd_cuda.o
+	$(BUILD)/cuda-emu/impl_upsample.o $(BUILD)/cuda-emu/pbd_cuda.o
 $(BUILD)/cuda-emu/%.o: tests/%.c tests/test.h $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(COMPILE) -DPBD_CUDA -DPBDT_CUDA_EMULATED -c $< -o $@

@@ -2958,6 +2958,9 @@ void pbd__cuda_pull(pbd_world *w, int what);
 const float *pbd__cuda_positions(pbd_world *w);
 /* The emulation's launch order seed (PBD_CUDA_EMULATE; tests compare two). */
 void pbd__cuda_emulate_seed(unsigned seed);
+/* n bytes of device memory into host memory (tests read what a device
+   pointer of the public API holds). */
+void pbd__cuda_read(void *host, const void *device, size_t n);
 #ifdef __cplusplus
 }
 #endif

@@ -76,6 +76,12 @@
        other kinds (bodies, lattices, oriented particles, the
        multi-resolution cloth) are not in this file yet: a GPU world
        refuses them by name (PBD_ERROR_UNSUPPORTED).
+       pbd_upsample.h (likewise built with PBD_CUDA): a subdivision model
+       set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its stencil
+       and detail on the device, and pbd_up_model_eval_world evaluates it
+       from a GPU world's device particles into a device array (one
+       thread per detail vertex: the stencil row, the local frame, the
+       detail), with the CPU's bits; the learned methods stay on the CPU.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -166,6 +172,8 @@
 #include "pbd.h"
 #define PBD_SM_IMPLEMENTATION /* and of pbd_sm.h, whose plugins run here on a GPU world */
 #include "pbd_sm.h"
+#define PBD_UPSAMPLE_IMPLEMENTATION /* and of pbd_upsample.h, whose models evaluate here */
+#include "pbd_upsample.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -1890,6 +1898,92 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
         case PBD_SM__CUDA_FREE: pbd__sm_volume_free(v); return 1;
         default: pbd__sm_volume_stage(v, c, what); return 1;
     }
+}
+
+extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__d2h(host, device, n); }
+
+// ==== pbd_upsample.h ==========================================================
+/* A GPU model (pbd_up_model_set_device): its data on the device, evaluated
+   from a GPU world's device particles into a device array, with the
+   loops of its CPU evaluation one thread per row or vertex: the CPU's
+   bits. So far subdivision, with or without two-scale detail: the stencil
+   rows (pbd_up__sparse_row, reading float4 particles), then each detail
+   vertex's frame and x0 + R dx. */
+typedef struct pbd__up_dev {
+    pbd_up__subdiv d; /* the image of the model's data: device arrays */
+    float *out;       /* detail_count*3 */
+} pbd__up_dev;
+
+PBD__KERNEL pbd__k_up_rows(pbd_up__subdiv s, const float *x, float *y) {
+    PBD__GRID_LOOP(i, s.S.rows) { pbd_up__sparse_row(&s.S, x, 4, i, y + 3 * (size_t)i); }
+}
+PBD__KERNEL pbd__k_up_frames(pbd_up__subdiv s, int n) {
+    PBD__GRID_LOOP(v, n) { pbd_up__vertex_frame(&s, s.x0, v, s.frames + 9 * (size_t)v); }
+}
+PBD__KERNEL pbd__k_up_detail(pbd_up__subdiv s, int n, float *out) {
+    PBD__GRID_LOOP(v, n) { pbd_up__subdiv_detail(&s, v, out); }
+}
+
+static void pbd__up_free(pbd_up_model *m) {
+    pbd__up_dev *r = (pbd__up_dev *)m->gpu;
+    if (!r) return;
+    void *arrays[] = {r->d.S.start, r->d.S.col,    r->d.S.val, r->d.triangles, r->d.detail, r->d.vt_start,
+                      r->d.vt_tri,  r->d.first_nb, r->d.x0,    r->d.frames,    r->out};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(r);
+    m->gpu = NULL;
+}
+static int pbd__up_upload(pbd_up_model *m) {
+    const pbd_up__subdiv *h = (const pbd_up__subdiv *)m->impl;
+    pbd__up_dev *r = (pbd__up_dev *)calloc(1, sizeof *r);
+    if (!r) return 0;
+    m->gpu = r;
+    pbd_up__subdiv *d = &r->d;
+    *d = *h; /* the scalars; every array below */
+    d->S.start = d->S.col = d->vt_start = d->vt_tri = d->first_nb = d->triangles = NULL;
+    d->S.val = d->detail = d->x0 = d->frames = NULL;
+    size_t nd = (size_t)m->detail_count, nnz = (size_t)h->S.start[h->S.rows], nt = (size_t)h->triangle_count;
+    int ok = pbd__sm_array(&d->S.start, h->S.start, (size_t)h->S.rows + 1) && pbd__sm_array(&d->S.col, h->S.col, nnz) &&
+             pbd__sm_array(&d->S.val, h->S.val, nnz) && pbd__sm_array(&r->out, (const float *)NULL, 3 * nd);
+    if (ok && h->has_detail)
+        ok = pbd__sm_array(&d->triangles, h->triangles, 3 * nt) && pbd__sm_array(&d->detail, h->detail, 3 * nd) &&
+             pbd__sm_array(&d->vt_start, h->vt_start, nd + 1) &&
+             pbd__sm_array(&d->vt_tri, h->vt_tri, (size_t)h->vt_start[nd]) &&
+             pbd__sm_array(&d->first_nb, h->first_nb, nd) && pbd__sm_array(&d->x0, (const float *)NULL, 3 * nd) &&
+             pbd__sm_array(&d->frames, (const float *)NULL, 9 * nd);
+    if (!ok) pbd__up_free(m);
+    return ok;
+}
+
+extern "C" int pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size, int what, pbd_world *w,
+                                  const float *x, const float **out) {
+    if (size != sizeof *m || impl_size != sizeof(pbd_up__subdiv)) return -2; /* another pbd_upsample.h */
+    if (what == PBD_UP__CUDA_FREE) {
+        pbd__up_free(m);
+        return 1;
+    }
+    if (what == PBD_UP__CUDA_UPLOAD) {
+#ifndef PBD_CUDA_EMULATE
+        int devices = 0;
+        if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+            cudaGetLastError(); /* (clears the error) */
+            return -1;
+        }
+#endif
+        return pbd__up_upload(m);
+    }
+    pbd__gpu *g = w->gpu;
+    pbd__up_dev *r = (pbd__up_dev *)m->gpu;
+    int n = m->detail_count;
+    if (!r->d.has_detail) {
+        pbd__launch(g, n, pbd__k_up_rows, r->d, x, r->out);
+    } else {
+        pbd__launch(g, n, pbd__k_up_rows, r->d, x, r->d.x0);
+        pbd__launch(g, n, pbd__k_up_frames, r->d, n);
+        pbd__launch(g, n, pbd__k_up_detail, r->d, n, r->out);
+    }
+    *out = r->out;
+    return 1;
 }
 
 // ==== open, close, fetch ======================================================

@@ -85,6 +85,15 @@
        pbd_up_piu_fit(&pd, &piu);
        // 3. every frame: coarse simulation -> detail mesh
        pbd_up_model_eval(piu, coarse_xyz, detail_xyz);
+   On a GPU world (pbd_cuda.cu; define PBD_CUDA where
+   PBD_UPSAMPLE_IMPLEMENTATION is too) a subdivision model can evaluate on
+   the device, from the world's device particles into a device array that
+   a renderer draws through CUDA interop, with the CPU's bits:
+       pbd_up_model_set_device(sub, PBD_DEVICE_GPU);
+       const float *detail;                    // a device pointer
+       pbd_up_model_eval_world(sub, world, first_particle, &detail);
+   (pbd_up_model_eval_world takes a CPU model and world too.) The learned
+   methods evaluate on the CPU so far.
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
@@ -209,6 +218,29 @@ PBD_UP_DEF pbd_result pbd_up_model_eval_checked(pbd_up_model *m, const float *co
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on);
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads);
 PBD_UP_DEF void pbd_up_model_destroy(pbd_up_model *m);
+
+/* THE GPU (pbd_cuda.cu, with PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION
+   is): a model evaluates on the CPU (the default) or on the GPU. Setting
+   PBD_DEVICE_GPU sends its data to the device (PBD_ERROR_UNSUPPORTED
+   naming why: no device, a build without PBD_CUDA, a method not on the
+   GPU yet; PBD_ERROR_OUT_OF_MEMORY); PBD_DEVICE_AUTO takes the GPU when
+   it can, else the CPU; PBD_DEVICE_CPU frees the device's copy. So far
+   the subdivision models (with or without two-scale detail) run on the
+   GPU; fitting stays on the CPU (a fit on a GPU model sends the result). */
+PBD_UP_DEF pbd_result pbd_up_model_set_device(pbd_up_model *m, pbd_device device);
+PBD_UP_DEF pbd_device pbd_up_model_device(const pbd_up_model *m); /* PBD_DEVICE_CPU for NULL */
+/* Evaluates the model on world particles [first, first + coarse count) as
+   the coarse positions; *detail gets the detail positions (3 floats per
+   vertex, the model's array: valid until the next evaluation, a fit or
+   the model's destruction). A GPU model needs a GPU world: it reads the
+   device's particles (pbd_world_device_positions) and *detail is a device
+   pointer, for a renderer's CUDA interop with no copy; the bits are those
+   of pbd_up_model_eval on the same positions. A CPU model reads
+   pbd_world_positions into host arrays (allocated by its first call).
+   Errors: NULL pointers; PBD_ERROR_INDEX_OUT_OF_RANGE for particles the
+   world does not have; PBD_ERROR_INVALID_ARGUMENT for an untrained model
+   or a GPU model with a CPU world; PBD_ERROR_NOT_FINITE (CPU models). */
+PBD_UP_DEF pbd_result pbd_up_model_eval_world(pbd_up_model *m, pbd_world *w, int first, const float **detail);
 
 /* Save / load a fitted model. The buffer is a versioned header (magic
    "PBDUPMDL", format version, byte-order tag, method, counts, payload
@@ -797,10 +829,27 @@ struct pbd_up_model {
     pbd_up_method method;
     int coarse_count, detail_count;
     int trained;
-    int simd;    /* 1: SIMD kernels (where compiled in) */
-    int threads; /* 0: automatic */
-    void *impl;  /* the method's data */
+    int simd;                    /* 1: SIMD kernels (where compiled in) */
+    int threads;                 /* 0: automatic */
+    void *impl;                  /* the method's data */
+    void *gpu;                   /* a GPU model: pbd_cuda.cu's copy (pbd_up__cuda_model) */
+    float *world_in, *world_out; /* a CPU model's pbd_up_model_eval_world arrays */
 };
+
+/* pbd_cuda.cu's side of a GPU model: its data on the device (UPLOAD: 1,
+   or 0 for no memory), an evaluation from a GPU world's device particles
+   (EVAL on world w's launches, x: the first coarse vertex's float4;
+   *out: the device's detail array), FREE. sizes: sizeof of the model and of the method's data,
+   checked against pbd_cuda.cu's copy of this header. */
+enum { PBD_UP__CUDA_UPLOAD, PBD_UP__CUDA_EVAL, PBD_UP__CUDA_FREE };
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size, int what, pbd_world *w, const float *x,
+                       const float **out);
+#endif
 
 /* Defined at the end of the implementation ("// ==== method table"), after
    every method's section; NULL for a method that is not compiled in. */
@@ -886,6 +935,9 @@ PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
 
 PBD_UP_DEF void pbd_up_model_destroy(pbd_up_model *m) {
     if (!m) return;
+    pbd_up_model_set_device(m, PBD_DEVICE_CPU); /* frees the device's copy */
+    pbd_up__free(m->world_in);
+    pbd_up__free(m->world_out);
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     if (t && m->impl) t->destroy(m);
     pbd_up__free(m);
@@ -1105,20 +1157,23 @@ PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
     return PBD_OK;
 }
 
-/* The scalar reference: rows [r0, r1). */
-static void pbd_up__sparse_rows_scalar(const pbd_up__sparse *s, const float *x, float *y, int r0, int r1) {
-    for (int i = r0; i < r1; ++i) {
-        float ax = 0.0f, ay = 0.0f, az = 0.0f;
-        for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
-            const float w = s->val[k], *p = x + 3 * (size_t)s->col[k];
-            ax += w * p[0];
-            ay += w * p[1];
-            az += w * p[2];
-        }
-        y[3 * (size_t)i] = ax;
-        y[3 * (size_t)i + 1] = ay;
-        y[3 * (size_t)i + 2] = az;
+/* The scalar reference: row i of S x into y[0 .. 3), x `stride` floats a
+   vertex (3; a GPU model reads a world's float4 particles). */
+static PBD_HD void pbd_up__sparse_row(const pbd_up__sparse *s, const float *x, int stride, int i, float *y) {
+    float ax = 0.0f, ay = 0.0f, az = 0.0f;
+    for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
+        const float w = s->val[k], *p = x + (size_t)stride * (size_t)s->col[k];
+        ax += w * p[0];
+        ay += w * p[1];
+        az += w * p[2];
     }
+    y[0] = ax;
+    y[1] = ay;
+    y[2] = az;
+}
+/* rows [r0, r1) */
+static void pbd_up__sparse_rows_scalar(const pbd_up__sparse *s, const float *x, float *y, int r0, int r1) {
+    for (int i = r0; i < r1; ++i) pbd_up__sparse_row(s, x, 3, i, y + 3 * (size_t)i);
 }
 
 #if PBD_UP__W > 1
@@ -1653,7 +1708,7 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
 
 /* The local frame of vertex v of the smooth mesh x (survey 5.1), 9 floats
    t, b, n; see pbd_up_subdivision_smooth. */
-static void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v, float *f) {
+static PBD_HD void pbd_up__vertex_frame(const pbd_up__subdiv *s, const float *x, int v, float *f) {
     float n[3] = {0.0f, 0.0f, 0.0f};
     for (int q = s->vt_start[v]; q < s->vt_start[v + 1]; ++q) {
         const int *t = s->triangles + 3 * (size_t)s->vt_tri[q];
@@ -1731,6 +1786,12 @@ static void pbd_up__subdiv_smooth(pbd_up_model *m, const float *u, float *x0, fl
     for (int v = 0; v < n; ++v) pbd_up__vertex_frame(s, x0, v, frames + 9 * (size_t)v);
 }
 
+/* Detail vertex v: x = x0 + R dx (survey 5.1). */
+static PBD_HD void pbd_up__subdiv_detail(const pbd_up__subdiv *s, int v, float *out) {
+    const float *f = s->frames + 9 * (size_t)v, *d = s->detail + 3 * (size_t)v, *p = s->x0 + 3 * (size_t)v;
+    for (int c = 0; c < 3; ++c) out[3 * (size_t)v + c] = p[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
+}
+
 /* x = x0 + R dx (survey 5.1). */
 static pbd_result pbd_up__subdiv_eval(pbd_up_model *m, const float *u, float *out) {
     pbd_up__subdiv *s = (pbd_up__subdiv *)m->impl;
@@ -1743,10 +1804,7 @@ static pbd_result pbd_up__subdiv_eval(pbd_up_model *m, const float *u, float *ou
     int team = pbd_up__team(m->threads, 8L * n);
     (void)team;
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
-    for (int v = 0; v < n; ++v) {
-        const float *f = s->frames + 9 * (size_t)v, *d = s->detail + 3 * (size_t)v, *p = s->x0 + 3 * (size_t)v;
-        for (int c = 0; c < 3; ++c) out[3 * (size_t)v + c] = p[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
-    }
+    for (int v = 0; v < n; ++v) pbd_up__subdiv_detail(s, v, out);
     return PBD_OK;
 }
 
@@ -1859,6 +1917,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *co
     return PBD_OK;
 }
 
+static pbd_result pbd_up__model_changed(pbd_up_model *m, const char *fn); /* (the GPU, below) */
+
 PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float *coarse_positions,
                                                     const float *detail_positions) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: m is NULL");
@@ -1869,7 +1929,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
         s->has_detail = 0;
         pbd_up__free(s->detail);
         s->detail = NULL;
-        return PBD_OK;
+        return pbd_up__model_changed(m, "pbd_up_subdivision_fit_detail");
     }
     if (!coarse_positions)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
@@ -1889,7 +1949,106 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
     }
     s->detail = d;
     s->has_detail = 1;
-    return PBD_OK;
+    return pbd_up__model_changed(m, "pbd_up_subdivision_fit_detail");
+}
+
+/* --- the GPU (pbd_up_model_set_device) ---------------------------------- */
+
+/* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
+static size_t pbd_up__impl_size(const pbd_up_model *m) {
+    return m->method == PBD_UP_SUBDIVISION ? sizeof(pbd_up__subdiv) : 0;
+}
+
+/* Why m cannot go to the GPU (NULL: it can), and the code. */
+static const char *pbd_up__gpu_refusal(pbd_up_model *m, pbd_result *code) {
+    *code = PBD_ERROR_UNSUPPORTED;
+    if (!m->trained || !m->impl) {
+        *code = PBD_ERROR_INVALID_ARGUMENT;
+        return "the model is not trained";
+    }
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (m->method != PBD_UP_SUBDIVISION) return "its method is not on the GPU yet (only subdivision is)";
+    int r = pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_UPLOAD, NULL, NULL, NULL);
+    if (r == 1) return NULL;
+    if (r == 0) *code = PBD_ERROR_OUT_OF_MEMORY;
+    return r == 0    ? "out of device memory"
+           : r == -1 ? "no CUDA device"
+                     : "pbd_cuda.cu was built against another pbd_upsample.h";
+#else
+    return "built without PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION is (pbd_cuda.cu's kernels)";
+#endif
+}
+
+PBD_UP_DEF pbd_result pbd_up_model_set_device(pbd_up_model *m, pbd_device device) {
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_device: m is NULL");
+    if (device != PBD_DEVICE_AUTO && device != PBD_DEVICE_CPU && device != PBD_DEVICE_GPU)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_device: device %d is not a device",
+                              (int)device);
+    if (device == PBD_DEVICE_CPU) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+        if (m->gpu) pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_FREE, NULL, NULL, NULL);
+#endif
+        return PBD_OK;
+    }
+    if (m->gpu) return PBD_OK;
+    pbd_result code;
+    const char *why = pbd_up__gpu_refusal(m, &code);
+    if (!why || device == PBD_DEVICE_AUTO) return PBD_OK; /* AUTO: the CPU when not the GPU */
+    return pbd_world_fail(NULL, code, "pbd_up_model_set_device: a %s model cannot go to the GPU: %s",
+                          pbd_up_method_name(m->method), why);
+}
+
+PBD_UP_DEF pbd_device pbd_up_model_device(const pbd_up_model *m) {
+    return m && m->gpu ? PBD_DEVICE_GPU : PBD_DEVICE_CPU;
+}
+
+/* After a fit changed a GPU model's data: the device's copy again. */
+static pbd_result pbd_up__model_changed(pbd_up_model *m, const char *fn) {
+    if (!m->gpu) return PBD_OK;
+    pbd_up_model_set_device(m, PBD_DEVICE_CPU);
+    pbd_result code;
+    const char *why = pbd_up__gpu_refusal(m, &code);
+    if (!why) return PBD_OK;
+    return pbd_world_fail(NULL, code, "%s: the fit is done, but the model is back on the CPU: %s", fn, why);
+}
+
+PBD_UP_DEF pbd_result pbd_up_model_eval_world(pbd_up_model *m, pbd_world *w, int first, const float **detail) {
+    const char *f = "pbd_up_model_eval_world";
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: m is NULL", f);
+    if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: w is NULL", f);
+    if (!detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: detail is NULL", f);
+    if (!m->trained || !m->impl)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "%s: the model is not trained", f);
+    int n = pbd_world_particle_count(w), nc = m->coarse_count;
+    if (first < 0 || first > n - nc)
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "%s: particles [%d, %d) are not in the world (%d particles)", f, first, first + nc, n);
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (m->gpu) {
+        if (pbd_world_device(w) != PBD_DEVICE_GPU)
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "%s: a GPU model evaluates a GPU world", f);
+        const float *x = pbd_world_device_positions(w);
+        if (!x) return pbd_world_fail(NULL, PBD_ERROR_UNSUPPORTED, "%s: %s", f, pbd_world_last_error(w));
+        pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_EVAL, w, x + 4 * (size_t)first, detail);
+        return PBD_OK;
+    }
+#endif
+    if (!m->world_in) {
+        m->world_in = (float *)pbd_up__alloc_array(3 * (size_t)nc, sizeof(float));
+        m->world_out = (float *)pbd_up__alloc_array(3 * (size_t)m->detail_count, sizeof(float));
+        if (!m->world_in || !m->world_out) {
+            pbd_up__free(m->world_in);
+            pbd_up__free(m->world_out);
+            m->world_in = m->world_out = NULL;
+            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory for %d coarse vertices", f, nc);
+        }
+    }
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < nc; ++i)
+        for (int k = 0; k < 3; ++k) m->world_in[3 * (size_t)i + k] = x[4 * (size_t)(first + i) + k];
+    pbd_result r = pbd_up_model_eval(m, m->world_in, m->world_out);
+    if (r == PBD_OK) *detail = m->world_out;
+    return r;
 }
 
 // ==== wrinkle ===============================================================

@@ -18,6 +18,7 @@
    changes: auto worlds are CPU worlds, and a GPU world is refused. */
 #include "test.h"
 #include "../pbd_sm.h"
+#include "../pbd_upsample.h"
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1267,6 +1268,69 @@ TEST(cuda_the_device_is_chosen_per_world_and_logged) {
 
 /* The device pointer for interop holds the positions (in the emulation
    device memory is host memory, so the test reads it). */
+/* A subdivision model with two-scale detail on the GPU evaluates a GPU
+   world's cloth from its device particles, into a device array, with the
+   bits of the same model on the CPU evaluating the CPU world; a fit on
+   the GPU model reaches the device; a GPU model refuses a CPU world; back
+   on the CPU it evaluates there. */
+TEST(cuda_a_subdivision_model_evaluates_a_gpu_worlds_cloth) {
+    NEEDS_GPU();
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
+    pbd_up_model *mc = NULL, *mg = NULL;
+    pbd_mesh m;
+    float *fine = NULL, *out = NULL;
+    float o[3] = {-0.3f, 0.8f, -0.3f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0, 0.6f};
+    if (!cpu || !gpu) goto done;
+    CHECK_OK(pbd_mesh_grid(9, 9, o, u, v, &m));
+    {
+        int first = pbd_world_particle_count(cpu), nd = 0;
+        pbd_world *ws[2] = {cpu, gpu};
+        for (int k = 0; k < 2; ++k) {
+            ground(ws[k]);
+            pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+            CHECK_OK(pbd_add_cloth(ws[k], &cd, NULL));
+        }
+        CHECK_OK(pbd_up_subdivision_create(m.triangles, m.triangle_count, m.vertex_count, 2, &mc));
+        CHECK_OK(pbd_up_subdivision_create(m.triangles, m.triangle_count, m.vertex_count, 2, &mg));
+        CHECK_OK(pbd_up_model_set_device(mg, PBD_DEVICE_GPU));
+        CHECK(pbd_up_model_device(mg) == PBD_DEVICE_GPU && pbd_up_model_device(mc) == PBD_DEVICE_CPU);
+        nd = pbd_up_model_detail_count(mc);
+        fine = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
+        out = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
+        /* detail: the smooth rest surface with ripples */
+        CHECK_OK(pbd_up_model_eval(mc, m.positions, fine));
+        for (int i = 0; i < nd; ++i) fine[3 * i + 1] += 0.01f * sinf(40.0f * fine[3 * i]);
+        CHECK_OK(pbd_up_subdivision_fit_detail(mc, m.positions, fine));
+        CHECK_OK(pbd_up_subdivision_fit_detail(mg, m.positions, fine)); /* sent to the device */
+        for (int step = 0; step < 20; ++step) {
+            CHECK_OK(pbd_world_step(cpu, 1.0f / 60.0f));
+            CHECK_OK(pbd_world_step(gpu, 1.0f / 60.0f));
+        }
+        const float *dc = NULL, *dg = NULL;
+        CHECK_OK(pbd_up_model_eval_world(mc, cpu, first, &dc));
+        CHECK_OK(pbd_up_model_eval_world(mg, gpu, first, &dg));
+        if (dc && dg) {
+            pbd__cuda_read(out, dg, sizeof(float) * 3 * (size_t)nd);
+            CHECK(memcmp(out, dc, sizeof(float) * 3 * (size_t)nd) == 0);
+            CHECK(fabsf(dc[1] - fine[1]) > 0.05f); /* the cloth fell: not the rest pose */
+        }
+        CHECK_RESULT(pbd_up_model_eval_world(mg, cpu, first, &dg), PBD_ERROR_INVALID_ARGUMENT);
+        CHECK_RESULT(pbd_up_model_eval_world(mc, cpu, first + 1, &dc), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        CHECK_OK(pbd_up_model_set_device(mg, PBD_DEVICE_CPU)); /* back: evaluates on the host */
+        CHECK(pbd_up_model_device(mg) == PBD_DEVICE_CPU);
+        CHECK_OK(pbd_up_model_eval_world(mg, cpu, first, &dg));
+        if (dc && dg) CHECK(memcmp(dg, dc, sizeof(float) * 3 * (size_t)nd) == 0);
+    }
+done:
+    pbd_up_model_destroy(mc);
+    pbd_up_model_destroy(mg);
+    pbd_mesh_free(&m);
+    free(fine);
+    free(out);
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+}
+
 TEST(cuda_device_positions_for_interop) {
     NEEDS_GPU();
     pbd_world *w = world_on(PBD_DEVICE_GPU);
@@ -1296,6 +1360,7 @@ void suite_cuda(void) {
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
+    RUN(cuda_a_subdivision_model_evaluates_a_gpu_worlds_cloth);
 }
 
 #endif /* PBD_CUDA */
