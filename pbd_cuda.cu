@@ -76,12 +76,13 @@
        other kinds (bodies, lattices, oriented particles, the
        multi-resolution cloth) are not in this file yet: a GPU world
        refuses them by name (PBD_ERROR_UNSUPPORTED).
-       pbd_upsample.h (likewise built with PBD_CUDA): a subdivision model
-       set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its stencil
-       and detail on the device, and pbd_up_model_eval_world evaluates it
-       from a GPU world's device particles into a device array (one
-       thread per detail vertex: the stencil row, the local frame, the
-       detail), with the CPU's bits; the learned methods stay on the CPU.
+       pbd_upsample.h (likewise built with PBD_CUDA): a subdivision or PIU
+       model set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
+       data on the device, and pbd_up_model_eval_world evaluates it from a
+       GPU world's device particles into a device array (one thread per
+       detail vertex: the stencil row, the local frame, the detail; PIU's
+       lanes, then its oscillatory modes with coefficients from the host),
+       with the CPU's bits; WPSD and PDM stay on the CPU.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -1906,13 +1907,29 @@ extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__
 /* A GPU model (pbd_up_model_set_device): its data on the device, evaluated
    from a GPU world's device particles into a device array, with the
    loops of its CPU evaluation one thread per row or vertex: the CPU's
-   bits. So far subdivision, with or without two-scale detail: the stencil
-   rows (pbd_up__sparse_row, reading float4 particles), then each detail
-   vertex's frame and x0 + R dx. */
+   bits. Subdivision, with or without two-scale detail: the stencil rows
+   (pbd_up__sparse_row, reading float4 particles), then each detail
+   vertex's frame and x0 + R dx. PIU: each lane of each group
+   (pbd_up__piu_lane), then each coordinate's oscillatory modes, whose
+   coefficients (sinf) the host computes. */
 typedef struct pbd__up_dev {
-    pbd_up__subdiv d; /* the image of the model's data: device arrays */
+    pbd_up__subdiv d; /* subdivision: the image of the model's data, device arrays */
+    pbd_up__piu piu;  /* PIU: likewise */
     float *out;       /* detail_count*3 */
 } pbd__up_dev;
+typedef struct pbd__up_coeffs {
+    float c[64]; /* PIU's modes' coefficients (by value) */
+} pbd__up_coeffs;
+
+PBD__KERNEL pbd__k_piu_lanes(pbd_up__piu p, const float *x, float *out) {
+    PBD__GRID_LOOP(t, p.group_count * PBD_UP__LANES) {
+        int v = p.lane_vertex[t];
+        if (v >= 0) pbd_up__piu_lane(&p, t / PBD_UP__LANES, t % PBD_UP__LANES, x, 4, out + 3 * (size_t)v);
+    }
+}
+PBD__KERNEL pbd__k_piu_modes(pbd_up__piu p, pbd__up_coeffs c, float *out) {
+    PBD__GRID_LOOP(i, 3 * p.detail_count) { pbd_up__piu_mode_add(&p, c.c, out, i); }
+}
 
 PBD__KERNEL pbd__k_up_rows(pbd_up__subdiv s, const float *x, float *y) {
     PBD__GRID_LOOP(i, s.S.rows) { pbd_up__sparse_row(&s.S, x, 4, i, y + 3 * (size_t)i); }
@@ -1927,17 +1944,39 @@ PBD__KERNEL pbd__k_up_detail(pbd_up__subdiv s, int n, float *out) {
 static void pbd__up_free(pbd_up_model *m) {
     pbd__up_dev *r = (pbd__up_dev *)m->gpu;
     if (!r) return;
-    void *arrays[] = {r->d.S.start, r->d.S.col,    r->d.S.val, r->d.triangles, r->d.detail, r->d.vt_start,
-                      r->d.vt_tri,  r->d.first_nb, r->d.x0,    r->d.frames,    r->out};
+    void *arrays[] = {r->d.S.start,         r->d.S.col,     r->d.S.val,         r->d.triangles, r->d.detail,
+                      r->d.vt_start,        r->d.vt_tri,    r->d.first_nb,      r->d.x0,        r->d.frames,
+                      r->piu.group_support, r->piu.weights, r->piu.lane_vertex, r->piu.modes,   r->out};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
     free(r);
     m->gpu = NULL;
 }
+/* PIU's arrays that the evaluation reads (the oscillators' state stays
+   on the host: the coefficients go with every evaluation). */
+static int pbd__up_upload_piu(pbd__up_dev *r, const pbd_up__piu *h) {
+    pbd_up__piu *d = &r->piu;
+    d->coarse_count = h->coarse_count;
+    d->detail_count = h->detail_count;
+    d->support = h->support;
+    d->group_count = h->group_count;
+    d->mode_count = h->mode_count;
+    size_t G = (size_t)h->group_count, K = (size_t)h->support, M = (size_t)h->mode_count;
+    return pbd__sm_array(&d->group_support, h->group_support, G * K) &&
+           pbd__sm_array(&d->weights, h->weights, G * K * PBD_UP__LANES) &&
+           pbd__sm_array(&d->lane_vertex, h->lane_vertex, G * PBD_UP__LANES) &&
+           (M == 0 || pbd__sm_array(&d->modes, h->modes, M * (size_t)h->detail_count * 3));
+}
 static int pbd__up_upload(pbd_up_model *m) {
-    const pbd_up__subdiv *h = (const pbd_up__subdiv *)m->impl;
     pbd__up_dev *r = (pbd__up_dev *)calloc(1, sizeof *r);
     if (!r) return 0;
     m->gpu = r;
+    if (m->method == PBD_UP_PIU) {
+        int ok = pbd__up_upload_piu(r, (const pbd_up__piu *)m->impl) &&
+                 pbd__sm_array(&r->out, (const float *)NULL, 3 * (size_t)m->detail_count);
+        if (!ok) pbd__up_free(m);
+        return ok;
+    }
+    const pbd_up__subdiv *h = (const pbd_up__subdiv *)m->impl;
     pbd_up__subdiv *d = &r->d;
     *d = *h; /* the scalars; every array below */
     d->S.start = d->S.col = d->vt_start = d->vt_tri = d->first_nb = d->triangles = NULL;
@@ -1957,7 +1996,7 @@ static int pbd__up_upload(pbd_up_model *m) {
 
 extern "C" int pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size, int what, pbd_world *w,
                                   const float *x, const float **out) {
-    if (size != sizeof *m || impl_size != sizeof(pbd_up__subdiv)) return -2; /* another pbd_upsample.h */
+    if (size != sizeof *m || impl_size != pbd_up__impl_size(m)) return -2; /* another pbd_upsample.h */
     if (what == PBD_UP__CUDA_FREE) {
         pbd__up_free(m);
         return 1;
@@ -1975,7 +2014,13 @@ extern "C" int pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size
     pbd__gpu *g = w->gpu;
     pbd__up_dev *r = (pbd__up_dev *)m->gpu;
     int n = m->detail_count;
-    if (!r->d.has_detail) {
+    if (m->method == PBD_UP_PIU) {
+        const pbd_up__piu *h = (const pbd_up__piu *)m->impl;
+        pbd__up_coeffs c;
+        pbd_up__piu_mode_coeffs(h, c.c);
+        pbd__launch(g, r->piu.group_count * PBD_UP__LANES, pbd__k_piu_lanes, r->piu, x, r->out);
+        if (h->mode_count > 0) pbd__launch(g, 3 * n, pbd__k_piu_modes, r->piu, c, r->out);
+    } else if (!r->d.has_detail) {
         pbd__launch(g, n, pbd__k_up_rows, r->d, x, r->out);
     } else {
         pbd__launch(g, n, pbd__k_up_rows, r->d, x, r->d.x0);

@@ -86,14 +86,14 @@
        // 3. every frame: coarse simulation -> detail mesh
        pbd_up_model_eval(piu, coarse_xyz, detail_xyz);
    On a GPU world (pbd_cuda.cu; define PBD_CUDA where
-   PBD_UPSAMPLE_IMPLEMENTATION is too) a subdivision model can evaluate on
-   the device, from the world's device particles into a device array that
+   PBD_UPSAMPLE_IMPLEMENTATION is too) a subdivision or PIU model can
+   evaluate on the device, from the world's device particles into a device array that
    a renderer draws through CUDA interop, with the CPU's bits:
        pbd_up_model_set_device(sub, PBD_DEVICE_GPU);
        const float *detail;                    // a device pointer
        pbd_up_model_eval_world(sub, world, first_particle, &detail);
-   (pbd_up_model_eval_world takes a CPU model and world too.) The learned
-   methods evaluate on the CPU so far.
+   (pbd_up_model_eval_world takes a CPU model and world too.) WPSD, PDM
+   and wrinkle meshes evaluate on the CPU so far.
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
@@ -225,8 +225,10 @@ PBD_UP_DEF void pbd_up_model_destroy(pbd_up_model *m);
    naming why: no device, a build without PBD_CUDA, a method not on the
    GPU yet; PBD_ERROR_OUT_OF_MEMORY); PBD_DEVICE_AUTO takes the GPU when
    it can, else the CPU; PBD_DEVICE_CPU frees the device's copy. So far
-   the subdivision models (with or without two-scale detail) run on the
-   GPU; fitting stays on the CPU (a fit on a GPU model sends the result). */
+   the subdivision models (with or without two-scale detail) and PIU (its
+   oscillators' state stays on the host: pbd_up_piu_advance as before)
+   run on the GPU; fitting stays on the CPU (a fit on a GPU model sends
+   the result). */
 PBD_UP_DEF pbd_result pbd_up_model_set_device(pbd_up_model *m, pbd_device device);
 PBD_UP_DEF pbd_device pbd_up_model_device(const pbd_up_model *m); /* PBD_DEVICE_CPU for NULL */
 /* Evaluates the model on world particles [first, first + coarse count) as
@@ -1955,9 +1957,9 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
 /* --- the GPU (pbd_up_model_set_device) ---------------------------------- */
 
 /* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
-static size_t pbd_up__impl_size(const pbd_up_model *m) {
-    return m->method == PBD_UP_SUBDIVISION ? sizeof(pbd_up__subdiv) : 0;
-}
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+static size_t pbd_up__impl_size(const pbd_up_model *m); /* (PIU's section) */
+#endif
 
 /* Why m cannot go to the GPU (NULL: it can), and the code. */
 static const char *pbd_up__gpu_refusal(pbd_up_model *m, pbd_result *code) {
@@ -1967,7 +1969,8 @@ static const char *pbd_up__gpu_refusal(pbd_up_model *m, pbd_result *code) {
         return "the model is not trained";
     }
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-    if (m->method != PBD_UP_SUBDIVISION) return "its method is not on the GPU yet (only subdivision is)";
+    if (m->method != PBD_UP_SUBDIVISION && m->method != PBD_UP_PIU)
+        return "its method is not on the GPU yet (subdivision and PIU are)";
     int r = pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_UPLOAD, NULL, NULL, NULL);
     if (r == 1) return NULL;
     if (r == 0) *code = PBD_ERROR_OUT_OF_MEMORY;
@@ -3186,12 +3189,34 @@ static void pbd_up__piu_free(pbd_up__piu *p) {
    broadcast and multiplied with a row of LANES weights. The SIMD kernel and
    its scalar twin add the terms in the same order (j = 0, 1, ...), with
    separate multiply and add, so they agree bit for bit. */
-static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float *X, int simd) {
+/* The scalar reference of lane l of group g: sum_j w_j u[s_j] into
+   out[0 .. 3) (u: `stride` floats a coarse vertex; a GPU model reads a
+   world's float4 particles). */
+static PBD_HD void pbd_up__piu_lane(const pbd_up__piu *p, int g, int l, const float *u, int stride, float *out) {
     const int K = p->support;
     const int *s = p->group_support + (size_t)g * K;
     const float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+    float x = 0.0f, y = 0.0f, z = 0.0f;
+    for (int j = 0; j < K; ++j) {
+        const float *c = u + (size_t)stride * (size_t)s[j];
+        float wj = w[(size_t)j * PBD_UP__LANES + l];
+        x = x + wj * c[0];
+        y = y + wj * c[1];
+        z = z + wj * c[2];
+    }
+    out[0] = x;
+    out[1] = y;
+    out[2] = z;
+}
+
+static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float *X, int simd) {
     const int *lv = p->lane_vertex + (size_t)g * PBD_UP__LANES;
     float ax[PBD_UP__LANES], ay[PBD_UP__LANES], az[PBD_UP__LANES];
+#if PBD_UP__PIU_SIMD != 0
+    const int K = p->support;
+    const int *s = p->group_support + (size_t)g * K;
+    const float *w = p->weights + (size_t)g * K * PBD_UP__LANES;
+#endif
 #if PBD_UP__PIU_SIMD == 8
     if (simd) {
         simde__m256 sx = simde_mm256_setzero_ps(), sy = sx, sz = sx;
@@ -3226,17 +3251,11 @@ static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float
     {
         (void)simd;
         for (int l = 0; l < PBD_UP__LANES; ++l) {
-            float x = 0.0f, y = 0.0f, z = 0.0f;
-            for (int j = 0; j < K; ++j) {
-                const float *c = u + 3 * (size_t)s[j];
-                float wj = w[(size_t)j * PBD_UP__LANES + l];
-                x = x + wj * c[0];
-                y = y + wj * c[1];
-                z = z + wj * c[2];
-            }
-            ax[l] = x;
-            ay[l] = y;
-            az[l] = z;
+            float o[3];
+            pbd_up__piu_lane(p, g, l, u, 3, o);
+            ax[l] = o[0];
+            ay[l] = o[1];
+            az[l] = o[2];
         }
     }
     for (int l = 0; l < PBD_UP__LANES; ++l) {
@@ -3248,20 +3267,26 @@ static void pbd_up__piu_group(const pbd_up__piu *p, int g, const float *u, float
     }
 }
 
+/* The modes' coefficients level_k sin(phase_k) (host code: sinf). */
+static void pbd_up__piu_mode_coeffs(const pbd_up__piu *p, float *c) {
+    for (int k = 0; k < p->mode_count; ++k) c[k] = p->level[k] * sinf(p->phase[k]);
+}
+/* Element i of X with the modes added (c: their coefficients). */
+static PBD_HD void pbd_up__piu_mode_add(const pbd_up__piu *p, const float *c, float *X, long i) {
+    const size_t stride = (size_t)p->detail_count * 3;
+    float x = X[i];
+    for (int k = 0; k < p->mode_count; ++k) x = x + c[k] * p->modes[(size_t)k * stride + (size_t)i];
+    X[i] = x;
+}
 /* Adds the oscillatory modes: X += sum_k level_k sin(phase_k) mode_k. */
 static void pbd_up__piu_add_modes(const pbd_up__piu *p, float *X, int threads) {
     if (p->mode_count == 0) return;
     float c[64];
-    for (int k = 0; k < p->mode_count; ++k) c[k] = p->level[k] * sinf(p->phase[k]);
+    pbd_up__piu_mode_coeffs(p, c);
     const long n = (long)p->detail_count * 3;
-    const size_t stride = (size_t)p->detail_count * 3;
     (void)threads;
     PBD_UP__PRAGMA(omp parallel for num_threads(threads) schedule(static) if(threads > 1 && n > 30000))
-    for (long i = 0; i < n; ++i) {
-        float x = X[i];
-        for (int k = 0; k < p->mode_count; ++k) x = x + c[k] * p->modes[(size_t)k * stride + (size_t)i];
-        X[i] = x;
-    }
+    for (long i = 0; i < n; ++i) pbd_up__piu_mode_add(p, c, X, i);
 }
 
 /* Below this many groups evaluation runs on one thread (a parallel region
@@ -3744,6 +3769,13 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
 }
 
 /* --- PIU as a pbd_up_model --- */
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
+static size_t pbd_up__impl_size(const pbd_up_model *m) {
+    return m->method == PBD_UP_SUBDIVISION ? sizeof(pbd_up__subdiv) : m->method == PBD_UP_PIU ? sizeof(pbd_up__piu) : 0;
+}
+#endif
 
 static pbd_result pbd_up__piu_eval(pbd_up_model *m, const float *coarse, float *detail) {
     const pbd_up__piu *p = (const pbd_up__piu *)m->impl;

@@ -1331,6 +1331,92 @@ done:
     pbd_world_destroy(gpu);
 }
 
+/* A PIU model with oscillatory modes on the GPU evaluates a GPU world's
+   cloth (the training cape's coarse mesh) with the bits of the same model
+   on the CPU evaluating the CPU world, while its oscillators (host state)
+   advance with the cloth. */
+TEST(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth) {
+    NEEDS_GPU();
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
+    pbd_up_model *mc = NULL, *mg = NULL;
+    pbd_up_training t;
+    memset(&t, 0, sizeof t);
+    float *out = NULL, *u = NULL;
+    pbd_up_training_desc td = pbd_up_training_desc_default();
+    td.coarse_resolution = 6;
+    td.frames = 12;
+    td.steps_per_frame = 3;
+    if (!cpu || !gpu) goto done;
+    CHECK_OK(pbd_up_training_generate(&td, &t));
+    {
+        pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+        pd.coarse_count = t.coarse_count;
+        pd.detail_count = t.detail_count;
+        pd.frame_count = t.frame_count;
+        pd.coarse_frames = t.coarse;
+        pd.detail_frames = t.detail;
+        pd.coarse_rest = t.coarse_rest;
+        pd.detail_rest = t.detail_rest;
+        pd.support = 8;
+        pd.oscillatory_modes = 2;
+        pd.frame_dt = td.time_step * (float)td.steps_per_frame;
+        CHECK_OK(pbd_up_piu_fit(&pd, &mc));
+        CHECK_OK(pbd_up_piu_fit(&pd, &mg));
+    }
+    if (!mc || !mg) goto done;
+    CHECK_OK(pbd_up_model_set_device(mg, PBD_DEVICE_GPU));
+    {
+        int nc = t.coarse_count, nd = t.detail_count, first = 0;
+        pbd_world *ws[2] = {cpu, gpu};
+        for (int k = 0; k < 2; ++k) {
+            pbd_cloth_desc cd = pbd_cloth_desc_default();
+            cd.positions = t.coarse_rest;
+            cd.vertex_count = nc;
+            cd.triangles = t.coarse_triangles;
+            cd.triangle_count = t.coarse_triangle_count;
+            ground(ws[k]);
+            CHECK_OK(pbd_add_cloth(ws[k], &cd, NULL));
+        }
+        out = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
+        u = (float *)malloc(sizeof(float) * 3 * (size_t)nc);
+        for (int step = 0; step < 15; ++step) {
+            pbd_up_model *ms[2] = {mc, mg};
+            for (int k = 0; k < 2; ++k) {
+                CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+                const float *x = pbd_world_positions(ws[k]);
+                for (int i = 0; i < 3 * nc; ++i) u[i] = x[4 * (i / 3) + i % 3];
+                CHECK_OK(pbd_up_piu_advance(ms[k], u, 1.0f / 60.0f)); /* the oscillators: host state */
+            }
+            const float *dc = NULL, *dg = NULL;
+            CHECK_OK(pbd_up_model_eval_world(mc, cpu, first, &dc));
+            CHECK_OK(pbd_up_model_eval_world(mg, gpu, first, &dg));
+            if (!dc || !dg) break;
+            pbd__cuda_read(out, dg, sizeof(float) * 3 * (size_t)nd);
+            if (memcmp(out, dc, sizeof(float) * 3 * (size_t)nd)) {
+                CHECK_MSG(0, "step %d: the GPU model's detail differs from the CPU model's", step);
+                break;
+            }
+        }
+    }
+    if (out && u) { /* the modes are live (else the comparison would not see them): an advance alone moves the detail */
+        const float *a = NULL, *b = NULL;
+        int nd = t.detail_count;
+        CHECK_OK(pbd_up_model_eval_world(mc, cpu, 0, &a));
+        if (a) memcpy(out, a, sizeof(float) * 3 * (size_t)nd);
+        CHECK_OK(pbd_up_piu_advance(mc, u, 1.0f / 60.0f));
+        CHECK_OK(pbd_up_model_eval_world(mc, cpu, 0, &b));
+        if (b) CHECK(memcmp(out, b, sizeof(float) * 3 * (size_t)nd) != 0);
+    }
+done:
+    pbd_up_model_destroy(mc);
+    pbd_up_model_destroy(mg);
+    pbd_up_training_free(&t);
+    free(out);
+    free(u);
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+}
+
 TEST(cuda_device_positions_for_interop) {
     NEEDS_GPU();
     pbd_world *w = world_on(PBD_DEVICE_GPU);
@@ -1361,6 +1447,7 @@ void suite_cuda(void) {
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
     RUN(cuda_a_subdivision_model_evaluates_a_gpu_worlds_cloth);
+    RUN(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth);
 }
 
 #endif /* PBD_CUDA */
