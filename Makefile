@@ -149,13 +149,13 @@ test-gpu: deps
 # machines may be offline): the equivalence tests, compute-sanitizer on two
 # short tests, and the GPU benches (cloth targets, strands, the 128 000
 # particle fluid beside the 2-thread CPU world, self-collision's quick
-# scenes) into out/gpu-check/, and ncu's per-kernel times of the fluid,
+# scenes, the upsamplers) into out/gpu-check/, and ncu's per-kernel times of the fluid,
 # the 1000x1000 cloth and the self-colliding cloth (ncu-*.txt). About 5
 # minutes on an H200's host.
 gpu-check:
 	@mkdir -p out/gpu-check
 	@$(MAKE) --no-print-directory -j8 $(CUDA_BUILD)/pbd_cuda_tests $(BUILD)/bench/cloth $(BUILD)/bench/strands \
-	  $(BUILD)/bench/fluid $(BUILD)/bench/selfcollision CUDA_ARCH=-arch=native
+	  $(BUILD)/bench/fluid $(BUILD)/bench/selfcollision $(BUILD)/bench/upsample CUDA_ARCH=-arch=native
 	./$(CUDA_BUILD)/pbd_cuda_tests | tee out/gpu-check/tests.txt
 	-$(SANITIZER) --tool memcheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_snapshot 2>&1 | tail -3
 	-$(SANITIZER) --tool racecheck --error-exitcode 1 ./$(CUDA_BUILD)/pbd_cuda_tests cuda_a_non_finite 2>&1 | tail -3
@@ -163,6 +163,7 @@ gpu-check:
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/strands | tee out/gpu-check/strands.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/fluid --big --config 2 | tee out/gpu-check/fluid.jsonl
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/selfcollision --quick | tee out/gpu-check/selfcollision.jsonl
+	OMP_NUM_THREADS=2 ./$(BUILD)/bench/upsample | tee out/gpu-check/upsample.jsonl
 	-for s in dam128000:fluid:--big cloth1000:cloth:--gpu drape_self:selfcollision:--quick; do \
 	  PBD_BENCH_SCENE=$${s%%:*} PBD_BENCH_GPU_ONLY=1 timeout 60 $(NCU) --clock-control none \
 	    --metrics gpu__time_duration.sum --print-summary per-kernel --launch-skip 100 --launch-count 400 \

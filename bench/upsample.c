@@ -6,7 +6,10 @@
    methods are fitted to synthetic frames of a deforming sheet with
    wrinkles (fitting is not timed). JSON lines: bench, method,
    coarse_vertices, detail_vertices, path, threads, ms_per_eval (median of
-   BENCH_RUNS runs), vertices_per_s.
+   BENCH_RUNS runs), vertices_per_s. Subdivision and PIU also get a
+   path=cuda line (pbd_cuda.cu, a GPU model evaluating a GPU world's
+   particles; issue 22's target: PIU at 5 G detail vertices/s on the
+   100 489-vertex mesh), or one saying why they skip it.
    Build and run: make bench BENCH=upsample  (--quick: the small mesh only) */
 #include "bench.h"
 #define PBD_UPSAMPLE_IMPLEMENTATION
@@ -128,6 +131,55 @@ static void measure(const char *method, void *obj, eval_fn eval, config_fn confi
     free(out);
 }
 
+/* The GPU line (pbd_cuda.cu): the model on the device, evaluated from a
+   GPU world holding frame 0's coarse vertices as particles
+   (pbd_up_model_eval_world); each run ends with a read of one float,
+   which waits for the device. The CPU lines of the same run are the
+   ratio's other side. */
+static void measure_gpu(const char *method, pbd_up_model *m, const sheet *sh) {
+    const char *skip = "built without PBD_CUDA (make bench builds with it where nvcc exists)";
+#ifdef PBD_CUDA
+    pbd_world *w = NULL;
+    bench_device = PBD_DEVICE_GPU;
+    pbd_world_desc d = bench_desc();
+    bench_device = PBD_DEVICE_CPU;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = sh->u;
+    pd.count = sh->nc;
+    pd.mass = 0; /* pinned: the evaluation's input stays put */
+    skip = NULL;
+    if (pbd_world_create(&d, &w) != PBD_OK || pbd_world_device(w) != PBD_DEVICE_GPU)
+        skip = w ? "no GPU world" : pbd_last_error();
+    else if (pbd_add_particles(w, &pd, NULL) != PBD_OK || pbd_up_model_set_device(m, PBD_DEVICE_GPU) != PBD_OK)
+        skip = pbd_last_error()[0] ? pbd_last_error() : pbd_world_last_error(w);
+    if (!skip) {
+        const float *detail = NULL;
+        float probe;
+        double t[BENCH_RUNS];
+        int reps = 200;
+        pbd_up_model_eval_world(m, w, 0, &detail); /* warm-up */
+        for (int r = 0; r < BENCH_RUNS; ++r) {
+            double a = bench_now();
+            for (int k = 0; k < reps; ++k) pbd_up_model_eval_world(m, w, 0, &detail);
+            pbd__cuda_read(&probe, detail, sizeof probe);
+            t[r] = (bench_now() - a) * 1e3 / reps;
+        }
+        qsort(t, BENCH_RUNS, sizeof t[0], bench_cmp_double);
+        double ms = t[BENCH_RUNS / 2];
+        printf("{\"bench\":\"upsample\",\"method\":\"%s\",\"coarse_vertices\":%d,\"detail_vertices\":%d,"
+               "\"path\":\"cuda\",\"threads\":0,\"ms_per_eval\":%.4f,\"vertices_per_s\":%.4g}\n",
+               method, sh->nc, sh->nd, ms, (double)sh->nd / (ms * 1e-3));
+        pbd_up_model_set_device(m, PBD_DEVICE_CPU);
+    }
+    pbd_world_destroy(w);
+    if (!skip) return;
+#else
+    (void)m;
+#endif
+    printf("{\"bench\":\"upsample\",\"method\":\"%s\",\"detail_vertices\":%d,\"path\":\"cuda\",\"skipped\":\"%s\"}\n",
+           method, sh->nd, skip);
+}
+
 static void run(int n, int frames) {
     sheet sh;
     if (!sheet_make(&sh, n, frames)) {
@@ -135,6 +187,7 @@ static void run(int n, int frames) {
         exit(1);
     }
     measure("subdivision", sh.sub, model_eval, model_config, &sh);
+    measure_gpu("subdivision", sh.sub, &sh);
 
     pbd_up_wrinkle_desc wd = pbd_up_wrinkle_desc_default();
     wd.coarse_positions = sh.u;
@@ -159,7 +212,10 @@ static void run(int n, int frames) {
     pd.coarse_frames = sh.u;
     pd.detail_frames = sh.X;
     pd.subdivision = sh.sub;
-    if (pbd_up_piu_fit(&pd, &m) == PBD_OK) measure("piu", m, model_eval, model_config, &sh);
+    if (pbd_up_piu_fit(&pd, &m) == PBD_OK) {
+        measure("piu", m, model_eval, model_config, &sh);
+        measure_gpu("piu", m, &sh);
+    }
     pbd_up_model_destroy(m);
     m = NULL;
 
