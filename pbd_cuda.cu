@@ -76,13 +76,16 @@
        other kinds (bodies, lattices, oriented particles, the
        multi-resolution cloth) are not in this file yet: a GPU world
        refuses them by name (PBD_ERROR_UNSUPPORTED).
-       pbd_upsample.h (likewise built with PBD_CUDA): a subdivision or PIU
-       model set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
+       pbd_upsample.h (likewise built with PBD_CUDA): a model of any method
+       set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
        data on the device, and pbd_up_model_eval_world evaluates it from a
        GPU world's device particles into a device array (one thread per
        detail vertex: the stencil row, the local frame, the detail; PIU's
-       lanes, then its oscillatory modes with coefficients from the host),
-       with the CPU's bits; WPSD and PDM stay on the CPU.
+       lanes, then its oscillatory modes with coefficients from the host;
+       PDM's coarse features on its feature mesh, then its heights along
+       the detail mesh's normals; WPSD's edge strains, pose weights per
+       coarse vertex, then its blended displacements), with the CPU's
+       bits; wrinkle meshes stay on the CPU.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -1913,9 +1916,11 @@ extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__
    (pbd_up__piu_lane), then each coordinate's oscillatory modes, whose
    coefficients (sinf) the host computes. */
 typedef struct pbd__up_dev {
-    pbd_up__subdiv d; /* subdivision: the image of the model's data, device arrays */
-    pbd_up__piu piu;  /* PIU: likewise */
-    float *out;       /* detail_count*3 */
+    pbd_up__subdiv d;  /* subdivision: the image of the model's data, device arrays */
+    pbd_up__piu piu;   /* PIU: likewise */
+    pbd_up__pdm pdm;   /* PDM: likewise (its nested models are GPU models of their own) */
+    pbd_up__wpsd wpsd; /* WPSD: likewise */
+    float *out;        /* detail_count*3 */
 } pbd__up_dev;
 typedef struct pbd__up_coeffs {
     float c[64]; /* PIU's modes' coefficients (by value) */
@@ -1926,6 +1931,25 @@ PBD__KERNEL pbd__k_piu_lanes(pbd_up__piu p, const float *x, float *out) {
         int v = p.lane_vertex[t];
         if (v >= 0) pbd_up__piu_lane(&p, t / PBD_UP__LANES, t % PBD_UP__LANES, x, 4, out + 3 * (size_t)v);
     }
+}
+/* PDM: (u1, u2) per coarse vertex from the feature mesh (x, frames: its
+   device x0 and frames), then every detail vertex (s: the detail mesh's) */
+PBD__KERNEL pbd__k_pdm_uv(pbd_up__pdm p, const float *x, const float *frames, int nc) {
+    PBD__GRID_LOOP(v, nc) { pbd_up__pdm_uv(&p, x, frames, v, p.uvc); }
+}
+PBD__KERNEL pbd__k_pdm_detail(pbd_up__pdm p, pbd_up__subdiv s, int nd, float *out) {
+    PBD__GRID_LOOP(i, nd) { pbd_up__pdm_detail(&p, &s, i, out); }
+}
+/* WPSD: the edges' strains (x: the world's float4 particles), the pose
+   weights per coarse vertex, then every detail vertex */
+PBD__KERNEL pbd__k_wpsd_strains(pbd_up__wpsd p, const float *x) {
+    PBD__GRID_LOOP(e, p.edge_count) { p.strain[e] = pbd_up__edge_strain(p.edges, p.rest_len, x, 4, e); }
+}
+PBD__KERNEL pbd__k_wpsd_coarse(pbd_up__wpsd p, int nc) {
+    PBD__GRID_LOOP(v, nc) { pbd_up__wpsd_coarse_one(&p, v, p.wc); }
+}
+PBD__KERNEL pbd__k_wpsd_detail(pbd_up__wpsd p, pbd_up__subdiv s, int nd, float *out) {
+    PBD__GRID_LOOP(i, nd) { pbd_up__wpsd_detail(&p, &s, nd, i, out); }
 }
 PBD__KERNEL pbd__k_piu_modes(pbd_up__piu p, pbd__up_coeffs c, float *out) {
     PBD__GRID_LOOP(i, 3 * p.detail_count) { pbd_up__piu_mode_add(&p, c.c, out, i); }
@@ -1944,6 +1968,21 @@ PBD__KERNEL pbd__k_up_detail(pbd_up__subdiv s, int n, float *out) {
 static void pbd__up_free(pbd_up_model *m) {
     pbd__up_dev *r = (pbd__up_dev *)m->gpu;
     if (!r) return;
+    if (m->method == PBD_UP_PDM) {
+        const pbd_up__pdm *h = (const pbd_up__pdm *)m->impl;
+        pbd__up_free(h->sub);
+        pbd__up_free(h->feature);
+        void *pdm[] = {r->pdm.edges,    r->pdm.rest_len, r->pdm.rest_offset, r->pdm.coef,
+                       r->pdm.nb_start, r->pdm.nb,       r->pdm.uvc};
+        for (size_t i = 0; i < sizeof pdm / sizeof pdm[0]; ++i) pbd__dfree(pdm[i]);
+    }
+    if (m->method == PBD_UP_WPSD) {
+        pbd__up_free(((const pbd_up__wpsd *)m->impl)->sub);
+        const pbd_up__wpsd *d = &r->wpsd;
+        void *wpsd[] = {d->edges, d->rest_len, d->vert_edges, d->vert_w, d->pose_q,
+                        d->omega, d->disp,     d->strain,     d->wc};
+        for (size_t i = 0; i < sizeof wpsd / sizeof wpsd[0]; ++i) pbd__dfree(wpsd[i]);
+    }
     void *arrays[] = {r->d.S.start,         r->d.S.col,     r->d.S.val,         r->d.triangles, r->d.detail,
                       r->d.vt_start,        r->d.vt_tri,    r->d.first_nb,      r->d.x0,        r->d.frames,
                       r->piu.group_support, r->piu.weights, r->piu.lane_vertex, r->piu.modes,   r->out};
@@ -1966,10 +2005,53 @@ static int pbd__up_upload_piu(pbd__up_dev *r, const pbd_up__piu *h) {
            pbd__sm_array(&d->lane_vertex, h->lane_vertex, G * PBD_UP__LANES) &&
            (M == 0 || pbd__sm_array(&d->modes, h->modes, M * (size_t)h->detail_count * 3));
 }
+static int pbd__up_upload(pbd_up_model *m);
+/* PDM's arrays, and its nested subdivision models (the detail mesh's and
+   the feature mesh's: each a GPU model of its own, whose x0 and frames
+   the evaluation computes). */
+static int pbd__up_upload_pdm(pbd__up_dev *r, const pbd_up__pdm *h, int nc, int nd) {
+    pbd_up__pdm *d = &r->pdm;
+    *d = *h; /* the scalars; every array below */
+    d->edges = d->nb_start = d->nb = NULL;
+    d->rest_len = d->rest_offset = d->coef = d->fx0 = d->fframes = d->uvc = NULL;
+    size_t ne = (size_t)h->edge_count;
+    return pbd__up_upload(h->sub) && pbd__up_upload(h->feature) && pbd__sm_array(&d->edges, h->edges, 2 * ne) &&
+           pbd__sm_array(&d->rest_len, h->rest_len, ne) &&
+           pbd__sm_array(&d->rest_offset, h->rest_offset, 3 * (size_t)nc) &&
+           pbd__sm_array(&d->coef, h->coef, 6 * (size_t)nd) &&
+           pbd__sm_array(&d->nb_start, h->nb_start, (size_t)nc + 1) &&
+           pbd__sm_array(&d->nb, h->nb, (size_t)h->nb_start[nc]) &&
+           pbd__sm_array(&d->uvc, (const float *)NULL, 2 * (size_t)nc) &&
+           pbd__sm_array(&r->out, (const float *)NULL, 3 * (size_t)nd);
+}
+/* WPSD's arrays and its nested subdivision model. */
+static int pbd__up_upload_wpsd(pbd__up_dev *r, const pbd_up__wpsd *h, int nc, int nd) {
+    pbd_up__wpsd *d = &r->wpsd;
+    *d = *h; /* the scalars; every array below */
+    d->edges = d->vert_edges = d->pose_frame = NULL;
+    d->rest_len = d->vert_w = d->pose_q = d->omega = d->disp = d->sel_error = d->strain = d->wc = NULL;
+    size_t ne = (size_t)h->edge_count, K = (size_t)h->K, P = (size_t)h->poses, c = (size_t)nc;
+    return pbd__up_upload(h->sub) && pbd__sm_array(&d->edges, h->edges, 2 * ne) &&
+           pbd__sm_array(&d->rest_len, h->rest_len, ne) && pbd__sm_array(&d->vert_edges, h->vert_edges, c * K) &&
+           pbd__sm_array(&d->vert_w, h->vert_w, c * K) && pbd__sm_array(&d->pose_q, h->pose_q, c * P * K) &&
+           pbd__sm_array(&d->omega, h->omega, c * P * P) && pbd__sm_array(&d->disp, h->disp, P * (size_t)nd * 3) &&
+           pbd__sm_array(&d->strain, (const float *)NULL, ne) && pbd__sm_array(&d->wc, (const float *)NULL, c * P) &&
+           pbd__sm_array(&r->out, (const float *)NULL, 3 * (size_t)nd);
+}
 static int pbd__up_upload(pbd_up_model *m) {
     pbd__up_dev *r = (pbd__up_dev *)calloc(1, sizeof *r);
     if (!r) return 0;
     m->gpu = r;
+    if (m->method == PBD_UP_WPSD) {
+        int ok = pbd__up_upload_wpsd(r, (const pbd_up__wpsd *)m->impl, m->coarse_count, m->detail_count);
+        if (!ok) pbd__up_free(m);
+        return ok;
+    }
+    if (m->method == PBD_UP_PDM) {
+        int ok = pbd__up_upload_pdm(r, (const pbd_up__pdm *)m->impl, m->coarse_count, m->detail_count);
+        if (!ok) pbd__up_free(m);
+        return ok;
+    }
     if (m->method == PBD_UP_PIU) {
         int ok = pbd__up_upload_piu(r, (const pbd_up__piu *)m->impl) &&
                  pbd__sm_array(&r->out, (const float *)NULL, 3 * (size_t)m->detail_count);
@@ -1982,14 +2064,14 @@ static int pbd__up_upload(pbd_up_model *m) {
     d->S.start = d->S.col = d->vt_start = d->vt_tri = d->first_nb = d->triangles = NULL;
     d->S.val = d->detail = d->x0 = d->frames = NULL;
     size_t nd = (size_t)m->detail_count, nnz = (size_t)h->S.start[h->S.rows], nt = (size_t)h->triangle_count;
+    /* the frames' topology and scratch too: PDM's nested models need frames without detail */
     int ok = pbd__sm_array(&d->S.start, h->S.start, (size_t)h->S.rows + 1) && pbd__sm_array(&d->S.col, h->S.col, nnz) &&
-             pbd__sm_array(&d->S.val, h->S.val, nnz) && pbd__sm_array(&r->out, (const float *)NULL, 3 * nd);
-    if (ok && h->has_detail)
-        ok = pbd__sm_array(&d->triangles, h->triangles, 3 * nt) && pbd__sm_array(&d->detail, h->detail, 3 * nd) &&
-             pbd__sm_array(&d->vt_start, h->vt_start, nd + 1) &&
+             pbd__sm_array(&d->S.val, h->S.val, nnz) && pbd__sm_array(&r->out, (const float *)NULL, 3 * nd) &&
+             pbd__sm_array(&d->triangles, h->triangles, 3 * nt) && pbd__sm_array(&d->vt_start, h->vt_start, nd + 1) &&
              pbd__sm_array(&d->vt_tri, h->vt_tri, (size_t)h->vt_start[nd]) &&
              pbd__sm_array(&d->first_nb, h->first_nb, nd) && pbd__sm_array(&d->x0, (const float *)NULL, 3 * nd) &&
-             pbd__sm_array(&d->frames, (const float *)NULL, 9 * nd);
+             pbd__sm_array(&d->frames, (const float *)NULL, 9 * nd) &&
+             (!h->has_detail || pbd__sm_array(&d->detail, h->detail, 3 * nd));
     if (!ok) pbd__up_free(m);
     return ok;
 }
@@ -2014,7 +2096,25 @@ extern "C" int pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size
     pbd__gpu *g = w->gpu;
     pbd__up_dev *r = (pbd__up_dev *)m->gpu;
     int n = m->detail_count;
-    if (m->method == PBD_UP_PIU) {
+    if (m->method == PBD_UP_WPSD) {
+        const pbd_up__wpsd *h = (const pbd_up__wpsd *)m->impl;
+        const pbd_up__subdiv *sd = &((pbd__up_dev *)h->sub->gpu)->d;
+        pbd__launch(g, h->edge_count, pbd__k_wpsd_strains, r->wpsd, x);
+        pbd__launch(g, m->coarse_count, pbd__k_wpsd_coarse, r->wpsd, m->coarse_count);
+        pbd__launch(g, n, pbd__k_up_rows, *sd, x, sd->x0);
+        pbd__launch(g, n, pbd__k_up_frames, *sd, n);
+        pbd__launch(g, n, pbd__k_wpsd_detail, r->wpsd, *sd, n, r->out);
+    } else if (m->method == PBD_UP_PDM) {
+        const pbd_up__pdm *h = (const pbd_up__pdm *)m->impl;
+        const pbd_up__subdiv *f = &((pbd__up_dev *)h->feature->gpu)->d, *sd = &((pbd__up_dev *)h->sub->gpu)->d;
+        int nc = m->coarse_count, nf = h->feature->detail_count;
+        pbd__launch(g, nf, pbd__k_up_rows, *f, x, f->x0); /* the feature mesh's x0 and frames */
+        pbd__launch(g, nf, pbd__k_up_frames, *f, nf);
+        pbd__launch(g, nc, pbd__k_pdm_uv, r->pdm, (const float *)f->x0, (const float *)f->frames, nc);
+        pbd__launch(g, n, pbd__k_up_rows, *sd, x, sd->x0); /* the detail mesh's */
+        pbd__launch(g, n, pbd__k_up_frames, *sd, n);
+        pbd__launch(g, n, pbd__k_pdm_detail, r->pdm, *sd, n, r->out);
+    } else if (m->method == PBD_UP_PIU) {
         const pbd_up__piu *h = (const pbd_up__piu *)m->impl;
         pbd__up_coeffs c;
         pbd_up__piu_mode_coeffs(h, c.c);

@@ -78,22 +78,19 @@
        pbd_up_model *sub = NULL, *piu = NULL;
        pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count,
                                  t.coarse_count, td.levels, &sub);
-       pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-       pd.coarse_count = t.coarse_count; pd.detail_count = t.detail_count;
-       pd.frame_count = t.frame_count; pd.coarse_frames = t.coarse;
-       pd.detail_frames = t.detail; pd.subdivision = sub;
+       pbd_up_piu_desc pd = pbd_up_piu_desc_from(&t, sub); // (or fill it in)
        pbd_up_piu_fit(&pd, &piu);
        // 3. every frame: coarse simulation -> detail mesh
        pbd_up_model_eval(piu, coarse_xyz, detail_xyz);
    On a GPU world (pbd_cuda.cu; define PBD_CUDA where
-   PBD_UPSAMPLE_IMPLEMENTATION is too) a subdivision or PIU model can
-   evaluate on the device, from the world's device particles into a device array that
+   PBD_UPSAMPLE_IMPLEMENTATION is too) a model of any method can evaluate
+   on the device, from the world's device particles into a device array that
    a renderer draws through CUDA interop, with the CPU's bits:
        pbd_up_model_set_device(sub, PBD_DEVICE_GPU);
        const float *detail;                    // a device pointer
        pbd_up_model_eval_world(sub, world, first_particle, &detail);
-   (pbd_up_model_eval_world takes a CPU model and world too.) WPSD, PDM
-   and wrinkle meshes evaluate on the CPU so far.
+   (pbd_up_model_eval_world takes a CPU model and world too.) Wrinkle
+   meshes run on the CPU so far.
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
@@ -222,13 +219,13 @@ PBD_UP_DEF void pbd_up_model_destroy(pbd_up_model *m);
 /* THE GPU (pbd_cuda.cu, with PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION
    is): a model evaluates on the CPU (the default) or on the GPU. Setting
    PBD_DEVICE_GPU sends its data to the device (PBD_ERROR_UNSUPPORTED
-   naming why: no device, a build without PBD_CUDA, a method not on the
-   GPU yet; PBD_ERROR_OUT_OF_MEMORY); PBD_DEVICE_AUTO takes the GPU when
-   it can, else the CPU; PBD_DEVICE_CPU frees the device's copy. So far
-   the subdivision models (with or without two-scale detail) and PIU (its
-   oscillators' state stays on the host: pbd_up_piu_advance as before)
-   run on the GPU; fitting stays on the CPU (a fit on a GPU model sends
-   the result). */
+   naming why: no device, a build without PBD_CUDA, a pbd_cuda.cu built
+   against another pbd_upsample.h; PBD_ERROR_OUT_OF_MEMORY);
+   PBD_DEVICE_AUTO takes the GPU when it can, else the CPU; PBD_DEVICE_CPU
+   frees the device's copy. Every method runs on the GPU: subdivision
+   (with or without two-scale detail), PIU (its oscillators' state stays
+   on the host: pbd_up_piu_advance as before), WPSD and PDM. Fitting stays
+   on the CPU (a fit on a GPU model sends the result). */
 PBD_UP_DEF pbd_result pbd_up_model_set_device(pbd_up_model *m, pbd_device device);
 PBD_UP_DEF pbd_device pbd_up_model_device(const pbd_up_model *m); /* PBD_DEVICE_CPU for NULL */
 /* Evaluates the model on world particles [first, first + coarse count) as
@@ -515,6 +512,10 @@ typedef struct pbd_up_piu_desc {
 } pbd_up_piu_desc;
 
 PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void);
+/* The defaults with the training pairs of t (counts, frames, rest poses)
+   and sub (may be NULL) as the prior: what every fit from a training set
+   fills in. The WPSD and PDM twins below likewise. */
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_from(const pbd_up_training *t, const pbd_up_model *sub);
 /* Fits B (and the oscillatory modes, if asked) to the training pairs.
    Errors: NULL pointers, sizes < 1 or whose product overflows, support
    out of range, negative or non-finite lambda, NaN/Inf in the data, prior
@@ -576,6 +577,8 @@ typedef struct pbd_up_wpsd_desc {
 } pbd_up_wpsd_desc;
 
 PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void);
+/* (t's frames, rest pose and coarse mesh; sub: the smooth operator) */
+PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_from(const pbd_up_training *t, const pbd_up_model *sub);
 /* Errors: NULL pointers, a model that is not subdivision, sizes or counts
    out of range, coarse triangles out of range or with fewer edges than
    edges_per_vertex, NaN/Inf data, zero-length rest edges. */
@@ -621,6 +624,8 @@ typedef struct pbd_up_pdm_desc {
 } pbd_up_pdm_desc;
 
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
+/* (t's frames, rest pose and coarse mesh; sub: the smooth operator) */
+PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_from(const pbd_up_training *t, const pbd_up_model *sub);
 /* Errors as pbd_up_wpsd_fit's, and PBD_ERROR_INVALID_ARGUMENT for fewer
    than 6 frames, PBD_ERROR_DEGENERATE when the features of the training
    frames do not span two principal directions. A detail vertex whose
@@ -1958,7 +1963,7 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
 
 /* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-static size_t pbd_up__impl_size(const pbd_up_model *m); /* (PIU's section) */
+static size_t pbd_up__impl_size(const pbd_up_model *m); /* (before the method table) */
 #endif
 
 /* Why m cannot go to the GPU (NULL: it can), and the code. */
@@ -1969,8 +1974,6 @@ static const char *pbd_up__gpu_refusal(pbd_up_model *m, pbd_result *code) {
         return "the model is not trained";
     }
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-    if (m->method != PBD_UP_SUBDIVISION && m->method != PBD_UP_PIU)
-        return "its method is not on the GPU yet (subdivision and PIU are)";
     int r = pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_UPLOAD, NULL, NULL, NULL);
     if (r == 1) return NULL;
     if (r == 0) *code = PBD_ERROR_OUT_OF_MEMORY;
@@ -3770,13 +3773,6 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
 
 /* --- PIU as a pbd_up_model --- */
 
-#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-/* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
-static size_t pbd_up__impl_size(const pbd_up_model *m) {
-    return m->method == PBD_UP_SUBDIVISION ? sizeof(pbd_up__subdiv) : m->method == PBD_UP_PIU ? sizeof(pbd_up__piu) : 0;
-}
-#endif
-
 static pbd_result pbd_up__piu_eval(pbd_up_model *m, const float *coarse, float *detail) {
     const pbd_up__piu *p = (const pbd_up__piu *)m->impl;
     int team = pbd_up__team(m->threads, (long)p->group_count * PBD_UP__LANES * p->support * 3);
@@ -3880,6 +3876,20 @@ PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_default(void) {
     memset(&d, 0, sizeof d);
     d.support = 16;
     d.regularization = 1e-3f;
+    return d;
+}
+
+PBD_UP_DEF pbd_up_piu_desc pbd_up_piu_desc_from(const pbd_up_training *t, const pbd_up_model *sub) {
+    pbd_up_piu_desc d = pbd_up_piu_desc_default();
+    if (!t) return d;
+    d.coarse_count = t->coarse_count;
+    d.detail_count = t->detail_count;
+    d.frame_count = t->frame_count;
+    d.coarse_frames = t->coarse;
+    d.detail_frames = t->detail;
+    d.coarse_rest = t->coarse_rest;
+    d.detail_rest = t->detail_rest;
+    d.subdivision = sub;
     return d;
 }
 
@@ -4109,7 +4119,7 @@ static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tri
 
 /* sum over row i of S of S_iv * values[v*k + j], j < k (the subdivision
    weights carrying per-feature-vertex values to detail vertex i). */
-static void pbd_up__stencil_combine(const pbd_up__sparse *S, int i, const float *values, int k, float *out) {
+static PBD_HD void pbd_up__stencil_combine(const pbd_up__sparse *S, int i, const float *values, int k, float *out) {
     for (int j = 0; j < k; ++j) out[j] = 0.0f;
     for (int e = S->start[i]; e < S->start[i + 1]; ++e) {
         const float w = S->val[e], *v = values + (size_t)S->col[e] * k;
@@ -4153,22 +4163,25 @@ static void pbd_up__wpsd_free(pbd_up__wpsd *p) {
     pbd_up__free(p);
 }
 
+/* The strain of edge e at x (`stride` floats a vertex: 3, or a world's
+   float4 particles on the device). */
+static PBD_HD float pbd_up__edge_strain(const int *edges, const float *rest_len, const float *x, int stride, int e) {
+    const float *a = x + (size_t)stride * (size_t)edges[2 * e], *b = x + (size_t)stride * (size_t)edges[2 * e + 1];
+    float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+    return (sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - rest_len[e]) / rest_len[e];
+}
 static void pbd_up__edge_strains(const int *edges, const float *rest_len, int ne, const float *x, float *strain) {
-    for (int e = 0; e < ne; ++e) {
-        const float *a = x + 3 * (size_t)edges[2 * e], *b = x + 3 * (size_t)edges[2 * e + 1];
-        float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
-        strain[e] = (sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - rest_len[e]) / rest_len[e];
-    }
+    for (int e = 0; e < ne; ++e) strain[e] = pbd_up__edge_strain(edges, rest_len, x, 3, e);
 }
 
 /* The local pose vector of feature vertex v (survey 5.2.1). */
-static void pbd_up__wpsd_q(const pbd_up__wpsd *p, int v, const float *strain, float *q) {
+static PBD_HD void pbd_up__wpsd_q(const pbd_up__wpsd *p, int v, const float *strain, float *q) {
     for (int k = 0; k < p->K; ++k) q[k] = p->vert_w[(size_t)v * p->K + k] * strain[p->vert_edges[(size_t)v * p->K + k]];
 }
 
 /* Pose weights at feature vertex v for the pose vector q: the RBF sum with
    phi(r) = r. */
-static void pbd_up__wpsd_vertex_weights(const pbd_up__wpsd *p, int v, const float *q, float *w) {
+static PBD_HD void pbd_up__wpsd_vertex_weights(const pbd_up__wpsd *p, int v, const float *q, float *w) {
     const int P = p->poses, K = p->K;
     if (P == 1) {
         w[0] = 1.0f;
@@ -4189,17 +4202,35 @@ static void pbd_up__wpsd_vertex_weights(const pbd_up__wpsd *p, int v, const floa
     }
 }
 
+/* The pose weights of feature vertex v from the edges' strains. */
+static PBD_HD void pbd_up__wpsd_coarse_one(const pbd_up__wpsd *p, int v, float *wc) {
+    float q[64];
+    pbd_up__wpsd_q(p, v, p->strain, q);
+    pbd_up__wpsd_vertex_weights(p, v, q, wc + (size_t)v * p->poses);
+}
+/* Detail vertex i: x0 + R sum_j w_j d_j, the coarse weights interpolated
+   by the stencil (s: the detail mesh's smooth positions and frames). */
+static PBD_HD void pbd_up__wpsd_detail(const pbd_up__wpsd *p, const pbd_up__subdiv *s, int nd, int i, float *out) {
+    const int P = p->poses;
+    float w[256], d[3] = {0.0f, 0.0f, 0.0f};
+    pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
+    for (int j = 0; j < P; ++j) {
+        const float *dj = p->disp + ((size_t)j * nd + i) * 3;
+        d[0] += w[j] * dj[0];
+        d[1] += w[j] * dj[1];
+        d[2] += w[j] * dj[2];
+    }
+    const float *f = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i;
+    for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
+}
+
 /* Weights at all feature vertices (coarse_count * poses) of coarse u. */
 static void pbd_up__wpsd_coarse_weights(pbd_up__wpsd *p, const float *u, float *wc, int team) {
     const int nc = p->sub->coarse_count;
     pbd_up__edge_strains(p->edges, p->rest_len, p->edge_count, u, p->strain);
     (void)team;
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
-    for (int v = 0; v < nc; ++v) {
-        float q[64];
-        pbd_up__wpsd_q(p, v, p->strain, q);
-        pbd_up__wpsd_vertex_weights(p, v, q, wc + (size_t)v * p->poses);
-    }
+    for (int v = 0; v < nc; ++v) pbd_up__wpsd_coarse_one(p, v, wc);
 }
 
 static pbd_result pbd_up__wpsd_eval(pbd_up_model *m, const float *u, float *out) {
@@ -4213,18 +4244,7 @@ static pbd_result pbd_up__wpsd_eval(pbd_up_model *m, const float *u, float *out)
     pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
     (void)team;
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
-    for (int i = 0; i < nd; ++i) {
-        float w[256], d[3] = {0.0f, 0.0f, 0.0f};
-        pbd_up__stencil_combine(&s->S, i, p->wc, P, w);
-        for (int j = 0; j < P; ++j) {
-            const float *dj = p->disp + ((size_t)j * nd + i) * 3;
-            d[0] += w[j] * dj[0];
-            d[1] += w[j] * dj[1];
-            d[2] += w[j] * dj[2];
-        }
-        const float *f = s->frames + 9 * (size_t)i, *x0 = s->x0 + 3 * (size_t)i;
-        for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + (d[0] * f[c] + d[1] * f[3 + c] + d[2] * f[6 + c]);
-    }
+    for (int i = 0; i < nd; ++i) pbd_up__wpsd_detail(p, s, nd, i, out);
     return PBD_OK;
 }
 
@@ -4307,6 +4327,26 @@ PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void) {
     memset(&d, 0, sizeof d);
     d.edges_per_vertex = 16;
     d.max_poses = 32;
+    return d;
+}
+
+/* The fields WPSD's and PDM's descs share (the same names), from training
+   set t (may be NULL) and the subdivision model sub. */
+#define PBD_UP__DESC_FROM_TRAINING(d, t, sub)                       \
+    do {                                                            \
+        (d).subdivision = (sub);                                    \
+        if (t) {                                                    \
+            (d).coarse_triangles = (t)->coarse_triangles;           \
+            (d).coarse_triangle_count = (t)->coarse_triangle_count; \
+            (d).frame_count = (t)->frame_count;                     \
+            (d).coarse_frames = (t)->coarse;                        \
+            (d).detail_frames = (t)->detail;                        \
+            (d).coarse_rest = (t)->coarse_rest;                     \
+        }                                                           \
+    } while (0)
+PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_from(const pbd_up_training *t, const pbd_up_model *sub) {
+    pbd_up_wpsd_desc d = pbd_up_wpsd_desc_default();
+    PBD_UP__DESC_FROM_TRAINING(d, t, sub);
     return d;
 }
 
@@ -4626,7 +4666,7 @@ static pbd_result pbd_up__pdm_neighbours(pbd_up__pdm *p, int nc) {
 
 /* The local offset of feature vertex v (its position minus the mean of
    its neighbours) in its frame f (t, b, n). */
-static void pbd_up__pdm_offset(const pbd_up__pdm *p, const float *x, const float *f, int v, float *o) {
+static PBD_HD void pbd_up__pdm_offset(const pbd_up__pdm *p, const float *x, const float *f, int v, float *o) {
     double mean[3] = {0.0, 0.0, 0.0};
     int n = p->nb_start[v + 1] - p->nb_start[v];
     for (int k = p->nb_start[v]; k < p->nb_start[v + 1]; ++k) {
@@ -4640,7 +4680,7 @@ static void pbd_up__pdm_offset(const pbd_up__pdm *p, const float *x, const float
 
 /* The 5D feature of vertex v (survey 5.2.2): offset change / mean edge
    length (3) and the in-plane strain along t and b (2). */
-static void pbd_up__pdm_feature(const pbd_up__pdm *p, const float *x, const float *frames, int v, double *phi) {
+static PBD_HD void pbd_up__pdm_feature(const pbd_up__pdm *p, const float *x, const float *frames, int v, double *phi) {
     const float *f = frames + 9 * (size_t)v;
     float o[3];
     pbd_up__pdm_offset(p, x, f, v, o);
@@ -4664,6 +4704,19 @@ static void pbd_up__pdm_feature(const pbd_up__pdm *p, const float *x, const floa
     phi[4] = wb > 0.0 ? sb / wb : 0.0;
 }
 
+/* (u1, u2) at feature vertex v: its feature projected on the two principal
+   axes (x, frames: the feature mesh's positions and frames). */
+static PBD_HD void pbd_up__pdm_uv(const pbd_up__pdm *p, const float *x, const float *frames, int v, float *uvc) {
+    double phi[5], a = 0.0, b = 0.0;
+    pbd_up__pdm_feature(p, x, frames, v, phi);
+    for (int k = 0; k < 5; ++k) {
+        a += (phi[k] - p->pca[k]) * p->pca[5 + k];
+        b += (phi[k] - p->pca[k]) * p->pca[10 + k];
+    }
+    uvc[2 * (size_t)v] = (float)a;
+    uvc[2 * (size_t)v + 1] = (float)b;
+}
+
 /* (u1, u2) at every feature vertex: the feature projected on the two
    principal axes. */
 static void pbd_up__pdm_coarse_uv(pbd_up__pdm *p, const float *u, float *uvc, int team) {
@@ -4671,16 +4724,7 @@ static void pbd_up__pdm_coarse_uv(pbd_up__pdm *p, const float *u, float *uvc, in
     pbd_up__subdiv_smooth(p->feature, u, p->fx0, p->fframes); /* level 0: x0 = u and the frames */
     (void)team;
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
-    for (int v = 0; v < nc; ++v) {
-        double phi[5], a = 0.0, b = 0.0;
-        pbd_up__pdm_feature(p, p->fx0, p->fframes, v, phi);
-        for (int k = 0; k < 5; ++k) {
-            a += (phi[k] - p->pca[k]) * p->pca[5 + k];
-            b += (phi[k] - p->pca[k]) * p->pca[10 + k];
-        }
-        uvc[2 * (size_t)v] = (float)a;
-        uvc[2 * (size_t)v + 1] = (float)b;
-    }
+    for (int v = 0; v < nc; ++v) pbd_up__pdm_uv(p, p->fx0, p->fframes, v, uvc);
 }
 
 /* The biquadratic basis (Ma et al.): u1^2, u2^2, u1 u2, u1, u2, 1. */
@@ -4694,9 +4738,18 @@ static void pbd_up__pdm_basis(const float *uv, double *b) {
     b[5] = 1.0;
 }
 
-static float pbd_up__pdm_height(const float *c, const float *uv) {
+static PBD_HD float pbd_up__pdm_height(const float *c, const float *uv) {
     float a = uv[0], b = uv[1];
     return c[0] * (a * a) + c[1] * (b * b) + c[2] * (a * b) + c[3] * a + c[4] * b + c[5];
+}
+/* Detail vertex i: x0 + h(u1, u2) n, the coarse (u1, u2) interpolated by
+   the stencil (s: the detail mesh's smooth positions and frames). */
+static PBD_HD void pbd_up__pdm_detail(const pbd_up__pdm *p, const pbd_up__subdiv *s, int i, float *out) {
+    float uv[2];
+    pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uv);
+    float h = pbd_up__pdm_height(p->coef + 6 * (size_t)i, uv);
+    const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i;
+    for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + h * n[c];
 }
 
 static pbd_result pbd_up__pdm_eval(pbd_up_model *m, const float *u, float *out) {
@@ -4710,13 +4763,7 @@ static pbd_result pbd_up__pdm_eval(pbd_up_model *m, const float *u, float *out) 
     pbd_up__subdiv_smooth(p->sub, u, s->x0, s->frames);
     (void)team;
     PBD_UP__PRAGMA(omp parallel for schedule(static) num_threads(team) if(team > 1))
-    for (int i = 0; i < nd; ++i) {
-        float uv[2];
-        pbd_up__stencil_combine(&s->S, i, p->uvc, 2, uv);
-        float h = pbd_up__pdm_height(p->coef + 6 * (size_t)i, uv);
-        const float *n = s->frames + 9 * (size_t)i + 6, *x0 = s->x0 + 3 * (size_t)i;
-        for (int c = 0; c < 3; ++c) out[3 * (size_t)i + c] = x0[c] + h * n[c];
-    }
+    for (int i = 0; i < nd; ++i) pbd_up__pdm_detail(p, s, i, out);
     return PBD_OK;
 }
 
@@ -4802,6 +4849,12 @@ static const pbd_up__methods pbd_up__pdm_methods = {"pdm", pbd_up__pdm_eval, pbd
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void) {
     pbd_up_pdm_desc d;
     memset(&d, 0, sizeof d);
+    return d;
+}
+
+PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_from(const pbd_up_training *t, const pbd_up_model *sub) {
+    pbd_up_pdm_desc d = pbd_up_pdm_desc_default();
+    PBD_UP__DESC_FROM_TRAINING(d, t, sub); /* (WPSD's section) */
     return d;
 }
 
@@ -4992,6 +5045,16 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
     memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
     return PBD_OK;
 }
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* sizeof the method's data (pbd_cuda.cu checks it against its own copy) */
+static size_t pbd_up__impl_size(const pbd_up_model *m) {
+    return m->method == PBD_UP_SUBDIVISION ? sizeof(pbd_up__subdiv)
+           : m->method == PBD_UP_PIU       ? sizeof(pbd_up__piu)
+           : m->method == PBD_UP_PDM       ? sizeof(pbd_up__pdm)
+                                           : sizeof(pbd_up__wpsd);
+}
+#endif
 
 // ==== method table ==========================================================
 /* One row per pbd_up_method (see "ADDING A METHOD" in the manual); NULL

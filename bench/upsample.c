@@ -6,8 +6,8 @@
    methods are fitted to synthetic frames of a deforming sheet with
    wrinkles (fitting is not timed). JSON lines: bench, method,
    coarse_vertices, detail_vertices, path, threads, ms_per_eval (median of
-   BENCH_RUNS runs), vertices_per_s. Subdivision and PIU also get a
-   path=cuda line (pbd_cuda.cu, a GPU model evaluating a GPU world's
+   BENCH_RUNS runs), vertices_per_s. The models also get a path=cuda
+   line (pbd_cuda.cu, a GPU model evaluating a GPU world's
    particles; issue 22's target: PIU at 5 G detail vertices/s on the
    100 489-vertex mesh), or one saying why they skip it.
    Build and run: make bench BENCH=upsample  (--quick: the small mesh only) */
@@ -227,7 +227,10 @@ static void run(int n, int frames) {
     ws.coarse_frames = sh.u;
     ws.detail_frames = sh.X;
     ws.max_poses = 6;
-    if (pbd_up_wpsd_fit(&ws, &m) == PBD_OK) measure("wpsd", m, model_eval, model_config, &sh);
+    if (pbd_up_wpsd_fit(&ws, &m) == PBD_OK) {
+        measure("wpsd", m, model_eval, model_config, &sh);
+        measure_gpu("wpsd", m, &sh);
+    }
     pbd_up_model_destroy(m);
     m = NULL;
 
@@ -238,7 +241,10 @@ static void run(int n, int frames) {
     pm.frame_count = sh.frames;
     pm.coarse_frames = sh.u;
     pm.detail_frames = sh.X;
-    if (pbd_up_pdm_fit(&pm, &m) == PBD_OK) measure("pdm", m, model_eval, model_config, &sh);
+    if (pbd_up_pdm_fit(&pm, &m) == PBD_OK) {
+        measure("pdm", m, model_eval, model_config, &sh);
+        measure_gpu("pdm", m, &sh);
+    }
     pbd_up_model_destroy(m);
     sheet_free(&sh);
 }

@@ -165,28 +165,15 @@ int main(int argc, char **argv) {
 
     /* The learned methods, fitted offline on the training motion. */
     double fit0 = now_ms();
-    pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-    pd.coarse_count = nc;
-    pd.detail_count = nd;
-    pd.frame_count = train.frame_count;
-    pd.coarse_frames = train.coarse;
-    pd.detail_frames = train.detail;
-    pd.coarse_rest = train.coarse_rest;
-    pd.detail_rest = train.detail_rest;
-    pd.subdivision = sub->model; /* the prior the regularisation pulls towards */
+    /* the training pairs, and the subdivision as the prior PIU's
+       regularisation pulls towards (WPSD's and PDM's smooth operator) */
+    pbd_up_piu_desc pd = pbd_up_piu_desc_from(&train, sub->model);
     column *piu = &cols[ncols++];
     piu->name = "PIU";
     failed |= check(pbd_up_piu_fit(&pd, &piu->model), "PIU fit");
     printf("fit PIU: %.0f ms\n", now_ms() - fit0);
     fit0 = now_ms();
-    pbd_up_wpsd_desc wsd = pbd_up_wpsd_desc_default();
-    wsd.subdivision = sub->model;
-    wsd.coarse_triangles = train.coarse_triangles;
-    wsd.coarse_triangle_count = train.coarse_triangle_count;
-    wsd.frame_count = train.frame_count;
-    wsd.coarse_frames = train.coarse;
-    wsd.detail_frames = train.detail;
-    wsd.coarse_rest = train.coarse_rest;
+    pbd_up_wpsd_desc wsd = pbd_up_wpsd_desc_from(&train, sub->model);
     wsd.error_threshold = 1e-3f;
     wsd.max_poses = 16;
     column *wpsd = &cols[ncols++];
@@ -194,14 +181,7 @@ int main(int argc, char **argv) {
     if (!failed) failed |= check(pbd_up_wpsd_fit(&wsd, &wpsd->model), "WPSD fit");
     printf("fit WPSD: %.0f ms\n", now_ms() - fit0);
     fit0 = now_ms();
-    pbd_up_pdm_desc dd = pbd_up_pdm_desc_default();
-    dd.subdivision = sub->model;
-    dd.coarse_triangles = train.coarse_triangles;
-    dd.coarse_triangle_count = train.coarse_triangle_count;
-    dd.frame_count = train.frame_count;
-    dd.coarse_frames = train.coarse;
-    dd.detail_frames = train.detail;
-    dd.coarse_rest = train.coarse_rest;
+    pbd_up_pdm_desc dd = pbd_up_pdm_desc_from(&train, sub->model);
     column *pdm = &cols[ncols++];
     pdm->name = "PDM";
     if (!failed) failed |= check(pbd_up_pdm_fit(&dd, &pdm->model), "PDM fit");

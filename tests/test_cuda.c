@@ -1331,14 +1331,14 @@ done:
     pbd_world_destroy(gpu);
 }
 
-/* A PIU model with oscillatory modes on the GPU evaluates a GPU world's
-   cloth (the training cape's coarse mesh) with the bits of the same model
-   on the CPU evaluating the CPU world, while its oscillators (host state)
-   advance with the cloth. */
-TEST(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth) {
+/* A PIU model with oscillatory modes, a PDM and a WPSD model on the GPU
+   evaluate a GPU world's cloth (the training cape's coarse mesh) with the
+   bits of the same models on the CPU evaluating the CPU world, while
+   PIU's oscillators (host state) advance with the cloth. */
+TEST(cuda_learned_models_evaluate_a_gpu_worlds_cloth) {
     NEEDS_GPU();
     pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
-    pbd_up_model *mc = NULL, *mg = NULL;
+    pbd_up_model *mc = NULL, *mg = NULL, *sub = NULL, *pc = NULL, *pg = NULL, *wc = NULL, *wg = NULL;
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     float *out = NULL, *u = NULL;
@@ -1349,14 +1349,7 @@ TEST(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth) {
     if (!cpu || !gpu) goto done;
     CHECK_OK(pbd_up_training_generate(&td, &t));
     {
-        pbd_up_piu_desc pd = pbd_up_piu_desc_default();
-        pd.coarse_count = t.coarse_count;
-        pd.detail_count = t.detail_count;
-        pd.frame_count = t.frame_count;
-        pd.coarse_frames = t.coarse;
-        pd.detail_frames = t.detail;
-        pd.coarse_rest = t.coarse_rest;
-        pd.detail_rest = t.detail_rest;
+        pbd_up_piu_desc pd = pbd_up_piu_desc_from(&t, NULL);
         pd.support = 8;
         pd.oscillatory_modes = 2;
         pd.frame_dt = td.time_step * (float)td.steps_per_frame;
@@ -1407,9 +1400,37 @@ TEST(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth) {
         CHECK_OK(pbd_up_model_eval_world(mc, cpu, 0, &b));
         if (b) CHECK(memcmp(out, b, sizeof(float) * 3 * (size_t)nd) != 0);
     }
+    CHECK_OK(pbd_up_subdivision_create(t.coarse_triangles, t.coarse_triangle_count, t.coarse_count, t.levels, &sub));
+    {
+        pbd_up_pdm_desc dd = pbd_up_pdm_desc_from(&t, sub);
+        CHECK_OK(pbd_up_pdm_fit(&dd, &pc));
+        CHECK_OK(pbd_up_pdm_fit(&dd, &pg));
+        pbd_up_wpsd_desc wd = pbd_up_wpsd_desc_from(&t, sub);
+        wd.max_poses = 4;
+        CHECK_OK(pbd_up_wpsd_fit(&wd, &wc));
+        CHECK_OK(pbd_up_wpsd_fit(&wd, &wg));
+    }
+    for (int k = 0; k < 2 && out; ++k) {
+        pbd_up_model *c = k ? wc : pc, *g = k ? wg : pg;
+        const float *dc = NULL, *dg = NULL;
+        if (!c || !g) continue;
+        CHECK_OK(pbd_up_model_set_device(g, PBD_DEVICE_GPU));
+        CHECK_OK(pbd_up_model_eval_world(c, cpu, 0, &dc));
+        CHECK_OK(pbd_up_model_eval_world(g, gpu, 0, &dg));
+        if (dc && dg) {
+            pbd__cuda_read(out, dg, sizeof(float) * 3 * (size_t)t.detail_count);
+            CHECK_MSG(!memcmp(out, dc, sizeof(float) * 3 * (size_t)t.detail_count), "%s: the GPU model differs",
+                      k ? "WPSD" : "PDM");
+        }
+    }
 done:
     pbd_up_model_destroy(mc);
     pbd_up_model_destroy(mg);
+    pbd_up_model_destroy(sub);
+    pbd_up_model_destroy(pc);
+    pbd_up_model_destroy(pg);
+    pbd_up_model_destroy(wc);
+    pbd_up_model_destroy(wg);
     pbd_up_training_free(&t);
     free(out);
     free(u);
@@ -1447,7 +1468,7 @@ void suite_cuda(void) {
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
     RUN(cuda_a_subdivision_model_evaluates_a_gpu_worlds_cloth);
-    RUN(cuda_a_piu_model_evaluates_a_gpu_worlds_cloth);
+    RUN(cuda_learned_models_evaluate_a_gpu_worlds_cloth);
 }
 
 #endif /* PBD_CUDA */
