@@ -4,14 +4,27 @@
 # sum of their closing lines, "N passed, N failed, N skipped" (.ci/run adds
 # these up). pbd_cuda_tests holds the suite "cuda" only: with a filter that
 # does not name it, it is not run (its runner counts "no match" as a failure).
+# The binaries run side by side (the GPU companion's emulated tests beside
+# the rest: a quarter of CI's time on 2 cores otherwise), each into its own
+# log, printed in order when all are done.
 t=$1
 shift
 passed=0 failed=0 skipped=0 status=0
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+i=0
 for bin in "$@"; do
+    i=$((i + 1))
     case "${bin##*/}:$t" in pbd_cuda_tests*:?*) echo "$t" | grep -q cuda || continue ;; esac
-    { "$bin" $t; echo "exit $?"; } | tee "$log" | grep -v '^exit [0-9]*$'
+    { "$bin" $t; echo "exit $?"; } > "$dir/$i" 2>&1 &
+done
+wait
+i=0
+for bin in "$@"; do
+    i=$((i + 1))
+    log="$dir/$i"
+    [ -f "$log" ] || continue
+    grep -v '^exit [0-9]*$' "$log"
     [ "$(tail -n 1 "$log")" = "exit 0" ] || status=1
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$' "$log" | tail -n 1)
     if [ -n "$line" ]; then

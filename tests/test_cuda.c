@@ -58,6 +58,7 @@ void suite_cuda(void) { RUN(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_ref
 extern "C" {
 #endif
 void pbd__cuda_emulate_seed(unsigned seed); /* pbd_cuda.cu: the emulation's launch order (no-op on a GPU) */
+void pbd__cuda_read(void *host, const void *device, size_t n); /* pbd_cuda.cu: device memory to the host */
 #ifdef __cplusplus
 }
 #endif
