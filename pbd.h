@@ -2916,10 +2916,15 @@ struct pbd_world {
 
 /* --- the GPU's hooks (see "==== gpu") ------------------------------------- */
 /* What changed on the host since the last upload: anything (the next step
-   uploads the whole world), or only the particles' positions, velocities
-   and kinematic targets (the setters a game calls every frame; the next
-   step sends those arrays). The colliders go with every step. */
-enum { PBD__GPU_DIRTY_ALL = 1, PBD__GPU_DIRTY_PARTICLES = 2 };
+   uploads the whole world); the particles' positions, velocities and
+   kinematic targets (the next step sends those arrays); settings (the
+   world's and its things' numbers: gravity, compliances, damping, ...;
+   the next step sends the records, a few hundred bytes, not their
+   arrays); attachment targets (the records and the attachment groups'
+   targets). The setters a game calls every frame mark one of the last
+   three, and do not fetch the particles first. The colliders go with
+   every step. */
+enum { PBD__GPU_DIRTY_ALL = 1, PBD__GPU_DIRTY_PARTICLES = 2, PBD__GPU_DIRTY_SETTINGS = 4, PBD__GPU_DIRTY_TARGETS = 8 };
 /* What the device changed that the host has not fetched (pbd_world.gpu_host_stale). */
 enum {
     PBD__GPU_STALE_PARTICLES = 1,
@@ -2961,6 +2966,8 @@ void pbd__cuda_emulate_seed(unsigned seed);
 /* n bytes of device memory into host memory (tests read what a device
    pointer of the public API holds). */
 void pbd__cuda_read(void *host, const void *device, size_t n);
+/* Bytes w's steps and uploads have sent to the device so far (tests). */
+size_t pbd__cuda_bytes_sent(const pbd_world *w);
 #ifdef __cplusplus
 }
 #endif
@@ -2981,6 +2988,16 @@ static void pbd__gpu_sync(const pbd_world *cw, int dirty) {
     w->gpu_dirty |= dirty;
 #else
     (void)cw;
+    (void)dirty;
+#endif
+}
+/* Marks what a setter of numbers changes, fetching nothing (the host's
+   particles may stay stale: the setter reads none). */
+static void pbd__gpu_mark(pbd_world *w, int dirty) {
+#ifdef PBD_CUDA
+    if (w->gpu) w->gpu_dirty |= dirty;
+#else
+    (void)w;
     (void)dirty;
 #endif
 }
@@ -3158,6 +3175,14 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->erro
 #define PBD__CHECK_WORLD_READ(w) PBD__CHECK_WORLD_MARK(w, 0)
 /* the setters of particle state only (positions, velocities, kinematic targets) */
 #define PBD__CHECK_WORLD_PARTICLES(w) PBD__CHECK_WORLD_MARK(w, PBD__GPU_DIRTY_PARTICLES)
+/* the setters of numbers and poses, which read no particle: a GPU world
+   marks what they change (PBD__GPU_DIRTY_SETTINGS, _TARGETS, or 0 for the
+   colliders, which go with every step) without fetching the particles */
+#define PBD__CHECK_WORLD_SETTING(w, dirty)       \
+    do {                                         \
+        if (!(w)) return PBD_ERROR_NULL_POINTER; \
+        pbd__gpu_mark((w), (dirty));             \
+    } while (0)
 #define PBD__CHECK_PTR(w, ptr, name)                                                   \
     do {                                                                               \
         if (!(ptr)) return pbd__fail((w), PBD_ERROR_NULL_POINTER, "%s is NULL", name); \
@@ -3376,7 +3401,7 @@ PBDDEF void pbd_world_destroy(pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     PBD__CHECK_PTR(w, gravity, "gravity");
     PBD__TRY(pbd__check_finite(w, gravity, 3, "gravity"));
     memcpy(w->gravity, gravity, sizeof w->gravity);
@@ -3384,7 +3409,7 @@ PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity) {
 }
 
 PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps, int iterations) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     PBD__TRY(pbd__check_solver(w, (int)mode, substeps, iterations));
     w->mode = (int)mode;
     w->substeps = substeps;
@@ -3393,13 +3418,13 @@ PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int s
 }
 
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     w->correction = on ? 1 : 0;
     return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     if (!pbd__finite(point_damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "point damping is not finite");
     if (point_damping < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "point damping %g < 0", (double)point_damping);
@@ -3408,7 +3433,7 @@ PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping)
 }
 
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     if (!pbd__finite(relaxation)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "relaxation is not finite");
     if (!(relaxation > 0 && relaxation <= 2))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "relaxation %g outside (0, 2]", (double)relaxation);
@@ -3418,13 +3443,13 @@ PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation) {
 }
 
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     w->simd = on ? 1 : 0;
     return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     if (threads < 0 || threads > 1024)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threads %d outside 0..1024", threads);
     w->threads = threads;
@@ -5295,7 +5320,7 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
 }
 
 PBDDEF pbd_result pbd_group_set_attachment_target(pbd_world *w, pbd_group handle, int index, const float *point) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_TARGETS);
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__CHECK_PTR(w, point, "point");
@@ -5485,7 +5510,7 @@ PBDDEF pbd_result pbd_group_color_particles(const pbd_world *w, pbd_group handle
 }
 
 PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group handle, float compliance) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
     PBD__TRY(pbd__check_compliance(w, compliance, 1.0f));
@@ -5494,7 +5519,7 @@ PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group handle, float
 }
 
 PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group handle, float stiffness) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
     PBD__TRY(pbd__check_compliance(w, 0.0f, stiffness));
@@ -5503,7 +5528,7 @@ PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group handle, float 
 }
 
 PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group handle, int enabled) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
     w->groups[g].enabled = enabled ? 1 : 0;
@@ -5511,7 +5536,7 @@ PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group handle, int enab
 }
 
 PBDDEF pbd_result pbd_group_set_pressure(pbd_world *w, pbd_group handle, float pressure) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
     if (w->groups[g].type != PBD_CONSTRAINT_MESH_VOLUME)
@@ -5608,7 +5633,7 @@ PBDDEF pbd_object pbd_world_object(const pbd_world *w, int index) {
 }
 
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
@@ -6374,7 +6399,7 @@ static pbd_result pbd__collider_index(const pbd_world *w, pbd_collider handle, i
 
 PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider handle, const float *position,
                                         const float *rotation) {
-    PBD__CHECK_WORLD_MARK(w, 0); /* the colliders go with every step of a GPU world */
+    PBD__CHECK_WORLD_SETTING(w, 0); /* the colliders go with every step of a GPU world */
     int c;
     PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__CHECK_PTR(w, position, "position");
@@ -6387,7 +6412,7 @@ PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider handle, const
 
 PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider handle, float static_friction,
                                             float dynamic_friction, float restitution) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, 0);
     int c;
     PBD__TRY(pbd__collider_index(w, handle, &c));
     PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, restitution));
@@ -8272,7 +8297,7 @@ PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object objec
 }
 
 PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float static_friction, float dynamic_friction) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     PBD__TRY(pbd__check_friction(w, static_friction, dynamic_friction, 0.0f));
     w->pp.mu_s = static_friction;
     w->pp.mu_d = dynamic_friction;
@@ -8649,7 +8674,7 @@ static pbd_result pbd__fluid_index(const pbd_world *w, pbd_fluid handle, int *in
 }
 
 PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid handle, float viscosity, float vorticity) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int f;
     PBD__TRY(pbd__fluid_index(w, handle, &f));
     if (!pbd__finite(viscosity) || !pbd__finite(vorticity))
@@ -10523,7 +10548,7 @@ PBDDEF pbd_result pbd_remove_long_range_attachments(pbd_world *w, pbd_lra handle
 }
 
 PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra handle, int enabled) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int l;
     PBD__TRY(pbd__lra_index(w, handle, &l));
     w->lras[l].enabled = enabled ? 1 : 0;
@@ -10995,7 +11020,7 @@ PBDDEF pbd_result pbd_remove_strain_limit(pbd_world *w, pbd_strain_limit handle)
 }
 
 PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit handle, int enabled) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int s;
     PBD__TRY(pbd__limit_index(w, handle, &s));
     w->limits[s].enabled = enabled ? 1 : 0;
@@ -11004,7 +11029,7 @@ PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit ha
 
 PBDDEF pbd_result pbd_strain_limit_set_range(pbd_world *w, pbd_strain_limit handle, float min_stretch,
                                              float max_stretch) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int s;
     PBD__TRY(pbd__limit_index(w, handle, &s));
     PBD__TRY(pbd__check_stretch_range(w, min_stretch, max_stretch));
@@ -11512,7 +11537,7 @@ PBDDEF pbd_result pbd_remove_strands(pbd_world *w, pbd_strands handle) {
 }
 
 PBDDEF pbd_result pbd_strands_set_damping(pbd_world *w, pbd_strands handle, float damping) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int s;
     PBD__TRY(pbd__strands_index(w, handle, &s));
     PBD__TRY(pbd__check_damping01(w, damping));
@@ -12365,7 +12390,7 @@ PBDDEF pbd_result pbd_remove_damping_cluster(pbd_world *w, pbd_damping_cluster h
 }
 
 PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_cluster handle, float damping) {
-    PBD__CHECK_WORLD(w);
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int c;
     PBD__TRY(PBD__RESOLVE(w, handle, w->clusters, w->nclusters, "damping cluster", &c));
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
@@ -14901,7 +14926,9 @@ static void pbd__team_record(pbd__team *a, int level, double seconds) {
    for a CPU world. The device holds a copy that the steps advance:
    - a step first uploads what the host changed since the last upload
      (gpu_dirty: any call that may change the world marks it, in
-     PBD__CHECK_WORLD), then runs every substep on the device;
+     PBD__CHECK_WORLD: everything; PBD__CHECK_WORLD_PARTICLES and
+     PBD__CHECK_WORLD_SETTING: what the setters a game calls every frame
+     change), then runs every substep on the device;
    - after a step the host's particles are stale (gpu_host_stale); the next
      call that reads or changes the world fetches them first, once.
    The kernels run the functions marked PBD_HD, the same code as the CPU

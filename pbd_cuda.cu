@@ -101,9 +101,13 @@
        device holds a copy that the steps advance:
        - the first step after a change uploads the world (the particles,
          groups, objects, colliders, tethers, clusters, ...); after the
-         setters a game calls every frame (particle positions, velocities,
-         kinematic targets, a hair's transform or roots) only the
-         particles' arrays go up; the colliders (their poses) go with
+         setters a game calls every frame only what they changed goes
+         up: the particles' arrays after particle positions, velocities,
+         kinematic targets, a hair's transform or roots; the records (a
+         few kilobytes, whatever the world's size) after numbers
+         (gravity, solver settings, compliances, damping, viscosity,
+         switches, ranges) and attachment targets, which fetch nothing
+         first either; the colliders (their poses and friction) go with
          every step;
        - after a step the host's particles are stale; the first call that
          reads or changes the world fetches them (x and v, the fluids'
@@ -286,6 +290,10 @@ struct pbd__gpu {
     /* device buffers, reused by the next upload in the same order */
     pbd__buf *bufs;
     int nbufs, used;
+    /* a settings upload (pbd__upload_settings): the PBD__GPU_DIRTY_* bits it
+       serves; broken: it needed a new buffer (the world's structure changed) */
+    int refresh, refresh_broken;
+    size_t bytes_up; /* bytes sent to the device since the world was opened */
     /* host scratch sized at upload: the colliders' poses at the step's start
        (rollback), the damping fractions */
     pbd__collider *col_keep;
@@ -393,6 +401,11 @@ static void *pbd__take(pbd__gpu *g, size_t n) {
         g->nbufs += 16;
     }
     pbd__buf *b = &g->bufs[g->used];
+    if (b->cap < n && g->refresh) { /* the structure changed: nothing is sent (pbd__upload_settings) */
+        g->refresh_broken = 1;
+        g->used++;
+        return b->p ? b->p : (void *)g;
+    }
     if (b->cap < n) {
         pbd__dfree(b->p);
         b->p = NULL;
@@ -403,18 +416,29 @@ static void *pbd__take(pbd__gpu *g, size_t n) {
     g->used++;
     return b->p;
 }
-/* A device copy of n bytes of host memory (NULL host: none). */
-static int pbd__copy_up(pbd__gpu *g, void **dev, const void *host, size_t n) {
+static void pbd__send(pbd__gpu *g, void *d, const void *h, size_t n) {
+    g->bytes_up += n;
+    pbd__h2d(d, h, n);
+}
+/* A device copy of n bytes of host memory (NULL host: none). A settings
+   upload (g->refresh) takes the same buffer and sends only what `send`
+   says: the records, which hold the settings. */
+static int pbd__copy_up(pbd__gpu *g, void **dev, const void *host, size_t n, int send) {
     if (!host) {
         *dev = NULL;
         return 1;
     }
     *dev = pbd__take(g, n);
     if (!*dev) return 0;
-    pbd__h2d(*dev, host, n);
+    if ((send || !g->refresh) && !g->refresh_broken) pbd__send(g, *dev, host, n);
     return 1;
 }
-#define PBD__UP(g, field, host, count) pbd__copy_up((g), (void **)&(field), (host), sizeof *(host) * (size_t)(count))
+#define PBD__UP_IF(g, field, host, count, send) \
+    pbd__copy_up((g), (void **)&(field), (host), sizeof *(host) * (size_t)(count), (send))
+/* an array (state or structure: what a settings upload keeps) */
+#define PBD__UP(g, field, host, count) PBD__UP_IF(g, field, host, count, 0)
+/* records of things (their settings, and device pointers) */
+#define PBD__UP_RECORDS(g, field, host, count) PBD__UP_IF(g, field, host, count, 1)
 #define PBD__SCRATCH(g, field, count) ((field) = (decltype(field))pbd__take((g), sizeof *(field) * (size_t)(count)))
 
 // ==== upload =================================================================
@@ -450,7 +474,7 @@ static int pbd__upload_sums(pbd__gpu *g, const pbd_world *w, const pbd__cluster 
         for (int b = 0; b < pbd__sum_blocks(sets[i].count); ++b) blk_set[sets[i].blk0 + b] = i;
     S->nsets = nsets;
     S->nblk = nblk;
-    ok = ok && PBD__UP(g, S->sets, sets, nsets) && PBD__UP(g, S->blk_set, blk_set, nblk) &&
+    ok = ok && PBD__UP_RECORDS(g, S->sets, sets, nsets) && PBD__UP(g, S->blk_set, blk_set, nblk) &&
          PBD__SCRATCH(g, S->ma, nblk) && PBD__SCRATCH(g, S->md, nblk) && PBD__SCRATCH(g, S->sp, nblk) &&
          PBD__SCRATCH(g, S->lb, 3 * (size_t)nblk) && PBD__SCRATCH(g, S->flag, nblk) && PBD__SCRATCH(g, S->fit, nsets);
     free(sets);
@@ -466,7 +490,8 @@ static int pbd__upload_group(pbd__gpu *g, pbd__group *d, const pbd__group *h, fl
     size_t nidx = h->ncolors == 0 ? (size_t)h->ntris * 3 : (size_t)h->count * (size_t)h->arity;
     size_t nrest = (size_t)(h->count > 0 ? h->count : 1) * (size_t)h->rest_stride;
     d->slot = NULL;
-    return PBD__UP(g, d->idx, h->idx, nidx) && PBD__UP(g, d->rest, h->rest, nrest) &&
+    int targets = (g->refresh & PBD__GPU_DIRTY_TARGETS) && h->type == PBD_CONSTRAINT_ATTACHMENT;
+    return PBD__UP(g, d->idx, h->idx, nidx) && PBD__UP_IF(g, d->rest, h->rest, nrest, targets) &&
            PBD__UP(g, d->verts, h->verts, h->nverts) && PBD__UP(g, d->scratch, h->scratch, 6 * (size_t)h->nverts) &&
            PBD__UP(g, d->color_start, h->color_start, h->ncolors + 1);
 }
@@ -492,7 +517,7 @@ static int pbd__upload_meshcols(pbd__gpu *g, const pbd_world *w) {
              PBD__UP(g, mc[i].order, h->order, h->nt) && PBD__UP(g, mc[i].nodes, h->nodes, h->nnodes) &&
              PBD__UP(g, mc[i].grid, h->grid, cells);
     }
-    ok = ok && PBD__UP(g, g->shadow.meshcols, mc, w->nmeshcols);
+    ok = ok && PBD__UP_RECORDS(g, g->shadow.meshcols, mc, w->nmeshcols);
     free(mc);
     return ok;
 }
@@ -505,7 +530,7 @@ static int pbd__upload_limits(pbd__gpu *g, const pbd_world *w) {
         limits[i] = w->limits[i];
         ok = pbd__upload_group(g, &limits[i].g, &w->limits[i].g, NULL);
     }
-    ok = ok && PBD__UP(g, g->shadow.limits, limits, w->nlimits);
+    ok = ok && PBD__UP_RECORDS(g, g->shadow.limits, limits, w->nlimits);
     free(limits);
     return ok;
 }
@@ -523,7 +548,7 @@ static int pbd__upload_strands(pbd__gpu *g, const pbd_world *w) {
              PBD__UP(g, st[i].idx, h->idx, h->nparticles) && PBD__UP(g, st[i].rest, h->rest, h->nparticles) &&
              PBD__UP(g, st[i].d, h->d, 3 * (size_t)h->nparticles);
     }
-    ok = ok && PBD__UP(g, g->shadow.strands, st, w->nstrands);
+    ok = ok && PBD__UP_RECORDS(g, g->shadow.strands, st, w->nstrands);
     free(st);
     return ok;
 }
@@ -565,7 +590,7 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
     d->mu_d = h->mu_d;
     d->pressure_h = h->pressure_h;
     d->np = d->cap = h->np;
-    if (!PBD__UP(g, d->fluids, h->fluids, h->nfluids)) return 0;
+    if (!PBD__UP_RECORDS(g, d->fluids, h->fluids, h->nfluids)) return 0;
     if (h->np == 0) return 1;
     size_t n = (size_t)h->np, nb = (size_t)h->grid.mask + 1;
     d->reach = pbd__pp_reach(w);
@@ -603,7 +628,7 @@ static int pbd__upload_selfcol(pbd__gpu *g, const pbd_world *w) {
         sf[i] = w->surfaces[i];
         sf[i].tris = NULL;
     }
-    int ok = PBD__UP(g, sh->surfaces, sf, w->nsurfaces);
+    int ok = PBD__UP_RECORDS(g, sh->surfaces, sf, w->nsurfaces);
     free(sf);
     pbd__selfcol *d = &g->sc;
     *d = *h;
@@ -638,9 +663,17 @@ static int pbd__upload_selfcol(pbd__gpu *g, const pbd_world *w) {
         ok = PBD__SCRATCH(g, G->start, nb + 1) && PBD__SCRATCH(g, G->sorted, cap) && PBD__SCRATCH(g, G->key, cap) &&
              PBD__SCRATCH(g, G->pos, 4 * cap) && pbd__upload_scan(g, &g->sc_scan[k], G);
     }
-    ok = ok && PBD__UP(g, g->sc_dev, d, 1);
+    ok = ok && PBD__UP_RECORDS(g, g->sc_dev, d, 1);
     sh->selfcol = g->sc_dev;
     return ok;
+}
+
+/* The shadow world (the world's record with device pointers) for the kernels. */
+static int pbd__upload_shadow(pbd__gpu *g) {
+    g->dw = (pbd_world *)pbd__take(g, sizeof(pbd_world));
+    if (!g->dw) return 0;
+    if (!g->refresh_broken) pbd__send(g, g->dw, &g->shadow, sizeof g->shadow);
+    return 1;
 }
 
 /* The whole world onto the device: the shadow world with device pointers,
@@ -669,9 +702,9 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
              PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->pressure, w->pressure, n) &&
              PBD__SCRATCH(g, s->pressure_step, n) && PBD__SCRATCH(g, g->coupled, w->nobjects) &&
              PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
-             PBD__UP(g, s->colliders, w->colliders, w->ncolliders);
+             PBD__UP_RECORDS(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
-    if (n) pbd__dzero(s->ncontact, (size_t)n);
+    if (n && !g->refresh) pbd__dzero(s->ncontact, (size_t)n);
     /* groups, tethers and clusters: their arrays first, then the records */
     if (w->nlras + 1 > g->nlras_cap) {
         free(g->lras);
@@ -685,7 +718,7 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     g->nlambdas = 0;
     for (int i = 0; i < w->ngroups; ++i) g->nlambdas += (size_t)(w->groups[i].count > 0 ? w->groups[i].count : 1);
     if (!PBD__SCRATCH(g, g->lambdas, g->nlambdas)) return 0;
-    pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
+    if (!g->refresh) pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     pbd__group *groups = (pbd__group *)malloc(sizeof(pbd__group) * (size_t)(w->ngroups + 1));
     pbd__cluster *clusters = (pbd__cluster *)malloc(sizeof(pbd__cluster) * (size_t)(w->nclusters + 1));
     pbd__object *objects = (pbd__object *)malloc(sizeof(pbd__object) * (size_t)(w->nobjects + 1));
@@ -706,13 +739,15 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     }
     ok = ok && pbd__upload_sums(g, w, clusters) && pbd__upload_limits(g, w) && pbd__upload_strands(g, w) &&
          pbd__upload_meshcols(g, w);
-    ok = ok && PBD__UP(g, s->groups, groups, w->ngroups) && PBD__UP(g, s->lras, lras, w->nlras) &&
-         PBD__UP(g, s->clusters, clusters, w->nclusters) && PBD__UP(g, s->objects, objects, w->nobjects) &&
-         PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters);
+    ok = ok && PBD__UP_RECORDS(g, s->groups, groups, w->ngroups) && PBD__UP_RECORDS(g, s->lras, lras, w->nlras) &&
+         PBD__UP_RECORDS(g, s->clusters, clusters, w->nclusters) &&
+         PBD__UP_RECORDS(g, s->objects, objects, w->nobjects) && PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters);
     free(groups);
     free(clusters);
     free(objects);
     if (!ok) return 0;
+    if (w->accel && !PBD__SCRATCH(g, g->field_dev, n)) return 0;
+    if (g->refresh) return pbd__upload_shadow(g); /* the host scratch below is sized already */
     /* host scratch for the steps */
     free(g->col_keep);
     free(g->hk);
@@ -723,13 +758,27 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
     g->hc = (int *)malloc(sizeof(int) * (size_t)(w->nobjects + 1));
     if (!g->col_keep || !g->hk || !g->hc) return 0;
-    if (w->accel &&
-        (!(g->field = (pbd__f4 *)malloc(sizeof(pbd__f4) * (size_t)(n + 1))) || !PBD__SCRATCH(g, g->field_dev, n)))
-        return 0;
-    g->dw = (pbd_world *)pbd__take(g, sizeof(pbd_world));
-    if (!g->dw) return 0;
-    pbd__h2d(g->dw, s, sizeof *s);
-    return 1;
+    if (w->accel && !(g->field = (pbd__f4 *)malloc(sizeof(pbd__f4) * (size_t)(n + 1)))) return 0;
+    return pbd__upload_shadow(g);
+}
+
+/* What the setters of numbers changed (PBD__GPU_DIRTY_SETTINGS, _TARGETS:
+   `what`): pbd__upload again, taking the same buffers, sending the records
+   (the world's, its things') and, for _TARGETS, the attachment groups'
+   targets; the arrays keep what the device holds (the host's copy may be
+   stale: these setters fetch nothing). Where it would need a new buffer
+   (the world's structure changed after all, which no such setter does),
+   it sends nothing and keeps every buffer, so the device's state comes
+   down to the host, and the whole upload follows. */
+static int pbd__upload_settings(pbd__gpu *g, const pbd_world *w, int what) {
+    g->refresh = what;
+    g->refresh_broken = 0;
+    int ok = pbd__upload(g, w);
+    g->refresh = 0;
+    if (ok && !g->refresh_broken) return 1;
+    pbd__cuda_pull((pbd_world *)w, w->gpu_host_stale);
+    ((pbd_world *)w)->gpu_host_stale = 0;
+    return pbd__upload(g, w);
 }
 
 // ==== kernels ================================================================
@@ -1416,7 +1465,7 @@ static void pbd__fluid_begin_dev(pbd__gpu *g, pbd_world *w, float h) {
     g->pressure_h_keep = w->pp.pressure_h;
     if (w->pp.nfluids == 0) return;
     float r = pbd__fluid_begin_params(w, h);
-    pbd__h2d(g->shadow.pp.fluids, w->pp.fluids, sizeof(pbd__fluid) * (size_t)w->pp.nfluids);
+    pbd__send(g, g->shadow.pp.fluids, w->pp.fluids, sizeof(pbd__fluid) * (size_t)w->pp.nfluids);
     if (r > 0) pbd__launch(g, w->n, pbd__k_fluid_rescale, g->dw, r);
 }
 
@@ -1435,7 +1484,7 @@ static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const floa
             f->v[0] = f->v[1] = f->v[2] = f->v[3] = 0;
         else pbd__field_term(w, i, time, gh, h, f->v);
     }
-    pbd__h2d(g->field_dev, g->field, sizeof(pbd__f4) * n);
+    pbd__send(g, g->field_dev, g->field, sizeof(pbd__f4) * n);
     pbd__launch(g, w->n, pbd__k_predict_field, g->dw, (const pbd__f4 *)g->field_dev, damp, h, t_kin);
 }
 
@@ -1460,9 +1509,9 @@ static void pbd__host_view(pbd__gpu *g, pbd_world *w) {
 }
 static void pbd__device_view(pbd__gpu *g, const pbd_world *w) {
     size_t n = (size_t)w->n;
-    pbd__h2d(g->shadow.x, w->x, sizeof(pbd__p4) * n);
-    pbd__h2d(g->shadow.p, w->p, sizeof(pbd__p4) * n);
-    pbd__h2d(g->shadow.v, w->v, sizeof(pbd__p4) * n);
+    pbd__send(g, g->shadow.x, w->x, sizeof(pbd__p4) * n);
+    pbd__send(g, g->shadow.p, w->p, sizeof(pbd__p4) * n);
+    pbd__send(g, g->shadow.v, w->v, sizeof(pbd__p4) * n);
 }
 
 /* A substep stage's callbacks (pbd__plugins_call), in order: a host
@@ -1608,7 +1657,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
 static void pbd__damping_fractions(pbd__gpu *g, const pbd_world *w, float h) {
     for (int o = 0; o < w->nobjects; ++o) g->hk[o] = pbd__damp_fraction(w->objects[o].damping, h);
     for (int c = 0; c < w->nclusters; ++c) g->hk[w->nobjects + c] = pbd__damp_fraction(w->clusters[c].damping, h);
-    pbd__h2d(g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
+    pbd__send(g, g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
 }
 
 /* Whether the device may change objects' coupled flags (particle contact
@@ -1672,16 +1721,21 @@ static void pbd__rollback_dev(pbd__gpu *g, pbd_world *w) {
 
 extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, size_t msg_size) {
     pbd__gpu *g = w->gpu;
-    if (w->gpu_dirty == PBD__GPU_DIRTY_PARTICLES && g->dw) { /* only the per-frame setters: their arrays */
-        size_t n = (size_t)w->n;
-        pbd__h2d(g->shadow.x, w->x, sizeof(pbd__p4) * n);
-        pbd__h2d(g->shadow.v, w->v, sizeof(pbd__p4) * n);
-        pbd__h2d(g->shadow.p, w->p, sizeof(pbd__p4) * n);
-        pbd__h2d(g->shadow.kin_target, w->kin_target, sizeof(pbd__v3) * n);
-    } else if (w->gpu_dirty && !pbd__upload(g, w)) {
+    int dirty = g->dw ? w->gpu_dirty : PBD__GPU_DIRTY_ALL, settings = PBD__GPU_DIRTY_SETTINGS | PBD__GPU_DIRTY_TARGETS;
+    int ok = 1;
+    if (dirty & PBD__GPU_DIRTY_ALL) ok = pbd__upload(g, w);
+    else if (dirty & settings) ok = pbd__upload_settings(g, w, dirty & settings);
+    if (!ok) {
         w->gpu_dirty = PBD__GPU_DIRTY_ALL; /* try again next time */
         snprintf(msg, msg_size, "out of device memory for a world of %d particles", w->n);
         return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    if ((dirty & PBD__GPU_DIRTY_PARTICLES) && !(dirty & PBD__GPU_DIRTY_ALL)) { /* the per-frame setters: their arrays */
+        size_t n = (size_t)w->n;
+        pbd__send(g, g->shadow.x, w->x, sizeof(pbd__p4) * n);
+        pbd__send(g, g->shadow.v, w->v, sizeof(pbd__p4) * n);
+        pbd__send(g, g->shadow.p, w->p, sizeof(pbd__p4) * n);
+        pbd__send(g, g->shadow.kin_target, w->kin_target, sizeof(pbd__v3) * n);
     }
     w->gpu_dirty = 0; /* what a plugin marks in this step stays marked */
     if (S == 0) {
@@ -1692,7 +1746,7 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
     size_t n = (size_t)w->n;
     /* the colliders' poses live on the host (their setters and
        pbd__collider_poses); each step sends their records */
-    pbd__h2d(g->shadow.colliders, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
+    pbd__send(g, g->shadow.colliders, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
     if (w->ncolliders) memcpy(g->col_keep, w->colliders, sizeof(pbd__collider) * (size_t)w->ncolliders);
     pbd__d2d(g->shadow.x_step, g->shadow.x, sizeof(pbd__p4) * n);
     pbd__d2d(g->shadow.v_step, g->shadow.v, sizeof(pbd__p4) * n);
@@ -1905,6 +1959,7 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
 }
 
 extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__d2h(host, device, n); }
+extern "C" size_t pbd__cuda_bytes_sent(const pbd_world *w) { return w->gpu ? w->gpu->bytes_up : 0; }
 
 // ==== pbd_upsample.h ==========================================================
 /* A GPU model (pbd_up_model_set_device): its data on the device, evaluated
