@@ -191,9 +191,15 @@ $(BUILD)/cuda-emu/%.o: tests/%.c tests/test.h $(HEADERS)
 	$(COMPILE) -DPBD_CUDA -DPBDT_CUDA_EMULATED -c $< -o $@
 # (the C++ compiler of CC's family: one OpenMP runtime in the binary)
 EMU_CXX := $(if $(findstring clang,$(CC)),$(subst clang,clang++,$(CC)),$(CXX))
+# No SLP vectoriser in the emulation: it stands for a GPU's strict IEEE
+# arithmetic (nvcc --fmad=false), and GCC 12's SLP pass at -O2
+# -march=native changes the last bit of scalar expressions such as
+# pbd_sm.h's quaternion product (measured; the CPU build runs that
+# product's SIMD form, whose bits are the strict ones).
+EMU_NO_SLP := $(if $(findstring clang,$(CC)),-fno-slp-vectorize,-fno-tree-slp-vectorize)
 $(BUILD)/cuda-emu/pbd_cuda.o: pbd_cuda.cu $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(EMU_CXX) -x c++ -std=c++11 $(BASEFLAGS) -DPBD_CUDA_EMULATE -c $< -o $@
+	$(EMU_CXX) -x c++ -std=c++11 $(BASEFLAGS) $(EMU_NO_SLP) -DPBD_CUDA_EMULATE -c $< -o $@
 $(BUILD)/pbd_cuda_tests: $(CUDA_TEST_OBJS)
 	$(EMU_CXX) $(BASEFLAGS) $^ -o $@ $(LIBS)
 

@@ -443,6 +443,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h> /* pbd__sym_eigen_hd */
 
 #ifdef PBD_STATIC
 #define PBDDEF static
@@ -1750,6 +1751,53 @@ PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int coun
    most 100 times; returns the sweeps made. Deterministic: the same bits
    on every machine that rounds doubles by IEEE 754. */
 PBDDEF int pbd_sym_eigen(int n, double *A, double *V);
+/* pbd_sym_eigen's code, which the extensions' GPU kernels call too
+   (pbd_cuda.cu): Jacobi stops when the off-diagonal^2 is at most
+   PBD__JACOBI_OFF_REL times the diagonal^2, double precision squared
+   (larger leaves inexact eigenvectors, smaller never stops on rounding),
+   and after PBD__JACOBI_SWEEPS sweeps at most (converged matrices take
+   under 10; a NaN input stops at once). */
+#define PBD__JACOBI_OFF_REL 1e-32
+#define PBD__JACOBI_SWEEPS 100
+static inline PBD_HD int pbd__sym_eigen_hd(int n, double *A, double *V) {
+    for (int i = 0; i < n * n; ++i) V[i] = 0;
+    for (int i = 0; i < n; ++i) V[i * n + i] = 1;
+    int sweep = 0;
+    for (; sweep < PBD__JACOBI_SWEEPS; ++sweep) {
+        double off = 0, diag = 0;
+        for (int p = 0; p < n; ++p) {
+            diag += A[p * n + p] * A[p * n + p];
+            for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
+        }
+        if (!(off > PBD__JACOBI_OFF_REL * diag)) break; /* converged (or NaN) */
+        for (int p = 0; p < n; ++p)
+            for (int q = p + 1; q < n; ++q) {
+                double apq = A[p * n + q];
+                if (apq == 0) continue;
+                /* the rotation that zeroes A[p][q] (Golub and Van Loan, section 8.5.2), the smaller angle */
+                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
+                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
+                double c = 1 / sqrt(t * t + 1), s = t * c;
+                for (int k = 0; k < n; ++k) { /* A J */
+                    double akp = A[k * n + p], akq = A[k * n + q];
+                    A[k * n + p] = c * akp - s * akq;
+                    A[k * n + q] = s * akp + c * akq;
+                }
+                for (int k = 0; k < n; ++k) { /* J^T A */
+                    double apk = A[p * n + k], aqk = A[q * n + k];
+                    A[p * n + k] = c * apk - s * aqk;
+                    A[q * n + k] = s * apk + c * aqk;
+                }
+                A[p * n + q] = A[q * n + p] = 0;
+                for (int k = 0; k < n; ++k) {
+                    double vkp = V[k * n + p], vkq = V[k * n + q];
+                    V[k * n + p] = c * vkp - s * vkq;
+                    V[k * n + q] = s * vkp + c * vkq;
+                }
+            }
+    }
+    return sweep;
+}
 /* Particles a plugin's internal forces connect: the objects they belong to
    may exchange angular momentum, so the solver stops restoring theirs
    (see SOLVER step 5). Call it for forces between objects or with the
@@ -1921,12 +1969,6 @@ PBDDEF const char *pbd_last_error(void) { return pbd__last_error; }
    expression to double, 1e-9f is not), so a name changes no result.
    Two roles that share a value have two names. Lengths are in metres;
    float has 24 bits (7 digits), its smallest normal number is 1.2e-38. */
-
-/* The extensions' eigen solver (pbd_sym_eigen): Jacobi stops when the off-diagonal^2 is at most this times the
-   diagonal^2, double precision squared; larger leaves inexact eigenvectors, smaller never stops on rounding */
-#define PBD__JACOBI_OFF_REL 1e-32
-/* and after this many sweeps at most (converged matrices take under 10; a NaN input stops at once) */
-#define PBD__JACOBI_SWEEPS 100
 
 /* Directions and degenerate shapes. */
 /* a distance under 1 nm has no direction (d / l is rounding noise): the constraint's gradient is zero, skipped */
@@ -14416,45 +14458,7 @@ PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
 
-PBDDEF int pbd_sym_eigen(int n, double *A, double *V) {
-    for (int i = 0; i < n * n; ++i) V[i] = 0;
-    for (int i = 0; i < n; ++i) V[i * n + i] = 1;
-    int sweep = 0;
-    for (; sweep < PBD__JACOBI_SWEEPS; ++sweep) {
-        double off = 0, diag = 0;
-        for (int p = 0; p < n; ++p) {
-            diag += A[p * n + p] * A[p * n + p];
-            for (int q = p + 1; q < n; ++q) off += A[p * n + q] * A[p * n + q];
-        }
-        if (!(off > PBD__JACOBI_OFF_REL * diag)) break; /* converged (or NaN) */
-        for (int p = 0; p < n; ++p)
-            for (int q = p + 1; q < n; ++q) {
-                double apq = A[p * n + q];
-                if (apq == 0) continue;
-                /* the rotation that zeroes A[p][q] (Golub and Van Loan, section 8.5.2), the smaller angle */
-                double theta = (A[q * n + q] - A[p * n + p]) / (2 * apq);
-                double t = (theta >= 0 ? 1.0 : -1.0) / (fabs(theta) + sqrt(theta * theta + 1));
-                double c = 1 / sqrt(t * t + 1), s = t * c;
-                for (int k = 0; k < n; ++k) { /* A J */
-                    double akp = A[k * n + p], akq = A[k * n + q];
-                    A[k * n + p] = c * akp - s * akq;
-                    A[k * n + q] = s * akp + c * akq;
-                }
-                for (int k = 0; k < n; ++k) { /* J^T A */
-                    double apk = A[p * n + k], aqk = A[q * n + k];
-                    A[p * n + k] = c * apk - s * aqk;
-                    A[q * n + k] = s * apk + c * aqk;
-                }
-                A[p * n + q] = A[q * n + p] = 0;
-                for (int k = 0; k < n; ++k) {
-                    double vkp = V[k * n + p], vkq = V[k * n + q];
-                    V[k * n + p] = c * vkp - s * vkq;
-                    V[k * n + q] = s * vkp + c * vkq;
-                }
-            }
-    }
-    return sweep;
-}
+PBDDEF int pbd_sym_eigen(int n, double *A, double *V) { return pbd__sym_eigen_hd(n, A, V); }
 
 PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
                                      int balanced, int *colors, int *starts, int max_starts, int *color_count,

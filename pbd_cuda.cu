@@ -69,13 +69,21 @@
        on the default stream, with no copy.
        pbd_sm.h (its implementation built with PBD_CUDA too): this file
        holds a private copy of it, and its surface volume
-       (pbd_sm_add_surface_volume) is such a device plugin, its arrays on
-       the device from the moment it is added, its loops one thread per
-       particle and its sums (the volume, the weights', the denominator)
-       one thread each, in the CPU's order: the CPU world's bits. Its
-       other kinds (bodies, lattices, oriented particles, the
-       multi-resolution cloth) are not in this file yet: a GPU world
-       refuses them by name (PBD_ERROR_UNSUPPORTED).
+       (pbd_sm_add_surface_volume) and shape-matching bodies
+       (pbd_sm_add_body, pbd_sm_add_lattice) are such device plugins,
+       their arrays on the device from the moment they are added. The
+       volume's loops run one thread per particle and its sums (the
+       volume, the weights', the denominator) one thread each; a body's
+       values, gather and update one thread per particle, its region
+       sums by its plan's passes (naive: per region; lattice and mesh
+       paths: per line or path, then per region; octree: per node level,
+       or per line and slab of its summed-volume tables, then per region),
+       its goals (rotation extraction included) and plastic flow one
+       thread per region, a rigid body's weighted match and velocity fit
+       one thread each; all in the CPU's order: the CPU world's bits. Its
+       other kinds (oriented particles, the multi-resolution cloth) are
+       not in this file yet: a GPU world refuses them by name
+       (PBD_ERROR_UNSUPPORTED).
        pbd_upsample.h (likewise built with PBD_CUDA): a model of any method
        set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
        data on the device, and pbd_up_model_eval_world evaluates it from a
@@ -1798,8 +1806,9 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
    on the device from the moment they are added, their stages as kernels
    over pbd_sm.h's PBD_HD functions, with the CPU's loops one thread per
    element and its sums one thread each, in its order: the CPU's bits. So
-   far the surface volume (pbd_sm.h, "surface volume"); the other kinds
-   refuse a GPU world by name (pbd_sm__not_on_gpu). */
+   far the surface volume (pbd_sm.h, "surface volume") and the
+   shape-matching bodies ("shape matching"); the other kinds refuse a GPU
+   world by name (pbd_sm__not_on_gpu). */
 
 /* A surface volume's device side: its device arrays (pointers of the
    record's shape, filled in by pbd__sm_volume_image) and scratch for its
@@ -1955,6 +1964,350 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
             return 1;
         case PBD_SM__CUDA_FREE: pbd__sm_volume_free(v); return 1;
         default: pbd__sm_volume_stage(v, c, what); return 1;
+    }
+}
+
+/* --- shape-matching bodies ------------------------------------------------------
+   A body's arrays and its summation plan on the device; its stages
+   (pbd_sm__solve's, one kernel per loop of the CPU's, whose elements are
+   independent) with pbd_sm.h's PBD_HD functions: the values per particle,
+   the plan's sums (naive: per region; lattice and paths: per line, then
+   per region of the scans; octree: per node level or per line and slab of
+   its tables, then per region), the goals per region, the gather per
+   particle (or the plan's sums again), the update per particle, the
+   plastic flow per region; a rigid body's weights per particle and its
+   weighted match and velocity fit in one thread each (one thread on the
+   CPU too). The same operations in the same order: the CPU's bits. */
+
+/* A plan's data on the device (the image of its record and its method's). */
+typedef struct pbd__sm_plan_dev {
+    pbd_sm_summation method;
+    int n, nr;
+    int *region_start, *region_particles; /* naive */
+    pbd_sm__scan pass[3];                 /* lattice: bars, plates, cubes; paths: pass[0] */
+    double *P, *B;                        /* their scratch, rows of k */
+    pbd_sm__octree T;                     /* octree: the image of its record */
+    int *h_level, *h_dim;                 /* and host copies of its levels' starts and tables' sizes */
+} pbd__sm_plan_dev;
+
+typedef struct pbd__sm_body_dev {
+    pbd_sm__body d; /* only the arrays are used */
+    pbd__sm_plan_dev plan;
+    double *o; /* 3: the projection's origin */
+} pbd__sm_body_dev;
+
+static int pbd__sm_scan_up(pbd_sm__scan *d, const pbd_sm__scan *h) {
+    *d = *h;
+    long long ivs = h->out_start ? h->out_start[h->out_count] : h->out_count;
+    d->gather = d->out_start = d->iv = NULL;
+    return (!h->gather || pbd__sm_array(&d->gather, h->gather, (size_t)h->in_count)) &&
+           pbd__sm_array(&d->seg_start, h->seg_start, (size_t)h->seg_count + 1) &&
+           (!h->out_start || pbd__sm_array(&d->out_start, h->out_start, (size_t)h->out_count + 1)) &&
+           pbd__sm_array(&d->iv, h->iv, 2 * (size_t)ivs);
+}
+static void pbd__sm_scan_free(pbd_sm__scan *d) {
+    pbd__dfree(d->gather);
+    pbd__dfree(d->seg_start);
+    pbd__dfree(d->out_start);
+    pbd__dfree(d->iv);
+}
+static int pbd__sm_octree_up(pbd_sm__octree *d, const pbd_sm__octree *h, int k) {
+    memset(d, 0, sizeof *d);
+    d->n = h->n;
+    d->m = h->m;
+    d->levels = h->levels;
+    d->tab_count = h->tab_count;
+    if (h->tab_count > 0) {
+        long long groups = h->corner_start[h->n];
+        return pbd__sm_array(&d->tab_dim, h->tab_dim, 3 * (size_t)h->tab_count) &&
+               pbd__sm_array(&d->tab_row, h->tab_row, (size_t)h->tab_count + 1) &&
+               pbd__sm_array(&d->tab_cell, h->tab_cell, (size_t)h->tab_count + 1) &&
+               pbd__sm_array(&d->tab_leaf, h->tab_leaf, (size_t)h->tab_cell[h->tab_count]) &&
+               pbd__sm_array(&d->corner_start, h->corner_start, (size_t)h->n + 1) &&
+               pbd__sm_array(&d->corner, h->corner, 8 * (size_t)groups) &&
+               pbd__sm_array(&d->tab, (const double *)NULL, (size_t)h->tab_row[h->tab_count] * (size_t)k);
+    }
+    return pbd__sm_array(&d->level_start, h->level_start, (size_t)h->levels + 1) &&
+           pbd__sm_array(&d->child_start, h->child_start, (size_t)h->m + 1) &&
+           pbd__sm_array(&d->child, h->child, (size_t)h->child_start[h->m]) &&
+           pbd__sm_array(&d->reg_start, h->reg_start, (size_t)h->n + 1) &&
+           pbd__sm_array(&d->reg_node, h->reg_node, (size_t)h->reg_start[h->n]) &&
+           pbd__sm_array(&d->node_sums, (const double *)NULL, (size_t)h->m * (size_t)k + 1);
+}
+static void pbd__sm_plan_free(pbd__sm_plan_dev *d) {
+    pbd__dfree(d->region_start);
+    pbd__dfree(d->region_particles);
+    for (int s = 0; s < 3; ++s) pbd__sm_scan_free(&d->pass[s]);
+    pbd__dfree(d->P);
+    pbd__dfree(d->B);
+    pbd_sm__octree *T = &d->T;
+    void *arrays[] = {T->level_start,  T->child_start, T->child,   T->reg_start, T->reg_node,
+                      T->node_sums,    T->tab_dim,     T->tab_row, T->tab_leaf,  T->tab_cell,
+                      T->corner_start, T->corner,      T->tab};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(d->h_level);
+    free(d->h_dim);
+}
+/* Plan p for sums of k doubles per row. */
+static int pbd__sm_plan_up(pbd__sm_plan_dev *d, const pbd_sm_sum_plan *p, int k) {
+    memset(d, 0, sizeof *d);
+    d->method = p->method;
+    d->n = p->particle_count;
+    d->nr = p->region_count;
+    int ok = pbd__sm_array(&d->region_start, p->region_start, (size_t)p->region_count + 1) &&
+             pbd__sm_array(&d->region_particles, p->region_particles, (size_t)p->region_start[p->region_count]);
+    if (ok && p->method == PBD_SM_SUM_LATTICE) {
+        const pbd_sm__lattice *L = (const pbd_sm__lattice *)p->impl;
+        size_t prow = 0, brow = (size_t)(L->pass[0].out_count > L->pass[1].out_count ? L->pass[0].out_count
+                                                                                     : L->pass[1].out_count);
+        for (int s = 0; ok && s < 3; ++s) {
+            size_t rows = (size_t)L->pass[s].in_count + (size_t)L->pass[s].seg_count;
+            if (rows > prow) prow = rows;
+            ok = pbd__sm_scan_up(&d->pass[s], &L->pass[s]);
+        }
+        ok = ok && pbd__sm_array(&d->P, (const double *)NULL, prow * (size_t)k) &&
+             pbd__sm_array(&d->B, (const double *)NULL, brow * (size_t)k);
+    } else if (ok && p->method == PBD_SM_SUM_PATHS) {
+        const pbd_sm__paths *Q = (const pbd_sm__paths *)p->impl;
+        ok = pbd__sm_scan_up(&d->pass[0], &Q->scan) &&
+             pbd__sm_array(&d->P, (const double *)NULL,
+                           ((size_t)Q->scan.in_count + (size_t)Q->scan.seg_count) * (size_t)k);
+    } else if (ok && p->method == PBD_SM_SUM_OCTREE) {
+        const pbd_sm__octree *T = (const pbd_sm__octree *)p->impl;
+        size_t nl = (size_t)T->levels + 1, nd = 3 * (size_t)T->tab_count + 1;
+        d->h_level = (int *)malloc(sizeof(int) * nl);
+        d->h_dim = (int *)malloc(sizeof(int) * nd);
+        ok = d->h_level && d->h_dim && pbd__sm_octree_up(&d->T, T, k);
+        if (ok && T->level_start) memcpy(d->h_level, T->level_start, sizeof(int) * nl);
+        if (ok && T->tab_count > 0) memcpy(d->h_dim, T->tab_dim, sizeof(int) * (nd - 1));
+    }
+    if (!ok) pbd__sm_plan_free(d);
+    return ok;
+}
+
+PBD__KERNEL pbd__k_sm_gather(int count, const int *start, const int *idx, const double *lo, int split, const double *hi,
+                             int k, double *out) {
+    PBD__GRID_LOOP(o, count) { pbd_sm__gather_one(o, start, idx, lo, split, hi, k, out, 0); }
+}
+PBD__KERNEL pbd__k_sm_scan_segment(pbd_sm__scan s, const double *src, double *P, int k) {
+    PBD__GRID_LOOP(g, s.seg_count) { pbd_sm__scan_segment(&s, src, P, k, g, 0); }
+}
+PBD__KERNEL pbd__k_sm_scan_output(pbd_sm__scan s, const double *P, double *dst, int k) {
+    PBD__GRID_LOOP(o, s.out_count) { pbd_sm__scan_output(&s, P, dst, k, o, 0); }
+}
+PBD__KERNEL pbd__k_sm_table_x(pbd_sm__octree T, int t, const double *values, int k, int lines) {
+    PBD__GRID_LOOP(L, lines) { pbd_sm__table_x(&T, t, values, k, L, 0); }
+}
+PBD__KERNEL pbd__k_sm_table_yz(pbd_sm__octree T, int t, int k, int axis, int slabs) {
+    PBD__GRID_LOOP(u, slabs) { pbd_sm__table_yz(&T, t, k, axis, u + 1, 0); }
+}
+PBD__KERNEL pbd__k_sm_table_region(pbd_sm__octree T, double *sums, int k) {
+    PBD__GRID_LOOP(r, T.n) { pbd_sm__table_region(&T, sums, k, r, 0); }
+}
+
+static void pbd__sm_scan_dev(pbd__gpu *g, const pbd_sm__scan *s, const double *src, double *P, double *dst, int k) {
+    pbd__launch(g, s->seg_count, pbd__k_sm_scan_segment, *s, src, P, k);
+    pbd__launch(g, s->out_count, pbd__k_sm_scan_output, *s, (const double *)P, dst, k);
+}
+/* pbd_sm_plan_sum's passes (the methods' sum functions), on the device. */
+static void pbd__sm_plan_sum_dev(pbd__gpu *g, const pbd__sm_plan_dev *p, const double *values, int k, double *sums) {
+    const pbd_sm__octree *T = &p->T;
+    switch (p->method) {
+        case PBD_SM_SUM_LATTICE:
+            pbd__sm_scan_dev(g, &p->pass[0], values, p->P, p->B, k);
+            pbd__sm_scan_dev(g, &p->pass[1], p->B, p->P, p->B, k);
+            pbd__sm_scan_dev(g, &p->pass[2], p->B, p->P, sums, k);
+            break;
+        case PBD_SM_SUM_PATHS: pbd__sm_scan_dev(g, &p->pass[0], values, p->P, sums, k); break;
+        case PBD_SM_SUM_OCTREE:
+            if (T->tab_count > 0) {
+                for (int t = 0; t < T->tab_count; ++t) {
+                    const int *dim = p->h_dim + 3 * t;
+                    pbd__launch(g, (dim[1] + 1) * (dim[2] + 1), pbd__k_sm_table_x, *T, t, values, k,
+                                (dim[1] + 1) * (dim[2] + 1));
+                    pbd__launch(g, dim[2], pbd__k_sm_table_yz, *T, t, k, 1, dim[2]);
+                    pbd__launch(g, dim[1], pbd__k_sm_table_yz, *T, t, k, 2, dim[1]);
+                }
+                pbd__launch(g, T->n, pbd__k_sm_table_region, *T, sums, k);
+                break;
+            }
+            for (int l = 0; l < T->levels; ++l) {
+                int b = p->h_level[l], e = p->h_level[l + 1];
+                pbd__launch(g, e - b, pbd__k_sm_gather, e - b, (const int *)T->child_start + b, (const int *)T->child,
+                            values, T->n, (const double *)T->node_sums, k, T->node_sums + (size_t)b * k);
+            }
+            pbd__launch(g, T->n, pbd__k_sm_gather, T->n, (const int *)T->reg_start, (const int *)T->reg_node, values,
+                        T->n, (const double *)T->node_sums, k, sums);
+            break;
+        default:
+            pbd__launch(g, p->nr, pbd__k_sm_gather, p->nr, (const int *)p->region_start,
+                        (const int *)p->region_particles, values, p->n, (const double *)NULL, k, sums);
+    }
+}
+
+/* The record the kernels get (by value): the host's, with the device's arrays. */
+static pbd_sm__body pbd__sm_body_image(const pbd_sm__body *b) {
+    const pbd_sm__body *d = &((const pbd__sm_body_dev *)b->gpu)->d;
+    pbd_sm__body m = *b;
+    m.idx = d->idx;
+    m.p2r_start = d->p2r_start;
+    m.p2r = d->p2r;
+    m.xbar = d->xbar;
+    m.mt = d->mt;
+    m.inv_nreg = d->inv_nreg;
+    m.M = d->M;
+    m.cbar = d->cbar;
+    m.Aqq_pinv = d->Aqq_pinv;
+    m.Aqq_null = d->Aqq_null;
+    m.A9_pinv = d->A9_pinv;
+    m.Qbar = d->Qbar;
+    m.rot = d->rot;
+    m.Sp = d->Sp;
+    m.rot_step = d->rot_step;
+    m.Sp_step = d->Sp_step;
+    m.values = d->values;
+    m.sums = d->sums;
+    m.T = d->T;
+    m.G = d->G;
+    m.rot_tmp = NULL;
+    m.plan = NULL; /* the sums run on pbd__sm_body_dev.plan */
+    m.world = NULL;
+    m.gpu = NULL;
+    return m;
+}
+
+PBD__KERNEL pbd__k_sm_origin(pbd_sm__body b, const float *pos, double *o) {
+    PBD__GRID_LOOP(t, 1) { pbd_sm__origin(&b, pos, o); }
+}
+PBD__KERNEL pbd__k_sm_values(pbd_sm__body b, const float *pos, const double *o) {
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__value(&b, pos, o, i); }
+}
+PBD__KERNEL pbd__k_sm_goals(pbd_sm__body b) {
+    PBD__GRID_LOOP(r, b.nr) { pbd_sm__region_goal(&b, r, b.rot + 4 * (size_t)r); }
+}
+PBD__KERNEL pbd__k_sm_gather_lists(pbd_sm__body b) {
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__gather_list(&b, i); }
+}
+PBD__KERNEL pbd__k_sm_apply(pbd_sm__body b, float *p, const double *o, double alpha) {
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__apply(&b, p, o, alpha, i); }
+}
+PBD__KERNEL pbd__k_sm_plastic(pbd_sm__body b, double h) {
+    PBD__GRID_LOOP(r, b.nr) { pbd_sm__region_plastic(&b, r, h); }
+}
+/* pbd_sm__rigid_weights with the device's contacts (pbd_world_particle_contact_push's sum) */
+PBD__KERNEL pbd__k_sm_rigid_weights(pbd_sm__body b, const pbd_world *w, const float *pos) {
+    PBD__GRID_LOOP(i, b.n) {
+        int j = b.idx[i];
+        float push = 0.0f;
+        for (int k = 0; k < w->ncontact[j]; ++k) push += pbd__contact_slot(w, j, k)->lambda;
+        pbd_sm__rigid_weight(&b, pos, i, push);
+    }
+}
+PBD__KERNEL pbd__k_sm_rigid_match(pbd_sm__body b, float *p) {
+    PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_match(&b, p); }
+}
+PBD__KERNEL pbd__k_sm_rigid_fit(pbd_sm__body b, const float *x, float *v) {
+    PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_fit_velocities(&b, x, v); }
+}
+
+static void pbd__sm_body_free(pbd_sm__body *b) {
+    pbd__sm_body_dev *r = (pbd__sm_body_dev *)b->gpu;
+    if (!r) return;
+    const pbd_sm__body *d = &r->d;
+    void *arrays[] = {d->idx,      d->p2r_start, d->p2r,      d->xbar,    d->mt,   d->inv_nreg, d->M,
+                      d->cbar,     d->Aqq_pinv,  d->Aqq_null, d->A9_pinv, d->Qbar, d->rot,      d->Sp,
+                      d->rot_step, d->Sp_step,   d->values,   d->sums,    d->T,    d->G,        r->o};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    pbd__sm_plan_free(&r->plan);
+    free(r);
+    b->gpu = NULL;
+}
+static int pbd__sm_body_upload(pbd_sm__body *b) {
+    pbd__sm_body_dev *r = (pbd__sm_body_dev *)calloc(1, sizeof *r);
+    if (!r) return 0;
+    b->gpu = r;
+    size_t n = (size_t)b->n, nr = (size_t)b->nr, k = 3 * (size_t)pbd_sm__body_nb(b);
+    int quad = b->mode == PBD_SM_QUADRATIC;
+    pbd_sm__body *d = &r->d;
+    int ok = pbd__sm_array(&d->idx, b->idx, n) && pbd__sm_array(&d->xbar, b->xbar, 3 * n) &&
+             pbd__sm_array(&d->mt, b->mt, n) && pbd__sm_array(&d->inv_nreg, b->inv_nreg, n) &&
+             pbd__sm_array(&d->M, b->M, nr) && pbd__sm_array(&d->cbar, b->cbar, 3 * nr) &&
+             pbd__sm_array(&d->Aqq_pinv, b->Aqq_pinv, 9 * nr) && pbd__sm_array(&d->Aqq_null, b->Aqq_null, 9 * nr) &&
+             (!quad || (pbd__sm_array(&d->A9_pinv, b->A9_pinv, 81 * nr) && pbd__sm_array(&d->Qbar, b->Qbar, 6 * nr))) &&
+             pbd__sm_array(&d->rot, b->rot, 4 * nr) && pbd__sm_array(&d->Sp, b->Sp, 9 * nr) &&
+             pbd__sm_array(&d->rot_step, b->rot_step, 4 * nr) && pbd__sm_array(&d->Sp_step, b->Sp_step, 9 * nr) &&
+             pbd__sm_array(&d->values, (const double *)NULL, n * k) &&
+             pbd__sm_array(&d->sums, (const double *)NULL, nr * k) &&
+             pbd__sm_array(&d->T, (const double *)NULL, nr * k) && pbd__sm_array(&d->G, (const double *)NULL, n * k) &&
+             pbd__sm_array(&r->o, (const double *)NULL, 3) && pbd__sm_plan_up(&r->plan, b->plan, (int)k);
+    if (ok && !b->symmetric) {
+        size_t total = (size_t)b->p2r_start[n];
+        ok = pbd__sm_array(&d->p2r_start, b->p2r_start, n + 1) && pbd__sm_array(&d->p2r, b->p2r, total);
+    }
+    if (!ok) pbd__sm_body_free(b);
+    return ok;
+}
+
+/* One projection (or, plastic, the plastic flow after a substep) of the
+   positions pos: pbd_sm__solve's stages. */
+static void pbd__sm_body_solve(pbd__gpu *g, pbd_sm__body *b, float *pos, double alpha, int plastic, double h) {
+    pbd__sm_body_dev *r = (pbd__sm_body_dev *)b->gpu;
+    pbd_sm__body m = pbd__sm_body_image(b);
+    int k = 3 * pbd_sm__body_nb(b);
+    pbd__launch(g, 1, pbd__k_sm_origin, m, (const float *)pos, r->o);
+    pbd__launch(g, b->n, pbd__k_sm_values, m, (const float *)pos, (const double *)r->o);
+    pbd__sm_plan_sum_dev(g, &r->plan, m.values, k, m.sums);
+    if (plastic) {
+        pbd__launch(g, b->nr, pbd__k_sm_plastic, m, h);
+        return;
+    }
+    pbd__launch(g, b->nr, pbd__k_sm_goals, m);
+    if (b->symmetric) pbd__sm_plan_sum_dev(g, &r->plan, m.T, k, m.G);
+    else pbd__launch(g, b->n, pbd__k_sm_gather_lists, m);
+    pbd__launch(g, b->n, pbd__k_sm_apply, m, pos, (const double *)r->o, alpha);
+}
+
+/* The plugin's callbacks (pbd_sm__plugin_*), on the device. */
+static void pbd__sm_body_stage(pbd_sm__body *b, const pbd_solve_context *c, int what) {
+    pbd__gpu *g = c->world->gpu;
+    pbd_sm__body m = pbd__sm_body_image(b);
+    if (what == PBD_SM__CUDA_PROJECT) {
+        pbd__sm_body_solve(g, b, c->p, pbd_sm__alpha(b, c->iterations), 0, 0);
+    } else if (what == PBD_SM__CUDA_AFTER_CONTACTS) {
+        pbd__launch(g, b->n, pbd__k_sm_rigid_weights, m, (const pbd_world *)g->dw, (const float *)c->p);
+        pbd__launch(g, 1, pbd__k_sm_rigid_match, m, c->p);
+    } else if (what == PBD_SM__CUDA_END) {
+        if (pbd_sm__is_rigid(b)) {
+            pbd__launch(g, b->n, pbd__k_sm_rigid_weights, m, (const pbd_world *)g->dw, (const float *)c->x);
+            pbd__launch(g, 1, pbd__k_sm_rigid_fit, m, (const float *)c->x, c->v);
+        }
+        if (b->creep > 0) pbd__sm_body_solve(g, b, c->x, 0, 1, c->h);
+    }
+}
+
+extern "C" int pbd_sm__cuda_body(pbd_sm__body *b, size_t size, const pbd_solve_context *c, int what) {
+    if (size != sizeof *b) return 0; /* another pbd_sm.h than this file's */
+    pbd__sm_body_dev *r = (pbd__sm_body_dev *)b->gpu;
+    size_t nr = (size_t)b->nr;
+    switch (what) {
+        case PBD_SM__CUDA_UPLOAD: return pbd__sm_body_upload(b);
+        case PBD_SM__CUDA_FREE: pbd__sm_body_free(b); return 1;
+        case PBD_SM__CUDA_FETCH: /* the rotations and plastic states (what the getters read) */
+            pbd__d2h(b->rot, r->d.rot, sizeof(double) * 4 * nr);
+            pbd__d2h(b->Sp, r->d.Sp, sizeof(double) * 9 * nr);
+            return 1;
+        case PBD_SM__CUDA_PUSH: /* the plastic states (pbd_sm_body_reset_plasticity) */
+            pbd__h2d(r->d.Sp, b->Sp, sizeof(double) * 9 * nr);
+            return 1;
+        case PBD_SM__CUDA_KEEP:
+            pbd__d2d(r->d.rot_step, r->d.rot, sizeof(double) * 4 * nr);
+            pbd__d2d(r->d.Sp_step, r->d.Sp, sizeof(double) * 9 * nr);
+            return 1;
+        case PBD_SM__CUDA_ROLLBACK:
+            pbd__d2d(r->d.rot, r->d.rot_step, sizeof(double) * 4 * nr);
+            pbd__d2d(r->d.Sp, r->d.Sp_step, sizeof(double) * 9 * nr);
+            return 1;
+        default: pbd__sm_body_stage(b, c, what); return 1;
     }
 }
 

@@ -35,10 +35,14 @@
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
    or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
-   PBD_SM_IMPLEMENTATION is, too) surface volumes run on the GPU with the
-   CPU's bits; every other pbd_sm_add_<thing> fails with
-   PBD_ERROR_UNSUPPORTED, naming the call, until its kernels are there:
-   create such a world with PBD_DEVICE_CPU. A call on a world writes the message to
+   PBD_SM_IMPLEMENTATION is, too) shape-matching bodies and lattices
+   (every mode and summation plan, plasticity, rigid bodies) and surface
+   volumes run on the GPU with the CPU's bits (the rotation extraction's
+   sin and cos and the cube roots are this header's own, which a GPU
+   computes alike; see "==== rotation"); pbd_sm_add_oriented and
+   pbd_sm_add_cloth fail with PBD_ERROR_UNSUPPORTED, naming the call,
+   until their kernels are there: create such a world with
+   PBD_DEVICE_CPU. A call on a world writes the message to
    pbd_world_last_error() and calls the world's log callback; a call with no world (summation
    plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
    pbd_sm_plan_rings, a NULL world) leaves it in
@@ -187,7 +191,7 @@
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
        pbd_world_desc wd = pbd_world_desc_default();
-       wd.device = PBD_DEVICE_CPU;                 // pbd_sm.h is not on the GPU yet (see ERRORS)
+       wd.device = PBD_DEVICE_CPU;                 // the cloth is not on the GPU yet (see ERRORS)
        wd.substeps = 1; wd.iterations = 1;         // one V-cycle per step, as in the paper
        pbd_world *w; pbd_world_create(&wd, &w);
        pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
@@ -1192,7 +1196,68 @@ static int pbd_sm__marked_range(const unsigned char *marked, int n, pbd_range r)
 #define PBD_SM__SIMD 0
 #endif
 
-static void pbd_sm__quat_to_mat(const double *q, double *R) {
+/* sin and cos of a double, and cube roots, in IEEE additions,
+   multiplications and divisions only (and frexp/ldexp, which are exact),
+   so that pbd_cuda.cu's kernels give the CPU's bits: libm's and CUDA's
+   sin, cos and cbrt may differ in the last bit. sin/cos: x reduced by
+   pi/2 (Cody and Waite: pi/2 in a 33-bit head, whose multiples by the
+   quadrant are exact, and a tail), then Taylor polynomials on [-pi/4,
+   pi/4] to x^17 and x^16, whose first omitted terms are below 1e-17;
+   within a few units in the last place of libm's for |x| up to 1e6, and
+   above 1e15 (a turn no rotation extraction makes) 0 and 1. */
+static PBD_HD void pbd_sm__sincos(double x, double *s, double *c) {
+    if (!(fabs(x) < 1e15)) {
+        *s = x == x ? 0 : x;
+        *c = x == x ? 1 : x;
+        return;
+    }
+    double k = floor(x * 0.6366197723675814 + 0.5); /* the quadrant: x / (pi/2), rounded */
+    double r = (x - k * 1.57079632673412561417) - k * 6.07710050650619224932e-11, z = r * r;
+    double sn = r + r * z *
+                        (-0.16666666666666666 +
+                         z * (0.008333333333333333 +
+                              z * (-0.0001984126984126984 +
+                                   z * (2.7557319223985893e-06 +
+                                        z * (-2.505210838544172e-08 +
+                                             z * (1.6059043836821613e-10 +
+                                                  z * (-7.647163731819816e-13 + z * 2.8114572543455206e-15)))))));
+    double cs = 1 + z * (-0.5 + z * (0.041666666666666664 +
+                                     z * (-0.001388888888888889 +
+                                          z * (2.48015873015873e-05 +
+                                               z * (-2.755731922398589e-07 +
+                                                    z * (2.08767569878681e-09 + z * (-1.1470745597729725e-11 +
+                                                                                     z * 4.779477332387385e-14)))))));
+    double q = k - 4 * floor(k * 0.25); /* the quadrant mod 4: 0..3 */
+    if (q == 0) {
+        *s = sn;
+        *c = cs;
+    } else if (q == 1) {
+        *s = cs;
+        *c = -sn;
+    } else if (q == 2) {
+        *s = -sn;
+        *c = -cs;
+    } else {
+        *s = -cs;
+        *c = sn;
+    }
+}
+/* The cube root: x = m 2^(3e + r), Newton's iteration for cbrt(m 2^r) in
+   [0.5, 4) from a linear guess within 30% (6 steps, each about squaring the error),
+   then 2^e: within 3 units in the last place of libm's. */
+static PBD_HD double pbd_sm__cbrt(double x) {
+    if (!(fabs(x) <= 1.7976931348623157e308) || x == 0) return x; /* NaN, infinities, zeros */
+    if (x < 0) return -pbd_sm__cbrt(-x);
+    int ex;
+    double m = frexp(x, &ex); /* m in [0.5, 1) */
+    int e3 = ex >= 0 ? ex / 3 : -((-ex + 2) / 3), rest = ex - 3 * e3;
+    m = ldexp(m, rest); /* [0.5, 4) */
+    double y = 0.62 + 0.36 * m;
+    for (int it = 0; it < 6; ++it) y = y - (y * y * y - m) / (3 * y * y);
+    return ldexp(y, e3);
+}
+
+static PBD_HD void pbd_sm__quat_to_mat(const double *q, double *R) {
     double x = q[0], y = q[1], z = q[2], w = q[3];
     R[0] = 1 - 2 * (y * y + z * z);
     R[1] = 2 * (x * y - z * w);
@@ -1211,7 +1276,7 @@ static void pbd_sm__quat_to_mat(const double *q, double *R) {
    vfmsubadd even under -ffp-contract=off, so the scalar form could differ
    from the four-region extraction (pbd_sm__extract_rotation4) in the
    last bit. */
-static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
+static PBD_HD void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
     const double *l = b_on_left ? b : a, *r = b_on_left ? a : b;
 #if PBD_SM__SIMD
     const simde__m256d m0 = simde_mm256_set_pd(-0.0, 0.0, -0.0, 0.0), m1 = simde_mm256_set_pd(-0.0, -0.0, 0.0, 0.0);
@@ -1244,7 +1309,7 @@ static void pbd_sm__quat_mul_into(double *a, const double *b, int b_on_left) {
    per step for S = I; less for anisotropic or nearly flat S). Returns 0 (and leaves g) where H is not clearly positive
    definite (rank < 2, a saddle, far from the maximum) or the step exceeds
    half a radian: there Mueller et al.'s step is taken. */
-static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
+static PBD_HD int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
     if (!(tr > 0)) return 0;
     double h00 = tr - B[0], h11 = tr - B[4], h22 = tr - B[8];
     double h01 = -0.5 * (B[1] + B[3]), h02 = -0.5 * (B[2] + B[6]), h12 = -0.5 * (B[5] + B[7]);
@@ -1267,7 +1332,7 @@ static int pbd_sm__rotation_newton(const double *B, double tr, double *g) {
 /* One iteration's turn from q (the world-frame rotation vector w, left
    multiplied): the Newton step where it applies (returns 1), else
    Mueller et al.'s (returns 0). A is scaled by inv_scale. */
-static int pbd_sm__rotation_step(const double *A, double inv_scale, const double *q, double *w) {
+static PBD_HD int pbd_sm__rotation_step(const double *A, double inv_scale, const double *q, double *w) {
     double R[9], B[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     pbd_sm__quat_to_mat(q, R);
     w[0] = w[1] = w[2] = 0;
@@ -1291,15 +1356,15 @@ static int pbd_sm__rotation_step(const double *A, double inv_scale, const double
 
 /* q = exp(w / 2) q, |w| = ang > 0 (the small-angle series below 1e-3:
    its first omitted terms are below 1e-16). */
-static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
+static PBD_HD void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
     double sh, ch;
     if (ang < PBD_SM__TURN_SERIES_MAX) {
         double a2 = ang * ang;
         sh = 0.5 - a2 / 48;
         ch = 1 - a2 / 8 + a2 * a2 / 384;
     } else {
-        sh = sin(ang * 0.5) / ang;
-        ch = cos(ang * 0.5);
+        pbd_sm__sincos(ang * 0.5, &sh, &ch);
+        sh /= ang;
     }
     double dq[4] = {w[0] * sh, w[1] * sh, w[2] * sh, ch};
     pbd_sm__quat_mul_into(q, dq, 1);
@@ -1323,7 +1388,7 @@ static void pbd_sm__rotation_turn(double *q, const double *w, double ang) {
    entries too) says that no half turn gains, and the search is skipped.
    Returns 1 when converged (the last turn below 1e-7 after a Newton step,
    or below 1e-12), 0 when the iterations ran out. */
-static int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
+static PBD_HD int pbd_sm__extract_rotation(const double *A, double *q, int iterations) {
     double n0 = sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
     if (!(n0 > PBD_SM__QUAT_NORM_MIN) || !(n0 < PBD_SM__ROT_HUGE)) {
         q[0] = q[1] = q[2] = 0;
@@ -1553,7 +1618,7 @@ PBD_SM_DEF void pbd_sm_extract_rotation(const float *A, float *q, int iterations
    rotation section). */
 
 /* d = a + b */
-static void pbd_sm__row_add(double *d, const double *a, const double *b, int k, int simd) {
+static PBD_HD void pbd_sm__row_add(double *d, const double *a, const double *b, int k, int simd) {
     int j = 0;
 #if PBD_SM__SIMD
     if (simd)
@@ -1565,7 +1630,7 @@ static void pbd_sm__row_add(double *d, const double *a, const double *b, int k, 
     for (; j < k; ++j) d[j] = a[j] + b[j];
 }
 /* d = a - b */
-static void pbd_sm__row_sub(double *d, const double *a, const double *b, int k, int simd) {
+static PBD_HD void pbd_sm__row_sub(double *d, const double *a, const double *b, int k, int simd) {
     int j = 0;
 #if PBD_SM__SIMD
     if (simd)
@@ -1577,7 +1642,7 @@ static void pbd_sm__row_sub(double *d, const double *a, const double *b, int k, 
     for (; j < k; ++j) d[j] = a[j] - b[j];
 }
 /* d += a - b */
-static void pbd_sm__row_acc_diff(double *d, const double *a, const double *b, int k, int simd) {
+static PBD_HD void pbd_sm__row_acc_diff(double *d, const double *a, const double *b, int k, int simd) {
     int j = 0;
 #if PBD_SM__SIMD
     if (simd)
@@ -1659,25 +1724,27 @@ static pbd_result pbd_sm__check_regions(pbd_world *mem, int particle_count, int 
 /* out[o] = sum of the rows idx[start[o] .. start[o+1]) in list order, where
    a row index below `split` reads lo_rows and the others hi_rows[idx -
    split] (octree: particles, then virtual nodes). An orphaned `omp for`. */
+static PBD_HD void pbd_sm__gather_one(int o, const int *start, const int *idx, const double *lo_rows, int split,
+                                      const double *hi_rows, int k, double *out, int simd) {
+    double *s = out + (size_t)o * k;
+    int b = start[o], e = start[o + 1];
+    if (b == e) {
+        for (int j = 0; j < k; ++j) s[j] = 0;
+        return;
+    }
+    int i0 = idx[b];
+    const double *r0 = i0 < split ? lo_rows + (size_t)i0 * k : hi_rows + (size_t)(i0 - split) * k;
+    memcpy(s, r0, sizeof(double) * (size_t)k);
+    for (int t = b + 1; t < e; ++t) {
+        int i = idx[t];
+        const double *r = i < split ? lo_rows + (size_t)i * k : hi_rows + (size_t)(i - split) * k;
+        pbd_sm__row_add(s, s, r, k, simd);
+    }
+}
 static void pbd_sm__gather_sum(int count, const int *start, const int *idx, const double *lo_rows, int split,
                                const double *hi_rows, int k, double *out, int simd) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int o = 0; o < count; ++o) {
-        double *s = out + (size_t)o * k;
-        int b = start[o], e = start[o + 1];
-        if (b == e) {
-            for (int j = 0; j < k; ++j) s[j] = 0;
-            continue;
-        }
-        int i0 = idx[b];
-        const double *r0 = i0 < split ? lo_rows + (size_t)i0 * k : hi_rows + (size_t)(i0 - split) * k;
-        memcpy(s, r0, sizeof(double) * (size_t)k);
-        for (int t = b + 1; t < e; ++t) {
-            int i = idx[t];
-            const double *r = i < split ? lo_rows + (size_t)i * k : hi_rows + (size_t)(i - split) * k;
-            pbd_sm__row_add(s, s, r, k, simd);
-        }
-    }
+    for (int o = 0; o < count; ++o) pbd_sm__gather_one(o, start, idx, lo_rows, split, hi_rows, k, out, simd);
 }
 
 static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
@@ -1761,7 +1828,7 @@ static long long pbd_sm__scan_cost(const pbd_sm__scan *s) {
    instead of being stored and reloaded for every row (row by row, the
    store-to-load latency would bound the loop). Each column is the same
    chain of additions either way, so the same bits. */
-static void pbd_sm__prefix_line(double *P, const double *src, const int *gather, int a, int b, int k, int simd) {
+static PBD_HD void pbd_sm__prefix_line(double *P, const double *src, const int *gather, int a, int b, int k, int simd) {
     int j = 0;
     for (int c = 0; c < k; ++c) P[c] = 0;
 #if PBD_SM__SIMD
@@ -1788,28 +1855,31 @@ static void pbd_sm__prefix_line(double *P, const double *src, const int *gather,
     }
 }
 
+/* Segment g's prefix rows; output o from the prefix rows. */
+static PBD_HD void pbd_sm__scan_segment(const pbd_sm__scan *s, const double *src, double *P, int k, int g, int simd) {
+    int a = s->seg_start[g], b = s->seg_start[g + 1];
+    pbd_sm__prefix_line(P + ((size_t)a + (size_t)g) * k, src, s->gather, a, b, k, simd);
+}
+static PBD_HD void pbd_sm__scan_output(const pbd_sm__scan *s, const double *P, double *dst, int k, int o, int simd) {
+    double *d = dst + (size_t)o * k;
+    int f = s->out_start ? s->out_start[o] : o, l = s->out_start ? s->out_start[o + 1] : o + 1;
+    if (f == l) {
+        for (int j = 0; j < k; ++j) d[j] = 0;
+        return;
+    }
+    const int *iv = s->iv + 2 * (size_t)f;
+    pbd_sm__row_sub(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+    for (int t = f + 1; t < l; ++t) {
+        iv += 2;
+        pbd_sm__row_acc_diff(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
+    }
+}
 /* Runs inside a parallel region: prefix sums per segment, then outputs. */
 static void pbd_sm__scan_run(const pbd_sm__scan *s, const double *src, double *P, double *dst, int k, int simd) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int g = 0; g < s->seg_count; ++g) {
-        int a = s->seg_start[g], b = s->seg_start[g + 1];
-        pbd_sm__prefix_line(P + ((size_t)a + (size_t)g) * k, src, s->gather, a, b, k, simd);
-    }
+    for (int g = 0; g < s->seg_count; ++g) pbd_sm__scan_segment(s, src, P, k, g, simd);
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int o = 0; o < s->out_count; ++o) {
-        double *d = dst + (size_t)o * k;
-        int f = s->out_start ? s->out_start[o] : o, l = s->out_start ? s->out_start[o + 1] : o + 1;
-        if (f == l) {
-            for (int j = 0; j < k; ++j) d[j] = 0;
-            continue;
-        }
-        const int *iv = s->iv + 2 * (size_t)f;
-        pbd_sm__row_sub(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
-        for (int t = f + 1; t < l; ++t) {
-            iv += 2;
-            pbd_sm__row_acc_diff(d, P + (size_t)iv[1] * k, P + (size_t)iv[0] * k, k, simd);
-        }
-    }
+    for (int o = 0; o < s->out_count; ++o) pbd_sm__scan_output(s, P, dst, k, o, simd);
 }
 
 /* Segments of sorted keys: a segment is a run of equal key >> 21 (a line
@@ -2247,58 +2317,73 @@ static void pbd_sm__sum_octree(pbd_sm_sum_plan *p, const double *values, int k, 
    chain of additions, so any thread split gives the same bits); then every
    region adds, per table, the 8 corners of its box with alternating signs
    (Crow 1984 in 3D). Runs inside a parallel region. */
+/* Table t's dimensions, row strides of j and k, and prefix rows. */
+static PBD_HD double *pbd_sm__table(const pbd_sm__octree *T, int t, int k, int *n, long long *sx, long long *sy) {
+    n[0] = T->tab_dim[3 * t];
+    n[1] = T->tab_dim[3 * t + 1];
+    n[2] = T->tab_dim[3 * t + 2];
+    *sx = n[0] + 1;
+    *sy = (long long)(n[1] + 1) * *sx;
+    return T->tab + (size_t)T->tab_row[t] * k;
+}
+/* x: line L = (j, k) of table t; the faces j = 0 and k = 0 are zero */
+static PBD_HD void pbd_sm__table_x(const pbd_sm__octree *T, int t, const double *values, int k, int L, int simd) {
+    int n[3];
+    long long sx, sy;
+    double *P = pbd_sm__table(T, t, k, n, &sx, &sy);
+    int j = L % (n[1] + 1), kk = L / (n[1] + 1);
+    double *row = P + (size_t)((long long)kk * sy + (long long)j * sx) * k;
+    if (j == 0 || kk == 0) {
+        memset(row, 0, sizeof(double) * (size_t)k * (size_t)sx);
+        return;
+    }
+    const int *leaf = T->tab_leaf + T->tab_cell[t];
+    pbd_sm__prefix_line(row, values, leaf + ((long long)(kk - 1) * n[1] + (j - 1)) * n[0], 0, n[0], k, simd);
+}
+/* y: within k-plane kk (1..nz), row j += row j - 1; z (axis 2): within
+   j-slab kk (1..ny), plane k += plane k - 1 */
+static PBD_HD void pbd_sm__table_yz(const pbd_sm__octree *T, int t, int k, int axis, int slab, int simd) {
+    int n[3];
+    long long sx, sy;
+    double *P = pbd_sm__table(T, t, k, n, &sx, &sy);
+    long long step = axis == 1 ? sx : sy;
+    for (int u = 1; u <= (axis == 1 ? n[1] : n[2]); ++u) {
+        long long j = axis == 1 ? u : slab, kk = axis == 1 ? slab : u;
+        double *row = P + (size_t)(kk * sy + j * sx + 1) * k;
+        for (int i = 1; i <= n[0]; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)step * k, k, simd);
+    }
+}
+/* Region r from its boxes' corners. */
+static PBD_HD void pbd_sm__table_region(const pbd_sm__octree *T, double *sums, int k, int r, int simd) {
+    double *d = sums + (size_t)r * k;
+    int f = T->corner_start[r], l = T->corner_start[r + 1];
+    if (f == l) {
+        for (int e = 0; e < k; ++e) d[e] = 0;
+        return;
+    }
+    for (int g = f; g < l; ++g) {
+        const int *c = T->corner + 8 * (size_t)g;
+        for (int q = 0; q < 4; ++q) {
+            const double *a = T->tab + (size_t)c[2 * q] * k, *b = T->tab + (size_t)c[2 * q + 1] * k;
+            if (g == f && q == 0) pbd_sm__row_sub(d, a, b, k, simd);
+            else pbd_sm__row_acc_diff(d, a, b, k, simd);
+        }
+    }
+}
 static void pbd_sm__sum_octree_tables(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
     pbd_sm__octree *T = (pbd_sm__octree *)p->impl;
     int simd = p->simd;
     for (int t = 0; t < T->tab_count; ++t) {
-        int nx = T->tab_dim[3 * t], ny = T->tab_dim[3 * t + 1], nz = T->tab_dim[3 * t + 2];
-        long long sx = nx + 1, sy = (long long)(ny + 1) * sx; /* row strides of j and k */
-        double *P = T->tab + (size_t)T->tab_row[t] * k;
-        const int *leaf = T->tab_leaf + T->tab_cell[t];
-        /* x: lines (j, k); the faces j = 0 and k = 0 are zero */
-        int lines = (ny + 1) * (nz + 1);
+        int ny = T->tab_dim[3 * t + 1], nz = T->tab_dim[3 * t + 2];
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int L = 0; L < lines; ++L) {
-            int j = L % (ny + 1), kk = L / (ny + 1);
-            double *row = P + (size_t)((long long)kk * sy + (long long)j * sx) * k;
-            if (j == 0 || kk == 0) {
-                memset(row, 0, sizeof(double) * (size_t)k * (size_t)sx);
-                continue;
-            }
-            pbd_sm__prefix_line(row, values, leaf + ((long long)(kk - 1) * ny + (j - 1)) * nx, 0, nx, k, simd);
-        }
-        /* y: within each k-plane, row j += row j - 1 */
+        for (int L = 0; L < (ny + 1) * (nz + 1); ++L) pbd_sm__table_x(T, t, values, k, L, simd);
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int kk = 1; kk <= nz; ++kk)
-            for (int j = 1; j <= ny; ++j) {
-                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
-                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sx * k, k, simd);
-            }
-        /* z: within each j-slab, plane k += plane k - 1 */
+        for (int kk = 1; kk <= nz; ++kk) pbd_sm__table_yz(T, t, k, 1, kk, simd);
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int j = 1; j <= ny; ++j)
-            for (int kk = 1; kk <= nz; ++kk) {
-                double *row = P + (size_t)((long long)kk * sy + (long long)j * sx + 1) * k;
-                for (int i = 1; i <= nx; ++i, row += k) pbd_sm__row_add(row, row, row - (size_t)sy * k, k, simd);
-            }
+        for (int j = 1; j <= ny; ++j) pbd_sm__table_yz(T, t, k, 2, j, simd);
     }
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int r = 0; r < T->n; ++r) {
-        double *d = sums + (size_t)r * k;
-        int f = T->corner_start[r], l = T->corner_start[r + 1];
-        if (f == l) {
-            for (int e = 0; e < k; ++e) d[e] = 0;
-            continue;
-        }
-        for (int g = f; g < l; ++g) {
-            const int *c = T->corner + 8 * (size_t)g;
-            for (int q = 0; q < 4; ++q) {
-                const double *a = T->tab + (size_t)c[2 * q] * k, *b = T->tab + (size_t)c[2 * q + 1] * k;
-                if (g == f && q == 0) pbd_sm__row_sub(d, a, b, k, simd);
-                else pbd_sm__row_acc_diff(d, a, b, k, simd);
-            }
-        }
-    }
+    for (int r = 0; r < T->n; ++r) pbd_sm__table_region(T, sums, k, r, simd);
 }
 
 /* An octree cell: level, then integer coordinates at that level. */
@@ -3222,36 +3307,36 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *val
 
 /* --- small dense matrices (row-major, double) ------------------------------- */
 
-static void pbd_sm__mx_mul3(const double *A, const double *B, double *C) { /* C = A B */
+static PBD_HD void pbd_sm__mx_mul3(const double *A, const double *B, double *C) { /* C = A B */
     double T[9];
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) T[3 * i + j] = A[3 * i] * B[j] + A[3 * i + 1] * B[3 + j] + A[3 * i + 2] * B[6 + j];
     memcpy(C, T, sizeof T);
 }
-static void pbd_sm__mx_mul3_bt(const double *A, const double *B, double *C) { /* C = A B^T */
+static PBD_HD void pbd_sm__mx_mul3_bt(const double *A, const double *B, double *C) { /* C = A B^T */
     double T[9];
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j)
             T[3 * i + j] = A[3 * i] * B[3 * j] + A[3 * i + 1] * B[3 * j + 1] + A[3 * i + 2] * B[3 * j + 2];
     memcpy(C, T, sizeof T);
 }
-static void pbd_sm__mx_mul3_at(const double *A, const double *B, double *C) { /* C = A^T B */
+static PBD_HD void pbd_sm__mx_mul3_at(const double *A, const double *B, double *C) { /* C = A^T B */
     double T[9];
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) T[3 * i + j] = A[i] * B[j] + A[3 + i] * B[3 + j] + A[6 + i] * B[6 + j];
     memcpy(C, T, sizeof T);
 }
-static double pbd_sm__mx_det3(const double *A) {
+static PBD_HD double pbd_sm__mx_det3(const double *A) {
     return A[0] * (A[4] * A[8] - A[5] * A[7]) - A[1] * (A[3] * A[8] - A[5] * A[6]) + A[2] * (A[3] * A[7] - A[4] * A[6]);
 }
 /* Inverse of a 3x3 with det(A) = d != 0 (adjugate / d). */
-static void pbd_sm__mx_inv3(const double *A, double d, double *Ai) {
+static PBD_HD void pbd_sm__mx_inv3(const double *A, double d, double *Ai) {
     double T[9] = {A[4] * A[8] - A[5] * A[7], A[2] * A[7] - A[1] * A[8], A[1] * A[5] - A[2] * A[4],
                    A[5] * A[6] - A[3] * A[8], A[0] * A[8] - A[2] * A[6], A[2] * A[3] - A[0] * A[5],
                    A[3] * A[7] - A[4] * A[6], A[1] * A[6] - A[0] * A[7], A[0] * A[4] - A[1] * A[3]};
     for (int k = 0; k < 9; ++k) Ai[k] = T[k] / d;
 }
-static double pbd_sm__mx_dist_identity(const double *S) { /* ||S - I||_F */
+static PBD_HD double pbd_sm__mx_dist_identity(const double *S) { /* ||S - I||_F */
     double s = 0;
     for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
@@ -3267,11 +3352,11 @@ static double pbd_sm__mx_dist_identity(const double *S) { /* ||S - I||_F */
    collinear rest shape has exactly such directions); null (optional) gets
    the projector onto those directions. A is scaled by D (diagonal) first
    so that entries of different units compare: pinv(A) = D pinv(D A D) D. */
-static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai, double *null) {
+static PBD_HD void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai, double *null) {
     double B[81], V[81], lam[9], lmax = 0;
     for (int i = 0; i < n; ++i)
         for (int j = 0; j < n; ++j) B[i * n + j] = D[i] * A[i * n + j] * D[j];
-    pbd_sym_eigen(n, B, V);
+    pbd__sym_eigen_hd(n, B, V); /* pbd_sym_eigen, callable on a GPU */
     for (int i = 0; i < n; ++i) {
         lam[i] = B[i * n + i];
         if (lam[i] > lmax) lmax = lam[i];
@@ -3291,24 +3376,46 @@ static void pbd_sm__mx_pinv(int n, const double *A, const double *D, double *Ai,
     }
 }
 
+/* --- on a GPU world ------------------------------------------------------------
+   pbd_cuda.cu (built with PBD_CUDA where PBD_SM_IMPLEMENTATION is) holds
+   the device side of bodies and surface volumes: their arrays on the
+   device from the moment they are added (UPLOAD; 0: out of device
+   memory), each plugin callback as kernels on the context's device
+   arrays, the state the getters read back to the host (FETCH), what a
+   setter changed up (PUSH), FREE. */
+enum {
+    PBD_SM__CUDA_UPLOAD,
+    PBD_SM__CUDA_BEGIN,
+    PBD_SM__CUDA_PROJECT,
+    PBD_SM__CUDA_AFTER_CONTACTS,
+    PBD_SM__CUDA_END,
+    PBD_SM__CUDA_KEEP,     /* the step's start: the state a rollback puts back */
+    PBD_SM__CUDA_ROLLBACK, /* back to it */
+    PBD_SM__CUDA_FETCH,
+    PBD_SM__CUDA_PUSH,
+    PBD_SM__CUDA_FREE
+};
+
 /* --- the body ---------------------------------------------------------------- */
 
 #define PBD_SM__NB_MAX 10
-static const int pbd_sm__quad_a[6] = {0, 1, 2, 0, 1, 2};
-static const int pbd_sm__quad_b[6] = {0, 1, 2, 1, 2, 0};
+/* the quadratic terms' factors: x^2 y^2 z^2 xy yz zx (functions, not
+   tables, which a GPU could not read) */
+static PBD_HD int pbd_sm__quad_a(int k) { return k < 3 ? k : k - 3; }
+static PBD_HD int pbd_sm__quad_b(int k) { return k < 3 ? k : (k - 2) % 3; }
 
 /* The basis phi(x) = (1, x, y, z, x^2, y^2, z^2, xy, yz, zx): a region's
    goal function is G phi(x~) with G 3 x 4 (rigid, linear) or 3 x 10
    (quadratic), so a particle's blended goal is (sum of its regions' G)
    phi(x~_i) / |R_i|, and region sums of m~ x phi(x~)^T give every moment
    the match needs (Mueller et al. 2005, eqs. 7 and 8 of the survey). */
-static void pbd_sm__phi(const double *x, int nb, double *phi) {
+static PBD_HD void pbd_sm__phi(const double *x, int nb, double *phi) {
     phi[0] = 1;
     phi[1] = x[0];
     phi[2] = x[1];
     phi[3] = x[2];
     if (nb > 4)
-        for (int k = 0; k < 6; ++k) phi[4 + k] = x[pbd_sm__quad_a[k]] * x[pbd_sm__quad_b[k]];
+        for (int k = 0; k < 6; ++k) phi[4 + k] = x[pbd_sm__quad_a(k)] * x[pbd_sm__quad_b(k)];
 }
 
 struct pbd_sm__body {
@@ -3343,7 +3450,27 @@ struct pbd_sm__body {
     int rot_iters;   /* rotation extraction steps per projection */
     int sp_identity; /* every S_p is I (no creep since the last reset): skip it */
     int converge;    /* 1 in pbd_sm_body_goals: extract to convergence */
+    void *gpu;       /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_body) */
 };
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* The body's stages on a GPU world (see "on a GPU world"); size: sizeof *b. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_sm__cuda_body(pbd_sm__body *b, size_t size, const pbd_solve_context *c, int what);
+#endif
+/* A GPU world's body: the host's rotations and plastic states, current
+   (FETCH) before a getter reads them, or after a setter wrote them (PUSH). */
+static void pbd_sm__body_gpu(pbd_sm__body *b, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (b->gpu) pbd_sm__cuda_body(b, sizeof *b, NULL, what);
+#else
+    (void)b;
+    (void)what;
+#endif
+}
 
 PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void) {
     pbd_sm_body_desc d;
@@ -3422,10 +3549,11 @@ static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiff
     return PBD_OK;
 }
 
-static int pbd_sm__body_nb(const pbd_sm__body *b) { return b->mode == PBD_SM_QUADRATIC ? 10 : 4; }
+static PBD_HD int pbd_sm__body_nb(const pbd_sm__body *b) { return b->mode == PBD_SM_QUADRATIC ? 10 : 4; }
 
 static void pbd_sm__body_free(pbd_sm__body *b) {
     if (!b) return;
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_FREE);
     if (b->owns_plan) pbd_sm_plan_destroy(b->plan);
     double *d[] = {b->xbar, b->mt, b->inv_nreg, b->M,    b->cbar, b->Aqq_pinv, b->Aqq_null, b->A9_pinv,  b->Qbar,
                    b->rot,  b->Sp, b->values,   b->sums, b->T,    b->G,        b->rot_tmp,  b->rot_step, b->Sp_step};
@@ -3650,18 +3778,19 @@ static void pbd_sm__barrier(pbd_sm__team tm) {
 }
 
 /* values[i] = m~_i y_i phi(x~_i)^T with y_i = pos_i - o (survey eqs. 7, 8) */
-static void pbd_sm__stage_values(pbd_sm__body *b, const float *pos, const double *o, int lo, int hi) {
+static PBD_HD void pbd_sm__value(pbd_sm__body *b, const float *pos, const double *o, int i) {
     int nb = pbd_sm__body_nb(b), k = 3 * nb;
-    for (int i = lo; i < hi; ++i) {
-        const float *x = pos + 4 * (size_t)b->idx[i];
-        double y[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, ph[PBD_SM__NB_MAX];
-        double *v = b->values + (size_t)i * k, m = b->mt[i];
-        pbd_sm__phi(b->xbar + 3 * (size_t)i, nb, ph);
-        for (int a = 0; a < 3; ++a) {
-            double my = m * y[a];
-            for (int c = 0; c < nb; ++c) v[a * nb + c] = my * ph[c];
-        }
+    const float *x = pos + 4 * (size_t)b->idx[i];
+    double y[3] = {x[0] - o[0], x[1] - o[1], x[2] - o[2]}, ph[PBD_SM__NB_MAX];
+    double *v = b->values + (size_t)i * k, m = b->mt[i];
+    pbd_sm__phi(b->xbar + 3 * (size_t)i, nb, ph);
+    for (int a = 0; a < 3; ++a) {
+        double my = m * y[a];
+        for (int c = 0; c < nb; ++c) v[a * nb + c] = my * ph[c];
     }
+}
+static void pbd_sm__stage_values(pbd_sm__body *b, const float *pos, const double *o, int lo, int hi) {
+    for (int i = lo; i < hi; ++i) pbd_sm__value(b, pos, o, i);
 }
 
 static void pbd_sm__stage_sums(pbd_sm__body *b) {
@@ -3674,7 +3803,7 @@ static void pbd_sm__stage_sums_team(pbd_sm__body *b) {
 
 /* The region's centre c (relative to o) and A_pq = sum m~ p q^T from its
    sums: sum m~ y x~^T - M c c~^T (survey eq. 8). */
-static void pbd_sm__region_moments(const pbd_sm__body *b, int r, double *c, double *Apq) {
+static PBD_HD void pbd_sm__region_moments(const pbd_sm__body *b, int r, double *c, double *Apq) {
     int nb = pbd_sm__body_nb(b);
     const double *S = b->sums + (size_t)r * 3 * nb, *cb = b->cbar + 3 * (size_t)r;
     double M = b->M[r];
@@ -3685,18 +3814,18 @@ static void pbd_sm__region_moments(const pbd_sm__body *b, int r, double *c, doub
 
 /* The best linear map A = A_pq pinv(A_qq), completed by R where the rest
    shape spans no direction (flat and collinear regions). */
-static void pbd_sm__region_linear(const pbd_sm__body *b, int r, const double *Apq, const double *R, double *A) {
+static PBD_HD void pbd_sm__region_linear(const pbd_sm__body *b, int r, const double *Apq, const double *R, double *A) {
     double RN[9];
     pbd_sm__mx_mul3(Apq, b->Aqq_pinv + 9 * (size_t)r, A);
     pbd_sm__mx_mul3(R, b->Aqq_null + 9 * (size_t)r, RN);
     for (int k = 0; k < 9; ++k) A[k] += RN[k];
 }
 
-static void pbd_sm__region_match(const pbd_sm__body *b, int r, const double *Apq, double *Ap) {
+static PBD_HD void pbd_sm__region_match(const pbd_sm__body *b, int r, const double *Apq, double *Ap) {
     if (b->sp_identity) memcpy(Ap, Apq, 9 * sizeof(double)); /* A_pq I */
     else pbd_sm__mx_mul3_bt(Apq, b->Sp + 9 * (size_t)r, Ap);
 }
-static void pbd_sm__region_extract(const pbd_sm__body *b, const double *Ap, double *q) {
+static PBD_HD void pbd_sm__region_extract(const pbd_sm__body *b, const double *Ap, double *q) {
     if (!pbd_sm__extract_rotation(Ap, q, b->converge ? 100 : b->rot_iters) && !b->converge)
         pbd_sm__extract_rotation(Ap, q, 100);
 }
@@ -3705,7 +3834,7 @@ static void pbd_sm__region_extract(const pbd_sm__body *b, const double *Ap, doub
    most rot_iters steps unless those do not converge (a sudden large
    turn): then up to 100. From the previous projection's rotation one
    Newton step usually converges (see pbd_sm__extract_rotation). */
-static void pbd_sm__region_rotation(const pbd_sm__body *b, int r, const double *Apq, double *q, double *R) {
+static PBD_HD void pbd_sm__region_rotation(const pbd_sm__body *b, int r, const double *Apq, double *q, double *R) {
     double Ap[9];
     pbd_sm__region_match(b, r, Apq, Ap);
     pbd_sm__region_extract(b, Ap, q);
@@ -3715,7 +3844,8 @@ static void pbd_sm__region_rotation(const pbd_sm__body *b, int r, const double *
 /* The goal function of region r as T = G (3 x nb) over phi(x~):
    g(x~) = B (x~ - c~) + Qm quad(x~ - c~) + c, expanded in x~, from its
    centre c, A_pq and rotation R. */
-static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, const double *Apq, const double *R) {
+static PBD_HD void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, const double *Apq,
+                                            const double *R) {
     int nb = pbd_sm__body_nb(b);
     double B[9], Qm[18] = {0};
     const double *cb = b->cbar + 3 * (size_t)r;
@@ -3729,7 +3859,7 @@ static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, co
         pbd_sm__region_linear(b, r, Apq, R, A);
         double det = pbd_sm__mx_det3(A);
         if (det > PBD_SM__LINEAR_DET_MIN) {
-            double s = b->beta / cbrt(det);
+            double s = b->beta / pbd_sm__cbrt(det);
             for (int k = 0; k < 9; ++k) B[k] = s * A[k] + (1 - b->beta) * B[k];
         }
     } else if (b->mode == PBD_SM_QUADRATIC && b->beta > 0) {
@@ -3740,7 +3870,7 @@ static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, co
         for (int a = 0; a < 3; ++a) {
             for (int j = 0; j < 3; ++j) Apq9[9 * a + j] = Apq[3 * a + j];
             for (int k = 0; k < 6; ++k) {
-                int u = pbd_sm__quad_a[k], v = pbd_sm__quad_b[k];
+                int u = pbd_sm__quad_a(k), v = pbd_sm__quad_b(k);
                 Apq9[9 * a + 3 + k] = S[a * 10 + 4 + k] - cb[u] * S[a * 10 + 1 + v] - cb[v] * S[a * 10 + 1 + u] +
                                       cb[u] * cb[v] * S[a * 10] - c[a] * Qb[k];
             }
@@ -3766,7 +3896,7 @@ static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, co
         }
         if (nb == 10)
             for (int k = 0; k < 6; ++k) {
-                int u = pbd_sm__quad_a[k], v = pbd_sm__quad_b[k];
+                int u = pbd_sm__quad_a(k), v = pbd_sm__quad_b(k);
                 double qm = Qm[6 * a + k];
                 t[4 + k] = qm;
                 t[0] += qm * (cb[u] * cb[v] - b->Qbar[6 * (size_t)r + k] / b->M[r]); /* centred */
@@ -3776,7 +3906,7 @@ static void pbd_sm__region_goal_from(pbd_sm__body *b, int r, const double *c, co
     }
 }
 
-static void pbd_sm__region_goal(pbd_sm__body *b, int r, double *quat) {
+static PBD_HD void pbd_sm__region_goal(pbd_sm__body *b, int r, double *quat) {
     double c[3], Apq[9], R[9];
     pbd_sm__region_moments(b, r, c, Apq);
     pbd_sm__region_rotation(b, r, Apq, quat, R);
@@ -3817,17 +3947,18 @@ static void pbd_sm__stage_goals(pbd_sm__body *b, double *quats, int lo, int hi) 
    order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
    per-vertex gather). Symmetric regions: one plan sum (from one thread). */
 static void pbd_sm__stage_gather_plan(pbd_sm__body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
-static void pbd_sm__stage_gather_lists(pbd_sm__body *b, int lo, int hi) {
+static PBD_HD void pbd_sm__gather_list(pbd_sm__body *b, int i) {
     int k = 3 * pbd_sm__body_nb(b);
-    for (int i = lo; i < hi; ++i) {
-        double *g = b->G + (size_t)i * k;
-        for (int j = 0; j < k; ++j) g[j] = 0;
-        for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
-            pbd_sm__row_add(g, g, b->T + (size_t)b->p2r[e] * k, k, 1); /* the same bits as scalar */
-    }
+    double *g = b->G + (size_t)i * k;
+    for (int j = 0; j < k; ++j) g[j] = 0;
+    for (int e = b->p2r_start[i]; e < b->p2r_start[i + 1]; ++e)
+        pbd_sm__row_add(g, g, b->T + (size_t)b->p2r[e] * k, k, 1); /* the same bits as scalar */
+}
+static void pbd_sm__stage_gather_lists(pbd_sm__body *b, int lo, int hi) {
+    for (int i = lo; i < hi; ++i) pbd_sm__gather_list(b, i);
 }
 
-static void pbd_sm__particle_goal(const pbd_sm__body *b, int i, const double *o, double *g) {
+static PBD_HD void pbd_sm__particle_goal(const pbd_sm__body *b, int i, const double *o, double *g) {
     int nb = pbd_sm__body_nb(b);
     double ph[PBD_SM__NB_MAX];
     const double *G = b->G + (size_t)i * 3 * nb;
@@ -3840,19 +3971,20 @@ static void pbd_sm__particle_goal(const pbd_sm__body *b, int i, const double *o,
 }
 
 /* p_i += alpha' (g_i - p_i) for dynamic particles in a region (survey 4.1). */
+static PBD_HD void pbd_sm__apply(const pbd_sm__body *b, float *p, const double *o, double alpha, int i) {
+    float *x = p + 4 * (size_t)b->idx[i];
+    if (x[3] == 0 || b->inv_nreg[i] == 0) return;
+    double g[3];
+    pbd_sm__particle_goal(b, i, o, g);
+    for (int a = 0; a < 3; ++a) x[a] = (float)(x[a] + alpha * (g[a] - x[a]));
+}
 static void pbd_sm__stage_apply(pbd_sm__body *b, float *p, const double *o, double alpha, int lo, int hi) {
-    for (int i = lo; i < hi; ++i) {
-        float *x = p + 4 * (size_t)b->idx[i];
-        if (x[3] == 0 || b->inv_nreg[i] == 0) continue;
-        double g[3];
-        pbd_sm__particle_goal(b, i, o, g);
-        for (int a = 0; a < 3; ++a) x[a] = (float)(x[a] + alpha * (g[a] - x[a]));
-    }
+    for (int i = lo; i < hi; ++i) pbd_sm__apply(b, p, o, alpha, i);
 }
 
 /* Plastic flow of one region (survey 4.5.2) from the shape at the end of a
    substep; updates S_p and the warm start. */
-static void pbd_sm__region_plastic(pbd_sm__body *b, int r, double h) {
+static PBD_HD void pbd_sm__region_plastic(pbd_sm__body *b, int r, double h) {
     double c[3], Apq[9], R[9], A[9], S[9], Spi[9], *Sp = b->Sp + 9 * (size_t)r;
     pbd_sm__region_moments(b, r, c, Apq);
     pbd_sm__region_rotation(b, r, Apq, b->rot + 4 * (size_t)r, R);
@@ -3875,7 +4007,7 @@ static void pbd_sm__region_plastic(pbd_sm__body *b, int r, double h) {
             N[k] = (k % 4 == 0 ? 1.0 : 0.0) + b->maxp * (N[k] - (k % 4 == 0 ? 1.0 : 0.0)) / dist;
     double dn = pbd_sm__mx_det3(N);
     if (!(dn > PBD_SM__PLASTIC_DET_MIN)) return; /* would invert the rest shape: keep S_p */
-    double s = 1 / cbrt(dn);                     /* volume conservation, last so that det S_p = 1 */
+    double s = 1 / pbd_sm__cbrt(dn);             /* volume conservation, last so that det S_p = 1 */
     for (int k = 0; k < 9; ++k) Sp[k] = N[k] * s;
 }
 
@@ -3884,7 +4016,7 @@ static double pbd_sm__alpha(const pbd_sm__body *b, int iterations) {
     return 1 - pow(1 - b->alpha, 1.0 / iterations); /* survey 3.3 */
 }
 
-static void pbd_sm__origin(const pbd_sm__body *b, const float *pos, double *o) {
+static PBD_HD void pbd_sm__origin(const pbd_sm__body *b, const float *pos, double *o) {
     const float *x = pos + 4 * (size_t)b->idx[0];
     o[0] = x[0];
     o[1] = x[1];
@@ -3971,20 +4103,30 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    act on the body as a whole. Both run on one thread (O(n) each). */
 #define PBD_SM__HELD_WEIGHT 1e6
 
-static int pbd_sm__is_rigid(const pbd_sm__body *b) { return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole; }
+static PBD_HD int pbd_sm__is_rigid(const pbd_sm__body *b) {
+    return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole;
+}
 
-/* The match weights into b->values (n doubles of its scratch), their sum
-   into *W and the weighted centre of `pos` into c; returns whether any
-   particle is held. */
-static int pbd_sm__rigid_weights(pbd_sm__body *b, const pbd_world *w, const float *pos, double *W, double *c) {
-    double *om = b->values;
+/* Particle i's match weight into b->values[i] and whether it is held
+   (pinned or kinematic: inverse mass 0 in pos; or push, the colliders'
+   push on it, > 0) into b->values[n + i] (its scratch). */
+static PBD_HD void pbd_sm__rigid_weight(pbd_sm__body *b, const float *pos, int i, float push) {
+    int h = pos[4 * (size_t)b->idx[i] + 3] == 0 || push > 0;
+    b->values[i] = b->mt[i] * (h ? PBD_SM__HELD_WEIGHT : 1.0);
+    b->values[b->n + i] = h;
+}
+static void pbd_sm__rigid_weights(pbd_sm__body *b, const pbd_world *w, const float *pos) {
+    for (int i = 0; i < b->n; ++i) pbd_sm__rigid_weight(b, pos, i, pbd_world_particle_contact_push(w, b->idx[i]));
+}
+/* The weights' sum into *W and the weighted centre of `pos` into c;
+   returns whether any particle is held. */
+static PBD_HD int pbd_sm__rigid_centre(const pbd_sm__body *b, const float *pos, double *W, double *c) {
+    const double *om = b->values;
     int held = 0;
     *W = c[0] = c[1] = c[2] = 0;
     for (int i = 0; i < b->n; ++i) {
         const float *x = pos + 4 * (size_t)b->idx[i];
-        int h = x[3] == 0 || pbd_world_particle_contact_push(w, b->idx[i]) > 0;
-        held |= h;
-        om[i] = b->mt[i] * (h ? PBD_SM__HELD_WEIGHT : 1.0);
+        held |= om[b->n + i] != 0;
         *W += om[i];
         for (int a = 0; a < 3; ++a) c[a] += om[i] * x[a];
     }
@@ -3995,7 +4137,7 @@ static int pbd_sm__rigid_weights(pbd_sm__body *b, const pbd_world *w, const floa
 
 /* Rest offset of particle i from the weighted rest centre cb, through the
    plastic state (a whole body's regions share it: region 0's). */
-static void pbd_sm__rigid_rest(const pbd_sm__body *b, int i, const double *cb, double *q) {
+static PBD_HD void pbd_sm__rigid_rest(const pbd_sm__body *b, int i, const double *cb, double *q) {
     const double *Sp = b->Sp;
     double q0[3];
     for (int a = 0; a < 3; ++a) q0[a] = b->xbar[3 * i + a] - cb[a];
@@ -4003,11 +4145,12 @@ static void pbd_sm__rigid_rest(const pbd_sm__body *b, int i, const double *cb, d
 }
 
 /* The weighted rigid match of the contact-corrected positions p (survey
-   4.1 with weights), every movable particle onto its goal. */
-static void pbd_sm__rigid_after_contacts(pbd_sm__body *b, const pbd_world *w, float *p) {
+   4.1 with weights: pbd_sm__rigid_weight's), every movable particle onto
+   its goal. */
+static PBD_HD void pbd_sm__rigid_match(pbd_sm__body *b, float *p) {
     double W, c[3], cb[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, R[9], q[3];
     const double *om = b->values;
-    pbd_sm__rigid_weights(b, w, p, &W, c);
+    pbd_sm__rigid_centre(b, p, &W, c);
     if (!(W > 0)) return;
     for (int i = 0; i < b->n; ++i)
         for (int a = 0; a < 3; ++a) cb[a] += om[i] * b->xbar[3 * i + a] / W;
@@ -4017,7 +4160,7 @@ static void pbd_sm__rigid_after_contacts(pbd_sm__body *b, const pbd_world *w, fl
         for (int a = 0; a < 3; ++a)
             for (int d = 0; d < 3; ++d) A[3 * a + d] += om[i] * (x[a] - c[a]) * q[d];
     }
-    pbd_sm_extract_rotation_d(A, b->rot, 100); /* warm: region 0's rotation of this iteration */
+    pbd_sm__extract_rotation(A, b->rot, 100); /* warm: region 0's rotation of this iteration */
     pbd_sm__quat_to_mat(b->rot, R);
     for (int i = 0; i < b->n; ++i) {
         float *x = p + 4 * (size_t)b->idx[i];
@@ -4028,11 +4171,12 @@ static void pbd_sm__rigid_after_contacts(pbd_sm__body *b, const pbd_world *w, fl
 }
 
 /* After the contacts' velocity pass, when a particle is held: the rigid
-   velocity field V + Omega x r closest to v in the same weights. */
-static void pbd_sm__rigid_velocities(pbd_sm__body *b, const pbd_world *w, const float *x, float *v) {
+   velocity field V + Omega x r closest to v in the same weights
+   (pbd_sm__rigid_weight's, at x). */
+static PBD_HD void pbd_sm__rigid_fit_velocities(pbd_sm__body *b, const float *x, float *v) {
     double W, c[3], V[3] = {0, 0, 0}, In[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, L[3] = {0, 0, 0}, D[3], Ii[9], Om[3];
     const double *om = b->values;
-    if (!pbd_sm__rigid_weights(b, w, x, &W, c) || !(W > 0)) return;
+    if (!pbd_sm__rigid_centre(b, x, &W, c) || !(W > 0)) return;
     for (int i = 0; i < b->n; ++i)
         for (int a = 0; a < 3; ++a) V[a] += om[i] * v[4 * (size_t)b->idx[i] + a] / W;
     for (int i = 0; i < b->n; ++i) { /* weighted inertia and angular momentum about c */
@@ -4061,25 +4205,44 @@ static void pbd_sm__rigid_velocities(pbd_sm__body *b, const pbd_world *w, const 
     }
 }
 
+/* On a GPU world (b->gpu) the callbacks launch the same stages' kernels. */
+static int pbd_sm__on_gpu(pbd_sm__body *b, const pbd_solve_context *c, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (b->gpu) return pbd_sm__cuda_body(b, sizeof *b, c, what), 1;
+#else
+    (void)b;
+    (void)c;
+    (void)what;
+#endif
+    return 0;
+}
+
 static void pbd_sm__plugin_project(void *user, const pbd_solve_context *c) {
     pbd_sm__body *b = (pbd_sm__body *)user;
-    if (!(b->alpha > 0)) return;
+    if (!(b->alpha > 0) || pbd_sm__on_gpu(b, c, PBD_SM__CUDA_PROJECT)) return;
     pbd_sm__solve(b, pbd_sm__context_team(c), c->p, b->rot, pbd_sm__alpha(b, c->iterations), 0, 0);
 }
 
 static void pbd_sm__plugin_project_after_contacts(void *user, const pbd_solve_context *c) {
     pbd_sm__body *b = (pbd_sm__body *)user;
-    if (!pbd_sm__is_rigid(b)) return;
+    if (!pbd_sm__is_rigid(b) || pbd_sm__on_gpu(b, c, PBD_SM__CUDA_AFTER_CONTACTS)) return;
     pbd_sm__team tm = pbd_sm__context_team(c);
-    if (tm.t == 0) pbd_sm__rigid_after_contacts(b, c->world, c->p);
+    if (tm.t == 0) {
+        pbd_sm__rigid_weights(b, c->world, c->p);
+        pbd_sm__rigid_match(b, c->p);
+    }
     pbd_sm__barrier(tm);
 }
 
 static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
     pbd_sm__body *b = (pbd_sm__body *)user;
+    if (pbd_sm__on_gpu(b, c, PBD_SM__CUDA_END)) return;
     if (pbd_sm__is_rigid(b)) {
         pbd_sm__team tm = pbd_sm__context_team(c);
-        if (tm.t == 0) pbd_sm__rigid_velocities(b, c->world, c->x, c->v);
+        if (tm.t == 0) {
+            pbd_sm__rigid_weights(b, c->world, c->x);
+            pbd_sm__rigid_fit_velocities(b, c->x, c->v);
+        }
         pbd_sm__barrier(tm);
     }
     if (!(b->creep > 0)) return;
@@ -4093,12 +4256,20 @@ static void pbd_sm__plugin_begin_step(void *user, pbd_world *w, float dt) {
     pbd_sm__body *b = (pbd_sm__body *)user;
     (void)w;
     (void)dt;
+    if (b->gpu) {
+        pbd_sm__body_gpu(b, PBD_SM__CUDA_KEEP);
+        return;
+    }
     memcpy(b->rot_step, b->rot, sizeof(double) * 4 * (size_t)b->nr);
     memcpy(b->Sp_step, b->Sp, sizeof(double) * 9 * (size_t)b->nr);
 }
 static void pbd_sm__plugin_rollback(void *user, pbd_world *w) {
     pbd_sm__body *b = (pbd_sm__body *)user;
     (void)w;
+    if (b->gpu) {
+        pbd_sm__body_gpu(b, PBD_SM__CUDA_ROLLBACK);
+        return;
+    }
     memcpy(b->rot, b->rot_step, sizeof(double) * 4 * (size_t)b->nr);
     memcpy(b->Sp, b->Sp_step, sizeof(double) * 9 * (size_t)b->nr);
 }
@@ -4127,6 +4298,14 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm__body *b, int mark_co
     pd.rollback = pbd_sm__plugin_rollback;
     pd.destroy = pbd_sm__plugin_destroy;
     pd.uses_particles = pbd_sm__plugin_uses;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) { /* its arrays on the device, its callbacks launch kernels */
+        pd.device = 1;
+        if (!pbd_sm__cuda_body(b, sizeof *b, NULL, PBD_SM__CUDA_UPLOAD))
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "%s: out of device memory for a body of %d particles",
+                                  pd.name, b->n);
+    }
+#endif
     pbd_result r = pbd_add_plugin(w, &pd, &b->plugin);
     if (r != PBD_OK) return r;
     if (mark_coupled) pbd_world_mark_coupled(w, b->idx, b->n);
@@ -4156,7 +4335,11 @@ static pbd_result pbd_sm__not_on_gpu(pbd_world *w, const char *fn) {
 
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
-    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_body");
+#if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU)
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "pbd_sm_add_body: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
+#endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
     if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
@@ -4388,7 +4571,11 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
 PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc *d, pbd_sm_body *out,
                                          pbd_range *range) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: w is NULL");
-    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_lattice");
+#if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU)
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "pbd_sm_add_lattice: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
+#endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
     if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
     int n = d->cell_count;
@@ -4638,6 +4825,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_goals(pbd_world *w, pbd_sm_body body, float *g
     if (!goals) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_goals: goals is NULL");
     const float *x = pbd_world_positions(b->world);
     double o[3];
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH);
     memcpy(b->rot_tmp, b->rot, sizeof(double) * 4 * (size_t)b->nr);
     b->converge = 1;
     pbd_sm__origin(b, x, o);
@@ -4667,6 +4855,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_world *w, pbd_sm_body body,
     if (r < 0 || r >= b->nr)
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
 }
@@ -4679,6 +4868,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_world *w, pbd_sm_body 
     if (r < 0 || r >= b->nr)
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
 }
@@ -4743,6 +4933,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_world *w, pbd_sm_body bod
     for (int k = 0; k < b->nr; ++k)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)k + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_PUSH);
     return PBD_OK;
 }
 
@@ -5530,16 +5721,8 @@ struct pbd_sm__volume {
 /* pbd_cuda.cu's side of a surface volume on a GPU world: its arrays on the
    device (UPLOAD, when it is added; 0 when out of device memory), a
    substep stage on the context's device arrays, the weights back to the
-   host (FETCH), FREE. size: sizeof *v, checked against pbd_cuda.cu's copy
-   of this header. */
-enum {
-    PBD_SM__CUDA_UPLOAD,
-    PBD_SM__CUDA_BEGIN,
-    PBD_SM__CUDA_PROJECT,
-    PBD_SM__CUDA_END,
-    PBD_SM__CUDA_FETCH,
-    PBD_SM__CUDA_FREE
-};
+   host (FETCH), FREE (the stages: "shape matching", PBD_SM__CUDA_*). size:
+   sizeof *v, checked against pbd_cuda.cu's copy of this header. */
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
 #ifdef __cplusplus
 extern "C"

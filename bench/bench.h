@@ -97,6 +97,10 @@ static int bench_jacobi(const pbd_world *w) {
 /* The three measurements of one scene: make() builds a fresh world. */
 typedef pbd_world *(*bench_make_fn)(void *ctx);
 
+/* Optional: more keys for bench_cuda_scene's line (",\"key\":value..."),
+   those a bench's CPU lines have besides bench_scene's. */
+static const char *bench_cuda_keys = "";
+
 /* The GPU measurement of a scene (pbd_cuda.cu): path "cuda", with the
    upload of the world (upload_ms) and one positions read-back after a step
    (readback_ms); warm: steps before the timing. Where there is no GPU
@@ -130,10 +134,10 @@ static void bench_cuda_scene(const char *bench, const char *scene, bench_make_fn
     pbd_world_get_solver(w, NULL, NULL, &iterations);
     printf("{\"bench\":\"%s\",\"scene\":\"%s\",\"particles\":%d,\"constraints\":%ld,\"colors\":%d,"
            "\"iterations\":%d,\"substeps\":%d,\"mode\":\"%s\",\"path\":\"cuda\",\"threads\":0,"
-           "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g,\"upload_ms\":%.3f,\"readback_ms\":%.3f}\n",
+           "\"ms_per_step\":%.3f,\"proj_per_s\":%.4g,\"upload_ms\":%.3f,\"readback_ms\":%.3f%s}\n",
            bench, scene, pbd_world_particle_count(w), constraints, colors, iterations, substeps,
            bench_jacobi(w) ? "jacobi" : "gs", ms, (double)constraints * iterations * substeps / (ms * 1e-3), upload,
-           readback);
+           readback, bench_cuda_keys);
     fflush(stdout);
     pbd_world_destroy(w);
 #else

@@ -215,6 +215,8 @@ static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
     return w;
 }
 
+static pbd_world *make_gpu_world(void *ctx) { return make_world((const world_ctx *)ctx, 1, 1); }
+
 static void world_scene(const world_ctx *c, int steps) {
     struct {
         int simd, threads;
@@ -240,6 +242,13 @@ static void world_scene(const world_ctx *c, int steps) {
         fflush(stdout);
         pbd_world_destroy(w);
     }
+    /* the same body on the GPU (pbd_cuda.cu), where there is one */
+    char scene[64], keys[128];
+    snprintf(scene, sizeof scene, "lattice%d_world", c->n);
+    snprintf(keys, sizeof keys, ",\"region_width\":%d,\"summation\":\"%s\"", c->w, method_name(c->method));
+    bench_cuda_keys = keys;
+    bench_cuda_scene("shape_matching", scene, make_gpu_world, (void *)c, 1, steps);
+    bench_cuda_keys = "";
 }
 
 int main(int argc, char **argv) {

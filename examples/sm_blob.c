@@ -66,7 +66,6 @@ int main(int argc, char **argv) {
         return 1;
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h is not on the GPU yet: a GPU world refuses it */
     wd.substeps = 2;
     wd.iterations = 2;
     pbd_world *world = NULL;

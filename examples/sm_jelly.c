@@ -267,7 +267,6 @@ int main(int argc, char **argv) {
     jelly_mkdir(outdir);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* pbd_sm.h is not on the GPU yet: a GPU world refuses it */
     wd.substeps = 4;
     wd.iterations = 3;
     wd.point_damping = 1.5f; /* jelly is viscous: no bouncing weights */

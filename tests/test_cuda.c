@@ -622,6 +622,162 @@ static void frame_volume(pbd_world *w, int frame) {
     if (frame == 30) CHECK_OK(pbd_sm_volume_set_alpha(w, squeezed, 0.8f)); /* a setter between steps */
 }
 
+/* pbd_sm.h's shape-matching bodies (device plugins): a lattice jelly
+   (the lattice plan's scans; linear, plastic) dropped onto a sphere, and
+   two rigid boxes (one cluster each: the weighted match after the
+   contacts, the velocity fit) onto a tilted box, one onto the other;
+   mid-run a setter and a reset of the plasticity. */
+static pbd_sm_body jelly;
+static int sm_points(pbd_world *w, int nx, int ny, int nz, float h, const float *at, int *idx) {
+    float x[3 * 64];
+    int n = 0;
+    for (int k = 0; k < nz; ++k)
+        for (int j = 0; j < ny; ++j)
+            for (int i = 0; i < nx; ++i, ++n) {
+                x[3 * n] = at[0] + h * (float)i + 0.002f * (float)j; /* a little skew: not axis aligned */
+                x[3 * n + 1] = at[1] + h * (float)j;
+                x[3 * n + 2] = at[2] + h * (float)k;
+            }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.count = n;
+    pd.radius = 0.4f * h;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    for (int i = 0; i < n; ++i) idx[i] = r.first + i;
+    return n;
+}
+static void build_sm_bodies(pbd_world *w) {
+    ground(w);
+    float c[3] = {-0.3f, 0.2f, 0}, b[3] = {0.35f, 0.1f, 0}, half[3] = {0.25f, 0.05f, 0.25f};
+    float q[4] = {0, 0, 0.2588190f, 0.9659258f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.5f, NULL));
+    CHECK_OK(pbd_add_collider_box(w, b, half, q, 0.6f, NULL));
+    int cells[3 * 5 * 5 * 5];
+    pbd_sm_lattice_box(5, 5, 5, cells);
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = 125;
+    ld.spacing = 0.05f;
+    ld.origin[0] = -0.4f;
+    ld.origin[1] = 0.45f;
+    ld.origin[2] = -0.1f;
+    ld.half_width = 1;
+    ld.body.mode = PBD_SM_LINEAR;
+    ld.body.beta = 0.3f;
+    ld.body.stiffness = 0.6f;
+    ld.body.yield = 0.01f;
+    ld.body.creep = 5.0f;
+    CHECK_OK(pbd_sm_add_lattice(w, &ld, &jelly, NULL));
+    for (int k = 0; k < 2; ++k) {
+        int idx[64];
+        float at[3] = {0.25f + 0.05f * (float)k, 0.35f + 0.2f * (float)k, -0.05f};
+        pbd_sm_body_desc bd = pbd_sm_body_desc_default();
+        bd.particles = idx;
+        bd.particle_count = sm_points(w, 3, 3, 3, 0.05f, at, idx);
+        CHECK_OK(pbd_sm_add_body(w, &bd, NULL));
+    }
+}
+static void frame_sm_bodies(pbd_world *w, int frame) {
+    if (frame == 20) CHECK_OK(pbd_sm_body_set_mode(w, jelly, PBD_SM_LINEAR, 0.6f));
+    if (frame == 30) CHECK_OK(pbd_sm_body_reset_plasticity(w, jelly));
+}
+
+/* The other region sums and modes: an octree body (level-0 cells around
+   level-1 cells; its summed-volume tables), the same octree's regions as
+   lists (quadratic: the naive plan, its per-particle gather), and a
+   surface of 2-rings summed along mesh paths, plastic; they fall onto
+   the ground and a sphere. */
+static void build_sm_sums(pbd_world *w) {
+    ground(w);
+    float c[3] = {0.6f, 0.15f, 0.2f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.5f, NULL));
+    int oc[4 * 216], n = 0;
+    float pos[3 * 216];
+    for (int z = 0; z < 6; ++z)
+        for (int y = 0; y < 6; ++y)
+            for (int x = 0; x < 6; ++x) {
+                int core = x >= 2 && x < 4 && y >= 2 && y < 4 && z >= 2 && z < 4;
+                if (core && ((x | y | z) & 1)) continue; /* one level-1 cell per 2^3 */
+                oc[4 * n] = core ? x / 2 : x;
+                oc[4 * n + 1] = core ? y / 2 : y;
+                oc[4 * n + 2] = core ? z / 2 : z;
+                oc[4 * n + 3] = core;
+                float h = core ? 0.04f : 0.02f;
+                for (int a = 0; a < 3; ++a) pos[3 * n + a] = 0.04f * (float)oc[4 * n + a] * (core ? 2 : 1) + h;
+                pos[3 * n] -= 0.6f;
+                pos[3 * n + 1] += 0.3f;
+                n++;
+            }
+    for (int copy = 0; copy < 2; ++copy) {
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = pos;
+        pd.count = n;
+        pd.radius = 0.015f;
+        pbd_range r = {0, 0};
+        CHECK_OK(pbd_add_particles(w, &pd, &r));
+        for (int i = 0; i < n; ++i) pos[3 * i] += 0.4f; /* the next copy beside it */
+        int idx[216];
+        for (int i = 0; i < n; ++i) idx[i] = r.first + i;
+        pbd_sm_sum_plan *plan = NULL;
+        CHECK_OK(pbd_sm_plan_octree(n, oc, NULL, 2, &plan));
+        pbd_sm_body_desc d = pbd_sm_body_desc_default();
+        d.particles = idx;
+        d.particle_count = n;
+        d.mode = copy ? PBD_SM_QUADRATIC : PBD_SM_LINEAR;
+        d.beta = 0.4f;
+        d.stiffness = 0.8f;
+        d.creep = 10;
+        d.yield = 0.02f;
+        int *start = NULL, *list = NULL;
+        if (copy && plan) { /* its regions as lists: the naive plan */
+            int R = pbd_sm_plan_region_count(plan), total = 0, cnt = 0;
+            start = (int *)malloc(sizeof(int) * (size_t)(R + 1));
+            list = (int *)malloc(sizeof(int) * (size_t)R * 216);
+            for (int e = 0; e < R; ++e) {
+                start[e] = total;
+                pbd_sm_plan_region(plan, e, list + total, 216, &cnt);
+                total += cnt;
+            }
+            start[R] = total;
+            d.region_start = start;
+            d.region_particles = list;
+            d.region_count = R;
+            pbd_sm_plan_destroy(plan);
+            plan = NULL;
+        }
+        d.plan = plan;
+        d.owns_plan = 1;
+        CHECK_OK(pbd_sm_add_body(w, &d, NULL));
+        free(start);
+        free(list);
+    }
+    float o[3] = {0.4f, 0.5f, 0}, u[3] = {0.04f, 0, 0}, v[3] = {0, 0, 0.04f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = m.positions;
+    pd.count = m.vertex_count;
+    pd.radius = 0.015f;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int idx[81];
+    for (int i = 0; i < m.vertex_count; ++i) idx[i] = r.first + i;
+    pbd_sm_sum_plan *pp = NULL;
+    CHECK_OK(pbd_sm_plan_paths(m.vertex_count, m.positions, m.triangle_count, m.triangles, 2, 0, &pp));
+    pbd_sm_body_desc d2 = pbd_sm_body_desc_default();
+    d2.particles = idx;
+    d2.particle_count = m.vertex_count;
+    d2.plan = pp;
+    d2.owns_plan = 1;
+    d2.mode = PBD_SM_LINEAR;
+    d2.beta = 0.2f;
+    d2.creep = 5;
+    d2.yield = 0.01f;
+    CHECK_OK(pbd_sm_add_body(w, &d2, NULL));
+    pbd_mesh_free(&m);
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -638,6 +794,8 @@ static const scene scenes[] = {
     {"a collapsed fluid and grains", build_collapsed, NULL, 20},
     {"self-collision: cloth folding on a bar", build_folding, frame_folding, 40},
     {"pbd_sm.h: surface volume squeezed by a box", build_volume, frame_volume, 40},
+    {"pbd_sm.h: a plastic lattice jelly and rigid bodies", build_sm_bodies, frame_sm_bodies, 50},
+    {"pbd_sm.h: octree, region lists (quadratic) and mesh paths", build_sm_sums, NULL, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -1082,33 +1240,37 @@ TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
     }
 }
 
-/* What of pbd_sm.h is not on the GPU yet: a GPU world refuses it by name
-   (rather than run its plugin on the host), unchanged; a CPU world takes
-   it. */
+/* What of pbd_sm.h is not on the GPU yet (oriented particles, the
+   multi-resolution cloth): a GPU world refuses it by name (rather than run
+   its plugin on the host), unchanged; a CPU world takes it. */
 TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
     NEEDS_GPU();
     pbd_world *w = world_on(PBD_DEVICE_GPU), *cpu = world_on(PBD_DEVICE_CPU);
     if (!w || !cpu) goto done;
     {
         build_cloth(w);
-        int n = pbd_world_particle_count(w), cells[3 * 8];
+        int n = pbd_world_particle_count(w), edges[2] = {0, 1};
         size_t size = pbd_world_snapshot_size(w);
-        pbd_sm_lattice_box(2, 2, 2, cells);
-        pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
-        ld.cells = cells;
-        ld.cell_count = 8;
-        ld.spacing = 0.05f;
-        CHECK_RESULT(pbd_sm_add_lattice(w, &ld, NULL, NULL), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_lattice: not on the GPU yet") != NULL);
-        int idx[3] = {0, 1, 2};
-        pbd_sm_body_desc bd = pbd_sm_body_desc_default();
-        bd.particles = idx;
-        bd.particle_count = 3;
-        CHECK_RESULT(pbd_sm_add_body(w, &bd, NULL), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_body") != NULL);
+        pbd_range two = {0, 2};
+        pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+        od.particles = two;
+        od.edges = edges;
+        od.edge_count = 1;
+        CHECK_RESULT(pbd_sm_add_oriented(w, &od, NULL), PBD_ERROR_UNSUPPORTED);
+        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_oriented: not on the GPU yet") != NULL);
+        float x[9] = {0, 1, 0, 0.1f, 1, 0, 0, 1, 0.1f};
+        int tri[3] = {0, 1, 2};
+        pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
+        cd.positions = x;
+        cd.vertex_count = 3;
+        cd.triangles = tri;
+        cd.triangle_count = 1;
+        CHECK_RESULT(pbd_sm_add_cloth(w, &cd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
+        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_cloth: not on the GPU yet") != NULL);
         CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size && pbd_world_plugin_count(w) == 0);
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        CHECK_OK(pbd_sm_add_lattice(cpu, &ld, NULL, NULL));
+        build_cloth(cpu);
+        CHECK_OK(pbd_sm_add_oriented(cpu, &od, NULL));
     }
 done:
     pbd_world_destroy(w);
@@ -1160,6 +1322,71 @@ TEST(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world) {
 done:
     pbd_world_destroy(cpu);
     pbd_world_destroy(gpu);
+}
+
+/* Shape-matching bodies on a GPU world: the getters read what the device
+   computed (rotations, plastic states, goals: the CPU world's bits), a
+   non-finite step puts the rotations and plastic states back as on the
+   CPU, the reset of the plasticity reaches the device, and a removal
+   frees the body while the world steps on. */
+TEST(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world) {
+    NEEDS_GPU();
+    pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+    pbd_sm_body body[2];
+    int nr = 0;
+    static float goals[2][3 * 125];
+    if (!ws[0] || !ws[1]) goto done;
+    for (int k = 0; k < 2; ++k) {
+        build_sm_bodies(ws[k]);
+        body[k] = jelly;
+        for (int s = 0; s < 12; ++s) CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+    }
+    CHECK_OK(pbd_sm_body_region_count(ws[1], body[1], &nr));
+    for (int pass = 0; pass < 3; ++pass) {
+        int plastic = 0;
+        for (int r = 0; r < nr; ++r) {
+            float q[2][4], S[2][9];
+            for (int k = 0; k < 2; ++k) {
+                CHECK_OK(pbd_sm_body_rotation(ws[k], body[k], r, q[k]));
+                CHECK_OK(pbd_sm_body_plastic_state(ws[k], body[k], r, S[k]));
+            }
+            CHECK_MSG(!memcmp(q[0], q[1], sizeof q[0]) && !memcmp(S[0], S[1], sizeof S[0]), "pass %d, region %d", pass,
+                      r);
+            plastic += S[0][0] != 1 || S[0][1] != 0;
+        }
+        for (int k = 0; k < 2; ++k) CHECK_OK(pbd_sm_body_goals(ws[k], body[k], goals[k]));
+        CHECK(!memcmp(goals[0], goals[1], sizeof goals[0]));
+        if (pass == 0) { /* a non-finite step: back to the step's start, the rotations and plastic states too */
+            CHECK_MSG(plastic > 0, "no region flowed plastically");
+            for (int k = 0; k < 2; ++k) {
+                float x[3] = {3e38f, 1, 0}, v[3] = {3e38f, 0, 0};
+                pbd_range one = {60, 1};
+                CHECK_OK(pbd_particles_set_positions(ws[k], one, x));
+                CHECK_OK(pbd_particles_set_velocities(ws[k], one, v));
+                CHECK_RESULT(pbd_world_step(ws[k], 0.5f), PBD_ERROR_NOT_FINITE);
+            }
+        } else if (pass == 1) { /* the reset, then steps */
+            for (int k = 0; k < 2; ++k) {
+                float x[3] = {-0.3f, 0.6f, 0}, v[3] = {0, 0, 0};
+                pbd_range one = {60, 1};
+                CHECK_OK(pbd_particles_set_positions(ws[k], one, x));
+                CHECK_OK(pbd_particles_set_velocities(ws[k], one, v));
+                CHECK_OK(pbd_sm_body_reset_plasticity(ws[k], body[k]));
+                for (int s = 0; s < 3; ++s) CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+            }
+        }
+        same_bits("bodies", pass, ws[0], ws[1]);
+    }
+    for (int k = 0; k < 2; ++k) {
+        int plugins = pbd_world_plugin_count(ws[k]);
+        CHECK_OK(pbd_sm_remove_body(ws[k], body[k]));
+        CHECK(pbd_world_plugin_count(ws[k]) == plugins - 1);
+        CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+    }
+    same_bits("a body removed", 3, ws[0], ws[1]);
+done:
+    pbd_world_destroy(ws[0]);
+    pbd_world_destroy(ws[1]);
 }
 
 /* A CPU world's snapshot with self-collision (candidates held in it)
@@ -1530,6 +1757,7 @@ void suite_cuda(void) {
     RUN(cuda_a_non_finite_step_rolls_back_as_on_the_cpu);
     RUN(cuda_a_snapshot_with_self_collision_runs_on_in_a_gpu_world);
     RUN(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world);
+    RUN(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world);
     RUN(cuda_pbd_sm_is_refused_by_name_until_it_is_ported);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
