@@ -80,10 +80,13 @@
        or per line and slab of its summed-volume tables, then per region),
        its goals (rotation extraction included) and plastic flow one
        thread per region, a rigid body's weighted match and velocity fit
-       one thread each; all in the CPU's order: the CPU world's bits. Its
-       other kinds (oriented particles, the multi-resolution cloth) are
-       not in this file yet: a GPU world refuses them by name
-       (PBD_ERROR_UNSUPPORTED).
+       one thread each; oriented particles (pbd_sm_add_oriented) their
+       predictions and angular velocities one thread per particle, their
+       groups' matches one after the other in one thread (Gauss-Seidel
+       over overlapping groups, as on the CPU), their ellipsoids against
+       the colliders one thread per particle; all in the CPU's order: the
+       CPU world's bits. The multi-resolution cloth is not in this file
+       yet: a GPU world refuses it by name (PBD_ERROR_UNSUPPORTED).
        pbd_upsample.h (likewise built with PBD_CUDA): a model of any method
        set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
        data on the device, and pbd_up_model_eval_world evaluates it from a
@@ -1806,9 +1809,10 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
    on the device from the moment they are added, their stages as kernels
    over pbd_sm.h's PBD_HD functions, with the CPU's loops one thread per
    element and its sums one thread each, in its order: the CPU's bits. So
-   far the surface volume (pbd_sm.h, "surface volume") and the
-   shape-matching bodies ("shape matching"); the other kinds refuse a GPU
-   world by name (pbd_sm__not_on_gpu). */
+   far the surface volume (pbd_sm.h, "surface volume"), the
+   shape-matching bodies ("shape matching") and oriented particles
+   ("oriented"); the multi-resolution cloth refuses a GPU world by name
+   (pbd_sm__not_on_gpu). */
 
 /* A surface volume's device side: its device arrays (pointers of the
    record's shape, filled in by pbd__sm_volume_image) and scratch for its
@@ -2309,6 +2313,138 @@ extern "C" int pbd_sm__cuda_body(pbd_sm__body *b, size_t size, const pbd_solve_c
             return 1;
         default: pbd__sm_body_stage(b, c, what); return 1;
     }
+}
+
+/* --- oriented particles ---------------------------------------------------------
+   A set's arrays on the device; its stages with pbd_sm.h's PBD_HD
+   functions: the predicted orientations per particle; the groups' matches
+   one after the other in one thread (Gauss-Seidel over overlapping
+   groups, as on the CPU: each reads what the last one moved); the
+   ellipsoids against the colliders per particle (each moves only its
+   own particle and orientation), the colliders in slot order; the angular
+   velocities per particle. */
+typedef struct pbd__sm_oriented_dev {
+    pbd_sm__oriented d; /* only the arrays are used */
+} pbd__sm_oriented_dev;
+
+static pbd_sm__oriented pbd__sm_oriented_image(const pbd_sm__oriented *o) {
+    const pbd_sm__oriented *d = &((const pbd__sm_oriented_dev *)o->gpu)->d;
+    pbd_sm__oriented m = *o;
+    m.q = d->q;
+    m.qp = d->qp;
+    m.omega = d->omega;
+    m.q_step = d->q_step;
+    m.omega_step = d->omega_step;
+    m.rest_q = d->rest_q;
+    m.radii = d->radii;
+    m.rest = d->rest;
+    m.mass = d->mass;
+    m.ring_start = d->ring_start;
+    m.ring = d->ring;
+    m.world = NULL;
+    m.gpu = NULL;
+    return m;
+}
+
+PBD__KERNEL pbd__k_or_predict(pbd_sm__oriented o, const float *p, double h) {
+    PBD__GRID_LOOP(i, o.count) { pbd_sm__oriented_predict(&o, p, h, i); }
+}
+/* every group in order; a particle of inverse mass 0 turns with its group
+   when it is kinematic (pbd_sm__oriented_turns, from the device's flags) */
+PBD__KERNEL pbd__k_or_match(pbd_sm__oriented o, const pbd_world *w, float *p) {
+    PBD__GRID_LOOP(t, 1) {
+        for (int g = 0; g < o.count; ++g)
+            pbd_sm__oriented_match(&o, p, g, (w->flags[o.first + g] & PBD__KINEMATIC) != 0);
+    }
+}
+PBD__KERNEL pbd__k_or_collide(pbd_sm__oriented o, const pbd_world *w, float *p) {
+    PBD__GRID_LOOP(i, o.count) {
+        float *pi = p + 4 * (o.first + i);
+        if (!(pi[3] > 0)) continue;
+        for (int k = 0; k < w->ncolliders; ++k) {
+            const pbd__collider *col = &w->colliders[k];
+            if (!col->s.live) continue;
+            pbd__v3 n;
+            float dist = pbd__collider_closest_at(w, col, pbd__ld(pi), &n), nf[3] = {n.x, n.y, n.z}, s[3];
+            double mu[3];
+            if (!pbd_sm__ellipsoid_support(&o, p, i, dist, nf, s, mu)) continue;
+            float d2 = pbd__collider_closest_at(w, col, pbd__ld(s), &n), n2[3] = {n.x, n.y, n.z};
+            pbd_sm__ellipsoid_push(&o, p, i, mu, d2, n2);
+        }
+    }
+}
+PBD__KERNEL pbd__k_or_advance(pbd_sm__oriented o, const float *p, double h) {
+    PBD__GRID_LOOP(i, o.count) { pbd_sm__oriented_advance(&o, p, h, i); }
+}
+
+static void pbd__sm_oriented_free(pbd_sm__oriented *o) {
+    pbd__sm_oriented_dev *r = (pbd__sm_oriented_dev *)o->gpu;
+    if (!r) return;
+    const pbd_sm__oriented *d = &r->d;
+    void *arrays[] = {d->q,     d->qp,   d->omega, d->q_step,     d->omega_step, d->rest_q,
+                      d->radii, d->rest, d->mass,  d->ring_start, d->ring};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(r);
+    o->gpu = NULL;
+}
+static int pbd__sm_oriented_upload(pbd_sm__oriented *o) {
+    pbd__sm_oriented_dev *r = (pbd__sm_oriented_dev *)calloc(1, sizeof *r);
+    if (!r) return 0;
+    o->gpu = r;
+    size_t n = (size_t)o->count;
+    pbd_sm__oriented *d = &r->d;
+    int ok = pbd__sm_array(&d->q, o->q, 4 * n) && pbd__sm_array(&d->qp, o->qp, 4 * n) &&
+             pbd__sm_array(&d->omega, o->omega, 3 * n) && pbd__sm_array(&d->q_step, o->q_step, 4 * n) &&
+             pbd__sm_array(&d->omega_step, o->omega_step, 3 * n) && pbd__sm_array(&d->rest_q, o->rest_q, 4 * n) &&
+             pbd__sm_array(&d->radii, o->radii, 3 * n) && pbd__sm_array(&d->rest, o->rest, 3 * n) &&
+             pbd__sm_array(&d->mass, o->mass, n) && pbd__sm_array(&d->ring_start, o->ring_start, n + 1) &&
+             pbd__sm_array(&d->ring, o->ring, (size_t)o->ring_start[n]);
+    if (!ok) pbd__sm_oriented_free(o);
+    return ok;
+}
+
+extern "C" int pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd_solve_context *c, int what) {
+    if (size != sizeof *o) return 0; /* another pbd_sm.h than this file's */
+    pbd__sm_oriented_dev *r = (pbd__sm_oriented_dev *)o->gpu;
+    size_t n = (size_t)o->count;
+    if (what == PBD_SM__CUDA_UPLOAD) return pbd__sm_oriented_upload(o);
+    if (what == PBD_SM__CUDA_FREE) {
+        pbd__sm_oriented_free(o);
+        return 1;
+    }
+    const pbd_sm__oriented *d = &r->d;
+    switch (what) {
+        case PBD_SM__CUDA_FETCH: /* the orientations and angular velocities (what the getters read) */
+            pbd__d2h(o->q, d->q, sizeof(double) * 4 * n);
+            pbd__d2h(o->qp, d->qp, sizeof(double) * 4 * n);
+            pbd__d2h(o->omega, d->omega, sizeof(double) * 3 * n);
+            return 1;
+        case PBD_SM__CUDA_PUSH: /* likewise, after pbd_sm_oriented_set_state */
+            pbd__h2d(d->q, o->q, sizeof(double) * 4 * n);
+            pbd__h2d(d->qp, o->qp, sizeof(double) * 4 * n);
+            pbd__h2d(d->omega, o->omega, sizeof(double) * 3 * n);
+            return 1;
+        case PBD_SM__CUDA_KEEP:
+            pbd__d2d(d->q_step, d->q, sizeof(double) * 4 * n);
+            pbd__d2d(d->omega_step, d->omega, sizeof(double) * 3 * n);
+            return 1;
+        case PBD_SM__CUDA_ROLLBACK:
+            pbd__d2d(d->q, d->q_step, sizeof(double) * 4 * n);
+            pbd__d2d(d->omega, d->omega_step, sizeof(double) * 3 * n);
+            return 1;
+        default: break;
+    }
+    pbd__gpu *g = c->world->gpu;
+    pbd_sm__oriented m = pbd__sm_oriented_image(o);
+    if (what == PBD_SM__CUDA_BEGIN) {
+        pbd__launch(g, o->count, pbd__k_or_predict, m, (const float *)c->p, (double)c->h);
+    } else if (what == PBD_SM__CUDA_PROJECT) {
+        pbd__launch(g, 1, pbd__k_or_match, m, (const pbd_world *)g->dw, c->p);
+        if (o->collide) pbd__launch(g, o->count, pbd__k_or_collide, m, (const pbd_world *)g->dw, c->p);
+    } else if (what == PBD_SM__CUDA_END) {
+        pbd__launch(g, o->count, pbd__k_or_advance, m, (const float *)c->p, (double)c->h);
+    }
+    return 1;
 }
 
 extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__d2h(host, device, n); }

@@ -36,13 +36,13 @@
    pbd_result with a message naming what was wrong and the offending value
    or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
    PBD_SM_IMPLEMENTATION is, too) shape-matching bodies and lattices
-   (every mode and summation plan, plasticity, rigid bodies) and surface
-   volumes run on the GPU with the CPU's bits (the rotation extraction's
-   sin and cos and the cube roots are this header's own, which a GPU
-   computes alike; see "==== rotation"); pbd_sm_add_oriented and
-   pbd_sm_add_cloth fail with PBD_ERROR_UNSUPPORTED, naming the call,
-   until their kernels are there: create such a world with
-   PBD_DEVICE_CPU. A call on a world writes the message to
+   (every mode and summation plan, plasticity, rigid bodies), oriented
+   particles (with their collisions; skins read their state) and surface
+   volumes run on the GPU with the CPU's bits (the sin, cos, atan2 and
+   cube roots of double are this header's own, which a GPU computes
+   alike; see "==== rotation"); pbd_sm_add_cloth fails with
+   PBD_ERROR_UNSUPPORTED, naming the call, until its kernels are there:
+   create such a world with PBD_DEVICE_CPU. A call on a world writes the message to
    pbd_world_last_error() and calls the world's log callback; a call with no world (summation
    plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
    pbd_sm_plan_rings, a NULL world) leaves it in
@@ -1255,6 +1255,23 @@ static PBD_HD double pbd_sm__cbrt(double x) {
     double y = 0.62 + 0.36 * m;
     for (int it = 0; it < 6; ++it) y = y - (y * y * y - m) / (3 * y * y);
     return ldexp(y, e3);
+}
+
+/* atan2(y, x) likewise: t = min / max of |x|, |y| in [0, 1], halved twice
+   in angle (atan t = 2 atan(t / (1 + sqrt(1 + t^2))), to t <= 0.2), its
+   Taylor series to t^25 (the first omitted term below 1e-17 t), then the
+   octant; within a few units in the last place of libm's. */
+static PBD_HD double pbd_sm__atan2(double y, double x) {
+    if (!(x == x) || !(y == y)) return x + y;
+    double ax = fabs(x), ay = fabs(y), hi = ax > ay ? ax : ay, lo = ax > ay ? ay : ax;
+    double t = hi > 0 ? (hi <= 1.7976931348623157e308 ? lo / hi : (lo == hi ? 1 : 0)) : 0;
+    for (int half = 0; half < 2; ++half) t = t / (1 + sqrt(1 + t * t));
+    double z = t * t, sum = 0;
+    for (int k = 12; k >= 1; --k) sum = z * ((k & 1 ? -1.0 : 1.0) / (2 * k + 1) + sum);
+    double a = 4 * (t + t * sum);
+    if (ay > ax) a = 1.5707963267948966 - a;
+    if (x < 0 || (x == 0 && 1 / x < 0)) a = 3.141592653589793 - a;
+    return y < 0 || (y == 0 && 1 / y < 0) ? -a : a;
 }
 
 static PBD_HD void pbd_sm__quat_to_mat(const double *q, double *R) {
@@ -4955,7 +4972,31 @@ struct pbd_sm__oriented {
     double *mass;                /* count: mass used for particles with inverse mass 0 */
     int *ring_start;             /* count+1 */
     int *ring;                   /* group members, local, centre first */
+    void *gpu;                   /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_oriented) */
 };
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* The set's stages on a GPU world (see "shape matching", "on a GPU
+   world"); size: sizeof *o. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd_solve_context *c, int what);
+#endif
+/* A GPU world's set: FETCH the orientations and angular velocities before
+   a getter reads them, PUSH them after a setter wrote them; or a stage
+   (c). Returns whether the set is on a GPU. */
+static int pbd_sm__oriented_gpu(pbd_sm__oriented *o, const pbd_solve_context *c, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (o->gpu) return pbd_sm__cuda_oriented(o, sizeof *o, c, what), 1;
+#else
+    (void)o;
+    (void)c;
+    (void)what;
+#endif
+    return 0;
+}
 
 struct pbd_sm_skin {
     const pbd_world *world; /* of the set; the skin itself is allocated with PBD_SM_MALLOC */
@@ -4966,37 +5007,39 @@ struct pbd_sm_skin {
     double *local;   /* R(rest_q_b)^T (v_rest - x_rest_b), vertex_count*influences*3 */
 };
 
-static void pbd_sm__rotate(const double *R, const double *v, double *o) {
+static PBD_HD void pbd_sm__rotate(const double *R, const double *v, double *o) {
     for (int r = 0; r < 3; ++r) o[r] = R[3 * r] * v[0] + R[3 * r + 1] * v[1] + R[3 * r + 2] * v[2];
 }
-static void pbd_sm__rotate_back(const double *R, const double *v, double *o) {
+static PBD_HD void pbd_sm__rotate_back(const double *R, const double *v, double *o) {
     for (int c = 0; c < 3; ++c) o[c] = R[c] * v[0] + R[3 + c] * v[1] + R[6 + c] * v[2];
 }
 
-static void pbd_sm__quat_integrate_d(const double *q, const double *omega, double h, double *out) {
+static PBD_HD void pbd_sm__quat_integrate_d(const double *q, const double *omega, double h, double *out) {
     double wl = sqrt(omega[0] * omega[0] + omega[1] * omega[1] + omega[2] * omega[2]);
     double r[4] = {q[0], q[1], q[2], q[3]};
     if (wl * h > PBD_SM__ANGLE_NONE) { /* below that q_p = q (survey 4.4, for stability) */
-        double s = sin(0.5 * wl * h) / wl;
-        double dq[4] = {omega[0] * s, omega[1] * s, omega[2] * s, cos(0.5 * wl * h)};
+        double sn, cs;
+        pbd_sm__sincos(0.5 * wl * h, &sn, &cs);
+        double s = sn / wl;
+        double dq[4] = {omega[0] * s, omega[1] * s, omega[2] * s, cs};
         pbd_sm__quat_mul_into(r, dq, 1); /* r = dq q, eq. 27 */
     }
     for (int k = 0; k < 4; ++k) out[k] = r[k];
 }
 
-static void pbd_sm__quat_angular_velocity_d(const double *q, const double *qp, double h, double *omega) {
+static PBD_HD void pbd_sm__quat_angular_velocity_d(const double *q, const double *qp, double h, double *omega) {
     double r[4] = {qp[0], qp[1], qp[2], qp[3]}, qc[4] = {-q[0], -q[1], -q[2], q[3]};
     pbd_sm__quat_mul_into(r, qc, 0); /* r = q_p q^-1 */
     if (r[3] < 0)
         for (int k = 0; k < 4; ++k) r[k] = -r[k]; /* the shorter of r and -r */
     double s = sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-    double angle = 2.0 * atan2(s, r[3]);
+    double angle = 2.0 * pbd_sm__atan2(s, r[3]);
     omega[0] = omega[1] = omega[2] = 0;
     if (!(angle > PBD_SM__ANGLE_NONE) || !(h > 0)) return;
     for (int k = 0; k < 3; ++k) omega[k] = r[k] / s * angle / h;
 }
 
-static void pbd_sm__ellipsoid_moment_d(double m, const double *r, const double *q, const double *rq, double *A) {
+static PBD_HD void pbd_sm__ellipsoid_moment_d(double m, const double *r, const double *q, const double *rq, double *A) {
     double R1[9], R2[9];
     pbd_sm__quat_to_mat(q, R1);
     pbd_sm__quat_to_mat(rq, R2);
@@ -5039,6 +5082,7 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void) {
 
 static void pbd_sm__oriented_free(pbd_sm__oriented *o) {
     if (!o) return;
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FREE);
     pbd_sm__free(o->world, o->q);
     pbd_sm__free(o->world, o->qp);
     pbd_sm__free(o->world, o->omega);
@@ -5066,25 +5110,27 @@ static void pbd_sm__oriented_begin_step(void *user, pbd_world *w, float dt) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     (void)w;
     (void)dt;
+    if (pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_KEEP)) return;
     memcpy(o->q_step, o->q, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega_step, o->omega, sizeof(double) * 3 * (size_t)o->count);
 }
 static void pbd_sm__oriented_rollback(void *user, pbd_world *w) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     (void)w;
+    if (pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_ROLLBACK)) return;
     memcpy(o->q, o->q_step, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega, o->omega_step, sizeof(double) * 3 * (size_t)o->count);
 }
 
 /* The mass a group weighs particle j with: its dynamic mass, or for a
    pinned/kinematic particle its mass at creation. */
-static double pbd_sm__oriented_mass(const pbd_sm__oriented *o, const float *p, int j) {
+static PBD_HD double pbd_sm__oriented_mass(const pbd_sm__oriented *o, const float *p, int j) {
     float wi = p[4 * (o->first + j) + 3];
     return wi > 0 ? 1.0 / wi : o->mass[j];
 }
 
 /* Whether the orientation of particle g, of inverse mass 0, follows its
-   group's rotation: yes when it is kinematic (a hand holds a point, not
+   group's rotation (the match's `turns`): yes when it is kinematic (a hand holds a point, not
    a rotation), no when it is pinned or massless (a root clamps the
    stem). It follows because a kinematic particle whose orientation
    stayed as it was grabbed would keep turning its neighbours back through
@@ -5100,7 +5146,7 @@ static int pbd_sm__oriented_turns(const pbd_sm__oriented *o, int g) {
    matrix of eq. 25 (particle terms plus every member's ellipsoid, eq. 20),
    its rotation (warm-started polar decomposition), goals pulling the
    members with `stiffness`, and the centre's orientation R rest_q. */
-static void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g) {
+static PBD_HD void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g, int turns) {
     const int *mem = o->ring + o->ring_start[g];
     int n = o->ring_start[g + 1] - o->ring_start[g];
     double M = 0, c[3] = {0, 0, 0}, cr[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -5131,7 +5177,7 @@ static void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g) {
        q_p rest_q^-1 (last substep's group rotation turned by omega h) */
     double gq[4] = {-o->rest_q[4 * g], -o->rest_q[4 * g + 1], -o->rest_q[4 * g + 2], o->rest_q[4 * g + 3]}, R[9];
     pbd_sm__quat_mul_into(gq, o->qp + 4 * g, 1);
-    pbd_sm_extract_rotation_d(A, gq, o->rotation_iterations);
+    pbd_sm__extract_rotation(A, gq, o->rotation_iterations);
     pbd_sm__quat_to_mat(gq, R);
     for (int e = 0; e < n; ++e) {
         int j = mem[e];
@@ -5141,7 +5187,7 @@ static void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g) {
         pbd_sm__rotate(R, d, gj);
         for (int k = 0; k < 3; ++k) pj[k] = (float)(pj[k] + o->stiffness * (c[k] + gj[k] - pj[k]));
     }
-    if (p[4 * (o->first + g) + 3] > 0 || pbd_sm__oriented_turns(o, g)) {
+    if (p[4 * (o->first + g) + 3] > 0 || turns) {
         double *qc = o->qp + 4 * g;
         for (int k = 0; k < 4; ++k) qc[k] = o->rest_q[4 * g + k];
         pbd_sm__quat_mul_into(qc, gq, 1); /* only the centre: q_p = R rest_q */
@@ -5154,23 +5200,34 @@ static void pbd_sm__oriented_match(pbd_sm__oriented *o, float *p, int g) {
    ellipsoid (mass m, inertia m/5 diag(b^2+c^2, ...)) is pushed out along
    the normal there with the usual generalised inverse mass
    w = 1/m + (r x n) . I^-1 (r x n), which also turns it. Frictionless. */
-static void pbd_sm__oriented_collide_one(pbd_sm__oriented *o, float *p, int i, pbd_collider col) {
-    float *pi = p + 4 * (o->first + i);
-    float dist, nf[3];
-    if (!col.id || pbd_collider_closest(o->world, col, pi, &dist, nf) != PBD_OK) return; /* id 0: a free slot */
+/* The support point s of particle i's ellipsoid against a collider at
+   distance dist and normal nf from its centre (pbd_collider_closest's),
+   and its offset mu from the centre; 0: the ellipsoid cannot touch. */
+static PBD_HD int pbd_sm__ellipsoid_support(const pbd_sm__oriented *o, const float *p, int i, float dist,
+                                            const float *nf, float *s, double *mu) {
+    const float *pi = p + 4 * (o->first + i);
     const double *rad = o->radii + 3 * i;
-    if (dist > rad[0] && dist > rad[1] && dist > rad[2]) return; /* beyond the largest radius */
-    double R[9], n[3] = {nf[0], nf[1], nf[2]}, u[3], mu[3];
+    if (dist > rad[0] && dist > rad[1] && dist > rad[2]) return 0; /* beyond the largest radius */
+    double R[9], n[3] = {nf[0], nf[1], nf[2]}, u[3];
     pbd_sm__quat_to_mat(o->qp + 4 * i, R);
     pbd_sm__rotate_back(R, n, u);
     for (int k = 0; k < 3; ++k) u[k] *= rad[k];
     double ul = sqrt(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
-    if (!(ul > 0)) return;
+    if (!(ul > 0)) return 0;
     for (int k = 0; k < 3; ++k) u[k] *= rad[k] / ul;
     pbd_sm__rotate(R, u, mu); /* M M^T n / |M^T n| */
-    float s[3] = {(float)(pi[0] - mu[0]), (float)(pi[1] - mu[1]), (float)(pi[2] - mu[2])}, d2, n2f[3];
-    if (pbd_collider_closest(o->world, col, s, &d2, n2f) != PBD_OK || !(d2 < 0)) return;
-    double n2[3] = {n2f[0], n2f[1], n2f[2]}, r[3] = {-mu[0], -mu[1], -mu[2]};
+    for (int k = 0; k < 3; ++k) s[k] = (float)(pi[k] - mu[k]);
+    return 1;
+}
+/* The push out of the collider when the support point is inside (its
+   distance d2 < 0, normal n2f there). */
+static PBD_HD void pbd_sm__ellipsoid_push(pbd_sm__oriented *o, float *p, int i, const double *mu, float d2,
+                                          const float *n2f) {
+    if (!(d2 < 0)) return;
+    float *pi = p + 4 * (o->first + i);
+    const double *rad = o->radii + 3 * i;
+    double R[9], n2[3] = {n2f[0], n2f[1], n2f[2]}, r[3] = {-mu[0], -mu[1], -mu[2]};
+    pbd_sm__quat_to_mat(o->qp + 4 * i, R);
     double rn[3] = {r[1] * n2[2] - r[2] * n2[1], r[2] * n2[0] - r[0] * n2[2], r[0] * n2[1] - r[1] * n2[0]};
     double wl = pi[3], m = 1.0 / wl, rb[3], ib[3], iw[3];
     double a2 = rad[0] * rad[0], b2 = rad[1] * rad[1], c2 = rad[2] * rad[2];
@@ -5184,20 +5241,40 @@ static void pbd_sm__oriented_collide_one(pbd_sm__oriented *o, float *p, int i, p
     double dtheta[3] = {iw[0] * lambda, iw[1] * lambda, iw[2] * lambda};
     pbd_sm__quat_integrate_d(o->qp + 4 * i, dtheta, 1.0, o->qp + 4 * i);
 }
+static void pbd_sm__oriented_collide_one(pbd_sm__oriented *o, float *p, int i, pbd_collider col) {
+    float dist, nf[3], s[3], d2, n2[3];
+    double mu[3];
+    if (!col.id || pbd_collider_closest(o->world, col, p + 4 * (o->first + i), &dist, nf) != PBD_OK)
+        return; /* id 0: a free slot */
+    if (pbd_sm__ellipsoid_support(o, p, i, dist, nf, s, mu) &&
+        pbd_collider_closest(o->world, col, s, &d2, n2) == PBD_OK)
+        pbd_sm__ellipsoid_push(o, p, i, mu, d2, n2);
+}
+
+/* Particle i's predicted orientation (begin_substep), its angular
+   velocity and orientation after the substep (end_substep). */
+static PBD_HD void pbd_sm__oriented_predict(pbd_sm__oriented *o, const float *p, double h, int i) {
+    if (p[4 * (o->first + i) + 3] > 0) pbd_sm__quat_integrate_d(o->q + 4 * i, o->omega + 3 * i, h, o->qp + 4 * i);
+    else
+        for (int k = 0; k < 4; ++k) o->qp[4 * i + k] = o->q[4 * i + k];
+}
+static PBD_HD void pbd_sm__oriented_advance(pbd_sm__oriented *o, const float *p, double h, int i) {
+    if (p[4 * (o->first + i) + 3] > 0)
+        pbd_sm__quat_angular_velocity_d(o->q + 4 * i, o->qp + 4 * i, h, o->omega + 3 * i);
+    else o->omega[3 * i] = o->omega[3 * i + 1] = o->omega[3 * i + 2] = 0;
+    for (int k = 0; k < 4; ++k) o->q[4 * i + k] = o->qp[4 * i + k];
+}
 
 static void pbd_sm__oriented_begin_substep(void *user, const pbd_solve_context *c) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
-    for (int i = 0; i < o->count; ++i) {
-        if (c->p[4 * (o->first + i) + 3] > 0)
-            pbd_sm__quat_integrate_d(o->q + 4 * i, o->omega + 3 * i, c->h, o->qp + 4 * i);
-        else
-            for (int k = 0; k < 4; ++k) o->qp[4 * i + k] = o->q[4 * i + k];
-    }
+    if (pbd_sm__oriented_gpu(o, c, PBD_SM__CUDA_BEGIN)) return;
+    for (int i = 0; i < o->count; ++i) pbd_sm__oriented_predict(o, c->p, c->h, i);
 }
 
 static void pbd_sm__oriented_project(void *user, const pbd_solve_context *c) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
-    for (int g = 0; g < o->count; ++g) pbd_sm__oriented_match(o, c->p, g);
+    if (pbd_sm__oriented_gpu(o, c, PBD_SM__CUDA_PROJECT)) return;
+    for (int g = 0; g < o->count; ++g) pbd_sm__oriented_match(o, c->p, g, pbd_sm__oriented_turns(o, g));
     if (!o->collide) return;
     pbd_collider cols[PBD_SM__COLLIDERS_AT_ONCE];
     int nc = 0;
@@ -5210,12 +5287,8 @@ static void pbd_sm__oriented_project(void *user, const pbd_solve_context *c) {
 
 static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
-    for (int i = 0; i < o->count; ++i) {
-        if (c->p[4 * (o->first + i) + 3] > 0)
-            pbd_sm__quat_angular_velocity_d(o->q + 4 * i, o->qp + 4 * i, c->h, o->omega + 3 * i);
-        else o->omega[3 * i] = o->omega[3 * i + 1] = o->omega[3 * i + 2] = 0;
-        for (int k = 0; k < 4; ++k) o->q[4 * i + k] = o->qp[4 * i + k];
-    }
+    if (pbd_sm__oriented_gpu(o, c, PBD_SM__CUDA_END)) return;
+    for (int i = 0; i < o->count; ++i) pbd_sm__oriented_advance(o, c->p, c->h, i);
 }
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
@@ -5338,7 +5411,11 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm__oriented *o, const int *edges, 
 
 PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *d, pbd_sm_oriented *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: w is NULL");
-    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_oriented");
+#if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU)
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "pbd_sm_add_oriented: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
+#endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res != PBD_OK) return res;
@@ -5419,6 +5496,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     }
     for (int i = 0; i < n; ++i) ids[i] = o->first + i;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) { /* its arrays on the device, its callbacks launch kernels */
+        pd.device = 1;
+        if (!pbd_sm__cuda_oriented(o, sizeof *o, NULL, PBD_SM__CUDA_UPLOAD)) {
+            pbd_sm__free(w, ids);
+            pbd_sm__oriented_free(o);
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY,
+                                  "pbd_sm_add_oriented: out of device memory for %d particles", n);
+        }
+    }
+#endif
     res = pbd_add_plugin(w, &pd, &o->plugin);
     if (res != PBD_OK) {
         pbd_sm__free(w, ids);
@@ -5465,6 +5553,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get_state(const pbd_world *w, pbd_sm_orien
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
                               "pbd_sm_oriented_get_state: rejected because index < 0 || index >= o->count (index %d)",
                               index);
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH);
     if (q)
         for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
     if (omega)
@@ -5489,10 +5578,12 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set_state(pbd_world *w, pbd_sm_oriented se
     if (!(qn > PBD_SM__QUAT_NORM2_MIN))
         return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
                               "pbd_sm_oriented_set_state: rejected because !(qn > 1e-12) (qn %g)", qn);
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH); /* the others' state stays the device's */
     if (q)
         for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
     if (omega)
         for (int k = 0; k < 3; ++k) o->omega[3 * index + k] = omega[k];
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_PUSH);
     return PBD_OK;
 }
 
@@ -5524,6 +5615,7 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_rotational_energy(const pbd_world *w, pbd_
     if (!energy) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_rotational_energy: energy is NULL");
     const float *x = pbd_world_positions(w);
     double e = 0;
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH);
     for (int i = 0; i < o->count; ++i) {
         float wi = x[4 * (o->first + i) + 3];
         if (!(wi > 0)) continue;
@@ -5681,6 +5773,7 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
     pbd_result r = pbd_sm__oriented_of(w, s->set, "pbd_sm_skin_apply (the skin's set)", &o);
     if (r != PBD_OK) return r;
     const float *x = pbd_world_positions(w);
+    pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH);
     for (int v = 0; v < s->vertex_count; ++v) {
         double acc[3] = {0, 0, 0};
         for (int k = 0; k < s->influences; ++k) {

@@ -226,7 +226,6 @@ int main(int argc, char **argv) {
     vis.now = (float *)malloc(sizeof(float) * 3 * (size_t)vis.nv);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* oriented particles are not on the GPU yet: a GPU world refuses them */
     wd.substeps = 8;
     wd.iterations = 4;
     pbd_world *w = NULL;

@@ -10,7 +10,11 @@
    unilateral distances, damping clusters and point damping, setters
    between steps, a fluid with a floating soft box, grains on a cloth, a
    flag in an acceleration field, a user plugin with every callback, cloth self-collision (with the fail-safe), snapshot
-   and restore mid-run, and a non-finite step's rollback. The emulation runs each launch's threads in a shuffled order
+   and restore mid-run, and a non-finite step's rollback; pbd_sm.h's
+   surface volume, shape-matching bodies (a plastic lattice jelly, rigid
+   bodies, octree, region-list and mesh-path sums) and an
+   oriented-particle plant; the setters a game calls every frame (what
+   they send). The emulation runs each launch's threads in a shuffled order
    on several threads, so every GPU world runs twice, with two seeds: a
    race between threads of one launch changes the bits with the order.
 
@@ -778,6 +782,61 @@ static void build_sm_sums(pbd_world *w) {
     pbd_mesh_free(&m);
 }
 
+/* pbd_sm.h's oriented particles (a device plugin): a branching plant of
+   ellipsoids on a pinned root (a chain and side branches: the 1-ring
+   groups, matched one after the other) falling against a sphere and the
+   ground (the ellipsoids' collisions), a kinematic tip moved by a hand
+   (its orientation turns with its group), mid-run a state set. */
+static pbd_sm_oriented plant;
+static void build_oriented(pbd_world *w) {
+    ground(w);
+    float c[3] = {0.35f, 0.35f, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.15f, 0.5f, NULL));
+    enum { N = 16 };
+    float pos[3 * N];
+    int edges[2 * N], ne = 0;
+    for (int i = 0; i < 10; ++i) { /* the stem, bent out sideways */
+        pos[3 * i] = 0.06f * (float)i;
+        pos[3 * i + 1] = 0.3f + 0.05f * (float)i;
+        pos[3 * i + 2] = 0.002f * (float)(i * i);
+        if (i > 0) edges[2 * ne] = i - 1, edges[2 * ne + 1] = i, ne++;
+    }
+    for (int i = 10; i < N; ++i) { /* two side branches of three */
+        int from = i == 10 || i == 13 ? (i == 10 ? 4 : 7) : i - 1;
+        float side = i < 13 ? 1.0f : -1.0f;
+        pos[3 * i] = pos[3 * from] + 0.02f;
+        pos[3 * i + 1] = pos[3 * from + 1] + 0.03f;
+        pos[3 * i + 2] = pos[3 * from + 2] + 0.06f * side;
+        edges[2 * ne] = from, edges[2 * ne + 1] = i, ne++;
+    }
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = N;
+    pd.mass = 0.1f;
+    pd.radius = 0.015f;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    CHECK_OK(pbd_particle_set_kinematic(w, r.first + 9, 1));
+    float radii[3 * N];
+    for (int i = 0; i < N; ++i) radii[3 * i] = 0.04f, radii[3 * i + 1] = 0.02f, radii[3 * i + 2] = 0.015f;
+    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+    od.particles = r;
+    od.edges = edges;
+    od.edge_count = ne;
+    od.radii = radii;
+    od.stiffness = 0.7f;
+    CHECK_OK(pbd_sm_add_oriented(w, &od, &plant));
+}
+static void frame_oriented(pbd_world *w, int frame) {
+    float t = 0.03f * (float)frame, hand[3] = {0.54f + 0.2f * t, 0.75f - 0.4f * t, 0.1f * t};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, 9, hand));
+    if (frame == 15) {
+        float q[4] = {0, 0.3826834f, 0, 0.9238795f}, om[3] = {0, 0, 8};
+        CHECK_OK(pbd_sm_oriented_set_state(w, plant, 12, q, om));
+    }
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -796,6 +855,7 @@ static const scene scenes[] = {
     {"pbd_sm.h: surface volume squeezed by a box", build_volume, frame_volume, 40},
     {"pbd_sm.h: a plastic lattice jelly and rigid bodies", build_sm_bodies, frame_sm_bodies, 50},
     {"pbd_sm.h: octree, region lists (quadratic) and mesh paths", build_sm_sums, NULL, 40},
+    {"pbd_sm.h: an oriented-particle plant", build_oriented, frame_oriented, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -1240,41 +1300,99 @@ TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
     }
 }
 
-/* What of pbd_sm.h is not on the GPU yet (oriented particles, the
-   multi-resolution cloth): a GPU world refuses it by name (rather than run
-   its plugin on the host), unchanged; a CPU world takes it. */
+/* What of pbd_sm.h is not on the GPU yet (the multi-resolution cloth): a
+   GPU world refuses it by name (rather than run its plugin on the host),
+   unchanged; a CPU world takes it. */
 TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
     NEEDS_GPU();
     pbd_world *w = world_on(PBD_DEVICE_GPU), *cpu = world_on(PBD_DEVICE_CPU);
     if (!w || !cpu) goto done;
     {
         build_cloth(w);
-        int n = pbd_world_particle_count(w), edges[2] = {0, 1};
+        int n = pbd_world_particle_count(w);
         size_t size = pbd_world_snapshot_size(w);
-        pbd_range two = {0, 2};
-        pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
-        od.particles = two;
-        od.edges = edges;
-        od.edge_count = 1;
-        CHECK_RESULT(pbd_sm_add_oriented(w, &od, NULL), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_oriented: not on the GPU yet") != NULL);
-        float x[9] = {0, 1, 0, 0.1f, 1, 0, 0, 1, 0.1f};
-        int tri[3] = {0, 1, 2};
+        float o[3] = {0, 1, 0}, u[3] = {0.05f, 0, 0}, v[3] = {0, 0, 0.05f};
+        pbd_mesh m;
+        CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
         pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
-        cd.positions = x;
-        cd.vertex_count = 3;
-        cd.triangles = tri;
-        cd.triangle_count = 1;
+        cd.positions = m.positions;
+        cd.vertex_count = m.vertex_count;
+        cd.triangles = m.triangles;
+        cd.triangle_count = m.triangle_count;
         CHECK_RESULT(pbd_sm_add_cloth(w, &cd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
         CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_cloth: not on the GPU yet") != NULL);
         CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size && pbd_world_plugin_count(w) == 0);
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        build_cloth(cpu);
-        CHECK_OK(pbd_sm_add_oriented(cpu, &od, NULL));
+        CHECK_OK(pbd_sm_add_cloth(cpu, &cd, NULL, NULL));
+        pbd_mesh_free(&m);
     }
 done:
     pbd_world_destroy(w);
     pbd_world_destroy(cpu);
+}
+
+/* Oriented particles on a GPU world: the getters (orientations, angular
+   velocities, the rotational energy, a skin on them) read what the
+   device computed, with the CPU world's bits; a non-finite step puts them
+   back as on the CPU; a removal frees the set while the world steps on. */
+TEST(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world) {
+    NEEDS_GPU();
+    pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+    pbd_sm_oriented set[2];
+    pbd_sm_skin *skin[2] = {NULL, NULL};
+    float mesh[3 * 40], out[2][3 * 40];
+    for (int v = 0; v < 40; ++v)
+        mesh[3 * v] = 0.015f * (float)v, mesh[3 * v + 1] = 0.32f + 0.012f * (float)v,
+                 mesh[3 * v + 2] = 0.01f * (float)(v % 3);
+    if (!ws[0] || !ws[1]) goto done;
+    for (int k = 0; k < 2; ++k) {
+        build_oriented(ws[k]);
+        set[k] = plant;
+        pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+        sd.rest_vertices = mesh;
+        sd.vertex_count = 40;
+        CHECK_OK(pbd_sm_skin_create(ws[k], set[k], &sd, &skin[k]));
+        for (int s = 0; s < 20; ++s) {
+            frame_oriented(ws[k], s);
+            CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+        }
+    }
+    for (int pass = 0; pass < 2; ++pass) {
+        float turned = 0;
+        for (int i = 0; i < 16; ++i) {
+            float q[2][4], om[2][3];
+            for (int k = 0; k < 2; ++k) CHECK_OK(pbd_sm_oriented_get_state(ws[k], set[k], i, q[k], om[k]));
+            CHECK_MSG(!memcmp(q[0], q[1], sizeof q[0]) && !memcmp(om[0], om[1], sizeof om[0]), "pass %d, particle %d",
+                      pass, i);
+            turned += fabsf(q[0][3]) < 0.99f;
+        }
+        double e[2] = {0, 1};
+        for (int k = 0; k < 2; ++k) {
+            CHECK_OK(pbd_sm_oriented_rotational_energy(ws[k], set[k], &e[k]));
+            CHECK_OK(pbd_sm_skin_apply(skin[k], ws[k], out[k]));
+        }
+        CHECK(!memcmp(&e[0], &e[1], sizeof e[0]) && !memcmp(out[0], out[1], sizeof out[0]));
+        if (pass == 0) { /* a non-finite step: back to the step's start */
+            CHECK_MSG(turned > 3, "%g of 16 orientations turned", (double)turned);
+            for (int k = 0; k < 2; ++k) {
+                float x[3] = {3e38f, 1, 0}, v[3] = {3e38f, 0, 0};
+                pbd_range one = {5, 1};
+                CHECK_OK(pbd_particles_set_positions(ws[k], one, x));
+                CHECK_OK(pbd_particles_set_velocities(ws[k], one, v));
+                CHECK_RESULT(pbd_world_step(ws[k], 0.5f), PBD_ERROR_NOT_FINITE);
+            }
+        }
+        same_bits("oriented particles", pass, ws[0], ws[1]);
+    }
+    for (int k = 0; k < 2; ++k) {
+        pbd_sm_skin_destroy(skin[k]);
+        CHECK_OK(pbd_sm_remove_oriented(ws[k], set[k]));
+        CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+    }
+    same_bits("oriented particles removed", 2, ws[0], ws[1]);
+done:
+    pbd_world_destroy(ws[0]);
+    pbd_world_destroy(ws[1]);
 }
 
 /* A surface volume on a GPU world: its getters read what the device
@@ -1758,6 +1876,7 @@ void suite_cuda(void) {
     RUN(cuda_a_snapshot_with_self_collision_runs_on_in_a_gpu_world);
     RUN(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world);
     RUN(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world);
+    RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
     RUN(cuda_pbd_sm_is_refused_by_name_until_it_is_ported);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
