@@ -84,9 +84,13 @@
        predictions and angular velocities one thread per particle, their
        groups' matches one after the other in one thread (Gauss-Seidel
        over overlapping groups, as on the CPU), their ellipsoids against
-       the colliders one thread per particle; all in the CPU's order: the
-       CPU world's bits. The multi-resolution cloth is not in this file
-       yet: a GPU world refuses it by name (PBD_ERROR_UNSUPPORTED).
+       the colliders one thread per particle; the multi-resolution cloth
+       (pbd_sm_add_cloth) its V-cycle's passes per vertex (coarse
+       positions, x^, restriction, prolongation, gathers) and per
+       element (two-pass: every triangle's and edge's goals, then the
+       gather; independent sets: colour by colour, the overflow colour in
+       one thread), its bending per vertex and damping per triangle; all
+       in the CPU's order: the CPU world's bits.
        pbd_upsample.h (likewise built with PBD_CUDA): a model of any method
        set to PBD_DEVICE_GPU (pbd_up_model_set_device) keeps its
        data on the device, and pbd_up_model_eval_world evaluates it from a
@@ -1500,8 +1504,8 @@ static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const floa
 }
 
 /* --- plugins -------------------------------------------------------------------
-   A plugin is host code (the user's; pbd_sm.h refuses GPU worlds until
-   its kernels are here), so its callbacks run
+   A plugin is host code (the user's; pbd_sm.h's are device plugins,
+   below), so its callbacks run
    on the host, in pbd__substep_body's places, with the host's arrays as
    their view of the world: x, p and v (and the contacts, which
    pbd_world_particle_contact_push reads) come down before a stage that
@@ -1810,9 +1814,8 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
    over pbd_sm.h's PBD_HD functions, with the CPU's loops one thread per
    element and its sums one thread each, in its order: the CPU's bits. So
    far the surface volume (pbd_sm.h, "surface volume"), the
-   shape-matching bodies ("shape matching") and oriented particles
-   ("oriented"); the multi-resolution cloth refuses a GPU world by name
-   (pbd_sm__not_on_gpu). */
+   shape-matching bodies ("shape matching"), oriented particles
+   ("oriented") and the multi-resolution cloth ("multires cloth"). */
 
 /* A surface volume's device side: its device arrays (pointers of the
    record's shape, filled in by pbd__sm_volume_image) and scratch for its
@@ -2443,6 +2446,217 @@ extern "C" int pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd
         if (o->collide) pbd__launch(g, o->count, pbd__k_or_collide, m, (const pbd_world *)g->dw, c->p);
     } else if (what == PBD_SM__CUDA_END) {
         pbd__launch(g, o->count, pbd__k_or_advance, m, (const float *)c->p, (double)c->h);
+    }
+    return 1;
+}
+
+/* --- the multi-resolution cloth ------------------------------------------------
+   Its levels' arrays on the device; a V-cycle (pbd_sm__vcycle) as
+   launches of pbd_sm.h's PBD_HD functions, as the paper's section 5 runs
+   it on a GPU: the coarse positions per vertex level by level
+   (pbd_sm__sync_vertex), the x^ per vertex, the matches - two-pass: every
+   triangle's (edge's) goals into its corners' slots, then a gather per
+   vertex; independent sets: colour by colour, each element applying its
+   own corrections (the overflow colour in one thread, in order) -, the
+   restriction per coarse vertex, the prolongation per fine vertex; the
+   bending per vertex, the damping per triangle then a gather. */
+typedef struct pbd__sm_cloth_dev {
+    pbd_sm__level *lv; /* nlevels images with the device's arrays (the finest level's x: the world's p) */
+    pbd_sm__cloth d;   /* the bending's arrays */
+} pbd__sm_cloth_dev;
+
+PBD__KERNEL pbd__k_cl_sync(pbd_sm__level C, const float *xf) {
+    PBD__GRID_LOOP(v, C.nv) { pbd_sm__sync_vertex(&C, xf, v); }
+}
+PBD__KERNEL pbd__k_cl_store(pbd_sm__level L, const float *x) {
+    PBD__GRID_LOOP(v, L.nv) { pbd_sm__store_vertex(&L, x, v); }
+}
+PBD__KERNEL pbd__k_cl_restrict(pbd_sm__level C, pbd_sm__level F, const float *xf) {
+    PBD__GRID_LOOP(v, C.nv) { pbd_sm__restrict_vertex(&C, &F, xf, v); }
+}
+PBD__KERNEL pbd__k_cl_prolong(pbd_sm__level C, float *xf, int nf) {
+    PBD__GRID_LOOP(f, nf) { pbd_sm__prolong_vertex(&C, xf, f); }
+}
+PBD__KERNEL pbd__k_cl_gather(int nv, float *x, const int *start, const int *list, const float *dx) {
+    PBD__GRID_LOOP(v, nv) { pbd_sm__gather_vertex(v, x, start, list, dx); }
+}
+/* elements lo .. lo + n - 1 of one kind (arity 3: triangles, 2: edges):
+   goals into the scratch (two-pass), or applied at once (a colour: no two
+   share a vertex) */
+PBD__KERNEL pbd__k_cl_match(pbd_sm__level L, float *x, int conserve, float k, int arity, int lo, int n, int apply) {
+    PBD__GRID_LOOP(i, n) {
+        int e = lo + i;
+        float d[9], *o = apply ? d : (arity == 3 ? L.tdx + 9 * (size_t)e : L.edx + 6 * (size_t)e);
+        if (arity == 3) pbd_sm__tri_one(&L, e, x, conserve, k, o);
+        else pbd_sm__edge_one(&L, e, x, conserve, k, o);
+        if (apply)
+            for (int j = 0; j < arity; ++j)
+                pbd_sm__add3(x + 4 * (arity == 3 ? L.tri : L.edge)[arity * e + j], d + 3 * j);
+    }
+}
+/* the overflow colour: its elements one after the other */
+PBD__KERNEL pbd__k_cl_serial(pbd_sm__level L, float *x, int conserve, float k, int arity, int lo, int hi) {
+    PBD__GRID_LOOP(t, 1) {
+        for (int e = lo; e < hi; ++e) {
+            float d[9];
+            if (arity == 3) pbd_sm__tri_one(&L, e, x, conserve, k, d);
+            else pbd_sm__edge_one(&L, e, x, conserve, k, d);
+            for (int j = 0; j < arity; ++j)
+                pbd_sm__add3(x + 4 * (arity == 3 ? L.tri : L.edge)[arity * e + j], d + 3 * j);
+        }
+    }
+}
+PBD__KERNEL pbd__k_cl_bend(pbd_sm__cloth c, int nv, const float *x, float *v, float *p, float h) {
+    PBD__GRID_LOOP(i, nv) { pbd_sm__bend_vertex(&c, x, v, p, h, i); }
+}
+PBD__KERNEL pbd__k_cl_damp(pbd_sm__level L, const float *x, const float *v, float kd) {
+    PBD__GRID_LOOP(t, L.nt) { pbd_sm__damp_triangle(&L, x, v, kd, t); }
+}
+
+/* pbd_sm__match: one element kind of level l. */
+static void pbd__sm_cloth_match(pbd__gpu *g, const pbd_sm__cloth *c, int l, float *x, int conserve, int arity) {
+    const pbd_sm__level *H = &c->lv[l], *L = &((pbd__sm_cloth_dev *)c->gpu)->lv[l];
+    int n = arity == 3 ? H->nt : H->ne, ncol = arity == 3 ? H->ntc : H->nec;
+    const int *col = arity == 3 ? H->tc : H->ec;
+    float k = arity == 3 ? c->alpha : c->beta;
+    if (c->scheme == PBD_SM_CLOTH_TWO_PASS) {
+        pbd__launch(g, n, pbd__k_cl_match, *L, x, conserve, k, arity, 0, n, 0);
+        if (arity == 3)
+            pbd__launch(g, H->nv, pbd__k_cl_gather, H->nv, x, (const int *)L->vt_start, (const int *)L->vt_list,
+                        (const float *)L->tdx);
+        else
+            pbd__launch(g, H->nv, pbd__k_cl_gather, H->nv, x, (const int *)L->ve_start, (const int *)L->ve_list,
+                        (const float *)L->edx);
+        return;
+    }
+    for (int q = 0; q < ncol; ++q) {
+        int lo = col[q], hi = col[q + 1];
+        if (q == ncol - 1 && hi - lo > 0 && H->overflow[arity == 3 ? 0 : 1])
+            pbd__launch(g, 1, pbd__k_cl_serial, *L, x, conserve, k, arity, lo, hi);
+        else pbd__launch(g, hi - lo, pbd__k_cl_match, *L, x, conserve, k, arity, lo, hi - lo, 1);
+    }
+}
+static void pbd__sm_cloth_level_match(pbd__gpu *g, const pbd_sm__cloth *c, int l, float *x, int conserve) {
+    if (c->beta > 0) pbd__sm_cloth_match(g, c, l, x, conserve, 2);
+    if (c->alpha > 0) pbd__sm_cloth_match(g, c, l, x, conserve, 3);
+}
+/* pbd_sm__vcycle on the device (x: the cloth's particles' p). */
+static void pbd__sm_cloth_vcycle(pbd__gpu *g, const pbd_sm__cloth *c, float *x) {
+    const pbd_sm__level *L = ((pbd__sm_cloth_dev *)c->gpu)->lv;
+    int top = c->nlevels - 1;
+#define PBD__CLX(l) ((l) == top ? x : L[l].x)
+    for (int l = top; l > 0; --l) pbd__launch(g, L[l - 1].nv, pbd__k_cl_sync, L[l - 1], (const float *)PBD__CLX(l));
+    pbd__launch(g, L[top].nv, pbd__k_cl_store, L[top], (const float *)x);
+    for (int l = top; l >= 1; --l) {
+        pbd__sm_cloth_level_match(g, c, l, PBD__CLX(l), c->conserve && l < top);
+        pbd__launch(g, L[l - 1].nv, pbd__k_cl_store, L[l - 1], (const float *)PBD__CLX(l - 1));
+        pbd__launch(g, L[l - 1].nv, pbd__k_cl_restrict, L[l - 1], L[l], (const float *)PBD__CLX(l));
+    }
+    pbd__launch(g, L[0].nv, pbd__k_cl_store, L[0], (const float *)PBD__CLX(0));
+    for (int l = 0; l <= top; ++l) {
+        pbd__sm_cloth_level_match(g, c, l, PBD__CLX(l), c->conserve && l < top);
+        if (l == top) break;
+        pbd__launch(g, L[l + 1].nv, pbd__k_cl_store, L[l + 1], (const float *)PBD__CLX(l + 1));
+        pbd__launch(g, L[l + 1].nv, pbd__k_cl_prolong, L[l], PBD__CLX(l + 1), L[l + 1].nv);
+    }
+#undef PBD__CLX
+}
+
+static void pbd__sm_level_free(pbd_sm__level *L) {
+    void *a[] = {L->tri,    L->edge, L->x,       L->xhat,  L->mass,      L->mt,      L->me,       L->inv_rt,
+                 L->inv_re, L->tq,   L->tP,      L->eq,    L->vt_start,  L->vt_list, L->ve_start, L->ve_list,
+                 L->tdx,    L->edx,  L->pro_idx, L->pro_w, L->res_start, L->res_idx, L->res_w,    L->fine_of};
+    for (size_t i = 0; i < sizeof a / sizeof a[0]; ++i) pbd__dfree(a[i]);
+}
+static void pbd__sm_cloth_free(pbd_sm__cloth *c) {
+    pbd__sm_cloth_dev *r = (pbd__sm_cloth_dev *)c->gpu;
+    if (!r) return;
+    for (int l = 0; r->lv && l < c->nlevels; ++l) pbd__sm_level_free(&r->lv[l]);
+    free(r->lv);
+    pbd__dfree(r->d.q_start);
+    pbd__dfree(r->d.q_idx);
+    pbd__dfree(r->d.q_val);
+    pbd__dfree(r->d.q_row);
+    free(r);
+    c->gpu = NULL;
+}
+/* Level l's arrays (nf: the next finer level's vertices, for the
+   prolongation's rows; 0 at the finest). Colour offsets stay on the host. */
+#define PBD__SM_UP(field, n) (!h->field || pbd__sm_array(&d->field, h->field, (size_t)(n)))
+static int pbd__sm_level_upload(pbd_sm__level *d, const pbd_sm__level *h, int finest, int nf) {
+    memset(d, 0, sizeof *d);
+    d->nv = h->nv;
+    d->nt = h->nt;
+    d->ne = h->ne;
+    size_t nv = (size_t)h->nv, nt = (size_t)h->nt, ne = (size_t)h->ne;
+    int ok = PBD__SM_UP(tri, 3 * nt) && PBD__SM_UP(edge, 2 * ne) && (finest || PBD__SM_UP(x, 4 * nv)) &&
+             PBD__SM_UP(xhat, 4 * nv) && PBD__SM_UP(mass, nv) && PBD__SM_UP(mt, nv) && PBD__SM_UP(me, nv) &&
+             PBD__SM_UP(inv_rt, nv) && PBD__SM_UP(inv_re, nv) && PBD__SM_UP(tq, 6 * nt) && PBD__SM_UP(tP, 6 * nt) &&
+             PBD__SM_UP(eq, 3 * ne) && PBD__SM_UP(vt_start, nv + 1) && PBD__SM_UP(ve_start, nv + 1) &&
+             PBD__SM_UP(tdx, 9 * nt) && PBD__SM_UP(edx, 6 * ne) && PBD__SM_UP(fine_of, nv) &&
+             PBD__SM_UP(pro_idx, 3 * (size_t)nf) && PBD__SM_UP(pro_w, 3 * (size_t)nf) && PBD__SM_UP(res_start, nv + 1);
+    ok = ok && (!h->vt_start || PBD__SM_UP(vt_list, (size_t)h->vt_start[nv])) &&
+         (!h->ve_start || PBD__SM_UP(ve_list, (size_t)h->ve_start[nv])) &&
+         (!h->res_start ||
+          (PBD__SM_UP(res_idx, (size_t)h->res_start[nv]) && PBD__SM_UP(res_w, (size_t)h->res_start[nv])));
+    d->ntc = h->ntc;
+    d->nec = h->nec;
+    d->overflow[0] = h->overflow[0];
+    d->overflow[1] = h->overflow[1];
+    return ok;
+}
+static int pbd__sm_cloth_upload(pbd_sm__cloth *c) {
+    pbd__sm_cloth_dev *r = (pbd__sm_cloth_dev *)calloc(1, sizeof *r);
+    if (!r) return 0;
+    c->gpu = r;
+    r->lv = (pbd_sm__level *)calloc((size_t)c->nlevels, sizeof(pbd_sm__level));
+    int ok = r->lv != NULL, top = c->nlevels - 1;
+    for (int l = 0; ok && l <= top; ++l)
+        ok = pbd__sm_level_upload(&r->lv[l], &c->lv[l], l == top, l < top ? c->lv[l + 1].nv : 0);
+    const pbd_sm__cloth *h = c;
+    pbd_sm__cloth *d = &r->d;
+    size_t nv = (size_t)c->lv[top].nv;
+    ok = ok && PBD__SM_UP(q_start, nv + 1) && PBD__SM_UP(q_row, nv) &&
+         (!h->q_start || (PBD__SM_UP(q_idx, (size_t)h->q_start[nv]) && PBD__SM_UP(q_val, (size_t)h->q_start[nv])));
+    if (!ok) pbd__sm_cloth_free(c);
+    return ok;
+}
+#undef PBD__SM_UP
+
+extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve_context *s, int what) {
+    if (size != sizeof *c) return 0; /* another pbd_sm.h than this file's */
+    pbd__sm_cloth_dev *r = (pbd__sm_cloth_dev *)c->gpu;
+    if (what == PBD_SM__CUDA_UPLOAD) return pbd__sm_cloth_upload(c);
+    if (what == PBD_SM__CUDA_FREE) {
+        pbd__sm_cloth_free(c);
+        return 1;
+    }
+    if (what == PBD_SM__CUDA_FETCH) { /* the coarse levels' positions (pbd_sm_cloth_level) */
+        for (int l = 0; l < c->nlevels - 1; ++l)
+            pbd__d2h(c->lv[l].x, r->lv[l].x, sizeof(float) * 4 * (size_t)c->lv[l].nv);
+        return 1;
+    }
+    pbd__gpu *g = s->world->gpu;
+    const pbd_sm__level *F = &r->lv[c->nlevels - 1];
+    size_t first = 4 * (size_t)c->particles.first;
+    if (what == PBD_SM__CUDA_BEGIN) {
+        pbd_sm__cloth m = *c;
+        m.q_start = r->d.q_start;
+        m.q_idx = r->d.q_idx;
+        m.q_val = r->d.q_val;
+        m.q_row = r->d.q_row;
+        m.lv = NULL;
+        m.world = NULL;
+        m.gpu = NULL;
+        pbd__launch(g, F->nv, pbd__k_cl_bend, m, F->nv, (const float *)(s->x + first), s->v + first, s->p + first,
+                    s->h);
+    } else if (what == PBD_SM__CUDA_PROJECT) {
+        pbd__sm_cloth_vcycle(g, c, s->p + first);
+    } else if (what == PBD_SM__CUDA_END) {
+        pbd__launch(g, F->nt, pbd__k_cl_damp, *F, (const float *)(s->x + first), (const float *)(s->v + first),
+                    c->damping);
+        pbd__launch(g, F->nv, pbd__k_cl_gather, F->nv, s->v + first, (const int *)F->vt_start, (const int *)F->vt_list,
+                    (const float *)F->tdx);
     }
     return 1;
 }

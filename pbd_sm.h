@@ -35,14 +35,14 @@
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
    or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
-   PBD_SM_IMPLEMENTATION is, too) shape-matching bodies and lattices
-   (every mode and summation plan, plasticity, rigid bodies), oriented
-   particles (with their collisions; skins read their state) and surface
-   volumes run on the GPU with the CPU's bits (the sin, cos, atan2 and
-   cube roots of double are this header's own, which a GPU computes
-   alike; see "==== rotation"); pbd_sm_add_cloth fails with
-   PBD_ERROR_UNSUPPORTED, naming the call, until its kernels are there:
-   create such a world with PBD_DEVICE_CPU. A call on a world writes the message to
+   PBD_SM_IMPLEMENTATION is, too) everything here runs on the GPU with
+   the CPU's bits: shape-matching bodies and lattices (every mode and
+   summation plan, plasticity, rigid bodies), oriented particles (with
+   their collisions; skins read their state), surface volumes and the
+   multi-resolution cloth (both schemes). The sin, cos, atan2 and cube
+   roots of double are this header's own, which a GPU computes alike (see
+   "==== rotation"). Without PBD_CUDA there, a GPU world refuses every
+   pbd_sm_add_<thing> with PBD_ERROR_UNSUPPORTED. A call on a world writes the message to
    pbd_world_last_error() and calls the world's log callback; a call with no world (summation
    plans, pbd_sm_lattice_box, pbd_sm_voxelize, pbd_sm_mesh_rings,
    pbd_sm_plan_rings, a NULL world) leaves it in
@@ -191,7 +191,6 @@
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
        pbd_world_desc wd = pbd_world_desc_default();
-       wd.device = PBD_DEVICE_CPU;                 // the cloth is not on the GPU yet (see ERRORS)
        wd.substeps = 1; wd.iterations = 1;         // one V-cycle per step, as in the paper
        pbd_world *w; pbd_world_create(&wd, &w);
        pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
@@ -4343,13 +4342,6 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
     return PBD_OK;
 }
 
-/* What pbd_cuda.cu has no kernels for yet: a GPU world refuses what would
-   add it, by name, rather than run its plugins on the host. */
-static pbd_result pbd_sm__not_on_gpu(pbd_world *w, const char *fn) {
-    return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
-                          "%s: not on the GPU yet (pbd_cuda.cu); create the world with PBD_DEVICE_CPU", fn);
-}
-
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
 #if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
@@ -6413,21 +6405,21 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume vo
 
 /* --- mesh helpers (rest geometry) --------------------------------------------- */
 
-static void pbd_sm__sub3(const float *a, const float *b, float *o) {
+static PBD_HD void pbd_sm__sub3(const float *a, const float *b, float *o) {
     o[0] = a[0] - b[0];
     o[1] = a[1] - b[1];
     o[2] = a[2] - b[2];
 }
-static void pbd_sm__cross3(const float *a, const float *b, float *o) {
+static PBD_HD void pbd_sm__cross3(const float *a, const float *b, float *o) {
     o[0] = a[1] * b[2] - a[2] * b[1];
     o[1] = a[2] * b[0] - a[0] * b[2];
     o[2] = a[0] * b[1] - a[1] * b[0];
 }
-static float pbd_sm__dot3(const float *a, const float *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
-static float pbd_sm__len3(const float *a) { return sqrtf(pbd_sm__dot3(a, a)); }
+static PBD_HD float pbd_sm__dot3(const float *a, const float *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+static PBD_HD float pbd_sm__len3(const float *a) { return sqrtf(pbd_sm__dot3(a, a)); }
 
 /* Twice the area vector of triangle (a, b, c) of 3-float points. */
-static void pbd_sm__tri_normal(const float *a, const float *b, const float *c, float *n) {
+static PBD_HD void pbd_sm__tri_normal(const float *a, const float *b, const float *c, float *n) {
     float e1[3], e2[3];
     pbd_sm__sub3(b, a, e1);
     pbd_sm__sub3(c, a, e2);
@@ -6874,7 +6866,30 @@ struct pbd_sm__cloth {
     float *q_val;
     float *q_row; /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
     float *force; /* nv*3 scratch */
+    void *gpu;    /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_cloth) */
 };
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* The cloth's stages on a GPU world (see "shape matching", "on a GPU
+   world"); size: sizeof *c. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve_context *s, int what);
+#endif
+/* A GPU world's cloth: FETCH the coarse levels' positions before a getter
+   hands them out, FREE; or a stage (s). Returns whether it is on a GPU. */
+static int pbd_sm__cloth_gpu(pbd_sm__cloth *c, const pbd_solve_context *s, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (c->gpu) return pbd_sm__cuda_cloth(c, sizeof *c, s, what), 1;
+#else
+    (void)c;
+    (void)s;
+    (void)what;
+#endif
+    return 0;
+}
 
 static void pbd_sm__level_free(pbd_world *mem, pbd_sm__level *L, int owns_x) {
     void *a[] = {L->tri, L->edge, L->xhat,    L->rest,  L->mass,      L->mt,       L->me,      L->inv_rt,   L->inv_re,
@@ -6887,6 +6902,7 @@ static void pbd_sm__level_free(pbd_world *mem, pbd_sm__level *L, int owns_x) {
 
 static void pbd_sm__cloth_free(pbd_sm__cloth *c) {
     if (!c) return;
+    pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_FREE);
     pbd_world *mem = c->world;
     for (int l = 0; l < c->nlevels; ++l) pbd_sm__level_free(mem, &c->lv[l], l < c->nlevels - 1);
     pbd_sm__free(mem, c->lv);
@@ -7504,102 +7520,121 @@ typedef struct pbd_sm__tri_soa {
     float o[15][PBD_SM__BLOCK];
 } pbd_sm__tri_soa;
 
-/* The scalar reference: lanes i0 .. n-1. Every value is computed, then
-   selected (no branch), and the SIMD twin below does the same operations
-   in the same order, so the two agree bit for bit. */
+/* The scalar reference, one triangle: its inputs packed as corner j's
+   px py pz w s at in[5j ..], the rest corners q at in[15 ..] and the last
+   valid projection P at in[21 ..] (pbd_sm__tri_load); 15 outputs (9
+   corrections, then the projection to keep). Every value is computed,
+   then selected (no branch), and the SIMD twin below does the same
+   operations in the same order, so the two agree bit for bit. */
+enum { PBD_SM__TRI_IN = 27, PBD_SM__TRI_OUT = 15 };
+static PBD_HD void pbd_sm__tri_lane(const float *in, int conserve, float *o) {
+    float w0 = in[3], w1 = in[8], w2 = in[13], W = w0 + w1 + w2;
+    float cx = (w0 * in[0] + w1 * in[5] + w2 * in[10]) / W; /* t, eq. 4 */
+    float cy = (w0 * in[1] + w1 * in[6] + w2 * in[11]) / W;
+    float cz = (w0 * in[2] + w1 * in[7] + w2 * in[12]) / W;
+    /* the projection P (eqs. 6-7); the last valid one when degenerate */
+    float e1x = in[5] - in[0], e1y = in[6] - in[1], e1z = in[7] - in[2];
+    float e2x = in[10] - in[0], e2y = in[11] - in[1], e2z = in[12] - in[2];
+    float nx = e1y * e2z - e1z * e2y, ny = e1z * e2x - e1x * e2z, nz = e1x * e2y - e1y * e2x;
+    float yx = ny * e1z - nz * e1y, yy = nz * e1x - nx * e1z, yz = nx * e1y - ny * e1x;
+    float le = sqrtf(e1x * e1x + e1y * e1y + e1z * e1z), ly = sqrtf(yx * yx + yy * yy + yz * yz);
+    int ok = le > PBD_SM__DIR_LEN_MIN_F && ly > PBD_SM__CROSS_LEN_MIN_F && ly > PBD_SM__FLAT_REL_F * le * le * le;
+    float ile = 1.0f / (ok ? le : 1.0f), ily = 1.0f / (ok ? ly : 1.0f);
+    /* every value is computed, then selected: no branch */
+    float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
+    float ax0 = ok ? nx0 : in[21], ax1 = ok ? nx1 : in[22], ax2 = ok ? nx2 : in[23];
+    float ay0 = ok ? ny0 : in[24], ay1 = ok ? ny1 : in[25], ay2 = ok ? ny2 : in[26];
+    o[9] = ax0;
+    o[10] = ax1;
+    o[11] = ax2;
+    o[12] = ay0;
+    o[13] = ay1;
+    o[14] = ay2;
+    /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
+    float qcx = (w0 * in[15] + w1 * in[17] + w2 * in[19]) / W;
+    float qcy = (w0 * in[16] + w1 * in[18] + w2 * in[20]) / W;
+    float q0x = in[15] - qcx, q0y = in[16] - qcy, q1x = in[17] - qcx, q1y = in[18] - qcy;
+    float q2x = in[19] - qcx, q2y = in[20] - qcy;
+    float qa = w0 * q0x * q0x + w1 * q1x * q1x + w2 * q2x * q2x;
+    float qb = w0 * q0x * q0y + w1 * q1x * q1y + w2 * q2x * q2y;
+    float qd = w0 * q0y * q0y + w1 * q1y * q1y + w2 * q2y * q2y;
+    float idet = 1.0f / (qa * qd - qb * qb);
+    float i0 = qd * idet, i1 = -qb * idet, i2 = qa * idet;
+    /* pbar (eq. 8) and Apq */
+    float rx0 = in[0] - cx, ry0 = in[1] - cy, rz0 = in[2] - cz;
+    float rx1 = in[5] - cx, ry1 = in[6] - cy, rz1 = in[7] - cz;
+    float rx2 = in[10] - cx, ry2 = in[11] - cy, rz2 = in[12] - cz;
+    float p0x = ax0 * rx0 + ax1 * ry0 + ax2 * rz0, p0y = ay0 * rx0 + ay1 * ry0 + ay2 * rz0;
+    float p1x = ax0 * rx1 + ax1 * ry1 + ax2 * rz1, p1y = ay0 * rx1 + ay1 * ry1 + ay2 * rz1;
+    float p2x = ax0 * rx2 + ax1 * ry2 + ax2 * rz2, p2y = ay0 * rx2 + ay1 * ry2 + ay2 * rz2;
+    float a = w0 * p0x * q0x + w1 * p1x * q1x + w2 * p2x * q2x;
+    float b = w0 * p0x * q0y + w1 * p1x * q1y + w2 * p2x * q2y;
+    float c = w0 * p0y * q0x + w1 * p1y * q1x + w2 * p2y * q2x;
+    float d = w0 * p0y * q0y + w1 * p1y * q1y + w2 * p2y * q2y;
+    float A00 = a * i0 + b * i1, A01 = a * i1 + b * i2, A10 = c * i0 + d * i1, A11 = c * i1 + d * i2;
+    /* closed-form 2D polar decomposition (eq. 11, Shoemake and Duff) */
+    float det = A00 * A11 - A01 * A10, sg = det < 0 ? -1.0f : 1.0f;
+    float u0 = A00 + sg * A11, u1 = A10 - sg * A01;
+    float lu = sqrtf(u0 * u0 + u1 * u1);
+    int rot_ok = lu > PBD_SM__POLAR_LEN_MIN_F;
+    float ilu = 1.0f / (rot_ok ? lu : 1.0f);
+    float ucs = u0 * ilu, usn = u1 * ilu;
+    float cs = rot_ok ? ucs : 1.0f, sn = rot_ok ? usn : 0.0f;
+    /* wrinkles (eqs. 16-18): V = R^T A; keep compression, clamp stretch to 1 */
+    float v00 = cs * A00 + sn * A10, v01 = cs * A01 + sn * A11;
+    float v10 = -sn * A00 + cs * A10, v11 = -sn * A01 + cs * A11;
+    float off = 0.5f * (v01 + v10), mean = 0.5f * (v00 + v11), half = 0.5f * (v00 - v11);
+    float rad = sqrtf(half * half + off * off);
+    float l1 = mean + rad, l2 = mean - rad;
+    /* the eigenvector of l1, the longer of two equivalent forms; with
+       only l1 > 1, V' = V - (l1 - 1) e e^T and A' = R V' */
+    float eax = off, eay = l1 - v00, ebx = l1 - v11, eby = off;
+    int use_a = eax * eax + eay * eay >= ebx * ebx + eby * eby;
+    float ex = use_a ? eax : ebx, ey = use_a ? eay : eby;
+    float lenE = sqrtf(ex * ex + ey * ey);
+    float ilenE = 1.0f / (lenE > 0 ? lenE : 1.0f);
+    float nex = ex * ilenE, ney = ey * ilenE;
+    ex = lenE > 0 ? nex : 1.0f;
+    ey = lenE > 0 ? ney : 0.0f;
+    float sc = l1 - 1;
+    float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
+    float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01, h11 = sn * m01 + cs * m11;
+    int both = l1 <= 1, one = l2 < 1; /* compressed both ways; only l1 stretched */
+    float c00 = both ? A00 : (one ? h00 : cs), c01 = both ? A01 : (one ? h01 : -sn);
+    float c10 = both ? A10 : (one ? h10 : sn), c11 = both ? A11 : (one ? h11 : cs);
+    float G00 = conserve ? c00 : cs, G01 = conserve ? c01 : -sn, G10 = conserve ? c10 : sn, G11 = conserve ? c11 : cs;
+    /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
+    float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
+    float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
+    float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
+    float s0 = in[4], s1 = in[9], s2 = in[14];
+    o[0] = s0 * (ax0 * g0x + ay0 * g0y);
+    o[1] = s0 * (ax1 * g0x + ay1 * g0y);
+    o[2] = s0 * (ax2 * g0x + ay2 * g0y);
+    o[3] = s1 * (ax0 * g1x + ay0 * g1y);
+    o[4] = s1 * (ax1 * g1x + ay1 * g1y);
+    o[5] = s1 * (ax2 * g1x + ay2 * g1y);
+    o[6] = s2 * (ax0 * g2x + ay0 * g2y);
+    o[7] = s2 * (ax1 * g2x + ay1 * g2y);
+    o[8] = s2 * (ax2 * g2x + ay2 * g2y);
+}
+/* Lanes first .. n-1 of S, one after the other. */
 static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve) {
     for (int i = first; i < n; ++i) {
-        float w0 = S->w[0][i], w1 = S->w[1][i], w2 = S->w[2][i], W = w0 + w1 + w2;
-        float cx = (w0 * S->px[0][i] + w1 * S->px[1][i] + w2 * S->px[2][i]) / W; /* t, eq. 4 */
-        float cy = (w0 * S->py[0][i] + w1 * S->py[1][i] + w2 * S->py[2][i]) / W;
-        float cz = (w0 * S->pz[0][i] + w1 * S->pz[1][i] + w2 * S->pz[2][i]) / W;
-        /* the projection P (eqs. 6-7); the last valid one when degenerate */
-        float e1x = S->px[1][i] - S->px[0][i], e1y = S->py[1][i] - S->py[0][i], e1z = S->pz[1][i] - S->pz[0][i];
-        float e2x = S->px[2][i] - S->px[0][i], e2y = S->py[2][i] - S->py[0][i], e2z = S->pz[2][i] - S->pz[0][i];
-        float nx = e1y * e2z - e1z * e2y, ny = e1z * e2x - e1x * e2z, nz = e1x * e2y - e1y * e2x;
-        float yx = ny * e1z - nz * e1y, yy = nz * e1x - nx * e1z, yz = nx * e1y - ny * e1x;
-        float le = sqrtf(e1x * e1x + e1y * e1y + e1z * e1z), ly = sqrtf(yx * yx + yy * yy + yz * yz);
-        int ok = le > PBD_SM__DIR_LEN_MIN_F && ly > PBD_SM__CROSS_LEN_MIN_F && ly > PBD_SM__FLAT_REL_F * le * le * le;
-        float ile = 1.0f / (ok ? le : 1.0f), ily = 1.0f / (ok ? ly : 1.0f);
-        /* every value is computed, then selected: no branch */
-        float nx0 = e1x * ile, nx1 = e1y * ile, nx2 = e1z * ile, ny0 = yx * ily, ny1 = yy * ily, ny2 = yz * ily;
-        float ax0 = ok ? nx0 : S->P[0][i], ax1 = ok ? nx1 : S->P[1][i], ax2 = ok ? nx2 : S->P[2][i];
-        float ay0 = ok ? ny0 : S->P[3][i], ay1 = ok ? ny1 : S->P[4][i], ay2 = ok ? ny2 : S->P[5][i];
-        S->o[9][i] = ax0;
-        S->o[10][i] = ax1;
-        S->o[11][i] = ax2;
-        S->o[12][i] = ay0;
-        S->o[13][i] = ay1;
-        S->o[14][i] = ay2;
-        /* the rest corners around the weighted centre, and Aqq^-1 (eq. 10) */
-        float qcx = (w0 * S->q[0][i] + w1 * S->q[2][i] + w2 * S->q[4][i]) / W;
-        float qcy = (w0 * S->q[1][i] + w1 * S->q[3][i] + w2 * S->q[5][i]) / W;
-        float q0x = S->q[0][i] - qcx, q0y = S->q[1][i] - qcy, q1x = S->q[2][i] - qcx, q1y = S->q[3][i] - qcy;
-        float q2x = S->q[4][i] - qcx, q2y = S->q[5][i] - qcy;
-        float qa = w0 * q0x * q0x + w1 * q1x * q1x + w2 * q2x * q2x;
-        float qb = w0 * q0x * q0y + w1 * q1x * q1y + w2 * q2x * q2y;
-        float qd = w0 * q0y * q0y + w1 * q1y * q1y + w2 * q2y * q2y;
-        float idet = 1.0f / (qa * qd - qb * qb);
-        float i0 = qd * idet, i1 = -qb * idet, i2 = qa * idet;
-        /* pbar (eq. 8) and Apq */
-        float rx0 = S->px[0][i] - cx, ry0 = S->py[0][i] - cy, rz0 = S->pz[0][i] - cz;
-        float rx1 = S->px[1][i] - cx, ry1 = S->py[1][i] - cy, rz1 = S->pz[1][i] - cz;
-        float rx2 = S->px[2][i] - cx, ry2 = S->py[2][i] - cy, rz2 = S->pz[2][i] - cz;
-        float p0x = ax0 * rx0 + ax1 * ry0 + ax2 * rz0, p0y = ay0 * rx0 + ay1 * ry0 + ay2 * rz0;
-        float p1x = ax0 * rx1 + ax1 * ry1 + ax2 * rz1, p1y = ay0 * rx1 + ay1 * ry1 + ay2 * rz1;
-        float p2x = ax0 * rx2 + ax1 * ry2 + ax2 * rz2, p2y = ay0 * rx2 + ay1 * ry2 + ay2 * rz2;
-        float a = w0 * p0x * q0x + w1 * p1x * q1x + w2 * p2x * q2x;
-        float b = w0 * p0x * q0y + w1 * p1x * q1y + w2 * p2x * q2y;
-        float c = w0 * p0y * q0x + w1 * p1y * q1x + w2 * p2y * q2x;
-        float d = w0 * p0y * q0y + w1 * p1y * q1y + w2 * p2y * q2y;
-        float A00 = a * i0 + b * i1, A01 = a * i1 + b * i2, A10 = c * i0 + d * i1, A11 = c * i1 + d * i2;
-        /* closed-form 2D polar decomposition (eq. 11, Shoemake and Duff) */
-        float det = A00 * A11 - A01 * A10, sg = det < 0 ? -1.0f : 1.0f;
-        float u0 = A00 + sg * A11, u1 = A10 - sg * A01;
-        float lu = sqrtf(u0 * u0 + u1 * u1);
-        int rot_ok = lu > PBD_SM__POLAR_LEN_MIN_F;
-        float ilu = 1.0f / (rot_ok ? lu : 1.0f);
-        float ucs = u0 * ilu, usn = u1 * ilu;
-        float cs = rot_ok ? ucs : 1.0f, sn = rot_ok ? usn : 0.0f;
-        /* wrinkles (eqs. 16-18): V = R^T A; keep compression, clamp stretch to 1 */
-        float v00 = cs * A00 + sn * A10, v01 = cs * A01 + sn * A11;
-        float v10 = -sn * A00 + cs * A10, v11 = -sn * A01 + cs * A11;
-        float off = 0.5f * (v01 + v10), mean = 0.5f * (v00 + v11), half = 0.5f * (v00 - v11);
-        float rad = sqrtf(half * half + off * off);
-        float l1 = mean + rad, l2 = mean - rad;
-        /* the eigenvector of l1, the longer of two equivalent forms; with
-           only l1 > 1, V' = V - (l1 - 1) e e^T and A' = R V' */
-        float eax = off, eay = l1 - v00, ebx = l1 - v11, eby = off;
-        int use_a = eax * eax + eay * eay >= ebx * ebx + eby * eby;
-        float ex = use_a ? eax : ebx, ey = use_a ? eay : eby;
-        float lenE = sqrtf(ex * ex + ey * ey);
-        float ilenE = 1.0f / (lenE > 0 ? lenE : 1.0f);
-        float nex = ex * ilenE, ney = ey * ilenE;
-        ex = lenE > 0 ? nex : 1.0f;
-        ey = lenE > 0 ? ney : 0.0f;
-        float sc = l1 - 1;
-        float m00 = v00 - sc * ex * ex, m01 = off - sc * ex * ey, m11 = v11 - sc * ey * ey;
-        float h00 = cs * m00 - sn * m01, h01 = cs * m01 - sn * m11, h10 = sn * m00 + cs * m01,
-              h11 = sn * m01 + cs * m11;
-        int both = l1 <= 1, one = l2 < 1; /* compressed both ways; only l1 stretched */
-        float c00 = both ? A00 : (one ? h00 : cs), c01 = both ? A01 : (one ? h01 : -sn);
-        float c10 = both ? A10 : (one ? h10 : sn), c11 = both ? A11 : (one ? h11 : cs);
-        float G00 = conserve ? c00 : cs, G01 = conserve ? c01 : -sn, G10 = conserve ? c10 : sn,
-              G11 = conserve ? c11 : cs;
-        /* goals g = G q' (eq. 12), dxbar = s (g - pbar), dx = P^T dxbar */
-        float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
-        float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
-        float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
-        float s0 = S->s[0][i], s1 = S->s[1][i], s2 = S->s[2][i];
-        S->o[0][i] = s0 * (ax0 * g0x + ay0 * g0y);
-        S->o[1][i] = s0 * (ax1 * g0x + ay1 * g0y);
-        S->o[2][i] = s0 * (ax2 * g0x + ay2 * g0y);
-        S->o[3][i] = s1 * (ax0 * g1x + ay0 * g1y);
-        S->o[4][i] = s1 * (ax1 * g1x + ay1 * g1y);
-        S->o[5][i] = s1 * (ax2 * g1x + ay2 * g1y);
-        S->o[6][i] = s2 * (ax0 * g2x + ay0 * g2y);
-        S->o[7][i] = s2 * (ax1 * g2x + ay1 * g2y);
-        S->o[8][i] = s2 * (ax2 * g2x + ay2 * g2y);
+        float in[PBD_SM__TRI_IN], o[PBD_SM__TRI_OUT];
+        for (int j = 0; j < 3; ++j) {
+            in[5 * j] = S->px[j][i];
+            in[5 * j + 1] = S->py[j][i];
+            in[5 * j + 2] = S->pz[j][i];
+            in[5 * j + 3] = S->w[j][i];
+            in[5 * j + 4] = S->s[j][i];
+        }
+        for (int k = 0; k < 6; ++k) {
+            in[15 + k] = S->q[k][i];
+            in[21 + k] = S->P[k][i];
+        }
+        pbd_sm__tri_lane(in, conserve, o);
+        for (int k = 0; k < PBD_SM__TRI_OUT; ++k) S->o[k][i] = o[k];
     }
 }
 
@@ -7844,26 +7879,52 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
    positions x (4 floats per vertex): 9 floats of corner corrections per
    triangle into out. conserve: the wrinkle-conserving transformation of
    eqs. 16-18. The last valid projection P is kept for degenerate ones. */
+/* Triangle t's inputs (pbd_sm__tri_lane's packing): a pinned corner
+   weighs 1000 times its mass and takes no correction. */
+static PBD_HD void pbd_sm__tri_load(const pbd_sm__level *L, int t, const float *x, float alpha, float *in) {
+    const int *T = L->tri + 3 * t;
+    for (int j = 0; j < 3; ++j) {
+        const float *p = x + 4 * T[j];
+        int pinned = !(p[3] > 0);
+        in[5 * j] = p[0];
+        in[5 * j + 1] = p[1];
+        in[5 * j + 2] = p[2];
+        in[5 * j + 3] = pinned ? 1000.0f * L->mt[T[j]] : L->mt[T[j]];
+        in[5 * j + 4] = pinned ? 0.0f : alpha * L->inv_rt[T[j]];
+    }
+    for (int k = 0; k < 6; ++k) {
+        in[15 + k] = L->tq[6 * t + k];
+        in[21 + k] = L->tP[6 * t + k];
+    }
+}
+/* One triangle alone (a GPU thread's): its 9 corrections into out, its
+   projection kept. */
+static PBD_HD void pbd_sm__tri_one(pbd_sm__level *L, int t, const float *x, int conserve, float alpha, float *out) {
+    float in[PBD_SM__TRI_IN], o[PBD_SM__TRI_OUT];
+    pbd_sm__tri_load(L, t, x, alpha, in);
+    pbd_sm__tri_lane(in, conserve, o);
+    for (int k = 0; k < 9; ++k) out[k] = o[k];
+    for (int k = 0; k < 6; ++k) L->tP[6 * t + k] = o[9 + k];
+}
+
 static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float *x, int conserve, float alpha,
                               int simd, float *out) {
     /* inputs and outputs in local SoA arrays: the maths touches no memory
        the compiler could think aliased */
     pbd_sm__tri_soa S;
     for (int i = 0; i < n; ++i) {
-        int t = t0 + i;
-        const int *T = L->tri + 3 * t;
+        float in[PBD_SM__TRI_IN];
+        pbd_sm__tri_load(L, t0 + i, x, alpha, in);
         for (int j = 0; j < 3; ++j) {
-            const float *p = x + 4 * T[j];
-            int pinned = !(p[3] > 0);
-            S.px[j][i] = p[0];
-            S.py[j][i] = p[1];
-            S.pz[j][i] = p[2];
-            S.w[j][i] = pinned ? 1000.0f * L->mt[T[j]] : L->mt[T[j]];
-            S.s[j][i] = pinned ? 0.0f : alpha * L->inv_rt[T[j]];
+            S.px[j][i] = in[5 * j];
+            S.py[j][i] = in[5 * j + 1];
+            S.pz[j][i] = in[5 * j + 2];
+            S.w[j][i] = in[5 * j + 3];
+            S.s[j][i] = in[5 * j + 4];
         }
         for (int k = 0; k < 6; ++k) {
-            S.q[k][i] = L->tq[6 * t + k];
-            S.P[k][i] = L->tP[6 * t + k];
+            S.q[k][i] = in[15 + k];
+            S.P[k][i] = in[21 + k];
         }
     }
     int i = 0;
@@ -7880,56 +7941,42 @@ static void pbd_sm__tri_block(const pbd_sm__level *L, int t0, int n, const float
     }
 }
 
-/* 1D shape matching of edges e0 .. e0+n-1 (section 4.2, eqs. 14-15): 6
-   floats per edge into out. On coarse levels (conserve) a compressed edge
+/* 1D shape matching of edge e (section 4.2, eqs. 14-15): 6 floats into
+   out. On coarse levels (conserve) a compressed edge
    is skipped, keeping the fine wrinkle. */
+static PBD_HD void pbd_sm__edge_one(const pbd_sm__level *L, int e, const float *x, int conserve, float beta,
+                                    float *out) {
+    int ia = L->edge[2 * e], ib = L->edge[2 * e + 1];
+    const float *pa = x + 4 * ia, *pb = x + 4 * ib;
+    int fa = !(pa[3] > 0), fb = !(pb[3] > 0);
+    float ax = pa[0], ay = pa[1], az = pa[2], bx = pb[0], by = pb[1], bz = pb[2];
+    float wa = fa ? 1000.0f * L->me[ia] : L->me[ia], wb = fb ? 1000.0f * L->me[ib] : L->me[ib];
+    float sa = fa ? 0.0f : beta * L->inv_re[ia], sb = fb ? 0.0f : beta * L->inv_re[ib];
+    float l0 = L->eq[3 * e + 2];
+    float dxx = bx - ax, dyy = by - ay, dzz = bz - az;
+    float len = sqrtf(dxx * dxx + dyy * dyy + dzz * dzz);
+    int active = len > PBD_SM__DIR_LEN_MIN_F && !(conserve && len < l0);
+    float il = 1.0f / (active ? len : 1.0f);
+    float ux = dxx * il, uy = dyy * il, uz = dzz * il;
+    float W = wa + wb;
+    float q1 = l0 * wb / W, q2 = l0 * wa / W; /* |x^0 - t^0| for these weights */
+    float tx = (wa * ax + wb * bx) / W, ty = (wa * ay + wb * by) / W, tz = (wa * az + wb * bz) / W;
+    float ka = active ? sa : 0.0f, kb = active ? sb : 0.0f;
+    out[0] = ka * (tx - q1 * ux - ax);
+    out[1] = ka * (ty - q1 * uy - ay);
+    out[2] = ka * (tz - q1 * uz - az);
+    out[3] = kb * (tx + q2 * ux - bx);
+    out[4] = kb * (ty + q2 * uy - by);
+    out[5] = kb * (tz + q2 * uz - bz);
+}
 static void pbd_sm__edge_block(const pbd_sm__level *L, int e0, int n, const float *x, int conserve, float beta,
                                float *out) {
-    enum { B = PBD_SM__BLOCK };
-    float ax[B], ay[B], az[B], bx[B], by[B], bz[B], wa[B], wb[B], sa[B], sb[B], l0s[B], o[6][B];
-    for (int i = 0; i < n; ++i) {
-        int ia = L->edge[2 * (e0 + i)], ib = L->edge[2 * (e0 + i) + 1];
-        const float *pa = x + 4 * ia, *pb = x + 4 * ib;
-        int fa = !(pa[3] > 0), fb = !(pb[3] > 0);
-        ax[i] = pa[0];
-        ay[i] = pa[1];
-        az[i] = pa[2];
-        bx[i] = pb[0];
-        by[i] = pb[1];
-        bz[i] = pb[2];
-        wa[i] = fa ? 1000.0f * L->me[ia] : L->me[ia];
-        wb[i] = fb ? 1000.0f * L->me[ib] : L->me[ib];
-        sa[i] = fa ? 0.0f : beta * L->inv_re[ia];
-        sb[i] = fb ? 0.0f : beta * L->inv_re[ib];
-        l0s[i] = L->eq[3 * (e0 + i) + 2];
-    }
-    for (int i = 0; i < n; ++i) {
-        float l0 = l0s[i];
-        float dxx = bx[i] - ax[i], dyy = by[i] - ay[i], dzz = bz[i] - az[i];
-        float len = sqrtf(dxx * dxx + dyy * dyy + dzz * dzz);
-        int active = len > PBD_SM__DIR_LEN_MIN_F && !(conserve && len < l0);
-        float il = 1.0f / (active ? len : 1.0f);
-        float ux = dxx * il, uy = dyy * il, uz = dzz * il;
-        float W = wa[i] + wb[i];
-        float q1 = l0 * wb[i] / W, q2 = l0 * wa[i] / W; /* |x^0 - t^0| for these weights */
-        float tx = (wa[i] * ax[i] + wb[i] * bx[i]) / W, ty = (wa[i] * ay[i] + wb[i] * by[i]) / W,
-              tz = (wa[i] * az[i] + wb[i] * bz[i]) / W;
-        float sai = sa[i], sbi = sb[i];
-        float ka = active ? sai : 0.0f, kb = active ? sbi : 0.0f;
-        o[0][i] = ka * (tx - q1 * ux - ax[i]);
-        o[1][i] = ka * (ty - q1 * uy - ay[i]);
-        o[2][i] = ka * (tz - q1 * uz - az[i]);
-        o[3][i] = kb * (tx + q2 * ux - bx[i]);
-        o[4][i] = kb * (ty + q2 * uy - by[i]);
-        o[5][i] = kb * (tz + q2 * uz - bz[i]);
-    }
-    for (int i = 0; i < n; ++i)
-        for (int k = 0; k < 6; ++k) out[6 * i + k] = o[k][i];
+    for (int i = 0; i < n; ++i) pbd_sm__edge_one(L, e0 + i, x, conserve, beta, out + 6 * i);
 }
 
 /* --- passes ------------------------------------------------------------------- */
 
-static void pbd_sm__add3(float *x, const float *d) {
+static PBD_HD void pbd_sm__add3(float *x, const float *d) {
     x[0] += d[0];
     x[1] += d[1];
     x[2] += d[2];
@@ -7937,13 +7984,14 @@ static void pbd_sm__add3(float *x, const float *d) {
 
 /* Gathers the corrections of every element end of each vertex (in element
    order: deterministic for any thread count) and applies them. */
+static PBD_HD void pbd_sm__gather_vertex(int v, float *x, const int *start, const int *list, const float *dx) {
+    float s[3] = {0, 0, 0};
+    for (int e = start[v]; e < start[v + 1]; ++e) pbd_sm__add3(s, dx + 3 * list[e]);
+    pbd_sm__add3(x + 4 * v, s);
+}
 static void pbd_sm__gather(int nv, float *x, const int *start, const int *list, const float *dx) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int v = 0; v < nv; ++v) {
-        float s[3] = {0, 0, 0};
-        for (int e = start[v]; e < start[v + 1]; ++e) pbd_sm__add3(s, dx + 3 * list[e]);
-        pbd_sm__add3(x + 4 * v, s);
-    }
+    for (int v = 0; v < nv; ++v) pbd_sm__gather_vertex(v, x, start, list, dx);
 }
 
 /* One element type of one level: two-pass (blocks of goals into the
@@ -7999,63 +8047,69 @@ static void pbd_sm__level_match(const pbd_sm__cloth *c, pbd_sm__level *L, float 
     if (c->alpha > 0) pbd_sm__match(c, L, x, conserve, 3);
 }
 
+static PBD_HD void pbd_sm__store_vertex(pbd_sm__level *L, const float *x, int v) {
+    memcpy(L->xhat + 4 * v, x + 4 * v, 4 * sizeof(float));
+}
 static void pbd_sm__store(pbd_sm__level *L, const float *x) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int v = 0; v < L->nv; ++v) memcpy(L->xhat + 4 * v, x + 4 * v, 4 * sizeof(float));
+    for (int v = 0; v < L->nv; ++v) pbd_sm__store_vertex(L, x, v);
 }
 
 /* x_c += R (x_f - xhat_f): restriction of the position differences. */
+static PBD_HD void pbd_sm__restrict_vertex(pbd_sm__level *C, const pbd_sm__level *F, const float *xf, int v) {
+    if (!(C->x[4 * v + 3] > 0)) return;
+    float s[3] = {0, 0, 0};
+    for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
+        int f = C->res_idx[e];
+        float wv = C->res_w[e];
+        for (int k = 0; k < 3; ++k) s[k] += wv * (xf[4 * f + k] - F->xhat[4 * f + k]);
+    }
+    pbd_sm__add3(C->x + 4 * v, s);
+}
 static void pbd_sm__restrict(pbd_sm__level *C, const pbd_sm__level *F, const float *xf) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int v = 0; v < C->nv; ++v) {
-        if (!(C->x[4 * v + 3] > 0)) continue;
-        float s[3] = {0, 0, 0};
-        for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
-            int f = C->res_idx[e];
-            float wv = C->res_w[e];
-            for (int k = 0; k < 3; ++k) s[k] += wv * (xf[4 * f + k] - F->xhat[4 * f + k]);
-        }
-        pbd_sm__add3(C->x + 4 * v, s);
-    }
+    for (int v = 0; v < C->nv; ++v) pbd_sm__restrict_vertex(C, F, xf, v);
 }
 
 /* x_f += P (x_c - xhat_c): prolongation of the position differences. */
+static PBD_HD void pbd_sm__prolong_vertex(const pbd_sm__level *C, float *xf, int f) {
+    if (!(xf[4 * f + 3] > 0)) return;
+    float s[3] = {0, 0, 0};
+    for (int k = 0; k < 3; ++k) {
+        int v = C->pro_idx[3 * f + k];
+        float wv = C->pro_w[3 * f + k];
+        for (int j = 0; j < 3; ++j) s[j] += wv * (C->x[4 * v + j] - C->xhat[4 * v + j]);
+    }
+    pbd_sm__add3(xf + 4 * f, s);
+}
 static void pbd_sm__prolong(const pbd_sm__level *C, const pbd_sm__level *F, float *xf) {
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int f = 0; f < F->nv; ++f) {
-        if (!(xf[4 * f + 3] > 0)) continue;
-        float s[3] = {0, 0, 0};
-        for (int k = 0; k < 3; ++k) {
-            int v = C->pro_idx[3 * f + k];
-            float wv = C->pro_w[3 * f + k];
-            for (int j = 0; j < 3; ++j) s[j] += wv * (C->x[4 * v + j] - C->xhat[4 * v + j]);
-        }
-        pbd_sm__add3(xf + 4 * f, s);
-    }
+    for (int f = 0; f < F->nv; ++f) pbd_sm__prolong_vertex(C, xf, f);
 }
 
 /* Coarse positions from the finest at the start of a V-cycle (section 4.3):
    nested levels copy their vertices (with the inverse mass, so pins hold),
    non-nested ones take the restriction of the positions. */
+static PBD_HD void pbd_sm__sync_vertex(pbd_sm__level *C, const float *xf, int v) {
+    float *xc = C->x + 4 * v;
+    if (C->fine_of) {
+        memcpy(xc, xf + 4 * C->fine_of[v], 4 * sizeof(float));
+        return;
+    }
+    float s[3] = {0, 0, 0};
+    for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
+        for (int k = 0; k < 3; ++k) s[k] += C->res_w[e] * xf[4 * C->res_idx[e] + k];
+    xc[0] = s[0];
+    xc[1] = s[1];
+    xc[2] = s[2];
+    xc[3] = 1.0f / C->mass[v];
+}
 static void pbd_sm__sync_coarse(pbd_sm__cloth *c, float *xfine) {
     for (int l = c->nlevels - 1; l > 0; --l) {
         pbd_sm__level *F = &c->lv[l], *C = &c->lv[l - 1];
         const float *xf = l == c->nlevels - 1 ? xfine : F->x;
         PBD_SM__PRAGMA(omp for schedule(static))
-        for (int v = 0; v < C->nv; ++v) {
-            float *xc = C->x + 4 * v;
-            if (C->fine_of) {
-                memcpy(xc, xf + 4 * C->fine_of[v], 4 * sizeof(float));
-                continue;
-            }
-            float s[3] = {0, 0, 0};
-            for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
-                for (int k = 0; k < 3; ++k) s[k] += C->res_w[e] * xf[4 * C->res_idx[e] + k];
-            xc[0] = s[0];
-            xc[1] = s[1];
-            xc[2] = s[2];
-            xc[3] = 1.0f / C->mass[v];
-        }
+        for (int v = 0; v < C->nv; ++v) pbd_sm__sync_vertex(C, xf, v);
     }
 }
 
@@ -8100,59 +8154,61 @@ static void pbd_sm__vcycle(pbd_sm__cloth *c, float *x) {
    h^2 lambda_max(M'^-1 k Q) <= max_i h^2 k G_i / m'_i < 1 and the step is
    stable for any h, while modes that explicit Euler resolves
    (h^2 k w G << 1) are left as they were. */
+/* Vertex i of the finest level (x, v, p: the cloth's particles). */
+static PBD_HD void pbd_sm__bend_vertex(const pbd_sm__cloth *c, const float *x, float *v, float *p, float h, int i) {
+    float k = c->bending, w0 = x[4 * i + 3];
+    if (!(w0 > 0)) return;
+    float wi = w0 / (1.0f + h * h * k * w0 * c->q_row[i]);
+    float f[3] = {0, 0, 0};
+    for (int e = c->q_start[i]; e < c->q_start[i + 1]; ++e) {
+        const float *xj = x + 4 * c->q_idx[e];
+        float q = c->q_val[e];
+        f[0] += q * xj[0];
+        f[1] += q * xj[1];
+        f[2] += q * xj[2];
+    }
+    for (int j = 0; j < 3; ++j) {
+        float dv = -k * h * wi * f[j];
+        v[4 * i + j] += dv;
+        p[4 * i + j] += h * dv;
+    }
+}
 static void pbd_sm__bend(pbd_sm__cloth *c, const pbd_solve_context *s) {
     const pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = s->x + 4 * c->particles.first;
     float *v = s->v + 4 * c->particles.first, *p = s->p + 4 * c->particles.first;
-    float k = c->bending, h = s->h;
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int i = 0; i < L->nv; ++i) {
-        float w0 = x[4 * i + 3];
-        if (!(w0 > 0)) continue;
-        float wi = w0 / (1.0f + h * h * k * w0 * c->q_row[i]);
-        float f[3] = {0, 0, 0};
-        for (int e = c->q_start[i]; e < c->q_start[i + 1]; ++e) {
-            const float *xj = x + 4 * c->q_idx[e];
-            float q = c->q_val[e];
-            f[0] += q * xj[0];
-            f[1] += q * xj[1];
-            f[2] += q * xj[2];
-        }
-        for (int j = 0; j < 3; ++j) {
-            float dv = -k * h * wi * f[j];
-            v[4 * i + j] += dv;
-            p[4 * i + j] += h * dv;
-        }
-    }
+    for (int i = 0; i < L->nv; ++i) pbd_sm__bend_vertex(c, x, v, p, s->h, i);
 }
 
 /* Per-triangle damping (eqs. 19-20) of the finest level's velocities. We
    use the unit r_i (k_d becomes a dimensionless fraction in [0, 1] of the
    radial relative velocity removed) and, as for the shape-matching
    corrections, average over the triangles of a vertex. */
+/* Triangle t's corrections of its corners' velocities into L->tdx. */
+static PBD_HD void pbd_sm__damp_triangle(pbd_sm__level *L, const float *x, const float *v, float kd, int t) {
+    const int *T = L->tri + 3 * t;
+    float m[3] = {L->mass[T[0]], L->mass[T[1]], L->mass[T[2]]}, M = m[0] + m[1] + m[2];
+    float xc[3], vc[3];
+    for (int k = 0; k < 3; ++k) {
+        xc[k] = (m[0] * x[4 * T[0] + k] + m[1] * x[4 * T[1] + k] + m[2] * x[4 * T[2] + k]) / M;
+        vc[k] = (m[0] * v[4 * T[0] + k] + m[1] * v[4 * T[1] + k] + m[2] * v[4 * T[2] + k]) / M;
+    }
+    for (int j = 0; j < 3; ++j) {
+        float r[3], dv[3], *o = L->tdx + 9 * t + 3 * j;
+        pbd_sm__sub3(x + 4 * T[j], xc, r);
+        pbd_sm__sub3(v + 4 * T[j], vc, dv);
+        float rr = pbd_sm__dot3(r, r);
+        float s2 = rr > 0 && x[4 * T[j] + 3] > 0 ? -kd * L->inv_rt[T[j]] * pbd_sm__dot3(r, dv) / rr : 0.0f;
+        for (int k = 0; k < 3; ++k) o[k] = s2 * r[k];
+    }
+}
 static void pbd_sm__damp(pbd_sm__cloth *c, const pbd_solve_context *s) {
     pbd_sm__level *L = &c->lv[c->nlevels - 1];
     const float *x = s->x + 4 * c->particles.first;
     float *v = s->v + 4 * c->particles.first;
-    float kd = c->damping;
     PBD_SM__PRAGMA(omp for schedule(static))
-    for (int t = 0; t < L->nt; ++t) {
-        const int *T = L->tri + 3 * t;
-        float m[3] = {L->mass[T[0]], L->mass[T[1]], L->mass[T[2]]}, M = m[0] + m[1] + m[2];
-        float xc[3], vc[3];
-        for (int k = 0; k < 3; ++k) {
-            xc[k] = (m[0] * x[4 * T[0] + k] + m[1] * x[4 * T[1] + k] + m[2] * x[4 * T[2] + k]) / M;
-            vc[k] = (m[0] * v[4 * T[0] + k] + m[1] * v[4 * T[1] + k] + m[2] * v[4 * T[2] + k]) / M;
-        }
-        for (int j = 0; j < 3; ++j) {
-            float r[3], dv[3], *o = L->tdx + 9 * t + 3 * j;
-            pbd_sm__sub3(x + 4 * T[j], xc, r);
-            pbd_sm__sub3(v + 4 * T[j], vc, dv);
-            float rr = pbd_sm__dot3(r, r);
-            float s2 = rr > 0 && x[4 * T[j] + 3] > 0 ? -kd * L->inv_rt[T[j]] * pbd_sm__dot3(r, dv) / rr : 0.0f;
-            for (int k = 0; k < 3; ++k) o[k] = s2 * r[k];
-        }
-    }
+    for (int t = 0; t < L->nt; ++t) pbd_sm__damp_triangle(L, x, v, c->damping, t);
     pbd_sm__gather(L->nv, v, L->vt_start, L->vt_list, L->tdx);
 }
 
@@ -8160,15 +8216,15 @@ static void pbd_sm__damp(pbd_sm__cloth *c, const pbd_solve_context *s) {
 
 static void pbd_sm__cloth_begin_substep(void *user, const pbd_solve_context *s) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)user;
-    if (c->bending > 0) pbd_sm__bend(c, s);
+    if (c->bending > 0 && !pbd_sm__cloth_gpu(c, s, PBD_SM__CUDA_BEGIN)) pbd_sm__bend(c, s);
 }
 static void pbd_sm__cloth_project(void *user, const pbd_solve_context *s) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)user;
-    pbd_sm__vcycle(c, s->p + 4 * c->particles.first);
+    if (!pbd_sm__cloth_gpu(c, s, PBD_SM__CUDA_PROJECT)) pbd_sm__vcycle(c, s->p + 4 * c->particles.first);
 }
 static void pbd_sm__cloth_end_substep(void *user, const pbd_solve_context *s) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)user;
-    if (c->damping > 0) pbd_sm__damp(c, s);
+    if (c->damping > 0 && !pbd_sm__cloth_gpu(c, s, PBD_SM__CUDA_END)) pbd_sm__damp(c, s);
 }
 static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm__cloth *)user); }
 static int pbd_sm__cloth_uses(void *user, const unsigned char *marked, int n) {
@@ -8344,7 +8400,11 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
 PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d, pbd_sm_cloth *out,
                                        pbd_range *particles) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: w is NULL");
-    if (pbd_world_device(w) == PBD_DEVICE_GPU) return pbd_sm__not_on_gpu(w, "pbd_sm_add_cloth");
+#if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU)
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "pbd_sm_add_cloth: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
+#endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
     pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
     if (r != PBD_OK) return r;
@@ -8376,6 +8436,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.end_substep = pbd_sm__cloth_end_substep;
     pl.destroy = pbd_sm__cloth_destroy;
     pl.uses_particles = pbd_sm__cloth_uses;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) { /* its arrays on the device, its callbacks launch kernels */
+        pl.device = 1;
+        if (!pbd_sm__cuda_cloth(c, sizeof *c, NULL, PBD_SM__CUDA_UPLOAD)) {
+            pbd_remove_particles(w, c->particles);
+            pbd_sm__cloth_free(c);
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY,
+                                  "pbd_sm_add_cloth: out of device memory for a cloth of %d vertices", F->nv);
+        }
+    }
+#endif
     r = pbd_add_plugin(w, &pl, &c->plugin);
     if (r != PBD_OK) {
         pbd_remove_particles(w, c->particles); /* nothing else uses them yet */
@@ -8430,6 +8501,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_world *w, pbd_sm_cloth cloth,
                               "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)",
                               level);
     const pbd_sm__level *L = &c->lv[level];
+    if (positions && level < c->nlevels - 1) pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_FETCH);
     if (vertex_count) *vertex_count = L->nv;
     if (triangle_count) *triangle_count = L->nt;
     if (triangles) *triangles = L->tri;

@@ -61,8 +61,7 @@ int main(int argc, char **argv) {
     const float sphere_centre[3] = {0.0f, 0.35f, 0.0f}, sphere_radius = 0.35f;
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* the multi-resolution cloth is not on the GPU yet: a GPU world refuses it */
-    wd.substeps = 4;            /* one V-cycle per 1/240 s */
+    wd.substeps = 4; /* one V-cycle per 1/240 s */
     wd.iterations = 1;
     pbd_world *w = NULL;
     if (check(pbd_world_create(&wd, &w), "pbd_world_create", NULL)) return 1;

@@ -12,8 +12,9 @@
    flag in an acceleration field, a user plugin with every callback, cloth self-collision (with the fail-safe), snapshot
    and restore mid-run, and a non-finite step's rollback; pbd_sm.h's
    surface volume, shape-matching bodies (a plastic lattice jelly, rigid
-   bodies, octree, region-list and mesh-path sums) and an
-   oriented-particle plant; the setters a game calls every frame (what
+   bodies, octree, region-list and mesh-path sums), an oriented-particle
+   plant and the multi-resolution cloth in both schemes (with an overflow
+   colour); the setters a game calls every frame (what
    they send). The emulation runs each launch's threads in a shuffled order
    on several threads, so every GPU world runs twice, with two seeds: a
    race between threads of one launch changes the bits with the order.
@@ -756,7 +757,7 @@ static void build_sm_sums(pbd_world *w) {
         free(start);
         free(list);
     }
-    float o[3] = {0.4f, 0.5f, 0}, u[3] = {0.04f, 0, 0}, v[3] = {0, 0, 0.04f};
+    float o[3] = {0.4f, 0.5f, 0}, u[3] = {0.3f, 0, 0}, v[3] = {0, 0, 0.3f};
     pbd_mesh m;
     CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
     pbd_particles_desc pd = pbd_particles_desc_default();
@@ -837,6 +838,65 @@ static void frame_oriented(pbd_world *w, int frame) {
     }
 }
 
+/* pbd_sm.h's multi-resolution cloth (a device plugin): a 16 x 16 cloth of
+   4 levels pinned at two corners falling onto a sphere, with bending,
+   damping and wrinkle conservation; nested levels in the independent
+   sets scheme (colours, and an overflow colour on the coarse levels),
+   centroid levels in the two-pass scheme (goals, then gathers). */
+static pbd_sm_cloth mr_cloth;
+static void build_multires(pbd_world *w, int nested, pbd_sm_cloth_scheme scheme) {
+    ground(w);
+    float c[3] = {0.05f, 0.45f, 0.1f};
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.25f, 0.5f, NULL));
+    float o[3] = {-0.4f, 0.8f, -0.4f}, u[3] = {0.8f, 0, 0}, v[3] = {0, 0, 0.8f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
+    int keep[2] = {0, 15};
+    pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
+    d.positions = m.positions;
+    d.vertex_count = m.vertex_count;
+    d.triangles = m.triangles;
+    d.triangle_count = m.triangle_count;
+    d.levels = 4;
+    d.nested = nested;
+    d.scheme = scheme;
+    d.keep_vertices = keep;
+    d.keep_count = 2;
+    d.damping = 0.2f;
+    d.bending_stiffness = 1e-3f;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_sm_add_cloth(w, &d, &mr_cloth, &r));
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    CHECK_OK(pbd_particle_pin(w, r.first + 15));
+    pbd_mesh_free(&m);
+}
+/* and a disc of 72 triangles around a hub (an overflow colour: the hub's
+   triangles one after the other), falling beside it */
+static void build_multires_sets(pbd_world *w) {
+    build_multires(w, 1, PBD_SM_CLOTH_INDEPENDENT_SETS);
+    enum { RIM = 72 };
+    float x[3 * (RIM + 1)] = {0.6f, 0.9f, 0.5f};
+    int tri[3 * RIM];
+    for (int i = 0; i < RIM; ++i) {
+        float a = 6.2831853f * (float)i / RIM;
+        x[3 * (i + 1)] = 0.6f + 0.15f * cosf(a);
+        x[3 * (i + 1) + 1] = 0.9f + 0.02f * sinf(3 * a);
+        x[3 * (i + 1) + 2] = 0.5f + 0.15f * sinf(a);
+        tri[3 * i] = 0, tri[3 * i + 1] = 1 + (i + 1) % RIM, tri[3 * i + 2] = 1 + i;
+    }
+    pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
+    d.positions = x;
+    d.vertex_count = RIM + 1;
+    d.triangles = tri;
+    d.triangle_count = RIM;
+    d.levels = 1;
+    CHECK_OK(pbd_sm_add_cloth(w, &d, NULL, NULL));
+}
+static void build_multires_two_pass(pbd_world *w) { build_multires(w, 0, PBD_SM_CLOTH_TWO_PASS); }
+static void frame_multires(pbd_world *w, int frame) {
+    if (frame == 20) CHECK_OK(pbd_sm_cloth_set_stiffness(w, mr_cloth, 0.8f, 0.6f)); /* a setter between steps */
+}
+
 static const scene scenes[] = {
     {"cloth on colliders", build_cloth, frame_cloth, 60},
     {"soft body, balloon, isometric cloth; a removal", build_bodies, frame_bodies, 60},
@@ -856,6 +916,8 @@ static const scene scenes[] = {
     {"pbd_sm.h: a plastic lattice jelly and rigid bodies", build_sm_bodies, frame_sm_bodies, 50},
     {"pbd_sm.h: octree, region lists (quadratic) and mesh paths", build_sm_sums, NULL, 40},
     {"pbd_sm.h: an oriented-particle plant", build_oriented, frame_oriented, 40},
+    {"pbd_sm.h: a multi-resolution cloth, nested, independent sets", build_multires_sets, frame_multires, 40},
+    {"pbd_sm.h: a multi-resolution cloth, centroids, two-pass", build_multires_two_pass, frame_multires, 40},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -1300,35 +1362,35 @@ TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
     }
 }
 
-/* What of pbd_sm.h is not on the GPU yet (the multi-resolution cloth): a
-   GPU world refuses it by name (rather than run its plugin on the host),
-   unchanged; a CPU world takes it. */
-TEST(cuda_pbd_sm_is_refused_by_name_until_it_is_ported) {
+/* A multi-resolution cloth on a GPU world: its coarse levels' positions
+   (pbd_sm_cloth_level) are the device's, the CPU world's bits; its
+   removal frees it while the world steps on. */
+TEST(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world) {
     NEEDS_GPU();
-    pbd_world *w = world_on(PBD_DEVICE_GPU), *cpu = world_on(PBD_DEVICE_CPU);
-    if (!w || !cpu) goto done;
-    {
-        build_cloth(w);
-        int n = pbd_world_particle_count(w);
-        size_t size = pbd_world_snapshot_size(w);
-        float o[3] = {0, 1, 0}, u[3] = {0.05f, 0, 0}, v[3] = {0, 0, 0.05f};
-        pbd_mesh m;
-        CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
-        pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
-        cd.positions = m.positions;
-        cd.vertex_count = m.vertex_count;
-        cd.triangles = m.triangles;
-        cd.triangle_count = m.triangle_count;
-        CHECK_RESULT(pbd_sm_add_cloth(w, &cd, NULL, NULL), PBD_ERROR_UNSUPPORTED);
-        CHECK(strstr(pbd_world_last_error(w), "pbd_sm_add_cloth: not on the GPU yet") != NULL);
-        CHECK(pbd_world_particle_count(w) == n && pbd_world_snapshot_size(w) == size && pbd_world_plugin_count(w) == 0);
-        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        CHECK_OK(pbd_sm_add_cloth(cpu, &cd, NULL, NULL));
-        pbd_mesh_free(&m);
+    pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+    pbd_sm_cloth cl[2];
+    if (!ws[0] || !ws[1]) goto done;
+    for (int k = 0; k < 2; ++k) {
+        build_multires(ws[k], 0, PBD_SM_CLOTH_INDEPENDENT_SETS);
+        cl[k] = mr_cloth;
+        for (int s = 0; s < 15; ++s) CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
     }
+    for (int l = 0; l < 4; ++l) {
+        int nv[2] = {0, 1};
+        const float *x[2] = {NULL, NULL};
+        for (int k = 0; k < 2; ++k) CHECK_OK(pbd_sm_cloth_level(ws[k], cl[k], l, &nv[k], NULL, NULL, &x[k]));
+        CHECK_MSG(nv[0] == nv[1] && x[0] && x[1] && !memcmp(x[0], x[1], sizeof(float) * 4 * (size_t)nv[0]), "level %d",
+                  l);
+    }
+    for (int k = 0; k < 2; ++k) {
+        CHECK_OK(pbd_sm_remove_cloth(ws[k], cl[k]));
+        CHECK(pbd_world_plugin_count(ws[k]) == 0);
+        CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+    }
+    same_bits("a cloth removed", 0, ws[0], ws[1]);
 done:
-    pbd_world_destroy(w);
-    pbd_world_destroy(cpu);
+    pbd_world_destroy(ws[0]);
+    pbd_world_destroy(ws[1]);
 }
 
 /* Oriented particles on a GPU world: the getters (orientations, angular
@@ -1877,7 +1939,7 @@ void suite_cuda(void) {
     RUN(cuda_a_surface_volume_reads_sets_and_goes_on_a_gpu_world);
     RUN(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world);
     RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
-    RUN(cuda_pbd_sm_is_refused_by_name_until_it_is_ported);
+    RUN(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
