@@ -100,7 +100,11 @@
        PDM's coarse features on its feature mesh, then its heights along
        the detail mesh's normals; WPSD's edge strains, pose weights per
        coarse vertex, then its blended displacements), with the CPU's
-       bits; wrinkle meshes stay on the CPU.
+       bits. A wrinkle mesh's fine cloth can be a GPU world
+       (pbd_up_wrinkle_desc.device): pbd.h's kernels solve it, its
+       one-sided projection is a device plugin, and each update sends the
+       attachment targets and the projection's planes, which the host
+       computes from your host coarse positions.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -2659,6 +2663,51 @@ extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve
                     (const float *)F->tdx);
     }
     return 1;
+}
+
+/* A wrinkle mesh's fine cloth on a GPU world (pbd_up_wrinkle_desc.device):
+   pbd.h's kernels solve it; its one-sided projection is a device plugin,
+   one thread per fine vertex, on a and n that the host computes from your
+   coarse positions at every update and sends (6 floats a fine vertex). */
+typedef struct pbd__up_wrinkle_dev {
+    float *surface, *fnormal;
+} pbd__up_wrinkle_dev;
+
+PBD__KERNEL pbd__k_up_side(const float *surface, const float *fnormal, float *p, int first, int n) {
+    PBD__GRID_LOOP(i, n) { pbd_up__wrinkle_side(surface, fnormal, p, first, i); }
+}
+
+extern "C" int pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what) {
+    if (size != sizeof *wr) return 0; /* another pbd_upsample.h than this file's */
+    pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
+    size_t n3 = 3 * (size_t)wr->fine_count;
+    switch (what) {
+        case PBD_UP__CUDA_UPLOAD:
+            r = (pbd__up_wrinkle_dev *)calloc(1, sizeof *r);
+            if (!r) return 0;
+            wr->gpu = r;
+            if (pbd__sm_array(&r->surface, (const float *)wr->surface, n3) &&
+                pbd__sm_array(&r->fnormal, (const float *)wr->fnormal, n3))
+                return 1;
+            pbd_up__cuda_wrinkle(wr, size, NULL, PBD_UP__CUDA_FREE);
+            return 0;
+        case PBD_UP__CUDA_FREE:
+            if (r) {
+                pbd__dfree(r->surface);
+                pbd__dfree(r->fnormal);
+                free(r);
+                wr->gpu = NULL;
+            }
+            return 1;
+        case PBD_UP__CUDA_PUSH:
+            pbd__h2d(r->surface, wr->surface, sizeof(float) * n3);
+            pbd__h2d(r->fnormal, wr->fnormal, sizeof(float) * n3);
+            return 1;
+        default:
+            pbd__launch(c->world->gpu, wr->fine_count, pbd__k_up_side, (const float *)r->surface,
+                        (const float *)r->fnormal, c->p, wr->cloth_particles.first, wr->fine_count);
+            return 1;
+    }
 }
 
 extern "C" void pbd__cuda_read(void *host, const void *device, size_t n) { pbd__d2h(host, device, n); }

@@ -89,8 +89,11 @@
        pbd_up_model_set_device(sub, PBD_DEVICE_GPU);
        const float *detail;                    // a device pointer
        pbd_up_model_eval_world(sub, world, first_particle, &detail);
-   (pbd_up_model_eval_world takes a CPU model and world too.) Wrinkle
-   meshes run on the CPU so far.
+   (pbd_up_model_eval_world takes a CPU model and world too.) A wrinkle
+   mesh's fine cloth can be a GPU world too (pbd_up_wrinkle_desc.device):
+   its solve and one-sided projection run there with the CPU's bits; its
+   targets come from coarse positions on the host (not yet from a GPU
+   world's device particles).
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
@@ -347,6 +350,11 @@ typedef struct pbd_up_wrinkle_desc {
     float stretch_compliance;  /* default 0 */
     float bending_compliance;  /* default 1e-3 */
     pbd_bending_model bending; /* default PBD_BENDING_DIHEDRAL */
+    pbd_device device;         /* the fine cloth's world (pbd.h's pbd_world_desc.device): PBD_DEVICE_CPU
+                                  (default), PBD_DEVICE_GPU or PBD_DEVICE_AUTO; on a GPU its solve and
+                                  the one-sided projection run there (pbd_cuda.cu, PBD_CUDA where
+                                  PBD_UPSAMPLE_IMPLEMENTATION is), the targets come from your host
+                                  coarse positions */
 } pbd_up_wrinkle_desc;
 
 PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void);
@@ -848,7 +856,7 @@ struct pbd_up_model {
    (EVAL on world w's launches, x: the first coarse vertex's float4;
    *out: the device's detail array), FREE. sizes: sizeof of the model and of the method's data,
    checked against pbd_cuda.cu's copy of this header. */
-enum { PBD_UP__CUDA_UPLOAD, PBD_UP__CUDA_EVAL, PBD_UP__CUDA_FREE };
+enum { PBD_UP__CUDA_UPLOAD, PBD_UP__CUDA_EVAL, PBD_UP__CUDA_FREE, PBD_UP__CUDA_PUSH, PBD_UP__CUDA_PROJECT };
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
 #ifdef __cplusplus
 extern "C"
@@ -2075,7 +2083,30 @@ struct pbd_up_wrinkle {
     float *fnormal; /* fine_count*3: n of the last update */
     float *targets; /* fine_count*3 */
     float *zero;    /* fine_count*3 zeros for the velocities */
+    void *gpu;      /* on a GPU world: pbd_cuda.cu's copy of surface and fnormal (pbd_up__cuda_wrinkle) */
 };
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* pbd_cuda.cu's side of a wrinkle mesh on a GPU world: the one-sided
+   projection's a and n on the device (UPLOAD, 0: out of device memory;
+   PUSH after an update's targets), the projection on the context's
+   device positions (PROJECT), FREE. size: sizeof *wr. */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what);
+#endif
+static int pbd_up__wrinkle_gpu(pbd_up_wrinkle *wr, const pbd_solve_context *c, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (wr->gpu) return pbd_up__cuda_wrinkle(wr, sizeof *wr, c, what), 1;
+#else
+    (void)wr;
+    (void)c;
+    (void)what;
+#endif
+    return 0;
+}
 
 PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void) {
     pbd_up_wrinkle_desc d;
@@ -2086,6 +2117,7 @@ PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void) {
     d.stretch_compliance = 0.0f;
     d.bending_compliance = 1e-3f;
     d.bending = PBD_BENDING_DIHEDRAL;
+    d.device = PBD_DEVICE_CPU;
     return d;
 }
 
@@ -2204,6 +2236,7 @@ static int pbd_up__mesh_closed(const int *tris, int nt) {
 
 static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
     if (!wr) return;
+    pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_FREE);
     if (wr->world) pbd_world_destroy(wr->world);
     pbd_up__free(wr->coarse_triangles);
     pbd_up__free(wr->tri);
@@ -2219,19 +2252,21 @@ static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
 
 /* The one-sided attachment (survey 3.6): C = (p - a) . n >= 0, projected
    after the constraint groups in every iteration. */
+static PBD_HD void pbd_up__wrinkle_side(const float *surface, const float *fnormal, float *P, int first, int i) {
+    float *p = P + 4 * (size_t)(first + i);
+    const float *a = surface + 3 * (size_t)i, *n = fnormal + 3 * (size_t)i;
+    float s = (p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2];
+    if (s < 0.0f) {
+        p[0] -= s * n[0];
+        p[1] -= s * n[1];
+        p[2] -= s * n[2];
+    }
+}
 static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
     pbd_up_wrinkle *wr = (pbd_up_wrinkle *)user;
-    int first = wr->cloth_particles.first;
-    for (int i = 0; i < wr->fine_count; ++i) {
-        float *p = c->p + 4 * (size_t)(first + i);
-        const float *a = wr->surface + 3 * (size_t)i, *n = wr->fnormal + 3 * (size_t)i;
-        float s = (p[0] - a[0]) * n[0] + (p[1] - a[1]) * n[1] + (p[2] - a[2]) * n[2];
-        if (s < 0.0f) {
-            p[0] -= s * n[0];
-            p[1] -= s * n[1];
-            p[2] -= s * n[2];
-        }
-    }
+    if (pbd_up__wrinkle_gpu(wr, c, PBD_UP__CUDA_PROJECT)) return;
+    for (int i = 0; i < wr->fine_count; ++i)
+        pbd_up__wrinkle_side(wr->surface, wr->fnormal, c->p, wr->cloth_particles.first, i);
 }
 
 /* Targets a + d n (and a, n) of every fine vertex for coarse positions x. */
@@ -2556,7 +2591,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     pbd_up__wrinkle_targets(wr, d->coarse_positions);
 
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* its plugin runs on the host (not yet in pbd_cuda.cu) */
+    wd.device = d->device;
     wd.gravity[0] = wd.gravity[1] = wd.gravity[2] = 0.0f;
     wd.substeps = 1;
     wd.iterations = d->iterations;
@@ -2592,7 +2627,15 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
         pd.particle_end = wr->cloth_particles.first + d->fine_count;
         pd.work = d->fine_count;
         pd.project = pbd_up__wrinkle_project;
-        r = pbd_add_plugin(wr->world, &pd, NULL);
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+        if (pbd_world_device(wr->world) == PBD_DEVICE_GPU) { /* a device plugin: a and n on the device */
+            pd.device = 1;
+            if (!pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_UPLOAD))
+                r = pbd_world_fail(wr->world, PBD_ERROR_OUT_OF_MEMORY,
+                                   "pbd_up_wrinkle_create: out of device memory for %d fine vertices", d->fine_count);
+        }
+#endif
+        if (r == PBD_OK) r = pbd_add_plugin(wr->world, &pd, NULL);
     }
     if (r != PBD_OK) {
         /* the wrinkle's own world goes with it: its message moves to pbd_last_error() */
@@ -2616,6 +2659,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
             (wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
             "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
     pbd_up__wrinkle_targets(wr, x);
+    pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_PUSH);
     pbd_result r = PBD_OK;
     for (int i = 0; i < wr->fine_count && r == PBD_OK; ++i)
         r = pbd_group_set_attachment_target(wr->world, wr->attach, i, wr->targets + 3 * (size_t)i);

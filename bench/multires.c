@@ -359,6 +359,10 @@ static int repro(int parts) {
 
 int main(int argc, char **argv) {
     if (argc > 1 && strcmp(argv[1], "--repro") == 0) return repro(7);
+    if (argc > 1 && strcmp(argv[1], "--repro-gpu") == 0) { /* figure 7 and table 3 on GPU worlds */
+        bench_device = PBD_DEVICE_GPU;
+        return repro(3);
+    }
     if (argc > 1 && strcmp(argv[1], "--figure7") == 0) return repro(1);
     if (argc > 1 && strcmp(argv[1], "--table3") == 0) return repro(2);
     if (argc > 1 && strcmp(argv[1], "--figure8") == 0) return repro(4);

@@ -1393,6 +1393,71 @@ done:
     pbd_world_destroy(ws[1]);
 }
 
+/* A wrinkle mesh whose fine cloth is a GPU world (pbd_up_wrinkle_desc.device):
+   the Loop-subdivided sphere on its squeezed, moving coarse icosahedron,
+   one-sided (the projection a device plugin), gives the CPU wrinkle
+   mesh's fine positions bit for bit, frame after frame, and keeps every
+   fine vertex outside the coarse mesh. */
+TEST(cuda_a_wrinkle_mesh_solves_on_a_gpu_world) {
+    NEEDS_GPU();
+    pbd_mesh s, f;
+    float c[3] = {0, 0, 0};
+    CHECK_OK(pbd_mesh_sphere(0, c, 1.0f, &s));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 2, 1, &f));
+    float *cx = (float *)malloc(sizeof(float) * 3 * (size_t)s.vertex_count);
+    float *x[2] = {(float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count),
+                   (float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count)};
+    pbd_up_wrinkle *wr[2] = {NULL, NULL};
+    for (int k = 0; k < 2; ++k) {
+        pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+        d.coarse_positions = s.positions;
+        d.coarse_count = s.vertex_count;
+        d.coarse_triangles = s.triangles;
+        d.coarse_triangle_count = s.triangle_count;
+        d.fine_positions = f.positions;
+        d.fine_count = f.vertex_count;
+        d.fine_triangles = f.triangles;
+        d.fine_triangle_count = f.triangle_count;
+        d.one_sided = 1;
+        d.device = k ? PBD_DEVICE_GPU : PBD_DEVICE_CPU;
+        CHECK_OK(pbd_up_wrinkle_create(&d, &wr[k]));
+    }
+    if (wr[0] && wr[1]) {
+        CHECK(pbd_world_device(pbd_up_wrinkle_world(wr[1])) == PBD_DEVICE_GPU);
+        for (int frame = 0; frame < 8; ++frame) {
+            float t = 0.05f * (float)frame;
+            for (int i = 0; i < s.vertex_count; ++i) {
+                cx[3 * i] = (1 + 0.5f * t) * s.positions[3 * i] + 0.1f * t;
+                cx[3 * i + 1] = (1 - t) * s.positions[3 * i + 1];
+                cx[3 * i + 2] = s.positions[3 * i + 2];
+            }
+            for (int k = 0; k < 2; ++k) CHECK_OK(pbd_up_wrinkle_update(wr[k], cx, x[k]));
+            CHECK_MSG(!memcmp(x[0], x[1], sizeof(float) * 3 * (size_t)f.vertex_count), "frame %d", frame);
+        }
+        int inside = 0;
+        float *n = (float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count),
+              *a = (float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count),
+              *q = (float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count);
+        CHECK_OK(pbd_up_wrinkle_targets(wr[1], q, a, n));
+        for (int i = 0; i < f.vertex_count; ++i) { /* outside its coarse triangle's plane (the one-sided bound) */
+            float d = 0;
+            for (int k = 0; k < 3; ++k) d += (x[1][3 * i + k] - a[3 * i + k]) * n[3 * i + k];
+            inside += d < -1e-5f;
+        }
+        CHECK_MSG(inside == 0, "%d fine vertices inside their coarse triangle's plane", inside);
+        free(n);
+        free(a);
+        free(q);
+    }
+    pbd_up_wrinkle_destroy(wr[0]);
+    pbd_up_wrinkle_destroy(wr[1]);
+    free(cx);
+    free(x[0]);
+    free(x[1]);
+    pbd_mesh_free(&s);
+    pbd_mesh_free(&f);
+}
+
 /* Oriented particles on a GPU world: the getters (orientations, angular
    velocities, the rotational energy, a skin on them) read what the
    device computed, with the CPU world's bits; a non-finite step puts them
@@ -1940,6 +2005,7 @@ void suite_cuda(void) {
     RUN(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world);
     RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
     RUN(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world);
+    RUN(cuda_a_wrinkle_mesh_solves_on_a_gpu_world);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
