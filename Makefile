@@ -252,7 +252,14 @@ clean:
 # by side (make -j); the optimised compiles of pbd_sm.h and pbd_upsample.h
 # hold their own implementation only (pbd.h's is checked once, in its own).
 HEADER_CHECKS := $(addprefix $(BUILD)/check/,$(addsuffix .ok,pbd pbd_sm pbd_upsample))
-check-headers: $(HEADER_CHECKS)
+check-headers: $(HEADER_CHECKS) $(BUILD)/check/test_cuda-cxx.ok
+
+# The GPU companion's tests compile as C++ too (CI's C++ configuration
+# runs without the emulated GPU, whose C++ build the gcc runs have).
+$(BUILD)/check/test_cuda-cxx.ok: tests/test_cuda.c tests/test.h $(HEADERS)
+	@mkdir -p $(dir $@)
+	@$(CXX) -x c++ -std=c++11 -Wall -Wextra -Werror -Wno-psabi -I. -DPBD_CUDA -DPBDT_CUDA_EMULATED -fsyntax-only $< && \
+	echo "$<: compiles as C++11 with PBD_CUDA" && touch $@
 
 $(BUILD)/check/%.ok: %.h $(HEADERS)
 	@mkdir -p $(dir $@)

@@ -685,7 +685,7 @@ static void build_sm_bodies(pbd_world *w) {
 }
 static void frame_sm_bodies(pbd_world *w, int frame) {
     if (frame == 20) CHECK_OK(pbd_sm_body_set_mode(w, jelly, PBD_SM_LINEAR, 0.6f));
-    if (frame == 30) CHECK_OK(pbd_sm_body_reset_plasticity(w, jelly));
+    if (frame == 28) CHECK_OK(pbd_sm_body_reset_plasticity(w, jelly));
 }
 
 /* The other region sums and modes: an octree body (level-0 cells around
@@ -913,11 +913,11 @@ static const scene scenes[] = {
     {"a collapsed fluid and grains", build_collapsed, NULL, 20},
     {"self-collision: cloth folding on a bar", build_folding, frame_folding, 40},
     {"pbd_sm.h: surface volume squeezed by a box", build_volume, frame_volume, 40},
-    {"pbd_sm.h: a plastic lattice jelly and rigid bodies", build_sm_bodies, frame_sm_bodies, 50},
-    {"pbd_sm.h: octree, region lists (quadratic) and mesh paths", build_sm_sums, NULL, 40},
-    {"pbd_sm.h: an oriented-particle plant", build_oriented, frame_oriented, 40},
-    {"pbd_sm.h: a multi-resolution cloth, nested, independent sets", build_multires_sets, frame_multires, 40},
-    {"pbd_sm.h: a multi-resolution cloth, centroids, two-pass", build_multires_two_pass, frame_multires, 40},
+    {"pbd_sm.h: a plastic lattice jelly and rigid bodies", build_sm_bodies, frame_sm_bodies, 36},
+    {"pbd_sm.h: octree, region lists (quadratic) and mesh paths", build_sm_sums, NULL, 24},
+    {"pbd_sm.h: an oriented-particle plant", build_oriented, frame_oriented, 30},
+    {"pbd_sm.h: a multi-resolution cloth, nested, independent sets", build_multires_sets, frame_multires, 28},
+    {"pbd_sm.h: a multi-resolution cloth, centroids, two-pass", build_multires_two_pass, frame_multires, 28},
 };
 enum { SCENES = (int)(sizeof scenes / sizeof scenes[0]) };
 
@@ -1932,7 +1932,7 @@ TEST(cuda_device_positions_for_interop) {
    gravity, a group's compliance, an object's damping, point damping, a
    collider's pose and friction - send the records and the attachment
    targets, not the world: the same bytes per frame for a 16 x 16 and a
-   48 x 48 cloth, and the CPU world's bits. */
+   32 x 32 cloth, and the CPU world's bits. */
 static pbd_group drag_group;
 static void build_dragged(pbd_world *w, int n) {
     ground(w);
@@ -1962,7 +1962,7 @@ TEST(cuda_per_frame_setters_send_what_they_change) {
     NEEDS_GPU();
     size_t per_frame[2] = {0, 0};
     for (int size = 0; size < 2; ++size) {
-        int n = size ? 48 : 16;
+        int n = size ? 32 : 16;
         pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU);
         float start = 0, moved = 0;
         size_t before = 0, sent = 0;
@@ -1970,7 +1970,7 @@ TEST(cuda_per_frame_setters_send_what_they_change) {
         build_dragged(cpu, n);
         build_dragged(gpu, n);
         start = pbd_world_positions(cpu)[4 * (n - 1)];
-        for (int k = 0; k < 30; ++k) {
+        for (int k = 0; k < 16; ++k) {
             frame_dragged(cpu, k);
             frame_dragged(gpu, k);
             before = pbd__cuda_bytes_sent(gpu);
@@ -1988,7 +1988,7 @@ TEST(cuda_per_frame_setters_send_what_they_change) {
         pbd_world_destroy(cpu);
         pbd_world_destroy(gpu);
     }
-    CHECK_MSG(per_frame[0] > 0 && per_frame[0] == per_frame[1], "a frame sent %zu bytes (16 x 16), %zu (48 x 48)",
+    CHECK_MSG(per_frame[0] > 0 && per_frame[0] == per_frame[1], "a frame sent %zu bytes (16 x 16), %zu (32 x 32)",
               per_frame[0], per_frame[1]);
 }
 
