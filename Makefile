@@ -278,7 +278,7 @@ $(BUILD)/check/%.ok: %.h $(HEADERS)
 
 # The multi-resolution cloth's paper reproduced at full size (figures 7
 # and 8, table 3 of Bender, Weber and Diziol 2013): exits 1 when a trend
-# of the paper does not hold. About a minute on one core.
+# of the paper does not hold. About 50 s on 2 cores.
 check-repro:
 	@$(MAKE) --no-print-directory $(BUILD)/bench/multires
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./$(BUILD)/bench/multires --repro

@@ -360,7 +360,10 @@
    where 2 threads cost 5-57x (bench/busy.c).
    pbd_world_thread_team says what the last substep used.
    An explicit count (pbd_world_set_threads(w, n), n >= 1) is obeyed
-   as given, whatever the load.
+   as given, whatever the load. Several worlds may step at once, one per
+   thread of yours, also from inside your own OpenMP parallel region
+   (there each step runs in a team of its own: 1 thread unless you enable
+   nested parallelism), with the bits they get one after the other.
 
    XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
    `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
@@ -15666,7 +15669,24 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
     return Sc > S ? Sc : S;
 }
 
+static pbd_result pbd__world_step(pbd_world *w, float dt);
+/* Called from inside a parallel region of yours (each of your threads
+   stepping its own world), the step runs in a team of one of its own: its
+   orphaned worksharing (`omp for`, `single`, barriers, which a 1-thread
+   step runs outside any region of its own) would otherwise bind to your
+   team, whose other threads never reach them (a deadlock). */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
+#if PBD__OPENMP
+    if (omp_get_level() > 0) {
+        pbd_result r = PBD_OK;
+        PBD__PRAGMA(omp parallel num_threads(1))
+        r = pbd__world_step(w, dt);
+        return r;
+    }
+#endif
+    return pbd__world_step(w, dt);
+}
+static pbd_result pbd__world_step(pbd_world *w, float dt) {
     if (!w) return PBD_ERROR_NULL_POINTER; /* not PBD__CHECK_WORLD: a GPU world's step needs no fetch */
     if (!(dt >= PBD_MIN_TIME_STEP && dt <= PBD_MAX_TIME_STEP))
         return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,

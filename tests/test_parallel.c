@@ -671,7 +671,51 @@ TEST(reorder_hands_back_the_permutation) {
     pbd_world_destroy(b);
 }
 
+/* Worlds stepped from inside the caller's parallel region (each thread its
+   own world, as a game's job system might): they finish, with the bits of
+   the same worlds stepped one after the other, whatever their thread
+   setting (a 1-thread step's orphaned worksharing must not bind to the
+   caller's team: it deadlocked). */
+static pbd_world *inner_world(int threads) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1}, c[3] = {0, 0.4f, 0};
+    pbd_mesh m;
+    pbd_mesh_grid(24, 24, o, u, v, &m);
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, NULL));
+    pbd_mesh_free(&m);
+    CHECK_OK(pbd_add_collider_sphere(w, c, 0.3f, 0.5f, NULL));
+    CHECK_OK(pbd_world_set_threads(w, threads));
+    return w;
+}
+TEST(parallel_worlds_stepped_inside_a_callers_parallel_region) {
+    if (!PBDT_THREADS) SKIP("no OpenMP: no caller's region to step in");
+    enum { WORLDS = 4 };
+    pbd_world *a[WORLDS], *b[WORLDS];
+    for (int k = 0; k < WORLDS; ++k) {
+        a[k] = inner_world(k % 3); /* 0 (the default policy), 1 and 2 threads */
+        b[k] = inner_world(k % 3);
+    }
+    for (int k = 0; k < WORLDS; ++k)
+        for (int s = 0; s < 20; ++s) CHECK_OK(pbd_world_step(a[k], 1.0f / 60.0f));
+    int failed = 0;
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(2) schedule(static, 1) reduction(+ : failed)
+#endif
+    for (int k = 0; k < WORLDS; ++k)
+        for (int s = 0; s < 20; ++s) failed += pbd_world_step(b[k], 1.0f / 60.0f) != PBD_OK;
+    CHECK(failed == 0);
+    for (int k = 0; k < WORLDS; ++k) {
+        int n = pbd_world_particle_count(a[k]);
+        CHECK_MSG(!memcmp(pbd_world_positions(a[k]), pbd_world_positions(b[k]), sizeof(float) * 4 * (size_t)n),
+                  "world %d", k);
+        pbd_world_destroy(a[k]);
+        pbd_world_destroy(b[k]);
+    }
+}
+
 void suite_parallel(void) {
+    RUN(parallel_worlds_stepped_inside_a_callers_parallel_region);
     RUN(coloring_is_valid_on_random_meshes);
     RUN(coloring_overflows_into_a_serial_colour);
     RUN(coloring_is_balanced);
