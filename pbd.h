@@ -7265,12 +7265,17 @@ static inline PBD_HD pbd__contact *pbd__contact_slot(const pbd_world *w, int i, 
     return &w->contacts[(size_t)k * (size_t)w->contact_stride + (size_t)i];
 }
 
-PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
-    if (!w || particle < 0 || particle >= w->n) return 0.0f;
-    pbd__gpu_sync_also(w, PBD__GPU_STALE_CONTACTS);
+/* The colliders' push on a particle this substep: its contacts' multipliers
+   in slot order (also on the device: pbd_cuda.cu's rigid bodies). */
+static inline PBD_HD float pbd__contact_push(const pbd_world *w, int particle) {
     float push = 0.0f;
     for (int k = 0; k < w->ncontact[particle]; ++k) push += pbd__contact_slot(w, particle, k)->lambda;
     return push;
+}
+PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
+    if (!w || particle < 0 || particle >= w->n) return 0.0f;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_CONTACTS);
+    return pbd__contact_push(w, particle);
 }
 
 /* Collider c's poses at the start and the end of substep s of S. */

@@ -2207,12 +2207,7 @@ PBD__KERNEL pbd__k_sm_plastic(pbd_sm__body b, double h) {
 }
 /* pbd_sm__rigid_weights with the device's contacts (pbd_world_particle_contact_push's sum) */
 PBD__KERNEL pbd__k_sm_rigid_weights(pbd_sm__body b, const pbd_world *w, const float *pos) {
-    PBD__GRID_LOOP(i, b.n) {
-        int j = b.idx[i];
-        float push = 0.0f;
-        for (int k = 0; k < w->ncontact[j]; ++k) push += pbd__contact_slot(w, j, k)->lambda;
-        pbd_sm__rigid_weight(&b, pos, i, push);
-    }
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__rigid_weight(&b, pos, i, pbd__contact_push(w, b.idx[i])); }
 }
 PBD__KERNEL pbd__k_sm_rigid_match(pbd_sm__body b, float *p) {
     PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_match(&b, p); }
