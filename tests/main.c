@@ -5,7 +5,10 @@
    Usage: pbd_tests [T]   run only the tests whose name contains T, and every
    test of the suites whose name contains T; T may be written as the suite's
    name ("tethers"), its function ("suite_tethers") or its file
-   ("test_tethers", "tests/test_tethers.c"). No match at all is a failure. */
+   ("test_tethers", "tests/test_tethers.c"). No match at all is a failure.
+   PBDT_SHARD=i/n (environment): run only the selected tests whose place in
+   the run is i modulo n, so that n processes side by side run the suite
+   once (tests/run.sh, on a machine with n cores; a shard may match none). */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime under -std=c99 */
 #define PBD_IMPLEMENTATION
 #include "../pbd.h"
@@ -17,10 +20,12 @@
 int pbdt_current_failed = 0;
 const char *pbdt_filter = NULL;
 static int pbdt_passed = 0, pbdt_failed = 0, pbdt_skipped = 0;
-static const char *pbdt_suite = "";      /* the suite now running */
-static char pbdt_suite_filter[128] = ""; /* T without "tests/", "test_", "suite_", ".c" */
-static int pbdt_current_skipped = 0;     /* SKIP called in the running test */
-static char pbdt_skip_note[256];         /* why, or which parts were not compared */
+static const char *pbdt_suite = "";          /* the suite now running */
+static char pbdt_suite_filter[128] = "";     /* T without "tests/", "test_", "suite_", ".c" */
+static int pbdt_current_skipped = 0;         /* SKIP called in the running test */
+static char pbdt_skip_note[256];             /* why, or which parts were not compared */
+static long pbdt_shard = 0, pbdt_shards = 1; /* PBDT_SHARD=i/n */
+static long pbdt_place = 0;                  /* selected tests met so far */
 
 void pbdt_fail(const char *file, int line, const char *fmt, ...) {
     va_list ap;
@@ -71,8 +76,19 @@ static void pbdt_set_suite_filter(const char *t) {
     if (n > 2 && !strcmp(pbdt_suite_filter + n - 2, ".c")) pbdt_suite_filter[n - 2] = 0;
 }
 
+/* PBDT_SHARD=i/n, 0 <= i < n; anything else runs every test. */
+static void pbdt_set_shard(const char *v) {
+    long i, n;
+    char end;
+    if (v && sscanf(v, "%ld/%ld%c", &i, &n, &end) == 2 && n > 0 && i >= 0 && i < n) {
+        pbdt_shard = i;
+        pbdt_shards = n;
+    }
+}
+
 void pbdt_run(const char *name, void (*fn)(void)) {
     if (!pbdt_selected(name)) return;
+    if (pbdt_place++ % pbdt_shards != pbdt_shard) return;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     pbdt_current_failed = 0;
@@ -115,11 +131,12 @@ int main(int argc, char **argv) {
         pbdt_filter = argv[1];
         pbdt_set_suite_filter(argv[1]);
     }
+    pbdt_set_shard(getenv("PBDT_SHARD"));
 #define PBDT_CALL(s) \
     pbdt_suite = #s; \
     suite_##s();
     PBDT_SUITES(PBDT_CALL)
-    if (pbdt_passed + pbdt_failed + pbdt_skipped == 0) {
+    if (pbdt_place == 0) {
         printf("no test or suite matches \"%s\"\n", pbdt_filter ? pbdt_filter : "");
         pbdt_failed = 1;
     }

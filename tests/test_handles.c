@@ -826,7 +826,7 @@ TEST(handles_fluid_remove) {
 
 /* One strand over particles of pbd_add_particles (root pinned). */
 static pbd_strands add_strand(pbd_world *w, float x0, int n, pbd_range *r) {
-    float pos[3 * 8];
+    float pos[3 * 8] = {0}; /* (n may be 0 for the compiler) */
     for (int i = 0; i < n; ++i) {
         pos[3 * i] = x0 + 0.1f * (float)i;
         pos[3 * i + 1] = 1;
