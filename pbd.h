@@ -50,7 +50,7 @@
        ==== groups          constraint groups (one type, one compliance),
                             graph colouring
        ==== objects         cloth, soft body and balloon builders, locality
-       ==== colliders       plane, sphere, capsule, box; continuous contacts,
+       ==== colliders       plane, sphere, capsule, box (rounded edges); continuous contacts,
                             friction, restitution
        ==== mesh colliders  triangle meshes (BVH) and signed-distance grids
                             as colliders
@@ -1065,7 +1065,7 @@ typedef enum pbd_collider_shape {
     PBD_COLLIDER_PLANE = 0,   /* half space below the plane through position with normal R*(0,1,0) */
     PBD_COLLIDER_SPHERE = 1,  /* radius */
     PBD_COLLIDER_CAPSULE = 2, /* segment along R*(0,1,0) of half length half_height, radius */
-    PBD_COLLIDER_BOX = 3,     /* half_extents along the axes of R */
+    PBD_COLLIDER_BOX = 3,     /* half_extents along the axes of R, grown by `rounding`: rounded edges */
     PBD_COLLIDER_MESH = 4,    /* triangle mesh through a BVH: pbd_add_collider_mesh */
     PBD_COLLIDER_SDF_GRID = 5 /* signed-distance grid of a closed mesh: pbd_add_collider_mesh */
 } pbd_collider_shape;
@@ -1074,9 +1074,10 @@ typedef struct pbd_collider_desc {
     pbd_collider_shape shape;
     float position[3];
     float rotation[4]; /* unit quaternion x y z w; default identity */
-    float radius;
+    float radius;      /* sphere, capsule */
     float half_height;
     float half_extents[3];
+    float rounding;         /* box: every point within `rounding` of the box of half_extents, >= 0; default 0 */
     float static_friction;  /* default 0.5 */
     float dynamic_friction; /* default 0.4, <= static */
     float restitution;      /* default 0, in [0, 1] */
@@ -1084,6 +1085,14 @@ typedef struct pbd_collider_desc {
 
 PBDDEF pbd_collider_desc pbd_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, pbd_collider *out);
+/* Round the edges of a box that cloth slides over (rounding: a few particle
+   radii, as a real table's edge is rounded): at a sharp edge the particle
+   beside it is pressed into the side face by the cloth's pull, almost
+   along the face's normal, and static friction holds it however hard the
+   pull (Coulomb's law, for the discrete cloth), so a tablecloth pulled off
+   a sharp table stretches instead of sliding (a mesh collider's sharp
+   edges, too). On a rounded edge the normal turns with the particle and
+   the pull slides it round. */
 /* Shortcuts; `friction` sets static and dynamic friction; out may be NULL. */
 PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal, float friction,
                                          pbd_collider *out);
@@ -3524,7 +3533,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 6u
+#define PBD__SNAPSHOT_VERSION 7u        /* 7: a box collider's radius is its rounding */
 
 typedef struct pbd__io {
     unsigned char *out;      /* writing (NULL: measuring or reading) */
@@ -6335,7 +6344,8 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "collider shape %d", (int)d->shape);
     PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
     PBD__TRY(pbd__check_friction(w, d->static_friction, d->dynamic_friction, d->restitution));
-    if (!pbd__finite(d->radius) || !pbd__finite(d->half_height) || !pbd__finite_n(d->half_extents, 3))
+    if (!pbd__finite(d->radius) || !pbd__finite(d->half_height) || !pbd__finite_n(d->half_extents, 3) ||
+        !pbd__finite(d->rounding))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "collider size is not finite");
     if ((d->shape == PBD_COLLIDER_SPHERE || d->shape == PBD_COLLIDER_CAPSULE) && !(d->radius > 0))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "radius %g must be > 0", (double)d->radius);
@@ -6343,6 +6353,8 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "half_height %g < 0", (double)d->half_height);
     if (d->shape == PBD_COLLIDER_BOX && !(d->half_extents[0] > 0 && d->half_extents[1] > 0 && d->half_extents[2] > 0))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "box half extents must be > 0");
+    if (d->shape == PBD_COLLIDER_BOX && d->rounding < 0)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "box rounding %g < 0", (double)d->rounding);
     return pbd__append_collider(w, d, 0, out);
 }
 
@@ -6360,7 +6372,7 @@ static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d,
     }
     pbd__collider *c = &w->colliders[ci];
     c->shape = (int)d->shape;
-    c->radius = d->radius;
+    c->radius = d->shape == PBD_COLLIDER_BOX ? d->rounding : d->radius; /* a box's: its rounding */
     c->half_height = d->half_height;
     memcpy(c->half, d->half_extents, sizeof c->half);
     c->mu_s = d->static_friction;
@@ -6522,13 +6534,13 @@ static PBD_HD float pbd__sdf(const pbd_world *w, const pbd__collider *c, pbd__v3
                 pbd__v3 o = pbd__v(q[0] > 0 ? q[0] * s[0] : 0, q[1] > 0 ? q[1] * s[1] : 0, q[2] > 0 ? q[2] * s[2] : 0);
                 float l = pbd__len(o);
                 *n = pbd__mul(o, 1.0f / l);
-                return l;
+                return l - c->radius; /* a rounded box: the inner box's distance less the rounding */
             }
             int a = q[0] > q[1] ? (q[0] > q[2] ? 0 : 2) : (q[1] > q[2] ? 1 : 2);
             float nn[3] = {0, 0, 0};
             nn[a] = s[a];
             *n = pbd__ld(nn);
-            return q[a];
+            return q[a] - c->radius;
         }
     }
 }
@@ -7302,7 +7314,8 @@ static PBD_HD float pbd__collider_ball(const pbd__collider *col) {
     return col->shape == PBD_COLLIDER_SPHERE    ? col->radius
            : col->shape == PBD_COLLIDER_CAPSULE ? col->half_height + col->radius
            : col->shape == PBD_COLLIDER_BOX
-               ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2])
+               ? sqrtf(col->half[0] * col->half[0] + col->half[1] * col->half[1] + col->half[2] * col->half[2]) +
+                     col->radius
                : 0.0f;
 }
 
@@ -7469,7 +7482,7 @@ static pbd__vf pbd__vsdf(const pbd__collider *col, pbd__vv y, pbd__vv *n) {
         n->x = pbd__vsel(out, pbd__vsel(m0, zero, sg[0]), no.x);
         n->y = pbd__vsel(out, pbd__vsel(m1, zero, sg[1]), no.y);
         n->z = pbd__vsel(out, pbd__vsel(pbd__vor_m(m0, m1), sg[2], zero), no.z);
-        return pbd__vsel(out, pbd__vsel(m0, pbd__vsel(m1, q[2], q[1]), q[0]), l);
+        return pbd__vsub(pbd__vsel(out, pbd__vsel(m0, pbd__vsel(m1, q[2], q[1]), q[0]), l), pbd__vset1(col->radius));
     }
     pbd__vv dl = y;
     int capsule = col->shape == PBD_COLLIDER_CAPSULE;

@@ -1097,6 +1097,10 @@ TEST(errors_colliders) {
               PBD_ERROR_DEGENERATE);
     CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.half_extents[2] = 0.0f), PBD_ERROR_INVALID_ARGUMENT, PBD_ERROR_DEGENERATE);
     CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.half_extents[0] = pinf), PBD_ERROR_NOT_FINITE);
+    CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.half_extents[0] = d.half_extents[1] = d.half_extents[2] = 0.1f,
+              d.rounding = -0.01f),
+             PBD_ERROR_INVALID_ARGUMENT); /* a box's rounding */
+    CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.rounding = qnan), PBD_ERROR_NOT_FINITE);
     CO_FAILS2((d.shape = PBD_COLLIDER_BOX, d.rotation[3] = 0.0f), PBD_ERROR_INVALID_ARGUMENT,
               PBD_ERROR_DEGENERATE); /* zero quaternion */
     CO_FAILS(d.static_friction = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
