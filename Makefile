@@ -11,6 +11,9 @@
 #                        configuration of .ci/run must then give the same rows, but
 #                        for the SIMD width: run it with SIMD=0 too, see `expected`)
 #   make demo            run the showcase headless: PNG frames and out/showcase.png
+#   make play            the interactive viewer (examples/viewer.c; installs GLFW/libepoxy
+#                        when missing and possible); make check-viewer: it scripted under
+#                        Xvfb, every scene dragged and screenshot into out/viewer/
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; one per core; FUZZ_TIME s each,
 #                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
@@ -67,10 +70,11 @@ HEADERS := $(wildcard *.h)
 TEST_BIG := tests/main.c tests/impl_sm.c tests/impl_upsample.c
 TEST_SRCS := $(TEST_BIG) $(filter-out $(TEST_BIG),$(wildcard tests/*.c))
 TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
-EXAMPLES := $(basename $(notdir $(wildcard examples/*.c)))
+# the headless examples (the viewer needs a window: its own rules below)
+EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -217,6 +221,38 @@ demo: deps
 	@$(MAKE) --no-print-directory $(BUILD)/examples/showcase
 	@mkdir -p out
 	./$(BUILD)/examples/showcase out
+
+# ---- the interactive viewer (examples/viewer.c) ------------------------------
+# GLFW 3 and OpenGL 3.3 through libepoxy, from Debian's packages, installed
+# when missing (root with apt-get); check-viewer also needs Xvfb and Mesa's
+# software GL (tests/viewer/check.sh says why it skips without them).
+VIEWER_PKGS := libglfw3-dev libepoxy-dev
+CHECK_VIEWER_PKGS := xvfb xauth libgl1-mesa-dri
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing$$missing"; \
+	    (apt-get install -y -qq $$missing >/dev/null 2>&1 || \
+	     (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq $$missing >/dev/null 2>&1)) || \
+	    echo "could not install$$missing"; \
+	  else echo "missing:$$missing (Debian packages)"; fi; \
+	fi
+endef
+
+$(BUILD)/examples/viewer: examples/viewer.c $(HEADERS) $(wildcard examples/common/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(EXAMPLE_FLAGS) $< -o $@ -lglfw -lepoxy $(LIBS)
+
+play: deps
+	$(call apt_install,$(VIEWER_PKGS))
+	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer
+	./$(BUILD)/examples/viewer
+
+check-viewer: deps
+	$(call apt_install,$(VIEWER_PKGS) $(CHECK_VIEWER_PKGS))
+	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer || echo "check-viewer: the viewer does not build here"
+	@sh tests/viewer/check.sh ./$(BUILD)/examples/viewer out/viewer
 
 # Where nvcc exists the benches hold pbd_cuda.cu too (PBD_CUDA), so that they
 # measure a GPU world where there is a device (path "cuda") and say why not

@@ -121,7 +121,7 @@ RENDER_DEF void render_draw_mesh_shadow(render_image *img, const render_camera *
 RENDER_DEF void render_draw_sphere_shadow(render_image *img, const render_camera *cam, const float *centre,
                                           float radius, float height);
 
-/* A 3x5 pixel font scaled by `scale` (digits, letters, " .:=-+/%(),"); a
+/* A 3x5 pixel font scaled by `scale` (digits, letters, " .:=-+/%(),_"); a
    dark outline keeps it readable. Returns the x after the text. */
 RENDER_DEF int render_text(render_image *img, int x, int y, int scale, const float *rgb, const char *text);
 
@@ -883,10 +883,10 @@ static const unsigned char *render__glyph(char ch) {
         {5, 7, 7, 5, 5}, {6, 5, 5, 5, 5}, {2, 5, 5, 5, 2}, {6, 5, 6, 4, 4}, {2, 5, 5, 6, 3}, {6, 5, 6, 5, 5},
         {3, 4, 2, 1, 6}, {7, 2, 2, 2, 2}, {5, 5, 5, 5, 7}, {5, 5, 5, 5, 2}, {5, 5, 7, 7, 5}, {5, 5, 2, 5, 5},
         {5, 5, 2, 2, 2}, {7, 1, 2, 4, 7}};
-    static const char punct_chars[] = ".:=-/%()+,";
-    static const unsigned char punct[10][5] = {{0, 0, 0, 0, 2}, {0, 2, 0, 2, 0}, {0, 7, 0, 7, 0}, {0, 0, 7, 0, 0},
+    static const char punct_chars[] = ".:=-/%()+,_";
+    static const unsigned char punct[11][5] = {{0, 0, 0, 0, 2}, {0, 2, 0, 2, 0}, {0, 7, 0, 7, 0}, {0, 0, 7, 0, 0},
                                                {1, 1, 2, 4, 4}, {5, 1, 2, 4, 5}, {1, 2, 2, 2, 1}, {4, 2, 2, 2, 4},
-                                               {0, 2, 7, 2, 0}, {0, 0, 0, 2, 4}};
+                                               {0, 2, 7, 2, 0}, {0, 0, 0, 2, 4}, {0, 0, 0, 0, 7}};
     int i;
     if (ch >= '0' && ch <= '9') return digits[ch - '0'];
     if (ch >= 'a' && ch <= 'z') ch = (char)(ch - 'a' + 'A');

@@ -1,0 +1,803 @@
+/* scenes.h - the example scenes of pbd, built once and shown two ways: by
+   the headless examples (examples/showcase.c, cloth_fold.c, tablecloth.c,
+   flag_tear.c: frames through the software rasterizer of render.h) and by
+   the interactive viewer (examples/viewer.c: OpenGL, native and WebGL 2).
+
+   MANUAL
+   ======
+   Do this in *one* C or C++ file, after pbd.h's implementation:
+
+       #define SCENES_IMPLEMENTATION
+       #include "examples/common/scenes.h"
+
+       scene s;
+       if (scene_create(scene_find("showcase"), &s) != PBD_OK) ...   // s.error says why
+       for (...) {
+           scene_step(&s);              // the scene's kinematics, pbd_world_step(s.world, s.dt), its bookkeeping
+           for (int i = 0; i < s.item_count; ++i) draw(&s.items[i]);   // meshes, points, lines
+           for (int i = 0; i < s.shape_count; ++i) draw(&s.shapes[i]); // the colliders
+       }
+       scene_destroy(&s);
+
+   A scene is a pbd world plus what a renderer needs to draw it: items
+   (triangle meshes, points and line sets whose positions are refreshed by
+   every scene_step; `first` names the world particle of point 0 when they
+   are world particles, so that a viewer can grab them), shapes (the
+   colliders a renderer draws: spheres and boxes), an optional ground plane,
+   a camera, and a status line the scene writes about itself (the balloon's
+   volume, the flag's splits). Each scene's builder below is also its
+   cookbook: how the example sets up cloth, self-collision, tearing...
+
+   Grabbing (what the viewer's mouse does): scene_pick finds the world
+   particle nearest to a ray, scene_grab holds it with an attachment
+   (pbd_add_attachments, compliance 0) whose target scene_drag moves,
+   scene_release removes it.
+
+   With render.h included before the implementation, scene_render draws the
+   scene into a render_image, and scene_run_headless is the whole loop of a
+   headless example (steps, frames, contact sheet, one line per frame).
+
+   LICENSE: MIT or public domain (your choice), like pbd.h.
+*/
+#ifndef PBD_SCENES_H_INCLUDED
+#define PBD_SCENES_H_INCLUDED
+
+#include "../../pbd.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { SCENE_MAX_ITEMS = 8, SCENE_MAX_SHAPES = 8, SCENE_MAX_MESHES = 8 };
+
+typedef enum scene_item_kind { SCENE_TRIANGLES, SCENE_POINTS, SCENE_LINES } scene_item_kind;
+
+/* drawing hints of an item */
+enum { SCENE_SMOOTH = 1, SCENE_WIREFRAME = 2, SCENE_SPECULAR = 4 };
+
+typedef struct scene_item {
+    scene_item_kind kind;
+    const float *x;   /* positions, x[i * stride + 0..2]; refreshed by scene_step */
+    int stride;       /* 4 for world particles (x y z inverse mass), 3 for a mesh of the scene's own */
+    int count;        /* points */
+    const int *index; /* 3 per triangle or 2 per line (NULL for points) */
+    int index_count;  /* triangles or lines */
+    int first;        /* the world particle of point 0, or -1 when they are not world particles */
+    float rgb[3];
+    int flags;    /* SCENE_SMOOTH, SCENE_WIREFRAME, SCENE_SPECULAR */
+    float radius; /* points: their size */
+} scene_item;
+
+typedef enum scene_shape_kind { SCENE_SPHERE, SCENE_BOX } scene_shape_kind;
+
+typedef struct scene_shape {
+    scene_shape_kind kind;
+    float centre[3];
+    float radius;      /* spheres */
+    float half[3];     /* boxes: half extents along the axes of `rotation` */
+    float rotation[4]; /* unit quaternion x y z w */
+    float rgb[3];
+} scene_shape;
+
+typedef struct scene scene;
+struct scene {
+    const char *name;  /* the example's name: "showcase" */
+    const char *title; /* one line for a viewer: "cloth on a sphere, a soft box, a balloon" */
+    pbd_world *world;
+    float dt;   /* the fixed time step of one scene_step (1/60 s) */
+    int steps;  /* steps taken */
+    int ground; /* a ground plane y = ground_y to draw, a square of ground_half around (ground_cx, ground_cz) */
+    float ground_y, ground_cx, ground_cz, ground_half, ground_tile;
+    float eye[3], target[3], fov_y; /* the camera it is best seen from */
+    scene_item items[SCENE_MAX_ITEMS];
+    int item_count;
+    scene_shape shapes[SCENE_MAX_SHAPES];
+    int shape_count;
+    char status[160]; /* what the scene says about itself after each step */
+    char error[256];  /* why scene_create or scene_step failed */
+    /* grabbing */
+    int grabbed; /* the held particle, or -1 */
+    pbd_group grab;
+    /* the scene's own: meshes and state, hooks */
+    pbd_mesh meshes[SCENE_MAX_MESHES];
+    int mesh_count;
+    void *data; /* freed with free() by scene_destroy */
+    pbd_result (*before_step)(scene *s);
+    pbd_result (*after_step)(scene *s);
+};
+
+int scene_count(void);
+const char *scene_name(int index);  /* NULL when out of range */
+const char *scene_title(int index); /* NULL when out of range */
+int scene_find(const char *name);   /* the index of the scene of that name or number ("2"), or -1 */
+/* Builds scene `index` (0 .. scene_count() - 1) into s; on failure s holds
+   nothing to free and s->error says why. Threads: `threads` is passed to
+   pbd_world_set_threads (0: the world's default policy). */
+pbd_result scene_create(int index, int threads, scene *s);
+pbd_result scene_step(scene *s);
+void scene_destroy(scene *s);
+/* The constraints of the world's groups (pbd_group_info), for a viewer's text. */
+int scene_constraint_count(const scene *s);
+
+/* The world particle nearest to the ray origin + t * dir (t > 0, dir need
+   not be unit) within `tolerance` metres of it, among the items' world
+   particles; -1 when none. *t_out (may be NULL) gets its ray parameter. */
+int scene_pick(const scene *s, const float *origin, const float *dir, float tolerance, float *t_out);
+/* Hold particle p where it is; scene_drag moves the hold, scene_release
+   lets go (each a no-op when nothing is held). */
+pbd_result scene_grab(scene *s, int p);
+pbd_result scene_drag(scene *s, const float *target);
+pbd_result scene_release(scene *s);
+
+#ifdef PBD_RENDER_H_INCLUDED
+/* Draws the scene as its camera sees it (ground, shadows, shapes, items). */
+void scene_render(const scene *s, render_image *img, const render_camera *cam);
+/* A headless example: runs `steps` steps of scene `name`, renders a frame
+   every `frame_every` steps into <dir>/<name>_NNN and a contact sheet into
+   <dir>/<name>, and prints one line per frame. Returns the exit status
+   (0: every step succeeded, the positions stayed finite and every image was
+   written). */
+int scene_run_headless(const char *name, const char *dir, int steps, int frame_every);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PBD_SCENES_H_INCLUDED */
+
+/* ========================================================================== */
+#ifdef SCENES_IMPLEMENTATION
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#ifdef _WIN32
+#include <direct.h>
+#define scene__mkdir(d) _mkdir(d)
+#else
+#include <sys/stat.h>
+#define scene__mkdir(d) mkdir(d, 0755)
+#endif
+
+/* ---- building blocks -------------------------------------------------------- */
+
+static pbd_result scene__fail(scene *s, pbd_result r, const char *what) {
+    if (r != PBD_OK && !s->error[0])
+        snprintf(s->error, sizeof s->error, "%.80s: %s (%.120s)", what, pbd_result_string(r),
+                 s->world ? pbd_world_last_error(s->world) : "");
+    return r;
+}
+
+#define SCENE__TRY(s, call)                                               \
+    do {                                                                  \
+        pbd_result scene__r = (call);                                     \
+        if (scene__r != PBD_OK) return scene__fail((s), scene__r, #call); \
+    } while (0)
+
+static void scene__set3(float *d, float x, float y, float z) {
+    d[0] = x;
+    d[1] = y;
+    d[2] = z;
+}
+
+static pbd_mesh *scene__mesh(scene *s) {
+    if (s->mesh_count >= SCENE_MAX_MESHES) return NULL;
+    return &s->meshes[s->mesh_count++];
+}
+
+static pbd_result scene__world(scene *s, int substeps, int iterations) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    if (substeps > 0) wd.substeps = substeps;
+    if (iterations > 0) wd.iterations = iterations;
+    SCENE__TRY(s, pbd_world_create(&wd, &s->world));
+    return PBD_OK;
+}
+
+static pbd_result scene__ground(scene *s, float friction, float cx, float cz, float half, float tile) {
+    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
+    SCENE__TRY(s, pbd_add_collider_plane(s->world, p, n, friction, NULL));
+    s->ground = 1;
+    s->ground_y = 0;
+    s->ground_cx = cx;
+    s->ground_cz = cz;
+    s->ground_half = half;
+    s->ground_tile = tile;
+    return PBD_OK;
+}
+
+static void scene__camera(scene *s, float ex, float ey, float ez, float tx, float ty, float tz, float fov) {
+    scene__set3(s->eye, ex, ey, ez);
+    scene__set3(s->target, tx, ty, tz);
+    s->fov_y = fov;
+}
+
+static scene_shape *scene__shape(scene *s, scene_shape_kind kind, const float *c, float r, float g, float b) {
+    scene_shape *sh = &s->shapes[s->shape_count++];
+    memset(sh, 0, sizeof *sh);
+    sh->kind = kind;
+    memcpy(sh->centre, c, sizeof sh->centre);
+    sh->rotation[3] = 1;
+    scene__set3(sh->rgb, r, g, b);
+    return sh;
+}
+
+static pbd_result scene__sphere(scene *s, const float *c, float radius, float friction) {
+    SCENE__TRY(s, pbd_add_collider_sphere(s->world, c, radius, friction, NULL));
+    scene__shape(s, SCENE_SPHERE, c, 0.62f, 0.64f, 0.68f)->radius = radius;
+    return PBD_OK;
+}
+
+/* An item drawing world particles [first, first + count) with index. */
+static scene_item *scene__item(scene *s, scene_item_kind kind, pbd_range r, const int *index, int index_count,
+                               float red, float green, float blue, int flags) {
+    scene_item *it = &s->items[s->item_count++];
+    memset(it, 0, sizeof *it);
+    it->kind = kind;
+    it->stride = 4;
+    it->first = r.first;
+    it->count = r.count;
+    it->index = index;
+    it->index_count = index_count;
+    scene__set3(it->rgb, red, green, blue);
+    it->flags = flags;
+    return it;
+}
+
+/* A cloth description over a mesh. */
+static pbd_cloth_desc scene__cloth_desc(const pbd_mesh *m) {
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m->positions;
+    c.vertex_count = m->vertex_count;
+    c.triangles = m->triangles;
+    c.triangle_count = m->triangle_count;
+    return c;
+}
+
+static pbd_result scene__self_contacts(scene *s) {
+    snprintf(s->status, sizeof s->status, "self-contact candidates %d", pbd_world_self_contact_count(s->world));
+    return PBD_OK;
+}
+
+/* A self-colliding cloth over the grid mesh m of nx x ny vertices from o
+   along u and v (bending compliance 2e-3, `thickness` apart: its
+   point-triangle and edge-edge constraints keep the layers apart), drawn
+   smooth in colour rgb. */
+static pbd_result scene__self_colliding_cloth(scene *s, pbd_mesh *m, int nx, int ny, const float *o, const float *u,
+                                              const float *v, float thickness, const float *rgb,
+                                              pbd_object_parts *parts) {
+    pbd_object cloth;
+    SCENE__TRY(s, pbd_mesh_grid(nx, ny, o, u, v, m));
+    pbd_cloth_desc cd = scene__cloth_desc(m);
+    cd.bending_compliance = 2e-3f;
+    cd.thickness = thickness;
+    SCENE__TRY(s, pbd_add_cloth(s->world, &cd, &cloth));
+    SCENE__TRY(s, pbd_add_cloth_self_collision(s->world, cloth, &cd, thickness, NULL));
+    SCENE__TRY(s, pbd_object_get_parts(s->world, cloth, parts));
+    scene__item(s, SCENE_TRIANGLES, parts->particles, m->triangles, m->triangle_count, rgb[0], rgb[1], rgb[2],
+                SCENE_SMOOTH);
+    s->after_step = scene__self_contacts;
+    return PBD_OK;
+}
+
+/* Rotate points about `centre`: about y by ay, then x by ax, then z by az. */
+static void scene__rotate_points(float *p, int n, const float *centre, float ay, float ax, float az) {
+    float cy = cosf(ay), sy = sinf(ay), cx = cosf(ax), sx = sinf(ax), cz = cosf(az), sz = sinf(az);
+    for (int i = 0; i < n; ++i) {
+        float x = p[3 * i] - centre[0], y = p[3 * i + 1] - centre[1], z = p[3 * i + 2] - centre[2];
+        float x0 = cy * x + sy * z, z0 = -sy * x + cy * z;
+        float y1 = cx * y - sx * z0, z1 = sx * y + cx * z0;
+        float x2 = cz * x0 - sz * y1, y2 = sz * x0 + cz * y1;
+        p[3 * i] = centre[0] + x2;
+        p[3 * i + 1] = centre[1] + y2;
+        p[3 * i + 2] = centre[2] + z1;
+    }
+}
+
+/* ---- showcase: cloth on a sphere, a soft box, a balloon ---------------------- */
+
+typedef struct scene__showcase {
+    pbd_group volume;
+    float rest_volume;
+} scene__showcase;
+
+static pbd_result scene__showcase_after(scene *s) {
+    scene__showcase *d = (scene__showcase *)s->data;
+    float v = 0;
+    pbd_group_mesh_volume(s->world, d->volume, &v);
+    snprintf(s->status, sizeof s->status, "balloon volume x%.2f", d->rest_volume > 0 ? v / d->rest_volume : 0.0f);
+    return PBD_OK;
+}
+
+static pbd_result scene__build_showcase(scene *s) {
+    const float sphere_c[3] = {-1.6f, 0.45f, 0.0f};
+    scene__showcase *d = (scene__showcase *)calloc(1, sizeof *d);
+    pbd_mesh *cloth = scene__mesh(s), *box = scene__mesh(s), *balloon = scene__mesh(s);
+    pbd_object obj;
+    pbd_object_parts parts;
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    s->title = "cloth on a sphere, a soft box, a balloon";
+    /* 8 substeps of 4 iterations per 1/60 s step */
+    SCENE__TRY(s, scene__world(s, 8, 4));
+    SCENE__TRY(s, scene__ground(s, 0.6f, 0.0f, -1.5f, 6.0f, 0.5f));
+    SCENE__TRY(s, scene__sphere(s, sphere_c, 0.45f, 0.3f));
+    scene__camera(s, -0.35f, 1.75f, 4.5f, -0.35f, 0.3f, 0.0f, 40.0f);
+
+    { /* a 2 m square of cloth, 60x60 vertices, above the sphere */
+        float o[3] = {-2.6f, 1.2f, -1.0f}, u[3] = {2.0f, 0.0f, 0.0f}, v[3] = {0.0f, 0.0f, 2.0f};
+        SCENE__TRY(s, pbd_mesh_grid(60, 60, o, u, v, cloth));
+        pbd_cloth_desc c = scene__cloth_desc(cloth);
+        /* isometric bending (Bergou et al. 2006): cheap, and right for a
+           cloth that is flat at rest */
+        c.bending = PBD_BENDING_ISOMETRIC;
+        c.bending_compliance = 1.0f; /* soft fabric: folds */
+        c.thickness = 0.012f;
+        c.damping = 0.5f;
+        SCENE__TRY(s, pbd_add_cloth(s->world, &c, &obj));
+        SCENE__TRY(s, pbd_object_get_parts(s->world, obj, &parts));
+        scene__item(s, SCENE_TRIANGLES, parts.particles, cloth->triangles, cloth->triangle_count, 0.86f, 0.23f, 0.20f,
+                    SCENE_SMOOTH);
+    }
+    { /* a soft 0.5 m box of 5x5x5 nodes, turned, dropped from 1 m */
+        float lo[3] = {0.05f, 1.0f, -0.25f}, hi[3] = {0.55f, 1.5f, 0.25f}, centre[3] = {0.3f, 1.25f, 0.0f};
+        SCENE__TRY(s, pbd_mesh_tet_box(5, 5, 5, lo, hi, box));
+        /* turned about the vertical and tilted a little: a box that lands on
+           an edge tumbles away (it is elastic), one that lands flat squashes
+           and settles where it fell */
+        scene__rotate_points(box->positions, box->vertex_count, centre, 0.6f, 0.03f, 0.05f);
+        pbd_softbody_desc b = pbd_softbody_desc_default();
+        b.positions = box->positions;
+        b.vertex_count = box->vertex_count;
+        b.tets = box->tets;
+        b.tet_count = box->tet_count;
+        b.density = 200.0f;         /* a foam block, 25 kg */
+        b.edge_compliance = 1e-4f;  /* soft enough to squash visibly on impact */
+        b.volume_compliance = 0.0f; /* but it keeps its volume */
+        b.radius = 0.01f;
+        b.damping = 1.0f;
+        SCENE__TRY(s, pbd_add_softbody(s->world, &b, &obj));
+        SCENE__TRY(s, pbd_object_get_parts(s->world, obj, &parts));
+        scene__item(s, SCENE_TRIANGLES, parts.particles, box->triangles, box->triangle_count, 0.26f, 0.55f, 0.86f,
+                    SCENE_WIREFRAME);
+    }
+    { /* a balloon: an icosphere of radius 0.3 m, overpressure 1.3 */
+        float centre[3] = {1.75f, 0.9f, 0.0f};
+        SCENE__TRY(s, pbd_mesh_sphere(3, centre, 0.3f, balloon));
+        pbd_balloon_desc b = pbd_balloon_desc_default();
+        b.cloth = scene__cloth_desc(balloon);
+        b.cloth.stretch_compliance = 1e-2f; /* rubber: the skin stretches as it inflates */
+        b.cloth.bending_compliance = 1.0f;
+        b.cloth.damping = 0.5f;
+        b.pressure = 1.3f;
+        SCENE__TRY(s, pbd_add_balloon(s->world, &b, &obj));
+        SCENE__TRY(s, pbd_object_get_parts(s->world, obj, &parts));
+        scene__item(s, SCENE_TRIANGLES, parts.particles, balloon->triangles, balloon->triangle_count, 0.98f, 0.78f,
+                    0.16f, SCENE_SMOOTH | SCENE_SPECULAR);
+        d->volume = parts.volume;
+        pbd_group_mesh_volume(s->world, parts.volume, &d->rest_volume);
+    }
+    s->after_step = scene__showcase_after;
+    return PBD_OK;
+}
+
+/* ---- cloth_fold: a self-colliding cloth folds over a sphere ------------------ */
+
+static pbd_result scene__build_cloth_fold(scene *s) {
+    const float sphere_c[3] = {0, 0.35f, 0}, thickness = 0.006f;
+    float o[3] = {-0.35f, 0.75f, -0.6f}, u[3] = {1.2f, 0, 0}, v[3] = {0, 0.1f, 1.2f};
+    const float rgb[3] = {0.85f, 0.3f, 0.25f};
+    pbd_mesh *m = scene__mesh(s);
+    pbd_object_parts parts;
+    s->title = "self-collision: a cloth folds over a sphere";
+    SCENE__TRY(s, scene__world(s, 8, 0));
+    SCENE__TRY(s, scene__sphere(s, sphere_c, 0.3f, 0.4f));
+    SCENE__TRY(s, scene__ground(s, 0.6f, 0, 0, 2.0f, 0.25f));
+    scene__camera(s, 1.6f, 1.3f, 1.9f, 0.1f, 0.25f, 0, 40.0f);
+    /* a 1.2 m cloth (40 x 40 vertices), dropped off-centre */
+    SCENE__TRY(s, scene__self_colliding_cloth(s, m, 40, 40, o, u, v, thickness, rgb, &parts));
+    /* small: a thread team's barriers would cost more than they save */
+    SCENE__TRY(s, pbd_world_set_threads(s->world, 1));
+    return PBD_OK;
+}
+
+/* ---- tablecloth: pulled off a table ------------------------------------------- */
+
+typedef struct scene__tablecloth {
+    int first, nx, ny;
+} scene__tablecloth;
+
+/* The pulled edge (kinematic): 1 m/s along +x, and down to 0.35 m, until
+   it is 1.6 m from the table (the cloth is off by then); there it stays. */
+static pbd_result scene__tablecloth_pull(scene *s) {
+    const scene__tablecloth *d = (const scene__tablecloth *)s->data;
+    for (int j = 0; j < d->ny; ++j) {
+        int id = d->first + j * d->nx + d->nx - 1;
+        const float *p = pbd_world_positions(s->world) + 4 * (size_t)id;
+        float target[3] = {p[0] < 2.1f ? p[0] + s->dt : p[0], p[1] > 0.35f ? p[1] - 0.5f * s->dt : p[1], p[2]};
+        SCENE__TRY(s, pbd_particle_set_kinematic_target(s->world, id, target));
+    }
+    return PBD_OK;
+}
+
+static pbd_result scene__build_tablecloth(scene *s) {
+    const float thickness = 0.008f, top = 0.75f, rounding = 0.01f;
+    const float table_c[3] = {0, top - 0.025f, 0};
+    float o[3] = {-0.8f, top + 0.01f, -0.55f}, u[3] = {1.4f, 0, 0}, v[3] = {0, 0, 1.1f};
+    scene__tablecloth *d = (scene__tablecloth *)calloc(1, sizeof *d);
+    const float rgb[3] = {0.9f, 0.88f, 0.8f};
+    pbd_mesh *m = scene__mesh(s);
+    pbd_object_parts parts;
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    s->title = "a tablecloth pulled off a table";
+    SCENE__TRY(s, scene__world(s, 12, 0));
+    SCENE__TRY(s, scene__ground(s, 0.6f, 0.8f, 0, 2.5f, 0.25f));
+    scene__camera(s, 1.0f, 1.7f, 3.0f, 0.9f, 0.4f, 0, 40.0f);
+    /* the table top: a box collider with edges rounded by 1 cm (pbd.h,
+       colliders: at a sharp edge, static friction would hold the cloth
+       pressed into the side face, and it would stretch instead of sliding) */
+    pbd_collider_desc bd = pbd_collider_desc_default();
+    bd.shape = PBD_COLLIDER_BOX;
+    memcpy(bd.position, table_c, sizeof bd.position);
+    scene__set3(bd.half_extents, 0.5f - rounding, 0.025f - rounding, 0.4f - rounding);
+    bd.rounding = rounding;
+    bd.static_friction = 0.35f;
+    bd.dynamic_friction = 0.3f;
+    SCENE__TRY(s, pbd_add_collider(s->world, &bd, NULL));
+    scene_shape *table = scene__shape(s, SCENE_BOX, table_c, 0.55f, 0.38f, 0.22f);
+    scene__set3(table->half, 0.5f, 0.025f, 0.4f);
+    /* a 1.4 x 1.1 m cloth of 36 x 28 vertices, self-colliding (8 mm) */
+    SCENE__TRY(s, scene__self_colliding_cloth(s, m, 36, 28, o, u, v, thickness, rgb, &parts));
+    d->first = parts.particles.first;
+    d->nx = 36;
+    d->ny = 28;
+    for (int j = 0; j < d->ny; ++j)
+        SCENE__TRY(s, pbd_particle_set_kinematic(s->world, d->first + j * d->nx + d->nx - 1, 1));
+    s->before_step = scene__tablecloth_pull;
+    /* small: a thread team's barriers would cost more than they save */
+    SCENE__TRY(s, pbd_world_set_threads(s->world, 1));
+    return PBD_OK;
+}
+
+/* ---- flag_tear: a flag in a storm tears ---------------------------------------- */
+
+typedef struct scene__flag {
+    pbd_object flag;
+    int max_triangles, triangle_count, splits;
+    int triangles[1]; /* max_triangles * 3 */
+} scene__flag;
+
+/* Wind: an acceleration field pulling every particle towards the wind's
+   velocity, with gusts that travel along the flag; a storm from 1.5 s. */
+static void scene__wind(void *user, int particle, const float *x, const float *v, double time, float *a) {
+    (void)user;
+    (void)particle;
+    float t = (float)time, storm = t > 1.5f ? 1.0f + 4.0f * fminf(t - 1.5f, 1.0f) : 1.0f;
+    float gust = 1.0f + 0.6f * sinf(4.0f * t - 2.5f * x[0]) * sinf(1.7f * t + 3.0f * x[1]);
+    float wv[3] = {7.0f * storm * gust, 0.8f * sinf(3.0f * t + x[0]), 3.0f * sinf(2.3f * t - 2.0f * x[0]) * storm};
+    const float k = 1.2f; /* 1/s: drag per unit mass */
+    for (int c = 0; c < 3; ++c) a[c] = k * (wv[c] - v[c]);
+}
+
+/* Edges stretched past the threshold split their vertices between steps;
+   the flag's particles and triangles change, the item follows. */
+static pbd_result scene__flag_after(scene *s) {
+    scene__flag *d = (scene__flag *)s->data;
+    int splits = 0;
+    SCENE__TRY(s, pbd_world_tear(s->world, &splits));
+    d->splits += splits;
+    SCENE__TRY(s, pbd_object_triangles(s->world, d->flag, d->triangles, d->max_triangles, &d->triangle_count));
+    s->items[0].count = pbd_world_particle_count(s->world);
+    s->items[0].index_count = d->triangle_count;
+    snprintf(s->status, sizeof s->status, "%d particles, %d splits", s->items[0].count, d->splits);
+    return PBD_OK;
+}
+
+static pbd_result scene__build_flag_tear(scene *s) {
+    enum { NX = 48, NY = 30 };
+    float o[3] = {0, 2.0f, 0}, u[3] = {1.6f, 0, 0}, v[3] = {0, -1.0f, 0};
+    const float pole_c[3] = {0, 1.2f, 0};
+    pbd_mesh *m = scene__mesh(s);
+    pbd_object_parts parts;
+    s->title = "a flag in a storm tears";
+    SCENE__TRY(s, scene__world(s, 24, 1));
+    SCENE__TRY(s, pbd_mesh_grid(NX, NY, o, u, v, m));
+    scene__flag *d = (scene__flag *)calloc(1, sizeof *d + sizeof(int) * 3 * (size_t)m->triangle_count);
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    d->max_triangles = m->triangle_count;
+    pbd_cloth_desc cd = scene__cloth_desc(m);
+    cd.stretch_compliance = 0.0f; /* inextensible: small substeps keep it so (Macklin et al. 2019) */
+    cd.bending_compliance = 2.0f;
+    cd.density = 0.15f;
+    cd.tethers = 0;    /* tethers to the pole would take the wind's pull off the edges: no tear */
+    cd.damping = 0.0f; /* the default damps towards the pole's (zero) motion, as still air would */
+    SCENE__TRY(s, pbd_add_cloth(s->world, &cd, &d->flag));
+    SCENE__TRY(s, pbd_object_get_parts(s->world, d->flag, &parts));
+    for (int j = 0; j < NY; ++j) SCENE__TRY(s, pbd_particle_pin(s->world, parts.particles.first + j * NX));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = d->flag;
+    td.triangles = m->triangles;
+    td.triangle_count = m->triangle_count;
+    td.threshold = 1.15f;
+    td.max_splits = 24;
+    SCENE__TRY(s, pbd_add_tearing(s->world, &td, NULL));
+    SCENE__TRY(s, pbd_world_set_acceleration_field(s->world, scene__wind, NULL));
+    SCENE__TRY(s, scene__ground(s, 0.6f, 2.0f, 0, 6.0f, 0.5f));
+    scene__camera(s, 1.6f, 1.9f, 5.2f, 1.9f, 1.0f, 0, 50.0f);
+    scene_shape *pole = scene__shape(s, SCENE_BOX, pole_c, 0.5f, 0.5f, 0.55f);
+    scene__set3(pole->half, 0.02f, 1.2f, 0.02f);
+    memcpy(d->triangles, m->triangles, sizeof(int) * 3 * (size_t)m->triangle_count);
+    d->triangle_count = m->triangle_count;
+    /* torn pieces get new particles after the flag's: the item draws from 0 */
+    pbd_range all = {0, pbd_world_particle_count(s->world)};
+    scene__item(s, SCENE_TRIANGLES, all, d->triangles, d->triangle_count, 0.85f, 0.15f, 0.18f, SCENE_SMOOTH);
+    s->after_step = scene__flag_after;
+    return PBD_OK;
+}
+
+/* ---- the table of scenes ------------------------------------------------------- */
+
+typedef struct scene__entry {
+    const char *name;
+    const char *title;
+    pbd_result (*build)(scene *s);
+} scene__entry;
+
+static const scene__entry scene__table[] = {
+    {"showcase", "cloth on a sphere, a soft box, a balloon", scene__build_showcase},
+    {"cloth_fold", "self-collision: a cloth folds over a sphere", scene__build_cloth_fold},
+    {"tablecloth", "a tablecloth pulled off a table", scene__build_tablecloth},
+    {"flag_tear", "a flag in a storm tears", scene__build_flag_tear},
+};
+
+int scene_count(void) { return (int)(sizeof scene__table / sizeof scene__table[0]); }
+
+const char *scene_name(int index) { return index >= 0 && index < scene_count() ? scene__table[index].name : NULL; }
+
+const char *scene_title(int index) { return index >= 0 && index < scene_count() ? scene__table[index].title : NULL; }
+
+int scene_find(const char *name) {
+    if (!name) return -1;
+    for (int i = 0; i < scene_count(); ++i)
+        if (!strcmp(name, scene__table[i].name)) return i;
+    char *end;
+    long k = strtol(name, &end, 10);
+    return *name && !*end && k >= 0 && k < scene_count() ? (int)k : -1;
+}
+
+/* Points the items at the world's particles (the array may move when the
+   world grows, as when it tears). */
+static void scene__refresh(scene *s) {
+    const float *x = pbd_world_positions(s->world);
+    for (int i = 0; i < s->item_count; ++i)
+        if (s->items[i].first >= 0) s->items[i].x = x + 4 * (size_t)s->items[i].first;
+}
+
+pbd_result scene_create(int index, int threads, scene *s) {
+    if (!s) return PBD_ERROR_INVALID_ARGUMENT;
+    memset(s, 0, sizeof *s);
+    s->grabbed = -1;
+    if (index < 0 || index >= scene_count()) {
+        snprintf(s->error, sizeof s->error, "no scene %d (0 .. %d)", index, scene_count() - 1);
+        return PBD_ERROR_INVALID_ARGUMENT;
+    }
+    s->name = scene__table[index].name;
+    s->title = scene__table[index].title;
+    s->dt = 1.0f / 60.0f;
+    pbd_result r = scene__table[index].build(s);
+    if (r == PBD_OK && threads >= 0) r = scene__fail(s, pbd_world_set_threads(s->world, threads), "threads");
+    if (r != PBD_OK) {
+        char why[sizeof s->error];
+        memcpy(why, s->error, sizeof why);
+        scene_destroy(s);
+        memcpy(s->error, why, sizeof why);
+        return r;
+    }
+    scene__refresh(s);
+    if (s->after_step) s->after_step(s); /* the status of the start */
+    return PBD_OK;
+}
+
+pbd_result scene_step(scene *s) {
+    if (!s || !s->world) return PBD_ERROR_INVALID_ARGUMENT;
+    if (s->before_step) SCENE__TRY(s, s->before_step(s));
+    SCENE__TRY(s, pbd_world_step(s->world, s->dt));
+    s->steps++;
+    if (s->after_step) SCENE__TRY(s, s->after_step(s));
+    scene__refresh(s);
+    return PBD_OK;
+}
+
+void scene_destroy(scene *s) {
+    if (!s) return;
+    pbd_world_destroy(s->world);
+    for (int i = 0; i < s->mesh_count; ++i) pbd_mesh_free(&s->meshes[i]);
+    free(s->data);
+    memset(s, 0, sizeof *s);
+    s->grabbed = -1;
+}
+
+int scene_constraint_count(const scene *s) {
+    int total = 0;
+    for (int i = 0; s && i < pbd_world_group_count(s->world); ++i) {
+        int n = 0;
+        if (pbd_group_info(s->world, pbd_world_group(s->world, i), NULL, &n) == PBD_OK) total += n;
+    }
+    return total;
+}
+
+/* ---- grabbing ----------------------------------------------------------------- */
+
+int scene_pick(const scene *s, const float *origin, const float *dir, float tolerance, float *t_out) {
+    if (!s || !s->world || !origin || !dir) return -1;
+    float dd = dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2];
+    if (!(dd > 0)) return -1;
+    const float *x = pbd_world_positions(s->world);
+    int best = -1;
+    float best_t = 0, best_d2 = tolerance * tolerance;
+    for (int i = 0; i < s->item_count; ++i) {
+        const scene_item *it = &s->items[i];
+        if (it->first < 0) continue;
+        for (int k = 0; k < it->count; ++k) {
+            const float *p = x + 4 * (size_t)(it->first + k);
+            float d[3] = {p[0] - origin[0], p[1] - origin[1], p[2] - origin[2]};
+            float t = (d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2]) / dd;
+            if (t <= 0) continue;
+            float e[3] = {d[0] - t * dir[0], d[1] - t * dir[1], d[2] - t * dir[2]};
+            float d2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+            /* the nearest to the ray; of those as near, the nearest to the eye */
+            if (d2 < best_d2 || (d2 == best_d2 && best >= 0 && t < best_t)) {
+                best = it->first + k;
+                best_d2 = d2;
+                best_t = t;
+            }
+        }
+    }
+    if (t_out) *t_out = best_t;
+    return best;
+}
+
+pbd_result scene_grab(scene *s, int p) {
+    if (!s || !s->world || p < 0 || p >= pbd_world_particle_count(s->world)) return PBD_ERROR_INVALID_ARGUMENT;
+    SCENE__TRY(s, scene_release(s));
+    const float *x = pbd_world_positions(s->world) + 4 * (size_t)p;
+    float at[3] = {x[0], x[1], x[2]};
+    pbd_attachments_desc a = pbd_attachments_desc_default();
+    a.count = 1;
+    a.particles = &p;
+    a.target_points = at;
+    SCENE__TRY(s, pbd_add_attachments(s->world, &a, &s->grab));
+    s->grabbed = p;
+    return PBD_OK;
+}
+
+pbd_result scene_drag(scene *s, const float *target) {
+    if (!s || !s->world || !target) return PBD_ERROR_INVALID_ARGUMENT;
+    if (s->grabbed < 0) return PBD_OK;
+    SCENE__TRY(s, pbd_group_set_attachment_target(s->world, s->grab, 0, target));
+    return PBD_OK;
+}
+
+pbd_result scene_release(scene *s) {
+    if (!s || !s->world) return PBD_ERROR_INVALID_ARGUMENT;
+    if (s->grabbed < 0) return PBD_OK;
+    s->grabbed = -1;
+    SCENE__TRY(s, pbd_remove_group(s->world, s->grab));
+    return PBD_OK;
+}
+
+/* ---- headless: the software rasterizer ------------------------------------------ */
+#ifdef PBD_RENDER_H_INCLUDED
+
+void scene_render(const scene *s, render_image *img, const render_camera *cam) {
+    render_clear(img, NULL, NULL);
+    if (s->ground) {
+        render_draw_ground(img, cam, s->ground_y, s->ground_cx, s->ground_cz, s->ground_half, s->ground_tile, NULL,
+                           NULL);
+        for (int i = 0; i < s->shape_count; ++i)
+            if (s->shapes[i].kind == SCENE_SPHERE)
+                render_draw_sphere_shadow(img, cam, s->shapes[i].centre, s->shapes[i].radius, s->ground_y);
+        for (int i = 0; i < s->item_count; ++i)
+            if (s->items[i].kind == SCENE_TRIANGLES)
+                render_draw_mesh_shadow(img, cam, s->items[i].x, s->items[i].stride, s->items[i].count,
+                                        s->items[i].index, s->items[i].index_count, s->ground_y);
+    }
+    for (int i = 0; i < s->shape_count; ++i) {
+        const scene_shape *sh = &s->shapes[i];
+        if (sh->kind == SCENE_SPHERE) render_draw_sphere(img, cam, sh->centre, sh->radius, sh->rgb, RENDER_SMOOTH);
+        else render_draw_box(img, cam, sh->centre, sh->half, sh->rotation, sh->rgb, RENDER_SMOOTH);
+    }
+    for (int i = 0; i < s->item_count; ++i) {
+        const scene_item *it = &s->items[i];
+        int flags = (it->flags & SCENE_SMOOTH ? RENDER_SMOOTH : 0) |
+                    (it->flags & SCENE_WIREFRAME ? RENDER_WIREFRAME : 0) |
+                    (it->flags & SCENE_SPECULAR ? RENDER_SPECULAR : 0);
+        if (it->kind == SCENE_TRIANGLES)
+            render_draw_mesh(img, cam, it->x, it->stride, it->count, it->index, it->index_count, it->rgb, flags);
+    }
+}
+
+static double scene__now_ms(void) {
+#ifdef _WIN32
+    return 1000.0 * (double)clock() / CLOCKS_PER_SEC;
+#else
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return 1e3 * (double)t.tv_sec + 1e-6 * (double)t.tv_nsec;
+#endif
+}
+
+static int scene__finite(const scene *s) {
+    const float *x = pbd_world_positions(s->world);
+    for (int i = 0; i < 4 * pbd_world_particle_count(s->world); ++i)
+        if (!isfinite(x[i])) return 0;
+    return 1;
+}
+
+int scene_run_headless(const char *name, const char *dir, int steps, int frame_every) {
+    enum { WIDTH = 640, HEIGHT = 360, MAX_FRAMES = 64 };
+    scene s;
+    if (scene_create(scene_find(name), -1, &s) != PBD_OK) {
+        fprintf(stderr, "%s: %s\n", name, s.error);
+        return 1;
+    }
+    printf("%s: %s; %d particles, simd %s x%d, %d thread(s), %s\n", s.name, s.title, pbd_world_particle_count(s.world),
+           pbd_simd_path(), pbd_simd_width(), pbd_max_threads(),
+           pbd_world_device(s.world) == PBD_DEVICE_GPU ? "on the GPU" : "on the CPU");
+    static render_image frames[MAX_FRAMES];
+    char label[48];
+    scene__mkdir(dir); /* fails harmlessly when it exists; its parent must exist */
+    const float up[3] = {0, 1, 0};
+    render_camera cam = render_camera_look_at(s.eye, s.target, up, s.fov_y);
+    double sim = 0;
+    int failed = 0, frame = 0;
+    for (int step = 1; step <= steps && !failed; ++step) {
+        double t0 = scene__now_ms();
+        if (scene_step(&s) != PBD_OK) {
+            fprintf(stderr, "%s: %s\n", s.name, s.error);
+            failed = 1;
+            break;
+        }
+        sim += scene__now_ms() - t0;
+        if (step % frame_every || frame >= MAX_FRAMES) continue;
+        render_image *img = &frames[frame];
+        char base[1024], path[1100];
+        if (!scene__finite(&s)) {
+            fprintf(stderr, "%s: non-finite positions at t = %.2f s\n", s.name, pbd_world_time(s.world));
+            failed = 1;
+        }
+        if (render_image_init(img, WIDTH, HEIGHT) != 0) {
+            fprintf(stderr, "out of memory\n");
+            failed = 1;
+            break;
+        }
+        scene_render(&s, img, &cam);
+        snprintf(label, sizeof label, "T = %.2f S", pbd_world_time(s.world));
+        render_text(img, 12, 12, 4, NULL, label); /* scale 4: crisp at half size in the contact sheet */
+        snprintf(base, sizeof base, "%s/%s_%03d", dir, s.name, frame);
+        const char *written = render_image_save(img, base, path, sizeof path);
+        printf("frame %2d  t = %.2f s  sim %.3f ms/step  %s  -> %s\n", frame, pbd_world_time(s.world), sim / step,
+               s.status, written ? written : "(write failed)");
+        if (!written) failed = 1;
+        ++frame;
+    }
+    if (!failed && frame > 0) {
+        char base[1024], path[1100];
+        snprintf(base, sizeof base, "%s/%s", dir, s.name);
+        const char *written = render_contact_sheet(frames, frame, 4, 2, NULL, base, path, sizeof path);
+        printf("contact sheet (%d frames) -> %s\n", frame, written ? written : "(write failed)");
+        if (!written) failed = 1;
+    }
+    if (s.steps > 0)
+        printf("summary: %s, %d steps of %.4f s, %d particles: %.3f ms per step (mean); %s\n", s.name, s.steps, s.dt,
+               pbd_world_particle_count(s.world), sim / s.steps, failed ? "FAILED" : "ok");
+    for (int i = 0; i < frame; ++i) render_image_free(&frames[i]);
+    scene_destroy(&s);
+    return failed;
+}
+#endif /* PBD_RENDER_H_INCLUDED */
+
+#endif /* SCENES_IMPLEMENTATION */

@@ -1,0 +1,56 @@
+#!/bin/sh
+# tests/viewer/check.sh VIEWER OUT - make check-viewer: the native viewer
+# (examples/viewer.c) as a person uses it, in a real window under Xvfb with
+# Mesa's software OpenGL. Every scene is scripted (viewer.c's options) to
+# grab a particle at frame 10, drag it across the window and hold it, and to
+# save its last frame: the viewer fails a scene when nothing was grabbed,
+# when the held particle is drawn 3 pixels or more from the cursor, or when
+# the screenshot is blank or uniform. Screenshots: OUT/<scene>.png. Ends
+# with "N passed, N failed, N skipped" (.ci/run adds these up); where Xvfb
+# or a display cannot be had the scenes are skipped, saying why.
+viewer=$1
+out=$2
+mkdir -p "$out"
+# scene, then where its first frames show an object (640 x 360 window), where
+# to drag it, and from which frame (viewer.c's --drag; the tablecloth's after
+# its pulled edge has stopped)
+scenes="showcase 547,132:450,60
+cloth_fold 330,110:330,40
+tablecloth 360,240:380,180@100
+flag_tear 240,140:400,100"
+count=$(echo "$scenes" | wc -l)
+why=""
+if [ ! -x "$viewer" ]; then
+    if [ -f /usr/include/GLFW/glfw3.h ] && [ -f /usr/include/epoxy/gl.h ]; then
+        echo "FAIL viewer: $viewer did not build (GLFW and libepoxy are installed)"
+        echo "0 passed, 1 failed, 0 skipped"
+        exit 1
+    fi
+    why="no GLFW / libepoxy to build the viewer with (Debian: libglfw3-dev libepoxy-dev)"
+elif ! command -v xvfb-run >/dev/null 2>&1 || ! command -v Xvfb >/dev/null 2>&1; then
+    why="xvfb-run / Xvfb missing (Debian: xvfb xauth)"
+fi
+if [ -n "$why" ]; then
+    echo "check-viewer: skipped: $why"
+    echo "0 passed, 0 failed, $count skipped"
+    exit 0
+fi
+passed=0 failed=0
+echo "$scenes" | {
+    while read -r name drag; do
+        log="$out/$name.log"
+        # LIBGL_ALWAYS_SOFTWARE: Mesa's llvmpipe whatever the machine has
+        if LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
+            "$viewer" --scene "$name" --size 640x360 --frames 100 --drag "$drag" \
+            --screenshot "$out/$name.png" > "$log" 2>&1; then
+            passed=$((passed + 1))
+            echo "ok   viewer $name: $(grep 'dragged particle' "$log")"
+        else
+            failed=$((failed + 1))
+            echo "FAIL viewer $name:"
+            sed 's/^/    /' "$log"
+        fi
+    done
+    echo "$passed passed, $failed failed, 0 skipped"
+    [ "$failed" -eq 0 ]
+}
