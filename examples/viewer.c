@@ -10,8 +10,9 @@
        ./viewer                 # or ./viewer --scene tablecloth
 
    Mouse: left-drag a particle to pull it (the nearest particle to the ray
-   under the cursor is held by an attachment until the button is released);
-   left-drag elsewhere orbits, right-drag (or shift + left) pans, the wheel
+   under the cursor is held by an attachment until the button is released;
+   in the hair scene a drag on the head moves the head); left-drag
+   elsewhere orbits, right-drag (or shift + left) pans, the wheel
    zooms. Keys: 1..9 scenes, space pause, N one step, R reset, W wireframe,
    up/down substeps, right/left iterations, P screenshot (out/viewer_NNN.png),
    Esc quit. The simulation runs at a fixed 1/60 s step with an accumulator
@@ -171,7 +172,8 @@ static const char *vs_src = VIEWER_GLSL "layout(location = 0) in vec3 a_pos;\n"
                                         "    gl_PointSize = max(u_point / gl_Position.w, 1.0);\n"
                                         "}\n";
 
-/* u_mode 0: lit (both sides), 1: the ground's checkerboard, 2: flat colour */
+/* u_mode 0: lit (both sides), 1: the ground's checkerboard, 2: flat colour,
+   3: a point drawn as a lit ball (its normal from gl_PointCoord) */
 static const char *fs_src = VIEWER_GLSL "in vec3 v_pos;\n"
                                         "in vec3 v_nrm;\n"
                                         "uniform int u_mode;\n"
@@ -183,6 +185,15 @@ static const char *fs_src = VIEWER_GLSL "in vec3 v_pos;\n"
                                         "out vec4 o_rgba;\n"
                                         "void main() {\n"
                                         "    if (u_mode == 2) { o_rgba = vec4(u_rgb, 1.0); return; }\n"
+                                        "    if (u_mode == 3) {\n"
+                                        "        vec2 q = 2.0 * gl_PointCoord - 1.0;\n"
+                                        "        float r2 = dot(q, q);\n"
+                                        "        if (r2 > 1.0) discard;\n"
+                                        "        float k = 0.35 + 0.65 * max(dot(normalize(vec3(q.x, -q.y, sqrt(1.0 - "
+                                        "r2))), normalize(vec3(0.3, 0.6, 0.75))), 0.0);\n"
+                                        "        o_rgba = vec4(u_rgb * k, 1.0);\n"
+                                        "        return;\n"
+                                        "    }\n"
                                         "    if (u_mode == 1) {\n"
                                         "        vec2 c = floor(v_pos.xz / u_tile);\n"
                                         "        float k = mod(c.x + c.y, 2.0) < 0.5 ? 0.78 : 0.62;\n"
@@ -224,8 +235,9 @@ typedef struct gl_state {
     GLuint shape_vao[2], shape_vbo[2], shape_ibo[2];
     int shape_index_count[2];
     GLuint text_vao, text_vbo, text_tex;
-    float *verts; /* streaming scratch: 6 floats per vertex */
-    int *lines;   /* wireframe edges */
+    float pixels_per_unit; /* a length of 1 at depth 1 on the screen: height / (2 tan(fov / 2)) */
+    float *verts;          /* streaming scratch: 6 floats per vertex */
+    int *lines;            /* wireframe edges */
     size_t verts_cap, lines_cap;
 } gl_state;
 
@@ -434,8 +446,8 @@ static void gl_draw_item(gl_state *g, const scene_item *it, int wireframe) {
     glUniform3fv(g->u_rgb, 1, it->rgb);
     glUniform1f(g->u_spec, it->flags & SCENE_SPECULAR ? 0.5f : 0.0f);
     if (it->kind == SCENE_POINTS) {
-        glUniform1i(g->u_mode, 0);
-        glUniform1f(g->u_point, 1400.0f * it->radius);
+        glUniform1i(g->u_mode, 3);
+        glUniform1f(g->u_point, 2.0f * it->radius * g->pixels_per_unit); /* its diameter in pixels at depth 1 */
         glDrawArrays(GL_POINTS, 0, n);
         return;
     }
@@ -530,8 +542,10 @@ typedef struct viewer {
     int frame;
     /* the mouse */
     int dragging_particle, orbiting, panning;
+    int moving_shape;      /* the collider shape a hand moves (the hair's head), or -1 */
+    float shape_offset[3]; /* its centre less the point the hand holds */
     double mx, my;
-    float grab_depth; /* the drag plane: through the held particle, facing the camera */
+    float grab_depth; /* the drag plane: through the held point, facing the camera */
     /* scripted */
     int frames_max;
     int drag_scripted;
@@ -556,7 +570,8 @@ static int viewer_load(viewer *v, int index) {
     v->scene_index = index;
     v->cam = camera_from(v->s.eye, v->s.target, v->s.fov_y);
     v->accumulator = 0;
-    v->dragging_particle = 0;
+    v->dragging_particle = v->orbiting = v->panning = 0;
+    v->moving_shape = -1;
     printf("viewer: scene %d, %s: %s (%d particles)\n", index, v->s.name, v->s.title,
            pbd_world_particle_count(v->s.world));
     return 1;
@@ -616,13 +631,19 @@ static void viewer_drag_target(const viewer *v, double px, double py, float *out
     for (int i = 0; i < 3; ++i) out[i] = o[i] + t * d[i];
 }
 
+/* A press picks, in order: a movable shape under the cursor (the hair's
+   head), the particle nearest the ray, else the camera orbits (pans). */
 static void viewer_press(viewer *v, double px, double py, int pan) {
-    float o[3], d[3], t = 0;
+    float o[3], d[3], t = 0, eye[3], r[3], u[3], f[3];
     camera_ray(&v->cam, px, py, v->width, v->height, o, d);
-    int p = pan ? -1 : scene_pick(&v->s, o, d, 0.03f * v->cam.distance, &t);
-    if (p >= 0 && scene_grab(&v->s, p) == PBD_OK) {
-        float eye[3], r[3], u[3], f[3];
-        camera_basis(&v->cam, eye, r, u, f);
+    camera_basis(&v->cam, eye, r, u, f);
+    int shape = pan ? -1 : scene_pick_shape(&v->s, o, d, &t);
+    int p = pan || shape >= 0 ? -1 : scene_pick(&v->s, o, d, 0.03f * v->cam.distance, &t);
+    if (shape >= 0) {
+        for (int i = 0; i < 3; ++i) v->shape_offset[i] = v->s.shapes[shape].centre[i] - (o[i] + t * d[i]);
+        v->grab_depth = t * v3_dot(d, f);
+        v->moving_shape = shape;
+    } else if (p >= 0 && scene_grab(&v->s, p) == PBD_OK) {
         v->grab_depth = t * v3_dot(d, f);
         v->dragging_particle = 1;
     } else if (pan) v->panning = 1;
@@ -632,19 +653,29 @@ static void viewer_press(viewer *v, double px, double py, int pan) {
 }
 
 static void viewer_release(viewer *v) {
-    if (v->dragging_particle) scene_release(&v->s);
+    if (v->dragging_particle || v->moving_shape >= 0) scene_release(&v->s);
     v->dragging_particle = v->orbiting = v->panning = 0;
+    v->moving_shape = -1;
+}
+
+/* Where the hand holds: the held particle's target or the moved shape's
+   centre, under the cursor on the drag plane. */
+static void viewer_hold(viewer *v) {
+    float target[3];
+    viewer_drag_target(v, v->mx, v->my, target);
+    if (v->dragging_particle) scene_drag(&v->s, target);
+    if (v->moving_shape >= 0) {
+        for (int i = 0; i < 3; ++i) target[i] += v->shape_offset[i];
+        scene_move_shape(&v->s, v->moving_shape, target);
+    }
 }
 
 static void viewer_move(viewer *v, double px, double py) {
     double dx = px - v->mx, dy = py - v->my;
     v->mx = px;
     v->my = py;
-    if (v->dragging_particle) {
-        float target[3];
-        viewer_drag_target(v, px, py, target);
-        scene_drag(&v->s, target);
-    } else if (v->orbiting) {
+    if (v->dragging_particle || v->moving_shape >= 0) viewer_hold(v);
+    else if (v->orbiting) {
         v->cam.yaw -= (float)dx * 0.008f;
         v->cam.pitch += (float)dy * 0.008f;
         if (v->cam.pitch > 1.5f) v->cam.pitch = 1.5f;
@@ -724,19 +755,26 @@ static void viewer_script(viewer *v) {
    check does not lean on the picking ray it checks. */
 static void viewer_report_drag(viewer *v) {
     if (!v->drag_scripted) return;
-    if (v->s.grabbed < 0) {
+    if (v->s.grabbed < 0 && v->moving_shape < 0) {
         fprintf(stderr, "viewer: --drag grabbed nothing at (%.0f, %.0f)\n", v->drag_from[0], v->drag_from[1]);
         v->status = 1;
         return;
     }
-    float vp[16], clip[4];
-    const float *p = pbd_world_positions(v->s.world) + 4 * (size_t)v->s.grabbed;
+    float vp[16], clip[4], held[3];
+    const float *p = held;
+    if (v->moving_shape >= 0) /* the point of the shape the hand holds */
+        for (int i = 0; i < 3; ++i) held[i] = v->s.shapes[v->moving_shape].centre[i] - v->shape_offset[i];
+    else p = pbd_world_positions(v->s.world) + 4 * (size_t)v->s.grabbed;
     camera_matrix(&v->cam, (float)v->width / (float)v->height, vp);
     for (int r = 0; r < 4; ++r) clip[r] = vp[r] * p[0] + vp[4 + r] * p[1] + vp[8 + r] * p[2] + vp[12 + r];
     double px = 0.5 * (clip[0] / clip[3] + 1.0) * v->width, py = 0.5 * (1.0 - clip[1] / clip[3]) * v->height;
     double off = hypot(px - (v->drag_to[0] + 0.5), py - (v->drag_to[1] + 0.5));
-    printf("viewer: dragged particle %d is drawn at (%.1f, %.1f), %.2f pixels from the cursor at (%.0f, %.0f)\n",
-           v->s.grabbed, px, py, off, v->drag_to[0], v->drag_to[1]);
+    if (v->moving_shape >= 0)
+        printf("viewer: the moved shape %d is drawn at (%.1f, %.1f), %.2f pixels from the cursor at (%.0f, %.0f)\n",
+               v->moving_shape, px, py, off, v->drag_to[0], v->drag_to[1]);
+    else
+        printf("viewer: dragged particle %d is drawn at (%.1f, %.1f), %.2f pixels from the cursor at (%.0f, %.0f)\n",
+               v->s.grabbed, px, py, off, v->drag_to[0], v->drag_to[1]);
     if (!(off < 3.0)) v->status = 1;
 }
 
@@ -766,7 +804,7 @@ static void viewer_text(viewer *v) {
     y += 16;
     render_text(p, 8, y, 2, NULL,
                 "1-9 scene  space pause  n step  r reset  w wire  up/down substeps  "
-                "left/right iterations  p screenshot");
+                "left/right iterations  p screenshot  drag: pull (a head: move it)");
 }
 
 static void viewer_frame(viewer *v) {
@@ -800,17 +838,14 @@ static void viewer_frame(viewer *v) {
         }
         v->sim_ms = 0.9 * v->sim_ms + 0.1 * 1e3 * (now_s() - t0);
     }
-    if (v->dragging_particle) { /* keep the hold under a still cursor as the camera moves */
-        float target[3];
-        viewer_drag_target(v, v->mx, v->my, target);
-        scene_drag(&v->s, target);
-    }
+    if (v->dragging_particle || v->moving_shape >= 0) viewer_hold(v); /* under a still cursor too */
     /* the picture */
     double d0 = now_s();
     float vp[16], eye[3], r[3], u[3], f[3], light[3] = {0.35f, 0.85f, 0.4f};
     v3_normalize(light);
     camera_matrix(&v->cam, (float)v->width / (float)v->height, vp);
     camera_basis(&v->cam, eye, r, u, f);
+    v->gl.pixels_per_unit = 0.5f * (float)v->height / tanf(0.5f * v->cam.fov_y * 3.14159265f / 180.0f);
     glViewport(0, 0, v->width, v->height);
     glClearColor(0.62f, 0.74f, 0.88f, 1);
     glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
@@ -901,6 +936,7 @@ int main(int argc, char **argv) {
     viewer *v = &app;
     int w = 1280, h = 720;
     v->threads = -1;
+    v->moving_shape = -1;
     v->s.grabbed = -1;
     if (!parse_args(v, argc, argv, &w, &h)) return 2;
     if (!glfwInit()) {

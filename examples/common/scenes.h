@@ -28,10 +28,12 @@
    volume, the flag's splits). Each scene's builder below is also its
    cookbook: how the example sets up cloth, self-collision, tearing...
 
-   Grabbing (what the viewer's mouse does): scene_pick finds the world
-   particle nearest to a ray, scene_grab holds it with an attachment
-   (pbd_add_attachments, compliance 0) whose target scene_drag moves,
-   scene_release removes it.
+   Grabbing (what the viewer's mouse does): scene_pick finds the dynamic
+   world particle nearest to a ray, scene_grab makes it kinematic
+   (pbd_particle_set_kinematic: it goes where the hand puts it and drags the
+   rest), scene_drag moves its target, scene_release gives it its mass back
+   (it keeps its velocity: a throw). scene_pick_shape and scene_move_shape
+   do the same for a movable collider (the hair scene's head).
 
    With render.h included before the implementation, scene_render draws the
    scene into a render_image, and scene_run_headless is the whole loop of a
@@ -77,6 +79,8 @@ typedef struct scene_shape {
     float half[3];     /* boxes: half extents along the axes of `rotation` */
     float rotation[4]; /* unit quaternion x y z w */
     float rgb[3];
+    pbd_collider collider; /* the collider it draws (0: none) */
+    int movable;           /* a hand may move it (scene_move_shape) */
 } scene_shape;
 
 typedef struct scene scene;
@@ -96,14 +100,16 @@ struct scene {
     char status[160]; /* what the scene says about itself after each step */
     char error[256];  /* why scene_create or scene_step failed */
     /* grabbing */
-    int grabbed; /* the held particle, or -1 */
-    pbd_group grab;
+    int grabbed;    /* the held particle (kinematic while held), or -1 */
+    int shape_held; /* the shape a hand moves (scene_move_shape), or -1 */
     /* the scene's own: meshes and state, hooks */
     pbd_mesh meshes[SCENE_MAX_MESHES];
     int mesh_count;
     void *data; /* freed with free() by scene_destroy */
     pbd_result (*before_step)(scene *s);
     pbd_result (*after_step)(scene *s);
+    pbd_result (*shape_moved)(scene *s, int shape); /* what follows a moved shape (hair roots) */
+    const char *(*verdict)(scene *s); /* after a headless run: NULL when it did what it shows, else why not */
 };
 
 int scene_count(void);
@@ -123,11 +129,19 @@ int scene_constraint_count(const scene *s);
    not be unit) within `tolerance` metres of it, among the items' world
    particles; -1 when none. *t_out (may be NULL) gets its ray parameter. */
 int scene_pick(const scene *s, const float *origin, const float *dir, float tolerance, float *t_out);
-/* Hold particle p where it is; scene_drag moves the hold, scene_release
-   lets go (each a no-op when nothing is held). */
+/* Hold particle p where it is (not a pinned or kinematic one: then nothing
+   is held); scene_drag moves the hold, scene_release lets go (each a no-op
+   when nothing is held). */
 pbd_result scene_grab(scene *s, int p);
 pbd_result scene_drag(scene *s, const float *target);
 pbd_result scene_release(scene *s);
+/* The movable shape (a sphere) nearest along the ray that it hits, or -1;
+   *t_out its ray parameter. scene_move_shape puts shape i's centre at
+   `centre` (its collider follows over the next step, carrying what it
+   touches), and holds it there: a scene's own motion of it (the hair
+   scene's shaking head) stops until scene_release. */
+int scene_pick_shape(const scene *s, const float *origin, const float *dir, float *t_out);
+pbd_result scene_move_shape(scene *s, int i, const float *centre);
 
 #ifdef PBD_RENDER_H_INCLUDED
 /* Draws the scene as its camera sees it (ground, shadows, shapes, items). */
@@ -224,8 +238,11 @@ static scene_shape *scene__shape(scene *s, scene_shape_kind kind, const float *c
 }
 
 static pbd_result scene__sphere(scene *s, const float *c, float radius, float friction) {
-    SCENE__TRY(s, pbd_add_collider_sphere(s->world, c, radius, friction, NULL));
-    scene__shape(s, SCENE_SPHERE, c, 0.62f, 0.64f, 0.68f)->radius = radius;
+    pbd_collider id;
+    SCENE__TRY(s, pbd_add_collider_sphere(s->world, c, radius, friction, &id));
+    scene_shape *sh = scene__shape(s, SCENE_SPHERE, c, 0.62f, 0.64f, 0.68f);
+    sh->radius = radius;
+    sh->collider = id;
     return PBD_OK;
 }
 
@@ -318,7 +335,6 @@ static pbd_result scene__build_showcase(scene *s) {
     pbd_object_parts parts;
     s->data = d;
     if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
-    s->title = "cloth on a sphere, a soft box, a balloon";
     /* 8 substeps of 4 iterations per 1/60 s step */
     SCENE__TRY(s, scene__world(s, 8, 4));
     SCENE__TRY(s, scene__ground(s, 0.6f, 0.0f, -1.5f, 6.0f, 0.5f));
@@ -390,7 +406,6 @@ static pbd_result scene__build_cloth_fold(scene *s) {
     const float rgb[3] = {0.85f, 0.3f, 0.25f};
     pbd_mesh *m = scene__mesh(s);
     pbd_object_parts parts;
-    s->title = "self-collision: a cloth folds over a sphere";
     SCENE__TRY(s, scene__world(s, 8, 0));
     SCENE__TRY(s, scene__sphere(s, sphere_c, 0.3f, 0.4f));
     SCENE__TRY(s, scene__ground(s, 0.6f, 0, 0, 2.0f, 0.25f));
@@ -431,7 +446,6 @@ static pbd_result scene__build_tablecloth(scene *s) {
     pbd_object_parts parts;
     s->data = d;
     if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
-    s->title = "a tablecloth pulled off a table";
     SCENE__TRY(s, scene__world(s, 12, 0));
     SCENE__TRY(s, scene__ground(s, 0.6f, 0.8f, 0, 2.5f, 0.25f));
     scene__camera(s, 1.0f, 1.7f, 3.0f, 0.9f, 0.4f, 0, 40.0f);
@@ -501,7 +515,6 @@ static pbd_result scene__build_flag_tear(scene *s) {
     const float pole_c[3] = {0, 1.2f, 0};
     pbd_mesh *m = scene__mesh(s);
     pbd_object_parts parts;
-    s->title = "a flag in a storm tears";
     SCENE__TRY(s, scene__world(s, 24, 1));
     SCENE__TRY(s, pbd_mesh_grid(NX, NY, o, u, v, m));
     scene__flag *d = (scene__flag *)calloc(1, sizeof *d + sizeof(int) * 3 * (size_t)m->triangle_count);
@@ -538,6 +551,198 @@ static pbd_result scene__build_flag_tear(scene *s) {
     return PBD_OK;
 }
 
+/* ---- dam_break: position-based fluid and a floating soft box ------------------ */
+
+enum { SCENE__DAM_NX = 12, SCENE__DAM_NY = 15, SCENE__DAM_NZ = 10 };
+static const float scene__tank[3] = {1.6f, 1.0f, 0.4f}; /* x from 0, y from 0, z from 0 */
+
+typedef struct scene__dam {
+    pbd_range water, box;
+    long outside; /* particle-steps outside the tank */
+    float box_low;
+} scene__dam;
+
+static pbd_result scene__dam_after(scene *s) {
+    scene__dam *d = (scene__dam *)s->data;
+    const float *x = pbd_world_positions(s->world);
+    for (int i = 0; i < pbd_world_particle_count(s->world); ++i)
+        for (int a = 0; a < 3; ++a)
+            if (!(x[4 * i + a] >= -1e-3f) || (a != 1 && !(x[4 * i + a] <= scene__tank[a] + 1e-3f))) d->outside++;
+    d->box_low = 1e30f;
+    for (int i = 0; i < d->box.count; ++i) d->box_low = fminf(d->box_low, x[4 * (d->box.first + i) + 1]);
+    snprintf(s->status, sizeof s->status, "box bottom %.3f m, %ld outside the tank", d->box_low, d->outside);
+    return PBD_OK;
+}
+
+/* The box floats (its lowest point above the floor, water under it) and
+   nothing left the tank. */
+static const char *scene__dam_verdict(scene *s) {
+    const scene__dam *d = (const scene__dam *)s->data;
+    if (d->outside) return "particles left the tank";
+    return d->box_low > 0.02f ? NULL : "the box does not float";
+}
+
+static pbd_result scene__build_dam_break(scene *s) {
+    const float spacing = 0.04f;
+    const int n = SCENE__DAM_NX * SCENE__DAM_NY * SCENE__DAM_NZ;
+    scene__dam *d = (scene__dam *)calloc(1, sizeof *d + sizeof(float) * 3 * (size_t)n);
+    float *pos = (float *)(d + 1);
+    pbd_mesh *box = scene__mesh(s);
+    pbd_fluid fluid;
+    pbd_object obj;
+    pbd_object_parts parts;
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    SCENE__TRY(s, scene__world(s, 0, 0)); /* the defaults: 4 substeps x 4 iterations */
+    /* the tank: floor and four walls (planes; the ground is its floor) */
+    SCENE__TRY(s, scene__ground(s, 0.1f, 0.8f, 0.2f, 2.0f, 0.2f));
+    const float planes[4][6] = {
+        {0, 0, 0, 1, 0, 0}, {scene__tank[0], 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, scene__tank[2], 0, 0, -1}};
+    for (int k = 0; k < 4; ++k) SCENE__TRY(s, pbd_add_collider_plane(s->world, planes[k], planes[k] + 3, 0.1f, NULL));
+    const float back_c[3] = {0.8f, 0.3f, -0.01f};
+    scene__set3(scene__shape(s, SCENE_BOX, back_c, 0.75f, 0.75f, 0.8f)->half, 0.8f, 0.3f, 0.01f);
+    scene__camera(s, 0.8f, 1.3f, 2.6f, 0.8f, 0.2f, 0.2f, 40.0f);
+    /* the water: a block of 0.48 x 0.6 x 0.4 m at the left end, 4 cm apart */
+    for (int i = 0; i < n; ++i) {
+        pos[3 * i + 0] = (0.5f + (float)(i % SCENE__DAM_NX)) * spacing;
+        pos[3 * i + 1] = (0.5f + (float)((i / SCENE__DAM_NX) % SCENE__DAM_NY)) * spacing;
+        pos[3 * i + 2] = (0.5f + (float)(i / (SCENE__DAM_NX * SCENE__DAM_NY))) * spacing;
+    }
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = pos;
+    fd.count = n;
+    fd.spacing = spacing;
+    fd.viscosity = 0.02f;
+    fd.vorticity = 0.02f;
+    SCENE__TRY(s, pbd_add_fluid(s->world, &fd, &fluid, &d->water));
+    scene_item *water = scene__item(s, SCENE_POINTS, d->water, NULL, 0, 0.25f, 0.5f, 0.9f, 0);
+    water->radius = 0.6f * spacing;
+    /* a soft box, lighter than water (500 kg/m^3), at the right end */
+    float lo[3] = {1.2f, 0.02f, 0.1f}, hi[3] = {1.4f, 0.22f, 0.3f};
+    SCENE__TRY(s, pbd_mesh_tet_box(5, 5, 5, lo, hi, box));
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.positions = box->positions;
+    sd.vertex_count = box->vertex_count;
+    sd.tets = box->tets;
+    sd.tet_count = box->tet_count;
+    sd.density = 500.0f;
+    sd.radius = 0.02f;
+    sd.edge_compliance = 1e-6f;
+    SCENE__TRY(s, pbd_add_softbody(s->world, &sd, &obj));
+    SCENE__TRY(s, pbd_object_get_parts(s->world, obj, &parts));
+    SCENE__TRY(s, pbd_object_set_particle_contact(s->world, obj, 1)); /* the water carries it */
+    d->box = parts.particles;
+    scene__item(s, SCENE_TRIANGLES, parts.particles, box->triangles, box->triangle_count, 0.9f, 0.55f, 0.2f,
+                SCENE_SMOOTH | SCENE_WIREFRAME);
+    s->after_step = scene__dam_after;
+    s->verdict = scene__dam_verdict;
+    return PBD_OK;
+}
+
+/* ---- hair: follow-the-leader strands on a head that shakes (or a hand moves) ---- */
+
+enum { SCENE__HAIR_STRANDS = 4000, SCENE__HAIR_PER = 16 };
+
+typedef struct scene__hair {
+    pbd_strands strands;
+    int head;        /* its shape */
+    int segments[1]; /* 2 per segment */
+} scene__hair;
+
+/* The head shakes side to side for 1.5 s, then nods. */
+static void scene__head_pose(float t, float *pos, float *rot) {
+    float yaw = 0.9f * sinf(7.0f * t) * (t < 1.5f ? 1.0f : 0.3f), pitch = t > 1.5f ? 0.35f * sinf(6.0f * t) : 0.0f;
+    float cy = cosf(0.5f * yaw), sy = sinf(0.5f * yaw), cp = cosf(0.5f * pitch), sp = sinf(0.5f * pitch);
+    /* q = yaw about y, then pitch about x */
+    rot[0] = cy * sp;
+    rot[1] = sy * cp;
+    rot[2] = -sy * sp;
+    rot[3] = cy * cp;
+    pos[0] = 0.08f * sinf(7.0f * t) * (t < 1.5f ? 1.0f : 0.0f);
+    pos[1] = 1.5f;
+    pos[2] = 0;
+}
+
+/* The roots follow the head's pose (pbd_strands_set_transform), the head
+   collider too. */
+static pbd_result scene__hair_follow(scene *s, int shape) {
+    scene__hair *d = (scene__hair *)s->data;
+    const scene_shape *h = &s->shapes[shape];
+    SCENE__TRY(s, pbd_strands_set_transform(s->world, d->strands, h->centre, h->rotation));
+    SCENE__TRY(s, pbd_collider_set_pose(s->world, h->collider, h->centre, h->rotation));
+    return PBD_OK;
+}
+
+static pbd_result scene__hair_shake(scene *s) {
+    scene__hair *d = (scene__hair *)s->data;
+    if (s->shape_held == d->head) return PBD_OK; /* a hand moves it */
+    scene_shape *h = &s->shapes[d->head];
+    scene__head_pose((float)(s->steps + 1) * s->dt, h->centre, h->rotation);
+    return scene__hair_follow(s, d->head);
+}
+
+static pbd_result scene__build_hair(scene *s) {
+    const float head_r = 0.1f;
+    /* one FTL pass is exact: 4 substeps of 1 iteration */
+    SCENE__TRY(s, scene__world(s, 4, 1));
+    SCENE__TRY(s, scene__ground(s, 0.5f, 0, 0, 3.0f, 0.25f));
+    scene__camera(s, 0.5f, 1.55f, 0.75f, 0, 1.4f, 0, 40.0f);
+    /* roots: a Fibonacci spiral over the scalp (the top and the back, not the face) */
+    float *pos = (float *)malloc(sizeof(float) * 6 * SCENE__HAIR_STRANDS), *nrm = pos + 3 * SCENE__HAIR_STRANDS;
+    int ns = 0;
+    if (!pos) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "hair roots");
+    for (int k = 0; k < 2 * SCENE__HAIR_STRANDS && ns < SCENE__HAIR_STRANDS; ++k) {
+        float y = 1.0f - 2.0f * ((float)k + 0.5f) / (float)(2 * SCENE__HAIR_STRANDS), r = sqrtf(1 - y * y),
+              phi = 2.39996323f * (float)k;
+        float n[3] = {r * cosf(phi), y, r * sinf(phi)};
+        if (n[1] < -0.1f || (n[2] > 0.35f && n[1] < 0.55f)) continue; /* the face and the neck */
+        for (int a = 0; a < 3; ++a) {
+            nrm[3 * ns + a] = n[a];
+            pos[3 * ns + a] = head_r * n[a];
+        }
+        ns++;
+    }
+    int segs = ns * (SCENE__HAIR_PER - 1);
+    scene__hair *d = (scene__hair *)calloc(1, sizeof *d + sizeof(int) * 2 * (size_t)segs);
+    s->data = d;
+    if (!d) {
+        free(pos);
+        return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    }
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = pos;
+    hd.root_normals = nrm;
+    hd.strand_count = ns;
+    hd.particles_per_strand = SCENE__HAIR_PER;
+    hd.length = 0.28f;
+    hd.mass = 2e-5f;
+    hd.radius = 0.003f;
+    hd.damping = 0.9f;
+    scene__head_pose(0, hd.position, hd.rotation);
+    pbd_range hr;
+    pbd_result r = pbd_add_hair(s->world, &hd, &d->strands, &hr);
+    free(pos);
+    SCENE__TRY(s, r);
+    /* the head: a sphere collider a hand may move */
+    SCENE__TRY(s, scene__sphere(s, hd.position, head_r, 0.2f));
+    d->head = s->shape_count - 1;
+    scene_shape *head = &s->shapes[d->head];
+    memcpy(head->rotation, hd.rotation, sizeof head->rotation);
+    scene__set3(head->rgb, 0.93f, 0.76f, 0.62f);
+    head->movable = 1;
+    /* the strands as lines: segment i of strand k joins particles i and i + 1 */
+    for (int k = 0, t = 0; k < ns; ++k)
+        for (int i = 0; i + 1 < SCENE__HAIR_PER; ++i, ++t) {
+            d->segments[2 * t] = k * SCENE__HAIR_PER + i;
+            d->segments[2 * t + 1] = k * SCENE__HAIR_PER + i + 1;
+        }
+    scene_item *lines = scene__item(s, SCENE_LINES, hr, d->segments, segs, 0.45f, 0.28f, 0.12f, 0);
+    lines->radius = 0.0009f; /* drawn half width */
+    s->before_step = scene__hair_shake;
+    s->shape_moved = scene__hair_follow;
+    return PBD_OK;
+}
+
 /* ---- the table of scenes ------------------------------------------------------- */
 
 typedef struct scene__entry {
@@ -551,6 +756,8 @@ static const scene__entry scene__table[] = {
     {"cloth_fold", "self-collision: a cloth folds over a sphere", scene__build_cloth_fold},
     {"tablecloth", "a tablecloth pulled off a table", scene__build_tablecloth},
     {"flag_tear", "a flag in a storm tears", scene__build_flag_tear},
+    {"dam_break", "a dam break: position-based fluid and a floating soft box", scene__build_dam_break},
+    {"hair", "4000 strands of hair on a shaking head (drag the head)", scene__build_hair},
 };
 
 int scene_count(void) { return (int)(sizeof scene__table / sizeof scene__table[0]); }
@@ -579,7 +786,7 @@ static void scene__refresh(scene *s) {
 pbd_result scene_create(int index, int threads, scene *s) {
     if (!s) return PBD_ERROR_INVALID_ARGUMENT;
     memset(s, 0, sizeof *s);
-    s->grabbed = -1;
+    s->grabbed = s->shape_held = -1;
     if (index < 0 || index >= scene_count()) {
         snprintf(s->error, sizeof s->error, "no scene %d (0 .. %d)", index, scene_count() - 1);
         return PBD_ERROR_INVALID_ARGUMENT;
@@ -617,7 +824,7 @@ void scene_destroy(scene *s) {
     for (int i = 0; i < s->mesh_count; ++i) pbd_mesh_free(&s->meshes[i]);
     free(s->data);
     memset(s, 0, sizeof *s);
-    s->grabbed = -1;
+    s->grabbed = s->shape_held = -1;
 }
 
 int scene_constraint_count(const scene *s) {
@@ -643,6 +850,7 @@ int scene_pick(const scene *s, const float *origin, const float *dir, float tole
         if (it->first < 0) continue;
         for (int k = 0; k < it->count; ++k) {
             const float *p = x + 4 * (size_t)(it->first + k);
+            if (!(p[3] > 0)) continue; /* pinned or kinematic: not for the hand */
             float d[3] = {p[0] - origin[0], p[1] - origin[1], p[2] - origin[2]};
             float t = (d[0] * dir[0] + d[1] * dir[1] + d[2] * dir[2]) / dd;
             if (t <= 0) continue;
@@ -664,12 +872,10 @@ pbd_result scene_grab(scene *s, int p) {
     if (!s || !s->world || p < 0 || p >= pbd_world_particle_count(s->world)) return PBD_ERROR_INVALID_ARGUMENT;
     SCENE__TRY(s, scene_release(s));
     const float *x = pbd_world_positions(s->world) + 4 * (size_t)p;
-    float at[3] = {x[0], x[1], x[2]};
-    pbd_attachments_desc a = pbd_attachments_desc_default();
-    a.count = 1;
-    a.particles = &p;
-    a.target_points = at;
-    SCENE__TRY(s, pbd_add_attachments(s->world, &a, &s->grab));
+    if (!(x[3] > 0)) return PBD_OK; /* pinned or kinematic already: not the hand's */
+    /* held as a kinematic particle (infinite mass, as in Mueller's demos):
+       it goes exactly where the hand puts it and drags the rest */
+    SCENE__TRY(s, pbd_particle_set_kinematic(s->world, p, 1));
     s->grabbed = p;
     return PBD_OK;
 }
@@ -677,20 +883,97 @@ pbd_result scene_grab(scene *s, int p) {
 pbd_result scene_drag(scene *s, const float *target) {
     if (!s || !s->world || !target) return PBD_ERROR_INVALID_ARGUMENT;
     if (s->grabbed < 0) return PBD_OK;
-    SCENE__TRY(s, pbd_group_set_attachment_target(s->world, s->grab, 0, target));
+    SCENE__TRY(s, pbd_particle_set_kinematic_target(s->world, s->grabbed, target));
     return PBD_OK;
 }
 
+/* Lets go: the particle gets its mass back and keeps its velocity (a throw). */
 pbd_result scene_release(scene *s) {
     if (!s || !s->world) return PBD_ERROR_INVALID_ARGUMENT;
+    s->shape_held = -1;
     if (s->grabbed < 0) return PBD_OK;
+    int p = s->grabbed;
     s->grabbed = -1;
-    SCENE__TRY(s, pbd_remove_group(s->world, s->grab));
+    SCENE__TRY(s, pbd_particle_set_kinematic(s->world, p, 0));
+    return PBD_OK;
+}
+
+int scene_pick_shape(const scene *s, const float *origin, const float *dir, float *t_out) {
+    if (!s || !origin || !dir) return -1;
+    int best = -1;
+    float best_t = 1e30f, dd = dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2];
+    if (!(dd > 0)) return -1;
+    for (int i = 0; i < s->shape_count; ++i) {
+        const scene_shape *sh = &s->shapes[i];
+        if (!sh->movable || sh->kind != SCENE_SPHERE) continue;
+        /* |o + t d - c| = r: the nearer root */
+        float oc[3] = {origin[0] - sh->centre[0], origin[1] - sh->centre[1], origin[2] - sh->centre[2]};
+        float b = (oc[0] * dir[0] + oc[1] * dir[1] + oc[2] * dir[2]) / dd;
+        float c = (oc[0] * oc[0] + oc[1] * oc[1] + oc[2] * oc[2] - sh->radius * sh->radius) / dd;
+        float disc = b * b - c;
+        if (disc < 0) continue;
+        float t = -b - sqrtf(disc);
+        if (t > 0 && t < best_t) {
+            best = i;
+            best_t = t;
+        }
+    }
+    if (t_out) *t_out = best_t;
+    return best;
+}
+
+pbd_result scene_move_shape(scene *s, int i, const float *centre) {
+    if (!s || !s->world || !centre || i < 0 || i >= s->shape_count || !s->shapes[i].movable)
+        return PBD_ERROR_INVALID_ARGUMENT;
+    scene_shape *sh = &s->shapes[i];
+    memcpy(sh->centre, centre, sizeof sh->centre);
+    s->shape_held = i;
+    if (s->shape_moved) return s->shape_moved(s, i);
+    SCENE__TRY(s, pbd_collider_set_pose(s->world, sh->collider, sh->centre, sh->rotation));
     return PBD_OK;
 }
 
 /* ---- headless: the software rasterizer ------------------------------------------ */
 #ifdef PBD_RENDER_H_INCLUDED
+
+/* Points as small octahedra, lines as ribbons facing the camera: the
+   triangles render.h draws. Returns the vertex count (3 floats each) and
+   sets *tri_count; NULL arrays: only the counts. */
+static int scene__render_mesh(const scene_item *it, const render_camera *cam, float *v, int *tri, int *tri_count) {
+    static const float dir[6][3] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
+    static const int face[8][3] = {{0, 2, 4}, {2, 1, 4}, {1, 3, 4}, {3, 0, 4},
+                                   {2, 0, 5}, {1, 2, 5}, {3, 1, 5}, {0, 3, 5}};
+    if (it->kind == SCENE_POINTS) {
+        *tri_count = 8 * it->count;
+        for (int i = 0; v && i < it->count; ++i) {
+            const float *p = it->x + (size_t)it->stride * i;
+            for (int k = 0; k < 6; ++k)
+                for (int a = 0; a < 3; ++a) v[3 * (6 * i + k) + a] = p[a] + it->radius * dir[k][a];
+            for (int f = 0; f < 8; ++f)
+                for (int a = 0; a < 3; ++a) tri[3 * (8 * i + f) + a] = 6 * i + face[f][a];
+        }
+        return 6 * it->count;
+    }
+    *tri_count = 2 * it->index_count;
+    for (int l = 0; v && l < it->index_count; ++l) {
+        const float *p = it->x + (size_t)it->stride * it->index[2 * l];
+        const float *q = it->x + (size_t)it->stride * it->index[2 * l + 1];
+        float d[3] = {q[0] - p[0], q[1] - p[1], q[2] - p[2]};
+        float e[3] = {cam->eye[0] - p[0], cam->eye[1] - p[1], cam->eye[2] - p[2]};
+        float side[3] = {d[1] * e[2] - d[2] * e[1], d[2] * e[0] - d[0] * e[2], d[0] * e[1] - d[1] * e[0]};
+        float len = sqrtf(side[0] * side[0] + side[1] * side[1] + side[2] * side[2]);
+        float k = it->radius / (len > 1e-12f ? len : 1.0f);
+        for (int a = 0; a < 3; ++a) {
+            v[3 * (4 * l + 0) + a] = p[a] - k * side[a];
+            v[3 * (4 * l + 1) + a] = p[a] + k * side[a];
+            v[3 * (4 * l + 2) + a] = q[a] - k * side[a];
+            v[3 * (4 * l + 3) + a] = q[a] + k * side[a];
+        }
+        static const int quad[6] = {0, 1, 2, 1, 3, 2};
+        for (int j = 0; j < 6; ++j) tri[6 * l + j] = 4 * l + quad[j];
+    }
+    return 4 * it->index_count;
+}
 
 void scene_render(const scene *s, render_image *img, const render_camera *cam) {
     render_clear(img, NULL, NULL);
@@ -715,8 +998,19 @@ void scene_render(const scene *s, render_image *img, const render_camera *cam) {
         int flags = (it->flags & SCENE_SMOOTH ? RENDER_SMOOTH : 0) |
                     (it->flags & SCENE_WIREFRAME ? RENDER_WIREFRAME : 0) |
                     (it->flags & SCENE_SPECULAR ? RENDER_SPECULAR : 0);
-        if (it->kind == SCENE_TRIANGLES)
+        if (it->kind == SCENE_TRIANGLES) {
             render_draw_mesh(img, cam, it->x, it->stride, it->count, it->index, it->index_count, it->rgb, flags);
+            continue;
+        }
+        int nt, nv = scene__render_mesh(it, cam, NULL, NULL, &nt);
+        float *v = (float *)malloc(sizeof(float) * 3 * (size_t)nv);
+        int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt);
+        if (v && tri) {
+            scene__render_mesh(it, cam, v, tri, &nt);
+            render_draw_mesh(img, cam, v, 3, nv, tri, nt, it->rgb, flags);
+        }
+        free(v);
+        free(tri);
     }
 }
 
@@ -790,6 +1084,11 @@ int scene_run_headless(const char *name, const char *dir, int steps, int frame_e
         const char *written = render_contact_sheet(frames, frame, 4, 2, NULL, base, path, sizeof path);
         printf("contact sheet (%d frames) -> %s\n", frame, written ? written : "(write failed)");
         if (!written) failed = 1;
+    }
+    const char *why = !failed && s.verdict ? s.verdict(&s) : NULL;
+    if (why) {
+        fprintf(stderr, "%s: %s\n", s.name, why);
+        failed = 1;
     }
     if (s.steps > 0)
         printf("summary: %s, %d steps of %.4f s, %d particles: %.3f ms per step (mean); %s\n", s.name, s.steps, s.dt,

@@ -17,7 +17,9 @@ mkdir -p "$out"
 scenes="showcase 547,132:450,60
 cloth_fold 330,110:330,40
 tablecloth 360,240:380,180@100
-flag_tear 240,140:400,100"
+flag_tear 240,140:400,100
+dam_break 412,190:412,110
+hair 350,140:260,150"
 count=$(echo "$scenes" | wc -l)
 why=""
 if [ ! -x "$viewer" ]; then
@@ -44,7 +46,7 @@ echo "$scenes" | {
             "$viewer" --scene "$name" --size 640x360 --frames 100 --drag "$drag" \
             --screenshot "$out/$name.png" > "$log" 2>&1; then
             passed=$((passed + 1))
-            echo "ok   viewer $name: $(grep 'dragged particle' "$log")"
+            echo "ok   viewer $name: $(grep 'drawn at' "$log")"
         else
             failed=$((failed + 1))
             echo "FAIL viewer $name:"
