@@ -14,6 +14,9 @@
 #   make play            the interactive viewer (examples/viewer.c; installs GLFW/libepoxy
 #                        when missing and possible); make check-viewer: it scripted under
 #                        Xvfb, every scene dragged and screenshot into out/viewer/
+#   make web             the viewer for the browser (emscripten, WebGL 2, WASM SIMD) into
+#                        out/web/; make serve serves it on http://localhost:8000; make
+#                        check-web: the page in headless Chromium (out/web/*.png)
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; one per core; FUZZ_TIME s each,
 #                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
@@ -74,7 +77,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -253,6 +256,48 @@ check-viewer: deps
 	$(call apt_install,$(VIEWER_PKGS) $(CHECK_VIEWER_PKGS))
 	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer || echo "check-viewer: the viewer does not build here"
 	@sh tests/viewer/check.sh ./$(BUILD)/examples/viewer out/viewer
+
+# ---- the viewer in the browser ------------------------------------------------
+# Debian's emscripten (its GLFW, WebGL 2; it needs node-acorn, found through
+# NODE_PATH), one thread, the SIMD kernels through SIMDe's WASM SIMD128
+# mapping (-msimd128); SIMDe and stb come from /usr/include through links in
+# $(WEB_BUILD)/include (not the host's other headers). viewer-scalar.js is
+# the scalar path (PBD_NO_SIMD), for the comparison (index.html?build=scalar).
+WEB_PKGS := emscripten node-acorn libsimde-dev libstb-dev
+CHECK_WEB_PKGS := chromium nodejs python3
+WEB_BUILD := build/web
+EMCC ?= emcc
+WEB_FLAGS := -O2 -ffp-contract=off -I. -I$(WEB_BUILD)/include -sUSE_GLFW=3 -sMIN_WEBGL_VERSION=2 \
+  -sMAX_WEBGL_VERSION=2 -sALLOW_MEMORY_GROWTH=1 \
+  $(shell [ -f /usr/include/stb/stb_image_write.h ] && echo -DPBD_HAVE_STB -I$(WEB_BUILD)/include/stb)
+WEB_SRCS := examples/viewer.c $(HEADERS) $(wildcard examples/common/*.h)
+
+$(WEB_BUILD)/include/.links:
+	@mkdir -p $(dir $@)
+	@for d in simde stb; do [ ! -d /usr/include/$$d ] || ln -sfn /usr/include/$$d $(dir $@)$$d; done
+	@touch $@
+out/web/viewer.js: $(WEB_SRCS) $(WEB_BUILD)/include/.links
+	@mkdir -p out/web
+	NODE_PATH=/usr/share/nodejs $(EMCC) $(WEB_FLAGS) -msimd128 $< -o $@
+out/web/viewer-scalar.js: $(WEB_SRCS) $(WEB_BUILD)/include/.links
+	@mkdir -p out/web
+	NODE_PATH=/usr/share/nodejs $(EMCC) $(WEB_FLAGS) -DPBD_NO_SIMD $< -o $@
+out/web/index.html: examples/web/index.html
+	@mkdir -p out/web
+	cp $< $@
+
+web:
+	$(call apt_install,$(WEB_PKGS))
+	@$(MAKE) --no-print-directory out/web/viewer.js out/web/index.html
+
+serve: web
+	@echo "pbd viewer: http://localhost:8000/ (Ctrl-C stops)"
+	cd out/web && python3 -m http.server 8000 --bind 127.0.0.1
+
+check-web:
+	$(call apt_install,$(WEB_PKGS) $(CHECK_WEB_PKGS))
+	@$(MAKE) --no-print-directory out/web/viewer.js out/web/index.html || echo "check-web: the page does not build here"
+	@sh tests/viewer/check_web.sh out/web
 
 # Where nvcc exists the benches hold pbd_cuda.cu too (PBD_CUDA), so that they
 # measure a GPU world where there is a device (path "cuda") and say why not

@@ -475,9 +475,9 @@ extern "C" {
    build without -march flags does not emulate 8-wide AVX2 with SSE2) and
    whether SIMDe is installed (__has_include(<simde/x86/sse2.h>)):
        PBD_SIMD_LANES    float lanes of the kernels: 16 (__AVX512F__), 8
-                         (__AVX2__), 4 (SSE2, or NEON through SIMDe), 1
-                         (scalar: PBD_NO_SIMD, or no SIMDe)
-       PBD_SIMD_AVX512, PBD_SIMD_AVX2, PBD_SIMD_SSE, PBD_SIMD_NEON
+                         (__AVX2__), 4 (SSE2, or NEON or WASM SIMD128
+                         through SIMDe), 1 (scalar: PBD_NO_SIMD, or no SIMDe)
+       PBD_SIMD_AVX512, PBD_SIMD_AVX2, PBD_SIMD_SSE, PBD_SIMD_NEON, PBD_SIMD_WASM
                          the instruction set: the one chosen is 1, the
                          others 0 (all 0 for scalar)
        PBD_SIMD_SIMDE_H  the SIMDe header the implementations include
@@ -507,6 +507,8 @@ extern "C" {
 #define PBD_SIMD_LANES 4
 #if defined(__ARM_NEON) || defined(__ARM_NEON__)
 #define PBD_SIMD_NEON 1
+#elif defined(__wasm_simd128__) /* emscripten with -msimd128: SIMDe maps SSE onto WASM SIMD128 */
+#define PBD_SIMD_WASM 1
 #else
 #define PBD_SIMD_SSE 1
 #endif
@@ -526,8 +528,11 @@ extern "C" {
 #ifndef PBD_SIMD_NEON
 #define PBD_SIMD_NEON 0
 #endif
+#ifndef PBD_SIMD_WASM
+#define PBD_SIMD_WASM 0
+#endif
 /* The same at run time, for every header's kernels: the instruction set,
-   "scalar", "sse", "avx2", "avx512" or "neon", and the width in floats,
+   "scalar", "sse", "avx2", "avx512", "neon" or "wasm", and the width in floats,
    PBD_SIMD_LANES (1 for scalar). */
 PBDDEF const char *pbd_simd_path(void);
 PBDDEF int pbd_simd_width(void);
@@ -1910,6 +1915,8 @@ PBDDEF const char *pbd_simd_path(void) {
     return "avx2";
 #elif PBD_SIMD_NEON
     return "neon";
+#elif PBD_SIMD_WASM
+    return "wasm";
 #elif PBD_SIMD_SSE
     return "sse";
 #else

@@ -9,6 +9,12 @@
        cc -O2 -march=native -fopenmp -ffp-contract=off -I. examples/viewer.c -o viewer -lglfw -lepoxy -lm -DPBD_HAVE_STB -I/usr/include/stb
        ./viewer                 # or ./viewer --scene tablecloth
 
+   For the browser (Debian: emscripten node-acorn; `make web` does this,
+   with SIMDe and stb linked into build/web/include, and copies
+   examples/web/index.html next to it; `make serve` serves the page):
+
+       NODE_PATH=/usr/share/nodejs emcc -O2 -msimd128 -ffp-contract=off -I. -Ibuild/web/include examples/viewer.c -sUSE_GLFW=3 -sMIN_WEBGL_VERSION=2 -sMAX_WEBGL_VERSION=2 -sALLOW_MEMORY_GROWTH=1 -o out/web/viewer.js
+
    Mouse: left-drag a particle to pull it (the nearest particle to the ray
    under the cursor is held by an attachment until the button is released;
    in the hair scene a drag on the head moves the head); left-drag
@@ -539,6 +545,7 @@ typedef struct viewer {
     int paused, single_step, wireframe;
     double accumulator, last_time;
     double sim_ms, draw_ms; /* smoothed, per step / per frame */
+    double sim_total_ms;    /* every step's, for the mean of the closing line */
     int frame;
     /* the mouse */
     int dragging_particle, orbiting, panning;
@@ -570,6 +577,7 @@ static int viewer_load(viewer *v, int index) {
     v->scene_index = index;
     v->cam = camera_from(v->s.eye, v->s.target, v->s.fov_y);
     v->accumulator = 0;
+    v->sim_total_ms = 0;
     v->dragging_particle = v->orbiting = v->panning = 0;
     v->moving_shape = -1;
     printf("viewer: scene %d, %s: %s (%d particles)\n", index, v->s.name, v->s.title,
@@ -836,7 +844,9 @@ static void viewer_frame(viewer *v) {
             v->status = 1;
             break;
         }
-        v->sim_ms = 0.9 * v->sim_ms + 0.1 * 1e3 * (now_s() - t0);
+        double ms = 1e3 * (now_s() - t0);
+        v->sim_ms = 0.9 * v->sim_ms + 0.1 * ms;
+        v->sim_total_ms += ms;
     }
     if (v->dragging_particle || v->moving_shape >= 0) viewer_hold(v); /* under a still cursor too */
     /* the picture */
@@ -874,9 +884,14 @@ static void viewer_frame(viewer *v) {
             if (n > 4 && !strcmp(base + n - 4, ".png")) base[n - 4] = 0;
             viewer_screenshot(v, base);
         }
-        printf("viewer: %d frames of %s, %d steps, sim %.2f ms/step, draw %.2f ms/frame: %s\n", v->frame, v->s.name,
-               v->s.steps, v->sim_ms, v->draw_ms, v->status ? "FAILED" : "ok");
+        printf("viewer: %d frames of %s, %d steps, sim %.2f ms/step (mean), draw %.2f ms/frame: %s\n", v->frame,
+               v->s.name, v->s.steps, v->s.steps > 0 ? v->sim_total_ms / v->s.steps : 0.0, v->draw_ms,
+               v->status ? "FAILED" : "ok");
         glfwSetWindowShouldClose(v->win, 1);
+#ifdef __EMSCRIPTEN__
+        emscripten_cancel_main_loop(); /* the page stays; the run is over */
+        return;
+#endif
     }
     glfwSwapBuffers(v->win);
     glfwPollEvents();
@@ -974,7 +989,9 @@ int main(int argc, char **argv) {
            pbd_simd_width(), pbd_max_threads());
     v->last_time = now_s();
 #ifdef __EMSCRIPTEN__
-    emscripten_set_main_loop(viewer_loop, 0, 1);
+    /* requestAnimationFrame; a scripted run on timers instead (a headless
+       browser may draw no animation frames, but runs timers) */
+    emscripten_set_main_loop(viewer_loop, v->frames_max > 0 ? 1000 : 0, 1);
 #else
     while (!glfwWindowShouldClose(v->win)) viewer_frame(v);
 #endif

@@ -11,15 +11,10 @@
 viewer=$1
 out=$2
 mkdir -p "$out"
-# scene, then where its first frames show an object (640 x 360 window), where
-# to drag it, and from which frame (viewer.c's --drag; the tablecloth's after
-# its pulled edge has stopped)
-scenes="showcase 547,132:450,60
-cloth_fold 330,110:330,40
-tablecloth 360,240:380,180@100
-flag_tear 240,140:400,100
-dam_break 412,190:412,110
-hair 350,140:260,150"
+# tests/viewer/drags: a scene per line, where its first frames show an object
+# (640 x 360 window), where to drag it, and from which frame (viewer.c's
+# --drag; the tablecloth's after its pulled edge has stopped)
+scenes=$(cat "$(dirname "$0")/drags")
 count=$(echo "$scenes" | wc -l)
 why=""
 if [ ! -x "$viewer" ]; then
