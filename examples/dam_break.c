@@ -30,6 +30,4 @@
 
 enum { STEPS = 240, FRAME_EVERY = 20 }; /* 12 frames (tests/soak/soak.c reads STEPS) */
 
-int main(int argc, char **argv) {
-    return scene_run_headless("dam_break", argc > 1 ? argv[1] : "out", STEPS, FRAME_EVERY);
-}
+int main(int argc, char **argv) { return scene_run_headless("dam_break", argc, argv, STEPS, FRAME_EVERY); }

@@ -26,6 +26,4 @@
 
 enum { STEPS = 180, FRAME_EVERY = 15 }; /* 3 s at 60 Hz, 12 frames (tests/soak/soak.c reads STEPS) */
 
-int main(int argc, char **argv) {
-    return scene_run_headless("flag_tear", argc > 1 ? argv[1] : "out", STEPS, FRAME_EVERY);
-}
+int main(int argc, char **argv) { return scene_run_headless("flag_tear", argc, argv, STEPS, FRAME_EVERY); }

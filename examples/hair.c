@@ -25,4 +25,4 @@
 
 enum { STEPS = 180, FRAME_EVERY = 15 }; /* 12 frames (tests/soak/soak.c reads STEPS) */
 
-int main(int argc, char **argv) { return scene_run_headless("hair", argc > 1 ? argv[1] : "out", STEPS, FRAME_EVERY); }
+int main(int argc, char **argv) { return scene_run_headless("hair", argc, argv, STEPS, FRAME_EVERY); }

@@ -37,10 +37,15 @@
                              image is blank or uniform)
        --size WxH            window size (default 1280x720)
        --threads N           pbd_world_set_threads (default: the scene's)
+       --options "K=V ..."   the scenes' options (examples/common/scenes.h,
+                             scene_create: levels=2 wrinkles=0 for the
+                             multi-resolution cloth)
 */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #define PBD_IMPLEMENTATION
 #include "pbd.h"
+#define PBD_SM_IMPLEMENTATION /* the scenes of pbd_sm.h */
+#include "pbd_sm.h"
 #define PBD_RENDER_IMPLEMENTATION /* its font and PNG writer */
 #include "common/render.h"
 #define SCENES_IMPLEMENTATION
@@ -540,6 +545,7 @@ typedef struct viewer {
     gl_state gl;
     scene s;
     int scene_index, threads;
+    const char *options; /* --options: the scenes' key=value words */
     camera cam;
     int width, height; /* framebuffer pixels */
     int paused, single_step, wireframe;
@@ -568,7 +574,7 @@ static double now_s(void) { return glfwGetTime(); }
 
 static int viewer_load(viewer *v, int index) {
     scene next;
-    if (scene_create(index, v->threads, &next) != PBD_OK) {
+    if (scene_create(index, v->options, v->threads, &next) != PBD_OK) {
         fprintf(stderr, "viewer: scene %d: %s\n", index, next.error);
         return 0;
     }
@@ -934,6 +940,9 @@ static int parse_args(viewer *v, int argc, char **argv, int *w, int *h) {
                 fprintf(stderr, "viewer: --size WxH\n");
                 return 0;
             }
+            ++i;
+        } else if (!strcmp(a, "--options") && next) {
+            v->options = next;
             ++i;
         } else if (!strcmp(a, "--threads") && next) {
             v->threads = atoi(next);

@@ -97,8 +97,10 @@ struct scene {
     int item_count;
     scene_shape shapes[SCENE_MAX_SHAPES];
     int shape_count;
-    char status[160]; /* what the scene says about itself after each step */
-    char error[256];  /* why scene_create or scene_step failed */
+    char status[160];  /* what the scene says about itself after each step */
+    char options[128]; /* "key=value ..." its builder reads (scene_create) */
+    char output[64];   /* the base name of a headless run's images: the name, or with its options */
+    char error[256];   /* why scene_create or scene_step failed */
     /* grabbing */
     int grabbed;    /* the held particle (kinematic while held), or -1 */
     int shape_held; /* the shape a hand moves (scene_move_shape), or -1 */
@@ -117,9 +119,13 @@ const char *scene_name(int index);  /* NULL when out of range */
 const char *scene_title(int index); /* NULL when out of range */
 int scene_find(const char *name);   /* the index of the scene of that name or number ("2"), or -1 */
 /* Builds scene `index` (0 .. scene_count() - 1) into s; on failure s holds
-   nothing to free and s->error says why. Threads: `threads` is passed to
-   pbd_world_set_threads (0: the world's default policy). */
-pbd_result scene_create(int index, int threads, scene *s);
+   nothing to free and s->error says why. `options` (may be NULL): "key=value"
+   words a scene reads (the multi-resolution cloth: levels=1..8,
+   wrinkles=0|1, scheme=0|1); others are ignored. Threads: `threads` >= 0 is
+   passed to pbd_world_set_threads (0: the world's default policy), -1
+   keeps the scene's choice. The scenes of pbd_sm.h are there when it was
+   included before this header (the viewer includes all three headers). */
+pbd_result scene_create(int index, const char *options, int threads, scene *s);
 pbd_result scene_step(scene *s);
 void scene_destroy(scene *s);
 /* The constraints of the world's groups (pbd_group_info), for a viewer's text. */
@@ -147,11 +153,14 @@ pbd_result scene_move_shape(scene *s, int i, const float *centre);
 /* Draws the scene as its camera sees it (ground, shadows, shapes, items). */
 void scene_render(const scene *s, render_image *img, const render_camera *cam);
 /* A headless example: runs `steps` steps of scene `name`, renders a frame
-   every `frame_every` steps into <dir>/<name>_NNN and a contact sheet into
-   <dir>/<name>, and prints one line per frame. Returns the exit status
-   (0: every step succeeded, the positions stayed finite and every image was
-   written). */
-int scene_run_headless(const char *name, const char *dir, int steps, int frame_every);
+   every `frame_every` steps into <dir>/<output>_NNN and a contact sheet into
+   <dir>/<output> (output: the name, or as the scene names it from its
+   options), and prints one line per frame. The program's arguments: the
+   folder (default "out"; created, its parent must exist) and key=value
+   options (scene_create). Returns the exit status (0: every step
+   succeeded, the positions stayed finite, every image was written and the
+   scene's verdict, where it has one, is good). */
+int scene_run_headless(const char *name, int argc, char **argv, int steps, int frame_every);
 #endif
 
 #ifdef __cplusplus
@@ -189,6 +198,14 @@ static pbd_result scene__fail(scene *s, pbd_result r, const char *what) {
         pbd_result scene__r = (call);                                     \
         if (scene__r != PBD_OK) return scene__fail((s), scene__r, #call); \
     } while (0)
+
+/* The integer option `key` of the scene's options, or `fallback`. */
+static int scene__option(const scene *s, const char *key, int fallback) {
+    size_t n = strlen(key);
+    for (const char *p = s->options; (p = strstr(p, key)) != NULL; p += n)
+        if ((p == s->options || p[-1] == ' ') && p[n] == '=') return atoi(p + n + 1);
+    return fallback;
+}
 
 static void scene__set3(float *d, float x, float y, float z) {
     d[0] = x;
@@ -743,6 +760,58 @@ static pbd_result scene__build_hair(scene *s) {
     return PBD_OK;
 }
 
+/* ---- multires_cloth: pbd_sm.h's multi-resolution shape-matching cloth ------------ */
+#ifdef PBD_SM_H_INCLUDED
+
+static pbd_result scene__multires_after(scene *s) {
+    float avg = 0, mx = 0;
+    SCENE__TRY(s, pbd_sm_cloth_strain(s->world, *(const pbd_sm_cloth *)s->data, &avg, &mx));
+    snprintf(s->status, sizeof s->status, "strain avg %.2f%% max %.2f%%", 100 * avg, 100 * mx);
+    return PBD_OK;
+}
+
+/* A stiff 1.6 m tablecloth of 70 x 70 vertices (Bender, Weber and Diziol
+   2013) drapes over a sphere and the ground; one V-cycle per 1/240 s
+   substep. Options: levels=N (1..8, default 4), wrinkles=0|1 (the coarse
+   levels' wrinkle conservation, default 1), scheme=0|1 (two-pass or
+   independent sets, default 1). */
+static pbd_result scene__build_multires_cloth(scene *s) {
+    const float sphere_c[3] = {0.0f, 0.35f, 0.0f};
+    float o[3] = {-0.8f, 0.9f, -0.8f}, u[3] = {1.6f, 0, 0}, v[3] = {0, 0, 1.6f};
+    int levels = scene__option(s, "levels", 4), wrinkles = scene__option(s, "wrinkles", 1);
+    pbd_sm_cloth *cloth = (pbd_sm_cloth *)calloc(1, sizeof *cloth);
+    pbd_mesh *m = scene__mesh(s);
+    pbd_range r;
+    s->data = cloth;
+    if (!cloth) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    SCENE__TRY(s, scene__world(s, 4, 1)); /* one V-cycle per 1/240 s */
+    SCENE__TRY(s, scene__ground(s, 0.6f, 0, 0, 3.0f, 0.4f));
+    SCENE__TRY(s, scene__sphere(s, sphere_c, 0.35f, 0.4f));
+    scene__set3(s->shapes[s->shape_count - 1].rgb, 0.35f, 0.45f, 0.70f);
+    scene__camera(s, 1.6f, 1.5f, 2.4f, 0, 0.3f, 0, 40.0f);
+    SCENE__TRY(s, pbd_mesh_grid(70, 70, o, u, v, m));
+    pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
+    cd.positions = m->positions;
+    cd.vertex_count = m->vertex_count;
+    cd.triangles = m->triangles;
+    cd.triangle_count = m->triangle_count;
+    cd.levels = levels;
+    cd.conserve_wrinkles = wrinkles;
+    cd.scheme = (pbd_sm_cloth_scheme)scene__option(s, "scheme", 1);
+    cd.density = 0.2f;
+    cd.bending_stiffness = 2e-5f;
+    cd.damping = 0.1f;
+    cd.thickness = 0.008f;
+    SCENE__TRY(s, pbd_sm_add_cloth(s->world, &cd, cloth, &r));
+    scene__item(s, SCENE_TRIANGLES, r, m->triangles, m->triangle_count, 0.85f, 0.86f, 0.80f,
+                SCENE_SMOOTH | SCENE_SPECULAR);
+    snprintf(s->output, sizeof s->output, "%s_w%d", s->name, wrinkles);
+    snprintf(s->status, sizeof s->status, "%d levels, wrinkle conservation %s", levels, wrinkles ? "on" : "off");
+    s->after_step = scene__multires_after;
+    return PBD_OK;
+}
+#endif /* PBD_SM_H_INCLUDED */
+
 /* ---- the table of scenes ------------------------------------------------------- */
 
 typedef struct scene__entry {
@@ -758,6 +827,9 @@ static const scene__entry scene__table[] = {
     {"flag_tear", "a flag in a storm tears", scene__build_flag_tear},
     {"dam_break", "a dam break: position-based fluid and a floating soft box", scene__build_dam_break},
     {"hair", "4000 strands of hair on a shaking head (drag the head)", scene__build_hair},
+#ifdef PBD_SM_H_INCLUDED
+    {"multires_cloth", "a stiff multi-resolution shape-matching cloth over a sphere", scene__build_multires_cloth},
+#endif
 };
 
 int scene_count(void) { return (int)(sizeof scene__table / sizeof scene__table[0]); }
@@ -783,7 +855,7 @@ static void scene__refresh(scene *s) {
         if (s->items[i].first >= 0) s->items[i].x = x + 4 * (size_t)s->items[i].first;
 }
 
-pbd_result scene_create(int index, int threads, scene *s) {
+pbd_result scene_create(int index, const char *options, int threads, scene *s) {
     if (!s) return PBD_ERROR_INVALID_ARGUMENT;
     memset(s, 0, sizeof *s);
     s->grabbed = s->shape_held = -1;
@@ -793,6 +865,8 @@ pbd_result scene_create(int index, int threads, scene *s) {
     }
     s->name = scene__table[index].name;
     s->title = scene__table[index].title;
+    snprintf(s->options, sizeof s->options, "%s", options ? options : "");
+    snprintf(s->output, sizeof s->output, "%s", s->name);
     s->dt = 1.0f / 60.0f;
     pbd_result r = scene__table[index].build(s);
     if (r == PBD_OK && threads >= 0) r = scene__fail(s, pbd_world_set_threads(s->world, threads), "threads");
@@ -1031,10 +1105,19 @@ static int scene__finite(const scene *s) {
     return 1;
 }
 
-int scene_run_headless(const char *name, const char *dir, int steps, int frame_every) {
+int scene_run_headless(const char *name, int argc, char **argv, int steps, int frame_every) {
     enum { WIDTH = 640, HEIGHT = 360, MAX_FRAMES = 64 };
+    const char *dir = "out";
+    char options[128] = "";
+    for (int i = 1; i < argc; ++i) {
+        if (!strchr(argv[i], '=')) dir = argv[i];
+        else if (strlen(options) + strlen(argv[i]) + 2 < sizeof options) {
+            if (options[0]) strcat(options, " ");
+            strcat(options, argv[i]);
+        }
+    }
     scene s;
-    if (scene_create(scene_find(name), -1, &s) != PBD_OK) {
+    if (scene_create(scene_find(name), options, -1, &s) != PBD_OK) {
         fprintf(stderr, "%s: %s\n", name, s.error);
         return 1;
     }
@@ -1071,7 +1154,7 @@ int scene_run_headless(const char *name, const char *dir, int steps, int frame_e
         scene_render(&s, img, &cam);
         snprintf(label, sizeof label, "T = %.2f S", pbd_world_time(s.world));
         render_text(img, 12, 12, 4, NULL, label); /* scale 4: crisp at half size in the contact sheet */
-        snprintf(base, sizeof base, "%s/%s_%03d", dir, s.name, frame);
+        snprintf(base, sizeof base, "%s/%s_%03d", dir, s.output, frame);
         const char *written = render_image_save(img, base, path, sizeof path);
         printf("frame %2d  t = %.2f s  sim %.3f ms/step  %s  -> %s\n", frame, pbd_world_time(s.world), sim / step,
                s.status, written ? written : "(write failed)");
@@ -1080,7 +1163,7 @@ int scene_run_headless(const char *name, const char *dir, int steps, int frame_e
     }
     if (!failed && frame > 0) {
         char base[1024], path[1100];
-        snprintf(base, sizeof base, "%s/%s", dir, s.name);
+        snprintf(base, sizeof base, "%s/%s", dir, s.output);
         const char *written = render_contact_sheet(frames, frame, 4, 2, NULL, base, path, sizeof path);
         printf("contact sheet (%d frames) -> %s\n", frame, written ? written : "(write failed)");
         if (!written) failed = 1;
