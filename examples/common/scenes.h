@@ -810,6 +810,267 @@ static pbd_result scene__build_multires_cloth(scene *s) {
     s->after_step = scene__multires_after;
     return PBD_OK;
 }
+
+/* ---- sm_jelly: plastic jellies dented by weights (pbd_sm.h) ----------------------- */
+
+enum {
+    SCENE__JELLIES = 3,
+    SCENE__JN = 7, /* a jelly is JN^3 particles */
+    SCENE__WX = 3,
+    SCENE__WY = 2,                         /* a weight is WX x WY x WX particles */
+    SCENE__JELLY_RELEASE = 45,             /* the weights fall from t = 0.75 s */
+    SCENE__JELLY_LIFT = 135,               /* and are lifted off from t = 2.25 s */
+    SCENE__JELLY_INTS = 6 * 6 * 6 * 2 * 3, /* a jelly's surface: 6 x 36 quads, 2 triangles each */
+    SCENE__WEIGHT_INTS = 16 * 2 * 3        /* a weight's: 16 quads */
+};
+static const float scene__jelly_spacing = 0.05f;
+
+typedef struct scene__lattice {
+    int nx, ny, nz;
+    pbd_range particles;
+    pbd_sm_body body;
+    int *tris; /* surface triangles over the particles */
+    int tri_count;
+} scene__lattice;
+
+typedef struct scene__jelly {
+    scene__lattice jelly[SCENE__JELLIES], weight[SCENE__JELLIES];
+    float weight_mass, jelly_mass, radius; /* of a weight, of a jelly particle; the contact radius */
+    double dent[SCENE__JELLIES];           /* after the last step */
+    int jelly_tris[SCENE__JELLIES][SCENE__JELLY_INTS], weight_tris[SCENE__JELLIES][SCENE__WEIGHT_INTS];
+} scene__jelly;
+
+/* Index of cell (x, y, z) in pbd_sm_lattice_box's order (x fastest). */
+static int scene__cell(const scene__lattice *b, int x, int y, int z) { return x + b->nx * (y + b->ny * z); }
+
+/* The surface of the particle grid: two triangles per quad of the six faces. */
+static void scene__lattice_surface(scene__lattice *b) {
+    int k = 0;
+    for (int axis = 0; axis < 3; ++axis) /* the faces across x, y, z */
+        for (int side = 0; side < 2; ++side) {
+            int dims[3] = {b->nx, b->ny, b->nz}, a1 = (axis + 1) % 3, a2 = (axis + 2) % 3;
+            for (int i = 0; i + 1 < dims[a1]; ++i)
+                for (int j = 0; j + 1 < dims[a2]; ++j) {
+                    int c[4][3];
+                    for (int q = 0; q < 4; ++q) {
+                        c[q][axis] = side ? dims[axis] - 1 : 0;
+                        c[q][a1] = i + (q == 1 || q == 2);
+                        c[q][a2] = j + (q >= 2);
+                    }
+                    int v[4];
+                    for (int q = 0; q < 4; ++q) v[q] = scene__cell(b, c[q][0], c[q][1], c[q][2]);
+                    /* (a1, a2, axis) is right-handed: v0 v1 v2 faces +axis; the
+                       low side turns round, so that every face looks out */
+                    int up[6] = {v[0], v[1], v[2], v[0], v[2], v[3]}, down[6] = {v[0], v[2], v[1], v[0], v[3], v[2]};
+                    const int *t = side ? up : down;
+                    memcpy(b->tris + k, t, sizeof up);
+                    k += 6;
+                }
+        }
+    b->tri_count = k / 3;
+}
+
+/* A block of nx x ny x nz particles with its lower corner at `lo`: a
+   lattice shape-matched body (Rivers and James 2007; survey 4.2). */
+static pbd_result scene__block(scene *s, scene__lattice *b, int nx, int ny, int nz, const float *lo, float mass,
+                               const pbd_sm_body_desc *body, int half_width, int *tris) {
+    int cells[3 * SCENE__JN * SCENE__JN * SCENE__JN];
+    b->nx = nx;
+    b->ny = ny;
+    b->nz = nz;
+    b->tris = tris;
+    SCENE__TRY(s, pbd_sm_lattice_box(nx, ny, nz, cells));
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = nx * ny * nz;
+    memcpy(ld.origin, lo, sizeof ld.origin);
+    ld.spacing = scene__jelly_spacing;
+    ld.particle_mass = mass;
+    ld.half_width = half_width;
+    ld.body = *body;
+    SCENE__TRY(s, pbd_sm_add_lattice(s->world, &ld, &b->body, &b->particles));
+    scene__lattice_surface(b);
+    return PBD_OK;
+}
+
+/* The weight's box from its particles: centre, orthonormal axes (from its
+   corner particles) and half extents (the particle grid's). */
+static void scene__weight_box(const scene__lattice *b, const float *p, double *c, double ax[3][3], double *half) {
+    const float *o = p + 4 * (size_t)(b->particles.first + scene__cell(b, 0, 0, 0));
+    int corner[3] = {scene__cell(b, b->nx - 1, 0, 0), scene__cell(b, 0, b->ny - 1, 0), scene__cell(b, 0, 0, b->nz - 1)};
+    int dims[3] = {b->nx, b->ny, b->nz};
+    c[0] = c[1] = c[2] = 0;
+    for (int i = 0; i < b->particles.count; ++i)
+        for (int a = 0; a < 3; ++a) c[a] += p[4 * (size_t)(b->particles.first + i) + a] / b->particles.count;
+    for (int k = 0; k < 3; ++k) { /* Gram-Schmidt on the edge vectors */
+        const float *q = p + 4 * (size_t)(b->particles.first + corner[k]);
+        for (int a = 0; a < 3; ++a) ax[k][a] = q[a] - o[a];
+        for (int j = 0; j < k; ++j) {
+            double d = ax[k][0] * ax[j][0] + ax[k][1] * ax[j][1] + ax[k][2] * ax[j][2];
+            for (int a = 0; a < 3; ++a) ax[k][a] -= d * ax[j][a];
+        }
+        double l = sqrt(ax[k][0] * ax[k][0] + ax[k][1] * ax[k][1] + ax[k][2] * ax[k][2]);
+        for (int a = 0; a < 3; ++a) ax[k][a] /= l;
+        half[k] = 0.5 * (dims[k] - 1) * scene__jelly_spacing;
+    }
+}
+
+/* A contact model of one's own, as a plugin: every iteration after shape
+   matching, a jelly particle (radius r) inside the weight's box is pushed
+   out through the nearest face, and the weight (a rigid block: all its
+   particles) moves the opposite way, the split weighted by inverse masses
+   (momentum is kept). pbd.h's particle contacts would see the weight as a
+   lumpy box of balls, and push a lattice's own touching neighbours apart. */
+static void scene__jelly_contacts(void *user, const pbd_solve_context *ctx) {
+    scene__jelly *cs = (scene__jelly *)user;
+    for (int j = 0; j < SCENE__JELLIES; ++j) {
+        scene__lattice *wb = &cs->weight[j], *jb = &cs->jelly[j];
+        /* a pinned or kinematic weight (inverse mass 0) pushes but is not pushed */
+        int weight_moves = ctx->p[4 * (size_t)wb->particles.first + 3] > 0;
+        double c[3], ax[3][3], half[3], shift[3] = {0, 0, 0};
+        scene__weight_box(wb, ctx->p, c, ax, half);
+        for (int i = 0; i < jb->particles.count; ++i) {
+            float *q = ctx->p + 4 * (size_t)(jb->particles.first + i);
+            double d[3] = {q[0] - c[0], q[1] - c[1], q[2] - c[2]}, best = 1e30, sgn = 1;
+            int face = -1;
+            for (int k = 0; k < 3; ++k) {
+                double u = d[0] * ax[k][0] + d[1] * ax[k][1] + d[2] * ax[k][2];
+                double pen = half[k] + cs->radius - fabs(u);
+                if (pen <= 0) {
+                    face = -1;
+                    break;
+                }
+                if (pen < best) {
+                    best = pen;
+                    face = k;
+                    sgn = u >= 0 ? 1 : -1;
+                }
+            }
+            if (face < 0) continue;
+            double wj = q[3], ww = weight_moves ? 1.0 / cs->weight_mass : 0.0; /* a held jelly particle: w = 0 */
+            if (!(wj + ww > 0)) continue;
+            double fj = wj / (wj + ww), fw = ww / (wj + ww);
+            for (int a = 0; a < 3; ++a) {
+                q[a] = (float)(q[a] + sgn * ax[face][a] * best * fj);
+                shift[a] -= sgn * ax[face][a] * best * fw;
+            }
+        }
+        for (int i = 0; i < wb->particles.count && weight_moves; ++i) {
+            float *q = ctx->p + 4 * (size_t)(wb->particles.first + i);
+            for (int a = 0; a < 3; ++a) q[a] = (float)(q[a] + shift[a]);
+        }
+    }
+}
+
+/* The weights are held up until t = 0.75 s, then fall, and from 2.25 s are
+   lifted straight up at 0.8 m/s to 1 m. */
+static pbd_result scene__jelly_weights(scene *s) {
+    scene__jelly *d = (scene__jelly *)s->data;
+    int step = s->steps + 1;
+    for (int j = 0; j < SCENE__JELLIES; ++j) {
+        const float *x = pbd_world_positions(s->world);
+        float rise = x[4 * (size_t)d->weight[j].particles.first + 1] < 1.0f ? 0.8f * s->dt : 0.0f; /* all alike */
+        for (int i = 0; i < d->weight[j].particles.count; ++i) {
+            int k = d->weight[j].particles.first + i;
+            if (step == SCENE__JELLY_RELEASE) SCENE__TRY(s, pbd_particle_unpin(s->world, k));
+            if (step < SCENE__JELLY_LIFT) continue;
+            if (step == SCENE__JELLY_LIFT) SCENE__TRY(s, pbd_particle_set_kinematic(s->world, k, 1));
+            float t[3] = {x[4 * (size_t)k], x[4 * (size_t)k + 1] + rise, x[4 * (size_t)k + 2]};
+            SCENE__TRY(s, pbd_particle_set_kinematic_target(s->world, k, t));
+        }
+    }
+    return PBD_OK;
+}
+
+/* Dent: how far the centre of a jelly's top face sits below its undeformed
+   top (its lowest particle + height). */
+static pbd_result scene__jelly_after(scene *s) {
+    scene__jelly *d = (scene__jelly *)s->data;
+    const float *x = pbd_world_positions(s->world);
+    int n = snprintf(s->status, sizeof s->status, "dents (elastic, creeping, soft)");
+    for (int j = 0; j < SCENE__JELLIES; ++j) {
+        const scene__lattice *b = &d->jelly[j];
+        double lo = 1e30;
+        for (int i = 0; i < b->particles.count; ++i) lo = fmin(lo, x[4 * (size_t)(b->particles.first + i) + 1]);
+        const float *top = x + 4 * (size_t)(b->particles.first + scene__cell(b, b->nx / 2, b->ny - 1, b->nz / 2));
+        d->dent[j] = lo + (b->ny - 1) * scene__jelly_spacing - top[1];
+        if (n < (int)sizeof s->status) n += snprintf(s->status + n, sizeof s->status - n, " %.3f", d->dent[j]);
+    }
+    if (n < (int)sizeof s->status) snprintf(s->status + n, sizeof s->status - n, " m");
+    return PBD_OK;
+}
+
+/* Once the weights are off: the elastic jelly springs back (under 1 cm),
+   the creeping one keeps a dent, the soft one a deeper one. */
+static const char *scene__jelly_verdict(scene *s) {
+    const scene__jelly *d = (const scene__jelly *)s->data;
+    if (s->steps < SCENE__JELLY_LIFT + 60) return NULL; /* not yet lifted off */
+    if (!(d->dent[0] < 0.01)) return "the elastic jelly kept a dent";
+    return d->dent[1] > d->dent[0] && d->dent[2] > d->dent[1] ? NULL : "the dents do not grow with the plasticity";
+}
+
+/* Three jelly blocks of lattice shape matching (linear mode, region half
+   width 2) that differ only in their plasticity (survey 4.5.2: elastic,
+   creeping, soft) each get a heavy weight (a rigid shape-matched block, 20x
+   denser) dropped on them, which is lifted off again. */
+static pbd_result scene__build_sm_jelly(scene *s) {
+    const float creep[SCENE__JELLIES] = {0.0f, 4.0f, 12.0f}, yield[SCENE__JELLIES] = {0.1f, 0.05f, 0.04f};
+    const float jelly_x[SCENE__JELLIES] = {-0.55f, 0.0f, 0.55f};
+    const float rgb[SCENE__JELLIES][3] = {{0.30f, 0.75f, 0.35f}, {0.95f, 0.60f, 0.15f}, {0.85f, 0.25f, 0.35f}};
+    const float h = scene__jelly_spacing, weight_density = 20.0f; /* times the jelly's: lead or so */
+    scene__jelly *d = (scene__jelly *)calloc(1, sizeof *d);
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    d->jelly_mass = 1000.0f * h * h * h; /* water-like jelly, kg per particle */
+    d->weight_mass = weight_density * d->jelly_mass * SCENE__WX * SCENE__WY * SCENE__WX;
+    d->radius = 0.5f * h;
+    pbd_world_desc wd = pbd_world_desc_default();
+    wd.substeps = 4;
+    wd.iterations = 3;
+    wd.point_damping = 1.5f; /* jelly is viscous: no bouncing weights */
+    SCENE__TRY(s, pbd_world_create(&wd, &s->world));
+    SCENE__TRY(s, scene__ground(s, 0.8f, 0, 0, 2.5f, 0.25f));
+    scene__camera(s, 0.0f, 1.25f, 1.45f, 0.0f, 0.1f, 0.0f, 40.0f);
+    for (int j = 0; j < SCENE__JELLIES; ++j) {
+        pbd_sm_body_desc jd = pbd_sm_body_desc_default();
+        jd.mode = PBD_SM_LINEAR;
+        jd.beta = 0.3f;
+        jd.stiffness = 0.6f;
+        jd.yield = yield[j];
+        jd.creep = creep[j];
+        jd.max_plastic = 0.6f;
+        float lo[3] = {jelly_x[j] - 0.5f * (SCENE__JN - 1) * h, 0.25f + 0.1f * j, -0.5f * (SCENE__JN - 1) * h};
+        SCENE__TRY(s, scene__block(s, &d->jelly[j], SCENE__JN, SCENE__JN, SCENE__JN, lo, d->jelly_mass, &jd, 2,
+                                   d->jelly_tris[j]));
+        /* the weight: rigid (one region spans the block), held up until the release */
+        pbd_sm_body_desc rd = pbd_sm_body_desc_default();
+        float wlo[3] = {jelly_x[j] - 0.5f * (SCENE__WX - 1) * h, 1.0f, -0.5f * (SCENE__WX - 1) * h};
+        SCENE__TRY(s, scene__block(s, &d->weight[j], SCENE__WX, SCENE__WY, SCENE__WX, wlo,
+                                   weight_density * d->jelly_mass, &rd, 8, d->weight_tris[j]));
+        for (int i = 0; i < d->weight[j].particles.count; ++i)
+            SCENE__TRY(s, pbd_particle_pin(s->world, d->weight[j].particles.first + i));
+        scene__item(s, SCENE_TRIANGLES, d->jelly[j].particles, d->jelly[j].tris, d->jelly[j].tri_count, rgb[j][0],
+                    rgb[j][1], rgb[j][2], SCENE_SMOOTH | SCENE_SPECULAR);
+        scene__item(s, SCENE_TRIANGLES, d->weight[j].particles, d->weight[j].tris, d->weight[j].tri_count, 0.45f, 0.47f,
+                    0.52f, 0);
+    }
+    pbd_plugin_desc pd = pbd_plugin_desc_default();
+    pd.name = "weight contacts";
+    pd.user = d;
+    pd.particle_end = pbd_world_particle_count(s->world);
+    pd.project = scene__jelly_contacts;
+    SCENE__TRY(s, pbd_add_plugin(s->world, &pd, NULL));
+    int coupled[2 * SCENE__JELLIES]; /* the contacts couple each weight with its jelly */
+    for (int j = 0; j < SCENE__JELLIES; ++j) {
+        coupled[2 * j] = d->jelly[j].particles.first;
+        coupled[2 * j + 1] = d->weight[j].particles.first;
+    }
+    SCENE__TRY(s, pbd_world_mark_coupled(s->world, coupled, 2 * SCENE__JELLIES));
+    s->before_step = scene__jelly_weights;
+    s->after_step = scene__jelly_after;
+    s->verdict = scene__jelly_verdict;
+    return PBD_OK;
+}
 #endif /* PBD_SM_H_INCLUDED */
 
 /* ---- the table of scenes ------------------------------------------------------- */
@@ -829,6 +1090,7 @@ static const scene__entry scene__table[] = {
     {"hair", "4000 strands of hair on a shaking head (drag the head)", scene__build_hair},
 #ifdef PBD_SM_H_INCLUDED
     {"multires_cloth", "a stiff multi-resolution shape-matching cloth over a sphere", scene__build_multires_cloth},
+    {"sm_jelly", "plastic jellies (elastic, creeping, soft) dented by weights", scene__build_sm_jelly},
 #endif
 };
 
