@@ -111,6 +111,7 @@ struct scene {
     pbd_result (*before_step)(scene *s);
     pbd_result (*after_step)(scene *s);
     pbd_result (*shape_moved)(scene *s, int shape); /* what follows a moved shape (hair roots) */
+    void (*release)(scene *s);                      /* frees what its data holds (before the data and the world go) */
     const char *(*verdict)(scene *s); /* after a headless run: NULL when it did what it shows, else why not */
 };
 
@@ -1071,6 +1072,268 @@ static pbd_result scene__build_sm_jelly(scene *s) {
     s->verdict = scene__jelly_verdict;
     return PBD_OK;
 }
+
+/* ---- sm_plant: oriented particles with a skinned mesh (pbd_sm.h) ------------------ */
+
+enum { SCENE__PLANT_MAXP = 64, SCENE__PLANT_RING = 8 };
+
+typedef struct scene__plant {
+    float pos[3 * SCENE__PLANT_MAXP]; /* the skeleton at rest */
+    int edges[2 * SCENE__PLANT_MAXP];
+    int parent[SCENE__PLANT_MAXP]; /* -1 for the root */
+    int n, ne;
+    pbd_range particles;
+    pbd_sm_skin *skin;
+    int ball; /* its shape */
+    /* the visual mesh: a tube around every edge, a leaf at every tip */
+    float *rest, *now;
+    int *tris;
+    int nv, nt, cap_v, cap_t;
+} scene__plant;
+
+static int scene__plant_add(scene__plant *p, int parent, float x, float y, float z) {
+    int i = p->n++;
+    scene__set3(p->pos + 3 * i, x, y, z);
+    p->parent[i] = parent;
+    if (parent >= 0) {
+        p->edges[2 * p->ne] = parent;
+        p->edges[2 * p->ne + 1] = i;
+        p->ne++;
+    }
+    return i;
+}
+
+/* A stem of 10 particles 0.15 apart and five branches of 3-4 particles,
+   turning around the stem, going out and up. */
+static void scene__plant_skeleton(scene__plant *p) {
+    int stem[10];
+    for (int i = 0; i < 10; ++i)
+        stem[i] = scene__plant_add(p, i ? stem[i - 1] : -1, 0.02f * sinf(0.7f * (float)i), 0.15f * (float)i, 0);
+    const int at[5] = {3, 4, 5, 7, 8}, len[5] = {4, 4, 3, 3, 3};
+    for (int b = 0; b < 5; ++b) {
+        float ang = 2.4f * (float)b, dx = cosf(ang), dz = sinf(ang);
+        int prev = stem[at[b]];
+        for (int k = 1; k <= len[b]; ++k) {
+            const float *o = p->pos + 3 * stem[at[b]];
+            prev = scene__plant_add(p, prev, o[0] + 0.13f * (float)k * dx, o[1] + 0.07f * (float)k,
+                                    o[2] + 0.13f * (float)k * dz);
+        }
+    }
+}
+
+/* The rest orientation of particle i: body y along the segment to its
+   parent (the stem direction for the root), as a quaternion turning y
+   onto that direction. */
+static void scene__plant_orientation(const scene__plant *p, int i, float *q) {
+    int a = p->parent[i] >= 0 ? p->parent[i] : 1, b = p->parent[i] >= 0 ? i : 0;
+    float d[3] = {p->pos[3 * b] - p->pos[3 * a], p->pos[3 * b + 1] - p->pos[3 * a + 1],
+                  p->pos[3 * b + 2] - p->pos[3 * a + 2]};
+    float sign = p->parent[i] < 0 ? -1.0f : 1.0f, l = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    for (int k = 0; k < 3; ++k) d[k] *= sign / l;
+    /* half-way quaternion from (0,1,0) to d: axis y x d, w = 1 + y.d */
+    float q0[4] = {d[2], 0, -d[0], 1 + d[1]}, n = sqrtf(q0[0] * q0[0] + q0[2] * q0[2] + q0[3] * q0[3]);
+    for (int k = 0; k < 4; ++k) q[k] = q0[k] / n;
+}
+
+static int scene__plant_vertex(scene__plant *v, float x, float y, float z) {
+    if (v->nv == v->cap_v) {
+        int cap = v->cap_v ? 2 * v->cap_v : 256;
+        float *r = (float *)realloc(v->rest, sizeof(float) * 3 * (size_t)cap);
+        if (!r) return -1;
+        v->rest = r;
+        v->cap_v = cap;
+    }
+    scene__set3(v->rest + 3 * v->nv, x, y, z);
+    return v->nv++;
+}
+
+static int scene__plant_tri(scene__plant *v, int a, int b, int c) {
+    if (a < 0 || b < 0 || c < 0) return 0;
+    if (v->nt == v->cap_t) {
+        int cap = v->cap_t ? 2 * v->cap_t : 256;
+        int *t = (int *)realloc(v->tris, sizeof(int) * 3 * (size_t)cap);
+        if (!t) return 0;
+        v->tris = t;
+        v->cap_t = cap;
+    }
+    int *t = v->tris + 3 * v->nt++;
+    t[0] = a;
+    t[1] = b;
+    t[2] = c;
+    return 1;
+}
+
+/* Tubes (8 around, 4 rings) round every edge, thinner higher up. */
+static int scene__plant_tubes(scene__plant *v) {
+    for (int e = 0; e < v->ne; ++e) {
+        const float *a = v->pos + 3 * v->edges[2 * e], *b = v->pos + 3 * v->edges[2 * e + 1];
+        float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, u[3], w[3];
+        float l = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int k = 0; k < 3; ++k) d[k] /= l;
+        /* u, w: an orthonormal pair across the segment */
+        float t[3] = {fabsf(d[1]) < 0.9f ? 0.0f : 1.0f, fabsf(d[1]) < 0.9f ? 1.0f : 0.0f, 0};
+        u[0] = d[1] * t[2] - d[2] * t[1];
+        u[1] = d[2] * t[0] - d[0] * t[2];
+        u[2] = d[0] * t[1] - d[1] * t[0];
+        float ul = sqrtf(u[0] * u[0] + u[1] * u[1] + u[2] * u[2]);
+        for (int k = 0; k < 3; ++k) u[k] /= ul;
+        w[0] = d[1] * u[2] - d[2] * u[1];
+        w[1] = d[2] * u[0] - d[0] * u[2];
+        w[2] = d[0] * u[1] - d[1] * u[0];
+        float ra = 0.028f - 0.0012f * a[1] * 10, rb = 0.028f - 0.0012f * b[1] * 10;
+        int base = v->nv;
+        for (int ring = 0; ring < 4; ++ring) {
+            float f = (float)ring / 3.0f, r = ra + (rb - ra) * f;
+            for (int k = 0; k < SCENE__PLANT_RING; ++k) {
+                float ang = 6.2831853f * (float)k / SCENE__PLANT_RING, c = cosf(ang) * r, sn = sinf(ang) * r;
+                if (scene__plant_vertex(v, a[0] + f * l * d[0] + c * u[0] + sn * w[0],
+                                        a[1] + f * l * d[1] + c * u[1] + sn * w[1],
+                                        a[2] + f * l * d[2] + c * u[2] + sn * w[2]) < 0)
+                    return 0;
+            }
+        }
+        for (int ring = 0; ring < 3; ++ring)
+            for (int k = 0; k < SCENE__PLANT_RING; ++k) {
+                int i0 = base + ring * SCENE__PLANT_RING + k, i1 = base + ring * SCENE__PLANT_RING + (k + 1) % 8;
+                if (!scene__plant_tri(v, i0, i1, i0 + SCENE__PLANT_RING) ||
+                    !scene__plant_tri(v, i1, i1 + SCENE__PLANT_RING, i0 + SCENE__PLANT_RING))
+                    return 0;
+            }
+    }
+    return 1;
+}
+
+/* A leaf at every tip: a diamond in the plane of the tip's segment and the
+   horizontal. */
+static int scene__plant_leaves(scene__plant *v) {
+    for (int i = 0; i < v->n; ++i) {
+        int child = 0;
+        for (int e = 0; e < v->ne; ++e) child |= v->edges[2 * e] == i;
+        if (child || v->parent[i] < 0) continue;
+        const float *a = v->pos + 3 * v->parent[i], *b = v->pos + 3 * i;
+        float d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        float l = sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        for (int k = 0; k < 3; ++k) d[k] /= l;
+        float sd[3] = {-d[2], 0, d[0]}, sl = sqrtf(sd[0] * sd[0] + sd[2] * sd[2]);
+        for (int k = 0; k < 3; ++k) sd[k] /= sl;
+        int v0 = scene__plant_vertex(v, b[0], b[1], b[2]);
+        int v1 = scene__plant_vertex(v, b[0] + 0.08f * d[0] + 0.05f * sd[0], b[1] + 0.08f * d[1] + 0.02f,
+                                     b[2] + 0.08f * d[2] + 0.05f * sd[2]);
+        int v2 = scene__plant_vertex(v, b[0] + 0.18f * d[0], b[1] + 0.18f * d[1] + 0.03f, b[2] + 0.18f * d[2]);
+        int v3 = scene__plant_vertex(v, b[0] + 0.08f * d[0] - 0.05f * sd[0], b[1] + 0.08f * d[1] + 0.02f,
+                                     b[2] + 0.08f * d[2] - 0.05f * sd[2]);
+        if (!scene__plant_tri(v, v0, v1, v2) || !scene__plant_tri(v, v0, v2, v3)) return 0;
+    }
+    return 1;
+}
+
+/* Wind: a gust from 0.3 s to 1.6 s on the plant's particles, stronger
+   higher up. */
+static void scene__plant_wind(void *user, int particle, const float *x, const float *v, double time, float *out) {
+    const pbd_range *r = (const pbd_range *)user;
+    (void)v;
+    out[0] = out[1] = out[2] = 0;
+    if (particle < r->first || particle >= r->first + r->count || time < 0.3 || time > 1.6) return;
+    double gust = sin(3.14159265 * (time - 0.3) / 1.3);
+    out[0] = (float)(14.0 * gust * gust * (0.3 + x[1]));
+    out[2] = (float)(4.0 * sin(7.0 * time) * gust);
+}
+
+/* The ball sweeps through the crown from 1.8 s to 2.8 s (unless a hand holds it). */
+static pbd_result scene__plant_ball(scene *s) {
+    scene__plant *d = (scene__plant *)s->data;
+    double t = (s->steps + 1) * (double)s->dt;
+    if (t <= 1.8 || s->shape_held == d->ball) return PBD_OK;
+    scene_shape *ball = &s->shapes[d->ball];
+    float f = (float)((t - 1.8) / 1.0);
+    ball->centre[0] = -1.2f + 2.4f * (f < 1 ? f : 1);
+    SCENE__TRY(s, pbd_collider_set_pose(s->world, ball->collider, ball->centre, NULL));
+    return PBD_OK;
+}
+
+/* The visual mesh follows the particles by linear blend skinning. */
+static pbd_result scene__plant_after(scene *s) {
+    scene__plant *d = (scene__plant *)s->data;
+    SCENE__TRY(s, pbd_sm_skin_apply(d->skin, s->world, d->now));
+    const float *x = pbd_world_positions(s->world) + 4 * (size_t)(d->particles.first + d->n - 1);
+    const float *rest = d->pos + 3 * (d->n - 1);
+    float dx = x[0] - rest[0], dy = x[1] - rest[1], dz = x[2] - rest[2];
+    snprintf(s->status, sizeof s->status, "tip moved %.3f m", sqrtf(dx * dx + dy * dy + dz * dz));
+    return PBD_OK;
+}
+
+static void scene__plant_release(scene *s) {
+    scene__plant *d = (scene__plant *)s->data;
+    pbd_sm_skin_destroy(d->skin);
+    free(d->rest);
+    free(d->now);
+    free(d->tris);
+}
+
+/* A plant whose stem and branches are chains one particle wide (survey 4.4;
+   Mueller and Chentanez 2011): every shape-matching group (a particle and
+   its 1-ring) is collinear, which plain shape matching cannot rotate; the
+   particles' ellipsoids make it well defined. Pinned at the root, swayed
+   by a gust of wind, then hit by a ball that meets the ellipsoids. A visual
+   mesh follows the particles by skinning, with the particles as bones. */
+static pbd_result scene__build_sm_plant(scene *s) {
+    scene__plant *d = (scene__plant *)calloc(1, sizeof *d);
+    s->data = d;
+    if (!d) return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "scene data");
+    s->release = scene__plant_release;
+    scene__plant_skeleton(d);
+    if (!scene__plant_tubes(d) || !scene__plant_leaves(d) ||
+        !(d->now = (float *)calloc(3 * (size_t)d->nv, sizeof(float))))
+        return scene__fail(s, PBD_ERROR_OUT_OF_MEMORY, "the plant's mesh");
+    SCENE__TRY(s, scene__world(s, 8, 4));
+    SCENE__TRY(s, scene__ground(s, 0.5f, 0, 0, 3.0f, 0.25f));
+    scene__camera(s, 1.6f, 1.2f, 2.6f, 0.1f, 0.7f, 0, 40.0f);
+    const float ball_c[3] = {-1.2f, 0.95f, 0.05f};
+    SCENE__TRY(s, scene__sphere(s, ball_c, 0.16f, 0.2f));
+    d->ball = s->shape_count - 1;
+    scene__set3(s->shapes[d->ball].rgb, 0.85f, 0.3f, 0.2f);
+    s->shapes[d->ball].movable = 1;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = d->pos;
+    pd.count = d->n;
+    pd.mass = 0.05f;
+    pd.radius = 0.025f; /* the particle's own sphere; its ellipsoid reaches further */
+    SCENE__TRY(s, pbd_add_particles(s->world, &pd, &d->particles));
+    SCENE__TRY(s, pbd_particle_pin(s->world, d->particles.first));
+    SCENE__TRY(s, pbd_particle_pin(s->world, d->particles.first + 1));
+    SCENE__TRY(s, pbd_world_set_point_damping(s->world, 0.4f));
+    SCENE__TRY(s, pbd_world_set_acceleration_field(s->world, scene__plant_wind, &d->particles));
+    /* ellipsoids: long (0.075 = half a segment) along the segment, thin across */
+    float radii[3 * SCENE__PLANT_MAXP], quats[4 * SCENE__PLANT_MAXP];
+    for (int i = 0; i < d->n; ++i) {
+        scene__set3(radii + 3 * i, 0.03f, 0.075f, 0.03f);
+        scene__plant_orientation(d, i, quats + 4 * i);
+    }
+    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+    od.particles = d->particles;
+    od.edges = d->edges;
+    od.edge_count = d->ne;
+    od.radii = radii;
+    od.orientations = quats;
+    od.stiffness = 0.8f;
+    pbd_sm_oriented o = {0};
+    SCENE__TRY(s, pbd_sm_add_oriented(s->world, &od, &o));
+    pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+    sd.rest_vertices = d->rest;
+    sd.vertex_count = d->nv;
+    sd.influences = 2;
+    SCENE__TRY(s, pbd_sm_skin_create(s->world, o, &sd, &d->skin));
+    scene_item *mesh = scene__item(s, SCENE_TRIANGLES, d->particles, d->tris, d->nt, 0.42f, 0.62f, 0.22f, SCENE_SMOOTH);
+    mesh->first = -1; /* the skinned mesh, not the particles */
+    mesh->x = d->now;
+    mesh->stride = 3;
+    mesh->count = d->nv;
+    scene_item *bones = scene__item(s, SCENE_POINTS, d->particles, NULL, 0, 0.25f, 0.35f, 0.12f, 0);
+    bones->radius = 0.012f; /* the particles, small: a hand grabs them */
+    s->before_step = scene__plant_ball;
+    s->after_step = scene__plant_after;
+    return PBD_OK;
+}
 #endif /* PBD_SM_H_INCLUDED */
 
 /* ---- the table of scenes ------------------------------------------------------- */
@@ -1091,6 +1354,8 @@ static const scene__entry scene__table[] = {
 #ifdef PBD_SM_H_INCLUDED
     {"multires_cloth", "a stiff multi-resolution shape-matching cloth over a sphere", scene__build_multires_cloth},
     {"sm_jelly", "plastic jellies (elastic, creeping, soft) dented by weights", scene__build_sm_jelly},
+    {"sm_plant", "oriented particles: a skinned plant in the wind, hit by a ball (drag the ball)",
+     scene__build_sm_plant},
 #endif
 };
 
@@ -1156,6 +1421,7 @@ pbd_result scene_step(scene *s) {
 
 void scene_destroy(scene *s) {
     if (!s) return;
+    if (s->release && s->data) s->release(s);
     pbd_world_destroy(s->world);
     for (int i = 0; i < s->mesh_count; ++i) pbd_mesh_free(&s->meshes[i]);
     free(s->data);
