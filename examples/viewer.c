@@ -37,6 +37,9 @@
                              image is blank or uniform)
        --size WxH            window size (default 1280x720)
        --threads N           pbd_world_set_threads (default: the scene's)
+       --record DIR          save every frame as DIR/frame_NNNN.png (for an
+                             animation: docs/images/make.sh)
+       --no-text             no text over the picture
        --options "K=V ..."   the scenes' options (examples/common/scenes.h,
                              scene_create: levels=2 wrinkles=0 for the
                              multi-resolution cloth)
@@ -565,6 +568,8 @@ typedef struct viewer {
     double drag_from[2], drag_to[2];
     int drag_frame;
     const char *screenshot_path;
+    const char *record_dir; /* --record */
+    int no_text;            /* --no-text */
     int shots;
     int status; /* exit status */
     render_image panel;
@@ -602,7 +607,7 @@ static void viewer_change_solver(viewer *v, int dsub, int dit) {
     pbd_world_set_solver(v->s.world, mode, sub, it); /* refused beyond its limits: unchanged */
 }
 
-static void viewer_screenshot(viewer *v, const char *path_without_ext) {
+static void viewer_screenshot(viewer *v, const char *path_without_ext, int quiet) {
     render_image img;
     if (render_image_init(&img, v->width, v->height) != 0) return;
     unsigned char *row = (unsigned char *)malloc(4 * (size_t)v->width * (size_t)v->height);
@@ -625,8 +630,9 @@ static void viewer_screenshot(viewer *v, const char *path_without_ext) {
         double mean = (double)sum / (double)n, sd = sqrt(fmax((double)sum2 / (double)n - mean * mean, 0.0));
         char path[1100];
         const char *written = render_image_save(&img, path_without_ext, path, sizeof path);
-        printf("viewer: screenshot %s (%dx%d, mean grey %.1f, spread %.1f)\n", written ? written : "(write failed)",
-               v->width, v->height, mean, sd);
+        if (!quiet || !written)
+            printf("viewer: screenshot %s (%dx%d, mean grey %.1f, spread %.1f)\n", written ? written : "(write failed)",
+                   v->width, v->height, mean, sd);
         if (!written || sd < 4.0) { /* blank or uniform: nothing was drawn */
             fprintf(stderr, "viewer: the screenshot is %s\n", written ? "blank or uniform" : "not written");
             v->status = 1;
@@ -718,7 +724,7 @@ static void on_key(GLFWwindow *win, int key, int scancode, int action, int mods)
     else if (key == GLFW_KEY_P) {
         char base[64];
         snprintf(base, sizeof base, "out/viewer_%03d", v->shots++);
-        viewer_screenshot(v, base);
+        viewer_screenshot(v, base, 0);
     } else if (key == GLFW_KEY_ESCAPE) glfwSetWindowShouldClose(win, 1);
 }
 
@@ -877,8 +883,15 @@ static void viewer_frame(viewer *v) {
         render_image_free(&v->panel);
         render_image_init(&v->panel, v->width, 92);
     }
-    viewer_text(v);
-    gl_draw_text(&v->gl, &v->panel, v->width, v->height);
+    if (!v->no_text) {
+        viewer_text(v);
+        gl_draw_text(&v->gl, &v->panel, v->width, v->height);
+    }
+    if (v->record_dir) {
+        char base[1024];
+        snprintf(base, sizeof base, "%s/frame_%04d", v->record_dir, v->frame);
+        viewer_screenshot(v, base, 1);
+    }
     v->draw_ms = 0.9 * v->draw_ms + 0.1 * 1e3 * (now_s() - d0);
     v->frame++;
     if (v->frames_max > 0 && v->frame >= v->frames_max) {
@@ -888,7 +901,7 @@ static void viewer_frame(viewer *v) {
             snprintf(base, sizeof base, "%s", v->screenshot_path);
             size_t n = strlen(base);
             if (n > 4 && !strcmp(base + n - 4, ".png")) base[n - 4] = 0;
-            viewer_screenshot(v, base);
+            viewer_screenshot(v, base, 0);
         }
         printf("viewer: %d frames of %s, %d steps, sim %.2f ms/step (mean), draw %.2f ms/frame: %s\n", v->frame,
                v->s.name, v->s.steps, v->s.steps > 0 ? v->sim_total_ms / v->s.steps : 0.0, v->draw_ms,
@@ -941,6 +954,11 @@ static int parse_args(viewer *v, int argc, char **argv, int *w, int *h) {
                 return 0;
             }
             ++i;
+        } else if (!strcmp(a, "--record") && next) {
+            v->record_dir = next;
+            ++i;
+        } else if (!strcmp(a, "--no-text")) {
+            v->no_text = 1;
         } else if (!strcmp(a, "--options") && next) {
             v->options = next;
             ++i;
