@@ -3,6 +3,7 @@
 # with Mesa's software GL: viewer_<scene>.png, a 320 x 180 picture of each
 # scene at a frame that shows it at work, and showcase.gif, the showcase's
 # first 2.5 s at 20 frames per second (ffmpeg, a palette of its own).
+# (strain.png comes from strain.gp: gnuplot docs/images/strain.gp.)
 # Run from the repository root after `make play` has built the viewer
 # (Debian: xvfb xauth libgl1-mesa-dri ffmpeg):
 #     sh docs/images/make.sh build/cc-simd1-omp1-san0-cxx0-O2/examples/viewer
