@@ -247,6 +247,14 @@ $(BUILD)/examples/viewer: examples/viewer.c $(HEADERS) $(wildcard examples/commo
 	@mkdir -p $(dir $@)
 	$(CC) $(EXAMPLE_FLAGS) $< -o $@ -lglfw -lepoxy $(LIBS)
 
+# The viewer with the GPU companion's CPU emulation (PBD_CUDA; auto worlds
+# stay on the CPU, the G key moves a scene onto the emulated device): what
+# check-viewer's device switch runs where there is no GPU.
+$(BUILD)/examples/viewer-emu: examples/viewer.c $(HEADERS) $(wildcard examples/common/*.h) $(BUILD)/cuda-emu/pbd_cuda.o
+	@mkdir -p $(dir $@)
+	$(CC) $(EXAMPLE_FLAGS) -DPBD_CUDA -c $< -o $@.o
+	$(EMU_CXX) $(BASEFLAGS) $@.o $(BUILD)/cuda-emu/pbd_cuda.o -o $@ -lglfw -lepoxy $(LIBS)
+
 play: deps
 	$(call apt_install,$(VIEWER_PKGS))
 	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer
@@ -254,8 +262,9 @@ play: deps
 
 check-viewer: deps
 	$(call apt_install,$(VIEWER_PKGS) $(CHECK_VIEWER_PKGS))
-	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer || echo "check-viewer: the viewer does not build here"
-	@sh tests/viewer/check.sh ./$(BUILD)/examples/viewer out/viewer
+	@$(MAKE) --no-print-directory $(BUILD)/examples/viewer $(BUILD)/examples/viewer-emu || \
+	  echo "check-viewer: the viewer does not build here"
+	@sh tests/viewer/check.sh ./$(BUILD)/examples/viewer out/viewer ./$(BUILD)/examples/viewer-emu
 
 # ---- the viewer in the browser ------------------------------------------------
 # Debian's emscripten (its GLFW, WebGL 2; it needs node-acorn, found through

@@ -21,7 +21,14 @@
    elsewhere orbits, right-drag (or shift + left) pans, the wheel
    zooms. Keys: 1..9 scenes, space pause, N one step, R reset, W wireframe,
    up/down substeps, right/left iterations, P screenshot (out/viewer_NNN.png),
-   Esc quit. The simulation runs at a fixed 1/60 s step with an accumulator
+   G (built with PBD_CUDA and pbd_cuda.cu) moves the scene between the CPU
+   and the GPU (its state goes along: pbd_world_save, then restore into the
+   scene built on the other device; pbd_sm.h's own state, its rotations and
+   plastic deformation, is not in a world's snapshot and starts afresh),
+   Esc quit. Built with PBD_CUDA:
+
+       cc -O2 -march=native -fopenmp -ffp-contract=off -I. -DPBD_CUDA -c examples/viewer.c -o viewer.o -DPBD_HAVE_STB -I/usr/include/stb
+       nvcc -O3 --fmad=false -c pbd_cuda.cu -o pbd_cuda.o && nvcc -Xcompiler -fopenmp viewer.o pbd_cuda.o -o viewer -lglfw -lepoxy -lm The simulation runs at a fixed 1/60 s step with an accumulator
    (at most 4 steps per frame), so it does not depend on the frame rate.
 
    Scripted (what CI runs under Xvfb; the same options work everywhere):
@@ -40,6 +47,7 @@
        --record DIR          save every frame as DIR/frame_NNNN.png (for an
                              animation: docs/images/make.sh)
        --no-text             no text over the picture
+       --switch F            press G at frame F (PBD_CUDA builds)
        --options "K=V ..."   the scenes' options (examples/common/scenes.h,
                              scene_create: levels=2 wrinkles=0 for the
                              multi-resolution cloth)
@@ -569,6 +577,7 @@ typedef struct viewer {
     int drag_frame;
     const char *screenshot_path;
     const char *record_dir; /* --record */
+    int switch_frame;       /* --switch: G at this frame (-1: never) */
     int no_text;            /* --no-text */
     int shots;
     int status; /* exit status */
@@ -595,6 +604,40 @@ static int viewer_load(viewer *v, int index) {
            pbd_world_particle_count(v->s.world));
     return 1;
 }
+
+#ifdef PBD_CUDA
+static void viewer_release(viewer *v);
+
+/* G: the scene to the other device, with its state: saved from this
+   world, restored into the scene built again on the other device (the
+   steps go on from the same state; the CPU emulation gives the same bits).
+   Where that device cannot be had, the reason is printed and nothing
+   changes. */
+static void viewer_switch_device(viewer *v) {
+    int to_gpu = pbd_world_device(v->s.world) != PBD_DEVICE_GPU;
+    size_t n = pbd_world_snapshot_size(v->s.world);
+    void *state = malloc(n ? n : 1);
+    char options[256];
+    scene next;
+    snprintf(options, sizeof options, "%s device=%s", v->options ? v->options : "", to_gpu ? "gpu" : "cpu");
+    if (!state || pbd_world_save(v->s.world, state, n) != PBD_OK) {
+        fprintf(stderr, "viewer: cannot save the world to move it\n");
+    } else if (scene_create(v->scene_index, options, v->threads, &next) != PBD_OK) {
+        printf("viewer: stays on the %s: %s\n", to_gpu ? "CPU" : "GPU", next.error);
+    } else if (pbd_world_restore(next.world, state, n) != PBD_OK) {
+        printf("viewer: stays on the %s: %s\n", to_gpu ? "CPU" : "GPU", pbd_world_last_error(next.world));
+        scene_destroy(&next);
+    } else {
+        viewer_release(v);
+        next.steps = v->s.steps; /* the scene's own clock (its scripted motions) */
+        scene_destroy(&v->s);
+        v->s = next;
+        scene_sync(&v->s);
+        printf("viewer: %s now on the %s\n", v->s.name, to_gpu ? "GPU" : "CPU");
+    }
+    free(state);
+}
+#endif
 
 static void viewer_change_solver(viewer *v, int dsub, int dit) {
     pbd_solver_mode mode;
@@ -721,6 +764,9 @@ static void on_key(GLFWwindow *win, int key, int scancode, int action, int mods)
     else if (key == GLFW_KEY_DOWN) viewer_change_solver(v, -1, 0);
     else if (key == GLFW_KEY_RIGHT) viewer_change_solver(v, 0, 1);
     else if (key == GLFW_KEY_LEFT) viewer_change_solver(v, 0, -1);
+#ifdef PBD_CUDA
+    else if (key == GLFW_KEY_G) viewer_switch_device(v);
+#endif
     else if (key == GLFW_KEY_P) {
         char base[64];
         snprintf(base, sizeof base, "out/viewer_%03d", v->shots++);
@@ -760,6 +806,9 @@ static void on_scroll(GLFWwindow *win, double dx, double dy) {
 
 /* The scripted drag of --drag: press at frame F, move over 60 frames, hold. */
 static void viewer_script(viewer *v) {
+#ifdef PBD_CUDA
+    if (v->frame == v->switch_frame) viewer_switch_device(v);
+#endif
     if (!v->drag_scripted) return;
     int f = v->frame - v->drag_frame;
     if (f == 0) viewer_press(v, v->drag_from[0], v->drag_from[1], 0);
@@ -903,6 +952,13 @@ static void viewer_frame(viewer *v) {
             if (n > 4 && !strcmp(base + n - 4, ".png")) base[n - 4] = 0;
             viewer_screenshot(v, base, 0);
         }
+        /* FNV-1a of the positions' bits: equal runs give equal hashes */
+        const unsigned char *bytes = (const unsigned char *)pbd_world_positions(v->s.world);
+        unsigned long long hash = 1469598103934665603ull;
+        for (size_t i = 0; i < 16 * (size_t)pbd_world_particle_count(v->s.world); ++i)
+            hash = (hash ^ bytes[i]) * 1099511628211ull;
+        printf("viewer: %s ends on the %s, positions hash %016llx\n", v->s.name,
+               pbd_world_device(v->s.world) == PBD_DEVICE_GPU ? "GPU" : "CPU", hash);
         printf("viewer: %d frames of %s, %d steps, sim %.2f ms/step (mean), draw %.2f ms/frame: %s\n", v->frame,
                v->s.name, v->s.steps, v->s.steps > 0 ? v->sim_total_ms / v->s.steps : 0.0, v->draw_ms,
                v->status ? "FAILED" : "ok");
@@ -957,6 +1013,9 @@ static int parse_args(viewer *v, int argc, char **argv, int *w, int *h) {
         } else if (!strcmp(a, "--record") && next) {
             v->record_dir = next;
             ++i;
+        } else if (!strcmp(a, "--switch") && next) {
+            v->switch_frame = atoi(next);
+            ++i;
         } else if (!strcmp(a, "--no-text")) {
             v->no_text = 1;
         } else if (!strcmp(a, "--options") && next) {
@@ -979,6 +1038,7 @@ int main(int argc, char **argv) {
     int w = 1280, h = 720;
     v->threads = -1;
     v->moving_shape = -1;
+    v->switch_frame = -1;
     v->s.grabbed = -1;
     if (!parse_args(v, argc, argv, &w, &h)) return 2;
     if (!glfwInit()) {

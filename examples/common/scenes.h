@@ -121,14 +121,18 @@ const char *scene_title(int index); /* NULL when out of range */
 int scene_find(const char *name);   /* the index of the scene of that name or number ("2"), or -1 */
 /* Builds scene `index` (0 .. scene_count() - 1) into s; on failure s holds
    nothing to free and s->error says why. `options` (may be NULL): "key=value"
-   words a scene reads (the multi-resolution cloth: levels=1..8,
-   wrinkles=0|1, scheme=0|1); others are ignored. Threads: `threads` >= 0 is
+   words a scene reads (every scene: device=cpu|gpu, its world's
+   pbd_world_desc.device, default auto; the multi-resolution cloth:
+   levels=1..8, wrinkles=0|1, scheme=0|1); others are ignored. Threads: `threads` >= 0 is
    passed to pbd_world_set_threads (0: the world's default policy), -1
    keeps the scene's choice. The scenes of pbd_sm.h are there when it was
    included before this header (the viewer includes all three headers). */
 pbd_result scene_create(int index, const char *options, int threads, scene *s);
 pbd_result scene_step(scene *s);
 void scene_destroy(scene *s);
+/* Points the items at the world's particles again (after a state was
+   restored into the world: pbd_world_restore). */
+void scene_sync(scene *s);
 /* The constraints of the world's groups (pbd_group_info), for a viewer's text. */
 int scene_constraint_count(const scene *s);
 
@@ -219,8 +223,20 @@ static pbd_mesh *scene__mesh(scene *s) {
     return &s->meshes[s->mesh_count++];
 }
 
-static pbd_result scene__world(scene *s, int substeps, int iterations) {
+/* The world's description: the defaults, on the device the options name
+   (device=cpu|gpu; default PBD_DEVICE_AUTO). */
+static pbd_world_desc scene__world_desc(const scene *s) {
     pbd_world_desc wd = pbd_world_desc_default();
+    const char *d = strstr(s->options, "device=");
+    if (d && (d == s->options || d[-1] == ' ')) {
+        if (!strncmp(d + 7, "gpu", 3)) wd.device = PBD_DEVICE_GPU;
+        if (!strncmp(d + 7, "cpu", 3)) wd.device = PBD_DEVICE_CPU;
+    }
+    return wd;
+}
+
+static pbd_result scene__world(scene *s, int substeps, int iterations) {
+    pbd_world_desc wd = scene__world_desc(s);
     if (substeps > 0) wd.substeps = substeps;
     if (iterations > 0) wd.iterations = iterations;
     SCENE__TRY(s, pbd_world_create(&wd, &s->world));
@@ -1025,7 +1041,7 @@ static pbd_result scene__build_sm_jelly(scene *s) {
     d->jelly_mass = 1000.0f * h * h * h; /* water-like jelly, kg per particle */
     d->weight_mass = weight_density * d->jelly_mass * SCENE__WX * SCENE__WY * SCENE__WX;
     d->radius = 0.5f * h;
-    pbd_world_desc wd = pbd_world_desc_default();
+    pbd_world_desc wd = scene__world_desc(s);
     wd.substeps = 4;
     wd.iterations = 3;
     wd.point_damping = 1.5f; /* jelly is viscous: no bouncing weights */
@@ -1380,6 +1396,10 @@ static void scene__refresh(scene *s) {
     const float *x = pbd_world_positions(s->world);
     for (int i = 0; i < s->item_count; ++i)
         if (s->items[i].first >= 0) s->items[i].x = x + 4 * (size_t)s->items[i].first;
+}
+
+void scene_sync(scene *s) {
+    if (s && s->world) scene__refresh(s);
 }
 
 pbd_result scene_create(int index, const char *options, int threads, scene *s) {

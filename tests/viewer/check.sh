@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/viewer/check.sh VIEWER OUT - make check-viewer: the native viewer
+# tests/viewer/check.sh VIEWER OUT [VIEWER_EMU] - make check-viewer: the native viewer
 # (examples/viewer.c) as a person uses it, in a real window under Xvfb with
 # Mesa's software OpenGL. Every scene is scripted (viewer.c's options) to
 # grab a particle at frame 10, drag it across the window and hold it, and to
@@ -8,8 +8,15 @@
 # the screenshot is blank or uniform. Screenshots: OUT/<scene>.png. Ends
 # with "N passed, N failed, N skipped" (.ci/run adds these up); where Xvfb
 # or a display cannot be had the scenes are skipped, saying why.
+# VIEWER_EMU (the viewer built with PBD_CUDA and the GPU companion's CPU
+# emulation): the G key's move of a scene to the (emulated) GPU and its
+# state with it, at frame 20 of 60: the run must end on the GPU with the
+# positions' bits of a run that stays on the CPU (the emulation gives the
+# CPU's bits) - for the scenes of pbd.h alone (pbd_sm.h's state is not in
+# a world's snapshot: it starts afresh after a move).
 viewer=$1
 out=$2
+emu=${3:-}
 mkdir -p "$out"
 # tests/viewer/drags: a scene per line, where its first frames show an object
 # (640 x 360 window), where to drag it, and from which frame (viewer.c's
@@ -48,6 +55,21 @@ echo "$scenes" | {
             sed 's/^/    /' "$log"
         fi
     done
+    if [ -n "$emu" ] && [ -x "$emu" ]; then
+        for name in showcase flag_tear hair; do
+            run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
+                "$emu" --scene "$name" --size 320x180 --frames 60 "$@" 2>&1; }
+            stay=$(run | grep 'positions hash')
+            moved=$(run --switch 20 | grep 'positions hash')
+            if echo "$moved" | grep -q 'ends on the GPU' && [ "${stay##* }" = "${moved##* }" ]; then
+                passed=$((passed + 1))
+                echo "ok   viewer $name moved to the emulated GPU at frame 20: the same bits ($moved)"
+            else
+                failed=$((failed + 1))
+                echo "FAIL viewer $name moved to the emulated GPU: '$moved' against '$stay'"
+            fi
+        done
+    fi
     echo "$passed passed, $failed failed, 0 skipped"
     [ "$failed" -eq 0 ]
 }
