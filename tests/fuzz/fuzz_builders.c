@@ -451,6 +451,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             cd.radius = fz_float(f, 0, 0.5f);
             cd.half_height = fz_float(f, 0, 0.5f);
             for (int i = 0; i < 3; ++i) cd.half_extents[i] = fz_float(f, 0, 0.5f);
+            cd.rounding = fz_float(f, -0.05f, 0.2f); /* a box's; below 0 is refused */
             cd.static_friction = fz_float(f, 0, 1);
             cd.dynamic_friction = fz_float(f, 0, 1);
             cd.restitution = fz_float(f, 0, 1);
