@@ -303,19 +303,23 @@ static void gl_vertex_layout(void) {
     glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, 6 * sizeof(float), (void *)(3 * sizeof(float)));
 }
 
+/* p grown to hold n items of `size` bytes (its capacity in *cap), or NULL
+   when out of memory (p is kept); p itself (NULL before the first use)
+   when it holds them already. */
+static void *gl_grow(void *p, size_t *cap, size_t n, size_t size) {
+    if (n <= *cap) return p;
+    void *q = realloc(p, size * n);
+    if (q) *cap = n;
+    return q;
+}
+
 static int gl_reserve(gl_state *g, size_t vertices, size_t lines) {
-    if (vertices > g->verts_cap) {
-        float *v = (float *)realloc(g->verts, 6 * sizeof(float) * vertices);
-        if (!v) return 0;
-        g->verts = v;
-        g->verts_cap = vertices;
-    }
-    if (lines > g->lines_cap) {
-        int *l = (int *)realloc(g->lines, 2 * sizeof(int) * lines);
-        if (!l) return 0;
-        g->lines = l;
-        g->lines_cap = lines;
-    }
+    float *v = (float *)gl_grow(g->verts, &g->verts_cap, vertices, 6 * sizeof(float));
+    if (!v && vertices) return 0;
+    g->verts = v;
+    int *l = (int *)gl_grow(g->lines, &g->lines_cap, lines, 2 * sizeof(int));
+    if (!l && lines) return 0;
+    g->lines = l;
     return 1;
 }
 
