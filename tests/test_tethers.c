@@ -638,6 +638,91 @@ TEST(tethers_give_way_between_parting_anchors) {
     pbd_world_destroy(w);
 }
 
+/* The k nearest anchors along the mesh come from one labelled search
+   (pbd__dijkstra_nearest): they must be what one search per anchor gives -
+   the nearest anchors, by distance, with the same lengths - also for a listed particle that is an anchor
+   itself (tethered to k others). Checked on a flat grid (many exact ties)
+   and a jittered one, against single-anchor sets (one plain search each). */
+static void tethers_nearest_case(float jitter) {
+    enum { N = 12, V = N * N, A = 7, K = 3 };
+    pbd_world *w = pbdt_world(0.0f);
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(N, N, o, u, v, &m));
+    unsigned st = 12345u;
+    for (int i = 0; i < V; ++i) {
+        st = st * 1664525u + 1013904223u;
+        m.positions[3 * i + 1] = jitter * (float)(st >> 8) / 16777216.0f;
+    }
+    pbd_range r;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = m.positions;
+    pd.count = V;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int list[V], anchors[A] = {0, N - 1, V - 1, V - N, 5 * N + 6, 2 * N + 9, 9 * N + 3};
+    for (int i = 0; i < V; ++i) list[i] = r.first + i;
+    for (int a = 0; a < A; ++a) anchors[a] += r.first;
+    pbd_lra_desc d = pbd_lra_desc_default();
+    d.particles = list;
+    d.count = V;
+    d.geodesic = 1;
+    d.triangles = m.triangles;
+    d.triangle_count = m.triangle_count;
+    /* one plain search per anchor: dist[a][i] */
+    static float dist[A][V];
+    for (int a = 0; a < A; ++a) {
+        for (int i = 0; i < V; ++i) dist[a][i] = INFINITY;
+        d.anchors = &anchors[a];
+        d.anchor_count = 1;
+        d.anchors_per_particle = 1;
+        pbd_lra one = {0};
+        CHECK_OK(pbd_add_long_range_attachments(w, &d, &one));
+        int parts[V], count = 0;
+        float len[V];
+        CHECK_OK(pbd_lra_tethers(w, one, parts, NULL, len, V, &count));
+        for (int t = 0; t < count; ++t) dist[a][parts[t] - r.first] = len[t];
+        CHECK_OK(pbd_remove_long_range_attachments(w, one));
+    }
+    d.anchors = anchors;
+    d.anchor_count = A;
+    d.anchors_per_particle = K;
+    pbd_lra all = {0};
+    CHECK_OK(pbd_add_long_range_attachments(w, &d, &all));
+    int parts[K * V], to[K * V], count = 0, bad = 0;
+    float len[K * V];
+    CHECK_OK(pbd_lra_tethers(w, all, parts, to, len, K * V, &count));
+    CHECK_MSG(count == K * V, "every vertex reaches %d anchors: %d tethers of %d", K, count, K * V);
+    /* per vertex: K tethers to other anchors, each of its search's length,
+       by length, and no anchor left out nearer than the last (lengths are
+       floats: double distances that round to one float may come in either
+       order) */
+    for (int t = 0, i = 0; i < V; ++i) {
+        int taken[A] = {0};
+        float last = 0;
+        for (int j = 0; j < K; ++j, ++t) {
+            int a = 0;
+            while (a < A && (t >= count || anchors[a] != to[t])) a++;
+            if (t >= count || parts[t] != list[i] || a == A || anchors[a] == list[i] || taken[a] ||
+                len[t] != dist[a][i] || len[t] < last) {
+                bad++;
+                continue;
+            }
+            taken[a] = 1;
+            last = len[t];
+        }
+        for (int a = 0; a < A; ++a)
+            if (!taken[a] && anchors[a] != list[i] && dist[a][i] < last) bad++;
+    }
+    CHECK_MSG(bad == 0, "jitter %g: %d of %d tethers differ from one search per anchor", jitter, bad, count);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+TEST(tethers_k_nearest_in_one_search) {
+    tethers_nearest_case(0.0f);
+    tethers_nearest_case(0.05f);
+}
+
 void suite_tethers(void) {
     RUN(tethers_hanging_cloth_strain);
     RUN(tethers_fine_cloth_takes_its_substeps);
@@ -648,6 +733,7 @@ void suite_tethers(void) {
     RUN(tethers_hand_drag_and_release_stay_calm);
     RUN(tethers_give_way_between_parting_anchors);
     RUN(tethers_follow_pins);
+    RUN(tethers_k_nearest_in_one_search);
     RUN(tethers_snapshot_round_trip);
     RUN(tethers_bad_input);
 }
