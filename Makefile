@@ -16,7 +16,8 @@
 #                        Xvfb, every scene dragged and screenshot into out/viewer/
 #   make web             the viewer for the browser (emscripten, WebGL 2, WASM SIMD) into
 #                        out/web/; make serve serves it on http://localhost:8000; make
-#                        check-web: the page in headless Chromium (out/web/*.png)
+#                        check-web: the page in headless Chromium (out/web/*.png); make
+#                        bench-web: WASM SIMD against scalar there, JSON lines (bench/web.sh)
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; one per core; FUZZ_TIME s each,
 #                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
@@ -77,7 +78,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -307,6 +308,12 @@ check-web:
 	$(call apt_install,$(WEB_PKGS) $(CHECK_WEB_PKGS))
 	@$(MAKE) --no-print-directory out/web/viewer.js out/web/index.html || echo "check-web: the page does not build here"
 	@sh tests/viewer/check_web.sh out/web
+
+# WASM SIMD against the scalar path in headless Chromium, JSON lines (bench/web.sh)
+bench-web:
+	$(call apt_install,$(WEB_PKGS) $(CHECK_WEB_PKGS))
+	@$(MAKE) --no-print-directory out/web/viewer.js out/web/viewer-scalar.js out/web/index.html
+	@sh bench/web.sh $(WEB_SCENE)
 
 # Where nvcc exists the benches hold pbd_cuda.cu too (PBD_CUDA), so that they
 # measure a GPU world where there is a device (path "cuda") and say why not

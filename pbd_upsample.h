@@ -82,6 +82,10 @@
        pbd_up_piu_fit(&pd, &piu);
        // 3. every frame: coarse simulation -> detail mesh
        pbd_up_model_eval(piu, coarse_xyz, detail_xyz);
+   The training scene's coarse cloth also runs live, as it was trained
+   (pbd_up_training_world, pbd_up_training_drive: section "training"), so
+   a model fitted to it upsamples a cloth a game moves or a hand drags
+   (the viewer's upsampling scene, examples/common/scenes.h).
    On a GPU world (pbd_cuda.cu; define PBD_CUDA where
    PBD_UPSAMPLE_IMPLEMENTATION is too) a model of any method can evaluate
    on the device, from the world's device particles into a device array that
@@ -450,11 +454,27 @@ typedef struct pbd_up_training_desc {
     int threads;                     /* both worlds (pbd_world_set_threads): 0 automatic
                                     (default); 1 avoids OpenMP barrier stalls when
                                     the machine is busy with other work */
+    pbd_device device;               /* both worlds (pbd_world_desc.device); default
+                                    PBD_DEVICE_CPU */
 } pbd_up_training_desc;
 
 PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void);
 /* Runs both simulations; `out` is filled (free with pbd_up_training_free). */
 PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *desc, pbd_up_training *out);
+/* The scene's coarse simulation as a live world, built as
+   pbd_up_training_generate builds it: the coarse cloth (its particles
+   `cloth`, in the order of the training's coarse vertices), the solver
+   settings, the drop scene's sphere, and the cape's top row kinematic
+   (pbd_world_destroy it). Before each pbd_world_step of d->time_step,
+   pbd_up_training_drive(d, w, cloth, time) puts the cape's top row where
+   the script has it at `time` (the step's end: (k + 1) * time_step for
+   step k; the drop scene has no script), or move those particles yourself
+   (pbd_particle_set_kinematic_target). A model fitted to the scene's
+   training pairs then upsamples the live cloth, also where a hand drags it
+   (the viewer's upsampling scene: examples/common/scenes.h). */
+PBD_UP_DEF pbd_result pbd_up_training_world(const pbd_up_training_desc *desc, pbd_world **w, pbd_range *cloth);
+PBD_UP_DEF pbd_result pbd_up_training_drive(const pbd_up_training_desc *desc, pbd_world *w, pbd_range cloth,
+                                            double time);
 /* All frames of a then of b (same meshes: PBD_ERROR_INVALID_ARGUMENT
    otherwise), e.g. to train on both scenes. */
 PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd_up_training *b, pbd_up_training *out);
@@ -2734,6 +2754,7 @@ PBD_UP_DEF pbd_up_training_desc pbd_up_training_desc_default(void) {
     d.fine_bending_compliance = 1e-1f;
     d.jitter = 1e-3f;
     d.seed = 1;
+    d.device = PBD_DEVICE_CPU; /* fitting runs on the CPU */
     return d;
 }
 
@@ -2813,7 +2834,7 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
 static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pbd_mesh *m, float bending, pbd_world **w,
                                          pbd_range *cloth) {
     pbd_world_desc wd = pbd_world_desc_default();
-    wd.device = PBD_DEVICE_CPU; /* fitting runs on the CPU */
+    wd.device = d->device;
     wd.substeps = d->substeps;
     wd.iterations = d->iterations;
     pbd_result r = pbd_world_create(&wd, w);
@@ -2865,6 +2886,84 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
     return PBD_OK;
 }
 
+/* The coarse world over the scene's coarse mesh m: the cape's top row
+   kinematic (it follows the script). */
+static pbd_result pbd_up__training_coarse(const pbd_up_training_desc *d, const pbd_mesh *m, pbd_world **w,
+                                          pbd_range *cloth) {
+    pbd_result r = pbd_up__training_world(d, m, d->coarse_bending_compliance, w, cloth);
+    int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
+    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(*w, cloth->first + i, 1);
+    return r;
+}
+
+/* The cape's script: top-row vertex i at `time`, swung from its rest place
+   on pbd_up__training_mesh's grid (row 0 of pbd_mesh_grid: origin + u i /
+   (n - 1), in the same float operations). */
+static void pbd_up__cape_target(const pbd_up_training_desc *d, int i, double time, float *target) {
+    const double two_pi = 6.28318530717958647692;
+    float s = d->size, f = (float)i / (float)(d->coarse_resolution - 1);
+    target[0] = (-0.5f * s + s * f) + d->amplitude * (float)sin(two_pi * d->frequency * time);
+    target[1] = s;
+    target[2] = 0.0f + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time);
+}
+
+static pbd_result pbd_up__training_drive(const pbd_up_training_desc *d, pbd_world *w, pbd_range cloth, double time) {
+    pbd_result r = PBD_OK;
+    for (int i = 0; d->scene == PBD_UP_SCENE_CAPE && i < d->coarse_resolution && r == PBD_OK; ++i) {
+        float target[3];
+        pbd_up__cape_target(d, i, time, target);
+        r = pbd_particle_set_kinematic_target(w, cloth.first + i, target);
+    }
+    return r;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_world(const pbd_up_training_desc *d, pbd_world **w, pbd_range *cloth) {
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_world: desc is NULL");
+    if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_world: w is NULL");
+    if (!cloth) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_world: cloth is NULL");
+    pbd_result r = pbd_up__training_check_desc(d);
+    if (r != PBD_OK) return r;
+    pbd_mesh m;
+    float normal[3];
+    memset(&m, 0, sizeof m);
+    pbd_world *cw = NULL;
+    pbd_range co;
+    r = pbd_up__training_mesh(d, &m, normal);
+    if (r == PBD_OK) r = pbd_up__training_coarse(d, &m, &cw, &co);
+    pbd_mesh_free(&m);
+    if (r != PBD_OK) {
+        if (cw) pbd_world_destroy(cw);
+        return r;
+    }
+    *w = cw;
+    *cloth = co;
+    return PBD_OK;
+}
+
+PBD_UP_DEF pbd_result pbd_up_training_drive(const pbd_up_training_desc *d, pbd_world *w, pbd_range cloth, double time) {
+    if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: w is NULL");
+    if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: desc is NULL");
+    pbd_result r = pbd_up__training_check_desc(d);
+    if (r != PBD_OK) return pbd_world_fail(w, r, "pbd_up_training_drive: %s", pbd_last_error());
+    if (!isfinite(time)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_up_training_drive: time is %g", time);
+    long long n = d->coarse_resolution;
+    if (cloth.first < 0 || cloth.count != n * n || (long long)cloth.first + cloth.count > pbd_world_particle_count(w))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_drive: cloth (first %d, count %d) is not the scene's %lld x %lld "
+                              "vertices in this world of %d particles",
+                              cloth.first, cloth.count, n, n, pbd_world_particle_count(w));
+    for (int i = 0; d->scene == PBD_UP_SCENE_CAPE && i < d->coarse_resolution; ++i) {
+        int kinematic = 0;
+        r = pbd_particle_get_kinematic(w, cloth.first + i, &kinematic);
+        if (r != PBD_OK) return r;
+        if (!kinematic)
+            return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_up_training_drive: the cape's top-row particle %d is not kinematic",
+                                  cloth.first + i);
+    }
+    return pbd_up__training_drive(d, w, cloth, time);
+}
+
 PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pbd_up_training *out) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: d is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_generate: out is NULL");
@@ -2879,8 +2978,6 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     float *u = NULL;
-    const double two_pi = 6.28318530717958647692;
-    int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
     int steps = d->frames * d->steps_per_frame;
     r = pbd_up__training_mesh(d, &cm, normal);
     if (r == PBD_OK) r = pbd_up_mesh_subdivide(&cm, d->levels, 0, &fm);
@@ -2907,22 +3004,14 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     memcpy(t.detail_triangles, fm.triangles, sizeof(int) * 3 * (size_t)fm.triangle_count);
     memcpy(t.coarse_rest, cm.positions, sizeof(float) * 3 * (size_t)cm.vertex_count);
     memcpy(t.detail_rest, fm.positions, sizeof(float) * 3 * (size_t)fm.vertex_count);
-    r = pbd_up__training_world(d, &cm, d->coarse_bending_compliance, &cw, &co);
+    r = pbd_up__training_coarse(d, &cm, &cw, &co);
     if (r == PBD_OK) r = pbd_up__training_world(d, &fm, d->fine_bending_compliance, &fw, &fo);
-    /* the fine vertices at coarse vertices follow them; the cape's top row
-       follows the script */
+    /* the fine vertices at coarse vertices follow them */
     for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(fw, fo.first + i, 1);
-    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(cw, co.first + i, 1);
     u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
     if (r == PBD_OK && !u) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_generate: out of memory");
     for (int k = 0; k < steps && r == PBD_OK; ++k) {
-        double time = (k + 1) * (double)d->time_step;
-        for (int i = 0; i < ntop && r == PBD_OK; ++i) {
-            float target[3] = {
-                cm.positions[3 * i] + d->amplitude * (float)sin(two_pi * d->frequency * time), cm.positions[3 * i + 1],
-                cm.positions[3 * i + 2] + 0.5f * d->amplitude * (float)sin(0.5 * two_pi * d->frequency * time)};
-            r = pbd_particle_set_kinematic_target(cw, co.first + i, target);
-        }
+        r = pbd_up__training_drive(d, cw, co, (k + 1) * (double)d->time_step);
         if (r == PBD_OK) r = pbd_world_step(cw, d->time_step);
         if (r == PBD_OK) r = pbd_particles_get_positions(cw, co, u);
         for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i)

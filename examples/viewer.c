@@ -19,7 +19,7 @@
    under the cursor is held by an attachment until the button is released;
    in the hair scene a drag on the head moves the head); left-drag
    elsewhere orbits, right-drag (or shift + left) pans, the wheel
-   zooms. Keys: 1..9 scenes, space pause, N one step, R reset, W wireframe,
+   zooms. Keys: 1..9 and 0 scenes, space pause, N one step, R reset, W wireframe,
    up/down substeps, right/left iterations, P screenshot (out/viewer_NNN.png),
    G (built with PBD_CUDA and pbd_cuda.cu) moves the scene between the CPU
    and the GPU (its state goes along: pbd_world_save, then restore into the
@@ -57,6 +57,8 @@
 #include "pbd.h"
 #define PBD_SM_IMPLEMENTATION /* the scenes of pbd_sm.h */
 #include "pbd_sm.h"
+#define PBD_UPSAMPLE_IMPLEMENTATION /* the upsampling scene */
+#include "pbd_upsample.h"
 #define PBD_RENDER_IMPLEMENTATION /* its font and PNG writer */
 #include "common/render.h"
 #define SCENES_IMPLEMENTATION
@@ -760,6 +762,7 @@ static void on_key(GLFWwindow *win, int key, int scancode, int action, int mods)
     viewer *v = (viewer *)glfwGetWindowUserPointer(win);
     if (action != GLFW_PRESS && action != GLFW_REPEAT) return;
     if (key >= GLFW_KEY_1 && key <= GLFW_KEY_9 && key - GLFW_KEY_1 < scene_count()) viewer_load(v, key - GLFW_KEY_1);
+    if (key == GLFW_KEY_0 && scene_count() > 9) viewer_load(v, 9);
     else if (key == GLFW_KEY_SPACE) v->paused = !v->paused;
     else if (key == GLFW_KEY_N) v->single_step = 1;
     else if (key == GLFW_KEY_R) viewer_load(v, v->scene_index);
@@ -859,7 +862,7 @@ static void viewer_text(viewer *v) {
     int sub = 0, it = 0, y = 6;
     char line[256];
     pbd_world_get_solver(v->s.world, &mode, &sub, &it);
-    snprintf(line, sizeof line, "%d %s: %s", v->scene_index + 1, v->s.name, v->s.title);
+    snprintf(line, sizeof line, "%d %s: %s", (v->scene_index + 1) % 10, v->s.name, v->s.title); /* its key */
     render_text(p, 8, y, 2, yellow, line);
     y += 16;
     snprintf(line, sizeof line, "sim %.2f ms/step  draw %.2f ms/frame  %s%s", v->sim_ms, v->draw_ms,
@@ -876,7 +879,7 @@ static void viewer_text(viewer *v) {
     render_text(p, 8, y, 2, NULL, line);
     y += 16;
     render_text(p, 8, y, 2, NULL,
-                "1-9 scene  space pause  n step  r reset  w wire  up/down substeps  "
+                "0-9 scene  space pause  n step  r reset  w wire  up/down substeps  "
                 "left/right iterations  p screenshot  drag: pull (a head: move it)");
 }
 

@@ -900,6 +900,77 @@ TEST(up_training_drop_and_bad_desc) {
     CHECK(pbd_up_training_save_size(NULL) == 0);
 }
 
+/* The world's bytes (pbd_world_save), malloc'd; *n its size. */
+static unsigned char *upt_save(const pbd_world *w, size_t *n) {
+    *n = pbd_world_snapshot_size(w);
+    unsigned char *b = (unsigned char *)malloc(*n);
+    CHECK_OK(pbd_world_save(w, b, *n));
+    return b;
+}
+
+/* The scene's coarse simulation live (pbd_up_training_world, stepped with
+   pbd_up_training_drive) replays the training's coarse frames bit for bit,
+   in both scenes; bad input is refused and leaves the world as it was. */
+TEST(up_training_world_replays_the_training) {
+    for (int sc = 0; sc < 2; ++sc) {
+        pbd_up_training_desc d = upt_training_desc((pbd_up_scene)sc);
+        pbd_up_training t;
+        CHECK_OK(pbd_up_training_generate(&d, &t));
+        pbd_world *w = NULL;
+        pbd_range cloth;
+        CHECK_OK(pbd_up_training_world(&d, &w, &cloth));
+        CHECK(cloth.count == t.coarse_count);
+        float *u = (float *)malloc(sizeof(float) * 3 * (size_t)t.coarse_count);
+        CHECK_OK(pbd_particles_get_positions(w, cloth, u));
+        CHECK(memcmp(u, t.coarse_rest, sizeof(float) * 3 * (size_t)t.coarse_count) == 0);
+        int differ = 0;
+        for (int k = 0; k < d.frames * d.steps_per_frame; ++k) {
+            CHECK_OK(pbd_up_training_drive(&d, w, cloth, (k + 1) * (double)d.time_step));
+            CHECK_OK(pbd_world_step(w, d.time_step));
+            if ((k + 1) % d.steps_per_frame) continue;
+            CHECK_OK(pbd_particles_get_positions(w, cloth, u));
+            const float *frame = t.coarse + (size_t)((k + 1) / d.steps_per_frame - 1) * 3 * t.coarse_count;
+            differ += memcmp(u, frame, sizeof(float) * 3 * (size_t)t.coarse_count) != 0;
+        }
+        CHECK_MSG(differ == 0, "scene %d: %d of %d frames differ from the training's", sc, differ, t.frame_count);
+        if (sc == PBD_UP_SCENE_CAPE) { /* bad input: refused, the world unchanged */
+            size_t n0, n1;
+            unsigned char *before = upt_save(w, &n0);
+            pbd_range wrong = {cloth.first, cloth.count - 1};
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&d, w, wrong, 1.0), PBD_ERROR_INVALID_ARGUMENT,
+                              "is not the scene's 6 x 6 vertices");
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&d, w, cloth, NAN), PBD_ERROR_NOT_FINITE, "time is nan");
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(NULL, w, cloth, 1.0), PBD_ERROR_NULL_POINTER, "desc is NULL");
+            CHECK_ERROR(pbd_up_training_drive(&d, NULL, cloth, 1.0), PBD_ERROR_NULL_POINTER, "w is NULL");
+            pbd_up_training_desc bad = d;
+            bad.coarse_resolution = 5;
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_INVALID_ARGUMENT,
+                              "is not the scene's 5 x 5 vertices");
+            bad.size = INFINITY;
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_NOT_FINITE, "pbd_up__finite");
+            unsigned char *after = upt_save(w, &n1);
+            CHECK(n0 == n1 && memcmp(before, after, n0) == 0);
+            free(before);
+            free(after);
+            CHECK_OK(pbd_particle_set_kinematic(w, cloth.first + 3, 0)); /* a hand let go of the row */
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&d, w, cloth, 1.0), PBD_ERROR_INVALID_ARGUMENT,
+                              "top-row particle 3 is not kinematic");
+            pbd_world *none = NULL;
+            CHECK_ERROR(pbd_up_training_world(&bad, &none, &wrong), PBD_ERROR_NOT_FINITE, "pbd_up__finite");
+            CHECK(none == NULL);
+            CHECK_ERROR(pbd_up_training_world(&d, NULL, &wrong), PBD_ERROR_NULL_POINTER, "w is NULL");
+            CHECK_ERROR(pbd_up_training_world(&d, &none, NULL), PBD_ERROR_NULL_POINTER, "cloth is NULL");
+            bad = d;
+            bad.device = (pbd_device)9;
+            CHECK_ERROR(pbd_up_training_world(&bad, &none, &wrong), PBD_ERROR_INVALID_ARGUMENT, "device");
+            CHECK(none == NULL);
+        }
+        free(u);
+        pbd_world_destroy(w);
+        pbd_up_training_free(&t);
+    }
+}
+
 void suite_upsample(void) {
     RUN(up_loop_counts);
     RUN(up_loop_planar_stays_planar);
@@ -915,4 +986,5 @@ void suite_upsample(void) {
     RUN(up_wrinkle_threads_simd_bit_identical);
     RUN(up_training_cape_roundtrip);
     RUN(up_training_drop_and_bad_desc);
+    RUN(up_training_world_replays_the_training);
 }

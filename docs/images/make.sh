@@ -19,6 +19,8 @@ for shot in showcase:120 cloth_fold:150 tablecloth:80 flag_tear:110 dam_break:40
     name=${shot%%:*}
     run --scene "$name" --size 320x180 --frames "${shot##*:}" --screenshot "$out/viewer_$name.png"
 done
+# the upsampling scene while a hand pulls the coarse cape up (the PIU mesh folds with it)
+run --scene upsample --size 320x180 --frames 60 --drag 88,130:60,80@5 --screenshot "$out/viewer_upsample.png"
 mkdir -p "$tmp/frames"
 run --scene showcase --size 400x225 --frames 150 --record "$tmp/frames"
 ffmpeg -loglevel error -y -framerate 60 -i "$tmp/frames/frame_%04d.png" \

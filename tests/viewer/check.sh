@@ -56,7 +56,7 @@ echo "$scenes" | {
         fi
     done
     if [ -n "$emu" ] && [ -x "$emu" ]; then
-        for name in showcase flag_tear hair; do
+        for name in showcase flag_tear hair upsample; do
             run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
                 "$emu" --scene "$name" --size 320x180 --frames 60 "$@" 2>&1; }
             stay=$(run | grep 'positions hash')

@@ -12,8 +12,9 @@
 # scenes are skipped, saying why.
 dir=$1
 here=$(dirname "$0")
-# the showcase (meshes) and the dam break (points), with their drags
-scenes=$(grep -E '^(showcase|dam_break) ' "$here/drags")
+# the showcase (meshes), the dam break (points) and the upsampling scene
+# (its PIU fitted in the browser), with their drags
+scenes=$(grep -E '^(showcase|dam_break|upsample) ' "$here/drags")
 count=$(echo "$scenes" | wc -l)
 why=""
 if [ ! -f "$dir/viewer.js" ]; then
