@@ -197,7 +197,10 @@ static const char *vs_src = VIEWER_GLSL "layout(location = 0) in vec3 a_pos;\n"
                                         "}\n";
 
 /* u_mode 0: lit (both sides), 1: the ground's checkerboard, 2: flat colour,
-   3: a point drawn as a lit ball (its normal from gl_PointCoord) */
+   3: a point drawn as a lit ball (its normal from gl_PointCoord), 4: a
+   strand lit by its tangent (Kajiya and Kay 1989: a thin cylinder's diffuse
+   term sin(T, L) and its highlight sin(T, H)^p), so that hair shows its
+   flow instead of one flat colour */
 static const char *fs_src = VIEWER_GLSL "in vec3 v_pos;\n"
                                         "in vec3 v_nrm;\n"
                                         "uniform int u_mode;\n"
@@ -216,6 +219,16 @@ static const char *fs_src = VIEWER_GLSL "in vec3 v_pos;\n"
                                         "        float k = 0.35 + 0.65 * max(dot(normalize(vec3(q.x, -q.y, sqrt(1.0 - "
                                         "r2))), normalize(vec3(0.3, 0.6, 0.75))), 0.0);\n"
                                         "        o_rgba = vec4(u_rgb * k, 1.0);\n"
+                                        "        return;\n"
+                                        "    }\n"
+                                        "    if (u_mode == 4) {\n"
+                                        "        float len = length(v_nrm);\n"
+                                        "        vec3 t = len > 1e-12 ? v_nrm / len : vec3(0.0, 1.0, 0.0);\n"
+                                        "        vec3 h = normalize(u_light + normalize(u_eye - v_pos));\n"
+                                        "        float tl = dot(t, u_light), th = dot(t, h);\n"
+                                        "        float diffuse = sqrt(max(1.0 - tl * tl, 0.0));\n"
+                                        "        float s = 0.35 * pow(sqrt(max(1.0 - th * th, 0.0)), 80.0);\n"
+                                        "        o_rgba = vec4(u_rgb * (0.2 + 0.8 * diffuse) + vec3(s), 1.0);\n"
                                         "        return;\n"
                                         "    }\n"
                                         "    if (u_mode == 1) {\n"
@@ -327,11 +340,23 @@ static int gl_reserve(gl_state *g, size_t vertices, size_t lines) {
 
 /* Positions (stride floats apart) and area-weighted smooth normals into
    g->verts. */
-static void gl_fill_vertices(gl_state *g, const float *x, int stride, int n, const int *tri, int nt) {
+/* The vertices of an item (6 floats each: position, then the normal of a
+   mesh summed over its triangles tri, or the tangent of a line set summed
+   over its lines `lines`: what the shader lights a strand by). */
+static void gl_fill_vertices(gl_state *g, const float *x, int stride, int n, const int *tri, int nt, const int *lines,
+                             int nl) {
     float *v = g->verts;
     for (int i = 0; i < n; ++i) {
         memcpy(v + 6 * i, x + (size_t)stride * i, 3 * sizeof(float));
         memset(v + 6 * i + 3, 0, 3 * sizeof(float));
+    }
+    for (int l = 0; l < nl; ++l) {
+        const int *k = lines + 2 * l;
+        if (k[0] < 0 || k[1] < 0 || k[0] >= n || k[1] >= n) continue;
+        float d[3];
+        v3_sub(v + 6 * k[1], v + 6 * k[0], d);
+        for (int j = 0; j < 2; ++j)
+            for (int a = 0; a < 3; ++a) v[6 * k[j] + 3 + a] += d[a];
     }
     for (int t = 0; t < nt; ++t) {
         const int *k = tri + 3 * t;
@@ -468,8 +493,9 @@ static void gl_draw_item(gl_state *g, const scene_item *it, int wireframe) {
     glBindVertexArray(g->vao);
     glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
     glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, g->ibo);
-    gl_fill_vertices(g, it->x, it->stride, n, it->kind == SCENE_TRIANGLES ? it->index : NULL,
-                     it->kind == SCENE_TRIANGLES ? it->index_count : 0);
+    int tris = it->kind == SCENE_TRIANGLES, lines = it->kind == SCENE_LINES;
+    gl_fill_vertices(g, it->x, it->stride, n, tris ? it->index : NULL, tris ? it->index_count : 0,
+                     lines ? it->index : NULL, lines ? it->index_count : 0);
     glBufferData(GL_ARRAY_BUFFER, 6 * sizeof(float) * (GLsizeiptr)n, g->verts, GL_STREAM_DRAW);
     glUniform3fv(g->u_rgb, 1, it->rgb);
     glUniform1f(g->u_spec, it->flags & SCENE_SPECULAR ? 0.5f : 0.0f);
@@ -480,7 +506,7 @@ static void gl_draw_item(gl_state *g, const scene_item *it, int wireframe) {
         return;
     }
     if (it->kind == SCENE_LINES) {
-        glUniform1i(g->u_mode, 2);
+        glUniform1i(g->u_mode, 4);
         glBufferData(GL_ELEMENT_ARRAY_BUFFER, 2 * sizeof(int) * (GLsizeiptr)it->index_count, it->index, GL_STREAM_DRAW);
         glDrawElements(GL_LINES, 2 * it->index_count, GL_UNSIGNED_INT, 0);
         return;
