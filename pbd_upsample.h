@@ -2891,8 +2891,8 @@ static pbd_result pbd_up__training_mesh(const pbd_up_training_desc *d, pbd_mesh 
 static pbd_result pbd_up__training_coarse(const pbd_up_training_desc *d, const pbd_mesh *m, pbd_world **w,
                                           pbd_range *cloth) {
     pbd_result r = pbd_up__training_world(d, m, d->coarse_bending_compliance, w, cloth);
-    int ntop = d->scene == PBD_UP_SCENE_CAPE ? d->coarse_resolution : 0;
-    for (int i = 0; i < ntop && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(*w, cloth->first + i, 1);
+    pbd_range top = {cloth->first, d->coarse_resolution};
+    if (r == PBD_OK && d->scene == PBD_UP_SCENE_CAPE) r = pbd_particles_set_kinematic(*w, top, 1);
     return r;
 }
 
@@ -2974,7 +2974,7 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     memset(&cm, 0, sizeof cm);
     memset(&fm, 0, sizeof fm);
     pbd_world *cw = NULL, *fw = NULL;
-    pbd_range co, fo; /* the cloths' particles */
+    pbd_range co = {0, 0}, fo = {0, 0}; /* the cloths' particles */
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     float *u = NULL;
@@ -3006,8 +3006,11 @@ PBD_UP_DEF pbd_result pbd_up_training_generate(const pbd_up_training_desc *d, pb
     memcpy(t.detail_rest, fm.positions, sizeof(float) * 3 * (size_t)fm.vertex_count);
     r = pbd_up__training_coarse(d, &cm, &cw, &co);
     if (r == PBD_OK) r = pbd_up__training_world(d, &fm, d->fine_bending_compliance, &fw, &fo);
-    /* the fine vertices at coarse vertices follow them */
-    for (int i = 0; i < cm.vertex_count && r == PBD_OK; ++i) r = pbd_particle_set_kinematic(fw, fo.first + i, 1);
+    /* the fine vertices at coarse vertices (the first: pbd_up_mesh_subdivide's numbering) follow them */
+    if (r == PBD_OK) {
+        pbd_range follow = {fo.first, cm.vertex_count};
+        r = pbd_particles_set_kinematic(fw, follow, 1);
+    }
     u = (float *)pbd_up__alloc_array((size_t)cm.vertex_count * 3, sizeof(float));
     if (r == PBD_OK && !u) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_generate: out of memory");
     for (int k = 0; k < steps && r == PBD_OK; ++k) {

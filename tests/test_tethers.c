@@ -638,12 +638,14 @@ TEST(tethers_give_way_between_parting_anchors) {
     pbd_world_destroy(w);
 }
 
-/* The k nearest anchors along the mesh come from one labelled search
-   (pbd__dijkstra_nearest): they must be what one search per anchor gives -
-   the nearest anchors, by distance, with the same lengths - also for a listed particle that is an anchor
-   itself (tethered to k others). Checked on a flat grid (many exact ties)
-   and a jittered one, against single-anchor sets (one plain search each). */
-static void tethers_nearest_case(float jitter) {
+/* The k nearest anchors of every particle, along the mesh (one labelled
+   search: pbd__dijkstra_nearest) and straight (a k-d tree of the anchors:
+   pbd__lra_nearest_straight), must be the nearest anchors by distance, with
+   the lengths of one search per anchor along the mesh (single-anchor sets:
+   one plain search each) or of the straight distance - also for a listed
+   particle that is an anchor itself (tethered to k others). On a flat grid
+   (many exact ties) and a jittered one. */
+static void tethers_nearest_case(float jitter, int geodesic) {
     enum { N = 12, V = N * N, A = 7, K = 3 };
     pbd_world *w = pbdt_world(0.0f);
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
@@ -665,13 +667,18 @@ static void tethers_nearest_case(float jitter) {
     pbd_lra_desc d = pbd_lra_desc_default();
     d.particles = list;
     d.count = V;
-    d.geodesic = 1;
+    d.geodesic = geodesic;
     d.triangles = m.triangles;
     d.triangle_count = m.triangle_count;
-    /* one plain search per anchor: dist[a][i] */
+    /* dist[a][i]: one plain search per anchor, or the straight distance */
     static float dist[A][V];
     for (int a = 0; a < A; ++a) {
-        for (int i = 0; i < V; ++i) dist[a][i] = INFINITY;
+        for (int i = 0; i < V; ++i) {
+            const float *p = m.positions + 3 * i, *q = m.positions + 3 * (anchors[a] - r.first);
+            float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2];
+            dist[a][i] = geodesic ? INFINITY : sqrtf(dx * dx + dy * dy + dz * dz);
+        }
+        if (!geodesic) continue;
         d.anchors = &anchors[a];
         d.anchor_count = 1;
         d.anchors_per_particle = 1;
@@ -692,7 +699,7 @@ static void tethers_nearest_case(float jitter) {
     float len[K * V];
     CHECK_OK(pbd_lra_tethers(w, all, parts, to, len, K * V, &count));
     CHECK_MSG(count == K * V, "every vertex reaches %d anchors: %d tethers of %d", K, count, K * V);
-    /* per vertex: K tethers to other anchors, each of its search's length,
+    /* per vertex: K tethers to other anchors, each of its reference length,
        by length, and no anchor left out nearer than the last (lengths are
        floats: double distances that round to one float may come in either
        order) */
@@ -713,14 +720,130 @@ static void tethers_nearest_case(float jitter) {
         for (int a = 0; a < A; ++a)
             if (!taken[a] && anchors[a] != list[i] && dist[a][i] < last) bad++;
     }
-    CHECK_MSG(bad == 0, "jitter %g: %d of %d tethers differ from one search per anchor", jitter, bad, count);
+    CHECK_MSG(bad == 0, "%s, jitter %g: %d of %d tethers are not the nearest anchors'",
+              geodesic ? "geodesic" : "straight", jitter, bad, count);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
 
-TEST(tethers_k_nearest_in_one_search) {
-    tethers_nearest_case(0.0f);
-    tethers_nearest_case(0.05f);
+TEST(tethers_k_nearest_anchors) {
+    for (int geodesic = 0; geodesic < 2; ++geodesic) {
+        tethers_nearest_case(0.0f, geodesic);
+        tethers_nearest_case(0.05f, geodesic);
+    }
+}
+
+/* Many anchors spread over a cloth (straight: the k-d tree prunes most of
+   them): every particle's k nearest are those of a pass over all anchors. */
+TEST(tethers_k_nearest_among_many_anchors) {
+    enum { N = 40, V = N * N, K = 4 };
+    pbd_world *w = pbdt_world(0.0f);
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0.3f, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(N, N, o, u, v, &m));
+    pbd_range r;
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = m.positions;
+    pd.count = V;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int anchors[V], na = 0, list[V];
+    unsigned st = 777u;
+    for (int i = 0; i < V; ++i) {
+        list[i] = r.first + i;
+        st = st * 1664525u + 1013904223u;
+        if ((st >> 24) < 40) anchors[na++] = r.first + i; /* about one in six, in order */
+    }
+    pbd_lra_desc d = pbd_lra_desc_default();
+    d.particles = list;
+    d.count = V;
+    d.anchors = anchors;
+    d.anchor_count = na;
+    d.anchors_per_particle = K;
+    pbd_lra l = {0};
+    CHECK_OK(pbd_add_long_range_attachments(w, &d, &l));
+    static int to[K * V];
+    static float len[K * V];
+    int count = 0, bad = 0;
+    CHECK_OK(pbd_lra_tethers(w, l, NULL, to, len, K * V, &count));
+    CHECK(count == K * V);
+    for (int i = 0, t = 0; i < V && t + K <= count; ++i, t += K) {
+        float best[K];
+        int who[K];
+        for (int j = 0; j < K; ++j) best[j] = INFINITY, who[j] = -1;
+        for (int a = 0; a < na; ++a) { /* the pass over every anchor, in order */
+            if (anchors[a] == list[i]) continue;
+            const float *p = m.positions + 3 * i, *q = m.positions + 3 * (anchors[a] - r.first);
+            float dx = p[0] - q[0], dy = p[1] - q[1], dz = p[2] - q[2], dd = sqrtf(dx * dx + dy * dy + dz * dz);
+            int j = K - 1;
+            if (!(dd < best[j])) continue;
+            while (j > 0 && dd < best[j - 1]) best[j] = best[j - 1], who[j] = who[j - 1], --j;
+            best[j] = dd;
+            who[j] = anchors[a];
+        }
+        for (int j = 0; j < K; ++j) bad += len[t + j] != best[j] || to[t + j] != who[j];
+    }
+    CHECK_MSG(bad == 0, "%d of %d tethers differ from a pass over all %d anchors", bad, count, na);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* pbd_particles_pin and pbd_particles_set_kinematic give the state of the
+   calls one particle at a time (the same snapshot bytes: flags, targets,
+   velocities, the tethers rebuilt once), and bad ranges are refused with
+   the world unchanged. */
+static unsigned char *tethers_save(const pbd_world *w, size_t *n) {
+    *n = pbd_world_snapshot_size(w);
+    unsigned char *b = (unsigned char *)malloc(*n);
+    CHECK_OK(pbd_world_save(w, b, *n));
+    return b;
+}
+
+TEST(tethers_range_setters_match_one_by_one) {
+    const int n = 16;
+    for (int kinematic = 0; kinematic < 2; ++kinematic) {
+        pbd_object oa, ob;
+        pbd_world *a = tether_cloth(n, 1, NULL, &oa), *b = tether_cloth(n, 1, NULL, &ob);
+        for (int s = 0; s < 2; ++s) { /* moving: a kinematic target starts where the particle is now */
+            CHECK_OK(pbd_world_step(a, 1.0f / 60));
+            CHECK_OK(pbd_world_step(b, 1.0f / 60));
+        }
+        for (int i = 0; i < n; ++i) CHECK_OK(kinematic ? pbd_particle_set_kinematic(a, i, 1) : pbd_particle_pin(a, i));
+        pbd_range top = {0, n};
+        CHECK_OK(kinematic ? pbd_particles_set_kinematic(b, top, 1) : pbd_particles_pin(b, top));
+        for (int s = 0; s < 3; ++s) { /* and on from there */
+            CHECK_OK(pbd_world_step(a, 1.0f / 60));
+            CHECK_OK(pbd_world_step(b, 1.0f / 60));
+        }
+        size_t na, nb;
+        unsigned char *sa = tethers_save(a, &na), *sb = tethers_save(b, &nb);
+        CHECK_MSG(na == nb && memcmp(sa, sb, na) == 0, "%s: a range call differs from one call per particle",
+                  kinematic ? "kinematic" : "pin");
+        free(sa);
+        free(sb);
+        if (kinematic) { /* back: the same as one by one too */
+            for (int i = 0; i < n; ++i) CHECK_OK(pbd_particle_set_kinematic(a, i, 0));
+            CHECK_OK(pbd_particles_set_kinematic(b, top, 0));
+            sa = tethers_save(a, &na);
+            sb = tethers_save(b, &nb);
+            CHECK(na == nb && memcmp(sa, sb, na) == 0);
+            free(sa);
+            free(sb);
+        }
+        /* bad ranges: refused, nothing changed */
+        sb = tethers_save(b, &nb);
+        pbd_range bad[3] = {{-1, 4}, {n * n - 2, 4}, {3, 0}};
+        for (int k = 0; k < 3; ++k) {
+            CHECK_RESULT(pbd_particles_pin(b, bad[k]), PBD_ERROR_INDEX_OUT_OF_RANGE);
+            CHECK_RESULT(pbd_particles_set_kinematic(b, bad[k], 1), PBD_ERROR_INDEX_OUT_OF_RANGE);
+        }
+        CHECK_RESULT(pbd_particles_pin(NULL, top), PBD_ERROR_NULL_POINTER);
+        sa = tethers_save(b, &na);
+        CHECK(na == nb && memcmp(sa, sb, na) == 0);
+        free(sa);
+        free(sb);
+        pbd_world_destroy(a);
+        pbd_world_destroy(b);
+    }
 }
 
 void suite_tethers(void) {
@@ -733,7 +856,9 @@ void suite_tethers(void) {
     RUN(tethers_hand_drag_and_release_stay_calm);
     RUN(tethers_give_way_between_parting_anchors);
     RUN(tethers_follow_pins);
-    RUN(tethers_k_nearest_in_one_search);
+    RUN(tethers_k_nearest_anchors);
+    RUN(tethers_k_nearest_among_many_anchors);
+    RUN(tethers_range_setters_match_one_by_one);
     RUN(tethers_snapshot_round_trip);
     RUN(tethers_bad_input);
 }
