@@ -294,16 +294,21 @@ static int sc_twist(int self, int *contacts) {
     return crossings;
 }
 
-TEST(selfcollision_twisted_cloth_never_crosses) {
+/* Runs scene (its crossings; self: with self-collision) with and without
+   self-collision: no crossing with it, more than min_contacts candidates
+   at some step, and crossings without it (the scene is a real test). */
+static void sc_with_and_without(const char *name, int (*scene)(int self, int *contacts), int min_contacts) {
     int contacts = 0, off_contacts = 0;
-    int crossings = sc_twist(1, &contacts);
-    int without = sc_twist(0, &off_contacts);
-    printf("    cloth twisted 360 deg: %d crossings with self-collision (up to %d candidates), %d without\n", crossings,
-           contacts, without);
+    int without = scene(0, &off_contacts);
+    int crossings = scene(1, &contacts); /* last: what the scene keeps of its run is this one's */
+    printf("    %s: %d crossings with self-collision (up to %d candidates), %d without\n", name, crossings, contacts,
+           without);
     CHECK(crossings == 0);
-    CHECK(contacts > 0);
-    CHECK_MSG(without > 0, "the twist should pass the cloth through itself without self-collision");
+    CHECK(contacts > min_contacts);
+    CHECK_MSG(without > 0, "%s should pass through itself without self-collision", name);
 }
+
+TEST(selfcollision_twisted_cloth_never_crosses) { sc_with_and_without("cloth twisted 360 deg", sc_twist, 0); }
 
 /* A strip a third as wide (0.2 m, 6 mm thick) twisted two turns in 2 s
    while its top comes down by a third: it winds into a rope, each turn
@@ -314,20 +319,16 @@ TEST(selfcollision_twisted_cloth_never_crosses) {
    cloth: see the manual's self-collision section.) */
 static void sc_twist2_move(sc_scene *s, int k) { sc_twist_turns(s, k, 2, 0.2, 0.2); }
 
-TEST(selfcollision_strip_twisted_two_turns_never_crosses) {
-    sc_scene s, off;
-    int contacts = 0, off_contacts = 0;
-    CHECK(sc_strip_scene(&s, 0.2f, 0.006f));
-    CHECK(sc_strip_scene(&off, 0.2f, 0));
-    int crossings = sc_run(&s, 600, 1.0f / 240.0f, sc_twist2_move, &contacts);
-    int without = sc_run(&off, 600, 1.0f / 240.0f, sc_twist2_move, &off_contacts);
-    printf("    strip twisted two turns: %d crossings with self-collision (up to %d candidates), %d without\n",
-           crossings, contacts, without);
-    CHECK(crossings == 0);
-    CHECK(contacts > 200);
-    CHECK_MSG(without > 0, "two turns should pass the strip through itself without self-collision");
+static int sc_strip_twist(int self, int *contacts) {
+    sc_scene s;
+    if (!sc_strip_scene(&s, 0.2f, self ? 0.006f : 0)) return -1;
+    int crossings = sc_run(&s, 600, 1.0f / 240.0f, sc_twist2_move, contacts);
     sc_free(&s);
-    sc_free(&off);
+    return crossings;
+}
+
+TEST(selfcollision_strip_twisted_two_turns_never_crosses) {
+    sc_with_and_without("strip twisted two turns", sc_strip_twist, 200);
 }
 
 /* A 0.9 m cloth laid in a U on the ground (rest shape flat): its lower half
@@ -378,14 +379,7 @@ static int sc_fall_onto_itself(int self, int *contacts) {
 }
 
 TEST(selfcollision_cloth_falling_onto_itself_at_the_limit_never_crosses) {
-    int contacts = 0, off_contacts = 0;
-    int crossings = sc_fall_onto_itself(1, &contacts);
-    int without = sc_fall_onto_itself(0, &off_contacts);
-    printf("    cloth thrown onto itself: %d crossings with self-collision (up to %d candidates), %d without\n",
-           crossings, contacts, without);
-    CHECK(crossings == 0);
-    CHECK(contacts > 0);
-    CHECK_MSG(without > 0, "the upper half should pass through the lower half without self-collision");
+    sc_with_and_without("cloth thrown onto itself", sc_fall_onto_itself, 0);
 }
 
 /* A sleeve: an open tube (radius 6 cm, 0.6 m long, 16 x 16 vertices, 8 mm
@@ -393,7 +387,9 @@ TEST(selfcollision_cloth_falling_onto_itself_at_the_limit_never_crosses) {
    and four times gravity, its upper half thrown down at 3 m/s (the speed
    limit is 1.9 m/s): it collapses onto itself, its upper half on its lower
    half, and the folds at its sides close. */
-static int sc_sleeve(sc_scene *s, int self, int *contacts, float *height) {
+static float sc_sleeve_height; /* the highest point at the end of the last run */
+static int sc_sleeve(int self, int *contacts) {
+    sc_scene scene, *s = &scene;
     memset(s, 0, sizeof *s);
     enum { NA = 16, NL = 16 };
     const float r = 0.06f, len = 0.6f, th = 0.008f;
@@ -401,7 +397,7 @@ static int sc_sleeve(sc_scene *s, int self, int *contacts, float *height) {
     d.substeps = 1;
     d.iterations = 8;
     d.gravity[1] = -4 * 9.81f;
-    if (pbd_world_create(&d, &s->w) != PBD_OK) return 0;
+    if (pbd_world_create(&d, &s->w) != PBD_OK) return -1;
     s->m.vertex_count = NA * NL;
     s->m.triangle_count = 2 * NA * (NL - 1);
     s->m.positions = (float *)malloc(sizeof(float) * 3 * (size_t)s->m.vertex_count);
@@ -424,7 +420,7 @@ static int sc_sleeve(sc_scene *s, int self, int *contacts, float *height) {
     pbd_cloth_desc cd = pbdt_cloth_desc(&s->m);
     cd.bending_compliance = 1000.0f; /* about none: a stiffer tube holds its shape */
     cd.thickness = 0.004f;
-    if (pbd_add_cloth(s->w, &cd, &s->cloth) != PBD_OK) return 0;
+    if (pbd_add_cloth(s->w, &cd, &s->cloth) != PBD_OK) return -1;
     s->particles = pbdt_parts(s->w, s->cloth).particles;
     s->nt = s->m.triangle_count;
     s->tri = (int *)malloc(sizeof(int) * 3 * (size_t)s->nt);
@@ -439,29 +435,41 @@ static int sc_sleeve(sc_scene *s, int self, int *contacts, float *height) {
     if (self) CHECK(sc_surface(s, th));
     int crossings = sc_run(s, 360, 1.0f / 240.0f, NULL, contacts);
     const float *x = pbd_world_positions(s->w);
-    *height = 0;
+    sc_sleeve_height = 0;
     for (int i = 0; i < s->particles.count; ++i) {
         float y = x[4 * (s->particles.first + i) + 1];
-        *height = y > *height ? y : *height;
+        sc_sleeve_height = y > sc_sleeve_height ? y : sc_sleeve_height;
     }
+    sc_free(s);
     return crossings;
 }
 
 TEST(selfcollision_collapsing_sleeve_never_crosses) {
-    sc_scene s;
-    int contacts = 0;
-    float height = 0, off_height = 0;
-    int crossings = sc_sleeve(&s, 1, &contacts, &height);
-    sc_free(&s);
-    int off_contacts = 0, without = sc_sleeve(&s, 0, &off_contacts, &off_height);
-    printf("    collapsing sleeve: %d crossings (up to %d candidates), %.3g m high at the end (0.132 at the start); "
-           "%d crossings without\n",
-           crossings, contacts, height, without);
-    CHECK(crossings == 0);
-    CHECK_MSG(without > 0, "the sleeve should pass through itself without self-collision");
-    CHECK(contacts > 0);
-    CHECK_MSG(height < 0.07f, "the sleeve did not collapse: %.3g m high", height);
-    sc_free(&s);
+    sc_with_and_without("collapsing sleeve", sc_sleeve, 0);
+    CHECK_MSG(sc_sleeve_height < 0.07f, "the sleeve did not collapse: %.3g m high (0.132 at the start)",
+              sc_sleeve_height);
+}
+
+/* Two n x n cloths in one world (the lower one at o1, the upper one at o2,
+   both with sides u and v) over a ground plane, each a collision surface
+   of thickness th. */
+static void sc_two_cloths(sc_scene *lower, sc_scene *upper, int n, const float *o1, const float *o2, const float *u,
+                          const float *v, float th) {
+    memset(lower, 0, sizeof *lower);
+    memset(upper, 0, sizeof *upper);
+    CHECK(sc_cloth(lower, n, o1, u, v, 8));
+    upper->w = lower->w;
+    CHECK(sc_cloth(upper, n, o2, u, v, 8));
+    float p[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(lower->w, p, up, 0.5f, NULL));
+    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
+    sd.thickness = th;
+    sd.triangles = lower->tri;
+    sd.triangle_count = lower->nt;
+    CHECK_OK(pbd_add_collision_surface(lower->w, &sd, NULL));
+    sd.triangles = upper->tri;
+    sd.triangle_count = upper->nt;
+    CHECK_OK(pbd_add_collision_surface(lower->w, &sd, NULL));
 }
 
 /* Two cloths dropped one above the other onto the ground: cloth-cloth
@@ -472,22 +480,8 @@ static double sc_point_tri(const float *q, const float *a, const float *b, const
 TEST(selfcollision_stacked_cloths_keep_thickness) {
     const float th = 0.02f;
     sc_scene lower, upper;
-    memset(&lower, 0, sizeof lower);
-    memset(&upper, 0, sizeof upper);
     float o1[3] = {-0.4f, 0.05f, -0.4f}, o2[3] = {-0.3f, 0.15f, -0.35f}, u[3] = {0.8f, 0, 0}, v[3] = {0, 0, 0.8f};
-    CHECK(sc_cloth(&lower, 10, o1, u, v, 8));
-    upper.w = lower.w;
-    CHECK(sc_cloth(&upper, 10, o2, u, v, 8));
-    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
-    CHECK_OK(pbd_add_collider_plane(lower.w, p, n, 0.5f, NULL));
-    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
-    sd.thickness = th;
-    sd.triangles = lower.tri;
-    sd.triangle_count = lower.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
-    sd.triangles = upper.tri;
-    sd.triangle_count = upper.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
+    sc_two_cloths(&lower, &upper, 10, o1, o2, u, v, th);
     CHECK(pbd_world_surface_count(lower.w) == 2);
     double worst = 1e9;
     for (int k = 0; k < 240; ++k) {
@@ -536,28 +530,14 @@ static void sc_drag_move(sc_scene *s, int k) {
 TEST(selfcollision_stacked_cloths_dragged_never_cross) {
     const float th = 0.01f;
     sc_scene lower, upper;
-    memset(&lower, 0, sizeof lower);
-    memset(&upper, 0, sizeof upper);
     /* v along x, so the last row of the upper cloth is its front edge at x = 0.3 */
     float o1[3] = {-0.3f, 0.011f, -0.3f}, o2[3] = {-0.3f, 0.011f + 2.5f * th, -0.3f}, u[3] = {0, 0, 0.6f},
           v[3] = {0.6f, 0, 0};
-    CHECK(sc_cloth(&lower, 12, o1, u, v, 8));
-    upper.w = lower.w;
-    CHECK(sc_cloth(&upper, 12, o2, u, v, 8));
-    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
-    CHECK_OK(pbd_add_collider_plane(lower.w, p, n, 0.5f, NULL));
+    sc_two_cloths(&lower, &upper, 12, o1, o2, u, v, th);
     for (int i = 0; i < 12; ++i) {
         CHECK_OK(pbd_particle_pin(lower.w, lower.particles.first + i));
         CHECK_OK(pbd_particle_set_kinematic(lower.w, upper.particles.first + upper.particles.count - 12 + i, 1));
     }
-    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
-    sd.thickness = th;
-    sd.triangles = lower.tri;
-    sd.triangle_count = lower.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
-    sd.triangles = upper.tri;
-    sd.triangle_count = upper.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
     /* one scene over both cloths (their particles are contiguous) */
     sc_scene both = lower;
     CHECK(upper.particles.first == lower.particles.first + lower.particles.count);
