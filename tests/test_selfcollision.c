@@ -261,28 +261,30 @@ TEST(selfcollision_cloth_on_sphere_never_crosses) {
    turns a full turn about the vertical axis in 1 s while coming down to
    half the height (a full twist of an inextensible sheet needs the slack):
    the cloth wraps around itself. */
-static void sc_twist_move(sc_scene *s, int k) {
+static void sc_twist_turns(sc_scene *s, int k, int turns, double drop, double width) {
     int n = 12;
-    double f = fmin(1.0, (k + 1) / 240.0), ang = 2 * SC_PI * f;
+    double f = fmin(1.0, (k + 1) / (240.0 * turns)), ang = 2 * SC_PI * turns * f;
     for (int i = 0; i < n; ++i) {
         int id = s->particles.first + (n - 1) * n + i;
-        double x = -0.3 + 0.6 * i / (n - 1);
-        float t[3] = {(float)(x * cos(ang)), (float)(0.6 - 0.3 * f), (float)(x * sin(ang))};
+        double x = width * ((double)i / (n - 1) - 0.5);
+        float t[3] = {(float)(x * cos(ang)), (float)(0.6 - drop * f), (float)(x * sin(ang))};
         pbd_particle_set_kinematic_target(s->w, id, t);
     }
 }
+static void sc_twist_move(sc_scene *s, int k) { sc_twist_turns(s, k, 1, 0.3, 0.6); }
 
-static int sc_twist_scene(sc_scene *s, int self) {
+static int sc_strip_scene(sc_scene *s, float width, float thickness) {
     memset(s, 0, sizeof *s);
-    float o[3] = {-0.3f, 0.0f, 0.0f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0.6f, 0};
+    float o[3] = {-0.5f * width, 0.0f, 0.0f}, u[3] = {width, 0, 0}, v[3] = {0, 0.6f, 0};
     if (!sc_cloth(s, 12, o, u, v, 8)) return 0;
     for (int i = 0; i < 12; ++i) {
         CHECK_OK(pbd_particle_pin(s->w, s->particles.first + i));
         CHECK_OK(pbd_particle_set_kinematic(s->w, s->particles.first + 11 * 12 + i, 1));
     }
-    if (self) CHECK(sc_surface(s, 0.01f));
+    if (thickness > 0) CHECK(sc_surface(s, thickness));
     return 1;
 }
+static int sc_twist_scene(sc_scene *s, int self) { return sc_strip_scene(s, 0.6f, self ? 0.01f : 0); }
 
 static int sc_twist(int self, int *contacts) {
     sc_scene s;
@@ -292,15 +294,182 @@ static int sc_twist(int self, int *contacts) {
     return crossings;
 }
 
-TEST(selfcollision_twisted_cloth_never_crosses) {
+/* Runs scene (its crossings; self: with self-collision) with and without
+   self-collision: no crossing with it, more than min_contacts candidates
+   at some step, and crossings without it (the scene is a real test). */
+static void sc_with_and_without(const char *name, int (*scene)(int self, int *contacts), int min_contacts) {
     int contacts = 0, off_contacts = 0;
-    int crossings = sc_twist(1, &contacts);
-    int without = sc_twist(0, &off_contacts);
-    printf("    cloth twisted 360 deg: %d crossings with self-collision (up to %d candidates), %d without\n", crossings,
-           contacts, without);
+    int without = scene(0, &off_contacts);
+    int crossings = scene(1, &contacts); /* last: what the scene keeps of its run is this one's */
+    printf("    %s: %d crossings with self-collision (up to %d candidates), %d without\n", name, crossings, contacts,
+           without);
     CHECK(crossings == 0);
-    CHECK(contacts > 0);
-    CHECK_MSG(without > 0, "the twist should pass the cloth through itself without self-collision");
+    CHECK(contacts > min_contacts);
+    CHECK_MSG(without > 0, "%s should pass through itself without self-collision", name);
+}
+
+TEST(selfcollision_twisted_cloth_never_crosses) { sc_with_and_without("cloth twisted 360 deg", sc_twist, 0); }
+
+/* A strip a third as wide (0.2 m, 6 mm thick) twisted two turns in 2 s
+   while its top comes down by a third: it winds into a rope, each turn
+   pressed against the next. (Three turns, or two with the top brought
+   down further, still cross: a vertex with more close triangles than its
+   8 candidate slots, which the fail-safe does not see, and the pinned and
+   kinematic rows, which nothing can send back, driven through the wound
+   cloth: see the manual's self-collision section.) */
+static void sc_twist2_move(sc_scene *s, int k) { sc_twist_turns(s, k, 2, 0.2, 0.2); }
+
+static int sc_strip_twist(int self, int *contacts) {
+    sc_scene s;
+    if (!sc_strip_scene(&s, 0.2f, self ? 0.006f : 0)) return -1;
+    int crossings = sc_run(&s, 600, 1.0f / 240.0f, sc_twist2_move, contacts);
+    sc_free(&s);
+    return crossings;
+}
+
+TEST(selfcollision_strip_twisted_two_turns_never_crosses) {
+    sc_with_and_without("strip twisted two turns", sc_strip_twist, 200);
+}
+
+/* A 0.9 m cloth laid in a U on the ground (rest shape flat): its lower half
+   lies on the ground, a half turn of radius 5 cm leads to its upper half
+   10 cm above, which is thrown down at 6 m/s, faster than the speed limit
+   of self-collision (a thickness per substep: 2.4 m/s), so it lands on the
+   lower half at the limit. */
+static void sc_u_fold(sc_scene *s, int n, float len, float radius, float y0) {
+    float *x = (float *)malloc(sizeof(float) * 3 * (size_t)n * n),
+          *v = (float *)calloc(3 * (size_t)n * n, sizeof(float));
+    float arc = (float)SC_PI * radius, flat = 0.5f * (len - arc);
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) {
+            float *p = x + 3 * ((size_t)j * n + i), d = len * (float)j / (float)(n - 1), y = y0, z = d;
+            if (d >= flat + arc) {
+                z = flat - (d - flat - arc);
+                y = y0 + 2 * radius;
+                v[3 * ((size_t)j * n + i) + 1] = -6.0f;
+            } else if (d > flat) {
+                float a = (d - flat) / radius;
+                z = flat + radius * sinf(a);
+                y = y0 + radius * (1 - cosf(a));
+            }
+            p[0] = len * (float)i / (float)(n - 1);
+            p[1] = y;
+            p[2] = z;
+        }
+    CHECK_OK(pbd_particles_set_positions(s->w, s->particles, x));
+    CHECK_OK(pbd_particles_set_velocities(s->w, s->particles, v));
+    free(x);
+    free(v);
+}
+
+static int sc_fall_onto_itself(int self, int *contacts) {
+    sc_scene s;
+    memset(&s, 0, sizeof s);
+    const int n = 16;
+    const float len = 0.9f;
+    float o[3] = {0, 0, 0}, u[3] = {len, 0, 0}, v[3] = {0, 0, len};
+    if (!sc_cloth(&s, n, o, u, v, 8)) return -1;
+    float p[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(s.w, p, up, 0.5f, NULL));
+    sc_u_fold(&s, n, len, 0.05f, 0.01f);
+    if (self) CHECK(sc_surface(&s, 0.01f));
+    int crossings = sc_run(&s, 240, 1.0f / 240.0f, NULL, contacts);
+    sc_free(&s);
+    return crossings;
+}
+
+TEST(selfcollision_cloth_falling_onto_itself_at_the_limit_never_crosses) {
+    sc_with_and_without("cloth thrown onto itself", sc_fall_onto_itself, 0);
+}
+
+/* A sleeve: an open tube (radius 6 cm, 0.6 m long, 16 x 16 vertices, 8 mm
+   thick) lying on the ground along x, with next to no bending stiffness
+   and four times gravity, its upper half thrown down at 3 m/s (the speed
+   limit is 1.9 m/s): it collapses onto itself, its upper half on its lower
+   half, and the folds at its sides close. */
+static float sc_sleeve_height; /* the highest point at the end of the last run */
+static int sc_sleeve(int self, int *contacts) {
+    sc_scene scene, *s = &scene;
+    memset(s, 0, sizeof *s);
+    enum { NA = 16, NL = 16 };
+    const float r = 0.06f, len = 0.6f, th = 0.008f;
+    pbd_world_desc d = pbd_world_desc_default();
+    d.substeps = 1;
+    d.iterations = 8;
+    d.gravity[1] = -4 * 9.81f;
+    if (pbd_world_create(&d, &s->w) != PBD_OK) return -1;
+    s->m.vertex_count = NA * NL;
+    s->m.triangle_count = 2 * NA * (NL - 1);
+    s->m.positions = (float *)malloc(sizeof(float) * 3 * (size_t)s->m.vertex_count);
+    s->m.triangles = (int *)malloc(sizeof(int) * 3 * (size_t)s->m.triangle_count);
+    for (int j = 0; j < NL; ++j)
+        for (int i = 0; i < NA; ++i) {
+            float a = 2 * (float)SC_PI * (float)i / NA, *p = s->m.positions + 3 * (j * NA + i);
+            p[0] = len * (float)j / (NL - 1);
+            p[1] = r + 0.012f - r * cosf(a);
+            p[2] = r * sinf(a);
+        }
+    int *t = s->m.triangles;
+    for (int j = 0; j + 1 < NL; ++j)
+        for (int i = 0; i < NA; ++i) {
+            int a = j * NA + i, b = j * NA + (i + 1) % NA, c = a + NA, e = b + NA;
+            int q[6] = {a, b, e, a, e, c};
+            memcpy(t, q, sizeof q);
+            t += 6;
+        }
+    pbd_cloth_desc cd = pbdt_cloth_desc(&s->m);
+    cd.bending_compliance = 1000.0f; /* about none: a stiffer tube holds its shape */
+    cd.thickness = 0.004f;
+    if (pbd_add_cloth(s->w, &cd, &s->cloth) != PBD_OK) return -1;
+    s->particles = pbdt_parts(s->w, s->cloth).particles;
+    s->nt = s->m.triangle_count;
+    s->tri = (int *)malloc(sizeof(int) * 3 * (size_t)s->nt);
+    for (int k = 0; k < 3 * s->nt; ++k) s->tri[k] = s->particles.first + s->m.triangles[k];
+    float p[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(s->w, p, up, 0.5f, NULL));
+    float *vel = (float *)calloc(3 * (size_t)s->particles.count, sizeof(float));
+    for (int i = 0; i < s->particles.count; ++i) /* the upper half thrown down at 3 m/s (the limit: 1.9 m/s) */
+        vel[3 * i + 1] = s->m.positions[3 * i + 1] > r + 0.012f ? -3.0f : 0.0f;
+    CHECK_OK(pbd_particles_set_velocities(s->w, s->particles, vel));
+    free(vel);
+    if (self) CHECK(sc_surface(s, th));
+    int crossings = sc_run(s, 360, 1.0f / 240.0f, NULL, contacts);
+    const float *x = pbd_world_positions(s->w);
+    sc_sleeve_height = 0;
+    for (int i = 0; i < s->particles.count; ++i) {
+        float y = x[4 * (s->particles.first + i) + 1];
+        sc_sleeve_height = y > sc_sleeve_height ? y : sc_sleeve_height;
+    }
+    sc_free(s);
+    return crossings;
+}
+
+TEST(selfcollision_collapsing_sleeve_never_crosses) {
+    sc_with_and_without("collapsing sleeve", sc_sleeve, 0);
+    CHECK_MSG(sc_sleeve_height < 0.07f, "the sleeve did not collapse: %.3g m high (0.132 at the start)",
+              sc_sleeve_height);
+}
+
+/* Two n x n cloths in one world (the lower one at o1, the upper one at o2,
+   both with sides u and v) over a ground plane, each a collision surface
+   of thickness th. */
+static void sc_two_cloths(sc_scene *lower, sc_scene *upper, int n, const float *o1, const float *o2, const float *u,
+                          const float *v, float th) {
+    memset(lower, 0, sizeof *lower);
+    memset(upper, 0, sizeof *upper);
+    CHECK(sc_cloth(lower, n, o1, u, v, 8));
+    upper->w = lower->w;
+    CHECK(sc_cloth(upper, n, o2, u, v, 8));
+    float p[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_plane(lower->w, p, up, 0.5f, NULL));
+    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
+    sd.thickness = th;
+    sd.triangles = lower->tri;
+    sd.triangle_count = lower->nt;
+    CHECK_OK(pbd_add_collision_surface(lower->w, &sd, NULL));
+    sd.triangles = upper->tri;
+    sd.triangle_count = upper->nt;
+    CHECK_OK(pbd_add_collision_surface(lower->w, &sd, NULL));
 }
 
 /* Two cloths dropped one above the other onto the ground: cloth-cloth
@@ -311,22 +480,8 @@ static double sc_point_tri(const float *q, const float *a, const float *b, const
 TEST(selfcollision_stacked_cloths_keep_thickness) {
     const float th = 0.02f;
     sc_scene lower, upper;
-    memset(&lower, 0, sizeof lower);
-    memset(&upper, 0, sizeof upper);
     float o1[3] = {-0.4f, 0.05f, -0.4f}, o2[3] = {-0.3f, 0.15f, -0.35f}, u[3] = {0.8f, 0, 0}, v[3] = {0, 0, 0.8f};
-    CHECK(sc_cloth(&lower, 10, o1, u, v, 8));
-    upper.w = lower.w;
-    CHECK(sc_cloth(&upper, 10, o2, u, v, 8));
-    float p[3] = {0, 0, 0}, n[3] = {0, 1, 0};
-    CHECK_OK(pbd_add_collider_plane(lower.w, p, n, 0.5f, NULL));
-    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
-    sd.thickness = th;
-    sd.triangles = lower.tri;
-    sd.triangle_count = lower.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
-    sd.triangles = upper.tri;
-    sd.triangle_count = upper.nt;
-    CHECK_OK(pbd_add_collision_surface(lower.w, &sd, NULL));
+    sc_two_cloths(&lower, &upper, 10, o1, o2, u, v, th);
     CHECK(pbd_world_surface_count(lower.w) == 2);
     double worst = 1e9;
     for (int k = 0; k < 240; ++k) {
@@ -351,6 +506,55 @@ TEST(selfcollision_stacked_cloths_keep_thickness) {
     CHECK(worst >= 0.9 * th);
     /* they do touch: the upper one rests on the lower one */
     CHECK(worst < 1.5 * th);
+    free(upper.tri);
+    pbd_mesh_free(&upper.m);
+    sc_free(&lower);
+}
+
+/* Two 0.6 m cloths (12 x 12) lying one on the other on the ground: the
+   lower one held by its back edge, the upper one dragged by its front edge
+   (kinematic) 0.45 m across it at 0.75 m/s, with self- and cloth-cloth
+   collision. The crossing test covers both cloths' vertices against both
+   cloths' triangles. */
+static void sc_drag_move(sc_scene *s, int k) {
+    const int n = 12;
+    float shift = 0.75f / 240.0f * (float)(k < 144 ? k + 1 : 144);
+    const float *x = pbd_world_positions(s->w);
+    for (int i = 0; i < n; ++i) {
+        int id = s->particles.first + s->particles.count - n + i; /* the upper cloth's last row */
+        float t[3] = {0.3f + shift, x[4 * id + 1], x[4 * id + 2]};
+        pbd_particle_set_kinematic_target(s->w, id, t);
+    }
+}
+
+TEST(selfcollision_stacked_cloths_dragged_never_cross) {
+    const float th = 0.01f;
+    sc_scene lower, upper;
+    /* v along x, so the last row of the upper cloth is its front edge at x = 0.3 */
+    float o1[3] = {-0.3f, 0.011f, -0.3f}, o2[3] = {-0.3f, 0.011f + 2.5f * th, -0.3f}, u[3] = {0, 0, 0.6f},
+          v[3] = {0.6f, 0, 0};
+    sc_two_cloths(&lower, &upper, 12, o1, o2, u, v, th);
+    for (int i = 0; i < 12; ++i) {
+        CHECK_OK(pbd_particle_pin(lower.w, lower.particles.first + i));
+        CHECK_OK(pbd_particle_set_kinematic(lower.w, upper.particles.first + upper.particles.count - 12 + i, 1));
+    }
+    /* one scene over both cloths (their particles are contiguous) */
+    sc_scene both = lower;
+    CHECK(upper.particles.first == lower.particles.first + lower.particles.count);
+    both.nt = lower.nt + upper.nt;
+    both.tri = (int *)malloc(sizeof(int) * 3 * (size_t)both.nt);
+    memcpy(both.tri, lower.tri, sizeof(int) * 3 * (size_t)lower.nt);
+    memcpy(both.tri + 3 * lower.nt, upper.tri, sizeof(int) * 3 * (size_t)upper.nt);
+    both.particles.count = lower.particles.count + upper.particles.count;
+    int contacts = 0, crossings = sc_run(&both, 240, 1.0f / 240.0f, sc_drag_move, &contacts);
+    const float *x = pbd_world_positions(lower.w);
+    float front = x[4 * (upper.particles.first + upper.particles.count - 1)];
+    printf("    upper cloth dragged across the lower one: %d crossings (up to %d candidates), front edge at x = %.3g\n",
+           crossings, contacts, front);
+    CHECK(crossings == 0);
+    CHECK(contacts > 100);
+    CHECK(front > 0.7f);
+    free(both.tri);
     free(upper.tri);
     pbd_mesh_free(&upper.m);
     sc_free(&lower);
@@ -726,7 +930,11 @@ void suite_selfcollision(void) {
     RUN(selfcollision_ccd_reference);
     RUN(selfcollision_cloth_on_sphere_never_crosses);
     RUN(selfcollision_twisted_cloth_never_crosses);
+    RUN(selfcollision_strip_twisted_two_turns_never_crosses);
+    RUN(selfcollision_cloth_falling_onto_itself_at_the_limit_never_crosses);
+    RUN(selfcollision_collapsing_sleeve_never_crosses);
     RUN(selfcollision_stacked_cloths_keep_thickness);
+    RUN(selfcollision_stacked_cloths_dragged_never_cross);
     RUN(selfcollision_candidates_hold_every_close_pair);
     RUN(selfcollision_threads_simd_snapshot_identical);
     RUN(selfcollision_cloth_helper_with_permutation);
