@@ -97,10 +97,11 @@ struct scene {
     int item_count;
     scene_shape shapes[SCENE_MAX_SHAPES];
     int shape_count;
-    char status[160];  /* what the scene says about itself after each step */
-    char options[128]; /* "key=value ..." its builder reads (scene_create) */
-    char output[64];   /* the base name of a headless run's images: the name, or with its options */
-    char error[256];   /* why scene_create or scene_step failed */
+    int extra_constraints; /* constraints outside the world's groups (strand segments) */
+    char status[160];      /* what the scene says about itself after each step */
+    char options[128];     /* "key=value ..." its builder reads (scene_create) */
+    char output[64];       /* the base name of a headless run's images: the name, or with its options */
+    char error[256];       /* why scene_create or scene_step failed */
     /* grabbing */
     int grabbed;    /* the held particle (kinematic while held), or -1 */
     int shape_held; /* the shape a hand moves (scene_move_shape), or -1 */
@@ -134,7 +135,8 @@ void scene_destroy(scene *s);
 /* Points the items at the world's particles again (after a state was
    restored into the world: pbd_world_restore). */
 void scene_sync(scene *s);
-/* The constraints of the world's groups (pbd_group_info), for a viewer's text. */
+/* The constraints of the world's groups (pbd_group_info) and the scene's
+   others (strand segments), for a viewer's text. */
 int scene_constraint_count(const scene *s);
 
 /* The world particle nearest to the ray origin + t * dir (t > 0, dir need
@@ -768,6 +770,9 @@ static pbd_result scene__build_hair(scene *s) {
     pbd_result r = pbd_add_hair(s->world, &hd, &d->strands, &hr);
     free(pos);
     SCENE__TRY(s, r);
+    int strand_count = 0, strand_particles = 0;
+    SCENE__TRY(s, pbd_strands_info(s->world, d->strands, &strand_count, &strand_particles));
+    s->extra_constraints = strand_particles - strand_count; /* the strands' segments */
     /* the head: a sphere collider a hand may move */
     SCENE__TRY(s, scene__sphere(s, hd.position, head_r, 0.2f));
     d->head = s->shape_count - 1;
@@ -1576,7 +1581,7 @@ void scene_destroy(scene *s) {
 }
 
 int scene_constraint_count(const scene *s) {
-    int total = 0;
+    int total = s ? s->extra_constraints : 0;
     for (int i = 0; s && i < pbd_world_group_count(s->world); ++i) {
         int n = 0;
         if (pbd_group_info(s->world, pbd_world_group(s->world, i), NULL, &n) == PBD_OK) total += n;
