@@ -1078,7 +1078,7 @@ typedef enum pbd_collider_shape {
     PBD_COLLIDER_PLANE = 0,   /* half space below the plane through position with normal R*(0,1,0) */
     PBD_COLLIDER_SPHERE = 1,  /* radius */
     PBD_COLLIDER_CAPSULE = 2, /* segment along R*(0,1,0) of half length half_height, radius */
-    PBD_COLLIDER_BOX = 3,     /* half_extents along the axes of R, grown by `rounding`: rounded edges */
+    PBD_COLLIDER_BOX = 3,     /* half_extents along the axes of R, its edges rounded by `rounding` */
     PBD_COLLIDER_MESH = 4,    /* triangle mesh through a BVH: pbd_add_collider_mesh */
     PBD_COLLIDER_SDF_GRID = 5 /* signed-distance grid of a closed mesh: pbd_add_collider_mesh */
 } pbd_collider_shape;
@@ -1090,7 +1090,8 @@ typedef struct pbd_collider_desc {
     float radius;      /* sphere, capsule */
     float half_height;
     float half_extents[3];
-    float rounding;         /* box: every point within `rounding` of the box of half_extents, >= 0; default 0 */
+    float rounding;         /* box: the radius of its edges and corners, within half_extents (capped at the
+                       smallest), >= 0, 0 sharp; default 0.01 (1 cm) */
     float static_friction;  /* default 0.5 */
     float dynamic_friction; /* default 0.4, <= static */
     float restitution;      /* default 0, in [0, 1] */
@@ -1098,14 +1099,14 @@ typedef struct pbd_collider_desc {
 
 PBDDEF pbd_collider_desc pbd_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, pbd_collider *out);
-/* Round the edges of a box that cloth slides over (rounding: a few particle
-   radii, as a real table's edge is rounded): at a sharp edge the particle
-   beside it is pressed into the side face by the cloth's pull, almost
-   along the face's normal, and static friction holds it however hard the
-   pull (Coulomb's law, for the discrete cloth), so a tablecloth pulled off
-   a sharp table stretches instead of sliding (a mesh collider's sharp
-   edges, too). On a rounded edge the normal turns with the particle and
-   the pull slides it round. */
+/* A box's edges are rounded (rounding, 1 cm by default, within its half
+   extents: the box still fills them), as a real table's edge is; set 0
+   for a sharp box. Why: at a sharp edge the particle beside it is pressed
+   into the side face by the cloth's pull, almost along the face's normal,
+   and static friction holds it however hard the pull (Coulomb's law, for
+   the discrete cloth), so a tablecloth pulled off a sharp table stretches
+   instead of sliding (a mesh collider's sharp edges, too). On a rounded
+   edge the normal turns with the particle and the pull slides it round. */
 /* Shortcuts; `friction` sets static and dynamic friction; out may be NULL. */
 PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal, float friction,
                                          pbd_collider *out);
@@ -6374,6 +6375,12 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd
 
 // ==== colliders =============================================================
 
+/* The default rounding of a box's edges (pbd_collider_desc.rounding): at a
+   sharp edge a cloth pulled over it sticks (see the manual's note above
+   pbd_add_collider_box's siblings), and real tables, shelves and crates
+   are rounded by about this much. */
+#define PBD__BOX_ROUNDING 0.01f
+
 PBDDEF pbd_collider_desc pbd_collider_desc_default(void) {
     pbd_collider_desc d;
     memset(&d, 0, sizeof d);
@@ -6382,6 +6389,7 @@ PBDDEF pbd_collider_desc pbd_collider_desc_default(void) {
     d.radius = 0.5f;
     d.half_height = 0.5f;
     d.half_extents[0] = d.half_extents[1] = d.half_extents[2] = 0.5f;
+    d.rounding = PBD__BOX_ROUNDING;
     d.static_friction = 0.5f;
     d.dynamic_friction = 0.4f;
     return d;
@@ -6443,6 +6451,18 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
     return pbd__append_collider(w, d, 0, out);
 }
 
+/* A rounded box is the box of half extents inner = half - r grown by r: its
+   distance is the inner box's less r (pbd__sdf; the collider keeps inner
+   and r), so it fills half_extents exactly and only its edges and corners
+   are rounded. r is capped at the smallest half extent (a thin plate gets
+   a round rim). */
+static void pbd__box_round(pbd__collider *c, float rounding) {
+    float r = rounding;
+    for (int a = 0; a < 3; ++a) r = c->half[a] < r ? c->half[a] : r;
+    for (int a = 0; a < 3; ++a) c->half[a] -= r;
+    c->radius = r;
+}
+
 /* Appends a validated collider (mesh: its pbd_world.meshcols index). */
 static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d, int mesh, pbd_collider *out) {
     int old_n = w->ncolliders, ci;
@@ -6457,9 +6477,10 @@ static pbd_result pbd__append_collider(pbd_world *w, const pbd_collider_desc *d,
     }
     pbd__collider *c = &w->colliders[ci];
     c->shape = (int)d->shape;
-    c->radius = d->shape == PBD_COLLIDER_BOX ? d->rounding : d->radius; /* a box's: its rounding */
+    c->radius = d->radius;
     c->half_height = d->half_height;
     memcpy(c->half, d->half_extents, sizeof c->half);
+    if (d->shape == PBD_COLLIDER_BOX) pbd__box_round(c, d->rounding);
     c->mu_s = d->static_friction;
     c->mu_d = d->dynamic_friction;
     c->restitution = d->restitution;

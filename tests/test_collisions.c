@@ -502,6 +502,48 @@ TEST(collisions_cloth_rests_on_sphere) {
     pbd_world_destroy(w);
 }
 
+/* A box's default rounding is 1 cm within its half extents: it fills them
+   (distance 0 at the middle of each face), its corners are cut round
+   (the outer corner is (sqrt 3 - 1) r outside); 0 makes it sharp; a
+   rounding past the smallest half extent is capped there (a thin plate
+   with a round rim). */
+TEST(collisions_box_default_rounding_within_its_extents) {
+    pbd_world *w = pbdt_world(-9.81f);
+    const float h[3] = {0.4f, 0.2f, 0.3f}, zero[3] = {0, 0, 0};
+    pbd_collider_desc d = pbd_collider_desc_default();
+    CHECK_NEAR(d.rounding, 0.01f, 0.0f);
+    pbd_collider round_box, sharp, plate;
+    CHECK_OK(pbd_add_collider_box(w, zero, h, NULL, 0.5f, &round_box));
+    d.shape = PBD_COLLIDER_BOX;
+    memcpy(d.half_extents, h, sizeof d.half_extents);
+    d.rounding = 0;
+    d.position[0] = 5;
+    CHECK_OK(pbd_add_collider(w, &d, &sharp));
+    float face[3][3] = {{0.4f, 0, 0}, {0, 0.2f, 0}, {0, 0, 0.3f}}, corner[3] = {0.4f, 0.2f, 0.3f}, dist;
+    for (int a = 0; a < 3; ++a) {
+        CHECK_OK(pbd_collider_distance(w, round_box, face[a], &dist));
+        CHECK_NEAR(dist, 0.0f, 1e-6f);
+    }
+    CHECK_OK(pbd_collider_distance(w, round_box, corner, &dist));
+    CHECK_NEAR(dist, (sqrtf(3.0f) - 1.0f) * 0.01f, 1e-6f);
+    corner[0] += 5;
+    CHECK_OK(pbd_collider_distance(w, sharp, corner, &dist));
+    CHECK_NEAR(dist, 0.0f, 1e-6f);
+    /* a 2 mm plate rounded by 1 cm: rounded by its 1 mm half thickness */
+    d.position[0] = -5;
+    d.half_extents[1] = 0.001f;
+    d.rounding = 0.01f;
+    CHECK_OK(pbd_add_collider(w, &d, &plate));
+    float top[3] = {-5, 0.001f, 0}, rim[3] = {-5 + 0.4f, 0.0f, 0}, edge[3] = {-5 + 0.4f, 0.001f, 0};
+    CHECK_OK(pbd_collider_distance(w, plate, top, &dist));
+    CHECK_NEAR(dist, 0.0f, 1e-6f);
+    CHECK_OK(pbd_collider_distance(w, plate, rim, &dist));
+    CHECK_NEAR(dist, 0.0f, 1e-6f);
+    CHECK_OK(pbd_collider_distance(w, plate, edge, &dist));
+    CHECK_NEAR(dist, (sqrtf(2.0f) - 1.0f) * 0.001f, 1e-6f);
+    pbd_world_destroy(w);
+}
+
 /* A box of half extents h rounded by r is the set of points within r of the
    box h: outside the inner box its distance is the distance to it less r,
    its normal points away from the inner box's nearest point; inside, the
@@ -518,7 +560,7 @@ TEST(collisions_rounded_box_distance_and_normal) {
     d.shape = PBD_COLLIDER_BOX;
     memcpy(d.position, ctr, sizeof d.position);
     memcpy(d.rotation, q, sizeof d.rotation);
-    memcpy(d.half_extents, h, sizeof d.half_extents);
+    for (int a = 0; a < 3; ++a) d.half_extents[a] = h[a] + r; /* it fills them: the box h grown by r */
     d.rounding = r;
     pbd_collider c;
     CHECK_OK(pbd_add_collider(w, &d, &c));
@@ -591,7 +633,7 @@ static double pulled_tablecloth(float rounding, double *far_x) {
     d.shape = PBD_COLLIDER_BOX;
     float ctr[3] = {0, top - 0.025f, 0}, h[3] = {0.5f, 0.025f, 0.4f};
     memcpy(d.position, ctr, sizeof d.position);
-    for (int a = 0; a < 3; ++a) d.half_extents[a] = h[a] - rounding;
+    memcpy(d.half_extents, h, sizeof d.half_extents); /* rounded within them */
     d.rounding = rounding;
     d.static_friction = 0.35f;
     d.dynamic_friction = 0.3f;
@@ -655,5 +697,6 @@ void suite_collisions(void) {
     RUN(collisions_moving_platform_carries_box);
     RUN(collisions_cloth_rests_on_sphere);
     RUN(collisions_rounded_box_distance_and_normal);
+    RUN(collisions_box_default_rounding_within_its_extents);
     RUN(collisions_cloth_pulled_over_a_rounded_table_edge_slides);
 }

@@ -502,8 +502,8 @@ static pbd_result scene__build_tablecloth(scene *s) {
     pbd_collider_desc bd = pbd_collider_desc_default();
     bd.shape = PBD_COLLIDER_BOX;
     memcpy(bd.position, table_c, sizeof bd.position);
-    scene__set3(bd.half_extents, 0.5f - rounding, 0.025f - rounding, 0.4f - rounding);
-    bd.rounding = rounding;
+    scene__set3(bd.half_extents, 0.5f, 0.025f, 0.4f);
+    bd.rounding = rounding; /* (the default: said here since the scene depends on it) */
     bd.static_friction = 0.35f;
     bd.dynamic_friction = 0.3f;
     SCENE__TRY(s, pbd_add_collider(s->world, &bd, NULL));
