@@ -203,6 +203,15 @@ static inline float *pbdt_lattice(int nx, int ny, int nz, float d, const float *
     return p;
 }
 
+/* The world's snapshot (pbd_world_save) in a malloc'd buffer of *n bytes
+   (*n 0 when the save failed): for "bad input changes nothing" checks. */
+static inline unsigned char *pbdt_save(const pbd_world *w, size_t *n) {
+    *n = pbd_world_snapshot_size(w);
+    unsigned char *b = (unsigned char *)malloc(*n ? *n : 1);
+    if (!b || pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
+    return b;
+}
+
 /* A world with default settings but for gravity (0, gy, 0). */
 static inline pbd_world *pbdt_world(float gy) {
     pbd_world_desc d = pbd_world_desc_default();

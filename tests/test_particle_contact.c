@@ -303,18 +303,12 @@ TEST(contact_snapshot_keeps_switches_and_friction) {
 }
 
 /* Bad input: an error, and nothing changes. */
-static unsigned char *snap(const pbd_world *w, size_t *n) {
-    *n = pbd_world_snapshot_size(w);
-    unsigned char *b = (unsigned char *)malloc(*n);
-    if (pbd_world_save(w, b, *n) != PBD_OK) *n = 0;
-    return b;
-}
 #define EXPECT_UNCHANGED(w, expr, want)                                                                \
     do {                                                                                               \
         size_t n0_, n1_;                                                                               \
-        unsigned char *s0_ = snap(w, &n0_);                                                            \
+        unsigned char *s0_ = pbdt_save(w, &n0_);                                                       \
         CHECK_RESULT(expr, want);                                                                      \
-        unsigned char *s1_ = snap(w, &n1_);                                                            \
+        unsigned char *s1_ = pbdt_save(w, &n1_);                                                       \
         CHECK_MSG(n0_ > 0 && n0_ == n1_ && memcmp(s0_, s1_, n0_) == 0, "%s changed the world", #expr); \
         free(s0_);                                                                                     \
         free(s1_);                                                                                     \

@@ -900,14 +900,6 @@ TEST(up_training_drop_and_bad_desc) {
     CHECK(pbd_up_training_save_size(NULL) == 0);
 }
 
-/* The world's bytes (pbd_world_save), malloc'd; *n its size. */
-static unsigned char *upt_save(const pbd_world *w, size_t *n) {
-    *n = pbd_world_snapshot_size(w);
-    unsigned char *b = (unsigned char *)malloc(*n);
-    CHECK_OK(pbd_world_save(w, b, *n));
-    return b;
-}
-
 /* The scene's coarse simulation live (pbd_up_training_world, stepped with
    pbd_up_training_drive) replays the training's coarse frames bit for bit,
    in both scenes; bad input is refused and leaves the world as it was. */
@@ -935,7 +927,8 @@ TEST(up_training_world_replays_the_training) {
         CHECK_MSG(differ == 0, "scene %d: %d of %d frames differ from the training's", sc, differ, t.frame_count);
         if (sc == PBD_UP_SCENE_CAPE) { /* bad input: refused, the world unchanged */
             size_t n0, n1;
-            unsigned char *before = upt_save(w, &n0);
+            unsigned char *before = pbdt_save(w, &n0);
+            CHECK(n0 > 0);
             pbd_range wrong = {cloth.first, cloth.count - 1};
             CHECK_WORLD_ERROR(w, pbd_up_training_drive(&d, w, wrong, 1.0), PBD_ERROR_INVALID_ARGUMENT,
                               "is not the scene's 6 x 6 vertices");
@@ -948,7 +941,7 @@ TEST(up_training_world_replays_the_training) {
                               "is not the scene's 5 x 5 vertices");
             bad.size = INFINITY;
             CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_NOT_FINITE, "pbd_up__finite");
-            unsigned char *after = upt_save(w, &n1);
+            unsigned char *after = pbdt_save(w, &n1);
             CHECK(n0 == n1 && memcmp(before, after, n0) == 0);
             free(before);
             free(after);
