@@ -1703,6 +1703,19 @@ static void pbd__pull_particles(pbd__gpu *g, pbd_world *w) {
     }
 }
 
+/* The attachment groups' targets (their rest arrays), which a kernel
+   moved (pbd_up_wrinkle_update_world): each group's device record gives
+   its device array. */
+static void pbd__pull_targets(pbd__gpu *g, pbd_world *w) {
+    for (int i = 0; i < w->ngroups; ++i) {
+        const pbd__group *h = &w->groups[i];
+        if (h->type != PBD_CONSTRAINT_ATTACHMENT || h->count <= 0) continue;
+        pbd__group d;
+        pbd__d2h(&d, g->shadow.groups + i, sizeof d);
+        pbd__d2h(h->rest, d.rest, sizeof(float) * (size_t)h->count * (size_t)h->rest_stride);
+    }
+}
+
 /* The particle phase's lists of the last step (pbd_world_particle_neighbors),
    in the device's slots. */
 static void pbd__pull_neighbors(pbd__gpu *g, pbd_world *w) {
@@ -3007,6 +3020,7 @@ extern "C" void pbd__cuda_pull(pbd_world *w, int what) {
     if (what & PBD__GPU_STALE_CONTACTS)
         pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
     if (what & PBD__GPU_STALE_NEIGHBORS) pbd__pull_neighbors(g, w);
+    if (what & PBD__GPU_STALE_TARGETS) pbd__pull_targets(g, w);
     if ((what & PBD__GPU_STALE_SELFCOL) && g->sc_dev && w->selfcol && w->selfcol->nv == g->sc.nv) {
         const pbd__selfcol *d = &g->sc;
         pbd__selfcol *h = w->selfcol;
