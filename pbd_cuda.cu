@@ -84,7 +84,10 @@
        predictions and angular velocities one thread per particle, their
        groups' matches one after the other in one thread (Gauss-Seidel
        over overlapping groups, as on the CPU), their ellipsoids against
-       the colliders one thread per particle; the multi-resolution cloth
+       the colliders one thread per particle, and a skin on them
+       (pbd_sm_skin_apply_world) one thread per vertex from the device's
+       particles and orientations into a device array, its data on the
+       device from its first call; the multi-resolution cloth
        (pbd_sm_add_cloth) its V-cycle's passes per vertex (coarse
        positions, x^, restriction, prolongation, gathers) and per
        element (two-pass: every triangle's and edge's goals, then the
@@ -1832,7 +1835,8 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
    element and its sums one thread each, in its order: the CPU's bits. So
    far the surface volume (pbd_sm.h, "surface volume"), the
    shape-matching bodies ("shape matching"), oriented particles
-   ("oriented") and the multi-resolution cloth ("multires cloth"). */
+   ("oriented", and their skins) and the multi-resolution cloth
+   ("multires cloth"). */
 
 /* A surface volume's device side: its device arrays (pointers of the
    record's shape, filled in by pbd__sm_volume_image) and scratch for its
@@ -2459,6 +2463,61 @@ extern "C" int pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd
     } else if (what == PBD_SM__CUDA_END) {
         pbd__launch(g, o->count, pbd__k_or_advance, m, (const float *)c->p, (double)c->h);
     }
+    return 1;
+}
+
+/* --- skins ------------------------------------------------------------------------
+   A skin on the oriented particles of a GPU world (pbd_sm_skin_apply_world):
+   its bones, weights and offsets on the device from its first evaluation,
+   one thread per vertex (pbd_sm__skin_vertex) from the device's particles
+   and orientations into a device array. */
+typedef struct pbd__sm_skin_dev {
+    pbd_sm_skin d; /* only the arrays are used */
+} pbd__sm_skin_dev;
+
+PBD__KERNEL pbd__k_skin(pbd_sm_skin s, const float *x, const double *q) {
+    PBD__GRID_LOOP(v, s.vertex_count) { pbd_sm__skin_vertex(&s, x, q, v, s.out); }
+}
+
+static void pbd__sm_skin_free(pbd_sm_skin *s) {
+    pbd__sm_skin_dev *r = (pbd__sm_skin_dev *)s->gpu;
+    if (!r) return;
+    void *arrays[] = {r->d.bones, r->d.weights, r->d.local, r->d.out};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(r);
+    s->gpu = NULL;
+}
+
+extern "C" int pbd_sm__cuda_skin(pbd_sm_skin *s, size_t size, const pbd_sm__oriented *o, size_t oriented_size,
+                                 pbd_world *w, const float *x, int what, const float **out) {
+    if (size != sizeof *s || (o && oriented_size != sizeof *o)) return -2; /* another pbd_sm.h than this file's */
+    if (what == PBD_SM__CUDA_FREE) {
+        pbd__sm_skin_free(s);
+        return 1;
+    }
+    size_t nk = (size_t)s->vertex_count * (size_t)s->influences;
+    if (what == PBD_SM__CUDA_UPLOAD) {
+        pbd__sm_skin_dev *r = (pbd__sm_skin_dev *)calloc(1, sizeof *r);
+        if (!r) return 0;
+        s->gpu = r;
+        int ok = pbd__sm_array(&r->d.bones, (const int *)s->bones, nk) &&
+                 pbd__sm_array(&r->d.weights, (const double *)s->weights, nk) &&
+                 pbd__sm_array(&r->d.local, (const double *)s->local, 3 * nk) &&
+                 pbd__sm_array(&r->d.out, (const float *)NULL, 3 * (size_t)s->vertex_count);
+        if (!ok) pbd__sm_skin_free(s);
+        return ok;
+    }
+    const pbd__sm_skin_dev *r = (const pbd__sm_skin_dev *)s->gpu;
+    pbd_sm_skin m = *s; /* the record the kernel gets: the device's arrays */
+    m.bones = r->d.bones;
+    m.weights = r->d.weights;
+    m.local = r->d.local;
+    m.out = r->d.out;
+    m.world = NULL;
+    m.gpu = NULL;
+    const double *q = ((const pbd__sm_oriented_dev *)o->gpu)->d.q; /* the set's orientations on the device */
+    pbd__launch(w->gpu, s->vertex_count, pbd__k_skin, m, x, q);
+    *out = r->d.out;
     return 1;
 }
 

@@ -838,6 +838,26 @@ static void frame_oriented(pbd_world *w, int frame) {
     }
 }
 
+/* A skin's rest mesh along the plant's stem (nv vertices), and a skin of
+   it on the plant of world w (bones and weights: NULL for the nearest
+   particles). */
+static void plant_mesh(float *mesh, int nv) {
+    for (int v = 0; v < nv; ++v) {
+        mesh[3 * v] = 0.015f * (float)v, mesh[3 * v + 1] = 0.32f + 0.012f * (float)v;
+        mesh[3 * v + 2] = 0.01f * (float)(v % 3);
+    }
+}
+static pbd_sm_skin *plant_skin(pbd_world *w, const float *mesh, int nv, const int *bones, const float *weights) {
+    pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+    sd.rest_vertices = mesh;
+    sd.vertex_count = nv;
+    sd.bones = bones;
+    sd.weights = weights;
+    pbd_sm_skin *skin = NULL;
+    CHECK_OK(pbd_sm_skin_create(w, plant, &sd, &skin));
+    return skin;
+}
+
 /* pbd_sm.h's multi-resolution cloth (a device plugin): a 16 x 16 cloth of
    4 levels pinned at two corners falling onto a sphere, with bending,
    damping and wrinkle conservation; nested levels in the independent
@@ -1468,17 +1488,12 @@ TEST(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world) {
     pbd_sm_oriented set[2];
     pbd_sm_skin *skin[2] = {NULL, NULL};
     float mesh[3 * 40], out[2][3 * 40];
-    for (int v = 0; v < 40; ++v)
-        mesh[3 * v] = 0.015f * (float)v, mesh[3 * v + 1] = 0.32f + 0.012f * (float)v,
-                 mesh[3 * v + 2] = 0.01f * (float)(v % 3);
+    plant_mesh(mesh, 40);
     if (!ws[0] || !ws[1]) goto done;
     for (int k = 0; k < 2; ++k) {
         build_oriented(ws[k]);
         set[k] = plant;
-        pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
-        sd.rest_vertices = mesh;
-        sd.vertex_count = 40;
-        CHECK_OK(pbd_sm_skin_create(ws[k], set[k], &sd, &skin[k]));
+        skin[k] = plant_skin(ws[k], mesh, 40, NULL, NULL);
         for (int s = 0; s < 20; ++s) {
             frame_oriented(ws[k], s);
             CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
@@ -1520,6 +1535,80 @@ TEST(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world) {
 done:
     pbd_world_destroy(ws[0]);
     pbd_world_destroy(ws[1]);
+}
+
+/* A skin on a GPU world's oriented particles evaluates on the device
+   (pbd_sm_skin_apply_world: one thread per vertex into a device array)
+   with the bits of pbd_sm_skin_apply on the CPU world, frame after frame,
+   in two launch orders: nearest-particle weights, and bones given with
+   unused slots and uneven weights. On the CPU world it gives
+   pbd_sm_skin_apply's vertices in a host array. Bad input changes
+   nothing; a removed set is refused. */
+TEST(cuda_a_skin_evaluates_on_the_device) {
+    NEEDS_GPU();
+    enum { NV = 40 };
+    float mesh[3 * NV], wts[4 * NV], host[3 * NV], dev[3 * NV];
+    int bones[4 * NV];
+    plant_mesh(mesh, NV);
+    for (int v = 0; v < NV; ++v) {
+        int b[4] = {v % 16, (v + 5) % 16, -1, (7 * v + 3) % 16};
+        float wt[4] = {1.0f, 0.5f + 0.01f * (float)v, 3.0f, 0.25f};
+        for (int k = 0; k < 4; ++k) bones[4 * v + k] = b[k], wts[4 * v + k] = wt[k];
+    }
+    for (int order = 0; order < ORDERS; ++order) {
+        pbd__cuda_emulate_seed(order ? 0x9e3779b9u : 1u);
+        pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+        pbd_sm_skin *sk[2][2] = {{NULL, NULL}, {NULL, NULL}};
+        pbd_sm_oriented set[2];
+        float moved = 0;
+        if (!ws[0] || !ws[1]) goto next;
+        for (int k = 0; k < 2; ++k) {
+            build_oriented(ws[k]);
+            set[k] = plant;
+            sk[k][0] = plant_skin(ws[k], mesh, NV, NULL, NULL);
+            sk[k][1] = plant_skin(ws[k], mesh, NV, bones, wts);
+        }
+        if (!sk[0][0] || !sk[0][1] || !sk[1][0] || !sk[1][1]) goto next;
+        for (int frame = 0; frame < 24; ++frame) {
+            for (int k = 0; k < 2; ++k) {
+                frame_oriented(ws[k], frame);
+                CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+            }
+            for (int j = 0; j < 2; ++j) {
+                const float *d = NULL, *c = NULL;
+                CHECK_OK(pbd_sm_skin_apply_world(sk[1][j], ws[1], &d));
+                CHECK_OK(pbd_sm_skin_apply(sk[0][j], ws[0], host));
+                if (d) pbd__cuda_read(dev, d, sizeof dev);
+                CHECK_MSG(d && !memcmp(dev, host, sizeof dev), "order %d, frame %d, skin %d", order, frame, j);
+                CHECK_OK(pbd_sm_skin_apply_world(sk[0][j], ws[0], &c)); /* the CPU world: a host array */
+                CHECK(c && !memcmp(c, host, sizeof host));
+            }
+        }
+        for (int i = 0; i < 3 * NV; ++i) moved = fmaxf(moved, fabsf(host[i] - mesh[i]));
+        CHECK_MSG(moved > 0.05f, "the skin moved at most %g m", (double)moved);
+        {
+            size_t n0 = 0, n1 = 0;
+            unsigned char *before = pbdt_save(ws[1], &n0);
+            const float keep[1] = {0}, *out = keep;
+            CHECK_RESULT(pbd_sm_skin_apply_world(NULL, ws[1], &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], NULL, &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], ws[1], NULL), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], ws[0], &out), PBD_ERROR_INVALID_ARGUMENT);
+            CHECK(strstr(pbd_world_last_error(ws[0]), "another world") != NULL);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[0][0], ws[1], &out), PBD_ERROR_INVALID_ARGUMENT);
+            unsigned char *after = pbdt_save(ws[1], &n1);
+            CHECK(out == keep && n0 > 0 && n1 == n0 && !memcmp(before, after, n0));
+            free(before);
+            free(after);
+            CHECK_OK(pbd_sm_remove_oriented(ws[1], set[1]));
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][1], ws[1], &out), PBD_ERROR_INVALID_HANDLE);
+            CHECK(out == keep);
+        }
+    next:
+        pbd_world_destroy(ws[0]);
+        pbd_world_destroy(ws[1]);
+        for (int k = 0; k < 4; ++k) pbd_sm_skin_destroy(sk[k / 2][k % 2]); /* a skin outlives its world */
+    }
 }
 
 /* A surface volume on a GPU world: its getters read what the device
@@ -2006,6 +2095,7 @@ void suite_cuda(void) {
     RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
     RUN(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world);
     RUN(cuda_a_wrinkle_mesh_solves_on_a_gpu_world);
+    RUN(cuda_a_skin_evaluates_on_the_device);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);
