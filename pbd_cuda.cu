@@ -105,9 +105,14 @@
        coarse vertex, then its blended displacements), with the CPU's
        bits. A wrinkle mesh's fine cloth can be a GPU world
        (pbd_up_wrinkle_desc.device): pbd.h's kernels solve it, its
-       one-sided projection is a device plugin, and each update sends the
-       attachment targets and the projection's planes, which the host
-       computes from your host coarse positions.
+       one-sided projection is a device plugin; from your host coarse
+       positions (pbd_up_wrinkle_update) each update sends the attachment
+       targets and the projection's planes, which the host computes, and
+       from a coarse GPU world (pbd_up_wrinkle_update_world) kernels
+       compute them from its device particles (one thread per coarse
+       triangle for its normal, per fine vertex for its target, the
+       binding on the device from the first such update), and the fine
+       positions stay on the device.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -2734,43 +2739,147 @@ extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve
 
 /* A wrinkle mesh's fine cloth on a GPU world (pbd_up_wrinkle_desc.device):
    pbd.h's kernels solve it; its one-sided projection is a device plugin,
-   one thread per fine vertex, on a and n that the host computes from your
-   coarse positions at every update and sends (6 floats a fine vertex). */
+   one thread per fine vertex, on a and n (surface, fnormal). From host
+   coarse positions (pbd_up_wrinkle_update) the host computes them and the
+   targets at every update and sends a and n (6 floats a fine vertex).
+   From a coarse GPU world (pbd_up_wrinkle_update_world) the binding goes
+   to the device once (BIND), and kernels compute them from the coarse
+   world's device particles: one thread per coarse triangle for its
+   normal (pbd_up__wrinkle_normal), one per fine vertex for its a, n and
+   target (pbd_up__wrinkle_target), which it writes into the fine world's
+   attachment group (its slot) while zeroing the vertex's velocity; after
+   the step one per fine vertex zeroes the velocity again and copies the
+   position into the fine array. */
 typedef struct pbd__up_wrinkle_dev {
-    float *surface, *fnormal;
+    float *surface, *fnormal; /* fine_count*3: a and n */
+    int bound;                /* the rest is on the device (BIND) */
+    pbd_up_wrinkle d;         /* the binding and normals, targets (device arrays; surface, fnormal as above) */
+    int *slot;                /* per fine vertex: its slot in the attachment group */
+    int group;                /* the attachment group's index in the fine world */
+    float *fine;              /* fine_count*3: the fine positions of the last update */
 } pbd__up_wrinkle_dev;
 
 PBD__KERNEL pbd__k_up_side(const float *surface, const float *fnormal, float *p, int first, int n) {
     PBD__GRID_LOOP(i, n) { pbd_up__wrinkle_side(surface, fnormal, p, first, i); }
 }
+PBD__KERNEL pbd__k_wr_normals(pbd_up_wrinkle wr, const float *x) {
+    PBD__GRID_LOOP(t, wr.coarse_triangle_count) { pbd_up__wrinkle_normal(&wr, x, 4, t); }
+}
+PBD__KERNEL pbd__k_wr_targets(pbd_up_wrinkle wr, const float *x, pbd_world *fw, int group, const int *slot) {
+    PBD__GRID_LOOP(i, wr.fine_count) {
+        float *q = wr.targets + 3 * (size_t)i, *target = fw->groups[group].rest + 4 * (size_t)slot[i];
+        pbd_up__wrinkle_target(&wr, x, 4, i, q);
+        for (int k = 0; k < 3; ++k) target[k] = q[k];
+        pbd__p4 *v = &fw->v[wr.cloth_particles.first + i];
+        v->x = v->y = v->z = 0.0f; /* a static solve (pbd_up_wrinkle_update's zeroed velocities) */
+    }
+}
+PBD__KERNEL pbd__k_wr_fine(pbd_world *fw, int first, int n, float *fine) {
+    PBD__GRID_LOOP(i, n) {
+        pbd__p4 *v = &fw->v[first + i];
+        const pbd__p4 *x = &fw->x[first + i];
+        v->x = v->y = v->z = 0.0f;
+        fine[3 * (size_t)i] = x->x;
+        fine[3 * (size_t)i + 1] = x->y;
+        fine[3 * (size_t)i + 2] = x->z;
+    }
+}
 
-extern "C" int pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what) {
-    if (size != sizeof *wr) return 0; /* another pbd_upsample.h than this file's */
+/* The binding's arrays (BIND) off the device. */
+static void pbd__up_wrinkle_unbind(pbd__up_wrinkle_dev *r) {
+    const pbd_up_wrinkle *d = &r->d;
+    void *arrays[] = {d->coarse_triangles, d->tri, d->bary, d->offset, d->normals, d->targets, r->slot, r->fine};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    memset(&r->d, 0, sizeof r->d);
+    r->slot = NULL;
+    r->fine = NULL;
+    r->bound = 0;
+}
+static void pbd__up_wrinkle_free(pbd_up_wrinkle *wr) {
     pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
-    size_t n3 = 3 * (size_t)wr->fine_count;
+    if (!r) return;
+    pbd__up_wrinkle_unbind(r);
+    pbd__dfree(r->surface);
+    pbd__dfree(r->fnormal);
+    free(r);
+    wr->gpu = NULL;
+}
+/* The record with a and n (UPLOAD: the one-sided projection's), and with
+   `bind` the binding, the normals, the targets and the attachment slots
+   too (BIND). Out of device memory, a record made here goes; one made
+   before keeps its a and n for the projection. */
+static int pbd__up_wrinkle_upload(pbd_up_wrinkle *wr, int bind) {
+    pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
+    int made = !r;
+    if (made) {
+        if (!(r = (pbd__up_wrinkle_dev *)calloc(1, sizeof *r))) return 0;
+        wr->gpu = r;
+    }
+    size_t nf = (size_t)wr->fine_count, n3 = 3 * nf, nct = (size_t)wr->coarse_triangle_count;
+    int ok = r->surface || (pbd__sm_array(&r->surface, (const float *)wr->surface, n3) &&
+                            pbd__sm_array(&r->fnormal, (const float *)wr->fnormal, n3));
+    if (ok && bind && !r->bound) {
+        pbd_world *fw = wr->world;
+        pbd__group_index(fw, wr->attach, &r->group);
+        const pbd__group *h = &fw->groups[r->group];
+        pbd_up_wrinkle *d = &r->d;
+        ok = pbd__sm_array(&d->coarse_triangles, (const int *)wr->coarse_triangles, 3 * nct) &&
+             pbd__sm_array(&d->tri, (const int *)wr->tri, nf) && pbd__sm_array(&d->bary, (const float *)wr->bary, n3) &&
+             pbd__sm_array(&d->offset, (const float *)wr->offset, nf) &&
+             pbd__sm_array(&d->normals, (const float *)wr->normals, 3 * nct) &&
+             pbd__sm_array(&d->targets, (const float *)wr->targets, n3) &&
+             pbd__sm_array(&r->slot, (const int *)h->slot, nf) && pbd__sm_array(&r->fine, (const float *)NULL, n3);
+        if (ok) r->bound = 1;
+        else pbd__up_wrinkle_unbind(r);
+    }
+    if (!ok && made) pbd__up_wrinkle_free(wr);
+    return ok;
+}
+
+extern "C" int pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what,
+                                    const float *x, const float **fine) {
+    if (size != sizeof *wr) return -2; /* another pbd_upsample.h than this file's */
+    pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
+    size_t n3 = 3 * (size_t)wr->fine_count, nct3 = 3 * (size_t)wr->coarse_triangle_count;
+    pbd__gpu *g = what == PBD_UP__CUDA_TARGETS || what == PBD_UP__CUDA_FINE ? wr->world->gpu : NULL;
     switch (what) {
-        case PBD_UP__CUDA_UPLOAD:
-            r = (pbd__up_wrinkle_dev *)calloc(1, sizeof *r);
-            if (!r) return 0;
-            wr->gpu = r;
-            if (pbd__sm_array(&r->surface, (const float *)wr->surface, n3) &&
-                pbd__sm_array(&r->fnormal, (const float *)wr->fnormal, n3))
-                return 1;
-            pbd_up__cuda_wrinkle(wr, size, NULL, PBD_UP__CUDA_FREE);
-            return 0;
-        case PBD_UP__CUDA_FREE:
-            if (r) {
-                pbd__dfree(r->surface);
-                pbd__dfree(r->fnormal);
-                free(r);
-                wr->gpu = NULL;
-            }
-            return 1;
-        case PBD_UP__CUDA_PUSH:
+        case PBD_UP__CUDA_UPLOAD: return pbd__up_wrinkle_upload(wr, 0);
+        case PBD_UP__CUDA_BIND: return pbd__up_wrinkle_upload(wr, 1);
+        case PBD_UP__CUDA_FREE: pbd__up_wrinkle_free(wr); return 1;
+        case PBD_UP__CUDA_PUSH: /* after pbd_up_wrinkle_update: a and n (and the normals, once bound) */
             pbd__h2d(r->surface, wr->surface, sizeof(float) * n3);
             pbd__h2d(r->fnormal, wr->fnormal, sizeof(float) * n3);
+            if (r->bound) pbd__h2d(r->d.normals, wr->normals, sizeof(float) * nct3);
             return 1;
-        default:
+        case PBD_UP__CUDA_FETCH: /* what pbd_up_wrinkle_update_world computed, for the host */
+            pbd__d2h(wr->surface, r->surface, sizeof(float) * n3);
+            pbd__d2h(wr->fnormal, r->fnormal, sizeof(float) * n3);
+            pbd__d2h(wr->normals, r->d.normals, sizeof(float) * nct3);
+            pbd__d2h(wr->targets, r->d.targets, sizeof(float) * n3);
+            return 1;
+        case PBD_UP__CUDA_TARGETS: { /* from the coarse world's device particles x */
+            pbd_up_wrinkle m = *wr;
+            m.coarse_triangles = r->d.coarse_triangles;
+            m.tri = r->d.tri;
+            m.bary = r->d.bary;
+            m.offset = r->d.offset;
+            m.normals = r->d.normals;
+            m.targets = r->d.targets;
+            m.surface = r->surface;
+            m.fnormal = r->fnormal;
+            m.zero = NULL;
+            m.world = NULL;
+            m.gpu = NULL;
+            pbd__launch(g, wr->coarse_triangle_count, pbd__k_wr_normals, m, x);
+            pbd__launch(g, wr->fine_count, pbd__k_wr_targets, m, x, g->dw, r->group, (const int *)r->slot);
+            wr->world->gpu_host_stale |= PBD__GPU_STALE_TARGETS; /* the host's are behind */
+            return 1;
+        }
+        case PBD_UP__CUDA_FINE:
+            pbd__launch(g, wr->fine_count, pbd__k_wr_fine, g->dw, wr->cloth_particles.first, wr->fine_count, r->fine);
+            *fine = r->fine;
+            return 1;
+        default: /* the one-sided projection (a device plugin's callback) */
             pbd__launch(c->world->gpu, wr->fine_count, pbd__k_up_side, (const float *)r->surface,
                         (const float *)r->fnormal, c->p, wr->cloth_particles.first, wr->fine_count);
             return 1;
