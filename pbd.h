@@ -3014,7 +3014,9 @@ enum {
     PBD__GPU_STALE_PARTICLES = 1,
     PBD__GPU_STALE_CONTACTS = 2,
     PBD__GPU_STALE_NEIGHBORS = 4,
-    PBD__GPU_STALE_SELFCOL = 8 /* the self-collision candidates */
+    PBD__GPU_STALE_SELFCOL = 8, /* the self-collision candidates */
+    PBD__GPU_STALE_TARGETS = 16 /* the attachment groups' targets (a kernel moved them:
+                                   pbd_upsample.h's pbd_up_wrinkle_update_world) */
 };
 
 /* pbd_cuda.cu's entry points (PBD_CUDA_COMPANION: pbd_cuda.cu's own
@@ -3042,7 +3044,8 @@ pbd_result pbd__cuda_step(pbd_world *w, float dt, int substeps, char *msg, size_
    objects' coupled flags and the tethers' reach; what &
    PBD__GPU_STALE_CONTACTS the contacts; what & PBD__GPU_STALE_NEIGHBORS the
    particle phase's neighbour lists; what & PBD__GPU_STALE_SELFCOL the
-   self-collision candidates. */
+   self-collision candidates; what & PBD__GPU_STALE_TARGETS the attachment
+   groups' targets. */
 void pbd__cuda_pull(pbd_world *w, int what);
 const float *pbd__cuda_positions(pbd_world *w);
 /* The emulation's launch order seed (PBD_CUDA_EMULATE; tests compare two). */
@@ -3064,7 +3067,8 @@ static void pbd__gpu_sync(const pbd_world *cw, int dirty) {
     pbd_world *w = (pbd_world *)cw; /* the host's copy of device state: not simulation state */
     if (!w->gpu) return;
     /* a change is uploaded whole, the self-collision candidates too */
-    int what = PBD__GPU_STALE_PARTICLES | (dirty & PBD__GPU_DIRTY_ALL ? PBD__GPU_STALE_SELFCOL : 0);
+    int what =
+        PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_TARGETS | (dirty & PBD__GPU_DIRTY_ALL ? PBD__GPU_STALE_SELFCOL : 0);
     if (w->gpu_host_stale & what) {
         pbd__cuda_pull(w, w->gpu_host_stale & what);
         w->gpu_host_stale &= ~what;
@@ -3085,17 +3089,22 @@ static void pbd__gpu_mark(pbd_world *w, int dirty) {
     (void)dirty;
 #endif
 }
-/* The same, and `what` (PBD__GPU_STALE_CONTACTS, _NEIGHBORS: what only
-   their getters read). */
-static void pbd__gpu_sync_also(const pbd_world *w, int what) {
+/* Fetches what of `what` is stale, and nothing else. */
+static void pbd__gpu_pull(const pbd_world *w, int what) {
 #ifdef PBD_CUDA
     if (w->gpu && (w->gpu_host_stale & what)) {
         pbd__cuda_pull((pbd_world *)w, w->gpu_host_stale & what);
         ((pbd_world *)w)->gpu_host_stale &= ~what;
     }
 #else
+    (void)w;
     (void)what;
 #endif
+}
+/* pbd__gpu_sync, and `what` (PBD__GPU_STALE_CONTACTS, _NEIGHBORS: what
+   only their getters read). */
+static void pbd__gpu_sync_also(const pbd_world *w, int what) {
+    pbd__gpu_pull(w, what);
     pbd__gpu_sync(w, 0);
 }
 
@@ -5461,6 +5470,7 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
 
 PBDDEF pbd_result pbd_group_set_attachment_target(pbd_world *w, pbd_group handle, int index, const float *point) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_TARGETS);
+    pbd__gpu_pull(w, PBD__GPU_STALE_TARGETS); /* the upload sends them all: the device's first */
     int gi;
     PBD__TRY(pbd__group_index(w, handle, &gi));
     PBD__CHECK_PTR(w, point, "point");
@@ -15330,7 +15340,7 @@ static pbd_result pbd__gpu_step(pbd_world *w, float dt, int S) {
     char msg[200] = "";
     pbd_result r = pbd__cuda_step(w, dt, S, msg, sizeof msg);
     if (r != PBD_OK) return pbd__fail(w, r, "%s", msg);
-    w->gpu_host_stale =
+    w->gpu_host_stale |=
         PBD__GPU_STALE_PARTICLES | PBD__GPU_STALE_CONTACTS | PBD__GPU_STALE_NEIGHBORS | PBD__GPU_STALE_SELFCOL;
     w->time += dt;
     return PBD_OK;

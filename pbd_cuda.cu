@@ -84,7 +84,10 @@
        predictions and angular velocities one thread per particle, their
        groups' matches one after the other in one thread (Gauss-Seidel
        over overlapping groups, as on the CPU), their ellipsoids against
-       the colliders one thread per particle; the multi-resolution cloth
+       the colliders one thread per particle, and a skin on them
+       (pbd_sm_skin_apply_world) one thread per vertex from the device's
+       particles and orientations into a device array, its data on the
+       device from its first call; the multi-resolution cloth
        (pbd_sm_add_cloth) its V-cycle's passes per vertex (coarse
        positions, x^, restriction, prolongation, gathers) and per
        element (two-pass: every triangle's and edge's goals, then the
@@ -102,9 +105,14 @@
        coarse vertex, then its blended displacements), with the CPU's
        bits. A wrinkle mesh's fine cloth can be a GPU world
        (pbd_up_wrinkle_desc.device): pbd.h's kernels solve it, its
-       one-sided projection is a device plugin, and each update sends the
-       attachment targets and the projection's planes, which the host
-       computes from your host coarse positions.
+       one-sided projection is a device plugin; from your host coarse
+       positions (pbd_up_wrinkle_update) each update sends the attachment
+       targets and the projection's planes, which the host computes, and
+       from a coarse GPU world (pbd_up_wrinkle_update_world) kernels
+       compute them from its device particles (one thread per coarse
+       triangle for its normal, per fine vertex for its target, the
+       binding on the device from the first such update), and the fine
+       positions stay on the device.
        Cloth self-collision (pbd_add_cloth_self_collision,
        pbd_add_collision_surface) runs on the GPU as on the CPU: the speed
        limit, the clusters' bounds and grids, the candidates (one thread
@@ -1703,6 +1711,19 @@ static void pbd__pull_particles(pbd__gpu *g, pbd_world *w) {
     }
 }
 
+/* The attachment groups' targets (their rest arrays), which a kernel
+   moved (pbd_up_wrinkle_update_world): each group's device record gives
+   its device array. */
+static void pbd__pull_targets(pbd__gpu *g, pbd_world *w) {
+    for (int i = 0; i < w->ngroups; ++i) {
+        const pbd__group *h = &w->groups[i];
+        if (h->type != PBD_CONSTRAINT_ATTACHMENT || h->count <= 0) continue;
+        pbd__group d;
+        pbd__d2h(&d, g->shadow.groups + i, sizeof d);
+        pbd__d2h(h->rest, d.rest, sizeof(float) * (size_t)h->count * (size_t)h->rest_stride);
+    }
+}
+
 /* The particle phase's lists of the last step (pbd_world_particle_neighbors),
    in the device's slots. */
 static void pbd__pull_neighbors(pbd__gpu *g, pbd_world *w) {
@@ -1819,7 +1840,8 @@ extern "C" pbd_result pbd__cuda_step(pbd_world *w, float dt, int S, char *msg, s
    element and its sums one thread each, in its order: the CPU's bits. So
    far the surface volume (pbd_sm.h, "surface volume"), the
    shape-matching bodies ("shape matching"), oriented particles
-   ("oriented") and the multi-resolution cloth ("multires cloth"). */
+   ("oriented", and their skins) and the multi-resolution cloth
+   ("multires cloth"). */
 
 /* A surface volume's device side: its device arrays (pointers of the
    record's shape, filled in by pbd__sm_volume_image) and scratch for its
@@ -2449,6 +2471,61 @@ extern "C" int pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd
     return 1;
 }
 
+/* --- skins ------------------------------------------------------------------------
+   A skin on the oriented particles of a GPU world (pbd_sm_skin_apply_world):
+   its bones, weights and offsets on the device from its first evaluation,
+   one thread per vertex (pbd_sm__skin_vertex) from the device's particles
+   and orientations into a device array. */
+typedef struct pbd__sm_skin_dev {
+    pbd_sm_skin d; /* only the arrays are used */
+} pbd__sm_skin_dev;
+
+PBD__KERNEL pbd__k_skin(pbd_sm_skin s, const float *x, const double *q) {
+    PBD__GRID_LOOP(v, s.vertex_count) { pbd_sm__skin_vertex(&s, x, q, v, s.out); }
+}
+
+static void pbd__sm_skin_free(pbd_sm_skin *s) {
+    pbd__sm_skin_dev *r = (pbd__sm_skin_dev *)s->gpu;
+    if (!r) return;
+    void *arrays[] = {r->d.bones, r->d.weights, r->d.local, r->d.out};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    free(r);
+    s->gpu = NULL;
+}
+
+extern "C" int pbd_sm__cuda_skin(pbd_sm_skin *s, size_t size, const pbd_sm__oriented *o, size_t oriented_size,
+                                 pbd_world *w, const float *x, int what, const float **out) {
+    if (size != sizeof *s || (o && oriented_size != sizeof *o)) return -2; /* another pbd_sm.h than this file's */
+    if (what == PBD_SM__CUDA_FREE) {
+        pbd__sm_skin_free(s);
+        return 1;
+    }
+    size_t nk = (size_t)s->vertex_count * (size_t)s->influences;
+    if (what == PBD_SM__CUDA_UPLOAD) {
+        pbd__sm_skin_dev *r = (pbd__sm_skin_dev *)calloc(1, sizeof *r);
+        if (!r) return 0;
+        s->gpu = r;
+        int ok = pbd__sm_array(&r->d.bones, (const int *)s->bones, nk) &&
+                 pbd__sm_array(&r->d.weights, (const double *)s->weights, nk) &&
+                 pbd__sm_array(&r->d.local, (const double *)s->local, 3 * nk) &&
+                 pbd__sm_array(&r->d.out, (const float *)NULL, 3 * (size_t)s->vertex_count);
+        if (!ok) pbd__sm_skin_free(s);
+        return ok;
+    }
+    const pbd__sm_skin_dev *r = (const pbd__sm_skin_dev *)s->gpu;
+    pbd_sm_skin m = *s; /* the record the kernel gets: the device's arrays */
+    m.bones = r->d.bones;
+    m.weights = r->d.weights;
+    m.local = r->d.local;
+    m.out = r->d.out;
+    m.world = NULL;
+    m.gpu = NULL;
+    const double *q = ((const pbd__sm_oriented_dev *)o->gpu)->d.q; /* the set's orientations on the device */
+    pbd__launch(w->gpu, s->vertex_count, pbd__k_skin, m, x, q);
+    *out = r->d.out;
+    return 1;
+}
+
 /* --- the multi-resolution cloth ------------------------------------------------
    Its levels' arrays on the device; a V-cycle (pbd_sm__vcycle) as
    launches of pbd_sm.h's PBD_HD functions, as the paper's section 5 runs
@@ -2662,43 +2739,147 @@ extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve
 
 /* A wrinkle mesh's fine cloth on a GPU world (pbd_up_wrinkle_desc.device):
    pbd.h's kernels solve it; its one-sided projection is a device plugin,
-   one thread per fine vertex, on a and n that the host computes from your
-   coarse positions at every update and sends (6 floats a fine vertex). */
+   one thread per fine vertex, on a and n (surface, fnormal). From host
+   coarse positions (pbd_up_wrinkle_update) the host computes them and the
+   targets at every update and sends a and n (6 floats a fine vertex).
+   From a coarse GPU world (pbd_up_wrinkle_update_world) the binding goes
+   to the device once (BIND), and kernels compute them from the coarse
+   world's device particles: one thread per coarse triangle for its
+   normal (pbd_up__wrinkle_normal), one per fine vertex for its a, n and
+   target (pbd_up__wrinkle_target), which it writes into the fine world's
+   attachment group (its slot) while zeroing the vertex's velocity; after
+   the step one per fine vertex zeroes the velocity again and copies the
+   position into the fine array. */
 typedef struct pbd__up_wrinkle_dev {
-    float *surface, *fnormal;
+    float *surface, *fnormal; /* fine_count*3: a and n */
+    int bound;                /* the rest is on the device (BIND) */
+    pbd_up_wrinkle d;         /* the binding and normals, targets (device arrays; surface, fnormal as above) */
+    int *slot;                /* per fine vertex: its slot in the attachment group */
+    int group;                /* the attachment group's index in the fine world */
+    float *fine;              /* fine_count*3: the fine positions of the last update */
 } pbd__up_wrinkle_dev;
 
 PBD__KERNEL pbd__k_up_side(const float *surface, const float *fnormal, float *p, int first, int n) {
     PBD__GRID_LOOP(i, n) { pbd_up__wrinkle_side(surface, fnormal, p, first, i); }
 }
+PBD__KERNEL pbd__k_wr_normals(pbd_up_wrinkle wr, const float *x) {
+    PBD__GRID_LOOP(t, wr.coarse_triangle_count) { pbd_up__wrinkle_normal(&wr, x, 4, t); }
+}
+PBD__KERNEL pbd__k_wr_targets(pbd_up_wrinkle wr, const float *x, pbd_world *fw, int group, const int *slot) {
+    PBD__GRID_LOOP(i, wr.fine_count) {
+        float *q = wr.targets + 3 * (size_t)i, *target = fw->groups[group].rest + 4 * (size_t)slot[i];
+        pbd_up__wrinkle_target(&wr, x, 4, i, q);
+        for (int k = 0; k < 3; ++k) target[k] = q[k];
+        pbd__p4 *v = &fw->v[wr.cloth_particles.first + i];
+        v->x = v->y = v->z = 0.0f; /* a static solve (pbd_up_wrinkle_update's zeroed velocities) */
+    }
+}
+PBD__KERNEL pbd__k_wr_fine(pbd_world *fw, int first, int n, float *fine) {
+    PBD__GRID_LOOP(i, n) {
+        pbd__p4 *v = &fw->v[first + i];
+        const pbd__p4 *x = &fw->x[first + i];
+        v->x = v->y = v->z = 0.0f;
+        fine[3 * (size_t)i] = x->x;
+        fine[3 * (size_t)i + 1] = x->y;
+        fine[3 * (size_t)i + 2] = x->z;
+    }
+}
 
-extern "C" int pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what) {
-    if (size != sizeof *wr) return 0; /* another pbd_upsample.h than this file's */
+/* The binding's arrays (BIND) off the device. */
+static void pbd__up_wrinkle_unbind(pbd__up_wrinkle_dev *r) {
+    const pbd_up_wrinkle *d = &r->d;
+    void *arrays[] = {d->coarse_triangles, d->tri, d->bary, d->offset, d->normals, d->targets, r->slot, r->fine};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
+    memset(&r->d, 0, sizeof r->d);
+    r->slot = NULL;
+    r->fine = NULL;
+    r->bound = 0;
+}
+static void pbd__up_wrinkle_free(pbd_up_wrinkle *wr) {
     pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
-    size_t n3 = 3 * (size_t)wr->fine_count;
+    if (!r) return;
+    pbd__up_wrinkle_unbind(r);
+    pbd__dfree(r->surface);
+    pbd__dfree(r->fnormal);
+    free(r);
+    wr->gpu = NULL;
+}
+/* The record with a and n (UPLOAD: the one-sided projection's), and with
+   `bind` the binding, the normals, the targets and the attachment slots
+   too (BIND). Out of device memory, a record made here goes; one made
+   before keeps its a and n for the projection. */
+static int pbd__up_wrinkle_upload(pbd_up_wrinkle *wr, int bind) {
+    pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
+    int made = !r;
+    if (made) {
+        if (!(r = (pbd__up_wrinkle_dev *)calloc(1, sizeof *r))) return 0;
+        wr->gpu = r;
+    }
+    size_t nf = (size_t)wr->fine_count, n3 = 3 * nf, nct = (size_t)wr->coarse_triangle_count;
+    int ok = r->surface || (pbd__sm_array(&r->surface, (const float *)wr->surface, n3) &&
+                            pbd__sm_array(&r->fnormal, (const float *)wr->fnormal, n3));
+    if (ok && bind && !r->bound) {
+        pbd_world *fw = wr->world;
+        pbd__group_index(fw, wr->attach, &r->group);
+        const pbd__group *h = &fw->groups[r->group];
+        pbd_up_wrinkle *d = &r->d;
+        ok = pbd__sm_array(&d->coarse_triangles, (const int *)wr->coarse_triangles, 3 * nct) &&
+             pbd__sm_array(&d->tri, (const int *)wr->tri, nf) && pbd__sm_array(&d->bary, (const float *)wr->bary, n3) &&
+             pbd__sm_array(&d->offset, (const float *)wr->offset, nf) &&
+             pbd__sm_array(&d->normals, (const float *)wr->normals, 3 * nct) &&
+             pbd__sm_array(&d->targets, (const float *)wr->targets, n3) &&
+             pbd__sm_array(&r->slot, (const int *)h->slot, nf) && pbd__sm_array(&r->fine, (const float *)NULL, n3);
+        if (ok) r->bound = 1;
+        else pbd__up_wrinkle_unbind(r);
+    }
+    if (!ok && made) pbd__up_wrinkle_free(wr);
+    return ok;
+}
+
+extern "C" int pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what,
+                                    const float *x, const float **fine) {
+    if (size != sizeof *wr) return -2; /* another pbd_upsample.h than this file's */
+    pbd__up_wrinkle_dev *r = (pbd__up_wrinkle_dev *)wr->gpu;
+    size_t n3 = 3 * (size_t)wr->fine_count, nct3 = 3 * (size_t)wr->coarse_triangle_count;
+    pbd__gpu *g = what == PBD_UP__CUDA_TARGETS || what == PBD_UP__CUDA_FINE ? wr->world->gpu : NULL;
     switch (what) {
-        case PBD_UP__CUDA_UPLOAD:
-            r = (pbd__up_wrinkle_dev *)calloc(1, sizeof *r);
-            if (!r) return 0;
-            wr->gpu = r;
-            if (pbd__sm_array(&r->surface, (const float *)wr->surface, n3) &&
-                pbd__sm_array(&r->fnormal, (const float *)wr->fnormal, n3))
-                return 1;
-            pbd_up__cuda_wrinkle(wr, size, NULL, PBD_UP__CUDA_FREE);
-            return 0;
-        case PBD_UP__CUDA_FREE:
-            if (r) {
-                pbd__dfree(r->surface);
-                pbd__dfree(r->fnormal);
-                free(r);
-                wr->gpu = NULL;
-            }
-            return 1;
-        case PBD_UP__CUDA_PUSH:
+        case PBD_UP__CUDA_UPLOAD: return pbd__up_wrinkle_upload(wr, 0);
+        case PBD_UP__CUDA_BIND: return pbd__up_wrinkle_upload(wr, 1);
+        case PBD_UP__CUDA_FREE: pbd__up_wrinkle_free(wr); return 1;
+        case PBD_UP__CUDA_PUSH: /* after pbd_up_wrinkle_update: a and n (and the normals, once bound) */
             pbd__h2d(r->surface, wr->surface, sizeof(float) * n3);
             pbd__h2d(r->fnormal, wr->fnormal, sizeof(float) * n3);
+            if (r->bound) pbd__h2d(r->d.normals, wr->normals, sizeof(float) * nct3);
             return 1;
-        default:
+        case PBD_UP__CUDA_FETCH: /* what pbd_up_wrinkle_update_world computed, for the host */
+            pbd__d2h(wr->surface, r->surface, sizeof(float) * n3);
+            pbd__d2h(wr->fnormal, r->fnormal, sizeof(float) * n3);
+            pbd__d2h(wr->normals, r->d.normals, sizeof(float) * nct3);
+            pbd__d2h(wr->targets, r->d.targets, sizeof(float) * n3);
+            return 1;
+        case PBD_UP__CUDA_TARGETS: { /* from the coarse world's device particles x */
+            pbd_up_wrinkle m = *wr;
+            m.coarse_triangles = r->d.coarse_triangles;
+            m.tri = r->d.tri;
+            m.bary = r->d.bary;
+            m.offset = r->d.offset;
+            m.normals = r->d.normals;
+            m.targets = r->d.targets;
+            m.surface = r->surface;
+            m.fnormal = r->fnormal;
+            m.zero = NULL;
+            m.world = NULL;
+            m.gpu = NULL;
+            pbd__launch(g, wr->coarse_triangle_count, pbd__k_wr_normals, m, x);
+            pbd__launch(g, wr->fine_count, pbd__k_wr_targets, m, x, g->dw, r->group, (const int *)r->slot);
+            wr->world->gpu_host_stale |= PBD__GPU_STALE_TARGETS; /* the host's are behind */
+            return 1;
+        }
+        case PBD_UP__CUDA_FINE:
+            pbd__launch(g, wr->fine_count, pbd__k_wr_fine, g->dw, wr->cloth_particles.first, wr->fine_count, r->fine);
+            *fine = r->fine;
+            return 1;
+        default: /* the one-sided projection (a device plugin's callback) */
             pbd__launch(c->world->gpu, wr->fine_count, pbd__k_up_side, (const float *)r->surface,
                         (const float *)r->fnormal, c->p, wr->cloth_particles.first, wr->fine_count);
             return 1;
@@ -3007,6 +3188,7 @@ extern "C" void pbd__cuda_pull(pbd_world *w, int what) {
     if (what & PBD__GPU_STALE_CONTACTS)
         pbd__d2h(w->contacts, g->shadow.contacts, sizeof(pbd__contact) * (size_t)w->contact_cap);
     if (what & PBD__GPU_STALE_NEIGHBORS) pbd__pull_neighbors(g, w);
+    if (what & PBD__GPU_STALE_TARGETS) pbd__pull_targets(g, w);
     if ((what & PBD__GPU_STALE_SELFCOL) && g->sc_dev && w->selfcol && w->selfcol->nv == g->sc.nv) {
         const pbd__selfcol *d = &g->sc;
         pbd__selfcol *h = w->selfcol;

@@ -38,8 +38,10 @@
    PBD_SM_IMPLEMENTATION is, too) everything here runs on the GPU with
    the CPU's bits: shape-matching bodies and lattices (every mode and
    summation plan, plasticity, rigid bodies), oriented particles (with
-   their collisions; skins read their state), surface volumes and the
-   multi-resolution cloth (both schemes). The sin, cos, atan2 and cube
+   their collisions; pbd_sm_skin_apply reads their state back, and
+   pbd_sm_skin_apply_world evaluates a skin on the device into a device
+   array for a renderer), surface volumes and the multi-resolution cloth
+   (both schemes). The sin, cos, atan2 and cube
    roots of double are this header's own, which a GPU computes alike (see
    "==== rotation"). Without PBD_CUDA there, a GPU world refuses every
    pbd_sm_add_<thing> with PBD_ERROR_UNSUPPORTED. A call on a world writes the message to
@@ -167,6 +169,8 @@
        pbd_sm_skin *skin;                    // yours: pbd_sm_skin_destroy
        pbd_sm_skin_create(w, o, &sd, &skin); // particles as bones
        ... pbd_world_step(w, dt); pbd_sm_skin_apply(skin, w, out_vertices);
+       // or, on a GPU world, the vertices in device memory (CUDA interop):
+       const float *dv; pbd_sm_skin_apply_world(skin, w, &dv);
        pbd_sm_remove_oriented(w, o);         // or pbd_world_destroy
 
    Set a particle's own collision radius (pbd_particles_desc.radius) to
@@ -776,6 +780,20 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set
 /* Writes vertex_count*3 floats from the world's current positions and the
    set's orientations; w must be the set's world. */
 PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w, float *out_vertices);
+/* The same vertices in the skin's own array (vertex_count*3 floats, valid
+   until the next call on the skin or its destruction). On a GPU world
+   (pbd_cuda.cu, PBD_CUDA where PBD_SM_IMPLEMENTATION is) a kernel, one
+   thread per vertex, evaluates them from the device's particles and
+   orientations, and *out is a device pointer, for a renderer's CUDA
+   interop with no copy (the skin's bones, weights and offsets go to the
+   device once, at its first call); on a CPU world *out is a host array
+   (allocated by the first call). The bits are pbd_sm_skin_apply's on the
+   same state. Errors: NULL pointers; PBD_ERROR_INVALID_ARGUMENT when w
+   is not the skin's world; PBD_ERROR_INVALID_HANDLE once the set is
+   removed; PBD_ERROR_OUT_OF_MEMORY (host or device); on a GPU world
+   PBD_ERROR_UNSUPPORTED with the reason (a build without PBD_CUDA here, a
+   pbd_cuda.cu built against another pbd_sm.h). */
+PBD_SM_DEF pbd_result pbd_sm_skin_apply_world(pbd_sm_skin *s, pbd_world *w, const float **out);
 PBD_SM_DEF int pbd_sm_skin_vertex_count(const pbd_sm_skin *s);
 PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
 
@@ -3409,7 +3427,8 @@ enum {
     PBD_SM__CUDA_ROLLBACK, /* back to it */
     PBD_SM__CUDA_FETCH,
     PBD_SM__CUDA_PUSH,
-    PBD_SM__CUDA_FREE
+    PBD_SM__CUDA_FREE,
+    PBD_SM__CUDA_EVAL /* a skin's vertices (pbd_sm__cuda_skin) */
 };
 
 /* --- the body ---------------------------------------------------------------- */
@@ -4997,13 +5016,48 @@ struct pbd_sm_skin {
     int *bones;      /* vertex_count*influences, -1 unused */
     double *weights; /* normalised */
     double *local;   /* R(rest_q_b)^T (v_rest - x_rest_b), vertex_count*influences*3 */
+    float *out;      /* pbd_sm_skin_apply_world's host array on a CPU world (its first call) */
+    void *gpu;       /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_skin, at the first
+                        pbd_sm_skin_apply_world) */
 };
+
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+/* pbd_cuda.cu's side of a skin on a GPU world: its arrays on the device
+   (PBD_SM__CUDA_UPLOAD: 1, or 0 for no device memory), an evaluation
+   (PBD_SM__CUDA_EVAL: x the device's float4 particles of the set, o's
+   device orientations; *out the device's vertices), PBD_SM__CUDA_FREE.
+   sizes: sizeof *s and *o, checked against pbd_cuda.cu's copy of this
+   header (-2: another pbd_sm.h). */
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    pbd_sm__cuda_skin(pbd_sm_skin *s, size_t size, const pbd_sm__oriented *o, size_t oriented_size, pbd_world *w,
+                      const float *x, int what, const float **out);
+#endif
 
 static PBD_HD void pbd_sm__rotate(const double *R, const double *v, double *o) {
     for (int r = 0; r < 3; ++r) o[r] = R[3 * r] * v[0] + R[3 * r + 1] * v[1] + R[3 * r + 2] * v[2];
 }
 static PBD_HD void pbd_sm__rotate_back(const double *R, const double *v, double *o) {
     for (int c = 0; c < 3; ++c) o[c] = R[c] * v[0] + R[3 + c] * v[1] + R[6 + c] * v[2];
+}
+
+/* Skinned vertex v (pbd_sm_skin_apply's math, one vertex; a kernel's
+   thread on a GPU world): x the float4 positions of the set's particles,
+   q their orientations (4 doubles each). */
+static PBD_HD void pbd_sm__skin_vertex(const pbd_sm_skin *s, const float *x, const double *q, int v, float *out) {
+    double acc[3] = {0, 0, 0};
+    for (int k = 0; k < s->influences; ++k) {
+        size_t e = (size_t)v * s->influences + k;
+        int b = s->bones[e];
+        if (b < 0) continue;
+        double R[9], rv[3];
+        pbd_sm__quat_to_mat(q + 4 * b, R);
+        pbd_sm__rotate(R, s->local + 3 * e, rv);
+        for (int a = 0; a < 3; ++a) acc[a] += s->weights[e] * (x[4 * (size_t)b + a] + rv[a]);
+    }
+    for (int a = 0; a < 3; ++a) out[3 * (size_t)v + a] = (float)acc[a];
 }
 
 static PBD_HD void pbd_sm__quat_integrate_d(const double *q, const double *omega, double h, double *out) {
@@ -5632,6 +5686,10 @@ PBD_SM_DEF pbd_sm_skin_desc pbd_sm_skin_desc_default(void) {
 
 PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s) {
     if (!s) return;
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (s->gpu) pbd_sm__cuda_skin(s, sizeof *s, NULL, 0, NULL, NULL, PBD_SM__CUDA_FREE, NULL);
+#endif
+    pbd_sm__free(NULL, s->out);
     pbd_sm__free(NULL, s->bones);
     pbd_sm__free(NULL, s->weights);
     pbd_sm__free(NULL, s->local);
@@ -5766,20 +5824,48 @@ PBD_SM_DEF pbd_result pbd_sm_skin_apply(const pbd_sm_skin *s, const pbd_world *w
     if (r != PBD_OK) return r;
     const float *x = pbd_world_positions(w);
     pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH);
-    for (int v = 0; v < s->vertex_count; ++v) {
-        double acc[3] = {0, 0, 0};
-        for (int k = 0; k < s->influences; ++k) {
-            size_t e = (size_t)v * s->influences + k;
-            int b = s->bones[e];
-            if (b < 0) continue;
-            double R[9], rv[3];
-            pbd_sm__quat_to_mat(o->q + 4 * b, R);
-            pbd_sm__rotate(R, s->local + 3 * e, rv);
-            for (int a = 0; a < 3; ++a) acc[a] += s->weights[e] * (x[4 * (o->first + b) + a] + rv[a]);
-        }
-        for (int a = 0; a < 3; ++a) out[3 * v + a] = (float)acc[a];
-    }
+    for (int v = 0; v < s->vertex_count; ++v) pbd_sm__skin_vertex(s, x + 4 * (size_t)o->first, o->q, v, out);
     return PBD_OK;
+}
+
+PBD_SM_DEF pbd_result pbd_sm_skin_apply_world(pbd_sm_skin *s, pbd_world *w, const float **out) {
+    const char *f = "pbd_sm_skin_apply_world";
+    if (!s) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "%s: s is NULL", f);
+    if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "%s: w is NULL", f);
+    if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "%s: out is NULL", f);
+    if (w != s->world)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s: the skin's oriented particle set is of another world",
+                              f);
+    pbd_sm__oriented *o;
+    pbd_result r = pbd_sm__oriented_of(w, s->set, "pbd_sm_skin_apply_world (the skin's set)", &o);
+    if (r != PBD_OK) return r;
+    if (pbd_world_device(w) == PBD_DEVICE_GPU) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+        const float *x = pbd_world_device_positions(w);
+        if (!x) return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED, "%s: %s", f, pbd_world_last_error(w));
+        int up = s->gpu ? 1 : pbd_sm__cuda_skin(s, sizeof *s, o, sizeof *o, w, NULL, PBD_SM__CUDA_UPLOAD, NULL);
+        if (up == -2)
+            return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED, "%s: pbd_cuda.cu was built against another pbd_sm.h", f);
+        if (up != 1)
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "%s: out of device memory for %d vertices", f,
+                                  s->vertex_count);
+        pbd_sm__cuda_skin(s, sizeof *s, o, sizeof *o, w, x + 4 * (size_t)o->first, PBD_SM__CUDA_EVAL, out);
+        return PBD_OK;
+#else
+        return pbd_world_fail(w, PBD_ERROR_UNSUPPORTED,
+                              "%s: a GPU world's skin needs pbd_cuda.cu's kernels: built without PBD_CUDA where "
+                              "PBD_SM_IMPLEMENTATION is",
+                              f);
+#endif
+    }
+    if (!s->out) {
+        s->out = (float *)pbd_sm__alloc_n(NULL, 3 * (size_t)s->vertex_count, sizeof(float));
+        if (!s->out)
+            return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory for %d vertices", f, s->vertex_count);
+    }
+    r = pbd_sm_skin_apply(s, w, s->out);
+    if (r == PBD_OK) *out = s->out;
+    return r;
 }
 
 // ==== surface volume ========================================================

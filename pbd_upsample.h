@@ -96,8 +96,11 @@
    (pbd_up_model_eval_world takes a CPU model and world too.) A wrinkle
    mesh's fine cloth can be a GPU world too (pbd_up_wrinkle_desc.device):
    its solve and one-sided projection run there with the CPU's bits; its
-   targets come from coarse positions on the host (not yet from a GPU
-   world's device particles).
+   targets come from coarse positions on the host (pbd_up_wrinkle_update)
+   or, by kernels, from a coarse GPU world's device particles, the fine
+   positions then a device array:
+       const float *fine;                      // a device pointer
+       pbd_up_wrinkle_update_world(wr, coarse_world, first_particle, &fine);
    Wrinkle meshes are stateful (the fine mesh keeps its shape from frame
    to frame), so they are not a pbd_up_model: pbd_up_wrinkle_create with
    the coarse and fine rest meshes, then pbd_up_wrinkle_update(wr, coarse,
@@ -357,8 +360,9 @@ typedef struct pbd_up_wrinkle_desc {
     pbd_device device;         /* the fine cloth's world (pbd.h's pbd_world_desc.device): PBD_DEVICE_CPU
                                   (default), PBD_DEVICE_GPU or PBD_DEVICE_AUTO; on a GPU its solve and
                                   the one-sided projection run there (pbd_cuda.cu, PBD_CUDA where
-                                  PBD_UPSAMPLE_IMPLEMENTATION is), the targets come from your host
-                                  coarse positions */
+                                  PBD_UPSAMPLE_IMPLEMENTATION is), the targets from your host
+                                  coarse positions or, by kernels, from a coarse GPU world's
+                                  particles (pbd_up_wrinkle_update_world) */
 } pbd_up_wrinkle_desc;
 
 PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void);
@@ -374,6 +378,26 @@ PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr);
    A NaN/Inf coarse position is refused and changes nothing. A coarse
    triangle that degenerates keeps its last normal. */
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *coarse_positions, float *fine_out);
+/* The same frame with world particles [first, first + coarse_count) of
+   `coarse` as the coarse positions; *fine gets the fine positions (3
+   floats a vertex, the wrinkle mesh's array: valid until its next update
+   or destruction). A wrinkle mesh on the GPU (desc.device; pbd_cuda.cu,
+   PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION is) needs a GPU coarse
+   world: kernels compute the targets from its device particles, the fine
+   cloth solves, and *fine is a device pointer, for a renderer's CUDA
+   interop with no copy (the binding goes to the device once, at the
+   first such call; pbd_up_wrinkle_targets then fetches the targets). A
+   CPU wrinkle mesh reads pbd_world_positions of either kind of coarse
+   world into host arrays (allocated by its first call) and runs
+   pbd_up_wrinkle_update. Both give pbd_up_wrinkle_update's bits on the
+   same positions. Errors (changing nothing): NULL pointers;
+   PBD_ERROR_INDEX_OUT_OF_RANGE for particles the coarse world does not
+   have; PBD_ERROR_INVALID_ARGUMENT for a GPU wrinkle mesh with a CPU
+   coarse world or coarse the wrinkle mesh's own world;
+   PBD_ERROR_OUT_OF_MEMORY; PBD_ERROR_UNSUPPORTED with the reason (a build
+   without PBD_CUDA here); NOT_FINITE (a CPU wrinkle mesh). A step's error
+   (pbd_world_step of the fine world) is returned as it is. */
+PBD_UP_DEF pbd_result pbd_up_wrinkle_update_world(pbd_up_wrinkle *wr, pbd_world *coarse, int first, const float **fine);
 PBD_UP_DEF int pbd_up_wrinkle_fine_count(const pbd_up_wrinkle *wr);
 /* The binding of fine vertex v: coarse triangle, barycentric coordinates
    (3 floats), offset along the normal. */
@@ -876,7 +900,17 @@ struct pbd_up_model {
    (EVAL on world w's launches, x: the first coarse vertex's float4;
    *out: the device's detail array), FREE. sizes: sizeof of the model and of the method's data,
    checked against pbd_cuda.cu's copy of this header. */
-enum { PBD_UP__CUDA_UPLOAD, PBD_UP__CUDA_EVAL, PBD_UP__CUDA_FREE, PBD_UP__CUDA_PUSH, PBD_UP__CUDA_PROJECT };
+enum {
+    PBD_UP__CUDA_UPLOAD,
+    PBD_UP__CUDA_EVAL,
+    PBD_UP__CUDA_FREE,
+    PBD_UP__CUDA_PUSH,
+    PBD_UP__CUDA_PROJECT,
+    PBD_UP__CUDA_BIND,    /* a wrinkle mesh's binding to the device (pbd_up_wrinkle_update_world) */
+    PBD_UP__CUDA_TARGETS, /* its targets from a coarse GPU world */
+    PBD_UP__CUDA_FINE,    /* its fine positions into a device array */
+    PBD_UP__CUDA_FETCH    /* its targets, a, n and normals to the host */
+};
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
 #ifdef __cplusplus
 extern "C"
@@ -2046,6 +2080,27 @@ static pbd_result pbd_up__model_changed(pbd_up_model *m, const char *fn) {
     return pbd_world_fail(NULL, code, "%s: the fit is done, but the model is back on the CPU: %s", fn, why);
 }
 
+/* The host side of a *_world call on the CPU: its arrays (*in: nc
+   vertices, *out: nout vertices, 3 floats each) at its first call, then
+   the xyz of world particles [first, first + nc) into *in. 0: out of
+   memory (nothing changed). */
+static int pbd_up__world_host_in(const pbd_world *w, int first, int nc, float **in, float **out, int nout) {
+    if (!*in) {
+        *in = (float *)pbd_up__alloc_array(3 * (size_t)nc, sizeof(float));
+        *out = (float *)pbd_up__alloc_array(3 * (size_t)nout, sizeof(float));
+        if (!*in || !*out) {
+            pbd_up__free(*in);
+            pbd_up__free(*out);
+            *in = *out = NULL;
+            return 0;
+        }
+    }
+    const float *x = pbd_world_positions(w);
+    for (int i = 0; i < nc; ++i)
+        for (int k = 0; k < 3; ++k) (*in)[3 * (size_t)i + k] = x[4 * (size_t)(first + i) + k];
+    return 1;
+}
+
 PBD_UP_DEF pbd_result pbd_up_model_eval_world(pbd_up_model *m, pbd_world *w, int first, const float **detail) {
     const char *f = "pbd_up_model_eval_world";
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: m is NULL", f);
@@ -2067,19 +2122,8 @@ PBD_UP_DEF pbd_result pbd_up_model_eval_world(pbd_up_model *m, pbd_world *w, int
         return PBD_OK;
     }
 #endif
-    if (!m->world_in) {
-        m->world_in = (float *)pbd_up__alloc_array(3 * (size_t)nc, sizeof(float));
-        m->world_out = (float *)pbd_up__alloc_array(3 * (size_t)m->detail_count, sizeof(float));
-        if (!m->world_in || !m->world_out) {
-            pbd_up__free(m->world_in);
-            pbd_up__free(m->world_out);
-            m->world_in = m->world_out = NULL;
-            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory for %d coarse vertices", f, nc);
-        }
-    }
-    const float *x = pbd_world_positions(w);
-    for (int i = 0; i < nc; ++i)
-        for (int k = 0; k < 3; ++k) m->world_in[3 * (size_t)i + k] = x[4 * (size_t)(first + i) + k];
+    if (!pbd_up__world_host_in(w, first, nc, &m->world_in, &m->world_out, m->detail_count))
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory for %d coarse vertices", f, nc);
     pbd_result r = pbd_up_model_eval(m, m->world_in, m->world_out);
     if (r == PBD_OK) *detail = m->world_out;
     return r;
@@ -2095,31 +2139,42 @@ struct pbd_up_wrinkle {
     int coarse_count, coarse_triangle_count, fine_count, one_sided;
     float time_step;
     int *coarse_triangles;
-    int *tri;       /* binding: coarse triangle per fine vertex */
-    float *bary;    /* 3 per fine vertex */
-    float *offset;  /* 1 per fine vertex */
-    float *normals; /* coarse_triangle_count*3: the last good face normals */
-    float *surface; /* fine_count*3: a of the last update */
-    float *fnormal; /* fine_count*3: n of the last update */
-    float *targets; /* fine_count*3 */
-    float *zero;    /* fine_count*3 zeros for the velocities */
-    void *gpu;      /* on a GPU world: pbd_cuda.cu's copy of surface and fnormal (pbd_up__cuda_wrinkle) */
+    int *tri;                    /* binding: coarse triangle per fine vertex */
+    float *bary;                 /* 3 per fine vertex */
+    float *offset;               /* 1 per fine vertex */
+    float *normals;              /* coarse_triangle_count*3: the last good face normals */
+    float *surface;              /* fine_count*3: a of the last update */
+    float *fnormal;              /* fine_count*3: n of the last update */
+    float *targets;              /* fine_count*3 */
+    float *zero;                 /* fine_count*3 zeros for the velocities */
+    void *gpu;                   /* on a GPU world: pbd_cuda.cu's copy of surface and fnormal (pbd_up__cuda_wrinkle) */
+    int device_newer;            /* pbd_up_wrinkle_update_world left normals, surface, fnormal and targets newer
+                         on the device (FETCH before the host reads them) */
+    float *coarse_in, *fine_out; /* pbd_up_wrinkle_update_world's host arrays (a CPU fine world) */
 };
 
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
 /* pbd_cuda.cu's side of a wrinkle mesh on a GPU world: the one-sided
-   projection's a and n on the device (UPLOAD, 0: out of device memory;
-   PUSH after an update's targets), the projection on the context's
-   device positions (PROJECT), FREE. size: sizeof *wr. */
+   projection's a and n on the device (UPLOAD; PUSH after an update's
+   targets), the projection on the context's device positions (PROJECT);
+   for pbd_up_wrinkle_update_world the binding, the normals, the targets
+   and the attachment slots on the device (BIND, once), the targets from
+   a coarse GPU world's device particles x (its first coarse vertex's
+   float4) into the fine world's attachment group, its velocities zeroed
+   (TARGETS), after the step its velocities zeroed and the fine positions
+   into a device array (FINE: *fine), what TARGETS computed to the host
+   (FETCH); FREE. Returns 1, 0 when out of device memory, -2 for size
+   (sizeof *wr) not pbd_cuda.cu's. */
 #ifdef __cplusplus
 extern "C"
 #endif
     int
-    pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what);
+    pbd_up__cuda_wrinkle(pbd_up_wrinkle *wr, size_t size, const pbd_solve_context *c, int what, const float *x,
+                         const float **fine);
 #endif
 static int pbd_up__wrinkle_gpu(pbd_up_wrinkle *wr, const pbd_solve_context *c, int what) {
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-    if (wr->gpu) return pbd_up__cuda_wrinkle(wr, sizeof *wr, c, what), 1;
+    if (wr->gpu) return pbd_up__cuda_wrinkle(wr, sizeof *wr, c, what, NULL, NULL), 1;
 #else
     (void)wr;
     (void)c;
@@ -2141,9 +2196,10 @@ PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void) {
     return d;
 }
 
-/* Unit normal of triangle t of x; 0 when it is degenerate. */
-static int pbd_up__face_normal(const float *x, const int *t, float *n) {
-    const float *a = x + 3 * (size_t)t[0], *b = x + 3 * (size_t)t[1], *c = x + 3 * (size_t)t[2];
+/* Unit normal of triangle t of x (stride floats a vertex); 0 when it is
+   degenerate. */
+static PBD_HD int pbd_up__face_normal_at(const float *x, int stride, const int *t, float *n) {
+    const float *a = x + stride * (size_t)t[0], *b = x + stride * (size_t)t[1], *c = x + stride * (size_t)t[2];
     float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]}, e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
     float m[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
     float l = sqrtf(m[0] * m[0] + m[1] * m[1] + m[2] * m[2]);
@@ -2154,6 +2210,7 @@ static int pbd_up__face_normal(const float *x, const int *t, float *n) {
     n[2] = m[2] / l;
     return 1;
 }
+static int pbd_up__face_normal(const float *x, const int *t, float *n) { return pbd_up__face_normal_at(x, 3, t, n); }
 
 /* Closest point of triangle (a, b, c) to p as barycentric coordinates
    (Ericson, "Real-Time Collision Detection", 5.1.5), in double. */
@@ -2254,6 +2311,13 @@ static int pbd_up__mesh_closed(const int *tris, int nt) {
     return ok;
 }
 
+/* After pbd_up_wrinkle_update_world on a GPU: what it computed to the host. */
+static void pbd_up__wrinkle_fetch(pbd_up_wrinkle *wr) {
+    if (!wr->device_newer) return;
+    pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_FETCH);
+    wr->device_newer = 0;
+}
+
 static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
     if (!wr) return;
     pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_FREE);
@@ -2267,6 +2331,8 @@ static void pbd_up__wrinkle_free(pbd_up_wrinkle *wr) {
     pbd_up__free(wr->fnormal);
     pbd_up__free(wr->targets);
     pbd_up__free(wr->zero);
+    pbd_up__free(wr->coarse_in);
+    pbd_up__free(wr->fine_out);
     pbd_up__free(wr);
 }
 
@@ -2289,23 +2355,31 @@ static void pbd_up__wrinkle_project(void *user, const pbd_solve_context *c) {
         pbd_up__wrinkle_side(wr->surface, wr->fnormal, c->p, wr->cloth_particles.first, i);
 }
 
+/* Coarse triangle t's normal (wr->normals) for coarse positions x (stride
+   floats a vertex: 3 on the host, a GPU world's float4 particles in a
+   kernel); a degenerate triangle keeps its last one. */
+static PBD_HD void pbd_up__wrinkle_normal(const pbd_up_wrinkle *wr, const float *x, int stride, int t) {
+    float n[3];
+    if (pbd_up__face_normal_at(x, stride, wr->coarse_triangles + 3 * (size_t)t, n))
+        for (int k = 0; k < 3; ++k) wr->normals[3 * (size_t)t + k] = n[k];
+}
+/* Fine vertex i's surface point a and normal n (wr->surface, fnormal) and
+   its target a + d n (q), after the normals. */
+static PBD_HD void pbd_up__wrinkle_target(const pbd_up_wrinkle *wr, const float *x, int stride, int i, float *q) {
+    const int *t = wr->coarse_triangles + 3 * (size_t)wr->tri[i];
+    const float *b = wr->bary + 3 * (size_t)i, *n = wr->normals + 3 * (size_t)wr->tri[i];
+    float *a = wr->surface + 3 * (size_t)i;
+    const float *x0 = x + stride * (size_t)t[0], *x1 = x + stride * (size_t)t[1], *x2 = x + stride * (size_t)t[2];
+    for (int k = 0; k < 3; ++k) {
+        a[k] = b[0] * x0[k] + b[1] * x1[k] + b[2] * x2[k];
+        q[k] = a[k] + wr->offset[i] * n[k];
+        wr->fnormal[3 * (size_t)i + k] = n[k];
+    }
+}
 /* Targets a + d n (and a, n) of every fine vertex for coarse positions x. */
 static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
-    for (int t = 0; t < wr->coarse_triangle_count; ++t) {
-        float n[3];
-        if (pbd_up__face_normal(x, wr->coarse_triangles + 3 * (size_t)t, n))
-            memcpy(wr->normals + 3 * (size_t)t, n, sizeof n);
-    }
-    for (int i = 0; i < wr->fine_count; ++i) {
-        const int *t = wr->coarse_triangles + 3 * (size_t)wr->tri[i];
-        const float *b = wr->bary + 3 * (size_t)i, *n = wr->normals + 3 * (size_t)wr->tri[i];
-        float *a = wr->surface + 3 * (size_t)i, *q = wr->targets + 3 * (size_t)i;
-        for (int k = 0; k < 3; ++k) {
-            a[k] = b[0] * x[3 * (size_t)t[0] + k] + b[1] * x[3 * (size_t)t[1] + k] + b[2] * x[3 * (size_t)t[2] + k];
-            q[k] = a[k] + wr->offset[i] * n[k];
-            wr->fnormal[3 * (size_t)i + k] = n[k];
-        }
-    }
+    for (int t = 0; t < wr->coarse_triangle_count; ++t) pbd_up__wrinkle_normal(wr, x, 3, t);
+    for (int i = 0; i < wr->fine_count; ++i) pbd_up__wrinkle_target(wr, x, 3, i, wr->targets + 3 * (size_t)i);
 }
 
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
@@ -2650,7 +2724,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
         if (pbd_world_device(wr->world) == PBD_DEVICE_GPU) { /* a device plugin: a and n on the device */
             pd.device = 1;
-            if (!pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_UPLOAD))
+            if (pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_UPLOAD, NULL, NULL) != 1)
                 r = pbd_world_fail(wr->world, PBD_ERROR_OUT_OF_MEMORY,
                                    "pbd_up_wrinkle_create: out of device memory for %d fine vertices", d->fine_count);
         }
@@ -2678,6 +2752,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
         return pbd_world_fail(
             (wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
             "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
+    pbd_up__wrinkle_fetch(wr); /* the normals of a last update from a GPU world */
     pbd_up__wrinkle_targets(wr, x);
     pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_PUSH);
     pbd_result r = PBD_OK;
@@ -2688,6 +2763,56 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
     if (r == PBD_OK) r = pbd_world_step(wr->world, wr->time_step);
     if (r == PBD_OK) r = pbd_particles_set_velocities(wr->world, wr->cloth_particles, wr->zero);
     if (r == PBD_OK && fine_out) r = pbd_particles_get_positions(wr->world, wr->cloth_particles, fine_out);
+    return r;
+}
+
+PBD_UP_DEF pbd_result pbd_up_wrinkle_update_world(pbd_up_wrinkle *wr, pbd_world *coarse, int first,
+                                                  const float **fine) {
+    const char *f = "pbd_up_wrinkle_update_world";
+    if (!wr) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "%s: wr is NULL", f);
+    if (!coarse) return pbd_world_fail(wr->world, PBD_ERROR_NULL_POINTER, "%s: coarse is NULL", f);
+    if (!fine) return pbd_world_fail(wr->world, PBD_ERROR_NULL_POINTER, "%s: fine is NULL", f);
+    if (coarse == wr->world)
+        return pbd_world_fail(wr->world, PBD_ERROR_INVALID_ARGUMENT, "%s: coarse is the wrinkle mesh's own world", f);
+    int n = pbd_world_particle_count(coarse), nc = wr->coarse_count;
+    if (first < 0 || first > n - nc)
+        return pbd_world_fail(wr->world, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                              "%s: particles [%d, %d) are not in the coarse world (%d particles)", f, first, first + nc,
+                              n);
+    if (pbd_world_device(wr->world) == PBD_DEVICE_GPU) {
+        if (pbd_world_device(coarse) != PBD_DEVICE_GPU)
+            return pbd_world_fail(wr->world, PBD_ERROR_INVALID_ARGUMENT,
+                                  "%s: a wrinkle mesh on the GPU (pbd_up_wrinkle_desc.device) takes a GPU coarse "
+                                  "world",
+                                  f);
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+        const float *x = pbd_world_device_positions(coarse);
+        if (!x) return pbd_world_fail(wr->world, PBD_ERROR_UNSUPPORTED, "%s: %s", f, pbd_world_last_error(coarse));
+        if (!pbd_world_device_positions(wr->world)) /* the fine world up to date on the device */
+            return pbd_world_fail(wr->world, PBD_ERROR_UNSUPPORTED, "%s: %s", f, pbd_world_last_error(wr->world));
+        int up = pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_BIND, NULL, NULL);
+        if (up == -2)
+            return pbd_world_fail(wr->world, PBD_ERROR_UNSUPPORTED,
+                                  "%s: pbd_cuda.cu was built against another pbd_upsample.h", f);
+        if (up != 1)
+            return pbd_world_fail(wr->world, PBD_ERROR_OUT_OF_MEMORY, "%s: out of device memory for %d fine vertices",
+                                  f, wr->fine_count);
+        pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_TARGETS, x + 4 * (size_t)first, NULL);
+        wr->device_newer = 1;
+        pbd_result r = pbd_world_step(wr->world, wr->time_step);
+        if (r == PBD_OK) pbd_up__cuda_wrinkle(wr, sizeof *wr, NULL, PBD_UP__CUDA_FINE, NULL, fine);
+        return r;
+#else
+        return pbd_world_fail(wr->world, PBD_ERROR_UNSUPPORTED,
+                              "%s: built without PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION is (pbd_cuda.cu's kernels)",
+                              f);
+#endif
+    }
+    if (!pbd_up__world_host_in(coarse, first, nc, &wr->coarse_in, &wr->fine_out, wr->fine_count))
+        return pbd_world_fail(wr->world, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory for %d fine vertices", f,
+                              wr->fine_count);
+    pbd_result r = pbd_up_wrinkle_update(wr, wr->coarse_in, wr->fine_out);
+    if (r == PBD_OK) *fine = wr->fine_out;
     return r;
 }
 
@@ -2713,6 +2838,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_targets(const pbd_up_wrinkle *wr, float *ta
     if (!targets)
         return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER,
                               "pbd_up_wrinkle_targets: targets is NULL");
+    pbd_up__wrinkle_fetch((pbd_up_wrinkle *)wr); /* the host's copy of the device's state */
     size_t n = (size_t)wr->fine_count * 3 * sizeof(float);
     memcpy(targets, wr->targets, n);
     if (surface_points) memcpy(surface_points, wr->surface, n);

@@ -212,6 +212,22 @@ static inline unsigned char *pbdt_save(const pbd_world *w, size_t *n) {
     return b;
 }
 
+#ifdef PBD_UPSAMPLE_H_INCLUDED /* (a test that includes pbd_upsample.h before this file) */
+/* A wrinkle mesh's desc with the defaults for coarse mesh c and fine mesh f. */
+static inline pbd_up_wrinkle_desc pbdt_wrinkle_desc(const pbd_mesh *c, const pbd_mesh *f) {
+    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
+    d.coarse_positions = c->positions;
+    d.coarse_count = c->vertex_count;
+    d.coarse_triangles = c->triangles;
+    d.coarse_triangle_count = c->triangle_count;
+    d.fine_positions = f->positions;
+    d.fine_count = f->vertex_count;
+    d.fine_triangles = f->triangles;
+    d.fine_triangle_count = f->triangle_count;
+    return d;
+}
+#endif
+
 /* A world with default settings but for gravity (0, gy, 0). */
 static inline pbd_world *pbdt_world(float gy) {
     pbd_world_desc d = pbd_world_desc_default();

@@ -21,9 +21,9 @@
 
    Built without PBD_CUDA (the main test binary), it checks that nothing
    changes: auto worlds are CPU worlds, and a GPU world is refused. */
+#include "../pbd_upsample.h" /* (first: test.h's helpers for it) */
 #include "test.h"
 #include "../pbd_sm.h"
-#include "../pbd_upsample.h"
 #include <float.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,7 +55,71 @@ TEST(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused) {
     CHECK(pbd_world_device(NULL) == PBD_DEVICE_CPU);
 }
 
-void suite_cuda(void) { RUN(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused); }
+/* Without PBD_CUDA the device calls of pbd_sm.h and pbd_upsample.h run on
+   the host for CPU worlds: a skin's vertices (pbd_sm_skin_apply_world)
+   are pbd_sm_skin_apply's in the skin's host array, a wrinkle mesh
+   updated from a world's particles (pbd_up_wrinkle_update_world) gives
+   pbd_up_wrinkle_update's fine positions on the same coarse positions. */
+TEST(cuda_without_pbd_cuda_skins_and_wrinkles_evaluate_on_the_host) {
+    pbd_world *w = world_on(PBD_DEVICE_CPU);
+    pbd_mesh s, f;
+    float c[3] = {0, 0.5f, 0}, *cx = NULL, *fine = NULL;
+    pbd_up_wrinkle *wr[2] = {NULL, NULL};
+    pbd_sm_skin *skin = NULL;
+    CHECK_OK(pbd_mesh_sphere(0, c, 0.3f, &s));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 1, 1, &f));
+    if (!w) goto done;
+    {
+        pbd_cloth_desc cd = pbdt_cloth_desc(&s);
+        pbd_object o = {0};
+        CHECK_OK(pbd_add_cloth(w, &cd, &o));
+        pbd_object_parts parts;
+        CHECK_OK(pbd_object_get_parts(w, o, &parts));
+        pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+        od.particles = parts.particles;
+        od.radius = 0.05f;
+        pbd_sm_oriented set;
+        CHECK_OK(pbd_sm_add_oriented(w, &od, &set));
+        pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+        sd.rest_vertices = f.positions;
+        sd.vertex_count = f.vertex_count;
+        CHECK_OK(pbd_sm_skin_create(w, set, &sd, &skin));
+        for (int k = 0; k < 2; ++k) {
+            pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&s, &f);
+            CHECK_OK(pbd_up_wrinkle_create(&d, &wr[k]));
+        }
+        if (!skin || !wr[0] || !wr[1]) goto done;
+        size_t nf3 = 3 * (size_t)f.vertex_count;
+        cx = (float *)malloc(sizeof(float) * 3 * (size_t)s.vertex_count);
+        fine = (float *)malloc(sizeof(float) * nf3);
+        for (int frame = 0; frame < 6; ++frame) {
+            CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+            const float *out = NULL, *x = pbd_world_positions(w);
+            CHECK_OK(pbd_sm_skin_apply(skin, w, fine));
+            CHECK_OK(pbd_sm_skin_apply_world(skin, w, &out));
+            CHECK(out && !memcmp(out, fine, nf3 * sizeof(float)));
+            for (int i = 0; i < s.vertex_count; ++i)
+                for (int k = 0; k < 3; ++k) cx[3 * i + k] = x[4 * (parts.particles.first + i) + k];
+            CHECK_OK(pbd_up_wrinkle_update(wr[0], cx, fine));
+            CHECK_OK(pbd_up_wrinkle_update_world(wr[1], w, parts.particles.first, &out));
+            CHECK(out && !memcmp(out, fine, nf3 * sizeof(float)));
+        }
+    }
+done:
+    pbd_sm_skin_destroy(skin);
+    pbd_up_wrinkle_destroy(wr[0]);
+    pbd_up_wrinkle_destroy(wr[1]);
+    pbd_world_destroy(w);
+    pbd_mesh_free(&s);
+    pbd_mesh_free(&f);
+    free(cx);
+    free(fine);
+}
+
+void suite_cuda(void) {
+    RUN(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused);
+    RUN(cuda_without_pbd_cuda_skins_and_wrinkles_evaluate_on_the_host);
+}
 
 #else /* PBD_CUDA */
 
@@ -838,6 +902,26 @@ static void frame_oriented(pbd_world *w, int frame) {
     }
 }
 
+/* A skin's rest mesh along the plant's stem (nv vertices), and a skin of
+   it on the plant of world w (bones and weights: NULL for the nearest
+   particles). */
+static void plant_mesh(float *mesh, int nv) {
+    for (int v = 0; v < nv; ++v) {
+        mesh[3 * v] = 0.015f * (float)v, mesh[3 * v + 1] = 0.32f + 0.012f * (float)v;
+        mesh[3 * v + 2] = 0.01f * (float)(v % 3);
+    }
+}
+static pbd_sm_skin *plant_skin(pbd_world *w, const float *mesh, int nv, const int *bones, const float *weights) {
+    pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
+    sd.rest_vertices = mesh;
+    sd.vertex_count = nv;
+    sd.bones = bones;
+    sd.weights = weights;
+    pbd_sm_skin *skin = NULL;
+    CHECK_OK(pbd_sm_skin_create(w, plant, &sd, &skin));
+    return skin;
+}
+
 /* pbd_sm.h's multi-resolution cloth (a device plugin): a 16 x 16 cloth of
    4 levels pinned at two corners falling onto a sphere, with bending,
    damping and wrinkle conservation; nested levels in the independent
@@ -1409,15 +1493,7 @@ TEST(cuda_a_wrinkle_mesh_solves_on_a_gpu_world) {
                    (float *)malloc(sizeof(float) * 3 * (size_t)f.vertex_count)};
     pbd_up_wrinkle *wr[2] = {NULL, NULL};
     for (int k = 0; k < 2; ++k) {
-        pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-        d.coarse_positions = s.positions;
-        d.coarse_count = s.vertex_count;
-        d.coarse_triangles = s.triangles;
-        d.coarse_triangle_count = s.triangle_count;
-        d.fine_positions = f.positions;
-        d.fine_count = f.vertex_count;
-        d.fine_triangles = f.triangles;
-        d.fine_triangle_count = f.triangle_count;
+        pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&s, &f);
         d.one_sided = 1;
         d.device = k ? PBD_DEVICE_GPU : PBD_DEVICE_CPU;
         CHECK_OK(pbd_up_wrinkle_create(&d, &wr[k]));
@@ -1468,17 +1544,12 @@ TEST(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world) {
     pbd_sm_oriented set[2];
     pbd_sm_skin *skin[2] = {NULL, NULL};
     float mesh[3 * 40], out[2][3 * 40];
-    for (int v = 0; v < 40; ++v)
-        mesh[3 * v] = 0.015f * (float)v, mesh[3 * v + 1] = 0.32f + 0.012f * (float)v,
-                 mesh[3 * v + 2] = 0.01f * (float)(v % 3);
+    plant_mesh(mesh, 40);
     if (!ws[0] || !ws[1]) goto done;
     for (int k = 0; k < 2; ++k) {
         build_oriented(ws[k]);
         set[k] = plant;
-        pbd_sm_skin_desc sd = pbd_sm_skin_desc_default();
-        sd.rest_vertices = mesh;
-        sd.vertex_count = 40;
-        CHECK_OK(pbd_sm_skin_create(ws[k], set[k], &sd, &skin[k]));
+        skin[k] = plant_skin(ws[k], mesh, 40, NULL, NULL);
         for (int s = 0; s < 20; ++s) {
             frame_oriented(ws[k], s);
             CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
@@ -1520,6 +1591,209 @@ TEST(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world) {
 done:
     pbd_world_destroy(ws[0]);
     pbd_world_destroy(ws[1]);
+}
+
+/* A skin on a GPU world's oriented particles evaluates on the device
+   (pbd_sm_skin_apply_world: one thread per vertex into a device array)
+   with the bits of pbd_sm_skin_apply on the CPU world, frame after frame,
+   in two launch orders: nearest-particle weights, and bones given with
+   unused slots and uneven weights. On the CPU world it gives
+   pbd_sm_skin_apply's vertices in a host array. Bad input changes
+   nothing; a removed set is refused. */
+TEST(cuda_a_skin_evaluates_on_the_device) {
+    NEEDS_GPU();
+    enum { NV = 40 };
+    float mesh[3 * NV], wts[4 * NV], host[3 * NV], dev[3 * NV];
+    int bones[4 * NV];
+    plant_mesh(mesh, NV);
+    for (int v = 0; v < NV; ++v) {
+        int b[4] = {v % 16, (v + 5) % 16, -1, (7 * v + 3) % 16};
+        float wt[4] = {1.0f, 0.5f + 0.01f * (float)v, 3.0f, 0.25f};
+        for (int k = 0; k < 4; ++k) bones[4 * v + k] = b[k], wts[4 * v + k] = wt[k];
+    }
+    for (int order = 0; order < ORDERS; ++order) {
+        pbd__cuda_emulate_seed(order ? 0x9e3779b9u : 1u);
+        pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+        pbd_sm_skin *sk[2][2] = {{NULL, NULL}, {NULL, NULL}};
+        pbd_sm_oriented set[2];
+        float moved = 0;
+        if (!ws[0] || !ws[1]) goto next;
+        for (int k = 0; k < 2; ++k) {
+            build_oriented(ws[k]);
+            set[k] = plant;
+            sk[k][0] = plant_skin(ws[k], mesh, NV, NULL, NULL);
+            sk[k][1] = plant_skin(ws[k], mesh, NV, bones, wts);
+        }
+        if (!sk[0][0] || !sk[0][1] || !sk[1][0] || !sk[1][1]) goto next;
+        for (int frame = 0; frame < 24; ++frame) {
+            for (int k = 0; k < 2; ++k) {
+                frame_oriented(ws[k], frame);
+                CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+            }
+            for (int j = 0; j < 2; ++j) {
+                const float *d = NULL, *c = NULL;
+                CHECK_OK(pbd_sm_skin_apply_world(sk[1][j], ws[1], &d));
+                CHECK_OK(pbd_sm_skin_apply(sk[0][j], ws[0], host));
+                if (d) pbd__cuda_read(dev, d, sizeof dev);
+                CHECK_MSG(d && !memcmp(dev, host, sizeof dev), "order %d, frame %d, skin %d", order, frame, j);
+                CHECK_OK(pbd_sm_skin_apply_world(sk[0][j], ws[0], &c)); /* the CPU world: a host array */
+                CHECK(c && !memcmp(c, host, sizeof host));
+            }
+        }
+        for (int i = 0; i < 3 * NV; ++i) moved = fmaxf(moved, fabsf(host[i] - mesh[i]));
+        CHECK_MSG(moved > 0.05f, "the skin moved at most %g m", (double)moved);
+        {
+            size_t n0 = 0, n1 = 0;
+            unsigned char *before = pbdt_save(ws[1], &n0);
+            const float keep[1] = {0}, *out = keep;
+            CHECK_RESULT(pbd_sm_skin_apply_world(NULL, ws[1], &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], NULL, &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], ws[1], NULL), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][0], ws[0], &out), PBD_ERROR_INVALID_ARGUMENT);
+            CHECK(strstr(pbd_world_last_error(ws[0]), "another world") != NULL);
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[0][0], ws[1], &out), PBD_ERROR_INVALID_ARGUMENT);
+            unsigned char *after = pbdt_save(ws[1], &n1);
+            CHECK(out == keep && n0 > 0 && n1 == n0 && !memcmp(before, after, n0));
+            free(before);
+            free(after);
+            CHECK_OK(pbd_sm_remove_oriented(ws[1], set[1]));
+            CHECK_RESULT(pbd_sm_skin_apply_world(sk[1][1], ws[1], &out), PBD_ERROR_INVALID_HANDLE);
+            CHECK(out == keep);
+        }
+    next:
+        pbd_world_destroy(ws[0]);
+        pbd_world_destroy(ws[1]);
+        for (int k = 0; k < 4; ++k) pbd_sm_skin_destroy(sk[k / 2][k % 2]); /* a skin outlives its world */
+    }
+}
+
+/* A wrinkle mesh on the GPU follows a coarse GPU world's device particles
+   (pbd_up_wrinkle_update_world: the normals and targets by kernels, the
+   fine positions a device array) with the bits of a CPU wrinkle mesh
+   updated from the CPU world's positions (pbd_up_wrinkle_update), frame
+   after frame, in two launch orders: a closed coarse cloth (after 3 other
+   particles) falling and crumpling on the ground, one-sided. Host
+   updates between device updates keep the bits; the targets read back;
+   the fine world's host copy of the targets is current (a change and a
+   step of the fine world). A CPU wrinkle mesh takes either coarse world
+   (host arrays). Bad input changes nothing. */
+TEST(cuda_a_wrinkle_mesh_follows_a_gpu_coarse_world) {
+    NEEDS_GPU();
+    pbd_mesh s, f;
+    float c[3] = {0, 0.4f, 0};
+    CHECK_OK(pbd_mesh_sphere(0, c, 0.3f, &s));
+    CHECK_OK(pbd_up_mesh_subdivide(&s, 2, 1, &f));
+    size_t nf3 = 3 * (size_t)f.vertex_count;
+    float *cx = (float *)malloc(sizeof(float) * 3 * (size_t)s.vertex_count);
+    float *ref = (float *)malloc(sizeof(float) * nf3), *got = (float *)malloc(sizeof(float) * nf3);
+    float *t[2][3];
+    for (int k = 0; k < 6; ++k) t[k / 3][k % 3] = (float *)malloc(sizeof(float) * nf3);
+    for (int order = 0; order < ORDERS; ++order) {
+        pbd__cuda_emulate_seed(order ? 0x9e3779b9u : 1u);
+        pbd_world *ws[2] = {world_on(PBD_DEVICE_CPU), world_on(PBD_DEVICE_GPU)};
+        pbd_up_wrinkle *wr[4] = {NULL, NULL, NULL, NULL};
+        int first = 0, nc = s.vertex_count, n = 0;
+        if (!ws[0] || !ws[1]) goto next;
+        for (int k = 0; k < 2; ++k) {
+            ground(ws[k]);
+            float three[9] = {2, 0.1f, 0, 2.2f, 0.1f, 0, 2.4f, 0.1f, 0};
+            pbd_particles_desc pd = pbd_particles_desc_default();
+            pd.positions = three;
+            pd.count = 3;
+            CHECK_OK(pbd_add_particles(ws[k], &pd, NULL));
+            pbd_cloth_desc cd = pbdt_cloth_desc(&s);
+            pbd_object o = {0};
+            CHECK_OK(pbd_add_cloth(ws[k], &cd, &o));
+            first = pbdt_parts(ws[k], o).particles.first;
+        }
+        CHECK(first == 3);
+        n = pbd_world_particle_count(ws[1]);
+        for (int k = 0; k < 4; ++k) { /* 0: host updates; 1: on the GPU; 2, 3: CPU, from either world */
+            pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&s, &f);
+            d.one_sided = 1;
+            d.device = k == 1 ? PBD_DEVICE_GPU : PBD_DEVICE_CPU;
+            CHECK_OK(pbd_up_wrinkle_create(&d, &wr[k]));
+        }
+        if (!wr[0] || !wr[1] || !wr[2] || !wr[3]) goto next;
+        for (int frame = 0; frame < 14; ++frame) {
+            for (int k = 0; k < 2; ++k) {
+                CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+                if (frame == 6 || frame == 8) { /* coarse triangle 0 collapses: it keeps its last normal, */
+                    const float *a = pbd_world_positions(ws[k]) + 4 * (first + s.triangles[0]);
+                    float at[3] = {a[0], a[1], a[2]}; /* which the device (6) or the host (8) made */
+                    pbd_range b = {first + s.triangles[1], 1};
+                    CHECK_OK(pbd_particles_set_positions(ws[k], b, at));
+                }
+            }
+            const float *x = pbd_world_positions(ws[0]), *d = NULL, *h = NULL;
+            for (int i = 0; i < nc; ++i)
+                for (int k = 0; k < 3; ++k) cx[3 * i + k] = x[4 * (first + i) + k];
+            CHECK_OK(pbd_up_wrinkle_update(wr[0], cx, ref));
+            if (frame == 6 || frame == 7) { /* host updates between device updates */
+                CHECK_OK(pbd_up_wrinkle_update(wr[1], cx, got));
+            } else {
+                CHECK_OK(pbd_up_wrinkle_update_world(wr[1], ws[1], first, &d));
+                if (d) pbd__cuda_read(got, d, sizeof(float) * nf3);
+            }
+            CHECK_MSG(!memcmp(got, ref, sizeof(float) * nf3), "order %d, frame %d", order, frame);
+            CHECK_OK(pbd_up_wrinkle_update_world(wr[2], ws[0], first, &h));
+            CHECK_MSG(h && !memcmp(h, ref, sizeof(float) * nf3), "the CPU fallback, frame %d", frame);
+            CHECK_OK(pbd_up_wrinkle_update_world(wr[3], ws[1], first, &h));
+            CHECK_MSG(h && !memcmp(h, ref, sizeof(float) * nf3), "a CPU wrinkle mesh on the GPU world, frame %d",
+                      frame);
+            if (frame % 5 == 4)
+                same_bits("the fine worlds", frame, pbd_up_wrinkle_world(wr[0]), pbd_up_wrinkle_world(wr[1]));
+        }
+        {
+            float most = 0;
+            for (size_t i = 0; i < nf3; ++i) most = fmaxf(most, fabsf(ref[i] - f.positions[i]));
+            CHECK_MSG(most > 0.1f, "the fine mesh moved at most %g m", (double)most);
+        }
+        for (int k = 0; k < 2; ++k) CHECK_OK(pbd_up_wrinkle_targets(wr[k], t[k][0], t[k][1], t[k][2]));
+        for (int j = 0; j < 3; ++j) CHECK_MSG(!memcmp(t[0][j], t[1][j], sizeof(float) * nf3), "targets, array %d", j);
+        {
+            const float keep[1] = {0}, *out = keep;
+            pbd_world *fw = pbd_up_wrinkle_world(wr[1]);
+            size_t n0 = 0, n1 = 0;
+            unsigned char *before = pbdt_save(fw, &n0);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(NULL, ws[1], first, &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], NULL, first, &out), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], ws[1], first, NULL), PBD_ERROR_NULL_POINTER);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], ws[1], -1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], ws[1], n - nc + 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], ws[0], first, &out), PBD_ERROR_INVALID_ARGUMENT);
+            CHECK(strstr(pbd_world_last_error(fw), "GPU coarse world") != NULL);
+            CHECK_RESULT(pbd_up_wrinkle_update_world(wr[1], fw, 0, &out), PBD_ERROR_INVALID_ARGUMENT);
+            unsigned char *after = pbdt_save(fw, &n1);
+            CHECK(out == keep && n0 > 0 && n1 == n0 && !memcmp(before, after, n0));
+            free(before);
+            free(after);
+        }
+        /* one more device update, then the fine worlds change and step on
+           their own: the GPU world's host copy of the targets must be the
+           device's (a change uploads the host's) */
+        {
+            const float *d = NULL;
+            CHECK_OK(pbd_up_wrinkle_update(wr[0], cx, ref));
+            CHECK_OK(pbd_up_wrinkle_update_world(wr[1], ws[1], first, &d));
+            for (int k = 0; k < 2; ++k) {
+                pbd_world *fw = pbd_up_wrinkle_world(wr[k]);
+                CHECK_OK(pbd_particle_pin(fw, 0));
+                CHECK_OK(pbd_world_step(fw, 1.0f / 60.0f));
+            }
+            same_bits("the fine worlds stepped alone", 0, pbd_up_wrinkle_world(wr[0]), pbd_up_wrinkle_world(wr[1]));
+        }
+    next:
+        for (int k = 0; k < 4; ++k) pbd_up_wrinkle_destroy(wr[k]);
+        pbd_world_destroy(ws[0]);
+        pbd_world_destroy(ws[1]);
+    }
+    for (int k = 0; k < 6; ++k) free(t[k / 3][k % 3]);
+    free(cx);
+    free(ref);
+    free(got);
+    pbd_mesh_free(&s);
+    pbd_mesh_free(&f);
 }
 
 /* A surface volume on a GPU world: its getters read what the device
@@ -2006,6 +2280,8 @@ void suite_cuda(void) {
     RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
     RUN(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world);
     RUN(cuda_a_wrinkle_mesh_solves_on_a_gpu_world);
+    RUN(cuda_a_wrinkle_mesh_follows_a_gpu_coarse_world);
+    RUN(cuda_a_skin_evaluates_on_the_device);
     RUN(cuda_empty_worlds_step);
     RUN(cuda_the_device_is_chosen_per_world_and_logged);
     RUN(cuda_device_positions_for_interop);

@@ -3,9 +3,9 @@
    planarity, closedness, the stencil weights of Loop's rules), two-scale
    detail, wrinkle meshes (attachment radius, one-sided attachment),
    training data, save/load, bad input, SIMD == scalar and 1 == 2 threads. */
+#include "../pbd_upsample.h" /* (first: test.h's helpers for it) */
 #include "test.h"
 #include "check_error.h"
-#include "../pbd_upsample.h"
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -507,15 +507,7 @@ TEST(up_wrinkle_radius) {
     CHECK_OK(pbd_up_mesh_subdivide(&g, 2, 0, &f));
     unsigned st = 11; /* a small out-of-plane jitter breaks the symmetry */
     for (int i = 0; i < f.vertex_count; ++i) f.positions[3 * i + 1] += 0.002f * (pbdt_rand(&st) - 0.5f);
-    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = g.positions;
-    d.coarse_count = g.vertex_count;
-    d.coarse_triangles = g.triangles;
-    d.coarse_triangle_count = g.triangle_count;
-    d.fine_positions = f.positions;
-    d.fine_count = f.vertex_count;
-    d.fine_triangles = f.triangles;
-    d.fine_triangle_count = f.triangle_count;
+    pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&g, &f);
     d.radius = 0.03f;
     d.iterations = 8;
     pbd_up_wrinkle *wr = NULL;
@@ -615,15 +607,7 @@ TEST(up_wrinkle_one_sided) {
     }
     float *x = (float *)malloc(sizeof(float) * 3 * f.vertex_count);
     for (int one_sided = 1; one_sided >= 0; --one_sided) {
-        pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-        d.coarse_positions = s.positions;
-        d.coarse_count = s.vertex_count;
-        d.coarse_triangles = s.triangles;
-        d.coarse_triangle_count = s.triangle_count;
-        d.fine_positions = f.positions;
-        d.fine_count = f.vertex_count;
-        d.fine_triangles = f.triangles;
-        d.fine_triangle_count = f.triangle_count;
+        pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&s, &f);
         d.radius = 0.2f;
         d.one_sided = one_sided;
         pbd_up_wrinkle *wr = NULL;
@@ -678,15 +662,7 @@ TEST(up_wrinkle_one_sided) {
     pbd_mesh g;
     float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh_grid(3, 3, o, u, v, &g);
-    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = g.positions;
-    d.coarse_count = g.vertex_count;
-    d.coarse_triangles = g.triangles;
-    d.coarse_triangle_count = g.triangle_count;
-    d.fine_positions = g.positions;
-    d.fine_count = g.vertex_count;
-    d.fine_triangles = g.triangles;
-    d.fine_triangle_count = g.triangle_count;
+    pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&g, &g);
     pbd_up_wrinkle *wr = NULL;
     d.one_sided = 1;
     CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED, "closed 0");
@@ -727,15 +703,7 @@ TEST(up_wrinkle_threads_simd_bit_identical) {
     float c[3] = {0, 0, 0};
     pbd_mesh_sphere(1, c, 1.0f, &s);
     CHECK_OK(pbd_up_mesh_subdivide(&s, 1, 1, &f));
-    pbd_up_wrinkle_desc d = pbd_up_wrinkle_desc_default();
-    d.coarse_positions = s.positions;
-    d.coarse_count = s.vertex_count;
-    d.coarse_triangles = s.triangles;
-    d.coarse_triangle_count = s.triangle_count;
-    d.fine_positions = f.positions;
-    d.fine_count = f.vertex_count;
-    d.fine_triangles = f.triangles;
-    d.fine_triangle_count = f.triangle_count;
+    pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&s, &f);
     d.radius = 0.1f;
     d.one_sided = 1;
     pbd_up_wrinkle *w[3] = {NULL, NULL, NULL};
