@@ -134,7 +134,9 @@
          few kilobytes, whatever the world's size) after numbers
          (gravity, solver settings, compliances, damping, viscosity,
          switches, ranges) and attachment targets, which fetch nothing
-         first either; the colliders (their poses and friction) go with
+         first either (but for targets a kernel moved: after
+         pbd_up_wrinkle_update_world the first target setter fetches
+         them); the colliders (their poses and friction) go with
          every step;
        - after a step the host's particles are stale; the first call that
          reads or changes the world fetches them (x and v, the fluids'
