@@ -3809,8 +3809,21 @@ static void pbd_sm__stage_values(pbd_sm__body *b, const float *pos, const double
     for (int i = lo; i < hi; ++i) pbd_sm__value(b, pos, o, i);
 }
 
+/* The sums of a body that one thread runs (a small body, or any body of a
+   1-thread step), on that thread alone. Not pbd_sm_plan_sum: called where
+   no parallel region is open - a world stepping on one thread opens none
+   (pbd_world_set_threads(w, 1), or the default policy's choice on a busy
+   machine) - it would open a team of omp_get_max_threads() for a plan of
+   512 regions or more, so an 8 x 8 x 8 lattice "on 1 thread" ran its sums
+   on 2 and kept a second thread spinning (3x the CPU time of 1 thread
+   when idle, 100x the time of a step when another process held the other
+   core). The world's team decides the threads of a step. */
+static void pbd_sm__plan_sum_serial(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    PBD_SM__PRAGMA(omp parallel num_threads(1))
+    p->sum(p, values, k, sums);
+}
 static void pbd_sm__stage_sums(pbd_sm__body *b) {
-    pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+    pbd_sm__plan_sum_serial(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
 }
 /* The same by every thread of the team (orphaned `omp for` in the plan). */
 static void pbd_sm__stage_sums_team(pbd_sm__body *b) {
@@ -3962,7 +3975,9 @@ static void pbd_sm__stage_goals(pbd_sm__body *b, double *quats, int lo, int hi) 
 /* G_i = sum of the goal functions of particle i's regions, in a fixed
    order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
    per-vertex gather). Symmetric regions: one plan sum (from one thread). */
-static void pbd_sm__stage_gather_plan(pbd_sm__body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
+static void pbd_sm__stage_gather_plan(pbd_sm__body *b) {
+    pbd_sm__plan_sum_serial(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
+}
 static PBD_HD void pbd_sm__gather_list(pbd_sm__body *b, int i) {
     int k = 3 * pbd_sm__body_nb(b);
     double *g = b->G + (size_t)i * k;
