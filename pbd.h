@@ -328,8 +328,16 @@
    32 x 32 6.7/0.07% (5), 48 x 48 7.3/0.08% (7), 100 x 100 9.5/0.07% (14);
    the cost grows with the substeps (a 100 x 100 hanging cloth: 3.5x a
    4-substep step). An unpinned cloth (the hello-world cloth, the
-   showcase) keeps the world's substeps. A cloth that must stretch (a flag
-   that tears) sets tethers = 0 (examples/flag_tear.c).
+   showcase) keeps the world's substeps, and has no tethers, so it
+   stretches like the "tethers = 0" rows while it lands, and static
+   friction then holds much of that stretch where it lies: the QUICK
+   START cloth dropped on its sphere, at rest after 5 s, has 9% of its
+   edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: 25%
+   and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
+   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%, mean stretch
+   0.27%) where it matters (tests/test_collisions.c,
+   collisions_unpinned_cloth_stretch_on_sphere). A cloth that must
+   stretch (a flag that tears) sets tethers = 0 (examples/flag_tear.c).
 
    PARALLELISM (survey 3.8; docs/DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
@@ -435,8 +443,10 @@
        before each stage that has one and go back up after), unless the
        plugin is device code (pbd_plugin_desc.device: its callbacks get
        the device's arrays and launch their own kernels; pbd_sm.h's
-       surface volume is one). pbd_sm.h's other kinds refuse GPU worlds
-       until their kernels are in pbd_cuda.cu. The
+       bodies, oriented particles, surface volumes and multi-resolution
+       cloths are such plugins when pbd_sm.h's implementation is built
+       with PBD_CUDA too, and refuse a GPU world with
+       PBD_ERROR_UNSUPPORTED otherwise; see pbd_sm.h). The
        host keeps the whole world
        and every call validates it there; the first step after a change
        uploads it. After a step the host's particles are stale until a

@@ -32,6 +32,21 @@
    pbd_remove_fluid: pbd_plugin_desc.uses_particles); its removal leaves
    them in the world.
 
+   SNAPSHOTS. pbd_world_save / pbd_world_restore hold the world, not this
+   header's state (pbd.h section "plugins"): a restore keeps every body,
+   oriented set, volume and cloth with its current internal state - a
+   body's region rotations (warm starts) and plastic states S_p, an
+   oriented set's orientations and angular velocities. So a plastic body
+   goes on from a restore with the plastic deformation it has now, not the
+   one it had when the snapshot was taken, and in a world rebuilt and then
+   restored (a saved game) it starts undeformed (S_p = I), so the
+   continuation differs; oriented particles lose their spin. Elastic bodies
+   depend only on the particles (to the last bits of the rotations' warm
+   starts). Read the state with pbd_sm_body_plastic_state and
+   pbd_sm_oriented_get_state; oriented state goes back with
+   pbd_sm_oriented_set_state, a body's S_p can only be reset
+   (pbd_sm_body_reset_plasticity).
+
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
    or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
