@@ -4390,9 +4390,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     for (int i = 0; i < n; ++i)
         if (d->particles[i] < 0 || d->particles[i] >= wn)
             return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                  "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i "
-                                  "%d, d->particles[i] %d, wn %d)",
-                                  i, d->particles[i], wn);
+                                  "pbd_sm_add_body: particles[%d] = %d is not a particle of the world (0..%d)", i,
+                                  d->particles[i], wn - 1);
     if (d->plan && d->region_start)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_body: one region source (d->plan && d->region_start)");
@@ -4405,10 +4404,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < n && res == PBD_OK; ++i) {
             int j = d->particles[i];
-            if (seen[j]++) {
-                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: duplicate (seen[j]++)");
+            if (seen[j]) { /* seen[j]: 1 + the entry that listed it first (the message names both) */
+                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                     "pbd_sm_add_body: particle %d is listed twice (particles[%d] and particles[%d])", j,
+                                     seen[j] - 1, i);
                 break;
-            } /* duplicate */
+            }
+            seen[j] = i + 1;
             for (int a = 0; a < 3; ++a)
                 rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];
