@@ -282,8 +282,14 @@
    it has moved, stretches more where its tethers are slack (path lengths
    on the 32 x 32 below: 38/13 at 4 x 4, undamped). The damping (towards
    the motion of the anchors, see pbd_object_set_damping) brings a hanging
-   cloth to rest in about 2 s, as air does, and calms the waves that the
-   fall sends through it (undamped, 32 x 32 at 4 x 4: 15/7.6). The worst
+   cloth to rest as air does, and calms the waves that the fall sends
+   through it (undamped, 32 x 32 at 4 x 4: 15/7.6). Rest takes a few
+   seconds, not one damping time: the fastest vertex of the 32 x 32 below
+   (defaults, 1/60 s steps), dropped from the horizontal, moves at 0.5 m/s
+   after 2 s, 0.1 m/s after 4 s, 4 cm/s after 5 s and under 2 cm/s from
+   6 s on (a swing is a pendulum's, whose amplitude damping 2/s takes
+   down e-fold per second, from the metres per second of the fall;
+   tests/test_damping.c). The worst
    edge strain (|x_a - x_b| / rest - 1) of a 1 m cloth hanging from its
    two top corners, all defaults but substeps x iterations (and the
    cloth's substep rule below off), 1/60 s steps, in % during the fall
@@ -322,8 +328,16 @@
    32 x 32 6.7/0.07% (5), 48 x 48 7.3/0.08% (7), 100 x 100 9.5/0.07% (14);
    the cost grows with the substeps (a 100 x 100 hanging cloth: 3.5x a
    4-substep step). An unpinned cloth (the hello-world cloth, the
-   showcase) keeps the world's substeps. A cloth that must stretch (a flag
-   that tears) sets tethers = 0 (examples/flag_tear.c).
+   showcase) keeps the world's substeps, and has no tethers, so it
+   stretches like the "tethers = 0" rows while it lands, and static
+   friction then holds much of that stretch where it lies: the QUICK
+   START cloth dropped on its sphere, at rest after 5 s, has 9% of its
+   edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: 25%
+   and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
+   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%, mean stretch
+   0.27%) where it matters (tests/test_collisions.c,
+   collisions_unpinned_cloth_stretch_on_sphere). A cloth that must
+   stretch (a flag that tears) sets tethers = 0 (examples/flag_tear.c).
 
    PARALLELISM (survey 3.8; docs/DESIGN.md section 5). Every group is graph
    coloured when it is added (no two constraints of a colour share a
@@ -429,8 +443,10 @@
        before each stage that has one and go back up after), unless the
        plugin is device code (pbd_plugin_desc.device: its callbacks get
        the device's arrays and launch their own kernels; pbd_sm.h's
-       surface volume is one). pbd_sm.h's other kinds refuse GPU worlds
-       until their kernels are in pbd_cuda.cu. The
+       bodies, oriented particles, surface volumes and multi-resolution
+       cloths are such plugins when pbd_sm.h's implementation is built
+       with PBD_CUDA too, and refuse a GPU world with
+       PBD_ERROR_UNSUPPORTED otherwise; see pbd_sm.h). The
        host keeps the whole world
        and every call validates it there; the first step after a change
        uploads it. After a step the host's particles are stale until a
@@ -1001,8 +1017,9 @@ typedef struct pbd_cloth_desc {
     int area_constraints;                                          /* default 0 */
     float thickness;                                               /* particle radius for collisions, default 0.01 */
     float damping;     /* 1/s, global damping (pbd_object_set_damping); default 2: a
-                                   hanging cloth's swing dies out in about 2 s, as air does it
-                                   (see "CLOTH DEFAULTS AND STRETCH") */
+                                   hanging cloth's swing dies out as air damps it (a 1 m cloth
+                                   dropped from the horizontal: under 2 cm/s after about 6 s;
+                                   see "CLOTH DEFAULTS AND STRETCH") */
     int reorder;       /* store the particles in space-filling-curve order for
                                    cache locality (real meshes are not laid out like grids) */
     int *permutation;  /* optional out, vertex_count ints: world particle of vertex i

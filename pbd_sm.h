@@ -32,6 +32,21 @@
    pbd_remove_fluid: pbd_plugin_desc.uses_particles); its removal leaves
    them in the world.
 
+   SNAPSHOTS. pbd_world_save / pbd_world_restore hold the world, not this
+   header's state (pbd.h section "plugins"): a restore keeps every body,
+   oriented set, volume and cloth with its current internal state - a
+   body's region rotations (warm starts) and plastic states S_p, an
+   oriented set's orientations and angular velocities. So a plastic body
+   goes on from a restore with the plastic deformation it has now, not the
+   one it had when the snapshot was taken, and in a world rebuilt and then
+   restored (a saved game) it starts undeformed (S_p = I), so the
+   continuation differs; oriented particles lose their spin. Elastic bodies
+   depend only on the particles (to the last bits of the rotations' warm
+   starts). Read the state with pbd_sm_body_plastic_state and
+   pbd_sm_oriented_get_state; oriented state goes back with
+   pbd_sm_oriented_set_state, a body's S_p can only be reset
+   (pbd_sm_body_reset_plasticity).
+
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
    or index. On a GPU world (pbd_cuda.cu; define PBD_CUDA where
@@ -3828,8 +3843,21 @@ static void pbd_sm__stage_values(pbd_sm__body *b, const float *pos, const double
     for (int i = lo; i < hi; ++i) pbd_sm__value(b, pos, o, i);
 }
 
+/* The sums of a body that one thread runs (a small body, or any body of a
+   1-thread step), on that thread alone. Not pbd_sm_plan_sum: called where
+   no parallel region is open - a world stepping on one thread opens none
+   (pbd_world_set_threads(w, 1), or the default policy's choice on a busy
+   machine) - it would open a team of omp_get_max_threads() for a plan of
+   512 regions or more, so an 8 x 8 x 8 lattice "on 1 thread" ran its sums
+   on 2 and kept a second thread spinning (3x the CPU time of 1 thread
+   when idle, 100x the time of a step when another process held the other
+   core). The world's team decides the threads of a step. */
+static void pbd_sm__plan_sum_serial(pbd_sm_sum_plan *p, const double *values, int k, double *sums) {
+    PBD_SM__PRAGMA(omp parallel num_threads(1))
+    p->sum(p, values, k, sums);
+}
 static void pbd_sm__stage_sums(pbd_sm__body *b) {
-    pbd_sm_plan_sum(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
+    pbd_sm__plan_sum_serial(b->plan, b->values, 3 * pbd_sm__body_nb(b), b->sums);
 }
 /* The same by every thread of the team (orphaned `omp for` in the plan). */
 static void pbd_sm__stage_sums_team(pbd_sm__body *b) {
@@ -3981,7 +4009,9 @@ static void pbd_sm__stage_goals(pbd_sm__body *b, double *quats, int lo, int hi) 
 /* G_i = sum of the goal functions of particle i's regions, in a fixed
    order (survey 4.2, blended goals; survey 4.7: per-element goals, then a
    per-vertex gather). Symmetric regions: one plan sum (from one thread). */
-static void pbd_sm__stage_gather_plan(pbd_sm__body *b) { pbd_sm_plan_sum(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G); }
+static void pbd_sm__stage_gather_plan(pbd_sm__body *b) {
+    pbd_sm__plan_sum_serial(b->plan, b->T, 3 * pbd_sm__body_nb(b), b->G);
+}
 static PBD_HD void pbd_sm__gather_list(pbd_sm__body *b, int i) {
     int k = 3 * pbd_sm__body_nb(b);
     double *g = b->G + (size_t)i * k;
@@ -4379,9 +4409,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     for (int i = 0; i < n; ++i)
         if (d->particles[i] < 0 || d->particles[i] >= wn)
             return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                  "pbd_sm_add_body: rejected because d->particles[i] < 0 || d->particles[i] >= wn (i "
-                                  "%d, d->particles[i] %d, wn %d)",
-                                  i, d->particles[i], wn);
+                                  "pbd_sm_add_body: particles[%d] = %d is not a particle of the world (0..%d)", i,
+                                  d->particles[i], wn - 1);
     if (d->plan && d->region_start)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_body: one region source (d->plan && d->region_start)");
@@ -4394,10 +4423,13 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         const float *x = pbd_world_positions(w);
         for (int i = 0; i < n && res == PBD_OK; ++i) {
             int j = d->particles[i];
-            if (seen[j]++) {
-                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: duplicate (seen[j]++)");
+            if (seen[j]) { /* seen[j]: 1 + the entry that listed it first (the message names both) */
+                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                     "pbd_sm_add_body: particle %d is listed twice (particles[%d] and particles[%d])", j,
+                                     seen[j] - 1, i);
                 break;
-            } /* duplicate */
+            }
+            seen[j] = i + 1;
             for (int a = 0; a < 3; ++a)
                 rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];

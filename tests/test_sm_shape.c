@@ -915,6 +915,9 @@ TEST(sm_shape_bad_input) {
     sms_iota(oob, N, first);
     oob[3] = N + 5;
     d.particles = oob;
+    /* the messages name the entry and the particle, in words (they were
+       "rejected because d->particles[i] < 0 || ..." and "duplicate (seen[j]++)") */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INDEX_OUT_OF_RANGE, "particles[3] =");
     SMS_BAD(PBD_ERROR_INDEX_OUT_OF_RANGE); /* out-of-range particle */
     oob[3] = -1;
     d.particles = oob;
@@ -929,6 +932,7 @@ TEST(sm_shape_bad_input) {
     sms_iota(dup, N, first);
     dup[5] = dup[2];
     d.particles = dup;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "(particles[2] and particles[5])");
     SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* duplicate particle */
     float zero_m[N] = {0};
     d.masses = zero_m;
