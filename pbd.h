@@ -14075,6 +14075,39 @@ static PBD_HD int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell
                              max);
 }
 
+#if PBD__W > 1
+/* The lanes of mask m of triangle cluster tc (vertex rows V) whose
+   triangle is within bound0 + its reach of xi: pbd__sc_try_pt's distance
+   test in the same operations (pbd__vclosest_on_triangle gives the scalar
+   closest point's bits, the reach is the largest of its corners', and
+   bound0 = PBD__SC_PT_GAP * the largest thickness + the vertex's reach is
+   at least the pair's), W triangles at once, so that only the pairs it
+   keeps pay for the exact test: most of a cloth's in-sheet neighbours
+   pass the boxes but lie beyond the gap. */
+static inline unsigned pbd__sc_lanes_near(const pbd__selfcol *S, const int *V, pbd__v3 xi, float bound0, unsigned m) {
+    enum { K = PBD__SC_K };
+    unsigned out = 0;
+    pbd__vv P;
+    P.x = pbd__vset1(xi.x);
+    P.y = pbd__vset1(xi.y);
+    P.z = pbd__vset1(xi.z);
+    for (int j = 0; j < K; j += PBD__W) {
+        if (!((m >> j) & ((1u << PBD__W) - 1))) continue;
+        pbd__vp c[3];
+        for (int k = 0; k < 3; ++k) {
+            int ids[PBD__W];
+            for (int l = 0; l < PBD__W; ++l) ids[l] = V[k * K + j + l] < 0 ? 0 : V[k * K + j + l];
+            c[k] = pbd__vgather(S->xv, ids); /* x at the start of the substep, the reach as w */
+        }
+        pbd__vv r = pbd__vvsub(P, pbd__vclosest_on_triangle(P, pbd__vvpos(c[0]), pbd__vvpos(c[1]), pbd__vvpos(c[2])));
+        pbd__vf tt = pbd__vmax(c[2].w, pbd__vmax(c[1].w, c[0].w));
+        pbd__vm in = pbd__vle(pbd__vsqrt(pbd__vvdot(r, r)), pbd__vadd(pbd__vset1(bound0), tt));
+        out |= pbd__vbits(in) << j;
+    }
+    return out & m;
+}
+#endif
+
 /* Point-triangle candidates of the vertices of vertex cluster c. */
 static PBD_HD void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
@@ -14113,6 +14146,11 @@ static PBD_HD void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, i
                 int l = pbd__lowest_bit(near); /* the members of a vertex cluster are its first lanes */
                 unsigned m = pbd__sc_lanes(L, vb[l]);
                 if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
+#if PBD__W > 1
+                if (m & (m - 1))
+                    m = pbd__sc_lanes_near(S, S->tlv + (size_t)3 * K * tc, xs[l],
+                                           PBD__SC_PT_GAP * S->maxth + S->reach[ids[l]], m);
+#endif
                 for (; m; m &= m - 1)
                     pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__lowest_bit(m)], xs[l], S->reach[ids[l]], prev[l],
                                    nprev[l], S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
