@@ -1549,14 +1549,22 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
 /* Cloth self-collision and cloth-cloth collision (survey 3.4.3). A
    collision surface is a triangle mesh over world particles with a
    thickness. Every substep:
-     1. the predicted motion of every surface vertex is limited to
-        `thickness` per substep (a maximum speed of thickness / h), for the
-        prediction and again for the solved positions: with it, and with
-        candidates searched within the reach of that motion, a crossing
-        cannot happen between two discrete checks. The limit is a speed:
-        a 2 mm cloth stepped at 1/60 s in 4 substeps falls at most
+     1. every surface vertex gets a reach: pinned and kinematic ones
+        their motion, free ones twice their predicted motion plus a
+        quarter of the thickness, at most the thickness. The prediction
+        is limited to `thickness` per substep (a maximum speed of
+        thickness / h) and the solved positions to the reach: with it,
+        and with candidates searched within the reach, a crossing cannot
+        happen between two discrete checks. The limit is a speed: a 2 mm
+        cloth stepped at 1/60 s in 4 substeps falls at most
         0.002 * 4 * 60 = 0.48 m/s; raise the substeps (or the thickness)
-        for faster motion;
+        for faster motion. The reach also limits how fast the solver can
+        speed a vertex up: from rest, a yanked cloth next to the hand
+        moves a quarter of a thickness in the first substep, about three
+        quarters in the second and the whole thickness from the third on
+        (an acceleration of at most a quarter thickness / h^2 per substep
+        from rest: 29 m/s^2 for that cloth), and in exchange resting and
+        slow cloth is searched within 1.9 thicknesses rather than 3.4;
      2. candidates are the vertex-triangle pairs closer than sqrt(2)
         thicknesses plus the reach of both (the projection acts within a
         thickness of the plane and a thickness sideways) and the edge pairs
@@ -1593,11 +1601,12 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
         (they end it at rest there). The speed limit acts from outside, like
         a collider: the angular momentum an isolated object keeps through
         the substep (SOLVER step 5) is taken after it.
-   Cost (bench/selfcollision.c, a 100 x 100 cloth): draped near itself,
-   a step costs about 3.3-3.6x one without self-collision; folded in two
-   layers pressed together, with about 90 000 candidates per substep
-   (every vertex has several in the other layer within the padding),
-   12-14x.
+   Cost (bench/selfcollision.c, a 100 x 100 cloth, SIMD, 1 thread):
+   draped over a sphere and itself, a step costs about 2.8x one without
+   self-collision; folded in two layers pressed together, with about
+   60 000 candidates per substep (every vertex has several in the other
+   layer within the padding), about 9x (3.3-3.6x and 12-14x with a
+   thickness of reach for every free vertex; bench/README.md).
    What the guarantee (no vertex passes through a triangle) rests on, and
    where it ends (tests/test_selfcollision.c): the fail-safe sees only the
    kept candidates, so a vertex with more than 8 triangles within the reach
