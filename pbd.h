@@ -1566,22 +1566,14 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
 /* Cloth self-collision and cloth-cloth collision (survey 3.4.3). A
    collision surface is a triangle mesh over world particles with a
    thickness. Every substep:
-     1. every surface vertex gets a reach: pinned and kinematic ones
-        their motion, free ones twice their predicted motion plus a
-        quarter of the thickness, at most the thickness. The prediction
-        is limited to `thickness` per substep (a maximum speed of
-        thickness / h) and the solved positions to the reach: with it,
-        and with candidates searched within the reach, a crossing cannot
-        happen between two discrete checks. The limit is a speed: a 2 mm
-        cloth stepped at 1/60 s in 4 substeps falls at most
+     1. the predicted motion of every surface vertex is limited to
+        `thickness` per substep (a maximum speed of thickness / h), for the
+        prediction and again for the solved positions: with it, and with
+        candidates searched within the reach of that motion, a crossing
+        cannot happen between two discrete checks. The limit is a speed:
+        a 2 mm cloth stepped at 1/60 s in 4 substeps falls at most
         0.002 * 4 * 60 = 0.48 m/s; raise the substeps (or the thickness)
-        for faster motion. The reach also limits how fast the solver can
-        speed a vertex up: from rest, a yanked cloth next to the hand
-        moves a quarter of a thickness in the first substep, about three
-        quarters in the second and the whole thickness from the third on
-        (an acceleration of at most a quarter thickness / h^2 per substep
-        from rest: 29 m/s^2 for that cloth), and in exchange resting and
-        slow cloth is searched within 1.9 thicknesses rather than 3.4;
+        for faster motion;
      2. candidates are the vertex-triangle pairs closer than sqrt(2)
         thicknesses plus the reach of both (the projection acts within a
         thickness of the plane and a thickness sideways) and the edge pairs
@@ -1618,12 +1610,11 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
         (they end it at rest there). The speed limit acts from outside, like
         a collider: the angular momentum an isolated object keeps through
         the substep (SOLVER step 5) is taken after it.
-   Cost (bench/selfcollision.c, a 100 x 100 cloth, SIMD, 1 thread):
-   draped over a sphere and itself, a step costs about 2.8x one without
-   self-collision; folded in two layers pressed together, with about
-   60 000 candidates per substep (every vertex has several in the other
-   layer within the padding), about 9x (3.3-3.6x and 12-14x with a
-   thickness of reach for every free vertex; bench/README.md).
+   Cost (bench/selfcollision.c, a 100 x 100 cloth): draped near itself,
+   a step costs about 3.3-3.6x one without self-collision; folded in two
+   layers pressed together, with about 90 000 candidates per substep
+   (every vertex has several in the other layer within the padding),
+   12-14x.
    What the guarantee (no vertex passes through a triangle) rests on, and
    where it ends (tests/test_selfcollision.c): the fail-safe sees only the
    kept candidates, so a vertex with more than 8 triangles within the reach
@@ -14111,39 +14102,6 @@ static PBD_HD int pbd__sc_buckets(const pbd__grid *g, const float *b, float cell
                              max);
 }
 
-#if PBD__W > 1
-/* The lanes of mask m of triangle cluster tc (vertex rows V) whose
-   triangle is within bound0 + its reach of xi: pbd__sc_try_pt's distance
-   test in the same operations (pbd__vclosest_on_triangle gives the scalar
-   closest point's bits, the reach is the largest of its corners', and
-   bound0 = PBD__SC_PT_GAP * the largest thickness + the vertex's reach is
-   at least the pair's), W triangles at once, so that only the pairs it
-   keeps pay for the exact test: most of a cloth's in-sheet neighbours
-   pass the boxes but lie beyond the gap. */
-static inline unsigned pbd__sc_lanes_near(const pbd__selfcol *S, const int *V, pbd__v3 xi, float bound0, unsigned m) {
-    enum { K = PBD__SC_K };
-    unsigned out = 0;
-    pbd__vv P;
-    P.x = pbd__vset1(xi.x);
-    P.y = pbd__vset1(xi.y);
-    P.z = pbd__vset1(xi.z);
-    for (int j = 0; j < K; j += PBD__W) {
-        if (!((m >> j) & ((1u << PBD__W) - 1))) continue;
-        pbd__vp c[3];
-        for (int k = 0; k < 3; ++k) {
-            int ids[PBD__W];
-            for (int l = 0; l < PBD__W; ++l) ids[l] = V[k * K + j + l] < 0 ? 0 : V[k * K + j + l];
-            c[k] = pbd__vgather(S->xv, ids); /* x at the start of the substep, the reach as w */
-        }
-        pbd__vv r = pbd__vvsub(P, pbd__vclosest_on_triangle(P, pbd__vvpos(c[0]), pbd__vvpos(c[1]), pbd__vvpos(c[2])));
-        pbd__vf tt = pbd__vmax(c[2].w, pbd__vmax(c[1].w, c[0].w));
-        pbd__vm in = pbd__vle(pbd__vsqrt(pbd__vvdot(r, r)), pbd__vadd(pbd__vset1(bound0), tt));
-        out |= pbd__vbits(in) << j;
-    }
-    return out & m;
-}
-#endif
-
 /* Point-triangle candidates of the vertices of vertex cluster c. */
 static PBD_HD void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, int c) {
     enum { K = PBD__SC_K };
@@ -14182,11 +14140,6 @@ static PBD_HD void pbd__sc_vertex_cluster(const pbd_world *w, pbd__selfcol *S, i
                 int l = pbd__lowest_bit(near); /* the members of a vertex cluster are its first lanes */
                 unsigned m = pbd__sc_lanes(L, vb[l]);
                 if (m) m &= pbd__sc_lanes_pt(S->tlv + (size_t)3 * K * tc, ids[l]);
-#if PBD__W > 1
-                if (m & (m - 1))
-                    m = pbd__sc_lanes_near(S, S->tlv + (size_t)3 * K * tc, xs[l],
-                                           PBD__SC_PT_GAP * S->maxth + S->reach[ids[l]], m);
-#endif
                 for (; m; m &= m - 1)
                     pbd__sc_try_pt(w, S, ids[l], S->tord[tc * K + pbd__lowest_bit(m)], xs[l], S->reach[ids[l]], prev[l],
                                    nprev[l], S->pt + (size_t)ids[l] * PBD__SC_PT, &count[l]);
@@ -14354,29 +14307,15 @@ static PBD_HD void pbd__selfcol_color(pbd__selfcol *S) {
 /* The steps of pbd__selfcol_detect for one element (the GPU runs them
    too): vertex i's speed limit and reach; a triangle (edge) cluster's
    bounds; a vertex cluster's box; the grids' cells. */
-#ifndef PBD__SC_SLACK
-#define PBD__SC_SLACK 0.25f /* what the solved motion may add to twice the predicted one, in thicknesses */
-#endif
-/* The reach is what the candidates are searched within and what the
-   solved motion is clamped to (pbd__sc_clamp_one): pinned and kinematic
-   particles move as told (their motion), the others at most twice their
-   predicted motion plus a quarter of a thickness, and never more than
-   the speed limit, a thickness. A fixed reach of a thickness for every
-   free vertex made the search pad resting and slow cloth as much as cloth
-   at the speed limit: every pair within 3.4 thicknesses was a candidate.
-   With the prediction's own motion, cloth at rest in layers is searched
-   within 1.9 thicknesses (issue 21: half the candidates of a folded cloth,
-   and a fifth of a draping one's), while a vertex the solver drives
-   faster than predicted (a yank, a push) still gets up to twice its
-   motion plus the slack every substep, so it reaches the speed limit
-   within a few substeps. */
 static inline PBD_HD void pbd__sc_limit_one(pbd_world *w, pbd__selfcol *S, int i, float h) {
     int q = S->vp[i];
     pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-    float l = pbd__len(d), th = w->surfaces[S->vs[i]].thickness, lim = PBD__SC_SPEED * th;
+    float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
+    /* pinned and kinematic particles move as told; the others at
+       most lim, which the solver keeps too (pbd__selfcol_project) */
+    S->reach[i] = w->x[q].w == 0 ? l : lim;
     if (w->x[q].w != 0 && l > lim) { /* the maximum speed: thickness per substep */
         d = pbd__mul(d, lim / l);
-        l = lim;
         w->p[q].x = x.x + d.x;
         w->p[q].y = x.y + d.y;
         w->p[q].z = x.z + d.z;
@@ -14384,8 +14323,6 @@ static inline PBD_HD void pbd__sc_limit_one(pbd_world *w, pbd__selfcol *S, int i
         w->v[q].y = d.y / h;
         w->v[q].z = d.z / h;
     }
-    float r = 2.0f * l + PBD__SC_SLACK * th;
-    S->reach[i] = w->x[q].w == 0 ? l : (r < lim ? r : lim);
     S->xv[i] = w->x[q]; /* the start of the substep and the reach, for the bounds */
     S->xv[i].w = S->reach[i];
 }
@@ -14463,14 +14400,14 @@ static PBD_HD float pbd__sc_apply(pbd_world *w, const int *ids, const pbd__v3 *g
     return dl;
 }
 
-/* The reach holds for the solved motion too: the groups may drag a
-   vertex further than its prediction, beyond the reach of the
+/* The maximum speed holds for the solved motion too: the groups may drag
+   a vertex further than its prediction, beyond the reach of the
    candidates; the self-collision projection has the last word. */
 static inline PBD_HD void pbd__sc_clamp_one(pbd_world *w, const pbd__selfcol *S, int i) {
     int q = S->vp[i];
     if (w->p[q].w == 0) return;
     pbd__v3 x = pbd__p3(w->x[q]), d = pbd__sub(pbd__p3(w->p[q]), x);
-    float l = pbd__len(d), lim = S->reach[i];
+    float l = pbd__len(d), lim = PBD__SC_SPEED * w->surfaces[S->vs[i]].thickness;
     if (l > lim) {
         d = pbd__mul(d, lim / l);
         w->p[q].x = x.x + d.x;

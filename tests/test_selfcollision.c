@@ -232,14 +232,13 @@ static int sc_run(sc_scene *s, int steps, float dt, void (*move)(sc_scene *, int
 
 /* A 1 m cloth (14 x 14) dropped off-centre onto a sphere of radius 0.2
    just above the ground: it drapes over the sphere, slides off to one side
-   and folds onto itself on the ground (a few candidates: its 7.7 cm edges
-   are five thicknesses long). (At this resolution the drop does not pass
-   the cloth through itself even without self-collision; the twist below
-   is the scene that does.) */
+   and folds onto itself on the ground. (At this resolution the drop does
+   not pass the cloth through itself even without self-collision; the
+   twist below is the scene that does.) */
 static int sc_drop_on_sphere(int self, int *contacts) {
     sc_scene s;
     memset(&s, 0, sizeof s);
-    float o[3] = {-0.35f, 0.3f, -0.45f}, u[3] = {1.0f, 0, 0}, v[3] = {0, 0, 1.0f};
+    float o[3] = {-0.25f, 0.3f, -0.5f}, u[3] = {1.0f, 0, 0}, v[3] = {0, 0, 1.0f};
     if (!sc_cloth(&s, 14, o, u, v, 8)) return -1;
     float c[3] = {0, 0, 0}, p[3] = {0, -0.2f, 0}, n[3] = {0, 1, 0};
     CHECK_OK(pbd_add_collider_sphere(s.w, c, 0.2f, 0.3f, NULL));
@@ -608,15 +607,11 @@ static int sc_segments(const float *p0, const float *p1, const float *q0, const 
    vertex-triangle pair and every pair of edges with inner closest points
    that are closer than the thickness, unless the vertex (edge) already
    holds as many nearer candidates as it keeps (8, 4); 1 and 2 threads
-   agree. The search reaches further: a vertex acts within sqrt(2)
-   thicknesses of a triangle, and each particle reaches twice its
-   predicted motion plus a quarter of a thickness, at most a thickness
-   (see the manual). At rest (seeds 1-3) the pairs within 1.9
-   (vertex-triangle) and 1.49 (edge-edge) thicknesses are checked; thrown
-   at 0.45 thicknesses per substep in random directions (`speed`, seeds
-   4-6), every particle reaches a thickness (2 x 0.45 + 0.25, capped),
-   and the pairs within 3.4 and 2.99 thicknesses are checked. */
-static pbd_world *sc_crumpled(sc_scene *s, float th, unsigned seed, int threads, int speed) {
+   agree. The search reaches further: particles may move a thickness per
+   substep, and a vertex acts within sqrt(2) thicknesses of a triangle
+   (see the manual), so the pairs within 3.3 (vertex-triangle) and 2.9
+   (edge-edge) thicknesses are checked as well. */
+static pbd_world *sc_crumpled(sc_scene *s, float th, unsigned seed, int threads) {
     memset(s, 0, sizeof *s);
     pbd_world_desc d = pbd_world_desc_default();
     d.gravity[1] = 0;
@@ -633,17 +628,6 @@ static pbd_world *sc_crumpled(sc_scene *s, float th, unsigned seed, int threads,
         x[3 * i + 2] = s->m.positions[3 * i + 2] * 0.3f + 0.01f * pbdt_rand(&seed);
     }
     CHECK_OK(pbd_particles_set_positions(s->w, s->particles, x));
-    if (speed) {
-        for (int i = 0; i < n; ++i) {
-            float r[3], l = 0;
-            do {
-                for (int k = 0; k < 3; ++k) r[k] = pbdt_rand(&seed);
-                l = sqrtf(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]);
-            } while (!(l > 0.1f));
-            for (int k = 0; k < 3; ++k) x[3 * i + k] = r[k] / l * 0.45f * th * 240.0f;
-        }
-        CHECK_OK(pbd_particles_set_velocities(s->w, s->particles, x));
-    }
     free(x);
     CHECK(sc_surface(s, th));
     CHECK_OK(pbd_world_set_threads(s->w, threads));
@@ -659,11 +643,10 @@ static int sc_has(const int *q, int nq, int a, int b, int c, int d) {
 TEST(selfcollision_candidates_hold_every_close_pair) {
     const float th = 0.012f;
     for (unsigned seed = 1; seed <= 6; ++seed) {
-        int speed = seed > 3;
-        double reach_pt = (speed ? 3.4 : 1.9) * th, reach_ee = (speed ? 2.99 : 1.49) * th;
+        double reach_pt = seed <= 3 ? th : 3.3 * th, reach_ee = seed <= 3 ? th : 2.9 * th;
         sc_scene s, s2;
-        sc_crumpled(&s, th, (seed % 3 + 1) * 7919u, 1, speed);
-        sc_crumpled(&s2, th, (seed % 3 + 1) * 7919u, 2, speed);
+        sc_crumpled(&s, th, (seed % 3 + 1) * 7919u, 1);
+        sc_crumpled(&s2, th, (seed % 3 + 1) * 7919u, 2);
         int n = pbd_world_particle_count(s.w);
         float *x = (float *)malloc(sizeof(float) * 4 * (size_t)n);
         memcpy(x, pbd_world_positions(s.w), sizeof(float) * 4 * (size_t)n); /* the positions of the search */
@@ -942,55 +925,7 @@ TEST(selfcollision_speed_limit_adds_no_spin) {
     sc_free(&s);
 }
 
-/* The reach of a free vertex (pbd.h, pbd__sc_limit_one): twice its
-   predicted motion plus a quarter of a thickness, at most a thickness. A
-   cloth at rest without gravity whose top row (kinematic) is yanked
-   sideways at 2 m/s (2.5 thicknesses per substep): the free vertex below
-   the row moves exactly as far as its reach allows, a quarter of a
-   thickness in the first substep (from rest), twice its velocity's
-   motion plus a quarter in the next, and the whole thickness from the
-   third on. */
-TEST(selfcollision_yanked_cloth_reaches_the_speed_limit_in_three_substeps) {
-    sc_scene s;
-    memset(&s, 0, sizeof s);
-    pbd_world_desc d = pbd_world_desc_default();
-    d.gravity[1] = 0;
-    d.substeps = 1;
-    CHECK_OK(pbd_world_create(&d, &s.w));
-    float o[3] = {0, 0, 0}, u[3] = {0.2f, 0, 0}, v[3] = {0, 0.2f, 0};
-    const float th = 0.002f, dt = 1.0f / 240.0f, speed = 2.0f;
-    CHECK(sc_cloth(&s, 10, o, u, v, 4));
-    CHECK(sc_surface(&s, th));
-    int row = s.particles.first + 9 * 10, below = s.particles.first + 8 * 10 + 5; /* the top row (y = 0.2) */
-    for (int i = 0; i < 10; ++i) CHECK_OK(pbd_particle_set_kinematic(s.w, row + i, 1));
-    for (int k = 0; k < 4; ++k) {
-        float prev[3], vel[3];
-        memcpy(prev, pbd_world_positions(s.w) + 4 * below, sizeof prev);
-        memcpy(vel, pbd_world_velocities(s.w) + 4 * below, sizeof vel);
-        double l = sqrt((double)vel[0] * vel[0] + (double)vel[1] * vel[1] + (double)vel[2] * vel[2]) * dt / th,
-               reach = 2 * l + 0.25 < 1 ? 2 * l + 0.25 : 1;
-        for (int i = 0; i < 10; ++i) {
-            const float *x = pbd_world_positions(s.w) + 4 * (row + i);
-            float t[3] = {x[0] + speed * dt, x[1], x[2]};
-            CHECK_OK(pbd_particle_set_kinematic_target(s.w, row + i, t));
-        }
-        CHECK_OK(pbd_world_step(s.w, dt));
-        const float *x = pbd_world_positions(s.w) + 4 * below;
-        double m = sqrt((double)(x[0] - prev[0]) * (x[0] - prev[0]) + (double)(x[1] - prev[1]) * (x[1] - prev[1]) +
-                        (double)(x[2] - prev[2]) * (x[2] - prev[2])) /
-                   th;
-        printf("    substep %d: the vertex below the row moved %.3f thicknesses (predicted %.3f, reach %.3f)\n", k + 1,
-               m, l, reach);
-        CHECK_MSG(m <= reach * 1.0001 + 1e-4, "moved %.4f thicknesses, beyond its reach %.4f", m, reach);
-        CHECK_MSG(m >= reach * 0.98, "moved %.4f thicknesses: the solver wanted more than its reach %.4f", m, reach);
-        if (k == 0) CHECK(fabs(reach - 0.25) < 1e-6); /* from rest */
-        if (k >= 2) CHECK(reach == 1);               /* at the speed limit by the third substep */
-    }
-    sc_free(&s);
-}
-
 void suite_selfcollision(void) {
-    RUN(selfcollision_yanked_cloth_reaches_the_speed_limit_in_three_substeps);
     RUN(selfcollision_speed_limit_adds_no_spin);
     RUN(selfcollision_ccd_reference);
     RUN(selfcollision_cloth_on_sphere_never_crosses);
