@@ -8743,10 +8743,21 @@ static inline PBD_HD pbd__v3 pbd__pp_contact(const pbd_world *w, const pbd__p4 *
     float wa = P[a].w, wb = P[b].w, ws = wa + wb;
     pbd__v3 d = pbd__sub(pbd__p3(P[a]), pbd__p3(P[b]));
     float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
-    if (!(C < 0) || !(ws > 0) || !(dist > 0)) return pbd__v(0, 0, 0);
+    if (!(C < 0) || !(ws > 0) || !(dist >= 0)) return pbd__v(0, 0, 0);
     int most = pp->ncontact[a] > pp->ncontact[b] ? pp->ncontact[a] : pp->ncontact[b];
     float s = wa / ws / (float)(most > 0 ? most : 1);
-    pbd__v3 n = pbd__mul(d, 1.0f / dist);
+    /* Coincident particles (two added at one point, or a pile crushed
+       until two centres meet) have no direction; skipped, they would stay
+       merged for ever. They part along a direction hashed from the pair,
+       opposite for its two particles (the same for any order or thread),
+       so the corrections still cancel. */
+    pbd__v3 n;
+    if (dist > PBD__LEN_MIN) n = pbd__mul(d, 1.0f / dist);
+    else {
+        pbd__v3 hd = pbd__hash_dir((unsigned)(ia < ib ? ia : ib), (unsigned)(ia < ib ? ib : ia));
+        n = ia < ib ? hd : pbd__neg(hd);
+    }
+
     pbd__v3 corr = pbd__mul(n, -C * s);
     /* friction: relative motion since the start of the substep */
     pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(P[a]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(P[b]), pbd__p3(w->x[ib])));
