@@ -411,6 +411,13 @@
    iteration and by XSPH / vorticity; the passes work on copies of the
    particles laid out in the Morton order of their cells, so neighbours
    are near in memory (bench/fluid: 128 000 particles).
+   Contacts converge slowly in deep piles (Jacobi, each pair's correction
+   divided by the larger contact count of its two particles, and no warm
+   start): 2000 particles of radius 1 cm poured into a heap, at rest 4 s
+   later, worst overlap / heap angle: the default 4 x 4 120% of a radius /
+   10 degrees (the heap slumps), 8 substeps 22% / 16, 16 substeps 7% / 19.
+   Give piles substeps rather than iterations (a 5 x 10 x 5 block of
+   stacked particles, worst overlap: 16 x 4 8%, 4 x 16 35%).
 
        pbd_fluid_desc f = pbd_fluid_desc_default();  // water, 5 cm spacing
        f.positions = xyz; f.count = n;               // e.g. a block on a lattice
@@ -709,7 +716,13 @@ PBDDEF double pbd_world_time(const pbd_world *w);
 
 /* Averaged Jacobi iterations instead of Gauss-Seidel (what GPUs use, and a
    reference for GS's convergence): each particle moves by `relaxation`
-   times the average of its corrections. relaxation in (0, 2]; default off. */
+   times the average of its corrections. relaxation in (0, 2]; default off.
+   It converges far more slowly than Gauss-Seidel: a 32 x 32 1 m cloth
+   hanging from two corners, 4 x 4, 1/60 s, worst edge at rest (6 s):
+   with its tethers (the default) GS 0.3%, Jacobi 1.3% at relaxation 1,
+   0.8% at 2; with tethers = 0 GS 99%, Jacobi 876% / 597% / 455% at
+   relaxation 1 / 1.5 / 2 (20 iterations at 1: 197%). So keep the tethers,
+   and a relaxation near 2. */
 PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
 /* Execution choices that never change the result bits: the SIMD kernels
    (on by default where compiled in; off runs the scalar reference path)
@@ -834,7 +847,10 @@ PBDDEF pbd_result pbd_particles_set_kinematic(pbd_world *w, pbd_range r, int kin
    (for different particles) when built with OpenMP. NULL removes it. On a
    GPU world it runs on the host, one particle after the other: each
    substep the positions and velocities come down and the accelerations go
-   up (48 bytes a particle; see THE GPU). */
+   up (48 bytes a particle; see THE GPU). A NaN or infinite component of
+   out_acceleration counts as 0 (that particle gets gravity alone in that
+   direction, with no error), so a field cannot make a step non-finite by
+   NaN alone; huge finite values can (PBD_ERROR_NOT_FINITE, rolled back). */
 typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v, double time,
                                     float *out_acceleration);
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user);
@@ -1439,7 +1455,13 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    simulation of inextensible hair and fur"; survey 3.5). Every iteration
    each strand is walked from its root: particle i is moved onto the sphere
    of radius l_i about particle i-1, so after one pass every segment has its
-   rest length exactly. Dynamic FTL replaces the velocity update by
+   rest length exactly. The collider contacts come after that pass in each
+   iteration (SOLVER step 3) and have the last word, so a strand lying on
+   or swept over a collider ends the step a little stretched: the hair of
+   the manual (an icosphere of 162 roots, radius 0.1 m, 16 particles of
+   0.2 m, defaults) on a sphere collider of the head's radius, 60 Hz,
+   worst segment 9.6% while it falls onto the head, 4.9% while the head
+   shakes, 0.4% at rest (5e-6 without the collider). Dynamic FTL replaces the velocity update by
    v_i = (p_i - x_i) / h - s_damping d_{i+1} / h, d_{i+1} the correction
    FTL gave the next particle this substep: it hides FTL's unphysical
    infinite-mass leaders at the price of some damping. Strands are
@@ -8734,10 +8756,20 @@ static inline PBD_HD pbd__v3 pbd__pp_contact(const pbd_world *w, const pbd__p4 *
     float wa = P[a].w, wb = P[b].w, ws = wa + wb;
     pbd__v3 d = pbd__sub(pbd__p3(P[a]), pbd__p3(P[b]));
     float dist = pbd__len(d), C = dist - (w->radius[ia] + w->radius[ib]);
-    if (!(C < 0) || !(ws > 0) || !(dist > 0)) return pbd__v(0, 0, 0);
+    if (!(C < 0) || !(ws > 0) || !(dist >= 0)) return pbd__v(0, 0, 0);
     int most = pp->ncontact[a] > pp->ncontact[b] ? pp->ncontact[a] : pp->ncontact[b];
     float s = wa / ws / (float)(most > 0 ? most : 1);
-    pbd__v3 n = pbd__mul(d, 1.0f / dist);
+    /* Coincident particles (two added at one point, or a pile crushed
+       until two centres meet) have no direction; skipped, they would stay
+       merged for ever. They part along a direction hashed from the pair,
+       opposite for its two particles (the same for any order or thread),
+       so the corrections still cancel. */
+    pbd__v3 n;
+    if (dist > PBD__LEN_MIN) n = pbd__mul(d, 1.0f / dist);
+    else {
+        pbd__v3 hd = pbd__hash_dir((unsigned)(ia < ib ? ia : ib), (unsigned)(ia < ib ? ib : ia));
+        n = ia < ib ? hd : pbd__neg(hd);
+    }
     pbd__v3 corr = pbd__mul(n, -C * s);
     /* friction: relative motion since the start of the substep */
     pbd__v3 rel = pbd__sub(pbd__sub(pbd__p3(P[a]), pbd__p3(w->x[ia])), pbd__sub(pbd__p3(P[b]), pbd__p3(w->x[ib])));

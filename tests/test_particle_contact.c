@@ -117,6 +117,23 @@ TEST(contact_separates_overlap_by_inverse_mass) {
     pbd_world_destroy(w);
 }
 
+/* Two particles added at one point have no contact normal; they used to
+   be skipped and stayed merged for ever (a crushed pile's or a sunk
+   shape-matched body's particles too). They part along a hashed
+   direction, by inverse mass, the centre of mass kept. */
+TEST(contact_separates_coincident_particles) {
+    float pos[6] = {0.1f, 0.2f, 0.3f, 0.1f, 0.2f, 0.3f};
+    pbd_world *w = particle_world(pos, 2, 0.02f, 0);
+    CHECK_OK(pbd_particle_set_mass(w, 1, 3.0f));
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float d[3] = {x[4] - x[0], x[5] - x[1], x[6] - x[2]};
+    CHECK_NEAR(sqrtf(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]), 0.04f, 1e-6f);
+    for (int a = 0; a < 3; ++a) CHECK_NEAR((1.0f * x[a] + 3.0f * x[4 + a]) / 4.0f, pos[a], 1e-6f);
+    pbd_world_destroy(w);
+}
+
 /* Contacts are internal forces: two clusters of particles of different
    masses thrown at each other in zero gravity, with friction, keep the
    total linear momentum. */
@@ -345,6 +362,7 @@ void suite_particle_contact(void) {
     RUN(grid_query_equals_brute_force);
     RUN(grid_neighbor_lists_equal_brute_force);
     RUN(contact_separates_overlap_by_inverse_mass);
+    RUN(contact_separates_coincident_particles);
     RUN(contact_momentum_conserved);
     RUN(granular_angle_of_repose_grows_with_friction);
     RUN(contact_cloth_lands_on_granular_bed);
