@@ -760,10 +760,17 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    BVHs and grids are rebuilt on restore), collision surfaces with their
    current candidates, fluids and particle friction, strain limits,
    strands, tearing and damping clusters, parameters, time; the hash grid
-   and neighbour lists are scratch, rebuilt every substep).
+   and neighbour lists are scratch, rebuilt every substep), and the own
+   state of every plugin that saves one (pbd_sm.h's bodies, oriented
+   particles, surface volumes and cloths: section "plugins", PLUGIN STATE
+   IN SNAPSHOTS), so a world rebuilt with the same plugins and restored
+   goes on exactly as the saved one would have.
    Callbacks (log, acceleration field) and the allocator are not part of
    it. A restored world stepped again gives bit-identical results. The
-   multipliers are zero between steps (see CONVENTIONS, non-finite steps). */
+   multipliers are zero between steps (see CONVENTIONS, non-finite steps).
+   A corrupt or unfitting snapshot fails with PBD_ERROR_BAD_SNAPSHOT and
+   changes nothing; snapshots of version 7 (before plugin states) restore
+   too. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);

@@ -32,20 +32,27 @@
    pbd_remove_fluid: pbd_plugin_desc.uses_particles); its removal leaves
    them in the world.
 
-   SNAPSHOTS. pbd_world_save / pbd_world_restore hold the world, not this
-   header's state (pbd.h section "plugins"): a restore keeps every body,
-   oriented set, volume and cloth with its current internal state - a
-   body's region rotations (warm starts) and plastic states S_p, an
-   oriented set's orientations and angular velocities. So a plastic body
-   goes on from a restore with the plastic deformation it has now, not the
-   one it had when the snapshot was taken, and in a world rebuilt and then
-   restored (a saved game) it starts undeformed (S_p = I), so the
-   continuation differs; oriented particles lose their spin. Elastic bodies
-   depend only on the particles (to the last bits of the rotations' warm
-   starts). Read the state with pbd_sm_body_plastic_state and
-   pbd_sm_oriented_get_state; oriented state goes back with
-   pbd_sm_oriented_set_state, a body's S_p can only be reset
-   (pbd_sm_body_reset_plasticity).
+   SNAPSHOTS. pbd_world_save holds this header's state too (pbd.h,
+   PLUGIN STATE IN SNAPSHOTS): a body's region rotations (warm starts),
+   plastic states S_p and what its setters changed (stiffness, mode and
+   beta, plasticity); an oriented set's orientations (and predicted ones)
+   and angular velocities; a surface volume's rest volume, alpha and last
+   weights; a cloth's stiffness, wrinkle conservation, damping, bending
+   and scheme, every level's last valid triangle projections and the
+   coarse levels' positions (not pbd_sm_body_set_parallel_min or
+   pbd_sm_cloth_set_simd, which change no bit). pbd_world_restore gives
+   it back, into the same world or into one rebuilt the same way (a saved
+   game: the same things added in the same order, then the restore), and
+   the world goes on bit for bit as the saved one would have, on the CPU
+   or a GPU (a GPU world's state is fetched for a save and sent back on a
+   restore). A restore fails with PBD_ERROR_BAD_SNAPSHOT, changing
+   nothing, when the target's things differ from the snapshot's (one
+   missing, one more, another order, one built otherwise: other particle
+   or region counts, levels, triangles) or a state is corrupt (NaN, a
+   plastic state with det <= 1e-6, a zero quaternion, a parameter out of
+   range); the message names the plugin and what was wrong. A snapshot of
+   version 7 (pbd.h's, before plugin states) restores the particles and
+   leaves every thing here with the state it has.
 
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
@@ -204,8 +211,8 @@
        pbd_sm_add_surface_volume(w, &vd, &v);   // pbd_sm_remove_surface_volume
 
    Both run serially inside the world's step (deterministic for any
-   thread count), allocate nothing in it, and are not part of the world's
-   snapshot.
+   thread count), allocate nothing in it, and their state is part of the
+   world's snapshot (SNAPSHOTS above).
 
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
@@ -702,8 +709,9 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_world *w, pbd_sm_body b, 
    kinematic particle moves where it is led but turns with its group, as
    a point held by a hand does.
    The state belongs to the world: it is freed by pbd_world_destroy or by
-   pbd_sm_remove_oriented. It is not part of the world's snapshot. A set is
-   named by a handle whose id is that of its plugin. */
+   pbd_sm_remove_oriented. It is part of the world's snapshot (SNAPSHOTS
+   in the manual). A set is named by a handle whose id is that of its
+   plugin. */
 typedef struct pbd_sm_oriented {
     uint32_t id;
 } pbd_sm_oriented;
