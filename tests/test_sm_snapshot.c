@@ -495,8 +495,7 @@ TEST(sm_snapshot_version_7_restores_and_keeps_the_plugins_state) {
         CHECK_OK(pbd_world_restore(s.w, old, n));
         fingerprint(s.w, &s.t, after);
         CHECK_MSG(after[0] == s.at_save[0], "the particles are not the snapshot's");
-        for (int k = 1; k < PARTS; ++k)
-            CHECK_MSG(after[k] == before[k], "the %s changed", part_names[k]);
+        for (int k = 1; k < PARTS; ++k) CHECK_MSG(after[k] == before[k], "the %s changed", part_names[k]);
         version = 6;
         memcpy(old + 4, &version, 4);
         reseal(old, n);
