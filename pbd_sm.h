@@ -3657,10 +3657,15 @@ static double pbd_sm__io_at(const unsigned char *at, size_t i) {
     memcpy(&v, at + sizeof v * i, sizeof v);
     return v;
 }
-/* save_state and load_state around a kind's walk: the walk gets the io
-   (measuring or writing the thing, or reading a state) and returns nothing;
-   a state longer than the walk reads is refused too. */
+/* The kinds' walks (in their sections) and pbd_plugin_desc.save_state /
+   load_state of every kind (after the last section): the walk of the
+   thing's tag (the first member of each kind's struct) around an io that
+   measures or writes the thing, or reads a state; a walk fetches a GPU
+   world's state before it writes, and pushes what it loaded. A state
+   longer than the walk reads is refused too. */
 typedef void (*pbd_sm__state_fn)(pbd_sm__io *io, void *thing);
+static size_t pbd_sm__state_save(void *user, const pbd_world *w, void *out);
+static pbd_result pbd_sm__state_load(void *user, pbd_world *w, const void *in, size_t size, int commit);
 static size_t pbd_sm__save(pbd_sm__state_fn walk, void *thing, void *out) {
     pbd_sm__io io;
     memset(&io, 0, sizeof io);
@@ -4478,6 +4483,7 @@ static void pbd_sm__plugin_rollback(void *user, pbd_world *w) {
    mode and beta, plasticity). */
 static void pbd_sm__body_state(pbd_sm__io *io, void *thing) {
     pbd_sm__body *b = (pbd_sm__body *)thing;
+    if (io->out) pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
     static const char *const names[] = {"particle count", "region count", "quadratic mode"};
     int counts[3] = {b->n, b->nr, b->mode == PBD_SM_QUADRATIC};
     pbd_sm__io_head(io, PBD_SM__TAG_BODY, counts, 3, names);
@@ -4533,15 +4539,6 @@ static void pbd_sm__body_state(pbd_sm__io *io, void *thing) {
     b->sp_identity = sp_identity;
     pbd_sm__body_gpu(b, PBD_SM__CUDA_PUSH); /* the rotations and plastic states to the device */
 }
-static size_t pbd_sm__plugin_save(void *user, const pbd_world *w, void *out) {
-    (void)w;
-    if (out) pbd_sm__body_gpu((pbd_sm__body *)user, PBD_SM__CUDA_FETCH);
-    return pbd_sm__save(pbd_sm__body_state, user, out);
-}
-static pbd_result pbd_sm__plugin_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
-    (void)w;
-    return pbd_sm__load(pbd_sm__body_state, user, in, size, commit);
-}
 
 static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm__body *)user); }
 static int pbd_sm__plugin_uses(void *user, const unsigned char *marked, int n) {
@@ -4565,8 +4562,8 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm__body *b, int mark_co
     pd.end_substep = pbd_sm__plugin_end_substep;
     pd.begin_step = pbd_sm__plugin_begin_step;
     pd.rollback = pbd_sm__plugin_rollback;
-    pd.save_state = pbd_sm__plugin_save;
-    pd.load_state = pbd_sm__plugin_load;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__plugin_destroy;
     pd.uses_particles = pbd_sm__plugin_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
@@ -5387,6 +5384,7 @@ static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd
    start of the substep and predicted) and the angular velocities. */
 static void pbd_sm__oriented_state(pbd_sm__io *io, void *thing) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)thing;
+    if (io->out) pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
     static const char *const names[] = {"first particle", "particle count", "group size total"};
     int counts[3] = {o->first, o->count, o->ring_start[o->count]};
     size_t n = (size_t)o->count;
@@ -5411,15 +5409,6 @@ static void pbd_sm__oriented_state(pbd_sm__io *io, void *thing) {
                 return;
             }
         }
-}
-static size_t pbd_sm__oriented_save(void *user, const pbd_world *w, void *out) {
-    (void)w;
-    if (out) pbd_sm__oriented_gpu((pbd_sm__oriented *)user, NULL, PBD_SM__CUDA_FETCH);
-    return pbd_sm__save(pbd_sm__oriented_state, user, out);
-}
-static pbd_result pbd_sm__oriented_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
-    (void)w;
-    return pbd_sm__load(pbd_sm__oriented_state, user, in, size, commit);
 }
 static int pbd_sm__oriented_uses(void *user, const unsigned char *marked, int n) {
     const pbd_sm__oriented *o = (const pbd_sm__oriented *)user;
@@ -5812,8 +5801,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.end_substep = pbd_sm__oriented_end_substep;
     pd.begin_step = pbd_sm__oriented_begin_step;
     pd.rollback = pbd_sm__oriented_rollback;
-    pd.save_state = pbd_sm__oriented_save;
-    pd.load_state = pbd_sm__oriented_load;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__oriented_destroy_cb;
     pd.uses_particles = pbd_sm__oriented_uses;
     int *ids = (int *)pbd_sm__alloc_n(w, (size_t)n, sizeof(int));
@@ -6215,6 +6204,7 @@ static void pbd_sm__volume_gpu(pbd_sm__volume *v, int what) {
    pbd_sm_volume_weights reads; each projection makes them anew). */
 static void pbd_sm__volume_state(pbd_sm__io *io, void *thing) {
     pbd_sm__volume *v = (pbd_sm__volume *)thing;
+    if (io->out) pbd_sm__volume_gpu(v, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
     static const char *const names[] = {"particle count", "triangle count"};
     int counts[2] = {v->nv, v->nt};
     pbd_sm__io_head(io, PBD_SM__TAG_VOLUME, counts, 2, names);
@@ -6233,15 +6223,6 @@ static void pbd_sm__volume_state(pbd_sm__io *io, void *thing) {
     v->rest_volume = rest;
     v->alpha = alpha;
     pbd_sm__volume_gpu(v, PBD_SM__CUDA_PUSH);
-}
-static size_t pbd_sm__volume_save(void *user, const pbd_world *w, void *out) {
-    (void)w;
-    if (out) pbd_sm__volume_gpu((pbd_sm__volume *)user, PBD_SM__CUDA_FETCH);
-    return pbd_sm__save(pbd_sm__volume_state, user, out);
-}
-static pbd_result pbd_sm__volume_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
-    (void)w;
-    return pbd_sm__load(pbd_sm__volume_state, user, in, size, commit);
 }
 static int pbd_sm__volume_uses(void *user, const unsigned char *marked, int n) {
     const pbd_sm__volume *v = (const pbd_sm__volume *)user;
@@ -6688,8 +6669,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     pd.begin_substep = pbd_sm__volume_begin_substep;
     pd.project = pbd_sm__volume_project;
     pd.end_substep = pbd_sm__volume_end_substep;
-    pd.save_state = pbd_sm__volume_save;
-    pd.load_state = pbd_sm__volume_load;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__volume_destroy_cb;
     pd.uses_particles = pbd_sm__volume_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
@@ -8646,6 +8627,7 @@ static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm__clot
    each V-cycle starts them anew). */
 static void pbd_sm__cloth_state(pbd_sm__io *io, void *thing) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)thing;
+    if (io->out) pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
     static const char *const names[] = {"first particle", "level count", "nested flag", "vertex total",
                                         "triangle total"};
     int counts[5] = {c->particles.first, c->nlevels, c->nested, 0, 0};
@@ -8678,14 +8660,24 @@ static void pbd_sm__cloth_state(pbd_sm__io *io, void *thing) {
     c->scheme = flags[1];
     pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_PUSH);
 }
-static size_t pbd_sm__cloth_save(void *user, const pbd_world *w, void *out) {
-    (void)w;
-    if (out) pbd_sm__cloth_gpu((pbd_sm__cloth *)user, NULL, PBD_SM__CUDA_FETCH);
-    return pbd_sm__save(pbd_sm__cloth_state, user, out);
+
+/* pbd_plugin_desc.save_state / load_state of every kind ("states in
+   snapshots"): the walk of the thing's tag. */
+static pbd_sm__state_fn pbd_sm__walk_of(const void *thing) {
+    switch (*(const uint32_t *)thing) {
+        case PBD_SM__TAG_BODY: return pbd_sm__body_state;
+        case PBD_SM__TAG_ORIENTED: return pbd_sm__oriented_state;
+        case PBD_SM__TAG_VOLUME: return pbd_sm__volume_state;
+        default: return pbd_sm__cloth_state;
+    }
 }
-static pbd_result pbd_sm__cloth_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
+static size_t pbd_sm__state_save(void *user, const pbd_world *w, void *out) {
     (void)w;
-    return pbd_sm__load(pbd_sm__cloth_state, user, in, size, commit);
+    return pbd_sm__save(pbd_sm__walk_of(user), user, out);
+}
+static pbd_result pbd_sm__state_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
+    (void)w;
+    return pbd_sm__load(pbd_sm__walk_of(user), user, in, size, commit);
 }
 static int pbd_sm__cloth_uses(void *user, const unsigned char *marked, int n) {
     return pbd_sm__marked_range(marked, n, ((const pbd_sm__cloth *)user)->particles);
@@ -8892,8 +8884,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.begin_substep = pbd_sm__cloth_begin_substep;
     pl.project = pbd_sm__cloth_project;
     pl.end_substep = pbd_sm__cloth_end_substep;
-    pl.save_state = pbd_sm__cloth_save;
-    pl.load_state = pbd_sm__cloth_load;
+    pl.save_state = pbd_sm__state_save;
+    pl.load_state = pbd_sm__state_load;
     pl.destroy = pbd_sm__cloth_destroy;
     pl.uses_particles = pbd_sm__cloth_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
