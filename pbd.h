@@ -773,10 +773,17 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    BVHs and grids are rebuilt on restore), collision surfaces with their
    current candidates, fluids and particle friction, strain limits,
    strands, tearing and damping clusters, parameters, time; the hash grid
-   and neighbour lists are scratch, rebuilt every substep).
+   and neighbour lists are scratch, rebuilt every substep), and the own
+   state of every plugin that saves one (pbd_sm.h's bodies, oriented
+   particles, surface volumes and cloths: section "plugins", PLUGIN STATE
+   IN SNAPSHOTS), so a world rebuilt with the same plugins and restored
+   goes on exactly as the saved one would have.
    Callbacks (log, acceleration field) and the allocator are not part of
    it. A restored world stepped again gives bit-identical results. The
-   multipliers are zero between steps (see CONVENTIONS, non-finite steps). */
+   multipliers are zero between steps (see CONVENTIONS, non-finite steps).
+   A corrupt or unfitting snapshot fails with PBD_ERROR_BAD_SNAPSHOT and
+   changes nothing; snapshots of version 7 (before plugin states) restore
+   too. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
@@ -1690,9 +1697,24 @@ PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int ma
    depends on them (docs/DESIGN.md section 4.6). A plugin works on the world's
    particles: it reads and moves the predicted positions p in `project`,
    like a constraint group, and may change velocities after the velocity
-   update. Its state is its own: it is not part of the world's snapshot
-   (a restore keeps the plugins, and fails when the snapshot lacks
-   particles a plugin uses). */
+   update. A restore keeps the plugins (and fails when the snapshot lacks
+   particles a plugin uses). A plugin that keeps state of its own between
+   steps (pbd_sm.h's bodies: rotations, plastic states) puts it in the
+   world's snapshot through save_state / load_state:
+
+   PLUGIN STATE IN SNAPSHOTS. pbd_world_save appends the state of every
+   live plugin that has save_state, in the order the plugins were added,
+   each tagged with the plugin's name and its place in that order.
+   pbd_world_restore gives each back to the plugin of the target world at
+   the same place: the world the snapshot came from, or one rebuilt the
+   same way (a saved game: the same plugins added in the same order, then
+   the restore). The target's plugins with save_state must match the
+   snapshot's, one for one, name for name; a missing, extra or other
+   plugin, and state its plugin refuses (load_state), fail with
+   PBD_ERROR_BAD_SNAPSHOT and a message naming the plugin, and change
+   nothing. Plugins without save_state are not matched (they keep what
+   they have, as before). A snapshot of version 7 (before plugin state,
+   which has none) still restores: every plugin keeps its current state. */
 
 typedef struct pbd_solve_context {
     pbd_world *world;
@@ -1757,6 +1779,23 @@ typedef struct pbd_plugin_desc {
        or -1, and a used one refuses the removal. NULL: the plugin may use
        any particle below particle_end. */
     int (*uses_particles)(void *user, const unsigned char *marked, int n);
+    /* The plugin's own state in the world's snapshot (optional: both or
+       neither; docs/DESIGN.md section 3.7). save_state(user, w, NULL)
+       returns the size of the state in bytes; save_state(user, w, out)
+       writes exactly that many bytes to out (not aligned) and returns the
+       size. A GPU plugin fetches its device state first. load_state is
+       called by pbd_world_restore for the state this plugin (or its twin in
+       a rebuilt world) saved, twice: first with commit = 0 to check it,
+       changing nothing: on bad data (a size, count or value this plugin
+       could not have saved) it returns an error (any pbd_result but
+       PBD_OK) after reporting why with pbd_world_fail(NULL, r, ...), and
+       the restore then fails with PBD_ERROR_BAD_SNAPSHOT quoting that
+       message and changes nothing; then, once every check of the restore
+       passed and the world took the snapshot, with commit = 1 to take the
+       state, which must not fail (a GPU plugin sends it to the device). w
+       is the world being restored. */
+    size_t (*save_state)(void *user, const pbd_world *w, void *out);
+    pbd_result (*load_state)(void *user, pbd_world *w, const void *in, size_t size, int commit);
 } pbd_plugin_desc;
 
 PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void);
@@ -3611,13 +3650,17 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 7u        /* 7: a box collider's radius is its rounding */
+#define PBD__SNAPSHOT_VERSION 8u        /* 8: plugins' state at the end (7: a box collider's radius is its rounding) */
+#define PBD__SNAPSHOT_VERSION_OLDEST 7u /* 7 restores too: no plugin state, the plugins keep theirs */
 
 typedef struct pbd__io {
     unsigned char *out;      /* writing (NULL: measuring or reading) */
     const unsigned char *in; /* reading */
     size_t size, off;
     int bad;
+    unsigned version;  /* the snapshot's (reading) or PBD__SNAPSHOT_VERSION */
+    size_t plugins_at; /* reading: where the plugins' states begin (pbd__io_plugins) */
+    int plugin_states; /* reading: how many the snapshot holds */
 } pbd__io;
 
 static void pbd__io_bytes(pbd__io *io, void *data, size_t n) {
@@ -3743,13 +3786,17 @@ static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
 static void pbd__io_extras(pbd__io *io, pbd_world *w);
+static void pbd__io_plugins(pbd__io *io, pbd_world *w);
 /* Walks the whole state. When reading, w is a fresh zeroed world whose
    arrays are allocated exactly to size. */
 static void pbd__io_world(pbd__io *io, pbd_world *w) {
     unsigned magic = PBD__SNAPSHOT_MAGIC, version = PBD__SNAPSHOT_VERSION;
     pbd__io_bytes(io, &magic, sizeof magic);
     pbd__io_bytes(io, &version, sizeof version);
-    if (io->in && (magic != PBD__SNAPSHOT_MAGIC || version != PBD__SNAPSHOT_VERSION)) io->bad = 1;
+    if (io->in &&
+        (magic != PBD__SNAPSHOT_MAGIC || version < PBD__SNAPSHOT_VERSION_OLDEST || version > PBD__SNAPSHOT_VERSION))
+        io->bad = 1;
+    io->version = version;
     for (int i = 0; i < 3; ++i) pbd__io_float(io, &w->gravity[i]);
     pbd__io_int(io, &w->substeps);
     pbd__io_int(io, &w->iterations);
@@ -3822,6 +3869,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_surfaces(io, w);
     pbd__io_particle_phase(io, w);
     pbd__io_extras(io, w);
+    if (io->version >= 8) pbd__io_plugins(io, w); /* last: the plugins' own states */
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -3869,6 +3917,9 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t);
 static pbd_result pbd__owners_build(pbd_world *t);
 static pbd_result pbd__pp_refresh(pbd_world *w);
 static int pbd__plugins_particle_end(const pbd_world *w);
+static pbd_result pbd__plugins_check_states(pbd_world *w, const unsigned char *snap, const pbd__io *io, char *why,
+                                            size_t why_size);
+static void pbd__plugins_load_states(pbd_world *w, const unsigned char *snap, const pbd__io *io);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, buffer, "buffer");
@@ -3877,6 +3928,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.alloc = w->alloc;
     pbd_result r = PBD_OK;
     uint64_t sum = 0;
+    char why[200] = "";
     if (size < 2 * sizeof sum) return pbd__fail(w, PBD_ERROR_BAD_SNAPSHOT, "snapshot of %zu bytes is too short", size);
     size_t body = size - sizeof sum;
     memcpy(&sum, (const unsigned char *)buffer + body, sizeof sum);
@@ -3894,6 +3946,8 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
     if (r == PBD_OK && t.n < pbd__plugins_particle_end(w))
         r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
+    if (r == PBD_OK && io.version >= 8)
+        r = pbd__plugins_check_states(w, (const unsigned char *)buffer, &io, why, sizeof why);
     if (r == PBD_OK &&
         (pbd__reserve_contacts(&t, t.n, t.ncolliders) != PBD_OK || pbd__reserve_poses(&t, t.ncolliders) != PBD_OK ||
          pbd__reserve_object_scratch(&t, t.nobjects) != PBD_OK || pbd__pp_refresh(&t) != PBD_OK))
@@ -3902,7 +3956,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
-        return pbd__fail(w, r, "snapshot of %zu bytes could not be restored", size);
+        return pbd__fail(w, r, "snapshot of %zu bytes could not be restored%s%s", size, why[0] ? ": " : "", why);
     }
     /* swap: the callbacks, allocator and message stay with the world */
     pbd__world_free_contents(w);
@@ -3923,6 +3977,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     t.gpu_dirty = PBD__GPU_DIRTY_ALL;
     memcpy(t.error, w->error, sizeof t.error);
     *w = t;
+    if (io.version >= 8) pbd__plugins_load_states(w, (const unsigned char *)buffer, &io);
     return PBD_OK;
 }
 
@@ -14835,6 +14890,7 @@ typedef struct pbd__plugin {
     pbd__slot s;
     pbd_plugin_desc d;
     char name[32];
+    int order; /* its place in the order of addition among the live plugins (snapshots: pbd__io_plugins) */
 } pbd__plugin;
 
 PBDDEF pbd_plugin_desc pbd_plugin_desc_default(void) {
@@ -14917,10 +14973,17 @@ PBDDEF pbd_result pbd_add_plugin(pbd_world *w, const pbd_plugin_desc *desc, pbd_
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin parallel must be 0 or 1");
     if (desc->device != 0 && desc->device != 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "plugin device must be 0 or 1");
-    int p;
+    if (!desc->save_state != !desc->load_state)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "plugin '%s': save_state and load_state go together (%s is NULL)",
+                         desc->name ? desc->name : "plugin", desc->save_state ? "load_state" : "save_state");
+    int p, order = 0;
+    for (int i = 0; i < w->nplugins; ++i)
+        if (w->plugins[i].s.live && w->plugins[i].order >= order) order = w->plugins[i].order + 1;
     PBD__TRY(PBD__ACQUIRE(w, w->plugins, w->nplugins, w->plugin_cap, "plugin", &p));
     pbd__plugin *pl = &w->plugins[p];
     pl->d = *desc;
+    pl->order = order;
     snprintf(pl->name, sizeof pl->name, "%s", desc->name ? desc->name : "plugin");
     pl->d.name = NULL; /* the caller's string may not outlive the world */
     if (out) out->id = PBD__HANDLE(w->plugins, p);
@@ -15055,6 +15118,143 @@ static void pbd__plugins_step(pbd_world *w, float dt, int end) {
 static void pbd__plugins_rollback(pbd_world *w) {
     for (int i = 0; i < w->nplugins; ++i)
         if (w->plugins[i].s.live && w->plugins[i].d.rollback) w->plugins[i].d.rollback(w->plugins[i].d.user, w);
+}
+
+/* --- the plugins' states in snapshots ----------------------------------------
+   After everything else (snapshot version 8): the number of states, then
+   per state the plugin's name (32 bytes, NUL-padded), its place k among
+   the states (0, 1, ...), its size (64 bits) and its bytes. The states are
+   those of the live plugins that have save_state, in the order the
+   plugins were added (pbd__plugin.order), so a world rebuilt the same
+   way gets each back at the same place. */
+#define PBD__STATE_HEAD (32 + sizeof(int) + sizeof(uint64_t))
+
+/* The index of the k-th live plugin with a state (in order of addition), or -1. */
+static int pbd__state_plugin(const pbd_world *w, int k) {
+    int found = -1, last = -1;
+    for (int j = 0; j <= k; ++j) {
+        found = -1;
+        for (int i = 0; i < w->nplugins; ++i) {
+            const pbd__plugin *pl = &w->plugins[i];
+            if (pl->s.live && pl->d.save_state && pl->order > last &&
+                (found < 0 || pl->order < w->plugins[found].order))
+                found = i;
+        }
+        if (found < 0) return -1;
+        last = w->plugins[found].order;
+    }
+    return found;
+}
+
+/* Measuring and writing: the live world's plugins. Reading (into the
+   restore's temporary world, which has none): the layout only, whose
+   start and count the restore keeps (io->plugins_at, io->plugin_states)
+   to match them with the target's plugins. */
+static void pbd__io_plugins(pbd__io *io, pbd_world *w) {
+    if (io->bad) return;
+    if (io->in) {
+        io->plugins_at = io->off;
+        pbd__io_int(io, &io->plugin_states);
+        if (!io->bad && (io->plugin_states < 0 || (size_t)io->plugin_states > (io->size - io->off) / PBD__STATE_HEAD))
+            io->bad = 1;
+        for (int k = 0; k < io->plugin_states && !io->bad; ++k) {
+            char name[32];
+            int place = -1;
+            uint64_t n = 0;
+            pbd__io_bytes(io, name, sizeof name);
+            pbd__io_int(io, &place);
+            pbd__io_bytes(io, &n, sizeof n);
+            if (io->bad || !memchr(name, 0, sizeof name) || place != k || n > io->size - io->off) io->bad = 1;
+            else io->off += (size_t)n;
+        }
+        return;
+    }
+    int count = 0;
+    while (pbd__state_plugin(w, count) >= 0) count++;
+    pbd__io_int(io, &count);
+    for (int k = 0; k < count; ++k) {
+        pbd__plugin *pl = &w->plugins[pbd__state_plugin(w, k)];
+        char name[32];
+        memset(name, 0, sizeof name);
+        snprintf(name, sizeof name, "%s", pl->name);
+        uint64_t n = (uint64_t)pl->d.save_state(pl->d.user, w, NULL);
+        pbd__io_bytes(io, name, sizeof name);
+        pbd__io_int(io, &k);
+        pbd__io_bytes(io, &n, sizeof n);
+        if (io->out) pl->d.save_state(pl->d.user, w, io->out + io->off);
+        io->off += (size_t)n;
+    }
+}
+
+/* The k-th state of a snapshot whose layout pbd__io_plugins checked. */
+static const unsigned char *pbd__state_at(const unsigned char *snap, const pbd__io *io, int k, const char **name,
+                                          size_t *size) {
+    size_t off = io->plugins_at + sizeof(int);
+    uint64_t n = 0;
+    for (int j = 0;; ++j) {
+        memcpy(&n, snap + off + 32 + sizeof(int), sizeof n);
+        if (j == k) break;
+        off += PBD__STATE_HEAD + (size_t)n;
+    }
+    *name = (const char *)snap + off;
+    *size = (size_t)n;
+    return snap + off + PBD__STATE_HEAD;
+}
+
+static const char *pbd__ordinal(int k) {
+    return k % 10 == 0 && k % 100 != 10   ? "st"
+           : k % 10 == 1 && k % 100 != 11 ? "nd"
+           : k % 10 == 2 && k % 100 != 12 ? "rd"
+                                          : "th";
+}
+
+/* Before a restore changes anything: the target's plugins with a state
+   match the snapshot's one for one, in order and by name, and each
+   accepts its state (load_state with commit 0). Else
+   PBD_ERROR_BAD_SNAPSHOT, and why (naming the plugin) in why. */
+static pbd_result pbd__plugins_check_states(pbd_world *w, const unsigned char *snap, const pbd__io *io, char *why,
+                                            size_t why_size) {
+    int have = 0;
+    while (pbd__state_plugin(w, have) >= 0) have++;
+    for (int k = 0; k < have || k < io->plugin_states; ++k) {
+        const char *name = NULL;
+        size_t size = 0;
+        const unsigned char *state = k < io->plugin_states ? pbd__state_at(snap, io, k, &name, &size) : NULL;
+        pbd__plugin *pl = k < have ? &w->plugins[pbd__state_plugin(w, k)] : NULL;
+        if (!pl) {
+            snprintf(why, why_size, "it holds the state of a %d%s plugin '%s', which this world lacks (it has %d)",
+                     k + 1, pbd__ordinal(k), name, have);
+            return PBD_ERROR_BAD_SNAPSHOT;
+        }
+        if (!state) {
+            snprintf(why, why_size, "this world's %d%s plugin with a state, '%s', has none in it (it holds %d)", k + 1,
+                     pbd__ordinal(k), pl->name, io->plugin_states);
+            return PBD_ERROR_BAD_SNAPSHOT;
+        }
+        if (strcmp(name, pl->name) != 0) {
+            snprintf(why, why_size, "its %d%s plugin state is of '%s', this world's %d%s plugin is '%s'", k + 1,
+                     pbd__ordinal(k), name, k + 1, pbd__ordinal(k), pl->name);
+            return PBD_ERROR_BAD_SNAPSHOT;
+        }
+        if (pl->d.load_state(pl->d.user, w, state, size, 0) != PBD_OK) {
+            const char *m = pbd__last_error, *c = strstr(m, ": ");
+            snprintf(why, why_size, "the %d%s plugin, '%s', refused its state: %.120s", k + 1, pbd__ordinal(k),
+                     pl->name, c ? c + 2 : m);
+            return PBD_ERROR_BAD_SNAPSHOT;
+        }
+    }
+    return PBD_OK;
+}
+
+/* After the swap: each plugin takes its state (checked before). */
+static void pbd__plugins_load_states(pbd_world *w, const unsigned char *snap, const pbd__io *io) {
+    for (int k = 0; k < io->plugin_states; ++k) {
+        const char *name;
+        size_t size;
+        const unsigned char *state = pbd__state_at(snap, io, k, &name, &size);
+        pbd__plugin *pl = &w->plugins[pbd__state_plugin(w, k)];
+        pl->d.load_state(pl->d.user, w, state, size, 1);
+    }
 }
 
 // ==== removal ===============================================================

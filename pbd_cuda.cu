@@ -1997,6 +1997,9 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
         case PBD_SM__CUDA_FETCH:
             pbd__d2h(v->weight, ((pbd__sm_volume_dev *)v->gpu)->d.weight, sizeof(double) * (size_t)v->nv);
             return 1;
+        case PBD_SM__CUDA_PUSH: /* the weights back (a restored snapshot) */
+            pbd__h2d(((pbd__sm_volume_dev *)v->gpu)->d.weight, v->weight, sizeof(double) * (size_t)v->nv);
+            return 1;
         case PBD_SM__CUDA_FREE: pbd__sm_volume_free(v); return 1;
         default: pbd__sm_volume_stage(v, c, what); return 1;
     }
@@ -2326,7 +2329,8 @@ extern "C" int pbd_sm__cuda_body(pbd_sm__body *b, size_t size, const pbd_solve_c
             pbd__d2h(b->rot, r->d.rot, sizeof(double) * 4 * nr);
             pbd__d2h(b->Sp, r->d.Sp, sizeof(double) * 9 * nr);
             return 1;
-        case PBD_SM__CUDA_PUSH: /* the plastic states (pbd_sm_body_reset_plasticity) */
+        case PBD_SM__CUDA_PUSH: /* likewise (pbd_sm_body_reset_plasticity, a restored snapshot) */
+            pbd__h2d(r->d.rot, b->rot, sizeof(double) * 4 * nr);
             pbd__h2d(r->d.Sp, b->Sp, sizeof(double) * 9 * nr);
             return 1;
         case PBD_SM__CUDA_KEEP:
@@ -2709,9 +2713,20 @@ extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve
         pbd__sm_cloth_free(c);
         return 1;
     }
-    if (what == PBD_SM__CUDA_FETCH) { /* the coarse levels' positions (pbd_sm_cloth_level) */
-        for (int l = 0; l < c->nlevels - 1; ++l)
-            pbd__d2h(c->lv[l].x, r->lv[l].x, sizeof(float) * 4 * (size_t)c->lv[l].nv);
+    if (what == PBD_SM__CUDA_FETCH || what == PBD_SM__CUDA_PUSH) {
+        /* the coarse levels' positions (pbd_sm_cloth_level) and every
+           level's last valid projections, to the host or back (snapshots) */
+        for (int l = 0; l < c->nlevels; ++l) {
+            pbd_sm__level *H = &c->lv[l], *D = &r->lv[l];
+            size_t xs = sizeof(float) * 4 * (size_t)H->nv, ps = sizeof(float) * 6 * (size_t)H->nt;
+            if (what == PBD_SM__CUDA_FETCH) {
+                if (l < c->nlevels - 1) pbd__d2h(H->x, D->x, xs);
+                pbd__d2h(H->tP, D->tP, ps);
+            } else {
+                if (l < c->nlevels - 1) pbd__h2d(D->x, H->x, xs);
+                pbd__h2d(D->tP, H->tP, ps);
+            }
+        }
         return 1;
     }
     pbd__gpu *g = s->world->gpu;

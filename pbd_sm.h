@@ -32,20 +32,27 @@
    pbd_remove_fluid: pbd_plugin_desc.uses_particles); its removal leaves
    them in the world.
 
-   SNAPSHOTS. pbd_world_save / pbd_world_restore hold the world, not this
-   header's state (pbd.h section "plugins"): a restore keeps every body,
-   oriented set, volume and cloth with its current internal state - a
-   body's region rotations (warm starts) and plastic states S_p, an
-   oriented set's orientations and angular velocities. So a plastic body
-   goes on from a restore with the plastic deformation it has now, not the
-   one it had when the snapshot was taken, and in a world rebuilt and then
-   restored (a saved game) it starts undeformed (S_p = I), so the
-   continuation differs; oriented particles lose their spin. Elastic bodies
-   depend only on the particles (to the last bits of the rotations' warm
-   starts). Read the state with pbd_sm_body_plastic_state and
-   pbd_sm_oriented_get_state; oriented state goes back with
-   pbd_sm_oriented_set_state, a body's S_p can only be reset
-   (pbd_sm_body_reset_plasticity).
+   SNAPSHOTS. pbd_world_save holds this header's state too (pbd.h,
+   PLUGIN STATE IN SNAPSHOTS): a body's region rotations (warm starts),
+   plastic states S_p and what its setters changed (stiffness, mode and
+   beta, plasticity); an oriented set's orientations (and predicted ones)
+   and angular velocities; a surface volume's rest volume, alpha and last
+   weights; a cloth's stiffness, wrinkle conservation, damping, bending
+   and scheme, every level's last valid triangle projections and the
+   coarse levels' positions (not pbd_sm_body_set_parallel_min or
+   pbd_sm_cloth_set_simd, which change no bit). pbd_world_restore gives
+   it back, into the same world or into one rebuilt the same way (a saved
+   game: the same things added in the same order, then the restore), and
+   the world goes on bit for bit as the saved one would have, on the CPU
+   or a GPU (a GPU world's state is fetched for a save and sent back on a
+   restore). A restore fails with PBD_ERROR_BAD_SNAPSHOT, changing
+   nothing, when the target's things differ from the snapshot's (one
+   missing, one more, another order, one built otherwise: other particle
+   or region counts, levels, triangles) or a state is corrupt (NaN, a
+   plastic state with det <= 1e-6, a zero quaternion, a parameter out of
+   range); the message names the plugin and what was wrong. A snapshot of
+   version 7 (pbd.h's, before plugin states) restores the particles and
+   leaves every thing here with the state it has.
 
    ERRORS follow pbd.h's CONVENTIONS: every call that fails returns its
    pbd_result with a message naming what was wrong and the offending value
@@ -204,8 +211,8 @@
        pbd_sm_add_surface_volume(w, &vd, &v);   // pbd_sm_remove_surface_volume
 
    Both run serially inside the world's step (deterministic for any
-   thread count), allocate nothing in it, and are not part of the world's
-   snapshot.
+   thread count), allocate nothing in it, and their state is part of the
+   world's snapshot (SNAPSHOTS above).
 
    MULTI-RESOLUTION CLOTH (Bender, Weber and Diziol 2013)
    ----------------------
@@ -713,8 +720,9 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_world *w, pbd_sm_body b, 
    kinematic particle moves where it is led but turns with its group, as
    a point held by a hand does.
    The state belongs to the world: it is freed by pbd_world_destroy or by
-   pbd_sm_remove_oriented. It is not part of the world's snapshot. A set is
-   named by a handle whose id is that of its plugin. */
+   pbd_sm_remove_oriented. It is part of the world's snapshot (SNAPSHOTS
+   in the manual). A set is named by a handle whose id is that of its
+   plugin. */
 typedef struct pbd_sm_oriented {
     uint32_t id;
 } pbd_sm_oriented;
@@ -1028,6 +1036,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_world *w, pbd_sm_cloth cloth
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -3441,8 +3450,9 @@ static PBD_HD void pbd_sm__mx_pinv(int n, const double *A, const double *D, doub
    the device side of bodies and surface volumes: their arrays on the
    device from the moment they are added (UPLOAD; 0: out of device
    memory), each plugin callback as kernels on the context's device
-   arrays, the state the getters read back to the host (FETCH), what a
-   setter changed up (PUSH), FREE. */
+   arrays, the state the getters and snapshots read back to the host
+   (FETCH), the same state up after a setter or a restore changed it on
+   the host (PUSH), FREE. */
 enum {
     PBD_SM__CUDA_UPLOAD,
     PBD_SM__CUDA_BEGIN,
@@ -3555,6 +3565,135 @@ static int pbd_sm__finite_n(const float *x, size_t n) {
     for (size_t i = 0; i < n; ++i)
         if (!pbd_sm__finite(x[i])) return 0;
     return 1;
+}
+
+/* --- states in snapshots -------------------------------------------------------
+   Each kind's pbd_plugin_desc.save_state / load_state (SNAPSHOTS in the
+   manual) is one walk over its state (pbd_sm__<kind>_state) that
+   measures, writes, checks or loads, as pbd.h's snapshot walk does, so
+   the four cannot disagree. A state starts with its kind's tag, a format
+   version and the counts that fix its layout (which the target must
+   share: it was built the same way), then what the setters change, then
+   the arrays, each value in memory's byte order. Reading only checks
+   (commit 0: nothing changes; the first reason is kept) or, checked
+   already, loads (commit 1). */
+#define PBD_SM__STATE_VERSION 1
+typedef struct pbd_sm__io {
+    unsigned char *out;      /* writing (NULL and in NULL: measuring) */
+    const unsigned char *in; /* reading */
+    size_t size, off;
+    int commit;    /* reading: 1 loads what it reads into the thing, 0 only checks it */
+    char why[160]; /* reading: why the state is refused ("" while it is not) */
+} pbd_sm__io;
+
+static void pbd_sm__io_refuse(pbd_sm__io *io, const char *fmt, ...) {
+    if (io->why[0]) return; /* the first reason */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(io->why, sizeof io->why, fmt, ap);
+    va_end(ap);
+}
+/* n bytes: written from data, or read into data (which is the thing's own
+   memory only when committing, else a local copy). Returns where they lie
+   in the state being read, NULL when they are not all there. */
+static const unsigned char *pbd_sm__io_bytes(pbd_sm__io *io, void *data, size_t n) {
+    const unsigned char *at = NULL;
+    if (io->in) {
+        if (io->why[0]) return NULL;
+        if (n > io->size - io->off) {
+            pbd_sm__io_refuse(io, "the state is cut short: %zu bytes, %zu are needed", io->size, io->off + n);
+            return NULL;
+        }
+        at = io->in + io->off;
+        if (data) memcpy(data, at, n);
+    } else if (io->out && n) {
+        memcpy(io->out + io->off, data, n);
+    }
+    io->off += n;
+    return at;
+}
+static void pbd_sm__io_int(pbd_sm__io *io, int *v) { pbd_sm__io_bytes(io, v, sizeof *v); }
+static void pbd_sm__io_float(pbd_sm__io *io, float *v) { pbd_sm__io_bytes(io, v, sizeof *v); }
+static void pbd_sm__io_double(pbd_sm__io *io, double *v) { pbd_sm__io_bytes(io, v, sizeof *v); }
+/* The kind's tag, the format version and `count` ints that fix the
+   layout; reading refuses another kind, version or layout. */
+static void pbd_sm__io_head(pbd_sm__io *io, uint32_t tag, const int *counts, int count, const char *const *names) {
+    uint32_t t = tag, version = PBD_SM__STATE_VERSION;
+    pbd_sm__io_bytes(io, &t, sizeof t);
+    pbd_sm__io_bytes(io, &version, sizeof version);
+    if (io->in && !io->why[0] && (t != tag || version != PBD_SM__STATE_VERSION)) {
+        const char *kind = pbd_sm__kind(t);
+        pbd_sm__io_refuse(io, "the state is %s%s%s (format %u), not %s %s's (format %d)",
+                          kind ? pbd_sm__article(kind) : "", kind ? " " : "", kind ? kind : "of no kind of pbd_sm.h",
+                          version, pbd_sm__article(pbd_sm__kind(tag)), pbd_sm__kind(tag), PBD_SM__STATE_VERSION);
+        return;
+    }
+    for (int k = 0; k < count; ++k) {
+        int v = counts[k];
+        pbd_sm__io_int(io, &v);
+        if (io->in && !io->why[0] && v != counts[k]) {
+            pbd_sm__io_refuse(io, "the state's %s is %d, this %s's %d (not built the same way)", names[k], v,
+                              pbd_sm__kind(tag), counts[k]);
+            return;
+        }
+    }
+}
+/* n doubles or floats of the thing's array a: written, checked (finite) or loaded. */
+static const unsigned char *pbd_sm__io_doubles(pbd_sm__io *io, double *a, size_t n, const char *what) {
+    const unsigned char *at = pbd_sm__io_bytes(io, io->in && !io->commit ? NULL : a, sizeof(double) * n);
+    for (size_t i = 0; at && !io->commit && i < n; ++i) {
+        double v;
+        memcpy(&v, at + sizeof v * i, sizeof v);
+        if (!pbd_sm__finite(v)) {
+            pbd_sm__io_refuse(io, "%s[%zu] is %g", what, i, v);
+            return NULL;
+        }
+    }
+    return at;
+}
+static void pbd_sm__io_floats(pbd_sm__io *io, float *a, size_t n, const char *what) {
+    const unsigned char *at = pbd_sm__io_bytes(io, io->in && !io->commit ? NULL : a, sizeof(float) * n);
+    for (size_t i = 0; at && !io->commit && i < n; ++i) {
+        float v;
+        memcpy(&v, at + sizeof v * i, sizeof v);
+        if (!pbd_sm__finite(v)) {
+            pbd_sm__io_refuse(io, "%s[%zu] is %g", what, i, (double)v);
+            return;
+        }
+    }
+}
+/* The double at index i of what pbd_sm__io_doubles returned. */
+static double pbd_sm__io_at(const unsigned char *at, size_t i) {
+    double v;
+    memcpy(&v, at + sizeof v * i, sizeof v);
+    return v;
+}
+/* The kinds' walks (in their sections) and pbd_plugin_desc.save_state /
+   load_state of every kind (after the last section): the walk of the
+   thing's tag (the first member of each kind's struct) around an io that
+   measures or writes the thing, or reads a state; a walk fetches a GPU
+   world's state before it writes, and pushes what it loaded. A state
+   longer than the walk reads is refused too. */
+typedef void (*pbd_sm__state_fn)(pbd_sm__io *io, void *thing);
+static size_t pbd_sm__state_save(void *user, const pbd_world *w, void *out);
+static pbd_result pbd_sm__state_load(void *user, pbd_world *w, const void *in, size_t size, int commit);
+static size_t pbd_sm__save(pbd_sm__state_fn walk, void *thing, void *out) {
+    pbd_sm__io io;
+    memset(&io, 0, sizeof io);
+    io.out = (unsigned char *)out;
+    walk(&io, thing);
+    return io.off;
+}
+static pbd_result pbd_sm__load(pbd_sm__state_fn walk, void *thing, const void *in, size_t size, int commit) {
+    pbd_sm__io io;
+    memset(&io, 0, sizeof io);
+    io.in = (const unsigned char *)in;
+    io.size = size;
+    io.commit = commit;
+    walk(&io, thing);
+    if (!io.why[0] && io.off != size) pbd_sm__io_refuse(&io, "the state has %zu bytes, %zu are expected", size, io.off);
+    if (io.why[0]) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "%s", io.why);
+    return PBD_OK;
 }
 
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
@@ -4350,6 +4489,68 @@ static void pbd_sm__plugin_rollback(void *user, pbd_world *w) {
     memcpy(b->Sp, b->Sp_step, sizeof(double) * 9 * (size_t)b->nr);
 }
 
+/* The body's state in snapshots (pbd_sm__io): its rotations (the warm
+   starts) and plastic states, and what its setters change (stiffness,
+   mode and beta, plasticity). */
+static void pbd_sm__body_state(pbd_sm__io *io, void *thing) {
+    pbd_sm__body *b = (pbd_sm__body *)thing;
+    if (io->out) pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
+    static const char *const names[] = {"particle count", "region count", "quadratic mode"};
+    int counts[3] = {b->n, b->nr, b->mode == PBD_SM_QUADRATIC};
+    pbd_sm__io_head(io, PBD_SM__TAG_BODY, counts, 3, names);
+    /* the parameters, floats the body keeps as doubles */
+    double par[5] = {b->alpha, b->beta, b->yield, b->creep, b->maxp};
+    int mode = (int)b->mode, sp_identity = b->sp_identity;
+    for (int k = 0; k < 5; ++k) pbd_sm__io_double(io, &par[k]);
+    pbd_sm__io_int(io, &mode);
+    pbd_sm__io_int(io, &sp_identity);
+    size_t nr = (size_t)b->nr;
+    pbd_sm__io_doubles(io, b->rot, 4 * nr, "rotation");
+    const unsigned char *Sp = pbd_sm__io_doubles(io, b->Sp, 9 * nr, "plastic state");
+    if (!io->in || io->why[0]) return;
+    if (!io->commit) {
+        for (int k = 0; k < 5; ++k)
+            if ((double)(float)par[k] != par[k] && par[k] == par[k]) {
+                pbd_sm__io_refuse(io, "parameter %d is %.17g, not a float", k, par[k]);
+                return;
+            }
+        if (pbd_sm__check_params((pbd_sm_mode)mode, (float)par[1], (float)par[0], (float)par[2], (float)par[3],
+                                 (float)par[4], b->rot_iters) != PBD_OK) {
+            const char *m = pbd_last_error(), *c = strstr(m, ": ");
+            pbd_sm__io_refuse(io, "%s", c ? c + 2 : m);
+            return;
+        }
+        if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC) || (sp_identity != 0 && sp_identity != 1)) {
+            pbd_sm__io_refuse(io, "mode %d and identity flag %d do not fit a body built in mode %d", mode, sp_identity,
+                              (int)b->mode);
+            return;
+        }
+        for (size_t r = 0; Sp && r < nr; ++r) {
+            double S[9];
+            for (int e = 0; e < 9; ++e) {
+                S[e] = pbd_sm__io_at(Sp, 9 * r + (size_t)e);
+                if (sp_identity && S[e] != (e % 4 == 0 ? 1.0 : 0.0)) {
+                    pbd_sm__io_refuse(io, "region %zu: the plastic state is not I, the flag says it is", r);
+                    return;
+                }
+            }
+            if (!(pbd_sm__mx_det3(S) > PBD_SM__PLASTIC_DET_MIN)) {
+                pbd_sm__io_refuse(io, "region %zu: the plastic state's determinant is %g", r, pbd_sm__mx_det3(S));
+                return;
+            }
+        }
+        return;
+    }
+    b->alpha = par[0];
+    b->beta = par[1];
+    b->yield = par[2];
+    b->creep = par[3];
+    b->maxp = par[4];
+    b->mode = (pbd_sm_mode)mode;
+    b->sp_identity = sp_identity;
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_PUSH); /* the rotations and plastic states to the device */
+}
+
 static void pbd_sm__plugin_destroy(void *user) { pbd_sm__body_free((pbd_sm__body *)user); }
 static int pbd_sm__plugin_uses(void *user, const unsigned char *marked, int n) {
     const pbd_sm__body *b = (const pbd_sm__body *)user;
@@ -4372,6 +4573,8 @@ static pbd_result pbd_sm__body_attach(pbd_world *w, pbd_sm__body *b, int mark_co
     pd.end_substep = pbd_sm__plugin_end_substep;
     pd.begin_step = pbd_sm__plugin_begin_step;
     pd.rollback = pbd_sm__plugin_rollback;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__plugin_destroy;
     pd.uses_particles = pbd_sm__plugin_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
@@ -4436,8 +4639,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
             int j = d->particles[i];
             if (seen[j]) { /* seen[j]: 1 + the entry that listed it first (the message names both) */
                 res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                                     "pbd_sm_add_body: particle %d is listed twice (particles[%d] and particles[%d])", j,
-                                     seen[j] - 1, i);
+                                     "pbd_sm_add_body: particle %d is listed twice (particles[%d] and particles[%d])",
+                                     j, seen[j] - 1, i);
                 break;
             }
             seen[j] = i + 1;
@@ -5001,6 +5204,7 @@ PBD_SM_DEF pbd_result pbd_sm_body_reset_plasticity(pbd_world *w, pbd_sm_body bod
     pbd_sm__body *b;
     pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_reset_plasticity", &b);
     if (r != PBD_OK) return r;
+    pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH); /* the rotations stay the device's (PUSH sends both) */
     for (int k = 0; k < b->nr; ++k)
         for (int e = 0; e < 9; ++e) b->Sp[9 * (size_t)k + e] = (e % 4 == 0) ? 1.0 : 0.0;
     b->sp_identity = !(b->creep > 0);
@@ -5186,6 +5390,37 @@ static void pbd_sm__oriented_free(pbd_sm__oriented *o) {
     pbd_sm__free(o->world, o);
 }
 static void pbd_sm__oriented_destroy_cb(void *user) { pbd_sm__oriented_free((pbd_sm__oriented *)user); }
+
+/* The set's state in snapshots (pbd_sm__io): the orientations (at the
+   start of the substep and predicted) and the angular velocities. */
+static void pbd_sm__oriented_state(pbd_sm__io *io, void *thing) {
+    pbd_sm__oriented *o = (pbd_sm__oriented *)thing;
+    if (io->out) pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
+    static const char *const names[] = {"first particle", "particle count", "group size total"};
+    int counts[3] = {o->first, o->count, o->ring_start[o->count]};
+    size_t n = (size_t)o->count;
+    pbd_sm__io_head(io, PBD_SM__TAG_ORIENTED, counts, 3, names);
+    const unsigned char *q[2];
+    q[0] = pbd_sm__io_doubles(io, o->q, 4 * n, "orientation");
+    q[1] = pbd_sm__io_doubles(io, o->qp, 4 * n, "predicted orientation");
+    pbd_sm__io_doubles(io, o->omega, 3 * n, "angular velocity");
+    if (!io->in || io->why[0]) return;
+    if (io->commit) {
+        pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_PUSH);
+        return;
+    }
+    for (int a = 0; a < 2; ++a)
+        for (size_t i = 0; i < n; ++i) {
+            double qn = 0;
+            for (int k = 0; k < 4; ++k)
+                qn += pbd_sm__io_at(q[a], 4 * i + (size_t)k) * pbd_sm__io_at(q[a], 4 * i + (size_t)k);
+            if (!(qn > PBD_SM__QUAT_NORM2_MIN)) {
+                pbd_sm__io_refuse(io, "particle %zu: the %s has squared norm %g", i,
+                                  a ? "predicted orientation" : "orientation", qn);
+                return;
+            }
+        }
+}
 static int pbd_sm__oriented_uses(void *user, const unsigned char *marked, int n) {
     const pbd_sm__oriented *o = (const pbd_sm__oriented *)user;
     pbd_range r;
@@ -5577,6 +5812,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     pd.end_substep = pbd_sm__oriented_end_substep;
     pd.begin_step = pbd_sm__oriented_begin_step;
     pd.rollback = pbd_sm__oriented_rollback;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__oriented_destroy_cb;
     pd.uses_particles = pbd_sm__oriented_uses;
     int *ids = (int *)pbd_sm__alloc_n(w, (size_t)n, sizeof(int));
@@ -5963,6 +6200,41 @@ static void pbd_sm__volume_free(pbd_sm__volume *v) {
     pbd_sm__free(v->world, v);
 }
 static void pbd_sm__volume_destroy_cb(void *user) { pbd_sm__volume_free((pbd_sm__volume *)user); }
+
+/* A GPU world's volume: FETCH or PUSH its weights (what the getter reads). */
+static void pbd_sm__volume_gpu(pbd_sm__volume *v, int what) {
+#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
+    if (v->gpu) pbd_sm__cuda_volume(v, sizeof *v, NULL, what);
+#else
+    (void)v;
+    (void)what;
+#endif
+}
+/* The volume's state in snapshots (pbd_sm__io): what its setters change
+   (the rest volume, alpha) and the weights of its last projection (what
+   pbd_sm_volume_weights reads; each projection makes them anew). */
+static void pbd_sm__volume_state(pbd_sm__io *io, void *thing) {
+    pbd_sm__volume *v = (pbd_sm__volume *)thing;
+    if (io->out) pbd_sm__volume_gpu(v, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
+    static const char *const names[] = {"particle count", "triangle count"};
+    int counts[2] = {v->nv, v->nt};
+    pbd_sm__io_head(io, PBD_SM__TAG_VOLUME, counts, 2, names);
+    double rest = v->rest_volume;
+    float alpha = v->alpha;
+    pbd_sm__io_double(io, &rest);
+    pbd_sm__io_float(io, &alpha);
+    pbd_sm__io_doubles(io, v->weight, (size_t)v->nv, "weight");
+    if (!io->in || io->why[0]) return;
+    if (!io->commit) {
+        if (!pbd_sm__finite(rest) || !(rest > 0) || !(alpha >= 0 && alpha <= 1))
+            pbd_sm__io_refuse(io, "rest volume %g and alpha %g: a rest volume > 0 and alpha in [0, 1] expected", rest,
+                              (double)alpha);
+        return;
+    }
+    v->rest_volume = rest;
+    v->alpha = alpha;
+    pbd_sm__volume_gpu(v, PBD_SM__CUDA_PUSH);
+}
 static int pbd_sm__volume_uses(void *user, const unsigned char *marked, int n) {
     const pbd_sm__volume *v = (const pbd_sm__volume *)user;
     return pbd_sm__marked_list(marked, n, v->verts, v->nv);
@@ -6408,6 +6680,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     pd.begin_substep = pbd_sm__volume_begin_substep;
     pd.project = pbd_sm__volume_project;
     pd.end_substep = pbd_sm__volume_end_substep;
+    pd.save_state = pbd_sm__state_save;
+    pd.load_state = pbd_sm__state_load;
     pd.destroy = pbd_sm__volume_destroy_cb;
     pd.uses_particles = pbd_sm__volume_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
@@ -6522,9 +6796,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume vo
     if (max < 0)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)",
                               max);
-#if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-    if (v->gpu) pbd_sm__cuda_volume(v, sizeof *v, NULL, PBD_SM__CUDA_FETCH);
-#endif
+    pbd_sm__volume_gpu(v, PBD_SM__CUDA_FETCH);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
     return PBD_OK;
@@ -8355,7 +8627,69 @@ static void pbd_sm__cloth_end_substep(void *user, const pbd_solve_context *s) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)user;
     if (c->damping > 0 && !pbd_sm__cloth_gpu(c, s, PBD_SM__CUDA_END)) pbd_sm__damp(c, s);
 }
+static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm__cloth *)user); }
+
+/* The cloth's state in snapshots (pbd_sm__io): what its setters change
+   (stiffness, wrinkle conservation, damping, bending, scheme; not the
+   SIMD switch, which changes no bit), every level's last valid
+   projections (kept for triangles that turn degenerate) and the coarse
+   levels' positions of the last V-cycle (what pbd_sm_cloth_level reads;
+   each V-cycle starts them anew). */
+static void pbd_sm__cloth_state(pbd_sm__io *io, void *thing) {
+    pbd_sm__cloth *c = (pbd_sm__cloth *)thing;
+    if (io->out) pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_FETCH); /* a GPU world's state, current */
+    static const char *const names[] = {"first particle", "level count", "nested flag", "vertex total",
+                                        "triangle total"};
+    int counts[5] = {c->particles.first, c->nlevels, c->nested, 0, 0};
+    for (int l = 0; l < c->nlevels; ++l) counts[3] += c->lv[l].nv, counts[4] += c->lv[l].nt;
+    pbd_sm__io_head(io, PBD_SM__TAG_CLOTH, counts, 5, names);
+    float par[4] = {c->alpha, c->beta, c->damping, c->bending};
+    int flags[2] = {c->conserve, c->scheme};
+    for (int k = 0; k < 4; ++k) pbd_sm__io_float(io, &par[k]);
+    for (int k = 0; k < 2; ++k) pbd_sm__io_int(io, &flags[k]);
+    for (int l = 0; l < c->nlevels; ++l) {
+        pbd_sm__level *L = &c->lv[l];
+        pbd_sm__io_floats(io, L->tP, 6 * (size_t)L->nt, "projection");
+        if (l < c->nlevels - 1) pbd_sm__io_floats(io, L->x, 4 * (size_t)L->nv, "coarse position");
+    }
+    if (!io->in || io->why[0]) return;
+    if (!io->commit) {
+        if (!pbd_sm__in01(par[0]) || !pbd_sm__in01(par[1]) || !pbd_sm__in01(par[2]) || !pbd_sm__finite(par[3]) ||
+            !(par[3] >= 0) || (flags[0] != 0 && flags[0] != 1) ||
+            (flags[1] != PBD_SM_CLOTH_TWO_PASS && flags[1] != PBD_SM_CLOTH_INDEPENDENT_SETS))
+            pbd_sm__io_refuse(
+                io, "parameters out of range: alpha %g, beta %g, damping %g, bending %g, conserve %d, scheme %d",
+                (double)par[0], (double)par[1], (double)par[2], (double)par[3], flags[0], flags[1]);
+        return;
+    }
+    c->alpha = par[0];
+    c->beta = par[1];
+    c->damping = par[2];
+    c->bending = par[3];
+    c->conserve = flags[0];
+    c->scheme = flags[1];
+    pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_PUSH);
+}
+
+/* pbd_plugin_desc.save_state / load_state of every kind ("states in
+   snapshots"): the walk of the thing's tag. */
+static pbd_sm__state_fn pbd_sm__walk_of(const void *thing) {
+    switch (*(const uint32_t *)thing) {
+        case PBD_SM__TAG_BODY: return pbd_sm__body_state;
+        case PBD_SM__TAG_ORIENTED: return pbd_sm__oriented_state;
+        case PBD_SM__TAG_VOLUME: return pbd_sm__volume_state;
+        default: return pbd_sm__cloth_state;
+    }
+}
+static size_t pbd_sm__state_save(void *user, const pbd_world *w, void *out) {
+    (void)w;
+    return pbd_sm__save(pbd_sm__walk_of(user), user, out);
+}
+static pbd_result pbd_sm__state_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
+    (void)w;
+    return pbd_sm__load(pbd_sm__walk_of(user), user, in, size, commit);
+}
 static int pbd_sm__cloth_uses(void *user, const unsigned char *marked, int n) {
     return pbd_sm__marked_range(marked, n, ((const pbd_sm__cloth *)user)->particles);
 }
@@ -8378,8 +8712,6 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
     d.thickness = 0.005f;
     return d;
 }
-
-static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
     if (!d->positions)
@@ -8563,6 +8895,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.begin_substep = pbd_sm__cloth_begin_substep;
     pl.project = pbd_sm__cloth_project;
     pl.end_substep = pbd_sm__cloth_end_substep;
+    pl.save_state = pbd_sm__state_save;
+    pl.load_state = pbd_sm__state_load;
     pl.destroy = pbd_sm__cloth_destroy;
     pl.uses_particles = pbd_sm__cloth_uses;
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)

@@ -23,8 +23,8 @@
    up/down substeps, right/left iterations, P screenshot (out/viewer_NNN.png),
    G (built with PBD_CUDA and pbd_cuda.cu) moves the scene between the CPU
    and the GPU (its state goes along: pbd_world_save, then restore into the
-   scene built on the other device; pbd_sm.h's own state, its rotations and
-   plastic deformation, is not in a world's snapshot and starts afresh),
+   scene built on the other device, pbd_sm.h's state included: a jelly's
+   plastic deformation, a plant's spin),
    Esc quit. Built with PBD_CUDA:
 
        cc -O2 -march=native -fopenmp -ffp-contract=off -I. -DPBD_CUDA -c examples/viewer.c -o viewer.o -DPBD_HAVE_STB -I/usr/include/stb

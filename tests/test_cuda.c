@@ -1477,6 +1477,91 @@ done:
     pbd_world_destroy(ws[1]);
 }
 
+/* pbd_sm.h's states in a GPU world's snapshot (pbd.h, PLUGIN STATE IN
+   SNAPSHOTS): the plant, the plastic jelly and rigid boxes, the
+   multi-resolution cloth and the surface volume in one world, saved
+   mid-run after setters (a GPU world's save fetches the device's states:
+   the plugins' states in its snapshot are the CPU world's, byte for
+   byte), then restored (a) into the same GPU world, (b) into a GPU world
+   rebuilt the same way and (c) into a rebuilt CPU world (a device move):
+   each goes on with the CPU world's bits and ends with its states. */
+static void build_sm_all(pbd_world *w) {
+    build_oriented(w); /* first: its frames lead particle 9 */
+    build_sm_bodies(w);
+    build_multires_sets(w);
+    build_volume(w);
+}
+static void frame_sm_all(pbd_world *w, int k) {
+    frame_oriented(w, k);
+    frame_sm_bodies(w, k);
+    frame_multires(w, k);
+    frame_volume(w, k);
+}
+static void steps_sm_all(pbd_world *w, int from, int to) {
+    for (int k = from; k < to; ++k) {
+        frame_sm_all(w, k);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    }
+}
+/* Whether a and b hold the same plugin states: their snapshots' ends
+   from the first state's head (the count before the first
+   "pbd_sm" name) to the checksum. (The rest of a GPU world's snapshot
+   may differ from a CPU world's where the device keeps what the host
+   does not read: the fluids' pressure substep when there are none.) */
+static long states_at(const unsigned char *b, size_t n) {
+    for (size_t i = 4; i + 6 <= n; ++i)
+        if (!memcmp(b + i, "pbd_sm", 6)) return (long)i - 4;
+    return -1;
+}
+static int same_states(const char *what, const pbd_world *a, const pbd_world *b) {
+    size_t na = 0, nb = 0;
+    unsigned char *sa = pbdt_save(a, &na), *sb = pbdt_save(b, &nb);
+    long ia = states_at(sa, na), ib = states_at(sb, nb);
+    int same = ia > 0 && na - (size_t)ia == nb - (size_t)ib && !memcmp(sa + ia, sb + ib, na - (size_t)ia - 8);
+    CHECK_MSG(same, "%s: the plugins' states differ", what);
+    free(sa);
+    free(sb);
+    return same;
+}
+static void sm_states_in_snapshots(unsigned seed) {
+    enum { AT = 24, ON = 10 };
+    pbd__cuda_emulate_seed(seed);
+    pbd_world *cpu = world_on(PBD_DEVICE_CPU), *gpu = world_on(PBD_DEVICE_GPU), *w = NULL;
+    unsigned char *snap = NULL;
+    size_t size = 0;
+    if (!cpu || !gpu) goto done;
+    build_sm_all(cpu);
+    build_sm_all(gpu);
+    steps_sm_all(cpu, 0, AT);
+    steps_sm_all(gpu, 0, AT);
+    snap = pbdt_save(gpu, &size);
+    if (!same_states("saved mid-run", gpu, cpu)) goto done;
+    steps_sm_all(cpu, AT, AT + ON); /* the reference */
+    for (int k = 0; k < 3; ++k) {
+        const char *what[3] = {"(a) the same GPU world", "(b) a rebuilt GPU world", "(c) a rebuilt CPU world"};
+        if (k > 0) {
+            w = world_on(k == 1 ? PBD_DEVICE_GPU : PBD_DEVICE_CPU);
+            if (!w) break;
+            build_sm_all(w);
+        }
+        pbd_world *t = k == 0 ? gpu : w;
+        CHECK_OK(pbd_world_restore(t, snap, size));
+        steps_sm_all(t, AT, AT + ON);
+        if (same_bits(what[k], AT + ON, t, cpu)) same_states(what[k], t, cpu);
+        if (k > 0) pbd_world_destroy(w);
+        w = NULL;
+    }
+done:
+    free(snap);
+    pbd_world_destroy(cpu);
+    pbd_world_destroy(gpu);
+}
+TEST(cuda_sm_states_in_snapshots_go_on_with_the_cpu_worlds_bits) {
+    NEEDS_GPU();
+    sm_states_in_snapshots(1u);
+    if (ORDERS > 1) sm_states_in_snapshots(0x9e3779b9u);
+}
+
 /* A wrinkle mesh whose fine cloth is a GPU world (pbd_up_wrinkle_desc.device):
    the Loop-subdivided sphere on its squeezed, moving coarse icosahedron,
    one-sided (the projection a device plugin), gives the CPU wrinkle
@@ -2279,6 +2364,7 @@ void suite_cuda(void) {
     RUN(cuda_a_body_reads_sets_rolls_back_and_goes_on_a_gpu_world);
     RUN(cuda_oriented_particles_read_roll_back_and_go_on_a_gpu_world);
     RUN(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world);
+    RUN(cuda_sm_states_in_snapshots_go_on_with_the_cpu_worlds_bits);
     RUN(cuda_a_wrinkle_mesh_solves_on_a_gpu_world);
     RUN(cuda_a_wrinkle_mesh_follows_a_gpu_coarse_world);
     RUN(cuda_a_skin_evaluates_on_the_device);

@@ -249,6 +249,79 @@ TEST(plugin_survives_restore_and_guards_particles) {
     CHECK(c.destroyed == 1);
 }
 
+/* A plugin's own state in snapshots (pbd_plugin_desc.save_state /
+   load_state): one int, which load_state refuses when negative. */
+typedef struct stateful {
+    int value, loads;
+} stateful;
+static size_t stateful_save(void *user, const pbd_world *w, void *out) {
+    (void)w;
+    if (out) memcpy(out, &((stateful *)user)->value, sizeof(int));
+    return sizeof(int);
+}
+static pbd_result stateful_load(void *user, pbd_world *w, const void *in, size_t size, int commit) {
+    (void)w;
+    int v;
+    if (size != sizeof v) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "%zu bytes, not an int", size);
+    memcpy(&v, in, sizeof v);
+    if (v < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "value %d < 0", v);
+    if (commit) ((stateful *)user)->value = v, ((stateful *)user)->loads++;
+    return PBD_OK;
+}
+static pbd_plugin add_stateful(pbd_world *w, stateful *s, const char *name) {
+    pbd_plugin_desc d = pbd_plugin_desc_default();
+    d.name = name;
+    d.user = s;
+    d.save_state = stateful_save;
+    d.load_state = stateful_load;
+    pbd_plugin p = {0};
+    CHECK_OK(pbd_add_plugin(w, &d, &p));
+    return p;
+}
+
+/* States go back to the plugin at the same place in the order of addition
+   (not the slot: a removal frees one that a later add takes); a world
+   rebuilt in that order takes them; a state its plugin refuses fails the
+   restore with its message, naming the plugin, and changes nothing;
+   save_state and load_state go together. */
+TEST(plugin_state_in_snapshots) {
+    pbd_world *w = pbdt_world(0);
+    stateful a = {1, 0}, b = {2, 0}, c = {3, 0};
+    pbd_plugin pa = add_stateful(w, &a, "a");
+    add_stateful(w, &b, "b");
+    CHECK_OK(pbd_remove_plugin(w, pa));
+    add_stateful(w, &c, "c"); /* in a's slot, after b */
+    size_t n = 0;
+    unsigned char *snap = pbdt_save(w, &n);
+    b.value = 20, c.value = 30;
+    CHECK_OK(pbd_world_restore(w, snap, n));
+    CHECK(b.value == 2 && c.value == 3 && b.loads == 1 && c.loads == 1);
+    pbd_world *r = pbdt_world(0);
+    stateful b2 = {0, 0}, c2 = {0, 0};
+    add_stateful(r, &b2, "b");
+    add_stateful(r, &c2, "c");
+    CHECK_OK(pbd_world_restore(r, snap, n));
+    CHECK(b2.value == 2 && c2.value == 3);
+    /* c's state forged to -1 (the last int before the checksum) */
+    int minus = -1;
+    memcpy(snap + n - 12, &minus, sizeof minus);
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i + 8 < n; ++i) h = (h ^ snap[i]) * 1099511628211ull;
+    memcpy(snap + n - 8, &h, 8);
+    c2.value = 7;
+    CHECK_RESULT(pbd_world_restore(r, snap, n), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_MSG(strstr(pbd_world_last_error(r), "'c', refused its state: value -1 < 0") != NULL, "message: %s",
+              pbd_world_last_error(r));
+    CHECK(c2.value == 7 && b2.value == 2 && c2.loads == 1);
+    pbd_plugin_desc d = pbd_plugin_desc_default();
+    d.save_state = stateful_save;
+    CHECK_RESULT(pbd_add_plugin(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "load_state") != NULL);
+    free(snap);
+    pbd_world_destroy(r);
+    pbd_world_destroy(w);
+}
+
 /* pbd_collider_closest: distance and the outward normal in world space. */
 TEST(collider_closest_normal) {
     pbd_world *w = pbdt_world(0);
@@ -421,6 +494,7 @@ void suite_plugins(void) {
     RUN(plugin_parallel_team);
     RUN(plugin_bad_input);
     RUN(plugin_survives_restore_and_guards_particles);
+    RUN(plugin_state_in_snapshots);
     RUN(collider_closest_normal);
     RUN(plugin_project_after_contacts);
     RUN(plugin_world_fail_and_last_error);

@@ -1,8 +1,11 @@
 /* fuzz_restore.c - pbd_world_restore from arbitrary bytes.
 
-   Input: one byte choosing the target world (0: empty; 1: 8 particles
-   under a pbd_sm.h shape-matching body, a plugin whose particles the
-   snapshot must keep), then a snapshot body. The harness appends the
+   Input: one byte choosing the target world (0: empty; bit 1: 8
+   particles under a pbd_sm.h shape-matching body, a plugin whose
+   particles the snapshot must keep and whose state (rotations, plastic
+   states) a version 8 snapshot holds; bit 2: an oriented particle set on
+   those particles too, whose state follows the body's), then a snapshot
+   body. The harness appends the
    FNV-1a checksum, so that the fuzzer reaches the parser and the
    validation behind the checksum; the raw bytes are also tried as they
    are. Checks: no memory error or undefined behaviour; a refused snapshot
@@ -17,7 +20,7 @@ static pbd_world *fz_target(unsigned kind) {
     pbd_world_desc wd = pbd_world_desc_default();
     pbd_world *w = NULL;
     FZ_CHECK(pbd_world_create(&wd, &w) == PBD_OK, "create");
-    if (kind & 1) {
+    if (kind & 3) {
         float xyz[3 * 8];
         for (int i = 0; i < 8; ++i) {
             xyz[3 * i] = 0.1f * (float)(i & 1);
@@ -34,7 +37,18 @@ static pbd_world *fz_target(unsigned kind) {
         pbd_sm_body_desc bd = pbd_sm_body_desc_default();
         bd.particles = ids;
         bd.particle_count = 8;
+        bd.creep = 1.0f; /* plastic: its plastic states are in the snapshot */
         FZ_CHECK(pbd_sm_add_body(w, &bd, NULL) == PBD_OK, "sm body");
+    }
+    if (kind & 2) {
+        int edges[14];
+        for (int i = 0; i < 7; ++i) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
+        pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+        od.particles.first = 0;
+        od.particles.count = 8;
+        od.edges = edges;
+        od.edge_count = 7;
+        FZ_CHECK(pbd_sm_add_oriented(w, &od, NULL) == PBD_OK, "sm oriented");
     }
     return w;
 }
@@ -87,15 +101,19 @@ static void fuzz_seeds(const char *dir) {
         free(s.d);
         pbd_world_destroy(w);
     }
-    /* a world the sm plugin's target accepts: 8 particles or more */
-    pbd_world *w = fz_target(1);
-    fz_snap s = fz_save(w);
-    unsigned char *d = (unsigned char *)malloc(s.n);
-    d[0] = 1;
-    memcpy(d + 1, s.d, s.n - 8);
-    fz_write(dir, "plugin", d, s.n - 7);
-    free(d);
-    free(s.d);
-    pbd_world_destroy(w);
+    /* worlds the sm plugins' targets accept, with their states (stepped:
+       the rotations turned, the body flowed) */
+    for (unsigned kind = 1; kind <= 3; kind += 2) {
+        pbd_world *w = fz_target(kind);
+        for (int k = 0; k < 20; ++k) pbd_world_step(w, 1.0f / 60.0f);
+        fz_snap s = fz_save(w);
+        unsigned char *d = (unsigned char *)malloc(s.n);
+        d[0] = (unsigned char)kind;
+        memcpy(d + 1, s.d, s.n - 8);
+        fz_write(dir, kind == 1 ? "plugin" : "plugins", d, s.n - 7);
+        free(d);
+        free(s.d);
+        pbd_world_destroy(w);
+    }
 }
 #endif

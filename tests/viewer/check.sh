@@ -12,8 +12,8 @@
 # emulation): the G key's move of a scene to the (emulated) GPU and its
 # state with it, at frame 20 of 60: the run must end on the GPU with the
 # positions' bits of a run that stays on the CPU (the emulation gives the
-# CPU's bits) - for the scenes of pbd.h alone (pbd_sm.h's state is not in
-# a world's snapshot: it starts afresh after a move).
+# CPU's bits) - for scenes of pbd.h and of pbd_sm.h (whose state, a jelly's
+# plastic deformation, a plant's spin, goes along in the snapshot).
 viewer=$1
 out=$2
 emu=${3:-}
@@ -56,7 +56,7 @@ echo "$scenes" | {
         fi
     done
     if [ -n "$emu" ] && [ -x "$emu" ]; then
-        for name in showcase flag_tear hair upsample; do
+        for name in showcase flag_tear hair upsample sm_jelly sm_plant multires_cloth; do
             run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
                 "$emu" --scene "$name" --size 320x180 --frames 60 "$@" 2>&1; }
             stay=$(run | grep 'positions hash')
