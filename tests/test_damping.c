@@ -202,7 +202,8 @@ TEST(damping_hanging_cloth_rest_time) {
         const float *vel = pbd_world_velocities(w);
         float top = 0;
         for (int i = 0; i < 32 * 32; ++i) {
-            float q = sqrtf(vel[4 * i] * vel[4 * i] + vel[4 * i + 1] * vel[4 * i + 1] + vel[4 * i + 2] * vel[4 * i + 2]);
+            float q =
+                sqrtf(vel[4 * i] * vel[4 * i] + vel[4 * i + 1] * vel[4 * i + 1] + vel[4 * i + 2] * vel[4 * i + 2]);
             top = q > top ? q : top;
         }
         if (s > 110 && s <= 130) at2 = top > at2 ? top : at2; /* about 2 s */
