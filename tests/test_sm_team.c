@@ -44,7 +44,7 @@ static int smt_run(int threads, float *x) {
     ld.spacing = 0.05f;
     ld.origin[1] = 0.1f;
     ld.body.mode = PBD_SM_LINEAR;
-    pbd_sm_body b;
+    pbd_sm_body b = {0};
     pbd_range r = {0, 0};
     CHECK_OK(pbd_sm_add_lattice(w, &ld, &b, &r));
     float p0[3] = {0, 0, 0}, n0[3] = {0, 1, 0};
