@@ -142,12 +142,13 @@ TEST(sm_plan_naive_and_lattice_membership) {
 TEST(sm_plan_bad_input) {
     int start[3] = {0, 2, 4}, list[4] = {0, 1, 1, 5};
     pbd_sm_sum_plan *p = NULL;
-    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 5");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "region_particles[3] = 5 is not a particle (0..4)");
     int dup[4] = {0, 0, 1, 2};
-    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "i 0");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "region 0 lists particle 0 twice");
     int back[3] = {0, 3, 2};
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT,
-                "start[r + 1] < start[r] (start[r + 1]");
+                "region_start decreases: region_start[2] = 2 after region_start[1] = 3");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, NULL, list, &p), PBD_ERROR_NULL_POINTER, "start is NULL");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK(p == NULL);
@@ -160,7 +161,7 @@ TEST(sm_plan_bad_input) {
     CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
     CHECK_ERROR(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER, "values is NULL");
     int m[2], c;
-    CHECK_ERROR(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 2");
+    CHECK_ERROR(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "region 2 outside 0..1");
     pbd_sm_plan_destroy(p);
     pbd_sm_plan_destroy(NULL);
 }
