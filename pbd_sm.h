@@ -1751,7 +1751,7 @@ static pbd_result pbd_sm__check_regions(pbd_world *mem, int particle_count, int 
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "region_particles is NULL while region_count is %d",
                               region_count);
     if (particle_count < 0 || region_count < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle_count %d or region_count %d is negative",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle_count %d and region_count %d must be >= 0",
                               particle_count, region_count);
     if (start[0] != 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region_start[0] is %d, must be 0", start[0]);
@@ -2018,7 +2018,7 @@ static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells,
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while there are %d particles", n);
     if (n < 0 || w < 1 || w > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "particle count %d < 0 or region half-width %d outside 1..64", n, w);
+                              "particle count %d must be >= 0 and region half-width %d in 1..64", n, w);
     for (int i = 0; i < 3 * n; ++i)
         if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
@@ -2276,7 +2276,7 @@ static pbd_result pbd_sm__plan_lattice(pbd_world *mem, int particle_count, const
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while particle_count is %d", particle_count);
     if (particle_count < 0 || w < 1 || w > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "particle_count %d < 0 or region half-width w %d outside 1..64", particle_count, w);
+                              "particle_count %d must be >= 0 and region half-width w %d in 1..64", particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
         if (cells[i] < -1000000 || cells[i] > 1000000)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "cells[%ld] = %d is outside [-1000000, 1000000]", i,
@@ -2516,9 +2516,10 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     qsort(leaf, (size_t)n, sizeof *leaf, pbd_sm__cmp_ocell);
     for (int i = 1; i < n; ++i)
         if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) {
-            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                               "particles %d and %d are in one octree cell (level %d at %d, %d, %d)", leaf[i - 1].id,
-                               leaf[i].id, leaf[i].l, leaf[i].x, leaf[i].y, leaf[i].z);
+            r = pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT, "particles %d and %d are in one octree cell (level %d at %d, %d, %d)",
+                leaf[i - 1].id < leaf[i].id ? leaf[i - 1].id : leaf[i].id,
+                leaf[i - 1].id < leaf[i].id ? leaf[i].id : leaf[i - 1].id, leaf[i].l, leaf[i].x, leaf[i].y, leaf[i].z);
             goto done;
         }
     /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
