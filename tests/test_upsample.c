@@ -950,6 +950,118 @@ TEST(up_training_world_replays_the_training) {
     }
 }
 
+/* Error messages are part of the interface: every kind of bad input to
+   pbd_upsample.h - a damaged, foreign or truncated model file, NaN input,
+   bad triangles, a wrinkle mesh's or an upsampler's desc - gets its result
+   and a message in words that names the public parameter or desc field
+   and keeps the offending values, never the C of the check or an internal
+   name (a damaged file read "pbd_up_model_load: rejected because sum !=
+   pbd_up__fnv1a(in, size - sizeof sum)" once). */
+TEST(up_messages_read_as_words) {
+    float *u = NULL;
+    pbd_up_model *m = upt_detail_model(1, 1, &u), *out = NULL;
+    CHECK(m != NULL);
+    if (!m) return;
+    int nc = pbd_up_model_coarse_count(m), nd = pbd_up_model_detail_count(m);
+    float *y = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
+    /* model files */
+    size_t size = pbd_up_model_save_size(m);
+    unsigned char *buf = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_model_save(m, buf, size));
+    buf[0] ^= 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "not a pbd_upsample model file (wrong magic)");
+    buf[0] ^= 1;
+    uint32_t format, two = 2;
+    memcpy(&format, buf + 8, 4);
+    memcpy(buf + 8, &two, 4);
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "model file is from format 2, this build reads 1");
+    memcpy(buf + 8, &format, 4);
+    buf[size / 2] ^= 0x40;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "checksum mismatch: the model file is damaged");
+    buf[size / 2] ^= 0x40;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size - 8, &out), PBD_ERROR_BAD_SNAPSHOT, "(truncated?)");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, 16, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "16 bytes are too few for a model file");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_save(m, buf, 100), PBD_ERROR_INVALID_ARGUMENT,
+                         "buffer of 100 bytes, the model needs");
+    CHECK(out == NULL);
+    /* evaluation */
+    u[4] = NAN;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE,
+                         "pbd_up_model_eval: coarse_positions contain NaN or infinity");
+    u[4] = 0.0f;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_eval_checked(m, u, nc + 1, y, nd), PBD_ERROR_INVALID_ARGUMENT,
+                         "are not the model's");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_set_threads(m, 2000), PBD_ERROR_INVALID_ARGUMENT,
+                         "threads 2000 outside 0..1024");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_stencil(m, nd, NULL, NULL, 0, &nc), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "row 162 outside 0..161");
+    float c6[6];
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_pdm_coefficients(m, 0, c6), PBD_ERROR_INVALID_ARGUMENT, "m is not a PDM model");
+    /* subdivision of a bad mesh */
+    int oob[3] = {0, 1, 5}, fan[9] = {0, 1, 2, 0, 1, 3, 0, 1, 4};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(oob, 1, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 0 names vertex 5, outside 0..2");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 9, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "levels 9 in 0..8");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "edge (0, 1) is in 3 triangles: the mesh must be edge-manifold");
+    /* a wrinkle mesh's desc */
+    pbd_mesh g;
+    float o[3] = {0, 0, 0}, ax[3] = {1, 0, 0}, az[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, ax, az, &g));
+    pbd_up_wrinkle_desc wd = pbdt_wrinkle_desc(&g, &g);
+    pbd_up_wrinkle *wr = NULL;
+    wd.iterations = 0;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_wrinkle_create: iterations 0 outside 1..1000");
+    wd.iterations = 4;
+    wd.bending_compliance = -1.0f;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_INVALID_ARGUMENT,
+                         "bending_compliance -1 < 0");
+    wd.bending_compliance = 1e-3f;
+    wd.one_sided = 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_NOT_CLOSED,
+                         "one_sided needs a closed, consistently oriented coarse mesh");
+    wd.one_sided = 0;
+    wd.fine_positions = NULL;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_NULL_POINTER,
+                         "pbd_up_wrinkle_desc.fine_positions is NULL");
+    CHECK(wr == NULL);
+    pbd_mesh_free(&g);
+    /* the upsamplers' descs */
+    float frames[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+    pd.coarse_count = pd.detail_count = 3;
+    pd.frame_count = 1;
+    pd.coarse_frames = pd.detail_frames = frames;
+    pd.support = 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_piu_fit: support 1 outside 2..64");
+    pd.support = 2;
+    frames[4] = INFINITY;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_NOT_FINITE,
+                         "coarse_frames contain NaN or infinity (1 frames)");
+    pbd_up_wpsd_desc wpd = pbd_up_wpsd_desc_default();
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
+    int far_tri[3] = {0, 1, 99};
+    wpd.subdivision = m;
+    wpd.coarse_triangles = far_tri;
+    wpd.coarse_triangle_count = 1;
+    wpd.frame_count = 1;
+    wpd.coarse_frames = wpd.detail_frames = frames; /* not read: the triangles are refused first */
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 0 names vertex 99, outside 0..41");
+    CHECK(out == NULL);
+    free(buf);
+    free(y);
+    free(u);
+    pbd_up_model_destroy(m);
+}
+
 void suite_upsample(void) {
     RUN(up_loop_counts);
     RUN(up_loop_planar_stays_planar);
@@ -960,6 +1072,7 @@ void suite_upsample(void) {
     RUN(up_eval_simd_threads_bit_identical);
     RUN(up_model_save_load_roundtrip);
     RUN(up_model_bad_input);
+    RUN(up_messages_read_as_words);
     RUN(up_wrinkle_radius);
     RUN(up_wrinkle_one_sided);
     RUN(up_wrinkle_threads_simd_bit_identical);
