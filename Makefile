@@ -78,7 +78,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-messages check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -349,7 +349,17 @@ clean:
 # by side (make -j); the optimised compiles of pbd_sm.h and pbd_upsample.h
 # hold their own implementation only (pbd.h's is checked once, in its own).
 HEADER_CHECKS := $(addprefix $(BUILD)/check/,$(addsuffix .ok,pbd pbd_sm pbd_upsample))
-check-headers: $(HEADER_CHECKS) $(BUILD)/check/test_cuda-cxx.ok
+check-headers: $(HEADER_CHECKS) $(BUILD)/check/test_cuda-cxx.ok check-messages
+
+# Error messages are words for the users of the public API (docs/DESIGN.md
+# 2.3): no string literal of a header quotes the C of its check ("rejected
+# because ...") or starts with an internal function's name ("pbd_sm__x: ").
+# Part of check-headers; tests/check_error.h checks the messages the tests
+# provoke (pbdt_message_reads_as_words).
+check-messages:
+	@if grep -nE '"[^"]*(rejected because|pbd_[a-z]*__[a-z0-9_]*: )' $(HEADERS); then \
+	  echo "check-messages: the string literals above read as code: say what is wrong in words"; exit 1; \
+	else echo "check-messages: the messages of $(HEADERS) read as words"; fi
 
 # The GPU companion's tests compile as C++ too (CI's C++ configuration
 # runs without the emulated GPU, whose C++ build the gcc runs have).

@@ -1746,42 +1746,34 @@ struct pbd_sm_sum_plan {
    (checked with a per-particle stamp, O(total)). */
 static pbd_result pbd_sm__check_regions(pbd_world *mem, int particle_count, int region_count, const int *start,
                                         const int *members) {
-    if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_regions: start is NULL");
+    if (!start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "region_start is NULL");
     if (region_count > 0 && !members)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm__check_regions: members is NULL while region_count > 0");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "region_particles is NULL while region_count is %d",
+                              region_count);
     if (particle_count < 0 || region_count < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_regions: rejected because particle_count < 0 || region_count < 0 "
-                              "(particle_count %d, region_count %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle_count %d and region_count %d must be >= 0",
                               particle_count, region_count);
     if (start[0] != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_regions: rejected because start[0] != 0");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region_start[0] is %d, must be 0", start[0]);
     for (int r = 0; r < region_count; ++r)
         if (start[r + 1] < start[r])
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INVALID_ARGUMENT,
-                "pbd_sm__check_regions: rejected because start[r + 1] < start[r] (start[r + 1] %d, r %d, start[r] %d)",
-                start[r + 1], r, start[r]);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "region_start decreases: region_start[%d] = %d after region_start[%d] = %d", r + 1,
+                                  start[r + 1], r, start[r]);
     int *stamp = (int *)pbd_sm__alloc_n(mem, (size_t)particle_count, sizeof(int));
-    if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__check_regions: out of memory");
+    if (!stamp) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory checking the regions");
     for (int i = 0; i < particle_count; ++i) stamp[i] = -1;
     pbd_result res = PBD_OK;
     for (int r = 0; r < region_count && res == PBD_OK; ++r)
         for (int e = start[r]; e < start[r + 1]; ++e) {
             int i = members[e];
             if (i < 0 || i >= particle_count) {
-                res = pbd_world_fail(
-                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                    "pbd_sm__check_regions: rejected because i < 0 || i >= particle_count (i %d, particle_count %d)", i,
-                    particle_count);
+                res = pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                     "region_particles[%d] = %d is not a particle (0..%d)", e, i, particle_count - 1);
                 break;
             }
             if (stamp[i] == r) {
-                res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                     "pbd_sm__check_regions: rejected because stamp[i] == r (i %d, stamp[i] %d, r %d)",
-                                     i, stamp[i], r);
+                res = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region %d lists particle %d twice", r, i);
                 break;
             }
             stamp[i] = r;
@@ -1826,7 +1818,7 @@ static void pbd_sm__sum_naive(pbd_sm_sum_plan *p, const double *values, int k, d
 static pbd_result pbd_sm__plan_from_lists(pbd_world *mem, int particle_count, int region_count, const int *start,
                                           const int *members, pbd_sm_sum_plan **out) {
     pbd_sm_sum_plan *p = (pbd_sm_sum_plan *)pbd_sm__alloc_n(mem, 1, sizeof *p);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory for a summation plan");
     memset(p, 0, sizeof *p);
     p->mem = mem;
     int total = start[region_count];
@@ -1834,7 +1826,7 @@ static pbd_result pbd_sm__plan_from_lists(pbd_world *mem, int particle_count, in
     p->region_particles = (int *)pbd_sm__alloc_n(mem, (size_t)total, sizeof(int));
     if (!p->region_start || !p->region_particles) {
         pbd_sm_plan_destroy(p);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__plan_from_lists: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory for a summation plan");
     }
     memcpy(p->region_start, start, sizeof(int) * ((size_t)region_count + 1));
     if (total) memcpy(p->region_particles, members, sizeof(int) * (size_t)total);
@@ -1963,7 +1955,7 @@ static pbd_result pbd_sm__line_segments(pbd_world *mem, const long long *keys, i
     int *seg_of = (int *)pbd_sm__alloc_n(mem, (size_t)n, sizeof(int));
     if (!s->seg_start || !seg_of) {
         pbd_sm__free(mem, seg_of);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__line_segments: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice plan");
     }
     int g = -1;
     for (int e = 0; e < n; ++e) {
@@ -2023,22 +2015,21 @@ static int pbd_sm__find_cell(const pbd_sm__cell_key *keys, int n, long long key)
 static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells, int w, int **start_out,
                                         int **members_out) {
     if (!cells && n > 0)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__lattice_lists: NULL pointer: !cells && n > 0");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while there are %d particles", n);
     if (n < 0 || w < 1 || w > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__lattice_lists: rejected because n < 0 || w < 1 || w > 64 (n %d, w %d)", n, w);
+                              "particle count %d must be >= 0 and region half-width %d in 1..64", n, w);
     for (int i = 0; i < 3 * n; ++i)
         if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                  "pbd_sm__lattice_lists: rejected because cells[i] < -(1 << 20) + 64 || cells[i] > (1 "
-                                  "<< 20) - 64 (i %d, cells[i] %d)",
+                                  "cell coordinate cells[%d] = %d is outside the lattice's range [-1048512, 1048512]",
                                   i, cells[i]);
     pbd_sm__cell_key *keys = (pbd_sm__cell_key *)pbd_sm__alloc_n(mem, (size_t)n, sizeof *keys);
     int *start = (int *)pbd_sm__alloc_n(mem, (size_t)n + 1, sizeof(int));
     if (!keys || !start) {
         pbd_sm__free(mem, keys);
         pbd_sm__free(mem, start);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice regions");
     }
     for (int i = 0; i < n; ++i) {
         keys[i].key = pbd_sm__cell_code(cells[3 * i], cells[3 * i + 1], cells[3 * i + 2]);
@@ -2078,7 +2069,7 @@ static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells,
                 pbd_sm__free(mem, start);
                 pbd_sm__free(mem, members);
                 return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                      "pbd_sm__lattice_lists: rejected because total > INT_MAX (total %ld)", total);
+                                      "the lattice regions hold %ld particles in all, more than %d", total, INT_MAX);
             }
         }
         if (pass == 0) {
@@ -2087,7 +2078,7 @@ static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells,
             if (!members) {
                 pbd_sm__free(mem, keys);
                 pbd_sm__free(mem, start);
-                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_lists: out of memory");
+                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice regions");
             }
         }
     }
@@ -2161,13 +2152,12 @@ static pbd_result pbd_sm__window_pass(pbd_world *mem, pbd_sm__scan *s, const lon
     if (r != PBD_OK) return r;
     if ((long long)n_in + s->seg_count > INT_MAX) {
         pbd_sm__free(mem, seg_of);
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm__window_pass: prefix rows ((long long)n_in + s->seg_count > INT_MAX)");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "the lattice plan needs more than %d prefix rows", INT_MAX);
     } /* prefix rows */
     s->iv = (int *)pbd_sm__alloc_n(mem, 2 * (size_t)n_cand, sizeof(int));
     if (!s->iv) {
         pbd_sm__free(mem, seg_of);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_pass: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice plan");
     }
     int o = 0;
     for (int c = 0; c < n_cand; ++c) {
@@ -2194,10 +2184,10 @@ static pbd_result pbd_sm__window_candidates(pbd_world *mem, int n, const int *ce
                                             int two_axes, long long **out, int *count) {
     size_t side = 2 * (size_t)w + 1, total = (size_t)n * side * (two_axes ? side : 1);
     if (total > (size_t)INT_MAX)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm__window_candidates: rejected because total > (size_t)INT_MAX");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "the lattice plan needs %zu candidate cells, more than %d",
+                              total, INT_MAX);
     long long *keys = (long long *)pbd_sm__alloc_n(mem, total, sizeof(long long));
-    if (!keys) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__window_candidates: out of memory");
+    if (!keys) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice plan");
     size_t t = 0;
     for (int i = 0; i < n; ++i)
         for (int a = -w; a <= w; ++a)
@@ -2214,7 +2204,7 @@ static pbd_result pbd_sm__window_candidates(pbd_world *mem, int n, const int *ce
 static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, int w) {
     int n = p->particle_count;
     pbd_sm__lattice *L = (pbd_sm__lattice *)pbd_sm__alloc_n(p->mem, 1, sizeof *L);
-    if (!L) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
+    if (!L) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice plan");
     memset(L, 0, sizeof *L);
     p->impl = L;
     p->impl_destroy = pbd_sm__lattice_destroy;
@@ -2267,7 +2257,7 @@ static pbd_result pbd_sm__lattice_build(pbd_sm_sum_plan *p, const int *cells, in
         L->P = (double *)pbd_sm__alloc_n(p->mem, prow * 64, sizeof(double));
         L->B = (double *)pbd_sm__alloc_n(p->mem, brow * 64, sizeof(double));
         r = L->P && L->B ? PBD_OK
-                         : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__lattice_build: out of memory");
+                         : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the lattice plan");
     }
 done:
     pbd_sm__free(p->mem, ck);
@@ -2275,7 +2265,7 @@ done:
     pbd_sm__free(p->mem, bars);
     pbd_sm__free(p->mem, plates);
     pbd_sm__free(p->mem, cubes);
-    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__lattice_build: out of memory") : r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "out of memory building the lattice plan") : r;
 }
 
 /* pbd_sm_plan_lattice with the memory of world mem (NULL: PBD_SM_MALLOC). */
@@ -2283,24 +2273,18 @@ static pbd_result pbd_sm__plan_lattice(pbd_world *mem, int particle_count, const
                                        pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
     if (!cells && particle_count > 0)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_lattice: NULL pointer: !cells && particle_count > 0");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while particle_count is %d", particle_count);
     if (particle_count < 0 || w < 1 || w > 64)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_plan_lattice: rejected because particle_count < 0 || w < 1 || w > 64 (particle_count %d, w %d)",
-            particle_count, w);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "particle_count %d must be >= 0 and region half-width w %d in 1..64", particle_count, w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
         if (cells[i] < -1000000 || cells[i] > 1000000)
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INVALID_ARGUMENT,
-                "pbd_sm_plan_lattice: rejected because cells[i] < -1000000 || cells[i] > 1000000 (i %ld, cells[i] %d)",
-                i, cells[i]);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "cells[%ld] = %d is outside [-1000000, 1000000]", i,
+                                  cells[i]);
     if ((size_t)particle_count * (2 * (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_OVERFLOW,
-            "pbd_sm_plan_lattice: the candidate bars; checked before the lists are built ((size_t)particle_count * (2 "
-            "* (size_t)w + 1) * (2 * (size_t)w + 1) > (size_t)INT_MAX)");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "%d particles with regions of half-width %d need more than %d candidate bars",
+                              particle_count, w, INT_MAX);
     int *start = NULL, *members = NULL;
     pbd_result r = pbd_sm__lattice_lists(mem, particle_count, cells, w, &start, &members);
     if (r != PBD_OK) return r;
@@ -2532,8 +2516,10 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     qsort(leaf, (size_t)n, sizeof *leaf, pbd_sm__cmp_ocell);
     for (int i = 1; i < n; ++i)
         if (pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0) {
-            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                               "pbd_sm__octree_build: rejected because pbd_sm__cmp_ocell(&leaf[i], &leaf[i - 1]) == 0");
+            r = pbd_world_fail(
+                NULL, PBD_ERROR_INVALID_ARGUMENT, "particles %d and %d are in one octree cell (level %d at %d, %d, %d)",
+                leaf[i - 1].id < leaf[i].id ? leaf[i - 1].id : leaf[i].id,
+                leaf[i - 1].id < leaf[i].id ? leaf[i].id : leaf[i - 1].id, leaf[i].l, leaf[i].x, leaf[i].y, leaf[i].z);
             goto done;
         }
     /* the top level: the first (from the coarsest leaf up) with <= 8 cells */
@@ -2561,9 +2547,9 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
     /* a leaf that is also an ancestor of another leaf overlaps it */
     for (int i = 0; i < n; ++i)
         if (pbd_sm__find_ocell(virt, m, leaf[i]) >= 0) {
-            r = pbd_world_fail(
-                NULL, PBD_ERROR_INVALID_ARGUMENT,
-                "pbd_sm__octree_build: rejected because pbd_sm__find_ocell(virt, m, leaf[i]) >= 0 (m %d)", m);
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                               "the cell of particle %d (level %d at %d, %d, %d) holds the cell of another particle",
+                               leaf[i].id, leaf[i].l, leaf[i].x, leaf[i].y, leaf[i].z);
             goto done;
         }
     T->n = n;
@@ -2674,9 +2660,9 @@ static pbd_result pbd_sm__octree_build(int n, const int *cells, const int *width
         }
         if (nodes.failed || members.failed) {
             r = members.n >= (size_t)INT_MAX
-                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                     "pbd_sm__octree_build: rejected because nodes.failed || members.failed")
-                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_build: out of memory");
+                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "the octree's region lists hold more than %d entries",
+                                     INT_MAX)
+                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the octree");
             goto done;
         }
         qsort(members.a + start[i], members.n - (size_t)start[i], sizeof(int), pbd_sm__cmp_int);
@@ -2700,7 +2686,7 @@ done:
     pbd_sm__free(NULL, start);
     pbd_sm__free(NULL, nodes.a);
     pbd_sm__free(NULL, members.a);
-    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__octree_build: out of memory") : r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "out of memory building the octree") : r;
 }
 
 /* floor(a / b) and ceil(a / b) for b > 0 */
@@ -2806,7 +2792,7 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
     T->tab = (double *)pbd_sm__alloc_n(NULL, (size_t)rows * 64, sizeof(double));
     T->corner_start = (int *)pbd_sm__alloc_n(NULL, (size_t)n + 1, sizeof(int));
     if (!T->tab_dim || !T->tab_row || !T->tab_cell || !T->tab_leaf || !T->tab || !T->corner_start)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the octree");
     int tl[PBD_SM_OCTREE_MAX_LEVEL + 1]; /* the level of each table */
     T->tab_row[0] = T->tab_cell[0] = 0;
     for (int l = 0; l <= PBD_SM_OCTREE_MAX_LEVEL; ++l) {
@@ -2829,7 +2815,7 @@ static pbd_result pbd_sm__octree_tables(pbd_sm__octree *T, const int *cells, con
     /* two passes over the regions: count the corner groups, then fill them */
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 0);
     T->corner = (int *)pbd_sm__alloc_n(NULL, 8 * (size_t)T->corner_start[n], sizeof(int));
-    if (!T->corner) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__octree_tables: out of memory");
+    if (!T->corner) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the octree");
     pbd_sm__octree_corners(T, cells, widths, w, lo, tl, nt, 1);
     T->tab_count = nt;
     return PBD_OK;
@@ -2840,34 +2826,33 @@ PBD_SM_DEF pbd_result pbd_sm_plan_octree(int particle_count, const int *cells, c
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_octree: out is NULL");
     if (particle_count > 0 && !cells)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_octree: cells is NULL while particle_count > 0");
+                              "pbd_sm_plan_octree: cells is NULL while particle_count is %d", particle_count);
     if (particle_count < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_octree: rejected because particle_count < 0 (particle_count %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: particle_count %d < 0",
                               particle_count);
     if (!widths && (w < 1 || w > 64))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_octree: rejected because !widths && (w < 1 || w > 64) (w %d)", w);
+                              "pbd_sm_plan_octree: region half-width w %d outside 1..64 (and no widths)", w);
     if (particle_count > INT_MAX / 32)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm_plan_octree: leaves + up to 22 ancestors each (particle_count > INT_MAX / 32)");
+                              "pbd_sm_plan_octree: particle_count %d is too large (at most %d)", particle_count,
+                              INT_MAX / 32);
     for (int i = 0; i < particle_count; ++i) {
         int l = cells[4 * i + 3];
         if (l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                  "pbd_sm_plan_octree: rejected because l < 0 || l > PBD_SM_OCTREE_MAX_LEVEL (l %d)",
-                                  l);
+                                  "pbd_sm_plan_octree: particle %d has level %d, outside 0..%d", i, l,
+                                  PBD_SM_OCTREE_MAX_LEVEL);
         if (widths && (widths[i] < 1 || widths[i] > 64))
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INVALID_ARGUMENT,
-                "pbd_sm_plan_octree: rejected because widths && (widths[i] < 1 || widths[i] > 64) (i %d, widths[i] %d)",
-                i, widths[i]);
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_octree: widths[%d] = %d outside 1..64",
+                                  i, widths[i]);
         for (int a = 0; a < 3; ++a) {
             long long lo = (long long)cells[4 * i + a] * (1LL << l), hi = lo + (1LL << l) - 1;
             if (lo < -1000000 || hi > 1000000)
-                return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                      "pbd_sm_plan_octree: rejected because lo < -1000000 || hi > 1000000 (lo %lld)",
-                                      lo);
+                return pbd_world_fail(
+                    NULL, PBD_ERROR_OVERFLOW,
+                    "pbd_sm_plan_octree: particle %d's cell spans finest cells %lld..%lld, outside [-1000000, 1000000]",
+                    i, lo, hi);
         }
     }
     pbd_sm__octree *T = (pbd_sm__octree *)pbd_sm__alloc_n(NULL, 1, sizeof *T);
@@ -2924,23 +2909,24 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     for (long i = 0; i < 3 * (long)nv; ++i)
         if (!(x[i] == x[i]) || fabs((double)x[i]) > PBD_SM__COORD_MAX)
             return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                                  "pbd_sm__mesh_adjacency: rejected because !(x[i] == x[i]) || fabs((double)x[i]) > "
-                                  "1e30 (i %ld, x[i] %g)",
-                                  i, (double)x[i]);
+                                  "pbd_sm_plan_paths: positions[%ld] = %g is not finite or beyond 1e30", i,
+                                  (double)x[i]);
     for (long t = 0; t < 3 * (long)nt; ++t)
         if (tri[t] < 0 || tri[t] >= nv)
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                "pbd_sm__mesh_adjacency: rejected because tri[t] < 0 || tri[t] >= nv (t %ld, tri[t] %d, nv %d)", t,
-                tri[t], nv);
+            return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm_plan_paths: triangle %ld names vertex %d, outside 0..%d", t / 3, tri[t],
+                                  nv - 1);
     for (int t = 0; t < nt; ++t) {
         const int *v = tri + 3 * t;
         if (v[0] == v[1])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[1]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_plan_paths: triangle %d repeats vertex %d", t,
+                                  v[0]);
         if (v[1] == v[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[1] == v[2]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_plan_paths: triangle %d repeats vertex %d", t,
+                                  v[1]);
         if (v[0] == v[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm__mesh_adjacency: rejected because v[0] == v[2]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_plan_paths: triangle %d repeats vertex %d", t,
+                                  v[0]);
         double e1[3], e2[3], c[3];
         for (int a = 0; a < 3; ++a) {
             e1[a] = (double)x[3 * v[1] + a] - x[3 * v[0] + a];
@@ -2952,13 +2938,14 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
         double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
         double ee = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) * (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
         if (!(cc > PBD_SM__MESH_SIN2_MIN * ee) || !(ee > 0))
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_sm__mesh_adjacency: sin^2 of the angle ~ 0 (!(cc > 1e-24 * ee) || !(ee > 0))");
+            return pbd_world_fail(
+                NULL, PBD_ERROR_DEGENERATE,
+                "pbd_sm_plan_paths: triangle %d (vertices %d, %d, %d) is degenerate: zero area or a zero angle", t,
+                v[0], v[1], v[2]);
     }
     if ((size_t)nt * 3 > (size_t)INT_MAX / 2)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm__mesh_adjacency: rejected because (size_t)nt * 3 > (size_t)INT_MAX / 2 (nt %d)",
-                              nt);
+                              "pbd_sm_plan_paths: triangle_count %d is too large (at most %d)", nt, INT_MAX / 6);
     /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
        most two triangles; triangles as sorted triples may not repeat */
     long long *e = (long long *)pbd_sm__alloc_n(NULL, 3 * (size_t)nt, sizeof(long long));
@@ -3036,7 +3023,7 @@ done:
     pbd_sm__free(NULL, count);
     pbd_sm__free(NULL, as);
     pbd_sm__free(NULL, aa);
-    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_adjacency: out of memory") : r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm_plan_paths: out of memory") : r;
 }
 
 /* Breadth-first search from v to graph distance `depth` over CSR
@@ -3077,8 +3064,9 @@ static pbd_result pbd_sm__mesh_rings(int nv, const int *as, const int *aa, int w
         for (int t = 0; t < tail; ++t) pbd_sm__ivec_push(&members, queue[t]);
         if (members.failed) {
             r = members.n >= (size_t)INT_MAX
-                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm__mesh_rings: rejected because members.failed")
-                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__mesh_rings: out of memory");
+                    ? pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                                     "pbd_sm_plan_paths: the regions hold more than %d entries", INT_MAX)
+                    : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_paths: out of memory");
             goto done;
         }
         qsort(members.a + start[v], (size_t)tail, sizeof(int), pbd_sm__cmp_int);
@@ -3095,7 +3083,7 @@ done:
     pbd_sm__free(NULL, stamp);
     pbd_sm__free(NULL, queue);
     pbd_sm__free(NULL, members.a);
-    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__mesh_rings: out of memory") : r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm_plan_paths: out of memory") : r;
 }
 
 /* The path heuristic of Diziol et al. (survey 4.3.3): a path starts at the
@@ -3167,7 +3155,7 @@ static void pbd_sm__mesh_paths(int nv, const float *x, const int *as, const int 
 static pbd_result pbd_sm__paths_build(pbd_sm_sum_plan *p, const float *x, const int *as, const int *aa, int max_len) {
     int n = p->particle_count;
     pbd_sm__paths *Q = (pbd_sm__paths *)pbd_sm__alloc_n(p->mem, 1, sizeof *Q);
-    if (!Q) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__paths_build: out of memory");
+    if (!Q) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_paths: out of memory");
     memset(Q, 0, sizeof *Q);
     p->impl = Q;
     p->impl_destroy = pbd_sm__paths_destroy;
@@ -3216,7 +3204,7 @@ done:
     pbd_sm__free(p->mem, seg);
     pbd_sm__free(p->mem, tmp);
     pbd_sm__free(p->mem, iv.a);
-    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm__paths_build: out of memory") : r;
+    return r == PBD_ERROR_OUT_OF_MEMORY ? pbd_world_fail(NULL, r, "pbd_sm_plan_paths: out of memory") : r;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions, int triangle_count,
@@ -3224,19 +3212,18 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_paths: out is NULL");
     if (vertex_count > 0 && !positions)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_paths: positions is NULL while vertex_count > 0");
+                              "pbd_sm_plan_paths: positions is NULL while vertex_count is %d", vertex_count);
     if (triangle_count > 0 && !triangles)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_paths: triangles is NULL while triangle_count > 0");
+                              "pbd_sm_plan_paths: triangles is NULL while triangle_count is %d", triangle_count);
     if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_plan_paths: rejected because vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || "
-            "max_path_length < 0 (vertex_count %d, triangle_count %d, w %d, max_path_length %d)",
-            vertex_count, triangle_count, w, max_path_length);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_plan_paths: vertex_count %d, triangle_count %d, w %d or max_path_length %d out "
+                              "of range (counts and max_path_length >= 0, w 1..64)",
+                              vertex_count, triangle_count, w, max_path_length);
     if (vertex_count > INT_MAX / 2)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm_plan_paths: prefix rows: vertices + paths (vertex_count > INT_MAX / 2)");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: vertex_count %d is too large (at most %d)",
+                              vertex_count, INT_MAX / 2);
     if (max_path_length == 0) max_path_length = 512; /* survey 4.7: paths of at most 512 */
     int *as = NULL, *aa = NULL, *start = NULL, *members = NULL;
     pbd_sm_sum_plan *p = NULL;
@@ -3280,11 +3267,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_region(const pbd_sm_sum_plan *p, int r, int *p
     if (max > 0 && !particles)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_region: particles is NULL while max > 0");
     if (r < 0 || r >= p->region_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_plan_region: rejected because r < 0 || r >= p->region_count (r %d)", r);
-    if (max < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: rejected because max < 0 (max %d)",
-                              max);
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_region: region %d outside 0..%d", r,
+                              p->region_count - 1);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_region: max %d < 0", max);
     int b = p->region_start[r], n = p->region_start[r + 1] - b;
     for (int e = 0; e < n && e < max; ++e) particles[e] = p->region_particles[b + e];
     *count = n;
@@ -3300,14 +3285,14 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: count is NULL");
     if (max > 0 && !vertices)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_path: vertices is NULL while max > 0");
-    if (p->method != PBD_SM_SUM_PATHS || max < 0)
+    if (p->method != PBD_SM_SUM_PATHS)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_path: rejected because p->method != PBD_SM_SUM_PATHS || max < 0 (max %d)",
-                              max);
+                              "pbd_sm_plan_path: the plan is not a paths plan (pbd_sm_plan_paths)");
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_path: max %d < 0", max);
     const pbd_sm__scan *s = &((const pbd_sm__paths *)p->impl)->scan;
     if (path < 0 || path >= s->seg_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_plan_path: rejected because path < 0 || path >= s->seg_count (path %d)", path);
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_plan_path: path %d outside 0..%d", path,
+                              s->seg_count - 1);
     int b = s->seg_start[path], n = s->seg_start[path + 1] - b;
     for (int e = 0; e < n && e < max; ++e) vertices[e] = s->gather[b + e];
     *count = n;
@@ -3317,8 +3302,7 @@ PBD_SM_DEF pbd_result pbd_sm_plan_path(const pbd_sm_sum_plan *p, int path, int *
 PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_threads: p is NULL");
     if (threads < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_set_threads: rejected because threads < 0 (threads %d)", threads);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_threads: threads %d < 0", threads);
     p->threads = threads;
     return PBD_OK;
 }
@@ -3334,10 +3318,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum(pbd_sm_sum_plan *p, const double *values, 
     if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum: sums is NULL");
     if (p->particle_count > 0 && !values)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_sum: values is NULL while p->particle_count > 0");
+                              "pbd_sm_plan_sum: values is NULL while the plan has %d particles", p->particle_count);
     if (k < 1 || k > 64)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_sum: rejected because k < 1 || k > 64 (k %d)", k);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum: k %d outside 1..64", k);
 #if PBD_SM__OPENMP
     /* one parallel region; below 512 regions a barrier costs more than it
        saves; called from inside a parallel region, no nested team */
@@ -3360,10 +3343,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *p, const double *val
     if (!sums) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_sum_team: sums is NULL");
     if (p->particle_count > 0 && !values)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm_plan_sum_team: values is NULL while p->particle_count > 0");
+                              "pbd_sm_plan_sum_team: values is NULL while the plan has %d particles",
+                              p->particle_count);
     if (k < 1 || k > 64)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_sum_team: rejected because k < 1 || k > 64 (k %d)", k);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_sum_team: k %d outside 1..64", k);
     p->sum(p, values, k, sums);
     return PBD_OK;
 }
@@ -3699,53 +3682,31 @@ static pbd_result pbd_sm__load(pbd_sm__state_fn walk, void *thing, const void *i
 static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiffness, float yield, float creep,
                                        float maxp, int rotation_iterations) {
     if (rotation_iterations < 1 || rotation_iterations > 100)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because rotation_iterations < 1 || rotation_iterations > "
-                              "100 (rotation_iterations %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "rotation_iterations %d outside 1..100",
                               rotation_iterations);
     if (!pbd_sm__finite(beta))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finite(beta) (beta %g)", (double)beta);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "beta is not finite (%g)", (double)beta);
     if (!pbd_sm__finite(stiffness))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finite(stiffness) (stiffness %g)",
-                              (double)stiffness);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "stiffness is not finite (%g)", (double)stiffness);
     if (!pbd_sm__finite(yield))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finite(yield) (yield %g)",
-                              (double)yield);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "yield is not finite (%g)", (double)yield);
     if (!pbd_sm__finite(creep))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finite(creep) (creep %g)",
-                              (double)creep);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "creep is not finite (%g)", (double)creep);
     if (!pbd_sm__finite(maxp))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_params: rejected because !pbd_sm__finite(maxp) (maxp %g)", (double)maxp);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "max_plastic is not finite (%g)", (double)maxp);
     if (mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && mode != PBD_SM_QUADRATIC)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because mode != PBD_SM_RIGID && mode != PBD_SM_LINEAR && "
-                              "mode != PBD_SM_QUADRATIC");
-    if (beta < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because beta < 0 (beta %g)", (double)beta);
-    if (beta > 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because beta > 1 (beta %g)", (double)beta);
+                              "mode %d is not PBD_SM_RIGID, PBD_SM_LINEAR or PBD_SM_QUADRATIC", (int)mode);
+    if (beta < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "beta %g outside [0, 1]", (double)beta);
+    if (beta > 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "beta %g outside [0, 1]", (double)beta);
     if (stiffness < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because stiffness < 0 (stiffness %g)", (double)stiffness);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside [0, 1]", (double)stiffness);
     if (stiffness > 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because stiffness > 1 (stiffness %g)", (double)stiffness);
-    if (yield < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because yield < 0 (yield %g)", (double)yield);
-    if (creep < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because creep < 0 (creep %g)", (double)creep);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside [0, 1]", (double)stiffness);
+    if (yield < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "yield %g < 0", (double)yield);
+    if (creep < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "creep %g < 0", (double)creep);
     if (!(maxp > 0))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_params: rejected because !(maxp > 0) (maxp %g)", (double)maxp);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "max_plastic %g must be > 0", (double)maxp);
     return PBD_OK;
 }
 
@@ -3774,7 +3735,7 @@ static pbd_result pbd_sm__body_transpose(pbd_sm__body *b) {
     int *fill = (int *)pbd_sm__alloc_n(b->world, (size_t)n, sizeof(int));
     if (!b->p2r_start || !b->p2r || !fill) {
         pbd_sm__free(b->world, fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_transpose: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the body");
     }
     memset(b->p2r_start, 0, sizeof(int) * ((size_t)n + 1));
     for (int e = 0; e < total; ++e) b->p2r_start[P->region_particles[e] + 1]++;
@@ -3824,8 +3785,7 @@ static pbd_result pbd_sm__body_rest(pbd_sm__body *b) {
             M += b->mt[i];
             for (int a = 0; a < 3; ++a) c[a] += b->mt[i] * b->xbar[3 * i + a];
         }
-        if (!(M > 0))
-            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__body_rest: zero total mass (!(M > 0))");
+        if (!(M > 0)) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region %d has zero total mass", r);
         for (int a = 0; a < 3; ++a) c[a] /= M;
         for (int e = P->region_start[r]; e < P->region_start[r + 1]; ++e) {
             int i = P->region_particles[e];
@@ -3849,8 +3809,7 @@ static pbd_result pbd_sm__body_rest(pbd_sm__body *b) {
         double size2 = (A[0] + A[4] + A[8]) / M; /* mean squared distance from the centre */
         double tiny = PBD_SM__REST_SIZE_REL * (b->extent > 0 ? b->extent : 1.0);
         if (!(size2 > tiny * tiny))
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_sm__body_rest: all rest positions coincide (!(size2 > tiny * tiny))");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "region %d: all its rest positions coincide", r);
         double L = sqrt(size2), D[9];
         for (int k = 0; k < 9; ++k) D[k] = k < 3 ? 1 / L : 1 / (L * L);
         memcpy(b->cbar + 3 * (size_t)r, c, sizeof c);
@@ -3889,7 +3848,7 @@ static pbd_result pbd_sm__body_alloc(pbd_sm__body *b) {
     if (!b->xbar || !b->mt || !b->inv_nreg || !b->M || !b->cbar || !b->Aqq_pinv || !b->Aqq_null ||
         (quad && (!b->A9_pinv || !b->Qbar)) || !b->rot || !b->rot_tmp || !b->Sp || !b->values || !b->sums || !b->T ||
         !b->G || !b->rot_step || !b->Sp_step)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_alloc: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the body");
     for (size_t r = 0; r < nr; ++r) {
         double *q = b->rot + 4 * r, *S = b->Sp + 9 * r;
         q[0] = q[1] = q[2] = 0;
@@ -3904,7 +3863,7 @@ static pbd_result pbd_sm__body_alloc(pbd_sm__body *b) {
 static pbd_result pbd_sm__body_build(pbd_world *w, int n, pbd_sm_sum_plan *plan, int owns_plan, const float *rest,
                                      const float *masses, const pbd_sm_body_desc *d, pbd_sm__body **out) {
     pbd_sm__body *b = (pbd_sm__body *)pbd_sm__alloc_n(w, 1, sizeof *b);
-    if (!b) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
+    if (!b) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the body");
     memset(b, 0, sizeof *b);
     b->tag = PBD_SM__TAG_BODY;
     b->world = w;
@@ -3924,7 +3883,7 @@ static pbd_result pbd_sm__body_build(pbd_world *w, int n, pbd_sm_sum_plan *plan,
     b->parallel_min = PBD_SM_PARALLEL_MIN;
     b->idx = (int *)pbd_sm__alloc_n(b->world, (size_t)n, sizeof(int));
     pbd_result res = b->idx ? pbd_sm__body_alloc(b)
-                            : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__body_build: out of memory");
+                            : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory building the body");
     if (res == PBD_OK) {
         /* rest positions relative to their centroid, for precision */
         double o[3] = {0, 0, 0};
@@ -4600,8 +4559,7 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
             p->particle_count, p->region_count, n);
     for (int r = 0; r < p->region_count; ++r)
         if (p->region_start[r + 1] <= p->region_start[r])
-            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                  "pbd_sm__check_plan: rejected because p->region_start[r + 1] <= p->region_start[r]");
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "the plan's region %d is empty", r);
     return PBD_OK;
 }
 
@@ -4613,10 +4571,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                               "pbd_sm_add_body: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
 #endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d is NULL");
-    if (!d->particles) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: d->particles is NULL");
+    if (!d->particles)
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: pbd_sm_body_desc.particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
-    if (n < 1)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: rejected because n < 1 (n %d)", n);
+    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: particle_count %d < 1", n);
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep,
                                                                  d->max_plastic, d->rotation_iterations));
     if (res != PBD_OK) return res;
@@ -4627,7 +4585,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                                   d->particles[i], wn - 1);
     if (d->plan && d->region_start)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_body: one region source (d->plan && d->region_start)");
+                              "pbd_sm_add_body: give pbd_sm_body_desc.plan or region_start, not both");
     float *rest = (float *)pbd_sm__alloc_n(w, (size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n(w, (size_t)n, sizeof(float));
     int *seen = (int *)pbd_sm__alloc_n(w, (size_t)wn, sizeof(int));
@@ -4650,18 +4608,19 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
             else pbd_particle_get_mass(w, j, &mass[i]);
             for (int a = 0; a < 3; ++a)
                 if (!pbd_sm__finite(rest[3 * i + a]))
-                    res = pbd_world_fail(
-                        w, PBD_ERROR_NOT_FINITE,
-                        "pbd_sm_add_body: rejected because !pbd_sm__finite(rest[3 * i + a]) (i %d, a %d)", i, a);
+                    res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                                         "pbd_sm_add_body: the rest position of local particle %d (world particle %d) "
+                                         "is not finite (axis %d: %g)",
+                                         i, j, a, (double)rest[3 * i + a]);
             if (!pbd_sm__finite(mass[i]))
-                res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                                     "pbd_sm_add_body: rejected because !pbd_sm__finite(mass[i]) (i %d, mass[i] %g)", i,
-                                     (double)mass[i]);
+                res = pbd_world_fail(
+                    w, PBD_ERROR_NOT_FINITE,
+                    "pbd_sm_add_body: the mass of local particle %d (world particle %d) is not finite (%g)", i, j,
+                    (double)mass[i]);
             else if (mass[i] < 0 && res == PBD_OK)
-                res =
-                    pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
-                                   "pbd_sm_add_body: rejected because mass[i] < 0 && res == PBD_OK (i %d, mass[i] %g)",
-                                   i, (double)mass[i]);
+                res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
+                                     "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %g < 0", i,
+                                     j, (double)mass[i]);
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
@@ -4727,13 +4686,11 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
     if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: cells is NULL");
     if (nx < 1 || ny < 1 || nz < 1)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_lattice_box: rejected because nx < 1 || ny < 1 || nz < 1 (nx %d, ny %d, nz %d)",
-                              nx, ny, nz);
+                              "pbd_sm_lattice_box: nx %d, ny %d and nz %d must be >= 1", nx, ny, nz);
     if ((double)nx * ny * nz > (double)(INT_MAX / 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_OVERFLOW,
-            "pbd_sm_lattice_box: rejected because (double)nx * ny * nz > (double)(INT_MAX / 3) (nx %d, ny %d, nz %d)",
-            nx, ny, nz);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_sm_lattice_box: %d x %d x %d cells are too many (at most %d)", nx, ny, nz,
+                              INT_MAX / 3);
     int k = 0;
     for (int z = 0; z < nz; ++z)
         for (int y = 0; y < ny; ++y)
@@ -4769,31 +4726,30 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
 
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
                                       int *cells, int max_cells, int *count) {
-    if (!P) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: P is NULL");
-    if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: T is NULL");
+    if (!P) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: positions is NULL");
+    if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: triangles is NULL");
     if (!origin) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: origin is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: count is NULL");
     if (nv < 3 || nt < 1 || max_cells < 0)
         return pbd_world_fail(
             NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_voxelize: rejected because nv < 3 || nt < 1 || max_cells < 0 (nv %d, nt %d, max_cells %d)", nv, nt,
-            max_cells);
+            "pbd_sm_voxelize: vertex_count %d (>= 3), triangle_count %d (>= 1) or max_cells %d (>= 0) out of range", nv,
+            nt, max_cells);
     if (!pbd_sm__finite(spacing))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_voxelize: rejected because !pbd_sm__finite(spacing) (spacing %g)",
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: spacing is not finite (%g)",
                               (double)spacing);
     if (!(spacing > 0))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_voxelize: rejected because !(spacing > 0) (spacing %g)", (double)spacing);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: spacing %g must be > 0",
+                              (double)spacing);
     for (long k = 0; k < 3L * nt; ++k)
         if (T[k] < 0 || T[k] >= nv)
             return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                  "pbd_sm_voxelize: rejected because T[k] < 0 || T[k] >= nv (k %ld, nv %d)", k, nv);
+                                  "pbd_sm_voxelize: triangle %ld names vertex %d, outside 0..%d", k / 3, T[k], nv - 1);
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
         if (!pbd_sm__finite(P[k]))
-            return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                                  "pbd_sm_voxelize: rejected because !pbd_sm__finite(P[k]) (k %ld)", k);
+            return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: positions[%ld] = %g is not finite", k,
+                                  (double)P[k]);
         if (P[k] < lo[k % 3]) lo[k % 3] = P[k];
         if (P[k] > hi[k % 3]) hi[k % 3] = P[k];
     }
@@ -4801,15 +4757,19 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     for (int a = 0; a < 3; ++a) {
         double cnt = floor((hi[a] - lo[a]) / spacing) + 1;
         if (cnt > (1 << 20))
-            return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                  "pbd_sm_voxelize: rejected because cnt > (1 << 20) (cnt %g)", cnt);
+            return pbd_world_fail(
+                NULL, PBD_ERROR_OVERFLOW,
+                "pbd_sm_voxelize: the mesh is %g cells long along axis %d, over 1048576: spacing %g is too fine", cnt,
+                a, (double)spacing);
         dim[a] = (int)cnt;
     }
     /* the cells of the box are counted in an int: a spacing so fine that
        they cannot be is refused, so that it is not scanned for hours */
     if ((double)dim[0] * dim[1] * dim[2] > (double)INT_MAX)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm_voxelize: rejected because (double)dim[0] * dim[1] * dim[2] > (double)INT_MAX");
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_sm_voxelize: the bounding box has %d x %d x %d cells, too many: spacing %g is too fine", dim[0],
+            dim[1], dim[2], (double)spacing);
     double *xs = (double *)pbd_sm__alloc_n(NULL, (size_t)nt, sizeof(double));
     if (!xs) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_voxelize: out of memory");
     long n = 0;
@@ -4831,8 +4791,10 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                     }
                     if (++n > INT_MAX) {
                         pbd_sm__free(NULL, xs);
-                        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                              "pbd_sm_voxelize: rejected because ++n > INT_MAX");
+                        return pbd_world_fail(
+                            NULL, PBD_ERROR_OVERFLOW,
+                            "pbd_sm_voxelize: more than %d cells inside the mesh: spacing %g is too fine", INT_MAX,
+                            (double)spacing);
                     }
                 }
         }
@@ -4851,33 +4813,28 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                               "pbd_sm_add_lattice: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
 #endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d is NULL");
-    if (!d->cells) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: d->cells is NULL");
+    if (!d->cells)
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: pbd_sm_lattice_desc.cells is NULL");
     int n = d->cell_count;
     if (n < 1 || d->half_width < 1)
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_add_lattice: rejected because n < 1 || d->half_width < 1 (n %d, d->half_width %d)", n,
-            d->half_width);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: cell_count %d and half_width %d must be >= 1", n, d->half_width);
     if (!pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) || !pbd_sm__finite(d->radius) ||
         !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || !pbd_sm__finite(d->origin[2]))
         return pbd_world_fail(
             w, PBD_ERROR_NOT_FINITE,
-            "pbd_sm_add_lattice: rejected because !pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) "
-            "|| !pbd_sm__finite(d->radius) || !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || "
-            "!pbd_sm__finite(d->origin[2]) (d->spacing %g, d->particle_mass %g, d->radius %g)",
-            (double)d->spacing, (double)d->particle_mass, (double)d->radius);
+            "pbd_sm_add_lattice: spacing %g, particle_mass %g, radius %g or origin (%g, %g, %g) is not finite",
+            (double)d->spacing, (double)d->particle_mass, (double)d->radius, (double)d->origin[0], (double)d->origin[1],
+            (double)d->origin[2]);
     if (!(d->spacing > 0) || d->radius < 0)
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_add_lattice: rejected because !(d->spacing > 0) || d->radius < 0 (d->spacing %g, d->radius %g)",
-            (double)d->spacing, (double)d->radius);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: spacing %g must be > 0 and radius %g >= 0", (double)d->spacing,
+                              (double)d->radius);
     if (d->particle_mass < 0)
-        return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
-                              "pbd_sm_add_lattice: rejected because d->particle_mass < 0 (d->particle_mass %g)",
+        return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: particle_mass %g < 0",
                               (double)d->particle_mass);
     if (!(d->particle_mass > 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_lattice: rejected because !(d->particle_mass > 0) (d->particle_mass %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: particle_mass %g must be > 0",
                               (double)d->particle_mass);
     const pbd_sm_body_desc *bd = &d->body;
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
@@ -4945,7 +4902,8 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
     long pairs = (long)ne * arity * (arity - 1);
     if (pairs > INT_MAX)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm__rings_adjacency: rejected because pairs > INT_MAX (pairs %ld)", pairs);
+                              "pbd_sm_mesh_rings: %d elements of arity %d make %ld vertex pairs, more than %d", ne,
+                              arity, pairs, INT_MAX);
     int *start = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
     int *adj = (int *)pbd_sm__alloc_n(NULL, (size_t)pairs, sizeof(int));
     int *fill = (int *)pbd_sm__alloc_n(NULL, (size_t)nv, sizeof(int));
@@ -4953,7 +4911,7 @@ static pbd_result pbd_sm__rings_adjacency(int nv, const int *el, int ne, int ari
         pbd_sm__free(NULL, start);
         pbd_sm__free(NULL, adj);
         pbd_sm__free(NULL, fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__rings_adjacency: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_mesh_rings: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int e = 0; e < ne; ++e)
@@ -4985,33 +4943,24 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
     if (!region_start) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: region_start is NULL");
     if (!total) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: total is NULL");
     if (ne > 0 && !el)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_mesh_rings: el is NULL while ne > 0");
-    if (nv < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because nv < 1 (nv %d)",
-                              nv);
-    if (ne < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because ne < 0 (ne %d)",
-                              ne);
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_mesh_rings: elements is NULL while element_count is %d", ne);
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: vertex_count %d < 1", nv);
+    if (ne < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: element_count %d < 0", ne);
     if (arity < 2)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_mesh_rings: rejected because arity < 2 (arity %d)", arity);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: arity %d outside 2..4", arity);
     if (arity > 4)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_mesh_rings: rejected because arity > 4 (arity %d)", arity);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: arity %d outside 2..4", arity);
     if (omega < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_mesh_rings: rejected because omega < 1 (omega %d)", omega);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: omega %d outside 1..64", omega);
     if (omega > 64)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_mesh_rings: rejected because omega > 64 (omega %d)", omega);
-    if (max < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: rejected because max < 0 (max %d)",
-                              max);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: omega %d outside 1..64", omega);
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_mesh_rings: max %d < 0", max);
     for (long k = 0; k < (long)ne * arity; ++k)
         if (el[k] < 0 || el[k] >= nv)
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                "pbd_sm_mesh_rings: rejected because el[k] < 0 || el[k] >= nv (k %ld, el[k] %d, nv %d)", k, el[k], nv);
+            return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm_mesh_rings: element %ld names vertex %d, outside 0..%d", k / arity, el[k],
+                                  nv - 1);
     int *start = NULL, *adj = NULL;
     pbd_result res = pbd_sm__rings_adjacency(nv, el, ne, arity, &start, &adj);
     if (res != PBD_OK) return res;
@@ -5033,8 +4982,9 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
         }
         count += tail;
         if (count > INT_MAX)
-            res = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                 "pbd_sm_mesh_rings: rejected because count > INT_MAX (count %ld)", count);
+            res =
+                pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                               "pbd_sm_mesh_rings: the regions hold %ld vertices in all, more than %d", count, INT_MAX);
     }
     if (res == PBD_OK) {
         region_start[nv] = (int)count;
@@ -5050,9 +5000,7 @@ PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int nv, const int *el, int ne, int arity
 
 PBD_SM_DEF pbd_result pbd_sm_plan_rings(int nv, const int *el, int ne, int arity, int omega, pbd_sm_sum_plan **out) {
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_rings: out is NULL");
-    if (nv < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: rejected because nv < 1 (nv %d)",
-                              nv);
+    if (nv < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_rings: vertex_count %d < 1", nv);
     int *start = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int)), total = 0;
     if (!start) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_plan_rings: out of memory");
     pbd_result res = pbd_sm_mesh_rings(nv, el, ne, arity, omega, start, NULL, 0, &total);
@@ -5127,8 +5075,8 @@ PBD_SM_DEF pbd_result pbd_sm_body_rotation(const pbd_world *w, pbd_sm_body body,
     if (res != PBD_OK) return res;
     if (!q) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_rotation: q is NULL");
     if (r < 0 || r >= b->nr)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_body_rotation: rejected because r < 0 || r >= b->nr (r %d)", r);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_rotation: region %d outside 0..%d", r,
+                              b->nr - 1);
     pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH);
     for (int k = 0; k < 4; ++k) q[k] = (float)b->rot[4 * (size_t)r + k];
     return PBD_OK;
@@ -5140,8 +5088,8 @@ PBD_SM_DEF pbd_result pbd_sm_body_plastic_state(const pbd_world *w, pbd_sm_body 
     if (res != PBD_OK) return res;
     if (!Sp) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_body_plastic_state: Sp is NULL");
     if (r < 0 || r >= b->nr)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_body_plastic_state: rejected because r < 0 || r >= b->nr (r %d)", r);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_body_plastic_state: region %d outside 0..%d", r,
+                              b->nr - 1);
     pbd_sm__body_gpu(b, PBD_SM__CUDA_FETCH);
     for (int k = 0; k < 9; ++k) Sp[k] = (float)b->Sp[9 * (size_t)r + k];
     return PBD_OK;
@@ -5166,9 +5114,10 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_world *w, pbd_sm_body body, pbd_s
                                                     (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC))
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_body_set_mode: rejected because (mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC)");
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_body_set_mode: the body's mode %d cannot become %d: PBD_SM_QUADRATIC is chosen "
+                              "when the body is added (only RIGID and LINEAR swap)",
+                              (int)b->mode, (int)mode);
     b->mode = mode;
     b->beta = beta;
     return PBD_OK;
@@ -5194,8 +5143,8 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_parallel_min(pbd_world *w, pbd_sm_body bod
     pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_parallel_min", &b);
     if (r != PBD_OK) return r;
     if (min_work < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_body_set_parallel_min: rejected because min_work < 0 (min_work %ld)", min_work);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_body_set_parallel_min: min_work %ld < 0",
+                              min_work);
     b->parallel_min = min_work;
     return PBD_OK;
 }
@@ -5617,80 +5566,66 @@ static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c)
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
     if (d->particles.count < 1 || d->edge_count < 0)
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm__oriented_check: rejected because d->particles.count < 1 || d->edge_count < 0 (d->edge_count %d)",
-            d->edge_count);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_oriented: particles.count %d must be >= 1 and edge_count %d >= 0",
+                              d->particles.count, d->edge_count);
     if (d->edge_count > 0 && !d->edges)
-        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm__oriented_check: d->edges is NULL while d->edge_count > 0");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: edges is NULL while edge_count is %d",
+                              d->edge_count);
     if (d->particles.first < 0 || d->particles.first > pbd_world_particle_count(w) - d->particles.count)
         return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm__oriented_check: rejected because d->particles.first < 0 || d->particles.first > "
-                              "pbd_world_particle_count(w) - d->particles.count");
+                              "pbd_sm_add_oriented: particles [%ld, %ld) are not in the world (%d particles)",
+                              (long)d->particles.first, (long)d->particles.first + d->particles.count,
+                              pbd_world_particle_count(w));
     if (!pbd_sm__finite(d->stiffness) || !pbd_sm__finite(d->radius))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__oriented_check: rejected because !pbd_sm__finite(d->stiffness) || "
-                              "!pbd_sm__finite(d->radius) (d->stiffness %g, d->radius %g)",
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_oriented: stiffness %g or radius %g is not finite",
                               (double)d->stiffness, (double)d->radius);
     if (!(d->stiffness >= 0 && d->stiffness <= 1))
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm__oriented_check: rejected because !(d->stiffness >= 0 && d->stiffness <= 1) (d->stiffness %g)",
-            (double)d->stiffness);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: stiffness %g outside [0, 1]",
+                              (double)d->stiffness);
     if (d->rotation_iterations < 1 || d->rotation_iterations > 100)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__oriented_check: rejected because d->rotation_iterations < 1 || "
-                              "d->rotation_iterations > 100 (d->rotation_iterations %d)",
-                              d->rotation_iterations);
+                              "pbd_sm_add_oriented: rotation_iterations %d outside 1..100", d->rotation_iterations);
     if (d->collide != 0 && d->collide != 1)
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm__oriented_check: rejected because d->collide != 0 && d->collide != 1 (d->collide %d)", d->collide);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: collide %d must be 0 or 1",
+                              d->collide);
     int n = d->particles.count;
     if (d->edge_count > INT_MAX / 2 - n)
-        return pbd_world_fail(
-            w, PBD_ERROR_OVERFLOW,
-            "pbd_sm__oriented_check: rejected because d->edge_count > INT_MAX / 2 - n (d->edge_count %d, n %d)",
-            d->edge_count, n);
+        return pbd_world_fail(w, PBD_ERROR_OVERFLOW,
+                              "pbd_sm_add_oriented: edge_count %d is too large for %d particles (at most %d)",
+                              d->edge_count, n, INT_MAX / 2 - n);
     for (int e = 0; e < 2 * d->edge_count; ++e)
         if (d->edges[e] < 0 || d->edges[e] >= n)
             return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                  "pbd_sm__oriented_check: rejected because d->edges[e] < 0 || d->edges[e] >= n (e %d, "
-                                  "d->edges[e] %d, n %d)",
-                                  e, d->edges[e], n);
+                                  "pbd_sm_add_oriented: edge %d names particle %d, outside 0..%d (local to particles)",
+                                  e / 2, d->edges[e], n - 1);
     for (int e = 0; e < d->edge_count; ++e)
         if (d->edges[2 * e] == d->edges[2 * e + 1])
-            return pbd_world_fail(
-                w, PBD_ERROR_DEGENERATE,
-                "pbd_sm__oriented_check: rejected because d->edges[2 * e] == d->edges[2 * e + 1] (e %d)", e);
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: edge %d joins particle %d to itself",
+                                  e, d->edges[2 * e]);
     if (d->radii) {
         if (!pbd_sm__finite_n(d->radii, 3 * (size_t)n))
-            return pbd_world_fail(
-                w, PBD_ERROR_NOT_FINITE,
-                "pbd_sm__oriented_check: rejected because !pbd_sm__finite_n(d->radii, 3 * (size_t)n) (n %d)", n);
+            return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                                  "pbd_sm_add_oriented: radii contain NaN or infinity (%d particles)", n);
         for (int k = 0; k < 3 * n; ++k)
             if (!(d->radii[k] > 0))
-                return pbd_world_fail(
-                    w, PBD_ERROR_DEGENERATE,
-                    "pbd_sm__oriented_check: rejected because !(d->radii[k] > 0) (k %d, d->radii[k] %g)", k,
-                    (double)d->radii[k]);
+                return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                                      "pbd_sm_add_oriented: radii[%d] = %g must be > 0 (particle %d)", k,
+                                      (double)d->radii[k], k / 3);
     } else if (!(d->radius > 0)) {
-        return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
-                              "pbd_sm__oriented_check: rejected because !(d->radius > 0) (d->radius %g)",
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: radius %g must be > 0 (radii is NULL)",
                               (double)d->radius);
     }
     if (d->orientations) {
         if (!pbd_sm__finite_n(d->orientations, 4 * (size_t)n))
-            return pbd_world_fail(
-                w, PBD_ERROR_NOT_FINITE,
-                "pbd_sm__oriented_check: rejected because !pbd_sm__finite_n(d->orientations, 4 * (size_t)n) (n %d)", n);
+            return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
+                                  "pbd_sm_add_oriented: orientations contain NaN or infinity (%d particles)", n);
         for (int i = 0; i < n; ++i) {
             const float *q = d->orientations + 4 * i;
             if (!(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3] > PBD_SM__QUAT_NORM2_MIN_F))
                 return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
-                                      "pbd_sm__oriented_check: rejected because !(q[0] * q[0] + q[1] * q[1] + q[2] * "
-                                      "q[2] + q[3] * q[3] > 1e-12f)");
+                                      "pbd_sm_add_oriented: orientation %d is a zero quaternion (%g, %g, %g, %g)", i,
+                                      (double)q[0], (double)q[1], (double)q[2], (double)q[3]);
         }
     }
     return PBD_OK;
@@ -5703,12 +5638,12 @@ static pbd_result pbd_sm__oriented_rings(pbd_sm__oriented *o, const int *edges, 
     o->ring_start = (int *)pbd_sm__alloc_n(o->world, (size_t)n + 1, sizeof(int));
     o->ring = (int *)pbd_sm__alloc_n(o->world, (size_t)n + 2 * (size_t)ne, sizeof(int));
     if (!o->ring_start || !o->ring)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     for (int i = 0; i <= n; ++i) o->ring_start[i] = 0;
     for (int e = 0; e < 2 * ne; ++e) o->ring_start[edges[e] + 1]++;
     for (int i = 0; i < n; ++i) o->ring_start[i + 1] += o->ring_start[i] + 1; /* + the centre */
     int *fill = (int *)pbd_sm__alloc_n(o->world, (size_t)n, sizeof(int));
-    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__oriented_rings: out of memory");
+    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     for (int i = 0; i < n; ++i) {
         o->ring[o->ring_start[i]] = i;
         fill[i] = o->ring_start[i] + 1;
@@ -5799,7 +5734,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
         if (!(o->mass[i] > 0)) o->mass[i] = dyn ? mean / dyn : 0;
     if (!dyn) {
         pbd_sm__oriented_free(o);
-        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: zero total mass (!dyn)");
+        return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                              "pbd_sm_add_oriented: every one of the %d particles has mass 0 (zero total mass)", n);
     } /* zero total mass */
     pbd_plugin_desc pd = pbd_plugin_desc_default();
     pd.name = "pbd_sm oriented particle set";
@@ -5876,9 +5812,8 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_get_state(const pbd_world *w, pbd_sm_orien
     pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_get_state", &o);
     if (r != PBD_OK) return r;
     if (index < 0 || index >= o->count)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_oriented_get_state: rejected because index < 0 || index >= o->count (index %d)",
-                              index);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_get_state: index %d outside 0..%d",
+                              index, o->count - 1);
     pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH);
     if (q)
         for (int k = 0; k < 4; ++k) q[k] = (float)o->q[4 * index + k];
@@ -5893,17 +5828,15 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_set_state(pbd_world *w, pbd_sm_oriented se
     pbd_result r = pbd_sm__oriented_of(w, set, "pbd_sm_oriented_set_state", &o);
     if (r != PBD_OK) return r;
     if (index < 0 || index >= o->count)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_oriented_set_state: rejected because index < 0 || index >= o->count (index %d)",
-                              index);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_set_state: index %d outside 0..%d",
+                              index, o->count - 1);
     if ((q && !pbd_sm__finite_n(q, 4)) || (omega && !pbd_sm__finite_n(omega, 3)))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_oriented_set_state: rejected because (q && !pbd_sm__finite_n(q, 4)) || (omega && "
-                              "!pbd_sm__finite_n(omega, 3))");
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_oriented_set_state: %s contains NaN or infinity",
+                              q && !pbd_sm__finite_n(q, 4) ? "q" : "omega");
     double qn = q ? (double)q[0] * q[0] + (double)q[1] * q[1] + (double)q[2] * q[2] + (double)q[3] * q[3] : 1;
     if (!(qn > PBD_SM__QUAT_NORM2_MIN))
         return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
-                              "pbd_sm_oriented_set_state: rejected because !(qn > 1e-12) (qn %g)", qn);
+                              "pbd_sm_oriented_set_state: q is a zero quaternion (squared norm %g)", qn);
     pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_FETCH); /* the others' state stays the device's */
     if (q)
         for (int k = 0; k < 4; ++k) o->q[4 * index + k] = o->qp[4 * index + k] = q[k] / sqrt(qn);
@@ -5922,12 +5855,9 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_group(const pbd_world *w, pbd_sm_oriented 
     if (max > 0 && !members)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_oriented_group: members is NULL while max > 0");
     if (index < 0 || index >= o->count)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_oriented_group: rejected because index < 0 || index >= o->count (index %d)",
-                              index);
-    if (max < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: rejected because max < 0 (max %d)",
-                              max);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_oriented_group: index %d outside 0..%d", index,
+                              o->count - 1);
+    if (max < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_oriented_group: max %d < 0", max);
     int b = o->ring_start[index], n = o->ring_start[index + 1] - b;
     for (int e = 0; e < n && e < max; ++e) members[e] = o->ring[b + e];
     *count = n;
@@ -6010,25 +5940,22 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d is NULL");
     if (!out) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: out is NULL");
     if (!d->rest_vertices)
-        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->rest_vertices is NULL");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: pbd_sm_skin_desc.rest_vertices is NULL");
     if (d->bones && !d->weights)
-        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: d->weights is NULL while d->bones");
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: weights is NULL while bones is given");
     if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_skin_create: rejected because d->vertex_count < 1 || d->influences < 1 || "
-                              "d->influences > 8 (d->vertex_count %d, d->influences %d)",
+                              "pbd_sm_skin_create: vertex_count %d must be >= 1 and influences %d in 1..8",
                               d->vertex_count, d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
     if (!pbd_sm__finite_n(d->rest_vertices, 3 * (size_t)d->vertex_count))
         return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->rest_vertices, 3 * "
-                              "(size_t)d->vertex_count) (d->vertex_count %d)",
+                              "pbd_sm_skin_create: rest_vertices contain NaN or infinity (%d vertices)",
                               d->vertex_count);
     if (d->bones) {
         if (!pbd_sm__finite_n(d->weights, nk))
             return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                                  "pbd_sm_skin_create: rejected because !pbd_sm__finite_n(d->weights, nk) (nk %zu)",
-                                  nk);
+                                  "pbd_sm_skin_create: weights contain NaN or infinity (%zu weights)", nk);
         for (int v = 0; v < d->vertex_count; ++v) {
             double sum = 0;
             for (int s = 0; s < d->influences; ++s) {
@@ -6036,15 +5963,16 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set
                 float wt = d->weights[(size_t)v * d->influences + s];
                 if (b < -1 || b >= o->count)
                     return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                          "pbd_sm_skin_create: rejected because b < -1 || b >= o->count (b %d)", b);
+                                          "pbd_sm_skin_create: vertex %d names bone %d, outside -1..%d", v, b,
+                                          o->count - 1);
                 if (wt < 0)
                     return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                                          "pbd_sm_skin_create: rejected because wt < 0 (wt %g)", (double)wt);
+                                          "pbd_sm_skin_create: vertex %d has weight %g < 0", v, (double)wt);
                 if (b >= 0) sum += wt;
             }
             if (!(sum > 0))
                 return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                                      "pbd_sm_skin_create: rejected because !(sum > 0) (sum %g)", sum);
+                                      "pbd_sm_skin_create: the weights of vertex %d sum to %g, must be > 0", v, sum);
         }
     }
     pbd_sm_skin *s = (pbd_sm_skin *)pbd_sm__alloc_n(NULL, 1, sizeof *s);
@@ -6432,7 +6360,7 @@ static int pbd_sm__cmp_edge_key(const void *a, const void *b) {
 static pbd_result pbd_sm__volume_topology(pbd_sm__volume *v) {
     size_t ne = 3 * (size_t)v->nt;
     long long *e = (long long *)pbd_sm__alloc_n(v->world, ne, sizeof(long long));
-    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
+    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     for (int t = 0; t < v->nt; ++t)
         for (int k = 0; k < 3; ++k) e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
     qsort(e, ne, sizeof(long long), pbd_sm__cmp_edge_key);
@@ -6441,9 +6369,9 @@ static pbd_result pbd_sm__volume_topology(pbd_sm__volume *v) {
         long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
         if (k > 0 && e[k] == e[k - 1])
             r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
-                               "pbd_sm__volume_topology: edge (%lld, %lld) is in two triangles in the same direction "
+                               "pbd_sm_add_surface_volume: edge (%d, %d) is in two triangles in the same direction "
                                "(the surface is not consistently oriented or not a manifold)",
-                               a, b);
+                               v->verts[a], v->verts[b]);
         size_t lo = 0, hi = ne;
         while (lo < hi) {
             size_t mid = (lo + hi) / 2;
@@ -6452,15 +6380,15 @@ static pbd_result pbd_sm__volume_topology(pbd_sm__volume *v) {
         }
         if (lo == ne || e[lo] != rev)
             r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
-                               "pbd_sm__volume_topology: edge (%lld, %lld) has no opposite edge (the surface is not "
+                               "pbd_sm_add_surface_volume: edge (%d, %d) has no opposite edge (the surface is not "
                                "closed or not consistently oriented)",
-                               a, b);
+                               v->verts[a], v->verts[b]);
     }
     if (r == PBD_OK) {
         v->adj_start = (int *)pbd_sm__alloc_n(v->world, (size_t)v->nv + 1, sizeof(int));
         v->adj = (int *)pbd_sm__alloc_n(v->world, ne, sizeof(int));
         if (!v->adj_start || !v->adj)
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__volume_topology: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     }
     if (r == PBD_OK) { /* e is sorted by (a, b): directed edges grouped by a */
         int k = 0;
@@ -6531,51 +6459,45 @@ static void pbd_sm__volume_pairs(pbd_sm__volume *v, const float *P) {
 
 static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_desc *d) {
     if (d->triangle_count > 0 && !d->triangles)
-        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm__volume_check: d->triangles is NULL while d->triangle_count > 0");
+        return pbd_world_fail(
+            w, PBD_ERROR_NULL_POINTER,
+            "pbd_sm_add_surface_volume: pbd_sm_volume_desc.triangles is NULL while triangle_count is %d",
+            d->triangle_count);
     if (d->triangle_count < 1 || d->triangle_count > INT_MAX / 3)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because d->triangle_count < 1 || d->triangle_count > "
-                              "INT_MAX / 3 (d->triangle_count %d)",
-                              d->triangle_count);
+                              "pbd_sm_add_surface_volume: triangle_count %d outside 1..%d", d->triangle_count,
+                              INT_MAX / 3);
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
     if (!pbd_sm__finite_n(params, 5))
         return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__volume_check: rejected because !pbd_sm__finite_n(params, 5)");
+                              "pbd_sm_add_surface_volume: alpha %g, beta %g, pair_stiffness %g, stiffness %g or "
+                              "contact_distance %g is not finite",
+                              (double)d->alpha, (double)d->beta, (double)d->pair_stiffness, (double)d->stiffness,
+                              (double)d->contact_distance);
     if (!(d->alpha >= 0 && d->alpha <= 1))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because !(d->alpha >= 0 && d->alpha <= 1) (d->alpha %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: alpha %g outside [0, 1]",
                               (double)d->alpha);
     if (!(d->beta >= 0 && d->beta <= 1))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because !(d->beta >= 0 && d->beta <= 1) (d->beta %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: beta %g outside [0, 1]",
                               (double)d->beta);
     if (!(d->pair_stiffness >= 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because !(d->pair_stiffness >= 0) (d->pair_stiffness %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: pair_stiffness %g < 0",
                               (double)d->pair_stiffness);
     if (!(d->stiffness > 0 && d->stiffness <= 1))
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm__volume_check: rejected because !(d->stiffness > 0 && d->stiffness <= 1) (d->stiffness %g)",
-            (double)d->stiffness);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: stiffness %g outside (0, 1]",
+                              (double)d->stiffness);
     if (!(d->contact_distance >= 0))
-        return pbd_world_fail(
-            w, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm__volume_check: rejected because !(d->contact_distance >= 0) (d->contact_distance %g)",
-            (double)d->contact_distance);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: contact_distance %g < 0",
+                              (double)d->contact_distance);
     if (d->smoothing < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because d->smoothing < 0 (d->smoothing %d)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: smoothing %d outside 0..64",
                               d->smoothing);
     if (d->smoothing > 64)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because d->smoothing > 64 (d->smoothing %d)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: smoothing %d outside 0..64",
                               d->smoothing);
     if (d->velocity_correction != 0 && d->velocity_correction != 1)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__volume_check: rejected because (d->velocity_correction != 0 && "
-                              "d->velocity_correction != 1) (d->velocity_correction %d)",
+                              "pbd_sm_add_surface_volume: velocity_correction %d must be 0 or 1",
                               d->velocity_correction);
     int np = pbd_world_particle_count(w);
     const float *x = pbd_world_positions(w);
@@ -6585,24 +6507,26 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
             if (e[k] < 0 || e[k] >= np)
                 return pbd_world_fail(
                     w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                    "pbd_sm__volume_check: rejected because e[k] < 0 || e[k] >= np (k %d, e[k] %d, np %d)", k, e[k],
-                    np);
+                    "pbd_sm_add_surface_volume: triangle %d names particle %d, not a particle of the world (0..%d)", t,
+                    e[k], np - 1);
         if (e[0] == e[1])
-            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[1]");
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_surface_volume: triangle %d repeats particle %d",
+                                  t, e[0]);
         if (e[1] == e[2])
-            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[1] == e[2]");
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_surface_volume: triangle %d repeats particle %d",
+                                  t, e[1]);
         if (e[0] == e[2])
-            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm__volume_check: rejected because e[0] == e[2]");
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_surface_volume: triangle %d repeats particle %d",
+                                  t, e[0]);
         const float *a = x + 4 * e[0], *b = x + 4 * e[1], *c = x + 4 * e[2];
         double ab[3] = {(double)b[0] - a[0], (double)b[1] - a[1], (double)b[2] - a[2]};
         double ac[3] = {(double)c[0] - a[0], (double)c[1] - a[1], (double)c[2] - a[2]};
         double cx = ab[1] * ac[2] - ab[2] * ac[1], cy = ab[2] * ac[0] - ab[0] * ac[2],
                cz = ab[0] * ac[1] - ab[1] * ac[0];
         if (!(cx * cx + cy * cy + cz * cz > 0))
-            return pbd_world_fail(
-                w, PBD_ERROR_DEGENERATE,
-                "pbd_sm__volume_check: rejected because !(cx * cx + cy * cy + cz * cz > 0) (cx %g, cy %g, cz %g)", cx,
-                cy, cz);
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
+                                  "pbd_sm_add_surface_volume: triangle %d (particles %d, %d, %d) has zero area", t,
+                                  e[0], e[1], e[2]);
     }
     return PBD_OK;
 }
@@ -6662,9 +6586,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
     const float *x = pbd_world_positions(w);
     v->rest_volume = pbd_sm__volume_eval(v, x, NULL);
     if (!(v->rest_volume > 0)) {
+        double volume = v->rest_volume;
         pbd_sm__volume_free(v);
         return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
-                              "pbd_sm_add_surface_volume: rejected because !(v->rest_volume > 0)");
+                              "pbd_sm_add_surface_volume: the mesh encloses volume %g, not > 0 (inside out?)", volume);
     }
     pbd_sm__volume_pairs(v, x);
     for (int i = 0; i < nv; ++i) {
@@ -6745,12 +6670,10 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_world *w, pbd_sm_volume volume,
     pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_set_rest", &v);
     if (r != PBD_OK) return r;
     if (!pbd_sm__finite(rest_volume))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_volume_set_rest: rejected because !pbd_sm__finite(rest_volume) (rest_volume %g)",
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_rest: rest_volume is not finite (%g)",
                               rest_volume);
     if (!(rest_volume > 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_volume_set_rest: rejected because !(rest_volume > 0) (rest_volume %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rest_volume %g must be > 0",
                               rest_volume);
     v->rest_volume = rest_volume;
     return PBD_OK;
@@ -6761,12 +6684,10 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_world *w, pbd_sm_volume volume
     pbd_result r = pbd_sm__volume_of(w, volume, "pbd_sm_volume_set_alpha", &v);
     if (r != PBD_OK) return r;
     if (!pbd_sm__finite(alpha))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_volume_set_alpha: rejected because !pbd_sm__finite(alpha) (alpha %g)",
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_volume_set_alpha: alpha is not finite (%g)",
                               (double)alpha);
     if (!(alpha >= 0 && alpha <= 1))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_volume_set_alpha: rejected because !(alpha >= 0 && alpha <= 1) (alpha %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_alpha: alpha %g outside [0, 1]",
                               (double)alpha);
     v->alpha = alpha;
     return PBD_OK;
@@ -6793,9 +6714,7 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume vo
     if (!count) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: count is NULL");
     if (max > 0 && !weights)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_volume_weights: weights is NULL while max > 0");
-    if (max < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: rejected because max < 0 (max %d)",
-                              max);
+    if (max < 0) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_weights: max %d < 0", max);
     pbd_sm__volume_gpu(v, PBD_SM__CUDA_FETCH);
     for (int i = 0; i < v->nv && i < max; ++i) weights[i] = (float)v->weight[i];
     *count = v->nv;
@@ -6838,7 +6757,7 @@ static int pbd_sm__cmp_long(const void *a, const void *b) {
 static pbd_result pbd_sm__edges(pbd_world *mem, int nv, const int *tri, int nt, long long **keys_out, int **uses_out,
                                 int *count) {
     long long *k = (long long *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(long long));
-    if (!k) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
+    if (!k) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     for (int t = 0; t < nt; ++t)
         for (int j = 0; j < 3; ++j) {
             int a = tri[3 * t + j], b = tri[3 * t + (j + 1) % 3];
@@ -6849,7 +6768,7 @@ static pbd_result pbd_sm__edges(pbd_world *mem, int nv, const int *tri, int nt, 
     int *uses = (int *)pbd_sm__alloc_n(mem, (size_t)nt * 3, sizeof(int));
     if (!uses) {
         pbd_sm__free(mem, k);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__edges: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     int n = 0;
     for (int i = 0; i < 3 * nt; ++i) {
@@ -6876,7 +6795,7 @@ static pbd_result pbd_sm__vertex_tris(pbd_world *mem, int nv, const int *tri, in
     if (!start || !list) {
         pbd_sm__free(mem, start);
         pbd_sm__free(mem, list);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int t = 0; t < nt; ++t)
@@ -6887,7 +6806,7 @@ static pbd_result pbd_sm__vertex_tris(pbd_world *mem, int nv, const int *tri, in
     if (!fill) {
         pbd_sm__free(mem, start);
         pbd_sm__free(mem, list);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_tris: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memcpy(fill, start, sizeof(int) * (size_t)nv);
     for (int t = 0; t < nt; ++t)
@@ -7044,7 +6963,7 @@ static pbd_result pbd_sm__decimate_round(pbd_world *mem, pbd_sm__decimator *d, i
     /* the alive triangles, compacted, for the edge list */
     int na = 0;
     int *tl = (int *)pbd_sm__alloc_n(mem, (size_t)*alive_count * 3, sizeof(int));
-    if (!tl) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
+    if (!tl) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     for (int t = 0; t < d->nt; ++t)
         if (d->alive[t]) {
             memcpy(tl + 3 * na, d->tri + 3 * t, 3 * sizeof(int));
@@ -7062,7 +6981,7 @@ static pbd_result pbd_sm__decimate_round(pbd_world *mem, pbd_sm__decimator *d, i
         pbd_sm__free(mem, keys);
         pbd_sm__free(mem, uses);
         pbd_sm__free(mem, el);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate_round: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     d->nbkeys = 0;
     memset(d->boundary, 0, (size_t)d->nv);
@@ -7154,7 +7073,7 @@ static pbd_result pbd_sm__decimate(pbd_world *mem, int nv, const int *tri, int n
     int *newid = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     pbd_result r = PBD_OK;
     if (!d.tri || !d.alive || !locked || !d.boundary || !d.touched || !d.rep || !newid)
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     int alive = nt;
     if (r == PBD_OK) {
         memcpy(d.tri, tri, sizeof(int) * 3 * (size_t)nt);
@@ -7178,7 +7097,7 @@ static pbd_result pbd_sm__decimate(pbd_world *mem, int nv, const int *tri, int n
             pbd_sm__free(mem, otri);
             pbd_sm__free(mem, kept);
             pbd_sm__free(mem, map);
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__decimate: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
         } else {
             int nk = 0, k = 0;
             for (int t = 0; t < nt; ++t) {
@@ -7326,8 +7245,7 @@ static pbd_result pbd_sm__color_elements(pbd_world *mem, int nv, int *el, int n,
     int *tmp = (int *)pbd_sm__alloc_n(mem, (size_t)n * arity, sizeof(int));
     int *off = (int *)pbd_sm__alloc_n(mem, PBD_MAX_COLORS + 1, sizeof(int));
     pbd_result r = PBD_OK;
-    if (!col || !tmp || !off)
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__color_elements: out of memory");
+    if (!col || !tmp || !off) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     if (r == PBD_OK) r = pbd_color_elements(mem, el, n, arity, nv, 0, col, off, PBD_MAX_COLORS + 1, ncolors, overflow);
     if (r == PBD_OK) {
         int fill[PBD_MAX_COLORS + 1];
@@ -7354,7 +7272,7 @@ static pbd_result pbd_sm__vertex_ends(pbd_world *mem, int nv, const int *el, int
         pbd_sm__free(mem, start);
         pbd_sm__free(mem, list);
         pbd_sm__free(mem, fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__vertex_ends: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memset(start, 0, sizeof(int) * ((size_t)nv + 1));
     for (int i = 0; i < n * arity; ++i) start[el[i] + 1]++;
@@ -7382,13 +7300,13 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
     L->tdx = (float *)pbd_sm__alloc_n(mem, (size_t)nt * 9, sizeof(float));
     L->xhat = (float *)pbd_sm__alloc_n(mem, (size_t)nv * 4, sizeof(float));
     if (!L->mass || !L->mt || !L->me || !L->inv_rt || !L->inv_re || !L->tq || !L->tP || !L->tdx || !L->xhat)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     int *rt = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int)),
         *re = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
     if (!rt || !re) {
         pbd_sm__free(mem, rt);
         pbd_sm__free(mem, re);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memset(rt, 0, sizeof(int) * (size_t)nv);
     memset(re, 0, sizeof(int) * (size_t)nv);
@@ -7403,9 +7321,9 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
         pbd_sm__sub3(L->rest + 3 * T[1], L->rest + 3 * T[0], e01);
         if (!(area > PBD_SM__SLIVER_REL_F * (pbd_sm__dot3(e01, e01) + PBD_SM__EDGE2_FLOOR_F)) || !(area > 0)) {
             r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                               "pbd_sm__level_rest: rejected because !(area > 1e-12f * (pbd_sm__dot3(e01, e01) + "
-                               "1e-30f)) || !(area > 0) (area %g)",
-                               (double)area);
+                               "pbd_sm_add_cloth: triangle %d (vertices %d, %d, %d) of the level of %d vertices is "
+                               "degenerate (area %g)",
+                               t, T[0], T[1], T[2], nv, (double)area);
             break;
         }
         for (int k = 0; k < 3; ++k) {
@@ -7453,8 +7371,7 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
     if (L->ne) {
         L->eq = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 3, sizeof(float));
         L->edx = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 6, sizeof(float));
-        if (!L->eq || !L->edx)
-            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_rest: out of memory");
+        if (!L->eq || !L->edx) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     for (int e = 0; e < L->ne; ++e) {
         int a = L->edge[2 * e], b = L->edge[2 * e + 1];
@@ -7532,7 +7449,7 @@ static pbd_result pbd_sm__transfer(pbd_world *mem, pbd_sm__level *C, const pbd_s
     if (r != PBD_OK) return r;
     C->pro_idx = (int *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(int));
     C->pro_w = (float *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(float));
-    if (!C->pro_idx || !C->pro_w) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
+    if (!C->pro_idx || !C->pro_w) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     for (int f = 0; f < F->nv && r == PBD_OK; ++f) {
         int c = map[f];
         float best = FLT_MAX;
@@ -7574,7 +7491,7 @@ static pbd_result pbd_sm__transfer(pbd_world *mem, pbd_sm__level *C, const pbd_s
     double *rowsum = (double *)pbd_sm__alloc_n(mem, (size_t)C->nv, sizeof(double));
     if (!C->res_start || !rowsum) {
         pbd_sm__free(mem, rowsum);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memset(C->res_start, 0, sizeof(int) * ((size_t)C->nv + 1));
     memset(rowsum, 0, sizeof(double) * (size_t)C->nv);
@@ -7594,7 +7511,7 @@ static pbd_result pbd_sm__transfer(pbd_world *mem, pbd_sm__level *C, const pbd_s
     if (!C->res_idx || !C->res_w || !fill) {
         pbd_sm__free(mem, rowsum);
         pbd_sm__free(mem, fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__transfer: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memcpy(fill, C->res_start, sizeof(int) * (size_t)C->nv);
     for (int f = 0; f < F->nv; ++f) {
@@ -7628,16 +7545,21 @@ static pbd_result pbd_sm__level_edges(pbd_world *mem, pbd_sm__level *L) {
     pbd_result r = pbd_sm__edges(mem, L->nv, L->tri, L->nt, &keys, &uses, &ne);
     if (r != PBD_OK) return r;
     for (int e = 0; e < ne; ++e)
-        if (uses[e] > 2) {
+        if (uses[e] > 2) { /* non-manifold */
+            long long a = keys[e] / L->nv, b = keys[e] % L->nv;
+            int u = uses[e];
             pbd_sm__free(mem, keys);
             pbd_sm__free(mem, uses);
-            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm__level_edges: non-manifold (uses[e] > 2)");
-        } /* non-manifold */
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_sm_add_cloth: edge (%lld, %lld) of the level of %d vertices is in %d triangles "
+                                  "(non-manifold)",
+                                  a, b, L->nv, u);
+        }
     L->edge = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 2, sizeof(int));
     if (!L->edge) {
         pbd_sm__free(mem, keys);
         pbd_sm__free(mem, uses);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__level_edges: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     for (int e = 0; e < ne; ++e) {
         L->edge[2 * e] = (int)(keys[e] / L->nv);
@@ -7677,8 +7599,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm__cloth *c) {
     int *wing = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 2, sizeof(int));
     int *stencil = (int *)pbd_sm__alloc_n(mem, (size_t)ne * 4, sizeof(int));
     float *kw = (float *)pbd_sm__alloc_n(mem, (size_t)ne * 4, sizeof(float));
-    if (!wing || !stencil || !kw)
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+    if (!wing || !stencil || !kw) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     int ns = 0;
     if (r == PBD_OK) {
         for (int e = 0; e < 2 * ne; ++e) wing[e] = -1;
@@ -7724,7 +7645,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm__cloth *c) {
         c->force = (float *)pbd_sm__alloc_n(mem, (size_t)nv * 3, sizeof(float));
         c->q_row = (float *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(float));
         if (!c->q_start || !c->q_idx || !c->q_val || !c->force || !c->q_row)
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     if (r == PBD_OK) {
         /* rows via per-vertex stencil lists, merged with a scatter array */
@@ -7734,7 +7655,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm__cloth *c) {
         int *mark = (int *)pbd_sm__alloc_n(mem, (size_t)nv, sizeof(int));
         int *cols = (int *)pbd_sm__alloc_n(mem, 1024, sizeof(int));
         if (r == PBD_OK && (!acc || !mark || !cols))
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__bending_matrix: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
         if (r == PBD_OK) {
             for (int v = 0; v < nv; ++v) {
                 mark[v] = -1;
@@ -7795,7 +7716,7 @@ static pbd_result pbd_sm__centroids(pbd_world *mem, const pbd_sm__level *F, pbd_
     if (r != PBD_OK) return r;
     unsigned char *bnd = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)F->nv, 1);
     double *acc = (double *)pbd_sm__alloc_n(mem, (size_t)C->nv * 4, sizeof(double));
-    if (!bnd || !acc) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__centroids: out of memory");
+    if (!bnd || !acc) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     if (r == PBD_OK) {
         memset(bnd, 0, (size_t)F->nv);
         for (int e = 0; e < ne; ++e)
@@ -7849,7 +7770,7 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm__cloth *c, const pbd_sm_cloth_d
     pbd_result r = PBD_OK;
     pbd_sm__level *top = &c->lv[levels - 1];
     unsigned char *lock_f = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)top->nv, 1);
-    if (!lock_f) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
+    if (!lock_f) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     memset(lock_f, 0, (size_t)top->nv);
     for (int k = 0; k < d->keep_count; ++k) lock_f[d->keep_vertices[k]] = 1;
     for (int l = levels - 1; l > 0 && r == PBD_OK; --l) {
@@ -7861,13 +7782,13 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm__cloth *c, const pbd_sm_cloth_d
         if (r != PBD_OK) break;
         if ((long)C->nt * 20 > (long)F->nt * 19)
             r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                               "pbd_sm__build_hierarchy: too small to decimate further ((long)C->nt * 20 > (long)F->nt "
-                               "* 19)");
+                               "pbd_sm_add_cloth: the mesh is too small for %d levels: decimating %d triangles left %d",
+                               levels, F->nt, C->nt);
         C->rest = (float *)pbd_sm__alloc_n(mem, (size_t)C->nv * 3, sizeof(float));
         C->x = (float *)pbd_sm__alloc_n(mem, (size_t)C->nv * 4, sizeof(float));
         unsigned char *lock_c = r == PBD_OK ? (unsigned char *)pbd_sm__alloc_n(mem, (size_t)C->nv, 1) : NULL;
         if (r == PBD_OK && (!lock_c || !C->rest || !C->x))
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__build_hierarchy: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
         if (r == PBD_OK && c->nested) {
             for (int v = 0; v < C->nv; ++v) memcpy(C->rest + 3 * v, F->rest + 3 * kept[v], 3 * sizeof(float));
         } else if (r == PBD_OK) {
@@ -8715,44 +8636,36 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
 
 static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
     if (!d->positions)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->positions is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: pbd_sm_cloth_desc.positions is NULL");
     if (!d->triangles)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm__check_cloth_desc: d->triangles is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: pbd_sm_cloth_desc.triangles is NULL");
     if (d->keep_count > 0 && !d->keep_vertices)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
-                              "pbd_sm__check_cloth_desc: d->keep_vertices is NULL while d->keep_count > 0");
+                              "pbd_sm_add_cloth: keep_vertices is NULL while keep_count is %d", d->keep_count);
     if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm__check_cloth_desc: rejected because d->vertex_count < 3 || d->triangle_count < 1 "
-                              "|| d->keep_count < 0 (d->vertex_count %d, d->triangle_count %d, d->keep_count %d)",
-                              d->vertex_count, d->triangle_count, d->keep_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_add_cloth: vertex_count %d must be >= 3, triangle_count %d >= 1 and keep_count %d >= 0",
+            d->vertex_count, d->triangle_count, d->keep_count);
     if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_sm__check_cloth_desc: rejected because d->vertex_count > INT_MAX / 4 || "
-                              "d->triangle_count > INT_MAX / 9 (d->vertex_count %d, d->triangle_count %d)",
-                              d->vertex_count, d->triangle_count);
+                              "pbd_sm_add_cloth: vertex_count %d or triangle_count %d is too large (at most %d and %d)",
+                              d->vertex_count, d->triangle_count, INT_MAX / 4, INT_MAX / 9);
     if (!pbd_sm__finite_n(d->positions, 3L * d->vertex_count))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite_n(d->positions, 3L * "
-                              "d->vertex_count) (d->vertex_count %d)",
-                              d->vertex_count);
+                              "pbd_sm_add_cloth: positions contain NaN or infinity (%d vertices)", d->vertex_count);
     if (d->initial_positions && !pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_cloth_desc: rejected because d->initial_positions && "
-                              "!pbd_sm__finite_n(d->initial_positions, 3L * d->vertex_count) (d->vertex_count %d)",
+                              "pbd_sm_add_cloth: initial_positions contain NaN or infinity (%d vertices)",
                               d->vertex_count);
     if (!pbd_sm__finite(d->density) || !pbd_sm__finite(d->bending_stiffness) || !pbd_sm__finite(d->thickness) ||
         !pbd_sm__finite(d->reduction))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm__check_cloth_desc: rejected because !pbd_sm__finite(d->density) || "
-                              "!pbd_sm__finite(d->bending_stiffness) || !pbd_sm__finite(d->thickness) || "
-                              "!pbd_sm__finite(d->reduction) (d->density %g, d->bending_stiffness %g, "
-                              "d->thickness %g, d->reduction %g)",
-                              (double)d->density, (double)d->bending_stiffness, (double)d->thickness,
-                              (double)d->reduction);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_sm_add_cloth: density %g, bending_stiffness %g, thickness %g or reduction %g is not finite",
+            (double)d->density, (double)d->bending_stiffness, (double)d->thickness, (double)d->reduction);
     if (!(d->density > 0))
-        return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS,
-                              "pbd_sm__check_cloth_desc: rejected because !(d->density > 0) (d->density %g)",
+        return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_cloth: density %g must be > 0",
                               (double)d->density);
     const char *bad = d->levels < 1 || d->levels > 10                    ? "levels outside 1..10"
                       : !(d->reduction >= 0.05f && d->reduction <= 0.9f) ? "reduction outside [0.05, 0.9]"
@@ -8775,28 +8688,25 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
     for (long i = 0; i < 3L * d->triangle_count; ++i)
         if (d->triangles[i] < 0 || d->triangles[i] >= d->vertex_count)
             return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                                  "pbd_sm__check_cloth_desc: rejected because d->triangles[i] < 0 || d->triangles[i] "
-                                  ">= d->vertex_count (i %ld, d->triangles[i] %d, d->vertex_count %d)",
-                                  i, d->triangles[i], d->vertex_count);
+                                  "pbd_sm_add_cloth: triangle %ld names vertex %d, outside 0..%d", i / 3,
+                                  d->triangles[i], d->vertex_count - 1);
     for (int t = 0; t < d->triangle_count; ++t) {
         const int *T = d->triangles + 3 * t;
         if (T[0] == T[1])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_sm__check_cloth_desc: rejected because T[0] == T[1]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_add_cloth: triangle %d repeats vertex %d", t,
+                                  T[0]);
         if (T[1] == T[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_sm__check_cloth_desc: rejected because T[1] == T[2]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_add_cloth: triangle %d repeats vertex %d", t,
+                                  T[1]);
         if (T[0] == T[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_sm__check_cloth_desc: rejected because T[0] == T[2]");
+            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_add_cloth: triangle %d repeats vertex %d", t,
+                                  T[0]);
     }
     for (int k = 0; k < d->keep_count; ++k)
         if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count)
-            return pbd_world_fail(
-                NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                "pbd_sm__check_cloth_desc: rejected because d->keep_vertices[k] < 0 || d->keep_vertices[k] >= "
-                "d->vertex_count (k %d, d->keep_vertices[k] %d, d->vertex_count %d)",
-                k, d->keep_vertices[k], d->vertex_count);
+            return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                  "pbd_sm_add_cloth: keep_vertices[%d] = %d is not a vertex (0..%d)", k,
+                                  d->keep_vertices[k], d->vertex_count - 1);
     return PBD_OK;
 }
 
@@ -8804,14 +8714,14 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
    world is touched). */
 static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d, pbd_sm__cloth **out) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)pbd_sm__alloc_n(mem, 1, sizeof *c);
-    if (!c) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
+    if (!c) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     memset(c, 0, sizeof *c);
     c->tag = PBD_SM__TAG_CLOTH;
     c->world = mem;
     c->lv = (pbd_sm__level *)pbd_sm__alloc_n(mem, (size_t)d->levels, sizeof(pbd_sm__level));
     if (!c->lv) {
         pbd_sm__free(mem, c);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     }
     memset(c->lv, 0, sizeof(pbd_sm__level) * (size_t)d->levels);
     c->nlevels = d->levels;
@@ -8828,9 +8738,8 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
     F->nt = d->triangle_count;
     F->tri = (int *)pbd_sm__alloc_n(mem, (size_t)F->nt * 3, sizeof(int));
     F->rest = (float *)pbd_sm__alloc_n(mem, (size_t)F->nv * 3, sizeof(float));
-    pbd_result r = F->tri && F->rest
-                       ? PBD_OK
-                       : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm__cloth_build: out of memory");
+    pbd_result r =
+        F->tri && F->rest ? PBD_OK : pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     if (r == PBD_OK) {
         memcpy(F->tri, d->triangles, sizeof(int) * 3 * (size_t)F->nt);
         memcpy(F->rest, d->positions, sizeof(float) * 3 * (size_t)F->nv);
@@ -8839,9 +8748,8 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
     if (r == PBD_OK)
         for (int v = 0; v < F->nv; ++v)
             if (F->vt_start[v + 1] == F->vt_start[v])
-                r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                   "pbd_sm__cloth_build: a vertex without triangle (F->vt_start[v + 1] == "
-                                   "F->vt_start[v])");
+                r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: vertex %d is in no triangle",
+                                   v);
     if (r == PBD_OK) r = pbd_sm__build_hierarchy(c, d, d->levels);
     if (r == PBD_OK) r = pbd_sm__bending_matrix(c);
     if (r != PBD_OK) {
@@ -8960,9 +8868,8 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_level(const pbd_world *w, pbd_sm_cloth cloth,
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_level", &c);
     if (r != PBD_OK) return r;
     if (level < 0 || level >= c->nlevels)
-        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_sm_cloth_level: rejected because level < 0 || level >= c->nlevels (level %d)",
-                              level);
+        return pbd_world_fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_sm_cloth_level: level %d outside 0..%d", level,
+                              c->nlevels - 1);
     const pbd_sm__level *L = &c->lv[level];
     if (positions && level < c->nlevels - 1) pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_FETCH);
     if (vertex_count) *vertex_count = L->nv;
@@ -8978,9 +8885,8 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_world *w, pbd_sm_cloth clot
     if (r != PBD_OK) return r;
     if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_stiffness: rejected because !pbd_sm__in01(alpha) || "
-                              "!pbd_sm__in01(beta) (alpha %g, beta %g)",
-                              (double)alpha, (double)beta);
+                              "pbd_sm_cloth_set_stiffness: alpha %g and beta %g must be in [0, 1]", (double)alpha,
+                              (double)beta);
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;
@@ -8991,7 +8897,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_wrinkle_conservation(pbd_world *w, pbd_sm
     if (r != PBD_OK) return r;
     if (on != 0 && on != 1)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_wrinkle_conservation: rejected because on != 0 && on != 1 (on %d)", on);
+                              "pbd_sm_cloth_set_wrinkle_conservation: on %d must be 0 or 1", on);
     c->conserve = on;
     return PBD_OK;
 }
@@ -9000,8 +8906,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_damping(pbd_world *w, pbd_sm_cloth cloth,
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_damping", &c);
     if (r != PBD_OK) return r;
     if (!pbd_sm__in01(damping))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_damping: rejected because !pbd_sm__in01(damping) (damping %g)",
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_damping: damping %g outside [0, 1]",
                               (double)damping);
     c->damping = damping;
     return PBD_OK;
@@ -9011,11 +8916,11 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_bending(pbd_world *w, pbd_sm_cloth cloth,
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_bending", &c);
     if (r != PBD_OK) return r;
     if (!pbd_sm__finite(k))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_cloth_set_bending: rejected because !pbd_sm__finite(k) (k %g)", (double)k);
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_cloth_set_bending: bending_stiffness is not finite (%g)",
+                              (double)k);
     if (!(k >= 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_bending: rejected because !(k >= 0) (k %g)", (double)k);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_bending: bending_stiffness %g < 0",
+                              (double)k);
     c->bending = k;
     return PBD_OK;
 }
@@ -9024,9 +8929,10 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_scheme(pbd_world *w, pbd_sm_cloth cloth, 
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_scheme", &c);
     if (r != PBD_OK) return r;
     if (scheme != PBD_SM_CLOTH_TWO_PASS && scheme != PBD_SM_CLOTH_INDEPENDENT_SETS)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_scheme: rejected because scheme != PBD_SM_CLOTH_TWO_PASS && scheme != "
-                              "PBD_SM_CLOTH_INDEPENDENT_SETS");
+        return pbd_world_fail(
+            w, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_sm_cloth_set_scheme: scheme %d is not PBD_SM_CLOTH_TWO_PASS or PBD_SM_CLOTH_INDEPENDENT_SETS",
+            (int)scheme);
     c->scheme = scheme;
     return PBD_OK;
 }
@@ -9036,8 +8942,7 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_simd(pbd_world *w, pbd_sm_cloth cloth, in
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_simd", &c);
     if (r != PBD_OK) return r;
     if (on != 0 && on != 1)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_simd: on %d must be 0 or 1", on);
     c->simd = on && PBD_SM__CW > 1;
     return PBD_OK;
 }

@@ -956,15 +956,18 @@ PBD_UP_DEF pbd_result pbd_up_model_eval(pbd_up_model *m, const float *coarse_pos
     if (!detail_positions_out)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_eval: detail_positions_out is NULL");
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
-    if (!t) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !t");
+    if (!t)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_eval: the model's method %d is not compiled in", (int)m->method);
     if (!m->trained)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !m->trained");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: the model is not trained");
     if (!m->impl)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_eval: rejected because !m->impl");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_model_eval: the model has no data (not trained)");
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up_model_eval: rejected because !pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_model_eval: coarse_positions contain NaN or infinity (%d vertices)",
+                              m->coarse_count);
     return t->eval(m, coarse_positions, detail_positions_out);
 }
 
@@ -978,25 +981,22 @@ PBD_UP_DEF pbd_result pbd_up_model_eval_checked(pbd_up_model *m, const float *co
     if (coarse_count != m->coarse_count || detail_count != m->detail_count)
         return pbd_world_fail(
             NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up_model_eval_checked: rejected because coarse_count != m->coarse_count || detail_count "
-            "!= m->detail_count (coarse_count %d, detail_count %d)",
-            coarse_count, detail_count);
+            "pbd_up_model_eval_checked: coarse_count %d and detail_count %d are not the model's %d and %d",
+            coarse_count, detail_count, m->coarse_count, m->detail_count);
     return pbd_up_model_eval(m, coarse_positions, detail_positions_out);
 }
 
 PBD_UP_DEF pbd_result pbd_up_model_set_simd(pbd_up_model *m, int on) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_simd: m is NULL");
     if (on != 0 && on != 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_model_set_simd: rejected because on != 0 && on != 1 (on %d)", on);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_simd: on %d must be 0 or 1", on);
     m->simd = on;
     return PBD_OK;
 }
 PBD_UP_DEF pbd_result pbd_up_model_set_threads(pbd_up_model *m, int threads) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_set_threads: m is NULL");
     if (threads < 0 || threads > 1024)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_model_set_threads: rejected because threads < 0 || threads > 1024 (threads %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_set_threads: threads %d outside 0..1024",
                               threads);
     m->threads = threads;
     return PBD_OK;
@@ -1052,11 +1052,10 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: m is NULL");
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_model_save: buffer is NULL");
     size_t need = pbd_up_model_save_size(m);
-    if (!need)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: untrained (!need)"); /* untrained */
+    if (!need) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_model_save: the model is not trained");
     if (size < need)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_model_save: rejected because size < need (size %zu, need %zu)", size, need);
+                              "pbd_up_model_save: buffer of %zu bytes, the model needs %zu", size, need);
     const pbd_up__methods *t = pbd_up__methods_of(m->method);
     pbd_up__header h;
     memset(&h, 0, sizeof h);
@@ -1075,8 +1074,9 @@ PBD_UP_DEF pbd_result pbd_up_model_save(const pbd_up_model *m, void *buffer, siz
     io.size = (size_t)h.payload;
     t->io((pbd_up_model *)m, &io);
     if (io.bad || io.off != io.size)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_model_save: cannot happen (io.bad || io.off != io.size)"); /* cannot happen */
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_model_save: the model's data did not fit its size (internal error)"); /* cannot happen */
     uint64_t sum = pbd_up__fnv1a(out, need - sizeof sum);
     memcpy(out + need - sizeof sum, &sum, sizeof sum);
     return PBD_OK;
@@ -1089,45 +1089,56 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     uint64_t sum;
     const unsigned char *in = (const unsigned char *)buffer;
     if (size < sizeof h + sizeof sum)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because size < sizeof h + sizeof sum (size %zu)", size);
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: %zu bytes are too few for a model file",
+                              size);
     memcpy(&h, in, sizeof h);
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
     if (memcmp(h.magic, PBD_UP__MAGIC, 8) != 0)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because memcmp(h.magic, PBD_UP__MAGIC, 8) != 0");
+                              "pbd_up_model_load: not a pbd_upsample model file (wrong magic)");
     if (h.format != PBD_UP__FORMAT)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because h.format != PBD_UP__FORMAT");
+                              "pbd_up_model_load: model file is from format %u, this build reads %u",
+                              (unsigned)h.format, (unsigned)PBD_UP__FORMAT);
     if (h.byte_order != PBD_UP__BYTE_ORDER)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because h.byte_order != PBD_UP__BYTE_ORDER");
+                              "pbd_up_model_load: the model file has another byte order (tag 0x%08x)",
+                              (unsigned)h.byte_order);
     if (h.reserved != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.reserved != 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: the header's reserved field is %u, not 0: the model file is damaged",
+                              (unsigned)h.reserved);
     if (h.payload != (uint64_t)(size - sizeof h - sizeof sum))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up_model_load: rejected because h.payload != (uint64_t)(size - sizeof h - sizeof sum) (size %zu)",
-            size);
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: the header announces %llu payload bytes, the buffer of %zu bytes "
+                              "holds %zu (truncated?)",
+                              (unsigned long long)h.payload, size, size - sizeof h - sizeof sum);
     if (sum != pbd_up__fnv1a(in, size - sizeof sum))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up_model_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: checksum mismatch: the model file is damaged (%zu bytes)", size);
     if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because h.method >= (uint32_t)PBD_UP_METHOD_COUNT");
+                              "pbd_up_model_load: method %u is not a pbd_up_method (0..%d)", (unsigned)h.method,
+                              PBD_UP_METHOD_COUNT - 1);
     if (h.coarse_count <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.coarse_count <= 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: coarse vertex count %d must be > 0",
+                              (int)h.coarse_count);
     if (h.detail_count <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because h.detail_count <= 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: detail vertex count %d must be > 0",
+                              (int)h.detail_count);
     if (h.coarse_count > INT_MAX / 3)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because h.coarse_count > INT_MAX / 3");
+                              "pbd_up_model_load: coarse vertex count %d is too large (at most %d)",
+                              (int)h.coarse_count, INT_MAX / 3);
     if (h.detail_count > INT_MAX / 3)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_model_load: rejected because h.detail_count > INT_MAX / 3");
+                              "pbd_up_model_load: detail vertex count %d is too large (at most %d)",
+                              (int)h.detail_count, INT_MAX / 3);
     const pbd_up__methods *t = pbd_up__methods_of((int)h.method);
-    if (!t) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !t");
+    if (!t)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_model_load: method %s is not compiled into this build",
+                              pbd_up_method_name((pbd_up_method)h.method));
     pbd_up_model *m = pbd_up__model_new((pbd_up_method)h.method, h.coarse_count, h.detail_count);
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
     pbd_up__io io;
@@ -1139,7 +1150,8 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
     if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
     else if (io.bad || io.off != io.size || !m->impl)
         r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                           "pbd_up_model_load: rejected because io.bad || io.off != io.size || !m->impl");
+                           "pbd_up_model_load: the %s payload is malformed: the model file is damaged",
+                           pbd_up_method_name((pbd_up_method)h.method));
     else r = t->prepare(m);
     if (r != PBD_OK) {
         pbd_up_model_destroy(m);
@@ -1196,32 +1208,34 @@ PBD_UP__SHARED void pbd_up__sparse_io(pbd_up__io *io, pbd_up__sparse *s) {
    finite weights) and builds the sliced-ELL copy. */
 PBD_UP__SHARED pbd_result pbd_up__sparse_prepare(pbd_up__sparse *s) {
     if (s->rows <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->rows <= 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "stencil matrix: %d rows, must be > 0", s->rows);
     if (s->cols <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->cols <= 0");
-    if (!s->start) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because !s->start");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "stencil matrix: %d columns, must be > 0", s->cols);
+    if (!s->start) return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "stencil matrix: no row starts");
     if (s->start[0] != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_model_load: rejected because s->start[0] != 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "stencil matrix: row 0 starts at %d, not 0", s->start[0]);
     /* all starts first: the column arrays hold start[rows] entries, and a
        row that ends past them must be refused before it is read */
     for (int i = 0; i < s->rows; ++i)
         if (s->start[i + 1] < s->start[i])
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                                  "pbd_up_model_load: rejected because s->start[i + 1] < s->start[i]");
+                                  "stencil matrix: row %d starts at %d, before row %d (at %d)", i + 1, s->start[i + 1],
+                                  i, s->start[i]);
     for (int i = 0; i < s->rows; ++i) {
         for (int k = s->start[i]; k < s->start[i + 1]; ++k) {
             if (s->col[k] < 0 || s->col[k] >= s->cols || (k > s->start[i] && s->col[k] <= s->col[k - 1]))
-                return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                                      "pbd_up_model_load: rejected because s->col[k] < 0 || s->col[k] >= s->cols || (k "
-                                      "> s->start[i] && s->col[k] <= s->col[k - 1]) (k %d)",
-                                      k);
+                return pbd_world_fail(
+                    NULL, PBD_ERROR_BAD_SNAPSHOT,
+                    "stencil matrix: entry %d of row %d has column %d, out of 0..%d or not increasing", k, i, s->col[k],
+                    s->cols - 1);
             if (!pbd_up__finite(&s->val[k], 1))
                 return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                                      "pbd_up_model_load: rejected because !pbd_up__finite(&s->val[k], 1)");
+                                      "stencil matrix: the weight of entry %d (row %d) is not finite", k, i);
         }
     }
     if (s->cols > INT_MAX / 3)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_up_model_load: rejected because s->cols > INT_MAX / 3");
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "stencil matrix: %d columns are too many (at most %d)", s->cols,
+                              INT_MAX / 3);
     s->chunks = (s->rows + PBD_UP__W - 1) / PBD_UP__W;
     return PBD_OK;
 }
@@ -1365,16 +1379,11 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
             if (v[k] < 0 || v[k] >= nv)
-                return pbd_world_fail(
-                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                    "pbd_up__check_triangles: rejected because v[k] < 0 || v[k] >= nv (k %d, v[k] %d, nv %d)", k, v[k],
-                    nv);
-        if (v[0] == v[1])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[1]");
-        if (v[1] == v[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[1] == v[2]");
-        if (v[0] == v[2])
-            return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up__check_triangles: rejected because v[0] == v[2]");
+                return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle %ld names vertex %d, outside 0..%d",
+                                      t, v[k], nv - 1);
+        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[0]);
+        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[1]);
+        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[0]);
     }
     return PBD_OK;
 }
@@ -1399,7 +1408,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     memset(L, 0, sizeof *L);
     *tris_out = NULL;
     if (!ref || !tri_edge || !edge || !nb_start || !nb || !bnd || !bcount || !fill || !nt4) {
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
         goto done;
     }
     for (int t = 0; t < nt; ++t)
@@ -1417,7 +1426,9 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         size_t j = i;
         while (j < nref && ref[j].a == ref[i].a && ref[j].b == ref[i].b) ++j;
         if (j - i > 2) {
-            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__loop_level: not edge-manifold (j - i > 2)");
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                               "edge (%d, %d) is in %d triangles: the mesh must be edge-manifold", ref[i].a, ref[i].b,
+                               (int)(j - i));
             goto done;
         } /* not edge-manifold */
         int *e = edge + 4 * (size_t)ne;
@@ -1443,7 +1454,8 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
     }
     if ((long)nv + ne > INT_MAX / 3) {
         r = pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                           "pbd_up__loop_level: rejected because (long)nv + ne > INT_MAX / 3 (nv %d, ne %d)", nv, ne);
+                           "subdividing %d vertices and %d edges makes too many vertices (at most %d)", nv, ne,
+                           INT_MAX / 3);
         goto done;
     }
     for (int v = 0; v < nv; ++v) nb_start[v + 1] += nb_start[v];
@@ -1453,7 +1465,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
         nb[nb_start[e[1]] + fill[e[1]]++] = e[0];
     }
     if (!pbd_up__csrd_init(L, nv + ne, 7 * (nv + ne))) {
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
         goto done;
     }
     for (int v = 0; v < nv; ++v) { /* even vertices */
@@ -1471,7 +1483,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
             for (int q = nb_start[v]; q < nb_start[v + 1] && ok; ++q) ok = pbd_up__csrd_push(L, nb[q], beta);
         }
         if (!ok) {
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
             goto done;
         }
         L->start[v + 1] = L->nnz;
@@ -1484,7 +1496,7 @@ static pbd_result pbd_up__loop_level(const int *tris, int nt, int nv, int smooth
                  pbd_up__csrd_push(L, e[2], 0.125) && pbd_up__csrd_push(L, e[3], 0.125);
         else ok = pbd_up__csrd_push(L, e[0], 0.5) && pbd_up__csrd_push(L, e[1], 0.5);
         if (!ok) {
-            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_level: out of memory");
+            r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
             goto done;
         }
         L->start[nv + i + 1] = L->nnz;
@@ -1520,7 +1532,7 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
     int *touched = (int *)pbd_up__alloc_array((size_t)ncoarse, sizeof(int));
     pbd_result r = PBD_OK;
     if (!acc || !mark || !touched || !pbd_up__csrd_init(out, L->rows, L->nnz * 2)) {
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
         goto done;
     }
     for (int c = 0; c < ncoarse; ++c) mark[c] = -1;
@@ -1541,7 +1553,7 @@ static pbd_result pbd_up__compose(const pbd_up__csrd *L, const pbd_up__csrd *S, 
         qsort(touched, (size_t)nt, sizeof(int), pbd_up__int_cmp);
         for (int q = 0; q < nt; ++q)
             if (acc[touched[q]] != 0.0 && !pbd_up__csrd_push(out, touched[q], acc[touched[q]])) {
-                r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__compose: out of memory");
+                r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
                 goto done;
             }
         out->start[i + 1] = out->nnz;
@@ -1558,26 +1570,26 @@ done:
    triangles (nt 4^levels of them). */
 static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels, int smooth, pbd_up__csrd *S,
                                      int **tris_out, int *nv_out) {
-    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris is NULL");
-    if (!S) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: S is NULL");
-    if (!tris_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: tris_out is NULL");
-    if (!nv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__loop_build: nv_out is NULL");
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "triangles is NULL");
+    if (!S) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "internal error: no stencil to fill");
+    if (!tris_out)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "internal error: no array for the subdivided triangles");
+    if (!nv_out)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "internal error: no count for the subdivided vertices");
     if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__loop_build: rejected because nt <= 0 || nv <= 0 || levels < 0 || levels > 8 (nt "
-                              "%d, nv %d, levels %d)",
-                              nt, nv, levels);
+                              "triangle_count %d and vertex_count %d must be > 0 and levels %d in 0..8", nt, nv,
+                              levels);
     if ((long long)nt << (2 * levels) > INT_MAX / 12)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_OVERFLOW,
-            "pbd_up__loop_build: rejected because (long long)nt << (2 * levels) > INT_MAX / 12 (nt %d, levels %d)", nt,
-            levels);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "%d triangles at %d levels make %lld triangles, too many (at most %d)", nt, levels,
+                              (long long)nt << (2 * levels), INT_MAX / 12);
     pbd_result r = pbd_up__check_triangles(tris, nt, nv);
     if (r != PBD_OK) return r;
     int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
     if (!cur || !pbd_up__csrd_init(S, nv, nv)) {
         pbd_up__free(cur);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__loop_build: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory subdividing the mesh");
     }
     memcpy(cur, tris, (size_t)nt * 3 * sizeof(int));
     for (int v = 0; v < nv; ++v) {
@@ -1625,19 +1637,20 @@ PBD_UP_DEF pbd_result pbd_up_mesh_subdivide(const pbd_mesh *in, int levels, int 
     if (!in) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: out is NULL");
     if (!in->positions)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in->positions is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in.positions is NULL");
     if (!in->triangles)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in->triangles is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_mesh_subdivide: in.triangles is NULL");
     if (smooth != 0 && smooth != 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_mesh_subdivide: rejected because smooth != 0 && smooth != 1 (smooth %d)", smooth);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_mesh_subdivide: smooth %d must be 0 or 1",
+                              smooth);
     if (in->vertex_count > INT_MAX / 3)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_up_mesh_subdivide: rejected because in->vertex_count > INT_MAX / 3");
+                              "pbd_up_mesh_subdivide: vertex_count %d is too large (at most %d)", in->vertex_count,
+                              INT_MAX / 3);
     if (in->vertex_count > 0 && !pbd_up__finite(in->positions, (size_t)in->vertex_count * 3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_mesh_subdivide: rejected because in->vertex_count > 0 && "
-                              "!pbd_up__finite(in->positions, (size_t)in->vertex_count * 3)");
+                              "pbd_up_mesh_subdivide: in.positions contain NaN or infinity (%d vertices)",
+                              in->vertex_count);
     pbd_up__csrd S;
     int *tris = NULL, nv = 0;
     pbd_result r =
@@ -1721,9 +1734,9 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     int n = m->detail_count;
     if (s->levels < 0 || s->levels > 8 || s->S.rows != n || s->S.cols != m->coarse_count)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__subdiv_prepare: rejected because s->levels < 0 || s->levels > 8 || s->S.rows != "
-                              "n || s->S.cols != m->coarse_count (n %d)",
-                              n);
+                              "model: a subdivision of %d levels with a %d x %d stencil does not fit %d detail and %d "
+                              "coarse vertices (levels 0..8)",
+                              s->levels, s->S.rows, s->S.cols, n, m->coarse_count);
     pbd_result r = pbd_up__sparse_prepare(&s->S);
     if (r != PBD_OK)
         return r == PBD_ERROR_OUT_OF_MEMORY
@@ -1732,14 +1745,10 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
                                     pbd_result_string(r));
     if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__subdiv_prepare: rejected because pbd_up__check_triangles(s->triangles, "
-                              "s->triangle_count, n) != PBD_OK (n %d)",
-                              n);
+                              "model: the subdivided triangles are invalid (%d detail vertices)", n);
     if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__subdiv_prepare: rejected because s->has_detail && !pbd_up__finite(s->detail, "
-                              "(size_t)n * 3) (n %d)",
-                              n);
+                              "model: the two-scale detail contains NaN or infinity (%d detail vertices)", n);
     pbd_up__free(s->vt_start);
     pbd_up__free(s->vt_tri);
     pbd_up__free(s->first_nb);
@@ -1751,12 +1760,12 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
     s->x0 = (float *)pbd_up__alloc_array((size_t)n * 3, sizeof(float));
     s->frames = (float *)pbd_up__alloc_array((size_t)n * 9, sizeof(float));
     if (!s->vt_start || !s->vt_tri || !s->first_nb || !s->x0 || !s->frames)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory preparing a subdivision model");
     for (int t = 0; t < s->triangle_count; ++t)
         for (int k = 0; k < 3; ++k) s->vt_start[s->triangles[3 * t + k] + 1]++;
     for (int v = 0; v < n; ++v) s->vt_start[v + 1] += s->vt_start[v];
     int *fill = (int *)pbd_up__calloc_array((size_t)n, sizeof(int));
-    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__subdiv_prepare: out of memory");
+    if (!fill) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory preparing a subdivision model");
     for (int t = 0; t < s->triangle_count; ++t)
         for (int k = 0; k < 3; ++k) {
             int v = s->triangles[3 * t + k];
@@ -1938,7 +1947,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_triangles(const pbd_up_model *m, const 
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_triangles: triangle_count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_triangles: rejected because !s");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivision_triangles: m is not a subdivision model");
     *triangles = s->triangles;
     *triangle_count = s->triangle_count;
     return PBD_OK;
@@ -1949,16 +1959,16 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: m is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_stencil: count is NULL");
     const pbd_up__subdiv *s = pbd_up__subdiv_of(m);
-    if (!s) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: rejected because !s");
+    if (!s)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivision_stencil: m is not a subdivision model");
     if (row < 0 || row >= m->detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_up_subdivision_stencil: rejected because row < 0 || row >= m->detail_count (row %d)",
-                              row);
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: row %d outside 0..%d",
+                              row, m->detail_count - 1);
     if (max < 0 || (max > 0 && (!columns || !weights)))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up_subdivision_stencil: rejected because max < 0 || (max > 0 && (!columns || !weights)) (max %d)",
-            max);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivision_stencil: max %d < 0, or columns or weights is NULL while max > 0",
+                              max);
     int n = s->S.start[row + 1] - s->S.start[row];
     for (int k = 0; k < n && k < max; ++k) {
         columns[k] = s->S.col[s->S.start[row] + k];
@@ -1977,11 +1987,11 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_smooth(pbd_up_model *m, const float *co
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_smooth: smooth_out is NULL");
     if (!pbd_up__subdiv_of(m))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_subdivision_smooth: rejected because !pbd_up__subdiv_of(m)");
+                              "pbd_up_subdivision_smooth: m is not a subdivision model");
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_subdivision_smooth: rejected because !pbd_up__finite(coarse_positions, "
-                              "(size_t)m->coarse_count * 3)");
+                              "pbd_up_subdivision_smooth: coarse_positions contain NaN or infinity (%d vertices)",
+                              m->coarse_count);
     pbd_up__subdiv_smooth(m, coarse_positions, smooth_out, frames_out);
     return PBD_OK;
 }
@@ -1993,7 +2003,8 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: m is NULL");
     pbd_up__subdiv *s = pbd_up__subdiv_of(m);
     if (!s)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_fit_detail: rejected because !s");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_subdivision_fit_detail: m is not a subdivision model");
     if (!detail_positions) {
         s->has_detail = 0;
         pbd_up__free(s->detail);
@@ -2004,10 +2015,11 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_subdivision_fit_detail: coarse_positions is NULL");
     size_t n = (size_t)m->detail_count;
     if (!pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_subdivision_fit_detail: rejected because !pbd_up__finite(coarse_positions, "
-                              "(size_t)m->coarse_count * 3) || !pbd_up__finite(detail_positions, n * 3) (n %zu)",
-                              n);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NOT_FINITE,
+            "pbd_up_subdivision_fit_detail: %s contain NaN or infinity (%d coarse, %zu detail vertices)",
+            pbd_up__finite(coarse_positions, (size_t)m->coarse_count * 3) ? "detail_positions" : "coarse_positions",
+            m->coarse_count, n);
     float *d = s->detail ? s->detail : (float *)pbd_up__alloc_array(n * 3, sizeof(float));
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_subdivision_fit_detail: out of memory");
     pbd_up__subdiv_smooth(m, coarse_positions, s->x0, s->frames);
@@ -2384,74 +2396,64 @@ static void pbd_up__wrinkle_targets(pbd_up_wrinkle *wr, const float *x) {
 
 static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     if (!d->coarse_positions)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_positions is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_create: pbd_up_wrinkle_desc.coarse_positions is NULL");
     if (!d->coarse_triangles)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->coarse_triangles is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_create: pbd_up_wrinkle_desc.coarse_triangles is NULL");
     if (!d->fine_positions)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_positions is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_create: pbd_up_wrinkle_desc.fine_positions is NULL");
     if (!d->fine_triangles)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__wrinkle_check: d->fine_triangles is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_create: pbd_up_wrinkle_desc.fine_triangles is NULL");
     if (d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || d->fine_count <= 0 || d->fine_triangle_count <= 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__wrinkle_check: rejected because d->coarse_count <= 0 || d->coarse_triangle_count <= 0 || "
-            "d->fine_count <= 0 || d->fine_triangle_count <= 0 (d->coarse_count %d, d->coarse_triangle_count %d, "
-            "d->fine_count %d, d->fine_triangle_count %d)",
-            d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_wrinkle_create: coarse_count %d, coarse_triangle_count %d, fine_count %d and "
+                              "fine_triangle_count %d must be > 0",
+                              d->coarse_count, d->coarse_triangle_count, d->fine_count, d->fine_triangle_count);
     if (d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || d->coarse_triangle_count > INT_MAX / 9 ||
         d->fine_triangle_count > INT_MAX / 9)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_OVERFLOW,
-            "pbd_up__wrinkle_check: rejected because d->coarse_count > INT_MAX / 9 || d->fine_count > INT_MAX / 9 || "
-            "d->coarse_triangle_count > INT_MAX / 9 || d->fine_triangle_count > INT_MAX / 9 (d->coarse_count %d, "
-            "d->fine_count %d, d->coarse_triangle_count %d, d->fine_triangle_count %d)",
-            d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
+                              "pbd_up_wrinkle_create: coarse_count %d, fine_count %d, coarse_triangle_count %d or "
+                              "fine_triangle_count %d is too large (at most %d)",
+                              d->coarse_count, d->fine_count, d->coarse_triangle_count, d->fine_triangle_count,
+                              INT_MAX / 9);
     if (!pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, 1) ||
         !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up__wrinkle_check: rejected because !pbd_up__finite(&d->radius, 1) || !pbd_up__finite(&d->time_step, "
-            "1) || !pbd_up__finite(&d->stretch_compliance, 1) || !pbd_up__finite(&d->bending_compliance, 1) (d->radius "
-            "%g, d->time_step %g, d->stretch_compliance %g, d->bending_compliance %g)",
-            (double)d->radius, (double)d->time_step, (double)d->stretch_compliance, (double)d->bending_compliance);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_wrinkle_create: radius %g, time_step %g, stretch_compliance %g or "
+                              "bending_compliance %g is not finite",
+                              (double)d->radius, (double)d->time_step, (double)d->stretch_compliance,
+                              (double)d->bending_compliance);
     if (d->radius < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__wrinkle_check: rejected because d->radius < 0 (d->radius %g)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: radius %g < 0",
                               (double)d->radius);
     if (!(d->time_step > 0))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__wrinkle_check: rejected because !(d->time_step > 0) (d->time_step %g)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: time_step %g must be > 0",
                               (double)d->time_step);
     if (d->iterations < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__wrinkle_check: rejected because d->iterations < 1 (d->iterations %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: iterations %d outside 1..1000",
                               d->iterations);
     if (d->iterations > 1000)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__wrinkle_check: rejected because d->iterations > 1000 (d->iterations %d)",
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: iterations %d outside 1..1000",
                               d->iterations);
     if (d->one_sided != 0 && d->one_sided != 1)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__wrinkle_check: rejected because (d->one_sided != 0 && d->one_sided != 1) (d->one_sided %d)",
-            d->one_sided);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: one_sided %d must be 0 or 1",
+                              d->one_sided);
     if (d->stretch_compliance < 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__wrinkle_check: rejected because d->stretch_compliance < 0 (d->stretch_compliance %g)",
-            (double)d->stretch_compliance);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: stretch_compliance %g < 0",
+                              (double)d->stretch_compliance);
     if (d->bending_compliance < 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__wrinkle_check: rejected because d->bending_compliance < 0 (d->bending_compliance %g)",
-            (double)d->bending_compliance);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wrinkle_create: bending_compliance %g < 0",
+                              (double)d->bending_compliance);
     if (!pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ||
         !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up__wrinkle_check: rejected because !pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) "
-            "|| !pbd_up__finite(d->fine_positions, (size_t)d->fine_count * 3) (d->coarse_count %d, d->fine_count %d)",
-            d->coarse_count, d->fine_count);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_wrinkle_create: %s contain NaN or infinity (%d coarse, %d fine vertices)",
+                              pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ? "fine_positions"
+                                                                                               : "coarse_positions",
+                              d->coarse_count, d->fine_count);
     pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
     if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
     if (r != PBD_OK) return r;
@@ -2459,15 +2461,15 @@ static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
     for (int t = 0; t < d->coarse_triangle_count; ++t)
         if (!pbd_up__face_normal(d->coarse_positions, d->coarse_triangles + 3 * (size_t)t, n))
             return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                  "pbd_up__wrinkle_check: rejected because !pbd_up__face_normal(d->coarse_positions, "
-                                  "d->coarse_triangles + 3 * (size_t)t, n) (t %d)",
-                                  t);
+                                  "pbd_up_wrinkle_create: coarse triangle %d (vertices %d, %d, %d) has zero area", t,
+                                  d->coarse_triangles[3 * (size_t)t], d->coarse_triangles[3 * (size_t)t + 1],
+                                  d->coarse_triangles[3 * (size_t)t + 2]);
     if (d->one_sided) {
         int closed = pbd_up__mesh_closed(d->coarse_triangles, d->coarse_triangle_count);
-        if (closed < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_check: out of memory");
+        if (closed < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
         if (!closed)
             return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
-                                  "pbd_up__wrinkle_check: rejected because !closed (closed %d)", closed);
+                                  "pbd_up_wrinkle_create: one_sided needs a closed, consistently oriented coarse mesh");
     }
     return PBD_OK;
 }
@@ -2536,7 +2538,7 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
     int *fill = (int *)pbd_up__calloc_array(ncell, sizeof(int));
     if (!g->start || !fill) {
         pbd_up__free(fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     }
     for (int pass = 0; pass < 2; ++pass) { /* count, then fill */
         for (int t = 0; t < nt; ++t) {
@@ -2560,16 +2562,16 @@ static pbd_result pbd_up__tri_grid_build(pbd_up__tri_grid *g, const pbd_up_wrink
                 if (g->start[c + 1] > INT_MAX - g->start[c]) {
                     pbd_up__free(fill);
                     return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                                          "pbd_up__tri_grid_build: rejected because g->start[c + 1] > INT_MAX - "
-                                          "g->start[c] (g->start[c + 1] %d, c %zu, g->start[c] %d)",
-                                          g->start[c + 1], c, g->start[c]);
+                                          "pbd_up_wrinkle_create: the coarse triangles fill the search grid's cells "
+                                          "more than %d times (cell %zu)",
+                                          INT_MAX, c);
                 }
                 g->start[c + 1] += g->start[c];
             }
             g->list = (int *)pbd_up__alloc_array((size_t)g->start[ncell] + 1, sizeof(int));
             if (!g->list) {
                 pbd_up__free(fill);
-                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__tri_grid_build: out of memory");
+                return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
             }
         }
     }
@@ -2587,7 +2589,8 @@ static pbd_result pbd_up__wrinkle_bind(pbd_up_wrinkle *wr, const pbd_up_wrinkle_
     pbd_up__tri_grid g;
     pbd_result r = pbd_up__tri_grid_build(&g, d);
     int *stamp = r == PBD_OK ? (int *)pbd_up__alloc_array((size_t)d->coarse_triangle_count, sizeof(int)) : NULL;
-    if (r == PBD_OK && !stamp) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wrinkle_bind: out of memory");
+    if (r == PBD_OK && !stamp)
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wrinkle_create: out of memory");
     if (r != PBD_OK) {
         pbd_up__free(g.start);
         pbd_up__free(g.list);
@@ -2747,11 +2750,13 @@ PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr) { pbd_up__wrinkle_fre
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, float *fine_out) {
     if (!wr)
         return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: wr is NULL");
-    if (!x) return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_update: x is NULL");
+    if (!x)
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER,
+                              "pbd_up_wrinkle_update: coarse_positions is NULL");
     if (!pbd_up__finite(x, (size_t)wr->coarse_count * 3))
-        return pbd_world_fail(
-            (wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
-            "pbd_up_wrinkle_update: rejected because !pbd_up__finite(x, (size_t)wr->coarse_count * 3)");
+        return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
+                              "pbd_up_wrinkle_update: coarse_positions contain NaN or infinity (%d vertices)",
+                              wr->coarse_count);
     pbd_up__wrinkle_fetch(wr); /* the normals of a last update from a GPU world */
     pbd_up__wrinkle_targets(wr, x);
     pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_PUSH);
@@ -2824,7 +2829,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_binding(const pbd_up_wrinkle *wr, int v, in
         return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_binding: wr is NULL");
     if (v < 0 || v >= wr->fine_count)
         return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_up_wrinkle_binding: rejected because v < 0 || v >= wr->fine_count (v %d)", v);
+                              "pbd_up_wrinkle_binding: fine vertex %d outside 0..%d", v, wr->fine_count - 1);
     if (triangle) *triangle = wr->tri[v];
     if (barycentric) memcpy(barycentric, wr->bary + 3 * (size_t)v, 3 * sizeof(float));
     if (offset) *offset = wr->offset[v];
@@ -2899,9 +2904,8 @@ static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
     if (nf && (cc > (size_t)-1 / nf / sizeof(float) || dc > (size_t)-1 / nf / sizeof(float)))
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_up__training_alloc: rejected because nf && (cc > (size_t)-1 / nf / sizeof(float) || "
-                              "dc > (size_t)-1 / nf / sizeof(float)) (cc %zu)",
-                              cc);
+                              "a training set of %d frames of %d coarse and %d detail vertices is too large for memory",
+                              t->frame_count, t->coarse_count, t->detail_count);
     t->coarse_triangles = (int *)pbd_up__alloc_array((size_t)t->coarse_triangle_count * 3, sizeof(int));
     t->detail_triangles = (int *)pbd_up__alloc_array((size_t)t->detail_triangle_count * 3, sizeof(int));
     t->coarse_rest = (float *)pbd_up__alloc_array(cc, sizeof(float));
@@ -2911,7 +2915,7 @@ static pbd_result pbd_up__training_alloc(pbd_up_training *t) {
     if (!t->coarse_triangles || !t->detail_triangles || !t->coarse_rest || !t->detail_rest || !t->coarse ||
         !t->detail) {
         pbd_up_training_free(t);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__training_alloc: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory for a training set");
     }
     return PBD_OK;
 }
@@ -2922,7 +2926,10 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
         d->jitter};
     if (!pbd_up__finite(f, 7))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up__training_check_desc: rejected because !pbd_up__finite(f, 7)");
+                              "pbd_up_training_desc: size %g, time_step %g, amplitude %g, frequency %g, "
+                              "bending compliances %g and %g or jitter %g is not finite",
+                              (double)f[0], (double)f[1], (double)f[2], (double)f[3], (double)f[4], (double)f[5],
+                              (double)f[6]);
     const char *bad = (int)d->scene < 0 || (int)d->scene > 1                   ? "scene is not a pbd_up_scene"
                       : d->coarse_resolution < 3 || d->coarse_resolution > 256 ? "coarse_resolution outside 3..256"
                       : d->levels < 1 || d->levels > 4                         ? "levels outside 1..4"
@@ -2950,9 +2957,8 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
     if (per * 3 * d->frames > INT_MAX || (long long)d->frames * d->steps_per_frame > INT_MAX)
         return pbd_world_fail(
             NULL, PBD_ERROR_OVERFLOW,
-            "pbd_up__training_check_desc: rejected because per * 3 * d->frames > INT_MAX || (long long)d->frames * "
-            "d->steps_per_frame > INT_MAX (per %lld, d->frames %d, d->steps_per_frame %d)",
-            per, d->frames, d->steps_per_frame);
+            "pbd_up_training_desc: %d frames of %lld detail vertices, or %d steps per frame, are too many", d->frames,
+            per, d->steps_per_frame);
     return PBD_OK;
 }
 
@@ -3070,7 +3076,7 @@ PBD_UP_DEF pbd_result pbd_up_training_drive(const pbd_up_training_desc *d, pbd_w
     if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: desc is NULL");
     pbd_result r = pbd_up__training_check_desc(d);
-    if (r != PBD_OK) return pbd_world_fail(w, r, "pbd_up_training_drive: %s", pbd_last_error());
+    if (r != PBD_OK) return pbd_world_fail_last(w, r); /* the desc's message, on w */
     if (!isfinite(time)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_up_training_drive: time is %g", time);
     long long n = d->coarse_resolution;
     if (cloth.first < 0 || cloth.count != n * n || (long long)cloth.first + cloth.count > pbd_world_particle_count(w))
@@ -3170,10 +3176,14 @@ PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd
     if (!a) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a is NULL");
     if (!b) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: out is NULL");
-    if (!a->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->coarse is NULL");
-    if (!b->coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->coarse is NULL");
-    if (!a->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a->detail is NULL");
-    if (!b->detail) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b->detail is NULL");
+    if (!a->coarse)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a has no coarse frames (NULL)");
+    if (!b->coarse)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b has no coarse frames (NULL)");
+    if (!a->detail)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: a has no detail frames (NULL)");
+    if (!b->detail)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_concat: b has no detail frames (NULL)");
     if (a->coarse_count != b->coarse_count || a->detail_count != b->detail_count)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_training_concat: vertex counts differ (coarse %d and %d, detail %d and %d)",
@@ -3187,9 +3197,8 @@ PBD_UP_DEF pbd_result pbd_up_training_concat(const pbd_up_training *a, const pbd
                               a->levels, b->levels);
     if (a->frame_count > INT_MAX - b->frame_count)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_up_training_concat: rejected because a->frame_count > INT_MAX - b->frame_count "
-                              "(a->frame_count %d, b->frame_count %d)",
-                              a->frame_count, b->frame_count);
+                              "pbd_up_training_concat: %d and %d frames are too many together (at most %d)",
+                              a->frame_count, b->frame_count, INT_MAX);
     pbd_up_training t = *a;
     t.frame_count = a->frame_count + b->frame_count;
     t.coarse_triangles = NULL;
@@ -3274,14 +3283,16 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: t is NULL");
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: buffer is NULL");
     size_t need = pbd_up_training_save_size(t);
-    if (!need) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: need is NULL");
+    if (!need)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NULL_POINTER,
+            "pbd_up_training_save: t has no data: one of its arrays (frames, rest poses, triangles) is NULL");
     if (size < need)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_training_save: rejected because size < need (size %zu, need %zu)", size, need);
+                              "pbd_up_training_save: buffer of %zu bytes, the training set needs %zu", size, need);
     if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_training_save: rejected because t->coarse_count <= 0 || t->detail_count <= 0 || "
-                              "t->frame_count <= 0 (t->coarse_count %d, t->detail_count %d, t->frame_count %d)",
+                              "pbd_up_training_save: coarse_count %d, detail_count %d and frame_count %d must be > 0",
                               t->coarse_count, t->detail_count, t->frame_count);
     pbd_up__io io;
     memset(&io, 0, sizeof io);
@@ -3289,7 +3300,8 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     io.size = need - sizeof(uint64_t);
     pbd_up__training_io(&io, (pbd_up_training *)t);
     if (io.bad)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_training_save: rejected because io.bad");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_training_save: t's counts do not match its data");
     uint64_t sum = pbd_up__fnv1a(io.out, io.off);
     memcpy(io.out + io.off, &sum, sizeof sum);
     return PBD_OK;
@@ -3301,13 +3313,13 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     uint64_t sum;
     if (size < 40 + sizeof sum)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up_training_load: rejected because size < 40 + sizeof sum (size %zu)", size);
+                              "pbd_up_training_load: %zu bytes are too few for a training set file", size);
     const unsigned char *in = (const unsigned char *)buffer;
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
     if (sum != pbd_up__fnv1a(in, size - sizeof sum))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up_training_load: rejected because sum != pbd_up__fnv1a(in, size - sizeof sum) (size %zu)", size);
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "pbd_up_training_load: checksum mismatch: the training set file is damaged (%zu bytes)",
+                              size);
     pbd_up_training t;
     memset(&t, 0, sizeof t);
     pbd_up__io io;
@@ -3318,9 +3330,10 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     pbd_result r = PBD_OK;
     if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_load: out of memory");
     else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t))
-        r = pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up_training_load: rejected because io.bad || io.off != io.size || !pbd_up__training_valid(&t)");
+        r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: the training set file is malformed: %s",
+                           io.bad              ? "not a training set of this version and byte order, or bad counts"
+                           : io.off != io.size ? "its size does not match its counts"
+                                               : "NaN, infinity or a triangle index out of range");
     if (r != PBD_OK) {
         pbd_up_training_free(&t);
         return r;
@@ -3589,94 +3602,79 @@ static double pbd_up__dist2(const float *a, const float *b) {
 }
 
 static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
-    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d is NULL");
+    if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: desc is NULL");
     if (!d->coarse_frames)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->coarse_frames is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: pbd_up_piu_desc.coarse_frames is NULL");
     if (!d->detail_frames)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: d->detail_frames is NULL");
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: pbd_up_piu_desc.detail_frames is NULL");
     if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__piu_check_desc: rejected because d->coarse_count < 1 || d->detail_count < 1 || "
-                              "d->frame_count < 1 (d->coarse_count %d, d->detail_count %d, d->frame_count %d)",
+                              "pbd_up_piu_fit: coarse_count %d, detail_count %d and frame_count %d must be >= 1",
                               d->coarse_count, d->detail_count, d->frame_count);
     if (d->support < 2 || d->support > 64)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__piu_check_desc: rejected because d->support < 2 || d->support > 64 (d->support %d)", d->support);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_fit: support %d outside 2..64", d->support);
     if (!(d->regularization >= 0.0f) || !isfinite(d->regularization))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__piu_check_desc: rejected because !(d->regularization >= 0.0f) || "
-                              "!isfinite(d->regularization) (d->regularization %g)",
-                              (double)d->regularization);
+                              "pbd_up_piu_fit: regularization %g must be finite and >= 0", (double)d->regularization);
     if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__piu_check_desc: rejected because d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || "
-            "d->oscillatory_modes > d->frame_count (d->oscillatory_modes %d, d->frame_count %d)",
-            d->oscillatory_modes, d->frame_count);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_piu_fit: oscillatory_modes %d outside 0..64 or more than frame_count %d",
+                              d->oscillatory_modes, d->frame_count);
     if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__piu_check_desc: rejected because d->oscillatory_modes > 0 && (!(d->frame_dt > "
-                              "0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3) (d->oscillatory_modes %d, "
-                              "d->frame_dt %g, d->frame_count %d)",
+                              "pbd_up_piu_fit: %d oscillatory_modes need frame_dt > 0 (%g) and frame_count >= 3 (%d)",
                               d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
     int np = (d->prior_start != NULL) + (d->prior_index != NULL) + (d->prior_weight != NULL);
     if (np != 0 && np != 3)
-        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__piu_check_desc: NULL pointer: np != 0 && np != 3");
+        return pbd_world_fail(
+            NULL, PBD_ERROR_NULL_POINTER,
+            "pbd_up_piu_fit: give all three of prior_start, prior_index and prior_weight, or none (%d given)", np);
     if (d->subdivision &&
         (np || !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained ||
          d->subdivision->coarse_count != d->coarse_count || d->subdivision->detail_count != d->detail_count))
         return pbd_world_fail(
             NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__piu_check_desc: rejected because d->subdivision && (np || !pbd_up__subdiv_of(d->subdivision) || "
-            "!d->subdivision->trained || d->subdivision->coarse_count != d->coarse_count || "
-            "d->subdivision->detail_count != d->detail_count) (np %d, d->coarse_count %d, d->detail_count %d)",
-            np, d->coarse_count, d->detail_count);
+            "pbd_up_piu_fit: subdivision %s (it has %d coarse and %d detail vertices, the desc %d and %d)",
+            np ? "comes with the prior arrays: give one prior"
+            : !pbd_up__subdiv_of(d->subdivision) || !d->subdivision->trained
+                ? "is not a trained subdivision model"
+                : "does not match the desc's vertex counts",
+            d->subdivision->coarse_count, d->subdivision->detail_count, d->coarse_count, d->detail_count);
     const size_t nc3 = (size_t)d->coarse_count * 3, nd3 = (size_t)d->detail_count * 3;
     if (d->coarse_count > INT_MAX / 3 || d->detail_count > INT_MAX / 3 - PBD_UP__LANES ||
         nd3 > ((size_t)-1 / sizeof(double)) / (size_t)d->frame_count ||
         nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count)
-        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
-                              "pbd_up__piu_check_desc: rejected because d->coarse_count > INT_MAX / 3 || "
-                              "d->detail_count > INT_MAX / 3 - PBD_UP__LANES || nd3 > ((size_t)-1 / sizeof(double)) / "
-                              "(size_t)d->frame_count || nc3 > ((size_t)-1 / sizeof(float)) / (size_t)d->frame_count "
-                              "(d->coarse_count %d, d->detail_count %d, d->frame_count %d, nc3 %zu)",
-                              d->coarse_count, d->detail_count, d->frame_count, nc3);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_OVERFLOW,
+            "pbd_up_piu_fit: coarse_count %d, detail_count %d and frame_count %d are too large for memory",
+            d->coarse_count, d->detail_count, d->frame_count);
     if (!pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ||
         !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up__piu_check_desc: rejected because !pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) "
-            "|| !pbd_up__finite(d->detail_frames, nd3 * (size_t)d->frame_count) (nc3 %zu, d->frame_count %d)",
-            nc3, d->frame_count);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_fit: %s contain NaN or infinity (%d frames)",
+                              pbd_up__finite(d->coarse_frames, nc3 * (size_t)d->frame_count) ? "detail_frames"
+                                                                                             : "coarse_frames",
+                              d->frame_count);
     if ((d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) ||
         (d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up__piu_check_desc: rejected because (d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3)) || "
-            "(d->detail_rest && !pbd_up__finite(d->detail_rest, nd3)) (nc3 %zu)",
-            nc3);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_fit: %s contains NaN or infinity",
+                              d->coarse_rest && !pbd_up__finite(d->coarse_rest, nc3) ? "coarse_rest" : "detail_rest");
     if (np == 3) {
         if (d->prior_start[0] != 0)
-            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                  "pbd_up__piu_check_desc: rejected because d->prior_start[0] != 0");
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_fit: prior_start[0] is %d, must be 0",
+                                  d->prior_start[0]);
         for (int i = 0; i < d->detail_count; ++i)
             if (d->prior_start[i + 1] < d->prior_start[i])
-                return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                      "pbd_up__piu_check_desc: rejected because d->prior_start[i + 1] < "
-                                      "d->prior_start[i] (d->prior_start[i + 1] %d, i %d, d->prior_start[i] %d)",
-                                      d->prior_start[i + 1], i, d->prior_start[i]);
+                return pbd_world_fail(
+                    NULL, PBD_ERROR_INVALID_ARGUMENT,
+                    "pbd_up_piu_fit: prior_start decreases: prior_start[%d] = %d after prior_start[%d] = %d", i + 1,
+                    d->prior_start[i + 1], i, d->prior_start[i]);
         for (int e = 0; e < d->prior_start[d->detail_count]; ++e) {
             if (d->prior_index[e] < 0 || d->prior_index[e] >= d->coarse_count)
-                return pbd_world_fail(
-                    NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                    "pbd_up__piu_check_desc: rejected because d->prior_index[e] < 0 || d->prior_index[e] >= "
-                    "d->coarse_count (e %d, d->prior_index[e] %d, d->coarse_count %d)",
-                    e, d->prior_index[e], d->coarse_count);
+                return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                      "pbd_up_piu_fit: prior_index[%d] = %d is not a coarse vertex (0..%d)", e,
+                                      d->prior_index[e], d->coarse_count - 1);
             if (!isfinite(d->prior_weight[e]))
-                return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                                      "pbd_up__piu_check_desc: rejected because !isfinite(d->prior_weight[e]) (e %d, "
-                                      "d->prior_weight[e] %g)",
+                return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_fit: prior_weight[%d] is not finite (%g)",
                                       e, (double)d->prior_weight[e]);
         }
     }
@@ -3842,7 +3840,7 @@ static pbd_result pbd_up__piu_fit_modes(pbd_up__piu *p, const pbd_up_piu_desc *d
     if (!res || !G) {
         pbd_up__free(res);
         pbd_up__free(G);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_fit_modes: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory");
     }
     double *V = G + (size_t)F * F, *ev = V + (size_t)F * F;
     int saved = p->mode_count;
@@ -3937,7 +3935,7 @@ static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int 
     p->lane_vertex = (int *)pbd_up__alloc_array(G * PBD_UP__LANES, sizeof(int));
     p->prev_coarse = (float *)pbd_up__alloc_array((size_t)coarse_count * 3, sizeof(float));
     if (!p->group_support || !p->weights || !p->lane_vertex || !p->prev_coarse)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory");
     if (modes > 0) {
         p->modes = (float *)pbd_up__alloc_array(nd3 * (size_t)modes, sizeof(float));
         p->omega = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
@@ -3945,7 +3943,7 @@ static pbd_result pbd_up__piu_alloc(pbd_up__piu *p, int group_count, int K, int 
         p->level = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         p->phase = (float *)pbd_up__alloc(sizeof(float) * (size_t)modes);
         if (!p->modes || !p->omega || !p->amplitude || !p->level || !p->phase)
-            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_alloc: out of memory");
+            return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory");
     }
     return PBD_OK;
 }
@@ -3962,7 +3960,10 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
     }
     const int nc = d->coarse_count, nd = d->detail_count, F = d->frame_count;
     const int K = d->support < nc ? d->support : nc;
-    if (K < 2) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up__piu_build: rejected because K < 2");
+    if (K < 2)
+        return pbd_world_fail(
+            NULL, PBD_ERROR_INVALID_ARGUMENT,
+            "pbd_up_piu_fit: support %d with %d coarse vertices leaves fewer than 2 per neighbourhood", d->support, nc);
     const float *crest = d->coarse_rest ? d->coarse_rest : d->coarse_frames;
     const float *drest = d->detail_rest ? d->detail_rest : d->detail_frames;
     const int m = 3 * F + K;
@@ -3975,7 +3976,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
         pbd_up__free(dscr);
         pbd_up__free(cand);
         pbd_up__free(p);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_build: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_piu_fit: out of memory");
     }
     memset(p, 0, sizeof *p);
     int *order = owner + nd, *start = order + nd, *mark = start + nc + 1;
@@ -4012,9 +4013,7 @@ static pbd_result pbd_up__piu_build(const pbd_up_piu_desc *desc, pbd_up__piu **o
                     pbd_up__piu_prior(d, crest, drest, i, s, K, prior);
                     if (pbd_up__piu_fit_row(d, i, s, K, prior, A, rhs, z, row) != 0)
                         r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                           "pbd_up__piu_build: rejected because pbd_up__piu_fit_row(d, i, s, K, prior, "
-                                           "A, rhs, z, row) != 0 (i %d)",
-                                           i);
+                                           "pbd_up_piu_fit: the least-squares fit of detail vertex %d is singular", i);
                 }
                 for (int j = 0; j < K; ++j) w[(size_t)j * PBD_UP__LANES + l] = i >= 0 ? row[j] : 0.0f;
             }
@@ -4086,42 +4085,34 @@ static pbd_result pbd_up__piu_prepare(pbd_up_model *m) {
     for (size_t k = 0; k < G * K; ++k)
         if (p->group_support[k] < 0 || p->group_support[k] >= p->coarse_count)
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                                  "pbd_up__piu_prepare: rejected because p->group_support[k] < 0 || "
-                                  "p->group_support[k] >= p->coarse_count");
+                                  "PIU model: support entry %zu names coarse vertex %d, outside 0..%d", k,
+                                  p->group_support[k], p->coarse_count - 1);
     int *seen = (int *)pbd_up__calloc_array((size_t)p->detail_count, sizeof(int));
-    if (!seen) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__piu_prepare: out of memory");
+    if (!seen) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory checking a PIU model");
     pbd_result r = PBD_OK;
     for (size_t k = 0; k < G * PBD_UP__LANES && r == PBD_OK; ++k) {
         int v = p->lane_vertex[k];
         if (v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++))
-            r = pbd_world_fail(
-                NULL, PBD_ERROR_BAD_SNAPSHOT,
-                "pbd_up__piu_prepare: rejected because v < -1 || v >= p->detail_count || (v >= 0 && seen[v]++)");
+            r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                               "PIU model: lane %zu holds detail vertex %d, out of range or already in another lane", k,
+                               v);
     }
     for (int v = 0; v < p->detail_count && r == PBD_OK; ++v)
-        if (!seen[v])
-            r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                               "pbd_up__piu_prepare: rejected because !seen[v] (v %d, seen[v] %d)", v, seen[v]);
+        if (!seen[v]) r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PIU model: detail vertex %d is in no lane", v);
     pbd_up__free(seen);
     if (r != PBD_OK) return r;
     if (!pbd_up__finite(p->weights, G * K * PBD_UP__LANES))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->weights, G * K * PBD_UP__LANES)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PIU model: its weights contain NaN or infinity");
     if (!pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__piu_prepare: rejected because !pbd_up__finite(p->prev_coarse, (size_t)p->coarse_count * 3)");
-    if (!(p->train_speed >= 0.0f))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__piu_prepare: rejected because !(p->train_speed >= 0.0f)");
+                              "PIU model: its previous coarse positions contain NaN or infinity");
+    if (!(p->train_speed >= 0.0f))
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PIU model: its training speed %g must be >= 0",
+                              (double)p->train_speed);
     if (M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * 3) || !pbd_up__finite(p->omega, M) ||
                   !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || !pbd_up__finite(p->phase, M)))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__piu_prepare: rejected because M > 0 && (!pbd_up__finite(p->modes, M * (size_t)p->detail_count * "
-            "3) || !pbd_up__finite(p->omega, M) || !pbd_up__finite(p->amplitude, M) || !pbd_up__finite(p->level, M) || "
-            "!pbd_up__finite(p->phase, M))");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "PIU model: its %zu oscillatory modes contain NaN or infinity", M);
     return PBD_OK;
 }
 
@@ -4189,14 +4180,14 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: m is NULL");
     if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: coarse is NULL");
     pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: m is not a PIU model");
     if (!(dt > 0.0f) || !isfinite(dt))
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP,
-                              "pbd_up_piu_advance: rejected because !(dt > 0.0f) || !isfinite(dt) (dt %g)", (double)dt);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: dt %g must be finite and > 0",
+                              (double)dt);
     const size_t nc3 = (size_t)p->coarse_count * 3;
     if (!pbd_up__finite(coarse, nc3))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_piu_advance: rejected because !pbd_up__finite(coarse, nc3) (nc3 %zu)", nc3);
+                              "pbd_up_piu_advance: coarse contains NaN or infinity (%d vertices)", p->coarse_count);
     double s2 = 0.0;
     for (size_t k = 0; k < nc3; ++k) {
         double dv = (double)coarse[k] - p->prev_coarse[k];
@@ -4220,16 +4211,13 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: m is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_row: count is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: m is not a PIU model");
     if (detail_vertex < 0 || detail_vertex >= p->detail_count)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-            "pbd_up_piu_row: rejected because detail_vertex < 0 || detail_vertex >= p->detail_count (detail_vertex %d)",
-            detail_vertex);
+        return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: detail_vertex %d outside 0..%d",
+                              detail_vertex, p->detail_count - 1);
     if (max < 0 || (max > 0 && (!index || !weight)))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_piu_row: rejected because max < 0 || (max > 0 && (!index || !weight)) (max %d)",
-                              max);
+                              "pbd_up_piu_row: max %d < 0, or index or weight is NULL while max > 0", max);
     for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
         if (p->lane_vertex[k] != detail_vertex) continue;
         size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
@@ -4253,10 +4241,10 @@ PBD_UP_DEF int pbd_up_piu_mode_count(const pbd_up_model *m) {
 PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega, float *amplitude, float *mode) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_mode: m is NULL");
     const pbd_up__piu *p = pbd_up__piu_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_mode: m is not a PIU model");
     if (k < 0 || k >= p->mode_count)
         return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_up_piu_mode: rejected because k < 0 || k >= p->mode_count (k %d)", k);
+                              "pbd_up_piu_mode: mode %d, but the model has %d oscillatory modes", k, p->mode_count);
     if (omega) *omega = p->omega[k];
     if (amplitude) *amplitude = p->amplitude[k];
     if (mode) memcpy(mode, p->modes + (size_t)k * p->detail_count * 3, sizeof(float) * (size_t)p->detail_count * 3);
@@ -4271,11 +4259,10 @@ PBD_UP_DEF pbd_result pbd_up_piu_mode(const pbd_up_model *m, int k, float *omega
    fitted models own their smooth operator, so they save and load alone. */
 static pbd_result pbd_up__clone_subdivision(const pbd_up_model *src, pbd_up_model **out) {
     if (!pbd_up__subdiv_of(src) || !src->trained)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__clone_subdivision: rejected because !pbd_up__subdiv_of(src) || !src->trained");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
     size_t n = pbd_up_model_save_size(src);
     unsigned char *buf = (unsigned char *)pbd_up__alloc(n);
-    if (!buf) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__clone_subdivision: out of memory");
+    if (!buf) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory copying the subdivision model");
     pbd_result r = pbd_up_model_save(src, buf, n);
     if (r == PBD_OK) r = pbd_up_model_load(buf, n, out);
     pbd_up__free(buf);
@@ -4298,10 +4285,10 @@ static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_cou
 
 static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, int detail_count) {
     if (!sub || !sub->impl || sub->coarse_count != coarse_count || sub->detail_count != detail_count)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__nested_prepare: rejected because !sub || !sub->impl || sub->coarse_count != "
-                              "coarse_count || sub->detail_count != detail_count (coarse_count %d, detail_count %d)",
-                              coarse_count, detail_count);
+        return pbd_world_fail(
+            NULL, PBD_ERROR_BAD_SNAPSHOT,
+            "model: its nested subdivision is missing or does not fit %d coarse and %d detail vertices", coarse_count,
+            detail_count);
     pbd_result r = pbd_up__subdiv_prepare(sub);
     if (r != PBD_OK)
         return r == PBD_ERROR_OUT_OF_MEMORY
@@ -4310,7 +4297,7 @@ static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, in
                                     pbd_result_string(r));
     if (((pbd_up__subdiv *)sub->impl)->has_detail)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__nested_prepare: rejected because ((pbd_up__subdiv *)sub->impl)->has_detail");
+                              "model: its nested subdivision has two-scale detail, which it must not");
     sub->trained = 1;
     return PBD_OK;
 }
@@ -4324,7 +4311,7 @@ static int pbd_up__pair_cmp(const void *pa, const void *pb) {
 /* The unique edges (a < b, sorted) of a triangle list. */
 static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, int *ne_out) {
     int *e = (int *)pbd_up__alloc_array((size_t)nt * 3, 2 * sizeof(int));
-    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__mesh_edges: out of memory");
+    if (!e) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory for the coarse mesh's edges");
     size_t n = 0;
     for (int t = 0; t < nt; ++t)
         for (int k = 0; k < 3; ++k) {
@@ -4349,33 +4336,28 @@ static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, i
 /* Checks shared by the wpsd and pdm descs. */
 static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames, const float *cf,
                                          const float *df, const float *rest, int min_frames) {
-    if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: sub is NULL");
-    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: tris is NULL");
-    if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: cf is NULL");
-    if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up__twoscale_check: df is NULL");
+    if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "subdivision is NULL");
+    if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "coarse_triangles is NULL");
+    if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "coarse_frames is NULL");
+    if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "detail_frames is NULL");
     if (!pbd_up__subdiv_of(sub) || !sub->trained)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__twoscale_check: rejected because !pbd_up__subdiv_of(sub) || !sub->trained");
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
     if (nt < 1 || frames < min_frames)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up__twoscale_check: rejected because nt < 1 || frames < min_frames (nt %d, frames %d, min_frames %d)",
-            nt, frames, min_frames);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "coarse_triangle_count %d must be >= 1 and frame_count %d >= %d", nt, frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
     if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_OVERFLOW,
-            "pbd_up__twoscale_check: rejected because nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames (frames %d)",
-            frames);
+        return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "%d frames of %d detail vertices are too large for memory",
+                              frames, sub->detail_count);
     if (!pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, nd3 * (size_t)frames) ||
         (rest && !pbd_up__finite(rest, nc3)))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up__twoscale_check: rejected because !pbd_up__finite(cf, nc3 * (size_t)frames) || !pbd_up__finite(df, "
-            "nd3 * (size_t)frames) || (rest && !pbd_up__finite(rest, nc3)) (nc3 %zu, frames %d)",
-            nc3, frames);
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "%s contain NaN or infinity (%d frames)",
+                              !pbd_up__finite(cf, nc3 * (size_t)frames)   ? "coarse_frames"
+                              : !pbd_up__finite(df, nd3 * (size_t)frames) ? "detail_frames"
+                                                                          : "coarse_rest",
+                              frames);
     return PBD_OK;
 }
 
@@ -4549,30 +4531,25 @@ static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                                  "pbd_up__wpsd_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= "
-                                  "m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= "
-                                  "m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)",
-                                  e);
+                                  "WPSD model: edge %d (%d, %d) is out of range or has rest length %g", e,
+                                  p->edges[2 * e], p->edges[2 * e + 1], (double)p->rest_len[e]);
     for (size_t k = 0; k < nc * K; ++k)
         if (p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count)
-            return pbd_world_fail(
-                NULL, PBD_ERROR_BAD_SNAPSHOT,
-                "pbd_up__wpsd_prepare: rejected because p->vert_edges[k] < 0 || p->vert_edges[k] >= p->edge_count");
+            return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                                  "WPSD model: neighbourhood entry %zu names edge %d, outside 0..%d", k,
+                                  p->vert_edges[k], p->edge_count - 1);
     if (!pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, nc * P * K) ||
         !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * (size_t)m->detail_count * 3) ||
         !pbd_up__finite(p->sel_error, P))
         return pbd_world_fail(
             NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__wpsd_prepare: rejected because !pbd_up__finite(p->vert_w, nc * K) || !pbd_up__finite(p->pose_q, "
-            "nc * P * K) || !pbd_up__finite(p->omega, nc * P * P) || !pbd_up__finite(p->disp, P * "
-            "(size_t)m->detail_count * 3) || !pbd_up__finite(p->sel_error, P) (nc %zu)",
-            nc);
+            "WPSD model: its weights, poses or displacements contain NaN or infinity (%zu coarse vertices)", nc);
     pbd_up__free(p->strain);
     pbd_up__free(p->wc);
     p->strain = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->wc = (float *)pbd_up__alloc_array(nc * P, sizeof(float));
     if (!p->strain || !p->wc)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_prepare: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory preparing a WPSD model");
     return PBD_OK;
 }
 
@@ -4683,8 +4660,8 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     if (r != PBD_OK) return r;
     if (p->edge_count < K)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up__wpsd_build: rejected because p->edge_count < K (p->edge_count %d)",
-                              p->edge_count);
+                              "pbd_up_wpsd_fit: the coarse mesh has %d edges, fewer than edges_per_vertex %d",
+                              p->edge_count, K);
     p->rest_len = (float *)pbd_up__alloc_array((size_t)p->edge_count, sizeof(float));
     p->vert_edges = (int *)pbd_up__alloc_array((size_t)nc * K, sizeof(int));
     p->vert_w = (float *)pbd_up__alloc_array((size_t)nc * K, sizeof(float));
@@ -4701,17 +4678,15 @@ static pbd_result pbd_up__wpsd_build(const pbd_up_wpsd_desc *d, pbd_up__wpsd *p)
     double *scratch = (double *)pbd_up__alloc_array((size_t)Pmax * Pmax * 2 + Pmax, sizeof(double));
     if (!p->rest_len || !p->vert_edges || !p->vert_w || !p->pose_q || !p->omega || !p->disp || !p->pose_frame ||
         !p->sel_error || !p->strain || !p->wc || !Q || !D || !err || !scratch) {
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__wpsd_build: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_wpsd_fit: out of memory");
         goto done;
     }
     for (int e = 0; e < p->edge_count; ++e) {
         const float *a = rest + 3 * (size_t)p->edges[2 * e], *b = rest + 3 * (size_t)p->edges[2 * e + 1];
         p->rest_len[e] = (float)sqrt(pbd_up__dist2(a, b));
         if (!(p->rest_len[e] > 0.0f)) {
-            r = pbd_world_fail(
-                NULL, PBD_ERROR_DEGENERATE,
-                "pbd_up__wpsd_build: rejected because !(p->rest_len[e] > 0.0f) (e %d, p->rest_len[e] %g)", e,
-                (double)p->rest_len[e]);
+            r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_up_wpsd_fit: coarse edge (%d, %d) has zero rest length",
+                               p->edges[2 * e], p->edges[2 * e + 1]);
             goto done;
         }
     }
@@ -4803,12 +4778,10 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **
     if (r != PBD_OK) return r;
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up_wpsd_fit: rejected because d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 "
-            "|| d->max_poses > 256 || !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold) "
-            "(d->edges_per_vertex %d, d->max_poses %d, d->error_threshold %g)",
-            d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_wpsd_fit: edges_per_vertex %d (1..64), max_poses %d (1..256) or error_threshold "
+                              "%g (finite, >= 0) is out of range",
+                              d->edges_per_vertex, d->max_poses, (double)d->error_threshold);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_WPSD, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__wpsd *p = (pbd_up__wpsd *)pbd_up__calloc_array(1, sizeof(pbd_up__wpsd));
     if (!m || !p) {
@@ -4838,11 +4811,11 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: m is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: count is NULL");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: m is not a WPSD model");
     if (max < 0 || (max > 0 && !frames && !errors))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_up_wpsd_selection: rejected because max < 0 || (max > 0 && !frames && !errors) (max %d)", max);
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_up_wpsd_selection: max %d < 0, or frames and errors are both NULL while max > 0",
+                              max);
     for (int j = 0; j < p->poses && j < max; ++j) {
         if (frames) frames[j] = p->pose_frame[j];
         if (errors) errors[j] = p->sel_error[j];
@@ -4854,13 +4827,13 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
 PBD_UP_DEF pbd_result pbd_up_wpsd_weights(pbd_up_model *m, const float *coarse, float *coarse_weights,
                                           float *detail_weights) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: m is NULL");
-    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: coarse is NULL");
+    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_weights: coarse_positions is NULL");
     pbd_up__wpsd *p = pbd_up__wpsd_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_weights: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_weights: m is not a WPSD model");
     if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up_wpsd_weights: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_wpsd_weights: coarse_positions contain NaN or infinity (%d vertices)",
+                              m->coarse_count);
     pbd_up__wpsd_coarse_weights(p, coarse, p->wc, 1);
     if (coarse_weights) memcpy(coarse_weights, p->wc, sizeof(float) * (size_t)m->coarse_count * p->poses);
     if (detail_weights)
@@ -4913,7 +4886,7 @@ static pbd_result pbd_up__pdm_neighbours(pbd_up__pdm *p, int nc) {
     int *fill = (int *)pbd_up__calloc_array((size_t)nc, sizeof(int));
     if (!p->nb_start || !p->nb || !fill) {
         pbd_up__free(fill);
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_neighbours: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory preparing a PDM model");
     }
     for (int e = 0; e < 2 * p->edge_count; ++e) p->nb_start[p->edges[e] + 1]++;
     for (int v = 0; v < nc; ++v) p->nb_start[v + 1] += p->nb_start[v];
@@ -5060,33 +5033,31 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
     if (r == PBD_OK) r = pbd_up__nested_prepare(p->feature, m->coarse_count, m->coarse_count);
     if (r != PBD_OK) return r;
     if (pbd_up_subdivision_levels(p->feature) != 0)
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__pdm_prepare: rejected because pbd_up_subdivision_levels(p->feature) != 0");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PDM model: its feature subdivision has %d levels, not 0",
+                              pbd_up_subdivision_levels(p->feature));
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
             p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                                  "pbd_up__pdm_prepare: rejected because p->edges[2 * e] < 0 || p->edges[2 * e] >= "
-                                  "m->coarse_count || p->edges[2 * e + 1] < 0 || p->edges[2 * e + 1] >= "
-                                  "m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]) (e %d)",
-                                  e);
+                                  "PDM model: edge %d (%d, %d) is out of range or has rest length %g", e,
+                                  p->edges[2 * e], p->edges[2 * e + 1], (double)p->rest_len[e]);
     if (!(p->mean_edge > 0.0f))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__pdm_prepare: rejected because !(p->mean_edge > 0.0f)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PDM model: its mean edge length %g must be > 0",
+                              (double)p->mean_edge);
     if (!isfinite(p->mean_edge))
-        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__pdm_prepare: rejected because !isfinite(p->mean_edge)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PDM model: its mean edge length is not finite (%g)",
+                              (double)p->mean_edge);
     if (!pbd_up__finite(p->pca, 15))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
-                              "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->pca, 15)");
+                              "PDM model: its principal components contain NaN or infinity");
     if (!pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->rest_offset, (size_t)m->coarse_count * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "PDM model: its rest offsets contain NaN or infinity (%d coarse vertices)",
+                              m->coarse_count);
     if (!pbd_up__finite(p->coef, (size_t)m->detail_count * 6))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_BAD_SNAPSHOT,
-            "pbd_up__pdm_prepare: rejected because !pbd_up__finite(p->coef, (size_t)m->detail_count * 6)");
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "PDM model: its coefficients contain NaN or infinity (%d detail vertices)",
+                              m->detail_count);
     r = pbd_up__pdm_neighbours(p, m->coarse_count);
     if (r != PBD_OK) return r;
     pbd_up__free(p->fx0);
@@ -5096,7 +5067,7 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
     p->fframes = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 9, sizeof(float));
     p->uvc = (float *)pbd_up__alloc_array((size_t)m->coarse_count * 2, sizeof(float));
     if (!p->fx0 || !p->fframes || !p->uvc)
-        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_prepare: out of memory");
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "out of memory preparing a PDM model");
     return PBD_OK;
 }
 
@@ -5137,7 +5108,7 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
     float *h = (float *)pbd_up__alloc_array((size_t)F * nd, sizeof(float));
     double *A = (double *)pbd_up__alloc_array((size_t)(F + 6) * 7 + 6, sizeof(double));
     if (!p->rest_len || !p->rest_offset || !p->coef || !uvd || !h || !A) {
-        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up__pdm_build: out of memory");
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_pdm_fit: out of memory");
         goto done;
     }
     {
@@ -5147,7 +5118,8 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 (float)sqrt(pbd_up__dist2(rest + 3 * (size_t)p->edges[2 * e], rest + 3 * (size_t)p->edges[2 * e + 1]));
             if (!(p->rest_len[e] > 0.0f)) {
                 r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                   "pbd_up__pdm_build: rejected because !(p->rest_len[e] > 0.0f)");
+                                   "pbd_up_pdm_fit: coarse edge (%d, %d) has zero rest length", p->edges[2 * e],
+                                   p->edges[2 * e + 1]);
                 goto done;
             }
             mean_edge += p->rest_len[e];
@@ -5181,7 +5153,9 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
             pbd_up__sym_eigen(5, C, ev, V);
             if (!(ev[1] > PBD_UP__PDM_EV_REL_MIN * (ev[0] + PBD_UP__PDM_EV_FLOOR))) {
                 r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                                   "pbd_up__pdm_build: rejected because !(ev[1] > 1e-14 * (ev[0] + 1e-300))");
+                                   "pbd_up_pdm_fit: the features of the training frames do not span two principal "
+                                   "directions (eigenvalues %g and %g)",
+                                   ev[0], ev[1]);
                 goto done;
             }
             /* axes scaled by 1 / standard deviation: (u1, u2) have unit
@@ -5225,9 +5199,9 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
                 rhs[F + k] = 0.0;
             }
             if (pbd_up__lstsq(rows, 6, M, rhs, c) != 0)
-                r = pbd_world_fail(
-                    NULL, PBD_ERROR_DEGENERATE,
-                    "pbd_up__pdm_build: rejected because pbd_up__lstsq(rows, 6, M, rhs, c) != 0 (rows %d)", rows);
+                r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                   "pbd_up_pdm_fit: the least-squares fit of detail vertex %d failed (%d equations)", i,
+                                   rows);
             for (int k = 0; k < 6; ++k) p->coef[6 * (size_t)i + k] = (float)c[k];
         }
     }
@@ -5273,14 +5247,15 @@ static pbd_up__pdm *pbd_up__pdm_of(const pbd_up_model *m) {
 PBD_UP_DEF pbd_result pbd_up_pdm_coordinates(pbd_up_model *m, const float *coarse, float *uv_out, float *smooth_out,
                                              float *normals_out) {
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: m is NULL");
-    if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: coarse is NULL");
+    if (!coarse)
+        return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: coarse_positions is NULL");
     if (!uv_out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coordinates: uv_out is NULL");
     pbd_up__pdm *p = pbd_up__pdm_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coordinates: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coordinates: m is not a PDM model");
     if (!pbd_up__finite(coarse, (size_t)m->coarse_count * 3))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_up_pdm_coordinates: rejected because !pbd_up__finite(coarse, (size_t)m->coarse_count * 3)");
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
+                              "pbd_up_pdm_coordinates: coarse_positions contain NaN or infinity (%d vertices)",
+                              m->coarse_count);
     pbd_up__subdiv *s = (pbd_up__subdiv *)p->sub->impl;
     pbd_up__pdm_coarse_uv(p, coarse, p->uvc, 1);
     pbd_up__subdiv_smooth(p->sub, coarse, s->x0, s->frames);
@@ -5298,12 +5273,11 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: m is NULL");
     if (!c6) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_coefficients: c6 is NULL");
     const pbd_up__pdm *p = pbd_up__pdm_of(m);
-    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: rejected because !p");
+    if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_pdm_coefficients: m is not a PDM model");
     if (detail_vertex < 0 || detail_vertex >= m->detail_count)
         return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "pbd_up_pdm_coefficients: rejected because detail_vertex < 0 || detail_vertex >= "
-                              "m->detail_count (detail_vertex %d)",
-                              detail_vertex);
+                              "pbd_up_pdm_coefficients: detail_vertex %d outside 0..%d", detail_vertex,
+                              m->detail_count - 1);
     memcpy(c6, p->coef + 6 * (size_t)detail_vertex, 6 * sizeof(float));
     return PBD_OK;
 }

@@ -65,6 +65,23 @@ void pbdt_skip_part(const char *what); /* a part of it was (use pbdt_part) */
                       pbd_result_string(want));                                                           \
     } while (0)
 
+/* Error messages are for people (pbd.h CONVENTIONS): they name the
+   public parameter or desc field and say what is wrong with it in words.
+   pbdt_message_code_fragment returns the first fragment of msg that reads
+   as C instead - the quoted condition of a check ("rejected because",
+   "!=", "||", "->", "(size_t)") or an internal name (a double underscore)
+   - or NULL; pbdt_message_reads_as_words(msg) is 1 when there is none.
+   tests/check_error.h applies it to every message it checks. */
+static inline const char *pbdt_message_code_fragment(const char *msg) {
+    static const char *const code[] = {
+        "rejected because", "__", "||", "&&", "!=", "==", "(size_t)", "->", "!(", ".failed"};
+    if (!msg) return "(no message)";
+    for (size_t i = 0; i < sizeof code / sizeof code[0]; ++i)
+        if (strstr(msg, code[i])) return code[i];
+    return NULL;
+}
+static inline int pbdt_message_reads_as_words(const char *msg) { return pbdt_message_code_fragment(msg) == NULL; }
+
 /* Parity tests ("SIMD equals scalar", "threads agree") compare two
    execution paths of one build. In a build that has only one of them
    (SIMD=0, no SIMDe, OMP=0) that comparison compares a path with itself

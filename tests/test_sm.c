@@ -142,12 +142,13 @@ TEST(sm_plan_naive_and_lattice_membership) {
 TEST(sm_plan_bad_input) {
     int start[3] = {0, 2, 4}, list[4] = {0, 1, 1, 5};
     pbd_sm_sum_plan *p = NULL;
-    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 5");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "region_particles[3] = 5 is not a particle (0..4)");
     int dup[4] = {0, 0, 1, 2};
-    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "i 0");
+    CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, dup, &p), PBD_ERROR_INVALID_ARGUMENT, "region 0 lists particle 0 twice");
     int back[3] = {0, 3, 2};
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, back, list, &p), PBD_ERROR_INVALID_ARGUMENT,
-                "start[r + 1] < start[r] (start[r + 1]");
+                "region_start decreases: region_start[2] = 2 after region_start[1] = 3");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, NULL, list, &p), PBD_ERROR_NULL_POINTER, "start is NULL");
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK(p == NULL);
@@ -160,9 +161,129 @@ TEST(sm_plan_bad_input) {
     CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
     CHECK_ERROR(pbd_sm_plan_sum(p, NULL, 1, s), PBD_ERROR_NULL_POINTER, "values is NULL");
     int m[2], c;
-    CHECK_ERROR(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 2");
+    CHECK_ERROR(pbd_sm_plan_region(p, 2, m, 2, &c), PBD_ERROR_INDEX_OUT_OF_RANGE, "region 2 outside 0..1");
     pbd_sm_plan_destroy(p);
     pbd_sm_plan_destroy(NULL);
+}
+
+/* Error messages are part of the interface: every kind of bad input to
+   pbd_sm.h, on a plan, a mesh helper or a world thing, gets its result and
+   a message in words that names the public parameter or desc field, says
+   what is wrong with it and keeps the offending values - never the C of
+   the check or an internal name (these read "pbd_sm__check_params:
+   rejected because !pbd_sm__finite(beta) (beta nan)" once). */
+TEST(sm_messages_read_as_words) {
+    pbd_sm_sum_plan *p = NULL;
+    /* summation plans and the helpers without a world */
+    int two[6] = {0, 0, 0, 1, 0, 0}, far[3] = {0, 2000000, 0};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_lattice(2, two, 65, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "region half-width w 65 in 1..64");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "cells[1] = 2000000 is outside [-1000000, 1000000]");
+    int deep[8] = {0, 0, 0, 17, 1, 0, 0, 0}, big[4] = {70000, 0, 0, 4}, same[8] = {3, 4, 5, 1, 3, 4, 5, 1};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_octree(2, deep, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "particle 0 has level 17, outside 0..16");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_octree(1, big, NULL, 1, &p), PBD_ERROR_OVERFLOW,
+                         "particle 0's cell spans finest cells 1120000..1120015, outside [-1000000, 1000000]");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_octree(2, same, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "particles 0 and 1 are in one octree cell (level 1 at 3, 4, 5)");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_lattice_box(0, 2, 2, two), PBD_ERROR_INVALID_ARGUMENT,
+                         "nx 0, ny 2 and nz 2 must be >= 1");
+    float quad[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
+    int bad_tri[6] = {0, 1, 2, 0, 2, 7}, rep_tri[3] = {0, 1, 1};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_paths(4, quad, 2, bad_tri, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "pbd_sm_plan_paths: triangle 1 names vertex 7, outside 0..3");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_paths(4, quad, 1, rep_tri, 1, 0, &p), PBD_ERROR_DEGENERATE,
+                         "triangle 0 repeats vertex 1");
+    int st[5];
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_mesh_rings(4, bad_tri, 1, 5, 1, st, NULL, 0, st), PBD_ERROR_INVALID_ARGUMENT,
+                         "arity 5 outside 2..4");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_mesh_rings(4, bad_tri, 2, 3, 1, st, NULL, 0, st), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "element 1 names vertex 7, outside 0..3");
+    float org[3];
+    int count;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_voxelize(quad, 4, bad_tri, 1, 0.0f, org, NULL, 0, &count),
+                         PBD_ERROR_INVALID_ARGUMENT, "spacing 0 must be > 0");
+    int list[2] = {0, 1}, start[2] = {0, 2};
+    CHECK_OK(pbd_sm_plan_naive(2, 1, start, list, &p));
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_path(p, 0, list, 2, &count), PBD_ERROR_INVALID_ARGUMENT,
+                         "the plan is not a paths plan");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_sum(p, NULL, 65, NULL), PBD_ERROR_NULL_POINTER, "sums is NULL");
+    double v2[2] = {1, 2}, s1[1];
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_sum(p, v2, 65, s1), PBD_ERROR_INVALID_ARGUMENT, "k 65 outside 1..64");
+    pbd_sm_plan_destroy(p);
+
+    /* the world things: bodies, oriented particles, surface volumes, cloths */
+    pbd_world *w = pbdt_world(0.0f);
+    float pos[3 * 6] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 1, 0, 1, 0, 1};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 6;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    int ps[3] = {0, 1, 99};
+    pbd_sm_body_desc bd = pbd_sm_body_desc_default();
+    pbd_sm_body body = {0};
+    bd.particles = ps;
+    bd.particle_count = 3;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "particles[2] = 99 is not a particle of the world (0..5)");
+    ps[2] = 2;
+    bd.beta = 1.5f;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INVALID_ARGUMENT, "beta 1.5 outside [0, 1]");
+    bd.beta = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_NOT_FINITE, "beta is not finite");
+    bd.beta = 0.5f;
+    bd.max_plastic = 0.0f;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INVALID_ARGUMENT, "max_plastic 0 must be > 0");
+    bd.max_plastic = 1.0f;
+    bd.rotation_iterations = 0;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INVALID_ARGUMENT,
+                         "rotation_iterations 0 outside 1..100");
+    bd.rotation_iterations = 8;
+    CHECK_OK(pbd_sm_add_body(w, &bd, &body));
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_body_set_stiffness(w, body, -0.5f), PBD_ERROR_INVALID_ARGUMENT,
+                         "stiffness -0.5 outside [0, 1]");
+    float q[4];
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_body_rotation(w, body, 3, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "region 3 outside 0..0");
+    CHECK_OK(pbd_sm_remove_body(w, body));
+    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
+    pbd_sm_oriented set = {0};
+    od.particles = r;
+    od.stiffness = 2.0f;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_oriented(w, &od, &set), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_sm_add_oriented: stiffness 2 outside [0, 1]");
+    od.stiffness = 1.0f;
+    int self_edge[2] = {3, 3};
+    od.edges = self_edge;
+    od.edge_count = 1;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_oriented(w, &od, &set), PBD_ERROR_DEGENERATE,
+                         "edge 0 joins particle 3 to itself");
+    int vt[3] = {0, 1, 9};
+    pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
+    pbd_sm_volume vol = {0};
+    vd.triangles = vt;
+    vd.triangle_count = 1;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_surface_volume(w, &vd, &vol), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 0 names particle 9, not a particle of the world (0..5)");
+    vt[2] = 2;
+    vd.alpha = 2.0f;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_surface_volume(w, &vd, &vol), PBD_ERROR_INVALID_ARGUMENT,
+                         "alpha 2 outside [0, 1]");
+    pbd_sm_cloth_desc cd = pbd_sm_cloth_desc_default();
+    pbd_sm_cloth cloth = {0};
+    cd.positions = quad;
+    cd.vertex_count = 4;
+    cd.triangles = rep_tri;
+    cd.triangle_count = 1;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_cloth(w, &cd, &cloth, NULL), PBD_ERROR_DEGENERATE,
+                         "pbd_sm_add_cloth: triangle 0 repeats vertex 1");
+    cd.triangles = bad_tri;
+    cd.triangle_count = 2;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_cloth(w, &cd, &cloth, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 1 names vertex 7, outside 0..3");
+    CHECK(pbd_world_plugin_count(w) == 0);
+    pbd_world_destroy(w);
 }
 
 /* ---- the things a world owns ------------------------------------------------ */
@@ -461,6 +582,7 @@ void suite_sm(void) {
     RUN(sm_rotation_extraction_warm_and_degenerate);
     RUN(sm_plan_naive_and_lattice_membership);
     RUN(sm_plan_bad_input);
+    RUN(sm_messages_read_as_words);
     RUN(sm_world_things_use_the_world_allocator);
     RUN(sm_handles_stale_other_kind_other_world);
     RUN(sm_used_particles_are_not_removed);

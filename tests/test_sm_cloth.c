@@ -663,19 +663,22 @@ TEST(sm_cloth_bad_input) {
     CHECK_ERROR(pbd_sm_add_cloth(NULL, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, NULL, &c, NULL), PBD_ERROR_NULL_POINTER, "d is NULL");
     d.positions = NULL;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER, "d->positions is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NULL_POINTER,
+                      "pbd_sm_cloth_desc.positions is NULL");
     d = ok;
     d.vertex_count = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->vertex_count 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 0 must be >= 3");
     d = ok;
     d.vertex_count = INT_MAX;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW, "d->vertex_count 2147483647");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_OVERFLOW,
+                      "vertex_count 2147483647 or triangle_count 98 is too large");
     d = ok;
     d.density = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, "d->density 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NEGATIVE_MASS, "density 0 must be > 0");
     d = ok;
     d.density = NAN;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite(d->density) ||");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE,
+                      "density nan, bending_stiffness 0.0001, thickness 0.005 or reduction 0.5 is not finite");
     d = ok;
     d.levels = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
@@ -687,7 +690,7 @@ TEST(sm_cloth_bad_input) {
     d = ok;
     d.levels = 9; /* 98 triangles cannot halve eight times */
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
-                      "too small to decimate further");
+                      "the mesh is too small for 9 levels");
     d = ok;
     d.reduction = 0.95f;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
@@ -704,15 +707,17 @@ TEST(sm_cloth_bad_input) {
     d = ok;
     d.keep_vertices = &keep;
     d.keep_count = 1;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                      "keep_vertices[0] = 1000 is not a vertex (0..63)");
     int *tri = (int *)malloc(sizeof(int) * 3 * (m.triangle_count + 1));
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     d = ok;
     d.triangles = tri;
     tri[4] = m.vertex_count;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "i 4");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                      "triangle 1 names vertex 64, outside 0..63");
     tri[4] = tri[3]; /* a repeated vertex */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "T[0] == T[1]");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "triangle 1 repeats vertex 1");
     memcpy(tri, m.triangles, sizeof(int) * 3 * m.triangle_count);
     /* a third triangle on the diagonal of the first cell (the grid's two
        triangles of that cell share vertices 1 and nx) */
@@ -720,13 +725,15 @@ TEST(sm_cloth_bad_input) {
     tri[3 * m.triangle_count + 1] = 8;
     tri[3 * m.triangle_count + 2] = m.vertex_count - 1;
     d.triangle_count = m.triangle_count + 1;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "non-manifold (uses[e] > 2)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "is in 3 triangles (non-manifold)");
     float *pos = (float *)malloc(sizeof(float) * 3 * m.vertex_count);
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     d = ok;
     d.positions = pos;
     pos[7] = INFINITY;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE, "d->vertex_count 64");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE,
+                      "positions contain NaN or infinity (64 vertices)");
     memcpy(pos, m.positions, sizeof(float) * 3 * m.vertex_count);
     for (int k = 0; k < 3; ++k) pos[3 * m.triangles[1] + k] = pos[3 * m.triangles[0] + k]; /* a zero-area triangle */
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_DEGENERATE, "area 0");
@@ -735,7 +742,7 @@ TEST(sm_cloth_bad_input) {
     float *pos2 = (float *)calloc(3 * (size_t)(m.vertex_count + 1), sizeof(float));
     memcpy(pos2, m.positions, sizeof(float) * 3 * m.vertex_count);
     d.positions = pos2;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "a vertex without triangle");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, "vertex 64 is in no triangle");
     /* nothing was added */
     CHECK(pbd_world_particle_count(w) == 0 && pbd_world_plugin_count(w) == 0);
     /* setters */
@@ -743,10 +750,11 @@ TEST(sm_cloth_bad_input) {
     CHECK_OK(pbd_sm_add_cloth(w, &d, &c, NULL));
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_stiffness(w, c, -0.1f, 1), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_damping(w, c, 2), PBD_ERROR_INVALID_ARGUMENT, "damping 2");
-    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(w, c, NAN), PBD_ERROR_NOT_FINITE, "k nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_bending(w, c, NAN), PBD_ERROR_NOT_FINITE,
+                      "bending_stiffness is not finite (nan)");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_wrinkle_conservation(w, c, 3), PBD_ERROR_INVALID_ARGUMENT, "on 3");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_scheme(w, c, (pbd_sm_cloth_scheme)-1), PBD_ERROR_INVALID_ARGUMENT,
-                      "scheme != PBD_SM_CLOTH_TWO_PASS &&");
+                      "scheme -1 is not PBD_SM_CLOTH_TWO_PASS or PBD_SM_CLOTH_INDEPENDENT_SETS");
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(w, c, 2), PBD_ERROR_INVALID_ARGUMENT, "on 2");
     pbd_sm_cloth none = {0};
     CHECK_WORLD_ERROR(w, pbd_sm_cloth_set_simd(w, none, 1), PBD_ERROR_INVALID_HANDLE,

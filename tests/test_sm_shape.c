@@ -756,12 +756,15 @@ TEST(sm_shape_mesh_rings) {
     }
     int st2[3], tot;
     int bad_el[3] = {0, 1, 99};
-    CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "element 0 names vertex 99, outside 0..1");
     CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 5, 1, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT, "arity 5");
     CHECK_ERROR(pbd_sm_mesh_rings(2, bad_el, 1, 3, 0, st2, NULL, 0, &tot), PBD_ERROR_INVALID_ARGUMENT, "omega 0");
-    CHECK_ERROR(pbd_sm_mesh_rings(2, NULL, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_NULL_POINTER, "el is NULL");
+    CHECK_ERROR(pbd_sm_mesh_rings(2, NULL, 1, 3, 1, st2, NULL, 0, &tot), PBD_ERROR_NULL_POINTER,
+                "elements is NULL while element_count is 1");
     pbd_sm_sum_plan *p = NULL;
-    CHECK_ERROR(pbd_sm_plan_rings(2, bad_el, 1, 3, 1, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_sm_plan_rings(2, bad_el, 1, 3, 1, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "element 0 names vertex 99, outside 0..1");
     CHECK(p == NULL);
     free(D);
     pbd_mesh_free(&m);
@@ -988,19 +991,21 @@ TEST(sm_shape_bad_input) {
                       "particles 0 and 1 are in one cell"); /* one cell twice */
     cells[3] = 5;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE,
-                      "all rest positions coincide (!(size2 >"); /* isolated cells */
+                      "region 0: all its rest positions coincide"); /* isolated cells */
     cells[3] = 1;
     ld.spacing = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "d->spacing 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "spacing 0 must be > 0");
     ld.spacing = 0.1f;
     ld.half_width = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "n 2");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "cell_count 2 and half_width 0 must be >= 1");
     ld.half_width = 1;
     ld.particle_mass = -1;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "d->particle_mass -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "particle_mass -1 < 0");
     ld.particle_mass = 1;
     ld.cells = NULL;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER, "d->cells is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER,
+                      "pbd_sm_lattice_desc.cells is NULL");
     CHECK_ERROR(pbd_sm_lattice_box(0, 1, 1, cells), PBD_ERROR_INVALID_ARGUMENT, "nx 0");
     CHECK(b.id == 0);
     CHECK(pbd_world_plugin_count(w) == 0);
@@ -1011,12 +1016,13 @@ TEST(sm_shape_bad_input) {
     CHECK_OK(pbd_sm_add_body(w, &d, &b));
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_stiffness(w, b, 2), PBD_ERROR_INVALID_ARGUMENT, "stiffness 2");
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_mode(w, b, PBD_SM_QUADRATIC, 0.5f), PBD_ERROR_INVALID_ARGUMENT,
-                      "(mode == PBD_SM_QUADRATIC) != (b->mode");
+                      "PBD_SM_QUADRATIC is chosen when the body is added");
     CHECK_WORLD_ERROR(w, pbd_sm_body_set_plasticity(w, b, -1, 1, 1), PBD_ERROR_INVALID_ARGUMENT, "yield -1");
     CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, b, 1, NULL), PBD_ERROR_NULL_POINTER, "q is NULL");
     float q[4];
-    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 1");
-    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(w, b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_rotation(w, b, 1, q), PBD_ERROR_INDEX_OUT_OF_RANGE, "region 1 outside 0..0");
+    CHECK_WORLD_ERROR(w, pbd_sm_body_plastic_state(w, b, -1, q), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                      "region -1 outside 0..0");
     CHECK_WORLD_ERROR(w, pbd_sm_body_goals(w, b, NULL), PBD_ERROR_NULL_POINTER, "goals is NULL");
     pbd_world *other = pbdt_world(0);
     CHECK_WORLD_ERROR(other, pbd_sm_remove_body(other, b), PBD_ERROR_INVALID_HANDLE, "shape-matching body handle");

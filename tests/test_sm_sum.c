@@ -549,17 +549,19 @@ TEST(sm_sum_bad_input) {
     int far[3] = {0, 1000001, 0};
     /* lattice */
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    CHECK_ERROR(pbd_sm_plan_lattice(3, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "NULL pointer: !cells && particle_count");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "cells is NULL while particle_count is 3");
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
     CHECK_ERROR(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count -1");
     CHECK_ERROR(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell");
-    CHECK_ERROR(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
+    CHECK_ERROR(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "cells[1] = 1000001 is outside [-1000000, 1000000]");
     {
         int n = 130000; /* n (2w+1)^2 candidate bars > INT_MAX */
         int *big = (int *)calloc((size_t)n * 3, sizeof(int));
         for (int i = 0; i < n; ++i) big[3 * i] = i;
-        CHECK_ERROR(pbd_sm_plan_lattice(n, big, 64, &p), PBD_ERROR_OVERFLOW, "the candidate bars; checked before the");
+        CHECK_ERROR(pbd_sm_plan_lattice(n, big, 64, &p), PBD_ERROR_OVERFLOW,
+                    "need more than 2147483647 candidate bars");
         free(big);
     }
     CHECK(p == sentinel);
@@ -574,13 +576,15 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_octree(2, NULL, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "cells is NULL");
     CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "w 0");
     CHECK_ERROR(pbd_sm_plan_octree(2, oc, NULL, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "w 65");
-    CHECK_ERROR(pbd_sm_plan_octree(2, oc, wbad, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "i 1");
-    CHECK_ERROR(pbd_sm_plan_octree(2, overlap, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "m 2");
+    CHECK_ERROR(pbd_sm_plan_octree(2, oc, wbad, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "widths[1] = 0 outside 1..64");
+    CHECK_ERROR(pbd_sm_plan_octree(2, overlap, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "the cell of particle 0 (level 2 at 0, 0, 0) holds the cell of another particle");
     CHECK_ERROR(pbd_sm_plan_octree(2, odup, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
-                "pbd_sm__cmp_ocell(&leaf[i], &leaf[i -");
+                "particles 0 and 1 are in one octree cell");
     CHECK_ERROR(pbd_sm_plan_octree(1, olev, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l 17");
     CHECK_ERROR(pbd_sm_plan_octree(1, oneg, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "l -1");
-    CHECK_ERROR(pbd_sm_plan_octree(1, obig, NULL, 1, &p), PBD_ERROR_OVERFLOW, "lo 1120000");
+    CHECK_ERROR(pbd_sm_plan_octree(1, obig, NULL, 1, &p), PBD_ERROR_OVERFLOW,
+                "spans finest cells 1120000..1120015, outside [-1000000, 1000000]");
     CHECK(p == sentinel);
     /* paths */
     float x[12] = {0, 0, 0, 1, 0, 0, 0, 1, 0, 1, 1, 0};
@@ -599,15 +603,16 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 65, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, -1, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE, "t 2");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "triangle 0 names vertex 4, outside 0..3");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE, "triangle 0 repeats vertex 1");
     CHECK_ERROR(pbd_sm_plan_paths(3, line, 1, tri, 1, 0, &p), PBD_ERROR_DEGENERATE,
-                "sin^2 of the angle ~ 0 (!(cc > 1e-24 *");
+                "is degenerate: zero area or a zero angle");
     CHECK_ERROR(pbd_sm_plan_paths(5, x5, 3, nm, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
                 "three triangles share edge (0, 1)");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, twice, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
                 "a triangle appears twice (vertices 0,");
-    CHECK_ERROR(pbd_sm_plan_paths(4, xnan, 2, tri, 1, 0, &p), PBD_ERROR_NOT_FINITE, "i 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, xnan, 2, tri, 1, 0, &p), PBD_ERROR_NOT_FINITE, "positions[4] = nan is not finite");
     CHECK(p == sentinel);
     /* sums, regions, paths, settings */
     p = NULL;
@@ -620,8 +625,8 @@ TEST(sm_sum_bad_input) {
         CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
         CHECK_ERROR(pbd_sm_plan_sum(p, v, 65, s), PBD_ERROR_INVALID_ARGUMENT, "k 65");
         CHECK(s[0] == -7 && s[3] == -7);
-        CHECK_ERROR(pbd_sm_plan_region(p, 4, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r 4");
-        CHECK_ERROR(pbd_sm_plan_region(p, -1, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "r -1");
+        CHECK_ERROR(pbd_sm_plan_region(p, 4, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "region 4 outside 0..3");
+        CHECK_ERROR(pbd_sm_plan_region(p, -1, buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE, "region -1 outside 0..3");
         CHECK_ERROR(pbd_sm_plan_path(p, pbd_sm_plan_path_count(p), buf, 4, &cnt), PBD_ERROR_INDEX_OUT_OF_RANGE,
                     "path 1");
         CHECK_ERROR(pbd_sm_plan_path(p, 0, NULL, 4, &cnt), PBD_ERROR_NULL_POINTER, "vertices is NULL");
@@ -634,7 +639,7 @@ TEST(sm_sum_bad_input) {
         CHECK(s[0] == 6 && s[1] == 10 && s[2] == 10 && s[3] == 9);
         pbd_sm_sum_plan *l = NULL;
         CHECK_OK(pbd_sm_plan_lattice(3, cells, 1, &l));
-        CHECK_ERROR(pbd_sm_plan_path(l, 0, buf, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT, "max 4");
+        CHECK_ERROR(pbd_sm_plan_path(l, 0, buf, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT, "the plan is not a paths plan");
         CHECK(pbd_sm_plan_path_count(l) == 0);
         pbd_sm_plan_destroy(l);
     }

@@ -398,29 +398,36 @@ TEST(sm_volume_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, NULL, &v), PBD_ERROR_NULL_POINTER, "d is NULL");
     d = good;
     d.triangle_count = 0; /* empty */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->triangle_count 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT,
+                      "triangle_count 0 outside 1..");
     d = good;
     d.triangles = NULL;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER, "d->triangles is NULL");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NULL_POINTER,
+                      "pbd_sm_volume_desc.triangles is NULL");
     d = good;
     d.alpha = 1.5f;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->alpha 1.5");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "alpha 1.5 outside [0, 1]");
     d = good;
     d.beta = NAN;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(params, 5)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "beta nan");
     d = good;
     d.stiffness = 0;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->stiffness 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT,
+                      "stiffness 0 outside (0, 1]");
     d = good;
     d.smoothing = -1;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT, "d->smoothing -1");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_INVALID_ARGUMENT,
+                      "smoothing -1 outside 0..64");
     d = good;
     d.contact_distance = INFINITY;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE, "!pbd_sm__finite_n(params, 5)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &d, &v), PBD_ERROR_NOT_FINITE,
+                      "contact_distance inf is not finite");
     tri[4] = m.vertex_count + op.first; /* out of range */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 1");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                      "triangle 1 names particle 42, not a particle of the world (0..41)");
     tri[4] = tri[3]; /* repeated particle */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "e[0] == e[1]");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE,
+                      "triangle 1 repeats particle 11");
     tri[4] = m.triangles[4];
     int t1 = tri[4];
     tri[4] = tri[5];
@@ -439,7 +446,7 @@ TEST(sm_volume_bad_input) {
         tri[3 * t + 2] = s;
     }
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE,
-                      "v->rest_volume > 0"); /* inside out */
+                      "the mesh encloses volume -"); /* inside out */
     for (int t = 0; t < nt; ++t) {
         int s = tri[3 * t + 1];
         tri[3 * t + 1] = tri[3 * t + 2];
@@ -454,12 +461,13 @@ TEST(sm_volume_bad_input) {
     CHECK_OK(pbd_particles_get_positions(w, op, flat));
     for (int i = 0; i < m.vertex_count; ++i) flat[3 * i + 1] = 0.5f;
     CHECK_OK(pbd_particles_set_positions(w, op, flat));
-    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE, "cx 0");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_DEGENERATE,
+                      "triangle 25 (particles 11, 32, 34) has zero area");
     CHECK(pbd_world_plugin_count(w) == 0);
     CHECK_OK(pbd_world_restore(w, before, sz));
     CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
     CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
-    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume nan");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume is not finite (nan)");
     CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(w, v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
     double r0 = 0, now;
     CHECK_OK(pbd_sm_volume_get_rest(w, v, &r0));

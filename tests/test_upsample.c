@@ -390,9 +390,11 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_model_eval(m, u, NULL), PBD_ERROR_NULL_POINTER, "detail_positions_out is NULL");
     float keep = u[7];
     u[7] = NAN;
-    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE,
+                "coarse_positions contain NaN or infinity (42 vertices)");
     u[7] = INFINITY;
-    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+    CHECK_ERROR(pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE,
+                "coarse_positions contain NaN or infinity (42 vertices)");
     u[7] = keep;
     for (int i = 0; i < 3 * n; ++i) {
         uint32_t bits;
@@ -413,13 +415,15 @@ TEST(up_model_bad_input) {
     /* save/load */
     size_t size = pbd_up_model_save_size(m);
     unsigned char *buf = (unsigned char *)malloc(size);
-    CHECK_ERROR(pbd_up_model_save(m, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT, "size 12599");
+    CHECK_ERROR(pbd_up_model_save(m, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT,
+                "buffer of 12599 bytes, the model needs 12600");
     CHECK_ERROR(pbd_up_model_save(m, NULL, size), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     CHECK_OK(pbd_up_model_save(m, buf, size));
     CHECK_ERROR(pbd_up_model_load(NULL, size, &out), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     CHECK_ERROR(pbd_up_model_load(buf, size, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    CHECK_ERROR(pbd_up_model_load(buf, size - 1, &out), PBD_ERROR_BAD_SNAPSHOT, "size 12599"); /* truncated */
-    CHECK_ERROR(pbd_up_model_load(buf, 10, &out), PBD_ERROR_BAD_SNAPSHOT, "size 10");
+    CHECK_ERROR(pbd_up_model_load(buf, size - 1, &out), PBD_ERROR_BAD_SNAPSHOT,
+                "the buffer of 12599 bytes holds 12551 (truncated?)"); /* truncated */
+    CHECK_ERROR(pbd_up_model_load(buf, 10, &out), PBD_ERROR_BAD_SNAPSHOT, "10 bytes are too few for a model file");
     for (size_t at = 0; at < size; at += 1 + size / 97) { /* any flipped byte */
         buf[at] ^= 0x10;
         CHECK_ERROR(pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT, NULL);
@@ -462,7 +466,8 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_subdivision_create(tris, 0, 4, 1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 0");
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 9, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
-    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "triangle 1 names vertex 3, outside 0..2");
     int *strip = (int *)malloc(sizeof(int) * 3 * 3000);
     for (int t = 0; t < 3000; ++t) {
         strip[3 * t] = t;
@@ -470,12 +475,13 @@ TEST(up_model_bad_input) {
         strip[3 * t + 2] = t + 2;
     }
     CHECK_ERROR(pbd_up_subdivision_create(strip, 3000, 3002, 8, &out), PBD_ERROR_OVERFLOW,
-                "nt 3000"); /* 4^8 * 3000 triangles */
+                "3000 triangles at 8 levels make 196608000 triangles, too many"); /* 4^8 * 3000 triangles */
     free(strip);
     int degenerate[3] = {0, 1, 1}, fan[9] = {0, 1, 2, 1, 0, 3, 0, 1, 4}; /* edge 0-1 in three triangles */
-    CHECK_ERROR(pbd_up_subdivision_create(degenerate, 1, 3, 1, &out), PBD_ERROR_DEGENERATE, "v[1] == v[2]");
+    CHECK_ERROR(pbd_up_subdivision_create(degenerate, 1, 3, 1, &out), PBD_ERROR_DEGENERATE,
+                "triangle 0 repeats vertex 1");
     CHECK_ERROR(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
-                "not edge-manifold (j - i > 2)");
+                "edge (0, 1) is in 3 triangles: the mesh must be edge-manifold");
     CHECK(out == NULL);
     CHECK_OK(pbd_up_subdivision_create(tris, 3, 4, 0, &out)); /* 0 levels: the identity */
     pbd_up_model_destroy(out);
@@ -486,10 +492,11 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_subdivision_stencil(m, 0, NULL, w, 4, &cnt), PBD_ERROR_INVALID_ARGUMENT, "max 4");
     CHECK_RESULT(pbd_up_subdivision_fit_detail(m, u, NULL), PBD_OK);
     y[0] = NAN;
-    CHECK_ERROR(pbd_up_subdivision_fit_detail(m, u, y), PBD_ERROR_NOT_FINITE, "n 162");
+    CHECK_ERROR(pbd_up_subdivision_fit_detail(m, u, y), PBD_ERROR_NOT_FINITE,
+                "detail_positions contain NaN or infinity (42 coarse, 162 detail vertices)");
     pbd_mesh bad;
     memset(&bad, 0, sizeof bad);
-    CHECK_ERROR(pbd_up_mesh_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in->positions is NULL");
+    CHECK_ERROR(pbd_up_mesh_subdivide(&bad, 1, 1, &bad), PBD_ERROR_NULL_POINTER, "in.positions is NULL");
     free(y);
     free(u);
     pbd_up_model_destroy(m);
@@ -552,16 +559,18 @@ TEST(up_wrinkle_radius) {
         }
     fine_strain /= cnt;
     CHECK_MSG(fine_strain < 0.2, "fine mean strain %g (coarse compressed by 30%%)", fine_strain);
-    CHECK_ERROR(pbd_up_wrinkle_update(wr, NULL, x), PBD_ERROR_NULL_POINTER, "x is NULL");
+    CHECK_ERROR(pbd_up_wrinkle_update(wr, NULL, x), PBD_ERROR_NULL_POINTER, "coarse_positions is NULL");
     cx[4] = NAN;
-    CHECK_ERROR(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(x,");
+    CHECK_ERROR(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE,
+                "coarse_positions contain NaN or infinity (25 vertices)");
     float t2[3 * 1000];
     if (n <= 1000) {
         CHECK_OK(pbd_up_wrinkle_targets(wr, t2, NULL, NULL));
         CHECK(memcmp(t2, t, sizeof(float) * 3 * n) == 0); /* nothing changed */
     }
     int tri;
-    CHECK_ERROR(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "v 289");
+    CHECK_ERROR(pbd_up_wrinkle_binding(wr, n, &tri, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "fine vertex 289 outside 0..288");
     free(x);
     free(t);
     free(cx);
@@ -665,26 +674,29 @@ TEST(up_wrinkle_one_sided) {
     pbd_up_wrinkle_desc d = pbdt_wrinkle_desc(&g, &g);
     pbd_up_wrinkle *wr = NULL;
     d.one_sided = 1;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED, "closed 0");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_CLOSED,
+                "one_sided needs a closed, consistently oriented coarse mesh");
     d.one_sided = 0;
     d.radius = -1;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "d->radius -1");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "radius -1 < 0");
     d.radius = NAN;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(&d->radius, 1) ||");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NOT_FINITE, "radius nan");
     d.radius = 0.01f;
     d.iterations = 0;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "d->iterations 0");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INVALID_ARGUMENT, "iterations 0 outside 1..1000");
     d.iterations = 4;
     d.fine_count = 3;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "triangle 0 names vertex 3, outside 0..2");
     d.fine_count = g.vertex_count;
     float flat[27];
     memcpy(flat, g.positions, sizeof flat);
     for (int i = 0; i < 9; ++i) flat[3 * i + 2] = 0; /* every coarse triangle collapses */
     d.coarse_positions = flat;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_DEGENERATE, "t 0");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_DEGENERATE,
+                "coarse triangle 0 (vertices 0, 1, 3) has zero area");
     d.coarse_positions = NULL;
-    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NULL_POINTER, "d->coarse_positions is NULL");
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_NULL_POINTER, "pbd_up_wrinkle_desc.coarse_positions is NULL");
     CHECK_ERROR(pbd_up_wrinkle_create(NULL, &wr), PBD_ERROR_NULL_POINTER, "d is NULL");
     CHECK(wr == NULL);
     pbd_mesh_free(&g);
@@ -798,19 +810,23 @@ TEST(up_training_cape_roundtrip) {
     /* bad buffers */
     pbd_up_training bad;
     memset(&bad, 0, sizeof bad);
-    CHECK_ERROR(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT, "size 27539");
+    CHECK_ERROR(pbd_up_training_load(buf, size - 1, &bad), PBD_ERROR_BAD_SNAPSHOT,
+                "checksum mismatch: the training set file is damaged (27539 bytes)");
     for (size_t at = 0; at < size; at += 1 + size / 50) {
         buf[at] ^= 1;
-        CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT, "size 27540");
+        CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT,
+                    "checksum mismatch: the training set file is damaged (27540 bytes)");
         buf[at] ^= 1;
     }
     int big = 1 << 30; /* a frame count the buffer cannot hold, checksum forged */
     memcpy(buf + 24, &big, 4);
     uint64_t sum = upt_fnv(buf, size - 8);
     memcpy(buf + size - 8, &sum, 8);
-    CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT, "io.bad || io.off != io.size ||");
+    CHECK_ERROR(pbd_up_training_load(buf, size, &bad), PBD_ERROR_BAD_SNAPSHOT,
+                "not a training set of this version and byte order");
     CHECK(bad.coarse == NULL);
-    CHECK_ERROR(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT, "size 27539");
+    CHECK_ERROR(pbd_up_training_save(&t, buf, size - 1), PBD_ERROR_INVALID_ARGUMENT,
+                "buffer of 27539 bytes, the training set needs 27540");
     CHECK_ERROR(pbd_up_training_load(NULL, size, &bad), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     /* concat */
     pbd_up_training c;
@@ -858,7 +874,7 @@ TEST(up_training_drop_and_bad_desc) {
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "levels outside 1..4 (scene 0,");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.size = NAN;
-    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(f, 7)");
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE, "size nan");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.time_step = 0;
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "time_step <= 0 (scene 0,");
@@ -908,7 +924,8 @@ TEST(up_training_world_replays_the_training) {
             CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_INVALID_ARGUMENT,
                               "is not the scene's 5 x 5 vertices");
             bad.size = INFINITY;
-            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_NOT_FINITE, "pbd_up__finite");
+            CHECK_WORLD_ERROR(w, pbd_up_training_drive(&bad, w, cloth, 1.0), PBD_ERROR_NOT_FINITE,
+                              "pbd_up_training_desc: size inf");
             unsigned char *after = pbdt_save(w, &n1);
             CHECK(n0 == n1 && memcmp(before, after, n0) == 0);
             free(before);
@@ -917,7 +934,8 @@ TEST(up_training_world_replays_the_training) {
             CHECK_WORLD_ERROR(w, pbd_up_training_drive(&d, w, cloth, 1.0), PBD_ERROR_INVALID_ARGUMENT,
                               "top-row particle 3 is not kinematic");
             pbd_world *none = NULL;
-            CHECK_ERROR(pbd_up_training_world(&bad, &none, &wrong), PBD_ERROR_NOT_FINITE, "pbd_up__finite");
+            CHECK_ERROR(pbd_up_training_world(&bad, &none, &wrong), PBD_ERROR_NOT_FINITE,
+                        "pbd_up_training_desc: size inf");
             CHECK(none == NULL);
             CHECK_ERROR(pbd_up_training_world(&d, NULL, &wrong), PBD_ERROR_NULL_POINTER, "w is NULL");
             CHECK_ERROR(pbd_up_training_world(&d, &none, NULL), PBD_ERROR_NULL_POINTER, "cloth is NULL");
@@ -932,6 +950,118 @@ TEST(up_training_world_replays_the_training) {
     }
 }
 
+/* Error messages are part of the interface: every kind of bad input to
+   pbd_upsample.h - a damaged, foreign or truncated model file, NaN input,
+   bad triangles, a wrinkle mesh's or an upsampler's desc - gets its result
+   and a message in words that names the public parameter or desc field
+   and keeps the offending values, never the C of the check or an internal
+   name (a damaged file read "pbd_up_model_load: rejected because sum !=
+   pbd_up__fnv1a(in, size - sizeof sum)" once). */
+TEST(up_messages_read_as_words) {
+    float *u = NULL;
+    pbd_up_model *m = upt_detail_model(1, 1, &u), *out = NULL;
+    CHECK(m != NULL);
+    if (!m) return;
+    int nc = pbd_up_model_coarse_count(m), nd = pbd_up_model_detail_count(m);
+    float *y = (float *)malloc(sizeof(float) * 3 * (size_t)nd);
+    /* model files */
+    size_t size = pbd_up_model_save_size(m);
+    unsigned char *buf = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_model_save(m, buf, size));
+    buf[0] ^= 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "not a pbd_upsample model file (wrong magic)");
+    buf[0] ^= 1;
+    uint32_t format, two = 2;
+    memcpy(&format, buf + 8, 4);
+    memcpy(buf + 8, &two, 4);
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "model file is from format 2, this build reads 1");
+    memcpy(buf + 8, &format, 4);
+    buf[size / 2] ^= 0x40;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "checksum mismatch: the model file is damaged");
+    buf[size / 2] ^= 0x40;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size - 8, &out), PBD_ERROR_BAD_SNAPSHOT, "(truncated?)");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, 16, &out), PBD_ERROR_BAD_SNAPSHOT,
+                         "16 bytes are too few for a model file");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_save(m, buf, 100), PBD_ERROR_INVALID_ARGUMENT,
+                         "buffer of 100 bytes, the model needs");
+    CHECK(out == NULL);
+    /* evaluation */
+    u[4] = NAN;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_eval(m, u, y), PBD_ERROR_NOT_FINITE,
+                         "pbd_up_model_eval: coarse_positions contain NaN or infinity");
+    u[4] = 0.0f;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_eval_checked(m, u, nc + 1, y, nd), PBD_ERROR_INVALID_ARGUMENT,
+                         "are not the model's");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_set_threads(m, 2000), PBD_ERROR_INVALID_ARGUMENT,
+                         "threads 2000 outside 0..1024");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_stencil(m, nd, NULL, NULL, 0, &nc), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "row 162 outside 0..161");
+    float c6[6];
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_pdm_coefficients(m, 0, c6), PBD_ERROR_INVALID_ARGUMENT, "m is not a PDM model");
+    /* subdivision of a bad mesh */
+    int oob[3] = {0, 1, 5}, fan[9] = {0, 1, 2, 0, 1, 3, 0, 1, 4};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(oob, 1, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 0 names vertex 5, outside 0..2");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 9, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "levels 9 in 0..8");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "edge (0, 1) is in 3 triangles: the mesh must be edge-manifold");
+    /* a wrinkle mesh's desc */
+    pbd_mesh g;
+    float o[3] = {0, 0, 0}, ax[3] = {1, 0, 0}, az[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, ax, az, &g));
+    pbd_up_wrinkle_desc wd = pbdt_wrinkle_desc(&g, &g);
+    pbd_up_wrinkle *wr = NULL;
+    wd.iterations = 0;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_wrinkle_create: iterations 0 outside 1..1000");
+    wd.iterations = 4;
+    wd.bending_compliance = -1.0f;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_INVALID_ARGUMENT,
+                         "bending_compliance -1 < 0");
+    wd.bending_compliance = 1e-3f;
+    wd.one_sided = 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_NOT_CLOSED,
+                         "one_sided needs a closed, consistently oriented coarse mesh");
+    wd.one_sided = 0;
+    wd.fine_positions = NULL;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wrinkle_create(&wd, &wr), PBD_ERROR_NULL_POINTER,
+                         "pbd_up_wrinkle_desc.fine_positions is NULL");
+    CHECK(wr == NULL);
+    pbd_mesh_free(&g);
+    /* the upsamplers' descs */
+    float frames[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    pbd_up_piu_desc pd = pbd_up_piu_desc_default();
+    pd.coarse_count = pd.detail_count = 3;
+    pd.frame_count = 1;
+    pd.coarse_frames = pd.detail_frames = frames;
+    pd.support = 1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_piu_fit: support 1 outside 2..64");
+    pd.support = 2;
+    frames[4] = INFINITY;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_NOT_FINITE,
+                         "coarse_frames contain NaN or infinity (1 frames)");
+    pbd_up_wpsd_desc wpd = pbd_up_wpsd_desc_default();
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
+    int far_tri[3] = {0, 1, 99};
+    wpd.subdivision = m;
+    wpd.coarse_triangles = far_tri;
+    wpd.coarse_triangle_count = 1;
+    wpd.frame_count = 1;
+    wpd.coarse_frames = wpd.detail_frames = frames; /* not read: the triangles are refused first */
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                         "triangle 0 names vertex 99, outside 0..41");
+    CHECK(out == NULL);
+    free(buf);
+    free(y);
+    free(u);
+    pbd_up_model_destroy(m);
+}
+
 void suite_upsample(void) {
     RUN(up_loop_counts);
     RUN(up_loop_planar_stays_planar);
@@ -942,6 +1072,7 @@ void suite_upsample(void) {
     RUN(up_eval_simd_threads_bit_identical);
     RUN(up_model_save_load_roundtrip);
     RUN(up_model_bad_input);
+    RUN(up_messages_read_as_words);
     RUN(up_wrinkle_radius);
     RUN(up_wrinkle_one_sided);
     RUN(up_wrinkle_threads_simd_bit_identical);

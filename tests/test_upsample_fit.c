@@ -223,7 +223,8 @@ TEST(piu_determinism_and_save_load) {
     }
     m2 = NULL;
     buf[size / 2] ^= 0x10;
-    CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT, "size 106840");
+    CHECK_ERROR(pbd_up_model_load(buf, size, &m2), PBD_ERROR_BAD_SNAPSHOT,
+                "checksum mismatch: the model file is damaged (106840 bytes)");
     CHECK(m2 == NULL);
     free(buf);
     free(buf2);
@@ -238,31 +239,32 @@ TEST(piu_bad_input) {
     synth d = synth_make(5, 1, 6, 4);
     pbd_up_model *m = NULL;
     pbd_up_piu_desc pd = piu_desc_of(&d);
-    CHECK_ERROR(pbd_up_piu_fit(NULL, &m), PBD_ERROR_NULL_POINTER, "d is NULL");
+    CHECK_ERROR(pbd_up_piu_fit(NULL, &m), PBD_ERROR_NULL_POINTER, "desc is NULL");
     CHECK_ERROR(pbd_up_piu_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     pd.coarse_frames = NULL;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "d->coarse_frames is NULL");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "pbd_up_piu_desc.coarse_frames is NULL");
     pd = piu_desc_of(&d);
     pd.frame_count = 0;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "frame_count 0 must be >= 1");
     pd = piu_desc_of(&d);
     pd.detail_count = -3;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->coarse_count 25");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "detail_count -3");
     pd = piu_desc_of(&d);
     pd.support = 1;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->support 1");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "support 1 outside 2..64");
     pd = piu_desc_of(&d);
     pd.regularization = -1.0f;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->regularization -1");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "regularization -1 must be finite and >= 0");
     pd = piu_desc_of(&d);
     pd.oscillatory_modes = 2; /* no frame_dt */
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->oscillatory_modes 2");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "2 oscillatory_modes need frame_dt > 0 (0)");
     pd = piu_desc_of(&d);
     pd.coarse_count = INT_MAX / 2;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_OVERFLOW, "d->coarse_count > INT_MAX / 3 ||");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_OVERFLOW,
+                "coarse_count 1073741823, detail_count 81 and frame_count 6 are too large for memory");
     pd = piu_desc_of(&d);
     d.X[7] = NAN;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "detail_frames contain NaN or infinity (6 frames)");
     d.X[7] = 0.0f;
     int start[2000], index[1] = {d.nc};
     float weight[1] = {1.0f};
@@ -270,9 +272,11 @@ TEST(piu_bad_input) {
     pd.prior_start = start;
     pd.prior_index = index;
     pd.prior_weight = weight;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "e 0");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "prior_index[0] = 25 is not a coarse vertex (0..24)");
     pd.prior_weight = NULL;
-    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "NULL pointer: np != 0 && np != 3");
+    CHECK_ERROR(pbd_up_piu_fit(&pd, &m), PBD_ERROR_NULL_POINTER,
+                "give all three of prior_start, prior_index and prior_weight, or none (2 given)");
     CHECK(m == NULL);
     /* evaluation: NaN input, wrong sizes, advance errors */
     pd = piu_desc_of(&d);
@@ -282,9 +286,11 @@ TEST(piu_bad_input) {
         memcpy(u, d.u, sizeof(float) * 3 * d.nc);
         for (int k = 0; k < 3 * d.nd; ++k) out[k] = 7.0f;
         u[4] = INFINITY;
-        CHECK_ERROR(pbd_up_model_eval(m, u, out), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse_positions,");
+        CHECK_ERROR(pbd_up_model_eval(m, u, out), PBD_ERROR_NOT_FINITE,
+                    "coarse_positions contain NaN or infinity (25 vertices)");
         CHECK(out[0] == 7.0f && out[3 * d.nd - 1] == 7.0f);
-        CHECK_ERROR(pbd_up_piu_advance(m, u, 0.01f), PBD_ERROR_NOT_FINITE, "nc3 75");
+        CHECK_ERROR(pbd_up_piu_advance(m, u, 0.01f), PBD_ERROR_NOT_FINITE,
+                    "coarse contains NaN or infinity (25 vertices)");
         u[4] = 0.0f;
         CHECK_ERROR(pbd_up_model_eval_checked(m, u, d.nc - 1, out, d.nd), PBD_ERROR_INVALID_ARGUMENT,
                     "coarse_count 24");
@@ -295,7 +301,8 @@ TEST(piu_bad_input) {
         int idx[4], count;
         float w[4];
         CHECK_ERROR(pbd_up_piu_row(m, d.nd, idx, w, 4, &count), PBD_ERROR_INDEX_OUT_OF_RANGE, "detail_vertex 81");
-        CHECK_ERROR(pbd_up_piu_mode(m, 0, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 0");
+        CHECK_ERROR(pbd_up_piu_mode(m, 0, NULL, NULL, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                    "mode 0, but the model has 0 oscillatory modes");
         free(u);
         free(out);
         pbd_up_model_destroy(m);
@@ -635,8 +642,8 @@ TEST(wpsd_pdm_bad_input) {
     CHECK_ERROR(pbd_up_pdm_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     wd.subdivision = NULL;
     pd.subdivision = NULL;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "sub is NULL");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
     /* a model that is not a subdivision */
     pbd_up_piu_desc qd = piu_desc_of(&d);
     CHECK_OK(pbd_up_piu_fit(&qd, &piu));
@@ -644,18 +651,18 @@ TEST(wpsd_pdm_bad_input) {
     pd = pdm_desc_of(&d);
     wd.subdivision = piu;
     pd.subdivision = piu;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "!pbd_up__subdiv_of(sub) || !sub->trained");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
     wd = wpsd_desc_of(&d);
     pd = pdm_desc_of(&d);
     wd.edges_per_vertex = 0;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "edges_per_vertex 0 (1..64)");
     wd = wpsd_desc_of(&d);
     wd.error_threshold = NAN;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "error_threshold nan (finite, >= 0)");
     wd = wpsd_desc_of(&d);
     wd.max_poses = 0;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "d->edges_per_vertex < 1 ||");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "max_poses 0 (1..256)");
     pd.frame_count = 5; /* fewer than six coefficients */
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "nt 32");
     pd = pdm_desc_of(&d);
@@ -665,13 +672,13 @@ TEST(wpsd_pdm_bad_input) {
     wd.coarse_triangle_count = 1;
     pd.coarse_triangles = bad_tris;
     pd.coarse_triangle_count = 1;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "k 2");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle 0 names vertex 25, outside 0..24");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle 0 names vertex 25, outside 0..24");
     wd = wpsd_desc_of(&d);
     pd = pdm_desc_of(&d);
     d.u[5 * d.nc * 3 + 4] = NAN;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "nc3 75");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NOT_FINITE, "coarse_frames contain NaN or infinity (8 frames)");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NOT_FINITE, "coarse_frames contain NaN or infinity (8 frames)");
     d.u[5 * d.nc * 3 + 4] = 0.0f;
     /* a rest pose with a zero-length edge */
     float *rest = (float *)malloc(sizeof(float) * 3 * d.nc);
@@ -679,22 +686,23 @@ TEST(wpsd_pdm_bad_input) {
     memcpy(rest + 3, rest, sizeof(float) * 3);
     wd.coarse_rest = rest;
     pd.coarse_rest = rest;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE, "e 0");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "p->rest_len[e] > 0.0f");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE, "coarse edge (0, 1) has zero rest length");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "coarse edge (0, 1) has zero rest length");
     free(rest);
     CHECK(m == NULL);
     /* queries on the wrong kind of model, NaN input */
     int count;
     float w6[6];
-    CHECK_ERROR(pbd_up_wpsd_selection(piu, NULL, NULL, 0, &count), PBD_ERROR_INVALID_ARGUMENT, "!p");
-    CHECK_ERROR(pbd_up_pdm_coefficients(piu, 0, w6), PBD_ERROR_INVALID_ARGUMENT, "!p");
-    CHECK_ERROR(pbd_up_piu_advance(d.sub, d.u, 0.01f), PBD_ERROR_INVALID_ARGUMENT, "!p");
+    CHECK_ERROR(pbd_up_wpsd_selection(piu, NULL, NULL, 0, &count), PBD_ERROR_INVALID_ARGUMENT, "m is not a WPSD model");
+    CHECK_ERROR(pbd_up_pdm_coefficients(piu, 0, w6), PBD_ERROR_INVALID_ARGUMENT, "m is not a PDM model");
+    CHECK_ERROR(pbd_up_piu_advance(d.sub, d.u, 0.01f), PBD_ERROR_INVALID_ARGUMENT, "m is not a PIU model");
     pd = pdm_desc_of(&d);
     CHECK_OK(pbd_up_pdm_fit(&pd, &m));
     if (m) {
         float *uv = (float *)malloc(sizeof(float) * 2 * d.nd);
         d.u[2] = INFINITY;
-        CHECK_ERROR(pbd_up_pdm_coordinates(m, d.u, uv, NULL, NULL), PBD_ERROR_NOT_FINITE, "!pbd_up__finite(coarse,");
+        CHECK_ERROR(pbd_up_pdm_coordinates(m, d.u, uv, NULL, NULL), PBD_ERROR_NOT_FINITE,
+                    "coarse_positions contain NaN or infinity (25 vertices)");
         d.u[2] = 0.0f;
         CHECK_ERROR(pbd_up_pdm_coefficients(m, d.nd, w6), PBD_ERROR_INDEX_OUT_OF_RANGE, "detail_vertex 81");
         free(uv);
