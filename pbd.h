@@ -222,8 +222,10 @@
      5. velocity pass: friction and restitution of contacts, separating
         velocity of self-contacts removed; the plugins' `end_substep`
         callbacks; for isolated
-        objects the angular momentum the velocity update v = (p - x)/h
-        leaks at O(h) is restored; global damping per object and per
+        objects (nothing pinned, no other object's contact; colliders
+        are fine) the angular momentum the velocity update v = (p - x)/h
+        leaks at O(h) is restored (what the colliders gave is kept: a
+        balloon rests on the ground, and rolls down a slope); global damping per object and per
         damping cluster (Mueller et al. 2007, survey 3.7): momentum-
         conserving for a free object, towards the motion of its pinned or
         kinematic particles for a held one.
@@ -3046,6 +3048,7 @@ struct pbd_world {
     pbd__contact *contacts;          /* per-particle slots, see pbd__generate_contacts */
     unsigned char *ncontact;         /* contacts of each particle this substep */
     int *contact_ids, ncontact_ids;  /* this substep: the particles with contacts, in order */
+    double *contact_turn;            /* per particle, this substep: the angular momentum its contacts gave it */
     pbd__pose *pose_from, *pose_to;  /* per collider, this substep */
     pbd__pose *pose_step;            /* per collider, its pose at the start of the step (rollback) */
     int pose_cap;
@@ -3559,11 +3562,11 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     for (int i = 0; w->objects && i < w->nobjects; ++i) pbd__free(w, w->objects[i].perm);
-    void *arrays[] = {w->x,          w->p,        w->v,        w->mass,          w->radius,      w->flags,
-                      w->kin_target, w->kin_from, w->groups,   w->objects,       w->colliders,   w->contacts,
-                      w->pose_from,  w->pose_to,  w->delta,    w->ncontact,      w->contact_ids, w->object_l,
-                      w->x_step,     w->v_step,   w->pressure, w->pressure_step, w->pose_step,   w->object_coupled,
-                      w->owner};
+    void *arrays[] = {w->x,          w->p,           w->v,        w->mass,          w->radius,      w->flags,
+                      w->kin_target, w->kin_from,    w->groups,   w->objects,       w->colliders,   w->contacts,
+                      w->pose_from,  w->pose_to,     w->delta,    w->ncontact,      w->contact_ids, w->object_l,
+                      w->x_step,     w->v_step,      w->pressure, w->pressure_step, w->pose_step,   w->object_coupled,
+                      w->owner,      w->contact_turn};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -3845,11 +3848,12 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
         w->delta = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->ncontact = (unsigned char *)pbd__alloc_n(w, (size_t)w->n, 1);
         w->contact_ids = (int *)pbd__alloc_n(w, (size_t)w->n, sizeof(int));
+        w->contact_turn = (double *)pbd__alloc_n(w, (size_t)w->n, 3 * sizeof(double));
         w->x_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->v_step = (pbd__p4 *)pbd__alloc_n(w, (size_t)w->n, sizeof(pbd__p4));
         w->pressure_step = (float *)pbd__alloc_n(w, (size_t)w->n, sizeof(float));
-        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids || !w->x_step || !w->v_step ||
-            !w->pressure_step)
+        if (!w->p || !w->kin_from || !w->delta || !w->ncontact || !w->contact_ids || !w->contact_turn || !w->x_step ||
+            !w->v_step || !w->pressure_step)
             io->bad = 2;
         else {
             memset(w->ncontact, 0, (size_t)w->n);
@@ -4028,9 +4032,9 @@ static pbd_result pbd__reserve_particles(pbd_world *w, int need) {
              PBD__GROW(mass, sizeof(float)) && PBD__GROW(radius, sizeof(float)) && PBD__GROW(flags, 1) &&
              PBD__GROW(kin_target, sizeof(pbd__v3)) && PBD__GROW(kin_from, sizeof(pbd__v3)) &&
              PBD__GROW(delta, sizeof(pbd__p4)) && PBD__GROW(ncontact, 1) && PBD__GROW(contact_ids, sizeof(int)) &&
-             PBD__GROW(x_step, sizeof(pbd__p4)) && PBD__GROW(v_step, sizeof(pbd__p4)) &&
-             PBD__GROW(pressure, sizeof(float)) && PBD__GROW(pressure_step, sizeof(float)) &&
-             PBD__GROW(owner, sizeof(int));
+             PBD__GROW(contact_turn, 3 * sizeof(double)) && PBD__GROW(x_step, sizeof(pbd__p4)) &&
+             PBD__GROW(v_step, sizeof(pbd__p4)) && PBD__GROW(pressure, sizeof(float)) &&
+             PBD__GROW(pressure_step, sizeof(float)) && PBD__GROW(owner, sizeof(int));
 #undef PBD__GROW
     if (!ok) return PBD_ERROR_OUT_OF_MEMORY;
     w->cap = c;
@@ -7821,6 +7825,49 @@ static inline PBD_HD void pbd__contacts_of(pbd_world *w, int i, int per, float h
     w->ncontact[i] = (unsigned char)found;
 }
 
+static PBD_HD void pbd__project_contact(pbd_world *w, pbd__contact *ct);
+static PBD_HD void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, float h, float threshold);
+
+/* --- what contacts turn ------------------------------------------------------
+   An object that only colliders touch has its angular momentum restored
+   too (see "angular momentum" in "// ==== step"): to what it had after
+   the prediction plus what its contacts gave it, so that the internal
+   constraints' O(h) leak is removed there as well. Without that, a balloon
+   resting on the ground turned the leak of its pressure fighting its skin
+   into rolling, and rolled away faster and faster. A contact that moves
+   particle i from a to b gives it m (a x (b - a)) / h = m (a x b) / h of
+   angular momentum about the origin (the lever arm a or b: the same cross
+   product); the velocity pass's change dv at x gives m x x dv. Particle
+   i's sum is kept in position units (times h / m), in double. */
+static inline PBD_HD void pbd__contact_turn_clear(pbd_world *w, int i) {
+    double *t = w->contact_turn + 3 * (size_t)i;
+    t[0] = t[1] = t[2] = 0;
+}
+static inline PBD_HD void pbd__contact_turn_add(pbd_world *w, int i, const double *a, const double *b) {
+    double *t = w->contact_turn + 3 * (size_t)i;
+    t[0] += a[1] * b[2] - a[2] * b[1];
+    t[1] += a[2] * b[0] - a[0] * b[2];
+    t[2] += a[0] * b[1] - a[1] * b[0];
+}
+/* particle i moved by its contacts from `before` to w->p[i] */
+static inline PBD_HD void pbd__contact_turn_move(pbd_world *w, int i, pbd__v3 before) {
+    double a[3] = {before.x, before.y, before.z}, b[3] = {w->p[i].x, w->p[i].y, w->p[i].z};
+    pbd__contact_turn_add(w, i, a, b);
+}
+/* particle i's velocity changed from v0 to w->v[i] at w->x[i] in the velocity pass */
+static inline PBD_HD void pbd__contact_turn_push(pbd_world *w, int i, pbd__v3 v0, float h) {
+    double a[3] = {w->x[i].x, w->x[i].y, w->x[i].z};
+    double b[3] = {(double)h * ((double)w->v[i].x - v0.x), (double)h * ((double)w->v[i].y - v0.y),
+                   (double)h * ((double)w->v[i].z - v0.z)};
+    pbd__contact_turn_add(w, i, a, b);
+}
+/* Particle i's contacts projected, in slot order, and what they turned. */
+static inline PBD_HD void pbd__project_contacts_of(pbd_world *w, int i) {
+    pbd__v3 before = pbd__p3(w->p[i]);
+    for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, pbd__contact_slot(w, i, k));
+    pbd__contact_turn_move(w, i, before);
+}
+
 static void pbd__generate_contacts(pbd_world *w, float h) {
     int per = pbd__contacts_per_particle(w);
     int nb = (w->n + PBD__W - 1) / PBD__W;
@@ -7838,7 +7885,10 @@ static void pbd__generate_contacts(pbd_world *w, float h) {
     PBD__PRAGMA(omp single) {
         int m = 0;
         for (int i = 0; i < w->n; ++i)
-            if (w->ncontact[i]) w->contact_ids[m++] = i;
+            if (w->ncontact[i]) {
+                w->contact_ids[m++] = i;
+                pbd__contact_turn_clear(w, i);
+            }
         w->ncontact_ids = m;
     }
 }
@@ -7958,13 +8008,17 @@ static void pbd__project_contacts(pbd_world *w) {
 #if PBD__W > 1
         if (w->simd && j1 - j0 == PBD__W) {
             int most = 0;
-            for (int j = j0; j < j1; ++j) most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
+            pbd__v3 before[PBD__W];
+            for (int j = j0; j < j1; ++j) {
+                most = w->ncontact[ids[j]] > most ? w->ncontact[ids[j]] : most;
+                before[j - j0] = pbd__p3(w->p[ids[j]]);
+            }
             for (int k = 0; k < most; ++k) pbd__vproject_contacts(w, ids + j0, k);
+            for (int j = j0; j < j1; ++j) pbd__contact_turn_move(w, ids[j], before[j - j0]);
             continue;
         }
 #endif
-        for (int j = j0; j < j1; ++j)
-            for (int k = 0; k < w->ncontact[ids[j]]; ++k) pbd__project_contact(w, pbd__contact_slot(w, ids[j], k));
+        for (int j = j0; j < j1; ++j) pbd__project_contacts_of(w, ids[j]);
     }
 }
 
@@ -8005,6 +8059,13 @@ static float pbd__restitution_threshold(const pbd_world *w, float h) {
     return 2.0f * g * h;
 }
 
+/* Particle i's contacts' velocity pass, in slot order, and what it turned. */
+static inline PBD_HD void pbd__contact_velocities_of(pbd_world *w, int i, float h, float threshold) {
+    pbd__v3 v0 = pbd__p3(w->v[i]);
+    for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+    pbd__contact_turn_push(w, i, v0, h);
+}
+
 static void pbd__contact_velocities(pbd_world *w, float h) {
     int per = pbd__contacts_per_particle(w);
     if (per == 0) return;
@@ -8013,7 +8074,7 @@ static void pbd__contact_velocities(pbd_world *w, float h) {
     for (int j = 0; j < w->ncontact_ids; ++j) {
         int i = w->contact_ids[j];
         if (j % PBD__SLOT_AHEAD == 0) pbd__prefetch_contacts(w, j + PBD__SLOT_AHEAD, j + 2 * PBD__SLOT_AHEAD);
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+        pbd__contact_velocities_of(w, i, h, threshold);
     }
 }
 
@@ -15969,10 +16030,12 @@ static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
    x. Constraints that fight each other every substep (a balloon's pressure
    against its skin) let that error add up into a steady spin-up. So for an
    isolated object - only its own builder's groups, nothing pinned or
-   kinematic, no contact this substep - the angular momentum after the
-   substep is made equal to the one right after the prediction (which holds
-   gravity's torque) by a rigid rotation about the centre of mass: positions
-   and linear momentum do not change. With self-collision, "after the
+   kinematic - the angular momentum after the substep is made equal to the
+   one right after the prediction (which holds gravity's torque) plus what
+   its collider contacts gave it (see "what contacts turn"), by a rigid
+   rotation about the centre of mass: positions and linear momentum do not
+   change. (Restored only without contacts, a balloon resting on the ground
+   turned the leak into rolling through friction.) With self-collision, "after the
    prediction" means after its speed limit, which removes momentum from
    outside: taken before it, the removed momentum would come back as spin
    every substep. */
@@ -16009,15 +16072,6 @@ static void pbd__momentum_before(pbd_world *w, int oi) {
     }
 }
 
-/* Whether a collider pushed one of particles [first, first + count) this
-   substep (the object is touched from outside). */
-static PBD_HD int pbd__touched(const pbd_world *w, int first, int count) {
-    for (int i = first; i < first + count; ++i)
-        for (int k = 0; k < w->ncontact[i]; ++k)
-            if (pbd__contact_slot(w, i, k)->lambda > 0) return 1;
-    return 0;
-}
-
 /* The angular velocity that gives object oi back its angular momentum l
    (pbd__momentum_before), from its spin s about its centre; 0 when there
    is nothing to do. */
@@ -16035,17 +16089,44 @@ static PBD_HD void pbd__spin_one(pbd_world *w, int i, const double *c, const dou
     w->v[i].z += (float)(om[0] * r[1] - om[1] * r[0]);
 }
 
-static void pbd__momentum_restore(pbd_world *w, int oi) {
+/* Components [c0, c1) of the angular momentum (times h) that the contacts
+   gave the particles of block b of [first, first + count) this substep
+   (the order of pbd__momentum_block's blocks: the GPU sums them alike). */
+static PBD_HD void pbd__contact_turn_block(const pbd_world *w, int first, int count, int b, int c0, int c1, double *L) {
+    int j1 = (b + 1) * PBD__SUM_BLOCK < count ? (b + 1) * PBD__SUM_BLOCK : count;
+    double acc[3] = {0, 0, 0};
+    for (int j = b * PBD__SUM_BLOCK; j < j1; ++j) {
+        int i = first + j;
+        if (!w->ncontact[i] || !(w->x[i].w > 0)) continue;
+        double m = 1.0 / w->x[i].w;
+        for (int c = c0; c < c1; ++c) acc[c] += m * w->contact_turn[3 * (size_t)i + c];
+    }
+    for (int c = c0; c < c1; ++c) L[c] = acc[c];
+}
+
+/* The angular momentum an object is to have after the substep: its own
+   after the prediction, l, plus what the colliders gave it, sum (the
+   blocks' pbd__contact_turn_block added in block order). */
+static inline PBD_HD void pbd__momentum_target(const double *l, const double *sum, float h, double *target) {
+    for (int c = 0; c < 3; ++c) target[c] = l[c] + sum[c] / (double)h;
+}
+
+static void pbd__momentum_restore(pbd_world *w, int oi, float h) {
     const pbd__object *o = &w->objects[oi];
     const double *l = w->object_l + 4 * (size_t)oi;
-    if (!l[3] || pbd__touched(w, o->first, o->count)) return;
+    if (!l[3]) return;
     pbd__moments t;
     pbd__spin s;
-    double c[3], vc[3], om[3];
+    double c[3], vc[3], om[3], target[3], sum[3] = {0, 0, 0}, B[3];
+    for (int b = 0; b < pbd__sum_blocks(o->count); ++b) {
+        pbd__contact_turn_block(w, o->first, o->count, b, 0, 3, B);
+        for (int a = 0; a < 3; ++a) sum[a] += B[a];
+    }
+    pbd__momentum_target(l, sum, h, target);
     pbd__moments_sum(w, NULL, o->first, o->count, 0, &t);
     if (!pbd__fit_centre(&t, c, vc)) return;
     pbd__spin_sum(w, NULL, o->first, o->count, 0, c, NULL, &s);
-    if (!pbd__momentum_omega(l, &s, om)) return;
+    if (!pbd__momentum_omega(target, &s, om)) return;
     for (int i = o->first; i < o->first + o->count; ++i) pbd__spin_one(w, i, c, om);
 }
 
@@ -16202,7 +16283,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     pbd__plugins_call(w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
-        pbd__momentum_restore(w, o);
+        pbd__momentum_restore(w, o, h);
         if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
     }
     PBD__PRAGMA(omp single)

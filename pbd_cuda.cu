@@ -727,10 +727,11 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
              PBD__UP(g, s->kin_target, w->kin_target, n) && PBD__UP(g, s->kin_from, w->kin_from, n) &&
              PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) && PBD__SCRATCH(g, s->v_step, n) &&
              PBD__SCRATCH(g, s->ncontact, n) && PBD__SCRATCH(g, s->contacts, w->contact_cap) &&
-             PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
-             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->pressure, w->pressure, n) &&
-             PBD__SCRATCH(g, s->pressure_step, n) && PBD__SCRATCH(g, g->coupled, w->nobjects) &&
-             PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
+             PBD__SCRATCH(g, s->contact_turn, 3 * (size_t)n) && PBD__SCRATCH(g, s->pose_from, w->ncolliders) &&
+             PBD__SCRATCH(g, s->pose_to, w->ncolliders) && PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) &&
+             PBD__UP(g, s->pressure, w->pressure, n) && PBD__SCRATCH(g, s->pressure_step, n) &&
+             PBD__SCRATCH(g, g->coupled, w->nobjects) && PBD__SCRATCH(g, g->coupled_out, w->nobjects) &&
+             pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
              PBD__UP_RECORDS(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
     if (n && !g->refresh) pbd__dzero(s->ncontact, (size_t)n);
@@ -838,7 +839,10 @@ PBD__KERNEL pbd__k_poses(pbd_world *w, int s, int S) {
 }
 
 PBD__KERNEL pbd__k_contacts(pbd_world *w, int per, float h) {
-    PBD__GRID_LOOP(i, w->n) { pbd__contacts_of(w, i, per, h); }
+    PBD__GRID_LOOP(i, w->n) {
+        pbd__contacts_of(w, i, per, h);
+        if (w->ncontact[i]) pbd__contact_turn_clear(w, i); /* as pbd__generate_contacts */
+    }
 }
 
 /* Constraints [b, e) of group gi: one colour (no two share a particle). */
@@ -892,7 +896,7 @@ PBD__KERNEL pbd__k_lra_tighten(pbd_world *w, int li) {
 
 PBD__KERNEL pbd__k_project_contacts(pbd_world *w) {
     PBD__GRID_LOOP(i, w->n) {
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__project_contact(w, pbd__contact_slot(w, i, k));
+        if (w->ncontact[i]) pbd__project_contacts_of(w, i);
     }
 }
 
@@ -902,7 +906,7 @@ PBD__KERNEL pbd__k_velocities(pbd_world *w, float inv_h) {
 
 PBD__KERNEL pbd__k_contact_velocities(pbd_world *w, float h, float threshold) {
     PBD__GRID_LOOP(i, w->n) {
-        for (int k = 0; k < w->ncontact[i]; ++k) pbd__contact_velocity(w, pbd__contact_slot(w, i, k), h, threshold);
+        if (w->ncontact[i]) pbd__contact_velocities_of(w, i, h, threshold);
     }
 }
 
@@ -1216,14 +1220,13 @@ PBD__KERNEL pbd__k_momentum_before(pbd_world *w, pbd__sums S) {
     }
 }
 
-/* the restore (pbd__momentum_restore): moments and pushes per block, ... */
+/* the restore (pbd__momentum_restore): moments and what contacts turned per block, ... */
 PBD__KERNEL pbd__k_restore_blocks(pbd_world *w, pbd__sums S) {
-    PBD__GRID_LOOP(k, (PBD__MOM_N + 1) * S.nobj_blk) { /* per block: its components, then its flag */
+    PBD__GRID_LOOP(k, (PBD__MOM_N + 1) * S.nobj_blk) { /* per block: its components, then its contacts' turn */
         int blk = k / (PBD__MOM_N + 1), c = k % (PBD__MOM_N + 1), o = S.blk_set[blk], b = blk - S.sets[o].blk0;
         const pbd__set *st = &S.sets[o];
         if (!w->object_l[4 * (size_t)o + 3]) continue;
-        int j0 = b * PBD__SUM_BLOCK, n = st->count - j0 < PBD__SUM_BLOCK ? st->count - j0 : PBD__SUM_BLOCK;
-        if (c == PBD__MOM_N) S.flag[blk] = pbd__touched(w, st->first + j0, n);
+        if (c == PBD__MOM_N) pbd__contact_turn_block(w, st->first, st->count, b, 0, 3, &S.lb[3 * blk]);
         else PBD__WITH_CONST(c, pbd__moments_block(w, NULL, st->first, st->count, b, 0, C_, C_ + 1, &S.md[blk]))
     }
 }
@@ -1231,12 +1234,8 @@ PBD__KERNEL pbd__k_restore_blocks(pbd_world *w, pbd__sums S) {
 PBD__KERNEL pbd__k_restore_centre(pbd_world *w, pbd__sums S) {
     PBD__GRID_LOOP(o, w->nobjects) {
         pbd__fit *f = &S.fit[o];
-        const pbd__set *st = &S.sets[o];
         f->mode = -1;
         if (!w->object_l[4 * (size_t)o + 3]) continue;
-        int touched = 0;
-        for (int b = 0; b < pbd__sum_blocks(st->count); ++b) touched |= S.flag[st->blk0 + b];
-        if (touched) continue;
         pbd__moments t;
         pbd__blocks_sum(S, o, S.md, &t);
         if (pbd__fit_centre(&t, f->xc, f->vc)) f->mode = 0;
@@ -1255,13 +1254,18 @@ PBD__KERNEL pbd__k_spin_blocks(pbd_world *w, pbd__sums S, int b0, int b1, int ab
     }
 }
 /* ... the turn per object, ... */
-PBD__KERNEL pbd__k_restore_omega(pbd_world *w, pbd__sums S) {
+PBD__KERNEL pbd__k_restore_omega(pbd_world *w, pbd__sums S, float h) {
     PBD__GRID_LOOP(o, w->nobjects) {
         pbd__fit *f = &S.fit[o];
         if (f->mode < 0) continue;
         pbd__spin t;
         pbd__blocks_sum(S, o, S.sp, &t);
-        if (!pbd__momentum_omega(w->object_l + 4 * (size_t)o, &t, f->om)) f->mode = -1;
+        const pbd__set *st = &S.sets[o];
+        double sum[3] = {0, 0, 0}, target[3];
+        for (int b = 0; b < pbd__sum_blocks(st->count); ++b)
+            for (int a = 0; a < 3; ++a) sum[a] += S.lb[3 * (st->blk0 + b) + a];
+        pbd__momentum_target(w->object_l + 4 * (size_t)o, sum, h, target);
+        if (!pbd__momentum_omega(target, &t, f->om)) f->mode = -1;
     }
 }
 /* ... and the velocities, per block. */
@@ -1375,14 +1379,14 @@ static void pbd__damp_dev(pbd__gpu *g, int s0, int s1, int b0, int b1) {
 /* After the velocity pass: every object's angular momentum restore, then
    its damping (pbd__substep_body's loop over objects: their particles are
    disjoint, so all at once), then the clusters in order. */
-static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w) {
+static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w, float h) {
     const pbd__sums *S = &g->sums;
     pbd_world *dw = g->dw;
     int no = w->nobjects;
     pbd__launch(g, (PBD__MOM_N + 1) * S->nobj_blk, pbd__k_restore_blocks, dw, *S);
     pbd__launch(g, no, pbd__k_restore_centre, dw, *S);
     pbd__launch(g, PBD__SPIN_N * S->nobj_blk, pbd__k_spin_blocks, dw, *S, 0, S->nobj_blk, 1);
-    pbd__launch(g, no, pbd__k_restore_omega, dw, *S);
+    pbd__launch(g, no, pbd__k_restore_omega, dw, *S, h);
     pbd__launch(g, PBD__SUM_BLOCK * S->nobj_blk, pbd__k_restore_apply, dw, *S);
     pbd__damp_dev(g, 0, no, 0, S->nobj_blk);
     for (int c = 0, b0 = S->nobj_blk; c < w->nclusters; b0 += pbd__sum_blocks(w->clusters[c++].count))
@@ -1679,7 +1683,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     if (g->sc_dev) pbd__sc_colors_dev(g, pbd__k_sc_stop, pbd__k_sc_stop_serial);
     pbd__fluid_velocities_dev(g, w, h);
     pbd__plugins_dev(g, w, PBD__PLUGIN_END_SUBSTEP, h, s, S, -1);
-    pbd__restore_and_damp_dev(g, w);
+    pbd__restore_and_damp_dev(g, w, h);
 }
 
 /* The damping fractions of this step's substep h, up to the device. */
