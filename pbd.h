@@ -334,10 +334,10 @@
    stretches like the "tethers = 0" rows while it lands, and static
    friction then holds much of that stretch where it lies: the QUICK
    START cloth dropped on its sphere, at rest after 5 s, has 9% of its
-   edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: 25%
+   edges more than 5% long and its worst 18% at 1/60 s steps (1/30 s: 25%
    and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
-   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%, mean stretch
-   0.27%) where it matters (tests/test_collisions.c,
+   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%) where it
+   matters (tests/test_collisions.c,
    collisions_unpinned_cloth_stretch_on_sphere). A cloth that must
    stretch (a flag that tears) sets tethers = 0 (examples/flag_tear.c).
 
