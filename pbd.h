@@ -120,8 +120,13 @@
        hands out. id 0 is no handle; a handle whose thing was removed, or
        that names nothing, gets PBD_ERROR_INVALID_HANDLE (the slot's
        generation in the handle's high bits changes with each removal, so
-       an old handle never reaches the thing that took its slot). Particles
-       are named by their index (an int), ranges by pbd_range.
+       an old handle never reaches the thing that took its slot). A handle
+       carries no world: each world checks it against its own slots, so
+       one of another world is refused only when this world has no live
+       thing of that kind in its slot and generation; otherwise it names
+       this world's thing (two worlds built alike hand out equal handles).
+       Keep each handle with its world. Particles are named by their
+       index (an int), ranges by pbd_range.
      * Names. Lifecycle calls put the verb first: pbd_add_<thing> and
        pbd_remove_<thing> (every add has its remove), pbd_world_create /
        pbd_world_destroy, pbd_<thing>_desc_default. Everything else puts
@@ -154,6 +159,11 @@
        aborts on input.
      * Units are SI (m, kg, s). Particles are stored as 4 floats
        (x, y, z, inverse mass); pbd_world_positions() returns that array.
+     * Masses and radii: a particle's mass is 0 (pinned) or in
+       [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e12] kg, its radius (a
+       cloth's thickness, a fluid's spacing) at most PBD_MAX_RADIUS = 10 m,
+       wherever one is given or made from a density; anything else is
+       refused (see the constants in "==== world").
      * Zero is a real value for many parameters, so every desc has a
        *_default() function: start from it and change what you need.
      * Lists: a call that hands out a list takes (out, max, *count) in that
@@ -579,14 +589,14 @@ typedef enum pbd_result {
     PBD_ERROR_INVALID_ARGUMENT = -2,   /* a count, flag or parameter is out of its range */
     PBD_ERROR_INDEX_OUT_OF_RANGE = -3, /* a particle, group, object or collider index does not exist */
     PBD_ERROR_NOT_FINITE = -4,         /* NaN or Inf in the input, or made by a step (which is undone) */
-    PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 */
+    PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 (and see PBD_MIN_MASS) */
     PBD_ERROR_DEGENERATE = -6,         /* zero-length edge, zero-area triangle, flat tet, ... */
     PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
     PBD_ERROR_BAD_SNAPSHOT = -10,   /* a buffer that is not a snapshot of this version */
     PBD_ERROR_NOT_CLOSED = -11,     /* a mesh that must be closed and consistently oriented is not */
-    PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing: 0, removed, or from another world's slot */
+    PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing here: 0, removed, or a slot this world lacks */
     PBD_ERROR_UNSUPPORTED = -13     /* not on this machine or in this build (a GPU world): see THE GPU */
 } pbd_result;
 
@@ -636,7 +646,10 @@ typedef struct pbd_world pbd_world;
    PBD_HANDLE_SLOT_BITS bits are the slot + 1 and the high bits the slot's
    generation, which a removal advances, so a handle kept after its thing
    was removed is refused with PBD_ERROR_INVALID_HANDLE instead of naming
-   the thing that takes the slot next. */
+   the thing that takes the slot next. No world is in the id: another
+   world's handle is checked against this world's slots (refused unless
+   the same slot holds a live thing of the same generation here, which it
+   then names). */
 #define PBD_HANDLE_SLOT_BITS 22
 typedef struct pbd_group {
     uint32_t id;
@@ -768,7 +781,10 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    body's or hair's masses and the vertex masses its density makes, a
    fluid's rest_density * spacing^3); anything else is refused: negative
    with PBD_ERROR_NEGATIVE_MASS, NaN or infinite with PBD_ERROR_NOT_FINITE,
-   outside the range with PBD_ERROR_INVALID_ARGUMENT. Why: below about
+   outside the range with PBD_ERROR_INVALID_ARGUMENT (a fluid's particle
+   mass with PBD_ERROR_DEGENERATE, as before the bound). A cloth's or soft
+   body's density must be > 0 when it has no masses: pin vertices with
+   pbd_particle_pin or masses of 0. Why: below about
    3e-39 kg the inverse mass 1 / m the solver runs on is infinite, and
    products of inverse masses and squared gradients leave float range long
    before; above 1e12 kg a particle is no particle (measured: a 1 kg cloth

@@ -1117,8 +1117,10 @@ static const void *pbd_sm__plugin_kind(uint32_t tag) {
    nothing is touched and the error is reported on w, naming the kind:
    PBD_ERROR_NULL_POINTER for no world, PBD_ERROR_INVALID_HANDLE for id 0,
    for an id that names no live plugin (the thing was removed, or the
-   handle is of another world) and for a plugin of another kind (another
-   of pbd_sm.h's kinds, or someone else's plugin). */
+   handle is of another world and its slot is not live here: an id holds
+   no world, so one of another world whose slot and generation this world
+   also holds names this world's plugin) and for a plugin of another kind
+   (another of pbd_sm.h's kinds, or someone else's plugin). */
 static pbd_result pbd_sm__resolve(const pbd_world *w, uint32_t id, uint32_t tag, const char *fn, void **out) {
     const char *kind = pbd_sm__kind(tag);
     *out = NULL;
