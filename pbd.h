@@ -120,8 +120,13 @@
        hands out. id 0 is no handle; a handle whose thing was removed, or
        that names nothing, gets PBD_ERROR_INVALID_HANDLE (the slot's
        generation in the handle's high bits changes with each removal, so
-       an old handle never reaches the thing that took its slot). Particles
-       are named by their index (an int), ranges by pbd_range.
+       an old handle never reaches the thing that took its slot). A handle
+       carries no world: each world checks it against its own slots, so
+       one of another world is refused only when this world has no live
+       thing of that kind in its slot and generation; otherwise it names
+       this world's thing (two worlds built alike hand out equal handles).
+       Keep each handle with its world. Particles are named by their
+       index (an int), ranges by pbd_range.
      * Names. Lifecycle calls put the verb first: pbd_add_<thing> and
        pbd_remove_<thing> (every add has its remove), pbd_world_create /
        pbd_world_destroy, pbd_<thing>_desc_default. Everything else puts
@@ -154,6 +159,11 @@
        aborts on input.
      * Units are SI (m, kg, s). Particles are stored as 4 floats
        (x, y, z, inverse mass); pbd_world_positions() returns that array.
+     * Masses and radii: a particle's mass is 0 (pinned) or in
+       [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e12] kg, its radius (a
+       cloth's thickness, a fluid's spacing) at most PBD_MAX_RADIUS = 10 m,
+       wherever one is given or made from a density; anything else is
+       refused (see the constants in "==== world").
      * Zero is a real value for many parameters, so every desc has a
        *_default() function: start from it and change what you need.
      * Lists: a call that hands out a list takes (out, max, *count) in that
@@ -579,14 +589,14 @@ typedef enum pbd_result {
     PBD_ERROR_INVALID_ARGUMENT = -2,   /* a count, flag or parameter is out of its range */
     PBD_ERROR_INDEX_OUT_OF_RANGE = -3, /* a particle, group, object or collider index does not exist */
     PBD_ERROR_NOT_FINITE = -4,         /* NaN or Inf in the input, or made by a step (which is undone) */
-    PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 */
+    PBD_ERROR_NEGATIVE_MASS = -5,      /* masses and densities must be >= 0 (and see PBD_MIN_MASS) */
     PBD_ERROR_DEGENERATE = -6,         /* zero-length edge, zero-area triangle, flat tet, ... */
     PBD_ERROR_INVALID_TIME_STEP = -7,  /* dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s, or NaN */
     PBD_ERROR_OVERFLOW = -8,           /* sizes whose product overflows */
     PBD_ERROR_OUT_OF_MEMORY = -9,
     PBD_ERROR_BAD_SNAPSHOT = -10,   /* a buffer that is not a snapshot of this version */
     PBD_ERROR_NOT_CLOSED = -11,     /* a mesh that must be closed and consistently oriented is not */
-    PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing: 0, removed, or from another world's slot */
+    PBD_ERROR_INVALID_HANDLE = -12, /* a handle that names nothing here: 0, removed, or a slot this world lacks */
     PBD_ERROR_UNSUPPORTED = -13     /* not on this machine or in this build (a GPU world): see THE GPU */
 } pbd_result;
 
@@ -636,7 +646,10 @@ typedef struct pbd_world pbd_world;
    PBD_HANDLE_SLOT_BITS bits are the slot + 1 and the high bits the slot's
    generation, which a removal advances, so a handle kept after its thing
    was removed is refused with PBD_ERROR_INVALID_HANDLE instead of naming
-   the thing that takes the slot next. */
+   the thing that takes the slot next. No world is in the id: another
+   world's handle is checked against this world's slots (refused unless
+   the same slot holds a live thing of the same generation here, which it
+   then names). */
 #define PBD_HANDLE_SLOT_BITS 22
 typedef struct pbd_group {
     uint32_t id;
@@ -761,6 +774,37 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    accepted). */
 #define PBD_MIN_TIME_STEP 1e-6f
 #define PBD_MAX_TIME_STEP 1.0f
+
+/* The valid particle masses (kg): 0 (a pinned particle) or a mass in
+   [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e12] kg, wherever a mass is given
+   or made (pbd_particles_desc, pbd_particle_set_mass, a cloth's, soft
+   body's or hair's masses and the vertex masses its density makes, a
+   fluid's rest_density * spacing^3); anything else is refused: negative
+   with PBD_ERROR_NEGATIVE_MASS, NaN or infinite with PBD_ERROR_NOT_FINITE,
+   outside the range with PBD_ERROR_INVALID_ARGUMENT (a fluid's particle
+   mass with PBD_ERROR_DEGENERATE, as before the bound). A cloth's or soft
+   body's density must be > 0 when it has no masses: pin vertices with
+   pbd_particle_pin or masses of 0. Why: below about
+   3e-39 kg the inverse mass 1 / m the solver runs on is infinite, and
+   products of inverse masses and squared gradients leave float range long
+   before; above 1e12 kg a particle is no particle (measured: a 1 kg cloth
+   vertex set to 1e13 kg still steps, 1e14 kg makes its bending constraints
+   blow up within a second). What float cannot hold either is a ratio:
+   masses that differ by more than about 1e11 in one object (a 1e12 kg
+   vertex among 1 kg ones, or 1e10 kg among 1e-2 kg) make its constraints
+   unconverged and the step fails with PBD_ERROR_NOT_FINITE, whose message
+   then names the object's lightest and heaviest particles. */
+#define PBD_MIN_MASS 1e-12f
+#define PBD_MAX_MASS 1e12f
+/* The largest particle radius (m): pbd_particles_desc.radius,
+   pbd_particle_set_radius, a cloth's thickness, a soft body's and hair's
+   radius, a fluid's spacing and radius (its kernel radius is at most 4
+   spacings). The hash grid's cells are as wide as the largest particle
+   (or fluid kernel); a 20 m particle is no particle, and a fluid of 1e6 m
+   spacing is a unit error (mm for m): refused with
+   PBD_ERROR_INVALID_ARGUMENT. Colliders are shapes, not particles, and
+   have no such bound. */
+#define PBD_MAX_RADIUS 10.0f
 
 /* Advance by dt seconds (substeps x iterations as in the desc; a world
    with fluids or a pinned cloth may take more substeps: see
@@ -3385,6 +3429,34 @@ static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n
     return PBD_OK;
 }
 
+/* A particle mass (PBD_MIN_MASS): `what` names it, with index >= 0 as
+   what[index]; 0 (pinned) is valid where zero_ok. */
+static pbd_result pbd__check_mass(const pbd_world *w, float m, const char *what, int index, int zero_ok) {
+    char name[64];
+    if (index >= 0) snprintf(name, sizeof name, "%s[%d]", what, index);
+    else snprintf(name, sizeof name, "%s", what);
+    if (!pbd__finite(m)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s = %g is not finite", name, (double)m);
+    if (m < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "%s = %g kg < 0", name, (double)m);
+    if (m == 0 && zero_ok) return PBD_OK;
+    if (!(m >= PBD_MIN_MASS && m <= PBD_MAX_MASS))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "%s = %g kg is outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg%s", name, (double)m,
+                         (double)PBD_MIN_MASS, (double)PBD_MAX_MASS, zero_ok ? " (0 pins the particle)" : "");
+    return PBD_OK;
+}
+/* A particle radius, a cloth's thickness, a fluid's spacing
+   (PBD_MAX_RADIUS); 0 is valid where zero_ok. */
+static pbd_result pbd__check_radius(const pbd_world *w, float r, const char *what, int zero_ok) {
+    if (!pbd__finite(r)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s = %g is not finite", what, (double)r);
+    if (r < 0 || (r == 0 && !zero_ok))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s = %g must be %s", what, (double)r,
+                         zero_ok ? ">= 0" : "> 0");
+    if (r > PBD_MAX_RADIUS)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s = %g m is above PBD_MAX_RADIUS = %g m", what, (double)r,
+                         (double)PBD_MAX_RADIUS);
+    return PBD_OK;
+}
+
 /* A list output (the API's one convention, see "Lists" in the manual):
    out holds max items, may be NULL when max is 0 (a size query); *count
    receives the full length, required. */
@@ -4052,14 +4124,11 @@ static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particle
     if (!pbd__finite(d->mass) || !pbd__finite(d->radius))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass or radius is not finite");
     if (d->masses) {
-        for (int i = 0; i < d->count; ++i)
-            if (d->masses[i] < 0)
-                return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)d->masses[i]);
-    } else if (d->mass < 0) {
-        return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass = %g", (double)d->mass);
+        for (int i = 0; i < d->count; ++i) PBD__TRY(pbd__check_mass(w, d->masses[i], "masses", i, 1));
+    } else {
+        PBD__TRY(pbd__check_mass(w, d->mass, "mass", -1, 1));
     }
-    if (d->radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)d->radius);
-    return PBD_OK;
+    return pbd__check_radius(w, d->radius, "radius", 1);
 }
 
 /* The first run of count free particles (removed ones), or -1. */
@@ -4234,8 +4303,7 @@ static pbd_result pbd__particle_changed(pbd_world *w, int i, const pbd__particle
 PBDDEF pbd_result pbd_particle_set_mass(pbd_world *w, int particle, float mass) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
-    if (!pbd__finite(mass)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass is not finite");
-    if (mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)mass);
+    PBD__TRY(pbd__check_mass(w, mass, "mass", -1, 1));
     pbd__particle_state before = pbd__particle_save(w, particle);
     w->mass[particle] = mass;
     pbd__refresh_inv_mass(w, particle);
@@ -4253,8 +4321,7 @@ PBDDEF pbd_result pbd_particle_get_mass(const pbd_world *w, int particle, float 
 PBDDEF pbd_result pbd_particle_set_radius(pbd_world *w, int particle, float radius) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
-    if (!pbd__finite(radius)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "radius is not finite");
-    if (radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)radius);
+    PBD__TRY(pbd__check_radius(w, radius, "radius", 1));
     w->radius[particle] = radius;
     return PBD_OK;
 }
@@ -6038,27 +6105,33 @@ PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pb
 }
 
 static pbd_result pbd__check_common(const pbd_world *w, const float *positions, int nv, const float *masses,
-                                    float density, float thickness, float damping) {
+                                    float density, float thickness, const char *thickness_name, float damping) {
     PBD__CHECK_PTR(w, positions, "desc.positions");
     if (nv <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d <= 0", nv);
     if (nv > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
     PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)nv, "positions"));
     if (masses) {
         PBD__TRY(pbd__check_finite(w, masses, (size_t)nv, "masses"));
-        for (int i = 0; i < nv; ++i)
-            if (masses[i] < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "masses[%d] = %g", i, (double)masses[i]);
+        for (int i = 0; i < nv; ++i) PBD__TRY(pbd__check_mass(w, masses[i], "masses", i, 1));
     }
     if (!pbd__finite(density) || !pbd__finite(thickness) || !pbd__finite(damping))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "density, thickness or damping is not finite");
-    if (density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "density %g < 0", (double)density);
-    if (thickness < 0 || damping < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness and damping must be >= 0");
+    /* without masses the density makes them: 0 would pin every vertex
+       (pin with pbd_particle_pin, or masses of 0, instead) */
+    if (!masses && density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "density %g < 0", (double)density);
+    if (!masses && !(density > 0))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "density 0 would pin every vertex: give a density > 0 (pin vertices with pbd_particle_pin "
+                         "or masses of 0)");
+    PBD__TRY(pbd__check_radius(w, thickness, thickness_name, 1));
+    if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g must be >= 0", (double)damping);
     return PBD_OK;
 }
 
 static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *d) {
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->thickness, d->damping));
+    PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->thickness, "thickness",
+                               d->damping));
     PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, d->vertex_count, "desc.triangles"));
     PBD__TRY(pbd__check_compliance(w, d->stretch_compliance, d->stretch_stiffness));
     PBD__TRY(pbd__check_compliance(w, d->bending_compliance, d->bending_stiffness));
@@ -6094,6 +6167,16 @@ static pbd_result pbd__add_mesh_particles(pbd_world *w, const float *pos, int nv
             float size = k == 3 ? pbd__eval_area(x, 0, g) : fabsf(pbd__eval_tet(x, 0, g));
             for (int i = 0; i < k; ++i) m[el[i]] += density * size / (float)k;
         }
+        for (int i = 0; i < nv; ++i)
+            if (m[i] != 0 && !(m[i] >= PBD_MIN_MASS && m[i] <= PBD_MAX_MASS)) {
+                float mi = m[i];
+                pbd__free(w, m);
+                return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                 "density %g kg/m^%d makes a vertex mass of %g kg, outside [PBD_MIN_MASS, "
+                                 "PBD_MAX_MASS] = [%g, %g] kg",
+                                 (double)density, k == 3 ? 2 : 3, (double)mi, (double)PBD_MIN_MASS,
+                                 (double)PBD_MAX_MASS);
+            }
     }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
@@ -6355,7 +6438,8 @@ static pbd_result pbd__add_softbody_validated(pbd_world *w, const void *desc, pb
 PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd_object *out) {
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
-    PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->radius, d->damping));
+    PBD__TRY(
+        pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->radius, "radius", d->damping));
     PBD__CHECK_PTR(w, d->tets, "desc.tets");
     if (d->tet_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tet count %d <= 0", d->tet_count);
     if (d->tet_count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d tets overflow", d->tet_count);
@@ -8950,8 +9034,8 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     if (d->rest_density < 0)
         return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
     if (!(d->rest_density > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest density must be > 0");
-    if (!(d->spacing > 0))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "spacing %g must be > 0", (double)d->spacing);
+    PBD__TRY(pbd__check_radius(w, d->spacing, "spacing", 0));
+    PBD__TRY(pbd__check_radius(w, d->radius, "radius", 1));
     float h = d->kernel_radius > 0 ? d->kernel_radius : 2.0f * d->spacing;
     if (d->kernel_radius < 0 || h < d->spacing || h > 4.0f * d->spacing)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "kernel radius %g outside [spacing, 4 spacing]", (double)h);
@@ -8963,9 +9047,14 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
     float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
-    if (!(mass > 0) || !pbd__finite(mass) || !pbd__finite(1.0f / mass) || !pbd__finite(pbd__poly6(0, h)))
-        return pbd__fail(w, PBD_ERROR_DEGENERATE, "particle mass rest_density * spacing^3 = %g is not usable",
-                         (double)mass);
+    if (!(mass >= PBD_MIN_MASS && mass <= PBD_MAX_MASS)) /* (DEGENERATE as before the bounds) */
+        return pbd__fail(w, PBD_ERROR_DEGENERATE,
+                         "the particle mass rest_density * spacing^3 = %g * %g^3 = %g kg is outside [PBD_MIN_MASS, "
+                         "PBD_MAX_MASS] = [%g, %g] kg",
+                         (double)d->rest_density, (double)d->spacing, (double)mass, (double)PBD_MIN_MASS,
+                         (double)PBD_MAX_MASS);
+    if (!pbd__finite(pbd__poly6(0, h)))
+        return pbd__fail(w, PBD_ERROR_DEGENERATE, "kernel radius %g makes a kernel that is not finite", (double)h);
     memset(f, 0, sizeof *f);
     f->rest_density = d->rest_density;
     f->spacing = d->spacing;
@@ -11961,9 +12050,8 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
     if (!(d->length > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "length %g must be > 0", (double)d->length);
-    if (d->mass < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "mass %g < 0", (double)d->mass);
-    if (!(d->mass > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "mass must be > 0");
-    if (d->radius < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "radius %g < 0", (double)d->radius);
+    PBD__TRY(pbd__check_mass(w, d->mass, "mass", -1, 0));
+    PBD__TRY(pbd__check_radius(w, d->radius, "radius", 1));
     if (d->clamped != 0 && d->clamped != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "clamped must be 0 or 1");
     if (d->clamped && d->particles_per_strand < 3)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
@@ -16402,9 +16490,22 @@ static pbd_result pbd__world_step(pbd_world *w, float dt) {
         char obj[32] = "no object";
         if (o >= 0) snprintf(obj, sizeof obj, "object %d", o);
         pbd__step_rollback(w);
+        /* the usual cause that is no input error: masses too far apart
+           for float in one object (PBD_MAX_MASS); the first bad particle
+           is where the blow-up was found, not where it began */
+        int first = o >= 0 ? w->objects[o].first : 0, count = o >= 0 ? w->objects[o].count : w->n, lo = -1, hi = -1;
+        for (int i = first; i < first + count; ++i) {
+            if (!(w->x[i].w > 0)) continue;
+            if (lo < 0 || w->mass[i] < w->mass[lo]) lo = i;
+            if (hi < 0 || w->mass[i] > w->mass[hi]) hi = i;
+        }
+        char span[128] = "";
+        if (lo >= 0 && w->mass[hi] > 1e11f * w->mass[lo])
+            snprintf(span, sizeof span, "; its masses span %g kg (particle %d) to %g kg (particle %d), too far apart",
+                     (double)w->mass[lo], lo, (double)w->mass[hi], hi);
         return pbd__fail(w, PBD_ERROR_NOT_FINITE,
-                         "the step made particle %d (%s) non-finite; the world is back at its state before the step",
-                         bad, obj);
+                         "the step made particle %d (%s) non-finite; the world is back at its state before the step%s",
+                         bad, obj, span);
     }
     pbd__lras_tighten(w);
     w->time += dt;

@@ -578,19 +578,19 @@ typedef struct pbd_sm_body_desc {
     const int *region_start;
     const int *region_particles;
     const float *rest_positions; /* optional particle_count*3; default: the world positions now */
-    const float *masses;         /* optional particle_count, >= 0; default: the world masses
+    const float *masses; /* optional particle_count, 0 or in [PBD_MIN_MASS, PBD_MAX_MASS]; default: the world masses
                                     (a pinned particle keeps its mass, pbd_particle_pin). Taken when
                                     the body is added; particles with inverse mass 0 at a
                                     step (pinned, kinematic) are matched but not moved */
-    pbd_sm_mode mode;            /* default PBD_SM_RIGID */
-    float beta;                  /* LINEAR / QUADRATIC blend in [0, 1]; default 0.5 */
-    float stiffness;             /* alpha in [0, 1] per substep; default 1 */
-    int stiffness_correction;    /* 1 (default): alpha' = 1-(1-alpha)^(1/iterations) */
-    float yield;                 /* plasticity: ||S - I||_F threshold, >= 0; default 0.05 */
-    float creep;                 /* 1/s, >= 0; 0 (default) = no plasticity */
-    float max_plastic;           /* bound on ||S_p - I||_F, > 0; default 1 */
-    int mark_coupled;            /* default 1, see above */
-    int rotation_iterations;     /* per projection, 1..100; default 8 (see below) */
+    pbd_sm_mode mode;    /* default PBD_SM_RIGID */
+    float beta;          /* LINEAR / QUADRATIC blend in [0, 1]; default 0.5 */
+    float stiffness;     /* alpha in [0, 1] per substep; default 1 */
+    int stiffness_correction; /* 1 (default): alpha' = 1-(1-alpha)^(1/iterations) */
+    float yield;              /* plasticity: ||S - I||_F threshold, >= 0; default 0.05 */
+    float creep;              /* 1/s, >= 0; 0 (default) = no plasticity */
+    float max_plastic;        /* bound on ||S_p - I||_F, > 0; default 1 */
+    int mark_coupled;         /* default 1, see above */
+    int rotation_iterations;  /* per projection, 1..100; default 8 (see below) */
 } pbd_sm_body_desc;
 
 PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
@@ -1117,8 +1117,10 @@ static const void *pbd_sm__plugin_kind(uint32_t tag) {
    nothing is touched and the error is reported on w, naming the kind:
    PBD_ERROR_NULL_POINTER for no world, PBD_ERROR_INVALID_HANDLE for id 0,
    for an id that names no live plugin (the thing was removed, or the
-   handle is of another world) and for a plugin of another kind (another
-   of pbd_sm.h's kinds, or someone else's plugin). */
+   handle is of another world and its slot is not live here: an id holds
+   no world, so one of another world whose slot and generation this world
+   also holds names this world's plugin) and for a plugin of another kind
+   (another of pbd_sm.h's kinds, or someone else's plugin). */
 static pbd_result pbd_sm__resolve(const pbd_world *w, uint32_t id, uint32_t tag, const char *fn, void **out) {
     const char *kind = pbd_sm__kind(tag);
     *out = NULL;
@@ -4621,6 +4623,11 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                 res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
                                      "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %g < 0", i,
                                      j, (double)mass[i]);
+            else if (mass[i] != 0 && !(mass[i] >= PBD_MIN_MASS && mass[i] <= PBD_MAX_MASS) && res == PBD_OK)
+                res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                     "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %g kg, "
+                                     "outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg (or 0)",
+                                     i, j, (double)mass[i], (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;

@@ -465,6 +465,211 @@ static pbd_constraints_desc cdesc(int type, const int *idx) {
     return d;
 }
 
+/* Masses are 0 (pinned) or in [PBD_MIN_MASS, PBD_MAX_MASS], radii at most
+   PBD_MAX_RADIUS, at every entry point that takes one or makes one (a
+   density, a fluid's spacing): an inverse mass that is not finite (1e-39,
+   a denormal), a mass the solver's float cannot carry (1e18), a density of
+   0 that pinned a whole cloth and a fluid of 1e6 m spacing were accepted
+   before. Each refusal names the parameter and its value and changes
+   nothing. */
+#define EXPECT_ERR_NAMING(S, expr, want, needle)                                                                  \
+    do {                                                                                                          \
+        EXPECT_ERR(S, expr, want);                                                                                \
+        CHECK_MSG(strstr(pbd_world_last_error((S)->w), needle) != NULL, "%s: \"%s\" does not name \"%s\"", #expr, \
+                  pbd_world_last_error((S)->w), needle);                                                          \
+        CHECK_MSG(pbdt_message_reads_as_words(pbd_world_last_error((S)->w)), "%s: \"%s\" reads as code", #expr,   \
+                  pbd_world_last_error((S)->w));                                                                  \
+    } while (0)
+TEST(errors_mass_and_radius_bounds) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    int f = S.free.first;
+    const float tiny = 1e-39f, denormal = 1e-42f, huge = 1e18f;
+    float p3[6] = {0, 1, 0, 1, 1, 0}, m2[2] = {1, 1};
+    pbd_range out;
+    pbd_particles_desc d0 = pbd_particles_desc_default(), d;
+    d0.positions = p3;
+    d0.count = 2;
+#define ADD_FAILS(field_set, want, needle)                                   \
+    do {                                                                     \
+        d = d0;                                                              \
+        field_set;                                                           \
+        EXPECT_ERR_NAMING(&S, pbd_add_particles(w, &d, &out), want, needle); \
+    } while (0)
+    ADD_FAILS(d.mass = tiny, PBD_ERROR_INVALID_ARGUMENT, "mass = 1e-39 kg");
+    ADD_FAILS(d.mass = denormal, PBD_ERROR_INVALID_ARGUMENT, "PBD_MIN_MASS");
+    ADD_FAILS(d.mass = huge, PBD_ERROR_INVALID_ARGUMENT, "mass = 1e+18 kg");
+    ADD_FAILS(d.mass = 0.5f * PBD_MIN_MASS, PBD_ERROR_INVALID_ARGUMENT, "PBD_MIN_MASS");
+    ADD_FAILS(d.mass = 2.0f * PBD_MAX_MASS, PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
+    ADD_FAILS((m2[1] = tiny, d.masses = m2), PBD_ERROR_INVALID_ARGUMENT, "masses[1] = 1e-39");
+    ADD_FAILS((m2[1] = huge, d.masses = m2), PBD_ERROR_INVALID_ARGUMENT, "masses[1] = 1e+18");
+    m2[1] = 1;
+    ADD_FAILS(d.radius = 1e6f, PBD_ERROR_INVALID_ARGUMENT, "radius = 1e+06 m is above PBD_MAX_RADIUS");
+    ADD_FAILS(d.radius = 2.0f * PBD_MAX_RADIUS, PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_RADIUS");
+#undef ADD_FAILS
+    EXPECT_ERR_NAMING(&S, pbd_particle_set_mass(w, f + 4, tiny), PBD_ERROR_INVALID_ARGUMENT, "mass = 1e-39");
+    EXPECT_ERR_NAMING(&S, pbd_particle_set_mass(w, f + 4, denormal), PBD_ERROR_INVALID_ARGUMENT, "PBD_MIN_MASS");
+    EXPECT_ERR_NAMING(&S, pbd_particle_set_mass(w, f + 4, huge), PBD_ERROR_INVALID_ARGUMENT, "mass = 1e+18");
+    EXPECT_ERR_NAMING(&S, pbd_particle_set_radius(w, f + 4, 1e6f), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_RADIUS");
+
+    /* cloths and soft bodies: given masses, the masses a density makes, density 0, thickness / radius */
+    pbd_mesh m;
+    float o[3] = {5, 1, 5}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(4, 4, o, u, v, &m));
+    float cm[16];
+    for (int i = 0; i < 16; ++i) cm[i] = 0.01f;
+    pbd_cloth_desc c0 = pbd_cloth_desc_default(), c;
+    c0.positions = m.positions;
+    c0.vertex_count = m.vertex_count;
+    c0.triangles = m.triangles;
+    c0.triangle_count = m.triangle_count;
+    CHECK(m.vertex_count <= 16);
+    pbd_object ob;
+    c = c0;
+    c.density = 0; /* pinned every vertex */
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "density 0");
+    c.density = 1e-30f; /* vertex masses below PBD_MIN_MASS */
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "density 1e-30");
+    c.density = 1e30f;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
+    c.reorder = 1; /* the same checks before the Morton order */
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
+    c = c0;
+    cm[5] = tiny;
+    c.masses = cm;
+    c.density = 0; /* unused with masses */
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "masses[5] = 1e-39");
+    cm[5] = huge;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "masses[5] = 1e+18");
+    cm[5] = 0.01f;
+    c = c0;
+    c.thickness = 100;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "thickness = 100");
+    pbd_balloon_desc b = pbd_balloon_desc_default();
+    pbd_mesh sph;
+    float centre[3] = {5, 3, 5};
+    CHECK_OK(pbd_mesh_sphere(1, centre, 0.3f, &sph));
+    b.cloth.positions = sph.positions;
+    b.cloth.vertex_count = sph.vertex_count;
+    b.cloth.triangles = sph.triangles;
+    b.cloth.triangle_count = sph.triangle_count;
+    b.cloth.density = 0;
+    EXPECT_ERR_NAMING(&S, pbd_add_balloon(w, &b, &ob), PBD_ERROR_INVALID_ARGUMENT, "density 0");
+    pbd_mesh_free(&sph);
+    pbd_mesh tm;
+    float lo[3] = {5, 1, 5}, hi[3] = {5.2f, 1.2f, 5.2f};
+    CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &tm));
+    pbd_softbody_desc s0 = pbd_softbody_desc_default(), sb;
+    s0.positions = tm.positions;
+    s0.vertex_count = tm.vertex_count;
+    s0.tets = tm.tets;
+    s0.tet_count = tm.tet_count;
+    sb = s0;
+    sb.density = 0;
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, "density 0");
+    sb.density = 1e-40f;
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, "PBD_MIN_MASS");
+    sb = s0;
+    sb.radius = 1e3f;
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, "radius = 1000");
+    pbd_mesh_free(&tm);
+
+    /* fluids: spacing and radius bounded, the mass rest_density * spacing^3 too */
+    float fp[6] = {5, 1, 5, 5.05f, 1, 5};
+    pbd_fluid_desc fd0 = pbd_fluid_desc_default(), fd;
+    fd0.positions = fp;
+    fd0.count = 2;
+    fd = fd0;
+    fd.spacing = 1e6f;
+    EXPECT_ERR_NAMING(&S, pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "spacing = 1e+06 m is above PBD_MAX_RADIUS");
+    fd = fd0;
+    fd.radius = 50;
+    EXPECT_ERR_NAMING(&S, pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT, "radius = 50");
+    fd = fd0;
+    fd.rest_density = 1e30f; /* 1.25e26 kg a particle */
+    EXPECT_ERR_NAMING(&S, pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_DEGENERATE, "PBD_MAX_MASS");
+    fd = fd0;
+    fd.rest_density = 1e-20f;
+    EXPECT_ERR_NAMING(&S, pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_DEGENERATE, "PBD_MIN_MASS");
+
+    /* hair */
+    float root[3] = {5, 1, 5}, normal[3] = {0, 1, 0};
+    pbd_hair_desc h0 = pbd_hair_desc_default(), h;
+    h0.root_positions = root;
+    h0.root_normals = normal;
+    h0.strand_count = 1;
+    pbd_strands st;
+    h = h0;
+    h.mass = tiny;
+    EXPECT_ERR_NAMING(&S, pbd_add_hair(w, &h, &st, NULL), PBD_ERROR_INVALID_ARGUMENT, "mass = 1e-39");
+    h.mass = huge;
+    EXPECT_ERR_NAMING(&S, pbd_add_hair(w, &h, &st, NULL), PBD_ERROR_INVALID_ARGUMENT, "mass = 1e+18");
+    h = h0;
+    h.radius = 1e3f;
+    EXPECT_ERR_NAMING(&S, pbd_add_hair(w, &h, &st, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_RADIUS");
+
+    /* the bounds themselves are valid */
+    d = d0;
+    float mb[2] = {PBD_MIN_MASS, PBD_MAX_MASS};
+    d.masses = mb;
+    d.radius = PBD_MAX_RADIUS;
+    CHECK_OK(pbd_add_particles(w, &d, &out));
+    CHECK_OK(pbd_particle_set_mass(w, out.first, PBD_MAX_MASS));
+    CHECK_OK(pbd_particle_set_mass(w, out.first, 0));
+    c = c0;
+    c.masses = cm;
+    c.density = 0;
+    CHECK_OK(pbd_add_cloth(w, &c, &ob));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+#undef EXPECT_ERR_NAMING
+
+/* A step that blows up because the masses of one object are too far apart
+   for float (each valid on its own) says so: the first non-finite particle
+   is where the blow-up was found (particle 0 of the cloth), not its cause,
+   so the message names the lightest and the heaviest. */
+TEST(errors_step_names_masses_too_far_apart) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&wd, &w));
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(9, 9, o, u, v, &m));
+    float ms[81];
+    CHECK(m.vertex_count == 81);
+    for (int i = 0; i < 81; ++i) ms[i] = PBD_MIN_MASS;
+    ms[37] = PBD_MAX_MASS;
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m.positions;
+    c.vertex_count = m.vertex_count;
+    c.triangles = m.triangles;
+    c.triangle_count = m.triangle_count;
+    c.masses = ms;
+    pbd_object ob;
+    CHECK_OK(pbd_add_cloth(w, &c, &ob));
+    float ce[3] = {0, 0.5f, 0}, n[3] = {0, 1, 0}, pt[3] = {0, 0, 0};
+    CHECK_OK(pbd_add_collider_sphere(w, ce, 0.3f, 0.5f, NULL));
+    CHECK_OK(pbd_add_collider_plane(w, pt, n, 0.5f, NULL));
+    pbd_result r = PBD_OK;
+    for (int f = 0; f < 300 && r == PBD_OK; ++f) r = pbd_world_step(w, 1.0f / 60.0f);
+    CHECK_MSG(r == PBD_ERROR_NOT_FINITE, "a cloth of 1e-12 kg vertices with one of 1e12 kg stepped (%s)",
+              pbd_result_string(r));
+    if (r == PBD_ERROR_NOT_FINITE) {
+        const char *e = pbd_world_last_error(w);
+        CHECK_MSG(strstr(e, "to 1e+12 kg (particle 37)") && strstr(e, "1e-12 kg (particle 0)"),
+                  "the message \"%s\" does not name the masses too far apart", e);
+        CHECK(pbdt_message_reads_as_words(e));
+    }
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 TEST(errors_constraints) {
     scene S;
     if (!build_scene(&S)) {
@@ -1488,6 +1693,8 @@ void suite_errors(void) {
     RUN(errors_world_create);
     RUN(errors_world_parameters);
     RUN(errors_particles);
+    RUN(errors_mass_and_radius_bounds);
+    RUN(errors_step_names_masses_too_far_apart);
     RUN(errors_constraints);
     RUN(errors_attachments);
     RUN(errors_mesh_volume_group);

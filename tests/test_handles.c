@@ -1626,6 +1626,42 @@ TEST(handles_torn_copies_belong_to_their_cloth) {
     pbd_world_destroy(w2);
     pbd_world_destroy(w);
 }
+/* A handle carries no world: each world checks it against its own slots
+   (pbd.h CONVENTIONS, Handles). One of world A that names a slot world B
+   does not hold, or holds in another generation, is refused by B with
+   PBD_ERROR_INVALID_HANDLE and nothing changed; one whose slot and
+   generation B also holds names B's thing, which the call then acts on. */
+TEST(handles_of_another_world) {
+    pbd_world_desc d = pbd_world_desc_default();
+    pbd_world *a = NULL, *b = NULL;
+    CHECK_OK(pbd_world_create(&d, &a));
+    CHECK_OK(pbd_world_create(&d, &b));
+    float c[3] = {0, 0, 0}, p[3] = {0, 3, 0}, dist = 0;
+    pbd_collider a1, a2, b1;
+    CHECK_OK(pbd_add_collider_sphere(a, c, 1.0f, 0.5f, &a1));
+    CHECK_OK(pbd_add_collider_sphere(a, c, 1.0f, 0.5f, &a2));
+    float cb[3] = {0, 1, 0};
+    CHECK_OK(pbd_add_collider_sphere(b, cb, 0.5f, 0.5f, &b1));
+    /* a2's slot is not one of b's: refused, b unchanged */
+    hsnap before = snap_take(b);
+    CHECK_WORLD_ERROR(b, pbd_collider_distance(b, a2, p, &dist), PBD_ERROR_INVALID_HANDLE, "collider");
+    CHECK_WORLD_ERROR(b, pbd_collider_set_friction(b, a2, 0.1f, 0.1f, 0), PBD_ERROR_INVALID_HANDLE, "collider");
+    hsnap after = snap_take(b);
+    CHECK(before.n > 0 && before.n == after.n && memcmp(before.b, after.b, before.n) == 0);
+    free(before.b);
+    free(after.b);
+    /* a1 has the slot and generation of b1: it names b's sphere */
+    CHECK(a1.id == b1.id);
+    CHECK_OK(pbd_collider_distance(b, a1, p, &dist));
+    CHECK_NEAR(dist, 1.5f, 1e-6f); /* b's sphere (centre y 1, radius 0.5), not a's (distance 2) */
+    /* after b removes and re-adds in that slot, the old generation is refused */
+    CHECK_OK(pbd_remove_collider(b, b1));
+    CHECK_OK(pbd_add_collider_sphere(b, cb, 0.5f, 0.5f, &b1));
+    CHECK(a1.id != b1.id && SLOT(a1.id) == SLOT(b1.id));
+    CHECK_WORLD_ERROR(b, pbd_collider_distance(b, a1, p, &dist), PBD_ERROR_INVALID_HANDLE, "removed");
+    pbd_world_destroy(a);
+    pbd_world_destroy(b);
+}
 
 void suite_handles(void) {
     RUN(handles_group_remove);
@@ -1653,4 +1689,5 @@ void suite_handles(void) {
     RUN(handles_failed_add_changes_nothing);
     RUN(handles_removed_particles_stay_removed);
     RUN(handles_local_vertices_are_not_particles);
+    RUN(handles_of_another_world);
 }

@@ -943,6 +943,14 @@ TEST(sm_shape_bad_input) {
     float neg_m[N] = {1, 1, 1, -1, 1, 1, 1, 1};
     d.masses = neg_m;
     SMS_BAD(PBD_ERROR_NEGATIVE_MASS);
+    float tiny_m[N] = {1, 1, 1, 1e-39f, 1, 1, 1, 1}; /* its inverse is not finite */
+    d.masses = tiny_m;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "is 1e-39 kg, outside");
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    float huge_m[N] = {1, 1, 1, 1e18f, 1, 1, 1, 1};
+    d.masses = huge_m;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     float same[3 * N];
     for (int i = 0; i < 3 * N; ++i) same[i] = 0.5f;
     d.rest_positions = same;
