@@ -329,7 +329,16 @@
    edge during the fall / at rest: 20 x 20 5.4/0.04% (4 substeps),
    32 x 32 6.7/0.07% (5), 48 x 48 7.3/0.08% (7), 100 x 100 9.5/0.07% (14);
    the cost grows with the substeps (a 100 x 100 hanging cloth: 3.5x a
-   4-substep step). An unpinned cloth (the hello-world cloth, the
+   4-substep step). The rule knows gravity only, not a wind or other
+   user acceleration (pbd_world_set_acceleration_field), which it cannot
+   see: the 32 x 32 above under a steady wind across it of 10, 20, 40
+   m/s^2 keeps 5 substeps and hangs blown out with its worst edge at rest
+   at 0.10, 0.15, 0.28% (0.07% without wind; during the fall 7.3, 5.9,
+   4.8%: a steady wind does not worsen the fall). Raising the world's
+   substeps to what the rule would give for the total acceleration,
+   ceil(S sqrt(|g + a| / |g|)) with S the rule's count (6, 8, 11), brings
+   the rest back to 0.07, 0.06, 0.06% (and the fall to 5.5, 3.7, 1.8%);
+   bench/cloth_defaults --wind. For gusts, take the strongest. An unpinned cloth (the hello-world cloth, the
    showcase) keeps the world's substeps, and has no tethers, so it
    stretches like the "tethers = 0" rows while it lands, and static
    friction then holds much of that stretch where it lies: the QUICK
