@@ -132,7 +132,9 @@
    plan (desc.plan).
 
    RIGID BODIES (the defaults: RIGID mode, stiffness 1, one cluster, or
-   regions that all hold every particle) stay rigid under contact: they
+   regions that all hold every particle; a lattice with the defaults,
+   half_width 0, is one cluster of all its cells) stay rigid under
+   contact: they
    are matched again after the world's contacts in every iteration, so a
    body leaves every substep in its rest shape (to float rounding: 1e-6 of
    its size in the tests, which bound it by 0.5% for 1 m drops on a plane,
@@ -142,7 +144,9 @@
    friction and restitution change its velocity as a whole (the bounce of
    restitution e reaches e^2 of the drop height). Particle contacts
    between bodies exchange momentum exactly. Linear and quadratic bodies,
-   and rigid regions that do not span the body, stay deformable: the
+   and rigid regions that do not span the body (a lattice with half_width
+   >= 1 that does not cover it: regions of half-width 1 on a 5 x 4 x 3
+   block let pair distances change by 7-8% in a drop), stay deformable: the
    contacts come after their match and deform them by their stiffness
    (section "shape matching", "Contacts"). The world owns its bodies. Config macro:
    PBD_SM_PARALLEL_MIN, the work (region memberships) from which a body
@@ -232,10 +236,14 @@
    The cloth's stiffness grows with the levels and as the step shrinks
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
    them), so it is stiff at small steps only: a 1 m cloth of 40 x 40
-   vertices hanging from two corners, 5 levels, all defaults, mean / max
-   edge strain after 4 s: one V-cycle per 5 ms step 1.1% / 6.5%, per
-   1/240 s 0.8% / 4.5%, per 1/60 s 13% / 78% (1 level: 720%), per 1/30 s
-   49% / 264%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
+   vertices dropped from the horizontal, hanging from two corners, 5
+   levels, all defaults (bench/sm_cloth_window.c): the worst edge strain
+   over the window 2..4 s (swinging and settling; the mean strain's worst
+   in that window in brackets), and at the instant t = 4 s: one V-cycle
+   per 5 ms step 35% (2.4%), 9.7% at 4 s; per 1/240 s 16% (1.7%), 7.8%
+   at 4 s; per 1/60 s 112% (17%), 99% at 4 s; per 1/30 s 342% (65%),
+   275% at 4 s. Over 0..4 s, the fall included: 35%, 19%, 136%, 416%.
+   The mean strain at 4 s: 1.1%, 0.9%, 14%, 50%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
    1/240 s, as examples/multires_cloth.c does), not one. The triangle kernel has an explicit SIMD path (16, 8 or 4 lanes,
    bit-identical to its scalar reference); build with -fno-math-errno (no
    result changes) so that the compiler can vectorise the edge kernel too.
@@ -533,12 +541,16 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    and a body that a collider holds does not yield at all; so a body
    striking, corner first at 4.4 m/s, a body resting on the ground sinks
    into its lattice of particle spheres (the spheres overlap by 3.5 cm at rest in the tests'
-   scene). Stacks are worse: three rigid 3 x 3 x 3 lattices (spacing
-   0.1 m, particle radius 0.05 m, 0.1 kg particles) stacked at rest on a
-   plane with particle contact on sink into each other (the middle one
-   carries the top one's push with its own weight) and within about 1.3 s
-   at 60 Hz all three lie in one place on the ground, merged, for good;
-   two stay stacked (the upper 1.7 cm into the lower). A rigid-body
+   scene). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
+   lattices with the defaults, spacing 0.1 m, particle radius 0.05 m,
+   0.1 kg particles, stacked face on face at rest on a plane, particle
+   contact on, world defaults at 60 Hz, 10 s) stand, a body sunk into the
+   one below by at most 2.8 mm (two bodies), 5.7 mm (three), 8.7 mm
+   (four), 1.3 cm (five), measured at 1 s, 2 s and 10 s. With every other
+   body shifted 5 cm sideways, two stand 1.2 cm into each other, three
+   sink 1.4 cm at 1 s and creep on to
+   2.5 cm at 10 s, and four or five topple within 10 s, although the load
+   on each body lies well inside its support. A rigid-body
    contact with effective masses on both sides would need the contact
    solver of pbd.h to know the bodies.
 
@@ -616,7 +628,15 @@ PBD_SM_DEF pbd_result pbd_sm_remove_body(pbd_world *w, pbd_sm_body body);
 
 /* A lattice body (Rivers and James 2007): one particle per cell at
    origin + spacing * cell, regions of half-width w (pbd_sm_plan_lattice,
-   owned by the body). body.plan, when set, replaces that plan (any plan
+   owned by the body). The default, half_width 0, makes a rigid body in
+   RIGID mode (the default mode): one cluster of every cell (survey 4.1),
+   matched again after the contacts (RIGID BODIES above); in LINEAR and
+   QUADRATIC mode 0 means regions of half-width 1. A body added with one
+   cluster keeps it when pbd_sm_body_set_mode turns it LINEAR (one linear
+   cluster). A half_width w >= 1 gives every cell the region of the cells
+   within w of it, also in RIGID mode: such a body is rigid only where w
+   spans the whole lattice, and otherwise bends (survey 4.2, Figure 16:
+   larger regions are stiffer). body.plan, when set, replaces that plan (any plan
    over the cells, cell i = local particle i: e.g. naive lists of the same
    regions, to compare summation methods; owned as in pbd_sm_body_desc).
    The body desc's particles, lists, rest positions and masses are
@@ -628,7 +648,9 @@ typedef struct pbd_sm_lattice_desc {
     float spacing;       /* > 0; default 0.1 */
     float particle_mass; /* > 0; default 1 */
     float radius;        /* particle radius; 0 (default): spacing / 2 */
-    int half_width;      /* region half-width w >= 1; default 1 */
+    int half_width;      /* region half-width w >= 0; 0 (default): the whole
+                            body as one cluster in RIGID mode (a rigid body),
+                            1 in LINEAR and QUADRATIC mode */
     pbd_sm_body_desc body;
 } pbd_sm_lattice_desc;
 
@@ -4684,7 +4706,7 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
     memset(&d, 0, sizeof d);
     d.spacing = 0.1f;
     d.particle_mass = 1.0f;
-    d.half_width = 1;
+    d.half_width = 0;
     d.body = pbd_sm_body_desc_default();
     return d;
 }
@@ -4823,9 +4845,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (!d->cells)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: pbd_sm_lattice_desc.cells is NULL");
     int n = d->cell_count;
-    if (n < 1 || d->half_width < 1)
+    if (n < 1 || d->half_width < 0)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_lattice: cell_count %d and half_width %d must be >= 1", n, d->half_width);
+                              "pbd_sm_add_lattice: cell_count %d must be >= 1 and half_width %d >= 0", n,
+                              d->half_width);
     if (!pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) || !pbd_sm__finite(d->radius) ||
         !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || !pbd_sm__finite(d->origin[2]))
         return pbd_world_fail(
@@ -4848,7 +4871,20 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                                                                  bd->creep, bd->max_plastic, bd->rotation_iterations));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
-    res = pbd_world_fail_last(w, pbd_sm__plan_lattice(w, n, d->cells, d->half_width, &plan)); /* validates the cells */
+    /* half_width 0: one cluster of every cell in RIGID mode (a rigid body),
+       else 1 */
+    int whole = d->half_width == 0 && bd->mode == PBD_SM_RIGID;
+    res = pbd_world_fail_last(w, pbd_sm__plan_lattice(w, n, d->cells, d->half_width > 0 ? d->half_width : 1,
+                                                      &plan)); /* validates the cells */
+    if (res == PBD_OK && whole && !user_plan) {
+        pbd_sm_plan_destroy(plan);
+        plan = NULL;
+        int *all = (int *)pbd_sm__alloc_n(w, (size_t)n, sizeof(int)), start[2] = {0, n};
+        if (!all) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_lattice: out of memory");
+        for (int i = 0; i < n && all; ++i) all[i] = i;
+        if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__plan_naive(w, n, 1, start, all, &plan));
+        pbd_sm__free(w, all);
+    }
     if (res == PBD_OK && user_plan) {
         pbd_sm_plan_destroy(plan);
         plan = NULL;

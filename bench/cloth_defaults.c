@@ -28,7 +28,11 @@
                                                          iterations (32 x 32 with and without
                                                          tethers, 100 x 100 with; minutes)
    ./build/<config>/bench/cloth_defaults --candidates   the hello-world cost of other world
-                                                         defaults (8 x 2, 16 x 1, 8 x 4) */
+                                                         defaults (8 x 2, 16 x 1, 8 x 4)
+   ./build/<config>/bench/cloth_defaults --wind         the 32 x 32 defaults under a wind
+                                                         (0, 10, 20, 40 m/s^2 across the cloth,
+                                                         an acceleration field), and with the
+                                                         world's substeps raised for it */
 #include "bench.h"
 
 typedef struct strain_run {
@@ -114,6 +118,15 @@ static pbd_world *hanging_cloth(int n, int substeps, int iterations, int tethers
     return w;
 }
 
+/* --wind: a uniform acceleration along +z (across the hanging cloth), m/s^2,
+   through pbd_world_set_acceleration_field (what a user's wind is). */
+static float wind_accel = 0;
+static void wind_field(void *user, int particle, const float *x, const float *v, double time, float *out) {
+    (void)user, (void)particle, (void)x, (void)v, (void)time;
+    out[0] = out[1] = 0;
+    out[2] = wind_accel;
+}
+
 /* substeps / iterations 0, tethers and damping -1: the defaults. */
 static strain_out measure_strain(strain_run s) {
     strain_out out = {0, 0, 0, 0};
@@ -123,6 +136,7 @@ static strain_out measure_strain(strain_run s) {
         fprintf(stderr, "cloth_defaults: could not build the cloth\n");
         exit(1);
     }
+    if (wind_accel != 0) pbd_world_set_acceleration_field(w, wind_field, NULL);
     out.substeps = pbd_world_step_substeps(w, 1.0f / 60.0f);
     for (int step = 1; step <= 360; ++step) {
         pbd_world_step(w, 1.0f / 60.0f);
@@ -304,6 +318,26 @@ int main(int argc, char **argv) {
                         strain_run s = {n, SUB[a], ITER[b], t, -1.0f};
                         print_strain("hanging_table", s);
                     }
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "--wind") == 0) {
+        /* the cloth's substep rule sees gravity, not the user's field: the
+           defaults under wind, then the world's substeps raised to the
+           rule's count for |g + wind| (ceil(S sqrt(|g + wind| / |g|))) */
+        static const float WIND[] = {0, 10, 20, 40};
+        for (int k = 0; k < 4; ++k) {
+            wind_accel = WIND[k];
+            strain_run now = {32, 0, 0, -1, -1.0f};
+            strain_out o = measure_strain(now);
+            double ratio = sqrt(sqrt(9.81 * 9.81 + (double)wind_accel * wind_accel) / 9.81);
+            strain_run more = {32, (int)ceil(o.substeps * ratio - 1e-9), 0, -1, -1.0f};
+            strain_out m = measure_strain(more);
+            printf("{\"bench\":\"cloth_defaults\",\"scene\":\"hanging_wind\",\"n\":32,\"wind\":%g,"
+                   "\"substeps\":%d,\"fall_max\":%.4f,\"rest_max\":%.4f,\"raised_substeps\":%d,"
+                   "\"raised_fall_max\":%.4f,\"raised_rest_max\":%.4f}\n",
+                   (double)wind_accel, o.substeps, o.fall_max, o.rest_max, more.substeps, m.fall_max, m.rest_max);
+            fflush(stdout);
+        }
         return 0;
     }
     int candidates = argc > 1 && strcmp(argv[1], "--candidates") == 0;

@@ -998,15 +998,16 @@ TEST(sm_shape_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
                       "particles 0 and 1 are in one cell"); /* one cell twice */
     cells[3] = 5;
+    ld.half_width = 1; /* regions of half-width 1 (the default is one cluster): isolated cells */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE,
-                      "region 0: all its rest positions coincide"); /* isolated cells */
+                      "region 0: all its rest positions coincide");
     cells[3] = 1;
     ld.spacing = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "spacing 0 must be > 0");
     ld.spacing = 0.1f;
-    ld.half_width = 0;
+    ld.half_width = -1; /* 0 is the default: the whole body in RIGID mode */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
-                      "cell_count 2 and half_width 0 must be >= 1");
+                      "cell_count 2 must be >= 1 and half_width -1 >= 0");
     ld.half_width = 1;
     ld.particle_mass = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "particle_mass -1 < 0");
