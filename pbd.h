@@ -1626,7 +1626,10 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    new particle (a copy: position, velocity, pin; a kinematic vertex's copy
    is not kinematic, so a hand holds the particle it grabbed and the side
    torn off it falls free; the vertex's mass is shared in proportion to
-   the triangles' areas, so the total is kept), the
+   the triangles' areas, so the total is kept; a split that would leave
+   either side a mass below PBD_MIN_MASS does not happen: the cloth stays
+   whole at that vertex, the other end of the edge is tried instead, and
+   the skipped split is not counted in *splits), the
    object's groups are rewritten (edges on the crack are duplicated,
    bending across it removed, strain-limit triangles renamed) and coloured
    again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
@@ -12635,6 +12638,12 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
         }
     }
     if (na == 0 || nb == 0) return 0;
+    /* the vertex's mass is shared like the builder shares it: by area; a
+       share below PBD_MIN_MASS would be no valid mass, so the vertex stays
+       whole (a pinned vertex, mass 0, splits into two pinned ones) */
+    float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
+    float mass_v = m * s, mass_new = m - mass_v;
+    if (m > 0 && !(mass_v >= PBD_MIN_MASS && mass_new >= PBD_MIN_MASS)) return 0;
     int nv = n0 + k->nsplits;
     for (int i = 0; i < k->ng; ++i)
         if (!pbd__wg_split(w, &k->G[i], v, nv, k->fa, na, k->fb, nb)) return -1;
@@ -12642,12 +12651,10 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
         for (int j = 0; j < 3; ++j)
             if (k->tris[3 * k->tb[i] + j] == v) k->tris[3 * k->tb[i] + j] = nv;
     pbd__tear_surfaces_split(w, k, v, nv, k->fb, nb);
-    /* the vertex's mass is shared like the builder shares it: by area */
-    float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
     pbd__split *sp = &k->splits[k->nsplits++];
     sp->v = v;
-    sp->mass_v = m * s;
-    sp->mass_new = m - sp->mass_v;
+    sp->mass_v = mass_v;
+    sp->mass_new = mass_new;
     for (int i = 0; i < count; ++i) k->touched[mark[i]] = 1;
     k->touched[v] = k->touched[nv] = 1;
     return 1;
