@@ -646,7 +646,7 @@ typedef struct pbd_sm_lattice_desc {
     int cell_count;
     float origin[3];
     float spacing;       /* > 0; default 0.1 */
-    float particle_mass; /* > 0; default 1 */
+    float particle_mass; /* in [PBD_MIN_MASS, PBD_MAX_MASS]; default 1 */
     float radius;        /* particle radius; 0 (default): spacing / 2 */
     int half_width;      /* region half-width w >= 0; 0 (default): the whole
                             body as one cluster in RIGID mode (a rigid body),
@@ -969,7 +969,7 @@ typedef enum pbd_sm_cloth_scheme {
 typedef struct pbd_sm_cloth_desc {
     const float *positions; /* vertex_count*3 rest (and initial) positions */
     int vertex_count;
-    const int *triangles; /* triangle_count*3, a manifold mesh, no zero-area triangle */
+    const int *triangles; /* triangle_count*3, a manifold mesh, no zero-area triangle, every vertex in one */
     int triangle_count;
     const float *initial_positions; /* optional vertex_count*3: start here instead (e.g. a
                                        random or collapsed state); rest shape stays `positions` */
@@ -4860,12 +4860,22 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_lattice: spacing %g must be > 0 and radius %g >= 0", (double)d->spacing,
                               (double)d->radius);
+    /* checked here, not by pbd_add_particles, so that the messages name
+       this desc's fields (its "mass" and "radius" are not the user's) */
     if (d->particle_mass < 0)
         return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: particle_mass %g < 0",
                               (double)d->particle_mass);
-    if (!(d->particle_mass > 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: particle_mass %g must be > 0",
-                              (double)d->particle_mass);
+    if (!(d->particle_mass >= PBD_MIN_MASS && d->particle_mass <= PBD_MAX_MASS))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: particle_mass %g kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = "
+                              "[%g, %g] kg",
+                              (double)d->particle_mass, (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+    const float radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
+    if (radius > PBD_MAX_RADIUS)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: the particle radius %g m (%s) is above PBD_MAX_RADIUS = %g m",
+                              (double)radius, d->radius > 0 ? "radius" : "radius 0: spacing / 2",
+                              (double)PBD_MAX_RADIUS);
     const pbd_sm_body_desc *bd = &d->body;
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
                                                                  bd->creep, bd->max_plastic, bd->rotation_iterations));
@@ -4911,7 +4921,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         pd.positions = pos;
         pd.count = n;
         pd.mass = d->particle_mass;
-        pd.radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
+        pd.radius = radius;
         res = pbd_add_particles(w, &pd, &r);
         if (res != PBD_OK) {
             if (user_plan) b->owns_plan = 0; /* the caller keeps it on failure */
@@ -8789,7 +8799,7 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
         r = pbd_sm__level_finish(mem, F, d->density);
     }
     if (r == PBD_OK)
-        for (int v = 0; v < F->nv; ++v)
+        for (int v = 0; v < F->nv && r == PBD_OK; ++v) /* the first such vertex */
             if (F->vt_start[v + 1] == F->vt_start[v])
                 r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: vertex %d is in no triangle",
                                    v);
@@ -8824,6 +8834,15 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     r = pbd_world_fail_last(w, pbd_sm__cloth_build(w, d, &c));
     if (r != PBD_OK) return r;
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
+    for (int v = 0; v < F->nv; ++v) /* named here: the desc has a density, no masses */
+        if (!(F->mass[v] >= PBD_MIN_MASS && F->mass[v] <= PBD_MAX_MASS)) {
+            r = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                               "pbd_sm_add_cloth: density %g kg/m^2 makes vertex %d a mass of %g kg, outside "
+                               "[PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg",
+                               (double)d->density, v, (double)F->mass[v], (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+            pbd_sm__cloth_free(c);
+            return r;
+        }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = d->initial_positions ? d->initial_positions : d->positions;
     pd.masses = F->mass;
