@@ -994,7 +994,7 @@ typedef struct pbd_sm_cloth_desc {
                                    the triangles mirrored by the collapse never unmirror
                                    (4-9% mean elongation on a 20 x 20 cloth); only rounding
                                    lifts it out, as it does at full size with either scheme */
-    float thickness;                /* particle radius for collisions; default 0.005 */
+    float thickness;                /* particle radius for collisions, <= PBD_MAX_RADIUS; default 0.005 */
     const int *keep_vertices;       /* optional: vertices every level keeps (e.g. those you pin);
                                  boundary corners are always kept */
     int keep_count;
@@ -8728,6 +8728,7 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
                       : !pbd_sm__in01(d->damping)                        ? "damping outside [0, 1]"
                       : !(d->bending_stiffness >= 0)                     ? "bending_stiffness < 0"
                       : !(d->thickness >= 0)                             ? "thickness < 0"
+                      : d->thickness > PBD_MAX_RADIUS                    ? "thickness above PBD_MAX_RADIUS"
                       : d->scheme != PBD_SM_CLOTH_TWO_PASS && d->scheme != PBD_SM_CLOTH_INDEPENDENT_SETS
                           ? "scheme is not a pbd_sm_cloth_scheme"
                       : d->conserve_wrinkles != 0 && d->conserve_wrinkles != 1 ? "conserve_wrinkles is neither 0 nor 1"
