@@ -540,8 +540,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    mass-weighted match, one particle's share of the body per iteration,
    and a body that a collider holds does not yield at all; so a body
    striking, corner first at 4.4 m/s, a body resting on the ground sinks
-   into its lattice of particle spheres (the spheres overlap by 3.5 cm at rest in the tests'
-   scene). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
+   into its lattice of particle spheres (the spheres, 5 cm across, overlap
+   by 3.55 cm at rest in tests/test_sm_rigid.c's
+   sm_rigid_drop_on_body_stays_rigid). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
    lattices with the defaults, spacing 0.1 m, particle radius 0.05 m,
    0.1 kg particles, stacked face on face at rest on a plane, particle
    contact on, world defaults at 60 Hz, 10 s) stand, a body sunk into the
