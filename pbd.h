@@ -819,7 +819,10 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    outside the range with PBD_ERROR_INVALID_ARGUMENT (a fluid's particle
    mass with PBD_ERROR_DEGENERATE, as before the bound). A cloth's or soft
    body's density must be > 0 when it has no masses: pin vertices with
-   pbd_particle_pin or masses of 0. Why: below about
+   pbd_particle_pin or masses of 0; and every vertex must then be in a
+   triangle (a soft body's: in a tetrahedron), else the mesh is refused
+   with PBD_ERROR_INVALID_ARGUMENT naming the vertex (a density would give
+   it mass 0, a pin nobody asked for). Why: below about
    3e-39 kg the inverse mass 1 / m the solver runs on is infinite, and
    products of inverse masses and squared gradients leave float range long
    before; above 1e12 kg a particle is no particle (measured: a 1 kg cloth
@@ -1118,7 +1121,7 @@ typedef struct pbd_cloth_desc {
     int vertex_count;
     const int *triangles; /* triangle_count*3, a manifold mesh (edges shared by <= 2) */
     int triangle_count;
-    const float *masses; /* optional per vertex; else from density */
+    const float *masses; /* optional per vertex; else from density (every vertex must then be in a triangle) */
     float density;       /* kg/m^2: vertex mass = density * (adjacent area) / 3; default 0.2 */
     float stretch_compliance, bending_compliance, area_compliance; /* defaults 0, 1e-3, 0 */
     float stretch_stiffness, bending_stiffness, area_stiffness;    /* PBD mode, defaults 1, 0.1, 1 */
@@ -1153,7 +1156,7 @@ typedef struct pbd_softbody_desc {
     int vertex_count;
     const int *tets; /* tet_count*4, positive volume */
     int tet_count;
-    const float *masses;                      /* optional; else from density */
+    const float *masses;                      /* optional; else from density (every vertex in a tetrahedron) */
     float density;                            /* kg/m^3: vertex mass = density * (adjacent volume) / 4; default 1000 */
     float edge_compliance, volume_compliance; /* m/N and m^5/N, defaults 0 (rigid); see "SOFT BODIES" */
     float edge_stiffness, volume_stiffness;   /* PBD mode, defaults 1, 1 */
@@ -1626,7 +1629,10 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    new particle (a copy: position, velocity, pin; a kinematic vertex's copy
    is not kinematic, so a hand holds the particle it grabbed and the side
    torn off it falls free; the vertex's mass is shared in proportion to
-   the triangles' areas, so the total is kept), the
+   the triangles' areas, so the total is kept; a split that would leave
+   either side a mass below PBD_MIN_MASS does not happen: the cloth stays
+   whole at that vertex, the other end of the edge is tried instead, and
+   the skipped split is not counted in *splits), the
    object's groups are rewritten (edges on the crack are duplicated,
    bending across it removed, strain-limit triangles renamed) and coloured
    again. Tearing runs between steps in pbd_world_tear, which ALLOCATES
@@ -6139,6 +6145,26 @@ PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pb
     return PBD_OK;
 }
 
+/* Without masses a vertex's mass is its share of the elements (k = 3:
+   triangles, 4: tetrahedra, validated) it is in: a vertex in none would get
+   mass 0, which pins it without anyone having asked for a pin. */
+static pbd_result pbd__check_density_covers(const pbd_world *w, const float *masses, const int *elems, int n, int k,
+                                            int nv) {
+    if (masses) return PBD_OK;
+    unsigned char *used = (unsigned char *)pbd__alloc_n((pbd_world *)w, (size_t)nv, 1);
+    if (!used) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    memset(used, 0, (size_t)nv);
+    for (long i = 0; i < (long)k * n; ++i) used[elems[i]] = 1;
+    int lone = -1;
+    for (int i = 0; i < nv && lone < 0; ++i)
+        if (!used[i]) lone = i;
+    pbd__free((pbd_world *)w, used);
+    if (lone < 0) return PBD_OK;
+    return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                     "vertex %d is in no %s: a density gives it no mass (remove it, or give per-vertex masses)", lone,
+                     k == 3 ? "triangle" : "tetrahedron");
+}
+
 static pbd_result pbd__check_common(const pbd_world *w, const float *positions, int nv, const float *masses,
                                     float density, float thickness, const char *thickness_name, float damping) {
     PBD__CHECK_PTR(w, positions, "desc.positions");
@@ -6168,6 +6194,7 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
     PBD__TRY(pbd__check_common(w, d->positions, d->vertex_count, d->masses, d->density, d->thickness, "thickness",
                                d->damping));
     PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, d->vertex_count, "desc.triangles"));
+    PBD__TRY(pbd__check_density_covers(w, d->masses, d->triangles, d->triangle_count, 3, d->vertex_count));
     PBD__TRY(pbd__check_compliance(w, d->stretch_compliance, d->stretch_stiffness));
     PBD__TRY(pbd__check_compliance(w, d->bending_compliance, d->bending_stiffness));
     PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness));
@@ -6203,7 +6230,7 @@ static pbd_result pbd__add_mesh_particles(pbd_world *w, const float *pos, int nv
             for (int i = 0; i < k; ++i) m[el[i]] += density * size / (float)k;
         }
         for (int i = 0; i < nv; ++i)
-            if (m[i] != 0 && !(m[i] >= PBD_MIN_MASS && m[i] <= PBD_MAX_MASS)) {
+            if (!(m[i] >= PBD_MIN_MASS && m[i] <= PBD_MAX_MASS)) { /* every vertex is in an element (checked) */
                 float mi = m[i];
                 pbd__free(w, m);
                 return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
@@ -6501,6 +6528,7 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         if (!(vol > PBD__SLIVER_MIN * edge * edge * edge))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
     }
+    PBD__TRY(pbd__check_density_covers(w, d->masses, d->tets, d->tet_count, 4, d->vertex_count));
     pbd_softbody_desc c = *d;
     pbd__mesh_ref ref = {&c.positions, &c.masses, &c.tets, c.vertex_count, c.tet_count, 4};
     return pbd__build_in_order(w, d->reorder, d->permutation, ref, pbd__add_softbody_validated, &c, out);
@@ -12635,6 +12663,12 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
         }
     }
     if (na == 0 || nb == 0) return 0;
+    /* the vertex's mass is shared like the builder shares it: by area; a
+       share below PBD_MIN_MASS would be no valid mass, so the vertex stays
+       whole (a pinned vertex, mass 0, splits into two pinned ones) */
+    float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
+    float mass_v = m * s, mass_new = m - mass_v;
+    if (m > 0 && !(mass_v >= PBD_MIN_MASS && mass_new >= PBD_MIN_MASS)) return 0;
     int nv = n0 + k->nsplits;
     for (int i = 0; i < k->ng; ++i)
         if (!pbd__wg_split(w, &k->G[i], v, nv, k->fa, na, k->fb, nb)) return -1;
@@ -12642,12 +12676,10 @@ static int pbd__try_split(pbd_world *w, const pbd__tear *T, pbd__tear_work *k, i
         for (int j = 0; j < 3; ++j)
             if (k->tris[3 * k->tb[i] + j] == v) k->tris[3 * k->tb[i] + j] = nv;
     pbd__tear_surfaces_split(w, k, v, nv, k->fb, nb);
-    /* the vertex's mass is shared like the builder shares it: by area */
-    float m = w->mass[v], s = area_a + area_b > 0 ? area_a / (area_a + area_b) : 0.5f;
     pbd__split *sp = &k->splits[k->nsplits++];
     sp->v = v;
-    sp->mass_v = m * s;
-    sp->mass_new = m - sp->mass_v;
+    sp->mass_v = mass_v;
+    sp->mass_new = mass_new;
     for (int i = 0; i < count; ++i) k->touched[mark[i]] = 1;
     k->touched[v] = k->touched[nv] = 1;
     return 1;

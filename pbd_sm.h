@@ -540,8 +540,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    mass-weighted match, one particle's share of the body per iteration,
    and a body that a collider holds does not yield at all; so a body
    striking, corner first at 4.4 m/s, a body resting on the ground sinks
-   into its lattice of particle spheres (the spheres overlap by 3.5 cm at rest in the tests'
-   scene). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
+   into its lattice of particle spheres (the spheres, 5 cm across, overlap
+   by 3.55 cm at rest in tests/test_sm_rigid.c's
+   sm_rigid_drop_on_body_stays_rigid). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
    lattices with the defaults, spacing 0.1 m, particle radius 0.05 m,
    0.1 kg particles, stacked face on face at rest on a plane, particle
    contact on, world defaults at 60 Hz, 10 s) stand, a body sunk into the
@@ -646,7 +647,7 @@ typedef struct pbd_sm_lattice_desc {
     int cell_count;
     float origin[3];
     float spacing;       /* > 0; default 0.1 */
-    float particle_mass; /* > 0; default 1 */
+    float particle_mass; /* in [PBD_MIN_MASS, PBD_MAX_MASS]; default 1 */
     float radius;        /* particle radius; 0 (default): spacing / 2 */
     int half_width;      /* region half-width w >= 0; 0 (default): the whole
                             body as one cluster in RIGID mode (a rigid body),
@@ -969,7 +970,7 @@ typedef enum pbd_sm_cloth_scheme {
 typedef struct pbd_sm_cloth_desc {
     const float *positions; /* vertex_count*3 rest (and initial) positions */
     int vertex_count;
-    const int *triangles; /* triangle_count*3, a manifold mesh, no zero-area triangle */
+    const int *triangles; /* triangle_count*3, a manifold mesh, no zero-area triangle, every vertex in one */
     int triangle_count;
     const float *initial_positions; /* optional vertex_count*3: start here instead (e.g. a
                                        random or collapsed state); rest shape stays `positions` */
@@ -994,7 +995,7 @@ typedef struct pbd_sm_cloth_desc {
                                    the triangles mirrored by the collapse never unmirror
                                    (4-9% mean elongation on a 20 x 20 cloth); only rounding
                                    lifts it out, as it does at full size with either scheme */
-    float thickness;                /* particle radius for collisions; default 0.005 */
+    float thickness;                /* particle radius for collisions, <= PBD_MAX_RADIUS; default 0.005 */
     const int *keep_vertices;       /* optional: vertices every level keeps (e.g. those you pin);
                                  boundary corners are always kept */
     int keep_count;
@@ -4860,12 +4861,22 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_lattice: spacing %g must be > 0 and radius %g >= 0", (double)d->spacing,
                               (double)d->radius);
+    /* checked here, not by pbd_add_particles, so that the messages name
+       this desc's fields (its "mass" and "radius" are not the user's) */
     if (d->particle_mass < 0)
         return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: particle_mass %g < 0",
                               (double)d->particle_mass);
-    if (!(d->particle_mass > 0))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: particle_mass %g must be > 0",
-                              (double)d->particle_mass);
+    if (!(d->particle_mass >= PBD_MIN_MASS && d->particle_mass <= PBD_MAX_MASS))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: particle_mass %g kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = "
+                              "[%g, %g] kg",
+                              (double)d->particle_mass, (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+    const float radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
+    if (radius > PBD_MAX_RADIUS)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_lattice: the particle radius %g m (%s) is above PBD_MAX_RADIUS = %g m",
+                              (double)radius, d->radius > 0 ? "radius" : "radius 0: spacing / 2",
+                              (double)PBD_MAX_RADIUS);
     const pbd_sm_body_desc *bd = &d->body;
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
                                                                  bd->creep, bd->max_plastic, bd->rotation_iterations));
@@ -4911,7 +4922,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         pd.positions = pos;
         pd.count = n;
         pd.mass = d->particle_mass;
-        pd.radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
+        pd.radius = radius;
         res = pbd_add_particles(w, &pd, &r);
         if (res != PBD_OK) {
             if (user_plan) b->owns_plan = 0; /* the caller keeps it on failure */
@@ -8718,6 +8729,7 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
                       : !pbd_sm__in01(d->damping)                        ? "damping outside [0, 1]"
                       : !(d->bending_stiffness >= 0)                     ? "bending_stiffness < 0"
                       : !(d->thickness >= 0)                             ? "thickness < 0"
+                      : d->thickness > PBD_MAX_RADIUS                    ? "thickness above PBD_MAX_RADIUS"
                       : d->scheme != PBD_SM_CLOTH_TWO_PASS && d->scheme != PBD_SM_CLOTH_INDEPENDENT_SETS
                           ? "scheme is not a pbd_sm_cloth_scheme"
                       : d->conserve_wrinkles != 0 && d->conserve_wrinkles != 1 ? "conserve_wrinkles is neither 0 nor 1"
@@ -8789,7 +8801,7 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
         r = pbd_sm__level_finish(mem, F, d->density);
     }
     if (r == PBD_OK)
-        for (int v = 0; v < F->nv; ++v)
+        for (int v = 0; v < F->nv && r == PBD_OK; ++v) /* the first such vertex */
             if (F->vt_start[v + 1] == F->vt_start[v])
                 r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: vertex %d is in no triangle",
                                    v);
@@ -8824,6 +8836,15 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     r = pbd_world_fail_last(w, pbd_sm__cloth_build(w, d, &c));
     if (r != PBD_OK) return r;
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
+    for (int v = 0; v < F->nv; ++v) /* named here: the desc has a density, no masses */
+        if (!(F->mass[v] >= PBD_MIN_MASS && F->mass[v] <= PBD_MAX_MASS)) {
+            r = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                               "pbd_sm_add_cloth: density %g kg/m^2 makes vertex %d a mass of %g kg, outside "
+                               "[PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg",
+                               (double)d->density, v, (double)F->mass[v], (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+            pbd_sm__cloth_free(c);
+            return r;
+        }
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = d->initial_positions ? d->initial_positions : d->positions;
     pd.masses = F->mass;

@@ -1373,17 +1373,18 @@ static int pbd_up__int_cmp(const void *pa, const void *pb) {
     return x < y ? -1 : (x > y);
 }
 
-/* Checks a triangle list: indices in range, three distinct corners. */
-static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv) {
+/* Checks a triangle list: indices in range, three distinct corners; the
+   message starts with what, the field they came from (a wrinkle checks
+   two meshes). */
+static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv, const char *what) {
     for (long t = 0; t < (long)nt; ++t) {
         const int *v = tris + 3 * t;
         for (int k = 0; k < 3; ++k)
             if (v[k] < 0 || v[k] >= nv)
-                return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle %ld names vertex %d, outside 0..%d",
-                                      t, v[k], nv - 1);
-        if (v[0] == v[1]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[0]);
-        if (v[1] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[1]);
-        if (v[0] == v[2]) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "triangle %ld repeats vertex %d", t, v[0]);
+                return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
+                                      "%s: triangle %ld names vertex %d, outside 0..%d", what, t, v[k], nv - 1);
+        int r = v[0] == v[1] || v[0] == v[2] ? v[0] : v[1] == v[2] ? v[1] : -1;
+        if (r >= 0) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "%s: triangle %ld repeats vertex %d", what, t, r);
     }
     return PBD_OK;
 }
@@ -1584,7 +1585,7 @@ static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "%d triangles at %d levels make %lld triangles, too many (at most %d)", nt, levels,
                               (long long)nt << (2 * levels), INT_MAX / 12);
-    pbd_result r = pbd_up__check_triangles(tris, nt, nv);
+    pbd_result r = pbd_up__check_triangles(tris, nt, nv, "triangles");
     if (r != PBD_OK) return r;
     int *cur = (int *)pbd_up__alloc_array((size_t)nt * 3, sizeof(int));
     if (!cur || !pbd_up__csrd_init(S, nv, nv)) {
@@ -1743,7 +1744,7 @@ static pbd_result pbd_up__subdiv_prepare(pbd_up_model *m) {
                    ? r
                    : pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "model: its subdivision stencil is invalid (%s)",
                                     pbd_result_string(r));
-    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n) != PBD_OK)
+    if (pbd_up__check_triangles(s->triangles, s->triangle_count, n, "model") != PBD_OK)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "model: the subdivided triangles are invalid (%d detail vertices)", n);
     if (s->has_detail && !pbd_up__finite(s->detail, (size_t)n * 3))
@@ -2454,8 +2455,11 @@ static pbd_result pbd_up__wrinkle_check(const pbd_up_wrinkle_desc *d) {
                               pbd_up__finite(d->coarse_positions, (size_t)d->coarse_count * 3) ? "fine_positions"
                                                                                                : "coarse_positions",
                               d->coarse_count, d->fine_count);
-    pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count);
-    if (r == PBD_OK) r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count);
+    pbd_result r = pbd_up__check_triangles(d->coarse_triangles, d->coarse_triangle_count, d->coarse_count,
+                                           "pbd_up_wrinkle_create: coarse_triangles");
+    if (r == PBD_OK)
+        r = pbd_up__check_triangles(d->fine_triangles, d->fine_triangle_count, d->fine_count,
+                                    "pbd_up_wrinkle_create: fine_triangles");
     if (r != PBD_OK) return r;
     float n[3];
     for (int t = 0; t < d->coarse_triangle_count; ++t)
@@ -3263,8 +3267,10 @@ static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
 
 static int pbd_up__training_valid(const pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    return pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count) == PBD_OK &&
-           pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count) == PBD_OK &&
+    return pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count, "training") ==
+               PBD_OK &&
+           pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count, "training") ==
+               PBD_OK &&
            pbd_up__finite(t->coarse_rest, cc) && pbd_up__finite(t->detail_rest, dc) &&
            pbd_up__finite(t->coarse, cc * nf) && pbd_up__finite(t->detail, dc * nf);
 }
@@ -4345,7 +4351,7 @@ static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tri
     if (nt < 1 || frames < min_frames)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "coarse_triangle_count %d must be >= 1 and frame_count %d >= %d", nt, frames, min_frames);
-    pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count);
+    pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count, "coarse_triangles");
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
     if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames)

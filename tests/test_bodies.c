@@ -163,6 +163,42 @@ static double tets_volume(const pbd_world *w, int first, const int *perm, const 
     return v;
 }
 
+/* ---- soft boxes ------------------------------------------------------------ */
+
+/* A soft box of 4 x 4 x 4 nodes (135 tets) between lo and hi: vertex i of
+   b->m is world particle b->first + b->perm[i]; b->top and b->bot are the
+   particles of its top and bottom layers (16 each). */
+typedef struct soft_box {
+    pbd_mesh m; /* freed by soft_box_free */
+    pbd_object obj;
+    int first, perm[64], top[16], bot[16];
+} soft_box;
+
+/* Adds it with sd's parameters (compliances, radius, volume constraints;
+   its mesh fields are filled here). 0 on a failure (b->m freed). */
+static int soft_box_add(pbd_world *w, const float *lo, const float *hi, pbd_softbody_desc sd, soft_box *b) {
+    memset(b, 0, sizeof *b);
+    if (pbd_mesh_tet_box(4, 4, 4, lo, hi, &b->m) != PBD_OK) return 0;
+    sd.positions = b->m.positions;
+    sd.vertex_count = b->m.vertex_count;
+    sd.tets = b->m.tets;
+    sd.tet_count = b->m.tet_count;
+    sd.permutation = b->perm;
+    int ok = b->m.vertex_count == 64 && b->m.tet_count == 135 && pbd_add_softbody(w, &sd, &b->obj) == PBD_OK;
+    int ntop = 0, nbot = 0;
+    if (ok) b->first = pbdt_parts(w, b->obj).particles.first;
+    for (int i = 0; ok && i < 64; ++i) {
+        float y = b->m.positions[3 * i + 1];
+        if (fabsf(y - hi[1]) < 1e-5f && ntop < 16) b->top[ntop++] = b->first + b->perm[i];
+        if (fabsf(y - lo[1]) < 1e-5f && nbot < 16) b->bot[nbot++] = b->first + b->perm[i];
+    }
+    ok = ok && ntop == 16 && nbot == 16;
+    if (!ok) pbd_mesh_free(&b->m);
+    return ok;
+}
+
+static void soft_box_free(soft_box *b) { pbd_mesh_free(&b->m); }
+
 /* A 0.3 m soft box (4x4x4 nodes, compliant edges) on a ground plane; its
    top face is a heavy rigid plate (the core has no particle-particle
    contact yet): 20 kg per top node, 320 kg in all, tied together by rigid
@@ -171,33 +207,20 @@ static double tets_volume(const pbd_world *w, int first, const int *perm, const 
 static double squeezed_box(int volume_constraints, double *height) {
     pbd_world *w = pbdt_world(-9.81f);
     if (!w) return -1;
-    pbd_mesh m;
     const float r = 0.01f;
-    float lo[3] = {-0.15f, 0.0f, -0.15f}, hi[3] = {0.15f, 0.3f, 0.15f};
-    lo[1] += r;
-    hi[1] += r;
-    if (pbd_mesh_tet_box(4, 4, 4, lo, hi, &m) != PBD_OK) {
-        pbd_world_destroy(w);
-        return -1;
-    }
+    float lo[3] = {-0.15f, r, -0.15f}, hi[3] = {0.15f, 0.3f + r, 0.15f};
     pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions;
-    sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets;
-    sd.tet_count = m.tet_count;
     sd.edge_compliance = 1e-4f;
     sd.volume_compliance = 0.0f;
     sd.volume_constraints = volume_constraints;
     sd.radius = r;
-    int perm[64];
-    sd.permutation = perm;
-    pbd_object box = {0};
-    int ok = m.vertex_count == 64 && pbd_add_softbody(w, &sd, &box) == PBD_OK;
-    int first = pbdt_parts(w, box).particles.first;
-    int top[64], ntop = 0;
-    for (int i = 0; ok && i < m.vertex_count && ntop < 64; ++i)
-        if (fabsf(m.positions[3 * i + 1] - hi[1]) < 1e-5f) top[ntop++] = first + perm[i];
-    ok = ok && ntop == 16;
+    soft_box b;
+    if (!soft_box_add(w, lo, hi, sd, &b)) {
+        pbd_world_destroy(w);
+        return -1;
+    }
+    const int *top = b.top, ntop = 16;
+    int ok = 1;
     for (int i = 0; ok && i < ntop; ++i) ok = pbd_particle_set_mass(w, top[i], 20.0f) == PBD_OK;
     int pairs[2 * 16 * 15 / 2], np = 0;
     for (int i = 0; i < ntop; ++i)
@@ -216,17 +239,17 @@ static double squeezed_box(int volume_constraints, double *height) {
     float o[3] = {0, 0, 0}, n[3] = {0, 1, 0};
     ok = ok && pbd_add_collider_plane(w, o, n, 0.5f, NULL) == PBD_OK;
     ok = ok && pbd_world_set_point_damping(w, 3.0f) == PBD_OK;
-    double v0 = tets_volume(w, first, perm, &m);
+    double v0 = tets_volume(w, b.first, b.perm, &b.m);
     for (int s = 0; ok && s < 180; ++s) ok = pbd_world_step(w, 1.0f / 60.0f) == PBD_OK && bodies_finite(w);
     double ratio = -1;
     if (ok) {
-        ratio = tets_volume(w, first, perm, &m) / v0;
+        ratio = tets_volume(w, b.first, b.perm, &b.m) / v0;
         const float *x = pbd_world_positions(w);
         double ytop = 0;
         for (int i = 0; i < ntop; ++i) ytop += x[4 * top[i] + 1];
         *height = (ytop / ntop - r) / 0.3;
     }
-    pbd_mesh_free(&m);
+    soft_box_free(&b);
     pbd_world_destroy(w);
     return ratio;
 }
@@ -291,19 +314,16 @@ static crush_run crushed_box(int how, int steps) {
     memset(&out, 0, sizeof out);
     pbd_world *w = pbdt_world(0.0f);
     if (!w) return out;
-    pbd_mesh m;
     float lo[3] = {-0.1f, 0.0f, -0.1f}, hi[3] = {0.1f, 0.2f, 0.1f};
-    if (pbd_mesh_tet_box(4, 4, 4, lo, hi, &m) != PBD_OK) {
+    soft_box b;
+    if (!soft_box_add(w, lo, hi, pbd_softbody_desc_default(), &b)) {
         pbd_world_destroy(w);
         return out;
     }
-    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
-    int perm[64];
-    sd.permutation = perm;
-    pbd_object box = {0};
-    int ok = m.vertex_count == 64 && pbd_add_softbody(w, &sd, &box) == PBD_OK;
-    pbd_range r = pbdt_parts(w, box).particles;
-    const int first = r.first;
+    const pbd_mesh m = b.m;
+    const int *perm = b.perm, first = b.first;
+    pbd_range r = pbdt_parts(w, b.obj).particles;
+    int ok = 1;
     float xs[3 * 64];
     ok = ok && pbd_particles_get_positions(w, r, xs) == PBD_OK;
     const float fold = 0.45f * 0.2f;
@@ -353,7 +373,7 @@ static crush_run crushed_box(int how, int steps) {
     }
     out.v_end = v / v0;
     out.ok = ok;
-    pbd_mesh_free(&m);
+    soft_box_free(&b);
     pbd_world_destroy(w);
     return out;
 }
@@ -367,29 +387,18 @@ static crush_run crushed_box(int how, int steps) {
 static double sagging_box(float edge_compliance, float volume_compliance, double *worst) {
     pbd_world *w = pbdt_world(-9.81f);
     if (!w) return -1;
-    pbd_mesh m;
     const float rad = 0.01f, h = 0.2f;
     float lo[3] = {-0.1f, rad, -0.1f}, hi[3] = {0.1f, rad + h, 0.1f};
-    if (pbd_mesh_tet_box(4, 4, 4, lo, hi, &m) != PBD_OK) {
+    pbd_softbody_desc sd = pbd_softbody_desc_default();
+    sd.edge_compliance = edge_compliance;
+    sd.volume_compliance = volume_compliance;
+    soft_box b;
+    if (!soft_box_add(w, lo, hi, sd, &b)) {
         pbd_world_destroy(w);
         return -1;
     }
-    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
-    sd.edge_compliance = edge_compliance;
-    sd.volume_compliance = volume_compliance;
-    int perm[64];
-    sd.permutation = perm;
-    pbd_object box = {0};
-    int ok = m.vertex_count == 64 && pbd_add_softbody(w, &sd, &box) == PBD_OK;
-    int first = pbdt_parts(w, box).particles.first;
-    int top[64], ntop = 0, bot[64], nbot = 0;
-    for (int i = 0; ok && i < m.vertex_count; ++i) {
-        if (fabsf(m.positions[3 * i + 1] - hi[1]) < 1e-6f) top[ntop++] = first + perm[i];
-        if (fabsf(m.positions[3 * i + 1] - lo[1]) < 1e-6f) bot[nbot++] = first + perm[i];
-    }
-    ok = ok && ntop == 16 && nbot == 16;
     float o[3] = {0, 0, 0}, n[3] = {0, 1, 0};
-    ok = ok && pbd_add_collider_plane(w, o, n, 0.5f, NULL) == PBD_OK;
+    int ok = pbd_add_collider_plane(w, o, n, 0.5f, NULL) == PBD_OK;
     double sum = 0;
     int count = 0;
     *worst = 0;
@@ -398,14 +407,14 @@ static double sagging_box(float edge_compliance, float volume_compliance, double
         if (!ok || s < 120) continue;
         const float *x = pbd_world_positions(w);
         double yt = 0, yb = 0;
-        for (int i = 0; i < ntop; ++i) yt += x[4 * top[i] + 1] / ntop;
-        for (int i = 0; i < nbot; ++i) yb += x[4 * bot[i] + 1] / nbot;
+        for (int i = 0; i < 16; ++i) yt += x[4 * b.top[i] + 1] / 16;
+        for (int i = 0; i < 16; ++i) yb += x[4 * b.bot[i] + 1] / 16;
         double sag = 1.0 - (yt - yb) / h;
         sum += sag;
         count++;
         if (sag > *worst) *worst = sag;
     }
-    pbd_mesh_free(&m);
+    soft_box_free(&b);
     pbd_world_destroy(w);
     return ok && count ? sum / count : -1;
 }

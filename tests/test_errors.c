@@ -628,6 +628,84 @@ TEST(errors_mass_and_radius_bounds) {
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
+/* A vertex in no triangle (no tetrahedron) gets no share of a density:
+   mass 0 would pin it silently, so the mesh is refused, naming the vertex
+   in the caller's numbering (the check comes before the Morton order);
+   with per-vertex masses the same mesh is fine (the vertex is a free
+   particle). */
+TEST(errors_density_leaves_no_vertex_massless) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    pbd_object ob;
+    pbd_mesh m;
+    float o[3] = {5, 1, 5}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &m)); /* 9 vertices, then a 10th in no triangle */
+    float pos[30], mass[10];
+    memcpy(pos, m.positions, sizeof(float) * 27);
+    pos[27] = 5.5f, pos[28] = 2, pos[29] = 5.5f;
+    for (int i = 0; i < 10; ++i) mass[i] = 0.01f;
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = pos;
+    c.vertex_count = 10;
+    c.triangles = m.triangles;
+    c.triangle_count = m.triangle_count;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "vertex 9 is in no triangle");
+    c.reorder = 1;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "vertex 9 is in no triangle");
+    pbd_balloon_desc b = pbd_balloon_desc_default();
+    pbd_mesh sph;
+    float centre[3] = {5, 3, 5};
+    CHECK_OK(pbd_mesh_sphere(1, centre, 0.3f, &sph));
+    float *bp = (float *)malloc(sizeof(float) * 3 * (size_t)(sph.vertex_count + 1));
+    memcpy(bp, sph.positions, sizeof(float) * 3 * (size_t)sph.vertex_count);
+    bp[3 * sph.vertex_count] = 5, bp[3 * sph.vertex_count + 1] = 4, bp[3 * sph.vertex_count + 2] = 5;
+    b.cloth.positions = bp;
+    b.cloth.vertex_count = sph.vertex_count + 1;
+    b.cloth.triangles = sph.triangles;
+    b.cloth.triangle_count = sph.triangle_count;
+    EXPECT_ERR_NAMING(&S, pbd_add_balloon(w, &b, &ob), PBD_ERROR_INVALID_ARGUMENT, "is in no triangle");
+    free(bp);
+    pbd_mesh_free(&sph);
+
+    pbd_mesh tm;
+    float lo[3] = {5, 1, 5}, hi[3] = {5.2f, 1.2f, 5.2f};
+    CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &tm)); /* 8 vertices, 5 tets: vertex 0 in one of them */
+    int tets[20];
+    CHECK(tm.tet_count == 5 && tm.vertex_count == 8);
+    int kept = 0, lone = -1, used[8] = {0}; /* drop the tets of vertex tets[0]: it, and maybe others, in none */
+    for (int t = 0; t < 5; ++t) {
+        int has = 0;
+        for (int i = 0; i < 4; ++i) has |= tm.tets[4 * t + i] == tm.tets[0];
+        if (!has) memcpy(tets + 4 * kept++, tm.tets + 4 * t, sizeof(int) * 4);
+    }
+    for (int i = 0; i < 4 * kept; ++i) used[tets[i]] = 1;
+    for (int i = 7; i >= 0; --i) lone = used[i] ? lone : i; /* the first in no tet: the message names it */
+    CHECK(kept > 0 && lone >= 0);
+    char needle[64];
+    snprintf(needle, sizeof needle, "vertex %d is in no tetrahedron", lone);
+    pbd_softbody_desc sb = pbd_softbody_desc_default();
+    sb.positions = tm.positions;
+    sb.vertex_count = tm.vertex_count;
+    sb.tets = tets;
+    sb.tet_count = kept;
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, needle);
+    sb.reorder = 1;
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, needle);
+
+    /* given masses: the lone vertices are free particles of their own mass */
+    c.masses = mass;
+    CHECK_OK(pbd_add_cloth(w, &c, &ob));
+    sb.masses = mass;
+    CHECK_OK(pbd_add_softbody(w, &sb, &ob));
+    pbd_mesh_free(&tm);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 #undef EXPECT_ERR_NAMING
 
 /* A step that blows up because the masses of one object are too far apart
@@ -1694,6 +1772,7 @@ void suite_errors(void) {
     RUN(errors_world_parameters);
     RUN(errors_particles);
     RUN(errors_mass_and_radius_bounds);
+    RUN(errors_density_leaves_no_vertex_massless);
     RUN(errors_step_names_masses_too_far_apart);
     RUN(errors_constraints);
     RUN(errors_attachments);

@@ -680,6 +680,14 @@ TEST(sm_cloth_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_NOT_FINITE,
                       "density nan, bending_stiffness 0.0001, thickness 0.005 or reduction 0.5 is not finite");
     d = ok;
+    d.thickness = 20; /* its particles' radius: named as the desc's thickness */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "thickness above PBD_MAX_RADIUS (levels 2,");
+    d = ok;
+    d.density = 1e-30f; /* the vertex masses it makes are below PBD_MIN_MASS: named by the density, no "masses" */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "density 1e-30 kg/m^2 makes vertex 0 a mass of");
+    d = ok;
     d.levels = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
                       "levels outside 1..10 (levels 0,");

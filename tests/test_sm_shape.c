@@ -1011,7 +1011,21 @@ TEST(sm_shape_bad_input) {
     ld.half_width = 1;
     ld.particle_mass = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "particle_mass -1 < 0");
+    ld.particle_mass = 1e-39f; /* the messages name the lattice's fields, not the particles' "mass" and "radius" */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "particle_mass 1e-39 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");
+    ld.particle_mass = 0;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "particle_mass 0 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");
     ld.particle_mass = 1;
+    ld.spacing = 100;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "the particle radius 50 m (radius 0: spacing / 2) is above PBD_MAX_RADIUS");
+    ld.radius = 20;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "the particle radius 20 m (radius) is above PBD_MAX_RADIUS");
+    ld.radius = 0;
+    ld.spacing = 0.1f;
     ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER,
                       "pbd_sm_lattice_desc.cells is NULL");

@@ -208,6 +208,43 @@ TEST(tearing_splits_keep_every_invariant) {
     pbd_world_destroy(w);
 }
 
+/* A split shares its vertex's mass by area: one that would leave a side
+   below PBD_MIN_MASS does not happen (the strip stays whole there). The
+   strip's free vertices weigh 3e-12 kg (one even split each, at most) and
+   1.5e-12 kg (none): it still tears, every mass stays 0 or in range, and
+   the total is kept. */
+TEST(tearing_keeps_masses_above_the_minimum) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, 64);
+    pbd_range r = pbdt_parts(w, obj).particles;
+    for (int i = r.first; i < r.first + r.count; ++i) {
+        float mi = 0;
+        CHECK_OK(pbd_particle_get_mass(w, i, &mi));
+        if (mi > 0) CHECK_OK(pbd_particle_set_mass(w, i, i % 2 ? 1.5e-12f : 3e-12f));
+    }
+    double mass0 = total_mass(w);
+    int total = 0;
+    for (int s = 0; s < 60; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        int splits = 0;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        total += splits;
+        for (int i = 0; i < pbd_world_particle_count(w); ++i) {
+            float mi = 0;
+            CHECK_OK(pbd_particle_get_mass(w, i, &mi));
+            CHECK_MSG(mi == 0 || mi >= PBD_MIN_MASS, "step %d: particle %d has mass %g kg", s, i, (double)mi);
+        }
+    }
+    CHECK(total > 0);
+    CHECK_NEAR(total_mass(w), mass0, 1e-6 * mass0);
+    int pieces = check_mesh(w, &obj);
+    printf("    strip of %d light particles: %d splits, %d pieces\n", r.count, total, pieces);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* One step of the pull, then a tear; returns the splits. */
 static int pull_and_tear(pbd_world *w, const pbd_object *obj, int step) {
     pull(w, obj, step);
@@ -736,6 +773,7 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
 
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
+    RUN(tearing_keeps_masses_above_the_minimum);
     RUN(tearing_moves_the_collision_surface);
     RUN(tearing_rewrites_long_range_attachments);
     RUN(tearing_by_principal_stretch);

@@ -687,8 +687,12 @@ TEST(up_wrinkle_one_sided) {
     d.iterations = 4;
     d.fine_count = 3;
     CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE,
-                "triangle 0 names vertex 3, outside 0..2");
+                "fine_triangles: triangle 0 names vertex 3, outside 0..2"); /* the message says which mesh */
     d.fine_count = g.vertex_count;
+    d.coarse_count = 3;
+    CHECK_ERROR(pbd_up_wrinkle_create(&d, &wr), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "coarse_triangles: triangle 0 names vertex 3, outside 0..2");
+    d.coarse_count = g.vertex_count;
     float flat[27];
     memcpy(flat, g.positions, sizeof flat);
     for (int i = 0; i < 9; ++i) flat[3 * i + 2] = 0; /* every coarse triangle collapses */
