@@ -227,7 +227,8 @@
         position-level static/dynamic friction), and last the plugins'
         `project_after_contacts` callbacks (a rigid shape-matching body
         takes its rest shape again there: see pbd_sm.h);
-     4. v = (p - x) / h, x = p; dynamic FTL's velocity correction; fluids:
+     4. v = (p - x) / h, x = p; dynamic FTL's velocity correction (its
+        leaders pay for what they give their followers); fluids:
         XSPH viscosity and vorticity confinement;
      5. velocity pass: friction and restitution of contacts, separating
         velocity of self-contacts removed; the plugins' `end_substep`
@@ -1554,13 +1555,25 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    rest length exactly. The collider contacts come after that pass in each
    iteration (SOLVER step 3) and have the last word, so a strand lying on
    or swept over a collider ends the step a little stretched: the hair of
-   the manual (an icosphere of 162 roots, radius 0.1 m, 16 particles of
-   0.2 m, defaults) on a sphere collider of the head's radius, 60 Hz,
-   worst segment 9.6% while it falls onto the head, 4.9% while the head
-   shakes, 0.4% at rest (5e-6 without the collider). Dynamic FTL replaces the velocity update by
-   v_i = (p_i - x_i) / h - s_damping d_{i+1} / h, d_{i+1} the correction
-   FTL gave the next particle this substep: it hides FTL's unphysical
-   infinite-mass leaders at the price of some damping. Strands are
+   the manual (162 roots over a head of radius 0.1 m, 16 particles of
+   0.2 m, defaults) on a sphere collider of the head's radius (friction
+   0.3), the head still for 1 s, shaken 5 cm at 2 Hz for 2 s, still for
+   2 s: at 60 Hz the worst segment is 11% while the hair falls onto the
+   head, 6.3% while it shakes, 7% as it settles and 0.2% at the end; at
+   30 Hz 45%, 13%, 3.5% and 1.1% (the mean stays under 0.03%; 5e-6 without the collider;
+   bench/hair_head.c). Dynamic FTL
+   replaces the velocity update by v_i = (p_i - x_i) / h - t d_{i+1} / h,
+   d_{i+1} the correction FTL gave the next particle this substep: it
+   hides FTL's unphysical infinite-mass leaders at the price of some
+   damping. In the paper t = s_damping. Here s_damping is what t is
+   wherever that adds no energy, and t moves within [0, 1] only as far
+   as needed where it would: the paper's scheme gains energy (a strand of
+   30 particles let go horizontal: +31 J of 294 J at 0.9, +12494 J at 0;
+   hanging with random velocities, +254 J at 0.9 and +285 J at 1) and
+   leaves a strand hanging at rest with velocities up to 1.1 m/s while
+   nothing moves; with the guard no strand of the tests gains energy, at
+   any s_damping, and a resting strand has none. Lower s_damping swings
+   longer (pure FTL at 0), 1 damps most. Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
    FTL (pin it, make it kinematic or use the hair builder). A pinned or
@@ -1575,7 +1588,7 @@ typedef struct pbd_strands_desc {
     const int *strand_starts; /* strand_count + 1 offsets into particles; a strand has >= 2
                                   particles; a particle belongs to one strand only */
     int strand_count;
-    float damping; /* s_damping in [0, 1]; default 0.9 */
+    float damping; /* s_damping in [0, 1]; default 0.9 (see above) */
 } pbd_strands_desc;
 
 /* Hair: strand_count straight strands grown from roots on a surface along
@@ -11940,26 +11953,210 @@ static void pbd__strands_project(pbd_world *w, int iteration) {
         if (w->strands[i].s.live) pbd__ftl_set(w, &w->strands[i], iteration == 0);
 }
 
-/* Dynamic FTL's velocity: v_i = (p_i - x_i)/h - s_damping d_{i+1}/h, after
-   the update v = (p - x)/h (Mueller et al. 2012; survey 3.5); c =
-   s_damping / h. */
-static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands *S, int s, float c) {
+/* Dynamic FTL's velocity (Mueller et al. 2012, "Fast simulation of
+   inextensible hair and fur", section 4.2; survey 3.5): after the update
+   u_i = (p_i - x_i)/h, v_i = u_i - t d_{i+1}/h, d_{i+1} the correction
+   FTL gave the next particle this substep (summed over the iterations),
+   t = s_damping in the paper. FTL moves only the follower, as if every
+   leader had infinite mass; -d_{i+1}/h is the reaction the leader would
+   have felt. A leader that pays only part of it drags its follower on
+   while keeping its own speed, a motor: a strand of 30 particles let go
+   horizontal (test strands_swinging_strand_gains_no_energy, 294 J) gained
+   +31 J at the default 0.9, +2076 J at 0.5, +12494 J at 0; one paying
+   more than its share at rest takes a velocity that the next FTL pass
+   takes back and hands to its own leader, growing towards the root (test
+   strands_hanging_strand_has_no_phantom_velocity).
+   A departure from the paper: the correction may do no work. Per segment,
+   the pair's energy change against the motion without FTL's correction
+   (the follower's kinetic energy m_f (u_f.D - |D|^2/2) and potential
+   energy -m_f g.d gained by the correction d = d_{i+1}, D = d/h, and the
+   leader's m_l (t^2 |D|^2/2 - t u_l.D) from its reaction) is a quadratic
+   f(t), times w_l w_f here (inverse masses). It may use the follower's
+   budget, the m_f h^2 |g|^2 / 2 that the prediction's explicit step lost
+   (v += h g, x += h v). t = s_damping where f is within it, else the
+   nearest t in [0, 1] that is; where none is, the follower also gives up
+   part of its correction's velocity (its position keeps the correction,
+   as pre-stabilisation does), and what still is not paid is owed by the
+   next segment, whose leader that follower is. The changes of a strand's
+   segments add up (each particle's velocity is the follower's in one and
+   the leader's in the next), so a strand gains no energy from FTL and
+   its correction, up to a debt left at the tip. Contacts, wind and the
+   root's motion are what they are. */
+/* The root of a t^2 - b t + c (a > 0) nearest `from`, which lies outside
+   the roots, if it is in [0, 1]; else, or where there is none, the t in
+   [0, 1] of least value. */
+static inline PBD_HD float pbd__root_toward(float a, float b, float c, float from) {
+    float inv = 1.0f / (2.0f * a), least = b * inv, disc = b * b - 4.0f * a * c;
+    least = least < 0 ? 0.0f : least > 1 ? 1.0f : least;
+    if (!(disc >= 0)) return least;
+    float r = sqrtf(disc), t = from < least ? (b - r) * inv : (b + r) * inv;
+    return t >= 0 && t <= 1 ? t : least;
+}
+/* The scalar reference; pbd__vstrand_velocity_batch does the same
+   operations in W lanes. budget = h^2 |g|^2 / 2. */
+static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands *S, int s, float h) {
+    const float *g = w->gravity;
+    float inv_h = 1.0f / h, sd = S->damping, budget = 0.5f * h * h * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]),
+          debt = 0;
     for (int k = S->start[s]; k < S->start[s + 1] - 1; ++k) {
-        pbd__p4 *v = &w->v[S->idx[k]];
-        if (w->x[S->idx[k]].w == 0) continue;
+        pbd__p4 *v = &w->v[S->idx[k]], *vf = &w->v[S->idx[k + 1]];
+        float wl = w->x[S->idx[k]].w, wf = w->x[S->idx[k + 1]].w;
+        if (wl == 0) { /* a held leader pays nothing and owes nothing */
+            debt = 0;
+            continue;
+        }
         const float *dn = S->d + 3 * (size_t)(k + 1);
-        v->x -= c * dn[0];
-        v->y -= c * dn[1];
-        v->z -= c * dn[2];
+        float dx = dn[0] * inv_h, dy = dn[1] * inv_h, dz = dn[2] * inv_h, dd = dx * dx + dy * dy + dz * dz;
+        if (!(dd > 0) || wf == 0) continue; /* FTL moved no follower (a held one stays) */
+        /* f(t) = A t^2 - B t + C, times w_l w_f: the follower's gain from d,
+           the leader's from -t d/h, less the follower's budget, plus the
+           debt its leader brings */
+        float uf = vf->x * dx + vf->y * dy + vf->z * dz, A = 0.5f * dd * wf,
+              B = (v->x * dx + v->y * dy + v->z * dz) * wf,
+              C = (uf - 0.5f * dd - (g[0] * dn[0] + g[1] * dn[1] + g[2] * dn[2]) - budget + debt * wf) * wl,
+              t = (A * sd - B) * sd + C > 0 ? pbd__root_toward(A, B, C, sd) : sd, excess = (A * t - B) * t + C,
+              c = t * inv_h;
+        v->x = v->x - c * dn[0];
+        v->y = v->y - c * dn[1];
+        v->z = v->z - c * dn[2];
+        debt = 0;
+        if (excess > 0) {
+            /* the follower gives up part b of its correction's velocity: its
+               energy changes by w_l (dd b^2 / 2 - uf b), which is -excess */
+            float b = pbd__root_toward(0.5f * dd * wl, uf * wl, excess, 0.0f),
+                  left = excess + wl * (0.5f * dd * b * b - uf * b);
+            c = b * inv_h;
+            vf->x = vf->x - c * dn[0];
+            vf->y = vf->y - c * dn[1];
+            vf->z = vf->z - c * dn[2];
+            debt = left > 0 ? left / (wl * wf) : 0.0f; /* joules unpaid: the next segment's leader owes them */
+        }
     }
 }
+
+#if PBD__W > 1
+/* pbd__root_toward in W lanes (the same operations). */
+static inline pbd__vf pbd__vroot_toward(pbd__vf a, pbd__vf b, pbd__vf c, pbd__vf from) {
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), inv = pbd__vdiv(one, pbd__vmul(pbd__vset1(2.0f), a)),
+            least = pbd__vmul(b, inv), disc = pbd__vsub(pbd__vmul(b, b), pbd__vmul(pbd__vmul(pbd__vset1(4.0f), a), c));
+    least = pbd__vsel(pbd__vlt(least, zero), pbd__vsel(pbd__vlt(one, least), least, one), zero);
+    pbd__vf r = pbd__vsqrt(disc),
+            t = pbd__vsel(pbd__vlt(from, least), pbd__vmul(pbd__vadd(b, r), inv), pbd__vmul(pbd__vsub(b, r), inv));
+    /* disc < 0: r and t are NaN, and NaN is not in [0, 1] */
+    pbd__vm in = pbd__vand_m(pbd__vle(zero, t), pbd__vle(t, one));
+    return pbd__vsel(pbd__vand_m(in, pbd__vle(zero, disc)), least, t);
+}
+
+/* The velocity pass of one batch of W equal strands, one per lane: the
+   leader's velocity and inverse mass and the debt it brings (registers
+   from one segment to the next, where the follower becomes the leader). */
+typedef struct pbd__vstrands {
+    int s0, lid[PBD__W], fid[PBD__W];
+    pbd__vp vl;
+    pbd__vf wl, debt;
+} pbd__vstrands;
+
+/* Segment k of every lane's strand: pbd__strand_velocity's operations. */
+static inline void pbd__vstrand_segment(pbd_world *w, const pbd__strands *S, pbd__vstrands *B, int k, float h) {
+    const float *g = w->gravity;
+    float inv_h = 1.0f / h, budget = 0.5f * h * h * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]), d3[3][PBD__W],
+          wfl[PBD__W];
+    pbd__vf zero = pbd__vset1(0.0f), half = pbd__vset1(0.5f), ih = pbd__vset1(inv_h), sd = pbd__vset1(S->damping);
+    for (int l = 0; l < PBD__W; ++l) {
+        int e = S->start[B->s0 + l] + k;
+        B->fid[l] = S->idx[e];
+        wfl[l] = w->x[B->fid[l]].w;
+        for (int a = 0; a < 3; ++a) d3[a][l] = S->d[3 * (size_t)e + a];
+    }
+    pbd__vp vf = pbd__vgather(w->v, B->fid), vl = B->vl;
+    pbd__vf wl = B->wl, wf = pbd__vload(wfl), d0 = pbd__vload(d3[0]), d1 = pbd__vload(d3[1]), d2 = pbd__vload(d3[2]),
+            dx = pbd__vmul(d0, ih), dy = pbd__vmul(d1, ih), dz = pbd__vmul(d2, ih),
+            dd = pbd__vadd(pbd__vadd(pbd__vmul(dx, dx), pbd__vmul(dy, dy)), pbd__vmul(dz, dz)),
+            uf = pbd__vadd(pbd__vadd(pbd__vmul(vf.x, dx), pbd__vmul(vf.y, dy)), pbd__vmul(vf.z, dz)),
+            A = pbd__vmul(pbd__vmul(half, dd), wf),
+            Bq = pbd__vmul(pbd__vadd(pbd__vadd(pbd__vmul(vl.x, dx), pbd__vmul(vl.y, dy)), pbd__vmul(vl.z, dz)), wf),
+            gd = pbd__vadd(pbd__vadd(pbd__vmul(pbd__vset1(g[0]), d0), pbd__vmul(pbd__vset1(g[1]), d1)),
+                           pbd__vmul(pbd__vset1(g[2]), d2)),
+            C = pbd__vmul(pbd__vadd(pbd__vsub(pbd__vsub(pbd__vsub(uf, pbd__vmul(half, dd)), gd), pbd__vset1(budget)),
+                                    pbd__vmul(B->debt, wf)),
+                          wl),
+            fs = pbd__vadd(pbd__vmul(pbd__vsub(pbd__vmul(A, sd), Bq), sd), C),
+            t = pbd__vsel(pbd__vlt(zero, fs), sd, pbd__vroot_toward(A, Bq, C, sd)),
+            ex = pbd__vadd(pbd__vmul(pbd__vsub(pbd__vmul(A, t), Bq), t), C), c = pbd__vmul(t, ih);
+    pbd__vm held = pbd__veq(wl, zero),
+            skip = pbd__vor_m(held,
+                              pbd__vor_m(pbd__vandnot_m(pbd__vle(zero, zero), pbd__vlt(zero, dd)), pbd__veq(wf, zero))),
+            pay = pbd__vandnot_m(pbd__vlt(zero, ex), skip);
+    vl.x = pbd__vsel(skip, pbd__vsub(vl.x, pbd__vmul(c, d0)), vl.x);
+    vl.y = pbd__vsel(skip, pbd__vsub(vl.y, pbd__vmul(c, d1)), vl.y);
+    vl.z = pbd__vsel(skip, pbd__vsub(vl.z, pbd__vmul(c, d2)), vl.z);
+    pbd__vf b = pbd__vroot_toward(pbd__vmul(pbd__vmul(half, dd), wl), pbd__vmul(uf, wl), ex, zero),
+            left = pbd__vadd(
+                ex, pbd__vmul(wl, pbd__vsub(pbd__vmul(pbd__vmul(pbd__vmul(half, dd), b), b), pbd__vmul(uf, b))));
+    c = pbd__vmul(b, ih);
+    vf.x = pbd__vsel(pay, vf.x, pbd__vsub(vf.x, pbd__vmul(c, d0)));
+    vf.y = pbd__vsel(pay, vf.y, pbd__vsub(vf.y, pbd__vmul(c, d1)));
+    vf.z = pbd__vsel(pay, vf.z, pbd__vsub(vf.z, pbd__vmul(c, d2)));
+    pbd__vf owed = pbd__vsel(pbd__vlt(zero, left), zero, pbd__vdiv(left, pbd__vmul(wl, wf)));
+    /* held: 0; skipped: unchanged; else what is left unpaid */
+    B->debt = pbd__vsel(held, pbd__vsel(skip, pbd__vsel(pay, zero, owed), B->debt), zero);
+    pbd__vscatter(w->v, B->lid, vl);
+    B->vl = vf;
+    B->wl = wf;
+    memcpy(B->lid, B->fid, sizeof B->lid);
+}
+
+/* n (1 or 2) batches of W strands of `per` particles from strand s0: the
+   velocity pass is a chain of dependent divisions and square roots along
+   a strand, so lanes over strands, and two batches side by side, hide
+   that latency (as pbd__vftl_batch does for FTL). The same operations as
+   pbd__strand_velocity in every lane: the same bits. */
+static void pbd__vstrand_velocity_batches(pbd_world *w, const pbd__strands *S, int s0, int n, int per, float h) {
+    pbd__vstrands B[2];
+    for (int q = 0; q < n; ++q) {
+        B[q].s0 = s0 + q * PBD__W;
+        for (int l = 0; l < PBD__W; ++l) B[q].lid[l] = S->idx[S->start[B[q].s0 + l]];
+        B[q].vl = pbd__vgather(w->v, B[q].lid);
+        float wl[PBD__W];
+        for (int l = 0; l < PBD__W; ++l) wl[l] = w->x[B[q].lid[l]].w;
+        B[q].wl = pbd__vload(wl);
+        B[q].debt = pbd__vset1(0.0f);
+    }
+    for (int k = 1; k < per; ++k) {
+        pbd__vstrand_segment(w, S, &B[0], k, h);
+        if (n > 1) pbd__vstrand_segment(w, S, &B[1], k, h);
+    }
+    for (int q = 0; q < n; ++q) pbd__vscatter(w->v, B[q].lid, B[q].vl);
+}
+#endif
+
+/* Every strand, also at s_damping 0: the guard may still correct.
+   Strands in parallel; pairs of batches of W equal strands in SIMD lanes. */
 static void pbd__strands_velocities(pbd_world *w, float h) {
     for (int i = 0; i < w->nstrands; ++i) {
         const pbd__strands *S = &w->strands[i];
-        float c = S->damping / h;
-        if (c == 0) continue;
+        if (!S->s.live) continue;
+        int per = S->start[1] - S->start[0], uniform = 1, nb = S->nstrands, W = 1;
+        for (int s = 1; s < S->nstrands && uniform; ++s) uniform = S->start[s + 1] - S->start[s] == per;
+#if PBD__W > 1
+        if (w->simd && uniform) {
+            W = 2 * PBD__W; /* two batches side by side */
+            nb = (S->nstrands + W - 1) / W;
+        }
+#endif
         PBD__PRAGMA(omp for schedule(static))
-        for (int s = 0; s < S->nstrands; ++s) pbd__strand_velocity(w, S, s, c);
+        for (int bi = 0; bi < nb; ++bi) {
+            int s0 = bi * W, s1 = s0 + W < S->nstrands ? s0 + W : S->nstrands;
+#if PBD__W > 1
+            if (W > 1 && s1 - s0 >= PBD__W) {
+                int n = (s1 - s0) / PBD__W;
+                pbd__vstrand_velocity_batches(w, S, s0, n, per, h);
+                s0 += n * PBD__W;
+            }
+#endif
+            for (int s = s0; s < s1; ++s) pbd__strand_velocity(w, S, s, h);
+        }
+        (void)per;
     }
 }
 

@@ -886,8 +886,8 @@ PBD__KERNEL pbd__k_limits_serial(pbd_world *w, int li, int b, int e) {
 PBD__KERNEL pbd__k_ftl(pbd_world *w, int si, int first_iteration) {
     PBD__GRID_LOOP(s, w->strands[si].nstrands) { pbd__ftl_strand(w->p, &w->strands[si], s, first_iteration); }
 }
-PBD__KERNEL pbd__k_strand_velocities(pbd_world *w, int si, float c) {
-    PBD__GRID_LOOP(s, w->strands[si].nstrands) { pbd__strand_velocity(w, &w->strands[si], s, c); }
+PBD__KERNEL pbd__k_strand_velocities(pbd_world *w, int si, float h) {
+    PBD__GRID_LOOP(s, w->strands[si].nstrands) { pbd__strand_velocity(w, &w->strands[si], s, h); }
 }
 
 PBD__KERNEL pbd__k_lra_tighten(pbd_world *w, int li) {
@@ -1675,10 +1675,8 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
         pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
     pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
-    for (int si = 0; si < w->nstrands; ++si) {
-        float c = w->strands[si].damping / h;
-        if (c != 0) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, c);
-    }
+    for (int si = 0; si < w->nstrands; ++si) /* also at s_damping 0: see pbd__strand_velocity */
+        if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, h);
     if (per > 0) pbd__launch(g, n, pbd__k_contact_velocities, dw, h, pbd__restitution_threshold(w, h));
     if (g->sc_dev) pbd__sc_colors_dev(g, pbd__k_sc_stop, pbd__k_sc_stop_serial);
     pbd__fluid_velocities_dev(g, w, h);
