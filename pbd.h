@@ -15576,7 +15576,7 @@ static void pbd__io_plugins(pbd__io *io, pbd_world *w) {
         if (!io->bad && (io->plugin_states < 0 || (size_t)io->plugin_states > (io->size - io->off) / PBD__STATE_HEAD))
             io->bad = 1;
         for (int k = 0; k < io->plugin_states && !io->bad; ++k) {
-            char name[32];
+            char name[32] = {0}; /* read into; zeroed all the same (gcc -O3 -Wall saw the write branch read it) */
             int place = -1;
             uint64_t n = 0;
             pbd__io_bytes(io, name, sizeof name);
