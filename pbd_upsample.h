@@ -70,7 +70,8 @@
    5929 vertex cape; PIU's stayed finite). Every refusal leaves the output
    array as it was: the model evaluates into an array of its own, checks
    it and copies it out (measured on that cape, 1 thread: that adds about
-   10 us to subdivision's 40 us per eval and 20 us to PIU's 45 us);
+   10 us to subdivision's 40 us per eval and 20 us to PIU's 45 us; a GPU
+   model's pbd_up_model_eval_world does not check its result);
    pbd_up_model_load refuses corrupt or foreign buffers
    (PBD_ERROR_BAD_SNAPSHOT). pbd_up_model_set_simd / _set_threads choose
    the SIMD kernels and the OpenMP team; neither changes a result bit.
@@ -124,7 +125,9 @@
    ADDING A METHOD (for the sections of this header)
    A method is a row of the method table: a pbd_up__methods struct with
      eval(m, coarse, detail)  evaluate; arguments, sizes, finiteness and
-                              m->trained are already checked;
+                              m->trained are already checked; detail is
+                              m->result, which pbd_up_model_eval checks
+                              and copies out;
      io(m, io)                walk the method's data (m->impl) with the
                               pbd_up__io_* helpers: one function measures,
                               saves and, with m->impl NULL, loads (it
