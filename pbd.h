@@ -182,7 +182,21 @@
        velocities (p - x) / h of rounding-size motions in float range (and
        alpha~ = compliance / h^2 is capped at 1e30, so any valid compliance
        works); a step longer than 1 s is no simulation step - a game that
-       lost time clamps its frame (0.25 s is accepted).
+       lost time clamps its frame. Accepted is not simulated well: keep
+       dt <= 1/30 s or raise the substeps with it, and never follow a
+       long step with a much shorter one. At a long substep constraints
+       are far from converged, and the error a step leaves the next step
+       removes and turns into velocity, error / h. Measured on README.md's
+       hello-world cloth (4 substeps): at steady 0.25 s steps its worst
+       edge reaches 20 to 41 times its rest length within 4 steps
+       (substeps = 60: 18%); one 0.25 s frame after it rests on its sphere
+       throws it at up to 10 m/s and it falls off (0.1 s: 3.2 m/s, 1/30 s:
+       0.5 m/s, and it stays on); 1 s then 1/60 s: 197 m/s; 1 s then
+       1e-6 s: 3.4e6 m/s. The step does not settle that error without
+       velocity when the substep drops (pre-stabilization, as for
+       contacts): tried, 1 or 4 such solver passes before the short step
+       cut the 197 m/s only to 175 or 119 m/s and the 3.4e6 to 3.0e6 or
+       2.2e6 m/s; a long step's error is more than a few passes remove.
      * Non-finite steps: a step that produces NaN or infinity anyway (an
        acceleration field or plugin that returns huge values, velocities
        that overflow) is caught at its end (every position and velocity is
@@ -336,7 +350,9 @@
    max(world substeps, ceil(dt sqrt(|g| L) / (gravity_cfl dx))), L the
    cloth's longest tether (how far it hangs from its anchors), dx its mean
    edge, pbd_cloth_desc.gravity_cfl 0.35 by default, 0 off
-   (pbd_world_step_substeps tells the count). With the defaults, worst
+   (pbd_world_step_substeps tells the count; the rule is capped at 1000
+   substeps, silently: a 1 s step of a 1 m cloth of 129 x 129 vertices
+   pinned by a row reaches it, a 1/60 s step takes 17). With the defaults, worst
    edge during the fall / at rest: 20 x 20 5.4/0.04% (4 substeps),
    32 x 32 6.7/0.07% (5), 48 x 48 7.3/0.08% (7), 100 x 100 9.5/0.07% (14);
    the cost grows with the substeps (a 100 x 100 hanging cloth: 3.5x a
@@ -806,8 +822,11 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    h = dt / substeps (substeps up to 1000) would go below 1e-9 s, where
    compliance / h^2, 1 / h and the velocities (p - x) / h of rounding-size
    motions leave float range; above 1 s a step is no longer a simulation
-   step (a game that lost a second should clamp its frame time: 0.25 s is
-   accepted). */
+   step (a game that lost a second should clamp its frame time). A valid
+   dt is not a good one: at steady 0.25 s steps and the default substeps
+   a cloth's edges stretch 20 to 41 times over, and a long step followed
+   by a much shorter one throws cloth off at up to 3.4e6 m/s (CONVENTIONS,
+   "Time steps": keep dt <= 1/30 s or raise the substeps). */
 #define PBD_MIN_TIME_STEP 1e-6f
 #define PBD_MAX_TIME_STEP 1.0f
 
@@ -854,7 +873,12 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 /* The substeps pbd_world_step(w, dt) takes: max(substeps, what the fluids
    and pinned cloths need: pbd_fluid_desc.gravity_cfl,
-   pbd_cloth_desc.gravity_cfl); 0 when w is NULL or dt is not finite and > 0. */
+   pbd_cloth_desc.gravity_cfl); 0 when w is NULL or dt is not finite and > 0.
+   What the gravity_cfl bounds ask for is capped at 1000 substeps, silently:
+   a step that would need more takes 1000, and its substep is longer than
+   the bound wants. Measured at dt = 1 s: a fluid of 2.7 mm spacing (3 mm:
+   954), a 129 x 129 grid cloth of 1 m pinned by its top row (126 x 126:
+   984); at 1/60 s they take 17. Compare the count with 1000 to tell. */
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
 
 /* Save / restore the complete simulation state (particles with their
@@ -1148,7 +1172,8 @@ typedef struct pbd_cloth_desc {
                                    "==== strain limiting"); 0: none. Ignored by balloons. */
     float gravity_cfl; /* a pinned cloth with tethers makes a step take at least the
                                    substeps that keep h sqrt(|g| L) / dx <= gravity_cfl (L its
-                                   longest tether, dx its mean edge); default 0.35; 0: off.
+                                   longest tether, dx its mean edge), at most 1000 (silently:
+                                   see pbd_world_step_substeps); default 0.35; 0: off.
                                    See "CLOTH DEFAULTS AND STRETCH". */
 } pbd_cloth_desc;
 
@@ -3483,10 +3508,23 @@ static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n
     return PBD_OK;
 }
 
+/* v in the fewest digits, 6 to 9, that read back as v, for messages that
+   compare a value with a bound: %g prints the float just below
+   PBD_MIN_MASS as 1e-12 too ("1e-12 kg is outside [1e-12, 1e+12] kg");
+   this prints 9.999999e-13. */
+static const char *pbd__fmt_float(float v, char *buf, size_t size) {
+    for (int digits = 6; digits < 9; ++digits) {
+        snprintf(buf, size, "%.*g", digits, (double)v);
+        if (strtof(buf, NULL) == v) return buf;
+    }
+    snprintf(buf, size, "%.9g", (double)v);
+    return buf;
+}
+
 /* A particle mass (PBD_MIN_MASS): `what` names it, with index >= 0 as
    what[index]; 0 (pinned) is valid where zero_ok. */
 static pbd_result pbd__check_mass(const pbd_world *w, float m, const char *what, int index, int zero_ok) {
-    char name[64];
+    char name[64], value[32];
     if (index >= 0) snprintf(name, sizeof name, "%s[%d]", what, index);
     else snprintf(name, sizeof name, "%s", what);
     if (!pbd__finite(m)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s = %g is not finite", name, (double)m);
@@ -3494,8 +3532,9 @@ static pbd_result pbd__check_mass(const pbd_world *w, float m, const char *what,
     if (m == 0 && zero_ok) return PBD_OK;
     if (!(m >= PBD_MIN_MASS && m <= PBD_MAX_MASS))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                         "%s = %g kg is outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg%s", name, (double)m,
-                         (double)PBD_MIN_MASS, (double)PBD_MAX_MASS, zero_ok ? " (0 pins the particle)" : "");
+                         "%s = %s kg is outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg%s", name,
+                         pbd__fmt_float(m, value, sizeof value), (double)PBD_MIN_MASS, (double)PBD_MAX_MASS,
+                         zero_ok ? " (0 pins the particle)" : "");
     return PBD_OK;
 }
 /* A particle radius, a cloth's thickness, a fluid's spacing
@@ -6244,13 +6283,13 @@ static pbd_result pbd__add_mesh_particles(pbd_world *w, const float *pos, int nv
         }
         for (int i = 0; i < nv; ++i)
             if (!(m[i] >= PBD_MIN_MASS && m[i] <= PBD_MAX_MASS)) { /* every vertex is in an element (checked) */
-                float mi = m[i];
+                char value[32];
+                pbd__fmt_float(m[i], value, sizeof value);
                 pbd__free(w, m);
                 return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                                 "density %g kg/m^%d makes a vertex mass of %g kg, outside [PBD_MIN_MASS, "
+                                 "density %g kg/m^%d makes a vertex mass of %s kg, outside [PBD_MIN_MASS, "
                                  "PBD_MAX_MASS] = [%g, %g] kg",
-                                 (double)density, k == 3 ? 2 : 3, (double)mi, (double)PBD_MIN_MASS,
-                                 (double)PBD_MAX_MASS);
+                                 (double)density, k == 3 ? 2 : 3, value, (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
             }
     }
     pbd_particles_desc pd = pbd_particles_desc_default();

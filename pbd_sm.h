@@ -3575,6 +3575,18 @@ static int pbd_sm__finite_n(const float *x, size_t n) {
     return 1;
 }
 
+/* v in the fewest digits, 6 to 9, that read back as v (pbd.h's
+   pbd__fmt_float): %g prints the float just below PBD_MIN_MASS as 1e-12,
+   and "1e-12 kg is outside [1e-12, 1e+12] kg" would not say why. */
+static const char *pbd_sm__fmt_float(float v, char *buf, size_t size) {
+    for (int digits = 6; digits < 9; ++digits) {
+        snprintf(buf, size, "%.*g", digits, (double)v);
+        if (strtof(buf, NULL) == v) return buf;
+    }
+    snprintf(buf, size, "%.9g", (double)v);
+    return buf;
+}
+
 /* --- states in snapshots -------------------------------------------------------
    Each kind's pbd_plugin_desc.save_state / load_state (SNAPSHOTS in the
    manual) is one walk over its state (pbd_sm__<kind>_state) that
@@ -4646,11 +4658,14 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                 res = pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS,
                                      "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %g < 0", i,
                                      j, (double)mass[i]);
-            else if (mass[i] != 0 && !(mass[i] >= PBD_MIN_MASS && mass[i] <= PBD_MAX_MASS) && res == PBD_OK)
+            else if (mass[i] != 0 && !(mass[i] >= PBD_MIN_MASS && mass[i] <= PBD_MAX_MASS) && res == PBD_OK) {
+                char value[32];
                 res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                                     "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %g kg, "
+                                     "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %s kg, "
                                      "outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg (or 0)",
-                                     i, j, (double)mass[i], (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+                                     i, j, pbd_sm__fmt_float(mass[i], value, sizeof value), (double)PBD_MIN_MASS,
+                                     (double)PBD_MAX_MASS);
+            }
         }
     }
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
@@ -4866,11 +4881,14 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (d->particle_mass < 0)
         return pbd_world_fail(w, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_lattice: particle_mass %g < 0",
                               (double)d->particle_mass);
-    if (!(d->particle_mass >= PBD_MIN_MASS && d->particle_mass <= PBD_MAX_MASS))
+    if (!(d->particle_mass >= PBD_MIN_MASS && d->particle_mass <= PBD_MAX_MASS)) {
+        char value[32];
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_lattice: particle_mass %g kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = "
+                              "pbd_sm_add_lattice: particle_mass %s kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = "
                               "[%g, %g] kg",
-                              (double)d->particle_mass, (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+                              pbd_sm__fmt_float(d->particle_mass, value, sizeof value), (double)PBD_MIN_MASS,
+                              (double)PBD_MAX_MASS);
+    }
     const float radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
     if (radius > PBD_MAX_RADIUS)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
@@ -8838,10 +8856,12 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
     for (int v = 0; v < F->nv; ++v) /* named here: the desc has a density, no masses */
         if (!(F->mass[v] >= PBD_MIN_MASS && F->mass[v] <= PBD_MAX_MASS)) {
+            char value[32];
             r = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                               "pbd_sm_add_cloth: density %g kg/m^2 makes vertex %d a mass of %g kg, outside "
+                               "pbd_sm_add_cloth: density %g kg/m^2 makes vertex %d a mass of %s kg, outside "
                                "[PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg",
-                               (double)d->density, v, (double)F->mass[v], (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+                               (double)d->density, v, pbd_sm__fmt_float(F->mass[v], value, sizeof value),
+                               (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
             pbd_sm__cloth_free(c);
             return r;
         }

@@ -505,6 +505,11 @@ TEST(errors_mass_and_radius_bounds) {
     ADD_FAILS(d.mass = huge, PBD_ERROR_INVALID_ARGUMENT, "mass = 1e+18 kg");
     ADD_FAILS(d.mass = 0.5f * PBD_MIN_MASS, PBD_ERROR_INVALID_ARGUMENT, "PBD_MIN_MASS");
     ADD_FAILS(d.mass = 2.0f * PBD_MAX_MASS, PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
+    /* the float just below the bound: %g printed it as "1e-12 kg is outside [1e-12, 1e+12]" */
+    ADD_FAILS(d.mass = nextafterf(PBD_MIN_MASS, 0.0f), PBD_ERROR_INVALID_ARGUMENT,
+              "mass = 9.999999e-13 kg is outside [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e+12] kg");
+    ADD_FAILS(d.mass = nextafterf(PBD_MAX_MASS, 2.0f * PBD_MAX_MASS), PBD_ERROR_INVALID_ARGUMENT,
+              "mass = 1.00000006e+12 kg is outside");
     ADD_FAILS((m2[1] = tiny, d.masses = m2), PBD_ERROR_INVALID_ARGUMENT, "masses[1] = 1e-39");
     ADD_FAILS((m2[1] = huge, d.masses = m2), PBD_ERROR_INVALID_ARGUMENT, "masses[1] = 1e+18");
     m2[1] = 1;

@@ -1014,6 +1014,9 @@ TEST(sm_shape_bad_input) {
     ld.particle_mass = 1e-39f; /* the messages name the lattice's fields, not the particles' "mass" and "radius" */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
                       "particle_mass 1e-39 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");
+    ld.particle_mass = nextafterf(PBD_MIN_MASS, 0.0f); /* %g printed "1e-12 kg must be in [1e-12, ...]" */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "particle_mass 9.999999e-13 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e+12] kg");
     ld.particle_mass = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
                       "particle_mass 0 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");

@@ -712,6 +712,44 @@ TEST(wpsd_pdm_bad_input) {
     synth_free(&d);
 }
 
+/* Finite input whose result is not finite: one coarse coordinate of 1e30 m
+   overflows WPSD's edge strains and PDM's features (squared). eval used to
+   return PBD_OK with NaN/Inf in the output (618 and 315 values on the
+   400 -> 5929 cape); it refuses with PBD_ERROR_NOT_FINITE and leaves the
+   output as it was. The model still evaluates a sane pose afterwards. */
+TEST(wpsd_pdm_eval_refuses_a_non_finite_result) {
+    synth d = synth_make(5, 1, 8, 43);
+    pbd_up_model *ms[2] = {NULL, NULL};
+    pbd_up_wpsd_desc wd = wpsd_desc_of(&d);
+    pbd_up_pdm_desc pd = pdm_desc_of(&d);
+    CHECK_OK(pbd_up_wpsd_fit(&wd, &ms[0]));
+    CHECK_OK(pbd_up_pdm_fit(&pd, &ms[1]));
+    const size_t n3 = (size_t)d.nd * 3;
+    float *out = (float *)malloc(sizeof(float) * n3), *good = (float *)malloc(sizeof(float) * n3);
+    float *u = (float *)malloc(sizeof(float) * 3 * (size_t)d.nc);
+    memcpy(u, d.u + (size_t)3 * d.nc * 3, sizeof(float) * 3 * (size_t)d.nc);
+    static const char *const needle[2] = {"the wpsd model made detail vertex", "the pdm model made detail vertex"};
+    for (int k = 0; k < 2; ++k) {
+        if (!ms[k]) continue;
+        CHECK_OK(pbd_up_model_eval(ms[k], u, good));
+        for (size_t i = 0; i < n3; ++i) out[i] = 7.0f;
+        u[4] = 1e30f;
+        CHECK_ERROR(pbd_up_model_eval(ms[k], u, out), PBD_ERROR_NOT_FINITE, needle[k]);
+        CHECK_MSG(strstr(pbd_last_error(), "largest coarse coordinate is 1e+30 m") != NULL, "%s", pbd_last_error());
+        int touched = 0;
+        for (size_t i = 0; i < n3; ++i) touched += out[i] != 7.0f;
+        CHECK_MSG(touched == 0, "%s: %d output values changed by a refused eval", needle[k], touched);
+        u[4] = d.u[(size_t)3 * d.nc * 3 + 4];
+        CHECK_OK(pbd_up_model_eval(ms[k], u, out));
+        CHECK(bits_equal(out, good, n3));
+        pbd_up_model_destroy(ms[k]);
+    }
+    free(u);
+    free(out);
+    free(good);
+    synth_free(&d);
+}
+
 /* ---- the simulated cape (section "training") ------------------------- */
 
 /* A training set view: frames [f0, f1) of a simulation as a synth-like
@@ -810,5 +848,6 @@ void suite_upsample_fit(void) {
     RUN(pdm_recovers_known_coefficients);
     RUN(wpsd_pdm_determinism_and_save_load);
     RUN(wpsd_pdm_bad_input);
+    RUN(wpsd_pdm_eval_refuses_a_non_finite_result);
     RUN(cape_held_out_beats_subdivision);
 }
