@@ -1415,7 +1415,8 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    h sqrt(|g| / spacing) <= gravity_cfl: the iterations supply the other
    half of the pressure from the compression they find, so a resting
    column of N layers holds itself up by a compression of about
-   N (h sqrt(g/d))^2 / (2 iterations) at its bottom, and past 20-30% the
+   N (h sqrt(g/d))^2 / (2 iterations) at its bottom (iterations at least
+   4, see below), and past 20-30% the
    Jacobi corrections overshoot and it explodes (as 1 cm with 2 substeps
    of 1/60 s would without the bound). s_corr's k holds at the
    substep h_ref = 0.07 sqrt(spacing / 9.81) and is scaled by (h/h_ref)^2
@@ -1435,14 +1436,67 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    substep (the colliders' density adds about 7%), and a 1/60 s step
    takes 6 substeps at that spacing; two thirds of it the density and
    correction passes (about 30 neighbours per particle, 16 at a time), a
-   sixth the neighbour lists. */
+   sixth the neighbour lists.
+   Colliders moving through water: a particle inside a collider counts
+   the wall density of the collider's surface, no more (pbd__wall_density:
+   a box pushed flush against a tank's wall through resting water, or
+   started overlapping it, made the particles caught inside or in the
+   closing gap ask for room nothing could give, and threw the water at
+   1.1e4 and 0.9-1.4e4 m/s for good). The contacts still eject those
+   particles by a position jump, up to about a particle diameter per
+   substep: in a 20 x 8 x 20 pool at 5 cm, a 6 cm box pushed at 1 m/s
+   until flush throws a particle at up to 12 m/s, and one started inside
+   the water and moved at 0.3 or 2 m/s at 26 and 29 m/s in its first
+   step; the water then settles (0.3-2.7 m/s at the end of 3 s), and the
+   box stopped 4 cm from the wall throws nothing faster than 4.9 m/s
+   (bench/fluid_push.c). So move colliders into water from outside it and
+   stop them short of the walls.
+   Kernel radius: pbd_add_fluid takes h in [1.5, 2.2] spacings
+   (PBD_FLUID_KERNEL_MIN, _MAX). Below sqrt(2) spacings a particle of the
+   lattice has only its 6 face neighbours in the kernel, too coarse an
+   estimate to hold the lattice (at 1.0 they sit on the kernel's edge,
+   every gradient is 0 and so is the relaxation scale; from 1.01 to 1.1 a
+   resting 5 cm block explodes within 1 s, at 1.2 it loses 11% of its
+   height, at 1.4 4.5-6.1%); at 1.5 the 12 edge neighbours at 1.41 count,
+   with margin. Above, s_corr's repulsion, summed over more neighbours,
+   lifts the free surface, which the unilateral constraint does not hold
+   down: a shallow block gains 2.4-3.8% of its mean height at 2.35
+   spacings and 7-12% at 2.5 (8.8% at 2.5 for 10 x 10 x 10 at 5 cm, 0.8%
+   lost with s_corr off). From 2.83 the lattice has 92 neighbours in the
+   kernel, near PBD_MAX_NEIGHBORS = 96, and any compression truncates the
+   sums: at 2.8 a 1% compression brings those 12 in and a 10 x 30 x 10
+   block explodes, at 3 a block swells by 59%, at 4 its density is 29% off
+   at rest. Over [1.5, 2.2], resting blocks of 10 x 10 x 10, 10 x 30 x 10
+   and 20 x 8 x 20 particles at 1 cm, 5 cm and 10 cm spacing change their
+   mean height by -1.6% to +0.05% in 3 s at 60 Hz (2.0: -0.9% to +0.05%;
+   at 2.2 a surface particle of the 8-layer block rises up to 2.5
+   spacings, at 2.0 0.5; bench/fluid_rest.c --kernels).
+   Iterations: while the world has a fluid, every substep projects the
+   particle phase (the density constraints, particle contact) and the
+   collider contacts at least PBD_FLUID_MIN_ITERATIONS times, whatever
+   pbd_world_set_solver's iterations: after the world's iterations, the
+   missing ones run these two alone, so the groups, strands, plugins and
+   self-collision keep the world's count (a multi-resolution cloth at
+   iterations = 1 beside water stays at one V-cycle per substep). Below 4
+   the Jacobi corrections overshoot long before the 20-30% above: at 60 Hz
+   a 5 cm 10 x 20 x 10 column explodes at 1 iteration and a 10 x 60 x 10
+   one at 2, with 3.4% and 5.1% predicted, and at 3 the 60-layer column
+   throws particles 2.3 m over its 3 m surface (measured before this
+   minimum); with it the 10 x 30 x 10 tank at 1, 2 and 4 iterations loses
+   the same 0.86% of its height in 3 s and the 60-layer column at 2 loses
+   1.36% (bench/fluid_rest.c --iterations). */
+#define PBD_FLUID_MIN_ITERATIONS 4
+#define PBD_FLUID_KERNEL_MIN 1.5f
+#define PBD_FLUID_KERNEL_MAX 2.2f
 typedef struct pbd_fluid_desc {
     const float *positions;  /* count*3, required */
     const float *velocities; /* count*3, optional */
     int count;               /* > 0 */
     float rest_density;      /* rho_0, kg/m^3, default 1000 */
     float spacing;           /* particle spacing d (m), default 0.05; mass rho_0 d^3 */
-    float kernel_radius;     /* h (m), default 0: 2 * spacing; in [spacing, 4 spacing] */
+    float kernel_radius;     /* h (m), default 0: 2 * spacing; in [PBD_FLUID_KERNEL_MIN,
+                                PBD_FLUID_KERNEL_MAX] * spacing = [1.5, 2.2] spacing (why:
+                                "Kernel radius" above) */
     float radius;            /* collision radius, default 0: spacing / 2 */
     float relaxation;        /* CFM eps as a fraction of sum_k w_k |grad_k C|^2 of a
                                 particle of a cubic lattice at `spacing`; default 0.01 */
@@ -9140,6 +9194,12 @@ static float pbd__fluid_lattice_denominator(const pbd__fluid *f) {
     return sum2 + wm * pbd__dot(gi, gi);
 }
 
+/* Whether kernel radius h suits spacing d: h in [PBD_FLUID_KERNEL_MIN d,
+   PBD_FLUID_KERNEL_MAX d] (why: see pbd_fluid_desc.kernel_radius). */
+static int pbd__fluid_kernel_ok(float h, float d) {
+    return h >= PBD_FLUID_KERNEL_MIN * d && h <= PBD_FLUID_KERNEL_MAX * d;
+}
+
 static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *d, pbd__fluid *f) {
     PBD__CHECK_PTR(w, d, "desc");
     float vals[9] = {d->rest_density, d->spacing,   d->kernel_radius, d->radius, d->relaxation,
@@ -9152,8 +9212,12 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     PBD__TRY(pbd__check_radius(w, d->spacing, "spacing", 0));
     PBD__TRY(pbd__check_radius(w, d->radius, "radius", 1));
     float h = d->kernel_radius > 0 ? d->kernel_radius : 2.0f * d->spacing;
-    if (d->kernel_radius < 0 || h < d->spacing || h > 4.0f * d->spacing)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "kernel radius %g outside [spacing, 4 spacing]", (double)h);
+    if (d->kernel_radius < 0 || !pbd__fluid_kernel_ok(h, d->spacing))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "kernel_radius %g m is outside [%g spacing, %g spacing] = [%g, %g] m (spacing %g m)",
+                         (double)d->kernel_radius, (double)PBD_FLUID_KERNEL_MIN, (double)PBD_FLUID_KERNEL_MAX,
+                         (double)(PBD_FLUID_KERNEL_MIN * d->spacing), (double)(PBD_FLUID_KERNEL_MAX * d->spacing),
+                         (double)d->spacing);
     if (d->radius < 0 || d->relaxation < 0 || d->vorticity < 0 || d->scorr_k < 0 || d->gravity_cfl < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
                          "radius, relaxation, vorticity, scorr_k and gravity_cfl must be >= 0");
@@ -9634,7 +9698,16 @@ static void pbd__fluid_walls(pbd_world *w, const pbd__p4 *X) {
    combine as 1 - prod (1 - Phi_k), the fraction of the kernel that none of
    them leaves to the fluid: exact for a kernel that factors along
    orthogonal walls and close for W_poly6, where their plain sum counts the
-   overlap twice (an edge 9% and a corner 17% too dense: they burst). */
+   overlap twice (an edge 9% and a corner 17% too dense: they burst).
+   Inside a collider a particle gets the wall density of the surface
+   (s clamped at 0; its gradient stays the surface's): deeper, Phi would
+   rise towards 1 while its gradient Phi' falls to 0, and the constraint
+   would ask the neighbours for room that moving them cannot make (the
+   wall alone at rest density or over), with a denominator of the
+   neighbours' gradients alone: lambda = -C / den grew until a box pushed
+   flush against a tank's wall through resting water threw it at 1e4 m/s
+   (see "// ==== fluids"). Outside, where the contacts keep the
+   particles, nothing changes. */
 static PBD_HD float pbd__wall_density(const pbd__particle_phase *pp, int a, pbd__v3 p, const pbd__kern *k,
                                       pbd__v3 *grad) {
     float keep = 1.0f;
@@ -9642,7 +9715,8 @@ static PBD_HD float pbd__wall_density(const pbd__particle_phase *pp, int a, pbd_
     for (int j = 0; j < pp->nwall[a]; ++j) {
         const pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)j];
         pbd__v3 n = pbd__p3(*q);
-        float dphi, phi = pbd__wall_phi(pbd__dot(n, p) + q->w + k->wall_shift, k->h, &dphi);
+        float s = pbd__dot(n, p) + q->w;
+        float dphi, phi = pbd__wall_phi((s > 0.0f ? s : 0.0f) + k->wall_shift, k->h, &dphi);
         *grad = pbd__add(pbd__mul(*grad, 1.0f - phi), pbd__mul(n, keep * dphi));
         keep *= 1.0f - phi;
     }
@@ -10266,6 +10340,24 @@ static int pbd__fluid_substeps(const pbd_world *w, float dt) {
     return need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
 }
 
+/* The iterations of a substep's particle phase (fluid density, particle
+   contact) and collider contacts: the world's, and at least
+   PBD_FLUID_MIN_ITERATIONS while the world has a fluid. Why: a resting
+   column is held up by the compression its iterations find (see
+   pbd__fluid_substeps), and below 4 the Jacobi corrections overshoot
+   long before the 20-30% that explodes a column at 4: at 1 iteration a
+   20-layer 5 cm column explodes at 60 Hz (compression predicted 3.4%), at
+   2 a 60-layer one (5.1%), at 3 the 60-layer one throws particles 2.3 m
+   over its surface (see "// ==== fluids"). The groups, strands, plugins and
+   self-collision keep the world's count (a multi-resolution cloth's
+   one V-cycle per substep stays one); only the fluid's projection and the
+   contacts, which must have the last word after it, run the extra
+   iterations (pbd__substep_body). */
+static int pbd__fluid_iterations(const pbd_world *w) {
+    int n = w->iterations;
+    return n < PBD_FLUID_MIN_ITERATIONS && pbd_world_fluid_count(w) > 0 ? PBD_FLUID_MIN_ITERATIONS : n;
+}
+
 static void pbd__pp_begin_substep(pbd_world *w) {
     if (w->pp.np > 0) pbd__pp_build(w, w->p, 1);
     if (w->pp.nfluids > 0) pbd__fluid_walls(w, w->p);
@@ -10386,10 +10478,11 @@ static pbd_result pbd__validate_particle_phase(const pbd_world *t) {
         const pbd__fluid *f = &pp->fluids[fi];
         if (!f->s.live) continue;
         if (f->count <= 0 || f->first < 0 || f->first > t->n - f->count || !pbd__finite_n(&f->rest_density, 13) ||
-            !(f->denominator > 0) || !(f->rest_density > 0) || !(f->spacing > 0) || !(f->kernel_radius >= f->spacing) ||
-            !(f->kernel_radius <= 4 * f->spacing) || !(f->mass > 0) || f->relaxation < 0 || f->viscosity < 0 ||
-            f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 || !(f->scorr_n >= 1 && f->scorr_n <= 16) ||
-            !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) || f->eps < 0 || f->gravity_cfl < 0)
+            !(f->denominator > 0) || !(f->rest_density > 0) || !(f->spacing > 0) ||
+            !pbd__fluid_kernel_ok(f->kernel_radius, f->spacing) || !(f->mass > 0) || f->relaxation < 0 ||
+            f->viscosity < 0 || f->viscosity > 1 || f->vorticity < 0 || f->scorr_k < 0 ||
+            !(f->scorr_n >= 1 && f->scorr_n <= 16) || !(f->scorr_dq > 0 && f->scorr_dq < 1) || !pbd__finite(f->eps) ||
+            f->eps < 0 || f->gravity_cfl < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->n; ++i) /* pbd__owners_build has checked the ranges */
@@ -16665,6 +16758,10 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
         if (w->selfcol) pbd__selfcol_project(w);
         pbd__project_contacts(w);
         pbd__plugins_call(w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
+    }
+    for (int it = w->iterations, nit = pbd__fluid_iterations(w); it < nit; ++it) { /* a fluid's own (see there) */
+        pbd__pp_project(w, it);
+        pbd__project_contacts(w);
     }
     pbd__update_velocities(w, h);
     pbd__strands_velocities(w, h);

@@ -1674,6 +1674,10 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
         if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
         pbd__plugins_dev(g, w, PBD__PLUGIN_PROJECT_AFTER_CONTACTS, h, s, S, it);
     }
+    for (int it = w->iterations; it < pbd__fluid_iterations(w); ++it) { /* a fluid's own */
+        pbd__pp_project_dev(g, it);
+        if (per > 0) pbd__launch(g, n, pbd__k_project_contacts, dw);
+    }
     pbd__launch(g, n, pbd__k_velocities, dw, 1.0f / h);
     for (int si = 0; si < w->nstrands; ++si) /* also at s_damping 0: see pbd__strand_velocity */
         if (w->strands[si].s.live) pbd__launch(g, w->strands[si].nstrands, pbd__k_strand_velocities, dw, si, h);

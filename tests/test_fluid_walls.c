@@ -120,7 +120,73 @@ TEST(fluid_every_collider_kind_adds_its_density) {
     CHECK(density_near(0, 1.5f * k.h) == alone); /* beyond the kernel: nothing */
 }
 
+/* Inside a collider a particle gets the wall density of its surface, no
+   more (pbd__wall_density): deeper, Phi would rise to 1 as its gradient
+   falls to 0, a constraint the neighbours cannot satisfy. */
+TEST(fluid_wall_density_stops_at_the_surface) {
+    float at = density_near(0, 0.0f);
+    for (int kind = 0; kind < 2; ++kind)
+        for (int k = 1; k <= 3; ++k) {
+            float inside = density_near(kind, -0.1f * (float)k); /* 5-15 cm deep, h = 10 cm */
+            CHECK_MSG(inside == at, "kind %d, %.2f m inside: density %.5f, at the surface %.5f", kind, 0.1 * k,
+                      (double)inside, (double)at);
+        }
+}
+
+/* A box collider pushed at 1 m/s through resting water until flush with
+   the tank's wall (a 10 x 8 x 10 pool at 5 cm, the box 6 cm thick, 60 cm
+   tall and 30 cm deep): the water caught in the closing gap is thrown
+   out, but nothing explodes. Before the wall density stopped at the
+   surface it did: 5815 m/s, and still 5558 m/s 2 s later. Measured here,
+   1 and 2 threads alike: at most 11.2 m/s while the gap closes, 0.18 m/s
+   2 s after (AVX-512; scalar 11.1 and 0.28 m/s). The bounds: the contacts
+   move a particle caught in the gap at most about its diameter (2
+   spacings) per substep, 24 m/s at 4 substeps of 1/60 s; 2 s after, at
+   most the 1 m/s of a fall of one spacing, sqrt(2 g d). */
+TEST(fluid_box_pushed_flush_to_a_wall_stays_bounded) {
+    enum { NX = 10, NY = 8, NZ = 10, N = NX * NY * NZ };
+    const float d = 0.05f, W = NX * d, D = NZ * d;
+    pbd_world *w = pbdt_world(-9.81f);
+    const float planes[5][6] = {
+        {0, 0, 0, 0, 1, 0}, {0, 0, 0, 1, 0, 0}, {W, 0, 0, -1, 0, 0}, {0, 0, 0, 0, 0, 1}, {0, 0, D, 0, 0, -1}};
+    for (int k = 0; k < 5; ++k) CHECK_OK(pbd_add_collider_plane(w, planes[k], planes[k] + 3, 0.0f, NULL));
+    const float o[3] = {0, 0, 0};
+    float *p = pbdt_lattice(NX, NY, NZ, d, o);
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = N;
+    fd.spacing = d;
+    pbd_range r;
+    CHECK_OK(pbd_add_fluid(w, &fd, NULL, &r));
+    free(p);
+    float c[3] = {0.1f, 0.3f, 0.5f * D}, he[3] = {0.03f, 0.3f, 0.3f * D};
+    pbd_collider box;
+    CHECK_OK(pbd_add_collider_box(w, c, he, NULL, 0.2f, &box));
+    double vmax = 0, vend = 0;
+    for (int f = 0; f < 60 + 23 + 120; ++f) { /* settle 1 s, move to flush (0.37 m), hold 2 s */
+        c[0] = f < 60 ? 0.1f : fminf(0.1f + (float)(f - 59) / 60.0f, W - he[0]);
+        CHECK_OK(pbd_collider_set_pose(w, box, c, NULL));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *v = pbd_world_velocities(w);
+        double vm = 0;
+        for (int i = r.first; i < r.first + r.count; ++i) {
+            double s = sqrt((double)v[4 * i] * v[4 * i] + (double)v[4 * i + 1] * v[4 * i + 1] +
+                            (double)v[4 * i + 2] * v[4 * i + 2]);
+            vm = s > vm ? s : vm;
+        }
+        if (f >= 60) vmax = vm > vmax ? vm : vmax;
+        vend = vm;
+    }
+    CHECK(c[0] == W - he[0]); /* flush */
+    printf("    max speed %.2f m/s while pushed, %.2f m/s 2 s after\n", vmax, vend);
+    CHECK_MSG(vmax <= 24.0, "max speed %.3g m/s while the box was pushed", vmax);
+    CHECK_MSG(vend <= 1.0, "max speed %.3g m/s 2 s after the box stopped", vend);
+    pbd_world_destroy(w);
+}
+
 void suite_fluid_walls(void) {
     RUN(fluid_wall_density_is_the_kernel_integral);
     RUN(fluid_every_collider_kind_adds_its_density);
+    RUN(fluid_wall_density_stops_at_the_surface);
+    RUN(fluid_box_pushed_flush_to_a_wall_stays_bounded);
 }
