@@ -1508,7 +1508,8 @@ typedef struct pbd_fluid_desc {
     float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
     float gravity_cfl;       /* the substep h at most gravity_cfl * sqrt(spacing / |g|):
                                 pbd_world_step takes more substeps when the fluid needs
-                                them; default 0.06, 0 turns the bound off */
+                                them, at most 1000 (silently: see pbd_world_step_substeps);
+                                default 0.06, 0 turns the bound off */
 } pbd_fluid_desc;
 
 PBDDEF pbd_fluid_desc pbd_fluid_desc_default(void);
@@ -9226,12 +9227,14 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
     if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
     float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
-    if (!(mass >= PBD_MIN_MASS && mass <= PBD_MAX_MASS)) /* (DEGENERATE as before the bounds) */
+    if (!(mass >= PBD_MIN_MASS && mass <= PBD_MAX_MASS)) { /* (DEGENERATE as before the bounds) */
+        char value[24];
         return pbd__fail(w, PBD_ERROR_DEGENERATE,
-                         "the particle mass rest_density * spacing^3 = %g * %g^3 = %g kg is outside [PBD_MIN_MASS, "
+                         "the particle mass rest_density * spacing^3 = %g * %g^3 = %s kg is outside [PBD_MIN_MASS, "
                          "PBD_MAX_MASS] = [%g, %g] kg",
-                         (double)d->rest_density, (double)d->spacing, (double)mass, (double)PBD_MIN_MASS,
-                         (double)PBD_MAX_MASS);
+                         (double)d->rest_density, (double)d->spacing, pbd__fmt_float(mass, value, sizeof value),
+                         (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
+    }
     if (!pbd__finite(pbd__poly6(0, h)))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "kernel radius %g makes a kernel that is not finite", (double)h);
     memset(f, 0, sizeof *f);
