@@ -695,9 +695,9 @@ static const expected_hash expected[] = {
     {16, "cloth", "*", 0xb8243fc7f7006a48ull},
     {16, "solids", "soft body", 0x5b78c1be47173440ull},
     {16, "solids", "balloon", 0xf7ee37f6beab53bdull},
-    {16, "solids", "hair", 0xec23e7ebae24921cull}, /* differs: the constant is 0xc21c45779a18c808 */
-    {16, "solids", "strand", 0x79d4144cb3b046a7ull}, /* differs: the constant is 0xdac1bc2102b4e25d */
-    {16, "solids", "*", 0xe37105bdc084b08eull}, /* differs: the constant is 0x98613ab8baa02511 */
+    {16, "solids", "hair", 0xec23e7ebae24921cull},
+    {16, "solids", "strand", 0x79d4144cb3b046a7ull},
+    {16, "solids", "*", 0xe37105bdc084b08eull},
     {16, "shape matching", "rigid body", 0xe383da9f041dce16ull},
     {16, "shape matching", "lattice body", 0xb16a7712865ea82eull},
     {16, "shape matching", "oriented particles", 0xece0de690796751bull},
@@ -717,9 +717,9 @@ static const expected_hash expected[] = {
     {1, "cloth", "*", 0xb8243fc7f7006a48ull},
     {1, "solids", "soft body", 0x5b78c1be47173440ull},
     {1, "solids", "balloon", 0xf7ee37f6beab53bdull},
-    {1, "solids", "hair", 0xec23e7ebae24921cull}, /* differs: the constant is 0xc21c45779a18c808 */
-    {1, "solids", "strand", 0x79d4144cb3b046a7ull}, /* differs: the constant is 0xdac1bc2102b4e25d */
-    {1, "solids", "*", 0xe37105bdc084b08eull}, /* differs: the constant is 0x98613ab8baa02511 */
+    {1, "solids", "hair", 0xec23e7ebae24921cull},
+    {1, "solids", "strand", 0x79d4144cb3b046a7ull},
+    {1, "solids", "*", 0xe37105bdc084b08eull},
     {1, "shape matching", "rigid body", 0x5e52a4751bfc4458ull},
     {1, "shape matching", "lattice body", 0xfd158038c0f26786ull},
     {1, "shape matching", "oriented particles", 0xece0de690796751bull},
@@ -739,9 +739,9 @@ static const expected_hash expected[] = {
     {8, "cloth", "*", 0xb8243fc7f7006a48ull},
     {8, "solids", "soft body", 0x5b78c1be47173440ull},
     {8, "solids", "balloon", 0xf7ee37f6beab53bdull},
-    {8, "solids", "hair", 0xec23e7ebae24921cull}, /* differs: the constant is 0xc21c45779a18c808 */
-    {8, "solids", "strand", 0x79d4144cb3b046a7ull}, /* differs: the constant is 0xdac1bc2102b4e25d */
-    {8, "solids", "*", 0xe37105bdc084b08eull}, /* differs: the constant is 0x98613ab8baa02511 */
+    {8, "solids", "hair", 0xec23e7ebae24921cull},
+    {8, "solids", "strand", 0x79d4144cb3b046a7ull},
+    {8, "solids", "*", 0xe37105bdc084b08eull},
     {8, "shape matching", "rigid body", 0x04b94e5b806ce981ull},
     {8, "shape matching", "lattice body", 0xda72661d0ed38fe2ull},
     {8, "shape matching", "oriented particles", 0xece0de690796751bull},
@@ -761,9 +761,9 @@ static const expected_hash expected[] = {
     {4, "cloth", "*", 0xb8243fc7f7006a48ull},
     {4, "solids", "soft body", 0x5b78c1be47173440ull},
     {4, "solids", "balloon", 0xf7ee37f6beab53bdull},
-    {4, "solids", "hair", 0xec23e7ebae24921cull}, /* differs: the constant is 0xc21c45779a18c808 */
-    {4, "solids", "strand", 0x79d4144cb3b046a7ull}, /* differs: the constant is 0xdac1bc2102b4e25d */
-    {4, "solids", "*", 0xe37105bdc084b08eull}, /* differs: the constant is 0x98613ab8baa02511 */
+    {4, "solids", "hair", 0xec23e7ebae24921cull},
+    {4, "solids", "strand", 0x79d4144cb3b046a7ull},
+    {4, "solids", "*", 0xe37105bdc084b08eull},
     {4, "shape matching", "rigid body", 0x57696cd933dc6128ull},
     {4, "shape matching", "lattice body", 0x386eb0b29d18cc93ull},
     {4, "shape matching", "oriented particles", 0xece0de690796751bull},
