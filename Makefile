@@ -433,6 +433,7 @@ check-readme:
 #   make fuzz-ci           FUZZ_CI_TIME seconds per harness (default 20; .ci/run)
 #   make fuzz-replay       replay the corpora with $(CC) and ASan, no libFuzzer
 #   make fuzz-seeds        regenerate tests/fuzz/corpus from the harnesses' generators
+#                          (regress-* files stay: inputs that once failed)
 FUZZ_CC ?= clang
 FUZZ_TIME ?= 600
 FUZZ_CI_TIME ?= 20
@@ -483,7 +484,8 @@ fuzz-replay:
 
 fuzz-seeds:
 	@$(MAKE) --no-print-directory $(addprefix $(BUILD)/fuzz/replay_,$(FUZZERS))
-	@for h in $(FUZZERS); do rm -rf tests/fuzz/corpus/$$h; ./$(BUILD)/fuzz/replay_$$h --seeds tests/fuzz/corpus/$$h || exit 1; done
+	@for h in $(FUZZERS); do find tests/fuzz/corpus/$$h -type f ! -name 'regress-*' -delete 2>/dev/null; \
+		./$(BUILD)/fuzz/replay_$$h --seeds tests/fuzz/corpus/$$h || exit 1; done
 
 # ---- soak (tests/soak/soak.c) -----------------------------------------------
 # Every example scene for SOAK_STEPS steps (default 10 000) with random

@@ -967,21 +967,30 @@ extern "C"
    every method's section; NULL for a method that is not compiled in. */
 static const pbd_up__methods *pbd_up__methods_of(int method);
 
-/* A new model of a method (impl NULL, untrained), for the methods' create
-   and fit functions. */
-PBD_UP__SHARED pbd_up_model *pbd_up__model_new(pbd_up_method method, int coarse_count, int detail_count) {
+/* A new model of a method (impl NULL, untrained, no result array yet). */
+static pbd_up_model *pbd_up__model_alloc(pbd_up_method method, int coarse_count, int detail_count) {
     pbd_up_model *m = (pbd_up_model *)pbd_up__alloc(sizeof *m);
     if (!m) return NULL;
     memset(m, 0, sizeof *m);
-    m->result = (float *)pbd_up__alloc_array((size_t)(detail_count > 0 ? detail_count : 0) * 3, sizeof(float));
-    if (!m->result) {
-        pbd_up__free(m);
-        return NULL;
-    }
     m->method = method;
     m->coarse_count = coarse_count;
     m->detail_count = detail_count;
     m->simd = 1;
+    return m;
+}
+/* pbd_up_model_eval's result array (3 floats per detail vertex). */
+static int pbd_up__model_result(pbd_up_model *m) {
+    m->result = (float *)pbd_up__alloc_array((size_t)(m->detail_count > 0 ? m->detail_count : 0) * 3, sizeof(float));
+    return m->result != NULL;
+}
+/* A new model of a method (impl NULL, untrained), for the methods' create
+   and fit functions, whose counts come from meshes already checked. */
+PBD_UP__SHARED pbd_up_model *pbd_up__model_new(pbd_up_method method, int coarse_count, int detail_count) {
+    pbd_up_model *m = pbd_up__model_alloc(method, coarse_count, detail_count);
+    if (m && !pbd_up__model_result(m)) {
+        pbd_up__free(m);
+        return NULL;
+    }
     return m;
 }
 
@@ -1211,7 +1220,9 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "pbd_up_model_load: method %s is not compiled into this build",
                               pbd_up_method_name((pbd_up_method)h.method));
-    pbd_up_model *m = pbd_up__model_new((pbd_up_method)h.method, h.coarse_count, h.detail_count);
+    /* the result array waits for a payload that holds up: a damaged
+       header's detail count (up to INT_MAX / 3) is not a size to allocate */
+    pbd_up_model *m = pbd_up__model_alloc((pbd_up_method)h.method, h.coarse_count, h.detail_count);
     if (!m) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
     pbd_up__io io;
     memset(&io, 0, sizeof io);
@@ -1225,6 +1236,8 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
                            "pbd_up_model_load: the %s payload is malformed: the model file is damaged",
                            pbd_up_method_name((pbd_up_method)h.method));
     else r = t->prepare(m);
+    if (r == PBD_OK && !pbd_up__model_result(m))
+        r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_model_load: out of memory");
     if (r != PBD_OK) {
         pbd_up_model_destroy(m);
         return r;
