@@ -4364,8 +4364,8 @@ static pbd_result pbd_up__clone_subdivision(const pbd_up_model *src, pbd_up_mode
 /* A nested subdivision model inside a method's payload. */
 static void pbd_up__nested_io(pbd_up__io *io, pbd_up_model **sub, int coarse_count, int detail_count) {
     if (io->bad) return;
-    if (io->in) {
-        *sub = pbd_up__model_new(PBD_UP_SUBDIVISION, coarse_count, detail_count);
+    if (io->in) { /* its result array once it holds up: pbd_up__nested_prepare */
+        *sub = pbd_up__model_alloc(PBD_UP_SUBDIVISION, coarse_count, detail_count);
         if (!*sub) {
             io->bad = 2;
             return;
@@ -4389,6 +4389,8 @@ static pbd_result pbd_up__nested_prepare(pbd_up_model *sub, int coarse_count, in
     if (((pbd_up__subdiv *)sub->impl)->has_detail)
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "model: its nested subdivision has two-scale detail, which it must not");
+    if (!sub->result && !pbd_up__model_result(sub))
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "model: out of memory for its nested subdivision");
     sub->trained = 1;
     return PBD_OK;
 }
