@@ -1426,6 +1426,7 @@ static void pbd__limits_dev(pbd__gpu *g, const pbd_world *w, int li) {
    counters a copy of it. */
 static void pbd__dscan_run(pbd__gpu *g, pbd__dscan *scan) {
     int L = scan->nlevels;
+    if (L < 0 || L >= PBD__SCAN_LEVELS) return; /* (never: the levels end in one chunk; tells GCC the bounds) */
 #define PBD__SCAN_LEVEL(l) ((l) == 0 ? scan->start : scan->sums + scan->off[l])
     for (int l = 0; l < L; ++l) {
         int chunks = scan->n[l + 1];

@@ -10,7 +10,7 @@
 # or a display cannot be had the scenes are skipped, saying why.
 # VIEWER_EMU (the viewer built with PBD_CUDA and the GPU companion's CPU
 # emulation): the G key's move of a scene to the (emulated) GPU and its
-# state with it, at frame 20 of 60: the run must end on the GPU with the
+# state with it, at frame 20 of 40: the run must end on the GPU with the
 # positions' bits of a run that stays on the CPU (the emulation gives the
 # CPU's bits) - for scenes of pbd.h and of pbd_sm.h (whose state, a jelly's
 # plastic deformation, a plant's spin, goes along in the snapshot).
@@ -58,7 +58,7 @@ echo "$scenes" | {
     if [ -n "$emu" ] && [ -x "$emu" ]; then
         for name in showcase flag_tear hair upsample sm_jelly sm_plant multires_cloth; do
             run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
-                "$emu" --scene "$name" --size 320x180 --frames 60 "$@" 2>&1; }
+                "$emu" --scene "$name" --size 320x180 --frames 40 "$@" 2>&1; }
             stay=$(run | grep 'positions hash')
             moved=$(run --switch 20 | grep 'positions hash')
             if echo "$moved" | grep -q 'ends on the GPU' && [ "${stay##* }" = "${moved##* }" ]; then
