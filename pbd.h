@@ -2020,6 +2020,12 @@ pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
+/* v in the fewest digits, 6 to 9, that read back as v, into buf (size
+   bytes; 16 hold any float), for messages that compare a value with a
+   bound: %g prints the float just below PBD_MIN_MASS as 1e-12 too ("1e-12
+   kg is outside [1e-12, 1e+12] kg"); this prints 9.999999e-13. Returns
+   buf. */
+PBDDEF const char *pbd_format_float(float v, char *buf, size_t size);
 /* Graph colouring for an extension's parallel solver: the greedy
    colouring of pbd.h's own constraint groups and self-collision candidates
    (docs/DESIGN.md section 5.1), one code for all. The count elements of
@@ -3563,11 +3569,8 @@ static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n
     return PBD_OK;
 }
 
-/* v in the fewest digits, 6 to 9, that read back as v, for messages that
-   compare a value with a bound: %g prints the float just below
-   PBD_MIN_MASS as 1e-12 too ("1e-12 kg is outside [1e-12, 1e+12] kg");
-   this prints 9.999999e-13. */
-static const char *pbd__fmt_float(float v, char *buf, size_t size) {
+/* (declared with the extensions' errors: their messages use it too) */
+PBDDEF const char *pbd_format_float(float v, char *buf, size_t size) {
     for (int digits = 6; digits < 9; ++digits) {
         snprintf(buf, size, "%.*g", digits, (double)v);
         if (strtof(buf, NULL) == v) return buf;
@@ -3588,7 +3591,7 @@ static pbd_result pbd__check_mass(const pbd_world *w, float m, const char *what,
     if (!(m >= PBD_MIN_MASS && m <= PBD_MAX_MASS))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
                          "%s = %s kg is outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg%s", name,
-                         pbd__fmt_float(m, value, sizeof value), (double)PBD_MIN_MASS, (double)PBD_MAX_MASS,
+                         pbd_format_float(m, value, sizeof value), (double)PBD_MIN_MASS, (double)PBD_MAX_MASS,
                          zero_ok ? " (0 pins the particle)" : "");
     return PBD_OK;
 }
@@ -6339,7 +6342,7 @@ static pbd_result pbd__add_mesh_particles(pbd_world *w, const float *pos, int nv
         for (int i = 0; i < nv; ++i)
             if (!(m[i] >= PBD_MIN_MASS && m[i] <= PBD_MAX_MASS)) { /* every vertex is in an element (checked) */
                 char value[32];
-                pbd__fmt_float(m[i], value, sizeof value);
+                pbd_format_float(m[i], value, sizeof value);
                 pbd__free(w, m);
                 return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
                                  "density %g kg/m^%d makes a vertex mass of %s kg, outside [PBD_MIN_MASS, "
@@ -9232,7 +9235,7 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
         return pbd__fail(w, PBD_ERROR_DEGENERATE,
                          "the particle mass rest_density * spacing^3 = %g * %g^3 = %s kg is outside [PBD_MIN_MASS, "
                          "PBD_MAX_MASS] = [%g, %g] kg",
-                         (double)d->rest_density, (double)d->spacing, pbd__fmt_float(mass, value, sizeof value),
+                         (double)d->rest_density, (double)d->spacing, pbd_format_float(mass, value, sizeof value),
                          (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
     }
     if (!pbd__finite(pbd__poly6(0, h)))

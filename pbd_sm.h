@@ -3575,18 +3575,6 @@ static int pbd_sm__finite_n(const float *x, size_t n) {
     return 1;
 }
 
-/* v in the fewest digits, 6 to 9, that read back as v (pbd.h's
-   pbd__fmt_float): %g prints the float just below PBD_MIN_MASS as 1e-12,
-   and "1e-12 kg is outside [1e-12, 1e+12] kg" would not say why. */
-static const char *pbd_sm__fmt_float(float v, char *buf, size_t size) {
-    for (int digits = 6; digits < 9; ++digits) {
-        snprintf(buf, size, "%.*g", digits, (double)v);
-        if (strtof(buf, NULL) == v) return buf;
-    }
-    snprintf(buf, size, "%.9g", (double)v);
-    return buf;
-}
-
 /* --- states in snapshots -------------------------------------------------------
    Each kind's pbd_plugin_desc.save_state / load_state (SNAPSHOTS in the
    manual) is one walk over its state (pbd_sm__<kind>_state) that
@@ -4663,7 +4651,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                 res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                                      "pbd_sm_add_body: the mass of local particle %d (world particle %d) is %s kg, "
                                      "outside [PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg (or 0)",
-                                     i, j, pbd_sm__fmt_float(mass[i], value, sizeof value), (double)PBD_MIN_MASS,
+                                     i, j, pbd_format_float(mass[i], value, sizeof value), (double)PBD_MIN_MASS,
                                      (double)PBD_MAX_MASS);
             }
         }
@@ -4886,7 +4874,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_lattice: particle_mass %s kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = "
                               "[%g, %g] kg",
-                              pbd_sm__fmt_float(d->particle_mass, value, sizeof value), (double)PBD_MIN_MASS,
+                              pbd_format_float(d->particle_mass, value, sizeof value), (double)PBD_MIN_MASS,
                               (double)PBD_MAX_MASS);
     }
     const float radius = d->radius > 0 ? d->radius : 0.5f * d->spacing;
@@ -8860,7 +8848,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
             r = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                                "pbd_sm_add_cloth: density %g kg/m^2 makes vertex %d a mass of %s kg, outside "
                                "[PBD_MIN_MASS, PBD_MAX_MASS] = [%g, %g] kg",
-                               (double)d->density, v, pbd_sm__fmt_float(F->mass[v], value, sizeof value),
+                               (double)d->density, v, pbd_format_float(F->mass[v], value, sizeof value),
                                (double)PBD_MIN_MASS, (double)PBD_MAX_MASS);
             pbd_sm__cloth_free(c);
             return r;

@@ -466,6 +466,26 @@ TEST(plugin_world_fail_and_last_error) {
     pbd_world_destroy(w);
 }
 
+/* pbd_format_float, the extensions' number for messages: the fewest
+   digits (6 to 9) that read back as the same float. */
+TEST(plugin_format_float_reads_back) {
+    char buf[32];
+    CHECK(strcmp(pbd_format_float(0.1f, buf, sizeof buf), "0.1") == 0);
+    CHECK(strcmp(pbd_format_float(-2.5f, buf, sizeof buf), "-2.5") == 0);
+    /* %g would print PBD_MIN_MASS's lower neighbour as 1e-12, its bound */
+    float below = nextafterf(PBD_MIN_MASS, 0.0f);
+    CHECK_MSG(strcmp(pbd_format_float(below, buf, sizeof buf), "9.999999e-13") == 0, "got %s", buf);
+    const float v[] = {PBD_MIN_MASS, PBD_MAX_MASS, nextafterf(PBD_MAX_MASS, 2e12f),
+                       1.0f / 3.0f,  16777217.0f,  3.4028235e38f,
+                       1.4e-45f,     -0.0f,        123456.789f};
+    for (int i = 0; i < (int)(sizeof v / sizeof v[0]); ++i) {
+        const char *s = pbd_format_float(v[i], buf, sizeof buf);
+        CHECK(s == buf && strlen(s) < 16);
+        CHECK_MSG(strtof(s, NULL) == v[i], "%s does not read back as %.9g", s, (double)v[i]);
+    }
+    CHECK(strtof(pbd_format_float(1.0f / 3.0f, buf, sizeof buf), NULL) == 1.0f / 3.0f && strlen(buf) == 10);
+}
+
 TEST(plugin_world_alloc_uses_the_allocator) {
     count_alloc c = {0, 0, 0};
     pbd_world_desc d = pbd_world_desc_default();
@@ -498,5 +518,6 @@ void suite_plugins(void) {
     RUN(collider_closest_normal);
     RUN(plugin_project_after_contacts);
     RUN(plugin_world_fail_and_last_error);
+    RUN(plugin_format_float_reads_back);
     RUN(plugin_world_alloc_uses_the_allocator);
 }
