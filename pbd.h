@@ -15916,8 +15916,8 @@ static pbd_result pbd__remove_marked(pbd_world *w, unsigned char *mark, int exce
 PBDDEF pbd_result pbd_remove_particles(pbd_world *w, pbd_range r) {
     PBD__CHECK_WORLD(w);
     if (r.first < 0 || r.count <= 0 || r.first > w->n - r.count)
-        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "particles %d..%d are not in the world (0..%d)", r.first,
-                         r.first + r.count - 1, w->n - 1);
+        return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "particles %d..%lld are not in the world (0..%d)", r.first,
+                         (long long)r.first + r.count - 1, w->n - 1); /* (first + count may overflow int) */
     for (int i = r.first; i < r.first + r.count; ++i) {
         if (w->flags[i] & PBD__FREE)
             return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d was removed already", i);

@@ -614,7 +614,9 @@ PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
    nothing changed: NULL pointers; particle_count < 1,
    a duplicate particle, beta/stiffness outside [0, 1], negative
    yield/creep, max_plastic <= 0, both a plan and lists, a plan whose
-   particle count differs, an empty region (PBD_ERROR_INVALID_ARGUMENT); a
+   particle count differs, an empty region, lists that leave a particle
+   in no region (PBD_ERROR_INVALID_ARGUMENT); region_count or
+   region_particles without region_start (PBD_ERROR_NULL_POINTER); a
    particle index outside the world (PBD_ERROR_INDEX_OUT_OF_RANGE); NaN or
    Inf (PBD_ERROR_NOT_FINITE); a negative mass (PBD_ERROR_NEGATIVE_MASS); a
    region whose total mass is zero (PBD_ERROR_INVALID_ARGUMENT) or whose
@@ -4588,6 +4590,26 @@ static pbd_result pbd_sm__check_plan(const pbd_sm_sum_plan *p, int n) {
     return PBD_OK;
 }
 
+/* Every local particle of a body's region lists is in a region: one in
+   none would never be matched (it would fall on its own, unnoticed).
+   seen: n ints of scratch. */
+static pbd_result pbd_sm__check_covered(pbd_world *w, int n, int region_count, const int *start, const int *members,
+                                        int *seen) {
+    memset(seen, 0, sizeof(int) * (size_t)n);
+    for (int e = 0; e < start[region_count]; ++e) seen[members[e]] = 1;
+    int missing = 0, first = -1;
+    for (int i = 0; i < n; ++i)
+        if (!seen[i]) {
+            if (first < 0) first = i;
+            ++missing;
+        }
+    if (!missing) return PBD_OK;
+    return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                          "pbd_sm_add_body: %d of the %d particles are in no region (the first: local particle %d); "
+                          "a particle in no region would never be matched",
+                          missing, n, first);
+}
+
 PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, pbd_sm_body *out) {
     if (!w) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: w is NULL");
 #if !defined(PBD_CUDA) && !defined(PBD_CUDA_COMPANION)
@@ -4611,6 +4633,11 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     if (d->plan && d->region_start)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_body: give pbd_sm_body_desc.plan or region_start, not both");
+    if (!d->plan && !d->region_start && (d->region_count != 0 || d->region_particles))
+        return pbd_world_fail(w, PBD_ERROR_NULL_POINTER,
+                              "pbd_sm_add_body: region_start is NULL while region_count is %d%s (leave all three "
+                              "unset for one cluster of every particle)",
+                              d->region_count, d->region_particles ? " and region_particles is set" : "");
     float *rest = (float *)pbd_sm__alloc_n(w, (size_t)n * 3, sizeof(float));
     float *mass = (float *)pbd_sm__alloc_n(w, (size_t)n, sizeof(float));
     int *seen = (int *)pbd_sm__alloc_n(w, (size_t)wn, sizeof(int));
@@ -4661,6 +4688,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         if (d->region_start) {
             res = pbd_world_fail_last(
                 w, pbd_sm__plan_naive(w, n, d->region_count, d->region_start, d->region_particles, &made));
+            if (res == PBD_OK)
+                res = pbd_sm__check_covered(w, n, d->region_count, d->region_start, d->region_particles, seen);
         } else { /* one cluster of every particle (survey 4.1) */
             int start[2] = {0, n};
             for (int i = 0; i < n; ++i) seen[i] = i;

@@ -2209,7 +2209,8 @@ PBD_UP_DEF pbd_result pbd_up_model_eval_world(pbd_up_model *m, pbd_world *w, int
     int n = pbd_world_particle_count(w), nc = m->coarse_count;
     if (first < 0 || first > n - nc)
         return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "%s: particles [%d, %d) are not in the world (%d particles)", f, first, first + nc, n);
+                              "%s: particles [%d, %lld) are not in the world (%d particles)", f, first,
+                              (long long)first + nc, n); /* (first + nc may overflow int) */
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
     if (m->gpu) {
         if (pbd_world_device(w) != PBD_DEVICE_GPU)
@@ -2871,8 +2872,8 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update_world(pbd_up_wrinkle *wr, pbd_world 
     int n = pbd_world_particle_count(coarse), nc = wr->coarse_count;
     if (first < 0 || first > n - nc)
         return pbd_world_fail(wr->world, PBD_ERROR_INDEX_OUT_OF_RANGE,
-                              "%s: particles [%d, %d) are not in the coarse world (%d particles)", f, first, first + nc,
-                              n);
+                              "%s: particles [%d, %lld) are not in the coarse world (%d particles)", f, first,
+                              (long long)first + nc, n); /* (first + nc may overflow int) */
     if (pbd_world_device(wr->world) == PBD_DEVICE_GPU) {
         if (pbd_world_device(coarse) != PBD_DEVICE_GPU)
             return pbd_world_fail(wr->world, PBD_ERROR_INVALID_ARGUMENT,

@@ -9,6 +9,7 @@
    bounded; a failed add into a world with free slots and free particles
    changes nothing. */
 #include "test.h"
+#include <limits.h>
 #include "check_error.h"
 #include <stdint.h>
 #include <stdlib.h>
@@ -875,6 +876,10 @@ TEST(handles_particles_remove) {
     r.first = n, r.count = 1;
     CHECK_REFUSED(w, pbd_remove_particles(w, r), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
     r.first = 0, r.count = 0;
+    CHECK_REFUSED(w, pbd_remove_particles(w, r), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
+    r.first = INT_MAX, r.count = 1; /* the message's last index overflowed int (UBSan) */
+    CHECK_REFUSED(w, pbd_remove_particles(w, r), PBD_ERROR_INDEX_OUT_OF_RANGE, "2147483647..2147483647");
+    r.first = INT_MIN, r.count = INT_MAX;
     CHECK_REFUSED(w, pbd_remove_particles(w, r), PBD_ERROR_INDEX_OUT_OF_RANGE, NULL);
     /* a group over q's first particle keeps it */
     pbd_group g;

@@ -914,6 +914,21 @@ TEST(sm_shape_bad_input) {
     d.region_start = start;
     d.region_particles = list;
     SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* an empty region */
+    /* regions without region_start: they were one cluster, silently */
+    d.region_count = 2;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_NULL_POINTER,
+                      "region_start is NULL while region_count is 2");
+    SMS_BAD(PBD_ERROR_NULL_POINTER);
+    d.region_particles = list;
+    SMS_BAD(PBD_ERROR_NULL_POINTER);
+    /* lists that leave particles 4..7 in no region: they would never be matched */
+    int start_part[2] = {0, 4};
+    d.region_count = 1;
+    d.region_start = start_part;
+    d.region_particles = list;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT,
+                      "4 of the 8 particles are in no region (the first: local particle 4)");
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     int oob[N];
     sms_iota(oob, N, first);
     oob[3] = N + 5;

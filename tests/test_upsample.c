@@ -6,6 +6,7 @@
 #include "../pbd_upsample.h" /* (first: test.h's helpers for it) */
 #include "test.h"
 #include "check_error.h"
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -379,6 +380,55 @@ TEST(up_model_save_load_roundtrip) {
 }
 
 /* Every bad input gets its error and changes nothing. */
+/* pbd_up_model_eval_world on a CPU world: the model's xyz of the world's
+   particles [first, first + coarse count) give pbd_up_model_eval's bits
+   (the pointer stays the model's); a range outside the world is refused
+   with the range in words, first = INT_MAX included (its end overflowed
+   int in the message: UBSan), and *detail keeps what it held. */
+TEST(up_eval_world_equals_eval_and_checks_the_range) {
+    float *u = NULL;
+    pbd_up_model *m = upt_detail_model(1, 1, &u);
+    int nc = pbd_up_model_coarse_count(m), n = pbd_up_model_detail_count(m);
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    float other[3] = {5, 5, 5};
+    pd.positions = other;
+    pd.count = 1;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL)); /* particle 0: not the model's */
+    pd.positions = u;
+    pd.count = nc;
+    pbd_range r;
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    CHECK(r.first == 1);
+    for (int k = 0; k < 3; ++k) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f)); /* fallen a little */
+    float *x = (float *)malloc(sizeof(float) * 3 * nc), *y = (float *)malloc(sizeof(float) * 3 * n);
+    const float *X = pbd_world_positions(w);
+    for (int i = 0; i < nc; ++i)
+        for (int k = 0; k < 3; ++k) x[3 * i + k] = X[4 * (r.first + i) + k];
+    CHECK(x[1] != u[1]);
+    CHECK_OK(pbd_up_model_eval(m, x, y));
+    const float *d = NULL, *d2 = NULL;
+    CHECK_OK(pbd_up_model_eval_world(m, w, r.first, &d));
+    CHECK(d != NULL && memcmp(d, y, sizeof(float) * 3 * n) == 0);
+    CHECK_OK(pbd_up_model_eval_world(m, w, r.first, &d2));
+    CHECK(d2 == d);
+    const float *keep = d;
+    CHECK_ERROR(pbd_up_model_eval_world(m, w, r.first + 1, &d), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "particles [2, 44) are not in the world (43 particles)");
+    CHECK_ERROR(pbd_up_model_eval_world(m, w, -1, &d), PBD_ERROR_INDEX_OUT_OF_RANGE, "particles [-1, 41)");
+    CHECK_ERROR(pbd_up_model_eval_world(m, w, INT_MAX, &d), PBD_ERROR_INDEX_OUT_OF_RANGE,
+                "particles [2147483647, 2147483689)");
+    CHECK_ERROR(pbd_up_model_eval_world(NULL, w, r.first, &d), PBD_ERROR_NULL_POINTER, "m is NULL");
+    CHECK_ERROR(pbd_up_model_eval_world(m, NULL, r.first, &d), PBD_ERROR_NULL_POINTER, "w is NULL");
+    CHECK_ERROR(pbd_up_model_eval_world(m, w, r.first, NULL), PBD_ERROR_NULL_POINTER, "detail is NULL");
+    CHECK(d == keep);
+    free(x);
+    free(y);
+    free(u);
+    pbd_world_destroy(w);
+    pbd_up_model_destroy(m);
+}
+
 TEST(up_model_bad_input) {
     float *u = NULL;
     pbd_up_model *m = upt_detail_model(1, 1, &u), *out = NULL;
@@ -1075,6 +1125,7 @@ void suite_upsample(void) {
     RUN(up_two_scale_detail);
     RUN(up_eval_simd_threads_bit_identical);
     RUN(up_model_save_load_roundtrip);
+    RUN(up_eval_world_equals_eval_and_checks_the_range);
     RUN(up_model_bad_input);
     RUN(up_messages_read_as_words);
     RUN(up_wrinkle_radius);
