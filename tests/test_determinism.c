@@ -554,6 +554,7 @@ static void build_sm_scene(scene *s) {
     pbd_sm_volume_desc vd = pbd_sm_volume_desc_default();
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
+    vd.contact_distance = 0.02f; /* (the default before 0.2; these rows hash with it) */
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, NULL));
     pbd_mesh_free(&m);
     float half[3] = {0.4f, 0.05f, 0.4f}, centre[3] = {1.0f, 0.55f, 0.0f};
