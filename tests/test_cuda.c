@@ -681,6 +681,7 @@ static void build_volume(pbd_world *w) {
     vd.triangles = m.triangles;
     vd.triangle_count = m.triangle_count;
     vd.alpha = 0.5f;
+    vd.contact_distance = 0.02f; /* (default 0) so that the kernels weigh particles at the colliders 0 */
     CHECK_OK(pbd_sm_add_surface_volume(w, &vd, &squeezed));
     pbd_mesh_free(&m);
     CHECK_OK(pbd_add_collider_box(w, top, half, NULL, 0.5f, &squeeze_plate));
