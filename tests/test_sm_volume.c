@@ -396,11 +396,7 @@ static void ball_at_rest(int hz, double *speed, double *vol) {
     CHECK_OK(pbd_add_collider_plane(w, o, up, 0.5f, NULL));
     pbd_mesh m;
     CHECK_OK(pbd_mesh_sphere(3, c, 0.2f, &m));
-    pbd_cloth_desc cd = pbd_cloth_desc_default();
-    cd.positions = m.positions;
-    cd.vertex_count = m.vertex_count;
-    cd.triangles = m.triangles;
-    cd.triangle_count = m.triangle_count;
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m); /* the cloth's defaults */
     pbd_object ball;
     CHECK_OK(pbd_add_cloth(w, &cd, &ball));
     pbd_range r = pbdt_parts(w, ball).particles;
