@@ -11,7 +11,9 @@
 # writes its own log; the logs are printed in order when all are done.
 t=$1
 shift
-shards=${PBDT_SHARDS:-$(nproc 2>/dev/null || echo 1)}
+# (nproc without OMP_NUM_THREADS, which GNU nproc obeys: a run with a
+# default team of one thread still has the machine's cores)
+shards=${PBDT_SHARDS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc 2>/dev/null || echo 1)}
 [ "$shards" -ge 1 ] 2>/dev/null || shards=1
 [ "$shards" -le 4 ] || shards=4
 passed=0 failed=0 skipped=0 status=0

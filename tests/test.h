@@ -37,6 +37,24 @@ void pbdt_skip_part(const char *what); /* a part of it was (use pbdt_part) */
         pbdt_skip(__VA_ARGS__); \
         return;                 \
     } while (0)
+/* Skips a long physics scene in the sanitizer build (make test SAN=1):
+   ASan and UBSan look for memory errors and undefined behaviour, and such a
+   scene runs the code of the suite's short tests there again, for seconds,
+   at 2-10x the cost (CI's 15 minutes). It runs in every other build. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PBDT_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PBDT_SANITIZED 1
+#endif
+#endif
+#ifndef PBDT_SANITIZED
+#define PBDT_SANITIZED 0
+#endif
+#define LONG_SCENE()                                                                    \
+    do {                                                                                \
+        if (PBDT_SANITIZED) SKIP("a long physics scene, not run under the sanitizers"); \
+    } while (0)
 #define CHECK(cond)                                                     \
     do {                                                                \
         if (!(cond)) pbdt_fail(__FILE__, __LINE__, "CHECK(%s)", #cond); \

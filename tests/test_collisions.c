@@ -491,6 +491,7 @@ static void unpinned_drop(int substeps, double *over5, double *worst) {
 }
 
 TEST(collisions_unpinned_cloth_stretch_on_sphere) {
+    LONG_SCENE();
     double over4, worst4, over12, worst12;
     unpinned_drop(4, &over4, &worst4);
     unpinned_drop(12, &over12, &worst12);
@@ -730,6 +731,7 @@ static double pulled_tablecloth(float rounding, double *far_x) {
 }
 
 TEST(collisions_cloth_pulled_over_a_rounded_table_edge_slides) {
+    LONG_SCENE();
     double far_round, far_sharp;
     double rounded = pulled_tablecloth(0.01f, &far_round), sharp = pulled_tablecloth(0.0f, &far_sharp);
     printf("    tablecloth pulled 2 m: rows at most %.2f x their length, far end at x = %.2f m (table to 0.5 m) "

@@ -182,6 +182,7 @@ TEST(damping_brings_hanging_cloth_to_rest) {
    it to rest in about 2 s), 0.1 m/s after 4 s and under 2 cm/s from 6 s
    on. */
 TEST(damping_hanging_cloth_rest_time) {
+    LONG_SCENE();
     pbd_world_desc wd = pbd_world_desc_default();
     pbd_world *w = NULL;
     CHECK_OK(pbd_world_create(&wd, &w));

@@ -159,16 +159,28 @@ static void resting_tank(float d, int substeps, int iterations) {
     CHECK_MSG(loss <= 0.01, "spacing %g: lost %.2f%% of its height", (double)d, 100.0 * loss);
     pbd_world_destroy(w);
 }
-TEST(fluid_resting_tank_5mm) { resting_tank(0.005f, 4, 4); }
-TEST(fluid_resting_tank_1cm_2_substeps) { resting_tank(0.01f, 2, 4); }
-TEST(fluid_resting_tank_2_5cm) { resting_tank(0.025f, 4, 4); }
+TEST(fluid_resting_tank_5mm) {
+    LONG_SCENE();
+    resting_tank(0.005f, 4, 4);
+}
+TEST(fluid_resting_tank_1cm_2_substeps) {
+    LONG_SCENE();
+    resting_tank(0.01f, 2, 4);
+}
+TEST(fluid_resting_tank_2_5cm) {
+    LONG_SCENE();
+    resting_tank(0.025f, 4, 4);
+}
 TEST(fluid_resting_tank_5cm) { resting_tank(0.05f, 4, 4); }
 TEST(fluid_resting_tank_10cm) { resting_tank(0.1f, 4, 4); }
 /* A world at 1 or 2 iterations (a multi-resolution cloth's, README): the
    fluid still gets PBD_FLUID_MIN_ITERATIONS (4), so the tank rests as at
    4 (it exploded: 5 cm, 1 iteration, within 2 s at 1e4 m/s). */
 TEST(fluid_resting_tank_5cm_1_iteration) { resting_tank(0.05f, 4, 1); }
-TEST(fluid_resting_tank_1cm_2_iterations) { resting_tank(0.01f, 4, 2); }
+TEST(fluid_resting_tank_1cm_2_iterations) {
+    LONG_SCENE();
+    resting_tank(0.01f, 4, 2);
+}
 
 /* Counts the plugin projections: the world's iterations per substep. */
 static void count_project(void *u, const pbd_solve_context *c) {
@@ -238,6 +250,7 @@ static void block_at_kernel(float k, double max_change, double max_speed) {
     pbd_world_destroy(w);
 }
 TEST(fluid_kernel_radius_range_ends_rest) {
+    LONG_SCENE();
     block_at_kernel(PBD_FLUID_KERNEL_MIN, 0.02, 0.5);
     block_at_kernel(PBD_FLUID_KERNEL_MAX, 0.02, 0.5);
 }
@@ -428,6 +441,7 @@ static float box_bottom_after(float density) {
 }
 
 TEST(fluid_light_box_floats_heavy_box_sinks) {
+    LONG_SCENE();
     float light = box_bottom_after(300.0f), heavy = box_bottom_after(4000.0f);
     /* the pool is 0.2 m deep: the light box rides at the surface (0.3 of
        its 0.15 m under water), the heavy one has sunk deep into it */

@@ -219,6 +219,7 @@ static void hanging_strain(const pbd_mesh *m, int n, int levels, float beta, flo
 /* Figure 7: the average local strain and the maximum global strain fall
    with every added level, and 2D+1D matching is stiffer than 2D alone. */
 TEST(sm_cloth_strain_falls_with_levels) {
+    LONG_SCENE();
     enum { N = 26, LEVELS = 4 };
     pbd_mesh m = curtain_grid(N, 5.0f);
     float avg[2][LEVELS], glob[2][LEVELS];
@@ -240,6 +241,7 @@ TEST(sm_cloth_strain_falls_with_levels) {
    quadratically with the time step: each halving from 20 ms to 1.25 ms
    cuts it by at least 2.5x; 2D+1D stays below 2D. */
 TEST(sm_cloth_strain_falls_with_time_step) {
+    LONG_SCENE();
     enum { N = 21, DTS = 5 };
     const float dts[DTS] = {0.02f, 0.01f, 0.005f, 0.0025f, 0.00125f};
     pbd_mesh m = curtain_grid(N, 5.0f);

@@ -425,6 +425,7 @@ static void ball_at_rest(int hz, double *speed, double *vol) {
 }
 
 TEST(sm_volume_ball_comes_to_rest_on_the_ground) {
+    LONG_SCENE();
     for (int k = 0; k < 2; ++k) {
         int hz = k ? 60 : 30;
         double speed = 1e30, vol = 0;

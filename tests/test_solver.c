@@ -595,6 +595,7 @@ static balloon_run balloon_on_plane(float slope, int substeps) {
 }
 
 TEST(solver_balloon_rests_on_the_ground) {
+    LONG_SCENE();
     /* The angular momentum the velocity update leaks (see the test above)
        used to be restored only for objects no collider touched: a balloon
        resting on the ground turned its leak into rolling, through
@@ -612,6 +613,7 @@ TEST(solver_balloon_rests_on_the_ground) {
 }
 
 TEST(solver_balloon_still_rolls_down_a_slope) {
+    LONG_SCENE();
     /* what the contacts give is kept: on a 15 degree slope with friction
        0.5 the balloon rolls down (a thin rigid shell rolling without
        slipping: a = g sin a / (1 + 2/3) = 1.5 m/s^2, 110 m in 12 s; the

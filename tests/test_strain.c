@@ -64,6 +64,7 @@ static pbd_lra add_top_lra(pbd_world *w, const pbd_object *obj, int n, int geode
    stretch under 1 %; off, the cloth stretches far more. The cloth's
    automatic tethers (on = 2: pinned one by one, no user set) do the same. */
 TEST(strain_lra_keeps_hanging_cloth_inextensible) {
+    LONG_SCENE();
     double worst[3] = {0, 0, 0};
     for (int on = 0; on < 3; ++on) {
         pbd_object obj;

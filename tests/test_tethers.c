@@ -216,6 +216,7 @@ static void hanging_strain(int n, int substeps, int iterations, int tethers, flo
    fall stretches it by 200% and more (the measurement means something).
    100 x 100: bench/cloth_defaults (too slow for make test). */
 TEST(tethers_hanging_cloth_strain) {
+    LONG_SCENE();
     double fall, rest, fall_off, rest_off;
     hanging_strain(32, 0, 0, 1, -1.0f, -1.0f, 360, &fall, &rest);
     hanging_strain(32, 0, 0, 0, -1.0f, -1.0f, 60, &fall_off, &rest_off);
@@ -232,6 +233,7 @@ TEST(tethers_hanging_cloth_strain) {
    rule (pbd_cloth_desc.gravity_cfl) takes the substeps that keep it
    within 10% (7 here: 7.3%). Without the rule the same fall passes 10%. */
 TEST(tethers_fine_cloth_takes_its_substeps) {
+    LONG_SCENE();
     double fall, rest, fall_off, rest_off;
     hanging_strain(48, 0, 0, 1, -1.0f, -1.0f, 120, &fall, &rest);
     hanging_strain(48, 0, 0, 1, -1.0f, 0.0f, 120, &fall_off, &rest_off);

@@ -14,6 +14,32 @@
 # positions' bits of a run that stays on the CPU (the emulation gives the
 # CPU's bits) - for scenes of pbd.h and of pbd_sm.h (whose state, a jelly's
 # plastic deformation, a plant's spin, goes along in the snapshot).
+# a job of the check below (run by xargs under its X server): one scene, or
+# one emulated-GPU switch; its verdict goes to OUT/<job>.result
+if [ "${1:-}" = --job ]; then
+    shift
+    kind=$1 name=$2 drag=${3:-}
+    # LIBGL_ALWAYS_SOFTWARE: Mesa's llvmpipe whatever the machine has
+    if [ "$kind" = scene ]; then
+        log="$out_dir/$name.log"
+        if LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$viewer_bin" --scene "$name" --size 640x360 --frames 100 \
+            --drag "$drag" --screenshot "$out_dir/$name.png" > "$log" 2>&1; then
+            echo "ok   viewer $name: $(grep 'drawn at' "$log")" > "$out_dir/$name.result"
+        else
+            { echo "FAIL viewer $name:"; sed 's/^/    /' "$log"; } > "$out_dir/$name.result"
+        fi
+    else
+        run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 "$emu_bin" --scene "$name" --size 320x180 --frames 40 "$@" 2>&1; }
+        stay=$(run | grep 'positions hash')
+        moved=$(run --switch 20 | grep 'positions hash')
+        if echo "$moved" | grep -q 'ends on the GPU' && [ "${stay##* }" = "${moved##* }" ]; then
+            echo "ok   viewer $name moved to the emulated GPU at frame 20: the same bits ($moved)"
+        else
+            echo "FAIL viewer $name moved to the emulated GPU: '$moved' against '$stay'"
+        fi > "$out_dir/emu-$name.result"
+    fi
+    exit 0
+fi
 viewer=$1
 out=$2
 emu=${3:-}
@@ -39,37 +65,31 @@ if [ -n "$why" ]; then
     echo "0 passed, 0 failed, $count skipped"
     exit 0
 fi
-passed=0 failed=0
-echo "$scenes" | {
-    while read -r name drag; do
-        log="$out/$name.log"
-        # LIBGL_ALWAYS_SOFTWARE: Mesa's llvmpipe whatever the machine has
-        if LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
-            "$viewer" --scene "$name" --size 640x360 --frames 100 --drag "$drag" \
-            --screenshot "$out/$name.png" > "$log" 2>&1; then
-            passed=$((passed + 1))
-            echo "ok   viewer $name: $(grep 'drawn at' "$log")"
-        else
-            failed=$((failed + 1))
-            echo "FAIL viewer $name:"
-            sed 's/^/    /' "$log"
-        fi
+jobs=""
+if [ -n "$emu" ] && [ -x "$emu" ]; then
+    for name in showcase flag_tear hair upsample sm_jelly sm_plant multires_cloth; do
+        jobs="$jobs
+emu $name"
     done
-    if [ -n "$emu" ] && [ -x "$emu" ]; then
-        for name in showcase flag_tear hair upsample sm_jelly sm_plant multires_cloth; do
-            run() { LIBGL_ALWAYS_SOFTWARE=1 timeout 120 xvfb-run -a -s "-screen 0 1280x1024x24" \
-                "$emu" --scene "$name" --size 320x180 --frames 40 "$@" 2>&1; }
-            stay=$(run | grep 'positions hash')
-            moved=$(run --switch 20 | grep 'positions hash')
-            if echo "$moved" | grep -q 'ends on the GPU' && [ "${stay##* }" = "${moved##* }" ]; then
-                passed=$((passed + 1))
-                echo "ok   viewer $name moved to the emulated GPU at frame 20: the same bits ($moved)"
-            else
-                failed=$((failed + 1))
-                echo "FAIL viewer $name moved to the emulated GPU: '$moved' against '$stay'"
-            fi
-        done
+fi
+jobs="$jobs
+$(echo "$scenes" | sed 's/^/scene /')"
+rm -f "$out"/*.result
+# One X server for the whole check (the viewers' windows share it), two
+# viewers at a time (CI's 2 cores), the longest jobs (the emulated-GPU
+# switches) first; the verdicts are printed in the jobs' order.
+echo "$jobs" | grep . | viewer_bin=$viewer emu_bin=$emu out_dir=$out \
+    xvfb-run -a -s "-screen 0 1280x1024x24" xargs -P 2 -L 1 sh "$0" --job
+passed=0 failed=0
+for job in $(echo "$jobs" | grep . | awk '{ print ($1 == "emu" ? "emu-" : "") $2 }'); do
+    r="$out/$job.result"
+    if [ -f "$r" ] && head -n 1 "$r" | grep -q '^ok '; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        [ -f "$r" ] || echo "FAIL viewer $job: no verdict (the X server or the job did not run)" > "$r"
     fi
-    echo "$passed passed, $failed failed, 0 skipped"
-    [ "$failed" -eq 0 ]
-}
+    cat "$r"
+done
+echo "$passed passed, $failed failed, 0 skipped"
+[ "$failed" -eq 0 ]
