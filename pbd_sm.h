@@ -244,7 +244,16 @@
    at 4 s; per 1/60 s 112% (17%), 99% at 4 s; per 1/30 s 342% (65%),
    275% at 4 s. Over 0..4 s, the fall included: 35%, 19%, 136%, 416%.
    The mean strain at 4 s: 1.1%, 0.9%, 14%, 50%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
-   1/240 s, as examples/multires_cloth.c does), not one. The triangle kernel has an explicit SIMD path (16, 8 or 4 lanes,
+   1/240 s, as examples/multires_cloth.c does), not one. Keep the one
+   iteration (the world's default is 4): with wrinkle conservation on (the
+   default) more V-cycles per substep loosen the worst edges, 4 substeps
+   at 60 Hz giving over 2..4 s 15% with 1 iteration, 37% with 2 and 31%
+   with 4 (the mean strain's worst 1.7%, 1.4%, 1.4%); with
+   conserve_wrinkles = 0 they stiffen it as expected: 13%, 6.8%, 3.2%.
+   Fewer levels are far softer: at 4 x 1, 1, 2 and 3 levels give a mean
+   strain at 4 s of 5.2%, 8.0% and 2.0% and a worst edge over 2..4 s of
+   1685%, 215% and 56% (at the pinned corners). bench/sm_cloth_window.c
+   prints every row. The triangle kernel has an explicit SIMD path (16, 8 or 4 lanes,
    bit-identical to its scalar reference); build with -fno-math-errno (no
    result changes) so that the compiler can vectorise the edge kernel too.
    Both parallel schemes of the paper's section 5 are there (d.scheme):
@@ -999,7 +1008,8 @@ typedef struct pbd_sm_cloth_desc {
                                  vertices they replace, so no vertex is shared (figure 3b) */
     float alpha;                    /* 2D stiffness, eq. 12, in [0, 1]; default 1 */
     float beta;                     /* 1D stiffness, eq. 15, in [0, 1]; 0 turns 1D matching off; default 1 */
-    int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 */
+    int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 (keep the world's
+                                       iterations at 1 with it: see the manual, MULTI-RESOLUTION CLOTH) */
     float damping;                  /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
     float bending_stiffness;        /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
     pbd_sm_cloth_scheme scheme;     /* default PBD_SM_CLOTH_INDEPENDENT_SETS: the faster one on a
