@@ -19,7 +19,9 @@
    horizontal distance of a body's centre from the lowest one's, m).
 
    Build and run: make bench BENCH=sm_stack (or cc -std=c99 -O2 -I.
-   bench/sm_stack.c -lm); --seconds S (default 10); --half-width W: the
+   bench/sm_stack.c -lm); --seconds S (default 10); --hz F: steps of
+   1/F s (default 60; key `hz`); --substeps S: the world's substeps
+   (default 4; key `substeps`); --half-width W: the
    lattices' regions of half-width W instead of one cluster (W = 1:
    regions that do not span a body, which is then not rigid). */
 #include "bench.h"
@@ -36,9 +38,12 @@ static void centre(const pbd_world *w, pbd_range r, double *c) {
 }
 
 static int half_width = 0; /* --half-width W: the lattice's regions (0: the default, one cluster) */
+static int hz = 60;        /* --hz F: steps of 1/F s */
+static int substeps = 0;   /* --substeps S: the world's (0: its default, 4) */
 
 static void stack_run(int bodies, double offset, double seconds) {
     pbd_world_desc wd = bench_desc();
+    if (substeps > 0) wd.substeps = substeps;
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return;
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
@@ -64,9 +69,9 @@ static void stack_run(int bodies, double offset, double seconds) {
     pbd_range all = {0, pbd_world_particle_count(w)};
     pbd_particles_set_particle_contact(w, all, 1);
     double sink_1s = 0, sink_2s = 0, sink = 0, merged_at = -1, tilt = 0, c[STACK_MAX][3];
-    int frames = (int)(seconds * 60 + 0.5);
+    int frames = (int)(seconds * hz + 0.5);
     for (int f = 1; f <= frames; ++f) {
-        pbd_world_step(w, 1.0f / 60);
+        pbd_world_step(w, 1.0f / (float)hz);
         sink = 0;
         for (int k = 0; k < bodies; ++k) centre(w, r[k], c[k]);
         for (int k = 1; k < bodies; ++k) {
@@ -74,19 +79,21 @@ static void stack_run(int bodies, double offset, double seconds) {
             for (int a = 0; a < 3; ++a) d += (c[k][a] - c[k - 1][a]) * (c[k][a] - c[k - 1][a]);
             d = sqrt(d);
             if (0.3 - d > sink) sink = 0.3 - d;
-            if (d < 0.15 && merged_at < 0) merged_at = f / 60.0;
+            if (d < 0.15 && merged_at < 0) merged_at = f / (double)hz;
         }
-        if (f == 60) sink_1s = sink;
-        if (f == 120) sink_2s = sink;
+        if (f == hz) sink_1s = sink;
+        if (f == 2 * hz) sink_2s = sink;
     }
     for (int k = 1; k < bodies; ++k) {
         double h = sqrt((c[k][0] - c[0][0]) * (c[k][0] - c[0][0]) + (c[k][2] - c[0][2]) * (c[k][2] - c[0][2]));
         if (h > tilt) tilt = h;
     }
-    printf("{\"bench\": \"sm_stack\", \"half_width\": %d, \"bodies\": %d, \"offset\": %g, \"seconds\": %g, "
+    printf("{\"bench\": \"sm_stack\", \"hz\": %d, \"substeps\": %d, \"half_width\": %d, \"bodies\": %d, \"offset\": "
+           "%g, \"seconds\": %g, "
            "\"sink_1s\": %.4f, \"sink_2s\": %.4f, "
            "\"sink_end\": %.4f, \"merged_at\": %.3f, \"bottom_sink\": %.4f, \"tilt_end\": %.4f}\n",
-           half_width, bodies, offset, seconds, sink_1s, sink_2s, sink, merged_at, 0.15 - c[0][1], tilt);
+           hz, wd.substeps, half_width, bodies, offset, seconds, sink_1s, sink_2s, sink, merged_at, 0.15 - c[0][1],
+           tilt);
     fflush(stdout);
     pbd_world_destroy(w);
 }
@@ -96,6 +103,9 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; ++i)
         if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) seconds = atof(argv[++i]);
         else if (strcmp(argv[i], "--half-width") == 0 && i + 1 < argc) half_width = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--hz") == 0 && i + 1 < argc) hz = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--substeps") == 0 && i + 1 < argc) substeps = atoi(argv[++i]);
+    if (hz < 1) hz = 60;
     for (int o = 0; o < 2; ++o)
         for (int bodies = 2; bodies <= STACK_MAX; ++bodies) stack_run(bodies, 0.05 * o, seconds);
     return 0;
