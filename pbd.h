@@ -168,7 +168,11 @@
        9.81 (60 Hz; 30 Hz: 9.78 at 100 m, 14.1 at 10 km). Keep what
        moves within about 100 m of the origin; for a larger world, move
        the origin with the scene (shift every position, collider pose
-       and target by the same amount between steps).
+       and target by the same amount between steps). The positions a
+       world is given for its particles (pbd_particles_desc, setters,
+       kinematic targets, the builders' meshes and roots) must lie within
+       PBD_MAX_COORDINATE = 1e6 m of the origin on every axis (see "====
+       world").
      * Masses and radii: a particle's mass is 0 (pinned) or in
        [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e12] kg, its radius (a
        cloth's thickness, a fluid's spacing) at most PBD_MAX_RADIUS = 10 m,
@@ -879,6 +883,18 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    PBD_ERROR_INVALID_ARGUMENT. Colliders are shapes, not particles, and
    have no such bound. */
 #define PBD_MAX_RADIUS 10.0f
+/* The largest coordinate (m) of a particle position given to the world:
+   |x|, |y| and |z| of pbd_particles_desc.positions,
+   pbd_particles_set_positions, pbd_particle_set_kinematic_target, a
+   cloth's, soft body's or balloon's vertices, hair's and strands' roots
+   (a fluid's positions go through pbd_particles_desc) at most 1e6 m, else
+   PBD_ERROR_INVALID_ARGUMENT. Why: at 1e6 m a float's step is 6 cm, and
+   from 1e7 m on a particle cannot move at all (CONVENTIONS, Units); the
+   squared distances and grid cells computed from such positions leave
+   float and int range long before 1e38 m, a position the world took
+   before this bound (its particle never moved). Colliders are shapes, not
+   particles, and have no such bound. */
+#define PBD_MAX_COORDINATE 1e6f
 
 /* Advance by dt seconds (substeps x iterations as in the desc; a world
    with fluids or a pinned cloth may take more substeps: see
@@ -3585,6 +3601,22 @@ static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n
     return PBD_OK;
 }
 
+/* n / 3 particle positions (what: their name): finite, and every
+   coordinate within PBD_MAX_COORDINATE. */
+static pbd_result pbd__check_positions(const pbd_world *w, const float *x, size_t n, const char *what) {
+    pbd_result r = pbd__check_finite(w, x, n, what);
+    if (r != PBD_OK) return r;
+    for (size_t i = 0; i < n; ++i)
+        if (!(fabsf(x[i]) <= PBD_MAX_COORDINATE)) {
+            char value[32];
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                             "%s: coordinate %c of point %zu is %s m, beyond PBD_MAX_COORDINATE = %g m of the origin",
+                             what, "xyz"[i % 3], i / 3, pbd_format_float(x[i], value, sizeof value),
+                             (double)PBD_MAX_COORDINATE);
+        }
+    return PBD_OK;
+}
+
 /* (declared with the extensions' errors: their messages use it too) */
 PBDDEF const char *pbd_format_float(float v, char *buf, size_t size) {
     for (int digits = 6; digits < 9; ++digits) {
@@ -4285,7 +4317,7 @@ static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particle
     PBD__CHECK_PTR(w, d->positions, "desc.positions");
     if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle count %d <= 0", d->count);
     if (d->count > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d more particles overflow", d->count);
-    PBD__TRY(pbd__check_finite(w, d->positions, 3 * (size_t)d->count, "positions"));
+    PBD__TRY(pbd__check_positions(w, d->positions, 3 * (size_t)d->count, "positions"));
     if (d->velocities) PBD__TRY(pbd__check_finite(w, d->velocities, 3 * (size_t)d->count, "velocities"));
     if (d->masses) PBD__TRY(pbd__check_finite(w, d->masses, (size_t)d->count, "masses"));
     if (!pbd__finite(d->mass) || !pbd__finite(d->radius))
@@ -4413,7 +4445,7 @@ PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, f
 PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const float *in) {
     PBD__CHECK_WORLD_PARTICLES(w);
     PBD__TRY(pbd__check_live_range(w, r, in));
-    PBD__TRY(pbd__check_finite(w, in, 3 * (size_t)r.count, "positions"));
+    PBD__TRY(pbd__check_positions(w, in, 3 * (size_t)r.count, "positions"));
     pbd__copy_in(w->x, r, in);
     pbd__copy_in(w->p, r, in);
     for (int k = 0; k < r.count; ++k) /* a teleported kinematic particle stays there */
@@ -4598,7 +4630,7 @@ PBDDEF pbd_result pbd_particle_set_kinematic_target(pbd_world *w, int particle, 
     PBD__CHECK_WORLD_PARTICLES(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__CHECK_PTR(w, target, "target");
-    PBD__TRY(pbd__check_finite(w, target, 3, "target"));
+    PBD__TRY(pbd__check_positions(w, target, 3, "target"));
     if (!(w->flags[particle] & PBD__KINEMATIC))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is not kinematic (pbd_particle_set_kinematic)",
                          particle);
@@ -6296,7 +6328,7 @@ static pbd_result pbd__check_common(const pbd_world *w, const float *positions, 
     PBD__CHECK_PTR(w, positions, "desc.positions");
     if (nv <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vertex count %d <= 0", nv);
     if (nv > INT_MAX / 8 - w->n) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d vertices overflow", nv);
-    PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)nv, "positions"));
+    PBD__TRY(pbd__check_positions(w, positions, 3 * (size_t)nv, "positions"));
     if (masses) {
         PBD__TRY(pbd__check_finite(w, masses, (size_t)nv, "masses"));
         for (int i = 0; i < nv; ++i) PBD__TRY(pbd__check_mass(w, masses[i], "masses", i, 1));
@@ -12456,7 +12488,7 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     if ((long)d->strand_count * d->particles_per_strand > INT_MAX / 8 - w->n)
         return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d strands of %d particles overflow", d->strand_count,
                          d->particles_per_strand);
-    PBD__TRY(pbd__check_finite(w, d->root_positions, 3 * (size_t)d->strand_count, "root_positions"));
+    PBD__TRY(pbd__check_positions(w, d->root_positions, 3 * (size_t)d->strand_count, "root_positions"));
     PBD__TRY(pbd__check_finite(w, d->root_normals, 3 * (size_t)d->strand_count, "root_normals"));
     for (int s = 0; s < d->strand_count; ++s)
         if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > PBD__DIR_MIN))
@@ -12575,7 +12607,7 @@ PBDDEF pbd_result pbd_strands_set_roots(pbd_world *w, pbd_strands handle, const 
     PBD__TRY(pbd__hair_index(w, handle, &si));
     PBD__CHECK_PTR(w, positions, "positions");
     pbd__strands *S = &w->strands[si];
-    PBD__TRY(pbd__check_finite(w, positions, 3 * (size_t)S->nstrands, "positions"));
+    PBD__TRY(pbd__check_positions(w, positions, 3 * (size_t)S->nstrands, "positions"));
     if (normals) {
         PBD__TRY(pbd__check_finite(w, normals, 3 * (size_t)S->nstrands, "normals"));
         for (int s = 0; s < S->nstrands; ++s)

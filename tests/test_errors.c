@@ -633,6 +633,71 @@ TEST(errors_mass_and_radius_bounds) {
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
+/* Particle positions beyond PBD_MAX_COORDINATE (1e6 m) on any axis are
+   refused wherever the world is given them (1e38 m used to be taken, the
+   particle never moving); the bound itself is valid. */
+TEST(errors_positions_beyond_max_coordinate) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    int f = S.free.first;
+    float p3[6] = {0, 1, 0, 1, 1, 0};
+    pbd_range out;
+    pbd_particles_desc d = pbd_particles_desc_default();
+    d.positions = p3;
+    d.count = 2;
+    p3[3] = 1e38f;
+    EXPECT_ERR_NAMING(&S, pbd_add_particles(w, &d, &out), PBD_ERROR_INVALID_ARGUMENT,
+                      "positions: coordinate x of point 1 is 1e+38 m, beyond PBD_MAX_COORDINATE = 1e+06 m");
+    p3[3] = 1;
+    p3[2] = -nextafterf(PBD_MAX_COORDINATE, 2 * PBD_MAX_COORDINATE);
+    EXPECT_ERR_NAMING(&S, pbd_add_particles(w, &d, &out), PBD_ERROR_INVALID_ARGUMENT, "coordinate z of point 0");
+    p3[2] = 0;
+    float far[3] = {0, 2e6f, 0};
+    pbd_range one = {f, 1};
+    EXPECT_ERR_NAMING(&S, pbd_particles_set_positions(w, one, far), PBD_ERROR_INVALID_ARGUMENT,
+                      "coordinate y of point 0 is 2e+06 m");
+    CHECK_OK(pbd_particle_set_kinematic(w, f, 1));
+    EXPECT_ERR_NAMING(&S, pbd_particle_set_kinematic_target(w, f, far), PBD_ERROR_INVALID_ARGUMENT, "target");
+
+    pbd_mesh m;
+    float o[3] = {5, 1, 5}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &m));
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = m.positions;
+    c.vertex_count = m.vertex_count;
+    c.triangles = m.triangles;
+    c.triangle_count = m.triangle_count;
+    m.positions[3 * 4] = -3e7f;
+    pbd_object ob;
+    EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT, "coordinate x of point 4");
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    float fp[6] = {5, 1, 5, 5.05f, 1e9f, 5};
+    fd.positions = fp;
+    fd.count = 2;
+    EXPECT_ERR_NAMING(&S, pbd_add_fluid(w, &fd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_COORDINATE");
+    float root[3] = {5, 1, 2e6f}, normal[3] = {0, 1, 0};
+    pbd_hair_desc h = pbd_hair_desc_default();
+    h.root_positions = root;
+    h.root_normals = normal;
+    h.strand_count = 1;
+    pbd_strands st;
+    EXPECT_ERR_NAMING(&S, pbd_add_hair(w, &h, &st, NULL), PBD_ERROR_INVALID_ARGUMENT, "root_positions");
+
+    /* the bound itself is valid, on every axis and sign */
+    float edge[6] = {PBD_MAX_COORDINATE,  -PBD_MAX_COORDINATE, PBD_MAX_COORDINATE,
+                     -PBD_MAX_COORDINATE, PBD_MAX_COORDINATE,  -PBD_MAX_COORDINATE};
+    d.positions = edge;
+    CHECK_OK(pbd_add_particles(w, &d, &out));
+    CHECK_OK(pbd_particle_set_kinematic_target(w, f, edge));
+    m.positions[3 * 4] = PBD_MAX_COORDINATE;
+    CHECK_OK(pbd_add_cloth(w, &c, &ob));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
 /* A vertex in no triangle (no tetrahedron) gets no share of a density:
    mass 0 would pin it silently, so the mesh is refused, naming the vertex
    in the caller's numbering (the check comes before the Morton order);
@@ -1777,6 +1842,7 @@ void suite_errors(void) {
     RUN(errors_world_parameters);
     RUN(errors_particles);
     RUN(errors_mass_and_radius_bounds);
+    RUN(errors_positions_beyond_max_coordinate);
     RUN(errors_density_leaves_no_vertex_massless);
     RUN(errors_step_names_masses_too_far_apart);
     RUN(errors_constraints);
