@@ -687,7 +687,11 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
    *count receives the number of cells; cells (3 ints each, x fastest) is
    filled when it is not NULL and max_cells >= *count. Costs O(rows x
    triangles). At most 2^20 cells per axis and INT_MAX in the bounding
-   box (PBD_ERROR_OVERFLOW). */
+   box (PBD_ERROR_OVERFLOW). No cell at all is PBD_ERROR_DEGENERATE (a
+   lattice needs one): the mesh is open, so that it encloses nothing (one
+   triangle), or thinner than the spacing. Whether the mesh is closed is
+   not checked otherwise: an open mesh whose rays still pair up gives its
+   cells. */
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, const int *triangles,
                                       int triangle_count, float spacing, float *origin, int *cells, int max_cells,
                                       int *count);
@@ -784,14 +788,15 @@ typedef struct pbd_sm_oriented_desc {
 PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
 /* Adds the set and its plugin; on error nothing changes. Errors: NULL
    pointers; INVALID_ARGUMENT for an empty range, a stiffness outside
-   [0, 1], iterations outside 1..100; INDEX_OUT_OF_RANGE for particles or
-   edge ends outside the range; DEGENERATE for a self edge, radii <= 0, a
-   zero quaternion, or a zero total mass (every particle of mass 0;
-   particles of mass 0 among others weigh as the mean one); NOT_FINITE
-   for NaN/Inf. The particles are marked coupled (pbd_world_mark_coupled):
-   orientations hold angular momentum the world does not see. out (the
-   handle) may be NULL. While the set lives, pbd.h refuses to remove its
-   particles. */
+   [0, 1], iterations outside 1..100, an edge listed twice (the same two
+   particles either way round; the message names both edges);
+   INDEX_OUT_OF_RANGE for particles or edge ends outside the range;
+   DEGENERATE for a self edge, radii <= 0, a zero quaternion, or a zero
+   total mass (every particle of mass 0; particles of mass 0 among others
+   weigh as the mean one); NOT_FINITE for NaN/Inf. The particles are
+   marked coupled (pbd_world_mark_coupled): orientations hold angular
+   momentum the world does not see. out (the handle) may be NULL. While
+   the set lives, pbd.h refuses to remove its particles. */
 PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_desc *desc, pbd_sm_oriented *out);
 /* Removes the set and frees it (its particles stay, without orientations).
    Every call on a set checks its handle: 0, a removed set's handle (stale)
@@ -1041,7 +1046,16 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void);
 /* Adds the particles (one per vertex, in vertex order) and the plugin. The
    cloth belongs to the world: it is freed with it (or pbd_sm_remove_cloth).
    out (the handle) and `particles` (the particle range) may be NULL.
-   While the cloth lives, pbd.h refuses to remove its particles. */
+   While the cloth lives, pbd.h refuses to remove its particles. Errors
+   (nothing is added): NULL pointers; NOT_FINITE; NEGATIVE_MASS for a
+   density <= 0; OVERFLOW for counts too large; INDEX_OUT_OF_RANGE for a
+   triangle or kept vertex that names no vertex; DEGENERATE for a
+   triangle with a repeated vertex or zero area; INVALID_ARGUMENT for
+   parameters out of range, vertex masses (from the density) outside
+   [PBD_MIN_MASS, PBD_MAX_MASS], and a mesh that is not one: a triangle
+   listed twice (the same vertices in any order; the message names both
+   triangles), an edge in more than two triangles, a vertex in no
+   triangle, or too few triangles for the levels. */
 PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *desc, pbd_sm_cloth *out,
                                        pbd_range *particles);
 /* Removes the cloth's solver and frees it; its particles stay (remove them
@@ -2182,17 +2196,54 @@ static int pbd_sm__cmp_ll(const void *a, const void *b) {
     long long x = *(const long long *)a, y = *(const long long *)b;
     return x < y ? -1 : x > y;
 }
-/* pairs of long long, lexicographic */
-static int pbd_sm__cmp_ll2(const void *a, const void *b) {
-    int c = pbd_sm__cmp_ll(a, b);
-    return c ? c : pbd_sm__cmp_ll((const long long *)a + 1, (const long long *)b + 1);
-}
 static int pbd_sm__sort_unique_ll(long long *keys, int n) {
     qsort(keys, (size_t)n, sizeof *keys, pbd_sm__cmp_ll);
     int m = 0;
     for (int e = 0; e < n; ++e)
         if (m == 0 || keys[e] != keys[m - 1]) keys[m++] = keys[e];
     return m;
+}
+
+/* rows of 4 ints (an element's sorted vertices, then its index), lexicographic */
+static int pbd_sm__cmp_int4(const void *a, const void *b) {
+    const int *x = (const int *)a, *y = (const int *)b;
+    for (int k = 0; k < 4; ++k)
+        if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
+    return 0;
+}
+/* Two of the n elements (arity 2: edges, 3: triangles; el holds n * arity
+   vertex indices) with the same vertices in any order: sorts a copy of the
+   canonical keys (the sorted vertices) with their indices, O(n log n).
+   Returns 1 with *first < *second, the element that repeats an earlier one
+   first in the list (*second as small as can be) and that earlier one; 0
+   when no element repeats; -1 when out of memory (no message). */
+static int pbd_sm__find_repeated_element(pbd_world *mem, const int *el, int n, int arity, int *first, int *second) {
+    if (n < 2) return 0;
+    int *row = (int *)pbd_sm__alloc_n(mem, (size_t)n, 4 * sizeof(int));
+    if (!row) return -1;
+    for (int i = 0; i < n; ++i) {
+        int *k = row + 4 * (size_t)i;
+        k[2] = 0;                         /* an edge's third vertex */
+        for (int a = 0; a < arity; ++a) { /* insertion sort of the vertices */
+            int v = el[(size_t)arity * i + a], j = a;
+            for (; j > 0 && k[j - 1] > v; --j) k[j] = k[j - 1];
+            k[j] = v;
+        }
+        k[3] = i;
+    }
+    qsort(row, (size_t)n, 4 * sizeof(int), pbd_sm__cmp_int4);
+    int found = 0, group = 0; /* group: the row of the current key's earliest element */
+    for (int i = 1; i < n; ++i) {
+        const int *k = row + 4 * (size_t)i;
+        if (memcmp(k, k - 4, 3 * sizeof(int)) != 0) group = i;
+        else if (!found || k[3] < *second) {
+            found = 1;
+            *first = row[4 * (size_t)group + 3];
+            *second = k[3];
+        }
+    }
+    pbd_sm__free(mem, row);
+    return found;
 }
 
 /* One pass: inputs are the sorted keys `in` (lines along their fastest
@@ -3002,48 +3053,31 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     if ((size_t)nt * 3 > (size_t)INT_MAX / 2)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_plan_paths: triangle_count %d is too large (at most %d)", nt, INT_MAX / 6);
-    /* undirected edges as keys a * nv + b (a < b); sorted, an edge may be in at
-       most two triangles; triangles as sorted triples may not repeat */
+    /* a triangle may not repeat (pbd_sm__find_repeated_element); undirected
+       edges as keys a * nv + b (a < b): sorted, an edge may be in at most two
+       triangles */
     long long *e = (long long *)pbd_sm__alloc_n(NULL, 3 * (size_t)nt, sizeof(long long));
-    long long *tk = (long long *)pbd_sm__alloc_n(NULL, (size_t)nt, sizeof(long long) * 2);
     int *count = (int *)pbd_sm__alloc_n(NULL, (size_t)nv + 1, sizeof(int));
     pbd_result r = PBD_ERROR_OUT_OF_MEMORY;
     int *as = NULL, *aa = NULL;
-    if (!e || !tk || !count) goto done;
-    for (int t = 0; t < nt; ++t) {
-        int v[3] = {tri[3 * t], tri[3 * t + 1], tri[3 * t + 2]};
-        for (int a = 0; a < 3; ++a) {
-            int p = v[a], q = v[(a + 1) % 3];
-            e[3 * t + a] = p < q ? (long long)p * nv + q : (long long)q * nv + p;
-        }
-        /* sort the triple */
-        if (v[0] > v[1]) {
-            int s = v[0];
-            v[0] = v[1];
-            v[1] = s;
-        }
-        if (v[1] > v[2]) {
-            int s = v[1];
-            v[1] = v[2];
-            v[2] = s;
-        }
-        if (v[0] > v[1]) {
-            int s = v[0];
-            v[0] = v[1];
-            v[1] = s;
-        }
-        tk[2 * t] = (long long)v[0] * nv + v[1];
-        tk[2 * t + 1] = v[2];
-    }
-    qsort(e, 3 * (size_t)nt, sizeof *e, pbd_sm__cmp_ll);
-    qsort(tk, (size_t)nt, 2 * sizeof(long long), pbd_sm__cmp_ll2);
-    r = PBD_ERROR_INVALID_ARGUMENT;
-    for (int t = 1; t < nt; ++t)
-        if (tk[2 * t] == tk[2 * t - 2] && tk[2 * t + 1] == tk[2 * t - 1]) {
-            pbd_world_fail(NULL, r, "mesh: a triangle appears twice (vertices %lld, %lld, %lld)", tk[2 * t] / nv,
-                           tk[2 * t] % nv, tk[2 * t + 1]);
+    if (!e || !count) goto done;
+    {
+        int t0 = 0, t1 = 0, twice = pbd_sm__find_repeated_element(NULL, tri, nt, 3, &t0, &t1);
+        if (twice < 0) goto done;
+        if (twice) {
+            r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                               "mesh: a triangle appears twice (vertices %d, %d, %d in triangles %d and %d)",
+                               tri[3 * t0], tri[3 * t0 + 1], tri[3 * t0 + 2], t0, t1);
             goto done;
         }
+    }
+    for (int t = 0; t < nt; ++t)
+        for (int a = 0; a < 3; ++a) {
+            int p = tri[3 * t + a], q = tri[3 * t + (a + 1) % 3];
+            e[3 * t + a] = p < q ? (long long)p * nv + q : (long long)q * nv + p;
+        }
+    qsort(e, 3 * (size_t)nt, sizeof *e, pbd_sm__cmp_ll);
+    r = PBD_ERROR_INVALID_ARGUMENT;
     for (size_t i = 2; i < 3 * (size_t)nt; ++i)
         if (e[i] == e[i - 2]) {
             pbd_world_fail(NULL, r, "mesh: three triangles share edge (%lld, %lld)", e[i] / nv, e[i] % nv);
@@ -3075,7 +3109,6 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     r = PBD_OK;
 done:
     pbd_sm__free(NULL, e);
-    pbd_sm__free(NULL, tk);
     pbd_sm__free(NULL, count);
     pbd_sm__free(NULL, as);
     pbd_sm__free(NULL, aa);
@@ -4815,6 +4848,17 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
     return n;
 }
 
+/* No cell centre inside: the mesh encloses nothing (open: a ray crosses
+   it an odd number of times or not at all) or nothing a cell centre of this
+   spacing falls in. A lattice needs one cell (pbd_sm_add_lattice), so this
+   is an error, DEGENERATE as pbd.h's mesh that encloses no volume. */
+static pbd_result pbd_sm__voxelize_refuse_no_cell(float spacing) {
+    return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                          "pbd_sm_voxelize: no cell centre lies inside the mesh at spacing %g: it is open (encloses "
+                          "nothing) or thinner than a cell",
+                          (double)spacing);
+}
+
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
                                       int *cells, int max_cells, int *count) {
     if (!P) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: positions is NULL");
@@ -4890,6 +4934,7 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
                 }
         }
     pbd_sm__free(NULL, xs);
+    if (n == 0) return pbd_sm__voxelize_refuse_no_cell(spacing);
     for (int a = 0; a < 3; ++a) origin[a] = (float)(lo[a] + 0.5 * spacing);
     *count = (int)n;
     return PBD_OK;
@@ -5749,8 +5794,22 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
     return PBD_OK;
 }
 
+/* An edge listed twice (the same two particles, either way round):
+   refused, as it would be one neighbour in the 1-ring groups, merged
+   silently. The edges are in range and no self edges (pbd_sm__oriented_check). */
+static pbd_result pbd_sm__oriented_refuse_duplicate_edge(pbd_world *w, const pbd_sm_oriented_desc *d) {
+    int e0 = 0, e1 = 0, twice = pbd_sm__find_repeated_element(w, d->edges, d->edge_count, 2, &e0, &e1);
+    if (twice < 0) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
+    if (twice)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_oriented: edges %d and %d join the same particles (%d and %d)", e0, e1,
+                              d->edges[2 * e0], d->edges[2 * e0 + 1]);
+    return PBD_OK;
+}
+
 /* The 1-ring groups as CSR lists: centre first, then its neighbours in
-   increasing order, each once (duplicate edges are merged). */
+   increasing order (each once: a particle's edges name distinct
+   neighbours, pbd_sm__oriented_refuse_duplicate_edge). */
 static pbd_result pbd_sm__oriented_rings(pbd_sm__oriented *o, const int *edges, int ne) {
     int n = o->count;
     o->ring_start = (int *)pbd_sm__alloc_n(o->world, (size_t)n + 1, sizeof(int));
@@ -5795,6 +5854,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
 #endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
+    if (res == PBD_OK) res = pbd_sm__oriented_refuse_duplicate_edge(w, d);
     if (res != PBD_OK) return res;
     int n = d->particles.count;
     pbd_sm__oriented *o = (pbd_sm__oriented *)pbd_sm__alloc_n(w, 1, sizeof *o);
@@ -8752,7 +8812,21 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
     return d;
 }
 
-static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
+/* A triangle listed twice (the same vertices in any order): refused, as
+   its area (the masses) and its shape matching would count twice, and
+   where its edges border nothing else it passes the manifold check (each
+   edge in two triangles). mem: the world whose memory the scratch uses. */
+static pbd_result pbd_sm__cloth_refuse_repeated_triangle(pbd_world *mem, const pbd_sm_cloth_desc *d) {
+    int t0 = 0, t1 = 0, twice = pbd_sm__find_repeated_element(mem, d->triangles, d->triangle_count, 3, &t0, &t1);
+    if (twice < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+    if (twice)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_add_cloth: triangles %d and %d are the same triangle (vertices %d, %d, %d)", t0,
+                              t1, d->triangles[3 * t0], d->triangles[3 * t0 + 1], d->triangles[3 * t0 + 2]);
+    return PBD_OK;
+}
+
+static pbd_result pbd_sm__check_cloth_desc(pbd_world *mem, const pbd_sm_cloth_desc *d) {
     if (!d->positions)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: pbd_sm_cloth_desc.positions is NULL");
     if (!d->triangles)
@@ -8821,6 +8895,8 @@ static pbd_result pbd_sm__check_cloth_desc(const pbd_sm_cloth_desc *d) {
             return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "pbd_sm_add_cloth: triangle %d repeats vertex %d", t,
                                   T[0]);
     }
+    pbd_result r = pbd_sm__cloth_refuse_repeated_triangle(mem, d);
+    if (r != PBD_OK) return r;
     for (int k = 0; k < d->keep_count; ++k)
         if (d->keep_vertices[k] < 0 || d->keep_vertices[k] >= d->vertex_count)
             return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
@@ -8894,7 +8970,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
                               "pbd_sm_add_cloth: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
 #endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
-    pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(d));
+    pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(w, d));
     if (r != PBD_OK) return r;
     pbd_sm__cloth *c = NULL;
     r = pbd_world_fail_last(w, pbd_sm__cloth_build(w, d, &c));

@@ -795,6 +795,69 @@ TEST(sm_cloth_bad_input) {
     pbd_mesh_free(&m);
 }
 
+/* A triangle listed twice (the same three vertices, rotated or reversed)
+   was accepted silently where no edge of it is shared with the rest of the
+   mesh (each of its edges is then in two triangles: manifold to the edge
+   count), and inside the mesh it was refused as a non-manifold edge; it is
+   refused as a repeated triangle, named by both indices, before anything
+   is added. */
+TEST(sm_cloth_refuses_a_repeated_triangle) {
+    pbd_mesh m = cloth_grid(4, 1.0f, 0.0f);
+    pbd_world *w = one_pass_world(-9.81f);
+    size_t size = pbd_world_snapshot_size(w);
+    unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_world_save(w, before, size));
+    int nv = m.vertex_count, nt = m.triangle_count; /* 16 vertices, 18 triangles */
+    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)(nv + 3));
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)(nt + 2));
+    memcpy(pos, m.positions, sizeof(float) * 3 * (size_t)nv);
+    memcpy(tri, m.triangles, sizeof(int) * 3 * (size_t)nt);
+    const float apart[9] = {3, 0, 0, 3.5f, 0, 0, 3, 0, 0.5f}; /* a triangle of its own, away from the grid */
+    memcpy(pos + 3 * nv, apart, sizeof apart);
+    pbd_sm_cloth_desc d = cloth_desc(&m, 1);
+    d.positions = pos;
+    d.vertex_count = nv + 3;
+    d.triangles = tri;
+    d.triangle_count = nt + 2;
+    pbd_sm_cloth c = {0};
+    pbd_range r = {-1, -1};
+    const int rotated[2][3] = {{nv, nv + 1, nv + 2}, {nv + 1, nv + 2, nv}};
+    const int reversed[2][3] = {{nv, nv + 1, nv + 2}, {nv + 2, nv + 1, nv}};
+    memcpy(tri + 3 * nt, rotated, sizeof rotated);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, &r), PBD_ERROR_INVALID_ARGUMENT,
+                      "pbd_sm_add_cloth: triangles 18 and 19 are the same triangle (vertices 16, 17, 18)");
+    memcpy(tri + 3 * nt, reversed, sizeof reversed);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, &r), PBD_ERROR_INVALID_ARGUMENT,
+                      "triangles 18 and 19 are the same triangle");
+    /* inside the grid: triangle 4 again, as the last one (its edges are
+       then in three triangles: named as the repeat, not the edge) */
+    d.vertex_count = nv;
+    d.triangle_count = nt + 1;
+    tri[3 * nt] = m.triangles[3 * 4 + 2];
+    tri[3 * nt + 1] = m.triangles[3 * 4];
+    tri[3 * nt + 2] = m.triangles[3 * 4 + 1];
+    CHECK_WORLD_ERROR(w, pbd_sm_add_cloth(w, &d, &c, &r), PBD_ERROR_INVALID_ARGUMENT,
+                      "triangles 4 and 18 are the same triangle");
+    /* nothing was added */
+    CHECK(c.id == 0 && r.first == -1 && r.count == -1);
+    CHECK(pbd_world_particle_count(w) == 0 && pbd_world_plugin_count(w) == 0);
+    CHECK(pbd_world_snapshot_size(w) == size);
+    CHECK_OK(pbd_world_save(w, after, size));
+    CHECK(memcmp(before, after, size) == 0);
+    /* the same mesh with the triangle once is a cloth */
+    d.vertex_count = nv + 3;
+    d.triangle_count = nt + 1;
+    memcpy(tri + 3 * nt, rotated[0], sizeof rotated[0]);
+    CHECK_OK(pbd_sm_add_cloth(w, &d, &c, &r));
+    CHECK(r.count == nv + 3);
+    free(before);
+    free(after);
+    free(pos);
+    free(tri);
+    pbd_world_destroy(w);
+    pbd_mesh_free(&m);
+}
+
 void suite_sm_cloth(void) {
     RUN(sm_cloth_hierarchy_nested_and_not);
     RUN(sm_cloth_rigid_motion_is_kept);
@@ -809,4 +872,5 @@ void suite_sm_cloth(void) {
     RUN(sm_cloth_schemes_deterministic);
     RUN(sm_cloth_simd_matches_scalar);
     RUN(sm_cloth_bad_input);
+    RUN(sm_cloth_refuses_a_repeated_triangle);
 }

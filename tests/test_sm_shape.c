@@ -770,6 +770,31 @@ TEST(sm_shape_mesh_rings) {
     pbd_mesh_free(&m);
 }
 
+/* A mesh in which no cell centre lies inside at the spacing - open (one
+   triangle encloses nothing), or closed but smaller than a cell - gave 0
+   cells and PBD_OK, which pbd_sm_add_lattice then refuses as cell_count 0;
+   it is refused with DEGENERATE (as pbd.h refuses a mesh that encloses no
+   volume), saying so, and origin and count keep their values. */
+TEST(sm_shape_voxelize_refuses_a_mesh_that_encloses_no_cell) {
+    float tri_pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0}, origin[3] = {7, 7, 7};
+    int one[3] = {0, 1, 2}, count = -1, cells[3 * 4];
+    CHECK_ERROR(pbd_sm_voxelize(tri_pos, 3, one, 1, 0.1f, origin, cells, 4, &count), PBD_ERROR_DEGENERATE,
+                "pbd_sm_voxelize: no cell centre lies inside the mesh at spacing 0.1");
+    CHECK(count == -1 && origin[0] == 7 && origin[1] == 7 && origin[2] == 7);
+    pbd_mesh m;
+    float c[3] = {0.1f, 0.2f, 0.3f};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.01f, &m)); /* closed, 2 cm across */
+    CHECK_ERROR(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.5f, origin, NULL, 0, &count),
+        PBD_ERROR_DEGENERATE, "no cell centre lies inside the mesh at spacing 0.5");
+    CHECK(count == -1 && origin[0] == 7);
+    /* at a spacing finer than the sphere it has cells */
+    CHECK_OK(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.002f, origin, NULL, 0, &count));
+    CHECK(count > 0);
+    pbd_mesh_free(&m);
+}
+
 /* Voxelising an icosphere: the cells fill the sphere's volume, every
    cell centre is inside, every point well inside has its cell; the
    result is a valid lattice body. */
@@ -1339,6 +1364,7 @@ void suite_sm_shape(void) {
     RUN(sm_shape_plasticity);
     RUN(sm_shape_mesh_rings);
     RUN(sm_shape_voxelize_sphere);
+    RUN(sm_shape_voxelize_refuses_a_mesh_that_encloses_no_cell);
     RUN(sm_shape_lattice_with_any_plan);
     RUN(sm_shape_bad_input);
     RUN(sm_shape_remove_object_refused_while_a_body_uses_it);
