@@ -5035,8 +5035,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
         res = pbd_add_particles(w, &pd, &r);
         if (res != PBD_OK) {
             if (user_plan) b->owns_plan = 0; /* the caller keeps it on failure */
-            pbd_sm__body_free(b);
+            pbd_sm__body_free(b);            /* with our plan, which the body owned */
             b = NULL;
+            plan = NULL;
         }
     }
     pbd_sm__free(w, pos);

@@ -1069,6 +1069,15 @@ TEST(sm_shape_bad_input) {
                       "the particle radius 20 m (radius) is above PBD_MAX_RADIUS");
     ld.radius = 0;
     ld.spacing = 0.1f;
+    /* beyond PBD_MAX_COORDINATE: pbd_add_particles refuses the lattice's
+       particles after the body is built (its error path freed the plan
+       twice), with regions and as one cluster */
+    ld.origin[1] = 2e6f;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_COORDINATE");
+    ld.half_width = 0;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_COORDINATE");
+    ld.half_width = 1;
+    ld.origin[1] = 0;
     ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER,
                       "pbd_sm_lattice_desc.cells is NULL");
