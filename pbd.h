@@ -406,7 +406,9 @@
    (tests/test_bodies.c, bodies_softbody_compliance_sag). stiffness and
    volume_stiffness are for PBD_SOLVER_PBD only. pbd_add_softbody refuses
    a tet that is inverted or flat (PBD_ERROR_DEGENERATE: swap two of its
-   vertices). Once simulated, a tet may invert: the volume constraint's
+   vertices) and a tet listed twice, in any vertex order (as every
+   builder of a triangle mesh refuses a triangle listed twice:
+   PBD_ERROR_INVALID_ARGUMENT naming both). Once simulated, a tet may invert: the volume constraint's
    gradient points towards positive volume on both sides, so it pushes an
    inverted tet back through instead of holding it inverted. The default
    box above in zero gravity, flattened to 1% of its height, folded
@@ -2083,6 +2085,15 @@ PBDDEF const char *pbd_format_float(float v, char *buf, size_t size);
 PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int count, int arity, int vertex_count,
                                      int balanced, int *colors, int *starts, int max_starts, int *color_count,
                                      int *overflow);
+/* A repeated element, for the builders' checks (a triangle or
+   tetrahedron listed twice, an edge twice either way round): of the count
+   elements of `arity` (2..4) vertex indices each, the first one that
+   repeats an earlier one (the same vertices in any order) into *second
+   and that earlier one into *first. Returns 1 when there is one, 0 when
+   there is none, -1 when out of memory or arity is not 2..4. Sorts a copy
+   of the elements' sorted vertices: O(count log count), 20 bytes an
+   element through w's allocator (w may be NULL); writes no message. */
+PBDDEF int pbd_find_repeated_element(pbd_world *w, const int *elements, int count, int arity, int *first, int *second);
 /* The symmetric eigen solver of the extensions (shape matching's
    moment matrices, the upsamplers' fits), one code for all: cyclic Jacobi
    rotations on the n x n row-major symmetric A (overwritten: its diagonal
@@ -5890,6 +5901,21 @@ static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) 
 
 /* Triangles over world particles: validated, and none removed. */
 static pbd_result pbd__validate_world_triangles(const pbd_world *w, const int *tri, int nt, const char *what);
+/* n elements of k vertices (what: "triangle", "tet"), none listed
+   twice: where its edges border nothing else a triangle listed twice
+   passes as manifold, and its mass and constraints would count twice. */
+static pbd_result pbd__check_no_repeated_element(const pbd_world *w, const int *el, int n, int k, const char *what) {
+    int a = 0, b = 0, twice = pbd_find_repeated_element((pbd_world *)w, el, n, k, &a, &b);
+    if (twice < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    if (twice && k == 4)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%ss %d and %d are the same %s (vertices %d, %d, %d, %d)", what,
+                         a, b, what, el[4 * a], el[4 * a + 1], el[4 * a + 2], el[4 * a + 3]);
+    if (twice)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%ss %d and %d are the same %s (vertices %d, %d, %d)", what, a,
+                         b, what, el[k * a], el[k * a + 1], el[k * a + 2]);
+    return PBD_OK;
+}
+
 static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, int nt, int nv, const char *what) {
     PBD__CHECK_PTR(w, tri, what);
     if (nt <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle count %d <= 0", nt);
@@ -5901,7 +5927,7 @@ static pbd_result pbd__validate_triangles(const pbd_world *w, const int *tri, in
     for (int t = 0; t < nt; ++t)
         if (tri[3 * t] == tri[3 * t + 1] || tri[3 * t] == tri[3 * t + 2] || tri[3 * t + 1] == tri[3 * t + 2])
             return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "triangle %d repeats a vertex", t);
-    return PBD_OK;
+    return pbd__check_no_repeated_element(w, tri, nt, 3, "triangle");
 }
 static pbd_result pbd__validate_world_triangles(const pbd_world *w, const int *tri, int nt, const char *what) {
     PBD__TRY(pbd__validate_triangles(w, tri, nt, w->n, what));
@@ -6686,6 +6712,7 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
         if (!(vol > PBD__SLIVER_MIN * edge * edge * edge))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "tet %d is flat", t);
     }
+    PBD__TRY(pbd__check_no_repeated_element(w, d->tets, d->tet_count, 4, "tet"));
     PBD__TRY(pbd__check_density_covers(w, d->masses, d->tets, d->tet_count, 4, d->vertex_count));
     pbd_softbody_desc c = *d;
     pbd__mesh_ref ref = {&c.positions, &c.masses, &c.tets, c.vertex_count, c.tet_count, 4};
@@ -15521,6 +15548,43 @@ PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
     return pbd_world_fail(w, r, "%s", copy);
 }
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
+
+/* rows of 5 ints (an element's sorted vertices, then its index), lexicographic */
+static int pbd__cmp_int5(const void *a, const void *b) {
+    const int *x = (const int *)a, *y = (const int *)b;
+    for (int k = 0; k < 5; ++k)
+        if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
+    return 0;
+}
+PBDDEF int pbd_find_repeated_element(pbd_world *w, const int *elements, int count, int arity, int *first, int *second) {
+    if (arity < 2 || arity > 4) return -1;
+    if (count < 2) return 0;
+    int *row = (int *)pbd__alloc_n(w, (size_t)count, 5 * sizeof(int));
+    if (!row) return -1;
+    for (int i = 0; i < count; ++i) {
+        int *k = row + 5 * (size_t)i;
+        k[2] = k[3] = 0;                  /* the slots an edge or triangle leaves */
+        for (int a = 0; a < arity; ++a) { /* insertion sort of the vertices */
+            int v = elements[(size_t)arity * i + a], j = a;
+            for (; j > 0 && k[j - 1] > v; --j) k[j] = k[j - 1];
+            k[j] = v;
+        }
+        k[4] = i;
+    }
+    qsort(row, (size_t)count, 5 * sizeof(int), pbd__cmp_int5);
+    int found = 0, group = 0; /* group: the row of the current key's earliest element */
+    for (int i = 1; i < count; ++i) {
+        const int *k = row + 5 * (size_t)i;
+        if (memcmp(k, k - 5, 4 * sizeof(int)) != 0) group = i;
+        else if (!found || k[4] < *second) {
+            found = 1;
+            *first = row[5 * (size_t)group + 4];
+            *second = k[4];
+        }
+    }
+    pbd__free(w, row);
+    return found;
+}
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }
 
 PBDDEF int pbd_sym_eigen(int n, double *A, double *V) { return pbd__sym_eigen_hd(n, A, V); }

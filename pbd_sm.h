@@ -2204,48 +2204,6 @@ static int pbd_sm__sort_unique_ll(long long *keys, int n) {
     return m;
 }
 
-/* rows of 4 ints (an element's sorted vertices, then its index), lexicographic */
-static int pbd_sm__cmp_int4(const void *a, const void *b) {
-    const int *x = (const int *)a, *y = (const int *)b;
-    for (int k = 0; k < 4; ++k)
-        if (x[k] != y[k]) return x[k] < y[k] ? -1 : 1;
-    return 0;
-}
-/* Two of the n elements (arity 2: edges, 3: triangles; el holds n * arity
-   vertex indices) with the same vertices in any order: sorts a copy of the
-   canonical keys (the sorted vertices) with their indices, O(n log n).
-   Returns 1 with *first < *second, the element that repeats an earlier one
-   first in the list (*second as small as can be) and that earlier one; 0
-   when no element repeats; -1 when out of memory (no message). */
-static int pbd_sm__find_repeated_element(pbd_world *mem, const int *el, int n, int arity, int *first, int *second) {
-    if (n < 2) return 0;
-    int *row = (int *)pbd_sm__alloc_n(mem, (size_t)n, 4 * sizeof(int));
-    if (!row) return -1;
-    for (int i = 0; i < n; ++i) {
-        int *k = row + 4 * (size_t)i;
-        k[2] = 0;                         /* an edge's third vertex */
-        for (int a = 0; a < arity; ++a) { /* insertion sort of the vertices */
-            int v = el[(size_t)arity * i + a], j = a;
-            for (; j > 0 && k[j - 1] > v; --j) k[j] = k[j - 1];
-            k[j] = v;
-        }
-        k[3] = i;
-    }
-    qsort(row, (size_t)n, 4 * sizeof(int), pbd_sm__cmp_int4);
-    int found = 0, group = 0; /* group: the row of the current key's earliest element */
-    for (int i = 1; i < n; ++i) {
-        const int *k = row + 4 * (size_t)i;
-        if (memcmp(k, k - 4, 3 * sizeof(int)) != 0) group = i;
-        else if (!found || k[3] < *second) {
-            found = 1;
-            *first = row[4 * (size_t)group + 3];
-            *second = k[3];
-        }
-    }
-    pbd_sm__free(mem, row);
-    return found;
-}
-
 /* One pass: inputs are the sorted keys `in` (lines along their fastest
    field); output o is the window of half-width w around candidate cand[o]
    along that line, found at the input key (f[perm[0]], f[perm[1]],
@@ -3053,7 +3011,7 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     if ((size_t)nt * 3 > (size_t)INT_MAX / 2)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_plan_paths: triangle_count %d is too large (at most %d)", nt, INT_MAX / 6);
-    /* a triangle may not repeat (pbd_sm__find_repeated_element); undirected
+    /* a triangle may not repeat (pbd_find_repeated_element); undirected
        edges as keys a * nv + b (a < b): sorted, an edge may be in at most two
        triangles */
     long long *e = (long long *)pbd_sm__alloc_n(NULL, 3 * (size_t)nt, sizeof(long long));
@@ -3062,7 +3020,7 @@ static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const i
     int *as = NULL, *aa = NULL;
     if (!e || !count) goto done;
     {
-        int t0 = 0, t1 = 0, twice = pbd_sm__find_repeated_element(NULL, tri, nt, 3, &t0, &t1);
+        int t0 = 0, t1 = 0, twice = pbd_find_repeated_element(NULL, tri, nt, 3, &t0, &t1);
         if (twice < 0) goto done;
         if (twice) {
             r = pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
@@ -5799,7 +5757,7 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
    refused, as it would be one neighbour in the 1-ring groups, merged
    silently. The edges are in range and no self edges (pbd_sm__oriented_check). */
 static pbd_result pbd_sm__oriented_refuse_duplicate_edge(pbd_world *w, const pbd_sm_oriented_desc *d) {
-    int e0 = 0, e1 = 0, twice = pbd_sm__find_repeated_element(w, d->edges, d->edge_count, 2, &e0, &e1);
+    int e0 = 0, e1 = 0, twice = pbd_find_repeated_element(w, d->edges, d->edge_count, 2, &e0, &e1);
     if (twice < 0) return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     if (twice)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
@@ -8818,7 +8776,7 @@ PBD_SM_DEF pbd_sm_cloth_desc pbd_sm_cloth_desc_default(void) {
    where its edges border nothing else it passes the manifold check (each
    edge in two triangles). mem: the world whose memory the scratch uses. */
 static pbd_result pbd_sm__cloth_refuse_repeated_triangle(pbd_world *mem, const pbd_sm_cloth_desc *d) {
-    int t0 = 0, t1 = 0, twice = pbd_sm__find_repeated_element(mem, d->triangles, d->triangle_count, 3, &t0, &t1);
+    int t0 = 0, t1 = 0, twice = pbd_find_repeated_element(mem, d->triangles, d->triangle_count, 3, &t0, &t1);
     if (twice < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
     if (twice)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,

@@ -698,6 +698,74 @@ TEST(errors_positions_beyond_max_coordinate) {
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
+/* A triangle or tet listed twice (in any vertex order) is refused, naming
+   both: a separate triangle listed twice has each edge in two triangles
+   and passed as manifold, and a repeated tet was taken (its mass and
+   constraints counting twice). pbd_find_repeated_element (extension API)
+   finds them. */
+TEST(errors_repeated_elements_are_refused) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    /* a 3 x 3 grid (8 triangles) and a separate triangle, listed twice */
+    float pos[3 * 12];
+    int tri[3 * 10];
+    pbd_mesh m;
+    float o[3] = {5, 1, 5}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(3, 3, o, u, v, &m));
+    CHECK(m.vertex_count == 9 && m.triangle_count == 8);
+    memcpy(pos, m.positions, sizeof(float) * 27);
+    memcpy(tri, m.triangles, sizeof(int) * 24);
+    float extra[9] = {8, 1, 8, 9, 1, 8, 8, 1, 9};
+    memcpy(pos + 27, extra, sizeof extra);
+    int again[2][3] = {{10, 11, 9}, {9, 11, 10}}; /* rotated; reversed */
+    tri[24] = 9, tri[25] = 10, tri[26] = 11;
+    pbd_cloth_desc c = pbd_cloth_desc_default();
+    c.positions = pos;
+    c.vertex_count = 12;
+    c.triangles = tri;
+    c.triangle_count = 10;
+    pbd_object ob;
+    for (int k = 0; k < 2; ++k) {
+        memcpy(tri + 27, again[k], sizeof again[k]);
+        EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, &ob), PBD_ERROR_INVALID_ARGUMENT,
+                          "triangles 8 and 9 are the same triangle (vertices 9, 10, 11)");
+    }
+    c.triangle_count = 9; /* listed once: a cloth */
+    CHECK_OK(pbd_add_cloth(w, &c, &ob));
+    /* a soft body's tet listed twice */
+    pbd_mesh tm;
+    float lo[3] = {5, 1, 5}, hi[3] = {5.2f, 1.2f, 5.2f};
+    CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &tm));
+    int *tets = (int *)malloc(sizeof(int) * 4 * (size_t)(tm.tet_count + 1));
+    memcpy(tets, tm.tets, sizeof(int) * 4 * (size_t)tm.tet_count);
+    int *last = tets + 4 * tm.tet_count, *t1 = tm.tets + 4;
+    last[0] = t1[2], last[1] = t1[3], last[2] = t1[0], last[3] = t1[1]; /* tet 1, an even permutation */
+    pbd_softbody_desc sb = pbd_softbody_desc_default();
+    sb.positions = tm.positions;
+    sb.vertex_count = tm.vertex_count;
+    sb.tets = tets;
+    sb.tet_count = tm.tet_count + 1;
+    char want[96];
+    snprintf(want, sizeof want, "tets 1 and %d are the same tet (vertices %d, %d, %d, %d)", tm.tet_count, t1[0], t1[1],
+             t1[2], t1[3]);
+    EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, &ob), PBD_ERROR_INVALID_ARGUMENT, want);
+    sb.tet_count = tm.tet_count;
+    CHECK_OK(pbd_add_softbody(w, &sb, &ob));
+    /* the finder itself: edges either way round, the earliest repeat, none, bad arity */
+    int edges[8] = {0, 1, 1, 2, 2, 0, 1, 0}, a = -1, b = -1;
+    CHECK(pbd_find_repeated_element(w, edges, 4, 2, &a, &b) == 1 && a == 0 && b == 3);
+    CHECK(pbd_find_repeated_element(NULL, edges, 3, 2, &a, &b) == 0);
+    CHECK(pbd_find_repeated_element(NULL, edges, 4, 5, &a, &b) == -1);
+    free(tets);
+    pbd_mesh_free(&tm);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* A vertex in no triangle (no tetrahedron) gets no share of a density:
    mass 0 would pin it silently, so the mesh is refused, naming the vertex
    in the caller's numbering (the check comes before the Morton order);
@@ -1843,6 +1911,7 @@ void suite_errors(void) {
     RUN(errors_particles);
     RUN(errors_mass_and_radius_bounds);
     RUN(errors_positions_beyond_max_coordinate);
+    RUN(errors_repeated_elements_are_refused);
     RUN(errors_density_leaves_no_vertex_massless);
     RUN(errors_step_names_masses_too_far_apart);
     RUN(errors_constraints);
