@@ -308,7 +308,9 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
    level: V' = V + E, F' = 4 F (E = edges: 3F/2 for a closed mesh).
    Triangle (a, b, c) becomes (a, ab, ca), (ab, b, bc), (ca, bc, c),
    (ab, bc, ca), so orientation is kept. The input must be an edge-manifold
-   triangle mesh (an edge in at most two triangles) with distinct corners. */
+   triangle mesh (an edge in at most two triangles) with distinct corners
+   and no triangle listed twice (PBD_ERROR_INVALID_ARGUMENT, as in every
+   mesh this header takes). */
 
 /* The subdivided mesh itself (positions and triangles); smooth 1: Loop's
    rules, 0: linear (midpoint) subdivision with the same topology and
@@ -398,7 +400,8 @@ PBD_UP_DEF pbd_up_wrinkle_desc pbd_up_wrinkle_desc_default(void);
    (PBD_ERROR_INDEX_OUT_OF_RANGE), NaN/Inf, a zero-area coarse triangle or
    repeated corners (PBD_ERROR_DEGENERATE), a coarse mesh that is not
    closed and consistently oriented with one_sided (PBD_ERROR_NOT_CLOSED),
-   parameters out of range (PBD_ERROR_INVALID_ARGUMENT). */
+   parameters out of range or a triangle listed twice
+   (PBD_ERROR_INVALID_ARGUMENT). */
 PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *desc, pbd_up_wrinkle **out);
 PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr);
 /* One frame: targets from coarse_positions (coarse_count*3), the static
@@ -1458,9 +1461,11 @@ static int pbd_up__int_cmp(const void *pa, const void *pb) {
     return x < y ? -1 : (x > y);
 }
 
-/* Checks a triangle list: indices in range, three distinct corners; the
-   message starts with what, the field they came from (a wrinkle checks
-   two meshes). */
+/* Checks a triangle list: indices in range, three distinct corners, no
+   triangle listed twice (in any vertex order: pbd.h's
+   pbd_find_repeated_element; where its edges border nothing else such a
+   triangle passes as edge-manifold); the message starts with what, the
+   field they came from (a wrinkle checks two meshes). */
 static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv, const char *what) {
     for (long t = 0; t < (long)nt; ++t) {
         const int *v = tris + 3 * t;
@@ -1471,6 +1476,12 @@ static pbd_result pbd_up__check_triangles(const int *tris, int nt, int nv, const
         int r = v[0] == v[1] || v[0] == v[2] ? v[0] : v[1] == v[2] ? v[1] : -1;
         if (r >= 0) return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE, "%s: triangle %ld repeats vertex %d", what, t, r);
     }
+    int a = 0, b = 0, twice = pbd_find_repeated_element(NULL, tris, nt, 3, &a, &b);
+    if (twice < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory checking them", what);
+    if (twice)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "%s: triangles %d and %d are the same triangle (vertices %d, %d, %d)", what, a, b,
+                              tris[3 * a], tris[3 * a + 1], tris[3 * a + 2]);
     return PBD_OK;
 }
 

@@ -532,6 +532,9 @@ TEST(up_model_bad_input) {
                 "triangle 0 repeats vertex 1");
     CHECK_ERROR(pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
                 "edge (0, 1) is in 3 triangles: the mesh must be edge-manifold");
+    int twice[6] = {0, 1, 2, 2, 0, 1}; /* one triangle listed twice: each edge in two triangles */
+    CHECK_ERROR(pbd_up_subdivision_create(twice, 2, 3, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                "triangles: triangles 0 and 1 are the same triangle (vertices 0, 1, 2)");
     CHECK(out == NULL);
     CHECK_OK(pbd_up_subdivision_create(tris, 3, 4, 0, &out)); /* 0 levels: the identity */
     pbd_up_model_destroy(out);
