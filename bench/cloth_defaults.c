@@ -29,6 +29,9 @@
                                                          tethers, 100 x 100 with; minutes)
    ./build/<config>/bench/cloth_defaults --candidates   the hello-world cost of other world
                                                          defaults (8 x 2, 16 x 1, 8 x 4)
+   ./build/<config>/bench/cloth_defaults --balloon      a default balloon at rest on the ground:
+                                                         skin strain and speed over 8..10 s at
+                                                         60 and 30 Hz, more substeps, point damping
    ./build/<config>/bench/cloth_defaults --wind         the 32 x 32 defaults under a wind
                                                          (0, 10, 20, 40 m/s^2 across the cloth,
                                                          an acceleration field), and with the
@@ -307,7 +310,75 @@ static void print_cost(const char *scene, bench_make_fn make, int substeps, int 
     fflush(stdout);
 }
 
+/* A default balloon at rest (--balloon): an icosphere of radius 0.3 m
+   (pbd_mesh_sphere, 2 subdivisions), pbd_balloon_desc_default, let down
+   from 5 cm onto a plane (friction 0.5), hz steps a second for 10 s:
+   over 8..10 s the worst skin edge's strain and the largest speed of the
+   vertices' mean velocity, and the height at 10 s. */
+static void balloon_rest(int hz, int substeps, float point_damping) {
+    pbd_world_desc wd = bench_desc();
+    if (substeps > 0) wd.substeps = substeps;
+    pbd_world *w = NULL;
+    pbd_mesh m;
+    float p0[3] = {0, 0, 0}, n0[3] = {0, 1, 0}, c[3] = {0, 0.35f, 0};
+    if (pbd_world_create(&wd, &w) != PBD_OK || pbd_mesh_sphere(2, c, 0.3f, &m) != PBD_OK) return;
+    pbd_world_set_point_damping(w, point_damping);
+    pbd_add_collider_plane(w, p0, n0, 0.5f, NULL);
+    pbd_balloon_desc b = pbd_balloon_desc_default();
+    b.cloth.positions = m.positions;
+    b.cloth.vertex_count = m.vertex_count;
+    b.cloth.triangles = m.triangles;
+    b.cloth.triangle_count = m.triangle_count;
+    pbd_object ob;
+    pbd_object_parts parts;
+    if (pbd_add_balloon(w, &b, &ob) != PBD_OK || pbd_object_get_parts(w, ob, &parts) != PBD_OK) return;
+    double worst = 0, speed = 0, height = 0;
+    for (int k = 1; k <= 10 * hz; ++k) {
+        pbd_world_step(w, 1.0f / (float)hz);
+        if (k < 8 * hz) continue;
+        const float *x = pbd_world_positions(w) + 4 * parts.particles.first;
+        const float *v = pbd_world_velocities(w) + 4 * parts.particles.first;
+        double vc[3] = {0, 0, 0}, lo = 1e30, hi = -1e30;
+        for (int i = 0; i < m.vertex_count; ++i) {
+            for (int a = 0; a < 3; ++a) vc[a] += v[4 * i + a] / m.vertex_count;
+            lo = x[4 * i + 1] < lo ? x[4 * i + 1] : lo;
+            hi = x[4 * i + 1] > hi ? x[4 * i + 1] : hi;
+        }
+        double sp = sqrt(vc[0] * vc[0] + vc[1] * vc[1] + vc[2] * vc[2]);
+        speed = sp > speed ? sp : speed;
+        height = hi - lo;
+        for (int t = 0; t < m.triangle_count; ++t)
+            for (int j = 0; j < 3; ++j) {
+                int a = m.triangles[3 * t + j], e = m.triangles[3 * t + (j + 1) % 3];
+                double d0 = 0, d1 = 0;
+                for (int q = 0; q < 3; ++q) {
+                    double dx = x[4 * a + q] - x[4 * e + q], dr = m.positions[3 * a + q] - m.positions[3 * e + q];
+                    d0 += dx * dx;
+                    d1 += dr * dr;
+                }
+                double strain = sqrt(d0 / d1) - 1;
+                worst = strain > worst ? strain : worst;
+            }
+    }
+    printf("{\"bench\":\"cloth_defaults\",\"scene\":\"balloon_rest\",\"hz\":%d,\"substeps\":%d,"
+           "\"point_damping\":%g,\"worst_edge_8_10\":%.4f,\"max_speed_8_10\":%.4f,\"height_10s\":%.3f}\n",
+           hz, pbd_world_step_substeps(w, 1.0f / (float)hz), (double)point_damping, worst, speed, height);
+    fflush(stdout);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--balloon") == 0) {
+        balloon_rest(60, 0, 0);
+        balloon_rest(30, 0, 0);
+        balloon_rest(30, 8, 0);
+        balloon_rest(60, 16, 0);
+        balloon_rest(60, 0, 0.2f);
+        balloon_rest(60, 0, 1);
+        balloon_rest(60, 16, 1);
+        return 0;
+    }
     int table = argc > 1 && strcmp(argv[1], "--table") == 0;
     if (table) {
         static const int SUB[] = {1, 2, 4, 8, 16}, ITER[] = {1, 2, 4, 8};
