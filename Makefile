@@ -20,7 +20,7 @@
 #                        bench-web: WASM SIMD against scalar there, JSON lines (bench/web.sh)
 #   make bench           run the benchmarks, JSON lines also in out/bench.jsonl
 #   make fuzz            run the libFuzzer harnesses of tests/fuzz/ (clang; one per core; FUZZ_TIME s each,
-#                        default 600); make fuzz-ci: 20 s each (.ci/run); make fuzz-replay:
+#                        default 600); make fuzz-ci: 20 s each (.ci/run: 10); make fuzz-replay:
 #                        replay their corpora without libFuzzer
 #   make soak            every example for SOAK_STEPS (10 000) steps with random grabs and
 #                        collider moves, under ASan/UBSan (tests/soak/soak.c; minutes)
@@ -451,7 +451,7 @@ check-readme:
 # (replayed first); what it finds new goes to build/fuzz/corpus/<name>, a
 # crash to build/fuzz/crash-<name>-*, and fails the target.
 #   make fuzz              FUZZ_TIME seconds per harness (default 600)
-#   make fuzz-ci           FUZZ_CI_TIME seconds per harness (default 20; .ci/run)
+#   make fuzz-ci           FUZZ_CI_TIME seconds per harness (default 20; .ci/run: 10)
 #   make fuzz-replay       replay the corpora with $(CC) and ASan, no libFuzzer
 #   make fuzz-seeds        regenerate tests/fuzz/corpus from the harnesses' generators
 #                          (regress-* files stay: inputs that once failed)
