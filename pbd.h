@@ -237,7 +237,8 @@
    section 3; XPBD: Macklin, Mueller, Chentanez 2016; small steps: Macklin
    et al. 2019). One pbd_world_step(dt) runs `substeps` substeps of
    h = dt / substeps, each:
-     1. v += h (gravity + acceleration field), point damping; p = x + h v
+     1. v += h (gravity + acceleration field), point damping and the
+        objects' drag (pbd_object_set_drag); p = x + h v
         (kinematic particles follow their targets, pinned ones stay);
      2. contacts from x -> p against the colliders (continuous: the segment
         is swept, so fast particles cannot tunnel through thin shapes;
@@ -264,8 +265,9 @@
         callbacks; for isolated
         objects (nothing pinned, no other object's contact; colliders
         are fine) the angular momentum the velocity update v = (p - x)/h
-        leaks at O(h) is restored (what the colliders gave is kept: a
-        balloon rests on the ground, and rolls down a slope); global damping per object and per
+        leaks at O(h) is restored (what the colliders gave is kept, taken
+        about each particle's x of the substep's start: a balloon rests
+        on the ground, and rolls down a slope); global damping per object and per
         damping cluster (Mueller et al. 2007, survey 3.7): momentum-
         conserving for a free object, towards the motion of its pinned or
         kinematic particles for a held one.
@@ -1232,14 +1234,24 @@ typedef struct pbd_balloon_desc {
     float pressure;          /* overpressure factor, default 1 */
     float volume_compliance; /* default 0 */
     float volume_stiffness;  /* default 1 */
+    float drag;              /* air drag, 1/s (pbd_object_set_drag), >= 0; default 1 */
 } pbd_balloon_desc;
-/* A balloon at rest: nothing in the defaults stops it rolling. A default
-   balloon of radius 0.3 m (icosphere of 2 subdivisions) let down onto
-   the ground, 60 Hz, world defaults, still wanders at up to 0.11 m/s
-   after 8 s (16 substeps: 0.18 m/s), its skin's worst edge 1.9% long
-   (30 Hz: 7.6%; 16 substeps: 0.15%). Air drag settles it: with
-   pbd_world_set_point_damping(w, 1) it moves at most 1.5 mm/s after 8 s
-   (0.2: 5 cm/s). bench/cloth_defaults.c --balloon prints these. */
+/* A balloon at rest. Nothing in the solver stops a ball rolling or
+   rocking on the ground (the restore of "angular momentum" keeps what the
+   contacts give it, and the object's damping keeps its rigid motion): a
+   real one stops by the air and its skin's rolling resistance. So a
+   balloon has an air drag (`drag`, pbd_object_set_drag) of 1/s by
+   default. A default balloon of radius 0.3 m (icosphere of 2
+   subdivisions) let down from 5 cm onto the ground (friction 0.5), 60 Hz,
+   world defaults: its vertices' rms speed stays under 1 cm/s after 5.5 s
+   (30 Hz: 4.3 s; 16 substeps: 6.4 s), its skin's worst edge 1.9% long
+   (30 Hz: 8.1%; 16 substeps: 0.13%). Without drag it rocks and rolls at
+   0.12 m/s rms after 8 s (16 substeps: 0.21 m/s); drag 0.3: 5.6 cm/s. An
+   overpressure (pressure > 1) fights an inextensible skin (the default
+   stretch compliance 0): at 1.5 the skin gives 44% at its worst edge and
+   the balloon never comes to rest (1.9 cm/s rms, 16 substeps 6.6 cm/s);
+   give it a stretch compliance, such as 1e-2 (at rest after 6.5 s; 16
+   substeps 8.4 s). bench/cloth_defaults.c --balloon prints these. */
 
 PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void);
 PBDDEF pbd_softbody_desc pbd_softbody_desc_default(void);
@@ -1267,6 +1279,17 @@ PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int
    so a hanging cloth's swing dies out and a carried one comes to rest in
    its carrier's frame. The same rule holds for damping clusters. */
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping);
+/* Air drag (1/s, >= 0; default 0, a balloon's 1): still air takes
+   1 - exp(-drag h) of the velocity of every free particle of the object
+   (its torn-off copies too) in each substep's prediction, with the
+   world's point damping (pbd_world_set_point_damping), which does the
+   same to every particle of the world. Unlike the damping above it slows
+   the whole object, its momentum too: what stops a ball rolling or
+   rocking on the ground, which the damping keeps (its rigid motion), and
+   what a light object such as a balloon needs. A free object under
+   gravity g falls at most g / drag fast (9.8 m/s at drag 1). */
+PBDDEF pbd_result pbd_object_set_drag(pbd_world *w, pbd_object object, float drag);
+PBDDEF pbd_result pbd_object_get_drag(const pbd_world *w, pbd_object object, float *drag);
 
 // ==== colliders =============================================================
 
@@ -3289,6 +3312,10 @@ struct pbd_world {
     pbd__p4 *delta;      /* Jacobi: summed corrections (w: count) per particle */
     double *object_l;    /* per object, this substep: angular momentum after the prediction, isolated flag */
     int *object_coupled; /* per object, its coupled flag at the start of the step (rollback) */
+    float *object_drag;  /* per object: its air drag, 1/s (pbd_object_set_drag); object_drag_n of them */
+    int object_drag_n;
+    float *object_keep; /* per object, this step: exp(-drag h), what its velocities keep in a prediction */
+    int drag_on;        /* this step: some object has a drag (pbd__predict reads object_keep) */
     /* mesh colliders (see "==== mesh colliders") and self-collision
        surfaces (see "==== self-collision") */
     int nmeshcols, meshcol_cap;
@@ -3851,11 +3878,20 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     for (int i = 0; w->objects && i < w->nobjects; ++i) pbd__free(w, w->objects[i].perm);
-    void *arrays[] = {w->x,          w->p,           w->v,        w->mass,          w->radius,      w->flags,
-                      w->kin_target, w->kin_from,    w->groups,   w->objects,       w->colliders,   w->contacts,
-                      w->pose_from,  w->pose_to,     w->delta,    w->ncontact,      w->contact_ids, w->object_l,
-                      w->x_step,     w->v_step,      w->pressure, w->pressure_step, w->pose_step,   w->object_coupled,
-                      w->owner,      w->contact_turn};
+    void *arrays[] = {w->x,           w->p,
+                      w->v,           w->mass,
+                      w->radius,      w->flags,
+                      w->kin_target,  w->kin_from,
+                      w->groups,      w->objects,
+                      w->colliders,   w->contacts,
+                      w->pose_from,   w->pose_to,
+                      w->delta,       w->ncontact,
+                      w->contact_ids, w->object_l,
+                      w->x_step,      w->v_step,
+                      w->pressure,    w->pressure_step,
+                      w->pose_step,   w->object_coupled,
+                      w->owner,       w->contact_turn,
+                      w->object_drag, w->object_keep};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
 }
 
@@ -3947,7 +3983,8 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
    three can never disagree. */
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
-#define PBD__SNAPSHOT_VERSION 8u        /* 8: plugins' state at the end (7: a box collider's radius is its rounding) */
+#define PBD__SNAPSHOT_VERSION \
+    9u /* 9: objects' drags; 8: plugins' state at the end (7: a box collider's radius is its rounding) */
 #define PBD__SNAPSHOT_VERSION_OLDEST 7u /* 7 restores too: no plugin state, the plugins keep theirs */
 
 typedef struct pbd__io {
@@ -4079,6 +4116,13 @@ static void pbd__io_objects(pbd__io *io, pbd_world *w) {
         if (has) pbd__io_array(io, w, (void **)&ob->perm, ob->count, sizeof(int));
     }
 }
+/* The objects' drags (version 9 on; before, they are 0: see
+   pbd__reserve_object_scratch), after the plugins' states. */
+static void pbd__io_drags(pbd__io *io, pbd_world *w) {
+    if (io->version < 9) return;
+    pbd__io_array(io, w, (void **)&w->object_drag, w->nobjects, sizeof(float));
+    if (io->in) w->object_drag_n = w->object_drag ? w->nobjects : 0;
+}
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
@@ -4167,7 +4211,8 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_surfaces(io, w);
     pbd__io_particle_phase(io, w);
     pbd__io_extras(io, w);
-    if (io->version >= 8) pbd__io_plugins(io, w); /* last: the plugins' own states */
+    if (io->version >= 8) pbd__io_plugins(io, w); /* the plugins' own states */
+    pbd__io_drags(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -6174,6 +6219,7 @@ PBDDEF pbd_balloon_desc pbd_balloon_desc_default(void) {
     d.cloth.damping = 0.0f; /* a balloon is not held: the cloth's 2/s is for hanging cloth */
     d.pressure = 1.0f;
     d.volume_stiffness = 1.0f;
+    d.drag = 1.0f; /* see the note under pbd_balloon_desc */
     return d;
 }
 
@@ -6191,6 +6237,30 @@ PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float 
     if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
     if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
     w->objects[oi].damping = damping;
+    return PBD_OK;
+}
+
+static pbd_result pbd__check_drag(const pbd_world *w, float drag) {
+    if (!pbd__finite(drag)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "drag is not finite");
+    if (drag < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "drag %g < 0", (double)drag);
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_set_drag(pbd_world *w, pbd_object object, float drag) {
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
+    PBD__TRY(pbd__check_drag(w, drag));
+    w->object_drag[oi] = drag;
+    return PBD_OK;
+}
+
+PBDDEF pbd_result pbd_object_get_drag(const pbd_world *w, pbd_object object, float *drag) {
+    PBD__CHECK_WORLD_READ(w);
+    PBD__CHECK_PTR(w, drag, "drag");
+    int oi;
+    PBD__TRY(pbd__object_index(w, object, &oi));
+    *drag = w->object_drag[oi];
     return PBD_OK;
 }
 
@@ -6264,19 +6334,31 @@ static long pbd__build_edges(pbd_world *w, const int *elems, int n, int k, pbd__
     return ne;
 }
 
-/* Scratch of 4 doubles per object (see pbd__momentum_before). */
+/* The per-object arrays for n objects: the scratch of 4 doubles (see
+   pbd__momentum_before), the coupled flags, the drag factors, and the
+   drags, which are state: kept for the objects there were, 0 for new ones. */
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n) {
-    double *l = (double *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1) * 4, sizeof(double));
-    int *c = (int *)pbd__alloc_n(w, (size_t)(n > 0 ? n : 1), sizeof(int));
-    if (!l || !c) {
+    size_t m = (size_t)(n > 0 ? n : 1);
+    double *l = (double *)pbd__alloc_n(w, m * 4, sizeof(double));
+    int *c = (int *)pbd__alloc_n(w, m, sizeof(int));
+    float *drag = (float *)pbd__alloc_n(w, m, sizeof(float)), *keep = (float *)pbd__alloc_n(w, m, sizeof(float));
+    if (!l || !c || !drag || !keep) {
         pbd__free(w, l);
         pbd__free(w, c);
+        pbd__free(w, drag);
+        pbd__free(w, keep);
         return PBD_ERROR_OUT_OF_MEMORY;
     }
+    for (int o = 0; o < n; ++o) drag[o] = o < w->object_drag_n ? w->object_drag[o] : 0.0f;
     pbd__free(w, w->object_l);
     pbd__free(w, w->object_coupled);
+    pbd__free(w, w->object_drag);
+    pbd__free(w, w->object_keep);
     w->object_l = l;
     w->object_coupled = c;
+    w->object_drag = drag;
+    w->object_drag_n = n;
+    w->object_keep = keep;
     return PBD_OK;
 }
 
@@ -6299,6 +6381,7 @@ static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, cons
     o->count = r.count;
     for (int i = r.first; i < r.first + r.count; ++i) w->owner[i] = oi;
     o->damping = damping;
+    w->object_drag[oi] = 0.0f;
     o->groups[0] = pbd__slot_index(parts->stretch.id);
     o->groups[1] = pbd__slot_index(parts->bending.id);
     o->groups[2] = pbd__slot_index(parts->area.id);
@@ -6778,6 +6861,7 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
+    PBD__TRY(pbd__check_drag(w, d->drag));
     PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
     pbd_balloon_desc b = *d;
     pbd__mesh_ref ref = {&b.cloth.positions,   &b.cloth.masses,        &b.cloth.triangles,
@@ -6821,6 +6905,7 @@ static pbd_result pbd__add_balloon_validated(pbd_world *w, const void *desc, pbd
         pbd__rollback(w, mark);
         return res;
     }
+    w->object_drag[oi] = d->drag;
     if (out) out->id = PBD__HANDLE(w->objects, oi);
     return PBD_OK;
 }
@@ -8173,11 +8258,18 @@ static PBD_HD void pbd__contact_velocity(pbd_world *w, const pbd__contact *ct, f
    the prediction plus what its contacts gave it, so that the internal
    constraints' O(h) leak is removed there as well. Without that, a balloon
    resting on the ground turned the leak of its pressure fighting its skin
-   into rolling, and rolled away faster and faster. A contact that moves
-   particle i from a to b gives it m (a x (b - a)) / h = m (a x b) / h of
-   angular momentum about the origin (the lever arm a or b: the same cross
-   product); the velocity pass's change dv at x gives m x x dv. Particle
-   i's sum is kept in position units (times h / m), in double. */
+   into rolling, and rolled away faster and faster. The lever arm is the
+   particle's position at the start of the substep, x: the angular
+   momentum the restore measures, sum m x' x v' with x' = x + h v', is
+   sum m x x v', linear in the velocity with that arm. So a contact that
+   moves particle i from a to b gives it m x x (b - a) / h about the
+   origin, and the velocity pass's change dv (made at x') m x' x dv: an
+   object of unconstrained particles then moves exactly as the same
+   particles outside any object do. (Taking a as the arm added
+   m (a - x) x (b - a) / h, about m v x (b - a): a torque from nowhere,
+   which turned such particles bouncing on a plane up to 40 cm off their
+   paths in 2 s; test solver_contacts_turn_an_object_as_its_particles.)
+   Particle i's sum is kept in position units (times h / m), in double. */
 static inline PBD_HD void pbd__contact_turn_clear(pbd_world *w, int i) {
     double *t = w->contact_turn + 3 * (size_t)i;
     t[0] = t[1] = t[2] = 0;
@@ -8190,8 +8282,9 @@ static inline PBD_HD void pbd__contact_turn_add(pbd_world *w, int i, const doubl
 }
 /* particle i moved by its contacts from `before` to w->p[i] */
 static inline PBD_HD void pbd__contact_turn_move(pbd_world *w, int i, pbd__v3 before) {
-    double a[3] = {before.x, before.y, before.z}, b[3] = {w->p[i].x, w->p[i].y, w->p[i].z};
-    pbd__contact_turn_add(w, i, a, b);
+    double x[3] = {w->x[i].x, w->x[i].y, w->x[i].z};
+    double d[3] = {(double)w->p[i].x - before.x, (double)w->p[i].y - before.y, (double)w->p[i].z - before.z};
+    pbd__contact_turn_add(w, i, x, d);
 }
 /* particle i's velocity changed from v0 to w->v[i] at w->x[i] in the velocity pass */
 static inline PBD_HD void pbd__contact_turn_push(pbd_world *w, int i, pbd__v3 v0, float h) {
@@ -16326,6 +16419,25 @@ static inline PBD_HD void pbd__predict_dynamic(pbd__p4 *x, pbd__p4 *v, pbd__p4 *
 #endif
 }
 
+/* What particle i's velocity keeps in a prediction: the world's point
+   damping (damp) times its object's drag factor (keep, per object, NULL
+   when no object has a drag: see pbd__drag_keeps). */
+static inline PBD_HD float pbd__keep_of(const pbd_world *w, const float *keep, float damp, int i) {
+    int o = keep ? w->owner[i] : -1;
+    return o >= 0 ? damp * keep[o] : damp;
+}
+
+/* Each object's drag factor exp(-drag h) for substeps of h into keep (on
+   the host: libm's expf and a GPU's differ); whether any is below 1. */
+static int pbd__drag_keeps(const pbd_world *w, float h, float *keep) {
+    int on = 0;
+    for (int o = 0; o < w->nobjects; ++o) {
+        keep[o] = w->objects[o].s.live && w->object_drag[o] > 0 ? expf(-w->object_drag[o] * h) : 1.0f;
+        on |= keep[o] < 1.0f;
+    }
+    return on;
+}
+
 /* A kinematic particle's prediction (on its way to its target) or a pinned
    one's; 0 for a dynamic particle. */
 static inline PBD_HD int pbd__predict_held(pbd_world *w, int i, float t_kin) {
@@ -16375,6 +16487,7 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
     pbd__predict_constants(w, h, gh, &damp);
     float t_kin = (float)(s + 1) / (float)S;
     double time = w->time + (double)h * s;
+    const float *keep = w->drag_on ? w->object_keep : NULL;
     int n = w->n;
     PBD__PRAGMA(omp for schedule(static))
     for (int i = 0; i < n; ++i) {
@@ -16383,9 +16496,9 @@ static void pbd__predict(pbd_world *w, float h, int s, int S) {
         if (w->accel) {
             float g[4];
             pbd__field_term(w, i, time, gh, h, g);
-            pbd__predict_dynamic(x, v, p, g, damp, h);
+            pbd__predict_dynamic(x, v, p, g, pbd__keep_of(w, keep, damp, i), h);
         } else {
-            pbd__predict_dynamic(x, v, p, gh, damp, h);
+            pbd__predict_dynamic(x, v, p, gh, pbd__keep_of(w, keep, damp, i), h);
         }
     }
 }
@@ -16996,6 +17109,7 @@ static pbd_result pbd__world_step(pbd_world *w, float dt) {
     if (w->gpu) return pbd__gpu_step(w, dt, S);
     float h = dt / (float)S;
     pbd__step_keep(w);
+    w->drag_on = pbd__drag_keeps(w, h, w->object_keep);
     pbd__fluid_begin_step(w, h);
     for (int i = 0; i < w->n; ++i)
         if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
@@ -17168,6 +17282,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
         if (ob->perm && !pbd__is_permutation(ob->perm, ob->count)) return PBD_ERROR_BAD_SNAPSHOT;
+        if (t->object_drag && (!pbd__finite(t->object_drag[o]) || t->object_drag[o] < 0)) return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {
         const pbd__collider *col = &t->colliders[c];

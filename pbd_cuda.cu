@@ -29,7 +29,7 @@
        The emulation (below) is a GPU only when asked for: auto declines it.
 
    WHAT RUNS ON THE GPU
-       Prediction (gravity, point damping, pinned and kinematic particles);
+       Prediction (gravity, point damping, objects' drag, pinned and kinematic particles);
        every constraint group type (distance, dihedral and isometric
        bending, area, tet volume, attachments, unilateral constraints,
        balloons' global volume) in Gauss-Seidel by the CPU's colours (the
@@ -306,6 +306,8 @@ struct pbd__gpu {
     pbd__lra *lras; /* host image of the device's tether records (their device arrays) */
     pbd__sums sums; /* the blocked sums of damping and momentum (device arrays) */
     float *set_k;   /* per set: the damping fraction of a substep */
+    float *keep;    /* per object: its drag factor of a substep (pbd__drag_keeps) */
+    int drag_on;    /* this step: some object has a drag (the prediction reads keep) */
     /* the particle phase's grid build: the buckets' fill counters, the
        scan's chunk sums; the objects' coupled flags at the step's start
        and a copy for the host */
@@ -326,7 +328,7 @@ struct pbd__gpu {
     /* host scratch sized at upload: the colliders' poses at the step's start
        (rollback), the damping fractions */
     pbd__collider *col_keep;
-    float *hk;
+    float *hk, *hkeep;
     int *hc;                           /* the objects' coupled flags on their way to the host */
     struct pbd__f4 *field, *field_dev; /* an acceleration field's terms of a substep (host, device) */
     int nlras_cap;
@@ -715,7 +717,8 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     int n = w->n;
     /* what the kernels do not use, or GPU worlds do not have */
     s->mass = NULL;
-    s->owner = NULL;
+    s->object_drag = NULL; /* the drags reach the kernels as factors (pbd__drag_dev) */
+    s->object_keep = NULL;
     s->contact_ids = NULL;
     s->object_coupled = NULL;
     s->pose_step = NULL;
@@ -724,14 +727,14 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     s->gpu = NULL;
     int ok = PBD__UP(g, s->x, w->x, n) && PBD__UP(g, s->v, w->v, n) && PBD__UP(g, s->p, w->p, n) &&
              PBD__UP(g, s->radius, w->radius, n) && PBD__UP(g, s->flags, w->flags, n) &&
-             PBD__UP(g, s->kin_target, w->kin_target, n) && PBD__UP(g, s->kin_from, w->kin_from, n) &&
-             PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) && PBD__SCRATCH(g, s->v_step, n) &&
-             PBD__SCRATCH(g, s->ncontact, n) && PBD__SCRATCH(g, s->contacts, w->contact_cap) &&
-             PBD__SCRATCH(g, s->contact_turn, 3 * (size_t)n) && PBD__SCRATCH(g, s->pose_from, w->ncolliders) &&
-             PBD__SCRATCH(g, s->pose_to, w->ncolliders) && PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) &&
-             PBD__UP(g, s->pressure, w->pressure, n) && PBD__SCRATCH(g, s->pressure_step, n) &&
-             PBD__SCRATCH(g, g->coupled, w->nobjects) && PBD__SCRATCH(g, g->coupled_out, w->nobjects) &&
-             pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
+             PBD__UP(g, s->owner, w->owner, n) && PBD__UP(g, s->kin_target, w->kin_target, n) &&
+             PBD__UP(g, s->kin_from, w->kin_from, n) && PBD__SCRATCH(g, s->delta, n) && PBD__SCRATCH(g, s->x_step, n) &&
+             PBD__SCRATCH(g, s->v_step, n) && PBD__SCRATCH(g, s->ncontact, n) &&
+             PBD__SCRATCH(g, s->contacts, w->contact_cap) && PBD__SCRATCH(g, s->contact_turn, 3 * (size_t)n) &&
+             PBD__SCRATCH(g, s->pose_from, w->ncolliders) && PBD__SCRATCH(g, s->pose_to, w->ncolliders) &&
+             PBD__SCRATCH(g, s->object_l, 4 * (size_t)w->nobjects) && PBD__UP(g, s->pressure, w->pressure, n) &&
+             PBD__SCRATCH(g, s->pressure_step, n) && PBD__SCRATCH(g, g->coupled, w->nobjects) &&
+             PBD__SCRATCH(g, g->coupled_out, w->nobjects) && pbd__upload_pp(g, w) && pbd__upload_selfcol(g, w) &&
              PBD__UP_RECORDS(g, s->colliders, w->colliders, w->ncolliders);
     if (!ok) return 0;
     if (n && !g->refresh) pbd__dzero(s->ncontact, (size_t)n);
@@ -771,7 +774,8 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
          pbd__upload_meshcols(g, w);
     ok = ok && PBD__UP_RECORDS(g, s->groups, groups, w->ngroups) && PBD__UP_RECORDS(g, s->lras, lras, w->nlras) &&
          PBD__UP_RECORDS(g, s->clusters, clusters, w->nclusters) &&
-         PBD__UP_RECORDS(g, s->objects, objects, w->nobjects) && PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters);
+         PBD__UP_RECORDS(g, s->objects, objects, w->nobjects) &&
+         PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters) && PBD__SCRATCH(g, g->keep, w->nobjects);
     free(groups);
     free(clusters);
     free(objects);
@@ -781,13 +785,15 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     /* host scratch for the steps */
     free(g->col_keep);
     free(g->hk);
+    free(g->hkeep);
     free(g->hc);
     free(g->field);
     g->field = NULL;
     g->col_keep = (pbd__collider *)malloc(sizeof(pbd__collider) * (size_t)(w->ncolliders + 1));
     g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
+    g->hkeep = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + 1));
     g->hc = (int *)malloc(sizeof(int) * (size_t)(w->nobjects + 1));
-    if (!g->col_keep || !g->hk || !g->hc) return 0;
+    if (!g->col_keep || !g->hk || !g->hkeep || !g->hc) return 0;
     if (w->accel && !(g->field = (pbd__f4 *)malloc(sizeof(pbd__f4) * (size_t)(n + 1)))) return 0;
     return pbd__upload_shadow(g);
 }
@@ -821,16 +827,18 @@ PBD__KERNEL pbd__k_kin_from(pbd_world *w) {
     }
 }
 
-PBD__KERNEL pbd__k_predict(pbd_world *w, pbd__f4 gh, float damp, float h, float t_kin) {
+PBD__KERNEL pbd__k_predict(pbd_world *w, pbd__f4 gh, float damp, const float *keep, float h, float t_kin) {
     PBD__GRID_LOOP(i, w->n) {
-        if (!pbd__predict_held(w, i, t_kin)) pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], gh.v, damp, h);
+        if (!pbd__predict_held(w, i, t_kin))
+            pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], gh.v, pbd__keep_of(w, keep, damp, i), h);
     }
 }
 
 /* with an acceleration field: each dynamic particle's own term (pbd__field_term) */
-PBD__KERNEL pbd__k_predict_field(pbd_world *w, const pbd__f4 *g, float damp, float h, float t_kin) {
+PBD__KERNEL pbd__k_predict_field(pbd_world *w, const pbd__f4 *g, float damp, const float *keep, float h, float t_kin) {
     PBD__GRID_LOOP(i, w->n) {
-        if (!pbd__predict_held(w, i, t_kin)) pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], g[i].v, damp, h);
+        if (!pbd__predict_held(w, i, t_kin))
+            pbd__predict_dynamic(&w->x[i], &w->v[i], &w->p[i], g[i].v, pbd__keep_of(w, keep, damp, i), h);
     }
 }
 
@@ -1519,7 +1527,8 @@ static void pbd__field_dev(pbd__gpu *g, pbd_world *w, float h, int s, const floa
         else pbd__field_term(w, i, time, gh, h, f->v);
     }
     pbd__send(g, g->field_dev, g->field, sizeof(pbd__f4) * n);
-    pbd__launch(g, w->n, pbd__k_predict_field, g->dw, (const pbd__f4 *)g->field_dev, damp, h, t_kin);
+    pbd__launch(g, w->n, pbd__k_predict_field, g->dw, (const pbd__f4 *)g->field_dev, damp,
+                (const float *)(g->drag_on ? g->keep : NULL), h, t_kin);
 }
 
 /* --- plugins -------------------------------------------------------------------
@@ -1649,7 +1658,9 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     float damp;
     pbd__predict_constants(w, h, gh.v, &damp);
     if (w->accel) pbd__field_dev(g, w, h, s, gh.v, damp, (float)(s + 1) / (float)S);
-    else pbd__launch(g, n, pbd__k_predict, dw, gh, damp, h, (float)(s + 1) / (float)S);
+    else
+        pbd__launch(g, n, pbd__k_predict, dw, gh, damp, (const float *)(g->drag_on ? g->keep : NULL), h,
+                    (float)(s + 1) / (float)S);
     pbd__launch(g, w->ncolliders, pbd__k_poses, dw, s, S);
     pbd__dzero(g->lambdas, sizeof(float) * g->nlambdas);
     if (g->sc_dev) pbd__sc_detect_dev(g, w, h); /* before the momentum: see pbd__substep_body */
@@ -1689,11 +1700,13 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd__restore_and_damp_dev(g, w, h);
 }
 
-/* The damping fractions of this step's substep h, up to the device. */
+/* The damping fractions and drag factors of this step's substep h, up to the device. */
 static void pbd__damping_fractions(pbd__gpu *g, const pbd_world *w, float h) {
     for (int o = 0; o < w->nobjects; ++o) g->hk[o] = pbd__damp_fraction(w->objects[o].damping, h);
     for (int c = 0; c < w->nclusters; ++c) g->hk[w->nobjects + c] = pbd__damp_fraction(w->clusters[c].damping, h);
     pbd__send(g, g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
+    g->drag_on = pbd__drag_keeps(w, h, g->hkeep);
+    if (g->drag_on) pbd__send(g, g->keep, g->hkeep, sizeof(float) * (size_t)w->nobjects);
 }
 
 /* Whether the device may change objects' coupled flags (particle contact
@@ -3195,6 +3208,7 @@ extern "C" void pbd__cuda_close(pbd_world *w) {
     pbd__dfree(g->bad);
     free(g->col_keep);
     free(g->hk);
+    free(g->hkeep);
     free(g->hc);
     free(g->field);
     free(g->lras);

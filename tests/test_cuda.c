@@ -1327,7 +1327,10 @@ static pbd_result apply_op(pbd_world *w, const rnd_op *o, unsigned char *snap, s
             return r != PBD_OK ? r : (pbd_result)(c + 1000 * pbd_world_self_contact_count(w) > 1000000);
         }
         case 16: return pbd_particle_set_mass(w, i, 0.01f + fabsf(o->f[3]));
-        case 17: return pbd_object_set_damping(w, pbd_world_object(w, 0), fabsf(o->f[3]));
+        case 17: {
+            pbd_result r = pbd_object_set_damping(w, pbd_world_object(w, 0), fabsf(o->f[3]));
+            return r != PBD_OK ? r : pbd_object_set_drag(w, pbd_world_object(w, 0), 0.5f * fabsf(o->f[3]));
+        }
         case 18: return pbd_world_set_acceleration_field(w, o->k & 1 ? gusts : NULL, NULL);
         case 19: {
             pbd_particles_desc pd = pbd_particles_desc_default();

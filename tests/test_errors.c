@@ -1643,6 +1643,8 @@ TEST(errors_stale_handles) {
         EXPECT_BAD_HANDLE(&S, pbd_group_error(w, g, &mean, &mx), "group");
         EXPECT_BAD_HANDLE(&S, pbd_object_get_parts(w, o, &parts), "object");
         EXPECT_BAD_HANDLE(&S, pbd_object_set_damping(w, o, 1.0f), "object");
+        EXPECT_BAD_HANDLE(&S, pbd_object_set_drag(w, o, 1.0f), "object");
+        EXPECT_BAD_HANDLE(&S, pbd_object_get_drag(w, o, &dist), "object");
         EXPECT_BAD_HANDLE(&S, pbd_collider_set_pose(w, c, p, rot), "collider");
         EXPECT_BAD_HANDLE(&S, pbd_collider_set_friction(w, c, 0.5f, 0.4f, 0.0f), "collider");
         EXPECT_BAD_HANDLE(&S, pbd_collider_distance(w, c, p, &dist), "collider");
@@ -1653,6 +1655,8 @@ TEST(errors_stale_handles) {
     CHECK_OK(pbd_collider_distance(w, S.sphere, p, &dist));
     CHECK_OK(pbd_group_set_compliance(w, S.dist, 1e-4f));
     CHECK_OK(pbd_object_set_damping(w, S.cloth, 1.0f));
+    CHECK_OK(pbd_object_set_drag(w, S.cloth, 1.0f));
+    CHECK_OK(pbd_object_get_drag(w, S.cloth, &dist));
     CHECK_OK(pbd_collider_set_friction(w, S.sphere, 0.5f, 0.4f, 0.0f));
     pbd_world_destroy(w);
 }
