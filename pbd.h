@@ -2124,6 +2124,17 @@ PBDDEF pbd_result pbd_color_elements(pbd_world *w, const int *elements, int coun
    of the elements' sorted vertices: O(count log count), 20 bytes an
    element through w's allocator (w may be NULL); writes no message. */
 PBDDEF int pbd_find_repeated_element(pbd_world *w, const int *elements, int count, int arity, int *first, int *second);
+/* Whether count triangles (3 vertex indices each) are closed and
+   consistently oriented, every directed edge in exactly one triangle and
+   its reverse in exactly one: 0 when they are (*from and *to untouched);
+   else the smallest directed
+   edge (by from, then to) that is not so into *from and *to, and 1 when
+   two triangles take it in the same direction (not consistently oriented,
+   or not a manifold), 2 when no triangle takes its reverse (an open mesh,
+   or not consistently oriented); -1 when out of memory. O(count log
+   count), 24 bytes a triangle through w's allocator (w may be NULL);
+   writes no message. For the builders' checks, like the finder above. */
+PBDDEF int pbd_find_open_edge(pbd_world *w, const int *triangles, int count, int *from, int *to);
 /* The symmetric eigen solver of the extensions (shape matching's
    moment matrices, the upsamplers' fits), one code for all: cyclic Jacobi
    rotations on the n x n row-major symmetric A (overwritten: its diagonal
@@ -5923,31 +5934,26 @@ static int pbd__cmp_int(const void *a, const void *b) {
     return x < y ? -1 : (x > y ? 1 : 0);
 }
 
-/* A closed, consistently oriented mesh has every directed edge exactly once
-   and its reverse exactly once. */
+/* PBD_OK, PBD_ERROR_NOT_CLOSED (see pbd_find_open_edge) or
+   PBD_ERROR_OUT_OF_MEMORY, without a message. */
 static pbd_result pbd__closed_status(const pbd_world *w, const int *tri, int nt) {
-    uint64_t *keys = (uint64_t *)pbd__alloc_n((pbd_world *)w, (size_t)nt * 3, sizeof(uint64_t));
-    if (!keys) return PBD_ERROR_OUT_OF_MEMORY;
-    for (int t = 0; t < nt; ++t)
-        for (int e = 0; e < 3; ++e) {
-            uint32_t a = (uint32_t)tri[3 * t + e], b = (uint32_t)tri[3 * t + (e + 1) % 3];
-            keys[3 * t + e] = ((uint64_t)a << 32) | b;
-        }
-    qsort(keys, (size_t)nt * 3, sizeof *keys, pbd__cmp_u64);
-    pbd_result r = PBD_OK;
-    for (long k = 0; k < 3L * nt && r == PBD_OK; ++k) {
-        uint64_t rev = (keys[k] << 32) | (keys[k] >> 32);
-        if (k > 0 && keys[k] == keys[k - 1]) r = PBD_ERROR_NOT_CLOSED;
-        else if (pbd__find_u64(keys, 3L * nt, rev) < 0) r = PBD_ERROR_NOT_CLOSED;
-    }
-    pbd__free((pbd_world *)w, keys);
-    return r;
+    int a = 0, b = 0, open = pbd_find_open_edge((pbd_world *)w, tri, nt, &a, &b);
+    return open < 0 ? PBD_ERROR_OUT_OF_MEMORY : open ? PBD_ERROR_NOT_CLOSED : PBD_OK;
 }
 static pbd_result pbd__check_closed(const pbd_world *w, const int *tri, int nt) {
-    pbd_result r = pbd__closed_status(w, tri, nt);
-    if (r == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, r, "no memory to check the mesh");
-    if (r != PBD_OK)
-        return pbd__fail(w, r, "every edge must be shared by exactly two triangles of opposite orientation");
+    int a = 0, b = 0, open = pbd_find_open_edge((pbd_world *)w, tri, nt, &a, &b);
+    if (open < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to check the mesh");
+    if (open == 1)
+        return pbd__fail(w, PBD_ERROR_NOT_CLOSED,
+                         "edge (%d, %d) is in two triangles in the same direction (the mesh is not consistently "
+                         "oriented or not a manifold); every edge must be shared by exactly two triangles of opposite "
+                         "orientation",
+                         a, b);
+    if (open == 2)
+        return pbd__fail(w, PBD_ERROR_NOT_CLOSED,
+                         "edge (%d, %d) has no opposite edge (the mesh is not closed or not consistently oriented); "
+                         "every edge must be shared by exactly two triangles of opposite orientation",
+                         a, b);
     return PBD_OK;
 }
 
@@ -15683,6 +15689,29 @@ PBDDEF int pbd_find_repeated_element(pbd_world *w, const int *elements, int coun
         }
     }
     pbd__free(w, row);
+    return found;
+}
+PBDDEF int pbd_find_open_edge(pbd_world *w, const int *triangles, int count, int *from, int *to) {
+    if (count < 1) return 0;
+    uint64_t *keys = (uint64_t *)pbd__alloc_n(w, (size_t)count * 3, sizeof(uint64_t));
+    if (!keys) return -1;
+    for (int t = 0; t < count; ++t)
+        for (int e = 0; e < 3; ++e) {
+            uint32_t a = (uint32_t)triangles[3 * t + e], b = (uint32_t)triangles[3 * t + (e + 1) % 3];
+            keys[3 * t + e] = ((uint64_t)a << 32) | b;
+        }
+    qsort(keys, (size_t)count * 3, sizeof *keys, pbd__cmp_u64);
+    int found = 0;
+    for (long k = 0; k < 3L * count && !found; ++k) {
+        uint64_t rev = (keys[k] << 32) | (keys[k] >> 32);
+        if (k + 1 < 3L * count && keys[k] == keys[k + 1]) found = 1;
+        else if (pbd__find_u64(keys, 3L * count, rev) < 0) found = 2;
+        if (found) {
+            *from = (int)(uint32_t)(keys[k] >> 32);
+            *to = (int)(uint32_t)keys[k];
+        }
+    }
+    pbd__free(w, keys);
     return found;
 }
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr) { pbd__free(w, ptr); }

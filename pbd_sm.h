@@ -687,11 +687,10 @@ PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells);
    *count receives the number of cells; cells (3 ints each, x fastest) is
    filled when it is not NULL and max_cells >= *count. Costs O(rows x
    triangles). At most 2^20 cells per axis and INT_MAX in the bounding
-   box (PBD_ERROR_OVERFLOW). No cell at all is PBD_ERROR_DEGENERATE (a
-   lattice needs one): the mesh is open, so that it encloses nothing (one
-   triangle), or thinner than the spacing. Whether the mesh is closed is
-   not checked otherwise: an open mesh whose rays still pair up gives its
-   cells. */
+   box (PBD_ERROR_OVERFLOW). A mesh that is not closed and consistently
+   oriented is PBD_ERROR_NOT_CLOSED, naming an edge (an open mesh's rays
+   do not pair up into insides). No cell at all is PBD_ERROR_DEGENERATE
+   (a lattice needs one): the mesh is thinner than the spacing. */
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, const int *triangles,
                                       int triangle_count, float spacing, float *origin, int *cells, int max_cells,
                                       int *count);
@@ -702,7 +701,8 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *positions, int vertex_count, 
    3: triangles, 4: tetrahedra). region_start gets vertex_count + 1
    entries and *total the number of members; region_particles is filled
    when it is not NULL and max >= *total (call once with NULL to size it).
-   omega in 1..64. */
+   omega in 1..64. An element listed twice counts once: its edges are the
+   same. */
 PBD_SM_DEF pbd_result pbd_sm_mesh_rings(int vertex_count, const int *elements, int element_count, int arity, int omega,
                                         int *region_start, int *region_particles, int max, int *total);
 /* The same regions as a (naive) summation plan. */
@@ -4812,9 +4812,32 @@ static int pbd_sm__voxel_row(const float *P, const int *T, int nt, double y, dou
    is an error, DEGENERATE as pbd.h's mesh that encloses no volume. */
 static pbd_result pbd_sm__voxelize_refuse_no_cell(float spacing) {
     return pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
-                          "pbd_sm_voxelize: no cell centre lies inside the mesh at spacing %g: it is open (encloses "
-                          "nothing) or thinner than a cell",
+                          "pbd_sm_voxelize: no cell centre lies inside the mesh at spacing %g: it is thinner than a "
+                          "cell",
                           (double)spacing);
+}
+
+/* A closed, consistently oriented mesh (pbd_find_open_edge), else why not,
+   naming the edge by its vertices' names (names NULL: their indices), with
+   `who`'s name. */
+static pbd_result pbd_sm__check_closed(pbd_world *w, const int *tri, int nt, const int *names, const char *who) {
+    int a = 0, b = 0, open = pbd_find_open_edge(w, tri, nt, &a, &b);
+    if (open < 0) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "%s: out of memory", who);
+    if (names) {
+        a = names[a];
+        b = names[b];
+    }
+    if (open == 1)
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
+                              "%s: edge (%d, %d) is in two triangles in the same direction (the surface is not "
+                              "consistently oriented or not a manifold)",
+                              who, a, b);
+    if (open == 2)
+        return pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
+                              "%s: edge (%d, %d) has no opposite edge (the surface is not closed or not consistently "
+                              "oriented)",
+                              who, a, b);
+    return PBD_OK;
 }
 
 PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int nt, float spacing, float *origin,
@@ -4838,6 +4861,9 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
         if (T[k] < 0 || T[k] >= nv)
             return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
                                   "pbd_sm_voxelize: triangle %ld names vertex %d, outside 0..%d", k / 3, T[k], nv - 1);
+    /* the parity of a ray's crossings means inside only for a closed mesh */
+    pbd_result closed = pbd_sm__check_closed(NULL, T, nt, NULL, "pbd_sm_voxelize");
+    if (closed != PBD_OK) return closed;
     double lo[3] = {DBL_MAX, DBL_MAX, DBL_MAX}, hi[3] = {-DBL_MAX, -DBL_MAX, -DBL_MAX};
     for (long k = 0; k < 3L * nv; ++k) {
         if (!pbd_sm__finite(P[k]))
@@ -4895,6 +4921,23 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     if (n == 0) return pbd_sm__voxelize_refuse_no_cell(spacing);
     for (int a = 0; a < 3; ++a) origin[a] = (float)(lo[a] + 0.5 * spacing);
     *count = (int)n;
+    return PBD_OK;
+}
+
+/* Cell i's particle at p (origin + spacing * cell) within the world's
+   bounds (pbd.h refuses coordinates beyond PBD_MAX_COORDINATE), checked
+   here so that the message names the lattice's cell, origin and spacing
+   rather than a point of pbd_add_particles' list. */
+static pbd_result pbd_sm__check_lattice_point(pbd_world *w, const pbd_sm_lattice_desc *d, int i, const float *p) {
+    for (int a = 0; a < 3; ++a) {
+        if (pbd_sm__finite(p[a]) && fabsf(p[a]) <= PBD_MAX_COORDINATE) continue;
+        const int *c = d->cells + 3 * (size_t)i;
+        return pbd_world_fail(w, pbd_sm__finite(p[a]) ? PBD_ERROR_INVALID_ARGUMENT : PBD_ERROR_NOT_FINITE,
+                              "pbd_sm_add_lattice: cell %d (%d, %d, %d) lies at %c = origin %g + spacing %g x %d = "
+                              "%g m, beyond PBD_MAX_COORDINATE = %g m",
+                              i, c[0], c[1], c[2], "xyz"[a], (double)d -> origin[a], (double)d -> spacing, c[a],
+                              (double)p[a], (double)PBD_MAX_COORDINATE);
+    }
     return PBD_OK;
 }
 
@@ -4978,6 +5021,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     for (int i = 0; i < n && res == PBD_OK; ++i) {
         for (int a = 0; a < 3; ++a) pos[3 * i + a] = d->origin[a] + d->spacing * (float)d->cells[3 * i + a];
         mass[i] = d->particle_mass;
+        res = pbd_sm__check_lattice_point(w, d, i, pos + 3 * i);
     }
     pbd_sm__body *b = NULL;
     if (res == PBD_OK)
@@ -6501,26 +6545,7 @@ static pbd_result pbd_sm__volume_topology(pbd_sm__volume *v) {
     for (int t = 0; t < v->nt; ++t)
         for (int k = 0; k < 3; ++k) e[3 * t + k] = (long long)v->tri[3 * t + k] * v->nv + v->tri[3 * t + (k + 1) % 3];
     qsort(e, ne, sizeof(long long), pbd_sm__cmp_edge_key);
-    pbd_result r = PBD_OK;
-    for (size_t k = 0; k < ne && r == PBD_OK; ++k) {
-        long long a = e[k] / v->nv, b = e[k] % v->nv, rev = b * v->nv + a;
-        if (k > 0 && e[k] == e[k - 1])
-            r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
-                               "pbd_sm_add_surface_volume: edge (%d, %d) is in two triangles in the same direction "
-                               "(the surface is not consistently oriented or not a manifold)",
-                               v->verts[a], v->verts[b]);
-        size_t lo = 0, hi = ne;
-        while (lo < hi) {
-            size_t mid = (lo + hi) / 2;
-            if (e[mid] < rev) lo = mid + 1;
-            else hi = mid;
-        }
-        if (lo == ne || e[lo] != rev)
-            r = pbd_world_fail(NULL, PBD_ERROR_NOT_CLOSED,
-                               "pbd_sm_add_surface_volume: edge (%d, %d) has no opposite edge (the surface is not "
-                               "closed or not consistently oriented)",
-                               v->verts[a], v->verts[b]);
-    }
+    pbd_result r = pbd_sm__check_closed(v->world, v->tri, v->nt, v->verts, "pbd_sm_add_surface_volume");
     if (r == PBD_OK) {
         v->adj_start = (int *)pbd_sm__alloc_n(v->world, (size_t)v->nv + 1, sizeof(int));
         v->adj = (int *)pbd_sm__alloc_n(v->world, ne, sizeof(int));

@@ -703,6 +703,46 @@ TEST(errors_positions_beyond_max_coordinate) {
    and passed as manifold, and a repeated tet was taken (its mass and
    constraints counting twice). pbd_find_repeated_element (extension API)
    finds them. */
+/* pbd_find_open_edge, and the builders that need a closed mesh naming the
+   edge that is not: an open mesh, a flipped triangle. */
+TEST(errors_open_meshes_are_refused_naming_an_edge) {
+    pbd_mesh m;
+    float c[3] = {0, 2, 0};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.3f, &m));
+    int a = -1, b = -1;
+    CHECK(pbd_find_open_edge(NULL, m.triangles, m.triangle_count, &a, &b) == 0 && a == -1 && b == -1);
+    CHECK(pbd_find_open_edge(NULL, m.triangles, 0, &a, &b) == 0);
+    /* the last triangle gone: its three edges have no opposite */
+    const int *last = m.triangles + 3 * (m.triangle_count - 1);
+    CHECK(pbd_find_open_edge(NULL, m.triangles, m.triangle_count - 1, &a, &b) == 2);
+    int hit = 0;
+    for (int k = 0; k < 3; ++k) hit |= a == last[(k + 1) % 3] && b == last[k];
+    CHECK_MSG(hit, "the open edge (%d, %d) is not the reverse of one of the missing triangle's", a, b);
+    /* a triangle flipped: its edges repeat their neighbours' direction */
+    int *flipped = (int *)malloc(sizeof(int) * 3 * (size_t)m.triangle_count);
+    memcpy(flipped, m.triangles, sizeof(int) * 3 * (size_t)m.triangle_count);
+    int t = flipped[0];
+    flipped[0] = flipped[1];
+    flipped[1] = t;
+    CHECK(pbd_find_open_edge(NULL, flipped, m.triangle_count, &a, &b) == 1);
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_balloon_desc bd = pbd_balloon_desc_default();
+    bd.cloth.positions = m.positions;
+    bd.cloth.vertex_count = m.vertex_count;
+    bd.cloth.triangles = flipped;
+    bd.cloth.triangle_count = m.triangle_count;
+    char want[96];
+    snprintf(want, sizeof want, "edge (%d, %d) is in two triangles in the same direction", a, b);
+    CHECK_WORLD_ERROR(w, pbd_add_balloon(w, &bd, NULL), PBD_ERROR_NOT_CLOSED, want);
+    bd.cloth.triangles = m.triangles;
+    bd.cloth.triangle_count = m.triangle_count - 1;
+    CHECK_WORLD_ERROR(w, pbd_add_balloon(w, &bd, NULL), PBD_ERROR_NOT_CLOSED, "has no opposite edge");
+    CHECK(pbd_world_object_count(w) == 0);
+    free(flipped);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 TEST(errors_repeated_elements_are_refused) {
     scene S;
     if (!build_scene(&S)) {
@@ -1916,6 +1956,7 @@ void suite_errors(void) {
     RUN(errors_mass_and_radius_bounds);
     RUN(errors_positions_beyond_max_coordinate);
     RUN(errors_repeated_elements_are_refused);
+    RUN(errors_open_meshes_are_refused_naming_an_edge);
     RUN(errors_density_leaves_no_vertex_massless);
     RUN(errors_step_names_masses_too_far_apart);
     RUN(errors_constraints);

@@ -776,13 +776,30 @@ TEST(sm_shape_mesh_rings) {
    it is refused with DEGENERATE (as pbd.h refuses a mesh that encloses no
    volume), saying so, and origin and count keep their values. */
 TEST(sm_shape_voxelize_refuses_a_mesh_that_encloses_no_cell) {
+    /* open: one triangle (it enclosed nothing: 0 cells and PBD_OK, once),
+       and a sphere with a hole or a flipped triangle, whose rays need not
+       pair up into insides */
     float tri_pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0}, origin[3] = {7, 7, 7};
     int one[3] = {0, 1, 2}, count = -1, cells[3 * 4];
-    CHECK_ERROR(pbd_sm_voxelize(tri_pos, 3, one, 1, 0.1f, origin, cells, 4, &count), PBD_ERROR_DEGENERATE,
-                "pbd_sm_voxelize: no cell centre lies inside the mesh at spacing 0.1");
+    CHECK_ERROR(pbd_sm_voxelize(tri_pos, 3, one, 1, 0.1f, origin, cells, 4, &count), PBD_ERROR_NOT_CLOSED,
+                "pbd_sm_voxelize: edge (0, 1) has no opposite edge");
     CHECK(count == -1 && origin[0] == 7 && origin[1] == 7 && origin[2] == 7);
     pbd_mesh m;
     float c[3] = {0.1f, 0.2f, 0.3f};
+    CHECK_OK(pbd_mesh_sphere(1, c, 0.3f, &m));
+    CHECK_ERROR(
+        pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count - 1, 0.05f, origin, NULL, 0, &count),
+        PBD_ERROR_NOT_CLOSED, "has no opposite edge (the surface is not closed");
+    int *flipped = (int *)malloc(sizeof(int) * 3 * (size_t)m.triangle_count);
+    memcpy(flipped, m.triangles, sizeof(int) * 3 * (size_t)m.triangle_count);
+    int t = flipped[3];
+    flipped[3] = flipped[4];
+    flipped[4] = t; /* triangle 1 the other way round */
+    CHECK_ERROR(pbd_sm_voxelize(m.positions, m.vertex_count, flipped, m.triangle_count, 0.05f, origin, NULL, 0, &count),
+                PBD_ERROR_NOT_CLOSED, "in two triangles in the same direction");
+    CHECK(count == -1 && origin[0] == 7);
+    free(flipped);
+    pbd_mesh_free(&m);
     CHECK_OK(pbd_mesh_sphere(1, c, 0.01f, &m)); /* closed, 2 cm across */
     CHECK_ERROR(
         pbd_sm_voxelize(m.positions, m.vertex_count, m.triangles, m.triangle_count, 0.5f, origin, NULL, 0, &count),
@@ -1069,15 +1086,29 @@ TEST(sm_shape_bad_input) {
                       "the particle radius 20 m (radius) is above PBD_MAX_RADIUS");
     ld.radius = 0;
     ld.spacing = 0.1f;
-    /* beyond PBD_MAX_COORDINATE: pbd_add_particles refuses the lattice's
-       particles after the body is built (its error path freed the plan
-       twice), with regions and as one cluster */
+    /* beyond PBD_MAX_COORDINATE, with regions and as one cluster: refused
+       naming the cell, before the body is built (pbd_add_particles
+       refused them once, after it, and that error path freed the plan
+       twice; it still frees the plan once: see pbd_sm_add_lattice) */
     ld.origin[1] = 2e6f;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_COORDINATE");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "cell 0 (0, 0, 0) lies at y = origin 2e+06 + spacing 0.1 x 0 = 2e+06 m, beyond "
+                      "PBD_MAX_COORDINATE");
     ld.half_width = 0;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_COORDINATE");
     ld.half_width = 1;
     ld.origin[1] = 0;
+    ld.radius = 0.05f;
+    ld.spacing = 2e6f; /* cell 1, (1, 0, 0), at x = 2e6 m */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "cell 1 (1, 0, 0) lies at x = origin 0 + spacing 2e+06 x 1 = 2e+06 m");
+    cells[3] = 1000000;
+    ld.spacing = 1e33f; /* at infinity */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NOT_FINITE,
+                      "cell 1 (1000000, 0, 0) lies at x");
+    cells[3] = 1;
+    ld.spacing = 0.1f;
+    ld.radius = 0;
     ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER,
                       "pbd_sm_lattice_desc.cells is NULL");

@@ -490,7 +490,7 @@ TEST(sm_volume_bad_input) {
     tri[4] = tri[5];
     tri[5] = t1; /* one flipped triangle */
     CHECK_WORLD_ERROR(w, pbd_sm_add_surface_volume(w, &good, &v), PBD_ERROR_NOT_CLOSED,
-                      "edge (11, 16) has no opposite edge (the");
+                      "edge (11, 16) is in two triangles in the same direction (the");
     tri[5] = tri[4];
     tri[4] = t1;
     d = good;
