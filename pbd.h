@@ -270,7 +270,8 @@
         on the ground, and rolls down a slope); global damping per object and per
         damping cluster (Mueller et al. 2007, survey 3.7): momentum-
         conserving for a free object, towards the motion of its pinned or
-        kinematic particles for a held one.
+        kinematic particles for a held one; an object torn in pieces is
+        damped piece by piece.
    Tearing (pbd_world_tear) runs between steps, never inside one.
 
    STRAIN LIMITING, STRANDS, TEARING (survey 3.5)
@@ -932,8 +933,8 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    it. A restored world stepped again gives bit-identical results. The
    multipliers are zero between steps (see CONVENTIONS, non-finite steps).
    A corrupt or unfitting snapshot fails with PBD_ERROR_BAD_SNAPSHOT and
-   changes nothing; snapshots of version 7 (before plugin states) restore
-   too. */
+   changes nothing; snapshots of version 7 (before plugin states) and 8
+   (before objects' drags: they restore with drag 0) restore too. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
@@ -1277,7 +1278,12 @@ PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int
    kept and only deformation is damped. An object held by pinned or
    kinematic particles (its anchors): their rigid motion (zero for pins),
    so a hanging cloth's swing dies out and a carried one comes to rest in
-   its carrier's frame. The same rule holds for damping clusters. */
+   its carrier's frame. The rule holds for each connected piece of the
+   object (over its stretch edges) on its own: a piece torn off its pins
+   (pbd_world_tear), or a part of a mesh built in several parts, with no
+   anchor of its own is damped towards its own rigid motion and falls
+   freely, while the piece on the pins is damped towards them. The same
+   rule holds for damping clusters (over the whole list). */
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping);
 /* Air drag (1/s, >= 0; default 0, a balloon's 1): still air takes
    1 - exp(-drag h) of the velocity of every free particle of the object
@@ -1803,9 +1809,13 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    along the mesh from its anchor, a piece the crack cut off from an
    anchor loses its tethers to it, and a split vertex's copy gets the
    tethers that still reach their anchors from its side. The new particles are appended to the world; they
-   belong to the object when it holds the world's last particles, else the
-   object stops being treated as isolated (SOLVER step 5) and its object
-   damping sees only its original range. */
+   belong to the object (pbd_remove_object removes them with it) and join
+   its range when it holds the world's last particles, else the object
+   stops being treated as isolated (SOLVER step 5: no angular momentum
+   restore). Either way its damping (pbd_object_set_damping) takes each
+   piece the cracks leave, copies included, on its own: a piece torn off
+   every pin falls freely, damped towards its own rigid motion; a piece
+   still on a pin is damped towards the pins. */
 
 typedef struct pbd_tearing_desc {
     pbd_object object;    /* a cloth or balloon object */
@@ -3325,8 +3335,11 @@ struct pbd_world {
     int *object_coupled; /* per object, its coupled flag at the start of the step (rollback) */
     float *object_drag;  /* per object: its air drag, 1/s (pbd_object_set_drag); object_drag_n of them */
     int object_drag_n;
-    float *object_keep; /* per object, this step: exp(-drag h), what its velocities keep in a prediction */
-    int drag_on;        /* this step: some object has a drag (pbd__predict reads object_keep) */
+    float *object_keep;         /* per object, this step: exp(-drag h), what its velocities keep in a prediction */
+    int drag_on;                /* this step: some object has a drag (pbd__predict reads object_keep) */
+    struct pbd__pieces *pieces; /* per object slot (pieces_cap): its connected pieces, which damping
+                                   takes one by one; derived, so rebuilt on restore, never saved */
+    int pieces_cap;
     /* mesh colliders (see "==== mesh colliders") and self-collision
        surfaces (see "==== self-collision") */
     int nmeshcols, meshcol_cap;
@@ -3881,6 +3894,7 @@ static void pbd__surfaces_free(pbd_world *w);
 static int **pbd__surface_tris(pbd_world *w, int s, int *nt); /* its triangle array, for tearing */
 static void pbd__pp_free(pbd_world *w);
 static void pbd__extras_free(pbd_world *w);
+static void pbd__pieces_free_all(pbd_world *w);
 /* Frees everything the world owns except the world struct itself. */
 static void pbd__world_free_contents(pbd_world *w) {
     pbd__pp_free(w);
@@ -3889,6 +3903,7 @@ static void pbd__world_free_contents(pbd_world *w) {
     pbd__surfaces_free(w);
     for (int i = 0; w->groups && i < w->ngroups; ++i) pbd__group_free(w, &w->groups[i]);
     for (int i = 0; w->objects && i < w->nobjects; ++i) pbd__free(w, w->objects[i].perm);
+    pbd__pieces_free_all(w);
     void *arrays[] = {w->x,           w->p,
                       w->v,           w->mass,
                       w->radius,      w->flags,
@@ -4263,6 +4278,9 @@ static pbd_result pbd__validate_restored(const pbd_world *t);
 static pbd_result pbd__reserve_contacts(pbd_world *w, int nparticles, int ncolliders);
 static pbd_result pbd__reserve_poses(pbd_world *w, int n);
 static pbd_result pbd__reserve_object_scratch(pbd_world *w, int n);
+static pbd_result pbd__pieces_find(pbd_world *w, int oi, const int *outside, int nout);
+static pbd_result pbd__pieces_find_objects(pbd_world *w, const unsigned char *which);
+static void pbd__pieces_drop(pbd_world *w, int oi);
 static pbd_result pbd__meshcols_rebuild(pbd_world *w);
 static pbd_result pbd__selfcol_rebuild(pbd_world *w);
 static pbd_result pbd__selfcol_build(pbd_world *w, int keep);
@@ -4308,6 +4326,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
         r = PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) r = pbd__meshcols_rebuild(&t); /* BVHs and grids are derived */
     if (r == PBD_OK) r = pbd__selfcol_rebuild(&t);
+    if (r == PBD_OK) r = pbd__pieces_find_objects(&t, NULL); /* derived too */
     if (r != PBD_OK) {
         pbd__world_free_contents(&t);
         return pbd__fail(w, r, "snapshot of %zu bytes could not be restored%s%s", size, why[0] ? ": " : "", why);
@@ -5575,8 +5594,10 @@ static void pbd__rollback(pbd_world *w, pbd__mark m) {
         pbd__group_free(w, &w->groups[i]);
         PBD__UNDO(w->groups, w->ngroups, i);
     }
-    while ((i = pbd__newer_slot(w->objects, sizeof *w->objects, w->nobjects, m.seq)) >= 0)
+    while ((i = pbd__newer_slot(w->objects, sizeof *w->objects, w->nobjects, m.seq)) >= 0) {
+        pbd__pieces_drop(w, i);
         PBD__UNDO(w->objects, w->nobjects, i);
+    }
     if (w->last_alloc_seq > m.seq && w->last_alloc_reused)
         pbd__free_particles(w, w->last_alloc.first, w->last_alloc.count);
     w->n = m.n;
@@ -6377,21 +6398,22 @@ static int pbd__slot_index(uint32_t id) { return (int)(id & PBD__SLOT_MASK) - 1;
 static pbd_result pbd__new_object(pbd_world *w, pbd_range r, float damping, const pbd_object_parts *parts, int *index) {
     int oi;
     PBD__TRY(PBD__ACQUIRE(w, w->objects, w->nobjects, w->object_cap, "object", &oi));
-    if (pbd__reserve_object_scratch(w, w->nobjects) != PBD_OK) {
-        PBD__UNDO(w->objects, w->nobjects, oi);
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
-    }
     pbd__object *o = &w->objects[oi];
     o->lra = -1;
     o->first = r.first;
     o->count = r.count;
-    for (int i = r.first; i < r.first + r.count; ++i) w->owner[i] = oi;
     o->damping = damping;
-    w->object_drag[oi] = 0.0f;
     o->groups[0] = pbd__slot_index(parts->stretch.id);
     o->groups[1] = pbd__slot_index(parts->bending.id);
     o->groups[2] = pbd__slot_index(parts->area.id);
     o->groups[3] = pbd__slot_index(parts->volume.id);
+    /* its pieces: a mesh of several parts is damped part by part */
+    if (pbd__reserve_object_scratch(w, w->nobjects) != PBD_OK || pbd__pieces_find(w, oi, NULL, 0) != PBD_OK) {
+        PBD__UNDO(w->objects, w->nobjects, oi);
+        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for an object");
+    }
+    w->object_drag[oi] = 0.0f;
+    for (int i = r.first; i < r.first + r.count; ++i) w->owner[i] = oi;
     *index = oi;
     return PBD_OK;
 }
@@ -12789,6 +12811,199 @@ PBDDEF pbd_result pbd_strands_info(const pbd_world *w, pbd_strands handle, int *
     return PBD_OK;
 }
 
+// ==== pieces of an object ===================================================
+/* Damping (pbd__damp_object) takes each connected piece of an object on
+   its own: a piece torn off its pins falls freely, damped towards its own
+   rigid motion, while the piece still on them is damped towards theirs
+   (damped together, the free piece was pulled towards the pins' rest and
+   fell at g / damping at most: 4.9 m/s at the default 2/s).
+   A piece is a connected component of the object's particles - its range
+   and the copies its tearing appended elsewhere (pbd_world.owner) - over
+   its stretch edges (every builder makes them from its triangles or tets;
+   tearing keeps them on the mesh, duplicating the ones on a crack; its
+   other groups join nothing more, and a bending group a crack emptied
+   keeps its old stencils, disabled, which would join across the crack).
+   They are found when the object is built, when it tears and on restore
+   (derived, never saved), so a step allocates nothing. An object that is
+   one piece over its range keeps no list and is damped over its range as
+   before, the same bits. */
+
+typedef struct pbd__pieces {
+    int count;  /* 0: one piece, the object's range */
+    int *start; /* count + 1 offsets into list */
+    int *list;  /* the object's particles, piece by piece (ordered by their
+                   first particle), each piece in ascending order */
+} pbd__pieces;
+
+/* Object oi's pieces; NULL when it is one piece over its range. */
+static const pbd__pieces *pbd__object_pieces(const pbd_world *w, int oi) {
+    return oi < w->pieces_cap && w->pieces[oi].count > 0 && w->objects[oi].s.live ? &w->pieces[oi] : NULL;
+}
+
+static void pbd__pieces_drop(pbd_world *w, int oi) {
+    if (oi >= w->pieces_cap) return;
+    pbd__free(w, w->pieces[oi].start);
+    pbd__free(w, w->pieces[oi].list);
+    memset(&w->pieces[oi], 0, sizeof w->pieces[oi]);
+}
+
+static void pbd__pieces_free_all(pbd_world *w) {
+    for (int i = 0; i < w->pieces_cap; ++i) pbd__pieces_drop(w, i);
+    pbd__free(w, w->pieces);
+    w->pieces = NULL;
+    w->pieces_cap = 0;
+}
+
+/* Room for object slot oi's entry (new entries empty); 0: memory. */
+static int pbd__pieces_room(pbd_world *w, int oi) {
+    int old = w->pieces_cap;
+    if (!pbd__grow(w, (void **)&w->pieces, old, &w->pieces_cap, oi + 1, sizeof(pbd__pieces))) return 0;
+    memset(w->pieces + old, 0, sizeof(pbd__pieces) * (size_t)(w->pieces_cap - old));
+    return 1;
+}
+
+static int pbd__piece_root(int *parent, int i) {
+    while (parent[i] != i) i = parent[i] = parent[parent[i]];
+    return i;
+}
+
+/* An object's particles in ascending order, numbered 0..count + nout:
+   its outside particles below its range (below of them), its range, the
+   outside ones above it. */
+typedef struct pbd__members {
+    int first, count, below, nout;
+    const int *outside; /* ascending */
+} pbd__members;
+
+/* Member k's particle. */
+static int pbd__member_particle(const pbd__members *m, int k) {
+    if (k < m->below) return m->outside[k];
+    if (k < m->below + m->count) return m->first + (k - m->below);
+    return m->outside[k - m->count];
+}
+/* Particle p's member number, -1 if it is none. */
+static int pbd__member_at(const pbd__members *m, int p) {
+    if (p >= m->first && p < m->first + m->count) return m->below + (p - m->first);
+    const int *hit = (const int *)bsearch(&p, m->outside, (size_t)m->nout, sizeof(int), pbd__cmp_int);
+    if (!hit) return -1;
+    int k = (int)(hit - m->outside);
+    return k < m->below ? k : k + m->count;
+}
+
+/* The object's stretch group, NULL if none (checked: a restored
+   snapshot's object records are not). */
+static const pbd__group *pbd__object_stretch(const pbd_world *w, const pbd__object *o) {
+    int gi = o->groups[0];
+    if (gi < 0 || gi >= w->ngroups || !w->groups[gi].s.live) return NULL;
+    const pbd__group *g = &w->groups[gi];
+    return g->type == PBD_CONSTRAINT_DISTANCE && g->arity == 2 ? g : NULL;
+}
+
+/* Joins the members that an edge of the stretch group g holds together. */
+static void pbd__pieces_join(const pbd__group *g, const pbd__members *m, int *parent) {
+    for (int c = 0; c < g->count; ++c) {
+        int a = pbd__member_at(m, g->idx[2 * c]), b = pbd__member_at(m, g->idx[2 * c + 1]);
+        if (a >= 0 && b >= 0) parent[pbd__piece_root(parent, b)] = pbd__piece_root(parent, a);
+    }
+}
+
+/* The pieces of the members (ascending) after the joins: member k's piece
+   in piece[k], numbered in the order of their first members; their count. */
+static int pbd__pieces_number(int *parent, int nm, int *piece) {
+    int count = 0;
+    for (int k = 0; k < nm; ++k) piece[k] = -1;
+    for (int k = 0; k < nm; ++k) {
+        int r = pbd__piece_root(parent, k);
+        if (piece[r] < 0) piece[r] = count++;
+        piece[k] = piece[r];
+    }
+    return count;
+}
+
+/* Finds object oi's pieces; outside[0..nout): its particles outside its
+   range (ascending). On failure (memory) its old pieces stay. */
+static pbd_result pbd__pieces_find(pbd_world *w, int oi, const int *outside, int nout) {
+    const pbd__object *o = &w->objects[oi];
+    pbd__members m = {o->first, o->count, 0, nout, outside};
+    while (m.below < nout && outside[m.below] < o->first) m.below++;
+    int nm = o->count + nout;
+    int *parent = (int *)pbd__alloc_n(w, (size_t)nm + 1, sizeof(int));
+    int *piece = (int *)pbd__alloc_n(w, (size_t)nm + 1, sizeof(int));
+    pbd__pieces P = {0, NULL, NULL};
+    int ok = parent && piece && pbd__pieces_room(w, oi);
+    if (ok) {
+        const pbd__group *g = pbd__object_stretch(w, o);
+        for (int k = 0; k < nm; ++k) parent[k] = g ? k : 0; /* no edges to follow: one piece */
+        if (g) pbd__pieces_join(g, &m, parent);
+        P.count = pbd__pieces_number(parent, nm, piece);
+        if (P.count == 1 && nout == 0) P.count = 0; /* its range: no list */
+    }
+    if (ok && P.count > 0) {
+        P.start = (int *)pbd__alloc_n(w, (size_t)P.count + 1, sizeof(int));
+        P.list = (int *)pbd__alloc_n(w, (size_t)nm, sizeof(int));
+        ok = P.start && P.list;
+    }
+    if (ok && P.count > 0) { /* a counting sort by piece, stable: each piece ascending */
+        memset(P.start, 0, sizeof(int) * ((size_t)P.count + 1));
+        for (int k = 0; k < nm; ++k) P.start[piece[k] + 1]++;
+        for (int p = 0; p < P.count; ++p) P.start[p + 1] += P.start[p];
+        for (int k = 0; k < nm; ++k) P.list[P.start[piece[k]]++] = pbd__member_particle(&m, k);
+        for (int p = P.count; p > 0; --p) P.start[p] = P.start[p - 1];
+        P.start[0] = 0;
+    }
+    pbd__free(w, parent);
+    pbd__free(w, piece);
+    if (!ok) {
+        pbd__free(w, P.start);
+        pbd__free(w, P.list);
+        return PBD_ERROR_OUT_OF_MEMORY;
+    }
+    pbd__pieces_drop(w, oi);
+    w->pieces[oi] = P;
+    return PBD_OK;
+}
+
+/* Every live object's particles outside its range (the copies tearing
+   appended after other things' particles), ascending: object o's are
+   list[start[o] .. start[o + 1]). 0: memory. */
+static int pbd__outside_particles(pbd_world *w, int **start, int **list) {
+    int no = w->nobjects, total = 0;
+    *start = (int *)pbd__alloc_n(w, (size_t)no + 2, sizeof(int));
+    if (!*start) return 0;
+    memset(*start, 0, sizeof(int) * ((size_t)no + 2));
+    for (int pass = 0; pass < 2; ++pass) {
+        for (int i = 0; i < w->n; ++i) {
+            int oi = w->owner[i];
+            if (oi < 0 || oi >= no || (i >= w->objects[oi].first && i < w->objects[oi].first + w->objects[oi].count))
+                continue;
+            if (pass == 0) (*start)[oi + 2]++;
+            else (*list)[(*start)[oi + 1]++] = i;
+        }
+        if (pass == 1) break;
+        for (int o = 0; o < no; ++o) (*start)[o + 2] += (*start)[o + 1];
+        total = (*start)[no + 1];
+        *list = (int *)pbd__alloc_n(w, (size_t)total + 1, sizeof(int));
+        if (!*list) {
+            pbd__free(w, *start);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The pieces of the objects marked in which (NULL: every live object). */
+static pbd_result pbd__pieces_find_objects(pbd_world *w, const unsigned char *which) {
+    int *start = NULL, *list = NULL;
+    if (!pbd__outside_particles(w, &start, &list)) return PBD_ERROR_OUT_OF_MEMORY;
+    pbd_result r = PBD_OK;
+    for (int o = 0; o < w->nobjects && r == PBD_OK; ++o)
+        if (w->objects[o].s.live && (!which || which[o]))
+            r = pbd__pieces_find(w, o, list + start[o], start[o + 1] - start[o]);
+    pbd__free(w, start);
+    pbd__free(w, list);
+    return r;
+}
+
 // ==== tearing ===============================================================
 
 typedef struct pbd__tear {
@@ -13549,28 +13764,37 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
     PBD__CHECK_WORLD(w);
     int total = 0, surfaces = 0;
     if (splits) *splits = 0;
-    for (int i = 0; i < w->ntears; ++i) {
+    unsigned char *torn = (unsigned char *)pbd__alloc_n(w, (size_t)w->nobjects + 1, 1);
+    if (!torn) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear");
+    memset(torn, 0, (size_t)w->nobjects + 1);
+    pbd_result r = PBD_OK;
+    for (int i = 0; i < w->ntears && r == PBD_OK; ++i) {
         if (!w->tears[i].s.live) continue;
         pbd__tear_work k;
         memset(&k, 0, sizeof k);
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
         if (planned > 0 && !pbd__tear_plan_lras(w, &w->tears[i], &k)) planned = -1;
-        pbd_result r = planned < 0
-                           ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object)
-                           : PBD_OK;
+        r = planned < 0 ? pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory to tear object %d", w->tears[i].object)
+                        : PBD_OK;
         if (r == PBD_OK && planned > 0) r = pbd__tear_commit(w, &w->tears[i], &k);
         surfaces |= r == PBD_OK && k.surf_changed;
         pbd__tear_work_free(w, &k);
-        if (r != PBD_OK) return r;
+        if (r != PBD_OK) break;
+        torn[w->tears[i].object] |= planned > 0;
         total += planned;
         if (splits) *splits = total;
     }
+    /* the torn objects' pieces (damping), also when a later one failed */
+    pbd_result rp = total > 0 ? pbd__pieces_find_objects(w, torn) : PBD_OK;
+    pbd__free(w, torn);
+    if (r != PBD_OK) return r;
+    if (rp != PBD_OK) return pbd__fail(w, rp, "torn, but no memory for the pieces of the torn objects");
     /* split vertices copy their flags: particle contact and fluids must
        index the new particles too */
     if (total > 0 && pbd__pp_refresh(w) != PBD_OK)
         return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "torn, but no memory for the contacts of the new particles");
     /* the self-collision tables number the surfaces' vertices: new ones joined */
-    pbd_result r = surfaces ? pbd__selfcol_build(w, 0) : PBD_OK;
+    r = surfaces ? pbd__selfcol_build(w, 0) : PBD_OK;
     if (r != PBD_OK) return pbd__fail(w, r, "torn, but no memory for the collision surfaces of the new particles");
     return PBD_OK;
 }
@@ -15918,7 +16142,8 @@ static void pbd__plugins_rollback(pbd_world *w) {
 }
 
 /* --- the plugins' states in snapshots ----------------------------------------
-   After everything else (snapshot version 8): the number of states, then
+   After everything else but the objects' drags (snapshot version 8; the
+   drags follow from version 9): the number of states, then
    per state the plugin's name (32 bytes, NUL-padded), its place k among
    the states (0, 1, ...), its size (64 bits) and its bytes. The states are
    those of the live plugins that have save_state, in the order the
@@ -16199,6 +16424,7 @@ PBDDEF pbd_result pbd_remove_object(pbd_world *w, pbd_object handle) {
         PBD__RELEASE(w->tears, tear);
     }
     pbd__free(w, o->perm);
+    pbd__pieces_drop(w, oi);
     PBD__RELEASE(w->objects, oi);
     return PBD_OK;
 }
@@ -16769,8 +16995,15 @@ static void pbd__damp_particles(pbd_world *w, const int *list, int first, int co
    a substep h (on the host: libm's expf and a GPU's differ). */
 static float pbd__damp_fraction(float damping, float h) { return 1.0f - expf(-damping * h); }
 
-static void pbd__damp_object(pbd_world *w, const pbd__object *o, float h) {
-    pbd__damp_particles(w, NULL, o->first, o->count, pbd__damp_fraction(o->damping, h));
+/* Object oi's damping, piece by piece (pbd__object_pieces): a piece torn
+   off the pins is damped towards its own rigid motion, not theirs. */
+static void pbd__damp_object(pbd_world *w, int oi, float h) {
+    const pbd__object *o = &w->objects[oi];
+    const pbd__pieces *P = pbd__object_pieces(w, oi);
+    float k = pbd__damp_fraction(o->damping, h);
+    if (!P) pbd__damp_particles(w, NULL, o->first, o->count, k);
+    for (int p = 0; P && p < P->count; ++p)
+        pbd__damp_particles(w, P->list + P->start[p], 0, P->start[p + 1] - P->start[p], k);
 }
 
 /* --- angular momentum -------------------------------------------------------
@@ -17039,7 +17272,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     PBD__PRAGMA(omp single)
     for (int o = 0; o < w->nobjects; ++o) {
         pbd__momentum_restore(w, o, h);
-        if (w->objects[o].damping > 0) pbd__damp_object(w, &w->objects[o], h);
+        if (w->objects[o].damping > 0) pbd__damp_object(w, o, h);
     }
     PBD__PRAGMA(omp single)
     pbd__clusters_damp(w, h);

@@ -255,7 +255,9 @@ typedef struct pbd__f4 {
 } pbd__f4;
 
 /* A particle set whose sums run in blocks (pbd.h, "sums over particles"):
-   an object (list NULL, its range) or a damping cluster (its list). */
+   an object (list NULL, its range), a piece of an object that is damped
+   piece by piece (pbd.h, "pieces of an object": a part of its list) or a
+   damping cluster (its list). */
 typedef struct pbd__set {
     const int *list;
     int first, count, blk0; /* its blocks: blk0 .. blk0 + pbd__sum_blocks(count) */
@@ -268,7 +270,10 @@ typedef struct pbd__fit {
     int mode; /* -1: nothing to do; 0: dynamic particles; 1: anchors */
 } pbd__fit;
 
-/* The sets (objects first, then clusters), their blocks and the blocks' sums. */
+/* The sets (objects first, then the pieces of the objects that have
+   them, then clusters), their blocks and the blocks' sums. An object with
+   pieces is damped through them: its own set has damping 0 (its restore
+   still takes its range). */
 typedef struct pbd__sums {
     pbd__set *sets;
     int *blk_set;          /* per block: its set */
@@ -278,6 +283,7 @@ typedef struct pbd__sums {
     int *flag;             /* per block: it holds an anchor / a pushed particle */
     pbd__fit *fit;         /* per set */
     int nsets, nblk, nobj_blk;
+    int npieces, damp_blk; /* the pieces' sets; the blocks of objects and pieces */
 } pbd__sums;
 
 /* A device grid's bucket starts (its record's), the buckets' fill
@@ -474,37 +480,57 @@ static int pbd__copy_up(pbd__gpu *g, void **dev, const void *host, size_t n, int
 
 // ==== upload =================================================================
 
+/* The number of pieces of the objects that are damped piece by piece. */
+static int pbd__piece_count(const pbd_world *w) {
+    int np = 0;
+    for (int o = 0; o < w->nobjects; ++o)
+        if (pbd__object_pieces(w, o)) np += pbd__object_pieces(w, o)->count;
+    return np;
+}
+
 /* The sets and blocks of the blocked sums; clusters: the host image of
-   the uploaded cluster records (their device lists). */
-static int pbd__upload_sums(pbd__gpu *g, const pbd_world *w, const pbd__cluster *clusters) {
+   the uploaded cluster records (their device lists); pieces[o]: object
+   o's piece list on the device (NULL: it is one piece, its range). */
+static int pbd__upload_sums(pbd__gpu *g, const pbd_world *w, const pbd__cluster *clusters, int *const *pieces) {
     pbd__sums *S = &g->sums;
-    int nsets = w->nobjects + w->nclusters, nblk = 0;
+    int np = pbd__piece_count(w), nsets = w->nobjects + np + w->nclusters, nblk = 0;
     pbd__set *sets = (pbd__set *)malloc(sizeof(pbd__set) * (size_t)(nsets + 1));
     if (!sets) return 0;
-    for (int i = 0; i < nsets; ++i) {
-        pbd__set *t = &sets[i];
-        if (i < w->nobjects) {
-            t->list = NULL;
-            t->first = w->objects[i].first;
-            t->count = w->objects[i].count;
-            t->damping = w->objects[i].damping;
-        } else {
-            t->list = clusters[i - w->nobjects].particles;
-            t->first = 0;
-            t->count = clusters[i - w->nobjects].count;
-            t->damping = clusters[i - w->nobjects].damping;
+    for (int o = 0, i = w->nobjects; o < w->nobjects; ++o) { /* the objects, and after them their pieces */
+        const pbd__pieces *P = pbd__object_pieces(w, o);
+        sets[o].list = NULL;
+        sets[o].first = w->objects[o].first;
+        sets[o].count = w->objects[o].count;
+        sets[o].damping = P ? 0.0f : w->objects[o].damping;
+        for (int p = 0; P && p < P->count; ++p, ++i) {
+            sets[i].list = pieces[o] + P->start[p];
+            sets[i].first = 0;
+            sets[i].count = P->start[p + 1] - P->start[p];
+            sets[i].damping = w->objects[o].damping;
         }
-        t->blk0 = nblk;
-        nblk += pbd__sum_blocks(t->count);
+    }
+    for (int c = 0; c < w->nclusters; ++c) {
+        pbd__set *t = &sets[w->nobjects + np + c];
+        t->list = clusters[c].particles;
+        t->first = 0;
+        t->count = clusters[c].count;
+        t->damping = clusters[c].damping;
+    }
+    for (int i = 0; i < nsets; ++i) {
+        sets[i].blk0 = nblk;
+        nblk += pbd__sum_blocks(sets[i].count);
         if (i == w->nobjects - 1) S->nobj_blk = nblk;
+        if (i == w->nobjects + np - 1) S->damp_blk = nblk;
     }
     if (w->nobjects == 0) S->nobj_blk = 0;
+    if (w->nobjects + np == 0) S->damp_blk = 0;
     int *blk_set = (int *)malloc(sizeof(int) * (size_t)(nblk + 1));
     int ok = blk_set != NULL;
     for (int i = 0; ok && i < nsets; ++i)
         for (int b = 0; b < pbd__sum_blocks(sets[i].count); ++b) blk_set[sets[i].blk0 + b] = i;
     S->nsets = nsets;
     S->nblk = nblk;
+    S->npieces = np;
     ok = ok && PBD__UP_RECORDS(g, S->sets, sets, nsets) && PBD__UP(g, S->blk_set, blk_set, nblk) &&
          PBD__SCRATCH(g, S->ma, nblk) && PBD__SCRATCH(g, S->md, nblk) && PBD__SCRATCH(g, S->sp, nblk) &&
          PBD__SCRATCH(g, S->lb, 3 * (size_t)nblk) && PBD__SCRATCH(g, S->flag, nblk) && PBD__SCRATCH(g, S->fit, nsets);
@@ -755,7 +781,8 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     pbd__group *groups = (pbd__group *)malloc(sizeof(pbd__group) * (size_t)(w->ngroups + 1));
     pbd__cluster *clusters = (pbd__cluster *)malloc(sizeof(pbd__cluster) * (size_t)(w->nclusters + 1));
     pbd__object *objects = (pbd__object *)malloc(sizeof(pbd__object) * (size_t)(w->nobjects + 1));
-    ok = groups && lras && clusters && objects;
+    int **pieces = (int **)calloc((size_t)w->nobjects + 1, sizeof(int *)); /* device piece lists */
+    ok = groups && lras && clusters && objects && pieces;
     size_t off = 0;
     for (int i = 0; ok && i < w->ngroups; ++i) {
         ok = pbd__upload_group(g, &groups[i], &w->groups[i], g->lambdas + off);
@@ -767,18 +794,22 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
         ok = PBD__UP(g, clusters[i].particles, w->clusters[i].particles, w->clusters[i].count);
     }
     for (int i = 0; ok && i < w->nobjects; ++i) {
+        const pbd__pieces *P = pbd__object_pieces(w, i);
         objects[i] = w->objects[i];
         objects[i].perm = NULL; /* the builder's numbering: host only */
+        if (P) ok = PBD__UP(g, pieces[i], P->list, P->start[P->count]);
     }
-    ok = ok && pbd__upload_sums(g, w, clusters) && pbd__upload_limits(g, w) && pbd__upload_strands(g, w) &&
+    int nsets = w->nobjects + pbd__piece_count(w) + w->nclusters;
+    ok = ok && pbd__upload_sums(g, w, clusters, pieces) && pbd__upload_limits(g, w) && pbd__upload_strands(g, w) &&
          pbd__upload_meshcols(g, w);
     ok = ok && PBD__UP_RECORDS(g, s->groups, groups, w->ngroups) && PBD__UP_RECORDS(g, s->lras, lras, w->nlras) &&
          PBD__UP_RECORDS(g, s->clusters, clusters, w->nclusters) &&
-         PBD__UP_RECORDS(g, s->objects, objects, w->nobjects) &&
-         PBD__SCRATCH(g, g->set_k, w->nobjects + w->nclusters) && PBD__SCRATCH(g, g->keep, w->nobjects);
+         PBD__UP_RECORDS(g, s->objects, objects, w->nobjects) && PBD__SCRATCH(g, g->set_k, nsets) &&
+         PBD__SCRATCH(g, g->keep, w->nobjects);
     free(groups);
     free(clusters);
     free(objects);
+    free(pieces);
     if (!ok) return 0;
     if (w->accel && !PBD__SCRATCH(g, g->field_dev, n)) return 0;
     if (g->refresh) return pbd__upload_shadow(g); /* the host scratch below is sized already */
@@ -790,7 +821,7 @@ static int pbd__upload(pbd__gpu *g, const pbd_world *w) {
     free(g->field);
     g->field = NULL;
     g->col_keep = (pbd__collider *)malloc(sizeof(pbd__collider) * (size_t)(w->ncolliders + 1));
-    g->hk = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + w->nclusters + 1));
+    g->hk = (float *)malloc(sizeof(float) * (size_t)(nsets + 1));
     g->hkeep = (float *)malloc(sizeof(float) * (size_t)(w->nobjects + 1));
     g->hc = (int *)malloc(sizeof(int) * (size_t)(w->nobjects + 1));
     if (!g->col_keep || !g->hk || !g->hkeep || !g->hc) return 0;
@@ -1385,8 +1416,9 @@ static void pbd__damp_dev(pbd__gpu *g, int s0, int s1, int b0, int b1) {
 }
 
 /* After the velocity pass: every object's angular momentum restore, then
-   its damping (pbd__substep_body's loop over objects: their particles are
-   disjoint, so all at once), then the clusters in order. */
+   its damping, over its range or piece by piece (pbd__substep_body's loop
+   over objects: their particles are disjoint, so all at once), then the
+   clusters in order. */
 static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w, float h) {
     const pbd__sums *S = &g->sums;
     pbd_world *dw = g->dw;
@@ -1396,10 +1428,11 @@ static void pbd__restore_and_damp_dev(pbd__gpu *g, const pbd_world *w, float h) 
     pbd__launch(g, PBD__SPIN_N * S->nobj_blk, pbd__k_spin_blocks, dw, *S, 0, S->nobj_blk, 1);
     pbd__launch(g, no, pbd__k_restore_omega, dw, *S, h);
     pbd__launch(g, PBD__SUM_BLOCK * S->nobj_blk, pbd__k_restore_apply, dw, *S);
-    pbd__damp_dev(g, 0, no, 0, S->nobj_blk);
-    for (int c = 0, b0 = S->nobj_blk; c < w->nclusters; b0 += pbd__sum_blocks(w->clusters[c++].count))
+    pbd__damp_dev(g, 0, no + S->npieces, 0, S->damp_blk); /* objects and pieces: disjoint */
+    for (int c = 0, s = no + S->npieces, b0 = S->damp_blk; c < w->nclusters;
+         b0 += pbd__sum_blocks(w->clusters[c++].count))
         if (w->clusters[c].damping > 0)
-            pbd__damp_dev(g, no + c, no + c + 1, b0, b0 + pbd__sum_blocks(w->clusters[c].count));
+            pbd__damp_dev(g, s + c, s + c + 1, b0, b0 + pbd__sum_blocks(w->clusters[c].count));
 }
 
 /* One group's sweep (pbd__sweep_group): a launch per colour, forwards or
@@ -1702,9 +1735,14 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
 
 /* The damping fractions and drag factors of this step's substep h, up to the device. */
 static void pbd__damping_fractions(pbd__gpu *g, const pbd_world *w, float h) {
-    for (int o = 0; o < w->nobjects; ++o) g->hk[o] = pbd__damp_fraction(w->objects[o].damping, h);
-    for (int c = 0; c < w->nclusters; ++c) g->hk[w->nobjects + c] = pbd__damp_fraction(w->clusters[c].damping, h);
-    pbd__send(g, g->set_k, g->hk, sizeof(float) * (size_t)(w->nobjects + w->nclusters));
+    int k = w->nobjects;
+    for (int o = 0; o < w->nobjects; ++o) {
+        const pbd__pieces *P = pbd__object_pieces(w, o);
+        g->hk[o] = pbd__damp_fraction(w->objects[o].damping, h);
+        for (int p = 0; P && p < P->count; ++p) g->hk[k++] = g->hk[o]; /* its pieces (pbd__upload_sums) */
+    }
+    for (int c = 0; c < w->nclusters; ++c) g->hk[k++] = pbd__damp_fraction(w->clusters[c].damping, h);
+    pbd__send(g, g->set_k, g->hk, sizeof(float) * (size_t)k);
     g->drag_on = pbd__drag_keeps(w, h, g->hkeep);
     if (g->drag_on) pbd__send(g, g->keep, g->hkeep, sizeof(float) * (size_t)w->nobjects);
 }

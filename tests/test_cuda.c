@@ -496,6 +496,49 @@ static void frame_tearing(pbd_world *w, int frame) {
     CHECK_OK(pbd_particle_set_kinematic_target(w, 15, b));
 }
 
+/* A cloth hanging from its pinned top row, its bottom row (kinematic)
+   pulled down until a piece tears off, then let go: the piece falls to
+   the ground, damped on its own (pbd.h, "pieces of an object"); a cloth
+   built after it puts the copies the tear makes outside its range. */
+enum { TORN_N = 12, TORN_PULL = 8 };
+static int torn_first;
+static void build_torn_off(pbd_world *w) {
+    torn = 0;
+    ground(w);
+    float o[3] = {-0.4f, 0.3f, 0}, u[3] = {0.8f, 0, 0}, v[3] = {0, 0.8f, 0}, o2[3] = {1, 0.5f, 0};
+    pbd_mesh m, m2;
+    pbd_object obj, second;
+    CHECK_OK(pbd_mesh_grid(TORN_N, TORN_N, o, u, v, &m));
+    CHECK_OK(pbd_mesh_grid(3, 3, o2, u, v, &m2));
+    pbd_cloth_desc d = pbdt_cloth_desc(&m), d2 = pbdt_cloth_desc(&m2);
+    CHECK_OK(pbd_add_cloth(w, &d, &obj));
+    CHECK_OK(pbd_add_cloth(w, &d2, &second));
+    CHECK_OK(pbd_particle_pin(w, first_of(w, second) + 8));
+    torn_first = first_of(w, obj);
+    for (int i = 0; i < TORN_N; ++i) {
+        CHECK_OK(pbd_particle_pin(w, torn_first + (TORN_N - 1) * TORN_N + i));
+        CHECK_OK(pbd_particle_set_kinematic(w, torn_first + i, 1));
+    }
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = obj;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    pbd_mesh_free(&m);
+    pbd_mesh_free(&m2);
+}
+
+static void frame_torn_off(pbd_world *w, int frame) {
+    int splits = 0;
+    if (frame > 0) CHECK_OK(pbd_world_tear(w, &splits));
+    torn += splits;
+    for (int i = 0; i < TORN_N && frame <= TORN_PULL; ++i) {
+        float t[3] = {-0.4f + 0.8f * (float)i / (TORN_N - 1), 0.3f - 0.05f * (float)(frame + 1), 0};
+        if (frame < TORN_PULL) CHECK_OK(pbd_particle_set_kinematic_target(w, torn_first + i, t));
+        else CHECK_OK(pbd_particle_set_kinematic(w, torn_first + i, 0)); /* let go */
+    }
+}
+
 /* A tank of plane colliders [-s, s] x [0, inf) x [-s, s] with a sphere in it. */
 static void tank(pbd_world *w, float s) {
     float planes[5][6] = {
@@ -990,6 +1033,7 @@ static const scene scenes[] = {
     {"large cloth", build_large, NULL, 25},
     {"hair, strain limits", build_hair_and_limits, frame_hair_and_limits, 40},
     {"tearing", build_tearing, frame_tearing, 40},
+    {"a piece torn off its pins falls", build_torn_off, frame_torn_off, 40},
     {"mesh and grid colliders", build_mesh_colliders, frame_mesh_colliders, 50},
     {"overflow colour, point-triangle", build_overflow, NULL, 40},
     {"fluid with a floating box", build_fluid, frame_fluid, 25},
@@ -1040,7 +1084,7 @@ static void check_moved(const scene *s, pbd_world *w, const float *x0, int n0, i
     }
     CHECK_MSG(most > 0.05f, "%s: moved at most %g m", s->name, (double)most);
     CHECK_MSG(touched > 0, "%s: no contact", s->name);
-    if (s->build == build_tearing) CHECK_MSG(torn > 0, "the cloth did not tear");
+    if (s->build == build_tearing || s->build == build_torn_off) CHECK_MSG(torn > 0, "the cloth did not tear");
     if (s->build == build_overflow) {
         int overflow = 0, colors = 0;
         CHECK_OK(pbd_group_colors(w, spokes_group, NULL, 0, &colors, &overflow));

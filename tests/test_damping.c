@@ -3,6 +3,7 @@
    and angular momentum stay; bad input; snapshots. */
 #include "test.h"
 #include <stdlib.h>
+#include <string.h>
 
 static void momenta(const pbd_world *w, const int *ids, int n, double *P, double *L, double *ke_rel) {
     const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
@@ -347,11 +348,53 @@ TEST(drag_bad_input) {
     pbd_world_destroy(w);
 }
 
+/* A cloth built from a mesh of two parts, one hanging from a pinned
+   corner, the other held by nothing: each part is damped on its own, so
+   the free part falls freely (0.5 s: g t within 1%) while the held one is
+   damped towards its pin (damped together, the free part was held back
+   towards the pin's rest). */
+TEST(damping_a_mesh_in_two_parts_damps_each_part) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh a, b;
+    float o[3] = {0, 0, 0}, o2[3] = {2, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 1, 0};
+    CHECK_OK(pbd_mesh_grid(6, 6, o, u, v, &a));
+    CHECK_OK(pbd_mesh_grid(6, 6, o2, u, v, &b));
+    /* the two grids as one mesh: b's vertices after a's */
+    pbd_mesh both = {NULL, a.vertex_count + b.vertex_count, NULL, a.triangle_count + b.triangle_count, NULL, 0};
+    both.positions = (float *)malloc(sizeof(float) * 3 * (size_t)both.vertex_count);
+    both.triangles = (int *)malloc(sizeof(int) * 3 * (size_t)both.triangle_count);
+    memcpy(both.positions, a.positions, sizeof(float) * 3 * (size_t)a.vertex_count);
+    memcpy(both.positions + 3 * a.vertex_count, b.positions, sizeof(float) * 3 * (size_t)b.vertex_count);
+    memcpy(both.triangles, a.triangles, sizeof(int) * 3 * (size_t)a.triangle_count);
+    for (int k = 0; k < 3 * b.triangle_count; ++k)
+        both.triangles[3 * a.triangle_count + k] = a.vertex_count + b.triangles[k];
+    pbd_cloth_desc cd = pbdt_cloth_desc(&both);
+    pbd_object obj;
+    CHECK_OK(pbd_add_cloth(w, &cd, &obj));
+    const int first = pbdt_parts(w, obj).particles.first;
+    CHECK_OK(pbd_particle_pin(w, first + a.vertex_count - 1)); /* the first part's top corner */
+    for (int s = 0; s < 30; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w), *vel = pbd_world_velocities(w);
+    double vy = 0, m = 0;
+    for (int i = first + a.vertex_count; i < first + both.vertex_count; ++i) {
+        vy += vel[4 * i + 1] / x[4 * i + 3];
+        m += 1.0 / x[4 * i + 3];
+    }
+    CHECK_MSG(fabs(vy / m / (-9.81 * 0.5) - 1) < 0.01, "the free part falls at %.3f m/s after 0.5 s, g t %.3f", vy / m,
+              -9.81 * 0.5);
+    free(both.positions);
+    free(both.triangles);
+    pbd_mesh_free(&a);
+    pbd_mesh_free(&b);
+    pbd_world_destroy(w);
+}
+
 void suite_damping(void) {
     RUN(damping_cluster_keeps_momentum);
     RUN(damping_cluster_bad_input);
     RUN(damping_brings_hanging_cloth_to_rest);
     RUN(damping_hanging_cloth_rest_time);
+    RUN(damping_a_mesh_in_two_parts_damps_each_part);
     RUN(drag_slows_an_object_exponentially);
     RUN(drag_bad_input);
 }

@@ -702,6 +702,180 @@ TEST(tearing_bad_input) {
     pbd_world_destroy(w);
 }
 
+/* ---- damping of torn-off pieces -------------------------------------------
+   A cloth of HX x HY vertices hangs in the x-y plane from its pinned top
+   row; its bottom row, kinematic, is pulled down at 3 m/s until a crack
+   runs across (torn_off), then let go. With `other`, a second cloth is
+   built after it, so that the copies tearing makes lie outside the torn
+   cloth's range. Object damping (2/s, the default) must take the piece
+   that fell off on its own: damped with the pinned piece towards the pins'
+   rest, it fell at g / 2 = 4.9 m/s at most (0.2), not freely. */
+enum { HX = 12, HY = 12 };
+
+static pbd_world *hanging(pbd_object *obj, pbd_mesh *m, int other) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float o[3] = {0, 0, 0}, u[3] = {1, 0, 0}, v[3] = {0, 1, 0};
+    CHECK_OK(pbd_mesh_grid(HX, HY, o, u, v, m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(m);
+    CHECK_OK(pbd_add_cloth(w, &cd, obj));
+    if (other) {
+        pbd_object second;
+        float o2[3] = {3, 0, 0};
+        pbd_mesh m2;
+        CHECK_OK(pbd_mesh_grid(3, 3, o2, u, v, &m2));
+        pbd_cloth_desc cd2 = pbdt_cloth_desc(&m2);
+        CHECK_OK(pbd_add_cloth(w, &cd2, &second));
+        CHECK_OK(pbd_particle_pin(w, pbdt_parts(w, second).particles.first + 8));
+        pbd_mesh_free(&m2);
+    }
+    int first = pbdt_parts(w, *obj).particles.first;
+    for (int i = 0; i < HX; ++i) {
+        CHECK_OK(pbd_particle_pin(w, first + (HY - 1) * HX + i));
+        CHECK_OK(pbd_particle_set_kinematic(w, first + i, 1));
+    }
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = *obj;
+    td.triangles = m->triangles;
+    td.triangle_count = m->triangle_count;
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    return w;
+}
+
+/* The pieces of obj's current mesh: piece[i] is particle i's root (-1: not
+   in it); returns their number. */
+static int mesh_pieces(const pbd_world *w, const pbd_object *obj, int *piece) {
+    int n = pbd_world_particle_count(w), nt = 0, count = 0;
+    CHECK_OK(pbd_object_triangles(w, *obj, NULL, 0, &nt));
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)nt), *in = (int *)calloc((size_t)n, sizeof(int));
+    CHECK_OK(pbd_object_triangles(w, *obj, tri, nt, &nt));
+    for (int i = 0; i < n; ++i) piece[i] = i;
+    for (int k = 0; k < 3 * nt; ++k) {
+        int a = tri[k], b = tri[k % 3 == 2 ? k - 2 : k + 1];
+        in[a] = 1;
+        piece[find_root(piece, a)] = find_root(piece, b);
+    }
+    for (int i = 0; i < n; ++i) {
+        piece[i] = in[i] ? find_root(piece, i) : -1;
+        count += piece[i] == i;
+    }
+    free(tri);
+    free(in);
+    return count;
+}
+
+/* Pulls the bottom row down and tears until the mesh is in two pieces
+   (or more), then lets the row go; the steps it took. */
+static int torn_off(pbd_world *w, const pbd_object *obj) {
+    int first = pbdt_parts(w, *obj).particles.first, step = 0, *piece = NULL;
+    for (int pieces = 1; pieces < 2 && step < 60; ++step) {
+        for (int i = 0; i < HX; ++i) {
+            float t[3] = {(float)i / (HX - 1), -0.05f * (float)(step + 1), 0};
+            CHECK_OK(pbd_particle_set_kinematic_target(w, first + i, t));
+        }
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        CHECK_OK(pbd_world_tear(w, NULL));
+        piece = (int *)realloc(piece, sizeof(int) * (size_t)pbd_world_particle_count(w));
+        pieces = mesh_pieces(w, obj, piece);
+    }
+    for (int i = 0; i < HX; ++i) CHECK_OK(pbd_particle_set_kinematic(w, first + i, 0));
+    free(piece);
+    return step;
+}
+
+/* The mass-weighted mean velocity (3) and kinetic energy of the particles
+   whose piece[i] is p. */
+static double piece_motion(const pbd_world *w, const int *piece, int p, double *vm) {
+    const float *v = pbd_world_velocities(w);
+    double m = 0, ke = 0;
+    vm[0] = vm[1] = vm[2] = 0;
+    for (int i = 0; i < pbd_world_particle_count(w); ++i) {
+        float mi = 0;
+        if (piece[i] != p) continue;
+        CHECK_OK(pbd_particle_get_mass(w, i, &mi));
+        m += mi;
+        for (int k = 0; k < 3; ++k) {
+            vm[k] += mi * v[4 * i + k];
+            ke += 0.5 * mi * v[4 * i + k] * v[4 * i + k];
+        }
+    }
+    for (int k = 0; k < 3; ++k) vm[k] /= m > 0 ? m : 1;
+    return ke;
+}
+
+/* The piece that fell off falls freely (0.5 s: g t within 1%), also when
+   its copies lie outside the cloth's range, and a snapshot taken on the
+   way restores to the same bits (the pieces are found again). */
+TEST(tearing_a_torn_off_piece_falls_freely) {
+    for (int other = 0; other < 2; ++other) {
+        pbd_object obj;
+        pbd_mesh m;
+        pbd_world *w = hanging(&obj, &m, other);
+        int steps = torn_off(w, &obj), n = pbd_world_particle_count(w), first = pbdt_parts(w, obj).particles.first;
+        int *piece = (int *)malloc(sizeof(int) * (size_t)n);
+        CHECK_MSG(mesh_pieces(w, &obj, piece) >= 2, "not torn off after %d steps", steps);
+        int low = piece[first], top = piece[first + HX * HY - 1], outside = 0;
+        CHECK(low != top && low >= 0 && top >= 0);
+        for (int i = first + HX * HY; i < n; ++i) outside += piece[i] == low;
+        CHECK_MSG(!other || (pbdt_parts(w, obj).particles.count == HX * HY && outside > 0),
+                  "the falling piece has %d copies outside the cloth's range", outside);
+        double v0[3], v1[3];
+        piece_motion(w, piece, low, v0);
+        size_t size = pbd_world_snapshot_size(w);
+        void *snap = malloc(size);
+        pbd_world *r = pbdt_world(0);
+        for (int s = 0; s < 30; ++s) {
+            if (s == 10) {
+                CHECK_OK(pbd_world_save(w, snap, size));
+                CHECK_OK(pbd_world_restore(r, snap, size));
+            }
+            CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+            if (s >= 10) CHECK_OK(pbd_world_step(r, 1.0f / 60.0f));
+        }
+        piece_motion(w, piece, low, v1);
+        double fall = v1[1] - v0[1], free_fall = -9.81 * 0.5;
+        CHECK_MSG(fabs(fall / free_fall - 1) < 0.01, "other %d: the torn-off piece gained %.3f m/s in 0.5 s, g t %.3f",
+                  other, fall, free_fall);
+        CHECK(memcmp(pbd_world_positions(w), pbd_world_positions(r), sizeof(float) * 4 * (size_t)n) == 0);
+        CHECK(memcmp(pbd_world_velocities(w), pbd_world_velocities(r), sizeof(float) * 4 * (size_t)n) == 0);
+        free(snap);
+        free(piece);
+        pbd_world_destroy(r);
+        pbd_mesh_free(&m);
+        pbd_world_destroy(w);
+    }
+}
+
+/* The piece that still holds the pins is damped towards them: kicked out
+   of its plane at 1 m/s, after 1 s its kinetic energy is well below that
+   of the same world undamped (the pendulum swings on). */
+TEST(tearing_a_piece_on_its_pins_stays_damped) {
+    double ke[2];
+    for (int damped = 0; damped < 2; ++damped) {
+        pbd_object obj;
+        pbd_mesh m;
+        pbd_world *w = hanging(&obj, &m, 0);
+        torn_off(w, &obj);
+        if (!damped) CHECK_OK(pbd_object_set_damping(w, obj, 0));
+        int n = pbd_world_particle_count(w), *piece = (int *)malloc(sizeof(int) * (size_t)n);
+        mesh_pieces(w, &obj, piece);
+        const int top = piece[pbdt_parts(w, obj).particles.first + HX * HY - 1];
+        pbd_range whole = {0, n};
+        float *v = (float *)malloc(sizeof(float) * 3 * (size_t)n);
+        CHECK_OK(pbd_particles_get_velocities(w, whole, v));
+        for (int i = 0; i < n; ++i) v[3 * i + 2] += piece[i] == top ? 1.0f : 0.0f;
+        CHECK_OK(pbd_particles_set_velocities(w, whole, v));
+        free(v);
+        for (int s = 0; s < 60; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        double vm[3];
+        ke[damped] = piece_motion(w, piece, top, vm);
+        free(piece);
+        pbd_mesh_free(&m);
+        pbd_world_destroy(w);
+    }
+    CHECK_MSG(ke[1] < 0.25 * ke[0], "the pinned piece's kinetic energy after 1 s: %g damped, %g undamped", ke[1],
+              ke[0]);
+}
+
 /* Snapshots of a world with every state of these sections (tethers,
    limits, strands, tears, clusters), corrupted with a forged checksum:
    restore refuses them or gives a world that steps and tears without
@@ -783,4 +957,6 @@ void suite_tearing(void) {
     RUN(tearing_reordered_cloth_takes_builder_vertices);
     RUN(tearing_bad_input);
     RUN(tearing_snapshot_forged_checksum_fuzz);
+    RUN(tearing_a_torn_off_piece_falls_freely);
+    RUN(tearing_a_piece_on_its_pins_stays_damped);
 }
