@@ -1818,7 +1818,7 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    still on a pin is damped towards the pins. */
 
 typedef struct pbd_tearing_desc {
-    pbd_object object;    /* a cloth or balloon object */
+    pbd_object object;    /* a cloth object (not a balloon: its volume needs a closed skin) */
     const int *triangles; /* the triangles given to its builder (local vertex indices) */
     int triangle_count;
     float threshold; /* > 1; default 1.5 (edge length ratio and principal stretch) */
@@ -13688,6 +13688,18 @@ static void pbd__tear_commit_lras(pbd_world *w, pbd__tear_work *k) {
 /* Applies a plan: new particles, groups, triangles. Everything that can
    fail is done before the first change. A group the crack emptied (a
    bending group of a tiny mesh) keeps its old constraints, disabled. */
+/* A reordered object's permutation for its range grown by ns copies: the
+   copies are its own particles first + count .. (pbd_object_vertices and
+   a snapshot take count entries; the old array had only the builder's
+   vertices and they read past its end). NULL: out of memory. */
+static int *pbd__torn_permutation(pbd_world *w, const pbd__object *o, int ns) {
+    int *perm = (int *)pbd__alloc_n(w, (size_t)o->count + (size_t)ns, sizeof(int));
+    if (!perm) return NULL;
+    memcpy(perm, o->perm, sizeof(int) * (size_t)o->count);
+    for (int v = o->count; v < o->count + ns; ++v) perm[v] = v;
+    return perm;
+}
+
 static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k) {
     int n0 = w->n, ns = k->nsplits;
     if (ns > INT_MAX / 8 - n0) return pbd__fail(w, PBD_ERROR_OVERFLOW, "too many particles");
@@ -13703,8 +13715,15 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
         r = pbd__wg_to_group(w, G, &fresh[i]);
         if (r == PBD_OK) G->changed = 2; /* fresh[i] holds its new arrays */
     }
+    pbd__object *o = &w->objects[T->object];
+    int *perm = NULL; /* a reordered object's permutation, when the copies join its range */
+    if (r == PBD_OK && o->perm && ns > 0 && o->first + o->count == n0) {
+        perm = pbd__torn_permutation(w, o, ns);
+        if (!perm) r = PBD_ERROR_OUT_OF_MEMORY;
+    }
     if (r != PBD_OK) {
         w->n = n0;
+        pbd__free(w, perm);
         for (int i = 0; i < k->ng; ++i)
             if (k->G[i].changed == 2) {
                 pbd__free(w, fresh[i].idx);
@@ -13753,8 +13772,11 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     k->tris = NULL;
     pbd__tear_surfaces_commit(w, k);
     pbd__tear_commit_lras(w, k);
-    pbd__object *o = &w->objects[T->object];
     if (ns > 0 && o->tethers == PBD__TETHERS_STRAIGHT) o->tethers = PBD__TETHERS_GEODESIC; /* no longer convex */
+    if (perm) {
+        pbd__free(w, o->perm);
+        o->perm = perm;
+    }
     if (o->first + o->count == n0) o->count += ns;
     else o->coupled = 1; /* its constraints now reach particles outside its range */
     return PBD_OK;
@@ -17544,6 +17566,8 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
             !pbd__finite_n(&ob->gravity_cfl, 3) || ob->gravity_cfl < 0 || ob->hang < 0 || ob->edge < 0)
             return PBD_ERROR_BAD_SNAPSHOT;
         if (ob->perm && !pbd__is_permutation(ob->perm, ob->count)) return PBD_ERROR_BAD_SNAPSHOT;
+        for (int k = 0; k < 4; ++k) /* its parts: -1 (none) or a group */
+            if (ob->groups[k] < -1 || ob->groups[k] >= t->ngroups) return PBD_ERROR_BAD_SNAPSHOT;
         if (t->object_drag && (!pbd__finite(t->object_drag[o]) || t->object_drag[o] < 0)) return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int c = 0; c < t->ncolliders; ++c) {

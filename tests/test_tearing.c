@@ -629,6 +629,32 @@ TEST(tearing_reordered_cloth_takes_builder_vertices) {
     free(map2);
     free(snap);
     pbd_world_destroy(r);
+    /* torn while it holds the world's last particles: the copies join its
+       range, and its permutation grows with them (it did not, and
+       pbd_object_vertices and snapshots read past its end) */
+    float far[3] = {5, 5, 5};
+    pbd_range inner = {map[3 * 9 + 4], 1}; /* an interior vertex, pulled far off */
+    CHECK_OK(pbd_particles_set_positions(w, inner, far));
+    int splits = 0, nv2 = 0;
+    CHECK_OK(pbd_world_tear(w, &splits));
+    CHECK(splits > 0);
+    CHECK_OK(pbd_object_vertices(w, cloth, NULL, 0, &nv2));
+    CHECK_MSG(nv2 == nv + splits, "%d vertices after %d splits of %d", nv2, splits, nv);
+    int *torn = (int *)malloc(sizeof(int) * (size_t)nv2), *torn2 = (int *)malloc(sizeof(int) * (size_t)nv2);
+    CHECK_OK(pbd_object_vertices(w, cloth, torn, nv2, &nv2));
+    CHECK(memcmp(torn, map, sizeof(int) * (size_t)nv) == 0);
+    for (int i = nv; i < nv2; ++i) CHECK(torn[i] == parts.particles.first + i); /* the copies, in order */
+    size = pbd_world_snapshot_size(w);
+    snap = malloc(size);
+    CHECK_OK(pbd_world_save(w, snap, size));
+    r = pbdt_world(0);
+    CHECK_OK(pbd_world_restore(r, snap, size));
+    CHECK_OK(pbd_object_vertices(r, cloth, torn2, nv2, &nv2));
+    CHECK(memcmp(torn, torn2, sizeof(int) * (size_t)nv2) == 0);
+    free(torn);
+    free(torn2);
+    free(snap);
+    pbd_world_destroy(r);
     free(tri);
     free(map);
     pbd_mesh_free(&m);

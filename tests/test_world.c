@@ -670,6 +670,49 @@ static uint64_t fnv1a(const unsigned char *p, size_t n) {
     return h;
 }
 
+/* A forged snapshot whose object names a group that is not there (its
+   checksum sealed again) is refused: pbd_object_get_parts and
+   pbd_add_tearing read the world's groups at those indices. The cloth's
+   record is found by its fields: first 0, its vertex count, a NULL
+   permutation, damping 0.1, then its four parts. */
+TEST(world_snapshot_object_parts_out_of_range_are_refused) {
+    pbd_world *w = make_default_world();
+    if (!w) return;
+    pbd_object cloth;
+    build_scene(w, &cloth);
+    pbd_object_parts parts;
+    CHECK_OK(pbd_object_get_parts(w, cloth, &parts));
+    size_t size;
+    unsigned char *snap = save_world(w, &size);
+    int first = parts.particles.first, count = parts.particles.count;
+    float damping = 0.1f;
+    static const unsigned char zero[16] = {0};
+    long at = -1;
+    for (size_t i = 0; i + 48 <= size && at < 0; ++i) {
+        if (memcmp(snap + i, &first, 4) != 0 || memcmp(snap + i + 4, &count, 4) != 0) continue;
+        for (size_t j = 16; j <= 20 && at < 0; j += 4) /* the pointer's alignment: padding or not */
+            if (memcmp(snap + i + 8, zero, j - 8) == 0 && memcmp(snap + i + j, &damping, 4) == 0)
+                at = (long)(i + j + 4);
+    }
+    CHECK_MSG(at > 0, "the cloth's record is not in the snapshot");
+    for (int k = 0; at > 0 && k < 4; ++k) {
+        int bad[2] = {-2, pbd_world_group_count(w) + 5};
+        for (int b = 0; b < 2; ++b) {
+            unsigned char *forged = (unsigned char *)malloc(size);
+            memcpy(forged, snap, size);
+            memcpy(forged + at + 4 * k, &bad[b], 4);
+            uint64_t sum = fnv1a(forged, size - 8);
+            memcpy(forged + size - 8, &sum, 8);
+            CHECK_MSG(pbd_world_restore(w, forged, size) == PBD_ERROR_BAD_SNAPSHOT,
+                      "part %d of the cloth as group %d was restored", k, bad[b]);
+            free(forged);
+        }
+    }
+    CHECK_OK(pbd_object_get_parts(w, cloth, &parts));
+    free(snap);
+    pbd_world_destroy(w);
+}
+
 TEST(world_snapshot_forged_checksum_fuzz) {
     pbd_world_desc d = pbd_world_desc_default();
     pbd_world *w = make_world(&d);
@@ -719,4 +762,5 @@ void suite_world(void) {
     RUN(world_snapshot_truncated_or_garbage);
     RUN(world_snapshot_body_corruption);
     RUN(world_snapshot_forged_checksum_fuzz);
+    RUN(world_snapshot_object_parts_out_of_range_are_refused);
 }
