@@ -6257,19 +6257,19 @@ PBDDEF pbd_object pbd_world_object(const pbd_world *w, int index) {
     return o;
 }
 
+/* An object's rate (1/s: damping, drag): finite and >= 0. */
+static pbd_result pbd__check_rate(const pbd_world *w, float rate, const char *what) {
+    if (!pbd__finite(rate)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s is not finite", what);
+    if (rate < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %g < 0", what, (double)rate);
+    return PBD_OK;
+}
+
 PBDDEF pbd_result pbd_object_set_damping(pbd_world *w, pbd_object object, float damping) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
-    if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping is not finite");
-    if (damping < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "damping %g < 0", (double)damping);
+    PBD__TRY(pbd__check_rate(w, damping, "damping"));
     w->objects[oi].damping = damping;
-    return PBD_OK;
-}
-
-static pbd_result pbd__check_drag(const pbd_world *w, float drag) {
-    if (!pbd__finite(drag)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "drag is not finite");
-    if (drag < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "drag %g < 0", (double)drag);
     return PBD_OK;
 }
 
@@ -6277,7 +6277,7 @@ PBDDEF pbd_result pbd_object_set_drag(pbd_world *w, pbd_object object, float dra
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
-    PBD__TRY(pbd__check_drag(w, drag));
+    PBD__TRY(pbd__check_rate(w, drag, "drag"));
     w->object_drag[oi] = drag;
     return PBD_OK;
 }
@@ -6889,7 +6889,7 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
-    PBD__TRY(pbd__check_drag(w, d->drag));
+    PBD__TRY(pbd__check_rate(w, d->drag, "drag"));
     PBD__TRY(pbd__check_closed(w, d->cloth.triangles, d->cloth.triangle_count));
     pbd_balloon_desc b = *d;
     pbd__mesh_ref ref = {&b.cloth.positions,   &b.cloth.masses,        &b.cloth.triangles,

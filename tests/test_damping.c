@@ -231,11 +231,7 @@ static pbd_object moving_box(pbd_world *w, float cx) {
     float lo[3] = {cx - 0.2f, -0.2f, -0.2f}, hi[3] = {cx + 0.2f, 0.2f, 0.2f};
     pbd_object o = {0};
     CHECK_OK(pbd_mesh_tet_box(3, 3, 3, lo, hi, &m));
-    pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions;
-    sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets;
-    sd.tet_count = m.tet_count;
+    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
     CHECK_OK(pbd_add_softbody(w, &sd, &o));
     const pbd_object_parts op = pbdt_parts(w, o);
     CHECK_OK(pbd_group_set_enabled(w, op.stretch, 0));

@@ -551,11 +551,7 @@ TEST(solver_contacts_turn_an_object_as_its_particles) {
     CHECK_OK(pbd_mesh_tet_box(4, 4, 4, lo, hi, &m));
     CHECK_OK(pbd_add_collider_plane(a, o, n, 0.5f, NULL));
     CHECK_OK(pbd_add_collider_plane(b, o, n, 0.5f, NULL));
-    pbd_softbody_desc sd = pbd_softbody_desc_default();
-    sd.positions = m.positions;
-    sd.vertex_count = m.vertex_count;
-    sd.tets = m.tets;
-    sd.tet_count = m.tet_count;
+    pbd_softbody_desc sd = pbdt_softbody_desc(&m);
     pbd_object body;
     CHECK_OK(pbd_add_softbody(a, &sd, &body));
     const pbd_object_parts bp = pbdt_parts(a, body);
