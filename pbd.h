@@ -788,7 +788,7 @@ typedef struct pbd_world_desc {
     int iterations;                /* per substep, default 4, 1..1000 */
     pbd_solver_mode mode;          /* default PBD_SOLVER_XPBD */
     int stiffness_correction;      /* PBD mode: use k' (survey 3.3); default 1 */
-    float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 */
+    float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 (per object: pbd_object_set_drag) */
     int max_contacts_per_particle; /* default 4, 1..64 */
     pbd_allocator allocator;       /* optional: both functions or neither */
     pbd_log_fn log;                /* optional: called with every error (and with
