@@ -554,11 +554,12 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    Contacts (pbd.h SOLVER step 3): every iteration runs this projection
    (the plugin's `project`) before the world's particle, self- and
    collider contacts, which therefore have the last word (but for the
-   volume term, after them, which moves only what no collider holds): a deformable body
-   (LINEAR, QUADRATIC, stiffness < 1, or RIGID regions that do not all
-   hold every particle) does not penetrate and is deformed by the contacts
-   as much as its stiffness lets it (tests/test_sm_rigid.c: a lattice on
-   the ground sags by the same amount with 2 and 4 iterations). A rigid
+   volume term, after them, which moves only what no collider holds): a
+   deformable body (LINEAR, QUADRATIC, stiffness < 1, or RIGID regions
+   that do not all hold every particle) does not penetrate and is
+   deformed by the contacts as much as its stiffness lets it
+   (tests/test_sm_rigid.c: a lattice on the ground sags by the same
+   amount with 2 and 4 iterations). A rigid
    body (RIGID, stiffness 1, every region holding every particle: one
    cluster by default) is matched once more after the contacts
    (`project_after_contacts`), with the weights w_i of survey 4.1 equal
@@ -1319,11 +1320,14 @@ static int pbd_sm__marked_range(const unsigned char *marked, int n, pbd_range r)
 // skinning weight 1 / (d^2 + eps): keeps a vertex on a bone (d = 0) finite; larger blurs near weights
 #define PBD_SM__SKIN_DIST2_EPS 1e-12
 /* a region's volume correction: the mean of a particle's regions'
-   corrections (averaged Jacobi, as pbd.h's pbd_world_set_jacobi and
-   Macklin et al. 2014 "Unified particle physics": over-relaxation in
-   (0, 2]; their sum, |R_i| = 125 times the mean, diverged), in this many sweeps per iteration. The README's jelly
-   pressed to 70% of its height lost (sweeps x omega) 1 x 1: 15%; 2 x 1.75:
-   5.9%; 3 x 1.75: 2.7%; 3 x 2: 1.6%; 1 x 4 overshot (+6%), 1 x 8 diverged. */
+   corrections times this (averaged Jacobi over-relaxed, as pbd.h's
+   pbd_world_set_jacobi and Macklin et al. 2014 "Unified particle
+   physics"; the plain sum, |R_i| = 125 times the mean, diverged), in
+   this many sweeps per iteration. The README's jelly pressed to 70% of
+   its height lost (sweeps x omega) 1 x 1: 18.4%, 1 x 1.75: 12.3%,
+   2 x 1.75: 5.9%, 3 x 1.75: 2.7%. Beyond 2 it overshoots: 1 x 4 kept
+   the jelly's volume (+0.5%) but gave one of half-width 3 12% more, and
+   one of stiffness 0.2 pressed to 50% sprang back at 18 m/s; 1 x 8: +26%. */
 #define PBD_SM__VOLUME_OMEGA 1.75
 #define PBD_SM__VOLUME_SWEEPS 3
 // volume constraint's sum w |grad C|^2 below this: no direction to correct along, the projection is skipped
