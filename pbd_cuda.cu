@@ -2022,7 +2022,9 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
    particle (or the plan's sums again), the update per particle, the
    plastic flow per region; a rigid body's weights per particle and its
    weighted match and velocity fit in one thread each (one thread on the
-   CPU too). The same operations in the same order: the CPU's bits. */
+   CPU too); a linear or quadratic body's volume term (pbd_sm.h "---
+   volume") with the same sums and gather, its weights and moves per
+   particle and its corrections per region. The same operations in the same order: the CPU's bits. */
 
 /* A plan's data on the device (the image of its record and its method's). */
 typedef struct pbd__sm_plan_dev {
