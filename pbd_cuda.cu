@@ -2073,7 +2073,9 @@ extern "C" int pbd_sm__cuda_volume(pbd_sm__volume *v, size_t size, const pbd_sol
    particle (or the plan's sums again), the update per particle, the
    plastic flow per region; a rigid body's weights per particle and its
    weighted match and velocity fit in one thread each (one thread on the
-   CPU too). The same operations in the same order: the CPU's bits. */
+   CPU too); a linear or quadratic body's volume term (pbd_sm.h "---
+   volume") with the same sums and gather, its weights and moves per
+   particle and its corrections per region. The same operations in the same order: the CPU's bits. */
 
 /* A plan's data on the device (the image of its record and its method's). */
 typedef struct pbd__sm_plan_dev {
@@ -2265,6 +2267,7 @@ static pbd_sm__body pbd__sm_body_image(const pbd_sm__body *b) {
     m.sums = d->sums;
     m.T = d->T;
     m.G = d->G;
+    m.vsums = d->vsums;
     m.rot_tmp = NULL;
     m.plan = NULL; /* the sums run on pbd__sm_body_dev.plan */
     m.world = NULL;
@@ -2300,14 +2303,24 @@ PBD__KERNEL pbd__k_sm_rigid_match(pbd_sm__body b, float *p) {
 PBD__KERNEL pbd__k_sm_rigid_fit(pbd_sm__body b, const float *x, float *v) {
     PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_fit_velocities(&b, x, v); }
 }
+/* the volume term (pbd_sm__keep_volumes' loops) with the device's contacts */
+PBD__KERNEL pbd__k_sm_volume_weights(pbd_sm__body b, const pbd_world *w, const float *pos) {
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__volume_weight(&b, pos, i, pbd__contact_push(w, b.idx[i])); }
+}
+PBD__KERNEL pbd__k_sm_region_volumes(pbd_sm__body b) {
+    PBD__GRID_LOOP(r, b.nr) { pbd_sm__region_volume(&b, r); }
+}
+PBD__KERNEL pbd__k_sm_volume_apply(pbd_sm__body b, const pbd_world *w, float *p, double alpha) {
+    PBD__GRID_LOOP(i, b.n) { pbd_sm__volume_apply(&b, p, alpha, i, pbd__contact_push(w, b.idx[i])); }
+}
 
 static void pbd__sm_body_free(pbd_sm__body *b) {
     pbd__sm_body_dev *r = (pbd__sm_body_dev *)b->gpu;
     if (!r) return;
     const pbd_sm__body *d = &r->d;
-    void *arrays[] = {d->idx,      d->p2r_start, d->p2r,      d->xbar,    d->mt,   d->inv_nreg, d->M,
-                      d->cbar,     d->Aqq_pinv,  d->Aqq_null, d->A9_pinv, d->Qbar, d->rot,      d->Sp,
-                      d->rot_step, d->Sp_step,   d->values,   d->sums,    d->T,    d->G,        r->o};
+    void *arrays[] = {d->idx,      d->p2r_start, d->p2r,     d->xbar, d->mt,  d->inv_nreg, d->M,        d->cbar,
+                      d->Aqq_pinv, d->Aqq_null,  d->A9_pinv, d->Qbar, d->rot, d->Sp,       d->rot_step, d->Sp_step,
+                      d->values,   d->sums,      d->T,       d->G,    r->o,   d->vsums};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__dfree(arrays[i]);
     pbd__sm_plan_free(&r->plan);
     free(r);
@@ -2327,10 +2340,12 @@ static int pbd__sm_body_upload(pbd_sm__body *b) {
              (!quad || (pbd__sm_array(&d->A9_pinv, b->A9_pinv, 81 * nr) && pbd__sm_array(&d->Qbar, b->Qbar, 6 * nr))) &&
              pbd__sm_array(&d->rot, b->rot, 4 * nr) && pbd__sm_array(&d->Sp, b->Sp, 9 * nr) &&
              pbd__sm_array(&d->rot_step, b->rot_step, 4 * nr) && pbd__sm_array(&d->Sp_step, b->Sp_step, 9 * nr) &&
-             pbd__sm_array(&d->values, (const double *)NULL, n * k) &&
+             pbd__sm_array(&d->values, (const double *)NULL, n * (k > PBD_SM__VOLUME_K ? k : PBD_SM__VOLUME_K)) &&
              pbd__sm_array(&d->sums, (const double *)NULL, nr * k) &&
              pbd__sm_array(&d->T, (const double *)NULL, nr * k) && pbd__sm_array(&d->G, (const double *)NULL, n * k) &&
-             pbd__sm_array(&r->o, (const double *)NULL, 3) && pbd__sm_plan_up(&r->plan, b->plan, (int)k);
+             pbd__sm_array(&d->vsums, (const double *)NULL, nr * PBD_SM__VOLUME_K) &&
+             pbd__sm_array(&r->o, (const double *)NULL, 3) &&
+             pbd__sm_plan_up(&r->plan, b->plan, (int)(k > PBD_SM__VOLUME_K ? k : PBD_SM__VOLUME_K));
     if (ok && !b->symmetric) {
         size_t total = (size_t)b->p2r_start[n];
         ok = pbd__sm_array(&d->p2r_start, b->p2r_start, n + 1) && pbd__sm_array(&d->p2r, b->p2r, total);
@@ -2358,15 +2373,37 @@ static void pbd__sm_body_solve(pbd__gpu *g, pbd_sm__body *b, float *pos, double 
     pbd__launch(g, b->n, pbd__k_sm_apply, m, pos, (const double *)r->o, alpha);
 }
 
+/* The volume term on pos (pbd_sm__keep_volumes' stages): the weight sums,
+   then the sweeps. */
+static void pbd__sm_body_volume(pbd__gpu *g, pbd_sm__body *b, float *pos, double alpha) {
+    pbd__sm_body_dev *r = (pbd__sm_body_dev *)b->gpu;
+    pbd_sm__body m = pbd__sm_body_image(b);
+    int k = 3 * pbd_sm__body_nb(b);
+    const pbd_world *w = (const pbd_world *)g->dw;
+    pbd__launch(g, b->n, pbd__k_sm_volume_weights, m, w, (const float *)pos);
+    pbd__sm_plan_sum_dev(g, &r->plan, m.values, PBD_SM__VOLUME_K, m.vsums);
+    for (int s = 0; s < PBD_SM__VOLUME_SWEEPS; ++s) {
+        pbd__launch(g, 1, pbd__k_sm_origin, m, (const float *)pos, r->o);
+        pbd__launch(g, b->n, pbd__k_sm_values, m, (const float *)pos, (const double *)r->o);
+        pbd__sm_plan_sum_dev(g, &r->plan, m.values, k, m.sums);
+        pbd__launch(g, b->nr, pbd__k_sm_region_volumes, m);
+        if (b->symmetric) pbd__sm_plan_sum_dev(g, &r->plan, m.T, k, m.G);
+        else pbd__launch(g, b->n, pbd__k_sm_gather_lists, m);
+        pbd__launch(g, b->n, pbd__k_sm_volume_apply, m, w, pos, alpha);
+    }
+}
+
 /* The plugin's callbacks (pbd_sm__plugin_*), on the device. */
 static void pbd__sm_body_stage(pbd_sm__body *b, const pbd_solve_context *c, int what) {
     pbd__gpu *g = c->world->gpu;
     pbd_sm__body m = pbd__sm_body_image(b);
     if (what == PBD_SM__CUDA_PROJECT) {
         pbd__sm_body_solve(g, b, c->p, pbd_sm__alpha(b, c->iterations), 0, 0);
-    } else if (what == PBD_SM__CUDA_AFTER_CONTACTS) {
+    } else if (what == PBD_SM__CUDA_AFTER_CONTACTS && pbd_sm__is_rigid(b)) {
         pbd__launch(g, b->n, pbd__k_sm_rigid_weights, m, (const pbd_world *)g->dw, (const float *)c->p);
         pbd__launch(g, 1, pbd__k_sm_rigid_match, m, c->p);
+    } else if (what == PBD_SM__CUDA_AFTER_CONTACTS) {
+        pbd__sm_body_volume(g, b, c->p, pbd_sm__volume_alpha(b, c->iterations));
     } else if (what == PBD_SM__CUDA_END) {
         if (pbd_sm__is_rigid(b)) {
             pbd__launch(g, b->n, pbd__k_sm_rigid_weights, m, (const pbd_world *)g->dw, (const float *)c->x);

@@ -387,7 +387,10 @@ TEST(sm_rigid_deformable_stiffness_under_contact) {
         if (mode == PBD_SM_RIGID) {
             CHECK_MSG(fabs(sag[0]) < 1e-5, "rigid: sag %.3g m", sag[0]);
         } else {
-            CHECK_MSG(sag[0] > 0.005, "mode %d: sag %.4f m on the ground: not soft", mode, sag[0]);
+            /* 3.8 mm (LINEAR) and 4.3 mm (QUADRATIC): keeping its regions'
+               volume (pbd_sm.h "volume"), it bulges instead of being
+               compressed (7.5 and 9.5 mm with volume = 0) */
+            CHECK_MSG(sag[0] > 0.003, "mode %d: sag %.4f m on the ground: not soft", mode, sag[0]);
             CHECK_MSG(fabs(sag[0] - sag[1]) < 0.1 * sag[0], "mode %d: sag %.4f m with 2 iterations, %.4f m with 4",
                       mode, sag[0], sag[1]);
         }

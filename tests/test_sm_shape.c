@@ -1023,6 +1023,12 @@ TEST(sm_shape_bad_input) {
     SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     d.stiffness = NAN;
     SMS_BAD(PBD_ERROR_NOT_FINITE);
+    d.volume = 1.5f;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.volume = -0.1f;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.volume = NAN;
+    SMS_BAD(PBD_ERROR_NOT_FINITE);
     d.creep = -1;
     SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     d.max_plastic = 0;
