@@ -515,8 +515,8 @@ fuzz-seeds:
 # of `make test`: it takes hours (the time is the simulation's, mostly
 # self-collision, not the examples' frames; ASan at -O2, one thread per
 # example). Time for 10 000 steps on the 2-core development machine,
-# shared with other jobs (so roughly): sm_plant under a minute, sm_blob 2,
-# flag_tear 5, sm_jelly 7, hair 10, cloth_fold and tablecloth 97-109
+# shared with other jobs (so roughly): sm_plant under a minute, flag_tear 4,
+# sm_blob 6, sm_jelly 10, hair 10, cloth_fold and tablecloth 97-109
 # minutes each. SOAK=<names> runs a subset.
 SOAK_STEPS ?= 10000
 SOAK ?= $(EXAMPLES)

@@ -646,7 +646,8 @@ typedef struct pbd_sm_body_desc {
     float beta;          /* LINEAR / QUADRATIC blend in [0, 1]; default 0.5 */
     float stiffness;     /* alpha in [0, 1] per substep; default 1 */
     float volume;        /* LINEAR / QUADRATIC: regions keep their volume, stiffness in [0, 1]
-                            per substep ("volume" in section "shape matching"); default 1, 0 off */
+                            per substep ("volume" in section "shape matching"); default 1, 0 off;
+                            chosen when the body is added (no setter: not in its snapshot state) */
     int stiffness_correction; /* 1 (default): alpha' = 1-(1-alpha)^(1/iterations) */
     float yield;              /* plasticity: ||S - I||_F threshold, >= 0; default 0.05 */
     float creep;              /* 1/s, >= 0; 0 (default) = no plasticity */
