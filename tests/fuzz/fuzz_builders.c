@@ -188,6 +188,7 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
             fz_cloth_desc(f, &fm, &b.cloth, masses);
             b.pressure = fz_float(f, 0, 3);
             b.volume_compliance = fz_compliance(f);
+            b.drag = fz_float(f, -1, 3);
             pbd_result r = pbd_add_balloon(w, &b, &obj);
             if (r == PBD_OK) {
                 fz_last_object = obj;
@@ -475,7 +476,10 @@ static pbd_result fz_op(fz *f, pbd_world *w, unsigned op) {
                 case 7:
                     return pbd_collider_set_friction(w, fz_collider(fz_int(f, -1, pbd_world_collider_count(w))), q4[0],
                                                      q4[1], q4[2]);
-                case 8: return pbd_object_set_damping(w, fz_object(fz_int(f, -1, pbd_world_object_count(w))), p3[0]);
+                case 8: {
+                    pbd_object o = fz_object(fz_int(f, -1, pbd_world_object_count(w)));
+                    return fz_u8(f) & 1 ? pbd_object_set_drag(w, o, p3[0]) : pbd_object_set_damping(w, o, p3[0]);
+                }
                 case 9:
                     return pbd_object_set_particle_contact(w, fz_object(fz_int(f, -1, pbd_world_object_count(w))),
                                                            fz_int(f, -1, 2));

@@ -52,6 +52,7 @@ static void fz_add_object(fz *f, pbd_world *w) {
         cd->thickness = fz_range(f, 0.001f, 0.03f);
         cd->damping = fz_range(f, 0, 5);
         b.pressure = fz_range(f, 0.5f, 2);
+        b.drag = fz_range(f, 0, 3);
         pbd_object obj;
         r = kind == 0 ? pbd_add_cloth(w, cd, &obj) : pbd_add_balloon(w, &b, &obj);
         if (r == PBD_OK && kind == 0) {
