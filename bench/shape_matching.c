@@ -13,7 +13,9 @@
    timed runs. Then the full simulation step (scene lattice20000_world):
    the block as a region-based shape-matching body (pbd_sm_add_body, rigid
    regions, world defaults: 4 substeps x 4 iterations) resting on a ground
-   plane, with naive, lattice and octree plans over the same regions.
+   plane, with naive, lattice and octree plans over the same regions;
+   then the block as an elastic LINEAR body (lattice sums, w = 1) with
+   its volume term on (the default) and off, keys "mode" and "volume".
    Last the scaling lines: work (pbd_sm_plan_cost) and time per region
    for w = 1..6, summation alone.
 
@@ -153,6 +155,8 @@ typedef struct world_ctx {
     const int *cells;
     int n, w;
     pbd_sm_summation method;
+    pbd_sm_mode mode; /* RIGID, or LINEAR with its volume term on or off */
+    float volume;
 } world_ctx;
 
 static pbd_sm_sum_plan *make_plan(const world_ctx *c) {
@@ -196,6 +200,8 @@ static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
     bd.particle_count = c->n;
     bd.plan = make_plan(c);
     bd.owns_plan = 1;
+    bd.mode = c->mode;
+    bd.volume = c->volume;
     if (bd.plan) {
         /* the body sums from one thread of the world's team: the plan's own
            team (outside a world's parallel region) gets the world's count */
@@ -217,6 +223,10 @@ static pbd_world *make_world(const world_ctx *c, int simd, int threads) {
 
 static pbd_world *make_gpu_world(void *ctx) { return make_world((const world_ctx *)ctx, 1, 1); }
 
+static const char *mode_name(pbd_sm_mode m) {
+    return m == PBD_SM_RIGID ? "rigid" : m == PBD_SM_LINEAR ? "linear" : "quadratic";
+}
+
 static void world_scene(const world_ctx *c, int steps) {
     struct {
         int simd, threads;
@@ -234,9 +244,9 @@ static void world_scene(const world_ctx *c, int steps) {
         int substeps = 0, iterations = 0;
         pbd_world_get_solver(w, NULL, &substeps, &iterations);
         printf("{\"bench\":\"shape_matching\",\"scene\":\"lattice%d_world\",\"particles\":%d,\"region_width\":%d,"
-               "\"summation\":\"%s\",\"path\":\"%s\",\"threads\":%d,\"substeps\":%d,\"iterations\":%d,"
-               "\"ms_per_step\":%.3f,\"particles_per_s\":%.4g}\n",
-               c->n, pbd_world_particle_count(w), c->w, method_name(c->method),
+               "\"summation\":\"%s\",\"mode\":\"%s\",\"volume\":%g,\"path\":\"%s\",\"threads\":%d,"
+               "\"substeps\":%d,\"iterations\":%d,\"ms_per_step\":%.3f,\"particles_per_s\":%.4g}\n",
+               c->n, pbd_world_particle_count(w), c->w, method_name(c->method), mode_name(c->mode), c->volume,
                cfg[k].simd ? pbd_simd_path() : "scalar", cfg[k].threads, substeps, iterations, ms,
                pbd_world_particle_count(w) / (ms * 1e-3));
         fflush(stdout);
@@ -245,7 +255,8 @@ static void world_scene(const world_ctx *c, int steps) {
     /* the same body on the GPU (pbd_cuda.cu), where there is one */
     char scene[64], keys[128];
     snprintf(scene, sizeof scene, "lattice%d_world", c->n);
-    snprintf(keys, sizeof keys, ",\"region_width\":%d,\"summation\":\"%s\"", c->w, method_name(c->method));
+    snprintf(keys, sizeof keys, ",\"region_width\":%d,\"summation\":\"%s\",\"mode\":\"%s\",\"volume\":%g", c->w,
+             method_name(c->method), mode_name(c->mode), c->volume);
     bench_cuda_keys = keys;
     bench_cuda_scene("shape_matching", scene, make_gpu_world, (void *)c, 1, steps);
     bench_cuda_keys = "";
@@ -329,9 +340,17 @@ int main(int argc, char **argv) {
         for (int q = 0; q < 3; ++q) {
             if (only_w && w != only_w) continue;
             if (only_sum && strcmp(only_sum, method_name(ms[q])) != 0) continue;
-            world_ctx c = {cells, n, w, ms[q]};
+            world_ctx c = {cells, n, w, ms[q], PBD_SM_RIGID, 0.0f};
             world_scene(&c, 1);
         }
+    }
+    /* the same block as an elastic (LINEAR) body, lattice sums of w = 1,
+       with the volume term (its default) and without: what keeping the
+       regions' volume costs a step */
+    for (int vol = 1; vol >= 0 && world && want("lattice20000_world") && (!only_w || only_w == 1); --vol) {
+        if (only_sum && strcmp(only_sum, "lattice") != 0) continue;
+        world_ctx c = {cells, n, 1, PBD_SM_SUM_LATTICE, PBD_SM_LINEAR, (float)vol};
+        world_scene(&c, 1);
     }
     /* does the cost per region grow with the region size? */
     for (int w = 1; w <= (quick ? 3 : 6) && (want("lattice20000_scaling") || want("grid_surface20022_scaling")); ++w) {
