@@ -1,8 +1,9 @@
-/* tests/test_sm_rot4.c - pbd_sm.h section "rotation": the four-region
+/* tests/test_sm_rot4.c - pbd_sm.h's private numerics. Section "rotation": the four-region
    SIMD extraction that region-based shape matching runs on warm starts
    (pbd_sm__extract_rotation4, private) gives the same bits as the scalar
    routine, lane by lane, on full-rank, flat, collinear, inverted and bad
-   matrices and on unit and non-unit warm starts. To reach the private
+   matrices and on unit and non-unit warm starts; and the cube root
+   against libm's. To reach the private
    function this file compiles its own static copy of the implementation
    (PBD_STATIC). */
 #define _POSIX_C_SOURCE 199309L
@@ -82,4 +83,53 @@ TEST(sm_rotation_simd_four_regions_same_bits) {
 #endif
 }
 
-void suite_sm_rot4(void) { RUN(sm_rotation_simd_four_regions_same_bits); }
+/* pbd_sm__cbrt (section "sin and cos ... cube roots": + - * / only, so that
+   a GPU gives the CPU's bits) keeps within 5 units in the last place of
+   libm's cbrt over the whole double range: random magnitudes from 1e-320
+   (subnormal) to 1e308 of both signs, the exact cubes, the range's ends;
+   and gives back NaN, infinities and signed zeros. */
+static double sr4_ulps(double a, double b) {
+    long long ia, ib;
+    memcpy(&ia, &a, sizeof ia);
+    memcpy(&ib, &b, sizeof ib);
+    return (double)(ia > ib ? ia - ib : ib - ia);
+}
+TEST(sm_cbrt_within_five_ulps_of_libm) {
+    unsigned st = 7u;
+    double worst = 0, wx = 0;
+    for (int i = 0; i < 200000; ++i) {
+        double x = exp((pbdt_rand(&st) - 0.5) * 1447.0); /* e^-723 (subnormal) to e^723 (1e308) */
+        if (i & 1) x = -x;
+        double u = sr4_ulps(pbd_sm__cbrt(x), cbrt(x));
+        if (u > worst) worst = u, wx = x;
+    }
+    const double ends[] = {4.9406564584124654e-324,
+                           2.2250738585072009e-308,
+                           2.2250738585072014e-308,
+                           1.7976931348623157e308,
+                           0.125,
+                           1,
+                           8,
+                           27,
+                           1e-300,
+                           1e300};
+    for (int k = 0; k < (int)(sizeof ends / sizeof ends[0]); ++k) {
+        double u = sr4_ulps(pbd_sm__cbrt(ends[k]), cbrt(ends[k]));
+        if (u > worst) worst = u, wx = ends[k];
+    }
+    for (int c = 1; c <= 1000; ++c)
+        CHECK(pbd_sm__cbrt((double)c * c * c) == (double)c || sr4_ulps(pbd_sm__cbrt((double)c * c * c), c) <= 5);
+    if (worst > 5) fprintf(stderr, "  cbrt(%.17g): %g units from libm\n", wx, worst);
+    CHECK(worst <= 5);
+    double z = pbd_sm__cbrt(-0.0);
+    CHECK(z == 0 && signbit(z));
+    CHECK(pbd_sm__cbrt(0.0) == 0 && !signbit(pbd_sm__cbrt(0.0)));
+    CHECK(isnan(pbd_sm__cbrt(NAN)));
+    CHECK(pbd_sm__cbrt(INFINITY) == INFINITY && pbd_sm__cbrt(-INFINITY) == -INFINITY);
+    CHECK(fabs(pbd_sm__cbrt(-27.0) + 3.0) <= 1e-15);
+}
+
+void suite_sm_rot4(void) {
+    RUN(sm_rotation_simd_four_regions_same_bits);
+    RUN(sm_cbrt_within_five_ulps_of_libm);
+}
