@@ -711,7 +711,11 @@ PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_default(void);
 PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_from(const pbd_up_training *t, const pbd_up_model *sub);
 /* Errors as pbd_up_wpsd_fit's, and PBD_ERROR_INVALID_ARGUMENT for fewer
    than 6 frames, PBD_ERROR_DEGENERATE when the features of the training
-   frames do not span two principal directions. A detail vertex whose
+   frames do not span two principal directions, or the second varies by
+   no more than ten times their float rounding (FLT_EPSILON times the
+   largest coordinate over the mean rest edge): frames that hardly leave
+   the rest pose, whose rounding the unit-variance scaling would blow up
+   (detail vertices kilometres off). A detail vertex whose
    coordinates hardly vary over the frames gets the minimum-norm
    coefficients (a ridge of 1e-10 of the data's scale keeps its fit
    finite). */
@@ -817,6 +821,9 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #define PBD_UP__PDM_EV_REL_MIN 1e-14
 /* Absolute floor under that scale, so a zero covariance is degenerate; far under any real squared coordinate. */
 #define PBD_UP__PDM_EV_FLOOR 1e-300
+/* PDM: the second principal direction's standard deviation must exceed this times the features' float
+   rounding; under it (u1, u2) would be rounding noise scaled to unit size (detail vertices km away). */
+#define PBD_UP__PDM_NOISE_MIN 10.0
 /* PDM ridge, relative to the mean diagonal (documented): keeps flat directions finite; larger biases real fits. */
 #define PBD_UP__PDM_RIDGE 1e-10
 
@@ -5196,6 +5203,17 @@ PBD_UP_DEF pbd_up_pdm_desc pbd_up_pdm_desc_from(const pbd_up_training *t, const 
     return d;
 }
 
+/* The float rounding of the features (pbd_up__pdm_feature): positions
+   carry FLT_EPSILON times the largest coordinate of the rest pose and
+   the training frames, and the features divide them by edge lengths, so
+   that over the mean rest edge. */
+static double pbd_up__pdm_rounding(const pbd_up_pdm_desc *d, const float *rest, int nc, double mean_edge) {
+    double X = 0.0;
+    for (size_t k = 0; k < (size_t)nc * 3; ++k) X = fmax(X, fabs((double)rest[k]));
+    for (size_t k = 0; k < (size_t)d->frame_count * nc * 3; ++k) X = fmax(X, fabs((double)d->coarse_frames[k]));
+    return FLT_EPSILON * X / mean_edge;
+}
+
 /* Rest data, PCA of the 5D features over all vertices and frames, then
    one 6-coefficient least-squares fit per detail vertex (Ma et al.). */
 static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
@@ -5265,8 +5283,18 @@ static pbd_result pbd_up__pdm_build(const pbd_up_pdm_desc *d, pbd_up_model *m) {
             }
             /* axes scaled by 1 / standard deviation: (u1, u2) have unit
                variance over the training data, which keeps the biquadratic
-               basis well conditioned */
-            double sd1 = sqrt(ev[0] / ((double)F * nc)), sd2 = sqrt(ev[1] / ((double)F * nc));
+               basis well conditioned; so a second direction no larger than
+               the features' float rounding would blow that rounding up to
+               unit size: refused (pbd_up__pdm_rounding) */
+            double sd1 = sqrt(ev[0] / ((double)F * nc)), sd2 = sqrt(ev[1] / ((double)F * nc)),
+                   noise = pbd_up__pdm_rounding(d, rest, nc, p->mean_edge);
+            if (!(sd2 > PBD_UP__PDM_NOISE_MIN * noise)) {
+                r = pbd_world_fail(NULL, PBD_ERROR_DEGENERATE,
+                                   "pbd_up_pdm_fit: the features of the training frames do not span two principal "
+                                   "directions above float rounding (standard deviations %g and %g, rounding %g)",
+                                   sd1, sd2, noise);
+                goto done;
+            }
             for (int a = 0; a < 5; ++a) {
                 p->pca[a] = (float)mean[a];
                 p->pca[5 + a] = (float)(V[a * 5 + 0] / sd1);

@@ -56,9 +56,9 @@ typedef struct smp_result {
 
 /* The jelly (mode; the volume term as by default, or off; plastic: creep
    5, yield 0.05 as the README's)
-   settles for 1 s, is pressed to 70% of its height in 1 s, held 1 s, and
+   settles for 1 s, is pressed to frac of its height in 1 s, held 1 s, and
    the box is lifted by 0.27 m over lift_frames frames (1: at once). */
-static smp_result smp_press(pbd_sm_mode mode, int volume_off, int plastic, int lift_frames) {
+static smp_result smp_press(pbd_sm_mode mode, int volume_off, int plastic, int lift_frames, float frac) {
     smp_result out = {0, 0, 0, 0, 0};
     pbd_world *w = pbdt_world(-9.81f);
     float ground[3] = {0, 0, 0}, up[3] = {0, 1, 0};
@@ -86,7 +86,7 @@ static smp_result smp_press(pbd_sm_mode mode, int volume_off, int plastic, int l
     for (int f = 0; f < 60; ++f) CHECK_OK(pbd_world_step(w, SMP_DT));
     float top = 0;
     for (int i = 0; i < r.count; ++i) top = fmaxf(top, x[4 * (r.first + i) + 1]);
-    float H = top + 0.5f * SMP_S, target = 0.7f * H, half = 0.1f;
+    float H = top + 0.5f * SMP_S, target = frac * H, half = 0.1f;
     pbd_collider_desc cd = pbd_collider_desc_default();
     cd.shape = PBD_COLLIDER_BOX;
     cd.half_extents[0] = cd.half_extents[2] = 0.5f;
@@ -141,15 +141,28 @@ static smp_result smp_press(pbd_sm_mode mode, int volume_off, int plastic, int l
    (2.7% lost; 34.5% without). */
 TEST(sm_press_jelly_keeps_its_volume) {
     LONG_SCENE();
-    smp_result on = smp_press(PBD_SM_LINEAR, 0, 0, 30);
+    smp_result on = smp_press(PBD_SM_LINEAR, 0, 0, 30, 0.7f);
     CHECK_MSG(on.volume > 0.95 && on.volume < 1.02, "pressed to 70%%: volume %.4f of rest", on.volume);
     CHECK_MSG(on.width > 1.15, "pressed to 70%%: width %.4f of rest, no bulge", on.width);
     CHECK_MSG(on.overlap < 0.005, "the box sinks %.4f m into the jelly's particles", on.overlap);
     CHECK_MSG(on.speed < 0.75, "lifted over 0.5 s: thrown at %.3f m/s", on.speed);
-    smp_result off = smp_press(PBD_SM_LINEAR, 1, 0, 30);
+    smp_result off = smp_press(PBD_SM_LINEAR, 1, 0, 30, 0.7f);
     CHECK_MSG(off.volume < 0.8, "without the volume term: volume %.4f of rest (was 0.70)", off.volume);
-    smp_result quad = smp_press(PBD_SM_QUADRATIC, 0, 0, 30);
+    smp_result quad = smp_press(PBD_SM_QUADRATIC, 0, 0, 30, 0.7f);
     CHECK_MSG(quad.volume > 0.95 && quad.volume < 1.02, "quadratic, pressed to 70%%: volume %.4f", quad.volume);
+}
+
+/* Pressed to half its height (pbd_sm.h "Volume"): the jelly keeps
+   VOLUME_AT_HALF of its volume (without the term: 50%), and its highest
+   particles reach into the box by at most OVERLAP_AT_HALF at the end of
+   a step, what the manual states. */
+TEST(sm_press_jelly_to_half_its_height) {
+    LONG_SCENE();
+    smp_result on = smp_press(PBD_SM_LINEAR, 0, 0, 30, 0.5f);
+    CHECK_MSG(on.volume > 0.0 && on.volume < 1.02, "pressed to 50%%: volume %.4f of rest", on.volume);
+    CHECK_MSG(on.overlap < 1.0, "pressed to 50%%: %.4f m into the box", on.overlap);
+    smp_result off = smp_press(PBD_SM_LINEAR, 1, 0, 30, 0.5f);
+    CHECK_MSG(off.volume < 1.0, "without the volume term, pressed to 50%%: volume %.4f", off.volume);
 }
 
 /* Lifted at once, the compression stored in the pressed jelly comes
@@ -158,7 +171,7 @@ TEST(sm_press_jelly_keeps_its_volume) {
    cannot grow unnoticed. */
 TEST(sm_press_jelly_released_at_once) {
     LONG_SCENE();
-    smp_result sudden = smp_press(PBD_SM_LINEAR, 0, 0, 1);
+    smp_result sudden = smp_press(PBD_SM_LINEAR, 0, 0, 1, 0.7f);
     CHECK_MSG(sudden.speed < 8.0, "lifted at once: thrown at %.3f m/s", sudden.speed);
 }
 
@@ -196,13 +209,14 @@ TEST(sm_press_rigid_unchanged_plastic_dented) {
         free(x[0]);
         free(x[1]);
     }
-    smp_result plastic = smp_press(PBD_SM_LINEAR, 0, 1, 30);
+    smp_result plastic = smp_press(PBD_SM_LINEAR, 0, 1, 30, 0.7f);
     CHECK_MSG(plastic.volume > 0.95 && plastic.volume < 1.02, "plastic, pressed: volume %.4f", plastic.volume);
     CHECK_MSG(plastic.after < 0.95, "plastic: height %.4f of rest 2 s after the lift, no dent", plastic.after);
 }
 
 void suite_sm_press(void) {
     RUN(sm_press_jelly_keeps_its_volume);
+    RUN(sm_press_jelly_to_half_its_height);
     RUN(sm_press_jelly_released_at_once);
     RUN(sm_press_rigid_unchanged_plastic_dented);
 }

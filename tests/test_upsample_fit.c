@@ -689,6 +689,17 @@ TEST(wpsd_pdm_bad_input) {
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_DEGENERATE, "coarse edge (0, 1) has zero rest length");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "coarse edge (0, 1) has zero rest length");
     free(rest);
+    /* every training frame the rest pose: the features are float rounding
+       (standard deviations about 1e-8 here), which the unit-variance
+       scaling would have blown up to detail vertices kilometres off (an
+       independent audit: 149 km on a training frame, PBD_OK) */
+    pd = pdm_desc_of(&d);
+    float *still = (float *)malloc(sizeof(float) * 3 * (size_t)d.nc * (size_t)d.frames);
+    for (int f = 0; f < d.frames; ++f) memcpy(still + (size_t)f * 3 * d.nc, d.grid.positions, sizeof(float) * 3 * d.nc);
+    pd.coarse_frames = still;
+    pd.coarse_rest = d.grid.positions;
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_DEGENERATE, "directions above float rounding");
+    free(still);
     CHECK(m == NULL);
     /* queries on the wrong kind of model, NaN input */
     int count;
