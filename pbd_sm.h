@@ -517,7 +517,14 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    linear map, projected after the contacts with the particles a collider
    holds immovable (see "--- volume" in the implementation): pressed to
    70% the jelly keeps 97.3% (QUADRATIC too) and bulges by 27%, with
-   stiffness 0.5 or 0.2 100%; pressed to 50%, 89.5% (without: 50%). Costs:
+   stiffness 0.5 or 0.2 100%; pressed to 50%, 89.5% (without: 50%;
+   85.6% in an audit's variant that took 50% of the height before the
+   jelly settled, under a box 2 m wide). Bodies only 3 or 4 cells tall,
+   whose regions span their height, hold it less well: pressed to 70%
+   with half-width 2, 10 x 4 x 6 cells keep 111%, 8 x 4 x 8 108%, 12 x 3
+   x 8 107% (an overshoot: their free middle layers bulge further than
+   the volume needs); with half-width 1 86%, 86% and 91%; 6 cells tall
+   (10 x 6 x 4) 100.5% and 92%. Costs:
    three Jacobi sweeps per iteration, each about a projection without its
    rotations, so a LINEAR or QUADRATIC body's step takes about three times
    as long (bench/shape_matching.c, a 20 000-particle lattice body: 3.4x
@@ -530,8 +537,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    constraint of stiffness 1 does: the jelly at 70%, its box lifted by
    0.27 m in one step, is thrown at up to 7.0 m/s (6.8 m/s without the
    term; stiffness 0.5: 6.1, 0.2: 4.3), while lifted over 0.5 s it
-   follows the box at its 0.54 m/s (tests/test_sm_press.c). Release a
-   pressed body over a few frames, or give it stiffness < 1.
+   follows the box at its 0.54 m/s (tests/test_sm_press.c); from 50%
+   one corner particle pops out at 11.3 m/s in the first frames of a lift
+   even over 0.5 s or 2 s (the body then follows at the box's speed).
+   Release a pressed body over a few frames, or give it stiffness < 1.
 
    Rotations: each projection runs at most rotation_iterations steps of
    the rotation extraction, warm-started from the region's rotation of the

@@ -152,17 +152,20 @@ TEST(sm_press_jelly_keeps_its_volume) {
     CHECK_MSG(quad.volume > 0.95 && quad.volume < 1.02, "quadratic, pressed to 70%%: volume %.4f", quad.volume);
 }
 
-/* Pressed to half its height (pbd_sm.h "Volume"): the jelly keeps
-   VOLUME_AT_HALF of its volume (without the term: 50%), and its highest
-   particles reach into the box by at most OVERLAP_AT_HALF at the end of
-   a step, what the manual states. */
+/* Pressed to half its height (pbd_sm.h "Volume"): the jelly keeps 89.5%
+   of its volume (without the term: 50.4%), and its highest particles
+   reach 1.84 cm into the box at the end of a step. Lifted over 0.5 s, a
+   corner particle pops out at 11.3 m/s in one frame (the body then
+   follows the box at 0.54 m/s), bounded here so that it cannot grow
+   unnoticed. */
 TEST(sm_press_jelly_to_half_its_height) {
     LONG_SCENE();
     smp_result on = smp_press(PBD_SM_LINEAR, 0, 0, 30, 0.5f);
-    CHECK_MSG(on.volume > 0.0 && on.volume < 1.02, "pressed to 50%%: volume %.4f of rest", on.volume);
-    CHECK_MSG(on.overlap < 1.0, "pressed to 50%%: %.4f m into the box", on.overlap);
+    CHECK_MSG(on.volume > 0.88 && on.volume < 0.92, "pressed to 50%%: volume %.4f of rest", on.volume);
+    CHECK_MSG(on.overlap < 0.02, "pressed to 50%%: %.4f m into the box", on.overlap);
+    CHECK_MSG(on.speed < 13.0, "lifted from 50%% over 0.5 s: thrown at %.3f m/s", on.speed);
     smp_result off = smp_press(PBD_SM_LINEAR, 1, 0, 30, 0.5f);
-    CHECK_MSG(off.volume < 1.0, "without the volume term, pressed to 50%%: volume %.4f", off.volume);
+    CHECK_MSG(off.volume < 0.55, "without the volume term, pressed to 50%%: volume %.4f", off.volume);
 }
 
 /* Lifted at once, the compression stored in the pressed jelly comes
