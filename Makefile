@@ -367,7 +367,20 @@ clean:
 # by side (make -j); the optimised compiles of pbd_sm.h and pbd_upsample.h
 # hold their own implementation only (pbd.h's is checked once, in its own).
 HEADER_CHECKS := $(addprefix $(BUILD)/check/,$(addsuffix .ok,pbd pbd_sm pbd_upsample))
-check-headers: $(HEADER_CHECKS) $(BUILD)/check/test_cuda-cxx.ok check-messages
+check-headers: $(HEADER_CHECKS) $(BUILD)/check/test_cuda-cxx.ok $(BUILD)/check/names.ok check-messages
+
+# The implementations leave the user's names alone: in strict C with
+# AVX-512, SIMDe's SVML includes <complex.h>, whose I and complex macros
+# the headers take back (a variable named I must compile). x86 only (the
+# only target whose SIMDe header pulls in SVML).
+$(BUILD)/check/names.ok: $(HEADERS)
+	@mkdir -p $(dir $@)
+	@f=$(BUILD)/check/names.c; \
+	printf '#define PBD_IMPLEMENTATION\n#include "pbd.h"\n#define PBD_SM_IMPLEMENTATION\n#include "pbd_sm.h"\n#define PBD_UPSAMPLE_IMPLEMENTATION\n#include "pbd_upsample.h"\nint main(void){double I = 1, complex = 2; return (int)(I + complex);}\n' > $$f; \
+	if $(CC) -dumpmachine | grep -q x86_64; then \
+	  $(CC) -std=c99 -Wall -Wextra -Werror -Wno-psabi -mavx512f -mavx512dq -mavx512bw -mavx512vl -I. -fsyntax-only $$f && \
+	  echo "the headers' implementations leave I and complex to the user (C99, AVX-512)"; \
+	else echo "names: not x86, SIMDe's SVML not included: nothing to check"; fi && touch $@
 
 # Error messages are words for the users of the public API (docs/DESIGN.md
 # 2.3): no string literal of a header quotes the C of its check ("rejected

@@ -606,7 +606,11 @@ extern "C" {
                          <simde/x86/avx2.h> or <simde/x86/sse2.h>
    The declarations include no SIMDe header. Define PBD_NO_SIMD and
    PBD_SIMD_WIDTH before the first #include of any of the headers, alike
-   in every file of a program. */
+   in every file of a program. In strict C (-std=c99, c11) SIMDe's AVX-512
+   header includes <complex.h> (for its SVML part); the implementations
+   then take back its macros I and complex, so that a variable of yours
+   named I still compiles (make check-headers), unless they were defined
+   before: include <complex.h> before an implementation to use them. */
 #if defined(PBD_SIMD_WIDTH) && PBD_SIMD_WIDTH != 4 && PBD_SIMD_WIDTH != 8 && PBD_SIMD_WIDTH != 16
 #error "pbd.h: PBD_SIMD_WIDTH must be 4, 8 or 16"
 #endif
@@ -2292,7 +2296,15 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #define PBD__W PBD_SIMD_LANES
 #define PBD__SIMD (PBD_SIMD_LANES > 1)
 #if PBD_SIMD_LANES > 1
+#if !defined(I) && !defined(complex)
+#define PBD__NO_COMPLEX_MACROS
+#endif
 #include PBD_SIMD_SIMDE_H
+#ifdef PBD__NO_COMPLEX_MACROS /* SIMDe's SVML includes <complex.h> in strict C (AVX-512): I and complex are the user's */
+#undef I
+#undef complex
+#undef PBD__NO_COMPLEX_MACROS
+#endif
 #endif
 #if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12 reports its own _mm512_undefined_ps() as "used uninitialized"

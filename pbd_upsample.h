@@ -775,7 +775,15 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
    reference path. */
 #define PBD_UP__W PBD_SIMD_LANES
 #if PBD_UP__W > 1
+#if !defined(I) && !defined(complex)
+#define PBD__NO_COMPLEX_MACROS
+#endif
 #include PBD_SIMD_SIMDE_H
+#ifdef PBD__NO_COMPLEX_MACROS /* SIMDe's SVML includes <complex.h> in strict C (AVX-512): I and complex are the user's */
+#undef I
+#undef complex
+#undef PBD__NO_COMPLEX_MACROS
+#endif
 #endif
 #if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12's false -Wuninitialized in its own AVX-512 header (see pbd.h). */
