@@ -8422,15 +8422,7 @@ static void pbd_sm__tri_lanes(pbd_sm__tri_soa *S, int first, int n, int conserve
    (PBD_NO_SIMD, no SIMDe, or pbd_sm_cloth_set_simd(c, 0)). */
 #define PBD_SM__CW PBD_SIMD_LANES
 #if PBD_SM__CW > 1
-#if !defined(I) && !defined(complex)
-#define PBD__NO_COMPLEX_MACROS
-#endif
-#include PBD_SIMD_SIMDE_H
-#ifdef PBD__NO_COMPLEX_MACROS /* SIMDe's SVML includes <complex.h> in strict C (AVX-512): I and complex are the user's */
-#undef I
-#undef complex
-#undef PBD__NO_COMPLEX_MACROS
-#endif
+#include PBD_SIMD_SIMDE_H /* AVX-512's (with <complex.h>) was included above, I and complex taken back */
 #endif
 #if PBD_SIMD_AVX512 && defined(__GNUC__) && !defined(__clang__) && defined(__cplusplus)
 /* g++ 12 reports its own _mm512_undefined_ps() as "used uninitialized"
