@@ -217,7 +217,8 @@
        that overflow) is caught at its end (every position and velocity is
        tested: about 1% of a small cloth's step, see bench/README.md) and
        returns PBD_ERROR_NOT_FINITE, naming the first bad particle and its
-       object. The world is then back at its state before the step: the
+       object (a free one first: a pinned particle only catches a NaN from
+       its neighbours). The world is then back at its state before the step: the
        snapshot is byte-identical, and plugins put their own state back
        through their rollback callback (pbd_sm.h's bodies and oriented
        particles do). XPBD multipliers are zero between steps for this
@@ -17273,14 +17274,22 @@ static int pbd__any_nonfinite(const float *a, size_t n) {
     return (bad & 0x80000000u) != 0;
 }
 
-/* The first particle whose position or velocity is not finite, or -1. */
+/* The first particle whose position or velocity is not finite, a free
+   one (inverse mass > 0) before a held one: a pinned or kinematic
+   particle gets NaN only from its constraints' corrections (0 x NaN), so
+   it is not where a blow-up began (an audit's cloth, pinned at particle
+   0, blown up at particle 5, was reported at particle 0). -1: none. */
 static int pbd__first_nonfinite(const pbd_world *w) {
     if (w->n == 0 ||
         (!pbd__any_nonfinite(&w->x[0].x, 4 * (size_t)w->n) && !pbd__any_nonfinite(&w->v[0].x, 4 * (size_t)w->n)))
         return -1;
+    int held = -1;
     for (int i = 0; i < w->n; ++i)
-        if (pbd__any_nonfinite(&w->x[i].x, 4) || pbd__any_nonfinite(&w->v[i].x, 4)) return i;
-    return -1;
+        if (pbd__any_nonfinite(&w->x[i].x, 4) || pbd__any_nonfinite(&w->v[i].x, 4)) {
+            if (w->x[i].w > 0) return i;
+            if (held < 0) held = i;
+        }
+    return held;
 }
 
 /* Serial below this many particles + constraints: a barrier costs microseconds. */

@@ -311,6 +311,35 @@ TEST(robust_nonfinite_step_rolls_back) {
     }
 }
 
+/* The error names a particle where the blow-up could begin: a free one.
+   A cloth pinned at its first particle, one free particle driven to
+   overflow by the field: NaN reaches the pinned particle too (its
+   corrections are 0 x NaN), and naming it, the first by index, sent a
+   user to the one particle that cannot be the cause (an audit). */
+TEST(robust_nonfinite_step_names_a_free_particle) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float origin[3] = {0, 1, 0}, u[3] = {0.5f, 0, 0}, v[3] = {0, 0, 0.5f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(8, 8, origin, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, NULL));
+    CHECK_OK(pbd_particle_pin(w, 0));
+    for (int s = 0; s < 3; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    g_bad_value = 3e38f;
+    g_bad_particle = 5;
+    CHECK_OK(pbd_world_set_acceleration_field(w, bad_field, NULL));
+    CHECK_RESULT(pbd_world_step(w, 1.0f / 60), PBD_ERROR_NOT_FINITE);
+    const char *msg = pbd_world_last_error(w), *at = strstr(msg, "made particle ");
+    CHECK_MSG(at != NULL, "message: %s", msg);
+    if (at) {
+        int named = atoi(at + strlen("made particle "));
+        float inv = pbd_world_positions(w)[4 * named + 3]; /* w: the inverse mass */
+        CHECK_MSG(inv > 0, "the message names particle %d, held (inverse mass %g): %s", named, (double)inv, msg);
+    }
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* A plugin that writes NaN into one prediction: the step fails, the world
    is as before, and the plugin's rollback callback is called once, after
    its end_step. */
@@ -421,6 +450,7 @@ void suite_robust(void) {
     RUN(robust_fluid_dt_out_of_range_refused);
     RUN(robust_smallest_substep_stays_finite);
     RUN(robust_nonfinite_step_rolls_back);
+    RUN(robust_nonfinite_step_names_a_free_particle);
     RUN(robust_plugin_nan_rolls_back);
     RUN(robust_float_to_index_guards);
 }
