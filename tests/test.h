@@ -165,6 +165,16 @@ static inline pbd_object_parts pbdt_parts(const pbd_world *w, pbd_object o) {
     return p;
 }
 
+/* The largest particle speed of the world (m/s). */
+static inline float pbdt_max_speed(const pbd_world *w) {
+    const float *v = pbd_world_velocities(w);
+    float m = 0;
+    for (int i = 0; i < pbd_world_particle_count(w); ++i) {
+        float s = sqrtf(v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2]);
+        m = s > m ? s : m;
+    }
+    return m;
+}
 static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     pbd_cloth_desc c = pbd_cloth_desc_default();
     c.positions = m->positions;

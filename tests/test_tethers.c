@@ -499,17 +499,6 @@ TEST(tethers_torn_cloth_not_straight) {
     pbd_world_destroy(w);
 }
 
-/* The largest particle speed of the world. */
-static float tethers_max_speed(const pbd_world *w) {
-    const float *v = pbd_world_velocities(w);
-    float m = 0;
-    for (int i = 0; i < pbd_world_particle_count(w); ++i) {
-        float s = sqrtf(v[4 * i] * v[4 * i] + v[4 * i + 1] * v[4 * i + 1] + v[4 * i + 2] * v[4 * i + 2]);
-        m = s > m ? s : m;
-    }
-    return m;
-}
-
 /* A 32 x 32, 1 m cloth hanging in the x-y plane from kinematic or pinned
    top corners, defaults, stepped 2 s. */
 static pbd_world *tethers_curtain(int kinematic_corners, pbd_object *obj) {
@@ -547,13 +536,13 @@ TEST(tethers_hand_drag_and_release_stay_calm) {
         float t[3] = {from[0] + 1.2f * s / 60.0f, from[1], from[2] + 1.6f * s / 60.0f};
         CHECK_OK(pbd_particle_set_kinematic_target(w, grab, t));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        float m = tethers_max_speed(w);
+        float m = pbdt_max_speed(w);
         drag = m > drag ? m : drag;
     }
     CHECK_OK(pbd_particle_set_kinematic(w, grab, 0));
     for (int s = 0; s < 60; ++s) {
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        float m = tethers_max_speed(w);
+        float m = pbdt_max_speed(w);
         after = m > after ? m : after;
     }
     printf("    dragged 2 m away at 2 m/s: max speed %.1f m/s during the drag, %.1f m/s after the release\n", drag,
@@ -595,7 +584,7 @@ TEST(tethers_give_way_between_parting_anchors) {
         CHECK_OK(pbd_particle_set_kinematic_target(w, 0, p0));
         CHECK_OK(pbd_particle_set_kinematic_target(w, n - 1, p1));
         CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
-        float m = tethers_max_speed(w);
+        float m = pbdt_max_speed(w);
         if (s <= 60) apart = m > apart ? m : apart;
         else back = m > back ? m : back;
         if (s == 60) { /* the loose tethers' reach is part of the snapshot */
