@@ -17234,11 +17234,37 @@ static void pbd__reset_multipliers(pbd_world *w) {
    own state (their rollback callbacks); the rest is scratch rebuilt
    every substep. The copies live in memory sized when things are added:
    no allocation in the step. */
+/* The passes over every particle at a step's ends (the copy above, the
+   kinematic particles' start, the non-finite test below) run on the team
+   of the last substep, in blocks: serial, they were a quarter of a
+   1-thread step of 10 000 x 32 hair (little work per particle), and the
+   whole of it that two threads could not share. Small worlds stay on one
+   thread (a team costs microseconds). The blocks' results do not depend
+   on the team. */
+enum { PBD__ENDS_BLOCK = 8192, PBD__ENDS_PARALLEL_MIN = 65536 };
+static int pbd__ends_team(const pbd_world *w) {
+    return w->n >= PBD__ENDS_PARALLEL_MIN && w->last_team > 1 ? w->last_team : 1;
+}
+static int pbd__ends_blocks(const pbd_world *w) { return (w->n + PBD__ENDS_BLOCK - 1) / PBD__ENDS_BLOCK; }
+
+/* Particles [i0, i1): x, v and pressure kept; a kinematic particle's way
+   starts at x. */
+static void pbd__step_keep_block(pbd_world *w, int i0, int i1) {
+    size_t n = (size_t)(i1 - i0);
+    memcpy(w->x_step + i0, w->x + i0, sizeof(pbd__p4) * n);
+    memcpy(w->v_step + i0, w->v + i0, sizeof(pbd__p4) * n);
+    memcpy(w->pressure_step + i0, w->pressure + i0, sizeof(float) * n);
+    for (int i = i0; i < i1; ++i)
+        if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
+}
+
 static void pbd__step_keep(pbd_world *w) {
-    if (w->n > 0) { /* an empty world has no arrays (memcpy of NULL is undefined) */
-        memcpy(w->x_step, w->x, sizeof(pbd__p4) * (size_t)w->n);
-        memcpy(w->v_step, w->v, sizeof(pbd__p4) * (size_t)w->n);
-        memcpy(w->pressure_step, w->pressure, sizeof(float) * (size_t)w->n);
+    int nb = pbd__ends_blocks(w), team = pbd__ends_team(w);
+    (void)team;
+    PBD__PRAGMA(omp parallel for num_threads(team) schedule(static) if (team > 1))
+    for (int b = 0; b < nb; ++b) {
+        int i0 = b * PBD__ENDS_BLOCK;
+        pbd__step_keep_block(w, i0, w->n - i0 < PBD__ENDS_BLOCK ? w->n : i0 + PBD__ENDS_BLOCK);
     }
     w->pressure_h_step = w->pp.pressure_h;
     for (int o = 0; o < w->nobjects; ++o) w->object_coupled[o] = w->objects[o].coupled;
@@ -17271,9 +17297,10 @@ static void pbd__step_rollback(pbd_world *w) {
 
 /* Whether any of n floats is NaN or infinite: an OR of the exponent
    fields plus one ULP of exponent carries into the sign bit exactly for
-   the all-ones exponent. Integer operations with no branch, so the
-   compiler vectorises the loop (the test costs about as much as reading
-   x and v once). */
+   the all-ones exponent (integer operations with no branch). With SIMD, W
+   floats at a time: x - x is 0 for a finite x and NaN otherwise, and a
+   sum keeps a NaN (the compiler did not vectorise the integer loop, which
+   took as long as the rest of a hair step's ends). */
 static int pbd__any_nonfinite(const float *a, size_t n) {
     uint32_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -17283,6 +17310,39 @@ static int pbd__any_nonfinite(const float *a, size_t n) {
     }
     return (bad & 0x80000000u) != 0;
 }
+static int pbd__any_nonfinite_fast(const float *a, size_t n, int simd) {
+    size_t i = 0;
+#if PBD__W > 1
+    if (simd) {
+        pbd__vf s0 = pbd__vset1(0.0f), s1 = s0;
+        for (; i + 2 * PBD__W <= n; i += 2 * PBD__W) {
+            pbd__vf a0 = pbd__vload(a + i), a1 = pbd__vload(a + i + PBD__W);
+            s0 = pbd__vadd(s0, pbd__vsub(a0, a0));
+            s1 = pbd__vadd(s1, pbd__vsub(a1, a1));
+        }
+        s0 = pbd__vadd(s0, s1);
+        if (pbd__vbits(pbd__veq(s0, s0)) != (1u << PBD__W) - 1u) return 1; /* a NaN lane */
+    }
+#else
+    (void)simd;
+#endif
+    return pbd__any_nonfinite(a + i, n - i);
+}
+
+/* Whether any position or velocity is not finite (block by block, as
+   pbd__step_keep). */
+static int pbd__any_particle_nonfinite(const pbd_world *w) {
+    int nb = pbd__ends_blocks(w), team = pbd__ends_team(w), bad = 0;
+    (void)team;
+    PBD__PRAGMA(omp parallel for num_threads(team) schedule(static) if (team > 1) reduction(| : bad))
+    for (int b = 0; b < nb; ++b) {
+        int i0 = b * PBD__ENDS_BLOCK;
+        size_t n = (size_t)(w->n - i0 < PBD__ENDS_BLOCK ? w->n - i0 : PBD__ENDS_BLOCK);
+        bad |=
+            pbd__any_nonfinite_fast(&w->x[i0].x, 4 * n, w->simd) | pbd__any_nonfinite_fast(&w->v[i0].x, 4 * n, w->simd);
+    }
+    return bad;
+}
 
 /* The first particle whose position or velocity is not finite, a free
    one (inverse mass > 0) before a held one: a pinned or kinematic
@@ -17290,9 +17350,7 @@ static int pbd__any_nonfinite(const float *a, size_t n) {
    it is not where a blow-up began (an audit's cloth, pinned at particle
    0, blown up at particle 5, was reported at particle 0). -1: none. */
 static int pbd__first_nonfinite(const pbd_world *w) {
-    if (w->n == 0 ||
-        (!pbd__any_nonfinite(&w->x[0].x, 4 * (size_t)w->n) && !pbd__any_nonfinite(&w->v[0].x, 4 * (size_t)w->n)))
-        return -1;
+    if (w->n == 0 || !pbd__any_particle_nonfinite(w)) return -1;
     int held = -1;
     for (int i = 0; i < w->n; ++i)
         if (pbd__any_nonfinite(&w->x[i].x, 4) || pbd__any_nonfinite(&w->v[i].x, 4)) {
@@ -17459,8 +17517,6 @@ static pbd_result pbd__world_step(pbd_world *w, float dt) {
     pbd__step_keep(w);
     w->drag_on = pbd__drag_keeps(w, h, w->object_keep);
     pbd__fluid_begin_step(w, h);
-    for (int i = 0; i < w->n; ++i)
-        if (w->flags[i] & PBD__KINEMATIC) w->kin_from[i] = pbd__p3(w->x[i]);
     pbd__plugins_step(w, dt, 0);
     if (w->selfcol) pbd__selfcol_begin_step(w);
     for (int s = 0; s < S; ++s) pbd__substep(w, h, s, S);

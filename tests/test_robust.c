@@ -340,6 +340,63 @@ TEST(robust_nonfinite_step_names_a_free_particle) {
     pbd_world_destroy(w);
 }
 
+/* A world big enough that the step's passes over all particles (the
+   rollback copy, the kinematic particles' start, the non-finite test)
+   run in blocks on two threads (pbd.h, pbd__ends_team): a particle blown
+   up in the first block, a middle one or the last particle (past the
+   SIMD lanes of the last block) is found and named, and the world is
+   back as it was; a kinematic particle far from the first block reaches
+   its target. */
+TEST(robust_nonfinite_step_in_a_big_world_on_two_threads) {
+    const int n = 70001, kin = 69000;
+    pbd_world *w = pbdt_world(-9.81f);
+    float *pos = (float *)malloc(sizeof(float) * 3 * (size_t)n);
+    for (int i = 0; i < n; ++i) {
+        pos[3 * i] = (float)(i % 300) * 0.05f;
+        pos[3 * i + 1] = 1.0f + (float)(i / 300 % 100) * 0.05f;
+        pos[3 * i + 2] = (float)(i / 30000) * 0.05f;
+    }
+    pbd_particles_desc d = pbd_particles_desc_default();
+    d.positions = pos;
+    d.count = n;
+    CHECK_OK(pbd_add_particles(w, &d, NULL));
+    CHECK_OK(pbd_world_set_threads(w, 2));
+    CHECK_OK(pbd_particle_set_kinematic(w, kin, 1));
+    float target[3] = {0.5f, 3.0f, -0.25f};
+    CHECK_OK(pbd_particle_set_kinematic_target(w, kin, target));
+    for (int s = 0; s < 2; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    const float *k = pbd_world_positions(w) + 4 * kin;
+    CHECK_MSG(k[0] == target[0] && k[1] == target[1] && k[2] == target[2], "kinematic particle at (%g, %g, %g)",
+              (double)k[0], (double)k[1], (double)k[2]);
+    int bads[3] = {0, 40000, n - 1};
+    for (int b = 0; b < 3; ++b) {
+        snap before = take(w);
+        float v[3] = {0, 3.4e38f, 0}, v_was[3]; /* FLT_MAX is 3.40282e38: the field's push overflows it */
+        pbd_range one = {bads[b], 1};
+        CHECK_OK(pbd_particles_get_velocities(w, one, v_was));
+        CHECK_OK(pbd_particles_set_velocities(w, one, v));
+        free(before.b);
+        before = take(w);
+        g_bad_value = 3e38f;
+        g_bad_particle = bads[b];
+        CHECK_OK(pbd_world_set_acceleration_field(w, bad_field, NULL));
+        CHECK_RESULT(pbd_world_step(w, 1.0f / 60), PBD_ERROR_NOT_FINITE);
+        char named[64];
+        snprintf(named, sizeof named, "made particle %d ", bads[b]);
+        CHECK_MSG(strstr(pbd_world_last_error(w), named) != NULL, "message: %s", pbd_world_last_error(w));
+        snap after = take(w);
+        CHECK_MSG(same(&before, &after), "the failed step changed the snapshot (particle %d)", bads[b]);
+        CHECK(all_finite(w));
+        CHECK_OK(pbd_world_set_acceleration_field(w, NULL, NULL));
+        CHECK_OK(pbd_particles_set_velocities(w, one, v_was));
+        CHECK_OK(pbd_world_step(w, 1.0f / 60));
+        free(before.b);
+        free(after.b);
+    }
+    free(pos);
+    pbd_world_destroy(w);
+}
+
 /* A plugin that writes NaN into one prediction: the step fails, the world
    is as before, and the plugin's rollback callback is called once, after
    its end_step. */
@@ -451,6 +508,7 @@ void suite_robust(void) {
     RUN(robust_smallest_substep_stays_finite);
     RUN(robust_nonfinite_step_rolls_back);
     RUN(robust_nonfinite_step_names_a_free_particle);
+    RUN(robust_nonfinite_step_in_a_big_world_on_two_threads);
     RUN(robust_plugin_nan_rolls_back);
     RUN(robust_float_to_index_guards);
 }
