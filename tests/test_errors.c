@@ -179,6 +179,29 @@ static void check_error(const pbd_world *w, const world_state *before, pbd_resul
 #define EXPECT_FAIL(S, expr) ERR_GENERIC(S, expr, PBD_OK, PBD_OK, 2, 1)
 /* a NULL world: nothing to log into; the populated world must not change either */
 #define EXPECT_NULL_WORLD(S, expr) ERR_GENERIC(S, expr, PBD_ERROR_NULL_POINTER, PBD_ERROR_NULL_POINTER, 0, 0)
+/* The base of a descriptor's failures is valid: `call` (on T.w) passes on
+   a scratch world of the same scene. */
+#define BASE_IS_VALID(call)                  \
+    do {                                     \
+        scene T;                             \
+        if (build_scene(&T)) CHECK_OK(call); \
+        pbd_world_destroy(T.w);              \
+    } while (0)
+/* A descriptor's failures: reset (the valid base d0 back in d, and any
+   arrays the cases edit), one change, then the call must fail with want
+   (FAILS_WITH2: a or b) and leave the world as it was. */
+#define FAILS_WITH(reset, field_set, call, want) \
+    do {                                         \
+        reset;                                   \
+        field_set;                               \
+        EXPECT_ERR(&S, call, want);              \
+    } while (0)
+#define FAILS_WITH2(reset, field_set, call, a, b) \
+    do {                                          \
+        reset;                                    \
+        field_set;                                \
+        EXPECT_ERR2(&S, call, a, b);              \
+    } while (0)
 
 static const float qnan = NAN;
 static const float pinf = INFINITY;
@@ -357,12 +380,7 @@ TEST(errors_particles) {
     d0.count = 2;
     EXPECT_NULL_WORLD(&S, pbd_add_particles(NULL, &d0, &out));
     EXPECT_ERR(&S, pbd_add_particles(w, NULL, &out), PBD_ERROR_NULL_POINTER);
-#define ADD_FAILS(field_set, want)                            \
-    do {                                                      \
-        d = d0;                                               \
-        field_set;                                            \
-        EXPECT_ERR(&S, pbd_add_particles(w, &d, &out), want); \
-    } while (0)
+#define ADD_FAILS(field_set, want) FAILS_WITH(d = d0, field_set, pbd_add_particles(w, &d, &out), want)
     ADD_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     ADD_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
     ADD_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
@@ -950,18 +968,8 @@ TEST(errors_constraints) {
         pbd_world_destroy(T.w);
         EXPECT_NULL_WORLD(&S, pbd_add_constraints(NULL, &d0, &g));
         EXPECT_ERR(&S, pbd_add_constraints(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define CON_FAILS(field_set, want)                            \
-    do {                                                      \
-        d = d0;                                               \
-        field_set;                                            \
-        EXPECT_ERR(&S, pbd_add_constraints(w, &d, &g), want); \
-    } while (0)
-#define CON_FAILS2(field_set, a, b)                            \
-    do {                                                       \
-        d = d0;                                                \
-        field_set;                                             \
-        EXPECT_ERR2(&S, pbd_add_constraints(w, &d, &g), a, b); \
-    } while (0)
+#define CON_FAILS(field_set, want) FAILS_WITH(d = d0, field_set, pbd_add_constraints(w, &d, &g), want)
+#define CON_FAILS2(field_set, a, b) FAILS_WITH2(d = d0, field_set, pbd_add_constraints(w, &d, &g), a, b)
         CON_FAILS(d.indices = NULL, PBD_ERROR_NULL_POINTER);
         CON_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
         CON_FAILS(d.count = -4, PBD_ERROR_INVALID_ARGUMENT);
@@ -1052,18 +1060,8 @@ TEST(errors_attachments) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_attachments(NULL, &d0, &g));
     EXPECT_ERR(&S, pbd_add_attachments(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define ATT_FAILS(field_set, want)                            \
-    do {                                                      \
-        d = d0;                                               \
-        field_set;                                            \
-        EXPECT_ERR(&S, pbd_add_attachments(w, &d, &g), want); \
-    } while (0)
-#define ATT_FAILS2(field_set, a, b)                            \
-    do {                                                       \
-        d = d0;                                                \
-        field_set;                                             \
-        EXPECT_ERR2(&S, pbd_add_attachments(w, &d, &g), a, b); \
-    } while (0)
+#define ATT_FAILS(field_set, want) FAILS_WITH(d = d0, field_set, pbd_add_attachments(w, &d, &g), want)
+#define ATT_FAILS2(field_set, a, b) FAILS_WITH2(d = d0, field_set, pbd_add_attachments(w, &d, &g), a, b)
     ATT_FAILS(d.particles = NULL, PBD_ERROR_NULL_POINTER);
     ATT_FAILS(d.count = 0, PBD_ERROR_INVALID_ARGUMENT);
     ATT_FAILS(d.count = -1, PBD_ERROR_INVALID_ARGUMENT);
@@ -1133,20 +1131,9 @@ TEST(errors_mesh_volume_group) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_mesh_volume(NULL, &d0, &g));
     EXPECT_ERR(&S, pbd_add_mesh_volume(w, NULL, &g), PBD_ERROR_NULL_POINTER);
-#define MV_FAILS(field_set, want)                             \
-    do {                                                      \
-        d = d0;                                               \
-        memcpy(bad, tris, sizeof bad);                        \
-        field_set;                                            \
-        EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), want); \
-    } while (0)
-#define MV_FAILS2(field_set, a, b)                             \
-    do {                                                       \
-        d = d0;                                                \
-        memcpy(bad, tris, sizeof bad);                         \
-        field_set;                                             \
-        EXPECT_ERR2(&S, pbd_add_mesh_volume(w, &d, &g), a, b); \
-    } while (0)
+#define MV_RESET() (d = d0, memcpy(bad, tris, sizeof bad))
+#define MV_FAILS(field_set, want) FAILS_WITH(MV_RESET(), field_set, pbd_add_mesh_volume(w, &d, &g), want)
+#define MV_FAILS2(field_set, a, b) FAILS_WITH2(MV_RESET(), field_set, pbd_add_mesh_volume(w, &d, &g), a, b)
     MV_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
     MV_FAILS(d.triangle_count = 0, PBD_ERROR_INVALID_ARGUMENT);
     MV_FAILS(d.triangle_count = -2, PBD_ERROR_INVALID_ARGUMENT);
@@ -1178,6 +1165,7 @@ TEST(errors_mesh_volume_group) {
     EXPECT_ERR(&S, pbd_add_mesh_volume(w, &d, &g), PBD_ERROR_NOT_CLOSED);
 #undef MV_FAILS
 #undef MV_FAILS2
+#undef MV_RESET
     pbd_world_destroy(w);
 }
 
@@ -1258,34 +1246,14 @@ TEST(errors_cloth) {
     d0.vertex_count = 9;
     d0.triangles = tri;
     d0.triangle_count = 8;
-    {
-        scene T;
-        if (build_scene(&T)) CHECK_OK(pbd_add_cloth(T.w, &d0, &ob));
-        pbd_world_destroy(T.w);
-    }
+    BASE_IS_VALID(pbd_add_cloth(T.w, &d0, &ob));
     float bp[27], bm[9];
     int bt[24];
     EXPECT_NULL_WORLD(&S, pbd_add_cloth(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_cloth(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define CL_RESET()                   \
-    do {                             \
-        d = d0;                      \
-        memcpy(bp, pos, sizeof bp);  \
-        memcpy(bm, mass, sizeof bm); \
-        memcpy(bt, tri, sizeof bt);  \
-    } while (0)
-#define CL_FAILS(field_set, want)                        \
-    do {                                                 \
-        CL_RESET();                                      \
-        field_set;                                       \
-        EXPECT_ERR(&S, pbd_add_cloth(w, &d, &ob), want); \
-    } while (0)
-#define CL_FAILS2(field_set, a, b)                        \
-    do {                                                  \
-        CL_RESET();                                       \
-        field_set;                                        \
-        EXPECT_ERR2(&S, pbd_add_cloth(w, &d, &ob), a, b); \
-    } while (0)
+#define CL_RESET() (d = d0, memcpy(bp, pos, sizeof bp), memcpy(bm, mass, sizeof bm), memcpy(bt, tri, sizeof bt))
+#define CL_FAILS(field_set, want) FAILS_WITH(CL_RESET(), field_set, pbd_add_cloth(w, &d, &ob), want)
+#define CL_FAILS2(field_set, a, b) FAILS_WITH2(CL_RESET(), field_set, pbd_add_cloth(w, &d, &ob), a, b)
     CL_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     CL_FAILS(d.triangles = NULL, PBD_ERROR_NULL_POINTER);
     CL_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -1328,6 +1296,7 @@ TEST(errors_cloth) {
     CL_FAILS2(d.vertex_count = INT_MAX / 3 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
 #undef CL_FAILS
 #undef CL_FAILS2
+#undef CL_RESET
     { /* an edge shared by three triangles is not a manifold: the header names no code */
         float p5[15] = {0, 1.5f, 0, 1, 1.5f, 0, 0.5f, 2.5f, 0, 0.5f, 1.5f, 1, 0.5f, 1.5f, -1};
         int t3[9] = {0, 1, 2, 0, 1, 3, 1, 0, 4};
@@ -1372,31 +1341,12 @@ TEST(errors_softbody) {
     d0.vertex_count = 8;
     d0.tets = tets;
     d0.tet_count = 5;
-    {
-        scene T;
-        if (build_scene(&T)) CHECK_OK(pbd_add_softbody(T.w, &d0, &ob));
-        pbd_world_destroy(T.w);
-    }
+    BASE_IS_VALID(pbd_add_softbody(T.w, &d0, &ob));
     EXPECT_NULL_WORLD(&S, pbd_add_softbody(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_softbody(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define SB_FAILS(field_set, want)                           \
-    do {                                                    \
-        d = d0;                                             \
-        memcpy(bp, pos, sizeof bp);                         \
-        memcpy(bm, mass, sizeof bm);                        \
-        memcpy(bt, tets, sizeof bt);                        \
-        field_set;                                          \
-        EXPECT_ERR(&S, pbd_add_softbody(w, &d, &ob), want); \
-    } while (0)
-#define SB_FAILS2(field_set, a, b)                           \
-    do {                                                     \
-        d = d0;                                              \
-        memcpy(bp, pos, sizeof bp);                          \
-        memcpy(bm, mass, sizeof bm);                         \
-        memcpy(bt, tets, sizeof bt);                         \
-        field_set;                                           \
-        EXPECT_ERR2(&S, pbd_add_softbody(w, &d, &ob), a, b); \
-    } while (0)
+#define SB_RESET() (d = d0, memcpy(bp, pos, sizeof bp), memcpy(bm, mass, sizeof bm), memcpy(bt, tets, sizeof bt))
+#define SB_FAILS(field_set, want) FAILS_WITH(SB_RESET(), field_set, pbd_add_softbody(w, &d, &ob), want)
+#define SB_FAILS2(field_set, a, b) FAILS_WITH2(SB_RESET(), field_set, pbd_add_softbody(w, &d, &ob), a, b)
     SB_FAILS(d.positions = NULL, PBD_ERROR_NULL_POINTER);
     SB_FAILS(d.tets = NULL, PBD_ERROR_NULL_POINTER);
     SB_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -1434,6 +1384,7 @@ TEST(errors_softbody) {
     SB_FAILS2(d.tet_count = INT_MAX / 4 + 1, PBD_ERROR_OVERFLOW, PBD_ERROR_INVALID_ARGUMENT);
 #undef SB_FAILS
 #undef SB_FAILS2
+#undef SB_RESET
     pbd_world_destroy(w);
 }
 
@@ -1456,21 +1407,12 @@ TEST(errors_balloon) {
     d0.cloth.vertex_count = m.vertex_count;
     d0.cloth.triangles = m.triangles;
     d0.cloth.triangle_count = nt;
-    {
-        scene T;
-        if (build_scene(&T)) CHECK_OK(pbd_add_balloon(T.w, &d0, &ob));
-        pbd_world_destroy(T.w);
-    }
+    BASE_IS_VALID(pbd_add_balloon(T.w, &d0, &ob));
     EXPECT_NULL_WORLD(&S, pbd_add_balloon(NULL, &d0, &ob));
     EXPECT_ERR(&S, pbd_add_balloon(w, NULL, &ob), PBD_ERROR_NULL_POINTER);
-#define BA_FAILS(field_set, want)                                    \
-    do {                                                             \
-        d = d0;                                                      \
-        memcpy(bt, m.triangles, sizeof(int) * 3 * nt);               \
-        memcpy(bp, m.positions, sizeof(float) * 3 * m.vertex_count); \
-        field_set;                                                   \
-        EXPECT_ERR(&S, pbd_add_balloon(w, &d, &ob), want);           \
-    } while (0)
+#define BA_RESET() \
+    (d = d0, memcpy(bt, m.triangles, sizeof(int) * 3 * nt), memcpy(bp, m.positions, sizeof(float) * 3 * m.vertex_count))
+#define BA_FAILS(field_set, want) FAILS_WITH(BA_RESET(), field_set, pbd_add_balloon(w, &d, &ob), want)
     BA_FAILS(d.pressure = 0.0f, PBD_ERROR_INVALID_ARGUMENT);
     BA_FAILS(d.pressure = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
     BA_FAILS(d.pressure = qnan, PBD_ERROR_NOT_FINITE);
@@ -1493,6 +1435,7 @@ TEST(errors_balloon) {
         pbd_mesh_free(&g);
     }
 #undef BA_FAILS
+#undef BA_RESET
     free(bt);
     free(bp);
     pbd_mesh_free(&m);
@@ -1530,18 +1473,8 @@ TEST(errors_colliders) {
     }
     EXPECT_NULL_WORLD(&S, pbd_add_collider(NULL, &d0, &c));
     EXPECT_ERR(&S, pbd_add_collider(w, NULL, &c), PBD_ERROR_NULL_POINTER);
-#define CO_FAILS(field_set, want)                          \
-    do {                                                   \
-        d = d0;                                            \
-        field_set;                                         \
-        EXPECT_ERR(&S, pbd_add_collider(w, &d, &c), want); \
-    } while (0)
-#define CO_FAILS2(field_set, a, b)                          \
-    do {                                                    \
-        d = d0;                                             \
-        field_set;                                          \
-        EXPECT_ERR2(&S, pbd_add_collider(w, &d, &c), a, b); \
-    } while (0)
+#define CO_FAILS(field_set, want) FAILS_WITH(d = d0, field_set, pbd_add_collider(w, &d, &c), want)
+#define CO_FAILS2(field_set, a, b) FAILS_WITH2(d = d0, field_set, pbd_add_collider(w, &d, &c), a, b)
     CO_FAILS(d.shape = (pbd_collider_shape)4, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.shape = (pbd_collider_shape)-1, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.position[2] = qnan, PBD_ERROR_NOT_FINITE);
