@@ -657,7 +657,7 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
     return PBD__UP(g, d->ids, h->ids, n) && PBD__UP(g, d->fluid, h->fluid, n) && PBD__UP(g, d->object, h->object, n) &&
            PBD__SCRATCH(g, d->slot, n) && PBD__SCRATCH(g, d->sid, n) && PBD__SCRATCH(g, d->sfluid, n) &&
            PBD__SCRATCH(g, d->sobject, n) && PBD__SCRATCH(g, d->nbr, n * PBD_MAX_NEIGHBORS) &&
-           PBD__SCRATCH(g, d->nbr_count, n) && PBD__SCRATCH(g, d->ncontact, n) && PBD__SCRATCH(g, d->nbr_off, n) &&
+           PBD__SCRATCH(g, d->nbr_count, n) && PBD__SCRATCH(g, d->cload, n) && PBD__SCRATCH(g, d->nbr_off, n) &&
            PBD__SCRATCH(g, d->cross, n) && PBD__SCRATCH(g, d->pure, n) && PBD__SCRATCH(g, d->lambda, n) &&
            PBD__SCRATCH(g, d->density, n) && PBD__SCRATCH(g, d->omega_len, n) && PBD__SCRATCH(g, d->spos, n) &&
            PBD__SCRATCH(g, d->dp, n) && PBD__SCRATCH(g, d->omega, n) && PBD__SCRATCH(g, d->svel, n) &&

@@ -268,6 +268,55 @@ TEST(contact_cloth_lands_on_granular_bed) {
 }
 
 /* 1 and 2 threads, SIMD on and off: the same bits. */
+/* A heavy particle on light ones (pbd.h, particle contact: the pairs'
+   scale is 1 / the larger contact load): a 15.6 g grain of 2.5 cm let down
+   onto a 0.2 kg hammock of 48 x 48 vertices (0.09 g each) pinned at its
+   corners, all defaults, stays on it; scaled by 1 / max(contact counts)
+   (the grain has tens of candidates) it fell through within 0.4 s.
+   Returns the grain's height less the hammock's lowest vertex after 0.7 s. */
+static float grain_on_hammock(float *grain_y) {
+    enum { N = 48 };
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {-0.5f, 0.5f, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(N, N, o, u, v, &m));
+    float *mass = (float *)malloc(sizeof(float) * N * N);
+    for (int i = 0; i < N * N; ++i) mass[i] = 0.2f / (N * N);
+    mass[0] = mass[N - 1] = mass[N * N - N] = mass[N * N - 1] = 0; /* the corners pinned */
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    cd.masses = mass;
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    CHECK_OK(pbd_object_set_particle_contact(w, cloth, 1));
+    float at[3] = {0, 0.5f + 0.025f + 0.02f, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = at;
+    pd.count = 1;
+    pd.radius = 0.025f;
+    pd.mass = 0.0156f;
+    pbd_range grain;
+    CHECK_OK(pbd_add_particles(w, &pd, &grain));
+    CHECK_OK(pbd_particles_set_particle_contact(w, grain, 1));
+    for (int s = 0; s < 42; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    const float *x = pbd_world_positions(w);
+    float low = 1e30f;
+    for (int i = 0; i < N * N; ++i) low = fminf(low, x[4 * (pbdt_parts(w, cloth).particles.first + i) + 1]);
+    *grain_y = x[4 * grain.first + 1];
+    free(mass);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+    return *grain_y - low;
+}
+
+TEST(contact_heavy_grain_stays_on_a_light_hammock) {
+    LONG_SCENE();
+    float y, above = grain_on_hammock(&y);
+    printf("    grain 15.6 g on a 0.2 kg hammock after 0.7 s: at %.3f m, %.3f m above its lowest vertex\n", (double)y,
+           (double)above);
+    CHECK_MSG(above > 0.02f && y > 0.35f, "the grain is at %.3f m, %.3f m above the hammock's lowest vertex", (double)y,
+              (double)above);
+}
+
 TEST(contact_threads_and_simd_bit_identical) {
     if (!pbdt_parity(PBDT_SIMD, PBDT_THREADS)) SKIP(PBDT_NO_PARITY);
     enum { N = 120 };
@@ -366,6 +415,7 @@ void suite_particle_contact(void) {
     RUN(contact_momentum_conserved);
     RUN(granular_angle_of_repose_grows_with_friction);
     RUN(contact_cloth_lands_on_granular_bed);
+    RUN(contact_heavy_grain_stays_on_a_light_hammock);
     RUN(contact_threads_and_simd_bit_identical);
     RUN(contact_snapshot_keeps_switches_and_friction);
     RUN(contact_bad_input_changes_nothing);
