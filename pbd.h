@@ -1882,8 +1882,9 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
    stops being treated as isolated (SOLVER step 5: no angular momentum
    restore). Either way its damping (pbd_object_set_damping) takes each
    piece the cracks leave, copies included, on its own: a piece torn off
-   every pin falls freely, damped towards its own rigid motion; a piece
-   still on a pin is damped towards the pins. */
+   every pin falls freely, damped towards its own rigid motion (at most at
+   a self-collision surface's speed limit, when the cloth has one); a
+   piece still on a pin is damped towards the pins. */
 
 typedef struct pbd_tearing_desc {
     pbd_object object;    /* a cloth object (not a balloon: its volume needs a closed skin) */
@@ -1934,7 +1935,11 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
         thicknesses plus the reach of both (the projection acts within a
         thickness of the plane and a thickness sideways) and the edge pairs
         with inner closest points closer than a thickness plus the reach,
-        at most 8 per vertex and 4 per edge (the nearest). The search groups
+        at most 8 per vertex and 4 per edge (the nearest). Vertices that
+        start the step at one point (a vertex torn in two, a seam the mesh
+        did not weld) are neighbours, as a vertex and its own triangles
+        are: no pair of theirs is a candidate until they part (a torn-off
+        piece was held in mid-air by such pairs). The search groups
         vertices, triangles and edges into spatial clusters of 32 (built
         when the surfaces change), finds overlapping cluster boxes through
         the shared hash grid, rebuilt each substep by counting sort, and
@@ -14921,6 +14926,18 @@ static inline PBD_HD int pbd__sc_pair_ok(const pbd_world *w, int sa, int sb) {
         }                                                                                               \
     } while (0)
 
+/* Whether vertices u and v of the surfaces stood at one point at the
+   start of the step: a vertex torn in two (pbd_world_tear: the copy
+   starts where the original is) or a seam a mesh did not weld. Such a
+   vertex against a triangle on the other (distance 0, no side) was
+   found crossing every substep, and the fail-safe stopped the torn cloth
+   in mid-air for good; they are neighbours, as a vertex and its own
+   triangles are, until they part. */
+static inline PBD_HD int pbd__sc_twins(const pbd__selfcol *S, int u, int v) {
+    const float *a = S->x0 + 3 * u, *b = S->x0 + 3 * v;
+    return a[0] == b[0] && a[1] == b[1] && a[2] == b[2];
+}
+
 /* The exact test of vertex i (at xi, reach tv) against triangle t: a
    candidate when it is within PBD__SC_PT_GAP thicknesses plus the reach of
    both, with the side it keeps (survey 3.4.3). prev: i's candidates of the
@@ -14929,6 +14946,7 @@ static PBD_HD void pbd__sc_try_pt(const pbd_world *w, const pbd__selfcol *S, int
                                   const pbd__sc_pt *prev, int nprev, pbd__sc_pt *slots, int *count) {
     const int *tv3 = S->tv + 3 * t;
     if (tv3[0] == i || tv3[1] == i || tv3[2] == i || !pbd__sc_pair_ok(w, S->vs[i], S->ts[t])) return;
+    if (pbd__sc_twins(S, i, tv3[0]) || pbd__sc_twins(S, i, tv3[1]) || pbd__sc_twins(S, i, tv3[2])) return;
     pbd__v3 a = pbd__sc_x(w, S, tv3[0]), b = pbd__sc_x(w, S, tv3[1]), c = pbd__sc_x(w, S, tv3[2]);
     int f;
     float d = pbd__len(pbd__sub(xi, pbd__closest_on_triangle(xi, a, b, c, &f)));
@@ -14974,6 +14992,8 @@ static PBD_HD void pbd__sc_try_ee(const pbd_world *w, const pbd__selfcol *S, int
                                   int nprev, pbd__sc_ee *slots, int *count) {
     int a0 = S->ev[2 * e], a1 = S->ev[2 * e + 1], b0 = S->ev[2 * f], b1 = S->ev[2 * f + 1];
     if (b0 == a0 || b0 == a1 || b1 == a0 || b1 == a1 || !pbd__sc_pair_ok(w, S->es[e], S->es[f])) return;
+    if (pbd__sc_twins(S, a0, b0) || pbd__sc_twins(S, a0, b1) || pbd__sc_twins(S, a1, b0) || pbd__sc_twins(S, a1, b1))
+        return;
     pbd__v3 A0 = pbd__sc_x(w, S, a0), A1 = pbd__sc_x(w, S, a1), B0 = pbd__sc_x(w, S, b0), B1 = pbd__sc_x(w, S, b1);
     float s, t;
     pbd__segment_closest(A0, A1, B0, B1, &s, &t);
