@@ -683,7 +683,8 @@ PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void);
    a duplicate particle, beta/stiffness outside [0, 1], negative
    yield/creep, max_plastic <= 0, both a plan and lists, a plan whose
    particle count differs, an empty region, lists that leave a particle
-   in no region (PBD_ERROR_INVALID_ARGUMENT); region_count or
+   in no region, a rest coordinate beyond PBD_MAX_COORDINATE
+   (PBD_ERROR_INVALID_ARGUMENT); region_count or
    region_particles without region_start (PBD_ERROR_NULL_POINTER); a
    particle index outside the world (PBD_ERROR_INDEX_OUT_OF_RANGE); NaN or
    Inf (PBD_ERROR_NOT_FINITE); a negative mass (PBD_ERROR_NEGATIVE_MASS); a
@@ -4991,12 +4992,17 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
                 rest[3 * i + a] = d->rest_positions ? d->rest_positions[3 * i + a] : x[4 * j + a];
             if (d->masses) mass[i] = d->masses[i];
             else pbd_particle_get_mass(w, j, &mass[i]);
-            for (int a = 0; a < 3; ++a)
+            for (int a = 0; a < 3 && res == PBD_OK; ++a)
                 if (!pbd_sm__finite(rest[3 * i + a]))
                     res = pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                                          "pbd_sm_add_body: the rest position of local particle %d (world particle %d) "
                                          "is not finite (axis %d: %g)",
                                          i, j, a, (double)rest[3 * i + a]);
+                else if (!(fabsf(rest[3 * i + a]) <= PBD_MAX_COORDINATE)) /* as pbd.h's builders */
+                    res = pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                         "pbd_sm_add_body: the rest position of local particle %d (world particle %d) "
+                                         "is %g m on axis %d, beyond PBD_MAX_COORDINATE = %g m",
+                                         i, j, (double)rest[3 * i + a], a, (double)PBD_MAX_COORDINATE);
             if (!pbd_sm__finite(mass[i]))
                 res = pbd_world_fail(
                     w, PBD_ERROR_NOT_FINITE,

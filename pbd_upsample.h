@@ -308,9 +308,9 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
    level: V' = V + E, F' = 4 F (E = edges: 3F/2 for a closed mesh).
    Triangle (a, b, c) becomes (a, ab, ca), (ab, b, bc), (ca, bc, c),
    (ab, bc, ca), so orientation is kept. The input must be an edge-manifold
-   triangle mesh (an edge in at most two triangles) with distinct corners
-   and no triangle listed twice (PBD_ERROR_INVALID_ARGUMENT, as in every
-   mesh this header takes). */
+   triangle mesh (an edge in at most two triangles) with no triangle
+   listed twice (PBD_ERROR_INVALID_ARGUMENT) and distinct corners
+   (PBD_ERROR_DEGENERATE), as every mesh this header takes. */
 
 /* The subdivided mesh itself (positions and triangles); smooth 1: Loop's
    rules, 0: linear (midpoint) subdivision with the same topology and

@@ -241,6 +241,12 @@ TEST(sm_messages_read_as_words) {
     CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INVALID_ARGUMENT,
                          "rotation_iterations 0 outside 1..100");
     bd.rotation_iterations = 8;
+    float distant[9] = {0, 0, 0, 1, 0, 0, 0, 1e7f, 0}; /* rest positions are bounded as pbd.h's builders' */
+    bd.rest_positions = distant;
+    CHECK_ERROR_IN_WORDS(w, pbd_sm_add_body(w, &bd, &body), PBD_ERROR_INVALID_ARGUMENT,
+                         "the rest position of local particle 2 (world particle 2) is 1e+07 m on axis 1, beyond "
+                         "PBD_MAX_COORDINATE = 1e+06 m");
+    bd.rest_positions = NULL;
     CHECK_OK(pbd_sm_add_body(w, &bd, &body));
     CHECK_ERROR_IN_WORDS(w, pbd_sm_body_set_stiffness(w, body, -0.5f), PBD_ERROR_INVALID_ARGUMENT,
                          "stiffness -0.5 outside [0, 1]");
