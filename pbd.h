@@ -1411,8 +1411,10 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
        grid the distance to the mesh's bounding box is used.
    Bad input (NULL, NaN, an index out of range, a repeated vertex in a
    triangle, a zero-area triangle, an edge shared by more than two
-   triangles; an open mesh for a grid; sdf_resolution outside 0..512)
-   returns an error and adds nothing. The collider keeps its own copy of
+   triangles; an open mesh for a grid; sdf_resolution outside 0..512; a
+   closed mesh wound inward, PBD_ERROR_DEGENERATE: its triangles must be
+   counter-clockwise seen from outside, their normals out) returns an
+   error and adds nothing. The collider keeps its own copy of
    the mesh, which is part of the snapshot (BVH and grid are rebuilt by
    pbd_world_restore). */
 typedef struct pbd_mesh_collider_desc {
@@ -7901,12 +7903,20 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
             r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)",
                           edges[e].a, edges[e].b, edges[e].nopp);
     pbd__free((pbd_world *)w, edges);
-    if (r == PBD_OK && resolution > 0) {
-        pbd_result c = pbd__closed_status(w, tris, nt);
-        if (c == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, c, "no memory to check the mesh");
-        if (c != PBD_OK) return pbd__fail(w, c, "a signed-distance grid needs a closed, consistently oriented mesh");
-    }
-    return r;
+    if (r != PBD_OK) return r;
+    pbd_result c = pbd__closed_status(w, tris, nt);
+    if (c == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, c, "no memory to check the mesh");
+    if (c != PBD_OK && resolution > 0)
+        return pbd__fail(w, c, "a signed-distance grid needs a closed, consistently oriented mesh");
+    /* a closed mesh wound inward would be solid outside (the pseudo-normals'
+       sign): a particle dropped on it fell in and rested inside */
+    float vol = c == PBD_OK ? pbd__eval_mesh_volume(verts, nv, tris, nt, 0.0f, NULL) : 0.0f;
+    if (vol < 0)
+        return pbd__fail(w, PBD_ERROR_DEGENERATE,
+                         "the closed mesh is wound inward (its volume is %g m^3): reverse every triangle (swap two "
+                         "of its vertices) so that their normals point out",
+                         (double)vol);
+    return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_add_collider_mesh(pbd_world *w, const pbd_mesh_collider_desc *d, pbd_collider *out) {

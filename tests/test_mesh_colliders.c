@@ -410,6 +410,13 @@ TEST(mesh_colliders_bad_input) {
     /* three triangles on edge 0-1: non-manifold */
     float fan[15] = {0, 0, 0, 1, 0, 0, 0.5f, 1, 0, 0.5f, -1, 0, 0.5f, 0, 1};
     int fant[9] = {0, 1, 2, 1, 0, 3, 0, 1, 4};
+    /* the sphere wound inward: solid outside, refused */
+    int *inward = (int *)malloc(sizeof(int) * 3 * (size_t)s.triangle_count);
+    for (int t = 0; t < s.triangle_count; ++t) {
+        inward[3 * t] = s.triangles[3 * t];
+        inward[3 * t + 1] = s.triangles[3 * t + 2];
+        inward[3 * t + 2] = s.triangles[3 * t + 1];
+    }
     struct {
         const float *p;
         int nv;
@@ -432,6 +439,8 @@ TEST(mesh_colliders_bad_input) {
          PBD_ERROR_INVALID_ARGUMENT}, /* a grid of 1 cell */
         {s.positions, s.vertex_count, s.triangles, s.triangle_count, -3, PBD_ERROR_INVALID_ARGUMENT},
         {s.positions, s.vertex_count, s.triangles, s.triangle_count, 513, PBD_ERROR_INVALID_ARGUMENT},
+        {s.positions, s.vertex_count, inward, s.triangle_count, 0, PBD_ERROR_DEGENERATE},
+        {s.positions, s.vertex_count, inward, s.triangle_count, 16, PBD_ERROR_DEGENERATE},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         pbd_mesh_collider_desc d = pbd_mesh_collider_desc_default();
@@ -464,6 +473,7 @@ TEST(mesh_colliders_bad_input) {
     CHECK(memcmp(a, b, n) == 0);
     free(a);
     free(b);
+    free(inward);
     pbd_mesh_free(&s);
     pbd_mesh_free(&c);
     pbd_world_destroy(w);
