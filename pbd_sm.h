@@ -1105,7 +1105,12 @@ typedef struct pbd_sm_cloth_desc {
                                    lifts it out, as it does at full size with either scheme */
     float thickness;                /* particle radius for collisions, <= PBD_MAX_RADIUS; default 0.005 */
     const int *keep_vertices;       /* optional: vertices every level keeps (e.g. those you pin);
-                                 boundary corners are always kept */
+                                 boundary corners are always kept. Nested levels only: with
+                                 nested = 0 no coarse vertex is a fine one, so a pin holds on
+                                 the finest level alone and the coarse levels pull against
+                                 it (a 30 x 30 cloth of 5 levels pinned at two corners and a
+                                 middle vertex: worst edge 235% at 1 s, 22% nested): pin
+                                 nested cloths */
     int keep_count;
 } pbd_sm_cloth_desc;
 
