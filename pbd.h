@@ -896,7 +896,10 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    (or fluid kernel); a 20 m particle is no particle, and a fluid of 1e6 m
    spacing is a unit error (mm for m): refused with
    PBD_ERROR_INVALID_ARGUMENT. Colliders are shapes, not particles, and
-   have no such bound. */
+   have no such bound; but a mesh collider's triangles are measured in
+   float: keep them under about 50 km across (a ground of two triangles
+   60 km wide holds a particle, 200 km wide lets it through) and make a
+   bigger ground of more triangles, or a plane or box collider. */
 #define PBD_MAX_RADIUS 10.0f
 /* The largest coordinate (m) of a particle position given to the world:
    |x|, |y| and |z| of pbd_particles_desc.positions,
