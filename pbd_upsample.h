@@ -406,8 +406,9 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *desc, pbd
 PBD_UP_DEF void pbd_up_wrinkle_destroy(pbd_up_wrinkle *wr);
 /* One frame: targets from coarse_positions (coarse_count*3), the static
    solve, and (fine_out, optional) the fine positions, fine_count*3.
-   A NaN/Inf coarse position is refused and changes nothing. A coarse
-   triangle that degenerates keeps its last normal. */
+   A NaN/Inf coarse position (PBD_ERROR_NOT_FINITE) or one beyond
+   PBD_MAX_COORDINATE (PBD_ERROR_INVALID_ARGUMENT) is refused and changes
+   nothing. A coarse triangle that degenerates keeps its last normal. */
 PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *coarse_positions, float *fine_out);
 /* The same frame with world particles [first, first + coarse_count) of
    `coarse` as the coarse positions; *fine gets the fine positions (3
@@ -2873,6 +2874,15 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_update(pbd_up_wrinkle *wr, const float *x, 
         return pbd_world_fail((wr ? wr->world : NULL), PBD_ERROR_NOT_FINITE,
                               "pbd_up_wrinkle_update: coarse_positions contain NaN or infinity (%d vertices)",
                               wr->coarse_count);
+    /* the fine cloth is a pbd.h world's: beyond its bound its particles
+       stood still at 1e20 m while the call returned PBD_OK (an audit) */
+    for (size_t i = 0; i < (size_t)wr->coarse_count * 3; ++i)
+        if (!(fabsf(x[i]) <= PBD_MAX_COORDINATE))
+            return pbd_world_fail(
+                wr->world, PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_up_wrinkle_update: coarse vertex %zu is %g m from the origin on axis %zu, beyond "
+                "PBD_MAX_COORDINATE = %g m",
+                i / 3, (double)x[i], i % 3, (double)PBD_MAX_COORDINATE);
     pbd_up__wrinkle_fetch(wr); /* the normals of a last update from a GPU world */
     pbd_up__wrinkle_targets(wr, x);
     pbd_up__wrinkle_gpu(wr, NULL, PBD_UP__CUDA_PUSH);

@@ -616,6 +616,9 @@ TEST(up_wrinkle_radius) {
     cx[4] = NAN;
     CHECK_ERROR(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_NOT_FINITE,
                 "coarse_positions contain NaN or infinity (25 vertices)");
+    cx[4] = 1e20f;
+    CHECK_ERROR(pbd_up_wrinkle_update(wr, cx, x), PBD_ERROR_INVALID_ARGUMENT,
+                "coarse vertex 1 is 1e+20 m from the origin on axis 1, beyond PBD_MAX_COORDINATE = 1e+06 m");
     float t2[3 * 1000];
     if (n <= 1000) {
         CHECK_OK(pbd_up_wrinkle_targets(wr, t2, NULL, NULL));
