@@ -48,7 +48,9 @@
    restore). A restore fails with PBD_ERROR_BAD_SNAPSHOT, changing
    nothing, when the target's things differ from the snapshot's (one
    missing, one more, another order, one built otherwise: other particle
-   or region counts, levels, triangles) or a state is corrupt (NaN, a
+   or region counts, levels, triangles; two things of the same counts in
+   the other order pass, and go on with the other's rest shape: rebuild
+   in the saved order) or a state is corrupt (NaN, a
    plastic state with det <= 1e-6, a zero quaternion, a parameter out of
    range); the message names the plugin and what was wrong. A snapshot of
    version 7 (pbd.h's, before plugin states) restores the particles and

@@ -101,7 +101,7 @@ struct scene {
     char status[160];      /* what the scene says about itself after each step */
     char options[128];     /* "key=value ..." its builder reads (scene_create) */
     char output[64];       /* the base name of a headless run's images: the name, or with its options */
-    char error[256];       /* why scene_create or scene_step failed */
+    char error[600];       /* why scene_create or scene_step failed (the library's whole message) */
     /* grabbing */
     int grabbed;    /* the held particle (kinematic while held), or -1 */
     int shape_held; /* the shape a hand moves (scene_move_shape), or -1 */
@@ -206,7 +206,7 @@ static double scene__now_ms(void) {
 
 static pbd_result scene__fail(scene *s, pbd_result r, const char *what) {
     if (r != PBD_OK && !s->error[0])
-        snprintf(s->error, sizeof s->error, "%.80s: %s (%.120s)", what, pbd_result_string(r),
+        snprintf(s->error, sizeof s->error, "%.80s: %s (%.480s)", what, pbd_result_string(r),
                  s->world ? pbd_world_last_error(s->world) : pbd_last_error());
     return r;
 }
