@@ -833,8 +833,8 @@ PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
    worlds (a barrier costs microseconds); otherwise each substep runs on
    OpenMP's count or fewer threads, whichever the substeps' timings show
    to be faster on this machine under its current load (see THREADS ON A
-   BUSY MACHINE); threads >= 1: exactly that many, whatever the size and
-   the load. */
+   BUSY MACHINE); threads 1..1024: exactly that many, whatever the size
+   and the load. */
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 /* The number of threads the last substep ran on (0 before the first step):
@@ -1284,7 +1284,8 @@ PBDDEF pbd_result pbd_object_get_parts(const pbd_world *w, pbd_object object, pb
 /* The world particle of each vertex of the object's builder mesh, in the
    mesh's order (with reorder they are not first, first + 1, ...): a list
    (out, max, *count) of vertex_count ints, e.g. to draw the mesh from
-   pbd_world_positions with your own triangles. */
+   pbd_world_positions with your own triangles; after tearing the copies
+   follow, in the order they were made (*count grows with them). */
 PBDDEF pbd_result pbd_object_vertices(const pbd_world *w, pbd_object object, int *particles, int max, int *count);
 /* Global damping (1/s): every substep the velocities of the object's free
    particles move by 1 - exp(-damping h) towards a rigid motion. A free

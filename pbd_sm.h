@@ -245,7 +245,8 @@
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
    them), so it is stiff at small steps only: a 1 m cloth of 40 x 40
    vertices dropped from the horizontal, hanging from two corners, 5
-   levels, all defaults (bench/sm_cloth_window.c): the worst edge strain
+   levels, all defaults (bench/sm_cloth_window.c: the grid from (-0.5,
+   1.5, -0.5), 1 m along x and z): the worst edge strain
    over the window 2..4 s (swinging and settling; the mean strain's worst
    in that window in brackets), and at the instant t = 4 s: one V-cycle
    per 5 ms step 35% (2.4%), 9.7% at 4 s; per 1/240 s 16% (1.7%), 7.8%
@@ -254,7 +255,9 @@
    The mean strain at 4 s: 1.1%, 0.9%, 14%, 50%. The worst edge is the
    fragile figure, one edge at a pinned corner: the same cloth only moved
    elsewhere in space (float rounding differs) gave over 0..4 s at 1/240
-   s 11.5% to 41% in an audit, its mean strain at 4 s 0.7% to 0.95%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
+   s 11.5% to 41% in an audit (0.5 m to the side, at 1/60 and 1/30 s:
+   160% and 563% against 112% and 342%), its mean strain at 4 s 0.7% to
+   0.95%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
    1/240 s, as examples/multires_cloth.c does), not one. Keep the one
    iteration (the world's default is 4): with wrinkle conservation on (the
    default) more V-cycles per substep loosen the worst edges, 4 substeps
@@ -624,7 +627,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
 
    Momentum: the corrections of a region sum to zero momentum and torque
    (mass-weighted centre, optimal rotation), so a body conserves linear and
-   angular momentum, up to the first-order velocity update v = (p - x) / h
+   angular momentum, up to float rounding of the corrections (a strongly
+   deforming LINEAR or QUADRATIC body drifts by 1-6% of its momentum a
+   second at the origin and far more 100 m from it, an audit; a rigid one
+   by little), and up to the first-order velocity update v = (p - x) / h
    of pbd.h, which takes about (omega h)^2 of a spinning body's angular
    velocity per substep (4% in 1 s at 3 rad/s and 240 substeps/s; pbd.h
    restores it only for its own isolated objects, SOLVER step 5). Without a held particle the rigid match after
@@ -867,8 +873,9 @@ PBD_SM_DEF pbd_result pbd_sm_oriented_particles(const pbd_world *w, pbd_sm_orien
    either may be NULL. */
 PBD_SM_DEF pbd_result pbd_sm_oriented_get_state(const pbd_world *w, pbd_sm_oriented set, int index, float *q,
                                                 float *omega);
-/* Sets them (either may be NULL to keep it); q must be non-zero (it is
-   normalised). */
+/* Sets them (either may be NULL to keep it); q is normalised, and must
+   have a length above 1e-6 (PBD_ERROR_DEGENERATE: a shorter one has no
+   reliable direction in float). */
 PBD_SM_DEF pbd_result pbd_sm_oriented_set_state(pbd_world *w, pbd_sm_oriented set, int index, const float *q,
                                                 const float *omega);
 /* The members (local indices, centre first) of particle index's group. */
