@@ -184,8 +184,10 @@
        order and returns pbd_result: it writes at most max items to out
        (an item may be several numbers: a triangle is 3 ints), *count
        (required) receives the full length, and out may be NULL when max
-       is 0, so a first call with (NULL, 0, &n) sizes the buffer. A short
-       buffer is no error. All three headers follow this.
+       is 0, so a first call with (NULL, 0, &n) sizes the buffer (NULL
+       with max > 0, or max < 0, is PBD_ERROR_INVALID_ARGUMENT; a NULL
+       count PBD_ERROR_NULL_POINTER). A short buffer is no error. All
+       three headers follow this.
      * No allocation inside pbd_world_step(): scratch is sized when objects
        are added. (A GPU world's first step after a change uploads the
        world, which allocates device memory when a buffer must grow.)
