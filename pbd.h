@@ -7900,7 +7900,10 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
         pbd__v3 e0 = pbd__sub(b, a), e1 = pbd__sub(c, a);
         float l2 = pbd__dot(e0, e0) > pbd__dot(e1, e1) ? pbd__dot(e0, e0) : pbd__dot(e1, e1);
         if (!(pbd__len(pbd__cross(e0, e1)) > PBD__SLIVER_MIN * l2) || !(l2 > 0))
-            return pbd__fail(w, PBD_ERROR_DEGENERATE, "triangle %d has zero area", t);
+            return pbd__fail(
+                w, PBD_ERROR_DEGENERATE,
+                "triangle %d has zero area (or is a sliver: its area under %g of its longest edge squared)", t,
+                (double)(0.5f * PBD__SLIVER_MIN));
     }
     pbd__edge *edges = NULL;
     long ne = pbd__build_edges((pbd_world *)w, tris, nt, 3, &edges);
