@@ -1409,8 +1409,8 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
        Aanaes 2005), so a particle found inside is pushed out. An open mesh
        (a terrain, a wall) is a two-sided shell: particles stay on the side
        they come from. A particle has one contact per collider (the
-       nearest point), so in a crease or pit narrower than a right angle
-       it meets one face at a time: a particle resting at the apex of a
+       nearest point), so in a crease or a pit of the mesh it meets one
+       face at a time: a particle resting at the apex of a
        4-triangle funnel stays put but reports 0.02-0.06 m/s, and a pile
        in an 8-triangle funnel cycles by 0.4 mm (an audit; the same pit of
        plane colliders settles to rest).
