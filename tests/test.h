@@ -165,6 +165,17 @@ static inline pbd_object_parts pbdt_parts(const pbd_world *w, pbd_object o) {
     return p;
 }
 
+/* n loose particles (radius r, mass m each) with particle contact on; the range. */
+static inline pbd_range pbdt_add_colliding(pbd_world *w, const float *pos, int n, float r, float m) {
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = n;
+    pd.radius = r;
+    pd.mass = m;
+    pbd_range range = {0, 0};
+    if (pbd_add_particles(w, &pd, &range) == PBD_OK) pbd_particles_set_particle_contact(w, range, 1);
+    return range;
+}
 /* The largest particle speed of the world (m/s). */
 static inline float pbdt_max_speed(const pbd_world *w) {
     const float *v = pbd_world_velocities(w);

@@ -302,14 +302,8 @@ TEST(fluid_density_projection_keeps_momentum) {
     fd.velocities = vel;
     CHECK_OK(pbd_add_fluid(w, &fd, NULL, NULL));
     float sp[6] = {0.1f, 0.1f, 0.1f, 0.12f, 0.2f, 0.1f};
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = sp;
-    pd.count = 2;
-    pd.mass = 0.3f;
-    pd.radius = 0.02f;
-    pbd_range solids;
-    CHECK_OK(pbd_add_particles(w, &pd, &solids));
-    CHECK_OK(pbd_particles_set_particle_contact(w, solids, 1));
+    pbd_range solids = pbdt_add_colliding(w, sp, 2, 0.02f, 0.3f);
+    CHECK(solids.count == 2);
     double m0[3] = {0, 0, 0}, m1[3] = {0, 0, 0}, scale = 0;
     for (int pass = 0; pass < 2; ++pass) {
         const float *v = pbd_world_velocities(w);

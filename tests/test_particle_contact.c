@@ -289,14 +289,8 @@ static float grain_on_hammock(float *grain_y) {
     CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
     CHECK_OK(pbd_object_set_particle_contact(w, cloth, 1));
     float at[3] = {0, 0.5f + 0.025f + 0.02f, 0};
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = at;
-    pd.count = 1;
-    pd.radius = 0.025f;
-    pd.mass = 0.0156f;
-    pbd_range grain;
-    CHECK_OK(pbd_add_particles(w, &pd, &grain));
-    CHECK_OK(pbd_particles_set_particle_contact(w, grain, 1));
+    pbd_range grain = pbdt_add_colliding(w, at, 1, 0.025f, 0.0156f);
+    CHECK(grain.count == 1);
     for (int s = 0; s < 42; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     const float *x = pbd_world_positions(w);
     float low = 1e30f;
