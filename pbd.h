@@ -17453,8 +17453,9 @@ static int pbd__first_nonfinite(const pbd_world *w) {
     return held;
 }
 
-/* Serial below this many particles + constraints: a barrier costs microseconds. */
-static int pbd__parallel_worth_it(const pbd_world *w) {
+/* Serial below this many particles + constraints: a barrier costs
+   microseconds. (inline: a build without OpenMP has no use for it) */
+static inline int pbd__parallel_worth_it(const pbd_world *w) {
     long work = w->n + pbd__plugins_work(w) + pbd__extras_work(w);
     for (int g = 0; g < w->ngroups; ++g) work += w->groups[g].count;
     return work >= PBD__PARALLEL_MIN;

@@ -8717,7 +8717,8 @@ static PBD_HD void pbd_sm__tri_load(const pbd_sm__level *L, int t, const float *
 }
 /* One triangle alone (a GPU thread's): its 9 corrections into out, its
    projection kept. */
-static PBD_HD void pbd_sm__tri_one(pbd_sm__level *L, int t, const float *x, int conserve, float alpha, float *out) {
+static inline PBD_HD void pbd_sm__tri_one(pbd_sm__level *L, int t, const float *x, int conserve, float alpha,
+                                          float *out) {
     float in[PBD_SM__TRI_IN], o[PBD_SM__TRI_OUT];
     pbd_sm__tri_load(L, t, x, alpha, in);
     pbd_sm__tri_lane(in, conserve, o);
