@@ -165,7 +165,8 @@
        few steps only. A particle let fall from (x, x, 0) had after 1 s a
        speed of 9.67 m/s at x = 100 m, 10.5 at 500 m and 1 km, 7.0 at
        2 km, 14.1 at 4 km and 0 (it never moved) at 10 km, instead of
-       9.81 (60 Hz; 30 Hz: 9.78 at 100 m, 14.1 at 10 km). Keep what
+       9.81 (60 Hz; 30 Hz at a fixed 4 substeps, reference_dt = 0: 9.78 at
+       100 m, 14.1 at 10 km). Keep what
        moves within about 100 m of the origin; for a larger world, move
        the origin with the scene (shift every position, collider pose
        and target by the same amount between steps). The positions a
@@ -198,22 +199,27 @@
        velocities (p - x) / h of rounding-size motions in float range (and
        alpha~ = compliance / h^2 is capped at 1e30, so any valid compliance
        works); a step longer than 1 s is no simulation step - a game that
-       lost time clamps its frame. Accepted is not simulated well: keep
-       dt <= 1/30 s or raise the substeps with it, and never follow a
-       long step with a much shorter one. At a long substep constraints
-       are far from converged, and the error a step leaves the next step
-       removes and turns into velocity, error / h. Measured on README.md's
-       hello-world cloth (4 substeps): at steady 0.25 s steps its worst
-       edge reaches 20 to 41 times its rest length within 4 steps
-       (substeps = 60: 22%); one 0.25 s frame after it rests on its sphere
-       throws it off, at up to 13 m/s in the next 2 s with its fall (0.1
-       s: 3.2 m/s, 1/30 s: 0.5 m/s, and it stays on); 1 s then 1/60 s:
-       199 m/s; 1 s then 1e-6 s: 3.4e6 m/s. The step does not settle that
-       error without velocity when the substep drops (pre-stabilization,
-       as for contacts): tried, 1 or 4 such solver passes before the short
-       step cut the 1/60 s case's speed by 11% or 40% only and the 1e-6 s
-       case's by 12% or 35%; a long step's error is more than a few passes
-       remove.
+       lost time clamps its frame. A long step keeps the substep of a 1/60
+       s one: substeps counts per pbd_world_desc.reference_dt (default
+       1/60 s), so a 1/30 s step takes 8 substeps, a 0.25 s hitch 60, at
+       that multiple of the cost (pbd_world_step_substeps). The reason: at
+       a long substep constraints are far from converged, and the error a
+       step leaves the next step removes and turns into velocity, error /
+       h. Measured on README.md's hello-world cloth, with the default /
+       with reference_dt = 0 (a fixed 4 substeps): at rest on its sphere
+       after 5 s of 1/30 s steps its worst edge is 16% / 43% long (1/60 s:
+       16%); at steady 0.25 s steps it reaches 22% / 20 to 41 times its
+       rest length within 4 steps; one 0.25 s frame after it rests throws
+       it off at up to 0.01 / 13 m/s in the next 2 s (0.1 s: 0.01 / 3.2
+       m/s); 1 s then 1/60 s: 0.8 / 199 m/s. What is left: a long step
+       followed by a far shorter one whose substep is far shorter than
+       the reference's turns the long step's small error into a large
+       velocity (1 s then 1e-6 s: 1.3e4 m/s; fixed: 3.4e6 m/s), so do not
+       pass a step of microseconds after a long one. The step does not
+       settle that error without velocity when the substep drops
+       (pre-stabilization, as for contacts): tried, 1 or 4 such solver
+       passes before the short step cut the fixed-count 1/60 s case's speed
+       by 11% or 40% only and the 1e-6 s case's by 12% or 35%.
      * Non-finite steps: a step that produces NaN or infinity anyway (an
        acceleration field or plugin that returns huge values, velocities
        that overflow) is caught at its end (every position and velocity is
@@ -392,8 +398,9 @@
    stretches like the "tethers = 0" rows while it lands, and static
    friction then holds much of that stretch where it lies: the QUICK
    START cloth dropped on its sphere, at rest after 5 s, has 9% of its
-   edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: 25%
-   and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
+   edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: the
+   same, at 8 substeps, see pbd_world_step_substeps; with a fixed 4,
+   reference_dt = 0: 25% and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
    substeps (wd.substeps = 12 at 60 Hz: no edge over 5%) where it
    matters (tests/test_collisions.c,
    collisions_unpinned_cloth_stretch_on_sphere). A cloth that must
@@ -504,11 +511,11 @@
    start): 2000 particles of radius 1 cm poured into a heap, at rest 4 s
    later, worst overlap / heap angle: the default 4 x 4 120% of a radius /
    10 degrees (the heap slumps), 8 substeps 22% / 16, 16 substeps 7% / 19.
-   At 1/30 s steps the default 4 x 4 lets a 10 x 20 x 10 column of them
-   sink into itself (worst overlap 200%, over half the grains within one
-   radius of a neighbour, a heap one and a half grains high); 16
-   substeps: 17%. The substeps are per step, so keep a pile's substep at
-   1/240 s or less (substeps = 8 at 30 Hz).
+   At 1/30 s steps a fixed 4 x 4 (reference_dt = 0) lets a 10 x 20 x 10
+   column of them sink into itself (worst overlap 200%, over half the
+   grains within one radius of a neighbour, a heap one and a half grains
+   high); 16 substeps: 17%. So keep a pile's substep at 1/240 s or less:
+   the default reference_dt does (8 substeps at 30 Hz).
    Give piles substeps rather than iterations (a 5 x 10 x 5 block of
    stacked particles, worst overlap: 16 x 4 8%, 4 x 16 35%). An overlap
    is undone within a substep and, as in every position-based contact, the
@@ -793,6 +800,9 @@ typedef enum pbd_device {
 typedef struct pbd_world_desc {
     float gravity[3];              /* m/s^2, default (0, -9.81, 0) */
     int substeps;                  /* default 4, 1..1000 */
+    float reference_dt;            /* s: substeps is the count for a step this long; a
+                                      longer step takes proportionally more (see
+                                      pbd_world_step_substeps); default 1/60, 0: a fixed count */
     int iterations;                /* per substep, default 4, 1..1000 */
     pbd_solver_mode mode;          /* default PBD_SOLVER_XPBD */
     int stiffness_correction;      /* PBD mode: use k' (survey 3.3); default 1 */
@@ -813,6 +823,9 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w);
 
 PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity);
 PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int substeps, int iterations);
+/* pbd_world_desc.reference_dt: 0 or in [PBD_MIN_TIME_STEP,
+   PBD_MAX_TIME_STEP] s (see pbd_world_step_substeps). */
+PBDDEF pbd_result pbd_world_set_reference_dt(pbd_world *w, float reference_dt);
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
 PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations);
@@ -855,11 +868,11 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    h = dt / substeps (substeps up to 1000) would go below 1e-9 s, where
    compliance / h^2, 1 / h and the velocities (p - x) / h of rounding-size
    motions leave float range; above 1 s a step is no longer a simulation
-   step (a game that lost a second should clamp its frame time). A valid
-   dt is not a good one: at steady 0.25 s steps and the default substeps
-   a cloth's edges stretch 20 to 41 times over, and a long step followed
-   by a much shorter one throws cloth off at up to 3.4e6 m/s (CONVENTIONS,
-   "Time steps": keep dt <= 1/30 s or raise the substeps). */
+   step (a game that lost a second should clamp its frame time). A long
+   step takes more substeps (pbd_world_desc.reference_dt: a 0.25 s step
+   60 at the defaults, 15x the cost of a 1/60 s one), and a long step
+   followed by one of microseconds still throws cloth off (CONVENTIONS,
+   "Time steps"). */
 #define PBD_MIN_TIME_STEP 1e-6f
 #define PBD_MAX_TIME_STEP 1.0f
 
@@ -916,17 +929,24 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    particles, and have no such bound. */
 #define PBD_MAX_COORDINATE 1e6f
 
-/* Advance by dt seconds (substeps x iterations as in the desc; a world
-   with fluids or a pinned cloth may take more substeps: see
-   pbd_fluid_desc.gravity_cfl, pbd_cloth_desc.gravity_cfl and
-   pbd_world_step_substeps).
+/* Advance by dt seconds (substeps x iterations as in the desc; a step
+   longer than reference_dt, a world with fluids or a pinned cloth takes
+   more substeps: see pbd_world_step_substeps).
    dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
-/* The substeps pbd_world_step(w, dt) takes: max(substeps, what the fluids
-   and pinned cloths need: pbd_fluid_desc.gravity_cfl,
-   pbd_cloth_desc.gravity_cfl); 0 when w is NULL or dt is not finite and > 0.
-   What the gravity_cfl bounds ask for is capped at 1000 substeps, silently:
+/* The substeps pbd_world_step(w, dt) takes: the largest of
+   - substeps, or for a step longer than reference_dt (pbd_world_desc,
+     default 1/60 s) ceil(substeps dt / reference_dt) (0.1% slack: a dt of
+     0.016667 is 1/60): every step keeps the substep of a reference step,
+     dt / substeps at most reference_dt / substeps, so a long frame (a
+     hitch, 30 Hz) is simulated as well as a 60 Hz one at its cost
+     (4 substeps at 1/60 s, 8 at 1/30, 60 at 0.25, 240 at 1 s); shorter
+     steps take substeps. reference_dt = 0 makes substeps a fixed count.
+   - what the fluids and pinned cloths need: pbd_fluid_desc.gravity_cfl,
+     pbd_cloth_desc.gravity_cfl;
+   0 when w is NULL or dt is not finite and > 0.
+   Every rule is capped at 1000 substeps, silently:
    a step that would need more takes 1000, and its substep is longer than
    the bound wants. Measured at dt = 1 s: a fluid of 2.7 mm spacing (3 mm:
    954), a 129 x 129 grid cloth of 1 m pinned by its top row (126 x 126:
@@ -948,8 +968,10 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    it. A restored world stepped again gives bit-identical results. The
    multipliers are zero between steps (see CONVENTIONS, non-finite steps).
    A corrupt or unfitting snapshot fails with PBD_ERROR_BAD_SNAPSHOT and
-   changes nothing; snapshots of version 7 (before plugin states) and 8
-   (before objects' drags: they restore with drag 0) restore too. */
+   changes nothing; snapshots of version 7 (before plugin states), 8
+   (before objects' drags: they restore with drag 0) and 9 (before the
+   world's reference_dt: they restore with 0, a fixed substep count)
+   restore too. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
@@ -1261,8 +1283,9 @@ typedef struct pbd_balloon_desc {
    default. A default balloon of radius 0.3 m (icosphere of 2
    subdivisions) let down from 5 cm onto the ground (friction 0.5), 60 Hz,
    world defaults: its vertices' rms speed stays under 1 cm/s after 5.5 s
-   (30 Hz: 4.3 s; 16 substeps: 6.4 s), its skin's worst edge 1.9% long
-   (30 Hz: 8.1%; 16 substeps: 0.13%). Without drag it rocks and rolls at
+   (30 Hz at a fixed 4 substeps, reference_dt = 0: 4.3 s; 16 substeps:
+   6.4 s), its skin's worst edge 1.9% long (30 Hz at a fixed 4: 8.1%;
+   16 substeps: 0.13%; at 30 Hz the default takes 8: 5.4 s, 1.9%). Without drag it rocks and rolls at
    0.12 m/s rms after 8 s (16 substeps: 0.21 m/s); drag 0.3: 5.6 cm/s. An
    overpressure (pressure > 1) fights an inextensible skin (the default
    stretch compliance 0): at 1.5 the skin gives 44% at its worst edge and
@@ -1779,7 +1802,8 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    0.3), the head still for 1 s, shaken 5 cm at 2 Hz for 2 s, still for
    2 s: at 60 Hz the worst segment is 11% while the hair falls onto the
    head, 6.3% while it shakes, 7% as it settles and 0.2% at the end; at
-   30 Hz 45%, 13%, 3.5% and 1.1% (the mean stays under 0.03%; 5e-6 without the collider;
+   30 Hz at a fixed 4 substeps (reference_dt = 0) 45%, 13%, 3.5% and
+   1.1% (the mean stays under 0.03%; 5e-6 without the collider;
    bench/hair_head.c). Dynamic FTL
    replaces the velocity update by v_i = (p_i - x_i) / h - t d_{i+1} / h,
    d_{i+1} the correction FTL gave the next particle this substep: it
@@ -3384,6 +3408,7 @@ struct pbd_world {
     /* parameters */
     float gravity[3];
     int substeps, iterations, mode, correction, max_contacts;
+    float reference_dt; /* pbd_world_desc.reference_dt */
     float point_damping;
     int jacobi;                 /* averaged Jacobi instead of Gauss-Seidel */
     float jacobi_relax;         /* relaxation factor of the Jacobi average */
@@ -3901,6 +3926,7 @@ PBDDEF pbd_world_desc pbd_world_desc_default(void) {
     memset(&d, 0, sizeof d);
     d.gravity[1] = -9.81f;
     d.substeps = 4;
+    d.reference_dt = 1.0f / 60.0f;
     d.iterations = 4;
     d.mode = PBD_SOLVER_XPBD;
     d.stiffness_correction = 1;
@@ -3917,6 +3943,9 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
                          iterations);
     return PBD_OK;
 }
+
+/* 0 (a fixed substep count) or a valid time step (pbd_world_step_substeps). */
+static int pbd__reference_dt_valid(float t) { return t == 0 || (t >= PBD_MIN_TIME_STEP && t <= PBD_MAX_TIME_STEP); }
 
 /* An error of pbd_world_create: there is no world yet, so the message
    goes to pbd_last_error() and the desc's log callback. */
@@ -3941,6 +3970,9 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
                                 "mode must be XPBD or PBD, substeps and iterations in 1..1000");
+    if (!pbd__finite(d->reference_dt)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
+    if (!pbd__reference_dt_valid(d->reference_dt))
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "reference_dt must be 0 or in [1e-6, 1] s");
     if (d->device != PBD_DEVICE_AUTO && d->device != PBD_DEVICE_GPU && d->device != PBD_DEVICE_CPU)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "device must be PBD_DEVICE_AUTO, _GPU or _CPU");
     pbd_world tmp;
@@ -3954,6 +3986,7 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->log_user = desc->log_user;
     memcpy(w->gravity, desc->gravity, sizeof w->gravity);
     w->substeps = desc->substeps;
+    w->reference_dt = desc->reference_dt;
     w->iterations = desc->iterations;
     w->mode = (int)desc->mode;
     w->correction = desc->stiffness_correction ? 1 : 0;
@@ -4044,6 +4077,16 @@ PBDDEF pbd_result pbd_world_set_solver(pbd_world *w, pbd_solver_mode mode, int s
     return PBD_OK;
 }
 
+PBDDEF pbd_result pbd_world_set_reference_dt(pbd_world *w, float reference_dt) {
+    PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
+    if (!pbd__finite(reference_dt)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
+    if (!pbd__reference_dt_valid(reference_dt))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "reference_dt = %g s must be 0 or in [%g, %g] s",
+                         (double)reference_dt, (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);
+    w->reference_dt = reference_dt;
+    return PBD_OK;
+}
+
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     w->correction = on ? 1 : 0;
@@ -4107,7 +4150,8 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
 #define PBD__SNAPSHOT_VERSION \
-    9u /* 9: objects' drags; 8: plugins' state at the end (7: a box collider's radius is its rounding) */
+    10u /* 10: the world's reference_dt; 9: objects' drags; 8: plugins' state at the end (7: a box
+           collider's radius is its rounding) */
 #define PBD__SNAPSHOT_VERSION_OLDEST 7u /* 7 restores too: no plugin state, the plugins keep theirs */
 
 typedef struct pbd__io {
@@ -4246,6 +4290,13 @@ static void pbd__io_drags(pbd__io *io, pbd_world *w) {
     pbd__io_array(io, w, (void **)&w->object_drag, w->nobjects, sizeof(float));
     if (io->in) w->object_drag_n = w->object_drag ? w->nobjects : 0;
 }
+/* The world's reference_dt (version 10 on; before, 0: a snapshot of a
+   fixed substep count steps as it did). */
+static void pbd__io_reference_dt(pbd__io *io, pbd_world *w) {
+    if (io->version < 10) return;
+    pbd__io_float(io, &w->reference_dt);
+    if (io->in && !pbd__reference_dt_valid(w->reference_dt)) io->bad = 1;
+}
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
@@ -4336,6 +4387,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_extras(io, w);
     if (io->version >= 8) pbd__io_plugins(io, w); /* the plugins' own states */
     pbd__io_drags(io, w);
+    pbd__io_reference_dt(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -16312,8 +16364,9 @@ static void pbd__plugins_rollback(pbd_world *w) {
 }
 
 /* --- the plugins' states in snapshots ----------------------------------------
-   After everything else but the objects' drags (snapshot version 8; the
-   drags follow from version 9): the number of states, then
+   After everything else but the objects' drags and the world's
+   reference_dt (snapshot version 8; the drags follow from version 9,
+   reference_dt from 10): the number of states, then
    per state the plugin's name (32 bytes, NUL-padded), its place k among
    the states (0, 1, ...), its size (64 bits) and its bytes. The states are
    those of the live plugins that have save_state, in the order the
@@ -17576,9 +17629,18 @@ static void pbd__substep(pbd_world *w, float h, int s, int S) {
 
 PBDDEF int pbd_world_thread_team(const pbd_world *w) { return w ? w->last_team : 0; }
 
+/* The world's substeps per reference_dt: a step longer than it keeps the
+   reference's substep. The 0.1% slack keeps a dt written as 0.016667 one
+   reference step (1.00002 of 1/60). */
+static int pbd__reference_substeps(const pbd_world *w, float dt) {
+    if (!(w->reference_dt > 0) || dt <= w->reference_dt) return w->substeps;
+    double n = ceil((double)w->substeps * (double)dt / ((double)w->reference_dt * 1.001));
+    return n > 1000 ? 1000 : n < w->substeps ? w->substeps : (int)n;
+}
+
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
     if (!w || !pbd__finite(dt) || !(dt > 0)) return 0;
-    int S = w->substeps, Sf = pbd__fluid_substeps(w, dt), Sc = pbd__cloth_substeps(w, dt);
+    int S = pbd__reference_substeps(w, dt), Sf = pbd__fluid_substeps(w, dt), Sc = pbd__cloth_substeps(w, dt);
     S = Sf > S ? Sf : S;
     return Sc > S ? Sc : S;
 }

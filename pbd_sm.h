@@ -230,6 +230,7 @@
    ----------------------
        pbd_world_desc wd = pbd_world_desc_default();
        wd.substeps = 1; wd.iterations = 1;         // one V-cycle per step, as in the paper
+       wd.reference_dt = 0;                        //   at any dt (else one per 1/60 s)
        pbd_world *w; pbd_world_create(&wd, &w);
        pbd_sm_cloth_desc d = pbd_sm_cloth_desc_default();
        d.positions = verts; d.vertex_count = nv;    // any manifold triangle mesh
@@ -246,7 +247,8 @@
    them), so it is stiff at small steps only: a 1 m cloth of 40 x 40
    vertices dropped from the horizontal, hanging from two corners, 5
    levels, all defaults (bench/sm_cloth_window.c: the grid from (-0.5,
-   1.5, -0.5), 1 m along x and z): the worst edge strain
+   1.5, -0.5), 1 m along x and z; reference_dt = 0, so one V-cycle per
+   step whatever its length): the worst edge strain
    over the window 2..4 s (swinging and settling; the mean strain's worst
    in that window in brackets), and at the instant t = 4 s: one V-cycle
    per 5 ms step 35% (2.4%), 9.7% at 4 s; per 1/240 s 16% (1.7%), 7.8%
@@ -258,7 +260,8 @@
    s 11.5% to 41% in an audit (0.5 m to the side, at 1/60 and 1/30 s:
    160% and 563% against 112% and 342%), its mean strain at 4 s 0.7% to
    0.95%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
-   1/240 s, as examples/multires_cloth.c does), not one. Keep the one
+   1/240 s, as examples/multires_cloth.c does), not one; the world's
+   default reference_dt keeps that substep at longer steps. Keep the one
    iteration (the world's default is 4): with wrinkle conservation on (the
    default) more V-cycles per substep loosen the worst edges, 4 substeps
    at 60 Hz giving over 2..4 s 15% with 1 iteration, 37% with 2 and 31%
@@ -617,11 +620,13 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    sink 1.4 cm at 1 s and creep on to
    2.5 cm at 10 s, and four or five topple within 10 s, although the load
    on each body lies well inside its support. It is the substep that
-   counts: at 30 Hz with the default 4 substeps (--hz 30) straight stacks
-   sink 1.1, 2.3 and 3.4 cm (two to four bodies) and five collapse within
-   0.4 s, shifted ones topple from three bodies on (the top one of two
-   slides off); at 30 Hz with 8 substeps (the same 1/240 s substep) every
-   number is the 60 Hz one. Keep a stack's substep at 1/240 s. A rigid-body
+   counts: at 30 Hz with a fixed 4 substeps (--hz 30 with
+   PBD_BENCH_FIXED=1, reference_dt = 0) straight stacks sink 1.1, 2.3 and 3.4 cm (two to
+   four bodies) and five collapse within 0.4 s, shifted ones topple from
+   three bodies on (the top one of two slides off); at 30 Hz with 8
+   substeps (the same 1/240 s substep, what the world's default
+   reference_dt takes) every number is the 60 Hz one. Keep a stack's
+   substep at 1/240 s. A rigid-body
    contact with effective masses on both sides would need the contact
    solver of pbd.h to know the bodies.
 
@@ -960,13 +965,15 @@ PBD_SM_DEF void pbd_sm_skin_destroy(pbd_sm_skin *s);
    contact_distance is 0 (only a particle inside a collider counts): with
    0.02 (the default before 0.2) a closed cloth of radius 0.2 m with a
    volume, resting on the ground, never came to rest at 60 Hz (particles
-   at 6 m/s after 9 s) and gained energy without bound at 30 Hz (25 m/s);
+   at 6 m/s after 9 s) and gained energy without bound at 30 Hz (25 m/s,
+   a fixed 4 substeps);
    the set of weight-0 particles changes as the bottom rocks, and the
    correction of the others then does work. With 0 it rests (under
    0.01 m/s after 7 s) at both rates; other closed cloths may rock and
    roll on longer, with or without the volume (an audit: radius 0.2 m of
    162 vertices at 60 Hz, 0.06 m/s at 7 s and 0.13 m/s at 9 s; 0.25 m of
-   162, 0.12 m/s at 60 Hz and 0.1 m/s at 30 Hz after 7 s): the world's
+   162, 0.12 m/s at 60 Hz and 0.1 m/s at 30 Hz (a fixed 4 substeps,
+   reference_dt = 0, as the rest of this paragraph) after 7 s): the world's
    cloth damping keeps a rolling motion (the ball's rigid motion), air
    drag (pbd_object_set_drag, pbd.h) is what slows it.
    Pressed to 60% of its height it

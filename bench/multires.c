@@ -51,6 +51,7 @@ static mr_world mr_make(int n, int levels, float reduction, int scheme, float be
     memset(&m, 0, sizeof m);
     pbd_world_desc d = bench_desc();
     d.substeps = 1;
+    d.reference_dt = 0; /* one V-cycle per step at any dt, as the paper */
     d.iterations = 1;
     d.gravity[1] = gy;
     if (pbd_world_create(&d, &m.w) != PBD_OK) {
@@ -249,6 +250,7 @@ static void strain(int n, int levels, float beta, float dt, float *avg, float *g
 static int recovery(int n, int collapsed, int scheme, float *error, float *y_extent) {
     pbd_world_desc d = bench_desc();
     d.substeps = 1;
+    d.reference_dt = 0;
     d.iterations = 1;
     d.gravity[1] = 0;
     pbd_world *w = NULL;

@@ -27,6 +27,7 @@ static void run(float dt, const char *name, int substeps, int iterations, int le
     enum { N = 40 };
     pbd_world_desc wd = bench_desc();
     wd.substeps = substeps;
+    wd.reference_dt = 0; /* substeps V-cycles per step at any dt */
     wd.iterations = iterations;
     pbd_world *w = NULL;
     if (pbd_world_create(&wd, &w) != PBD_OK) return;

@@ -36,6 +36,7 @@ static pbd_sm_cloth_desc cloth_desc(const pbd_mesh *m, int levels) {
 static pbd_world *one_pass_world(float gy) {
     pbd_world *w = pbdt_world(gy);
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1, 1));
+    CHECK_OK(pbd_world_set_reference_dt(w, 0)); /* one V-cycle per step at any dt, as the paper */
     CHECK_OK(pbd_world_set_threads(w, 1));
     return w;
 }

@@ -578,6 +578,71 @@ static void expect_bad_restore(pbd_world *w, const void *buf, size_t size, const
     free(s1);
 }
 
+/* reference_dt: substeps count per reference step, so a longer step keeps
+   the reference's substep (pbd_world_step_substeps); refused values change
+   nothing; snapshots keep it, and a version 9 one (before it) restores
+   with a fixed count. */
+TEST(world_reference_dt_keeps_the_substep) {
+    pbd_world_desc d = pbd_world_desc_default();
+    CHECK(d.reference_dt == 1.0f / 60.0f);
+    pbd_world *w = make_default_world();
+    if (!w) return;
+    add_one(w, 0, 1, 0, 1.0f);
+    const float dts[] = {1.0f / 60, 0.016667f, 1.0f / 120, 1e-6f, 0.017f, 0.02f, 1.0f / 30, 0.25f, 1.0f};
+    const int want[] = {4, 4, 4, 4, 5, 5, 8, 60, 240};
+    for (int k = 0; k < (int)(sizeof want / sizeof *want); ++k)
+        CHECK_MSG(pbd_world_step_substeps(w, dts[k]) == want[k], "dt %g: %d substeps, want %d", (double)dts[k],
+                  pbd_world_step_substeps(w, dts[k]), want[k]);
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 1000, 1));
+    CHECK(pbd_world_step_substeps(w, 1.0f) == 1000); /* capped */
+    CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 4));
+    CHECK_OK(pbd_world_set_reference_dt(w, 1.0f / 120));
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4 && pbd_world_step_substeps(w, 1.0f / 240) == 2);
+    /* a 1/30 s step is two 1/60 s steps' worth of substeps: a free fall
+       lands where 2 x 4 substeps of 1/240 s put it */
+    CHECK_OK(pbd_world_step(w, 1.0f / 30));
+    double h = 1.0 / 240, N = 8;
+    CHECK_NEAR(particle(w, 0)[1], 1.0 - 9.81 * h * h * N * (N + 1) / 2, 1e-5);
+    const float bad[] = {-1.0f / 60, 2.0f, 1e-7f, NAN, INFINITY};
+    for (int k = 0; k < 5; ++k) {
+        pbd_result r = pbd_world_set_reference_dt(w, bad[k]);
+        CHECK_MSG(r == (k < 3 ? PBD_ERROR_INVALID_ARGUMENT : PBD_ERROR_NOT_FINITE), "%g: %s", (double)bad[k],
+                  pbd_result_string(r));
+        CHECK(strstr(pbd_world_last_error(w), "reference_dt") != NULL);
+        CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4);
+        pbd_world_desc bd = pbd_world_desc_default();
+        bd.reference_dt = bad[k];
+        pbd_world *none = NULL;
+        CHECK(pbd_world_create(&bd, &none) == r && none == NULL);
+    }
+    CHECK_RESULT(pbd_world_set_reference_dt(NULL, 0), PBD_ERROR_NULL_POINTER);
+    /* snapshots */
+    size_t n;
+    unsigned char *snap = save_world(w, &n);
+    pbd_world *r = make_default_world();
+    CHECK_OK(pbd_world_restore(r, snap, n));
+    CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 4);
+    unsigned version = 9; /* the last 4 bytes before the checksum are reference_dt */
+    unsigned char *old = (unsigned char *)malloc(n);
+    memcpy(old, snap, n - 12);
+    memcpy(old + 4, &version, 4);
+    uint64_t sum = 1469598103934665603ull;
+    for (size_t i = 0; i < n - 12; ++i) sum = (sum ^ old[i]) * 1099511628211ull;
+    memcpy(old + n - 12, &sum, 8);
+    CHECK_OK(pbd_world_restore(r, old, n - 4));
+    CHECK(pbd_world_step_substeps(r, 1.0f / 30) == 2 && pbd_world_step_substeps(r, 1.0f) == 2);
+    float nan = NAN; /* a forged reference_dt is refused */
+    memcpy(snap + n - 12, &nan, 4);
+    sum = 1469598103934665603ull;
+    for (size_t i = 0; i < n - 8; ++i) sum = (sum ^ snap[i]) * 1099511628211ull;
+    memcpy(snap + n - 8, &sum, 8);
+    expect_bad_restore(r, snap, n, "reference_dt NaN");
+    free(old);
+    free(snap);
+    pbd_world_destroy(r);
+    pbd_world_destroy(w);
+}
+
 TEST(world_snapshot_truncated_or_garbage) {
     pbd_world *w = make_default_world();
     if (!w) return;
@@ -759,6 +824,7 @@ void suite_world(void) {
     RUN(world_acceleration_field);
     RUN(world_custom_allocator);
     RUN(world_snapshot_restore_bit_identical);
+    RUN(world_reference_dt_keeps_the_substep);
     RUN(world_snapshot_truncated_or_garbage);
     RUN(world_snapshot_body_corruption);
     RUN(world_snapshot_forged_checksum_fuzz);
