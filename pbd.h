@@ -171,7 +171,7 @@
        the origin with the scene (shift every position, collider pose
        and target by the same amount between steps). The positions a
        world is given for its particles (pbd_particles_desc, setters,
-       kinematic targets, the builders' meshes and roots) must lie within
+       kinematic and attachment targets, the builders' meshes and roots) must lie within
        PBD_MAX_COORDINATE = 1e6 m of the origin on every axis (see "====
        world").
      * Masses and radii: a particle's mass is 0 (pinned) or in
@@ -478,7 +478,14 @@
 
    XPBD is the default (pbd_world_desc.mode = PBD_SOLVER_XPBD): a group's
    `compliance` (inverse stiffness; 0 = rigid) gives a stiffness that does
-   not depend on the iteration count or the substep count. In
+   not depend on the iteration count or the substep count once the solve
+   has converged (XPBD's claim): one constraint under a load stretches by
+   m g compliance at any count, but a chain of them converges with
+   substeps x iterations, and unconverged it is softer: 10 links of 1 m
+   and 1 kg hanging from a pin, compliance 1e-4 m/N, stretch in total at
+   rest by the analytic 0.054 m at the default 4 x 4 (16 x 16: -1%), by
+   16% more at 4 x 1, 83% at 1 x 4 and 247% at 1 x 1. Tune compliance
+   at the counts you ship. In
    PBD_SOLVER_PBD mode the group's `stiffness` k in [0,1] is used with the
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
@@ -918,7 +925,8 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
 #define PBD_MAX_RADIUS 10.0f
 /* The largest coordinate (m) of a particle position given to the world:
    |x|, |y| and |z| of pbd_particles_desc.positions,
-   pbd_particles_set_positions, pbd_particle_set_kinematic_target, a
+   pbd_particles_set_positions, pbd_particle_set_kinematic_target, the
+   target points of attachments, a
    cloth's, soft body's or balloon's vertices, hair's and strands' roots
    (a fluid's positions go through pbd_particles_desc) at most 1e6 m, else
    PBD_ERROR_INVALID_ARGUMENT. Why: at 1e6 m a float's step is 6 cm, and
@@ -1684,7 +1692,9 @@ PBDDEF pbd_result pbd_fluid_densities(pbd_world *w, pbd_fluid f, float *out, int
    coloured Gauss-Seidel (also in Jacobi mode).
 
    Long range attachments (LRA; Kim, Chentanez, Mueller 2012): every
-   attached particle gets unilateral tethers to its nearest anchors,
+   attached particle gets unilateral tethers to its nearest anchors (never
+   to itself: a particle that is also an anchor, as an object's pinned
+   vertices are, takes the nearest others),
    C = L - |p - a| >= 0 with L the rest distance, so a hanging cloth cannot
    stretch globally even with very few iterations. Rest distances are
    straight lines or shortest paths along the mesh edges (Dijkstra: never
@@ -2951,15 +2961,18 @@ static void *pbd__malloc_n(size_t n, size_t elem) {
     return PBD_MALLOC(sz);
 }
 
+static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
 static pbd_result pbd__mesh_alloc(pbd_mesh *m, long nv, long nt, long ntet) {
     memset(m, 0, sizeof *m);
-    if (nv > INT_MAX / 3 || nt > INT_MAX / 3 || ntet > INT_MAX / 4) return PBD_ERROR_OVERFLOW;
+    if (nv > INT_MAX / 3 || nt > INT_MAX / 3 || ntet > INT_MAX / 4)
+        return pbd__fail(NULL, PBD_ERROR_OVERFLOW, "a mesh of %ld vertices, %ld triangles and %ld tets is too large",
+                         nv, nt, ntet);
     m->positions = (float *)pbd__malloc_n((size_t)nv * 3, sizeof(float));
     m->triangles = nt ? (int *)pbd__malloc_n((size_t)nt * 3, sizeof(int)) : NULL;
     m->tets = ntet ? (int *)pbd__malloc_n((size_t)ntet * 4, sizeof(int)) : NULL;
     if (!m->positions || (nt && !m->triangles) || (ntet && !m->tets)) {
         pbd_mesh_free(m);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd__fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "no memory for a mesh of %ld vertices", nv);
     }
     m->vertex_count = (int)nv;
     m->triangle_count = (int)nt;
@@ -2976,12 +2989,17 @@ PBDDEF void pbd_mesh_free(pbd_mesh *m) {
 }
 
 PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u, const float *v, pbd_mesh *out) {
-    if (!origin || !u || !v || !out) return PBD_ERROR_NULL_POINTER;
-    if (nx < 2 || ny < 2) return PBD_ERROR_INVALID_ARGUMENT;
-    if ((long)nx * (long)ny > INT_MAX / 8) return PBD_ERROR_OVERFLOW;
-    if (!pbd__finite_n(origin, 3) || !pbd__finite_n(u, 3) || !pbd__finite_n(v, 3)) return PBD_ERROR_NOT_FINITE;
+    if (!origin || !u || !v || !out)
+        return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_grid: origin, u, v or out is NULL");
+    if (nx < 2 || ny < 2)
+        return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_grid: %d x %d vertices, at least 2 x 2", nx, ny);
+    if ((long)nx * (long)ny > INT_MAX / 8)
+        return pbd__fail(NULL, PBD_ERROR_OVERFLOW, "pbd_mesh_grid: %d x %d vertices are too many", nx, ny);
+    if (!pbd__finite_n(origin, 3) || !pbd__finite_n(u, 3) || !pbd__finite_n(v, 3))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_grid: origin, u or v is not finite");
     pbd__v3 o = pbd__ld(origin), U = pbd__ld(u), V = pbd__ld(v);
-    if (!(pbd__len(pbd__cross(U, V)) > 0)) return PBD_ERROR_DEGENERATE;
+    if (!(pbd__len(pbd__cross(U, V)) > 0))
+        return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_grid: u and v are parallel or zero");
     pbd_mesh m;
     pbd_result r = pbd__mesh_alloc(&m, (long)nx * ny, 2L * (nx - 1) * (ny - 1), 0);
     if (r != PBD_OK) return r;
@@ -3028,11 +3046,16 @@ static int pbd__cmp_face(const void *a, const void *b) {
 }
 
 PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi, pbd_mesh *out) {
-    if (!lo || !hi || !out) return PBD_ERROR_NULL_POINTER;
-    if (nx < 2 || ny < 2 || nz < 2) return PBD_ERROR_INVALID_ARGUMENT;
-    if ((double)nx * ny * nz > (double)(INT_MAX / 32)) return PBD_ERROR_OVERFLOW;
-    if (!pbd__finite_n(lo, 3) || !pbd__finite_n(hi, 3)) return PBD_ERROR_NOT_FINITE;
-    if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2])) return PBD_ERROR_DEGENERATE;
+    if (!lo || !hi || !out) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_tet_box: lo, hi or out is NULL");
+    if (nx < 2 || ny < 2 || nz < 2)
+        return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_tet_box: %d x %d x %d nodes, at least 2 x 2 x 2",
+                         nx, ny, nz);
+    if ((double)nx * ny * nz > (double)(INT_MAX / 32))
+        return pbd__fail(NULL, PBD_ERROR_OVERFLOW, "pbd_mesh_tet_box: %d x %d x %d nodes are too many", nx, ny, nz);
+    if (!pbd__finite_n(lo, 3) || !pbd__finite_n(hi, 3))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_tet_box: lo or hi is not finite");
+    if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2]))
+        return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_tet_box: hi must exceed lo on every axis");
     long cx = nx - 1, cy = ny - 1, cz = nz - 1;
     long nsurf = 4 * (cx * cy + cy * cz + cx * cz);
     pbd_mesh m;
@@ -3086,7 +3109,7 @@ PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, cons
         face_t *f = (face_t *)pbd__malloc_n((size_t)nf, sizeof(face_t));
         if (!f) {
             pbd_mesh_free(&m);
-            return PBD_ERROR_OUT_OF_MEMORY;
+            return pbd__fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_mesh_tet_box: no memory for the surface");
         }
         static const int opp[4][3] = {
             {1, 2, 3}, {0, 3, 2}, {0, 1, 3}, {0, 2, 1}}; /* the face opposite vertex k, outward for a positive tet */
@@ -3140,10 +3163,13 @@ static inline uint64_t pbd__edge_key(int a, int b) {
 }
 
 PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius, pbd_mesh *out) {
-    if (!centre || !out) return PBD_ERROR_NULL_POINTER;
-    if (subdivisions < 0 || subdivisions > 7) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd__finite_n(centre, 3) || !pbd__finite(radius)) return PBD_ERROR_NOT_FINITE;
-    if (!(radius > 0)) return PBD_ERROR_DEGENERATE;
+    if (!centre || !out) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_sphere: centre or out is NULL");
+    if (subdivisions < 0 || subdivisions > 7)
+        return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_sphere: subdivisions %d outside 0..7",
+                         subdivisions);
+    if (!pbd__finite_n(centre, 3) || !pbd__finite(radius))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_sphere: centre or radius is not finite");
+    if (!(radius > 0)) return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_sphere: radius %g <= 0", (double)radius);
     long nt = 20L << (2 * subdivisions), nv = 10L * (1L << (2 * subdivisions)) + 2;
     pbd_mesh m;
     pbd_result r = pbd__mesh_alloc(&m, nv, nt, 0);
@@ -3154,7 +3180,7 @@ PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float r
         if (keys) PBD_FREE(keys);
         if (next) PBD_FREE(next);
         pbd_mesh_free(&m);
-        return PBD_ERROR_OUT_OF_MEMORY;
+        return pbd__fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_mesh_sphere: no memory for the edges");
     }
     const float t = 1.6180339887f;
     const float iv[12][3] = {{-1, t, 0},  {1, t, 0},  {-1, -t, 0}, {1, -t, 0}, {0, -1, t},  {0, 1, t},
@@ -3747,15 +3773,17 @@ static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, .
 }
 
 PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->error : "world is NULL"; }
+/* A call given no world: PBD_ERROR_NULL_POINTER, said in pbd_last_error(). */
+static pbd_result pbd__null_world(void) { return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "world is NULL"); }
 
 /* Every call that reads or changes a world starts here. On a GPU world it
    first brings the host's copy up to date (after a step the device has the
    newer particles), and a call that may change the world marks it for
    upload before the next step ("==== gpu"). */
-#define PBD__CHECK_WORLD_MARK(w, dirty)          \
-    do {                                         \
-        if (!(w)) return PBD_ERROR_NULL_POINTER; \
-        pbd__gpu_sync((w), (dirty));             \
+#define PBD__CHECK_WORLD_MARK(w, dirty)     \
+    do {                                    \
+        if (!(w)) return pbd__null_world(); \
+        pbd__gpu_sync((w), (dirty));        \
     } while (0)
 #define PBD__CHECK_WORLD(w) PBD__CHECK_WORLD_MARK(w, PBD__GPU_DIRTY_ALL)
 #define PBD__CHECK_WORLD_READ(w) PBD__CHECK_WORLD_MARK(w, 0)
@@ -3764,10 +3792,10 @@ PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->erro
 /* the setters of numbers and poses, which read no particle: a GPU world
    marks what they change (PBD__GPU_DIRTY_SETTINGS, _TARGETS, or 0 for the
    colliders, which go with every step) without fetching the particles */
-#define PBD__CHECK_WORLD_SETTING(w, dirty)       \
-    do {                                         \
-        if (!(w)) return PBD_ERROR_NULL_POINTER; \
-        pbd__gpu_mark((w), (dirty));             \
+#define PBD__CHECK_WORLD_SETTING(w, dirty)  \
+    do {                                    \
+        if (!(w)) return pbd__null_world(); \
+        pbd__gpu_mark((w), (dirty));        \
     } while (0)
 #define PBD__CHECK_PTR(w, ptr, name)                                                   \
     do {                                                                               \
@@ -4407,7 +4435,7 @@ PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size) {
-    if (!w) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd__null_world();
     pbd__gpu_sync_also(w, PBD__GPU_STALE_SELFCOL);
     PBD__CHECK_PTR(w, buffer, "buffer");
     size_t need = pbd_world_snapshot_size(w);
@@ -5172,11 +5200,14 @@ PBDDEF float pbd_constraint_dihedral(const float *p, float rest_angle, float *gr
 }
 
 PBDDEF pbd_result pbd_isometric_bending_rest(const float *rest_positions, float *rest_out6) {
-    if (!rest_positions || !rest_out6) return PBD_ERROR_NULL_POINTER;
-    if (!pbd__finite_n(rest_positions, 12)) return PBD_ERROR_NOT_FINITE;
+    if (!rest_positions || !rest_out6)
+        return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_isometric_bending_rest: a pointer is NULL");
+    if (!pbd__finite_n(rest_positions, 12))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_isometric_bending_rest: a rest position is not finite");
     pbd__v3 x[4];
     pbd__load_n(rest_positions, 4, x);
-    return pbd__isometric_rest(x, rest_out6) ? PBD_OK : PBD_ERROR_DEGENERATE;
+    if (pbd__isometric_rest(x, rest_out6)) return PBD_OK;
+    return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_isometric_bending_rest: a triangle of the pair has no area");
 }
 
 PBDDEF float pbd_constraint_isometric_bending(const float *p, const float *rest, float *grad) {
@@ -6061,7 +6092,7 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
                                  d->particles[c]);
         }
     }
-    if (d->target_points) PBD__TRY(pbd__check_finite(w, d->target_points, 3 * (size_t)d->count, "target_points"));
+    if (d->target_points) PBD__TRY(pbd__check_positions(w, d->target_points, 3 * (size_t)d->count, "target_points"));
     pbd__group *g;
     PBD__TRY(pbd__new_group(w, PBD_CONSTRAINT_ATTACHMENT, d->count, 2L * d->count, &g));
     for (int c = 0; c < d->count; ++c) {
@@ -6094,7 +6125,7 @@ PBDDEF pbd_result pbd_group_set_attachment_target(pbd_world *w, pbd_group handle
         return pbd__fail(w, PBD_ERROR_INDEX_OUT_OF_RANGE, "attachment %d of %d", index, g->count);
     if (g->idx[2 * g->slot[index] + 1] >= 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment %d follows a particle, not a point", index);
-    PBD__TRY(pbd__check_finite(w, point, 3, "point"));
+    PBD__TRY(pbd__check_positions(w, point, 3, "point"));
     memcpy(g->rest + 4 * g->slot[index], point, 3 * sizeof(float));
     return PBD_OK;
 }
@@ -10803,7 +10834,7 @@ PBDDEF pbd_result pbd_world_query_particles(pbd_world *w, const float *point, fl
 }
 
 PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle, int *out, int max, int *count) {
-    if (!w) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd__null_world();
     pbd__gpu_sync_also(w, PBD__GPU_STALE_NEIGHBORS);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
     PBD__TRY(pbd__check_list(w, out, max, count));
@@ -12083,17 +12114,23 @@ static PBD_HD int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *a
 
 PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const float *inv_mass, float min_stretch,
                                             float max_stretch, float *stretch) {
-    if (!p || !rest || !inv_mass) return PBD_ERROR_NULL_POINTER;
+    if (!p || !rest || !inv_mass)
+        return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_strain_limit_triangle: p, rest or inv_mass is NULL");
     if (!pbd__finite_n(p, 9) || !pbd__finite_n(rest, 9) || !pbd__finite_n(inv_mass, 3) || !pbd__finite(min_stretch) ||
         !pbd__finite(max_stretch))
-        return PBD_ERROR_NOT_FINITE;
-    if (!(min_stretch >= 0 && min_stretch <= 1 && max_stretch >= 1)) return PBD_ERROR_INVALID_ARGUMENT;
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_strain_limit_triangle: an argument is not finite");
+    if (!(min_stretch >= 0 && min_stretch <= 1 && max_stretch >= 1))
+        return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_strain_limit_triangle: min_stretch %g must be in [0, 1], max_stretch %g >= 1",
+                         (double)min_stretch, (double)max_stretch);
     for (int i = 0; i < 3; ++i)
-        if (inv_mass[i] < 0) return PBD_ERROR_NEGATIVE_MASS;
+        if (inv_mass[i] < 0)
+            return pbd__fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_strain_limit_triangle: inv_mass[%d] < 0", i);
     pbd__v3 x[3], X[3];
     float abc[3];
     pbd__load_n(rest, 3, X);
-    if (!pbd__triangle_rest2d(X, abc)) return PBD_ERROR_DEGENERATE;
+    if (!pbd__triangle_rest2d(X, abc))
+        return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_strain_limit_triangle: the rest triangle has no area");
     pbd__load_n(p, 3, x);
     if (pbd__limit_triangle(x, inv_mass, abc, min_stretch, max_stretch, 1.0f, stretch))
         for (int i = 0; i < 3; ++i) pbd__st(p + 3 * i, x[i]);
@@ -12342,11 +12379,14 @@ static inline PBD_HD pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float re
 }
 
 PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float *corrections) {
-    if (!points || !rest) return PBD_ERROR_NULL_POINTER;
-    if (n < 2) return PBD_ERROR_INVALID_ARGUMENT;
-    if (!pbd__finite_n(points, 3 * (size_t)n) || !pbd__finite_n(rest, (size_t)n - 1)) return PBD_ERROR_NOT_FINITE;
+    if (!points || !rest) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_ftl_project: points or rest is NULL");
+    if (n < 2) return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_ftl_project: n = %d, at least 2 points", n);
+    if (!pbd__finite_n(points, 3 * (size_t)n) || !pbd__finite_n(rest, (size_t)n - 1))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_ftl_project: a point or rest length is not finite");
     for (int i = 0; i < n - 1; ++i)
-        if (rest[i] < 0) return PBD_ERROR_INVALID_ARGUMENT;
+        if (rest[i] < 0)
+            return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_ftl_project: rest[%d] = %g < 0", i,
+                             (double)rest[i]);
     if (corrections) memset(corrections, 0, sizeof(float) * 3 * (size_t)n);
     for (int i = 1; i < n; ++i) {
         pbd__v3 p = pbd__ld(points + 3 * i);
@@ -14825,7 +14865,7 @@ PBDDEF int pbd_world_self_contact_count(const pbd_world *w) {
 }
 
 PBDDEF pbd_result pbd_world_self_contacts(const pbd_world *w, int *quads, int max, int *count, int *point_triangle) {
-    if (!w) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd__null_world();
     pbd__gpu_sync_also(w, PBD__GPU_STALE_SELFCOL);
     PBD__TRY(pbd__check_list(w, quads, max, count));
     *count = 0;
@@ -16246,7 +16286,7 @@ PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin handle) {
 PBDDEF pbd_result pbd_plugin_get(const pbd_world *w, pbd_plugin handle, const void **kind, void **user) {
     if (kind) *kind = NULL;
     if (user) *user = NULL;
-    if (!w) return PBD_ERROR_NULL_POINTER;
+    if (!w) return pbd__null_world();
     int i = (int)(handle.id & PBD__SLOT_MASK) - 1;
     if (handle.id == 0 || i < 0 || i >= w->nplugins || !w->plugins[i].s.live ||
         w->plugins[i].s.gen != handle.id >> PBD_HANDLE_SLOT_BITS)
@@ -17663,7 +17703,7 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     return pbd__world_step(w, dt);
 }
 static pbd_result pbd__world_step(pbd_world *w, float dt) {
-    if (!w) return PBD_ERROR_NULL_POINTER; /* not PBD__CHECK_WORLD: a GPU world's step needs no fetch */
+    if (!w) return pbd__null_world(); /* not PBD__CHECK_WORLD: a GPU world's step needs no fetch */
     if (!(dt >= PBD_MIN_TIME_STEP && dt <= PBD_MAX_TIME_STEP))
         return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,
                          (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);

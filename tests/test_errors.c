@@ -154,6 +154,8 @@ static void check_error(const pbd_world *w, const world_state *before, pbd_resul
         after.colliders != before->colliders)
         pbdt_fail(file, line, "%s changed the world's counts", expr);
     free(after.snap);
+    if (!world_given && !strstr(pbd_last_error(), "NULL"))
+        pbdt_fail(file, line, "%s: pbd_last_error() says \"%s\", not that a pointer is NULL", expr, pbd_last_error());
     if (world_given && got != PBD_OK) {
         const char *e = pbd_world_last_error(w);
         if (!e || !e[0]) pbdt_fail(file, line, "%s: pbd_world_last_error is empty", expr);
@@ -1077,6 +1079,8 @@ TEST(errors_attachments) {
     float pnan[6] = {0, 3, 0, 0, qnan, 0}, pinf6[6] = {pinf, 3, 0, 0, 1, 0};
     ATT_FAILS(d.target_points = pnan, PBD_ERROR_NOT_FINITE);
     ATT_FAILS(d.target_points = pinf6, PBD_ERROR_NOT_FINITE);
+    float pfar[6] = {0, 3, 0, 0, 1e7f, 0}; /* beyond PBD_MAX_COORDINATE, as particles' positions */
+    ATT_FAILS(d.target_points = pfar, PBD_ERROR_INVALID_ARGUMENT);
     int bp[2] = {f + 4, n}, bn[2] = {-1, f + 4}, bt[2] = {f + 8, n + 3}, self[2] = {f + 4, f + 8};
     int selft[2] = {f + 4, f + 0};
     ATT_FAILS(d.particles = bp, PBD_ERROR_INDEX_OUT_OF_RANGE);
@@ -1096,6 +1100,8 @@ TEST(errors_attachments) {
     EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 0, NULL), PBD_ERROR_NULL_POINTER);
     EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 0, nan3), PBD_ERROR_NOT_FINITE);
     EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 1, inf3), PBD_ERROR_NOT_FINITE);
+    float far3[3] = {0, 3e38f, 0};
+    EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 1, far3), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, 2, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
     EXPECT_ERR(&S, pbd_group_set_attachment_target(w, ga, -1, ok3), PBD_ERROR_INDEX_OUT_OF_RANGE);
     pbd_group none = {0}, beyond = {(uint32_t)pbd_world_group_count(w) + 1u}; /* slot group_count */

@@ -399,6 +399,16 @@ TEST(mesh_bad_arguments) {
     CHECK_OK(pbd_mesh_sphere(7, o, 1.0f, &m));
     CHECK(m.triangle_count == 20 * 16384);
     pbd_mesh_free(&m);
+    /* each failure says why in pbd_last_error(), naming the generator */
+    CHECK_RESULT(pbd_mesh_grid(1, 4, o, u, v, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_last_error(), "pbd_mesh_grid: 1 x 4 vertices") != NULL);
+    CHECK_RESULT(pbd_mesh_grid(4, 4, o, u, u, &m), PBD_ERROR_DEGENERATE);
+    CHECK(strstr(pbd_last_error(), "parallel") != NULL);
+    CHECK_RESULT(pbd_mesh_tet_box(2, 2, 2, hi, lo, &m), PBD_ERROR_DEGENERATE);
+    CHECK(strstr(pbd_last_error(), "pbd_mesh_tet_box") != NULL);
+    CHECK_RESULT(pbd_mesh_sphere(8, o, 1.0f, &m), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_last_error(), "subdivisions 8") != NULL);
+    CHECK(pbdt_message_reads_as_words(pbd_last_error()));
 }
 
 /* a failed call leaves `out` alone (nothing to free, no stale pointers) */
