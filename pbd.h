@@ -514,15 +514,19 @@
    particles laid out in the Morton order of their cells, so neighbours
    are near in memory (bench/fluid: 128 000 particles).
    Contacts converge slowly in deep piles (Jacobi, each pair's correction
-   divided by the larger contact count of its two particles, and no warm
+   divided by the larger contact load of its two particles, and no warm
    start): 2000 particles of radius 1 cm poured into a heap, at rest 4 s
    later, worst overlap / heap angle: the default 4 x 4 120% of a radius /
    10 degrees (the heap slumps), 8 substeps 22% / 16, 16 substeps 7% / 19.
-   At 1/30 s steps a fixed 4 x 4 (reference_dt = 0) lets a 10 x 20 x 10
-   column of them sink into itself (worst overlap 200%, over half the
-   grains within one radius of a neighbour, a heap one and a half grains
-   high); 16 substeps: 17%. So keep a pile's substep at 1/240 s or less:
-   the default reference_dt does (8 substeps at 30 Hz).
+   A 10 x 20 x 10 column of them, touching, stood on a plane (20 s): at
+   the default 1/240 s substep (60 Hz, or 30 Hz by reference_dt) it
+   slumps into a heap 4.3 cm high and rests (worst overlap 122%); at
+   1/480 s (substeps = 8 at 60 Hz) it stands but never rests (overlaps
+   up to 119%, hundreds of grains at up to 0.3 m/s); at 1/960 s (16) it
+   stands, worst overlap 19%, its fastest grain under 6 cm/s; at 1/30 s
+   with a fixed 4 substeps (reference_dt = 0) it sinks into itself (worst
+   overlap 200%). A tall stack of grains needs a substep of about 1/1000
+   s.
    Give piles substeps rather than iterations (a 5 x 10 x 5 block of
    stacked particles, worst overlap: 16 x 4 8%, 4 x 16 35%). An overlap
    is undone within a substep and, as in every position-based contact, the

@@ -48,9 +48,10 @@
    restore). A restore fails with PBD_ERROR_BAD_SNAPSHOT, changing
    nothing, when the target's things differ from the snapshot's (one
    missing, one more, another order, one built otherwise: other particle
-   or region counts, levels, triangles; two things of the same counts in
-   the other order pass, and go on with the other's rest shape: rebuild
-   in the saved order) or a state is corrupt (NaN, a
+   or region counts, levels, triangles; a body or surface volume on other
+   particles or from another rest shape: "the world was built in another
+   order"; an oriented set or cloth of the same counts on the same first
+   particle passes) or a state is corrupt (NaN, a
    plastic state with det <= 1e-6, a zero quaternion, a parameter out of
    range); the message names the plugin and what was wrong. A snapshot of
    version 7 (pbd.h's, before plugin states) restores the particles and
@@ -3747,13 +3748,14 @@ static int pbd_sm__finite_n(const float *x, size_t n) {
    the arrays, each value in memory's byte order. Reading only checks
    (commit 0: nothing changes; the first reason is kept) or, checked
    already, loads (commit 1). */
-#define PBD_SM__STATE_VERSION 1
+#define PBD_SM__STATE_VERSION 2 /* 2: a body's and a volume's particles and rest (pbd_sm__io_built) */
 typedef struct pbd_sm__io {
     unsigned char *out;      /* writing (NULL and in NULL: measuring) */
     const unsigned char *in; /* reading */
     size_t size, off;
-    int commit;    /* reading: 1 loads what it reads into the thing, 0 only checks it */
-    char why[160]; /* reading: why the state is refused ("" while it is not) */
+    uint32_t version; /* the state's format (reading; set by pbd_sm__io_head) */
+    int commit;       /* reading: 1 loads what it reads into the thing, 0 only checks it */
+    char why[160];    /* reading: why the state is refused ("" while it is not) */
 } pbd_sm__io;
 
 static void pbd_sm__io_refuse(pbd_sm__io *io, const char *fmt, ...) {
@@ -3786,12 +3788,14 @@ static void pbd_sm__io_int(pbd_sm__io *io, int *v) { pbd_sm__io_bytes(io, v, siz
 static void pbd_sm__io_float(pbd_sm__io *io, float *v) { pbd_sm__io_bytes(io, v, sizeof *v); }
 static void pbd_sm__io_double(pbd_sm__io *io, double *v) { pbd_sm__io_bytes(io, v, sizeof *v); }
 /* The kind's tag, the format version and `count` ints that fix the
-   layout; reading refuses another kind, version or layout. */
+   layout; reading refuses another kind, version or layout (format 1, a
+   snapshot from before pbd_sm__io_built, is read too). */
 static void pbd_sm__io_head(pbd_sm__io *io, uint32_t tag, const int *counts, int count, const char *const *names) {
     uint32_t t = tag, version = PBD_SM__STATE_VERSION;
     pbd_sm__io_bytes(io, &t, sizeof t);
     pbd_sm__io_bytes(io, &version, sizeof version);
-    if (io->in && !io->why[0] && (t != tag || version != PBD_SM__STATE_VERSION)) {
+    io->version = io->in ? version : PBD_SM__STATE_VERSION;
+    if (io->in && !io->why[0] && (t != tag || version < 1 || version > PBD_SM__STATE_VERSION)) {
         const char *kind = pbd_sm__kind(t);
         pbd_sm__io_refuse(io, "the state is %s%s%s (format %u), not %s %s's (format %d)",
                           kind ? pbd_sm__article(kind) : "", kind ? " " : "", kind ? kind : "of no kind of pbd_sm.h",
@@ -3807,6 +3811,35 @@ static void pbd_sm__io_head(pbd_sm__io *io, uint32_t tag, const int *counts, int
             return;
         }
     }
+}
+/* FNV-1a over n bytes, going on from h. */
+static uint32_t pbd_sm__fnv(uint32_t h, const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 16777619u;
+    return h;
+}
+#define PBD_SM__FNV_START 2166136261u
+/* Where the thing lies and what it was built from (format 2 on): its
+   first particle and a hash of its particle list and rest shape. Its
+   counts alone let a state load into another thing of the same counts,
+   as in a world rebuilt in another order, whose bodies then matched
+   other particles to their rest shapes and flung them (an audit: a cloth
+   at 46 m after 2 s); so reading refuses a state whose thing lies
+   elsewhere or was built otherwise. */
+static void pbd_sm__io_built(pbd_sm__io *io, uint32_t tag, int first, uint32_t hash) {
+    if (io->in && io->version < 2) return;
+    int f = first;
+    uint32_t h = hash;
+    pbd_sm__io_int(io, &f);
+    pbd_sm__io_bytes(io, &h, sizeof h);
+    if (!io->in || io->why[0]) return;
+    if (f != first)
+        pbd_sm__io_refuse(io,
+                          "the state's %s starts at particle %d, this one at %d: the world was built in another order",
+                          pbd_sm__kind(tag), f, first);
+    else if (h != hash)
+        pbd_sm__io_refuse(io, "the state's %s has other particles or another rest shape: the world was built otherwise",
+                          pbd_sm__kind(tag));
 }
 /* n doubles or floats of the thing's array a: written, checked (finite) or loaded. */
 static const unsigned char *pbd_sm__io_doubles(pbd_sm__io *io, double *a, size_t n, const char *what) {
@@ -4838,6 +4871,12 @@ static void pbd_sm__body_state(pbd_sm__io *io, void *thing) {
     static const char *const names[] = {"particle count", "region count", "quadratic mode"};
     int counts[3] = {b->n, b->nr, b->mode == PBD_SM_QUADRATIC};
     pbd_sm__io_head(io, PBD_SM__TAG_BODY, counts, 3, names);
+    uint32_t h = pbd_sm__fnv(PBD_SM__FNV_START, b->idx, sizeof(int) * (size_t)b->n);
+    for (int i = 0; i < 3 * b->n; ++i) { /* the rest shape, to float: alike on every build */
+        float x = (float)b->xbar[i];
+        h = pbd_sm__fnv(h, &x, sizeof x);
+    }
+    pbd_sm__io_built(io, PBD_SM__TAG_BODY, b->n > 0 ? b->idx[0] : -1, h);
     /* the parameters, floats the body keeps as doubles */
     double par[5] = {b->alpha, b->beta, b->yield, b->creep, b->maxp};
     int mode = (int)b->mode, sp_identity = b->sp_identity;
@@ -6669,6 +6708,9 @@ static void pbd_sm__volume_state(pbd_sm__io *io, void *thing) {
     static const char *const names[] = {"particle count", "triangle count"};
     int counts[2] = {v->nv, v->nt};
     pbd_sm__io_head(io, PBD_SM__TAG_VOLUME, counts, 2, names);
+    uint32_t h = pbd_sm__fnv(PBD_SM__FNV_START, v->verts, sizeof(int) * (size_t)v->nv);
+    pbd_sm__io_built(io, PBD_SM__TAG_VOLUME, v->nv > 0 ? v->verts[0] : -1,
+                     pbd_sm__fnv(h, v->tri, sizeof(int) * 3 * (size_t)v->nt));
     double rest = v->rest_volume;
     float alpha = v->alpha;
     pbd_sm__io_double(io, &rest);

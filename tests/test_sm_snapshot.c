@@ -364,8 +364,9 @@ TEST(sm_snapshot_forged_states_are_refused_and_change_nothing) {
     pbd_world *b = built(&t);
     int nr = 0;
     CHECK_OK(pbd_sm_body_region_count(s.w, s.t.jelly, &nr));
-    /* the jelly's state: tag, version, 3 counts, 5 doubles, 2 ints, rotations, plastic states */
-    size_t sp = 4 + 4 + 12 + 40 + 8 + 32 * (size_t)nr;
+    /* the jelly's state: tag, version, 3 counts, first particle and hash (pbd_sm__io_built), 5 doubles,
+       2 ints, rotations, plastic states */
+    size_t sp = 4 + 4 + 12 + 8 + 40 + 8 + 32 * (size_t)nr;
     double nan = NAN, zero9[9] = {0}, two = 2.0;
     uint32_t oriented_tag = 0x4f736d70u;
     int more = nr + 1;
@@ -380,13 +381,13 @@ TEST(sm_snapshot_forged_states_are_refused_and_change_nothing) {
     } cases[] = {
         {BODY, sp + 8 * 4, &nan, 8, 0, "plastic state[4] is nan", "a NaN in a plastic state"},
         {BODY, sp, zero9, sizeof zero9, 0, "determinant", "a collapsed plastic state"},
-        {BODY, 20, &two, 8, 0, "stiffness", "a stiffness of 2"},
+        {BODY, 28, &two, 8, 0, "stiffness", "a stiffness of 2"},
         {BODY, 0, &oriented_tag, 4, 0, "oriented particle set", "an oriented set's tag on a body's state"},
         {BODY, 12, &more, 4, 0, "region count", "another region count"},
         {BODY, sp + 72 * (size_t)nr - 8, NULL, 8, 0, "cut short", "a body's state 8 bytes short"},
         {BODY, sp + 72 * (size_t)nr, NULL, 0, 8, "are expected", "a body's state 8 bytes long"},
         {ORIENTED, 20, zero4, sizeof zero4, 0, "squared norm", "a zero orientation"},
-        {VOLUME, 16, &negative, 8, 0, "rest volume", "a negative rest volume"},
+        {VOLUME, 24, &negative, 8, 0, "rest volume", "a negative rest volume"},
         {CLOTH, 4 + 4 + 20 + 16 + 4, &scheme, 4, 0, "scheme 7", "a cloth scheme 7"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
@@ -476,6 +477,60 @@ TEST(sm_snapshot_other_plugins_are_refused_and_change_nothing) {
     saved_free(&s);
 }
 
+/* A world built in another order, its plugins of the same counts (an
+   audit: pbd.h's cloth and a lattice swapped restored with PBD_OK, and the
+   lattice's body then matched cloth particles to its cube and flung the
+   cloth 80 m in 2 s): refused, the body lies on other particles; two
+   bodies of the same counts and particles but other rest shapes swapped:
+   refused too. */
+static void cloth_then_lattice(pbd_world *w, int lattice_first, float spacing, float spacing2) {
+    float o[3] = {-0.3f, 0.6f, -0.3f}, u[3] = {0.6f, 0, 0}, v[3] = {0, 0, 0.6f};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(8, 8, o, u, v, &m));
+    int cells[3 * 8];
+    pbd_sm_lattice_box(2, 2, 2, cells);
+    pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+    ld.cells = cells;
+    ld.cell_count = 8;
+    ld.origin[1] = 1.0f;
+    for (int k = 0; k < 3; ++k) {
+        int lattice = lattice_first ? k == 0 : k == 1;
+        if (k == 2) { /* a second lattice of the same counts */
+            ld.spacing = spacing2;
+            ld.origin[0] = 0.5f;
+            CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, NULL));
+        } else if (lattice) {
+            ld.spacing = spacing;
+            CHECK_OK(pbd_sm_add_lattice(w, &ld, NULL, NULL));
+        } else {
+            pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+            CHECK_OK(pbd_add_cloth(w, &cd, NULL));
+        }
+    }
+    pbd_mesh_free(&m);
+}
+TEST(sm_snapshot_a_world_built_in_another_order_is_refused) {
+    pbd_world *a = pbdt_world(-9.81f), *d = pbdt_world(-9.81f), *e = pbdt_world(-9.81f);
+    if (!a || !d || !e) return;
+    cloth_then_lattice(a, 0, 0.1f, 0.15f);
+    cloth_then_lattice(d, 1, 0.1f, 0.15f);
+    cloth_then_lattice(e, 0, 0.15f, 0.1f);
+    for (int k = 0; k < 10; ++k) CHECK_OK(pbd_world_step(a, 1.0f / 60));
+    size_t n = 0;
+    unsigned char *snap = pbdt_save(a, &n);
+    check_refused(d, snap, n, "starts at particle 64, this one at 0", "the cloth and a lattice swapped");
+    check_refused(e, snap, n, "another rest shape: the world was built otherwise",
+                  "two lattices of the same counts swapped");
+    pbd_world *same = pbdt_world(-9.81f);
+    cloth_then_lattice(same, 0, 0.1f, 0.15f);
+    CHECK_OK(pbd_world_restore(same, snap, n)); /* the same order restores */
+    free(snap);
+    pbd_world_destroy(same);
+    pbd_world_destroy(a);
+    pbd_world_destroy(d);
+    pbd_world_destroy(e);
+}
+
 /* A snapshot of version 7 has no plugin state: it restores, and the
    plugins keep theirs (as before version 8). */
 TEST(sm_snapshot_version_7_restores_and_keeps_the_plugins_state) {
@@ -510,4 +565,5 @@ void suite_sm_snapshot(void) {
     RUN(sm_snapshot_forged_states_are_refused_and_change_nothing);
     RUN(sm_snapshot_other_plugins_are_refused_and_change_nothing);
     RUN(sm_snapshot_version_7_restores_and_keeps_the_plugins_state);
+    RUN(sm_snapshot_a_world_built_in_another_order_is_refused);
 }
