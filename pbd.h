@@ -401,9 +401,20 @@
    edges more than 5% long and its worst 16% at 1/60 s steps (1/30 s: the
    same, at 8 substeps, see pbd_world_step_substeps; with a fixed 4,
    reference_dt = 0: 25% and 43%; on a 0.4 m box instead: 31% worst). Give such a world more
-   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%) where it
+   substeps (wd.substeps = 12 at 60 Hz: no edge over 5%, and it takes
+   longer to settle: 1 cm/s after 20 s, 2 mm/s after 30 s) where it
    matters (tests/test_collisions.c,
-   collisions_unpinned_cloth_stretch_on_sphere). A cloth that must
+   collisions_unpinned_cloth_stretch_on_sphere). Friction holding a
+   stretch can also keep a cloth from resting: the same cloth dropped on
+   a 0.4 m box (friction 0.5 / 0.4) standing on a ground plane (0.5),
+   its corners on the ground, still swings by millimetres after 20 s
+   (half its vertices above 1 cm/s, the fastest at 0.08 m/s): the few
+   vertices on the ground stick and slip in turn under the skirt's pull,
+   and each slip turns the stretch that sticking held into velocity. Any
+   of these rests it: self-collision on the cloth, cloth damping 5/s,
+   6 substeps or more, a frictionless ground (what keeps it going is
+   that sticking; a cloth on a box with no ground under its corners
+   rests). A cloth that must
    stretch (a flag that tears) sets tethers = 0 (examples/flag_tear.c).
 
    SOFT BODIES (pbd_add_softbody; survey 3.4.4). A tet mesh becomes a
@@ -414,10 +425,14 @@
    tets (C is a volume; its multiplier is a pressure). Both default to 0:
    rigid, up to what the iterations converge. A 0.2 m box of 4 x 4 x 4
    nodes (8 kg at the default 1000 kg/m^3) standing on the ground, world
-   defaults, 60 Hz, volume compliance 0, is shortened by 0.14% with edge
-   compliance 0, 0.16% at 1e-5 m/N, 0.28% at 1e-4, 1.3% at 1e-3 and 12%
-   at 1e-2; volume compliance 1e-9 m^5/N on top of 1e-4 gives 0.32%
-   (tests/test_bodies.c, bodies_softbody_compliance_sag). stiffness and
+   defaults, 60 Hz, volume compliance 0, is shortened (the mean height of
+   its top face's 16 nodes over its bottom face's, averaged over 2-4 s)
+   by 0.14% with edge compliance 0, 0.16% at 1e-5 m/N, 0.28% at 1e-4,
+   1.3% at 1e-3 and 10.4% at 1e-2 (11.5% at its lowest: undamped, it
+   still sways); volume compliance 1e-9 m^5/N on top of 1e-4 gives 0.32%
+   (tests/test_bodies.c, bodies_softbody_compliance_sag). Measured as its
+   extent instead (highest node less lowest), the soft end shortens less:
+   0.85% at 1e-3, 8.4% at 1e-2 (an audit). stiffness and
    volume_stiffness are for PBD_SOLVER_PBD only. pbd_add_softbody refuses
    a tet that is inverted or flat (PBD_ERROR_DEGENERATE: swap two of its
    vertices) and a tet listed twice, in any vertex order (as every
@@ -1057,7 +1072,11 @@ PBDDEF pbd_result pbd_particles_set_kinematic(pbd_world *w, pbd_range r, int kin
    up (48 bytes a particle; see THE GPU). A NaN or infinite component of
    out_acceleration counts as 0 (that particle gets gravity alone in that
    direction, with no error), so a field cannot make a step non-finite by
-   NaN alone; huge finite values can (PBD_ERROR_NOT_FINITE, rolled back). */
+   NaN alone; huge finite values can (PBD_ERROR_NOT_FINITE, rolled back),
+   or, while they stay finite, carry particles far beyond
+   PBD_MAX_COORDINATE (1e38 m/s^2 for one step: 6e32 m, every step
+   PBD_OK, an audit): only what you give the world is bounded, not where
+   a step takes it. Keep accelerations physical. */
 typedef void (*pbd_acceleration_fn)(void *user, int particle, const float *x, const float *v, double time,
                                     float *out_acceleration);
 PBDDEF pbd_result pbd_world_set_acceleration_field(pbd_world *w, pbd_acceleration_fn fn, void *user);
@@ -1094,7 +1113,13 @@ PBDDEF float pbd_constraint_area(const float *p, float rest_area, float *grad);
 PBDDEF float pbd_constraint_tet_volume(const float *p, float rest_volume, float *grad);
 /* Point q = p0 above triangle p1 p2 p3 by thickness h (survey 3.4.3):
    C = (q - p1) . n - h, n the unit normal of (p2-p1)x(p3-p1). Unilateral.
-   For a point that must stay below, pass the triangle as p1 p3 p2. */
+   For a point that must stay below, pass the triangle as p1 p3 p2. A
+   group of them (pbd_add_constraints) keeps each point on the side it
+   is on when the group is added (survey 3.4.3): a point below its
+   triangle then gets the triangle reversed, so its C and
+   pbd_group_error are those of the reversed triangle, and it is kept
+   below (a point exactly in the plane counts as above). For a one-sided
+   barrier, add the group while every point is on the side you want. */
 PBDDEF float pbd_constraint_point_triangle(const float *p, float thickness, float *grad);
 /* Closed triangle mesh (survey 3.4.5): C = V(p) - pressure * rest_volume,
    V = sum over triangles (a x b) . c / 6. `triangles` index into p
@@ -1126,7 +1151,8 @@ typedef enum pbd_constraint_type {
     PBD_CONSTRAINT_BENDING_ISOMETRIC = 2, /* 4, same order; rest from positions only */
     PBD_CONSTRAINT_AREA = 3,              /* 3; rest = area */
     PBD_CONSTRAINT_TET_VOLUME = 4,        /* 4; rest = signed volume */
-    PBD_CONSTRAINT_POINT_TRIANGLE = 5,    /* 4 (q, p1, p2, p3); rest = thickness; unilateral */
+    PBD_CONSTRAINT_POINT_TRIANGLE = 5,    /* 4 (q, p1, p2, p3); rest = thickness; unilateral, on
+                                             the side q is on when the group is added */
     PBD_CONSTRAINT_TYPE_SIMPLE_COUNT = 6,
     PBD_CONSTRAINT_ATTACHMENT = 6,  /* see pbd_add_attachments */
     PBD_CONSTRAINT_MESH_VOLUME = 7, /* see pbd_add_mesh_volume */
@@ -1811,14 +1837,16 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    rest length exactly. The collider contacts come after that pass in each
    iteration (SOLVER step 3) and have the last word, so a strand lying on
    or swept over a collider ends the step a little stretched: the hair of
-   the manual (162 roots over a head of radius 0.1 m, 16 particles of
-   0.2 m, defaults) on a sphere collider of the head's radius (friction
-   0.3), the head still for 1 s, shaken 5 cm at 2 Hz for 2 s, still for
+   the manual (162 roots on a Fibonacci spiral over the whole of a head
+   of radius 0.1 m, 16 particles of 0.2 m, defaults) on a sphere collider
+   of the head's radius (friction 0.3), the head still for 1 s, shaken 5
+   cm along x at 2 Hz for 2 s, still for
    2 s: at 60 Hz the worst segment is 11% while the hair falls onto the
    head, 6.3% while it shakes, 7% as it settles and 0.2% at the end; at
    30 Hz at a fixed 4 substeps (reference_dt = 0) 45%, 13%, 3.5% and
    1.1% (the mean stays under 0.03%; 5e-6 without the collider;
-   bench/hair_head.c). Dynamic FTL
+   bench/hair_head.c; the numbers depend on the layout: roots over the
+   upper 80% only gave 2.0%, 3.9%, 3.0% and 0.7% at 60 Hz, an audit). Dynamic FTL
    replaces the velocity update by v_i = (p_i - x_i) / h - t d_{i+1} / h,
    d_{i+1} the correction FTL gave the next particle this substep: it
    hides FTL's unphysical infinite-mass leaders at the price of some
@@ -1843,7 +1871,15 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    (pbd_add_constraints: such a chain in the same swings never gains); the
    hair builder's light, short strands gain little (one swung about its
    root at 1 to 3 rad/s: 0.5 to 1.4%, an audit's program) and on a
-   moving head stay within 1.08 of their energy in the soak (README). Lower s_damping swings
+   moving head stay within 1.08 of their energy in the soak (README),
+   but they do not come to rest: 400 strands of the defaults over the
+   upper part of a still head (no collider), after 20 s every strand
+   still moves (5380 of 6400 particles above 5 cm/s, the fastest at 1.4
+   m/s), the energy 0.9% above its level at 6 s; the world's point
+   damping of 2/s leaves the fastest at 0.8 m/s. FTL's lift of the lower
+   segments (above) is what drives them; s_damping 1 or unclamped roots
+   do not stop it (tried in the step: no gravity budget, and paying the
+   tip's debt from its speed, cut the moving particles to 788 at most). Lower s_damping swings
    longer (pure FTL at 0), 1 damps most. Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
@@ -1949,7 +1985,9 @@ typedef struct pbd_tearing_desc {
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
 PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *desc, pbd_tearing *out);
-/* The cloth stops tearing; what has torn stays torn. */
+/* The cloth stops tearing; what has torn stays torn. Its triangles go
+   with its tearing: pbd_object_triangles refuses the object from then on,
+   so read them first if you draw it. */
 PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing tearing);
 /* Splits the vertices of overstretched edges of every tearable object;
    *splits (optional) receives how many (= new particles). Call between steps. */
