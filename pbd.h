@@ -428,8 +428,9 @@
    defaults, 60 Hz, volume compliance 0, is shortened (the mean height of
    its top face's 16 nodes over its bottom face's, averaged over 2-4 s)
    by 0.14% with edge compliance 0, 0.16% at 1e-5 m/N, 0.28% at 1e-4,
-   1.3% at 1e-3 and 10.4% at 1e-2 (11.5% at its lowest: undamped, it
-   still sways); volume compliance 1e-9 m^5/N on top of 1e-4 gives 0.32%
+   1.3% at 1e-3 and 10.4% at 1e-2 (undamped, it still sways: 11.5% at
+   its lowest within 2-4 s, 13.3% read at another time by an audit);
+   volume compliance 1e-9 m^5/N on top of 1e-4 gives 0.32%
    (tests/test_bodies.c, bodies_softbody_compliance_sag). Measured as its
    extent instead (highest node less lowest), the soft end shortens less:
    0.85% at 1e-3, 8.4% at 1e-2 (an audit). stiffness and
@@ -499,8 +500,11 @@
    substeps x iterations, and unconverged it is softer: 10 links of 1 m
    and 1 kg hanging from a pin, compliance 1e-4 m/N, stretch in total at
    rest by the analytic 0.054 m at the default 4 x 4 (16 x 16: -1%), by
-   16% more at 4 x 1, 83% at 1 x 4 and 247% at 1 x 1. Tune compliance
-   at the counts you ship. In
+   16% more at 4 x 1, 83% at 1 x 4 and 247% at 1 x 1. A soft body is
+   such a structure: the 0.2 m box of SOFT BODIES at edge compliance 1e-4
+   shortens by 0.24% at 4 x 4, 0.067% at 16 x 16 and 7.4% at 1 x 1 (an
+   audit; at 4 x 4 the rigid box's 0.14% is the solve's, not a
+   compliance's). Tune compliance at the counts you ship. In
    PBD_SOLVER_PBD mode the group's `stiffness` k in [0,1] is used with the
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
@@ -1845,8 +1849,9 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    head, 6.3% while it shakes, 7% as it settles and 0.2% at the end; at
    30 Hz at a fixed 4 substeps (reference_dt = 0) 45%, 13%, 3.5% and
    1.1% (the mean stays under 0.03%; 5e-6 without the collider;
-   bench/hair_head.c; the numbers depend on the layout: roots over the
-   upper 80% only gave 2.0%, 3.9%, 3.0% and 0.7% at 60 Hz, an audit). Dynamic FTL
+   bench/hair_head.c; the numbers depend on the layout: the 162 vertices
+   of pbd_mesh_sphere(2) as roots gave 2.0%, 3.9%, 3.0% and 0.7% at 60
+   Hz, an audit). Dynamic FTL
    replaces the velocity update by v_i = (p_i - x_i) / h - t d_{i+1} / h,
    d_{i+1} the correction FTL gave the next particle this substep: it
    hides FTL's unphysical infinite-mass leaders at the price of some
@@ -1985,15 +1990,16 @@ typedef struct pbd_tearing_desc {
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
 PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *desc, pbd_tearing *out);
-/* The cloth stops tearing; what has torn stays torn. Its triangles go
-   with its tearing: pbd_object_triangles refuses the object from then on,
-   so read them first if you draw it. */
+/* The cloth stops tearing; what has torn stays torn, and
+   pbd_object_triangles still gives its current triangles (to draw it).
+   pbd_add_tearing may start it again. */
 PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing tearing);
 /* Splits the vertices of overstretched edges of every tearable object;
    *splits (optional) receives how many (= new particles). Call between steps. */
 PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits);
-/* A tearable object's current triangles (world particle indices, 3 per
-   triangle): *count receives their number, at most max are written. */
+/* The current triangles (world particle indices, 3 per triangle) of an
+   object that tears or tore (pbd_remove_tearing keeps them): *count
+   receives their number, at most max are written. */
 PBDDEF pbd_result pbd_object_triangles(const pbd_world *w, pbd_object object, int *triangles, int max, int *count);
 
 // ==== damping clusters ======================================================
@@ -13289,10 +13295,24 @@ PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
     return d;
 }
 
+/* A tearing pbd_remove_tearing stopped: its record stays, with its
+   triangles for pbd_object_triangles, under a new generation (the handle
+   is stale), and max_splits 0 (a live one has at least 1), which
+   snapshots keep. */
+static int pbd__tear_stopped(const pbd__tear *T) { return T->max_splits == 0; }
+
+/* The object's tearing record, live or stopped, or -1. */
 static int pbd__find_tear(const pbd_world *w, int object) {
     for (int i = 0; i < w->ntears; ++i)
         if (w->tears[i].s.live && w->tears[i].object == object) return i;
     return -1;
+}
+
+/* Frees tearing record i (its object goes, or a new tearing replaces a stopped one). */
+static void pbd__tear_release(pbd_world *w, int i) {
+    pbd__free(w, w->tears[i].tris);
+    pbd__free(w, w->tears[i].rest2d);
+    PBD__RELEASE(w->tears, i);
 }
 
 /* The triangles' edges must be exactly the stretch group's edges: then the
@@ -13331,7 +13351,8 @@ PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_t
     const pbd__object *o = &w->objects[pbd__oi(d->object)];
     if (o->groups[0] < 0 || o->groups[3] >= 0 || w->groups[o->groups[0]].type != PBD_CONSTRAINT_DISTANCE)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d is not a cloth", pbd__oi(d->object));
-    if (pbd__find_tear(w, pbd__oi(d->object)) >= 0)
+    int stopped = pbd__find_tear(w, pbd__oi(d->object));
+    if (stopped >= 0 && !pbd__tear_stopped(&w->tears[stopped]))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "object %d already tears", pbd__oi(d->object));
     if (!pbd__finite(d->threshold)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "threshold is not finite");
     if (!(d->threshold > 1))
@@ -13354,6 +13375,7 @@ PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_t
         pbd__free(w, rest2d);
         return r;
     }
+    if (stopped >= 0) pbd__tear_release(w, stopped); /* its triangles are the stretch group's, checked above */
     pbd__tear t;
     memset(&t, 0, sizeof t);
     t.object = pbd__oi(d->object);
@@ -13373,14 +13395,18 @@ static void pbd__copy_triangles(const int *tris, int nt, int *out, int max, int 
     *count = nt;
 }
 
-/* The cloth stops tearing; what has torn stays torn. */
+/* The cloth stops tearing; what has torn stays torn (pbd__tear_stopped). */
 PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing handle) {
     PBD__CHECK_WORLD(w);
     int i;
     PBD__TRY(PBD__RESOLVE(w, handle, w->tears, w->ntears, "tearing", &i));
-    pbd__free(w, w->tears[i].tris);
-    pbd__free(w, w->tears[i].rest2d);
-    PBD__RELEASE(w->tears, i);
+    if (pbd__tear_stopped(&w->tears[i]))
+        return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "tearing %d was removed",
+                         i); /* not reached: its handle is stale */
+    pbd__slot *s = &w->tears[i].s;
+    uint32_t gen = (s->gen + 1u) & PBD__GEN_MASK;
+    s->gen = gen ? gen : 1u;
+    w->tears[i].max_splits = 0;
     return PBD_OK;
 }
 
@@ -14058,7 +14084,7 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
     memset(torn, 0, (size_t)w->nobjects + 1);
     pbd_result r = PBD_OK;
     for (int i = 0; i < w->ntears && r == PBD_OK; ++i) {
-        if (!w->tears[i].s.live) continue;
+        if (!w->tears[i].s.live || pbd__tear_stopped(&w->tears[i])) continue;
         pbd__tear_work k;
         memset(&k, 0, sizeof k);
         int planned = pbd__tear_plan(w, &w->tears[i], &k);
@@ -14365,7 +14391,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
     for (int i = 0; i < t->ntears; ++i) {
         const pbd__tear *T = &t->tears[i];
         if (!T->s.live) continue;
-        if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 1 || !(T->threshold > 1) ||
+        if (T->object < 0 || T->object >= t->nobjects || T->max_splits < 0 || !(T->threshold > 1) ||
             !pbd__finite(T->threshold) || !pbd__ids_ok(T->tris, 3L * T->ntris, t->n) ||
             !pbd__finite_n(T->rest2d, 3 * (size_t)T->ntris))
             return PBD_ERROR_BAD_SNAPSHOT;
@@ -16723,11 +16749,7 @@ PBDDEF pbd_result pbd_remove_object(pbd_world *w, pbd_object handle) {
         pbd__lra_free(w, &w->lras[o->lra]);
         PBD__RELEASE(w->lras, o->lra);
     }
-    if (tear >= 0) {
-        pbd__free(w, w->tears[tear].tris);
-        pbd__free(w, w->tears[tear].rest2d);
-        PBD__RELEASE(w->tears, tear);
-    }
+    if (tear >= 0) pbd__tear_release(w, tear);
     pbd__free(w, o->perm);
     pbd__pieces_drop(w, oi);
     PBD__RELEASE(w->objects, oi);

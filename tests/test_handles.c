@@ -727,9 +727,16 @@ TEST(handles_object_remove_torn_cloth) {
         int splits = pull_until_torn(w, &c);
         int n1 = pbd_world_particle_count(w);
         CHECK_MSG(splits > 0 && n1 == n0 + splits, "mode %d: %d splits, %d -> %d particles", mode, splits, n0, n1);
+        int nt_torn = 0;
+        CHECK_OK(pbd_object_triangles(w, c.o, NULL, 0, &nt_torn));
         if (mode >= 2) {
             CHECK_OK(pbd_remove_tearing(w, t));
             CHECK_STALE(w, pbd_remove_tearing(w, t), "tearing");
+            /* what has torn stays torn, and drawable */
+            int nt = 0;
+            CHECK_OK(pbd_object_triangles(w, c.o, NULL, 0, &nt));
+            CHECK(nt == nt_torn);
+            CHECK(pbd_world_tear(w, NULL) == PBD_OK && pbd_world_particle_count(w) == n1);
         }
         if (mode == 3) {
             hsnap s = snap_take(w);
@@ -1118,8 +1125,9 @@ TEST(handles_tearing_remove) {
         if (!keep) {
             CHECK_OK(pbd_remove_tearing(w, t));
             CHECK_STALE(w, pbd_remove_tearing(w, t), "tearing");
-            int nt = 0;
-            CHECK(pbd_object_triangles(w, c.o, NULL, 0, &nt) != PBD_OK); /* no longer tearable */
+            int nt = 0; /* stopped, it keeps its triangles */
+            CHECK_OK(pbd_object_triangles(w, c.o, NULL, 0, &nt));
+            CHECK(nt == c.m.triangle_count);
         }
         splits[keep] = pull_until_torn(w, &c);
         CHECK(pbd_world_particle_count(w) == n0 + splits[keep]);
