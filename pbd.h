@@ -181,6 +181,8 @@
        refused (see the constants in "==== world").
      * Zero is a real value for many parameters, so every desc has a
        *_default() function: start from it and change what you need.
+     * Switches (a setter's `on`, a desc's 0/1 fields) take 0 or 1, in all
+       three headers: 2 or -1 is PBD_ERROR_INVALID_ARGUMENT, not "on".
      * Lists: a call that hands out a list takes (out, max, *count) in that
        order and returns pbd_result: it writes at most max items to out
        (an item may be several numbers: a triangle is 3 ints), *count
@@ -3856,6 +3858,12 @@ static pbd_result pbd__check_particle(const pbd_world *w, int i, const char *wha
     if (w->flags[i] & PBD__FREE) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %d was removed", what, i);
     return PBD_OK;
 }
+/* A switch (a setter's `on`, a desc's 0/1 field): 0 or 1, anything else
+   is refused as a flag out of its range (CONVENTIONS), not taken as on. */
+static pbd_result pbd__check_switch(const pbd_world *w, int v, const char *what) {
+    if (v == 0 || v == 1) return PBD_OK;
+    return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %d must be 0 or 1", what, v);
+}
 static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k) {
     if (!pbd__finite(c) || !pbd__finite(k))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "compliance or stiffness is not finite");
@@ -4046,6 +4054,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
                                 "mode must be XPBD or PBD, substeps and iterations in 1..1000");
+    if (d->stiffness_correction != 0 && d->stiffness_correction != 1)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction must be 0 or 1");
     if (!pbd__finite(d->reference_dt)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
     if (!pbd__reference_dt_valid(d->reference_dt))
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "reference_dt must be 0 or in [1e-6, 1] s");
@@ -4065,7 +4075,7 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->reference_dt = desc->reference_dt;
     w->iterations = desc->iterations;
     w->mode = (int)desc->mode;
-    w->correction = desc->stiffness_correction ? 1 : 0;
+    w->correction = desc->stiffness_correction;
     w->point_damping = desc->point_damping;
     w->max_contacts = desc->max_contacts_per_particle;
     w->jacobi_relax = 1.0f;
@@ -4165,7 +4175,8 @@ PBDDEF pbd_result pbd_world_set_reference_dt(pbd_world *w, float reference_dt) {
 
 PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
-    w->correction = on ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, on, "on"));
+    w->correction = on;
     return PBD_OK;
 }
 
@@ -4183,14 +4194,16 @@ PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation) {
     if (!pbd__finite(relaxation)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "relaxation is not finite");
     if (!(relaxation > 0 && relaxation <= 2))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "relaxation %g outside (0, 2]", (double)relaxation);
-    w->jacobi = on ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, on, "on"));
+    w->jacobi = on;
     w->jacobi_relax = relaxation;
     return PBD_OK;
 }
 
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
-    w->simd = on ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, on, "on"));
+    w->simd = on;
     return PBD_OK;
 }
 
@@ -4868,6 +4881,7 @@ PBDDEF pbd_result pbd_particle_unpin(pbd_world *w, int particle) {
 PBDDEF pbd_result pbd_particle_set_kinematic(pbd_world *w, int particle, int kinematic) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_particle(w, particle, "particle"));
+    PBD__TRY(pbd__check_switch(w, kinematic, "kinematic"));
     pbd__particle_state before = pbd__particle_save(w, particle);
     if (kinematic) {
         w->flags[particle] |= PBD__KINEMATIC;
@@ -4933,6 +4947,7 @@ PBDDEF pbd_result pbd_particles_pin(pbd_world *w, pbd_range r) {
 
 PBDDEF pbd_result pbd_particles_set_kinematic(pbd_world *w, pbd_range r, int kinematic) {
     PBD__CHECK_WORLD(w);
+    PBD__TRY(pbd__check_switch(w, kinematic, "kinematic"));
     return kinematic ? pbd__particles_flag(w, r, PBD__KINEMATIC, 0) : pbd__particles_flag(w, r, 0, PBD__KINEMATIC);
 }
 
@@ -6730,7 +6745,8 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
     PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness));
     if ((int)d->bending < PBD_BENDING_NONE || (int)d->bending > PBD_BENDING_ISOMETRIC)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
-    if (d->tethers != 0 && d->tethers != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tethers must be 0 or 1");
+    PBD__TRY(pbd__check_switch(w, d->tethers, "tethers"));
+    PBD__TRY(pbd__check_switch(w, d->area_constraints, "area_constraints"));
     if (!pbd__finite(d->gravity_cfl) || d->gravity_cfl < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity_cfl = %g must be finite and >= 0",
                          (double)d->gravity_cfl);
@@ -7037,6 +7053,7 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
     if (d->tet_count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d tets overflow", d->tet_count);
     PBD__TRY(pbd__check_compliance(w, d->edge_compliance, d->edge_stiffness));
     PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
+    PBD__TRY(pbd__check_switch(w, d->volume_constraints, "volume_constraints"));
     for (int t = 0; t < d->tet_count; ++t) {
         const int *e = d->tets + 4 * t;
         for (int i = 0; i < 4; ++i) {
@@ -9311,6 +9328,7 @@ static pbd_result pbd__pp_refresh(pbd_world *w) {
 PBDDEF pbd_result pbd_particles_set_particle_contact(pbd_world *w, pbd_range r, int on) {
     PBD__CHECK_WORLD(w);
     PBD__TRY(pbd__check_live_range(w, r, w));
+    PBD__TRY(pbd__check_switch(w, on, "on"));
     if (on) {
         int more = 0;
         for (int i = r.first; i < r.first + r.count; ++i) more += !(w->flags[i] & (PBD__COLLIDE | PBD__FLUID));
@@ -9329,6 +9347,7 @@ PBDDEF pbd_result pbd_object_set_particle_contact(pbd_world *w, pbd_object objec
     PBD__CHECK_WORLD(w);
     int oi;
     PBD__TRY(pbd__object_index(w, object, &oi));
+    PBD__TRY(pbd__check_switch(w, on, "on"));
     pbd_range r;
     r.first = w->objects[oi].first;
     r.count = w->objects[oi].count;
@@ -11273,8 +11292,7 @@ static pbd_result pbd__validate_lra(pbd_world *w, const pbd_lra_desc *d, unsigne
             mark[d->particles[k]] = 1;
         }
     }
-    if (d->geodesic != 0 && d->geodesic != 1)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "geodesic must be 0 or 1");
+    PBD__TRY(pbd__check_switch(w, d->geodesic, "geodesic"));
     if (d->anchors_per_particle < 1 || d->anchors_per_particle > 16)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "anchors_per_particle %d outside 1..16",
                          d->anchors_per_particle);
@@ -12926,7 +12944,7 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     if (!(d->length > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "length %g must be > 0", (double)d->length);
     PBD__TRY(pbd__check_mass(w, d->mass, "mass", -1, 0));
     PBD__TRY(pbd__check_radius(w, d->radius, "radius", 1));
-    if (d->clamped != 0 && d->clamped != 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "clamped must be 0 or 1");
+    PBD__TRY(pbd__check_switch(w, d->clamped, "clamped"));
     if (d->clamped && d->particles_per_strand < 3)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
     PBD__TRY(pbd__check_damping01(w, d->damping));
@@ -14857,12 +14875,13 @@ PBDDEF pbd_result pbd_add_collision_surface(pbd_world *w, const pbd_collision_su
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
     if (!(d->thickness > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g must be > 0", (double)d->thickness);
+    PBD__TRY(pbd__check_switch(w, d->self_collision, "self_collision"));
     int si;
     PBD__TRY(PBD__ACQUIRE(w, w->surfaces, w->nsurfaces, w->surface_cap, "surface", &si));
     pbd__surface *sf = &w->surfaces[si];
     sf->nt = d->triangle_count;
     sf->thickness = d->thickness;
-    sf->self = d->self_collision ? 1 : 0;
+    sf->self = d->self_collision;
     sf->tris = (int *)pbd__alloc_n(w, (size_t)sf->nt * 3, sizeof(int));
     pbd_result r = sf->tris ? PBD_OK : PBD_ERROR_OUT_OF_MEMORY;
     if (r == PBD_OK) memcpy(sf->tris, d->triangles, sizeof(int) * 3 * (size_t)sf->nt);

@@ -3930,6 +3930,17 @@ static pbd_result pbd_sm__check_params(pbd_sm_mode mode, float beta, float stiff
     return PBD_OK;
 }
 
+/* The desc's switches: 0 or 1 (a flag out of its range is refused, as
+   pbd.h's are, not taken as on). */
+static pbd_result pbd_sm__check_switches(const pbd_sm_body_desc *d) {
+    if (d->stiffness_correction != 0 && d->stiffness_correction != 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction %d must be 0 or 1",
+                              d->stiffness_correction);
+    if (d->mark_coupled != 0 && d->mark_coupled != 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "mark_coupled %d must be 0 or 1", d->mark_coupled);
+    return PBD_OK;
+}
+
 /* The desc's volume stiffness: finite, in [0, 1]. */
 static pbd_result pbd_sm__check_volume(float volume) {
     if (!pbd_sm__finite(volume))
@@ -4105,7 +4116,7 @@ static pbd_result pbd_sm__body_build(pbd_world *w, int n, pbd_sm_sum_plan *plan,
     b->beta = d->beta;
     b->alpha = d->stiffness;
     b->volume = d->volume;
-    b->correction = d->stiffness_correction != 0;
+    b->correction = d->stiffness_correction;
     b->yield = d->yield;
     b->creep = d->creep;
     b->sp_identity = !(d->creep > 0);
@@ -5018,6 +5029,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep,
                                                                  d->max_plastic, d->rotation_iterations));
     if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_volume(d->volume));
+    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_switches(d));
     if (res != PBD_OK) return res;
     for (int i = 0; i < n; ++i)
         if (d->particles[i] < 0 || d->particles[i] >= wn)
@@ -5370,6 +5382,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
                                                                  bd->creep, bd->max_plastic, bd->rotation_iterations));
     if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_volume(bd->volume));
+    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_switches(bd));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
     /* half_width 0: one cluster of every cell in RIGID mode (a rigid body),

@@ -278,6 +278,7 @@ TEST(errors_world_create) {
         create_fails(d, want, #field_set, __LINE__); \
     } while (0)
     CREATE_FAILS(d.substeps = 0, PBD_ERROR_INVALID_ARGUMENT);
+    CREATE_FAILS(d.stiffness_correction = 2, PBD_ERROR_INVALID_ARGUMENT); /* a switch: 0 or 1 */
     CREATE_FAILS(d.substeps = -3, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.substeps = 1001, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.iterations = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -327,6 +328,14 @@ TEST(errors_world_parameters) {
     EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 4, 0), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_ERR(&S, pbd_world_set_solver(w, PBD_SOLVER_PBD, 4, 1001), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_NULL_WORLD(&S, pbd_world_set_stiffness_correction(NULL, 1));
+    /* switches take 0 or 1 (CONVENTIONS) */
+    EXPECT_ERR(&S, pbd_world_set_stiffness_correction(w, 2), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_jacobi(w, -1, 1.0f), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_world_set_simd(w, 2), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_particles_set_particle_contact(w, S.free, 2), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_object_set_particle_contact(w, S.cloth, 7), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_particle_set_kinematic(w, S.free.first, 2), PBD_ERROR_INVALID_ARGUMENT);
+    EXPECT_ERR(&S, pbd_particles_set_kinematic(w, S.free, -1), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_NULL_WORLD(&S, pbd_world_set_point_damping(NULL, 1.0f));
     EXPECT_ERR(&S, pbd_world_set_point_damping(w, -0.5f), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_ERR(&S, pbd_world_set_point_damping(w, qnan), PBD_ERROR_NOT_FINITE);
@@ -1282,6 +1291,7 @@ TEST(errors_cloth) {
     CL_FAILS(d.stretch_stiffness = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
     CL_FAILS(d.bending_stiffness = -0.1f, PBD_ERROR_INVALID_ARGUMENT);
     CL_FAILS((d.area_constraints = 1, d.area_stiffness = 2.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CL_FAILS(d.area_constraints = 2, PBD_ERROR_INVALID_ARGUMENT);
     CL_FAILS(d.bending_stiffness = qnan, PBD_ERROR_NOT_FINITE);
     CL_FAILS(d.bending = (pbd_bending_model)7, PBD_ERROR_INVALID_ARGUMENT);
     CL_FAILS(d.bending = (pbd_bending_model)-1, PBD_ERROR_INVALID_ARGUMENT);
@@ -1358,6 +1368,7 @@ TEST(errors_softbody) {
     SB_FAILS(d.vertex_count = 0, PBD_ERROR_INVALID_ARGUMENT);
     SB_FAILS(d.tet_count = 0, PBD_ERROR_INVALID_ARGUMENT);
     SB_FAILS(d.tet_count = -5, PBD_ERROR_INVALID_ARGUMENT);
+    SB_FAILS(d.volume_constraints = 7, PBD_ERROR_INVALID_ARGUMENT);
     SB_FAILS((bp[7] = qnan, d.positions = bp), PBD_ERROR_NOT_FINITE);
     SB_FAILS((bp[23] = pinf, d.positions = bp), PBD_ERROR_NOT_FINITE);
     SB_FAILS((bt[6] = 8, d.tets = bt), PBD_ERROR_INDEX_OUT_OF_RANGE);

@@ -860,6 +860,10 @@ TEST(selfcollision_bad_input) {
     d.thickness = NAN;
     CHECK_RESULT(pbd_add_collision_surface(w, &d, NULL), PBD_ERROR_NOT_FINITE);
     d.thickness = 0.01f;
+    d.self_collision = 2; /* a switch: 0 or 1 */
+    CHECK_RESULT(pbd_add_collision_surface(w, &d, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "self_collision 2 must be 0 or 1") != NULL);
+    d.self_collision = 1;
     d.triangles = oob;
     CHECK_RESULT(pbd_add_collision_surface(w, &d, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE);
     d.triangles = rep;

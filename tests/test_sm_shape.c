@@ -949,6 +949,11 @@ TEST(sm_shape_bad_input) {
     CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, NULL, &b), PBD_ERROR_NULL_POINTER, "d is NULL");
     d.particles = NULL;
     SMS_BAD(PBD_ERROR_NULL_POINTER);
+    d.stiffness_correction = 2; /* switches: 0 or 1 */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction 2");
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    d.mark_coupled = -1;
+    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
     d.particle_count = 0;
     SMS_BAD(PBD_ERROR_INVALID_ARGUMENT); /* empty cluster */
     int start[3] = {0, 4, 4}, list[4] = {0, 1, 2, 3};
