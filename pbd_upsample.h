@@ -2808,6 +2808,7 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_create(const pbd_up_wrinkle_desc *d, pbd_up
     wd.device = d->device;
     wd.gravity[0] = wd.gravity[1] = wd.gravity[2] = 0.0f;
     wd.substeps = 1;
+    wd.reference_dt = 0; /* one solve of h = time_step per update, whatever time_step is */
     wd.iterations = d->iterations;
     r = pbd_world_create(&wd, &wr->world);
     pbd_cloth_desc cd = pbd_cloth_desc_default();
@@ -3094,6 +3095,7 @@ static pbd_result pbd_up__training_world(const pbd_up_training_desc *d, const pb
     pbd_world_desc wd = pbd_world_desc_default();
     wd.device = d->device;
     wd.substeps = d->substeps;
+    wd.reference_dt = 0; /* the desc's substeps per time_step, as asked */
     wd.iterations = d->iterations;
     pbd_result r = pbd_world_create(&wd, w);
     if (r == PBD_OK) r = pbd_world_set_threads(*w, d->threads);
