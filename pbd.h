@@ -4554,8 +4554,14 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     else r = pbd__validate_restored(&t);
     if (r == PBD_OK) r = pbd__owners_build(&t);
     if (r == PBD_OK) r = pbd__validate_particle_phase(&t);
-    if (r == PBD_OK && t.n < pbd__plugins_particle_end(w))
-        r = PBD_ERROR_BAD_SNAPSHOT; /* a plugin would index past it */
+    if (r == PBD_ERROR_BAD_SNAPSHOT) /* the checksum held: another version's layout or a forgery */
+        snprintf(why, sizeof why, "a field is out of range or the layout is not version %u's (snapshot version %u)",
+                 PBD__SNAPSHOT_VERSION, io.version);
+    if (r == PBD_OK && t.n < pbd__plugins_particle_end(w)) { /* a plugin would index past it */
+        r = PBD_ERROR_BAD_SNAPSHOT;
+        snprintf(why, sizeof why, "it holds %d particles, and this world's plugins use particles up to %d", t.n,
+                 pbd__plugins_particle_end(w) - 1);
+    }
     if (r == PBD_OK && io.version >= 8)
         r = pbd__plugins_check_states(w, (const unsigned char *)buffer, &io, why, sizeof why);
     if (r == PBD_OK &&

@@ -238,6 +238,8 @@ TEST(plugin_survives_restore_and_guards_particles) {
     pbd_plugin_desc d = counter_desc(&c, 4);
     CHECK_OK(pbd_add_plugin(w, &d, NULL));
     CHECK_RESULT(pbd_world_restore(w, empty, n0), PBD_ERROR_BAD_SNAPSHOT);
+    CHECK_MSG(strstr(pbd_world_last_error(w), "it holds 0 particles, and this world's plugins use particles up to 3"),
+              "message: %s", pbd_world_last_error(w));
     CHECK(pbd_world_particle_count(w) == 4);
     CHECK_OK(pbd_world_restore(w, full, n1));
     CHECK(pbd_world_plugin_count(w) == 1);

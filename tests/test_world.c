@@ -770,6 +770,8 @@ TEST(world_snapshot_object_parts_out_of_range_are_refused) {
             memcpy(forged + size - 8, &sum, 8);
             CHECK_MSG(pbd_world_restore(w, forged, size) == PBD_ERROR_BAD_SNAPSHOT,
                       "part %d of the cloth as group %d was restored", k, bad[b]);
+            CHECK_MSG(strstr(pbd_world_last_error(w), "a field is out of range"), "message: %s",
+                      pbd_world_last_error(w)); /* the refusal says why */
             free(forged);
         }
     }
