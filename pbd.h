@@ -126,7 +126,10 @@
        thing of that kind in its slot and generation; otherwise it names
        this world's thing (two worlds built alike hand out equal handles).
        Keep each handle with its world. Particles are named by their
-       index (an int), ranges by pbd_range.
+       index (an int), ranges by pbd_range. Error messages name a thing
+       by its slot ("object 0", "group 4", "fluid 1"): the slot of a
+       handle h is (h.id & ((1u << PBD_HANDLE_SLOT_BITS) - 1)) - 1, so the
+       first object added is object 0 while its handle's id is 1.
      * Names. Lifecycle calls put the verb first: pbd_add_<thing> and
        pbd_remove_<thing> (every add has its remove), pbd_world_create /
        pbd_world_destroy, pbd_<thing>_desc_default. Everything else puts
