@@ -12896,7 +12896,8 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
     for (int k = 0; k < np && r == PBD_OK; ++k) {
         r = pbd__check_particle(w, d->particles[k], "strand particle");
         if (r == PBD_OK && mark[d->particles[k]])
-            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "particle %d is in two strands", d->particles[k]);
+            r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                          "particle %d is listed twice (a particle belongs to one strand, once)", d->particles[k]);
         if (r == PBD_OK) mark[d->particles[k]] = 1;
     }
     pbd__free(w, mark);
