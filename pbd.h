@@ -3832,8 +3832,15 @@ static pbd_result pbd__fail(const pbd_world *w, pbd_result r, const char *fmt, .
 }
 
 PBDDEF const char *pbd_world_last_error(const pbd_world *w) { return w ? w->error : "world is NULL"; }
-/* A call given no world: PBD_ERROR_NULL_POINTER, said in pbd_last_error(). */
-static pbd_result pbd__null_world(void) { return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "world is NULL"); }
+/* A call given no world: PBD_ERROR_NULL_POINTER, said in pbd_last_error().
+   The constant is returned here, not pbd__fail's result, so that a
+   compiler inlining a getter sees that its outputs are set whenever it
+   returns PBD_OK (else gcc warns "may be used uninitialized" in code
+   that checks the result, as the viewer's does). */
+static pbd_result pbd__null_world(void) {
+    pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "world is NULL");
+    return PBD_ERROR_NULL_POINTER;
+}
 
 /* Every call that reads or changes a world starts here. On a GPU world it
    first brings the host's copy up to date (after a step the device has the
