@@ -3952,7 +3952,10 @@ static pbd_result pbd__check_radius(const pbd_world *w, float r, const char *wha
    receives the full length, required. */
 static pbd_result pbd__check_list(const pbd_world *w, const void *out, int max, const int *count) {
     PBD__CHECK_PTR(w, count, "count");
-    if (max < 0 || (max > 0 && !out)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0 or out is NULL", max);
+    if (max < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max %d < 0", max);
+    if (max > 0 && !out)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "out is NULL with max %d > 0 (pass max 0 to ask the count)",
+                         max);
     return PBD_OK;
 }
 /* The index of the live record a handle names in a pool of n records, or

@@ -4474,9 +4474,9 @@ static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tri
     if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "detail_frames is NULL");
     if (!pbd_up__subdiv_of(sub) || !sub->trained)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
-    if (nt < 1 || frames < min_frames)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "coarse_triangle_count %d must be >= 1 and frame_count %d >= %d", nt, frames, min_frames);
+    if (nt < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "coarse_triangle_count %d must be >= 1", nt);
+    if (frames < min_frames)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "frame_count %d must be >= %d", frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count, "coarse_triangles");
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;

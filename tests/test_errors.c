@@ -1826,7 +1826,7 @@ TEST(errors_last_error_and_log) {
         CHECK_MSG(k_ == n_, "%s: a short buffer reported %d of %d", #CALL, k_, n_);                  \
         CHECK_MSG(buf[0] != -7 && buf[ITEM_MAX] == -7, "%s: wrote no item or more than one", #CALL); \
         CHECK_WORLD_ERROR(w, CALL(buf, -1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");                 \
-        CHECK_WORLD_ERROR(w, CALL(NULL, 1, &k_), PBD_ERROR_INVALID_ARGUMENT, "max");                 \
+        CHECK_WORLD_ERROR(w, CALL(NULL, 1, &k_), PBD_ERROR_INVALID_ARGUMENT, "out is NULL");         \
         CHECK_WORLD_ERROR(w, CALL(buf, n_, NULL), PBD_ERROR_NULL_POINTER, "count");                  \
     } while (0)
 enum { ITEM_MAX = 4 }; /* ints in the largest item (a self-contact quadruple) */

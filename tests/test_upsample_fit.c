@@ -664,7 +664,7 @@ TEST(wpsd_pdm_bad_input) {
     wd.max_poses = 0;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "max_poses 0 (1..256)");
     pd.frame_count = 5; /* fewer than six coefficients */
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "nt 32");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "frame_count 5 must be >= 6");
     pd = pdm_desc_of(&d);
     int bad_tris[3] = {0, 1, d.nc};
     wd = wpsd_desc_of(&d);
