@@ -13444,9 +13444,8 @@ PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing handle) {
     PBD__CHECK_WORLD(w);
     int i;
     PBD__TRY(PBD__RESOLVE(w, handle, w->tears, w->ntears, "tearing", &i));
-    if (pbd__tear_stopped(&w->tears[i]))
-        return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "tearing %d was removed",
-                         i); /* not reached: its handle is stale */
+    /* its own handle is stale; one of another world may still name it */
+    if (pbd__tear_stopped(&w->tears[i])) return pbd__fail(w, PBD_ERROR_INVALID_HANDLE, "tearing %d was removed", i);
     pbd__slot *s = &w->tears[i].s;
     uint32_t gen = (s->gen + 1u) & PBD__GEN_MASK;
     s->gen = gen ? gen : 1u;
