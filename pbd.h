@@ -1856,13 +1856,13 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    of radius 0.1 m, 16 particles of 0.2 m, defaults) on a sphere collider
    of the head's radius (friction 0.3), the head still for 1 s, shaken 5
    cm along x at 2 Hz for 2 s, still for
-   2 s: at 60 Hz the worst segment is 11% while the hair falls onto the
-   head, 6.3% while it shakes, 7% as it settles and 0.2% at the end; at
-   30 Hz at a fixed 4 substeps (reference_dt = 0) 45%, 13%, 3.5% and
-   1.1% (the mean stays under 0.03%; 5e-6 without the collider;
+   2 s: at 60 Hz the worst segment is 8.2% while the hair falls onto the
+   head, 6.3% while it shakes, 4.4% as it settles and 0.3% at the end; at
+   30 Hz at a fixed 4 substeps (reference_dt = 0) 8.7%, 12%, 5.3% and
+   1.2% (the mean stays under 0.02%; 5e-6 without the collider;
    bench/hair_head.c; the numbers depend on the layout: the 162 vertices
-   of pbd_mesh_sphere(2) as roots gave 2.0%, 3.9%, 3.0% and 0.7% at 60
-   Hz, an audit). Dynamic FTL
+   of pbd_mesh_sphere(2) as roots give 7.9%, 3.2%, 3.9% and 0.3% at 60
+   Hz). Dynamic FTL
    replaces the velocity update by v_i = (p_i - x_i) / h - t d_{i+1} / h,
    d_{i+1} the correction FTL gave the next particle this substep: it
    hides FTL's unphysical infinite-mass leaders at the price of some
@@ -1876,26 +1876,27 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    any s_damping, and a resting strand has none. Not covered: a long
    strand swinging slowly about its root. Hanging from a pinned root,
    segments of 0.1 m and particles of 0.5 kg, turned about the root at
-   0.5 rad/s, 60 Hz, it gains 0.45 J with 8 particles, 3.6 J with 16 and
-   27 J with 30 (its tip rises by 1.1 m, where its 5.3 J of kinetic
-   energy would lift it by about 7 cm), at any s_damping; at 2 rad/s 0.0065 J with 8, none with 16
-   or 30 (test strands_slow_swing_about_the_root_as_documented). There
-   FTL lifts the lower segments each substep by more than gravity's
-   budget and no leader can pay: the debt reaches the tip and is dropped
-   (paying it from the strand's kinetic energy instead stops the strand
-   in mid-swing). For ropes that swing, use distance constraints
-   (pbd_add_constraints: such a chain in the same swings never gains); the
-   hair builder's light, short strands gain little (one swung about its
-   root at 1 to 3 rad/s: 0.5 to 1.4%, an audit's program) and on a
-   moving head stay within 1.08 of their energy in the soak (README),
-   but they do not come to rest: 400 strands of the defaults over the
-   upper part of a still head (no collider), after 20 s every strand
-   still moves (5380 of 6400 particles above 5 cm/s, the fastest at 1.4
-   m/s), the energy 0.9% above its level at 6 s; the world's point
-   damping of 2/s leaves the fastest at 0.8 m/s. FTL's lift of the lower
-   segments (above) is what drives them; s_damping 1 or unclamped roots
-   do not stop it (tried in the step: no gravity budget, and paying the
-   tip's debt from its speed, cut the moving particles to 788 at most). Lower s_damping swings
+   0.5 rad/s, 60 Hz, it gains 0.15 J with 8 particles, 2.6 J with 16 and
+   24 J with 30, at any s_damping; at 2 rad/s 0.043 J with 16, none with
+   8 or 30 (test strands_slow_swing_about_the_root_as_documented). There
+   FTL lifts the lower segments each substep and no leader can pay: the
+   debt reaches the tip, which pays what its own speed can and no more
+   (paying it from the whole strand's kinetic energy instead stops the
+   strand in mid-swing). For ropes that swing, use distance constraints
+   (pbd_add_constraints: such a chain in the same swings never gains).
+   The hair builder's light, short strands gain little and come to rest
+   where something takes their energy: 400 strands of the defaults over
+   the upper part of a still head (no collider), the world's point
+   damping 2/s (pbd_world_set_point_damping), are still (no particle
+   above 5 cm/s) after 18 s, at 5/s after 12 s (test
+   strands_hair_comes_to_rest_under_point_damping); with no damping at
+   all (the default) the energy still falls, slowly: after 20 s 778 of
+   6400 particles move above 5 cm/s, the fastest at 0.25 m/s, all of
+   them among the three particles before a tip, which swing freely with
+   little energy (a chain has no bending stiffness; the tip itself pays
+   its share of FTL's lift from its speed. That share used to be dropped,
+   which kept 5380 of them moving, the fastest at 1.4 m/s, and held them
+   moving against the 2/s damping). Lower s_damping swings
    longer (pure FTL at 0), 1 damps most. Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
@@ -12626,19 +12627,23 @@ static void pbd__strands_project(pbd_world *w, int iteration) {
    (the follower's kinetic energy m_f (u_f.D - |D|^2/2) and potential
    energy -m_f g.d gained by the correction d = d_{i+1}, D = d/h, and the
    leader's m_l (t^2 |D|^2/2 - t u_l.D) from its reaction) is a quadratic
-   f(t), times w_l w_f here (inverse masses). It may use the follower's
-   budget, the m_f h^2 |g|^2 / 2 that the prediction's explicit step lost
-   (v += h g, x += h v). t = s_damping where f is within it, else the
-   nearest t in [0, 1] that is; where none is, the follower also gives up
-   part of its correction's velocity (its position keeps the correction,
-   as pre-stabilisation does), and what still is not paid is owed by the
-   next segment, whose leader that follower is. The changes of a strand's
+   f(t), times w_l w_f here (inverse masses). t = s_damping where f <= 0,
+   else the nearest t in [0, 1] where it is; where none is, the follower
+   also gives up part of its correction's velocity (its position keeps
+   the correction, as pre-stabilisation does), and what still is not
+   paid is owed by the next segment, whose leader that follower is. The
+   tip pays what is owed at the end from its own kinetic energy, as far
+   as that goes (pbd__strand_tip_pays). The changes of a strand's
    segments add up (each particle's velocity is the follower's in one and
    the leader's in the next), so a strand gains no energy from FTL and
-   its correction, up to a debt left at the tip: small for hair, large
-   for a long strand swinging slowly about its root, whose lower
-   segments FTL lifts (see the manual, "strands"). Contacts, wind and the
-   root's motion are what they are. */
+   its correction, up to what the tip could not pay: nothing for hair at
+   rest, some for a long strand swinging slowly about its root, whose
+   lower segments FTL lifts (see the manual, "strands"). The rule does
+   not give back the m_f h^2 |g|^2 / 2 that the prediction's explicit
+   step loses (v += h g, x += h v): it once did (f within that budget),
+   and the tips of hair on a still head then swung on against the
+   world's damping (test strands_hair_comes_to_rest_under_point_damping).
+   Contacts, wind and the root's motion are what they are. */
 /* The root of a t^2 - b t + c (a > 0) nearest `from`, which lies outside
    the roots, if it is in [0, 1]; else, or where there is none, the t in
    [0, 1] of least value. */
@@ -12649,12 +12654,23 @@ static inline PBD_HD float pbd__root_toward(float a, float b, float c, float fro
     float r = sqrtf(disc), t = from < least ? (b - r) * inv : (b + r) * inv;
     return t >= 0 && t <= 1 ? t : least;
 }
+/* What the tip still owes when the walk ends (joules): it pays from its
+   own kinetic energy |v|^2 / (2 w) as far as that goes; the rest, owed at
+   rest, is dropped. */
+static inline PBD_HD void pbd__strand_tip_pays(pbd__p4 *v, float w, float debt) {
+    if (!(debt > 0) || w == 0) return;
+    float v2 = v->x * v->x + v->y * v->y + v->z * v->z, left = v2 - 2.0f * debt * w,
+          keep = left > 0 ? sqrtf(left / v2) : 0.0f;
+    v->x *= keep;
+    v->y *= keep;
+    v->z *= keep;
+}
+
 /* The scalar reference; pbd__vstrand_velocity_batch does the same
-   operations in W lanes. budget = h^2 |g|^2 / 2. */
+   operations in W lanes. */
 static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands *S, int s, float h) {
     const float *g = w->gravity;
-    float inv_h = 1.0f / h, sd = S->damping, budget = 0.5f * h * h * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]),
-          debt = 0;
+    float inv_h = 1.0f / h, sd = S->damping, debt = 0;
     for (int k = S->start[s]; k < S->start[s + 1] - 1; ++k) {
         pbd__p4 *v = &w->v[S->idx[k]], *vf = &w->v[S->idx[k + 1]];
         float wl = w->x[S->idx[k]].w, wf = w->x[S->idx[k + 1]].w;
@@ -12666,11 +12682,10 @@ static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands 
         float dx = dn[0] * inv_h, dy = dn[1] * inv_h, dz = dn[2] * inv_h, dd = dx * dx + dy * dy + dz * dz;
         if (!(dd > 0) || wf == 0) continue; /* FTL moved no follower (a held one stays) */
         /* f(t) = A t^2 - B t + C, times w_l w_f: the follower's gain from d,
-           the leader's from -t d/h, less the follower's budget, plus the
-           debt its leader brings */
+           the leader's from -t d/h, plus the debt its leader brings */
         float uf = vf->x * dx + vf->y * dy + vf->z * dz, A = 0.5f * dd * wf,
               B = (v->x * dx + v->y * dy + v->z * dz) * wf,
-              C = (uf - 0.5f * dd - (g[0] * dn[0] + g[1] * dn[1] + g[2] * dn[2]) - budget + debt * wf) * wl,
+              C = (uf - 0.5f * dd - (g[0] * dn[0] + g[1] * dn[1] + g[2] * dn[2]) + debt * wf) * wl,
               t = (A * sd - B) * sd + C > 0 ? pbd__root_toward(A, B, C, sd) : sd, excess = (A * t - B) * t + C,
               c = t * inv_h;
         v->x = v->x - c * dn[0];
@@ -12689,6 +12704,8 @@ static inline PBD_HD void pbd__strand_velocity(pbd_world *w, const pbd__strands 
             debt = left > 0 ? left / (wl * wf) : 0.0f; /* joules unpaid: the next segment's leader owes them */
         }
     }
+    int tip = S->idx[S->start[s + 1] - 1];
+    pbd__strand_tip_pays(&w->v[tip], w->x[tip].w, debt);
 }
 
 #if PBD__W > 1
@@ -12716,8 +12733,7 @@ typedef struct pbd__vstrands {
 /* Segment k of every lane's strand: pbd__strand_velocity's operations. */
 static inline void pbd__vstrand_segment(pbd_world *w, const pbd__strands *S, pbd__vstrands *B, int k, float h) {
     const float *g = w->gravity;
-    float inv_h = 1.0f / h, budget = 0.5f * h * h * (g[0] * g[0] + g[1] * g[1] + g[2] * g[2]), d3[3][PBD__W],
-          wfl[PBD__W];
+    float inv_h = 1.0f / h, d3[3][PBD__W], wfl[PBD__W];
     pbd__vf zero = pbd__vset1(0.0f), half = pbd__vset1(0.5f), ih = pbd__vset1(inv_h), sd = pbd__vset1(S->damping);
     for (int l = 0; l < PBD__W; ++l) {
         int e = S->start[B->s0 + l] + k;
@@ -12734,9 +12750,7 @@ static inline void pbd__vstrand_segment(pbd_world *w, const pbd__strands *S, pbd
             Bq = pbd__vmul(pbd__vadd(pbd__vadd(pbd__vmul(vl.x, dx), pbd__vmul(vl.y, dy)), pbd__vmul(vl.z, dz)), wf),
             gd = pbd__vadd(pbd__vadd(pbd__vmul(pbd__vset1(g[0]), d0), pbd__vmul(pbd__vset1(g[1]), d1)),
                            pbd__vmul(pbd__vset1(g[2]), d2)),
-            C = pbd__vmul(pbd__vadd(pbd__vsub(pbd__vsub(pbd__vsub(uf, pbd__vmul(half, dd)), gd), pbd__vset1(budget)),
-                                    pbd__vmul(B->debt, wf)),
-                          wl),
+            C = pbd__vmul(pbd__vadd(pbd__vsub(pbd__vsub(uf, pbd__vmul(half, dd)), gd), pbd__vmul(B->debt, wf)), wl),
             fs = pbd__vadd(pbd__vmul(pbd__vsub(pbd__vmul(A, sd), Bq), sd), C),
             t = pbd__vsel(pbd__vlt(zero, fs), sd, pbd__vroot_toward(A, Bq, C, sd)),
             ex = pbd__vadd(pbd__vmul(pbd__vsub(pbd__vmul(A, t), Bq), t), C), c = pbd__vmul(t, ih);
@@ -12783,7 +12797,13 @@ static void pbd__vstrand_velocity_batches(pbd_world *w, const pbd__strands *S, i
         pbd__vstrand_segment(w, S, &B[0], k, h);
         if (n > 1) pbd__vstrand_segment(w, S, &B[1], k, h);
     }
-    for (int q = 0; q < n; ++q) pbd__vscatter(w->v, B[q].lid, B[q].vl);
+    for (int q = 0; q < n; ++q) {
+        pbd__vscatter(w->v, B[q].lid, B[q].vl);
+        float debt[PBD__W], wt[PBD__W];
+        pbd__vstore(debt, B[q].debt);
+        pbd__vstore(wt, B[q].wl);
+        for (int l = 0; l < PBD__W; ++l) pbd__strand_tip_pays(&w->v[B[q].lid[l]], wt[l], debt[l]);
+    }
 }
 #endif
 
