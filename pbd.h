@@ -1499,7 +1499,8 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
        the longest side of the mesh bounds plus a margin of 4 cells), read by
        trilinear interpolation with its analytic gradient. Cheaper per query
        than the BVH for big meshes; accurate to about one cell. Outside the
-       grid the distance to the mesh's bounding box is used.
+       grid (a particle or fluid kernel reaching farther than the margin)
+       the BVH gives the exact distance, as for the mesh collider.
    Bad input (NULL, NaN, an index out of range, a repeated vertex in a
    triangle, a zero-area triangle, an edge shared by more than two
    triangles; an open mesh for a grid; sdf_resolution outside 0..512; a
@@ -7824,7 +7825,12 @@ static PBD_HD float pbd__bvh_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
 }
 
 /* Trilinear interpolation of the grid and its gradient; outside the grid
-   the distance to the mesh bounds (a lower bound, safe for tracing). */
+   the BVH's exact distance. The grid's margin is 4 cells whatever reaches
+   into it: a particle of radius 5 cm on a 0.6 m sphere gridded at 128
+   cells (margin 2.6 cm) meets the surface beyond it, and the distance to
+   the mesh bounds used there before (a lower bound) held it 22 cm off the
+   sphere, on the corner of the box (an audit). Contacts ask only within
+   reach of the bounds (pbd__meshcol_near). */
 static PBD_HD float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) {
     float q[3] = {y.x, y.y, y.z}, f[3];
     int i[3], outside = 0;
@@ -7836,14 +7842,7 @@ static PBD_HD float pbd__grid_sdf(const pbd__meshcol *m, pbd__v3 y, pbd__v3 *n) 
         i[k] = c;
         f[k] = u - (float)c;
     }
-    if (outside) {
-        float d2 = pbd__box_dist2(m->lo, m->hi, y);
-        pbd__v3 c = pbd__v(pbd__clampf(y.x, m->lo[0], m->hi[0]), pbd__clampf(y.y, m->lo[1], m->hi[1]),
-                           pbd__clampf(y.z, m->lo[2], m->hi[2]));
-        float d = sqrtf(d2);
-        *n = d > PBD__DIR_MIN ? pbd__mul(pbd__sub(y, c), 1.0f / d) : pbd__v(0, 1, 0);
-        return d;
-    }
+    if (outside) return pbd__bvh_sdf(m, y, n);
     int sx = m->dims[0] + 1, sy = m->dims[1] + 1;
     float v[8];
     for (int c = 0; c < 8; ++c)

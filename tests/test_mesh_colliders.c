@@ -177,6 +177,43 @@ TEST(mesh_colliders_sdf_grid_matches_sphere) {
     pbd_world_destroy(w);
 }
 
+/* Beyond the grid's margin of 4 cells the distance is the BVH's, exact: a
+   particle of radius 5 cm falling onto a sphere of 0.3 m gridded at 128
+   cells (margin 1.9 cm) rests on the sphere, 0.35 m from its centre, as on
+   the BVH collider and at resolution 32. The distance to the mesh bounds
+   used out there before held it at 0.57 m, on a corner of the bounding
+   box (an audit; pbd_collider_distance said 0.05 m there). */
+TEST(mesh_colliders_sdf_grid_is_exact_beyond_its_margin) {
+    const int res[3] = {0, 32, 128};
+    for (int k = 0; k < 3; ++k) {
+        pbd_world *w = pbdt_world(0.0f);
+        float g[3] = {-5.664f, -5.664f, -5.664f}, c[3] = {0, 0, 0}, p[3] = {0.6f, 0.6f, 0.6f};
+        CHECK_OK(pbd_world_set_gravity(w, g));
+        pbd_mesh s;
+        CHECK_OK(pbd_mesh_sphere(4, c, 0.3f, &s));
+        pbd_mesh_collider_desc d = mc_desc(&s, res[k], 0.5f);
+        pbd_collider col;
+        CHECK_OK(pbd_add_collider_mesh(w, &d, &col));
+        float q[3] = {0.45f, 0.45f, 0.45f}, dist = 0; /* beyond the margin at 128 */
+        CHECK_OK(pbd_collider_distance(w, col, q, &dist));
+        CHECK_MSG(fabs(dist - (sqrt(3.0) * 0.45 - 0.3)) < 0.002, "resolution %d: distance %.4f m at (0.45, 0.45, 0.45)",
+                  res[k], (double)dist);
+        pbd_particles_desc pd = pbd_particles_desc_default();
+        pd.positions = p;
+        pd.count = 1;
+        pd.radius = 0.05f;
+        pbd_range r;
+        CHECK_OK(pbd_add_particles(w, &pd, &r));
+        for (int st = 0; st < 120; ++st) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w) + 4 * r.first;
+        double rr = sqrt((double)x[0] * x[0] + (double)x[1] * x[1] + (double)x[2] * x[2]);
+        CHECK_MSG(fabs(rr - 0.35) < 0.003, "resolution %d: the particle rests %.4f m from the centre (0.35)", res[k],
+                  rr);
+        pbd_mesh_free(&s);
+        pbd_world_destroy(w);
+    }
+}
+
 /* ---- friction --------------------------------------------------------------------- */
 
 /* A box mesh collider whose top face is a slope of theta degrees, and a
@@ -482,6 +519,7 @@ TEST(mesh_colliders_bad_input) {
 void suite_mesh_colliders(void) {
     RUN(mesh_colliders_bvh_matches_brute_force);
     RUN(mesh_colliders_sdf_grid_matches_sphere);
+    RUN(mesh_colliders_sdf_grid_is_exact_beyond_its_margin);
     RUN(mesh_colliders_friction_holds_below_angle);
     RUN(mesh_colliders_friction_slides_above_angle);
     RUN(mesh_colliders_moving_platform_carries);
