@@ -852,7 +852,8 @@ typedef struct pbd_world_desc {
     pbd_solver_mode mode;          /* default PBD_SOLVER_XPBD */
     int stiffness_correction;      /* PBD mode: use k' (survey 3.3); default 1 */
     float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 (per object: pbd_object_set_drag) */
-    int max_contacts_per_particle; /* default 4, 1..64 */
+    int max_contacts_per_particle; /* default 4, 1..64; a particle near more colliders keeps
+                                      those its predicted position is deepest behind */
     pbd_allocator allocator;       /* optional: both functions or neither */
     pbd_log_fn log;                /* optional: called with every error (and with
                                       PBD_OK for the device an auto world got) */
@@ -8293,11 +8294,34 @@ static PBD_HD int pbd__collider_far(const pbd_world *w, int c, int i, float reac
 /* Particle i's contact with collider c, if it has one (pbd__collide; the
    caller has tried pbd__collider_far; reach and tol from
    pbd__contact_reach), into its next slot. */
-static PBD_HD void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int *found) {
+/* Which slot a new contact of particle i (plane through q, normal n) takes
+   when its `per` slots are full: the slot whose plane the predicted
+   position p violates least, if the new one's p violates more; else -1.
+   Filling the slots in collider order and dropping the rest let a
+   particle at a fifth collider pass through it: a tank's wall added after
+   a floor of three planes and a box (an audit: water and grains through
+   10 cm walls); the most violated constraints are the ones to keep. */
+static inline PBD_HD int pbd__contact_evict(const pbd_world *w, int i, int per, pbd__v3 p, pbd__v3 q, pbd__v3 n) {
+    int worst = -1;
+    float most = pbd__dot(pbd__sub(p, q), n);
+    for (int k = 0; k < per; ++k) {
+        const pbd__contact *o = pbd__contact_slot(w, i, k);
+        float d = pbd__dot(pbd__sub(p, o->q), o->n);
+        if (d > most) {
+            most = d;
+            worst = k;
+        }
+    }
+    return worst;
+}
+
+static PBD_HD void pbd__contact_with(pbd_world *w, int i, int c, float h, float reach, float tol, int per, int *found) {
     pbd__v3 x = pbd__p3(w->x[i]), p = pbd__p3(w->p[i]), q, n;
     if (!pbd__collide(w, &w->colliders[c], &w->pose_from[c], &w->pose_to[c], x, p, w->radius[i], reach, tol, &q, &n))
         return;
-    pbd__contact *ct = pbd__contact_slot(w, i, (*found)++);
+    int k = *found < per ? (*found)++ : pbd__contact_evict(w, i, per, p, q, n);
+    if (k < 0) return;
+    pbd__contact *ct = pbd__contact_slot(w, i, k);
     ct->particle = i;
     ct->collider = c;
     ct->n = n;
@@ -8539,27 +8563,28 @@ static void pbd__vgenerate_contacts(pbd_world *w, int i0, int per, float h) {
             for (int l = 0; l < PBD__W; ++l) room |= (unsigned)(found[l] < per) << l;
             skip |= pbd__vshape_contacts(w, c, i0, &X, &P, r, pbd__vadd(r, margin), tol, h, ~skip & room, found);
         }
-        for (int l = 0; l < PBD__W; ++l) {
-            if ((skip >> l & 1u) || found[l] >= per) continue;
+        for (int l = 0; l < PBD__W; ++l) { /* the rest, and the full lanes (pbd__contact_evict) */
+            if (skip >> l & 1u) continue;
             float reach, tol;
             pbd__contact_reach(w, i0 + l, &reach, &tol);
             if (tested || !pbd__collider_far(w, c, i0 + l, reach, tol))
-                pbd__contact_with(w, i0 + l, c, h, reach, tol, &found[l]);
+                pbd__contact_with(w, i0 + l, c, h, reach, tol, per, &found[l]);
         }
     }
     for (int l = 0; l < PBD__W; ++l) w->ncontact[i0 + l] = (unsigned char)found[l];
 }
 #endif
 
-/* Particle i's contacts of this substep, at most `per`, in collider order. */
+/* Particle i's contacts of this substep, at most `per`: in collider order,
+   then the most violated ones (pbd__contact_evict). */
 static inline PBD_HD void pbd__contacts_of(pbd_world *w, int i, int per, float h) {
     int found = 0;
     w->ncontact[i] = 0;
     if (w->x[i].w == 0 || per == 0) return; /* pinned and kinematic particles are not pushed */
     float reach, tol;
     pbd__contact_reach(w, i, &reach, &tol);
-    for (int c = 0; c < w->ncolliders && found < per; ++c)
-        if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, &found);
+    for (int c = 0; c < w->ncolliders; ++c)
+        if (!pbd__collider_far(w, c, i, reach, tol)) pbd__contact_with(w, i, c, h, reach, tol, per, &found);
     w->ncontact[i] = (unsigned char)found;
 }
 
