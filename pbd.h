@@ -1713,12 +1713,12 @@ typedef struct pbd_fluid_desc {
     float radius;            /* collision radius, default 0: spacing / 2 */
     float relaxation;        /* CFM eps as a fraction of sum_k w_k |grad_k C|^2 of a
                                 particle of a cubic lattice at `spacing`; default 0.01 */
-    float viscosity;         /* XSPH c, dimensionless, default 0.01 */
-    float vorticity;         /* vorticity confinement eps (m/s), default 0 */
-    float scorr_k;           /* s_corr: k, default 0.05 (0 turns it off); in units of a
-                                density error (see pbd__kscorr), not the paper's */
-    float scorr_n;           /* s_corr: n, default 4 */
-    float scorr_dq;          /* s_corr: |dq| as a fraction of h, default 0.2 */
+    float viscosity;         /* XSPH c, dimensionless, in [0, 1], default 0.01 */
+    float vorticity;         /* vorticity confinement eps (m/s), >= 0, default 0 */
+    float scorr_k;           /* s_corr: k, >= 0, default 0.05 (0 turns it off); in units of
+                                a density error (see pbd__kscorr), not the paper's */
+    float scorr_n;           /* s_corr: n, in [1, 16], default 4 */
+    float scorr_dq;          /* s_corr: |dq| as a fraction of h, in (0, 1), default 0.2 */
     float gravity_cfl;       /* the substep h at most gravity_cfl * sqrt(spacing / |g|):
                                 pbd_world_step takes more substeps when the fluid needs
                                 them, at most 1000 (silently: see pbd_world_step_substeps);
@@ -2269,7 +2269,10 @@ PBDDEF int pbd_world_plugin_count(const pbd_world *w);
    pbd_world_fail_last(w, r) reports this thread's pbd_last_error() again
    on w (the message without its "PBD_ERROR_NAME: "), for a call on a world
    whose helper without one failed; it returns r, and does nothing when r
-   is PBD_OK.
+   is PBD_OK. pbd_world_fail_in(w, fn, r) reports it again (on w, or on
+   this thread only when w is NULL) with "fn: " in front, unless it names
+   fn already: a public call whose shared helper failed says which call
+   it was.
    pbd_world_alloc / pbd_world_free allocate the way the world does: with
    pbd_world_desc.allocator when one was given, else PBD_MALLOC / PBD_FREE
    (of the translation unit with pbd.h's implementation); the memory of
@@ -2281,6 +2284,7 @@ __attribute__((format(printf, 3, 4)))
 PBDDEF pbd_result
 pbd_world_fail(const pbd_world *w, pbd_result r, const char *fmt, ...);
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r);
+PBDDEF pbd_result pbd_world_fail_in(const pbd_world *w, const char *fn, pbd_result r);
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size);
 PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
 /* v in the fewest digits, 6 to 9, that read back as v, into buf (size
@@ -4507,11 +4511,26 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
-   is as valid-looking as any other float) is refused, not restored. */
+   is as valid-looking as any other float) is refused, not restored. The
+   64-bit offset basis is 14695981039346656037; before 0.2 the snapshots
+   (and pbd_upsample.h's files) started from 1469598103934665603, the
+   basis less its last digit, which a reader of the documented format
+   could not reproduce: such buffers are still read. */
+#define PBD__FNV_BASIS 14695981039346656037ull
+#define PBD__FNV_BASIS_BEFORE_0_2 1469598103934665603ull
 static uint64_t pbd__fnv1a(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = PBD__FNV_BASIS;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+/* Whether sum is the checksum of p[0..n) from either basis (one pass). */
+static int pbd__fnv1a_matches(const unsigned char *p, size_t n, uint64_t sum) {
+    uint64_t h = PBD__FNV_BASIS, old = PBD__FNV_BASIS_BEFORE_0_2;
+    for (size_t i = 0; i < n; ++i) {
+        h = (h ^ p[i]) * 1099511628211ull;
+        old = (old ^ p[i]) * 1099511628211ull;
+    }
+    return sum == h || sum == old;
 }
 
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w) {
@@ -4569,7 +4588,7 @@ PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t siz
     if (size < 2 * sizeof sum) return pbd__fail(w, PBD_ERROR_BAD_SNAPSHOT, "snapshot of %zu bytes is too short", size);
     size_t body = size - sizeof sum;
     memcpy(&sum, (const unsigned char *)buffer + body, sizeof sum);
-    if (sum != pbd__fnv1a((const unsigned char *)buffer, body))
+    if (!pbd__fnv1a_matches((const unsigned char *)buffer, body, sum))
         return pbd__fail(w, PBD_ERROR_BAD_SNAPSHOT, "snapshot checksum does not match (corrupted or truncated)");
     pbd__io io;
     memset(&io, 0, sizeof io);
@@ -7257,10 +7276,10 @@ static pbd_result pbd__check_pose(const pbd_world *w, const float *pos, const fl
 }
 
 static pbd_result pbd__check_friction(const pbd_world *w, float mus, float mud, float e) {
-    if (!pbd__finite(mus) || !pbd__finite(mud) || !pbd__finite(e))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "friction or restitution is not finite");
-    if (mus < 0 || mud < 0 || e < 0 || e > 1)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "friction must be >= 0 and restitution in [0, 1]");
+    PBD__TRY(pbd__check_rate(w, mus, "static friction"));
+    PBD__TRY(pbd__check_rate(w, mud, "dynamic friction"));
+    if (!pbd__finite(e)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "restitution is not finite");
+    if (e < 0 || e > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "restitution %g outside [0, 1]", (double)e);
     if (mud > mus)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "dynamic friction %g exceeds static friction %g", (double)mud,
                          (double)mus);
@@ -9745,10 +9764,13 @@ static int pbd__fluid_kernel_ok(float h, float d) {
 
 static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *d, pbd__fluid *f) {
     PBD__CHECK_PTR(w, d, "desc");
-    float vals[9] = {d->rest_density, d->spacing,   d->kernel_radius, d->radius, d->relaxation,
-                     d->viscosity,    d->vorticity, d->scorr_k,       d->scorr_n};
-    if (!pbd__finite_n(vals, 9) || !pbd__finite(d->scorr_dq) || !pbd__finite(d->gravity_cfl))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "a fluid parameter is NaN or infinite");
+    const float vals[11] = {d->rest_density, d->spacing, d->kernel_radius, d->radius,   d->relaxation, d->viscosity,
+                            d->vorticity,    d->scorr_k, d->scorr_n,       d->scorr_dq, d->gravity_cfl};
+    static const char *const names[11] = {"rest_density", "spacing",   "kernel_radius", "radius",
+                                          "relaxation",   "viscosity", "vorticity",     "scorr_k",
+                                          "scorr_n",      "scorr_dq",  "gravity_cfl"};
+    for (int k = 0; k < 11; ++k)
+        if (!pbd__finite(vals[k])) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "fluid %s is not finite", names[k]);
     if (d->rest_density < 0)
         return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "rest density %g < 0", (double)d->rest_density);
     if (!(d->rest_density > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "rest density must be > 0");
@@ -9761,13 +9783,14 @@ static pbd_result pbd__validate_fluid(const pbd_world *w, const pbd_fluid_desc *
                          (double)d->kernel_radius, (double)PBD_FLUID_KERNEL_MIN, (double)PBD_FLUID_KERNEL_MAX,
                          (double)(PBD_FLUID_KERNEL_MIN * d->spacing), (double)(PBD_FLUID_KERNEL_MAX * d->spacing),
                          (double)d->spacing);
-    if (d->radius < 0 || d->relaxation < 0 || d->vorticity < 0 || d->scorr_k < 0 || d->gravity_cfl < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                         "radius, relaxation, vorticity, scorr_k and gravity_cfl must be >= 0");
+    static const int at_least_0[4] = {4, 6, 7, 10}; /* relaxation, vorticity, scorr_k, gravity_cfl */
+    for (int k = 0; k < 4; ++k) PBD__TRY(pbd__check_rate(w, vals[at_least_0[k]], names[at_least_0[k]]));
     if (d->viscosity < 0 || d->viscosity > 1)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g outside [0, 1]", (double)d->viscosity);
-    if (d->scorr_n < 1 || d->scorr_n > 16 || !(d->scorr_dq > 0 && d->scorr_dq < 1))
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n must be in [1, 16] and scorr_dq in (0, 1)");
+    if (d->scorr_n < 1 || d->scorr_n > 16)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_n %g outside [1, 16]", (double)d->scorr_n);
+    if (!(d->scorr_dq > 0 && d->scorr_dq < 1))
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "scorr_dq %g outside (0, 1)", (double)d->scorr_dq);
     float mass = d->rest_density * d->spacing * d->spacing * d->spacing;
     if (!(mass >= PBD_MIN_MASS && mass <= PBD_MAX_MASS)) { /* (DEGENERATE as before the bounds) */
         char value[24];
@@ -16296,12 +16319,24 @@ PBDDEF pbd_result pbd_world_fail(const pbd_world *w, pbd_result r, const char *f
     va_end(ap);
     return r;
 }
+/* This thread's last message without its "PBD_ERROR_NAME: ". */
+static void pbd__last_message(char *copy, size_t size) {
+    const char *m = pbd__last_error, *c = strstr(m, ": ");
+    snprintf(copy, size, "%s", c ? c + 2 : m);
+}
 PBDDEF pbd_result pbd_world_fail_last(const pbd_world *w, pbd_result r) {
     if (r == PBD_OK || !w) return r;
-    const char *m = pbd__last_error, *c = strstr(m, ": ");
     char copy[sizeof pbd__last_error];
-    snprintf(copy, sizeof copy, "%s", c ? c + 2 : m);
+    pbd__last_message(copy, sizeof copy);
     return pbd_world_fail(w, r, "%s", copy);
+}
+PBDDEF pbd_result pbd_world_fail_in(const pbd_world *w, const char *fn, pbd_result r) {
+    if (r == PBD_OK || !fn) return r;
+    char copy[sizeof pbd__last_error];
+    pbd__last_message(copy, sizeof copy);
+    size_t n = strlen(fn);
+    if (strncmp(copy, fn, n) == 0 && copy[n] == ':') return pbd_world_fail(w, r, "%s", copy);
+    return pbd_world_fail(w, r, "%s: %s", fn, copy);
 }
 PBDDEF void *pbd_world_alloc(pbd_world *w, size_t size) { return pbd__alloc(w, size); }
 

@@ -2247,7 +2247,7 @@ static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells,
             pbd_sm__free(mem, keys);
             pbd_sm__free(mem, start);
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                                  "lattice: particles %d and %d are in one cell (%d, %d, %d)", a, b, cells[3 * b],
+                                  "particles %d and %d are in one lattice cell (%d, %d, %d)", a, b, cells[3 * b],
                                   cells[3 * b + 1], cells[3 * b + 2]);
         }
     /* two passes: count, then fill */
@@ -5026,10 +5026,11 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_body: pbd_sm_body_desc.particles is NULL");
     int n = d->particle_count, wn = pbd_world_particle_count(w);
     if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_body: particle_count %d < 1", n);
-    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep,
-                                                                 d->max_plastic, d->rotation_iterations));
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_volume(d->volume));
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_switches(d));
+    pbd_result res = pbd_world_fail_in(w, "pbd_sm_add_body",
+                                       pbd_sm__check_params(d->mode, d->beta, d->stiffness, d->yield, d->creep,
+                                                            d->max_plastic, d->rotation_iterations));
+    if (res == PBD_OK) res = pbd_world_fail_in(w, "pbd_sm_add_body", pbd_sm__check_volume(d->volume));
+    if (res == PBD_OK) res = pbd_world_fail_in(w, "pbd_sm_add_body", pbd_sm__check_switches(d));
     if (res != PBD_OK) return res;
     for (int i = 0; i < n; ++i)
         if (d->particles[i] < 0 || d->particles[i] >= wn)
@@ -5097,21 +5098,23 @@ PBD_SM_DEF pbd_result pbd_sm_add_body(pbd_world *w, const pbd_sm_body_desc *d, p
     pbd_sm_sum_plan *plan = d->plan, *made = NULL;
     if (res == PBD_OK && !plan) {
         if (d->region_start) {
-            res = pbd_world_fail_last(
-                w, pbd_sm__plan_naive(w, n, d->region_count, d->region_start, d->region_particles, &made));
+            res = pbd_world_fail_in(
+                w, "pbd_sm_add_body",
+                pbd_sm__plan_naive(w, n, d->region_count, d->region_start, d->region_particles, &made));
             if (res == PBD_OK)
                 res = pbd_sm__check_covered(w, n, d->region_count, d->region_start, d->region_particles, seen);
         } else { /* one cluster of every particle (survey 4.1) */
             int start[2] = {0, n};
             for (int i = 0; i < n; ++i) seen[i] = i;
-            res = pbd_world_fail_last(w, pbd_sm__plan_naive(w, n, 1, start, seen, &made));
+            res = pbd_world_fail_in(w, "pbd_sm_add_body", pbd_sm__plan_naive(w, n, 1, start, seen, &made));
         }
         plan = made;
     }
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_plan(plan, n));
+    if (res == PBD_OK) res = pbd_world_fail_in(w, "pbd_sm_add_body", pbd_sm__check_plan(plan, n));
     pbd_sm__body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_world_fail_last(w, pbd_sm__body_build(w, n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
+        res = pbd_world_fail_in(w, "pbd_sm_add_body",
+                                pbd_sm__body_build(w, n, plan, made ? 1 : d->owns_plan != 0, rest, mass, d, &b));
     pbd_sm__free(w, rest);
     pbd_sm__free(w, mass);
     pbd_sm__free(w, seen);
@@ -5344,10 +5347,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (!d->cells)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_lattice: pbd_sm_lattice_desc.cells is NULL");
     int n = d->cell_count;
-    if (n < 1 || d->half_width < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_lattice: cell_count %d must be >= 1 and half_width %d >= 0", n,
-                              d->half_width);
+    if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: cell_count %d < 1", n);
+    if (d->half_width < 0)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: half_width %d < 0", d->half_width);
     if (!pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) || !pbd_sm__finite(d->radius) ||
         !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || !pbd_sm__finite(d->origin[2]))
         return pbd_world_fail(
@@ -5379,30 +5381,33 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
                               (double)radius, d->radius > 0 ? "radius" : "radius 0: spacing / 2",
                               (double)PBD_MAX_RADIUS);
     const pbd_sm_body_desc *bd = &d->body;
-    pbd_result res = pbd_world_fail_last(w, pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield,
-                                                                 bd->creep, bd->max_plastic, bd->rotation_iterations));
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_volume(bd->volume));
-    if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__check_switches(bd));
+    pbd_result res = pbd_world_fail_in(w, "pbd_sm_add_lattice",
+                                       pbd_sm__check_params(bd->mode, bd->beta, bd->stiffness, bd->yield, bd->creep,
+                                                            bd->max_plastic, bd->rotation_iterations));
+    if (res == PBD_OK) res = pbd_world_fail_in(w, "pbd_sm_add_lattice", pbd_sm__check_volume(bd->volume));
+    if (res == PBD_OK) res = pbd_world_fail_in(w, "pbd_sm_add_lattice", pbd_sm__check_switches(bd));
     if (res != PBD_OK) return res;
     pbd_sm_sum_plan *plan = NULL, *user_plan = bd->plan;
     /* half_width 0: one cluster of every cell in RIGID mode (a rigid body),
        else 1 */
     int whole = d->half_width == 0 && bd->mode == PBD_SM_RIGID;
-    res = pbd_world_fail_last(w, pbd_sm__plan_lattice(w, n, d->cells, d->half_width > 0 ? d->half_width : 1,
-                                                      &plan)); /* validates the cells */
+    res = pbd_world_fail_in(
+        w, "pbd_sm_add_lattice",
+        pbd_sm__plan_lattice(w, n, d->cells, d->half_width > 0 ? d->half_width : 1, &plan)); /* validates the cells */
     if (res == PBD_OK && whole && !user_plan) {
         pbd_sm_plan_destroy(plan);
         plan = NULL;
         int *all = (int *)pbd_sm__alloc_n(w, (size_t)n, sizeof(int)), start[2] = {0, n};
         if (!all) res = pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_lattice: out of memory");
         for (int i = 0; i < n && all; ++i) all[i] = i;
-        if (res == PBD_OK) res = pbd_world_fail_last(w, pbd_sm__plan_naive(w, n, 1, start, all, &plan));
+        if (res == PBD_OK)
+            res = pbd_world_fail_in(w, "pbd_sm_add_lattice", pbd_sm__plan_naive(w, n, 1, start, all, &plan));
         pbd_sm__free(w, all);
     }
     if (res == PBD_OK && user_plan) {
         pbd_sm_plan_destroy(plan);
         plan = NULL;
-        res = pbd_world_fail_last(w, pbd_sm__check_plan(user_plan, n));
+        res = pbd_world_fail_in(w, "pbd_sm_add_lattice", pbd_sm__check_plan(user_plan, n));
     }
     if (res != PBD_OK) {
         pbd_sm_plan_destroy(plan);
@@ -5418,8 +5423,9 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     }
     pbd_sm__body *b = NULL;
     if (res == PBD_OK)
-        res = pbd_world_fail_last(w, pbd_sm__body_build(w, n, user_plan ? user_plan : plan,
-                                                        user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
+        res = pbd_world_fail_in(w, "pbd_sm_add_lattice",
+                                pbd_sm__body_build(w, n, user_plan ? user_plan : plan,
+                                                   user_plan ? bd->owns_plan != 0 : 1, pos, mass, bd, &b));
     pbd_range r = {0, 0};
     if (res == PBD_OK) {
         pbd_particles_desc pd = pbd_particles_desc_default();
@@ -5658,8 +5664,9 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_stiffness(pbd_world *w, pbd_sm_body body, 
     pbd_sm__body *b;
     pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_stiffness", &b);
     if (r != PBD_OK) return r;
-    r = pbd_world_fail_last(w, pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield,
-                                                    (float)b->creep, (float)b->maxp, b->rot_iters));
+    r = pbd_world_fail_in(w, "pbd_sm_body_set_stiffness",
+                          pbd_sm__check_params(b->mode, (float)b->beta, stiffness, (float)b->yield, (float)b->creep,
+                                               (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     b->alpha = stiffness;
     return PBD_OK;
@@ -5669,8 +5676,9 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_mode(pbd_world *w, pbd_sm_body body, pbd_s
     pbd_sm__body *b;
     pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_mode", &b);
     if (r != PBD_OK) return r;
-    r = pbd_world_fail_last(w, pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep,
-                                                    (float)b->maxp, b->rot_iters));
+    r = pbd_world_fail_in(w, "pbd_sm_body_set_mode",
+                          pbd_sm__check_params(mode, beta, (float)b->alpha, (float)b->yield, (float)b->creep,
+                                               (float)b->maxp, b->rot_iters));
     if (r != PBD_OK) return r;
     if ((mode == PBD_SM_QUADRATIC) != (b->mode == PBD_SM_QUADRATIC))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
@@ -5687,8 +5695,9 @@ PBD_SM_DEF pbd_result pbd_sm_body_set_plasticity(pbd_world *w, pbd_sm_body body,
     pbd_sm__body *b;
     pbd_result r = pbd_sm__body_of(w, body, "pbd_sm_body_set_plasticity", &b);
     if (r != PBD_OK) return r;
-    r = pbd_world_fail_last(
-        w, pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic, b->rot_iters));
+    r = pbd_world_fail_in(
+        w, "pbd_sm_body_set_plasticity",
+        pbd_sm__check_params(b->mode, (float)b->beta, (float)b->alpha, yield, creep, max_plastic, b->rot_iters));
     if (r != PBD_OK) return r;
     b->yield = yield;
     b->creep = creep;
@@ -6124,10 +6133,11 @@ static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c)
 }
 
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
-    if (d->particles.count < 1 || d->edge_count < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_oriented: particles.count %d must be >= 1 and edge_count %d >= 0",
-                              d->particles.count, d->edge_count);
+    if (d->particles.count < 1)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: particles.count %d < 1",
+                              d->particles.count);
+    if (d->edge_count < 0)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: edge_count %d < 0", d->edge_count);
     if (d->edge_count > 0 && !d->edges)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: edges is NULL while edge_count is %d",
                               d->edge_count);
@@ -6273,7 +6283,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     o->rest = (double *)pbd_sm__alloc_n(w, 3 * (size_t)n, sizeof(double));
     o->mass = (double *)pbd_sm__alloc_n(w, (size_t)n, sizeof(double));
     if (!o->q || !o->qp || !o->omega || !o->q_step || !o->omega_step || !o->rest_q || !o->radii || !o->rest ||
-        !o->mass || pbd_world_fail_last(w, pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
+        !o->mass ||
+        pbd_world_fail_in(w, "pbd_sm_add_oriented", pbd_sm__oriented_rings(o, d->edges, d->edge_count)) != PBD_OK) {
         pbd_sm__oriented_free(o);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_oriented: out of memory");
     }
@@ -6517,10 +6528,12 @@ PBD_SM_DEF pbd_result pbd_sm_skin_create(const pbd_world *w, pbd_sm_oriented set
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: pbd_sm_skin_desc.rest_vertices is NULL");
     if (d->bones && !d->weights)
         return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_skin_create: weights is NULL while bones is given");
-    if (d->vertex_count < 1 || d->influences < 1 || d->influences > 8)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_skin_create: vertex_count %d must be >= 1 and influences %d in 1..8",
-                              d->vertex_count, d->influences);
+    if (d->vertex_count < 1)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: vertex_count %d < 1",
+                              d->vertex_count);
+    if (d->influences < 1 || d->influences > 8)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_skin_create: influences %d outside 1..8",
+                              d->influences);
     size_t nk = (size_t)d->vertex_count * (size_t)d->influences;
     if (!pbd_sm__finite_n(d->rest_vertices, 3 * (size_t)d->vertex_count))
         return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
@@ -7136,7 +7149,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
         pbd_sm__volume_free(v);
         return pbd_world_fail(w, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_surface_volume: out of memory");
     }
-    r = pbd_world_fail_last(w, pbd_sm__volume_topology(v));
+    r = pbd_world_fail_in(w, "pbd_sm_add_surface_volume", pbd_sm__volume_topology(v));
     if (r != PBD_OK) {
         pbd_sm__volume_free(v);
         return r;
@@ -9351,10 +9364,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
                               "pbd_sm_add_cloth: a GPU world needs PBD_CUDA where PBD_SM_IMPLEMENTATION is");
 #endif
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_cloth: d is NULL");
-    pbd_result r = pbd_world_fail_last(w, pbd_sm__check_cloth_desc(w, d));
+    pbd_result r = pbd_world_fail_in(w, "pbd_sm_add_cloth", pbd_sm__check_cloth_desc(w, d));
     if (r != PBD_OK) return r;
     pbd_sm__cloth *c = NULL;
-    r = pbd_world_fail_last(w, pbd_sm__cloth_build(w, d, &c));
+    r = pbd_world_fail_in(w, "pbd_sm_add_cloth", pbd_sm__cloth_build(w, d, &c));
     if (r != PBD_OK) return r;
     const pbd_sm__level *F = &c->lv[c->nlevels - 1];
     for (int v = 0; v < F->nv; ++v) /* named here: the desc has a density, no masses */

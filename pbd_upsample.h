@@ -475,7 +475,10 @@ PBD_UP_DEF pbd_result pbd_up_wrinkle_set_simd(pbd_up_wrinkle *wr, int on);
      float coarse_rest[3 * coarse_count]; float detail_rest[3 * detail_count];
      float coarse[frame_count][3 * coarse_count];
      float detail[frame_count][3 * detail_count];
-     uint64 FNV-1a checksum of all the bytes before it. */
+     uint64 FNV-1a checksum of all the bytes before it (64-bit: offset
+       basis 14695981039346656037, prime 1099511628211; models use the
+       same; files of before 0.2, from the basis 1469598103934665603, are
+       still read). */
 typedef enum pbd_up_scene { PBD_UP_SCENE_CAPE = 0, PBD_UP_SCENE_DROP = 1 } pbd_up_scene;
 
 typedef struct pbd_up_training {
@@ -1126,12 +1129,24 @@ typedef struct pbd_up__header {
     uint64_t payload;
 } pbd_up__header;
 
-/* The same checksum as pbd.h's snapshots; pbd.h's function is private to
-   its implementation, which need not be in this translation unit. */
+/* The same checksum as pbd.h's snapshots (FNV-1a, 64-bit offset basis
+   14695981039346656037); pbd.h's functions are private to its
+   implementation, which need not be in this translation unit. Files
+   written before 0.2 started from 1469598103934665603 (the basis less its
+   last digit): still read. */
 static uint64_t pbd_up__fnv1a(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
     return h;
+}
+/* Whether sum is the checksum of p[0..n) from either basis (one pass). */
+static int pbd_up__fnv1a_matches(const unsigned char *p, size_t n, uint64_t sum) {
+    uint64_t h = 14695981039346656037ull, old = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) {
+        h = (h ^ p[i]) * 1099511628211ull;
+        old = (old ^ p[i]) * 1099511628211ull;
+    }
+    return sum == h || sum == old;
 }
 
 static size_t pbd_up__payload_size(const pbd_up_model *m, const pbd_up__methods *t) {
@@ -1213,7 +1228,7 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
                               "pbd_up_model_load: the header announces %llu payload bytes, the buffer of %zu bytes "
                               "holds %zu (truncated?)",
                               (unsigned long long)h.payload, size, size - sizeof h - sizeof sum);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum))
+    if (!pbd_up__fnv1a_matches(in, size - sizeof sum, sum))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "pbd_up_model_load: checksum mismatch: the model file is damaged (%zu bytes)", size);
     if (h.method >= (uint32_t)PBD_UP_METHOD_COUNT)
@@ -2078,10 +2093,11 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_stencil(const pbd_up_model *m, int row,
     if (row < 0 || row >= m->detail_count)
         return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_subdivision_stencil: row %d outside 0..%d",
                               row, m->detail_count - 1);
-    if (max < 0 || (max > 0 && (!columns || !weights)))
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_subdivision_stencil: max %d < 0", max);
+    if (max > 0 && (!columns || !weights))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_subdivision_stencil: max %d < 0, or columns or weights is NULL while max > 0",
-                              max);
+                              "pbd_up_subdivision_stencil: %s is NULL with max %d > 0 (pass max 0 to ask the count)",
+                              !columns ? "columns" : "weights", max);
     int n = s->S.start[row + 1] - s->S.start[row];
     for (int k = 0; k < n && k < max; ++k) {
         columns[k] = s->S.col[s->S.start[row] + k];
@@ -3063,16 +3079,17 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
                       : !(d->size > 0)                                         ? "size <= 0"
                       : d->frames < 1                                          ? "frames < 1"
                       : d->steps_per_frame < 1                                 ? "steps_per_frame < 1"
-                      : !(d->time_step > 0)                                    ? "time_step <= 0"
-                      : d->substeps < 1 || d->substeps > 1000                  ? "substeps outside 1..1000"
-                      : d->iterations < 1 || d->iterations > 1000              ? "iterations outside 1..1000"
-                      : d->amplitude < 0                                       ? "amplitude < 0"
-                      : d->frequency < 0                                       ? "frequency < 0"
-                      : d->coarse_bending_compliance < 0                       ? "coarse_bending_compliance < 0"
-                      : d->fine_bending_compliance < 0                         ? "fine_bending_compliance < 0"
-                      : d->jitter < 0                                          ? "jitter < 0"
-                      : d->threads < 0 || d->threads > 1024                    ? "threads outside 0..1024"
-                                                                               : NULL;
+                      : !(d->time_step >= PBD_MIN_TIME_STEP && d->time_step <= PBD_MAX_TIME_STEP)
+                          ? "time_step outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s"
+                      : d->substeps < 1 || d->substeps > 1000     ? "substeps outside 1..1000"
+                      : d->iterations < 1 || d->iterations > 1000 ? "iterations outside 1..1000"
+                      : d->amplitude < 0                          ? "amplitude < 0"
+                      : d->frequency < 0                          ? "frequency < 0"
+                      : d->coarse_bending_compliance < 0          ? "coarse_bending_compliance < 0"
+                      : d->fine_bending_compliance < 0            ? "fine_bending_compliance < 0"
+                      : d->jitter < 0                             ? "jitter < 0"
+                      : d->threads < 0 || d->threads > 1024       ? "threads outside 0..1024"
+                                                                  : NULL;
     if (bad)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_training_desc: %s (scene %d, coarse_resolution %d, "
@@ -3204,7 +3221,7 @@ PBD_UP_DEF pbd_result pbd_up_training_drive(const pbd_up_training_desc *d, pbd_w
     if (!w) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: w is NULL");
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: desc is NULL");
     pbd_result r = pbd_up__training_check_desc(d);
-    if (r != PBD_OK) return pbd_world_fail_last(w, r); /* the desc's message, on w */
+    if (r != PBD_OK) return pbd_world_fail_in(w, "pbd_up_training_drive", r); /* the desc's message, on w */
     if (!isfinite(time)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_up_training_drive: time is %g", time);
     long long n = d->coarse_resolution;
     if (cloth.first < 0 || cloth.count != n * n || (long long)cloth.first + cloth.count > pbd_world_particle_count(w))
@@ -3389,14 +3406,29 @@ static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
     pbd_up__io_array(io, (void **)&t->detail, dc * nf, sizeof(float));
 }
 
-static int pbd_up__training_valid(const pbd_up_training *t) {
+/* What a loaded training set must be (the message says what it is not):
+   levels a subdivision's (0..8) whose triangle count the detail mesh has,
+   valid triangles, finite positions. */
+static pbd_result pbd_up__training_check(const pbd_up_training *t) {
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    return pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count, "training") ==
-               PBD_OK &&
-           pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count, "training") ==
-               PBD_OK &&
-           pbd_up__finite(t->coarse_rest, cc) && pbd_up__finite(t->detail_rest, dc) &&
-           pbd_up__finite(t->coarse, cc * nf) && pbd_up__finite(t->detail, dc * nf);
+    if (t->levels < 0 || t->levels > 8)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "levels %d outside 0..8", t->levels);
+    if (((long long)t->coarse_triangle_count << (2 * t->levels)) != t->detail_triangle_count)
+        return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
+                              "%d detail triangles, not the %d coarse ones subdivided %d times (%lld)",
+                              t->detail_triangle_count, t->coarse_triangle_count, t->levels,
+                              (long long)t->coarse_triangle_count << (2 * t->levels));
+    pbd_result r =
+        pbd_up__check_triangles(t->coarse_triangles, t->coarse_triangle_count, t->coarse_count, "coarse_triangles");
+    if (r == PBD_OK)
+        r = pbd_up__check_triangles(t->detail_triangles, t->detail_triangle_count, t->detail_count, "detail_triangles");
+    if (r != PBD_OK) return r;
+    const char *nan = !pbd_up__finite(t->coarse_rest, cc)   ? "coarse_rest"
+                      : !pbd_up__finite(t->detail_rest, dc) ? "detail_rest"
+                      : !pbd_up__finite(t->coarse, cc * nf) ? "the coarse frames"
+                      : !pbd_up__finite(t->detail, dc * nf) ? "the detail frames"
+                                                            : NULL;
+    return nan ? pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "%s contain NaN or infinity", nan) : PBD_OK;
 }
 
 PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
@@ -3446,7 +3478,7 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
                               "pbd_up_training_load: %zu bytes are too few for a training set file", size);
     const unsigned char *in = (const unsigned char *)buffer;
     memcpy(&sum, in + size - sizeof sum, sizeof sum);
-    if (sum != pbd_up__fnv1a(in, size - sizeof sum))
+    if (!pbd_up__fnv1a_matches(in, size - sizeof sum, sum))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "pbd_up_training_load: checksum mismatch: the training set file is damaged (%zu bytes)",
                               size);
@@ -3459,11 +3491,12 @@ PBD_UP_DEF pbd_result pbd_up_training_load(const void *buffer, size_t size, pbd_
     pbd_up__training_io(&io, &t);
     pbd_result r = PBD_OK;
     if (io.bad == 2) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_up_training_load: out of memory");
-    else if (io.bad || io.off != io.size || !pbd_up__training_valid(&t))
+    else if (io.bad || io.off != io.size)
         r = pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "pbd_up_training_load: the training set file is malformed: %s",
-                           io.bad              ? "not a training set of this version and byte order, or bad counts"
-                           : io.off != io.size ? "its size does not match its counts"
-                                               : "NaN, infinity or a triangle index out of range");
+                           io.bad ? "not a training set of this version and byte order, or bad counts"
+                                  : "its size does not match its counts");
+    else if ((r = pbd_up__training_check(&t)) != PBD_OK)
+        r = pbd_world_fail_in(NULL, "pbd_up_training_load: the training set file is malformed", PBD_ERROR_BAD_SNAPSHOT);
     if (r != PBD_OK) {
         pbd_up_training_free(&t);
         return r;
@@ -4345,9 +4378,11 @@ PBD_UP_DEF pbd_result pbd_up_piu_row(const pbd_up_model *m, int detail_vertex, i
     if (detail_vertex < 0 || detail_vertex >= p->detail_count)
         return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE, "pbd_up_piu_row: detail_vertex %d outside 0..%d",
                               detail_vertex, p->detail_count - 1);
-    if (max < 0 || (max > 0 && (!index || !weight)))
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_row: max %d < 0", max);
+    if (max > 0 && (!index || !weight))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_piu_row: max %d < 0, or index or weight is NULL while max > 0", max);
+                              "pbd_up_piu_row: %s is NULL with max %d > 0 (pass max 0 to ask the count)",
+                              !index ? "index" : "weight", max);
     for (size_t k = 0; k < (size_t)p->group_count * PBD_UP__LANES; ++k) {
         if (p->lane_vertex[k] != detail_vertex) continue;
         size_t g = k / PBD_UP__LANES, l = k % PBD_UP__LANES;
@@ -4465,7 +4500,31 @@ static pbd_result pbd_up__mesh_edges(const int *tris, int nt, int **edges_out, i
     return PBD_OK;
 }
 
-/* Checks shared by the wpsd and pdm descs. */
+/* Whether coarse triangles tris subdivide into the subdivision model's
+   detail mesh (the coarse mesh it was made from): WPSD's and PDM's
+   features come from the coarse triangles, their detail from the model,
+   and a mesh one triangle short or with one flipped fitted (an audit). */
+static pbd_result pbd_up__same_coarse_mesh(const pbd_up__subdiv *s, const int *tris, int nt, int nv) {
+    if (((long long)nt << (2 * s->levels)) != s->triangle_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "coarse_triangle_count %d makes %lld triangles at %d levels; the subdivision model has "
+                              "%d: not the mesh it was made from",
+                              nt, (long long)nt << (2 * s->levels), s->levels, s->triangle_count);
+    pbd_up__csrd S;
+    int *fine = NULL, nfine = 0;
+    pbd_result r = pbd_up__loop_build(tris, nt, nv, s->levels, 1, &S, &fine, &nfine);
+    if (r != PBD_OK) return r;
+    int same = memcmp(fine, s->triangles, sizeof(int) * 3 * (size_t)s->triangle_count) == 0;
+    pbd_up__csrd_free(&S);
+    pbd_up__free(fine);
+    return same ? PBD_OK
+                : pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                                 "coarse_triangles are not the mesh the subdivision model was made from (its "
+                                 "subdivided triangles differ)");
+}
+
+/* Checks shared by the wpsd and pdm descs (their callers name the fit:
+   pbd_world_fail_in). */
 static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames, const float *cf,
                                          const float *df, const float *rest, int min_frames) {
     if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "subdivision is NULL");
@@ -4478,6 +4537,7 @@ static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tri
     if (frames < min_frames)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "frame_count %d must be >= %d", frames, min_frames);
     pbd_result r = pbd_up__check_triangles(tris, nt, sub->coarse_count, "coarse_triangles");
+    if (r == PBD_OK) r = pbd_up__same_coarse_mesh(pbd_up__subdiv_of(sub), tris, nt, sub->coarse_count);
     if (r != PBD_OK) return r;
     size_t nc3 = (size_t)sub->coarse_count * 3, nd3 = (size_t)sub->detail_count * 3;
     if (nd3 > ((size_t)-1 / sizeof(float)) / (size_t)frames)
@@ -4907,7 +4967,7 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
                                           d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
-    if (r != PBD_OK) return r;
+    if (r != PBD_OK) return pbd_world_fail_in(NULL, "pbd_up_wpsd_fit", r);
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
@@ -4944,9 +5004,11 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_selection(const pbd_up_model *m, int *frames, 
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_selection: count is NULL");
     const pbd_up__wpsd *p = pbd_up__wpsd_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: m is not a WPSD model");
-    if (max < 0 || (max > 0 && !frames && !errors))
+    if (max < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_wpsd_selection: max %d < 0", max);
+    if (max > 0 && !frames && !errors)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_wpsd_selection: max %d < 0, or frames and errors are both NULL while max > 0",
+                              "pbd_up_wpsd_selection: frames and errors are both NULL with max %d > 0 (pass max 0 "
+                              "to ask the count)",
                               max);
     for (int j = 0; j < p->poses && j < max; ++j) {
         if (frames) frames[j] = p->pose_frame[j];
@@ -5370,7 +5432,7 @@ PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **ou
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: out is NULL");
     pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
                                           d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
-    if (r != PBD_OK) return r;
+    if (r != PBD_OK) return pbd_world_fail_in(NULL, "pbd_up_pdm_fit", r);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PDM, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__pdm *p = (pbd_up__pdm *)pbd_up__calloc_array(1, sizeof(pbd_up__pdm));
     if (!m || !p) {

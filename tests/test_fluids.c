@@ -745,6 +745,25 @@ TEST(fluid_bad_input_changes_nothing) {
     d = good;
     d.scorr_dq = 1.5f;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "scorr_dq 1.5 outside (0, 1)") != NULL);
+    /* each parameter is named (an audit: "a fluid parameter is NaN", "radius,
+       relaxation, vorticity, scorr_k and gravity_cfl must be >= 0") */
+    d = good;
+    d.vorticity = nan;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_NOT_FINITE);
+    CHECK(strstr(pbd_world_last_error(w), "fluid vorticity is not finite") != NULL);
+    d = good;
+    d.gravity_cfl = -0.5f;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "gravity_cfl -0.5 < 0") != NULL);
+    d = good;
+    d.scorr_n = 20;
+    EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "scorr_n 20 outside [1, 16]") != NULL);
+    /* particle friction has no restitution to blame */
+    EXPECT_UNCHANGED(w, pbd_world_set_particle_contact_friction(w, -0.5f, 0.4f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "static friction -0.5 < 0") != NULL &&
+          strstr(pbd_world_last_error(w), "restitution") == NULL);
     d = good;
     d.count = 0;
     EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);

@@ -4,20 +4,143 @@
    an error, leaving the world untouched. Each fails without its fix (under
    the ASan configuration where the finding was a memory error). */
 #include "test.h"
+#include "check_error.h"
 #include "../pbd_sm.h"
 #include "../pbd_upsample.h"
 #include <stdint.h>
 #include <stdlib.h>
 
-static uint64_t fzt_fnv(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
+/* FNV-1a from offset basis h (the standard one: 14695981039346656037). */
+static uint64_t fzt_fnv_from(uint64_t h, const unsigned char *p, size_t n) {
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
     return h;
 }
+static uint64_t fzt_fnv(const unsigned char *p, size_t n) { return fzt_fnv_from(14695981039346656037ull, p, n); }
 /* Rewrites the FNV-1a checksum at the end of a snapshot or model file. */
 static void fzt_reseal(unsigned char *buf, size_t size) {
     uint64_t sum = fzt_fnv(buf, size - 8);
     memcpy(buf + size - 8, &sum, 8);
+}
+
+/* Seals buf with FNV-1a from the offset basis of files written before 0.2
+   (1469598103934665603: the basis less its last digit). */
+static void fzt_reseal_before_0_2(unsigned char *buf, size_t size) {
+    uint64_t h = fzt_fnv_from(1469598103934665603ull, buf, size - 8);
+    memcpy(buf + size - 8, &h, 8);
+}
+/* A saved subdivision model of two triangles (and the model, in *m). */
+static unsigned char *fzt_saved_model(pbd_up_model **m, size_t *size) {
+    int tris[6] = {0, 1, 2, 0, 2, 3};
+    *m = NULL;
+    if (pbd_up_subdivision_create(tris, 2, 4, 1, m) != PBD_OK) return NULL;
+    *size = pbd_up_model_save_size(*m);
+    unsigned char *buf = (unsigned char *)malloc(*size);
+    if (buf && pbd_up_model_save(*m, buf, *size) == PBD_OK) return buf;
+    free(buf);
+    pbd_up_model_destroy(*m);
+    *m = NULL;
+    return NULL;
+}
+/* A small training set (a 4 x 4 cape, 1 level, 2 frames). */
+static pbd_result fzt_training(pbd_up_training *t) {
+    pbd_up_training_desc d = pbd_up_training_desc_default();
+    d.coarse_resolution = 4;
+    d.levels = 1;
+    d.frames = 2;
+    d.steps_per_frame = 1;
+    return pbd_up_training_generate(&d, t);
+}
+/* Whether buf ends with the standard FNV-1a of the bytes before it. */
+static int fzt_sealed(const unsigned char *buf, size_t size) {
+    uint64_t sum;
+    memcpy(&sum, buf + size - 8, 8);
+    return sum == fzt_fnv(buf, size - 8);
+}
+
+/* The checksums are FNV-1a as documented (an audit rebuilt a training
+   file from pbd_upsample.h's format and had it refused: the offset basis
+   was 1469598103934665603, the standard 14695981039346656037 less its
+   last digit): snapshots, models and training sets end with the standard
+   FNV-1a of the bytes before them; buffers sealed the old way are still
+   read; a flipped byte is still refused. */
+TEST(checksums_are_fnv1a_and_old_buffers_still_read) {
+    pbd_world *w = pbdt_world(-9.81f);
+    float x[3] = {0, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = x;
+    pd.count = 1;
+    CHECK_OK(pbd_add_particles(w, &pd, NULL));
+    size_t n = 0;
+    unsigned char *snap = pbdt_save(w, &n);
+    CHECK(fzt_sealed(snap, n));
+    fzt_reseal_before_0_2(snap, n);
+    CHECK_OK(pbd_world_restore(w, snap, n));
+    snap[n / 2] ^= 1;
+    CHECK_RESULT(pbd_world_restore(w, snap, n), PBD_ERROR_BAD_SNAPSHOT);
+    free(snap);
+    pbd_world_destroy(w);
+
+    pbd_up_model *m = NULL, *out = NULL;
+    size_t size = 0;
+    unsigned char *buf = fzt_saved_model(&m, &size);
+    CHECK(buf != NULL);
+    if (!buf) return;
+    CHECK(fzt_sealed(buf, size));
+    fzt_reseal_before_0_2(buf, size);
+    CHECK_OK(pbd_up_model_load(buf, size, &out));
+    pbd_up_model_destroy(out);
+    out = NULL;
+    buf[size / 2] ^= 1;
+    CHECK_RESULT(pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT);
+    free(buf);
+    pbd_up_model_destroy(m);
+
+    pbd_up_training t, l;
+    CHECK_OK(fzt_training(&t));
+    size = pbd_up_training_save_size(&t);
+    buf = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_training_save(&t, buf, size));
+    CHECK(fzt_sealed(buf, size));
+    fzt_reseal_before_0_2(buf, size);
+    CHECK_OK(pbd_up_training_load(buf, size, &l));
+    pbd_up_training_free(&l);
+    buf[size / 2] ^= 1;
+    CHECK_RESULT(pbd_up_training_load(buf, size, &l), PBD_ERROR_BAD_SNAPSHOT);
+    free(buf);
+    pbd_up_training_free(&t);
+}
+
+/* A training-set file with a valid checksum but a header or triangles
+   that cannot be (an audit: levels 0, 5, 1000 and INT_MAX loaded; a
+   repeated triangle corner was called "NaN, infinity or a triangle index
+   out of range"): refused, saying what is wrong. Header: magic, version,
+   byte order (16 bytes), then coarse_count, detail_count, frame_count,
+   coarse and detail triangle counts, levels; the coarse triangles follow. */
+TEST(training_load_names_what_is_wrong) {
+    pbd_up_training t, l;
+    CHECK_OK(fzt_training(&t));
+    size_t size = pbd_up_training_save_size(&t);
+    unsigned char *buf = (unsigned char *)malloc(size), *forged = (unsigned char *)malloc(size);
+    CHECK_OK(pbd_up_training_save(&t, buf, size));
+    const struct {
+        size_t at;
+        int value;
+        const char *says;
+    } cases[4] = {{36, 1000, "levels 1000 outside 0..8"},
+                  {36, 2, "not the 18 coarse ones subdivided 2 times"},
+                  {36, 0x7fffffff, "outside 0..8"},
+                  {44, 0, "repeats vertex 0"}}; /* the first triangle's second corner := its first */
+    for (int k = 0; k < 4; ++k) {
+        memcpy(forged, buf, size);
+        memcpy(forged + cases[k].at, &cases[k].value, 4);
+        fzt_reseal(forged, size);
+        CHECK_ERROR(pbd_up_training_load(forged, size, &l), PBD_ERROR_BAD_SNAPSHOT, cases[k].says);
+    }
+    CHECK_OK(pbd_up_training_load(buf, size, &l));
+    pbd_up_training_free(&l);
+    free(forged);
+    free(buf);
+    pbd_up_training_free(&t);
 }
 
 /* An allocator that refuses requests above 64 MB and records the largest. */
@@ -94,13 +217,11 @@ TEST(fuzz_restore_group_count_beyond_the_bytes) {
    entries: row 0 = {col 0}, row 1 = {col 1, and one past the array}, the
    other rows end at 2, before row 1 does. */
 TEST(fuzz_model_row_past_the_columns) {
-    int tris[6] = {0, 1, 2, 0, 2, 3};
     pbd_up_model *m = NULL, *out = NULL;
-    CHECK_OK(pbd_up_subdivision_create(tris, 2, 4, 1, &m));
-    if (!m) return;
-    size_t size = pbd_up_model_save_size(m);
-    unsigned char *buf = (unsigned char *)malloc(size);
-    CHECK_OK(pbd_up_model_save(m, buf, size));
+    size_t size = 0;
+    unsigned char *buf = fzt_saved_model(&m, &size);
+    CHECK(buf != NULL);
+    if (!buf) return;
     /* payload: levels, rows, cols, start[rows + 1], col[nnz], val[nnz],
        then the triangles and the detail flag (the tail, kept) */
     const size_t header = 40, start_at = header + 12;
@@ -203,6 +324,8 @@ TEST(fuzz_restore_negative_rest_length) {
 }
 
 void suite_fuzz(void) {
+    RUN(checksums_are_fnv1a_and_old_buffers_still_read);
+    RUN(training_load_names_what_is_wrong);
     RUN(fuzz_restore_group_count_beyond_the_bytes);
     RUN(fuzz_model_row_past_the_columns);
     RUN(fuzz_voxelize_box_beyond_int);

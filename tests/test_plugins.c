@@ -308,7 +308,7 @@ TEST(plugin_state_in_snapshots) {
        and the checksum) */
     int minus = -1;
     memcpy(snap + n - 16, &minus, sizeof minus);
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i + 8 < n; ++i) h = (h ^ snap[i]) * 1099511628211ull;
     memcpy(snap + n - 8, &h, 8);
     c2.value = 7;
@@ -456,6 +456,15 @@ TEST(plugin_world_fail_and_last_error) {
               pbd_world_last_error(w));
     CHECK(log.calls == 2);
     CHECK(pbd_world_fail_last(w, PBD_OK) == PBD_OK && log.calls == 2);
+    /* ... and named after the public call it failed in, once */
+    CHECK(pbd_world_fail_in(w, "my_fit", PBD_ERROR_NOT_FINITE) == PBD_ERROR_NOT_FINITE);
+    CHECK_MSG(strcmp(pbd_world_last_error(w), "PBD_ERROR_NOT_FINITE: my_fit: model: frame 3 is NaN") == 0, "named: %s",
+              pbd_world_last_error(w));
+    CHECK(pbd_world_fail_in(w, "my_fit", PBD_ERROR_NOT_FINITE) == PBD_ERROR_NOT_FINITE);
+    CHECK(strcmp(pbd_world_last_error(w), "PBD_ERROR_NOT_FINITE: my_fit: model: frame 3 is NaN") == 0);
+    CHECK(pbd_world_fail_in(NULL, "my_load", PBD_ERROR_BAD_SNAPSHOT) == PBD_ERROR_BAD_SNAPSHOT);
+    CHECK(strcmp(pbd_last_error(), "PBD_ERROR_BAD_SNAPSHOT: my_load: my_fit: model: frame 3 is NaN") == 0);
+    CHECK(pbd_world_fail_in(w, "my_fit", PBD_OK) == PBD_OK && log.calls == 4);
     /* pbd.h's own errors land in pbd_last_error too, and pbd_world_create's */
     CHECK(pbd_world_set_threads(w, -1) == PBD_ERROR_INVALID_ARGUMENT);
     CHECK(strcmp(pbd_last_error(), pbd_world_last_error(w)) == 0 && strstr(pbd_last_error(), "threads -1"));

@@ -153,7 +153,8 @@ TEST(sm_plan_bad_input) {
     CHECK_ERROR(pbd_sm_plan_naive(5, 2, start, list, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK(p == NULL);
     int cells[6] = {0, 0, 0, 0, 0, 0}; /* two particles in one cell */
-    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particles 0 and 1 are in one cell");
+    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "particles 0 and 1 are in one lattice cell");
     cells[5] = 1;
     CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 2");
     CHECK_OK(pbd_sm_plan_lattice(2, cells, 1, &p));

@@ -499,7 +499,7 @@ TEST(sm_oriented_skinning_rigid) {
     /* bad skins */
     pbd_sm_skin *bad = NULL;
     sd2.influences = 9;
-    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "influences 9 in 1..8");
+    CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INVALID_ARGUMENT, "influences 9 outside 1..8");
     sd2.influences = 2;
     bidx[3] = 4;
     CHECK_ERROR(pbd_sm_skin_create(w, o, &sd2, &bad), PBD_ERROR_INDEX_OUT_OF_RANGE,
@@ -554,7 +554,7 @@ TEST(sm_oriented_bad_input) {
     CHECK_ERROR(pbd_sm_add_oriented(NULL, &d, &o), PBD_ERROR_NULL_POINTER, "w is NULL");
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, NULL, &o), PBD_ERROR_NULL_POINTER, "d is NULL");
     d.particles.count = 0; /* empty group */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "particles.count 0 must be >= 1");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "particles.count 0 < 1");
     d = good;
     d.particles.first = 1; /* 1..3 past the end */
     CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INDEX_OUT_OF_RANGE,

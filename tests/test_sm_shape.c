@@ -1064,7 +1064,7 @@ TEST(sm_shape_bad_input) {
     ld.cells = cells;
     ld.cell_count = 2;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
-                      "particles 0 and 1 are in one cell"); /* one cell twice */
+                      "particles 0 and 1 are in one lattice cell"); /* one cell twice */
     cells[3] = 5;
     ld.half_width = 1; /* regions of half-width 1 (the default is one cluster): isolated cells */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_DEGENERATE,
@@ -1075,7 +1075,7 @@ TEST(sm_shape_bad_input) {
     ld.spacing = 0.1f;
     ld.half_width = -1; /* 0 is the default: the whole body in RIGID mode */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
-                      "cell_count 2 must be >= 1 and half_width -1 >= 0");
+                      "pbd_sm_add_lattice: half_width -1 < 0");
     ld.half_width = 1;
     ld.particle_mass = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "particle_mass -1 < 0");

@@ -937,7 +937,8 @@ TEST(up_training_drop_and_bad_desc) {
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE, "size nan");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.time_step = 0;
-    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "time_step <= 0 (scene 0,");
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT,
+                "time_step outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s (scene 0,");
     d = upt_training_desc((pbd_up_scene)7);
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT, "scene is not a pbd_up_scene (scene 7,");
     CHECK_ERROR(pbd_up_training_generate(NULL, &t), PBD_ERROR_NULL_POINTER, "d is NULL");

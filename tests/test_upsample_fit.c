@@ -642,8 +642,8 @@ TEST(wpsd_pdm_bad_input) {
     CHECK_ERROR(pbd_up_pdm_fit(&pd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     wd.subdivision = NULL;
     pd.subdivision = NULL;
-    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
-    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: subdivision is NULL");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: subdivision is NULL");
     /* a model that is not a subdivision */
     pbd_up_piu_desc qd = piu_desc_of(&d);
     CHECK_OK(pbd_up_piu_fit(&qd, &piu));
@@ -674,6 +674,20 @@ TEST(wpsd_pdm_bad_input) {
     pd.coarse_triangle_count = 1;
     CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle 0 names vertex 25, outside 0..24");
     CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INDEX_OUT_OF_RANGE, "triangle 0 names vertex 25, outside 0..24");
+    /* coarse triangles that are not the subdivision model's mesh (an
+       audit: one short, or one flipped, fitted with PBD_OK) */
+    int *flipped = (int *)malloc(sizeof(int) * 3 * (size_t)d.grid.triangle_count);
+    memcpy(flipped, d.grid.triangles, sizeof(int) * 3 * (size_t)d.grid.triangle_count);
+    int t0 = flipped[0];
+    flipped[0] = flipped[1];
+    flipped[1] = t0;
+    wd = wpsd_desc_of(&d);
+    pd = pdm_desc_of(&d);
+    wd.coarse_triangle_count -= 1;
+    pd.coarse_triangles = flipped;
+    CHECK_ERROR(pbd_up_wpsd_fit(&wd, &m), PBD_ERROR_INVALID_ARGUMENT, "not the mesh it was made from");
+    CHECK_ERROR(pbd_up_pdm_fit(&pd, &m), PBD_ERROR_INVALID_ARGUMENT, "subdivided triangles differ");
+    free(flipped);
     wd = wpsd_desc_of(&d);
     pd = pdm_desc_of(&d);
     d.u[5 * d.nc * 3 + 4] = NAN;

@@ -199,7 +199,7 @@ static inline int fz_same(const pbd_world *w, fz_snap s) {
 }
 /* The FNV-1a checksum snapshots and model files end with. */
 static inline uint64_t fz_fnv1a(const unsigned char *p, size_t n) {
-    uint64_t h = 1469598103934665603ull;
+    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
     return h;
 }
