@@ -219,19 +219,20 @@
        m/s); 1 s then 1/60 s: 0.8 / 199 m/s. What is left: a long step
        followed by a far shorter one whose substep is far shorter than
        the reference's turns the long step's small error into a large
-       velocity (1 s then 1e-6 s: 1.3e4 m/s; fixed: 3.4e6 m/s), so do not
+       velocity (1 s then 1e-6 s: over 1e4 m/s; fixed: over 2e6 m/s), so do not
        pass a step of microseconds after a long one. Milder, the same for
        a short step among 1/60 s ones: the resting cloth given one step
-       of 10, 5 or 1 ms jolts to 0.18, 0.52 or 2.8 m/s and settles again
+       of 10, 5 or 1 ms jolts to 0.18, 0.52 or 2.8 m/s, swings up to
+       0.36, 1.1 or 7.3 m/s in the second after and settles again
        (the static friction that holds its stretch is mu times the normal
        correction, which shrinks with the substep's square). Water
        jolts more, the compression it rests on let go within one short
        substep: 10 x 10 x 10 particles at 5 cm resting in a tank, one step
        of 1, 0.3 or 0.1 ms: 1.6, 5.2 or 15.6 m/s, spray up to 0.6, 1.6
        or 22 m high, settled again 10 s later (test
-       fluid_one_short_step_is_not_amplified). Keep dt steady: a fixed step and an accumulator, the remainder carried
-       over rather than stepped. The step does not
-       settle that error without velocity when the substep drops
+       fluid_one_short_step_is_not_amplified). Keep dt steady: a fixed
+       step and an accumulator, the remainder carried over rather than
+       stepped. The step does not settle that error without velocity when the substep drops
        (pre-stabilization, as for contacts): tried, 1 or 4 such solver
        passes before the short step cut the fixed-count 1/60 s case's speed
        by 11% or 40% only and the 1e-6 s case's by 12% or 35%.
@@ -535,8 +536,13 @@
    of dt takes max(substeps, ceil(dt sqrt(|g| / d) / gravity_cfl))
    substeps (pbd_world_step_substeps; gravity_cfl 0.06 by default: at
    60 Hz 13 substeps for 5 mm, 9 for 1 cm, 6 for 2.5 cm, the world's 4
-   from 5 cm), so any spacing from 5 mm to 10 cm rests at rest with the
-   defaults; each substep starts from half the pressure of the one before
+   from 5 cm), so any spacing from 5 mm to 10 cm holds its height and
+   density at rest with the defaults, though it is never quite still: a
+   10 x 30 x 10 tank's particles keep drifting at rms speeds of about
+   0.02, 0.05 and 0.15 m/s at 1, 5 and 10 cm, from 3 s on without
+   decaying (the fastest 0.08, 0.2 and 0.7 m/s; the most mobile move by a
+   spacing or so in a second, the mean by a fifth of one); each substep
+   starts from half the pressure of the one before
    (a warm start), and a resting column of N layers is compressed at its
    bottom by about N (h sqrt(g/d))^2 / (2 iterations) (30 layers: 1.3%;
    a 10 x 30 x 10 tank loses under 1% of its height). The colliders add
@@ -1592,8 +1598,13 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    w_k |grad_k C_i|^2 + eps), the tensile-instability term s_corr =
    -k (W(r) / W(dq))^n, XSPH viscosity and vorticity confinement after the
    velocity update. The constraint is unilateral (a free surface is not
-   pulled together, so no clumping). Particle mass m = rest_density *
-   spacing^3. Other particles with particle collision on are coupled both
+   pulled together, so no clumping); s_corr only pushes apart, so with
+   nothing pulling the surface in it carries a free surface's particles
+   away: under gravity it lifts the surface a little (see "Kernel
+   radius"), but a drop of water in zero gravity evaporates with the
+   defaults (a 10 x 10 x 10 block at 5 cm: 0.45 m wide, 1.26 m after 1
+   s, 2.9 m after 3 s); with scorr_k = 0 it stays as it is. Particle
+   mass m = rest_density * spacing^3. Other particles with particle collision on are coupled both
    ways: they count in a fluid particle's density as one fluid particle of
    that fluid, receive the density corrections weighted by their inverse
    mass, and collide with the fluid particles by radius. So a body floats
@@ -1601,12 +1612,17 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    spacing^3), not by its density: each of its particles displaces one
    fluid particle, whatever volume it stands for. Sampled at the fluid's
    spacing (one particle per spacing^3 of its volume) the two agree. The
-   bottom of a 0.2 m soft box (radius 2.5 cm) after 5 s in water 0.3 m
-   deep at 5 cm: of 2 x 2 x 2 nodes 0.15 m at 100 kg/m^3, 0.06 at 500; of
-   3 x 3 x 3 0.16 at 300, 0.09 at 900; of 4 x 4 x 4 0.23 at 500, 0.19 at
-   800, 0.16 at 1200; of 5 x 5 x 5 0.22 at 1000, 0.19 at 1500, 0.11 at
-   2500. A heavy body settles on a layer of water about a particle thick,
-   not on the floor (tests/test_fluids.c).
+   bottom of a 0.2 m soft box (radius 2.5 cm) after 5 s, dropped from 2
+   cm above the surface into the middle of a 1 m x 1 m tank of water 0.3
+   m deep at 5 cm (20 x 6 x 20 particles): of 2 x 2 x 2 nodes 0.20 m at
+   100 kg/m^3, 0.06 at 500; of 3 x 3 x 3 0.18 at 300, 0.06 at 900; of 4 x
+   4 x 4 0.23 at 500, 0.15 at 800, 0.10 at 1200; of 5 x 5 x 5 0.13 at
+   1000, 0.08 at 1500, 0.04 at 2500 (boxes of 4 and 5 nodes a side come
+   to float tilted, on an edge or a corner: 0.28 to 0.35 m from their
+   lowest point to their highest). A body up to a few times as dense as
+   water settles on a layer of water about a particle thick, not on the
+   floor (tests/test_fluids.c); at 5000 kg/m^3 and more it reaches the
+   floor (an audit).
    Boundaries: the world's colliders hold the fluid by contact and add
    their density: every collider within the kernel radius of a particle
    adds rho_0 Phi(s) to rho_i, s the particle's signed distance to it and
@@ -1622,7 +1638,8 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    multipliers the substep before summed over its iterations (its XPBD
    multiplier, scaled by (h / h_before)^2 when the substep shrinks, as it
    is when it grows: the multipliers of a short substep hold the
-   compression the water rested on, not a force times h^2) to its own; the pressure is state, in snapshots and rolled back with the step.
+   compression the water rested on, not a force times h^2) to its own;
+   the pressure is state, in snapshots and rolled back with the step.
    Sub-stepping: pbd_world_step takes enough substeps that
    h sqrt(|g| / spacing) <= gravity_cfl: the iterations supply the other
    half of the pressure from the compression they find, so a resting
@@ -1662,8 +1679,10 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    the water and moved at 0.3 or 2 m/s at 26 and 29 m/s in its first
    step; the water then settles (0.3-2.7 m/s at the end of 3 s), and the
    box stopped 4 cm from the wall throws nothing faster than 4.9 m/s
-   (bench/fluid_push.c). So move colliders into water from outside it and
-   stop them short of the walls.
+   (bench/fluid_push.c), and a box held flush against the wall keeps a
+   few particles beyond the wall's plane, outside the tank (2 to 18 of
+   2560, one radius beyond; stopped 4 cm short, none). So move colliders
+   into water from outside it and stop them short of the walls.
    Kernel radius: pbd_add_fluid takes h in [1.5, 2.2] spacings
    (PBD_FLUID_KERNEL_MIN, _MAX). Below sqrt(2) spacings a particle of the
    lattice has only its 6 face neighbours in the kernel, too coarse an
@@ -1681,7 +1700,7 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    block explodes, at 3 a block swells by 59%, at 4 its density is 29% off
    at rest. Over [1.5, 2.2], resting blocks of 10 x 10 x 10, 10 x 30 x 10
    and 20 x 8 x 20 particles at 1 cm, 5 cm and 10 cm spacing change their
-   mean height by -1.6% to +0.05% in 3 s at 60 Hz (2.0: -0.9% to +0.05%;
+   mean height by -1.6% to +0.25% in 3 s at 60 Hz (2.0: -0.9% to +0.05%;
    at 2.2 a surface particle of the 8-layer block rises up to 2.5
    spacings, at 2.0 0.5; bench/fluid_rest.c --kernels).
    Iterations: while the world has a fluid, every substep projects the
