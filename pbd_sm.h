@@ -243,6 +243,14 @@
        pbd_sm_add_cloth(w, &d, &cloth, &r);
        pbd_particle_pin(w, r.first + 0); pbd_particle_pin(w, r.first + 99);
        for (...) pbd_world_step(w, 0.005f);     // colliders and friction: the world's
+   Its internal forces keep its momentum (a free cloth's centre of mass
+   stays within millimetres, test sm_cloth_internal_forces_keep_the_momentum):
+   a coarse level's masses are P^T m, the finer masses seen through the
+   prolongation P (the paper gives coarse levels no masses; their area
+   masses made the prolongation add momentum, and a free cloth started
+   from a rumpled pose drifted off at 0.7 m/s), the bending force takes one
+   stabilising factor for every vertex, and the per-triangle damping
+   gives back its net impulse.
    The cloth's stiffness grows with the levels and as the step shrinks
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
    them), so it is stiff at small steps only: a 1 m cloth of 40 x 40
@@ -252,25 +260,25 @@
    step whatever its length): the worst edge strain
    over the window 2..4 s (swinging and settling; the mean strain's worst
    in that window in brackets), and at the instant t = 4 s: one V-cycle
-   per 5 ms step 35% (2.4%), 9.7% at 4 s; per 1/240 s 16% (1.7%), 7.8%
-   at 4 s; per 1/60 s 112% (17%), 99% at 4 s; per 1/30 s 342% (65%),
-   275% at 4 s. Over 0..4 s, the fall included: 35%, 19%, 136%, 416%.
-   The mean strain at 4 s: 1.1%, 0.9%, 14%, 50%. The worst edge is the
+   per 5 ms step 31% (2.5%), 26% at 4 s; per 1/240 s 22% (1.7%), 9.8%
+   at 4 s; per 1/60 s 103% (17%), 91% at 4 s; per 1/30 s 339% (65%),
+   276% at 4 s. Over 0..4 s, the fall included: 31%, 22%, 132%, 409%.
+   The mean strain at 4 s: 1.1%, 0.8%, 14%, 51%. The worst edge is the
    fragile figure, one edge at a pinned corner: the same cloth only moved
    elsewhere in space (float rounding differs) gave over 0..4 s at 1/240
    s 11.5% to 41% in an audit (0.5 m to the side, at 1/60 and 1/30 s:
-   160% and 563% against 112% and 342%), its mean strain at 4 s 0.7% to
+   160% and 563% against 112% and 342% then), its mean strain at 4 s 0.7% to
    0.95%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
    1/240 s, as examples/multires_cloth.c does), not one; the world's
    default reference_dt keeps that substep at longer steps. Keep the one
    iteration (the world's default is 4): with wrinkle conservation on (the
    default) more V-cycles per substep loosen the worst edges, 4 substeps
-   at 60 Hz giving over 2..4 s 15% with 1 iteration, 37% with 2 and 31%
-   with 4 (the mean strain's worst 1.7%, 1.4%, 1.4%); with
-   conserve_wrinkles = 0 they stiffen it as expected: 13%, 6.8%, 3.2%.
+   at 60 Hz giving over 2..4 s 18% with 1 iteration, 27% with 2 and 28%
+   with 4 (the mean strain's worst 1.7%, 1.5%, 1.2%); with
+   conserve_wrinkles = 0 they stiffen it as expected: 11%, 5.2%, 3.3%.
    Fewer levels are far softer: at 4 x 1, 1, 2 and 3 levels give a mean
-   strain at 4 s of 5.2%, 8.0% and 2.0% and a worst edge over 2..4 s of
-   1685%, 215% and 56% (at the pinned corners). bench/sm_cloth_window.c
+   strain at 4 s of 5.0%, 7.7% and 2.2% and a worst edge over 2..4 s of
+   1778%, 221% and 56% (at the pinned corners). bench/sm_cloth_window.c
    prints every row. The triangle kernel has an explicit SIMD path (16, 8 or 4 lanes,
    bit-identical to its scalar reference); build with -fno-math-errno (no
    result changes) so that the compiler can vectorise the edge kernel too.
@@ -1057,8 +1065,9 @@ PBD_SM_DEF pbd_result pbd_sm_volume_weights(const pbd_world *w, pbd_sm_volume v,
    4.4). The paper integrates the bending force explicitly, which is stable
    only while h^2 k w lambda_max(Q) < 4 (about 13 ms for a 5 m cloth of
    102 x 102 vertices and k = 1e-4; beyond it the step diverges), so
-   we give each vertex the mass m + h^2 k sum_j |Q_ij| for it, which is
-   stable at any step and changes nothing where the explicit step is
+   we scale the force by 1 / (1 + h^2 k max_i sum_j |Q_ij| / m_i), the
+   same for every vertex (a per-vertex mass would create momentum), which
+   is stable at any step and changes nothing where the explicit step is
    accurate. The paper runs one V-cycle per time step: use substeps = 1
    and iterations = 1 in the world to reproduce it.
 
@@ -1107,9 +1116,14 @@ typedef struct pbd_sm_cloth_desc {
                                    from random and collapsed starts (mean error under 5% in 2 s,
                                    tests/test_sm_cloth.c), but a free cloth of 3 to 5 levels
                                    started at random in zero gravity does not come to rest:
-                                   after 12 s half its triangles still lie mirrored and it moves
-                                   at 4-6 m/s, even with point damping 2/s (an audit; 1 level
-                                   and a hanging cloth come to rest). It is the wrinkle
+                                   after 12 s half its triangles still lie mirrored and it
+                                   flaps at over 1 m/s (its centre of mass stays put), even with
+                                   point damping 2/s (an audit; 1 level comes to rest). A
+                                   cloth of 40 x 40 vertices and 5 levels hanging from two
+                                   corners does not quite either: at 2/s its vertices still
+                                   move at 0.04 m/s on average after 30 s, the fastest at
+                                   0.25 m/s, where without wrinkle conservation they rest
+                                   (0.002 m/s). It is the wrinkle
                                    conservation (eqs. 16-18 keep the coarse levels' compression,
                                    which a crumpled start is all over): with conserve_wrinkles
                                    = 0 the same 20 x 20 cloth of 4 levels (point damping 2/s) is
@@ -7755,9 +7769,10 @@ struct pbd_sm__cloth {
     /* bending: Q as CSR rows over the finest vertices (Bergou et al. 2006) */
     int *q_start, *q_idx;
     float *q_val;
-    float *q_row; /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
-    float *force; /* nv*3 scratch */
-    void *gpu;    /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_cloth) */
+    float *q_row;  /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
+    float q_row_w; /* max_i q_row[i] / m_i over the finest vertices (their masses of eq. 1) */
+    float *force;  /* nv*3 scratch */
+    void *gpu;     /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_cloth) */
 };
 
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
@@ -7856,6 +7871,7 @@ static pbd_result pbd_sm__vertex_ends(pbd_world *mem, int nv, const int *el, int
     return PBD_OK;
 }
 
+static void pbd_sm__level_weights(pbd_sm__level *L);
 /* Rest data of one level from its mesh and rest positions: masses (eq. 1),
    region counts, 2D rest corners (eq. 8), 1D rest
    distances (eq. 14). Fails on zero-area triangles. */
@@ -7909,12 +7925,30 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
     for (int v = 0; v < nv && r == PBD_OK; ++v) {
         L->inv_rt[v] = rt[v] ? 1.0f / (float)rt[v] : 0.0f;
         L->inv_re[v] = re[v] ? 1.0f / (float)re[v] : 0.0f;
-        L->mt[v] = rt[v] ? L->mass[v] / (float)rt[v] : 0.0f;
-        L->me[v] = re[v] ? L->mass[v] / (float)re[v] : 0.0f;
     }
     pbd_sm__free(mem, rt);
     pbd_sm__free(mem, re);
     if (r != PBD_OK) return r;
+    if (L->ne) {
+        L->eq = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 3, sizeof(float));
+        L->edx = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 6, sizeof(float));
+        if (!L->eq || !L->edx) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+    }
+    pbd_sm__level_weights(L);
+    return PBD_OK;
+}
+
+/* The weights that follow from a level's masses L->mass: the masses per
+   region m~ = m / |R| (section 3) and the rest data centred on them (t^0,
+   qbar: eqs. 4, 8; q1^0, q2^0: eq. 14). Region counts from the gather
+   lists. */
+static void pbd_sm__level_weights(pbd_sm__level *L) {
+    int nv = L->nv, nt = L->nt;
+    for (int v = 0; v < nv; ++v) {
+        int rt = L->vt_start[v + 1] - L->vt_start[v], re = L->ve_start[v + 1] - L->ve_start[v];
+        L->mt[v] = rt ? L->mass[v] / (float)rt : 0.0f;
+        L->me[v] = re ? L->mass[v] / (float)re : 0.0f;
+    }
     for (int t = 0; t < nt; ++t) {
         const int *T = L->tri + 3 * t;
         const float *x0 = L->rest + 3 * T[0], *x1 = L->rest + 3 * T[1], *x2 = L->rest + 3 * T[2];
@@ -7939,11 +7973,6 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
             L->tP[6 * t + 3 + k] = ay[k];
         }
     }
-    if (L->ne) {
-        L->eq = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 3, sizeof(float));
-        L->edx = (float *)pbd_sm__alloc_n(mem, (size_t)L->ne * 6, sizeof(float));
-        if (!L->eq || !L->edx) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
-    }
     for (int e = 0; e < L->ne; ++e) {
         int a = L->edge[2 * e], b = L->edge[2 * e + 1];
         float wa = L->me[a], wb = L->me[b], d[3];
@@ -7953,7 +7982,6 @@ static pbd_result pbd_sm__level_rest(pbd_world *mem, pbd_sm__level *L, float den
         L->eq[3 * e + 1] = len * wa / (wa + wb); /* |x2^0 - t^0| */
         L->eq[3 * e + 2] = len;
     }
-    return PBD_OK;
 }
 
 /* Closest point of triangle (a, b, c) to p as barycentric weights (Ericson,
@@ -8257,6 +8285,7 @@ static pbd_result pbd_sm__bending_matrix(pbd_sm__cloth *c) {
                 }
                 c->q_start[i + 1] = nnz;
                 c->q_row[i] = (float)row;
+                if (row / L->mass[i] > c->q_row_w) c->q_row_w = (float)(row / L->mass[i]);
             }
         }
         pbd_sm__free(mem, vs);
@@ -8332,6 +8361,31 @@ static pbd_result pbd_sm__centroids(pbd_world *mem, const pbd_sm__level *F, pbd_
     return r;
 }
 
+/* The masses of coarse level C from those of the finer level F through the
+   prolongation P (its barycentric weights): M_C = P^T M_F, the lumped
+   Galerkin mass (the row sums of P^T M_F P, P's rows summing to 1). A
+   coarse correction dx_C then moves the finer level by P dx_C, whose
+   momentum sum_f m_f (P dx_C)_f = sum_c (P^T m)_c dx_C,c is the coarse
+   level's own, which its shape matching conserves (eq. 4: the goals keep
+   the centre of mass of m~ = m / |R|): so prolongation, level after level,
+   adds no momentum to the cloth (with eq. 1's area masses on the coarse
+   levels it did: a free cloth drifted off). Total mass is kept; the area
+   masses of eq. 1 are what P^T m approximates. A coarse vertex that no
+   finer vertex reads (possible when not nested) moves no particle: it
+   keeps its area mass. */
+static pbd_result pbd_sm__coarse_masses(pbd_world *mem, pbd_sm__level *C, const pbd_sm__level *F) {
+    double *m = (double *)pbd_sm__alloc_n(mem, (size_t)C->nv, sizeof(double));
+    if (!m) return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+    memset(m, 0, sizeof(double) * (size_t)C->nv);
+    for (int f = 0; f < F->nv; ++f)
+        for (int k = 0; k < 3; ++k) m[C->pro_idx[3 * f + k]] += (double)C->pro_w[3 * f + k] * F->mass[f];
+    for (int v = 0; v < C->nv; ++v)
+        if (m[v] > 0) C->mass[v] = (float)m[v];
+    pbd_sm__free(mem, m);
+    pbd_sm__level_weights(C);
+    return PBD_OK;
+}
+
 /* Builds every level below the finest: decimation, positions (nested: the
    surviving vertices; non-nested: the centroid of the vertices each coarse
    vertex replaces), transfers, rest data. Kept vertices stay locked on
@@ -8378,6 +8432,7 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm__cloth *c, const pbd_sm_cloth_d
         pbd_sm__free(mem, lock_c);
         if (r == PBD_OK) r = pbd_sm__level_finish(mem, C, d->density);
         if (r == PBD_OK) r = pbd_sm__transfer(mem, C, F, map);
+        if (r == PBD_OK) r = pbd_sm__coarse_masses(mem, C, F);
         pbd_sm__free(mem, kept);
         pbd_sm__free(mem, map);
     }
@@ -8500,6 +8555,18 @@ static PBD_HD void pbd_sm__tri_lane(const float *in, int conserve, float *o) {
     float g0x = G00 * q0x + G01 * q0y - p0x, g0y = G10 * q0x + G11 * q0y - p0y;
     float g1x = G00 * q1x + G01 * q1y - p1x, g1y = G10 * q1x + G11 * q1y - p1y;
     float g2x = G00 * q2x + G01 * q2y - p2x, g2y = G10 * q2x + G11 * q2y - p2y;
+    /* sum_j w_j (g_j - pbar_j) = 0 (eq. 4: the goals keep the centre of
+       mass, so the corrections the momentum); in floats it is the rounding
+       of q' and pbar, of the size of the positions, which a cloth at rest
+       makes the same every step: taken back, only the corrections' own
+       rounding is left */
+    float mgx = (w0 * g0x + w1 * g1x + w2 * g2x) / W, mgy = (w0 * g0y + w1 * g1y + w2 * g2y) / W;
+    g0x -= mgx;
+    g0y -= mgy;
+    g1x -= mgx;
+    g1y -= mgy;
+    g2x -= mgx;
+    g2y -= mgy;
     float s0 = in[4], s1 = in[9], s2 = in[14];
     o[0] = s0 * (ax0 * g0x + ay0 * g0y);
     o[1] = s0 * (ax1 * g0x + ay1 * g0y);
@@ -8755,6 +8822,14 @@ static void pbd_sm__tri_lanes_simd(pbd_sm__tri_soa *S, int i, int conserve) {
       g1y = pbd_sm__vsub(pbd_sm__vsum2(G10, q1x, G11, q1y), p1y);
     V g2x = pbd_sm__vsub(pbd_sm__vsum2(G00, q2x, G01, q2y), p2x),
       g2y = pbd_sm__vsub(pbd_sm__vsum2(G10, q2x, G11, q2y), p2y);
+    V mgx = pbd_sm__vdiv(pbd_sm__vdot3(w0, g0x, w1, g1x, w2, g2x), W),
+      mgy = pbd_sm__vdiv(pbd_sm__vdot3(w0, g0y, w1, g1y, w2, g2y), W);
+    g0x = pbd_sm__vsub(g0x, mgx);
+    g0y = pbd_sm__vsub(g0y, mgy);
+    g1x = pbd_sm__vsub(g1x, mgx);
+    g1y = pbd_sm__vsub(g1y, mgy);
+    g2x = pbd_sm__vsub(g2x, mgx);
+    g2y = pbd_sm__vsub(g2y, mgy);
     V s0 = pbd_sm__vld(S->s[0] + i), s1 = pbd_sm__vld(S->s[1] + i), s2 = pbd_sm__vld(S->s[2] + i);
     pbd_sm__vst(S->o[0] + i, pbd_sm__vmul(s0, pbd_sm__vsum2(ax0, g0x, ay0, g0y)));
     pbd_sm__vst(S->o[1] + i, pbd_sm__vmul(s0, pbd_sm__vsum2(ax1, g0x, ay1, g0y)));
@@ -8856,6 +8931,10 @@ static PBD_HD void pbd_sm__edge_one(const pbd_sm__level *L, int e, const float *
     float q1 = l0 * wb / W, q2 = l0 * wa / W; /* |x^0 - t^0| for these weights */
     float tx = (wa * ax + wb * bx) / W, ty = (wa * ay + wb * by) / W, tz = (wa * az + wb * bz) / W;
     float ka = active ? sa : 0.0f, kb = active ? sb : 0.0f;
+    /* (not re-centred as the triangle kernel is: its rounding is what
+       lets a cloth collapsed to a point leave it out of the plane with
+       the independent sets, figure 8 of the paper; re-centred, that
+       start stayed flat and 10% stretched after 2 s) */
     out[0] = ka * (tx - q1 * ux - ax);
     out[1] = ka * (ty - q1 * uy - ay);
     out[2] = ka * (tz - q1 * uz - az);
@@ -9042,24 +9121,32 @@ static void pbd_sm__vcycle(pbd_sm__cloth *c, float *x) {
    h^2 k w lambda_max(Q) < 4, and Q grows as 1 / edge^2: for a 5 m cloth
    of 102 x 102 vertices and k = 1e-4 the limit is about 13 ms; beyond
    it the zig-zag mode grows without bound (with either parallel scheme;
-   2D matching does not hold it back). So each vertex takes the force
-   with the mass m + h^2 k sum_j |Q_ij| (a diagonal, Gershgorin-bounded
-   share of the implicit step's M + h^2 k Q): then
-   h^2 lambda_max(M'^-1 k Q) <= max_i h^2 k G_i / m'_i < 1 and the step is
-   stable for any h, while modes that explicit Euler resolves
-   (h^2 k w G << 1) are left as they were. */
+   2D matching does not hold it back). So the force is scaled by
+   1 / (1 + h^2 k g), g = max_i G_i / m_i (G_i = sum_j |Q_ij|, Gershgorin;
+   q_row_w, from the masses of eq. 1; a vertex made lighter since takes
+   its own w_i G_i where that is larger): then
+   h^2 lambda_max(M^-1 k Q) / (1 + h^2 k g) <= h^2 k g / (1 + h^2 k g) < 1
+   and the step is stable for any h, while modes that explicit Euler
+   resolves (h^2 k g << 1) are left as they were. One factor for all: the
+   forces of Q sum to zero, and so do their impulses only if every vertex
+   takes its force with its own mass times one factor (a factor per
+   vertex, 1 + h^2 k w_i G_i, made a free cloth drift: the boundary's
+   factors differ from the interior's). And (Q x)_i is summed as
+   sum_j Q_ij (x_j - x_i) (Q's rows sum to zero), which is exact for a
+   translation whatever the position. */
 /* Vertex i of the finest level (x, v, p: the cloth's particles). */
 static PBD_HD void pbd_sm__bend_vertex(const pbd_sm__cloth *c, const float *x, float *v, float *p, float h, int i) {
     float k = c->bending, w0 = x[4 * i + 3];
     if (!(w0 > 0)) return;
-    float wi = w0 / (1.0f + h * h * k * w0 * c->q_row[i]);
+    float g = w0 * c->q_row[i] > c->q_row_w ? w0 * c->q_row[i] : c->q_row_w;
+    float wi = w0 / (1.0f + h * h * k * g);
     float f[3] = {0, 0, 0};
-    for (int e = c->q_start[i]; e < c->q_start[i + 1]; ++e) {
+    for (int e = c->q_start[i]; e < c->q_start[i + 1]; ++e) { /* Q's rows sum to 0: (Q x)_i = sum_j Q_ij (x_j - x_i) */
         const float *xj = x + 4 * c->q_idx[e];
         float q = c->q_val[e];
-        f[0] += q * xj[0];
-        f[1] += q * xj[1];
-        f[2] += q * xj[2];
+        f[0] += q * (xj[0] - x[4 * i]);
+        f[1] += q * (xj[1] - x[4 * i + 1]);
+        f[2] += q * (xj[2] - x[4 * i + 2]);
     }
     for (int j = 0; j < 3; ++j) {
         float dv = -k * h * wi * f[j];
@@ -9078,7 +9165,11 @@ static void pbd_sm__bend(pbd_sm__cloth *c, const pbd_solve_context *s) {
 /* Per-triangle damping (eqs. 19-20) of the finest level's velocities. We
    use the unit r_i (k_d becomes a dimensionless fraction in [0, 1] of the
    radial relative velocity removed) and, as for the shape-matching
-   corrections, average over the triangles of a vertex. */
+   corrections, average over the triangles of a vertex. Eq. 20 does not
+   sum to zero momentum (sum_i m_i (r_i . v_i) r_i need not vanish), so
+   the triangle's net impulse is taken back from its corners in
+   proportion to m~ (a triangle with a pinned corner leaves it to the
+   pin); a rigid motion is still not damped (r_i . (v_i - v_cm) = 0). */
 /* Triangle t's corrections of its corners' velocities into L->tdx. */
 static PBD_HD void pbd_sm__damp_triangle(pbd_sm__level *L, const float *x, const float *v, float kd, int t) {
     const int *T = L->tri + 3 * t;
@@ -9088,13 +9179,29 @@ static PBD_HD void pbd_sm__damp_triangle(pbd_sm__level *L, const float *x, const
         xc[k] = (m[0] * x[4 * T[0] + k] + m[1] * x[4 * T[1] + k] + m[2] * x[4 * T[2] + k]) / M;
         vc[k] = (m[0] * v[4 * T[0] + k] + m[1] * v[4 * T[1] + k] + m[2] * v[4 * T[2] + k]) / M;
     }
+    float d[9], mean[3] = {0, 0, 0}, W = 0;
+    int free3 = 1;
     for (int j = 0; j < 3; ++j) {
-        float r[3], dv[3], *o = L->tdx + 9 * t + 3 * j;
+        float r[3], dv[3];
         pbd_sm__sub3(x + 4 * T[j], xc, r);
         pbd_sm__sub3(v + 4 * T[j], vc, dv);
         float rr = pbd_sm__dot3(r, r);
-        float s2 = rr > 0 && x[4 * T[j] + 3] > 0 ? -kd * L->inv_rt[T[j]] * pbd_sm__dot3(r, dv) / rr : 0.0f;
-        for (int k = 0; k < 3; ++k) o[k] = s2 * r[k];
+        int fr = x[4 * T[j] + 3] > 0;
+        float s2 = rr > 0 && fr ? -kd * pbd_sm__dot3(r, dv) / rr : 0.0f;
+        for (int k = 0; k < 3; ++k) {
+            d[3 * j + k] = s2 * r[k];
+            mean[k] += L->mt[T[j]] * d[3 * j + k];
+        }
+        W += L->mt[T[j]];
+        free3 = free3 && fr;
+    }
+    /* the triangle's net impulse sum_j m~_j d_j (m~ = m / |R|, what the
+       averaging below gives each corner) taken back, so that damping keeps
+       the momentum, as shape matching does (eq. 4); a pinned corner takes it */
+    for (int k = 0; k < 3; ++k) mean[k] = free3 && W > 0 ? mean[k] / W : 0.0f;
+    for (int j = 0; j < 3; ++j) {
+        float *o = L->tdx + 9 * t + 3 * j, it = x[4 * T[j] + 3] > 0 ? L->inv_rt[T[j]] : 0.0f;
+        for (int k = 0; k < 3; ++k) o[k] = it * (d[3 * j + k] - mean[k]);
     }
 }
 static void pbd_sm__damp(pbd_sm__cloth *c, const pbd_solve_context *s) {
