@@ -1629,7 +1629,7 @@ PBDDEF pbd_result pbd_world_set_particle_contact_friction(pbd_world *w, float st
    Phi the kernel integrated over the half space beyond its tangent plane
    (Koschier and Bender 2017 density maps, analytic for W_poly6; exact for
    planes and box faces, first order for curved shapes; every collider
-   kind, meshes and SDF grids included; at most 4 per particle, several
+   kind, meshes and SDF grids included; the 4 nearest per particle, several
    combined as 1 - prod (1 - Phi_k)), and Phi'(s) n to its constraint
    gradient. Their friction acts on fluid particles as on any: at the
    default 0.5 a layer of water stops on a slope of 15 to 20 degrees
@@ -10256,18 +10256,35 @@ static float pbd__wall_lattice_shift(const pbd__fluid *f) {
 }
 
 static PBD_HD float pbd__collider_ball(const pbd__collider *col);
+/* Of fluid slot a's PBD__FLUID_WALLS planes, the one farthest from x if it
+   is farther than s (a new plane's distance), else -1. */
+static inline PBD_HD int pbd__farthest_wall(const pbd__particle_phase *pp, int a, pbd__v3 x, float s) {
+    int far = -1;
+    for (int j = 0; j < PBD__FLUID_WALLS; ++j) {
+        const pbd__p4 *o = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)j];
+        float d = o->w + o->x * x.x + o->y * x.y + o->z * x.z; /* the plane's signed distance at x */
+        if (d > s) {
+            far = j;
+            s = d;
+        }
+    }
+    return far;
+}
 /* The tangent planes of the colliders within the kernel radius of fluid
    slot a at positions X (world order), the colliders at the poses
    pbd_world.pose_to (in a substep the poses at its end, the contacts'
    plane pose; queries set them to the colliders' current poses). Each
-   slot writes only its own planes (the same for any thread count). */
+   slot writes only its own planes (the same for any thread count). Past
+   PBD__FLUID_WALLS of them the nearest are kept, as the contacts keep
+   their most violated (pbd__contact_evict): the first ones in collider
+   order dropped a floor added after four other colliders in reach. */
 static PBD_HD void pbd__fluid_walls_one(pbd_world *w, const pbd__p4 *X, int a) {
     pbd__particle_phase *pp = &w->pp;
     int m = 0;
     if (pp->sfluid[a] >= 0) {
         float kh = pp->fluids[pp->sfluid[a]].kernel_radius;
         pbd__v3 x = pbd__p3(X[pp->sid[a]]);
-        for (int c = 0; c < w->ncolliders && m < PBD__FLUID_WALLS; ++c) {
+        for (int c = 0; c < w->ncolliders; ++c) {
             const pbd__collider *col = &w->colliders[c];
             if (!col->s.live) continue;
             const pbd__pose *pose = &w->pose_to[c];
@@ -10280,7 +10297,9 @@ static PBD_HD void pbd__fluid_walls_one(pbd_world *w, const pbd__p4 *X, int a) {
             float s = pbd__sdf(w, col, y, &nl);
             if (!(s < kh)) continue;
             pbd__v3 n = pbd__qrot(pose->rot, nl);
-            pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)m++];
+            int k = m < PBD__FLUID_WALLS ? m++ : pbd__farthest_wall(pp, a, x, s);
+            if (k < 0) continue;
+            pbd__p4 *q = &pp->wall[(size_t)a * PBD__FLUID_WALLS + (size_t)k];
             q->x = n.x;
             q->y = n.y;
             q->z = n.z;

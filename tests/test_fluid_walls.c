@@ -120,6 +120,42 @@ TEST(fluid_every_collider_kind_adds_its_density) {
     CHECK(density_near(0, 1.5f * k.h) == alone); /* beyond the kernel: nothing */
 }
 
+/* More colliders within a particle's kernel than its PBD__FLUID_WALLS (4)
+   wall slots: the nearest count. A particle 0.25 h above a floor plane
+   added after four planes 0.9 h below it (within reach, nearly nothing
+   of the kernel beyond them) gets the floor's density, as with the floor
+   alone, give or take the far planes' sliver; the slots were filled in
+   collider order and the floor dropped (the density of the particle
+   alone). */
+TEST(fluid_the_nearest_walls_count) {
+    float alone = 0, with_floor = 0, decoys_first = 0;
+    for (int k = 0; k < 3; ++k) {
+        pbd_world *w = pbdt_world(0.0f);
+        const float up[3] = {0, 1, 0}, floor_at[3] = {0, 0, 0};
+        pbd_fluid_desc fd = pbd_fluid_desc_default();
+        float h = 2.0f * fd.spacing, p[3] = {0, 0.25f * h, 0};
+        if (k == 2)
+            for (int d = 0; d < 4; ++d) {
+                float at[3] = {0, 0.25f * h - (0.9f + 0.01f * (float)d) * h, 0};
+                CHECK_OK(pbd_add_collider_plane(w, at, up, 0, NULL));
+            }
+        if (k >= 1) CHECK_OK(pbd_add_collider_plane(w, floor_at, up, 0, NULL));
+        fd.positions = p;
+        fd.count = 1;
+        pbd_fluid f;
+        CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
+        float rho = 0;
+        int one = 0;
+        CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
+        *(k == 0 ? &alone : k == 1 ? &with_floor : &decoys_first) = rho;
+        pbd_world_destroy(w);
+    }
+    CHECK_MSG(with_floor > alone * 1.05f, "the floor adds %.4f to %.4f", (double)(with_floor - alone), (double)alone);
+    CHECK_MSG(fabsf(decoys_first - with_floor) < 0.01f * (with_floor - alone),
+              "behind four other planes the floor gives %.5f, alone %.5f (the particle alone %.5f)",
+              (double)decoys_first, (double)with_floor, (double)alone);
+}
+
 /* Inside a collider a particle gets the wall density of its surface, no
    more (pbd__wall_density): deeper, Phi would rise to 1 as its gradient
    falls to 0, a constraint the neighbours cannot satisfy. */
@@ -187,6 +223,7 @@ TEST(fluid_box_pushed_flush_to_a_wall_stays_bounded) {
 void suite_fluid_walls(void) {
     RUN(fluid_wall_density_is_the_kernel_integral);
     RUN(fluid_every_collider_kind_adds_its_density);
+    RUN(fluid_the_nearest_walls_count);
     RUN(fluid_wall_density_stops_at_the_surface);
     RUN(fluid_box_pushed_flush_to_a_wall_stays_bounded);
 }
