@@ -48,6 +48,21 @@ TEST(fluid_wall_density_is_the_kernel_integral) {
    m W(0) plus rho_0 Phi(s + shift) of the face, the same for every kind;
    a sphere and a capsule are big (radius 50 h) so their face is nearly
    flat. */
+/* The density of one default fluid particle added at p to w, which is
+   destroyed. */
+static float lone_density(pbd_world *w, const float *p) {
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = 1;
+    pbd_fluid f;
+    CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
+    float rho = 0;
+    int one = 0;
+    CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
+    pbd_world_destroy(w);
+    return rho;
+}
+
 static float density_near(int kind, float s) {
     pbd_world *w = pbdt_world(0.0f);
     const float R = 5.0f, up[3] = {0, -1, 0}, o[3] = {0, 0, 0};
@@ -78,16 +93,7 @@ static float density_near(int kind, float s) {
         CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
     }
     float p[3] = {0, -s, 0};
-    pbd_fluid_desc fd = pbd_fluid_desc_default();
-    fd.positions = p;
-    fd.count = 1;
-    pbd_fluid f;
-    CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
-    float rho = 0;
-    int one = 0;
-    CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
-    pbd_world_destroy(w);
-    return rho;
+    return lone_density(w, p);
 }
 
 TEST(fluid_every_collider_kind_adds_its_density) {
@@ -132,23 +138,14 @@ TEST(fluid_the_nearest_walls_count) {
     for (int k = 0; k < 3; ++k) {
         pbd_world *w = pbdt_world(0.0f);
         const float up[3] = {0, 1, 0}, floor_at[3] = {0, 0, 0};
-        pbd_fluid_desc fd = pbd_fluid_desc_default();
-        float h = 2.0f * fd.spacing, p[3] = {0, 0.25f * h, 0};
+        float h = 2.0f * pbd_fluid_desc_default().spacing, p[3] = {0, 0.25f * h, 0};
         if (k == 2)
             for (int d = 0; d < 4; ++d) {
                 float at[3] = {0, 0.25f * h - (0.9f + 0.01f * (float)d) * h, 0};
                 CHECK_OK(pbd_add_collider_plane(w, at, up, 0, NULL));
             }
         if (k >= 1) CHECK_OK(pbd_add_collider_plane(w, floor_at, up, 0, NULL));
-        fd.positions = p;
-        fd.count = 1;
-        pbd_fluid f;
-        CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
-        float rho = 0;
-        int one = 0;
-        CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
-        *(k == 0 ? &alone : k == 1 ? &with_floor : &decoys_first) = rho;
-        pbd_world_destroy(w);
+        *(k == 0 ? &alone : k == 1 ? &with_floor : &decoys_first) = lone_density(w, p);
     }
     CHECK_MSG(with_floor > alone * 1.05f, "the floor adds %.4f to %.4f", (double)(with_floor - alone), (double)alone);
     CHECK_MSG(fabsf(decoys_first - with_floor) < 0.01f * (with_floor - alone),
