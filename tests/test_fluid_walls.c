@@ -49,8 +49,8 @@ TEST(fluid_wall_density_is_the_kernel_integral) {
    a sphere and a capsule are big (radius 50 h) so their face is nearly
    flat. */
 /* The density of one default fluid particle added at p to w, which is
-   destroyed. */
-static float lone_density(pbd_world *w, const float *p) {
+   destroyed (its kernel into *k when k is not NULL). */
+static float lone_density(pbd_world *w, const float *p, pbd__kern *k) {
     pbd_fluid_desc fd = pbd_fluid_desc_default();
     fd.positions = p;
     fd.count = 1;
@@ -59,6 +59,7 @@ static float lone_density(pbd_world *w, const float *p) {
     float rho = 0;
     int one = 0;
     CHECK_OK(pbd_fluid_densities(w, f, &rho, 1, &one));
+    if (k) *k = w->pp.fluids[0].kern;
     pbd_world_destroy(w);
     return rho;
 }
@@ -93,23 +94,13 @@ static float density_near(int kind, float s) {
         CHECK_OK(pbd_add_collider_mesh(w, &md, NULL));
     }
     float p[3] = {0, -s, 0};
-    return lone_density(w, p);
+    return lone_density(w, p, NULL);
 }
 
 TEST(fluid_every_collider_kind_adds_its_density) {
-    pbd_world *w = pbdt_world(0.0f);
-    float p[3] = {0, 0, 0};
-    pbd_fluid_desc fd = pbd_fluid_desc_default();
-    fd.positions = p;
-    fd.count = 1;
-    pbd_fluid f;
-    CHECK_OK(pbd_add_fluid(w, &fd, &f, NULL));
-    float alone = 0;
-    int one = 0;
-    CHECK_OK(pbd_fluid_densities(w, f, &alone, 1, &one));
-    pbd__kern k = w->pp.fluids[0].kern;
-    float rho0 = w->pp.fluids[0].rest_density;
-    pbd_world_destroy(w);
+    float p[3] = {0, 0, 0}, rho0 = pbd_fluid_desc_default().rest_density;
+    pbd__kern k;
+    float alone = lone_density(pbdt_world(0.0f), p, &k);
     const char *names[6] = {"plane", "box", "sphere", "capsule", "mesh", "sdf grid"};
     const float ss[3] = {0.25f, 0.5f, 0.8f}; /* fractions of h */
     for (int i = 0; i < 3; ++i) {
@@ -145,7 +136,7 @@ TEST(fluid_the_nearest_walls_count) {
                 CHECK_OK(pbd_add_collider_plane(w, at, up, 0, NULL));
             }
         if (k >= 1) CHECK_OK(pbd_add_collider_plane(w, floor_at, up, 0, NULL));
-        *(k == 0 ? &alone : k == 1 ? &with_floor : &decoys_first) = lone_density(w, p);
+        *(k == 0 ? &alone : k == 1 ? &with_floor : &decoys_first) = lone_density(w, p, NULL);
     }
     CHECK_MSG(with_floor > alone * 1.05f, "the floor adds %.4f to %.4f", (double)(with_floor - alone), (double)alone);
     CHECK_MSG(fabsf(decoys_first - with_floor) < 0.01f * (with_floor - alone),
