@@ -555,18 +555,29 @@
    are near in memory (bench/fluid: 128 000 particles).
    Contacts converge slowly in deep piles (Jacobi, each pair's correction
    divided by the larger contact load of its two particles, and no warm
-   start): 2000 particles of radius 1 cm poured into a heap, at rest 4 s
-   later, worst overlap / heap angle: the default 4 x 4 120% of a radius /
-   10 degrees (the heap slumps), 8 substeps 22% / 16, 16 substeps 7% / 19.
-   A 10 x 20 x 10 column of them, touching, stood on a plane (20 s): at
-   the default 1/240 s substep (60 Hz, or 30 Hz by reference_dt) it
-   slumps into a heap 4.3 cm high and rests (worst overlap 122%); at
-   1/480 s (substeps = 8 at 60 Hz) it stands but never rests (overlaps
-   up to 119%, hundreds of grains at up to 0.3 m/s); at 1/960 s (16) it
-   stands, worst overlap 19%, its fastest grain under 6 cm/s; at 1/30 s
-   with a fixed 4 substeps (reference_dt = 0) it sinks into itself (worst
-   overlap 200%). A tall stack of grains needs a substep of about 1/1000
-   s.
+   start): gravity moves every grain by g h^2 a substep, and the overlaps
+   that hold a pile up grow from its top down by about that over the
+   share an iteration gives back. So grains, as fluids, choose their
+   substep: a world with grains (dynamic particles with particle contact
+   in no object and no fluid: pbd_add_particles' loose particles and
+   pbd_sm.h's bodies) takes at least ceil(dt sqrt(|g| / r) /
+   granular_cfl) substeps for its smallest grain radius r
+   (pbd_world_desc.granular_cfl, default 0.033, 0 off; at 60 Hz 16
+   substeps for 1 cm grains, 12 for 2 cm, 8 for 5 cm, 5 for 10 cm;
+   pbd_world_step_substeps). Measured, 2000 grains of 1 cm (ms per 60 Hz
+   step on two cores in brackets): poured into a heap, at rest 5 s
+   later, worst overlap 7% of a radius, the heap 9.3 cm high at friction
+   0.5 and 5.6 cm without (34 ms); at the world's 4 substeps
+   (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
+   with overlaps of 120% whatever its friction (9 ms). A heap settles
+   grain by grain: one at its foot may tumble now and then for 15 s
+   (432 grains: at rest, all under 1 mm/s, from 17 s). A 10 x 20 x 10
+   column of them, touching, stood on a plane (10 s): it stands, worst
+   overlap 19%, its fastest grain under 4 cm/s (23 ms); at 8 substeps it
+   stands but never rests (overlaps up to 116%, hundreds of grains at up
+   to 0.24 m/s); at 4 it slumps into a heap 4.3 cm high (112%). The
+   overlaps grow with a pile's height: give piles taller than these a
+   smaller granular_cfl.
    Give piles substeps rather than iterations (a 5 x 10 x 5 block of
    stacked particles, worst overlap: 16 x 4 8%, 4 x 16 35%). An overlap
    is undone within a substep and, as in every position-based contact, the
@@ -860,6 +871,10 @@ typedef struct pbd_world_desc {
     float point_damping;           /* 1/s: v *= exp(-point_damping h); default 0 (per object: pbd_object_set_drag) */
     int max_contacts_per_particle; /* default 4, 1..64; a particle near more colliders keeps
                                       those its predicted position is deepest behind */
+    float granular_cfl;            /* grains (particles with particle contact in no object
+                                      or fluid) of radius r make a step take at least the
+                                      substeps that keep h sqrt(|g| / r) <= granular_cfl
+                                      (see pbd_world_step_substeps); default 0.033; 0: off */
     pbd_allocator allocator;       /* optional: both functions or neither */
     pbd_log_fn log;                /* optional: called with every error (and with
                                       PBD_OK for the device an auto world got) */
@@ -983,8 +998,8 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
 #define PBD_MAX_COORDINATE 1e6f
 
 /* Advance by dt seconds (substeps x iterations as in the desc; a step
-   longer than reference_dt, a world with fluids or a pinned cloth takes
-   more substeps: see pbd_world_step_substeps).
+   longer than reference_dt, a world with fluids, grains or a pinned cloth
+   takes more substeps: see pbd_world_step_substeps).
    dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
@@ -996,7 +1011,8 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
      hitch, 30 Hz) is simulated as well as a 60 Hz one at its cost
      (4 substeps at 1/60 s, 8 at 1/30, 60 at 0.25, 240 at 1 s); shorter
      steps take substeps. reference_dt = 0 makes substeps a fixed count.
-   - what the fluids and pinned cloths need: pbd_fluid_desc.gravity_cfl,
+   - what the fluids, grains and pinned cloths need:
+     pbd_fluid_desc.gravity_cfl, pbd_world_desc.granular_cfl,
      pbd_cloth_desc.gravity_cfl;
    0 when w is NULL or dt is not finite and > 0.
    Every rule is capped at 1000 substeps, silently:
@@ -1024,7 +1040,8 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    changes nothing; snapshots of version 7 (before plugin states), 8
    (before objects' drags: they restore with drag 0) and 9 (before the
    world's reference_dt: they restore with 0, a fixed substep count)
-   restore too. */
+   restore too, and 10 (before the world's granular_cfl: they restore
+   with 0, no grain bound). */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
@@ -3540,6 +3557,7 @@ struct pbd_world {
     float gravity[3];
     int substeps, iterations, mode, correction, max_contacts;
     float reference_dt; /* pbd_world_desc.reference_dt */
+    float granular_cfl; /* pbd_world_desc.granular_cfl (pbd__grain_substeps) */
     float point_damping;
     int jacobi;                 /* averaged Jacobi instead of Gauss-Seidel */
     float jacobi_relax;         /* relaxation factor of the Jacobi average */
@@ -4081,6 +4099,7 @@ PBDDEF pbd_world_desc pbd_world_desc_default(void) {
     d.stiffness_correction = 1;
     d.point_damping = 0;
     d.max_contacts_per_particle = 4;
+    d.granular_cfl = 0.033f;
     return d;
 }
 
@@ -4122,6 +4141,8 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (d->stiffness_correction != 0 && d->stiffness_correction != 1)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction must be 0 or 1");
     if (!pbd__finite(d->reference_dt)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
+    if (!pbd__finite(d->granular_cfl)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "granular_cfl is not finite");
+    if (d->granular_cfl < 0) return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "granular_cfl must be >= 0");
     if (!pbd__reference_dt_valid(d->reference_dt))
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "reference_dt must be 0 or in [1e-6, 1] s");
     if (d->device != PBD_DEVICE_AUTO && d->device != PBD_DEVICE_GPU && d->device != PBD_DEVICE_CPU)
@@ -4143,6 +4164,7 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     w->correction = desc->stiffness_correction;
     w->point_damping = desc->point_damping;
     w->max_contacts = desc->max_contacts_per_particle;
+    w->granular_cfl = desc->granular_cfl;
     w->jacobi_relax = 1.0f;
     w->simd = 1;
     w->lanes = PBD__W;
@@ -4304,7 +4326,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
 #define PBD__SNAPSHOT_VERSION \
-    10u /* 10: the world's reference_dt; 9: objects' drags; 8: plugins' state at the end (7: a box
+    11u /* 11: the world's granular_cfl; 10: the world's reference_dt; 9: objects' drags; 8: plugins' state at the end (7: a box
            collider's radius is its rounding) */
 #define PBD__SNAPSHOT_VERSION_OLDEST 7u /* 7 restores too: no plugin state, the plugins keep theirs */
 
@@ -4451,6 +4473,13 @@ static void pbd__io_reference_dt(pbd__io *io, pbd_world *w) {
     pbd__io_float(io, &w->reference_dt);
     if (io->in && !pbd__reference_dt_valid(w->reference_dt)) io->bad = 1;
 }
+/* The world's granular_cfl (version 11 on; before, 0: a snapshot's
+   grains step with the substeps they were saved with). */
+static void pbd__io_granular_cfl(pbd__io *io, pbd_world *w) {
+    if (io->version < 11) return;
+    pbd__io_float(io, &w->granular_cfl);
+    if (io->in && !(pbd__finite(w->granular_cfl) && w->granular_cfl >= 0)) io->bad = 1;
+}
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
@@ -4542,6 +4571,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     if (io->version >= 8) pbd__io_plugins(io, w); /* the plugins' own states */
     pbd__io_drags(io, w);
     pbd__io_reference_dt(io, w);
+    pbd__io_granular_cfl(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -10964,6 +10994,37 @@ static int pbd__fluid_substeps(const pbd_world *w, float dt) {
     return need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
 }
 
+/* The substeps a step of dt needs for the grains' granular_cfl bound
+   h sqrt(|g| / r) <= granular_cfl, r the smallest radius of a grain: a
+   dynamic particle with particle contact in no object and no fluid (an
+   object's own constraints hold its shape; a fluid has its bound); at
+   least 1, at most PBD__MAX_SUBSTEPS. Why: a resting pile holds itself up
+   only by the overlaps its Jacobi iterations find. Gravity moves every
+   grain by g h^2 a substep and each iteration gives a pair back a share
+   1 / (contact load) of its overlap (pbd__pp_contact), so the overlaps
+   grow from the top of a pile down by about 2 g h^2 / (iterations share)
+   per layer; for a heap of 1 cm grains at 60 Hz and 4 iterations
+   (h sqrt(g/r) = 0.13 at the world's 4 substeps) they pass a radius and
+   the heap slumps into a 4 cm pancake whatever its friction; at 8
+   substeps (0.065) its worst overlap is 13-22%, at 16 (0.033) 7%, and
+   its slope follows the friction (tests/test_particle_contact.c). The
+   overlaps grow with the pile's height: a 20-grain column at 16 stands
+   with its worst overlap 19%. */
+static int pbd__grain_substeps(const pbd_world *w, float dt) {
+    const pbd__particle_phase *pp = &w->pp;
+    float g = sqrtf(w->gravity[0] * w->gravity[0] + w->gravity[1] * w->gravity[1] + w->gravity[2] * w->gravity[2]);
+    if (!(w->granular_cfl > 0) || !(g > 0)) return 1;
+    float r = 0;
+    for (int k = 0; k < pp->np; ++k) {
+        int i = pp->ids[k];
+        if (pp->fluid[k] >= 0 || pp->object[k] >= 0 || !(w->x[i].w > 0) || !(w->flags[i] & PBD__COLLIDE)) continue;
+        if (w->radius[i] > 0 && (r == 0 || w->radius[i] < r)) r = w->radius[i];
+    }
+    if (!(r > 0)) return 1;
+    double need = ceil((double)dt * sqrt((double)g / r) / w->granular_cfl - PBD__CEIL_SLACK);
+    return need < 1 ? 1 : need < PBD__MAX_SUBSTEPS ? (int)need : PBD__MAX_SUBSTEPS;
+}
+
 /* The iterations of a substep's particle phase (fluid density, particle
    contact) and collider contacts: the world's, and at least
    PBD_FLUID_MIN_ITERATIONS while the world has a fluid. Why: a resting
@@ -16657,8 +16718,9 @@ static void pbd__plugins_rollback(pbd_world *w) {
 
 /* --- the plugins' states in snapshots ----------------------------------------
    After everything else but the objects' drags and the world's
-   reference_dt (snapshot version 8; the drags follow from version 9,
-   reference_dt from 10): the number of states, then
+   reference_dt and granular_cfl (snapshot version 8; the drags follow
+   from version 9, reference_dt from 10, granular_cfl from 11): the
+   number of states, then
    per state the plugin's name (32 bytes, NUL-padded), its place k among
    the states (0, 1, ...), its size (64 bits) and its bytes. The states are
    those of the live plugins that have save_state, in the order the
@@ -17929,7 +17991,9 @@ static int pbd__reference_substeps(const pbd_world *w, float dt) {
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {
     if (!w || !pbd__finite(dt) || !(dt > 0)) return 0;
     int S = pbd__reference_substeps(w, dt), Sf = pbd__fluid_substeps(w, dt), Sc = pbd__cloth_substeps(w, dt);
+    int Sg = pbd__grain_substeps(w, dt);
     S = Sf > S ? Sf : S;
+    S = Sg > S ? Sg : S;
     return Sc > S ? Sc : S;
 }
 

@@ -629,20 +629,19 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    sm_rigid_drop_on_body_stays_rigid). Stacks of rigid lattices (bench/sm_stack.c: 3 x 3 x 3
    lattices with the defaults, spacing 0.1 m, particle radius 0.05 m,
    0.1 kg particles, stacked face on face at rest on a plane, particle
-   contact on, world defaults at 60 Hz, 10 s) stand, a body sunk into the
-   one below by at most 2.8 mm (two bodies), 5.7 mm (three), 8.7 mm
-   (four), 1.3 cm (five), measured at 1 s, 2 s and 10 s. With every other
-   body shifted 5 cm sideways, two stand 1.2 cm into each other, three
-   sink 1.4 cm at 1 s and creep on to
-   2.5 cm at 10 s, and four or five topple within 10 s, although the load
-   on each body lies well inside its support. It is the substep that
-   counts: at 30 Hz with a fixed 4 substeps (--hz 30 with
-   PBD_BENCH_FIXED=1, reference_dt = 0) straight stacks sink 1.1, 2.3 and 3.4 cm (two to
-   four bodies) and five collapse within 0.4 s, shifted ones topple from
-   three bodies on (the top one of two slides off); at 30 Hz with 8
-   substeps (the same 1/240 s substep, what the world's default
-   reference_dt takes) every number is the 60 Hz one. Keep a stack's
-   substep at 1/240 s. A rigid-body
+   contact on, world defaults at 60 Hz, 10 s; the particles are grains to
+   pbd.h, so a step takes the 8 substeps that pbd_world_desc.granular_cfl
+   asks for 5 cm spheres) stand, a body sunk into the one below by at
+   most 0.7 mm (two bodies), 1.4 mm (three), 2.2 mm (four), 3.3 mm
+   (five), measured at 1 s, 2 s and 10 s. With every other body shifted
+   5 cm sideways, they stand too, 9.7 mm (two) to 1.2 cm (five) into
+   each other, their centres where they were put. It is the substep that
+   counts: at the world's 4 substeps (granular_cfl = 0, as before 0.2)
+   straight stacks sank 2.8 mm to 1.3 cm, three shifted ones crept from
+   1.4 to 2.5 cm and four or five toppled within 10 s; at 30 Hz with a
+   fixed 4 substeps (--hz 30 with PBD_BENCH_FIXED=1, reference_dt = 0,
+   granular_cfl = 0) straight stacks sank 1.1, 2.3 and 3.4 cm (two to
+   four bodies) and five collapsed within 0.4 s. A rigid-body
    contact with effective masses on both sides would need the contact
    solver of pbd.h to know the bodies.
 

@@ -37,13 +37,14 @@ static int bench_cmp_double(const void *a, const void *b) {
    CPU for the three CPU measurements (a program built with PBD_CUDA would
    otherwise put them on the GPU), the GPU for bench_cuda_scene's. */
 static pbd_device bench_device = PBD_DEVICE_CPU;
-/* PBD_BENCH_FIXED=1: a fixed substep count (reference_dt = 0), as every
-   bench ran before the reference step (bench/README.md, "Long steps"). */
+/* PBD_BENCH_FIXED=1: a fixed substep count (reference_dt = 0 and
+   granular_cfl = 0), as every bench ran before the reference step and
+   the grains' bound (bench/README.md, "Long steps"). */
 static pbd_world_desc bench_desc(void) {
     pbd_world_desc d = pbd_world_desc_default();
     d.device = bench_device;
     const char *fixed = getenv("PBD_BENCH_FIXED");
-    if (fixed && strcmp(fixed, "1") == 0) d.reference_dt = 0;
+    if (fixed && strcmp(fixed, "1") == 0) d.reference_dt = d.granular_cfl = 0;
     return d;
 }
 

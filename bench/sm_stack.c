@@ -7,7 +7,9 @@
    0.1 m, particle radius 0.05 m, 0.1 kg particles: 0.3 m cubes of 2.7 kg)
    stacked at rest, face on face, centres 0.3 m apart, the lowest resting
    on a ground plane (friction 0.5), particle contact on for all of them,
-   world defaults (4 substeps x 4 iterations), stepped at 1/60 s for
+   world defaults (4 substeps x 4 iterations; the lattices' particles are
+   grains to pbd.h, so a step takes the 8 substeps that
+   pbd_world_desc.granular_cfl asks for their 5 cm), stepped at 1/60 s for
    `seconds`; then the same with every other body shifted 5 cm sideways
    (`offset` 0.05: a sloppy stack, each body's centre still over the one
    below). Keys: `bodies`, `sink_1s`, `sink_2s`, `sink_end` (the
@@ -21,8 +23,8 @@
    Build and run: make bench BENCH=sm_stack (or cc -std=c99 -O2 -I.
    bench/sm_stack.c -lm); --seconds S (default 10); --hz F: steps of
    1/F s (default 60; key `hz`); --substeps S: the world's substeps
-   (default 4; key `substeps`: what a step takes, 8 at --hz 30 by
-   reference_dt, 4 with PBD_BENCH_FIXED=1); --half-width W: the
+   (default 4; key `substeps`: what a step takes, 8 at 60 Hz and 16 at
+   --hz 30 by granular_cfl, 4 with PBD_BENCH_FIXED=1); --half-width W: the
    lattices' regions of half-width W instead of one cluster (W = 1:
    regions that do not span a body, which is then not rigid). */
 #include "bench.h"

@@ -416,8 +416,8 @@ TEST(sm_snapshot_forged_states_are_refused_and_change_nothing) {
         check_refused(s.w, f, s.size, heads[k].needle, heads[k].what);
     }
     memcpy(f, s.snap, s.size);
-    reseal(f, s.size - 16);
-    check_refused(s.w, f, s.size - 16, NULL, "the snapshot cut in the volume's state");
+    reseal(f, s.size - 20);
+    check_refused(s.w, f, s.size - 20, NULL, "the snapshot cut in the volume's state");
     free(f);
     /* the states still restore after all that */
     CHECK_OK(pbd_world_restore(s.w, s.snap, s.size));

@@ -578,6 +578,23 @@ static void expect_bad_restore(pbd_world *w, const void *buf, size_t size, const
     free(s1);
 }
 
+/* Snapshot b of n bytes gets its checksum (FNV-1a of all bytes before
+   its last 8) again, after a test changed it. */
+static void reseal_snapshot(unsigned char *b, size_t n) {
+    uint64_t sum = 14695981039346656037ull;
+    for (size_t i = 0; i + 8 < n; ++i) sum = (sum ^ b[i]) * 1099511628211ull;
+    memcpy(b + n - 8, &sum, 8);
+}
+/* Snapshot snap (n bytes) as an older version wrote it: without the
+   `cut` bytes before its checksum, of `version` (malloc'd, n - cut). */
+static unsigned char *older_snapshot(const unsigned char *snap, size_t n, size_t cut, unsigned version) {
+    unsigned char *old = (unsigned char *)malloc(n - cut);
+    memcpy(old, snap, n - cut - 8);
+    memcpy(old + 4, &version, 4);
+    reseal_snapshot(old, n - cut);
+    return old;
+}
+
 /* reference_dt: substeps count per reference step, so a longer step keeps
    the reference's substep (pbd_world_step_substeps); refused values change
    nothing; snapshots keep it, and a version 9 one (before it) restores
@@ -622,24 +639,105 @@ TEST(world_reference_dt_keeps_the_substep) {
     pbd_world *r = make_default_world();
     CHECK_OK(pbd_world_restore(r, snap, n));
     CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 4);
-    unsigned version = 9; /* the last 4 bytes before the checksum are reference_dt */
-    unsigned char *old = (unsigned char *)malloc(n);
-    memcpy(old, snap, n - 12);
-    memcpy(old + 4, &version, 4);
-    uint64_t sum = 14695981039346656037ull;
-    for (size_t i = 0; i < n - 12; ++i) sum = (sum ^ old[i]) * 1099511628211ull;
-    memcpy(old + n - 12, &sum, 8);
-    CHECK_OK(pbd_world_restore(r, old, n - 4));
+    /* before the checksum: reference_dt, then granular_cfl (4 bytes each) */
+    unsigned char *old = older_snapshot(snap, n, 8, 9);
+    CHECK_OK(pbd_world_restore(r, old, n - 8));
     CHECK(pbd_world_step_substeps(r, 1.0f / 30) == 2 && pbd_world_step_substeps(r, 1.0f) == 2);
     float nan = NAN; /* a forged reference_dt is refused */
-    memcpy(snap + n - 12, &nan, 4);
-    sum = 14695981039346656037ull;
-    for (size_t i = 0; i < n - 8; ++i) sum = (sum ^ snap[i]) * 1099511628211ull;
-    memcpy(snap + n - 8, &sum, 8);
+    memcpy(snap + n - 16, &nan, 4);
+    reseal_snapshot(snap, n);
     expect_bad_restore(r, snap, n, "reference_dt NaN");
     free(old);
     free(snap);
     pbd_world_destroy(r);
+    pbd_world_destroy(w);
+}
+
+/* granular_cfl: grains (loose particles with particle contact) of
+   radius r make a step take ceil(dt sqrt(|g| / r) / granular_cfl)
+   substeps; an object's particles, a fluid's, pinned grains and grains
+   without contact do not count; 0 or no gravity: the world's count.
+   Refused values name the field; snapshots keep it, and a version 10 one
+   (before it) restores with 0. */
+static pbd_range add_grains(pbd_world *w, float radius, float mass) {
+    float pos[6] = {0, 1, 0, 0.5f, 1, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 2;
+    pd.radius = radius;
+    pd.mass = mass;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    return r;
+}
+TEST(world_granular_cfl_gives_grains_their_substeps) {
+    CHECK(pbd_world_desc_default().granular_cfl == 0.033f);
+    pbd_world *w = make_default_world();
+    if (!w) return;
+    pbd_range pinned = add_grains(w, 0.001f, 0.0f), small = add_grains(w, 0.05f, 1.0f);
+    CHECK_OK(pbd_particles_set_particle_contact(w, pinned, 1));
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4); /* a pinned grain needs nothing */
+    CHECK_OK(pbd_particles_set_particle_contact(w, small, 1));
+    /* 5 cm: 1/60 sqrt(9.81 / 0.05) / 0.033 = 7.07; 1/30: 14.1 */
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 8 && pbd_world_step_substeps(w, 1.0f / 30) == 15);
+    pbd_range one_cm = add_grains(w, 0.01f, 1.0f);
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 8); /* no contact: no grain */
+    CHECK_OK(pbd_particles_set_particle_contact(w, one_cm, 1));
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 16); /* 15.8 */
+    float zero[3] = {0, 0, 0}, down[3] = {0, -9.81f, 0};
+    CHECK_OK(pbd_world_set_gravity(w, zero));
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4);
+    CHECK_OK(pbd_world_set_gravity(w, down));
+    /* a cloth's particles are no grains, whatever their radius */
+    pbd_world *c = make_default_world();
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    pbd_mesh m;
+    CHECK_OK(pbd_mesh_grid(2, 2, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(c, &cd, &cloth));
+    pbd_mesh_free(&m);
+    CHECK_OK(pbd_object_set_particle_contact(c, cloth, 1));
+    CHECK(pbd_world_step_substeps(c, 1.0f / 60) == 4);
+    pbd_world_destroy(c);
+    /* refused at create */
+    const float bad[] = {-0.01f, NAN, INFINITY};
+    for (int k = 0; k < 3; ++k) {
+        pbd_world_desc bd = pbd_world_desc_default();
+        bd.granular_cfl = bad[k];
+        pbd_world *none = NULL;
+        pbd_result r = pbd_world_create(&bd, &none);
+        CHECK_MSG(r == (k == 0 ? PBD_ERROR_INVALID_ARGUMENT : PBD_ERROR_NOT_FINITE) && none == NULL, "%g: %s",
+                  (double)bad[k], pbd_result_string(r));
+        CHECK(strstr(pbd_last_error(), "granular_cfl") != NULL);
+    }
+    /* snapshots: a world of granular_cfl 0.066 restored into a default
+       one steps as it did */
+    pbd_world_desc hd = pbd_world_desc_default();
+    hd.granular_cfl = 0.066f;
+    pbd_world *half = make_world(&hd);
+    CHECK_OK(pbd_particles_set_particle_contact(half, add_grains(half, 0.01f, 1.0f), 1));
+    CHECK(pbd_world_step_substeps(half, 1.0f / 60) == 8);
+    size_t n;
+    unsigned char *snap = save_world(half, &n);
+    pbd_world *r = make_default_world();
+    CHECK_OK(pbd_world_restore(r, snap, n));
+    CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 8);
+    /* version 10: the snapshot without its granular_cfl (the 4 bytes
+       before the checksum) restores with none */
+    unsigned char *old = older_snapshot(snap, n, 4, 10);
+    CHECK_OK(pbd_world_restore(r, old, n - 4));
+    CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 4);
+    const float forged[] = {NAN, -1.0f}; /* a forged granular_cfl is refused */
+    for (int k = 0; k < 2; ++k) {
+        memcpy(snap + n - 12, &forged[k], 4);
+        reseal_snapshot(snap, n);
+        expect_bad_restore(r, snap, n, "granular_cfl forged");
+    }
+    free(old);
+    free(snap);
+    pbd_world_destroy(r);
+    pbd_world_destroy(half);
     pbd_world_destroy(w);
 }
 
@@ -827,6 +925,7 @@ void suite_world(void) {
     RUN(world_custom_allocator);
     RUN(world_snapshot_restore_bit_identical);
     RUN(world_reference_dt_keeps_the_substep);
+    RUN(world_granular_cfl_gives_grains_their_substeps);
     RUN(world_snapshot_truncated_or_garbage);
     RUN(world_snapshot_body_corruption);
     RUN(world_snapshot_forged_checksum_fuzz);
