@@ -1498,6 +1498,12 @@ PBDDEF int pbd_world_contact_count(const pbd_world *w);
    its static friction acts. For plugins (pbd_sm.h's rigid bodies weigh
    the particles a collider holds as immovable). */
 PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle);
+/* The same push as a vector (out: 3 floats): its contacts' multipliers
+   times their normals, pointing out of the colliders; zero where the push
+   is 0 (out NULL: nothing). Tells a plugin which way a collider holds the
+   particle (pbd_sm.h's rigid bodies let go of a held particle that the
+   body lifts off its collider). */
+PBDDEF void pbd_world_particle_contact_push_vector(const pbd_world *w, int particle, float *out);
 /* Signed distance from a point to a collider's surface at its current pose. */
 PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, const float *point, float *distance);
 
@@ -8329,6 +8335,23 @@ PBDDEF float pbd_world_particle_contact_push(const pbd_world *w, int particle) {
     if (!w || particle < 0 || particle >= w->n) return 0.0f;
     pbd__gpu_sync_also(w, PBD__GPU_STALE_CONTACTS);
     return pbd__contact_push(w, particle);
+}
+/* The push as a vector, in slot order (also on the device). */
+static inline PBD_HD pbd__v3 pbd__contact_push_vector(const pbd_world *w, int particle) {
+    pbd__v3 push = pbd__v(0, 0, 0);
+    for (int k = 0; k < w->ncontact[particle]; ++k) {
+        const pbd__contact *ct = pbd__contact_slot(w, particle, k);
+        push = pbd__add(push, pbd__mul(ct->n, ct->lambda));
+    }
+    return push;
+}
+PBDDEF void pbd_world_particle_contact_push_vector(const pbd_world *w, int particle, float *out) {
+    if (!out) return;
+    out[0] = out[1] = out[2] = 0.0f;
+    if (!w || particle < 0 || particle >= w->n) return;
+    pbd__gpu_sync_also(w, PBD__GPU_STALE_CONTACTS);
+    pbd__v3 v = pbd__contact_push_vector(w, particle);
+    out[0] = v.x, out[1] = v.y, out[2] = v.z;
 }
 
 /* Collider c's poses at the start and the end of substep s of S. */

@@ -2293,15 +2293,19 @@ PBD__KERNEL pbd__k_sm_apply(pbd_sm__body b, float *p, const double *o, double al
 PBD__KERNEL pbd__k_sm_plastic(pbd_sm__body b, double h) {
     PBD__GRID_LOOP(r, b.nr) { pbd_sm__region_plastic(&b, r, h); }
 }
-/* pbd_sm__rigid_weights with the device's contacts (pbd_world_particle_contact_push's sum) */
+/* pbd_sm__rigid_weights with the device's contacts (pbd_world_particle_contact_push's sum and vector) */
 PBD__KERNEL pbd__k_sm_rigid_weights(pbd_sm__body b, const pbd_world *w, const float *pos) {
-    PBD__GRID_LOOP(i, b.n) { pbd_sm__rigid_weight(&b, pos, i, pbd__contact_push(w, b.idx[i])); }
+    PBD__GRID_LOOP(i, b.n) {
+        pbd__v3 d = pbd__contact_push_vector(w, b.idx[i]);
+        float dir[3] = {d.x, d.y, d.z};
+        pbd_sm__rigid_weight(&b, pos, i, pbd__contact_push(w, b.idx[i]), dir);
+    }
 }
 PBD__KERNEL pbd__k_sm_rigid_match(pbd_sm__body b, float *p) {
     PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_match(&b, p); }
 }
-PBD__KERNEL pbd__k_sm_rigid_fit(pbd_sm__body b, const float *x, float *v) {
-    PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_fit_velocities(&b, x, v); }
+PBD__KERNEL pbd__k_sm_rigid_fit(pbd_sm__body b, const float *x, float *v, double h) {
+    PBD__GRID_LOOP(t, 1) { pbd_sm__rigid_fit_velocities(&b, x, v, h); }
 }
 /* the volume term (pbd_sm__keep_volumes' loops) with the device's contacts */
 PBD__KERNEL pbd__k_sm_volume_weights(pbd_sm__body b, const pbd_world *w, const float *pos) {
@@ -2407,7 +2411,7 @@ static void pbd__sm_body_stage(pbd_sm__body *b, const pbd_solve_context *c, int 
     } else if (what == PBD_SM__CUDA_END) {
         if (pbd_sm__is_rigid(b)) {
             pbd__launch(g, b->n, pbd__k_sm_rigid_weights, m, (const pbd_world *)g->dw, (const float *)c->x);
-            pbd__launch(g, 1, pbd__k_sm_rigid_fit, m, (const float *)c->x, c->v);
+            pbd__launch(g, 1, pbd__k_sm_rigid_fit, m, (const float *)c->x, c->v, (double)c->h);
         }
         if (b->creep > 0) pbd__sm_body_solve(g, b, c->x, 0, 1, c->h);
     }

@@ -609,10 +609,18 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    (pbd_world_particle_contact_push > 0) or that are pinned or
    kinematic, which weigh 1e6 times their mass (immovable, as the
    collider is): the body then takes the pose their contacts and static
-   friction ask for and turns about them as its inertia decides. After the
-   contacts' velocity pass of a substep in which a collider held one of its
-   particles, its velocities are fitted by a rigid motion in the same
-   weights, so friction and restitution act on the whole body. So a rigid
+   friction ask for and turns about them as its inertia decides. A
+   collider only pushes: a held particle that the match would pull into
+   its collider harder than its own weight presses on it lets go and
+   weighs its mass again (an active set; which way a collider holds a
+   particle: pbd_world_particle_contact_push_vector), so a body tips over
+   an edge as its centre of mass decides (a 1 m plank on a box, its centre of mass
+   0.1 to 0.3 m past the edge, falls off, with or without friction; 0.1 m
+   inside it stays, level to 0.02 degrees; tests/test_sm_rigid.c). After
+   the contacts' velocity pass of a substep in which a collider held one
+   of its particles, its velocities are fitted by a rigid motion in the
+   same weights and the same active set, so friction and restitution act
+   on the whole body. So a rigid
    body leaves every iteration in its rest shape (to float rounding), and
    rests without creeping. The held particles weigh more than their mass
    because, matched with the masses alone, one particle's contact would
@@ -4535,8 +4543,12 @@ static pbd_sm__team pbd_sm__context_team(const pbd_solve_context *c) {
    them as the other particles' (mass-weighted) inertia decides. With the
    masses alone, a contact moving one particle would move the body by
    that particle's share of its mass: contacts would converge slowly, and
-   a box would creep down a slope its static friction should hold. Without
-   held particles the match is the mass-weighted one, which keeps linear and
+   a box would creep down a slope its static friction should hold. But the
+   weight makes a contact two-sided in the match, and a plank resting on
+   a box with its centre of mass beyond the edge was held level by the
+   row far from the edge; so the held particles that the match pulls
+   into their colliders let go (pbd_sm__rigid_release), for the velocities
+   too. Without held particles the match is the mass-weighted one, which keeps linear and
    angular momentum (particle contacts between bodies exchange it
    exactly). After the contacts' velocity pass (friction, restitution,
    per particle) the body's velocities are fitted the same way by a rigid
@@ -4548,16 +4560,25 @@ static PBD_HD int pbd_sm__is_rigid(const pbd_sm__body *b) {
     return b->mode == PBD_SM_RIGID && b->alpha >= 1 && b->whole;
 }
 
-/* Particle i's match weight into b->values[i] and whether it is held
+/* Particle i's match weight into b->values[i], whether it is held
    (pinned or kinematic: inverse mass 0 in pos; or push, the colliders'
-   push on it, > 0) into b->values[n + i] (its scratch). */
-static PBD_HD void pbd_sm__rigid_weight(pbd_sm__body *b, const float *pos, int i, float push) {
-    int h = pos[4 * (size_t)b->idx[i] + 3] == 0 || push > 0;
+   push on it, > 0) into b->values[n + i], and the direction a collider
+   holds it in (dir: pbd_world_particle_contact_push_vector; 0 for a
+   pinned or kinematic one, held whatever the body does) into
+   b->values[2n + 3i ..] (its scratch, n * 30). */
+static PBD_HD void pbd_sm__rigid_weight(pbd_sm__body *b, const float *pos, int i, float push, const float *dir) {
+    int pinned = pos[4 * (size_t)b->idx[i] + 3] == 0, h = pinned || push > 0;
+    double *d = b->values + 2 * (size_t)b->n + 3 * (size_t)i;
     b->values[i] = b->mt[i] * (h ? PBD_SM__HELD_WEIGHT : 1.0);
     b->values[b->n + i] = h;
+    for (int a = 0; a < 3; ++a) d[a] = pinned ? 0.0 : dir[a];
 }
 static void pbd_sm__rigid_weights(pbd_sm__body *b, const pbd_world *w, const float *pos) {
-    for (int i = 0; i < b->n; ++i) pbd_sm__rigid_weight(b, pos, i, pbd_world_particle_contact_push(w, b->idx[i]));
+    for (int i = 0; i < b->n; ++i) {
+        float dir[3];
+        pbd_world_particle_contact_push_vector(w, b->idx[i], dir);
+        pbd_sm__rigid_weight(b, pos, i, pbd_world_particle_contact_push(w, b->idx[i]), dir);
+    }
 }
 /* The weights' sum into *W and the weighted centre of `pos` into c;
    returns whether any particle is held. */
@@ -4585,14 +4606,15 @@ static PBD_HD void pbd_sm__rigid_rest(const pbd_sm__body *b, int i, const double
     for (int a = 0; a < 3; ++a) q[a] = Sp[3 * a] * q0[0] + Sp[3 * a + 1] * q0[1] + Sp[3 * a + 2] * q0[2];
 }
 
-/* The weighted rigid match of the contact-corrected positions p (survey
-   4.1 with weights: pbd_sm__rigid_weight's), every movable particle onto
-   its goal. */
-static PBD_HD void pbd_sm__rigid_match(pbd_sm__body *b, float *p) {
-    double W, c[3], cb[3] = {0, 0, 0}, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, R[9], q[3];
+/* The weighted rigid match of positions p (survey 4.1 with weights
+   b->values): its centre c, rest centre cb and rotation R (b->rot, warm
+   started); 0 when the weights sum to 0. */
+static PBD_HD int pbd_sm__rigid_pose(pbd_sm__body *b, const float *p, double *c, double *cb, double *R) {
+    double W, A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, q[3];
     const double *om = b->values;
     pbd_sm__rigid_centre(b, p, &W, c);
-    if (!(W > 0)) return;
+    if (!(W > 0)) return 0;
+    cb[0] = cb[1] = cb[2] = 0;
     for (int i = 0; i < b->n; ++i)
         for (int a = 0; a < 3; ++a) cb[a] += om[i] * b->xbar[3 * i + a] / W;
     for (int i = 0; i < b->n; ++i) { /* A_pq = sum w_i (x_i - c) q_i^T */
@@ -4603,21 +4625,94 @@ static PBD_HD void pbd_sm__rigid_match(pbd_sm__body *b, float *p) {
     }
     pbd_sm__extract_rotation(A, b->rot, 100); /* warm: region 0's rotation of this iteration */
     pbd_sm__quat_to_mat(b->rot, R);
+    return 1;
+}
+
+/* Particle i's goal c + R S_p (xbar_i - cb) into g. */
+static PBD_HD void pbd_sm__rigid_goal(const pbd_sm__body *b, int i, const double *c, const double *cb, const double *R,
+                                      double *g) {
+    double q[3];
+    pbd_sm__rigid_rest(b, i, cb, q);
+    for (int a = 0; a < 3; ++a) g[a] = c[a] + R[3 * a] * q[0] + R[3 * a + 1] * q[1] + R[3 * a + 2] * q[2];
+}
+
+/* The direction a collider holds particle i in (pbd_sm__rigid_weight),
+   NULL when it is not held by a collider (free, pinned or kinematic). */
+static PBD_HD const double *pbd_sm__held_dir(const pbd_sm__body *b, int i) {
+    const double *dir = b->values + 2 * (size_t)b->n + 3 * (size_t)i;
+    return b->values[b->n + i] != 0 && (dir[0] != 0 || dir[1] != 0 || dir[2] != 0) ? dir : NULL;
+}
+/* Held particle i lets go when the fit pulls it into its collider harder
+   than the collider pushes it out: `off`, the fit's goal less the
+   contact-corrected position (velocities: h times the fit's velocity less
+   the particle's), along its push dir = lambda n. The fit holds the
+   particle by its weight H = PBD_SM__HELD_WEIGHT times its mass, so it
+   pulls it back with H off (per unit mass) against the push lambda, which
+   carries the particle's own weight (g h^2 along n, at rest): a contact
+   whose sum H off . n - lambda is positive is in tension, which no
+   collider gives, and lets go, weighing its mass again. A plank whose
+   centre of mass lies beyond a box's edge: its far row is pulled up by
+   more than its own weight and lets go, and the plank turns about the
+   edge; 0.1 m inside the edge, its own weight keeps it down. Returns
+   whether it let go. */
+static PBD_HD int pbd_sm__rigid_release(pbd_sm__body *b, int i, const double *off, const double *dir) {
+    double pull = off[0] * dir[0] + off[1] * dir[1] + off[2] * dir[2],
+           push2 = dir[0] * dir[0] + dir[1] * dir[1] + dir[2] * dir[2];
+    if (!(PBD_SM__HELD_WEIGHT * pull > push2)) return 0;
+    b->values[i] = b->mt[i];
+    b->values[b->n + i] = 0;
+    return 1;
+}
+/* The held particles that the pose (c, cb, R) lifts off their colliders
+   let go (pbd_sm__rigid_release). Returns how many. */
+static PBD_HD int pbd_sm__rigid_let_go(pbd_sm__body *b, const float *p, const double *c, const double *cb,
+                                       const double *R) {
+    int released = 0;
+    for (int i = 0; i < b->n; ++i) {
+        const double *dir = pbd_sm__held_dir(b, i);
+        if (!dir) continue;
+        const float *x = p + 4 * (size_t)b->idx[i];
+        double g[3];
+        pbd_sm__rigid_goal(b, i, c, cb, R, g);
+        for (int a = 0; a < 3; ++a) g[a] -= x[a];
+        released += pbd_sm__rigid_release(b, i, g, dir);
+    }
+    return released;
+}
+
+/* The weighted rigid match of the contact-corrected positions p (survey
+   4.1 with weights: pbd_sm__rigid_weight's), every movable particle onto
+   its goal. A held particle weighs PBD_SM__HELD_WEIGHT times its mass,
+   which makes its contact two-sided in the match: a plank resting on a
+   box with its centre of mass beyond the edge would be held level by the
+   particles far from the edge, which the body should lift off. So the
+   match is an active set: the held particles that the pose lifts off
+   their colliders (the match pulls them into the collider: a pull a
+   contact cannot give) let go and the body is matched again, up to
+   PBD_SM__RIGID_ROUNDS times; the rest keep the weight that makes the
+   contacts converge at once. */
+#define PBD_SM__RIGID_ROUNDS 4
+static PBD_HD void pbd_sm__rigid_match(pbd_sm__body *b, float *p) {
+    double c[3], cb[3], R[9], g[3];
+    if (!pbd_sm__rigid_pose(b, p, c, cb, R)) return;
+    for (int round = 0; round < PBD_SM__RIGID_ROUNDS && pbd_sm__rigid_let_go(b, p, c, cb, R) > 0; ++round)
+        if (!pbd_sm__rigid_pose(b, p, c, cb, R)) return;
     for (int i = 0; i < b->n; ++i) {
         float *x = p + 4 * (size_t)b->idx[i];
         if (x[3] == 0) continue;
-        pbd_sm__rigid_rest(b, i, cb, q);
-        for (int a = 0; a < 3; ++a) x[a] = (float)(c[a] + R[3 * a] * q[0] + R[3 * a + 1] * q[1] + R[3 * a + 2] * q[2]);
+        pbd_sm__rigid_goal(b, i, c, cb, R, g);
+        for (int a = 0; a < 3; ++a) x[a] = (float)g[a];
     }
 }
 
-/* After the contacts' velocity pass, when a particle is held: the rigid
-   velocity field V + Omega x r closest to v in the same weights
-   (pbd_sm__rigid_weight's, at x). */
-static PBD_HD void pbd_sm__rigid_fit_velocities(pbd_sm__body *b, const float *x, float *v) {
-    double W, c[3], V[3] = {0, 0, 0}, In[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, L[3] = {0, 0, 0}, D[3], Ii[9], Om[3];
+/* The rigid velocity field V + Om x (x - c) closest to v in the weights
+   b->values; 0 when none is held or the weights sum to 0. */
+static PBD_HD int pbd_sm__rigid_motion(pbd_sm__body *b, const float *x, const float *v, double *c, double *V,
+                                       double *Om) {
+    double W, In[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, L[3] = {0, 0, 0}, D[3], Ii[9];
     const double *om = b->values;
-    if (!pbd_sm__rigid_centre(b, x, &W, c) || !(W > 0)) return;
+    if (!pbd_sm__rigid_centre(b, x, &W, c) || !(W > 0)) return 0;
+    V[0] = V[1] = V[2] = 0;
     for (int i = 0; i < b->n; ++i)
         for (int a = 0; a < 3; ++a) V[a] += om[i] * v[4 * (size_t)b->idx[i] + a] / W;
     for (int i = 0; i < b->n; ++i) { /* weighted inertia and angular momentum about c */
@@ -4631,18 +4726,52 @@ static PBD_HD void pbd_sm__rigid_fit_velocities(pbd_sm__body *b, const float *x,
         L[2] += om[i] * (r[0] * u[1] - r[1] * u[0]);
     }
     double size2 = (In[0] + In[4] + In[8]) / W;
-    if (!(size2 > 0)) return;
+    if (!(size2 > 0)) return 0;
     D[0] = D[1] = D[2] = 1 / sqrt(size2);
     pbd_sm__mx_pinv(3, In, D, Ii, NULL); /* a rod's axis: no spin about it */
     for (int a = 0; a < 3; ++a) Om[a] = Ii[3 * a] * L[0] + Ii[3 * a + 1] * L[1] + Ii[3 * a + 2] * L[2];
+    return 1;
+}
+
+/* The motion's velocity at particle i into u. */
+static PBD_HD void pbd_sm__rigid_velocity(const pbd_sm__body *b, const float *x, int i, const double *c,
+                                          const double *V, const double *Om, double *u) {
+    const float *xi = x + 4 * (size_t)b->idx[i];
+    double r[3] = {xi[0] - c[0], xi[1] - c[1], xi[2] - c[2]};
+    u[0] = V[0] + Om[1] * r[2] - Om[2] * r[1];
+    u[1] = V[1] + Om[2] * r[0] - Om[0] * r[2];
+    u[2] = V[2] + Om[0] * r[1] - Om[1] * r[0];
+}
+
+/* After the contacts' velocity pass, when a particle is held: the rigid
+   velocity field V + Omega x r closest to v in the same weights
+   (pbd_sm__rigid_weight's, at x), with the same active set as the match
+   (pbd_sm__rigid_match): a held particle that the motion carries off its
+   collider faster than its contact lets it (a body tipping off an edge:
+   the row behind the edge rises) lets go, and the motion is fitted
+   again. Glued, two rows on the edge would stop the body's turn at every
+   substep, and it would creep off the edge at a constant crawl. */
+static PBD_HD void pbd_sm__rigid_fit_velocities(pbd_sm__body *b, const float *x, float *v, double h) {
+    double c[3], V[3], Om[3], u[3];
+    if (!pbd_sm__rigid_motion(b, x, v, c, V, Om)) return;
+    for (int round = 0; round < PBD_SM__RIGID_ROUNDS; ++round) {
+        int released = 0;
+        for (int i = 0; i < b->n; ++i) {
+            const double *dir = pbd_sm__held_dir(b, i);
+            if (!dir) continue;
+            const float *vi = v + 4 * (size_t)b->idx[i];
+            pbd_sm__rigid_velocity(b, x, i, c, V, Om, u);
+            for (int a = 0; a < 3; ++a) u[a] = h * (u[a] - vi[a]);
+            released += pbd_sm__rigid_release(b, i, u, dir);
+        }
+        if (released == 0) break;
+        if (!pbd_sm__rigid_motion(b, x, v, c, V, Om)) return; /* none held now: v as the contacts left it */
+    }
     for (int i = 0; i < b->n; ++i) {
-        const float *xi = x + 4 * (size_t)b->idx[i];
         float *vi = v + 4 * (size_t)b->idx[i];
-        if (xi[3] == 0) continue;
-        double r[3] = {xi[0] - c[0], xi[1] - c[1], xi[2] - c[2]};
-        vi[0] = (float)(V[0] + Om[1] * r[2] - Om[2] * r[1]);
-        vi[1] = (float)(V[1] + Om[2] * r[0] - Om[0] * r[2]);
-        vi[2] = (float)(V[2] + Om[0] * r[1] - Om[1] * r[0]);
+        if (x[4 * (size_t)b->idx[i] + 3] == 0) continue;
+        pbd_sm__rigid_velocity(b, x, i, c, V, Om, u);
+        for (int a = 0; a < 3; ++a) vi[a] = (float)u[a];
     }
 }
 
@@ -4860,7 +4989,7 @@ static void pbd_sm__plugin_end_substep(void *user, const pbd_solve_context *c) {
         pbd_sm__team tm = pbd_sm__context_team(c);
         if (tm.t == 0) {
             pbd_sm__rigid_weights(b, c->world, c->x);
-            pbd_sm__rigid_fit_velocities(b, c->x, c->v);
+            pbd_sm__rigid_fit_velocities(b, c->x, c->v, c->h);
         }
         pbd_sm__barrier(tm);
     }

@@ -348,9 +348,11 @@ TEST(collider_closest_normal) {
 /* project_after_contacts runs every iteration after the collider
    contacts: a plugin that pushes particle 0 into the ground in `project`
    sees it back on the ground there, with pbd_world_particle_contact_push
-   > 0, while particle 1, in the air, has no push. */
+   > 0 and the same push up along the ground's normal
+   (pbd_world_particle_contact_push_vector), while particle 1, in the air,
+   has no push. */
 typedef struct late_plugin {
-    int project, late, bad_order, pushed, free_pushed, last_iteration;
+    int project, late, bad_order, pushed, free_pushed, last_iteration, along_normal;
     float lowest;
 } late_plugin;
 static void lp_project(void *u, const pbd_solve_context *s) {
@@ -366,6 +368,11 @@ static void lp_late(void *u, const pbd_solve_context *s) {
     if (s->p[1] < c->lowest) c->lowest = s->p[1];
     c->pushed += pbd_world_particle_contact_push(s->world, 0) > 0;
     c->free_pushed += pbd_world_particle_contact_push(s->world, 1) != 0;
+    float v0[3], v1[3];
+    pbd_world_particle_contact_push_vector(s->world, 0, v0);
+    pbd_world_particle_contact_push_vector(s->world, 1, v1);
+    c->along_normal += v0[0] == 0 && v0[2] == 0 && v0[1] == pbd_world_particle_contact_push(s->world, 0) &&
+                       v1[0] == 0 && v1[1] == 0 && v1[2] == 0;
 }
 TEST(plugin_project_after_contacts) {
     pbd_world *w = pbdt_world(-9.81f);
@@ -392,10 +399,17 @@ TEST(plugin_project_after_contacts) {
     CHECK(c.late == 2 * substeps * iterations && c.project == c.late && c.bad_order == 0);
     CHECK_MSG(c.lowest >= 0.01f - 1e-6f, "after the contacts the particle is at %g, not on the ground (radius 0.01)",
               c.lowest);
-    CHECK(c.pushed == c.late && c.free_pushed == 0);
+    CHECK(c.pushed == c.late && c.free_pushed == 0 && c.along_normal == c.late);
     /* bad input: 0, nothing else */
     CHECK(pbd_world_particle_contact_push(NULL, 0) == 0 && pbd_world_particle_contact_push(w, -1) == 0 &&
           pbd_world_particle_contact_push(w, 2) == 0);
+    float v[3] = {1, 1, 1};
+    pbd_world_particle_contact_push_vector(NULL, 0, v);
+    CHECK(v[0] == 0 && v[1] == 0 && v[2] == 0);
+    v[1] = 1;
+    pbd_world_particle_contact_push_vector(w, 2, v);
+    CHECK(v[1] == 0);
+    pbd_world_particle_contact_push_vector(w, 0, NULL); /* nothing */
     pbd_world_destroy(w);
 }
 
