@@ -12654,11 +12654,15 @@ PBDDEF pbd_hair_desc pbd_hair_desc_default(void) {
 
 /* Mueller et al. 2012 (survey 3.5, Figure 9): the follower goes onto the
    sphere of radius `rest` about its leader, along the line through both;
-   coincident points use a fixed per-pair direction. */
+   coincident points use a fixed per-pair direction. A NaN or infinite
+   point stays NaN (l is NaN, not <= PBD__DIR_MIN): given a direction, a
+   NaN that a plugin or a field wrote would be put back on the sphere,
+   and the step would end PBD_OK with the particle jumped, instead of
+   failing with PBD_ERROR_NOT_FINITE and rolling back (CONVENTIONS). */
 static inline PBD_HD pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float rest, unsigned a, unsigned b) {
     pbd__v3 d = pbd__sub(p, leader);
     float l = pbd__len(d);
-    if (!(l > PBD__DIR_MIN)) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
+    if (l <= PBD__DIR_MIN) return pbd__add(leader, pbd__mul(pbd__hash_dir(a, b), rest));
     return pbd__add(leader, pbd__mul(d, rest / l));
 }
 
@@ -12745,7 +12749,7 @@ static void pbd__vftl_batch(pbd__p4 *P, pbd__strands *S, int s0, int per, int fi
         for (int l = 0; l < PBD__W; ++l) {
             if (wv[l] == 0) continue;
             int e = S->start[s0 + l] + k;
-            if (!(lv[l] > PBD__DIR_MIN)) {
+            if (lv[l] <= PBD__DIR_MIN) { /* NaN stays NaN, as in pbd__ftl_target */
                 pbd__v3 lp = pbd__p3(P[S->idx[e - 1]]);
                 pbd__v3 tt = pbd__ftl_target(lp, pbd__v(px[l], py[l], pz[l]), rest[l], (unsigned)S->idx[e - 1],
                                              (unsigned)ids[l]);

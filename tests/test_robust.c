@@ -401,11 +401,11 @@ TEST(robust_nonfinite_step_in_a_big_world_on_two_threads) {
    is as before, and the plugin's rollback callback is called once, after
    its end_step. */
 typedef struct nan_plugin {
-    int begin, end, rollback, order_ok, particle;
+    int begin, end, rollback, order_ok, particle, iteration;
 } nan_plugin;
 static void np_project(void *user, const pbd_solve_context *c) {
     nan_plugin *u = (nan_plugin *)user;
-    if (c->substep == 1 && c->iteration == 0) c->p[4 * u->particle + 1] = NAN;
+    if (c->substep == 1 && c->iteration == u->iteration) c->p[4 * u->particle + 1] = NAN;
 }
 static void np_begin(void *user, pbd_world *w, float dt) {
     (void)w;
@@ -446,6 +446,37 @@ TEST(robust_plugin_nan_rolls_back) {
     free(before.b);
     free(after.b);
     pbd_world_destroy(w);
+}
+
+/* The same NaN in the middle of a strand, in any iteration: the strands'
+   follow-the-leader pass put a NaN particle back on its leader's sphere
+   along a made-up direction, so the step ended PBD_OK with the particle
+   jumped 10-16 cm (an audit); now the NaN stays, and the step fails and
+   rolls back. */
+TEST(robust_plugin_nan_in_a_strand_rolls_back) {
+    for (int it = 0; it < 4; ++it) {
+        pbd_world *w = pbdt_world(-9.81f);
+        float pos[3 * 10];
+        for (int i = 0; i < 10; ++i) pos[3 * i] = 0.05f * (float)i, pos[3 * i + 1] = 0.5f, pos[3 * i + 2] = 0;
+        CHECK(pbdt_strand(w, pos, NULL, 10, 0, -1).count == 10);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60));
+        nan_plugin u;
+        memset(&u, 0, sizeof u);
+        u.particle = 5;
+        u.iteration = it;
+        pbd_plugin_desc d = pbd_plugin_desc_default();
+        d.user = &u;
+        d.particle_end = 10;
+        d.project = np_project;
+        CHECK_OK(pbd_add_plugin(w, &d, NULL));
+        snap before = take(w);
+        CHECK_MSG(pbd_world_step(w, 1.0f / 60) == PBD_ERROR_NOT_FINITE, "NaN in iteration %d: the step passed", it);
+        snap after = take(w);
+        CHECK(same(&before, &after));
+        free(before.b);
+        free(after.b);
+        pbd_world_destroy(w);
+    }
 }
 
 /* ---- float-to-index guards --------------------------------------------------------- */
@@ -510,5 +541,6 @@ void suite_robust(void) {
     RUN(robust_nonfinite_step_names_a_free_particle);
     RUN(robust_nonfinite_step_in_a_big_world_on_two_threads);
     RUN(robust_plugin_nan_rolls_back);
+    RUN(robust_plugin_nan_in_a_strand_rolls_back);
     RUN(robust_float_to_index_guards);
 }
