@@ -1848,7 +1848,17 @@ TEST(errors_lists_follow_one_convention) {
     td.triangle_count = m.triangle_count;
     CHECK_OK(pbd_add_tearing(w, &td, NULL));
     pbd_surface surface = {0};
-    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.2f, &surface)); /* thick: candidates at rest */
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.02f, &surface));
+    /* a second cloth 1 cm under it: candidates at rest (a surface thicker
+       than its own rest gap is refused) */
+    float o2[3] = {0, 0.99f, 0};
+    pbd_mesh m2;
+    CHECK_OK(pbd_mesh_grid(6, 6, o2, u, v, &m2));
+    pbd_cloth_desc cd2 = pbdt_cloth_desc(&m2);
+    pbd_object under;
+    CHECK_OK(pbd_add_cloth(w, &cd2, &under));
+    CHECK_OK(pbd_add_cloth_self_collision(w, under, &cd2, 0.02f, NULL));
+    pbd_mesh_free(&m2);
     float fp[3 * 8];
     for (int i = 0; i < 8; ++i) {
         fp[3 * i] = 2.0f + 0.05f * (float)(i % 2);

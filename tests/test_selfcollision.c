@@ -891,6 +891,49 @@ TEST(selfcollision_bad_input) {
     sc_free(&s);
 }
 
+/* A self-colliding surface thicker than its rest gap (the median of its
+   triangles' smallest heights: a grid's edge / sqrt(2)) would start in
+   contact with itself and fly apart (a 24 x 24 cloth of 4.3 cm edges,
+   gap 3.04 cm: at rest at 3 cm, 17 m/s at 3.2 cm): refused, naming both,
+   with nothing changed. Without self-collision the thickness is free (it
+   meets only other surfaces). */
+TEST(selfcollision_thicker_than_its_rest_gap_is_refused) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_mesh m;
+    float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(24, 24, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    size_t n;
+    unsigned char *before = pbdt_save(w, &n);
+    CHECK_RESULT(pbd_add_cloth_self_collision(w, cloth, &cd, 0.032f, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(pbd_world_last_error(w), "thickness 0.032 m") && strstr(pbd_world_last_error(w), "rest gap 0.030"),
+              "message: %s", pbd_world_last_error(w));
+    size_t n2;
+    unsigned char *after = pbdt_save(w, &n2);
+    CHECK(n2 == n && memcmp(before, after, n) == 0 && pbd_world_surface_count(w) == 0);
+    CHECK_OK(pbd_add_cloth_self_collision(w, cloth, &cd, 0.03f, NULL));
+    pbd_world_destroy(w);
+    /* without self-collision: any thickness */
+    w = pbdt_world(-9.81f);
+    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    int *tri = (int *)malloc(sizeof(int) * 3 * (size_t)m.triangle_count);
+    pbd_object_parts parts = pbdt_parts(w, cloth);
+    for (int k = 0; k < 3 * m.triangle_count; ++k) tri[k] = parts.particles.first + m.triangles[k];
+    pbd_collision_surface_desc sd = pbd_collision_surface_desc_default();
+    sd.triangles = tri;
+    sd.triangle_count = m.triangle_count;
+    sd.thickness = 0.1f;
+    sd.self_collision = 0;
+    CHECK_OK(pbd_add_collision_surface(w, &sd, NULL));
+    free(tri);
+    free(before);
+    free(after);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* The speed limit of self-collision takes velocity away from a falling
    cloth from outside, as a collider would: the free object's angular
    momentum kept by the solver (docs/DESIGN.md section 4.4) must be taken after
@@ -943,4 +986,5 @@ void suite_selfcollision(void) {
     RUN(selfcollision_threads_simd_snapshot_identical);
     RUN(selfcollision_cloth_helper_with_permutation);
     RUN(selfcollision_bad_input);
+    RUN(selfcollision_thicker_than_its_rest_gap_is_refused);
 }
