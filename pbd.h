@@ -152,7 +152,8 @@
        still uses what it would take away; the message names the user.
      * Every function that can fail returns pbd_result (PBD_OK == 0, errors
        are negative). On error nothing observable changes: the world's
-       snapshot is byte-identical to the one before the call. The message of
+       snapshot is byte-identical to the one before the call (one
+       exception: pbd_world_tear out of memory keeps what it tore). The message of
        the last error is in pbd_world_last_error() and is sent to the log
        callback of pbd_world_desc when one is set; pbd_last_error() holds
        the message of the last failing call on this thread, with or without
@@ -2076,7 +2077,16 @@ PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *desc, pb
    pbd_add_tearing may start it again. */
 PBDDEF pbd_result pbd_remove_tearing(pbd_world *w, pbd_tearing tearing);
 /* Splits the vertices of overstretched edges of every tearable object;
-   *splits (optional) receives how many (= new particles). Call between steps. */
+   *splits (optional) receives how many (= new particles). Call between steps.
+   The one exception to "on error nothing observable changes": the
+   objects tear one after the other, each whole or not at all, and the
+   tables of the new particles (damping pieces, particle contact,
+   self-collision) are rebuilt after the cracks; when memory runs out
+   after a crack is in (a later object's tear, or those tables), the call
+   returns PBD_ERROR_OUT_OF_MEMORY with the tears made so far kept
+   (*splits counts them), and the next pbd_world_step builds the tables
+   first (or fails, changing nothing, while memory is short): it then
+   steps as if the tear had had its memory (tests/test_tearing.c). */
 PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits);
 /* The current triangles (world particle indices, 3 per triangle) of an
    object that tears or tore (pbd_remove_tearing keeps them): *count
@@ -3573,6 +3583,7 @@ struct pbd_world {
     int substeps, iterations, mode, correction, max_contacts;
     float reference_dt; /* pbd_world_desc.reference_dt */
     float granular_cfl; /* pbd_world_desc.granular_cfl (pbd__grain_substeps) */
+    int tear_stale;     /* pbd_world_tear ran out of memory for its tables (pbd__tear_tables) */
     float point_damping;
     int jacobi;                 /* averaged Jacobi instead of Gauss-Seidel */
     float jacobi_relax;         /* relaxation factor of the Jacobi average */
@@ -14343,6 +14354,20 @@ static pbd_result pbd__tear_commit(pbd_world *w, pbd__tear *T, pbd__tear_work *k
     return PBD_OK;
 }
 
+/* The tables a tear leaves to rebuild: the torn objects' pieces (which,
+   NULL: every object; damping), the particle phase's index (split
+   vertices copy their flags: particle contact and fluids must index the
+   new particles too) and, when surfaces changed, the self-collision
+   tables (they number the surfaces' vertices). pbd_world_tear builds
+   them after its cracks; when memory ran out there (w->tear_stale), the
+   next step builds them first, or fails with nothing changed. */
+static pbd_result pbd__tear_tables(pbd_world *w, const unsigned char *which, int surfaces) {
+    pbd_result r = pbd__pieces_find_objects(w, which);
+    if (r == PBD_OK) r = pbd__pp_refresh(w);
+    if (r == PBD_OK && surfaces) r = pbd__selfcol_build(w, 0);
+    return r;
+}
+
 PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
     PBD__CHECK_WORLD(w);
     int total = 0, surfaces = 0;
@@ -14367,18 +14392,16 @@ PBDDEF pbd_result pbd_world_tear(pbd_world *w, int *splits) {
         total += planned;
         if (splits) *splits = total;
     }
-    /* the torn objects' pieces (damping), also when a later one failed */
-    pbd_result rp = total > 0 ? pbd__pieces_find_objects(w, torn) : PBD_OK;
+    /* the torn objects' tables, also when a later one failed */
+    pbd_result rt = total > 0 ? pbd__tear_tables(w, torn, surfaces) : PBD_OK;
     pbd__free(w, torn);
-    if (r != PBD_OK) return r;
-    if (rp != PBD_OK) return pbd__fail(w, rp, "torn, but no memory for the pieces of the torn objects");
-    /* split vertices copy their flags: particle contact and fluids must
-       index the new particles too */
-    if (total > 0 && pbd__pp_refresh(w) != PBD_OK)
-        return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "torn, but no memory for the contacts of the new particles");
-    /* the self-collision tables number the surfaces' vertices: new ones joined */
-    r = surfaces ? pbd__selfcol_build(w, 0) : PBD_OK;
-    if (r != PBD_OK) return pbd__fail(w, r, "torn, but no memory for the collision surfaces of the new particles");
+    if (r != PBD_OK) {
+        w->tear_stale |= total > 0 && rt != PBD_OK;
+        return r;
+    }
+    w->tear_stale = rt != PBD_OK;
+    if (rt != PBD_OK)
+        return pbd__fail(w, rt, "torn, but no memory for the tables of the new particles (see pbd_world_tear)");
     return PBD_OK;
 }
 
@@ -18093,6 +18116,11 @@ static pbd_result pbd__world_step(pbd_world *w, float dt) {
         return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,
                          (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);
     int S = pbd_world_step_substeps(w, dt);
+    if (w->tear_stale) { /* see pbd__tear_tables */
+        pbd_result r = pbd__tear_tables(w, NULL, 1);
+        if (r != PBD_OK) return pbd__fail(w, r, "no memory for the tables of the particles a tear made");
+        w->tear_stale = 0;
+    }
     if (w->gpu) return pbd__gpu_step(w, dt, S);
     float h = dt / (float)S;
     pbd__step_keep(w);

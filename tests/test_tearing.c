@@ -935,6 +935,92 @@ TEST(tearing_a_piece_on_its_pins_stays_damped) {
    limits, strands, tears, clusters), corrupted with a forged checksum:
    restore refuses them or gives a world that steps and tears without
    crashing (the sanitizer build checks every access). */
+/* Out of memory in pbd_world_tear. An allocator that fails its k-th
+   allocation after `oom_armed`: before the cracks the call changes
+   nothing; after them (the tables of the new particles: damping pieces,
+   particle contact, self-collision) it keeps the tear, says so, and the
+   next step builds the tables first: it then steps as a world whose tear
+   had all the memory it wanted, bit for bit. */
+static long oom_count, oom_fail_at = -1;
+static void *oom_alloc(void *user, size_t n) {
+    (void)user;
+    return ++oom_count == oom_fail_at ? NULL : malloc(n);
+}
+static void oom_free(void *user, void *ptr) {
+    (void)user;
+    free(ptr);
+}
+static pbd_world *oom_cloth(void) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    wd.allocator.alloc = oom_alloc;
+    wd.allocator.free = oom_free;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&wd, &w));
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, -1, 0};
+    CHECK_OK(pbd_mesh_grid(16, 16, o, u, v, &m));
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    cd.tethers = 0;
+    pbd_object c;
+    CHECK_OK(pbd_add_cloth(w, &cd, &c));
+    CHECK_OK(pbd_object_set_particle_contact(w, c, 1));
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    td.object = c;
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
+    CHECK_OK(pbd_add_tearing(w, &td, NULL));
+    pbd_range r = pbdt_parts(w, c).particles;
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    float vel[3 * 256];
+    for (int i = 0; i < 256; ++i) vel[3 * i] = vel[3 * i + 2] = 0, vel[3 * i + 1] = -30.0f * (float)(i % 16);
+    CHECK_OK(pbd_particles_set_velocities(w, r, vel));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60));
+    /* self-collision after the stretch (its speed limit would stop it) */
+    CHECK_OK(pbd_add_cloth_self_collision(w, c, &cd, 0.01f, NULL));
+    pbd_mesh_free(&m);
+    return w;
+}
+TEST(tearing_out_of_memory) {
+    int after_cracks = 0;
+    for (long k = 1; k < 400; ++k) {
+        pbd_world *w = oom_cloth(), *ref = oom_cloth();
+        size_t n0;
+        unsigned char *before = pbdt_save(w, &n0);
+        int splits = -1, ref_splits = -1;
+        oom_fail_at = oom_count + k;
+        long start = oom_count;
+        pbd_result r = pbd_world_tear(w, &splits);
+        long used = oom_count - start;
+        oom_fail_at = -1;
+        CHECK_OK(pbd_world_tear(ref, &ref_splits));
+        size_t n1;
+        unsigned char *after = pbdt_save(w, &n1);
+        int same = n0 == n1 && memcmp(before, after, n0) == 0;
+        if (r != PBD_OK && !same) { /* failed after its cracks */
+            after_cracks++;
+            CHECK_MSG(strstr(pbd_world_last_error(w), "torn, but no memory") != NULL && splits == ref_splits,
+                      "allocation %ld: %s (%d splits of %d)", k, pbd_world_last_error(w), splits, ref_splits);
+            CHECK_OK(pbd_world_step(w, 1.0f / 60));
+            CHECK_OK(pbd_world_step(ref, 1.0f / 60));
+            int np = pbd_world_particle_count(w);
+            CHECK_MSG(np == pbd_world_particle_count(ref) &&
+                          memcmp(pbd_world_positions(w), pbd_world_positions(ref), sizeof(float) * 4 * (size_t)np) == 0,
+                      "allocation %ld: the step after differs from a tear with memory", k);
+        } else if (r != PBD_OK) {
+            CHECK(splits == 0);
+        }
+        free(before);
+        free(after);
+        pbd_world_destroy(w);
+        pbd_world_destroy(ref);
+        if (r == PBD_OK) {
+            CHECK_MSG(used < k && ref_splits > 0, "tear: %ld allocations, %d splits", used, ref_splits);
+            break;
+        }
+    }
+    CHECK_MSG(after_cracks > 0, "no allocation after the cracks failed");
+}
+
 static uint64_t fnv1a(const unsigned char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
     for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
@@ -1015,4 +1101,5 @@ void suite_tearing(void) {
     RUN(tearing_a_torn_off_piece_falls_freely);
     RUN(tearing_a_torn_off_piece_falls_with_self_collision);
     RUN(tearing_a_piece_on_its_pins_stays_damped);
+    RUN(tearing_out_of_memory);
 }
