@@ -2557,8 +2557,9 @@ extern "C" int pbd_sm__cuda_oriented(pbd_sm__oriented *o, size_t size, const pbd
             pbd__d2d(d->q_step, d->q, sizeof(double) * 4 * n);
             pbd__d2d(d->omega_step, d->omega, sizeof(double) * 3 * n);
             return 1;
-        case PBD_SM__CUDA_ROLLBACK:
+        case PBD_SM__CUDA_ROLLBACK: /* qp too, as pbd_sm__oriented_rollback */
             pbd__d2d(d->q, d->q_step, sizeof(double) * 4 * n);
+            pbd__d2d(d->qp, d->q_step, sizeof(double) * 4 * n);
             pbd__d2d(d->omega, d->omega_step, sizeof(double) * 3 * n);
             return 1;
         default: break;

@@ -6111,11 +6111,15 @@ static void pbd_sm__oriented_begin_step(void *user, pbd_world *w, float dt) {
     memcpy(o->q_step, o->q, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega_step, o->omega, sizeof(double) * 3 * (size_t)o->count);
 }
+/* The predicted orientations too: between steps they equal q (each
+   substep ends with q = qp), and snapshots hold them, so a rolled-back
+   world saves the bytes it saved before the step. */
 static void pbd_sm__oriented_rollback(void *user, pbd_world *w) {
     pbd_sm__oriented *o = (pbd_sm__oriented *)user;
     (void)w;
     if (pbd_sm__oriented_gpu(o, NULL, PBD_SM__CUDA_ROLLBACK)) return;
     memcpy(o->q, o->q_step, sizeof(double) * 4 * (size_t)o->count);
+    memcpy(o->qp, o->q_step, sizeof(double) * 4 * (size_t)o->count);
     memcpy(o->omega, o->omega_step, sizeof(double) * 3 * (size_t)o->count);
 }
 
