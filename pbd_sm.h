@@ -1056,7 +1056,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_surface_volume(pbd_world *w, const pbd_sm_volum
 PBD_SM_DEF pbd_result pbd_sm_remove_surface_volume(pbd_world *w, pbd_sm_volume volume);
 /* Volume of the mesh at the world's current positions (eq. 12). */
 PBD_SM_DEF pbd_result pbd_sm_volume_measure(const pbd_world *w, pbd_sm_volume v, double *volume);
-/* The rest volume, and its setter (> 0, finite); the blend alpha ([0, 1]). */
+/* The rest volume, and its setter (> 0, at most 8 PBD_MAX_COORDINATE^3:
+   the box positions may fill); the blend alpha ([0, 1]). */
 PBD_SM_DEF pbd_result pbd_sm_volume_get_rest(const pbd_world *w, pbd_sm_volume v, double *rest_volume);
 PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_world *w, pbd_sm_volume v, double rest_volume);
 PBD_SM_DEF pbd_result pbd_sm_volume_set_alpha(pbd_world *w, pbd_sm_volume v, float alpha);
@@ -7406,6 +7407,14 @@ PBD_SM_DEF pbd_result pbd_sm_volume_set_rest(pbd_world *w, pbd_sm_volume volume,
     if (!(rest_volume > 0))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_volume_set_rest: rest_volume %g must be > 0",
                               rest_volume);
+    /* no surface inside the coordinates' bound holds more: 1e300 made
+       every later step fail with PBD_ERROR_NOT_FINITE (an audit) */
+    double most = 8.0 * (double)PBD_MAX_COORDINATE * PBD_MAX_COORDINATE * PBD_MAX_COORDINATE;
+    if (rest_volume > most)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                              "pbd_sm_volume_set_rest: rest_volume %g m^3 is more than the %g m^3 of the box "
+                              "that positions may fill (PBD_MAX_COORDINATE)",
+                              rest_volume, most);
     v->rest_volume = rest_volume;
     return PBD_OK;
 }

@@ -525,6 +525,8 @@ TEST(sm_volume_bad_input) {
     CHECK_OK(pbd_sm_add_surface_volume(w, &good, &v));
     CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, -1.0), PBD_ERROR_INVALID_ARGUMENT, "rest_volume -1");
     CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, NAN), PBD_ERROR_NOT_FINITE, "rest_volume is not finite (nan)");
+    CHECK_WORLD_ERROR(w, pbd_sm_volume_set_rest(w, v, 1e300), PBD_ERROR_INVALID_ARGUMENT,
+                      "rest_volume 1e+300 m^3 is more than");
     CHECK_WORLD_ERROR(w, pbd_sm_volume_set_alpha(w, v, -0.1f), PBD_ERROR_INVALID_ARGUMENT, "alpha -0.1");
     double r0 = 0, now;
     CHECK_OK(pbd_sm_volume_get_rest(w, v, &r0));
