@@ -565,16 +565,17 @@
    granular_cfl) substeps for its smallest grain radius r
    (pbd_world_desc.granular_cfl, default 0.033, 0 off; at 60 Hz 16
    substeps for 1 cm grains, 12 for 2 cm, 8 for 5 cm, 5 for 10 cm;
-   pbd_world_step_substeps). Measured, 2000 grains of 1 cm (ms per 60 Hz
-   step on two cores in brackets): poured into a heap, at rest 5 s
-   later, worst overlap 7% of a radius, the heap 9.3 cm high at friction
-   0.5 and 5.6 cm without (34 ms); at the world's 4 substeps
+   pbd_world_step_substeps). Measured, 2000 grains of 1 cm: poured into a
+   heap, at rest 5 s later, worst overlap 7% of a radius, the heap 9.3
+   cm high at friction 0.5 and 5.6 cm without; at the world's 4 substeps
    (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
-   with overlaps of 120% whatever its friction (9 ms). A heap settles
+   with overlaps of 120% whatever its friction. That is four times the
+   cost: 40 against 9.5 ms per 60 Hz step at rest on two cores
+   (bench/granular.c; contacts of grains take the scalar pair loop). A heap settles
    grain by grain: one at its foot may tumble now and then for 15 s
    (432 grains: at rest, all under 1 mm/s, from 17 s). A 10 x 20 x 10
    column of them, touching, stood on a plane (10 s): it stands, worst
-   overlap 19%, its fastest grain under 4 cm/s (23 ms); at 8 substeps it
+   overlap 19%, its fastest grain under 4 cm/s; at 8 substeps it
    stands but never rests (overlaps up to 116%, hundreds of grains at up
    to 0.24 m/s); at 4 it slumps into a heap 4.3 cm high (112%). The
    overlaps grow with a pile's height: give piles taller than these a
