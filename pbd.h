@@ -990,7 +990,9 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    pbd_particles_set_positions, pbd_particle_set_kinematic_target, the
    target points of attachments, a
    cloth's, soft body's or balloon's vertices, hair's and strands' roots
-   (a fluid's positions go through pbd_particles_desc) at most 1e6 m, else
+   and hair's pose (pbd_hair_desc.position, pbd_strands_set_transform: the
+   pose and the roots it places; a hair's grown particles too) (a fluid's
+   positions go through pbd_particles_desc) at most 1e6 m, else
    PBD_ERROR_INVALID_ARGUMENT. Why: at 1e6 m a float's step is 6 cm, and
    from 1e7 m on a particle cannot move at all (CONVENTIONS, Units); the
    squared distances and grid cells computed from such positions leave
@@ -2015,7 +2017,8 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *desc, pbd_stra
    them (a hair's too). */
 PBDDEF pbd_result pbd_remove_strands(pbd_world *w, pbd_strands strands);
 /* The roots reach this pose at the end of the next step (linearly over its
-   substeps, like kinematic targets). rotation NULL keeps the rotation. */
+   substeps, like kinematic targets). rotation NULL keeps the rotation. A
+   position, or a root it places, beyond PBD_MAX_COORDINATE is refused. */
 PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands s, const float *position, const float *rotation);
 /* Per-root world positions and normals (strand_count*3 each) for the end
    of the next step: roots on a deforming mesh. normals may be NULL (keep
@@ -13180,11 +13183,24 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
 }
 
 /* Kinematic targets of a hair strand's root (and first segment when
-   clamped) from a world root position and unit direction. */
+   clamped) from a world root position and unit direction; the setters
+   check them first (pbd__check_hair_root): a pose near the bound can put
+   a root beyond it. */
 static void pbd__hair_root_targets(pbd_world *w, const pbd__strands *S, int s, pbd__v3 root, pbd__v3 n) {
     int b = S->start[s];
     w->kin_target[S->idx[b]] = root;
     if (S->clamped) w->kin_target[S->idx[b + 1]] = pbd__add(root, pbd__mul(n, S->rest[b + 1]));
+}
+/* The targets pbd__hair_root_targets would set are positions given to the
+   world, so within PBD_MAX_COORDINATE like any other (what names the
+   input that placed them). */
+static pbd_result pbd__check_hair_root(const pbd_world *w, const pbd__strands *S, int s, pbd__v3 root, pbd__v3 n,
+                                       const char *what) {
+    pbd__v3 first = pbd__add(root, pbd__mul(n, S->rest[S->start[s] + 1]));
+    float t[6] = {root.x, root.y, root.z, first.x, first.y, first.z};
+    char name[96];
+    snprintf(name, sizeof name, "%s put strand %d's root%s", what, s, S->clamped ? " (point 0) or first segment" : "");
+    return pbd__check_positions(w, t, S->clamped ? 6 : 3, name);
 }
 
 static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d) {
@@ -13212,6 +13228,9 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "a clamped strand needs >= 3 particles");
     PBD__TRY(pbd__check_damping01(w, d->damping));
     PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
+    /* the surface's pose places the roots: a position beyond the bound is
+       one too (its hair never moved), however near the origin the roots */
+    PBD__TRY(pbd__check_positions(w, d->position, 3, "position"));
     return PBD_OK;
 }
 
@@ -13244,6 +13263,15 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands
         }
     }
     S.start[ns] = np;
+    /* roots each within the bound can still be placed, or grown, beyond it */
+    pbd_result r = pbd__check_positions(w, pos, (size_t)np * 3,
+                                        "the hair's particles (root_positions at position and rotation, grown "
+                                        "by length)");
+    if (r != PBD_OK) {
+        pbd__free(w, pos);
+        pbd__strands_free_one(w, &S);
+        return r;
+    }
     pbd__mark mark = pbd__mark_now(w);
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
@@ -13251,7 +13279,7 @@ PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *d, pbd_strands
     pd.mass = d->mass;
     pd.radius = d->radius;
     pbd_range range;
-    pbd_result r = pbd__append_particles(w, &pd, &range);
+    r = pbd__append_particles(w, &pd, &range);
     pbd__free(w, pos);
     if (r != PBD_OK) {
         pbd__strands_free_one(w, &S);
@@ -13300,12 +13328,21 @@ PBDDEF pbd_result pbd_strands_set_transform(pbd_world *w, pbd_strands handle, co
     PBD__CHECK_PTR(w, position, "position");
     pbd__strands *S = &w->strands[si];
     PBD__TRY(pbd__check_pose(w, position, rotation ? rotation : S->rot));
-    if (rotation) pbd__normalize_quat(rotation, S->rot);
+    PBD__TRY(pbd__check_positions(w, position, 3, "position"));
+    float rot[4];
+    if (rotation) pbd__normalize_quat(rotation, rot);
+    else memcpy(rot, S->rot, sizeof rot);
+    /* pass 0 checks every root at the new pose, pass 1 moves them: a
+       refused pose changes nothing */
+    for (int pass = 0; pass < 2; ++pass)
+        for (int s = 0; s < S->nstrands; ++s) {
+            pbd__v3 r = pbd__add(pbd__ld(position), pbd__qrot(rot, pbd__ld(S->root + 6 * s)));
+            pbd__v3 n = pbd__qrot(rot, pbd__ld(S->root + 6 * s + 3));
+            if (pass == 0) PBD__TRY(pbd__check_hair_root(w, S, s, r, n, "position and rotation"));
+            else pbd__hair_root_targets(w, S, s, r, n);
+        }
+    memcpy(S->rot, rot, sizeof S->rot);
     memcpy(S->pos, position, sizeof S->pos);
-    for (int s = 0; s < S->nstrands; ++s) {
-        pbd__v3 r = pbd__add(pbd__ld(S->pos), pbd__qrot(S->rot, pbd__ld(S->root + 6 * s)));
-        pbd__hair_root_targets(w, S, s, r, pbd__qrot(S->rot, pbd__ld(S->root + 6 * s + 3)));
-    }
     return PBD_OK;
 }
 
@@ -13323,16 +13360,20 @@ PBDDEF pbd_result pbd_strands_set_roots(pbd_world *w, pbd_strands handle, const 
             if (!(pbd__len(pbd__ld(normals + 3 * s)) > PBD__DIR_MIN))
                 return pbd__fail(w, PBD_ERROR_DEGENERATE, "normal %d is zero", s);
     }
-    for (int s = 0; s < S->nstrands; ++s) {
-        int b = S->start[s];
-        pbd__v3 n;
-        if (normals) n = pbd__ld(normals + 3 * s);
-        else if (S->clamped) n = pbd__sub(w->kin_target[S->idx[b + 1]], w->kin_target[S->idx[b]]);
-        else n = pbd__v(0, 1, 0);
-        float l = pbd__len(n);
-        n = l > PBD__DIR_MIN ? pbd__mul(n, 1.0f / l) : pbd__v(0, 1, 0);
-        pbd__hair_root_targets(w, S, s, pbd__ld(positions + 3 * s), n);
-    }
+    /* pass 0 checks the first segments' targets (a root near the bound
+       can put its segment beyond it), pass 1 sets them */
+    for (int pass = 0; pass < 2; ++pass)
+        for (int s = 0; s < S->nstrands; ++s) {
+            int b = S->start[s];
+            pbd__v3 n;
+            if (normals) n = pbd__ld(normals + 3 * s);
+            else if (S->clamped) n = pbd__sub(w->kin_target[S->idx[b + 1]], w->kin_target[S->idx[b]]);
+            else n = pbd__v(0, 1, 0);
+            float l = pbd__len(n);
+            n = l > PBD__DIR_MIN ? pbd__mul(n, 1.0f / l) : pbd__v(0, 1, 0);
+            if (pass == 0) PBD__TRY(pbd__check_hair_root(w, S, s, pbd__ld(positions + 3 * s), n, "positions"));
+            else pbd__hair_root_targets(w, S, s, pbd__ld(positions + 3 * s), n);
+        }
     return PBD_OK;
 }
 

@@ -3,6 +3,7 @@
    correction, roots that follow a moving surface, bad input, threads and
    snapshots. */
 #include "test.h"
+#include "check_error.h"
 #include <stdlib.h>
 
 static double seg_len(const float *x, int a, int b) {
@@ -322,6 +323,68 @@ TEST(strands_bad_input) {
     CHECK(pbd_world_snapshot_size(w) == size && memcmp(before, after, size) == 0);
     free(before);
     free(after);
+    pbd_world_destroy(w);
+}
+
+/* A hair's pose places its particles, so it is bounded like every
+   position given to the world (PBD_MAX_COORDINATE): pbd_add_hair's
+   position, and pbd_strands_set_transform's, were taken at 1e9 and 3e38 m
+   (the hair never moved); roots within the bound that the pose, the
+   length or a root's first segment carries beyond it are refused too.
+   Nothing changes; the bound itself is valid. */
+TEST(strands_hair_pose_beyond_max_coordinate) {
+    pbd_strands h;
+    pbd_range r;
+    pbd_world *w = hair_world(1, 4, 5, &h, &r);
+    size_t size, size_after;
+    unsigned char *before = pbdt_save(w, &size);
+    float root[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = root;
+    hd.root_normals = up;
+    hd.strand_count = 1;
+    hd.position[0] = 1e9f;
+    CHECK_WORLD_ERROR(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "position: coordinate x of point 0 is 1e+09 m, beyond PBD_MAX_COORDINATE");
+    hd.position[0] = 0;
+    hd.position[2] = -3e38f;
+    CHECK_WORLD_ERROR(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT, "coordinate z of point 0");
+    hd.position[2] = 0;
+    hd.length = 2e6f; /* grown beyond it */
+    CHECK_WORLD_ERROR(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "the hair's particles (root_positions at position and rotation, grown by length): "
+                      "coordinate y of point 8 is 1066666.6 m");
+    hd.length = 0.2f;
+    root[0] = 1;
+    hd.position[0] = PBD_MAX_COORDINATE; /* placed beyond it */
+    CHECK_WORLD_ERROR(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "coordinate x of point 0 is 1000001 m");
+    float far[3] = {0, 1e9f, 0}, huge[3] = {3e38f, 0, 0}, edge[3] = {PBD_MAX_COORDINATE, 1, 0};
+    CHECK_WORLD_ERROR(w, pbd_strands_set_transform(w, h, far, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "position: coordinate y of point 0 is 1e+09 m");
+    CHECK_WORLD_ERROR(w, pbd_strands_set_transform(w, h, huge, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "position: coordinate x of point 0 is 3e+38 m");
+    /* the roots lie 0.1 m about the position, the first of them towards +x */
+    CHECK_WORLD_ERROR(w, pbd_strands_set_transform(w, h, edge, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "position and rotation put strand 0's root (point 0) or first segment: coordinate x of "
+                      "point 0");
+    /* roots on the bound whose first segment (clamped) leaves it */
+    float roots[12] = {PBD_MAX_COORDINATE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, normals[12];
+    for (int i = 0; i < 12; ++i) normals[i] = i % 3 == 0 ? 1.0f : 0.0f;
+    CHECK_WORLD_ERROR(w, pbd_strands_set_roots(w, h, roots, normals), PBD_ERROR_INVALID_ARGUMENT,
+                      "positions put strand 0's root (point 0) or first segment: coordinate x of point 1");
+    unsigned char *after = pbdt_save(w, &size_after);
+    CHECK(size > 0 && size_after == size && memcmp(before, after, size) == 0);
+    free(before);
+    free(after);
+    /* the bound itself */
+    root[0] = 0;
+    hd.position[0] = PBD_MAX_COORDINATE;
+    CHECK_OK(pbd_add_hair(w, &hd, NULL, NULL));
+    for (int i = 0; i < 12; ++i) normals[i] = i % 3 == 1 ? 1.0f : 0.0f;
+    CHECK_OK(pbd_strands_set_roots(w, h, roots, normals));
+    float fine[3] = {PBD_MAX_COORDINATE - 1, 0, 0};
+    CHECK_OK(pbd_strands_set_transform(w, h, fine, NULL));
     pbd_world_destroy(w);
 }
 
@@ -700,6 +763,7 @@ void suite_strands(void) {
     RUN(strands_dftl_velocity_correction);
     RUN(strands_hair_roots_follow_the_surface);
     RUN(strands_bad_input);
+    RUN(strands_hair_pose_beyond_max_coordinate);
     RUN(strands_threads_and_snapshot_bit_identical);
     RUN(strands_simd_equals_scalar);
     RUN(strands_release_of_a_held_particle_adds_no_energy);
