@@ -875,8 +875,10 @@ typedef struct pbd_sm_oriented_desc {
                                       the mesh whose 1-rings are the groups; may be NULL
                                       when edge_count is 0 (single-particle groups) */
     int edge_count;
-    const float *radii;        /* optional count*3 ellipsoid radii (> 0) along the body axes */
-    float radius;              /* sphere radius when radii is NULL, > 0; default 0.05 */
+    const float *radii;        /* optional count*3 ellipsoid radii (> 0, <= PBD_MAX_RADIUS)
+                                      along the body axes */
+    float radius;              /* sphere radius when radii is NULL, in (0, PBD_MAX_RADIUS];
+                                      default 0.05 */
     const float *orientations; /* optional count*4 rest orientations (unit quaternions);
                                       default identity */
     float stiffness;           /* shape-matching alpha in [0, 1] per iteration; default 1 */
@@ -887,7 +889,8 @@ typedef struct pbd_sm_oriented_desc {
 PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
 /* Adds the set and its plugin; on error nothing changes. Errors: NULL
    pointers; INVALID_ARGUMENT for an empty range, a stiffness outside
-   [0, 1], iterations outside 1..100, an edge listed twice (the same two
+   [0, 1], iterations outside 1..100, a radius above PBD_MAX_RADIUS
+   (pbd.h's bound on particles), an edge listed twice (the same two
    particles either way round; the message names both edges);
    INDEX_OUT_OF_RANGE for particles or edge ends outside the range;
    DEGENERATE for a self edge, radii <= 0, a zero quaternion, or a zero
@@ -6293,6 +6296,19 @@ static void pbd_sm__oriented_end_substep(void *user, const pbd_solve_context *c)
     for (int i = 0; i < o->count; ++i) pbd_sm__oriented_advance(o, c->p, c->h, i);
 }
 
+/* An ellipsoid radius is a particle's radius, so pbd.h's bound holds
+   (PBD_MAX_RADIUS): its collisions and inertia come from it, and a radius
+   of 1e30 m threw its particles to 4e30 m in one step. The refusal of r,
+   the value of name[index] (index < 0: name alone). */
+static pbd_result pbd_sm__oriented_radius_above(const pbd_world *w, float r, const char *name, int index) {
+    char field[64], value[32];
+    if (index >= 0) snprintf(field, sizeof field, "%s[%d] (particle %d)", name, index, index / 3);
+    else snprintf(field, sizeof field, "%s", name);
+    return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                          "pbd_sm_add_oriented: %s = %s m is above PBD_MAX_RADIUS = %g m", field,
+                          pbd_format_float(r, value, sizeof value), (double)PBD_MAX_RADIUS);
+}
+
 static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_oriented_desc *d) {
     if (d->particles.count < 1)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: particles.count %d < 1",
@@ -6337,14 +6353,18 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
         if (!pbd_sm__finite_n(d->radii, 3 * (size_t)n))
             return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
                                   "pbd_sm_add_oriented: radii contain NaN or infinity (%d particles)", n);
-        for (int k = 0; k < 3 * n; ++k)
+        for (int k = 0; k < 3 * n; ++k) {
             if (!(d->radii[k] > 0))
                 return pbd_world_fail(w, PBD_ERROR_DEGENERATE,
                                       "pbd_sm_add_oriented: radii[%d] = %g must be > 0 (particle %d)", k,
                                       (double)d->radii[k], k / 3);
-    } else if (!(d->radius > 0)) {
-        return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: radius %g must be > 0 (radii is NULL)",
-                              (double)d->radius);
+            if (d->radii[k] > PBD_MAX_RADIUS) return pbd_sm__oriented_radius_above(w, d->radii[k], "radii", k);
+        }
+    } else {
+        if (!(d->radius > 0))
+            return pbd_world_fail(w, PBD_ERROR_DEGENERATE, "pbd_sm_add_oriented: radius %g must be > 0 (radii is NULL)",
+                                  (double)d->radius);
+        if (d->radius > PBD_MAX_RADIUS) return pbd_sm__oriented_radius_above(w, d->radius, "radius", -1);
     }
     if (d->orientations) {
         if (!pbd_sm__finite_n(d->orientations, 4 * (size_t)n))

@@ -531,24 +531,29 @@ TEST(sm_oriented_skinning_rigid) {
     pbd_world_destroy(w);
 }
 
+/* The desc of a valid set for bad input: three new particles 0.1 m apart
+   along x at height y, a chain of two edges. */
+static const int chain_edges[4] = {0, 1, 1, 2};
+static pbd_sm_oriented_desc chain_desc(pbd_world *w, float y) {
+    float pos[9] = {0, y, 0, 0.1f, y, 0, 0.2f, y, 0};
+    pbd_particles_desc pd = pbd_particles_desc_default();
+    pd.positions = pos;
+    pd.count = 3;
+    pbd_sm_oriented_desc d = pbd_sm_oriented_desc_default();
+    CHECK_OK(pbd_add_particles(w, &pd, &d.particles));
+    d.edges = chain_edges;
+    d.edge_count = 2;
+    return d;
+}
+
 /* Every bad input returns its error and leaves the world as it was (same
    snapshot bytes, no plugin added). */
 TEST(sm_oriented_bad_input) {
     pbd_world *w = pbdt_world(-9.81f);
-    float pos[9] = {0, 0, 0, 0.1f, 0, 0, 0.2f, 0, 0};
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos;
-    pd.count = 3;
-    pbd_range r;
-    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    pbd_sm_oriented_desc good = chain_desc(w, 0);
     size_t sz = pbd_world_snapshot_size(w);
     unsigned char *before = (unsigned char *)malloc(sz), *after = (unsigned char *)malloc(sz);
     CHECK_OK(pbd_world_save(w, before, sz));
-    int edges[4] = {0, 1, 1, 2};
-    pbd_sm_oriented_desc good = pbd_sm_oriented_desc_default();
-    good.particles = r;
-    good.edges = edges;
-    good.edge_count = 2;
     pbd_sm_oriented o = {0};
     pbd_sm_oriented_desc d = good;
     CHECK_ERROR(pbd_sm_add_oriented(NULL, &d, &o), PBD_ERROR_NULL_POINTER, "w is NULL");
@@ -641,7 +646,7 @@ TEST(sm_oriented_bad_input) {
     CHECK(q[3] == 1.0f);
     pbd_range or_ = {0, 0};
     CHECK_OK(pbd_sm_oriented_particles(w, o, &or_));
-    CHECK(or_.first == r.first && or_.count == 3);
+    CHECK(or_.first == good.particles.first && or_.count == 3);
     /* its handle is that of its plugin: removing the plugin frees the set too */
     pbd_plugin pl = {o.id};
     CHECK_OK(pbd_remove_plugin(w, pl));
@@ -652,6 +657,48 @@ TEST(sm_oriented_bad_input) {
     CHECK(pbd_world_plugin_count(w) == 1);
     free(before);
     free(after);
+    pbd_world_destroy(w);
+}
+
+/* An ellipsoid radius is a particle radius: pbd.h's PBD_MAX_RADIUS (10 m)
+   bounds it, in radius and in every entry of radii (20 m, 1e6, 1e30 and
+   3e38 m were taken, and 1e30 threw the particles to 4e30 m in a step).
+   Nothing changes; the bound itself is valid. */
+TEST(sm_oriented_radius_above_max_radius) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_sm_oriented_desc d = chain_desc(w, 1);
+    size_t size, size_after;
+    unsigned char *before = pbdt_save(w, &size);
+    pbd_sm_oriented o = {0};
+    static const float big[4] = {20.0f, 1e6f, 1e30f, 3e38f};
+    static const char *const said[4] = {"radius = 20 m is above PBD_MAX_RADIUS = 10 m", "radius = 1e+06 m is above",
+                                        "radius = 1e+30 m is above", "radius = 3e+38 m is above"};
+    for (int i = 0; i < 4; ++i) {
+        d.radius = big[i];
+        CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, said[i]);
+    }
+    d.radius = nextafterf(PBD_MAX_RADIUS, 100.0f);
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT,
+                      "pbd_sm_add_oriented: radius = 10.000001 m is above PBD_MAX_RADIUS = 10 m");
+    d.radius = 0.05f;
+    float radii[9] = {0.1f, 0.1f, 0.1f, 0.1f, 1e30f, 0.1f, 0.1f, 0.1f, 0.1f};
+    d.radii = radii;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT,
+                      "pbd_sm_add_oriented: radii[4] (particle 1) = 1e+30 m is above PBD_MAX_RADIUS = 10 m");
+    radii[4] = 0.1f;
+    radii[8] = 3e38f;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &d, &o), PBD_ERROR_INVALID_ARGUMENT, "radii[8] (particle 2) = 3e+38 m");
+    CHECK(o.id == 0 && pbd_world_plugin_count(w) == 0);
+    unsigned char *after = pbdt_save(w, &size_after);
+    CHECK(size > 0 && size_after == size && memcmp(before, after, size) == 0);
+    free(before);
+    free(after);
+    radii[8] = PBD_MAX_RADIUS; /* the bound itself */
+    CHECK_OK(pbd_sm_add_oriented(w, &d, &o));
+    d.radii = NULL;
+    d.radius = PBD_MAX_RADIUS;
+    CHECK_OK(pbd_sm_remove_oriented(w, o));
+    CHECK_OK(pbd_sm_add_oriented(w, &d, &o));
     pbd_world_destroy(w);
 }
 
@@ -811,6 +858,7 @@ void suite_sm_oriented(void) {
     RUN(sm_oriented_ellipsoid_collision);
     RUN(sm_oriented_skinning_rigid);
     RUN(sm_oriented_bad_input);
+    RUN(sm_oriented_radius_above_max_radius);
     RUN(sm_oriented_remove_stops_it);
     RUN(sm_oriented_threads_bit_identical);
     RUN(sm_oriented_rollback_restores_the_snapshot);
