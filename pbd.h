@@ -6048,6 +6048,7 @@ static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constr
     PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
     if (d->thickness < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g < 0", (double)d->thickness);
+    PBD__TRY(pbd__check_switch(w, d->unilateral, "unilateral"));
     if (d->unilateral && d->type != PBD_CONSTRAINT_DISTANCE)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "only distance constraints take the unilateral flag");
     PBD__TRY(pbd__check_indices(w, d->indices, d->count, arity));
@@ -6258,7 +6259,7 @@ static pbd_result pbd__append_constraints(pbd_world *w, const pbd_constraints_de
     }
     g->compliance = d->compliance;
     g->stiffness = d->stiffness;
-    g->unilateral = d->unilateral ? 1 : 0;
+    g->unilateral = d->unilateral;
     return pbd__finish_group(w, g, out);
 }
 
@@ -6544,7 +6545,8 @@ PBDDEF pbd_result pbd_group_set_enabled(pbd_world *w, pbd_group handle, int enab
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
-    w->groups[g].enabled = enabled ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, enabled, "enabled"));
+    w->groups[g].enabled = enabled;
     return PBD_OK;
 }
 
@@ -6893,6 +6895,7 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
     PBD__TRY(pbd__check_switch(w, d->tethers, "tethers"));
     PBD__TRY(pbd__check_switch(w, d->area_constraints, "area_constraints"));
+    PBD__TRY(pbd__check_switch(w, d->reorder, "reorder"));
     if (!pbd__finite(d->gravity_cfl) || d->gravity_cfl < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity_cfl = %g must be finite and >= 0",
                          (double)d->gravity_cfl);
@@ -7200,6 +7203,7 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
     PBD__TRY(pbd__check_compliance(w, d->edge_compliance, d->edge_stiffness));
     PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
     PBD__TRY(pbd__check_switch(w, d->volume_constraints, "volume_constraints"));
+    PBD__TRY(pbd__check_switch(w, d->reorder, "reorder"));
     for (int t = 0; t < d->tet_count; ++t) {
         const int *e = d->tets + 4 * t;
         for (int i = 0; i < 4; ++i) {
@@ -12147,7 +12151,8 @@ PBDDEF pbd_result pbd_lra_set_enabled(pbd_world *w, pbd_lra handle, int enabled)
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int l;
     PBD__TRY(pbd__lra_index(w, handle, &l));
-    w->lras[l].enabled = enabled ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, enabled, "enabled"));
+    w->lras[l].enabled = enabled;
     return PBD_OK;
 }
 
@@ -12625,7 +12630,8 @@ PBDDEF pbd_result pbd_strain_limit_set_enabled(pbd_world *w, pbd_strain_limit ha
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int s;
     PBD__TRY(pbd__limit_index(w, handle, &s));
-    w->limits[s].enabled = enabled ? 1 : 0;
+    PBD__TRY(pbd__check_switch(w, enabled, "enabled"));
+    w->limits[s].enabled = enabled;
     return PBD_OK;
 }
 

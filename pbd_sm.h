@@ -3530,7 +3530,9 @@ PBD_SM_DEF pbd_result pbd_sm_plan_set_threads(pbd_sm_sum_plan *p, int threads) {
 
 PBD_SM_DEF pbd_result pbd_sm_plan_set_simd(pbd_sm_sum_plan *p, int on) {
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_set_simd: p is NULL");
-    p->simd = on ? 1 : 0;
+    if (on != 0 && on != 1) /* a switch (pbd.h CONVENTIONS): 2 is no "on" */
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_set_simd: on %d must be 0 or 1", on);
+    p->simd = on;
     return PBD_OK;
 }
 
@@ -3977,6 +3979,8 @@ static pbd_result pbd_sm__check_switches(const pbd_sm_body_desc *d) {
                               d->stiffness_correction);
     if (d->mark_coupled != 0 && d->mark_coupled != 1)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "mark_coupled %d must be 0 or 1", d->mark_coupled);
+    if (d->owns_plan != 0 && d->owns_plan != 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "owns_plan %d must be 0 or 1", d->owns_plan);
     return PBD_OK;
 }
 

@@ -913,8 +913,6 @@ TEST(errors_density_leaves_no_vertex_massless) {
     pbd_world_destroy(w);
 }
 
-#undef EXPECT_ERR_NAMING
-
 /* A step that blows up because the masses of one object are too far apart
    for float (each valid on its own) says so: the first non-finite particle
    is where the blow-up was found (particle 0 of the cloth), not its cause,
@@ -1237,6 +1235,80 @@ TEST(errors_group_parameters) {
     CHECK_OK(pbd_group_set_compliance(w, gd, 1e-4f));
     pbd_world_destroy(w);
 }
+
+/* Switches take 0 or 1 (CONVENTIONS): the enabled setters of groups,
+   long range attachments and strain limits, the builders' `reorder` and
+   pbd_constraints_desc.unilateral took 2 or -1 as on. Each is refused,
+   naming the switch and its value, with the world unchanged. */
+TEST(errors_switches_take_0_or_1) {
+    scene S;
+    if (!build_scene(&S)) {
+        pbd_world_destroy(S.w);
+        return;
+    }
+    pbd_world *w = S.w;
+    int f = S.free.first, c0 = pbdt_parts(w, S.cloth).particles.first;
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
+    CHECK_OK(pbd_mesh_grid(4, 4, o, u, v, &m)); /* the scene's cloth */
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = S.cloth;
+    sd.triangles = m.triangles;
+    sd.triangle_count = m.triangle_count;
+    pbd_strain_limit sl;
+    CHECK_OK(pbd_add_strain_limit(w, &sd, &sl));
+    int anchor = c0;
+    pbd_lra_desc ld = pbd_lra_desc_default();
+    ld.object = S.cloth;
+    ld.anchors = &anchor;
+    ld.anchor_count = 1;
+    pbd_lra l;
+    CHECK_OK(pbd_add_long_range_attachments(w, &ld, &l));
+    static const int bad[2] = {2, -1};
+    for (int k = 0; k < 2; ++k) {
+        char said[32];
+        snprintf(said, sizeof said, "enabled %d must be 0 or 1", bad[k]);
+        EXPECT_ERR_NAMING(&S, pbd_group_set_enabled(w, S.dist, bad[k]), PBD_ERROR_INVALID_ARGUMENT, said);
+        EXPECT_ERR_NAMING(&S, pbd_lra_set_enabled(w, l, bad[k]), PBD_ERROR_INVALID_ARGUMENT, said);
+        EXPECT_ERR_NAMING(&S, pbd_strain_limit_set_enabled(w, sl, bad[k]), PBD_ERROR_INVALID_ARGUMENT, said);
+        snprintf(said, sizeof said, "reorder %d must be 0 or 1", bad[k]);
+        pbd_cloth_desc c = pbdt_cloth_desc(&m);
+        c.reorder = bad[k];
+        EXPECT_ERR_NAMING(&S, pbd_add_cloth(w, &c, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+        pbd_balloon_desc bd = pbd_balloon_desc_default();
+        bd.cloth = c; /* refused before it is found open */
+        EXPECT_ERR_NAMING(&S, pbd_add_balloon(w, &bd, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+        pbd_softbody_desc sb = pbd_softbody_desc_default();
+        float lo[3] = {2, 0.5f, 0}, hi[3] = {2.5f, 1, 0.5f};
+        pbd_mesh b;
+        CHECK_OK(pbd_mesh_tet_box(2, 2, 2, lo, hi, &b));
+        sb.positions = b.positions;
+        sb.vertex_count = b.vertex_count;
+        sb.tets = b.tets;
+        sb.tet_count = b.tet_count;
+        sb.reorder = bad[k];
+        EXPECT_ERR_NAMING(&S, pbd_add_softbody(w, &sb, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+        pbd_mesh_free(&b);
+        int pair[2] = {f + 4, f + 6};
+        pbd_constraints_desc cd = pbd_constraints_desc_default();
+        cd.type = PBD_CONSTRAINT_DISTANCE;
+        cd.count = 1;
+        cd.indices = pair;
+        cd.unilateral = bad[k];
+        snprintf(said, sizeof said, "unilateral %d must be 0 or 1", bad[k]);
+        EXPECT_ERR_NAMING(&S, pbd_add_constraints(w, &cd, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+    }
+    /* 0 and 1 are the switch */
+    CHECK_OK(pbd_group_set_enabled(w, S.dist, 0));
+    CHECK_OK(pbd_lra_set_enabled(w, l, 0));
+    CHECK_OK(pbd_strain_limit_set_enabled(w, sl, 1));
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
+    c.reorder = 1;
+    CHECK_OK(pbd_add_cloth(w, &c, NULL));
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+#undef EXPECT_ERR_NAMING
 
 /* ---- objects -------------------------------------------------------------------------------- */
 TEST(errors_cloth) {
@@ -1923,6 +1995,7 @@ void suite_errors(void) {
     RUN(errors_attachments);
     RUN(errors_mesh_volume_group);
     RUN(errors_group_parameters);
+    RUN(errors_switches_take_0_or_1);
     RUN(errors_cloth);
     RUN(errors_softbody);
     RUN(errors_balloon);

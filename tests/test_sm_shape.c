@@ -918,6 +918,53 @@ TEST(sm_shape_lattice_with_any_plan) {
     free(list);
 }
 
+/* owns_plan is a switch (pbd.h CONVENTIONS): 2 or -1 was taken as 1,
+   handing the caller's plan to the body. pbd_sm_add_body and
+   pbd_sm_add_lattice's body refuse it, naming it and its value, with the
+   world unchanged and the plan still the caller's. */
+TEST(sm_shape_owns_plan_takes_0_or_1) {
+    enum { N = 8 };
+    int cells[3 * N];
+    CHECK_OK(pbd_sm_lattice_box(2, 2, 2, cells));
+    pbd_sm_sum_plan *plan = NULL;
+    CHECK_OK(pbd_sm_plan_lattice(N, cells, 1, &plan));
+    pbd_world *w = pbdt_world(-9.81f);
+    float pos[3 * N];
+    for (int i = 0; i < 3 * N; ++i) pos[i] = 0.1f * (float)cells[i];
+    int idx[N];
+    sms_iota(idx, N, sms_add_points(w, N, pos, 1));
+    size_t size, size_after;
+    unsigned char *before = pbdt_save(w, &size);
+    pbd_sm_body b = {0};
+    static const int bad[2] = {2, -1};
+    for (int k = 0; k < 2; ++k) {
+        char said[64];
+        snprintf(said, sizeof said, "pbd_sm_add_body: owns_plan %d must be 0 or 1", bad[k]);
+        pbd_sm_body_desc d = pbd_sm_body_desc_default();
+        d.particles = idx;
+        d.particle_count = N;
+        d.owns_plan = bad[k];
+        CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, said);
+        d.plan = plan;
+        CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, said);
+        pbd_sm_lattice_desc ld = pbd_sm_lattice_desc_default();
+        ld.cells = cells;
+        ld.cell_count = N;
+        ld.body.plan = plan;
+        ld.body.owns_plan = bad[k];
+        snprintf(said, sizeof said, "pbd_sm_add_lattice: owns_plan %d must be 0 or 1", bad[k]);
+        CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+    }
+    CHECK(b.id == 0 && pbd_world_plugin_count(w) == 0);
+    unsigned char *after = pbdt_save(w, &size_after);
+    CHECK(size > 0 && size_after == size && memcmp(before, after, size) == 0);
+    free(before);
+    free(after);
+    pbd_world_destroy(w);
+    CHECK(pbd_sm_plan_particle_count(plan) == N); /* still the caller's */
+    pbd_sm_plan_destroy(plan);
+}
+
 /* Bad input returns its error and leaves the world byte-identical. */
 TEST(sm_shape_bad_input) {
     enum { N = 8 };
@@ -1418,6 +1465,7 @@ void suite_sm_shape(void) {
     RUN(sm_shape_voxelize_refuses_a_mesh_that_encloses_no_cell);
     RUN(sm_shape_lattice_with_any_plan);
     RUN(sm_shape_bad_input);
+    RUN(sm_shape_owns_plan_takes_0_or_1);
     RUN(sm_shape_remove_object_refused_while_a_body_uses_it);
     RUN(sm_shape_threads_bit_identical);
 }

@@ -635,6 +635,12 @@ TEST(sm_sum_bad_input) {
         CHECK_ERROR(pbd_sm_plan_set_threads(p, -1), PBD_ERROR_INVALID_ARGUMENT, "threads -1");
         CHECK_ERROR(pbd_sm_plan_set_threads(NULL, 1), PBD_ERROR_NULL_POINTER, "p is NULL");
         CHECK_ERROR(pbd_sm_plan_set_simd(NULL, 1), PBD_ERROR_NULL_POINTER, "p is NULL");
+        /* a switch (pbd.h CONVENTIONS): 2 and -1 were taken as on */
+        CHECK_ERROR(pbd_sm_plan_set_simd(p, 2), PBD_ERROR_INVALID_ARGUMENT,
+                    "pbd_sm_plan_set_simd: on 2 must be 0 or 1");
+        CHECK_ERROR(pbd_sm_plan_set_simd(p, -1), PBD_ERROR_INVALID_ARGUMENT, "on -1 must be 0 or 1");
+        CHECK_OK(pbd_sm_plan_set_simd(p, 0));
+        CHECK_OK(pbd_sm_plan_set_simd(p, 1));
         /* every vertex of two triangles sharing an edge: 1-rings */
         CHECK_OK(pbd_sm_plan_sum(p, v, 1, s));
         CHECK(s[0] == 6 && s[1] == 10 && s[2] == 10 && s[3] == 9);
