@@ -3139,15 +3139,32 @@ PBDDEF void pbd_mesh_free(pbd_mesh *m) {
     memset(m, 0, sizeof *m);
 }
 
+/* The first NULL of the n pointers given to fn, by its name (one message
+   per argument, not "a, b or c is NULL"). */
+static pbd_result pbd__check_pointers(const char *fn, const void *const *given, const char *const *names, int n) {
+    for (int i = 0; i < n; ++i)
+        if (!given[i]) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "%s: %s is NULL", fn, names[i]);
+    return PBD_OK;
+}
+/* The same for n vectors of 3 floats that must be finite, with the value. */
+static pbd_result pbd__check_vectors(const char *fn, const float *const *x, const char *const *names, int n) {
+    for (int i = 0; i < n; ++i)
+        if (!pbd__finite_n(x[i], 3))
+            return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "%s: %s (%g, %g, %g) is not finite", fn, names[i],
+                             (double)x[i][0], (double)x[i][1], (double)x[i][2]);
+    return PBD_OK;
+}
+
 PBDDEF pbd_result pbd_mesh_grid(int nx, int ny, const float *origin, const float *u, const float *v, pbd_mesh *out) {
-    if (!origin || !u || !v || !out)
-        return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_grid: origin, u, v or out is NULL");
+    static const char *const names[4] = {"origin", "u", "v", "out"};
+    const void *given[4] = {origin, u, v, out};
+    if (pbd__check_pointers("pbd_mesh_grid", given, names, 4) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (nx < 2 || ny < 2)
         return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_grid: %d x %d vertices, at least 2 x 2", nx, ny);
     if ((long)nx * (long)ny > INT_MAX / 8)
         return pbd__fail(NULL, PBD_ERROR_OVERFLOW, "pbd_mesh_grid: %d x %d vertices are too many", nx, ny);
-    if (!pbd__finite_n(origin, 3) || !pbd__finite_n(u, 3) || !pbd__finite_n(v, 3))
-        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_grid: origin, u or v is not finite");
+    const float *vectors[3] = {origin, u, v};
+    if (pbd__check_vectors("pbd_mesh_grid", vectors, names, 3) != PBD_OK) return PBD_ERROR_NOT_FINITE;
     pbd__v3 o = pbd__ld(origin), U = pbd__ld(u), V = pbd__ld(v);
     if (!(pbd__len(pbd__cross(U, V)) > 0))
         return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_grid: u and v are parallel or zero");
@@ -3197,14 +3214,16 @@ static int pbd__cmp_face(const void *a, const void *b) {
 }
 
 PBDDEF pbd_result pbd_mesh_tet_box(int nx, int ny, int nz, const float *lo, const float *hi, pbd_mesh *out) {
-    if (!lo || !hi || !out) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_tet_box: lo, hi or out is NULL");
+    static const char *const names[3] = {"lo", "hi", "out"};
+    const void *given[3] = {lo, hi, out};
+    if (pbd__check_pointers("pbd_mesh_tet_box", given, names, 3) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (nx < 2 || ny < 2 || nz < 2)
         return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_tet_box: %d x %d x %d nodes, at least 2 x 2 x 2",
                          nx, ny, nz);
     if ((double)nx * ny * nz > (double)(INT_MAX / 32))
         return pbd__fail(NULL, PBD_ERROR_OVERFLOW, "pbd_mesh_tet_box: %d x %d x %d nodes are too many", nx, ny, nz);
-    if (!pbd__finite_n(lo, 3) || !pbd__finite_n(hi, 3))
-        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_tet_box: lo or hi is not finite");
+    const float *vectors[2] = {lo, hi};
+    if (pbd__check_vectors("pbd_mesh_tet_box", vectors, names, 2) != PBD_OK) return PBD_ERROR_NOT_FINITE;
     if (!(hi[0] > lo[0] && hi[1] > lo[1] && hi[2] > lo[2]))
         return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_tet_box: hi must exceed lo on every axis");
     long cx = nx - 1, cy = ny - 1, cz = nz - 1;
@@ -3314,12 +3333,15 @@ static inline uint64_t pbd__edge_key(int a, int b) {
 }
 
 PBDDEF pbd_result pbd_mesh_sphere(int subdivisions, const float *centre, float radius, pbd_mesh *out) {
-    if (!centre || !out) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_mesh_sphere: centre or out is NULL");
+    static const char *const names[2] = {"centre", "out"};
+    const void *given[2] = {centre, out};
+    if (pbd__check_pointers("pbd_mesh_sphere", given, names, 2) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (subdivisions < 0 || subdivisions > 7)
         return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_mesh_sphere: subdivisions %d outside 0..7",
                          subdivisions);
-    if (!pbd__finite_n(centre, 3) || !pbd__finite(radius))
-        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_sphere: centre or radius is not finite");
+    if (pbd__check_vectors("pbd_mesh_sphere", &centre, names, 1) != PBD_OK) return PBD_ERROR_NOT_FINITE;
+    if (!pbd__finite(radius))
+        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_mesh_sphere: radius %g is not finite", (double)radius);
     if (!(radius > 0)) return pbd__fail(NULL, PBD_ERROR_DEGENERATE, "pbd_mesh_sphere: radius %g <= 0", (double)radius);
     long nt = 20L << (2 * subdivisions), nv = 10L * (1L << (2 * subdivisions)) + 2;
     pbd_mesh m;
@@ -3974,11 +3996,14 @@ static pbd_result pbd__check_switch(const pbd_world *w, int v, const char *what)
     if (v == 0 || v == 1) return PBD_OK;
     return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %d must be 0 or 1", what, v);
 }
-static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k) {
-    if (!pbd__finite(c) || !pbd__finite(k))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "compliance or stiffness is not finite");
-    if (c < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "compliance %g < 0", (double)c);
-    if (k < 0 || k > 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "stiffness %g outside [0, 1]", (double)k);
+/* A compliance and its stiffness; kind names the pair in the desc
+   ("stretch_" for stretch_compliance and stretch_stiffness, "" alone). */
+static pbd_result pbd__check_compliance(const pbd_world *w, float c, float k, const char *kind) {
+    if (!pbd__finite(c)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%scompliance %g is not finite", kind, (double)c);
+    if (!pbd__finite(k)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%sstiffness %g is not finite", kind, (double)k);
+    if (c < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%scompliance %g < 0", kind, (double)c);
+    if (k < 0 || k > 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%sstiffness %g outside [0, 1]", kind, (double)k);
     return PBD_OK;
 }
 static pbd_result pbd__check_finite(const pbd_world *w, const float *x, size_t n, const char *what) {
@@ -4135,10 +4160,12 @@ PBDDEF pbd_world_desc pbd_world_desc_default(void) {
 
 static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, int iterations) {
     if (mode != PBD_SOLVER_XPBD && mode != PBD_SOLVER_PBD)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "solver mode %d is neither XPBD nor PBD", mode);
-    if (substeps < 1 || substeps > 1000 || iterations < 1 || iterations > 1000)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "substeps %d and iterations %d must be in 1..1000", substeps,
-                         iterations);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "solver mode %d is neither PBD_SOLVER_XPBD (0) nor PBD_SOLVER_PBD (1)", mode);
+    if (substeps < 1 || substeps > 1000)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "substeps %d must be in 1..1000", substeps);
+    if (iterations < 1 || iterations > 1000)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "iterations %d must be in 1..1000", iterations);
     return PBD_OK;
 }
 
@@ -4146,28 +4173,40 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
 static int pbd__reference_dt_valid(float t) { return t == 0 || (t >= PBD_MIN_TIME_STEP && t <= PBD_MAX_TIME_STEP); }
 
 /* An error of pbd_world_create: there is no world yet, so the message
-   goes to pbd_last_error() and the desc's log callback. */
-static pbd_result pbd__create_fail(const pbd_world_desc *d, pbd_result r, const char *msg) {
-    snprintf(pbd__last_error, sizeof pbd__last_error, "%s: %s", pbd__result_str(r, 0), msg);
+   goes to pbd_last_error() and the desc's log callback. pbd__create_logged
+   passes on the error a check without a world (pbd__fail(NULL, ...)) left
+   in pbd_last_error(). */
+static pbd_result pbd__create_logged(const pbd_world_desc *d, pbd_result r) {
     if (d && d->log) d->log(d->log_user, r, pbd__last_error);
     return r;
+}
+static pbd_result pbd__create_fail(const pbd_world_desc *d, pbd_result r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    pbd__vfail(NULL, r, fmt, ap);
+    va_end(ap);
+    return pbd__create_logged(d, r);
 }
 static pbd_result pbd__gpu_open(pbd_world *w, const pbd_world_desc *d);
 static void pbd__gpu_close(pbd_world *w);
 
 PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) {
     const pbd_world_desc *d = desc;
-    if (!desc || !out) return pbd__create_fail(d, PBD_ERROR_NULL_POINTER, "desc or out is NULL");
+    if (!desc) return pbd__create_fail(d, PBD_ERROR_NULL_POINTER, "desc is NULL");
+    if (!out) return pbd__create_fail(d, PBD_ERROR_NULL_POINTER, "out is NULL");
     if ((d->allocator.alloc == NULL) != (d->allocator.free == NULL))
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "give both allocator functions or neither");
-    if (!pbd__finite_n(d->gravity, 3) || !pbd__finite(d->point_damping))
-        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "gravity or point damping is not finite");
-    if (d->point_damping < 0) return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "point damping < 0");
+    if (!pbd__finite_n(d->gravity, 3))
+        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "gravity (%g, %g, %g) is not finite", (double)d->gravity[0],
+                                (double)d->gravity[1], (double)d->gravity[2]);
+    if (!pbd__finite(d->point_damping))
+        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "point_damping %g is not finite", (double)d->point_damping);
+    if (d->point_damping < 0)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "point_damping %g < 0", (double)d->point_damping);
     if (d->max_contacts_per_particle < 1 || d->max_contacts_per_particle > 64)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "max_contacts_per_particle must be in 1..64");
-    if (pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations) != PBD_OK)
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
-                                "mode must be XPBD or PBD, substeps and iterations in 1..1000");
+    pbd_result solver = pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations);
+    if (solver != PBD_OK) return pbd__create_logged(d, solver); /* its message names the one at fault */
     if (d->stiffness_correction != 0 && d->stiffness_correction != 1)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction must be 0 or 1");
     if (!pbd__finite(d->reference_dt)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
@@ -4797,8 +4836,8 @@ static pbd_result pbd__validate_particles(const pbd_world *w, const pbd_particle
     PBD__TRY(pbd__check_positions(w, d->positions, 3 * (size_t)d->count, "positions"));
     if (d->velocities) PBD__TRY(pbd__check_finite(w, d->velocities, 3 * (size_t)d->count, "velocities"));
     if (d->masses) PBD__TRY(pbd__check_finite(w, d->masses, (size_t)d->count, "masses"));
-    if (!pbd__finite(d->mass) || !pbd__finite(d->radius))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass or radius is not finite");
+    if (!pbd__finite(d->mass)) /* refused even beside masses, as it always was */
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "mass = %g is not finite", (double)d->mass);
     if (d->masses) {
         for (int i = 0; i < d->count; ++i) PBD__TRY(pbd__check_mass(w, d->masses[i], "masses", i, 1));
     } else {
@@ -6045,7 +6084,7 @@ static pbd_result pbd__validate_constraints(const pbd_world *w, const pbd_constr
     if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "constraint count %d <= 0", d->count);
     if (d->count > INT_MAX / 8)
         return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d constraints overflow the index arrays", d->count);
-    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness, ""));
     if (!pbd__finite(d->thickness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "thickness is not finite");
     if (d->thickness < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "thickness %g < 0", (double)d->thickness);
     PBD__TRY(pbd__check_switch(w, d->unilateral, "unilateral"));
@@ -6289,7 +6328,7 @@ PBDDEF pbd_result pbd_add_attachments(pbd_world *w, const pbd_attachments_desc *
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "give exactly one of target_particles and target_points");
     if (d->count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "attachment count %d <= 0", d->count);
     if (d->count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d attachments overflow", d->count);
-    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness, ""));
     if (!pbd__finite(d->max_distance)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "max_distance is not finite");
     if (d->max_distance < 0)
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_distance %g < 0", (double)d->max_distance);
@@ -6412,7 +6451,7 @@ PBDDEF pbd_result pbd_add_mesh_volume(pbd_world *w, const pbd_mesh_volume_desc *
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__validate_world_triangles(w, d->triangles, d->triangle_count, "desc.triangles"));
-    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->compliance, d->stiffness, ""));
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
@@ -6527,7 +6566,7 @@ PBDDEF pbd_result pbd_group_set_compliance(pbd_world *w, pbd_group handle, float
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
-    PBD__TRY(pbd__check_compliance(w, compliance, 1.0f));
+    PBD__TRY(pbd__check_compliance(w, compliance, 1.0f, ""));
     w->groups[g].compliance = compliance;
     return PBD_OK;
 }
@@ -6536,7 +6575,7 @@ PBDDEF pbd_result pbd_group_set_stiffness(pbd_world *w, pbd_group handle, float 
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int g;
     PBD__TRY(pbd__group_index(w, handle, &g));
-    PBD__TRY(pbd__check_compliance(w, 0.0f, stiffness));
+    PBD__TRY(pbd__check_compliance(w, 0.0f, stiffness, ""));
     w->groups[g].stiffness = stiffness;
     return PBD_OK;
 }
@@ -6868,8 +6907,10 @@ static pbd_result pbd__check_common(const pbd_world *w, const float *positions, 
         PBD__TRY(pbd__check_finite(w, masses, (size_t)nv, "masses"));
         for (int i = 0; i < nv; ++i) PBD__TRY(pbd__check_mass(w, masses[i], "masses", i, 1));
     }
-    if (!pbd__finite(density) || !pbd__finite(thickness) || !pbd__finite(damping))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "density, thickness or damping is not finite");
+    if (!pbd__finite(density)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "density %g is not finite", (double)density);
+    if (!pbd__finite(thickness))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "%s %g is not finite", thickness_name, (double)thickness);
+    if (!pbd__finite(damping)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "damping %g is not finite", (double)damping);
     /* without masses the density makes them: 0 would pin every vertex
        (pin with pbd_particle_pin, or masses of 0, instead) */
     if (!masses && density < 0) return pbd__fail(w, PBD_ERROR_NEGATIVE_MASS, "density %g < 0", (double)density);
@@ -6888,11 +6929,12 @@ static pbd_result pbd__validate_cloth(const pbd_world *w, const pbd_cloth_desc *
                                d->damping));
     PBD__TRY(pbd__validate_triangles(w, d->triangles, d->triangle_count, d->vertex_count, "desc.triangles"));
     PBD__TRY(pbd__check_density_covers(w, d->masses, d->triangles, d->triangle_count, 3, d->vertex_count));
-    PBD__TRY(pbd__check_compliance(w, d->stretch_compliance, d->stretch_stiffness));
-    PBD__TRY(pbd__check_compliance(w, d->bending_compliance, d->bending_stiffness));
-    PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->stretch_compliance, d->stretch_stiffness, "stretch_"));
+    PBD__TRY(pbd__check_compliance(w, d->bending_compliance, d->bending_stiffness, "bending_"));
+    PBD__TRY(pbd__check_compliance(w, d->area_compliance, d->area_stiffness, "area_"));
     if ((int)d->bending < PBD_BENDING_NONE || (int)d->bending > PBD_BENDING_ISOMETRIC)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "bending model %d", (int)d->bending);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "bending model %d is not PBD_BENDING_NONE, _DIHEDRAL or _ISOMETRIC (0..2)", (int)d->bending);
     PBD__TRY(pbd__check_switch(w, d->tethers, "tethers"));
     PBD__TRY(pbd__check_switch(w, d->area_constraints, "area_constraints"));
     PBD__TRY(pbd__check_switch(w, d->reorder, "reorder"));
@@ -7200,8 +7242,8 @@ PBDDEF pbd_result pbd_add_softbody(pbd_world *w, const pbd_softbody_desc *d, pbd
     PBD__CHECK_PTR(w, d->tets, "desc.tets");
     if (d->tet_count <= 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "tet count %d <= 0", d->tet_count);
     if (d->tet_count > INT_MAX / 8) return pbd__fail(w, PBD_ERROR_OVERFLOW, "%d tets overflow", d->tet_count);
-    PBD__TRY(pbd__check_compliance(w, d->edge_compliance, d->edge_stiffness));
-    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->edge_compliance, d->edge_stiffness, "edge_"));
+    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness, "volume_"));
     PBD__TRY(pbd__check_switch(w, d->volume_constraints, "volume_constraints"));
     PBD__TRY(pbd__check_switch(w, d->reorder, "reorder"));
     for (int t = 0; t < d->tet_count; ++t) {
@@ -7280,7 +7322,7 @@ PBDDEF pbd_result pbd_add_balloon(pbd_world *w, const pbd_balloon_desc *d, pbd_o
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
     PBD__TRY(pbd__validate_cloth(w, &d->cloth));
-    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness));
+    PBD__TRY(pbd__check_compliance(w, d->volume_compliance, d->volume_stiffness, "volume_"));
     if (!pbd__finite(d->pressure)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "pressure is not finite");
     if (!(d->pressure > 0))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "pressure %g must be > 0", (double)d->pressure);
@@ -7394,12 +7436,19 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
     if ((int)d->shape < PBD_COLLIDER_PLANE || (int)d->shape > PBD_COLLIDER_BOX)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "collider shape %d", (int)d->shape);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "collider shape %d is not PBD_COLLIDER_PLANE, _SPHERE, _CAPSULE or _BOX (0..3); triangle "
+                         "meshes and signed-distance grids are added with pbd_add_collider_mesh",
+                         (int)d->shape);
     PBD__TRY(pbd__check_pose(w, d->position, d->rotation));
     PBD__TRY(pbd__check_friction(w, d->static_friction, d->dynamic_friction, d->restitution));
-    if (!pbd__finite(d->radius) || !pbd__finite(d->half_height) || !pbd__finite_n(d->half_extents, 3) ||
-        !pbd__finite(d->rounding))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "collider size is not finite");
+    if (!pbd__finite(d->radius))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "radius %g is not finite", (double)d->radius);
+    if (!pbd__finite(d->half_height))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "half_height %g is not finite", (double)d->half_height);
+    PBD__TRY(pbd__check_finite(w, d->half_extents, 3, "half_extents"));
+    if (!pbd__finite(d->rounding))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "rounding %g is not finite", (double)d->rounding);
     if ((d->shape == PBD_COLLIDER_SPHERE || d->shape == PBD_COLLIDER_CAPSULE) && !(d->radius > 0))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "radius %g must be > 0", (double)d->radius);
     if (d->shape == PBD_COLLIDER_CAPSULE && d->half_height < 0)
@@ -9977,10 +10026,13 @@ PBDDEF pbd_result pbd_fluid_set_viscosity(pbd_world *w, pbd_fluid handle, float 
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     int f;
     PBD__TRY(pbd__fluid_index(w, handle, &f));
-    if (!pbd__finite(viscosity) || !pbd__finite(vorticity))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity or vorticity is not finite");
-    if (viscosity < 0 || viscosity > 1 || vorticity < 0)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity must be in [0, 1] and vorticity >= 0");
+    if (!pbd__finite(viscosity))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "viscosity %g is not finite", (double)viscosity);
+    if (!pbd__finite(vorticity))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "vorticity %g is not finite", (double)vorticity);
+    if (viscosity < 0 || viscosity > 1)
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "viscosity %g must be in [0, 1]", (double)viscosity);
+    if (vorticity < 0) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "vorticity %g must be >= 0", (double)vorticity);
     w->pp.fluids[f].viscosity = viscosity;
     w->pp.fluids[f].vorticity = vorticity;
     return PBD_OK;
@@ -12427,15 +12479,18 @@ static PBD_HD int pbd__limit_triangle(pbd__v3 *x, const float *w, const float *a
 
 PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const float *inv_mass, float min_stretch,
                                             float max_stretch, float *stretch) {
-    if (!p || !rest || !inv_mass)
-        return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_strain_limit_triangle: p, rest or inv_mass is NULL");
+    static const char *const names[3] = {"p", "rest", "inv_mass"};
+    const void *given[3] = {p, rest, inv_mass};
+    if (pbd__check_pointers("pbd_strain_limit_triangle", given, names, 3) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (!pbd__finite_n(p, 9) || !pbd__finite_n(rest, 9) || !pbd__finite_n(inv_mass, 3) || !pbd__finite(min_stretch) ||
         !pbd__finite(max_stretch))
         return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_strain_limit_triangle: an argument is not finite");
-    if (!(min_stretch >= 0 && min_stretch <= 1 && max_stretch >= 1))
+    if (!(min_stretch >= 0 && min_stretch <= 1))
         return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                         "pbd_strain_limit_triangle: min_stretch %g must be in [0, 1], max_stretch %g >= 1",
-                         (double)min_stretch, (double)max_stretch);
+                         "pbd_strain_limit_triangle: min_stretch %g must be in [0, 1]", (double)min_stretch);
+    if (!(max_stretch >= 1))
+        return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_strain_limit_triangle: max_stretch %g must be >= 1",
+                         (double)max_stretch);
     for (int i = 0; i < 3; ++i)
         if (inv_mass[i] < 0)
             return pbd__fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_strain_limit_triangle: inv_mass[%d] < 0", i);
@@ -12570,7 +12625,8 @@ PBDDEF pbd_result pbd_add_strain_limit(pbd_world *w, const pbd_strain_limit_desc
     PBD__CHECK_WORLD(w);
     PBD__CHECK_PTR(w, d, "desc");
     if (d->mode != PBD_STRAIN_TRIANGLES && d->mode != PBD_STRAIN_EDGES)
-        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "strain mode %d", (int)d->mode);
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                         "strain mode %d is not PBD_STRAIN_TRIANGLES or PBD_STRAIN_EDGES (0 or 1)", (int)d->mode);
     if (d->object.id) PBD__TRY(pbd__check_object_handle(w, d->object));
     PBD__TRY(pbd__check_stretch_range(w, d->min_stretch, d->max_stretch));
     if (!pbd__finite(d->stiffness)) return pbd__fail(w, PBD_ERROR_NOT_FINITE, "stiffness is not finite");
@@ -12697,7 +12753,9 @@ static inline PBD_HD pbd__v3 pbd__ftl_target(pbd__v3 leader, pbd__v3 p, float re
 }
 
 PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float *corrections) {
-    if (!points || !rest) return pbd__fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_ftl_project: points or rest is NULL");
+    static const char *const names[2] = {"points", "rest"};
+    const void *given[2] = {points, rest};
+    if (pbd__check_pointers("pbd_ftl_project", given, names, 2) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (n < 2) return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_ftl_project: n = %d, at least 2 points", n);
     if (!pbd__finite_n(points, 3 * (size_t)n) || !pbd__finite_n(rest, (size_t)n - 1))
         return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_ftl_project: a point or rest length is not finite");
@@ -13156,10 +13214,14 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *d, pbd_s
         for (int j = 0; j < w->strands[k].nparticles; ++j) mark[w->strands[k].idx[j]] = 1;
     pbd_result r = PBD_OK;
     for (int k = 0; k < np && r == PBD_OK; ++k) {
-        r = pbd__check_particle(w, d->particles[k], "strand particle");
+        char what[32]; /* the entry at fault, where particles lists thousands */
+        snprintf(what, sizeof what, "particles[%d] =", k);
+        r = pbd__check_particle(w, d->particles[k], what);
         if (r == PBD_OK && mark[d->particles[k]])
             r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                          "particle %d is listed twice (a particle belongs to one strand, once)", d->particles[k]);
+                          "particles[%d] = %d is listed twice or is in another strand set (a particle belongs to "
+                          "one strand, once)",
+                          k, d->particles[k]);
         if (r == PBD_OK) mark[d->particles[k]] = 1;
     }
     pbd__free(w, mark);
@@ -13224,8 +13286,8 @@ static pbd_result pbd__validate_hair(const pbd_world *w, const pbd_hair_desc *d)
     for (int s = 0; s < d->strand_count; ++s)
         if (!(pbd__len(pbd__ld(d->root_normals + 3 * s)) > PBD__DIR_MIN))
             return pbd__fail(w, PBD_ERROR_DEGENERATE, "root normal %d is zero", s);
-    if (!pbd__finite(d->length) || !pbd__finite(d->mass) || !pbd__finite(d->radius))
-        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length, mass or radius is not finite");
+    if (!pbd__finite(d->length))
+        return pbd__fail(w, PBD_ERROR_NOT_FINITE, "length %g is not finite", (double)d->length);
     if (!(d->length > 0)) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "length %g must be > 0", (double)d->length);
     PBD__TRY(pbd__check_mass(w, d->mass, "mass", -1, 0));
     PBD__TRY(pbd__check_radius(w, d->radius, "radius", 1));

@@ -1994,9 +1994,10 @@ static pbd_result pbd_sm__check_regions(pbd_world *mem, int particle_count, int 
     if (region_count > 0 && !members)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "region_particles is NULL while region_count is %d",
                               region_count);
-    if (particle_count < 0 || region_count < 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle_count %d and region_count %d must be >= 0",
-                              particle_count, region_count);
+    if (particle_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle_count %d must be >= 0", particle_count);
+    if (region_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region_count %d must be >= 0", region_count);
     if (start[0] != 0)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region_start[0] is %d, must be 0", start[0]);
     for (int r = 0; r < region_count; ++r)
@@ -2260,9 +2261,9 @@ static pbd_result pbd_sm__lattice_lists(pbd_world *mem, int n, const int *cells,
                                         int **members_out) {
     if (!cells && n > 0)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while there are %d particles", n);
-    if (n < 0 || w < 1 || w > 64)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "particle count %d must be >= 0 and region half-width %d in 1..64", n, w);
+    if (n < 0) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "particle count %d must be >= 0", n);
+    if (w < 1 || w > 64)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "region half-width %d must be in 1..64", w);
     for (int i = 0; i < 3 * n; ++i)
         if (cells[i] < -(1 << 20) + 64 || cells[i] > (1 << 20) - 64)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
@@ -2513,9 +2514,12 @@ static pbd_result pbd_sm__plan_lattice(pbd_world *mem, int particle_count, const
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_plan_lattice: out is NULL");
     if (!cells && particle_count > 0)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "cells is NULL while particle_count is %d", particle_count);
-    if (particle_count < 0 || w < 1 || w > 64)
+    if (particle_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_lattice: particle_count %d must be >= 0",
+                              particle_count);
+    if (w < 1 || w > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "particle_count %d must be >= 0 and region half-width w %d in 1..64", particle_count, w);
+                              "pbd_sm_plan_lattice: region half-width w %d must be in 1..64", w);
     for (long i = 0; i < 3 * (long)particle_count; ++i)
         if (cells[i] < -1000000 || cells[i] > 1000000)
             return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "cells[%ld] = %d is outside [-1000000, 1000000]", i,
@@ -3437,11 +3441,18 @@ PBD_SM_DEF pbd_result pbd_sm_plan_paths(int vertex_count, const float *positions
     if (triangle_count > 0 && !triangles)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
                               "pbd_sm_plan_paths: triangles is NULL while triangle_count is %d", triangle_count);
-    if (vertex_count < 0 || triangle_count < 0 || w < 1 || w > 64 || max_path_length < 0)
+    if (vertex_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: vertex_count %d must be >= 0",
+                              vertex_count);
+    if (triangle_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: triangle_count %d must be >= 0",
+                              triangle_count);
+    if (w < 1 || w > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_plan_paths: vertex_count %d, triangle_count %d, w %d or max_path_length %d out "
-                              "of range (counts and max_path_length >= 0, w 1..64)",
-                              vertex_count, triangle_count, w, max_path_length);
+                              "pbd_sm_plan_paths: region half-width w %d must be in 1..64", w);
+    if (max_path_length < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_plan_paths: max_path_length %d must be >= 0",
+                              max_path_length);
     if (vertex_count > INT_MAX / 2)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW, "pbd_sm_plan_paths: vertex_count %d is too large (at most %d)",
                               vertex_count, INT_MAX / 2);
@@ -5324,9 +5335,14 @@ PBD_SM_DEF pbd_sm_lattice_desc pbd_sm_lattice_desc_default(void) {
 
 PBD_SM_DEF pbd_result pbd_sm_lattice_box(int nx, int ny, int nz, int *cells) {
     if (!cells) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_lattice_box: cells is NULL");
-    if (nx < 1 || ny < 1 || nz < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_lattice_box: nx %d, ny %d and nz %d must be >= 1", nx, ny, nz);
+    if (nx < 1 || ny < 1 || nz < 1) /* the first at fault */
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_lattice_box: %s %d must be >= 1",
+                              nx < 1   ? "nx"
+                              : ny < 1 ? "ny"
+                                       : "nz",
+                              nx < 1   ? nx
+                              : ny < 1 ? ny
+                                       : nz);
     if ((double)nx * ny * nz > (double)(INT_MAX / 3))
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_lattice_box: %d x %d x %d cells are too many (at most %d)", nx, ny, nz,
@@ -5404,11 +5420,13 @@ PBD_SM_DEF pbd_result pbd_sm_voxelize(const float *P, int nv, const int *T, int 
     if (!T) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: triangles is NULL");
     if (!origin) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: origin is NULL");
     if (!count) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_sm_voxelize: count is NULL");
-    if (nv < 3 || nt < 1 || max_cells < 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_voxelize: vertex_count %d (>= 3), triangle_count %d (>= 1) or max_cells %d (>= 0) out of range", nv,
-            nt, max_cells);
+    if (nv < 3)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: vertex_count %d must be >= 3", nv);
+    if (nt < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: triangle_count %d must be >= 1", nt);
+    if (max_cells < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: max_cells %d must be >= 0",
+                              max_cells);
     if (!pbd_sm__finite(spacing))
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_sm_voxelize: spacing is not finite (%g)",
                               (double)spacing);
@@ -5521,9 +5539,11 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
             "pbd_sm_add_lattice: spacing %g, particle_mass %g, radius %g or origin (%g, %g, %g) is not finite",
             (double)d->spacing, (double)d->particle_mass, (double)d->radius, (double)d->origin[0], (double)d->origin[1],
             (double)d->origin[2]);
-    if (!(d->spacing > 0) || d->radius < 0)
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_add_lattice: spacing %g must be > 0 and radius %g >= 0", (double)d->spacing,
+    if (!(d->spacing > 0))
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: spacing %g must be > 0",
+                              (double)d->spacing);
+    if (d->radius < 0)
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: radius %g must be >= 0",
                               (double)d->radius);
     /* checked here, not by pbd_add_particles, so that the messages name
        this desc's fields (its "mass" and "radius" are not the user's) */
@@ -6327,9 +6347,12 @@ static pbd_result pbd_sm__oriented_check(const pbd_world *w, const pbd_sm_orient
                               "pbd_sm_add_oriented: particles [%ld, %ld) are not in the world (%d particles)",
                               (long)d->particles.first, (long)d->particles.first + d->particles.count,
                               pbd_world_particle_count(w));
-    if (!pbd_sm__finite(d->stiffness) || !pbd_sm__finite(d->radius))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_oriented: stiffness %g or radius %g is not finite",
-                              (double)d->stiffness, (double)d->radius);
+    if (!pbd_sm__finite(d->stiffness))
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_oriented: stiffness %g is not finite",
+                              (double)d->stiffness);
+    if (!pbd_sm__finite(d->radius))
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_sm_add_oriented: radius %g is not finite",
+                              (double)d->radius);
     if (!(d->stiffness >= 0 && d->stiffness <= 1))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_oriented: stiffness %g outside [0, 1]",
                               (double)d->stiffness);
@@ -9514,11 +9537,15 @@ static pbd_result pbd_sm__check_cloth_desc(pbd_world *mem, const pbd_sm_cloth_de
     if (d->keep_count > 0 && !d->keep_vertices)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER,
                               "pbd_sm_add_cloth: keep_vertices is NULL while keep_count is %d", d->keep_count);
-    if (d->vertex_count < 3 || d->triangle_count < 1 || d->keep_count < 0)
-        return pbd_world_fail(
-            NULL, PBD_ERROR_INVALID_ARGUMENT,
-            "pbd_sm_add_cloth: vertex_count %d must be >= 3, triangle_count %d >= 1 and keep_count %d >= 0",
-            d->vertex_count, d->triangle_count, d->keep_count);
+    if (d->vertex_count < 3)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: vertex_count %d must be >= 3",
+                              d->vertex_count);
+    if (d->triangle_count < 1)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: triangle_count %d must be >= 1",
+                              d->triangle_count);
+    if (d->keep_count < 0)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_cloth: keep_count %d must be >= 0",
+                              d->keep_count);
     if (d->vertex_count > INT_MAX / 4 || d->triangle_count > INT_MAX / 9)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "pbd_sm_add_cloth: vertex_count %d or triangle_count %d is too large (at most %d and %d)",
@@ -9769,10 +9796,9 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_set_stiffness(pbd_world *w, pbd_sm_cloth clot
     pbd_sm__cloth *c;
     pbd_result r = pbd_sm__cloth_of(w, cloth, "pbd_sm_cloth_set_stiffness", &c);
     if (r != PBD_OK) return r;
-    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta))
-        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_sm_cloth_set_stiffness: alpha %g and beta %g must be in [0, 1]", (double)alpha,
-                              (double)beta);
+    if (!pbd_sm__in01(alpha) || !pbd_sm__in01(beta)) /* the first at fault */
+        return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_cloth_set_stiffness: %s %g must be in [0, 1]",
+                              pbd_sm__in01(alpha) ? "beta" : "alpha", (double)(pbd_sm__in01(alpha) ? beta : alpha));
     c->alpha = alpha;
     c->beta = beta;
     return PBD_OK;

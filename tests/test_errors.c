@@ -1310,6 +1310,144 @@ TEST(errors_switches_take_0_or_1) {
 }
 #undef EXPECT_ERR_NAMING
 
+/* A message names the one argument or field at fault, with its value
+   (CONVENTIONS): these said "mode must be XPBD or PBD, substeps and
+   iterations in 1..1000", "density, thickness or damping is not finite",
+   "origin, u, v or out is NULL", "length, mass or radius is not finite",
+   "strand particle 12345 is not a particle" (where in particles?),
+   "collider shape 4", "bending model 7", "strain mode 5". The world does
+   not change. */
+TEST(errors_messages_name_the_one_field_at_fault) {
+    pbd_world_desc wd = pbd_world_desc_default();
+    pbd_world *none = NULL;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(NULL, &none), PBD_ERROR_NULL_POINTER, "desc is NULL");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
+    wd.mode = (pbd_solver_mode)7;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
+                         "solver mode 7 is neither PBD_SOLVER_XPBD (0) nor PBD_SOLVER_PBD (1)");
+    wd = pbd_world_desc_default();
+    wd.substeps = 1001;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
+                         "substeps 1001 must be in 1..1000");
+    wd = pbd_world_desc_default();
+    wd.iterations = 0;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
+                         "iterations 0 must be in 1..1000");
+    wd = pbd_world_desc_default();
+    wd.gravity[1] = NAN;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_NOT_FINITE, "gravity (0, nan, 0) is not finite");
+    wd = pbd_world_desc_default();
+    wd.point_damping = -1;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT, "point_damping -1 < 0");
+    CHECK(none == NULL);
+    /* the mesh generators */
+    pbd_mesh m;
+    float o[3] = {-0.5f, 1, -0.5f}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1}, bad[3] = {0, INFINITY, 0};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_grid(4, 4, o, NULL, v, &m), PBD_ERROR_NULL_POINTER, "pbd_mesh_grid: u is NULL");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_grid(4, 4, o, u, v, NULL), PBD_ERROR_NULL_POINTER,
+                         "pbd_mesh_grid: out is NULL");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_grid(4, 4, o, u, bad, &m), PBD_ERROR_NOT_FINITE,
+                         "pbd_mesh_grid: v (0, inf, 0) is not finite");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_tet_box(2, 2, 2, o, NULL, &m), PBD_ERROR_NULL_POINTER,
+                         "pbd_mesh_tet_box: hi is NULL");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_tet_box(2, 2, 2, bad, o, &m), PBD_ERROR_NOT_FINITE,
+                         "pbd_mesh_tet_box: lo (0, inf, 0) is not finite");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_sphere(1, o, NAN, &m), PBD_ERROR_NOT_FINITE,
+                         "pbd_mesh_sphere: radius nan is not finite");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_mesh_sphere(1, NULL, 1, &m), PBD_ERROR_NULL_POINTER,
+                         "pbd_mesh_sphere: centre is NULL");
+    float tri[9] = {0}, im[3] = {1, 1, 1};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_strain_limit_triangle(tri, tri, NULL, 0.9f, 1.1f, NULL), PBD_ERROR_NULL_POINTER,
+                         "pbd_strain_limit_triangle: inv_mass is NULL");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_strain_limit_triangle(tri, tri, im, 0.9f, 0.5f, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_strain_limit_triangle: max_stretch 0.5 must be >= 1");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_ftl_project(tri, 3, NULL, NULL), PBD_ERROR_NULL_POINTER,
+                         "pbd_ftl_project: rest is NULL");
+    /* on a world */
+    pbd_world *w = pbdt_world(-9.81f);
+    CHECK_ERROR_IN_WORDS(w, pbd_world_set_solver(w, PBD_SOLVER_XPBD, 4, 1001), PBD_ERROR_INVALID_ARGUMENT,
+                         "iterations 1001 must be in 1..1000");
+    CHECK_OK(pbd_mesh_grid(4, 4, o, u, v, &m));
+    pbd_cloth_desc c = pbdt_cloth_desc(&m);
+    pbd_object cloth;
+    CHECK_OK(pbd_add_cloth(w, &c, &cloth));
+    float fp[6] = {3, 1, 0, 3.05f, 1, 0};
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = fp;
+    fd.count = 2;
+    pbd_fluid fluid;
+    CHECK_OK(pbd_add_fluid(w, &fd, &fluid, NULL));
+    pbd_range free2 = pbdt_add_colliding(w, fp, 2, 0.01f, 1);
+    size_t size, size_after;
+    unsigned char *before = pbdt_save(w, &size);
+    c.density = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_cloth(w, &c, NULL), PBD_ERROR_NOT_FINITE, "density nan is not finite");
+    c = pbdt_cloth_desc(&m);
+    c.thickness = INFINITY;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_cloth(w, &c, NULL), PBD_ERROR_NOT_FINITE, "thickness inf is not finite");
+    c = pbdt_cloth_desc(&m);
+    c.damping = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_cloth(w, &c, NULL), PBD_ERROR_NOT_FINITE, "damping nan is not finite");
+    c = pbdt_cloth_desc(&m);
+    c.bending = (pbd_bending_model)7;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_cloth(w, &c, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                         "bending model 7 is not PBD_BENDING_NONE, _DIHEDRAL or _ISOMETRIC (0..2)");
+    c = pbdt_cloth_desc(&m);
+    c.stretch_compliance = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_cloth(w, &c, NULL), PBD_ERROR_NOT_FINITE, "stretch_compliance nan is not finite");
+    pbd_strain_limit_desc sd = pbd_strain_limit_desc_default();
+    sd.object = cloth;
+    sd.triangles = m.triangles;
+    sd.triangle_count = m.triangle_count;
+    sd.mode = (pbd_strain_mode)5;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_strain_limit(w, &sd, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                         "strain mode 5 is not PBD_STRAIN_TRIANGLES or PBD_STRAIN_EDGES (0 or 1)");
+    pbd_collider_desc cd = pbd_collider_desc_default();
+    cd.shape = PBD_COLLIDER_MESH;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_collider(w, &cd, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                         "collider shape 4 is not PBD_COLLIDER_PLANE, _SPHERE, _CAPSULE or _BOX (0..3); triangle "
+                         "meshes and signed-distance grids are added with pbd_add_collider_mesh");
+    cd.shape = PBD_COLLIDER_CAPSULE;
+    cd.half_height = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_collider(w, &cd, NULL), PBD_ERROR_NOT_FINITE, "half_height nan is not finite");
+    CHECK_ERROR_IN_WORDS(w, pbd_fluid_set_viscosity(w, fluid, 0.1f, NAN), PBD_ERROR_NOT_FINITE,
+                         "vorticity nan is not finite");
+    CHECK_ERROR_IN_WORDS(w, pbd_fluid_set_viscosity(w, fluid, 2, 0), PBD_ERROR_INVALID_ARGUMENT,
+                         "viscosity 2 must be in [0, 1]");
+    float root[3] = {0, 0, 0}, up[3] = {0, 1, 0};
+    pbd_hair_desc hd = pbd_hair_desc_default();
+    hd.root_positions = root;
+    hd.root_normals = up;
+    hd.strand_count = 1;
+    hd.length = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE, "length nan is not finite");
+    hd.length = 0.2f;
+    hd.mass = INFINITY;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE, "mass = inf is not finite");
+    hd.mass = 1e-4f;
+    hd.radius = NAN;
+    CHECK_ERROR_IN_WORDS(w, pbd_add_hair(w, &hd, NULL, NULL), PBD_ERROR_NOT_FINITE, "radius = nan is not finite");
+    int idx[4] = {free2.first, free2.first + 1, free2.first, 12345}, starts[3] = {0, 2, 4};
+    pbd_strands_desc sdesc = pbd_strands_desc_default();
+    sdesc.particles = idx;
+    sdesc.strand_starts = starts;
+    sdesc.strand_count = 2;
+    int last = pbd_world_particle_count(w) - 1;
+    char said[96];
+    snprintf(said, sizeof said, "particles[2] = %d is listed twice or is in another strand set", free2.first);
+    CHECK_ERROR_IN_WORDS(w, pbd_add_strands(w, &sdesc, NULL), PBD_ERROR_INVALID_ARGUMENT, said);
+    idx[2] = 12345;
+    idx[3] = free2.first;
+    snprintf(said, sizeof said, "particles[2] = 12345 is not a particle (0..%d)", last);
+    CHECK_ERROR_IN_WORDS(w, pbd_add_strands(w, &sdesc, NULL), PBD_ERROR_INDEX_OUT_OF_RANGE, said);
+    unsigned char *after = pbdt_save(w, &size_after);
+    CHECK(size > 0 && size_after == size && memcmp(before, after, size) == 0);
+    free(before);
+    free(after);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
 /* ---- objects -------------------------------------------------------------------------------- */
 TEST(errors_cloth) {
     scene S;
@@ -1996,6 +2134,7 @@ void suite_errors(void) {
     RUN(errors_mesh_volume_group);
     RUN(errors_group_parameters);
     RUN(errors_switches_take_0_or_1);
+    RUN(errors_messages_name_the_one_field_at_fault);
     RUN(errors_cloth);
     RUN(errors_softbody);
     RUN(errors_balloon);

@@ -156,7 +156,7 @@ TEST(sm_plan_bad_input) {
     CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
                 "particles 0 and 1 are in one lattice cell");
     cells[5] = 1;
-    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 2");
+    CHECK_ERROR(pbd_sm_plan_lattice(2, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "w 0 must be in 1..64");
     CHECK_OK(pbd_sm_plan_lattice(2, cells, 1, &p));
     double v[2] = {1, 2}, s[2];
     CHECK_ERROR(pbd_sm_plan_sum(p, v, 0, s), PBD_ERROR_INVALID_ARGUMENT, "k 0");
@@ -178,7 +178,7 @@ TEST(sm_messages_read_as_words) {
     /* summation plans and the helpers without a world */
     int two[6] = {0, 0, 0, 1, 0, 0}, far[3] = {0, 2000000, 0};
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_lattice(2, two, 65, &p), PBD_ERROR_INVALID_ARGUMENT,
-                         "region half-width w 65 in 1..64");
+                         "region half-width w 65 must be in 1..64");
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
                          "cells[1] = 2000000 is outside [-1000000, 1000000]");
     int deep[8] = {0, 0, 0, 17, 1, 0, 0, 0}, big[4] = {70000, 0, 0, 4}, same[8] = {3, 4, 5, 1, 3, 4, 5, 1};
@@ -189,7 +189,8 @@ TEST(sm_messages_read_as_words) {
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_octree(2, same, NULL, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
                          "particles 0 and 1 are in one octree cell (level 1 at 3, 4, 5)");
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_lattice_box(0, 2, 2, two), PBD_ERROR_INVALID_ARGUMENT,
-                         "nx 0, ny 2 and nz 2 must be >= 1");
+                         "pbd_sm_lattice_box: nx 0 must be >= 1");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_lattice_box(2, 2, -1, two), PBD_ERROR_INVALID_ARGUMENT, "nz -1 must be >= 1");
     float quad[12] = {0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0};
     int bad_tri[6] = {0, 1, 2, 0, 2, 7}, rep_tri[3] = {0, 1, 1};
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_paths(4, quad, 2, bad_tri, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
@@ -205,7 +206,17 @@ TEST(sm_messages_read_as_words) {
     int count;
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_voxelize(quad, 4, bad_tri, 1, 0.0f, org, NULL, 0, &count),
                          PBD_ERROR_INVALID_ARGUMENT, "spacing 0 must be > 0");
+    /* one count at fault is named alone, with its value (the messages
+       listed every count, or blamed a valid one) */
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_voxelize(quad, 4, bad_tri, 1, 0.1f, org, NULL, -1, &count),
+                         PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_voxelize: max_cells -1 must be >= 0");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_paths(4, quad, 1, bad_tri, 1, -2, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_sm_plan_paths: max_path_length -2 must be >= 0");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_lattice(1570, two, 65, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_sm_plan_lattice: region half-width w 65 must be in 1..64");
     int list[2] = {0, 1}, start[2] = {0, 2};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_naive(2, -1, start, list, &p), PBD_ERROR_INVALID_ARGUMENT,
+                         "region_count -1 must be >= 0");
     CHECK_OK(pbd_sm_plan_naive(2, 1, start, list, &p));
     CHECK_ERROR_IN_WORDS(NULL, pbd_sm_plan_path(p, 0, list, 2, &count), PBD_ERROR_INVALID_ARGUMENT,
                          "the plan is not a paths plan");

@@ -550,9 +550,10 @@ TEST(sm_sum_bad_input) {
     /* lattice */
     CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK_ERROR(pbd_sm_plan_lattice(3, NULL, 1, &p), PBD_ERROR_NULL_POINTER, "cells is NULL while particle_count is 3");
-    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
-    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count 3");
-    CHECK_ERROR(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count -1");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm_plan_lattice: region half-width w 0 must be in 1..64");
+    CHECK_ERROR(pbd_sm_plan_lattice(3, cells, 65, &p), PBD_ERROR_INVALID_ARGUMENT, "w 65 must be in 1..64");
+    CHECK_ERROR(pbd_sm_plan_lattice(-1, cells, 1, &p), PBD_ERROR_INVALID_ARGUMENT, "particle_count -1 must be >= 0");
     CHECK_ERROR(pbd_sm_plan_lattice(2, dup, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
                 "particles 0 and 1 are in one lattice cell");
     CHECK_ERROR(pbd_sm_plan_lattice(1, far, 1, &p), PBD_ERROR_INVALID_ARGUMENT,
@@ -600,10 +601,13 @@ TEST(sm_sum_bad_input) {
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, 0, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK_ERROR(pbd_sm_plan_paths(4, NULL, 2, tri, 1, 0, &p), PBD_ERROR_NULL_POINTER, "positions is NULL");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, NULL, 1, 0, &p), PBD_ERROR_NULL_POINTER, "triangles is NULL");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 0, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 65, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, -1, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
-    CHECK_ERROR(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "vertex_count 4");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 0, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "pbd_sm_plan_paths: region half-width w 0 must be in 1..64");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 65, 0, &p), PBD_ERROR_INVALID_ARGUMENT, "w 65 must be in 1..64");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, 2, tri, 1, -1, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "max_path_length -1 must be >= 0");
+    CHECK_ERROR(pbd_sm_plan_paths(4, x, -1, tri, 1, 0, &p), PBD_ERROR_INVALID_ARGUMENT,
+                "triangle_count -1 must be >= 0");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, oob, 1, 0, &p), PBD_ERROR_INDEX_OUT_OF_RANGE,
                 "triangle 0 names vertex 4, outside 0..3");
     CHECK_ERROR(pbd_sm_plan_paths(4, x, 1, rep, 1, 0, &p), PBD_ERROR_DEGENERATE, "triangle 0 repeats vertex 1");
