@@ -4204,18 +4204,25 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (d->point_damping < 0)
         return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "point_damping %g < 0", (double)d->point_damping);
     if (d->max_contacts_per_particle < 1 || d->max_contacts_per_particle > 64)
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "max_contacts_per_particle must be in 1..64");
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "max_contacts_per_particle %d must be in 1..64",
+                                d->max_contacts_per_particle);
     pbd_result solver = pbd__check_solver(NULL, (int)d->mode, d->substeps, d->iterations);
     if (solver != PBD_OK) return pbd__create_logged(d, solver); /* its message names the one at fault */
     if (d->stiffness_correction != 0 && d->stiffness_correction != 1)
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction must be 0 or 1");
-    if (!pbd__finite(d->reference_dt)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt is not finite");
-    if (!pbd__finite(d->granular_cfl)) return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "granular_cfl is not finite");
-    if (d->granular_cfl < 0) return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "granular_cfl must be >= 0");
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "stiffness_correction %d must be 0 or 1",
+                                d->stiffness_correction);
+    if (!pbd__finite(d->reference_dt))
+        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "reference_dt %g is not finite", (double)d->reference_dt);
+    if (!pbd__finite(d->granular_cfl))
+        return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "granular_cfl %g is not finite", (double)d->granular_cfl);
+    if (d->granular_cfl < 0)
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "granular_cfl %g must be >= 0", (double)d->granular_cfl);
     if (!pbd__reference_dt_valid(d->reference_dt))
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "reference_dt must be 0 or in [1e-6, 1] s");
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "reference_dt %g s must be 0 or in [1e-6, 1] s",
+                                (double)d->reference_dt);
     if (d->device != PBD_DEVICE_AUTO && d->device != PBD_DEVICE_GPU && d->device != PBD_DEVICE_CPU)
-        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "device must be PBD_DEVICE_AUTO, _GPU or _CPU");
+        return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT, "device %d must be PBD_DEVICE_AUTO, _GPU or _CPU",
+                                (int)d->device);
     pbd_world tmp;
     memset(&tmp, 0, sizeof tmp);
     tmp.alloc = desc->allocator;
@@ -12757,8 +12764,14 @@ PBDDEF pbd_result pbd_ftl_project(float *points, int n, const float *rest, float
     const void *given[2] = {points, rest};
     if (pbd__check_pointers("pbd_ftl_project", given, names, 2) != PBD_OK) return PBD_ERROR_NULL_POINTER;
     if (n < 2) return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_ftl_project: n = %d, at least 2 points", n);
-    if (!pbd__finite_n(points, 3 * (size_t)n) || !pbd__finite_n(rest, (size_t)n - 1))
-        return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_ftl_project: a point or rest length is not finite");
+    for (int i = 0; i < 3 * n; ++i)
+        if (!pbd__finite(points[i]))
+            return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_ftl_project: points[%d] = %g is not finite (point %d)", i,
+                             (double)points[i], i / 3);
+    for (int i = 0; i < n - 1; ++i)
+        if (!pbd__finite(rest[i]))
+            return pbd__fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_ftl_project: rest[%d] = %g is not finite", i,
+                             (double)rest[i]);
     for (int i = 0; i < n - 1; ++i)
         if (rest[i] < 0)
             return pbd__fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_ftl_project: rest[%d] = %g < 0", i,

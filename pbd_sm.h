@@ -3789,6 +3789,16 @@ static int pbd_sm__finite_n(const float *x, size_t n) {
         if (!pbd_sm__finite(x[i])) return 0;
     return 1;
 }
+/* The refusal of the first of n desc values of fn that is not finite, by
+   its name and value (one message per field, not "a, b or c is not
+   finite"); PBD_OK when all are. */
+static pbd_result pbd_sm__check_finite_named(const pbd_world *w, const char *fn, const float *x,
+                                             const char *const *names, int n) {
+    for (int i = 0; i < n; ++i)
+        if (!pbd_sm__finite(x[i]))
+            return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "%s: %s %g is not finite", fn, names[i], (double)x[i]);
+    return PBD_OK;
+}
 
 /* --- states in snapshots -------------------------------------------------------
    Each kind's pbd_plugin_desc.save_state / load_state (SNAPSHOTS in the
@@ -5532,13 +5542,10 @@ PBD_SM_DEF pbd_result pbd_sm_add_lattice(pbd_world *w, const pbd_sm_lattice_desc
     if (n < 1) return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: cell_count %d < 1", n);
     if (d->half_width < 0)
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: half_width %d < 0", d->half_width);
-    if (!pbd_sm__finite(d->spacing) || !pbd_sm__finite(d->particle_mass) || !pbd_sm__finite(d->radius) ||
-        !pbd_sm__finite(d->origin[0]) || !pbd_sm__finite(d->origin[1]) || !pbd_sm__finite(d->origin[2]))
-        return pbd_world_fail(
-            w, PBD_ERROR_NOT_FINITE,
-            "pbd_sm_add_lattice: spacing %g, particle_mass %g, radius %g or origin (%g, %g, %g) is not finite",
-            (double)d->spacing, (double)d->particle_mass, (double)d->radius, (double)d->origin[0], (double)d->origin[1],
-            (double)d->origin[2]);
+    static const char *const names[6] = {"spacing", "particle_mass", "radius", "origin[0]", "origin[1]", "origin[2]"};
+    const float values[6] = {d->spacing, d->particle_mass, d->radius, d->origin[0], d->origin[1], d->origin[2]};
+    pbd_result nonfinite = pbd_sm__check_finite_named(w, "pbd_sm_add_lattice", values, names, 6);
+    if (nonfinite != PBD_OK) return nonfinite;
     if (!(d->spacing > 0))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_lattice: spacing %g must be > 0",
                               (double)d->spacing);
@@ -7246,13 +7253,10 @@ static pbd_result pbd_sm__volume_check(const pbd_world *w, const pbd_sm_volume_d
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_sm_add_surface_volume: triangle_count %d outside 1..%d", d->triangle_count,
                               INT_MAX / 3);
+    static const char *const names[5] = {"alpha", "beta", "pair_stiffness", "stiffness", "contact_distance"};
     const float params[5] = {d->alpha, d->beta, d->pair_stiffness, d->stiffness, d->contact_distance};
-    if (!pbd_sm__finite_n(params, 5))
-        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE,
-                              "pbd_sm_add_surface_volume: alpha %g, beta %g, pair_stiffness %g, stiffness %g or "
-                              "contact_distance %g is not finite",
-                              (double)d->alpha, (double)d->beta, (double)d->pair_stiffness, (double)d->stiffness,
-                              (double)d->contact_distance);
+    pbd_result nonfinite = pbd_sm__check_finite_named(w, "pbd_sm_add_surface_volume", params, names, 5);
+    if (nonfinite != PBD_OK) return nonfinite;
     if (!(d->alpha >= 0 && d->alpha <= 1))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT, "pbd_sm_add_surface_volume: alpha %g outside [0, 1]",
                               (double)d->alpha);
@@ -9557,12 +9561,10 @@ static pbd_result pbd_sm__check_cloth_desc(pbd_world *mem, const pbd_sm_cloth_de
         return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
                               "pbd_sm_add_cloth: initial_positions contain NaN or infinity (%d vertices)",
                               d->vertex_count);
-    if (!pbd_sm__finite(d->density) || !pbd_sm__finite(d->bending_stiffness) || !pbd_sm__finite(d->thickness) ||
-        !pbd_sm__finite(d->reduction))
-        return pbd_world_fail(
-            NULL, PBD_ERROR_NOT_FINITE,
-            "pbd_sm_add_cloth: density %g, bending_stiffness %g, thickness %g or reduction %g is not finite",
-            (double)d->density, (double)d->bending_stiffness, (double)d->thickness, (double)d->reduction);
+    static const char *const names[4] = {"density", "bending_stiffness", "thickness", "reduction"};
+    const float values[4] = {d->density, d->bending_stiffness, d->thickness, d->reduction};
+    pbd_result nonfinite = pbd_sm__check_finite_named(NULL, "pbd_sm_add_cloth", values, names, 4);
+    if (nonfinite != PBD_OK) return nonfinite;
     if (!(d->density > 0))
         return pbd_world_fail(NULL, PBD_ERROR_NEGATIVE_MASS, "pbd_sm_add_cloth: density %g must be > 0",
                               (double)d->density);

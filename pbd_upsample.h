@@ -882,6 +882,23 @@ static int pbd_up__finite(const float *x, size_t n) {
         if (!(x[i] - x[i] == 0.0f)) return 0; /* NaN and Inf both fail */
     return 1;
 }
+/* The refusal of the first of n counts of fn below min, by its name and
+   value (one message per argument, not "a, b and c must be > 0"); PBD_OK
+   when none is. fn NULL: a helper whose caller names the call. */
+static pbd_result pbd_up__check_counts(const char *fn, const int *v, const char *const *names, int n, int min) {
+    for (int i = 0; i < n; ++i)
+        if (v[i] < min)
+            return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "%s%s%s %d must be >= %d", fn ? fn : "",
+                                  fn ? ": " : "", names[i], v[i], min);
+    return PBD_OK;
+}
+/* The same for the first of n floats that is not finite. */
+static pbd_result pbd_up__check_finite_named(const char *fn, const float *x, const char *const *names, int n) {
+    for (int i = 0; i < n; ++i)
+        if (!pbd_up__finite(x + i, 1))
+            return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "%s: %s %g is not finite", fn, names[i], (double)x[i]);
+    return PBD_OK;
+}
 /* pbd_up__finite for a whole detail mesh every eval: no branch per value,
    so compilers vectorise it. A float is NaN or infinite when its exponent
    bits are all ones; adding one to that exponent field carries into bit 31. */
@@ -1721,10 +1738,12 @@ static pbd_result pbd_up__loop_build(const int *tris, int nt, int nv, int levels
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "internal error: no array for the subdivided triangles");
     if (!nv_out)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "internal error: no count for the subdivided vertices");
-    if (nt <= 0 || nv <= 0 || levels < 0 || levels > 8)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "triangle_count %d and vertex_count %d must be > 0 and levels %d in 0..8", nt, nv,
-                              levels);
+    static const char *const count_names[2] = {"triangle_count", "vertex_count"};
+    const int counts[2] = {nt, nv};
+    pbd_result bad = pbd_up__check_counts(NULL, counts, count_names, 2, 1);
+    if (bad != PBD_OK) return bad;
+    if (levels < 0 || levels > 8)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "levels %d must be in 0..8", levels);
     if ((long long)nt << (2 * levels) > INT_MAX / 12)
         return pbd_world_fail(NULL, PBD_ERROR_OVERFLOW,
                               "%d triangles at %d levels make %lld triangles, too many (at most %d)", nt, levels,
@@ -3084,12 +3103,11 @@ static pbd_result pbd_up__training_check_desc(const pbd_up_training_desc *d) {
     const float f[7] = {
         d->size,  d->time_step, d->amplitude, d->frequency, d->coarse_bending_compliance, d->fine_bending_compliance,
         d->jitter};
-    if (!pbd_up__finite(f, 7))
-        return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
-                              "pbd_up_training_desc: size %g, time_step %g, amplitude %g, frequency %g, "
-                              "bending compliances %g and %g or jitter %g is not finite",
-                              (double)f[0], (double)f[1], (double)f[2], (double)f[3], (double)f[4], (double)f[5],
-                              (double)f[6]);
+    static const char *const f_names[7] = {
+        "size",  "time_step", "amplitude", "frequency", "coarse_bending_compliance", "fine_bending_compliance",
+        "jitter"};
+    pbd_result nonfinite = pbd_up__check_finite_named("pbd_up_training_desc", f, f_names, 7);
+    if (nonfinite != PBD_OK) return nonfinite;
     const char *bad = (int)d->scene < 0 || (int)d->scene > 1                   ? "scene is not a pbd_up_scene"
                       : d->coarse_resolution < 3 || d->coarse_resolution > 256 ? "coarse_resolution outside 3..256"
                       : d->levels < 1 || d->levels > 4                         ? "levels outside 1..4"
@@ -3469,10 +3487,10 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     if (size < need)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_training_save: buffer of %zu bytes, the training set needs %zu", size, need);
-    if (t->coarse_count <= 0 || t->detail_count <= 0 || t->frame_count <= 0)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_training_save: coarse_count %d, detail_count %d and frame_count %d must be > 0",
-                              t->coarse_count, t->detail_count, t->frame_count);
+    static const char *const count_names[3] = {"coarse_count", "detail_count", "frame_count"};
+    const int counts[3] = {t->coarse_count, t->detail_count, t->frame_count};
+    pbd_result bad = pbd_up__check_counts("pbd_up_training_save", counts, count_names, 3, 1);
+    if (bad != PBD_OK) return bad;
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.out = (unsigned char *)buffer;
@@ -3787,10 +3805,10 @@ static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: pbd_up_piu_desc.coarse_frames is NULL");
     if (!d->detail_frames)
         return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_fit: pbd_up_piu_desc.detail_frames is NULL");
-    if (d->coarse_count < 1 || d->detail_count < 1 || d->frame_count < 1)
-        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
-                              "pbd_up_piu_fit: coarse_count %d, detail_count %d and frame_count %d must be >= 1",
-                              d->coarse_count, d->detail_count, d->frame_count);
+    static const char *const count_names[3] = {"coarse_count", "detail_count", "frame_count"};
+    const int counts[3] = {d->coarse_count, d->detail_count, d->frame_count};
+    pbd_result bad = pbd_up__check_counts("pbd_up_piu_fit", counts, count_names, 3, 1);
+    if (bad != PBD_OK) return bad;
     if (d->support < 2 || d->support > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_fit: support %d outside 2..64", d->support);
     if (!(d->regularization >= 0.0f) || !isfinite(d->regularization))

@@ -1322,23 +1322,26 @@ TEST(errors_messages_name_the_one_field_at_fault) {
     pbd_world *none = NULL;
     CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(NULL, &none), PBD_ERROR_NULL_POINTER, "desc is NULL");
     CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    wd.mode = (pbd_solver_mode)7;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
-                         "solver mode 7 is neither PBD_SOLVER_XPBD (0) nor PBD_SOLVER_PBD (1)");
-    wd = pbd_world_desc_default();
-    wd.substeps = 1001;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
-                         "substeps 1001 must be in 1..1000");
-    wd = pbd_world_desc_default();
-    wd.iterations = 0;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT,
-                         "iterations 0 must be in 1..1000");
-    wd = pbd_world_desc_default();
-    wd.gravity[1] = NAN;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_NOT_FINITE, "gravity (0, nan, 0) is not finite");
-    wd = pbd_world_desc_default();
-    wd.point_damping = -1;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), PBD_ERROR_INVALID_ARGUMENT, "point_damping -1 < 0");
+/* one field of the default desc set, and the message that names it */
+#define CREATE_SAYS(field_set, want, needle)                                    \
+    do {                                                                        \
+        wd = pbd_world_desc_default();                                          \
+        field_set;                                                              \
+        CHECK_ERROR_IN_WORDS(NULL, pbd_world_create(&wd, &none), want, needle); \
+    } while (0)
+    CREATE_SAYS(wd.mode = (pbd_solver_mode)7, PBD_ERROR_INVALID_ARGUMENT,
+                "solver mode 7 is neither PBD_SOLVER_XPBD (0) nor PBD_SOLVER_PBD (1)");
+    CREATE_SAYS(wd.substeps = 1001, PBD_ERROR_INVALID_ARGUMENT, "substeps 1001 must be in 1..1000");
+    CREATE_SAYS(wd.iterations = 0, PBD_ERROR_INVALID_ARGUMENT, "iterations 0 must be in 1..1000");
+    CREATE_SAYS(wd.gravity[1] = NAN, PBD_ERROR_NOT_FINITE, "gravity (0, nan, 0) is not finite");
+    CREATE_SAYS(wd.point_damping = -1, PBD_ERROR_INVALID_ARGUMENT, "point_damping -1 < 0");
+    CREATE_SAYS(wd.max_contacts_per_particle = 65, PBD_ERROR_INVALID_ARGUMENT,
+                "max_contacts_per_particle 65 must be in 1..64");
+    CREATE_SAYS(wd.reference_dt = 2, PBD_ERROR_INVALID_ARGUMENT, "reference_dt 2 s must be 0 or in [1e-6, 1] s");
+    CREATE_SAYS(wd.granular_cfl = -0.5f, PBD_ERROR_INVALID_ARGUMENT, "granular_cfl -0.5 must be >= 0");
+    CREATE_SAYS(wd.device = (pbd_device)9, PBD_ERROR_INVALID_ARGUMENT,
+                "device 9 must be PBD_DEVICE_AUTO, _GPU or _CPU");
+#undef CREATE_SAYS
     CHECK(none == NULL);
     /* the mesh generators */
     pbd_mesh m;
@@ -1363,6 +1366,13 @@ TEST(errors_messages_name_the_one_field_at_fault) {
                          "pbd_strain_limit_triangle: max_stretch 0.5 must be >= 1");
     CHECK_ERROR_IN_WORDS(NULL, pbd_ftl_project(tri, 3, NULL, NULL), PBD_ERROR_NULL_POINTER,
                          "pbd_ftl_project: rest is NULL");
+    float rest2[2] = {0.1f, NAN};
+    CHECK_ERROR_IN_WORDS(NULL, pbd_ftl_project(tri, 3, rest2, NULL), PBD_ERROR_NOT_FINITE,
+                         "pbd_ftl_project: rest[1] = nan is not finite");
+    tri[4] = INFINITY;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_ftl_project(tri, 3, rest2, NULL), PBD_ERROR_NOT_FINITE,
+                         "pbd_ftl_project: points[4] = inf is not finite (point 1)");
+    tri[4] = 0;
     /* on a world */
     pbd_world *w = pbdt_world(-9.81f);
     CHECK_ERROR_IN_WORDS(w, pbd_world_set_solver(w, PBD_SOLVER_XPBD, 4, 1001), PBD_ERROR_INVALID_ARGUMENT,

@@ -1166,6 +1166,13 @@ TEST(sm_shape_bad_input) {
                       "cell 1 (1000000, 0, 0) lies at x");
     cells[3] = 1;
     ld.spacing = 0.1f;
+    ld.origin[1] = NAN; /* the one value at fault (all six were listed) */
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NOT_FINITE,
+                      "pbd_sm_add_lattice: origin[1] nan is not finite");
+    ld.origin[1] = 0;
+    ld.radius = -1;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                      "pbd_sm_add_lattice: radius -1 must be >= 0");
     ld.radius = 0;
     ld.cells = NULL;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NULL_POINTER,

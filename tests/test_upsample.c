@@ -513,9 +513,13 @@ TEST(up_model_bad_input) {
     int tris[9] = {0, 1, 2, 0, 2, 3, 0, 3, 1};
     CHECK_ERROR(pbd_up_subdivision_create(NULL, 3, 4, 1, &out), PBD_ERROR_NULL_POINTER, "triangles is NULL");
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 1, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
-    CHECK_ERROR(pbd_up_subdivision_create(tris, 0, 4, 1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 0");
-    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 9, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
-    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT, "nt 3");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 0, 4, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                "triangle_count 0 must be >= 1");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, 9, &out), PBD_ERROR_INVALID_ARGUMENT, "levels 9 must be in 0..8");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 4, -1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                "levels -1 must be in 0..8");
+    CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 0, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
+                "vertex_count 0 must be >= 1");
     CHECK_ERROR(pbd_up_subdivision_create(tris, 3, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
                 "triangle 1 names vertex 3, outside 0..2");
     int *strip = (int *)malloc(sizeof(int) * 3 * 3000);
@@ -936,6 +940,10 @@ TEST(up_training_drop_and_bad_desc) {
     d.size = NAN;
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE, "size nan");
     d = upt_training_desc(PBD_UP_SCENE_CAPE);
+    d.jitter = INFINITY; /* named alone (every value was listed) */
+    CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_NOT_FINITE,
+                "pbd_up_training_desc: jitter inf is not finite");
+    d = upt_training_desc(PBD_UP_SCENE_CAPE);
     d.time_step = 0;
     CHECK_ERROR(pbd_up_training_generate(&d, &t), PBD_ERROR_INVALID_ARGUMENT,
                 "time_step outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] = [1e-6, 1] s (scene 0,");
@@ -1067,7 +1075,7 @@ TEST(up_messages_read_as_words) {
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(oob, 1, 3, 1, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
                          "triangle 0 names vertex 5, outside 0..2");
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 9, &out), PBD_ERROR_INVALID_ARGUMENT,
-                         "levels 9 in 0..8");
+                         "levels 9 must be in 0..8");
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_subdivision_create(fan, 3, 5, 1, &out), PBD_ERROR_INVALID_ARGUMENT,
                          "edge (0, 1) is in 3 triangles: the mesh must be edge-manifold");
     /* a wrinkle mesh's desc */
@@ -1106,6 +1114,20 @@ TEST(up_messages_read_as_words) {
     frames[4] = INFINITY;
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_NOT_FINITE,
                          "coarse_frames contain NaN or infinity (1 frames)");
+    /* the one count at fault, alone (all three were listed) */
+    pd.frame_count = 0;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_piu_fit(&pd, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_piu_fit: frame_count 0 must be >= 1");
+    pd.frame_count = 1;
+    pbd_up_training empty; /* arrays there, no frame */
+    memset(&empty, 0, sizeof empty);
+    empty.coarse_count = empty.detail_count = 3;
+    int no_tris[3] = {0, 1, 2};
+    empty.coarse_triangles = empty.detail_triangles = no_tris;
+    empty.coarse_rest = empty.detail_rest = empty.coarse = empty.detail = frames;
+    unsigned char tbuf[4096];
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_training_save(&empty, tbuf, sizeof tbuf), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_training_save: frame_count 0 must be >= 1");
     pbd_up_wpsd_desc wpd = pbd_up_wpsd_desc_default();
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_NULL_POINTER, "subdivision is NULL");
     int far_tri[3] = {0, 1, 99};
