@@ -3429,7 +3429,8 @@ static void pbd_up__training_io(pbd_up__io *io, pbd_up_training *t) {
         return;
     }
     size_t cc = (size_t)t->coarse_count * 3, dc = (size_t)t->detail_count * 3, nf = (size_t)t->frame_count;
-    if (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf) {
+    /* nf is 0 when measuring a set without frames (save refuses it after) */
+    if (nf && (cc > (size_t)-1 / nf || dc > (size_t)-1 / nf)) {
         io->bad = 1;
         return;
     }
@@ -3479,6 +3480,11 @@ PBD_UP_DEF size_t pbd_up_training_save_size(const pbd_up_training *t) {
 PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffer, size_t size) {
     if (!t) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: t is NULL");
     if (!buffer) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_training_save: buffer is NULL");
+    /* the counts first: a set without frames has no size to compare */
+    static const char *const count_names[3] = {"coarse_count", "detail_count", "frame_count"};
+    const int counts[3] = {t->coarse_count, t->detail_count, t->frame_count};
+    pbd_result bad = pbd_up__check_counts("pbd_up_training_save", counts, count_names, 3, 1);
+    if (bad != PBD_OK) return bad;
     size_t need = pbd_up_training_save_size(t);
     if (!need)
         return pbd_world_fail(
@@ -3487,10 +3493,6 @@ PBD_UP_DEF pbd_result pbd_up_training_save(const pbd_up_training *t, void *buffe
     if (size < need)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_training_save: buffer of %zu bytes, the training set needs %zu", size, need);
-    static const char *const count_names[3] = {"coarse_count", "detail_count", "frame_count"};
-    const int counts[3] = {t->coarse_count, t->detail_count, t->frame_count};
-    pbd_result bad = pbd_up__check_counts("pbd_up_training_save", counts, count_names, 3, 1);
-    if (bad != PBD_OK) return bad;
     pbd_up__io io;
     memset(&io, 0, sizeof io);
     io.out = (unsigned char *)buffer;
