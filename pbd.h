@@ -205,38 +205,45 @@
        velocities (p - x) / h of rounding-size motions in float range (and
        alpha~ = compliance / h^2 is capped at 1e30, so any valid compliance
        works); a step longer than 1 s is no simulation step - a game that
-       lost time clamps its frame. A long step keeps the substep of a 1/60
-       s one: substeps counts per pbd_world_desc.reference_dt (default
-       1/60 s), so a 1/30 s step takes 8 substeps, a 0.25 s hitch 60, at
-       that multiple of the cost (pbd_world_step_substeps). The reason: at
-       a long substep constraints are far from converged, and the error a
-       step leaves the next step removes and turns into velocity, error /
-       h. Measured on README.md's hello-world cloth, with the default /
-       with reference_dt = 0 (a fixed 4 substeps): at rest on its sphere
-       after 5 s of 1/30 s steps its worst edge is 16% / 43% long (1/60 s:
-       16%); at steady 0.25 s steps it reaches 22% / 20 to 41 times its
-       rest length within 4 steps; one 0.25 s frame after it rests throws
-       it off at up to 0.01 / 13 m/s in the next 2 s (0.1 s: 0.01 / 3.2
-       m/s); 1 s then 1/60 s: 0.8 / 199 m/s. What is left: a long step
-       followed by a far shorter one whose substep is far shorter than
-       the reference's turns the long step's small error into a large
-       velocity (1 s then 1e-6 s: over 1e4 m/s; fixed: over 2e6 m/s), so do not
-       pass a step of microseconds after a long one. Milder, the same for
-       a short step among 1/60 s ones: the resting cloth given one step
-       of 10, 5 or 1 ms jolts to 0.18, 0.52 or 2.8 m/s, swings up to
-       0.36, 1.1 or 7.3 m/s in the second after and settles again
-       (the static friction that holds its stretch is mu times the normal
-       correction, which shrinks with the substep's square). Water
-       jolts more, the compression it rests on let go within one short
-       substep: 10 x 10 x 10 particles at 5 cm resting in a tank, one step
-       of 1, 0.3 or 0.1 ms: 1.6, 5.2 or 15.6 m/s, spray up to 0.6, 1.6
-       or 22 m high, settled again 10 s later (test
-       fluid_one_short_step_is_not_amplified). Keep dt steady: a fixed
-       step and an accumulator, the remainder carried over rather than
-       stepped. The step does not settle that error without velocity when the substep drops
-       (pre-stabilization, as for contacts): tried, 1 or 4 such solver
-       passes before the short step cut the fixed-count 1/60 s case's speed
-       by 11% or 40% only and the 1e-6 s case's by 12% or 35%.
+       lost time clamps its frame. Every step keeps about the substep of a
+       1/60 s one: substeps counts per pbd_world_desc.reference_dt
+       (default 1/60 s), so a 1/30 s step takes 8 substeps, a 0.25 s hitch
+       60, at that multiple of the cost, and a shorter step fewer (2 at 120
+       or 144 Hz, 1 from 1/240 s down; pbd_world_step_substeps). The
+       reason: at a limited number of iterations the constraints are not
+       converged, and the error a step leaves depends on its substep (a
+       long one leaves more; gravity moves a resting cloth by g h^2 a
+       substep, and its stretch follows); the next step, of another
+       substep, removes or adds the difference and turns it into velocity,
+       error / h. Measured on README.md's hello-world cloth, with the
+       default / with reference_dt = 0 (a fixed 4 substeps): at rest on its
+       sphere after 5 s of 1/30 s steps its worst edge is 16% / 43% long
+       (1/60 s: 16%); at steady 0.25 s steps it reaches 22% / 20 to 41
+       times its rest length within 4 steps; one 0.25 s frame after it
+       rests throws it off at up to 0.01 / 13 m/s in the next 2 s (0.1 s:
+       0.01 / 3.2 m/s); 1 s then 1/60 s: 0.01 / 199 m/s; one step of 10, 5
+       or 1 ms among 1/60 s ones jolts it to 0.09, 0.09 or 0.27 m/s and it
+       swings up to 0.13, 0.19 or 0.34 m/s in the second after (a fixed 4
+       substeps: 0.18, 0.52, 2.8 and 0.36, 1.1, 7.3 m/s); stepped at 144 Hz
+       after 60 Hz it jolts to 0.6 m/s and moves at 0.06 m/s 2 s later
+       (when short steps kept 4 substeps, as 0.2 did at first: 5.3 and 1
+       m/s); frame times drawn at random from 8 to 33 ms keep it moving at
+       up to 0.5 m/s (was 1.3). Water jolts more, the compression it rests
+       on let go within one short substep: 10 x 10 x 10 particles at 5 cm
+       resting in a tank, one step of 1, 0.3 or 0.1 ms: 0.2, 0.6 or 1.9 m/s
+       (4 substeps: 1.4, 4.8, 14.5 m/s; test
+       fluid_one_short_step_is_not_amplified). What is left: a step of
+       microseconds, whose one substep is thousands of times shorter than
+       the reference's, turns the error of the step before into a huge
+       velocity (after 5 s at rest, one 1e-6 s step throws the cloth up at
+       1600 m/s, after a 1 s step too; a fixed 4 substeps: over 2e6 m/s),
+       so do not pass such a step. Keep dt steady: a fixed step and an
+       accumulator, the remainder carried over rather than stepped. The
+       step does not settle that error without velocity when the substep
+       drops (pre-stabilization, as for contacts): tried, 1 or 4 such
+       solver passes before the short step cut the fixed-count 1/60 s
+       case's speed by 11% or 40% only and the 1e-6 s case's by 12% or
+       35%.
      * Non-finite steps: a step that produces NaN or infinity anyway (an
        acceleration field or plugin that returns huge values, velocities
        that overflow) is caught at its end (every position and velocity is
@@ -865,8 +872,9 @@ typedef struct pbd_world_desc {
     float gravity[3];              /* m/s^2, default (0, -9.81, 0) */
     int substeps;                  /* default 4, 1..1000 */
     float reference_dt;            /* s: substeps is the count for a step this long; a
-                                      longer step takes proportionally more (see
-                                      pbd_world_step_substeps); default 1/60, 0: a fixed count */
+                                      longer step takes proportionally more, a shorter
+                                      one fewer (at least 1; see pbd_world_step_substeps);
+                                      default 1/60, 0: a fixed count */
     int iterations;                /* per substep, default 4, 1..1000 */
     pbd_solver_mode mode;          /* default PBD_SOLVER_XPBD */
     int stiffness_correction;      /* PBD mode: use k' (survey 3.3); default 1 */
@@ -1008,13 +1016,16 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 /* The substeps pbd_world_step(w, dt) takes: the largest of
-   - substeps, or for a step longer than reference_dt (pbd_world_desc,
-     default 1/60 s) ceil(substeps dt / reference_dt) (0.1% slack: a dt of
-     0.016667 is 1/60): every step keeps the substep of a reference step,
-     dt / substeps at most reference_dt / substeps, so a long frame (a
-     hitch, 30 Hz) is simulated as well as a 60 Hz one at its cost
-     (4 substeps at 1/60 s, 8 at 1/30, 60 at 0.25, 240 at 1 s); shorter
-     steps take substeps. reference_dt = 0 makes substeps a fixed count.
+   - ceil(substeps dt / reference_dt) (pbd_world_desc, default 1/60 s;
+     0.1% slack: a dt of 0.016667 is 1/60), at least 1: every step keeps
+     about the substep of a reference step, at most reference_dt /
+     substeps, so a long frame (a hitch, 30 Hz) is simulated as well as a
+     60 Hz one at its cost, and a short one (120 Hz, a jittery frame time)
+     takes the same substep as far as whole substeps allow, which keeps a
+     resting cloth or tank from jolting when the frame time changes
+     (CONVENTIONS, "Time steps"): 1 substep up to 1/240 s, 2 at 1/120 s, 3
+     at 10 ms, 4 at 1/60 s, 8 at 1/30, 60 at 0.25, 240 at 1 s.
+     reference_dt = 0 makes substeps a fixed count at any dt.
    - what the fluids, grains and pinned cloths need:
      pbd_fluid_desc.gravity_cfl, pbd_world_desc.granular_cfl,
      pbd_cloth_desc.gravity_cfl;
@@ -18198,13 +18209,20 @@ static void pbd__substep(pbd_world *w, float h, int s, int S) {
 
 PBDDEF int pbd_world_thread_team(const pbd_world *w) { return w ? w->last_team : 0; }
 
-/* The world's substeps per reference_dt: a step longer than it keeps the
-   reference's substep. The 0.1% slack keeps a dt written as 0.016667 one
-   reference step (1.00002 of 1/60). */
+/* The world's substeps per reference_dt: every step keeps about the
+   reference's substep, a longer one with more substeps, a shorter one
+   with fewer (at least 1). The 0.1% slack keeps a dt written as 0.016667
+   one reference step (1.00002 of 1/60). Why fewer: at a limited number of
+   iterations a resting cloth's stretch depends on the substep (gravity
+   moves it by g h^2 a substep), and a step of another substep shifts it,
+   which its velocities then carry: the README's cloth at rest on its
+   sphere, stepped at 144 Hz after 60 Hz, jolted to 5.3 m/s and moved at
+   1 m/s 2 s later at 4 substeps of 1.7 ms; at 2 of 3.5 ms, 0.6 and 0.06
+   m/s. */
 static int pbd__reference_substeps(const pbd_world *w, float dt) {
-    if (!(w->reference_dt > 0) || dt <= w->reference_dt) return w->substeps;
+    if (!(w->reference_dt > 0)) return w->substeps;
     double n = ceil((double)w->substeps * (double)dt / ((double)w->reference_dt * 1.001));
-    return n > 1000 ? 1000 : n < w->substeps ? w->substeps : (int)n;
+    return n > 1000 ? 1000 : n < 1 ? 1 : (int)n;
 }
 
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt) {

@@ -95,9 +95,10 @@ TEST(plugin_callback_order_and_projection) {
     pbd_plugin id = {0};
     CHECK_OK(pbd_add_plugin(w, &d, &id));
     CHECK(id.id != 0 && pbd_world_plugin_count(w) == 1);
-    int substeps, iterations;
+    int substeps = pbd_world_step_substeps(w, 0.01f), iterations; /* 3: a 10 ms step keeps the 1/240 s substep */
     pbd_solver_mode mode;
-    CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
+    CHECK_OK(pbd_world_get_solver(w, &mode, NULL, &iterations));
+    CHECK(substeps == 3);
     for (int f = 0; f < 3; ++f) CHECK_OK(pbd_world_step(w, 0.01f));
     CHECK(c.begin_step == 3 && c.end_step == 3);
     CHECK(c.begin_substep == 3 * substeps && c.end_substep == 3 * substeps);
@@ -162,9 +163,9 @@ TEST(plugin_parallel_team) {
     CHECK_OK(pbd_add_plugin(w, &d, NULL));
     CHECK_OK(pbd_world_set_threads(w, 2));
     CHECK_OK(pbd_world_step(w, 0.01f));
-    int substeps, iterations;
+    int substeps = pbd_world_step_substeps(w, 0.01f), iterations;
     pbd_solver_mode mode;
-    CHECK_OK(pbd_world_get_solver(w, &mode, &substeps, &iterations));
+    CHECK_OK(pbd_world_get_solver(w, &mode, NULL, &iterations));
 #if defined(_OPENMP) && !defined(PBD_NO_OPENMP)
     int want_team = 2; /* set_threads(2) asks for exactly two */
 #else

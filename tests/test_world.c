@@ -595,8 +595,9 @@ static unsigned char *older_snapshot(const unsigned char *snap, size_t n, size_t
     return old;
 }
 
-/* reference_dt: substeps count per reference step, so a longer step keeps
-   the reference's substep (pbd_world_step_substeps); refused values change
+/* reference_dt: substeps count per reference step, so every step keeps
+   about the reference's substep, a longer one with more substeps, a
+   shorter one with fewer, at least 1 (pbd_world_step_substeps); refused values change
    nothing; snapshots keep it, and a version 9 one (before it) restores
    with a fixed count. */
 TEST(world_reference_dt_keeps_the_substep) {
@@ -605,8 +606,9 @@ TEST(world_reference_dt_keeps_the_substep) {
     pbd_world *w = make_default_world();
     if (!w) return;
     add_one(w, 0, 1, 0, 1.0f);
-    const float dts[] = {1.0f / 60, 0.016667f, 1.0f / 120, 1e-6f, 0.017f, 0.02f, 1.0f / 30, 0.25f, 1.0f};
-    const int want[] = {4, 4, 4, 4, 5, 5, 8, 60, 240};
+    const float dts[] = {1.0f / 60, 0.016667f, 1.0f / 120, 1e-6f, 0.017f,    0.02f,
+                         1.0f / 30, 0.25f,     1.0f,       0.01f, 1.0f / 240};
+    const int want[] = {4, 4, 2, 1, 5, 5, 8, 60, 240, 3, 1};
     for (int k = 0; k < (int)(sizeof want / sizeof *want); ++k)
         CHECK_MSG(pbd_world_step_substeps(w, dts[k]) == want[k], "dt %g: %d substeps, want %d", (double)dts[k],
                   pbd_world_step_substeps(w, dts[k]), want[k]);
@@ -614,7 +616,8 @@ TEST(world_reference_dt_keeps_the_substep) {
     CHECK(pbd_world_step_substeps(w, 1.0f) == 1000); /* capped */
     CHECK_OK(pbd_world_set_solver(w, PBD_SOLVER_XPBD, 2, 4));
     CHECK_OK(pbd_world_set_reference_dt(w, 1.0f / 120));
-    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4 && pbd_world_step_substeps(w, 1.0f / 240) == 2);
+    CHECK(pbd_world_step_substeps(w, 1.0f / 60) == 4 && pbd_world_step_substeps(w, 1.0f / 120) == 2 &&
+          pbd_world_step_substeps(w, 1.0f / 240) == 1 && pbd_world_step_substeps(w, 1.0f / 480) == 1);
     /* a 1/30 s step is two 1/60 s steps' worth of substeps: a free fall
        lands where 2 x 4 substeps of 1/240 s put it */
     CHECK_OK(pbd_world_step(w, 1.0f / 30));
