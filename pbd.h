@@ -2348,6 +2348,11 @@ PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin p, long work);
    handle reports its own, as pbd_sm.h does. */
 PBDDEF pbd_result pbd_plugin_get(const pbd_world *w, pbd_plugin p, const void **kind, void **user);
 PBDDEF int pbd_world_plugin_count(const pbd_world *w);
+/* The index-th plugin (0 <= index < pbd_world_plugin_count, in the order
+   of their slots), id 0 for an index out of range: for an extension that
+   looks at its other things in a world (pbd_sm.h refuses an oriented set
+   on particles that another set already holds). */
+PBDDEF pbd_plugin pbd_world_plugin(const pbd_world *w, int index);
 /* Errors and memory of extensions, so that they follow pbd.h's conventions
    (CONVENTIONS; docs/DESIGN.md sections 2.3 and 2.4).
    pbd_world_fail reports an error as pbd.h's own calls do: it writes
@@ -16837,6 +16842,12 @@ PBDDEF pbd_result pbd_plugin_get(const pbd_world *w, pbd_plugin handle, const vo
     if (kind) *kind = w->plugins[i].d.kind;
     if (user) *user = w->plugins[i].d.user;
     return PBD_OK;
+}
+
+PBDDEF pbd_plugin pbd_world_plugin(const pbd_world *w, int index) {
+    pbd_plugin p;
+    p.id = w ? pbd__nth_live(w->plugins, sizeof *w->plugins, w->nplugins, index) : 0u;
+    return p;
 }
 
 PBDDEF pbd_result pbd_plugin_set_work(pbd_world *w, pbd_plugin handle, long work) {

@@ -891,7 +891,9 @@ PBD_SM_DEF pbd_sm_oriented_desc pbd_sm_oriented_desc_default(void);
    pointers; INVALID_ARGUMENT for an empty range, a stiffness outside
    [0, 1], iterations outside 1..100, a radius above PBD_MAX_RADIUS
    (pbd.h's bound on particles), an edge listed twice (the same two
-   particles either way round; the message names both edges);
+   particles either way round; the message names both edges), a
+   particle that another set holds (a particle belongs to one set: in
+   two it would be matched twice, twice as stiff);
    INDEX_OUT_OF_RANGE for particles or edge ends outside the range;
    DEGENERATE for a self edge, radii <= 0, a zero quaternion, or a zero
    total mass (every particle of mass 0; particles of mass 0 among others
@@ -6428,6 +6430,28 @@ static pbd_result pbd_sm__oriented_refuse_duplicate_edge(pbd_world *w, const pbd
     return PBD_OK;
 }
 
+/* A particle in two oriented sets would be matched by both, twice as
+   stiff (an audit: a branch sagged half as far), as strands refuse a
+   particle of another strand: refused, naming the other set's range. */
+static pbd_result pbd_sm__oriented_refuse_shared(pbd_world *w, const pbd_sm_oriented_desc *d) {
+    const void *own = pbd_sm__plugin_kind(PBD_SM__TAG_ORIENTED);
+    for (int k = 0; k < pbd_world_plugin_count(w); ++k) {
+        const void *kind;
+        void *user;
+        if (pbd_plugin_get(w, pbd_world_plugin(w, k), &kind, &user) != PBD_OK || kind != own) continue;
+        const pbd_sm__oriented *o = (const pbd_sm__oriented *)user;
+        int lo = d->particles.first > o->first ? d->particles.first : o->first;
+        int hi = d->particles.first + d->particles.count < o->first + o->count ? d->particles.first + d->particles.count
+                                                                               : o->first + o->count;
+        if (lo < hi)
+            return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
+                                  "pbd_sm_add_oriented: particle %d is in another oriented set (particles %d..%d): "
+                                  "a particle belongs to one set only",
+                                  lo, o->first, o->first + o->count - 1);
+    }
+    return PBD_OK;
+}
+
 /* The 1-ring groups as CSR lists: centre first, then its neighbours in
    increasing order (each once: a particle's edges name distinct
    neighbours, pbd_sm__oriented_refuse_duplicate_edge). */
@@ -6476,6 +6500,7 @@ PBD_SM_DEF pbd_result pbd_sm_add_oriented(pbd_world *w, const pbd_sm_oriented_de
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_sm_add_oriented: d is NULL");
     pbd_result res = pbd_sm__oriented_check(w, d);
     if (res == PBD_OK) res = pbd_sm__oriented_refuse_duplicate_edge(w, d);
+    if (res == PBD_OK) res = pbd_sm__oriented_refuse_shared(w, d);
     if (res != PBD_OK) return res;
     int n = d->particles.count;
     pbd_sm__oriented *o = (pbd_sm__oriented *)pbd_sm__alloc_n(w, 1, sizeof *o);

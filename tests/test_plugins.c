@@ -95,6 +95,8 @@ TEST(plugin_callback_order_and_projection) {
     pbd_plugin id = {0};
     CHECK_OK(pbd_add_plugin(w, &d, &id));
     CHECK(id.id != 0 && pbd_world_plugin_count(w) == 1);
+    CHECK(pbd_world_plugin(w, 0).id == id.id && pbd_world_plugin(w, 1).id == 0 && pbd_world_plugin(w, -1).id == 0 &&
+          pbd_world_plugin(NULL, 0).id == 0);
     int substeps = pbd_world_step_substeps(w, 0.01f), iterations; /* 3: a 10 ms step keeps the 1/240 s substep */
     pbd_solver_mode mode;
     CHECK_OK(pbd_world_get_solver(w, &mode, NULL, &iterations));

@@ -655,6 +655,17 @@ TEST(sm_oriented_bad_input) {
     /* out may be NULL (the world owns the set) */
     CHECK_OK(pbd_sm_add_oriented(w, &good, NULL));
     CHECK(pbd_world_plugin_count(w) == 1);
+    /* a particle belongs to one set: a second set on any of them (it
+       would match them twice, twice as stiff) is refused */
+    pbd_sm_oriented_desc twice = good;
+    twice.particles.first += 2;
+    twice.particles.count = 1;
+    twice.edge_count = 0;
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &good, &o), PBD_ERROR_INVALID_ARGUMENT,
+                      "particle 0 is in another oriented set (particles 0..2)");
+    CHECK_WORLD_ERROR(w, pbd_sm_add_oriented(w, &twice, &o), PBD_ERROR_INVALID_ARGUMENT,
+                      "particle 2 is in another oriented set");
+    CHECK(pbd_world_plugin_count(w) == 1);
     free(before);
     free(after);
     pbd_world_destroy(w);
