@@ -8648,9 +8648,15 @@ static pbd_result pbd_sm__coarse_masses(pbd_world *mem, pbd_sm__level *C, const 
    0.06 mJ); not verified, but eq. 18's goal (the scale of A = A_pq
    A_qq^-1 clamped) is not the mass-weighted closest one, so it too is
    no projection in the mass metric. The rest R rest_F keeps
-   a rigid motion matched exactly. Rows of the fallback (a coarse vertex no
-   finer vertex reads) stay as built. */
-static void pbd_sm__galerkin(pbd_sm__level *C, const pbd_sm__level *F) {
+   a rigid motion matched exactly. Nested, a kept vertex (keep_vertices:
+   those you pin) weighs 1000 times its mass in R, as a pinned corner does
+   in the matching (an infinite mass makes R inject it): a pinned one then
+   stays at its pin on every level, and its coarse triangles at their
+   rest; weighed as the others, the coarse vertex sat at the mean of its
+   neighbourhood and the worst edge at a pinned corner of a hanging cloth
+   doubled (bench/sm_cloth_window). Rows of the fallback (a coarse vertex
+   no finer vertex reads) stay as built. */
+static void pbd_sm__galerkin(pbd_sm__level *C, const pbd_sm__level *F, const unsigned char *kept) {
     for (int v = 0; v < C->nv; ++v) {
         double sw = 0, rr[3] = {0, 0, 0};
         for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
@@ -8658,7 +8664,7 @@ static void pbd_sm__galerkin(pbd_sm__level *C, const pbd_sm__level *F) {
             double pw = 0;
             for (int k = 0; k < 3; ++k)
                 if (C->pro_idx[3 * f + k] == v) pw += C->pro_w[3 * f + k];
-            sw += pw * F->mass[f];
+            sw += pw * (kept && kept[f] ? 1000.0 : 1.0) * F->mass[f];
         }
         if (!(sw > 0)) continue; /* a fallback row: as it was */
         for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
@@ -8666,7 +8672,7 @@ static void pbd_sm__galerkin(pbd_sm__level *C, const pbd_sm__level *F) {
             double pw = 0;
             for (int k = 0; k < 3; ++k)
                 if (C->pro_idx[3 * f + k] == v) pw += C->pro_w[3 * f + k];
-            C->res_w[e] = (float)(pw * F->mass[f] / sw);
+            C->res_w[e] = (float)(pw * (kept && kept[f] ? 1000.0 : 1.0) * F->mass[f] / sw);
         }
         const float *o = F->rest + 3 * C->res_idx[C->res_start[v]];
         for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
@@ -8728,7 +8734,31 @@ static pbd_result pbd_sm__build_hierarchy(pbd_sm__cloth *c, const pbd_sm_cloth_d
         pbd_sm__free(mem, map);
     }
     pbd_sm__free(mem, lock_f);
-    for (int l = levels - 1; l > 0 && r == PBD_OK; --l) pbd_sm__galerkin(&c->lv[l - 1], &c->lv[l]);
+    /* nested: a kept vertex weighs 1000 times its mass in R (as a pinned
+       corner does in the matching), so a pinned one is at its pin on every
+       level, and its rest where it is */
+    unsigned char *kf = NULL;
+    if (r == PBD_OK && c->nested && d->keep_count > 0) {
+        kf = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)top->nv, 1);
+        if (!kf) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+        else {
+            memset(kf, 0, (size_t)top->nv);
+            for (int k = 0; k < d->keep_count; ++k) kf[d->keep_vertices[k]] = 1;
+        }
+    }
+    for (int l = levels - 1; l > 0 && r == PBD_OK; --l) {
+        pbd_sm__level *C = &c->lv[l - 1];
+        pbd_sm__galerkin(C, &c->lv[l], kf);
+        if (kf) {
+            unsigned char *kc = (unsigned char *)pbd_sm__alloc_n(mem, (size_t)C->nv, 1);
+            if (!kc) r = pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+            else
+                for (int v = 0; v < C->nv; ++v) kc[v] = kf[C->fine_of[v]];
+            pbd_sm__free(mem, kf);
+            kf = kc;
+        }
+    }
+    pbd_sm__free(mem, kf);
     return r;
 }
 
