@@ -249,21 +249,40 @@
        pbd_sm_add_cloth(w, &d, &cloth, &r);
        pbd_particle_pin(w, r.first + 0); pbd_particle_pin(w, r.first + 99);
        for (...) pbd_world_step(w, 0.005f);     // colliders and friction: the world's
-   Its internal forces keep its momentum (a free cloth's centre of mass
-   stays within millimetres, test sm_cloth_internal_forces_keep_the_momentum):
-   a coarse level's masses are P^T m, the finer masses seen through the
+   Its internal forces keep its momentum (test
+   sm_cloth_internal_forces_keep_the_momentum: its centre of mass within
+   1 mm; float rounding, mostly the edge kernel's, moves a free cloth of
+   the defaults 1 m up by up to 5 cm in 10 s at the world's 4 x 4): a
+   coarse level's masses are P^T m, the finer masses seen through the
    prolongation P (the paper gives coarse levels no masses; their area
-   masses made the prolongation add momentum, and a free cloth started
-   from a rumpled pose drifted off at 0.7 m/s), the bending force takes one
+   masses made the prolongation add momentum), the bending force takes one
    stabilising factor for every vertex, and the per-triangle damping
-   gives back its net impulse. Its angular momentum is not kept: the 2D
-   matching takes its rotation from polar(A_pq A_qq^-1), not the
-   torque-free polar(A_pq), and the prolongation is not torque-free. The
-   same free 20 x 20 cloth of the defaults in zero gravity, started still
-   with +-5 mm of noise, has an angular momentum of 0.05 kg m^2/s after 10
-   s (a rigid spin of 2 rad/s about its normal has 0.034), and that spin
-   halves in 10 s; not nested and without wrinkle conservation it spins
-   up to 0.49 kg m^2/s.
+   gives back its net impulse. A coarse level's positions and rest shape
+   are the finer level's through the mass-weighted restriction R = M_C^-1
+   P^T M_F (the paper's restriction, section 4.3, the transposed
+   prolongation with its rows normalised, weighted by the finer masses;
+   for nested levels too, where the paper shares the vertices): a coarse
+   correction, prolongated by P, then moves the fine vertices along the
+   coarse constraints' own gradient in the mass metric. Nested levels
+   copied their fine vertices and prolongated by P, a mismatch that fed
+   energy in with every V-cycle: the same free 20 x 20 cloth of the
+   defaults in zero gravity, started still with +-5 mm of noise, had 494
+   mJ of kinetic energy after 1 s at the world's 4 x 4 (vertices at 7-11
+   m/s) and blew up between 2 and 5 s at 4 x 1; now 0.14 and 0.34 mJ,
+   falling (test sm_cloth_free_cloth_stays_calm), and dropped on the
+   README's sphere it stays on it (it fell off to the floor). A vertex in
+   keep_vertices weighs 1000 times its mass in R, so a pinned corner stays
+   at its pin on every level. Its angular momentum is kept only roughly:
+   the 2D matching takes its rotation from polar(A_pq A_qq^-1), not the
+   torque-free polar(A_pq), and the prolongation is not torque-free; that
+   free cloth has 0.0007 kg m^2/s after 10 s at 4 x 4 and 0.0002 at 4 x 1
+   (a rigid spin of 2 rad/s about its normal has 0.034). Not settled:
+   with wrinkle conservation on and bending_stiffness 0 the free cloth
+   still gains energy (84 mJ after 1 s at 4 x 4, 20 at 4 x 1; under 0.06
+   without wrinkle conservation), and with the default bending its
+   energy creeps up from 0.04 mJ at 10 s to 2.4 mJ at 40 s at 4 x 4;
+   draped on the sphere, under 1 mJ, it still has vertices at 0.8 m/s
+   after 20 s.
    The cloth's stiffness grows with the levels and as the step shrinks
    (the paper's figure 7 and table 3; bench/multires.c --repro reproduces
    them), so it is stiff at small steps only: a 1 m cloth of 40 x 40
@@ -273,25 +292,23 @@
    step whatever its length): the worst edge strain
    over the window 2..4 s (swinging and settling; the mean strain's worst
    in that window in brackets), and at the instant t = 4 s: one V-cycle
-   per 5 ms step 31% (2.5%), 26% at 4 s; per 1/240 s 22% (1.7%), 9.8%
-   at 4 s; per 1/60 s 103% (17%), 91% at 4 s; per 1/30 s 339% (65%),
-   276% at 4 s. Over 0..4 s, the fall included: 31%, 22%, 132%, 409%.
-   The mean strain at 4 s: 1.1%, 0.8%, 14%, 51%. The worst edge is the
-   fragile figure, one edge at a pinned corner: the same cloth only moved
-   elsewhere in space (float rounding differs) gave over 0..4 s at 1/240
-   s 11.5% to 41% in an audit (0.5 m to the side, at 1/60 and 1/30 s:
-   160% and 563% against 112% and 342% then), its mean strain at 4 s 0.7% to
-   0.95%. At 60 Hz take 4 substeps of one iteration (a V-cycle per
-   1/240 s, as examples/multires_cloth.c does), not one; the world's
-   default reference_dt keeps that substep at longer steps. Keep the one
-   iteration (the world's default is 4): with wrinkle conservation on (the
-   default) more V-cycles per substep loosen the worst edges, 4 substeps
-   at 60 Hz giving over 2..4 s 18% with 1 iteration, 27% with 2 and 28%
-   with 4 (the mean strain's worst 1.7%, 1.5%, 1.2%); with
-   conserve_wrinkles = 0 they stiffen it as expected: 11%, 5.2%, 3.3%.
+   per 5 ms step 30% (2.5%), 8.4% at 4 s; per 1/240 s 16% (1.8%), 5.6%
+   at 4 s; per 1/60 s 99% (16%), 84% at 4 s; per 1/30 s 348% (64%),
+   283% at 4 s. Over 0..4 s, the fall included: 30%, 18%, 137%, 420%.
+   The mean strain at 4 s: 1.1%, 0.9%, 13%, 50%. The worst edge is the
+   fragile figure, one edge at a pinned corner, and float rounding moves
+   it (before the mass-weighted restriction an audit found 11.5% to 41%
+   over 0..4 s at 1/240 s for the same cloth only moved in space). At 60
+   Hz take 4 substeps (a V-cycle per 1/240 s, the world's default), not
+   one; the world's default reference_dt keeps that substep at longer
+   steps. More iterations (V-cycles) per substep stiffen it: 4 substeps
+   at 60 Hz give over 2..4 s 15% with 1 iteration, 6.6% with 2 and 3.4%
+   with 4, the world's default (the mean strain's worst 1.8%, 0.9%,
+   0.45%; with conserve_wrinkles = 0: 11.5%, 5.7%, 2.9%), at 1, 2 and 4
+   times the cost (examples/multires_cloth.c takes 1).
    Fewer levels are far softer: at 4 x 1, 1, 2 and 3 levels give a mean
-   strain at 4 s of 5.0%, 7.7% and 2.2% and a worst edge over 2..4 s of
-   1778%, 221% and 56% (at the pinned corners). bench/sm_cloth_window.c
+   strain at 4 s of 5.0%, 7.7% and 2.0% and a worst edge over 2..4 s of
+   1778%, 210% and 49% (at the pinned corners). bench/sm_cloth_window.c
    prints every row. The triangle kernel has an explicit SIMD path (16, 8 or 4 lanes,
    bit-identical to its scalar reference); build with -fno-math-errno (no
    result changes) so that the compiler can vectorise the edge kernel too.
@@ -1142,8 +1159,8 @@ typedef struct pbd_sm_cloth_desc {
                                  copies of its vertices (see MULTI-RESOLUTION CLOTH) */
     float alpha;                    /* 2D stiffness, eq. 12, in [0, 1]; default 1 */
     float beta;                     /* 1D stiffness, eq. 15, in [0, 1]; 0 turns 1D matching off; default 1 */
-    int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 (keep the world's
-                                       iterations at 1 with it: see the manual, MULTI-RESOLUTION CLOTH) */
+    int conserve_wrinkles;          /* eqs. 16-18 on the coarse levels; default 1 (see the manual,
+                                       MULTI-RESOLUTION CLOTH) */
     float damping;                  /* per-triangle damping k_d, eq. 20, in [0, 1]; default 0.05 */
     float bending_stiffness;        /* Bergou et al. bending, N m (energy k/2 x^T Q x); default 1e-4 */
     pbd_sm_cloth_scheme scheme;     /* default PBD_SM_CLOTH_INDEPENDENT_SETS: the faster one on a
