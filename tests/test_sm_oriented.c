@@ -249,35 +249,35 @@ TEST(sm_oriented_rigid_invariance) {
    stiff cantilever: no NaN, the twist stays zero, the energy never grows
    above its initial value and the tip sags far less than a free chain
    would fall. */
-TEST(sm_oriented_collinear_chain_stable) {
-    enum { N = 10 };
-    pbd_world *w = pbdt_world(-9.81f);
-    float pos[3 * N];
-    int edges[2 * (N - 1)];
-    for (int i = 0; i < N; ++i) {
-        pos[3 * i] = 0.1f * (float)i;
-        pos[3 * i + 1] = 1;
-        pos[3 * i + 2] = 0;
-    }
-    for (int i = 0; i < N - 1; ++i) {
-        edges[2 * i] = i;
-        edges[2 * i + 1] = i + 1;
-    }
+/* A horizontal chain of n (at most 16) ellipsoids of radius 5 cm, 0.1 m
+   apart at height 1, particles of `mass`, the first `pinned` pinned, as
+   one oriented set. */
+static pbd_sm_oriented oriented_chain(pbd_world *w, int n, float mass, int pinned) {
+    float pos[3 * 16];
+    int edges[2 * 15];
+    for (int i = 0; i < n; ++i) pos[3 * i] = 0.1f * (float)i, pos[3 * i + 1] = 1, pos[3 * i + 2] = 0;
+    for (int i = 0; i < n - 1; ++i) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
     pbd_particles_desc pd = pbd_particles_desc_default();
     pd.positions = pos;
-    pd.count = N;
-    pd.mass = 0.1f;
+    pd.count = n;
+    pd.mass = mass;
     pbd_range r;
     CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_particle_pin(w, 0));
-    CHECK_OK(pbd_particle_pin(w, 1));
+    for (int i = 0; i < pinned; ++i) CHECK_OK(pbd_particle_pin(w, r.first + i));
     pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
     od.particles = r;
     od.edges = edges;
-    od.edge_count = N - 1;
+    od.edge_count = n - 1;
     od.radius = 0.05f;
     pbd_sm_oriented o = {0};
     CHECK_OK(pbd_sm_add_oriented(w, &od, &o));
+    return o;
+}
+
+TEST(sm_oriented_collinear_chain_stable) {
+    enum { N = 10 };
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_sm_oriented o = oriented_chain(w, N, 0.1f, 2);
     /* the group matrix of an inner particle: with the ellipsoids it has
        full rank (checked via its members) */
     int mem[8], cnt;
@@ -774,22 +774,7 @@ static void or_nan_project(void *user, const pbd_solve_context *c) {
 TEST(sm_oriented_rollback_restores_the_snapshot) {
     enum { N = 10 };
     pbd_world *w = pbdt_world(-9.81f);
-    float pos[3 * N];
-    int edges[2 * (N - 1)];
-    for (int i = 0; i < N; ++i) pos[3 * i] = 0.1f * (float)i, pos[3 * i + 1] = 1, pos[3 * i + 2] = 0;
-    for (int i = 0; i < N - 1; ++i) edges[2 * i] = i, edges[2 * i + 1] = i + 1;
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos;
-    pd.count = N;
-    pbd_range r;
-    CHECK_OK(pbd_add_particles(w, &pd, &r));
-    CHECK_OK(pbd_particle_pin(w, 0));
-    pbd_sm_oriented_desc od = pbd_sm_oriented_desc_default();
-    od.particles = r;
-    od.edges = edges;
-    od.edge_count = N - 1;
-    od.radius = 0.05f;
-    CHECK_OK(pbd_sm_add_oriented(w, &od, NULL));
+    oriented_chain(w, N, 1.0f, 1);
     for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f)); /* turning */
     pbd_plugin_desc nd = pbd_plugin_desc_default();
     nd.particle_end = N;
