@@ -568,13 +568,15 @@
    share an iteration gives back. So grains, as fluids, choose their
    substep: a world with grains (dynamic particles with particle contact
    in no object and no fluid: pbd_add_particles' loose particles and
-   pbd_sm.h's bodies) takes at least ceil(dt sqrt(|g| / r) /
+   pbd_sm.h's bodies, when their particle contact is on) takes at least
+   ceil(dt sqrt(|g| / r) /
    granular_cfl) substeps for its smallest grain radius r
    (pbd_world_desc.granular_cfl, default 0.033, 0 off; at 60 Hz 16
-   substeps for 1 cm grains, 12 for 2 cm, 8 for 5 cm, 5 for 10 cm;
+   substeps for 1 cm grains, 12 for 2 cm, 8 for 5 cm, 6 for 10 cm;
    pbd_world_step_substeps). Measured, 2000 grains of 1 cm: poured into a
-   heap, at rest 5 s later, worst overlap 7% of a radius, the heap 9.3
-   cm high at friction 0.5 and 5.6 cm without; at the world's 4 substeps
+   heap, at rest 5 s later, worst overlap 7% of a radius, the heap about
+   9 cm high at friction 0.5 (its highest grain's centre 8.7-9.3 cm with
+   the block jittered two ways) and 5.6 cm without; at the world's 4 substeps
    (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
    with overlaps of 120% whatever its friction. That is four times the
    cost: 40 against 9.5 ms per 60 Hz step at rest on two cores
@@ -2196,7 +2198,8 @@ PBDDEF pbd_result pbd_damping_cluster_set_damping(pbd_world *w, pbd_damping_clus
    self-colliding surface as thick as its rest gap (the median of its
    triangles' smallest heights: a grid's edge / sqrt(2)) or thicker is
    refused with PBD_ERROR_INVALID_ARGUMENT (a 24 x 24 cloth of 4.3 cm
-   edges, gap 3.04 cm, rests at 3 cm and flies apart at 3.2 cm). A
+   edges, gap 3.07 cm, rests at 3 cm; at 3.2 cm, before this check, it
+   flew apart). A
    particle belongs to at most one surface. Surfaces are part of the
    snapshot; candidates are rebuilt every substep. */
 typedef struct pbd_collision_surface_desc {
@@ -15290,7 +15293,7 @@ static int pbd__cmp_float(const void *a, const void *b) {
    which the next triangle across that edge holds without the vertex; a
    grid's e / sqrt(2)). A self-colliding surface thicker than this starts
    in contact with itself and blows up (an audit: a 24 x 24 cloth of
-   4.3 cm edges, whose gap is 3.04 cm, rests at a thickness of 3 cm and
+   4.3 cm edges, whose gap is 3.07 cm, rests at a thickness of 3 cm and
    flies apart at 3.2 cm, at 38 m/s at 0.1 m). -1: no memory. */
 static float pbd__surface_rest_gap(pbd_world *w, const int *tris, int nt) {
     float *h = (float *)pbd__alloc_n(w, (size_t)nt, sizeof(float));

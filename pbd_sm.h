@@ -638,7 +638,10 @@ PBD_SM_DEF pbd_result pbd_sm_plan_sum_team(pbd_sm_sum_plan *plan, const double *
    weighs its mass again (an active set; which way a collider holds a
    particle: pbd_world_particle_contact_push_vector), so a body tips over
    an edge as its centre of mass decides (a 1 m plank on a box, its centre of mass
-   0.1 to 0.3 m past the edge, falls off, with or without friction; 0.1 m
+   0.1 to 0.3 m past the edge, tips over it: frictionless it falls off,
+   and with friction 0.5 it hangs on the edge tilted 55-62 degrees, its
+   spheres' friction, which acts at their centres, holding it where a
+   flat plank would slide off; 0.1 m
    inside it stays, level to 0.02 degrees; tests/test_sm_rigid.c). After
    the contacts' velocity pass of a substep in which a collider held one
    of its particles, its velocities are fitted by a rigid motion in the

@@ -894,7 +894,7 @@ TEST(selfcollision_bad_input) {
 /* A self-colliding surface thicker than its rest gap (the median of its
    triangles' smallest heights: a grid's edge / sqrt(2)) would start in
    contact with itself and fly apart (a 24 x 24 cloth of 4.3 cm edges,
-   gap 3.04 cm: at rest at 3 cm, 17 m/s at 3.2 cm): refused, naming both,
+   gap 3.07 cm: at rest at 3 cm, 17 m/s at 3.2 cm): refused, naming both,
    with nothing changed. Without self-collision the thickness is free (it
    meets only other surfaces). */
 TEST(selfcollision_thicker_than_its_rest_gap_is_refused) {
