@@ -195,6 +195,19 @@ static inline pbd_cloth_desc pbdt_cloth_desc(const pbd_mesh *m) {
     return c;
 }
 
+/* A cloth (the defaults) over a grid mesh of nx x ny vertices from o
+   along u and v, kept in *m (free it); *cd (optional) gets its desc (for
+   pbd_add_cloth_self_collision). The object, id 0 when a call failed. */
+static inline pbd_object pbdt_grid_cloth(pbd_world *w, int nx, int ny, const float *o, const float *u, const float *v,
+                                         pbd_mesh *m, pbd_cloth_desc *cd) {
+    pbd_object obj = {0};
+    if (pbd_mesh_grid(nx, ny, o, u, v, m) != PBD_OK) return obj;
+    pbd_cloth_desc d = pbdt_cloth_desc(m);
+    if (cd) *cd = d;
+    if (pbd_add_cloth(w, &d, &obj) != PBD_OK) obj.id = 0;
+    return obj;
+}
+
 /* A closed skin for surface volume tests: an icosphere (subdivided subdiv
    times) as a cloth with compliant stretch and isometric bending; *m
    keeps the mesh with its triangles in world particle indices (free it

@@ -2073,10 +2073,8 @@ TEST(errors_lists_follow_one_convention) {
        than its own rest gap is refused) */
     float o2[3] = {0, 0.99f, 0};
     pbd_mesh m2;
-    CHECK_OK(pbd_mesh_grid(6, 6, o2, u, v, &m2));
-    pbd_cloth_desc cd2 = pbdt_cloth_desc(&m2);
-    pbd_object under;
-    CHECK_OK(pbd_add_cloth(w, &cd2, &under));
+    pbd_cloth_desc cd2;
+    pbd_object under = pbdt_grid_cloth(w, 6, 6, o2, u, v, &m2, &cd2);
     CHECK_OK(pbd_add_cloth_self_collision(w, under, &cd2, 0.02f, NULL));
     pbd_mesh_free(&m2);
     float fp[3 * 8];

@@ -900,11 +900,10 @@ TEST(selfcollision_bad_input) {
 TEST(selfcollision_thicker_than_its_rest_gap_is_refused) {
     pbd_world *w = pbdt_world(-9.81f);
     pbd_mesh m;
+    pbd_cloth_desc cd;
     float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
-    CHECK_OK(pbd_mesh_grid(24, 24, o, u, v, &m));
-    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
-    pbd_object cloth;
-    CHECK_OK(pbd_add_cloth(w, &cd, &cloth));
+    pbd_object cloth = pbdt_grid_cloth(w, 24, 24, o, u, v, &m, &cd);
+    CHECK(cloth.id != 0);
     size_t n;
     unsigned char *before = pbdt_save(w, &n);
     CHECK_RESULT(pbd_add_cloth_self_collision(w, cloth, &cd, 0.032f, NULL), PBD_ERROR_INVALID_ARGUMENT);

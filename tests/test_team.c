@@ -315,16 +315,12 @@ TEST(team_counts_the_particle_phase) {
     pbd_world *w = pbdt_world(-9.81f);
     const float corner[3] = {0, 0, 0};
     float *pos = pbdt_lattice(10, 10, 10, 0.02f, corner);
-    pbd_particles_desc pd = pbd_particles_desc_default();
-    pd.positions = pos;
-    pd.count = 1000;
-    pbd_range r;
-    CHECK_OK(pbd_add_particles(w, &pd, &r));
+    pbd_range r = pbdt_add_colliding(w, pos, 1000, 0.01f, 1.0f);
+    CHECK(r.count == 1000 && pbd__parallel_worth_it(w)); /* 1000 grains: 17 000 */
+    CHECK_OK(pbd_particles_set_particle_contact(w, r, 0));
     CHECK(!pbd__parallel_worth_it(w)); /* 1000 free particles: serial */
     CHECK_OK(pbd_particles_set_particle_contact(w, r, 1));
-    CHECK(pbd__parallel_worth_it(w)); /* 1000 grains: 17 000 */
-    CHECK_OK(pbd_particles_set_particle_contact(w, r, 0));
-    CHECK(!pbd__parallel_worth_it(w));
+    CHECK(pbd__parallel_worth_it(w));
     free(pos);
     pbd_world_destroy(w);
 }

@@ -695,10 +695,7 @@ TEST(world_granular_cfl_gives_grains_their_substeps) {
     pbd_world *c = make_default_world();
     float o[3] = {0, 1, 0}, u[3] = {1, 0, 0}, v[3] = {0, 0, 1};
     pbd_mesh m;
-    CHECK_OK(pbd_mesh_grid(2, 2, o, u, v, &m));
-    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
-    pbd_object cloth;
-    CHECK_OK(pbd_add_cloth(c, &cd, &cloth));
+    pbd_object cloth = pbdt_grid_cloth(c, 2, 2, o, u, v, &m, NULL);
     pbd_mesh_free(&m);
     CHECK_OK(pbd_object_set_particle_contact(c, cloth, 1));
     CHECK(pbd_world_step_substeps(c, 1.0f / 60) == 4);
