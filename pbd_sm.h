@@ -8676,24 +8676,23 @@ static pbd_result pbd_sm__coarse_masses(pbd_world *mem, pbd_sm__level *C, const 
    neighbourhood and the worst edge at a pinned corner of a hanging cloth
    doubled (bench/sm_cloth_window). Rows of the fallback (a coarse vertex
    no finer vertex reads) stay as built. */
+/* Restriction entry e of coarse vertex v before its row is normalised:
+   P_fv times finer vertex f's mass (a kept vertex's 1000 times). */
+static double pbd_sm__restrict_weight(const pbd_sm__level *C, const pbd_sm__level *F, const unsigned char *kept, int v,
+                                      int e) {
+    int f = C->res_idx[e];
+    double pw = 0;
+    for (int k = 0; k < 3; ++k)
+        if (C->pro_idx[3 * f + k] == v) pw += C->pro_w[3 * f + k];
+    return pw * (kept && kept[f] ? 1000.0 : 1.0) * F->mass[f];
+}
 static void pbd_sm__galerkin(pbd_sm__level *C, const pbd_sm__level *F, const unsigned char *kept) {
     for (int v = 0; v < C->nv; ++v) {
         double sw = 0, rr[3] = {0, 0, 0};
-        for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
-            int f = C->res_idx[e];
-            double pw = 0;
-            for (int k = 0; k < 3; ++k)
-                if (C->pro_idx[3 * f + k] == v) pw += C->pro_w[3 * f + k];
-            sw += pw * (kept && kept[f] ? 1000.0 : 1.0) * F->mass[f];
-        }
+        for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) sw += pbd_sm__restrict_weight(C, F, kept, v, e);
         if (!(sw > 0)) continue; /* a fallback row: as it was */
-        for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e) {
-            int f = C->res_idx[e];
-            double pw = 0;
-            for (int k = 0; k < 3; ++k)
-                if (C->pro_idx[3 * f + k] == v) pw += C->pro_w[3 * f + k];
-            C->res_w[e] = (float)(pw * (kept && kept[f] ? 1000.0 : 1.0) * F->mass[f] / sw);
-        }
+        for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
+            C->res_w[e] = (float)(pbd_sm__restrict_weight(C, F, kept, v, e) / sw);
         const float *o = F->rest + 3 * C->res_idx[C->res_start[v]];
         for (int e = C->res_start[v]; e < C->res_start[v + 1]; ++e)
             for (int k = 0; k < 3; ++k) rr[k] += (double)C->res_w[e] * ((double)F->rest[3 * C->res_idx[e] + k] - o[k]);
