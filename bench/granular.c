@@ -6,7 +6,9 @@
    "heap2000") and with the world's 4 substeps (granular_cfl 0, scene
    "heap2000_4substeps", the heap crushed to a 4 cm pancake: what 0.1 did).
    Prints JSON lines (see bench/bench.h); the extra key `heap_m` is the
-   heap's height when the timing starts.
+   heap's height when the timing starts, and a fourth line per scene
+   (`threads` "default") times the default thread policy
+   (pbd_world_set_threads(w, 0)), which chooses 1 or 2 threads itself.
    Build and run: make bench BENCH=granular */
 #include "bench.h"
 
@@ -58,6 +60,14 @@ static void run(const char *scene, float granular_cfl) {
     pbd_world_destroy(w);
     printf("{\"bench\":\"granular\",\"scene\":\"%s\",\"heap_m\":%.3f}\n", scene, top);
     bench_scene("granular", scene, make_heap, &c, 10);
+    w = make_heap(&c);
+    if (!w) exit(1);
+    pbd_world_set_threads(w, 0);
+    double ms = bench_ms_per_step(w, 10);
+    printf("{\"bench\":\"granular\",\"scene\":\"%s\",\"path\":\"%s\",\"threads\":\"default\","
+           "\"team\":%d,\"ms_per_step\":%.3f}\n",
+           scene, pbd_simd_path(), pbd_world_thread_team(w), ms);
+    pbd_world_destroy(w);
 }
 
 int main(void) {

@@ -309,8 +309,8 @@ TEST(team_reports_the_threads_of_the_last_substep) {
 /* Which worlds the default policy measures at all (below
    PBD__PARALLEL_MIN of work they run serially): a particle with particle
    contact or in a fluid counts PBD__PP_WORK, its neighbours' work. 1000
-   grains counted as 1000 particles, and 2000 grains (38 ms a step on one
-   thread, 19 on two) never left one thread. */
+   grains counted as 1000 particles, and 2000 grains (45 ms a step on one
+   thread, 22 on two: bench/granular.c) never left one thread. */
 TEST(team_counts_the_particle_phase) {
     pbd_world *w = pbdt_world(-9.81f);
     const float corner[3] = {0, 0, 0};
