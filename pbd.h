@@ -57,9 +57,8 @@
        ==== contacts        (implementation) collider contacts: generated
                             per particle from x -> p, projected, friction
                             and restitution in the velocity pass
-       ==== hash grid       counting-sort spatial hash rebuilt every substep,
-                            neighbour queries (shared by contacts, fluids,
-                            self-collision)
+       ==== hash grid       counting-sort spatial hash, neighbour queries
+                            (shared by contacts, fluids, self-collision)
        ==== particle contact
                             particle-particle contact with radii and
                             friction, across objects (granular piles)
@@ -280,7 +279,10 @@
         per substep and the point-triangle / edge-edge candidates found
         within the reach of that motion (see "==== self-collision");
      3. XPBD multipliers reset, the hash grid and the neighbour lists of
-        the particles with particle collision or fluid rebuilt from p, then
+        the particles with particle collision or fluid built from p (at a
+        step's first substep, at every substep while there is a fluid, and
+        at a later one where a particle has moved a quarter of its radius
+        since: see "// ==== particle contact"), then
         `iterations` times: Gauss-Seidel sweeps over the groups in the
         order they were added, the strain limits (long range attachments,
         triangle/edge limits) and the strands' follow-the-leader pass, the
@@ -538,7 +540,9 @@
    (radii, friction: a sand pile, a cloth landing on it); pbd_add_fluid adds
    a block of position based fluid (Macklin and Mueller 2013) that pushes
    and is pushed by those particles and is held by the colliders. Both use
-   one spatial hash grid rebuilt every substep, and Jacobi iterations that
+   one spatial hash grid (built from the predictions at a step's first
+   substep, and again at a later one once a particle has moved a quarter of
+   its radius, or every substep while there is a fluid), and Jacobi iterations that
    keep momentum and give the same bits for any thread count and with or
    without SIMD. A fluid sets its own substep from its spacing d: a step
    of dt takes max(substeps, ceil(dt sqrt(|g| / d) / gravity_cfl))
@@ -556,7 +560,7 @@
    a 10 x 30 x 10 tank loses under 1% of its height). The colliders add
    the density of the volume they fill (density maps), so water packs
    against walls and floor only a little (see "// ==== fluids").
-   Each particle's neighbour list is built once per substep (one candidate
+   A fluid particle's neighbour list is built once per substep (one candidate
    gather per grid cell, 16 distance tests at a time) and read by every
    iteration and by XSPH / vorticity; the passes work on copies of the
    particles laid out in the Morton order of their cells, so neighbours
@@ -1045,7 +1049,7 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    BVHs and grids are rebuilt on restore), collision surfaces with their
    current candidates, fluids and particle friction, strain limits,
    strands, tearing and damping clusters, parameters, time; the hash grid
-   and neighbour lists are scratch, rebuilt every substep), and the own
+   and neighbour lists are scratch, built anew at every step's first substep), and the own
    state of every plugin that saves one (pbd_sm.h's bodies, oriented
    particles, surface volumes and cloths: section "plugins", PLUGIN STATE
    IN SNAPSHOTS), so a world rebuilt with the same plugins and restored
@@ -1577,7 +1581,11 @@ PBDDEF pbd_result pbd_remove_collider(pbd_world *w, pbd_collider collider);
 // ==== hash grid =============================================================
 /* A spatial hash grid over the particles that take part in particle
    contact or fluids (survey 3.8; Macklin and Mueller 2013, section 5),
-   rebuilt from the predicted positions every substep by a counting sort.
+   built from the predicted positions by a counting sort at a step's first
+   substep, at every substep while the world has a fluid, and at a later
+   substep once a particle has moved a quarter of its radius since the
+   last build (its neighbour lists, which hold every particle within 1.5
+   times the sum of two radii, serve until then).
    It is sized when such particles are added, so stepping never allocates,
    and its neighbour order is deterministic (cells in a fixed order, then
    particle index), the same for any thread count.
@@ -3584,6 +3592,8 @@ typedef struct pbd__particle_phase {
                              (the fluid passes' SIMD fast path) */
     float *lambda, *density, *omega_len;
     pbd__p4 *spos;       /* positions gathered in slot order (w: inverse mass) */
+    pbd__p4 *sxr;        /* the substep's start positions (x) in slot order, w: the
+                            radius (the SIMD contacts, pbd__vcontact_block) */
     pbd__p4 *dp, *omega; /* omega: the SPH curl after the velocity update; during the
                             iterations the positions with the multipliers as w */
     pbd__p4 *svel;       /* velocities gathered in slot order (fluid velocity pass) */
@@ -3596,6 +3606,9 @@ typedef struct pbd__particle_phase {
                            its distance), linearised once per substep */
     unsigned char *nwall; /* how many of them */
     float reach;          /* search radius of the last build */
+    pbd__p4 *built;       /* per particle taking part (k): its position when the
+                             lists were built (pbd__pp_lists_stale) */
+    int stale;            /* this substep builds the lists (pbd__pp_lists_stale) */
     pbd__grid grid;
 } pbd__particle_phase;
 
@@ -9478,10 +9491,11 @@ enum { PBD__COLLIDE = 4, PBD__FLUID = 8 }; /* bits of pbd_world.flags next to PI
 
 static void pbd__pp_free(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
-    void *arrays[] = {pp->fluids, pp->ids,    pp->fluid,     pp->object,    pp->nbr,  pp->nbr_count, pp->cload,
-                      pp->cross,  pp->lambda, pp->density,   pp->omega_len, pp->dp,   pp->omega,     pp->slot,
-                      pp->sid,    pp->sfluid, pp->sobject,   pp->spos,      pp->pure, pp->svel,      pp->nbr_off,
-                      pp->gslot,  pp->order,  pp->order_tmp, pp->order_key, pp->wall, pp->nwall};
+    void *arrays[] = {pp->fluids,    pp->ids,   pp->fluid,   pp->object,  pp->nbr,       pp->nbr_count,
+                      pp->cload,     pp->cross, pp->lambda,  pp->density, pp->omega_len, pp->dp,
+                      pp->omega,     pp->slot,  pp->sid,     pp->sfluid,  pp->sobject,   pp->spos,
+                      pp->pure,      pp->svel,  pp->nbr_off, pp->gslot,   pp->order,     pp->order_tmp,
+                      pp->order_key, pp->wall,  pp->nwall,   pp->built,   pp->sxr};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -9495,7 +9509,7 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 26 };
+    enum { K = 28 };
     void *a[K];
     size_t sizes[K] = {sizeof(int),
                        sizeof(int),
@@ -9522,7 +9536,9 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                        sizeof(int),
                        sizeof(unsigned),
                        sizeof(pbd__p4) * PBD__FLUID_WALLS,
-                       1};
+                       1,
+                       sizeof(pbd__p4),
+                       sizeof(pbd__p4)};
     int ok = 1;
     /* nbr (i == 3) has a spare row: the fluid passes load whole vectors
        of indices past the end of a list (pbd__vblock_ids) */
@@ -9540,7 +9556,7 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->slot,      (void **)&pp->sid,       (void **)&pp->sfluid,    (void **)&pp->sobject,
                      (void **)&pp->spos,      (void **)&pp->pure,      (void **)&pp->svel,      (void **)&pp->nbr_off,
                      (void **)&pp->gslot,     (void **)&pp->order,     (void **)&pp->order_tmp, (void **)&pp->order_key,
-                     (void **)&pp->wall,      (void **)&pp->nwall};
+                     (void **)&pp->wall,      (void **)&pp->nwall,     (void **)&pp->built,     (void **)&pp->sxr};
     for (int i = 0; i < K; ++i) {
         pbd__free(w, *dst[i]);
         *dst[i] = a[i];
@@ -9748,6 +9764,28 @@ static PBD_HD void pbd__pp_scan(pbd_world *w, int a, pbd__v3 q, const int *bucke
     pp->pure[a] = (unsigned char)pure;
 }
 
+/* Lists kept over substeps. A solid's list holds the particles within
+   1.5 (r_a + r_b) of it (pbd__pp_pair): a pair it left out can come
+   into contact only after its two particles together moved half their
+   radii's sum. So a step builds the lists at its first substep, and its
+   later substeps keep them while every particle stays within a quarter of
+   its radius of where they were built (the other half of the margin
+   covers the iterations' motion, as it did with lists built every
+   substep). At rest they serve a whole step: 2000 grains of 1 cm, 16
+   substeps, spent a third of a step building lists. Fluids' lists (the
+   kernel radius, no margin) are built every substep; every step builds
+   anew, so a restored snapshot replays the same bits. */
+#define PBD__PP_SKIN 0.25f
+/* Whether particle k (ids[k]) has moved too far from its place in the
+   lists (NaN: too far). */
+static inline PBD_HD int pbd__pp_moved(const pbd_world *w, const pbd__p4 *P, int k) {
+    const pbd__particle_phase *pp = &w->pp;
+    int i = pp->ids[k];
+    pbd__v3 d = pbd__sub(pbd__p3(P[i]), pbd__p3(pp->built[k]));
+    float skin = PBD__PP_SKIN * w->radius[i];
+    return !(pbd__dot(d, d) <= skin * skin);
+}
+
 /* Neighbour lists of the particles taking part, at positions P (the
    predictions at the start of a substep, or x for queries). Inside the
    substep's parallel region, or serially. With `mark`, objects touched
@@ -9775,6 +9813,7 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         int s = pp->order[a], k = g->sorted[s];
         pp->gslot[s] = a;
         pp->slot[k] = a;
+        pp->built[k] = P[pp->ids[k]];
         pp->sid[a] = pp->ids[k];
         pp->sfluid[a] = pp->fluid[k];
         pp->sobject[a] = pp->object[k];
@@ -10695,6 +10734,52 @@ static inline void pbd__vcorrection_block(const pbd__particle_phase *pp, const p
     pbd__vcorrection_terms(pp, PL, a, k, pa, list, j, count, add);
     for (int i = 0; i < 3; ++i) pbd__vstore(acc[i], pbd__vadd(pbd__vload(acc[i]), add[i]));
 }
+/* The SIMD twin of pbd__pp_contact for W solid neighbours list[j ..] of
+   solid slot a (lanes past `count` off), added into lanes cacc; the
+   positions at the substep's start and the radii come gathered in slot
+   order (pp->sxr). Returns 0, adding nothing, when a lane needs the
+   scalar code: a fluid neighbour (the density terms), or a pair in
+   contact too close for a direction (pbd__hash_dir). */
+static inline int pbd__vcontact_block(const pbd_world *w, int a, const int *list, int j, int count,
+                                      float cacc[3][PBD__LANES_MAX]) {
+    const pbd__particle_phase *pp = &w->pp;
+    int pad[PBD__W];
+    pbd__vf on;
+    const int *ids = pbd__vblock_ids(list, j, count, pad, &on);
+    float cl[PBD__W];
+    for (int l = 0; l < PBD__W; ++l) {
+        if (j + l < count && pp->sfluid[ids[l]] >= 0) return 0;
+        cl[l] = pp->cload[ids[l]];
+    }
+    pbd__p4 pa = pp->spos[a], xa = pp->sxr[a];
+    pbd__vp pb = pbd__vgather(pp->spos, ids), xb = pbd__vgather(pp->sxr, ids);
+    pbd__vf zero = pbd__vset1(0.0f), one = pbd__vset1(1.0f), wa = pbd__vset1(pa.w);
+    pbd__vf ws = pbd__vadd(wa, pb.w);
+    pbd__vv d = {pbd__vsub(pbd__vset1(pa.x), pb.x), pbd__vsub(pbd__vset1(pa.y), pb.y),
+                 pbd__vsub(pbd__vset1(pa.z), pb.z)};
+    pbd__vf dist = pbd__vsqrt(pbd__vvdot(d, d)), C = pbd__vsub(dist, pbd__vadd(pbd__vset1(xa.w), xb.w));
+    pbd__vm in = pbd__vand_m(pbd__vand_m(pbd__vlt(zero, on), pbd__vlt(C, zero)),
+                             pbd__vand_m(pbd__vlt(zero, ws), pbd__vle(zero, dist)));
+    if (pbd__vany(pbd__vand_m(in, pbd__vle(dist, pbd__vset1(PBD__LEN_MIN))))) return 0;
+    pbd__vf most = pbd__vmax(pbd__vset1(pp->cload[a]), pbd__vload(cl));
+    pbd__vf s = pbd__vdiv(pbd__vdiv(wa, ws), pbd__vmax(most, one));
+    pbd__vv n = pbd__vvmul(d, pbd__vdiv(one, dist));
+    pbd__vv corr = pbd__vvmul(n, pbd__vmul(pbd__vneg(C), s));
+    /* friction: relative motion since the start of the substep */
+    pbd__vv ra = {pbd__vset1(pa.x - xa.x), pbd__vset1(pa.y - xa.y), pbd__vset1(pa.z - xa.z)};
+    pbd__vv rb = {pbd__vsub(pb.x, xb.x), pbd__vsub(pb.y, xb.y), pbd__vsub(pb.z, xb.z)};
+    pbd__vv rel = pbd__vvsub(ra, rb);
+    pbd__vv rt = pbd__vvsub(rel, pbd__vvmul(n, pbd__vvdot(rel, n)));
+    pbd__vf lt = pbd__vsqrt(pbd__vvdot(rt, rt)), pen = pbd__vneg(C);
+    pbd__vf q = pbd__vmin(pbd__vdiv(pbd__vmul(pbd__vset1(pp->mu_d), pen), lt), one);
+    pbd__vf f = pbd__vsel(pbd__vlt(lt, pbd__vmul(pbd__vset1(pp->mu_s), pen)), q, one);
+    pbd__vv slid = pbd__vvsub(corr, pbd__vvmul(rt, pbd__vmul(f, s)));
+    pbd__vm moving = pbd__vlt(zero, lt);
+    pbd__vf c[3] = {pbd__vsel(moving, corr.x, slid.x), pbd__vsel(moving, corr.y, slid.y),
+                    pbd__vsel(moving, corr.z, slid.z)};
+    for (int k = 0; k < 3; ++k) pbd__vstore(cacc[k], pbd__vadd(pbd__vload(cacc[k]), pbd__vsel(in, zero, c[k])));
+    return 1;
+}
 /* A whole list of a's own fluid, the lane sums in registers, and their
    pbd__lane_sum into out[3]. */
 static inline void pbd__vcorrection_list(const pbd__particle_phase *pp, const pbd__p4 *PL, int a, const pbd__kern *k,
@@ -10758,6 +10843,7 @@ static PBD_HD void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, in
             pbd__vcorrection_block(pp, pp->omega, a, ka, pa, list, j, count, acc);
             continue;
         }
+        if (w->simd && fa < 0 && L == PBD__W && pbd__vcontact_block(w, a, list, j, count, cacc)) continue;
         for (int l = 0; l < L && j + l < count; ++l) {
             pbd__v3 s, c;
             pbd__correction_pair(w, P, a, list[j + l], ka, pa, &s, &c);
@@ -10768,6 +10854,16 @@ static PBD_HD void pbd__correction_sums(const pbd_world *w, const pbd__p4 *P, in
             cacc[1][l] += c.y;
             cacc[2][l] += c.z;
         }
+    }
+    if (L == PBD__W) { /* the same tree in registers */
+        float o[4];
+        pbd__vlane_sum4(pbd__vload(acc[0]), pbd__vload(acc[1]), pbd__vload(acc[2]), pbd__vload(acc[2]), o);
+        *sum = pbd__v(o[0], o[1], o[2]);
+        if (!pp->pure[a]) {
+            pbd__vlane_sum4(pbd__vload(cacc[0]), pbd__vload(cacc[1]), pbd__vload(cacc[2]), pbd__vload(cacc[2]), o);
+            *contact = pbd__v(o[0], o[1], o[2]);
+        }
+        return;
     }
     *sum = pbd__v(pbd__lane_sum_n(acc[0], L), pbd__lane_sum_n(acc[1], L), pbd__lane_sum_n(acc[2], L));
     if (!pp->pure[a]) /* else the contact lanes are all +0 and so is their sum */
@@ -10806,6 +10902,19 @@ static PBD_HD void pbd__pp_lambda(pbd_world *w, int a, int it) {
     pp->omega[a].w = 0;
 }
 
+#if PBD__W > 1
+/* The substep's start positions and the radii in slot order (pp->sxr). */
+static void pbd__pp_gather_start(pbd_world *w) {
+    pbd__particle_phase *pp = &w->pp;
+    PBD__PRAGMA(omp for schedule(static))
+    for (int a = 0; a < pp->np; ++a) {
+        int i = pp->sid[a];
+        pp->sxr[a] = w->x[i];
+        pp->sxr[a].w = w->radius[i];
+    }
+}
+#endif
+
 /* One Jacobi iteration of contacts and density constraints: the
    positions gathered in slot order (the groups and colliders moved them
    since), multipliers, then the corrections, each added to its particle
@@ -10817,6 +10926,9 @@ static void pbd__pp_project(pbd_world *w, int it) {
     int np = pp->np;
     if (np == 0 || !(pp->reach > 0)) return;
     pbd__pp_gather(w, w->p);
+#if PBD__W > 1
+    if (it == 0 && w->simd) pbd__pp_gather_start(w);
+#endif
     /* static halves, like the build, so that a thread reads the lists it
        wrote: that pays more than chunks dealt round the threads, which
        would balance the ~5% difference in work between the halves */
@@ -11172,8 +11284,25 @@ static int pbd__fluid_iterations(const pbd_world *w) {
     return n < PBD_FLUID_MIN_ITERATIONS && pbd_world_fluid_count(w) > 0 ? PBD_FLUID_MIN_ITERATIONS : n;
 }
 
-static void pbd__pp_begin_substep(pbd_world *w) {
-    if (w->pp.np > 0) pbd__pp_build(w, w->p, 1);
+/* Whether substep s builds the lists (see PBD__PP_SKIN); every thread
+   of the substep's team gets the same answer. */
+static int pbd__pp_lists_stale(pbd_world *w, int s) {
+    pbd__particle_phase *pp = &w->pp;
+    if (s == 0 || pp->nfluids > 0 || !(pp->reach > 0)) return 1;
+    PBD__PRAGMA(omp single)
+    pp->stale = 0;
+    int moved = 0;
+    PBD__PRAGMA(omp for schedule(static) nowait)
+    for (int k = 0; k < pp->np; ++k) moved |= pbd__pp_moved(w, w->p, k);
+    if (moved) {
+        PBD__PRAGMA(omp atomic write)
+        pp->stale = 1;
+    }
+    PBD__PRAGMA(omp barrier)
+    return pp->stale;
+}
+static void pbd__pp_begin_substep(pbd_world *w, int s) {
+    if (w->pp.np > 0 && pbd__pp_lists_stale(w, s)) pbd__pp_build(w, w->p, 1);
     if (w->pp.nfluids > 0) pbd__fluid_walls(w, w->p);
 }
 static void pbd__pp_end_substep(pbd_world *w, float h) {
@@ -18138,7 +18267,7 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
     }
     pbd__plugins_call(w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     pbd__generate_contacts(w, h);
-    pbd__pp_begin_substep(w);
+    pbd__pp_begin_substep(w, s);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__jacobi_clear(w);
         for (int g = 0; g < w->ngroups; ++g)

@@ -167,7 +167,10 @@
        phase's grid is the CPU's (the same buckets; integer atomics count
        them, then each bucket is sorted by particle: the CPU's stable
        counting sort), each particle's list is the CPU's, in the grid's
-       order, and the fluids' sums over a list run in the lanes of the
+       order, kept over substeps as the CPU keeps it (a kernel ORs the
+       particles' "moved a quarter of its radius" into a flag that the
+       list kernels read, so no read-back; the grid itself is sorted every
+       substep), and the fluids' sums over a list run in the lanes of the
        host's SIMD width (pbd_world.lanes: the SIMD and scalar paths of
        the host's build sum neighbour j into lane j mod W, then the lanes
        in one tree). No float atomics. Constants that need libm (expf of
@@ -322,6 +325,7 @@ struct pbd__gpu {
     pbd__selfcol *sc_dev;           /* ... the record on the device (NULL: none) ... */
     pbd__selfcol scv;               /* ... and a copy of it read back (its colours) */
     int *flag;                      /* the fail-safe's "a candidate crossed" */
+    int *pp_stale;                  /* the particle phase builds its lists (pbd__k_pp_stale) */
     int *coupled, *coupled_out;
     float pressure_h_keep;
     /* device buffers, reused by the next upload in the same order */
@@ -664,7 +668,8 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
            PBD__SCRATCH(g, d->gslot, n) && PBD__SCRATCH(g, d->wall, n * PBD__FLUID_WALLS) &&
            PBD__SCRATCH(g, d->nwall, n) && PBD__SCRATCH(g, d->grid.start, nb + 1) &&
            PBD__SCRATCH(g, d->grid.sorted, n) && PBD__SCRATCH(g, d->grid.key, n) &&
-           PBD__SCRATCH(g, d->grid.pos, 4 * n) && pbd__upload_scan(g, &g->pp_scan, &d->grid);
+           PBD__SCRATCH(g, d->grid.pos, 4 * n) && PBD__SCRATCH(g, d->built, n) && PBD__SCRATCH(g, g->pp_stale, 1) &&
+           pbd__upload_scan(g, &g->pp_scan, &d->grid);
 }
 
 /* Self-collision (pbd.h "==== self-collision"): the surfaces' records
@@ -961,9 +966,11 @@ PBD__KERNEL pbd__k_contact_velocities(pbd_world *w, float h, float threshold) {
 #ifdef PBD_CUDA_EMULATE
 #define PBD__ATOMIC_ADD(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
 #define PBD__ATOMIC_SET(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define PBD__ATOMIC_OR(p, v) __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
 #else
 #define PBD__ATOMIC_ADD(p, v) atomicAdd((p), (v))
 #define PBD__ATOMIC_SET(p, v) atomicExch((p), (v))
+#define PBD__ATOMIC_OR(p, v) atomicOr((p), (v)) /* an integer OR: the same whatever the order */
 #endif
 
 /* The grid g (a device record) over its count points (pbd__grid_point of
@@ -1054,11 +1061,21 @@ PBD__KERNEL pbd__k_grid_pos(pbd__grid *g, const float *base, int stride, const i
         q[3] = 0;
     }
 }
-/* slot s: the grid's point sorted[s] and its records */
-PBD__KERNEL pbd__k_pp_slots(pbd_world *w) {
+/* whether this substep builds the lists (pbd__pp_lists_stale): always,
+   or a particle moved too far (*stale zeroed before) */
+PBD__KERNEL pbd__k_pp_stale(pbd_world *w, int always, int *stale) {
+    PBD__GRID_LOOP(k, w->pp.np) {
+        if (always ? k == 0 : pbd__pp_moved(w, w->p, k)) PBD__ATOMIC_OR(stale, 1);
+    }
+}
+/* slot s: the grid's point sorted[s] and its records (the slots, lists
+   and coupling only when *stale: lists kept keep their slots) */
+PBD__KERNEL pbd__k_pp_slots(pbd_world *w, const int *stale) {
     pbd__particle_phase *pp = &w->pp;
+    if (!*stale) return;
     PBD__GRID_LOOP(s, pp->np) {
         int k = pp->grid.sorted[s], i = pp->ids[k];
+        pp->built[k] = w->p[i];
         pp->gslot[s] = s;
         pp->slot[k] = s;
         pp->sid[s] = i;
@@ -1069,9 +1086,10 @@ PBD__KERNEL pbd__k_pp_slots(pbd_world *w) {
 PBD__KERNEL pbd__k_pp_unlisted(pbd_world *w) {
     PBD__GRID_LOOP(k, w->pp.np) { pbd__pp_unlisted(&w->pp, k); }
 }
-PBD__KERNEL pbd__k_pp_lists(pbd_world *w) {
+PBD__KERNEL pbd__k_pp_lists(pbd_world *w, const int *stale) {
     pbd__particle_phase *pp = &w->pp;
     float R = pp->reach;
+    if (!*stale) return;
     PBD__GRID_LOOP(a, pp->np) {
         pbd__v3 q = pbd__ld(pp->grid.pos + 4 * (size_t)a);
         int buckets[27],
@@ -1082,8 +1100,9 @@ PBD__KERNEL pbd__k_pp_lists(pbd_world *w) {
 }
 /* objects that touch other objects' particles become coupled (every
    writer writes 1) */
-PBD__KERNEL pbd__k_pp_couple(pbd_world *w) {
+PBD__KERNEL pbd__k_pp_couple(pbd_world *w, const int *stale) {
     pbd__particle_phase *pp = &w->pp;
+    if (!*stale) return;
     PBD__GRID_LOOP(a, pp->np) {
         if (!pp->cross[a]) continue;
         if (pp->sobject[a] >= 0) PBD__ATOMIC_SET(&w->objects[pp->sobject[a]].coupled, 1);
@@ -1189,13 +1208,7 @@ PBD__KERNEL pbd__k_sc_stop_serial(pbd_world *w, int b, int e) {
 /* the fail-safe: any crossing (an integer OR), then the serial pass */
 PBD__KERNEL pbd__k_sc_crossings(pbd_world *w, int *flag) {
     PBD__GRID_LOOP(i, w->selfcol->nv) {
-        if (pbd__sc_any_crossing(w, w->selfcol, i)) {
-#ifdef PBD_CUDA_EMULATE
-            __atomic_fetch_or(flag, 1, __ATOMIC_RELAXED);
-#else
-            atomicOr(flag, 1);
-#endif
-        }
+        if (pbd__sc_any_crossing(w, w->selfcol, i)) PBD__ATOMIC_OR(flag, 1);
     }
 }
 PBD__KERNEL pbd__k_sc_failsafe(pbd_world *w) {
@@ -1376,13 +1389,7 @@ PBD__KERNEL pbd__k_nonfinite(pbd_world *w, int *bad) {
         const float *x = &w->x[i].x, *v = &w->v[i].x;
         int ok = 1;
         for (int k = 0; k < 4; ++k) ok &= pbd__finite(x[k]) & pbd__finite(v[k]);
-        if (!ok) {
-#ifdef PBD_CUDA_EMULATE
-            __atomic_fetch_or(bad, 1, __ATOMIC_RELAXED);
-#else
-            atomicOr(bad, 1); /* an integer OR: the same whatever the order */
-#endif
-        }
+        if (!ok) PBD__ATOMIC_OR(bad, 1);
     }
 }
 
@@ -1497,9 +1504,12 @@ static void pbd__grid_build_dev(pbd__gpu *g, pbd__grid *G, const pbd__grid *h, p
     pbd__launch(g, n, pbd__k_grid_pos, G, base, stride, ids);
 }
 
-/* The particle phase's grid and lists at the predictions (pbd__pp_build),
-   and the fluids' walls (pbd__pp_begin_substep). */
-static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w) {
+/* The particle phase's grid and lists at the predictions (pbd__pp_build)
+   when substep s builds them (pbd__pp_lists_stale; the grid, a counting
+   sort, is built every substep, which needs no read-back of the flag:
+   the kernels after it read it), and the fluids' walls
+   (pbd__pp_begin_substep). */
+static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w, int s) {
     const pbd__particle_phase *pp = &g->shadow.pp;
     pbd_world *dw = g->dw;
     int np = pp->np;
@@ -1508,10 +1518,12 @@ static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w) {
         pbd__launch(g, np, pbd__k_pp_unlisted, dw);
         return;
     }
+    pbd__dzero(g->pp_stale, sizeof(int));
+    pbd__launch(g, np, pbd__k_pp_stale, dw, (int)(s == 0 || pp->nfluids > 0), g->pp_stale);
     pbd__grid_build_dev(g, &dw->pp.grid, &w->pp.grid, &g->pp_scan, &g->shadow.p[0].x, 4, pp->ids, np);
-    pbd__launch(g, np, pbd__k_pp_slots, dw);
-    pbd__launch(g, np, pbd__k_pp_lists, dw);
-    if (w->nobjects > 0) pbd__launch(g, np, pbd__k_pp_couple, dw);
+    pbd__launch(g, np, pbd__k_pp_slots, dw, (const int *)g->pp_stale);
+    pbd__launch(g, np, pbd__k_pp_lists, dw, (const int *)g->pp_stale);
+    if (w->nobjects > 0) pbd__launch(g, np, pbd__k_pp_couple, dw, (const int *)g->pp_stale);
     if (pp->nfluids > 0) pbd__launch(g, np, pbd__k_fluid_walls, dw);
 }
 
@@ -1701,7 +1713,7 @@ static void pbd__substep_dev(pbd__gpu *g, pbd_world *w, float h, int s, int S) {
     pbd__plugins_dev(g, w, PBD__PLUGIN_BEGIN_SUBSTEP, h, s, S, -1);
     int per = pbd__contacts_per_particle(w);
     if (per > 0) pbd__launch(g, n, pbd__k_contacts, dw, per, h);
-    pbd__pp_build_dev(g, w);
+    pbd__pp_build_dev(g, w, s);
     for (int it = 0; it < w->iterations; ++it) {
         if (w->jacobi) pbd__dzero(g->shadow.delta, sizeof(pbd__p4) * (size_t)n);
         for (int gi = 0; gi < w->ngroups; ++gi)

@@ -120,7 +120,7 @@ void pbdt_run(const char *name, void (*fn)(void)) {
     X(sm) X(sm_oriented) X(sm_volume) X(upsample) X(upsample_fit) X(sm_shape) X(sm_cloth) X(sm_sum) \
     X(sm_rot4) X(sm_team) X(sm_rigid) X(sm_snapshot) X(particle_contact) X(fluids) X(strain) X(strands) X(tearing) X(damping) \
     X(mesh_colliders) X(selfcollision) X(sc_simd) X(contact_bounds) X(team) X(tethers) X(fluid_walls) \
-    X(robust) X(fuzz) X(determinism) X(handles) X(sm_press) X(cuda)
+    X(robust) X(fuzz) X(determinism) X(handles) X(sm_press) X(pp_lists) X(cuda)
 #endif
 // clang-format on
 #define PBDT_DECLARE(s) void suite_##s(void);

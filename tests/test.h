@@ -272,6 +272,19 @@ static inline float *pbdt_lattice(int nx, int ny, int nz, float d, const float *
     return p;
 }
 
+/* A default fluid of n x n x n particles at its default spacing (5 cm)
+   from corner o (pbdt_lattice); its particles, or {0, 0} on failure. */
+static inline pbd_range pbdt_fluid_cube(pbd_world *w, int n, const float *o) {
+    pbd_fluid_desc f = pbd_fluid_desc_default();
+    float *p = pbdt_lattice(n, n, n, f.spacing, o);
+    pbd_range r = {0, 0};
+    f.positions = p;
+    f.count = n * n * n;
+    if (!p || pbd_add_fluid(w, &f, NULL, &r) != PBD_OK) r.count = 0;
+    free(p);
+    return r;
+}
+
 /* The world's snapshot (pbd_world_save) in a malloc'd buffer of *n bytes
    (*n 0 when the save failed): for "bad input changes nothing" checks. */
 static inline unsigned char *pbdt_save(const pbd_world *w, size_t *n) {

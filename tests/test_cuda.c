@@ -611,6 +611,30 @@ static void build_granular(pbd_world *w) {
     CHECK_OK(pbd_world_set_particle_contact_friction(w, 0.6f, 0.5f));
 }
 
+/* A layer of grains at rest on the ground, one rolled into it and one
+   dropped onto it: substeps that keep the lists (PBD__PP_SKIN) and
+   substeps that build them, the device deciding as the host does. */
+static void build_grains_at_rest(pbd_world *w) {
+    ground(w);
+    enum { N = 10 };
+    const float r = 0.01f;
+    float pos[3 * (N * N + 2)], vel[3] = {1.5f, 0, 0.4f};
+    for (int i = 0; i < N * N; ++i) {
+        pos[3 * i + 0] = (float)(i % N) * 2.05f * r;
+        pos[3 * i + 1] = r;
+        pos[3 * i + 2] = (float)(i / N) * 2.05f * r;
+    }
+    pos[3 * N * N + 0] = -0.1f;
+    pos[3 * N * N + 1] = r;
+    pos[3 * N * N + 2] = 0.05f;
+    pos[3 * N * N + 3] = 0.1f;
+    pos[3 * N * N + 4] = 0.15f;
+    pos[3 * N * N + 5] = 0.1f;
+    pbd_range g = pbdt_add_colliding(w, pos, N * N + 2, r, 0.01f);
+    pbd_range rolled = {g.first + N * N, 1};
+    CHECK_OK(pbd_particles_set_velocities(w, rolled, vel));
+}
+
 /* A flag in gusty wind (an acceleration field: the user's callback, which
    a GPU world runs on the host every substep) on a pole, switched off
    mid-run; some particles get a non-finite answer, which counts as 0. */
@@ -1038,6 +1062,7 @@ static const scene scenes[] = {
     {"overflow colour, point-triangle", build_overflow, NULL, 40},
     {"fluid with a floating box", build_fluid, frame_fluid, 25},
     {"grains on a cloth", build_granular, NULL, 40},
+    {"grains at rest, one rolled in", build_grains_at_rest, NULL, 30},
     {"a flag in an acceleration field", build_wind, frame_wind, 40},
     {"a collapsed fluid and grains", build_collapsed, NULL, 20},
     {"self-collision: cloth folding on a bar", build_folding, frame_folding, 40},

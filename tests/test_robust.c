@@ -54,12 +54,7 @@ static float *lattice(int nx, int ny, int nz, float d, const float *o) {
 static pbd_world *fluid_world(void) {
     pbd_world *w = pbdt_world(-9.81f);
     const float o[3] = {0, 0.1f, 0};
-    float *p = lattice(5, 5, 5, 0.05f, o);
-    pbd_fluid_desc f = pbd_fluid_desc_default();
-    f.positions = p;
-    f.count = 125;
-    CHECK_OK(pbd_add_fluid(w, &f, NULL, NULL));
-    free(p);
+    CHECK(pbdt_fluid_cube(w, 5, o).count == 125);
     return w;
 }
 
