@@ -2657,6 +2657,7 @@ extern "C" int pbd_sm__cuda_skin(pbd_sm_skin *s, size_t size, const pbd_sm__orie
 typedef struct pbd__sm_cloth_dev {
     pbd_sm__level *lv; /* nlevels images with the device's arrays (the finest level's x: the world's p) */
     pbd_sm__cloth d;   /* the bending's arrays */
+    float *kept;       /* pbd_sm__cloth.kept's layout: the step's start (KEEP, ROLLBACK) */
 } pbd__sm_cloth_dev;
 
 PBD__KERNEL pbd__k_cl_sync(pbd_sm__level C, const float *xf) {
@@ -2771,6 +2772,7 @@ static void pbd__sm_cloth_free(pbd_sm__cloth *c) {
     pbd__dfree(r->d.q_idx);
     pbd__dfree(r->d.q_val);
     pbd__dfree(r->d.q_row);
+    pbd__dfree(r->kept);
     free(r);
     c->gpu = NULL;
 }
@@ -2811,7 +2813,8 @@ static int pbd__sm_cloth_upload(pbd_sm__cloth *c) {
     pbd_sm__cloth *d = &r->d;
     size_t nv = (size_t)c->lv[top].nv;
     ok = ok && PBD__SM_UP(q_start, nv + 1) && PBD__SM_UP(q_row, nv) &&
-         (!h->q_start || (PBD__SM_UP(q_idx, (size_t)h->q_start[nv]) && PBD__SM_UP(q_val, (size_t)h->q_start[nv])));
+         (!h->q_start || (PBD__SM_UP(q_idx, (size_t)h->q_start[nv]) && PBD__SM_UP(q_val, (size_t)h->q_start[nv]))) &&
+         pbd__dmalloc((void **)&r->kept, sizeof(float) * c->nkept);
     if (!ok) pbd__sm_cloth_free(c);
     return ok;
 }
@@ -2823,6 +2826,19 @@ extern "C" int pbd_sm__cuda_cloth(pbd_sm__cloth *c, size_t size, const pbd_solve
     if (what == PBD_SM__CUDA_UPLOAD) return pbd__sm_cloth_upload(c);
     if (what == PBD_SM__CUDA_FREE) {
         pbd__sm_cloth_free(c);
+        return 1;
+    }
+    if (what == PBD_SM__CUDA_KEEP || what == PBD_SM__CUDA_ROLLBACK) { /* pbd_sm__cloth_keep on the device */
+        float *k = r->kept;
+        for (int l = 0; l < c->nlevels; ++l) {
+            pbd_sm__level *D = &r->lv[l];
+            size_t np = 6 * (size_t)D->nt, nx = l < c->nlevels - 1 ? 4 * (size_t)D->nv : 0;
+            if (what == PBD_SM__CUDA_KEEP) pbd__d2d(k, D->tP, sizeof(float) * np);
+            else pbd__d2d(D->tP, k, sizeof(float) * np);
+            if (nx && what == PBD_SM__CUDA_KEEP) pbd__d2d(k + np, D->x, sizeof(float) * nx);
+            else if (nx) pbd__d2d(D->x, k + np, sizeof(float) * nx);
+            k += np + nx;
+        }
         return 1;
     }
     if (what == PBD_SM__CUDA_FETCH || what == PBD_SM__CUDA_PUSH) {

@@ -14,8 +14,10 @@
    pbd.h does not depend on it. Compile it with the same OpenMP setting as
    pbd.h. When pbd_world_step rolls back a step that made NaN or infinity
    (pbd.h CONVENTIONS), shape-matching bodies put back their rotations and
-   plastic states and oriented particles their orientations and angular
-   velocities, as they were before the step (copies taken at its start).
+   plastic states, oriented particles their orientations and angular
+   velocities, and multi-resolution cloths their coarse levels' positions
+   and kept projections, as they were before the step (copies taken at
+   its start).
 
    HANDLES AND NAMES follow pbd.h's CONVENTIONS. What a world owns here -
    shape-matching bodies, oriented particle sets, surface volumes and
@@ -8032,6 +8034,9 @@ struct pbd_sm__cloth {
     float *q_row;  /* sum_j |Q_ij| per finest vertex (Gershgorin), for the stable step */
     float q_row_w; /* max_i q_row[i] / m_i over the finest vertices (their masses of eq. 1) */
     float *force;  /* nv*3 scratch */
+    float *kept;   /* every level's tP, then the coarse levels' x, at the step's
+                      start: what a rolled-back step puts back (pbd_sm__cloth_keep) */
+    size_t nkept;  /* its floats */
     void *gpu;     /* on a GPU world: pbd_cuda.cu's copy (pbd_sm__cuda_cloth) */
 };
 
@@ -8077,6 +8082,7 @@ static void pbd_sm__cloth_free(pbd_sm__cloth *c) {
     pbd_sm__free(mem, c->q_val);
     pbd_sm__free(mem, c->q_row);
     pbd_sm__free(mem, c->force);
+    pbd_sm__free(mem, c->kept);
     pbd_sm__free(mem, c);
 }
 
@@ -9570,6 +9576,33 @@ static void pbd_sm__cloth_end_substep(void *user, const pbd_solve_context *s) {
     pbd_sm__cloth *c = (pbd_sm__cloth *)user;
     if (c->damping > 0 && !pbd_sm__cloth_gpu(c, s, PBD_SM__CUDA_END)) pbd_sm__damp(c, s);
 }
+/* What a step changes of the cloth besides the particles: every level's
+   last valid projections and the coarse levels' positions (both in
+   snapshots), kept at the step's start and put back when pbd_world_step
+   rolls a non-finite step back (pbd.h, pbd_plugin_desc.rollback): else a
+   NaN step left NaN coarse positions, and the world's snapshot no longer
+   loaded. */
+static void pbd_sm__cloth_keep(pbd_sm__cloth *c, int back) {
+    float *k = c->kept;
+    for (int l = 0; l < c->nlevels; ++l) {
+        pbd_sm__level *L = &c->lv[l];
+        size_t np = 6 * (size_t)L->nt, nx = l < c->nlevels - 1 ? 4 * (size_t)L->nv : 0;
+        memcpy(back ? L->tP : k, back ? k : L->tP, sizeof(float) * np);
+        if (nx) memcpy(back ? L->x : k + np, back ? k + np : L->x, sizeof(float) * nx);
+        k += np + nx;
+    }
+}
+static void pbd_sm__cloth_begin_step(void *user, pbd_world *w, float dt) {
+    pbd_sm__cloth *c = (pbd_sm__cloth *)user;
+    (void)w;
+    (void)dt;
+    if (!pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_KEEP)) pbd_sm__cloth_keep(c, 0);
+}
+static void pbd_sm__cloth_rollback(void *user, pbd_world *w) {
+    pbd_sm__cloth *c = (pbd_sm__cloth *)user;
+    (void)w;
+    if (!pbd_sm__cloth_gpu(c, NULL, PBD_SM__CUDA_ROLLBACK)) pbd_sm__cloth_keep(c, 1);
+}
 static int pbd_sm__in01(float x) { return x >= 0 && x <= 1; }
 static void pbd_sm__cloth_destroy(void *user) { pbd_sm__cloth_free((pbd_sm__cloth *)user); }
 
@@ -9803,6 +9836,13 @@ static pbd_result pbd_sm__cloth_build(pbd_world *mem, const pbd_sm_cloth_desc *d
             memcpy(c->lv[l].x + 4 * v, c->lv[l].rest + 3 * v, 3 * sizeof(float));
             c->lv[l].x[4 * v + 3] = 1.0f / c->lv[l].mass[v];
         }
+    for (int l = 0; l < d->levels; ++l)
+        c->nkept += 6 * (size_t)c->lv[l].nt + (l < d->levels - 1 ? 4 * (size_t)c->lv[l].nv : 0);
+    c->kept = (float *)pbd_sm__alloc_n(mem, c->nkept, sizeof(float));
+    if (!c->kept) {
+        pbd_sm__cloth_free(c);
+        return pbd_world_fail(NULL, PBD_ERROR_OUT_OF_MEMORY, "pbd_sm_add_cloth: out of memory");
+    }
     *out = c;
     return PBD_OK;
 }
@@ -9852,6 +9892,8 @@ PBD_SM_DEF pbd_result pbd_sm_add_cloth(pbd_world *w, const pbd_sm_cloth_desc *d,
     pl.parallel = PBD_SM__OPENMP;
     pl.particle_end = c->particles.first + c->particles.count;
     pl.work = work;
+    pl.begin_step = pbd_sm__cloth_begin_step;
+    pl.rollback = pbd_sm__cloth_rollback;
     pl.begin_substep = pbd_sm__cloth_begin_substep;
     pl.project = pbd_sm__cloth_project;
     pl.end_substep = pbd_sm__cloth_end_substep;

@@ -1519,6 +1519,24 @@ TEST(cuda_a_user_plugin_runs_on_the_host_with_the_cpu_worlds_bits) {
     }
 }
 
+/* A step the world refuses (PBD_ERROR_NOT_FINITE, the world put back as
+   it was before the step; pbd.h, CONVENTIONS): particle i's velocity
+   -FLT_MAX under a gravity of -3e38 m/s^2 leaves float's range in the
+   prediction, on the CPU and on the device alike. (A particle cannot be
+   put at 3e38 m any more: positions are bounded by PBD_MAX_COORDINATE;
+   pbd_sm.h's sums in double take a fast particle in their stride.) The
+   world's gravity and the particle's velocity are given back after. */
+static void refused_step(pbd_world *w, int i) {
+    float huge_g[3] = {0, -3e38f, 0}, g[3] = {0, -9.81f, 0}, v[3] = {0, -FLT_MAX, 0}, v0[3];
+    pbd_range one = {i, 1};
+    CHECK_OK(pbd_particles_get_velocities(w, one, v0));
+    CHECK_OK(pbd_particles_set_velocities(w, one, v));
+    CHECK_OK(pbd_world_set_gravity(w, huge_g));
+    CHECK_RESULT(pbd_world_step(w, 0.5f), PBD_ERROR_NOT_FINITE);
+    CHECK_OK(pbd_world_set_gravity(w, g));
+    CHECK_OK(pbd_particles_set_velocities(w, one, v0));
+}
+
 /* A multi-resolution cloth on a GPU world: its coarse levels' positions
    (pbd_sm_cloth_level) are the device's, the CPU world's bits; its
    removal frees it while the world steps on. */
@@ -1531,6 +1549,16 @@ TEST(cuda_a_multires_cloth_reads_and_goes_on_a_gpu_world) {
         build_multires(ws[k], 0, PBD_SM_CLOTH_INDEPENDENT_SETS);
         cl[k] = mr_cloth;
         for (int s = 0; s < 15; ++s) CHECK_OK(pbd_world_step(ws[k], 1.0f / 60.0f));
+        /* a non-finite step puts the coarse levels back too (as on the
+           CPU), so the world's snapshot still loads */
+        size_t n0 = 0, n1 = 0;
+        unsigned char *before = pbdt_save(ws[k], &n0);
+        refused_step(ws[k], 20);
+        unsigned char *after = pbdt_save(ws[k], &n1);
+        CHECK_MSG(n0 == n1 && n0 > 0 && !memcmp(before, after, n0), "world %d", k);
+        CHECK_OK(pbd_world_restore(ws[k], after, n1));
+        free(before);
+        free(after);
     }
     for (int l = 0; l < 4; ++l) {
         int nv[2] = {0, 1};
@@ -1690,24 +1718,6 @@ TEST(cuda_a_wrinkle_mesh_solves_on_a_gpu_world) {
     free(x[1]);
     pbd_mesh_free(&s);
     pbd_mesh_free(&f);
-}
-
-/* A step the world refuses (PBD_ERROR_NOT_FINITE, the world put back as
-   it was before the step; pbd.h, CONVENTIONS): particle i's velocity
-   -FLT_MAX under a gravity of -3e38 m/s^2 leaves float's range in the
-   prediction, on the CPU and on the device alike. (A particle cannot be
-   put at 3e38 m any more: positions are bounded by PBD_MAX_COORDINATE;
-   pbd_sm.h's sums in double take a fast particle in their stride.) The
-   world's gravity and the particle's velocity are given back after. */
-static void refused_step(pbd_world *w, int i) {
-    float huge_g[3] = {0, -3e38f, 0}, g[3] = {0, -9.81f, 0}, v[3] = {0, -FLT_MAX, 0}, v0[3];
-    pbd_range one = {i, 1};
-    CHECK_OK(pbd_particles_get_velocities(w, one, v0));
-    CHECK_OK(pbd_particles_set_velocities(w, one, v));
-    CHECK_OK(pbd_world_set_gravity(w, huge_g));
-    CHECK_RESULT(pbd_world_step(w, 0.5f), PBD_ERROR_NOT_FINITE);
-    CHECK_OK(pbd_world_set_gravity(w, g));
-    CHECK_OK(pbd_particles_set_velocities(w, one, v0));
 }
 
 /* Oriented particles on a GPU world: the getters (orientations, angular

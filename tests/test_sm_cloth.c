@@ -989,7 +989,45 @@ TEST(sm_cloth_refuses_a_repeated_triangle) {
     pbd_mesh_free(&m);
 }
 
+/* A step that a NaN makes fail rolls the cloth back with the world: its
+   kept projections and coarse positions (in snapshots) are the step's
+   start's again, so the world saves the bytes it saved before, and the
+   snapshot loads (a NaN coarse position would not). */
+static void mr_nan_project(void *user, const pbd_solve_context *c) {
+    (void)user;
+    if (c->substep == 1 && c->iteration == 0) c->p[4 * 7 + 1] = NAN;
+}
+TEST(sm_cloth_rollback_restores_the_snapshot) {
+    pbd_mesh m = cloth_grid(12, 1.0f, 1.0f);
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_sm_cloth_desc d = cloth_desc(&m, 3);
+    int corners[2] = {0, 11};
+    d.keep_vertices = corners;
+    d.keep_count = 2;
+    pbd_range r;
+    CHECK_OK(pbd_sm_add_cloth(w, &d, NULL, &r));
+    CHECK_OK(pbd_particle_pin(w, r.first));
+    CHECK_OK(pbd_particle_pin(w, r.first + 11));
+    for (int s = 0; s < 10; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f)); /* swinging */
+    pbd_plugin_desc nd = pbd_plugin_desc_default();
+    nd.particle_end = r.first + r.count;
+    nd.project = mr_nan_project;
+    pbd_plugin nan_plugin;
+    CHECK_OK(pbd_add_plugin(w, &nd, &nan_plugin));
+    size_t n0, n1;
+    unsigned char *before = pbdt_save(w, &n0);
+    CHECK_RESULT(pbd_world_step(w, 1.0f / 60.0f), PBD_ERROR_NOT_FINITE);
+    unsigned char *after = pbdt_save(w, &n1);
+    CHECK(n0 == n1 && n0 > 0 && memcmp(before, after, n0) == 0);
+    CHECK_OK(pbd_world_restore(w, after, n1));
+    free(before);
+    free(after);
+    pbd_world_destroy(w);
+    pbd_mesh_free(&m);
+}
+
 void suite_sm_cloth(void) {
+    RUN(sm_cloth_rollback_restores_the_snapshot);
     RUN(sm_cloth_hierarchy_nested_and_not);
     RUN(sm_cloth_rigid_motion_is_kept);
     RUN(sm_cloth_internal_forces_keep_the_momentum);
