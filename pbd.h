@@ -3033,8 +3033,19 @@ static inline void pbd__vtranspose(pbd__vf *r0, pbd__vf *r1, pbd__vf *r2, pbd__v
     *r3 = pbd__vunpackhi_pd(t2, t3);
 }
 
+/* The gather and scatter inline everywhere: at -O2 (the README's compile
+   line) GCC kept them as calls in the particle phase's large functions,
+   returning four vectors through memory (11% of a heap of grains' step;
+   inline, the step took 14% less). */
+#if defined(__GNUC__) || defined(__clang__)
+#define PBD__HOT static inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define PBD__HOT static __forceinline
+#else
+#define PBD__HOT static inline
+#endif
 /* ids: W particle indices (one per lane). */
-static inline pbd__vp pbd__vgather(const pbd__p4 *P, const int *ids) {
+PBD__HOT pbd__vp pbd__vgather(const pbd__p4 *P, const int *ids) {
     pbd__vp v;
     v.x = pbd__vfrom4(P, ids, 0);
     v.y = pbd__vfrom4(P, ids, 1);
@@ -3043,7 +3054,7 @@ static inline pbd__vp pbd__vgather(const pbd__p4 *P, const int *ids) {
     pbd__vtranspose(&v.x, &v.y, &v.z, &v.w);
     return v;
 }
-static inline void pbd__vscatter(pbd__p4 *P, const int *ids, pbd__vp v) {
+PBD__HOT void pbd__vscatter(pbd__p4 *P, const int *ids, pbd__vp v) {
     pbd__vtranspose(&v.x, &v.y, &v.z, &v.w);
     pbd__vto4(P, ids, 0, v.x);
     pbd__vto4(P, ids, 1, v.y);
