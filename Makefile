@@ -82,7 +82,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-messages check-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
+.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-messages check-readme check-cuda-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -454,6 +454,18 @@ check-readme:
 	@awk '/^```c$$/{f=1;next} /^```$$/{if(f){exit}} f' README.md > $(BUILD)/readme/hello.c
 	@$(CC) -std=c99 -O2 -fopenmp -ffp-contract=off -Wall -Wextra -Werror -I. $(BUILD)/readme/hello.c -o $(BUILD)/readme/hello -lm
 	@./$(BUILD)/readme/hello
+
+# The README's CUDA build lines as written (its sh block with nvcc), on its
+# hello world as app.c, in a folder holding the headers and pbd_cuda.cu
+# (.ci/run, where nvcc exists: the two-step link once lacked -lstdc++).
+check-cuda-readme:
+	@rm -rf $(CUDA_BUILD)/readme && mkdir -p $(CUDA_BUILD)/readme
+	@cp $(HEADERS) pbd_cuda.cu $(CUDA_BUILD)/readme/
+	@awk '/^```c$$/{f=1;next} /^```$$/{if(f){exit}} f' README.md > $(CUDA_BUILD)/readme/app.c
+	@awk '/^```sh$$/{f=1;b="";next} /^```$$/{if(f&&b~/pbd_cuda.cu/){printf "%s",b;exit} f=0} f{b=b $$0 "\n"}' README.md \
+	  > $(CUDA_BUILD)/readme/build.sh
+	@cat $(CUDA_BUILD)/readme/build.sh
+	@cd $(CUDA_BUILD)/readme && sh -ex build.sh && ./app
 
 # ---- fuzzing (tests/fuzz/: libFuzzer harnesses, clang) ----------------------
 # Four harnesses: fuzz_restore (pbd_world_restore from arbitrary bytes),

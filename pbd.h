@@ -611,7 +611,7 @@
        device. Define PBD_CUDA in the file with PBD_IMPLEMENTATION:
            nvcc -O3 --fmad=false -DPBD_CUDA app.c pbd_cuda.cu -o app
        (or compile app.c with cc -DPBD_CUDA, pbd_cuda.cu with nvcc -O3
-       --fmad=false -c, and link with -lcudart). Without PBD_CUDA nothing
+       --fmad=false -c, and link with -lcudart -lstdc++). Without PBD_CUDA nothing
        changes: no CUDA header, no GPU code. pbd_world_desc.device chooses
        per world: PBD_DEVICE_AUTO (default) the GPU if a CUDA device is
        found, else the CPU, the choice logged with PBD_OK; PBD_DEVICE_GPU

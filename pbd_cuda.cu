@@ -7,7 +7,7 @@
        or in two steps:
            cc -O2 -DPBD_CUDA -c app.c
            nvcc -O3 --fmad=false -c pbd_cuda.cu
-           cc app.o pbd_cuda.o -L/usr/local/cuda/lib64 -lcudart -lm -o app
+           cc app.o pbd_cuda.o -L/usr/local/cuda/lib64 -lcudart -lstdc++ -lm -o app
        (--fmad=false: no fused multiply-adds, so that a GPU world gives a
        CPU world's bits; without it the results differ in the last bits.)
        Without PBD_CUDA nothing changes: pbd.h includes no CUDA header and
