@@ -671,6 +671,8 @@ typedef struct pbd_up_wpsd_desc {
     const int *coarse_triangles;     /* the feature mesh (its edges span pose space) */
     int coarse_triangle_count;
     int frame_count;            /* training pairs */
+    int coarse_count;           /* the frames' vertices: the subdivision model's coarse and */
+    int detail_count;           /*   detail counts (checked; pbd_up_wpsd_desc_from fills them) */
     const float *coarse_frames; /* frame_count * coarse_count * 3 */
     const float *detail_frames; /* frame_count * detail_count * 3 (subdivision's numbering) */
     const float *coarse_rest;   /* rest pose (edge rest lengths); NULL: frame 0 */
@@ -683,8 +685,9 @@ typedef struct pbd_up_wpsd_desc {
 PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void);
 /* (t's frames, rest pose and coarse mesh; sub: the smooth operator) */
 PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_from(const pbd_up_training *t, const pbd_up_model *sub);
-/* Errors: NULL pointers, a model that is not subdivision, sizes or counts
-   out of range, coarse triangles out of range or with fewer edges than
+/* Errors: NULL pointers, a model that is not subdivision, coarse_count
+   and detail_count other than the model's, sizes or counts out of range,
+   coarse triangles out of range or with fewer edges than
    edges_per_vertex, NaN/Inf data, zero-length rest edges. */
 PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *desc, pbd_up_model **out);
 /* The greedy selection: the training frame of each pose in the order
@@ -722,6 +725,8 @@ typedef struct pbd_up_pdm_desc {
     const int *coarse_triangles;     /* the feature mesh (frames, neighbours, edges) */
     int coarse_triangle_count;
     int frame_count;            /* training pairs (>= 6 for six coefficients) */
+    int coarse_count;           /* the frames' vertices: the subdivision model's coarse and */
+    int detail_count;           /*   detail counts (checked; pbd_up_pdm_desc_from fills them) */
     const float *coarse_frames; /* frame_count * coarse_count * 3 */
     const float *detail_frames; /* frame_count * detail_count * 3 */
     const float *coarse_rest;   /* rest pose; NULL: frame 0 */
@@ -4562,14 +4567,20 @@ static pbd_result pbd_up__same_coarse_mesh(const pbd_up__subdiv *s, const int *t
 
 /* Checks shared by the wpsd and pdm descs (their callers name the fit:
    pbd_world_fail_in). */
-static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames, const float *cf,
-                                         const float *df, const float *rest, int min_frames) {
+static pbd_result pbd_up__twoscale_check(const pbd_up_model *sub, const int *tris, int nt, int frames, int nc, int nd,
+                                         const float *cf, const float *df, const float *rest, int min_frames) {
     if (!sub) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "subdivision is NULL");
     if (!tris) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "coarse_triangles is NULL");
     if (!cf) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "coarse_frames is NULL");
     if (!df) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "detail_frames is NULL");
     if (!pbd_up__subdiv_of(sub) || !sub->trained)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "subdivision is not a trained subdivision model");
+    /* the frames' sizes: a model of another level or mesh would read past them */
+    if (nc != sub->coarse_count || nd != sub->detail_count)
+        return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
+                              "coarse_count %d and detail_count %d (the frames' vertices) are not the subdivision "
+                              "model's %d and %d",
+                              nc, nd, sub->coarse_count, sub->detail_count);
     if (nt < 1) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "coarse_triangle_count %d must be >= 1", nt);
     if (frames < min_frames)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "frame_count %d must be >= %d", frames, min_frames);
@@ -4807,6 +4818,8 @@ PBD_UP_DEF pbd_up_wpsd_desc pbd_up_wpsd_desc_default(void) {
             (d).coarse_triangles = (t)->coarse_triangles;           \
             (d).coarse_triangle_count = (t)->coarse_triangle_count; \
             (d).frame_count = (t)->frame_count;                     \
+            (d).coarse_count = (t)->coarse_count;                   \
+            (d).detail_count = (t)->detail_count;                   \
             (d).coarse_frames = (t)->coarse;                        \
             (d).detail_frames = (t)->detail;                        \
             (d).coarse_rest = (t)->coarse_rest;                     \
@@ -5002,8 +5015,9 @@ done:
 PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **out) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: d is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_wpsd_fit: out is NULL");
-    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
-                                          d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
+    pbd_result r =
+        pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
+                               d->coarse_count, d->detail_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
     if (r != PBD_OK) return pbd_world_fail_in(NULL, "pbd_up_wpsd_fit", r);
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
         !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
@@ -5467,8 +5481,9 @@ done:
 PBD_UP_DEF pbd_result pbd_up_pdm_fit(const pbd_up_pdm_desc *d, pbd_up_model **out) {
     if (!d) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: d is NULL");
     if (!out) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_pdm_fit: out is NULL");
-    pbd_result r = pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
-                                          d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
+    pbd_result r =
+        pbd_up__twoscale_check(d->subdivision, d->coarse_triangles, d->coarse_triangle_count, d->frame_count,
+                               d->coarse_count, d->detail_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 6);
     if (r != PBD_OK) return pbd_world_fail_in(NULL, "pbd_up_pdm_fit", r);
     pbd_up_model *m = pbd_up__model_new(PBD_UP_PDM, d->subdivision->coarse_count, d->subdivision->detail_count);
     pbd_up__pdm *p = (pbd_up__pdm *)pbd_up__calloc_array(1, sizeof(pbd_up__pdm));

@@ -224,6 +224,8 @@ static void run(int n, int frames) {
     ws.coarse_triangles = sh.grid.triangles;
     ws.coarse_triangle_count = sh.grid.triangle_count;
     ws.frame_count = sh.frames;
+    ws.coarse_count = sh.nc;
+    ws.detail_count = sh.nd;
     ws.coarse_frames = sh.u;
     ws.detail_frames = sh.X;
     ws.max_poses = 6;
@@ -239,6 +241,8 @@ static void run(int n, int frames) {
     pm.coarse_triangles = sh.grid.triangles;
     pm.coarse_triangle_count = sh.grid.triangle_count;
     pm.frame_count = sh.frames;
+    pm.coarse_count = sh.nc;
+    pm.detail_count = sh.nd;
     pm.coarse_frames = sh.u;
     pm.detail_frames = sh.X;
     if (pbd_up_pdm_fit(&pm, &m) == PBD_OK) {

@@ -1135,7 +1135,24 @@ TEST(up_messages_read_as_words) {
     wpd.coarse_triangles = far_tri;
     wpd.coarse_triangle_count = 1;
     wpd.frame_count = 1;
-    wpd.coarse_frames = wpd.detail_frames = frames; /* not read: the triangles are refused first */
+    wpd.coarse_frames = wpd.detail_frames = frames; /* not read: the sizes, then the triangles are refused first */
+    /* frames of other sizes than the model's (a model of another level
+       or mesh): refused, not read past their end (an audit's ASan report) */
+    wpd.coarse_count = pbd_up_model_coarse_count(m);
+    wpd.detail_count = 3;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_wpsd_fit: coarse_count 42 and detail_count 3 (the frames' vertices) are not the "
+                         "subdivision model's 42 and 162");
+    pbd_up_pdm_desc pmd = pbd_up_pdm_desc_default();
+    pmd.subdivision = m;
+    pmd.coarse_triangles = far_tri;
+    pmd.coarse_triangle_count = 1;
+    pmd.frame_count = 6;
+    pmd.coarse_frames = pmd.detail_frames = frames;
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_pdm_fit(&pmd, &out), PBD_ERROR_INVALID_ARGUMENT,
+                         "pbd_up_pdm_fit: coarse_count 0 and detail_count 0 (the frames' vertices) are not the "
+                         "subdivision model's 42 and 162");
+    wpd.detail_count = pbd_up_model_detail_count(m);
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_wpsd_fit(&wpd, &out), PBD_ERROR_INDEX_OUT_OF_RANGE,
                          "triangle 0 names vertex 99, outside 0..41");
     CHECK(out == NULL);

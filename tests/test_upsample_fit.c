@@ -402,6 +402,8 @@ static pbd_up_wpsd_desc wpsd_desc_of(const synth *d) {
     wd.coarse_triangles = d->grid.triangles;
     wd.coarse_triangle_count = d->grid.triangle_count;
     wd.frame_count = d->frames;
+    wd.coarse_count = d->nc;
+    wd.detail_count = d->nd;
     wd.coarse_frames = d->u;
     wd.detail_frames = d->X;
     return wd;
@@ -506,6 +508,8 @@ static pbd_up_pdm_desc pdm_desc_of(const synth *d) {
     pd.coarse_triangles = d->grid.triangles;
     pd.coarse_triangle_count = d->grid.triangle_count;
     pd.frame_count = d->frames;
+    pd.coarse_count = d->nc;
+    pd.detail_count = d->nd;
     pd.coarse_frames = d->u;
     pd.detail_frames = d->X;
     return pd;
