@@ -804,7 +804,83 @@ TEST(fluid_bad_input_changes_nothing) {
     pbd_world_destroy(w);
 }
 
+/* The parameters that feed energy in are bounded (PBD_FLUID_SCORR_MAX,
+   PBD_FLUID_VORTICITY_MAX, radius <= spacing / 2: an audit blew up a
+   resting tank with values the ranges took): a dam break of 10 x 10 x 10
+   particles at 5 cm at the bounds' edge keeps its energy within 8% of its
+   start for 3 s (at scorr_k 0.3, which the bound now refuses, it gained
+   18%), and the values of the audit are refused, naming the bound. */
+static double dam_break_energy_gain(float scorr_k, float vorticity) {
+    const float d = 0.05f, o[3] = {0, 0, 0};
+    pbd_world *w = pbdt_world(-9.81f);
+    add_tank(w, 0.8f, 0.8f, 0.5f);
+    float *p = pbdt_lattice(10, 10, 10, d, o);
+    pbd_fluid_desc fd = pbd_fluid_desc_default();
+    fd.positions = p;
+    fd.count = 1000;
+    fd.scorr_k = scorr_k;
+    fd.vorticity = vorticity;
+    pbd_range r = {0, 0};
+    CHECK_OK(pbd_add_fluid(w, &fd, NULL, &r));
+    free(p);
+    double e0 = 0, most = 0;
+    for (int s = 0; s <= 180; ++s) {
+        if (s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        const float *x = pbd_world_positions(w), *v = pbd_world_velocities(w);
+        double e = 0;
+        for (int i = r.first; i < r.first + r.count; ++i) {
+            const float *vi = v + 4 * i;
+            e += 9.81 * x[4 * i + 1] + 0.5 * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]); /* per kg */
+        }
+        if (s == 0) e0 = e;
+        most = e > most ? e : most;
+    }
+    pbd_world_destroy(w);
+    return most / e0;
+}
+TEST(fluid_parameters_that_feed_energy_in_are_bounded) {
+    double gain = dam_break_energy_gain(0.15f, 0.0f); /* s_corr sums to 0.047 */
+    CHECK_MSG(gain < 1.08, "scorr_k 0.15: energy %.3f of the start", gain);
+    gain = dam_break_energy_gain(0.05f, 0.99f * PBD_FLUID_VORTICITY_MAX * sqrtf(9.81f * 0.05f));
+    CHECK_MSG(gain < 1.08, "vorticity at its bound: energy %.3f of the start", gain);
+    pbd_world *w = pbdt_world(-9.81f);
+    const float o[3] = {0, 0, 0};
+    float *p = pbdt_lattice(3, 3, 3, 0.05f, o);
+    pbd_fluid_desc good = pbd_fluid_desc_default();
+    good.positions = p;
+    good.count = 27;
+    static const struct {
+        float scorr_k, scorr_n, scorr_dq, vorticity, radius;
+        const char *says;
+    } bad[] = {
+        {0.05f, 4, 0.6f, 0, 0, "sums to 2.04 over a particle's neighbours"},
+        {2.0f, 4, 0.2f, 0, 0, "above PBD_FLUID_SCORR_MAX = 0.05"},
+        {0.05f, 1, 0.2f, 0, 0, "s_corr (scorr_k 0.05, scorr_n 1, scorr_dq 0.2) sums to 0.235"},
+        {0.3f, 4, 0.2f, 0, 0, "lower scorr_k or scorr_dq, or raise scorr_n"},
+        {0.05f, 4, 0.2f, 10, 0, "vorticity 10 m/s is above PBD_FLUID_VORTICITY_MAX sqrt(9.81 m/s^2 spacing) = 2.1"},
+        {0.05f, 4, 0.2f, 0, 0.05f, "radius 0.05 m is above spacing / 2 = 0.025 m"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        pbd_fluid_desc d = good;
+        d.scorr_k = bad[k].scorr_k;
+        d.scorr_n = bad[k].scorr_n;
+        d.scorr_dq = bad[k].scorr_dq;
+        d.vorticity = bad[k].vorticity;
+        d.radius = bad[k].radius;
+        EXPECT_UNCHANGED(w, pbd_add_fluid(w, &d, NULL, NULL), PBD_ERROR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(pbd_world_last_error(w), bad[k].says) != NULL, "%s", pbd_world_last_error(w));
+    }
+    pbd_fluid f;
+    good.radius = 0.025f; /* the ends are in */
+    CHECK_OK(pbd_add_fluid(w, &good, &f, NULL));
+    EXPECT_UNCHANGED(w, pbd_fluid_set_viscosity(w, f, 0.01f, 3.0f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK_OK(pbd_fluid_set_viscosity(w, f, 0.01f, 2.0f));
+    free(p);
+    pbd_world_destroy(w);
+}
+
 void suite_fluids(void) {
+    RUN(fluid_parameters_that_feed_energy_in_are_bounded);
     RUN(fluid_resting_column_reaches_rest_density);
     RUN(fluid_one_short_step_is_not_amplified);
     RUN(fluid_dam_break_stays_in_tank);
