@@ -1012,8 +1012,14 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    squared distances and grid cells computed from such positions leave
    float and int range long before 1e38 m, a position the world took
    before this bound (its particle never moved). Colliders are shapes, not
-   particles, and have no such bound. */
+   particles: their poses have no such bound, their sizes (an analytic
+   collider's radius, half_height, half_extents and rounding) are at most
+   PBD_MAX_COORDINATE (a sphere of radius 3e38 was taken, and then every
+   step failed: its distances left float's range). Gravity's components
+   are at most PBD_MAX_GRAVITY = 1e6 m/s^2 in size (a gravity of 1e30 was
+   taken, and every step failed). */
 #define PBD_MAX_COORDINATE 1e6f
+#define PBD_MAX_GRAVITY 1e6f
 
 /* Advance by dt seconds (substeps x iterations as in the desc; a step
    longer than reference_dt, a world with fluids, grains or a pinned cloth
@@ -1455,7 +1461,7 @@ typedef enum pbd_collider_shape {
 typedef struct pbd_collider_desc {
     pbd_collider_shape shape;
     float position[3];
-    float rotation[4]; /* unit quaternion x y z w; default identity */
+    float rotation[4]; /* quaternion x y z w, normalised (a zero one is refused); default identity */
     float radius;      /* sphere, capsule */
     float half_height;
     float half_extents[3];
@@ -1497,7 +1503,8 @@ PBDDEF pbd_result pbd_add_collider_box(pbd_world *w, const float *centre, const 
                                        const float *rotation, float friction, pbd_collider *out);
 /* Move a collider: it reaches this pose at the end of the next step,
    linearly over the substeps, and carries particles with friction.
-   rotation NULL keeps the collider's rotation. */
+   rotation (a quaternion x y z w, normalised; zero is refused) NULL keeps
+   the collider's rotation. */
 PBDDEF pbd_result pbd_collider_set_pose(pbd_world *w, pbd_collider c, const float *position, const float *rotation);
 PBDDEF pbd_result pbd_collider_set_friction(pbd_world *w, pbd_collider c, float static_friction, float dynamic_friction,
                                             float restitution);
@@ -1567,7 +1574,7 @@ typedef struct pbd_mesh_collider_desc {
     int triangle_count;
     int sdf_resolution;     /* 0 (default): BVH; 2..512: signed-distance grid */
     float position[3];      /* pose of the collider frame */
-    float rotation[4];      /* unit quaternion x y z w; default identity */
+    float rotation[4];      /* quaternion x y z w, normalised (zero: refused); default identity */
     float static_friction;  /* default 0.5 */
     float dynamic_friction; /* default 0.4 */
     float restitution;      /* default 0 */
@@ -4275,6 +4282,11 @@ PBDDEF pbd_result pbd_world_create(const pbd_world_desc *desc, pbd_world **out) 
     if (!pbd__finite_n(d->gravity, 3))
         return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "gravity (%g, %g, %g) is not finite", (double)d->gravity[0],
                                 (double)d->gravity[1], (double)d->gravity[2]);
+    for (int k = 0; k < 3; ++k)
+        if (fabsf(d->gravity[k]) > PBD_MAX_GRAVITY)
+            return pbd__create_fail(d, PBD_ERROR_INVALID_ARGUMENT,
+                                    "gravity[%d] = %g m/s^2 is above PBD_MAX_GRAVITY = %g", k, (double)d->gravity[k],
+                                    (double)PBD_MAX_GRAVITY);
     if (!pbd__finite(d->point_damping))
         return pbd__create_fail(d, PBD_ERROR_NOT_FINITE, "point_damping %g is not finite", (double)d->point_damping);
     if (d->point_damping < 0)
@@ -4389,6 +4401,10 @@ PBDDEF pbd_result pbd_world_set_gravity(pbd_world *w, const float *gravity) {
     PBD__CHECK_WORLD_SETTING(w, PBD__GPU_DIRTY_SETTINGS);
     PBD__CHECK_PTR(w, gravity, "gravity");
     PBD__TRY(pbd__check_finite(w, gravity, 3, "gravity"));
+    for (int k = 0; k < 3; ++k)
+        if (fabsf(gravity[k]) > PBD_MAX_GRAVITY)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "gravity[%d] = %g m/s^2 is above PBD_MAX_GRAVITY = %g", k,
+                             (double)gravity[k], (double)PBD_MAX_GRAVITY);
     memcpy(w->gravity, gravity, sizeof w->gravity);
     return PBD_OK;
 }
@@ -7532,6 +7548,14 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *d, pbd
     PBD__TRY(pbd__check_finite(w, d->half_extents, 3, "half_extents"));
     if (!pbd__finite(d->rounding))
         return pbd__fail(w, PBD_ERROR_NOT_FINITE, "rounding %g is not finite", (double)d->rounding);
+    const float sizes[6] = {d->radius,          d->half_height,     d->half_extents[0],
+                            d->half_extents[1], d->half_extents[2], d->rounding};
+    static const char *const size_names[6] = {"radius",          "half_height",     "half_extents[0]",
+                                              "half_extents[1]", "half_extents[2]", "rounding"};
+    for (int k = 0; k < 6; ++k)
+        if (sizes[k] > PBD_MAX_COORDINATE)
+            return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "%s %g m is above PBD_MAX_COORDINATE = %g m", size_names[k],
+                             (double)sizes[k], (double)PBD_MAX_COORDINATE);
     if ((d->shape == PBD_COLLIDER_SPHERE || d->shape == PBD_COLLIDER_CAPSULE) && !(d->radius > 0))
         return pbd__fail(w, PBD_ERROR_DEGENERATE, "radius %g must be > 0", (double)d->radius);
     if (d->shape == PBD_COLLIDER_CAPSULE && d->half_height < 0)

@@ -288,6 +288,7 @@ TEST(errors_world_create) {
     CREATE_FAILS(d.mode = (pbd_solver_mode)-1, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.gravity[1] = qnan, PBD_ERROR_NOT_FINITE);
     CREATE_FAILS(d.gravity[2] = pinf, PBD_ERROR_NOT_FINITE);
+    CREATE_FAILS(d.gravity[1] = -1e30f, PBD_ERROR_INVALID_ARGUMENT); /* PBD_MAX_GRAVITY: every step would fail */
     CREATE_FAILS(d.point_damping = -1.0f, PBD_ERROR_INVALID_ARGUMENT);
     CREATE_FAILS(d.point_damping = qnan, PBD_ERROR_NOT_FINITE);
     CREATE_FAILS(d.max_contacts_per_particle = 0, PBD_ERROR_INVALID_ARGUMENT);
@@ -319,6 +320,11 @@ TEST(errors_world_parameters) {
     EXPECT_ERR(&S, pbd_world_set_gravity(w, NULL), PBD_ERROR_NULL_POINTER);
     EXPECT_ERR(&S, pbd_world_set_gravity(w, g_nan), PBD_ERROR_NOT_FINITE);
     EXPECT_ERR(&S, pbd_world_set_gravity(w, g_inf), PBD_ERROR_NOT_FINITE);
+    float g_huge[3] = {0, -2 * PBD_MAX_GRAVITY, 0}, g_most[3] = {0, -PBD_MAX_GRAVITY, 0}, g[3] = {0, -9.81f, 0};
+    EXPECT_ERR(&S, pbd_world_set_gravity(w, g_huge), PBD_ERROR_INVALID_ARGUMENT); /* every step would fail */
+    CHECK(strstr(pbd_world_last_error(w), "gravity[1] = -2e+06 m/s^2 is above PBD_MAX_GRAVITY = 1e+06") != NULL);
+    CHECK_OK(pbd_world_set_gravity(w, g_most));
+    CHECK_OK(pbd_world_set_gravity(w, g));
     EXPECT_NULL_WORLD(&S, pbd_world_set_solver(NULL, PBD_SOLVER_XPBD, 4, 4));
     EXPECT_ERR(&S, pbd_world_set_solver(w, (pbd_solver_mode)5, 4, 4), PBD_ERROR_INVALID_ARGUMENT);
     EXPECT_ERR(&S, pbd_world_set_solver(w, (pbd_solver_mode)-1, 4, 4), PBD_ERROR_INVALID_ARGUMENT);
@@ -1741,6 +1747,12 @@ TEST(errors_colliders) {
     CO_FAILS(d.restitution = 1.5f, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.restitution = -0.5f, PBD_ERROR_INVALID_ARGUMENT);
     CO_FAILS(d.restitution = qnan, PBD_ERROR_NOT_FINITE);
+    /* sizes beyond PBD_MAX_COORDINATE: a sphere of radius 3e38 was taken,
+       and then every step failed (an audit) */
+    CO_FAILS(d.radius = 3e38f, PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS((d.shape = PBD_COLLIDER_CAPSULE, d.half_height = 2e6f), PBD_ERROR_INVALID_ARGUMENT);
+    CO_FAILS((d.shape = PBD_COLLIDER_BOX, d.half_extents[2] = 1e30f), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "half_extents[2] 1e+30 m is above PBD_MAX_COORDINATE = 1e+06 m") != NULL);
 #undef CO_FAILS
 #undef CO_FAILS2
     /* shortcuts */
