@@ -1561,7 +1561,9 @@ PBDDEF pbd_result pbd_collider_distance(const pbd_world *w, pbd_collider c, cons
        the BVH gives the exact distance, as for the mesh collider.
    Bad input (NULL, NaN, an index out of range, a repeated vertex in a
    triangle, a zero-area triangle, an edge shared by more than two
-   triangles; an open mesh for a grid; sdf_resolution outside 0..512; a
+   triangles; an open mesh for a grid; a closed mesh with a triangle
+   flipped, PBD_ERROR_NOT_CLOSED naming an edge, for both kinds: it would
+   be a hollow shell; sdf_resolution outside 0..512; a
    closed mesh wound inward, PBD_ERROR_DEGENERATE: its triangles must be
    counter-clockwise seen from outside, their normals out) returns an
    error and adds nothing. The collider keeps its own copy of
@@ -8366,16 +8368,22 @@ static pbd_result pbd__meshcol_validate(const pbd_world *w, const float *verts, 
     long ne = pbd__build_edges((pbd_world *)w, tris, nt, 3, &edges);
     if (ne < 0) return pbd__fail(w, PBD_ERROR_OUT_OF_MEMORY, "no memory for edges");
     pbd_result r = PBD_OK;
-    for (long e = 0; e < ne && r == PBD_OK; ++e)
+    int all_two = 1; /* every edge in two triangles: closed, whatever the orientation */
+    for (long e = 0; e < ne && r == PBD_OK; ++e) {
         if (edges[e].nopp > 2)
             r = pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "edge %d-%d is shared by %d triangles (non-manifold)",
                           edges[e].a, edges[e].b, edges[e].nopp);
+        all_two &= edges[e].nopp == 2;
+    }
     pbd__free((pbd_world *)w, edges);
     if (r != PBD_OK) return r;
     pbd_result c = pbd__closed_status(w, tris, nt);
     if (c == PBD_ERROR_OUT_OF_MEMORY) return pbd__fail(w, c, "no memory to check the mesh");
     if (c != PBD_OK && resolution > 0)
         return pbd__fail(w, c, "a signed-distance grid needs a closed, consistently oriented mesh");
+    /* closed with a triangle flipped: it would be an open shell, hollow (an
+       audit: a particle inside a box with one flipped face stayed inside) */
+    if (c != PBD_OK && all_two) return pbd__check_closed(w, tris, nt);
     /* a closed mesh wound inward would be solid outside (the pseudo-normals'
        sign): a particle dropped on it fell in and rested inside */
     float vol = c == PBD_OK ? pbd__eval_mesh_volume(verts, nv, tris, nt, 0.0f, NULL) : 0.0f;

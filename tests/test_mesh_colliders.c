@@ -454,6 +454,13 @@ TEST(mesh_colliders_bad_input) {
         inward[3 * t + 1] = s.triangles[3 * t + 2];
         inward[3 * t + 2] = s.triangles[3 * t + 1];
     }
+    /* the sphere with one triangle flipped: closed but not consistently
+       oriented, so it would be a hollow shell (an audit: a particle inside
+       a box with one face flipped stayed inside); refused for both kinds */
+    int *flipped = (int *)malloc(sizeof(int) * 3 * (size_t)s.triangle_count);
+    memcpy(flipped, s.triangles, sizeof(int) * 3 * (size_t)s.triangle_count);
+    flipped[1] = s.triangles[2];
+    flipped[2] = s.triangles[1];
     struct {
         const float *p;
         int nv;
@@ -478,6 +485,8 @@ TEST(mesh_colliders_bad_input) {
         {s.positions, s.vertex_count, s.triangles, s.triangle_count, 513, PBD_ERROR_INVALID_ARGUMENT},
         {s.positions, s.vertex_count, inward, s.triangle_count, 0, PBD_ERROR_DEGENERATE},
         {s.positions, s.vertex_count, inward, s.triangle_count, 16, PBD_ERROR_DEGENERATE},
+        {s.positions, s.vertex_count, flipped, s.triangle_count, 0, PBD_ERROR_NOT_CLOSED},
+        {s.positions, s.vertex_count, flipped, s.triangle_count, 16, PBD_ERROR_NOT_CLOSED},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
         pbd_mesh_collider_desc d = pbd_mesh_collider_desc_default();
@@ -511,6 +520,7 @@ TEST(mesh_colliders_bad_input) {
     free(a);
     free(b);
     free(inward);
+    free(flipped);
     pbd_mesh_free(&s);
     pbd_mesh_free(&c);
     pbd_world_destroy(w);
