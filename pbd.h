@@ -17654,6 +17654,8 @@ static pbd_result pbd__gpu_open(pbd_world *w, const pbd_world_desc *d) {
     if (d->device == PBD_DEVICE_GPU)
         return pbd__create_fail(d, PBD_ERROR_UNSUPPORTED,
                                 "device PBD_DEVICE_GPU: this program was built without PBD_CUDA and pbd_cuda.cu");
+    if (d->device == PBD_DEVICE_AUTO && d->log) /* the choice logged, as with PBD_CUDA */
+        d->log(d->log_user, PBD_OK, "world on the CPU: this program was built without PBD_CUDA and pbd_cuda.cu");
     return PBD_OK;
 #endif
 }

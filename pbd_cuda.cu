@@ -3211,8 +3211,10 @@ extern "C" int pbd_up__cuda_model(pbd_up_model *m, size_t size, size_t impl_size
         pbd__up_free(m);
         return 1;
     }
-    if (what == PBD_UP__CUDA_UPLOAD) {
-#ifndef PBD_CUDA_EMULATE
+    if (what == PBD_UP__CUDA_UPLOAD || what == PBD_UP__CUDA_UPLOAD_AUTO) {
+#ifdef PBD_CUDA_EMULATE
+        if (what == PBD_UP__CUDA_UPLOAD_AUTO) return -3; /* never chosen by itself (pbd__cuda_open) */
+#else
         int devices = 0;
         if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
             cudaGetLastError(); /* (clears the error) */

@@ -1010,10 +1010,11 @@ enum {
     PBD_UP__CUDA_FREE,
     PBD_UP__CUDA_PUSH,
     PBD_UP__CUDA_PROJECT,
-    PBD_UP__CUDA_BIND,    /* a wrinkle mesh's binding to the device (pbd_up_wrinkle_update_world) */
-    PBD_UP__CUDA_TARGETS, /* its targets from a coarse GPU world */
-    PBD_UP__CUDA_FINE,    /* its fine positions into a device array */
-    PBD_UP__CUDA_FETCH    /* its targets, a, n and normals to the host */
+    PBD_UP__CUDA_BIND,       /* a wrinkle mesh's binding to the device (pbd_up_wrinkle_update_world) */
+    PBD_UP__CUDA_TARGETS,    /* its targets from a coarse GPU world */
+    PBD_UP__CUDA_FINE,       /* its fine positions into a device array */
+    PBD_UP__CUDA_FETCH,      /* its targets, a, n and normals to the host */
+    PBD_UP__CUDA_UPLOAD_AUTO /* UPLOAD for PBD_DEVICE_AUTO: the emulation declines (-3), as for worlds */
 };
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
 #ifdef __cplusplus
@@ -2211,20 +2212,23 @@ static size_t pbd_up__impl_size(const pbd_up_model *m); /* (before the method ta
 #endif
 
 /* Why m cannot go to the GPU (NULL: it can), and the code. */
-static const char *pbd_up__gpu_refusal(pbd_up_model *m, pbd_result *code) {
+static const char *pbd_up__gpu_refusal(pbd_up_model *m, int automatic, pbd_result *code) {
     *code = PBD_ERROR_UNSUPPORTED;
     if (!m->trained || !m->impl) {
         *code = PBD_ERROR_INVALID_ARGUMENT;
         return "the model is not trained";
     }
 #if defined(PBD_CUDA) || defined(PBD_CUDA_COMPANION)
-    int r = pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m), PBD_UP__CUDA_UPLOAD, NULL, NULL, NULL);
+    int r = pbd_up__cuda_model(m, sizeof *m, pbd_up__impl_size(m),
+                               automatic ? PBD_UP__CUDA_UPLOAD_AUTO : PBD_UP__CUDA_UPLOAD, NULL, NULL, NULL);
     if (r == 1) return NULL;
     if (r == 0) *code = PBD_ERROR_OUT_OF_MEMORY;
     return r == 0    ? "out of device memory"
            : r == -1 ? "no CUDA device"
+           : r == -3 ? "the emulated GPU (PBD_CUDA_EMULATE) is only used when asked for"
                      : "pbd_cuda.cu was built against another pbd_upsample.h";
 #else
+    (void)automatic;
     return "built without PBD_CUDA where PBD_UPSAMPLE_IMPLEMENTATION is (pbd_cuda.cu's kernels)";
 #endif
 }
@@ -2242,7 +2246,7 @@ PBD_UP_DEF pbd_result pbd_up_model_set_device(pbd_up_model *m, pbd_device device
     }
     if (m->gpu) return PBD_OK;
     pbd_result code;
-    const char *why = pbd_up__gpu_refusal(m, &code);
+    const char *why = pbd_up__gpu_refusal(m, device == PBD_DEVICE_AUTO, &code);
     if (!why || device == PBD_DEVICE_AUTO) return PBD_OK; /* AUTO: the CPU when not the GPU */
     return pbd_world_fail(NULL, code, "pbd_up_model_set_device: a %s model cannot go to the GPU: %s",
                           pbd_up_method_name(m->method), why);
@@ -2257,7 +2261,7 @@ static pbd_result pbd_up__model_changed(pbd_up_model *m, const char *fn) {
     if (!m->gpu) return PBD_OK;
     pbd_up_model_set_device(m, PBD_DEVICE_CPU);
     pbd_result code;
-    const char *why = pbd_up__gpu_refusal(m, &code);
+    const char *why = pbd_up__gpu_refusal(m, 0, &code);
     if (!why) return PBD_OK;
     return pbd_world_fail(NULL, code, "%s: the fit is done, but the model is back on the CPU: %s", fn, why);
 }

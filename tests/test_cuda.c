@@ -39,12 +39,27 @@ static pbd_world *world_on(pbd_device device) {
 
 #ifndef PBD_CUDA
 
+/* pbd_world_desc.log's record of the last call with PBD_OK */
+static char device_log[256];
+static void log_device(void *user, pbd_result r, const char *msg) {
+    (void)user;
+    if (r == PBD_OK) snprintf(device_log, sizeof device_log, "%s", msg);
+}
+
+/* The choice of an auto world is logged here too (an audit: only builds
+   with PBD_CUDA logged it). */
 TEST(cuda_without_pbd_cuda_auto_is_the_cpu_and_gpu_is_refused) {
-    pbd_world *w = world_on(PBD_DEVICE_AUTO);
+    pbd_world_desc d = pbd_world_desc_default();
+    d.log = log_device;
+    device_log[0] = 0;
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
     CHECK(w && pbd_world_device(w) == PBD_DEVICE_CPU);
     CHECK(w && pbd_world_device_positions(w) == NULL);
+    CHECK_MSG(strstr(device_log, "world on the CPU: this program was built without PBD_CUDA") != NULL, "logged: %s",
+              device_log);
     pbd_world_destroy(w);
-    pbd_world_desc d = pbd_world_desc_default();
+    d = pbd_world_desc_default();
     d.device = PBD_DEVICE_GPU;
     w = (pbd_world *)1;
     CHECK_RESULT(pbd_world_create(&d, &w), PBD_ERROR_UNSUPPORTED);
@@ -2222,6 +2237,11 @@ TEST(cuda_a_subdivision_model_evaluates_a_gpu_worlds_cloth) {
         }
         CHECK_OK(pbd_up_subdivision_create(m.triangles, m.triangle_count, m.vertex_count, 2, &mc));
         CHECK_OK(pbd_up_subdivision_create(m.triangles, m.triangle_count, m.vertex_count, 2, &mg));
+        /* AUTO never takes the emulated GPU, for models as for worlds (an
+           audit: an AUTO model went to it, and then refused the AUTO
+           world's CPU particles) */
+        CHECK_OK(pbd_up_model_set_device(mg, PBD_DEVICE_AUTO));
+        CHECK(pbd_up_model_device(mg) == PBD_DEVICE_CPU);
         CHECK_OK(pbd_up_model_set_device(mg, PBD_DEVICE_GPU));
         CHECK(pbd_up_model_device(mg) == PBD_DEVICE_GPU && pbd_up_model_device(mc) == PBD_DEVICE_CPU);
         nd = pbd_up_model_detail_count(mc);
