@@ -472,7 +472,13 @@ TEST(up_model_bad_input) {
     CHECK_ERROR(pbd_up_model_load(NULL, size, &out), PBD_ERROR_NULL_POINTER, "buffer is NULL");
     CHECK_ERROR(pbd_up_model_load(buf, size, NULL), PBD_ERROR_NULL_POINTER, "out is NULL");
     CHECK_ERROR(pbd_up_model_load(buf, size - 1, &out), PBD_ERROR_BAD_SNAPSHOT,
-                "the buffer of 12599 bytes holds 12551 (truncated?)"); /* truncated */
+                "the buffer of 12599 bytes holds 12551 (truncated: the size passed must be the file's exactly)");
+    /* bytes past the end: named as such (an audit: "truncated?" on a longer buffer) */
+    unsigned char *longer = (unsigned char *)calloc(size + 16, 1);
+    memcpy(longer, buf, size);
+    CHECK_ERROR(pbd_up_model_load(longer, size + 16, &out), PBD_ERROR_BAD_SNAPSHOT,
+                "holds 12568 (bytes past its end: the size passed must be the file's exactly)");
+    free(longer);
     CHECK_ERROR(pbd_up_model_load(buf, 10, &out), PBD_ERROR_BAD_SNAPSHOT, "10 bytes are too few for a model file");
     for (size_t at = 0; at < size; at += 1 + size / 97) { /* any flipped byte */
         buf[at] ^= 0x10;
@@ -1051,7 +1057,7 @@ TEST(up_messages_read_as_words) {
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size, &out), PBD_ERROR_BAD_SNAPSHOT,
                          "checksum mismatch: the model file is damaged");
     buf[size / 2] ^= 0x40;
-    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size - 8, &out), PBD_ERROR_BAD_SNAPSHOT, "(truncated?)");
+    CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, size - 8, &out), PBD_ERROR_BAD_SNAPSHOT, "(truncated:");
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_load(buf, 16, &out), PBD_ERROR_BAD_SNAPSHOT,
                          "16 bytes are too few for a model file");
     CHECK_ERROR_IN_WORDS(NULL, pbd_up_model_save(m, buf, 100), PBD_ERROR_INVALID_ARGUMENT,
