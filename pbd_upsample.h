@@ -172,7 +172,8 @@
            mostly tangential to Loop's smooth mesh, PDM is barely better
            than the subdivision (the default cape's training RMS 7.459 mm
            against 7.463 mm; of it 0.25 mm is along the normals, which PDM
-           cuts to 0.04 mm; PIU 0.29 mm, WPSD 0.012 mm): use it for
+           cuts to 0.04 mm; PIU 0.31 mm, of it 0.25 along the normals,
+           WPSD 0.019 mm): use it for
            normal detail such as wrinkles on a smooth surface.
    WPSD and PDM need a subdivision model of the coarse mesh (the detail
    mesh is its topology and numbering) and the coarse triangles; they copy
@@ -370,10 +371,14 @@ PBD_UP_DEF pbd_result pbd_up_subdivision_fit_detail(pbd_up_model *m, const float
    `radius` of its target (unilateral: |p - target| <= radius). The slack
    lets the fine mesh keep its edge lengths where the coarse mesh
    compresses, so it buckles into wrinkles, given something to buckle
-   from: a perfectly flat fine mesh under in-plane compression stays flat
-   (its edges shrink instead: to 0.90 of their rest length at 30%), while
-   1 mm of out-of-plane noise in its rest positions (or a curved coarse
-   mesh) lets it wrinkle up to `radius`. With one_sided (closed coarse
+   from: with bending = PBD_BENDING_ISOMETRIC a perfectly flat fine mesh
+   under in-plane compression stays flat (its edges shrink instead: to
+   0.90 of their rest length at 30%); with the default dihedral bending it
+   stays flat to about 26%, then single vertices pop out of the plane by
+   1-2 mm, not as buckling (at 30% held: a fifth of them over 1 mm, up to
+   `radius`, and one edge shrunk to 1% of its length; an audit). 1 mm of
+   out-of-plane noise in its rest positions (or a curved coarse mesh)
+   lets it wrinkle up to `radius`. With one_sided (closed coarse
    meshes) the fine vertices also stay on the outer side of their coarse
    triangle's plane ((p - a) . n >= 0, offsets clamped to d >= 0), so a
    garment's wrinkles never sink into the body; this projection runs after
