@@ -1273,7 +1273,8 @@ PBD_UP_DEF pbd_result pbd_up_model_load(const void *buffer, size_t size, pbd_up_
                               "pbd_up_model_load: the header announces %llu payload bytes, the buffer of %zu bytes "
                               "holds %zu (%s: the size passed must be the file's exactly)",
                               (unsigned long long)h.payload, size, size - sizeof h - sizeof sum,
-                              h.payload > (uint64_t)(size - sizeof h - sizeof sum) ? "truncated" : "bytes past its end");
+                              h.payload > (uint64_t)(size - sizeof h - sizeof sum) ? "truncated"
+                                                                                   : "bytes past its end");
     if (!pbd_up__fnv1a_matches(in, size - sizeof sum, sum))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                               "pbd_up_model_load: checksum mismatch: the model file is damaged (%zu bytes)", size);
