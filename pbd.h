@@ -582,10 +582,13 @@
    9 cm high at friction 0.5 (its highest grain's centre 8.7-9.3 cm with
    the block jittered two ways) and 5.6 cm without; at the world's 4 substeps
    (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
-   with overlaps of 120% whatever its friction. That is four times the
-   cost: 22 against 5.6 ms per 60 Hz step at rest on two threads (45
-   against 11 on one; bench/granular.c; contacts of grains take the
-   scalar pair loop). A heap settles grain by grain: one at its foot may tumble now and then for 15 s
+   with overlaps of 120% whatever its friction. That is about three times
+   the cost: 6.3 against 2.3 ms per 60 Hz step at rest on one thread
+   (AVX-512; 3.5 against 1.3 on two; bench/granular.c): contacts between
+   solids run W at a time (pbd__vcontact_block), and a step builds their
+   neighbour lists once while its grains stay within a quarter of their
+   radius (see "// ==== particle contact"); before both it was 45 ms on
+   one thread. A heap settles grain by grain: one at its foot may tumble now and then for 15 s
    (432 grains: at rest, all under 1 mm/s, from 17 s). A 10 x 20 x 10
    column of them, touching, stood on a plane (10 s): it stands, worst
    overlap 19%, its fastest grain under 4 cm/s; at 8 substeps it
@@ -18371,10 +18374,10 @@ static int pbd__first_nonfinite(const pbd_world *w) {
 
 /* Serial below this many particles + constraints: a barrier costs
    microseconds. A particle with particle contact or in a fluid counts
-   PBD__PP_WORK: its neighbour list is rebuilt every substep and read by
-   every iteration (10-30 pairs). Counted as one, 2000 grains (16
-   substeps of 4 iterations: 45 ms a step on 1 thread, 22 on 2,
-   bench/granular.c) and any
+   PBD__PP_WORK: every iteration reads its neighbour list (10-30 pairs),
+   which a fluid's builds every substep. Counted as one, 2000 grains (16
+   substeps of 4 iterations: then 45 ms a step on 1 thread, 22 on 2; now
+   6.3 and 3.5, bench/granular.c) and any
    fluid under 8192 particles never reached the default policy's
    measurements and stepped on one thread. (inline: a build without
    OpenMP has no use for it) */
