@@ -1071,7 +1071,10 @@ PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
    (before objects' drags: they restore with drag 0) and 9 (before the
    world's reference_dt: they restore with 0, a fixed substep count)
    restore too, and 10 (before the world's granular_cfl: they restore
-   with 0, no grain bound). */
+   with 0, no grain bound). Positions are restored as saved, also beyond
+   PBD_MAX_COORDINATE (where a step may have carried a particle; the
+   bound is on what you give the world), so a forged snapshot with a
+   valid checksum may hold such positions too. */
 PBDDEF size_t pbd_world_snapshot_size(const pbd_world *w);
 PBDDEF pbd_result pbd_world_save(const pbd_world *w, void *buffer, size_t size);
 PBDDEF pbd_result pbd_world_restore(pbd_world *w, const void *buffer, size_t size);
