@@ -2160,7 +2160,7 @@ typedef struct pbd_tearing_desc {
     const int *triangles; /* the triangles given to its builder (local vertex indices) */
     int triangle_count;
     float threshold; /* > 1; default 1.5 (edge length ratio and principal stretch) */
-    int max_splits;  /* per pbd_world_tear call and object, >= 1; default 64 */
+    int max_splits;  /* per pbd_world_tear call and object, in [1, INT_MAX / 16]; default 64 */
 } pbd_tearing_desc;
 
 PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void);
@@ -13995,6 +13995,8 @@ PBDDEF pbd_tearing_desc pbd_tearing_desc_default(void) {
    is stale), and max_splits 0 (a live one has at least 1), which
    snapshots keep. */
 static int pbd__tear_stopped(const pbd__tear *T) { return T->max_splits == 0; }
+/* The largest max_splits (pbd_add_tearing, snapshots). */
+#define PBD__TEAR_SPLITS_MAX (INT_MAX / 16)
 
 /* The object's tearing record, live or stopped, or -1. */
 static int pbd__find_tear(const pbd_world *w, int object) {
@@ -14053,6 +14055,9 @@ PBDDEF pbd_result pbd_add_tearing(pbd_world *w, const pbd_tearing_desc *d, pbd_t
     if (!(d->threshold > 1))
         return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "threshold %g must be > 1", (double)d->threshold);
     if (d->max_splits < 1) return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_splits %d < 1", d->max_splits);
+    if (d->max_splits > PBD__TEAR_SPLITS_MAX) /* what a snapshot holds (pbd__validate_tears) */
+        return pbd__fail(w, PBD_ERROR_INVALID_ARGUMENT, "max_splits %d is above %d", d->max_splits,
+                         PBD__TEAR_SPLITS_MAX);
     int *tri = NULL;
     PBD__TRY(pbd__world_triangles(w, pbd__oi(d->object), d->triangles, d->triangle_count, &tri));
     pbd_result r = pbd__check_tear_mesh(w, &w->groups[o->groups[0]], tri, d->triangle_count);
@@ -14453,19 +14458,23 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
         nc++;
     }
     int result = 0;
+    /* a call splits a vertex at most once (touched), so no more splits than
+       the object's triangles have corners: max_splits of INT_MAX asked for
+       12 x INT_MAX bytes here, and every tear failed out of memory (an audit) */
+    int cap = T->max_splits < 3 * T->ntris ? T->max_splits : 3 * T->ntris;
     if (nc > 0) {
         qsort(cand, (size_t)nc, sizeof *cand, pbd__cmp_tear_cand);
         k->tris = (int *)pbd__alloc_n(w, (size_t)T->ntris * 3, sizeof(int));
         k->fa = (int *)pbd__alloc_n(w, (size_t)T->ntris * 2, sizeof(int));
         k->fb = (int *)pbd__alloc_n(w, (size_t)T->ntris * 2, sizeof(int));
         k->tb = (int *)pbd__alloc_n(w, (size_t)T->ntris, sizeof(int));
-        k->splits = (pbd__split *)pbd__alloc_n(w, (size_t)T->max_splits, sizeof(pbd__split));
-        k->touched = (unsigned char *)pbd__alloc_n(w, (size_t)w->n + (size_t)T->max_splits, 1);
+        k->splits = (pbd__split *)pbd__alloc_n(w, (size_t)cap, sizeof(pbd__split));
+        k->touched = (unsigned char *)pbd__alloc_n(w, (size_t)w->n + (size_t)cap, 1);
         k->G = (pbd__wgroup *)pbd__alloc_n(w, 3 + (size_t)w->nlimits, sizeof(pbd__wgroup));
         int ok = k->tris && k->fa && k->fb && k->tb && k->splits && k->touched && k->G && pbd__tear_surfaces_init(w, k);
         if (ok) {
             memcpy(k->tris, T->tris, sizeof(int) * 3 * (size_t)T->ntris);
-            memset(k->touched, 0, (size_t)w->n + (size_t)T->max_splits);
+            memset(k->touched, 0, (size_t)w->n + (size_t)cap);
             /* the object's edges, bending, areas, and the strain limits (whichever hold its particles) */
             int kinds[3] = {PBD__WG_EDGE, PBD__WG_BEND, PBD__WG_TRI};
             for (int i = 0; i < 3 && ok; ++i) {
@@ -14481,7 +14490,7 @@ static int pbd__tear_plan(pbd_world *w, const pbd__tear *T, pbd__tear_work *k) {
                 k->ng += ok;
             }
         }
-        for (int q = 0; ok && q < nc && k->nsplits < T->max_splits; ++q) {
+        for (int q = 0; ok && q < nc && k->nsplits < cap; ++q) {
             int tri = cand[q].c >= gs->count, nv = tri ? 3 : 2;
             const int *e = tri ? T->tris + 3 * (cand[q].c - gs->count) : gs->idx + 2 * cand[q].c;
             int order[3] = {0, 1, 2}, val[3], skip = 0;
@@ -15111,7 +15120,7 @@ static pbd_result pbd__validate_extras(const pbd_world *t) {
         int bend = o->groups[1] >= 0 ? t->groups[o->groups[1]].type : -1,
             area = o->groups[2] >= 0 ? t->groups[o->groups[2]].type : -1;
         if ((bend >= 0 && bend != PBD_CONSTRAINT_BENDING_DIHEDRAL && bend != PBD_CONSTRAINT_BENDING_ISOMETRIC) ||
-            (area >= 0 && area != PBD_CONSTRAINT_AREA) || T->max_splits > INT_MAX / 16)
+            (area >= 0 && area != PBD_CONSTRAINT_AREA) || T->max_splits > PBD__TEAR_SPLITS_MAX)
             return PBD_ERROR_BAD_SNAPSHOT;
     }
     for (int i = 0; i < t->nclusters; ++i) {

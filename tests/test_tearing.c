@@ -3,6 +3,7 @@
    stays valid, the mesh stays consistent, mass is conserved, and the
    result does not depend on the thread count. */
 #include "test.h"
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,39 @@ TEST(tearing_splits_keep_every_invariant) {
     const float *x = pbd_world_positions(w);
     for (int i = 0; i < 4 * pbd_world_particle_count(w); ++i) CHECK(isfinite(x[i]));
     printf("    strip of %d particles: %d splits, %d pieces\n", n0, total, pieces);
+    pbd_mesh_free(&m);
+    pbd_world_destroy(w);
+}
+
+/* max_splits up to INT_MAX / 16 tears as 64 does and its snapshot loads:
+   from 2^28 the add took it, saves then failed to load, and at INT_MAX
+   every tear failed out of memory (12 x INT_MAX bytes of scratch; an
+   audit). Above it is refused. */
+TEST(tearing_large_max_splits) {
+    pbd_object obj;
+    pbd_mesh m;
+    pbd_world *w = strip(1, &obj, &m, INT_MAX / 16);
+    int total = 0;
+    for (int s = 0; s < 30; ++s) {
+        pull(w, &obj, s);
+        CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+        int splits = -1;
+        CHECK_OK(pbd_world_tear(w, &splits));
+        total += splits > 0 ? splits : 0;
+    }
+    CHECK_MSG(total > 0, "no split");
+    size_t n = 0;
+    unsigned char *snap = pbdt_save(w, &n);
+    CHECK(n > 0 && pbd_world_restore(w, snap, n) == PBD_OK);
+    free(snap);
+    pbd_tearing_desc td = pbd_tearing_desc_default();
+    pbd_cloth_desc cd = pbdt_cloth_desc(&m);
+    CHECK_OK(pbd_add_cloth(w, &cd, &td.object));
+    td.triangles = m.triangles;
+    td.triangle_count = m.triangle_count;
+    td.max_splits = INT_MAX;
+    CHECK_RESULT(pbd_add_tearing(w, &td, NULL), PBD_ERROR_INVALID_ARGUMENT);
+    CHECK(strstr(pbd_world_last_error(w), "max_splits 2147483647 is above 134217727") != NULL);
     pbd_mesh_free(&m);
     pbd_world_destroy(w);
 }
@@ -1088,6 +1122,7 @@ TEST(tearing_snapshot_forged_checksum_fuzz) {
 
 void suite_tearing(void) {
     RUN(tearing_splits_keep_every_invariant);
+    RUN(tearing_large_max_splits);
     RUN(tearing_keeps_masses_above_the_minimum);
     RUN(tearing_moves_the_collision_surface);
     RUN(tearing_rewrites_long_range_attachments);
