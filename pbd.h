@@ -939,7 +939,9 @@ PBDDEF pbd_result pbd_world_set_jacobi(pbd_world *w, int on, float relaxation);
 PBDDEF pbd_result pbd_world_set_simd(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_threads(pbd_world *w, int threads);
 /* The number of threads the last substep ran on (0 before the first step):
-   under the default policy, what it chose for this machine and load. */
+   under the default policy, what it chose for this machine and load;
+   stepped from inside a parallel region of yours, the team OpenMP nested
+   (1 unless nesting is on). */
 PBDDEF int pbd_world_thread_team(const pbd_world *w);
 /* The device the world runs on: PBD_DEVICE_GPU or PBD_DEVICE_CPU (also for
    w NULL). */
@@ -18459,8 +18461,13 @@ static void pbd__substep_body(pbd_world *w, float h, int s, int S) {
 static void pbd__substep_on(pbd_world *w, float h, int s, int S, int threads) {
     w->last_team = threads;
     if (threads > 1) {
-        PBD__PRAGMA(omp parallel num_threads(threads))
-        pbd__substep_body(w, h, s, S);
+        PBD__PRAGMA(omp parallel num_threads(threads)) {
+            /* the team OpenMP gave: inside a parallel region of yours, where
+               it nests none, 1 (an audit: the world reported the 2 it asked for) */
+            PBD__PRAGMA(omp master)
+            w->last_team = omp_get_num_threads();
+            pbd__substep_body(w, h, s, S);
+        }
     } else {
         pbd__substep_body(w, h, s, S);
     }

@@ -303,14 +303,28 @@ TEST(team_reports_the_threads_of_the_last_substep) {
     CHECK_OK(pbd_world_set_threads(w, 2));
     CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
     CHECK(pbd_world_thread_team(w) == (PBD__OPENMP ? 2 : 1));
+#if PBD__OPENMP
+    /* stepped from inside a parallel region of the caller's, where OpenMP
+       nests no team: the step ran on one thread and says so (an audit: it
+       said 2) */
+    if (omp_get_max_active_levels() <= 1) {
+        pbd_result r = PBD_OK;
+        PBD__PRAGMA(omp parallel num_threads(2)) {
+            PBD__PRAGMA(omp master)
+            r = pbd_world_step(w, 1.0f / 60.0f);
+        }
+        CHECK_OK(r);
+        CHECK(pbd_world_thread_team(w) == 1);
+    }
+#endif
     pbd_world_destroy(w);
 }
 
 /* Which worlds the default policy measures at all (below
    PBD__PARALLEL_MIN of work they run serially): a particle with particle
    contact or in a fluid counts PBD__PP_WORK, its neighbours' work. 1000
-   grains counted as 1000 particles, and 2000 grains (45 ms a step on one
-   thread, 22 on two: bench/granular.c) never left one thread. */
+   grains counted as 1000 particles, and 2000 grains (then 45 ms a step on
+   one thread, 22 on two: bench/granular.c) never left one thread. */
 TEST(team_counts_the_particle_phase) {
     pbd_world *w = pbdt_world(-9.81f);
     const float corner[3] = {0, 0, 0};
