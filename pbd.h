@@ -2110,8 +2110,10 @@ PBDDEF pbd_result pbd_add_strands(pbd_world *w, const pbd_strands_desc *desc, pb
    is particles.first + s * particles_per_strand + i. */
 PBDDEF pbd_result pbd_add_hair(pbd_world *w, const pbd_hair_desc *desc, pbd_strands *out, pbd_range *particles);
 /* The strands' constraints (and a hair's root frame) go; their particles
-   stay in the world, free to fall, until pbd_remove_particles removes
-   them (a hair's too). */
+   stay in the world until pbd_remove_particles removes them (a hair's
+   too): the free ones fall, the kinematic ones stay where they are (a
+   hair's roots, and its first particles when clamped) until
+   pbd_particles_set_kinematic(w, range, 0) frees them. */
 PBDDEF pbd_result pbd_remove_strands(pbd_world *w, pbd_strands strands);
 /* The roots reach this pose at the end of the next step (linearly over its
    substeps, like kinematic targets). rotation NULL keeps the rotation. A
