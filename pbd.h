@@ -119,7 +119,11 @@
        hands out. id 0 is no handle; a handle whose thing was removed, or
        that names nothing, gets PBD_ERROR_INVALID_HANDLE (the slot's
        generation in the handle's high bits changes with each removal, so
-       an old handle never reaches the thing that took its slot). A handle
+       an old handle never reaches the thing that took its slot; a slot
+       whose 1022 generations are used up is retired, never used again).
+       pbd_world_restore brings back the generations it saved: a handle
+       handed out after the save is stale after the restore, and may name
+       again a thing added after it (an audit); drop such handles. A handle
        carries no world: each world checks it against its own slots, so
        one of another world is refused only when this world has no live
        thing of that kind in its slot and generation; otherwise it names
@@ -3999,13 +4003,19 @@ static pbd_result pbd__acquire_slot(pbd_world *w, void **records, int *n, int *c
                                     int *index);
 /* A removal (the caller has freed the record's memory): the record is
    zeroed, its slot free, and its generation advanced, never to 0, which
-   marks a slot no add has used yet. */
+   marks a slot no add has used yet. A slot whose generations are used up
+   (PBD__GEN_MASK - 1 adds) is retired, free for good (generation
+   PBD__GEN_MASK): wrapping round, its 1024th add answered the first one's
+   handle (an audit), and "an old handle never reaches the thing that
+   took its slot". A retired slot costs its record's bytes. */
 static void pbd__release_slot(void *records, size_t stride, int i) {
     pbd__slot *s = (pbd__slot *)(void *)((char *)records + stride * (size_t)i);
-    uint32_t gen = (s->gen + 1u) & PBD__GEN_MASK;
+    uint32_t gen = s->gen + 1u;
     memset(s, 0, stride);
-    s->gen = gen ? gen : 1u;
+    s->gen = gen < PBD__GEN_MASK ? gen : PBD__GEN_MASK;
 }
+/* Whether slot s can take an add: free, and not retired. */
+static int pbd__slot_open(const pbd__slot *s) { return !s->live && s->gen != PBD__GEN_MASK; }
 /* Undoes an add that failed (the caller has freed the record's memory):
    the slot is as before the add, free with its old generation, and slots
    the add appended are dropped again, so that the world (and its
@@ -4024,7 +4034,7 @@ static void pbd__undo_slot(pbd_world *w, void *records, size_t stride, int *n, i
    PBD__ROOM first: then it cannot fail. */
 static int pbd__place_slot(pbd_world *w, void *records, int *n, size_t stride, const void *rec) {
     int i = 0;
-    while (i < *n && pbd__slot_of(records, stride, i)->live) ++i;
+    while (i < *n && !pbd__slot_open(pbd__slot_of(records, stride, i))) ++i;
     if (i == *n) {
         memset((char *)records + stride * (size_t)i, 0, sizeof(pbd__slot));
         ++*n;
@@ -4225,7 +4235,7 @@ static pbd_result pbd__surface_index(const pbd_world *w, pbd_surface handle, int
 /* Room for one more record in a pool: afterwards PBD__PLACE cannot fail. */
 static pbd_result pbd__slot_room(pbd_world *w, void **records, int n, int *cap, size_t stride, const char *kind) {
     for (int i = 0; i < n; ++i)
-        if (!pbd__slot_of(*records, stride, i)->live) return PBD_OK;
+        if (pbd__slot_open(pbd__slot_of(*records, stride, i))) return PBD_OK;
     if (n >= PBD__MAX_SLOTS)
         return pbd__fail(w, PBD_ERROR_OVERFLOW, "a world holds at most %d of each kind (%s)", PBD__MAX_SLOTS, kind);
     if (!pbd__grow(w, records, n, cap, n + 1, stride))
@@ -4237,7 +4247,7 @@ static pbd_result pbd__acquire_slot(pbd_world *w, void **records, int *n, int *c
                                     int *index) {
     int i = 0;
     *index = -1;
-    while (i < *n && pbd__slot_of(*records, stride, i)->live) ++i;
+    while (i < *n && !pbd__slot_open(pbd__slot_of(*records, stride, i))) ++i;
     if (i == *n) {
         if (*n >= PBD__MAX_SLOTS)
             return pbd__fail(w, PBD_ERROR_OVERFLOW, "a world holds at most %d of each kind (%s)", PBD__MAX_SLOTS, kind);

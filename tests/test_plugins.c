@@ -451,6 +451,8 @@ TEST(plugin_world_fail_and_last_error) {
     d.log_user = &log;
     pbd_world *w = NULL;
     CHECK_OK(pbd_world_create(&d, &w));
+    CHECK(log.calls == 1 && log.last == PBD_OK); /* the device an auto world got */
+    log.calls = 0;
     size_t size = pbd_world_snapshot_size(w);
     unsigned char *before = (unsigned char *)malloc(size), *after = (unsigned char *)malloc(size);
     CHECK_OK(pbd_world_save(w, before, size));
