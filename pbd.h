@@ -1115,7 +1115,8 @@ PBDDEF pbd_result pbd_add_particles(pbd_world *w, const pbd_particles_desc *desc
    the message names it. A removed particle keeps its slot (indices do not
    move) with inverse mass 0 at the origin until an add reuses it; adds
    take the first run of free slots that holds them, and free slots at the
-   end leave the world (pbd_world_particle_count shrinks). */
+   end leave the world (pbd_world_particle_count shrinks), except below a
+   live plugin's particle_end: those leave with the plugin. */
 PBDDEF pbd_result pbd_remove_particles(pbd_world *w, pbd_range particles);
 PBDDEF int pbd_world_particle_count(const pbd_world *w);
 /* 4 floats per particle: x, y, z, inverse mass (0: pinned or kinematic).
@@ -6149,6 +6150,14 @@ static int pbd__object_of(const pbd_world *w, int i) {
 /* Puts particles back as free ones (PBD__FREE | PBD__PINNED, every state
    zero, no owner: exactly what they were before an add that took them);
    free particles at the end leave the world. */
+/* Trailing free particles leave the world, but not below a plugin's
+   particle_end: a plugin whose uses_particles let its particles go would
+   otherwise index past the world, whose snapshot then loaded no more (an
+   audit); they leave with the plugin (pbd_remove_plugin). */
+static void pbd__trim_free_tail(pbd_world *w) {
+    int keep = pbd__plugins_particle_end(w);
+    while (w->n > keep && (w->flags[w->n - 1] & PBD__FREE)) w->n--;
+}
 static void pbd__free_particles(pbd_world *w, int first, int count) {
     for (int i = first; i < first + count; ++i) {
         pbd__p4 *p4[] = {&w->x[i], &w->p[i], &w->v[i], &w->x_step[i], &w->v_step[i], &w->delta[i]};
@@ -6160,7 +6169,7 @@ static void pbd__free_particles(pbd_world *w, int first, int count) {
         w->ncontact[i] = 0;
         w->owner[i] = -1;
     }
-    while (w->n > 0 && (w->flags[w->n - 1] & PBD__FREE)) w->n--;
+    pbd__trim_free_tail(w);
 }
 
 static void pbd__rollback(pbd_world *w, pbd__mark m) {
@@ -17132,6 +17141,7 @@ PBDDEF pbd_result pbd_remove_plugin(pbd_world *w, pbd_plugin handle) {
     PBD__TRY(pbd__plugin_index(w, handle, &p));
     pbd__plugin pl = w->plugins[p];
     PBD__RELEASE(w->plugins, p);
+    pbd__trim_free_tail(w);
     if (pl.d.destroy) pl.d.destroy(pl.d.user);
     return PBD_OK;
 }

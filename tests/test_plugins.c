@@ -254,6 +254,38 @@ TEST(plugin_survives_restore_and_guards_particles) {
     CHECK(c.destroyed == 1);
 }
 
+/* A plugin whose uses_particles lets the world's last particles go keeps
+   the world's count at its particle_end until it goes itself: the
+   particles left, the world's own snapshot loaded no more ("holds 0
+   particles, and this world's plugins use particles up to 3"; an audit). */
+static int uses_none(void *user, const unsigned char *marked, int n) {
+    (void)user;
+    (void)marked;
+    (void)n;
+    return -1;
+}
+TEST(plugin_keeps_the_particles_below_its_end) {
+    pbd_world *w = pbdt_world(-9.81f);
+    pbd_range r = {add_particles(w, 4), 4};
+    counter_plugin c;
+    memset(&c, 0, sizeof c);
+    pbd_plugin_desc d = counter_desc(&c, 4);
+    d.uses_particles = uses_none;
+    pbd_plugin p;
+    CHECK_OK(pbd_add_plugin(w, &d, &p));
+    CHECK_OK(pbd_remove_particles(w, r));
+    CHECK(pbd_world_particle_count(w) == 4); /* free, but below particle_end */
+    size_t n = 0;
+    unsigned char *snap = pbdt_save(w, &n);
+    CHECK(n > 0);
+    CHECK_OK(pbd_world_restore(w, snap, n));
+    CHECK_OK(pbd_world_step(w, 0.01f));
+    CHECK_OK(pbd_remove_plugin(w, p));
+    CHECK(pbd_world_particle_count(w) == 0); /* they leave with it */
+    free(snap);
+    pbd_world_destroy(w);
+}
+
 /* A plugin's own state in snapshots (pbd_plugin_desc.save_state /
    load_state): one int, which load_state refuses when negative. */
 typedef struct stateful {
@@ -540,6 +572,7 @@ TEST(plugin_world_alloc_uses_the_allocator) {
 }
 
 void suite_plugins(void) {
+    RUN(plugin_keeps_the_particles_below_its_end);
     RUN(plugin_callback_order_and_projection);
     RUN(plugin_destroyed_with_world);
     RUN(plugin_parallel_team);
