@@ -1511,7 +1511,8 @@ PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, 
    pinned cloth wrapped round it (that box driven 2.5 m) has no solution
    at all: the cloth fights it (90 m/s) until it comes back, or tears if
    it may (pbd_add_tearing). */
-/* Shortcuts; `friction` sets static and dynamic friction; out may be NULL. */
+/* Shortcuts; `friction` sets static and dynamic friction; out may be NULL.
+   A capsule from a to b (a == b: a sphere of its radius). */
 PBDDEF pbd_result pbd_add_collider_plane(pbd_world *w, const float *point, const float *normal, float friction,
                                          pbd_collider *out);
 PBDDEF pbd_result pbd_add_collider_sphere(pbd_world *w, const float *centre, float radius, float friction,
