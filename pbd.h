@@ -593,8 +593,8 @@
    the block jittered two ways) and 5.6 cm without; at the world's 4 substeps
    (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
    with overlaps of 120% whatever its friction. That is about three times
-   the cost: 6.3 against 2.3 ms per 60 Hz step at rest on one thread
-   (AVX-512; 3.5 against 1.3 on two; bench/granular.c): contacts between
+   the cost: 6.6 against 2.4 ms per 60 Hz step at rest on one thread
+   (AVX-512; 3.7 against 1.4 on two; bench/granular.c): contacts between
    solids run W at a time (pbd__vcontact_block), and a step builds their
    neighbour lists once while its grains stay within a quarter of their
    radius (see "// ==== particle contact"); before both it was 45 ms on
@@ -18420,7 +18420,7 @@ static int pbd__first_nonfinite(const pbd_world *w) {
    PBD__PP_WORK: every iteration reads its neighbour list (10-30 pairs),
    which a fluid's builds every substep. Counted as one, 2000 grains (16
    substeps of 4 iterations: then 45 ms a step on 1 thread, 22 on 2; now
-   6.3 and 3.5, bench/granular.c) and any
+   6.6 and 3.7, bench/granular.c) and any
    fluid under 8192 particles never reached the default policy's
    measurements and stepped on one thread. (inline: a build without
    OpenMP has no use for it) */
