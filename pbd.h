@@ -903,7 +903,8 @@ typedef struct pbd_world_desc {
     float granular_cfl;            /* grains (particles with particle contact in no object
                                       or fluid) of radius r make a step take at least the
                                       substeps that keep h sqrt(|g| / r) <= granular_cfl
-                                      (see pbd_world_step_substeps); default 0.033; 0: off */
+                                      (see pbd_world_step_substeps); default 0.033; 0: off;
+                                      grains of radius 0 (they touch nothing) do not count */
     pbd_allocator allocator;       /* optional: both functions or neither */
     pbd_log_fn log;                /* optional: called with every error (and with
                                       PBD_OK for the device an auto world got) */
@@ -1032,7 +1033,9 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    PBD_MAX_COORDINATE (a sphere of radius 3e38 was taken, and then every
    step failed: its distances left float's range). Gravity's components
    are at most PBD_MAX_GRAVITY = 1e6 m/s^2 in size (a gravity of 1e30 was
-   taken, and every step failed). */
+   taken, and every step failed). Velocities have no bound but being
+   finite: one that carries a particle out of float's range fails its
+   step (PBD_ERROR_NOT_FINITE, rolled back); keep them physical. */
 #define PBD_MAX_COORDINATE 1e6f
 #define PBD_MAX_GRAVITY 1e6f
 
