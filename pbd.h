@@ -1034,8 +1034,9 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    step failed: its distances left float's range). Gravity's components
    are at most PBD_MAX_GRAVITY = 1e6 m/s^2 in size (a gravity of 1e30 was
    taken, and every step failed). Velocities have no bound but being
-   finite: one that carries a particle out of float's range fails its
-   step (PBD_ERROR_NOT_FINITE, rolled back); keep them physical. */
+   finite: a huge one fails its step when it carries a particle out of
+   float's range (PBD_ERROR_NOT_FINITE, rolled back), or carries it far
+   beyond PBD_MAX_COORDINATE; keep them physical. */
 #define PBD_MAX_COORDINATE 1e6f
 #define PBD_MAX_GRAVITY 1e6f
 
