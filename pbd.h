@@ -11079,6 +11079,14 @@ static PBD_HD void pbd__pp_lambda(pbd_world *w, int a, int it) {
 }
 
 #if PBD__W > 1
+/* Whether the phase has a particle in no fluid (the SIMD contacts' only
+   users of pp->sxr): a fluid's particles are all in the phase. */
+static int pbd__pp_has_solids(const pbd__particle_phase *pp) {
+    int fluid = 0;
+    for (int f = 0; f < pp->nfluids; ++f)
+        if (pp->fluids[f].s.live) fluid += pp->fluids[f].count;
+    return pp->np > fluid;
+}
 /* The substep's start positions and the radii in slot order (pp->sxr). */
 static void pbd__pp_gather_start(pbd_world *w) {
     pbd__particle_phase *pp = &w->pp;
@@ -11103,7 +11111,7 @@ static void pbd__pp_project(pbd_world *w, int it) {
     if (np == 0 || !(pp->reach > 0)) return;
     pbd__pp_gather(w, w->p);
 #if PBD__W > 1
-    if (it == 0 && w->simd) pbd__pp_gather_start(w);
+    if (it == 0 && w->simd && pbd__pp_has_solids(pp)) pbd__pp_gather_start(w); /* not for water alone */
 #endif
     /* static halves, like the build, so that a thread reads the lists it
        wrote: that pays more than chunks dealt round the threads, which
