@@ -4,7 +4,11 @@
 #                        suites whose name contains x (T=tethers, T=suite_tethers and
 #                        T=test_tethers run tests/test_tethers.c); the runner ends with
 #                        "N passed, N failed, N skipped" (skipped: a parity test with
-#                        nothing to compare in this build, e.g. SIMD == scalar at SIMD=0)
+#                        nothing to compare in this build, e.g. SIMD == scalar at SIMD=0);
+#                        T=a,b runs what a or b selects
+#   make check-fast-math the implementations at -Ofast (-ffast-math, whose link flushes
+#                        subnormals to zero in the whole program): every bad input still
+#                        refused and every failed step still rolled back (T=$(FAST_MATH_T))
 #   make determinism-hash  print the hashes of tests/test_determinism.c's scenes in
 #                        this configuration, as rows to paste over its `expected`
 #                        constants after an intended change of physics (every
@@ -60,6 +64,11 @@ endif
 ifeq ($(OMP),1)
 BASEFLAGS += -fopenmp
 endif
+# -Ofast (make check-fast-math): the headers' warning is expected there, and
+# the suites skip what -ffast-math changes by design (PBDT_FAST_MATH)
+ifeq ($(OPT),-Ofast)
+BASEFLAGS += -DPBD_ALLOW_FAST_MATH -DPBDT_FAST_MATH
+endif
 ifeq ($(SAN),1)
 BASEFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 endif
@@ -82,7 +91,7 @@ TEST_OBJS := $(patsubst tests/%.c,$(BUILD)/tests/%.o,$(TEST_SRCS))
 EXAMPLES := $(filter-out viewer,$(basename $(notdir $(wildcard examples/*.c))))
 BENCHES := $(basename $(notdir $(wildcard bench/*.c)))
 
-.PHONY: all test test-gpu gpu-check demo bench deps clean examples benches check-headers check-messages check-readme check-cuda-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
+.PHONY: all test check-fast-math test-gpu gpu-check demo bench deps clean examples benches check-headers check-messages check-readme check-cuda-readme check-repro check-repro-gpu cuda determinism-hash format check-format play check-viewer web serve check-web bench-web
 
 all: $(BUILD)/pbd_tests examples benches
 
@@ -109,6 +118,13 @@ TEST_BINS := $(BUILD)/pbd_tests $(if $(filter 1,$(CUDA_EMU)),$(BUILD)/pbd_cuda_t
 test: deps
 	@$(MAKE) --no-print-directory $(TEST_BINS)
 	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} sh tests/run.sh "$(T)" $(addprefix ./,$(TEST_BINS))
+
+# What a user's -ffast-math build keeps (pbd.h, "-ffast-math"): the checks
+# of bad input, the rollback of failed steps and memory safety; not the
+# bits, which the other suites compare.
+FAST_MATH_T := errors,robust,handles,fuzz,bad_input
+check-fast-math: deps
+	@$(MAKE) --no-print-directory test OPT=-Ofast CUDA_EMU=0 T=$(FAST_MATH_T)
 
 # ---- the GPU companion, built by nvcc (pbd_cuda.cu) --------------------------
 #   make cuda       pbd_cuda.cu compiles warning-free, and the examples link

@@ -101,6 +101,12 @@
                             extensions use; pbd_simd_path() and
                             pbd_simd_width() report the choice.
        PBD_NO_OPENMP        never use OpenMP even when compiled with -fopenmp
+       PBD_ALLOW_FAST_MATH  no warning under -ffast-math / -Ofast: inputs are
+                            still checked and failed steps rolled back (the
+                            checks read the floats' bits), but the results
+                            are not the tested ones (SIMD, threads and
+                            machines differ), and the link flushes subnormal
+                            floats to 0 in the whole program
        PBD_ASSERT(x)        our internal invariants (default: assert.h);
                             never used to check user input
        PBD_MALLOC(sz) / PBD_FREE(p)
@@ -491,7 +497,7 @@
    every substep: see "==== self-collision"). The scalar path solves the
    same colours in the same order, so SIMD and scalar, and any thread
    count, give bit-identical results (build with -ffp-contract=off, never
-   -ffast-math).
+   -ffast-math: see PBD_ALLOW_FAST_MATH above).
 
    THREADS ON A BUSY MACHINE ("==== threads"). A team is as fast as its
    slowest thread, since every colour ends in a barrier: when another
@@ -666,7 +672,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include <math.h> /* pbd__sym_eigen_hd */
+#include <math.h>   /* pbd__sym_eigen_hd */
+#include <string.h> /* pbd__finite_bits */
 
 #ifdef PBD_STATIC
 #define PBDDEF static
@@ -2486,7 +2493,7 @@ PBDDEF void pbd_world_free(pbd_world *w, void *ptr);
    bytes; 16 hold any float), for messages that compare a value with a
    bound: %g prints the float just below PBD_MIN_MASS as 1e-12 too ("1e-12
    kg is outside [1e-12, 1e+12] kg"); this prints 9.999999e-13. Returns
-   buf. */
+   buf; "" (and writes nothing) when buf is NULL or size 0. */
 PBDDEF const char *pbd_format_float(float v, char *buf, size_t size);
 /* Graph colouring for an extension's parallel solver: the greedy
    colouring of pbd.h's own constraint groups and self-collision candidates
@@ -2533,6 +2540,35 @@ PBDDEF int pbd_find_repeated_element(pbd_world *w, const int *elements, int coun
    count), 24 bytes a triangle through w's allocator (w may be NULL);
    writes no message. For the builders' checks, like the finder above. */
 PBDDEF int pbd_find_open_edge(pbd_world *w, const int *triangles, int count, int *from, int *to);
+/* -ffast-math (or -ffinite-math-only) in a file that holds an
+   implementation: each header's implementation section warns once, since
+   the solver's results then differ from what the tests check (SIMD and
+   scalar, thread counts and machines disagree, and make test's
+   multi-resolution cloth and smooth shape-matching weights fail); inputs are
+   still checked and failed steps still roll back (pbd__finite_bits).
+   PBD_ALLOW_FAST_MATH silences it. */
+#if (defined(__FAST_MATH__) || (defined(__FINITE_MATH_ONLY__) && __FINITE_MATH_ONLY__ > 0)) && \
+    !defined(PBD_ALLOW_FAST_MATH)
+#define PBD__FAST_MATH_WARN 1
+#else
+#define PBD__FAST_MATH_WARN 0
+#endif
+/* Whether x is neither NaN nor infinite, read from its exponent's bits:
+   the finiteness check of every input and every step, in all three
+   headers. Not isfinite() or x == x: -ffast-math (and -ffinite-math-only,
+   common in game builds) lets the compiler take those as always true, and
+   every NaN check, every refused input and every rolled-back step would
+   vanish with them; the bits cannot be assumed away. */
+static inline PBD_HD int pbd__finite_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7f800000u) != 0x7f800000u;
+}
+static inline PBD_HD int pbd__finite_bits_d(double x) {
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    return (u & 0x7ff0000000000000ull) != 0x7ff0000000000000ull;
+}
 /* The symmetric eigen solver of the extensions (shape matching's
    moment matrices, the upsamplers' fits), one code for all: cyclic Jacobi
    rotations on the n x n row-major symmetric A (overwritten: its diagonal
@@ -2610,6 +2646,11 @@ PBDDEF pbd_result pbd_collider_closest(const pbd_world *w, pbd_collider c, const
 #ifdef PBD_IMPLEMENTATION
 #ifndef PBD_IMPLEMENTATION_INCLUDED
 #define PBD_IMPLEMENTATION_INCLUDED
+#if PBD__FAST_MATH_WARN && !defined(PBD__FAST_MATH_WARNED)
+#define PBD__FAST_MATH_WARNED
+#warning \
+    "pbd: -ffast-math changes the solver's results (inputs are still checked): compile this file with -fno-fast-math, or define PBD_ALLOW_FAST_MATH"
+#endif
 
 #include <float.h>
 #include <limits.h>
@@ -2894,10 +2935,10 @@ static inline PBD_HD float pbd__len(pbd__v3 a) { return sqrtf(pbd__dot(a, a)); }
 static inline PBD_HD pbd__v3 pbd__lerp(pbd__v3 a, pbd__v3 b, float t) {
     return pbd__add(a, pbd__mul(pbd__sub(b, a), t));
 }
-static inline PBD_HD int pbd__finite(float x) { return isfinite(x) ? 1 : 0; }
+static inline PBD_HD int pbd__finite(float x) { return pbd__finite_bits(x); }
 static inline PBD_HD int pbd__finite_n(const float *x, size_t n) {
     for (size_t i = 0; i < n; ++i)
-        if (!isfinite(x[i])) return 0;
+        if (!pbd__finite_bits(x[i])) return 0;
     return 1;
 }
 static inline PBD_HD float pbd__clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
@@ -2906,9 +2947,11 @@ static inline PBD_HD float pbd__clampf(float x, float lo, float hi) { return x <
    converting NaN or a float outside int's range is undefined behaviour in
    C. NaN goes to lo. Every float-to-index conversion of the library goes
    through it (grids, lattices, lookups), so no state, however broken, can
-   index outside an array. lo and hi are small (|.| < 2^24). */
+   index outside an array (under -ffast-math too, where NaN's comparisons
+   may be taken as ordered: hence the bits). lo and hi are small (|.| < 2^24). */
 static inline PBD_HD int pbd__cell_index(float u, int lo, int hi) {
-    if (!(u >= (float)lo)) return lo; /* NaN and below */
+    if (!pbd__finite_bits(u)) return u > 0 ? hi : lo; /* NaN: lo (either, under -ffast-math) */
+    if (!(u >= (float)lo)) return lo;
     if (u >= (float)hi) return hi;
     return (int)floorf(u);
 }
@@ -3007,6 +3050,10 @@ typedef simde__mmask16 pbd__vm;
 /* where m: b, else a */
 #define pbd__vsel(m, a, b) simde_mm512_mask_blend_ps((m), (a), (b))
 #define pbd__vabs simde_mm512_abs_ps
+#define pbd__vnonfinite(a) /* NaN and Inf lanes, by their exponent bits (integer: -ffast-math keeps it) */ \
+    simde_mm512_cmpeq_epi32_mask(                                                                          \
+        simde_mm512_and_si512(simde_mm512_castps_si512(a), simde_mm512_set1_epi32(0x7f800000)),            \
+        simde_mm512_set1_epi32(0x7f800000))
 #define pbd__vunpacklo simde_mm512_unpacklo_ps
 #define pbd__vunpackhi simde_mm512_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) \
@@ -3047,6 +3094,10 @@ typedef simde__m256 pbd__vm;
 #define pbd__vandnot_m(a, b) simde_mm256_andnot_ps((b), (a))
 #define pbd__vsel(m, a, b) simde_mm256_blendv_ps((a), (b), (m))
 #define pbd__vabs(a) simde_mm256_and_ps((a), simde_mm256_castsi256_ps(simde_mm256_set1_epi32(0x7fffffff)))
+#define pbd__vnonfinite(a)                                                                      \
+    simde_mm256_castsi256_ps(simde_mm256_cmpeq_epi32(                                           \
+        simde_mm256_and_si256(simde_mm256_castps_si256(a), simde_mm256_set1_epi32(0x7f800000)), \
+        simde_mm256_set1_epi32(0x7f800000)))
 #define pbd__vunpacklo simde_mm256_unpacklo_ps
 #define pbd__vunpackhi simde_mm256_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) \
@@ -3083,6 +3134,10 @@ typedef simde__m128 pbd__vm;
 #define pbd__vandnot_m(a, b) simde_mm_andnot_ps((b), (a))
 #define pbd__vsel(m, a, b) simde_mm_or_ps(simde_mm_and_ps((m), (b)), simde_mm_andnot_ps((m), (a)))
 #define pbd__vabs(a) simde_mm_and_ps((a), simde_mm_castsi128_ps(simde_mm_set1_epi32(0x7fffffff)))
+#define pbd__vnonfinite(a)                                                                                  \
+    simde_mm_castsi128_ps(                                                                                  \
+        simde_mm_cmpeq_epi32(simde_mm_and_si128(simde_mm_castps_si128(a), simde_mm_set1_epi32(0x7f800000)), \
+                             simde_mm_set1_epi32(0x7f800000)))
 #define pbd__vunpacklo simde_mm_unpacklo_ps
 #define pbd__vunpackhi simde_mm_unpackhi_ps
 #define pbd__vunpacklo_pd(a, b) simde_mm_castpd_ps(simde_mm_unpacklo_pd(simde_mm_castps_pd(a), simde_mm_castps_pd(b)))
@@ -4166,6 +4221,7 @@ static pbd_result pbd__check_positions(const pbd_world *w, const float *x, size_
 
 /* (declared with the extensions' errors: their messages use it too) */
 PBDDEF const char *pbd_format_float(float v, char *buf, size_t size) {
+    if (!buf || size == 0) return "";
     for (int digits = 6; digits < 9; ++digits) {
         snprintf(buf, size, "%.*g", digits, (double)v);
         if (strtof(buf, NULL) == v) return buf;
@@ -4307,7 +4363,9 @@ static pbd_result pbd__check_solver(const pbd_world *w, int mode, int substeps, 
 }
 
 /* 0 (a fixed substep count) or a valid time step (pbd_world_step_substeps). */
-static int pbd__reference_dt_valid(float t) { return t == 0 || (t >= PBD_MIN_TIME_STEP && t <= PBD_MAX_TIME_STEP); }
+static int pbd__reference_dt_valid(float t) {
+    return pbd__finite(t) && (t == 0 || (t >= PBD_MIN_TIME_STEP && t <= PBD_MAX_TIME_STEP));
+}
 
 /* An error of pbd_world_create: there is no world yet, so the message
    goes to pbd_last_error() and the desc's log callback. pbd__create_logged
@@ -18364,10 +18422,11 @@ static void pbd__step_rollback(pbd_world *w) {
 /* Whether any of n floats is NaN or infinite: an OR of the exponent
    fields plus one ULP of exponent carries into the sign bit exactly for
    the all-ones exponent (integer operations with no branch). With SIMD, W
-   floats at a time: x - x is 0 for a finite x and NaN otherwise, and a
-   sum keeps a NaN (gcc 12 vectorises the integer loop at -O3 but not at
-   -O2, where it took as long as the copy at the step's start: 10 000 x
-   32 hair). */
+   floats at a time, an OR of the lanes whose exponent bits are all ones
+   (gcc 12 vectorises the integer loop at -O3 but not at -O2, where it took
+   as long as the copy at the step's start: 10 000 x 32 hair). Integer
+   operations both: a float test (x - x != 0) is folded away under
+   -ffast-math, and with it every rolled-back step. */
 static int pbd__any_nonfinite(const float *a, size_t n) {
     uint32_t bad = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -18381,14 +18440,12 @@ static int pbd__any_nonfinite_fast(const float *a, size_t n, int simd) {
     size_t i = 0;
 #if PBD__W > 1
     if (simd) {
-        pbd__vf s0 = pbd__vset1(0.0f), s1 = s0;
+        pbd__vm m0 = pbd__vnonfinite(pbd__vset1(0.0f)), m1 = m0; /* no lane */
         for (; i + 2 * PBD__W <= n; i += 2 * PBD__W) {
-            pbd__vf a0 = pbd__vload(a + i), a1 = pbd__vload(a + i + PBD__W);
-            s0 = pbd__vadd(s0, pbd__vsub(a0, a0));
-            s1 = pbd__vadd(s1, pbd__vsub(a1, a1));
+            m0 = pbd__vor_m(m0, pbd__vnonfinite(pbd__vload(a + i)));
+            m1 = pbd__vor_m(m1, pbd__vnonfinite(pbd__vload(a + i + PBD__W)));
         }
-        s0 = pbd__vadd(s0, s1);
-        if (pbd__vbits(pbd__veq(s0, s0)) != (1u << PBD__W) - 1u) return 1; /* a NaN lane */
+        if (pbd__vany(pbd__vor_m(m0, m1))) return 1;
     }
 #else
     (void)simd;
@@ -18726,7 +18783,7 @@ static pbd_result pbd__validate_restored(const pbd_world *t) {
         !pbd__slots_ok(t->pp.fluids, sizeof *t->pp.fluids, t->pp.nfluids, t->seq))
         return PBD_ERROR_BAD_SNAPSHOT;
     if (!pbd__finite_n(t->gravity, 3) || !pbd__finite(t->point_damping) || t->point_damping < 0 ||
-        !(t->jacobi_relax > 0 && t->jacobi_relax <= 2) || !isfinite(t->time))
+        !(t->jacobi_relax > 0 && t->jacobi_relax <= 2) || !pbd__finite(t->time))
         return PBD_ERROR_BAD_SNAPSHOT;
     if (t->n > 0 && (!pbd__finite_n(&t->x[0].x, 4 * (size_t)t->n) || !pbd__finite_n(&t->v[0].x, 4 * (size_t)t->n) ||
                      !pbd__finite_n(t->mass, (size_t)t->n) || !pbd__finite_n(t->radius, (size_t)t->n) ||

@@ -1265,6 +1265,11 @@ PBD_SM_DEF pbd_result pbd_sm_cloth_strain(const pbd_world *w, pbd_sm_cloth cloth
 #ifdef PBD_SM_IMPLEMENTATION
 #ifndef PBD_SM_IMPLEMENTATION_INCLUDED
 #define PBD_SM_IMPLEMENTATION_INCLUDED
+#if PBD__FAST_MATH_WARN && !defined(PBD__FAST_MATH_WARNED)
+#define PBD__FAST_MATH_WARNED
+#warning \
+    "pbd: -ffast-math changes the solver's results (inputs are still checked): compile this file with -fno-fast-math, or define PBD_ALLOW_FAST_MATH"
+#endif
 
 #include <float.h>
 #include <limits.h>
@@ -3183,7 +3188,7 @@ static void pbd_sm__sum_paths(pbd_sm_sum_plan *p, const double *values, int k, d
    increasing order). */
 static pbd_result pbd_sm__mesh_adjacency(int nv, const float *x, int nt, const int *tri, int **adj_start, int **adj) {
     for (long i = 0; i < 3 * (long)nv; ++i)
-        if (!(x[i] == x[i]) || fabs((double)x[i]) > PBD_SM__COORD_MAX)
+        if (!pbd__finite_bits(x[i]) || fabs((double)x[i]) > PBD_SM__COORD_MAX)
             return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE,
                                   "pbd_sm_plan_paths: positions[%ld] = %g is not finite or beyond 1e30", i,
                                   (double)x[i]);
@@ -3815,8 +3820,9 @@ PBD_SM_DEF pbd_sm_body_desc pbd_sm_body_desc_default(void) {
 }
 
 /* The finite-value check of every pbd_sm.h input: 1 when v is neither NaN
-   nor infinite (a float converts to double exactly, so it serves both). */
-static int pbd_sm__finite(double v) { return v == v && fabs(v) <= DBL_MAX; }
+   nor infinite (a float converts to double exactly, so it serves both), by
+   its bits, which -ffast-math cannot assume away (pbd.h, pbd__finite_bits). */
+static int pbd_sm__finite(double v) { return pbd__finite_bits_d(v); }
 static int pbd_sm__finite_n(const float *x, size_t n) {
     for (size_t i = 0; i < n; ++i)
         if (!pbd_sm__finite(x[i])) return 0;

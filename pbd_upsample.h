@@ -770,6 +770,11 @@ PBD_UP_DEF pbd_result pbd_up_pdm_coefficients(const pbd_up_model *m, int detail_
 #ifdef PBD_UPSAMPLE_IMPLEMENTATION
 #ifndef PBD_UPSAMPLE_IMPLEMENTATION_INCLUDED
 #define PBD_UPSAMPLE_IMPLEMENTATION_INCLUDED
+#if PBD__FAST_MATH_WARN && !defined(PBD__FAST_MATH_WARNED)
+#define PBD__FAST_MATH_WARNED
+#warning \
+    "pbd: -ffast-math changes the solver's results (inputs are still checked): compile this file with -fno-fast-math, or define PBD_ALLOW_FAST_MATH"
+#endif
 
 #include <float.h>
 #include <limits.h>
@@ -889,7 +894,7 @@ PBD_UP__SHARED void *pbd_up__calloc_array(size_t count, size_t elem) {
 }
 static int pbd_up__finite(const float *x, size_t n) {
     for (size_t i = 0; i < n; ++i)
-        if (!(x[i] - x[i] == 0.0f)) return 0; /* NaN and Inf both fail */
+        if (!pbd__finite_bits(x[i])) return 0; /* its bits: -ffast-math cannot assume them away */
     return 1;
 }
 /* The refusal of the first of n counts of fn below min, by its name and
@@ -3273,7 +3278,8 @@ PBD_UP_DEF pbd_result pbd_up_training_drive(const pbd_up_training_desc *d, pbd_w
     if (!d) return pbd_world_fail(w, PBD_ERROR_NULL_POINTER, "pbd_up_training_drive: desc is NULL");
     pbd_result r = pbd_up__training_check_desc(d);
     if (r != PBD_OK) return pbd_world_fail_in(w, "pbd_up_training_drive", r); /* the desc's message, on w */
-    if (!isfinite(time)) return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_up_training_drive: time is %g", time);
+    if (!pbd__finite_bits_d(time))
+        return pbd_world_fail(w, PBD_ERROR_NOT_FINITE, "pbd_up_training_drive: time is %g", time);
     long long n = d->coarse_resolution;
     if (cloth.first < 0 || cloth.count != n * n || (long long)cloth.first + cloth.count > pbd_world_particle_count(w))
         return pbd_world_fail(w, PBD_ERROR_INVALID_ARGUMENT,
@@ -3829,14 +3835,14 @@ static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
     if (bad != PBD_OK) return bad;
     if (d->support < 2 || d->support > 64)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_fit: support %d outside 2..64", d->support);
-    if (!(d->regularization >= 0.0f) || !isfinite(d->regularization))
+    if (!(d->regularization >= 0.0f) || !pbd__finite_bits(d->regularization))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_piu_fit: regularization %g must be finite and >= 0", (double)d->regularization);
     if (d->oscillatory_modes < 0 || d->oscillatory_modes > 64 || d->oscillatory_modes > d->frame_count)
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_piu_fit: oscillatory_modes %d outside 0..64 or more than frame_count %d",
                               d->oscillatory_modes, d->frame_count);
-    if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !isfinite(d->frame_dt) || d->frame_count < 3))
+    if (d->oscillatory_modes > 0 && (!(d->frame_dt > 0.0f) || !pbd__finite_bits(d->frame_dt) || d->frame_count < 3))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_piu_fit: %d oscillatory_modes need frame_dt > 0 (%g) and frame_count >= 3 (%d)",
                               d->oscillatory_modes, (double)d->frame_dt, d->frame_count);
@@ -3889,7 +3895,7 @@ static pbd_result pbd_up__piu_check_desc(const pbd_up_piu_desc *d) {
                 return pbd_world_fail(NULL, PBD_ERROR_INDEX_OUT_OF_RANGE,
                                       "pbd_up_piu_fit: prior_index[%d] = %d is not a coarse vertex (0..%d)", e,
                                       d->prior_index[e], d->coarse_count - 1);
-            if (!isfinite(d->prior_weight[e]))
+            if (!pbd__finite_bits(d->prior_weight[e]))
                 return pbd_world_fail(NULL, PBD_ERROR_NOT_FINITE, "pbd_up_piu_fit: prior_weight[%d] is not finite (%g)",
                                       e, (double)d->prior_weight[e]);
         }
@@ -4397,7 +4403,7 @@ PBD_UP_DEF pbd_result pbd_up_piu_advance(pbd_up_model *m, const float *coarse, f
     if (!coarse) return pbd_world_fail(NULL, PBD_ERROR_NULL_POINTER, "pbd_up_piu_advance: coarse is NULL");
     pbd_up__piu *p = pbd_up__piu_of(m);
     if (!p) return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT, "pbd_up_piu_advance: m is not a PIU model");
-    if (!(dt > 0.0f) || !isfinite(dt))
+    if (!(dt > 0.0f) || !pbd__finite_bits(dt))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_TIME_STEP, "pbd_up_piu_advance: dt %g must be finite and > 0",
                               (double)dt);
     const size_t nc3 = (size_t)p->coarse_count * 3;
@@ -4780,7 +4786,7 @@ static pbd_result pbd_up__wpsd_prepare(pbd_up_model *m) {
     const size_t nc = (size_t)m->coarse_count, K = (size_t)p->K, P = (size_t)p->poses;
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
-            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
+            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !pbd__finite_bits(p->rest_len[e]))
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                                   "WPSD model: edge %d (%d, %d) is out of range or has rest length %g", e,
                                   p->edges[2 * e], p->edges[2 * e + 1], (double)p->rest_len[e]);
@@ -5031,7 +5037,7 @@ PBD_UP_DEF pbd_result pbd_up_wpsd_fit(const pbd_up_wpsd_desc *d, pbd_up_model **
                                d->coarse_count, d->detail_count, d->coarse_frames, d->detail_frames, d->coarse_rest, 1);
     if (r != PBD_OK) return pbd_world_fail_in(NULL, "pbd_up_wpsd_fit", r);
     if (d->edges_per_vertex < 1 || d->edges_per_vertex > 64 || d->max_poses < 1 || d->max_poses > 256 ||
-        !(d->error_threshold >= 0.0f) || !isfinite(d->error_threshold))
+        !(d->error_threshold >= 0.0f) || !pbd__finite_bits(d->error_threshold))
         return pbd_world_fail(NULL, PBD_ERROR_INVALID_ARGUMENT,
                               "pbd_up_wpsd_fit: edges_per_vertex %d (1..64), max_poses %d (1..256) or error_threshold "
                               "%g (finite, >= 0) is out of range",
@@ -5293,14 +5299,14 @@ static pbd_result pbd_up__pdm_prepare(pbd_up_model *m) {
                               pbd_up_subdivision_levels(p->feature));
     for (int e = 0; e < p->edge_count; ++e)
         if (p->edges[2 * e] < 0 || p->edges[2 * e] >= m->coarse_count || p->edges[2 * e + 1] < 0 ||
-            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !isfinite(p->rest_len[e]))
+            p->edges[2 * e + 1] >= m->coarse_count || !(p->rest_len[e] > 0.0f) || !pbd__finite_bits(p->rest_len[e]))
             return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT,
                                   "PDM model: edge %d (%d, %d) is out of range or has rest length %g", e,
                                   p->edges[2 * e], p->edges[2 * e + 1], (double)p->rest_len[e]);
     if (!(p->mean_edge > 0.0f))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PDM model: its mean edge length %g must be > 0",
                               (double)p->mean_edge);
-    if (!isfinite(p->mean_edge))
+    if (!pbd__finite_bits(p->mean_edge))
         return pbd_world_fail(NULL, PBD_ERROR_BAD_SNAPSHOT, "PDM model: its mean edge length is not finite (%g)",
                               (double)p->mean_edge);
     if (!pbd_up__finite(p->pca, 15))

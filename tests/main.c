@@ -20,8 +20,11 @@
 int pbdt_current_failed = 0;
 const char *pbdt_filter = NULL;
 static int pbdt_passed = 0, pbdt_failed = 0, pbdt_skipped = 0;
-static const char *pbdt_suite = "";          /* the suite now running */
-static char pbdt_suite_filter[128] = "";     /* T without "tests/", "test_", "suite_", ".c" */
+static const char *pbdt_suite = "";                /* the suite now running */
+#define PBDT_FILTERS 8                             /* T=a,b: the tests that a or b selects */
+static char pbdt_filters[PBDT_FILTERS][128];       /* T's names, split at commas */
+static char pbdt_suite_filters[PBDT_FILTERS][128]; /* each without "tests/", "test_", "suite_", ".c" */
+static int pbdt_nfilters = 0;
 static int pbdt_current_skipped = 0;         /* SKIP called in the running test */
 static char pbdt_skip_note[256];             /* why, or which parts were not compared */
 static long pbdt_shard = 0, pbdt_shards = 1; /* PBDT_SHARD=i/n */
@@ -60,20 +63,33 @@ void pbdt_skip_part(const char *what) {
     pbdt_note("", what);
 }
 
-/* T selects a test by its name, or its whole suite by the suite's name. */
+/* T selects a test by its name, or its whole suite by the suite's name;
+   T=a,b selects what a or b selects. */
 static int pbdt_selected(const char *name) {
     if (!pbdt_filter) return 1;
-    if (strstr(name, pbdt_filter)) return 1;
-    return pbdt_suite_filter[0] && strstr(pbdt_suite, pbdt_suite_filter) != NULL;
+    for (int i = 0; i < pbdt_nfilters; ++i) {
+        if (strstr(name, pbdt_filters[i])) return 1;
+        if (pbdt_suite_filters[i][0] && strstr(pbdt_suite, pbdt_suite_filters[i])) return 1;
+    }
+    return 0;
 }
 
-static void pbdt_set_suite_filter(const char *t) {
+static void pbdt_set_filters(const char *t) {
     static const char *const prefixes[] = {"tests/", "test_", "suite_"};
-    for (int i = 0; i < 3; ++i)
-        if (!strncmp(t, prefixes[i], strlen(prefixes[i]))) t += strlen(prefixes[i]);
-    snprintf(pbdt_suite_filter, sizeof pbdt_suite_filter, "%s", t);
-    size_t n = strlen(pbdt_suite_filter);
-    if (n > 2 && !strcmp(pbdt_suite_filter + n - 2, ".c")) pbdt_suite_filter[n - 2] = 0;
+    while (*t && pbdt_nfilters < PBDT_FILTERS) {
+        size_t len = strcspn(t, ",");
+        char *f = pbdt_filters[pbdt_nfilters], *sf = pbdt_suite_filters[pbdt_nfilters];
+        snprintf(f, sizeof pbdt_filters[0], "%.*s", (int)len, t);
+        t += len + (t[len] == ',');
+        if (!f[0]) continue;
+        const char *u = f;
+        for (int i = 0; i < 3; ++i)
+            if (!strncmp(u, prefixes[i], strlen(prefixes[i]))) u += strlen(prefixes[i]);
+        snprintf(sf, sizeof pbdt_suite_filters[0], "%s", u);
+        size_t n = strlen(sf);
+        if (n > 2 && !strcmp(sf + n - 2, ".c")) sf[n - 2] = 0;
+        pbdt_nfilters++;
+    }
 }
 
 /* PBDT_SHARD=i/n, 0 <= i < n; anything else runs every test. */
@@ -129,7 +145,7 @@ PBDT_SUITES(PBDT_DECLARE)
 int main(int argc, char **argv) {
     if (argc > 1 && argv[1][0]) {
         pbdt_filter = argv[1];
-        pbdt_set_suite_filter(argv[1]);
+        pbdt_set_filters(argv[1]);
     }
     pbdt_set_shard(getenv("PBDT_SHARD"));
 #define PBDT_CALL(s) \

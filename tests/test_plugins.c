@@ -547,6 +547,11 @@ TEST(plugin_format_float_reads_back) {
         CHECK_MSG(strtof(s, NULL) == v[i], "%s does not read back as %.9g", s, (double)v[i]);
     }
     CHECK(strtof(pbd_format_float(1.0f / 3.0f, buf, sizeof buf), NULL) == 1.0f / 3.0f && strlen(buf) == 10);
+    /* no buffer: "", nothing written (snprintf into NULL with a size was undefined) */
+    char *none = NULL;
+    CHECK(strcmp(pbd_format_float(1.5f, none, 32), "") == 0);
+    buf[0] = 'x';
+    CHECK(strcmp(pbd_format_float(1.5f, buf, 0), "") == 0 && buf[0] == 'x');
 }
 
 TEST(plugin_world_alloc_uses_the_allocator) {

@@ -254,6 +254,12 @@ static void bad_field(void *user, int particle, const float *x, const float *v, 
    step, and once the cause is gone the world steps on with the very bits
    of a twin world that never took the failed step. */
 TEST(robust_nonfinite_step_rolls_back) {
+#ifdef PBDT_FAST_MATH
+    /* the implementation at -Ofast: the overflow that makes this test's NaN
+       need not happen once the compiler reorders the arithmetic (measured: it
+       did not); robust_plugin_nan_rolls_back rolls back there */
+    SKIP("forces its non-finite step by float overflow, which -ffast-math reorders away");
+#endif
     for (int k = 0; k < 2; ++k) {
         rich A = rich_world(), B = rich_world();
         for (int s = 0; s < 3; ++s) {

@@ -1054,8 +1054,10 @@ TEST(sm_shape_bad_input) {
     SMS_BAD(PBD_ERROR_NEGATIVE_MASS);
     float tiny_m[N] = {1, 1, 1, 1e-39f, 1, 1, 1, 1}; /* its inverse is not finite */
     d.masses = tiny_m;
-    CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "is 1e-39 kg, outside");
-    SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    if (PBDT_SUBNORMALS) {
+        CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "is 1e-39 kg, outside");
+        SMS_BAD(PBD_ERROR_INVALID_ARGUMENT);
+    }
     float huge_m[N] = {1, 1, 1, 1e18f, 1, 1, 1, 1};
     d.masses = huge_m;
     CHECK_WORLD_ERROR(w, pbd_sm_add_body(w, &d, &b), PBD_ERROR_INVALID_ARGUMENT, "PBD_MAX_MASS");
@@ -1127,8 +1129,9 @@ TEST(sm_shape_bad_input) {
     ld.particle_mass = -1;
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_NEGATIVE_MASS, "particle_mass -1 < 0");
     ld.particle_mass = 1e-39f; /* the messages name the lattice's fields, not the particles' "mass" and "radius" */
-    CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
-                      "particle_mass 1e-39 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");
+    if (PBDT_SUBNORMALS)
+        CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
+                          "particle_mass 1e-39 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS]");
     ld.particle_mass = nextafterf(PBD_MIN_MASS, 0.0f); /* %g printed "1e-12 kg must be in [1e-12, ...]" */
     CHECK_WORLD_ERROR(w, pbd_sm_add_lattice(w, &ld, &b, NULL), PBD_ERROR_INVALID_ARGUMENT,
                       "particle_mass 9.999999e-13 kg must be in [PBD_MIN_MASS, PBD_MAX_MASS] = [1e-12, 1e+12] kg");
