@@ -464,8 +464,8 @@
    defaults, 60 Hz, volume compliance 0, is shortened (the mean height of
    its top face's 16 nodes over its bottom face's, averaged over 2-4 s)
    by 0.14% with edge compliance 0, 0.16% at 1e-5 m/N, 0.28% at 1e-4,
-   1.3% at 1e-3 and 10.4% at 1e-2 (undamped, it still sways: 11.5% at
-   its lowest within 2-4 s, 13.3% read at another time by an audit);
+   1.3% at 1e-3 and 12.4% at 1e-2 (undamped, it still sways: 12.5% at
+   its lowest within 2-4 s; 12.7% once damped to rest, an audit);
    volume compliance 1e-9 m^5/N on top of 1e-4 gives 0.32%
    (tests/test_bodies.c, bodies_softbody_compliance_sag). Measured as its
    extent instead (highest node less lowest), the soft end shortens less:
@@ -538,9 +538,9 @@
    rest by the analytic 0.054 m at the default 4 x 4 (16 x 16: -1%), by
    16% more at 4 x 1, 83% at 1 x 4 and 247% at 1 x 1. A soft body is
    such a structure: the 0.2 m box of SOFT BODIES at edge compliance 1e-4
-   shortens by 0.24% at 4 x 4, 0.067% at 16 x 16 and 7.4% at 1 x 1 (an
-   audit; at 4 x 4 the rigid box's 0.14% is the solve's, not a
-   compliance's). Tune compliance at the counts you ship. In
+   shortens (its faces, as there) by 0.28% at 4 x 4, 0.12% at 16 x 16 and
+   11.3% at 1 x 1 (an audit; at 4 x 4 the rigid box's 0.14% is the
+   solve's, not a compliance's). Tune compliance at the counts you ship. In
    PBD_SOLVER_PBD mode the group's `stiffness` k in [0,1] is used with the
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
@@ -593,14 +593,16 @@
    granular_cfl) substeps for its smallest grain radius r
    (pbd_world_desc.granular_cfl, default 0.033, 0 off; at 60 Hz 16
    substeps for 1 cm grains, 12 for 2 cm, 8 for 5 cm, 6 for 10 cm;
-   pbd_world_step_substeps). Measured, 2000 grains of 1 cm: poured into a
-   heap, at rest 5 s later, worst overlap 7% of a radius, the heap about
-   9 cm high at friction 0.5 (its highest grain's centre 8.7-9.3 cm with
-   the block jittered two ways) and 5.6 cm without; at the world's 4 substeps
+   pbd_world_step_substeps). Measured, 2000 grains of 1 cm poured into a
+   heap: 5 s later it is about 9 cm high at friction 0.5 (its highest
+   grain's centre 9.0 cm with the block jittered two ways), worst overlap
+   7-8% of a radius, and still settling (900 grains above 1 mm/s, the
+   fastest at 3-7 cm/s); without particle friction 5.5 cm, at rest by
+   then; at the world's 4 substeps
    (granular_cfl 0, as before 0.2) the heap slumps to a 4.3 cm pancake
    with overlaps of 120% whatever its friction. That is about three times
-   the cost: 6.6 against 2.4 ms per 60 Hz step at rest on one thread
-   (AVX-512; 3.7 against 1.4 on two; bench/granular.c): contacts between
+   the cost: 8.2 against 3.3 ms per 60 Hz step at rest on one thread
+   (AVX-512; 4.6 against 2.0 on two; bench/granular.c): contacts between
    solids run W at a time (pbd__vcontact_block), and a step builds their
    neighbour lists once while its grains stay within a quarter of their
    radius (see "// ==== particle contact"); before both it was 45 ms on
@@ -1142,7 +1144,10 @@ PBDDEF pbd_result pbd_particles_get_positions(const pbd_world *w, pbd_range r, f
 PBDDEF pbd_result pbd_particles_set_positions(pbd_world *w, pbd_range r, const float *in);
 PBDDEF pbd_result pbd_particles_get_velocities(const pbd_world *w, pbd_range r, float *out);
 PBDDEF pbd_result pbd_particles_set_velocities(pbd_world *w, pbd_range r, const float *in);
-/* Mass 0 pins the particle. */
+/* Mass 0 pins the particle and a mass > 0 frees it again; a particle held
+   by pbd_particle_pin or as kinematic stays held whatever its mass (the
+   mass is kept for when pbd_particle_unpin or pbd_particle_set_kinematic
+   frees it). */
 PBDDEF pbd_result pbd_particle_set_mass(pbd_world *w, int particle, float mass);
 PBDDEF pbd_result pbd_particle_get_mass(const pbd_world *w, int particle, float *mass);
 PBDDEF pbd_result pbd_particle_set_radius(pbd_world *w, int particle, float radius);
@@ -1502,6 +1507,15 @@ typedef struct pbd_collider_desc {
     float restitution;      /* default 0, in [0, 1] */
 } pbd_collider_desc;
 
+/* Friction is Coulomb's, per particle, at position level: a particle on
+   a slope sticks while tan(slope) <= static_friction and otherwise
+   slides at g (sin - dynamic_friction cos), to 0.1% at any time step. An
+   object of several particles grips a little harder (a 0.1 m soft box of
+   3 x 3 x 3 nodes, rigid edges, friction 0.5 / 0.4, holds still at 28
+   degrees, tan 0.53, and slides from 29 degrees 4% slower than Coulomb;
+   an audit), and friction acts at the particles' centres, a radius
+   above the surface, which changes when a gripping body tips (pbd_sm.h,
+   RIGID BODIES). */
 PBDDEF pbd_collider_desc pbd_collider_desc_default(void);
 PBDDEF pbd_result pbd_add_collider(pbd_world *w, const pbd_collider_desc *desc, pbd_collider *out);
 /* A box's edges are rounded (rounding, 1 cm by default, within its half
@@ -1632,8 +1646,9 @@ PBDDEF pbd_result pbd_remove_collider(pbd_world *w, pbd_collider collider);
    built from the predicted positions by a counting sort at a step's first
    substep, at every substep while the world has a fluid, and at a later
    substep once a particle has moved a quarter of its radius since the
-   last build (its neighbour lists, which hold every particle within 1.5
-   times the sum of two radii, serve until then).
+   last build (its neighbour lists, which hold every particle within 1.75
+   times the sum of two radii, serve until then; each substep takes the
+   pairs within 1.5 times, which its contacts' loads count).
    It is sized when such particles are added, so stepping never allocates,
    and its neighbour order is deterministic (cells in a fixed order, then
    particle index), the same for any thread count.
@@ -1672,8 +1687,8 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
    correction, though, so one pressed between a heavy particle and a
    collider is pushed into the collider as often as out of it: two grains
    of 1 cm stacked on a plane, the upper 100 times the lower's mass, rest
-   2.3% of their radii's sum into each other, at 300 times 5%, at 1000
-   times 25%, and at 1e4 times the heavy one goes through to the floor
+   1.3% of their radii's sum into each other, at 300 times 4%, at 1000
+   times 13% (15% at the deepest), and at 1e4 times the heavy one goes through to the floor
    and throws the light one out (an audit). Keep the masses of grains that
    rest on each other within a factor of about 100. Three more limits:
    particle contacts are not swept, as collider contacts are: a particle
@@ -2081,9 +2096,10 @@ PBDDEF pbd_result pbd_strain_limit_triangle(float *p, const float *rest, const f
    moving against the 2/s damping). What s_damping changes is small and
    not in order, since the guard sets t where it matters: a strand of 30
    particles (0.1 m, 0.5 kg) let go horizontal loses 66, 58, 64, 42 and
-   36 J of the 208 J it can lose in the first second at 0, 0.3, 0.6, 0.9
-   and 1, and all of it by 10 s but at 1 (194 J; 6 J of motion left);
-   pure FTL at 0.
+   36 J of the 213 J it can lose (horizontal to hanging straight) in the
+   first second at 0, 0.3, 0.6, 0.9 and 1, and by 10 s 208 J at 0 to 0.6
+   (5 J left, nearly all height: it hangs a few cm short of straight), 206
+   J at 0.9 and 201 J at 1 (13 J left, 2.5 J of it motion); pure FTL at 0.
    Strands are
    independent: they are solved in parallel, each sequentially, so the
    result does not depend on the thread count. The root is not moved by
@@ -3737,7 +3753,9 @@ typedef struct pbd__particle_phase {
        memory): the slot's particle, fluid and object, and the work arrays */
     int *slot; /* slot of ids[k] */
     int *sid, *sfluid, *sobject;
-    int *nbr, *nbr_count; /* PBD_MAX_NEIGHBORS slots each */
+    int *nbr, *nbr_count; /* PBD_MAX_NEIGHBORS slots each; the count of the pairs
+                             within reach (pbd__pp_activate: those first) */
+    int *nbr_listed;      /* all of the list, the pairs kept lists may need too */
     float *cload;         /* contact load: pbd__pp_load over the contact candidates */
     int *nbr_off;         /* a's list: nbr[nbr_off[a] ..], packed in slot order within
                            each thread's run of slots (see pbd__pp_build) */
@@ -9689,7 +9707,7 @@ static void pbd__pp_free(pbd_world *w) {
                       pp->cload,     pp->cross, pp->lambda,  pp->density, pp->omega_len, pp->dp,
                       pp->omega,     pp->slot,  pp->sid,     pp->sfluid,  pp->sobject,   pp->spos,
                       pp->pure,      pp->svel,  pp->nbr_off, pp->gslot,   pp->order,     pp->order_tmp,
-                      pp->order_key, pp->wall,  pp->nwall,   pp->built,   pp->sxr};
+                      pp->order_key, pp->wall,  pp->nwall,   pp->built,   pp->sxr,       pp->nbr_listed};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; ++i) pbd__free(w, arrays[i]);
     pbd__grid_free(w, &pp->grid);
     memset(pp, 0, sizeof *pp);
@@ -9703,7 +9721,7 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
     if (need > INT_MAX / PBD_MAX_NEIGHBORS) return PBD_ERROR_OVERFLOW;
     PBD__TRY(pbd__grid_reserve(w, &pp->grid, need));
     size_t n = (size_t)need;
-    enum { K = 28 };
+    enum { K = 29 };
     void *a[K];
     size_t sizes[K] = {sizeof(int),
                        sizeof(int),
@@ -9732,7 +9750,8 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                        sizeof(pbd__p4) * PBD__FLUID_WALLS,
                        1,
                        sizeof(pbd__p4),
-                       sizeof(pbd__p4)};
+                       sizeof(pbd__p4),
+                       sizeof(int)};
     int ok = 1;
     /* nbr (i == 3) has a spare row: the fluid passes load whole vectors
        of indices past the end of a list (pbd__vblock_ids) */
@@ -9750,7 +9769,8 @@ static pbd_result pbd__pp_reserve(pbd_world *w, int need) {
                      (void **)&pp->slot,      (void **)&pp->sid,       (void **)&pp->sfluid,    (void **)&pp->sobject,
                      (void **)&pp->spos,      (void **)&pp->pure,      (void **)&pp->svel,      (void **)&pp->nbr_off,
                      (void **)&pp->gslot,     (void **)&pp->order,     (void **)&pp->order_tmp, (void **)&pp->order_key,
-                     (void **)&pp->wall,      (void **)&pp->nwall,     (void **)&pp->built,     (void **)&pp->sxr};
+                     (void **)&pp->wall,      (void **)&pp->nwall,     (void **)&pp->built,     (void **)&pp->sxr,
+                     (void **)&pp->nbr_listed};
     for (int i = 0; i < K; ++i) {
         pbd__free(w, *dst[i]);
         *dst[i] = a[i];
@@ -9778,7 +9798,7 @@ static void pbd__pp_index(pbd_world *w) {
         pp->sid[np] = i;
         pp->sfluid[np] = pp->fluid[np];
         pp->sobject[np] = pp->object[np];
-        pp->nbr_count[np] = pp->nbr_off[np] = 0;
+        pp->nbr_count[np] = pp->nbr_listed[np] = pp->nbr_off[np] = 0;
         pp->cload[np] = 0;
         pp->pure[np] = 0;
         np++;
@@ -9854,6 +9874,28 @@ static inline PBD_HD pbd__v3 pbd__spiky_grad(pbd__v3 d, float r, float h) {
 /* The search radius and cell: the largest fluid kernel, and 1.5 times the
    largest contact distance (the margin covers the motion of the
    iterations). */
+/* Lists kept over substeps. A solid's list holds the particles within
+   1.75 (r_a + r_b) of it (pbd__pp_list_factor), its loads count those
+   within 1.5 (pbd__pp_pair) and its contacts those that touch. So a step
+   builds the lists at its first substep, and its later substeps keep them
+   while every particle stays within a quarter of its radius of where they
+   were built: no pair can then have come within 1.5 (r_a + r_b) unlisted,
+   nor within touching (the rest of the margin covers the iterations'
+   motion, as it did with lists built every substep), and each kept
+   substep counts its loads again (pbd__pp_refresh_load). At rest they
+   serve a whole step: 2000 grains of 1 cm, 16 substeps, spent a third of
+   a step building lists. Fluids' lists (the kernel radius, no margin) are
+   built every substep; every step builds anew, so a restored snapshot
+   replays the same bits. */
+#define PBD__PP_SKIN 0.25f
+/* A solid pair is listed within this factor times its radii's sum: the
+   load's reach, 1.5 (pbd__pp_pair), plus the skin that kept lists allow
+   each particle (PBD__PP_SKIN), so that a kept list holds every pair its
+   loads count at any substep that keeps it (pbd__pp_refresh_load); just
+   the load's reach where fluids build the lists every substep. */
+static inline PBD_HD float pbd__pp_list_factor(const pbd__particle_phase *pp) {
+    return pp->nfluids > 0 ? 1.5f : 1.5f + PBD__PP_SKIN;
+}
 static float pbd__pp_reach(const pbd_world *w) {
     const pbd__particle_phase *pp = &w->pp;
     float rmax = 0, hmax = 0;
@@ -9861,7 +9903,8 @@ static float pbd__pp_reach(const pbd_world *w) {
         if (w->flags[pp->ids[k]] & PBD__COLLIDE) rmax = w->radius[pp->ids[k]] > rmax ? w->radius[pp->ids[k]] : rmax;
     for (int f = 0; f < pp->nfluids; ++f)
         hmax = pp->fluids[f].kernel_radius > hmax ? pp->fluids[f].kernel_radius : hmax;
-    return hmax > 3.0f * rmax ? hmax : 3.0f * rmax;
+    float contact = 2.0f * pbd__pp_list_factor(pp) * rmax;
+    return hmax > contact ? hmax : contact;
 }
 
 /* Whether particles a and b (slots) have anything to do with
@@ -9875,9 +9918,9 @@ static inline PBD_HD int pbd__pp_pair(const pbd_world *w, int a, int b, float d2
     int both_collide = (w->flags[ia] & w->flags[ib] & PBD__COLLIDE) != 0;
     if (!both_collide) return 0;
     if (fa < 0 && fb < 0 && pp->sobject[a] >= 0 && pp->sobject[a] == pp->sobject[b]) return 0;
-    float reach = 1.5f * (w->radius[ia] + w->radius[ib]);
+    float sum = w->radius[ia] + w->radius[ib], reach = 1.5f * sum, listed = pbd__pp_list_factor(pp) * sum;
     *contact = d2 < reach * reach;
-    return *contact || fa >= 0 || fb >= 0;
+    return d2 < listed * listed || fa >= 0 || fb >= 0;
 }
 
 /* The one fluid of all particles taking part (k < np), or -2 (a solid,
@@ -9891,7 +9934,7 @@ static int pbd__pp_one_fluid(const pbd__particle_phase *pp) {
 
 /* Particle k in slot k with no neighbours (a phase with no reach). */
 static inline PBD_HD void pbd__pp_unlisted(pbd__particle_phase *pp, int k) {
-    pp->nbr_count[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
+    pp->nbr_count[k] = pp->nbr_listed[k] = pp->cross[k] = pp->pure[k] = pp->nbr_off[k] = 0;
     pp->cload[k] = 0;
     pp->slot[k] = k;
     pp->sid[k] = pp->ids[k];
@@ -9916,6 +9959,39 @@ static inline PBD_HD float pbd__pp_load(const pbd_world *w, int ia, int ib) {
     float wa = w->p[ia].w, wb = w->p[ib].w, ws = wa + wb;
     float share = ws > 0 ? 2.0f * (wa / ws) : 0.0f;
     return share < 1.0f ? share : 1.0f;
+}
+
+/* Slot a's pairs within reach (pbd__pp_pair's contact flag: 1.5 (r_a +
+   r_b)) at the substep's predictions P moved to the front of its list, in
+   their order, the others after them: nbr_count[a] counts the first,
+   nbr_listed[a] all; and its contact load over them (what pbd__pp_scan
+   sums). The contacts and the loads then see what lists built at P would
+   hold, in the build's order, and the kept list still holds every pair a
+   later substep may need (PBD__PP_SKIN). Solids only (fluids build every
+   substep): loads left at the build's positions for a whole step (a lag
+   of up to 15 substeps in each contact's scale) kept a resting 10 x 20 x
+   10 column of grains shaking at 0.22 m/s; counted again at each substep
+   it rests (under 4 cm/s), as with lists built every substep. */
+static inline PBD_HD void pbd__pp_activate(pbd_world *w, const pbd__p4 *P, int a) {
+    pbd__particle_phase *pp = &w->pp;
+    int *list = pp->nbr + pp->nbr_off[a], n = pp->nbr_listed[a], active = 0, rest = 0;
+    int later[PBD_MAX_NEIGHBORS];
+    pbd__v3 q = pbd__p3(P[pp->sid[a]]);
+    float load = 0;
+    for (int j = 0; j < n; ++j) {
+        int b = list[j], contact;
+        pbd__v3 d = pbd__sub(pbd__p3(P[pp->sid[b]]), q);
+        pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact);
+        if (!contact) {
+            later[rest++] = b;
+            continue;
+        }
+        load += pbd__pp_load(w, pp->sid[a], pp->sid[b]);
+        list[active++] = b;
+    }
+    for (int j = 0; j < rest; ++j) list[active + j] = later[j];
+    pp->nbr_count[a] = active;
+    pp->cload[a] = load;
 }
 
 /* The list of slot a, at q (its position in the grid), into list: the
@@ -9945,7 +10021,7 @@ static PBD_HD void pbd__pp_scan(pbd_world *w, int a, pbd__v3 q, const int *bucke
                     pbd__v3 d = pbd__sub(pbd__ld(g->pos + 4 * (size_t)gs), q);
                     if (!pbd__pp_pair(w, a, b, pbd__dot(d, d), &contact)) continue;
                     if (contact) load += pbd__pp_load(w, pp->sid[a], pp->sid[b]);
-                    cross |= pp->sobject[a] != pp->sobject[b];
+                    if (contact || fa >= 0 || fb >= 0) cross |= pp->sobject[a] != pp->sobject[b];
                 }
                 list[count++] = b;
                 pure &= fb == fa;
@@ -9958,18 +10034,6 @@ static PBD_HD void pbd__pp_scan(pbd_world *w, int a, pbd__v3 q, const int *bucke
     pp->pure[a] = (unsigned char)pure;
 }
 
-/* Lists kept over substeps. A solid's list holds the particles within
-   1.5 (r_a + r_b) of it (pbd__pp_pair): a pair it left out can come
-   into contact only after its two particles together moved half their
-   radii's sum. So a step builds the lists at its first substep, and its
-   later substeps keep them while every particle stays within a quarter of
-   its radius of where they were built (the other half of the margin
-   covers the iterations' motion, as it did with lists built every
-   substep). At rest they serve a whole step: 2000 grains of 1 cm, 16
-   substeps, spent a third of a step building lists. Fluids' lists (the
-   kernel radius, no margin) are built every substep; every step builds
-   anew, so a restored snapshot replays the same bits. */
-#define PBD__PP_SKIN 0.25f
 /* Whether particle k (ids[k]) has moved too far from its place in the
    lists (NaN: too far). */
 static inline PBD_HD int pbd__pp_moved(const pbd_world *w, const pbd__p4 *P, int k) {
@@ -10074,6 +10138,13 @@ static void pbd__pp_build(pbd_world *w, const pbd__p4 *P, int mark) {
         pbd__pp_scan(w, a, q, buckets, nb, list);
         pp->nbr_off[a] = next;
         next += pp->nbr_count[a];
+    }
+    if (pp->nfluids == 0) { /* solids' lists hold the skin: those within reach first */
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < np; ++a) {
+            pp->nbr_listed[a] = pp->nbr_count[a];
+            pbd__pp_activate(w, P, a);
+        }
     }
     if (mark && w->nobjects > 0) {
         PBD__PRAGMA(omp single)
@@ -11545,6 +11616,10 @@ static int pbd__pp_lists_stale(pbd_world *w, int s) {
 }
 static void pbd__pp_begin_substep(pbd_world *w, int s) {
     if (w->pp.np > 0 && pbd__pp_lists_stale(w, s)) pbd__pp_build(w, w->p, 1);
+    else if (w->pp.np > 0 && w->pp.reach > 0) {
+        PBD__PRAGMA(omp for schedule(static))
+        for (int a = 0; a < w->pp.np; ++a) pbd__pp_activate(w, w->p, a);
+    }
     if (w->pp.nfluids > 0) pbd__fluid_walls(w, w->p);
 }
 static void pbd__pp_end_substep(pbd_world *w, float h) {

@@ -661,15 +661,15 @@ static int pbd__upload_pp(pbd__gpu *g, const pbd_world *w) {
     return PBD__UP(g, d->ids, h->ids, n) && PBD__UP(g, d->fluid, h->fluid, n) && PBD__UP(g, d->object, h->object, n) &&
            PBD__SCRATCH(g, d->slot, n) && PBD__SCRATCH(g, d->sid, n) && PBD__SCRATCH(g, d->sfluid, n) &&
            PBD__SCRATCH(g, d->sobject, n) && PBD__SCRATCH(g, d->nbr, n * PBD_MAX_NEIGHBORS) &&
-           PBD__SCRATCH(g, d->nbr_count, n) && PBD__SCRATCH(g, d->cload, n) && PBD__SCRATCH(g, d->nbr_off, n) &&
-           PBD__SCRATCH(g, d->cross, n) && PBD__SCRATCH(g, d->pure, n) && PBD__SCRATCH(g, d->lambda, n) &&
-           PBD__SCRATCH(g, d->density, n) && PBD__SCRATCH(g, d->omega_len, n) && PBD__SCRATCH(g, d->spos, n) &&
-           PBD__SCRATCH(g, d->dp, n) && PBD__SCRATCH(g, d->omega, n) && PBD__SCRATCH(g, d->svel, n) &&
-           PBD__SCRATCH(g, d->gslot, n) && PBD__SCRATCH(g, d->wall, n * PBD__FLUID_WALLS) &&
-           PBD__SCRATCH(g, d->nwall, n) && PBD__SCRATCH(g, d->grid.start, nb + 1) &&
-           PBD__SCRATCH(g, d->grid.sorted, n) && PBD__SCRATCH(g, d->grid.key, n) &&
-           PBD__SCRATCH(g, d->grid.pos, 4 * n) && PBD__SCRATCH(g, d->built, n) && PBD__SCRATCH(g, g->pp_stale, 1) &&
-           pbd__upload_scan(g, &g->pp_scan, &d->grid);
+           PBD__SCRATCH(g, d->nbr_count, n) && PBD__SCRATCH(g, d->nbr_listed, n) && PBD__SCRATCH(g, d->cload, n) &&
+           PBD__SCRATCH(g, d->nbr_off, n) && PBD__SCRATCH(g, d->cross, n) && PBD__SCRATCH(g, d->pure, n) &&
+           PBD__SCRATCH(g, d->lambda, n) && PBD__SCRATCH(g, d->density, n) && PBD__SCRATCH(g, d->omega_len, n) &&
+           PBD__SCRATCH(g, d->spos, n) && PBD__SCRATCH(g, d->dp, n) && PBD__SCRATCH(g, d->omega, n) &&
+           PBD__SCRATCH(g, d->svel, n) && PBD__SCRATCH(g, d->gslot, n) &&
+           PBD__SCRATCH(g, d->wall, n * PBD__FLUID_WALLS) && PBD__SCRATCH(g, d->nwall, n) &&
+           PBD__SCRATCH(g, d->grid.start, nb + 1) && PBD__SCRATCH(g, d->grid.sorted, n) &&
+           PBD__SCRATCH(g, d->grid.key, n) && PBD__SCRATCH(g, d->grid.pos, 4 * n) && PBD__SCRATCH(g, d->built, n) &&
+           PBD__SCRATCH(g, g->pp_stale, 1) && pbd__upload_scan(g, &g->pp_scan, &d->grid);
 }
 
 /* Self-collision (pbd.h "==== self-collision"): the surfaces' records
@@ -1098,6 +1098,15 @@ PBD__KERNEL pbd__k_pp_lists(pbd_world *w, const int *stale) {
         pbd__pp_scan(w, a, q, buckets, nb, pp->nbr + pp->nbr_off[a]);
     }
 }
+/* solids: the pairs within reach first, and the loads, at this
+   substep's predictions (pbd__pp_activate), after a build (then over the
+   whole new list) or in a substep that keeps the lists */
+PBD__KERNEL pbd__k_pp_activate(pbd_world *w, const int *stale) {
+    PBD__GRID_LOOP(a, w->pp.np) {
+        if (*stale) w->pp.nbr_listed[a] = w->pp.nbr_count[a];
+        pbd__pp_activate(w, w->p, a);
+    }
+}
 /* objects that touch other objects' particles become coupled (every
    writer writes 1) */
 PBD__KERNEL pbd__k_pp_couple(pbd_world *w, const int *stale) {
@@ -1523,6 +1532,7 @@ static void pbd__pp_build_dev(pbd__gpu *g, const pbd_world *w, int s) {
     pbd__grid_build_dev(g, &dw->pp.grid, &w->pp.grid, &g->pp_scan, &g->shadow.p[0].x, 4, pp->ids, np);
     pbd__launch(g, np, pbd__k_pp_slots, dw, (const int *)g->pp_stale);
     pbd__launch(g, np, pbd__k_pp_lists, dw, (const int *)g->pp_stale);
+    if (pp->nfluids == 0) pbd__launch(g, np, pbd__k_pp_activate, dw, (const int *)g->pp_stale);
     if (w->nobjects > 0) pbd__launch(g, np, pbd__k_pp_couple, dw, (const int *)g->pp_stale);
     if (pp->nfluids > 0) pbd__launch(g, np, pbd__k_fluid_walls, dw);
 }
