@@ -545,6 +545,20 @@
    k' = 1 - (1 - k)^(1/n) correction of survey 3.3 (n = iterations), unless
    pbd_world_desc.stiffness_correction is 0.
 
+   ENERGY. The projection and the first-order velocity update v = (p -
+   x) / h take energy from motion that a constraint turns, about g h / 2L
+   a second for a pendulum of length L (h the substep): a 1 m pendulum (a
+   distance constraint to a pinned particle) let go at 5 degrees keeps 44%
+   of its swing's energy after 20 s at the defaults (4 substeps at 60 Hz),
+   66% at 8 substeps, 81% at 16 and 90% at 32 (pbd_world_set_reference_dt
+   1/480 s), its period right to 0.05% throughout. A compliant
+   constraint's oscillation is damped likewise (1 kg on 1e-3 m/N: 9.8 mm
+   to 0.16 mm in 2 s at the defaults) and runs 0.5% slow at 4 substeps,
+   7% at 1. Restitution e returns e of the approach speed: dropped from 1
+   m a particle rebounds to e^2 of the height within 2-4%, from 5 cm 7%
+   lower and from 1 cm 14% lower (gravity acts through the impact's
+   substep). Measured by an audit.
+
    PARTICLES, GRANULAR MATTER AND FLUIDS. pbd_particles_set_particle_contact /
    pbd_object_set_particle_contact switch particle-particle contact on
    (radii, friction: a sand pile, a cloth landing on it); pbd_add_fluid adds
@@ -1434,7 +1448,14 @@ typedef struct pbd_balloon_desc {
    stretch compliance 0): at 1.5 the skin gives 44% at its worst edge and
    the balloon never comes to rest (1.9 cm/s rms, 16 substeps 6.6 cm/s);
    give it a stretch compliance, such as 1e-2 (at rest after 6.5 s; 16
-   substeps 8.4 s). bench/cloth_defaults.c --balloon prints these. */
+   substeps 8.4 s). bench/cloth_defaults.c --balloon prints these. An
+   underpressure (pressure < 1) crumples the skin, and where its folds
+   meet the skin is stretched: at 0.9 the volume settles at 0.91 V0 with
+   the worst edge 4.7% long, at 0.7 at 0.72 V0 with 37% and still moving
+   (1 cm/s rms after 10 s), at 0.5 at 0.52 V0 with 40% (2.4 cm/s); a
+   volume compliance trades the volume for the skin (1e-4 m^5/N at 0.7:
+   0.85 V0, 8.4%; an audit). For a limp bag, a cloth without the volume
+   is the better model. */
 
 PBDDEF pbd_cloth_desc pbd_cloth_desc_default(void);
 PBDDEF pbd_softbody_desc pbd_softbody_desc_default(void);
