@@ -170,7 +170,8 @@
        order, kept over substeps as the CPU keeps it (a kernel ORs the
        particles' "moved a quarter of its radius" into a flag that the
        list kernels read, so no read-back; the grid itself is sorted every
-       substep), and the fluids' sums over a list run in the lanes of the
+       substep; every substep a kernel puts each list's pairs within reach
+       first and counts their loads, pbd__pp_activate), and the fluids' sums over a list run in the lanes of the
        host's SIMD width (pbd_world.lanes: the SIMD and scalar paths of
        the host's build sum neighbour j into lane j mod W, then the lanes
        in one tree). No float atomics. Constants that need libm (expf of
