@@ -241,18 +241,22 @@
        on let go within one short substep: 10 x 10 x 10 particles at 5 cm
        resting in a tank, one step of 1, 0.3 or 0.1 ms: 0.2, 0.6 or 1.9 m/s
        (4 substeps: 1.4, 4.8, 14.5 m/s; test
-       fluid_one_short_step_is_not_amplified). What is left: a step of
-       microseconds, whose one substep is thousands of times shorter than
-       the reference's, turns the error of the step before into a huge
-       velocity (after 5 s at rest, one 1e-6 s step throws the cloth up at
-       1600 m/s, after a 1 s step too; a fixed 4 substeps: over 2e6 m/s),
-       so do not pass such a step. Keep dt steady: a fixed step and an
-       accumulator, the remainder carried over rather than stepped. The
-       step does not settle that error without velocity when the substep
-       drops (pre-stabilization, as for contacts): tried, 1 or 4 such
-       solver passes before the short step cut the fixed-count 1/60 s
-       case's speed by 11% or 40% only and the 1e-6 s case's by 12% or
-       35%.
+       fluid_one_short_step_is_not_amplified). Shorter steps are not
+       simulated: a step under a quarter of the reference substep (1.04
+       ms at the defaults) is carried over to the next one, which
+       simulates both (pbd_world_step), since its one substep, thousands
+       of times shorter than the reference's at a few microseconds, turned
+       the error of the steps before into a huge velocity (one 1e-6 s step
+       threw the resting cloth up at 1600 m/s; a 10 us one a curtain at
+       11 m/s; 0.1 ms steps, 1 to 10 m/s; test
+       world_short_steps_are_carried_over). A fixed substep count
+       (reference_dt 0) steps what it is given: there one 1e-6 s step
+       throws the cloth at over 2e6 m/s. Keep dt steady all the same: a
+       fixed step and an accumulator. The step does not settle that error
+       without velocity when the substep drops (pre-stabilization, as for
+       contacts): tried, 1 or 4 such solver passes before the short step
+       cut the fixed-count 1/60 s case's speed by 11% or 40% only and the
+       1e-6 s case's by 12% or 35%.
      * Non-finite steps: a step that produces NaN or infinity anyway (an
        acceleration field or plugin that returns huge values, velocities
        that overflow) is caught at its end (every position and velocity is
@@ -622,8 +626,11 @@
    radius (see "// ==== particle contact"); before both it was 45 ms on
    one thread. A heap settles grain by grain: one at its foot may tumble now and then for 15 s
    (432 grains: at rest, all under 1 mm/s, from 17 s). A 10 x 20 x 10
-   column of them, touching, stood on a plane (10 s): it stands, worst
-   overlap 19%, its fastest grain under 4 cm/s; at 8 substeps it
+   column of them, touching, stood on a plane: it stands, worst overlap
+   19%, but never quite rests (from 10 to 40 s its fastest grain at 3-8
+   cm/s, 1000-1300 grains above 1 mm/s; an audit), and only as a lattice
+   of exact stacks (each grain moved 0.2 mm sideways at random, it slumps
+   into a 9 cm heap within 10 s); at 8 substeps it
    stands but never rests (overlaps up to 116%, hundreds of grains at up
    to 0.24 m/s); at 4 it slumps into a heap 4.3 cm high (112%). The
    overlaps grow with a pile's height: give piles taller than these a
@@ -950,6 +957,9 @@ PBDDEF pbd_result pbd_world_set_stiffness_correction(pbd_world *w, int on);
 PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping);
 PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations);
 PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation);
+/* The time the world has simulated: the sum of its steps' dt but for a
+   short step carried over to the next (pbd_world_step), at most a
+   quarter of the reference substep behind. */
 PBDDEF double pbd_world_time(const pbd_world *w);
 
 /* Averaged Jacobi iterations instead of Gauss-Seidel (what GPUs use, and a
@@ -1067,7 +1077,14 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    longer than reference_dt, a world with fluids, grains or a pinned cloth
    takes more substeps: see pbd_world_step_substeps).
    dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
-   with PBD_ERROR_INVALID_TIME_STEP and changes nothing. */
+   with PBD_ERROR_INVALID_TIME_STEP and changes nothing. A step shorter
+   than a quarter of the reference substep (reference_dt / substeps / 4:
+   1.04 ms at the defaults), with what earlier such steps carried, is
+   carried over: it returns PBD_OK and changes nothing but the carry
+   (snapshots keep it), and the next step simulates dt plus the carry (a
+   frame-time remainder or a burst of tiny steps: one 10 us step jolted a
+   resting cloth at 11 m/s; see "Time steps"). A fixed substep count
+   (reference_dt 0) never carries. */
 PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
 /* The substeps pbd_world_step(w, dt) takes: the largest of
    - ceil(substeps dt / reference_dt) (pbd_world_desc, default 1/60 s;
@@ -1719,11 +1736,14 @@ PBDDEF pbd_result pbd_world_particle_neighbors(const pbd_world *w, int particle,
    A cloth meets particles at its vertices only,
    so a particle whose radius plus the cloth's thickness is under half a
    cell's diagonal passes between them (a 1.25 cm grain through a 1 m
-   cloth of 32 x 32 vertices, 1 cm thick); and at the default substeps a
-   cloth holds only loads well under its own weight: 16 such grains (1.25
-   times the hammock's weight) push 14 through it in 3 s, 72 (5.6 times)
-   70; with substeps = 16 it holds both (with 16 iterations instead: the
-   16, and 64 of the 72). Give a cloth that catches things substeps. Objects touched by
+   cloth of 32 x 32 vertices, 1 cm thick); and a cloth holds only loads
+   under its own weight: on the hammock above, 16 of the 2.5 cm grains
+   (1.25 times its weight) push 1 through it in 3 s at the defaults (the
+   grains give the step 11 substeps) and 72 (5.6 times) 10; grains of 1
+   cm and 2 g (16 substeps): 30 (0.3 times its weight) none, 100 (once)
+   14 and 300 (3 times) 185, and at 32 substeps the 100 stay (an audit).
+   At granular_cfl 0 (6 substeps) 16 of the 16 and 67 of the 72 went
+   through. Give a cloth that catches things substeps. Objects touched by
    another object's particles are marked coupled (see
    pbd_world_mark_coupled). Candidates come from the hash grid; at most
    PBD_MAX_NEIGHBORS per particle (more are ignored, in a fixed order). */
@@ -3845,7 +3865,8 @@ struct pbd_world {
     int last_team;              /* threads of the last substep */
     double (*team_clock)(void); /* the policy's clock in seconds; NULL: omp_get_wtime (tests script it) */
     double time;
-    int seq; /* adds so far: each record's pbd__slot.seq (pbd__rollback) */
+    float carry; /* s: short steps carried over, not simulated yet (pbd__step_carried) */
+    int seq;     /* adds so far: each record's pbd__slot.seq (pbd__rollback) */
     /* particles */
     int n, cap;
     pbd__p4 *x, *p, *v; /* positions (w: inverse mass), predictions, velocities */
@@ -4645,7 +4666,7 @@ PBDDEF double pbd_world_time(const pbd_world *w) { return w ? w->time : 0.0; }
 
 #define PBD__SNAPSHOT_MAGIC 0x53444250u /* "PBDS" */
 #define PBD__SNAPSHOT_VERSION \
-    11u /* 11: the world's granular_cfl; 10: the world's reference_dt; 9: objects' drags; 8: plugins' state at the end (7: a box
+    12u /* 12: the time carried over; 11: the world's granular_cfl; 10: the world's reference_dt; 9: objects' drags; 8: plugins' state at the end (7: a box
            collider's radius is its rounding) */
 #define PBD__SNAPSHOT_VERSION_OLDEST 7u /* 7 restores too: no plugin state, the plugins keep theirs */
 
@@ -4799,6 +4820,12 @@ static void pbd__io_granular_cfl(pbd__io *io, pbd_world *w) {
     pbd__io_float(io, &w->granular_cfl);
     if (io->in && !(pbd__finite(w->granular_cfl) && w->granular_cfl >= 0)) io->bad = 1;
 }
+/* The time carried over (version 12 on; before, none). */
+static void pbd__io_carry(pbd__io *io, pbd_world *w) {
+    if (io->version < 12) return;
+    pbd__io_float(io, &w->carry);
+    if (io->in && !(pbd__finite(w->carry) && w->carry >= 0 && w->carry <= PBD_MAX_TIME_STEP)) io->bad = 1;
+}
 static void pbd__io_meshcols(pbd__io *io, pbd_world *w);
 static void pbd__io_surfaces(pbd__io *io, pbd_world *w);
 static void pbd__io_particle_phase(pbd__io *io, pbd_world *w);
@@ -4891,6 +4918,7 @@ static void pbd__io_world(pbd__io *io, pbd_world *w) {
     pbd__io_drags(io, w);
     pbd__io_reference_dt(io, w);
     pbd__io_granular_cfl(io, w);
+    pbd__io_carry(io, w);
 }
 
 /* FNV-1a over the body: a corrupted snapshot (a flipped byte in a position
@@ -18758,18 +18786,39 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
 #endif
     return pbd__world_step(w, dt);
 }
-static pbd_result pbd__world_step(pbd_world *w, float dt) {
+/* Whether a step of t seconds is carried over rather than simulated:
+   shorter than PBD__CARRY_PARTS-th of the reference substep (1.04 ms at
+   the defaults), where the error the steps before it left, turned into
+   velocity by its one substep (error / h), jolted a resting cloth at
+   11 m/s for 10 us and 1.1 m/s for 0.1 ms; carried, the next step
+   simulates it (see pbd_world_step). Never with a fixed substep count
+   (reference_dt 0), whose steps are the user's to choose. */
+#define PBD__CARRY_PARTS 4
+static int pbd__step_carried(const pbd_world *w, float t) {
+    return w->reference_dt > 0 && t < w->reference_dt / (float)(PBD__CARRY_PARTS * w->substeps);
+}
+
+static pbd_result pbd__world_step(pbd_world *w, float dt_in) {
     if (!w) return pbd__null_world(); /* not PBD__CHECK_WORLD: a GPU world's step needs no fetch */
-    if (!(dt >= PBD_MIN_TIME_STEP && dt <= PBD_MAX_TIME_STEP))
-        return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt,
+    if (!(dt_in >= PBD_MIN_TIME_STEP && dt_in <= PBD_MAX_TIME_STEP))
+        return pbd__fail(w, PBD_ERROR_INVALID_TIME_STEP, "dt = %g s is outside [%g, %g] s", (double)dt_in,
                          (double)PBD_MIN_TIME_STEP, (double)PBD_MAX_TIME_STEP);
+    float dt = dt_in + w->carry; /* what this step simulates */
+    if (pbd__step_carried(w, dt)) {
+        w->carry = dt;
+        return PBD_OK;
+    }
     int S = pbd_world_step_substeps(w, dt);
     if (w->tear_stale) { /* see pbd__tear_tables */
         pbd_result r = pbd__tear_tables(w, NULL, 1);
         if (r != PBD_OK) return pbd__fail(w, r, "no memory for the tables of the particles a tear made");
         w->tear_stale = 0;
     }
-    if (w->gpu) return pbd__gpu_step(w, dt, S);
+    if (w->gpu) {
+        pbd_result r = pbd__gpu_step(w, dt, S);
+        if (r == PBD_OK) w->carry = 0;
+        return r;
+    }
     float h = dt / (float)S;
     pbd__step_keep(w);
     w->drag_on = pbd__drag_keeps(w, h, w->object_keep);
@@ -18809,6 +18858,7 @@ static pbd_result pbd__world_step(pbd_world *w, float dt) {
     }
     pbd__lras_tighten(w);
     w->time += dt;
+    w->carry = 0;
     return PBD_OK;
 }
 

@@ -340,9 +340,9 @@ TEST(plugin_state_in_snapshots) {
     CHECK_OK(pbd_world_restore(r, snap, n));
     CHECK(b2.value == 2 && c2.value == 3);
     /* c's state forged to -1 (the last int before the world's reference_dt,
-       granular_cfl and the checksum) */
+       granular_cfl, carry and the checksum) */
     int minus = -1;
-    memcpy(snap + n - 20, &minus, sizeof minus);
+    memcpy(snap + n - 24, &minus, sizeof minus);
     uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i + 8 < n; ++i) h = (h ^ snap[i]) * 1099511628211ull;
     memcpy(snap + n - 8, &h, 8);

@@ -642,17 +642,84 @@ TEST(world_reference_dt_keeps_the_substep) {
     pbd_world *r = make_default_world();
     CHECK_OK(pbd_world_restore(r, snap, n));
     CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 4);
-    /* before the checksum: reference_dt, then granular_cfl (4 bytes each) */
-    unsigned char *old = older_snapshot(snap, n, 8, 9);
-    CHECK_OK(pbd_world_restore(r, old, n - 8));
+    /* before the checksum: reference_dt, granular_cfl, the time carried
+       over (4 bytes each) */
+    unsigned char *old = older_snapshot(snap, n, 12, 9);
+    CHECK_OK(pbd_world_restore(r, old, n - 12));
     CHECK(pbd_world_step_substeps(r, 1.0f / 30) == 2 && pbd_world_step_substeps(r, 1.0f) == 2);
     float nan = NAN; /* a forged reference_dt is refused */
-    memcpy(snap + n - 16, &nan, 4);
+    memcpy(snap + n - 20, &nan, 4);
     reseal_snapshot(snap, n);
     expect_bad_restore(r, snap, n, "reference_dt NaN");
     free(old);
     free(snap);
     pbd_world_destroy(r);
+    pbd_world_destroy(w);
+}
+
+/* A hanging cloth pinned at two corners, at rest after 3 s at 60 Hz;
+   *range its particles. */
+static pbd_world *resting_curtain(pbd_world_desc d) {
+    pbd_world *w = NULL;
+    CHECK_OK(pbd_world_create(&d, &w));
+    float o[3] = {0, 2, 0}, u[3] = {1, 0, 0}, v[3] = {0, -1, 0};
+    pbd_mesh m;
+    pbd_object ob = pbdt_grid_cloth(w, 16, 16, o, u, v, &m, NULL);
+    CHECK(ob.id != 0);
+    CHECK_OK(pbd_particle_pin(w, 0));
+    CHECK_OK(pbd_particle_pin(w, 15));
+    pbd_mesh_free(&m);
+    for (int s = 0; s < 180; ++s) CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    return w;
+}
+
+/* A step shorter than an eighth of the reference substep is carried over
+   to the next (pbd_world_step): one step of 10 us turned the error the
+   1/60 s steps left into velocity (error / h) and threw a resting curtain
+   at 11 m/s (1 m/s at 0.1 ms). Carried, it changes nothing but the
+   carry; the next step simulates it too, and snapshots keep it; a world
+   with a fixed substep count (reference_dt 0) never carries. */
+TEST(world_short_steps_are_carried_over) {
+    pbd_world *w = resting_curtain(pbd_world_desc_default());
+    float rest = pbdt_max_speed(w);
+    int np = pbd_world_particle_count(w);
+    size_t bytes = sizeof(float) * 4 * (size_t)np;
+    float *x0 = (float *)malloc(bytes);
+    memcpy(x0, pbd_world_positions(w), bytes);
+    double t0 = pbd_world_time(w);
+    CHECK_OK(pbd_world_step(w, 1e-5f));
+    CHECK(pbd_world_time(w) == t0 && memcmp(pbd_world_positions(w), x0, bytes) == 0); /* nothing moved */
+    size_t n2;
+    unsigned char *carried = save_world(w, &n2); /* with the carry */
+    pbd_world *twin = make_default_world();
+    CHECK_OK(pbd_world_restore(twin, carried, n2));
+    CHECK_OK(pbd_world_step(w, 1.0f / 60.0f));
+    CHECK_OK(pbd_world_step(twin, 1.0f / 60.0f));
+    CHECK_MSG(pbd_world_time(w) == t0 + (double)(1.0f / 60.0f + 1e-5f), "time %.9f, wanted %.9f", pbd_world_time(w),
+              t0 + (double)(1.0f / 60.0f + 1e-5f));
+    CHECK(memcmp(pbd_world_positions(w), pbd_world_positions(twin), bytes) == 0);
+    float after = pbdt_max_speed(w);
+    CHECK_MSG(after < rest + 0.01f, "a carried 10 us step jolted the curtain from %.4f to %.4f m/s", (double)rest,
+              (double)after);
+    /* 0.1 ms steps: carried until they make a step worth simulating (a
+       quarter of the reference substep, 1.04 ms), whose jolt is a 1 ms
+       step's; the time simulated lags the time given by less than that */
+    double t1 = pbd_world_time(w);
+    for (int k = 0; k < 25; ++k) CHECK_OK(pbd_world_step(w, 1e-4f));
+    CHECK_MSG(pbdt_max_speed(w) < rest + 0.12f, "0.1 ms steps jolted it to %.4f m/s", (double)pbdt_max_speed(w));
+    double lag = t1 + 25e-4 - pbd_world_time(w);
+    CHECK_MSG(lag > -1e-6 && lag < 1.05e-3, "time %.6f after 2.5 ms of 0.1 ms steps from %.6f", pbd_world_time(w), t1);
+    /* a fixed substep count steps whatever it is given */
+    pbd_world_desc fixed = pbd_world_desc_default();
+    fixed.reference_dt = 0;
+    pbd_world *f = resting_curtain(fixed);
+    double tf = pbd_world_time(f);
+    CHECK_OK(pbd_world_step(f, 1e-5f));
+    CHECK(pbd_world_time(f) > tf);
+    free(x0);
+    free(carried);
+    pbd_world_destroy(f);
+    pbd_world_destroy(twin);
     pbd_world_destroy(w);
 }
 
@@ -723,14 +790,14 @@ TEST(world_granular_cfl_gives_grains_their_substeps) {
     pbd_world *r = make_default_world();
     CHECK_OK(pbd_world_restore(r, snap, n));
     CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 8);
-    /* version 10: the snapshot without its granular_cfl (the 4 bytes
-       before the checksum) restores with none */
-    unsigned char *old = older_snapshot(snap, n, 4, 10);
-    CHECK_OK(pbd_world_restore(r, old, n - 4));
+    /* version 10: the snapshot without its granular_cfl and carry (the 8
+       bytes before the checksum) restores with none */
+    unsigned char *old = older_snapshot(snap, n, 8, 10);
+    CHECK_OK(pbd_world_restore(r, old, n - 8));
     CHECK(pbd_world_step_substeps(r, 1.0f / 60) == 4);
     const float forged[] = {NAN, -1.0f}; /* a forged granular_cfl is refused */
     for (int k = 0; k < 2; ++k) {
-        memcpy(snap + n - 12, &forged[k], 4);
+        memcpy(snap + n - 16, &forged[k], 4);
         reseal_snapshot(snap, n);
         expect_bad_restore(r, snap, n, "granular_cfl forged");
     }
@@ -925,6 +992,7 @@ void suite_world(void) {
     RUN(world_custom_allocator);
     RUN(world_snapshot_restore_bit_identical);
     RUN(world_reference_dt_keeps_the_substep);
+    RUN(world_short_steps_are_carried_over);
     RUN(world_granular_cfl_gives_grains_their_substeps);
     RUN(world_snapshot_truncated_or_garbage);
     RUN(world_snapshot_body_corruption);
