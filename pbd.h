@@ -1105,7 +1105,9 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt);
    a step that would need more takes 1000, and its substep is longer than
    the bound wants. Measured at dt = 1 s: a fluid of 2.7 mm spacing (3 mm:
    954), a 129 x 129 grid cloth of 1 m pinned by its top row (126 x 126:
-   984); at 1/60 s they take 17. Compare the count with 1000 to tell. */
+   984); at 1/60 s they take 17. Compare the count with 1000 to tell.
+   A step that pbd_world_step carries over takes none, and the step after
+   it the count of its dt plus the carry. */
 PBDDEF int pbd_world_step_substeps(const pbd_world *w, float dt);
 
 /* Save / restore the complete simulation state (particles with their
