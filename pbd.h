@@ -248,7 +248,7 @@
        resting in a tank, one step of 1, 0.3 or 0.1 ms: 0.2, 0.6 or 1.9 m/s
        (4 substeps: 1.4, 4.8, 14.5 m/s; test
        fluid_one_short_step_is_not_amplified). Shorter steps are not
-       simulated: a step under a quarter of the reference substep (1.04
+       simulated: a step under an eighth of the reference substep (0.52
        ms at the defaults) is carried over to the next one, which
        simulates both (pbd_world_step), since its one substep, thousands
        of times shorter than the reference's at a few microseconds, turned
@@ -964,8 +964,8 @@ PBDDEF pbd_result pbd_world_set_point_damping(pbd_world *w, float point_damping)
 PBDDEF pbd_result pbd_world_get_solver(const pbd_world *w, pbd_solver_mode *mode, int *substeps, int *iterations);
 PBDDEF pbd_result pbd_world_get_jacobi(const pbd_world *w, int *on, float *relaxation);
 /* The time the world has simulated: the sum of its steps' dt but for a
-   short step carried over to the next (pbd_world_step), at most a
-   quarter of the reference substep behind. */
+   short step carried over to the next (pbd_world_step), at most an
+   eighth of the reference substep behind. */
 PBDDEF double pbd_world_time(const pbd_world *w);
 
 /* Averaged Jacobi iterations instead of Gauss-Seidel (what GPUs use, and a
@@ -1084,8 +1084,8 @@ PBDDEF const float *pbd_world_device_positions(pbd_world *w);
    takes more substeps: see pbd_world_step_substeps).
    dt outside [PBD_MIN_TIME_STEP, PBD_MAX_TIME_STEP] (or NaN) is refused
    with PBD_ERROR_INVALID_TIME_STEP and changes nothing. A step shorter
-   than a quarter of the reference substep (reference_dt / substeps / 4:
-   1.04 ms at the defaults), with what earlier such steps carried, is
+   than an eighth of the reference substep (reference_dt / substeps / 8:
+   0.52 ms at the defaults), with what earlier such steps carried, is
    carried over: it returns PBD_OK and changes nothing but the carry
    (snapshots keep it), and the next step simulates dt plus the carry (a
    frame-time remainder or a burst of tiny steps: one 10 us step jolted a
@@ -18795,13 +18795,13 @@ PBDDEF pbd_result pbd_world_step(pbd_world *w, float dt) {
     return pbd__world_step(w, dt);
 }
 /* Whether a step of t seconds is carried over rather than simulated:
-   shorter than PBD__CARRY_PARTS-th of the reference substep (1.04 ms at
+   shorter than PBD__CARRY_PARTS-th of the reference substep (0.52 ms at
    the defaults), where the error the steps before it left, turned into
    velocity by its one substep (error / h), jolted a resting cloth at
    11 m/s for 10 us and 1.1 m/s for 0.1 ms; carried, the next step
    simulates it (see pbd_world_step). Never with a fixed substep count
    (reference_dt 0), whose steps are the user's to choose. */
-#define PBD__CARRY_PARTS 4
+#define PBD__CARRY_PARTS 8
 static int pbd__step_carried(const pbd_world *w, float t) {
     return w->reference_dt > 0 && t < w->reference_dt / (float)(PBD__CARRY_PARTS * w->substeps);
 }

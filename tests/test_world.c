@@ -701,14 +701,18 @@ TEST(world_short_steps_are_carried_over) {
     float after = pbdt_max_speed(w);
     CHECK_MSG(after < rest + 0.01f, "a carried 10 us step jolted the curtain from %.4f to %.4f m/s", (double)rest,
               (double)after);
-    /* 0.1 ms steps: carried until they make a step worth simulating (a
-       quarter of the reference substep, 1.04 ms), whose jolt is a 1 ms
-       step's; the time simulated lags the time given by less than that */
+    /* 0.1 ms steps: carried until they make a step worth simulating (an
+       eighth of the reference substep, 0.52 ms), whose jolt is about a 1
+       ms step's; the time simulated lags the time given by less than that */
     double t1 = pbd_world_time(w);
-    for (int k = 0; k < 25; ++k) CHECK_OK(pbd_world_step(w, 1e-4f));
-    CHECK_MSG(pbdt_max_speed(w) < rest + 0.12f, "0.1 ms steps jolted it to %.4f m/s", (double)pbdt_max_speed(w));
+    float worst = 0;
+    for (int k = 0; k < 25; ++k) {
+        CHECK_OK(pbd_world_step(w, 1e-4f));
+        worst = pbdt_max_speed(w) > worst ? pbdt_max_speed(w) : worst;
+    }
+    CHECK_MSG(worst < rest + 0.25f, "0.1 ms steps jolted it to %.4f m/s", (double)worst);
     double lag = t1 + 25e-4 - pbd_world_time(w);
-    CHECK_MSG(lag > -1e-6 && lag < 1.05e-3, "time %.6f after 2.5 ms of 0.1 ms steps from %.6f", pbd_world_time(w), t1);
+    CHECK_MSG(lag > -1e-6 && lag < 0.53e-3, "time %.6f after 2.5 ms of 0.1 ms steps from %.6f", pbd_world_time(w), t1);
     /* a fixed substep count steps whatever it is given */
     pbd_world_desc fixed = pbd_world_desc_default();
     fixed.reference_dt = 0;
