@@ -174,8 +174,9 @@
        first and counts their loads, pbd__pp_activate), and the fluids'
        sums over a list run in the lanes of the host's SIMD width
        (pbd_world.lanes: the SIMD and scalar paths of the host's build sum
-       neighbour j into lane j mod W, then the lanes in one tree). No float atomics. Constants that need libm (expf of
-       the damping) are computed on the host. One exception: a fluid whose
+       neighbour j into lane j mod W, then the lanes in one tree). No
+       float atomics. Constants that need libm (expf of the damping) are
+       computed on the host. One exception: a fluid whose
        scorr_n is not an integer raises the kernel to that power with
        powf, whose last bit may differ between the GPU and the host's
        libm (the default 4 is exact). So a GPU world gives a CPU world's
